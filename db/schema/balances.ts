@@ -1,0 +1,98 @@
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { lenders } from './lenders';
+
+export const batches = sqliteTable(
+  'batches',
+  {
+    id: text('id').primaryKey(),
+    lenderId: text('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    source: text('source', { enum: ['api', 'csv', 'schedule'] }).notNull(),
+    scheduleId: text('schedule_id'),
+    status: text('status', { enum: ['pending', 'processing', 'completed'] }).notNull(),
+    webhookUrl: text('webhook_url'),
+    creator: text('creator'),
+    submittedAt: integer('submitted_at').notNull(),
+    completedAt: integer('completed_at'),
+    totalAuthorizers: integer('total_authorizers').notNull(),
+    totalProcessed: integer('total_processed').notNull().default(0),
+  },
+  (t) => [
+    index('batches_status_idx').on(t.status, t.submittedAt),
+    index('batches_lender_idx').on(t.lenderId, t.submittedAt),
+    index('batches_schedule_idx').on(t.scheduleId),
+  ],
+);
+
+// The sensitive part of every authorizer of a batch (tax id, account and card numbers, date of birth),
+// sealed as one vault value per batch: one AES-GCM pass per request instead of one per authorizer.
+export const batchPayloads = sqliteTable('batch_payloads', {
+  batchId: text('batch_id')
+    .primaryKey()
+    .references(() => batches.id),
+  sealed: text('sealed').notNull(),
+});
+
+// One row per submitted authorizer: the work queue of the balance job.
+export const batchItems = sqliteTable(
+  'batch_items',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    batchId: text('batch_id')
+      .notNull()
+      .references(() => batches.id),
+    lenderId: text('lender_id').notNull(),
+    seq: integer('seq').notNull(), // position in the request and in the sealed payload
+    authorizerUniqueId: text('authorizer_unique_id').notNull(),
+    paymentType: text('payment_type', { enum: ['ACCOUNT_NUMBER', 'DEBIT_CARD'] }).notNull(),
+    routingNumber: text('routing_number'),
+    phone: text('phone'),
+    zip: text('zip'),
+    metadata: text('metadata'), // JSON object or null
+    thresholdCents: integer('threshold_cents'), // schedule runs: the applicable threshold
+    state: text('state', { enum: ['pending', 'done'] }).notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: integer('next_attempt_at').notNull().default(0),
+    leaseUntil: integer('lease_until').notNull().default(0),
+  },
+  (t) => [
+    uniqueIndex('batch_items_batch_seq_idx').on(t.batchId, t.seq),
+    index('batch_items_pending_idx').on(t.state, t.batchId, t.nextAttemptAt),
+  ],
+);
+
+// One result per item (the unique item_id makes a second result impossible). Ordered by id, which is
+// the order results were recorded in, so pages stay stable while a batch is still running.
+export const balanceResults = sqliteTable(
+  'balance_results',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    itemId: integer('item_id').notNull().unique(),
+    batchId: text('batch_id').notNull(),
+    lenderId: text('lender_id').notNull(),
+    authorizerUniqueId: text('authorizer_unique_id').notNull(),
+    balanceCents: integer('balance_cents'),
+    statusCode: integer('status_code').notNull(),
+    exportStatus: text('export_status').notNull(),
+    institution: text('institution'),
+    recordedAt: integer('recorded_at').notNull(),
+  },
+  (t) => [
+    index('balance_results_batch_idx').on(t.batchId, t.id),
+    index('balance_results_history_idx').on(t.lenderId, t.authorizerUniqueId, t.id),
+  ],
+);
+
+// 24-hour replay cache of POST /v1/balance_requests, keyed by the SHA-256 of the raw body per lender.
+export const idempotencyKeys = sqliteTable(
+  'idempotency_keys',
+  {
+    lenderId: text('lender_id').notNull(),
+    bodyHash: text('body_hash').notNull(),
+    statusCode: integer('status_code').notNull(),
+    responseBody: text('response_body').notNull(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.lenderId, t.bodyHash] }), index('idempotency_created_idx').on(t.createdAt)],
+);

@@ -1,0 +1,5 @@
+export * from './lenders';
+export * from './jobs';
+export * from './webhooks';
+export * from './balances';
+export * from './schedules';

@@ -1,0 +1,48 @@
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { lenders } from './lenders';
+
+export const schedules = sqliteTable(
+  'schedules',
+  {
+    id: text('id').primaryKey(),
+    lenderId: text('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    name: text('name').notNull(),
+    status: text('status', { enum: ['ACTIVE', 'COMPLETED', 'DISABLED'] }).notNull(),
+    intervalDays: integer('interval_days').notNull(),
+    timeOfDay: text('time_of_day').notNull(), // HH:mm UTC
+    startsAt: text('starts_at'), // YYYY-MM-DD
+    expiresAt: text('expires_at').notNull(), // YYYY-MM-DD, the date of the final run
+    webhook: text('webhook'),
+    thresholdCents: integer('threshold_cents'),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+    lastRunAt: integer('last_run_at'),
+    nextRunAt: integer('next_run_at'),
+  },
+  (t) => [
+    uniqueIndex('schedules_lender_name_idx').on(t.lenderId, t.name),
+    // The scheduler's due check reads this index only.
+    index('schedules_due_idx').on(t.status, t.nextRunAt),
+  ],
+);
+
+export const scheduleAuthorizers = sqliteTable(
+  'schedule_authorizers',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    scheduleId: text('schedule_id')
+      .notNull()
+      .references(() => schedules.id),
+    authorizerUniqueId: text('authorizer_unique_id').notNull(),
+    paymentType: text('payment_type', { enum: ['ACCOUNT_NUMBER', 'DEBIT_CARD'] }).notNull(),
+    routingNumber: text('routing_number'),
+    phone: text('phone'),
+    zip: text('zip'),
+    metadata: text('metadata'),
+    thresholdCents: integer('threshold_cents'),
+    sealed: text('sealed').notNull(), // the authorizer's sensitive fields, vault-sealed
+  },
+  (t) => [uniqueIndex('schedule_authorizers_unique_idx').on(t.scheduleId, t.authorizerUniqueId)],
+);

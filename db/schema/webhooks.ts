@@ -1,0 +1,60 @@
+import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { lenders } from './lenders';
+
+export const webhookSecrets = sqliteTable(
+  'webhook_secrets',
+  {
+    id: text('id').primaryKey(),
+    lenderId: text('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    secretSealed: text('secret_sealed').notNull(),
+    createdAt: integer('created_at').notNull(),
+    // null while current; set to rotation time + 24 h when a newer secret replaces it.
+    expiresAt: integer('expires_at'),
+  },
+  (t) => [index('webhook_secrets_lender_idx').on(t.lenderId)],
+);
+
+// The outbox: written in the same transaction as the change that causes it, sent by the delivery job.
+export const webhookDeliveries = sqliteTable(
+  'webhook_deliveries',
+  {
+    id: text('id').primaryKey(), // also the webhook-id header, stable across retries
+    lenderId: text('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    type: text('type').notNull(),
+    targetUrl: text('target_url').notNull(),
+    payload: text('payload').notNull(),
+    state: text('state', { enum: ['pending', 'delivered', 'failed'] }).notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    createdAt: integer('created_at').notNull(),
+    firstAttemptAt: integer('first_attempt_at'),
+    lastAttemptAt: integer('last_attempt_at'),
+    nextAttemptAt: integer('next_attempt_at'),
+    leaseUntil: integer('lease_until'),
+    lastStatusCode: integer('last_status_code'),
+    lastError: text('last_error'),
+    finishedAt: integer('finished_at'),
+  },
+  (t) => [
+    index('webhook_deliveries_due_idx').on(t.state, t.nextAttemptAt),
+    index('webhook_deliveries_lender_idx').on(t.lenderId, t.createdAt),
+  ],
+);
+
+export const webhookAttempts = sqliteTable(
+  'webhook_attempts',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    deliveryId: text('delivery_id')
+      .notNull()
+      .references(() => webhookDeliveries.id),
+    attemptedAt: integer('attempted_at').notNull(),
+    statusCode: integer('status_code'),
+    error: text('error'),
+    durationMs: integer('duration_ms').notNull(),
+  },
+  (t) => [index('webhook_attempts_delivery_idx').on(t.deliveryId)],
+);

@@ -1,0 +1,226 @@
+import { Elysia, t, ValidationError } from 'elysia';
+import { openapi } from '@elysiajs/openapi';
+import { join } from 'node:path';
+import type { Deps } from './platform/deps';
+import { baseUrl } from './platform/deps';
+import { ApiError, envelope, ErrorEnvelope, MethodNotAllowed, HttpsRequired, NotFound } from './platform/errors';
+import { httpsAllowed, isLoopback } from './platform/https';
+import { newId } from './platform/ids';
+import { migrationStatus } from './platform/db';
+import { SERVER_MAX_BODY_BYTES } from './platform/http';
+import type { JobRunner } from './platform/jobs';
+import { authPlugin } from './platform/auth';
+import { featureRoutes } from './modules';
+
+export const API_VERSION = '0.3.0-alpha';
+
+const SWAGGER_DIR = join(import.meta.dir, '../node_modules/swagger-ui-dist');
+const DOC_ASSETS: Record<string, string> = {
+  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
+  'swagger-ui.css': 'text/css; charset=utf-8',
+};
+
+const DESCRIPTION = `Self-hosted debit recovery and balance monitoring.
+
+A lender (the caller) checks its borrowers' (authorizers') bank balances in batches, monitors balances on
+schedules with webhooks, and receives signed webhook notifications.
+
+**Authentication**: every \`/v1\` path needs \`Authorization: Bearer <API_KEY>\`. Keys are issued by the operator
+CLI (\`bun run cli key create LENDER\`).
+
+**Errors** use one envelope (schema \`ErrorEnvelope\`): \`status\`, \`status_code\`, \`error {code, message, details,
+timestamp, suggestion}\`, \`documentation_url\`. Codes: BAD_REQUEST 400 (validation; \`details.errors\` lists
+\`{path, message}\`), UNAUTHORIZED 401, FORBIDDEN 403, HTTPS_REQUIRED 403, RESOURCE_NOT_FOUND 404,
+METHOD_NOT_ALLOWED 405, CONFLICT 409, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, RATE_LIMITED 429
+(with \`Retry-After\`), INTERNAL_ERROR 500 (with the request id), SERVICE_UNAVAILABLE 503. Every response
+carries \`X-Request-Id\`.`;
+
+interface RequestMeta {
+  id: string;
+  start: number;
+}
+
+/** The Elysia app without listen: `index.ts` serves it, tests call `app.handle`. */
+export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
+  const docsBase = baseUrl(deps.config);
+  const meta = new WeakMap<Request, RequestMeta>();
+  const auth = authPlugin(deps);
+  let routePatterns: { method: string; re: RegExp }[] | null = null;
+
+  const toResponse = (request: Request, err: ApiError | { status: number; code: string; message: string; details?: Record<string, unknown>; suggestion?: string; headers?: Record<string, string> }) => {
+    const m = meta.get(request);
+    const isApi = err instanceof ApiError;
+    const status = err.status;
+    const code = isApi ? err.errorCode : err.code;
+    const body = envelope(status, code, err.message, docsBase, deps.clock.now(), err.details, err.suggestion);
+    const headers: Record<string, string> = { 'content-type': 'application/json', ...(err.headers ?? {}) };
+    if (m) headers['x-request-id'] = m.id;
+    return new Response(JSON.stringify(body), { status, headers });
+  };
+
+  const allowedMethods = (path: string, all: { method: string; path: string }[]): string[] => {
+    routePatterns ??= all
+      .filter((r) => r.method !== 'ALL')
+      .map((r) => ({ method: r.method, re: new RegExp('^' + r.path.replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*') + '/?$') }));
+    return [...new Set(routePatterns.filter((r) => r.re.test(path)).map((r) => r.method))];
+  };
+
+  const app = new Elysia({ serve: { maxRequestBodySize: SERVER_MAX_BODY_BYTES } })
+    .use(
+      openapi({
+        path: '/docs',
+        specPath: '/docs/json',
+        provider: 'swagger-ui',
+        swagger: {
+          cdn: '/docs/assets/swagger-ui-bundle.js',
+          theme: '/docs/assets/swagger-ui.css',
+          autoDarkMode: false,
+        } as never,
+        exclude: { paths: ['/docs/assets/*'] },
+        documentation: {
+          openapi: '3.1.0',
+          info: { title: 'Debit Recovery and Balance Monitoring Service', version: API_VERSION, description: DESCRIPTION },
+          servers: [{ url: docsBase }],
+          tags: [
+            { name: 'Balance checks', description: 'On-demand balance checks in batches (JSON or CSV), results and export' },
+            { name: 'Monitoring', description: 'Scheduled balance monitoring and authorizer history' },
+            { name: 'Webhooks', description: 'Signing secret and delivery log of the webhooks the service sends' },
+            { name: 'Operations', description: 'Health, readiness and metrics' },
+          ],
+          components: {
+            securitySchemes: {
+              bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key: drs_live_ followed by 32 characters' },
+            },
+          },
+        },
+      }),
+    )
+    .model({ ErrorEnvelope })
+    .onRequest(({ request, set, server }) => {
+      const m = { id: newId(), start: performance.now() };
+      meta.set(request, m);
+      set.headers['x-request-id'] = m.id;
+      const path = new URL(request.url).pathname;
+      if (path === '/healthz') return;
+      const remote = server?.requestIP(request)?.address ?? null;
+      if (!httpsAllowed(deps.config, request, remote)) return toResponse(request, new HttpsRequired());
+    })
+    .onError(({ code, error, request }) => {
+      if (error instanceof ApiError) return toResponse(request, error);
+      if (error instanceof ValidationError || code === 'VALIDATION') {
+        const v = error as ValidationError;
+        let errors: { path: string; message: string }[] = [];
+        try {
+          errors = v.all.map((e) => ({ path: (e as { path?: string }).path || '/', message: (e as { summary?: string; message: string }).summary ?? e.message }));
+        } catch {
+          errors = [{ path: '/', message: 'Invalid request' }];
+        }
+        const where = v.type === 'query' ? 'query' : v.type === 'params' ? 'path' : v.type === 'headers' ? 'header' : 'body';
+        return toResponse(request, {
+          status: 400,
+          code: 'BAD_REQUEST',
+          message: `Invalid request ${where}: ${errors[0]?.path ?? ''} ${errors[0]?.message ?? ''}`.trim(),
+          details: { errors },
+        });
+      }
+      if (code === 'PARSE') {
+        return toResponse(request, { status: 400, code: 'BAD_REQUEST', message: 'Request body could not be parsed' });
+      }
+      if (code === 'NOT_FOUND') {
+        const path = new URL(request.url).pathname;
+        const allow = allowedMethods(path, app.routes);
+        if (allow.length > 0) return toResponse(request, new MethodNotAllowed(allow));
+        return toResponse(request, new NotFound(`No route for ${request.method} ${path}`));
+      }
+      const m = meta.get(request);
+      deps.logger.error({ reqId: m?.id, err: error }, 'unhandled error');
+      return toResponse(request, {
+        status: 500,
+        code: 'INTERNAL_ERROR',
+        message: `Internal error; quote request id ${m?.id ?? 'unknown'} when reporting it`,
+        details: { request_id: m?.id ?? null },
+      });
+    })
+    .onAfterResponse(({ request, route, set }) => {
+      const m = meta.get(request);
+      if (!m) return;
+      const status = typeof set.status === 'number' ? set.status : 200;
+      const duration = performance.now() - m.start;
+      const routeLabel = route || 'unmatched';
+      deps.metrics.httpRequests.inc({ method: request.method, route: routeLabel, status: String(status) });
+      deps.metrics.httpDuration.observe({ method: request.method, route: routeLabel }, duration / 1000);
+      deps.logger.info(
+        { reqId: m.id, method: request.method, route: routeLabel, status, duration_ms: Math.round(duration * 100) / 100 },
+        'request',
+      );
+    })
+    .get('/docs/assets/:file', ({ params }) => {
+      const type = DOC_ASSETS[params.file];
+      if (!type) throw new NotFound('No such documentation asset');
+      return new Response(Bun.file(join(SWAGGER_DIR, params.file)), {
+        headers: { 'content-type': type, 'cache-control': 'public, max-age=86400' },
+      });
+    }, { detail: { hide: true } })
+    .get('/healthz', () => ({ status: 'ok' }), {
+      response: { 200: t.Object({ status: t.Literal('ok') }) },
+      detail: { tags: ['Operations'], summary: 'Liveness', description: 'Answers while the process is up.', security: [] },
+    })
+    .get(
+      '/readyz',
+      ({ set }) => {
+        let database = false;
+        let migrations = false;
+        try {
+          deps.sqlite.query('SELECT 1').get();
+          database = true;
+          migrations = migrationStatus(deps.sqlite).upToDate;
+        } catch {
+          /* reported below */
+        }
+        const jobs = opts.jobs ? opts.jobs.running : true;
+        const ready = database && migrations && jobs;
+        if (!ready) set.status = 503;
+        return { status: ready ? 'ready' : 'not_ready', database, migrations, jobs } as const;
+      },
+      {
+        response: {
+          200: t.Object({ status: t.Literal('ready'), database: t.Boolean(), migrations: t.Boolean(), jobs: t.Boolean() }),
+          503: t.Object({ status: t.Literal('not_ready'), database: t.Boolean(), migrations: t.Boolean(), jobs: t.Boolean() }),
+        },
+        detail: {
+          tags: ['Operations'],
+          summary: 'Readiness',
+          description: 'The database answers, every migration is applied and the jobs are running.',
+          security: [],
+        },
+      },
+    )
+    .get(
+      '/metrics',
+      async ({ request, server }) => {
+        const remote = server?.requestIP(request)?.address ?? null;
+        const token = deps.config.metricsToken;
+        const header = request.headers.get('authorization');
+        const local = remote === null || isLoopback(remote);
+        const tokenOk = token !== null && header === `Bearer ${token}`;
+        if (!local && !tokenOk) throw new ApiError(403, 'FORBIDDEN', 'Metrics are served to loopback or with METRICS_TOKEN');
+        return new Response(await deps.metrics.registry.metrics(), {
+          headers: { 'content-type': deps.metrics.registry.contentType },
+        });
+      },
+      {
+        detail: {
+          tags: ['Operations'],
+          summary: 'Prometheus metrics',
+          description: 'Answered to loopback, or to `Authorization: Bearer $METRICS_TOKEN`.',
+          security: [],
+          responses: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } }, 403: { description: 'Not loopback and no valid token' } },
+        },
+      },
+    );
+
+  for (const routes of featureRoutes(deps, auth)) app.use(routes);
+  return app;
+}
+
+export type App = ReturnType<typeof createApp>;

@@ -1,0 +1,140 @@
+// Environment → typed, validated configuration. A bad value stops the start with one line naming the
+// variable and what it expects (ConfigError carries that line).
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    expected: string,
+    value: string,
+  ) {
+    super(`Invalid configuration: ${variable}=${JSON.stringify(value)}; expected ${expected}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  databasePath: string;
+  tlsCertFile: string | null;
+  tlsKeyFile: string | null;
+  trustProxy: boolean;
+  allowInsecureHttp: boolean;
+  vaultKey: string | null;
+  vaultKeyFile: string;
+  bootstrapApiKey: string | null;
+  bankDataProvider: 'sandbox' | 'http';
+  bankDataUrl: string | null;
+  bankDataToken: string | null;
+  routingDirectoryFile: string | null;
+  webhookAllowPrivateTargets: boolean;
+  webhookRetryBaseMs: number;
+  webhookMaxAgeMs: number;
+  rateLimitPerSecond: number;
+  rateLimitBurst: number;
+  balanceConcurrency: number;
+  sandboxLatencyMs: number;
+  metricsToken: string | null;
+  publicBaseUrl: string | null;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+type Env = Record<string, string | undefined>;
+
+const API_KEY_PATTERN = /^drs_live_[0-9A-Za-z]{32}$/;
+
+function str(env: Env, name: string): string | null {
+  const v = env[name];
+  return v === undefined || v === '' ? null : v;
+}
+
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const v = str(env, name);
+  if (v === null) return def;
+  if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) {
+    throw new ConfigError(name, `an integer from ${min} to ${max}`, v);
+  }
+  return Number(v);
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const v = str(env, name);
+  if (v === null) return def;
+  const lower = v.toLowerCase();
+  if (['true', '1', 'yes'].includes(lower)) return true;
+  if (['false', '0', 'no'].includes(lower)) return false;
+  throw new ConfigError(name, 'true or false', v);
+}
+
+function oneOf<T extends string>(env: Env, name: string, values: readonly T[], def: T): T {
+  const v = str(env, name);
+  if (v === null) return def;
+  if (!(values as readonly string[]).includes(v)) throw new ConfigError(name, `one of ${values.join(', ')}`, v);
+  return v as T;
+}
+
+function url(env: Env, name: string): string | null {
+  const v = str(env, name);
+  if (v === null) return null;
+  try {
+    const u = new URL(v);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
+  } catch {
+    throw new ConfigError(name, 'an absolute http(s) URL', v);
+  }
+  return v.replace(/\/+$/, '');
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const vaultKey = str(env, 'VAULT_KEY');
+  if (vaultKey !== null) {
+    const raw = Buffer.from(vaultKey, 'base64');
+    if (raw.length !== 32 || raw.toString('base64') !== vaultKey.replace(/\s+/g, '')) {
+      throw new ConfigError('VAULT_KEY', '32 bytes encoded as base64 (44 characters)', '<hidden>');
+    }
+  }
+  const bootstrapApiKey = str(env, 'BOOTSTRAP_API_KEY');
+  if (bootstrapApiKey !== null && !API_KEY_PATTERN.test(bootstrapApiKey)) {
+    throw new ConfigError('BOOTSTRAP_API_KEY', 'drs_live_ followed by 32 letters or digits', '<hidden>');
+  }
+  const tlsCertFile = str(env, 'TLS_CERT_FILE');
+  const tlsKeyFile = str(env, 'TLS_KEY_FILE');
+  if ((tlsCertFile === null) !== (tlsKeyFile === null)) {
+    const missing = tlsCertFile === null ? 'TLS_CERT_FILE' : 'TLS_KEY_FILE';
+    throw new ConfigError(missing, 'to be set together with the other TLS file', '');
+  }
+  const bankDataProvider = oneOf(env, 'BANK_DATA_PROVIDER', ['sandbox', 'http'] as const, 'sandbox');
+  const bankDataUrl = url(env, 'BANK_DATA_URL');
+  if (bankDataProvider === 'http' && bankDataUrl === null) {
+    throw new ConfigError('BANK_DATA_URL', 'a URL when BANK_DATA_PROVIDER=http', '');
+  }
+  const host = str(env, 'HOST') ?? '0.0.0.0';
+  if (!/^[0-9A-Za-z.:\-\[\]]+$/.test(host)) throw new ConfigError('HOST', 'a host name or IP address', host);
+
+  return {
+    port: int(env, 'PORT', 3000, 0, 65535),
+    host,
+    databasePath: str(env, 'DATABASE_PATH') ?? './db/data/service.sqlite',
+    tlsCertFile,
+    tlsKeyFile,
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    allowInsecureHttp: bool(env, 'ALLOW_INSECURE_HTTP', false),
+    vaultKey,
+    vaultKeyFile: str(env, 'VAULT_KEY_FILE') ?? './db/data/vault.key',
+    bootstrapApiKey,
+    bankDataProvider,
+    bankDataUrl,
+    bankDataToken: str(env, 'BANK_DATA_TOKEN'),
+    routingDirectoryFile: str(env, 'ROUTING_DIRECTORY_FILE'),
+    webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
+    webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 60_000, 1, 86_400_000),
+    webhookMaxAgeMs: int(env, 'WEBHOOK_MAX_AGE_MS', 1_800_000, 1, 7 * 86_400_000),
+    rateLimitPerSecond: int(env, 'RATE_LIMIT_PER_SECOND', 20, 1, 1_000_000),
+    rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 100, 1, 10_000_000),
+    balanceConcurrency: int(env, 'BALANCE_CONCURRENCY', 16, 1, 1024),
+    sandboxLatencyMs: int(env, 'SANDBOX_LATENCY_MS', 0, 0, 600_000),
+    metricsToken: str(env, 'METRICS_TOKEN'),
+    publicBaseUrl: url(env, 'PUBLIC_BASE_URL'),
+    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+  };
+}

@@ -1,0 +1,58 @@
+import { readFileSync } from 'node:fs';
+import { ConfigError, loadConfig } from './config';
+import { createApp } from './app';
+import { createRuntime } from './runtime';
+import { baseUrl } from './platform/deps';
+import { JobRunner } from './platform/jobs';
+import { SchemaTooNewError } from './platform/db';
+import { ensureBootstrapLender } from './modules/lenders/service';
+import { featureJobs } from './modules';
+
+// start: config → vault + database (migrations) → app → jobs → listen; SIGTERM/SIGINT shut down cleanly.
+async function main(): Promise<void> {
+  let runtime;
+  try {
+    const config = loadConfig();
+    runtime = createRuntime(config);
+  } catch (e) {
+    if (e instanceof ConfigError || e instanceof SchemaTooNewError) {
+      console.error(e.message);
+      process.exit(2);
+    }
+    throw e;
+  }
+  const { config, logger } = runtime;
+  const { printedKey } = ensureBootstrapLender(runtime.db, config.bootstrapApiKey, runtime.clock.now());
+
+  const jobs = new JobRunner(runtime, featureJobs());
+  const app = createApp(runtime, { jobs });
+  const tls = config.tlsCertFile
+    ? { cert: readFileSync(config.tlsCertFile, 'utf8'), key: readFileSync(config.tlsKeyFile!, 'utf8') }
+    : undefined;
+  app.listen({ port: config.port, hostname: config.host, tls });
+  jobs.start();
+
+  const url = baseUrl({ ...config, port: app.server?.port ?? config.port });
+  logger.info({ port: app.server?.port, vault_key_created: runtime.vaultKeyCreated }, 'listening');
+  // Plain lines for the person who just started it; the key is shown once and never again.
+  console.log(`Service listening on ${url}  (API docs: ${url}/docs)`);
+  if (printedKey) {
+    console.log(`Created lender "default". Its API key, shown only this once:\n  ${printedKey}`);
+  }
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    await app.server?.stop();
+    await jobs.stop();
+    runtime.handle.close();
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+await main();

@@ -1,0 +1,100 @@
+import { and, asc, eq, isNull } from 'drizzle-orm';
+import { apiKeys, lenders } from '../../../db/schema';
+import type { Db } from '../../platform/db';
+import { newId, randomBase62 } from '../../platform/ids';
+
+export interface Lender {
+  id: string;
+  name: string;
+  debitCardApproved: boolean;
+}
+
+export const API_KEY_PREFIX = 'drs_live_';
+export const API_KEY_PATTERN = /^drs_live_[0-9A-Za-z]{32}$/;
+// Shown to operators (key list, revoke); 8 random characters tell keys apart and cannot authenticate.
+const DISPLAY_PREFIX_LENGTH = API_KEY_PREFIX.length + 8;
+
+export const hashApiKey = (key: string): string => new Bun.CryptoHasher('sha256').update(key).digest('hex');
+export const generateApiKey = (): string => API_KEY_PREFIX + randomBase62(32);
+export const displayPrefix = (key: string): string => key.slice(0, DISPLAY_PREFIX_LENGTH);
+
+export class LenderError extends Error {}
+
+export function createLender(db: Db, name: string, now: number): { lender: Lender; apiKey: string } {
+  if (!/^[A-Za-z0-9][A-Za-z0-9 ._-]{0,79}$/.test(name)) {
+    throw new LenderError('A lender name is 1 to 80 letters, digits, spaces, dots, dashes or underscores');
+  }
+  if (db.select().from(lenders).where(eq(lenders.name, name)).get()) {
+    throw new LenderError(`A lender named ${name} already exists`);
+  }
+  return db.transaction(() => {
+    const lender = { id: newId(), name, debitCardApproved: false, createdAt: now };
+    db.insert(lenders).values(lender).run();
+    const apiKey = issueKey(db, lender.id, now);
+    return { lender, apiKey };
+  });
+}
+
+export function findLender(db: Db, name: string): Lender | undefined {
+  return db.select().from(lenders).where(eq(lenders.name, name)).get();
+}
+
+export function listLenders(db: Db) {
+  return db.select().from(lenders).orderBy(asc(lenders.createdAt)).all();
+}
+
+export function issueKey(db: Db, lenderId: string, now: number, key: string = generateApiKey()): string {
+  db.insert(apiKeys)
+    .values({ id: newId(), lenderId, prefix: displayPrefix(key), keyHash: hashApiKey(key), createdAt: now })
+    .run();
+  return key;
+}
+
+export function listKeys(db: Db, lenderId: string) {
+  return db
+    .select({
+      prefix: apiKeys.prefix,
+      createdAt: apiKeys.createdAt,
+      lastUsedAt: apiKeys.lastUsedAt,
+      revokedAt: apiKeys.revokedAt,
+    })
+    .from(apiKeys)
+    .where(eq(apiKeys.lenderId, lenderId))
+    .orderBy(asc(apiKeys.createdAt))
+    .all();
+}
+
+/** Revokes the key with this display prefix; false when no live key has it. */
+export function revokeKey(db: Db, prefix: string, now: number): boolean {
+  const res = db
+    .update(apiKeys)
+    .set({ revokedAt: now })
+    .where(and(eq(apiKeys.prefix, prefix), isNull(apiKeys.revokedAt)))
+    .run();
+  return res.changes > 0;
+}
+
+export function setDebitCardApproval(db: Db, lenderId: string, approved: boolean): void {
+  db.update(lenders).set({ debitCardApproved: approved }).where(eq(lenders.id, lenderId)).run();
+}
+
+/**
+ * Start-up: BOOTSTRAP_API_KEY makes sure a lender `default` holds that key. With no key configured and
+ * no lender at all, the first start creates `default` and returns its new key to print once.
+ */
+export function ensureBootstrapLender(db: Db, bootstrapKey: string | null, now: number): { printedKey: string | null } {
+  if (bootstrapKey) {
+    const existing = db.select().from(apiKeys).where(eq(apiKeys.keyHash, hashApiKey(bootstrapKey))).get();
+    if (existing) return { printedKey: null };
+    let lender = findLender(db, 'default');
+    if (!lender) {
+      lender = { id: newId(), name: 'default', debitCardApproved: false };
+      db.insert(lenders).values({ ...lender, createdAt: now }).run();
+    }
+    issueKey(db, lender.id, now, bootstrapKey);
+    return { printedKey: null };
+  }
+  if (db.select({ id: lenders.id }).from(lenders).limit(1).get()) return { printedKey: null };
+  const { apiKey } = createLender(db, 'default', now);
+  return { printedKey: apiKey };
+}

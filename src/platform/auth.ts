@@ -1,0 +1,58 @@
+import { Elysia } from 'elysia';
+import type { Deps } from './deps';
+import { RateLimited, Unauthorized } from './errors';
+import { RateLimiter } from './rate-limit';
+import { API_KEY_PATTERN, hashApiKey, type Lender } from '../modules/lenders/service';
+
+export interface AuthedLender extends Lender {
+  keyId: string;
+}
+
+// last_used_at is written at most this often per key: a write per request would cost an fsync each.
+const LAST_USED_WRITE_INTERVAL_MS = 60_000;
+
+/**
+ * The `auth` macro: a route declared with `{ auth: true }` gets `lender`, resolved once per request from
+ * `Authorization: Bearer <key>`, and is rate limited per key. Routes never read a lender from the body.
+ */
+export function authPlugin(deps: Deps) {
+  const limiter = new RateLimiter(deps.config.rateLimitPerSecond, deps.config.rateLimitBurst);
+  const lookup = deps.sqlite.query<
+    { keyId: string; lastUsedAt: number | null; id: string; name: string; debitCardApproved: number },
+    [string]
+  >(
+    `SELECT k.id AS keyId, k.last_used_at AS lastUsedAt, l.id AS id, l.name AS name,
+            l.debit_card_approved AS debitCardApproved
+       FROM api_keys k JOIN lenders l ON l.id = k.lender_id
+      WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
+  );
+  const touch = deps.sqlite.query<unknown, [number, string]>('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
+  const lastWrite = new Map<string, number>();
+
+  function authenticate(header: string | undefined): AuthedLender {
+    if (!header) throw new Unauthorized('Missing Authorization header');
+    const match = /^Bearer ([^\s]+)$/.exec(header.trim());
+    if (!match) throw new Unauthorized('Authorization must use the Bearer scheme');
+    const key = match[1]!;
+    if (!API_KEY_PATTERN.test(key)) throw new Unauthorized('Invalid API key');
+    const row = lookup.get(hashApiKey(key));
+    if (!row) throw new Unauthorized('Invalid API key');
+    const now = deps.clock.now();
+    const wait = limiter.take(row.keyId, now);
+    if (wait > 0) throw new RateLimited(wait);
+    if (now - (lastWrite.get(row.keyId) ?? row.lastUsedAt ?? 0) >= LAST_USED_WRITE_INTERVAL_MS) {
+      lastWrite.set(row.keyId, now);
+      touch.run(now, row.keyId);
+    }
+    return { keyId: row.keyId, id: row.id, name: row.name, debitCardApproved: row.debitCardApproved === 1 };
+  }
+
+  return new Elysia({ name: 'auth' }).macro({
+    auth: {
+      resolve({ headers }) {
+        return { lender: authenticate(headers.authorization) };
+      },
+      detail: { security: [{ bearerAuth: [] }] },
+    },
+  });
+}

@@ -1,0 +1,90 @@
+import { Database } from 'bun:sqlite';
+import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
+import { migrate } from 'drizzle-orm/bun-sqlite/migrator';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import * as schema from '../../db/schema';
+
+export type Db = BunSQLiteDatabase<typeof schema>;
+
+export interface DbHandle {
+  sqlite: Database;
+  db: Db;
+  close(): void;
+}
+
+// Anchored to this file, not the working directory, so the CLI and tests find the same migrations.
+export const MIGRATIONS_DIR = join(import.meta.dir, '../../db/migrations');
+
+export class SchemaTooNewError extends Error {
+  constructor(applied: number, known: number) {
+    super(
+      `The database was written by a newer version of this service (it has ${applied} migrations, this version knows ${known}). ` +
+        'Run the newer version, or restore a backup made by this one.',
+    );
+    this.name = 'SchemaTooNewError';
+  }
+}
+
+export function openDatabase(path: string, opts: { migrate?: boolean } = {}): DbHandle {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const sqlite = new Database(path, { create: true, strict: true });
+  sqlite.exec('PRAGMA journal_mode = WAL');
+  sqlite.exec('PRAGMA busy_timeout = 5000');
+  sqlite.exec('PRAGMA foreign_keys = ON');
+  // FULL: a committed payment or monitoring change survives a power cut, not just a process crash.
+  sqlite.exec('PRAGMA synchronous = FULL');
+  const db = drizzle(sqlite, { schema });
+  if (opts.migrate !== false) applyMigrations(sqlite, db);
+  return {
+    sqlite,
+    db,
+    close() {
+      try {
+        sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+      } finally {
+        sqlite.close();
+      }
+    },
+  };
+}
+
+interface Journal {
+  entries: { idx: number; when: number; tag: string }[];
+}
+
+export function knownMigrations(): Journal['entries'] {
+  const journal = JSON.parse(readFileSync(join(MIGRATIONS_DIR, 'meta/_journal.json'), 'utf8')) as Journal;
+  return journal.entries;
+}
+
+/** Applies pending migrations; refuses a file that has migrations this version does not know. */
+export function applyMigrations(sqlite: Database, db: Db): void {
+  const known = knownMigrations();
+  const latestKnown = Math.max(...known.map((e) => e.when));
+  const hasTable = sqlite
+    .query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'")
+    .get();
+  if (hasTable) {
+    const row = sqlite
+      .query('SELECT COUNT(*) AS n, MAX(created_at) AS latest FROM __drizzle_migrations')
+      .get() as { n: number; latest: number | null };
+    if (row.n > known.length || (row.latest ?? 0) > latestKnown) throw new SchemaTooNewError(row.n, known.length);
+  }
+  migrate(db, { migrationsFolder: MIGRATIONS_DIR });
+}
+
+/** Migrations applied to this file and whether they cover every one this version knows. */
+export function migrationStatus(sqlite: Database): { applied: number; known: number; upToDate: boolean } {
+  const known = knownMigrations().length;
+  const row = sqlite.query('SELECT COUNT(*) AS n FROM __drizzle_migrations').get() as { n: number };
+  return { applied: row.n, known, upToDate: row.n === known };
+}
+
+/**
+ * Runs fn inside BEGIN IMMEDIATE: the write lock is taken up front, so a read-then-write on money or
+ * monitoring state cannot interleave with another writer.
+ */
+export function immediate<T>(sqlite: Database, fn: () => T): T {
+  return sqlite.transaction(fn).immediate();
+}

@@ -1,0 +1,157 @@
+import { t } from 'elysia';
+
+// Typed errors thrown by services and hooks; `toEnvelope` is the only place they become HTTP bodies.
+// Elysia reads a `.code` property of thrown errors itself, so ours carry `errorCode` and are matched
+// with instanceof.
+
+export interface ErrorDetail {
+  path: string;
+  message: string;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly errorCode: string,
+    message: string,
+    readonly details?: Record<string, unknown>,
+    readonly suggestion?: string,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export class BadRequest extends ApiError {
+  constructor(message: string, details?: Record<string, unknown>, suggestion?: string) {
+    super(400, 'BAD_REQUEST', message, details, suggestion);
+  }
+  static field(path: string, message: string): BadRequest {
+    return new BadRequest(message, { errors: [{ path, message }] });
+  }
+}
+export class Unauthorized extends ApiError {
+  constructor(message = 'A valid API key is required') {
+    super(401, 'UNAUTHORIZED', message, undefined, 'Send the header Authorization: Bearer <API_KEY>');
+  }
+}
+export class Forbidden extends ApiError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super(403, 'FORBIDDEN', message, details);
+  }
+}
+export class HttpsRequired extends ApiError {
+  constructor() {
+    super(403, 'HTTPS_REQUIRED', 'Requests must use HTTPS', undefined, 'Call the https:// address of the service');
+  }
+}
+export class NotFound extends ApiError {
+  constructor(message = 'Resource not found') {
+    super(404, 'RESOURCE_NOT_FOUND', message);
+  }
+}
+export class MethodNotAllowed extends ApiError {
+  constructor(allow: string[]) {
+    super(405, 'METHOD_NOT_ALLOWED', `Method not allowed; this path accepts ${allow.join(', ')}`, undefined, undefined, {
+      Allow: allow.join(', '),
+    });
+  }
+}
+export class Conflict extends ApiError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super(409, 'CONFLICT', message, details);
+  }
+}
+export class PayloadTooLarge extends ApiError {
+  constructor(limitBytes: number) {
+    super(413, 'PAYLOAD_TOO_LARGE', `Request body is larger than ${limitBytes} bytes`, { limit_bytes: limitBytes });
+  }
+}
+export class UnsupportedMediaType extends ApiError {
+  constructor(expected: string) {
+    super(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type must be ${expected}`);
+  }
+}
+export class RateLimited extends ApiError {
+  constructor(retryAfterSeconds: number) {
+    super(429, 'RATE_LIMITED', 'Too many requests', undefined, `Retry after ${retryAfterSeconds} seconds`, {
+      'Retry-After': String(retryAfterSeconds),
+    });
+  }
+}
+export class ServiceUnavailable extends ApiError {
+  constructor(message = 'Service unavailable') {
+    super(503, 'SERVICE_UNAVAILABLE', message);
+  }
+}
+
+export interface Envelope {
+  status: 'error';
+  status_code: number;
+  error: {
+    code: string;
+    message: string;
+    details?: Record<string, unknown>;
+    timestamp: string;
+    suggestion?: string;
+  };
+  documentation_url: string;
+}
+
+export function envelope(
+  status: number,
+  code: string,
+  message: string,
+  docsBase: string,
+  now: number,
+  details?: Record<string, unknown>,
+  suggestion?: string,
+): Envelope {
+  const error: Envelope['error'] = { code, message, timestamp: new Date(now).toISOString() };
+  if (details !== undefined) error.details = details;
+  if (suggestion !== undefined) error.suggestion = suggestion;
+  return {
+    status: 'error',
+    status_code: status,
+    error,
+    documentation_url: `${docsBase}/docs#${code.toLowerCase().replace(/_/g, '-')}`,
+  };
+}
+
+/** The shared OpenAPI schema of every error body. */
+export const ErrorEnvelope = t.Object(
+  {
+    status: t.Literal('error'),
+    status_code: t.Integer(),
+    error: t.Object({
+      code: t.String({ examples: ['BAD_REQUEST'] }),
+      message: t.String(),
+      details: t.Optional(t.Record(t.String(), t.Unknown())),
+      timestamp: t.String({ format: 'date-time' }),
+      suggestion: t.Optional(t.String()),
+    }),
+    documentation_url: t.String({ format: 'uri' }),
+  },
+  {
+    title: 'ErrorEnvelope',
+    examples: [
+      {
+        status: 'error',
+        status_code: 404,
+        error: { code: 'RESOURCE_NOT_FOUND', message: 'Batch not found', timestamp: '2026-11-21T10:00:00.000Z' },
+        documentation_url: 'http://localhost:3000/docs#resource-not-found',
+      },
+    ],
+  },
+);
+
+/**
+ * Response map entries for documented error statuses, for a route's `response` option. They refer to the
+ * shared `ErrorEnvelope` model that `errorModels` registers, so the document has one schema for all errors.
+ */
+export function errors<S extends number>(...statuses: S[]): Record<S, 'ErrorEnvelope'> {
+  const out = {} as Record<S, 'ErrorEnvelope'>;
+  for (const s of statuses) out[s] = 'ErrorEnvelope';
+  return out;
+}

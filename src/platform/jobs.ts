@@ -1,0 +1,84 @@
+import { AsyncTask, SimpleIntervalJob, ToadScheduler } from 'toad-scheduler';
+import type { Deps } from './deps';
+
+/** A job is a plain function of the platform; the runner only decides when it is called. */
+export interface Job {
+  name: string;
+  intervalMs: number;
+  tick(deps: Deps): Promise<unknown> | unknown;
+}
+
+/**
+ * Runs jobs on toad-scheduler without overlap (a tick that is still running is not started again),
+ * records every run in `job_state`, counts failures in metrics and logs them. `stop()` waits for running
+ * ticks to finish.
+ */
+export class JobRunner {
+  private readonly scheduler = new ToadScheduler();
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private stopped = true;
+
+  constructor(
+    private readonly deps: Deps,
+    private readonly jobs: Job[],
+  ) {}
+
+  get running(): boolean {
+    return !this.stopped;
+  }
+
+  start(): void {
+    this.stopped = false;
+    for (const job of this.jobs) {
+      const task = new AsyncTask(job.name, () => this.runOnce(job));
+      this.scheduler.addSimpleIntervalJob(
+        new SimpleIntervalJob({ milliseconds: job.intervalMs, runImmediately: true }, task, { id: job.name, preventOverrun: true }),
+      );
+    }
+  }
+
+  /** Runs one tick of the job now unless one is already running (then waits for that one). */
+  runOnce(job: Job): Promise<void> {
+    const current = this.inFlight.get(job.name);
+    if (current) return current;
+    const p = this.execute(job).finally(() => this.inFlight.delete(job.name));
+    this.inFlight.set(job.name, p);
+    return p;
+  }
+
+  private async execute(job: Job): Promise<void> {
+    if (this.stopped) return;
+    const { sqlite, clock, metrics, logger } = this.deps;
+    const startedAt = clock.now();
+    const t0 = performance.now();
+    let error: unknown = null;
+    try {
+      await job.tick(this.deps);
+    } catch (e) {
+      error = e;
+    }
+    const ms = performance.now() - t0;
+    metrics.jobRuns.inc({ job: job.name, outcome: error ? 'failure' : 'success' });
+    metrics.jobDuration.observe({ job: job.name }, ms / 1000);
+    const message = error ? (error instanceof Error ? error.message : String(error)) : null;
+    if (error) logger.error({ job: job.name, err: error }, 'job failed');
+    try {
+      sqlite
+        .query(
+          `INSERT INTO job_state (name, runs, failures, last_started_at, last_finished_at, last_duration_ms, last_error)
+           VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6)
+           ON CONFLICT(name) DO UPDATE SET runs = runs + 1, failures = failures + ?2, last_started_at = ?3,
+             last_finished_at = ?4, last_duration_ms = ?5, last_error = ?6`,
+        )
+        .run(job.name, error ? 1 : 0, startedAt, clock.now(), Math.round(ms), message);
+    } catch (e) {
+      logger.error({ job: job.name, err: e }, 'could not record job state');
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.scheduler.stop();
+    await Promise.allSettled([...this.inFlight.values()]);
+  }
+}

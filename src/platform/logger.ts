@@ -1,0 +1,74 @@
+import pino, { type DestinationStream, type Logger } from 'pino';
+
+export type { Logger };
+
+// Keys whose values never reach a log line, wherever they sit in a logged object.
+const SENSITIVE_KEYS = [
+  'authorization',
+  'api_key',
+  'apiKey',
+  'key',
+  'token',
+  'secret',
+  'ssn',
+  'ein',
+  'account_number',
+  'routing_number',
+  'debit_card_number',
+  'card_number',
+  'cvv',
+  'date_of_birth',
+  'dob',
+  'password',
+];
+
+const redactPaths = SENSITIVE_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`, `headers.${k}`, `req.headers.${k}`]);
+
+// Values that look like secrets or personal numbers are masked even inside free text such as an error
+// message: API keys, webhook secrets, processor keys, and runs of 4+ digits (tax ids, account, routing and
+// card numbers, dates of birth).
+const TEXT_PATTERNS: [RegExp, string][] = [
+  [/\b(drs_live_|whsec_|sk_(?:live|test)_|rk_(?:live|test)_|sbx_)[0-9A-Za-z+/=_-]+/g, '$1[REDACTED]'],
+  [/Bearer\s+\S+/gi, 'Bearer [REDACTED]'],
+  // Not inside identifiers: a UUID's digit groups follow a letter or a dash.
+  [/(?<![0-9A-Za-z_-])\d[\d -]{3,}\d(?![0-9A-Za-z_])/g, '[REDACTED]'],
+];
+
+export function scrubText(s: string): string {
+  let out = s;
+  for (const [re, rep] of TEXT_PATTERNS) out = out.replace(re, rep);
+  return out;
+}
+
+// Identifiers and measurements we log on purpose.
+const SAFE_KEYS = new Set(['reqId', 'request_id', 'batch_id', 'schedule_id', 'delivery_id', 'lender_id', 'route', 'method', 'id']);
+
+function scrubDeep(v: unknown, depth = 0): unknown {
+  if (typeof v === 'string') return scrubText(v);
+  if (depth > 6 || v === null || typeof v !== 'object') return v;
+  if (v instanceof Error) return { type: v.name, message: scrubText(v.message) };
+  if (Array.isArray(v)) return v.map((x) => scrubDeep(x, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) out[k] = SAFE_KEYS.has(k) ? x : scrubDeep(x, depth + 1);
+  return out;
+}
+
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { service: 'debit-recovery' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: { paths: redactPaths, censor: '[REDACTED]' },
+      formatters: { level: (label) => ({ level: label }) },
+      hooks: {
+        // Scrub every argument, so a message or error text carrying a number is masked too.
+        logMethod(args, method) {
+          const scrubbed = args.map((a) => scrubDeep(a)) as Parameters<typeof method>;
+          method.apply(this, scrubbed);
+        },
+      },
+    },
+    destination,
+  );
+}

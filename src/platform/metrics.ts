@@ -1,0 +1,53 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly httpRequests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request latency',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+  readonly jobRuns = new Counter({
+    name: 'job_runs_total',
+    help: 'Job ticks by job and outcome',
+    labelNames: ['job', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly jobDuration = new Histogram({
+    name: 'job_duration_seconds',
+    help: 'Job tick duration',
+    labelNames: ['job'] as const,
+    buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
+    registers: [this.registry],
+  });
+  readonly webhookAttempts = new Counter({
+    name: 'webhook_attempts_total',
+    help: 'Webhook delivery attempts by outcome',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly webhookFinal = new Counter({
+    name: 'webhook_deliveries_finished_total',
+    help: 'Webhook deliveries that reached a final state',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
+  readonly balanceReads = new Counter({
+    name: 'balance_reads_total',
+    help: 'Balance reads by export status',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(opts: { defaults?: boolean } = {}) {
+    if (opts.defaults !== false) collectDefaultMetrics({ register: this.registry });
+  }
+}

@@ -1,0 +1,100 @@
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+// AES-256-GCM sealing of secrets and personal data. A sealed value reads
+//   v1.<key id>.<iv base64url>.<ciphertext+tag base64url>
+// The key id lets a vault hold old keys while everything is re-sealed under a new one.
+
+export class VaultError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'VaultError';
+  }
+}
+
+export const keyId = (key: Buffer): string => createHash('sha256').update(key).digest('hex').slice(0, 8);
+
+export class Vault {
+  private readonly keys = new Map<string, Buffer>();
+  readonly currentKeyId: string;
+
+  constructor(current: Buffer, older: Buffer[] = []) {
+    if (current.length !== 32) throw new VaultError('Vault key must be 32 bytes');
+    this.currentKeyId = keyId(current);
+    this.keys.set(this.currentKeyId, current);
+    for (const k of older) this.keys.set(keyId(k), k);
+  }
+
+  seal(plaintext: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.keys.get(this.currentKeyId)!, iv);
+    const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final(), cipher.getAuthTag()]);
+    return `v1.${this.currentKeyId}.${iv.toString('base64url')}.${body.toString('base64url')}`;
+  }
+
+  open(sealed: string): string {
+    const parts = sealed.split('.');
+    if (parts.length !== 4 || parts[0] !== 'v1') throw new VaultError('Not a sealed value');
+    const key = this.keys.get(parts[1]!);
+    if (!key) throw new VaultError(`Sealed with an unknown vault key (${parts[1]})`);
+    const iv = Buffer.from(parts[2]!, 'base64url');
+    const body = Buffer.from(parts[3]!, 'base64url');
+    if (iv.length !== 12 || body.length < 16) throw new VaultError('Sealed value is malformed');
+    const decipher = createDecipheriv('aes-256-gcm', key, iv);
+    decipher.setAuthTag(body.subarray(body.length - 16));
+    try {
+      return Buffer.concat([decipher.update(body.subarray(0, body.length - 16)), decipher.final()]).toString('utf8');
+    } catch {
+      throw new VaultError('Sealed value failed authentication (tampered, or sealed with another key)');
+    }
+  }
+
+  sealJson(value: unknown): string {
+    return this.seal(JSON.stringify(value));
+  }
+  openJson<T>(sealed: string): T {
+    return JSON.parse(this.open(sealed)) as T;
+  }
+
+  /** True when the value is sealed under a key other than the current one. */
+  needsReseal(sealed: string): boolean {
+    return sealed.split('.')[1] !== this.currentKeyId;
+  }
+}
+
+export const generateVaultKey = (): Buffer => randomBytes(32);
+
+function decodeKey(text: string, source: string): Buffer {
+  const key = Buffer.from(text.trim(), 'base64');
+  if (key.length !== 32) throw new VaultError(`${source} does not hold a 32-byte base64 key`);
+  return key;
+}
+
+/**
+ * The vault key from VAULT_KEY, else from VAULT_KEY_FILE, which is created (mode 0600) when missing.
+ * Older keys kept beside the file as `<file>.old` lines stay readable for values not yet re-sealed.
+ */
+export function loadVault(opts: { vaultKey: string | null; vaultKeyFile: string }): { vault: Vault; created: boolean } {
+  const older: Buffer[] = [];
+  const oldFile = `${opts.vaultKeyFile}.old`;
+  if (existsSync(oldFile)) {
+    for (const line of readFileSync(oldFile, 'utf8').split('\n')) if (line.trim()) older.push(decodeKey(line, oldFile));
+  }
+  if (opts.vaultKey) return { vault: new Vault(decodeKey(opts.vaultKey, 'VAULT_KEY'), older), created: false };
+  if (existsSync(opts.vaultKeyFile)) {
+    return { vault: new Vault(decodeKey(readFileSync(opts.vaultKeyFile, 'utf8'), opts.vaultKeyFile), older), created: false };
+  }
+  mkdirSync(dirname(opts.vaultKeyFile), { recursive: true });
+  const key = generateVaultKey();
+  writeFileSync(opts.vaultKeyFile, key.toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
+  chmodSync(opts.vaultKeyFile, 0o600);
+  return { vault: new Vault(key, older), created: true };
+}
+
+/** Every column that holds sealed values, for re-sealing under a new key. */
+export const SEALED_COLUMNS: { table: string; key: string; column: string }[] = [
+  { table: 'webhook_secrets', key: 'id', column: 'secret_sealed' },
+  { table: 'batch_payloads', key: 'batch_id', column: 'sealed' },
+  { table: 'schedule_authorizers', key: 'id', column: 'sealed' },
+];

@@ -1,0 +1,43 @@
+import type { DestinationStream } from 'pino';
+import { ConfigError, type Config } from './config';
+import { systemClock, type Clock } from './platform/clock';
+import { openDatabase, type DbHandle } from './platform/db';
+import type { Deps } from './platform/deps';
+import { createLogger } from './platform/logger';
+import { Metrics } from './platform/metrics';
+import { loadVault, type Vault } from './platform/vault';
+
+export interface Runtime extends Deps {
+  handle: DbHandle;
+  vaultKeyCreated: boolean;
+}
+
+/** Opens everything the service runs on: vault, database (migrated), logger, metrics. */
+export function createRuntime(
+  config: Config,
+  opts: { clock?: Clock; logDestination?: DestinationStream; vault?: Vault; defaultMetrics?: boolean } = {},
+): Runtime {
+  let vault = opts.vault;
+  let vaultKeyCreated = false;
+  if (!vault) {
+    try {
+      const loaded = loadVault(config);
+      vault = loaded.vault;
+      vaultKeyCreated = loaded.created;
+    } catch (e) {
+      throw new ConfigError(config.vaultKey ? 'VAULT_KEY' : 'VAULT_KEY_FILE', 'a readable 32-byte base64 key', (e as Error).message);
+    }
+  }
+  const handle = openDatabase(config.databasePath);
+  return {
+    config,
+    handle,
+    sqlite: handle.sqlite,
+    db: handle.db,
+    clock: opts.clock ?? systemClock,
+    vault,
+    vaultKeyCreated,
+    logger: createLogger(config.logLevel, opts.logDestination),
+    metrics: new Metrics({ defaults: opts.defaultMetrics }),
+  };
+}

@@ -1,0 +1,30 @@
+import { describe, expect, test } from 'bun:test';
+import { useTestContext } from '../helpers/context';
+
+const ctx = useTestContext();
+
+describe('error envelope', () => {
+  test('unknown route is a 404 envelope with a request id', async () => {
+    const { status, body, res } = await ctx.json('GET', '/v1/nothing-here');
+    expect(status).toBe(404);
+    expect(body.status).toBe('error');
+    expect(body.status_code).toBe(404);
+    expect(body.error.code).toBe('RESOURCE_NOT_FOUND');
+    expect(body.error.timestamp).toMatch(/Z$/);
+    expect(body.documentation_url).toContain('/docs#');
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  test('wrong method on a known path is 405 with Allow', async () => {
+    const { status, body, res } = await ctx.json('POST', '/healthz');
+    expect(status).toBe(405);
+    expect(body.error.code).toBe('METHOD_NOT_ALLOWED');
+    expect(res.headers.get('allow')).toContain('GET');
+  });
+
+  test('healthz answers', async () => {
+    const { status, body } = await ctx.json('GET', '/healthz', { key: null });
+    expect(status).toBe(200);
+    expect(body).toEqual({ status: 'ok' });
+  });
+});

@@ -9,7 +9,7 @@ import { newId } from './platform/ids';
 import { migrationStatus } from './platform/db';
 import { SERVER_MAX_BODY_BYTES } from './platform/http';
 import type { JobRunner } from './platform/jobs';
-import { authPlugin } from './platform/auth';
+import { authPlugin, createAuthenticator } from './platform/auth';
 import { featureRoutes } from './modules';
 
 export const API_VERSION = '0.3.0-alpha';
@@ -44,7 +44,8 @@ interface RequestMeta {
 export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
   const docsBase = baseUrl(deps.config);
   const meta = new WeakMap<Request, RequestMeta>();
-  const auth = authPlugin(deps);
+  const authenticate = createAuthenticator(deps);
+  const auth = authPlugin(authenticate);
   let routePatterns: { method: string; re: RegExp }[] | null = null;
 
   const toResponse = (request: Request, err: ApiError | { status: number; code: string; message: string; details?: Record<string, unknown>; suggestion?: string; headers?: Record<string, string> }) => {
@@ -128,6 +129,15 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
       }
       if (code === 'NOT_FOUND') {
         const path = new URL(request.url).pathname;
+        // Under /v1 nothing is told, not even whether a path exists, without a valid key.
+        if (path.startsWith('/v1/') || path === '/v1') {
+          try {
+            authenticate(request.headers.get('authorization') ?? undefined);
+          } catch (e) {
+            if (e instanceof ApiError) return toResponse(request, e);
+            throw e;
+          }
+        }
         const allow = allowedMethods(path, app.routes);
         if (allow.length > 0) return toResponse(request, new MethodNotAllowed(allow));
         return toResponse(request, new NotFound(`No route for ${request.method} ${path}`));
@@ -161,7 +171,7 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
         headers: { 'content-type': type, 'cache-control': 'public, max-age=86400' },
       });
     }, { detail: { hide: true } })
-    .get('/healthz', () => ({ status: 'ok' }), {
+    .get('/healthz', () => ({ status: 'ok' as const }), {
       response: { 200: t.Object({ status: t.Literal('ok') }) },
       detail: { tags: ['Operations'], summary: 'Liveness', description: 'Answers while the process is up.', security: [] },
     })

@@ -6,7 +6,7 @@ import { baseUrl } from './platform/deps';
 import { JobRunner } from './platform/jobs';
 import { SchemaTooNewError } from './platform/db';
 import { ensureBootstrapLender } from './modules/lenders/service';
-import { featureJobs } from './modules';
+import { featureJobs, releaseStaleClaims } from './modules';
 
 // start: config → vault + database (migrations) → app → jobs → listen; SIGTERM/SIGINT shut down cleanly.
 async function main(): Promise<void> {
@@ -24,6 +24,7 @@ async function main(): Promise<void> {
   const { config, logger } = runtime;
   const { printedKey } = ensureBootstrapLender(runtime.db, config.bootstrapApiKey, runtime.clock.now());
 
+  releaseStaleClaims(runtime);
   const jobs = new JobRunner(runtime, featureJobs());
   const app = createApp(runtime, { jobs });
   const tls = config.tlsCertFile

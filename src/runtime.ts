@@ -6,6 +6,10 @@ import type { Deps } from './platform/deps';
 import { createLogger } from './platform/logger';
 import { Metrics } from './platform/metrics';
 import { loadVault, type Vault } from './platform/vault';
+import { PageTokens } from './platform/pagination';
+import { createBalanceProvider } from './adapters/bank-data';
+import type { BalanceProvider } from './adapters/bank-data/types';
+import { loadRoutingDirectory } from './adapters/routing';
 
 export interface Runtime extends Deps {
   handle: DbHandle;
@@ -15,7 +19,7 @@ export interface Runtime extends Deps {
 /** Opens everything the service runs on: vault, database (migrated), logger, metrics. */
 export function createRuntime(
   config: Config,
-  opts: { clock?: Clock; logDestination?: DestinationStream; vault?: Vault; defaultMetrics?: boolean } = {},
+  opts: { clock?: Clock; logDestination?: DestinationStream; vault?: Vault; defaultMetrics?: boolean; bank?: BalanceProvider } = {},
 ): Runtime {
   let vault = opts.vault;
   let vaultKeyCreated = false;
@@ -28,6 +32,11 @@ export function createRuntime(
       throw new ConfigError(config.vaultKey ? 'VAULT_KEY' : 'VAULT_KEY_FILE', 'a readable 32-byte base64 key', (e as Error).message);
     }
   }
+  const routing = loadRoutingDirectory(config.routingDirectoryFile);
+  const logger = createLogger(config.logLevel, opts.logDestination);
+  if (config.routingDirectoryFile) {
+    logger.info({ loaded: routing.loaded, skipped: routing.skipped }, 'routing directory loaded');
+  }
   const handle = openDatabase(config.databasePath);
   return {
     config,
@@ -37,7 +46,10 @@ export function createRuntime(
     clock: opts.clock ?? systemClock,
     vault,
     vaultKeyCreated,
-    logger: createLogger(config.logLevel, opts.logDestination),
+    logger,
     metrics: new Metrics({ defaults: opts.defaultMetrics }),
+    pageTokens: new PageTokens(vault),
+    routing: routing.directory,
+    bank: opts.bank ?? createBalanceProvider(config, routing.directory, logger),
   };
 }

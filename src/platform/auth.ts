@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia';
 import type { Deps } from './deps';
-import { RateLimited, Unauthorized } from './errors';
+import { ErrorEnvelope, RateLimited, Unauthorized } from './errors';
 import { RateLimiter } from './rate-limit';
 import { API_KEY_PATTERN, hashApiKey, type Lender } from '../modules/lenders/service';
 
@@ -15,7 +15,7 @@ const LAST_USED_WRITE_INTERVAL_MS = 60_000;
  * The `auth` macro: a route declared with `{ auth: true }` gets `lender`, resolved once per request from
  * `Authorization: Bearer <key>`, and is rate limited per key. Routes never read a lender from the body.
  */
-export function authPlugin(deps: Deps) {
+export function createAuthenticator(deps: Deps): (header: string | undefined) => AuthedLender {
   const limiter = new RateLimiter(deps.config.rateLimitPerSecond, deps.config.rateLimitBurst);
   const lookup = deps.sqlite.query<
     { keyId: string; lastUsedAt: number | null; id: string; name: string; debitCardApproved: number },
@@ -46,8 +46,12 @@ export function authPlugin(deps: Deps) {
     }
     return { keyId: row.keyId, id: row.id, name: row.name, debitCardApproved: row.debitCardApproved === 1 };
   }
+  return authenticate;
+}
 
-  return new Elysia({ name: 'auth' }).macro({
+export function authPlugin(authenticate: (header: string | undefined) => AuthedLender) {
+  // The shared error model travels with the macro, so every feature's response map can name it.
+  return new Elysia({ name: 'auth' }).model({ ErrorEnvelope }).macro({
     auth: {
       resolve({ headers }) {
         return { lender: authenticate(headers.authorization) };

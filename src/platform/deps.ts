@@ -5,6 +5,9 @@ import type { Db } from './db';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import type { Vault } from './vault';
+import type { PageTokens } from './pagination';
+import type { BalanceProvider } from '../adapters/bank-data/types';
+import type { RoutingDirectory } from '../adapters/routing/directory';
 
 /** Everything a route, service or job needs from the platform; built once at start (or per test). */
 export interface Deps {
@@ -15,6 +18,9 @@ export interface Deps {
   vault: Vault;
   logger: Logger;
   metrics: Metrics;
+  pageTokens: PageTokens;
+  bank: BalanceProvider;
+  routing: RoutingDirectory;
 }
 
 /** The base address used in links (documentation_url), from PUBLIC_BASE_URL or the listen address. */

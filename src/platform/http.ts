@@ -41,7 +41,7 @@ export function multipartBody(limit = UPLOAD_LIMIT_BYTES + MULTIPART_OVERHEAD_BY
     const type = request.headers.get('content-type') ?? '';
     if (!/^multipart\/form-data\b/i.test(type)) throw new UnsupportedMediaType('multipart/form-data');
     checkLength(request, limit);
-    let form: FormData;
+    let form: Awaited<ReturnType<Request['formData']>>;
     try {
       form = await request.formData();
     } catch {

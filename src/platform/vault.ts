@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
@@ -55,6 +55,11 @@ export class Vault {
   }
   openJson<T>(sealed: string): T {
     return JSON.parse(this.open(sealed)) as T;
+  }
+
+  /** A sub-key for another purpose (for example signing page tokens), bound to the current key. */
+  derive(label: string): Buffer {
+    return createHmac('sha256', this.keys.get(this.currentKeyId)!).update(label).digest();
   }
 
   /** True when the value is sealed under a key other than the current one. */

@@ -65,7 +65,7 @@ export function createTestContext(env: Record<string, string> = {}, opts: { cloc
     const headers: Record<string, string> = { ...(o.headers ?? {}) };
     const key = o.key === undefined ? lender.key : o.key;
     if (key !== null) headers.authorization = `Bearer ${key}`;
-    let body: BodyInit | undefined;
+    let body: RequestInit['body'];
     if (o.form) body = o.form;
     else if (o.raw !== undefined) body = o.raw;
     else if (o.body !== undefined) {

@@ -66,12 +66,13 @@ export function listKeys(db: Db, lenderId: string) {
 
 /** Revokes the key with this display prefix; false when no live key has it. */
 export function revokeKey(db: Db, prefix: string, now: number): boolean {
-  const res = db
+  const revoked = db
     .update(apiKeys)
     .set({ revokedAt: now })
     .where(and(eq(apiKeys.prefix, prefix), isNull(apiKeys.revokedAt)))
-    .run();
-  return res.changes > 0;
+    .returning({ id: apiKeys.id })
+    .all();
+  return revoked.length > 0;
 }
 
 export function setDebitCardApproval(db: Db, lenderId: string, approved: boolean): void {

@@ -1,0 +1,195 @@
+// Operator CLI: `bun run cli <command>`. Works on the database and vault key named by the same environment
+// variables as the service (DATABASE_PATH, VAULT_KEY / VAULT_KEY_FILE), and is safe to run beside it.
+import { Database } from 'bun:sqlite';
+import { appendFileSync, existsSync, renameSync, writeFileSync, chmodSync } from 'node:fs';
+import { ConfigError, loadConfig, type Config } from '../src/config';
+import { openDatabase, immediate, SchemaTooNewError, type DbHandle } from '../src/platform/db';
+import { generateVaultKey, loadVault, SEALED_COLUMNS } from '../src/platform/vault';
+import {
+  createLender,
+  findLender,
+  issueKey,
+  LenderError,
+  listKeys,
+  listLenders,
+  revokeKey,
+  setDebitCardApproval,
+} from '../src/modules/lenders/service';
+
+const USAGE = `Usage: bun run cli <command>
+
+  lender create NAME            create a lender and print its first API key (shown once)
+  lender list                   list lenders
+  lender approve-cards NAME     allow debit-card balance reads for the lender
+  lender revoke-cards NAME      withdraw that approval
+  key create LENDER             issue another API key for the lender (shown once)
+  key list LENDER               list the lender's keys (prefixes only)
+  key revoke PREFIX             revoke the key with that prefix
+  backup FILE                   consistent online copy of the database, integrity-checked
+  vault rotate                  new vault key; re-seal every stored secret under it
+  vault status                  how many sealed values each vault key holds`;
+
+export class CliError extends Error {}
+
+const iso = (ms: number | null) => (ms == null ? '-' : new Date(ms).toISOString());
+
+function table(rows: Record<string, string>[]): string {
+  if (rows.length === 0) return '(none)';
+  const cols = Object.keys(rows[0]!);
+  const width = cols.map((c) => Math.max(c.length, ...rows.map((r) => r[c]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(width[i]!)).join('  ').trimEnd();
+  return [line(cols), ...rows.map((r) => line(cols.map((c) => r[c]!)))].join('\n');
+}
+
+function lenderOrFail(h: DbHandle, name: string | undefined) {
+  if (!name) throw new CliError('Name the lender');
+  const lender = findLender(h.db, name);
+  if (!lender) throw new CliError(`No lender named ${name}`);
+  return lender;
+}
+
+export function backup(sqlite: Database, file: string): { integrity: string } {
+  if (existsSync(file)) throw new CliError(`${file} already exists; choose a new file name`);
+  sqlite.query('VACUUM INTO ?').run(file);
+  const copy = new Database(file, { readonly: true });
+  try {
+    const rows = copy.query('PRAGMA integrity_check').all() as { integrity_check: string }[];
+    const result = rows.map((r) => r.integrity_check).join('; ');
+    if (result !== 'ok') throw new CliError(`Backup written to ${file} but its integrity check failed: ${result}`);
+    return { integrity: result };
+  } finally {
+    copy.close();
+  }
+}
+
+/** Counts of sealed values per vault key id. */
+export function vaultStatus(sqlite: Database): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const { table: t, column } of SEALED_COLUMNS) {
+    const rows = sqlite.query(`SELECT ${column} AS v FROM ${t}`).all() as { v: string }[];
+    for (const { v } of rows) {
+      const kid = v.split('.')[1] ?? '?';
+      counts[kid] = (counts[kid] ?? 0) + 1;
+    }
+  }
+  return counts;
+}
+
+/**
+ * Rotation that survives a crash at any step: the old key is kept in `<file>.old` first, the new key
+ * replaces the key file atomically, then every sealed value is re-sealed in one transaction. Running it
+ * again after a crash finishes the job.
+ */
+export async function rotateVault(config: Config, sqlite: Database): Promise<{ resealed: number; keyId: string }> {
+  if (config.vaultKey) {
+    throw new CliError('VAULT_KEY is set in the environment; rotation rewrites VAULT_KEY_FILE, so unset VAULT_KEY to use it');
+  }
+  loadVault(config); // fails loudly before anything changes if the current key is unreadable
+  const oldKeyText = (await Bun.file(config.vaultKeyFile).text()).trim();
+  appendFileSync(`${config.vaultKeyFile}.old`, oldKeyText + '\n', { mode: 0o600 });
+  const newKey = generateVaultKey();
+  const tmp = `${config.vaultKeyFile}.tmp`;
+  writeFileSync(tmp, newKey.toString('base64') + '\n', { mode: 0o600 });
+  chmodSync(tmp, 0o600);
+  renameSync(tmp, config.vaultKeyFile);
+  const { vault } = loadVault(config); // new key current, every older key readable
+  let resealed = 0;
+  immediate(sqlite, () => {
+    for (const { table: t, key, column } of SEALED_COLUMNS) {
+      const rows = sqlite.query(`SELECT ${key} AS k, ${column} AS v FROM ${t}`).all() as { k: string | number; v: string }[];
+      const update = sqlite.query(`UPDATE ${t} SET ${column} = ? WHERE ${key} = ?`);
+      for (const { k, v } of rows) {
+        if (!vault.needsReseal(v)) continue;
+        update.run(vault.seal(vault.open(v)), k);
+        resealed++;
+      }
+    }
+  });
+  return { resealed, keyId: vault.currentKeyId };
+}
+
+export async function runCli(argv: string[], env: Record<string, string | undefined> = process.env): Promise<string> {
+  const [group, action, arg] = argv;
+  if (!group || group === 'help' || group === '--help') return USAGE;
+  const config = loadConfig(env);
+  const h = openDatabase(config.databasePath);
+  const now = Date.now();
+  try {
+    switch (group === 'backup' ? 'backup' : `${group} ${action ?? ''}`.trim()) {
+      case 'lender create': {
+        if (!arg) throw new CliError('Usage: lender create NAME');
+        const { lender, apiKey } = createLender(h.db, arg, now);
+        return `Created lender ${lender.name} (${lender.id}).\nAPI key (shown only this once):\n  ${apiKey}`;
+      }
+      case 'lender list':
+        return table(
+          listLenders(h.db).map((l) => ({
+            name: l.name,
+            id: l.id,
+            debit_cards: l.debitCardApproved ? 'approved' : 'no',
+            created: iso(l.createdAt),
+          })),
+        );
+      case 'lender approve-cards':
+      case 'lender revoke-cards': {
+        const lender = lenderOrFail(h, arg);
+        const approve = action === 'approve-cards';
+        setDebitCardApproval(h.db, lender.id, approve);
+        return `Debit-card balance reads ${approve ? 'approved' : 'withdrawn'} for ${lender.name}.`;
+      }
+      case 'key create': {
+        const lender = lenderOrFail(h, arg);
+        const apiKey = issueKey(h.db, lender.id, now);
+        return `API key for ${lender.name} (shown only this once):\n  ${apiKey}`;
+      }
+      case 'key list': {
+        const lender = lenderOrFail(h, arg);
+        return table(
+          listKeys(h.db, lender.id).map((k) => ({
+            prefix: k.prefix,
+            created: iso(k.createdAt),
+            last_used: iso(k.lastUsedAt),
+            revoked: iso(k.revokedAt),
+          })),
+        );
+      }
+      case 'key revoke': {
+        if (!arg) throw new CliError('Usage: key revoke PREFIX');
+        if (!revokeKey(h.db, arg, now)) throw new CliError(`No live key with prefix ${arg}`);
+        return `Revoked ${arg}.`;
+      }
+      case 'backup': {
+        if (!action) throw new CliError('Usage: backup FILE');
+        backup(h.sqlite, action);
+        return `Backup written to ${action}; integrity check ok.`;
+      }
+      case 'vault rotate': {
+        const { resealed, keyId } = await rotateVault(config, h.sqlite);
+        return `Vault key rotated (new key id ${keyId}); ${resealed} sealed values re-sealed. Older keys stay in ${config.vaultKeyFile}.old until you remove them.`;
+      }
+      case 'vault status': {
+        const counts = vaultStatus(h.sqlite);
+        const { vault } = loadVault(config);
+        return table(
+          Object.entries(counts).map(([kid, n]) => ({ key_id: kid, current: kid === vault.currentKeyId ? 'yes' : 'no', values: String(n) })),
+        );
+      }
+      default:
+        throw new CliError(`Unknown command: ${argv.join(' ')}\n\n${USAGE}`);
+    }
+  } finally {
+    h.close();
+  }
+}
+
+if (import.meta.main) {
+  try {
+    console.log(await runCli(process.argv.slice(2)));
+  } catch (e) {
+    if (e instanceof CliError || e instanceof LenderError || e instanceof ConfigError || e instanceof SchemaTooNewError) {
+      console.error(e.message);
+      process.exit(1);
+    }
+    throw e;
+  }
+}

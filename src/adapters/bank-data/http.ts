@@ -1,0 +1,140 @@
+import ky, { HTTPError, TimeoutError } from 'ky';
+import { fromResponseBody, toRequestBody } from './http-contract';
+import {
+  type BalanceProvider,
+  type BalanceReadRequest,
+  type BalanceReadResult,
+  OTHER_ERROR_CODE,
+  TransientProviderError,
+} from './types';
+
+export interface HttpBalanceProviderOptions {
+  /** Base URL of the data source; reads go to `${url}/balance`. */
+  url: string;
+  /** Sent as `Authorization: Bearer <token>`; no header when null. */
+  token: string | null;
+  /** Per attempt, for the response headers and again for the body. Default 10 s. */
+  timeoutMs?: number;
+  /** Extra attempts after a 5xx or a network error. Default 2. */
+  retries?: number;
+  /** First retry delay, doubling after that. Default 300 ms. */
+  retryDelayMs?: number;
+  /** Told when the provider refuses a request (4xx), the sign of a wrong token or URL. */
+  logger?: { warn(obj: object, msg: string): void };
+}
+
+// A 408 or 429 means "not now" rather than "wrong request": not retried here (the provider asked us to back
+// off), but reported as transient so the read can be tried again later.
+const COME_BACK_LATER = new Set([408, 429]);
+
+function isServerError(error: unknown): boolean {
+  return error instanceof HTTPError && error.response.status >= 500;
+}
+
+function isRefusal(status: number): boolean {
+  return status < 500 && !COME_BACK_LATER.has(status);
+}
+
+async function textWithin(res: Response, ms: number): Promise<string> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      void res.body?.cancel().catch(() => undefined);
+      reject(new Error(`response body not received within ${ms} ms`));
+    }, ms);
+  });
+  try {
+    return await Promise.race([res.text(), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Balance reads from an external data source over the JSON contract in docs/bank-data-http.md. */
+export class HttpBalanceProvider implements BalanceProvider {
+  private readonly endpoint: string;
+  private readonly token: string | null;
+  private readonly timeoutMs: number;
+  private readonly retries: number;
+  private readonly retryDelayMs: number;
+  private readonly logger: HttpBalanceProviderOptions['logger'];
+
+  constructor(opts: HttpBalanceProviderOptions) {
+    this.endpoint = `${opts.url.replace(/\/+$/, '')}/balance`;
+    this.token = opts.token;
+    this.timeoutMs = opts.timeoutMs ?? 10_000;
+    this.retries = opts.retries ?? 2;
+    this.retryDelayMs = opts.retryDelayMs ?? 300;
+    this.logger = opts.logger;
+  }
+
+  async read(req: BalanceReadRequest): Promise<BalanceReadResult> {
+    let res: Response;
+    try {
+      res = await ky.post(this.endpoint, {
+        json: toRequestBody(req),
+        headers: this.token === null ? {} : { authorization: `Bearer ${this.token}` },
+        timeout: this.timeoutMs,
+        // A redirect would carry the bearer token to another address; treat it as a misconfigured URL instead.
+        redirect: 'manual',
+        retry: {
+          limit: this.retries,
+          // A balance read changes nothing at the provider, so repeating the POST is safe.
+          methods: ['post'],
+          // Only outages are retried: a 4xx will not get better by asking again, and a timed-out attempt has
+          // already used its whole budget.
+          shouldRetry: ({ error }) => {
+            if (error instanceof HTTPError) return isServerError(error);
+            if (error instanceof TimeoutError) return false;
+            return true;
+          },
+          delay: (attempt) => this.retryDelayMs * 2 ** (attempt - 1),
+        },
+      });
+    } catch (error) {
+      if (error instanceof HTTPError && isRefusal(error.response.status)) {
+        // The provider rejected the request itself (bad token, contract mismatch, moved URL): asking again
+        // cannot help, so the read ends now as "Other error"; the warning is what tells the operator.
+        void error.response.body?.cancel().catch(() => undefined);
+        this.logger?.warn({ http_status: error.response.status }, 'bank-data provider refused a balance read');
+        return { kind: 'failed', statusCode: OTHER_ERROR_CODE };
+      }
+      throw this.transientError(error);
+    }
+
+    let text: string;
+    try {
+      text = await textWithin(res, this.timeoutMs);
+    } catch (error) {
+      const reason = error instanceof Error ? `: ${error.message}` : '';
+      throw new TransientProviderError(`Bank-data provider answer could not be read${reason}`);
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new TransientProviderError(`Bank-data provider answered HTTP ${res.status} with a body that is not JSON`);
+    }
+    const result = fromResponseBody(json);
+    if (result === null) {
+      throw new TransientProviderError(
+        `Bank-data provider answered HTTP ${res.status} without a valid balance_status_code and balance`,
+      );
+    }
+    return result;
+  }
+
+  // Built from the status or message only: ky's errors carry the request options, bearer token included, and
+  // must not reach a log line through `cause`.
+  private transientError(error: unknown): TransientProviderError {
+    if (error instanceof HTTPError) {
+      void error.response.body?.cancel().catch(() => undefined);
+      return new TransientProviderError(`Bank-data provider answered HTTP ${error.response.status}`);
+    }
+    if (error instanceof TimeoutError) {
+      return new TransientProviderError(`Bank-data provider did not answer within ${this.timeoutMs} ms`);
+    }
+    const reason = error instanceof Error ? `: ${error.message}` : '';
+    return new TransientProviderError(`Bank-data provider could not be reached${reason}`);
+  }
+}

@@ -1,0 +1,39 @@
+import type { RoutingDirectory } from '../routing/directory';
+import { HttpBalanceProvider } from './http';
+import { SandboxBalanceProvider } from './sandbox';
+import type { BalanceProvider } from './types';
+
+export { HttpBalanceProvider, type HttpBalanceProviderOptions } from './http';
+export { SandboxBalanceProvider } from './sandbox';
+export { dollarsToCents } from './http-contract';
+export {
+  FAILURE_STATUS_CODES,
+  OTHER_ERROR_CODE,
+  TransientProviderError,
+  isFailureStatusCode,
+  type BalanceProvider,
+  type BalanceReadRequest,
+  type BalanceReadResult,
+  type FailureStatusCode,
+} from './types';
+
+export interface BankDataConfig {
+  bankDataProvider: 'sandbox' | 'http';
+  bankDataUrl: string | null;
+  bankDataToken: string | null;
+  sandboxLatencyMs: number;
+}
+
+/** The provider named by BANK_DATA_PROVIDER; the sandbox unless the operator points the service at a real source. */
+export function createBalanceProvider(
+  config: BankDataConfig,
+  directory: RoutingDirectory,
+  logger?: { warn(obj: object, msg: string): void },
+): BalanceProvider {
+  if (config.bankDataProvider === 'http') {
+    // loadConfig already refuses this combination; the check keeps a hand-built config from failing per read.
+    if (config.bankDataUrl === null) throw new Error('BANK_DATA_URL is required when BANK_DATA_PROVIDER=http');
+    return new HttpBalanceProvider({ url: config.bankDataUrl, token: config.bankDataToken, logger });
+  }
+  return new SandboxBalanceProvider({ directory, latencyMs: config.sandboxLatencyMs });
+}

@@ -1,0 +1,138 @@
+import { BadRequest } from '../../platform/errors';
+import { CsvError, decodeCsvBytes, metaKey, normalizeHeader, readCsv } from '../../platform/csv';
+import type { AuthorizerCandidate, FailedAuthorizer } from './validation';
+
+export const MAX_CSV_ROWS = 5000;
+
+const KNOWN_COLUMNS = new Set([
+  'authorizer_unique_id',
+  'phone_number',
+  'ssn',
+  'ein',
+  'account_number',
+  'routing_number',
+  'debit_card_number',
+  'cvv',
+  'expiration_month',
+  'expiration_year',
+  'first_name',
+  'last_name',
+  'street_address_line1',
+  'street_address_line2',
+  'city',
+  'state',
+  'zip_code',
+  'country',
+  'date_of_birth',
+]);
+
+function intCell(v: string): number | undefined | 'bad' {
+  if (v === '') return undefined;
+  return /^\d{1,4}$/.test(v) ? Number(v) : 'bad';
+}
+
+/**
+ * Turns an uploaded balance CSV into authorizer candidates. Cells stay text, so leading zeros survive
+ * exactly as the file has them (and a value that lost one fails validation, as it should). Row problems
+ * that can be told from the cell alone (a date that is not MM/DD/YYYY, a month that is not a number) come
+ * back as failed rows; a file that cannot be read at all is a 400.
+ */
+export function parseBalanceCsv(bytes: Uint8Array): {
+  candidates: { candidate: AuthorizerCandidate; rowNumber: number }[];
+  failed: FailedAuthorizer[];
+  warnings: string[];
+} {
+  const { text, encoding } = decodeCsvBytes(bytes);
+  const warnings: string[] = [];
+  if (encoding === 'latin-1') warnings.push('The file is not valid UTF-8; it was read as Latin-1 (Windows-1252). Save it as UTF-8 to be sure names are read as intended.');
+  let table;
+  try {
+    table = readCsv(text);
+  } catch (e) {
+    if (e instanceof CsvError) throw BadRequest.field('file', `The CSV could not be read: ${e.message}`);
+    throw e;
+  }
+  if (table.header.length === 0) throw BadRequest.field('file', 'The CSV file is empty');
+  const columns = table.header.map((h) => {
+    const meta = metaKey(h);
+    return meta !== null ? { meta } : { name: normalizeHeader(h) };
+  });
+  if (!columns.some((c) => c.name === 'authorizer_unique_id')) {
+    throw BadRequest.field('file', 'The CSV needs an authorizer_unique_id column');
+  }
+  const unknown = columns.filter((c) => c.name !== undefined && !KNOWN_COLUMNS.has(c.name)).map((c) => c.name);
+  if (unknown.length > 0) warnings.push(`Columns ignored (not recognised): ${unknown.join(', ')}`);
+  if (table.rows.length > MAX_CSV_ROWS) {
+    throw BadRequest.field('file', `The CSV has ${table.rows.length} data rows; at most ${MAX_CSV_ROWS} are accepted per file`);
+  }
+
+  const candidates: { candidate: AuthorizerCandidate; rowNumber: number }[] = [];
+  const failed: FailedAuthorizer[] = [];
+  for (const row of table.rows) {
+    const v: Record<string, string> = {};
+    const metadata: Record<string, string> = {};
+    columns.forEach((c, i) => {
+      const cell = (row.cells[i] ?? '').trim();
+      if (c.meta !== undefined) {
+        if (cell !== '') metadata[c.meta] = cell;
+      } else if (c.name && KNOWN_COLUMNS.has(c.name)) v[c.name] = cell;
+    });
+    const fail = (error: string) =>
+      failed.push({
+        authorizer_unique_id: v.authorizer_unique_id || null,
+        error,
+        account_type: v.debit_card_number && !v.account_number ? 'DEBIT_CARD' : 'ACCOUNT_NUMBER',
+        row_number: row.line,
+      });
+    if (!v.authorizer_unique_id) {
+      fail('authorizer_unique_id is required');
+      continue;
+    }
+    const month = intCell(v.expiration_month ?? '');
+    const year = intCell(v.expiration_year ?? '');
+    if (month === 'bad' || year === 'bad') {
+      fail('expiration_month and expiration_year must be whole numbers');
+      continue;
+    }
+    let dob: AuthorizerCandidate['date_of_birth'];
+    if (v.date_of_birth) {
+      const m = /^(\d{1,2})\/(\d{1,2})\/(\d{4})$/.exec(v.date_of_birth);
+      if (!m) {
+        fail('date_of_birth must be MM/DD/YYYY');
+        continue;
+      }
+      dob = { month: Number(m[1]), day: Number(m[2]), year: Number(m[3]) };
+      if (dob.month < 1 || dob.month > 12 || dob.day < 1 || dob.day > 31) {
+        fail('date_of_birth is not a valid date');
+        continue;
+      }
+    }
+    const opt = (k: string) => (v[k] ? v[k] : undefined);
+    const candidate: AuthorizerCandidate = {
+      authorizer_unique_id: v.authorizer_unique_id,
+      first_name: opt('first_name'),
+      last_name: opt('last_name'),
+      phone_number: opt('phone_number'),
+      ssn: opt('ssn'),
+      ein: opt('ein'),
+      account_number: opt('account_number'),
+      routing_number: opt('routing_number'),
+      debit_card_number: opt('debit_card_number'),
+      cvv: opt('cvv'),
+      expiration_month: month,
+      expiration_year: year,
+      date_of_birth: dob,
+      address: {
+        street_address_line1: opt('street_address_line1'),
+        street_address_line2: opt('street_address_line2'),
+        city: opt('city'),
+        state: opt('state'),
+        zip_code: opt('zip_code'),
+        country: opt('country'),
+      },
+      metadata: Object.keys(metadata).length > 0 ? metadata : undefined,
+    };
+    candidates.push({ candidate, rowNumber: row.line });
+  }
+  return { candidates, failed, warnings };
+}

@@ -1,0 +1,219 @@
+import { t, type Static } from 'elysia';
+import { pageTokenQuery } from '../../platform/pagination';
+
+const Str = (description?: string, max = 255) => t.Optional(t.String({ maxLength: max, ...(description ? { description } : {}) }));
+
+export const DateOfBirth = t.Object(
+  {
+    day: t.Integer({ minimum: 1, maximum: 31 }),
+    month: t.Integer({ minimum: 1, maximum: 12 }),
+    year: t.Integer({ minimum: 1900, maximum: 2100 }),
+  },
+  { additionalProperties: false },
+);
+
+export const Address = t.Object(
+  {
+    street_address_line1: Str(),
+    street_address_line2: Str(),
+    city: Str(),
+    state: Str(),
+    zip_code: Str('5 digits, or ZIP+4; leading zeros significant', 10),
+    country: Str(),
+  },
+  { additionalProperties: false },
+);
+
+export const Metadata = t.Record(t.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' }), t.Union([t.String({ maxLength: 1000 }), t.Number(), t.Boolean()]), {
+  description: 'Caller data kept with the result; each key becomes a meta_<key> column of the CSV export',
+});
+
+/** Authorizer fields shared by balance requests and schedules. */
+export const authorizerFields = {
+  authorizer_unique_id: t.String({ minLength: 1, maxLength: 255, description: "Caller's own stable identifier of the borrower" }),
+  first_name: Str(),
+  last_name: Str(),
+  phone_number: Str('US phone number; exported as E.164', 32),
+  date_of_birth: t.Optional(DateOfBirth),
+  address: t.Optional(Address),
+  zip_code: Str('Accepted at the top level too (CSV shape)', 10),
+  ssn: Str('9 digits, dashes allowed; leading zeros significant', 11),
+  ein: Str('9 digits (10 accepted), dash allowed', 11),
+  account_number: Str('Bank account number; not validated for length or format', 34),
+  routing_number: Str('ABA routing number, 9 digits; leading zeros significant', 9),
+  debit_card_number: Str('Debit card number (approved lenders only)', 23),
+  cvv: Str(undefined, 4),
+  expiration_month: t.Optional(t.Integer({ minimum: 1, maximum: 12 })),
+  expiration_year: t.Optional(t.Integer({ minimum: 2000, maximum: 2100 })),
+  metadata: t.Optional(Metadata),
+};
+
+export const Authorizer = t.Object(authorizerFields, { additionalProperties: false });
+export type AuthorizerInput = Static<typeof Authorizer>;
+
+const exampleAuthorizer = {
+  authorizer_unique_id: 'loan-1001',
+  first_name: 'Ada',
+  last_name: 'Lovelace',
+  phone_number: '2025550143',
+  ssn: '123-45-6789',
+  account_number: '0001234567',
+  routing_number: '110000000',
+  address: { zip_code: '02139' },
+  metadata: { branch: 'north' },
+};
+
+export const BalanceRequestBody = t.Object(
+  {
+    authorizers: t.Array(Authorizer, { minItems: 1, maxItems: 1000 }),
+    webhook_url: t.Optional(t.String({ maxLength: 2048, description: 'Receives BALANCE_BATCH_COMPLETED when the batch completes' })),
+  },
+  { additionalProperties: false, examples: [{ authorizers: [exampleAuthorizer], webhook_url: 'https://hooks.example.com/balances' }] },
+);
+
+export const FailedAuthorizer = t.Object({
+  authorizer_unique_id: t.Nullable(t.String()),
+  error: t.String(),
+  account_type: t.Union([t.Literal('ACCOUNT_NUMBER'), t.Literal('DEBIT_CARD')]),
+  row_number: t.Integer({ description: 'Position in the request (1-based); in a CSV the header is row 1' }),
+});
+
+const submissionExample = {
+  batch_id: '019a4f3e-8c1d-7b2a-9f00-1c2d3e4f5a6b',
+  submitted_at: '2026-11-21T10:00:00.000Z',
+  message: 'Batch accepted: 1 authorizer queued for a balance check',
+  failed_authorizers: [],
+};
+
+export const BatchSubmission = t.Object(
+  {
+    batch_id: t.String({ format: 'uuid' }),
+    submitted_at: t.String({ format: 'date-time' }),
+    message: t.String(),
+    failed_authorizers: t.Array(FailedAuthorizer),
+  },
+  { examples: [submissionExample] },
+);
+
+export const CsvBatchSubmission = t.Object(
+  {
+    batch_id: t.String({ format: 'uuid' }),
+    submitted_at: t.String({ format: 'date-time' }),
+    message: t.String(),
+    failed_authorizers: t.Array(FailedAuthorizer),
+    warnings: t.Array(t.String()),
+  },
+  { examples: [{ ...submissionExample, warnings: [] }] },
+);
+
+export const CsvUploadBody = t.Object({
+  file: t.File({ description: 'CSV file (text/csv), at most 5000 data rows' }),
+  webhook_url: t.Optional(t.String({ maxLength: 2048 })),
+});
+
+export const BatchStatus = t.Object(
+  {
+    batch_id: t.String(),
+    status: t.Union([t.Literal('pending'), t.Literal('processing'), t.Literal('completed')]),
+    source: t.Union([t.Literal('api'), t.Literal('csv'), t.Literal('schedule')]),
+    schedule_id: t.Nullable(t.String()),
+    submitted_at: t.String({ format: 'date-time' }),
+    completed_at: t.Nullable(t.String({ format: 'date-time' })),
+    total_authorizers: t.Integer(),
+    total_processed: t.Integer(),
+  },
+  {
+    examples: [
+      {
+        batch_id: '019a4f3e-8c1d-7b2a-9f00-1c2d3e4f5a6b',
+        status: 'processing',
+        source: 'api',
+        schedule_id: null,
+        submitted_at: '2026-11-21T10:00:00.000Z',
+        completed_at: null,
+        total_authorizers: 1000,
+        total_processed: 412,
+      },
+    ],
+  },
+);
+
+export const BalanceEntry = t.Object({
+  authorizer_unique_id: t.String(),
+  balance: t.Nullable(t.Number({ description: 'Dollars; null when the check failed' })),
+  timestamp: t.String({ format: 'date-time' }),
+  balance_status_code: t.Integer(),
+});
+
+export const BalanceResult = t.Object(
+  {
+    batch_id: t.String(),
+    total_processed: t.Integer(),
+    balances: t.Array(BalanceEntry),
+    has_more: t.Boolean(),
+    next_page_token: t.Nullable(t.String()),
+  },
+  {
+    examples: [
+      {
+        batch_id: '019a4f3e-8c1d-7b2a-9f00-1c2d3e4f5a6b',
+        total_processed: 2,
+        balances: [
+          { authorizer_unique_id: 'loan-1001', balance: 12345.67, timestamp: '2026-11-21T10:00:03.000Z', balance_status_code: 0 },
+          { authorizer_unique_id: 'loan-1002', balance: null, timestamp: '2026-11-21T10:00:03.100Z', balance_status_code: 3200 },
+        ],
+        has_more: false,
+        next_page_token: null,
+      },
+    ],
+  },
+);
+
+export const BalancesQuery = t.Object({
+  batchId: t.String({ description: 'batch_id of the submission' }),
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 100 })),
+  ...pageTokenQuery,
+});
+
+export const ExportQuery = t.Object({
+  batch_ids: t.Optional(
+    t.Union([t.String(), t.Array(t.String())], { description: 'Repeat the parameter per batch; each a UUID' }),
+  ),
+});
+
+export const HistoryEntry = t.Object({
+  run_at: t.String({ format: 'date-time' }),
+  batch_id: t.String(),
+  balance_amount: t.Nullable(t.Number()),
+  status: t.Union([t.Literal('success'), t.Literal('failed')]),
+  error_message: t.Optional(t.String()),
+});
+
+export const History = t.Object(
+  {
+    authorizer_unique_id: t.String(),
+    total_count: t.Integer(),
+    history: t.Array(HistoryEntry),
+    next_page_token: t.Nullable(t.String()),
+    has_more: t.Boolean(),
+  },
+  {
+    examples: [
+      {
+        authorizer_unique_id: 'loan-1001',
+        total_count: 2,
+        history: [
+          { run_at: '2026-11-21T10:00:03.000Z', batch_id: '019a4f3e-8c1d-7b2a-9f00-1c2d3e4f5a6b', balance_amount: 12345.67, status: 'success' },
+          { run_at: '2026-11-14T10:00:03.000Z', batch_id: '019a2b11-0000-7000-8000-000000000000', balance_amount: null, status: 'failed', error_message: 'Account closed' },
+        ],
+        next_page_token: null,
+        has_more: false,
+      },
+    ],
+  },
+);
+
+export const HistoryQuery = t.Object({
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 10 })),
+  ...pageTokenQuery,
+});

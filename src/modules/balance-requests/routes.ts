@@ -1,0 +1,163 @@
+import { Elysia, t } from 'elysia';
+import type { Deps } from '../../platform/deps';
+import { BadRequest, errors } from '../../platform/errors';
+import { jsonBody, multipartBody, rawBodyHash, MULTIPART_OVERHEAD_BYTES } from '../../platform/http';
+import type { Auth } from '..';
+import {
+  BalanceRequestBody,
+  BalanceResult,
+  BalancesQuery,
+  BatchStatus,
+  BatchSubmission,
+  CsvBatchSubmission,
+  CsvUploadBody,
+  ExportQuery,
+  History,
+  HistoryQuery,
+} from './model';
+import { authorizerHistory, batchStatus, listBalances, submitBalanceRequest } from './service';
+import { parseBalanceCsv } from './csv-input';
+import { exportBalancesCsv, exportFilename, parseBatchIds } from './export';
+
+const tags = ['Balance checks'];
+/** 5000 rows of a wide CSV stay well under this. */
+const CSV_UPLOAD_LIMIT = 5 * 1024 * 1024;
+
+export const balanceRoutes = (deps: Deps, auth: Auth) =>
+  new Elysia({ prefix: '/v1' })
+    .use(auth)
+    .post(
+      '/balance_requests',
+      async ({ lender, body, request, set }) => {
+        const result = await submitBalanceRequest(deps, lender, {
+          candidates: body.authorizers.map((candidate, i) => ({ candidate, rowNumber: i + 1 })),
+          webhookUrl: body.webhook_url ?? null,
+          source: 'api',
+          bodyHash: rawBodyHash(request),
+        });
+        set.status = result.status;
+        if (result.replayed) set.headers['idempotent-replayed'] = 'true';
+        return result.body;
+      },
+      {
+        auth: true,
+        parse: jsonBody(),
+        body: BalanceRequestBody,
+        response: { 201: BatchSubmission, ...errors(400, 401, 413, 415, 429) },
+        detail: {
+          tags,
+          summary: 'Submit a batch of balance checks',
+          description:
+            'Up to 1000 authorizers. Each needs bank account information (account_number, routing_number) or debit card ' +
+            'information (debit_card_number; approved lenders only), and ssn or ein. Authorizers that fail a rule come back ' +
+            'in failed_authorizers and the rest of the batch proceeds; when none passes the answer is 400 with the list in ' +
+            'error.details.failed_authorizers. An identical body sent again within 24 hours returns the first answer with ' +
+            'the header Idempotent-Replayed: true and creates no second batch.',
+        },
+      },
+    )
+    .post(
+      '/balance_requests/csv',
+      async ({ lender, body, set }) => {
+        const file = body.file;
+        if (file.size > CSV_UPLOAD_LIMIT) throw BadRequest.field('file', `The file is larger than ${CSV_UPLOAD_LIMIT} bytes`);
+        const parsed = parseBalanceCsv(new Uint8Array(await file.arrayBuffer()));
+        const result = await submitBalanceRequest(deps, lender, {
+          candidates: parsed.candidates,
+          preFailed: parsed.failed,
+          webhookUrl: body.webhook_url || null,
+          source: 'csv',
+          warnings: parsed.warnings,
+        });
+        set.status = result.status;
+        return { ...result.body, warnings: result.body.warnings ?? parsed.warnings };
+      },
+      {
+        auth: true,
+        parse: multipartBody(CSV_UPLOAD_LIMIT + MULTIPART_OVERHEAD_BYTES),
+        body: CsvUploadBody,
+        response: { 201: CsvBatchSubmission, ...errors(400, 401, 413, 415, 429) },
+        detail: {
+          tags,
+          summary: 'Submit a batch of balance checks as CSV',
+          description:
+            'multipart/form-data with the file in a part named `file` and an optional `webhook_url` field. At most 5000 data ' +
+            'rows. Columns: authorizer_unique_id, phone_number, ssn, ein, account_number, routing_number, debit_card_number, cvv, ' +
+            'expiration_month, expiration_year, first_name, last_name, street_address_line1, street_address_line2, city, state, ' +
+            'zip_code, country, date_of_birth (MM/DD/YYYY) and any meta_<key> columns. row_number counts the header as row 1. ' +
+            'A file that is not UTF-8 is read as Latin-1 and a warning says so.',
+        },
+      },
+    )
+    .get('/balance_requests/:batch_id', ({ lender, params }) => batchStatus(deps, lender.id, params.batch_id), {
+      auth: true,
+      params: t.Object({ batch_id: t.String() }),
+      response: { 200: BatchStatus, ...errors(401, 404, 429) },
+      detail: { tags, summary: 'Batch status', description: 'pending, processing or completed, with counts. Another lender’s batch reads as not found.' },
+    })
+    .get('/balances', ({ lender, query }) => listBalances(deps, lender.id, query), {
+      auth: true,
+      query: BalancesQuery,
+      response: { 200: BalanceResult, ...errors(400, 401, 404, 429) },
+      detail: {
+        tags,
+        summary: 'Balance results of a batch',
+        description:
+          'Paginated in the order results were recorded; continue with next_page_token (or nextPageToken) until has_more is ' +
+          'false. While the batch is processing, has_more stays true: poll with the last token every 30 to 60 seconds.',
+      },
+    })
+    .get(
+      '/balances/csv',
+      ({ lender, query }) => {
+        const ids = parseBatchIds(query.batch_ids);
+        const stream = exportBalancesCsv(deps, lender.id, ids);
+        return new Response(stream, {
+          headers: {
+            'content-type': 'text/csv; charset=utf-8',
+            'content-disposition': `attachment; filename=${exportFilename(deps.clock.now())}`,
+          },
+        });
+      },
+      {
+        auth: true,
+        query: ExportQuery,
+        response: errors(400, 401, 403, 429, 500),
+        detail: {
+          tags,
+          summary: 'Export balance results as CSV',
+          description:
+            'Repeat batch_ids once per batch. Columns: Authorizer ID, Batch ID, Institution, Phone, Zip, Balance, Status, Creator, ' +
+            'Timestamp, then one meta_<key> column per metadata key, alphabetical. If any batch is not the caller’s the whole ' +
+            'request is refused with 403. Text cells that a spreadsheet would run as a formula are prefixed with a quote.',
+          responses: {
+            200: {
+              description: 'The CSV file',
+              content: {
+                'text/csv': {
+                  schema: { type: 'string' },
+                  example:
+                    'Authorizer ID,Batch ID,Institution,Phone,Zip,Balance,Status,Creator,Timestamp,meta_branch\r\n' +
+                    'loan-1001,019a4f3e-8c1d-7b2a-9f00-1c2d3e4f5a6b,Sandbox Bank,+12025550143,02139,12345.67,SUCCESS,,2026-11-21T10:00:03.000Z,north\r\n',
+                },
+              },
+            },
+          },
+        },
+      },
+    )
+    .get(
+      '/monitoring/authorizers/:id/history',
+      ({ lender, params, query }) => authorizerHistory(deps, lender.id, params.id, query),
+      {
+        auth: true,
+        params: t.Object({ id: t.String({ description: 'authorizer_unique_id' }) }),
+        query: HistoryQuery,
+        response: { 200: History, ...errors(400, 401, 429) },
+        detail: {
+          tags: ['Monitoring'],
+          summary: 'Balance history of an authorizer',
+          description: 'Every balance read of the authorizer for this lender (on-demand batches and schedule runs), newest first.',
+        },
+      },
+    );

@@ -1,0 +1,51 @@
+// balance_status_code → meaning and CSV export Status. 9000 splits three ways by cause, so the cause is
+// recorded with the result (export_status) rather than derived from the code.
+
+export type ExportStatus =
+  | 'SUCCESS'
+  | 'NO_MATCH'
+  | 'ACCOUNT_CLOSED'
+  | 'BANK_UNSUPPORTED'
+  | 'RETRIEVAL_FAILED'
+  | 'RETRY_LIMIT'
+  | 'PROCESSING_ERROR';
+
+export const STATUS_MESSAGES: Record<number, string> = {
+  0: 'Success, balance retrieved',
+  2560: 'Invalid phone number',
+  3000: 'No tax ID match',
+  3001: 'No SSN match',
+  3100: 'No date of birth match',
+  3200: 'Account closed',
+  3300: 'Institution not supported',
+  3310: 'Institution currently in testing',
+  3400: 'No match with provided authorizer information',
+  9000: 'Other error',
+};
+
+export function exportStatusFor(code: number, cause: 'provider' | 'retry_limit' | 'internal' = 'provider'): ExportStatus {
+  switch (code) {
+    case 0:
+      return 'SUCCESS';
+    case 2560:
+    case 3000:
+    case 3001:
+    case 3100:
+    case 3400:
+      return 'NO_MATCH';
+    case 3200:
+      return 'ACCOUNT_CLOSED';
+    case 3300:
+    case 3310:
+      return 'BANK_UNSUPPORTED';
+    default:
+      return cause === 'retry_limit' ? 'RETRY_LIMIT' : cause === 'internal' ? 'PROCESSING_ERROR' : 'RETRIEVAL_FAILED';
+  }
+}
+
+/** error_message of a history entry: the meaning of the code, with the cause for the 9000 family. */
+export function errorMessageFor(code: number, exportStatus: string): string {
+  if (code === 9000 && exportStatus === 'RETRY_LIMIT') return 'Other error: the bank-data provider failed on every retry';
+  if (code === 9000 && exportStatus === 'PROCESSING_ERROR') return 'Other error: the check could not be processed';
+  return STATUS_MESSAGES[code] ?? STATUS_MESSAGES[9000]!;
+}

@@ -1,0 +1,159 @@
+import type { Deps } from '../../platform/deps';
+import type { Job } from '../../platform/jobs';
+import { immediate } from '../../platform/db';
+import { sendWebhook } from '../../adapters/webhooks/sender';
+import { signatureHeaders } from '../../adapters/webhooks/signing';
+import { signingSecrets } from './service';
+
+export const WEBHOOK_CONCURRENCY = 16;
+/** Longer than a send can take (10 s timeout), so a live sender never loses its claim. */
+export const DELIVERY_LEASE_MS = 30_000;
+export const USER_AGENT = 'debit-recovery-webhooks/0.3.0';
+const FLUSH_EVERY = 32;
+
+interface DueRow {
+  id: string;
+  lenderId: string;
+  type: string;
+  targetUrl: string;
+  payload: string;
+  attempts: number;
+  firstAttemptAt: number | null;
+}
+
+interface AttemptResult {
+  row: DueRow;
+  attemptedAt: number;
+  outcome: 'delivered' | 'retry' | 'gone' | 'blocked';
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  retryAfterMs: number | null;
+}
+
+/** Exponential backoff with ±20% jitter: each gap is still longer than the one before it. */
+export function backoffMs(base: number, attempt: number, random = Math.random): number {
+  return Math.round(base * 2 ** (attempt - 1) * (0.8 + 0.4 * random()));
+}
+
+/**
+ * Sends every due delivery, at most `concurrency` at once, and records each attempt. Claims are leases in
+ * SQLite, so a delivery claimed by a process that died is sent again (same webhook-id) once its lease
+ * has passed.
+ */
+export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: number } = {}): Promise<{ attempted: number }> {
+  const concurrency = opts.concurrency ?? WEBHOOK_CONCURRENCY;
+  const { sqlite, clock, config } = deps;
+  const claimSelect = sqlite.query<DueRow, [number, number]>(
+    `SELECT id, lender_id AS lenderId, type, target_url AS targetUrl, payload, attempts, first_attempt_at AS firstAttemptAt
+       FROM webhook_deliveries
+      WHERE state = 'pending' AND next_attempt_at <= ?1 AND lease_until <= ?1
+      ORDER BY next_attempt_at LIMIT ?2`,
+  );
+  const claimUpdate = sqlite.query<unknown, [number, string]>('UPDATE webhook_deliveries SET lease_until = ? WHERE id = ?');
+  const insertAttempt = sqlite.query<unknown, [string, number, number | null, string | null, number]>(
+    'INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms) VALUES (?, ?, ?, ?, ?)',
+  );
+  const updateDelivery = sqlite.query<
+    unknown,
+    [string, number, number, number | null, number | null, string | null, number | null, string]
+  >(
+    `UPDATE webhook_deliveries
+        SET state = ?1, attempts = ?2, last_attempt_at = ?3, first_attempt_at = COALESCE(first_attempt_at, ?3),
+            next_attempt_at = ?4, last_status_code = ?5, last_error = ?6, finished_at = ?7, lease_until = 0
+      WHERE id = ?8`,
+  );
+
+  const queue: DueRow[] = [];
+  const results: AttemptResult[] = [];
+  const secretsByLender = new Map<string, string[]>();
+  let attempted = 0;
+
+  const refill = (): boolean => {
+    const now = clock.now();
+    const rows = immediate(sqlite, () => {
+      const due = claimSelect.all(now, concurrency * 4);
+      for (const r of due) claimUpdate.run(now + DELIVERY_LEASE_MS, r.id);
+      return due;
+    });
+    queue.push(...rows);
+    return rows.length > 0;
+  };
+
+  const flush = () => {
+    if (results.length === 0) return;
+    const batch = results.splice(0, results.length);
+    immediate(sqlite, () => {
+      for (const r of batch) {
+        const attempts = r.row.attempts + 1;
+        const firstAt = r.row.firstAttemptAt ?? r.attemptedAt;
+        const deadline = firstAt + config.webhookMaxAgeMs;
+        let state: 'pending' | 'delivered' | 'failed' = 'pending';
+        let next: number | null = null;
+        if (r.outcome === 'delivered') state = 'delivered';
+        else if (r.outcome === 'gone') state = 'failed';
+        else {
+          next = r.attemptedAt + (r.retryAfterMs ?? backoffMs(config.webhookRetryBaseMs, attempts));
+          if (next > deadline) {
+            state = 'failed';
+            next = null;
+          }
+        }
+        insertAttempt.run(r.row.id, r.attemptedAt, r.statusCode, r.error, Math.round(r.durationMs));
+        updateDelivery.run(state, attempts, r.attemptedAt, next, r.statusCode, r.error, state === 'pending' ? null : clock.now(), r.row.id);
+        deps.metrics.webhookAttempts.inc({ outcome: r.outcome });
+        if (state !== 'pending') deps.metrics.webhookFinal.inc({ state });
+      }
+    });
+  };
+
+  const attempt = async (row: DueRow): Promise<void> => {
+    let secrets = secretsByLender.get(row.lenderId);
+    if (!secrets) {
+      secrets = signingSecrets(deps, row.lenderId, clock.now());
+      secretsByLender.set(row.lenderId, secrets);
+    }
+    // The signature's timestamp is wall time: receivers check it against their own clocks.
+    const headers = {
+      ...signatureHeaders(secrets, row.id, Math.floor(Date.now() / 1000), row.payload),
+      'content-type': 'application/json',
+      'user-agent': USER_AGENT,
+    };
+    const attemptedAt = clock.now();
+    const res = await sendWebhook({
+      url: row.targetUrl,
+      headers,
+      body: row.payload,
+      allowPrivate: config.webhookAllowPrivateTargets,
+    });
+    attempted++;
+    results.push({ row, attemptedAt, ...res });
+    if (results.length >= FLUSH_EVERY) flush();
+  };
+
+  const worker = async () => {
+    for (;;) {
+      if (queue.length === 0 && !refill()) return;
+      const row = queue.shift();
+      if (row) await attempt(row);
+    }
+  };
+
+  try {
+    await Promise.all(Array.from({ length: concurrency }, worker));
+  } finally {
+    flush();
+  }
+  return { attempted };
+}
+
+/** At start no other process holds a claim on this file: release what a previous process left. */
+export function releaseDeliveryLeases(deps: Deps): void {
+  deps.sqlite.query("UPDATE webhook_deliveries SET lease_until = 0 WHERE state = 'pending' AND lease_until > 0").run();
+}
+
+export const webhookDeliveryJob: Job = {
+  name: 'webhook-delivery',
+  intervalMs: 250,
+  tick: (deps) => deliverDueWebhooks(deps),
+};

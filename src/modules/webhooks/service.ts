@@ -1,0 +1,172 @@
+import { and, desc, eq, gt, isNull, or, lt, sql } from 'drizzle-orm';
+import { webhookDeliveries, webhookSecrets } from '../../../db/schema';
+import type { Deps } from '../../platform/deps';
+import { BadRequest } from '../../platform/errors';
+import { DAY_MS, isoOrNull, iso } from '../../platform/clock';
+import { newId } from '../../platform/ids';
+import { tokenFrom } from '../../platform/pagination';
+import { generateWebhookSecret } from '../../adapters/webhooks/signing';
+import { checkWebhookUrl } from '../../adapters/webhooks/ssrf';
+
+export const ROTATION_OVERLAP_MS = DAY_MS;
+/** Deliveries are kept small so receivers with body limits accept them. */
+export const MAX_PAYLOAD_BYTES = 20_000;
+
+export type WebhookType = 'BALANCE_BATCH_COMPLETED' | 'BALANCE_THRESHOLD_ALERT';
+
+/** The lender's current signing secret, created on first use. */
+export function currentSecret(deps: Deps, lenderId: string): { secret: string; createdAt: number } {
+  const row = deps.db
+    .select()
+    .from(webhookSecrets)
+    .where(and(eq(webhookSecrets.lenderId, lenderId), isNull(webhookSecrets.expiresAt)))
+    .get();
+  if (row) return { secret: deps.vault.open(row.secretSealed), createdAt: row.createdAt };
+  const secret = generateWebhookSecret();
+  const createdAt = deps.clock.now();
+  deps.db
+    .insert(webhookSecrets)
+    .values({ id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt, expiresAt: null })
+    .run();
+  return { secret, createdAt };
+}
+
+/** A new current secret; the previous one keeps signing for ROTATION_OVERLAP_MS. */
+export function rotateSecret(deps: Deps, lenderId: string) {
+  const now = deps.clock.now();
+  return deps.db.transaction(() => {
+    currentSecret(deps, lenderId);
+    const expiresAt = now + ROTATION_OVERLAP_MS;
+    deps.db
+      .update(webhookSecrets)
+      .set({ expiresAt })
+      .where(and(eq(webhookSecrets.lenderId, lenderId), isNull(webhookSecrets.expiresAt)))
+      .run();
+    const secret = generateWebhookSecret();
+    deps.db
+      .insert(webhookSecrets)
+      .values({ id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt: now, expiresAt: null })
+      .run();
+    return { secret, created_at: iso(now), previous_secret_expires_at: iso(expiresAt) };
+  });
+}
+
+export function secretView(deps: Deps, lenderId: string) {
+  const { secret, createdAt } = currentSecret(deps, lenderId);
+  const previous = deps.db
+    .select({ expiresAt: webhookSecrets.expiresAt })
+    .from(webhookSecrets)
+    .where(and(eq(webhookSecrets.lenderId, lenderId), gt(webhookSecrets.expiresAt, deps.clock.now())))
+    .orderBy(desc(webhookSecrets.expiresAt))
+    .get();
+  return { secret, created_at: iso(createdAt), previous_secret_expires_at: isoOrNull(previous?.expiresAt) };
+}
+
+/** Every secret a delivery is signed with now: the current one and any still in its overlap. */
+export function signingSecrets(deps: Deps, lenderId: string, now: number): string[] {
+  currentSecret(deps, lenderId);
+  return deps.db
+    .select({ sealed: webhookSecrets.secretSealed })
+    .from(webhookSecrets)
+    .where(and(eq(webhookSecrets.lenderId, lenderId), or(isNull(webhookSecrets.expiresAt), gt(webhookSecrets.expiresAt, now))))
+    .orderBy(desc(webhookSecrets.createdAt))
+    .all()
+    .map((r) => deps.vault.open(r.sealed));
+}
+
+/** Request-time check of a webhook URL a caller sends; 400 names the field and the problem. */
+export async function validateWebhookUrl(deps: Deps, field: string, raw: string): Promise<string> {
+  const res = await checkWebhookUrl(raw, { allowPrivate: deps.config.webhookAllowPrivateTargets });
+  if (!res.ok) throw BadRequest.field(field, `${field} is not an acceptable webhook URL: ${res.reason}`);
+  return raw;
+}
+
+/**
+ * Writes a delivery to the outbox. Call it inside the transaction of the change that causes it, so the
+ * event exists exactly when the change does. The id is the payload's event_uuid and the webhook-id header.
+ */
+export function enqueueWebhook(
+  deps: Deps,
+  input: { lenderId: string; type: WebhookType; url: string; payload: Record<string, unknown> & { event_uuid: string } },
+): void {
+  const body = JSON.stringify(input.payload);
+  if (Buffer.byteLength(body) > MAX_PAYLOAD_BYTES) throw new Error(`webhook payload over ${MAX_PAYLOAD_BYTES} bytes`);
+  const now = deps.clock.now();
+  deps.db
+    .insert(webhookDeliveries)
+    .values({
+      id: input.payload.event_uuid,
+      lenderId: input.lenderId,
+      type: input.type,
+      targetUrl: input.url,
+      payload: body,
+      state: 'pending',
+      createdAt: now,
+      nextAttemptAt: now,
+      leaseUntil: 0,
+    })
+    .run();
+}
+
+export interface DeliveryFilter {
+  status?: 'pending' | 'delivered' | 'failed';
+  type?: string;
+  limit?: number;
+  next_page_token?: string;
+  nextPageToken?: string;
+}
+
+export function listDeliveries(deps: Deps, lenderId: string, q: DeliveryFilter) {
+  const limit = q.limit ?? 50;
+  const scope = `deliveries:${lenderId}:${q.status ?? ''}:${q.type ?? ''}`;
+  const token = tokenFrom(q);
+  const after = token ? deps.pageTokens.decode<{ c: number; i: string }>(scope, token) : null;
+  const conds = [eq(webhookDeliveries.lenderId, lenderId)];
+  if (q.status) conds.push(eq(webhookDeliveries.state, q.status));
+  if (q.type) conds.push(eq(webhookDeliveries.type, q.type));
+  if (after) {
+    conds.push(
+      or(
+        lt(webhookDeliveries.createdAt, after.c),
+        and(eq(webhookDeliveries.createdAt, after.c), lt(webhookDeliveries.id, after.i)),
+      )!,
+    );
+  }
+  const rows = deps.db
+    .select()
+    .from(webhookDeliveries)
+    .where(and(...conds))
+    .orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.id))
+    .limit(limit + 1)
+    .all();
+  const page = rows.slice(0, limit);
+  const hasMore = rows.length > limit;
+  const last = page[page.length - 1];
+  return {
+    deliveries: page.map((d) => ({
+      id: d.id,
+      type: d.type,
+      target_url: d.targetUrl,
+      created_at: iso(d.createdAt),
+      attempts: d.attempts,
+      last_status_code: d.lastStatusCode,
+      last_error: d.lastError,
+      last_attempt_at: isoOrNull(d.lastAttemptAt),
+      next_attempt_at: d.state === 'pending' ? isoOrNull(d.nextAttemptAt) : null,
+      state: d.state,
+      finished_at: isoOrNull(d.finishedAt),
+    })),
+    has_more: hasMore,
+    next_page_token: hasMore && last ? deps.pageTokens.encode(scope, { c: last.createdAt, i: last.id }) : null,
+  };
+}
+
+/** Deliveries still waiting to be sent, for readiness and benchmarks. */
+export function countPending(deps: Deps): number {
+  const row = deps.db
+    .select({ n: sql<number>`count(*)` })
+    .from(webhookDeliveries)
+    .where(eq(webhookDeliveries.state, 'pending'))
+    .get();
+  return row?.n ?? 0;
+}

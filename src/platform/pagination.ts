@@ -1,0 +1,48 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { t } from 'elysia';
+import { BadRequest } from './errors';
+import type { Vault } from './vault';
+
+// Opaque, tamper-evident page tokens: base64url(JSON position) + "." + HMAC. The scope names the listing
+// (lender, endpoint, filters), so a token from one listing is refused by another.
+
+export class PageTokens {
+  private readonly key: Buffer;
+  constructor(vault: Vault) {
+    this.key = vault.derive('page-tokens');
+  }
+
+  private mac(scope: string, body: string): string {
+    return createHmac('sha256', this.key).update(scope).update('\0').update(body).digest('base64url').slice(0, 22);
+  }
+
+  encode(scope: string, position: unknown): string {
+    const body = Buffer.from(JSON.stringify(position)).toString('base64url');
+    return `${body}.${this.mac(scope, body)}`;
+  }
+
+  decode<T>(scope: string, token: string): T {
+    const [body, mac] = token.split('.');
+    if (!body || !mac) throw invalidToken();
+    const expected = Buffer.from(this.mac(scope, body));
+    const given = Buffer.from(mac);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw invalidToken();
+    try {
+      return JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as T;
+    } catch {
+      throw invalidToken();
+    }
+  }
+}
+
+const invalidToken = () =>
+  BadRequest.field('next_page_token', 'Invalid page token; pass next_page_token exactly as returned');
+
+/** Both spellings the spec uses for the page token; next_page_token wins when both are sent. */
+export const pageTokenQuery = {
+  next_page_token: t.Optional(t.String({ description: 'Token from the previous page' })),
+  nextPageToken: t.Optional(t.String({ description: 'Same as next_page_token' })),
+};
+
+export const tokenFrom = (q: { next_page_token?: string; nextPageToken?: string }): string | undefined =>
+  q.next_page_token || q.nextPageToken || undefined;

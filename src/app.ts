@@ -66,7 +66,8 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
     return [...new Set(routePatterns.filter((r) => r.re.test(path)).map((r) => r.method))];
   };
 
-  const app = new Elysia({ serve: { maxRequestBodySize: SERVER_MAX_BODY_BYTES } })
+  // normalize off: unknown fields are refused (400), never silently dropped.
+  const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_MAX_BODY_BYTES } })
     .use(
       openapi({
         path: '/docs',
@@ -108,6 +109,9 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
     })
     .onError(({ code, error, request }) => {
       if (error instanceof ApiError) return toResponse(request, error);
+      // Errors thrown by a route's body parser (415, 413, malformed JSON) arrive wrapped in a ParseError.
+      const cause = (error as { cause?: unknown }).cause;
+      if (code === 'PARSE' && cause instanceof ApiError) return toResponse(request, cause);
       if (error instanceof ValidationError || code === 'VALIDATION') {
         const v = error as ValidationError;
         let errors: { path: string; message: string }[] = [];
@@ -116,7 +120,14 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
         } catch {
           errors = [{ path: '/', message: 'Invalid request' }];
         }
-        const where = v.type === 'query' ? 'query' : v.type === 'params' ? 'path' : v.type === 'headers' ? 'header' : 'body';
+        // Query values are coerced one by one ('property'); the error does not name the parameter, so
+        // find it by the value that failed.
+        if (v.type === 'property') {
+          const found = String((v as { value?: unknown }).value);
+          const name = [...new URL(request.url).searchParams].find(([, val]) => val === found)?.[0];
+          if (name) errors = errors.map((e) => ({ ...e, path: `/${name}` }));
+        }
+        const where = v.type === 'query' || v.type === 'property' ? 'query' : v.type === 'params' ? 'path' : v.type === 'headers' ? 'header' : 'body';
         return toResponse(request, {
           status: 400,
           code: 'BAD_REQUEST',

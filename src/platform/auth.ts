@@ -11,10 +11,7 @@ export interface AuthedLender extends Lender {
 // last_used_at is written at most this often per key: a write per request would cost an fsync each.
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 
-/**
- * The `auth` macro: a route declared with `{ auth: true }` gets `lender`, resolved once per request from
- * `Authorization: Bearer <key>`, and is rate limited per key. Routes never read a lender from the body.
- */
+/** Resolves `Authorization: Bearer <key>` to its lender and applies the per-key rate limit. */
 export function createAuthenticator(deps: Deps): (header: string | undefined) => AuthedLender {
   const limiter = new RateLimiter(deps.config.rateLimitPerSecond, deps.config.rateLimitBurst);
   const lookup = deps.sqlite.query<
@@ -49,6 +46,10 @@ export function createAuthenticator(deps: Deps): (header: string | undefined) =>
   return authenticate;
 }
 
+/**
+ * The `auth` macro: a route declared with `{ auth: true }` gets `lender`, resolved once per request from
+ * `Authorization: Bearer <key>`, and is rate limited per key. Routes never read a lender from the body.
+ */
 export function authPlugin(authenticate: (header: string | undefined) => AuthedLender) {
   // The shared error model travels with the macro, so every feature's response map can name it.
   return new Elysia({ name: 'auth' }).model({ ErrorEnvelope }).macro({

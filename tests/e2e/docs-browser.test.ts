@@ -10,7 +10,6 @@ import { createTestContext, type TestContext } from '../helpers/context';
 const CHROMIUM = '/usr/bin/chromium';
 // A name that is not loopback, resolved by the browser to 127.0.0.1: how a deployed service is reached.
 const PUBLIC_NAME = 'docs.drs.example';
-const BROWSER_TEST_TIMEOUT_MS = 45_000;
 
 let ctx: TestContext;
 let origin: string;
@@ -170,7 +169,7 @@ describe('/docs', () => {
     } finally {
       await v.page.close();
     }
-  }, BROWSER_TEST_TIMEOUT_MS);
+  }, 45_000);
 
   test('reached under a public (non-loopback) name, the page still fetches nothing from elsewhere', async () => {
     // Swagger UI skips some remote features (the spec validator badge) on localhost/127.0.0.1 only.
@@ -183,7 +182,7 @@ describe('/docs', () => {
     } finally {
       await v.page.close();
     }
-  }, BROWSER_TEST_TIMEOUT_MS);
+  }, 45_000);
 
   test('/docs/ (trailing slash) renders too', async () => {
     const v = await visit(`${origin}/docs/`, '127.0.0.1');
@@ -194,5 +193,5 @@ describe('/docs', () => {
     } finally {
       await v.page.close();
     }
-  }, BROWSER_TEST_TIMEOUT_MS);
+  }, 45_000);
 });

@@ -24,7 +24,7 @@ const tags = ['Balance checks'];
 const CSV_UPLOAD_LIMIT = 5 * 1024 * 1024;
 
 export const balanceRoutes = (deps: Deps, auth: Auth) =>
-  new Elysia({ prefix: '/v1' })
+  new Elysia({ prefix: '/v1', normalize: false })
     .use(auth)
     .post(
       '/balance_requests',

@@ -80,11 +80,11 @@ function zipProblem(s: string): string | null {
 function cardProblem(s: string, month: number | undefined, year: number | undefined, cvv: string | undefined, now: Date): string | null {
   const d = digits(s);
   if (!/^\d+$/.test(d)) return 'debit_card_number must contain only digits';
-  const check = valid.number(d);
-  if (!check.isValid) {
-    if (check.isPotentiallyValid || d.length < 13) return 'debit_card_number is incomplete; check for a lost leading zero';
-    return 'debit_card_number is not a valid card number';
+  // Length for the card's brand first: a number that lost a leading zero is too short for its brand.
+  if (!valid.number(d, { skipLuhnValidation: true }).isValid) {
+    return 'debit_card_number has the wrong length for a card number; check for a lost leading zero';
   }
+  if (!valid.number(d).isValid) return 'debit_card_number is not a valid card number (check digit)';
   if (!blank(cvv)) {
     // A 4-digit CVV that lost its leading zero still has 3 digits, which is a valid length.
     if (!/^\d{3,4}$/.test(cvv!)) return 'cvv must be 3 or 4 digits';

@@ -21,7 +21,7 @@ const tags = ['Monitoring'];
 const IdParams = t.Object({ id: t.String({ description: 'schedule_id' }) });
 
 export const scheduleRoutes = (deps: Deps, auth: Auth) =>
-  new Elysia({ prefix: '/v1/monitoring' })
+  new Elysia({ prefix: '/v1/monitoring', normalize: false })
     .use(auth)
     .post(
       '/scheduled_balance_request',

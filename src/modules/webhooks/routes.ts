@@ -8,7 +8,7 @@ import { listDeliveries, rotateSecret, secretView } from './service';
 const tags = ['Webhooks'];
 
 export const webhookRoutes = (deps: Deps, auth: Auth) =>
-  new Elysia({ prefix: '/v1/webhooks' })
+  new Elysia({ prefix: '/v1/webhooks', normalize: false })
     .use(auth)
     .get('/secret', ({ lender }) => secretView(deps, lender.id), {
       auth: true,

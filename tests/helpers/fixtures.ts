@@ -1,0 +1,24 @@
+// Sandbox values (see the README): routing 110000000 is "Sandbox Bank"; the last 7 digits of an account
+// number are the balance in cents; 9999CCCC answers status code CCCC; 9998… fails transiently.
+export const SANDBOX_BANK = '110000000';
+export const SANDBOX_TESTING_BANK = '110000013';
+export const SANDBOX_UNSUPPORTED_BANK = '110000026';
+
+export function bankAuthorizer(id: string, over: Record<string, unknown> = {}) {
+  return { authorizer_unique_id: id, ssn: '123456789', account_number: '0001234567', routing_number: SANDBOX_BANK, ...over };
+}
+
+/** A Luhn-valid 16-digit Visa number whose balance digits (the 7 before the check digit) are `cents`. */
+export function cardNumberWithBalance(cents: number): string {
+  const digits = '40000000' + String(cents).padStart(7, '0').slice(-7);
+  let sum = 0;
+  for (let i = 0; i < 15; i++) {
+    let d = Number(digits[14 - i]);
+    if (i % 2 === 0) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+  }
+  return digits + String((10 - (sum % 10)) % 10);
+}

@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { loadConfig, type Config } from '../../src/config';
+import { httpsAllowed, isLoopback } from '../../src/platform/https';
+import { createTestContext, type TestContext } from '../helpers/context';
+
+const cfg = (env: Record<string, string> = {}): Config => loadConfig({ DATABASE_PATH: ':memory:', ...env });
+const req = (headers: Record<string, string> = {}) => new Request('http://service.example/v1/balances', { headers });
+
+describe('isLoopback', () => {
+  test('loopback addresses', () => {
+    for (const a of ['127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1']) expect(isLoopback(a)).toBe(true);
+  });
+  test('everything else', () => {
+    for (const a of ['10.0.0.1', '192.168.1.5', '::ffff:10.0.0.1', '2001:db8::1', '0.0.0.0', '128.0.0.1', '', null, undefined, '127.0.0.1.evil']) {
+      expect(isLoopback(a)).toBe(false);
+    }
+  });
+});
+
+describe('httpsAllowed', () => {
+  test('plain HTTP from loopback is allowed', () => {
+    expect(httpsAllowed(cfg(), req(), '127.0.0.1')).toBe(true);
+    expect(httpsAllowed(cfg(), req(), '::1')).toBe(true);
+    expect(httpsAllowed(cfg(), req(), '::ffff:127.0.0.1')).toBe(true);
+  });
+
+  test('in-process requests (no remote address) are local', () => {
+    expect(httpsAllowed(cfg(), req(), null)).toBe(true);
+  });
+
+  test('plain HTTP from a non-loopback address is refused', () => {
+    expect(httpsAllowed(cfg(), req(), '10.1.2.3')).toBe(false);
+    expect(httpsAllowed(cfg(), req(), '203.0.113.9')).toBe(false);
+    expect(httpsAllowed(cfg(), req(), '2001:db8::1')).toBe(false);
+  });
+
+  test('X-Forwarded-Proto is ignored without TRUST_PROXY', () => {
+    expect(httpsAllowed(cfg(), req({ 'x-forwarded-proto': 'https' }), '10.1.2.3')).toBe(false);
+    // ...and cannot turn a loopback request away either.
+    expect(httpsAllowed(cfg(), req({ 'x-forwarded-proto': 'http' }), '127.0.0.1')).toBe(true);
+  });
+
+  test('ALLOW_INSECURE_HTTP allows plain HTTP from anywhere', () => {
+    const c = cfg({ ALLOW_INSECURE_HTTP: 'true' });
+    expect(httpsAllowed(c, req(), '10.1.2.3')).toBe(true);
+    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'http' }), '10.1.2.3')).toBe(true);
+  });
+
+  test('with TLS configured every request is HTTPS', () => {
+    const c = cfg({ TLS_CERT_FILE: '/etc/tls/cert.pem', TLS_KEY_FILE: '/etc/tls/key.pem' });
+    expect(httpsAllowed(c, req(), '10.1.2.3')).toBe(true);
+  });
+
+  test('TRUST_PROXY honours X-Forwarded-Proto', () => {
+    const c = cfg({ TRUST_PROXY: 'true' });
+    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'https' }), '10.1.2.3')).toBe(true);
+    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'HTTPS' }), '10.1.2.3')).toBe(true);
+    // A chain of proxies: the first (client-facing) value decides.
+    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'https, http' }), '10.1.2.3')).toBe(true);
+    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'http, https' }), '10.1.2.3')).toBe(false);
+    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'http' }), '10.1.2.3')).toBe(false);
+  });
+
+  test('TRUST_PROXY: forwarded plain HTTP is refused even when the proxy connects from loopback', () => {
+    const c = cfg({ TRUST_PROXY: 'true' });
+    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'http' }), '127.0.0.1')).toBe(false);
+    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'http' }), '::1')).toBe(false);
+    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'http' }), null)).toBe(false);
+  });
+
+  test('TRUST_PROXY without the header falls back to the address rule', () => {
+    const c = cfg({ TRUST_PROXY: 'true' });
+    expect(httpsAllowed(c, req(), '127.0.0.1')).toBe(true);
+    expect(httpsAllowed(c, req(), '10.1.2.3')).toBe(false);
+  });
+});
+
+describe('HTTPS policy over a real server (TRUST_PROXY=true)', () => {
+  let ctx: TestContext;
+  let base: string;
+
+  beforeAll(() => {
+    ctx = createTestContext({ TRUST_PROXY: 'true' });
+    ctx.app.listen({ hostname: '127.0.0.1', port: 0 });
+    base = `http://127.0.0.1:${ctx.app.server!.port}`;
+  });
+  afterAll(async () => {
+    await ctx.app.stop(true);
+    ctx.close();
+  });
+
+  const get = (path: string, headers: Record<string, string> = {}) =>
+    fetch(base + path, { headers: { authorization: `Bearer ${ctx.lender.key}`, ...headers } });
+
+  test('X-Forwarded-Proto: http → 403 HTTPS_REQUIRED envelope', async () => {
+    const res = await get('/v1/monitoring/schedules', { 'x-forwarded-proto': 'http' });
+    expect(res.status).toBe(403);
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    const body = (await res.json()) as any;
+    expect(body.status).toBe('error');
+    expect(body.status_code).toBe(403);
+    expect(body.error.code).toBe('HTTPS_REQUIRED');
+  });
+
+  test('refused before authentication: no key, plain HTTP → 403, not 401', async () => {
+    const res = await fetch(base + '/v1/monitoring/schedules', { headers: { 'x-forwarded-proto': 'http' } });
+    expect(res.status).toBe(403);
+    expect(((await res.json()) as any).error.code).toBe('HTTPS_REQUIRED');
+  });
+
+  test('X-Forwarded-Proto: https passes', async () => {
+    const res = await get('/v1/monitoring/schedules', { 'x-forwarded-proto': 'https' });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as any).schedules).toEqual([]);
+  });
+
+  test('no header from loopback passes', async () => {
+    const res = await get('/v1/monitoring/schedules');
+    expect(res.status).toBe(200);
+  });
+
+  test('/healthz answers whatever the protocol', async () => {
+    const res = await get('/healthz', { 'x-forwarded-proto': 'http' });
+    expect(res.status).toBe(200);
+  });
+});

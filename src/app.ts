@@ -38,6 +38,8 @@ carries \`X-Request-Id\`.`;
 interface RequestMeta {
   id: string;
   start: number;
+  /** Set when the response is built by the error handler, which Elysia's `set.status` does not see. */
+  status?: number;
 }
 
 /** The Elysia app without listen: `index.ts` serves it, tests call `app.handle`. */
@@ -55,7 +57,10 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
     const code = isApi ? err.errorCode : err.code;
     const body = envelope(status, code, err.message, docsBase, deps.clock.now(), err.details, err.suggestion);
     const headers: Record<string, string> = { 'content-type': 'application/json', ...(err.headers ?? {}) };
-    if (m) headers['x-request-id'] = m.id;
+    if (m) {
+      headers['x-request-id'] = m.id;
+      m.status = status;
+    }
     return new Response(JSON.stringify(body), { status, headers });
   };
 
@@ -77,6 +82,8 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
           cdn: '/docs/assets/swagger-ui-bundle.js',
           theme: '/docs/assets/swagger-ui.css',
           autoDarkMode: false,
+          // Absolute, so the page works at /docs/ too (a relative URL would resolve to /docs/docs/json).
+          url: '/docs/json',
         } as never,
         exclude: { paths: ['/docs/assets/*'] },
         documentation: {
@@ -165,7 +172,7 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
     .onAfterResponse(({ request, route, set }) => {
       const m = meta.get(request);
       if (!m) return;
-      const status = typeof set.status === 'number' ? set.status : 200;
+      const status = m.status ?? (typeof set.status === 'number' ? set.status : 200);
       const duration = performance.now() - m.start;
       const routeLabel = route || 'unmatched';
       deps.metrics.httpRequests.inc({ method: request.method, route: routeLabel, status: String(status) });

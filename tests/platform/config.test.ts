@@ -1,0 +1,171 @@
+import { describe, expect, test } from 'bun:test';
+import { ConfigError, loadConfig } from '../../src/config';
+
+const VALID_KEY = 'drs_live_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6';
+const VAULT_KEY = Buffer.alloc(32, 7).toString('base64');
+
+describe('loadConfig defaults (decisions.md, Configuration)', () => {
+  test('an empty environment gives exactly the documented defaults', () => {
+    expect(loadConfig({})).toEqual({
+      port: 3000,
+      host: '0.0.0.0',
+      databasePath: './db/data/service.sqlite',
+      tlsCertFile: null,
+      tlsKeyFile: null,
+      trustProxy: false,
+      allowInsecureHttp: false,
+      vaultKey: null,
+      vaultKeyFile: './db/data/vault.key',
+      bootstrapApiKey: null,
+      bankDataProvider: 'sandbox',
+      bankDataUrl: null,
+      bankDataToken: null,
+      routingDirectoryFile: null,
+      webhookAllowPrivateTargets: false,
+      webhookRetryBaseMs: 60_000,
+      webhookMaxAgeMs: 1_800_000,
+      rateLimitPerSecond: 20,
+      rateLimitBurst: 100,
+      balanceConcurrency: 16,
+      sandboxLatencyMs: 0,
+      metricsToken: null,
+      publicBaseUrl: null,
+      logLevel: 'info',
+    });
+  });
+
+  test('empty strings count as unset', () => {
+    expect(loadConfig({ PORT: '', TRUST_PROXY: '', BANK_DATA_PROVIDER: '', LOG_LEVEL: '', VAULT_KEY: '' })).toEqual(loadConfig({}));
+  });
+
+  test('does not read process.env when an environment is passed', () => {
+    const before = process.env.PORT;
+    process.env.PORT = '4321';
+    try {
+      expect(loadConfig({}).port).toBe(3000);
+    } finally {
+      if (before === undefined) delete process.env.PORT;
+      else process.env.PORT = before;
+    }
+  });
+});
+
+describe('loadConfig accepts good values', () => {
+  test('every variable set', () => {
+    const c = loadConfig({
+      PORT: '8443',
+      HOST: '127.0.0.1',
+      DATABASE_PATH: '/data/x.sqlite',
+      TLS_CERT_FILE: '/tls/cert.pem',
+      TLS_KEY_FILE: '/tls/key.pem',
+      TRUST_PROXY: 'true',
+      ALLOW_INSECURE_HTTP: 'yes',
+      VAULT_KEY: VAULT_KEY,
+      VAULT_KEY_FILE: '/data/vault.key',
+      BOOTSTRAP_API_KEY: VALID_KEY,
+      BANK_DATA_PROVIDER: 'http',
+      BANK_DATA_URL: 'https://bank.example/api/',
+      BANK_DATA_TOKEN: 'tok',
+      ROUTING_DIRECTORY_FILE: '/data/fedach.txt',
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
+      WEBHOOK_RETRY_BASE_MS: '10',
+      WEBHOOK_MAX_AGE_MS: '1000',
+      RATE_LIMIT_PER_SECOND: '5',
+      RATE_LIMIT_BURST: '7',
+      BALANCE_CONCURRENCY: '4',
+      SANDBOX_LATENCY_MS: '25',
+      METRICS_TOKEN: 'm-token',
+      PUBLIC_BASE_URL: 'https://drs.example.com/',
+      LOG_LEVEL: 'debug',
+    });
+    expect(c).toMatchObject({
+      port: 8443,
+      host: '127.0.0.1',
+      trustProxy: true,
+      allowInsecureHttp: true,
+      vaultKey: VAULT_KEY,
+      bootstrapApiKey: VALID_KEY,
+      bankDataProvider: 'http',
+      bankDataUrl: 'https://bank.example/api',
+      webhookAllowPrivateTargets: true,
+      webhookRetryBaseMs: 10,
+      rateLimitPerSecond: 5,
+      rateLimitBurst: 7,
+      balanceConcurrency: 4,
+      sandboxLatencyMs: 25,
+      metricsToken: 'm-token',
+      publicBaseUrl: 'https://drs.example.com',
+      logLevel: 'debug',
+    });
+  });
+
+  test('booleans: true/1/yes and false/0/no, any case', () => {
+    for (const v of ['true', 'TRUE', '1', 'yes', 'Yes']) expect(loadConfig({ TRUST_PROXY: v }).trustProxy).toBe(true);
+    for (const v of ['false', 'False', '0', 'no', 'NO']) expect(loadConfig({ TRUST_PROXY: v }).trustProxy).toBe(false);
+  });
+
+  test('PORT 0 (any free port) and 65535 are accepted', () => {
+    expect(loadConfig({ PORT: '0' }).port).toBe(0);
+    expect(loadConfig({ PORT: '65535' }).port).toBe(65535);
+  });
+});
+
+/** Runs loadConfig and returns the ConfigError it must throw. */
+function configError(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return e as ConfigError;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+describe('loadConfig refuses bad values, naming the variable', () => {
+  const cases: [string, Record<string, string>, string][] = [
+    ['PORT=abc', { PORT: 'abc' }, 'PORT'],
+    ['PORT=70000', { PORT: '70000' }, 'PORT'],
+    ['PORT=-1', { PORT: '-1' }, 'PORT'],
+    ['PORT=80.5', { PORT: '80.5' }, 'PORT'],
+    ['TRUST_PROXY=maybe', { TRUST_PROXY: 'maybe' }, 'TRUST_PROXY'],
+    ['ALLOW_INSECURE_HTTP=sure', { ALLOW_INSECURE_HTTP: 'sure' }, 'ALLOW_INSECURE_HTTP'],
+    ['WEBHOOK_ALLOW_PRIVATE_TARGETS=on', { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'on' }, 'WEBHOOK_ALLOW_PRIVATE_TARGETS'],
+    ['BANK_DATA_PROVIDER=ftp', { BANK_DATA_PROVIDER: 'ftp' }, 'BANK_DATA_PROVIDER'],
+    ['BANK_DATA_PROVIDER=http without BANK_DATA_URL', { BANK_DATA_PROVIDER: 'http' }, 'BANK_DATA_URL'],
+    ['BANK_DATA_URL not a URL', { BANK_DATA_URL: 'bank.example' }, 'BANK_DATA_URL'],
+    ['BANK_DATA_URL ftp scheme', { BANK_DATA_URL: 'ftp://bank.example' }, 'BANK_DATA_URL'],
+    ['VAULT_KEY 16 bytes', { VAULT_KEY: Buffer.alloc(16, 1).toString('base64') }, 'VAULT_KEY'],
+    ['VAULT_KEY 33 bytes', { VAULT_KEY: Buffer.alloc(33, 1).toString('base64') }, 'VAULT_KEY'],
+    ['VAULT_KEY not base64', { VAULT_KEY: '!'.repeat(44) }, 'VAULT_KEY'],
+    ['BOOTSTRAP_API_KEY malformed', { BOOTSTRAP_API_KEY: 'drs_live_short' }, 'BOOTSTRAP_API_KEY'],
+    ['BOOTSTRAP_API_KEY wrong prefix', { BOOTSTRAP_API_KEY: 'drs_test_' + 'a'.repeat(32) }, 'BOOTSTRAP_API_KEY'],
+    ['WEBHOOK_RETRY_BASE_MS=0', { WEBHOOK_RETRY_BASE_MS: '0' }, 'WEBHOOK_RETRY_BASE_MS'],
+    ['WEBHOOK_MAX_AGE_MS=0', { WEBHOOK_MAX_AGE_MS: '0' }, 'WEBHOOK_MAX_AGE_MS'],
+    ['RATE_LIMIT_PER_SECOND=0', { RATE_LIMIT_PER_SECOND: '0' }, 'RATE_LIMIT_PER_SECOND'],
+    ['RATE_LIMIT_BURST=x', { RATE_LIMIT_BURST: 'x' }, 'RATE_LIMIT_BURST'],
+    ['BALANCE_CONCURRENCY=0', { BALANCE_CONCURRENCY: '0' }, 'BALANCE_CONCURRENCY'],
+    ['SANDBOX_LATENCY_MS=-5', { SANDBOX_LATENCY_MS: '-5' }, 'SANDBOX_LATENCY_MS'],
+    ['LOG_LEVEL=loud', { LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    ['TLS_CERT_FILE without TLS_KEY_FILE', { TLS_CERT_FILE: '/tls/cert.pem' }, 'TLS_KEY_FILE'],
+    ['TLS_KEY_FILE without TLS_CERT_FILE', { TLS_KEY_FILE: '/tls/key.pem' }, 'TLS_CERT_FILE'],
+    ['PUBLIC_BASE_URL relative', { PUBLIC_BASE_URL: '/drs' }, 'PUBLIC_BASE_URL'],
+    ['HOST with a slash', { HOST: 'evil/host' }, 'HOST'],
+  ];
+
+  for (const [label, env, variable] of cases) {
+    test(label, () => {
+      const e = configError(env);
+      expect(e.name).toBe('ConfigError');
+      expect(e.variable).toBe(variable);
+      expect(e.message).toContain(variable);
+      expect(e.message.split('\n')).toHaveLength(1);
+    });
+  }
+
+  test('secret values never appear in the message', () => {
+    const badVault = Buffer.alloc(31, 9).toString('base64');
+    expect(configError({ VAULT_KEY: badVault }).message).not.toContain(badVault);
+    const badKey = 'drs_live_' + 'S3cr3t'.repeat(5);
+    expect(configError({ BOOTSTRAP_API_KEY: badKey }).message).not.toContain('S3cr3t');
+  });
+});

@@ -1,0 +1,108 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Subprocess } from 'bun';
+
+// The real service as a child process on its own SQLite file, for crash and restart tests.
+
+export const ROOT = join(import.meta.dir, '../..');
+export const TEST_API_KEY = 'drs_live_' + 'R3startT3stK3y0000000000000000Ab';
+
+export function freePort(): number {
+  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response('') });
+  const port = probe.port!;
+  probe.stop(true);
+  return port;
+}
+
+export interface ServiceProcess {
+  proc: Subprocess;
+  url: string;
+  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+  kill(signal?: 'SIGKILL' | 'SIGTERM'): Promise<void>;
+}
+
+export class ServiceHarness {
+  readonly dir = mkdtempSync(join(tmpdir(), 'drs-proc-'));
+  readonly dbPath = join(this.dir, 'service.sqlite');
+  private readonly running = new Set<Subprocess>();
+
+  constructor(private readonly env: Record<string, string> = {}) {}
+
+  async start(extraEnv: Record<string, string> = {}): Promise<ServiceProcess> {
+    const port = freePort();
+    const proc = Bun.spawn([process.execPath, 'run', 'src/index.ts'], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '/tmp',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATABASE_PATH: this.dbPath,
+        VAULT_KEY_FILE: join(this.dir, 'vault.key'),
+        BOOTSTRAP_API_KEY: TEST_API_KEY,
+        WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+        RATE_LIMIT_PER_SECOND: '100000',
+        RATE_LIMIT_BURST: '100000',
+        LOG_LEVEL: 'warn',
+        ...this.env,
+        ...extraEnv,
+      },
+      stdout: 'ignore',
+      stderr: 'inherit',
+    });
+    this.running.add(proc);
+    const url = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      try {
+        if ((await fetch(`${url}/healthz`)).ok) break;
+      } catch {
+        /* not up yet */
+      }
+      if (proc.exitCode !== null) throw new Error(`service exited with ${proc.exitCode} before it was ready`);
+      if (Date.now() > deadline) throw new Error('service did not become ready in 15 s');
+      await Bun.sleep(50);
+    }
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(url + path, {
+        method,
+        headers: { authorization: `Bearer ${TEST_API_KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        /* not JSON */
+      }
+      return { status: res.status, body: parsed as any };
+    };
+    const kill = async (signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL') => {
+      proc.kill(signal);
+      await proc.exited;
+      this.running.delete(proc);
+    };
+    return { proc, url, call, kill };
+  }
+
+  async cleanup(): Promise<void> {
+    for (const p of this.running) {
+      p.kill('SIGKILL');
+      await p.exited;
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Polls until `check` returns a value, or fails after `timeoutMs`. */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(25);
+  }
+}

@@ -3,7 +3,7 @@ import { openapi } from '@elysiajs/openapi';
 import { join } from 'node:path';
 import type { Deps } from './platform/deps';
 import { baseUrl } from './platform/deps';
-import { ApiError, envelope, ErrorEnvelope, MethodNotAllowed, HttpsRequired, NotFound } from './platform/errors';
+import { ApiError, envelope, ErrorEnvelope, errorResponses, MethodNotAllowed, HttpsRequired, NotFound } from './platform/errors';
 import { httpsAllowed, isLoopback } from './platform/https';
 import { newId } from './platform/ids';
 import { migrationStatus } from './platform/db';
@@ -190,7 +190,7 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
       });
     }, { detail: { hide: true } })
     .get('/healthz', () => ({ status: 'ok' as const }), {
-      response: { 200: t.Object({ status: t.Literal('ok') }) },
+      response: { 200: t.Object({ status: t.Literal('ok') }, { examples: [{ status: 'ok' }] }) },
       detail: { tags: ['Operations'], summary: 'Liveness', description: 'Answers while the process is up.', security: [] },
     })
     .get(
@@ -212,8 +212,14 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
       },
       {
         response: {
-          200: t.Object({ status: t.Literal('ready'), database: t.Boolean(), migrations: t.Boolean(), jobs: t.Boolean() }),
-          503: t.Object({ status: t.Literal('not_ready'), database: t.Boolean(), migrations: t.Boolean(), jobs: t.Boolean() }),
+          200: t.Object(
+            { status: t.Literal('ready'), database: t.Boolean(), migrations: t.Boolean(), jobs: t.Boolean() },
+            { examples: [{ status: 'ready', database: true, migrations: true, jobs: true }] },
+          ),
+          503: t.Object(
+            { status: t.Literal('not_ready'), database: t.Boolean(), migrations: t.Boolean(), jobs: t.Boolean() },
+            { examples: [{ status: 'not_ready', database: true, migrations: true, jobs: false }] },
+          ),
         },
         detail: {
           tags: ['Operations'],
@@ -242,7 +248,13 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
           summary: 'Prometheus metrics',
           description: 'Answered to loopback, or to `Authorization: Bearer $METRICS_TOKEN`.',
           security: [],
-          responses: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } }, 403: { description: 'Not loopback and no valid token' } },
+          responses: {
+            200: {
+              description: 'Prometheus text format',
+              content: { 'text/plain': { schema: { type: 'string' }, example: 'http_requests_total{method="GET",route="/healthz",status="200"} 3\n' } },
+            },
+            ...errorResponses({ 403: 'Not loopback and no valid METRICS_TOKEN' }),
+          },
         },
       },
     );

@@ -155,3 +155,12 @@ export function errors<S extends number>(...statuses: S[]): Record<S, 'ErrorEnve
   for (const s of statuses) out[s] = 'ErrorEnvelope';
   return out;
 }
+
+/** Error statuses written straight into an OpenAPI `responses` object, for routes that return a raw Response. */
+export function errorResponses(described: Record<number, string>): Record<number, unknown> {
+  const out: Record<number, unknown> = {};
+  for (const [status, description] of Object.entries(described)) {
+    out[Number(status)] = { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } } };
+  }
+  return out;
+}

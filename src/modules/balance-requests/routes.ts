@@ -1,6 +1,6 @@
 import { Elysia, t } from 'elysia';
 import type { Deps } from '../../platform/deps';
-import { BadRequest, errors } from '../../platform/errors';
+import { BadRequest, errorResponses, errors } from '../../platform/errors';
 import { jsonBody, multipartBody, rawBodyHash, MULTIPART_OVERHEAD_BYTES } from '../../platform/http';
 import type { Auth } from '..';
 import {
@@ -122,7 +122,6 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
       {
         auth: true,
         query: ExportQuery,
-        response: errors(400, 401, 403, 429, 500),
         detail: {
           tags,
           summary: 'Export balance results as CSV',
@@ -142,6 +141,7 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
                 },
               },
             },
+            ...errorResponses({ 400: 'batch_ids missing or not a UUID', 401: 'Missing or invalid API key', 403: 'A batch is unknown or another lender’s', 429: 'Rate limited', 500: 'Internal error' }),
           },
         },
       },

@@ -5,7 +5,8 @@ import type { Deps } from './deps';
 export interface Job {
   name: string;
   intervalMs: number;
-  tick(deps: Deps): Promise<unknown> | unknown;
+  /** `signal` aborts at shutdown: a long tick stops taking new work and finishes what it holds. */
+  tick(deps: Deps, signal: AbortSignal): Promise<unknown> | unknown;
 }
 
 /**
@@ -17,6 +18,7 @@ export class JobRunner {
   private readonly scheduler = new ToadScheduler();
   private readonly inFlight = new Map<string, Promise<void>>();
   private stopped = true;
+  private readonly abort = new AbortController();
 
   constructor(
     private readonly deps: Deps,
@@ -53,7 +55,7 @@ export class JobRunner {
     const t0 = performance.now();
     let error: unknown = null;
     try {
-      await job.tick(this.deps);
+      await job.tick(this.deps, this.abort.signal);
     } catch (e) {
       error = e;
     }
@@ -78,6 +80,7 @@ export class JobRunner {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.abort.abort();
     this.scheduler.stop();
     await Promise.allSettled([...this.inFlight.values()]);
   }

@@ -195,7 +195,7 @@ function completeBatch(deps: Deps, b: CompletedBatch): void {
  * refilling the queue fairly as it drains, and records results in small transactions. Transient provider
  * failures are retried with backoff up to MAX_READ_ATTEMPTS, then recorded as RETRY_LIMIT.
  */
-export async function processBalances(deps: Deps, opts: { concurrency?: number } = {}): Promise<{ recorded: number }> {
+export async function processBalances(deps: Deps, opts: { concurrency?: number; signal?: AbortSignal } = {}): Promise<{ recorded: number }> {
   const concurrency = opts.concurrency ?? deps.config.balanceConcurrency;
   const { clock, bank, routing, logger, metrics } = deps;
   const payloads = new PayloadCache(deps);
@@ -249,6 +249,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number }
     for (;;) {
       if (queue.length === 0) {
         flush();
+        if (opts.signal?.aborted) return;
         const more = claimItems(deps, concurrency * 4);
         if (more.length === 0) return;
         queue.push(...more);
@@ -274,7 +275,7 @@ export function releaseItemLeases(deps: Deps): void {
 export const balanceProcessingJob: Job = {
   name: 'balance-processing',
   intervalMs: 250,
-  tick: (deps) => processBalances(deps),
+  tick: (deps, signal) => processBalances(deps, { signal }),
 };
 
 /** Drops idempotency entries past their 24 hours. */

@@ -41,7 +41,7 @@ export function backoffMs(base: number, attempt: number, random = Math.random): 
  * SQLite, so a delivery claimed by a process that died is sent again (same webhook-id) once its lease
  * has passed.
  */
-export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: number } = {}): Promise<{ attempted: number }> {
+export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: number; signal?: AbortSignal } = {}): Promise<{ attempted: number }> {
   const concurrency = opts.concurrency ?? WEBHOOK_CONCURRENCY;
   const { sqlite, clock, config } = deps;
   const claimSelect = sqlite.query<DueRow, [number, number]>(
@@ -133,7 +133,7 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
 
   const worker = async () => {
     for (;;) {
-      if (queue.length === 0 && !refill()) return;
+      if (queue.length === 0 && (opts.signal?.aborted || !refill())) return;
       const row = queue.shift();
       if (row) await attempt(row);
     }
@@ -155,5 +155,5 @@ export function releaseDeliveryLeases(deps: Deps): void {
 export const webhookDeliveryJob: Job = {
   name: 'webhook-delivery',
   intervalMs: 250,
-  tick: (deps) => deliverDueWebhooks(deps),
+  tick: (deps, signal) => deliverDueWebhooks(deps, { signal }),
 };

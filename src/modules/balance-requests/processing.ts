@@ -50,7 +50,7 @@ function claimItems(deps: Deps, want: number): ClaimedItem[] {
   return immediate(sqlite, () => {
     const active = sqlite
       .query<{ id: string; lenderId: string }, []>(
-        "SELECT id, lender_id AS lenderId FROM batches WHERE status != 'completed' ORDER BY submitted_at, id",
+        "SELECT id, lender_id AS lenderId FROM batches WHERE status IN ('pending', 'processing') ORDER BY submitted_at, id",
       )
       .all();
     if (active.length === 0) return [];

@@ -44,10 +44,11 @@ export function backoffMs(base: number, attempt: number, random = Math.random): 
 export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: number; signal?: AbortSignal } = {}): Promise<{ attempted: number }> {
   const concurrency = opts.concurrency ?? WEBHOOK_CONCURRENCY;
   const { sqlite, clock, config } = deps;
-  const claimSelect = sqlite.query<DueRow, [number, number]>(
+  const claimSelect = sqlite.query<DueRow, [number, number, string]>(
     `SELECT id, lender_id AS lenderId, type, target_url AS targetUrl, payload, attempts, first_attempt_at AS firstAttemptAt
        FROM webhook_deliveries
       WHERE state = 'pending' AND next_attempt_at <= ?1 AND lease_until <= ?1
+        AND id NOT IN (SELECT value FROM json_each(?3))
       ORDER BY next_attempt_at LIMIT ?2`,
   );
   const claimUpdate = sqlite.query<unknown, [number, string]>('UPDATE webhook_deliveries SET lease_until = ? WHERE id = ?');
@@ -67,13 +68,20 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
   const queue: DueRow[] = [];
   const results: AttemptResult[] = [];
   const secretsByLender = new Map<string, string[]>();
+  // Each delivery at most once per run: a claim can lapse while the run is still busy elsewhere.
+  const claimedThisRun = new Set<string>();
   let attempted = 0;
 
   const refill = (): boolean => {
+    // Record what has been sent before claiming more, so the database never shows it as still due.
+    flush();
     const now = clock.now();
     const rows = immediate(sqlite, () => {
-      const due = claimSelect.all(now, concurrency * 4);
-      for (const r of due) claimUpdate.run(now + DELIVERY_LEASE_MS, r.id);
+      const due = claimSelect.all(now, concurrency * 4, JSON.stringify([...claimedThisRun]));
+      for (const r of due) {
+        claimUpdate.run(now + DELIVERY_LEASE_MS, r.id);
+        claimedThisRun.add(r.id);
+      }
       return due;
     });
     queue.push(...rows);

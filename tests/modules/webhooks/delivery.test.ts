@@ -387,6 +387,19 @@ describe('Retry-After on 429 and 503', () => {
     expect(hook.requests).toHaveLength(1);
   });
 
+  test('Retry-After: 0 is honoured by the next run, never by sending again within the same run', async () => {
+    const ctx = fresh();
+    // Only the first answer is 429, so even a run that did loop would end; the count shows it.
+    const hook = receiver(0, (_r, i) => (i === 0 ? new Response(null, { status: 429, headers: { 'retry-after': '0' } }) : new Response('ok')));
+    const id = enqueue(ctx, hook.url());
+    const t0 = ctx.clock.now();
+    expect(await deliverDueWebhooks(ctx.rt)).toEqual({ attempted: 1 });
+    expect(hook.requests).toHaveLength(1);
+    expect(deliveryRow(ctx, id)).toMatchObject({ state: 'pending', last_status_code: 429, next_attempt_at: t0 });
+    expect(await deliverDueWebhooks(ctx.rt)).toEqual({ attempted: 1 });
+    expect(deliveryRow(ctx, id)).toMatchObject({ state: 'delivered', attempts: 2 });
+  });
+
   test('a Retry-After reaching past the window is not overridden: no earlier retry, and the delivery fails', async () => {
     const ctx = fresh();
     const hook = receiver(0, () => new Response(null, { status: 429, headers: { 'retry-after': String(MAX_AGE_MS / 1000 + 60) } }));
@@ -445,6 +458,44 @@ describe('claims', () => {
     } finally {
       hang.release(new Response('late'));
       await stuck;
+    }
+  });
+
+  test('a run that outlasts the claim does not send again what it already sent (results are recorded before it claims more)', async () => {
+    // One worker works through a 200 and then three receivers that each hold the request ~10 s (the fake
+    // clock moves 10 s per hang, as the 10 s timeout would). After 30 s the run's claims have lapsed; when it
+    // looks for more work it must not pick up the deliveries it has sent but not yet recorded.
+    const ctx = fresh({ WEBHOOK_RETRY_BASE_MS: '60000', WEBHOOK_MAX_AGE_MS: '1800000' });
+    const hang = hanging();
+    const hook = receiver(0, (r, i) => (r.path === '/fast' ? new Response('ok') : hang.handler(r, i)));
+    const fast = enqueue(ctx, hook.url('/fast'));
+    const slow: string[] = [];
+    for (let i = 1; i <= 3; i++) {
+      ctx.clock.advance(1);
+      slow.push(enqueue(ctx, hook.url(`/slow-${i}`)));
+    }
+    const run = deliverDueWebhooks(ctx.rt, { concurrency: 1 });
+    try {
+      for (let n = 2; n <= 4; n++) {
+        await hook.waitFor(n);
+        ctx.clock.advance(10_000);
+        hang.release(new Response(null, { status: 503 }));
+      }
+    } finally {
+      // Whatever the run does next is answered at once, so it cannot hang the test.
+      hook.handler = (r) => new Response(null, { status: r.path === '/fast' ? 200 : 503 });
+      hang.release(new Response(null, { status: 503 }));
+    }
+    await run;
+
+    const sentTo = hook.requests.map((r) => r.path);
+    expect(sentTo).toEqual(['/fast', '/slow-1', '/slow-2', '/slow-3']);
+    expect(deliveryRow(ctx, fast)).toMatchObject({ state: 'delivered', attempts: 1 });
+    expect(attemptRows(ctx, fast)).toHaveLength(1);
+    for (const id of slow) {
+      // One attempt each; the next one is a backoff (~60 s) away, not now.
+      expect(attemptRows(ctx, id)).toHaveLength(1);
+      expect(deliveryRow(ctx, id).attempts).toBe(1);
     }
   });
 

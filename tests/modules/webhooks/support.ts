@@ -19,7 +19,7 @@ export interface Received {
 export type Handler = (req: Received, index: number) => Response | Promise<Response>;
 
 export interface Receiver {
-  server: Server;
+  server: Server<undefined>;
   port: number;
   requests: Received[];
   /** Highest number of requests open at the same time. */
@@ -38,7 +38,7 @@ export const ok: Handler = () => new Response('thanks');
 export function startReceiver(port = 0, handler: Handler = ok): Receiver {
   let inFlight = 0;
   const r: Receiver = {
-    server: undefined as unknown as Server,
+    server: undefined as unknown as Server<undefined>,
     port: 0,
     requests: [],
     maxInFlight: 0,

@@ -1,5 +1,6 @@
 // Operator CLI: `bun run cli <command>`. Works on the database and vault key named by the same environment
-// variables as the service (DATABASE_PATH, VAULT_KEY / VAULT_KEY_FILE), and is safe to run beside it.
+// variables as the service (DATABASE_PATH, VAULT_KEY / VAULT_KEY_FILE). Every command but `vault rotate` is
+// safe beside a running service; rotate with the service stopped (it loads the vault key at start).
 import { Database } from 'bun:sqlite';
 import { appendFileSync, existsSync, renameSync, writeFileSync, chmodSync } from 'node:fs';
 import { ConfigError, loadConfig, type Config } from '../src/config';
@@ -26,7 +27,7 @@ const USAGE = `Usage: bun run cli <command>
   key list LENDER               list the lender's keys (prefixes only)
   key revoke PREFIX             revoke the key with that prefix
   backup FILE                   consistent online copy of the database, integrity-checked
-  vault rotate                  new vault key; re-seal every stored secret under it
+  vault rotate                  new vault key; re-seal every stored secret under it (service stopped)
   vault status                  how many sealed values each vault key holds`;
 
 export class CliError extends Error {}

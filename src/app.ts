@@ -9,7 +9,7 @@ import { newId } from './platform/ids';
 import { migrationStatus } from './platform/db';
 import { SERVER_MAX_BODY_BYTES } from './platform/http';
 import type { JobRunner } from './platform/jobs';
-import { authPlugin, createAuthenticator } from './platform/auth';
+import { authPlugin, createAuthenticator, type AuthedLender } from './platform/auth';
 import { featureRoutes } from './modules';
 
 export const API_VERSION = '0.3.0-alpha';
@@ -47,7 +47,8 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
   const docsBase = baseUrl(deps.config);
   const meta = new WeakMap<Request, RequestMeta>();
   const authenticate = createAuthenticator(deps);
-  const auth = authPlugin(authenticate);
+  const authenticated = new WeakMap<Request, AuthedLender>();
+  const auth = authPlugin(authenticate, authenticated);
   let routePatterns: { method: string; re: RegExp }[] | null = null;
 
   const toResponse = (request: Request, err: ApiError | { status: number; code: string; message: string; details?: Record<string, unknown>; suggestion?: string; headers?: Record<string, string> }) => {
@@ -62,6 +63,24 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
       m.status = status;
     }
     return new Response(JSON.stringify(body), { status, headers });
+  };
+
+  const record = (request: Request, m: RequestMeta, status: number, routeLabel: string) => {
+    const duration = performance.now() - m.start;
+    deps.metrics.httpRequests.inc({ method: request.method, route: routeLabel, status: String(status) });
+    deps.metrics.httpDuration.observe({ method: request.method, route: routeLabel }, duration / 1000);
+    deps.logger.info(
+      { reqId: m.id, method: request.method, route: routeLabel, status, duration_ms: Math.round(duration * 100) / 100 },
+      'request',
+    );
+  };
+
+  /** A response from onRequest, which Elysia's after-response hook never sees: logged and counted here. */
+  const early = (request: Request, err: ApiError) => {
+    const res = toResponse(request, err);
+    const m = meta.get(request);
+    if (m) record(request, m, err.status, 'unmatched');
+    return res;
   };
 
   const allowedMethods = (path: string, all: { method: string; path: string }[]): string[] => {
@@ -112,7 +131,17 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
       const path = new URL(request.url).pathname;
       if (path === '/healthz') return;
       const remote = server?.requestIP(request)?.address ?? null;
-      if (!httpsAllowed(deps.config, request, remote)) return toResponse(request, new HttpsRequired());
+      if (!httpsAllowed(deps.config, request, remote)) return early(request, new HttpsRequired());
+      // Authenticate before any body is read or validated: without a valid key nothing about a /v1 route,
+      // not even whether it exists or what its body looks like, is told.
+      if (path === '/v1' || path.startsWith('/v1/')) {
+        try {
+          authenticated.set(request, authenticate(request.headers.get('authorization') ?? undefined));
+        } catch (e) {
+          if (e instanceof ApiError) return early(request, e);
+          throw e;
+        }
+      }
     })
     .onError(({ code, error, request }) => {
       if (error instanceof ApiError) return toResponse(request, error);
@@ -147,15 +176,6 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
       }
       if (code === 'NOT_FOUND') {
         const path = new URL(request.url).pathname;
-        // Under /v1 nothing is told, not even whether a path exists, without a valid key.
-        if (path.startsWith('/v1/') || path === '/v1') {
-          try {
-            authenticate(request.headers.get('authorization') ?? undefined);
-          } catch (e) {
-            if (e instanceof ApiError) return toResponse(request, e);
-            throw e;
-          }
-        }
         const allow = allowedMethods(path, app.routes);
         if (allow.length > 0) return toResponse(request, new MethodNotAllowed(allow));
         return toResponse(request, new NotFound(`No route for ${request.method} ${path}`));
@@ -172,15 +192,7 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
     .onAfterResponse(({ request, route, set }) => {
       const m = meta.get(request);
       if (!m) return;
-      const status = m.status ?? (typeof set.status === 'number' ? set.status : 200);
-      const duration = performance.now() - m.start;
-      const routeLabel = route || 'unmatched';
-      deps.metrics.httpRequests.inc({ method: request.method, route: routeLabel, status: String(status) });
-      deps.metrics.httpDuration.observe({ method: request.method, route: routeLabel }, duration / 1000);
-      deps.logger.info(
-        { reqId: m.id, method: request.method, route: routeLabel, status, duration_ms: Math.round(duration * 100) / 100 },
-        'request',
-      );
+      record(request, m, m.status ?? (typeof set.status === 'number' ? set.status : 200), route || 'unmatched');
     })
     .get('/docs/assets/:file', ({ params }) => {
       const type = DOC_ASSETS[params.file];

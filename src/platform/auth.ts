@@ -50,12 +50,16 @@ export function createAuthenticator(deps: Deps): (header: string | undefined) =>
  * The `auth` macro: a route declared with `{ auth: true }` gets `lender`, resolved once per request from
  * `Authorization: Bearer <key>`, and is rate limited per key. Routes never read a lender from the body.
  */
-export function authPlugin(authenticate: (header: string | undefined) => AuthedLender) {
+export function authPlugin(
+  authenticate: (header: string | undefined) => AuthedLender,
+  authenticated: WeakMap<Request, AuthedLender> = new WeakMap(),
+) {
   // The shared error model travels with the macro, so every feature's response map can name it.
   return new Elysia({ name: 'auth' }).model({ ErrorEnvelope }).macro({
     auth: {
-      resolve({ headers }) {
-        return { lender: authenticate(headers.authorization) };
+      // The app authenticates every /v1 request before its body is read; the lender is taken from there.
+      resolve({ headers, request }) {
+        return { lender: authenticated.get(request) ?? authenticate(headers.authorization) };
       },
       detail: { security: [{ bearerAuth: [] }] },
     },

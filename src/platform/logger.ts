@@ -43,13 +43,19 @@ export function scrubText(s: string): string {
 // Identifiers and measurements we log on purpose.
 const SAFE_KEYS = new Set(['reqId', 'request_id', 'batch_id', 'schedule_id', 'delivery_id', 'lender_id', 'route', 'method', 'id']);
 
+const SENSITIVE = new Set(SENSITIVE_KEYS.map((k) => k.toLowerCase()));
+
 function scrubDeep(v: unknown, depth = 0): unknown {
   if (typeof v === 'string') return scrubText(v);
-  if (depth > 6 || v === null || typeof v !== 'object') return v;
+  if (v === null || typeof v !== 'object') return v;
+  // Deeper than anything we log on purpose: dropped rather than passed through unscrubbed.
+  if (depth > 6) return '[Truncated]';
   if (v instanceof Error) return { type: v.name, message: scrubText(v.message) };
   if (Array.isArray(v)) return v.map((x) => scrubDeep(x, depth + 1));
   const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v)) out[k] = SAFE_KEYS.has(k) ? x : scrubDeep(x, depth + 1);
+  for (const [k, x] of Object.entries(v)) {
+    out[k] = SAFE_KEYS.has(k) ? x : SENSITIVE.has(k.toLowerCase()) ? '[REDACTED]' : scrubDeep(x, depth + 1);
+  }
   return out;
 }
 

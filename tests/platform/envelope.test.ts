@@ -66,14 +66,18 @@ describe('validation → 400 BAD_REQUEST, never 422', () => {
     const r = await ctx.json('GET', '/v1/balances?batchId=00000000-0000-7000-8000-000000000000&limit=0');
     expect(r.status).not.toBe(422);
     expectEnvelope(r, 400, 'BAD_REQUEST');
-    expectValidationErrors(r.body);
+    const errors = expectValidationErrors(r.body);
+    // The failing parameter is named, and the message says it is the query, not the body.
+    expect(errors[0]!.path).toBe('/limit');
+    expect(r.body.error.message).toContain('query');
+    expect(r.body.error.message).not.toContain('body');
   });
 
   test('query parameter limit=101 and limit=abc', async () => {
     for (const limit of ['101', 'abc', '1.5']) {
       const r = await ctx.json('GET', `/v1/balances?batchId=00000000-0000-7000-8000-000000000000&limit=${limit}`);
       expectEnvelope(r, 400, 'BAD_REQUEST');
-      expectValidationErrors(r.body);
+      expect(expectValidationErrors(r.body).some((e) => e.path === '/limit')).toBe(true);
     }
   });
 

@@ -119,6 +119,23 @@ describe('HTTPS policy over a real server (TRUST_PROXY=true)', () => {
     expect(res.status).toBe(200);
   });
 
+  test('a refused request is still logged and counted (reqId, route, status 403)', async () => {
+    const res = await get('/v1/monitoring/schedules', { 'x-forwarded-proto': 'http' });
+    expect(res.status).toBe(403);
+    const reqId = res.headers.get('x-request-id')!;
+    const deadline = Date.now() + 1000;
+    while (!ctx.logs.join('').includes(reqId) && Date.now() < deadline) await Bun.sleep(5);
+    const line = ctx.logs
+      .join('')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .find((l) => l.reqId === reqId);
+    expect(line).toMatchObject({ msg: 'request', method: 'GET', status: 403, reqId });
+    const metrics = await (await fetch(base + '/metrics')).text();
+    expect(metrics).toMatch(/^http_requests_total\{method="GET",route="[^"]*",status="403"\} [1-9]/m);
+  });
+
   test('/healthz answers whatever the protocol', async () => {
     const res = await get('/healthz', { 'x-forwarded-proto': 'http' });
     expect(res.status).toBe(200);

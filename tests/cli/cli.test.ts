@@ -1,0 +1,392 @@
+import { afterAll, describe, expect, test } from 'bun:test';
+import { Database } from 'bun:sqlite';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CliError, runCli } from '../../scripts/cli';
+import { LenderError } from '../../src/modules/lenders/service';
+import { SEALED_COLUMNS, Vault } from '../../src/platform/vault';
+import { createTestContext, type TestContext } from '../helpers/context';
+
+const ROOT = join(import.meta.dir, '../..');
+const KEY_RE = /drs_live_[0-9A-Za-z]{32}/g;
+const AUTHORIZER = { authorizer_unique_id: 'a1', ssn: '123456789', account_number: '0001234567', routing_number: '110000000' };
+const CARD_AUTHORIZER = {
+  authorizer_unique_id: 'card-1',
+  ssn: '123456789',
+  debit_card_number: '4111111111111111',
+  expiration_month: 12,
+  expiration_year: 2031,
+  cvv: '123',
+};
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** A fresh data folder: the env the CLI reads and a way to open the service on the same files. */
+function workspace() {
+  const dir = mkdtempSync(join(tmpdir(), 'drs-cli-test-'));
+  dirs.push(dir);
+  const env = { DATABASE_PATH: join(dir, 'data', 'service.sqlite'), VAULT_KEY_FILE: join(dir, 'data', 'vault.key') };
+  const cli = (...argv: string[]) => runCli(argv, env);
+  const contexts: TestContext[] = [];
+  /** A new runtime and app on the workspace's database and vault key. */
+  const openApp = () => {
+    const ctx = createTestContext(env);
+    contexts.push(ctx);
+    return ctx;
+  };
+  const closeApps = () => {
+    for (const c of contexts.splice(0)) c.close();
+  };
+  return { dir, env, cli, openApp, closeApps };
+}
+
+async function rejects(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p;
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('expected the command to fail');
+}
+
+const keysIn = (s: string) => s.match(KEY_RE) ?? [];
+
+describe('lender and key commands', () => {
+  const ws = workspace();
+  afterAll(() => ws.closeApps());
+
+  test('help prints the usage', async () => {
+    expect(await ws.cli()).toContain('Usage:');
+    expect(await ws.cli('help')).toContain('lender create NAME');
+  });
+
+  test('lender create prints one drs_live_ key, which authenticates against the app on the same file', async () => {
+    const out = await ws.cli('lender', 'create', 'acme');
+    expect(keysIn(out)).toHaveLength(1);
+    expect(out).toContain('acme');
+    const key = keysIn(out)[0]!;
+
+    const ctx = ws.openApp();
+    const r = await ctx.json('GET', '/v1/webhooks/secret', { key });
+    expect(r.status).toBe(200);
+    expect(r.body.secret).toMatch(/^whsec_/);
+
+    // The database keeps only a hash and a display prefix.
+    const row = ctx.rt.sqlite.query('SELECT prefix, key_hash FROM api_keys k JOIN lenders l ON l.id = k.lender_id WHERE l.name = ?').get('acme') as {
+      prefix: string;
+      key_hash: string;
+    };
+    expect(key.startsWith(row.prefix)).toBe(true);
+    expect(row.prefix.length).toBeLessThan(key.length);
+    expect(row.key_hash).not.toContain(key.slice(9));
+  });
+
+  test('a duplicate name is refused', async () => {
+    const e = await rejects(ws.cli('lender', 'create', 'acme'));
+    expect(e).toBeInstanceOf(LenderError);
+    expect(e.message).toContain('already exists');
+  });
+
+  test('an invalid name is refused', async () => {
+    expect(await rejects(ws.cli('lender', 'create', '../etc'))).toBeInstanceOf(LenderError);
+    expect(await rejects(ws.cli('lender', 'create'))).toBeInstanceOf(CliError);
+  });
+
+  test('lender list shows every lender and no key', async () => {
+    await ws.cli('lender', 'create', 'globex');
+    const out = await ws.cli('lender', 'list');
+    const lines = out.split('\n');
+    expect(lines[0]).toMatch(/^name\s+id\s+debit_cards\s+created$/);
+    expect(out).toMatch(/^acme\s+[0-9a-f-]{36}\s+no\s+\d{4}-\d{2}-\d{2}T/m);
+    expect(out).toMatch(/^globex\s+/m);
+    expect(out).not.toContain('drs_live_');
+  });
+
+  test('lender approve-cards enables debit-card reads in the app; revoke-cards withdraws it', async () => {
+    const out = await ws.cli('lender', 'create', 'cards-co');
+    const key = keysIn(out)[0]!;
+    const ctx = ws.openApp();
+
+    const before = await ctx.json('POST', '/v1/balance_requests', { key, body: { authorizers: [CARD_AUTHORIZER] } });
+    expect(before.status).toBe(400);
+    expect(JSON.stringify(before.body.error.details.failed_authorizers)).toContain('approval');
+
+    expect(await ws.cli('lender', 'approve-cards', 'cards-co')).toContain('approved');
+    expect(await ws.cli('lender', 'list')).toMatch(/^cards-co\s+\S+\s+approved\s/m);
+    const after = await ctx.json('POST', '/v1/balance_requests', { key, body: { authorizers: [CARD_AUTHORIZER] } });
+    expect(after.status).toBe(201);
+    expect(after.body.failed_authorizers).toEqual([]);
+
+    expect(await ws.cli('lender', 'revoke-cards', 'cards-co')).toContain('withdrawn');
+    expect(await ws.cli('lender', 'list')).toMatch(/^cards-co\s+\S+\s+no\s/m);
+    const again = await ctx.json('POST', '/v1/balance_requests', {
+      key,
+      body: { authorizers: [{ ...CARD_AUTHORIZER, authorizer_unique_id: 'card-2' }] },
+    });
+    expect(again.status).toBe(400);
+
+    expect(await rejects(ws.cli('lender', 'approve-cards', 'nobody'))).toBeInstanceOf(CliError);
+  });
+
+  test('key create issues another working key; key list shows prefixes only', async () => {
+    const first = keysIn(await ws.cli('lender', 'create', 'keys-co'))[0]!;
+    const out = await ws.cli('key', 'create', 'keys-co');
+    expect(keysIn(out)).toHaveLength(1);
+    const second = keysIn(out)[0]!;
+    expect(second).not.toBe(first);
+
+    const ctx = ws.openApp();
+    expect((await ctx.json('GET', '/v1/webhooks/secret', { key: second })).status).toBe(200);
+    expect((await ctx.json('GET', '/v1/webhooks/secret', { key: first })).status).toBe(200);
+
+    const list = await ws.cli('key', 'list', 'keys-co');
+    const lines = list.split('\n');
+    expect(lines[0]).toMatch(/^prefix\s+created\s+last_used\s+revoked$/);
+    expect(lines).toHaveLength(3);
+    expect(list).not.toContain(first);
+    expect(list).not.toContain(second);
+    expect(keysIn(list)).toHaveLength(0);
+    for (const k of [first, second]) {
+      const prefix = k.slice(0, 17);
+      expect(list).toContain(prefix);
+      expect(list).not.toContain(k.slice(0, 18));
+    }
+    // Both keys were just used, so last_used is set; neither is revoked.
+    for (const line of lines.slice(1)) {
+      const cells = line.split(/\s+/);
+      expect(cells[2]).toMatch(/^\d{4}-/);
+      expect(cells[3]).toBe('-');
+    }
+    expect(await rejects(ws.cli('key', 'list', 'nobody'))).toBeInstanceOf(CliError);
+  });
+
+  test('key revoke PREFIX makes that key fail with 401 and leaves the others', async () => {
+    const first = keysIn(await ws.cli('lender', 'create', 'revoke-co'))[0]!;
+    const second = keysIn(await ws.cli('key', 'create', 'revoke-co'))[0]!;
+    const ctx = ws.openApp();
+    expect((await ctx.json('GET', '/v1/webhooks/secret', { key: first })).status).toBe(200);
+
+    const prefix = first.slice(0, 17);
+    expect(await ws.cli('key', 'revoke', prefix)).toContain(prefix);
+    const r = await ctx.json('GET', '/v1/webhooks/secret', { key: first });
+    expect(r.status).toBe(401);
+    expect(r.body.error.code).toBe('UNAUTHORIZED');
+    expect((await ctx.json('GET', '/v1/webhooks/secret', { key: second })).status).toBe(200);
+
+    expect(await ws.cli('key', 'list', 'revoke-co')).toMatch(new RegExp(`^${prefix}\\s+\\S+\\s+\\S+\\s+\\d{4}-`, 'm'));
+    // Revoking again, or an unknown prefix, is an error.
+    expect(await rejects(ws.cli('key', 'revoke', prefix))).toBeInstanceOf(CliError);
+    expect(await rejects(ws.cli('key', 'revoke', 'drs_live_zzzzzzzz'))).toBeInstanceOf(CliError);
+    expect(await rejects(ws.cli('key', 'revoke'))).toBeInstanceOf(CliError);
+  });
+
+  test('an unknown command is a CliError carrying the usage', async () => {
+    const e = await rejects(ws.cli('frobnicate'));
+    expect(e).toBeInstanceOf(CliError);
+    expect(e.message).toContain('Unknown command');
+    expect(e.message).toContain('Usage:');
+  });
+});
+
+describe('backup', () => {
+  const ws = workspace();
+
+  test('writes a copy that opens, passes integrity_check and holds the lenders', async () => {
+    await ws.cli('lender', 'create', 'backed-up');
+    await ws.cli('lender', 'create', 'also-backed-up');
+    const file = join(ws.dir, 'backup.sqlite');
+    const out = await ws.cli('backup', file);
+    expect(out).toContain(file);
+    expect(existsSync(file)).toBe(true);
+
+    const copy = new Database(file, { readonly: true });
+    try {
+      expect(copy.query('PRAGMA integrity_check').all()).toEqual([{ integrity_check: 'ok' }]);
+      const names = (copy.query('SELECT name FROM lenders ORDER BY name').all() as { name: string }[]).map((r) => r.name);
+      expect(names).toEqual(['also-backed-up', 'backed-up']);
+      expect((copy.query('SELECT COUNT(*) AS n FROM api_keys').get() as { n: number }).n).toBe(2);
+      expect((copy.query('SELECT COUNT(*) AS n FROM __drizzle_migrations').get() as { n: number }).n).toBeGreaterThan(0);
+    } finally {
+      copy.close();
+    }
+  });
+
+  test('works while the service has the database open', async () => {
+    const ctx = ws.openApp();
+    expect((await ctx.json('POST', '/v1/balance_requests', { body: { authorizers: [AUTHORIZER] } })).status).toBe(201);
+    const file = join(ws.dir, 'live-backup.sqlite');
+    await ws.cli('backup', file);
+    const copy = new Database(file, { readonly: true });
+    try {
+      expect((copy.query('SELECT COUNT(*) AS n FROM batches').get() as { n: number }).n).toBe(1);
+    } finally {
+      copy.close();
+    }
+    ws.closeApps();
+  });
+
+  test('refuses to overwrite an existing file', async () => {
+    const file = join(ws.dir, 'backup.sqlite');
+    const before = readFileSync(file);
+    const e = await rejects(ws.cli('backup', file));
+    expect(e).toBeInstanceOf(CliError);
+    expect(e.message).toContain('already exists');
+    expect(readFileSync(file).equals(before)).toBe(true);
+  });
+
+  test('needs a file name', async () => {
+    expect(await rejects(ws.cli('backup'))).toBeInstanceOf(CliError);
+  });
+});
+
+/** Parses `vault status` output into {key_id: {current, values}}. */
+function parseStatus(out: string): Record<string, { current: string; values: number }> {
+  const lines = out.split('\n');
+  expect(lines[0]).toMatch(/^key_id\s+current\s+values$/);
+  const res: Record<string, { current: string; values: number }> = {};
+  for (const line of lines.slice(1)) {
+    const [kid, current, values] = line.split(/\s+/);
+    res[kid!] = { current: current!, values: Number(values) };
+  }
+  return res;
+}
+
+describe('vault', () => {
+  test('rotate re-seals every sealed value; a fresh runtime still reads them', async () => {
+    const ws = workspace();
+    const key = keysIn(await ws.cli('lender', 'create', 'vaulted'))[0]!;
+
+    // Data in every sealed column: a webhook secret, a batch payload, schedule authorizers.
+    const app = ws.openApp();
+    const secret = await app.json('GET', '/v1/webhooks/secret', { key });
+    expect(secret.status).toBe(200);
+    const batch = await app.json('POST', '/v1/balance_requests', { key, body: { authorizers: [AUTHORIZER] } });
+    expect(batch.status).toBe(201);
+    const schedule = await app.json('POST', '/v1/monitoring/scheduled_balance_request', {
+      key,
+      body: { name: 'weekly', interval_days: 7, authorizers: [AUTHORIZER, { ...AUTHORIZER, authorizer_unique_id: 'a2' }] },
+    });
+    expect(schedule.status).toBe(201);
+    const oldKeyId = app.rt.vault.currentKeyId;
+    const sealedCount = SEALED_COLUMNS.reduce(
+      (n, { table }) => n + (app.rt.sqlite.query(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n,
+      0,
+    );
+    expect(sealedCount).toBeGreaterThanOrEqual(4);
+    for (const { table } of SEALED_COLUMNS) {
+      expect((app.rt.sqlite.query(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n).toBeGreaterThan(0);
+    }
+    ws.closeApps();
+
+    expect(parseStatus(await ws.cli('vault', 'status'))).toEqual({ [oldKeyId]: { current: 'yes', values: sealedCount } });
+
+    const oldKeyText = readFileSync(ws.env.VAULT_KEY_FILE, 'utf8');
+    const out = await ws.cli('vault', 'rotate');
+    const newKeyId = /new key id ([0-9a-f]{8})/.exec(out)?.[1];
+    expect(newKeyId).toBeDefined();
+    expect(newKeyId).not.toBe(oldKeyId);
+    expect(out).toContain(`${sealedCount} sealed values re-sealed`);
+
+    // The key files: the new key (0600), the old one kept in .old (0600).
+    expect(readFileSync(ws.env.VAULT_KEY_FILE, 'utf8')).not.toBe(oldKeyText);
+    expect(statSync(ws.env.VAULT_KEY_FILE).mode & 0o777).toBe(0o600);
+    expect(readFileSync(`${ws.env.VAULT_KEY_FILE}.old`, 'utf8')).toBe(oldKeyText);
+    expect(statSync(`${ws.env.VAULT_KEY_FILE}.old`).mode & 0o777).toBe(0o600);
+    expect(existsSync(`${ws.env.VAULT_KEY_FILE}.tmp`)).toBe(false);
+
+    expect(parseStatus(await ws.cli('vault', 'status'))).toEqual({ [newKeyId!]: { current: 'yes', values: sealedCount } });
+
+    // A fresh runtime on the same files reads everything.
+    const fresh = ws.openApp();
+    expect(fresh.rt.vault.currentKeyId).toBe(newKeyId!);
+    const again = await fresh.json('GET', '/v1/webhooks/secret', { key });
+    expect(again.status).toBe(200);
+    expect(again.body.secret).toBe(secret.body.secret);
+    const status = await fresh.json('GET', `/v1/balance_requests/${batch.body.batch_id}`, { key });
+    expect(status.status).toBe(200);
+    const sched = await fresh.json('GET', `/v1/monitoring/schedules/${schedule.body.schedule_id}`, { key });
+    expect(sched.status).toBe(200);
+    for (const { table, column } of SEALED_COLUMNS) {
+      for (const { v } of fresh.rt.sqlite.query(`SELECT ${column} AS v FROM ${table}`).all() as { v: string }[]) {
+        expect(fresh.rt.vault.needsReseal(v)).toBe(false);
+        expect(() => fresh.rt.vault.open(v)).not.toThrow();
+      }
+    }
+    // Without the old key the re-sealed values still open: they no longer need it.
+    const newOnly = new Vault(Buffer.from(readFileSync(ws.env.VAULT_KEY_FILE, 'utf8').trim(), 'base64'));
+    const sealedSecret = fresh.rt.sqlite.query('SELECT secret_sealed AS v FROM webhook_secrets').get() as { v: string };
+    expect(newOnly.open(sealedSecret.v)).toBe(secret.body.secret);
+    ws.closeApps();
+
+    // A second rotation keeps both older keys and re-seals everything again.
+    const out2 = await ws.cli('vault', 'rotate');
+    const thirdKeyId = /new key id ([0-9a-f]{8})/.exec(out2)![1]!;
+    expect(readFileSync(`${ws.env.VAULT_KEY_FILE}.old`, 'utf8').trim().split('\n')).toHaveLength(2);
+    expect(parseStatus(await ws.cli('vault', 'status'))).toEqual({ [thirdKeyId]: { current: 'yes', values: sealedCount } });
+    const third = ws.openApp();
+    expect((await third.json('GET', '/v1/webhooks/secret', { key })).body.secret).toBe(secret.body.secret);
+    ws.closeApps();
+  });
+
+  test('status with no sealed values', async () => {
+    const ws = workspace();
+    await ws.cli('lender', 'list');
+    expect(await ws.cli('vault', 'status')).toBe('(none)');
+  });
+
+  test('rotate refuses while VAULT_KEY is set in the environment', async () => {
+    const ws = workspace();
+    const env = { ...ws.env, VAULT_KEY: Buffer.alloc(32, 3).toString('base64') };
+    const e = await rejects(runCli(['vault', 'rotate'], env));
+    expect(e).toBeInstanceOf(CliError);
+    expect(e.message).toContain('VAULT_KEY');
+  });
+});
+
+describe('the CLI as a process', () => {
+  const ws = workspace();
+  const run = async (...args: string[]) => {
+    const proc = Bun.spawn(['bun', 'run', 'scripts/cli.ts', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...ws.env },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    return { stdout, stderr, code };
+  };
+
+  test('lender create and lender list exit 0', async () => {
+    const created = await run('lender', 'create', 'proc-co');
+    expect(created.code).toBe(0);
+    expect(keysIn(created.stdout)).toHaveLength(1);
+    const listed = await run('lender', 'list');
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/^proc-co\s+/m);
+    expect(listed.stdout).not.toContain('drs_live_');
+  });
+
+  test('an unknown command exits 1 with the usage on stderr', async () => {
+    const r = await run('frobnicate');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('Unknown command: frobnicate');
+    expect(r.stderr).toContain('Usage:');
+    expect(r.stdout).toBe('');
+  });
+
+  test('a bad configuration exits 1 naming the variable', async () => {
+    const proc = Bun.spawn(['bun', 'run', 'scripts/cli.ts', 'lender', 'list'], {
+      cwd: ROOT,
+      env: { ...process.env, ...ws.env, LOG_LEVEL: 'loud' },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    expect(code).toBe(1);
+    expect(stderr).toContain('LOG_LEVEL');
+  });
+});

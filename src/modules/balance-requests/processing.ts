@@ -1,6 +1,7 @@
 import type { Deps } from '../../platform/deps';
 import type { Job } from '../../platform/jobs';
 import { immediate } from '../../platform/db';
+import { drainClaims } from '../../platform/work-pool';
 import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult } from '../../adapters/bank-data/types';
 import { enqueueWebhook } from '../webhooks/service';
 import { onScheduleBatchCompleted } from '../schedules/runs';
@@ -199,7 +200,6 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
   const concurrency = opts.concurrency ?? deps.config.balanceConcurrency;
   const { clock, bank, routing, logger, metrics } = deps;
   const payloads = new PayloadCache(deps);
-  const queue: ClaimedItem[] = [];
   let pending: Outcome[] = [];
   let lastFlush = performance.now();
   let recorded = 0;
@@ -245,25 +245,17 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
     push(read.kind === 'balance' ? result(read.balanceCents, 0) : result(null, read.statusCode));
   };
 
-  const worker = async () => {
-    for (;;) {
-      if (queue.length === 0) {
-        flush();
-        if (opts.signal?.aborted) return;
-        const more = claimItems(deps, concurrency * 4);
-        if (more.length === 0) return;
-        queue.push(...more);
-      }
-      const item = queue.shift();
-      if (item) await readOne(item);
-    }
-  };
-
-  try {
-    await Promise.all(Array.from({ length: concurrency }, worker));
-  } finally {
-    flush();
-  }
+  await drainClaims({
+    concurrency,
+    signal: opts.signal,
+    // Results are written before claiming more, so no claimed item is ever shown as still due.
+    claim: () => {
+      flush();
+      return claimItems(deps, concurrency * 4);
+    },
+    handle: readOne,
+    finish: flush,
+  });
   return { recorded };
 }
 

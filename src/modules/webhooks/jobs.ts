@@ -1,6 +1,7 @@
 import type { Deps } from '../../platform/deps';
 import type { Job } from '../../platform/jobs';
 import { immediate } from '../../platform/db';
+import { drainClaims } from '../../platform/work-pool';
 import { sendWebhook } from '../../adapters/webhooks/sender';
 import { signatureHeaders } from '../../adapters/webhooks/signing';
 import { signingSecrets } from './service';
@@ -65,18 +66,17 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
       WHERE id = ?8`,
   );
 
-  const queue: DueRow[] = [];
   const results: AttemptResult[] = [];
   const secretsByLender = new Map<string, string[]>();
   // Each delivery at most once per run: a claim can lapse while the run is still busy elsewhere.
   const claimedThisRun = new Set<string>();
   let attempted = 0;
 
-  const refill = (): boolean => {
+  const claim = (): DueRow[] => {
     // Record what has been sent before claiming more, so the database never shows it as still due.
     flush();
     const now = clock.now();
-    const rows = immediate(sqlite, () => {
+    return immediate(sqlite, () => {
       const due = claimSelect.all(now, concurrency * 4, JSON.stringify([...claimedThisRun]));
       for (const r of due) {
         claimUpdate.run(now + DELIVERY_LEASE_MS, r.id);
@@ -84,8 +84,6 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
       }
       return due;
     });
-    queue.push(...rows);
-    return rows.length > 0;
   };
 
   const flush = () => {
@@ -139,19 +137,7 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
     if (results.length >= FLUSH_EVERY) flush();
   };
 
-  const worker = async () => {
-    for (;;) {
-      if (queue.length === 0 && (opts.signal?.aborted || !refill())) return;
-      const row = queue.shift();
-      if (row) await attempt(row);
-    }
-  };
-
-  try {
-    await Promise.all(Array.from({ length: concurrency }, worker));
-  } finally {
-    flush();
-  }
+  await drainClaims({ concurrency, signal: opts.signal, claim, handle: attempt, finish: flush });
   return { attempted };
 }
 

@@ -1,4 +1,5 @@
 import { t } from 'elysia';
+import { Int } from './schema';
 
 // Typed errors thrown by services and hooks; `toEnvelope` is the only place they become HTTP bodies.
 // Elysia reads a `.code` property of thrown errors itself, so ours carry `errorCode` and are matched
@@ -123,7 +124,7 @@ export function envelope(
 export const ErrorEnvelope = t.Object(
   {
     status: t.Literal('error'),
-    status_code: t.Integer(),
+    status_code: Int(),
     error: t.Object({
       code: t.String({ examples: ['BAD_REQUEST'] }),
       message: t.String(),

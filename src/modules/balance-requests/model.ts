@@ -1,13 +1,14 @@
 import { t, type Static } from 'elysia';
 import { pageTokenQuery } from '../../platform/pagination';
+import { Int } from '../../platform/schema';
 
 const Str = (description?: string, max = 255) => t.Optional(t.String({ maxLength: max, ...(description ? { description } : {}) }));
 
 export const DateOfBirth = t.Object(
   {
-    day: t.Integer({ minimum: 1, maximum: 31 }),
-    month: t.Integer({ minimum: 1, maximum: 12 }),
-    year: t.Integer({ minimum: 1900, maximum: 2100 }),
+    day: Int({ minimum: 1, maximum: 31 }),
+    month: Int({ minimum: 1, maximum: 12 }),
+    year: Int({ minimum: 1900, maximum: 2100 }),
   },
   { additionalProperties: false },
 );
@@ -43,8 +44,8 @@ export const authorizerFields = {
   routing_number: Str('ABA routing number, 9 digits; leading zeros significant', 9),
   debit_card_number: Str('Debit card number (approved lenders only)', 23),
   cvv: Str(undefined, 4),
-  expiration_month: t.Optional(t.Integer({ minimum: 1, maximum: 12 })),
-  expiration_year: t.Optional(t.Integer({ minimum: 2000, maximum: 2100 })),
+  expiration_month: t.Optional(Int({ minimum: 1, maximum: 12 })),
+  expiration_year: t.Optional(Int({ minimum: 2000, maximum: 2100 })),
   metadata: t.Optional(Metadata),
 };
 
@@ -75,7 +76,7 @@ export const FailedAuthorizer = t.Object({
   authorizer_unique_id: t.Nullable(t.String()),
   error: t.String(),
   account_type: t.Union([t.Literal('ACCOUNT_NUMBER'), t.Literal('DEBIT_CARD')]),
-  row_number: t.Integer({ description: 'Position in the request (1-based); in a CSV the header is row 1' }),
+  row_number: Int({ description: 'Position in the request (1-based); in a CSV the header is row 1' }),
 });
 
 const submissionExample = {
@@ -119,8 +120,8 @@ export const BatchStatus = t.Object(
     schedule_id: t.Nullable(t.String()),
     submitted_at: t.String({ format: 'date-time' }),
     completed_at: t.Nullable(t.String({ format: 'date-time' })),
-    total_authorizers: t.Integer(),
-    total_processed: t.Integer(),
+    total_authorizers: Int(),
+    total_processed: Int(),
   },
   {
     examples: [
@@ -142,13 +143,13 @@ export const BalanceEntry = t.Object({
   authorizer_unique_id: t.String(),
   balance: t.Nullable(t.Number({ description: 'Dollars; null when the check failed' })),
   timestamp: t.String({ format: 'date-time' }),
-  balance_status_code: t.Integer(),
+  balance_status_code: Int(),
 });
 
 export const BalanceResult = t.Object(
   {
     batch_id: t.String(),
-    total_processed: t.Integer(),
+    total_processed: Int(),
     balances: t.Array(BalanceEntry),
     has_more: t.Boolean(),
     next_page_token: t.Nullable(t.String()),
@@ -192,7 +193,7 @@ export const HistoryEntry = t.Object({
 export const History = t.Object(
   {
     authorizer_unique_id: t.String(),
-    total_count: t.Integer(),
+    total_count: Int(),
     history: t.Array(HistoryEntry),
     next_page_token: t.Nullable(t.String()),
     has_more: t.Boolean(),

@@ -1,6 +1,7 @@
 import { t } from 'elysia';
 import { authorizerFields } from '../balance-requests/model';
 import { pageTokenQuery } from '../../platform/pagination';
+import { Int } from '../../platform/schema';
 
 const Threshold = t.Number({ minimum: 0, maximum: 1e12, description: 'Dollars; a balance that meets or exceeds it sends an alert' });
 
@@ -18,7 +19,7 @@ export const CreateScheduleBody = t.Object(
   {
     name: Name,
     authorizers: t.Array(ScheduleAuthorizer, { minItems: 1, maxItems: 1000 }),
-    interval_days: t.Integer({ minimum: 1, maximum: 30 }),
+    interval_days: Int({ minimum: 1, maximum: 30 }),
     time_of_day: t.Optional(TimeOfDay),
     starts_at: t.Optional(DateStr),
     start_at: t.Optional(DateStr),
@@ -48,7 +49,7 @@ export const CreateScheduleBody = t.Object(
 export const UpdateScheduleBody = t.Object(
   {
     name: t.Optional(Name),
-    interval_days: t.Optional(t.Integer({ minimum: 1, maximum: 30 })),
+    interval_days: t.Optional(Int({ minimum: 1, maximum: 30 })),
     time_of_day: t.Optional(TimeOfDay),
     expires_at: t.Optional(t.String({ description: 'ISO 8601 date (or date-time; its date is used); must be in the future' })),
   },
@@ -81,13 +82,13 @@ export const ScheduleView = t.Object(
     schedule_id: t.String(),
     name: t.String(),
     status: StatusEnum,
-    interval_days: t.Integer(),
+    interval_days: Int(),
     time_of_day: t.String(),
     starts_at: t.Nullable(t.String()),
     expires_at: t.String(),
     last_run_at: t.Nullable(t.String({ format: 'date-time' })),
     next_run_at: t.Nullable(t.String({ format: 'date-time' })),
-    total_authorizers: t.Integer(),
+    total_authorizers: Int(),
     webhook: t.Nullable(t.String()),
     threshold_amount: t.Nullable(t.Number()),
     created_at: t.String({ format: 'date-time' }),
@@ -103,7 +104,7 @@ export const CreateScheduleResponse = t.Object(
     message: t.String(),
     expires_at: t.String(),
     next_run_at: t.Nullable(t.String({ format: 'date-time' })),
-    total_authorizers: t.Integer(),
+    total_authorizers: Int(),
   },
   {
     examples: [
@@ -136,7 +137,7 @@ export const UpdateScheduleResponse = t.Object(
 );
 
 export const RemoveAuthorizersResponse = t.Object(
-  { removed_count: t.Integer(), remaining_count: t.Integer() },
+  { removed_count: Int(), remaining_count: Int() },
   { examples: [{ removed_count: 1, remaining_count: 99 }] },
 );
 

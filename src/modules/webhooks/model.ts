@@ -1,5 +1,6 @@
 import { t } from 'elysia';
 import { pageTokenQuery } from '../../platform/pagination';
+import { Int } from '../../platform/schema';
 
 export const SecretView = t.Object(
   {
@@ -21,8 +22,8 @@ export const Delivery = t.Object({
   type: t.String({ examples: ['BALANCE_BATCH_COMPLETED'] }),
   target_url: t.String(),
   created_at: t.String({ format: 'date-time' }),
-  attempts: t.Integer(),
-  last_status_code: t.Nullable(t.Integer()),
+  attempts: Int(),
+  last_status_code: t.Nullable(Int()),
   last_error: t.Nullable(t.String()),
   last_attempt_at: t.Nullable(t.String({ format: 'date-time' })),
   next_attempt_at: t.Nullable(t.String({ format: 'date-time' })),

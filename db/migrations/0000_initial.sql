@@ -108,10 +108,11 @@ CREATE TABLE `batch_items` (
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX `batch_items_batch_seq_idx` ON `batch_items` (`batch_id`,`seq`);--> statement-breakpoint
-CREATE INDEX `batch_items_pending_idx` ON `batch_items` (`state`,`batch_id`,`next_attempt_at`);--> statement-breakpoint
+CREATE INDEX `batch_items_pending_idx` ON `batch_items` (`state`,`batch_id`,`seq`);--> statement-breakpoint
 CREATE TABLE `batch_payloads` (
 	`batch_id` text PRIMARY KEY NOT NULL,
 	`sealed` text NOT NULL,
+	`items` text NOT NULL,
 	FOREIGN KEY (`batch_id`) REFERENCES `batches`(`id`) ON UPDATE no action ON DELETE no action
 );
 --> statement-breakpoint

@@ -25,16 +25,21 @@ export const batches = sqliteTable(
   ],
 );
 
-// The sensitive part of every authorizer of a batch (tax id, account and card numbers, date of birth),
-// sealed as one vault value per batch: one AES-GCM pass per request instead of one per authorizer.
+// A batch as submitted, in two rows' worth of columns instead of one row per authorizer, so accepting a
+// 1000-authorizer request is two inserts. `sealed` holds the sensitive part of every authorizer (tax id,
+// account and card numbers, date of birth) as one vault value: one AES-GCM pass per request. `items`
+// holds the rest (identifier, routing, phone, zip, metadata, threshold) as JSON; the processing job turns
+// it into batch_items rows when it first takes the batch up.
 export const batchPayloads = sqliteTable('batch_payloads', {
   batchId: text('batch_id')
     .primaryKey()
     .references(() => batches.id),
   sealed: text('sealed').notNull(),
+  items: text('items').notNull(),
 });
 
-// One row per submitted authorizer: the work queue of the balance job.
+// One row per submitted authorizer: the work queue of the balance job, created from batch_payloads.items
+// in the transaction that moves the batch from pending to processing.
 export const batchItems = sqliteTable(
   'batch_items',
   {
@@ -58,7 +63,8 @@ export const batchItems = sqliteTable(
   },
   (t) => [
     uniqueIndex('batch_items_batch_seq_idx').on(t.batchId, t.seq),
-    index('batch_items_pending_idx').on(t.state, t.batchId, t.nextAttemptAt),
+    // Claims read a batch's pending items in seq order straight off this index.
+    index('batch_items_pending_idx').on(t.state, t.batchId, t.seq),
   ],
 );
 

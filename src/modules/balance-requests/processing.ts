@@ -6,6 +6,7 @@ import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult
 import { enqueueWebhook } from '../webhooks/service';
 import { onScheduleBatchCompleted } from '../schedules/runs';
 import type { SensitiveFields } from './validation';
+import type { QueuedAuthorizer } from './service';
 import { exportStatusFor } from './status';
 
 /** Claims outlive the slowest read (provider timeout and retries), so a live worker keeps its items. */
@@ -14,7 +15,8 @@ export const MAX_READ_ATTEMPTS = 3;
 export const RETRY_BASE_MS = 2_000;
 const FLUSH_ROWS = 64;
 const FLUSH_INTERVAL_MS = 100;
-const PAYLOAD_CACHE_BATCHES = 64;
+const PAYLOAD_CACHE_BATCHES = 128;
+const MIN_BATCH_CHUNK = 16;
 
 interface ClaimedItem {
   id: number;
@@ -45,16 +47,17 @@ interface CompletedBatch {
  * Claims due items fairly: first an equal share per lender with pending work, then an equal share per
  * batch within a lender, so one large batch never starves a small one.
  */
-function claimItems(deps: Deps, want: number): ClaimedItem[] {
+function claimItems(deps: Deps, want: number, turn: number): ClaimedItem[] {
   const { sqlite, clock } = deps;
   const now = clock.now();
   return immediate(sqlite, () => {
     const active = sqlite
-      .query<{ id: string; lenderId: string }, []>(
-        "SELECT id, lender_id AS lenderId FROM batches WHERE status IN ('pending', 'processing') ORDER BY submitted_at, id",
+      .query<{ id: string; lenderId: string; status: string }, []>(
+        "SELECT id, lender_id AS lenderId, status FROM batches WHERE status IN ('pending', 'processing') ORDER BY submitted_at, id",
       )
       .all();
     if (active.length === 0) return [];
+    for (const b of active) if (b.status === 'pending') startBatch(deps, b.id, b.lenderId);
     const byLender = new Map<string, string[]>();
     for (const b of active) {
       const list = byLender.get(b.lenderId) ?? [];
@@ -69,23 +72,24 @@ function claimItems(deps: Deps, want: number): ClaimedItem[] {
         ORDER BY seq LIMIT ?3`,
     );
     const lease = sqlite.query<unknown, [number, number]>('UPDATE batch_items SET lease_until = ? WHERE id = ?');
-    const markProcessing = sqlite.query<unknown, [string]>("UPDATE batches SET status = 'processing' WHERE id = ? AND status = 'pending'");
     const claimed: ClaimedItem[] = [];
-    // Two passes: the fair share first, then whatever is left over for batches that have more.
+    // Two passes: the fair share first, then whatever is left over for batches that have more. `turn`
+    // rotates where each pass starts, and a batch gives at least MIN_BATCH_CHUNK items at a time, so many
+    // open batches are served in turn without each claim touching every one of them.
+    const lenders = [...byLender.values()];
     for (let pass = 0; pass < 2 && claimed.length < want; pass++) {
-      const perLender = Math.max(1, Math.ceil((want - claimed.length) / byLender.size));
-      for (const batchIds of byLender.values()) {
+      const perLender = Math.max(1, Math.ceil((want - claimed.length) / lenders.length));
+      for (let li = 0; li < lenders.length && claimed.length < want; li++) {
+        const batchIds = lenders[(li + turn) % lenders.length]!;
         let lenderBudget = perLender;
-        const perBatch = Math.max(1, Math.ceil(perLender / batchIds.length));
-        for (const batchId of batchIds) {
-          if (lenderBudget <= 0 || claimed.length >= want) break;
-          const take = Math.min(perBatch, lenderBudget, want - claimed.length);
-          const items = pick.all(batchId, now, take);
+        const perBatch = Math.max(MIN_BATCH_CHUNK, Math.ceil(perLender / batchIds.length));
+        for (let bi = 0; bi < batchIds.length && lenderBudget > 0 && claimed.length < want; bi++) {
+          const batchId = batchIds[(bi + turn) % batchIds.length]!;
+          const items = pick.all(batchId, now, Math.min(perBatch, lenderBudget, want - claimed.length));
           for (const it of items) {
             lease.run(now + ITEM_LEASE_MS, it.id);
             claimed.push(it);
           }
-          if (items.length > 0) markProcessing.run(batchId);
           lenderBudget -= items.length;
         }
       }
@@ -94,13 +98,37 @@ function claimItems(deps: Deps, want: number): ClaimedItem[] {
   });
 }
 
+/**
+ * pending → processing: the batch's queue rows are created from its payload, in the claim's transaction,
+ * so a batch is either untouched or fully queued.
+ */
+function startBatch(deps: Deps, batchId: string, lenderId: string): void {
+  const { sqlite } = deps;
+  const payload = sqlite.query<{ items: string }, [string]>('SELECT items FROM batch_payloads WHERE batch_id = ?').get(batchId);
+  if (!payload) throw new Error(`payload of batch ${batchId} is missing`);
+  const items = JSON.parse(payload.items) as QueuedAuthorizer[];
+  const insert = sqlite.query<unknown, [string, string, number, string, string, string | null, string | null, string | null, string | null, number | null]>(
+    `INSERT INTO batch_items (batch_id, lender_id, seq, authorizer_unique_id, payment_type, routing_number, phone, zip, metadata, threshold_cents)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  for (let i = 0; i < items.length; i++) {
+    const a = items[i]!;
+    insert.run(batchId, lenderId, i, a.id, a.type, a.routing, a.phone, a.zip, a.meta ? JSON.stringify(a.meta) : null, a.threshold);
+  }
+  sqlite.query("UPDATE batches SET status = 'processing' WHERE id = ?").run(batchId);
+}
+
 /** The batch's sealed payload, opened once per batch and kept for the few batches being worked on. */
 class PayloadCache {
   private readonly cache = new Map<string, SensitiveFields[]>();
   constructor(private readonly deps: Deps) {}
   get(batchId: string): SensitiveFields[] {
     let v = this.cache.get(batchId);
-    if (!v) {
+    if (v) {
+      // Least recently used goes first: re-inserting moves this batch to the end.
+      this.cache.delete(batchId);
+      this.cache.set(batchId, v);
+    } else {
       const row = this.deps.sqlite.query<{ sealed: string }, [string]>('SELECT sealed FROM batch_payloads WHERE batch_id = ?').get(batchId);
       if (!row) throw new Error(`payload of batch ${batchId} is missing`);
       v = this.deps.vault.openJson<SensitiveFields[]>(row.sealed);
@@ -203,6 +231,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
   let pending: Outcome[] = [];
   let lastFlush = performance.now();
   let recorded = 0;
+  let turn = 0;
 
   const flush = () => {
     const batch = pending;
@@ -251,7 +280,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
     // Results are written before claiming more, so no claimed item is ever shown as still due.
     claim: () => {
       flush();
-      return claimItems(deps, concurrency * 4);
+      return claimItems(deps, concurrency * 4, turn++);
     },
     handle: readOne,
     finish: flush,

@@ -22,9 +22,20 @@ export interface SubmissionResponse {
   warnings?: string[];
 }
 
+/** The part of an authorizer kept in the clear, as stored in batch_payloads.items. */
+export interface QueuedAuthorizer {
+  id: string;
+  type: 'ACCOUNT_NUMBER' | 'DEBIT_CARD';
+  routing: string | null;
+  phone: string | null;
+  zip: string | null;
+  meta: Record<string, string | number | boolean> | null;
+  threshold: number | null;
+}
+
 /**
- * Inserts a batch, its sealed payload and one queue item per authorizer, in the caller's transaction.
- * Prepared statements: a 1000-authorizer batch is one transaction of ~1000 small inserts.
+ * Inserts a batch and its payload in the caller's transaction: two rows whatever the batch's size. The
+ * processing job creates the per-authorizer queue rows when it takes the batch up.
  */
 export function insertBatch(
   deps: Deps,
@@ -45,29 +56,18 @@ export function insertBatch(
        VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, 0)`,
     )
     .run(batchId, input.lenderId, input.source, input.scheduleId ?? null, input.webhookUrl ?? null, input.now, input.authorizers.length);
+  const items: QueuedAuthorizer[] = input.authorizers.map((a) => ({
+    id: a.authorizerUniqueId,
+    type: a.paymentType,
+    routing: a.routingNumber,
+    phone: a.phone,
+    zip: a.zip,
+    meta: a.metadata,
+    threshold: a.thresholdCents,
+  }));
   sqlite
-    .query('INSERT INTO batch_payloads (batch_id, sealed) VALUES (?, ?)')
-    .run(batchId, vault.sealJson(input.authorizers.map((a) => a.sensitive)));
-  const item = sqlite.prepare(
-    `INSERT INTO batch_items (batch_id, lender_id, seq, authorizer_unique_id, payment_type, routing_number, phone, zip, metadata, threshold_cents)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
-  for (let i = 0; i < input.authorizers.length; i++) {
-    const a = input.authorizers[i]!;
-    item.run(
-      batchId,
-      input.lenderId,
-      i,
-      a.authorizerUniqueId,
-      a.paymentType,
-      a.routingNumber,
-      a.phone,
-      a.zip,
-      a.metadata ? JSON.stringify(a.metadata) : null,
-      a.thresholdCents,
-    );
-  }
-  item.finalize();
+    .query('INSERT INTO batch_payloads (batch_id, sealed, items) VALUES (?, ?, ?)')
+    .run(batchId, vault.sealJson(input.authorizers.map((a) => a.sensitive)), JSON.stringify(items));
   return batchId;
 }
 

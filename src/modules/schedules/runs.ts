@@ -8,7 +8,8 @@ import type { NormalizedAuthorizer, SensitiveFields } from '../balance-requests/
 import { nextRunAfter } from './times';
 import type { ScheduleRow } from './service';
 
-const DUE_LIMIT = 100;
+/** Runs started per call: each is a synchronous transaction, so the job yields between groups. */
+const DUE_LIMIT = 10;
 
 /**
  * The scheduler's due check. It reads the (status, next_run_at) index only, so its cost does not grow
@@ -17,7 +18,7 @@ const DUE_LIMIT = 100;
  * lose nor repeat a run). A run missed while the service was down therefore runs once, then the schedule
  * continues at its next future slot.
  */
-export function startDueRuns(deps: Deps): { started: number } {
+export function startDueRuns(deps: Deps): { started: number; due: number } {
   const { sqlite, clock } = deps;
   const now = clock.now();
   const due = sqlite
@@ -29,7 +30,18 @@ export function startDueRuns(deps: Deps): { started: number } {
   for (const { id } of due) {
     if (startRun(deps, id, now)) started++;
   }
-  return { started };
+  return { started, due: due.length };
+}
+
+/** Starts every due run, DUE_LIMIT at a time, letting requests through in between. */
+export async function startAllDueRuns(deps: Deps, signal?: AbortSignal): Promise<{ started: number }> {
+  let started = 0;
+  for (;;) {
+    const r = startDueRuns(deps);
+    started += r.started;
+    if (r.due < DUE_LIMIT || signal?.aborted) return { started };
+    await Bun.sleep(0);
+  }
 }
 
 function startRun(deps: Deps, scheduleId: string, now: number): boolean {
@@ -145,5 +157,5 @@ export function onScheduleBatchCompleted(
 export const scheduleJob: Job = {
   name: 'schedule-runs',
   intervalMs: 15_000,
-  tick: (deps) => startDueRuns(deps),
+  tick: (deps, signal) => startAllDueRuns(deps, signal),
 };

@@ -68,8 +68,11 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
 
   const results: AttemptResult[] = [];
   const secretsByLender = new Map<string, string[]>();
-  // Each delivery at most once per run: a claim can lapse while the run is still busy elsewhere.
-  const claimedThisRun = new Set<string>();
+  // Each delivery at most once per run. A claim can lapse while the run is busy elsewhere, so what is in
+  // flight is excluded by id; so is what this run recorded as due again already (Retry-After: 0). Both
+  // sets stay small, whatever the length of the run.
+  const inFlight = new Set<string>();
+  const dueAgain = new Set<string>();
   let attempted = 0;
 
   const claim = (): DueRow[] => {
@@ -77,10 +80,10 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
     flush();
     const now = clock.now();
     return immediate(sqlite, () => {
-      const due = claimSelect.all(now, concurrency * 4, JSON.stringify([...claimedThisRun]));
+      const due = claimSelect.all(now, concurrency * 4, JSON.stringify([...inFlight, ...dueAgain]));
       for (const r of due) {
         claimUpdate.run(now + DELIVERY_LEASE_MS, r.id);
-        claimedThisRun.add(r.id);
+        inFlight.add(r.id);
       }
       return due;
     });
@@ -105,6 +108,8 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
             next = null;
           }
         }
+        inFlight.delete(r.row.id);
+        if (next !== null && next <= clock.now()) dueAgain.add(r.row.id);
         insertAttempt.run(r.row.id, r.attemptedAt, r.statusCode, r.error, Math.round(r.durationMs));
         updateDelivery.run(state, attempts, r.attemptedAt, next, r.statusCode, r.error, state === 'pending' ? null : clock.now(), r.row.id);
         deps.metrics.webhookAttempts.inc({ outcome: r.outcome });

@@ -92,20 +92,13 @@ export function enqueueWebhook(
   const body = JSON.stringify(input.payload);
   if (Buffer.byteLength(body) > MAX_PAYLOAD_BYTES) throw new Error(`webhook payload over ${MAX_PAYLOAD_BYTES} bytes`);
   const now = deps.clock.now();
-  deps.db
-    .insert(webhookDeliveries)
-    .values({
-      id: input.payload.event_uuid,
-      lenderId: input.lenderId,
-      type: input.type,
-      targetUrl: input.url,
-      payload: body,
-      state: 'pending',
-      createdAt: now,
-      nextAttemptAt: now,
-      leaseUntil: 0,
-    })
-    .run();
+  // A cached prepared statement: alerts can enqueue many deliveries in one transaction.
+  deps.sqlite
+    .query<unknown, [string, string, string, string, string, number, number]>(
+      `INSERT INTO webhook_deliveries (id, lender_id, type, target_url, payload, state, attempts, created_at, next_attempt_at, lease_until)
+       VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, 0)`,
+    )
+    .run(input.payload.event_uuid, input.lenderId, input.type, input.url, body, now, now);
 }
 
 export interface DeliveryFilter {

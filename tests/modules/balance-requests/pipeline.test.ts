@@ -112,8 +112,10 @@ describe('idempotency', () => {
     expect(again.res.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body).toEqual(first.body);
     const count = () =>
-      (ctx.rt.sqlite.query("SELECT COUNT(*) AS n FROM batch_items WHERE authorizer_unique_id = 'idem-1'").get() as { n: number }).n;
-    expect(count()).toBe(1);
+      (ctx.rt.sqlite.query('SELECT COUNT(*) AS n FROM batches WHERE lender_id = ?').get(ctx.lender.id) as { n: number }).n;
+    const before = count();
+    await ctx.json('POST', '/v1/balance_requests', { body });
+    expect(count()).toBe(before);
     const other = await ctx.json('POST', '/v1/balance_requests', { body: { authorizers: [bankAuthorizer('idem-1', { account_number: '0000000001' })] } });
     expect(other.body.batch_id).not.toBe(first.body.batch_id);
     expect(other.res.headers.get('idempotent-replayed')).toBeNull();

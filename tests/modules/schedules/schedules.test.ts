@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { useTestContext } from '../../helpers/context';
 import { bankAuthorizer } from '../../helpers/fixtures';
-import { startDueRuns } from '../../../src/modules/schedules/runs';
+import { startAllDueRuns } from '../../../src/modules/schedules/runs';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
 import { deliverDueWebhooks } from '../../../src/modules/webhooks/jobs';
 import { nextRunAfter, randomTimeOfDay } from '../../../src/modules/schedules/times';
@@ -40,7 +40,7 @@ async function live(scheduleId: string, untilIso: string): Promise<string[]> {
   const until = Date.parse(untilIso);
   while (ctx.clock.now() < until) {
     ctx.clock.advance(3600_000);
-    startDueRuns(ctx.rt);
+    await startAllDueRuns(ctx.rt);
     await processBalances(ctx.rt);
   }
   return ctx.rt.sqlite
@@ -191,12 +191,12 @@ describe('runs', () => {
     ctx.clock.set('2027-01-01T00:00:00Z');
     const { body } = await create({ interval_days: 1, time_of_day: '10:00', starts_at: '2027-01-01', expires_at: '2027-01-20' });
     ctx.clock.set('2027-01-01T10:30:00Z');
-    startDueRuns(ctx.rt);
+    await startAllDueRuns(ctx.rt);
     await processBalances(ctx.rt);
     // Down from 2027-01-01T10:30 to 2027-01-08T12:00: seven slots missed.
     ctx.clock.set('2027-01-08T12:00:00Z');
-    startDueRuns(ctx.rt);
-    startDueRuns(ctx.rt);
+    await startAllDueRuns(ctx.rt);
+    await startAllDueRuns(ctx.rt);
     await processBalances(ctx.rt);
     const got = await ctx.json('GET', `/v1/monitoring/schedules/${body.schedule_id}`);
     expect(got.body.next_run_at).toBe('2027-01-09T10:00:00.000Z');
@@ -222,7 +222,7 @@ describe('runs', () => {
       ],
     });
     ctx.clock.set('2027-02-01T01:00:00Z');
-    startDueRuns(ctx.rt);
+    await startAllDueRuns(ctx.rt);
     await processBalances(ctx.rt);
     await deliverDueWebhooks(ctx.rt);
     const mine = received.filter((r) => r.body.schedule_id === body.schedule_id);
@@ -277,7 +277,7 @@ describe('update, remove, delete, list', () => {
 
     const done = await create({ interval_days: 1, time_of_day: '01:00', starts_at: '2027-04-01', expires_at: '2027-04-01' });
     ctx.clock.set('2027-04-01T02:00:00Z');
-    startDueRuns(ctx.rt);
+    await startAllDueRuns(ctx.rt);
     expect((await ctx.json('GET', `/v1/monitoring/schedules/${done.body.schedule_id}`)).body.status).toBe('COMPLETED');
     const p2 = await ctx.json('PATCH', `/v1/monitoring/schedules/${done.body.schedule_id}`, { body: { name: 'again' } });
     expect(p2.status).toBe(409);

@@ -1,0 +1,298 @@
+// Shared pieces of the benchmarks: temp runtimes, generated authorizers, statistics, child processes, wrk,
+// and the result shape the report is built from.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config';
+import { createRuntime, type Runtime } from '../../src/runtime';
+import type { Clock } from '../../src/platform/clock';
+import type { AuthedLender } from '../../src/platform/auth';
+import { createLender } from '../../src/modules/lenders/service';
+
+export const ROOT = join(import.meta.dir, '../..');
+export const BENCH_OUT = join(ROOT, '.bench');
+
+// ---------------------------------------------------------------------------------------------------------
+// Results
+// ---------------------------------------------------------------------------------------------------------
+
+export interface Metric {
+  label: string;
+  value: string;
+  /** Shown next to the value; absent for figures that are reported without a target. */
+  target?: string;
+  pass?: boolean;
+}
+
+export interface BenchResult {
+  metrics: Metric[];
+  notes: string[];
+}
+
+export interface Bench {
+  name: string;
+  title: string;
+  /** Hard bound of the whole benchmark (setup included); the runner abandons it after this. */
+  timeoutMs: number;
+  run(ctx: BenchContext): Promise<BenchResult>;
+}
+
+export interface BenchContext {
+  /** Progress lines (stderr), not part of the report. */
+  log(msg: string): void;
+  /** Registered clean-ups run when the benchmark ends, also on failure or timeout. */
+  defer(fn: () => unknown): void;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Statistics and formatting
+// ---------------------------------------------------------------------------------------------------------
+
+export function percentile(xs: number[], p: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const i = Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1));
+  return s[i]!;
+}
+
+export const median = (xs: number[]): number => percentile(xs, 50);
+export const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/** Fixed decimals picked by magnitude: 12345, 123.4, 1.23, 0.123. */
+export function num(n: number, digits?: number): string {
+  if (!Number.isFinite(n)) return String(n);
+  const d = digits ?? (Math.abs(n) >= 1000 ? 0 : Math.abs(n) >= 100 ? 1 : Math.abs(n) >= 1 ? 2 : 3);
+  return n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
+}
+
+export const ms = (n: number, digits?: number): string => `${num(n, digits)} ms`;
+export const mb = (bytes: number): string => `${num(bytes / (1024 * 1024), 1)} MB`;
+
+// ---------------------------------------------------------------------------------------------------------
+// Runtime on a temp database
+// ---------------------------------------------------------------------------------------------------------
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), `drs-bench-${prefix}-`));
+}
+
+export const nullLog = { write(_msg: string) {} };
+
+export interface BenchRuntime {
+  dir: string;
+  rt: Runtime;
+  lender: AuthedLender;
+  apiKey: string;
+  close(): void;
+}
+
+/** A runtime exactly as the service builds it, on a fresh database file in a temp folder. */
+export function benchRuntime(env: Record<string, string> = {}, opts: { clock?: Clock; dir?: string } = {}): BenchRuntime {
+  const dir = opts.dir ?? tempDir('rt');
+  const config = loadConfig({
+    DATABASE_PATH: join(dir, 'service.sqlite'),
+    VAULT_KEY_FILE: join(dir, 'vault.key'),
+    LOG_LEVEL: 'info',
+    RATE_LIMIT_PER_SECOND: '1000000',
+    RATE_LIMIT_BURST: '10000000',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    ...env,
+  });
+  // Logs are written as in production (info, every hook), into a sink that drops them.
+  const rt = createRuntime(config, { clock: opts.clock, logDestination: nullLog, defaultMetrics: false });
+  const { lender, apiKey } = createLender(rt.db, 'bench', rt.clock.now());
+  const keyId = rt.sqlite.query<{ id: string }, [string]>('SELECT id FROM api_keys WHERE lender_id = ?').get(lender.id)!.id;
+  let closed = false;
+  return {
+    dir,
+    rt,
+    lender: { ...lender, keyId },
+    apiKey,
+    close() {
+      if (closed) return;
+      closed = true;
+      try {
+        rt.handle.close();
+      } catch {
+        /* already closed */
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Setup only: skips fsync while filling a database; put back to FULL (the service's setting) before measuring. */
+export function setSynchronous(rt: Runtime, mode: 'OFF' | 'NORMAL' | 'FULL'): void {
+  rt.sqlite.exec(`PRAGMA synchronous = ${mode}`);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Generated authorizers (sandbox values: routing 110000000 is Sandbox Bank, last 7 digits = balance cents)
+// ---------------------------------------------------------------------------------------------------------
+
+export const SANDBOX_BANK = '110000000';
+
+export function authorizer(id: string, i: number, opts: { metadata?: boolean } = {}) {
+  return {
+    authorizer_unique_id: id,
+    first_name: 'Ada',
+    last_name: 'Lovelace',
+    phone_number: '2025550143',
+    ssn: '123-45-6789',
+    account_number: String(1_000_000_000 + ((i * 7919) % 9_000_000)),
+    routing_number: SANDBOX_BANK,
+    address: { zip_code: '02139' },
+    ...(opts.metadata ? { metadata: { branch: i % 2 ? 'north' : 'south', loan_amount: 100 + (i % 900), vip: i % 7 === 0 } } : {}),
+  };
+}
+
+export function authorizers(prefix: string, n: number, opts: { metadata?: boolean } = {}) {
+  return Array.from({ length: n }, (_, i) => authorizer(`${prefix}-${i}`, i, opts));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Time bounds and child processes
+// ---------------------------------------------------------------------------------------------------------
+
+export async function withTimeout<T>(p: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no result within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Polls `check` until it returns true; throws after `timeoutMs`. */
+export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string, everyMs = 10): Promise<void> {
+  const t0 = performance.now();
+  while (!(await check())) {
+    if (performance.now() - t0 > timeoutMs) throw new Error(`${what}: not reached within ${Math.round(timeoutMs / 1000)} s`);
+    await Bun.sleep(everyMs);
+  }
+}
+
+export interface BenchServer {
+  port: number;
+  apiKey: string;
+  url: string;
+  proc: Bun.Subprocess<'pipe', 'pipe', 'pipe'>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts scripts/bench/server.ts (the real app, listening on 127.0.0.1) in its own process on a fresh
+ * database in `dir`. It exits when its stdin closes, when it gets SIGTERM, or after maxMs.
+ */
+export async function startBenchServer(dir: string, env: Record<string, string>, opts: { maxMs?: number } = {}): Promise<BenchServer> {
+  const proc = Bun.spawn([process.execPath, 'run', join(import.meta.dir, 'server.ts')], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      BOOTSTRAP_API_KEY: '',
+      VAULT_KEY: '',
+      TLS_CERT_FILE: '',
+      TLS_KEY_FILE: '',
+      PUBLIC_BASE_URL: '',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DATABASE_PATH: join(dir, 'service.sqlite'),
+      VAULT_KEY_FILE: join(dir, 'vault.key'),
+      LOG_LEVEL: 'info',
+      RATE_LIMIT_PER_SECOND: '1000000',
+      RATE_LIMIT_BURST: '10000000',
+      BENCH_MAX_MS: String(opts.maxMs ?? 180_000),
+      ...env,
+    },
+    stdin: 'pipe',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
+  const stop = async () => {
+    if (proc.exitCode !== null) return;
+    proc.kill('SIGTERM');
+    const killer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
+    await proc.exited;
+    clearTimeout(killer);
+  };
+  try {
+    const line = await withTimeout(firstLine(proc.stdout), 20_000, 'bench server start');
+    const info = JSON.parse(line) as { port: number; apiKey: string };
+    return { ...info, url: `http://127.0.0.1:${info.port}`, proc, stop };
+  } catch (e) {
+    await stop();
+    const err = await new Response(proc.stderr).text().catch(() => '');
+    throw new Error(`${(e as Error).message}${err ? `: ${err.trim().slice(0, 500)}` : ''}`);
+  }
+}
+
+async function firstLine(stream: ReadableStream<Uint8Array>): Promise<string> {
+  const reader = stream.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error('bench server exited before it was ready');
+    buf += decoder.decode(value, { stream: true });
+    const nl = buf.indexOf('\n');
+    if (nl >= 0) {
+      reader.releaseLock();
+      return buf.slice(0, nl);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// wrk
+// ---------------------------------------------------------------------------------------------------------
+
+export interface WrkResult {
+  requests: number;
+  rps: number;
+  p50: number;
+  p75: number;
+  p90: number;
+  p99: number;
+  non2xx: number;
+  socketErrors: number;
+  raw: string;
+}
+
+/** Duration in ms from wrk's "1.23ms" / "456.78us" / "1.02s" / "2.00m". */
+function wrkTime(s: string): number {
+  const m = /^([\d.]+)(us|ms|s|m)$/.exec(s.trim());
+  if (!m) return NaN;
+  const n = Number(m[1]);
+  return m[2] === 'us' ? n / 1000 : m[2] === 'ms' ? n : m[2] === 's' ? n * 1000 : n * 60_000;
+}
+
+export async function runWrk(args: { url: string; script?: string; threads: number; connections: number; seconds: number; headers?: Record<string, string> }): Promise<WrkResult> {
+  const cmd = ['wrk', `-t${args.threads}`, `-c${args.connections}`, `-d${args.seconds}s`, '--latency', '--timeout', '10s'];
+  for (const [k, v] of Object.entries(args.headers ?? {})) cmd.push('-H', `${k}: ${v}`);
+  if (args.script) cmd.push('-s', args.script);
+  cmd.push(args.url);
+  const proc = Bun.spawn(cmd, { stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' });
+  const killer = setTimeout(() => proc.kill('SIGKILL'), (args.seconds + 20) * 1000);
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  await proc.exited;
+  clearTimeout(killer);
+  if (proc.exitCode !== 0) throw new Error(`wrk failed (${proc.exitCode}): ${err.trim() || out.trim()}`);
+  const pct = (p: string) => {
+    const m = new RegExp(`^\\s*${p}%\\s+(\\S+)`, 'm').exec(out);
+    return m ? wrkTime(m[1]!) : NaN;
+  };
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN);
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN);
+  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
+  const se = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  const socketErrors = se ? se.slice(1).reduce((a, b) => a + Number(b), 0) : 0;
+  return { requests, rps, p50: pct('50'), p75: pct('75'), p90: pct('90'), p99: pct('99'), non2xx, socketErrors, raw: out };
+}
+
+export function ensureBenchDir(): string {
+  mkdirSync(BENCH_OUT, { recursive: true });
+  return BENCH_OUT;
+}

@@ -1,0 +1,93 @@
+// The real app, listening on 127.0.0.1, for benchmarks that need a server in its own process.
+// Started by startBenchServer (common.ts); configuration comes from the environment like the service's.
+//
+//   BENCH_JOBS=webhook   also runs the webhook delivery job (JobRunner), as index.ts does; default no jobs
+//   BENCH_MAX_MS         exits after this long whatever happens (default 180 s)
+//
+// Extra routes, bench only: POST /bench/parse-only (parses a balance request body and counts authorizers),
+// POST /bench/enqueue {n, url} (n webhook deliveries in one transaction), GET /bench/pending, GET /bench/lag
+// (event-loop stalls since the last call).
+// Prints one JSON line {port, apiKey} when listening; exits when stdin closes or on SIGTERM.
+import pino from 'pino';
+import { loadConfig } from '../../src/config';
+import { createRuntime } from '../../src/runtime';
+import { createApp } from '../../src/app';
+import { JobRunner } from '../../src/platform/jobs';
+import { immediate } from '../../src/platform/db';
+import { createLender } from '../../src/modules/lenders/service';
+import { countPending, enqueueWebhook } from '../../src/modules/webhooks/service';
+import { webhookDeliveryJob } from '../../src/modules/webhooks/jobs';
+import { releaseStaleClaims } from '../../src/modules';
+
+const config = loadConfig();
+// Request logs are written as in production (info, synchronous writes), to /dev/null instead of stdout.
+const rt = createRuntime(config, { logDestination: pino.destination({ dest: '/dev/null', sync: true }) });
+const { apiKey } = createLender(rt.db, 'bench', rt.clock.now());
+releaseStaleClaims(rt);
+
+const jobs = new JobRunner(rt, process.env.BENCH_JOBS === 'webhook' ? [webhookDeliveryJob] : []);
+const app = createApp(rt, { jobs })
+  .post('/bench/parse-only', ({ body }) => ({ n: (body as { authorizers: unknown[] }).authorizers.length }))
+  .post('/bench/enqueue', ({ body }) => {
+    const { n, url } = body as { n: number; url: string };
+    const lenderId = rt.sqlite.query<{ id: string }, []>("SELECT id FROM lenders WHERE name = 'bench'").get()!.id;
+    const startedAt = Date.now();
+    immediate(rt.sqlite, () => {
+      for (let i = 0; i < n; i++) {
+        enqueueWebhook(rt, {
+          lenderId,
+          type: 'BALANCE_BATCH_COMPLETED',
+          url,
+          payload: { event_uuid: crypto.randomUUID(), type: 'BALANCE_BATCH_COMPLETED', batch_id: crypto.randomUUID() },
+        });
+      }
+    });
+    return { n, startedAt, committedAt: Date.now() };
+  })
+  .get('/bench/pending', () => ({ pending: countPending(rt) }))
+  // Event-loop stalls seen since the last call (a 5 ms timer's lateness), then reset.
+  .get('/bench/lag', () => {
+    const sorted = [...lags].sort((a, b) => a - b);
+    const out = { samples: sorted.length, p99: sorted[Math.max(0, Math.ceil(sorted.length * 0.99) - 1)] ?? 0, max: sorted[sorted.length - 1] ?? 0 };
+    lags.length = 0;
+    return out;
+  });
+
+const lags: number[] = [];
+let expected = performance.now() + 5;
+setInterval(() => {
+  const now = performance.now();
+  lags.push(Math.max(0, now - expected));
+  expected = now + 5;
+}, 5).unref();
+
+app.listen({ port: config.port, hostname: config.host });
+jobs.start();
+
+let stopping = false;
+async function shutdown(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    try {
+      await app.server?.stop(true);
+      await jobs.stop();
+      rt.handle.close();
+    } catch {
+      /* exiting anyway */
+    }
+  }
+  process.exit(code);
+}
+
+process.on('SIGTERM', () => void shutdown(0));
+process.on('SIGINT', () => void shutdown(0));
+setTimeout(() => void shutdown(3), Number(process.env.BENCH_MAX_MS ?? 180_000)).unref();
+// The parent holds our stdin: when it goes away (normally or not), so do we.
+void (async () => {
+  for await (const _ of Bun.stdin.stream()) {
+    /* nothing is sent */
+  }
+  await shutdown(0);
+})();
+
+console.log(JSON.stringify({ port: app.server!.port, apiKey }));

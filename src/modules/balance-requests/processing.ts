@@ -6,7 +6,7 @@ import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult
 import { enqueueWebhook } from '../webhooks/service';
 import { onScheduleBatchCompleted } from '../schedules/runs';
 import type { SensitiveFields } from './validation';
-import type { QueuedAuthorizer } from './service';
+import { unpackItems, unpackSensitive } from './payload';
 import { exportStatusFor } from './status';
 
 /** Claims outlive the slowest read (provider timeout and retries), so a live worker keeps its items. */
@@ -106,7 +106,7 @@ function startBatch(deps: Deps, batchId: string, lenderId: string): void {
   const { sqlite } = deps;
   const payload = sqlite.query<{ items: string }, [string]>('SELECT items FROM batch_payloads WHERE batch_id = ?').get(batchId);
   if (!payload) throw new Error(`payload of batch ${batchId} is missing`);
-  const items = JSON.parse(payload.items) as QueuedAuthorizer[];
+  const items = unpackItems(payload.items);
   const insert = sqlite.query<unknown, [string, string, number, string, string, string | null, string | null, string | null, string | null, number | null]>(
     `INSERT INTO batch_items (batch_id, lender_id, seq, authorizer_unique_id, payment_type, routing_number, phone, zip, metadata, threshold_cents)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -131,7 +131,7 @@ class PayloadCache {
     } else {
       const row = this.deps.sqlite.query<{ sealed: string }, [string]>('SELECT sealed FROM batch_payloads WHERE batch_id = ?').get(batchId);
       if (!row) throw new Error(`payload of batch ${batchId} is missing`);
-      v = this.deps.vault.openJson<SensitiveFields[]>(row.sealed);
+      v = unpackSensitive(this.deps.vault.open(row.sealed));
       if (this.cache.size >= PAYLOAD_CACHE_BATCHES) this.cache.delete(this.cache.keys().next().value!);
       this.cache.set(batchId, v);
     }

@@ -8,6 +8,7 @@ import { validateWebhookUrl } from '../webhooks/service';
 import type { AuthedLender } from '../../platform/auth';
 import { validateAuthorizers, type AuthorizerCandidate, type FailedAuthorizer, type NormalizedAuthorizer } from './validation';
 import { errorMessageFor } from './status';
+import { packItems, packSensitive } from './payload';
 
 export const MAX_AUTHORIZERS = 1000;
 export const IDEMPOTENCY_TTL_MS = DAY_MS;
@@ -67,7 +68,7 @@ export function insertBatch(
   }));
   sqlite
     .query('INSERT INTO batch_payloads (batch_id, sealed, items) VALUES (?, ?, ?)')
-    .run(batchId, vault.sealJson(input.authorizers.map((a) => a.sensitive)), JSON.stringify(items));
+    .run(batchId, vault.seal(packSensitive(input.authorizers.map((a) => a.sensitive))), packItems(items));
   return batchId;
 }
 

@@ -1,0 +1,73 @@
+import type { SensitiveFields } from './validation';
+import type { QueuedAuthorizer } from './service';
+
+// Compact encodings of a batch's payload: one positional array per authorizer instead of an object with
+// repeated keys. A 1000-authorizer batch is a third of the bytes to seal, write and fsync.
+
+type PackedSensitive = [
+  string | null, // ssn
+  string | null, // ein
+  string | null, // account number
+  string | null, // debit card number
+  string | null, // cvv
+  number | null, // expiration month
+  number | null, // expiration year
+  string | null, // first name
+  string | null, // last name
+  [number, number, number] | null, // date of birth: year, month, day
+  string | null, // street
+];
+
+export function packSensitive(list: SensitiveFields[]): string {
+  return JSON.stringify(
+    list.map((s): PackedSensitive => [
+      s.ssn,
+      s.ein,
+      s.accountNumber,
+      s.debitCardNumber,
+      s.cvv,
+      s.expirationMonth,
+      s.expirationYear,
+      s.firstName,
+      s.lastName,
+      s.dateOfBirth ? [s.dateOfBirth.year, s.dateOfBirth.month, s.dateOfBirth.day] : null,
+      s.street,
+    ]),
+  );
+}
+
+export function unpackSensitive(text: string): SensitiveFields[] {
+  return (JSON.parse(text) as PackedSensitive[]).map((p) => ({
+    ssn: p[0],
+    ein: p[1],
+    accountNumber: p[2],
+    debitCardNumber: p[3],
+    cvv: p[4],
+    expirationMonth: p[5],
+    expirationYear: p[6],
+    firstName: p[7],
+    lastName: p[8],
+    dateOfBirth: p[9] ? { year: p[9][0], month: p[9][1], day: p[9][2] } : null,
+    street: p[10],
+  }));
+}
+
+type PackedItem = [string, 0 | 1, string | null, string | null, string | null, QueuedAuthorizer['meta'], number | null];
+
+export function packItems(items: QueuedAuthorizer[]): string {
+  return JSON.stringify(
+    items.map((a): PackedItem => [a.id, a.type === 'DEBIT_CARD' ? 1 : 0, a.routing, a.phone, a.zip, a.meta, a.threshold]),
+  );
+}
+
+export function unpackItems(text: string): QueuedAuthorizer[] {
+  return (JSON.parse(text) as PackedItem[]).map((p) => ({
+    id: p[0],
+    type: p[1] === 1 ? 'DEBIT_CARD' : 'ACCOUNT_NUMBER',
+    routing: p[2],
+    phone: p[3],
+    zip: p[4],
+    meta: p[5],
+    threshold: p[6],
+  }));
+}

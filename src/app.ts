@@ -1,9 +1,10 @@
-import { Elysia, t, ValidationError } from 'elysia';
+import { Elysia, t } from 'elysia';
 import { openapi } from '@elysiajs/openapi';
 import { join } from 'node:path';
 import type { Deps } from './platform/deps';
 import { baseUrl } from './platform/deps';
-import { ApiError, envelope, ErrorEnvelope, errorResponses, MethodNotAllowed, HttpsRequired, NotFound } from './platform/errors';
+import { ApiError, envelope, ErrorEnvelope, errorResponses, HttpsRequired, NotFound } from './platform/errors';
+import { fromElysiaError } from './platform/error-mapping';
 import { httpsAllowed, isLoopback } from './platform/https';
 import { newId } from './platform/ids';
 import { migrationStatus } from './platform/db';
@@ -51,12 +52,10 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
   const auth = authPlugin(authenticate, authenticated);
   let routePatterns: { method: string; re: RegExp }[] | null = null;
 
-  const toResponse = (request: Request, err: ApiError | { status: number; code: string; message: string; details?: Record<string, unknown>; suggestion?: string; headers?: Record<string, string> }) => {
+  const toResponse = (request: Request, err: ApiError) => {
     const m = meta.get(request);
-    const isApi = err instanceof ApiError;
     const status = err.status;
-    const code = isApi ? err.errorCode : err.code;
-    const body = envelope(status, code, err.message, docsBase, deps.clock.now(), err.details, err.suggestion);
+    const body = envelope(status, err.errorCode, err.message, docsBase, deps.clock.now(), err.details, err.suggestion);
     const headers: Record<string, string> = { 'content-type': 'application/json', ...(err.headers ?? {}) };
     if (m) {
       headers['x-request-id'] = m.id;
@@ -144,50 +143,16 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner } = {}) {
       }
     })
     .onError(({ code, error, request }) => {
-      if (error instanceof ApiError) return toResponse(request, error);
-      // Errors thrown by a route's body parser (415, 413, malformed JSON) arrive wrapped in a ParseError.
-      const cause = (error as { cause?: unknown }).cause;
-      if (code === 'PARSE' && cause instanceof ApiError) return toResponse(request, cause);
-      if (error instanceof ValidationError || code === 'VALIDATION') {
-        const v = error as ValidationError;
-        let errors: { path: string; message: string }[] = [];
-        try {
-          errors = v.all.map((e) => ({ path: (e as { path?: string }).path || '/', message: (e as { summary?: string; message: string }).summary ?? e.message }));
-        } catch {
-          errors = [{ path: '/', message: 'Invalid request' }];
-        }
-        // Query values are coerced one by one ('property'); the error does not name the parameter, so
-        // find it by the value that failed.
-        if (v.type === 'property') {
-          const found = String((v as { value?: unknown }).value);
-          const name = [...new URL(request.url).searchParams].find(([, val]) => val === found)?.[0];
-          if (name) errors = errors.map((e) => ({ ...e, path: `/${name}` }));
-        }
-        const where = v.type === 'query' || v.type === 'property' ? 'query' : v.type === 'params' ? 'path' : v.type === 'headers' ? 'header' : 'body';
-        return toResponse(request, {
-          status: 400,
-          code: 'BAD_REQUEST',
-          message: `Invalid request ${where}: ${errors[0]?.path ?? ''} ${errors[0]?.message ?? ''}`.trim(),
-          details: { errors },
-        });
-      }
-      if (code === 'PARSE') {
-        return toResponse(request, { status: 400, code: 'BAD_REQUEST', message: 'Request body could not be parsed' });
-      }
-      if (code === 'NOT_FOUND') {
-        const path = new URL(request.url).pathname;
-        const allow = allowedMethods(path, app.routes);
-        if (allow.length > 0) return toResponse(request, new MethodNotAllowed(allow));
-        return toResponse(request, new NotFound(`No route for ${request.method} ${path}`));
-      }
+      const known = fromElysiaError(code, error, request, (path) => allowedMethods(path, app.routes));
+      if (known) return toResponse(request, known);
       const m = meta.get(request);
       deps.logger.error({ reqId: m?.id, err: error }, 'unhandled error');
-      return toResponse(request, {
-        status: 500,
-        code: 'INTERNAL_ERROR',
-        message: `Internal error; quote request id ${m?.id ?? 'unknown'} when reporting it`,
-        details: { request_id: m?.id ?? null },
-      });
+      return toResponse(
+        request,
+        new ApiError(500, 'INTERNAL_ERROR', `Internal error; quote request id ${m?.id ?? 'unknown'} when reporting it`, {
+          request_id: m?.id ?? null,
+        }),
+      );
     })
     .onAfterResponse(({ request, route, set }) => {
       const m = meta.get(request);

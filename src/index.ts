@@ -4,6 +4,7 @@ import { createApp } from './app';
 import { createRuntime } from './runtime';
 import { baseUrl } from './platform/deps';
 import { JobRunner } from './platform/jobs';
+import { startCheckpointer } from './platform/checkpointer';
 import { SchemaTooNewError } from './platform/db';
 import { ensureBootstrapLender } from './modules/lenders/service';
 import { featureJobs, releaseStaleClaims } from './modules';
@@ -32,6 +33,7 @@ async function main(): Promise<void> {
     : undefined;
   app.listen({ port: config.port, hostname: config.host, tls });
   jobs.start();
+  const checkpointer = config.databasePath === ':memory:' ? null : startCheckpointer(runtime.sqlite, config.databasePath, logger);
 
   const url = baseUrl({ ...config, port: app.server?.port ?? config.port });
   logger.info({ port: app.server?.port, vault_key_created: runtime.vaultKeyCreated }, 'listening');
@@ -48,6 +50,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'shutting down');
     await app.server?.stop();
     await jobs.stop();
+    await checkpointer?.stop();
     runtime.handle.close();
     logger.info('stopped');
     process.exit(0);

@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config';
 import { createRuntime } from '../../src/runtime';
 import { createApp } from '../../src/app';
 import { JobRunner } from '../../src/platform/jobs';
+import { startCheckpointer } from '../../src/platform/checkpointer';
 import { immediate } from '../../src/platform/db';
 import { createLender } from '../../src/modules/lenders/service';
 import { countPending, enqueueWebhook } from '../../src/modules/webhooks/service';
@@ -63,6 +64,8 @@ setInterval(() => {
 
 app.listen({ port: config.port, hostname: config.host });
 jobs.start();
+// As index.ts does: WAL checkpoints run in a worker thread, not inside request commits.
+const checkpointer = startCheckpointer(rt.sqlite, config.databasePath, rt.logger);
 
 let stopping = false;
 async function shutdown(code: number): Promise<never> {
@@ -71,6 +74,7 @@ async function shutdown(code: number): Promise<never> {
     try {
       await app.server?.stop(true);
       await jobs.stop();
+      await checkpointer.stop();
       rt.handle.close();
     } catch {
       /* exiting anyway */

@@ -9,7 +9,7 @@ import { tokenFrom } from '../../platform/pagination';
 import { validateWebhookUrl } from '../webhooks/service';
 import { validateAuthorizers } from '../balance-requests/validation';
 import type { CreateScheduleBody, UpdateScheduleBody } from './model';
-import { anchorOf, dateOf, nextRunAfter, parseDate, randomTimeOfDay, startOfDay, type ScheduleTiming } from './times';
+import { dateOf, nextRunAfter, parseDate, randomTimeOfDay, startOfDay, type ScheduleTiming } from './times';
 
 export const DEFAULT_EXPIRY_DAYS = 30;
 export const MAX_EXPIRY_DAYS = 365;
@@ -175,8 +175,7 @@ export function updateSchedule(deps: Deps, lenderId: string, id: string, body: S
       updatedAt: now,
     };
     // Recomputed from the new timing; a run already made is never repeated before `now`.
-    next.nextRunAt = nextRunAfter(timing(next), Math.max(now, (s.lastRunAt ?? 0)) - 1);
-    if (next.nextRunAt !== null && next.nextRunAt < anchorOf(timing(next))) next.nextRunAt = anchorOf(timing(next));
+    next.nextRunAt = nextRunAfter(timing(next), Math.max(now, s.lastRunAt ?? 0) - 1);
     if (next.nextRunAt === null) throw BadRequest.field('expires_at', 'with these values the schedule would never run again');
     deps.sqlite
       .query('UPDATE schedules SET name = ?, interval_days = ?, time_of_day = ?, expires_at = ?, updated_at = ?, next_run_at = ? WHERE id = ?')

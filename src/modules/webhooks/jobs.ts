@@ -9,7 +9,6 @@ import { signingSecrets } from './service';
 export const WEBHOOK_CONCURRENCY = 16;
 /** Longer than a send can take (10 s timeout), so a live sender never loses its claim. */
 export const DELIVERY_LEASE_MS = 30_000;
-export const USER_AGENT = 'debit-recovery-webhooks/0.3.0';
 const FLUSH_EVERY = 32;
 
 interface DueRow {
@@ -128,7 +127,6 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
     const headers = {
       ...signatureHeaders(secrets, row.id, Math.floor(Date.now() / 1000), row.payload),
       'content-type': 'application/json',
-      'user-agent': USER_AGENT,
     };
     const attemptedAt = clock.now();
     const res = await sendWebhook({

@@ -7,12 +7,12 @@ import { createTestContext, type TestContext } from '../../helpers/context';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
 import {
   DELIVERY_LEASE_MS,
-  USER_AGENT,
   WEBHOOK_CONCURRENCY,
   deliverDueWebhooks,
   releaseDeliveryLeases,
 } from '../../../src/modules/webhooks/jobs';
 import { enqueueWebhook, MAX_PAYLOAD_BYTES } from '../../../src/modules/webhooks/service';
+import { WEBHOOK_USER_AGENT as USER_AGENT } from '../../../src/adapters/webhooks/sender';
 import {
   attemptRows,
   authorizer,

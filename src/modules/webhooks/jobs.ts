@@ -124,10 +124,8 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
       secretsByLender.set(row.lenderId, secrets);
     }
     // The signature's timestamp is wall time: receivers check it against their own clocks.
-    const headers = {
-      ...signatureHeaders(secrets, row.id, Math.floor(Date.now() / 1000), row.payload),
-      'content-type': 'application/json',
-    };
+    // The sender adds content-type and user-agent.
+    const headers = signatureHeaders(secrets, row.id, Math.floor(Date.now() / 1000), row.payload);
     const attemptedAt = clock.now();
     const res = await sendWebhook({
       url: row.targetUrl,

@@ -8,6 +8,7 @@ import { createRuntime, type Runtime } from '../../src/runtime';
 import type { Clock } from '../../src/platform/clock';
 import type { AuthedLender } from '../../src/platform/auth';
 import { createLender } from '../../src/modules/lenders/service';
+import { serviceEnv } from './startup';
 
 export const ROOT = join(import.meta.dir, '../..');
 export const BENCH_OUT = join(ROOT, '.bench');
@@ -190,23 +191,14 @@ export interface BenchServer {
 export async function startBenchServer(dir: string, env: Record<string, string>, opts: { maxMs?: number } = {}): Promise<BenchServer> {
   const proc = Bun.spawn([process.execPath, 'run', join(import.meta.dir, 'server.ts')], {
     cwd: ROOT,
-    env: {
-      ...process.env,
-      BOOTSTRAP_API_KEY: '',
-      VAULT_KEY: '',
-      TLS_CERT_FILE: '',
-      TLS_KEY_FILE: '',
-      PUBLIC_BASE_URL: '',
-      HOST: '127.0.0.1',
+    env: serviceEnv(dir, {
       PORT: '0',
-      DATABASE_PATH: join(dir, 'service.sqlite'),
-      VAULT_KEY_FILE: join(dir, 'vault.key'),
       LOG_LEVEL: 'info',
       RATE_LIMIT_PER_SECOND: '1000000',
       RATE_LIMIT_BURST: '10000000',
       BENCH_MAX_MS: String(opts.maxMs ?? 180_000),
       ...env,
-    },
+    }),
     stdin: 'pipe',
     stdout: 'pipe',
     stderr: 'pipe',

@@ -45,26 +45,32 @@ function freePort(): number {
   return port;
 }
 
+/**
+ * Environment of a benchmarked service process: its own database and vault key in `dir`, loopback only,
+ * and none of the caller's settings that would change what is measured.
+ */
+export function serviceEnv(dir: string, extra: Record<string, string>): Record<string, string | undefined> {
+  return {
+    ...process.env,
+    BOOTSTRAP_API_KEY: '',
+    VAULT_KEY: '',
+    TLS_CERT_FILE: '',
+    TLS_KEY_FILE: '',
+    PUBLIC_BASE_URL: '',
+    HOST: '127.0.0.1',
+    DATABASE_PATH: join(dir, 'service.sqlite'),
+    VAULT_KEY_FILE: join(dir, 'vault.key'),
+    ...extra,
+  };
+}
+
 /** Starts the service once in `dir`, returns milliseconds to the first /healthz 200, then stops it with SIGTERM. */
 async function startOnce(dir: string, timeoutMs: number, extraEnv: Record<string, string>): Promise<number> {
   const port = freePort();
   const t0 = performance.now();
   const proc = Bun.spawn([process.execPath, 'run', 'src/index.ts'], {
     cwd: ROOT,
-    env: {
-      ...process.env,
-      BOOTSTRAP_API_KEY: '',
-      VAULT_KEY: '',
-      TLS_CERT_FILE: '',
-      TLS_KEY_FILE: '',
-      PUBLIC_BASE_URL: '',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATABASE_PATH: join(dir, 'service.sqlite'),
-      VAULT_KEY_FILE: join(dir, 'vault.key'),
-      LOG_LEVEL: 'warn',
-      ...extraEnv,
-    },
+    env: serviceEnv(dir, { PORT: String(port), LOG_LEVEL: 'warn', ...extraEnv }),
     stdin: 'ignore',
     stdout: 'ignore',
     stderr: 'pipe',

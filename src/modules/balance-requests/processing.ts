@@ -7,6 +7,7 @@ import { enqueueWebhook } from '../webhooks/service';
 import { onScheduleBatchCompleted } from '../schedules/runs';
 import type { SensitiveFields } from './validation';
 import { unpackItems, unpackSensitive } from './payload';
+import { IDEMPOTENCY_TTL_MS } from './service';
 import { exportStatusFor } from './status';
 
 /** Claims outlive the slowest read (provider timeout and retries), so a live worker keeps its items. */
@@ -304,6 +305,6 @@ export const idempotencyCleanupJob: Job = {
   name: 'idempotency-cleanup',
   intervalMs: 3_600_000,
   tick: (deps) => {
-    deps.sqlite.query('DELETE FROM idempotency_keys WHERE created_at < ?').run(deps.clock.now() - 86_400_000);
+    deps.sqlite.query('DELETE FROM idempotency_keys WHERE created_at < ?').run(deps.clock.now() - IDEMPOTENCY_TTL_MS);
   },
 };

@@ -6,7 +6,7 @@ import { enqueueWebhook, MAX_PAYLOAD_BYTES } from '../webhooks/service';
 import { insertBatch } from '../balance-requests/service';
 import type { NormalizedAuthorizer, SensitiveFields } from '../balance-requests/validation';
 import { nextRunAfter } from './times';
-import type { ScheduleRow } from './service';
+import { SELECT_SCHEDULE, type ScheduleRow } from './service';
 
 /** Runs started per call: each is a synchronous transaction, so the job yields between groups. */
 const DUE_LIMIT = 10;
@@ -48,12 +48,7 @@ function startRun(deps: Deps, scheduleId: string, now: number): boolean {
   const { sqlite, vault } = deps;
   return immediate(sqlite, () => {
     const s = sqlite
-      .query<ScheduleRow, [string, number]>(
-        `SELECT id, lender_id AS lenderId, name, status, interval_days AS intervalDays, time_of_day AS timeOfDay,
-                starts_at AS startsAt, expires_at AS expiresAt, webhook, threshold_cents AS thresholdCents,
-                created_at AS createdAt, next_run_at AS nextRunAt
-           FROM schedules WHERE id = ? AND status = 'ACTIVE' AND next_run_at <= ?`,
-      )
+      .query<ScheduleRow, [string, number]>(`${SELECT_SCHEDULE} WHERE id = ? AND status = 'ACTIVE' AND next_run_at <= ?`)
       .get(scheduleId, now);
     if (!s) return false;
     const rows = sqlite

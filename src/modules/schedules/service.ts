@@ -31,7 +31,7 @@ export interface ScheduleRow {
   nextRunAt: number | null;
 }
 
-const SELECT_SCHEDULE = `SELECT id, lender_id AS lenderId, name, status, interval_days AS intervalDays, time_of_day AS timeOfDay,
+export const SELECT_SCHEDULE = `SELECT id, lender_id AS lenderId, name, status, interval_days AS intervalDays, time_of_day AS timeOfDay,
   starts_at AS startsAt, expires_at AS expiresAt, webhook, threshold_cents AS thresholdCents, created_at AS createdAt,
   updated_at AS updatedAt, last_run_at AS lastRunAt, next_run_at AS nextRunAt FROM schedules`;
 
@@ -190,6 +190,11 @@ export function updateSchedule(deps: Deps, lenderId: string, id: string, body: S
   });
 }
 
+/** No further runs; the schedule, its authorizers' history and its batches are kept. */
+function markDisabled(deps: Deps, id: string): void {
+  deps.sqlite.query("UPDATE schedules SET status = 'DISABLED', next_run_at = NULL, updated_at = ? WHERE id = ?").run(deps.clock.now(), id);
+}
+
 export function removeAuthorizers(deps: Deps, lenderId: string, id: string, ids: string[]) {
   return immediate(deps.sqlite, () => {
     const s = getSchedule(deps, lenderId, id);
@@ -198,9 +203,7 @@ export function removeAuthorizers(deps: Deps, lenderId: string, id: string, ids:
     for (const aid of new Set(ids)) removed += del.run(id, aid).changes;
     del.finalize();
     const remaining = countAuthorizers(deps, id);
-    if (remaining === 0 && s.status === 'ACTIVE') {
-      deps.sqlite.query("UPDATE schedules SET status = 'DISABLED', next_run_at = NULL, updated_at = ? WHERE id = ?").run(deps.clock.now(), id);
-    }
+    if (remaining === 0 && s.status === 'ACTIVE') markDisabled(deps, id);
     return { removed_count: removed, remaining_count: remaining };
   });
 }
@@ -208,7 +211,7 @@ export function removeAuthorizers(deps: Deps, lenderId: string, id: string, ids:
 export function disableSchedule(deps: Deps, lenderId: string, id: string) {
   return immediate(deps.sqlite, () => {
     getSchedule(deps, lenderId, id);
-    deps.sqlite.query("UPDATE schedules SET status = 'DISABLED', next_run_at = NULL, updated_at = ? WHERE id = ?").run(deps.clock.now(), id);
+    markDisabled(deps, id);
     return { schedule_id: id, status: 'DISABLED' as const, message: 'Schedule disabled; its history is kept' };
   });
 }

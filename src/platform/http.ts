@@ -12,7 +12,7 @@ export const SERVER_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 const rawBodyHashes = new WeakMap<Request, string>();
 
-/** SHA-256 of the raw JSON body, recorded by `jsonBody` (the idempotency cache key). */
+/** SHA-256 of the raw JSON body, recorded by `jsonBody({ hash: true })` (the idempotency cache key). */
 export const rawBodyHash = (request: Request): string | undefined => rawBodyHashes.get(request);
 
 function checkLength(request: Request, limit: number): void {
@@ -20,14 +20,15 @@ function checkLength(request: Request, limit: number): void {
   if (len > limit) throw new PayloadTooLarge(limit);
 }
 
-export function jsonBody(limit = JSON_LIMIT_BYTES) {
+export function jsonBody(opts: { limit?: number; hash?: boolean } = {}) {
+  const limit = opts.limit ?? JSON_LIMIT_BYTES;
   return async ({ request }: { request: Request }) => {
     const type = request.headers.get('content-type') ?? '';
     if (!/^application\/(.+\+)?json\b/i.test(type)) throw new UnsupportedMediaType('application/json');
     checkLength(request, limit);
     const text = await request.text();
     if (text.length > limit) throw new PayloadTooLarge(limit);
-    rawBodyHashes.set(request, new Bun.CryptoHasher('sha256').update(text).digest('hex'));
+    if (opts.hash) rawBodyHashes.set(request, new Bun.CryptoHasher('sha256').update(text).digest('hex'));
     try {
       return JSON.parse(text) as unknown;
     } catch {

@@ -41,7 +41,7 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
       },
       {
         auth: true,
-        parse: jsonBody(),
+        parse: jsonBody({ hash: true }),
         body: BalanceRequestBody,
         response: { 201: BatchSubmission, ...errors(400, 401, 413, 415, 429) },
         detail: {

@@ -37,6 +37,11 @@ export interface Config {
   metricsToken: string | null;
   publicBaseUrl: string | null;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  processorPollIntervalMs: number;
+  monitorReadIntervalMs: number;
+  collectionMarginCents: number;
+  sandboxSettlementMs: number;
+  stripeApiUrl: string | null;
 }
 
 type Env = Record<string, string | undefined>;
@@ -136,5 +141,11 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken: str(env, 'METRICS_TOKEN'),
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL'),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+    // Down to 100 ms, so tests and a two-minute demo can run the whole payment cycle quickly.
+    processorPollIntervalMs: int(env, 'PROCESSOR_POLL_INTERVAL_MS', 60_000, 100, 86_400_000),
+    monitorReadIntervalMs: int(env, 'MONITOR_READ_INTERVAL_MS', 14_400_000, 100, 30 * 86_400_000),
+    collectionMarginCents: int(env, 'COLLECTION_MARGIN_CENTS', 0, 0, 1_000_000_000),
+    sandboxSettlementMs: int(env, 'SANDBOX_SETTLEMENT_MS', 60_000, 0, 30 * 86_400_000),
+    stripeApiUrl: url(env, 'STRIPE_API_URL'),
   };
 }

@@ -1,0 +1,131 @@
+// The payment-processor contract. One small interface per processor, each with a transformer from the
+// processor's own statuses and codes into the spec's event-status vocabulary. Amounts are integer cents.
+// Every processor call that creates money movement carries the service's payment id as its idempotency key.
+
+/** The spec's payment event statuses. */
+export const EVENT_STATUSES = [
+  'processing',
+  'settled',
+  'returned',
+  'late_returned',
+  'invalid',
+  'voided',
+  'refunded',
+  'not_attempted',
+] as const;
+export type EventStatus = (typeof EVENT_STATUSES)[number];
+
+export const RAILS = ['ach', 'card'] as const;
+export type Rail = (typeof RAILS)[number];
+
+export const PROCESSOR_NAMES = ['sandbox', 'stripe'] as const;
+export type ProcessorName = (typeof PROCESSOR_NAMES)[number];
+
+/** A raw debit card, only ever held in memory on its way to the processor's tokenization. */
+export interface RawCard {
+  number: string;
+  cvv: string | null;
+  expMonth: number;
+  expYear: number;
+}
+
+export interface TokenizedCard {
+  /** Opaque processor token (Stripe `pm_…`, sandbox `sbxpm_…`); the only card reference the service keeps. */
+  token: string;
+  last4: string;
+  brand: string | null;
+  funding: string | null;
+  expMonth: number;
+  expYear: number;
+}
+
+/** What a debit is drawn on: a bank account by its numbers, or a processor token (stored `pm_…` or card token). */
+export type DebitInstrument =
+  | { kind: 'bank_account'; routingNumber: string; accountNumber: string }
+  | { kind: 'token'; token: string };
+
+export interface DebitRequest {
+  /** The service's payment id: the idempotency key of the create call. */
+  paymentId: string;
+  /** `DRS-{authorizer_unique_id}-{payment_id}`: into the processor's metadata and description. */
+  reference: string;
+  amountCents: number;
+  rail: Rail;
+  instrument: DebitInstrument;
+  borrower: { name: string; email?: string | null };
+}
+
+export interface DebitResult {
+  /** The processor's id of the payment (Stripe `pi_…`); null only when the processor kept nothing. */
+  processorPaymentId: string | null;
+  /** The status known at creation: usually `processing`; a card can be `settled`, `returned` or `invalid` at once. */
+  status: EventStatus;
+  returnCode: string | null;
+  /** Why, when the status is not `processing`/`settled` (a decline, `requires_action`). No personal data. */
+  message: string | null;
+}
+
+/** One observed status of one processor payment, read from the processor's change feed. */
+export interface ProcessorChange {
+  /** Unique per processor account and stable across re-reads (Stripe `evt_…`, sandbox event sequence). */
+  sourceEventId: string;
+  processorPaymentId: string;
+  /** The `DRS-…` reference from metadata, or whatever reference the lender set; null when none. */
+  reference: string | null;
+  status: EventStatus;
+  amountCents: number;
+  returnCode: string | null;
+  occurredAt: number;
+  message: string | null;
+}
+
+export interface ChangePage {
+  /** Oldest first. */
+  changes: ProcessorChange[];
+  /** Pass back to read on from here; unchanged when nothing new was read. */
+  nextCursor: string | null;
+  /** More changes are waiting beyond this page. */
+  hasMore: boolean;
+}
+
+/** The processor refused the key (authentication failed, revoked, wrong mode). */
+export class KeyRefused extends Error {
+  constructor(message = 'the processor refused this key') {
+    super(message);
+    this.name = 'KeyRefused';
+  }
+}
+
+/** The card was refused at tokenization (bad number, expired, declined); the message says why, without the number. */
+export class CardRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CardRefused';
+  }
+}
+
+/**
+ * The processor could not be reached or answered a transient error (network, timeout, 5xx, 429). Worth
+ * retrying with the same idempotency key; says nothing about the payment or the key.
+ */
+export class ProcessorUnavailable extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ProcessorUnavailable';
+  }
+}
+
+export interface Processor {
+  readonly name: ProcessorName;
+  /** One cheap authenticated read. Throws KeyRefused or ProcessorUnavailable. */
+  verifyKey(key: string): Promise<void>;
+  /** Throws CardRefused or ProcessorUnavailable. */
+  tokenizeCard(key: string, card: RawCard): Promise<TokenizedCard>;
+  /**
+   * Creates (or, for a repeated paymentId, returns the first) debit. A definite refusal comes back as a
+   * result (`invalid`, `returned`, `not_attempted`); throws ProcessorUnavailable when the outcome is unknown.
+   */
+  createDebit(key: string, req: DebitRequest): Promise<DebitResult>;
+  /** Changes after `cursor` (null: from the start), oldest first. Throws KeyRefused or ProcessorUnavailable. */
+  listChanges(key: string, cursor: string | null, opts?: { limit?: number }): Promise<ChangePage>;
+}

@@ -31,7 +31,21 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
       metricsToken: null,
       publicBaseUrl: null,
       logLevel: 'info',
+      processorPollIntervalMs: 60_000,
+      monitorReadIntervalMs: 14_400_000,
+      collectionMarginCents: 0,
+      sandboxSettlementMs: 60_000,
+      stripeApiUrl: null,
     });
+  });
+
+  test('payment intervals accept values down to 100 ms and no lower', () => {
+    expect(loadConfig({ PROCESSOR_POLL_INTERVAL_MS: '100', MONITOR_READ_INTERVAL_MS: '100' })).toMatchObject({
+      processorPollIntervalMs: 100,
+      monitorReadIntervalMs: 100,
+    });
+    expect(() => loadConfig({ PROCESSOR_POLL_INTERVAL_MS: '99' })).toThrow(/PROCESSOR_POLL_INTERVAL_MS/);
+    expect(() => loadConfig({ STRIPE_API_URL: 'not a url' })).toThrow(/STRIPE_API_URL/);
   });
 
   test('empty strings count as unset', () => {

@@ -1,0 +1,88 @@
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { EVENT_STATUSES, RAILS } from '../../src/adapters/processors/types';
+
+// The built-in sandbox processor's own state. It stands for an outside system, so it lives in its own
+// tables: a restart of the service never loses a payment that is "at the processor". `account` is the
+// SHA-256 hex of the processor key: the key itself is never stored here.
+
+export const SANDBOX_INSTRUMENT_KINDS = ['bank_account', 'token'] as const;
+
+export const sandboxPayments = sqliteTable(
+  'sandbox_payments',
+  {
+    id: text('id').primaryKey(), // sbxpay_…
+    account: text('account').notNull(),
+    // The caller's payment id: a repeated create with it returns this payment.
+    idempotencyKey: text('idempotency_key').notNull(),
+    reference: text('reference'),
+    amountCents: integer('amount_cents').notNull(),
+    rail: text('rail', { enum: RAILS }).notNull(),
+    instrumentKind: text('instrument_kind', { enum: SANDBOX_INSTRUMENT_KINDS }).notNull(),
+    // The answer to the first create, returned again on a replay.
+    createdStatus: text('created_status', { enum: EVENT_STATUSES }).notNull(),
+    createdReturnCode: text('created_return_code'),
+    createdMessage: text('created_message'),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('sandbox_payments_account_idem_uq').on(t.account, t.idempotencyKey)],
+);
+
+// The outcome schedule: statuses a payment will take once the clock reaches due_at. Each is moved into
+// sandbox_events (and deleted here) when it comes due, so the change feed only shows what has happened.
+export const sandboxTransitions = sqliteTable(
+  'sandbox_transitions',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    account: text('account').notNull(),
+    paymentId: text('payment_id')
+      .notNull()
+      .references(() => sandboxPayments.id),
+    status: text('status', { enum: EVENT_STATUSES }).notNull(),
+    returnCode: text('return_code'),
+    message: text('message'),
+    dueAt: integer('due_at').notNull(),
+  },
+  (t) => [index('sandbox_transitions_due_idx').on(t.account, t.dueAt)],
+);
+
+// The change feed: seq is the cursor, so it only ever grows (AUTOINCREMENT never reuses a value).
+export const sandboxEvents = sqliteTable(
+  'sandbox_events',
+  {
+    seq: integer('seq').primaryKey({ autoIncrement: true }),
+    account: text('account').notNull(),
+    paymentId: text('payment_id')
+      .notNull()
+      .references(() => sandboxPayments.id),
+    status: text('status', { enum: EVENT_STATUSES }).notNull(),
+    returnCode: text('return_code'),
+    message: text('message'),
+    occurredAt: integer('occurred_at').notNull(),
+  },
+  (t) => [index('sandbox_events_account_seq_idx').on(t.account, t.seq)],
+);
+
+// Tokenized cards: what a processor keeps about a card, never its number or CVV.
+export const sandboxCards = sqliteTable('sandbox_cards', {
+  token: text('token').primaryKey(), // sbxpm_…
+  account: text('account').notNull(),
+  last4: text('last4').notNull(),
+  brand: text('brand').notNull(),
+  funding: text('funding').notNull(),
+  expMonth: integer('exp_month').notNull(),
+  expYear: integer('exp_year').notNull(),
+  createdAt: integer('created_at').notNull(),
+});
+
+// Creates that failed transiently before any payment existed (cents 98), so the next try of the same
+// idempotency key succeeds.
+export const sandboxIdempotency = sqliteTable(
+  'sandbox_idempotency',
+  {
+    account: text('account').notNull(),
+    idempotencyKey: text('idempotency_key').notNull(),
+    failedAttempts: integer('failed_attempts').notNull(),
+    firstAttemptAt: integer('first_attempt_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.account, t.idempotencyKey] })],
+);

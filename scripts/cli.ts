@@ -5,7 +5,8 @@ import { Database } from 'bun:sqlite';
 import { appendFileSync, existsSync, renameSync, writeFileSync, chmodSync } from 'node:fs';
 import { ConfigError, loadConfig, type Config } from '../src/config';
 import { openDatabase, immediate, SchemaTooNewError, type DbHandle } from '../src/platform/db';
-import { generateVaultKey, loadVault, SEALED_COLUMNS } from '../src/platform/vault';
+import { generateVaultKey, loadVault } from '../src/platform/vault';
+import { SEALED_COLUMNS } from '../src/modules';
 import {
   createLender,
   findLender,
@@ -16,6 +17,9 @@ import {
   revokeKey,
   setDebitCardApproval,
 } from '../src/modules/lenders/service';
+import { createSandboxCharge, SandboxProcessor } from '../src/adapters/processors/sandbox';
+import { KeyRefused, ProcessorUnavailable } from '../src/adapters/processors/types';
+import { systemClock } from '../src/platform/clock';
 
 const USAGE = `Usage: bun run cli <command>
 
@@ -28,7 +32,9 @@ const USAGE = `Usage: bun run cli <command>
   key revoke PREFIX             revoke the key with that prefix
   backup FILE                   consistent online copy of the database, integrity-checked
   vault rotate                  new vault key; re-seal every stored secret under it (service stopped)
-  vault status                  how many sealed values each vault key holds`;
+  vault status                  how many sealed values each vault key holds
+  sandbox charge --key KEY --amount CENTS --reference REF [--rail ach|card]
+                                create a payment at the sandbox processor, as a lender would outside the service`;
 
 export class CliError extends Error {}
 
@@ -174,6 +180,27 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
         return table(
           Object.entries(counts).map(([kid, n]) => ({ key_id: kid, current: kid === vault.currentKeyId ? 'yes' : 'no', values: String(n) })),
         );
+      }
+      case 'sandbox charge': {
+        // Flags, not positions: a charge has several required values and an optional rail.
+        const opt = (name: string) => {
+          const i = argv.indexOf(`--${name}`);
+          return i > 1 ? argv[i + 1] : undefined;
+        };
+        const usage = 'Usage: sandbox charge --key KEY --amount CENTS --reference REF [--rail ach|card]';
+        const [key, amount, reference, rail = 'ach'] = [opt('key'), opt('amount'), opt('reference'), opt('rail')];
+        if (!key || !amount || !reference) throw new CliError(usage);
+        if (!/^[1-9]\d{0,9}$/.test(amount)) throw new CliError('--amount is a positive whole number of cents');
+        if (rail !== 'ach' && rail !== 'card') throw new CliError('--rail is ach or card');
+        const processor = new SandboxProcessor({ sqlite: h.sqlite, clock: systemClock, settlementMs: config.sandboxSettlementMs });
+        try {
+          const r = await createSandboxCharge(processor, key, { amountCents: Number(amount), reference, rail });
+          return `Created sandbox payment ${r.processorPaymentId}: status ${r.status}${r.returnCode ? ` ${r.returnCode}` : ''}, reference ${reference}.`;
+        } catch (e) {
+          // The key stays out of the message: the processor's refusal never echoes it.
+          if (e instanceof KeyRefused || e instanceof ProcessorUnavailable) throw new CliError(e.message);
+          throw e;
+        }
       }
       default:
         throw new CliError(`Unknown command: ${argv.join(' ')}\n\n${USAGE}`);

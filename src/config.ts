@@ -1,3 +1,5 @@
+import { API_KEY_PATTERN } from './platform/api-keys';
+
 // Environment → typed, validated configuration. A bad value stops the start with one line naming the
 // variable and what it expects (ConfigError carries that line).
 
@@ -46,7 +48,6 @@ export interface Config {
 
 type Env = Record<string, string | undefined>;
 
-const API_KEY_PATTERN = /^drs_live_[0-9A-Za-z]{32}$/;
 
 function str(env: Env, name: string): string | null {
   const v = env[name];
@@ -148,4 +149,12 @@ export function loadConfig(env: Env = process.env): Config {
     sandboxSettlementMs: int(env, 'SANDBOX_SETTLEMENT_MS', 60_000, 0, 30 * 86_400_000),
     stripeApiUrl: url(env, 'STRIPE_API_URL'),
   };
+}
+
+/** The base address used in links (documentation_url), from PUBLIC_BASE_URL or the listen address. */
+export function baseUrl(config: Config): string {
+  if (config.publicBaseUrl) return config.publicBaseUrl;
+  const scheme = config.tlsCertFile ? 'https' : 'http';
+  const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
+  return `${scheme}://${host}:${config.port}`;
 }

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError, loadConfig } from './config';
+import { baseUrl, ConfigError, loadConfig } from './config';
 import { createApp } from './app';
 import { createRuntime } from './runtime';
-import { baseUrl } from './platform/deps';
 import { JobRunner } from './platform/jobs';
 import { startCheckpointer } from './platform/checkpointer';
 import { SchemaTooNewError } from './platform/db';

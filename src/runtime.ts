@@ -1,8 +1,8 @@
 import type { DestinationStream } from 'pino';
 import { ConfigError, type Config } from './config';
+import type { Deps } from './deps';
 import { systemClock, type Clock } from './platform/clock';
 import { openDatabase, type DbHandle } from './platform/db';
-import type { Deps } from './platform/deps';
 import { createLogger } from './platform/logger';
 import { Metrics } from './platform/metrics';
 import { loadVault, type Vault } from './platform/vault';
@@ -10,13 +10,17 @@ import { PageTokens } from './platform/pagination';
 import { createBalanceProvider } from './adapters/bank-data';
 import type { BalanceProvider } from './adapters/bank-data/types';
 import { loadRoutingDirectory } from './adapters/routing';
+import { featureHooks } from './modules';
+
+// The composition root: the one place that knows every concrete piece (platform, adapters, features) and
+// wires them into the Deps that routes, services and jobs receive.
 
 export interface Runtime extends Deps {
   handle: DbHandle;
   vaultKeyCreated: boolean;
 }
 
-/** Opens everything the service runs on: vault, database (migrated), logger, metrics. */
+/** Opens everything the service runs on: vault, database (migrated), logger, metrics, adapters. */
 export function createRuntime(
   config: Config,
   opts: { clock?: Clock; logDestination?: DestinationStream; vault?: Vault; defaultMetrics?: boolean; bank?: BalanceProvider } = {},
@@ -51,5 +55,6 @@ export function createRuntime(
     pageTokens: new PageTokens(vault),
     routing: routing.directory,
     bank: opts.bank ?? createBalanceProvider(config, routing.directory, logger),
+    hooks: featureHooks(),
   };
 }

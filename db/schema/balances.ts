@@ -1,5 +1,6 @@
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { lenders } from './lenders';
+import { BATCH_SOURCES, BATCH_STATUSES, EXPORT_STATUSES, ITEM_STATES, PAYMENT_TYPES } from './enums';
 
 export const batches = sqliteTable(
   'batches',
@@ -8,9 +9,9 @@ export const batches = sqliteTable(
     lenderId: text('lender_id')
       .notNull()
       .references(() => lenders.id),
-    source: text('source', { enum: ['api', 'csv', 'schedule'] }).notNull(),
+    source: text('source', { enum: BATCH_SOURCES }).notNull(),
     scheduleId: text('schedule_id'),
-    status: text('status', { enum: ['pending', 'processing', 'completed'] }).notNull(),
+    status: text('status', { enum: BATCH_STATUSES }).notNull(),
     webhookUrl: text('webhook_url'),
     creator: text('creator'),
     submittedAt: integer('submitted_at').notNull(),
@@ -50,13 +51,13 @@ export const batchItems = sqliteTable(
     lenderId: text('lender_id').notNull(),
     seq: integer('seq').notNull(), // position in the request and in the sealed payload
     authorizerUniqueId: text('authorizer_unique_id').notNull(),
-    paymentType: text('payment_type', { enum: ['ACCOUNT_NUMBER', 'DEBIT_CARD'] }).notNull(),
+    paymentType: text('payment_type', { enum: PAYMENT_TYPES }).notNull(),
     routingNumber: text('routing_number'),
     phone: text('phone'),
     zip: text('zip'),
     metadata: text('metadata'), // JSON object or null
     thresholdCents: integer('threshold_cents'), // schedule runs: the applicable threshold
-    state: text('state', { enum: ['pending', 'done'] }).notNull().default('pending'),
+    state: text('state', { enum: ITEM_STATES }).notNull().default('pending'),
     attempts: integer('attempts').notNull().default(0),
     nextAttemptAt: integer('next_attempt_at').notNull().default(0),
     leaseUntil: integer('lease_until').notNull().default(0),
@@ -80,7 +81,7 @@ export const balanceResults = sqliteTable(
     authorizerUniqueId: text('authorizer_unique_id').notNull(),
     balanceCents: integer('balance_cents'),
     statusCode: integer('status_code').notNull(),
-    exportStatus: text('export_status').notNull(),
+    exportStatus: text('export_status', { enum: EXPORT_STATUSES }).notNull(),
     institution: text('institution'),
     recordedAt: integer('recorded_at').notNull(),
   },

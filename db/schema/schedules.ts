@@ -1,5 +1,6 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { lenders } from './lenders';
+import { PAYMENT_TYPES, SCHEDULE_STATUSES } from './enums';
 
 export const schedules = sqliteTable(
   'schedules',
@@ -9,7 +10,7 @@ export const schedules = sqliteTable(
       .notNull()
       .references(() => lenders.id),
     name: text('name').notNull(),
-    status: text('status', { enum: ['ACTIVE', 'COMPLETED', 'DISABLED'] }).notNull(),
+    status: text('status', { enum: SCHEDULE_STATUSES }).notNull(),
     intervalDays: integer('interval_days').notNull(),
     timeOfDay: text('time_of_day').notNull(), // HH:mm UTC
     startsAt: text('starts_at'), // YYYY-MM-DD
@@ -36,7 +37,7 @@ export const scheduleAuthorizers = sqliteTable(
       .notNull()
       .references(() => schedules.id),
     authorizerUniqueId: text('authorizer_unique_id').notNull(),
-    paymentType: text('payment_type', { enum: ['ACCOUNT_NUMBER', 'DEBIT_CARD'] }).notNull(),
+    paymentType: text('payment_type', { enum: PAYMENT_TYPES }).notNull(),
     routingNumber: text('routing_number'),
     phone: text('phone'),
     zip: text('zip'),

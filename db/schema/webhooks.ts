@@ -1,5 +1,6 @@
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
 import { lenders } from './lenders';
+import { DELIVERY_STATES, WEBHOOK_TYPES } from './enums';
 
 export const webhookSecrets = sqliteTable(
   'webhook_secrets',
@@ -24,16 +25,17 @@ export const webhookDeliveries = sqliteTable(
     lenderId: text('lender_id')
       .notNull()
       .references(() => lenders.id),
-    type: text('type').notNull(),
+    type: text('type', { enum: WEBHOOK_TYPES }).notNull(),
     targetUrl: text('target_url').notNull(),
     payload: text('payload').notNull(),
-    state: text('state', { enum: ['pending', 'delivered', 'failed'] }).notNull(),
+    state: text('state', { enum: DELIVERY_STATES }).notNull(),
     attempts: integer('attempts').notNull().default(0),
     createdAt: integer('created_at').notNull(),
     firstAttemptAt: integer('first_attempt_at'),
     lastAttemptAt: integer('last_attempt_at'),
-    nextAttemptAt: integer('next_attempt_at'),
-    leaseUntil: integer('lease_until'),
+    nextAttemptAt: integer('next_attempt_at'), // null once delivered or failed
+    // 0 when not leased; never null, so a delivery inserted without it is still claimed.
+    leaseUntil: integer('lease_until').notNull().default(0),
     lastStatusCode: integer('last_status_code'),
     lastError: text('last_error'),
     finishedAt: integer('finished_at'),

@@ -8,9 +8,9 @@ import type { Bench, WrkResult } from './common';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { authorizers, benchRuntime, ensureBenchDir, median, ms, num, runWrk, startBenchServer, tempDir } from './common';
 import { BalanceRequestBody } from '../../src/modules/balance-requests/model';
-import { validateAuthorizers } from '../../src/modules/balance-requests/validation';
+import { readAuthorizerList } from '../../src/modules/authorizers/read';
 import { insertBatch } from '../../src/modules/balance-requests/service';
-import { immediate } from '../../src/platform/db';
+import { withTransaction } from '../../src/platform/context';
 
 const AUTHORIZERS = 1000;
 const SECONDS = 10;
@@ -32,16 +32,18 @@ function breakdown(body: string) {
     );
   const parsed = JSON.parse(body) as { authorizers: Record<string, unknown>[] };
   const schema = TypeCompiler.Compile(BalanceRequestBody);
-  const candidates = () => parsed.authorizers.map((candidate, i) => ({ candidate: candidate as never, rowNumber: i + 1 }));
-  const { accepted } = validateAuthorizers(candidates(), { debitCardsApproved: false, now: Date.now() });
+  const read = () => readAuthorizerList(parsed.authorizers, '/authorizers', { min: 1, max: 1000, debitCardsApproved: false, now: Date.now() });
+  const { accepted } = read();
   const b = benchRuntime({});
   try {
     return {
       parse: time(() => JSON.parse(body)),
       check: time(() => schema.Check(parsed)),
       decode: time(() => schema.Decode(parsed)),
-      validate: time(() => validateAuthorizers(candidates(), { debitCardsApproved: false, now: Date.now() })),
-      insert: time(() => immediate(b.rt.sqlite, () => insertBatch(b.rt, { lenderId: b.lender.id, source: 'api', authorizers: accepted, now: Date.now() }))),
+      validate: time(read),
+      insert: time(() =>
+        withTransaction({ deps: b.rt }, (tx) => insertBatch({ ctx: tx, input: { lenderId: b.lender.id, source: 'api', authorizers: accepted, now: Date.now() } })),
+      ),
     };
   } finally {
     b.close();

@@ -3,8 +3,9 @@
 import { parse } from 'csv-parse/sync';
 import { createApp } from '../../src/app';
 import { parseBalanceCsv } from '../../src/modules/balance-requests/csv-input';
-import { validateAuthorizers } from '../../src/modules/balance-requests/validation';
+import { validateAuthorizers } from '../../src/modules/authorizers/rules';
 import { insertBatch } from '../../src/modules/balance-requests/service';
+import { withTransaction } from '../../src/platform/context';
 import { immediate } from '../../src/platform/db';
 import { readCsv } from '../../src/platform/csv';
 import type { Bench } from './common';
@@ -89,7 +90,7 @@ export const csvBench: Bench = {
     const validateMs = median(Array.from({ length: 5 }, () => time(() => validateAuthorizers(candidates, { debitCardsApproved: false, now: Date.now() }))));
     const { accepted } = validateAuthorizers(candidates, { debitCardsApproved: false, now: Date.now() });
     const insertMs = median(
-      Array.from({ length: 5 }, () => time(() => immediate(rt.sqlite, () => insertBatch(rt, { lenderId: b.lender.id, source: 'csv', authorizers: accepted, now: Date.now() })))),
+      Array.from({ length: 5 }, () => time(() => withTransaction({ deps: rt }, (tx) => insertBatch({ ctx: tx, input: { lenderId: b.lender.id, source: 'csv', authorizers: accepted, now: Date.now() } })))),
     );
 
     const e = median(endpoint);

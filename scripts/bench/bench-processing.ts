@@ -6,7 +6,7 @@ import { authorizers, benchRuntime, num } from './common';
 import { submitBalanceRequest } from '../../src/modules/balance-requests/service';
 import { processBalances } from '../../src/modules/balance-requests/processing';
 import type { Runtime } from '../../src/runtime';
-import type { AuthedLender } from '../../src/platform/auth';
+import type { AuthedLender } from '../../src/http/auth';
 
 const LATENCY_MS = 50;
 const TARGET = 1.3;
@@ -15,10 +15,7 @@ export async function submitBatches(rt: Runtime, lender: AuthedLender, batches: 
   const ids: string[] = [];
   for (let b = 0; b < batches; b++) {
     const list = authorizers(`${opts.prefix}${b}`, size, { metadata: opts.metadata });
-    const res = await submitBalanceRequest(rt, lender, {
-      candidates: list.map((candidate, i) => ({ candidate, rowNumber: i + 1 })),
-      source: 'api',
-    });
+    const res = await submitBalanceRequest({ ctx: { lender, deps: rt }, input: { body: { authorizers: list } } });
     if (res.body.failed_authorizers.length > 0) throw new Error(`${res.body.failed_authorizers.length} authorizers failed validation`);
     ids.push(res.body.batch_id);
   }

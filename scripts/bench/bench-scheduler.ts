@@ -35,7 +35,7 @@ async function idleTicks(ctx: BenchContext) {
   for (let i = 0; i < IDLE_SCHEDULES; i++) {
     const minute = 10 * 60 + (i % (14 * 60));
     const tod = `${String(Math.floor(minute / 60)).padStart(2, '0')}:${String(minute % 60).padStart(2, '0')}`;
-    await createSchedule(rt, b.lender, { name: `idle-${i}`, interval_days: 1 + (i % 7), time_of_day: tod, authorizers: authorizers(`i${i}`, 1) });
+    await createSchedule({ ctx: { lender: b.lender, deps: rt }, input: { body: { name: `idle-${i}`, interval_days: 1 + (i % 7), time_of_day: tod, authorizers: authorizers(`i${i}`, 1) } } });
   }
   setSynchronous(rt, 'FULL');
   const active = rt.sqlite.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM schedules WHERE status = 'ACTIVE'").get()!.n;
@@ -62,7 +62,7 @@ async function dueRuns(ctx: BenchContext) {
   ctx.defer(() => b.close());
   const { rt } = b;
   for (let i = 0; i < DUE_SCHEDULES; i++) {
-    await createSchedule(rt, b.lender, { name: `due-${i}`, interval_days: 1, time_of_day: '10:00', authorizers: authorizers(`d${i}`, PER_SCHEDULE) });
+    await createSchedule({ ctx: { lender: b.lender, deps: rt }, input: { body: { name: `due-${i}`, interval_days: 1, time_of_day: '10:00', authorizers: authorizers(`d${i}`, PER_SCHEDULE) } } });
   }
   clock.set(`${DAY}T10:00:00.000Z`);
   const n = DUE_SCHEDULES * PER_SCHEDULE;

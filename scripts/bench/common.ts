@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config';
 import { createRuntime, type Runtime } from '../../src/runtime';
 import type { Clock } from '../../src/platform/clock';
-import type { AuthedLender } from '../../src/platform/auth';
+import type { AuthedLender } from '../../src/http/auth';
 import { createLender } from '../../src/modules/lenders/service';
 import { serviceEnv } from './startup';
 

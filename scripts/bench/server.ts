@@ -35,12 +35,12 @@ const app = createApp(rt, { jobs })
     const startedAt = Date.now();
     immediate(rt.sqlite, () => {
       for (let i = 0; i < n; i++) {
-        enqueueWebhook(rt, {
+        enqueueWebhook({ ctx: { deps: rt }, input: {
           lenderId,
           type: 'BALANCE_BATCH_COMPLETED',
           url,
           payload: { event_uuid: crypto.randomUUID(), type: 'BALANCE_BATCH_COMPLETED', batch_id: crypto.randomUUID() },
-        });
+        } });
       }
     });
     return { n, startedAt, committedAt: Date.now() };

@@ -1,8 +1,9 @@
 import { Elysia } from 'elysia';
-import type { Deps } from './deps';
-import { ErrorEnvelope, RateLimited, Unauthorized } from './errors';
+import type { Lender, PlatformDeps } from '../platform/context';
+import { API_KEY_PATTERN, hashApiKey } from '../platform/api-keys';
+import { RateLimited, Unauthenticated } from '../platform/errors';
+import { ErrorEnvelope } from './errors';
 import { RateLimiter } from './rate-limit';
-import { API_KEY_PATTERN, hashApiKey, type Lender } from '../modules/lenders/service';
 
 export interface AuthedLender extends Lender {
   keyId: string;
@@ -12,7 +13,7 @@ export interface AuthedLender extends Lender {
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 
 /** Resolves `Authorization: Bearer <key>` to its lender and applies the per-key rate limit. */
-export function createAuthenticator(deps: Deps): (header: string | undefined) => AuthedLender {
+export function createAuthenticator(deps: PlatformDeps): (header: string | undefined) => AuthedLender {
   const limiter = new RateLimiter(deps.config.rateLimitPerSecond, deps.config.rateLimitBurst);
   const lookup = deps.sqlite.query<
     { keyId: string; lastUsedAt: number | null; id: string; name: string; debitCardApproved: number },
@@ -27,13 +28,13 @@ export function createAuthenticator(deps: Deps): (header: string | undefined) =>
   const lastWrite = new Map<string, number>();
 
   function authenticate(header: string | undefined): AuthedLender {
-    if (!header) throw new Unauthorized('Missing Authorization header');
+    if (!header) throw new Unauthenticated('Missing Authorization header');
     const match = /^Bearer ([^\s]+)$/.exec(header.trim());
-    if (!match) throw new Unauthorized('Authorization must use the Bearer scheme');
+    if (!match) throw new Unauthenticated('Authorization must use the Bearer scheme');
     const key = match[1]!;
-    if (!API_KEY_PATTERN.test(key)) throw new Unauthorized('Invalid API key');
+    if (!API_KEY_PATTERN.test(key)) throw new Unauthenticated('Invalid API key');
     const row = lookup.get(hashApiKey(key));
-    if (!row) throw new Unauthorized('Invalid API key');
+    if (!row) throw new Unauthenticated('Invalid API key');
     const now = deps.clock.now();
     const wait = limiter.take(row.keyId, now);
     if (wait > 0) throw new RateLimited(wait);
@@ -65,3 +66,5 @@ export function authPlugin(
     },
   });
 }
+
+export type Auth = ReturnType<typeof authPlugin>;

@@ -1,4 +1,5 @@
-import { BadRequest, PayloadTooLarge, UnsupportedMediaType } from './errors';
+import { InvalidInput } from '../platform/errors';
+import { PayloadTooLarge, UnsupportedMediaType } from './errors';
 
 // Route-level body parsers. Each checks the content type (415) and the size (413) before reading, so a
 // route's limit holds whatever Bun's server-wide ceiling is.
@@ -32,7 +33,7 @@ export function jsonBody(opts: { limit?: number; hash?: boolean } = {}) {
     try {
       return JSON.parse(text) as unknown;
     } catch {
-      throw new BadRequest('Request body is not valid JSON', undefined, 'Send a JSON document');
+      throw new InvalidInput('Request body is not valid JSON', undefined, 'Send a JSON document');
     }
   };
 }
@@ -46,10 +47,18 @@ export function multipartBody(limit = UPLOAD_LIMIT_BYTES + MULTIPART_OVERHEAD_BY
     try {
       form = await request.formData();
     } catch {
-      throw new BadRequest('Request body is not valid multipart/form-data');
+      throw new InvalidInput('Request body is not valid multipart/form-data');
     }
     const out: Record<string, unknown> = {};
     for (const [k, v] of form.entries()) out[k] = v;
     return out;
   };
+}
+
+/**
+ * A request body for the OpenAPI document, for routes whose body is read by the service rather than by a
+ * route schema (the document generator leaves such bodies empty). Spread into the route's `detail`.
+ */
+export function documentedBody(schema: object, mediaType: 'application/json' | 'multipart/form-data') {
+  return { requestBody: { required: true, content: { [mediaType]: { schema: schema as Record<string, unknown> } } } };
 }

@@ -1,14 +1,19 @@
-import type { Deps } from '../platform/deps';
+import type { Deps } from '../deps';
+import type { Auth } from '../http/auth';
 import type { Job } from '../platform/jobs';
-import type { authPlugin } from '../platform/auth';
+import type { SealedColumn } from '../platform/vault';
+import type { FeatureHooks } from './hooks';
 import { webhookRoutes } from './webhooks/routes';
 import { releaseDeliveryLeases, webhookDeliveryJob } from './webhooks/jobs';
 import { balanceRoutes } from './balance-requests/routes';
-import { balanceProcessingJob, idempotencyCleanupJob, releaseItemLeases } from './balance-requests/processing';
+import { balanceProcessingJob, idempotencyCleanupJob, itemQueue } from './balance-requests/processing';
 import { scheduleRoutes } from './schedules/routes';
-import { scheduleJob } from './schedules/runs';
+import { onScheduleBatchCompleted, scheduleJob } from './schedules/runs';
+import { sealedColumns as webhookSealed } from './webhooks/service';
+import { sealedColumns as batchSealed } from './balance-requests/service';
+import { sealedColumns as scheduleSealed } from './schedules/service';
 
-export type Auth = ReturnType<typeof authPlugin>;
+// The features, as the composition root sees them: their routes, jobs, hooks, sealed columns and queues.
 
 /** Every feature's routes, mounted by createApp. */
 export function featureRoutes(deps: Deps, auth: Auth) {
@@ -16,15 +21,23 @@ export function featureRoutes(deps: Deps, auth: Auth) {
 }
 
 /** Every feature's jobs, started by index.ts. */
-export function featureJobs(): Job[] {
+export function featureJobs(): Job<Deps>[] {
   return [scheduleJob, balanceProcessingJob, webhookDeliveryJob, idempotencyCleanupJob];
 }
+
+/** What features do when another feature's event happens (a batch completing runs the schedules' hook). */
+export function featureHooks(): FeatureHooks {
+  return { batchCompleted: [onScheduleBatchCompleted] };
+}
+
+/** Every column holding vault-sealed values, for `vault rotate` and `vault status`. */
+export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed, ...scheduleSealed];
 
 /**
  * One process serves a database file, so at start nothing can still hold a claim: work a stopped process
  * had claimed is made due again at once instead of after its lease.
  */
-export function releaseStaleClaims(deps: Deps): void {
-  releaseItemLeases(deps);
+export function releaseStaleClaims(deps: Pick<Deps, 'sqlite'>): void {
+  itemQueue(deps).releaseAll();
   releaseDeliveryLeases(deps);
 }

@@ -1,167 +1,62 @@
-import { t } from 'elysia';
-import { Int } from './schema';
+// Domain errors: what went wrong, in the service's own terms. Services and jobs throw these; they carry no
+// HTTP status. The HTTP edge (src/http/errors.ts) maps each class to a status and code in one table.
+// Elysia reads a `.code` property of thrown errors itself, so none of these has one; match with instanceof.
 
-// Typed errors thrown by services and hooks; `toEnvelope` is the only place they become HTTP bodies.
-// Elysia reads a `.code` property of thrown errors itself, so ours carry `errorCode` and are matched
-// with instanceof.
-
-export interface ErrorDetail {
+export interface FieldProblem {
   path: string;
   message: string;
 }
 
-export class ApiError extends Error {
+export abstract class DomainError extends Error {
   constructor(
-    readonly status: number,
-    readonly errorCode: string,
     message: string,
     readonly details?: Record<string, unknown>,
     readonly suggestion?: string,
-    readonly headers?: Record<string, string>,
   ) {
     super(message);
-    this.name = 'ApiError';
+    this.name = new.target.name;
   }
 }
 
-export class BadRequest extends ApiError {
-  constructor(message: string, details?: Record<string, unknown>, suggestion?: string) {
-    super(400, 'BAD_REQUEST', message, details, suggestion);
+/** The input breaks a rule; `details.errors` lists `{path, message}` when the problem has a place. */
+export class InvalidInput extends DomainError {
+  static field(path: string, message: string, suggestion?: string): InvalidInput {
+    return new InvalidInput(message, { errors: [{ path, message }] }, suggestion);
   }
-  static field(path: string, message: string): BadRequest {
-    return new BadRequest(message, { errors: [{ path, message }] });
+  static fields(message: string, errors: FieldProblem[], extra: Record<string, unknown> = {}): InvalidInput {
+    return new InvalidInput(message, { ...extra, errors });
   }
 }
-export class Unauthorized extends ApiError {
+
+/** No such object for this lender (another lender's object is not found either). */
+export class NotFound extends DomainError {
+  constructor(
+    readonly entity: string,
+    readonly id?: string,
+  ) {
+    super(`${entity} not found`);
+  }
+}
+
+/** The request clashes with the state of what is stored (a name in use, a second default). */
+export class Conflict extends DomainError {}
+
+/** The caller may not have this, although it exists (the CSV export of another lender's batch). */
+export class Forbidden extends DomainError {}
+
+/** No valid credentials. */
+export class Unauthenticated extends DomainError {
   constructor(message = 'A valid API key is required') {
-    super(401, 'UNAUTHORIZED', message, undefined, 'Send the header Authorization: Bearer <API_KEY>');
-  }
-}
-export class Forbidden extends ApiError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super(403, 'FORBIDDEN', message, details);
-  }
-}
-export class HttpsRequired extends ApiError {
-  constructor() {
-    super(403, 'HTTPS_REQUIRED', 'Requests must use HTTPS', undefined, 'Call the https:// address of the service');
-  }
-}
-export class NotFound extends ApiError {
-  constructor(message = 'Resource not found') {
-    super(404, 'RESOURCE_NOT_FOUND', message);
-  }
-}
-export class MethodNotAllowed extends ApiError {
-  constructor(allow: string[]) {
-    super(405, 'METHOD_NOT_ALLOWED', `Method not allowed; this path accepts ${allow.join(', ')}`, undefined, undefined, {
-      Allow: allow.join(', '),
-    });
-  }
-}
-export class Conflict extends ApiError {
-  constructor(message: string, details?: Record<string, unknown>) {
-    super(409, 'CONFLICT', message, details);
-  }
-}
-export class PayloadTooLarge extends ApiError {
-  constructor(limitBytes: number) {
-    super(413, 'PAYLOAD_TOO_LARGE', `Request body is larger than ${limitBytes} bytes`, { limit_bytes: limitBytes });
-  }
-}
-export class UnsupportedMediaType extends ApiError {
-  constructor(expected: string) {
-    super(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type must be ${expected}`);
-  }
-}
-export class RateLimited extends ApiError {
-  constructor(retryAfterSeconds: number) {
-    super(429, 'RATE_LIMITED', 'Too many requests', undefined, `Retry after ${retryAfterSeconds} seconds`, {
-      'Retry-After': String(retryAfterSeconds),
-    });
-  }
-}
-export class ServiceUnavailable extends ApiError {
-  constructor(message = 'Service unavailable') {
-    super(503, 'SERVICE_UNAVAILABLE', message);
+    super(message, undefined, 'Send the header Authorization: Bearer <API_KEY>');
   }
 }
 
-export interface Envelope {
-  status: 'error';
-  status_code: number;
-  error: {
-    code: string;
-    message: string;
-    details?: Record<string, unknown>;
-    timestamp: string;
-    suggestion?: string;
-  };
-  documentation_url: string;
-}
-
-export function envelope(
-  status: number,
-  code: string,
-  message: string,
-  docsBase: string,
-  now: number,
-  details?: Record<string, unknown>,
-  suggestion?: string,
-): Envelope {
-  const error: Envelope['error'] = { code, message, timestamp: new Date(now).toISOString() };
-  if (details !== undefined) error.details = details;
-  if (suggestion !== undefined) error.suggestion = suggestion;
-  return {
-    status: 'error',
-    status_code: status,
-    error,
-    documentation_url: `${docsBase}/docs#${code.toLowerCase().replace(/_/g, '-')}`,
-  };
-}
-
-/** The shared OpenAPI schema of every error body. */
-export const ErrorEnvelope = t.Object(
-  {
-    status: t.Literal('error'),
-    status_code: Int(),
-    error: t.Object({
-      code: t.String({ examples: ['BAD_REQUEST'] }),
-      message: t.String(),
-      details: t.Optional(t.Record(t.String(), t.Unknown())),
-      timestamp: t.String({ format: 'date-time' }),
-      suggestion: t.Optional(t.String()),
-    }),
-    documentation_url: t.String({ format: 'uri' }),
-  },
-  {
-    title: 'ErrorEnvelope',
-    examples: [
-      {
-        status: 'error',
-        status_code: 404,
-        error: { code: 'RESOURCE_NOT_FOUND', message: 'Batch not found', timestamp: '2026-11-21T10:00:00.000Z' },
-        documentation_url: 'http://localhost:3000/docs#resource-not-found',
-      },
-    ],
-  },
-);
-
-/**
- * Response map entries for documented error statuses, for a route's `response` option. They refer to the
- * shared `ErrorEnvelope` model that `errorModels` registers, so the document has one schema for all errors.
- */
-export function errors<S extends number>(...statuses: S[]): Record<S, 'ErrorEnvelope'> {
-  const out = {} as Record<S, 'ErrorEnvelope'>;
-  for (const s of statuses) out[s] = 'ErrorEnvelope';
-  return out;
-}
-
-/** Error statuses written straight into an OpenAPI `responses` object, for routes that return a raw Response. */
-export function errorResponses(described: Record<number, string>): Record<number, unknown> {
-  const out: Record<number, unknown> = {};
-  for (const [status, description] of Object.entries(described)) {
-    out[Number(status)] = { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } } };
+/** Too many requests from one caller; try again after `retryAfterSeconds`. */
+export class RateLimited extends DomainError {
+  constructor(readonly retryAfterSeconds: number) {
+    super('Too many requests', undefined, `Retry after ${retryAfterSeconds} seconds`);
   }
-  return out;
 }
+
+/** Something the service depends on (a processor, the bank-data source) cannot be reached now. */
+export class Unavailable extends DomainError {}

@@ -1,12 +1,12 @@
 import { AsyncTask, SimpleIntervalJob, ToadScheduler } from 'toad-scheduler';
-import type { Deps } from './deps';
+import type { PlatformDeps } from './context';
 
 /** A job is a plain function of the platform; the runner only decides when it is called. */
-export interface Job {
+export interface Job<D extends PlatformDeps = PlatformDeps> {
   name: string;
   intervalMs: number;
   /** `signal` aborts at shutdown: a long tick stops taking new work and finishes what it holds. */
-  tick(deps: Deps, signal: AbortSignal): Promise<unknown> | unknown;
+  tick(deps: D, signal: AbortSignal): Promise<unknown> | unknown;
 }
 
 /**
@@ -14,15 +14,15 @@ export interface Job {
  * records every run in `job_state`, counts failures in metrics and logs them. `stop()` waits for running
  * ticks to finish.
  */
-export class JobRunner {
+export class JobRunner<D extends PlatformDeps = PlatformDeps> {
   private readonly scheduler = new ToadScheduler();
   private readonly inFlight = new Map<string, Promise<void>>();
   private stopped = true;
   private readonly abort = new AbortController();
 
   constructor(
-    private readonly deps: Deps,
-    private readonly jobs: Job[],
+    private readonly deps: D,
+    private readonly jobs: Job<D>[],
   ) {}
 
   get running(): boolean {
@@ -40,7 +40,7 @@ export class JobRunner {
   }
 
   /** Runs one tick of the job now unless one is already running (then waits for that one). */
-  runOnce(job: Job): Promise<void> {
+  runOnce(job: Job<D>): Promise<void> {
     const current = this.inFlight.get(job.name);
     if (current) return current;
     const p = this.execute(job).finally(() => this.inFlight.delete(job.name));
@@ -48,7 +48,7 @@ export class JobRunner {
     return p;
   }
 
-  private async execute(job: Job): Promise<void> {
+  private async execute(job: Job<D>): Promise<void> {
     if (this.stopped) return;
     const { sqlite, clock, metrics, logger } = this.deps;
     const startedAt = clock.now();

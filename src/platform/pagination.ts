@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { t } from 'elysia';
-import { BadRequest } from './errors';
+import { InvalidInput } from './errors';
 import type { Vault } from './vault';
 
 // Opaque, tamper-evident page tokens: base64url(JSON position) + "." + HMAC. The scope names the listing
@@ -36,7 +36,7 @@ export class PageTokens {
 }
 
 const invalidToken = () =>
-  BadRequest.field('next_page_token', 'Invalid page token; pass next_page_token exactly as returned');
+  InvalidInput.field('next_page_token', 'Invalid page token; pass next_page_token exactly as returned');
 
 /** Both spellings the spec uses for the page token; next_page_token wins when both are sent. */
 export const pageTokenQuery = {

@@ -1,4 +1,4 @@
-import { Type, type IntegerOptions } from '@sinclair/typebox';
+import { Type, type IntegerOptions, type TUnsafe } from '@sinclair/typebox';
 
 /**
  * A plain integer schema for JSON bodies and responses. Elysia's `t.Integer` also coerces numeric strings,
@@ -6,3 +6,13 @@ import { Type, type IntegerOptions } from '@sinclair/typebox';
  * accepts "12" for 12. Query parameters, which arrive as text, keep `t.Integer`.
  */
 export const Int = (options?: IntegerOptions) => Type.Integer(options);
+
+/**
+ * A string schema that takes exactly these values, from an `as const` list. A union of literals, not
+ * `t.UnionEnum`: Elysia fills a missing optional UnionEnum query parameter with its first value.
+ */
+export const OneOf = <const T extends readonly [string, ...string[]]>(values: T, options?: { description?: string }) =>
+  Type.Union(
+    values.map((v) => Type.Literal(v)),
+    options,
+  ) as unknown as TUnsafe<T[number]>;

@@ -97,9 +97,9 @@ export function loadVault(opts: { vaultKey: string | null; vaultKeyFile: string 
   return { vault: new Vault(key, older), created: true };
 }
 
-/** Every column that holds sealed values, for re-sealing under a new key. */
-export const SEALED_COLUMNS: { table: string; key: string; column: string }[] = [
-  { table: 'webhook_secrets', key: 'id', column: 'secret_sealed' },
-  { table: 'batch_payloads', key: 'batch_id', column: 'sealed' },
-  { table: 'schedule_authorizers', key: 'id', column: 'sealed' },
-];
+/** A column that holds sealed values, registered by the feature that owns it (modules/index.ts). */
+export interface SealedColumn {
+  table: string;
+  key: string;
+  column: string;
+}

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CliError, runCli } from '../../scripts/cli';
 import { LenderError } from '../../src/modules/lenders/service';
-import { SEALED_COLUMNS, Vault } from '../../src/platform/vault';
+import { Vault } from '../../src/platform/vault';
+import { SEALED_COLUMNS } from '../../src/modules';
 import { createTestContext, type TestContext } from '../helpers/context';
 
 const ROOT = join(import.meta.dir, '../..');

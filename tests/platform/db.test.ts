@@ -1,8 +1,10 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { drizzle } from 'drizzle-orm/bun-sqlite';
+import { migrate } from 'drizzle-orm/bun-sqlite/migrator';
 import {
   MIGRATIONS_DIR,
   SchemaTooNewError,
@@ -17,13 +19,21 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;
 const freshPath = () => join(dir, `db-${++n}`, 'service.sqlite');
 
-/** Every table the migration files create. */
+/** Every table the migration files leave behind: created or renamed into place, and not dropped or renamed away. */
 function migrationTables(): string[] {
-  const out: string[] = [];
-  for (const f of readdirSync(MIGRATIONS_DIR).filter((x) => x.endsWith('.sql'))) {
-    for (const m of readFileSync(join(MIGRATIONS_DIR, f), 'utf8').matchAll(/CREATE TABLE [`"]?(\w+)[`"]?/g)) out.push(m[1]!);
+  const out = new Set<string>();
+  const statement = /CREATE TABLE [`"]?(\w+)[`"]?|DROP TABLE [`"]?(\w+)[`"]?|ALTER TABLE [`"]?(\w+)[`"]? RENAME TO [`"]?(\w+)[`"]?/g;
+  for (const f of readdirSync(MIGRATIONS_DIR).filter((x) => x.endsWith('.sql')).sort()) {
+    for (const m of readFileSync(join(MIGRATIONS_DIR, f), 'utf8').matchAll(statement)) {
+      if (m[1]) out.add(m[1]);
+      else if (m[2]) out.delete(m[2]);
+      else {
+        out.delete(m[3]!);
+        out.add(m[4]!);
+      }
+    }
   }
-  return out;
+  return [...out];
 }
 
 const tables = (sqlite: Database) =>
@@ -177,6 +187,45 @@ describe('immediate', () => {
         }),
       ).toThrow('boom');
       expect(h.sqlite.query('SELECT id FROM lenders ORDER BY id').all()).toEqual([{ id: 'l1' }]);
+    } finally {
+      h.close();
+    }
+  });
+});
+
+describe('upgrading a database written by an earlier version', () => {
+  test('webhook_deliveries.lease_until becomes NOT NULL: a delivery stored without it is claimable, its attempts kept', () => {
+    // The database as the first two migrations left it, with a delivery that has no lease value.
+    const path = freshPath();
+    const earlier = join(dir, `earlier-${n}`);
+    mkdirSync(join(earlier, 'meta'), { recursive: true });
+    const journal = JSON.parse(readFileSync(join(MIGRATIONS_DIR, 'meta/_journal.json'), 'utf8'));
+    const first = journal.entries.filter((e: { tag: string }) => e.tag < '0002');
+    for (const e of first) cpSync(join(MIGRATIONS_DIR, `${e.tag}.sql`), join(earlier, `${e.tag}.sql`));
+    writeFileSync(join(earlier, 'meta/_journal.json'), JSON.stringify({ ...journal, entries: first }));
+    mkdirSync(dirname(path), { recursive: true });
+    const old = new Database(path);
+    old.exec('PRAGMA foreign_keys = ON');
+    migrate(drizzle(old), { migrationsFolder: earlier });
+    old.exec("INSERT INTO lenders (id, name, debit_card_approved, created_at) VALUES ('l1', 'old', 0, 0)");
+    old.exec(
+      `INSERT INTO webhook_deliveries (id, lender_id, type, target_url, payload, state, attempts, created_at, next_attempt_at, lease_until)
+       VALUES ('d1', 'l1', 'BALANCE_BATCH_COMPLETED', 'http://127.0.0.1:9/', '{}', 'pending', 1, 0, 0, NULL)`,
+    );
+    old.exec("INSERT INTO webhook_attempts (delivery_id, attempted_at, duration_ms) VALUES ('d1', 0, 5)");
+    old.close();
+
+    const h = openDatabase(path);
+    try {
+      expect(h.sqlite.query('SELECT lease_until AS l FROM webhook_deliveries').get()).toEqual({ l: 0 });
+      expect(h.sqlite.query('SELECT COUNT(*) AS n FROM webhook_attempts').get()).toEqual({ n: 1 });
+      expect(h.sqlite.query('PRAGMA foreign_key_check').all()).toEqual([]);
+      const notnull = (h.sqlite.query('PRAGMA table_info(webhook_deliveries)').all() as { name: string; notnull: number }[]).find(
+        (c) => c.name === 'lease_until',
+      );
+      expect(notnull?.notnull).toBe(1);
+      // No scaffolding table of the rebuild is left behind.
+      expect(tables(h.sqlite).filter((t) => t.startsWith('__'))).toEqual(['__drizzle_migrations']);
     } finally {
       h.close();
     }

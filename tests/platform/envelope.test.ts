@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, useTestContext } from '../helpers/context';
-import { JSON_LIMIT_BYTES } from '../../src/platform/http';
+import { JSON_LIMIT_BYTES } from '../../src/http/body';
 
 const ctx = useTestContext();
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { loadConfig, type Config } from '../../src/config';
-import { httpsAllowed, isLoopback } from '../../src/platform/https';
+import { httpsAllowed, isLoopback } from '../../src/http/https';
 import { createTestContext, type TestContext } from '../helpers/context';
 
 const cfg = (env: Record<string, string> = {}): Config => loadConfig({ DATABASE_PATH: ':memory:', ...env });

@@ -1,20 +1,20 @@
 import { describe, expect, test } from 'bun:test';
 import { useTestContext } from '../helpers/context';
 import { PageTokens, tokenFrom } from '../../src/platform/pagination';
-import { BadRequest } from '../../src/platform/errors';
+import { InvalidInput } from '../../src/platform/errors';
 import { Vault, generateVaultKey } from '../../src/platform/vault';
 import { balanceProcessingJob } from '../../src/modules/balance-requests/processing';
 
 const authorizer = (id: string) => ({ authorizer_unique_id: id, ssn: '123456789', account_number: '0001234567', routing_number: '110000000' });
 
-function badRequest(fn: () => unknown): BadRequest {
+function badRequest(fn: () => unknown): InvalidInput {
   try {
     fn();
   } catch (e) {
-    expect(e).toBeInstanceOf(BadRequest);
-    return e as BadRequest;
+    expect(e).toBeInstanceOf(InvalidInput);
+    return e as InvalidInput;
   }
-  throw new Error('expected a BadRequest');
+  throw new Error('expected a InvalidInput');
 }
 
 describe('PageTokens', () => {

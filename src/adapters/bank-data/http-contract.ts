@@ -8,6 +8,7 @@ import {
   isFailureStatusCode,
   OTHER_ERROR_CODE,
 } from './types';
+import { dollarsToCentsRounded } from '../../platform/money';
 
 export interface BalanceRequestBody {
   authorizer_unique_id: string;
@@ -48,36 +49,6 @@ export function toRequestBody(req: BalanceReadRequest): BalanceRequestBody {
   };
 }
 
-const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?$/;
-
-/**
- * Dollars (a JSON number such as 1234.56, or the same as a string) to integer cents without binary floating
- * point error: the shortest decimal text of the number is split into digits, so 0.29 is 29 cents, never 28.
- * Digits past the cent round half away from zero. Null when the value is not a decimal amount or the cents
- * would not be an exact integer.
- */
-export function dollarsToCents(value: unknown): number | null {
-  let text: string;
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) return null;
-    text = String(value);
-    // Exponent form only appears below 1e-6 (rounds to no cents) or at 1e21 and above (beyond exact integers).
-    if (/e/i.test(text)) return Math.abs(value) < 1 ? 0 : null;
-  } else if (typeof value === 'string') {
-    text = value.trim();
-  } else {
-    return null;
-  }
-  const m = DECIMAL.exec(text);
-  if (!m) return null;
-  const [, sign, whole, fraction = ''] = m;
-  let cents = BigInt(whole) * 100n + BigInt((fraction + '00').slice(0, 2));
-  if (fraction.length > 2 && fraction[2] >= '5') cents += 1n;
-  if (cents > BigInt(Number.MAX_SAFE_INTEGER)) return null;
-  const n = Number(cents);
-  return sign === '-' && n !== 0 ? -n : n;
-}
-
 /**
  * The provider's answer as a read result, or null when it does not follow the contract (the caller treats
  * that as a transient failure: a garbled answer says nothing about the account).
@@ -87,7 +58,7 @@ export function fromResponseBody(body: unknown): BalanceReadResult | null {
   const { balance_status_code: code, balance } = body as Record<string, unknown>;
   if (typeof code !== 'number' || !Number.isSafeInteger(code) || code < 0) return null;
   if (code === 0) {
-    const cents = dollarsToCents(balance);
+    const cents = dollarsToCentsRounded(balance);
     return cents === null ? null : { kind: 'balance', balanceCents: cents };
   }
   // A failure code carries no balance; any balance sent along with it is ignored.

@@ -5,7 +5,6 @@ import type { BalanceProvider } from './types';
 
 export { HttpBalanceProvider, type HttpBalanceProviderOptions } from './http';
 export { SandboxBalanceProvider } from './sandbox';
-export { dollarsToCents } from './http-contract';
 export {
   FAILURE_STATUS_CODES,
   OTHER_ERROR_CODE,

@@ -1,8 +1,13 @@
 import valid from 'card-validator';
+import type { PaymentType } from '../../../db/schema/enums';
 import { routingNumberProblem } from '../../adapters/routing/aba';
-import type { AuthorizerInput } from './model';
+import { dollarsToCents } from '../../platform/money';
 
-export type PaymentType = 'ACCOUNT_NUMBER' | 'DEBIT_CARD';
+// The rules of an authorizer's fields, beyond their shape: one payment-information mode, tax id, routing
+// checksum, leading zeros, card approval and expiry, phone, date of birth. One place for balance requests,
+// schedules and enrollments.
+
+export type { PaymentType };
 
 /** The fields that are sealed in the vault, never stored or logged in the clear. */
 export interface SensitiveFields {
@@ -38,7 +43,31 @@ export interface FailedAuthorizer {
   row_number: number;
 }
 
-export interface AuthorizerCandidate extends AuthorizerInput {
+/** An authorizer whose fields have the right shape (read.ts), before its rules are checked. */
+export interface AuthorizerCandidate {
+  authorizer_unique_id: string;
+  first_name?: string;
+  last_name?: string;
+  phone_number?: string;
+  date_of_birth?: { day: number; month: number; year: number };
+  address?: {
+    street_address_line1?: string;
+    street_address_line2?: string;
+    city?: string;
+    state?: string;
+    zip_code?: string;
+    country?: string;
+  };
+  zip_code?: string;
+  ssn?: string;
+  ein?: string;
+  account_number?: string;
+  routing_number?: string;
+  debit_card_number?: string;
+  cvv?: string;
+  expiration_month?: number;
+  expiration_year?: number;
+  metadata?: Record<string, string | number | boolean>;
   threshold_amount?: number;
 }
 
@@ -158,7 +187,8 @@ export function validateAuthorizer(
   }
   let thresholdCents: number | null = null;
   if (a.threshold_amount !== undefined && a.threshold_amount !== null) {
-    thresholdCents = Math.round(a.threshold_amount * 100);
+    thresholdCents = dollarsToCents(a.threshold_amount);
+    if (thresholdCents === null) return fail('threshold_amount must be dollars with at most two decimals');
   }
 
   return {

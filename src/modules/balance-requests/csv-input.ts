@@ -1,6 +1,6 @@
-import { BadRequest } from '../../platform/errors';
+import { InvalidInput } from '../../platform/errors';
 import { CsvError, decodeCsvBytes, metaKey, normalizeHeader, readCsv } from '../../platform/csv';
-import type { AuthorizerCandidate, FailedAuthorizer } from './validation';
+import type { AuthorizerCandidate, FailedAuthorizer } from '../authorizers/rules';
 
 export const MAX_CSV_ROWS = 5000;
 
@@ -49,21 +49,21 @@ export function parseBalanceCsv(bytes: Uint8Array): {
   try {
     table = readCsv(text);
   } catch (e) {
-    if (e instanceof CsvError) throw BadRequest.field('file', `The CSV could not be read: ${e.message}`);
+    if (e instanceof CsvError) throw InvalidInput.field('file', `The CSV could not be read: ${e.message}`);
     throw e;
   }
-  if (table.header.length === 0) throw BadRequest.field('file', 'The CSV file is empty');
+  if (table.header.length === 0) throw InvalidInput.field('file', 'The CSV file is empty');
   const columns = table.header.map((h) => {
     const meta = metaKey(h);
     return meta !== null ? { meta } : { name: normalizeHeader(h) };
   });
   if (!columns.some((c) => c.name === 'authorizer_unique_id')) {
-    throw BadRequest.field('file', 'The CSV needs an authorizer_unique_id column');
+    throw InvalidInput.field('file', 'The CSV needs an authorizer_unique_id column');
   }
   const unknown = columns.filter((c) => c.name !== undefined && !KNOWN_COLUMNS.has(c.name)).map((c) => c.name);
   if (unknown.length > 0) warnings.push(`Columns ignored (not recognised): ${unknown.join(', ')}`);
   if (table.rows.length > MAX_CSV_ROWS) {
-    throw BadRequest.field('file', `The CSV has ${table.rows.length} data rows; at most ${MAX_CSV_ROWS} are accepted per file`);
+    throw InvalidInput.field('file', `The CSV has ${table.rows.length} data rows; at most ${MAX_CSV_ROWS} are accepted per file`);
   }
 
   const candidates: { candidate: AuthorizerCandidate; rowNumber: number }[] = [];

@@ -1,56 +1,11 @@
-import { t, type Static } from 'elysia';
+import { t } from 'elysia';
+import { BATCH_SOURCES, BATCH_STATUSES, PAYMENT_TYPES } from '../../../db/schema/enums';
 import { pageTokenQuery } from '../../platform/pagination';
-import { Int } from '../../platform/schema';
+import { Int, OneOf } from '../../platform/schema';
+import { AUTHORIZER_FIELDS, objectSchema } from '../authorizers/fields';
 
-const Str = (description?: string, max = 255) => t.Optional(t.String({ maxLength: max, ...(description ? { description } : {}) }));
-
-export const DateOfBirth = t.Object(
-  {
-    day: Int({ minimum: 1, maximum: 31 }),
-    month: Int({ minimum: 1, maximum: 12 }),
-    year: Int({ minimum: 1900, maximum: 2100 }),
-  },
-  { additionalProperties: false },
-);
-
-export const Address = t.Object(
-  {
-    street_address_line1: Str(),
-    street_address_line2: Str(),
-    city: Str(),
-    state: Str(),
-    zip_code: Str('5 digits, or ZIP+4; leading zeros significant', 10),
-    country: Str(),
-  },
-  { additionalProperties: false },
-);
-
-export const Metadata = t.Record(t.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$' }), t.Union([t.String({ maxLength: 1000 }), t.Number(), t.Boolean()]), {
-  description: 'Caller data kept with the result; each key becomes a meta_<key> column of the CSV export',
-});
-
-/** Authorizer fields shared by balance requests and schedules. */
-export const authorizerFields = {
-  authorizer_unique_id: t.String({ minLength: 1, maxLength: 255, description: "Caller's own stable identifier of the borrower" }),
-  first_name: Str(),
-  last_name: Str(),
-  phone_number: Str('US phone number; exported as E.164', 32),
-  date_of_birth: t.Optional(DateOfBirth),
-  address: t.Optional(Address),
-  zip_code: Str('Accepted at the top level too (CSV shape)', 10),
-  ssn: Str('9 digits, dashes allowed; leading zeros significant', 11),
-  ein: Str('9 digits (10 accepted), dash allowed', 11),
-  account_number: Str('Bank account number; not validated for length or format', 34),
-  routing_number: Str('ABA routing number, 9 digits; leading zeros significant', 9),
-  debit_card_number: Str('Debit card number (approved lenders only)', 23),
-  cvv: Str(undefined, 4),
-  expiration_month: t.Optional(Int({ minimum: 1, maximum: 12 })),
-  expiration_year: t.Optional(Int({ minimum: 2000, maximum: 2100 })),
-  metadata: t.Optional(Metadata),
-};
-
-export const Authorizer = t.Object(authorizerFields, { additionalProperties: false });
-export type AuthorizerInput = Static<typeof Authorizer>;
+/** An authorizer as the OpenAPI document shows it; read.ts enforces the same table in one pass. */
+export const Authorizer = objectSchema(AUTHORIZER_FIELDS, ['authorizer_unique_id'], { title: 'Authorizer' });
 
 const exampleAuthorizer = {
   authorizer_unique_id: 'loan-1001',
@@ -75,7 +30,7 @@ export const BalanceRequestBody = t.Object(
 export const FailedAuthorizer = t.Object({
   authorizer_unique_id: t.Nullable(t.String()),
   error: t.String(),
-  account_type: t.Union([t.Literal('ACCOUNT_NUMBER'), t.Literal('DEBIT_CARD')]),
+  account_type: OneOf(PAYMENT_TYPES),
   row_number: Int({ description: 'Position in the request (1-based); in a CSV the header is row 1' }),
 });
 
@@ -115,8 +70,8 @@ export const CsvUploadBody = t.Object({
 export const BatchStatus = t.Object(
   {
     batch_id: t.String(),
-    status: t.Union([t.Literal('pending'), t.Literal('processing'), t.Literal('completed')]),
-    source: t.Union([t.Literal('api'), t.Literal('csv'), t.Literal('schedule')]),
+    status: OneOf(BATCH_STATUSES),
+    source: OneOf(BATCH_SOURCES),
     schedule_id: t.Nullable(t.String()),
     submitted_at: t.String({ format: 'date-time' }),
     completed_at: t.Nullable(t.String({ format: 'date-time' })),

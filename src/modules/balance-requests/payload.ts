@@ -1,4 +1,4 @@
-import type { SensitiveFields } from './validation';
+import type { SensitiveFields } from '../authorizers/rules';
 import type { QueuedAuthorizer } from './service';
 
 // Compact encodings of a batch's payload: one positional array per authorizer instead of an object with

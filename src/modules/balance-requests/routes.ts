@@ -1,8 +1,9 @@
 import { Elysia, t } from 'elysia';
-import type { Deps } from '../../platform/deps';
-import { BadRequest, errorResponses, errors } from '../../platform/errors';
-import { jsonBody, multipartBody, rawBodyHash, MULTIPART_OVERHEAD_BYTES } from '../../platform/http';
-import type { Auth } from '..';
+import type { Deps } from '../../deps';
+import { InvalidInput } from '../../platform/errors';
+import { errorResponses, errors } from '../../http/errors';
+import { documentedBody, jsonBody, multipartBody, rawBodyHash, MULTIPART_OVERHEAD_BYTES } from '../../http/body';
+import type { Auth } from '../../http/auth';
 import {
   BalanceRequestBody,
   BalanceResult,
@@ -15,7 +16,7 @@ import {
   History,
   HistoryQuery,
 } from './model';
-import { authorizerHistory, batchStatus, listBalances, submitBalanceRequest } from './service';
+import { authorizerHistory, getBatchStatus, listBalances, submitBalanceCsv, submitBalanceRequest } from './service';
 import { parseBalanceCsv } from './csv-input';
 import { exportBalancesCsv, exportFilename, parseBatchIds } from './export';
 
@@ -29,12 +30,8 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
     .post(
       '/balance_requests',
       async ({ lender, body, request, set }) => {
-        const result = await submitBalanceRequest(deps, lender, {
-          candidates: body.authorizers.map((candidate, i) => ({ candidate, rowNumber: i + 1 })),
-          webhookUrl: body.webhook_url ?? null,
-          source: 'api',
-          bodyHash: rawBodyHash(request),
-        });
+        // The body is read and checked in one pass by the service (shape and rules together).
+        const result = await submitBalanceRequest({ ctx: { lender, deps }, input: { body, bodyHash: rawBodyHash(request) } });
         set.status = result.status;
         if (result.replayed) set.headers['idempotent-replayed'] = 'true';
         return result.body;
@@ -42,9 +39,9 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
       {
         auth: true,
         parse: jsonBody({ hash: true }),
-        body: BalanceRequestBody,
         response: { 201: BatchSubmission, ...errors(400, 401, 413, 415, 429) },
         detail: {
+          ...documentedBody(BalanceRequestBody, 'application/json'),
           tags,
           summary: 'Submit a batch of balance checks',
           description:
@@ -60,17 +57,14 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
       '/balance_requests/csv',
       async ({ lender, body, set }) => {
         const file = body.file;
-        if (file.size > CSV_UPLOAD_LIMIT) throw BadRequest.field('file', `The file is larger than ${CSV_UPLOAD_LIMIT} bytes`);
+        if (file.size > CSV_UPLOAD_LIMIT) throw InvalidInput.field('file', `The file is larger than ${CSV_UPLOAD_LIMIT} bytes`);
         const parsed = parseBalanceCsv(new Uint8Array(await file.arrayBuffer()));
-        const result = await submitBalanceRequest(deps, lender, {
-          candidates: parsed.candidates,
-          preFailed: parsed.failed,
-          webhookUrl: body.webhook_url || null,
-          source: 'csv',
-          warnings: parsed.warnings,
+        const result = await submitBalanceCsv({
+          ctx: { lender, deps },
+          input: { candidates: parsed.candidates, preFailed: parsed.failed, webhookUrl: body.webhook_url || null, warnings: parsed.warnings },
         });
         set.status = result.status;
-        return { ...result.body, warnings: result.body.warnings ?? parsed.warnings };
+        return result.body as typeof result.body & { warnings: string[] };
       },
       {
         auth: true,
@@ -89,13 +83,13 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
         },
       },
     )
-    .get('/balance_requests/:batch_id', ({ lender, params }) => batchStatus(deps, lender.id, params.batch_id), {
+    .get('/balance_requests/:batch_id', ({ lender, params }) => getBatchStatus({ ctx: { lender, deps }, input: { batchId: params.batch_id } }), {
       auth: true,
       params: t.Object({ batch_id: t.String() }),
       response: { 200: BatchStatus, ...errors(401, 404, 429) },
       detail: { tags, summary: 'Batch status', description: 'pending, processing or completed, with counts. Another lender’s batch reads as not found.' },
     })
-    .get('/balances', ({ lender, query }) => listBalances(deps, lender.id, query), {
+    .get('/balances', ({ lender, query }) => listBalances({ ctx: { lender, deps }, input: query }), {
       auth: true,
       query: BalancesQuery,
       response: { 200: BalanceResult, ...errors(400, 401, 404, 429) },
@@ -110,8 +104,8 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
     .get(
       '/balances/csv',
       ({ lender, query }) => {
-        const ids = parseBatchIds(query.batch_ids);
-        const stream = exportBalancesCsv(deps, lender.id, ids);
+        const batchIds = parseBatchIds(query.batch_ids);
+        const stream = exportBalancesCsv({ ctx: { lender, deps }, input: { batchIds } });
         return new Response(stream, {
           headers: {
             'content-type': 'text/csv; charset=utf-8',
@@ -148,7 +142,7 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
     )
     .get(
       '/monitoring/authorizers/:id/history',
-      ({ lender, params, query }) => authorizerHistory(deps, lender.id, params.id, query),
+      ({ lender, params, query }) => authorizerHistory({ ctx: { lender, deps }, input: { authorizerId: params.id, ...query } }),
       {
         auth: true,
         params: t.Object({ id: t.String({ description: 'authorizer_unique_id' }) }),

@@ -1,19 +1,24 @@
-import type { Deps } from '../../platform/deps';
-import { BadRequest, NotFound } from '../../platform/errors';
-import { immediate } from '../../platform/db';
+import { and, asc, count, desc, eq, gt, lt } from 'drizzle-orm';
+import { balanceResults, batches } from '../../../db/schema';
+import type { BatchSource } from '../../../db/schema/enums';
+import type { Ctx, JobContext } from '../../deps';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
+import { dbOf, withTransaction, type Tx } from '../../platform/context';
+import { InvalidInput, NotFound } from '../../platform/errors';
 import { newId } from '../../platform/ids';
+import { centsToDollarsOrNull } from '../../platform/money';
 import { tokenFrom } from '../../platform/pagination';
 import { validateWebhookUrl } from '../webhooks/service';
-import type { AuthedLender } from '../../platform/auth';
-import { validateAuthorizers, type AuthorizerCandidate, type FailedAuthorizer, type NormalizedAuthorizer } from './validation';
-import { errorMessageFor } from './status';
+import { readAuthorizerList } from '../authorizers/read';
+import { validateAuthorizers, type AuthorizerCandidate, type FailedAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
 import { packItems, packSensitive } from './payload';
+import * as q from './queries';
+import { errorMessageFor } from './status';
+import type { SealedColumn } from '../../platform/vault';
 
 export const MAX_AUTHORIZERS = 1000;
 export const IDEMPOTENCY_TTL_MS = DAY_MS;
-
-export type BatchSource = 'api' | 'csv' | 'schedule';
+const WEBHOOK_URL_MAX = 2048;
 
 export interface SubmissionResponse {
   batch_id: string;
@@ -26,7 +31,7 @@ export interface SubmissionResponse {
 /** The part of an authorizer kept in the clear, as stored in batch_payloads.items. */
 export interface QueuedAuthorizer {
   id: string;
-  type: 'ACCOUNT_NUMBER' | 'DEBIT_CARD';
+  type: NormalizedAuthorizer['paymentType'];
   routing: string | null;
   phone: string | null;
   zip: string | null;
@@ -34,29 +39,30 @@ export interface QueuedAuthorizer {
   threshold: number | null;
 }
 
+export type Batch = typeof batches.$inferSelect;
+
 /**
  * Inserts a batch and its payload in the caller's transaction: two rows whatever the batch's size. The
  * processing job creates the per-authorizer queue rows when it takes the batch up.
  */
-export function insertBatch(
-  deps: Deps,
-  input: {
-    lenderId: string;
-    source: BatchSource;
-    scheduleId?: string | null;
-    webhookUrl?: string | null;
-    authorizers: NormalizedAuthorizer[];
-    now: number;
-  },
-): string {
-  const { sqlite, vault } = deps;
+export function insertBatch({
+  ctx,
+  input,
+}: {
+  ctx: JobContext & { tx: Tx };
+  input: { lenderId: string; source: BatchSource; scheduleId?: string | null; webhookUrl?: string | null; authorizers: NormalizedAuthorizer[]; now: number };
+}): string {
+  const { sqlite, vault } = ctx.deps;
   const batchId = newId();
-  sqlite
-    .query(
-      `INSERT INTO batches (id, lender_id, source, schedule_id, status, webhook_url, submitted_at, total_authorizers, total_processed)
-       VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, 0)`,
-    )
-    .run(batchId, input.lenderId, input.source, input.scheduleId ?? null, input.webhookUrl ?? null, input.now, input.authorizers.length);
+  q.insertBatchRow(sqlite, {
+    id: batchId,
+    lenderId: input.lenderId,
+    source: input.source,
+    scheduleId: input.scheduleId ?? null,
+    webhookUrl: input.webhookUrl ?? null,
+    now: input.now,
+    total: input.authorizers.length,
+  });
   const items: QueuedAuthorizer[] = input.authorizers.map((a) => ({
     id: a.authorizerUniqueId,
     type: a.paymentType,
@@ -66,102 +72,137 @@ export function insertBatch(
     meta: a.metadata,
     threshold: a.thresholdCents,
   }));
-  sqlite
-    .query('INSERT INTO batch_payloads (batch_id, sealed, items) VALUES (?, ?, ?)')
-    .run(batchId, vault.seal(packSensitive(input.authorizers.map((a) => a.sensitive))), packItems(items));
+  q.insertBatchPayload(sqlite, batchId, vault.seal(packSensitive(input.authorizers.map((a) => a.sensitive))), packItems(items));
   return batchId;
 }
 
-const acceptedMessage = (n: number) =>
-  `Batch accepted: ${n} authorizer${n === 1 ? '' : 's'} queued for a balance check`;
+const acceptedMessage = (n: number) => `Batch accepted: ${n} authorizer${n === 1 ? '' : 's'} queued for a balance check`;
 
 /**
- * POST /v1/balance_requests and the CSV variant. Rule failures per authorizer come back in
- * failed_authorizers and the rest proceeds; when none is left the request is a 400. A JSON body seen from
- * the same lender in the last 24 hours returns the first answer (no second batch).
+ * The top level of a JSON balance request, read with its authorizers in one pass. Shape problems anywhere
+ * refuse the whole request (400); rule failures of single authorizers come back in failed_authorizers.
  */
-export async function submitBalanceRequest(
-  deps: Deps,
-  lender: AuthedLender,
+function readJsonRequest(ctx: Ctx, body: unknown, now: number) {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw InvalidInput.fields('Invalid request body: expected a JSON object', [{ path: '/', message: 'Expected an object' }]);
+  }
+  const problems: { path: string; message: string }[] = [];
+  for (const key of Object.keys(body)) {
+    if (key !== 'authorizers' && key !== 'webhook_url') problems.push({ path: `/${key}`, message: `Unknown field ${key}` });
+  }
+  const { webhook_url: webhookUrl, authorizers } = body as { webhook_url?: unknown; authorizers?: unknown };
+  if (webhookUrl !== undefined && (typeof webhookUrl !== 'string' || webhookUrl.length > WEBHOOK_URL_MAX)) {
+    problems.push({ path: '/webhook_url', message: `Expected a string of at most ${WEBHOOK_URL_MAX} characters` });
+  }
+  if (authorizers === undefined) problems.push({ path: '/authorizers', message: 'authorizers is required' });
+  const read = readAuthorizerList(authorizers, '/authorizers', {
+    min: 1,
+    max: MAX_AUTHORIZERS,
+    debitCardsApproved: ctx.lender.debitCardApproved,
+    now,
+  });
+  if (authorizers !== undefined) problems.push(...read.problems);
+  if (problems.length > 0) {
+    const first = problems[0]!;
+    throw InvalidInput.fields(`Invalid request body: ${first.path} ${first.message}`, problems);
+  }
+  return { webhookUrl: (webhookUrl as string | undefined) ?? null, accepted: read.accepted, failed: read.failed };
+}
+
+/**
+ * POST /v1/balance_requests. A JSON body seen from the same lender in the last 24 hours returns the first
+ * answer (no second batch).
+ */
+export async function submitBalanceRequest({ ctx, input }: { ctx: Ctx; input: { body: unknown; bodyHash?: string } }) {
+  const now = ctx.deps.clock.now();
+  const read = readJsonRequest(ctx, input.body, now);
+  if (input.bodyHash) {
+    const hit = q.findCachedResponse(ctx.deps.sqlite, ctx.lender.id, input.bodyHash, now - IDEMPOTENCY_TTL_MS);
+    if (hit) return { status: hit.statusCode, body: JSON.parse(hit.responseBody) as SubmissionResponse, replayed: true };
+  }
+  return acceptBatch({
+    ctx,
+    input: { accepted: read.accepted, failed: read.failed, webhookUrl: read.webhookUrl, source: 'api', bodyHash: input.bodyHash, now },
+  });
+}
+
+/** POST /v1/balance_requests/csv: rows already read from the file, their rules checked here. */
+export async function submitBalanceCsv({
+  ctx,
+  input,
+}: {
+  ctx: Ctx;
+  input: { candidates: { candidate: AuthorizerCandidate; rowNumber: number }[]; preFailed: FailedAuthorizer[]; webhookUrl: string | null; warnings: string[] };
+}) {
+  const now = ctx.deps.clock.now();
+  const { accepted, failed } = validateAuthorizers(input.candidates, { debitCardsApproved: ctx.lender.debitCardApproved, now });
+  const result = await acceptBatch({
+    ctx,
+    input: { accepted, failed: [...input.preFailed, ...failed], webhookUrl: input.webhookUrl, source: 'csv', warnings: input.warnings, now },
+  });
+  return { ...result, body: { ...result.body, warnings: result.body.warnings ?? input.warnings } };
+}
+
+/**
+ * Accepts what passed validation as one batch. Rule failures come back in failed_authorizers and the rest
+ * proceeds; when none is left the request is a 400.
+ */
+async function acceptBatch({
+  ctx,
+  input,
+}: {
+  ctx: Ctx;
   input: {
-    candidates: { candidate: AuthorizerCandidate; rowNumber: number }[];
-    preFailed?: FailedAuthorizer[];
-    webhookUrl?: string | null;
+    accepted: NormalizedAuthorizer[];
+    failed: FailedAuthorizer[];
+    webhookUrl: string | null;
     source: 'api' | 'csv';
     bodyHash?: string;
     warnings?: string[];
-  },
-): Promise<{ status: number; body: SubmissionResponse; replayed: boolean }> {
-  const { sqlite, clock } = deps;
-  const cacheGet = sqlite.query<{ statusCode: number; responseBody: string }, [string, string, number]>(
-    'SELECT status_code AS statusCode, response_body AS responseBody FROM idempotency_keys WHERE lender_id = ? AND body_hash = ? AND created_at > ?',
-  );
-  if (input.bodyHash) {
-    const hit = cacheGet.get(lender.id, input.bodyHash, clock.now() - IDEMPOTENCY_TTL_MS);
-    if (hit) return { status: hit.statusCode, body: JSON.parse(hit.responseBody), replayed: true };
+    now: number;
+  };
+}): Promise<{ status: number; body: SubmissionResponse; replayed: boolean }> {
+  const { sqlite } = ctx.deps;
+  const { now } = input;
+  if (input.webhookUrl) await validateWebhookUrl(ctx.deps, 'webhook_url', input.webhookUrl);
+  const allFailed = input.failed.sort((a, b) => a.row_number - b.row_number);
+  if (input.accepted.length === 0) {
+    throw new InvalidInput('No authorizer in the request passed validation', { failed_authorizers: allFailed }, 'Correct the listed authorizers and send them again');
   }
-  if (input.webhookUrl) await validateWebhookUrl(deps, 'webhook_url', input.webhookUrl);
-
-  const now = clock.now();
-  const { accepted, failed } = validateAuthorizers(input.candidates, { debitCardsApproved: lender.debitCardApproved, now });
-  const allFailed = [...(input.preFailed ?? []), ...failed].sort((a, b) => a.row_number - b.row_number);
-  if (accepted.length === 0) {
-    throw new BadRequest('No authorizer in the request passed validation', { failed_authorizers: allFailed }, 'Correct the listed authorizers and send them again');
-  }
-
-  return immediate(sqlite, () => {
+  return withTransaction(ctx, (tx) => {
     // Checked again under the write lock: two identical requests at once still make one batch.
     if (input.bodyHash) {
-      const hit = cacheGet.get(lender.id, input.bodyHash, now - IDEMPOTENCY_TTL_MS);
+      const hit = q.findCachedResponse(sqlite, ctx.lender.id, input.bodyHash, now - IDEMPOTENCY_TTL_MS);
       if (hit) return { status: hit.statusCode, body: JSON.parse(hit.responseBody) as SubmissionResponse, replayed: true };
     }
-    const batchId = insertBatch(deps, { lenderId: lender.id, source: input.source, webhookUrl: input.webhookUrl, authorizers: accepted, now });
+    const batchId = insertBatch({
+      ctx: tx,
+      input: { lenderId: ctx.lender.id, source: input.source, webhookUrl: input.webhookUrl, authorizers: input.accepted, now },
+    });
     const body: SubmissionResponse = {
       batch_id: batchId,
       submitted_at: iso(now),
-      message: acceptedMessage(accepted.length),
+      message: acceptedMessage(input.accepted.length),
       failed_authorizers: allFailed,
     };
     if (input.warnings) body.warnings = input.warnings;
-    if (input.bodyHash) {
-      sqlite
-        .query(
-          `INSERT INTO idempotency_keys (lender_id, body_hash, status_code, response_body, created_at) VALUES (?, ?, 201, ?, ?)
-           ON CONFLICT(lender_id, body_hash) DO UPDATE SET status_code = 201, response_body = excluded.response_body, created_at = excluded.created_at`,
-        )
-        .run(lender.id, input.bodyHash, JSON.stringify(body), now);
-    }
+    if (input.bodyHash) q.cacheResponse(sqlite, ctx.lender.id, input.bodyHash, JSON.stringify(body), now);
     return { status: 201, body, replayed: false };
   });
 }
 
-interface BatchRow {
-  id: string;
-  lenderId: string;
-  source: BatchSource;
-  scheduleId: string | null;
-  status: 'pending' | 'processing' | 'completed';
-  submittedAt: number;
-  completedAt: number | null;
-  totalAuthorizers: number;
-  totalProcessed: number;
+function findBatch(ctx: Ctx, batchId: string): Batch {
+  const b = dbOf(ctx)
+    .select()
+    .from(batches)
+    .where(and(eq(batches.id, batchId), eq(batches.lenderId, ctx.lender.id)))
+    .get();
+  if (!b) throw new NotFound('Batch', batchId);
+  return b;
 }
 
-export function findBatch(deps: Deps, lenderId: string, batchId: string): BatchRow | null {
-  return (
-    deps.sqlite
-      .query<BatchRow, [string, string]>(
-        `SELECT id, lender_id AS lenderId, source, schedule_id AS scheduleId, status, submitted_at AS submittedAt,
-                completed_at AS completedAt, total_authorizers AS totalAuthorizers, total_processed AS totalProcessed
-           FROM batches WHERE id = ? AND lender_id = ?`,
-      )
-      .get(batchId, lenderId) ?? null
-  );
-}
-
-export function batchStatus(deps: Deps, lenderId: string, batchId: string) {
-  const b = findBatch(deps, lenderId, batchId);
-  if (!b) throw new NotFound('Batch not found');
+export function getBatchStatus({ ctx, input }: { ctx: Ctx; input: { batchId: string } }) {
+  const b = findBatch(ctx, input.batchId);
   return {
     batch_id: b.id,
     status: b.status,
@@ -174,22 +215,28 @@ export function batchStatus(deps: Deps, lenderId: string, batchId: string) {
   };
 }
 
-export const centsToDollars = (c: number | null): number | null => (c === null ? null : c / 100);
+type PageQuery = { limit?: number; next_page_token?: string; nextPageToken?: string };
 
 /** GET /v1/balances: results in the order they were recorded, so each appears once across pages. */
-export function listBalances(deps: Deps, lenderId: string, q: { batchId: string; limit?: number; next_page_token?: string; nextPageToken?: string }) {
-  const b = findBatch(deps, lenderId, q.batchId);
-  if (!b) throw new NotFound('Batch not found');
-  const limit = q.limit ?? 100;
-  const scope = `balances:${lenderId}:${b.id}`;
-  const token = tokenFrom(q);
-  const after = token ? deps.pageTokens.decode<{ r: number }>(scope, token).r : 0;
-  const rows = deps.sqlite
-    .query<{ id: number; aid: string; cents: number | null; code: number; at: number }, [string, number, number]>(
-      `SELECT id, authorizer_unique_id AS aid, balance_cents AS cents, status_code AS code, recorded_at AS at
-         FROM balance_results WHERE batch_id = ? AND id > ? ORDER BY id LIMIT ?`,
-    )
-    .all(b.id, after, limit + 1);
+export function listBalances({ ctx, input }: { ctx: Ctx; input: { batchId: string } & PageQuery }) {
+  const b = findBatch(ctx, input.batchId);
+  const limit = input.limit ?? 100;
+  const scope = `balances:${ctx.lender.id}:${b.id}`;
+  const token = tokenFrom(input);
+  const after = token ? ctx.deps.pageTokens.decode<{ r: number }>(scope, token).r : 0;
+  const rows = dbOf(ctx)
+    .select({
+      id: balanceResults.id,
+      aid: balanceResults.authorizerUniqueId,
+      cents: balanceResults.balanceCents,
+      code: balanceResults.statusCode,
+      at: balanceResults.recordedAt,
+    })
+    .from(balanceResults)
+    .where(and(eq(balanceResults.batchId, b.id), gt(balanceResults.id, after)))
+    .orderBy(asc(balanceResults.id))
+    .limit(limit + 1)
+    .all();
   const page = rows.slice(0, limit);
   // While the batch runs there is more to come: the token then resumes after the last result seen.
   const hasMore = rows.length > limit || b.status !== 'completed';
@@ -199,57 +246,63 @@ export function listBalances(deps: Deps, lenderId: string, q: { batchId: string;
     total_processed: b.totalProcessed,
     balances: page.map((r) => ({
       authorizer_unique_id: r.aid,
-      balance: centsToDollars(r.cents),
+      balance: centsToDollarsOrNull(r.cents),
       timestamp: iso(r.at),
       balance_status_code: r.code,
     })),
     has_more: hasMore,
-    next_page_token: hasMore ? deps.pageTokens.encode(scope, { r: last?.id ?? after }) : null,
+    next_page_token: hasMore ? ctx.deps.pageTokens.encode(scope, { r: last?.id ?? after }) : null,
   };
 }
 
 /** Every balance read of one authorizer for the lender, newest first. */
-export function authorizerHistory(
-  deps: Deps,
-  lenderId: string,
-  authorizerId: string,
-  q: { limit?: number; next_page_token?: string; nextPageToken?: string },
-) {
-  const limit = q.limit ?? 10;
-  const scope = `history:${lenderId}:${authorizerId}`;
-  const token = tokenFrom(q);
-  const before = token ? deps.pageTokens.decode<{ r: number }>(scope, token).r : Number.MAX_SAFE_INTEGER;
-  const total = deps.sqlite
-    .query<{ n: number }, [string, string]>(
-      'SELECT COUNT(*) AS n FROM balance_results WHERE lender_id = ? AND authorizer_unique_id = ?',
-    )
-    .get(lenderId, authorizerId)!.n;
-  const rows = deps.sqlite
-    .query<
-      { id: number; batchId: string; cents: number | null; code: number; exportStatus: string; at: number },
-      [string, string, number, number]
-    >(
-      `SELECT id, batch_id AS batchId, balance_cents AS cents, status_code AS code, export_status AS exportStatus, recorded_at AS at
-         FROM balance_results WHERE lender_id = ? AND authorizer_unique_id = ? AND id < ?
-        ORDER BY id DESC LIMIT ?`,
-    )
-    .all(lenderId, authorizerId, before, limit + 1);
+export function authorizerHistory({ ctx, input }: { ctx: Ctx; input: { authorizerId: string } & PageQuery }) {
+  const limit = input.limit ?? 10;
+  const scope = `history:${ctx.lender.id}:${input.authorizerId}`;
+  const token = tokenFrom(input);
+  const before = token ? ctx.deps.pageTokens.decode<{ r: number }>(scope, token).r : Number.MAX_SAFE_INTEGER;
+  const mine = and(eq(balanceResults.lenderId, ctx.lender.id), eq(balanceResults.authorizerUniqueId, input.authorizerId));
+  const db = dbOf(ctx);
+  const total = db.select({ n: count() }).from(balanceResults).where(mine).get()!.n;
+  const rows = db
+    .select({
+      id: balanceResults.id,
+      batchId: balanceResults.batchId,
+      cents: balanceResults.balanceCents,
+      code: balanceResults.statusCode,
+      exportStatus: balanceResults.exportStatus,
+      at: balanceResults.recordedAt,
+    })
+    .from(balanceResults)
+    .where(and(mine, lt(balanceResults.id, before)))
+    .orderBy(desc(balanceResults.id))
+    .limit(limit + 1)
+    .all();
   const page = rows.slice(0, limit);
   const hasMore = rows.length > limit;
   return {
-    authorizer_unique_id: authorizerId,
+    authorizer_unique_id: input.authorizerId,
     total_count: total,
     history: page.map((r) => {
       const ok = r.code === 0;
       return {
         run_at: iso(r.at),
         batch_id: r.batchId,
-        balance_amount: centsToDollars(r.cents),
+        balance_amount: centsToDollarsOrNull(r.cents),
         status: ok ? ('success' as const) : ('failed' as const),
         ...(ok ? {} : { error_message: errorMessageFor(r.code, r.exportStatus) }),
       };
     }),
-    next_page_token: hasMore ? deps.pageTokens.encode(scope, { r: page[page.length - 1]!.id }) : null,
+    next_page_token: hasMore ? ctx.deps.pageTokens.encode(scope, { r: page[page.length - 1]!.id }) : null,
     has_more: hasMore,
   };
 }
+
+/** Threshold hits of a completed batch: every result whose balance meets or exceeds its item's threshold. */
+export function thresholdHits({ ctx, input }: { ctx: JobContext; input: { batchId: string } }) {
+  return q.thresholdHits(ctx.deps.sqlite, input.batchId);
+}
+
+
+/** Columns of this feature holding vault-sealed values. */
+export const sealedColumns: SealedColumn[] = [{ table: 'batch_payloads', key: 'batch_id', column: 'sealed' }];

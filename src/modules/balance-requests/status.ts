@@ -1,14 +1,9 @@
 // balance_status_code → meaning and CSV export Status. 9000 splits three ways by cause, so the cause is
 // recorded with the result (export_status) rather than derived from the code.
 
-export type ExportStatus =
-  | 'SUCCESS'
-  | 'NO_MATCH'
-  | 'ACCOUNT_CLOSED'
-  | 'BANK_UNSUPPORTED'
-  | 'RETRIEVAL_FAILED'
-  | 'RETRY_LIMIT'
-  | 'PROCESSING_ERROR';
+import type { ExportStatus } from '../../../db/schema/enums';
+
+export type { ExportStatus };
 
 export const STATUS_MESSAGES: Record<number, string> = {
   0: 'Success, balance retrieved',

@@ -1,22 +1,14 @@
 import { and, asc, eq, isNull } from 'drizzle-orm';
 import { apiKeys, lenders } from '../../../db/schema';
 import type { Db } from '../../platform/db';
-import { newId, randomBase62 } from '../../platform/ids';
+import type { Lender } from '../../platform/context';
+import { newId } from '../../platform/ids';
+import { displayPrefix, generateApiKey, hashApiKey } from '../../platform/api-keys';
 
-export interface Lender {
-  id: string;
-  name: string;
-  debitCardApproved: boolean;
-}
+// Lenders and their API keys: operator functions (the CLI and start-up), not API services.
 
-export const API_KEY_PREFIX = 'drs_live_';
-export const API_KEY_PATTERN = /^drs_live_[0-9A-Za-z]{32}$/;
-// Shown to operators (key list, revoke); 8 random characters tell keys apart and cannot authenticate.
-const DISPLAY_PREFIX_LENGTH = API_KEY_PREFIX.length + 8;
-
-export const hashApiKey = (key: string): string => new Bun.CryptoHasher('sha256').update(key).digest('hex');
-export const generateApiKey = (): string => API_KEY_PREFIX + randomBase62(32);
-export const displayPrefix = (key: string): string => key.slice(0, DISPLAY_PREFIX_LENGTH);
+export type { Lender };
+export { displayPrefix };
 
 export class LenderError extends Error {}
 

@@ -1,31 +1,50 @@
 import { t } from 'elysia';
-import { authorizerFields } from '../balance-requests/model';
+import { SCHEDULE_STATUSES } from '../../../db/schema/enums';
 import { pageTokenQuery } from '../../platform/pagination';
-import { Int } from '../../platform/schema';
+import { Int, OneOf } from '../../platform/schema';
+import { AUTHORIZER_FIELDS, THRESHOLD_FIELD, objectSchema, type FieldSpec } from '../authorizers/fields';
 
-const Threshold = t.Number({ minimum: 0, maximum: 1e12, description: 'Dollars; a balance that meets or exceeds it sends an alert' });
+/** An authorizer of a schedule: the identity fields and its own threshold. */
+export const SCHEDULE_AUTHORIZER_EXTRA: Record<string, FieldSpec> = { threshold_amount: THRESHOLD_FIELD };
+export const ScheduleAuthorizer = objectSchema({ ...AUTHORIZER_FIELDS, ...SCHEDULE_AUTHORIZER_EXTRA }, ['authorizer_unique_id']);
 
-export const ScheduleAuthorizer = t.Object(
-  { ...authorizerFields, threshold_amount: t.Optional(Threshold) },
-  { additionalProperties: false },
-);
+const TIME_OF_DAY: FieldSpec = { kind: 'string', max: 5, pattern: /^([01]\d|2[0-3]):[0-5]\d$/, description: 'HH:mm, 24-hour UTC' };
+const DATE: FieldSpec = { kind: 'string', max: 10, pattern: /^\d{4}-\d{2}-\d{2}$/, description: 'YYYY-MM-DD' };
+const NAME: FieldSpec = { kind: 'string', min: 1, max: 255 };
+const INTERVAL: FieldSpec = { kind: 'int', min: 1, max: 30 };
 
+/** The top level of a schedule creation, beside its authorizers (read in one pass by the service). */
+export const CREATE_SCHEDULE_FIELDS: Record<string, FieldSpec> = {
+  name: NAME,
+  interval_days: INTERVAL,
+  time_of_day: TIME_OF_DAY,
+  starts_at: DATE,
+  start_at: DATE,
+  expires_at: DATE,
+  webhook: { kind: 'string', max: 2048, description: 'Receives run results and threshold alerts; required with any threshold' },
+  threshold_amount: THRESHOLD_FIELD,
+};
+export const CREATE_SCHEDULE_REQUIRED = ['name', 'interval_days'];
+
+export interface CreateScheduleInput {
+  name: string;
+  interval_days: number;
+  time_of_day?: string;
+  starts_at?: string;
+  start_at?: string;
+  expires_at?: string;
+  webhook?: string;
+  threshold_amount?: number;
+}
+
+const StatusEnum = OneOf(SCHEDULE_STATUSES);
 const Name = t.String({ minLength: 1, maxLength: 255 });
 const TimeOfDay = t.String({ pattern: '^([01]\\d|2[0-3]):[0-5]\\d$', description: 'HH:mm, 24-hour UTC' });
-const DateStr = t.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD' });
-const StatusEnum = t.Union([t.Literal('ACTIVE'), t.Literal('COMPLETED'), t.Literal('DISABLED')]);
 
 export const CreateScheduleBody = t.Object(
   {
-    name: Name,
+    ...objectSchema(CREATE_SCHEDULE_FIELDS, CREATE_SCHEDULE_REQUIRED).properties,
     authorizers: t.Array(ScheduleAuthorizer, { minItems: 1, maxItems: 1000 }),
-    interval_days: Int({ minimum: 1, maximum: 30 }),
-    time_of_day: t.Optional(TimeOfDay),
-    starts_at: t.Optional(DateStr),
-    start_at: t.Optional(DateStr),
-    expires_at: t.Optional(DateStr),
-    webhook: t.Optional(t.String({ maxLength: 2048, description: 'Receives run results and threshold alerts; required with any threshold' })),
-    threshold_amount: t.Optional(Threshold),
   },
   {
     additionalProperties: false,

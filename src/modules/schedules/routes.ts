@@ -1,8 +1,8 @@
 import { Elysia, t } from 'elysia';
-import type { Deps } from '../../platform/deps';
-import { errors } from '../../platform/errors';
-import { jsonBody } from '../../platform/http';
-import type { Auth } from '..';
+import type { Deps } from '../../deps';
+import { errors } from '../../http/errors';
+import { documentedBody, jsonBody } from '../../http/body';
+import type { Auth } from '../../http/auth';
 import {
   CreateScheduleBody,
   CreateScheduleResponse,
@@ -26,16 +26,17 @@ export const scheduleRoutes = (deps: Deps, auth: Auth) =>
     .post(
       '/scheduled_balance_request',
       async ({ lender, body, set }) => {
-        const res = await createSchedule(deps, lender, body);
+        // Read in one pass by the service: the top level and every authorizer's shape and rules.
+        const res = await createSchedule({ ctx: { lender, deps }, input: { body } });
         set.status = 201;
         return res;
       },
       {
         auth: true,
         parse: jsonBody(),
-        body: CreateScheduleBody,
         response: { 201: CreateScheduleResponse, ...errors(400, 401, 409, 413, 415, 429) },
         detail: {
+          ...documentedBody(CreateScheduleBody, 'application/json'),
           tags,
           summary: 'Create a balance monitoring schedule',
           description:
@@ -48,19 +49,22 @@ export const scheduleRoutes = (deps: Deps, auth: Auth) =>
         },
       },
     )
-    .get('/schedules', ({ lender, query }) => listSchedules(deps, lender.id, query), {
+    .get('/schedules', ({ lender, query }) => listSchedules({ ctx: { lender, deps }, input: query }), {
       auth: true,
       query: ScheduleListQuery,
       response: { 200: ScheduleList, ...errors(400, 401, 429) },
       detail: { tags, summary: 'List schedules', description: 'Oldest first, optionally filtered by status; paginated.' },
     })
-    .get('/schedules/:id', ({ lender, params }) => view(deps, getSchedule(deps, lender.id, params.id)), {
+    .get('/schedules/:id', ({ lender, params }) => {
+      const ctx = { lender, deps };
+      return view(ctx, getSchedule({ ctx, input: { id: params.id } }));
+    }, {
       auth: true,
       params: IdParams,
       response: { 200: ScheduleView, ...errors(401, 404, 429) },
       detail: { tags, summary: 'Get a schedule', description: 'Another lender’s schedule reads as not found.' },
     })
-    .patch('/schedules/:id', ({ lender, params, body }) => updateSchedule(deps, lender.id, params.id, body), {
+    .patch('/schedules/:id', ({ lender, params, body }) => updateSchedule({ ctx: { lender, deps }, input: { id: params.id, body } }), {
       auth: true,
       params: IdParams,
       parse: jsonBody(),
@@ -75,7 +79,7 @@ export const scheduleRoutes = (deps: Deps, auth: Auth) =>
           'schedule is 409.',
       },
     })
-    .patch('/schedules/:id/authorizers', ({ lender, params, body }) => removeAuthorizers(deps, lender.id, params.id, body.authorizer_unique_ids), {
+    .patch('/schedules/:id/authorizers', ({ lender, params, body }) => removeAuthorizers({ ctx: { lender, deps }, input: { id: params.id, authorizerIds: body.authorizer_unique_ids } }), {
       auth: true,
       params: IdParams,
       parse: jsonBody(),
@@ -87,7 +91,7 @@ export const scheduleRoutes = (deps: Deps, auth: Auth) =>
         description: 'Unknown identifiers are not errors. The rest keep running; with none left the schedule becomes DISABLED.',
       },
     })
-    .delete('/schedules/:id', ({ lender, params }) => disableSchedule(deps, lender.id, params.id), {
+    .delete('/schedules/:id', ({ lender, params }) => disableSchedule({ ctx: { lender, deps }, input: { id: params.id } }), {
       auth: true,
       params: IdParams,
       response: { 200: DisableResponse, ...errors(401, 404, 429) },

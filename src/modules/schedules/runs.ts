@@ -1,12 +1,15 @@
-import type { Deps } from '../../platform/deps';
+import { and, asc, eq, lte } from 'drizzle-orm';
+import { scheduleAuthorizers, schedules } from '../../../db/schema';
+import type { Deps, JobContext } from '../../deps';
 import type { Job } from '../../platform/jobs';
-import { immediate } from '../../platform/db';
+import { withTransaction } from '../../platform/context';
 import { iso } from '../../platform/clock';
+import { centsToDollars } from '../../platform/money';
 import { enqueueWebhook, MAX_PAYLOAD_BYTES } from '../webhooks/service';
-import { insertBatch } from '../balance-requests/service';
-import type { NormalizedAuthorizer, SensitiveFields } from '../balance-requests/validation';
+import { insertBatch, thresholdHits } from '../balance-requests/service';
+import type { NormalizedAuthorizer, SensitiveFields } from '../authorizers/rules';
+import type { BatchCompletedHook } from '../hooks';
 import { nextRunAfter } from './times';
-import { SELECT_SCHEDULE, type ScheduleRow } from './service';
 
 /** Runs started per call: each is a synchronous transaction, so the job yields between groups. */
 const DUE_LIMIT = 10;
@@ -19,16 +22,17 @@ const DUE_LIMIT = 10;
  * continues at its next future slot.
  */
 export function startDueRuns(deps: Deps): { started: number; due: number } {
-  const { sqlite, clock } = deps;
-  const now = clock.now();
-  const due = sqlite
-    .query<{ id: string }, [number, number]>(
-      "SELECT id FROM schedules WHERE status = 'ACTIVE' AND next_run_at <= ? ORDER BY next_run_at LIMIT ?",
-    )
-    .all(now, DUE_LIMIT);
+  const now = deps.clock.now();
+  const due = deps.db
+    .select({ id: schedules.id })
+    .from(schedules)
+    .where(and(eq(schedules.status, 'ACTIVE'), lte(schedules.nextRunAt, now)))
+    .orderBy(asc(schedules.nextRunAt))
+    .limit(DUE_LIMIT)
+    .all();
   let started = 0;
   for (const { id } of due) {
-    if (startRun(deps, id, now)) started++;
+    if (startRun({ deps }, id, now)) started++;
   }
   return { started, due: due.length };
 }
@@ -44,35 +48,25 @@ export async function startAllDueRuns(deps: Deps, signal?: AbortSignal): Promise
   }
 }
 
-function startRun(deps: Deps, scheduleId: string, now: number): boolean {
-  const { sqlite, vault } = deps;
-  return immediate(sqlite, () => {
-    const s = sqlite
-      .query<ScheduleRow, [string, number]>(`${SELECT_SCHEDULE} WHERE id = ? AND status = 'ACTIVE' AND next_run_at <= ?`)
-      .get(scheduleId, now);
+function startRun(ctx: JobContext, scheduleId: string, now: number): boolean {
+  const { vault } = ctx.deps;
+  return withTransaction(ctx, (tx) => {
+    const s = tx.tx
+      .select()
+      .from(schedules)
+      .where(and(eq(schedules.id, scheduleId), eq(schedules.status, 'ACTIVE'), lte(schedules.nextRunAt, now)))
+      .get();
     if (!s) return false;
-    const rows = sqlite
-      .query<
-        {
-          aid: string;
-          paymentType: 'ACCOUNT_NUMBER' | 'DEBIT_CARD';
-          routingNumber: string | null;
-          phone: string | null;
-          zip: string | null;
-          metadata: string | null;
-          thresholdCents: number | null;
-          sealed: string;
-        },
-        [string]
-      >(
-        `SELECT authorizer_unique_id AS aid, payment_type AS paymentType, routing_number AS routingNumber, phone, zip, metadata,
-                threshold_cents AS thresholdCents, sealed FROM schedule_authorizers WHERE schedule_id = ? ORDER BY id`,
-      )
-      .all(s.id);
+    const rows = tx.tx
+      .select()
+      .from(scheduleAuthorizers)
+      .where(eq(scheduleAuthorizers.scheduleId, s.id))
+      .orderBy(asc(scheduleAuthorizers.id))
+      .all();
     const next = nextRunAfter(s, now);
     if (rows.length > 0) {
       const authorizers: NormalizedAuthorizer[] = rows.map((r, i) => ({
-        authorizerUniqueId: r.aid,
+        authorizerUniqueId: r.authorizerUniqueId,
         paymentType: r.paymentType,
         routingNumber: r.routingNumber,
         phone: r.phone,
@@ -83,11 +77,13 @@ function startRun(deps: Deps, scheduleId: string, now: number): boolean {
         sensitive: vault.openJson<SensitiveFields>(r.sealed),
         rowNumber: i + 1,
       }));
-      insertBatch(deps, { lenderId: s.lenderId, source: 'schedule', scheduleId: s.id, webhookUrl: s.webhook, authorizers, now });
+      insertBatch({ ctx: tx, input: { lenderId: s.lenderId, source: 'schedule', scheduleId: s.id, webhookUrl: s.webhook, authorizers, now } });
     }
-    sqlite
-      .query('UPDATE schedules SET next_run_at = ?, status = ?, updated_at = ? WHERE id = ?')
-      .run(next, next === null ? 'COMPLETED' : 'ACTIVE', now, s.id);
+    tx.tx
+      .update(schedules)
+      .set({ nextRunAt: next, status: next === null ? 'COMPLETED' : 'ACTIVE', updatedAt: now })
+      .where(eq(schedules.id, s.id))
+      .run();
     return rows.length > 0;
   });
 }
@@ -112,44 +108,44 @@ function chunkAlerts<T>(alerts: T[], base: Record<string, unknown>): T[][] {
 }
 
 /**
- * Called in the transaction that completes a schedule run's batch: last_run_at, and one
- * BALANCE_THRESHOLD_ALERT listing every authorizer whose balance meets or exceeds its threshold.
+ * The schedules' batch-completion hook, called in the transaction that completes a run's batch:
+ * last_run_at, and one BALANCE_THRESHOLD_ALERT listing every authorizer whose balance meets or exceeds its
+ * threshold.
  */
-export function onScheduleBatchCompleted(
-  deps: Deps,
-  run: { batchId: string; scheduleId: string; lenderId: string; now: number },
-): void {
-  const { sqlite } = deps;
-  sqlite.query('UPDATE schedules SET last_run_at = ? WHERE id = ?').run(run.now, run.scheduleId);
-  const webhook = sqlite.query<{ webhook: string | null }, [string]>('SELECT webhook FROM schedules WHERE id = ?').get(run.scheduleId)?.webhook;
+export const onScheduleBatchCompleted: BatchCompletedHook = (ctx, batch) => {
+  if (batch.source !== 'schedule' || !batch.scheduleId) return;
+  const scheduleId = batch.scheduleId;
+  const s = ctx.tx
+    .update(schedules)
+    .set({ lastRunAt: batch.completedAt })
+    .where(eq(schedules.id, scheduleId))
+    .returning({ webhook: schedules.webhook })
+    .get();
+  const webhook = s?.webhook;
   if (!webhook) return;
-  const hits = sqlite
-    .query<{ aid: string; institution: string | null; cents: number; threshold: number }, [string]>(
-      `SELECT r.authorizer_unique_id AS aid, r.institution, r.balance_cents AS cents, i.threshold_cents AS threshold
-         FROM balance_results r JOIN batch_items i ON i.id = r.item_id
-        WHERE r.batch_id = ? AND i.threshold_cents IS NOT NULL AND r.balance_cents IS NOT NULL AND r.balance_cents >= i.threshold_cents
-        ORDER BY i.seq`,
-    )
-    .all(run.batchId);
+  const hits = thresholdHits({ ctx, input: { batchId: batch.id } });
   if (hits.length === 0) return;
   const alerts = hits.map((h) => ({
     authorizer_unique_id: h.aid,
     institution_name: h.institution,
-    balance: h.cents / 100,
-    threshold_amount: h.threshold / 100,
+    balance: centsToDollars(h.cents),
+    threshold_amount: centsToDollars(h.threshold),
   }));
-  const base = { event_uuid: '', type: 'BALANCE_THRESHOLD_ALERT', schedule_id: run.scheduleId, batch_id: run.batchId, timestamp: iso(run.now) };
+  const base = { event_uuid: '', type: 'BALANCE_THRESHOLD_ALERT', schedule_id: scheduleId, batch_id: batch.id, timestamp: iso(batch.completedAt) };
   for (const chunk of chunkAlerts(alerts, base)) {
-    enqueueWebhook(deps, {
-      lenderId: run.lenderId,
-      type: 'BALANCE_THRESHOLD_ALERT',
-      url: webhook,
-      payload: { ...base, event_uuid: crypto.randomUUID(), alerts: chunk },
+    enqueueWebhook({
+      ctx,
+      input: {
+        lenderId: batch.lenderId,
+        type: 'BALANCE_THRESHOLD_ALERT',
+        url: webhook,
+        payload: { ...base, event_uuid: crypto.randomUUID(), alerts: chunk },
+      },
     });
   }
-}
+};
 
-export const scheduleJob: Job = {
+export const scheduleJob: Job<Deps> = {
   name: 'schedule-runs',
   intervalMs: 15_000,
   tick: (deps, signal) => startAllDueRuns(deps, signal),

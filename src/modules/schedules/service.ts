@@ -1,68 +1,64 @@
 import type { Static } from 'elysia';
-import type { Deps } from '../../platform/deps';
-import type { AuthedLender } from '../../platform/auth';
-import { BadRequest, Conflict, NotFound } from '../../platform/errors';
-import { immediate } from '../../platform/db';
+import { and, asc, count, eq, gt, ne } from 'drizzle-orm';
+import { scheduleAuthorizers, schedules } from '../../../db/schema';
+import type { ScheduleStatus } from '../../../db/schema/enums';
+import type { Ctx } from '../../deps';
+import { dbOf, withTransaction, type Tx } from '../../platform/context';
+import { Conflict, InvalidInput, NotFound } from '../../platform/errors';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
 import { newId } from '../../platform/ids';
+import { centsToDollars, dollarsToCents } from '../../platform/money';
 import { tokenFrom } from '../../platform/pagination';
 import { validateWebhookUrl } from '../webhooks/service';
-import { validateAuthorizers } from '../balance-requests/validation';
-import type { CreateScheduleBody, UpdateScheduleBody } from './model';
+import { checkObject } from '../authorizers/fields';
+import { readAuthorizerList } from '../authorizers/read';
+import {
+  CREATE_SCHEDULE_FIELDS,
+  CREATE_SCHEDULE_REQUIRED,
+  SCHEDULE_AUTHORIZER_EXTRA,
+  type CreateScheduleInput,
+  type UpdateScheduleBody,
+} from './model';
 import { dateOf, nextRunAfter, parseDate, randomTimeOfDay, startOfDay, type ScheduleTiming } from './times';
+import type { SealedColumn } from '../../platform/vault';
 
 export const DEFAULT_EXPIRY_DAYS = 30;
 export const MAX_EXPIRY_DAYS = 365;
 
-export interface ScheduleRow {
-  id: string;
-  lenderId: string;
-  name: string;
-  status: 'ACTIVE' | 'COMPLETED' | 'DISABLED';
-  intervalDays: number;
-  timeOfDay: string;
-  startsAt: string | null;
-  expiresAt: string;
-  webhook: string | null;
-  thresholdCents: number | null;
-  createdAt: number;
-  updatedAt: number;
-  lastRunAt: number | null;
-  nextRunAt: number | null;
-}
+export type Schedule = typeof schedules.$inferSelect;
 
-export const SELECT_SCHEDULE = `SELECT id, lender_id AS lenderId, name, status, interval_days AS intervalDays, time_of_day AS timeOfDay,
-  starts_at AS startsAt, expires_at AS expiresAt, webhook, threshold_cents AS thresholdCents, created_at AS createdAt,
-  updated_at AS updatedAt, last_run_at AS lastRunAt, next_run_at AS nextRunAt FROM schedules`;
-
-export function getSchedule(deps: Deps, lenderId: string, id: string): ScheduleRow {
-  const row = deps.sqlite.query<ScheduleRow, [string, string]>(`${SELECT_SCHEDULE} WHERE id = ? AND lender_id = ?`).get(id, lenderId);
-  if (!row) throw new NotFound('Schedule not found');
+/** The lender's schedule, or NotFound (another lender's schedule is not found either). */
+export function getSchedule({ ctx, input }: { ctx: Ctx; input: { id: string } }): Schedule {
+  const row = dbOf(ctx)
+    .select()
+    .from(schedules)
+    .where(and(eq(schedules.id, input.id), eq(schedules.lenderId, ctx.lender.id)))
+    .get();
+  if (!row) throw new NotFound('Schedule', input.id);
   return row;
 }
 
-const countAuthorizers = (deps: Deps, scheduleId: string): number =>
-  deps.sqlite.query<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM schedule_authorizers WHERE schedule_id = ?').get(scheduleId)!.n;
+const countAuthorizers = (ctx: { deps: Ctx['deps']; tx?: Tx }, scheduleId: string): number =>
+  dbOf(ctx).select({ n: count() }).from(scheduleAuthorizers).where(eq(scheduleAuthorizers.scheduleId, scheduleId)).get()!.n;
 
-const timing = (s: Pick<ScheduleRow, 'intervalDays' | 'timeOfDay' | 'startsAt' | 'expiresAt' | 'createdAt'>): ScheduleTiming => s;
+const timing = (s: Pick<Schedule, 'intervalDays' | 'timeOfDay' | 'startsAt' | 'expiresAt' | 'createdAt'>): ScheduleTiming => s;
 
-function nameTaken(deps: Deps, lenderId: string, name: string, exceptId?: string): boolean {
-  const row = deps.sqlite
-    .query<{ id: string }, [string, string]>('SELECT id FROM schedules WHERE lender_id = ? AND name = ?')
-    .get(lenderId, name);
-  return !!row && row.id !== exceptId;
+function nameTaken(ctx: Ctx, name: string, exceptId?: string): boolean {
+  const conds = [eq(schedules.lenderId, ctx.lender.id), eq(schedules.name, name)];
+  if (exceptId) conds.push(ne(schedules.id, exceptId));
+  return !!dbOf(ctx).select({ id: schedules.id }).from(schedules).where(and(...conds)).get();
 }
 
 /** expires_at rules shared by create and update: a real date, not past the 365-day limit. */
 function checkExpiry(expiresAt: string, createdAt: number, field = 'expires_at'): void {
   const ms = parseDate(expiresAt);
-  if (ms === null) throw BadRequest.field(field, `${field} must be a date, YYYY-MM-DD`);
+  if (ms === null) throw InvalidInput.field(field, `${field} must be a date, YYYY-MM-DD`);
   if (ms > startOfDay(createdAt) + MAX_EXPIRY_DAYS * DAY_MS) {
-    throw BadRequest.field(field, `${field} may be at most ${MAX_EXPIRY_DAYS} days after the schedule was created`);
+    throw InvalidInput.field(field, `${field} may be at most ${MAX_EXPIRY_DAYS} days after the schedule was created`);
   }
 }
 
-export function view(deps: Deps, s: ScheduleRow) {
+export function view(ctx: Ctx, s: Schedule) {
   return {
     schedule_id: s.id,
     name: s.name,
@@ -73,63 +69,101 @@ export function view(deps: Deps, s: ScheduleRow) {
     expires_at: s.expiresAt,
     last_run_at: isoOrNull(s.lastRunAt),
     next_run_at: isoOrNull(s.nextRunAt),
-    total_authorizers: countAuthorizers(deps, s.id),
+    total_authorizers: countAuthorizers(ctx, s.id),
     webhook: s.webhook,
-    threshold_amount: s.thresholdCents === null ? null : s.thresholdCents / 100,
+    threshold_amount: s.thresholdCents === null ? null : centsToDollars(s.thresholdCents),
     created_at: iso(s.createdAt),
   };
 }
 
-export async function createSchedule(deps: Deps, lender: AuthedLender, body: Static<typeof CreateScheduleBody>) {
-  const now = deps.clock.now();
+/** Reads a schedule creation in one pass: top-level fields and every authorizer's shape, then their rules. */
+function readCreateBody(ctx: Ctx, raw: unknown, now: number) {
+  const problems: { path: string; message: string }[] = [];
+  const isObject = typeof raw === 'object' && raw !== null && !Array.isArray(raw);
+  const { authorizers, ...rest } = (isObject ? raw : {}) as Record<string, unknown>;
+  const top = isObject ? checkObject(CREATE_SCHEDULE_FIELDS, CREATE_SCHEDULE_REQUIRED, rest, '', problems) : undefined;
+  if (!isObject) problems.push({ path: '/', message: 'Expected an object' });
+  if (isObject && authorizers === undefined) problems.push({ path: '/authorizers', message: 'authorizers is required' });
+  const list = readAuthorizerList(authorizers, '/authorizers', {
+    min: 1,
+    max: 1000,
+    extraFields: SCHEDULE_AUTHORIZER_EXTRA,
+    debitCardsApproved: ctx.lender.debitCardApproved,
+    now,
+  });
+  if (authorizers !== undefined) problems.push(...list.problems);
+  if (problems.length > 0) {
+    const first = problems[0]!;
+    throw InvalidInput.fields(`Invalid request body: ${first.path || '/'} ${first.message}`, problems);
+  }
+  return { body: top as unknown as CreateScheduleInput, list };
+}
+
+export async function createSchedule({ ctx, input }: { ctx: Ctx; input: { body: unknown } }) {
+  const now = ctx.deps.clock.now();
+  const { body, list } = readCreateBody(ctx, input.body, now);
   const startsAt = body.starts_at ?? body.start_at ?? null;
   if (startsAt !== null) {
     const ms = parseDate(startsAt);
-    if (ms === null) throw BadRequest.field('starts_at', 'starts_at must be a date, YYYY-MM-DD');
-    if (ms < startOfDay(now)) throw BadRequest.field('starts_at', 'starts_at must be today or later');
+    if (ms === null) throw InvalidInput.field('starts_at', 'starts_at must be a date, YYYY-MM-DD');
+    if (ms < startOfDay(now)) throw InvalidInput.field('starts_at', 'starts_at must be today or later');
   }
   const expiresAt = body.expires_at ?? dateOf(now + DEFAULT_EXPIRY_DAYS * DAY_MS);
   checkExpiry(expiresAt, now);
-  if (startsAt !== null && expiresAt < startsAt) throw BadRequest.field('expires_at', 'expires_at must not be before starts_at');
-  if (expiresAt < dateOf(now)) throw BadRequest.field('expires_at', 'expires_at must not be in the past');
+  if (startsAt !== null && expiresAt < startsAt) throw InvalidInput.field('expires_at', 'expires_at must not be before starts_at');
+  if (expiresAt < dateOf(now)) throw InvalidInput.field('expires_at', 'expires_at must not be in the past');
 
-  const anyThreshold = body.threshold_amount !== undefined || body.authorizers.some((a) => a.threshold_amount !== undefined);
-  if (anyThreshold && !body.webhook) throw BadRequest.field('webhook', 'webhook is required when a threshold_amount is set');
-  if (body.webhook) await validateWebhookUrl(deps, 'webhook', body.webhook);
+  const anyThreshold = body.threshold_amount !== undefined || list.candidates.some((a) => a.threshold_amount !== undefined);
+  if (anyThreshold && !body.webhook) throw InvalidInput.field('webhook', 'webhook is required when a threshold_amount is set');
+  if (body.webhook) await validateWebhookUrl(ctx.deps, 'webhook', body.webhook);
 
-  const { accepted, failed } = validateAuthorizers(
-    body.authorizers.map((candidate, i) => ({ candidate, rowNumber: i + 1 })),
-    { debitCardsApproved: lender.debitCardApproved, now },
-  );
+  const { accepted, failed } = list;
   if (failed.length > 0) {
     const first = failed[0]!;
-    throw new BadRequest(
+    throw new InvalidInput(
       `Authorizer ${first.authorizer_unique_id ?? `#${first.row_number}`} is invalid: ${first.error}`,
       { failed_authorizers: failed, errors: failed.map((f) => ({ path: `/authorizers/${f.row_number - 1}`, message: f.error })) },
     );
+  }
+  let thresholdCents: number | null = null;
+  if (body.threshold_amount !== undefined) {
+    thresholdCents = dollarsToCents(body.threshold_amount);
+    if (thresholdCents === null) throw InvalidInput.field('threshold_amount', 'threshold_amount must be dollars with at most two decimals');
   }
 
   const timeOfDay = body.time_of_day ?? randomTimeOfDay();
   const t: ScheduleTiming = { intervalDays: body.interval_days, timeOfDay, startsAt, expiresAt, createdAt: now };
   const nextRunAt = nextRunAfter(t, now - 1);
-  if (nextRunAt === null) throw BadRequest.field('expires_at', 'the schedule would never run: expires_at is before its first run');
-  const thresholdCents = body.threshold_amount === undefined ? null : Math.round(body.threshold_amount * 100);
+  if (nextRunAt === null) throw InvalidInput.field('expires_at', 'the schedule would never run: expires_at is before its first run');
   const id = newId();
 
-  immediate(deps.sqlite, () => {
-    if (nameTaken(deps, lender.id, body.name)) throw new Conflict(`A schedule named "${body.name}" already exists`);
-    deps.sqlite
-      .query(
-        `INSERT INTO schedules (id, lender_id, name, status, interval_days, time_of_day, starts_at, expires_at, webhook,
-           threshold_cents, created_at, updated_at, next_run_at) VALUES (?, ?, ?, 'ACTIVE', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(id, lender.id, body.name, body.interval_days, timeOfDay, startsAt, expiresAt, body.webhook ?? null, thresholdCents, now, now, nextRunAt);
-    const insert = deps.sqlite.prepare(
+  withTransaction(ctx, (tx) => {
+    if (nameTaken(tx, body.name)) throw new Conflict(`A schedule named "${body.name}" already exists`);
+    tx.tx
+      .insert(schedules)
+      .values({
+        id,
+        lenderId: ctx.lender.id,
+        name: body.name,
+        status: 'ACTIVE',
+        intervalDays: body.interval_days,
+        timeOfDay,
+        startsAt,
+        expiresAt,
+        webhook: body.webhook ?? null,
+        thresholdCents,
+        createdAt: now,
+        updatedAt: now,
+        nextRunAt,
+      })
+      .run();
+    // Up to 1000 rows: one prepared statement in the transaction (a multi-row insert of this size is slower).
+    const insert = ctx.deps.sqlite.prepare(
       `INSERT INTO schedule_authorizers (schedule_id, authorizer_unique_id, payment_type, routing_number, phone, zip, metadata, threshold_cents, sealed)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     for (const a of accepted) {
-      insert.run(id, a.authorizerUniqueId, a.paymentType, a.routingNumber, a.phone, a.zip, a.metadata ? JSON.stringify(a.metadata) : null, a.thresholdCents, deps.vault.sealJson(a.sensitive));
+      insert.run(id, a.authorizerUniqueId, a.paymentType, a.routingNumber, a.phone, a.zip, a.metadata ? JSON.stringify(a.metadata) : null, a.thresholdCents, ctx.deps.vault.sealJson(a.sensitive));
     }
     insert.finalize();
   });
@@ -144,29 +178,30 @@ export async function createSchedule(deps: Deps, lender: AuthedLender, body: Sta
   };
 }
 
-export function updateSchedule(deps: Deps, lenderId: string, id: string, body: Static<typeof UpdateScheduleBody>) {
+export function updateSchedule({ ctx, input }: { ctx: Ctx; input: { id: string; body: Static<typeof UpdateScheduleBody> } }) {
+  const { id, body } = input;
   if (Object.values(body).every((v) => v === undefined)) {
-    throw new BadRequest('Send at least one of name, interval_days, time_of_day, expires_at');
+    throw new InvalidInput('Send at least one of name, interval_days, time_of_day, expires_at');
   }
-  const now = deps.clock.now();
+  const now = ctx.deps.clock.now();
   let expiresAt: string | undefined;
   if (body.expires_at !== undefined) {
     const m = /^(\d{4}-\d{2}-\d{2})(T.*)?$/.exec(body.expires_at);
-    if (!m || (m[2] && Number.isNaN(Date.parse(body.expires_at)))) throw BadRequest.field('expires_at', 'expires_at must be an ISO 8601 date');
+    if (!m || (m[2] && Number.isNaN(Date.parse(body.expires_at)))) throw InvalidInput.field('expires_at', 'expires_at must be an ISO 8601 date');
     expiresAt = m[1]!;
-    if (expiresAt <= dateOf(now)) throw BadRequest.field('expires_at', 'expires_at must be in the future');
+    if (expiresAt <= dateOf(now)) throw InvalidInput.field('expires_at', 'expires_at must be in the future');
   }
-  return immediate(deps.sqlite, () => {
-    const s = getSchedule(deps, lenderId, id);
+  return withTransaction(ctx, (tx) => {
+    const s = getSchedule({ ctx: tx, input: { id } });
     if (s.status !== 'ACTIVE') throw new Conflict(`Only an ACTIVE schedule can be updated; this one is ${s.status}`, { status: s.status });
-    if (body.name !== undefined && nameTaken(deps, lenderId, body.name, id)) {
+    if (body.name !== undefined && nameTaken(tx, body.name, id)) {
       throw new Conflict(`A schedule named "${body.name}" already exists`);
     }
     if (expiresAt !== undefined) {
       checkExpiry(expiresAt, s.createdAt);
-      if (s.startsAt && expiresAt < s.startsAt) throw BadRequest.field('expires_at', 'expires_at must not be before starts_at');
+      if (s.startsAt && expiresAt < s.startsAt) throw InvalidInput.field('expires_at', 'expires_at must not be before starts_at');
     }
-    const next: ScheduleRow = {
+    const next: Schedule = {
       ...s,
       name: body.name ?? s.name,
       intervalDays: body.interval_days ?? s.intervalDays,
@@ -176,10 +211,12 @@ export function updateSchedule(deps: Deps, lenderId: string, id: string, body: S
     };
     // Recomputed from the new timing; a run already made is never repeated before `now`.
     next.nextRunAt = nextRunAfter(timing(next), Math.max(now, s.lastRunAt ?? 0) - 1);
-    if (next.nextRunAt === null) throw BadRequest.field('expires_at', 'with these values the schedule would never run again');
-    deps.sqlite
-      .query('UPDATE schedules SET name = ?, interval_days = ?, time_of_day = ?, expires_at = ?, updated_at = ?, next_run_at = ? WHERE id = ?')
-      .run(next.name, next.intervalDays, next.timeOfDay, next.expiresAt, now, next.nextRunAt, id);
+    if (next.nextRunAt === null) throw InvalidInput.field('expires_at', 'with these values the schedule would never run again');
+    tx.tx
+      .update(schedules)
+      .set({ name: next.name, intervalDays: next.intervalDays, timeOfDay: next.timeOfDay, expiresAt: next.expiresAt, updatedAt: now, nextRunAt: next.nextRunAt })
+      .where(eq(schedules.id, id))
+      .run();
     return {
       schedule_id: id,
       name: next.name,
@@ -191,50 +228,59 @@ export function updateSchedule(deps: Deps, lenderId: string, id: string, body: S
 }
 
 /** No further runs; the schedule, its authorizers' history and its batches are kept. */
-function markDisabled(deps: Deps, id: string): void {
-  deps.sqlite.query("UPDATE schedules SET status = 'DISABLED', next_run_at = NULL, updated_at = ? WHERE id = ?").run(deps.clock.now(), id);
+function markDisabled(ctx: Ctx & { tx: Tx }, id: string): void {
+  ctx.tx.update(schedules).set({ status: 'DISABLED', nextRunAt: null, updatedAt: ctx.deps.clock.now() }).where(eq(schedules.id, id)).run();
 }
 
-export function removeAuthorizers(deps: Deps, lenderId: string, id: string, ids: string[]) {
-  return immediate(deps.sqlite, () => {
-    const s = getSchedule(deps, lenderId, id);
-    const del = deps.sqlite.prepare('DELETE FROM schedule_authorizers WHERE schedule_id = ? AND authorizer_unique_id = ?');
+export function removeAuthorizers({ ctx, input }: { ctx: Ctx; input: { id: string; authorizerIds: string[] } }) {
+  const { id } = input;
+  return withTransaction(ctx, (tx) => {
+    const s = getSchedule({ ctx: tx, input: { id } });
     let removed = 0;
-    for (const aid of new Set(ids)) removed += del.run(id, aid).changes;
-    del.finalize();
-    const remaining = countAuthorizers(deps, id);
-    if (remaining === 0 && s.status === 'ACTIVE') markDisabled(deps, id);
+    for (const aid of new Set(input.authorizerIds)) {
+      removed += tx.tx
+        .delete(scheduleAuthorizers)
+        .where(and(eq(scheduleAuthorizers.scheduleId, id), eq(scheduleAuthorizers.authorizerUniqueId, aid)))
+        .returning({ id: scheduleAuthorizers.id })
+        .all().length;
+    }
+    const remaining = countAuthorizers(tx, id);
+    if (remaining === 0 && s.status === 'ACTIVE') markDisabled(tx, id);
     return { removed_count: removed, remaining_count: remaining };
   });
 }
 
-export function disableSchedule(deps: Deps, lenderId: string, id: string) {
-  return immediate(deps.sqlite, () => {
-    getSchedule(deps, lenderId, id);
-    markDisabled(deps, id);
-    return { schedule_id: id, status: 'DISABLED' as const, message: 'Schedule disabled; its history is kept' };
+export function disableSchedule({ ctx, input }: { ctx: Ctx; input: { id: string } }) {
+  return withTransaction(ctx, (tx) => {
+    getSchedule({ ctx: tx, input });
+    markDisabled(tx, input.id);
+    return { schedule_id: input.id, status: 'DISABLED' as const, message: 'Schedule disabled; its history is kept' };
   });
 }
 
-export function listSchedules(
-  deps: Deps,
-  lenderId: string,
-  q: { status?: 'ACTIVE' | 'COMPLETED' | 'DISABLED'; limit?: number; next_page_token?: string; nextPageToken?: string },
-) {
-  const limit = q.limit ?? 50;
-  const scope = `schedules:${lenderId}:${q.status ?? ''}`;
-  const token = tokenFrom(q);
-  const after = token ? deps.pageTokens.decode<{ i: string }>(scope, token).i : '';
-  const rows = deps.sqlite
-    .query<ScheduleRow, [string, string, string | null, string | null, number]>(
-      `${SELECT_SCHEDULE} WHERE lender_id = ? AND id > ? AND (? IS NULL OR status = ?) ORDER BY id LIMIT ?`,
-    )
-    .all(lenderId, after, q.status ?? null, q.status ?? null, limit + 1);
+export function listSchedules({
+  ctx,
+  input,
+}: {
+  ctx: Ctx;
+  input: { status?: ScheduleStatus; limit?: number; next_page_token?: string; nextPageToken?: string };
+}) {
+  const limit = input.limit ?? 50;
+  const scope = `schedules:${ctx.lender.id}:${input.status ?? ''}`;
+  const token = tokenFrom(input);
+  const after = token ? ctx.deps.pageTokens.decode<{ i: string }>(scope, token).i : '';
+  const conds = [eq(schedules.lenderId, ctx.lender.id), gt(schedules.id, after)];
+  if (input.status) conds.push(eq(schedules.status, input.status));
+  const rows = dbOf(ctx).select().from(schedules).where(and(...conds)).orderBy(asc(schedules.id)).limit(limit + 1).all();
   const page = rows.slice(0, limit);
   const hasMore = rows.length > limit;
   return {
-    schedules: page.map((s) => view(deps, s)),
+    schedules: page.map((s) => view(ctx, s)),
     has_more: hasMore,
-    next_page_token: hasMore ? deps.pageTokens.encode(scope, { i: page[page.length - 1]!.id }) : null,
+    next_page_token: hasMore ? ctx.deps.pageTokens.encode(scope, { i: page[page.length - 1]!.id }) : null,
   };
 }
+
+
+/** Columns of this feature holding vault-sealed values. */
+export const sealedColumns: SealedColumn[] = [{ table: 'schedule_authorizers', key: 'id', column: 'sealed' }];

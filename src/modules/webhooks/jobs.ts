@@ -1,6 +1,9 @@
-import type { Deps } from '../../platform/deps';
+import type { Database } from 'bun:sqlite';
+import { webhookDeliveries } from '../../../db/schema';
+import type { Deps } from '../../deps';
 import type { Job } from '../../platform/jobs';
 import { immediate } from '../../platform/db';
+import { LeaseQueue } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
 import { sendWebhook } from '../../adapters/webhooks/sender';
 import { signatureHeaders } from '../../adapters/webhooks/signing';
@@ -11,7 +14,7 @@ export const WEBHOOK_CONCURRENCY = 16;
 export const DELIVERY_LEASE_MS = 30_000;
 const FLUSH_EVERY = 32;
 
-interface DueRow {
+export interface DueRow {
   id: string;
   lenderId: string;
   type: string;
@@ -37,6 +40,33 @@ export function backoffMs(base: number, attempt: number, random = Math.random): 
 }
 
 /**
+ * The delivery queue of a database: due deliveries oldest first, leaving out those this run already holds
+ * or has recorded as due again (`exclude`, bound as a JSON array: it stays small whatever the run's length).
+ */
+function deliveryQueue(sqlite: Database, exclude: () => string) {
+  return new LeaseQueue<typeof webhookDeliveries, DueRow>(sqlite, webhookDeliveries, {
+    leaseMs: DELIVERY_LEASE_MS,
+    pick: ({ want, now, due, lease }) =>
+      lease(
+        // Raw: claimed every 250 ms with an exclusion list (bench webhooks).
+        sqlite
+          .query<DueRow, [number, number, string]>(
+            `SELECT id, lender_id AS lenderId, type, target_url AS targetUrl, payload, attempts, first_attempt_at AS firstAttemptAt
+               FROM webhook_deliveries
+              WHERE ${due} AND id NOT IN (SELECT value FROM json_each(?3))
+              ORDER BY next_attempt_at LIMIT ?2`,
+          )
+          .all(now, want, exclude()),
+      ),
+  });
+}
+
+/** At start no other process holds a claim on this file: release what a previous process left. */
+export function releaseDeliveryLeases(deps: Pick<Deps, 'sqlite'>): number {
+  return deliveryQueue(deps.sqlite, () => '[]').releaseAll();
+}
+
+/**
  * Sends every due delivery, at most `concurrency` at once, and records each attempt. Claims are leases in
  * SQLite, so a delivery claimed by a process that died is sent again (same webhook-id) once its lease
  * has passed.
@@ -44,25 +74,8 @@ export function backoffMs(base: number, attempt: number, random = Math.random): 
 export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: number; signal?: AbortSignal } = {}): Promise<{ attempted: number }> {
   const concurrency = opts.concurrency ?? WEBHOOK_CONCURRENCY;
   const { sqlite, clock, config } = deps;
-  const claimSelect = sqlite.query<DueRow, [number, number, string]>(
-    `SELECT id, lender_id AS lenderId, type, target_url AS targetUrl, payload, attempts, first_attempt_at AS firstAttemptAt
-       FROM webhook_deliveries
-      WHERE state = 'pending' AND next_attempt_at <= ?1 AND lease_until <= ?1
-        AND id NOT IN (SELECT value FROM json_each(?3))
-      ORDER BY next_attempt_at LIMIT ?2`,
-  );
-  const claimUpdate = sqlite.query<unknown, [number, string]>('UPDATE webhook_deliveries SET lease_until = ? WHERE id = ?');
   const insertAttempt = sqlite.query<unknown, [string, number, number | null, string | null, number]>(
     'INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms) VALUES (?, ?, ?, ?, ?)',
-  );
-  const updateDelivery = sqlite.query<
-    unknown,
-    [string, number, number, number | null, number | null, string | null, number | null, string]
-  >(
-    `UPDATE webhook_deliveries
-        SET state = ?1, attempts = ?2, last_attempt_at = ?3, first_attempt_at = COALESCE(first_attempt_at, ?3),
-            next_attempt_at = ?4, last_status_code = ?5, last_error = ?6, finished_at = ?7, lease_until = 0
-      WHERE id = ?8`,
   );
 
   const results: AttemptResult[] = [];
@@ -73,19 +86,14 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
   const inFlight = new Set<string>();
   const dueAgain = new Set<string>();
   let attempted = 0;
+  const queue = deliveryQueue(sqlite, () => JSON.stringify([...inFlight, ...dueAgain]));
 
   const claim = (): DueRow[] => {
     // Record what has been sent before claiming more, so the database never shows it as still due.
     flush();
-    const now = clock.now();
-    return immediate(sqlite, () => {
-      const due = claimSelect.all(now, concurrency * 4, JSON.stringify([...inFlight, ...dueAgain]));
-      for (const r of due) {
-        claimUpdate.run(now + DELIVERY_LEASE_MS, r.id);
-        inFlight.add(r.id);
-      }
-      return due;
-    });
+    const due = queue.claim(concurrency * 4, clock.now());
+    for (const r of due) inFlight.add(r.id);
+    return due;
   };
 
   const flush = () => {
@@ -110,7 +118,18 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
         inFlight.delete(r.row.id);
         if (next !== null && next <= clock.now()) dueAgain.add(r.row.id);
         insertAttempt.run(r.row.id, r.attemptedAt, r.statusCode, r.error, Math.round(r.durationMs));
-        updateDelivery.run(state, attempts, r.attemptedAt, next, r.statusCode, r.error, state === 'pending' ? null : clock.now(), r.row.id);
+        queue.finalize(r.row.id, {
+          state,
+          attempts,
+          nextAttemptAt: next,
+          set: {
+            lastAttemptAt: r.attemptedAt,
+            firstAttemptAt: firstAt,
+            lastStatusCode: r.statusCode,
+            lastError: r.error,
+            finishedAt: state === 'pending' ? null : clock.now(),
+          },
+        });
         deps.metrics.webhookAttempts.inc({ outcome: r.outcome });
         if (state !== 'pending') deps.metrics.webhookFinal.inc({ state });
       }
@@ -142,12 +161,7 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
   return { attempted };
 }
 
-/** At start no other process holds a claim on this file: release what a previous process left. */
-export function releaseDeliveryLeases(deps: Deps): void {
-  deps.sqlite.query("UPDATE webhook_deliveries SET lease_until = 0 WHERE state = 'pending' AND lease_until > 0").run();
-}
-
-export const webhookDeliveryJob: Job = {
+export const webhookDeliveryJob: Job<Deps> = {
   name: 'webhook-delivery',
   intervalMs: 250,
   tick: (deps, signal) => deliverDueWebhooks(deps, { signal }),

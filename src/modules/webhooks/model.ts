@@ -1,6 +1,7 @@
 import { t } from 'elysia';
 import { pageTokenQuery } from '../../platform/pagination';
-import { Int } from '../../platform/schema';
+import { DELIVERY_STATES, WEBHOOK_TYPES } from '../../../db/schema/enums';
+import { Int, OneOf } from '../../platform/schema';
 
 export const SecretView = t.Object(
   {
@@ -15,11 +16,11 @@ export const SecretView = t.Object(
   },
 );
 
-export const DeliveryState = t.Union([t.Literal('pending'), t.Literal('delivered'), t.Literal('failed')]);
+export const DeliveryState = OneOf(DELIVERY_STATES);
 
 export const Delivery = t.Object({
   id: t.String({ description: 'Also the webhook-id header and the payload event_uuid' }),
-  type: t.String({ examples: ['BALANCE_BATCH_COMPLETED'] }),
+  type: OneOf(WEBHOOK_TYPES),
   target_url: t.String(),
   created_at: t.String({ format: 'date-time' }),
   attempts: Int(),
@@ -60,7 +61,7 @@ export const DeliveryList = t.Object(
 
 export const DeliveryQuery = t.Object({
   status: t.Optional(DeliveryState),
-  type: t.Optional(t.Union([t.Literal('BALANCE_BATCH_COMPLETED'), t.Literal('BALANCE_THRESHOLD_ALERT')])),
+  type: t.Optional(OneOf(WEBHOOK_TYPES)),
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 50 })),
   ...pageTokenQuery,
 });

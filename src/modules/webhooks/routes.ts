@@ -1,16 +1,16 @@
 import { Elysia } from 'elysia';
-import type { Deps } from '../../platform/deps';
-import { errors } from '../../platform/errors';
-import type { Auth } from '..';
+import type { Deps } from '../../deps';
+import { errors } from '../../http/errors';
+import type { Auth } from '../../http/auth';
 import { DeliveryList, DeliveryQuery, SecretView } from './model';
-import { listDeliveries, rotateSecret, secretView } from './service';
+import { getSecret, listDeliveries, rotateSecret } from './service';
 
 const tags = ['Webhooks'];
 
 export const webhookRoutes = (deps: Deps, auth: Auth) =>
   new Elysia({ prefix: '/v1/webhooks', normalize: false })
     .use(auth)
-    .get('/secret', ({ lender }) => secretView(deps, lender.id), {
+    .get('/secret', ({ lender }) => getSecret({ ctx: { lender, deps } }), {
       auth: true,
       response: { 200: SecretView, ...errors(401, 429) },
       detail: {
@@ -23,7 +23,7 @@ export const webhookRoutes = (deps: Deps, auth: Auth) =>
     })
     .post('/secret/rotate', ({ lender, set }) => {
       set.status = 201;
-      return rotateSecret(deps, lender.id);
+      return rotateSecret({ ctx: { lender, deps } });
     }, {
       auth: true,
       response: { 201: SecretView, ...errors(401, 429) },
@@ -33,7 +33,7 @@ export const webhookRoutes = (deps: Deps, auth: Auth) =>
         description: 'Issues a new secret. For 24 hours deliveries carry signatures by both the new and the previous secret.',
       },
     })
-    .get('/deliveries', ({ lender, query }) => listDeliveries(deps, lender.id, query), {
+    .get('/deliveries', ({ lender, query }) => listDeliveries({ ctx: { lender, deps }, input: query }), {
       auth: true,
       query: DeliveryQuery,
       response: { 200: DeliveryList, ...errors(400, 401, 429) },

@@ -1,22 +1,26 @@
 import { and, desc, eq, gt, isNull, or, lt, sql } from 'drizzle-orm';
 import { webhookDeliveries, webhookSecrets } from '../../../db/schema';
-import type { Deps } from '../../platform/deps';
-import { BadRequest } from '../../platform/errors';
+import type { WebhookType } from '../../../db/schema/enums';
+import type { Ctx, Deps, JobContext } from '../../deps';
+import { dbOf, withTransaction } from '../../platform/context';
+import { InvalidInput } from '../../platform/errors';
 import { DAY_MS, isoOrNull, iso } from '../../platform/clock';
 import { newId } from '../../platform/ids';
 import { tokenFrom } from '../../platform/pagination';
 import { generateWebhookSecret } from '../../adapters/webhooks/signing';
 import { checkWebhookUrl } from '../../adapters/webhooks/ssrf';
+import type { SealedColumn } from '../../platform/vault';
 
 export const ROTATION_OVERLAP_MS = DAY_MS;
 /** Deliveries are kept small so receivers with body limits accept them. */
 export const MAX_PAYLOAD_BYTES = 20_000;
 
-export type WebhookType = 'BALANCE_BATCH_COMPLETED' | 'BALANCE_THRESHOLD_ALERT';
+export type { WebhookType };
 
 /** The lender's current signing secret, created on first use. */
-export function currentSecret(deps: Deps, lenderId: string): { secret: string; createdAt: number } {
-  const row = deps.db
+function currentSecret(ctx: JobContext, lenderId: string): { secret: string; createdAt: number } {
+  const { deps } = ctx;
+  const row = dbOf(ctx)
     .select()
     .from(webhookSecrets)
     .where(and(eq(webhookSecrets.lenderId, lenderId), isNull(webhookSecrets.expiresAt)))
@@ -24,7 +28,7 @@ export function currentSecret(deps: Deps, lenderId: string): { secret: string; c
   if (row) return { secret: deps.vault.open(row.secretSealed), createdAt: row.createdAt };
   const secret = generateWebhookSecret();
   const createdAt = deps.clock.now();
-  deps.db
+  dbOf(ctx)
     .insert(webhookSecrets)
     .values({ id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt, expiresAt: null })
     .run();
@@ -32,18 +36,20 @@ export function currentSecret(deps: Deps, lenderId: string): { secret: string; c
 }
 
 /** A new current secret; the previous one keeps signing for ROTATION_OVERLAP_MS. */
-export function rotateSecret(deps: Deps, lenderId: string) {
+export function rotateSecret({ ctx }: { ctx: Ctx }) {
+  const { deps } = ctx;
+  const lenderId = ctx.lender.id;
   const now = deps.clock.now();
-  return deps.db.transaction(() => {
-    currentSecret(deps, lenderId);
+  return withTransaction(ctx, (tx) => {
+    currentSecret(tx, lenderId);
     const expiresAt = now + ROTATION_OVERLAP_MS;
-    deps.db
+    tx.tx
       .update(webhookSecrets)
       .set({ expiresAt })
       .where(and(eq(webhookSecrets.lenderId, lenderId), isNull(webhookSecrets.expiresAt)))
       .run();
     const secret = generateWebhookSecret();
-    deps.db
+    tx.tx
       .insert(webhookSecrets)
       .values({ id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt: now, expiresAt: null })
       .run();
@@ -51,9 +57,11 @@ export function rotateSecret(deps: Deps, lenderId: string) {
   });
 }
 
-export function secretView(deps: Deps, lenderId: string) {
-  const { secret, createdAt } = currentSecret(deps, lenderId);
-  const previous = deps.db
+export function getSecret({ ctx }: { ctx: Ctx }) {
+  const { deps } = ctx;
+  const lenderId = ctx.lender.id;
+  const { secret, createdAt } = currentSecret(ctx, lenderId);
+  const previous = dbOf(ctx)
     .select({ expiresAt: webhookSecrets.expiresAt })
     .from(webhookSecrets)
     .where(and(eq(webhookSecrets.lenderId, lenderId), gt(webhookSecrets.expiresAt, deps.clock.now())))
@@ -64,7 +72,7 @@ export function secretView(deps: Deps, lenderId: string) {
 
 /** Every secret a delivery is signed with now: the current one and any still in its overlap. */
 export function signingSecrets(deps: Deps, lenderId: string, now: number): string[] {
-  currentSecret(deps, lenderId);
+  currentSecret({ deps }, lenderId);
   return deps.db
     .select({ sealed: webhookSecrets.secretSealed })
     .from(webhookSecrets)
@@ -75,9 +83,9 @@ export function signingSecrets(deps: Deps, lenderId: string, now: number): strin
 }
 
 /** Request-time check of a webhook URL a caller sends; 400 names the field and the problem. */
-export async function validateWebhookUrl(deps: Deps, field: string, raw: string): Promise<string> {
+export async function validateWebhookUrl(deps: Pick<Deps, 'config'>, field: string, raw: string): Promise<string> {
   const res = await checkWebhookUrl(raw, { allowPrivate: deps.config.webhookAllowPrivateTargets });
-  if (!res.ok) throw BadRequest.field(field, `${field} is not an acceptable webhook URL: ${res.reason}`);
+  if (!res.ok) throw InvalidInput.field(field, `${field} is not an acceptable webhook URL: ${res.reason}`);
   return raw;
 }
 
@@ -85,15 +93,18 @@ export async function validateWebhookUrl(deps: Deps, field: string, raw: string)
  * Writes a delivery to the outbox. Call it inside the transaction of the change that causes it, so the
  * event exists exactly when the change does. The id is the payload's event_uuid and the webhook-id header.
  */
-export function enqueueWebhook(
-  deps: Deps,
-  input: { lenderId: string; type: WebhookType; url: string; payload: Record<string, unknown> & { event_uuid: string } },
-): void {
+export function enqueueWebhook({
+  ctx,
+  input,
+}: {
+  ctx: JobContext;
+  input: { lenderId: string; type: WebhookType; url: string; payload: Record<string, unknown> & { event_uuid: string } };
+}): void {
   const body = JSON.stringify(input.payload);
   if (Buffer.byteLength(body) > MAX_PAYLOAD_BYTES) throw new Error(`webhook payload over ${MAX_PAYLOAD_BYTES} bytes`);
-  const now = deps.clock.now();
-  // A cached prepared statement: alerts can enqueue many deliveries in one transaction.
-  deps.sqlite
+  const now = ctx.deps.clock.now();
+  // Raw and cached: alerts can enqueue many deliveries in one transaction (bench webhooks enqueues 2,000).
+  ctx.deps.sqlite
     .query<unknown, [string, string, string, string, string, number, number]>(
       `INSERT INTO webhook_deliveries (id, lender_id, type, target_url, payload, state, attempts, created_at, next_attempt_at, lease_until)
        VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, 0)`,
@@ -103,13 +114,15 @@ export function enqueueWebhook(
 
 export interface DeliveryFilter {
   status?: 'pending' | 'delivered' | 'failed';
-  type?: string;
+  type?: WebhookType;
   limit?: number;
   next_page_token?: string;
   nextPageToken?: string;
 }
 
-export function listDeliveries(deps: Deps, lenderId: string, q: DeliveryFilter) {
+export function listDeliveries({ ctx, input: q }: { ctx: Ctx; input: DeliveryFilter }) {
+  const { deps } = ctx;
+  const lenderId = ctx.lender.id;
   const limit = q.limit ?? 50;
   const scope = `deliveries:${lenderId}:${q.status ?? ''}:${q.type ?? ''}`;
   const token = tokenFrom(q);
@@ -125,7 +138,7 @@ export function listDeliveries(deps: Deps, lenderId: string, q: DeliveryFilter) 
       )!,
     );
   }
-  const rows = deps.db
+  const rows = dbOf(ctx)
     .select()
     .from(webhookDeliveries)
     .where(and(...conds))
@@ -163,3 +176,7 @@ export function countPending(deps: Deps): number {
     .get();
   return row?.n ?? 0;
 }
+
+
+/** Columns of this feature holding vault-sealed values. */
+export const sealedColumns: SealedColumn[] = [{ table: 'webhook_secrets', key: 'id', column: 'secret_sealed' }];

@@ -178,12 +178,12 @@ describe('the outbox row belongs to the transaction that writes it', () => {
   test('a rolled-back change leaves no delivery behind', () => {
     const ctx = fresh();
     const failing = ctx.rt.sqlite.transaction(() => {
-      enqueueWebhook(ctx.rt, {
+      enqueueWebhook({ ctx: { deps: ctx.rt }, input: {
         lenderId: ctx.lender.id,
         type: 'BALANCE_BATCH_COMPLETED',
         url: 'http://127.0.0.1:9/never',
         payload: { event_uuid: crypto.randomUUID(), type: 'BALANCE_BATCH_COMPLETED', batch_id: 'b' },
-      });
+      } });
       throw new Error('the state change failed');
     });
     expect(() => failing()).toThrow('the state change failed');
@@ -194,12 +194,12 @@ describe('the outbox row belongs to the transaction that writes it', () => {
     const ctx = fresh();
     const tx = ctx.rt.sqlite.transaction(() => {
       enqueue(ctx, 'http://127.0.0.1:9/first');
-      enqueueWebhook(ctx.rt, {
+      enqueueWebhook({ ctx: { deps: ctx.rt }, input: {
         lenderId: ctx.lender.id,
         type: 'BALANCE_THRESHOLD_ALERT',
         url: 'http://127.0.0.1:9/big',
         payload: { event_uuid: crypto.randomUUID(), blob: 'x'.repeat(MAX_PAYLOAD_BYTES) },
-      });
+      } });
     });
     expect(() => tx()).toThrow(/over/);
     expect(deliveriesOf(ctx)).toHaveLength(0);

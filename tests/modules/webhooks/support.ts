@@ -138,12 +138,12 @@ export function enqueue(
   const id = crypto.randomUUID();
   const type = opts.type ?? 'BALANCE_BATCH_COMPLETED';
   ctx.rt.sqlite.transaction(() => {
-    enqueueWebhook(ctx.rt, {
+    enqueueWebhook({ ctx: { deps: ctx.rt }, input: {
       lenderId: opts.lenderId ?? ctx.lender.id,
       type,
       url,
       payload: { event_uuid: id, type, batch_id: `batch-${id.slice(0, 8)}`, ...opts.extra },
-    });
+    } });
   })();
   return id;
 }

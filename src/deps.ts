@@ -1,0 +1,15 @@
+import type { PlatformDeps, ServiceCtx, JobCtx } from './platform/context';
+import type { BalanceProvider } from './adapters/bank-data/types';
+import type { RoutingDirectory } from './adapters/routing/directory';
+import type { FeatureHooks } from './modules/hooks';
+
+/** Everything a service or job may use: the platform, the adapters, and the hooks features registered. */
+export interface Deps extends PlatformDeps {
+  bank: BalanceProvider;
+  routing: RoutingDirectory;
+  hooks: FeatureHooks;
+}
+
+/** A service call's context in this service: `{ lender, deps, tx? }`. */
+export type Ctx = ServiceCtx<Deps>;
+export type JobContext = JobCtx<Deps>;

@@ -1,0 +1,35 @@
+import type { Server } from 'elysia/universal';
+import type { PlatformDeps } from '../platform/context';
+import { DomainError } from '../platform/errors';
+import type { AuthedLender } from './auth';
+import { fromDomainError, HttpsRequired } from './errors';
+import { httpsAllowed } from './https';
+import type { RequestTracker } from './requests';
+
+/**
+ * The first thing every request meets: its id, the HTTPS policy, and, for /v1, authentication, all before
+ * any body is read or validated. Without a valid key nothing about a /v1 route, not even whether it exists
+ * or what its body looks like, is told.
+ */
+export function requestGate(
+  deps: PlatformDeps,
+  tracker: RequestTracker,
+  authenticate: (header: string | undefined) => AuthedLender,
+  authenticated: WeakMap<Request, AuthedLender>,
+) {
+  return ({ request, set, server }: { request: Request; set: { headers: Record<string, string | number> }; server: Server | null }) => {
+    tracker.begin(request, set.headers);
+    const path = new URL(request.url).pathname;
+    if (path === '/healthz') return;
+    const remote = server?.requestIP(request)?.address ?? null;
+    if (!httpsAllowed(deps.config, request, remote)) return tracker.early(request, new HttpsRequired());
+    if (path === '/v1' || path.startsWith('/v1/')) {
+      try {
+        authenticated.set(request, authenticate(request.headers.get('authorization') ?? undefined));
+      } catch (e) {
+        if (e instanceof DomainError) return tracker.early(request, fromDomainError(e)!);
+        throw e;
+      }
+    }
+  };
+}

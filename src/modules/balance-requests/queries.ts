@@ -1,0 +1,153 @@
+import type { Database } from 'bun:sqlite';
+import type { BatchSource, BatchStatus, PaymentType } from '../../../db/schema/enums';
+
+// The balance pipeline's raw prepared statements: each is on a measured hot path (bun run bench: accept,
+// processing, export), where the query builder's per-call cost shows. Everything else in the module uses
+// Drizzle's query builder. bun:sqlite caches each statement by its text, so a call here compiles nothing.
+
+/** Accepting a request: one batch row (bench accept). */
+export const insertBatchRow = (
+  sqlite: Database,
+  v: { id: string; lenderId: string; source: BatchSource; scheduleId: string | null; webhookUrl: string | null; now: number; total: number },
+) =>
+  sqlite
+    .query(
+      `INSERT INTO batches (id, lender_id, source, schedule_id, status, webhook_url, submitted_at, total_authorizers, total_processed)
+       VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, 0)`,
+    )
+    .run(v.id, v.lenderId, v.source, v.scheduleId, v.webhookUrl, v.now, v.total);
+
+/** Accepting a request: its whole payload in one row (bench accept). */
+export const insertBatchPayload = (sqlite: Database, batchId: string, sealed: string, items: string) =>
+  sqlite.query('INSERT INTO batch_payloads (batch_id, sealed, items) VALUES (?, ?, ?)').run(batchId, sealed, items);
+
+/** The 24-hour replay cache, read on every accept (bench accept). */
+export const findCachedResponse = (sqlite: Database, lenderId: string, bodyHash: string, since: number) =>
+  sqlite
+    .query<{ statusCode: number; responseBody: string }, [string, string, number]>(
+      'SELECT status_code AS statusCode, response_body AS responseBody FROM idempotency_keys WHERE lender_id = ? AND body_hash = ? AND created_at > ?',
+    )
+    .get(lenderId, bodyHash, since);
+
+export const cacheResponse = (sqlite: Database, lenderId: string, bodyHash: string, body: string, now: number) =>
+  sqlite
+    .query(
+      `INSERT INTO idempotency_keys (lender_id, body_hash, status_code, response_body, created_at) VALUES (?, ?, 201, ?, ?)
+       ON CONFLICT(lender_id, body_hash) DO UPDATE SET status_code = 201, response_body = excluded.response_body, created_at = excluded.created_at`,
+    )
+    .run(lenderId, bodyHash, body, now);
+
+/** Batches with work left, for the fair claim (bench processing: every claim). */
+export const openBatches = (sqlite: Database) =>
+  sqlite
+    .query<{ id: string; lenderId: string; status: BatchStatus }, []>(
+      "SELECT id, lender_id AS lenderId, status FROM batches WHERE status IN ('pending', 'processing') ORDER BY submitted_at, id",
+    )
+    .all();
+
+export interface ClaimedItem {
+  id: number;
+  batchId: string;
+  lenderId: string;
+  seq: number;
+  authorizerUniqueId: string;
+  paymentType: PaymentType;
+  routingNumber: string | null;
+  phone: string | null;
+  zip: string | null;
+  attempts: number;
+}
+
+/** Due items of one batch in request order, straight off batch_items_pending_idx (bench processing). */
+export const dueItemsOfBatch = (sqlite: Database, due: string, batchId: string, now: number, limit: number) =>
+  sqlite
+    .query<ClaimedItem, [number, string, number]>(
+      `SELECT id, batch_id AS batchId, lender_id AS lenderId, seq, authorizer_unique_id AS authorizerUniqueId,
+              payment_type AS paymentType, routing_number AS routingNumber, phone, zip, attempts
+         FROM batch_items
+        WHERE batch_id = ?2 AND ${due}
+        ORDER BY seq LIMIT ?3`,
+    )
+    .all(now, batchId, limit);
+
+/** pending → processing creates up to 1000 queue rows in the claim's transaction (bench processing). */
+export const insertItemStatement = (sqlite: Database) =>
+  sqlite.query<unknown, [string, string, number, string, string, string | null, string | null, string | null, string | null, number | null]>(
+    `INSERT INTO batch_items (batch_id, lender_id, seq, authorizer_unique_id, payment_type, routing_number, phone, zip, metadata, threshold_cents)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+
+/** Result flushes: one row per item, a unique item_id makes a second impossible (bench processing). */
+export const insertResult = (
+  sqlite: Database,
+  v: { itemId: number; batchId: string; lenderId: string; aid: string; cents: number | null; code: number; exportStatus: string; institution: string | null; at: number },
+) =>
+  sqlite
+    .query(
+      `INSERT OR IGNORE INTO balance_results (item_id, batch_id, lender_id, authorizer_unique_id, balance_cents, status_code, export_status, institution, recorded_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    )
+    .run(v.itemId, v.batchId, v.lenderId, v.aid, v.cents, v.code, v.exportStatus, v.institution, v.at);
+
+/** Result flushes: the batch's counter, and whether this result was its last (bench processing). */
+export const bumpProcessed = (sqlite: Database, batchId: string, n: number) =>
+  sqlite
+    .query<
+      { id: string; lenderId: string; source: BatchSource; scheduleId: string | null; webhookUrl: string | null; completed: number },
+      [number, string]
+    >(
+      `UPDATE batches SET total_processed = total_processed + ?1
+        WHERE id = ?2
+        RETURNING id, lender_id AS lenderId, source, schedule_id AS scheduleId, webhook_url AS webhookUrl,
+                  (total_processed >= total_authorizers AND status != 'completed') AS completed`,
+    )
+    .get(n, batchId);
+
+export interface ExportRow {
+  rid: number;
+  aid: string;
+  batchId: string;
+  institution: string | null;
+  phone: string | null;
+  zip: string | null;
+  cents: number | null;
+  status: string;
+  creator: string | null;
+  at: number;
+  metadata: string | null;
+}
+
+/** One export chunk (bench export: 100,000 rows at over 100k rows/s). */
+export const exportPage = (sqlite: Database, batchId: string, afterId: number, limit: number) =>
+  sqlite
+    .query<ExportRow, [string, number, number]>(
+      `SELECT r.id AS rid, r.authorizer_unique_id AS aid, r.batch_id AS batchId, r.institution, i.phone, i.zip,
+              r.balance_cents AS cents, r.export_status AS status, b.creator, r.recorded_at AS at, i.metadata
+         FROM balance_results r
+         JOIN batch_items i ON i.id = r.item_id
+         JOIN batches b ON b.id = r.batch_id
+        WHERE r.batch_id = ? AND r.id > ?
+        ORDER BY r.id LIMIT ?`,
+    )
+    .all(batchId, afterId, limit);
+
+/** The export's meta_ columns: json_each has no query-builder form. */
+export const metadataKeys = (sqlite: Database, batchIds: string[]) =>
+  sqlite
+    .query<{ key: string }, string[]>(
+      `SELECT DISTINCT j.key AS key FROM batch_items i, json_each(i.metadata) j
+        WHERE i.batch_id IN (${batchIds.map(() => '?').join(',')}) AND i.metadata IS NOT NULL ORDER BY j.key`,
+    )
+    .all(...batchIds)
+    .map((r) => r.key);
+
+/** Threshold hits of a completed schedule run, joined in SQL (one statement per run). */
+export const thresholdHits = (sqlite: Database, batchId: string) =>
+  sqlite
+    .query<{ aid: string; institution: string | null; cents: number; threshold: number }, [string]>(
+      `SELECT r.authorizer_unique_id AS aid, r.institution, r.balance_cents AS cents, i.threshold_cents AS threshold
+         FROM balance_results r JOIN batch_items i ON i.id = r.item_id
+        WHERE r.batch_id = ? AND i.threshold_cents IS NOT NULL AND r.balance_cents IS NOT NULL AND r.balance_cents >= i.threshold_cents
+        ORDER BY i.seq`,
+    )
+    .all(batchId);

@@ -1,0 +1,65 @@
+import type { Database } from 'bun:sqlite';
+import type { Config } from '../config';
+import type { Clock } from './clock';
+import type { Db } from './db';
+import { immediate } from './db';
+import type { Logger } from './logger';
+import type { Metrics } from './metrics';
+import type { PageTokens } from './pagination';
+import type { Vault } from './vault';
+
+/** What the platform provides to every service and job; the composition root adds the adapters. */
+export interface PlatformDeps {
+  config: Config;
+  sqlite: Database;
+  db: Db;
+  clock: Clock;
+  vault: Vault;
+  logger: Logger;
+  metrics: Metrics;
+  pageTokens: PageTokens;
+}
+
+/** The authenticated caller: a lender owns everything it creates. */
+export interface Lender {
+  id: string;
+  name: string;
+  debitCardApproved: boolean;
+}
+
+/** The Drizzle handle inside a transaction: the same query builder as `Db`, bound to the open transaction. */
+export type Tx = Db;
+
+/**
+ * What every service function receives beside its input: `{ ctx, input }`. `tx` is set inside a
+ * transaction, so a service called from another service's transaction joins it instead of opening its own.
+ */
+export interface ServiceCtx<D extends PlatformDeps = PlatformDeps> {
+  lender: Lender;
+  deps: D;
+  tx?: Tx;
+}
+
+/** A job's context: no lender (jobs work across lenders), the same transaction rule. */
+export interface JobCtx<D extends PlatformDeps = PlatformDeps> {
+  deps: D;
+  tx?: Tx;
+}
+
+/**
+ * Runs fn in one `BEGIN IMMEDIATE` transaction, or inside the caller's when `ctx.tx` is already set, so
+ * enrollment, payment, event and ledger writes compose into a single commit. The write lock is taken up
+ * front: a read-then-write on money or monitoring state cannot interleave with another writer. fn must be
+ * synchronous (bun:sqlite transactions are); a promise would commit before its work ran, so it is refused.
+ */
+export function withTransaction<C extends { deps: PlatformDeps; tx?: Tx }, T>(ctx: C, fn: (ctx: C & { tx: Tx }) => T): T {
+  if (ctx.tx) return fn(ctx as C & { tx: Tx });
+  return immediate(ctx.deps.sqlite, () => {
+    const result = fn({ ...ctx, tx: ctx.deps.db });
+    if (result instanceof Promise) throw new Error('withTransaction: the callback must be synchronous');
+    return result;
+  });
+}
+
+/** The query handle of a context: the open transaction's, else the database's. */
+export const dbOf = (ctx: { deps: PlatformDeps; tx?: Tx }): Db => ctx.tx ?? ctx.deps.db;

@@ -1,0 +1,136 @@
+import type { Database, SQLQueryBindings } from 'bun:sqlite';
+import { getTableName } from 'drizzle-orm';
+import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core';
+import { immediate } from './db';
+
+// A work queue kept in a SQLite table, claimed by leases. The table follows one convention:
+//   state            'pending' while there is work to do (other values are final, chosen by the feature)
+//   attempts         how many times the work was tried
+//   next_attempt_at  not before this time (ms)
+//   lease_until      a claim holds the row until this time; 0 when nobody holds it (NOT NULL DEFAULT 0)
+// A row is due when it is pending, its time has come and no live lease holds it. Claims run in one
+// BEGIN IMMEDIATE transaction, so two claimers never take the same row; a claimer that dies loses its rows
+// when the lease runs out, or at once when the next process starts (one process serves a database file).
+// Which due rows a claim takes is the queue's strategy: oldest first by default, or the feature's own
+// (fair shares per lender for balance reads).
+
+type QueueColumns = {
+  state: SQLiteColumn;
+  attempts: SQLiteColumn;
+  nextAttemptAt: SQLiteColumn;
+  leaseUntil: SQLiteColumn;
+};
+export type QueueTable = SQLiteTable & QueueColumns & { id: SQLiteColumn };
+
+/**
+ * Picks up to `want` due rows inside the claim transaction and hands them to `lease` as it goes, so a row
+ * it has taken is no longer due when it looks again. `due` is the SQL condition of a due row (`?1` = now).
+ */
+export type PickStrategy<Row> = (c: { want: number; now: number; due: string; lease(rows: Row[]): void }) => void;
+
+export interface Finalize<T extends QueueTable> {
+  /** The new state; 'pending' keeps it in the queue (a retry). */
+  state: string;
+  attempts?: number;
+  nextAttemptAt?: number | null;
+  /** Further columns of the row to set, by their Drizzle names. */
+  set?: Partial<Record<Exclude<keyof T['_']['columns'], keyof QueueColumns | 'id'>, SQLQueryBindings>>;
+}
+
+export class LeaseQueue<T extends QueueTable, Row extends { id: string | number }> {
+  readonly name: string;
+  private readonly col: Record<keyof QueueColumns | 'id', string>;
+  private readonly leaseStmt;
+  private readonly finalizeStmts = new Map<string, ReturnType<Database['query']>>();
+
+  constructor(
+    private readonly sqlite: Database,
+    private readonly table: T,
+    private readonly opts: { leaseMs: number; pick: PickStrategy<Row> },
+  ) {
+    this.name = getTableName(table);
+    this.col = {
+      id: table.id.name,
+      state: table.state.name,
+      attempts: table.attempts.name,
+      nextAttemptAt: table.nextAttemptAt.name,
+      leaseUntil: table.leaseUntil.name,
+    };
+    this.leaseStmt = sqlite.query<unknown, [number, string | number]>(
+      `UPDATE ${this.name} SET ${this.col.leaseUntil} = ? WHERE ${this.col.id} = ?`,
+    );
+  }
+
+  /** The SQL condition of a due row, with `?1` bound to now. */
+  get dueCondition(): string {
+    const c = this.col;
+    return `${c.state} = 'pending' AND ${c.nextAttemptAt} <= ?1 AND ${c.leaseUntil} <= ?1`;
+  }
+
+  /** Leases up to `want` due rows, chosen by the strategy, until now + leaseMs. */
+  claim(want: number, now: number): Row[] {
+    return immediate(this.sqlite, () => {
+      const claimed: Row[] = [];
+      const until = now + this.opts.leaseMs;
+      this.opts.pick({
+        want,
+        now,
+        due: this.dueCondition,
+        lease: (rows) => {
+          for (const r of rows) {
+            this.leaseStmt.run(until, r.id);
+            claimed.push(r);
+          }
+        },
+      });
+      return claimed;
+    });
+  }
+
+  /** Ends a claim: the row's new state (and attempt count, next time, other columns), lease released. Call inside a transaction. */
+  finalize(id: string | number, f: Finalize<T>): void {
+    const columns = this.table as unknown as Record<string, SQLiteColumn>;
+    const extra = Object.entries(f.set ?? {}) as [string, SQLQueryBindings][];
+    const names = [
+      this.col.state,
+      ...(f.attempts !== undefined ? [this.col.attempts] : []),
+      ...(f.nextAttemptAt !== undefined ? [this.col.nextAttemptAt] : []),
+      ...extra.map(([k]) => columns[k]!.name),
+    ];
+    const key = names.join(',');
+    let stmt = this.finalizeStmts.get(key);
+    if (!stmt) {
+      stmt = this.sqlite.query(
+        `UPDATE ${this.name} SET ${names.map((n) => `${n} = ?`).join(', ')}, ${this.col.leaseUntil} = 0 WHERE ${this.col.id} = ?`,
+      );
+      this.finalizeStmts.set(key, stmt);
+    }
+    const values: SQLQueryBindings[] = [
+      f.state,
+      ...(f.attempts !== undefined ? [f.attempts] : []),
+      ...(f.nextAttemptAt !== undefined ? [f.nextAttemptAt] : []),
+      ...extra.map(([, v]) => v),
+      id,
+    ];
+    stmt.run(...values);
+  }
+
+  /** At start no other process holds a claim on this file: what a stopped process held is due again at once. */
+  releaseAll(): number {
+    const c = this.col;
+    return this.sqlite
+      .query(`UPDATE ${this.name} SET ${c.leaseUntil} = 0 WHERE ${c.state} = 'pending' AND ${c.leaseUntil} > 0`)
+      .run().changes;
+  }
+
+  /** Rows still to do (leased or not). */
+  pendingCount(): number {
+    return (this.sqlite.query(`SELECT COUNT(*) AS n FROM ${this.name} WHERE ${this.col.state} = 'pending'`).get() as { n: number }).n;
+  }
+}
+
+/** The default strategy: the oldest due rows first, by next_attempt_at. */
+export function oldestDueFirst<Row>(sqlite: Database, select: string): PickStrategy<Row> {
+  return ({ want, now, due, lease }) =>
+    lease(sqlite.query<Row, [number, number]>(`${select} WHERE ${due} ORDER BY next_attempt_at LIMIT ?2`).all(now, want));
+}

@@ -37,7 +37,7 @@ export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed,
  * One process serves a database file, so at start nothing can still hold a claim: work a stopped process
  * had claimed is made due again at once instead of after its lease.
  */
-export function releaseStaleClaims(deps: Pick<Deps, 'sqlite'>): void {
+export function releaseStaleClaims(deps: Pick<Deps, 'sqlite' | 'db'>): void {
   itemQueue(deps).releaseAll();
   releaseDeliveryLeases(deps);
 }

@@ -1,5 +1,7 @@
 import type { Database } from 'bun:sqlite';
-import { batchItems } from '../../../db/schema';
+import { eq, lt } from 'drizzle-orm';
+import { batchItems, batchPayloads, batches, idempotencyKeys } from '../../../db/schema';
+import type { Db } from '../../platform/db';
 import type { Deps, JobContext } from '../../deps';
 import type { Job } from '../../platform/jobs';
 import { withTransaction, type Tx } from '../../platform/context';
@@ -33,11 +35,11 @@ type Outcome =
  * equal share per batch within a lender, so one large batch never starves a small one. Runs inside the
  * queue's claim transaction, where it also moves pending batches to processing.
  */
-function fairShares(sqlite: Database, turn: () => number) {
+function fairShares(sqlite: Database, db: Db, turn: () => number) {
   return ({ want, now, due, lease }: { want: number; now: number; due: string; lease(rows: ClaimedItem[]): void }): void => {
     const active = q.openBatches(sqlite);
     if (active.length === 0) return;
-    for (const b of active) if (b.status === 'pending') startBatch(sqlite, b.id, b.lenderId);
+    for (const b of active) if (b.status === 'pending') startBatch(sqlite, db, b.id, b.lenderId);
     const byLender = new Map<string, string[]>();
     for (const b of active) {
       const list = byLender.get(b.lenderId) ?? [];
@@ -72,8 +74,8 @@ function fairShares(sqlite: Database, turn: () => number) {
  * pending → processing: the batch's queue rows are created from its payload, in the claim's transaction,
  * so a batch is either untouched or fully queued.
  */
-function startBatch(sqlite: Database, batchId: string, lenderId: string): void {
-  const payload = sqlite.query<{ items: string }, [string]>('SELECT items FROM batch_payloads WHERE batch_id = ?').get(batchId);
+function startBatch(sqlite: Database, db: Db, batchId: string, lenderId: string): void {
+  const payload = db.select({ items: batchPayloads.items }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId)).get();
   if (!payload) throw new Error(`payload of batch ${batchId} is missing`);
   const items = unpackItems(payload.items);
   const insert = q.insertItemStatement(sqlite);
@@ -81,17 +83,17 @@ function startBatch(sqlite: Database, batchId: string, lenderId: string): void {
     const a = items[i]!;
     insert.run(batchId, lenderId, i, a.id, a.type, a.routing, a.phone, a.zip, a.meta ? JSON.stringify(a.meta) : null, a.threshold);
   }
-  sqlite.query("UPDATE batches SET status = 'processing' WHERE id = ?").run(batchId);
+  db.update(batches).set({ status: 'processing' }).where(eq(batches.id, batchId)).run();
 }
 
 const queues = new WeakMap<Database, { queue: LeaseQueue<typeof batchItems, ClaimedItem>; turn: number }>();
 
 /** The balance-read queue of this database: batch_items, claimed by fair shares. */
-export function itemQueue(deps: Pick<Deps, 'sqlite'>): LeaseQueue<typeof batchItems, ClaimedItem> {
+export function itemQueue(deps: Pick<Deps, 'sqlite' | 'db'>): LeaseQueue<typeof batchItems, ClaimedItem> {
   let entry = queues.get(deps.sqlite);
   if (!entry) {
     const e = { queue: null as unknown as LeaseQueue<typeof batchItems, ClaimedItem>, turn: 0 };
-    e.queue = new LeaseQueue(deps.sqlite, batchItems, { leaseMs: ITEM_LEASE_MS, pick: fairShares(deps.sqlite, () => e.turn++) });
+    e.queue = new LeaseQueue(deps.sqlite, batchItems, { leaseMs: ITEM_LEASE_MS, pick: fairShares(deps.sqlite, deps.db, () => e.turn++) });
     queues.set(deps.sqlite, e);
     entry = e;
   }
@@ -109,7 +111,7 @@ class PayloadCache {
       this.cache.delete(batchId);
       this.cache.set(batchId, v);
     } else {
-      const row = this.deps.sqlite.query<{ sealed: string }, [string]>('SELECT sealed FROM batch_payloads WHERE batch_id = ?').get(batchId);
+      const row = this.deps.db.select({ sealed: batchPayloads.sealed }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId)).get();
       if (!row) throw new Error(`payload of batch ${batchId} is missing`);
       v = unpackSensitive(this.deps.vault.open(row.sealed));
       if (this.cache.size >= PAYLOAD_CACHE_BATCHES) this.cache.delete(this.cache.keys().next().value!);
@@ -177,7 +179,7 @@ function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): void {
 
 /** Inside the transaction of the batch's last result: completed, its notification in the outbox, then the hooks. */
 function completeBatch(ctx: JobContext & { tx: Tx }, b: CompletedBatch): void {
-  ctx.deps.sqlite.query("UPDATE batches SET status = 'completed', completed_at = ? WHERE id = ?").run(b.completedAt, b.id);
+  ctx.tx.update(batches).set({ status: 'completed', completedAt: b.completedAt }).where(eq(batches.id, b.id)).run();
   if (b.webhookUrl) {
     const event_uuid = crypto.randomUUID();
     enqueueWebhook({
@@ -277,6 +279,6 @@ export const idempotencyCleanupJob: Job<Deps> = {
   name: 'idempotency-cleanup',
   intervalMs: 3_600_000,
   tick: (deps) => {
-    deps.sqlite.query('DELETE FROM idempotency_keys WHERE created_at < ?').run(deps.clock.now() - IDEMPOTENCY_TTL_MS);
+    deps.db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, deps.clock.now() - IDEMPOTENCY_TTL_MS)).run();
   },
 };

@@ -8,21 +8,14 @@ import { drainClaims } from '../../platform/work-pool';
 import { sendWebhook } from '../../adapters/webhooks/sender';
 import { signatureHeaders } from '../../adapters/webhooks/signing';
 import { signingSecrets } from './service';
+import * as q from './queries';
+import type { DueRow } from './queries';
 
 export const WEBHOOK_CONCURRENCY = 16;
 /** Longer than a send can take (10 s timeout), so a live sender never loses its claim. */
 export const DELIVERY_LEASE_MS = 30_000;
 const FLUSH_EVERY = 32;
 
-export interface DueRow {
-  id: string;
-  lenderId: string;
-  type: string;
-  targetUrl: string;
-  payload: string;
-  attempts: number;
-  firstAttemptAt: number | null;
-}
 
 interface AttemptResult {
   row: DueRow;
@@ -46,18 +39,7 @@ export function backoffMs(base: number, attempt: number, random = Math.random): 
 function deliveryQueue(sqlite: Database, exclude: () => string) {
   return new LeaseQueue<typeof webhookDeliveries, DueRow>(sqlite, webhookDeliveries, {
     leaseMs: DELIVERY_LEASE_MS,
-    pick: ({ want, now, due, lease }) =>
-      lease(
-        // Raw: claimed every 250 ms with an exclusion list (bench webhooks).
-        sqlite
-          .query<DueRow, [number, number, string]>(
-            `SELECT id, lender_id AS lenderId, type, target_url AS targetUrl, payload, attempts, first_attempt_at AS firstAttemptAt
-               FROM webhook_deliveries
-              WHERE ${due} AND id NOT IN (SELECT value FROM json_each(?3))
-              ORDER BY next_attempt_at LIMIT ?2`,
-          )
-          .all(now, want, exclude()),
-      ),
+    pick: ({ want, now, due, lease }) => lease(q.dueDeliveries(sqlite, due, now, want, exclude())),
   });
 }
 
@@ -74,9 +56,6 @@ export function releaseDeliveryLeases(deps: Pick<Deps, 'sqlite'>): number {
 export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: number; signal?: AbortSignal } = {}): Promise<{ attempted: number }> {
   const concurrency = opts.concurrency ?? WEBHOOK_CONCURRENCY;
   const { sqlite, clock, config } = deps;
-  const insertAttempt = sqlite.query<unknown, [string, number, number | null, string | null, number]>(
-    'INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms) VALUES (?, ?, ?, ?, ?)',
-  );
 
   const results: AttemptResult[] = [];
   const secretsByLender = new Map<string, string[]>();
@@ -117,7 +96,7 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
         }
         inFlight.delete(r.row.id);
         if (next !== null && next <= clock.now()) dueAgain.add(r.row.id);
-        insertAttempt.run(r.row.id, r.attemptedAt, r.statusCode, r.error, Math.round(r.durationMs));
+        q.insertAttempt(sqlite, { deliveryId: r.row.id, at: r.attemptedAt, statusCode: r.statusCode, error: r.error, durationMs: Math.round(r.durationMs) });
         queue.finalize(r.row.id, {
           state,
           attempts,

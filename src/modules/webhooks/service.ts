@@ -4,6 +4,7 @@ import type { WebhookType } from '../../../db/schema/enums';
 import type { Ctx, Deps, JobContext } from '../../deps';
 import { dbOf, withTransaction } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
+import * as q from './queries';
 import { DAY_MS, isoOrNull, iso } from '../../platform/clock';
 import { newId } from '../../platform/ids';
 import { tokenFrom } from '../../platform/pagination';
@@ -103,13 +104,7 @@ export function enqueueWebhook({
   const body = JSON.stringify(input.payload);
   if (Buffer.byteLength(body) > MAX_PAYLOAD_BYTES) throw new Error(`webhook payload over ${MAX_PAYLOAD_BYTES} bytes`);
   const now = ctx.deps.clock.now();
-  // Raw and cached: alerts can enqueue many deliveries in one transaction (bench webhooks enqueues 2,000).
-  ctx.deps.sqlite
-    .query<unknown, [string, string, string, string, string, number, number]>(
-      `INSERT INTO webhook_deliveries (id, lender_id, type, target_url, payload, state, attempts, created_at, next_attempt_at, lease_until)
-       VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, 0)`,
-    )
-    .run(input.payload.event_uuid, input.lenderId, input.type, input.url, body, now, now);
+  q.insertDelivery(ctx.deps.sqlite, { id: input.payload.event_uuid, lenderId: input.lenderId, type: input.type, url: input.url, body, now });
 }
 
 export interface DeliveryFilter {

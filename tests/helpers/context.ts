@@ -8,6 +8,9 @@ import { createApp } from '../../src/app';
 import { createRuntime, type Runtime } from '../../src/runtime';
 import { FakeClock } from '../../src/platform/clock';
 import { createLender, setDebitCardApproval } from '../../src/modules/lenders/service';
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+import type { TSchema } from '@sinclair/typebox';
+import { ErrorEnvelope } from '../../src/http/errors';
 
 export interface TestContext {
   dir: string;
@@ -32,6 +35,40 @@ export interface RequestOpts {
 
 let counter = 0;
 
+export type RouteSchemas = { method: string; re: RegExp; response: Record<string, TSchema | string> | undefined }[];
+const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>();
+
+/**
+ * Every JSON response a test reads is checked against the response schema its route declares for that
+ * status (the schema the OpenAPI document shows), so a body that drifts from the document fails the test
+ * that produced it.
+ */
+/** The response schemas every route of the app declares, by method and path pattern. */
+export function routeSchemas(app: ReturnType<typeof createApp>): RouteSchemas {
+  return app.routes.map((r) => ({
+    method: r.method,
+    re: new RegExp('^' + r.path.replace(/:[^/]+/g, '[^/]+') + '/?$'),
+    response: (r.hooks as { response?: Record<string, TSchema | string> }).response,
+  }));
+}
+
+export function checkResponse(routes: RouteSchemas, method: string, path: string, status: number, body: unknown): void {
+  const pathname = path.split('?')[0]!;
+  const route = routes.find((r) => r.method === method && r.re.test(pathname));
+  const declared = route?.response?.[String(status)];
+  if (declared === undefined) return;
+  const schema = declared === 'ErrorEnvelope' ? ErrorEnvelope : (declared as TSchema);
+  let check = compiled.get(schema);
+  if (!check) {
+    check = TypeCompiler.Compile(schema);
+    compiled.set(schema, check);
+  }
+  if (!check.Check(body)) {
+    const errors = [...check.Errors(body)].slice(0, 5).map((e) => `${e.path}: ${e.message}`);
+    throw new Error(`${method} ${pathname} answered ${status} with a body outside its documented schema: ${errors.join('; ')}`);
+  }
+}
+
 /** A real app on a real SQLite file in a temp folder, with the real migrations and a fake clock. */
 export function createTestContext(env: Record<string, string> = {}, opts: { clockAt?: string } = {}): TestContext {
   const dir = mkdtempSync(join(tmpdir(), 'drs-test-'));
@@ -54,6 +91,7 @@ export function createTestContext(env: Record<string, string> = {}, opts: { cloc
   });
   const rt = createRuntime(config, { clock, logDestination: sink, defaultMetrics: false });
   const app = createApp(rt);
+  const routes: RouteSchemas = routeSchemas(app);
   const newLender = (name?: string, o: { cards?: boolean } = {}) => {
     const { lender, apiKey } = createLender(rt.db, name ?? `lender-${++counter}-${Date.now()}`, clock.now());
     if (o.cards) setDebitCardApproval(rt.db, lender.id, true);
@@ -78,11 +116,14 @@ export function createTestContext(env: Record<string, string> = {}, opts: { cloc
     const res = await request(method, path, o);
     const text = await res.text();
     let body: any = text;
+    let isJson = false;
     try {
       body = JSON.parse(text);
+      isJson = true;
     } catch {
       /* not JSON */
     }
+    if (isJson) checkResponse(routes, method, path, res.status, body);
     return { status: res.status, body, res };
   };
   const ctx: TestContext = {

@@ -30,8 +30,9 @@ export function readAuthorizerList(
   }
   const fields = opts.extraFields ? { ...AUTHORIZER_FIELDS, ...opts.extraFields } : AUTHORIZER_FIELDS;
   const candidates: AuthorizerCandidate[] = new Array(raw.length);
+  const required = ['authorizer_unique_id'];
   for (let i = 0; i < raw.length; i++) {
-    candidates[i] = checkObject(fields, ['authorizer_unique_id'], raw[i], `${path}/${i}`, problems) as unknown as AuthorizerCandidate;
+    candidates[i] = checkObject(fields, required, raw[i], path + '/' + i, problems) as unknown as AuthorizerCandidate;
   }
   if (problems.length > 0) return { problems, accepted: [], failed: [], candidates: [] };
   const { accepted, failed } = validateAuthorizers(

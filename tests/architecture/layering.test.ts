@@ -1,0 +1,68 @@
+// The shape of the code, checked: lower layers never reach up into features, and routes never touch the
+// database. A new import that breaks a rule fails here, naming the file and the import.
+import { describe, expect, test } from 'bun:test';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+const ROOT = join(import.meta.dir, '../..');
+const SRC = join(ROOT, 'src');
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
+  });
+}
+
+/** Every relative import of a file, resolved to a path under the project. */
+function imports(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const out: string[] = [];
+  for (const m of text.matchAll(/(?:import|export)[^'"]*?from\s+['"](\.[^'"]+)['"]/g)) {
+    out.push(relative(ROOT, resolve(dirname(file), m[1]!)));
+  }
+  return out;
+}
+
+function violations(scope: string, forbidden: (target: string) => boolean): string[] {
+  return files(join(SRC, scope)).flatMap((f) =>
+    imports(f)
+      .filter(forbidden)
+      .map((t) => `${relative(ROOT, f)} imports ${t}`),
+  );
+}
+
+describe('layering', () => {
+  test('platform/ imports no feature, adapter or HTTP code', () => {
+    expect(violations('platform', (t) => /^src\/(modules|adapters|http)\b/.test(t) || t === 'src/deps' || t === 'src/runtime')).toEqual([]);
+  });
+
+  test('adapters/ import no feature and no HTTP code', () => {
+    expect(violations('adapters', (t) => /^src\/(modules|http)\b/.test(t) || t === 'src/deps' || t === 'src/runtime')).toEqual([]);
+  });
+
+  test('http/ imports no feature', () => {
+    expect(violations('http', (t) => /^src\/modules\b/.test(t))).toEqual([]);
+  });
+
+  test('routes import neither the database nor its schema', () => {
+    const routes = files(join(SRC, 'modules')).filter((f) => f.endsWith('/routes.ts'));
+    expect(routes.length).toBeGreaterThan(2);
+    const bad = routes.flatMap((f) =>
+      imports(f)
+        .filter((t) => /^db\/schema\b/.test(t) || t === 'src/platform/db' || /queries$/.test(t))
+        .map((t) => `${relative(ROOT, f)} imports ${t}`),
+    );
+    const text = routes.map((f) => readFileSync(f, 'utf8')).join('\n');
+    expect(bad).toEqual([]);
+    expect(text).not.toMatch(/drizzle-orm|bun:sqlite|\.sqlite\b|\.query\(/);
+  });
+
+  test('services throw domain errors, never HTTP ones', () => {
+    const bad = files(join(SRC, 'modules'))
+      .filter((f) => !f.endsWith('/routes.ts'))
+      .filter((f) => /from ['"][./]+http\/errors['"]/.test(readFileSync(f, 'utf8')))
+      .map((f) => relative(ROOT, f));
+    expect(bad).toEqual([]);
+  });
+});

@@ -1,0 +1,108 @@
+// One security table for every /v1 route: no key and a wrong key are 401 before anything else happens, and
+// another lender's object is not found (or, for the CSV export, forbidden, as the spec says). A route added
+// without a row here fails the first test.
+import { describe, expect, test } from 'bun:test';
+import { checkResponse, routeSchemas, useTestContext } from '../helpers/context';
+import { bankAuthorizer } from '../helpers/fixtures';
+
+const ctx = useTestContext();
+const owner = ctx.lender;
+const stranger = ctx.newLender();
+
+// The owner's objects, which the stranger must not reach.
+const batch = await ctx.json('POST', '/v1/balance_requests', { body: { authorizers: [bankAuthorizer('sec-1')] } });
+const schedule = await ctx.json('POST', '/v1/monitoring/scheduled_balance_request', {
+  body: { name: 'security', interval_days: 7, authorizers: [bankAuthorizer('sec-2')] },
+});
+const batchId: string = batch.body.batch_id;
+const scheduleId: string = schedule.body.schedule_id;
+
+interface Row {
+  /** The request as the owner would make it on its own object. */
+  path: string;
+  body?: unknown;
+  form?: () => FormData;
+  /** What the stranger gets on the owner's object: 404 or 403; null where the route holds no object of the owner's. */
+  stranger: 404 | 403 | null;
+}
+
+const csvForm = () => {
+  const f = new FormData();
+  f.append('file', new Blob(['authorizer_unique_id,ssn,account_number,routing_number\nsec-3,123456789,0001234567,110000000\n'], { type: 'text/csv' }), 'a.csv');
+  return f;
+};
+
+const TABLE: Record<string, Row> = {
+  'POST /v1/balance_requests': { path: '/v1/balance_requests', body: { authorizers: [bankAuthorizer('sec-4')] }, stranger: null },
+  'POST /v1/balance_requests/csv': { path: '/v1/balance_requests/csv', form: csvForm, stranger: null },
+  'GET /v1/balance_requests/:batch_id': { path: `/v1/balance_requests/${batchId}`, stranger: 404 },
+  'GET /v1/balances': { path: `/v1/balances?batchId=${batchId}`, stranger: 404 },
+  'GET /v1/balances/csv': { path: `/v1/balances/csv?batch_ids=${batchId}`, stranger: 403 },
+  'GET /v1/monitoring/authorizers/:id/history': { path: '/v1/monitoring/authorizers/sec-1/history', stranger: null },
+  'POST /v1/monitoring/scheduled_balance_request': {
+    path: '/v1/monitoring/scheduled_balance_request',
+    body: { name: 'security-2', interval_days: 7, authorizers: [bankAuthorizer('sec-5')] },
+    stranger: null,
+  },
+  'GET /v1/monitoring/schedules': { path: '/v1/monitoring/schedules', stranger: null },
+  'GET /v1/monitoring/schedules/:id': { path: `/v1/monitoring/schedules/${scheduleId}`, stranger: 404 },
+  'PATCH /v1/monitoring/schedules/:id': { path: `/v1/monitoring/schedules/${scheduleId}`, body: { interval_days: 3 }, stranger: 404 },
+  'PATCH /v1/monitoring/schedules/:id/authorizers': {
+    path: `/v1/monitoring/schedules/${scheduleId}/authorizers`,
+    body: { authorizer_unique_ids: ['nobody'] },
+    stranger: 404,
+  },
+  'DELETE /v1/monitoring/schedules/:id': { path: `/v1/monitoring/schedules/${scheduleId}`, stranger: 404 },
+  'GET /v1/webhooks/secret': { path: '/v1/webhooks/secret', stranger: null },
+  'POST /v1/webhooks/secret/rotate': { path: '/v1/webhooks/secret/rotate', stranger: null },
+  'GET /v1/webhooks/deliveries': { path: '/v1/webhooks/deliveries', stranger: null },
+};
+
+const send = (route: string, row: Row, key: string | null) => {
+  const method = route.split(' ')[0]!;
+  return ctx.json(method, row.path, { key, ...(row.body !== undefined ? { body: row.body } : {}), ...(row.form ? { form: row.form() } : {}) });
+};
+
+describe('every /v1 route', () => {
+  test('has a row in the security table', () => {
+    const routes = ctx.app.routes.filter((r) => r.path.startsWith('/v1/')).map((r) => `${r.method} ${r.path}`);
+    expect(routes.sort()).toEqual(Object.keys(TABLE).sort());
+  });
+
+  for (const [route, row] of Object.entries(TABLE)) {
+    test(`${route}: no key and a wrong key are 401 UNAUTHORIZED`, async () => {
+      for (const key of [null, 'drs_live_' + 'x'.repeat(32)]) {
+        const r = await send(route, row, key);
+        expect(r.status).toBe(401);
+        expect(r.body.error.code).toBe('UNAUTHORIZED');
+      }
+    });
+  }
+
+  for (const [route, row] of Object.entries(TABLE).filter(([, r]) => r.stranger !== null)) {
+    test(`${route}: another lender's object is ${row.stranger}, and the owner's request still works`, async () => {
+      const r = await send(route, row, stranger.key);
+      expect(r.status).toBe(row.stranger!);
+      if (route !== 'DELETE /v1/monitoring/schedules/:id') {
+        const mine = await send(route, row, owner.key);
+        expect(mine.status).toBeLessThan(300);
+      }
+    });
+  }
+
+  test("another lender's history of the same authorizer id is empty", async () => {
+    const r = await ctx.json('GET', '/v1/monitoring/authorizers/sec-1/history', { key: stranger.key });
+    expect(r.status).toBe(200);
+    expect(r.body.total_count).toBe(0);
+  });
+});
+
+describe('the response check of the test helper', () => {
+  test('refuses a body that drifts from the documented schema', () => {
+    const routes = routeSchemas(ctx.app);
+    const good = { batch_id: batchId, status: 'pending', source: 'api', schedule_id: null, submitted_at: '2026-11-21T12:00:00.000Z', completed_at: null, total_authorizers: 1, total_processed: 0 };
+    expect(() => checkResponse(routes, 'GET', `/v1/balance_requests/${batchId}`, 200, good)).not.toThrow();
+    expect(() => checkResponse(routes, 'GET', `/v1/balance_requests/${batchId}`, 200, { ...good, total_processed: '0' })).toThrow(/documented schema/);
+    expect(() => checkResponse(routes, 'GET', `/v1/balance_requests/${batchId}`, 404, { status: 'error' })).toThrow(/documented schema/);
+  });
+});

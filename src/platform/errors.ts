@@ -26,6 +26,12 @@ export class InvalidInput extends DomainError {
   static fields(message: string, errors: FieldProblem[], extra: Record<string, unknown> = {}): InvalidInput {
     return new InvalidInput(message, { ...extra, errors });
   }
+  /** Refuses a request body with every shape problem found in it, the first one in the message. */
+  static refuseBody(problems: FieldProblem[]): void {
+    if (problems.length === 0) return;
+    const first = problems[0]!;
+    throw InvalidInput.fields(`Invalid request body: ${first.path || '/'} ${first.message}`, problems);
+  }
 }
 
 /** No such object for this lender (another lender's object is not found either). */

@@ -20,6 +20,10 @@ export function readAuthorizerList(
   },
 ): { problems: FieldProblem[]; accepted: NormalizedAuthorizer[]; failed: FailedAuthorizer[]; candidates: AuthorizerCandidate[] } {
   const problems: FieldProblem[] = [];
+  if (raw === undefined) {
+    problems.push({ path, message: `${path.split('/').pop()} is required` });
+    return { problems, accepted: [], failed: [], candidates: [] };
+  }
   if (!Array.isArray(raw)) {
     problems.push({ path, message: 'Expected an array of authorizers' });
     return { problems, accepted: [], failed: [], candidates: [] };

@@ -94,18 +94,13 @@ function readJsonRequest(ctx: Ctx, body: unknown, now: number) {
   if (webhookUrl !== undefined && (typeof webhookUrl !== 'string' || webhookUrl.length > WEBHOOK_URL_MAX)) {
     problems.push({ path: '/webhook_url', message: `Expected a string of at most ${WEBHOOK_URL_MAX} characters` });
   }
-  if (authorizers === undefined) problems.push({ path: '/authorizers', message: 'authorizers is required' });
   const read = readAuthorizerList(authorizers, '/authorizers', {
     min: 1,
     max: MAX_AUTHORIZERS,
     debitCardsApproved: ctx.lender.debitCardApproved,
     now,
   });
-  if (authorizers !== undefined) problems.push(...read.problems);
-  if (problems.length > 0) {
-    const first = problems[0]!;
-    throw InvalidInput.fields(`Invalid request body: ${first.path} ${first.message}`, problems);
-  }
+  InvalidInput.refuseBody([...problems, ...read.problems]);
   return { webhookUrl: (webhookUrl as string | undefined) ?? null, accepted: read.accepted, failed: read.failed };
 }
 

@@ -78,12 +78,10 @@ export function view(ctx: Ctx, s: Schedule) {
 
 /** Reads a schedule creation in one pass: top-level fields and every authorizer's shape, then their rules. */
 function readCreateBody(ctx: Ctx, raw: unknown, now: number) {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) InvalidInput.refuseBody([{ path: '/', message: 'Expected an object' }]);
   const problems: { path: string; message: string }[] = [];
-  const isObject = typeof raw === 'object' && raw !== null && !Array.isArray(raw);
-  const { authorizers, ...rest } = (isObject ? raw : {}) as Record<string, unknown>;
-  const top = isObject ? checkObject(CREATE_SCHEDULE_FIELDS, CREATE_SCHEDULE_REQUIRED, rest, '', problems) : undefined;
-  if (!isObject) problems.push({ path: '/', message: 'Expected an object' });
-  if (isObject && authorizers === undefined) problems.push({ path: '/authorizers', message: 'authorizers is required' });
+  const { authorizers, ...rest } = raw as Record<string, unknown>;
+  const top = checkObject(CREATE_SCHEDULE_FIELDS, CREATE_SCHEDULE_REQUIRED, rest, '', problems);
   const list = readAuthorizerList(authorizers, '/authorizers', {
     min: 1,
     max: 1000,
@@ -91,11 +89,7 @@ function readCreateBody(ctx: Ctx, raw: unknown, now: number) {
     debitCardsApproved: ctx.lender.debitCardApproved,
     now,
   });
-  if (authorizers !== undefined) problems.push(...list.problems);
-  if (problems.length > 0) {
-    const first = problems[0]!;
-    throw InvalidInput.fields(`Invalid request body: ${first.path || '/'} ${first.message}`, problems);
-  }
+  InvalidInput.refuseBody([...problems, ...list.problems]);
   return { body: top as unknown as CreateScheduleInput, list };
 }
 

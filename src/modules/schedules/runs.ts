@@ -10,6 +10,7 @@ import { insertBatch, thresholdHits } from '../balance-requests/service';
 import type { NormalizedAuthorizer, SensitiveFields } from '../authorizers/rules';
 import type { BatchCompletedHook } from '../hooks';
 import { nextRunAfter } from './times';
+import * as q from './queries';
 
 /** Runs started per call: each is a synchronous transaction, so the job yields between groups. */
 const DUE_LIMIT = 10;
@@ -23,13 +24,7 @@ const DUE_LIMIT = 10;
  */
 export function startDueRuns(deps: Deps): { started: number; due: number } {
   const now = deps.clock.now();
-  const due = deps.db
-    .select({ id: schedules.id })
-    .from(schedules)
-    .where(and(eq(schedules.status, 'ACTIVE'), lte(schedules.nextRunAt, now)))
-    .orderBy(asc(schedules.nextRunAt))
-    .limit(DUE_LIMIT)
-    .all();
+  const due = q.dueScheduleIds(deps.sqlite, now, DUE_LIMIT);
   let started = 0;
   for (const { id } of due) {
     if (startRun({ deps }, id, now)) started++;

@@ -73,7 +73,7 @@ export function backup(sqlite: Database, file: string): { integrity: string } {
 export function vaultStatus(sqlite: Database): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const { table: t, column } of SEALED_COLUMNS) {
-    const rows = sqlite.query(`SELECT ${column} AS v FROM ${t}`).all() as { v: string }[];
+    const rows = sqlite.query(`SELECT ${column} AS v FROM ${t} WHERE ${column} IS NOT NULL`).all() as { v: string }[];
     for (const { v } of rows) {
       const kid = v.split('.')[1] ?? '?';
       counts[kid] = (counts[kid] ?? 0) + 1;
@@ -103,7 +103,7 @@ export async function rotateVault(config: Config, sqlite: Database): Promise<{ r
   let resealed = 0;
   immediate(sqlite, () => {
     for (const { table: t, key, column } of SEALED_COLUMNS) {
-      const rows = sqlite.query(`SELECT ${key} AS k, ${column} AS v FROM ${t}`).all() as { k: string | number; v: string }[];
+      const rows = sqlite.query(`SELECT ${key} AS k, ${column} AS v FROM ${t} WHERE ${column} IS NOT NULL`).all() as { k: string | number; v: string }[];
       const update = sqlite.query(`UPDATE ${t} SET ${column} = ? WHERE ${key} = ?`);
       for (const { k, v } of rows) {
         if (!vault.needsReseal(v)) continue;

@@ -1,12 +1,14 @@
 import type { PlatformDeps, ServiceCtx, JobCtx } from './platform/context';
 import type { BalanceProvider } from './adapters/bank-data/types';
 import type { RoutingDirectory } from './adapters/routing/directory';
+import type { Processors } from './adapters/processors';
 import type { FeatureHooks } from './modules/hooks';
 
 /** Everything a service or job may use: the platform, the adapters, and the hooks features registered. */
 export interface Deps extends PlatformDeps {
   bank: BalanceProvider;
   routing: RoutingDirectory;
+  processors: Processors;
   hooks: FeatureHooks;
 }
 

@@ -10,7 +10,16 @@ import { PageTokens } from './platform/pagination';
 import { createBalanceProvider } from './adapters/bank-data';
 import type { BalanceProvider } from './adapters/bank-data/types';
 import { loadRoutingDirectory } from './adapters/routing';
+import { createProcessors, ProcessorUnavailable, type Processor } from './adapters/processors';
 import { featureHooks } from './modules';
+
+const unreachableStripe: Processor = {
+  name: 'stripe',
+  verifyKey: () => Promise.reject(new ProcessorUnavailable('the Stripe adapter is not installed')),
+  tokenizeCard: () => Promise.reject(new ProcessorUnavailable('the Stripe adapter is not installed')),
+  createDebit: () => Promise.reject(new ProcessorUnavailable('the Stripe adapter is not installed')),
+  listChanges: () => Promise.reject(new ProcessorUnavailable('the Stripe adapter is not installed')),
+};
 
 // The composition root: the one place that knows every concrete piece (platform, adapters, features) and
 // wires them into the Deps that routes, services and jobs receive.
@@ -23,7 +32,15 @@ export interface Runtime extends Deps {
 /** Opens everything the service runs on: vault, database (migrated), logger, metrics, adapters. */
 export function createRuntime(
   config: Config,
-  opts: { clock?: Clock; logDestination?: DestinationStream; vault?: Vault; defaultMetrics?: boolean; bank?: BalanceProvider } = {},
+  opts: {
+    clock?: Clock;
+    logDestination?: DestinationStream;
+    vault?: Vault;
+    defaultMetrics?: boolean;
+    bank?: BalanceProvider;
+    /** Stands in for Stripe (tests point the real adapter at a fake server through STRIPE_API_URL instead). */
+    stripe?: () => Processor;
+  } = {},
 ): Runtime {
   let vault = opts.vault;
   let vaultKeyCreated = false;
@@ -42,12 +59,20 @@ export function createRuntime(
     logger.info({ loaded: routing.loaded, skipped: routing.skipped }, 'routing directory loaded');
   }
   const handle = openDatabase(config.databasePath);
+  const clock = opts.clock ?? systemClock;
+  const processors = createProcessors({
+    sqlite: handle.sqlite,
+    clock,
+    sandboxSettlementMs: config.sandboxSettlementMs,
+    // The Stripe adapter is wired in by the change that adds it; until then a Stripe key cannot be verified.
+    stripe: opts.stripe ?? (() => unreachableStripe),
+  });
   return {
     config,
     handle,
     sqlite: handle.sqlite,
     db: handle.db,
-    clock: opts.clock ?? systemClock,
+    clock,
     vault,
     vaultKeyCreated,
     logger,
@@ -55,6 +80,7 @@ export function createRuntime(
     pageTokens: new PageTokens(vault),
     routing: routing.directory,
     bank: opts.bank ?? createBalanceProvider(config, routing.directory, logger),
+    processors,
     hooks: featureHooks(),
   };
 }

@@ -4,7 +4,7 @@
 export const PAYMENT_TYPES = ['ACCOUNT_NUMBER', 'DEBIT_CARD'] as const;
 export type PaymentType = (typeof PAYMENT_TYPES)[number];
 
-export const BATCH_SOURCES = ['api', 'csv', 'schedule'] as const;
+export const BATCH_SOURCES = ['api', 'csv', 'schedule', 'monitoring'] as const;
 export type BatchSource = (typeof BATCH_SOURCES)[number];
 
 export const BATCH_STATUSES = ['pending', 'processing', 'completed'] as const;
@@ -33,3 +33,34 @@ export type WebhookType = (typeof WEBHOOK_TYPES)[number];
 
 export const DELIVERY_STATES = ['pending', 'delivered', 'failed'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
+
+/** The spec's payment event statuses. */
+export const EVENT_STATUSES = [
+  'processing',
+  'settled',
+  'returned',
+  'late_returned',
+  'invalid',
+  'voided',
+  'refunded',
+  'not_attempted',
+] as const;
+export type EventStatus = (typeof EVENT_STATUSES)[number];
+
+/** The payment types a borrower is debited on. */
+export const RAILS = ['ach', 'card'] as const;
+export type Rail = (typeof RAILS)[number];
+
+/** What a processor key is used for: one rail, or both. */
+export const RAIL_SCOPES = ['ach', 'card', 'both'] as const;
+export type RailScope = (typeof RAIL_SCOPES)[number];
+
+export const PROCESSOR_NAMES = ['sandbox', 'stripe'] as const;
+export type ProcessorName = (typeof PROCESSOR_NAMES)[number];
+
+/** A borrower's monitor (payments.md, Monitor states). */
+export const MONITOR_STATES = ['monitored', 'held', 'collected', 'lapsed', 'removed', 'stopped'] as const;
+export type MonitorState = (typeof MONITOR_STATES)[number];
+
+export const HELD_REASONS = ['unresolvable_routing_number', 'institution_not_supported'] as const;
+export type HeldReason = (typeof HELD_REASONS)[number];

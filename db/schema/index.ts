@@ -5,3 +5,5 @@ export * from './webhooks';
 export * from './balances';
 export * from './schedules';
 export * from './sandbox-processor';
+export * from './payments';
+export * from './enrollments';

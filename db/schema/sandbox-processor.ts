@@ -1,5 +1,5 @@
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
-import { EVENT_STATUSES, RAILS } from '../../src/adapters/processors/types';
+import { EVENT_STATUSES, RAILS } from './enums';
 
 // The built-in sandbox processor's own state. It stands for an outside system, so it lives in its own
 // tables: a restart of the service never loses a payment that is "at the processor". `account` is the

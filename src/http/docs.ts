@@ -51,6 +51,7 @@ export function docsPlugin(docsBase: string) {
             { name: 'Balance checks', description: 'On-demand balance checks in batches (JSON or CSV), results and export' },
             { name: 'Monitoring', description: 'Scheduled balance monitoring and authorizer history' },
             { name: 'Webhooks', description: 'Signing secret and delivery log of the webhooks the service sends' },
+            { name: 'Payments', description: 'Processor keys, borrower enrollment and payment results (Early Access)' },
             { name: 'Operations', description: 'Health, readiness and metrics' },
           ],
           components: {

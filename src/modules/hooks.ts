@@ -17,6 +17,29 @@ export interface CompletedBatch {
 /** Runs inside the transaction that records a batch's last result; what it writes commits with it. */
 export type BatchCompletedHook = (ctx: JobContext & { tx: Tx }, batch: CompletedBatch) => void;
 
+/** A balance result as recorded. */
+export interface RecordedRead {
+  batchId: string;
+  lenderId: string;
+  authorizerUniqueId: string;
+  balanceCents: number | null;
+  statusCode: number;
+  at: number;
+}
+
+/** Runs inside the transaction that records balance results (a flush of up to a few dozen). */
+export type BalancesRecordedHook = (ctx: JobContext & { tx: Tx }, reads: RecordedRead[]) => void;
+
+/** A monitored borrower's balance read, recorded on its enrollment. */
+export interface MonitoringRead extends RecordedRead {
+  enrollmentId: string;
+}
+
+/** Runs inside the transaction that records a monitoring read on its enrollment: where collection decides. */
+export type MonitoringReadHook = (ctx: JobContext & { tx: Tx }, read: MonitoringRead) => void;
+
 export interface FeatureHooks {
   batchCompleted: BatchCompletedHook[];
+  balancesRecorded: BalancesRecordedHook[];
+  monitoringRead: MonitoringReadHook[];
 }

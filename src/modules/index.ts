@@ -8,6 +8,11 @@ import { releaseDeliveryLeases, webhookDeliveryJob } from './webhooks/jobs';
 import { balanceRoutes } from './balance-requests/routes';
 import { balanceProcessingJob, idempotencyCleanupJob, itemQueue } from './balance-requests/processing';
 import { scheduleRoutes } from './schedules/routes';
+import { paymentConnectionRoutes } from './payment-connections/routes';
+import { sealedColumns as connectionSealed } from './payment-connections/service';
+import { enrollmentRoutes } from './enrollments/routes';
+import { sealedColumns as enrollmentSealed } from './enrollments/service';
+import { heldRecheckJob, lapseJob, monitoringReadsJob, recordMonitoringReads } from './enrollments/monitoring';
 import { onScheduleBatchCompleted, scheduleJob } from './schedules/runs';
 import { sealedColumns as webhookSealed } from './webhooks/service';
 import { sealedColumns as batchSealed } from './balance-requests/service';
@@ -17,21 +22,21 @@ import { sealedColumns as scheduleSealed } from './schedules/service';
 
 /** Every feature's routes, mounted by createApp. */
 export function featureRoutes(deps: Deps, auth: Auth) {
-  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth)] as const;
+  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), paymentConnectionRoutes(deps, auth), enrollmentRoutes(deps, auth)] as const;
 }
 
 /** Every feature's jobs, started by index.ts. */
 export function featureJobs(): Job<Deps>[] {
-  return [scheduleJob, balanceProcessingJob, webhookDeliveryJob, idempotencyCleanupJob];
+  return [scheduleJob, balanceProcessingJob, webhookDeliveryJob, idempotencyCleanupJob, monitoringReadsJob, lapseJob, heldRecheckJob];
 }
 
 /** What features do when another feature's event happens (a batch completing runs the schedules' hook). */
 export function featureHooks(): FeatureHooks {
-  return { batchCompleted: [onScheduleBatchCompleted] };
+  return { batchCompleted: [onScheduleBatchCompleted], balancesRecorded: [recordMonitoringReads], monitoringRead: [] };
 }
 
 /** Every column holding vault-sealed values, for `vault rotate` and `vault status`. */
-export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed, ...scheduleSealed];
+export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed, ...scheduleSealed, ...connectionSealed, ...enrollmentSealed];
 
 /**
  * One process serves a database file, so at start nothing can still hold a claim: work a stopped process

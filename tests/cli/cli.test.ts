@@ -7,6 +7,7 @@ import { CliError, runCli } from '../../scripts/cli';
 import { LenderError } from '../../src/modules/lenders/service';
 import { Vault } from '../../src/platform/vault';
 import { SEALED_COLUMNS } from '../../src/modules';
+import { enrollBorrower } from '../helpers/fixtures';
 import { createTestContext, type TestContext } from '../helpers/context';
 
 const ROOT = join(import.meta.dir, '../..');
@@ -272,15 +273,24 @@ describe('vault', () => {
       body: { name: 'weekly', interval_days: 7, authorizers: [AUTHORIZER, { ...AUTHORIZER, authorizer_unique_id: 'a2' }] },
     });
     expect(schedule.status).toBe(201);
+    // A processor key, and a deleted one (its sealed value erased: nothing to re-seal).
+    const processorKey = 'sbx_vault_rotation_000001';
+    const conn = await app.json('POST', '/v1/payment_connections', { key, body: { api_key: processorKey, rail_scope: 'both', is_default: true } });
+    expect(conn.status).toBe(201);
+    const gone = await app.json('POST', '/v1/payment_connections', { key, body: { api_key: 'sbx_vault_rotation_000002', rail_scope: 'ach' } });
+    expect((await app.request('DELETE', `/v1/payment_connections/${gone.body.id}`, { key })).status).toBe(204);
+    // An enrolled borrower: sealed personal data and a sealed card token.
+    const enrolled = await app.json('POST', '/v1/payment_enrollments', {
+      key,
+      body: { borrowers: [enrollBorrower('vaulted-1', { charge_instrument: { processor_token: 'pm_vaulted', card_last4: '4242' } })] },
+    });
+    expect(enrolled.body.results[0].outcome).toBe('enrolled');
     const oldKeyId = app.rt.vault.currentKeyId;
-    const sealedCount = SEALED_COLUMNS.reduce(
-      (n, { table }) => n + (app.rt.sqlite.query(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n,
-      0,
-    );
-    expect(sealedCount).toBeGreaterThanOrEqual(4);
-    for (const { table } of SEALED_COLUMNS) {
-      expect((app.rt.sqlite.query(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n).toBeGreaterThan(0);
-    }
+    const sealedIn = ({ table, column }: { table: string; column: string }) =>
+      (app.rt.sqlite.query(`SELECT COUNT(*) AS n FROM ${table} WHERE ${column} IS NOT NULL`).get() as { n: number }).n;
+    const sealedCount = SEALED_COLUMNS.reduce((n, c) => n + sealedIn(c), 0);
+    expect(sealedCount).toBeGreaterThanOrEqual(5);
+    for (const c of SEALED_COLUMNS) expect(sealedIn(c)).toBeGreaterThan(0);
     ws.closeApps();
 
     expect(parseStatus(await ws.cli('vault', 'status'))).toEqual({ [oldKeyId]: { current: 'yes', values: sealedCount } });
@@ -312,7 +322,7 @@ describe('vault', () => {
     const sched = await fresh.json('GET', `/v1/monitoring/schedules/${schedule.body.schedule_id}`, { key });
     expect(sched.status).toBe(200);
     for (const { table, column } of SEALED_COLUMNS) {
-      for (const { v } of fresh.rt.sqlite.query(`SELECT ${column} AS v FROM ${table}`).all() as { v: string }[]) {
+      for (const { v } of fresh.rt.sqlite.query(`SELECT ${column} AS v FROM ${table} WHERE ${column} IS NOT NULL`).all() as { v: string }[]) {
         expect(fresh.rt.vault.needsReseal(v)).toBe(false);
         expect(() => fresh.rt.vault.open(v)).not.toThrow();
       }
@@ -321,6 +331,8 @@ describe('vault', () => {
     const newOnly = new Vault(Buffer.from(readFileSync(ws.env.VAULT_KEY_FILE, 'utf8').trim(), 'base64'));
     const sealedSecret = fresh.rt.sqlite.query('SELECT secret_sealed AS v FROM webhook_secrets').get() as { v: string };
     expect(newOnly.open(sealedSecret.v)).toBe(secret.body.secret);
+    const sealedProcessorKey = fresh.rt.sqlite.query('SELECT key_sealed AS v FROM payment_connections WHERE key_sealed IS NOT NULL').get() as { v: string };
+    expect(newOnly.open(sealedProcessorKey.v)).toBe(processorKey);
     ws.closeApps();
 
     // A second rotation keeps both older keys and re-seals everything again.

@@ -11,6 +11,7 @@ import { createLender, setDebitCardApproval } from '../../src/modules/lenders/se
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import type { TSchema } from '@sinclair/typebox';
 import { ErrorEnvelope } from '../../src/http/errors';
+import type { Processor } from '../../src/adapters/processors';
 
 export interface TestContext {
   dir: string;
@@ -70,7 +71,10 @@ export function checkResponse(routes: RouteSchemas, method: string, path: string
 }
 
 /** A real app on a real SQLite file in a temp folder, with the real migrations and a fake clock. */
-export function createTestContext(env: Record<string, string> = {}, opts: { clockAt?: string } = {}): TestContext {
+export function createTestContext(
+  env: Record<string, string> = {},
+  opts: { clockAt?: string; stripe?: () => Processor } = {},
+): TestContext {
   const dir = mkdtempSync(join(tmpdir(), 'drs-test-'));
   const config = loadConfig({
     DATABASE_PATH: join(dir, 'service.sqlite'),
@@ -89,7 +93,7 @@ export function createTestContext(env: Record<string, string> = {}, opts: { cloc
       cb();
     },
   });
-  const rt = createRuntime(config, { clock, logDestination: sink, defaultMetrics: false });
+  const rt = createRuntime(config, { clock, logDestination: sink, defaultMetrics: false, stripe: opts.stripe });
   const app = createApp(rt);
   const routes: RouteSchemas = routeSchemas(app);
   const newLender = (name?: string, o: { cards?: boolean } = {}) => {
@@ -149,7 +153,7 @@ export function createTestContext(env: Record<string, string> = {}, opts: { cloc
 }
 
 /** createTestContext closed automatically after the file's tests. */
-export function useTestContext(env: Record<string, string> = {}, opts: { clockAt?: string } = {}): TestContext {
+export function useTestContext(env: Record<string, string> = {}, opts: { clockAt?: string; stripe?: () => Processor } = {}): TestContext {
   const ctx = createTestContext(env, opts);
   afterAll(() => ctx.close());
   return ctx;

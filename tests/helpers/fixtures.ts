@@ -4,6 +4,24 @@ export const SANDBOX_BANK = '110000000';
 export const SANDBOX_TESTING_BANK = '110000013';
 export const SANDBOX_UNSUPPORTED_BANK = '110000026';
 
+/** A borrower for enrollment with every required field; the amount in cents. */
+export function enrollBorrower(id: string, over: Record<string, unknown> = {}) {
+  return {
+    authorizer_unique_id: id,
+    first_name: 'Ada',
+    last_name: 'Lovelace',
+    phone_number: '2025550143',
+    date_of_birth: { day: 10, month: 12, year: 1985 },
+    address: { zip_code: '02139' },
+    ssn: '123456789',
+    account_number: '0001234567',
+    routing_number: SANDBOX_BANK,
+    collectable_amount: 42500,
+    days_past_due: 35,
+    ...over,
+  };
+}
+
 export function bankAuthorizer(id: string, over: Record<string, unknown> = {}) {
   return { authorizer_unique_id: id, ssn: '123456789', account_number: '0001234567', routing_number: SANDBOX_BANK, ...over };
 }

@@ -3,7 +3,7 @@
 // without a row here fails the first test.
 import { describe, expect, test } from 'bun:test';
 import { checkResponse, routeSchemas, useTestContext } from '../helpers/context';
-import { bankAuthorizer } from '../helpers/fixtures';
+import { bankAuthorizer, enrollBorrower } from '../helpers/fixtures';
 
 const ctx = useTestContext();
 const owner = ctx.lender;
@@ -14,7 +14,10 @@ const batch = await ctx.json('POST', '/v1/balance_requests', { body: { authorize
 const schedule = await ctx.json('POST', '/v1/monitoring/scheduled_balance_request', {
   body: { name: 'security', interval_days: 7, authorizers: [bankAuthorizer('sec-2')] },
 });
+const connection = await ctx.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_security_00000000001', rail_scope: 'both', is_default: true } });
+await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('sec-6')] } });
 const batchId: string = batch.body.batch_id;
+const connectionId: string = connection.body.id;
 const scheduleId: string = schedule.body.schedule_id;
 
 interface Row {
@@ -56,6 +59,15 @@ const TABLE: Record<string, Row> = {
   'GET /v1/webhooks/secret': { path: '/v1/webhooks/secret', stranger: null },
   'POST /v1/webhooks/secret/rotate': { path: '/v1/webhooks/secret/rotate', stranger: null },
   'GET /v1/webhooks/deliveries': { path: '/v1/webhooks/deliveries', stranger: null },
+  'POST /v1/payment_connections': { path: '/v1/payment_connections', body: { api_key: 'sbx_security_00000000002', rail_scope: 'ach' }, stranger: null },
+  'GET /v1/payment_connections': { path: '/v1/payment_connections', stranger: null },
+  'PATCH /v1/payment_connections/:id': { path: `/v1/payment_connections/${connectionId}`, body: { label: 'Renamed' }, stranger: 404 },
+  'DELETE /v1/payment_connections/:id': { path: `/v1/payment_connections/${connectionId}`, stranger: 404 },
+  'POST /v1/payment_enrollments': { path: '/v1/payment_enrollments', body: { borrowers: [enrollBorrower('sec-7')] }, stranger: null },
+  'GET /v1/payment_enrollments': { path: '/v1/payment_enrollments', stranger: null },
+  'GET /v1/payment_enrollments/:authorizer_unique_id': { path: '/v1/payment_enrollments/sec-6', stranger: 404 },
+  'DELETE /v1/payment_enrollments': { path: '/v1/payment_enrollments', body: { authorizer_unique_ids: ['sec-6'] }, stranger: null },
+  'DELETE /v1/persisted_authorizers': { path: '/v1/persisted_authorizers', body: { authorizer_unique_ids: ['sec-6'] }, stranger: null },
 };
 
 const send = (route: string, row: Row, key: string | null) => {
@@ -83,7 +95,7 @@ describe('every /v1 route', () => {
     test(`${route}: another lender's object is ${row.stranger}, and the owner's request still works`, async () => {
       const r = await send(route, row, stranger.key);
       expect(r.status).toBe(row.stranger!);
-      if (route !== 'DELETE /v1/monitoring/schedules/:id') {
+      if (!route.startsWith('DELETE ')) {
         const mine = await send(route, row, owner.key);
         expect(mine.status).toBeLessThan(300);
       }

@@ -2,24 +2,9 @@
 // processor's own statuses and codes into the spec's event-status vocabulary. Amounts are integer cents.
 // Every processor call that creates money movement carries the service's payment id as its idempotency key.
 
-/** The spec's payment event statuses. */
-export const EVENT_STATUSES = [
-  'processing',
-  'settled',
-  'returned',
-  'late_returned',
-  'invalid',
-  'voided',
-  'refunded',
-  'not_attempted',
-] as const;
-export type EventStatus = (typeof EVENT_STATUSES)[number];
+import { EVENT_STATUSES, PROCESSOR_NAMES, RAILS, type EventStatus, type ProcessorName, type Rail } from '../../../db/schema/enums';
 
-export const RAILS = ['ach', 'card'] as const;
-export type Rail = (typeof RAILS)[number];
-
-export const PROCESSOR_NAMES = ['sandbox', 'stripe'] as const;
-export type ProcessorName = (typeof PROCESSOR_NAMES)[number];
+export { EVENT_STATUSES, PROCESSOR_NAMES, RAILS, type EventStatus, type ProcessorName, type Rail };
 
 /** A raw debit card, only ever held in memory on its way to the processor's tokenization. */
 export interface RawCard {

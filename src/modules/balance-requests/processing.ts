@@ -9,7 +9,7 @@ import { LeaseQueue } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
 import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult } from '../../adapters/bank-data/types';
 import { enqueueWebhook } from '../webhooks/service';
-import type { CompletedBatch } from '../hooks';
+import type { CompletedBatch, RecordedRead } from '../hooks';
 import type { SensitiveFields } from '../authorizers/rules';
 import { unpackItems, unpackSensitive } from './payload';
 import { IDEMPOTENCY_TTL_MS } from './service';
@@ -84,6 +84,9 @@ function startBatch(sqlite: Database, db: Db, batchId: string, lenderId: string)
     insert.run(batchId, lenderId, i, a.id, a.type, a.routing, a.phone, a.zip, a.meta ? JSON.stringify(a.meta) : null, a.threshold);
   }
   db.update(batches).set({ status: 'processing' }).where(eq(batches.id, batchId)).run();
+  // The clear part of the payload (phone, zip, metadata) now lives in the queue rows; the copy goes, so there
+  // is one place to erase a borrower's details from.
+  db.update(batchPayloads).set({ items: '[]' }).where(eq(batchPayloads.batchId, batchId)).run();
 }
 
 const queues = new WeakMap<Database, { queue: LeaseQueue<typeof batchItems, ClaimedItem>; turn: number }>();
@@ -151,6 +154,7 @@ function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): void {
   const queue = itemQueue(ctx.deps);
   withTransaction(ctx, (tx) => {
     const added = new Map<string, number>();
+    const recorded: RecordedRead[] = [];
     for (const o of outcomes) {
       if (o.kind === 'retry') {
         queue.finalize(o.item.id, { state: 'pending', attempts: o.item.attempts + 1, nextAttemptAt: o.nextAt });
@@ -168,8 +172,12 @@ function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): void {
         at: o.at,
       });
       queue.finalize(o.item.id, { state: 'done' });
-      if (res.changes > 0) added.set(o.item.batchId, (added.get(o.item.batchId) ?? 0) + 1);
+      if (res.changes > 0) {
+        added.set(o.item.batchId, (added.get(o.item.batchId) ?? 0) + 1);
+        recorded.push({ batchId: o.item.batchId, lenderId: o.item.lenderId, authorizerUniqueId: o.item.authorizerUniqueId, balanceCents: o.cents, statusCode: o.code, at: o.at });
+      }
     }
+    if (recorded.length > 0) for (const hook of ctx.deps.hooks.balancesRecorded) hook(tx, recorded);
     for (const [batchId, n] of added) {
       const b = q.bumpProcessed(sqlite, batchId, n);
       if (b && b.completed) completeBatch(tx, { id: b.id, lenderId: b.lenderId, source: b.source, scheduleId: b.scheduleId, webhookUrl: b.webhookUrl, completedAt: ctx.deps.clock.now() });

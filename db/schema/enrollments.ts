@@ -1,0 +1,52 @@
+import { sql } from 'drizzle-orm';
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { MONITOR_STATES, RAILS } from './enums';
+import { lenders } from './lenders';
+
+// One record per borrower per lender: the enrollment and its monitor. Personal data (names, tax id, account
+// number, date of birth, street, phone, zip) is one vault-sealed value, and the card token another; erasure
+// overwrites both with null and keeps the row, so payment history keeps its borrower.
+export const enrollments = sqliteTable(
+  'enrollments',
+  {
+    id: text('id').primaryKey(),
+    lenderId: text('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    authorizerUniqueId: text('authorizer_unique_id').notNull(),
+    state: text('state', { enum: MONITOR_STATES }).notNull(),
+    // Why it is held or stopped (a held reason, or the return code that stopped it).
+    reason: text('reason'),
+    // Why a due payment was not initiated (no_processor_key, verification_required); null when nothing blocks.
+    blockedReason: text('blocked_reason'),
+    windowStartedAt: integer('window_started_at'),
+    windowEndsAt: integer('window_ends_at'),
+    collectableAmountCents: integer('collectable_amount_cents').notNull(),
+    daysPastDue: integer('days_past_due').notNull(),
+    merchantRef: text('merchant_ref'),
+    rail: text('rail', { enum: RAILS }).notNull(),
+    routingNumber: text('routing_number'),
+    bankName: text('bank_name'),
+    sealed: text('sealed'), // personal data; null once erased
+    metadata: text('metadata'), // JSON object or null
+    cardTokenSealed: text('card_token_sealed'),
+    cardLast4: text('card_last4'),
+    cardBrand: text('card_brand'),
+    lastReadCents: integer('last_read_cents'),
+    lastReadAt: integer('last_read_at'),
+    nextReadAt: integer('next_read_at'),
+    // Payments since the last enrollment: an original and at most two reinitiations.
+    paymentsUsed: integer('payments_used').notNull().default(0),
+    enrolledAt: integer('enrolled_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+    erasedAt: integer('erased_at'),
+  },
+  (t) => [
+    uniqueIndex('enrollments_lender_borrower_uq').on(t.lenderId, t.authorizerUniqueId),
+    // The monitoring due check and the lapse job read these partial indexes only: O(due), not O(borrowers).
+    index('enrollments_read_due_idx').on(t.nextReadAt).where(sql`${t.state} = 'monitored'`),
+    index('enrollments_lapse_due_idx').on(t.windowEndsAt).where(sql`${t.state} = 'monitored'`),
+    index('enrollments_held_idx').on(t.lenderId).where(sql`${t.state} = 'held'`),
+    index('enrollments_lender_state_idx').on(t.lenderId, t.state, t.authorizerUniqueId),
+  ],
+);

@@ -1,0 +1,47 @@
+import { sql } from 'drizzle-orm';
+import { check, index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { PROCESSOR_NAMES, RAIL_SCOPES } from './enums';
+import { lenders } from './lenders';
+
+// A lender's processor keys (the API's "payment connections"). The key itself is sealed with the vault and
+// erased when the connection is deleted; the row stays, so payments and events read through it keep their
+// origin. The key rules the spec states are enforced here too, by constraints and partial unique indexes,
+// so two concurrent requests cannot break them.
+export const paymentConnections = sqliteTable(
+  'payment_connections',
+  {
+    id: text('id').primaryKey(),
+    lenderId: text('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    processor: text('processor', { enum: PROCESSOR_NAMES }).notNull(),
+    label: text('label').notNull(),
+    merchantRef: text('merchant_ref'),
+    railScope: text('rail_scope', { enum: RAIL_SCOPES }).notNull(),
+    isDefault: integer('is_default', { mode: 'boolean' }).notNull().default(false),
+    keySealed: text('key_sealed'), // null once deleted
+    keyLast4: text('key_last4'),
+    // Where the next read of the processor's change feed starts, and how the last one went.
+    pollCursor: text('poll_cursor'),
+    lastPollAt: integer('last_poll_at'),
+    lastPollError: text('last_poll_error'),
+    // Processor payments read through this key, and how many of them matched a borrower.
+    ingested: integer('ingested').notNull().default(0),
+    matched: integer('matched').notNull().default(0),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+    deletedAt: integer('deleted_at'),
+  },
+  (t) => [
+    // A key is default or tagged, never both.
+    check('payment_connections_default_or_tag', sql`NOT (${t.isDefault} = 1 AND ${t.merchantRef} IS NOT NULL)`),
+    // At most one default per rail_scope, one key per rail_scope within a tag (live keys only).
+    uniqueIndex('payment_connections_default_uq')
+      .on(t.lenderId, t.railScope)
+      .where(sql`${t.isDefault} = 1 AND ${t.deletedAt} IS NULL`),
+    uniqueIndex('payment_connections_tag_uq')
+      .on(t.lenderId, t.merchantRef, t.railScope)
+      .where(sql`${t.merchantRef} IS NOT NULL AND ${t.deletedAt} IS NULL`),
+    index('payment_connections_lender_idx').on(t.lenderId, t.createdAt),
+  ],
+);

@@ -1,0 +1,54 @@
+import type { Database } from 'bun:sqlite';
+import type { Clock } from '../../platform/clock';
+import { SandboxProcessor, SANDBOX_KEY_PATTERN } from './sandbox';
+import type { Processor, ProcessorName } from './types';
+
+export * from './types';
+
+// Which processor stands behind a key is read from the key's prefix, here and nowhere else.
+
+const STRIPE_KEY_PATTERN = /^(sk|rk)_(live|test)_[A-Za-z0-9_]+$/;
+
+/** The processor a key belongs to, or null for a key of no supported processor. */
+export function processorOfKey(key: string): ProcessorName | null {
+  if (SANDBOX_KEY_PATTERN.test(key)) return 'sandbox';
+  if (STRIPE_KEY_PATTERN.test(key)) return 'stripe';
+  return null;
+}
+
+/** A factory for the processors that are not built in (Stripe), so tests and deployments can supply their own. */
+export type ProcessorFactory = Partial<Record<ProcessorName, () => Processor>>;
+
+/** The processors of this service, each created once, picked by a key's prefix. */
+export class Processors {
+  private readonly made = new Map<ProcessorName, Processor>();
+
+  constructor(private readonly factories: Record<ProcessorName, () => Processor>) {}
+
+  /** The processor behind this key; null when the key belongs to none. */
+  forKey(key: string): Processor | null {
+    const name = processorOfKey(key);
+    return name ? this.byName(name) : null;
+  }
+
+  byName(name: ProcessorName): Processor {
+    let p = this.made.get(name);
+    if (!p) {
+      p = this.factories[name]();
+      this.made.set(name, p);
+    }
+    return p;
+  }
+}
+
+export function createProcessors(opts: {
+  sqlite: Database;
+  clock: Clock;
+  sandboxSettlementMs: number;
+  stripe: () => Processor;
+}): Processors {
+  return new Processors({
+    sandbox: () => new SandboxProcessor({ sqlite: opts.sqlite, clock: opts.clock, settlementMs: opts.sandboxSettlementMs }),
+    stripe: opts.stripe,
+  });
+}

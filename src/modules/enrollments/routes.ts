@@ -1,0 +1,101 @@
+import { Elysia, t } from 'elysia';
+import type { Deps } from '../../deps';
+import { errors } from '../../http/errors';
+import { documentedBody, jsonBody } from '../../http/body';
+import type { Auth } from '../../http/auth';
+import { EnrollmentBody, EnrollmentList, EnrollmentListQuery, EnrollmentResponse, EnrollmentView, ErasureResponse, IdsBody, RemovalResponse } from './model';
+import { enroll, eraseBorrowers, getEnrollment, listEnrollments, removeEnrollments } from './service';
+
+const tags = ['Payments'];
+const MATURITY = 'Early Access';
+const early = (description: string) => ({ 'x-maturity': MATURITY, description: `**${MATURITY}.** ${description}` });
+/** 1000 borrowers with every optional field stay well under this. */
+const ENROLLMENT_BODY_LIMIT = 4 * 1024 * 1024;
+
+export const enrollmentRoutes = (deps: Deps, auth: Auth) =>
+  new Elysia({ prefix: '/v1', normalize: false })
+    .use(auth)
+    .post(
+      '/payment_enrollments',
+      async ({ lender, body, set }) => {
+        const res = await enroll({ ctx: { lender, deps }, input: { body } });
+        set.status = 207;
+        return res;
+      },
+      {
+        auth: true,
+        parse: jsonBody({ limit: ENROLLMENT_BODY_LIMIT }),
+        response: { 207: EnrollmentResponse, ...errors(400, 401, 413, 415, 429) },
+        detail: {
+          ...documentedBody(EnrollmentBody, 'application/json'),
+          tags,
+          summary: 'Enroll borrowers for collection',
+          ...early(
+            'Upsert of up to 1000 borrowers (`{borrowers: [...]}`); 207 with one result per borrower in request order. ' +
+              'enrolled: stored, monitoring started (30-day window, first balance read at once). updated: already ' +
+              'monitored; details refreshed, merchant_ref and charge_instrument replaced (omitting it moves a card ' +
+              'borrower back to ACH), the amount applied to the next payment, the window not extended; also for an ' +
+              'unchanged re-send. held: stored, not monitored (unresolvable_routing_number, institution_not_supported); ' +
+              'monitoring starts by itself when the bank becomes readable. failed: not stored (duplicate_in_request on ' +
+              'every copy, tokenization_failed naming the field, card_tokenization_failed, chunk_failed when the ' +
+              'processor could not be reached: send again). A lapsed, removed, stopped or collected borrower sent again ' +
+              'starts fresh. Raw cards are tokenized at the processor key that takes the borrower’s card payments; the ' +
+              'number is never stored. monitor_open_failed is in the schema but never produced: storing and opening ' +
+              'the monitor are one transaction. already_enrolled is always 0.',
+          ),
+        },
+      },
+    )
+    .delete('/payment_enrollments', ({ lender, body }) => removeEnrollments({ ctx: { lender, deps }, input: { body } }), {
+      auth: true,
+      parse: jsonBody(),
+      response: { 200: RemovalResponse, ...errors(400, 401, 413, 415, 429) },
+      detail: {
+        ...documentedBody(IdsBody, 'application/json'),
+        tags,
+        summary: 'Stop monitoring borrowers',
+        ...early(
+          '`{authorizer_unique_ids: [...]}` (1 to 1000). removed: live monitoring stopped by this request; no new ' +
+            'payment is initiated after this call returns. not_monitored: known but not monitored (also on a retry). ' +
+            'unknown: no record (another lender’s borrower included). Details and history are kept.',
+        ),
+      },
+    })
+    .delete('/persisted_authorizers', ({ lender, body }) => eraseBorrowers({ ctx: { lender, deps }, input: { body } }), {
+      auth: true,
+      parse: jsonBody(),
+      response: { 200: ErasureResponse, ...errors(400, 401, 413, 415, 429) },
+      detail: {
+        ...documentedBody(IdsBody, 'application/json'),
+        tags,
+        summary: 'Erase borrowers’ stored details',
+        ...early(
+          'Stops monitoring as removal does and erases the borrowers’ personal data and card tokens (overwritten, not ' +
+            'just unlinked). Payment events and the ledger are kept.',
+        ),
+      },
+    })
+    .get('/payment_enrollments', ({ lender, query }) => listEnrollments({ ctx: { lender, deps }, input: query }), {
+      auth: true,
+      query: EnrollmentListQuery,
+      response: { 200: EnrollmentList, ...errors(400, 401, 429) },
+      detail: { tags, summary: 'List enrollments', ...early('By authorizer_unique_id, optionally filtered by state; paginated.') },
+    })
+    .get(
+      '/payment_enrollments/:authorizer_unique_id',
+      ({ lender, params }) => getEnrollment({ ctx: { lender, deps }, input: { authorizerUniqueId: params.authorizer_unique_id } }),
+      {
+        auth: true,
+        params: t.Object({ authorizer_unique_id: t.String() }),
+        response: { 200: EnrollmentView, ...errors(401, 404, 429) },
+        detail: {
+          tags,
+          summary: 'Read an enrollment',
+          ...early(
+            'State, reason, blocked_reason, the monitoring window, the amount, the instrument (bank name or card brand, ' +
+              'last four), the last balance read, payments used and the ledger; amounts in cents, no personal data. ' +
+              'Another lender’s borrower is 404.',
+          ),
+        },
+      },
+    );

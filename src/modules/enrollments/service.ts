@@ -1,0 +1,427 @@
+import { and, asc, eq, gt } from 'drizzle-orm';
+import { enrollments } from '../../../db/schema';
+import type { HeldReason, MonitorState, Rail } from '../../../db/schema/enums';
+import type { Ctx, Deps } from '../../deps';
+import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
+import { dbOf, withTransaction } from '../../platform/context';
+import { InvalidInput, NotFound } from '../../platform/errors';
+import { checkObject } from '../../platform/fields';
+import type { FieldProblem } from '../../platform/errors';
+import { newId } from '../../platform/ids';
+import { tokenFrom } from '../../platform/pagination';
+import type { SealedColumn } from '../../platform/vault';
+import { CardRefused, ProcessorUnavailable, type TokenizedCard } from '../../adapters/processors';
+import { validateAuthorizer, type AuthorizerCandidate, type NormalizedAuthorizer } from '../authorizers/rules';
+import { packItems, unpackItems } from '../balance-requests/payload';
+import { resolveKey } from '../payment-connections/resolve';
+import { BORROWER_FIELDS, BORROWER_REQUIRED, MAX_BORROWERS } from './model';
+import * as q from './queries';
+import { canTransition, transition } from './states';
+import { ledgerOf, type LedgerView } from './ledger';
+
+export const MONITOR_WINDOW_MS = 30 * DAY_MS;
+const TOKENIZE_CONCURRENCY = 8;
+
+export type Enrollment = typeof enrollments.$inferSelect;
+
+/** Columns of this feature holding vault-sealed values (null once erased). */
+export const sealedColumns: SealedColumn[] = [
+  { table: 'enrollments', key: 'id', column: 'sealed' },
+  { table: 'enrollments', key: 'id', column: 'card_token_sealed' },
+];
+
+/** What is sealed per borrower: the fields a balance read needs, and the rest of the personal data. */
+export interface SealedBorrower {
+  s: NormalizedAuthorizer['sensitive'];
+  phone: string | null;
+  zip: string | null;
+}
+
+type Outcome = 'enrolled' | 'updated' | 'held' | 'failed';
+interface Result {
+  authorizer_unique_id: string | null;
+  outcome: Outcome;
+  reason?: string;
+  message?: string;
+}
+
+type Instrument =
+  | { kind: 'ach' }
+  | { kind: 'token'; token: string; last4: string }
+  | { kind: 'card'; card: { number: string; cvv: string | null; expMonth: number; expYear: number } };
+
+interface Candidate {
+  index: number;
+  aid: string;
+  authorizer: NormalizedAuthorizer;
+  amount: number;
+  daysPastDue: number;
+  merchantRef: string | null;
+  instrument: Instrument;
+  card?: TokenizedCard;
+}
+
+const fail = (aid: string | null, reason: string, message?: string): Result => ({
+  authorizer_unique_id: aid,
+  outcome: 'failed',
+  reason,
+  ...(message ? { message } : {}),
+});
+
+/** One borrower's fields: shape and rules, every problem named by field (never by value). */
+function readBorrower(raw: unknown, index: number, now: number): Candidate | Result {
+  const problems: FieldProblem[] = [];
+  const b = checkObject(BORROWER_FIELDS, BORROWER_REQUIRED, raw, '', problems) as Record<string, unknown> | undefined;
+  const aid = typeof (raw as { authorizer_unique_id?: unknown } | null)?.authorizer_unique_id === 'string'
+    ? ((raw as { authorizer_unique_id: string }).authorizer_unique_id || null)
+    : null;
+  const cardProblem = problems.find((p) => p.path.startsWith('/charge_instrument'));
+  if (cardProblem) return fail(aid, 'card_tokenization_failed', `${cardProblem.path.slice(1)}: ${cardProblem.message}`);
+  if (problems.length > 0 || !b) {
+    const p = problems[0] ?? { path: '/', message: 'Expected an object' };
+    return fail(aid, 'tokenization_failed', `${p.path.slice(1) || 'borrower'}: ${p.message}`);
+  }
+  const candidate = b as unknown as AuthorizerCandidate;
+  // Required on enrollment, and not blank (the shared rules treat blank identity fields as absent).
+  for (const f of ['first_name', 'last_name', 'phone_number'] as const) {
+    if (!candidate[f]?.trim()) return fail(aid, 'tokenization_failed', `${f} is required`);
+  }
+  if (!candidate.address?.zip_code?.trim()) return fail(aid, 'tokenization_failed', 'address.zip_code is required');
+  const checked = validateAuthorizer(candidate, index + 1, { debitCardsApproved: false, now });
+  if (!checked.ok) return fail(aid, 'tokenization_failed', checked.failure.error);
+
+  let instrument: Instrument = { kind: 'ach' };
+  const ci = b.charge_instrument as { processor_token?: string; card_last4?: string; card?: Record<string, unknown> } | undefined;
+  if (ci) {
+    const options = [ci.processor_token !== undefined, ci.card !== undefined].filter(Boolean).length;
+    if (options !== 1) return fail(aid, 'card_tokenization_failed', 'charge_instrument holds exactly one of processor_token or card');
+    if (ci.processor_token !== undefined) {
+      if (!ci.card_last4) return fail(aid, 'card_tokenization_failed', 'card_last4 (4 digits) is required with processor_token');
+      instrument = { kind: 'token', token: ci.processor_token, last4: ci.card_last4 };
+    } else {
+      const c = ci.card!;
+      instrument = {
+        kind: 'card',
+        card: {
+          number: String(c.debit_card_number).replace(/[\s-]/g, ''),
+          cvv: (c.cvv as string | undefined) ?? null,
+          expMonth: c.expiration_month as number,
+          expYear: c.expiration_year as number,
+        },
+      };
+    }
+  }
+  return {
+    index,
+    aid: checked.value.authorizerUniqueId,
+    authorizer: checked.value,
+    amount: b.collectable_amount as number,
+    daysPastDue: b.days_past_due as number,
+    merchantRef: (b.merchant_ref as string | undefined) ?? null,
+    instrument,
+  };
+}
+
+/** Raw cards to tokens at the key that would take the borrower's card payments; the number goes no further. */
+async function tokenizeCards(ctx: Ctx, cands: Candidate[], results: (Result | null)[]): Promise<void> {
+  const queue = cands.filter((c) => c.instrument.kind === 'card');
+  const worker = async () => {
+    for (let c = queue.shift(); c; c = queue.shift()) {
+      const key = resolveKey(ctx, { lenderId: ctx.lender.id, rail: 'card', merchantRef: c.merchantRef });
+      if (!key || !key.keySealed) {
+        results[c.index] = fail(c.aid, 'card_tokenization_failed', 'no processor key for card payments');
+        continue;
+      }
+      const card = (c.instrument as Extract<Instrument, { kind: 'card' }>).card;
+      try {
+        c.card = await ctx.deps.processors.byName(key.processor).tokenizeCard(ctx.deps.vault.open(key.keySealed), card);
+      } catch (e) {
+        if (e instanceof CardRefused) results[c.index] = fail(c.aid, 'card_tokenization_failed', e.message);
+        else if (e instanceof ProcessorUnavailable) {
+          results[c.index] = fail(c.aid, 'chunk_failed', 'The processor could not be reached to tokenize the card; send this borrower again');
+        } else throw e;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: TOKENIZE_CONCURRENCY }, worker));
+}
+
+/** Why a borrower's bank cannot be read, or null when it can. */
+export function heldReasonOf(deps: Pick<Deps, 'routing'>, routing: string): HeldReason | null {
+  const institution = deps.routing.lookup(routing);
+  if (!institution) return 'unresolvable_routing_number';
+  if (institution.support !== 'supported') return 'institution_not_supported';
+  return null;
+}
+
+const HELD_MESSAGES: Record<HeldReason, string> = {
+  unresolvable_routing_number: 'The routing number matches no known bank; monitoring starts when it does',
+  institution_not_supported: 'The bank is not readable yet; monitoring starts by itself when it is',
+};
+
+/**
+ * POST /v1/payment_enrollments: every borrower read and checked alone (row failures never fail the
+ * request), raw cards tokenized at the processor, then every storable borrower written in one
+ * BEGIN IMMEDIATE transaction: all of them or none.
+ */
+export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: unknown } }) {
+  const body = input.body as { borrowers?: unknown } | null;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) InvalidInput.refuseBody([{ path: '/', message: 'Expected an object with borrowers' }]);
+  const unknown = Object.keys(body!).filter((k) => k !== 'borrowers');
+  const list = body!.borrowers;
+  const problems: FieldProblem[] = unknown.map((k) => ({ path: `/${k}`, message: `Unknown field ${k}` }));
+  if (!Array.isArray(list) || list.length < 1 || list.length > MAX_BORROWERS) {
+    problems.push({ path: '/borrowers', message: `Expected an array of 1 to ${MAX_BORROWERS} borrowers` });
+  }
+  InvalidInput.refuseBody(problems);
+  const raw = list as unknown[];
+  const now = ctx.deps.clock.now();
+
+  const results: (Result | null)[] = raw.map(() => null);
+  const counts = new Map<string, number>();
+  for (const r of raw) {
+    const id = (r as { authorizer_unique_id?: unknown } | null)?.authorizer_unique_id;
+    if (typeof id === 'string' && id) counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  const cands: Candidate[] = [];
+  raw.forEach((r, i) => {
+    const id = (r as { authorizer_unique_id?: unknown } | null)?.authorizer_unique_id;
+    if (typeof id === 'string' && (counts.get(id) ?? 0) > 1) {
+      results[i] = fail(id, 'duplicate_in_request', 'This authorizer_unique_id appears more than once in the request; every copy is rejected');
+      return;
+    }
+    const c = readBorrower(r, i, now);
+    if ('outcome' in c) results[i] = c;
+    else cands.push(c);
+  });
+  await tokenizeCards(ctx, cands, results);
+  const storable = cands.filter((c) => results[c.index] === null);
+
+  withTransaction(ctx, () => {
+    const existing = new Map(q.existingOf(ctx.deps.sqlite, ctx.lender.id, storable.map((c) => c.aid)).map((e) => [e.aid, e]));
+    const write = q.upsertStatement(ctx.deps.sqlite);
+    for (const c of storable) {
+      const prior = existing.get(c.aid);
+      const routing = c.authorizer.routingNumber!;
+      const held = heldReasonOf(ctx.deps, routing);
+      let state: MonitorState;
+      let outcome: Outcome;
+      let fresh: boolean;
+      if (held) {
+        state = transition(prior?.state ?? 'new', 'held');
+        outcome = 'held';
+        fresh = prior?.state !== 'monitored' && prior?.state !== 'held';
+      } else if (prior?.state === 'monitored') {
+        // A re-send refreshes the details and the amount; the window is not extended.
+        state = transition('monitored', 'monitored');
+        outcome = 'updated';
+        fresh = false;
+      } else {
+        // New, held that is now readable, or ended (lapsed, removed, stopped, collected): a fresh 30 days.
+        state = transition(prior?.state ?? 'new', 'monitored');
+        outcome = 'enrolled';
+        fresh = true;
+      }
+      const card = c.card ?? null;
+      const sealed: SealedBorrower = { s: c.authorizer.sensitive, phone: c.authorizer.phone, zip: c.authorizer.zip };
+      write({
+        id: newId(),
+        lenderId: ctx.lender.id,
+        aid: c.aid,
+        state,
+        reason: held,
+        windowStartedAt: state === 'monitored' ? (fresh ? now : prior!.windowStartedAt) : null,
+        windowEndsAt: state === 'monitored' ? (fresh ? now + MONITOR_WINDOW_MS : prior!.windowEndsAt) : null,
+        amount: c.amount,
+        daysPastDue: c.daysPastDue,
+        merchantRef: c.merchantRef,
+        rail: (c.instrument.kind === 'ach' ? 'ach' : 'card') as Rail,
+        routing,
+        bankName: ctx.deps.routing.lookup(routing)?.name ?? null,
+        sealed: ctx.deps.vault.seal(JSON.stringify(sealed)),
+        metadata: c.authorizer.metadata ? JSON.stringify(c.authorizer.metadata) : null,
+        cardTokenSealed: card ? ctx.deps.vault.seal(card.token) : c.instrument.kind === 'token' ? ctx.deps.vault.seal(c.instrument.token) : null,
+        cardLast4: card ? card.last4 : c.instrument.kind === 'token' ? c.instrument.last4 : null,
+        cardBrand: card?.brand ?? null,
+        // The first read is due at once; a refresh keeps the cadence.
+        nextReadAt: state === 'monitored' && fresh ? now : null,
+        now,
+        resetPayments: fresh,
+      });
+      results[c.index] = held
+        ? { authorizer_unique_id: c.aid, outcome: 'held', reason: held, message: HELD_MESSAGES[held] }
+        : { authorizer_unique_id: c.aid, outcome };
+    }
+  });
+
+  const done = results as Result[];
+  const n = (o: Outcome) => done.filter((r) => r.outcome === o).length;
+  return { results: done, enrolled: n('enrolled'), updated: n('updated'), held: n('held'), failed: n('failed'), already_enrolled: 0 };
+}
+
+function readIds(body: unknown): string[] {
+  const problems: FieldProblem[] = [];
+  const ok = typeof body === 'object' && body !== null && !Array.isArray(body);
+  if (!ok) InvalidInput.refuseBody([{ path: '/', message: 'Expected an object with authorizer_unique_ids' }]);
+  for (const k of Object.keys(body as object)) if (k !== 'authorizer_unique_ids') problems.push({ path: `/${k}`, message: `Unknown field ${k}` });
+  const ids = (body as { authorizer_unique_ids?: unknown }).authorizer_unique_ids;
+  if (!Array.isArray(ids) || ids.length < 1 || ids.length > MAX_BORROWERS) {
+    problems.push({ path: '/authorizer_unique_ids', message: `Expected an array of 1 to ${MAX_BORROWERS} identifiers` });
+  } else {
+    ids.forEach((v, i) => {
+      if (typeof v !== 'string' || v.length < 1 || v.length > 255) problems.push({ path: `/authorizer_unique_ids/${i}`, message: 'Expected a string of 1 to 255 characters' });
+    });
+  }
+  InvalidInput.refuseBody(problems);
+  return ids as string[];
+}
+
+/**
+ * DELETE /v1/payment_enrollments: monitoring stops in the transaction that answers, so once this returns no
+ * new payment is initiated for a removed borrower (collection checks the state in the same synchronous
+ * step as it dispatches).
+ */
+export function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { body: unknown } }) {
+  const ids = readIds(input.body);
+  const now = ctx.deps.clock.now();
+  const results = withTransaction(ctx, (tx) => {
+    const existing = new Map(q.existingOf(ctx.deps.sqlite, ctx.lender.id, ids).map((e) => [e.aid, e]));
+    return ids.map((aid) => {
+      const e = existing.get(aid);
+      if (!e) return { authorizer_unique_id: aid, outcome: 'unknown' as const };
+      if (e.state !== 'monitored') return { authorizer_unique_id: aid, outcome: 'not_monitored' as const };
+      tx.tx
+        .update(enrollments)
+        .set({ state: transition('monitored', 'removed'), nextReadAt: null, updatedAt: now })
+        .where(eq(enrollments.id, e.id))
+        .run();
+      existing.set(aid, { ...e, state: 'removed' });
+      return { authorizer_unique_id: aid, outcome: 'removed' as const };
+    });
+  });
+  const n = (o: string) => results.filter((r) => r.outcome === o).length;
+  return { results, removed: n('removed'), not_monitored: n('not_monitored'), unknown: n('unknown') };
+}
+
+/**
+ * DELETE /v1/persisted_authorizers: monitoring stops as on removal, and the borrower's personal data and card
+ * token are overwritten (secure_delete zeroes the freed space too); the record, its payments, events and
+ * ledger stay. The clear copies a monitoring read left in the balance queue (phone, zip) are erased as well.
+ */
+export function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: unknown } }) {
+  const ids = readIds(input.body);
+  const now = ctx.deps.clock.now();
+  const { sqlite } = ctx.deps;
+  sqlite.exec('PRAGMA secure_delete = ON');
+  try {
+    const results = withTransaction(ctx, (tx) => {
+      const existing = new Map(q.existingOf(sqlite, ctx.lender.id, ids).map((e) => [e.aid, e]));
+      return ids.map((aid) => {
+        const e = existing.get(aid);
+        if (!e) return { authorizer_unique_id: aid, outcome: 'unknown' as const };
+        const state = canTransition(e.state, 'removed') ? 'removed' : e.state;
+        tx.tx
+          .update(enrollments)
+          .set({ state, nextReadAt: null, sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, erasedAt: now, updatedAt: now })
+          .where(eq(enrollments.id, e.id))
+          .run();
+        eraseFromBalanceQueue(ctx, aid);
+        return { authorizer_unique_id: aid, outcome: 'deleted' as const };
+      });
+    });
+    const n = (o: string) => results.filter((r) => r.outcome === o).length;
+    return { results, deleted: n('deleted'), unknown: n('unknown') };
+  } finally {
+    sqlite.exec('PRAGMA secure_delete = OFF');
+  }
+}
+
+/**
+ * A borrower's clear details in the balance pipeline: the queue rows of started batches, and the item lists
+ * of batches still waiting to start (their sealed part is ciphertext and is not read again once done).
+ */
+function eraseFromBalanceQueue(ctx: Ctx, aid: string): void {
+  const { sqlite } = ctx.deps;
+  sqlite
+    .query('UPDATE batch_items SET phone = NULL, zip = NULL, metadata = NULL WHERE lender_id = ? AND authorizer_unique_id = ?')
+    .run(ctx.lender.id, aid);
+  const waiting = sqlite
+    .query<{ batchId: string; items: string }, [string]>(
+      `SELECT p.batch_id AS batchId, p.items FROM batch_payloads p JOIN batches b ON b.id = p.batch_id
+        WHERE b.lender_id = ? AND b.status = 'pending'`,
+    )
+    .all(ctx.lender.id);
+  for (const w of waiting) {
+    const items = unpackItems(w.items);
+    if (!items.some((i) => i.id === aid)) continue;
+    const scrubbed = items.map((i) => (i.id === aid ? { ...i, phone: null, zip: null, meta: null } : i));
+    sqlite.query('UPDATE batch_payloads SET items = ? WHERE batch_id = ?').run(packItems(scrubbed), w.batchId);
+  }
+}
+
+export function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
+  return {
+    authorizer_unique_id: e.authorizerUniqueId,
+    state: e.state,
+    reason: e.reason,
+    blocked_reason: e.blockedReason,
+    window_started_at: isoOrNull(e.windowStartedAt),
+    window_ends_at: isoOrNull(e.windowEndsAt),
+    collectable_amount: e.collectableAmountCents,
+    days_past_due: e.daysPastDue,
+    merchant_ref: e.merchantRef,
+    instrument:
+      e.rail === 'card'
+        ? { rail: 'card' as const, card_brand: e.cardBrand, last4: e.cardLast4 }
+        : { rail: 'ach' as const, bank_name: e.bankName, last4: accountLast4(ctx, e) },
+    last_read: e.lastReadAt === null ? null : { balance_cents: e.lastReadCents, at: iso(e.lastReadAt) },
+    next_read_at: e.state === 'monitored' ? isoOrNull(e.nextReadAt) : null,
+    payments_used: e.paymentsUsed,
+    ledger,
+  };
+}
+
+function accountLast4(ctx: Ctx, e: Enrollment): string | null {
+  if (!e.sealed) return null;
+  const s = JSON.parse(ctx.deps.vault.open(e.sealed)) as SealedBorrower;
+  return s.s.accountNumber ? s.s.accountNumber.slice(-4) : null;
+}
+
+export function getEnrollment({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId: string } }) {
+  const e = dbOf(ctx)
+    .select()
+    .from(enrollments)
+    .where(and(eq(enrollments.lenderId, ctx.lender.id), eq(enrollments.authorizerUniqueId, input.authorizerUniqueId)))
+    .get();
+  if (!e) throw new NotFound('Enrollment', input.authorizerUniqueId);
+  return enrollmentView(ctx, e, ledgerOf(ctx, e));
+}
+
+export function listEnrollments({
+  ctx,
+  input,
+}: {
+  ctx: Ctx;
+  input: { state?: MonitorState; limit?: number; next_page_token?: string; nextPageToken?: string };
+}) {
+  const limit = input.limit ?? 50;
+  const scope = `enrollments:${ctx.lender.id}:${input.state ?? ''}`;
+  const token = tokenFrom(input);
+  const after = token ? ctx.deps.pageTokens.decode<{ a: string }>(scope, token).a : '';
+  const conds = [eq(enrollments.lenderId, ctx.lender.id), gt(enrollments.authorizerUniqueId, after)];
+  if (input.state) conds.push(eq(enrollments.state, input.state));
+  const rows = dbOf(ctx)
+    .select()
+    .from(enrollments)
+    .where(and(...conds))
+    .orderBy(asc(enrollments.authorizerUniqueId))
+    .limit(limit + 1)
+    .all();
+  const page = rows.slice(0, limit);
+  const hasMore = rows.length > limit;
+  return {
+    enrollments: page.map((e) => enrollmentView(ctx, e, ledgerOf(ctx, e))),
+    has_more: hasMore,
+    next_page_token: hasMore ? ctx.deps.pageTokens.encode(scope, { a: page[page.length - 1]!.authorizerUniqueId }) : null,
+  };
+}

@@ -1,0 +1,256 @@
+import { and, asc, desc, eq, isNull, max, sum } from 'drizzle-orm';
+import { paymentConnections } from '../../../db/schema';
+import { RAILS, type ProcessorName, type RailScope } from '../../../db/schema/enums';
+import type { Ctx } from '../../deps';
+import { iso, isoOrNull } from '../../platform/clock';
+import { dbOf, withTransaction, type Tx } from '../../platform/context';
+import { Conflict, InvalidInput, NotFound, Unavailable } from '../../platform/errors';
+import { checkObject } from '../../platform/fields';
+import { newId } from '../../platform/ids';
+import type { SealedColumn } from '../../platform/vault';
+import { KeyRefused, processorOfKey, ProcessorUnavailable } from '../../adapters/processors';
+import { CREATE_FIELDS, CREATE_REQUIRED, UPDATE_FIELDS, type CreateInput, type UpdateInput } from './model';
+
+export type PaymentConnection = typeof paymentConnections.$inferSelect;
+
+/** Columns of this feature holding vault-sealed values (null once a key is deleted). */
+export const sealedColumns: SealedColumn[] = [{ table: 'payment_connections', key: 'id', column: 'key_sealed' }];
+
+const PROCESSOR_LABEL: Record<ProcessorName, string> = { sandbox: 'Sandbox', stripe: 'Stripe' };
+
+export function view(c: PaymentConnection) {
+  return {
+    id: c.id,
+    label: c.label,
+    merchant_ref: c.merchantRef,
+    rail_scope: c.railScope,
+    is_default: c.isDefault,
+    key_last4: c.keyLast4,
+    last_poll_at: isoOrNull(c.lastPollAt),
+    last_poll_error: c.lastPollError,
+    access_scope: 'lender_admins' as const,
+    processor: c.processor,
+    created_at: iso(c.createdAt),
+  };
+}
+
+const live = (lenderId: string) => and(eq(paymentConnections.lenderId, lenderId), isNull(paymentConnections.deletedAt));
+
+function liveKeys(ctx: Ctx): PaymentConnection[] {
+  return dbOf(ctx).select().from(paymentConnections).where(live(ctx.lender.id)).all();
+}
+
+function findKey(ctx: Ctx, id: string): PaymentConnection {
+  const c = dbOf(ctx)
+    .select()
+    .from(paymentConnections)
+    .where(and(eq(paymentConnections.id, id), live(ctx.lender.id)))
+    .get();
+  if (!c) throw new NotFound('Processor key', id);
+  return c;
+}
+
+/** The conflicts of a key as it would be stored, with every other live key; a message that says which. */
+function conflictOf(keys: PaymentConnection[], k: { id?: string; railScope: RailScope; isDefault: boolean; merchantRef: string | null }): string | null {
+  for (const o of keys) {
+    if (o.id === k.id || o.railScope !== k.railScope) continue;
+    if (k.isDefault && o.isDefault) return `A default key for rail_scope ${k.railScope} already exists (${o.id})`;
+    if (k.merchantRef !== null && o.merchantRef === k.merchantRef) {
+      return `The tag ${k.merchantRef} already has a key for rail_scope ${k.railScope} (${o.id})`;
+    }
+  }
+  return null;
+}
+
+/** Checks a key at its processor with one cheap authenticated read; nothing is stored either way. */
+async function verifyAtProcessor(ctx: Ctx, key: string): Promise<ProcessorName> {
+  const name = processorOfKey(key);
+  if (!name) {
+    throw InvalidInput.field(
+      'api_key',
+      'api_key is not a key of a supported processor: sbx_… (sandbox), or sk_live_, sk_test_, rk_live_, rk_test_ (Stripe)',
+    );
+  }
+  try {
+    await ctx.deps.processors.byName(name).verifyKey(key);
+  } catch (e) {
+    if (e instanceof KeyRefused) throw InvalidInput.field('api_key', 'the processor refused this key');
+    if (e instanceof ProcessorUnavailable) throw new Unavailable(`The ${PROCESSOR_LABEL[name]} processor could not be reached; nothing was stored. Try again.`);
+    throw e;
+  }
+  return name;
+}
+
+/** A unique index refusing a write means a concurrent request won the race: the same conflict, as a 409. */
+function asConflict<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if ((e as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) {
+      throw new Conflict('Another request changed the processor keys at the same time; read them and try again');
+    }
+    throw e;
+  }
+}
+
+function readBody<T>(raw: unknown, fields: typeof CREATE_FIELDS, required: string[]): T {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) InvalidInput.refuseBody([{ path: '/', message: 'Expected an object' }]);
+  const problems: { path: string; message: string }[] = [];
+  const body = checkObject(fields, required, raw, '', problems);
+  InvalidInput.refuseBody(problems);
+  return body as T;
+}
+
+/**
+ * POST /v1/payment_connections: the rules are checked first, then the key at its processor, then, in one
+ * BEGIN IMMEDIATE transaction, the conflicts again and the write: a refused request stores nothing, and two
+ * concurrent default creates make one default.
+ */
+export async function createConnection({ ctx, input }: { ctx: Ctx; input: { body: unknown } }) {
+  const body = readBody<CreateInput>(input.body, CREATE_FIELDS, CREATE_REQUIRED);
+  const merchantRef = body.merchant_ref ?? null;
+  const isDefault = body.is_default ?? false;
+  if (isDefault && merchantRef !== null) {
+    throw InvalidInput.field('is_default', 'A key is either the default (is_default) or tagged (merchant_ref), not both');
+  }
+  const wanted = { railScope: body.rail_scope, isDefault, merchantRef };
+  const early = conflictOf(liveKeys(ctx), wanted);
+  if (early) throw new Conflict(early);
+
+  const processor = await verifyAtProcessor(ctx, body.api_key);
+  const last4 = body.api_key.slice(-4);
+  const now = ctx.deps.clock.now();
+  return withTransaction(ctx, (tx) => {
+    const conflict = conflictOf(liveKeys(tx), wanted);
+    if (conflict) throw new Conflict(conflict);
+    const row: typeof paymentConnections.$inferInsert = {
+      id: newId(),
+      lenderId: ctx.lender.id,
+      processor,
+      label: body.label ?? `${PROCESSOR_LABEL[processor]} key ending ${last4}`,
+      merchantRef,
+      railScope: body.rail_scope,
+      isDefault,
+      keySealed: ctx.deps.vault.seal(body.api_key),
+      keyLast4: last4,
+      createdAt: now,
+      updatedAt: now,
+    };
+    asConflict(() => tx.tx.insert(paymentConnections).values(row).run());
+    return view(findKey(tx, row.id!));
+  });
+}
+
+export function listConnections({ ctx }: { ctx: Ctx }) {
+  const db = dbOf(ctx);
+  const keys = db
+    .select()
+    .from(paymentConnections)
+    .where(live(ctx.lender.id))
+    .orderBy(desc(paymentConnections.isDefault), asc(paymentConnections.createdAt), asc(paymentConnections.id))
+    .all();
+  const covered = (rail: 'ach' | 'card') => keys.some((k) => k.isDefault && (k.railScope === rail || k.railScope === 'both'));
+  // Counts and the last poll include deleted keys: what was read through them is kept.
+  const totals = db
+    .select({ ingested: sum(paymentConnections.ingested), matched: sum(paymentConnections.matched), lastPollAt: max(paymentConnections.lastPollAt) })
+    .from(paymentConnections)
+    .where(eq(paymentConnections.lenderId, ctx.lender.id))
+    .get();
+  return {
+    connections: keys.map(view),
+    missing_default_rails: RAILS.filter((r) => !covered(r)),
+    ingested: Number(totals?.ingested ?? 0),
+    matched: Number(totals?.matched ?? 0),
+    last_poll_at: isoOrNull(totals?.lastPollAt ?? null),
+  };
+}
+
+/**
+ * PATCH /v1/payment_connections/{id}. Promote swaps with the current default of the key's rail_scope;
+ * moving a default onto a rail_scope with another default, or a tagged key onto a rail_scope its tag has,
+ * is a conflict. A new api_key is verified first and replaces the old one in the same transaction as the
+ * rest, so on any failure the old key stays.
+ */
+export async function updateConnection({ ctx, input }: { ctx: Ctx; input: { id: string; body: unknown } }) {
+  if (input.body && typeof input.body === 'object' && 'merchant_ref' in input.body) {
+    throw InvalidInput.field('merchant_ref', 'merchant_ref is fixed when a key is created; create a new key for another tag');
+  }
+  const body = readBody<UpdateInput>(input.body, UPDATE_FIELDS, []);
+  if (Object.values(body).every((v) => v === undefined)) {
+    throw new InvalidInput('Nothing to change: send at least one of label, rail_scope, is_default, api_key');
+  }
+  const current = findKey(ctx, input.id);
+  if (body.is_default === true && current.merchantRef !== null) {
+    throw InvalidInput.field('is_default', 'A tagged key cannot be the default; create an untagged key to promote');
+  }
+  const plan = (k: PaymentConnection) => ({
+    id: k.id,
+    railScope: body.rail_scope ?? k.railScope,
+    isDefault: body.is_default ?? k.isDefault,
+    merchantRef: k.merchantRef,
+  });
+  // Checked before the processor is asked, so a request that cannot succeed costs no call.
+  checkMove(plan(current), body, liveKeys(ctx));
+  const newKey = body.api_key;
+  const processor = newKey !== undefined ? await verifyAtProcessor(ctx, newKey) : null;
+  const now = ctx.deps.clock.now();
+
+  return withTransaction(ctx, (tx) => {
+    const k = findKey(tx, input.id);
+    const next = plan(k);
+    const keys = liveKeys(tx);
+    checkMove(next, body, keys);
+    if (body.is_default === true) demoteOtherDefault(tx, keys, next.railScope, k.id, now);
+    const set: Partial<typeof paymentConnections.$inferInsert> = { railScope: next.railScope, isDefault: next.isDefault, updatedAt: now };
+    if (body.label !== undefined) set.label = body.label;
+    if (newKey !== undefined && processor !== null) {
+      Object.assign(set, {
+        processor,
+        keySealed: ctx.deps.vault.seal(newKey),
+        keyLast4: newKey.slice(-4),
+        // Another key may be another account: its change feed starts from the beginning.
+        pollCursor: null,
+        lastPollError: null,
+      });
+    }
+    asConflict(() => tx.tx.update(paymentConnections).set(set).where(eq(paymentConnections.id, k.id)).run());
+    return view(findKey(tx, k.id));
+  });
+}
+
+/** The conflicts a change of rail_scope or default raises; promotion itself never conflicts (it swaps). */
+function checkMove(
+  next: { id: string; railScope: RailScope; isDefault: boolean; merchantRef: string | null },
+  body: UpdateInput,
+  keys: PaymentConnection[],
+): void {
+  if (body.is_default === true) {
+    // Promotion swaps with the default of the target rail_scope; a tag cannot clash (promoted keys are untagged).
+    return;
+  }
+  const conflict = conflictOf(keys, next);
+  if (conflict) throw new Conflict(conflict);
+}
+
+function demoteOtherDefault(tx: Ctx & { tx: Tx }, keys: PaymentConnection[], railScope: RailScope, exceptId: string, now: number): void {
+  const other = keys.find((o) => o.id !== exceptId && o.isDefault && o.railScope === railScope);
+  if (other) {
+    tx.tx.update(paymentConnections).set({ isDefault: false, updatedAt: now }).where(eq(paymentConnections.id, other.id)).run();
+  }
+}
+
+/**
+ * DELETE /v1/payment_connections/{id}: the key is erased (its sealed value overwritten with null) and the
+ * connection marked deleted; payments and events read through it keep pointing at it.
+ */
+export function deleteConnection({ ctx, input }: { ctx: Ctx; input: { id: string } }): void {
+  withTransaction(ctx, (tx) => {
+    findKey(tx, input.id);
+    const now = ctx.deps.clock.now();
+    tx.tx
+      .update(paymentConnections)
+      .set({ keySealed: null, isDefault: false, deletedAt: now, updatedAt: now })
+      .where(eq(paymentConnections.id, input.id))
+      .run();
+  });
+}

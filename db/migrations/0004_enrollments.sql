@@ -31,5 +31,4 @@ CREATE TABLE `enrollments` (
 CREATE UNIQUE INDEX `enrollments_lender_borrower_uq` ON `enrollments` (`lender_id`,`authorizer_unique_id`);--> statement-breakpoint
 CREATE INDEX `enrollments_read_due_idx` ON `enrollments` (`next_read_at`) WHERE "enrollments"."state" = 'monitored';--> statement-breakpoint
 CREATE INDEX `enrollments_lapse_due_idx` ON `enrollments` (`window_ends_at`) WHERE "enrollments"."state" = 'monitored';--> statement-breakpoint
-CREATE INDEX `enrollments_held_idx` ON `enrollments` (`lender_id`) WHERE "enrollments"."state" = 'held';--> statement-breakpoint
-CREATE INDEX `enrollments_lender_state_idx` ON `enrollments` (`lender_id`,`state`,`authorizer_unique_id`);
+CREATE INDEX `enrollments_held_idx` ON `enrollments` (`lender_id`) WHERE "enrollments"."state" = 'held';

@@ -47,6 +47,5 @@ export const enrollments = sqliteTable(
     index('enrollments_read_due_idx').on(t.nextReadAt).where(sql`${t.state} = 'monitored'`),
     index('enrollments_lapse_due_idx').on(t.windowEndsAt).where(sql`${t.state} = 'monitored'`),
     index('enrollments_held_idx').on(t.lenderId).where(sql`${t.state} = 'held'`),
-    index('enrollments_lender_state_idx').on(t.lenderId, t.state, t.authorizerUniqueId),
   ],
 );

@@ -17,8 +17,9 @@ import { exportBench } from './bench-export';
 import { csvBench } from './bench-csv';
 import { webhooksBench } from './bench-webhooks';
 import { schedulerBench } from './bench-scheduler';
+import { enrollmentBench } from './bench-enrollment';
 
-export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench];
+export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench];
 
 interface Ran {
   bench: Bench;

@@ -6,7 +6,7 @@ import type { Job } from '../../platform/jobs';
 import type { NormalizedAuthorizer } from '../authorizers/rules';
 import { insertBatch } from '../balance-requests/service';
 import type { BalancesRecordedHook } from '../hooks';
-import { heldReasonOf, MONITOR_WINDOW_MS, type SealedBorrower } from './service';
+import { heldReasonOf, MONITOR_WINDOW_MS, openBorrower } from './service';
 import * as q from './queries';
 import { transition } from './states';
 
@@ -41,7 +41,7 @@ export function queueDueReads(deps: Deps): { queued: number } {
       for (let i = 0; i < reads.length; i += BATCH_MAX) {
         const chunk = reads.slice(i, i + BATCH_MAX);
         const authorizers: NormalizedAuthorizer[] = chunk.map((d, j) => {
-          const sealed = JSON.parse(deps.vault.open(d.sealed)) as SealedBorrower;
+          const sealed = openBorrower(deps, d.sealed);
           return {
             authorizerUniqueId: d.aid,
             // Card borrowers too: the balance is read from the bank account.

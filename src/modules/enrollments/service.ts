@@ -12,7 +12,7 @@ import { tokenFrom } from '../../platform/pagination';
 import type { SealedColumn } from '../../platform/vault';
 import { CardRefused, ProcessorUnavailable, type TokenizedCard } from '../../adapters/processors';
 import { validateAuthorizer, type AuthorizerCandidate, type NormalizedAuthorizer } from '../authorizers/rules';
-import { packItems, unpackItems } from '../balance-requests/payload';
+import { packItems, packSensitive, unpackItems, unpackSensitive } from '../balance-requests/payload';
 import { resolveKey } from '../payment-connections/resolve';
 import { BORROWER_FIELDS, BORROWER_REQUIRED, MAX_BORROWERS } from './model';
 import * as q from './queries';
@@ -35,6 +35,16 @@ export interface SealedBorrower {
   s: NormalizedAuthorizer['sensitive'];
   phone: string | null;
   zip: string | null;
+}
+
+// Sealed in the compact positional form of balance payloads: a third of the bytes to seal, write and fsync
+// for each of up to 1000 borrowers of a request.
+export const sealBorrower = (deps: Pick<Deps, 'vault'>, b: SealedBorrower): string =>
+  deps.vault.seal(JSON.stringify([packSensitive([b.s]), b.phone, b.zip]));
+
+export function openBorrower(deps: Pick<Deps, 'vault'>, sealed: string): SealedBorrower {
+  const [s, phone, zip] = JSON.parse(deps.vault.open(sealed)) as [string, string | null, string | null];
+  return { s: unpackSensitive(s)[0]!, phone, zip };
 }
 
 type Outcome = 'enrolled' | 'updated' | 'held' | 'failed';
@@ -223,7 +233,7 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: unknown 
         fresh = true;
       }
       const card = c.card ?? null;
-      const sealed: SealedBorrower = { s: c.authorizer.sensitive, phone: c.authorizer.phone, zip: c.authorizer.zip };
+
       write({
         id: newId(),
         lenderId: ctx.lender.id,
@@ -238,7 +248,7 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: unknown 
         rail: (c.instrument.kind === 'ach' ? 'ach' : 'card') as Rail,
         routing,
         bankName: ctx.deps.routing.lookup(routing)?.name ?? null,
-        sealed: ctx.deps.vault.seal(JSON.stringify(sealed)),
+        sealed: sealBorrower(ctx.deps, { s: c.authorizer.sensitive, phone: c.authorizer.phone, zip: c.authorizer.zip }),
         metadata: c.authorizer.metadata ? JSON.stringify(c.authorizer.metadata) : null,
         cardTokenSealed: card ? ctx.deps.vault.seal(card.token) : c.instrument.kind === 'token' ? ctx.deps.vault.seal(c.instrument.token) : null,
         cardLast4: card ? card.last4 : c.instrument.kind === 'token' ? c.instrument.last4 : null,
@@ -383,7 +393,7 @@ export function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
 
 function accountLast4(ctx: Ctx, e: Enrollment): string | null {
   if (!e.sealed) return null;
-  const s = JSON.parse(ctx.deps.vault.open(e.sealed)) as SealedBorrower;
+  const s = openBorrower(ctx.deps, e.sealed);
   return s.s.accountNumber ? s.s.accountNumber.slice(-4) : null;
 }
 

@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   const { printedKey } = ensureBootstrapLender(runtime.db, config.bootstrapApiKey, runtime.clock.now());
 
   releaseStaleClaims(runtime);
-  const jobs = new JobRunner(runtime, featureJobs());
+  const jobs = new JobRunner(runtime, featureJobs(runtime));
   const app = createApp(runtime, { jobs });
   const tls = config.tlsCertFile
     ? { cert: readFileSync(config.tlsCertFile, 'utf8'), key: readFileSync(config.tlsKeyFile!, 'utf8') }

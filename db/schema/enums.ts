@@ -64,3 +64,14 @@ export type MonitorState = (typeof MONITOR_STATES)[number];
 
 export const HELD_REASONS = ['unresolvable_routing_number', 'institution_not_supported'] as const;
 export type HeldReason = (typeof HELD_REASONS)[number];
+
+/** A payment's status: the event statuses, and `initiating` before the processor has answered. */
+export const PAYMENT_STATUSES = ['initiating', ...EVENT_STATUSES] as const;
+export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
+
+/** Where a payment event was observed. */
+export const EVENT_SOURCES = ['processor', 'upload'] as const;
+export type EventSource = (typeof EVENT_SOURCES)[number];
+
+export const LEDGER_KINDS = ['credit', 'reversal'] as const;
+export type LedgerKind = (typeof LEDGER_KINDS)[number];

@@ -7,3 +7,4 @@ export * from './schedules';
 export * from './sandbox-processor';
 export * from './payments';
 export * from './enrollments';
+export * from './collection';

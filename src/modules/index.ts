@@ -13,6 +13,10 @@ import { sealedColumns as connectionSealed } from './payment-connections/service
 import { enrollmentRoutes } from './enrollments/routes';
 import { sealedColumns as enrollmentSealed } from './enrollments/service';
 import { heldRecheckJob, lapseJob, monitoringReadsJob, recordMonitoringReads } from './enrollments/monitoring';
+import { decideCollection } from './collection/decide';
+import { dispatchJob, dispatchQueue } from './collection/dispatch';
+import { pollJob } from './collection/poll';
+import { paymentEventRoutes } from './collection/routes';
 import { onScheduleBatchCompleted, scheduleJob } from './schedules/runs';
 import { sealedColumns as webhookSealed } from './webhooks/service';
 import { sealedColumns as batchSealed } from './balance-requests/service';
@@ -22,17 +26,27 @@ import { sealedColumns as scheduleSealed } from './schedules/service';
 
 /** Every feature's routes, mounted by createApp. */
 export function featureRoutes(deps: Deps, auth: Auth) {
-  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), paymentConnectionRoutes(deps, auth), enrollmentRoutes(deps, auth)] as const;
+  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), paymentConnectionRoutes(deps, auth), enrollmentRoutes(deps, auth), paymentEventRoutes(deps, auth)] as const;
 }
 
 /** Every feature's jobs, started by index.ts. */
-export function featureJobs(): Job<Deps>[] {
-  return [scheduleJob, balanceProcessingJob, webhookDeliveryJob, idempotencyCleanupJob, monitoringReadsJob, lapseJob, heldRecheckJob];
+export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
+  return [
+    scheduleJob,
+    balanceProcessingJob,
+    webhookDeliveryJob,
+    idempotencyCleanupJob,
+    monitoringReadsJob,
+    lapseJob,
+    heldRecheckJob,
+    dispatchJob,
+    pollJob(deps.config.processorPollIntervalMs),
+  ];
 }
 
 /** What features do when another feature's event happens (a batch completing runs the schedules' hook). */
 export function featureHooks(): FeatureHooks {
-  return { batchCompleted: [onScheduleBatchCompleted], balancesRecorded: [recordMonitoringReads], monitoringRead: [] };
+  return { batchCompleted: [onScheduleBatchCompleted], balancesRecorded: [recordMonitoringReads], monitoringRead: [decideCollection] };
 }
 
 /** Every column holding vault-sealed values, for `vault rotate` and `vault status`. */
@@ -44,5 +58,7 @@ export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed,
  */
 export function releaseStaleClaims(deps: Pick<Deps, 'sqlite' | 'db'>): void {
   itemQueue(deps).releaseAll();
+  // Payments still initiating are sent again at once, with the same idempotency key.
+  dispatchQueue(deps).releaseAll();
   releaseDeliveryLeases(deps);
 }

@@ -46,6 +46,30 @@ export class Metrics {
     labelNames: ['status'] as const,
     registers: [this.registry],
   });
+  readonly paymentsInitiated = new Counter({
+    name: 'payments_initiated_total',
+    help: 'Payments the collection decided to initiate, by rail',
+    labelNames: ['rail'] as const,
+    registers: [this.registry],
+  });
+  readonly paymentsSkipped = new Counter({
+    name: 'payments_skipped_total',
+    help: 'Due payments not initiated, by reason (no_processor_key, verification_required, removed)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly paymentEvents = new Counter({
+    name: 'payment_events_total',
+    help: 'Payment events recorded, by status (settled, returned, ...) and source',
+    labelNames: ['status', 'source'] as const,
+    registers: [this.registry],
+  });
+  readonly pollFailures = new Counter({
+    name: 'processor_poll_failures_total',
+    help: 'Reads of a processor key that failed, by processor',
+    labelNames: ['processor'] as const,
+    registers: [this.registry],
+  });
 
   constructor(opts: { defaults?: boolean } = {}) {
     if (opts.defaults !== false) collectDefaultMetrics({ register: this.registry });

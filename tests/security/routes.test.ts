@@ -68,6 +68,7 @@ const TABLE: Record<string, Row> = {
   'GET /v1/payment_enrollments/:authorizer_unique_id': { path: '/v1/payment_enrollments/sec-6', stranger: 404 },
   'DELETE /v1/payment_enrollments': { path: '/v1/payment_enrollments', body: { authorizer_unique_ids: ['sec-6'] }, stranger: null },
   'DELETE /v1/persisted_authorizers': { path: '/v1/persisted_authorizers', body: { authorizer_unique_ids: ['sec-6'] }, stranger: null },
+  'GET /v1/payment_events': { path: '/v1/payment_events?authorizer_unique_id=sec-6', stranger: null },
 };
 
 const send = (route: string, row: Row, key: string | null) => {

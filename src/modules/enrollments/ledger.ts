@@ -1,4 +1,8 @@
+import { and, asc, eq } from 'drizzle-orm';
+import { ledgerEntries } from '../../../db/schema';
 import type { Ctx } from '../../deps';
+import { iso } from '../../platform/clock';
+import { dbOf } from '../../platform/context';
 import type { Enrollment } from './service';
 
 export interface LedgerView {
@@ -8,10 +12,20 @@ export interface LedgerView {
   net: number;
 }
 
-/**
- * The borrower's ledger as the enrollment read shows it. Payments and their events are recorded by
- * collection; until a payment of this borrower exists, the ledger is empty.
- */
-export function ledgerOf(_ctx: Ctx, _e: Enrollment): LedgerView {
-  return { entries: [], collected: 0, reversed: 0, net: 0 };
+/** The borrower's ledger as collection posts it: credits on settlement, reversals on returns. */
+export function ledgerOf(ctx: Ctx, e: Enrollment): LedgerView {
+  const rows = dbOf(ctx)
+    .select()
+    .from(ledgerEntries)
+    .where(and(eq(ledgerEntries.lenderId, ctx.lender.id), eq(ledgerEntries.enrollmentId, e.id)))
+    .orderBy(asc(ledgerEntries.id))
+    .all();
+  const collected = rows.filter((r) => r.kind === 'credit').reduce((n, r) => n + r.amountCents, 0);
+  const reversed = rows.filter((r) => r.kind === 'reversal').reduce((n, r) => n + r.amountCents, 0);
+  return {
+    entries: rows.map((r) => ({ reference: r.reference, kind: r.kind, amount: r.amountCents, at: iso(r.at) })),
+    collected,
+    reversed,
+    net: collected - reversed,
+  };
 }

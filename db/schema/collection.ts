@@ -1,0 +1,113 @@
+import { sql } from 'drizzle-orm';
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { enrollments } from './enrollments';
+import { EVENT_SOURCES, EVENT_STATUSES, ITEM_STATES, LEDGER_KINDS, PAYMENT_STATUSES, RAILS } from './enums';
+import { lenders } from './lenders';
+import { paymentConnections } from './payments';
+
+// A debit the service initiates. Its id is the idempotency key of every processor call for it and the tail
+// of its reference; the row is committed (status initiating) before the processor is called. It is also the
+// dispatch queue (lease-queue columns): pending until the processor has answered.
+export const payments = sqliteTable(
+  'payments',
+  {
+    id: text('id').primaryKey(),
+    lenderId: text('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    enrollmentId: text('enrollment_id')
+      .notNull()
+      .references(() => enrollments.id),
+    authorizerUniqueId: text('authorizer_unique_id').notNull(),
+    connectionId: text('connection_id')
+      .notNull()
+      .references(() => paymentConnections.id),
+    rail: text('rail', { enum: RAILS }).notNull(),
+    amountCents: integer('amount_cents').notNull(),
+    reference: text('reference').notNull(),
+    status: text('status', { enum: PAYMENT_STATUSES }).notNull(),
+    processorPaymentId: text('processor_payment_id'),
+    returnCode: text('return_code'),
+    message: text('message'),
+    // Dispatch to the processor, as a lease queue.
+    state: text('state', { enum: ITEM_STATES }).notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: integer('next_attempt_at').notNull().default(0),
+    leaseUntil: integer('lease_until').notNull().default(0),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+    settledAt: integer('settled_at'),
+  },
+  (t) => [
+    // At most one payment in flight per borrower, whatever the code does.
+    uniqueIndex('payments_in_flight_uq').on(t.enrollmentId).where(sql`${t.status} IN ('initiating', 'processing')`),
+    uniqueIndex('payments_reference_uq').on(t.lenderId, t.reference),
+    index('payments_dispatch_idx').on(t.state, t.nextAttemptAt),
+    index('payments_processor_idx').on(t.connectionId, t.processorPaymentId),
+    index('payments_enrollment_idx').on(t.enrollmentId, t.createdAt),
+  ],
+);
+
+// One row per observed status of a payment (reference). event_id is minted once and never reissued; reading
+// the same processor event twice records nothing (unique per lender on source and source event id).
+export const paymentEvents = sqliteTable(
+  'payment_events',
+  {
+    id: text('id').primaryKey(), // event_id
+    lenderId: text('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    enrollmentId: text('enrollment_id').references(() => enrollments.id),
+    authorizerUniqueId: text('authorizer_unique_id'),
+    paymentId: text('payment_id').references(() => payments.id),
+    connectionId: text('connection_id').references(() => paymentConnections.id),
+    reference: text('reference').notNull(),
+    status: text('status', { enum: EVENT_STATUSES }).notNull(),
+    amountCents: integer('amount_cents').notNull(),
+    returnCode: text('return_code'),
+    message: text('message'),
+    source: text('source', { enum: EVENT_SOURCES }).notNull(),
+    sourceEventId: text('source_event_id').notNull(),
+    occurredAt: integer('occurred_at').notNull(),
+    recordedAt: integer('recorded_at').notNull(),
+  },
+  (t) => [
+    uniqueIndex('payment_events_source_uq').on(t.lenderId, t.source, t.sourceEventId),
+    index('payment_events_reference_idx').on(t.lenderId, t.reference, t.recordedAt),
+    index('payment_events_borrower_idx').on(t.lenderId, t.authorizerUniqueId, t.recordedAt),
+  ],
+);
+
+// The borrower's ledger: a credit when a payment settles, a reversal of what was credited for its reference
+// when it is returned or clawed back (0 when nothing was).
+export const ledgerEntries = sqliteTable(
+  'ledger_entries',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    lenderId: text('lender_id').notNull(),
+    enrollmentId: text('enrollment_id')
+      .notNull()
+      .references(() => enrollments.id),
+    reference: text('reference').notNull(),
+    kind: text('kind', { enum: LEDGER_KINDS }).notNull(),
+    amountCents: integer('amount_cents').notNull(),
+    eventId: text('event_id')
+      .notNull()
+      .references(() => paymentEvents.id),
+    at: integer('at').notNull(),
+  },
+  (t) => [index('ledger_entries_enrollment_idx').on(t.enrollmentId, t.id), index('ledger_entries_reference_idx').on(t.lenderId, t.reference)],
+);
+
+// Distinct processor payments read through each key (ingested), and whether each matched a borrower.
+export const ingestedPayments = sqliteTable(
+  'ingested_payments',
+  {
+    connectionId: text('connection_id')
+      .notNull()
+      .references(() => paymentConnections.id),
+    processorPaymentId: text('processor_payment_id').notNull(),
+    matched: integer('matched', { mode: 'boolean' }).notNull(),
+  },
+  (t) => [uniqueIndex('ingested_payments_uq').on(t.connectionId, t.processorPaymentId)],
+);

@@ -1,0 +1,67 @@
+import { and, eq, inArray } from 'drizzle-orm';
+import { enrollments, payments } from '../../../db/schema';
+import { newId } from '../../platform/ids';
+import type { MonitoringReadHook } from '../hooks';
+import { resolveKey } from '../payment-connections/resolve';
+
+/** An original payment and at most two reinitiations per enrollment. */
+export const MAX_PAYMENTS_PER_ENROLLMENT = 3;
+
+/** The reference of a payment the service initiates: `DRS-{authorizer_unique_id}-{payment_id}`. */
+export const referenceOf = (authorizerUniqueId: string, paymentId: string): string => `DRS-${authorizerUniqueId}-${paymentId}`;
+
+/**
+ * The collection decision, called with each monitoring read in the transaction that records it. A payment of
+ * the current collectable_amount is initiated on the borrower's rail exactly when all of these hold: the
+ * monitor is `monitored` and inside its window; no payment of the borrower is in flight; fewer than three
+ * payments since the last enrollment; nothing blocks it (verification); a key resolves; and the balance
+ * covers the amount plus COLLECTION_MARGIN_CENTS. The payment row (status initiating, its id the idempotency
+ * key) is committed with the read; the dispatch job sends it. No key → skipped, with blocked_reason.
+ */
+export const decideCollection: MonitoringReadHook = (ctx, read) => {
+  const { tx, deps } = ctx;
+  const now = deps.clock.now();
+  const e = tx.select().from(enrollments).where(eq(enrollments.id, read.enrollmentId)).get();
+  if (!e || e.state !== 'monitored') return;
+  if (e.windowEndsAt === null || now >= e.windowEndsAt) return;
+  if (read.balanceCents === null) return;
+  if (e.paymentsUsed >= MAX_PAYMENTS_PER_ENROLLMENT) return;
+  if (e.blockedReason === 'verification_required') return;
+  if (read.balanceCents < e.collectableAmountCents + deps.config.collectionMarginCents) return;
+  const inFlight = tx
+    .select({ id: payments.id })
+    .from(payments)
+    .where(and(eq(payments.enrollmentId, e.id), inArray(payments.status, ['initiating', 'processing'])))
+    .get();
+  if (inFlight) return;
+  const key = resolveKey(ctx, { lenderId: e.lenderId, rail: e.rail, merchantRef: e.merchantRef });
+  if (!key || !key.keySealed) {
+    if (e.blockedReason !== 'no_processor_key') {
+      tx.update(enrollments).set({ blockedReason: 'no_processor_key', updatedAt: now }).where(eq(enrollments.id, e.id)).run();
+    }
+    deps.metrics.paymentsSkipped.inc({ reason: 'no_processor_key' });
+    return;
+  }
+  const id = newId();
+  tx.insert(payments)
+    .values({
+      id,
+      lenderId: e.lenderId,
+      enrollmentId: e.id,
+      authorizerUniqueId: e.authorizerUniqueId,
+      connectionId: key.id,
+      rail: e.rail,
+      amountCents: e.collectableAmountCents,
+      reference: referenceOf(e.authorizerUniqueId, id),
+      status: 'initiating',
+      nextAttemptAt: now,
+      createdAt: now,
+      updatedAt: now,
+    })
+    .run();
+  tx.update(enrollments)
+    .set({ paymentsUsed: e.paymentsUsed + 1, blockedReason: null, updatedAt: now })
+    .where(eq(enrollments.id, e.id))
+    .run();
+  deps.metrics.paymentsInitiated.inc({ rail: e.rail });
+};

@@ -1,0 +1,162 @@
+import { and, eq, isNotNull, isNull, or, sql } from 'drizzle-orm';
+import { enrollments, ingestedPayments, paymentConnections, payments } from '../../../db/schema';
+import type { Deps, JobContext } from '../../deps';
+import { withTransaction, type Tx } from '../../platform/context';
+import type { Job } from '../../platform/jobs';
+import type { ProcessorChange } from '../../adapters/processors';
+import { recordObservation } from './record';
+
+// Reading outcomes: every live key's change feed, from its stored cursor, every PROCESSOR_POLL_INTERVAL_MS.
+// Each page is one transaction: its events, the cursor, ingested, matched and last_poll_at commit together,
+// so a crash repeats at most a page, which records nothing new the second time. A failing key records
+// last_poll_error and does not hold up the others.
+
+const PAGE = 500;
+const MAX_PAGES_PER_TICK = 200;
+const REFERENCE_PREFIX = 'DRS-';
+
+interface Match {
+  enrollmentId: string;
+  authorizerUniqueId: string;
+  paymentId: string | null;
+  amountCents: number | null;
+}
+
+/**
+ * Which borrower a change belongs to: the service's own payments by processor id or reference; other `DRS-`
+ * references by splitting after the prefix at each dash and taking the split whose left part is a borrower
+ * of the lender: exactly one such split, or the change is unmatched.
+ */
+export function matchChange(ctx: { tx: Tx }, lenderId: string, connectionId: string, c: ProcessorChange): Match | null {
+  const own = ctx.tx
+    .select({ id: payments.id, enrollmentId: payments.enrollmentId, aid: payments.authorizerUniqueId, amount: payments.amountCents })
+    .from(payments)
+    .where(
+      and(
+        eq(payments.lenderId, lenderId),
+        or(
+          c.reference ? eq(payments.reference, c.reference) : sql`0`,
+          and(eq(payments.connectionId, connectionId), eq(payments.processorPaymentId, c.processorPaymentId)),
+        ),
+      ),
+    )
+    .get();
+  if (own) return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id, amountCents: own.amount };
+  if (!c.reference?.startsWith(REFERENCE_PREFIX)) return null;
+  const rest = c.reference.slice(REFERENCE_PREFIX.length);
+  const lefts: string[] = [];
+  for (let i = rest.indexOf('-'); i > 0; i = rest.indexOf('-', i + 1)) lefts.push(rest.slice(0, i));
+  if (lefts.length === 0) return null;
+  const found = ctx.tx
+    .select({ id: enrollments.id, aid: enrollments.authorizerUniqueId })
+    .from(enrollments)
+    .where(and(eq(enrollments.lenderId, lenderId), sql`${enrollments.authorizerUniqueId} IN (SELECT value FROM json_each(${JSON.stringify(lefts)}))`))
+    .all();
+  if (found.length !== 1) return null;
+  return { enrollmentId: found[0]!.id, authorizerUniqueId: found[0]!.aid, paymentId: null, amountCents: null };
+}
+
+/** One page of changes, recorded with the cursor and the counts in one transaction. */
+function recordPage(ctx: JobContext, conn: { id: string; lenderId: string }, changes: ProcessorChange[], cursor: string | null): void {
+  const now = ctx.deps.clock.now();
+  withTransaction(ctx, (tx) => {
+    let ingested = 0;
+    let matched = 0;
+    for (const c of changes) {
+      const m = matchChange(tx, conn.lenderId, conn.id, c);
+      const seen = tx.tx
+        .select({ matched: ingestedPayments.matched })
+        .from(ingestedPayments)
+        .where(and(eq(ingestedPayments.connectionId, conn.id), eq(ingestedPayments.processorPaymentId, c.processorPaymentId)))
+        .get();
+      if (!seen) {
+        tx.tx.insert(ingestedPayments).values({ connectionId: conn.id, processorPaymentId: c.processorPaymentId, matched: m !== null }).run();
+        ingested++;
+        if (m) matched++;
+      } else if (!seen.matched && m) {
+        tx.tx
+          .update(ingestedPayments)
+          .set({ matched: true })
+          .where(and(eq(ingestedPayments.connectionId, conn.id), eq(ingestedPayments.processorPaymentId, c.processorPaymentId)))
+          .run();
+        matched++;
+      }
+      if (!m) continue;
+      recordObservation(tx, {
+        lenderId: conn.lenderId,
+        // The payment's own reference, whatever the processor echoes back.
+        reference: c.reference ?? c.processorPaymentId,
+        status: c.status,
+        // One amount for every event of a reference: the amount the service sent, for its own payments.
+        amountCents: m.amountCents ?? c.amountCents,
+        returnCode: c.returnCode,
+        message: c.message,
+        occurredAt: c.occurredAt,
+        source: 'processor',
+        sourceEventId: c.sourceEventId,
+        enrollmentId: m.enrollmentId,
+        authorizerUniqueId: m.authorizerUniqueId,
+        paymentId: m.paymentId,
+        connectionId: conn.id,
+      });
+    }
+    tx.tx
+      .update(paymentConnections)
+      .set({
+        pollCursor: cursor,
+        lastPollAt: now,
+        lastPollError: null,
+        ingested: sql`${paymentConnections.ingested} + ${ingested}`,
+        matched: sql`${paymentConnections.matched} + ${matched}`,
+      })
+      .where(eq(paymentConnections.id, conn.id))
+      .run();
+  });
+}
+
+/** Reads every live key's changes since its cursor. */
+export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } = {}): Promise<{ changes: number; failures: number }> {
+  const ctx: JobContext = { deps };
+  const conns = deps.db
+    .select({
+      id: paymentConnections.id,
+      lenderId: paymentConnections.lenderId,
+      processor: paymentConnections.processor,
+      keySealed: paymentConnections.keySealed,
+      cursor: paymentConnections.pollCursor,
+    })
+    .from(paymentConnections)
+    .where(and(isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed)))
+    .all();
+  let changes = 0;
+  let failures = 0;
+  await Promise.all(
+    conns.map(async (conn) => {
+      const processor = deps.processors.byName(conn.processor);
+      const key = deps.vault.open(conn.keySealed!);
+      let cursor = conn.cursor;
+      try {
+        for (let page = 0; page < MAX_PAGES_PER_TICK && !opts.signal?.aborted; page++) {
+          const res = await processor.listChanges(key, cursor, { limit: PAGE });
+          recordPage(ctx, conn, res.changes, res.nextCursor);
+          changes += res.changes.length;
+          cursor = res.nextCursor;
+          if (!res.hasMore) break;
+        }
+      } catch (e) {
+        failures++;
+        deps.metrics.pollFailures.inc({ processor: conn.processor });
+        const message = e instanceof Error ? e.message : String(e);
+        deps.db.update(paymentConnections).set({ lastPollError: message.slice(0, 500) }).where(eq(paymentConnections.id, conn.id)).run();
+        deps.logger.warn({ connection_id: conn.id, processor: conn.processor, err: message }, 'processor poll failed');
+      }
+    }),
+  );
+  return { changes, failures };
+}
+
+export const pollJob = (intervalMs: number): Job<Deps> => ({
+  name: 'processor-poll',
+  intervalMs,
+  tick: (deps, signal) => pollProcessors(deps, { signal }),
+});

@@ -43,6 +43,7 @@ export interface Config {
   monitorReadIntervalMs: number;
   collectionMarginCents: number;
   sandboxSettlementMs: number;
+  sandboxProcessorLatencyMs: number;
   stripeApiUrl: string | null;
 }
 
@@ -147,6 +148,7 @@ export function loadConfig(env: Env = process.env): Config {
     monitorReadIntervalMs: int(env, 'MONITOR_READ_INTERVAL_MS', 14_400_000, 100, 30 * 86_400_000),
     collectionMarginCents: int(env, 'COLLECTION_MARGIN_CENTS', 0, 0, 1_000_000_000),
     sandboxSettlementMs: int(env, 'SANDBOX_SETTLEMENT_MS', 60_000, 0, 30 * 86_400_000),
+    sandboxProcessorLatencyMs: int(env, 'SANDBOX_PROCESSOR_LATENCY_MS', 0, 0, 600_000),
     stripeApiUrl: url(env, 'STRIPE_API_URL'),
   };
 }

@@ -64,6 +64,7 @@ export function createRuntime(
     sqlite: handle.sqlite,
     clock,
     sandboxSettlementMs: config.sandboxSettlementMs,
+    sandboxLatencyMs: config.sandboxProcessorLatencyMs,
     // The Stripe adapter is wired in by the change that adds it; until then a Stripe key cannot be verified.
     stripe: opts.stripe ?? (() => unreachableStripe),
   });

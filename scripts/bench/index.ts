@@ -18,8 +18,9 @@ import { csvBench } from './bench-csv';
 import { webhooksBench } from './bench-webhooks';
 import { schedulerBench } from './bench-scheduler';
 import { enrollmentBench } from './bench-enrollment';
+import { collectionBench } from './bench-collection';
 
-export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench];
+export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench];
 
 interface Ran {
   bench: Bench;

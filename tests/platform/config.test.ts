@@ -35,6 +35,7 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
       monitorReadIntervalMs: 14_400_000,
       collectionMarginCents: 0,
       sandboxSettlementMs: 60_000,
+      sandboxProcessorLatencyMs: 0,
       stripeApiUrl: null,
     });
   });

@@ -45,10 +45,12 @@ export function createProcessors(opts: {
   sqlite: Database;
   clock: Clock;
   sandboxSettlementMs: number;
+  sandboxLatencyMs?: number;
   stripe: () => Processor;
 }): Processors {
   return new Processors({
-    sandbox: () => new SandboxProcessor({ sqlite: opts.sqlite, clock: opts.clock, settlementMs: opts.sandboxSettlementMs }),
+    sandbox: () =>
+      new SandboxProcessor({ sqlite: opts.sqlite, clock: opts.clock, settlementMs: opts.sandboxSettlementMs, latencyMs: opts.sandboxLatencyMs }),
     stripe: opts.stripe,
   });
 }

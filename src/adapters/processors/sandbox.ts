@@ -135,7 +135,10 @@ export class SandboxProcessor implements Processor {
     insertCard: Statement;
   };
 
-  constructor(opts: { sqlite: Database; clock: Clock; settlementMs: number }) {
+  private readonly latencyMs: number;
+
+  constructor(opts: { sqlite: Database; clock: Clock; settlementMs: number; latencyMs?: number }) {
+    this.latencyMs = opts.latencyMs ?? 0;
     this.sqlite = opts.sqlite;
     this.clock = opts.clock;
     this.settlementMs = opts.settlementMs;
@@ -231,6 +234,8 @@ export class SandboxProcessor implements Processor {
         return { processorPaymentId: id, status: first.status, returnCode: first.returnCode, message: first.message };
       })
       .immediate();
+    // The answer's time on the wire: the payment exists at the processor from the call on, as with a real one.
+    if (this.latencyMs > 0) await Bun.sleep(this.latencyMs);
     // Committed before throwing, so the next attempt with this key goes through.
     if (outcome === 'transient') throw new ProcessorUnavailable('sandbox: temporary failure creating the payment; retry with the same key');
     return outcome;

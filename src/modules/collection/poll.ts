@@ -1,10 +1,11 @@
-import { and, eq, isNotNull, isNull, or, sql } from 'drizzle-orm';
-import { enrollments, ingestedPayments, paymentConnections, payments } from '../../../db/schema';
+import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm';
+import { paymentConnections } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
-import { withTransaction, type Tx } from '../../platform/context';
+import { withTransaction } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
 import type { ProcessorChange } from '../../adapters/processors';
 import { recordObservation } from './record';
+import * as q from './queries';
 
 // Reading outcomes: every live key's change feed, from its stored cursor, every PROCESSOR_POLL_INTERVAL_MS.
 // Each page is one transaction: its events, the cursor, ingested, matched and last_poll_at commit together,
@@ -27,31 +28,16 @@ interface Match {
  * references by splitting after the prefix at each dash and taking the split whose left part is a borrower
  * of the lender: exactly one such split, or the change is unmatched.
  */
-export function matchChange(ctx: { tx: Tx }, lenderId: string, connectionId: string, c: ProcessorChange): Match | null {
-  const own = ctx.tx
-    .select({ id: payments.id, enrollmentId: payments.enrollmentId, aid: payments.authorizerUniqueId, amount: payments.amountCents })
-    .from(payments)
-    .where(
-      and(
-        eq(payments.lenderId, lenderId),
-        or(
-          c.reference ? eq(payments.reference, c.reference) : sql`0`,
-          and(eq(payments.connectionId, connectionId), eq(payments.processorPaymentId, c.processorPaymentId)),
-        ),
-      ),
-    )
-    .get();
+export function matchChange(ctx: { deps: Pick<Deps, 'sqlite'> }, lenderId: string, connectionId: string, c: ProcessorChange): Match | null {
+  const { sqlite } = ctx.deps;
+  const own = q.ownPayment(sqlite, lenderId, connectionId, c.reference, c.processorPaymentId);
   if (own) return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id, amountCents: own.amount };
   if (!c.reference?.startsWith(REFERENCE_PREFIX)) return null;
   const rest = c.reference.slice(REFERENCE_PREFIX.length);
   const lefts: string[] = [];
   for (let i = rest.indexOf('-'); i > 0; i = rest.indexOf('-', i + 1)) lefts.push(rest.slice(0, i));
   if (lefts.length === 0) return null;
-  const found = ctx.tx
-    .select({ id: enrollments.id, aid: enrollments.authorizerUniqueId })
-    .from(enrollments)
-    .where(and(eq(enrollments.lenderId, lenderId), sql`${enrollments.authorizerUniqueId} IN (SELECT value FROM json_each(${JSON.stringify(lefts)}))`))
-    .all();
+  const found = q.borrowersAmong(sqlite, lenderId, lefts);
   if (found.length !== 1) return null;
   return { enrollmentId: found[0]!.id, authorizerUniqueId: found[0]!.aid, paymentId: null, amountCents: null };
 }
@@ -59,26 +45,19 @@ export function matchChange(ctx: { tx: Tx }, lenderId: string, connectionId: str
 /** One page of changes, recorded with the cursor and the counts in one transaction. */
 function recordPage(ctx: JobContext, conn: { id: string; lenderId: string }, changes: ProcessorChange[], cursor: string | null): void {
   const now = ctx.deps.clock.now();
+  const { sqlite } = ctx.deps;
   withTransaction(ctx, (tx) => {
     let ingested = 0;
     let matched = 0;
     for (const c of changes) {
       const m = matchChange(tx, conn.lenderId, conn.id, c);
-      const seen = tx.tx
-        .select({ matched: ingestedPayments.matched })
-        .from(ingestedPayments)
-        .where(and(eq(ingestedPayments.connectionId, conn.id), eq(ingestedPayments.processorPaymentId, c.processorPaymentId)))
-        .get();
+      const seen = q.ingested(sqlite, conn.id, c.processorPaymentId);
       if (!seen) {
-        tx.tx.insert(ingestedPayments).values({ connectionId: conn.id, processorPaymentId: c.processorPaymentId, matched: m !== null }).run();
+        q.insertIngested(sqlite, conn.id, c.processorPaymentId, m !== null);
         ingested++;
         if (m) matched++;
       } else if (!seen.matched && m) {
-        tx.tx
-          .update(ingestedPayments)
-          .set({ matched: true })
-          .where(and(eq(ingestedPayments.connectionId, conn.id), eq(ingestedPayments.processorPaymentId, c.processorPaymentId)))
-          .run();
+        q.markIngestedMatched(sqlite, conn.id, c.processorPaymentId);
         matched++;
       }
       if (!m) continue;

@@ -1,11 +1,11 @@
-import { and, eq, sql } from 'drizzle-orm';
-import { enrollments, ledgerEntries, paymentEvents, payments } from '../../../db/schema';
+import type { Database } from 'bun:sqlite';
 import type { EventSource, EventStatus, MonitorState } from '../../../db/schema/enums';
 import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { newId } from '../../platform/ids';
 import { isRetryableReturn } from '../../adapters/processors/return-codes';
 import { canTransition } from '../enrollments/states';
+import * as q from './queries';
 
 // Recording an observed status of a payment: the one function that processor polling, the dispatch of our
 // own payments and the results upload all call. It records one event per status of a reference, the first time
@@ -36,78 +36,47 @@ export type Recorded = { recorded: false; why: 'seen' | 'same_status' } | { reco
 const codeFor = (status: EventStatus, code: string | null) => (status === 'returned' || status === 'late_returned' ? code : null);
 
 export function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation): Recorded {
-  const { tx } = ctx;
-  const seen = tx
-    .select({ id: paymentEvents.id })
-    .from(paymentEvents)
-    .where(and(eq(paymentEvents.lenderId, o.lenderId), eq(paymentEvents.source, o.source), eq(paymentEvents.sourceEventId, o.sourceEventId)))
-    .get();
-  if (seen) return { recorded: false, why: 'seen' };
+  const { sqlite } = ctx.deps;
+  if (q.eventSeen(sqlite, o.lenderId, o.source, o.sourceEventId)) return { recorded: false, why: 'seen' };
   // A status is recorded once per reference: re-reading a feed from an older cursor (or the processor's own
   // echo of the status the create call already answered) adds nothing.
-  const known = tx
-    .select({ id: paymentEvents.id })
-    .from(paymentEvents)
-    .where(and(eq(paymentEvents.lenderId, o.lenderId), eq(paymentEvents.reference, o.reference), eq(paymentEvents.status, o.status)))
-    .get();
-  if (known) return { recorded: false, why: 'same_status' };
+  if (q.statusKnown(sqlite, o.lenderId, o.reference, o.status)) return { recorded: false, why: 'same_status' };
 
   const now = ctx.deps.clock.now();
   const eventId = newId();
   const returnCode = codeFor(o.status, o.returnCode);
-  tx.insert(paymentEvents)
-    .values({
-      id: eventId,
-      lenderId: o.lenderId,
-      enrollmentId: o.enrollmentId,
-      authorizerUniqueId: o.authorizerUniqueId,
-      paymentId: o.paymentId,
-      connectionId: o.connectionId,
-      reference: o.reference,
-      status: o.status,
-      amountCents: o.amountCents,
-      returnCode,
-      message: o.message,
-      source: o.source,
-      sourceEventId: o.sourceEventId,
-      occurredAt: o.occurredAt,
-      recordedAt: now,
-    })
-    .run();
-
-  if (o.enrollmentId) postLedger(tx, o, eventId, now);
+  q.insertEvent(sqlite, {
+    id: eventId,
+    lenderId: o.lenderId,
+    enrollmentId: o.enrollmentId,
+    aid: o.authorizerUniqueId,
+    paymentId: o.paymentId,
+    connectionId: o.connectionId,
+    reference: o.reference,
+    status: o.status,
+    amount: o.amountCents,
+    returnCode,
+    message: o.message,
+    source: o.source,
+    sourceEventId: o.sourceEventId,
+    occurredAt: o.occurredAt,
+    recordedAt: now,
+  });
+  if (o.enrollmentId) postLedger(sqlite, o, eventId, now);
   if (o.paymentId) {
-    tx.update(payments)
-      .set({
-        status: o.status,
-        returnCode,
-        message: o.message,
-        updatedAt: now,
-        ...(o.status === 'settled' ? { settledAt: o.occurredAt } : {}),
-      })
-      .where(eq(payments.id, o.paymentId))
-      .run();
+    q.updatePaymentStatus(sqlite, { id: o.paymentId, status: o.status, returnCode, message: o.message, now, settledAt: o.status === 'settled' ? o.occurredAt : null });
   }
-  if (o.enrollmentId) react(ctx, o.enrollmentId, o.status, returnCode, now);
+  if (o.enrollmentId) react(sqlite, o.enrollmentId, o.status, returnCode, now);
   ctx.deps.metrics.paymentEvents.inc({ status: o.status, source: o.source });
   return { recorded: true, eventId };
 }
 
 /** settled books a credit; returned and late_returned reverse what was credited for the reference (maybe 0). */
-function postLedger(tx: Tx, o: Observation, eventId: string, now: number): void {
-  if (o.status === 'settled') {
-    tx.insert(ledgerEntries)
-      .values({ lenderId: o.lenderId, enrollmentId: o.enrollmentId!, reference: o.reference, kind: 'credit', amountCents: o.amountCents, eventId, at: now })
-      .run();
-  } else if (o.status === 'returned' || o.status === 'late_returned') {
-    const row = tx
-      .select({ net: sql<number>`COALESCE(SUM(CASE WHEN ${ledgerEntries.kind} = 'credit' THEN ${ledgerEntries.amountCents} ELSE -${ledgerEntries.amountCents} END), 0)` })
-      .from(ledgerEntries)
-      .where(and(eq(ledgerEntries.lenderId, o.lenderId), eq(ledgerEntries.reference, o.reference)))
-      .get();
-    tx.insert(ledgerEntries)
-      .values({ lenderId: o.lenderId, enrollmentId: o.enrollmentId!, reference: o.reference, kind: 'reversal', amountCents: Math.max(0, row?.net ?? 0), eventId, at: now })
-      .run();
+function postLedger(sqlite: Database, o: Observation, eventId: string, now: number): void {
+  const entry = { lenderId: o.lenderId, enrollmentId: o.enrollmentId!, reference: o.reference, eventId, at: now };
+  if (o.status === 'settled') q.insertLedger(sqlite, { ...entry, kind: 'credit', amount: o.amountCents });
+  else if (o.status === 'returned' || o.status === 'late_returned') {
+    q.insertLedger(sqlite, { ...entry, kind: 'reversal', amount: Math.max(0, q.creditedFor(sqlite, o.lenderId, o.reference)) });
   }
 }
 
@@ -117,12 +86,8 @@ function postLedger(tx: Tx, o: Observation, eventId: string, now: number): void 
  * return R01/R09 inside the window → monitored again, another code → stopped. Ended monitors (removed,
  * lapsed, stopped) are not moved by outcomes; their history is recorded all the same.
  */
-function react(ctx: JobContext & { tx: Tx }, enrollmentId: string, status: EventStatus, code: string | null, now: number): void {
-  const e = ctx.tx
-    .select({ state: enrollments.state, windowEndsAt: enrollments.windowEndsAt })
-    .from(enrollments)
-    .where(eq(enrollments.id, enrollmentId))
-    .get();
+function react(sqlite: Database, enrollmentId: string, status: EventStatus, code: string | null, now: number): void {
+  const e = q.monitorOf(sqlite, enrollmentId);
   if (!e) return;
   let next: { state: MonitorState; reason: string | null } | null = null;
   if (status === 'settled' && e.state === 'monitored') next = { state: 'collected', reason: null };
@@ -133,9 +98,6 @@ function react(ctx: JobContext & { tx: Tx }, enrollmentId: string, status: Event
     next = isRetryableReturn(code) && inWindow ? { state: 'monitored', reason: null } : { state: 'stopped', reason: code ?? 'late_returned' };
   }
   if (!next || next.state === e.state || !canTransition(e.state, next.state)) return;
-  ctx.tx
-    .update(enrollments)
-    .set({ state: next.state, reason: next.reason, updatedAt: now, ...(next.state === 'monitored' ? { nextReadAt: now } : { nextReadAt: null }) })
-    .where(eq(enrollments.id, enrollmentId))
-    .run();
+  // Eligible again: read at once, so a reinitiation follows the next time funds suffice.
+  q.setMonitor(sqlite, { id: enrollmentId, state: next.state, reason: next.reason, nextReadAt: next.state === 'monitored' ? now : null, now });
 }

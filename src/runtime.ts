@@ -10,16 +10,9 @@ import { PageTokens } from './platform/pagination';
 import { createBalanceProvider } from './adapters/bank-data';
 import type { BalanceProvider } from './adapters/bank-data/types';
 import { loadRoutingDirectory } from './adapters/routing';
-import { createProcessors, ProcessorUnavailable, type Processor } from './adapters/processors';
+import { createProcessors, type Processor } from './adapters/processors';
+import { StripeProcessor } from './adapters/processors/stripe';
 import { featureHooks } from './modules';
-
-const unreachableStripe: Processor = {
-  name: 'stripe',
-  verifyKey: () => Promise.reject(new ProcessorUnavailable('the Stripe adapter is not installed')),
-  tokenizeCard: () => Promise.reject(new ProcessorUnavailable('the Stripe adapter is not installed')),
-  createDebit: () => Promise.reject(new ProcessorUnavailable('the Stripe adapter is not installed')),
-  listChanges: () => Promise.reject(new ProcessorUnavailable('the Stripe adapter is not installed')),
-};
 
 // The composition root: the one place that knows every concrete piece (platform, adapters, features) and
 // wires them into the Deps that routes, services and jobs receive.
@@ -65,8 +58,7 @@ export function createRuntime(
     clock,
     sandboxSettlementMs: config.sandboxSettlementMs,
     sandboxLatencyMs: config.sandboxProcessorLatencyMs,
-    // The Stripe adapter is wired in by the change that adds it; until then a Stripe key cannot be verified.
-    stripe: opts.stripe ?? (() => unreachableStripe),
+    stripe: opts.stripe ?? (() => new StripeProcessor({ apiUrl: config.stripeApiUrl, logger })),
   });
   return {
     config,

@@ -5,7 +5,8 @@ import { ApiError, ErrorEnvelope } from './http/errors';
 import { fromElysiaError } from './http/elysia-errors';
 import { SERVER_MAX_BODY_BYTES } from './http/body';
 import { authPlugin, createAuthenticator, type AuthedLender } from './http/auth';
-import { docsAssetRoutes, docsPlugin } from './http/docs';
+import { docsAssetRoutes, docsPlugin, GENERATED_SPEC_PATH } from './http/docs';
+import { polishDocument } from './http/openapi-document';
 import { requestGate } from './http/gate';
 import { operationsRoutes } from './http/operations';
 import { RequestTracker } from './http/requests';
@@ -54,6 +55,18 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner<Deps> } = {}) {
     .use(operationsRoutes(deps, opts.jobs));
 
   for (const routes of featureRoutes(deps, auth)) app.use(routes);
+  let document: Record<string, unknown> | null = null;
+  app.get(
+    '/docs/json',
+    async () => {
+      if (!document) {
+        const generated = (await (await app.handle(new Request(`http://localhost${GENERATED_SPEC_PATH}`))).json()) as Record<string, unknown>;
+        document = polishDocument(generated, app.routes);
+      }
+      return document;
+    },
+    { detail: { hide: true } },
+  );
   return app;
 }
 

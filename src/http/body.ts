@@ -21,9 +21,12 @@ function checkLength(request: Request, limit: number): void {
   if (len > limit) throw new PayloadTooLarge(limit);
 }
 
+/** Marks a parser with the media type it reads, for the OpenAPI document (http/openapi-document.ts). */
+const reads = <F extends (...args: never[]) => unknown>(mediaType: string, fn: F): F & { mediaType: string } => Object.assign(fn, { mediaType });
+
 export function jsonBody(opts: { limit?: number; hash?: boolean } = {}) {
   const limit = opts.limit ?? JSON_LIMIT_BYTES;
-  return async ({ request }: { request: Request }) => {
+  return reads('application/json', async ({ request }: { request: Request }) => {
     const type = request.headers.get('content-type') ?? '';
     if (!/^application\/(.+\+)?json\b/i.test(type)) throw new UnsupportedMediaType('application/json');
     checkLength(request, limit);
@@ -35,11 +38,11 @@ export function jsonBody(opts: { limit?: number; hash?: boolean } = {}) {
     } catch {
       throw new InvalidInput('Request body is not valid JSON', undefined, 'Send a JSON document');
     }
-  };
+  });
 }
 
 export function multipartBody(limit = UPLOAD_LIMIT_BYTES + MULTIPART_OVERHEAD_BYTES) {
-  return async ({ request }: { request: Request }) => {
+  return reads('multipart/form-data', async ({ request }: { request: Request }) => {
     const type = request.headers.get('content-type') ?? '';
     if (!/^multipart\/form-data\b/i.test(type)) throw new UnsupportedMediaType('multipart/form-data');
     checkLength(request, limit);
@@ -52,7 +55,7 @@ export function multipartBody(limit = UPLOAD_LIMIT_BYTES + MULTIPART_OVERHEAD_BY
     const out: Record<string, unknown> = {};
     for (const [k, v] of form.entries()) out[k] = v;
     return out;
-  };
+  });
 }
 
 /**

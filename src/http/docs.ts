@@ -7,6 +7,7 @@ import { NotFound } from '../platform/errors';
 // so the page works with no internet.
 
 export const API_VERSION = '0.3.0-alpha';
+export const GENERATED_SPEC_PATH = '/docs/generated.json';
 
 const SWAGGER_DIR = join(import.meta.dir, '../../node_modules/swagger-ui-dist');
 const DOC_ASSETS: Record<string, string> = {
@@ -33,7 +34,8 @@ carries \`X-Request-Id\`.`;
 export function docsPlugin(docsBase: string) {
   return openapi({
         path: '/docs',
-        specPath: '/docs/json',
+        // The generator's document; /docs/json serves it polished (http/openapi-document.ts).
+        specPath: GENERATED_SPEC_PATH,
         provider: 'swagger-ui',
         swagger: {
           cdn: '/docs/assets/swagger-ui-bundle.js',
@@ -42,7 +44,7 @@ export function docsPlugin(docsBase: string) {
           // Absolute, so the page works at /docs/ too (a relative URL would resolve to /docs/docs/json).
           url: '/docs/json',
         } as never,
-        exclude: { paths: ['/docs/assets/*'] },
+        exclude: { paths: ['/docs/assets/*', '/docs/json'] },
         documentation: {
           openapi: '3.1.0',
           info: { title: 'Debit Recovery and Balance Monitoring Service', version: API_VERSION, description: DESCRIPTION },

@@ -62,10 +62,20 @@ export const CsvBatchSubmission = t.Object(
   { examples: [{ ...submissionExample, warnings: [] }] },
 );
 
-export const CsvUploadBody = t.Object({
-  file: t.File({ description: 'CSV file (text/csv), at most 5000 data rows' }),
-  webhook_url: t.Optional(t.String({ maxLength: 2048 })),
-});
+export const CsvUploadBody = t.Object(
+  {
+    file: t.File({ description: 'CSV file (text/csv), at most 5000 data rows' }),
+    webhook_url: t.Optional(t.String({ maxLength: 2048 })),
+  },
+  {
+    examples: [
+      {
+        file: 'authorizer_unique_id,ssn,account_number,routing_number,zip_code\nloan-1001,123456789,0001234567,110000000,02139\n',
+        webhook_url: 'https://hooks.example.com/balances',
+      },
+    ],
+  },
+);
 
 export const BatchStatus = t.Object(
   {

@@ -1,0 +1,103 @@
+// The OpenAPI document as clients read it. The generator (@elysiajs/openapi) gives the shape; this pass makes
+// it a valid, complete 3.1 document for tools nobody here wrote (swagger-parser, Redocly, Spectral, ajv,
+// openapi-typescript): every request body in it whatever parser its route uses, 3.1 type arrays instead of
+// 3.0's `nullable`, no fragment `$id`s in inlined schemas, integer query parameters as integers, the response
+// headers the service sends, and 405. It runs once per document and is cached by the caller.
+
+type Json = Record<string, unknown>;
+type Route = { method: string; path: string; hooks: unknown };
+
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
+
+/** A parser marks the media type it reads, so the document can name it. */
+export type MediaParser = ((...args: never[]) => unknown) & { mediaType?: string };
+
+const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+const HEADERS: Record<string, Json> = {
+  'X-Request-Id': { description: 'The request id; quote it when reporting a problem', schema: { type: 'string', format: 'uuid' } },
+  'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer', minimum: 1 } },
+  Allow: { description: 'The methods this path accepts', schema: { type: 'string', examples: ['GET, PATCH'] } },
+  'Idempotent-Replayed': { description: '`true` when the answer is the stored answer to an identical earlier request', schema: { type: 'string', enum: ['true'] } },
+  'Content-Disposition': { description: 'attachment; filename=batch-export-<timestamp>.csv', schema: { type: 'string' } },
+};
+
+/** Schema clean-up, in place: keywords that are 3.0-only, generator artifacts, fragment ids. */
+function cleanSchema(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const n of node) cleanSchema(n);
+    return;
+  }
+  if (typeof node !== 'object' || node === null) return;
+  const o = node as Json;
+  delete o.nullable; // the type arrays are already there
+  if (typeof o.$id === 'string' && o.$id.startsWith('#')) delete o.$id;
+  if (o.format === 'binary' && o.default === 'File') delete o.default;
+  for (const v of Object.values(o)) cleanSchema(v);
+}
+
+/** `?limit=` as the generator writes it (a string branch with default 0 beside the integer) → the integer. */
+function cleanParameter(p: Json): void {
+  const s = p.schema as Json | undefined;
+  if (!s || !Array.isArray(s.anyOf)) return;
+  const integer = (s.anyOf as Json[]).find((b) => b.type === 'integer');
+  const numericString = (s.anyOf as Json[]).find((b) => b.type === 'string' && (b.format === 'integer' || b.format === 'numeric'));
+  if (integer && numericString) {
+    const { anyOf: _drop, ...outer } = s;
+    p.schema = { ...outer, ...integer };
+  }
+}
+
+export function polishDocument(raw: Json, routes: Route[]): Json {
+  const doc = structuredClone(raw) as Json;
+  const components = (doc.components ??= {}) as Json;
+  components.headers = { ...(components.headers as Json | undefined), ...HEADERS };
+  const paths = doc.paths as Record<string, Record<string, Json>>;
+
+  for (const route of routes) {
+    const method = route.method.toLowerCase() as (typeof METHODS)[number];
+    const op = paths[route.path.replace(/:([^/]+)/g, '{$1}')]?.[method];
+    if (!op) continue;
+    const hooks = route.hooks as { body?: unknown; parse?: { fn: MediaParser }[] };
+    const content = ((op.requestBody as Json | undefined)?.content ?? {}) as Json;
+    // A body validated by the route's schema but read by a custom parser: the generator leaves it empty.
+    if (hooks.body && Object.keys(content).length === 0) {
+      const mediaType = hooks.parse?.find((p) => typeof p.fn === 'function' && p.fn.mediaType)?.fn.mediaType ?? 'application/json';
+      op.requestBody = { required: true, content: { [mediaType]: { schema: JSON.parse(JSON.stringify(hooks.body)) } } };
+    }
+  }
+
+  for (const [path, item] of Object.entries(paths)) {
+    for (const method of METHODS) {
+      const op = item[method];
+      if (!op) continue;
+      for (const p of (op.parameters as Json[] | undefined) ?? []) cleanParameter(p);
+      const responses = (op.responses ??= {}) as Record<string, Json>;
+      for (const [status, res] of Object.entries(responses)) {
+        // A body-less answer (204) has no content; the generator writes its void schema as media types.
+        if (status === '204') delete res.content;
+        res.headers = { ...(res.headers as Json | undefined), 'X-Request-Id': ref('X-Request-Id') };
+        if (status === '429' || status === '503') (res.headers as Json)['Retry-After'] = ref('Retry-After');
+      }
+      responses['405'] ??= {
+        description: 'Another method than this path accepts (the Allow header lists them)',
+        headers: { Allow: ref('Allow'), 'X-Request-Id': ref('X-Request-Id') },
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+      };
+      if (path === '/v1/balance_requests' && method === 'post' && responses['201']) {
+        (responses['201'].headers as Json)['Idempotent-Replayed'] = ref('Idempotent-Replayed');
+      }
+      if (path === '/v1/balances/csv') {
+        if (responses['200']) (responses['200'].headers as Json)['Content-Disposition'] = ref('Content-Disposition');
+        // Required, and repeated once per batch (the route refuses a request without it).
+        for (const p of (op.parameters as Json[] | undefined) ?? []) {
+          if (p.name !== 'batch_ids') continue;
+          Object.assign(p, { required: true, style: 'form', explode: true, schema: { type: 'array', minItems: 1, items: { type: 'string', format: 'uuid' } } });
+        }
+      }
+    }
+  }
+  cleanSchema(doc.paths);
+  cleanSchema(components.schemas);
+  return doc;
+}

@@ -1,0 +1,114 @@
+// The OpenAPI document as tools nobody here wrote read it: swagger-parser validation, Redocly's recommended
+// rules and Spectral's spectral:oas with no error, ajv (strict, draft 2020-12) compiling every schema, and every
+// route that reads a body showing it. Routes added later go through the same checks.
+import { afterAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import SwaggerParser from '@apidevtools/swagger-parser';
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { useTestContext } from '../helpers/context';
+
+const ctx = useTestContext();
+const dir = mkdtempSync(join(tmpdir(), 'drs-openapi-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const ROOT = join(import.meta.dir, '../..');
+
+type Json = Record<string, any>;
+const docPromise = ctx.app.handle(new Request('http://localhost/docs/json')).then((r) => r.json() as Promise<Json>);
+const file = docPromise.then((doc) => {
+  const p = join(dir, 'openapi.json');
+  writeFileSync(p, JSON.stringify(doc));
+  return p;
+});
+
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
+const operations = (doc: Json) =>
+  Object.entries(doc.paths as Json).flatMap(([path, item]) => METHODS.filter((m) => item[m]).map((m) => ({ path, method: m, op: item[m] as Json })));
+
+function run(cmd: string[]): { code: number; out: string } {
+  const p = Bun.spawnSync(cmd, { cwd: dir, env: { ...process.env, NO_COLOR: '1', REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } });
+  return { code: p.exitCode, out: p.stdout.toString() + p.stderr.toString() };
+}
+
+describe('the OpenAPI document', () => {
+  test('is valid for swagger-parser', async () => {
+    const api = (await SwaggerParser.validate(structuredClone(await docPromise) as never)) as Json;
+    expect(Object.keys(api.paths).length).toBeGreaterThan(15);
+  });
+
+  test("passes Redocly's recommended rules with no error", async () => {
+    const r = run([join(ROOT, 'node_modules/.bin/redocly'), 'lint', '--extends', 'recommended', '--format', 'stylish', await file]);
+    expect(r.out).not.toMatch(/\berror\b/);
+    expect(r.code).toBe(0);
+  }, 60_000);
+
+  test("passes Spectral's spectral:oas with no error", async () => {
+    writeFileSync(join(dir, '.spectral.yaml'), 'extends: ["spectral:oas"]\n');
+    const r = run([join(ROOT, 'node_modules/.bin/spectral'), 'lint', await file, '--ruleset', join(dir, '.spectral.yaml'), '--fail-severity', 'error']);
+    expect(r.out).toMatch(/0 errors|No results/);
+    expect(r.code).toBe(0);
+  }, 60_000);
+
+  test('every schema compiles under ajv strict (draft 2020-12)', async () => {
+    const doc = await docPromise;
+    const ajv = new Ajv2020({ strict: true, allErrors: true });
+    addFormats(ajv);
+    // OpenAPI's own annotations in schemas, allowed by the 3.1 dialect.
+    ajv.addKeyword('example');
+    const id = (name: string) => `https://schemas.invalid/${name}`;
+    const local = (s: unknown) => JSON.parse(JSON.stringify(s).replace(/"#\/components\/schemas\/([^"]+)"/g, (_, n: string) => `"${id(n)}"`));
+    for (const [name, schema] of Object.entries(doc.components.schemas as Json)) ajv.addSchema({ ...local(schema), $id: id(name) });
+    const schemas: { where: string; schema: Json }[] = [];
+    for (const [name, schema] of Object.entries(doc.components.schemas as Json)) schemas.push({ where: `components/${name}`, schema: schema as Json });
+    for (const { path, method, op } of operations(doc)) {
+      for (const p of op.parameters ?? []) schemas.push({ where: `${method} ${path} ?${p.name}`, schema: p.schema });
+      for (const [type, media] of Object.entries((op.requestBody?.content ?? {}) as Json)) schemas.push({ where: `${method} ${path} body ${type}`, schema: (media as Json).schema });
+      for (const [status, res] of Object.entries(op.responses as Json)) {
+        for (const [type, media] of Object.entries(((res as Json).content ?? {}) as Json)) schemas.push({ where: `${method} ${path} ${status} ${type}`, schema: (media as Json).schema });
+      }
+    }
+    const failures: string[] = [];
+    for (const { where, schema } of schemas) {
+      try {
+        ajv.compile(local(schema));
+      } catch (e) {
+        failures.push(`${where}: ${(e as Error).message}`);
+      }
+    }
+    expect(schemas.length).toBeGreaterThan(80);
+    expect(failures).toEqual([]);
+  });
+
+  test('every route that reads a body shows it, with a schema and an example', async () => {
+    const doc = await docPromise;
+    const readers = ctx.app.routes.filter((r) => ((r.hooks as { parse?: unknown[] }).parse?.length ?? 0) > 0);
+    expect(readers.length).toBeGreaterThan(8);
+    for (const r of readers) {
+      const op = doc.paths[r.path.replace(/:([^/]+)/g, '{$1}')]?.[r.method.toLowerCase()];
+      const content = op?.requestBody?.content ?? {};
+      const media = Object.values(content) as Json[];
+      expect(`${r.method} ${r.path}: ${media.length}`).toBe(`${r.method} ${r.path}: 1`);
+      expect(media[0]!.schema?.type ?? media[0]!.schema?.$ref).toBeTruthy();
+      const hasExample = JSON.stringify(media[0]).includes('"examples"') || JSON.stringify(media[0]).includes('"example"');
+      expect(`${r.method} ${r.path} example: ${hasExample}`).toBe(`${r.method} ${r.path} example: true`);
+    }
+  });
+
+  test('no 3.0 nullable, response headers documented, 405 documented', async () => {
+    const doc = await docPromise;
+    expect(JSON.stringify(doc)).not.toContain('"nullable"');
+    for (const { op } of operations(doc)) {
+      expect(op.responses['405']?.headers?.Allow).toBeDefined();
+      for (const res of Object.values(op.responses as Json)) expect((res as Json).headers?.['X-Request-Id']).toBeDefined();
+      if (op.responses['429']) expect(op.responses['429'].headers['Retry-After']).toBeDefined();
+    }
+    expect(doc.paths['/v1/balance_requests'].post.responses['201'].headers['Idempotent-Replayed']).toBeDefined();
+    expect(doc.paths['/v1/balances/csv'].get.responses['200'].headers['Content-Disposition']).toBeDefined();
+    const batchIds = doc.paths['/v1/balances/csv'].get.parameters.find((p: Json) => p.name === 'batch_ids');
+    expect(batchIds).toMatchObject({ required: true, schema: { type: 'array' } });
+    const limit = doc.paths['/v1/balances'].get.parameters.find((p: Json) => p.name === 'limit');
+    expect(limit.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 100 });
+  });
+});

@@ -262,6 +262,7 @@ function wrkTime(s: string): number {
 }
 
 export async function runWrk(args: { url: string; script?: string; threads: number; connections: number; seconds: number; headers?: Record<string, string> }): Promise<WrkResult> {
+  if (!Bun.which('wrk')) throw new Error('this benchmark needs wrk, the HTTP load generator: apt-get install wrk');
   const cmd = ['wrk', `-t${args.threads}`, `-c${args.connections}`, `-d${args.seconds}s`, '--latency', '--timeout', '10s'];
   for (const [k, v] of Object.entries(args.headers ?? {})) cmd.push('-H', `${k}: ${v}`);
   if (args.script) cmd.push('-s', args.script);

@@ -4,6 +4,7 @@
 //   bun run bench                 all of them (about 4 to 5 minutes)
 //   bun run bench export csv      only these, by name
 //   bun run bench --list          the names
+//   bun run bench --help          how to run them
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
@@ -85,6 +86,20 @@ function report(ran: Ran[], totalSeconds: number): string {
 
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
+  if (args.includes('--help') || args.includes('-h')) {
+    console.log(
+      [
+        'Usage: bun run bench [NAME ...]',
+        '',
+        '  bun run bench            every benchmark in sequence (several minutes), report in .bench/report.md',
+        '  bun run bench NAME ...   only these (names: bun run bench --list)',
+        '  bun run bench --list     the names and what each measures',
+        '',
+        'Everything runs on this machine over loopback. `accept` needs wrk (apt-get install wrk).',
+      ].join('\n'),
+    );
+    return 0;
+  }
   if (args.includes('--list') || args.includes('-l')) {
     for (const b of BENCHES) console.log(`${b.name.padEnd(12)} ${b.title}`);
     return 0;

@@ -32,6 +32,7 @@ export interface Config {
   webhookAllowPrivateTargets: boolean;
   webhookRetryBaseMs: number;
   webhookMaxAgeMs: number;
+  webhookTimeoutMs: number;
   rateLimitPerSecond: number;
   rateLimitBurst: number;
   balanceConcurrency: number;
@@ -136,6 +137,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
     webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 60_000, 1, 86_400_000),
     webhookMaxAgeMs: int(env, 'WEBHOOK_MAX_AGE_MS', 1_800_000, 1, 7 * 86_400_000),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     rateLimitPerSecond: int(env, 'RATE_LIMIT_PER_SECOND', 20, 1, 1_000_000),
     rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 100, 1, 10_000_000),
     balanceConcurrency: int(env, 'BALANCE_CONCURRENCY', 16, 1, 1024),

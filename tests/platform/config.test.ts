@@ -24,6 +24,7 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
       webhookAllowPrivateTargets: false,
       webhookRetryBaseMs: 60_000,
       webhookMaxAgeMs: 1_800_000,
+      webhookTimeoutMs: 10_000,
       rateLimitPerSecond: 20,
       rateLimitBurst: 100,
       balanceConcurrency: 16,

@@ -130,6 +130,7 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
       headers,
       body: row.payload,
       allowPrivate: config.webhookAllowPrivateTargets,
+      timeoutMs: config.webhookTimeoutMs,
     });
     attempted++;
     results.push({ row, attemptedAt, ...res });

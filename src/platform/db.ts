@@ -1,7 +1,7 @@
 import { Database } from 'bun:sqlite';
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import * as schema from '../../db/schema';
 
@@ -27,9 +27,16 @@ export class SchemaTooNewError extends Error {
 }
 
 export function openDatabase(path: string, opts: { migrate?: boolean } = {}): DbHandle {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') {
+    // Personal data lives here: the folder and the files are the service user's alone.
+    const dir = dirname(path);
+    if (!existsSync(dir)) mkdirSync(dir, { recursive: true, mode: 0o700 });
+  }
   const sqlite = new Database(path, { create: true, strict: true });
   sqlite.exec('PRAGMA journal_mode = WAL');
+  if (path !== ':memory:') {
+    for (const f of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
+  }
   sqlite.exec('PRAGMA busy_timeout = 5000');
   sqlite.exec('PRAGMA foreign_keys = ON');
   // FULL: a committed payment or monitoring change survives a power cut, not just a process crash.

@@ -90,7 +90,7 @@ export function loadVault(opts: { vaultKey: string | null; vaultKeyFile: string 
   if (existsSync(opts.vaultKeyFile)) {
     return { vault: new Vault(decodeKey(readFileSync(opts.vaultKeyFile, 'utf8'), opts.vaultKeyFile), older), created: false };
   }
-  mkdirSync(dirname(opts.vaultKeyFile), { recursive: true });
+  if (!existsSync(dirname(opts.vaultKeyFile))) mkdirSync(dirname(opts.vaultKeyFile), { recursive: true, mode: 0o700 });
   const key = generateVaultKey();
   writeFileSync(opts.vaultKeyFile, key.toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
   chmodSync(opts.vaultKeyFile, 0o600);

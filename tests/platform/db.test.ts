@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { drizzle } from 'drizzle-orm/bun-sqlite';
@@ -226,6 +226,23 @@ describe('upgrading a database written by an earlier version', () => {
       expect(notnull?.notnull).toBe(1);
       // No scaffolding table of the rebuild is left behind.
       expect(tables(h.sqlite).filter((t) => t.startsWith('__'))).toEqual(['__drizzle_migrations']);
+    } finally {
+      h.close();
+    }
+  });
+});
+
+describe('file permissions', () => {
+  test('a new database folder is 0700 and its files 0600 (personal data is the service user’s alone)', () => {
+    const path = freshPath();
+    const h = openDatabase(path);
+    try {
+      h.sqlite.exec("INSERT INTO job_state (name) VALUES ('permissions-check')");
+      expect(statSync(dirname(path)).mode & 0o777).toBe(0o700);
+      for (const f of [path, `${path}-wal`, `${path}-shm`]) {
+        if (existsSync(f)) expect(`${f.split('/').pop()}: ${(statSync(f).mode & 0o777).toString(8)}`).toBe(`${f.split('/').pop()}: 600`);
+      }
+      expect(existsSync(`${path}-wal`)).toBe(true);
     } finally {
       h.close();
     }

@@ -36,14 +36,8 @@ export function docsPlugin(docsBase: string) {
         path: '/docs',
         // The generator's document; /docs/json serves it polished (http/openapi-document.ts).
         specPath: GENERATED_SPEC_PATH,
-        provider: 'swagger-ui',
-        swagger: {
-          cdn: '/docs/assets/swagger-ui-bundle.js',
-          theme: '/docs/assets/swagger-ui.css',
-          autoDarkMode: false,
-          // Absolute, so the page works at /docs/ too (a relative URL would resolve to /docs/docs/json).
-          url: '/docs/json',
-        } as never,
+        // The page is the service's own (docsAssetRoutes): Swagger UI plus a section per error code.
+        provider: null,
         exclude: { paths: ['/docs/assets/*', '/docs/json'] },
         documentation: {
           openapi: '3.1.0',
@@ -65,9 +59,69 @@ export function docsPlugin(docsBase: string) {
       });
 }
 
-/** The page's script and stylesheet, from the installed swagger-ui-dist. */
+/** What each error code means and what to do about it; `documentation_url` of an error opens its section. */
+export const ERROR_CODES: [code: string, status: number, meaning: string][] = [
+  ['BAD_REQUEST', 400, 'The request breaks a rule: details.errors lists each problem with its path and what was expected. Correct the request and send it again.'],
+  ['UNAUTHORIZED', 401, 'No API key, or one that is not valid or was revoked. Send Authorization: Bearer <API_KEY>; keys come from the operator.'],
+  ['FORBIDDEN', 403, 'The key is valid but may not have this (an export of another lender’s batch, metrics from outside).'],
+  ['HTTPS_REQUIRED', 403, 'Plain HTTP from a remote address. Call the https:// address of the service.'],
+  ['RESOURCE_NOT_FOUND', 404, 'No such object for this lender (another lender’s object is not found either), or no such path.'],
+  ['METHOD_NOT_ALLOWED', 405, 'The path exists but not with this method; the Allow header lists the methods it takes.'],
+  ['CONFLICT', 409, 'The request clashes with what is stored (a name in use, a second default key); the message says with what.'],
+  ['PAYLOAD_TOO_LARGE', 413, 'The body is over the route’s limit (details.limit_bytes).'],
+  ['UNSUPPORTED_MEDIA_TYPE', 415, 'The Content-Type is not the one the route reads (application/json or multipart/form-data).'],
+  ['RATE_LIMITED', 429, 'Too many requests: wait the seconds in Retry-After, then send again.'],
+  ['INTERNAL_ERROR', 500, 'A fault of the service. Nothing about it is shown; quote the request id (X-Request-Id) when reporting it.'],
+  ['SERVICE_UNAVAILABLE', 503, 'Something the service depends on (a payment processor) cannot be reached now; nothing was stored. Try again later.'],
+];
+
+const anchor = (code: string) => code.toLowerCase().replace(/_/g, '-');
+const escape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/** The docs page: Swagger UI on the service's own assets, then the error codes, each at its own anchor. */
+export function docsPage(): string {
+  const errors = ERROR_CODES.map(
+    ([code, status, meaning]) => `<section id="${anchor(code)}"><h3>${code} <small>${status}</small></h3><p>${escape(meaning)}</p></section>`,
+  ).join('\n');
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Debit Recovery and Balance Monitoring Service: API</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+<style>main.errors{max-width:1460px;margin:0 auto;padding:0 20px 48px;font-family:sans-serif}main.errors section{padding-top:12px}main.errors h3{margin:8px 0 4px}main.errors small{color:#555;font-weight:normal}</style>
+</head>
+<body>
+<div id="swagger-ui"></div>
+<main class="errors" aria-label="Error codes"><h2 id="errors">Error codes</h2>
+<p>Every error has the same envelope: status, status_code, error {code, message, details, timestamp, suggestion} and documentation_url, which links to the code's section below.</p>
+${errors}
+</main>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script>
+window.ui = SwaggerUIBundle({
+  url: '/docs/json',
+  dom_id: '#swagger-ui',
+  validatorUrl: null,
+  onComplete: function () {
+    // Swagger UI fills the page after load: open the section the link asked for once it has.
+    var target = location.hash && document.getElementById(location.hash.slice(1));
+    if (target) target.scrollIntoView();
+  },
+});
+</script>
+</body>
+</html>`;
+}
+
+/** The page, its script and stylesheet (from the installed swagger-ui-dist). */
 export function docsAssetRoutes() {
-  return new Elysia({ name: 'docs-assets' }).get(
+  const page = () => new Response(docsPage(), { headers: { 'content-type': 'text/html; charset=utf-8' } });
+  return new Elysia({ name: 'docs-assets' })
+    .get('/docs', page, { detail: { hide: true } })
+    .get('/docs/', page, { detail: { hide: true } })
+    .get(
       '/docs/assets/:file',
       ({ params }) => {
         const type = DOC_ASSETS[params.file];

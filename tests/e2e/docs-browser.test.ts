@@ -194,4 +194,23 @@ describe('/docs', () => {
       await v.page.close();
     }
   }, 45_000);
+
+  test('a documentation_url opens the page at its error code’s section', async () => {
+    const err = await fetch(`${origin}/v1/balance_requests`, { method: 'POST', headers: { authorization: 'Bearer drs_live_x' } });
+    const url = new URL(((await err.json()) as { documentation_url: string }).documentation_url);
+    expect(url.hash).toBe('#unauthorized');
+    const v = await visit(`${origin}/docs${url.hash}`, '127.0.0.1');
+    try {
+      await renderedOperations(v.page);
+      await v.page.waitForFunction('window.scrollY > 0', undefined, { timeout: 10_000 });
+      const box = await v.page.locator('#unauthorized').boundingBox();
+      const viewport = v.page.viewportSize()!;
+      expect(box).not.toBeNull();
+      expect(box!.y).toBeGreaterThanOrEqual(-1);
+      expect(box!.y).toBeLessThan(viewport.height);
+      expect(await v.page.locator('#unauthorized h3').innerText()).toContain('UNAUTHORIZED');
+    } finally {
+      await v.page.close();
+    }
+  }, 45_000);
 });

@@ -28,3 +28,15 @@ describe('error envelope', () => {
     expect(body).toEqual({ status: 'ok' });
   });
 });
+
+describe('every error code has a section of the docs page', () => {
+  test('each code the service answers with is listed, at the anchor its documentation_url names', async () => {
+    const { ERROR_CODES, docsPage } = await import('../../src/http/docs');
+    const html = docsPage();
+    const codes = ['BAD_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'HTTPS_REQUIRED', 'RESOURCE_NOT_FOUND', 'METHOD_NOT_ALLOWED', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'INTERNAL_ERROR', 'SERVICE_UNAVAILABLE'];
+    expect(ERROR_CODES.map(([c]) => c).sort()).toEqual(codes.sort());
+    for (const code of codes) expect(html).toContain(`id="${code.toLowerCase().replace(/_/g, '-')}"`);
+    const { body } = await ctx.json('GET', '/v1/nothing-here');
+    expect(html).toContain(`id="${new URL(body.documentation_url).hash.slice(1)}"`);
+  });
+});

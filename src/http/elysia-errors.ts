@@ -5,13 +5,74 @@ import { ApiError, fromDomainError, MethodNotAllowed } from './errors';
 // Elysia's own errors (validation, parse, no route) in the service's terms. Anything not mapped here is
 // an internal error, answered by the app with a request id and nothing else.
 
+type Schema = {
+  type?: string | string[];
+  anyOf?: Schema[];
+  const?: unknown;
+  enum?: unknown[];
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  minItems?: number;
+  maxItems?: number;
+  format?: string;
+  pattern?: string;
+  description?: string;
+};
+
+/**
+ * What a schema expects, in words a caller can act on: "one of ACTIVE, COMPLETED, DISABLED", "an integer from
+ * 1 to 100", "a string of at most 255 characters". Built from the schema alone: a message never carries the
+ * value that was sent (it may be personal data).
+ */
+export function expected(s: Schema | undefined): string {
+  if (!s) return 'a valid value';
+  if (s.anyOf) {
+    const literals = s.anyOf.filter((b) => b.const !== undefined).map((b) => String(b.const));
+    if (literals.length === s.anyOf.length) return `one of ${literals.join(', ')}`;
+    const integer = s.anyOf.find((b) => b.type === 'integer' || b.type === 'number');
+    if (integer) return expected({ ...integer, minimum: integer.minimum ?? s.minimum, maximum: integer.maximum ?? s.maximum });
+    return s.anyOf.map((b) => expected(b)).filter((x, i, all) => all.indexOf(x) === i).join(' or ');
+  }
+  if (s.enum) return `one of ${s.enum.map(String).join(', ')}`;
+  if (s.const !== undefined) return `exactly ${String(s.const)}`;
+  const type = Array.isArray(s.type) ? s.type.filter((t) => t !== 'null')[0] : s.type;
+  const range = (unit: string, min?: number, max?: number) =>
+    min !== undefined && max !== undefined ? ` of ${min} to ${max} ${unit}` : max !== undefined ? ` of at most ${max} ${unit}` : min !== undefined ? ` of at least ${min} ${unit}` : '';
+  switch (type) {
+    case 'integer':
+    case 'number': {
+      const what = type === 'integer' ? 'an integer' : 'a number';
+      if (s.minimum !== undefined && s.maximum !== undefined) return `${what} from ${s.minimum} to ${s.maximum}`;
+      if (s.minimum !== undefined) return `${what} of at least ${s.minimum}`;
+      if (s.maximum !== undefined) return `${what} of at most ${s.maximum}`;
+      return what;
+    }
+    case 'string':
+      if (s.format === 'binary') return 'a file';
+      return `a string${range('characters', s.minLength, s.maxLength)}${s.format ? ` (${s.format})` : s.pattern ? ' in the documented format' : ''}`;
+    case 'array':
+      return `an array${range('items', s.minItems, s.maxItems)}`;
+    case 'object':
+      return 'an object';
+    case 'boolean':
+      return 'true or false';
+    default:
+      return 'a valid value';
+  }
+}
+
 function validationError(v: ValidationError, url: URL): ApiError {
   let errors: { path: string; message: string }[];
   try {
-    errors = v.all.map((e) => ({
-      path: (e as { path?: string }).path || '/',
-      message: (e as { summary?: string; message: string }).summary ?? e.message,
-    }));
+    errors = v.all.map((e) => {
+      const err = e as { path?: string; schema?: Schema; type?: number; message?: string };
+      const path = err.path || '/';
+      // TypeBox names a missing required property in its message; it carries no value.
+      const missing = typeof err.message === 'string' && /^Expected required property/.test(err.message);
+      return { path, message: missing ? `${path.split('/').pop()} is required` : `Expected ${expected(err.schema)}` };
+    });
   } catch {
     errors = [{ path: '/', message: 'Invalid request' }];
   }

@@ -268,3 +268,24 @@ describe('X-Request-Id', () => {
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 201, 401, 404, 405, 400]);
   });
 });
+
+describe('validation messages say what was expected, in words, never the value sent', () => {
+  test('query enums, integer ranges and body types', async () => {
+    const s = await ctx.json('POST', '/v1/monitoring/scheduled_balance_request', { body: { name: 'msg', interval_days: 7, authorizers: [AUTHORIZER] } });
+    const cases: [string, string, unknown, RegExp][] = [
+      ['GET', '/v1/webhooks/deliveries?status=bogus', undefined, /Expected one of pending, delivered, failed/],
+      ['GET', '/v1/monitoring/schedules?status=NOPE', undefined, /Expected one of ACTIVE, COMPLETED, DISABLED/],
+      ['GET', '/v1/balances?batchId=x&limit=987654', undefined, /Expected an integer from 1 to 100/],
+      ['PATCH', `/v1/monitoring/schedules/${s.body.schedule_id}`, { interval_days: 31 }, /Expected an integer from 1 to 30/],
+      ['PATCH', `/v1/monitoring/schedules/${s.body.schedule_id}`, { name: 867511224 }, /Expected a string of 1 to 255 characters/],
+      ['POST', '/v1/balance_requests', { authorizers: [{ ...AUTHORIZER, ssn: 867511224 }] }, /Expected a string of at most 11 characters/],
+    ];
+    for (const [method, path, body, message] of cases) {
+      const r = await ctx.json(method, path, body === undefined ? {} : { body });
+      expect(r.status).toBe(400);
+      expect(r.body.error.details.errors[0].message).toMatch(message);
+      const text = JSON.stringify(r.body);
+      expect(text).not.toMatch(/867511224|987654|bogus|NOPE|'string'/);
+    }
+  });
+});

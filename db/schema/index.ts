@@ -8,3 +8,4 @@ export * from './sandbox-processor';
 export * from './payments';
 export * from './enrollments';
 export * from './collection';
+export * from './portal';

@@ -1,0 +1,35 @@
+import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { lenders } from './lenders';
+
+// The lender portal's dashboard users and their server-side sessions. Every user is a lender admin.
+export const dashboardUsers = sqliteTable(
+  'dashboard_users',
+  {
+    id: text('id').primaryKey(),
+    lenderId: text('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    email: text('email').notNull().unique(), // stored lower-case
+    displayName: text('display_name').notNull(),
+    passwordHash: text('password_hash').notNull(), // argon2id (Bun.password)
+    createdAt: integer('created_at').notNull(),
+    disabledAt: integer('disabled_at'),
+  },
+  (t) => [index('dashboard_users_lender_idx').on(t.lenderId)],
+);
+
+// A signed-in browser. The cookie holds a random token; only its SHA-256 is stored. It ends after 30 idle
+// minutes, at sign-out, or when the user is disabled.
+export const portalSessions = sqliteTable(
+  'portal_sessions',
+  {
+    tokenHash: text('token_hash').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => dashboardUsers.id),
+    csrfToken: text('csrf_token').notNull(),
+    createdAt: integer('created_at').notNull(),
+    lastSeenAt: integer('last_seen_at').notNull(),
+  },
+  (t) => [index('portal_sessions_user_idx').on(t.userId)],
+);

@@ -20,6 +20,7 @@ import {
 import { createSandboxCharge, SandboxProcessor } from '../src/adapters/processors/sandbox';
 import { KeyRefused, ProcessorUnavailable } from '../src/adapters/processors/types';
 import { systemClock } from '../src/platform/clock';
+import { createUser, disableUser, listUsers, resetPassword, UserError } from '../src/modules/portal/users';
 
 const USAGE = `Usage: bun run cli <command>
 
@@ -33,6 +34,12 @@ const USAGE = `Usage: bun run cli <command>
   backup FILE                   consistent online copy of the database, integrity-checked
   vault rotate                  new vault key; re-seal every stored secret under it (service stopped)
   vault status                  how many sealed values each vault key holds
+  user create LENDER EMAIL --name "DISPLAY NAME" --password-stdin
+                                a dashboard user of the lender (reads the password, 12+ characters, from stdin)
+  user list LENDER              the lender's dashboard users
+  user disable EMAIL            no more sign-ins; open sessions end
+  user reset-password EMAIL --password-stdin
+                                a new password (from stdin); open sessions end
   sandbox charge --key KEY --amount CENTS --reference REF [--rail ach|card]
                                 create a payment at the sandbox processor, as a lender would outside the service`;
 
@@ -115,7 +122,17 @@ export async function rotateVault(config: Config, sqlite: Database): Promise<{ r
   return { resealed, keyId: vault.currentKeyId };
 }
 
-export async function runCli(argv: string[], env: Record<string, string | undefined> = process.env): Promise<string> {
+/** The password a command reads from standard input (one line; the newline is not part of it). */
+async function passwordFrom(readStdin: () => Promise<string>, argv: string[]): Promise<string> {
+  if (!argv.includes('--password-stdin')) throw new CliError('Give the password on standard input with --password-stdin (never as an argument)');
+  return (await readStdin()).replace(/\r?\n$/, '');
+}
+
+export async function runCli(
+  argv: string[],
+  env: Record<string, string | undefined> = process.env,
+  io: { readStdin: () => Promise<string> } = { readStdin: () => Bun.stdin.text() },
+): Promise<string> {
   const [group, action, arg] = argv;
   if (!group || group === 'help' || group === '--help') return USAGE;
   const config = loadConfig(env);
@@ -181,6 +198,29 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
           Object.entries(counts).map(([kid, n]) => ({ key_id: kid, current: kid === vault.currentKeyId ? 'yes' : 'no', values: String(n) })),
         );
       }
+      case 'user create': {
+        const lender = lenderOrFail(h, arg);
+        const email = argv[3];
+        const i = argv.indexOf('--name');
+        const name = i > 0 ? argv[i + 1] : undefined;
+        if (!email || !name) throw new CliError('Usage: user create LENDER EMAIL --name "DISPLAY NAME" --password-stdin');
+        const user = await createUser(h.db, { lenderId: lender.id, email, displayName: name, password: await passwordFrom(io.readStdin, argv), now });
+        return `Created dashboard user ${user.email} (${user.displayName}) for ${lender.name}. Sign in at /portal/login.`;
+      }
+      case 'user list': {
+        const lender = lenderOrFail(h, arg);
+        return table(listUsers(h.db, lender.id).map((u) => ({ email: u.email, name: u.displayName, created: iso(u.createdAt), disabled: iso(u.disabledAt) })));
+      }
+      case 'user disable': {
+        if (!arg) throw new CliError('Usage: user disable EMAIL');
+        if (!disableUser(h.db, arg, now)) throw new CliError(`No user with the email ${arg}`);
+        return `Disabled ${arg.toLowerCase()}; its sessions are ended.`;
+      }
+      case 'user reset-password': {
+        if (!arg) throw new CliError('Usage: user reset-password EMAIL --password-stdin');
+        if (!(await resetPassword(h.db, arg, await passwordFrom(io.readStdin, argv)))) throw new CliError(`No user with the email ${arg}`);
+        return `New password set for ${arg.toLowerCase()}; its sessions are ended.`;
+      }
       case 'sandbox charge': {
         // Flags, not positions: a charge has several required values and an optional rail.
         const opt = (name: string) => {
@@ -214,7 +254,7 @@ if (import.meta.main) {
   try {
     console.log(await runCli(process.argv.slice(2)));
   } catch (e) {
-    if (e instanceof CliError || e instanceof LenderError || e instanceof ConfigError || e instanceof SchemaTooNewError) {
+    if (e instanceof CliError || e instanceof LenderError || e instanceof UserError || e instanceof ConfigError || e instanceof SchemaTooNewError) {
       console.error(e.message);
       process.exit(1);
     }

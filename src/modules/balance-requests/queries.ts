@@ -8,14 +8,14 @@ import type { BatchSource, BatchStatus, PaymentType } from '../../../db/schema/e
 /** Accepting a request: one batch row (bench accept). */
 export const insertBatchRow = (
   sqlite: Database,
-  v: { id: string; lenderId: string; source: BatchSource; scheduleId: string | null; webhookUrl: string | null; now: number; total: number },
+  v: { id: string; lenderId: string; source: BatchSource; scheduleId: string | null; webhookUrl: string | null; creator: string | null; now: number; total: number },
 ) =>
   sqlite
     .query(
-      `INSERT INTO batches (id, lender_id, source, schedule_id, status, webhook_url, submitted_at, total_authorizers, total_processed)
-       VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, 0)`,
+      `INSERT INTO batches (id, lender_id, source, schedule_id, status, webhook_url, creator, submitted_at, total_authorizers, total_processed)
+       VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, 0)`,
     )
-    .run(v.id, v.lenderId, v.source, v.scheduleId, v.webhookUrl, v.now, v.total);
+    .run(v.id, v.lenderId, v.source, v.scheduleId, v.webhookUrl, v.creator, v.now, v.total);
 
 /** Accepting a request: its whole payload in one row (bench accept). */
 export const insertBatchPayload = (sqlite: Database, batchId: string, sealed: string, items: string) =>

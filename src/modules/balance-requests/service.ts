@@ -50,7 +50,16 @@ export function insertBatch({
   input,
 }: {
   ctx: JobContext & { tx: Tx };
-  input: { lenderId: string; source: BatchSource; scheduleId?: string | null; webhookUrl?: string | null; authorizers: NormalizedAuthorizer[]; now: number };
+  input: {
+    lenderId: string;
+    source: BatchSource;
+    scheduleId?: string | null;
+    webhookUrl?: string | null;
+    /** The display name of the dashboard user who submitted; null for API submissions. */
+    creator?: string | null;
+    authorizers: NormalizedAuthorizer[];
+    now: number;
+  };
 }): string {
   const { sqlite, vault } = ctx.deps;
   const batchId = newId();
@@ -60,6 +69,7 @@ export function insertBatch({
     source: input.source,
     scheduleId: input.scheduleId ?? null,
     webhookUrl: input.webhookUrl ?? null,
+    creator: input.creator ?? null,
     now: input.now,
     total: input.authorizers.length,
   });
@@ -127,13 +137,19 @@ export async function submitBalanceCsv({
   input,
 }: {
   ctx: Ctx;
-  input: { candidates: { candidate: AuthorizerCandidate; rowNumber: number }[]; preFailed: FailedAuthorizer[]; webhookUrl: string | null; warnings: string[] };
+  input: {
+    candidates: { candidate: AuthorizerCandidate; rowNumber: number }[];
+    preFailed: FailedAuthorizer[];
+    webhookUrl: string | null;
+    warnings: string[];
+    creator?: string | null;
+  };
 }) {
   const now = ctx.deps.clock.now();
   const { accepted, failed } = validateAuthorizers(input.candidates, { debitCardsApproved: ctx.lender.debitCardApproved, now });
   const result = await acceptBatch({
     ctx,
-    input: { accepted, failed: [...input.preFailed, ...failed], webhookUrl: input.webhookUrl, source: 'csv', warnings: input.warnings, now },
+    input: { accepted, failed: [...input.preFailed, ...failed], webhookUrl: input.webhookUrl, source: 'csv', warnings: input.warnings, creator: input.creator ?? null, now },
   });
   return { ...result, body: { ...result.body, warnings: result.body.warnings ?? input.warnings } };
 }
@@ -154,6 +170,7 @@ async function acceptBatch({
     source: 'api' | 'csv';
     bodyHash?: string;
     warnings?: string[];
+    creator?: string | null;
     now: number;
   };
 }): Promise<{ status: number; body: SubmissionResponse; replayed: boolean }> {
@@ -172,7 +189,7 @@ async function acceptBatch({
     }
     const batchId = insertBatch({
       ctx: tx,
-      input: { lenderId: ctx.lender.id, source: input.source, webhookUrl: input.webhookUrl, authorizers: input.accepted, now },
+      input: { lenderId: ctx.lender.id, source: input.source, webhookUrl: input.webhookUrl, creator: input.creator ?? null, authorizers: input.accepted, now },
     });
     const body: SubmissionResponse = {
       batch_id: batchId,
@@ -203,6 +220,7 @@ export function getBatchStatus({ ctx, input }: { ctx: Ctx; input: { batchId: str
     status: b.status,
     source: b.source,
     schedule_id: b.scheduleId,
+    creator: b.creator,
     submitted_at: iso(b.submittedAt),
     completed_at: isoOrNull(b.completedAt),
     total_authorizers: b.totalAuthorizers,
@@ -301,3 +319,14 @@ export function thresholdHits({ ctx, input }: { ctx: JobContext; input: { batchI
 
 /** Columns of this feature holding vault-sealed values. */
 export const sealedColumns: SealedColumn[] = [{ table: 'batch_payloads', key: 'batch_id', column: 'sealed' }];
+
+/** The lender's most recent batches, newest first (the portal's list). */
+export function listBatches({ ctx, input }: { ctx: Ctx; input: { limit: number } }) {
+  return dbOf(ctx)
+    .select()
+    .from(batches)
+    .where(eq(batches.lenderId, ctx.lender.id))
+    .orderBy(desc(batches.submittedAt), desc(batches.id))
+    .limit(input.limit)
+    .all();
+}

@@ -204,3 +204,4 @@ export const EnrollmentListQuery = t.Object({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 50 })),
   ...pageTokenQuery,
 });
+export { MONITOR_STATES } from '../../../db/schema/enums';

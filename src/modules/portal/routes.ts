@@ -1,0 +1,424 @@
+import { Elysia } from 'elysia';
+import { join } from 'node:path';
+import type { Deps } from '../../deps';
+import { isoOrNull } from '../../platform/clock';
+import { DomainError, NotFound } from '../../platform/errors';
+import { formatCents } from '../../platform/money';
+import { parseBalanceCsv } from '../balance-requests/csv-input';
+import { exportBalancesCsv, exportFilename, parseBatchIds } from '../balance-requests/export';
+import { listBatches, submitBalanceCsv } from '../balance-requests/service';
+import { getSchedule, listSchedules, view as scheduleView } from '../schedules/service';
+import { createConnection, deleteConnection, listConnections, updateConnection } from '../payment-connections/service';
+import { getEnrollment, listEnrollments } from '../enrollments/service';
+import { listPaymentEvents } from '../collection/events';
+import { MONITOR_STATES } from '../enrollments/model';
+import { csrfField, esc, loginPage, notice, page, table } from './pages';
+import { endSession, LOGIN_CSRF_COOKIE, newLoginCsrf, sameToken, SESSION_COOKIE, sessionOf, SignInThrottle, startSession, type PortalSession } from './session';
+import { verifySignIn } from './users';
+
+// The lender portal: the same services as the API (no rule is written twice), behind a signed-in session.
+
+const PICO = join(import.meta.dir, '../../../node_modules/@picocss/pico/css/pico.classless.min.css');
+const CSV_LIMIT = 5 * 1024 * 1024;
+
+type Form = Record<string, unknown>;
+
+function cookies(request: Request): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of (request.headers.get('cookie') ?? '').split(';')) {
+    const i = part.indexOf('=');
+    if (i > 0) out[part.slice(0, i).trim()] = decodeURIComponent(part.slice(i + 1).trim());
+  }
+  return out;
+}
+
+const SECURITY_HEADERS = {
+  'content-security-policy': "default-src 'self'; script-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'same-origin',
+  'cache-control': 'no-store',
+};
+
+const html = (body: string, status = 200, headers: Record<string, string> = {}) =>
+  new Response(body, { status, headers: { 'content-type': 'text/html; charset=utf-8', ...SECURITY_HEADERS, ...headers } });
+const redirect = (to: string, headers: Record<string, string> = {}) => new Response(null, { status: 303, headers: { location: to, ...headers } });
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined);
+
+export function portalRoutes(deps: Deps) {
+  const throttle = new SignInThrottle();
+  const secure = (request: Request) => new URL(request.url).protocol === 'https:' || request.headers.get('x-forwarded-proto') === 'https';
+  const cookie = (request: Request, name: string, value: string, maxAge?: number) =>
+    `${name}=${encodeURIComponent(value)}; Path=/portal; HttpOnly; SameSite=Lax${secure(request) ? '; Secure' : ''}${maxAge !== undefined ? `; Max-Age=${maxAge}` : ''}`;
+
+  /** The signed-in page, or a redirect to sign-in; a POST without the session's CSRF token is refused. */
+  function guarded(handler: (s: PortalSession, c: { request: Request; body: Form; query: Record<string, string | undefined>; params: Record<string, string> }) => Promise<Response> | Response) {
+    return async (c: { request: Request; body: unknown; query: Record<string, string | undefined>; params: Record<string, string> }) => {
+      const s = sessionOf(deps, cookies(c.request)[SESSION_COOKIE]);
+      if (!s) return redirect('/portal/login');
+      const body = (c.body ?? {}) as Form;
+      if (c.request.method === 'POST' && !sameToken(String(body._csrf ?? ''), s.csrf)) {
+        return html(page({ title: 'Form expired', body: notice('error', 'This form is no longer valid (missing or wrong CSRF token). Go back, reload the page and try again.') }), 403);
+      }
+      try {
+        return await handler(s, { ...c, body });
+      } catch (e) {
+        if (e instanceof NotFound) return html(page({ title: 'Not found', body: notice('error', `${e.message}.`), user: userOf(s) }), 404);
+        throw e;
+      }
+    };
+  }
+  const userOf = (s: PortalSession) => ({ displayName: s.user.displayName, lender: s.lender.name, csrf: s.csrf });
+  const ctxOf = (s: PortalSession) => ({ lender: s.lender, deps });
+  const render = (s: PortalSession, current: string, title: string, body: string, status = 200) => html(page({ title, body, user: userOf(s), current }), status);
+
+  // --- Balance checks -------------------------------------------------------------------------------------
+  const balancePage = (s: PortalSession, message: { kind: 'ok' | 'error'; text: string } | null = null) => {
+    const rows = listBatches({ ctx: ctxOf(s), input: { limit: 50 } }).map((b) => [
+      `<code>${esc(b.id)}</code>`,
+      esc(b.source),
+      esc(b.status),
+      `${b.totalProcessed} of ${b.totalAuthorizers}`,
+      esc(b.creator ?? ''),
+      esc(isoOrNull(b.submittedAt)),
+      `<a href="/portal/balance-checks/export?batch_ids=${esc(b.id)}">Download CSV</a>`,
+    ]);
+    return render(
+      s,
+      '/portal/balance-checks',
+      'Balance checks',
+      `${notice(message?.kind ?? 'ok', message?.text)}
+<form method="post" action="/portal/balance-checks" enctype="multipart/form-data">
+${csrfField(s.csrf)}
+<label for="file">CSV file</label>
+<input id="file" name="file" type="file" accept=".csv,text/csv" required>
+<label for="webhook_url">Webhook URL (optional)</label>
+<input id="webhook_url" name="webhook_url" type="url">
+<button type="submit">Upload</button>
+</form>
+<h2>Batches</h2>
+${table(['Batch', 'Source', 'Status', 'Progress', 'Creator', 'Submitted', 'Export'], rows, 'The most recent 50 batches')}`,
+    );
+  };
+
+  // --- Payments › Connection --------------------------------------------------------------------------------
+  const connectionsPage = (s: PortalSession, message: { kind: 'ok' | 'error'; text: string } | null = null, status = 200) => {
+    const list = listConnections({ ctx: ctxOf(s) });
+    const rows = list.connections.map((k) => {
+      const role = k.is_default ? 'Default' : k.merchant_ref ? `Tag ${esc(k.merchant_ref)}` : 'Unused';
+      const action = (name: string, label: string) =>
+        `<form method="post" action="/portal/payments/connections/${esc(k.id)}">${csrfField(s.csrf)}<input type="hidden" name="action" value="${name}"><button type="submit">${label}</button></form>`;
+      const forms = [
+        !k.is_default && !k.merchant_ref ? action('promote', `Promote ${esc(k.label)}`) : '',
+        k.is_default ? action('demote', `Demote ${esc(k.label)}`) : '',
+        `<form method="post" action="/portal/payments/connections/${esc(k.id)}">${csrfField(s.csrf)}<input type="hidden" name="action" value="label"><label>New label for ${esc(k.label)} <input name="label" value="${esc(k.label)}" maxlength="80" required></label><button type="submit">Save label</button></form>`,
+        `<form method="post" action="/portal/payments/connections/${esc(k.id)}">${csrfField(s.csrf)}<input type="hidden" name="action" value="replace"><label>New API key for ${esc(k.label)} <input name="api_key" type="password" autocomplete="off" required></label><button type="submit">Replace key</button></form>`,
+        `<a href="/portal/payments/connections/${esc(k.id)}/delete">Delete ${esc(k.label)}</a>`,
+      ];
+      return [esc(k.label), esc(k.processor), esc(k.rail_scope), role, `…${esc(k.key_last4 ?? '')}`, esc(k.last_poll_at ?? 'never'), esc(k.last_poll_error ?? ''), forms.join('')];
+    });
+    const missing = list.missing_default_rails.length
+      ? notice('error', `No default key for ${list.missing_default_rails.join(' and ')}: borrowers enrolled without a merchant ref are skipped for those payment types.`)
+      : '';
+    return render(
+      s,
+      '/portal/payments/connections',
+      'Payments › Connection',
+      `${notice(message?.kind ?? 'ok', message?.text)}${missing}
+<p>Payments read through these keys: ${list.ingested}; matched to a borrower: ${list.matched}. Last read: ${esc(list.last_poll_at ?? 'never')}.</p>
+${table(['Label', 'Processor', 'Rail scope', 'Role', 'Key', 'Last poll', 'Poll error', 'Actions'], rows, 'Processor keys, defaults first')}
+<h2>Add a key</h2>
+<form method="post" action="/portal/payments/connections">
+${csrfField(s.csrf)}
+<label for="api_key">API key</label>
+<input id="api_key" name="api_key" type="password" autocomplete="off" required>
+<label for="rail_scope">Rail scope</label>
+<select id="rail_scope" name="rail_scope" required><option value="ach">ACH</option><option value="card">Card</option><option value="both">Both</option></select>
+<label for="is_default"><input id="is_default" name="is_default" type="checkbox" value="true"> Default key</label>
+<label for="merchant_ref">Merchant ref</label>
+<input id="merchant_ref" name="merchant_ref" pattern="[a-z0-9_-]{1,64}">
+<label for="label">Label</label>
+<input id="label" name="label" maxlength="80">
+<button type="submit">Add key</button>
+</form>
+<h2>Payments you create at your processor</h2>
+<p>Give a payment you create at your processor yourself the reference <code>DRS-{authorizer_id}-{your_payment_id}</code> (in Stripe, the metadata <code>drs_reference</code> or the description). The service then matches its results to the borrower enrolled with that authorizer_id.</p>`,
+      status,
+    );
+  };
+
+  const formToConnection = (body: Form) => ({
+    api_key: str(body.api_key),
+    rail_scope: str(body.rail_scope),
+    ...(body.is_default === 'true' ? { is_default: true } : {}),
+    ...(str(body.merchant_ref) ? { merchant_ref: str(body.merchant_ref) } : {}),
+    ...(str(body.label) ? { label: str(body.label) } : {}),
+  });
+  const problem = (e: unknown) => {
+    if (!(e instanceof DomainError)) throw e;
+    const errors = (e.details?.errors as { path: string; message: string }[] | undefined) ?? [];
+    return errors.length > 0 && !e.message.includes(errors[0]!.message) ? `${e.message}: ${errors.map((x) => x.message).join('; ')}` : e.message;
+  };
+
+  // --- Payments › Borrowers ----------------------------------------------------------------------------------
+  const money = (cents: number | null | undefined) => (cents == null ? '' : `$${formatCents(cents)}`);
+
+  return new Elysia({ name: 'portal' })
+    .get('/portal/assets/pico.css', () => new Response(Bun.file(PICO), { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=86400' } }), { detail: { hide: true } })
+    .get('/portal', ({ request }) => redirect(sessionOf(deps, cookies(request)[SESSION_COOKIE]) ? '/portal/balance-checks' : '/portal/login'), { detail: { hide: true } })
+    .get(
+      '/portal/login',
+      ({ request }) => {
+        if (sessionOf(deps, cookies(request)[SESSION_COOKIE])) return redirect('/portal/balance-checks');
+        const csrf = newLoginCsrf();
+        return html(loginPage({ csrf }), 200, { 'set-cookie': cookie(request, LOGIN_CSRF_COOKIE, csrf, 3600) });
+      },
+      { detail: { hide: true } },
+    )
+    .post(
+      '/portal/login',
+      async ({ request, body, server }) => {
+        const form = (body ?? {}) as Form;
+        const email = String(form.email ?? '').slice(0, 254);
+        const password = String(form.password ?? '');
+        const csrf = newLoginCsrf();
+        const again = (error: string, status: number) =>
+          html(loginPage({ csrf, error, email }), status, { 'set-cookie': cookie(request, LOGIN_CSRF_COOKIE, csrf, 3600) });
+        if (!sameToken(String(form._csrf ?? ''), cookies(request)[LOGIN_CSRF_COOKIE])) return again('This form expired; sign in again.', 403);
+        const address = server?.requestIP(request)?.address ?? 'local';
+        const now = deps.clock.now();
+        const before = throttle.status(email, address, now);
+        if (before.locked) return again('Too many failed sign-ins. Wait 15 minutes and try again.', 429);
+        const user = await verifySignIn(deps.db, email, password);
+        if (!user) {
+          throttle.fail(email, address, now);
+          deps.logger.info({ address, failures: before.failures + 1 }, 'portal sign-in failed');
+          await Bun.sleep(SignInThrottle.delayMs(before.failures + 1));
+          return again('The email or password is not right.', 401);
+        }
+        throttle.succeed(email);
+        const { token } = startSession(deps, user.id);
+        return new Response(null, {
+          status: 303,
+          headers: [
+            ['location', '/portal/balance-checks'],
+            ['set-cookie', cookie(request, SESSION_COOKIE, token)],
+            ['set-cookie', cookie(request, LOGIN_CSRF_COOKIE, '', 0)],
+          ],
+        });
+      },
+      { detail: { hide: true } },
+    )
+    .post(
+      '/portal/logout',
+      guarded((s, { request }) => {
+        endSession(deps, s.tokenHash);
+        return redirect('/portal/login', { 'set-cookie': cookie(request, SESSION_COOKIE, '', 0) });
+      }),
+      { detail: { hide: true } },
+    )
+    .get('/portal/balance-checks', guarded((s) => balancePage(s)), { detail: { hide: true } })
+    .post(
+      '/portal/balance-checks',
+      guarded(async (s, { body }) => {
+        const file = body.file;
+        if (!(file instanceof Blob) || file.size === 0) return balancePage(s, { kind: 'error', text: 'Choose a CSV file to upload.' });
+        if (file.size > CSV_LIMIT) return balancePage(s, { kind: 'error', text: `The file is larger than ${CSV_LIMIT} bytes.` });
+        try {
+          const parsed = parseBalanceCsv(new Uint8Array(await file.arrayBuffer()));
+          const r = await submitBalanceCsv({
+            ctx: ctxOf(s),
+            input: { candidates: parsed.candidates, preFailed: parsed.failed, webhookUrl: str(body.webhook_url) ?? null, warnings: parsed.warnings, creator: s.user.displayName },
+          });
+          const failed = r.body.failed_authorizers.length;
+          return balancePage(s, { kind: 'ok', text: `${r.body.message}${failed ? `; ${failed} rows failed validation` : ''}.` });
+        } catch (e) {
+          return balancePage(s, { kind: 'error', text: problem(e) });
+        }
+      }),
+      { detail: { hide: true } },
+    )
+    .get(
+      '/portal/balance-checks/export',
+      guarded((s, { request }) => {
+        const ids = new URL(request.url).searchParams.getAll('batch_ids');
+        const stream = exportBalancesCsv({ ctx: ctxOf(s), input: { batchIds: parseBatchIds(ids) } });
+        return new Response(stream, {
+          headers: { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename=${exportFilename(deps.clock.now())}` },
+        });
+      }),
+      { detail: { hide: true } },
+    )
+    .get(
+      '/portal/monitoring',
+      guarded((s) => {
+        const list = listSchedules({ ctx: ctxOf(s), input: { limit: 100 } });
+        const rows = list.schedules.map((x) => [
+          `<a href="/portal/monitoring/${esc(x.schedule_id)}">${esc(x.name)}</a>`,
+          esc(x.status),
+          `every ${x.interval_days} days at ${esc(x.time_of_day)} UTC`,
+          esc(x.next_run_at ?? '—'),
+          esc(x.last_run_at ?? 'never'),
+          String(x.total_authorizers),
+        ]);
+        return render(s, '/portal/monitoring', 'Monitoring', table(['Schedule', 'Status', 'Runs', 'Next run', 'Last run', 'Authorizers'], rows, 'Scheduled balance monitoring'));
+      }),
+      { detail: { hide: true } },
+    )
+    .get(
+      '/portal/monitoring/:id',
+      guarded((s, { params }) => {
+        const x = scheduleView(ctxOf(s), getSchedule({ ctx: ctxOf(s), input: { id: params.id! } }));
+        const dl = (k: string, v: unknown) => `<tr><th scope="row">${esc(k)}</th><td>${esc(v)}</td></tr>`;
+        return render(
+          s,
+          '/portal/monitoring',
+          x.name,
+          `<table><caption>Schedule</caption><tbody>${[
+            dl('Status', x.status),
+            dl('Every', `${x.interval_days} days at ${x.time_of_day} UTC`),
+            dl('Starts', x.starts_at ?? '—'),
+            dl('Expires', x.expires_at),
+            dl('Next run', x.next_run_at ?? '—'),
+            dl('Last run', x.last_run_at ?? 'never'),
+            dl('Authorizers', x.total_authorizers),
+            dl('Threshold', x.threshold_amount === null ? '—' : `$${x.threshold_amount}`),
+            dl('Webhook', x.webhook ?? '—'),
+          ].join('')}</tbody></table><p><a href="/portal/monitoring">All schedules</a></p>`,
+        );
+      }),
+      { detail: { hide: true } },
+    )
+    .get('/portal/payments/connections', guarded((s) => connectionsPage(s)), { detail: { hide: true } })
+    .post(
+      '/portal/payments/connections',
+      guarded(async (s, { body }) => {
+        try {
+          const k = await createConnection({ ctx: ctxOf(s), input: { body: formToConnection(body) } });
+          return connectionsPage(s, { kind: 'ok', text: `Added ${k.label}.` });
+        } catch (e) {
+          return connectionsPage(s, { kind: 'error', text: problem(e) }, 400);
+        }
+      }),
+      { detail: { hide: true } },
+    )
+    .get(
+      '/portal/payments/connections/:id/delete',
+      guarded((s, { params }) => {
+        const k = listConnections({ ctx: ctxOf(s) }).connections.find((x) => x.id === params.id);
+        if (!k) throw new NotFound('Processor key', params.id);
+        return render(
+          s,
+          '/portal/payments/connections',
+          'Delete a processor key',
+          `<p>Delete <strong>${esc(k.label)}</strong> (key ending ${esc(k.key_last4)})? The key is erased; payments already read through it are kept.</p>
+<form method="post" action="/portal/payments/connections/${esc(k.id)}">${csrfField(s.csrf)}<input type="hidden" name="action" value="delete"><button type="submit">Delete key</button></form>
+<p><a href="/portal/payments/connections">Cancel</a></p>`,
+        );
+      }),
+      { detail: { hide: true } },
+    )
+    .post(
+      '/portal/payments/connections/:id',
+      guarded(async (s, { params, body }) => {
+        const id = params.id!;
+        try {
+          switch (body.action) {
+            case 'promote':
+              await updateConnection({ ctx: ctxOf(s), input: { id, body: { is_default: true } } });
+              return connectionsPage(s, { kind: 'ok', text: 'Promoted to default.' });
+            case 'demote':
+              await updateConnection({ ctx: ctxOf(s), input: { id, body: { is_default: false } } });
+              return connectionsPage(s, { kind: 'ok', text: 'Demoted.' });
+            case 'label':
+              await updateConnection({ ctx: ctxOf(s), input: { id, body: { label: str(body.label) ?? '' } } });
+              return connectionsPage(s, { kind: 'ok', text: 'Label saved.' });
+            case 'replace':
+              await updateConnection({ ctx: ctxOf(s), input: { id, body: { api_key: str(body.api_key) ?? '' } } });
+              return connectionsPage(s, { kind: 'ok', text: 'Key replaced.' });
+            case 'delete':
+              deleteConnection({ ctx: ctxOf(s), input: { id } });
+              return connectionsPage(s, { kind: 'ok', text: 'Key deleted.' });
+            default:
+              return connectionsPage(s, { kind: 'error', text: 'Unknown action.' }, 400);
+          }
+        } catch (e) {
+          if (e instanceof NotFound) throw e;
+          return connectionsPage(s, { kind: 'error', text: problem(e) }, 400);
+        }
+      }),
+      { detail: { hide: true } },
+    )
+    .get(
+      '/portal/payments/borrowers',
+      guarded((s, { query }) => {
+        const state = MONITOR_STATES.find((x) => x === query.state);
+        const list = listEnrollments({ ctx: ctxOf(s), input: { state, limit: 100 } });
+        const rows = list.enrollments.map((e) => [
+          `<a href="/portal/payments/borrowers/${encodeURIComponent(e.authorizer_unique_id)}">${esc(e.authorizer_unique_id)}</a>`,
+          esc(e.state),
+          money(e.collectable_amount),
+          e.last_read ? money(e.last_read.balance_cents) : '',
+          String(e.payments_used),
+          money(e.ledger.net),
+        ]);
+        const options = ['', ...MONITOR_STATES].map((x) => `<option value="${x}"${x === (state ?? '') ? ' selected' : ''}>${x || 'All states'}</option>`).join('');
+        return render(
+          s,
+          '/portal/payments/borrowers',
+          'Payments › Borrowers',
+          `<form method="get" action="/portal/payments/borrowers"><label for="state">State</label><select id="state" name="state">${options}</select><button type="submit">Filter</button></form>
+${table(['Borrower', 'State', 'Collectable', 'Last balance', 'Payments', 'Collected (net)'], rows, 'Enrolled borrowers')}`,
+        );
+      }),
+      { detail: { hide: true } },
+    )
+    .get(
+      '/portal/payments/borrowers/:aid',
+      guarded((s, { params }) => {
+        const e = getEnrollment({ ctx: ctxOf(s), input: { authorizerUniqueId: params.aid! } });
+        const events = listPaymentEvents({ ctx: ctxOf(s), input: { authorizerUniqueId: e.authorizer_unique_id } }).events.map((x) => [
+          esc(x.occurred_at),
+          `<code>${esc(x.reference)}</code>`,
+          esc(x.status),
+          money(x.amount),
+          esc(('return_code' in x ? x.return_code : '') ?? ''),
+          esc(x.source),
+        ]);
+        const ledger = e.ledger.entries.map((x) => [esc(x.at), `<code>${esc(x.reference)}</code>`, esc(x.kind), money(x.amount)]);
+        const dl = (k: string, v: unknown) => `<tr><th scope="row">${esc(k)}</th><td>${esc(v)}</td></tr>`;
+        return render(
+          s,
+          '/portal/payments/borrowers',
+          `Borrower ${e.authorizer_unique_id}`,
+          `<table><caption>Monitoring</caption><tbody>${[
+            dl('State', e.state + (e.reason ? ` (${e.reason})` : '')),
+            dl('Blocked', e.blocked_reason ?? '—'),
+            dl('Window', `${e.window_started_at ?? '—'} to ${e.window_ends_at ?? '—'}`),
+            dl('Collectable', money(e.collectable_amount)),
+            dl('Instrument', `${e.instrument.rail.toUpperCase()} ${'bank_name' in e.instrument ? (e.instrument.bank_name ?? '') : (e.instrument.card_brand ?? '')} …${e.instrument.last4 ?? ''}`),
+            dl('Last balance', e.last_read ? `${money(e.last_read.balance_cents)} at ${e.last_read.at}` : 'not read yet'),
+            dl('Payments used', `${e.payments_used} of 3`),
+          ].join('')}</tbody></table>
+<h2>Payment events</h2>
+${table(['When', 'Reference', 'Status', 'Amount', 'Return code', 'Source'], events, 'Oldest first')}
+<h2>Ledger</h2>
+${table(['When', 'Reference', 'Kind', 'Amount'], ledger, `Collected ${money(e.ledger.collected)}, reversed ${money(e.ledger.reversed)}, net ${money(e.ledger.net)}`)}
+<p><a href="/portal/payments/borrowers">All borrowers</a></p>`,
+        );
+      }),
+      { detail: { hide: true } },
+    )
+    .get(
+      '/portal/payments/results-upload',
+      guarded((s) =>
+        render(
+          s,
+          '/portal/payments/results-upload',
+          'Payments › Results upload',
+          notice('error', 'Uploading payment results is not available in this version of the service.'),
+        ),
+      ),
+      { detail: { hide: true } },
+    );
+}
+

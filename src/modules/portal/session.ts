@@ -1,0 +1,106 @@
+import { eq } from 'drizzle-orm';
+import { dashboardUsers, lenders, portalSessions } from '../../../db/schema';
+import type { Deps } from '../../deps';
+import type { Lender } from '../../platform/context';
+import type { DashboardUser } from './users';
+
+// Server-side sessions of the portal: a random token in an HttpOnly, SameSite=Lax cookie (Secure over
+// HTTPS), its SHA-256 in SQLite, a CSRF token per session, 30 idle minutes. Failed sign-ins are counted per
+// email and per client address and slowed down.
+
+export const SESSION_COOKIE = 'drs_portal';
+export const LOGIN_CSRF_COOKIE = 'drs_login_csrf';
+export const IDLE_MS = 30 * 60_000;
+const TOUCH_EVERY_MS = 60_000;
+
+const random = (bytes = 32) => Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString('base64url');
+const hash = (token: string) => new Bun.CryptoHasher('sha256').update(token).digest('hex');
+
+export interface PortalSession {
+  user: DashboardUser;
+  lender: Lender;
+  csrf: string;
+  tokenHash: string;
+}
+
+export function startSession(deps: Pick<Deps, 'db' | 'clock'>, userId: string): { token: string; csrf: string } {
+  const token = random();
+  const csrf = random(24);
+  const now = deps.clock.now();
+  deps.db.insert(portalSessions).values({ tokenHash: hash(token), userId, csrfToken: csrf, createdAt: now, lastSeenAt: now }).run();
+  return { token, csrf };
+}
+
+/** The signed-in user of a request, or null (no cookie, unknown, idle for 30 minutes, or the user disabled). */
+export function sessionOf(deps: Pick<Deps, 'db' | 'clock'>, token: string | undefined): PortalSession | null {
+  if (!token) return null;
+  const tokenHash = hash(token);
+  const row = deps.db
+    .select({ s: portalSessions, u: dashboardUsers, l: lenders })
+    .from(portalSessions)
+    .innerJoin(dashboardUsers, eq(dashboardUsers.id, portalSessions.userId))
+    .innerJoin(lenders, eq(lenders.id, dashboardUsers.lenderId))
+    .where(eq(portalSessions.tokenHash, tokenHash))
+    .get();
+  if (!row) return null;
+  const now = deps.clock.now();
+  if (row.u.disabledAt !== null || now - row.s.lastSeenAt > IDLE_MS) {
+    deps.db.delete(portalSessions).where(eq(portalSessions.tokenHash, tokenHash)).run();
+    return null;
+  }
+  if (now - row.s.lastSeenAt > TOUCH_EVERY_MS) deps.db.update(portalSessions).set({ lastSeenAt: now }).where(eq(portalSessions.tokenHash, tokenHash)).run();
+  return { user: row.u, lender: { id: row.l.id, name: row.l.name, debitCardApproved: row.l.debitCardApproved }, csrf: row.s.csrfToken, tokenHash };
+}
+
+export function endSession(deps: Pick<Deps, 'db'>, tokenHash: string): void {
+  deps.db.delete(portalSessions).where(eq(portalSessions.tokenHash, tokenHash)).run();
+}
+
+export const newLoginCsrf = () => random(24);
+
+/** Constant-time comparison of two tokens. */
+export function sameToken(a: string | undefined | null, b: string | undefined | null): boolean {
+  if (!a || !b || a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
+/**
+ * Failed sign-ins per email and per client address, in memory (a restart forgets them): each failure makes the
+ * next answer slower (up to 5 s), and ten within 15 minutes lock that email or address out until they pass.
+ */
+export class SignInThrottle {
+  private readonly failures = new Map<string, { count: number; first: number }>();
+  static readonly WINDOW_MS = 15 * 60_000;
+  static readonly LOCK_AFTER = 10;
+
+  private entry(key: string, now: number) {
+    const e = this.failures.get(key);
+    if (!e || now - e.first > SignInThrottle.WINDOW_MS) return null;
+    return e;
+  }
+
+  /** Failures counted for this email or address (the larger), and whether sign-in is locked for now. */
+  status(email: string, address: string, now: number): { failures: number; locked: boolean } {
+    const n = Math.max(this.entry(`e:${email.toLowerCase()}`, now)?.count ?? 0, this.entry(`a:${address}`, now)?.count ?? 0);
+    return { failures: n, locked: n >= SignInThrottle.LOCK_AFTER };
+  }
+
+  fail(email: string, address: string, now: number): void {
+    for (const key of [`e:${email.toLowerCase()}`, `a:${address}`]) {
+      const e = this.entry(key, now);
+      if (e) e.count++;
+      else this.failures.set(key, { count: 1, first: now });
+    }
+  }
+
+  succeed(email: string): void {
+    this.failures.delete(`e:${email.toLowerCase()}`);
+  }
+
+  /** How long to hold the answer to a failed attempt: 250 ms, doubling, at most 5 s. */
+  static delayMs(failures: number): number {
+    return Math.min(5_000, 250 * 2 ** Math.max(0, failures - 1));
+  }
+}

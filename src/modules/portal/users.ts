@@ -1,0 +1,85 @@
+import { and, asc, eq, isNull } from 'drizzle-orm';
+import { dashboardUsers, portalSessions } from '../../../db/schema';
+import type { Db } from '../../platform/db';
+import { newId } from '../../platform/ids';
+
+// Dashboard users: operator functions (the CLI) and the sign-in check. Every user is a lender admin.
+
+export const MIN_PASSWORD_LENGTH = 12;
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+export class UserError extends Error {}
+
+export type DashboardUser = typeof dashboardUsers.$inferSelect;
+
+function checkPassword(password: string): void {
+  if (password.length < MIN_PASSWORD_LENGTH) throw new UserError(`A password has at least ${MIN_PASSWORD_LENGTH} characters`);
+}
+
+export async function createUser(db: Db, input: { lenderId: string; email: string; displayName: string; password: string; now: number }): Promise<DashboardUser> {
+  const email = input.email.trim().toLowerCase();
+  if (!EMAIL.test(email)) throw new UserError('Not an email address');
+  const displayName = input.displayName.trim();
+  if (displayName.length < 1 || displayName.length > 80) throw new UserError('A display name has 1 to 80 characters');
+  checkPassword(input.password);
+  if (db.select({ id: dashboardUsers.id }).from(dashboardUsers).where(eq(dashboardUsers.email, email)).get()) {
+    throw new UserError(`A user with the email ${email} already exists`);
+  }
+  const user = {
+    id: newId(),
+    lenderId: input.lenderId,
+    email,
+    displayName,
+    passwordHash: await Bun.password.hash(input.password, { algorithm: 'argon2id' }),
+    createdAt: input.now,
+    disabledAt: null,
+  };
+  db.insert(dashboardUsers).values(user).run();
+  return user;
+}
+
+export const listUsers = (db: Db, lenderId: string) =>
+  db.select().from(dashboardUsers).where(eq(dashboardUsers.lenderId, lenderId)).orderBy(asc(dashboardUsers.createdAt)).all();
+
+export function findUserByEmail(db: Db, email: string): DashboardUser | undefined {
+  return db.select().from(dashboardUsers).where(eq(dashboardUsers.email, email.trim().toLowerCase())).get();
+}
+
+/** Disabling ends the user's sessions at once. */
+export function disableUser(db: Db, email: string, now: number): boolean {
+  const user = findUserByEmail(db, email);
+  if (!user) return false;
+  db.transaction((tx) => {
+    tx.update(dashboardUsers).set({ disabledAt: user.disabledAt ?? now }).where(eq(dashboardUsers.id, user.id)).run();
+    tx.delete(portalSessions).where(eq(portalSessions.userId, user.id)).run();
+  });
+  return true;
+}
+
+/** A new password ends every session of the user. */
+export async function resetPassword(db: Db, email: string, password: string): Promise<boolean> {
+  checkPassword(password);
+  const user = findUserByEmail(db, email);
+  if (!user) return false;
+  const hash = await Bun.password.hash(password, { algorithm: 'argon2id' });
+  db.transaction((tx) => {
+    tx.update(dashboardUsers).set({ passwordHash: hash }).where(eq(dashboardUsers.id, user.id)).run();
+    tx.delete(portalSessions).where(eq(portalSessions.userId, user.id)).run();
+  });
+  return true;
+}
+
+// A fixed hash to verify against when the email is unknown, so a wrong email and a wrong password take as long.
+let decoy: Promise<string> | null = null;
+
+/** The active user with this email and password, or null (the same answer for a wrong email or password). */
+export async function verifySignIn(db: Db, email: string, password: string): Promise<DashboardUser | null> {
+  const user = db
+    .select()
+    .from(dashboardUsers)
+    .where(and(eq(dashboardUsers.email, email.trim().toLowerCase()), isNull(dashboardUsers.disabledAt)))
+    .get();
+  decoy ??= Bun.password.hash('not a password of anyone', { algorithm: 'argon2id' });
+  const ok = await Bun.password.verify(password, user?.passwordHash ?? (await decoy));
+  return user && ok ? user : null;
+}

@@ -1,0 +1,195 @@
+// The lender portal in a real browser (Debian's chromium through playwright-core): sign-in, keys, balance
+// checks with Creator, sign-out, CSRF, tenancy, and axe-core on every page (no serious or critical violation).
+// Screenshots of each page go to tests/e2e/.screenshots (ignored by git): they are for looking at.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { createTestContext, type TestContext } from '../helpers/context';
+import { createUser } from '../../src/modules/portal/users';
+import { createConnection } from '../../src/modules/payment-connections/service';
+import { processBalances } from '../../src/modules/balance-requests/processing';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SHOTS = join(import.meta.dir, '.screenshots');
+const AXE = join(import.meta.dir, '../../node_modules/axe-core/axe.min.js');
+const EMAIL = 'olive@acme.test';
+const PASSWORD = 'correct horse battery staple';
+
+let ctx: TestContext;
+let origin: string;
+let browser: Browser;
+let otherKeyId: string;
+
+beforeAll(async () => {
+  ctx = createTestContext({ HOST: '127.0.0.1' });
+  ctx.app.listen({ port: 0, hostname: '127.0.0.1' });
+  origin = `http://127.0.0.1:${ctx.app.server!.port}`;
+  await createUser(ctx.rt.db, { lenderId: ctx.lender.id, email: EMAIL, displayName: 'Olive Ops', password: PASSWORD, now: ctx.clock.now() });
+  const other = ctx.newLender();
+  const k = await createConnection({
+    ctx: { lender: { id: other.id, name: 'other', debitCardApproved: false }, deps: ctx.rt },
+    input: { body: { api_key: 'sbx_other_lender_key_0001', rail_scope: 'both', is_default: true } },
+  });
+  otherKeyId = k.id;
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
+  mkdirSync(SHOTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+});
+
+afterAll(async () => {
+  await browser?.close().catch(() => undefined);
+  await ctx?.app.stop().catch(() => undefined);
+  ctx?.close();
+});
+
+/** A fresh browser (its own cookies); CSP is bypassed only so the test can inject axe-core. */
+async function session(): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ bypassCSP: true });
+  const page = await context.newPage();
+  await page.route('**/*', (route) => (new URL(route.request().url()).origin === origin ? route.continue() : route.abort()));
+  return { context, page };
+}
+
+async function signIn(page: Page, password = PASSWORD) {
+  await page.goto(`${origin}/portal/login`);
+  await page.getByLabel('Email').fill(EMAIL);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForLoadState('load');
+}
+
+/** axe-core on the page: no serious or critical violation. */
+async function accessible(page: Page, name: string) {
+  await page.addScriptTag({ path: AXE });
+  const result = (await page.evaluate('axe.run(document, { resultTypes: ["violations"] })')) as { violations: { id: string; impact: string; nodes: unknown[] }[] };
+  const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  expect(`${name}: ${bad.join(', ')}`).toBe(`${name}: `);
+}
+
+describe('the lender portal', () => {
+  test('a wrong password gets a generic message; the right one signs in; every page is accessible', async () => {
+    const { context, page } = await session();
+    try {
+      await page.goto(`${origin}/portal/login`);
+      await accessible(page, 'login');
+      await signIn(page, 'not the password at all');
+      expect(page.url()).toContain('/portal/login');
+      await expect(page.getByRole('alert').innerText()).resolves.toContain('The email or password is not right.');
+      await signIn(page);
+      expect(page.url()).toBe(`${origin}/portal/balance-checks`);
+      for (const [path, name] of [
+        ['/portal/balance-checks', 'balance-checks'],
+        ['/portal/monitoring', 'monitoring'],
+        ['/portal/payments/connections', 'connections'],
+        ['/portal/payments/borrowers', 'borrowers'],
+        ['/portal/payments/results-upload', 'results-upload'],
+      ]) {
+        await page.goto(`${origin}${path}`);
+        expect(await page.getByRole('navigation', { name: 'Main' }).isVisible()).toBe(true);
+        await accessible(page, name!);
+      }
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+
+  test('keys: add (listed with its last four), a conflict shown on the form, promote swaps, delete after confirmation', async () => {
+    const { context, page } = await session();
+    try {
+      await signIn(page);
+      await page.goto(`${origin}/portal/payments/connections`);
+      const add = async (key: string, scope: string, isDefault: boolean, label: string) => {
+        await page.getByLabel('API key', { exact: true }).fill(key);
+        await page.getByLabel('Rail scope').selectOption(scope);
+        if (isDefault) await page.getByLabel('Default key').check();
+        await page.getByLabel('Label', { exact: true }).fill(label);
+        await page.getByRole('button', { name: 'Add key' }).click();
+        await page.waitForLoadState('load');
+      };
+      await add('sbx_portal_first_key_AAAA', 'ach', true, 'First');
+      await expect(page.getByRole('status').innerText()).resolves.toContain('Added First');
+      expect(await page.locator('table').innerText()).toContain('…AAAA');
+      await add('sbx_portal_clash_key_CCCC', 'ach', true, 'Clash');
+      await expect(page.getByRole('alert').first().innerText()).resolves.toContain('default key for rail_scope ach');
+      await add('sbx_portal_second_key_BBBB', 'ach', false, 'Second');
+      await page.getByRole('button', { name: 'Promote Second' }).click();
+      await page.waitForLoadState('load');
+      const rows = await page.locator('tbody tr').allInnerTexts();
+      expect(rows.find((r) => r.startsWith('Second'))).toContain('Default');
+      expect(rows.find((r) => r.startsWith('First'))).toContain('Unused');
+      await accessible(page, 'connections-with-keys');
+      await page.getByRole('link', { name: 'Delete First' }).click();
+      await page.waitForLoadState('load');
+      await accessible(page, 'delete-confirmation');
+      await page.getByRole('button', { name: 'Delete key' }).click();
+      await page.waitForLoadState('load');
+      expect((await page.locator('tbody tr').allInnerTexts()).some((r) => r.startsWith('First'))).toBe(false);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+
+  test("a balance CSV uploaded in the portal: the export's Creator is the user's display name", async () => {
+    const { context, page } = await session();
+    try {
+      await signIn(page);
+      await page.getByLabel('CSV file').setInputFiles({
+        name: 'batch.csv',
+        mimeType: 'text/csv',
+        buffer: Buffer.from('authorizer_unique_id,ssn,account_number,routing_number\nportal-1,123456789,0001234567,110000000\n'),
+      });
+      await page.getByRole('button', { name: 'Upload' }).click();
+      await page.waitForLoadState('load');
+      await expect(page.getByRole('status').innerText()).resolves.toContain('Batch accepted');
+      await processBalances(ctx.rt);
+      await page.reload();
+      const link = page.getByRole('link', { name: 'Download CSV' }).first();
+      const res = await page.request.get(`${origin}${await link.getAttribute('href')}`);
+      expect(res.status()).toBe(200);
+      const [header, row] = (await res.text()).trim().split('\r\n');
+      const creator = header!.split(',').indexOf('Creator');
+      expect(row!.split(',')[creator]).toBe('Olive Ops');
+      const batchId = row!.split(',')[1]!;
+      expect((await ctx.json('GET', `/v1/balance_requests/${batchId}`)).body.creator).toBe('Olive Ops');
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+
+  test('sign out; a protected page then redirects to sign-in', async () => {
+    const { context, page } = await session();
+    try {
+      await signIn(page);
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.waitForLoadState('load');
+      expect(page.url()).toContain('/portal/login');
+      await page.goto(`${origin}/portal/payments/connections`);
+      expect(page.url()).toBe(`${origin}/portal/login`);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+
+  test('a form post without the CSRF token is refused; another lender’s key id is not found', async () => {
+    const { context, page } = await session();
+    try {
+      await signIn(page);
+      const forged = await page.request.post(`${origin}/portal/payments/connections`, { form: { api_key: 'sbx_forged_key_0000000001', rail_scope: 'card' } });
+      expect(forged.status()).toBe(403);
+      expect(await forged.text()).toContain('CSRF');
+      expect((await ctx.json('GET', '/v1/payment_connections')).body.connections.some((k: { key_last4: string }) => k.key_last4 === '0001')).toBe(false);
+      const theirs = await page.request.get(`${origin}/portal/payments/connections/${otherKeyId}/delete`);
+      expect(theirs.status()).toBe(404);
+      const csrf = await page.locator('input[name="_csrf"]').first().getAttribute('value');
+      const del = await page.request.post(`${origin}/portal/payments/connections/${otherKeyId}`, { form: { _csrf: csrf!, action: 'delete' } });
+      expect(del.status()).toBe(404);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+});

@@ -1,0 +1,113 @@
+// The portal's sign-in, sessions and users, through the real app: cookie flags, the idle timeout, throttled
+// failures, disabled users, and the operator commands that manage users.
+import { afterAll, describe, expect, test } from 'bun:test';
+import { createTestContext, type TestContext } from '../../helpers/context';
+import { createUser, resetPassword, disableUser, MIN_PASSWORD_LENGTH, UserError } from '../../../src/modules/portal/users';
+import { IDLE_MS, SignInThrottle } from '../../../src/modules/portal/session';
+import { runCli } from '../../../scripts/cli';
+
+const contexts: TestContext[] = [];
+afterAll(() => contexts.forEach((c) => c.close()));
+const fresh = () => {
+  const c = createTestContext();
+  contexts.push(c);
+  return c;
+};
+const PASSWORD = 'a long enough password';
+
+async function signIn(c: TestContext, email: string, password: string) {
+  const form = await c.request('GET', '/portal/login', { key: null });
+  const cookie = form.headers.get('set-cookie')!.split(';')[0]!;
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+  const body = new URLSearchParams({ _csrf: csrf, email, password }).toString();
+  return c.request('POST', '/portal/login', { key: null, raw: body, headers: { 'content-type': 'application/x-www-form-urlencoded', cookie } });
+}
+const sessionCookie = (res: Response) => res.headers.getSetCookie().find((x) => x.startsWith('drs_portal='));
+
+describe('sign-in and sessions', () => {
+  test('a session cookie that is HttpOnly and SameSite=Lax; the pages need it; idle 30 minutes ends it', async () => {
+    const c = fresh();
+    await createUser(c.rt.db, { lenderId: c.lender.id, email: 'Ann@Example.test', displayName: 'Ann', password: PASSWORD, now: c.clock.now() });
+    const res = await signIn(c, 'ann@example.test', PASSWORD);
+    expect(res.status).toBe(303);
+    const set = sessionCookie(res)!;
+    expect(set).toMatch(/HttpOnly/);
+    expect(set).toMatch(/SameSite=Lax/);
+    expect(set).not.toMatch(/Secure/);
+    const cookie = set.split(';')[0]!;
+    expect((await c.request('GET', '/portal/monitoring', { key: null, headers: { cookie } })).status).toBe(200);
+    expect((await c.request('GET', '/portal/monitoring', { key: null })).headers.get('location')).toBe('/portal/login');
+    c.clock.advance(IDLE_MS - 1000);
+    expect((await c.request('GET', '/portal/monitoring', { key: null, headers: { cookie } })).status).toBe(200);
+    c.clock.advance(IDLE_MS + 1);
+    const expired = await c.request('GET', '/portal/monitoring', { key: null, headers: { cookie } });
+    expect(expired.status).toBe(303);
+    expect(expired.headers.get('location')).toBe('/portal/login');
+  });
+
+  test('over HTTPS (a trusted proxy says so) the cookie is Secure too', async () => {
+    const c = fresh();
+    await createUser(c.rt.db, { lenderId: c.lender.id, email: 'sec@example.test', displayName: 'Sec', password: PASSWORD, now: c.clock.now() });
+    const form = await c.app.handle(new Request('https://localhost/portal/login'));
+    expect(form.headers.get('set-cookie')).toMatch(/Secure/);
+  });
+
+  test('the same message for a wrong email and a wrong password; failures are counted and slowed; a disabled user cannot sign in', async () => {
+    const c = fresh();
+    await createUser(c.rt.db, { lenderId: c.lender.id, email: 'bob@example.test', displayName: 'Bob', password: PASSWORD, now: c.clock.now() });
+    const wrongEmail = await signIn(c, 'nobody@example.test', PASSWORD);
+    const wrongPassword = await signIn(c, 'bob@example.test', 'wrong password!!');
+    expect(wrongEmail.status).toBe(401);
+    expect(wrongPassword.status).toBe(401);
+    expect(await wrongEmail.text()).toContain('The email or password is not right.');
+    expect(await wrongPassword.text()).toContain('The email or password is not right.');
+    expect(SignInThrottle.delayMs(1)).toBe(250);
+    expect(SignInThrottle.delayMs(3)).toBe(1000);
+    expect(SignInThrottle.delayMs(20)).toBe(5000);
+    const t = new SignInThrottle();
+    for (let i = 0; i < SignInThrottle.LOCK_AFTER; i++) t.fail('x@y.z', '10.0.0.1', 0);
+    expect(t.status('x@y.z', '10.0.0.9', 1000)).toEqual({ failures: 10, locked: true });
+    expect(t.status('other@y.z', '10.0.0.1', 1000).locked).toBe(true);
+    expect(t.status('x@y.z', '10.0.0.1', SignInThrottle.WINDOW_MS + 1).locked).toBe(false);
+    disableUser(c.rt.db, 'bob@example.test', c.clock.now());
+    expect((await signIn(c, 'bob@example.test', PASSWORD)).status).toBe(401);
+  }, 30_000);
+
+  test('a new password ends the user’s sessions', async () => {
+    const c = fresh();
+    await createUser(c.rt.db, { lenderId: c.lender.id, email: 'cy@example.test', displayName: 'Cy', password: PASSWORD, now: c.clock.now() });
+    const cookie = sessionCookie(await signIn(c, 'cy@example.test', PASSWORD))!.split(';')[0]!;
+    await resetPassword(c.rt.db, 'cy@example.test', 'another long password');
+    expect((await c.request('GET', '/portal/monitoring', { key: null, headers: { cookie } })).status).toBe(303);
+  });
+
+  test('passwords of at least 12 characters, emails that are emails, one user per email', async () => {
+    const c = fresh();
+    const base = { lenderId: c.lender.id, displayName: 'D', now: c.clock.now() };
+    await expect(createUser(c.rt.db, { ...base, email: 'd@example.test', password: 'x'.repeat(MIN_PASSWORD_LENGTH - 1) })).rejects.toBeInstanceOf(UserError);
+    await expect(createUser(c.rt.db, { ...base, email: 'not an email', password: PASSWORD })).rejects.toBeInstanceOf(UserError);
+    await createUser(c.rt.db, { ...base, email: 'd@example.test', password: PASSWORD });
+    await expect(createUser(c.rt.db, { ...base, email: 'D@example.test', password: PASSWORD })).rejects.toBeInstanceOf(UserError);
+    const stored = c.rt.sqlite.query('SELECT password_hash AS h FROM dashboard_users').get() as { h: string };
+    expect(stored.h).toStartWith('$argon2id$');
+  });
+});
+
+describe('operator commands for users', () => {
+  test('user create / list / disable / reset-password, the password read from stdin', async () => {
+    const c = fresh();
+    const env = { DATABASE_PATH: c.rt.config.databasePath, VAULT_KEY_FILE: c.rt.config.vaultKeyFile };
+    const lenderName = (c.rt.sqlite.query('SELECT name FROM lenders WHERE id = ?').get(c.lender.id) as { name: string }).name;
+    const stdin = (text: string) => ({ readStdin: async () => text });
+    const out = await runCli(['user', 'create', lenderName, 'ops@example.test', '--name', 'Olive Ops', '--password-stdin'], env, stdin(`${PASSWORD}\n`));
+    expect(out).toContain('ops@example.test');
+    await expect(runCli(['user', 'create', lenderName, 'short@example.test', '--name', 'S', '--password-stdin'], env, stdin('short\n'))).rejects.toThrow(/12 characters/);
+    await expect(runCli(['user', 'create', lenderName, 'argv@example.test', '--name', 'A'], env, stdin(PASSWORD))).rejects.toThrow(/password-stdin/);
+    expect(await runCli(['user', 'list', lenderName], env)).toContain('Olive Ops');
+    expect((await signIn(c, 'ops@example.test', PASSWORD)).status).toBe(303);
+    await runCli(['user', 'reset-password', 'ops@example.test', '--password-stdin'], env, stdin('a brand new passphrase\n'));
+    expect((await signIn(c, 'ops@example.test', 'a brand new passphrase')).status).toBe(303);
+    await runCli(['user', 'disable', 'ops@example.test'], env);
+    expect((await signIn(c, 'ops@example.test', 'a brand new passphrase')).status).toBe(401);
+  }, 30_000);
+});

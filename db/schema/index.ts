@@ -9,3 +9,4 @@ export * from './payments';
 export * from './enrollments';
 export * from './collection';
 export * from './portal';
+export * from './payment-results';

@@ -29,7 +29,8 @@ export function createAuthenticator(deps: PlatformDeps): (header: string | undef
 
   function authenticate(header: string | undefined): AuthedLender {
     if (!header) throw new Unauthenticated('Missing Authorization header');
-    const match = /^Bearer ([^\s]+)$/.exec(header.trim());
+    // The scheme is case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" are the same scheme.
+    const match = /^Bearer ([^\s]+)$/i.exec(header.trim());
     if (!match) throw new Unauthenticated('Authorization must use the Bearer scheme');
     const key = match[1]!;
     if (!API_KEY_PATTERN.test(key)) throw new Unauthenticated('Invalid API key');

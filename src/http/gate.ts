@@ -1,6 +1,6 @@
 import type { Server } from 'elysia/universal';
 import type { PlatformDeps } from '../platform/context';
-import { DomainError } from '../platform/errors';
+import { DomainError, InvalidInput } from '../platform/errors';
 import type { AuthedLender } from './auth';
 import { fromDomainError, HttpsRequired } from './errors';
 import { httpsAllowed } from './https';
@@ -21,6 +21,13 @@ export function requestGate(
     tracker.begin(request, set.headers);
     const path = new URL(request.url).pathname;
     if (path === '/healthz') return;
+    // A path that does not decode names no resource: said once here, not as a route's puzzling "Expected a string".
+    if (path.includes('%') && !decodes(path)) {
+      return tracker.early(
+        request,
+        fromDomainError(InvalidInput.field('path', 'The path has malformed percent-encoding', 'Encode each reserved or non-ASCII byte of the path as %XX of its UTF-8 form'))!,
+      );
+    }
     const remote = server?.requestIP(request)?.address ?? null;
     if (!httpsAllowed(deps.config, request, remote)) return tracker.early(request, new HttpsRequired());
     if (path === '/v1' || path.startsWith('/v1/')) {
@@ -32,4 +39,13 @@ export function requestGate(
       }
     }
   };
+}
+
+function decodes(path: string): boolean {
+  try {
+    decodeURIComponent(path);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -31,6 +31,13 @@ describe('authentication', () => {
     expectUnauthorized(await ctx.json('GET', '/v1/webhooks/secret', { key: null, headers: { authorization: `Token ${ctx.lender.key}` } }));
   });
 
+  test('the scheme is case-insensitive: bearer and BEARER work', async () => {
+    for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
+      const r = await ctx.json('GET', '/v1/webhooks/secret', { key: null, headers: { authorization: `${scheme} ${ctx.lender.key}` } });
+      expect(r.status).toBe(200);
+    }
+  });
+
   test('Bearer with no token → 401', async () => {
     expectUnauthorized(await ctx.json('GET', '/v1/webhooks/secret', { key: null, headers: { authorization: 'Bearer' } }));
     expectUnauthorized(await ctx.json('GET', '/v1/webhooks/secret', { key: null, headers: { authorization: 'Bearer ' } }));

@@ -38,11 +38,14 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner<Deps> } = {}) {
     .use(docsPlugin(baseUrl(deps.config)))
     .model({ ErrorEnvelope })
     .onRequest(requestGate(deps, tracker, authenticate, authenticated))
-    .onError(({ code, error, request }) => {
+    .onError(({ code, error, request, route }) => {
       const known = fromElysiaError(code, error, request, (path) => allowedMethods(path, app.routes));
       if (known) return tracker.toResponse(request, known);
       const id = tracker.requestId(request);
-      deps.logger.error({ reqId: id, err: error }, 'unhandled error');
+      // The real error with its stack, never the request's body; something thrown that is not an Error is
+      // named by its kind only, since it may be a piece of the request.
+      const err = error instanceof Error ? error : new Error(`a non-Error value was thrown (${error === null ? 'null' : typeof error})`);
+      deps.logger.error({ reqId: id, method: request.method, route: route || 'unmatched', err }, 'unhandled error');
       return tracker.toResponse(
         request,
         new ApiError(500, 'INTERNAL_ERROR', `Internal error; quote request id ${id ?? 'unknown'} when reporting it`, { request_id: id ?? null }),

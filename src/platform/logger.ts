@@ -50,12 +50,31 @@ function scrubDeep(v: unknown, depth = 0): unknown {
   if (v === null || typeof v !== 'object') return v;
   // Deeper than anything we log on purpose: dropped rather than passed through unscrubbed.
   if (depth > 6) return '[Truncated]';
-  if (v instanceof Error) return { type: v.name, message: scrubText(v.message) };
+  if (v instanceof Error) return serializeError(v);
   if (Array.isArray(v)) return v.map((x) => scrubDeep(x, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [k, x] of Object.entries(v)) {
     out[k] = SAFE_KEYS.has(k) ? x : SENSITIVE.has(k.toLowerCase()) ? '[REDACTED]' : scrubDeep(x, depth + 1);
   }
+  return out;
+}
+
+/**
+ * An error as a log line shows it: its class, message, code, stack and cause, each scrubbed. Nothing else
+ * of the object is taken: errors can carry what was sent (a validation error holds the whole body).
+ */
+export function serializeError(e: Error, depth = 0): Record<string, unknown> {
+  const ctorName = (e as { constructor?: { name?: unknown } }).constructor?.name;
+  const out: Record<string, unknown> = {
+    // The name when it says more than "Error" (SQLiteError sets only its name), else the class.
+    type: e.name && e.name !== 'Error' ? e.name : typeof ctorName === 'string' && ctorName !== '' && ctorName !== 'Object' ? ctorName : 'Error',
+    message: scrubText(String(e.message)),
+  };
+  const code = (e as { code?: unknown }).code;
+  if (typeof code === 'string' || typeof code === 'number') out.code = code;
+  if (typeof e.stack === 'string') out.stack = scrubText(e.stack);
+  const cause = (e as { cause?: unknown }).cause;
+  if (cause instanceof Error && depth < 3) out.cause = serializeError(cause, depth + 1);
   return out;
 }
 
@@ -67,6 +86,9 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: redactPaths, censor: '[REDACTED]' },
       formatters: { level: (label) => ({ level: label }) },
+      // Errors are already serialized (and scrubbed) by the hook below; pino's own serializer would turn
+      // that plain object into {type: "Object", stack: ""}.
+      serializers: { err: (v: unknown) => v },
       hooks: {
         // Scrub every argument, so a message or error text carrying a number is masked too.
         logMethod(args, method) {

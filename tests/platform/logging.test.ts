@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { Writable } from 'node:stream';
 import { createLogger, scrubText } from '../../src/platform/logger';
 import { balanceProcessingJob } from '../../src/modules/balance-requests/processing';
-import { useTestContext } from '../helpers/context';
+import { createTestContext, useTestContext } from '../helpers/context';
 
 const SSN = '123-45-6789';
 const SSN_FORMS = ['123-45-6789', '123456789', '123 45 6789', '45-6789', '6789'];
@@ -164,9 +164,8 @@ describe('createLogger', () => {
     expect(JSON.stringify(c)).not.toContain(ACCOUNT);
     expect(JSON.stringify(c)).not.toContain(SSN);
     expect(c.err.message).toBe('provider said no for [REDACTED]');
-    // No stack trace (paths, internals) in the log line.
-    expect(c.err.stack ?? '').toBe('');
-    expect(JSON.stringify(c)).not.toContain('.ts:');
+    // The stack is there for the operator, scrubbed like the message.
+    expect(c.err.stack).toStartWith('Error: provider said no for [REDACTED]');
   });
 
   test('leaves UUIDs and safe identifiers intact', () => {
@@ -215,5 +214,57 @@ describe('createLogger', () => {
     const out = text();
     expect(out).not.toContain(SSN);
     expect(out).not.toContain(ACCOUNT);
+  });
+});
+
+describe('unhandled errors are logged with their real error, never a body', () => {
+  test('an error is logged with its class, message, code, stack and cause', () => {
+    const { logger, json } = capture();
+    const cause = new RangeError('inner cause');
+    const err = Object.assign(new TypeError('outer failure', { cause }), { code: 'E_OUTER' });
+    logger.error({ err }, 'unhandled error');
+    const line = json()[0];
+    expect(line.err.type).toBe('TypeError');
+    expect(line.err.message).toBe('outer failure');
+    expect(line.err.code).toBe('E_OUTER');
+    expect(line.err.stack).toContain('TypeError: outer failure');
+    expect(line.err.stack).toMatch(/\n\s+at /);
+    expect(line.err.cause).toMatchObject({ type: 'RangeError', message: 'inner cause' });
+  });
+
+  test('what an error object carries besides (a submitted value, a body) is never logged', () => {
+    const { logger, text } = capture();
+    const err = Object.assign(new Error('validation failed'), { value: { note: 'BODY-MARKER' }, body: 'BODY-MARKER', found: 'BODY-MARKER' });
+    logger.error({ err }, 'unhandled error');
+    expect(text()).toContain('validation failed');
+    expect(text()).not.toContain('BODY-MARKER');
+  });
+
+  test('a 500 on a route logs the database error with its stack and the request id; the body sent is not in the log', async () => {
+    const broken = createTestContext();
+    try {
+      broken.rt.sqlite.exec('DROP TABLE idempotency_keys');
+      const res = await broken.request('POST', '/v1/balance_requests', {
+        body: { authorizers: [{ authorizer_unique_id: 'log-500', ssn: SSN, account_number: ACCOUNT, routing_number: '110000000', first_name: 'BODYNAME' }] },
+      });
+      expect(res.status).toBe(500);
+      const reqId = res.headers.get('x-request-id')!;
+      await waitFor(() => broken.logs.join('').includes('unhandled error'));
+      const line = broken.logs
+        .join('')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
+        .find((l) => l.msg === 'unhandled error');
+      expect(line.reqId).toBe(reqId);
+      expect(line.route).toBe('/v1/balance_requests');
+      expect(line.err.type).toBe('SQLiteError');
+      expect(line.err.message).toContain('idempotency_keys');
+      expect(line.err.stack).toMatch(/\n\s+at /);
+      const all = broken.logs.join('');
+      for (const leak of [SSN, ACCOUNT, 'BODYNAME', 'log-500']) expect(all).not.toContain(leak);
+    } finally {
+      broken.close();
+    }
   });
 });

@@ -1,8 +1,12 @@
+import type { TSchema } from '@sinclair/typebox';
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { InvalidInput } from '../platform/errors';
 import { PayloadTooLarge, UnsupportedMediaType } from './errors';
+import { schemaProblems } from './elysia-errors';
 
-// Route-level body parsers. Each checks the content type (415) and the size (413) before reading, so a
-// route's limit holds whatever Bun's server-wide ceiling is.
+// Route-level body parsers. Each checks the content type (415) and the declared size (413) before reading,
+// and counts the bytes as they arrive, so a route's limit holds for a chunked body too (refused as soon as
+// it passes the limit, not after it has all been buffered), whatever Bun's server-wide ceiling is.
 
 export const JSON_LIMIT_BYTES = 2 * 1024 * 1024;
 export const UPLOAD_LIMIT_BYTES = 10 * 1024 * 1024;
@@ -10,6 +14,11 @@ export const UPLOAD_LIMIT_BYTES = 10 * 1024 * 1024;
 export const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 /** Server-wide ceiling; per-route limits below it answer with the envelope. */
 export const SERVER_MAX_BODY_BYTES = 16 * 1024 * 1024;
+/**
+ * Nesting of a JSON body, objects and arrays together. The deepest body the API documents has 4 levels;
+ * a deeper one is refused before anything walks it recursively (validation, error messages).
+ */
+export const JSON_MAX_DEPTH = 32;
 
 const rawBodyHashes = new WeakMap<Request, string>();
 
@@ -21,23 +30,89 @@ function checkLength(request: Request, limit: number): void {
   if (len > limit) throw new PayloadTooLarge(limit);
 }
 
+/** The body's bytes, counted as they arrive: past `limit` the read stops and the request is refused. */
+async function readLimited(request: Request, limit: number): Promise<Uint8Array> {
+  checkLength(request, limit);
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      reader.cancel().catch(() => {});
+      throw new PayloadTooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+/** Whether a parsed JSON value nests deeper than `max`: an explicit stack, so the check itself cannot overflow. */
+export function nestsDeeperThan(root: unknown, max: number): boolean {
+  if (typeof root !== 'object' || root === null) return false;
+  const values: unknown[] = [root];
+  const depths: number[] = [1];
+  while (values.length > 0) {
+    const v = values.pop() as Record<string, unknown> | unknown[];
+    const d = depths.pop()!;
+    if (d > max) return true;
+    if (Array.isArray(v)) {
+      for (const x of v) if (typeof x === 'object' && x !== null) (values.push(x), depths.push(d + 1));
+    } else {
+      for (const k in v) {
+        const x = v[k];
+        if (typeof x === 'object' && x !== null) (values.push(x), depths.push(d + 1));
+      }
+    }
+  }
+  return false;
+}
+
+const tooDeep = () =>
+  InvalidInput.field('/', `The JSON body nests deeper than ${JSON_MAX_DEPTH} levels`, 'Send a flatter document: no field of the API nests that deep');
+
 /** Marks a parser with the media type it reads, for the OpenAPI document (http/openapi-document.ts). */
 const reads = <F extends (...args: never[]) => unknown>(mediaType: string, fn: F): F & { mediaType: string } => Object.assign(fn, { mediaType });
 
-export function jsonBody(opts: { limit?: number; hash?: boolean } = {}) {
+/**
+ * A JSON body: content type, size (declared and counted), valid JSON, nesting depth, and, with `schema`,
+ * the route's schema, checked here with the service's own messages (path and what was expected, never the
+ * value). A route whose body Elysia would validate passes the same schema here, so Elysia's validation
+ * error, which builds its message from the value sent and fails on values such as {"toString": 1}, is
+ * never reached by a body.
+ */
+export function jsonBody(opts: { limit?: number; hash?: boolean; schema?: TSchema } = {}) {
   const limit = opts.limit ?? JSON_LIMIT_BYTES;
+  let check: TypeCheck<TSchema> | undefined;
   return reads('application/json', async ({ request }: { request: Request }) => {
     const type = request.headers.get('content-type') ?? '';
     if (!/^application\/(.+\+)?json\b/i.test(type)) throw new UnsupportedMediaType('application/json');
-    checkLength(request, limit);
-    const text = await request.text();
-    if (text.length > limit) throw new PayloadTooLarge(limit);
-    if (opts.hash) rawBodyHashes.set(request, new Bun.CryptoHasher('sha256').update(text).digest('hex'));
+    const bytes = await readLimited(request, limit);
+    if (opts.hash) rawBodyHashes.set(request, new Bun.CryptoHasher('sha256').update(bytes).digest('hex'));
+    let value: unknown;
     try {
-      return JSON.parse(text) as unknown;
-    } catch {
+      value = JSON.parse(new TextDecoder().decode(bytes));
+    } catch (e) {
+      // A document too deep for the parser's own stack is the depth rule, not a syntax error.
+      if (e instanceof RangeError) throw tooDeep();
       throw new InvalidInput('Request body is not valid JSON', undefined, 'Send a JSON document');
     }
+    if (nestsDeeperThan(value, JSON_MAX_DEPTH)) throw tooDeep();
+    if (opts.schema) {
+      check ??= TypeCompiler.Compile(opts.schema);
+      if (!check.Check(value)) InvalidInput.refuseBody(schemaProblems(check.Errors(value)));
+    }
+    return value;
   });
 }
 
@@ -45,10 +120,10 @@ export function multipartBody(limit = UPLOAD_LIMIT_BYTES + MULTIPART_OVERHEAD_BY
   return reads('multipart/form-data', async ({ request }: { request: Request }) => {
     const type = request.headers.get('content-type') ?? '';
     if (!/^multipart\/form-data\b/i.test(type)) throw new UnsupportedMediaType('multipart/form-data');
-    checkLength(request, limit);
+    const bytes = await readLimited(request, limit);
     let form: Awaited<ReturnType<Request['formData']>>;
     try {
-      form = await request.formData();
+      form = await new Response(bytes, { headers: { 'content-type': type } }).formData();
     } catch {
       throw new InvalidInput('Request body is not valid multipart/form-data');
     }

@@ -63,16 +63,30 @@ export function expected(s: Schema | undefined): string {
   }
 }
 
+/** At most this many problems are listed for one request. */
+const MAX_PROBLEMS = 50;
+
+/**
+ * TypeBox's errors as the service states them: the path and what the schema expects, never the value.
+ * TypeBox's own messages are used only to tell a missing property, and carry no value.
+ */
+export function schemaProblems(found: Iterable<unknown>): { path: string; message: string }[] {
+  const out: { path: string; message: string }[] = [];
+  for (const e of found) {
+    const err = e as { path?: string; schema?: Schema; message?: string };
+    const path = err.path || '/';
+    const missing = typeof err.message === 'string' && /^Expected required property/.test(err.message);
+    const message = missing ? `${path.split('/').pop()} is required` : `Expected ${expected(err.schema)}`;
+    if (!out.some((p) => p.path === path && p.message === message)) out.push({ path, message });
+    if (out.length >= MAX_PROBLEMS) break;
+  }
+  return out.length > 0 ? out : [{ path: '/', message: 'Invalid request' }];
+}
+
 function validationError(v: ValidationError, url: URL): ApiError {
   let errors: { path: string; message: string }[];
   try {
-    errors = v.all.map((e) => {
-      const err = e as { path?: string; schema?: Schema; type?: number; message?: string };
-      const path = err.path || '/';
-      // TypeBox names a missing required property in its message; it carries no value.
-      const missing = typeof err.message === 'string' && /^Expected required property/.test(err.message);
-      return { path, message: missing ? `${path.split('/').pop()} is required` : `Expected ${expected(err.schema)}` };
-    });
+    errors = schemaProblems(v.all);
   } catch {
     errors = [{ path: '/', message: 'Invalid request' }];
   }

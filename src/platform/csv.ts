@@ -124,8 +124,18 @@ function toCsvError(err: unknown): unknown {
   const row = (info.records ?? 0) + 1;
   const line = info.lines ?? row;
   const where = line === row ? `row ${row}` : `row ${row} (line ${line})`;
-  return new CsvError(`Malformed CSV at ${where}: ${err.message}`, row, line);
+  // The parser's own text can quote the offending cell; the message names the problem in its own words.
+  const problem = CSV_PROBLEMS[(err as { code: string }).code] ?? 'the file is not well-formed CSV';
+  return new CsvError(`Malformed CSV at ${where}: ${problem}`, row, line);
 }
+
+const CSV_PROBLEMS: Record<string, string> = {
+  CSV_QUOTE_NOT_CLOSED: 'a quoted cell is never closed',
+  CSV_INVALID_CLOSING_QUOTE: 'a closing quote is followed by something other than a comma or the end of the row',
+  CSV_NON_TRIMABLE_CHAR_AFTER_CLOSING_QUOTE: 'a closing quote is followed by text before the next comma',
+  CSV_INVALID_OPENING_QUOTE: 'a quote appears inside a cell that does not start with one',
+  CSV_MAX_RECORD_SIZE: 'a row is too long',
+};
 
 // ---------------------------------------------------------------------------------------------------------
 // Headers

@@ -126,7 +126,8 @@ export function checkValue(spec: FieldSpec, value: unknown, parent: string, key:
         return undefined;
       }
       for (const [k, v] of Object.entries(value)) {
-        if (!METADATA_KEY.test(k)) problems.push({ path: `${parent}/${key}/${k}`, message: 'Metadata keys are 1 to 64 letters, digits, dots, dashes or underscores' });
+        // A key that breaks the rule is not repeated back (it can be any length): the path stops at metadata.
+        if (!METADATA_KEY.test(k)) problems.push({ path: `${parent}/${key}`, message: 'Expected metadata keys of 1 to 64 letters, digits, dots, dashes or underscores' });
         else if (!(typeof v === 'number' ? Number.isFinite(v) : typeof v === 'boolean' || (typeof v === 'string' && v.length <= METADATA_VALUE_MAX))) {
           problems.push({ path: `${parent}/${key}/${k}`, message: `Expected a string of at most ${METADATA_VALUE_MAX} characters, a number or a boolean` });
         }
@@ -154,7 +155,8 @@ export function checkObject(
   for (const key in value) {
     const spec = fields[key];
     if (!spec) {
-      problems.push({ path: `${path}/${key}`, message: `Unknown field ${key}` });
+      const name = shownKey(key);
+      problems.push({ path: `${path}/${name}`, message: `Unknown field ${name}` });
       continue;
     }
     const v = (value as Record<string, unknown>)[key];
@@ -163,4 +165,9 @@ export function checkObject(
   }
   for (const r of required) if (!(r in out)) problems.push({ path: `${path}/${r}`, message: `${r} is required` });
   return out;
+}
+
+/** A field name the caller sent, as a path shows it: cut at 64 characters, since an unknown one can be any length. */
+export function shownKey(key: string): string {
+  return key.length > 64 ? `${key.slice(0, 64)}…` : key;
 }

@@ -17,8 +17,12 @@ export function parseBatchIds(raw: string | string[] | undefined): string[] {
   const list = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
   const ids = list.flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
   if (ids.length === 0) throw InvalidInput.field('batch_ids', 'batch_ids is required: repeat the parameter once per batch');
-  const bad = ids.filter((id) => !isUuid(id));
-  if (bad.length > 0) throw InvalidInput.field('batch_ids', `Not a UUID: ${bad.slice(0, 5).join(', ')}`);
+  // Named by position, never by the value sent.
+  const bad = ids.flatMap((id, i) => (isUuid(id) ? [] : [i + 1]));
+  if (bad.length > 0) {
+    const which = bad.length === 1 ? `value ${bad[0]}` : `values ${bad.slice(0, 5).join(', ')}${bad.length > 5 ? ', …' : ''}`;
+    throw InvalidInput.field('batch_ids', `Expected batch ids as UUIDs; ${which} of ${ids.length} ${bad.length === 1 ? 'is' : 'are'} not`);
+  }
   return [...new Set(ids.map((id) => id.toLowerCase()))];
 }
 

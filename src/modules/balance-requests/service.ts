@@ -5,6 +5,7 @@ import type { Ctx, JobContext } from '../../deps';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
 import { dbOf, withTransaction, type Tx } from '../../platform/context';
 import { InvalidInput, NotFound } from '../../platform/errors';
+import { shownKey } from '../../platform/fields';
 import { newId } from '../../platform/ids';
 import { centsToDollarsOrNull } from '../../platform/money';
 import { tokenFrom } from '../../platform/pagination';
@@ -98,7 +99,7 @@ function readJsonRequest(ctx: Ctx, body: unknown, now: number) {
   }
   const problems: { path: string; message: string }[] = [];
   for (const key of Object.keys(body)) {
-    if (key !== 'authorizers' && key !== 'webhook_url') problems.push({ path: `/${key}`, message: `Unknown field ${key}` });
+    if (key !== 'authorizers' && key !== 'webhook_url') problems.push({ path: `/${shownKey(key)}`, message: `Unknown field ${shownKey(key)}` });
   }
   const { webhook_url: webhookUrl, authorizers } = body as { webhook_url?: unknown; authorizers?: unknown };
   if (webhookUrl !== undefined && (typeof webhookUrl !== 'string' || webhookUrl.length > WEBHOOK_URL_MAX)) {

@@ -67,7 +67,7 @@ export const scheduleRoutes = (deps: Deps, auth: Auth) =>
     .patch('/schedules/:id', ({ lender, params, body }) => updateSchedule({ ctx: { lender, deps }, input: { id: params.id, body } }), {
       auth: true,
       params: IdParams,
-      parse: jsonBody(),
+      parse: jsonBody({ schema: UpdateScheduleBody }),
       body: UpdateScheduleBody,
       response: { 200: UpdateScheduleResponse, ...errors(400, 401, 404, 409, 415, 429) },
       detail: {
@@ -82,7 +82,7 @@ export const scheduleRoutes = (deps: Deps, auth: Auth) =>
     .patch('/schedules/:id/authorizers', ({ lender, params, body }) => removeAuthorizers({ ctx: { lender, deps }, input: { id: params.id, authorizerIds: body.authorizer_unique_ids } }), {
       auth: true,
       params: IdParams,
-      parse: jsonBody(),
+      parse: jsonBody({ schema: RemoveAuthorizersBody }),
       body: RemoveAuthorizersBody,
       response: { 200: RemoveAuthorizersResponse, ...errors(400, 401, 404, 415, 429) },
       detail: {

@@ -3,7 +3,7 @@ import { baseUrl } from './config';
 import type { Deps } from './deps';
 import { ApiError, ErrorEnvelope } from './http/errors';
 import { fromElysiaError } from './http/elysia-errors';
-import { SERVER_MAX_BODY_BYTES } from './http/body';
+import { SERVER_BODY_CEILING_BYTES } from './http/limits';
 import { authPlugin, createAuthenticator, type AuthedLender } from './http/auth';
 import { docsAssetRoutes, docsPlugin, GENERATED_SPEC_PATH } from './http/docs';
 import { polishDocument } from './http/openapi-document';
@@ -34,7 +34,9 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner<Deps> } = {}) {
   };
 
   // normalize off: unknown fields are refused (400), never silently dropped.
-  const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_MAX_BODY_BYTES } })
+  // Bun's own body limit sits just above the service's ceiling, so a body between the two is refused by the
+  // gate with the envelope rather than by Bun with a bare 413.
+  const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING_BYTES } })
     .use(docsPlugin(baseUrl(deps.config)))
     .model({ ErrorEnvelope })
     .onRequest(requestGate(deps, tracker, authenticate, authenticated))

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
 import { baseUrl, ConfigError, loadConfig } from './config';
 import { createApp } from './app';
 import { createRuntime } from './runtime';
@@ -7,6 +8,7 @@ import { startCheckpointer } from './platform/checkpointer';
 import { SchemaTooNewError } from './platform/db';
 import { ensureBootstrapLender } from './modules/lenders/service';
 import { featureJobs, releaseStaleClaims } from './modules';
+import { SERVER_HEADER_CEILING_BYTES } from './http/limits';
 
 // start: config → vault + database (migrations) → app → jobs → listen; SIGTERM/SIGINT shut down cleanly.
 async function main(): Promise<void> {
@@ -30,6 +32,9 @@ async function main(): Promise<void> {
   const tls = config.tlsCertFile
     ? { cert: readFileSync(config.tlsCertFile, 'utf8'), key: readFileSync(config.tlsKeyFile!, 'utf8') }
     : undefined;
+  // Bun answers requests past its header limit (16 KB by default) itself, with no body and no request id;
+  // above the gate's own limits (http/limits.ts) those are refused with the envelope instead.
+  (http as { maxHeaderSize: number }).maxHeaderSize = SERVER_HEADER_CEILING_BYTES;
   app.listen({ port: config.port, hostname: config.host, tls });
   jobs.start();
   const checkpointer = config.databasePath === ':memory:' ? null : startCheckpointer(runtime.sqlite, config.databasePath, logger);

@@ -26,7 +26,8 @@ CLI (\`bun run cli key create LENDER\`).
 **Errors** use one envelope (schema \`ErrorEnvelope\`): \`status\`, \`status_code\`, \`error {code, message, details,
 timestamp, suggestion}\`, \`documentation_url\`. Codes: BAD_REQUEST 400 (validation; \`details.errors\` lists
 \`{path, message}\`), UNAUTHORIZED 401, FORBIDDEN 403, HTTPS_REQUIRED 403, RESOURCE_NOT_FOUND 404,
-METHOD_NOT_ALLOWED 405, CONFLICT 409, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, RATE_LIMITED 429
+METHOD_NOT_ALLOWED 405, CONFLICT 409, PAYLOAD_TOO_LARGE 413, URI_TOO_LONG 414, UNSUPPORTED_MEDIA_TYPE 415,
+HEADERS_TOO_LARGE 431, RATE_LIMITED 429
 (with \`Retry-After\`), INTERNAL_ERROR 500 (with the request id), SERVICE_UNAVAILABLE 503. Every response
 carries \`X-Request-Id\`.`;
 
@@ -69,6 +70,8 @@ export const ERROR_CODES: [code: string, status: number, meaning: string][] = [
   ['METHOD_NOT_ALLOWED', 405, 'The path exists but not with this method; the Allow header lists the methods it takes.'],
   ['CONFLICT', 409, 'The request clashes with what is stored (a name in use, a second default key); the message says with what.'],
   ['PAYLOAD_TOO_LARGE', 413, 'The body is over the route’s limit (details.limit_bytes).'],
+  ['URI_TOO_LONG', 414, 'The path and query are longer than 8 KB (details.limit_bytes). Send long lists of ids in several requests.'],
+  ['HEADERS_TOO_LARGE', 431, 'The request headers are larger than 32 KB together (details.limit_bytes).'],
   ['UNSUPPORTED_MEDIA_TYPE', 415, 'The Content-Type is not the one the route reads (application/json or multipart/form-data).'],
   ['RATE_LIMITED', 429, 'Too many requests: wait the seconds in Retry-After, then send again.'],
   ['INTERNAL_ERROR', 500, 'A fault of the service. Nothing about it is shown; quote the request id (X-Request-Id) when reporting it.'],

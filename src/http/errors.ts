@@ -45,6 +45,16 @@ export class PayloadTooLarge extends ApiError {
     super(413, 'PAYLOAD_TOO_LARGE', `Request body is larger than ${limitBytes} bytes`, { limit_bytes: limitBytes });
   }
 }
+export class UriTooLong extends ApiError {
+  constructor(limitBytes: number) {
+    super(414, 'URI_TOO_LONG', `The request's path and query are longer than ${limitBytes} bytes`, { limit_bytes: limitBytes }, 'Send long lists in fewer values per request');
+  }
+}
+export class HeadersTooLarge extends ApiError {
+  constructor(limitBytes: number) {
+    super(431, 'HEADERS_TOO_LARGE', `The request's headers are larger than ${limitBytes} bytes`, { limit_bytes: limitBytes });
+  }
+}
 export class UnsupportedMediaType extends ApiError {
   constructor(expected: string) {
     super(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type must be ${expected}`);

@@ -4,6 +4,7 @@ import { DomainError, InvalidInput } from '../platform/errors';
 import type { AuthedLender } from './auth';
 import { fromDomainError, HttpsRequired } from './errors';
 import { httpsAllowed } from './https';
+import { oversized } from './limits';
 import type { RequestTracker } from './requests';
 
 /**
@@ -19,7 +20,10 @@ export function requestGate(
 ) {
   return ({ request, set, server }: { request: Request; set: { headers: Record<string, string | number> }; server: Server | null }) => {
     tracker.begin(request, set.headers);
-    const path = new URL(request.url).pathname;
+    const url = new URL(request.url);
+    const tooLarge = oversized(request, url);
+    if (tooLarge) return tracker.early(request, tooLarge);
+    const path = url.pathname;
     if (path === '/healthz') return;
     // A path that does not decode names no resource: said once here, not as a route's puzzling "Expected a string".
     if (path.includes('%') && !decodes(path)) {

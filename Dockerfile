@@ -5,7 +5,7 @@
 #
 # The database and the vault key live in the /app/db/data volume: keep it (and back it up). On the first
 # start with an empty volume the service prints the default lender's API key once (see `docker logs`).
-# Plain HTTP is served to loopback only: put a TLS proxy in front (TRUST_PROXY=true), mount a certificate
+# Plain HTTP is served to loopback only: put a TLS proxy in front (TRUST_PROXY=<its address>), mount a certificate
 # (TLS_CERT_FILE/TLS_KEY_FILE), or set ALLOW_INSECURE_HTTP=true on a private network.
 
 ARG BUN_VERSION=1.4.5

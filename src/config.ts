@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { API_KEY_PATTERN } from './platform/api-keys';
 
 // Environment → typed, validated configuration. A bad value stops the start with one line naming the
@@ -20,7 +21,8 @@ export interface Config {
   databasePath: string;
   tlsCertFile: string | null;
   tlsKeyFile: string | null;
-  trustProxy: boolean;
+  /** Proxies whose X-Forwarded-For and X-Forwarded-Proto are believed: addresses, CIDR ranges or `loopback`. */
+  trustProxy: string[];
   allowInsecureHttp: boolean;
   vaultKey: string | null;
   vaultKeyFile: string;
@@ -81,6 +83,31 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], d
   return v as T;
 }
 
+/**
+ * TRUST_PROXY: the proxies whose forwarded headers are believed, as addresses, CIDR ranges and `loopback`,
+ * separated by commas. `true` is refused: trusting every peer would let any client name its own address
+ * and scheme.
+ */
+function proxies(env: Env, name: string): string[] {
+  const v = str(env, name);
+  if (v === null || ['false', '0', 'no'].includes(v.toLowerCase())) return [];
+  const expected = 'false, or the proxies to trust as addresses, CIDR ranges or loopback, comma-separated (e.g. loopback,10.0.0.0/8)';
+  if (['true', '1', 'yes'].includes(v.toLowerCase())) {
+    throw new ConfigError(name, `${expected}; "true" would trust any client's X-Forwarded-* headers, so list the proxy addresses`, v);
+  }
+  const entries = v.split(',').map((e) => e.trim().toLowerCase()).filter((e) => e !== '');
+  for (const e of entries) {
+    if (e === 'loopback') continue;
+    const [address, prefix, extra] = e.split('/');
+    const family = isIP(address ?? '');
+    const bits = family === 4 ? 32 : 128;
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
+    if (family === 0 || !prefixOk || extra !== undefined) throw new ConfigError(name, expected, v);
+  }
+  if (entries.length === 0) throw new ConfigError(name, expected, v);
+  return entries;
+}
+
 function url(env: Env, name: string): string | null {
   const v = str(env, name);
   if (v === null) return null;
@@ -125,7 +152,7 @@ export function loadConfig(env: Env = process.env): Config {
     databasePath: str(env, 'DATABASE_PATH') ?? './db/data/service.sqlite',
     tlsCertFile,
     tlsKeyFile,
-    trustProxy: bool(env, 'TRUST_PROXY', false),
+    trustProxy: proxies(env, 'TRUST_PROXY'),
     allowInsecureHttp: bool(env, 'ALLOW_INSECURE_HTTP', false),
     vaultKey,
     vaultKeyFile: str(env, 'VAULT_KEY_FILE') ?? './db/data/vault.key',

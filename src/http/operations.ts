@@ -4,7 +4,8 @@ import { migrationStatus } from '../platform/db';
 import { Forbidden } from '../platform/errors';
 import type { JobRunner } from '../platform/jobs';
 import { errorResponses } from './errors';
-import { isLoopback } from './https';
+import { timingSafeEqual } from 'node:crypto';
+import { isLocalClient } from './https';
 
 /** /healthz, /readyz and /metrics: for the operator and the container, not the lender. */
 export function operationsRoutes(deps: PlatformDeps, jobs: Pick<JobRunner, 'running'> | undefined) {
@@ -54,9 +55,10 @@ export function operationsRoutes(deps: PlatformDeps, jobs: Pick<JobRunner, 'runn
       async ({ request, server }) => {
         const remote = server?.requestIP(request)?.address ?? null;
         const token = deps.config.metricsToken;
-        const header = request.headers.get('authorization');
-        const local = remote === null || isLoopback(remote);
-        const tokenOk = token !== null && header === `Bearer ${token}`;
+        // Behind a trusted proxy on this host the peer is loopback for every client: the forwarded address decides.
+        const local = isLocalClient(deps.config, request, remote);
+        const presented = /^Bearer\s+(\S+)$/i.exec(request.headers.get('authorization')?.trim() ?? '')?.[1];
+        const tokenOk = token !== null && presented !== undefined && sameSecret(presented, token);
         if (!local && !tokenOk) throw new Forbidden('Metrics are served to loopback or with METRICS_TOKEN');
         return new Response(await deps.metrics.registry.metrics(), {
           headers: { 'content-type': deps.metrics.registry.contentType },
@@ -66,7 +68,9 @@ export function operationsRoutes(deps: PlatformDeps, jobs: Pick<JobRunner, 'runn
         detail: {
           tags: ['Operations'],
           summary: 'Prometheus metrics',
-          description: 'Answered to loopback, or to `Authorization: Bearer $METRICS_TOKEN`.',
+          description:
+            'Answered to loopback clients, or to `Authorization: Bearer $METRICS_TOKEN`. Behind a proxy listed in TRUST_PROXY the ' +
+            'client is the address in its X-Forwarded-For (none: remote), so a proxy on the same host does not open this to the world.',
           security: [],
           responses: {
             200: {
@@ -78,4 +82,10 @@ export function operationsRoutes(deps: PlatformDeps, jobs: Pick<JobRunner, 'runn
         },
       },
     );
+}
+
+function sameSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
 }

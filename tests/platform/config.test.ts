@@ -12,7 +12,7 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
       databasePath: './db/data/service.sqlite',
       tlsCertFile: null,
       tlsKeyFile: null,
-      trustProxy: false,
+      trustProxy: [],
       allowInsecureHttp: false,
       vaultKey: null,
       vaultKeyFile: './db/data/vault.key',
@@ -74,7 +74,7 @@ describe('loadConfig accepts good values', () => {
       DATABASE_PATH: '/data/x.sqlite',
       TLS_CERT_FILE: '/tls/cert.pem',
       TLS_KEY_FILE: '/tls/key.pem',
-      TRUST_PROXY: 'true',
+      TRUST_PROXY: 'loopback, 10.0.0.0/8,2001:DB8::1',
       ALLOW_INSECURE_HTTP: 'yes',
       VAULT_KEY: VAULT_KEY,
       VAULT_KEY_FILE: '/data/vault.key',
@@ -97,7 +97,7 @@ describe('loadConfig accepts good values', () => {
     expect(c).toMatchObject({
       port: 8443,
       host: '127.0.0.1',
-      trustProxy: true,
+      trustProxy: ['loopback', '10.0.0.0/8', '2001:db8::1'],
       allowInsecureHttp: true,
       vaultKey: VAULT_KEY,
       bootstrapApiKey: VALID_KEY,
@@ -116,8 +116,14 @@ describe('loadConfig accepts good values', () => {
   });
 
   test('booleans: true/1/yes and false/0/no, any case', () => {
-    for (const v of ['true', 'TRUE', '1', 'yes', 'Yes']) expect(loadConfig({ TRUST_PROXY: v }).trustProxy).toBe(true);
-    for (const v of ['false', 'False', '0', 'no', 'NO']) expect(loadConfig({ TRUST_PROXY: v }).trustProxy).toBe(false);
+    for (const v of ['true', 'TRUE', '1', 'yes', 'Yes']) expect(loadConfig({ ALLOW_INSECURE_HTTP: v }).allowInsecureHttp).toBe(true);
+    for (const v of ['false', 'False', '0', 'no', 'NO']) expect(loadConfig({ ALLOW_INSECURE_HTTP: v }).allowInsecureHttp).toBe(false);
+  });
+
+  test('TRUST_PROXY: false trusts none; a list of addresses, CIDR ranges and loopback trusts those', () => {
+    for (const v of ['false', 'no', '0']) expect(loadConfig({ TRUST_PROXY: v }).trustProxy).toEqual([]);
+    expect(loadConfig({ TRUST_PROXY: '172.17.0.1' }).trustProxy).toEqual(['172.17.0.1']);
+    expect(loadConfig({ TRUST_PROXY: 'loopback,fd00::/8 , 192.168.0.0/16' }).trustProxy).toEqual(['loopback', 'fd00::/8', '192.168.0.0/16']);
   });
 
   test('PORT 0 (any free port) and 65535 are accepted', () => {
@@ -144,6 +150,9 @@ describe('loadConfig refuses bad values, naming the variable', () => {
     ['PORT=-1', { PORT: '-1' }, 'PORT'],
     ['PORT=80.5', { PORT: '80.5' }, 'PORT'],
     ['TRUST_PROXY=maybe', { TRUST_PROXY: 'maybe' }, 'TRUST_PROXY'],
+    ['TRUST_PROXY=true (trusts every client)', { TRUST_PROXY: 'true' }, 'TRUST_PROXY'],
+    ['TRUST_PROXY with a bad prefix', { TRUST_PROXY: '10.0.0.0/33' }, 'TRUST_PROXY'],
+    ['TRUST_PROXY with a host name', { TRUST_PROXY: 'proxy.internal' }, 'TRUST_PROXY'],
     ['ALLOW_INSECURE_HTTP=sure', { ALLOW_INSECURE_HTTP: 'sure' }, 'ALLOW_INSECURE_HTTP'],
     ['WEBHOOK_ALLOW_PRIVATE_TARGETS=on', { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'on' }, 'WEBHOOK_ALLOW_PRIVATE_TARGETS'],
     ['BANK_DATA_PROVIDER=ftp', { BANK_DATA_PROVIDER: 'ftp' }, 'BANK_DATA_PROVIDER'],

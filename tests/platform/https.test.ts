@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { loadConfig, type Config } from '../../src/config';
-import { httpsAllowed, isLoopback } from '../../src/http/https';
+import { httpsAllowed, isLoopback, resolveClient } from '../../src/http/https';
 import { createTestContext, type TestContext } from '../helpers/context';
 
 const cfg = (env: Record<string, string> = {}): Config => loadConfig({ DATABASE_PATH: ':memory:', ...env });
@@ -26,6 +26,7 @@ describe('httpsAllowed', () => {
 
   test('in-process requests (no remote address) are local', () => {
     expect(httpsAllowed(cfg(), req(), null)).toBe(true);
+    expect(httpsAllowed(cfg({ TRUST_PROXY: 'loopback' }), req({ 'x-forwarded-proto': 'http' }), null)).toBe(true);
   });
 
   test('plain HTTP from a non-loopback address is refused', () => {
@@ -51,36 +52,67 @@ describe('httpsAllowed', () => {
     expect(httpsAllowed(c, req(), '10.1.2.3')).toBe(true);
   });
 
-  test('TRUST_PROXY honours X-Forwarded-Proto', () => {
-    const c = cfg({ TRUST_PROXY: 'true' });
+  test('X-Forwarded-Proto is believed only from a listed proxy', () => {
+    const c = cfg({ TRUST_PROXY: '10.0.0.0/8' });
     expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'https' }), '10.1.2.3')).toBe(true);
     expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'HTTPS' }), '10.1.2.3')).toBe(true);
-    // A chain of proxies: the first (client-facing) value decides.
-    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'https, http' }), '10.1.2.3')).toBe(true);
-    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'http, https' }), '10.1.2.3')).toBe(false);
     expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'http' }), '10.1.2.3')).toBe(false);
+    // A client that is not a listed proxy cannot claim HTTPS.
+    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'https' }), '203.0.113.9')).toBe(false);
+    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'https' }), '::ffff:203.0.113.9')).toBe(false);
+    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'https' }), '::ffff:10.0.0.7')).toBe(true);
   });
 
-  test('TRUST_PROXY: forwarded plain HTTP is refused even when the proxy connects from loopback', () => {
-    const c = cfg({ TRUST_PROXY: 'true' });
+  test('a chain: the value the nearest proxy set (the rightmost) decides', () => {
+    const c = cfg({ TRUST_PROXY: '10.0.0.0/8' });
+    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'http, https' }), '10.1.2.3')).toBe(true);
+    // A client sending "https" through a proxy that appends "http" is still plain HTTP.
+    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'https, http' }), '10.1.2.3')).toBe(false);
+  });
+
+  test('TRUST_PROXY=loopback: forwarded plain HTTP is refused although the proxy connects from loopback', () => {
+    const c = cfg({ TRUST_PROXY: 'loopback' });
     expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'http' }), '127.0.0.1')).toBe(false);
     expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'http' }), '::1')).toBe(false);
-    expect(httpsAllowed(c, req({ 'x-forwarded-proto': 'http' }), null)).toBe(false);
   });
 
-  test('TRUST_PROXY without the header falls back to the address rule', () => {
-    const c = cfg({ TRUST_PROXY: 'true' });
-    expect(httpsAllowed(c, req(), '127.0.0.1')).toBe(true);
-    expect(httpsAllowed(c, req(), '10.1.2.3')).toBe(false);
+  test('behind a same-host proxy without X-Forwarded-Proto the forwarded client address decides, not the proxy’s', () => {
+    const c = cfg({ TRUST_PROXY: 'loopback' });
+    expect(httpsAllowed(c, req({ 'x-forwarded-for': '203.0.113.9' }), '127.0.0.1')).toBe(false);
+    expect(httpsAllowed(c, req({ 'x-forwarded-for': '127.0.0.1' }), '127.0.0.1')).toBe(true);
+    // A listed proxy that names no client: the client is unknown, so not local.
+    expect(httpsAllowed(c, req(), '127.0.0.1')).toBe(false);
   });
 });
 
-describe('HTTPS policy over a real server (TRUST_PROXY=true)', () => {
+describe('resolveClient', () => {
+  const c = cfg({ TRUST_PROXY: 'loopback,10.0.0.0/8' });
+
+  test('a peer that is not a listed proxy is the client; its forwarded headers are ignored', () => {
+    expect(resolveClient(c, req({ 'x-forwarded-for': '127.0.0.1', 'x-forwarded-proto': 'https' }), '203.0.113.9')).toEqual({ address: '203.0.113.9', forwardedProto: null, viaProxy: false });
+    expect(resolveClient(cfg(), req({ 'x-forwarded-for': '127.0.0.1' }), '127.0.0.1').address).toBe('127.0.0.1');
+  });
+
+  test('X-Forwarded-For is read from the right, past every trusted proxy', () => {
+    // The client can write anything on the left; the address our nearest untrusted hop reported is the one taken.
+    expect(resolveClient(c, req({ 'x-forwarded-for': '127.0.0.1, 198.51.100.7, 10.0.0.5' }), '127.0.0.1').address).toBe('198.51.100.7');
+    expect(resolveClient(c, req({ 'x-forwarded-for': '198.51.100.7' }), '10.2.3.4').address).toBe('198.51.100.7');
+    expect(resolveClient(c, req({ 'x-forwarded-for': '[2001:db8::7]:443' }), '::1').address).toBe('2001:db8::7');
+    expect(resolveClient(c, req({ 'x-forwarded-for': '198.51.100.7:5555' }), '::1').address).toBe('198.51.100.7');
+    // Only trusted hops: the leftmost of them is the client.
+    expect(resolveClient(c, req({ 'x-forwarded-for': '127.0.0.1, 10.0.0.5' }), '127.0.0.1').address).toBe('127.0.0.1');
+    // Not an address: unknown.
+    expect(resolveClient(c, req({ 'x-forwarded-for': 'unknown' }), '127.0.0.1').address).toBeNull();
+    expect(resolveClient(c, req(), '127.0.0.1')).toEqual({ address: null, forwardedProto: null, viaProxy: true });
+  });
+});
+
+describe('HTTPS policy over a real server (TRUST_PROXY=loopback)', () => {
   let ctx: TestContext;
   let base: string;
 
   beforeAll(() => {
-    ctx = createTestContext({ TRUST_PROXY: 'true' });
+    ctx = createTestContext({ TRUST_PROXY: 'loopback' });
     ctx.app.listen({ hostname: '127.0.0.1', port: 0 });
     base = `http://127.0.0.1:${ctx.app.server!.port}`;
   });
@@ -114,9 +146,21 @@ describe('HTTPS policy over a real server (TRUST_PROXY=true)', () => {
     expect(((await res.json()) as any).schedules).toEqual([]);
   });
 
-  test('no header from loopback passes', async () => {
-    const res = await get('/v1/monitoring/schedules');
-    expect(res.status).toBe(200);
+  test('a loopback client named by the proxy passes; a remote one, or none named, is refused', async () => {
+    expect((await get('/v1/monitoring/schedules', { 'x-forwarded-for': '127.0.0.1' })).status).toBe(200);
+    expect((await get('/v1/monitoring/schedules', { 'x-forwarded-for': '203.0.113.9' })).status).toBe(403);
+    expect((await get('/v1/monitoring/schedules')).status).toBe(403);
+  });
+
+  test('/metrics behind a same-host proxy: the forwarded client decides, not the proxy’s loopback address', async () => {
+    const metrics = (headers: Record<string, string>) => fetch(base + '/metrics', { headers });
+    const remote = await metrics({ 'x-forwarded-for': '203.0.113.9', 'x-forwarded-proto': 'https' });
+    expect(remote.status).toBe(403);
+    expect(((await remote.json()) as any).error.code).toBe('FORBIDDEN');
+    // A client that puts 127.0.0.1 on the left of the header is still the address the proxy saw.
+    expect((await metrics({ 'x-forwarded-for': '127.0.0.1, 203.0.113.9', 'x-forwarded-proto': 'https' })).status).toBe(403);
+    expect((await metrics({ 'x-forwarded-proto': 'https' })).status).toBe(403);
+    expect((await metrics({ 'x-forwarded-for': '127.0.0.1' })).status).toBe(200);
   });
 
   test('a refused request is still logged and counted (reqId, route, status 403)', async () => {
@@ -132,12 +176,34 @@ describe('HTTPS policy over a real server (TRUST_PROXY=true)', () => {
       .map((l) => JSON.parse(l))
       .find((l) => l.reqId === reqId);
     expect(line).toMatchObject({ msg: 'request', method: 'GET', status: 403, reqId });
-    const metrics = await (await fetch(base + '/metrics')).text();
+    const metrics = await (await fetch(base + '/metrics', { headers: { 'x-forwarded-for': '127.0.0.1' } })).text();
     expect(metrics).toMatch(/^http_requests_total\{method="GET",route="[^"]*",status="403"\} [1-9]/m);
   });
 
   test('/healthz answers whatever the protocol', async () => {
     const res = await get('/healthz', { 'x-forwarded-proto': 'http' });
     expect(res.status).toBe(200);
+  });
+});
+
+describe('/metrics with METRICS_TOKEN behind a proxy', () => {
+  let ctx: TestContext;
+  let base: string;
+  beforeAll(() => {
+    ctx = createTestContext({ TRUST_PROXY: 'loopback', METRICS_TOKEN: 'metrics-token-1' });
+    ctx.app.listen({ hostname: '127.0.0.1', port: 0 });
+    base = `http://127.0.0.1:${ctx.app.server!.port}`;
+  });
+  afterAll(async () => {
+    await ctx.app.stop(true);
+    ctx.close();
+  });
+
+  test('a remote client reads metrics with the token (any case of the scheme), not without or with a wrong one', async () => {
+    const remote = { 'x-forwarded-for': '203.0.113.9', 'x-forwarded-proto': 'https' };
+    expect((await fetch(base + '/metrics', { headers: { ...remote, authorization: 'Bearer metrics-token-1' } })).status).toBe(200);
+    expect((await fetch(base + '/metrics', { headers: { ...remote, authorization: 'bearer metrics-token-1' } })).status).toBe(200);
+    expect((await fetch(base + '/metrics', { headers: { ...remote, authorization: 'Bearer metrics-token-2' } })).status).toBe(403);
+    expect((await fetch(base + '/metrics', { headers: remote })).status).toBe(403);
   });
 });

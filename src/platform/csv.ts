@@ -125,7 +125,7 @@ function toCsvError(err: unknown): unknown {
   const line = info.lines ?? row;
   const where = line === row ? `row ${row}` : `row ${row} (line ${line})`;
   // The parser's own text can quote the offending cell; the message names the problem in its own words.
-  const problem = CSV_PROBLEMS[(err as { code: string }).code] ?? 'the file is not well-formed CSV';
+  const problem = CSV_PROBLEMS[(err as unknown as { code: string }).code] ?? 'the file is not well-formed CSV';
   return new CsvError(`Malformed CSV at ${where}: ${problem}`, row, line);
 }
 

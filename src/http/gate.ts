@@ -1,11 +1,21 @@
 import type { Server } from 'elysia/universal';
 import type { PlatformDeps } from '../platform/context';
-import { DomainError, InvalidInput } from '../platform/errors';
+import { DomainError, InvalidInput, RateLimited, Unauthenticated } from '../platform/errors';
 import type { AuthedLender } from './auth';
 import { fromDomainError, HttpsRequired } from './errors';
-import { httpsAllowed } from './https';
+import { httpsAllowed, resolveClient } from './https';
 import { oversized } from './limits';
+import { RateLimiter, SampledLog } from './rate-limit';
 import type { RequestTracker } from './requests';
+
+/**
+ * Failed authentications a client address may make: a burst of 20, then one a second. Past it, every /v1
+ * request from the address is refused (429) before its key is looked at, so guessing keys and flooding the
+ * log both stop; a valid key from the same address waits too, which is why TRUST_PROXY must be set behind a
+ * proxy (otherwise every client shares the proxy's address).
+ */
+export const AUTH_FAILURE_BURST = 20;
+export const AUTH_FAILURES_PER_SECOND = 1;
 
 /**
  * The first thing every request meets: its id, the HTTPS policy, and, for /v1, authentication, all before
@@ -18,6 +28,10 @@ export function requestGate(
   authenticate: (header: string | undefined) => AuthedLender,
   authenticated: WeakMap<Request, AuthedLender>,
 ) {
+  const failures = new RateLimiter(AUTH_FAILURES_PER_SECOND, AUTH_FAILURE_BURST);
+  // One line per client address a second, with how many refusals it stands for, instead of one a request.
+  const failureLog = new SampledLog(1000, (client, count) => deps.logger.warn({ client, refused: count }, 'authentication failed'));
+
   return ({ request, set, server }: { request: Request; set: { headers: Record<string, string | number> }; server: Server | null }) => {
     tracker.begin(request, set.headers);
     const url = new URL(request.url);
@@ -35,9 +49,25 @@ export function requestGate(
     const remote = server?.requestIP(request)?.address ?? null;
     if (!httpsAllowed(deps.config, request, remote)) return tracker.early(request, new HttpsRequired());
     if (path === '/v1' || path.startsWith('/v1/')) {
+      // In-process requests (app.handle: tests, tools) have no address and no failure budget.
+      const client = remote === null ? null : (resolveClient(deps.config, request, remote).address ?? remote);
+      const now = deps.clock.now();
+      if (client !== null) {
+        const wait = failures.wait(client, now);
+        if (wait > 0) {
+          failureLog.note(client, now);
+          const limited = new RateLimited(wait, 'Too many failed authentications from this address', `Retry after ${wait} seconds with a valid API key`);
+          return tracker.early(request, fromDomainError(limited)!, { quiet: true });
+        }
+      }
       try {
         authenticated.set(request, authenticate(request.headers.get('authorization') ?? undefined));
       } catch (e) {
+        if (e instanceof Unauthenticated && client !== null) {
+          failures.spend(client, now);
+          failureLog.note(client, now);
+          return tracker.early(request, fromDomainError(e)!, { quiet: true });
+        }
         if (e instanceof DomainError) return tracker.early(request, fromDomainError(e)!);
         throw e;
       }

@@ -44,14 +44,15 @@ export class RequestTracker {
     return new Response(JSON.stringify(body), { status, headers });
   }
 
-  /** One log line and the metrics of a finished request. */
-  finish(request: Request, fallbackStatus: number, routeLabel: string): void {
+  /** One log line (unless `quiet`: the caller logs it another way) and the metrics of a finished request. */
+  finish(request: Request, fallbackStatus: number, routeLabel: string, quiet = false): void {
     const m = this.meta.get(request);
     if (!m) return;
     const status = m.status ?? fallbackStatus;
     const duration = performance.now() - m.start;
     this.deps.metrics.httpRequests.inc({ method: request.method, route: routeLabel, status: String(status) });
     this.deps.metrics.httpDuration.observe({ method: request.method, route: routeLabel }, duration / 1000);
+    if (quiet) return;
     this.deps.logger.info(
       { reqId: m.id, method: request.method, route: routeLabel, status, duration_ms: Math.round(duration * 100) / 100 },
       'request',
@@ -59,9 +60,9 @@ export class RequestTracker {
   }
 
   /** A response from onRequest, which Elysia's after-response hook never sees: logged and counted here. */
-  early(request: Request, err: ApiError): Response {
+  early(request: Request, err: ApiError, opts: { quiet?: boolean } = {}): Response {
     const res = this.toResponse(request, err);
-    this.finish(request, err.status, 'unmatched');
+    this.finish(request, err.status, 'unmatched', opts.quiet);
     return res;
   }
 }

@@ -59,8 +59,12 @@ export class Unauthenticated extends DomainError {
 
 /** Too many requests from one caller; try again after `retryAfterSeconds`. */
 export class RateLimited extends DomainError {
-  constructor(readonly retryAfterSeconds: number) {
-    super('Too many requests', undefined, `Retry after ${retryAfterSeconds} seconds`);
+  constructor(
+    readonly retryAfterSeconds: number,
+    message = 'Too many requests',
+    suggestion = `Retry after ${retryAfterSeconds} seconds`,
+  ) {
+    super(message, undefined, suggestion);
   }
 }
 

@@ -15,7 +15,10 @@ export type FieldSpec =
   | { kind: 'metadata'; description?: string };
 
 export const METADATA_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
+export const METADATA_KEY_MAX = 64;
 export const METADATA_VALUE_MAX = 1000;
+/** Keys of one authorizer's metadata: each becomes a column of the CSV export. */
+export const METADATA_KEYS_MAX = 50;
 
 /** The TypeBox schema of a field table, for the OpenAPI document (the reader enforces the same). */
 export function schemaOf(spec: FieldSpec, optional = false): TSchema {
@@ -44,7 +47,7 @@ export function schemaOf(spec: FieldSpec, optional = false): TSchema {
       s = Type.Record(
         Type.String({ pattern: METADATA_KEY.source }),
         Type.Union([Type.String({ maxLength: METADATA_VALUE_MAX }), Type.Number(), Type.Boolean()]),
-        opts,
+        { maxProperties: METADATA_KEYS_MAX, ...opts },
       );
       break;
     case 'object':
@@ -75,7 +78,7 @@ const describe = (spec: FieldSpec): string => {
     case 'enum':
       return `one of ${spec.values.join(', ')}`;
     case 'metadata':
-      return 'an object of string, number or boolean values';
+      return `an object of at most ${METADATA_KEYS_MAX} keys with string, number or boolean values`;
   }
 };
 
@@ -123,6 +126,12 @@ export function checkValue(spec: FieldSpec, value: unknown, parent: string, key:
     case 'metadata': {
       if (typeof value !== 'object' || value === null || Array.isArray(value)) {
         problems.push({ path: `${parent}/${key}`, message: `Expected ${describe(spec)}` });
+        return undefined;
+      }
+      let keys = 0;
+      for (const k in value) if (++keys > METADATA_KEYS_MAX) break;
+      if (keys > METADATA_KEYS_MAX) {
+        problems.push({ path: `${parent}/${key}`, message: `Expected at most ${METADATA_KEYS_MAX} metadata keys` });
         return undefined;
       }
       for (const [k, v] of Object.entries(value)) {

@@ -1,4 +1,5 @@
 import { InvalidInput } from '../../platform/errors';
+import { METADATA_KEY_MAX, METADATA_KEYS_MAX, METADATA_VALUE_MAX } from '../../platform/fields';
 import { CsvError, decodeCsvBytes, metaKey, normalizeHeader, readCsv } from '../../platform/csv';
 import type { AuthorizerCandidate, FailedAuthorizer } from '../authorizers/rules';
 
@@ -60,6 +61,15 @@ export function parseBalanceCsv(bytes: Uint8Array): {
   if (!columns.some((c) => c.name === 'authorizer_unique_id')) {
     throw InvalidInput.field('file', 'The CSV needs an authorizer_unique_id column');
   }
+  // The metadata rules of the JSON request: each meta_ column becomes a key of every row's metadata.
+  const metaColumns = columns.filter((c) => c.meta !== undefined);
+  if (metaColumns.length > METADATA_KEYS_MAX) {
+    throw InvalidInput.field('file', `The CSV has ${metaColumns.length} meta_ columns; at most ${METADATA_KEYS_MAX} are accepted (each is a metadata key)`);
+  }
+  const longKey = columns.findIndex((c) => c.meta !== undefined && c.meta.length > METADATA_KEY_MAX);
+  if (longKey >= 0) {
+    throw InvalidInput.field('file', `Column ${longKey + 1}: a meta_ column's key may be at most ${METADATA_KEY_MAX} characters`);
+  }
   const unknown = columns.filter((c) => c.name !== undefined && !KNOWN_COLUMNS.has(c.name)).map((c) => c.name);
   if (unknown.length > 0) warnings.push(`Columns ignored (not recognised): ${unknown.join(', ')}`);
   if (table.rows.length > MAX_CSV_ROWS) {
@@ -86,6 +96,11 @@ export function parseBalanceCsv(bytes: Uint8Array): {
       });
     if (!v.authorizer_unique_id) {
       fail('authorizer_unique_id is required');
+      continue;
+    }
+    const longValue = Object.keys(metadata).find((k) => metadata[k]!.length > METADATA_VALUE_MAX);
+    if (longValue !== undefined) {
+      fail(`meta_${longValue} is longer than ${METADATA_VALUE_MAX} characters`);
       continue;
     }
     const month = intCell(v.expiration_month ?? '');

@@ -131,15 +131,27 @@ export const exportPage = (sqlite: Database, batchId: string, afterId: number, l
     )
     .all(batchId, afterId, limit);
 
-/** The export's meta_ columns: json_each has no query-builder form. */
-export const metadataKeys = (sqlite: Database, batchIds: string[]) =>
-  sqlite
-    .query<{ key: string }, string[]>(
-      `SELECT DISTINCT j.key AS key FROM batch_items i, json_each(i.metadata) j
-        WHERE i.batch_id IN (${batchIds.map(() => '?').join(',')}) AND i.metadata IS NOT NULL ORDER BY j.key`,
+/**
+ * The export's meta_ columns, one slice of a batch's items at a time (after `afterSeq`, at most `limit` items
+ * with metadata), so the scan can yield between slices: the distinct keys of the slice and its last seq (null
+ * when the batch has no more). json_each has no query-builder form.
+ */
+export const metadataKeysPage = (sqlite: Database, batchId: string, afterSeq: number, limit: number) => {
+  const last = sqlite
+    .query<{ last: number | null }, [string, number, number]>(
+      `SELECT MAX(seq) AS last FROM (SELECT seq FROM batch_items WHERE batch_id = ?1 AND seq > ?2 AND metadata IS NOT NULL ORDER BY seq LIMIT ?3)`,
     )
-    .all(...batchIds)
+    .get(batchId, afterSeq, limit)!.last;
+  if (last === null) return { keys: [], last: null };
+  const keys = sqlite
+    .query<{ key: string }, [string, number, number]>(
+      `SELECT DISTINCT j.key AS key FROM batch_items i, json_each(i.metadata) j
+        WHERE i.batch_id = ?1 AND i.seq > ?2 AND i.seq <= ?3 AND i.metadata IS NOT NULL`,
+    )
+    .all(batchId, afterSeq, last)
     .map((r) => r.key);
+  return { keys, last };
+};
 
 /** Threshold hits of a completed schedule run, joined in SQL (one statement per run). */
 export const thresholdHits = (sqlite: Database, batchId: string) =>

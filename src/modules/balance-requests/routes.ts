@@ -46,7 +46,9 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
           summary: 'Submit a batch of balance checks',
           description:
             'Up to 1000 authorizers. Each needs bank account information (account_number, routing_number) or debit card ' +
-            'information (debit_card_number; approved lenders only), and ssn or ein. Authorizers that fail a rule come back ' +
+            'information (debit_card_number; approved lenders only), and ssn or ein. metadata: at most 50 keys of 1 to 64 ' +
+            'letters, digits, dots, dashes or underscores, each a number, a boolean or a string of at most 1000 characters. ' +
+            'The body may nest at most 32 levels. Authorizers that fail a rule come back ' +
             'in failed_authorizers and the rest of the batch proceeds; when none passes the answer is 400 with the list in ' +
             'error.details.failed_authorizers. An identical body sent again within 24 hours returns the first answer with ' +
             'the header Idempotent-Replayed: true and creates no second batch.',
@@ -78,7 +80,8 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
             'multipart/form-data with the file in a part named `file` and an optional `webhook_url` field. At most 5000 data ' +
             'rows. Columns: authorizer_unique_id, phone_number, ssn, ein, account_number, routing_number, debit_card_number, cvv, ' +
             'expiration_month, expiration_year, first_name, last_name, street_address_line1, street_address_line2, city, state, ' +
-            'zip_code, country, date_of_birth (MM/DD/YYYY) and any meta_<key> columns. row_number counts the header as row 1. ' +
+            'zip_code, country, date_of_birth (MM/DD/YYYY) and up to 50 meta_<key> columns (keys of at most 64 characters; a ' +
+            'row whose meta_ cell is over 1000 characters fails). row_number counts the header as row 1. ' +
             'A file that is not UTF-8 is read as Latin-1 and a warning says so.',
         },
       },
@@ -103,9 +106,9 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
     })
     .get(
       '/balances/csv',
-      ({ lender, query }) => {
+      async ({ lender, query }) => {
         const batchIds = parseBatchIds(query.batch_ids);
-        const stream = exportBalancesCsv({ ctx: { lender, deps }, input: { batchIds } });
+        const stream = await exportBalancesCsv({ ctx: { lender, deps }, input: { batchIds } });
         return new Response(stream, {
           headers: {
             'content-type': 'text/csv; charset=utf-8',
@@ -121,8 +124,10 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
           summary: 'Export balance results as CSV',
           description:
             'Repeat batch_ids once per batch. Columns: Authorizer ID, Batch ID, Institution, Phone, Zip, Balance, Status, Creator, ' +
-            'Timestamp, then one meta_<key> column per metadata key, alphabetical. If any batch is not the caller’s the whole ' +
-            'request is refused with 403. Text cells that a spreadsheet would run as a formula are prefixed with a quote.',
+            'Timestamp, then one meta_<key> column per metadata key, alphabetical. At most 200 distinct meta_ columns per export: ' +
+            'batches whose authorizers carry more keys than that together are refused with 400 (export fewer at once). If any ' +
+            'batch is not the caller’s the whole request is refused with 403. Text cells that a spreadsheet would run as a ' +
+            'formula are prefixed with a quote.',
           responses: {
             200: {
               description: 'The CSV file',
@@ -135,7 +140,7 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
                 },
               },
             },
-            ...errorResponses({ 400: 'batch_ids missing or not a UUID', 401: 'Missing or invalid API key', 403: 'A batch is unknown or another lender’s', 429: 'Rate limited', 500: 'Internal error' }),
+            ...errorResponses({ 400: 'batch_ids missing or not a UUID, or more than 200 distinct metadata keys', 401: 'Missing or invalid API key', 403: 'A batch is unknown or another lender’s', 429: 'Rate limited', 500: 'Internal error' }),
           },
         },
       },

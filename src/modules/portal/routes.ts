@@ -239,9 +239,9 @@ ${csrfField(s.csrf)}
     )
     .get(
       '/portal/balance-checks/export',
-      guarded((s, { request }) => {
+      guarded(async (s, { request }) => {
         const ids = new URL(request.url).searchParams.getAll('batch_ids');
-        const stream = exportBalancesCsv({ ctx: ctxOf(s), input: { batchIds: parseBatchIds(ids) } });
+        const stream = await exportBalancesCsv({ ctx: ctxOf(s), input: { batchIds: parseBatchIds(ids) } });
         return new Response(stream, {
           headers: { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename=${exportFilename(deps.clock.now())}` },
         });

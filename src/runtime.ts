@@ -13,6 +13,7 @@ import { loadRoutingDirectory } from './adapters/routing';
 import { createProcessors, type Processor } from './adapters/processors';
 import { StripeProcessor } from './adapters/processors/stripe';
 import { featureHooks } from './modules';
+import { queueDepth } from './modules/balance-requests/service';
 
 // The composition root: the one place that knows every concrete piece (platform, adapters, features) and
 // wires them into the Deps that routes, services and jobs receive.
@@ -60,6 +61,8 @@ export function createRuntime(
     sandboxLatencyMs: config.sandboxProcessorLatencyMs,
     stripe: opts.stripe ?? (() => new StripeProcessor({ apiUrl: config.stripeApiUrl, logger })),
   });
+  const metrics = new Metrics({ defaults: opts.defaultMetrics });
+  metrics.setQueueDepthSource(() => queueDepth(handle));
   return {
     config,
     handle,
@@ -69,7 +72,7 @@ export function createRuntime(
     vault,
     vaultKeyCreated,
     logger,
-    metrics: new Metrics({ defaults: opts.defaultMetrics }),
+    metrics,
     pageTokens: new PageTokens(vault),
     routing: routing.directory,
     bank: opts.bank ?? createBalanceProvider(config, routing.directory, logger),

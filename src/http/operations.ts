@@ -3,9 +3,12 @@ import type { PlatformDeps } from '../platform/context';
 import { migrationStatus } from '../platform/db';
 import { Forbidden } from '../platform/errors';
 import type { JobRunner } from '../platform/jobs';
+import { Int } from '../platform/schema';
 import { errorResponses } from './errors';
 import { timingSafeEqual } from 'node:crypto';
 import { isLocalClient } from './https';
+
+const QueueDepth = t.Nullable(Int({ minimum: 0, description: 'Authorizers accepted and not yet checked, all lenders' }));
 
 /** /healthz, /readyz and /metrics: for the operator and the container, not the lender. */
 export function operationsRoutes(deps: PlatformDeps, jobs: Pick<JobRunner, 'running'> | undefined) {
@@ -26,26 +29,34 @@ export function operationsRoutes(deps: PlatformDeps, jobs: Pick<JobRunner, 'runn
         } catch {
           /* reported below */
         }
+        let queueDepth: number | null = null;
+        try {
+          queueDepth = deps.metrics.currentQueueDepth();
+        } catch {
+          /* the database is reported above */
+        }
         const jobsRunning = jobs ? jobs.running : true;
         const ready = database && migrations && jobsRunning;
         if (!ready) set.status = 503;
-        return { status: ready ? 'ready' : 'not_ready', database, migrations, jobs: jobsRunning } as const;
+        return { status: ready ? 'ready' : 'not_ready', database, migrations, jobs: jobsRunning, queue_depth: queueDepth } as const;
       },
       {
         response: {
           200: t.Object(
-            { status: t.Literal('ready'), database: t.Boolean(), migrations: t.Boolean(), jobs: t.Boolean() },
-            { examples: [{ status: 'ready', database: true, migrations: true, jobs: true }] },
+            { status: t.Literal('ready'), database: t.Boolean(), migrations: t.Boolean(), jobs: t.Boolean(), queue_depth: QueueDepth },
+            { examples: [{ status: 'ready', database: true, migrations: true, jobs: true, queue_depth: 1200 }] },
           ),
           503: t.Object(
-            { status: t.Literal('not_ready'), database: t.Boolean(), migrations: t.Boolean(), jobs: t.Boolean() },
-            { examples: [{ status: 'not_ready', database: true, migrations: true, jobs: false }] },
+            { status: t.Literal('not_ready'), database: t.Boolean(), migrations: t.Boolean(), jobs: t.Boolean(), queue_depth: QueueDepth },
+            { examples: [{ status: 'not_ready', database: true, migrations: true, jobs: false, queue_depth: 0 }] },
           ),
         },
         detail: {
           tags: ['Operations'],
           summary: 'Readiness',
-          description: 'The database answers, every migration is applied and the jobs are running.',
+          description:
+            'The database answers, every migration is applied and the jobs are running. queue_depth: authorizers accepted and ' +
+            'not yet checked, all lenders together (null when the database does not answer); it does not affect readiness.',
           security: [],
         },
       },

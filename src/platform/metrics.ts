@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -70,6 +70,23 @@ export class Metrics {
     labelNames: ['processor'] as const,
     registers: [this.registry],
   });
+
+  private queueDepthSource: () => number = () => 0;
+  /** Read at each scrape from the source the composition root sets (the platform knows no feature's tables). */
+  readonly queueDepth: Gauge = new Gauge({
+    name: 'balance_queue_authorizers',
+    help: 'Authorizers accepted and not yet checked, all lenders',
+    registers: [this.registry],
+    collect: (): void => this.queueDepth.set(this.currentQueueDepth()),
+  });
+
+  setQueueDepthSource(source: () => number): void {
+    this.queueDepthSource = source;
+  }
+
+  currentQueueDepth(): number {
+    return this.queueDepthSource();
+  }
 
   constructor(opts: { defaults?: boolean } = {}) {
     if (opts.defaults !== false) collectDefaultMetrics({ register: this.registry });

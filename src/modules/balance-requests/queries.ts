@@ -37,6 +37,18 @@ export const cacheResponse = (sqlite: Database, lenderId: string, bodyHash: stri
     )
     .run(lenderId, bodyHash, body, now);
 
+/**
+ * Authorizers accepted and not yet checked, of one lender or of all: read on every accept, so it sums the
+ * open batches' counters (batches_status_idx) rather than counting queue rows.
+ */
+export const pendingAuthorizers = (sqlite: Database, lenderId: string | null) =>
+  sqlite
+    .query<{ n: number }, [string | null]>(
+      `SELECT COALESCE(SUM(total_authorizers - total_processed), 0) AS n FROM batches
+        WHERE status IN ('pending', 'processing') AND (?1 IS NULL OR lender_id = ?1)`,
+    )
+    .get(lenderId)!.n;
+
 /** Batches with work left, for the fair claim (bench processing: every claim). */
 export const openBatches = (sqlite: Database) =>
   sqlite

@@ -4,7 +4,7 @@ import type { BatchSource } from '../../../db/schema/enums';
 import type { Ctx, JobContext } from '../../deps';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
 import { dbOf, withTransaction, type Tx } from '../../platform/context';
-import { InvalidInput, NotFound } from '../../platform/errors';
+import { InvalidInput, NotFound, RateLimited } from '../../platform/errors';
 import { shownKey } from '../../platform/fields';
 import { newId } from '../../platform/ids';
 import { centsToDollarsOrNull } from '../../platform/money';
@@ -18,6 +18,8 @@ import { errorMessageFor } from './status';
 import type { SealedColumn } from '../../platform/vault';
 
 export const MAX_AUTHORIZERS = 1000;
+/** What a lender over its queue bound is told to wait before sending again. */
+export const QUEUE_FULL_RETRY_AFTER_S = 30;
 export const IDEMPOTENCY_TTL_MS = DAY_MS;
 const WEBHOOK_URL_MAX = 2048;
 
@@ -188,6 +190,17 @@ async function acceptBatch({
       const hit = q.findCachedResponse(sqlite, ctx.lender.id, input.bodyHash, now - IDEMPOTENCY_TTL_MS);
       if (hit) return { status: hit.statusCode, body: JSON.parse(hit.responseBody) as SubmissionResponse, replayed: true };
     }
+    // One lender cannot queue unbounded work: counted under the write lock, so two requests at once cannot
+    // both squeeze under the bound.
+    const max = ctx.deps.config.maxPendingAuthorizersPerLender;
+    const pending = q.pendingAuthorizers(sqlite, ctx.lender.id);
+    if (pending + input.accepted.length > max) {
+      throw new RateLimited(
+        QUEUE_FULL_RETRY_AFTER_S,
+        `${pending} authorizers of this lender are waiting to be checked and at most ${max} may wait; this request would add ${input.accepted.length}`,
+        `Retry after ${QUEUE_FULL_RETRY_AFTER_S} seconds, when earlier batches have progressed`,
+      );
+    }
     const batchId = insertBatch({
       ctx: tx,
       input: { lenderId: ctx.lender.id, source: input.source, webhookUrl: input.webhookUrl, creator: input.creator ?? null, authorizers: input.accepted, now },
@@ -310,6 +323,11 @@ export function authorizerHistory({ ctx, input }: { ctx: Ctx; input: { authorize
     next_page_token: hasMore ? ctx.deps.pageTokens.encode(scope, { r: page[page.length - 1]!.id }) : null,
     has_more: hasMore,
   };
+}
+
+/** Authorizers accepted and not yet checked, all lenders together (readiness and metrics). */
+export function queueDepth(deps: Pick<JobContext['deps'], 'sqlite'>): number {
+  return q.pendingAuthorizers(deps.sqlite, null);
 }
 
 /** Threshold hits of a completed batch: every result whose balance meets or exceeds its item's threshold. */

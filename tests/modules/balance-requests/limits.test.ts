@@ -1,7 +1,8 @@
-// Metadata as an amplifier: one authorizer's keys, a CSV's meta_ columns and an export's distinct meta_
-// columns are bounded, each refusal saying the bound.
-import { describe, expect, test } from 'bun:test';
-import { useTestContext } from '../../helpers/context';
+// One caller must not exhaust the service. Metadata as an amplifier: one authorizer's keys, a CSV's meta_
+// columns and an export's distinct meta_ columns are bounded, each refusal saying the bound. And the
+// authorizers a lender may have waiting in the queue.
+import { afterAll, describe, expect, test } from 'bun:test';
+import { createTestContext, useTestContext } from '../../helpers/context';
 import { bankAuthorizer } from '../../helpers/fixtures';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
 import { METADATA_KEYS_MAX } from '../../../src/platform/fields';
@@ -76,5 +77,44 @@ describe('the export', () => {
     expect(header.length).toBe(9 + EXPORT_META_COLUMNS_MAX);
     // Alphabetical, as before.
     expect(header.slice(9)).toEqual([...header.slice(9)].sort());
+  });
+});
+
+describe('the work queue of one lender is bounded', () => {
+  const bounded = createTestContext({ MAX_PENDING_AUTHORIZERS_PER_LENDER: '5' });
+  afterAll(() => bounded.close());
+  const batch = (prefix: string, n: number, key = bounded.lender.key) =>
+    bounded.json('POST', '/v1/balance_requests', { key, body: { authorizers: Array.from({ length: n }, (_, i) => bankAuthorizer(`${prefix}-${i}`)) } });
+
+  test('past the bound a request is 429 with Retry-After, saying the bound; nothing is stored', async () => {
+    expect((await batch('q1', 3)).status).toBe(201);
+    expect((await batch('q2', 2)).status).toBe(201);
+    const before = (bounded.rt.sqlite.query('SELECT COUNT(*) AS n FROM batches').get() as { n: number }).n;
+    const over = await batch('q3', 1);
+    expect(over.status).toBe(429);
+    expect(over.res.headers.get('retry-after')).toBe('30');
+    expect(over.body.error.code).toBe('RATE_LIMITED');
+    expect(over.body.error.message).toContain('at most 5 may wait');
+    expect((bounded.rt.sqlite.query('SELECT COUNT(*) AS n FROM batches').get() as { n: number }).n).toBe(before);
+    // The CSV path is the same queue.
+    const form = new FormData();
+    form.append('file', new Blob(['authorizer_unique_id,ssn,account_number,routing_number\nq4,123456789,0001234567,110000000\n'], { type: 'text/csv' }), 'a.csv');
+    expect((await bounded.json('POST', '/v1/balance_requests/csv', { form })).status).toBe(429);
+  });
+
+  test('another lender is not affected', async () => {
+    const other = bounded.newLender();
+    expect((await batch('o1', 5, other.key)).status).toBe(201);
+  });
+
+  test('/readyz and /metrics report the queue depth; processing frees the bound', async () => {
+    const ready = await bounded.json('GET', '/readyz', { key: null });
+    expect(ready.status).toBe(200);
+    expect(ready.body.queue_depth).toBe(10);
+    const metrics = await (await bounded.request('GET', '/metrics', { key: null })).text();
+    expect(metrics).toMatch(/^balance_queue_authorizers 10$/m);
+    await processBalances(bounded.rt);
+    expect((await bounded.json('GET', '/readyz', { key: null })).body.queue_depth).toBe(0);
+    expect((await batch('q5', 5)).status).toBe(201);
   });
 });

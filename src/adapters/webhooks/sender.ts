@@ -14,9 +14,14 @@ export interface SendWebhookOptions {
   timeoutMs?: number;
   allowPrivate: boolean;
   resolve?: Resolver;
+  /** Aborts the attempt from outside (the service stopping): the outcome is then 'interrupted'. */
+  signal?: AbortSignal;
 }
 
-export type DeliveryOutcome = 'delivered' | 'retry' | 'gone' | 'blocked';
+/** 'interrupted': cut short by `signal`, not by the receiver; the delivery stays due. */
+export type DeliveryOutcome = 'delivered' | 'retry' | 'gone' | 'blocked' | 'interrupted';
+
+export const INTERRUPTED_ERROR = 'interrupted: the service stopped before the receiver answered';
 
 export interface SendWebhookResult {
   outcome: DeliveryOutcome;
@@ -34,7 +39,7 @@ const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH',
 export async function sendWebhook(opts: SendWebhookOptions): Promise<SendWebhookResult> {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS;
   const started = performance.now();
-  const signal = AbortSignal.timeout(timeoutMs);
+  const signal = opts.signal ? AbortSignal.any([AbortSignal.timeout(timeoutMs), opts.signal]) : AbortSignal.timeout(timeoutMs);
   const timedOut = `timeout after ${timeoutMs} ms`;
   const finish = (
     outcome: DeliveryOutcome,
@@ -54,6 +59,7 @@ export async function sendWebhook(opts: SendWebhookOptions): Promise<SendWebhook
     const checking = checkWebhookUrl(opts.url, { allowPrivate: opts.allowPrivate, resolve: opts.resolve });
     check = await abortable(checking, signal);
   } catch {
+    if (opts.signal?.aborted) return finish('interrupted', null, INTERRUPTED_ERROR);
     return finish('retry', null, timedOut);
   }
   if (!check.ok) {
@@ -67,6 +73,7 @@ export async function sendWebhook(opts: SendWebhookOptions): Promise<SendWebhook
     try {
       res = await fetch(pinnedUrl(check.url, address), requestInit(check.url, opts, signal));
     } catch (err) {
+      if (opts.signal?.aborted) return finish('interrupted', null, INTERRUPTED_ERROR);
       if (signal.aborted) return finish('retry', null, timedOut);
       lastError = describeNetworkError(err);
       if (CONNECT_FAILURES.has(errorCode(err) ?? '')) continue;

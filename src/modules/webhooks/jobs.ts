@@ -5,7 +5,7 @@ import type { Job } from '../../platform/jobs';
 import { immediate } from '../../platform/db';
 import { LeaseQueue } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
-import { sendWebhook } from '../../adapters/webhooks/sender';
+import { sendWebhook, type DeliveryOutcome } from '../../adapters/webhooks/sender';
 import { signatureHeaders } from '../../adapters/webhooks/signing';
 import { signingSecrets } from './service';
 import * as q from './queries';
@@ -20,7 +20,8 @@ const FLUSH_EVERY = 32;
 interface AttemptResult {
   row: DueRow;
   attemptedAt: number;
-  outcome: 'delivered' | 'retry' | 'gone' | 'blocked';
+  /** 'not_sent': the run stopped before this claimed delivery's request left. */
+  outcome: DeliveryOutcome | 'not_sent';
   statusCode: number | null;
   error: string | null;
   durationMs: number;
@@ -39,13 +40,24 @@ export function backoffMs(base: number, attempt: number, random = Math.random): 
 function deliveryQueue(sqlite: Database, exclude: () => string) {
   return new LeaseQueue<typeof webhookDeliveries, DueRow>(sqlite, webhookDeliveries, {
     leaseMs: DELIVERY_LEASE_MS,
-    pick: ({ want, now, due, lease }) => lease(q.dueDeliveries(sqlite, due, now, want, exclude())),
+    pick: ({ want, now, due, lease }) => {
+      const rows = q.dueDeliveries(sqlite, due, now, want, exclude());
+      // Each claimed delivery's attempt row is written in the claim's transaction, before any request leaves.
+      for (const r of rows) r.attemptId = q.openAttempt(sqlite, r.id, now);
+      lease(rows);
+    },
   });
 }
 
-/** At start no other process holds a claim on this file: release what a previous process left. */
+/**
+ * At start no other process holds a claim on this file: the attempts a previous process left open are
+ * marked as cut short, and what it held is released.
+ */
 export function releaseDeliveryLeases(deps: Pick<Deps, 'sqlite'>): number {
-  return deliveryQueue(deps.sqlite, () => '[]').releaseAll();
+  return immediate(deps.sqlite, () => {
+    q.closeCutShortAttempts(deps.sqlite);
+    return deliveryQueue(deps.sqlite, () => '[]').releaseAll();
+  });
 }
 
 /**
@@ -80,6 +92,13 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
     const batch = results.splice(0, results.length);
     immediate(sqlite, () => {
       for (const r of batch) {
+        inFlight.delete(r.row.id);
+        if (r.outcome === 'not_sent') {
+          // Claimed, never sent: no attempt happened; the delivery is released as it was.
+          if (r.row.attemptId !== undefined) q.dropAttempt(sqlite, r.row.attemptId);
+          queue.finalize(r.row.id, { state: 'pending' });
+          continue;
+        }
         const attempts = r.row.attempts + 1;
         const firstAt = r.row.firstAttemptAt ?? r.attemptedAt;
         const deadline = firstAt + config.webhookMaxAgeMs;
@@ -88,15 +107,17 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
         if (r.outcome === 'delivered') state = 'delivered';
         else if (r.outcome === 'gone') state = 'failed';
         else {
-          next = r.attemptedAt + (r.retryAfterMs ?? backoffMs(config.webhookRetryBaseMs, attempts));
+          // Cut short by the service stopping: due again at once, no backoff (the receiver did nothing wrong).
+          const wait = r.outcome === 'interrupted' ? 0 : (r.retryAfterMs ?? backoffMs(config.webhookRetryBaseMs, attempts));
+          next = r.attemptedAt + wait;
           if (next > deadline) {
             state = 'failed';
             next = null;
           }
         }
-        inFlight.delete(r.row.id);
-        if (next !== null && next <= clock.now()) dueAgain.add(r.row.id);
-        q.insertAttempt(sqlite, { deliveryId: r.row.id, at: r.attemptedAt, statusCode: r.statusCode, error: r.error, durationMs: Math.round(r.durationMs) });
+        if (next !== null && next <= clock.now() && r.outcome !== 'interrupted') dueAgain.add(r.row.id);
+        const attempt = { at: r.attemptedAt, statusCode: r.statusCode, error: r.error, durationMs: Math.round(r.durationMs) };
+        q.completeAttempt(sqlite, { id: r.row.attemptId ?? q.openAttempt(sqlite, r.row.id, r.attemptedAt), ...attempt });
         queue.finalize(r.row.id, {
           state,
           attempts,
@@ -125,12 +146,18 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
     // The sender adds content-type and user-agent.
     const headers = signatureHeaders(secrets, row.id, Math.floor(Date.now() / 1000), row.payload);
     const attemptedAt = clock.now();
+    if (opts.signal?.aborted) {
+      results.push({ row, attemptedAt, outcome: 'not_sent', statusCode: null, error: null, durationMs: 0, retryAfterMs: null });
+      return;
+    }
     const res = await sendWebhook({
       url: row.targetUrl,
       headers,
       body: row.payload,
       allowPrivate: config.webhookAllowPrivateTargets,
       timeoutMs: config.webhookTimeoutMs,
+      // At shutdown the request is cut, so stopping never waits for a slow receiver.
+      signal: opts.signal,
     });
     attempted++;
     results.push({ row, attemptedAt, ...res });

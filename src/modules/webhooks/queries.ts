@@ -6,6 +6,8 @@ import type { WebhookType } from '../../../db/schema/enums';
 
 export interface DueRow {
   id: string;
+  /** The attempt row opened for this claim. */
+  attemptId?: number;
   lenderId: string;
   type: WebhookType;
   targetUrl: string;
@@ -37,11 +39,41 @@ export const dueDeliveries = (sqlite: Database, due: string, now: number, limit:
     )
     .all(now, limit, excludeJson);
 
-/** Every attempt is recorded beside its delivery. */
-export const insertAttempt = (
+/** What an attempt row says while its request is out, and after a crash cut it short. */
+export const SENDING = 'sending';
+export const CUT_SHORT = 'interrupted: the service stopped while sending; no answer was recorded';
+
+/**
+ * Every attempt is recorded beside its delivery, opened before the request leaves (in the claim's
+ * transaction, so it costs no commit of its own) and completed when the answer is recorded: a crash
+ * mid-send leaves the row, never a gap in the log.
+ */
+export const openAttempt = (sqlite: Database, deliveryId: string, at: number): number =>
+  sqlite
+    .query<{ id: number }, [string, number, string]>(
+      'INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms) VALUES (?, ?, NULL, ?, 0) RETURNING id',
+    )
+    .get(deliveryId, at, SENDING)!.id;
+
+export const completeAttempt = (
   sqlite: Database,
-  v: { deliveryId: string; at: number; statusCode: number | null; error: string | null; durationMs: number },
+  v: { id: number; at: number; statusCode: number | null; error: string | null; durationMs: number },
 ) =>
   sqlite
-    .query('INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms) VALUES (?, ?, ?, ?, ?)')
-    .run(v.deliveryId, v.at, v.statusCode, v.error, v.durationMs);
+    .query('UPDATE webhook_attempts SET attempted_at = ?, status_code = ?, error = ?, duration_ms = ? WHERE id = ?')
+    .run(v.at, v.statusCode, v.error, v.durationMs, v.id);
+
+/** An attempt opened at the claim whose request never left (the run stopped first). */
+export const dropAttempt = (sqlite: Database, id: number) => sqlite.query('DELETE FROM webhook_attempts WHERE id = ?').run(id);
+
+/**
+ * At start: attempts a stopped process left open are said to have been cut short. Only the deliveries it
+ * still held (a lease) can have one, so the scan stays on the delivery index.
+ */
+export const closeCutShortAttempts = (sqlite: Database) =>
+  sqlite
+    .query(
+      `UPDATE webhook_attempts SET error = ?1
+        WHERE error = ?2 AND delivery_id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND lease_until > 0)`,
+    )
+    .run(CUT_SHORT, SENDING).changes;

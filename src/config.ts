@@ -40,6 +40,8 @@ export interface Config {
   balanceConcurrency: number;
   /** Authorizers a lender may have accepted and not yet checked; past it a new request is 429. */
   maxPendingAuthorizersPerLender: number;
+  /** How long a stop (SIGTERM, SIGINT) may take before what is still open is cut and the process exits. */
+  shutdownGraceMs: number;
   sandboxLatencyMs: number;
   metricsToken: string | null;
   publicBaseUrl: string | null;
@@ -171,6 +173,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 100, 1, 10_000_000),
     balanceConcurrency: int(env, 'BALANCE_CONCURRENCY', 16, 1, 1024),
     maxPendingAuthorizersPerLender: int(env, 'MAX_PENDING_AUTHORIZERS_PER_LENDER', 50_000, 1, 100_000_000),
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 8_000, 100, 600_000),
     sandboxLatencyMs: int(env, 'SANDBOX_LATENCY_MS', 0, 0, 600_000),
     metricsToken: str(env, 'METRICS_TOKEN'),
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL'),

@@ -5,7 +5,7 @@ import { createApp } from './app';
 import { createRuntime } from './runtime';
 import { JobRunner } from './platform/jobs';
 import { startCheckpointer } from './platform/checkpointer';
-import { SchemaTooNewError } from './platform/db';
+import { DatabaseInUseError, lockDatabase, SchemaTooNewError } from './platform/db';
 import { ensureBootstrapLender } from './modules/lenders/service';
 import { featureJobs, releaseStaleClaims } from './modules';
 import { SERVER_HEADER_CEILING_BYTES } from './http/limits';
@@ -13,11 +13,14 @@ import { SERVER_HEADER_CEILING_BYTES } from './http/limits';
 // start: config → vault + database (migrations) → app → jobs → listen; SIGTERM/SIGINT shut down cleanly.
 async function main(): Promise<void> {
   let runtime;
+  let dbLock;
   try {
     const config = loadConfig();
+    // Before the database is opened (and migrated): a second process on the same file stops here.
+    dbLock = lockDatabase(config.databasePath);
     runtime = createRuntime(config);
   } catch (e) {
-    if (e instanceof ConfigError || e instanceof SchemaTooNewError) {
+    if (e instanceof ConfigError || e instanceof SchemaTooNewError || e instanceof DatabaseInUseError) {
       console.error(e.message);
       process.exit(2);
     }
@@ -72,6 +75,7 @@ async function main(): Promise<void> {
     await app.server?.stop(true);
     await Promise.race([checkpointer?.stop(), until(deadline - 100)]);
     runtime.handle.close();
+    dbLock.release();
     logger.info('stopped');
     process.exit(0);
   };

@@ -1,7 +1,7 @@
 import { Database } from 'bun:sqlite';
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator';
-import { chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import * as schema from '../../db/schema';
 
@@ -23,6 +23,61 @@ export class SchemaTooNewError extends Error {
         'Run the newer version, or restore a backup made by this one.',
     );
     this.name = 'SchemaTooNewError';
+  }
+}
+
+export class DatabaseInUseError extends Error {
+  constructor(path: string, holderPid: number | null) {
+    super(
+      `Another service process${holderPid ? ` (PID ${holderPid})` : ''} is serving the database ${path}. ` +
+        'One process serves a database file: stop that one first, or give this one its own DATABASE_PATH.',
+    );
+    this.name = 'DatabaseInUseError';
+  }
+}
+
+/**
+ * One service process per database file: an exclusive SQLite lock on `<path>.lock`, held for the life of the
+ * process. The operating system drops it when the process ends, however it ends (kill -9, a crash), so the
+ * next start takes over at once; two live processes, even in different containers sharing the volume,
+ * cannot both hold it. The holder writes its PID in the file's header (user_version) for the refusal's message.
+ * The operator CLI does not take it: its commands are safe beside a running service.
+ */
+export function lockDatabase(path: string): { release(): void } {
+  if (path === ':memory:') return { release() {} };
+  const dir = dirname(path);
+  if (!existsSync(dir)) mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const lockPath = `${path}.lock`;
+  const lock = new Database(lockPath, { create: true });
+  try {
+    lock.exec('PRAGMA busy_timeout = 0');
+    // In exclusive locking mode the first write takes the lock and keeps it until the connection closes.
+    lock.exec('PRAGMA locking_mode = EXCLUSIVE');
+    lock.exec(`PRAGMA user_version = ${process.pid}`);
+  } catch (e) {
+    lock.close();
+    if ((e as { code?: string }).code?.startsWith('SQLITE_BUSY') || (e as { code?: string }).code?.startsWith('SQLITE_LOCKED')) {
+      throw new DatabaseInUseError(path, holderPid(lockPath));
+    }
+    throw e;
+  }
+  chmodSync(lockPath, 0o600);
+  return { release: () => lock.close() };
+}
+
+/** The PID the lock's holder wrote: the database header's user_version, bytes 60–63, big-endian. */
+function holderPid(lockPath: string): number | null {
+  try {
+    const fd = openSync(lockPath, 'r');
+    try {
+      const header = Buffer.alloc(64);
+      if (readSync(fd, header, 0, 64, 0) < 64) return null;
+      return header.readUInt32BE(60) || null;
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return null;
   }
 }
 

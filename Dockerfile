@@ -44,5 +44,6 @@ EXPOSE 3000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
     CMD ["bun", "-e", "const s=process.env.TLS_CERT_FILE?'https':'http';fetch(s+'://127.0.0.1:'+(process.env.PORT||3000)+'/healthz',{tls:{rejectUnauthorized:false}}).then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"]
 
-# Exec form: bun is PID 1 and receives SIGTERM itself, checkpoints the WAL and exits 0.
-CMD ["bun", "run", "src/index.ts"]
+# Exec form, the server process itself (not `bun run start`, whose wrapper would take the signals): bun is
+# PID 1, receives SIGTERM, checkpoints the WAL and exits 0 within SHUTDOWN_GRACE_MS.
+CMD ["bun", "src/index.ts"]

@@ -1,0 +1,64 @@
+// The production start is the server process itself, so what a supervisor sends (SIGTERM, kill -9) reaches
+// the server. `bun run start` puts a wrapper in between: killing the wrapper would leave the server running.
+import { afterAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ROOT, freePort, waitFor } from '../helpers/server';
+
+const dir = mkdtempSync(join(tmpdir(), 'drs-cmd-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The image's CMD, in exec form. */
+function dockerCmd(): string[] {
+  const line = readFileSync(join(ROOT, 'Dockerfile'), 'utf8').split('\n').find((l) => /^CMD\s/.test(l));
+  return JSON.parse(line!.replace(/^CMD\s+/, '')) as string[];
+}
+
+describe('the production start command', () => {
+  test('the image runs the server directly (exec form, no `bun run` wrapper)', () => {
+    expect(dockerCmd()).toEqual(['bun', 'src/index.ts']);
+  });
+
+  test('the README never puts the wrapper in the background or in production: those commands use the direct form', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const commands = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).join('\n');
+    // A backgrounded wrapper is the one a later `kill %1` or kill -9 would leave the server behind.
+    expect(commands).not.toMatch(/bun run start\s*&/);
+    expect(commands).toMatch(/bun src\/index\.ts &/);
+    const deployment = readme.slice(readme.indexOf('## Deployment'), readme.indexOf('### Backup and restore'));
+    expect(deployment).toContain('`bun src/index.ts`');
+    expect([...deployment.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]).join('\n')).not.toContain('bun run start');
+  });
+
+  test('kill -9 of the process the image starts stops the server: nothing is left listening', async () => {
+    const port = freePort();
+    const [, ...args] = dockerCmd();
+    const proc = Bun.spawn([process.execPath, ...args], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '/tmp',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATABASE_PATH: join(dir, 'service.sqlite'),
+        VAULT_KEY_FILE: join(dir, 'vault.key'),
+        LOG_LEVEL: 'warn',
+      },
+      stdout: 'ignore',
+      stderr: 'inherit',
+    });
+    const url = `http://127.0.0.1:${port}/healthz`;
+    const answers = async () => {
+      try {
+        return (await fetch(url, { signal: AbortSignal.timeout(500) })).ok;
+      } catch {
+        return false;
+      }
+    };
+    await waitFor('the server to answer', answers, 15_000);
+    proc.kill('SIGKILL');
+    await proc.exited;
+    await waitFor('the port to stop answering', async () => !(await answers()), 3_000);
+  }, 30_000);
+});

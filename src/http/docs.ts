@@ -21,7 +21,12 @@ A lender (the caller) checks its borrowers' (authorizers') bank balances in batc
 schedules with webhooks, and receives signed webhook notifications.
 
 **Authentication**: every \`/v1\` path needs \`Authorization: Bearer <API_KEY>\`. Keys are issued by the operator
-CLI (\`bun run cli key create LENDER\`).
+CLI (\`bun run cli key create LENDER\`). An address that keeps sending invalid keys (20, then more than one a
+second) gets 429 for every \`/v1\` request until its budget refills.
+
+**Limits**: path and query 8 KB (414), headers 32 KB together (431), JSON bodies 2 MB (413) nested at most 32
+levels (400), metadata at most 50 keys an authorizer and 200 distinct keys an export (400); a lender may have
+at most 50,000 authorizers waiting to be checked by default (429 with \`Retry-After\`).
 
 **Errors** use one envelope (schema \`ErrorEnvelope\`): \`status\`, \`status_code\`, \`error {code, message, details,
 timestamp, suggestion}\`, \`documentation_url\`. Codes: BAD_REQUEST 400 (validation; \`details.errors\` lists

@@ -1,385 +1,247 @@
-// A stateful fake of the parts of Stripe's API the service uses, on 127.0.0.1, reached by the real `stripe`
-// SDK (host/port/protocol). It parses Stripe's form encoding, authenticates keys, replays on Idempotency-Key,
-// keeps PaymentMethods, PaymentIntents, Charges, Disputes and Events per account (key), lists events as Stripe
-// does (newest first, ending_before/starting_after/limit/types[]), answers errors in Stripe's envelope, and
-// has a control surface for tests. Objects are typed with the SDK's own types and shaped after Stripe's
-// published fixtures (id prefixes, `object`, seconds since the epoch).
+// A stateful fake of the part of Stripe's API the service uses, on 127.0.0.1, for the real `stripe` SDK
+// (host/port/protocol). It authenticates keys, parses Stripe's form encoding, replays on Idempotency-Key,
+// keeps each account's objects and events (./stripe/account.ts), lists events as Stripe does, answers
+// errors in Stripe's envelope, and gives tests a control surface: outcomes that take days at a real bank
+// (settlement, returns, disputes, refunds) happen when a test says so.
 import type Stripe from 'stripe';
+import { FakeAccount, ok, stripeError, type Answer, type World } from './stripe/account';
+import { fingerprint, parseStripeForm, type Form } from './stripe/form';
+import { FAKE_API_VERSION, Ids, balance } from './stripe/objects';
 
-type Json = Record<string, unknown>;
+export { parseStripeForm } from './stripe/form';
 
-/** Stripe's bracket form encoding (`a[b][0][c]=v`) to nested objects and arrays. */
-export function parseStripeForm(body: string): Json {
-  const out: Json = {};
-  for (const [rawKey, value] of new URLSearchParams(body)) {
-    const parts = rawKey.replace(/\]/g, '').split('[');
-    let node: Json | unknown[] = out;
-    parts.forEach((part, i) => {
-      const last = i === parts.length - 1;
-      const nextIsIndex = !last && /^\d+$/.test(parts[i + 1]!);
-      const key = Array.isArray(node) ? Number(part) : part;
-      if (last) (node as Json)[key as string] = value;
-      else {
-        const existing = (node as Json)[key as string];
-        (node as Json)[key as string] = existing ?? (nextIsIndex ? [] : {});
-        node = (node as Json)[key as string] as Json;
-      }
-    });
-  }
-  return out;
-}
-
-interface Account {
-  methods: Map<string, Stripe.PaymentMethod & { _number: string }>;
-  intents: Map<string, Stripe.PaymentIntent>;
-  charges: Map<string, Stripe.Charge>;
-  events: Stripe.Event[];
-}
-
-interface Recorded {
+export interface RecordedRequest {
   method: string;
   path: string;
+  /** The API key the request was made with. */
   key: string;
   idempotencyKey: string | null;
-  params: Json;
+  stripeVersion: string | null;
+  params: Form;
+  /** The status answered (0 while the request is still open). */
+  status: number;
+  replayed: boolean;
+}
+
+export interface FakeStripeControl {
+  /** processing → succeeded: charge.succeeded and payment_intent.succeeded. */
+  succeed(piId: string): void;
+  /** processing → requires_payment_method with this failure code (and raw network code): charge.failed, payment_intent.payment_failed. */
+  fail(piId: string, failureCode: string, networkCode?: string | null): void;
+  /** A dispute of the succeeded charge: charge.dispute.created (`olderShape`: naming only the charge). */
+  dispute(piId: string, reason: string, networkReasonCode?: string | null, olderShape?: boolean): void;
+  /** A refund of the succeeded charge (the rest of it by default): refund.created and charge.refunded. */
+  refund(piId: string, amount?: number): void;
+  cancel(piId: string): void;
+  /** Whether the next ACH PaymentIntent comes back `requires_action` (bank account verification). */
+  requireAction(nextAch?: boolean): void;
+  /** The next n requests answer this status (before any work, so nothing is kept for their idempotency key). */
+  failNext(n: number, status?: number): void;
+  /** The next n requests get no answer until the client gives up (a timeout). */
+  stallNext(n: number): void;
+  /** Drops an account's oldest events, as Stripe does after 30 days. */
+  expireEvents(key: string, count: number): void;
+  /** Every request received, oldest first. */
+  readonly requests: RecordedRequest[];
+  paymentIntents(key: string): Stripe.PaymentIntent[];
+  /** Same as paymentIntents. */
+  intents(key: string): Stripe.PaymentIntent[];
+  events(key: string): Stripe.Event[];
 }
 
 export interface FakeStripe {
+  /** `http://127.0.0.1:<port>`, for STRIPE_API_URL or StripeProcessor's apiUrl. */
   url: string;
+  host: string;
+  port: number;
   stop(): void;
-  requests: Recorded[];
-  control: {
-    /** processing → succeeded: payment_intent.succeeded and charge.succeeded. */
-    succeed(piId: string): void;
-    /** → requires_payment_method with this failure code: charge.failed and payment_intent.payment_failed. */
-    fail(piId: string, failureCode: string, networkCode?: string): void;
-    /** A dispute of a succeeded charge: charge.dispute.created. */
-    dispute(piId: string, reason: string, networkReasonCode?: string): void;
-    refund(piId: string, amount?: number): void;
-    cancel(piId: string): void;
-    /** The next ACH PaymentIntent needs verification (requires_action). */
-    requireActionNext(): void;
-    /** The next n requests answer this status (default 500) before any work. */
-    failNext(n: number, status?: number): void;
-    intents(key: string): Stripe.PaymentIntent[];
-  };
+  control: FakeStripeControl;
+  /** Same as control.requests. */
+  requests: RecordedRequest[];
 }
 
-const accountOf = (key: string) => key.replace(/^(sk|rk)_(live|test)_/, '');
+const KEY_PATTERN = /^(sk|rk)_(test|live)_[A-Za-z0-9_]+$/;
 
-export function startFakeStripe(): FakeStripe {
-  const accounts = new Map<string, Account>();
-  const idem = new Map<string, { fingerprint: string; status: number; body: string }>();
-  const requests: Recorded[] = [];
-  let seq = 0;
-  let clockSeconds = 1_790_000_000;
-  let failures: { left: number; status: number } = { left: 0, status: 500 };
-  let requireAction = false;
-  const id = (prefix: string) => `${prefix}_${(++seq).toString(36).padStart(8, '0')}FAKE`;
-  const account = (key: string): Account => {
-    const a = accountOf(key);
-    let acc = accounts.get(a);
-    if (!acc) {
-      acc = { methods: new Map(), intents: new Map(), charges: new Map(), events: [] };
-      accounts.set(a, acc);
-    }
-    return acc;
-  };
-  const ownerOf = (piId: string): Account => {
-    for (const a of accounts.values()) if (a.intents.has(piId)) return a;
-    throw new Error(`no PaymentIntent ${piId}`);
-  };
-  const emit = (acc: Account, type: string, object: unknown) => {
-    clockSeconds += 1;
-    acc.events.push({
-      id: id('evt'),
-      object: 'event',
-      api_version: '2026-10-28.endive',
-      created: clockSeconds,
-      data: { object: structuredClone(object) as never },
-      livemode: false,
-      pending_webhooks: 0,
-      request: { id: null, idempotency_key: null },
-      type,
-    } as unknown as Stripe.Event);
-  };
-  const error = (status: number, type: string, message: string, extra: Json = {}) =>
-    new Response(JSON.stringify({ error: { type, message, ...extra } }), { status, headers: { 'content-type': 'application/json', 'request-id': id('req') } });
-  const ok = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', 'request-id': id('req') } });
+/**
+ * Starts a fake Stripe on a free port of 127.0.0.1. Bun.serve listens before this returns, so the handle
+ * works awaited or as is.
+ */
+export function startFakeStripe(): Promise<FakeStripe> & FakeStripe {
+  const fake = create();
+  return Object.assign(Promise.resolve(fake), fake);
+}
 
-  const chargeFor = (acc: Account, pi: Stripe.PaymentIntent, status: Stripe.Charge.Status, failure?: { code: string; message: string; network?: string }): Stripe.Charge => {
-    const card = pi.payment_method_types.includes('card');
-    const ch = {
-      id: id('ch'),
-      object: 'charge',
-      amount: pi.amount,
-      amount_captured: status === 'succeeded' ? pi.amount : 0,
-      amount_refunded: 0,
-      created: clockSeconds,
-      currency: 'usd',
-      description: pi.description,
-      disputed: false,
-      failure_code: failure?.code ?? null,
-      failure_message: failure?.message ?? null,
-      livemode: false,
-      metadata: { ...pi.metadata },
-      outcome: failure ? { network_decline_code: failure.network ?? null, reason: failure.code, type: 'issuer_declined' } : { type: 'authorized' },
-      paid: status === 'succeeded',
-      payment_intent: pi.id,
-      payment_method: pi.payment_method,
-      payment_method_details: { type: card ? 'card' : 'us_bank_account' },
-      refunded: false,
-      status,
-    } as unknown as Stripe.Charge;
-    acc.charges.set(ch.id, ch);
-    (pi as { latest_charge: string | null }).latest_charge = ch.id;
-    return ch;
+function create(): FakeStripe {
+  let clock = 0;
+  const world: World = {
+    ids: new Ids(),
+    // Stripe's seconds, never going backwards within a run.
+    now: () => (clock = Math.max(clock, Math.floor(Date.now() / 1000))),
+    requireAction: false,
   };
+  const accounts = new Map<string, FakeAccount>();
+  const account = (key: string): FakeAccount => {
+    let a = accounts.get(key);
+    if (!a) accounts.set(key, (a = new FakeAccount(world)));
+    return a;
+  };
+  const idempotent = new Map<string, { method: string; path: string; fingerprint: string; answer: Answer; requestId: string }>();
+  const requests: RecordedRequest[] = [];
+  let failing = { left: 0, status: 500 };
+  let stalls = 0;
+  const stalled = new Set<() => void>();
 
-  function createIntent(key: string, p: Json): Response {
+  const respond = (a: Answer, headers: Record<string, string> = {}): Response =>
+    new Response(JSON.stringify(a.body), {
+      status: a.status,
+      headers: { 'content-type': 'application/json', 'request-id': headers['request-id'] ?? world.ids.next('req'), 'stripe-version': FAKE_API_VERSION, ...headers },
+    });
+
+  function handle(method: string, path: string, key: string, p: Form, idempotencyKey: string | null): Answer {
     const acc = account(key);
-    const types = ((p.allowed_payment_method_types ?? p.payment_method_types ?? []) as string[]).slice();
-    const card = types.includes('card');
-    let pmId = (p.payment_method as string | undefined) ?? null;
-    if (!pmId && p.payment_method_data) {
-      const data = p.payment_method_data as { type: string; us_bank_account?: { routing_number?: string; account_number?: string } };
-      if (!data.us_bank_account?.routing_number || !data.us_bank_account.account_number) {
-        return error(400, 'invalid_request_error', 'Missing bank account details', { param: 'payment_method_data[us_bank_account]' });
-      }
-      const pm = { id: id('pm'), object: 'payment_method', type: 'us_bank_account', created: clockSeconds, livemode: false, metadata: {}, _number: '' };
-      acc.methods.set(pm.id, pm as never);
-      pmId = pm.id;
+    if (method === 'GET' && path === '/v1/balance') return ok(balance());
+    if (method === 'POST' && path === '/v1/payment_methods') return acc.createPaymentMethod(p);
+    if (method === 'POST' && path === '/v1/payment_intents') return acc.createPaymentIntent(p, idempotencyKey);
+    if (method === 'GET' && path === '/v1/payment_intents') return acc.listPaymentIntents(p);
+    if (method === 'GET' && path === '/v1/events') return acc.listEvents(p);
+    const [, kind, id] = /^\/v1\/(payment_intents|events|charges|payment_methods|disputes|refunds)\/([^/]+)$/.exec(path) ?? [];
+    if (method === 'GET' && kind && id) {
+      const found =
+        kind === 'payment_intents' ? acc.paymentIntents.get(id)
+        : kind === 'events' ? acc.events.find((e) => e.id === id)
+        : kind === 'charges' ? expandCharge(acc, id, p)
+        : kind === 'payment_methods' ? acc.paymentMethods.get(id)
+        : kind === 'disputes' ? acc.disputes.get(id)
+        : acc.refunds.get(id);
+      const noun = kind === 'payment_methods' ? 'PaymentMethod' : kind.replace(/s$/, '');
+      return found ? ok(found) : stripeError(404, 'invalid_request_error', `No such ${noun}: '${id}'`, { code: 'resource_missing', param: 'id' });
     }
-    if (!pmId) return error(400, 'invalid_request_error', 'A payment method is required', { param: 'payment_method' });
-    const pi = {
-      id: id('pi'),
-      object: 'payment_intent',
-      amount: Number(p.amount),
-      amount_received: 0,
-      created: clockSeconds,
-      currency: String(p.currency ?? 'usd'),
-      description: (p.description as string | undefined) ?? null,
-      last_payment_error: null,
-      latest_charge: null,
-      livemode: false,
-      metadata: { ...((p.metadata as Json | undefined) ?? {}) },
-      next_action: null,
-      payment_method: pmId,
-      payment_method_types: types,
-      allowed_payment_method_types: types,
-      status: 'requires_confirmation',
-    } as unknown as Stripe.PaymentIntent & { status: string };
-    acc.intents.set(pi.id, pi);
-    if (card) {
-      const number = acc.methods.get(pmId)?._number ?? '4242424242424242';
-      const decline = number === '4000000000009995' ? 'insufficient_funds' : number === '4000000000000002' ? 'generic_decline' : null;
-      if (decline) {
-        pi.status = 'requires_payment_method';
-        (pi as { last_payment_error: unknown }).last_payment_error = { type: 'card_error', code: 'card_declined', decline_code: decline, message: 'Your card was declined.' };
-        const ch = chargeFor(acc, pi, 'failed', { code: 'card_declined', message: 'Your card was declined.' });
-        emit(acc, 'charge.failed', ch);
-        emit(acc, 'payment_intent.payment_failed', pi);
-        return error(402, 'card_error', 'Your card was declined.', { code: 'card_declined', decline_code: decline, payment_intent: pi, charge: ch.id });
-      }
-      pi.status = 'succeeded';
-      (pi as { amount_received: number }).amount_received = pi.amount;
-      const ch = chargeFor(acc, pi, 'succeeded');
-      emit(acc, 'charge.succeeded', ch);
-      emit(acc, 'payment_intent.succeeded', pi);
-      return ok(pi);
-    }
-    if (requireAction) {
-      requireAction = false;
-      pi.status = 'requires_action';
-      (pi as { next_action: unknown }).next_action = { type: 'verify_with_microdeposits' };
-      emit(acc, 'payment_intent.requires_action', pi);
-      return ok(pi);
-    }
-    pi.status = 'processing';
-    chargeFor(acc, pi, 'pending');
-    emit(acc, 'payment_intent.processing', pi);
-    return ok(pi);
+    return stripeError(404, 'invalid_request_error', `Unrecognized request URL (${method}: ${path}).`);
   }
 
-  function listEvents(key: string, q: URLSearchParams): Response {
-    const types = q.getAll('types[]').concat(q.getAll('types'));
-    const all = account(key)
-      .events.filter((e) => types.length === 0 || types.includes(e.type))
-      .slice()
-      .reverse(); // newest first
-    const limit = Math.min(100, Number(q.get('limit') ?? 10));
-    const before = q.get('ending_before');
-    const after = q.get('starting_after');
-    let page: Stripe.Event[];
-    let hasMore: boolean;
-    if (before) {
-      const i = all.findIndex((e) => e.id === before);
-      const newer = i < 0 ? [] : all.slice(0, i);
-      page = newer.slice(Math.max(0, newer.length - limit));
-      hasMore = newer.length > limit;
-    } else {
-      const start = after ? all.findIndex((e) => e.id === after) + 1 : 0;
-      page = all.slice(start, start + limit);
-      hasMore = start + limit < all.length;
-    }
-    return ok({ object: 'list', data: page, has_more: hasMore, url: '/v1/events' });
+  function expandCharge(acc: FakeAccount, id: string, p: Form): Stripe.Charge | undefined {
+    const ch = acc.charges.get(id);
+    const expand = Array.isArray(p.expand) ? p.expand : [];
+    if (!ch || !expand.includes('payment_intent') || typeof ch.payment_intent !== 'string') return ch;
+    return { ...ch, payment_intent: acc.paymentIntents.get(ch.payment_intent) ?? ch.payment_intent };
   }
 
   async function route(req: Request): Promise<Response> {
     const url = new URL(req.url);
-    const auth = req.headers.get('authorization') ?? '';
-    const key = auth.replace(/^Bearer /, '');
-    const text = req.method === 'POST' ? await req.text() : '';
-    const params = req.method === 'POST' ? parseStripeForm(text) : Object.fromEntries(url.searchParams);
-    const idemKey = req.headers.get('idempotency-key');
-    requests.push({ method: req.method, path: url.pathname, key: key.slice(0, 8), idempotencyKey: idemKey, params });
-    if (failures.left > 0) {
-      failures.left--;
-      return error(failures.status, 'api_error', 'Something went wrong on our end');
-    }
-    if (!/^(sk|rk)_(test|live)_[A-Za-z0-9_]+$/.test(key) || key.includes('_refused')) {
-      return error(401, 'invalid_request_error', 'Invalid API Key provided');
-    }
-    if (req.method === 'POST' && idemKey) {
-      const scope = `${accountOf(key)}|${idemKey}`;
-      const fingerprint = `${url.pathname}|${text}`;
-      const prior = idem.get(scope);
-      if (prior) {
-        if (prior.fingerprint !== fingerprint) {
-          return error(400, 'idempotency_error', 'Keys for idempotent requests can only be used with the same parameters they were first used with.');
-        }
-        return new Response(prior.body, { status: prior.status, headers: { 'content-type': 'application/json', 'idempotent-replayed': 'true' } });
-      }
-      const res = await handle(req.method, url, key, params);
-      const body = await res.text();
-      // Stripe does not keep the answer of a request that failed on its side (5xx): it may be retried.
-      if (res.status < 500) idem.set(scope, { fingerprint, status: res.status, body });
-      return new Response(body, { status: res.status, headers: res.headers });
-    }
-    return handle(req.method, url, key, params);
-  }
+    if (url.pathname.startsWith('/_control/')) return controlOverHttp(url.pathname.slice('/_control/'.length), req);
+    const text = req.method === 'POST' ? await req.text() : url.search.slice(1);
+    const params = parseStripeForm(text);
+    const key = (req.headers.get('authorization') ?? '').replace(/^Bearer\s+/i, '');
+    const idempotencyKey = req.method === 'POST' ? req.headers.get('idempotency-key') : null;
+    const rec: RecordedRequest = { method: req.method, path: url.pathname, key, idempotencyKey, stripeVersion: req.headers.get('stripe-version'), params, status: 0, replayed: false };
+    requests.push(rec);
+    const done = (a: Answer, headers?: Record<string, string>) => ((rec.status = a.status), respond(a, headers));
 
-  async function handle(method: string, url: URL, key: string, p: Json): Promise<Response> {
-    const acc = account(key);
-    const path = url.pathname;
-    if (method === 'GET' && path === '/v1/balance') {
-      return ok({ object: 'balance', available: [{ amount: 0, currency: 'usd' }], pending: [{ amount: 0, currency: 'usd' }], livemode: false });
+    if (stalls > 0) {
+      stalls--;
+      await new Promise<void>((resolve) => stalled.add(resolve));
+      return done(stripeError(503, 'api_error', 'The fake Stripe server stopped.'));
     }
-    if (method === 'POST' && path === '/v1/payment_methods') {
-      const card = (p.card ?? {}) as { number?: string; exp_month?: string; exp_year?: string };
-      const number = String(card.number ?? '');
-      if (!/^\d{12,19}$/.test(number) || !luhn(number)) return error(402, 'card_error', 'Your card number is incorrect.', { code: 'incorrect_number', param: 'card[number]' });
-      const expYear = Number(card.exp_year);
-      if (expYear < new Date().getUTCFullYear()) return error(402, 'card_error', "Your card's expiration year is invalid.", { code: 'invalid_expiry_year', param: 'card[exp_year]' });
-      const pm = {
-        id: id('pm'),
-        object: 'payment_method',
-        type: 'card',
-        created: clockSeconds,
-        livemode: false,
-        metadata: {},
-        billing_details: { address: null, email: null, name: null, phone: null },
-        card: { brand: number.startsWith('4') ? 'visa' : number.startsWith('5') ? 'mastercard' : 'unknown', last4: number.slice(-4), exp_month: Number(card.exp_month), exp_year: expYear, funding: 'debit', country: 'US' },
-        _number: number,
-      };
-      acc.methods.set(pm.id, pm as never);
-      const { _number, ...visible } = pm;
-      return ok(visible);
+    if (failing.left > 0) {
+      failing.left--;
+      const status = failing.status;
+      return done(status === 429 ? stripeError(429, 'invalid_request_error', 'Too many requests hit the API too quickly.', { code: 'rate_limit' }) : stripeError(status, 'api_error', 'Something went wrong on our end.'));
     }
-    if (method === 'POST' && path === '/v1/payment_intents') return createIntent(key, p);
-    const piMatch = /^\/v1\/payment_intents\/([^/]+)$/.exec(path);
-    if (method === 'GET' && piMatch) {
-      const pi = acc.intents.get(piMatch[1]!);
-      return pi ? ok(pi) : error(404, 'invalid_request_error', `No such payment_intent: '${piMatch[1]}'`, { code: 'resource_missing' });
+    if (!key) return done(stripeError(401, 'invalid_request_error', 'You did not provide an API key. Provide your API key in the Authorization header, using the Bearer scheme.'));
+    if (!KEY_PATTERN.test(key) || key.includes('_refused')) {
+      return done(stripeError(401, 'invalid_request_error', `Invalid API Key provided: ${key.slice(0, 8)}${'*'.repeat(8)}${key.slice(-4)}`));
     }
-    if (method === 'GET' && path === '/v1/payment_intents') return ok({ object: 'list', data: [...acc.intents.values()].reverse(), has_more: false });
-    if (method === 'GET' && path === '/v1/events') return listEvents(key, url.searchParams);
-    const evMatch = /^\/v1\/events\/([^/]+)$/.exec(path);
-    if (method === 'GET' && evMatch) {
-      const e = acc.events.find((x) => x.id === evMatch[1]);
-      return e ? ok(e) : error(404, 'invalid_request_error', `No such event: '${evMatch[1]}'`, { code: 'resource_missing' });
+    if (key.includes('_restricted')) {
+      return done(stripeError(403, 'invalid_request_error', 'The provided key does not have the required permissions for this endpoint.'));
     }
-    return error(404, 'invalid_request_error', `Unrecognized request URL (${method}: ${path})`);
+    if (!idempotencyKey) return done(handle(req.method, url.pathname, key, params, null));
+
+    // Stripe keeps the first answer of a key per account and replays it; the same key on another endpoint
+    // or with other parameters is refused. Nothing is kept when the request failed validation before the
+    // endpoint began work (400s), so a corrected retry with the same key still runs.
+    const scope = `${key}\n${idempotencyKey}`;
+    const prior = idempotent.get(scope);
+    const print = fingerprint(params);
+    if (prior) {
+      if (prior.method !== req.method || prior.path !== url.pathname) {
+        return done(stripeError(400, 'idempotency_error', `Keys for idempotent requests can only be used for the same endpoint they were first used for ('${prior.method} ${prior.path}' vs '${req.method} ${url.pathname}').`));
+      }
+      if (prior.fingerprint !== print) {
+        return done(stripeError(400, 'idempotency_error', `Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '${idempotencyKey}' if you meant to execute a different request.`));
+      }
+      rec.replayed = true;
+      return done(prior.answer, { 'idempotent-replayed': 'true', 'original-request': prior.requestId });
+    }
+    const answer = handle(req.method, url.pathname, key, params, idempotencyKey);
+    const requestId = world.ids.next('req');
+    if (answer.status < 400 || answer.status === 402) idempotent.set(scope, { method: req.method, path: url.pathname, fingerprint: print, answer, requestId });
+    return done(answer, { 'request-id': requestId });
   }
 
   const server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: route });
-  const intentAndCharge = (piId: string) => {
-    const acc = ownerOf(piId);
-    const pi = acc.intents.get(piId)! as Stripe.PaymentIntent & { status: string };
-    const ch = pi.latest_charge ? acc.charges.get(pi.latest_charge as string)! : chargeFor(acc, pi, 'pending');
-    return { acc, pi, ch: ch as Stripe.Charge & { status: string } };
+  const port = server.port!;
+
+  const control: FakeStripeControl = {
+    succeed: (pi) => ownerOf(pi).succeed(pi),
+    fail: (pi, code, network) => ownerOf(pi).fail(pi, code, network),
+    dispute: (pi, reason, network, older) => ownerOf(pi).dispute(pi, reason, network, older),
+    refund: (pi, amount) => ownerOf(pi).refund(pi, amount),
+    cancel: (pi) => ownerOf(pi).cancel(pi),
+    requireAction: (next = true) => {
+      world.requireAction = next;
+    },
+    failNext: (n, status = 500) => {
+      failing = { left: n, status };
+    },
+    stallNext: (n) => {
+      stalls = n;
+    },
+    expireEvents: (key, count) => account(key).expireEvents(count),
+    requests,
+    paymentIntents: (key) => [...account(key).paymentIntents.values()],
+    intents: (key) => [...account(key).paymentIntents.values()],
+    events: (key) => [...account(key).events],
   };
+
+  function ownerOf(piId: string): FakeAccount {
+    for (const a of accounts.values()) if (a.paymentIntents.has(piId)) return a;
+    throw new Error(`fake Stripe: no PaymentIntent ${piId}`);
+  }
+
+  /** The same control over HTTP (`POST /_control/<action>` with a JSON body), for a service running elsewhere. */
+  async function controlOverHttp(action: string, req: Request): Promise<Response> {
+    const b = (await req.json().catch(() => ({}))) as Record<string, string | number | boolean | undefined>;
+    const s = (k: string) => (b[k] === undefined ? undefined : String(b[k]));
+    const pi = s('payment_intent') ?? '';
+    const actions: Record<string, () => void> = {
+      succeed: () => control.succeed(pi),
+      fail: () => control.fail(pi, s('failure_code') ?? 'insufficient_funds', s('network_code')),
+      dispute: () => control.dispute(pi, s('reason') ?? 'fraudulent', s('network_reason_code')),
+      refund: () => control.refund(pi, b.amount === undefined ? undefined : Number(b.amount)),
+      cancel: () => control.cancel(pi),
+      require_action: () => control.requireAction(b.next !== false),
+      fail_next: () => control.failNext(Number(b.n ?? 1), Number(b.status ?? 500)),
+    };
+    const run = actions[action];
+    if (!run) return respond(stripeError(404, 'invalid_request_error', `Unknown control action: ${action}`));
+    try {
+      run();
+      return respond(ok({ ok: true }));
+    } catch (e) {
+      return respond(stripeError(400, 'invalid_request_error', (e as Error).message));
+    }
+  }
 
   return {
-    url: `http://127.0.0.1:${server.port}`,
-    stop: () => server.stop(true),
-    requests,
-    control: {
-      succeed(piId) {
-        const { acc, pi, ch } = intentAndCharge(piId);
-        pi.status = 'succeeded';
-        ch.status = 'succeeded';
-        (ch as { paid: boolean }).paid = true;
-        emit(acc, 'charge.succeeded', ch);
-        emit(acc, 'payment_intent.succeeded', pi);
-      },
-      fail(piId, failureCode, networkCode) {
-        const { acc, pi, ch } = intentAndCharge(piId);
-        pi.status = 'requires_payment_method';
-        (pi as { last_payment_error: unknown }).last_payment_error = { type: 'api_error', code: failureCode, message: `The payment failed: ${failureCode}` };
-        ch.status = 'failed';
-        Object.assign(ch, { failure_code: failureCode, failure_message: `The payment failed: ${failureCode}`, outcome: { network_decline_code: networkCode ?? null, type: 'issuer_declined' } });
-        emit(acc, 'charge.failed', ch);
-        emit(acc, 'payment_intent.payment_failed', pi);
-      },
-      dispute(piId, reason, networkReasonCode) {
-        const { acc, pi, ch } = intentAndCharge(piId);
-        (ch as { disputed: boolean }).disputed = true;
-        emit(acc, 'charge.dispute.created', {
-          id: id('dp'),
-          object: 'dispute',
-          amount: pi.amount,
-          charge: ch.id,
-          payment_intent: pi.id,
-          created: clockSeconds,
-          currency: 'usd',
-          livemode: false,
-          metadata: {},
-          reason,
-          network_reason_code: networkReasonCode ?? null,
-          status: 'needs_response',
-        });
-      },
-      refund(piId, amount) {
-        const { acc, pi, ch } = intentAndCharge(piId);
-        Object.assign(ch, { amount_refunded: amount ?? pi.amount, refunded: (amount ?? pi.amount) >= pi.amount });
-        emit(acc, 'charge.refunded', ch);
-      },
-      cancel(piId) {
-        const { acc, pi } = intentAndCharge(piId);
-        pi.status = 'canceled';
-        emit(acc, 'payment_intent.canceled', pi);
-      },
-      requireActionNext() {
-        requireAction = true;
-      },
-      failNext(n, status = 500) {
-        failures = { left: n, status };
-      },
-      intents: (key) => [...account(key).intents.values()],
+    url: `http://127.0.0.1:${port}`,
+    host: '127.0.0.1',
+    port,
+    stop: () => {
+      for (const resolve of stalled) resolve();
+      stalled.clear();
+      server.stop(true);
     },
+    control,
+    requests,
   };
-}
-
-function luhn(digits: string): boolean {
-  let sum = 0;
-  for (let i = 0; i < digits.length; i++) {
-    let d = Number(digits[digits.length - 1 - i]);
-    if (i % 2 === 1) {
-      d *= 2;
-      if (d > 9) d -= 9;
-    }
-    sum += d;
-  }
-  return sum % 10 === 0;
 }

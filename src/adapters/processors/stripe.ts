@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import { RETURN_CODES } from './return-codes';
+import { RETURN_CODES, normalizeReturnCode } from './return-codes';
 import {
   CardRefused,
   KeyRefused,
@@ -14,29 +14,28 @@ import {
   type TokenizedCard,
 } from './types';
 
-// Stripe through its official SDK, with the API version pinned: ACH debits as us_bank_account
-// PaymentIntents with an offline mandate, card charges off-session on a stored pm_… token, the service's
-// payment id as the idempotency key of every create, and outcomes read from events.list. The transformer
-// below maps Stripe's statuses and failure codes to the spec's event statuses and R-codes; what it does not
-// know stays `processing` and is logged, never guessed into a money-moving status.
+// Stripe through its official SDK with the API version pinned: ACH debits are us_bank_account
+// PaymentIntents with an offline mandate, card charges are off-session on a pm_… token, and the service's
+// payment id is the idempotency key of every create. Outcomes are read from events.list. What the mapping
+// below does not know stays `processing` and is logged, never guessed into a money-moving status.
 
-export const STRIPE_API_VERSION = '2026-10-28.endive';
+/** The version this SDK release ships with; `satisfies` breaks the build when an SDK upgrade moves it. */
+export const STRIPE_API_VERSION = '2026-10-28.endive' satisfies Stripe.LatestApiVersion;
 const TIMEOUT_MS = 10_000;
 
-/** The event types that carry a payment's outcome. */
+/** The events that carry a payment's outcome; every other type is left out of the feed. */
 export const STRIPE_EVENT_TYPES = [
   'payment_intent.processing',
   'payment_intent.succeeded',
   'payment_intent.payment_failed',
   'payment_intent.canceled',
-  'payment_intent.requires_action',
   'charge.succeeded',
   'charge.failed',
   'charge.refunded',
   'charge.dispute.created',
 ] as const;
 
-/** Stripe's ACH failure codes as R-codes (payments.md); null when Stripe gives none we know. */
+/** Stripe's ACH failure codes as Nacha return codes (payments.md). */
 const FAILURE_TO_RCODE: Record<string, string> = {
   insufficient_funds: 'R01',
   account_closed: 'R02',
@@ -50,34 +49,76 @@ const FAILURE_TO_RCODE: Record<string, string> = {
   recipient_deceased: 'R15',
 };
 
-const isRCode = (s: string | null | undefined): s is string => !!s && /^R\d{2}$/.test(s) && s in RETURN_CODES;
+/**
+ * Dispute reasons on a settled ACH debit. Stripe reports a bank return that arrives after `succeeded` as a
+ * dispute with a funds or account reason; every other reason is the account holder contesting the debit,
+ * which stops collection (R10) rather than inviting another attempt.
+ */
+const DISPUTE_TO_RCODE: Record<string, string> = {
+  insufficient_funds: 'R01',
+  incorrect_account_details: 'R03',
+};
 
-/** A raw network code wins when it is an R-code; else the failure code's mapping. */
+/** A raw network code (`R01`, `r1`) as a known R-code; null for anything else (card codes such as `51`). */
+function networkRCode(code: string | null | undefined): string | null {
+  const r = code ? normalizeReturnCode(code) : null;
+  return r && r in RETURN_CODES ? r : null;
+}
+
+/** A raw network code wins when it is an R-code; else the failure code's mapping; null when neither is known. */
 export function stripeFailureToReturnCode(failureCode: string | null | undefined, networkCode?: string | null): string | null {
-  if (isRCode(networkCode)) return networkCode;
-  return failureCode ? (FAILURE_TO_RCODE[failureCode] ?? null) : null;
+  return networkRCode(networkCode) ?? (failureCode ? (FAILURE_TO_RCODE[failureCode] ?? null) : null);
 }
 
-/** A dispute on a settled ACH debit is a late return: its network reason code, else R10 (not authorized). */
-export function disputeReturnCode(d: { network_reason_code?: string | null; reason?: string | null }): string {
-  if (isRCode(d.network_reason_code)) return d.network_reason_code;
-  if (d.reason === 'insufficient_funds') return 'R01';
-  return 'R10';
+/** A dispute as a late return: its network reason code when that is an R-code, else by reason (R10 by default). */
+export function disputeReturnCode(d: Pick<Stripe.Dispute, 'reason' | 'network_reason_code' | 'payment_method_details'>): string {
+  const details = d.payment_method_details as Record<string, { network_reason_code?: string | null } | string | undefined> | undefined;
+  const nested = details ? details[String(details.type)] : undefined;
+  return (
+    networkRCode(d.network_reason_code) ??
+    networkRCode(typeof nested === 'object' ? nested?.network_reason_code : null) ??
+    DISPUTE_TO_RCODE[d.reason] ??
+    'R10'
+  );
 }
+
+/**
+ * Stripe's messages can echo what was sent; any run of six or more digits (an account, routing or card
+ * number) is masked before a message is kept or logged.
+ */
+export const scrubMessage = (text: string): string => text.replace(/\d(?:[ -]?\d){5,}/g, '[redacted]');
 
 type Logger = { warn(obj: object, msg: string): void };
+type Failure = { status: EventStatus; returnCode: string | null; message: string | null };
 
 const refOf = (metadata: Stripe.Metadata | null | undefined, description: string | null | undefined): string | null =>
   metadata?.drs_reference ?? (description?.startsWith('DRS-') ? description : null);
 
 const idOf = (v: string | { id: string } | null | undefined): string | null => (v == null ? null : typeof v === 'string' ? v : v.id);
 
-/** A card's failure: a decline for funds is a return R01, any other decline is invalid. */
-function cardFailure(code: string | null | undefined, declineCode: string | null | undefined): { status: EventStatus; returnCode: string | null } {
-  return code === 'insufficient_funds' || declineCode === 'insufficient_funds' ? { status: 'returned', returnCode: 'R01' } : { status: 'invalid', returnCode: null };
+/** A card decline: for funds it is a return R01 (retryable), any other decline is invalid. */
+function cardFailure(codes: (string | null | undefined)[], message: string | null | undefined): Failure {
+  const funds = codes.includes('insufficient_funds');
+  return { status: funds ? 'returned' : 'invalid', returnCode: funds ? 'R01' : null, message: scrubMessage(message ?? 'card declined') };
 }
 
-/** A PaymentIntent's state at creation, as an event status. */
+/** An ACH failure: returned with the mapped R-code; an unknown code stays a return without a code, logged. */
+function achFailure(codes: (string | null | undefined)[], networkCode: string | null | undefined, message: string | null | undefined, logger?: Logger): Failure {
+  const returnCode = codes.reduce<string | null>((found, c) => found ?? stripeFailureToReturnCode(c), networkRCode(networkCode));
+  if (!returnCode) logger?.warn({ processor: 'stripe', failure_codes: codes.filter(Boolean) }, 'Stripe failure code without an R-code mapping');
+  return { status: 'returned', returnCode, message: message ? scrubMessage(message) : null };
+}
+
+/** A failed PaymentIntent (`requires_payment_method` with its last error), card or ACH by the method that failed. */
+function intentFailure(pi: Stripe.PaymentIntent, logger?: Logger): Failure {
+  const err = pi.last_payment_error;
+  if (!err) return { status: 'invalid', returnCode: null, message: 'Stripe did not attempt the debit' };
+  const type = err.payment_method?.type ?? err.payment_method_type ?? (pi.payment_method_types?.length === 1 ? pi.payment_method_types[0] : null);
+  if (type === 'card') return cardFailure([err.decline_code, err.code], err.message);
+  return achFailure([err.code, err.decline_code], err.network_decline_code, err.message, logger);
+}
+
+/** A PaymentIntent's state at creation, as the payment's first status. */
 export function intentToResult(pi: Stripe.PaymentIntent, logger?: Logger): DebitResult {
   const base = { processorPaymentId: pi.id, returnCode: null, message: null };
   switch (pi.status) {
@@ -85,95 +126,89 @@ export function intentToResult(pi: Stripe.PaymentIntent, logger?: Logger): Debit
       return { ...base, status: 'processing' };
     case 'succeeded':
       return { ...base, status: 'settled' };
-    case 'requires_action':
-      return { ...base, status: 'not_attempted', message: 'Stripe requires bank account verification before this debit' };
+    case 'requires_action': {
+      const what = pi.payment_method_types?.includes('us_bank_account') ? 'bank account verification required' : 'customer action required';
+      return { ...base, status: 'not_attempted', message: pi.next_action?.type ? `${what} (${pi.next_action.type})` : what };
+    }
     case 'canceled':
       return { ...base, status: 'voided' };
-    case 'requires_payment_method': {
-      const err = pi.last_payment_error;
-      if (pi.payment_method_types.includes('card')) {
-        const f = cardFailure(err?.code, err?.decline_code);
-        return { ...base, ...f, message: err?.message ?? 'card declined' };
-      }
-      return { ...base, status: 'returned', returnCode: stripeFailureToReturnCode(err?.code), message: err?.message ?? null };
-    }
+    case 'requires_payment_method':
+      return { ...base, ...intentFailure(pi, logger) };
     default:
-      logger?.warn({ processor: 'stripe', status: pi.status }, 'unknown PaymentIntent status kept as processing');
+      logger?.warn({ processor: 'stripe', payment_intent: pi.id, status: pi.status }, 'PaymentIntent status without a mapping kept as processing');
       return { ...base, status: 'processing' };
   }
 }
 
-/** One Stripe event as a change of a payment; null for an event that changes nothing here (a partial refund). */
+/**
+ * One Stripe event as a change of a payment; null for an event that changes no payment (a partial refund).
+ * A dispute's reference is not on the dispute: it is null here and filled in from the PaymentIntent.
+ */
 export function eventToChange(e: Stripe.Event, logger?: Logger): ProcessorChange | null {
-  const at = e.created * 1000;
-  const change = (o: { paymentId: string; reference: string | null; amount: number }, status: EventStatus, returnCode: string | null = null, message: string | null = null): ProcessorChange => ({
+  const change = (o: { id: string; reference: string | null; amount: number }, f: Failure): ProcessorChange => ({
     sourceEventId: e.id,
-    processorPaymentId: o.paymentId,
+    processorPaymentId: o.id,
     reference: o.reference,
-    status,
     amountCents: o.amount,
-    returnCode,
-    occurredAt: at,
-    message,
+    occurredAt: e.created * 1000,
+    ...f,
   });
-  if (e.type.startsWith('payment_intent.')) {
-    const pi = e.data.object as Stripe.PaymentIntent;
-    const o = { paymentId: pi.id, reference: refOf(pi.metadata, pi.description), amount: pi.amount };
-    switch (e.type) {
-      case 'payment_intent.processing':
-        return change(o, 'processing');
-      case 'payment_intent.succeeded':
-        return change(o, 'settled');
-      case 'payment_intent.canceled':
-        return change(o, 'voided');
-      case 'payment_intent.requires_action':
-        return change(o, 'not_attempted', null, 'Stripe requires bank account verification before this debit');
-      case 'payment_intent.payment_failed': {
-        const r = intentToResult({ ...pi, status: 'requires_payment_method' });
-        return change(o, r.status, r.returnCode, r.message);
-      }
+  const ok = (status: EventStatus): Failure => ({ status, returnCode: null, message: null });
+  const ofIntent = (pi: Stripe.PaymentIntent) => ({ id: pi.id, reference: refOf(pi.metadata, pi.description), amount: pi.amount });
+  const ofCharge = (ch: Stripe.Charge) => ({ id: idOf(ch.payment_intent) ?? ch.id, reference: refOf(ch.metadata, ch.description), amount: ch.amount });
+  switch (e.type) {
+    case 'payment_intent.processing':
+      return change(ofIntent(e.data.object), ok('processing'));
+    case 'payment_intent.succeeded':
+      return change(ofIntent(e.data.object), ok('settled'));
+    case 'payment_intent.canceled':
+      return change(ofIntent(e.data.object), ok('voided'));
+    case 'payment_intent.payment_failed':
+      return change(ofIntent(e.data.object), intentFailure(e.data.object, logger));
+    case 'charge.succeeded':
+      return change(ofCharge(e.data.object), ok('settled'));
+    case 'charge.failed': {
+      const ch = e.data.object;
+      const f =
+        ch.payment_method_details?.type === 'card'
+          ? cardFailure([ch.outcome?.reason, ch.failure_code], ch.failure_message)
+          : achFailure([ch.failure_code], ch.outcome?.network_decline_code, ch.failure_message, logger);
+      return change(ofCharge(ch), f);
+    }
+    case 'charge.refunded': {
+      const ch = e.data.object;
+      if (ch.amount_refunded >= ch.amount) return change(ofCharge(ch), ok('refunded'));
+      logger?.warn({ processor: 'stripe', event: e.id, charge: ch.id }, 'partial refund ignored');
+      return null;
+    }
+    case 'charge.dispute.created': {
+      const d = e.data.object;
+      const id = idOf(d.payment_intent) ?? idOf(d.charge)!;
+      return change({ id, reference: refOf(d.metadata, null), amount: d.amount }, { status: 'late_returned', returnCode: disputeReturnCode(d), message: `disputed: ${d.reason}` });
+    }
+    default: {
+      logger?.warn({ processor: 'stripe', event: e.id, type: e.type }, 'Stripe event without a mapping kept as processing');
+      const o = e.data.object as { id?: string; amount?: number; metadata?: Stripe.Metadata | null; description?: string | null };
+      return o.id ? change({ id: o.id, reference: refOf(o.metadata, o.description), amount: o.amount ?? 0 }, ok('processing')) : null;
     }
   }
-  if (e.type === 'charge.dispute.created') {
-    const d = e.data.object as Stripe.Dispute & { network_reason_code?: string | null };
-    const o = { paymentId: idOf(d.payment_intent) ?? idOf(d.charge)!, reference: refOf(d.metadata, null), amount: d.amount };
-    return change(o, 'late_returned', disputeReturnCode(d));
-  }
-  if (e.type.startsWith('charge.')) {
-    const ch = e.data.object as Stripe.Charge;
-    const o = { paymentId: idOf(ch.payment_intent) ?? ch.id, reference: refOf(ch.metadata, ch.description), amount: ch.amount };
-    switch (e.type) {
-      case 'charge.succeeded':
-        return change(o, 'settled');
-      case 'charge.failed': {
-        if (ch.payment_method_details?.type === 'card') {
-          const f = cardFailure(ch.failure_code, ch.outcome?.reason);
-          return change(o, f.status, f.returnCode, ch.failure_message ?? null);
-        }
-        return change(o, 'returned', stripeFailureToReturnCode(ch.failure_code, ch.outcome?.network_decline_code), ch.failure_message ?? null);
-      }
-      case 'charge.refunded':
-        if (ch.amount_refunded >= ch.amount) return change(o, 'refunded');
-        logger?.warn({ processor: 'stripe', event: e.id }, 'partial refund ignored');
-        return null;
-    }
-  }
-  logger?.warn({ processor: 'stripe', type: e.type }, 'unknown Stripe event kept as processing');
-  const obj = e.data.object as { id?: string; amount?: number; metadata?: Stripe.Metadata; description?: string | null };
-  return obj.id ? change({ paymentId: obj.id, reference: refOf(obj.metadata, obj.description), amount: obj.amount ?? 0 }, 'processing') : null;
 }
 
-/** Stripe's errors in the contract's terms. */
+const statusOf = (e: unknown): number | undefined => (e instanceof Stripe.errors.StripeError ? e.statusCode : undefined);
+
+/** Network failures, timeouts, 5xx, 429 and 409 (a concurrent request on the same key): worth a retry. */
 function unavailable(e: unknown): ProcessorUnavailable | null {
-  if (e instanceof Stripe.errors.StripeConnectionError || e instanceof Stripe.errors.StripeAPIError || e instanceof Stripe.errors.StripeRateLimitError) {
-    return new ProcessorUnavailable(`Stripe could not be reached or answered an error (${(e as Error).message})`, { cause: e });
-  }
-  const status = (e as { statusCode?: number }).statusCode;
-  if (e instanceof Stripe.errors.StripeError && status !== undefined && status >= 500) return new ProcessorUnavailable(`Stripe answered ${status}`, { cause: e });
-  return null;
+  const status = statusOf(e);
+  const transient =
+    e instanceof Stripe.errors.StripeConnectionError ||
+    e instanceof Stripe.errors.StripeAPIError ||
+    e instanceof Stripe.errors.StripeRateLimitError ||
+    (status !== undefined && (status >= 500 || status === 429 || status === 409));
+  if (!transient) return null;
+  return new ProcessorUnavailable(`Stripe could not be reached or answered a transient error${status ? ` (${status})` : ''}: ${scrubMessage((e as Error).message)}`, { cause: e });
 }
 
-const refused = (e: unknown) => e instanceof Stripe.errors.StripeAuthenticationError || e instanceof Stripe.errors.StripePermissionError;
+const refused = (e: unknown): boolean => e instanceof Stripe.errors.StripeAuthenticationError || e instanceof Stripe.errors.StripePermissionError;
 
 export class StripeProcessor implements Processor {
   readonly name = 'stripe' as const;
@@ -181,17 +216,19 @@ export class StripeProcessor implements Processor {
 
   constructor(private readonly opts: { apiUrl?: string | null; timeoutMs?: number; logger?: Logger } = {}) {}
 
-  /** One client per key: the key is the account. STRIPE_API_URL points every client elsewhere (tests). */
+  /** One client per key (the key is the account); STRIPE_API_URL points every client at another host. */
   private client(key: string): Stripe {
     let c = this.clients.get(key);
     if (!c) {
       const url = this.opts.apiUrl ? new URL(this.opts.apiUrl) : null;
+      const protocol = url?.protocol === 'http:' ? 'http' : 'https';
       c = new Stripe(key, {
-        apiVersion: STRIPE_API_VERSION as Stripe.LatestApiVersion,
+        apiVersion: STRIPE_API_VERSION,
         timeout: this.opts.timeoutMs ?? TIMEOUT_MS,
+        // The SDK's retries resend the same idempotency key, so a retried create never makes a second debit.
         maxNetworkRetries: 2,
         telemetry: false,
-        ...(url ? { host: url.hostname, port: url.port || (url.protocol === 'https:' ? 443 : 80), protocol: url.protocol.replace(':', '') as 'http' | 'https' } : {}),
+        ...(url ? { host: url.hostname, port: url.port || (protocol === 'http' ? 80 : 443), protocol } : {}),
       });
       this.clients.set(key, c);
     }
@@ -202,118 +239,170 @@ export class StripeProcessor implements Processor {
     try {
       await this.client(key).balance.retrieve();
     } catch (e) {
-      if (refused(e)) throw new KeyRefused();
-      throw unavailable(e) ?? new KeyRefused(`the processor refused this key (${(e as Error).message})`);
+      const u = unavailable(e);
+      if (u) throw u;
+      if (e instanceof Stripe.errors.StripeError) throw new KeyRefused();
+      throw e;
     }
   }
 
   async tokenizeCard(key: string, card: RawCard): Promise<TokenizedCard> {
+    let pm: Stripe.PaymentMethod;
     try {
-      const pm = await this.client(key).paymentMethods.create({
+      pm = await this.client(key).paymentMethods.create({
         type: 'card',
         card: { number: card.number, exp_month: card.expMonth, exp_year: card.expYear, ...(card.cvv ? { cvc: card.cvv } : {}) },
       });
-      return {
-        token: pm.id,
-        last4: pm.card?.last4 ?? card.number.slice(-4),
-        brand: pm.card?.brand ?? null,
-        funding: pm.card?.funding ?? null,
-        expMonth: pm.card?.exp_month ?? card.expMonth,
-        expYear: pm.card?.exp_year ?? card.expYear,
-      };
     } catch (e) {
       const u = unavailable(e);
       if (u) throw u;
       if (refused(e)) throw new CardRefused('the processor key cannot tokenize cards');
-      // Stripe's message names the problem, never the number.
-      throw new CardRefused((e as Error).message || 'the card was refused');
+      if (e instanceof Stripe.errors.StripeError) throw new CardRefused(scrubMessage(e.message || 'the card was refused'));
+      throw e;
     }
+    return {
+      token: pm.id,
+      last4: pm.card?.last4 ?? card.number.slice(-4),
+      brand: pm.card?.brand ?? null,
+      funding: pm.card?.funding ?? null,
+      expMonth: pm.card?.exp_month ?? card.expMonth,
+      expYear: pm.card?.exp_year ?? card.expYear,
+    };
   }
 
   async createDebit(key: string, req: DebitRequest): Promise<DebitResult> {
-    const common = {
-      amount: req.amountCents,
-      currency: 'usd',
-      confirm: true,
-      description: req.reference,
-      metadata: { drs_reference: req.reference, drs_payment_id: req.paymentId },
-    };
-    let params: Stripe.PaymentIntentCreateParams;
-    if (req.rail === 'card') {
-      if (req.instrument.kind !== 'token') return { processorPaymentId: null, status: 'invalid', returnCode: null, message: 'a card charge needs a card token' };
-      params = { ...common, payment_method: req.instrument.token, allowed_payment_method_types: ['card'], off_session: true };
-    } else {
-      params = {
-        ...common,
-        allowed_payment_method_types: ['us_bank_account'],
-        mandate_data: { customer_acceptance: { type: 'offline' } },
-        ...(req.instrument.kind === 'token'
-          ? { payment_method: req.instrument.token }
-          : {
-              payment_method_data: {
-                type: 'us_bank_account',
-                us_bank_account: { routing_number: req.instrument.routingNumber, account_number: req.instrument.accountNumber, account_holder_type: 'individual' },
-                billing_details: { name: req.borrower.name },
-              },
-            }),
-      };
-    }
+    const params = debitParams(req);
+    if (typeof params === 'string') return { processorPaymentId: null, status: 'invalid', returnCode: null, message: params };
     try {
       const pi = await this.client(key).paymentIntents.create(params, { idempotencyKey: req.paymentId });
       return intentToResult(pi, this.opts.logger);
     } catch (e) {
       const u = unavailable(e);
       if (u) throw u;
-      if (e instanceof Stripe.errors.StripeCardError) {
-        const f = cardFailure(e.code, e.decline_code);
-        return { processorPaymentId: idOf((e as { payment_intent?: { id: string } }).payment_intent) ?? null, ...f, message: e.message };
-      }
       if (refused(e)) throw new KeyRefused();
-      // A definite refusal of the request itself (bad parameters, a reused key with other parameters).
-      return { processorPaymentId: null, status: 'invalid', returnCode: null, message: (e as Error).message };
+      if (e instanceof Stripe.errors.StripeCardError) {
+        return { processorPaymentId: e.payment_intent?.id ?? null, ...cardFailure([e.decline_code, e.code], e.message) };
+      }
+      if (e instanceof Stripe.errors.StripeError) {
+        if (e instanceof Stripe.errors.StripeIdempotencyError) {
+          // The payment id was sent before with other parameters: the first request's payment, if any, still
+          // reaches the feed under this reference; this attempt itself made nothing.
+          this.opts.logger?.warn({ processor: 'stripe', payment_id: req.paymentId }, 'idempotency key reused with other parameters');
+        }
+        return { processorPaymentId: null, status: 'invalid', returnCode: null, message: scrubMessage(e.message) };
+      }
+      throw e;
     }
   }
 
   async listChanges(key: string, cursor: string | null, opts: { limit?: number } = {}): Promise<ChangePage> {
-    const limit = Math.min(100, opts.limit ?? 100);
+    const limit = Math.max(1, Math.min(100, opts.limit ?? 100));
     const stripe = this.client(key);
     try {
-      let events: Stripe.Event[];
-      let hasMore: boolean;
-      if (cursor) {
-        // ending_before: the events just newer than the cursor, still listed newest first.
-        const page = await stripe.events.list({ ending_before: cursor, limit, types: [...STRIPE_EVENT_TYPES] });
-        events = [...page.data].reverse();
-        hasMore = page.has_more;
-      } else {
-        // From the beginning: walk back to the oldest event, then hand out the oldest page first.
-        const all: Stripe.Event[] = [];
-        let after: string | undefined;
-        for (;;) {
-          const page = await stripe.events.list({ limit: 100, types: [...STRIPE_EVENT_TYPES], ...(after ? { starting_after: after } : {}) });
-          all.push(...page.data);
-          if (!page.has_more || page.data.length === 0) break;
-          after = page.data[page.data.length - 1]!.id;
-        }
-        all.reverse();
-        events = all.slice(0, limit);
-        hasMore = all.length > limit;
-      }
-      const changes = events.map((e) => eventToChange(e, this.opts.logger)).filter((c): c is ProcessorChange => c !== null);
-      await this.fillDisputeReferences(stripe, changes);
-      return { changes, nextCursor: events.length > 0 ? events[events.length - 1]!.id : cursor, hasMore };
+      let page: { events: Stripe.Event[]; hasMore: boolean } | null = null;
+      if (cursor) page = await this.after(stripe, cursor, limit);
+      page ??= await this.fromStart(stripe, limit);
+      const changes = page.events.map((e) => eventToChange(e, this.opts.logger)).filter((c): c is ProcessorChange => c !== null);
+      await this.fillDisputes(stripe, changes);
+      const last = page.events.at(-1);
+      return { changes, nextCursor: last ? last.id : cursor, hasMore: page.hasMore };
     } catch (e) {
       if (refused(e)) throw new KeyRefused();
       throw unavailable(e) ?? e;
     }
   }
 
-  /** A dispute carries no reference of its own: it is the PaymentIntent's. */
-  private async fillDisputeReferences(stripe: Stripe, changes: ProcessorChange[]): Promise<void> {
-    for (const c of changes) {
-      if (c.status !== 'late_returned' || c.reference || !c.processorPaymentId.startsWith('pi_')) continue;
-      const pi = await stripe.paymentIntents.retrieve(c.processorPaymentId);
-      c.reference = refOf(pi.metadata, pi.description);
+  /** The events just newer than the cursor, oldest first; null when Stripe no longer knows the cursor. */
+  private async after(stripe: Stripe, cursor: string, limit: number): Promise<{ events: Stripe.Event[]; hasMore: boolean } | null> {
+    try {
+      // Still listed newest first: with ending_before the page is the `limit` events closest to the cursor.
+      const page = await stripe.events.list({ ending_before: cursor, limit, types: [...STRIPE_EVENT_TYPES] });
+      return { events: [...page.data].reverse(), hasMore: page.has_more };
+    } catch (e) {
+      if (!(e instanceof Stripe.errors.StripeInvalidRequestError) || e.code !== 'resource_missing') throw e;
+      // Events are kept 30 days: a cursor older than that is gone, so everything still kept is read again
+      // (changes already recorded are recognised by their event id).
+      this.opts.logger?.warn({ processor: 'stripe', cursor }, 'Stripe no longer knows the change cursor; reading from the oldest event kept');
+      return null;
     }
   }
+
+  /** From the oldest event kept: walk back through every page (newest first), then hand out the oldest. */
+  private async fromStart(stripe: Stripe, limit: number): Promise<{ events: Stripe.Event[]; hasMore: boolean }> {
+    const all: Stripe.Event[] = [];
+    for (;;) {
+      const after = all.at(-1)?.id;
+      const page = await stripe.events.list({ limit: 100, types: [...STRIPE_EVENT_TYPES], ...(after ? { starting_after: after } : {}) });
+      all.push(...page.data);
+      if (!page.has_more || page.data.length === 0) break;
+    }
+    all.reverse();
+    return { events: all.slice(0, limit), hasMore: all.length > limit };
+  }
+
+  /**
+   * A dispute names its charge (and, on newer API versions, its PaymentIntent) but carries no reference: both
+   * come from the PaymentIntent, read once per payment per page.
+   */
+  private async fillDisputes(stripe: Stripe, changes: ProcessorChange[]): Promise<void> {
+    const seen = new Map<string, { id: string; reference: string | null }>();
+    for (const c of changes) {
+      if (c.status !== 'late_returned' || c.reference) continue;
+      let found = seen.get(c.processorPaymentId);
+      if (!found) {
+        found = await this.lookUp(stripe, c.processorPaymentId);
+        seen.set(c.processorPaymentId, found);
+      }
+      c.processorPaymentId = found.id;
+      c.reference = found.reference;
+    }
+  }
+
+  private async lookUp(stripe: Stripe, id: string): Promise<{ id: string; reference: string | null }> {
+    try {
+      if (id.startsWith('ch_') || id.startsWith('py_')) {
+        const ch = await stripe.charges.retrieve(id, { expand: ['payment_intent'] });
+        const pi = ch.payment_intent && typeof ch.payment_intent === 'object' ? ch.payment_intent : null;
+        return { id: pi?.id ?? id, reference: refOf(pi?.metadata ?? ch.metadata, pi?.description ?? ch.description) };
+      }
+      const pi = await stripe.paymentIntents.retrieve(id);
+      return { id, reference: refOf(pi.metadata, pi.description) };
+    } catch (e) {
+      if (e instanceof Stripe.errors.StripeInvalidRequestError && e.code === 'resource_missing') return { id, reference: null };
+      throw e;
+    }
+  }
+}
+
+/** The PaymentIntent to create for a debit, or why none can be. */
+function debitParams(req: DebitRequest): Stripe.PaymentIntentCreateParams | string {
+  const common = {
+    amount: req.amountCents,
+    currency: 'usd',
+    confirm: true,
+    description: req.reference,
+    metadata: { drs_reference: req.reference, drs_payment_id: req.paymentId },
+  } satisfies Stripe.PaymentIntentCreateParams;
+  if (req.rail === 'card') {
+    if (req.instrument.kind !== 'token') return 'a card charge needs a card token';
+    // The pinned API version names the accepted methods `allowed_payment_method_types` on create.
+    return { ...common, payment_method: req.instrument.token, allowed_payment_method_types: ['card'], off_session: true };
+  }
+  const method: Pick<Stripe.PaymentIntentCreateParams, 'payment_method' | 'payment_method_data'> =
+    req.instrument.kind === 'token'
+      ? { payment_method: req.instrument.token }
+      : {
+          payment_method_data: {
+            type: 'us_bank_account',
+            us_bank_account: { routing_number: req.instrument.routingNumber, account_number: req.instrument.accountNumber, account_holder_type: 'individual' },
+            billing_details: { name: req.borrower.name },
+          },
+        };
+  return {
+    ...common,
+    ...method,
+    allowed_payment_method_types: ['us_bank_account'],
+    // The lender collected the borrower's authorization outside Stripe.
+    mandate_data: { customer_acceptance: { type: 'offline' } },
+  };
 }

@@ -29,6 +29,11 @@ interface Row {
   stranger: 404 | 403 | null;
 }
 
+const resultsForm = () => {
+  const f = new FormData();
+  f.append('file', new Blob(['authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code\nsec-6,SEC-1,10.00,sent,2026-11-02,,,\n'], { type: 'text/csv' }), 'r.csv');
+  return f;
+};
 const csvForm = () => {
   const f = new FormData();
   f.append('file', new Blob(['authorizer_unique_id,ssn,account_number,routing_number\nsec-3,123456789,0001234567,110000000\n'], { type: 'text/csv' }), 'a.csv');
@@ -69,6 +74,7 @@ const TABLE: Record<string, Row> = {
   'DELETE /v1/payment_enrollments': { path: '/v1/payment_enrollments', body: { authorizer_unique_ids: ['sec-6'] }, stranger: null },
   'DELETE /v1/persisted_authorizers': { path: '/v1/persisted_authorizers', body: { authorizer_unique_ids: ['sec-6'] }, stranger: null },
   'GET /v1/payment_events': { path: '/v1/payment_events?authorizer_unique_id=sec-6', stranger: null },
+  'POST /v1/payment_results/uploads': { path: '/v1/payment_results/uploads?dryRun=true', form: resultsForm, stranger: null },
 };
 
 const send = (route: string, row: Row, key: string | null) => {

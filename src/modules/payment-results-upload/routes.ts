@@ -1,0 +1,92 @@
+import { Elysia, t } from 'elysia';
+import type { Deps } from '../../deps';
+import { errors } from '../../http/errors';
+import { documentedBody, multipartBody, MULTIPART_OVERHEAD_BYTES } from '../../http/body';
+import type { Auth } from '../../http/auth';
+import { InvalidInput } from '../../platform/errors';
+import { Int } from '../../platform/schema';
+import { uploadResults, UPLOAD_LIMIT_BYTES } from './service';
+
+export const MATURITY = 'In Development';
+export const EXAMPLE_FILE =
+  'authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code\n' +
+  'loan-1001,INV-77,425.00,settled,2026-11-02,2026-11-04,,\n' +
+  'loan-1002,INV-78,"$1,234.56",returned,11/02/2026,,11/05/2026,R01 - Insufficient Funds\n' +
+  ',,99.00,paid,2026-11-02,2026-11-03,,\n';
+
+const UploadBody = t.Object(
+  { file: t.File({ description: 'The CSV file (UTF-8, a byte-order mark allowed), at most 10 MB' }) },
+  { examples: [{ file: EXAMPLE_FILE }] },
+);
+
+export const Report = t.Object(
+  {
+    format: t.Union([t.Literal('generic'), t.Literal('annotated_export')]),
+    rowCount: Int({ description: 'Accepted rows' }),
+    dataRowCount: Int({ description: 'Data rows found, blank and summary rows excluded' }),
+    matched: Int({ description: 'Accepted rows matched to a borrower' }),
+    needsAttention: Int({ description: 'Accepted rows not matched; stored' }),
+    dryRun: t.Boolean(),
+    rows: t.Array(
+      t.Object({
+        row: Int({ description: 'Row number; the header is row 1' }),
+        reference: t.String({ description: 'The reference sent, or the key assigned (UPL-…) when none was' }),
+        authorizerUniqueId: t.Union([t.String(), t.Null()]),
+        status: t.String(),
+        amountCents: Int(),
+      }),
+    ),
+    problems: t.Array(
+      t.Object({ row: Int({ description: '0 for the file as a whole' }), reason: t.String(), severity: t.Union([t.Literal('error'), t.Literal('warning')]) }),
+    ),
+  },
+  {
+    examples: [
+      {
+        format: 'generic',
+        rowCount: 2,
+        dataRowCount: 3,
+        matched: 2,
+        needsAttention: 0,
+        dryRun: false,
+        rows: [
+          { row: 2, reference: 'INV-77', authorizerUniqueId: 'loan-1001', status: 'settled', amountCents: 42500 },
+          { row: 3, reference: 'INV-78', authorizerUniqueId: 'loan-1002', status: 'returned', amountCents: 123456 },
+        ],
+        problems: [{ row: 4, reason: 'authorizer_unique_id or reference is required', severity: 'error' }],
+      },
+    ],
+  },
+);
+
+export const uploadRoutes = (deps: Deps, auth: Auth) =>
+  new Elysia({ prefix: '/v1', normalize: false }).use(auth).post(
+    '/payment_results/uploads',
+    async ({ lender, body, query }) => {
+      const file = (body as { file?: unknown }).file;
+      if (!(file instanceof Blob)) throw InvalidInput.field('file', 'Send the CSV file in a multipart part named file');
+      return uploadResults({ ctx: { lender, deps }, input: { bytes: new Uint8Array(await file.arrayBuffer()), dryRun: query.dryRun === 'true' } });
+    },
+    {
+      auth: true,
+      // Above 10 MB by a margin: a file just over the limit gets the 400 the spec names, not a 413.
+      parse: multipartBody(UPLOAD_LIMIT_BYTES * 2 + MULTIPART_OVERHEAD_BYTES),
+      query: t.Object({ dryRun: t.Optional(t.Union([t.Literal('true'), t.Literal('false')], { description: 'true: parse and match everything, write nothing' })) }),
+      response: { 200: Report, ...errors(400, 401, 413, 415, 429) },
+      detail: {
+        ...documentedBody(UploadBody, 'multipart/form-data'),
+        tags: ['Payments'],
+        summary: 'Upload payment results (CSV)',
+        'x-maturity': MATURITY,
+        description:
+          `**${MATURITY}.** Outcomes of debits the service cannot read from a processor, one row per debit, in a part ` +
+          'named file. Columns (case-insensitive; spaces and punctuation read as underscores): authorizer_unique_id ' +
+          '(authorizer_id) or reference (payment_reference), payment_amount (amount), payment_status (outcome, status), ' +
+          'submitted_at (payment_date, submitted), settled_at (settlement_date, settled_date), returned_at (return_date, ' +
+          'returned_date), return_code (return_reason), batch_id. A balance export with payment columns added is read as it is. ' +
+          'Every rule of a row is checked and listed in problems (error: not recorded; warning: recorded, something ignored ' +
+          'or unmatched). The whole upload is one transaction; dryRun=true does everything and writes nothing. 200 whenever ' +
+          'the file parses; 400 only for a file over 10 MB or not UTF-8.',
+      },
+    },
+  );

@@ -1,0 +1,301 @@
+// POST /v1/payment_results/uploads: every rule of the spec's upload section, the re-sending rules across
+// uploads, matching, dryRun, and property tests (valid files round-trip; random bytes never give a 5xx).
+import { afterAll, describe, expect, test } from 'bun:test';
+import fc from 'fast-check';
+import { readFileSync } from 'node:fs';
+
+import { createTestContext, type TestContext } from '../../helpers/context';
+import { enrollBorrower } from '../../helpers/fixtures';
+import { processBalances } from '../../../src/modules/balance-requests/processing';
+import { readDate, readReturnCode, readStatus } from '../../../src/modules/payment-results-upload/rules';
+import { EXAMPLE_FILE, Report } from '../../../src/modules/payment-results-upload/routes';
+
+const contexts: TestContext[] = [];
+afterAll(() => contexts.forEach((c) => c.close()));
+async function fresh() {
+  const c = createTestContext({}, { clockAt: '2026-11-21T12:00:00.000Z' });
+  contexts.push(c);
+  // Borrowers with no processor key: nothing is collected by the service, so only uploads move them.
+  await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('b1'), enrollBorrower('b2'), enrollBorrower('b3')] } });
+  return c;
+}
+const HEADER = 'authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code';
+async function upload(c: TestContext, csv: string | Uint8Array, opts: { dryRun?: boolean; key?: string } = {}) {
+  const form = new FormData();
+  form.append('file', new Blob([csv], { type: 'text/csv' }), 'results.csv');
+  return c.json('POST', `/v1/payment_results/uploads${opts.dryRun ? '?dryRun=true' : ''}`, { form, ...(opts.key ? { key: opts.key } : {}) });
+}
+const events = async (c: TestContext, aid: string) =>
+  ((await c.json('GET', `/v1/payment_events?authorizer_unique_id=${aid}`)).body.events as { status: string; return_code?: string; source: string; reference: string; occurred_at: string }[]);
+
+describe('row rules: each with a passing and a failing row, and its problems entry', () => {
+  const good = 'b1,REF-OK,425.00,settled,2026-11-02,2026-11-04,,';
+  const cases: [string, string, { row: number; reason: string; severity: string }[]][] = [
+    ['1: amount missing', 'b1,R1A,,settled,2026-11-02,2026-11-04,,', [{ row: 3, reason: 'payment_amount is missing', severity: 'error' }]],
+    ['1: amount unreadable', 'b1,R1B,12.345,settled,2026-11-02,2026-11-04,,', [{ row: 3, reason: 'payment_amount is not a positive amount in dollars with at most two decimals', severity: 'error' }]],
+    ['1: amount zero', 'b1,R1C,0,settled,2026-11-02,2026-11-04,,', [{ row: 3, reason: 'payment_amount is not a positive amount in dollars with at most two decimals', severity: 'error' }]],
+    ['1: amount negative', 'b1,R1D,-5,settled,2026-11-02,2026-11-04,,', [{ row: 3, reason: 'payment_amount is not a positive amount in dollars with at most two decimals', severity: 'error' }]],
+    ['1: status missing', 'b1,R1E,10,,2026-11-02,,,', [{ row: 3, reason: 'payment_status is missing', severity: 'error' }]],
+    ['1: submitted_at missing', 'b1,R1F,10,sent,,,,', [{ row: 3, reason: 'submitted_at is missing', severity: 'error' }]],
+    ['1: identifier missing', ',,10,sent,2026-11-02,,,', [{ row: 3, reason: 'authorizer_unique_id or reference is required', severity: 'error' }]],
+    ['1: settled without settled_at', 'b1,R1G,10,settled,2026-11-02,,,', [{ row: 3, reason: 'settled_at is required on a settled row', severity: 'error' }]],
+    ['1: returned without returned_at and code', 'b1,R1H,10,returned,2026-11-02,,,', [
+      { row: 3, reason: 'returned_at is required on a returned row', severity: 'error' },
+      { row: 3, reason: 'return_code is required on a returned row', severity: 'error' },
+    ]],
+    ['1: date unreadable', 'b1,R1I,10,sent,2026-13-45,,,', [
+      { row: 3, reason: 'submitted_at is not a date (YYYY-MM-DD, MM/DD/YYYY, MM/DD/YY, MM/DD/YYYY HH:MM or ISO 8601)', severity: 'error' },
+    ]],
+    ['2: settled before submitted', 'b1,R2A,10,settled,2026-11-05,2026-11-04,,', [{ row: 3, reason: 'settled_at is earlier than submitted_at', severity: 'error' }]],
+    ['2: returned more than a day ahead', 'b1,R2B,10,returned,2026-11-05,,2026-11-25,R01', [{ row: 3, reason: 'returned_at is more than one day in the future', severity: 'error' }]],
+    ['3: late return before its settlement', 'b1,R3A,10,late_return,2026-11-01,2026-11-10,2026-11-05,R01', [{ row: 3, reason: 'returned_at is earlier than settled_at', severity: 'error' }]],
+    ['4: settled with a return code', 'b1,R4A,10,settled,2026-11-02,2026-11-04,,R01', [{ row: 3, reason: 'a settled row has no return code', severity: 'error' }]],
+    ['5: status not accepted', 'b1,R5A,10,bounced,2026-11-02,,,', [
+      { row: 3, reason: 'payment_status is not one of settled, returned, late_return, pending, sent, voided, invalid, refunded, not_attempted (or paid, rejected, reversed)', severity: 'error' },
+    ]],
+  ];
+  for (const [name, bad, expected] of cases) {
+    test(`rule ${name}`, async () => {
+      const c = await fresh();
+      const r = await upload(c, `${HEADER}\n${good}\n${bad}\n`);
+      expect(r.status).toBe(200);
+      expect(r.body.problems).toEqual(expected);
+      expect(r.body.rowCount).toBe(1);
+      expect(r.body.dataRowCount).toBe(2);
+      expect(r.body.rows.map((x: { row: number }) => x.row)).toEqual([2]);
+    });
+  }
+
+  test('rule 6: rows of one reference that disagree are all rejected; identical ones count once', async () => {
+    const c = await fresh();
+    const r = await upload(
+      c,
+      `${HEADER}\nb1,DUP,10,settled,2026-11-02,2026-11-04,,\nb1,DUP,11,settled,2026-11-02,2026-11-04,,\nb2,TWICE,12,sent,2026-11-02,,,\nb2,TWICE,12,sent,2026-11-02,,,\n`,
+    );
+    expect(r.body.problems).toEqual([
+      { row: 2, reason: 'rows 2, 3 for reference DUP disagree; all of them are rejected', severity: 'error' },
+      { row: 3, reason: 'rows 2, 3 for reference DUP disagree; all of them are rejected', severity: 'error' },
+      { row: 5, reason: 'identical to row 4 for reference TWICE; counted once', severity: 'warning' },
+    ]);
+    expect(r.body.rowCount).toBe(1);
+    expect(r.body.rows).toEqual([{ row: 4, reference: 'TWICE', authorizerUniqueId: 'b2', status: 'sent', amountCents: 1200 }]);
+  });
+
+  test('a header without the required columns: a row-0 error, nothing recorded', async () => {
+    const c = await fresh();
+    const r = await upload(c, 'authorizer_unique_id,payment_status\nb1,settled\n');
+    expect(r.status).toBe(200);
+    expect(r.body.problems).toHaveLength(1);
+    expect(r.body.problems[0]).toMatchObject({ row: 0, severity: 'error' });
+    expect(r.body.problems[0].reason).toContain('an amount column');
+    expect(r.body.rowCount).toBe(0);
+    expect(await events(c, 'b1')).toEqual([]);
+  });
+
+  test('blank rows, summary rows and #N/A, N/A, - cells', async () => {
+    const c = await fresh();
+    const r = await upload(c, `${HEADER}\n\n,,,,,,,\nb1,BLANKS,10,sent,2026-11-02,#N/A,N/A,-\n,,1000.00,,,,,\n`);
+    expect(r.body).toMatchObject({ rowCount: 1, dataRowCount: 1, problems: [] });
+  });
+});
+
+describe('reading cells', () => {
+  test('column aliases and a header with spaces and punctuation', async () => {
+    const c = await fresh();
+    const r = await upload(c, 'Authorizer ID,Payment Reference,Amount,Outcome,Payment Date,Settlement Date,Return Date,Return Reason,Batch ID\nb1,AL-1,"$1,234.56",PAID,11/02/2026,11/04/2026,,,\n');
+    expect(r.body.problems).toEqual([]);
+    expect(r.body.rows[0]).toEqual({ row: 2, reference: 'AL-1', authorizerUniqueId: 'b1', status: 'settled', amountCents: 123456 });
+    const r2 = await upload(c, 'authorizer_id,reference,amount,status,submitted,settled_date,returned_date,return_code\nb2,AL-2,5,Rejected,2026-11-02,,2026-11-03,R09\n');
+    expect(r2.body.rows[0]).toMatchObject({ authorizerUniqueId: 'b2', status: 'returned' });
+  });
+
+  test('statuses and their aliases, case-insensitive', () => {
+    expect(['settled', 'PAID', 'Returned', 'rejected', 'late_return', 'Reversed', 'pending', 'sent', 'voided', 'invalid', 'refunded', 'not_attempted'].map(readStatus)).toEqual([
+      'settled', 'settled', 'returned', 'returned', 'late_return', 'late_return', 'pending', 'sent', 'voided', 'invalid', 'refunded', 'not_attempted',
+    ]);
+    expect(readStatus('bounced')).toBeNull();
+  });
+
+  test('the five date formats, with and without a time zone', () => {
+    const at = (s: string) => new Date(readDate(s)!).toISOString();
+    expect(at('2026-11-02')).toBe('2026-11-02T00:00:00.000Z');
+    expect(at('11/02/2026')).toBe('2026-11-02T00:00:00.000Z');
+    expect(at('11/02/26')).toBe('2026-11-02T00:00:00.000Z');
+    expect(at('11/02/2026 14:30')).toBe('2026-11-02T14:30:00.000Z');
+    expect(at('2026-11-02T14:30:00')).toBe('2026-11-02T14:30:00.000Z');
+    expect(at('2026-11-02T14:30:00Z')).toBe('2026-11-02T14:30:00.000Z');
+    expect(at('2026-11-02T14:30:00-05:00')).toBe('2026-11-02T19:30:00.000Z');
+    for (const bad of ['2026-02-30', '13/01/2026', '2026/11/02', 'yesterday', '11-02-2026']) expect(readDate(bad)).toBeNull();
+  });
+
+  test('return codes', async () => {
+    expect(['R01', 'r01', 'R1', 'R01 - Insufficient Funds', 'insufficient funds', 'payment stopped', 'R16'].map(readReturnCode)).toEqual(['R01', 'R01', 'R01', 'R01', 'R01', 'R08', 'R16']);
+    for (const bad of ['', '0', 'account closed', 'funds']) expect(readReturnCode(bad)).toBeNull();
+    const c = await fresh();
+    const r = await upload(c, `${HEADER}\nb1,RC1,10,returned,2026-11-02,,2026-11-03,0\nb1,RC2,10,returned,2026-11-02,,2026-11-03,not sure\nb1,RC3,10,sent,2026-11-02,,,anything\n`);
+    expect(r.body.problems).toEqual([
+      { row: 2, reason: 'return_code is not an ACH return code (such as R01, or "insufficient funds")', severity: 'error' },
+      { row: 3, reason: 'return_code is not an ACH return code (such as R01, or "insufficient funds")', severity: 'error' },
+    ]);
+    expect(r.body.rowCount).toBe(1);
+  });
+});
+
+describe('recording', () => {
+  test('sent → settled → late_return over three uploads; events, ledger and monitor follow; a date filled in later, never changed', async () => {
+    const c = await fresh();
+    await upload(c, `${HEADER}\nb1,INV-9,425.00,sent,2026-11-02,,,\n`);
+    expect((await events(c, 'b1')).map((e) => e.status)).toEqual(['processing']);
+    await upload(c, `${HEADER}\nb1,INV-9,425.00,settled,2026-11-02,2026-11-04,,\n`);
+    // An identical row changes nothing; a later undated status does not replace the settled one.
+    const again = await upload(c, `${HEADER}\nb1,INV-9,425.00,settled,2026-11-02,2026-11-04,,\nb2,X-1,1.00,sent,2026-11-02,,,\n`);
+    expect(again.body.problems).toEqual([]);
+    const undated = await upload(c, `${HEADER}\nb1,INV-9,425.00,sent,2026-11-02,,,\n`);
+    expect(undated.body.problems[0].reason).toContain('does not replace the settled outcome');
+    await upload(c, `${HEADER}\nb1,INV-9,425.00,late_return,2026-11-02,,2026-11-10,R10\n`);
+    const evs = await events(c, 'b1');
+    expect(evs.map((e) => `${e.status}${e.return_code ? ':' + e.return_code : ''}`)).toEqual(['processing', 'settled', 'late_returned:R10']);
+    expect(evs.every((e) => e.source === 'upload' && e.reference === 'INV-9')).toBe(true);
+    const view = (await c.json('GET', '/v1/payment_enrollments/b1')).body;
+    expect(view.ledger).toMatchObject({ collected: 42500, reversed: 42500, net: 0 });
+    expect(view.state).toBe('stopped');
+    // The late return came without settled_at: the settlement date recorded earlier stays.
+    const stored = c.rt.sqlite.query("SELECT settled_at AS s, returned_at AS r FROM uploaded_results WHERE reference = 'INV-9'").get() as { s: number; r: number };
+    expect(new Date(stored.s).toISOString()).toBe('2026-11-04T00:00:00.000Z');
+    const later = await upload(c, `${HEADER}\nb1,INV-9,425.00,late_return,2026-11-02,2026-11-06,2026-11-10,R10\n`);
+    expect(later.body.problems).toEqual([]);
+    expect((c.rt.sqlite.query("SELECT settled_at AS s FROM uploaded_results WHERE reference = 'INV-9'").get() as { s: number }).s).toBe(stored.s);
+  });
+
+  test('an outcome dated before the latest recorded one is ignored with a warning', async () => {
+    const c = await fresh();
+    await upload(c, `${HEADER}\nb1,OLD,10,returned,2026-11-02,,2026-11-10,R01\n`);
+    const r = await upload(c, `${HEADER}\nb1,OLD,10,settled,2026-11-02,2026-11-05,,\n`);
+    expect(r.body.problems).toEqual([{ row: 2, reason: 'its outcome date is earlier than the latest outcome recorded for reference OLD; ignored', severity: 'warning' }]);
+    expect((await events(c, 'b1')).map((e) => e.status)).toEqual(['returned']);
+  });
+
+  test('a matched R02 stops monitoring, a matched R01 does not', async () => {
+    const c = await fresh();
+    await upload(c, `${HEADER}\nb1,R-02,10,returned,2026-11-02,,2026-11-03,R02\nb2,R-01,10,returned,2026-11-02,,2026-11-03,R01\n`);
+    expect((await c.json('GET', '/v1/payment_enrollments/b1')).body).toMatchObject({ state: 'stopped', reason: 'R02' });
+    expect((await c.json('GET', '/v1/payment_enrollments/b2')).body.state).toBe('monitored');
+  });
+
+  test('rows without a reference get UPL-{borrower}-{cents}-{date}; by reference only, DRS- references match one borrower', async () => {
+    const c = await fresh();
+    const r = await upload(c, `${HEADER}\nb1,,425.00,sent,2026-11-02,,,\n,DRS-b3-INV-5,10.00,sent,2026-11-02,,,\n,SOMETHING,10.00,sent,2026-11-02,,,\n`);
+    expect(r.body.rows.map((x: { reference: string; authorizerUniqueId: string | null }) => [x.reference, x.authorizerUniqueId])).toEqual([
+      ['UPL-b1-42500-2026-11-02', 'b1'],
+      ['DRS-b3-INV-5', 'b3'],
+      ['SOMETHING', null],
+    ]);
+    expect(r.body).toMatchObject({ matched: 2, needsAttention: 1 });
+    expect(r.body.problems).toEqual([
+      { row: 4, reason: 'no enrolled borrower matches reference SOMETHING; stored, it is matched when uploaded again with authorizer_unique_id', severity: 'warning' },
+    ]);
+    // Uploaded again with the identifier: matched, and its status recorded for the borrower.
+    const again = await upload(c, `${HEADER}\nb2,SOMETHING,10.00,sent,2026-11-02,,,\n`);
+    expect(again.body).toMatchObject({ matched: 1, needsAttention: 0 });
+    expect((await events(c, 'b2')).map((e) => e.reference)).toEqual(['SOMETHING']);
+  });
+
+  test("another lender's borrower never matches", async () => {
+    const c = await fresh();
+    const other = c.newLender();
+    const r = await upload(c, `${HEADER}\nb1,THEIRS,10,sent,2026-11-02,,,\n`, { key: other.key });
+    expect(r.body).toMatchObject({ matched: 0, needsAttention: 1 });
+    expect(await events(c, 'b1')).toEqual([]);
+  });
+
+  test('dryRun leaves the database byte-for-byte unchanged and returns the same report', async () => {
+    const c = await fresh();
+    const csv = `${HEADER}\nb1,DRY,425.00,settled,2026-11-02,2026-11-04,,\nb2,DRY-2,5.00,returned,2026-11-02,,2026-11-03,R02\n`;
+    c.rt.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    const before = readFileSync(c.rt.config.databasePath);
+    const dry = await upload(c, csv, { dryRun: true });
+    c.rt.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    expect(Buffer.compare(readFileSync(c.rt.config.databasePath), before)).toBe(0);
+    expect(dry.body.dryRun).toBe(true);
+    const real = await upload(c, csv);
+    expect({ ...real.body, dryRun: true }).toEqual(dry.body);
+    expect((await events(c, 'b1')).length).toBe(1);
+  });
+
+  test('an annotated export from GET /v1/balances/csv, with payment columns added, works as it is', async () => {
+    const c = await fresh();
+    const sub = await c.json('POST', '/v1/balance_requests', { body: { authorizers: [{ authorizer_unique_id: 'b1', ssn: '123456789', account_number: '0001234567', routing_number: '110000000' }] } });
+    await processBalances(c.rt);
+    const exported = await (await c.request('GET', `/v1/balances/csv?batch_ids=${sub.body.batch_id}`)).text();
+    const [header, row] = exported.trim().split('\r\n');
+    const csv = `${header},payment_status,payment_amount,payment_date,settled_at,returned_at,return_code\r\n${row},settled,425.00,2026-11-02,2026-11-04,,\r\n`;
+    const r = await upload(c, csv);
+    expect(r.body).toMatchObject({ format: 'annotated_export', rowCount: 1, matched: 1, problems: [] });
+    expect(r.body.rows[0]).toMatchObject({ authorizerUniqueId: 'b1', status: 'settled' });
+  });
+});
+
+describe('the file', () => {
+  test('the documented example file gives the documented report', async () => {
+    const c = createTestContext({}, { clockAt: '2026-11-21T12:00:00.000Z' });
+    contexts.push(c);
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('loan-1001'), enrollBorrower('loan-1002')] } });
+    const r = await upload(c, EXAMPLE_FILE, { dryRun: true });
+    expect(r.status).toBe(200);
+    expect({ ...r.body, dryRun: false }).toEqual((Report as unknown as { examples: unknown[] }).examples[0]);
+  });
+
+  test('not UTF-8 → 400 BAD_REQUEST; over 10 MB → 400; a byte-order mark is fine', async () => {
+    const c = await fresh();
+    const latin1 = new Uint8Array([...new TextEncoder().encode(`${HEADER}\nb1,X,10,sent,2026-11-02,,,Jos`), 0xe9, 0x0a]);
+    const r = await upload(c, latin1);
+    expect(r.status).toBe(400);
+    expect(r.body.error.code).toBe('BAD_REQUEST');
+    const big = new Uint8Array(10 * 1024 * 1024 + 1).fill(0x61);
+    expect((await upload(c, big)).status).toBe(400);
+    const bom = await upload(c, `\uFEFF${HEADER}\nb1,BOM,10,sent,2026-11-02,,,\n`);
+    expect(bom.body).toMatchObject({ rowCount: 1, problems: [] });
+  }, 30_000);
+
+  test('property: a generated valid file round-trips into the report with matching counts', async () => {
+    const c = await fresh();
+    const arbRow = fc.record({
+      aid: fc.constantFrom('b1', 'b2', 'b3', 'nobody'),
+      cents: fc.integer({ min: 1, max: 10_000_000 }),
+      status: fc.constantFrom('settled', 'sent', 'pending', 'voided'),
+      day: fc.integer({ min: 1, max: 9 }),
+    });
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(arbRow, { minLength: 1, maxLength: 20 }), async (rows) => {
+        const lines = rows.map((r) => {
+          const ref = `P${++n}`;
+          const date = `2026-11-0${r.day}`;
+          return `${r.aid},${ref},${(r.cents / 100).toFixed(2)},${r.status},${date},${r.status === 'settled' ? date : ''},,`;
+        });
+        const res = await upload(c, `${HEADER}\n${lines.join('\n')}\n`, { dryRun: true });
+        expect(res.status).toBe(200);
+        expect(res.body.problems.filter((p: { severity: string }) => p.severity === 'error')).toEqual([]);
+        expect(res.body.rowCount).toBe(rows.length);
+        expect(res.body.dataRowCount).toBe(rows.length);
+        expect(res.body.matched).toBe(rows.filter((r) => r.aid !== 'nobody').length);
+        expect(res.body.matched + res.body.needsAttention).toBe(res.body.rowCount);
+        expect(res.body.rows.map((x: { amountCents: number }) => x.amountCents)).toEqual(rows.map((r) => r.cents));
+      }),
+      { numRuns: 40 },
+    );
+  }, 60_000);
+
+  test('property: random bytes never give a 5xx', async () => {
+    const c = await fresh();
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ maxLength: 400 }), fc.boolean(), async (bytes, withHeader) => {
+        const body = withHeader ? new Uint8Array([...new TextEncoder().encode(`${HEADER}\n`), ...bytes]) : bytes;
+        const r = await upload(c, body, { dryRun: true });
+        expect(r.status).toBeLessThan(500);
+      }),
+      { numRuns: 200 },
+    );
+  }, 60_000);
+});
+

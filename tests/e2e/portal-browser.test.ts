@@ -1,5 +1,6 @@
 // The lender portal in a real browser (Debian's chromium through playwright-core): sign-in, keys, balance
-// checks with Creator, sign-out, CSRF, tenancy, and axe-core on every page (no serious or critical violation).
+// checks with Creator, a results upload checked then recorded, sign-out, CSRF, tenancy, and axe-core on every
+// page (no serious or critical violation).
 // Screenshots of each page go to tests/e2e/.screenshots (ignored by git): they are for looking at.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -9,6 +10,7 @@ import { createTestContext, type TestContext } from '../helpers/context';
 import { createUser } from '../../src/modules/portal/users';
 import { createConnection } from '../../src/modules/payment-connections/service';
 import { processBalances } from '../../src/modules/balance-requests/processing';
+import { enrollBorrower } from '../helpers/fixtures';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = join(import.meta.dir, '.screenshots');
@@ -156,6 +158,50 @@ describe('the lender portal', () => {
       expect(row!.split(',')[creator]).toBe('Olive Ops');
       const batchId = row!.split(',')[1]!;
       expect((await ctx.json('GET', `/v1/balance_requests/${batchId}`)).body.creator).toBe('Olive Ops');
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+
+  test('a results upload: the dry-run report (counts and problems), then confirmed and recorded', async () => {
+    expect((await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('portal-loan-1')] } })).status).toBe(207);
+    const events = async () => (await ctx.json('GET', '/v1/payment_events?authorizer_unique_id=portal-loan-1')).body.events as { status: string; source: string }[];
+    const { context, page } = await session();
+    try {
+      await signIn(page);
+      await page.goto(`${origin}/portal/payments/results-upload`);
+      await page.getByLabel('Results CSV file').setInputFiles({
+        name: 'results.csv',
+        mimeType: 'text/csv',
+        buffer: Buffer.from(
+          'authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code\n' +
+            'portal-loan-1,PORTAL-1,425.00,settled,2026-11-02,2026-11-04,,\n' +
+            'portal-loan-1,PORTAL-2,-5,settled,2026-11-02,2026-11-04,,\n',
+        ),
+      });
+      await page.getByRole('button', { name: 'Check file' }).click();
+      await page.waitForLoadState('load');
+      const report = await page.locator('main').innerText();
+      expect(report).toContain('Dry run: nothing was recorded yet');
+      expect(report).toMatch(/Rows accepted\s+1/);
+      expect(report).toMatch(/Matched to a borrower\s+1/);
+      expect(report).toContain('payment_amount is not a positive amount');
+      await accessible(page, 'results-upload-report');
+      expect(await events()).toEqual([]);
+      const confirmation = {
+        _csrf: (await page.locator('form:has(input[name="checked"]) input[name="_csrf"]').getAttribute('value'))!,
+        action: 'confirm',
+        checked: (await page.locator('input[name="checked"]').getAttribute('value'))!,
+      };
+      await page.getByRole('button', { name: 'Record 1 row' }).click();
+      await page.waitForLoadState('load');
+      await expect(page.getByRole('status').innerText()).resolves.toContain('Recorded results.csv: 1 row.');
+      expect((await events()).map((e) => [e.status, e.source])).toEqual([['settled', 'upload']]);
+      // A confirmation is used once: posting it again records nothing more.
+      const again = await page.request.post(`${origin}/portal/payments/results-upload`, { form: confirmation });
+      expect(again.status()).toBe(200);
+      expect(await again.text()).toContain('no longer held');
+      expect(await events()).toHaveLength(1);
     } finally {
       await context.close();
     }

@@ -12,6 +12,7 @@ import { createConnection, deleteConnection, listConnections, updateConnection }
 import { getEnrollment, listEnrollments } from '../enrollments/service';
 import { listPaymentEvents } from '../collection/events';
 import { MONITOR_STATES } from '../enrollments/model';
+import { uploadResults, type UploadReport } from '../payment-results-upload/service';
 import { csrfField, esc, loginPage, notice, page, table } from './pages';
 import { endSession, LOGIN_CSRF_COOKIE, newLoginCsrf, sameToken, SESSION_COOKIE, sessionOf, SignInThrottle, startSession, type PortalSession } from './session';
 import { verifySignIn } from './users';
@@ -157,6 +158,54 @@ ${csrfField(s.csrf)}
     if (!(e instanceof DomainError)) throw e;
     const errors = (e.details?.errors as { path: string; message: string }[] | undefined) ?? [];
     return errors.length > 0 && !e.message.includes(errors[0]!.message) ? `${e.message}: ${errors.map((x) => x.message).join('; ')}` : e.message;
+  };
+
+  // --- Payments › Results upload ---------------------------------------------------------------------------
+  const checked = new CheckedFiles();
+  const rows = (n: number) => `${n} row${n === 1 ? '' : 's'}`;
+  const resultsPage = (
+    s: PortalSession,
+    message: { kind: 'ok' | 'error'; text: string } | null = null,
+    shown: { report: UploadReport; name: string; checkedId?: string | null } | null = null,
+  ) => {
+    let report = '';
+    if (shown) {
+      const r = shown.report;
+      const problems = r.problems.map((p) => [String(p.row), esc(p.severity), esc(p.reason)]);
+      const confirm =
+        shown.checkedId != null
+          ? `<form method="post" action="/portal/payments/results-upload">${csrfField(s.csrf)}<input type="hidden" name="action" value="confirm"><input type="hidden" name="checked" value="${esc(shown.checkedId)}"><button type="submit">Record ${rows(r.rowCount)}</button></form>`
+          : r.dryRun
+            ? '<p>No row can be recorded: correct the file and check it again.</p>'
+            : '';
+      report = `<h2>${r.dryRun ? 'Check' : 'Recorded'}: ${esc(shown.name)}</h2>
+<table><caption>${r.dryRun ? 'Dry run: nothing was recorded yet' : 'Recorded'}</caption><tbody>
+<tr><th scope="row">Format</th><td>${esc(r.format)}</td></tr>
+<tr><th scope="row">Data rows</th><td>${r.dataRowCount}</td></tr>
+<tr><th scope="row">Rows accepted</th><td>${r.rowCount}</td></tr>
+<tr><th scope="row">Matched to a borrower</th><td>${r.matched}</td></tr>
+<tr><th scope="row">Needing attention</th><td>${r.needsAttention}</td></tr>
+</tbody></table>
+${problems.length ? table(['Row', 'Severity', 'Problem'], problems, 'Problems (error: the row is not recorded; warning: recorded, or stored unmatched)') : '<p>No problems.</p>'}
+${confirm}`;
+    }
+    return render(
+      s,
+      '/portal/payments/results-upload',
+      'Payments › Results upload',
+      `${notice(message?.kind ?? 'ok', message?.text)}
+<p>Outcomes of debits made outside the service, as CSV (at most 10 MB, UTF-8): one row per debit with authorizer_unique_id or reference,
+payment_amount, payment_status, submitted_at, settled_at, returned_at and return_code. The file is checked first and nothing is
+recorded until you confirm.</p>
+<form method="post" action="/portal/payments/results-upload" enctype="multipart/form-data">
+${csrfField(s.csrf)}
+<input type="hidden" name="action" value="check">
+<label for="results_file">Results CSV file</label>
+<input id="results_file" name="file" type="file" accept=".csv,text/csv" required>
+<button type="submit">Check file</button>
+</form>
+${report}`,
+    );
   };
 
   // --- Payments › Borrowers ----------------------------------------------------------------------------------
@@ -408,17 +457,49 @@ ${table(['When', 'Reference', 'Kind', 'Amount'], ledger, `Collected ${money(e.le
       }),
       { detail: { hide: true } },
     )
-    .get(
+    .get('/portal/payments/results-upload', guarded((s) => resultsPage(s)), { detail: { hide: true } })
+    .post(
       '/portal/payments/results-upload',
-      guarded((s) =>
-        render(
-          s,
-          '/portal/payments/results-upload',
-          'Payments › Results upload',
-          notice('error', 'Uploading payment results is not available in this version of the service.'),
-        ),
-      ),
+      guarded(async (s, { body }) => {
+        checked.sweep(deps.clock.now());
+        try {
+          if (body.action === 'confirm') {
+            const held = checked.take(s.tokenHash, String(body.checked ?? ''));
+            if (!held) return resultsPage(s, { kind: 'error', text: 'The checked file is no longer held (a file is kept 30 minutes after its check, and not across a restart). Choose it again.' });
+            const report = await uploadResults({ ctx: ctxOf(s), input: { bytes: held.bytes, dryRun: false } });
+            return resultsPage(s, { kind: 'ok', text: `Recorded ${held.name}: ${rows(report.rowCount)}.` }, { report, name: held.name });
+          }
+          const file = body.file;
+          if (!(file instanceof Blob) || file.size === 0) return resultsPage(s, { kind: 'error', text: 'Choose a CSV file to check.' });
+          const bytes = new Uint8Array(await file.arrayBuffer());
+          const name = file instanceof File && file.name ? file.name : 'the file';
+          const report = await uploadResults({ ctx: ctxOf(s), input: { bytes, dryRun: true } });
+          const id = report.rowCount > 0 ? checked.hold(s.tokenHash, { bytes, name, at: deps.clock.now() }) : null;
+          return resultsPage(s, null, { report, name, checkedId: id });
+        } catch (e) {
+          return resultsPage(s, { kind: 'error', text: problem(e) });
+        }
+      }),
       { detail: { hide: true } },
     );
 }
 
+/** Files checked in the portal, held for their confirmation: one per session, 30 minutes, in memory. */
+class CheckedFiles {
+  private readonly held = new Map<string, { id: string; bytes: Uint8Array; name: string; at: number }>();
+  static readonly TTL_MS = 30 * 60_000;
+  hold(session: string, file: { bytes: Uint8Array; name: string; at: number }): string {
+    const id = crypto.randomUUID();
+    this.held.set(session, { id, ...file });
+    return id;
+  }
+  take(session: string, id: string) {
+    const f = this.held.get(session);
+    if (!f || f.id !== id) return null;
+    this.held.delete(session);
+    return f;
+  }
+  sweep(now: number) {
+    for (const [k, f] of this.held) if (now - f.at > CheckedFiles.TTL_MS) this.held.delete(k);
+  }
+}

@@ -20,6 +20,21 @@ describe('dollarsToCents (exact, for amounts a caller sends)', () => {
     );
   });
 
+  test('decimal text of any length agrees with exact BigInt arithmetic (or is refused past the safe range)', () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[1-9]\d{0,16}$/), fc.stringMatching(/^\d{0,3}$/), fc.boolean(), (whole, fraction, negative) => {
+        const text = `${negative ? '-' : ''}${whole}${fraction ? `.${fraction}` : ''}`;
+        const exact = BigInt(whole) * 100n + BigInt((fraction + '00').slice(0, 2));
+        const up = fraction.length > 2 && fraction[2]! >= '5' ? 1n : 0n;
+        const sign = negative ? -1 : 1;
+        const expected = (c: bigint) => (c > BigInt(Number.MAX_SAFE_INTEGER) ? null : sign * Number(c));
+        expect(dollarsToCents(text)).toBe(fraction.replace(/0+$/, '').length > 2 ? null : expected(exact));
+        expect(dollarsToCentsRounded(text)).toBe(expected(exact + up));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   test('more than two decimals is refused, never rounded', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 1e9 }), fc.integer({ min: 1, max: 9 }), (cents, extra) => {

@@ -20,8 +20,9 @@ import { webhooksBench } from './bench-webhooks';
 import { schedulerBench } from './bench-scheduler';
 import { enrollmentBench } from './bench-enrollment';
 import { collectionBench } from './bench-collection';
+import { uploadBench } from './bench-upload';
 
-export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench];
+export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench];
 
 interface Ran {
   bench: Bench;

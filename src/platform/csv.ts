@@ -114,7 +114,7 @@ function isBlank(cells: string[]): boolean {
   return true;
 }
 
-function toCsvError(err: unknown): unknown {
+export function toCsvError(err: unknown): unknown {
   // csv-parse reports data problems as errors carrying a string `code` and counters; anything else is a bug
   // and should surface as it is rather than as a 400 about the file.
   if (!(err instanceof Error) || typeof (err as { code?: unknown }).code !== 'string') return err;

@@ -81,6 +81,7 @@ export function readHeader(header: string[]): { format: 'generic' | 'annotated_e
 /** Cells holding #N/A, N/A or - read as blank. */
 export const cell = (v: string | undefined): string => {
   const t = (v ?? '').trim();
+  if (t.length > 4) return t;
   return t === '#N/A' || t.toUpperCase() === 'N/A' || t === '-' ? '' : t;
 };
 
@@ -102,8 +103,20 @@ const utc = (y: number, m: number, d: number, hh = 0, mm = 0): number | null => 
   return dt.getUTCFullYear() === y && dt.getUTCMonth() === m - 1 && dt.getUTCDate() === d && hh < 24 && mm < 60 ? t : null;
 };
 
+/** Dates read lately: a file repeats a few dates over thousands of rows. Bounded; readDate is pure. */
+const datesRead = new Map<string, number | null>();
+
 /** YYYY-MM-DD, MM/DD/YYYY, MM/DD/YY, MM/DD/YYYY HH:MM or ISO 8601; without a time zone, UTC. */
 export function readDate(text: string): number | null {
+  let t = datesRead.get(text);
+  if (t !== undefined) return t;
+  t = parseDate(text);
+  if (datesRead.size >= 4096) datesRead.clear();
+  datesRead.set(text, t);
+  return t;
+}
+
+function parseDate(text: string): number | null {
   const s = text.trim();
   let m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(s);
   if (m) return utc(+m[1]!, +m[2]!, +m[3]!);

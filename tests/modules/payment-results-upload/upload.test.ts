@@ -236,6 +236,16 @@ describe('recording', () => {
 });
 
 describe('the file', () => {
+  test('malformed CSV: the row is named, the cell is not quoted, and nothing is recorded', async () => {
+    const c = await fresh();
+    const r = await upload(c, `${HEADER}\nb1,OK-1,10,sent,2026-11-02,,,\nb2,"SECRET-CELL,10,sent,2026-11-02,,,\n`);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ rowCount: 0, matched: 0 });
+    expect(r.body.problems).toEqual([{ row: 3, reason: 'Malformed CSV at row 3: a quoted cell is never closed; nothing was recorded', severity: 'error' }]);
+    expect(JSON.stringify(r.body)).not.toContain('SECRET');
+    expect(await events(c, 'b1')).toEqual([]);
+  });
+
   test('the documented example file gives the documented report', async () => {
     const c = createTestContext({}, { clockAt: '2026-11-21T12:00:00.000Z' });
     contexts.push(c);
@@ -283,6 +293,38 @@ describe('the file', () => {
         expect(res.body.rows.map((x: { amountCents: number }) => x.amountCents)).toEqual(rows.map((r) => r.cents));
       }),
       { numRuns: 40 },
+    );
+  }, 60_000);
+
+  test('property: over successive uploads of overlapping references, a dry run reports exactly what the upload then does', async () => {
+    const c = await fresh();
+    const arbRow = fc.record({
+      aid: fc.constantFrom('b1', 'b2', 'b3', 'nobody', ''),
+      ref: fc.constantFrom('R-1', 'R-2', 'R-3', 'DRS-b2-9', ''),
+      cents: fc.constantFrom(1000, 2500),
+      status: fc.constantFrom('settled', 'sent', 'pending', 'returned', 'late_return', 'voided'),
+      code: fc.constantFrom('R01', 'R02', 'R09'),
+      day: fc.integer({ min: 1, max: 8 }),
+      settledDay: fc.option(fc.integer({ min: 1, max: 8 }), { nil: null }),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.array(arbRow, { minLength: 1, maxLength: 8 }), { minLength: 1, maxLength: 4 }), async (files) => {
+        for (const rows of files) {
+          const lines = rows.map((r) => {
+            const sub = `2026-11-0${r.day}`;
+            const settled = r.status === 'settled' || r.status === 'late_return' ? `2026-11-0${Math.max(r.day, r.settledDay ?? r.day)}` : '';
+            const returned = r.status === 'returned' || r.status === 'late_return' ? `2026-11-0${Math.max(r.day, r.settledDay ?? r.day) + 1}` : '';
+            const code = returned ? r.code : '';
+            return `${r.aid},${r.ref},${(r.cents / 100).toFixed(2)},${r.status},${sub},${settled},${returned},${code}`;
+          });
+          const csv = `${HEADER}\n${lines.join('\n')}\n`;
+          const dry = await upload(c, csv, { dryRun: true });
+          const real = await upload(c, csv);
+          expect(dry.status).toBe(200);
+          expect({ ...real.body, dryRun: true }).toEqual(dry.body);
+        }
+      }),
+      { numRuns: 60, seed: 20261122 },
     );
   }, 60_000);
 

@@ -101,6 +101,9 @@ function create(): FakeStripe {
     const acc = account(key);
     if (method === 'GET' && path === '/v1/balance') return ok(balance());
     if (method === 'POST' && path === '/v1/payment_methods') return acc.createPaymentMethod(p);
+    if (method === 'POST' && path === '/v1/customers') return acc.createCustomer(p);
+    const attach = /^\/v1\/payment_methods\/([^/]+)\/attach$/.exec(path);
+    if (method === 'POST' && attach) return acc.attachPaymentMethod(attach[1]!, p);
     if (method === 'POST' && path === '/v1/payment_intents') return acc.createPaymentIntent(p, idempotencyKey);
     if (method === 'GET' && path === '/v1/payment_intents') return acc.listPaymentIntents(p);
     if (method === 'GET' && path === '/v1/events') return acc.listEvents(p);

@@ -246,6 +246,18 @@ export class StripeProcessor implements Processor {
     }
   }
 
+  /** The Customer a stored PaymentMethod is attached to; null when none, or when Stripe does not know the id. */
+  private async customerOf(key: string, token: string): Promise<string | null> {
+    try {
+      const pm = await this.client(key).paymentMethods.retrieve(token);
+      return typeof pm.customer === 'string' ? pm.customer : (pm.customer?.id ?? null);
+    } catch (e) {
+      // Stripe's test tokens (pm_card_visa) and unknown ids are left to the create call to accept or refuse.
+      if (e instanceof Stripe.errors.StripeInvalidRequestError && e.code === 'resource_missing') return null;
+      throw e;
+    }
+  }
+
   async tokenizeCard(key: string, card: RawCard): Promise<TokenizedCard> {
     let pm: Stripe.PaymentMethod;
     try {
@@ -257,6 +269,19 @@ export class StripeProcessor implements Processor {
       const u = unavailable(e);
       if (u) throw u;
       if (refused(e)) throw new CardRefused('the processor key cannot tokenize cards');
+      if (e instanceof Stripe.errors.StripeError) throw new CardRefused(scrubMessage(e.message || 'the card was refused'));
+      throw e;
+    }
+    // A PaymentMethod attached to no Customer can be used by one PaymentIntent only; a borrower's card may be
+    // charged again after a decline for funds, so it gets a Customer of its own (no personal data on it).
+    try {
+      const client = this.client(key);
+      const customer = await client.customers.create({ description: 'Borrower card (debit recovery)' });
+      pm = await client.paymentMethods.attach(pm.id, { customer: customer.id });
+    } catch (e) {
+      const u = unavailable(e);
+      if (u) throw u;
+      if (refused(e)) throw new CardRefused('the processor key cannot store cards for reuse');
       if (e instanceof Stripe.errors.StripeError) throw new CardRefused(scrubMessage(e.message || 'the card was refused'));
       throw e;
     }
@@ -274,6 +299,11 @@ export class StripeProcessor implements Processor {
     const params = debitParams(req);
     if (typeof params === 'string') return { processorPaymentId: null, status: 'invalid', returnCode: null, message: params };
     try {
+      // A stored PaymentMethod attached to a Customer is charged with that Customer, as Stripe requires.
+      if (req.instrument.kind === 'token') {
+        const customer = await this.customerOf(key, req.instrument.token);
+        if (customer) params.customer = customer;
+      }
       const pi = await this.client(key).paymentIntents.create(params, { idempotencyKey: req.paymentId });
       return intentToResult(pi, this.opts.logger);
     } catch (e) {

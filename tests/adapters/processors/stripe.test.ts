@@ -277,7 +277,13 @@ describe('keys and cards', () => {
     const key = freshKey();
     const t = await stripe.tokenizeCard(key, { number: '4000056655665556', cvv: null, expMonth: 4, expYear: nextYear });
     expect(t).toEqual({ token: expect.stringMatching(/^pm_/), last4: '5556', brand: 'visa', funding: 'debit', expMonth: 4, expYear: nextYear });
-    expect(fake.control.requests.at(-1)!.params).toEqual({ type: 'card', card: { number: '4000056655665556', exp_month: '4', exp_year: String(nextYear) } });
+    const [made, customer, attach] = fake.control.requests.slice(-3);
+    expect(made).toMatchObject({ method: 'POST', path: '/v1/payment_methods' });
+    expect(made!.params).toEqual({ type: 'card', card: { number: '4000056655665556', exp_month: '4', exp_year: String(nextYear) } });
+    // Its own Customer, so that it can be charged more than once; nothing personal on the Customer.
+    expect(customer).toMatchObject({ method: 'POST', path: '/v1/customers', params: { description: 'Borrower card (debit recovery)' } });
+    expect(attach).toMatchObject({ method: 'POST', path: `/v1/payment_methods/${t.token}/attach` });
+    expect(attach!.params.customer).toMatch(/^cus_/);
     for (const bad of [{ number: '4242424242424241', expYear: nextYear }, { number: '4242424242424242', expYear: 2020 }]) {
       const e = await stripe.tokenizeCard(key, { ...bad, cvv: '123', expMonth: 1 }).catch((x: unknown) => x);
       expect(e).toBeInstanceOf(CardRefused);
@@ -285,6 +291,30 @@ describe('keys and cards', () => {
     }
     fake.control.failNext(3, 502);
     await expect(stripe.tokenizeCard(key, { number: '4242424242424242', cvv: null, expMonth: 1, expYear: nextYear })).rejects.toBeInstanceOf(ProcessorUnavailable);
+  });
+});
+
+describe('a card charged more than once', () => {
+  test('a tokenized card is charged again (a retry after a decline for funds) with its Customer; a card on no Customer only once', async () => {
+    const key = freshKey();
+    const t = await stripe.tokenizeCard(key, { number: '4242424242424242', cvv: '123', expMonth: 12, expYear: nextYear });
+    const first = await stripe.createDebit(key, card('pay-twice-1', t.token));
+    const second = await stripe.createDebit(key, card('pay-twice-2', t.token));
+    expect([first.status, second.status]).toEqual(['settled', 'settled']);
+    const creates = fake.control.requests.filter((r) => r.path === '/v1/payment_intents' && r.method === 'POST').slice(-2);
+    expect(creates.map((r) => r.params.customer)).toEqual([expect.stringMatching(/^cus_/), expect.stringMatching(/^cus_/)]);
+
+    // What Stripe does with a PaymentMethod on no Customer, which is why cards are attached: the second use is refused.
+    const res = await fetch(`${fake.url}/v1/payment_methods`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `type=card&card[number]=4242424242424242&card[exp_month]=12&card[exp_year]=${nextYear}`,
+    });
+    const bare = ((await res.json()) as { id: string }).id;
+    expect((await stripe.createDebit(key, card('pay-bare-1', bare))).status).toBe('settled');
+    const again = await stripe.createDebit(key, card('pay-bare-2', bare));
+    expect(again).toMatchObject({ status: 'invalid', processorPaymentId: null });
+    expect(again.message).toContain('may not be used again');
   });
 });
 

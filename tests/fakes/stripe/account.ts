@@ -74,13 +74,36 @@ export class FakeAccount {
   readonly refunds = new Map<string, Stripe.Refund>();
   /** Oldest first. */
   readonly events: Stripe.Event[] = [];
+  readonly customers = new Map<string, Stripe.Customer>();
   /** The test card number behind a card PaymentMethod picks its outcome; it never leaves the fake. */
   private readonly cardNumbers = new Map<string, string>();
+  /** PaymentMethods used by a PaymentIntent while attached to no Customer: Stripe refuses them a second use. */
+  private readonly usedOnce = new Set<string>();
 
   constructor(private readonly world: World) {}
 
   private emit<T extends Stripe.Event['type']>(type: T, object: o.EventObject<T>, idempotencyKey: string | null = null): void {
     this.events.push(o.event(this.world.ids.next('evt'), this.world.now(), type, object, idempotencyKey));
+  }
+
+  createCustomer(p: Form): Answer {
+    const unknown = Object.keys(p).find((k) => !['description', 'metadata', 'expand'].includes(k));
+    if (unknown) return invalid(`Received unknown parameter: ${unknown}`, unknown, 'parameter_unknown');
+    const id = this.world.ids.next('cus');
+    const customer = { id, object: 'customer', created: Math.floor(this.world.now() / 1000), description: str(p.description) ?? null, livemode: false, metadata: {} } as unknown as Stripe.Customer;
+    this.customers.set(id, customer);
+    return ok(customer);
+  }
+
+  /** POST /v1/payment_methods/{id}/attach: the PaymentMethod may then be used again, with its Customer. */
+  attachPaymentMethod(id: string, p: Form): Answer {
+    const pm = this.paymentMethods.get(id);
+    if (!pm) return stripeError(404, 'invalid_request_error', `No such PaymentMethod: '${id}'`, { code: 'resource_missing', param: 'payment_method' });
+    const customer = str(p.customer);
+    if (!customer || !this.customers.has(customer)) return invalid(`No such customer: '${customer ?? ''}'`, 'customer', 'resource_missing');
+    if (this.usedOnce.has(id)) return invalid('This PaymentMethod was previously used without being attached to a Customer and may not be attached now.', 'payment_method', 'payment_method_unexpected_state');
+    pm.customer = customer;
+    return ok(pm);
   }
 
   createPaymentMethod(p: Form): Answer {
@@ -159,7 +182,24 @@ export class FakeAccount {
     if (pm && !allowed.includes(pm.type)) {
       return invalid(`The PaymentMethod provided (${pm.type}) is not allowed for this PaymentIntent.`, 'payment_method', 'payment_intent_incompatible_payment_method');
     }
+    const customer = str(p.customer) ?? null;
+    if (customer && !this.customers.has(customer)) return invalid(`No such customer: '${customer}'`, 'customer', 'resource_missing');
+    if (pm && pm.customer && pm.customer !== customer) {
+      return invalid(
+        customer ? 'The provided PaymentMethod belongs to another Customer.' : 'The provided PaymentMethod is attached to a Customer: pass that Customer as customer.',
+        'payment_method',
+        'payment_method_unexpected_state',
+      );
+    }
+    if (pm && !pm.customer && this.usedOnce.has(pm.id)) {
+      return invalid(
+        'The provided PaymentMethod was previously used with a PaymentIntent without Customer attachment, shared with a connected account without Customer attachment, or was detached from a Customer. It may not be used again. To use a PaymentMethod multiple times, you must attach it to a Customer first.',
+        'payment_method',
+        'payment_method_unexpected_state',
+      );
+    }
     const confirm = str(p.confirm) === 'true';
+    if (confirm && pm && !pm.customer) this.usedOnce.add(pm.id);
     if (confirm && !pm) return invalid("You cannot confirm this PaymentIntent because it's missing a payment method.", 'payment_method', 'payment_intent_unexpected_state');
     if (confirm && pm?.type === 'us_bank_account' && !obj(p.mandate_data) && !str(p.mandate)) {
       return invalid('A mandate is required to confirm a us_bank_account PaymentIntent: pass mandate_data or mandate.', 'mandate_data', 'parameter_missing');

@@ -484,12 +484,18 @@ ${table(['When', 'Reference', 'Kind', 'Amount'], ledger, `Collected ${money(e.le
     );
 }
 
-/** Files checked in the portal, held for their confirmation: one per session, 30 minutes, in memory. */
+/**
+ * Files checked in the portal, held for their confirmation: one per session, 30 minutes, in memory, and at
+ * most 16 at once (the oldest goes first; its user is asked to choose the file again).
+ */
 class CheckedFiles {
   private readonly held = new Map<string, { id: string; bytes: Uint8Array; name: string; at: number }>();
   static readonly TTL_MS = 30 * 60_000;
+  static readonly MAX_HELD = 16;
   hold(session: string, file: { bytes: Uint8Array; name: string; at: number }): string {
     const id = crypto.randomUUID();
+    this.held.delete(session);
+    while (this.held.size >= CheckedFiles.MAX_HELD) this.held.delete(this.held.keys().next().value!);
     this.held.set(session, { id, ...file });
     return id;
   }

@@ -96,6 +96,8 @@ export function benchRuntime(env: Record<string, string> = {}, opts: { clock?: C
     LOG_LEVEL: 'info',
     RATE_LIMIT_PER_SECOND: '1000000',
     RATE_LIMIT_BURST: '10000000',
+    // The benchmarks queue far more than a lender may wait on; the bound itself is tested, not measured.
+    MAX_PENDING_AUTHORIZERS_PER_LENDER: '100000000',
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     ...env,
   });
@@ -196,6 +198,7 @@ export async function startBenchServer(dir: string, env: Record<string, string>,
       LOG_LEVEL: 'info',
       RATE_LIMIT_PER_SECOND: '1000000',
       RATE_LIMIT_BURST: '10000000',
+      MAX_PENDING_AUTHORIZERS_PER_LENDER: '100000000',
       BENCH_MAX_MS: String(opts.maxMs ?? 180_000),
       ...env,
     }),

@@ -6,6 +6,7 @@ import type { Job } from '../../platform/jobs';
 import type { ProcessorChange } from '../../adapters/processors';
 import { recordObservation } from './record';
 import * as q from './queries';
+import { borrowerNamedBy, REFERENCE_PREFIX } from './reference';
 
 // Reading outcomes: every live key's change feed, from its stored cursor, every PROCESSOR_POLL_INTERVAL_MS.
 // Each page is one transaction: its events, the cursor, ingested, matched and last_poll_at commit together,
@@ -14,7 +15,6 @@ import * as q from './queries';
 
 const PAGE = 500;
 const MAX_PAGES_PER_TICK = 200;
-const REFERENCE_PREFIX = 'DRS-';
 
 interface Match {
   enrollmentId: string;
@@ -33,13 +33,8 @@ export function matchChange(ctx: { deps: Pick<Deps, 'sqlite'> }, lenderId: strin
   const own = q.ownPayment(sqlite, lenderId, connectionId, c.reference, c.processorPaymentId);
   if (own) return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id, amountCents: own.amount };
   if (!c.reference?.startsWith(REFERENCE_PREFIX)) return null;
-  const rest = c.reference.slice(REFERENCE_PREFIX.length);
-  const lefts: string[] = [];
-  for (let i = rest.indexOf('-'); i > 0; i = rest.indexOf('-', i + 1)) lefts.push(rest.slice(0, i));
-  if (lefts.length === 0) return null;
-  const found = q.borrowersAmong(sqlite, lenderId, lefts);
-  if (found.length !== 1) return null;
-  return { enrollmentId: found[0]!.id, authorizerUniqueId: found[0]!.aid, paymentId: null, amountCents: null };
+  const b = borrowerNamedBy(sqlite, lenderId, c.reference.slice(REFERENCE_PREFIX.length));
+  return b ? { enrollmentId: b.id, authorizerUniqueId: b.aid, paymentId: null, amountCents: null } : null;
 }
 
 /** One page of changes, recorded with the cursor and the counts in one transaction. */

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import type { Ctx } from '../../deps';
 import { withTransaction, type Tx } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
-import { borrowersAmong } from '../collection/queries';
+import { borrowerNamedBy, REFERENCE_PREFIX } from '../collection/reference';
 import { recordObservation } from '../collection/record';
 import * as q from './queries';
 import { CsvError, toCsvError } from '../../platform/csv';
@@ -28,7 +28,6 @@ import {
 // all of them or none. A dry run does all of it and rolls the transaction back.
 
 export const UPLOAD_LIMIT_BYTES = 10 * 1024 * 1024;
-const REFERENCE_PREFIX = 'DRS-';
 
 export interface UploadReport {
   format: 'generic' | 'annotated_export';
@@ -66,7 +65,7 @@ const PRIOR_SLICE = 512;
  * A CSV parser fed the bytes in slices with its back-pressure, so that only a slice's records are held at a
  * time rather than the whole file's. The caller iterates it and destroys it when done.
  */
-function parserOf(bytes: Uint8Array) {
+export function parserOf(bytes: Uint8Array) {
   const parser = parse({ bom: true, relax_column_count: true, relax_quotes: true, skip_empty_lines: false });
   const feed = (async () => {
     for (let i = 0; i < bytes.byteLength; i += CHUNK_BYTES) {
@@ -102,11 +101,8 @@ function matchRow(ctx: Ctx, p: ParsedRow, known: Map<string, string | null>): Ma
   const own = q.paymentByReference(sqlite, lenderId, p.reference);
   if (own) return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id };
   const rest = p.reference.startsWith(REFERENCE_PREFIX) ? p.reference.slice(REFERENCE_PREFIX.length) : p.reference;
-  const lefts: string[] = [];
-  for (let i = rest.indexOf('-'); i > 0; i = rest.indexOf('-', i + 1)) lefts.push(rest.slice(0, i));
-  if (lefts.length === 0) return null;
-  const found = borrowersAmong(sqlite, lenderId, lefts);
-  return found.length === 1 ? { enrollmentId: found[0]!.id, authorizerUniqueId: found[0]!.aid, paymentId: null } : null;
+  const b = borrowerNamedBy(sqlite, lenderId, rest);
+  return b ? { enrollmentId: b.id, authorizerUniqueId: b.aid, paymentId: null } : null;
 }
 
 const outcomeDate = (p: { status: string; settledAt: number | null; returnedAt: number | null }) =>

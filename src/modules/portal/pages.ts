@@ -49,6 +49,10 @@ export function table(headers: string[], rows: string[][], caption: string): str
     .join('')}</tbody></table></figure>`;
 }
 
+/** A table of named values (one row each, the name as its header cell); the values are escaped. */
+export const facts = (caption: string, rows: [name: string, value: unknown][]): string =>
+  `<table><caption>${esc(caption)}</caption><tbody>${rows.map(([k, v]) => `<tr><th scope="row">${esc(k)}</th><td>${esc(v)}</td></tr>`).join('')}</tbody></table>`;
+
 export function loginPage(opts: { csrf: string; error?: string | null; email?: string }): string {
   return page({
     title: 'Sign in',

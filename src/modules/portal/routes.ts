@@ -13,7 +13,7 @@ import { getEnrollment, listEnrollments } from '../enrollments/service';
 import { listPaymentEvents } from '../collection/events';
 import { MONITOR_STATES } from '../enrollments/model';
 import { uploadResults, type UploadReport } from '../payment-results-upload/service';
-import { csrfField, esc, loginPage, notice, page, table } from './pages';
+import { csrfField, esc, facts, loginPage, notice, page, table } from './pages';
 import { endSession, LOGIN_CSRF_COOKIE, newLoginCsrf, sameToken, SESSION_COOKIE, sessionOf, SignInThrottle, startSession, type PortalSession } from './session';
 import { verifySignIn } from './users';
 
@@ -162,7 +162,7 @@ ${csrfField(s.csrf)}
 
   // --- Payments › Results upload ---------------------------------------------------------------------------
   const checked = new CheckedFiles();
-  const rows = (n: number) => `${n} row${n === 1 ? '' : 's'}`;
+  const rowsText = (n: number) => `${n} row${n === 1 ? '' : 's'}`;
   const resultsPage = (
     s: PortalSession,
     message: { kind: 'ok' | 'error'; text: string } | null = null,
@@ -174,18 +174,18 @@ ${csrfField(s.csrf)}
       const problems = r.problems.map((p) => [String(p.row), esc(p.severity), esc(p.reason)]);
       const confirm =
         shown.checkedId != null
-          ? `<form method="post" action="/portal/payments/results-upload">${csrfField(s.csrf)}<input type="hidden" name="action" value="confirm"><input type="hidden" name="checked" value="${esc(shown.checkedId)}"><button type="submit">Record ${rows(r.rowCount)}</button></form>`
+          ? `<form method="post" action="/portal/payments/results-upload">${csrfField(s.csrf)}<input type="hidden" name="action" value="confirm"><input type="hidden" name="checked" value="${esc(shown.checkedId)}"><button type="submit">Record ${rowsText(r.rowCount)}</button></form>`
           : r.dryRun
             ? '<p>No row can be recorded: correct the file and check it again.</p>'
             : '';
       report = `<h2>${r.dryRun ? 'Check' : 'Recorded'}: ${esc(shown.name)}</h2>
-<table><caption>${r.dryRun ? 'Dry run: nothing was recorded yet' : 'Recorded'}</caption><tbody>
-<tr><th scope="row">Format</th><td>${esc(r.format)}</td></tr>
-<tr><th scope="row">Data rows</th><td>${r.dataRowCount}</td></tr>
-<tr><th scope="row">Rows accepted</th><td>${r.rowCount}</td></tr>
-<tr><th scope="row">Matched to a borrower</th><td>${r.matched}</td></tr>
-<tr><th scope="row">Needing attention</th><td>${r.needsAttention}</td></tr>
-</tbody></table>
+${facts(r.dryRun ? 'Dry run: nothing was recorded yet' : 'Recorded', [
+  ['Format', r.format],
+  ['Data rows', r.dataRowCount],
+  ['Rows accepted', r.rowCount],
+  ['Matched to a borrower', r.matched],
+  ['Needing attention', r.needsAttention],
+])}
 ${problems.length ? table(['Row', 'Severity', 'Problem'], problems, 'Problems (error: the row is not recorded; warning: recorded, or stored unmatched)') : '<p>No problems.</p>'}
 ${confirm}`;
     }
@@ -317,22 +317,21 @@ ${report}`,
       '/portal/monitoring/:id',
       guarded((s, { params }) => {
         const x = scheduleView(ctxOf(s), getSchedule({ ctx: ctxOf(s), input: { id: params.id! } }));
-        const dl = (k: string, v: unknown) => `<tr><th scope="row">${esc(k)}</th><td>${esc(v)}</td></tr>`;
         return render(
           s,
           '/portal/monitoring',
           x.name,
-          `<table><caption>Schedule</caption><tbody>${[
-            dl('Status', x.status),
-            dl('Every', `${x.interval_days} days at ${x.time_of_day} UTC`),
-            dl('Starts', x.starts_at ?? '—'),
-            dl('Expires', x.expires_at),
-            dl('Next run', x.next_run_at ?? '—'),
-            dl('Last run', x.last_run_at ?? 'never'),
-            dl('Authorizers', x.total_authorizers),
-            dl('Threshold', x.threshold_amount === null ? '—' : `$${x.threshold_amount}`),
-            dl('Webhook', x.webhook ?? '—'),
-          ].join('')}</tbody></table><p><a href="/portal/monitoring">All schedules</a></p>`,
+          `${facts('Schedule', [
+            ['Status', x.status],
+            ['Every', `${x.interval_days} days at ${x.time_of_day} UTC`],
+            ['Starts', x.starts_at ?? '—'],
+            ['Expires', x.expires_at],
+            ['Next run', x.next_run_at ?? '—'],
+            ['Last run', x.last_run_at ?? 'never'],
+            ['Authorizers', x.total_authorizers],
+            ['Threshold', x.threshold_amount === null ? '—' : `$${x.threshold_amount}`],
+            ['Webhook', x.webhook ?? '—'],
+          ])}<p><a href="/portal/monitoring">All schedules</a></p>`,
         );
       }),
       { detail: { hide: true } },
@@ -434,20 +433,19 @@ ${table(['Borrower', 'State', 'Collectable', 'Last balance', 'Payments', 'Collec
           esc(x.source),
         ]);
         const ledger = e.ledger.entries.map((x) => [esc(x.at), `<code>${esc(x.reference)}</code>`, esc(x.kind), money(x.amount)]);
-        const dl = (k: string, v: unknown) => `<tr><th scope="row">${esc(k)}</th><td>${esc(v)}</td></tr>`;
         return render(
           s,
           '/portal/payments/borrowers',
           `Borrower ${e.authorizer_unique_id}`,
-          `<table><caption>Monitoring</caption><tbody>${[
-            dl('State', e.state + (e.reason ? ` (${e.reason})` : '')),
-            dl('Blocked', e.blocked_reason ?? '—'),
-            dl('Window', `${e.window_started_at ?? '—'} to ${e.window_ends_at ?? '—'}`),
-            dl('Collectable', money(e.collectable_amount)),
-            dl('Instrument', `${e.instrument.rail.toUpperCase()} ${'bank_name' in e.instrument ? (e.instrument.bank_name ?? '') : (e.instrument.card_brand ?? '')} …${e.instrument.last4 ?? ''}`),
-            dl('Last balance', e.last_read ? `${money(e.last_read.balance_cents)} at ${e.last_read.at}` : 'not read yet'),
-            dl('Payments used', `${e.payments_used} of 3`),
-          ].join('')}</tbody></table>
+          `${facts('Monitoring', [
+            ['State', e.state + (e.reason ? ` (${e.reason})` : '')],
+            ['Blocked', e.blocked_reason ?? '—'],
+            ['Window', `${e.window_started_at ?? '—'} to ${e.window_ends_at ?? '—'}`],
+            ['Collectable', money(e.collectable_amount)],
+            ['Instrument', `${e.instrument.rail.toUpperCase()} ${'bank_name' in e.instrument ? (e.instrument.bank_name ?? '') : (e.instrument.card_brand ?? '')} …${e.instrument.last4 ?? ''}`],
+            ['Last balance', e.last_read ? `${money(e.last_read.balance_cents)} at ${e.last_read.at}` : 'not read yet'],
+            ['Payments used', `${e.payments_used} of 3`],
+          ])}
 <h2>Payment events</h2>
 ${table(['When', 'Reference', 'Status', 'Amount', 'Return code', 'Source'], events, 'Oldest first')}
 <h2>Ledger</h2>
@@ -467,7 +465,7 @@ ${table(['When', 'Reference', 'Kind', 'Amount'], ledger, `Collected ${money(e.le
             const held = checked.take(s.tokenHash, String(body.checked ?? ''));
             if (!held) return resultsPage(s, { kind: 'error', text: 'The checked file is no longer held (a file is kept 30 minutes after its check, and not across a restart). Choose it again.' });
             const report = await uploadResults({ ctx: ctxOf(s), input: { bytes: held.bytes, dryRun: false } });
-            return resultsPage(s, { kind: 'ok', text: `Recorded ${held.name}: ${rows(report.rowCount)}.` }, { report, name: held.name });
+            return resultsPage(s, { kind: 'ok', text: `Recorded ${held.name}: ${rowsText(report.rowCount)}.` }, { report, name: held.name });
           }
           const file = body.file;
           if (!(file instanceof Blob) || file.size === 0) return resultsPage(s, { kind: 'error', text: 'Choose a CSV file to check.' });

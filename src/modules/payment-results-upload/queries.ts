@@ -56,14 +56,15 @@ export const insertUploaded = (
     )
     .run(v.lenderId, v.reference, v.aid, v.enrollmentId, v.status, v.amountCents, v.submittedAt, v.settledAt, v.returnedAt, v.returnCode, v.batchId, v.matched ? 1 : 0, v.now);
 
-/** A new status (status, amount and code replaced) or the same one again (dates filled in only). */
+/**
+ * A later row of a stored reference: `outcome` replaces its status, amount and return code (a new status), or
+ * is null for the same status again, which keeps them; recorded dates are kept either way, missing ones filled.
+ */
 export const updateUploaded = (
   sqlite: Database,
   v: {
     id: number;
-    status: string;
-    amountCents: number | null;
-    returnCode: string | null | undefined;
+    outcome: { status: string; amountCents: number; returnCode: string | null } | null;
     settledAt: number | null;
     returnedAt: number | null;
     aid: string | null;
@@ -75,15 +76,17 @@ export const updateUploaded = (
 ) =>
   sqlite
     .query(
-      `UPDATE uploaded_results SET status = ?, amount_cents = COALESCE(?, amount_cents), return_code = CASE WHEN ? THEN ? ELSE return_code END,
-         settled_at = COALESCE(settled_at, ?), returned_at = COALESCE(returned_at, ?), authorizer_unique_id = ?, enrollment_id = ?,
-         batch_id = ?, matched = ?, updated_at = ? WHERE id = ?`,
+      `UPDATE uploaded_results SET
+         status = CASE WHEN ?1 THEN ?2 ELSE status END, amount_cents = CASE WHEN ?1 THEN ?3 ELSE amount_cents END,
+         return_code = CASE WHEN ?1 THEN ?4 ELSE return_code END,
+         settled_at = COALESCE(settled_at, ?5), returned_at = COALESCE(returned_at, ?6), authorizer_unique_id = ?7,
+         enrollment_id = ?8, batch_id = ?9, matched = ?10, updated_at = ?11 WHERE id = ?12`,
     )
     .run(
-      v.status,
-      v.amountCents,
-      v.returnCode !== undefined ? 1 : 0,
-      v.returnCode ?? null,
+      v.outcome ? 1 : 0,
+      v.outcome?.status ?? null,
+      v.outcome?.amountCents ?? null,
+      v.outcome?.returnCode ?? null,
       v.settledAt,
       v.returnedAt,
       v.aid,

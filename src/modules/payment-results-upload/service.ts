@@ -289,7 +289,7 @@ function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.Uplo
   const wasUnmatched = !prior.matched && m !== null;
   if (prior.status === p.status) {
     // Rule 2: dates recorded without one are filled in; a recorded date stays.
-    if (write) q.updateUploaded(sqlite, { id: prior.id, status: prior.status, amountCents: null, returnCode: undefined, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values });
+    if (write) q.updateUploaded(sqlite, { id: prior.id, outcome: null, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values });
     if (wasUnmatched) record(p.status);
     return;
   }
@@ -304,6 +304,6 @@ function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.Uplo
     problems.push({ row: p.row, rule: 8, reason: `its outcome date is earlier than the latest outcome recorded for reference ${key}; ignored`, severity: 'warning' });
     return;
   }
-  if (write) q.updateUploaded(sqlite, { id: prior.id, status: p.status, amountCents: p.amountCents, returnCode: p.returnCode, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values });
+  if (write) q.updateUploaded(sqlite, { id: prior.id, outcome: { status: p.status, amountCents: p.amountCents, returnCode: p.returnCode }, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values });
   record(p.status);
 }

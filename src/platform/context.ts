@@ -27,8 +27,14 @@ export interface Lender {
   debitCardApproved: boolean;
 }
 
-/** The Drizzle handle inside a transaction: the same query builder as `Db`, bound to the open transaction. */
-export type Tx = Db;
+declare const inTransaction: unique symbol;
+
+/**
+ * The handle of an open write transaction: the same query builder as `Db` (and its SQLite connection as
+ * `$client`, for the raw prepared statements of a module's queries.ts), branded so that a plain `Db` is not
+ * assignable to it. A function that writes takes a `Tx`, so it can only be called inside `withTransaction`.
+ */
+export type Tx = Db & { readonly [inTransaction]: true };
 
 /**
  * What every service function receives beside its input: `{ ctx, input }`. `tx` is set inside a
@@ -55,7 +61,7 @@ export interface JobCtx<D extends PlatformDeps = PlatformDeps> {
 export function withTransaction<C extends { deps: PlatformDeps; tx?: Tx }, T>(ctx: C, fn: (ctx: C & { tx: Tx }) => T): T {
   if (ctx.tx) return fn(ctx as C & { tx: Tx });
   return immediate(ctx.deps.sqlite, () => {
-    const result = fn({ ...ctx, tx: ctx.deps.db });
+    const result = fn({ ...ctx, tx: ctx.deps.db as Tx });
     if (result instanceof Promise) throw new Error('withTransaction: the callback must be synchronous');
     return result;
   });

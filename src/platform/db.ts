@@ -5,7 +5,8 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, re
 import { dirname, join } from 'node:path';
 import * as schema from '../../db/schema';
 
-export type Db = BunSQLiteDatabase<typeof schema>;
+/** The query builder, with its SQLite connection as `$client` (drizzle sets it) for raw prepared statements. */
+export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
 
 export interface DbHandle {
   sqlite: Database;

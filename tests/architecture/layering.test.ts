@@ -65,4 +65,37 @@ describe('layering', () => {
       .map((f) => relative(ROOT, f));
     expect(bad).toEqual([]);
   });
+
+  test('only the monitor store writes a monitor\'s state, reason or blocked reason', () => {
+    expect(monitorWriters([join(ROOT, 'src'), join(ROOT, 'scripts')])).toEqual([]);
+  });
+
+  test('the monitor-write check finds each way of writing one', () => {
+    const samples = {
+      drizzle: "tx.update(enrollments).set({ paymentsUsed: 1, blockedReason: 'x' }).where(eq(enrollments.id, id)).run();",
+      drizzleInsert: 'tx.insert(enrollments).values(row).run();',
+      rawUpdate: "sqlite.query('UPDATE enrollments SET next_read_at = ?, state = ? WHERE id = ?').run(1, 'stopped', id);",
+      rawInsert: 'sqlite.query(`INSERT INTO enrollments (id, state) VALUES (?, ?)`).run(id, s);',
+    };
+    for (const [name, text] of Object.entries(samples)) expect([name, writesMonitor(text)]).toEqual([name, true]);
+    expect(writesMonitor("tx.update(enrollments).set({ bankName: 'x' }).where(eq(enrollments.id, id)).run();")).toBe(false);
+    expect(writesMonitor("sqlite.query('UPDATE enrollments SET last_read_cents = ? WHERE id = ?')")).toBe(false);
+  });
 });
+
+/** Whether source text writes enrollments.state, reason or blocked_reason, or inserts an enrollment. */
+function writesMonitor(text: string): boolean {
+  for (const m of text.matchAll(/\.update\(\s*enrollments\s*\)\s*\.set\(\s*\{([^}]*)\}/g)) if (/\b(state|reason|blockedReason)\s*:/.test(m[1]!)) return true;
+  if (/\.insert\(\s*enrollments\s*\)/.test(text)) return true;
+  for (const m of text.matchAll(/UPDATE\s+enrollments\s+SET([\s\S]*?)(?:\bWHERE\b|[`'"])/gi)) if (/\b(state|reason|blocked_reason)\s*=/i.test(m[1]!)) return true;
+  return /INSERT\s+(?:OR\s+\w+\s+)?INTO\s+enrollments\b/i.test(text);
+}
+
+function monitorWriters(dirs: string[]): string[] {
+  const allowed = new Set(['src/modules/enrollments/monitor-store.ts', 'scripts/bench/bench-enrollment.ts']);
+  return dirs
+    .flatMap(files)
+    .map((f) => relative(ROOT, f))
+    .filter((f) => !allowed.has(f) && writesMonitor(readFileSync(join(ROOT, f), 'utf8')));
+}
+

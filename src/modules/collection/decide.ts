@@ -3,6 +3,7 @@ import { enrollments, payments } from '../../../db/schema';
 import { newId } from '../../platform/ids';
 import type { MonitoringReadHook } from '../hooks';
 import { resolveKey } from '../payment-connections/resolve';
+import { applyMonitorEvent } from '../enrollments/monitor-store';
 
 /** An original payment and at most two reinitiations per enrollment. */
 export const MAX_PAYMENTS_PER_ENROLLMENT = 3;
@@ -36,9 +37,7 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
   if (inFlight) return;
   const key = resolveKey(ctx, { lenderId: e.lenderId, rail: e.rail, merchantRef: e.merchantRef });
   if (!key || !key.keySealed) {
-    if (e.blockedReason !== 'no_processor_key') {
-      tx.update(enrollments).set({ blockedReason: 'no_processor_key', updatedAt: now }).where(eq(enrollments.id, e.id)).run();
-    }
+    applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'blocked', reason: 'no_processor_key' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
     deps.metrics.paymentsSkipped.inc({ reason: 'no_processor_key' });
     return;
   }
@@ -59,9 +58,7 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
       updatedAt: now,
     })
     .run();
-  tx.update(enrollments)
-    .set({ paymentsUsed: e.paymentsUsed + 1, blockedReason: null, updatedAt: now })
-    .where(eq(enrollments.id, e.id))
-    .run();
+  tx.update(enrollments).set({ paymentsUsed: e.paymentsUsed + 1, updatedAt: now }).where(eq(enrollments.id, e.id)).run();
+  applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'payment_initiated' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
   deps.metrics.paymentsInitiated.inc({ rail: e.rail });
 };

@@ -9,6 +9,7 @@ import { drainClaims } from '../../platform/work-pool';
 import { ProcessorUnavailable, type DebitInstrument, type DebitResult } from '../../adapters/processors';
 import { openBorrower } from '../enrollments/service';
 import { recordObservation } from './record';
+import { applyMonitorEvent, monitorStateOf } from '../enrollments/monitor-store';
 
 // Sending initiated payments to their processor. A payment row is committed (initiating) before this runs;
 // every call carries the payment id as its idempotency key, so a retry after a timeout, a 5xx or a crash
@@ -136,7 +137,10 @@ function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): void {
     });
     if (r.status === 'not_attempted') {
       // The processor wants the bank account verified: no new payment until the lender re-sends the borrower.
-      tx.tx.update(enrollments).set({ blockedReason: 'verification_required', updatedAt: now }).where(eq(enrollments.id, p.enrollmentId)).run();
+      // (An ended monitor is left as it is: blocking concerns the next payment of a monitored borrower.)
+      if (monitorStateOf(tx.tx, p.enrollmentId) === 'monitored') {
+        applyMonitorEvent(tx.tx, { enrollmentId: p.enrollmentId, event: { type: 'blocked', reason: 'verification_required' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
+      }
     }
   });
 }

@@ -1,5 +1,5 @@
 import type { Database } from 'bun:sqlite';
-import type { EventSource, EventStatus, MonitorState } from '../../../db/schema/enums';
+import type { EventSource, EventStatus } from '../../../db/schema/enums';
 
 // Collection's raw prepared statements: recording an observed status and matching a processor change run
 // once per change of a polled feed (bun run bench collection: a 50,000-change backlog at 20,000 changes/s
@@ -60,16 +60,6 @@ export const updatePaymentStatus = (sqlite: Database, v: { id: string; status: E
   sqlite
     .query('UPDATE payments SET status = ?, return_code = ?, message = ?, updated_at = ?, settled_at = COALESCE(?, settled_at) WHERE id = ?')
     .run(v.status, v.returnCode, v.message, v.now, v.settledAt, v.id);
-
-export const monitorOf = (sqlite: Database, enrollmentId: string) =>
-  sqlite
-    .query<{ state: MonitorState; windowEndsAt: number | null }, [string]>('SELECT state, window_ends_at AS windowEndsAt FROM enrollments WHERE id = ?')
-    .get(enrollmentId);
-
-export const setMonitor = (sqlite: Database, v: { id: string; state: MonitorState; reason: string | null; nextReadAt: number | null; now: number }) =>
-  sqlite
-    .query('UPDATE enrollments SET state = ?, reason = ?, next_read_at = ?, updated_at = ? WHERE id = ?')
-    .run(v.state, v.reason, v.nextReadAt, v.now, v.id);
 
 /** The service's own payment a change is about: by its reference, or by the processor's id through the same key. */
 export const ownPayment = (sqlite: Database, lenderId: string, connectionId: string, reference: string | null, processorPaymentId: string) =>

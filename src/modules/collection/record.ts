@@ -1,10 +1,9 @@
 import type { Database } from 'bun:sqlite';
-import type { EventSource, EventStatus, MonitorState } from '../../../db/schema/enums';
+import type { EventSource, EventStatus } from '../../../db/schema/enums';
 import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { newId } from '../../platform/ids';
-import { isRetryableReturn } from '../../adapters/processors/return-codes';
-import { canTransition } from '../enrollments/states';
+import { applyMonitorEvent } from '../enrollments/monitor-store';
 import * as q from './queries';
 
 // Recording an observed status of a payment: the one function that processor polling, the dispatch of our
@@ -66,7 +65,7 @@ export function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation):
   if (o.paymentId) {
     q.updatePaymentStatus(sqlite, { id: o.paymentId, status: o.status, returnCode, message: o.message, now, settledAt: o.status === 'settled' ? o.occurredAt : null });
   }
-  if (o.enrollmentId) react(sqlite, o.enrollmentId, o.status, returnCode, now);
+  if (o.enrollmentId) react(ctx, o.enrollmentId, o.status, returnCode, now);
   ctx.deps.metrics.paymentEvents.inc({ status: o.status, source: o.source });
   return { recorded: true, eventId };
 }
@@ -80,24 +79,15 @@ function postLedger(sqlite: Database, o: Observation, eventId: string, now: numb
   }
 }
 
-/**
- * The monitor's reaction to an outcome (payments.md, Collection): settled → collected; returned R01/R09 →
- * stays monitored, eligible when funds suffice; returned with another code, or invalid → stopped; a late
- * return R01/R09 inside the window → monitored again, another code → stopped. Ended monitors (removed,
- * lapsed, stopped) are not moved by outcomes; their history is recorded all the same.
- */
-function react(sqlite: Database, enrollmentId: string, status: EventStatus, code: string | null, now: number): void {
-  const e = q.monitorOf(sqlite, enrollmentId);
-  if (!e) return;
-  let next: { state: MonitorState; reason: string | null } | null = null;
-  if (status === 'settled' && e.state === 'monitored') next = { state: 'collected', reason: null };
-  else if (status === 'returned' && e.state === 'monitored' && !isRetryableReturn(code)) next = { state: 'stopped', reason: code ?? 'returned' };
-  else if (status === 'invalid' && e.state === 'monitored') next = { state: 'stopped', reason: 'invalid' };
-  else if (status === 'late_returned' && (e.state === 'collected' || e.state === 'monitored')) {
-    const inWindow = e.windowEndsAt !== null && now < e.windowEndsAt;
-    next = isRetryableReturn(code) && inWindow ? { state: 'monitored', reason: null } : { state: 'stopped', reason: code ?? 'late_returned' };
-  }
-  if (!next || next.state === e.state || !canTransition(e.state, next.state)) return;
-  // Eligible again: read at once, so a reinitiation follows the next time funds suffice.
-  q.setMonitor(sqlite, { id: enrollmentId, state: next.state, reason: next.reason, nextReadAt: next.state === 'monitored' ? now : null, now });
+/** The outcomes that move a monitor (the state machine decides how); the others are history only. */
+function react(ctx: JobContext & { tx: Tx }, enrollmentId: string, status: EventStatus, code: string | null, now: number): void {
+  const event =
+    status === 'settled' || status === 'invalid'
+      ? { type: status }
+      : status === 'returned'
+        ? { type: status, code }
+        : status === 'late_returned'
+          ? { type: status, code }
+          : null;
+  if (event) applyMonitorEvent(ctx.tx, { enrollmentId, event, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
 }

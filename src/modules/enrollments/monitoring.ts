@@ -1,4 +1,4 @@
-import { and, eq, inArray, lte, sql } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import { batches, enrollments } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
 import { withTransaction } from '../../platform/context';
@@ -6,9 +6,9 @@ import type { Job } from '../../platform/jobs';
 import type { NormalizedAuthorizer } from '../authorizers/rules';
 import { insertBatch } from '../balance-requests/service';
 import type { BalancesRecordedHook } from '../hooks';
-import { heldReasonOf, MONITOR_WINDOW_MS, openBorrower } from './service';
+import { heldReasonOf, openBorrower } from './service';
+import { applyMonitorEvent, dueLapses } from './monitor-store';
 import * as q from './queries';
-import { transition } from './states';
 
 // Monitoring: every monitored borrower's balance is read at enrollment and then every MONITOR_READ_INTERVAL_MS,
 // through the balance pipeline (same provider, concurrency, retries, fairness; each read is in the
@@ -98,14 +98,11 @@ export const recordMonitoringReads: BalancesRecordedHook = (ctx, reads) => {
 /** Monitors 30 days after they started lapse, unless collected or ended first. Reads a partial index of due lapses. */
 export function lapseDueMonitors(deps: Deps): { lapsed: number } {
   const now = deps.clock.now();
-  // monitored → lapsed, a move of the state table, for every due monitor at once.
-  const lapsed = deps.db
-    .update(enrollments)
-    .set({ state: 'lapsed', nextReadAt: null, updatedAt: now })
-    .where(and(eq(enrollments.state, 'monitored'), lte(enrollments.windowEndsAt, now)))
-    .returning({ id: enrollments.id })
-    .all();
-  return { lapsed: lapsed.length };
+  return withTransaction({ deps } as JobContext, ({ tx }) => {
+    const due = dueLapses(tx, now);
+    for (const d of due) applyMonitorEvent(tx, { enrollmentId: d.id, event: { type: 'lapsed' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
+    return { lapsed: due.length };
+  });
 }
 
 /**
@@ -115,32 +112,19 @@ export function lapseDueMonitors(deps: Deps): { lapsed: number } {
 export function recheckHeld(deps: Deps): { started: number } {
   const now = deps.clock.now();
   let started = 0;
-  withTransaction({ deps } as JobContext, (tx) => {
-    const held = tx.tx
-      .select({ id: enrollments.id, routing: enrollments.routingNumber, reason: enrollments.reason })
+  withTransaction({ deps } as JobContext, ({ tx }) => {
+    const held = tx
+      .select({ id: enrollments.id, routing: enrollments.routingNumber })
       .from(enrollments)
       .where(and(eq(enrollments.state, 'held'), sql`${enrollments.sealed} IS NOT NULL`))
       .all();
     for (const h of held) {
       const reason = h.routing ? heldReasonOf(deps, h.routing) : 'unresolvable_routing_number';
-      if (reason === null) {
-        tx.tx
-          .update(enrollments)
-          .set({
-            state: transition('held', 'monitored'),
-            reason: null,
-            windowStartedAt: now,
-            windowEndsAt: now + MONITOR_WINDOW_MS,
-            nextReadAt: now,
-            paymentsUsed: 0,
-            bankName: deps.routing.lookup(h.routing!)?.name ?? null,
-            updatedAt: now,
-          })
-          .where(eq(enrollments.id, h.id))
-          .run();
+      const event = reason === null ? ({ type: 'readable' } as const) : ({ type: 'still_held', held: reason } as const);
+      const change = applyMonitorEvent(tx, { enrollmentId: h.id, event, now, readIntervalMs: deps.config.monitorReadIntervalMs });
+      if (change?.state === 'monitored') {
+        tx.update(enrollments).set({ bankName: deps.routing.lookup(h.routing!)?.name ?? null }).where(eq(enrollments.id, h.id)).run();
         started++;
-      } else if (reason !== h.reason) {
-        tx.tx.update(enrollments).set({ reason, updatedAt: now }).where(eq(enrollments.id, h.id)).run();
       }
     }
   });

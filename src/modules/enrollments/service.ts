@@ -16,10 +16,9 @@ import { packItems, packSensitive, unpackItems, unpackSensitive } from '../balan
 import { resolveKey } from '../payment-connections/resolve';
 import { BORROWER_FIELDS, BORROWER_REQUIRED, MAX_BORROWERS } from './model';
 import * as q from './queries';
-import { canTransition, transition } from './states';
+import { applyMonitorEvent, enrollStatement, monitorsOf } from './monitor-store';
 import { ledgerOf, type LedgerView } from './ledger';
 
-export const MONITOR_WINDOW_MS = 30 * DAY_MS;
 const TOKENIZE_CONCURRENCY = 8;
 
 export type Enrollment = typeof enrollments.$inferSelect;
@@ -207,60 +206,37 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: unknown 
   await tokenizeCards(ctx, cands, results);
   const storable = cands.filter((c) => results[c.index] === null);
 
-  withTransaction(ctx, () => {
-    const existing = new Map(q.existingOf(ctx.deps.sqlite, ctx.lender.id, storable.map((c) => c.aid)).map((e) => [e.aid, e]));
-    const write = q.upsertStatement(ctx.deps.sqlite);
+  withTransaction(ctx, ({ tx }) => {
+    const existing = new Map(monitorsOf(tx, ctx.lender.id, storable.map((c) => c.aid)).map((e) => [e.aid, e]));
+    const enrollOne = enrollStatement(tx);
     for (const c of storable) {
-      const prior = existing.get(c.aid);
       const routing = c.authorizer.routingNumber!;
       const held = heldReasonOf(ctx.deps, routing);
-      let state: MonitorState;
-      let outcome: Outcome;
-      let fresh: boolean;
-      if (held) {
-        state = transition(prior?.state ?? 'new', 'held');
-        outcome = 'held';
-        fresh = prior?.state !== 'monitored' && prior?.state !== 'held';
-      } else if (prior?.state === 'monitored') {
-        // A re-send refreshes the details and the amount; the window is not extended.
-        state = transition('monitored', 'monitored');
-        outcome = 'updated';
-        fresh = false;
-      } else {
-        // New, held that is now readable, or ended (lapsed, removed, stopped, collected): a fresh 30 days.
-        state = transition(prior?.state ?? 'new', 'monitored');
-        outcome = 'enrolled';
-        fresh = true;
-      }
       const card = c.card ?? null;
-
-      write({
-        id: newId(),
-        lenderId: ctx.lender.id,
-        aid: c.aid,
-        state,
-        reason: held,
-        windowStartedAt: state === 'monitored' ? (fresh ? now : prior!.windowStartedAt) : null,
-        windowEndsAt: state === 'monitored' ? (fresh ? now + MONITOR_WINDOW_MS : prior!.windowEndsAt) : null,
-        amount: c.amount,
-        daysPastDue: c.daysPastDue,
-        merchantRef: c.merchantRef,
-        rail: (c.instrument.kind === 'ach' ? 'ach' : 'card') as Rail,
-        routing,
-        bankName: ctx.deps.routing.lookup(routing)?.name ?? null,
-        sealed: sealBorrower(ctx.deps, { s: c.authorizer.sensitive, phone: c.authorizer.phone, zip: c.authorizer.zip }),
-        metadata: c.authorizer.metadata ? JSON.stringify(c.authorizer.metadata) : null,
-        cardTokenSealed: card ? ctx.deps.vault.seal(card.token) : c.instrument.kind === 'token' ? ctx.deps.vault.seal(c.instrument.token) : null,
-        cardLast4: card ? card.last4 : c.instrument.kind === 'token' ? c.instrument.last4 : null,
-        cardBrand: card?.brand ?? null,
-        // The first read is due at once; a refresh keeps the cadence.
-        nextReadAt: state === 'monitored' && fresh ? now : null,
-        now,
-        resetPayments: fresh,
-      });
+      const change = enrollOne(
+        {
+          id: newId(),
+          lenderId: ctx.lender.id,
+          aid: c.aid,
+          amount: c.amount,
+          daysPastDue: c.daysPastDue,
+          merchantRef: c.merchantRef,
+          rail: (c.instrument.kind === 'ach' ? 'ach' : 'card') as Rail,
+          routing,
+          bankName: ctx.deps.routing.lookup(routing)?.name ?? null,
+          sealed: sealBorrower(ctx.deps, { s: c.authorizer.sensitive, phone: c.authorizer.phone, zip: c.authorizer.zip }),
+          metadata: c.authorizer.metadata ? JSON.stringify(c.authorizer.metadata) : null,
+          cardTokenSealed: card ? ctx.deps.vault.seal(card.token) : c.instrument.kind === 'token' ? ctx.deps.vault.seal(c.instrument.token) : null,
+          cardLast4: card ? card.last4 : c.instrument.kind === 'token' ? c.instrument.last4 : null,
+          cardBrand: card?.brand ?? null,
+          now,
+        },
+        existing.get(c.aid),
+        held,
+      );
       results[c.index] = held
         ? { authorizer_unique_id: c.aid, outcome: 'held', reason: held, message: HELD_MESSAGES[held] }
-        : { authorizer_unique_id: c.aid, outcome };
+        : { authorizer_unique_id: c.aid, outcome: change.outcome! };
     }
   });
 
@@ -295,16 +271,12 @@ export function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { body: unk
   const ids = readIds(input.body);
   const now = ctx.deps.clock.now();
   const results = withTransaction(ctx, (tx) => {
-    const existing = new Map(q.existingOf(ctx.deps.sqlite, ctx.lender.id, ids).map((e) => [e.aid, e]));
+    const existing = new Map(monitorsOf(tx.tx, ctx.lender.id, ids).map((e) => [e.aid, e]));
     return ids.map((aid) => {
       const e = existing.get(aid);
       if (!e) return { authorizer_unique_id: aid, outcome: 'unknown' as const };
       if (e.state !== 'monitored') return { authorizer_unique_id: aid, outcome: 'not_monitored' as const };
-      tx.tx
-        .update(enrollments)
-        .set({ state: transition('monitored', 'removed'), nextReadAt: null, updatedAt: now })
-        .where(eq(enrollments.id, e.id))
-        .run();
+      applyMonitorEvent(tx.tx, { enrollmentId: e.id, event: { type: 'removed' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
       existing.set(aid, { ...e, state: 'removed' });
       return { authorizer_unique_id: aid, outcome: 'removed' as const };
     });
@@ -325,14 +297,14 @@ export function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: unknow
   sqlite.exec('PRAGMA secure_delete = ON');
   try {
     const results = withTransaction(ctx, (tx) => {
-      const existing = new Map(q.existingOf(sqlite, ctx.lender.id, ids).map((e) => [e.aid, e]));
+      const existing = new Map(monitorsOf(tx.tx, ctx.lender.id, ids).map((e) => [e.aid, e]));
       return ids.map((aid) => {
         const e = existing.get(aid);
         if (!e) return { authorizer_unique_id: aid, outcome: 'unknown' as const };
-        const state = canTransition(e.state, 'removed') ? 'removed' : e.state;
+        applyMonitorEvent(tx.tx, { enrollmentId: e.id, event: { type: 'erased' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
         tx.tx
           .update(enrollments)
-          .set({ state, nextReadAt: null, sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, erasedAt: now, updatedAt: now })
+          .set({ sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, erasedAt: now, updatedAt: now })
           .where(eq(enrollments.id, e.id))
           .run();
         eraseFromBalanceQueue(ctx, aid);

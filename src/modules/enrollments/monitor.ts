@@ -1,0 +1,141 @@
+import type { HeldReason, MonitorState } from '../../../db/schema/enums';
+import { isRetryableReturn } from '../../adapters/processors/return-codes';
+
+// A borrower's monitor as one pure state machine (payments.md, Monitor states): from the current state, its
+// reason and blocked reason, and an event, the next state, reason and blocked reason and what follows (the
+// window, the next read, the payment count). monitor-store.ts is the only code that writes these columns, and
+// it writes only what this function returns. A move that is not in the table throws: a bug that tries one
+// must not quietly move a borrower into a state that collects money.
+
+/** Why a due payment is not initiated although the monitor is monitored; null when nothing blocks. */
+export const BLOCKED_REASONS = ['no_processor_key', 'verification_required'] as const;
+export type BlockedReason = (typeof BLOCKED_REASONS)[number];
+
+export type MonitorFrom = MonitorState | 'new';
+
+export interface MonitorSnapshot {
+  state: MonitorFrom;
+  reason: string | null;
+  blockedReason: string | null;
+}
+
+export type MonitorEvent =
+  /** POST /v1/payment_enrollments for this borrower: first time, or a re-send. held: why its bank is not readable. */
+  | { type: 'enrolled'; held: HeldReason | null }
+  /** The daily re-check of a held borrower: its bank is readable now. */
+  | { type: 'readable' }
+  /** The daily re-check of a held borrower: still not readable, perhaps for another reason. */
+  | { type: 'still_held'; held: HeldReason }
+  /** A due balance read was queued. */
+  | { type: 'read' }
+  | { type: 'removed' }
+  | { type: 'erased' }
+  /** The 30-day window ended without collection. */
+  | { type: 'lapsed' }
+  | { type: 'settled' }
+  | { type: 'returned'; code: string | null }
+  | { type: 'late_returned'; code: string | null; inWindow: boolean }
+  | { type: 'invalid' }
+  /** A due payment could not be initiated, for a reason the lender must act on. */
+  | { type: 'blocked'; reason: BlockedReason }
+  /** A payment was initiated: whatever blocked the last one no longer does. */
+  | { type: 'payment_initiated' };
+
+export type MonitorEventType = MonitorEvent['type'];
+
+export interface MonitorChange {
+  state: MonitorState;
+  reason: string | null;
+  blockedReason: string | null;
+  /** fresh: a new 30-day window from now; keep: as it is; none: no window (not monitored). */
+  window: 'fresh' | 'keep' | 'none';
+  /** now: read at once; interval: one read interval on; keep: as it is; none: no read scheduled. */
+  nextRead: 'now' | 'interval' | 'keep' | 'none';
+  /** reset: the payments counted against the enrollment start again from zero. */
+  payments: 'reset' | 'keep';
+  /** What an enrollment request answers for this borrower. */
+  outcome?: 'enrolled' | 'updated' | 'held';
+}
+
+export class IllegalTransition extends Error {
+  constructor(from: MonitorFrom, event: MonitorEventType) {
+    super(`a monitor in state ${from} cannot take the event ${event}`);
+    this.name = 'IllegalTransition';
+  }
+}
+
+const ENDED: readonly MonitorFrom[] = ['lapsed', 'removed', 'stopped', 'collected'];
+
+/**
+ * The next state of a monitor on an event, or null when the event leaves it as it is (an outcome observed
+ * for an ended monitor is recorded in its history and moves nothing). Throws IllegalTransition for an event
+ * that cannot happen in the current state.
+ */
+export function nextMonitor(cur: MonitorSnapshot, ev: MonitorEvent): MonitorChange | null {
+  const s = cur.state;
+  const same = { state: s as MonitorState, reason: cur.reason, blockedReason: cur.blockedReason, window: 'keep', nextRead: 'keep', payments: 'keep' } as const;
+  const illegal = (): never => {
+    throw new IllegalTransition(s, ev.type);
+  };
+  switch (ev.type) {
+    case 'enrolled': {
+      if (ev.held) {
+        // Stored, not readable. A re-send of a monitored or held borrower is a refresh: the payment count stays.
+        const refresh = s === 'monitored' || s === 'held';
+        return { state: 'held', reason: ev.held, blockedReason: null, window: 'none', nextRead: 'none', payments: refresh ? 'keep' : 'reset', outcome: 'held' };
+      }
+      // A re-send of a monitored borrower refreshes its details and amount; the window is not extended.
+      if (s === 'monitored') return { state: 'monitored', reason: null, blockedReason: null, window: 'keep', nextRead: 'keep', payments: 'keep', outcome: 'updated' };
+      // New, held that is now readable, or ended: a fresh 30 days, read at once.
+      return { state: 'monitored', reason: null, blockedReason: null, window: 'fresh', nextRead: 'now', payments: 'reset', outcome: 'enrolled' };
+    }
+    case 'readable':
+      if (s !== 'held') return illegal();
+      return { state: 'monitored', reason: null, blockedReason: null, window: 'fresh', nextRead: 'now', payments: 'reset' };
+    case 'still_held':
+      if (s !== 'held') return illegal();
+      return ev.held === cur.reason ? null : { ...same, reason: ev.held };
+    case 'read':
+      if (s !== 'monitored') return illegal();
+      return { ...same, nextRead: 'interval' };
+    case 'removed':
+      if (s !== 'monitored') return illegal();
+      return { ...same, state: 'removed', window: 'keep', nextRead: 'none' };
+    case 'erased':
+      if (s === 'new') return illegal();
+      // Erasure ends monitoring whatever the state; an ended monitor is recorded as removed.
+      return { ...same, state: 'removed', nextRead: 'none' };
+    case 'lapsed':
+      if (s !== 'monitored') return illegal();
+      return { ...same, state: 'lapsed', nextRead: 'none' };
+    case 'settled':
+      if (s === 'new') return illegal();
+      return s === 'monitored' ? { ...same, state: 'collected', reason: null, nextRead: 'none' } : null;
+    case 'returned':
+      if (s === 'new') return illegal();
+      if (s !== 'monitored') return null;
+      // R01/R09: stays monitored, eligible when funds suffice; any other code stops collection.
+      return isRetryableReturn(ev.code) ? null : { ...same, state: 'stopped', reason: ev.code ?? 'returned', nextRead: 'none' };
+    case 'invalid':
+      if (s === 'new') return illegal();
+      return s === 'monitored' ? { ...same, state: 'stopped', reason: 'invalid', nextRead: 'none' } : null;
+    case 'late_returned': {
+      if (s === 'new') return illegal();
+      if (s !== 'monitored' && s !== 'collected') return null;
+      // Inside the window, R01/R09 makes the borrower eligible again and read at once; any other code stops.
+      if (isRetryableReturn(ev.code) && ev.inWindow) {
+        return s === 'monitored' ? null : { ...same, state: 'monitored', reason: null, nextRead: 'now' };
+      }
+      return { ...same, state: 'stopped', reason: ev.code ?? 'late_returned', nextRead: 'none' };
+    }
+    case 'blocked':
+      if (s !== 'monitored') return illegal();
+      return cur.blockedReason === ev.reason ? null : { ...same, blockedReason: ev.reason };
+    case 'payment_initiated':
+      if (s !== 'monitored') return illegal();
+      return cur.blockedReason === null ? null : { ...same, blockedReason: null };
+  }
+}
+
+/** Whether the monitor has ended: outcomes are recorded but move nothing, and a re-send starts afresh. */
+export const isEnded = (s: MonitorFrom): boolean => ENDED.includes(s);

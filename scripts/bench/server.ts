@@ -14,7 +14,7 @@ import { createRuntime } from '../../src/runtime';
 import { createApp } from '../../src/app';
 import { JobRunner } from '../../src/platform/jobs';
 import { startCheckpointer } from '../../src/platform/checkpointer';
-import { immediate } from '../../src/platform/db';
+import { withTransaction } from '../../src/platform/context';
 import { createLender } from '../../src/modules/lenders/service';
 import { countPending, enqueueWebhook } from '../../src/modules/webhooks/service';
 import { webhookDeliveryJob } from '../../src/modules/webhooks/jobs';
@@ -33,9 +33,9 @@ const app = createApp(rt, { jobs })
     const { n, url } = body as { n: number; url: string };
     const lenderId = rt.sqlite.query<{ id: string }, []>("SELECT id FROM lenders WHERE name = 'bench'").get()!.id;
     const startedAt = Date.now();
-    immediate(rt.sqlite, () => {
+    withTransaction({ deps: rt }, (ctx) => {
       for (let i = 0; i < n; i++) {
-        enqueueWebhook({ ctx: { deps: rt }, input: {
+        enqueueWebhook({ ctx, input: {
           lenderId,
           type: 'BALANCE_BATCH_COMPLETED',
           url,

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia';
 import type { Lender, PlatformDeps } from '../platform/context';
-import { API_KEY_PATTERN, hashApiKey } from '../platform/api-keys';
+import { API_KEY_PATTERN, apiKeyStatements, hashApiKey } from '../platform/api-keys';
 import { RateLimited, Unauthenticated } from '../platform/errors';
 import { ErrorEnvelope } from './errors';
 import { RateLimiter } from './rate-limit';
@@ -15,16 +15,7 @@ const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 /** Resolves `Authorization: Bearer <key>` to its lender and applies the per-key rate limit. */
 export function createAuthenticator(deps: PlatformDeps): (header: string | undefined) => AuthedLender {
   const limiter = new RateLimiter(deps.config.rateLimitPerSecond, deps.config.rateLimitBurst);
-  const lookup = deps.sqlite.query<
-    { keyId: string; lastUsedAt: number | null; id: string; name: string; debitCardApproved: number },
-    [string]
-  >(
-    `SELECT k.id AS keyId, k.last_used_at AS lastUsedAt, l.id AS id, l.name AS name,
-            l.debit_card_approved AS debitCardApproved
-       FROM api_keys k JOIN lenders l ON l.id = k.lender_id
-      WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
-  );
-  const touch = deps.sqlite.query<unknown, [number, string]>('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
+  const keys = apiKeyStatements(deps.db);
   const lastWrite = new Map<string, number>();
 
   function authenticate(header: string | undefined): AuthedLender {
@@ -34,14 +25,14 @@ export function createAuthenticator(deps: PlatformDeps): (header: string | undef
     if (!match) throw new Unauthenticated('Authorization must use the Bearer scheme');
     const key = match[1]!;
     if (!API_KEY_PATTERN.test(key)) throw new Unauthenticated('Invalid API key');
-    const row = lookup.get(hashApiKey(key));
+    const row = keys.holderOf(hashApiKey(key));
     if (!row) throw new Unauthenticated('Invalid API key');
     const now = deps.clock.now();
     const wait = limiter.take(row.keyId, now);
     if (wait > 0) throw new RateLimited(wait);
     if (now - (lastWrite.get(row.keyId) ?? row.lastUsedAt ?? 0) >= LAST_USED_WRITE_INTERVAL_MS) {
       lastWrite.set(row.keyId, now);
-      touch.run(now, row.keyId);
+      keys.touch(row.keyId, now);
     }
     return { keyId: row.keyId, id: row.id, name: row.name, debitCardApproved: row.debitCardApproved === 1 };
   }

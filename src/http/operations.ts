@@ -1,6 +1,6 @@
 import { Elysia, t } from 'elysia';
 import type { PlatformDeps } from '../platform/context';
-import { migrationStatus } from '../platform/db';
+import { databaseReady } from '../platform/db';
 import { Forbidden } from '../platform/errors';
 import type { JobRunner } from '../platform/jobs';
 import { Int } from '../platform/schema';
@@ -20,15 +20,7 @@ export function operationsRoutes(deps: PlatformDeps, jobs: Pick<JobRunner, 'runn
     .get(
       '/readyz',
       ({ set }) => {
-        let database = false;
-        let migrations = false;
-        try {
-          deps.sqlite.query('SELECT 1').get();
-          database = true;
-          migrations = migrationStatus(deps.sqlite).upToDate;
-        } catch {
-          /* reported below */
-        }
+        const { database, migrations } = databaseReady(deps.db);
         let queueDepth: number | null = null;
         try {
           queueDepth = deps.metrics.currentQueueDepth();

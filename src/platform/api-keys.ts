@@ -1,3 +1,4 @@
+import type { Db } from './db';
 import { randomBase62 } from './ids';
 
 // The format of the service's own API keys. Keys are stored as SHA-256 hashes with a short display prefix.
@@ -10,3 +11,26 @@ const DISPLAY_PREFIX_LENGTH = API_KEY_PREFIX.length + 8;
 export const hashApiKey = (key: string): string => new Bun.CryptoHasher('sha256').update(key).digest('hex');
 export const generateApiKey = (): string => API_KEY_PREFIX + randomBase62(32);
 export const displayPrefix = (key: string): string => key.slice(0, DISPLAY_PREFIX_LENGTH);
+
+export interface KeyHolder {
+  keyId: string;
+  lastUsedAt: number | null;
+  id: string;
+  name: string;
+  debitCardApproved: number;
+}
+
+/**
+ * The statements of authentication, prepared once: the live key with this hash and its lender, and the
+ * key's last use (a single-row write that commits on its own; it runs at most once a minute per key).
+ */
+export function apiKeyStatements(db: Db) {
+  const lookup = db.$client.query<KeyHolder, [string]>(
+    `SELECT k.id AS keyId, k.last_used_at AS lastUsedAt, l.id AS id, l.name AS name,
+            l.debit_card_approved AS debitCardApproved
+       FROM api_keys k JOIN lenders l ON l.id = k.lender_id
+      WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
+  );
+  const touch = db.$client.query<unknown, [number, string]>('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
+  return { holderOf: (hash: string) => lookup.get(hash), touch: (keyId: string, now: number) => void touch.run(now, keyId) };
+}

@@ -58,9 +58,9 @@ export interface JobCtx<D extends PlatformDeps = PlatformDeps> {
  * front: a read-then-write on money or monitoring state cannot interleave with another writer. fn must be
  * synchronous (bun:sqlite transactions are); a promise would commit before its work ran, so it is refused.
  */
-export function withTransaction<C extends { deps: PlatformDeps; tx?: Tx }, T>(ctx: C, fn: (ctx: C & { tx: Tx }) => T): T {
+export function withTransaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }, T>(ctx: C, fn: (ctx: C & { tx: Tx }) => T): T {
   if (ctx.tx) return fn(ctx as C & { tx: Tx });
-  return immediate(ctx.deps.sqlite, () => {
+  return immediate(ctx.deps.db.$client, () => {
     const result = fn({ ...ctx, tx: ctx.deps.db as Tx });
     if (result instanceof Promise) throw new Error('withTransaction: the callback must be synchronous');
     return result;
@@ -68,4 +68,4 @@ export function withTransaction<C extends { deps: PlatformDeps; tx?: Tx }, T>(ct
 }
 
 /** The query handle of a context: the open transaction's, else the database's. */
-export const dbOf = (ctx: { deps: PlatformDeps; tx?: Tx }): Db => ctx.tx ?? ctx.deps.db;
+export const dbOf = (ctx: { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }): Db => ctx.tx ?? ctx.deps.db;

@@ -151,3 +151,17 @@ export function migrationStatus(sqlite: Database): { applied: number; known: num
 export function immediate<T>(sqlite: Database, fn: () => T): T {
   return sqlite.transaction(fn).immediate();
 }
+
+/** Whether the database answers, and whether its migrations are those this version knows (readiness). */
+export function databaseReady(db: Db): { database: boolean; migrations: boolean } {
+  try {
+    db.$client.query('SELECT 1').get();
+  } catch {
+    return { database: false, migrations: false };
+  }
+  try {
+    return { database: true, migrations: migrationStatus(db.$client).upToDate };
+  } catch {
+    return { database: true, migrations: false };
+  }
+}

@@ -1,7 +1,8 @@
 import type { Database, SQLQueryBindings } from 'bun:sqlite';
 import { getTableName } from 'drizzle-orm';
 import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core';
-import { immediate } from './db';
+import type { Db } from './db';
+import { withTransaction, type Tx } from './context';
 
 // A work queue kept in a SQLite table, claimed by leases. The table follows one convention:
 //   state            'pending' while there is work to do (other values are final, chosen by the feature)
@@ -26,7 +27,7 @@ export type QueueTable = SQLiteTable & QueueColumns & { id: SQLiteColumn };
  * Picks up to `want` due rows inside the claim transaction and hands them to `lease` as it goes, so a row
  * it has taken is no longer due when it looks again. `due` is the SQL condition of a due row (`?1` = now).
  */
-export type PickStrategy<Row> = (c: { want: number; now: number; due: string; lease(rows: Row[]): void }) => void;
+export type PickStrategy<Row> = (c: { tx: Tx; want: number; now: number; due: string; lease(rows: Row[]): void }) => void;
 
 export interface Finalize<T extends QueueTable> {
   /** The new state; 'pending' keeps it in the queue (a retry). */
@@ -40,14 +41,16 @@ export interface Finalize<T extends QueueTable> {
 export class LeaseQueue<T extends QueueTable, Row extends { id: string | number }> {
   readonly name: string;
   private readonly col: Record<keyof QueueColumns | 'id', string>;
+  private readonly sqlite: Database;
   private readonly leaseStmt;
   private readonly finalizeStmts = new Map<string, ReturnType<Database['query']>>();
 
   constructor(
-    private readonly sqlite: Database,
+    private readonly db: Db,
     private readonly table: T,
     private readonly opts: { leaseMs: number; pick: PickStrategy<Row> },
   ) {
+    this.sqlite = db.$client;
     this.name = getTableName(table);
     this.col = {
       id: table.id.name,
@@ -56,7 +59,7 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
       nextAttemptAt: table.nextAttemptAt.name,
       leaseUntil: table.leaseUntil.name,
     };
-    this.leaseStmt = sqlite.query<unknown, [number, string | number]>(
+    this.leaseStmt = this.sqlite.query<unknown, [number, string | number]>(
       `UPDATE ${this.name} SET ${this.col.leaseUntil} = ? WHERE ${this.col.id} = ?`,
     );
   }
@@ -67,12 +70,13 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
     return `${c.state} = 'pending' AND ${c.nextAttemptAt} <= ?1 AND ${c.leaseUntil} <= ?1`;
   }
 
-  /** Leases up to `want` due rows, chosen by the strategy, until now + leaseMs. */
-  claim(want: number, now: number): Row[] {
-    return immediate(this.sqlite, () => {
+  /** Leases up to `want` due rows, chosen by the strategy, until now + leaseMs: its own transaction, or the caller's. */
+  claim(want: number, now: number, outer?: Tx): Row[] {
+    return withTransaction({ deps: { db: this.db }, tx: outer }, ({ tx }) => {
       const claimed: Row[] = [];
       const until = now + this.opts.leaseMs;
       this.opts.pick({
+        tx,
         want,
         now,
         due: this.dueCondition,
@@ -87,8 +91,8 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
     });
   }
 
-  /** Ends a claim: the row's new state (and attempt count, next time, other columns), lease released. Call inside a transaction. */
-  finalize(id: string | number, f: Finalize<T>): void {
+  /** Ends a claim in the caller's transaction: the row's new state (and attempt count, next time, other columns), lease released. */
+  finalize(_tx: Tx, id: string | number, f: Finalize<T>): void {
     const columns = this.table as unknown as Record<string, SQLiteColumn>;
     const extra = Object.entries(f.set ?? {}) as [string, SQLQueryBindings][];
     const names = [
@@ -116,7 +120,7 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
   }
 
   /** At start no other process holds a claim on this file: what a stopped process held is due again at once. */
-  releaseAll(): number {
+  releaseAll(_tx: Tx): number {
     const c = this.col;
     return this.sqlite
       .query(`UPDATE ${this.name} SET ${c.leaseUntil} = 0 WHERE ${c.state} = 'pending' AND ${c.leaseUntil} > 0`)
@@ -130,7 +134,7 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
 }
 
 /** The default strategy: the oldest due rows first, by next_attempt_at. */
-export function oldestDueFirst<Row>(sqlite: Database, select: string): PickStrategy<Row> {
-  return ({ want, now, due, lease }) =>
-    lease(sqlite.query<Row, [number, number]>(`${select} WHERE ${due} ORDER BY next_attempt_at LIMIT ?2`).all(now, want));
+export function oldestDueFirst<Row>(select: string): PickStrategy<Row> {
+  return ({ tx, want, now, due, lease }) =>
+    lease(tx.$client.query<Row, [number, number]>(`${select} WHERE ${due} ORDER BY next_attempt_at LIMIT ?2`).all(now, want));
 }

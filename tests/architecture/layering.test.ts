@@ -66,6 +66,10 @@ describe('layering', () => {
     expect(bad).toEqual([]);
   });
 
+  test('nothing outside platform/ and the statements files touches the SQLite handle or opens a transaction itself', () => {
+    expect(handleUsers()).toEqual([]);
+  });
+
   test('only the monitor store writes a monitor\'s state, reason or blocked reason', () => {
     expect(monitorWriters([join(ROOT, 'src'), join(ROOT, 'scripts')])).toEqual([]);
   });
@@ -99,3 +103,27 @@ function monitorWriters(dirs: string[]): string[] {
     .filter((f) => !allowed.has(f) && writesMonitor(readFileSync(join(ROOT, f), 'utf8')));
 }
 
+
+/**
+ * Files that reach the SQLite connection (`sqlite`, `$client`, bun:sqlite) or open a transaction other than
+ * through withTransaction. Allowed: platform/, each module's queries.ts and the monitor store (its statements),
+ * the composition root that opens the database, and the sandbox processor, which stands for another
+ * system's own database.
+ */
+function handleUsers(): string[] {
+  const allowed = (f: string) =>
+    f.startsWith('src/platform/') ||
+    /^src\/modules\/[^/]+\/queries\.ts$/.test(f) ||
+    f === 'src/modules/enrollments/monitor-store.ts' ||
+    f === 'src/runtime.ts' ||
+    f === 'src/index.ts' ||
+    f === 'src/adapters/processors/sandbox.ts' ||
+    f === 'src/adapters/processors/index.ts';
+  return files(SRC)
+    .map((f) => relative(ROOT, f))
+    .filter((f) => !allowed(f))
+    .filter((f) => {
+      const code = readFileSync(join(ROOT, f), 'utf8').replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
+      return /\.sqlite\b(?!['"`])|\bsqlite\.\w+\(|\$client|from ['"]bun:sqlite['"]|\bimmediate\(|\.transaction\(/.test(code);
+    });
+}

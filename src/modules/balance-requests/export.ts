@@ -46,7 +46,7 @@ async function exportMetaKeys(ctx: Ctx, batchIds: string[]): Promise<string[]> {
   for (const batchId of batchIds) {
     let afterSeq = -1;
     for (;;) {
-      const page = q.metadataKeysPage(ctx.deps.sqlite, batchId, afterSeq, KEY_SCAN_ITEMS);
+      const page = q.metadataKeysPage(ctx.deps.db, batchId, afterSeq, KEY_SCAN_ITEMS);
       if (page.last === null) break;
       for (const k of page.keys) keys.add(k);
       if (keys.size > EXPORT_META_COLUMNS_MAX) {
@@ -71,7 +71,6 @@ async function exportMetaKeys(ctx: Ctx, batchIds: string[]): Promise<string[]> {
  * another lender's refuses the whole request (403) before anything is written.
  */
 export async function exportBalancesCsv({ ctx, input }: { ctx: Ctx; input: { batchIds: string[] } }): Promise<ReadableStream<Uint8Array>> {
-  const { sqlite } = ctx.deps;
   const { batchIds } = input;
   const owned = dbOf(ctx)
     .select({ id: batches.id })
@@ -114,7 +113,7 @@ export async function exportBalancesCsv({ ctx, input }: { ctx: Ctx; input: { bat
       let out = '';
       let rows = 0;
       while (rows < rowsPerChunk && batchIndex < batchIds.length) {
-        const chunk = q.exportPage(sqlite, batchIds[batchIndex]!, afterId, rowsPerChunk - rows);
+        const chunk = q.exportPage(ctx.deps.db, batchIds[batchIndex]!, afterId, rowsPerChunk - rows);
         for (const r of chunk) out += line(r);
         rows += chunk.length;
         if (chunk.length === 0) {

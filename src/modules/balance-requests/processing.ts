@@ -1,11 +1,10 @@
-import type { Database } from 'bun:sqlite';
 import { eq, lt } from 'drizzle-orm';
 import { batchItems, batchPayloads, batches, idempotencyKeys } from '../../../db/schema';
 import type { Db } from '../../platform/db';
 import type { Deps, JobContext } from '../../deps';
 import type { Job } from '../../platform/jobs';
 import { withTransaction, type Tx } from '../../platform/context';
-import { LeaseQueue } from '../../platform/lease-queue';
+import { LeaseQueue, type PickStrategy } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
 import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult } from '../../adapters/bank-data/types';
 import { enqueueWebhook } from '../webhooks/service';
@@ -35,11 +34,11 @@ type Outcome =
  * equal share per batch within a lender, so one large batch never starves a small one. Runs inside the
  * queue's claim transaction, where it also moves pending batches to processing.
  */
-function fairShares(sqlite: Database, db: Db, turn: () => number) {
-  return ({ want, now, due, lease }: { want: number; now: number; due: string; lease(rows: ClaimedItem[]): void }): void => {
-    const active = q.openBatches(sqlite);
+function fairShares(turn: () => number): PickStrategy<ClaimedItem> {
+  return ({ tx, want, now, due, lease }) => {
+    const active = q.openBatches(tx);
     if (active.length === 0) return;
-    for (const b of active) if (b.status === 'pending') startBatch(sqlite, db, b.id, b.lenderId);
+    for (const b of active) if (b.status === 'pending') startBatch(tx, b.id, b.lenderId);
     const byLender = new Map<string, string[]>();
     for (const b of active) {
       const list = byLender.get(b.lenderId) ?? [];
@@ -60,7 +59,7 @@ function fairShares(sqlite: Database, db: Db, turn: () => number) {
         const perBatch = Math.max(MIN_BATCH_CHUNK, Math.ceil(perLender / batchIds.length));
         for (let bi = 0; bi < batchIds.length && lenderBudget > 0 && claimed < want; bi++) {
           const batchId = batchIds[(bi + t) % batchIds.length]!;
-          const items = q.dueItemsOfBatch(sqlite, due, batchId, now, Math.min(perBatch, lenderBudget, want - claimed));
+          const items = q.dueItemsOfBatch(tx, due, batchId, now, Math.min(perBatch, lenderBudget, want - claimed));
           lease(items);
           claimed += items.length;
           lenderBudget -= items.length;
@@ -74,30 +73,30 @@ function fairShares(sqlite: Database, db: Db, turn: () => number) {
  * pending → processing: the batch's queue rows are created from its payload, in the claim's transaction,
  * so a batch is either untouched or fully queued.
  */
-function startBatch(sqlite: Database, db: Db, batchId: string, lenderId: string): void {
-  const payload = db.select({ items: batchPayloads.items }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId)).get();
+function startBatch(tx: Tx, batchId: string, lenderId: string): void {
+  const payload = tx.select({ items: batchPayloads.items }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId)).get();
   if (!payload) throw new Error(`payload of batch ${batchId} is missing`);
   const items = unpackItems(payload.items);
-  const insert = q.insertItemStatement(sqlite);
+  const insert = q.insertItemStatement(tx);
   for (let i = 0; i < items.length; i++) {
     const a = items[i]!;
     insert.run(batchId, lenderId, i, a.id, a.type, a.routing, a.phone, a.zip, a.meta ? JSON.stringify(a.meta) : null, a.threshold);
   }
-  db.update(batches).set({ status: 'processing' }).where(eq(batches.id, batchId)).run();
+  tx.update(batches).set({ status: 'processing' }).where(eq(batches.id, batchId)).run();
   // The clear part of the payload (phone, zip, metadata) now lives in the queue rows; the copy goes, so there
   // is one place to erase a borrower's details from.
-  db.update(batchPayloads).set({ items: '[]' }).where(eq(batchPayloads.batchId, batchId)).run();
+  tx.update(batchPayloads).set({ items: '[]' }).where(eq(batchPayloads.batchId, batchId)).run();
 }
 
-const queues = new WeakMap<Database, { queue: LeaseQueue<typeof batchItems, ClaimedItem>; turn: number }>();
+const queues = new WeakMap<Db, { queue: LeaseQueue<typeof batchItems, ClaimedItem>; turn: number }>();
 
 /** The balance-read queue of this database: batch_items, claimed by fair shares. */
-export function itemQueue(deps: Pick<Deps, 'sqlite' | 'db'>): LeaseQueue<typeof batchItems, ClaimedItem> {
-  let entry = queues.get(deps.sqlite);
+export function itemQueue(deps: Pick<Deps, 'db'>): LeaseQueue<typeof batchItems, ClaimedItem> {
+  let entry = queues.get(deps.db);
   if (!entry) {
     const e = { queue: null as unknown as LeaseQueue<typeof batchItems, ClaimedItem>, turn: 0 };
-    e.queue = new LeaseQueue(deps.sqlite, batchItems, { leaseMs: ITEM_LEASE_MS, pick: fairShares(deps.sqlite, deps.db, () => e.turn++) });
-    queues.set(deps.sqlite, e);
+    e.queue = new LeaseQueue(deps.db, batchItems, { leaseMs: ITEM_LEASE_MS, pick: fairShares(() => e.turn++) });
+    queues.set(deps.db, e);
     entry = e;
   }
   return entry.queue;
@@ -150,17 +149,16 @@ function readRequest(item: ClaimedItem, s: SensitiveFields): BalanceReadRequest 
  */
 function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): void {
   if (outcomes.length === 0) return;
-  const { sqlite } = ctx.deps;
   const queue = itemQueue(ctx.deps);
   withTransaction(ctx, (tx) => {
     const added = new Map<string, number>();
     const recorded: RecordedRead[] = [];
     for (const o of outcomes) {
       if (o.kind === 'retry') {
-        queue.finalize(o.item.id, { state: 'pending', attempts: o.item.attempts + 1, nextAttemptAt: o.nextAt });
+        queue.finalize(tx.tx, o.item.id, { state: 'pending', attempts: o.item.attempts + 1, nextAttemptAt: o.nextAt });
         continue;
       }
-      const res = q.insertResult(sqlite, {
+      const res = q.insertResult(tx.tx, {
         itemId: o.item.id,
         batchId: o.item.batchId,
         lenderId: o.item.lenderId,
@@ -171,7 +169,7 @@ function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): void {
         institution: o.institution,
         at: o.at,
       });
-      queue.finalize(o.item.id, { state: 'done' });
+      queue.finalize(tx.tx, o.item.id, { state: 'done' });
       if (res.changes > 0) {
         added.set(o.item.batchId, (added.get(o.item.batchId) ?? 0) + 1);
         recorded.push({ batchId: o.item.batchId, lenderId: o.item.lenderId, authorizerUniqueId: o.item.authorizerUniqueId, balanceCents: o.cents, statusCode: o.code, at: o.at });
@@ -179,7 +177,7 @@ function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): void {
     }
     if (recorded.length > 0) for (const hook of ctx.deps.hooks.balancesRecorded) hook(tx, recorded);
     for (const [batchId, n] of added) {
-      const b = q.bumpProcessed(sqlite, batchId, n);
+      const b = q.bumpProcessed(tx.tx, batchId, n);
       if (b && b.completed) completeBatch(tx, { id: b.id, lenderId: b.lenderId, source: b.source, scheduleId: b.scheduleId, webhookUrl: b.webhookUrl, completedAt: ctx.deps.clock.now() });
     }
   });

@@ -1,4 +1,5 @@
-import type { Database } from 'bun:sqlite';
+import type { Tx } from '../../platform/context';
+import type { Db } from '../../platform/db';
 import type { BatchSource, BatchStatus, PaymentType } from '../../../db/schema/enums';
 
 // The balance pipeline's raw prepared statements: each is on a measured hot path (bun run bench: accept,
@@ -7,10 +8,10 @@ import type { BatchSource, BatchStatus, PaymentType } from '../../../db/schema/e
 
 /** Accepting a request: one batch row (bench accept). */
 export const insertBatchRow = (
-  sqlite: Database,
+  tx: Tx,
   v: { id: string; lenderId: string; source: BatchSource; scheduleId: string | null; webhookUrl: string | null; creator: string | null; now: number; total: number },
 ) =>
-  sqlite
+  tx.$client
     .query(
       `INSERT INTO batches (id, lender_id, source, schedule_id, status, webhook_url, creator, submitted_at, total_authorizers, total_processed)
        VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, 0)`,
@@ -18,19 +19,19 @@ export const insertBatchRow = (
     .run(v.id, v.lenderId, v.source, v.scheduleId, v.webhookUrl, v.creator, v.now, v.total);
 
 /** Accepting a request: its whole payload in one row (bench accept). */
-export const insertBatchPayload = (sqlite: Database, batchId: string, sealed: string, items: string) =>
-  sqlite.query('INSERT INTO batch_payloads (batch_id, sealed, items) VALUES (?, ?, ?)').run(batchId, sealed, items);
+export const insertBatchPayload = (tx: Tx, batchId: string, sealed: string, items: string) =>
+  tx.$client.query('INSERT INTO batch_payloads (batch_id, sealed, items) VALUES (?, ?, ?)').run(batchId, sealed, items);
 
 /** The 24-hour replay cache, read on every accept (bench accept). */
-export const findCachedResponse = (sqlite: Database, lenderId: string, bodyHash: string, since: number) =>
-  sqlite
+export const findCachedResponse = (db: Db, lenderId: string, bodyHash: string, since: number) =>
+  db.$client
     .query<{ statusCode: number; responseBody: string }, [string, string, number]>(
       'SELECT status_code AS statusCode, response_body AS responseBody FROM idempotency_keys WHERE lender_id = ? AND body_hash = ? AND created_at > ?',
     )
     .get(lenderId, bodyHash, since);
 
-export const cacheResponse = (sqlite: Database, lenderId: string, bodyHash: string, body: string, now: number) =>
-  sqlite
+export const cacheResponse = (tx: Tx, lenderId: string, bodyHash: string, body: string, now: number) =>
+  tx.$client
     .query(
       `INSERT INTO idempotency_keys (lender_id, body_hash, status_code, response_body, created_at) VALUES (?, ?, 201, ?, ?)
        ON CONFLICT(lender_id, body_hash) DO UPDATE SET status_code = 201, response_body = excluded.response_body, created_at = excluded.created_at`,
@@ -41,8 +42,8 @@ export const cacheResponse = (sqlite: Database, lenderId: string, bodyHash: stri
  * Authorizers accepted and not yet checked, of one lender or of all: read on every accept, so it sums the
  * open batches' counters (batches_status_idx) rather than counting queue rows.
  */
-export const pendingAuthorizers = (sqlite: Database, lenderId: string | null) =>
-  sqlite
+export const pendingAuthorizers = (db: Db, lenderId: string | null) =>
+  db.$client
     .query<{ n: number }, [string | null]>(
       `SELECT COALESCE(SUM(total_authorizers - total_processed), 0) AS n FROM batches
         WHERE status IN ('pending', 'processing') AND (?1 IS NULL OR lender_id = ?1)`,
@@ -50,8 +51,8 @@ export const pendingAuthorizers = (sqlite: Database, lenderId: string | null) =>
     .get(lenderId)!.n;
 
 /** Batches with work left, for the fair claim (bench processing: every claim). */
-export const openBatches = (sqlite: Database) =>
-  sqlite
+export const openBatches = (db: Db) =>
+  db.$client
     .query<{ id: string; lenderId: string; status: BatchStatus }, []>(
       "SELECT id, lender_id AS lenderId, status FROM batches WHERE status IN ('pending', 'processing') ORDER BY submitted_at, id",
     )
@@ -71,8 +72,8 @@ export interface ClaimedItem {
 }
 
 /** Due items of one batch in request order, straight off batch_items_pending_idx (bench processing). */
-export const dueItemsOfBatch = (sqlite: Database, due: string, batchId: string, now: number, limit: number) =>
-  sqlite
+export const dueItemsOfBatch = (db: Db, due: string, batchId: string, now: number, limit: number) =>
+  db.$client
     .query<ClaimedItem, [number, string, number]>(
       `SELECT id, batch_id AS batchId, lender_id AS lenderId, seq, authorizer_unique_id AS authorizerUniqueId,
               payment_type AS paymentType, routing_number AS routingNumber, phone, zip, attempts
@@ -83,18 +84,18 @@ export const dueItemsOfBatch = (sqlite: Database, due: string, batchId: string, 
     .all(now, batchId, limit);
 
 /** pending → processing creates up to 1000 queue rows in the claim's transaction (bench processing). */
-export const insertItemStatement = (sqlite: Database) =>
-  sqlite.query<unknown, [string, string, number, string, string, string | null, string | null, string | null, string | null, number | null]>(
+export const insertItemStatement = (tx: Tx) =>
+  tx.$client.query<unknown, [string, string, number, string, string, string | null, string | null, string | null, string | null, number | null]>(
     `INSERT INTO batch_items (batch_id, lender_id, seq, authorizer_unique_id, payment_type, routing_number, phone, zip, metadata, threshold_cents)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
 
 /** Result flushes: one row per item, a unique item_id makes a second impossible (bench processing). */
 export const insertResult = (
-  sqlite: Database,
+  tx: Tx,
   v: { itemId: number; batchId: string; lenderId: string; aid: string; cents: number | null; code: number; exportStatus: string; institution: string | null; at: number },
 ) =>
-  sqlite
+  tx.$client
     .query(
       `INSERT OR IGNORE INTO balance_results (item_id, batch_id, lender_id, authorizer_unique_id, balance_cents, status_code, export_status, institution, recorded_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -102,8 +103,8 @@ export const insertResult = (
     .run(v.itemId, v.batchId, v.lenderId, v.aid, v.cents, v.code, v.exportStatus, v.institution, v.at);
 
 /** Result flushes: the batch's counter, and whether this result was its last (bench processing). */
-export const bumpProcessed = (sqlite: Database, batchId: string, n: number) =>
-  sqlite
+export const bumpProcessed = (tx: Tx, batchId: string, n: number) =>
+  tx.$client
     .query<
       { id: string; lenderId: string; source: BatchSource; scheduleId: string | null; webhookUrl: string | null; completed: number },
       [number, string]
@@ -130,8 +131,8 @@ export interface ExportRow {
 }
 
 /** One export chunk (bench export: 100,000 rows at over 100k rows/s). */
-export const exportPage = (sqlite: Database, batchId: string, afterId: number, limit: number) =>
-  sqlite
+export const exportPage = (db: Db, batchId: string, afterId: number, limit: number) =>
+  db.$client
     .query<ExportRow, [string, number, number]>(
       `SELECT r.id AS rid, r.authorizer_unique_id AS aid, r.batch_id AS batchId, r.institution, i.phone, i.zip,
               r.balance_cents AS cents, r.export_status AS status, b.creator, r.recorded_at AS at, i.metadata
@@ -148,14 +149,14 @@ export const exportPage = (sqlite: Database, batchId: string, afterId: number, l
  * with metadata), so the scan can yield between slices: the distinct keys of the slice and its last seq (null
  * when the batch has no more). json_each has no query-builder form.
  */
-export const metadataKeysPage = (sqlite: Database, batchId: string, afterSeq: number, limit: number) => {
-  const last = sqlite
+export const metadataKeysPage = (db: Db, batchId: string, afterSeq: number, limit: number) => {
+  const last = db.$client
     .query<{ last: number | null }, [string, number, number]>(
       `SELECT MAX(seq) AS last FROM (SELECT seq FROM batch_items WHERE batch_id = ?1 AND seq > ?2 AND metadata IS NOT NULL ORDER BY seq LIMIT ?3)`,
     )
     .get(batchId, afterSeq, limit)!.last;
   if (last === null) return { keys: [], last: null };
-  const keys = sqlite
+  const keys = db.$client
     .query<{ key: string }, [string, number, number]>(
       `SELECT DISTINCT j.key AS key FROM batch_items i, json_each(i.metadata) j
         WHERE i.batch_id = ?1 AND i.seq > ?2 AND i.seq <= ?3 AND i.metadata IS NOT NULL`,
@@ -166,8 +167,8 @@ export const metadataKeysPage = (sqlite: Database, batchId: string, afterSeq: nu
 };
 
 /** Threshold hits of a completed schedule run, joined in SQL (one statement per run). */
-export const thresholdHits = (sqlite: Database, batchId: string) =>
-  sqlite
+export const thresholdHits = (db: Db, batchId: string) =>
+  db.$client
     .query<{ aid: string; institution: string | null; cents: number; threshold: number }, [string]>(
       `SELECT r.authorizer_unique_id AS aid, r.institution, r.balance_cents AS cents, i.threshold_cents AS threshold
          FROM balance_results r JOIN batch_items i ON i.id = r.item_id

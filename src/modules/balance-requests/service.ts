@@ -64,9 +64,9 @@ export function insertBatch({
     now: number;
   };
 }): string {
-  const { sqlite, vault } = ctx.deps;
+  const { vault } = ctx.deps;
   const batchId = newId();
-  q.insertBatchRow(sqlite, {
+  q.insertBatchRow(ctx.tx, {
     id: batchId,
     lenderId: input.lenderId,
     source: input.source,
@@ -85,7 +85,7 @@ export function insertBatch({
     meta: a.metadata,
     threshold: a.thresholdCents,
   }));
-  q.insertBatchPayload(sqlite, batchId, vault.seal(packSensitive(input.authorizers.map((a) => a.sensitive))), packItems(items));
+  q.insertBatchPayload(ctx.tx, batchId, vault.seal(packSensitive(input.authorizers.map((a) => a.sensitive))), packItems(items));
   return batchId;
 }
 
@@ -125,7 +125,7 @@ export async function submitBalanceRequest({ ctx, input }: { ctx: Ctx; input: { 
   const now = ctx.deps.clock.now();
   const read = readJsonRequest(ctx, input.body, now);
   if (input.bodyHash) {
-    const hit = q.findCachedResponse(ctx.deps.sqlite, ctx.lender.id, input.bodyHash, now - IDEMPOTENCY_TTL_MS);
+    const hit = q.findCachedResponse(ctx.deps.db, ctx.lender.id, input.bodyHash, now - IDEMPOTENCY_TTL_MS);
     if (hit) return { status: hit.statusCode, body: JSON.parse(hit.responseBody) as SubmissionResponse, replayed: true };
   }
   return acceptBatch({
@@ -177,7 +177,6 @@ async function acceptBatch({
     now: number;
   };
 }): Promise<{ status: number; body: SubmissionResponse; replayed: boolean }> {
-  const { sqlite } = ctx.deps;
   const { now } = input;
   if (input.webhookUrl) await validateWebhookUrl(ctx.deps, 'webhook_url', input.webhookUrl);
   const allFailed = input.failed.sort((a, b) => a.row_number - b.row_number);
@@ -187,13 +186,13 @@ async function acceptBatch({
   return withTransaction(ctx, (tx) => {
     // Checked again under the write lock: two identical requests at once still make one batch.
     if (input.bodyHash) {
-      const hit = q.findCachedResponse(sqlite, ctx.lender.id, input.bodyHash, now - IDEMPOTENCY_TTL_MS);
+      const hit = q.findCachedResponse(tx.tx, ctx.lender.id, input.bodyHash, now - IDEMPOTENCY_TTL_MS);
       if (hit) return { status: hit.statusCode, body: JSON.parse(hit.responseBody) as SubmissionResponse, replayed: true };
     }
     // One lender cannot queue unbounded work: counted under the write lock, so two requests at once cannot
     // both squeeze under the bound.
     const max = ctx.deps.config.maxPendingAuthorizersPerLender;
-    const pending = q.pendingAuthorizers(sqlite, ctx.lender.id);
+    const pending = q.pendingAuthorizers(tx.tx, ctx.lender.id);
     if (pending + input.accepted.length > max) {
       throw new RateLimited(
         QUEUE_FULL_RETRY_AFTER_S,
@@ -212,7 +211,7 @@ async function acceptBatch({
       failed_authorizers: allFailed,
     };
     if (input.warnings) body.warnings = input.warnings;
-    if (input.bodyHash) q.cacheResponse(sqlite, ctx.lender.id, input.bodyHash, JSON.stringify(body), now);
+    if (input.bodyHash) q.cacheResponse(tx.tx, ctx.lender.id, input.bodyHash, JSON.stringify(body), now);
     return { status: 201, body, replayed: false };
   });
 }
@@ -326,13 +325,13 @@ export function authorizerHistory({ ctx, input }: { ctx: Ctx; input: { authorize
 }
 
 /** Authorizers accepted and not yet checked, all lenders together (readiness and metrics). */
-export function queueDepth(deps: Pick<JobContext['deps'], 'sqlite'>): number {
-  return q.pendingAuthorizers(deps.sqlite, null);
+export function queueDepth(deps: Pick<JobContext['deps'], 'db'>): number {
+  return q.pendingAuthorizers(deps.db, null);
 }
 
 /** Threshold hits of a completed batch: every result whose balance meets or exceeds its item's threshold. */
 export function thresholdHits({ ctx, input }: { ctx: JobContext; input: { batchId: string } }) {
-  return q.thresholdHits(ctx.deps.sqlite, input.batchId);
+  return q.thresholdHits(ctx.tx ?? ctx.deps.db, input.batchId);
 }
 
 

@@ -1,7 +1,7 @@
-import type { Database } from 'bun:sqlite';
 import { eq, sql } from 'drizzle-orm';
 import { enrollments, paymentConnections, payments } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
+import type { Db } from '../../platform/db';
 import { withTransaction } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
@@ -33,22 +33,21 @@ interface DuePayment {
   attempts: number;
 }
 
-const queues = new WeakMap<Database, LeaseQueue<typeof payments, DuePayment>>();
+const queues = new WeakMap<Db, LeaseQueue<typeof payments, DuePayment>>();
 
-export function dispatchQueue(deps: Pick<Deps, 'sqlite'>): LeaseQueue<typeof payments, DuePayment> {
-  let q = queues.get(deps.sqlite);
+export function dispatchQueue(deps: Pick<Deps, 'db'>): LeaseQueue<typeof payments, DuePayment> {
+  let q = queues.get(deps.db);
   if (!q) {
-    q = new LeaseQueue(deps.sqlite, payments, {
+    q = new LeaseQueue(deps.db, payments, {
       leaseMs: DISPATCH_LEASE_MS,
       // Raw: claimed every tick of the dispatch job (bench collection).
       pick: oldestDueFirst<DuePayment>(
-        deps.sqlite,
         `SELECT id, lender_id AS lenderId, enrollment_id AS enrollmentId, authorizer_unique_id AS authorizerUniqueId,
                 connection_id AS connectionId, rail, amount_cents AS amountCents, reference, attempts
            FROM payments`,
       ),
     });
-    queues.set(deps.sqlite, q);
+    queues.set(deps.db, q);
   }
   return q;
 }
@@ -58,7 +57,7 @@ function abandon(ctx: JobContext, p: DuePayment, message: string, reason: string
   const now = ctx.deps.clock.now();
   withTransaction(ctx, (tx) => {
     tx.tx.update(payments).set({ status: 'not_attempted', message, updatedAt: now }).where(eq(payments.id, p.id)).run();
-    dispatchQueue(ctx.deps).finalize(p.id, { state: 'done' });
+    dispatchQueue(ctx.deps).finalize(tx.tx, p.id, { state: 'done' });
     tx.tx
       .update(enrollments)
       .set({ paymentsUsed: sql`MAX(${enrollments.paymentsUsed} - 1, 0)`, updatedAt: now })
@@ -119,7 +118,7 @@ function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): void {
   const now = ctx.deps.clock.now();
   withTransaction(ctx, (tx) => {
     tx.tx.update(payments).set({ processorPaymentId: r.processorPaymentId, updatedAt: now }).where(eq(payments.id, p.id)).run();
-    dispatchQueue(ctx.deps).finalize(p.id, { state: 'done' });
+    dispatchQueue(ctx.deps).finalize(tx.tx, p.id, { state: 'done' });
     recordObservation(tx, {
       lenderId: p.lenderId,
       reference: p.reference,
@@ -149,7 +148,7 @@ function retryLater(ctx: JobContext, p: DuePayment): void {
   const now = ctx.deps.clock.now();
   const attempts = p.attempts + 1;
   const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (attempts - 1));
-  withTransaction(ctx, () => dispatchQueue(ctx.deps).finalize(p.id, { state: 'pending', attempts, nextAttemptAt: now + delay }));
+  withTransaction(ctx, ({ tx }) => dispatchQueue(ctx.deps).finalize(tx, p.id, { state: 'pending', attempts, nextAttemptAt: now + delay }));
 }
 
 /** Sends every due payment, CONCURRENCY at a time; answers and retries are recorded as they come. */

@@ -1,6 +1,7 @@
 import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm';
 import { paymentConnections } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
+import type { Db } from '../../platform/db';
 import { withTransaction } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
 import type { ProcessorChange } from '../../adapters/processors';
@@ -28,31 +29,29 @@ interface Match {
  * references by splitting after the prefix at each dash and taking the split whose left part is a borrower
  * of the lender: exactly one such split, or the change is unmatched.
  */
-export function matchChange(ctx: { deps: Pick<Deps, 'sqlite'> }, lenderId: string, connectionId: string, c: ProcessorChange): Match | null {
-  const { sqlite } = ctx.deps;
-  const own = q.ownPayment(sqlite, lenderId, connectionId, c.reference, c.processorPaymentId);
+export function matchChange(db: Db, lenderId: string, connectionId: string, c: ProcessorChange): Match | null {
+  const own = q.ownPayment(db, lenderId, connectionId, c.reference, c.processorPaymentId);
   if (own) return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id, amountCents: own.amount };
   if (!c.reference?.startsWith(REFERENCE_PREFIX)) return null;
-  const b = borrowerNamedBy(sqlite, lenderId, c.reference.slice(REFERENCE_PREFIX.length));
+  const b = borrowerNamedBy(db, lenderId, c.reference.slice(REFERENCE_PREFIX.length));
   return b ? { enrollmentId: b.id, authorizerUniqueId: b.aid, paymentId: null, amountCents: null } : null;
 }
 
 /** One page of changes, recorded with the cursor and the counts in one transaction. */
 function recordPage(ctx: JobContext, conn: { id: string; lenderId: string }, changes: ProcessorChange[], cursor: string | null): void {
   const now = ctx.deps.clock.now();
-  const { sqlite } = ctx.deps;
   withTransaction(ctx, (tx) => {
     let ingested = 0;
     let matched = 0;
     for (const c of changes) {
-      const m = matchChange(tx, conn.lenderId, conn.id, c);
-      const seen = q.ingested(sqlite, conn.id, c.processorPaymentId);
+      const m = matchChange(tx.tx, conn.lenderId, conn.id, c);
+      const seen = q.ingested(tx.tx, conn.id, c.processorPaymentId);
       if (!seen) {
-        q.insertIngested(sqlite, conn.id, c.processorPaymentId, m !== null);
+        q.insertIngested(tx.tx, conn.id, c.processorPaymentId, m !== null);
         ingested++;
         if (m) matched++;
       } else if (!seen.matched && m) {
-        q.markIngestedMatched(sqlite, conn.id, c.processorPaymentId);
+        q.markIngestedMatched(tx.tx, conn.id, c.processorPaymentId);
         matched++;
       }
       if (!m) continue;

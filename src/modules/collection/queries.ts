@@ -1,22 +1,23 @@
-import type { Database } from 'bun:sqlite';
+import type { Tx } from '../../platform/context';
+import type { Db } from '../../platform/db';
 import type { EventSource, EventStatus } from '../../../db/schema/enums';
 
 // Collection's raw prepared statements: recording an observed status and matching a processor change run
 // once per change of a polled feed (bun run bench collection: a 50,000-change backlog at 20,000 changes/s
 // or more), where the query builder's per-call cost is most of the time. bun:sqlite caches each statement.
 
-export const eventSeen = (sqlite: Database, lenderId: string, source: EventSource, sourceEventId: string) =>
-  sqlite
+export const eventSeen = (db: Db, lenderId: string, source: EventSource, sourceEventId: string) =>
+  db.$client
     .query<{ id: string }, [string, string, string]>('SELECT id FROM payment_events WHERE lender_id = ? AND source = ? AND source_event_id = ?')
     .get(lenderId, source, sourceEventId);
 
-export const statusKnown = (sqlite: Database, lenderId: string, reference: string, status: EventStatus) =>
-  sqlite
+export const statusKnown = (db: Db, lenderId: string, reference: string, status: EventStatus) =>
+  db.$client
     .query<{ id: string }, [string, string, string]>('SELECT id FROM payment_events WHERE lender_id = ? AND reference = ? AND status = ? LIMIT 1')
     .get(lenderId, reference, status);
 
 export const insertEvent = (
-  sqlite: Database,
+  tx: Tx,
   v: {
     id: string;
     lenderId: string;
@@ -35,7 +36,7 @@ export const insertEvent = (
     recordedAt: number;
   },
 ) =>
-  sqlite
+  tx.$client
     .query(
       `INSERT INTO payment_events (id, lender_id, enrollment_id, authorizer_unique_id, payment_id, connection_id, reference, status,
          amount_cents, return_code, message, source, source_event_id, occurred_at, recorded_at)
@@ -44,26 +45,26 @@ export const insertEvent = (
     .run(v.id, v.lenderId, v.enrollmentId, v.aid, v.paymentId, v.connectionId, v.reference, v.status, v.amount, v.returnCode, v.message, v.source, v.sourceEventId, v.occurredAt, v.recordedAt);
 
 /** What is credited for a reference, net of reversals. */
-export const creditedFor = (sqlite: Database, lenderId: string, reference: string) =>
-  sqlite
+export const creditedFor = (db: Db, lenderId: string, reference: string) =>
+  db.$client
     .query<{ net: number }, [string, string]>(
       "SELECT COALESCE(SUM(CASE WHEN kind = 'credit' THEN amount_cents ELSE -amount_cents END), 0) AS net FROM ledger_entries WHERE lender_id = ? AND reference = ?",
     )
     .get(lenderId, reference)!.net;
 
-export const insertLedger = (sqlite: Database, v: { lenderId: string; enrollmentId: string; reference: string; kind: 'credit' | 'reversal'; amount: number; eventId: string; at: number }) =>
-  sqlite
+export const insertLedger = (tx: Tx, v: { lenderId: string; enrollmentId: string; reference: string; kind: 'credit' | 'reversal'; amount: number; eventId: string; at: number }) =>
+  tx.$client
     .query('INSERT INTO ledger_entries (lender_id, enrollment_id, reference, kind, amount_cents, event_id, at) VALUES (?, ?, ?, ?, ?, ?, ?)')
     .run(v.lenderId, v.enrollmentId, v.reference, v.kind, v.amount, v.eventId, v.at);
 
-export const updatePaymentStatus = (sqlite: Database, v: { id: string; status: EventStatus; returnCode: string | null; message: string | null; now: number; settledAt: number | null }) =>
-  sqlite
+export const updatePaymentStatus = (tx: Tx, v: { id: string; status: EventStatus; returnCode: string | null; message: string | null; now: number; settledAt: number | null }) =>
+  tx.$client
     .query('UPDATE payments SET status = ?, return_code = ?, message = ?, updated_at = ?, settled_at = COALESCE(?, settled_at) WHERE id = ?')
     .run(v.status, v.returnCode, v.message, v.now, v.settledAt, v.id);
 
 /** The service's own payment a change is about: by its reference, or by the processor's id through the same key. */
-export const ownPayment = (sqlite: Database, lenderId: string, connectionId: string, reference: string | null, processorPaymentId: string) =>
-  sqlite
+export const ownPayment = (db: Db, lenderId: string, connectionId: string, reference: string | null, processorPaymentId: string) =>
+  db.$client
     .query<{ id: string; enrollmentId: string; aid: string; amount: number }, [string, string, string, string]>(
       `SELECT id, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, amount_cents AS amount FROM payments
         WHERE lender_id = ?1 AND reference = ?2
@@ -75,20 +76,20 @@ export const ownPayment = (sqlite: Database, lenderId: string, connectionId: str
     .get(lenderId, reference ?? '', connectionId, processorPaymentId);
 
 /** The lender's borrowers among these identifiers (the candidate splits of a DRS- reference). */
-export const borrowersAmong = (sqlite: Database, lenderId: string, ids: string[]) =>
-  sqlite
+export const borrowersAmong = (db: Db, lenderId: string, ids: string[]) =>
+  db.$client
     .query<{ id: string; aid: string }, [string, string]>(
       'SELECT id, authorizer_unique_id AS aid FROM enrollments WHERE lender_id = ? AND authorizer_unique_id IN (SELECT value FROM json_each(?))',
     )
     .all(lenderId, JSON.stringify(ids));
 
-export const ingested = (sqlite: Database, connectionId: string, processorPaymentId: string) =>
-  sqlite
+export const ingested = (db: Db, connectionId: string, processorPaymentId: string) =>
+  db.$client
     .query<{ matched: number }, [string, string]>('SELECT matched FROM ingested_payments WHERE connection_id = ? AND processor_payment_id = ?')
     .get(connectionId, processorPaymentId);
 
-export const insertIngested = (sqlite: Database, connectionId: string, processorPaymentId: string, matched: boolean) =>
-  sqlite.query('INSERT INTO ingested_payments (connection_id, processor_payment_id, matched) VALUES (?, ?, ?)').run(connectionId, processorPaymentId, matched ? 1 : 0);
+export const insertIngested = (tx: Tx, connectionId: string, processorPaymentId: string, matched: boolean) =>
+  tx.$client.query('INSERT INTO ingested_payments (connection_id, processor_payment_id, matched) VALUES (?, ?, ?)').run(connectionId, processorPaymentId, matched ? 1 : 0);
 
-export const markIngestedMatched = (sqlite: Database, connectionId: string, processorPaymentId: string) =>
-  sqlite.query('UPDATE ingested_payments SET matched = 1 WHERE connection_id = ? AND processor_payment_id = ?').run(connectionId, processorPaymentId);
+export const markIngestedMatched = (tx: Tx, connectionId: string, processorPaymentId: string) =>
+  tx.$client.query('UPDATE ingested_payments SET matched = 1 WHERE connection_id = ? AND processor_payment_id = ?').run(connectionId, processorPaymentId);

@@ -1,4 +1,3 @@
-import type { Database } from 'bun:sqlite';
 import type { EventSource, EventStatus } from '../../../db/schema/enums';
 import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
@@ -35,16 +34,16 @@ export type Recorded = { recorded: false; why: 'seen' | 'same_status' } | { reco
 const codeFor = (status: EventStatus, code: string | null) => (status === 'returned' || status === 'late_returned' ? code : null);
 
 export function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation): Recorded {
-  const { sqlite } = ctx.deps;
-  if (q.eventSeen(sqlite, o.lenderId, o.source, o.sourceEventId)) return { recorded: false, why: 'seen' };
+  const { tx } = ctx;
+  if (q.eventSeen(tx, o.lenderId, o.source, o.sourceEventId)) return { recorded: false, why: 'seen' };
   // A status is recorded once per reference: re-reading a feed from an older cursor (or the processor's own
   // echo of the status the create call already answered) adds nothing.
-  if (q.statusKnown(sqlite, o.lenderId, o.reference, o.status)) return { recorded: false, why: 'same_status' };
+  if (q.statusKnown(tx, o.lenderId, o.reference, o.status)) return { recorded: false, why: 'same_status' };
 
   const now = ctx.deps.clock.now();
   const eventId = newId();
   const returnCode = codeFor(o.status, o.returnCode);
-  q.insertEvent(sqlite, {
+  q.insertEvent(tx, {
     id: eventId,
     lenderId: o.lenderId,
     enrollmentId: o.enrollmentId,
@@ -61,9 +60,9 @@ export function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation):
     occurredAt: o.occurredAt,
     recordedAt: now,
   });
-  if (o.enrollmentId) postLedger(sqlite, o, eventId, now);
+  if (o.enrollmentId) postLedger(tx, o, eventId, now);
   if (o.paymentId) {
-    q.updatePaymentStatus(sqlite, { id: o.paymentId, status: o.status, returnCode, message: o.message, now, settledAt: o.status === 'settled' ? o.occurredAt : null });
+    q.updatePaymentStatus(tx, { id: o.paymentId, status: o.status, returnCode, message: o.message, now, settledAt: o.status === 'settled' ? o.occurredAt : null });
   }
   if (o.enrollmentId) react(ctx, o.enrollmentId, o.status, returnCode, now);
   ctx.deps.metrics.paymentEvents.inc({ status: o.status, source: o.source });
@@ -71,11 +70,11 @@ export function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation):
 }
 
 /** settled books a credit; returned and late_returned reverse what was credited for the reference (maybe 0). */
-function postLedger(sqlite: Database, o: Observation, eventId: string, now: number): void {
+function postLedger(tx: Tx, o: Observation, eventId: string, now: number): void {
   const entry = { lenderId: o.lenderId, enrollmentId: o.enrollmentId!, reference: o.reference, eventId, at: now };
-  if (o.status === 'settled') q.insertLedger(sqlite, { ...entry, kind: 'credit', amount: o.amountCents });
+  if (o.status === 'settled') q.insertLedger(tx, { ...entry, kind: 'credit', amount: o.amountCents });
   else if (o.status === 'returned' || o.status === 'late_returned') {
-    q.insertLedger(sqlite, { ...entry, kind: 'reversal', amount: Math.max(0, q.creditedFor(sqlite, o.lenderId, o.reference)) });
+    q.insertLedger(tx, { ...entry, kind: 'reversal', amount: Math.max(0, q.creditedFor(tx, o.lenderId, o.reference)) });
   }
 }
 

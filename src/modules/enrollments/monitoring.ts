@@ -27,7 +27,7 @@ const BATCH_MAX = 1000;
  */
 export function queueDueReads(deps: Deps): { queued: number } {
   const now = deps.clock.now();
-  const due = q.dueReads(deps.sqlite, now, READS_PER_TICK);
+  const due = q.dueReads(deps.db, now, READS_PER_TICK);
   if (due.length === 0) return { queued: 0 };
   const byLender = new Map<string, q.DueRead[]>();
   for (const d of due) {

@@ -1,4 +1,5 @@
-import type { Database } from 'bun:sqlite';
+import type { Tx } from '../../platform/context';
+import type { Db } from '../../platform/db';
 
 // The enrollment's raw prepared statements (the writes of a borrower and its monitor are in monitor-store.ts):
 // the monitoring due check runs every second against every borrower's index entry (bench: under 2 ms with 100,000 not due).
@@ -13,8 +14,8 @@ export interface DueRead {
 }
 
 /** Monitored borrowers whose read is due, off enrollments_read_due_idx (the partial index of monitored rows). */
-export const dueReads = (sqlite: Database, now: number, limit: number) =>
-  sqlite
+export const dueReads = (db: Db, now: number, limit: number) =>
+  db.$client
     .query<DueRead, [number, number]>(
       `SELECT id, lender_id AS lenderId, authorizer_unique_id AS aid, routing_number AS routing, sealed, metadata
          FROM enrollments INDEXED BY enrollments_read_due_idx
@@ -22,3 +23,22 @@ export const dueReads = (sqlite: Database, now: number, limit: number) =>
         ORDER BY next_read_at LIMIT ?`,
     )
     .all(now, limit);
+
+/** Erasure overwrites freed pages too while it runs (PRAGMA secure_delete), then goes back to the default. */
+export const setSecureDelete = (db: Db, on: boolean) => db.$client.exec(`PRAGMA secure_delete = ${on ? 'ON' : 'OFF'}`);
+
+/** A borrower's clear details in the balance queue rows of started batches. */
+export const eraseQueuedDetails = (tx: Tx, lenderId: string, aid: string) =>
+  tx.$client.query('UPDATE batch_items SET phone = NULL, zip = NULL, metadata = NULL WHERE lender_id = ? AND authorizer_unique_id = ?').run(lenderId, aid);
+
+/** The item lists of the lender's batches still waiting to start. */
+export const waitingPayloads = (db: Db, lenderId: string) =>
+  db.$client
+    .query<{ batchId: string; items: string }, [string]>(
+      `SELECT p.batch_id AS batchId, p.items FROM batch_payloads p JOIN batches b ON b.id = p.batch_id
+        WHERE b.lender_id = ? AND b.status = 'pending'`,
+    )
+    .all(lenderId);
+
+export const replacePayloadItems = (tx: Tx, batchId: string, items: string) =>
+  tx.$client.query('UPDATE batch_payloads SET items = ? WHERE batch_id = ?').run(items, batchId);

@@ -3,7 +3,7 @@ import { enrollments } from '../../../db/schema';
 import type { HeldReason, MonitorState, Rail } from '../../../db/schema/enums';
 import type { Ctx, Deps } from '../../deps';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
-import { dbOf, withTransaction } from '../../platform/context';
+import { dbOf, withTransaction, type Tx } from '../../platform/context';
 import { InvalidInput, NotFound } from '../../platform/errors';
 import { checkObject } from '../../platform/fields';
 import type { FieldProblem } from '../../platform/errors';
@@ -293,8 +293,7 @@ export function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { body: unk
 export function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: unknown } }) {
   const ids = readIds(input.body);
   const now = ctx.deps.clock.now();
-  const { sqlite } = ctx.deps;
-  sqlite.exec('PRAGMA secure_delete = ON');
+  q.setSecureDelete(ctx.deps.db, true);
   try {
     const results = withTransaction(ctx, (tx) => {
       const existing = new Map(monitorsOf(tx.tx, ctx.lender.id, ids).map((e) => [e.aid, e]));
@@ -307,14 +306,14 @@ export function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: unknow
           .set({ sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, erasedAt: now, updatedAt: now })
           .where(eq(enrollments.id, e.id))
           .run();
-        eraseFromBalanceQueue(ctx, aid);
+        eraseFromBalanceQueue(tx.tx, ctx.lender.id, aid);
         return { authorizer_unique_id: aid, outcome: 'deleted' as const };
       });
     });
     const n = (o: string) => results.filter((r) => r.outcome === o).length;
     return { results, deleted: n('deleted'), unknown: n('unknown') };
   } finally {
-    sqlite.exec('PRAGMA secure_delete = OFF');
+    q.setSecureDelete(ctx.deps.db, false);
   }
 }
 
@@ -322,22 +321,13 @@ export function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: unknow
  * A borrower's clear details in the balance pipeline: the queue rows of started batches, and the item lists
  * of batches still waiting to start (their sealed part is ciphertext and is not read again once done).
  */
-function eraseFromBalanceQueue(ctx: Ctx, aid: string): void {
-  const { sqlite } = ctx.deps;
-  sqlite
-    .query('UPDATE batch_items SET phone = NULL, zip = NULL, metadata = NULL WHERE lender_id = ? AND authorizer_unique_id = ?')
-    .run(ctx.lender.id, aid);
-  const waiting = sqlite
-    .query<{ batchId: string; items: string }, [string]>(
-      `SELECT p.batch_id AS batchId, p.items FROM batch_payloads p JOIN batches b ON b.id = p.batch_id
-        WHERE b.lender_id = ? AND b.status = 'pending'`,
-    )
-    .all(ctx.lender.id);
-  for (const w of waiting) {
+function eraseFromBalanceQueue(tx: Tx, lenderId: string, aid: string): void {
+  q.eraseQueuedDetails(tx, lenderId, aid);
+  for (const w of q.waitingPayloads(tx, lenderId)) {
     const items = unpackItems(w.items);
     if (!items.some((i) => i.id === aid)) continue;
     const scrubbed = items.map((i) => (i.id === aid ? { ...i, phone: null, zip: null, meta: null } : i));
-    sqlite.query('UPDATE batch_payloads SET items = ? WHERE batch_id = ?').run(packItems(scrubbed), w.batchId);
+    q.replacePayloadItems(tx, w.batchId, packItems(scrubbed));
   }
 }
 

@@ -1,3 +1,4 @@
+import { withTransaction } from '../../platform/context';
 import { and, asc, eq, isNull } from 'drizzle-orm';
 import { apiKeys, lenders } from '../../../db/schema';
 import type { Db } from '../../platform/db';
@@ -19,10 +20,10 @@ export function createLender(db: Db, name: string, now: number): { lender: Lende
   if (db.select().from(lenders).where(eq(lenders.name, name)).get()) {
     throw new LenderError(`A lender named ${name} already exists`);
   }
-  return db.transaction(() => {
+  return withTransaction({ deps: { db } }, ({ tx }) => {
     const lender = { id: newId(), name, debitCardApproved: false, createdAt: now };
-    db.insert(lenders).values(lender).run();
-    const apiKey = issueKey(db, lender.id, now);
+    tx.insert(lenders).values(lender).run();
+    const apiKey = issueKey(tx, lender.id, now);
     return { lender, apiKey };
   });
 }

@@ -1,4 +1,5 @@
-import type { Database } from 'bun:sqlite';
+import type { Tx } from '../../platform/context';
+import type { Db } from '../../platform/db';
 
 // The upload's raw prepared statements: matching and the re-sending rules run once per row of a file of up
 // to 10 MB (bun run bench upload: about 100,000 rows), where the query builder's per-call cost was most of
@@ -12,19 +13,19 @@ export interface UploadedRow {
   matched: number;
 }
 
-export const enrollmentOf = (sqlite: Database, lenderId: string, aid: string) =>
-  sqlite.query<{ id: string }, [string, string]>('SELECT id FROM enrollments WHERE lender_id = ? AND authorizer_unique_id = ?').get(lenderId, aid);
+export const enrollmentOf = (db: Db, lenderId: string, aid: string) =>
+  db.$client.query<{ id: string }, [string, string]>('SELECT id FROM enrollments WHERE lender_id = ? AND authorizer_unique_id = ?').get(lenderId, aid);
 
-export const paymentByReference = (sqlite: Database, lenderId: string, reference: string) =>
-  sqlite
+export const paymentByReference = (db: Db, lenderId: string, reference: string) =>
+  db.$client
     .query<{ id: string; enrollmentId: string; aid: string }, [string, string]>(
       'SELECT id, enrollment_id AS enrollmentId, authorizer_unique_id AS aid FROM payments WHERE lender_id = ? AND reference = ?',
     )
     .get(lenderId, reference);
 
 /** What is stored for some references at once (a file's rows are looked up in slices, not one by one). */
-export const uploadedAmong = (sqlite: Database, lenderId: string, references: string[]) =>
-  sqlite
+export const uploadedAmong = (db: Db, lenderId: string, references: string[]) =>
+  db.$client
     .query<UploadedRow & { reference: string }, [string, string]>(
       `SELECT id, reference, status, settled_at AS settledAt, returned_at AS returnedAt, matched FROM uploaded_results
         WHERE lender_id = ? AND reference IN (SELECT value FROM json_each(?))`,
@@ -32,7 +33,7 @@ export const uploadedAmong = (sqlite: Database, lenderId: string, references: st
     .all(lenderId, JSON.stringify(references));
 
 export const insertUploaded = (
-  sqlite: Database,
+  tx: Tx,
   v: {
     lenderId: string;
     reference: string;
@@ -49,7 +50,7 @@ export const insertUploaded = (
     now: number;
   },
 ) =>
-  sqlite
+  tx.$client
     .query(
       `INSERT INTO uploaded_results (lender_id, reference, authorizer_unique_id, enrollment_id, status, amount_cents, submitted_at,
          settled_at, returned_at, return_code, batch_id, matched, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -61,7 +62,7 @@ export const insertUploaded = (
  * is null for the same status again, which keeps them; recorded dates are kept either way, missing ones filled.
  */
 export const updateUploaded = (
-  sqlite: Database,
+  tx: Tx,
   v: {
     id: number;
     outcome: { status: string; amountCents: number; returnCode: string | null } | null;
@@ -74,7 +75,7 @@ export const updateUploaded = (
     now: number;
   },
 ) =>
-  sqlite
+  tx.$client
     .query(
       `UPDATE uploaded_results SET
          status = CASE WHEN ?1 THEN ?2 ELSE status END, amount_cents = CASE WHEN ?1 THEN ?3 ELSE amount_cents END,

@@ -85,23 +85,23 @@ interface Match {
 }
 
 /** authorizer_unique_id first; else a reference that identifies exactly one borrower of the lender. */
-function matchRow(ctx: Ctx, p: ParsedRow, known: Map<string, string | null>): Match | null {
+function matchRow(ctx: Ctx & { tx: Tx }, p: ParsedRow, known: Map<string, string | null>): Match | null {
   const lenderId = ctx.lender.id;
-  const { sqlite } = ctx.deps;
+  const { tx } = ctx;
   if (p.authorizerUniqueId) {
     // A file has many rows per borrower: each borrower is looked up once.
     let id = known.get(p.authorizerUniqueId);
     if (id === undefined) {
-      id = q.enrollmentOf(sqlite, lenderId, p.authorizerUniqueId)?.id ?? null;
+      id = q.enrollmentOf(tx, lenderId, p.authorizerUniqueId)?.id ?? null;
       known.set(p.authorizerUniqueId, id);
     }
     return id ? { enrollmentId: id, authorizerUniqueId: p.authorizerUniqueId, paymentId: null } : null;
   }
   if (!p.reference) return null;
-  const own = q.paymentByReference(sqlite, lenderId, p.reference);
+  const own = q.paymentByReference(tx, lenderId, p.reference);
   if (own) return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id };
   const rest = p.reference.startsWith(REFERENCE_PREFIX) ? p.reference.slice(REFERENCE_PREFIX.length) : p.reference;
-  const b = borrowerNamedBy(sqlite, lenderId, rest);
+  const b = borrowerNamedBy(tx, lenderId, rest);
   return b ? { enrollmentId: b.id, authorizerUniqueId: b.aid, paymentId: null } : null;
 }
 
@@ -212,7 +212,7 @@ export async function uploadResults({ ctx, input }: { ctx: Ctx; input: { bytes: 
       if (n % PRIOR_SLICE === 0) {
         // After rule 6 a key appears once in a file: what is stored for it now is what its row is decided on.
         const keys = accepted.slice(n, n + PRIOR_SLICE).map(keyOf);
-        priors = new Map(q.uploadedAmong(tx.deps.sqlite, tx.lender.id, keys).map((u) => [u.reference, u]));
+        priors = new Map(q.uploadedAmong(tx.tx, tx.lender.id, keys).map((u) => [u.reference, u]));
       }
       if (++n % GC_HINT_ROWS === 0) Bun.gc(false);
       const key = keyOf(p);
@@ -261,7 +261,6 @@ export async function uploadResults({ ctx, input }: { ctx: Ctx; input: { bytes: 
  */
 function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.UploadedRow | null, m: Match | null, problems: RowProblem[], now: number, write: boolean): void {
   const lenderId = tx.lender.id;
-  const { sqlite } = tx.deps;
   const record = (status: ParsedRow['status']) => {
     if (!m || !write) return;
     recordObservation(tx, {
@@ -282,14 +281,14 @@ function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.Uplo
   };
   const values = { aid: m?.authorizerUniqueId ?? p.authorizerUniqueId, enrollmentId: m?.enrollmentId ?? null, matched: m !== null, batchId: p.batchId, now };
   if (!prior) {
-    if (write) q.insertUploaded(sqlite, { lenderId, reference: key, status: p.status, amountCents: p.amountCents, submittedAt: p.submittedAt, settledAt: p.settledAt, returnedAt: p.returnedAt, returnCode: p.returnCode, ...values });
+    if (write) q.insertUploaded(tx.tx, { lenderId, reference: key, status: p.status, amountCents: p.amountCents, submittedAt: p.submittedAt, settledAt: p.settledAt, returnedAt: p.returnedAt, returnCode: p.returnCode, ...values });
     record(p.status);
     return;
   }
   const wasUnmatched = !prior.matched && m !== null;
   if (prior.status === p.status) {
     // Rule 2: dates recorded without one are filled in; a recorded date stays.
-    if (write) q.updateUploaded(sqlite, { id: prior.id, outcome: null, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values });
+    if (write) q.updateUploaded(tx.tx, { id: prior.id, outcome: null, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values });
     if (wasUnmatched) record(p.status);
     return;
   }
@@ -304,6 +303,6 @@ function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.Uplo
     problems.push({ row: p.row, rule: 8, reason: `its outcome date is earlier than the latest outcome recorded for reference ${key}; ignored`, severity: 'warning' });
     return;
   }
-  if (write) q.updateUploaded(sqlite, { id: prior.id, outcome: { status: p.status, amountCents: p.amountCents, returnCode: p.returnCode }, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values });
+  if (write) q.updateUploaded(tx.tx, { id: prior.id, outcome: { status: p.status, amountCents: p.amountCents, returnCode: p.returnCode }, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values });
   record(p.status);
 }

@@ -1,3 +1,4 @@
+import { withTransaction } from '../../platform/context';
 import { and, asc, eq, isNull } from 'drizzle-orm';
 import { dashboardUsers, portalSessions } from '../../../db/schema';
 import type { Db } from '../../platform/db';
@@ -49,7 +50,7 @@ export function findUserByEmail(db: Db, email: string): DashboardUser | undefine
 export function disableUser(db: Db, email: string, now: number): boolean {
   const user = findUserByEmail(db, email);
   if (!user) return false;
-  db.transaction((tx) => {
+  withTransaction({ deps: { db } }, ({ tx }) => {
     tx.update(dashboardUsers).set({ disabledAt: user.disabledAt ?? now }).where(eq(dashboardUsers.id, user.id)).run();
     tx.delete(portalSessions).where(eq(portalSessions.userId, user.id)).run();
   });
@@ -62,7 +63,7 @@ export async function resetPassword(db: Db, email: string, password: string): Pr
   const user = findUserByEmail(db, email);
   if (!user) return false;
   const hash = await Bun.password.hash(password, { algorithm: 'argon2id' });
-  db.transaction((tx) => {
+  withTransaction({ deps: { db } }, ({ tx }) => {
     tx.update(dashboardUsers).set({ passwordHash: hash }).where(eq(dashboardUsers.id, user.id)).run();
     tx.delete(portalSessions).where(eq(portalSessions.userId, user.id)).run();
   });

@@ -24,7 +24,7 @@ const DUE_LIMIT = 10;
  */
 export function startDueRuns(deps: Deps): { started: number; due: number } {
   const now = deps.clock.now();
-  const due = q.dueScheduleIds(deps.sqlite, now, DUE_LIMIT);
+  const due = q.dueScheduleIds(deps.db, now, DUE_LIMIT);
   let started = 0;
   for (const { id } of due) {
     if (startRun({ deps }, id, now)) started++;

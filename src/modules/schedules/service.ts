@@ -21,6 +21,7 @@ import {
 } from './model';
 import { dateOf, nextRunAfter, parseDate, randomTimeOfDay, startOfDay, type ScheduleTiming } from './times';
 import type { SealedColumn } from '../../platform/vault';
+import * as q from './queries';
 
 export const DEFAULT_EXPIRY_DAYS = 30;
 export const MAX_EXPIRY_DAYS = 365;
@@ -151,15 +152,10 @@ export async function createSchedule({ ctx, input }: { ctx: Ctx; input: { body: 
         nextRunAt,
       })
       .run();
-    // Up to 1000 rows: one prepared statement in the transaction (a multi-row insert of this size is slower).
-    const insert = ctx.deps.sqlite.prepare(
-      `INSERT INTO schedule_authorizers (schedule_id, authorizer_unique_id, payment_type, routing_number, phone, zip, metadata, threshold_cents, sealed)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
+    const insert = q.scheduleAuthorizerInsert(tx.tx);
     for (const a of accepted) {
       insert.run(id, a.authorizerUniqueId, a.paymentType, a.routingNumber, a.phone, a.zip, a.metadata ? JSON.stringify(a.metadata) : null, a.thresholdCents, ctx.deps.vault.sealJson(a.sensitive));
     }
-    insert.finalize();
   });
   return {
     schedule_id: id,

@@ -1,8 +1,8 @@
-import type { Database } from 'bun:sqlite';
 import { webhookDeliveries } from '../../../db/schema';
 import type { Deps } from '../../deps';
 import type { Job } from '../../platform/jobs';
-import { immediate } from '../../platform/db';
+import { withTransaction } from '../../platform/context';
+import type { Db } from '../../platform/db';
 import { LeaseQueue } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
 import { sendWebhook, type DeliveryOutcome } from '../../adapters/webhooks/sender';
@@ -37,13 +37,13 @@ export function backoffMs(base: number, attempt: number, random = Math.random): 
  * The delivery queue of a database: due deliveries oldest first, leaving out those this run already holds
  * or has recorded as due again (`exclude`, bound as a JSON array: it stays small whatever the run's length).
  */
-function deliveryQueue(sqlite: Database, exclude: () => string) {
-  return new LeaseQueue<typeof webhookDeliveries, DueRow>(sqlite, webhookDeliveries, {
+function deliveryQueue(db: Db, exclude: () => string) {
+  return new LeaseQueue<typeof webhookDeliveries, DueRow>(db, webhookDeliveries, {
     leaseMs: DELIVERY_LEASE_MS,
-    pick: ({ want, now, due, lease }) => {
-      const rows = q.dueDeliveries(sqlite, due, now, want, exclude());
+    pick: ({ tx, want, now, due, lease }) => {
+      const rows = q.dueDeliveries(tx, due, now, want, exclude());
       // Each claimed delivery's attempt row is written in the claim's transaction, before any request leaves.
-      for (const r of rows) r.attemptId = q.openAttempt(sqlite, r.id, now);
+      for (const r of rows) r.attemptId = q.openAttempt(tx, r.id, now);
       lease(rows);
     },
   });
@@ -53,10 +53,10 @@ function deliveryQueue(sqlite: Database, exclude: () => string) {
  * At start no other process holds a claim on this file: the attempts a previous process left open are
  * marked as cut short, and what it held is released.
  */
-export function releaseDeliveryLeases(deps: Pick<Deps, 'sqlite'>): number {
-  return immediate(deps.sqlite, () => {
-    q.closeCutShortAttempts(deps.sqlite);
-    return deliveryQueue(deps.sqlite, () => '[]').releaseAll();
+export function releaseDeliveryLeases(deps: Pick<Deps, 'db'>): number {
+  return withTransaction({ deps }, ({ tx }) => {
+    q.closeCutShortAttempts(tx);
+    return deliveryQueue(deps.db, () => '[]').releaseAll(tx);
   });
 }
 
@@ -67,7 +67,7 @@ export function releaseDeliveryLeases(deps: Pick<Deps, 'sqlite'>): number {
  */
 export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: number; signal?: AbortSignal } = {}): Promise<{ attempted: number }> {
   const concurrency = opts.concurrency ?? WEBHOOK_CONCURRENCY;
-  const { sqlite, clock, config } = deps;
+  const { clock, config } = deps;
 
   const results: AttemptResult[] = [];
   const secretsByLender = new Map<string, string[]>();
@@ -77,7 +77,7 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
   const inFlight = new Set<string>();
   const dueAgain = new Set<string>();
   let attempted = 0;
-  const queue = deliveryQueue(sqlite, () => JSON.stringify([...inFlight, ...dueAgain]));
+  const queue = deliveryQueue(deps.db, () => JSON.stringify([...inFlight, ...dueAgain]));
 
   const claim = (): DueRow[] => {
     // Record what has been sent before claiming more, so the database never shows it as still due.
@@ -90,13 +90,13 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
   const flush = () => {
     if (results.length === 0) return;
     const batch = results.splice(0, results.length);
-    immediate(sqlite, () => {
+    withTransaction({ deps }, ({ tx }) => {
       for (const r of batch) {
         inFlight.delete(r.row.id);
         if (r.outcome === 'not_sent') {
           // Claimed, never sent: no attempt happened; the delivery is released as it was.
-          if (r.row.attemptId !== undefined) q.dropAttempt(sqlite, r.row.attemptId);
-          queue.finalize(r.row.id, { state: 'pending' });
+          if (r.row.attemptId !== undefined) q.dropAttempt(tx, r.row.attemptId);
+          queue.finalize(tx, r.row.id, { state: 'pending' });
           continue;
         }
         const attempts = r.row.attempts + 1;
@@ -117,8 +117,8 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
         }
         if (next !== null && next <= clock.now() && r.outcome !== 'interrupted') dueAgain.add(r.row.id);
         const attempt = { at: r.attemptedAt, statusCode: r.statusCode, error: r.error, durationMs: Math.round(r.durationMs) };
-        q.completeAttempt(sqlite, { id: r.row.attemptId ?? q.openAttempt(sqlite, r.row.id, r.attemptedAt), ...attempt });
-        queue.finalize(r.row.id, {
+        q.completeAttempt(tx, { id: r.row.attemptId ?? q.openAttempt(tx, r.row.id, r.attemptedAt), ...attempt });
+        queue.finalize(tx, r.row.id, {
           state,
           attempts,
           nextAttemptAt: next,

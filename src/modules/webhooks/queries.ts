@@ -1,4 +1,4 @@
-import type { Database } from 'bun:sqlite';
+import type { Tx } from '../../platform/context';
 import type { WebhookType } from '../../../db/schema/enums';
 
 // The outbox's raw prepared statements, each on a measured hot path (bun run bench webhooks: 2,000
@@ -18,10 +18,10 @@ export interface DueRow {
 
 /** One delivery into the outbox, inside the transaction of the change that causes it. */
 export const insertDelivery = (
-  sqlite: Database,
+  tx: Tx,
   v: { id: string; lenderId: string; type: WebhookType; url: string; body: string; now: number },
 ) =>
-  sqlite
+  tx.$client
     .query(
       `INSERT INTO webhook_deliveries (id, lender_id, type, target_url, payload, state, attempts, created_at, next_attempt_at, lease_until)
        VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, 0)`,
@@ -29,8 +29,8 @@ export const insertDelivery = (
     .run(v.id, v.lenderId, v.type, v.url, v.body, v.now, v.now);
 
 /** Due deliveries, oldest first, leaving out those a run already holds (a JSON array of ids, bound as ?3). */
-export const dueDeliveries = (sqlite: Database, due: string, now: number, limit: number, excludeJson: string) =>
-  sqlite
+export const dueDeliveries = (tx: Tx, due: string, now: number, limit: number, excludeJson: string) =>
+  tx.$client
     .query<DueRow, [number, number, string]>(
       `SELECT id, lender_id AS lenderId, type, target_url AS targetUrl, payload, attempts, first_attempt_at AS firstAttemptAt
          FROM webhook_deliveries
@@ -48,30 +48,30 @@ export const CUT_SHORT = 'interrupted: the service stopped while sending; no ans
  * transaction, so it costs no commit of its own) and completed when the answer is recorded: a crash
  * mid-send leaves the row, never a gap in the log.
  */
-export const openAttempt = (sqlite: Database, deliveryId: string, at: number): number =>
-  sqlite
+export const openAttempt = (tx: Tx, deliveryId: string, at: number): number =>
+  tx.$client
     .query<{ id: number }, [string, number, string]>(
       'INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms) VALUES (?, ?, NULL, ?, 0) RETURNING id',
     )
     .get(deliveryId, at, SENDING)!.id;
 
 export const completeAttempt = (
-  sqlite: Database,
+  tx: Tx,
   v: { id: number; at: number; statusCode: number | null; error: string | null; durationMs: number },
 ) =>
-  sqlite
+  tx.$client
     .query('UPDATE webhook_attempts SET attempted_at = ?, status_code = ?, error = ?, duration_ms = ? WHERE id = ?')
     .run(v.at, v.statusCode, v.error, v.durationMs, v.id);
 
 /** An attempt opened at the claim whose request never left (the run stopped first). */
-export const dropAttempt = (sqlite: Database, id: number) => sqlite.query('DELETE FROM webhook_attempts WHERE id = ?').run(id);
+export const dropAttempt = (tx: Tx, id: number) => tx.$client.query('DELETE FROM webhook_attempts WHERE id = ?').run(id);
 
 /**
  * At start: attempts a stopped process left open are said to have been cut short. Only the deliveries it
  * still held (a lease) can have one, so the scan stays on the delivery index.
  */
-export const closeCutShortAttempts = (sqlite: Database) =>
-  sqlite
+export const closeCutShortAttempts = (tx: Tx) =>
+  tx.$client
     .query(
       `UPDATE webhook_attempts SET error = ?1
         WHERE error = ?2 AND delivery_id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND lease_until > 0)`,

@@ -2,6 +2,7 @@ import { and, desc, eq, gt, isNull, or, lt, sql } from 'drizzle-orm';
 import { webhookDeliveries, webhookSecrets } from '../../../db/schema';
 import type { WebhookType } from '../../../db/schema/enums';
 import type { Ctx, Deps, JobContext } from '../../deps';
+import type { Tx } from '../../platform/context';
 import { dbOf, withTransaction } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
 import * as q from './queries';
@@ -98,13 +99,13 @@ export function enqueueWebhook({
   ctx,
   input,
 }: {
-  ctx: JobContext;
+  ctx: JobContext & { tx: Tx };
   input: { lenderId: string; type: WebhookType; url: string; payload: Record<string, unknown> & { event_uuid: string } };
 }): void {
   const body = JSON.stringify(input.payload);
   if (Buffer.byteLength(body) > MAX_PAYLOAD_BYTES) throw new Error(`webhook payload over ${MAX_PAYLOAD_BYTES} bytes`);
   const now = ctx.deps.clock.now();
-  q.insertDelivery(ctx.deps.sqlite, { id: input.payload.event_uuid, lenderId: input.lenderId, type: input.type, url: input.url, body, now });
+  q.insertDelivery(ctx.tx, { id: input.payload.event_uuid, lenderId: input.lenderId, type: input.type, url: input.url, body, now });
 }
 
 export interface DeliveryFilter {

@@ -140,7 +140,7 @@ describe('the monitor state machine', () => {
   test('the table covers every state and every event type', () => {
     const types = new Set(Object.values(EVENTS).map((e) => e.type));
     // Every variant of MonitorEvent appears in the table (a new event type must be added here).
-    expect([...types].sort()).toEqual(
+    expect([...types].sort() as string[]).toEqual(
       ['blocked', 'enrolled', 'erased', 'invalid', 'lapsed', 'late_returned', 'payment_initiated', 'read', 'readable', 'removed', 'returned', 'settled', 'still_held'].sort(),
     );
     for (const row of Object.values(TABLE)) expect(Object.keys(row).sort()).toEqual([...froms].sort());

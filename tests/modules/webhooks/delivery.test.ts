@@ -12,6 +12,7 @@ import {
   releaseDeliveryLeases,
 } from '../../../src/modules/webhooks/jobs';
 import { enqueueWebhook, MAX_PAYLOAD_BYTES } from '../../../src/modules/webhooks/service';
+import { withTransaction } from '../../../src/platform/context';
 import { WEBHOOK_USER_AGENT as USER_AGENT } from '../../../src/adapters/webhooks/sender';
 import {
   attemptRows,
@@ -177,8 +178,8 @@ describe('BALANCE_BATCH_COMPLETED from a real batch', () => {
 describe('the outbox row belongs to the transaction that writes it', () => {
   test('a rolled-back change leaves no delivery behind', () => {
     const ctx = fresh();
-    const failing = ctx.rt.sqlite.transaction(() => {
-      enqueueWebhook({ ctx: { deps: ctx.rt }, input: {
+    const failing = () => withTransaction({ deps: ctx.rt }, (tx) => {
+      enqueueWebhook({ ctx: tx, input: {
         lenderId: ctx.lender.id,
         type: 'BALANCE_BATCH_COMPLETED',
         url: 'http://127.0.0.1:9/never',
@@ -192,9 +193,9 @@ describe('the outbox row belongs to the transaction that writes it', () => {
 
   test('an oversized payload is refused and takes its transaction down with it', () => {
     const ctx = fresh();
-    const tx = ctx.rt.sqlite.transaction(() => {
-      enqueue(ctx, 'http://127.0.0.1:9/first');
-      enqueueWebhook({ ctx: { deps: ctx.rt }, input: {
+    const tx = () => withTransaction({ deps: ctx.rt }, (t) => {
+      enqueue(ctx, 'http://127.0.0.1:9/first', {}, t.tx);
+      enqueueWebhook({ ctx: t, input: {
         lenderId: ctx.lender.id,
         type: 'BALANCE_THRESHOLD_ALERT',
         url: 'http://127.0.0.1:9/big',

@@ -6,6 +6,7 @@ import type { Server } from 'bun';
 import { Webhook } from 'standardwebhooks';
 import type { TestContext } from '../../helpers/context';
 import { enqueueWebhook, type WebhookType } from '../../../src/modules/webhooks/service';
+import { withTransaction, type Tx } from '../../../src/platform/context';
 
 export interface Received {
   path: string;
@@ -134,17 +135,18 @@ export function enqueue(
   ctx: TestContext,
   url: string,
   opts: { lenderId?: string; type?: WebhookType; extra?: Record<string, unknown> } = {},
+  outer?: Tx,
 ): string {
   const id = crypto.randomUUID();
   const type = opts.type ?? 'BALANCE_BATCH_COMPLETED';
-  ctx.rt.sqlite.transaction(() => {
-    enqueueWebhook({ ctx: { deps: ctx.rt }, input: {
+  withTransaction({ deps: ctx.rt, tx: outer }, (tx) => {
+    enqueueWebhook({ ctx: tx, input: {
       lenderId: opts.lenderId ?? ctx.lender.id,
       type,
       url,
       payload: { event_uuid: id, type, batch_id: `batch-${id.slice(0, 8)}`, ...opts.extra },
     } });
-  })();
+  });
   return id;
 }
 

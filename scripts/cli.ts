@@ -7,6 +7,7 @@ import { ConfigError, loadConfig, type Config } from '../src/config';
 import { openDatabase, immediate, SchemaTooNewError, type DbHandle } from '../src/platform/db';
 import { generateVaultKey, loadVault } from '../src/platform/vault';
 import { SEALED_COLUMNS } from '../src/modules';
+import { withTransaction } from '../src/platform/context';
 import {
   createLender,
   findLender,
@@ -163,7 +164,7 @@ export async function runCli(
       }
       case 'key create': {
         const lender = lenderOrFail(h, arg);
-        const apiKey = issueKey(h.db, lender.id, now);
+        const apiKey = withTransaction({ deps: h }, ({ tx }) => issueKey(tx, lender.id, now));
         return `API key for ${lender.name} (shown only this once):\n  ${apiKey}`;
       }
       case 'key list': {

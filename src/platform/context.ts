@@ -1,7 +1,7 @@
 import type { Database } from 'bun:sqlite';
 import type { Config } from '../config';
 import type { Clock } from './clock';
-import type { Db } from './db';
+import type { Db, Orm } from './db';
 import { immediate } from './db';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
@@ -34,7 +34,7 @@ declare const inTransaction: unique symbol;
  * `$client`, for the raw prepared statements of a module's queries.ts), branded so that a plain `Db` is not
  * assignable to it. A function that writes takes a `Tx`, so it can only be called inside `withTransaction`.
  */
-export type Tx = Db & { readonly [inTransaction]: true };
+export type Tx = Orm & { readonly [inTransaction]: true };
 
 /**
  * What every service function receives beside its input: `{ ctx, input }`. `tx` is set inside a
@@ -61,7 +61,7 @@ export interface JobCtx<D extends PlatformDeps = PlatformDeps> {
 export function withTransaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }, T>(ctx: C, fn: (ctx: C & { tx: Tx }) => T): T {
   if (ctx.tx) return fn(ctx as C & { tx: Tx });
   return immediate(ctx.deps.db.$client, () => {
-    const result = fn({ ...ctx, tx: ctx.deps.db as Tx });
+    const result = fn({ ...ctx, tx: ctx.deps.db as Orm as Tx });
     if (result instanceof Promise) throw new Error('withTransaction: the callback must be synchronous');
     return result;
   });

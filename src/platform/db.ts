@@ -5,12 +5,18 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, re
 import { dirname, join } from 'node:path';
 import * as schema from '../../db/schema';
 
-/** The query builder, with its SQLite connection as `$client` (drizzle sets it) for raw prepared statements. */
-export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
+/** Drizzle on bun:sqlite, with its SQLite connection as `$client` (drizzle sets it) for raw prepared statements. */
+export type Orm = BunSQLiteDatabase<typeof schema> & { $client: Database };
+
+/**
+ * The database for reading: the query builder without its writing methods. Writes go through the `Tx` of an
+ * open transaction (platform/context.ts), so a write outside `withTransaction` does not type-check.
+ */
+export type Db = Omit<Orm, 'insert' | 'update' | 'delete' | 'run' | 'transaction'>;
 
 export interface DbHandle {
   sqlite: Database;
-  db: Db;
+  db: Orm;
   close(): void;
 }
 
@@ -122,7 +128,7 @@ export function knownMigrations(): Journal['entries'] {
 }
 
 /** Applies pending migrations; refuses a file that has migrations this version does not know. */
-export function applyMigrations(sqlite: Database, db: Db): void {
+export function applyMigrations(sqlite: Database, db: Orm): void {
   const known = knownMigrations();
   const latestKnown = Math.max(...known.map((e) => e.when));
   const hasTable = sqlite

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { useTestContext } from '../helpers/context';
 import { displayPrefix, issueKey, revokeKey } from '../../src/modules/lenders/service';
+import { withTransaction } from '../../src/platform/context';
 
 const ctx = useTestContext();
 
@@ -74,7 +75,7 @@ describe('authentication', () => {
 
   test('a revoked key → 401, while the lender’s other key keeps working', async () => {
     const other = ctx.newLender();
-    const second = issueKey(ctx.rt.db, other.id, ctx.clock.now());
+    const second = withTransaction({ deps: ctx.rt }, ({ tx }) => issueKey(tx, other.id, ctx.clock.now()));
     expect((await ctx.json('GET', '/v1/webhooks/secret', { key: other.key })).status).toBe(200);
     expect(revokeKey(ctx.rt.db, displayPrefix(other.key), ctx.clock.now())).toBe(true);
     expectUnauthorized(await ctx.json('GET', '/v1/webhooks/secret', { key: other.key }));

@@ -12,7 +12,9 @@ import {
   knownMigrations,
   migrationStatus,
   openDatabase,
+  type Db,
 } from '../../src/platform/db';
+import { withTransaction, type Tx } from '../../src/platform/context';
 
 const dir = mkdtempSync(join(tmpdir(), 'drs-db-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -243,6 +245,24 @@ describe('file permissions', () => {
         if (existsSync(f)) expect(`${f.split('/').pop()}: ${(statSync(f).mode & 0o777).toString(8)}`).toBe(`${f.split('/').pop()}: 600`);
       }
       expect(existsSync(`${path}-wal`)).toBe(true);
+    } finally {
+      h.close();
+    }
+  });
+});
+
+describe('the transaction handle', () => {
+  test('a plain Db cannot write and is not a Tx; withTransaction hands out the Tx (the type-checker holds the first two)', () => {
+    // @ts-expect-error a Db has no insert: writes go through the Tx of an open transaction
+    const insertOf = (db: Db) => db.insert;
+    // @ts-expect-error a Db is not assignable to a Tx
+    const asTx = (db: Db): Tx => db;
+    expect([typeof insertOf, typeof asTx]).toEqual(['function', 'function']);
+    const h = openDatabase(':memory:');
+    try {
+      const inside = withTransaction({ deps: { db: h.db } }, ({ tx }) => tx.$client.query('SELECT 1 AS one').get());
+      expect(inside).toEqual({ one: 1 });
+      expect(() => withTransaction({ deps: { db: h.db } }, () => Promise.resolve(1))).toThrow(/synchronous/);
     } finally {
       h.close();
     }

@@ -285,6 +285,6 @@ export const idempotencyCleanupJob: Job<Deps> = {
   name: 'idempotency-cleanup',
   intervalMs: 3_600_000,
   tick: (deps) => {
-    deps.db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, deps.clock.now() - IDEMPOTENCY_TTL_MS)).run();
+    withTransaction({ deps }, ({ tx }) => tx.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, deps.clock.now() - IDEMPOTENCY_TTL_MS)).run());
   },
 };

@@ -120,7 +120,7 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
         failures++;
         deps.metrics.pollFailures.inc({ processor: conn.processor });
         const message = e instanceof Error ? e.message : String(e);
-        deps.db.update(paymentConnections).set({ lastPollError: message.slice(0, 500) }).where(eq(paymentConnections.id, conn.id)).run();
+        withTransaction(ctx, ({ tx }) => tx.update(paymentConnections).set({ lastPollError: message.slice(0, 500) }).where(eq(paymentConnections.id, conn.id)).run());
         deps.logger.warn({ connection_id: conn.id, processor: conn.processor, err: message }, 'processor poll failed');
       }
     }),

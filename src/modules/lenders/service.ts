@@ -1,4 +1,4 @@
-import { withTransaction } from '../../platform/context';
+import { withTransaction, type Tx } from '../../platform/context';
 import { and, asc, eq, isNull } from 'drizzle-orm';
 import { apiKeys, lenders } from '../../../db/schema';
 import type { Db } from '../../platform/db';
@@ -36,8 +36,8 @@ export function listLenders(db: Db) {
   return db.select().from(lenders).orderBy(asc(lenders.createdAt)).all();
 }
 
-export function issueKey(db: Db, lenderId: string, now: number, key: string = generateApiKey()): string {
-  db.insert(apiKeys)
+export function issueKey(tx: Tx, lenderId: string, now: number, key: string = generateApiKey()): string {
+  tx.insert(apiKeys)
     .values({ id: newId(), lenderId, prefix: displayPrefix(key), keyHash: hashApiKey(key), createdAt: now })
     .run();
   return key;
@@ -59,17 +59,19 @@ export function listKeys(db: Db, lenderId: string) {
 
 /** Revokes the key with this display prefix; false when no live key has it. */
 export function revokeKey(db: Db, prefix: string, now: number): boolean {
-  const revoked = db
-    .update(apiKeys)
-    .set({ revokedAt: now })
-    .where(and(eq(apiKeys.prefix, prefix), isNull(apiKeys.revokedAt)))
-    .returning({ id: apiKeys.id })
-    .all();
+  const revoked = withTransaction({ deps: { db } }, ({ tx }) =>
+    tx
+      .update(apiKeys)
+      .set({ revokedAt: now })
+      .where(and(eq(apiKeys.prefix, prefix), isNull(apiKeys.revokedAt)))
+      .returning({ id: apiKeys.id })
+      .all(),
+  );
   return revoked.length > 0;
 }
 
 export function setDebitCardApproval(db: Db, lenderId: string, approved: boolean): void {
-  db.update(lenders).set({ debitCardApproved: approved }).where(eq(lenders.id, lenderId)).run();
+  withTransaction({ deps: { db } }, ({ tx }) => tx.update(lenders).set({ debitCardApproved: approved }).where(eq(lenders.id, lenderId)).run());
 }
 
 /**
@@ -78,15 +80,17 @@ export function setDebitCardApproval(db: Db, lenderId: string, approved: boolean
  */
 export function ensureBootstrapLender(db: Db, bootstrapKey: string | null, now: number): { printedKey: string | null } {
   if (bootstrapKey) {
-    const existing = db.select().from(apiKeys).where(eq(apiKeys.keyHash, hashApiKey(bootstrapKey))).get();
-    if (existing) return { printedKey: null };
-    let lender = findLender(db, 'default');
-    if (!lender) {
-      lender = { id: newId(), name: 'default', debitCardApproved: false };
-      db.insert(lenders).values({ ...lender, createdAt: now }).run();
-    }
-    issueKey(db, lender.id, now, bootstrapKey);
-    return { printedKey: null };
+    return withTransaction({ deps: { db } }, ({ tx }) => {
+      const existing = tx.select().from(apiKeys).where(eq(apiKeys.keyHash, hashApiKey(bootstrapKey))).get();
+      if (existing) return { printedKey: null };
+      let lender = findLender(tx, 'default');
+      if (!lender) {
+        lender = { id: newId(), name: 'default', debitCardApproved: false };
+        tx.insert(lenders).values({ ...lender, createdAt: now }).run();
+      }
+      issueKey(tx, lender.id, now, bootstrapKey);
+      return { printedKey: null };
+    });
   }
   if (db.select({ id: lenders.id }).from(lenders).limit(1).get()) return { printedKey: null };
   const { apiKey } = createLender(db, 'default', now);

@@ -1,3 +1,4 @@
+import { withTransaction } from '../../platform/context';
 import { eq } from 'drizzle-orm';
 import { dashboardUsers, lenders, portalSessions } from '../../../db/schema';
 import type { Deps } from '../../deps';
@@ -27,7 +28,7 @@ export function startSession(deps: Pick<Deps, 'db' | 'clock'>, userId: string): 
   const token = random();
   const csrf = random(24);
   const now = deps.clock.now();
-  deps.db.insert(portalSessions).values({ tokenHash: hash(token), userId, csrfToken: csrf, createdAt: now, lastSeenAt: now }).run();
+  withTransaction({ deps }, ({ tx }) => tx.insert(portalSessions).values({ tokenHash: hash(token), userId, csrfToken: csrf, createdAt: now, lastSeenAt: now }).run());
   return { token, csrf };
 }
 
@@ -45,15 +46,17 @@ export function sessionOf(deps: Pick<Deps, 'db' | 'clock'>, token: string | unde
   if (!row) return null;
   const now = deps.clock.now();
   if (row.u.disabledAt !== null || now - row.s.lastSeenAt > IDLE_MS) {
-    deps.db.delete(portalSessions).where(eq(portalSessions.tokenHash, tokenHash)).run();
+    endSession(deps, tokenHash);
     return null;
   }
-  if (now - row.s.lastSeenAt > TOUCH_EVERY_MS) deps.db.update(portalSessions).set({ lastSeenAt: now }).where(eq(portalSessions.tokenHash, tokenHash)).run();
+  if (now - row.s.lastSeenAt > TOUCH_EVERY_MS) {
+    withTransaction({ deps }, ({ tx }) => tx.update(portalSessions).set({ lastSeenAt: now }).where(eq(portalSessions.tokenHash, tokenHash)).run());
+  }
   return { user: row.u, lender: { id: row.l.id, name: row.l.name, debitCardApproved: row.l.debitCardApproved }, csrf: row.s.csrfToken, tokenHash };
 }
 
 export function endSession(deps: Pick<Deps, 'db'>, tokenHash: string): void {
-  deps.db.delete(portalSessions).where(eq(portalSessions.tokenHash, tokenHash)).run();
+  withTransaction({ deps }, ({ tx }) => tx.delete(portalSessions).where(eq(portalSessions.tokenHash, tokenHash)).run());
 }
 
 export const newLoginCsrf = () => random(24);

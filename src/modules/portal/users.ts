@@ -35,7 +35,7 @@ export async function createUser(db: Db, input: { lenderId: string; email: strin
     createdAt: input.now,
     disabledAt: null,
   };
-  db.insert(dashboardUsers).values(user).run();
+  withTransaction({ deps: { db } }, ({ tx }) => tx.insert(dashboardUsers).values(user).run());
   return user;
 }
 

@@ -30,10 +30,9 @@ function currentSecret(ctx: JobContext, lenderId: string): { secret: string; cre
   if (row) return { secret: deps.vault.open(row.secretSealed), createdAt: row.createdAt };
   const secret = generateWebhookSecret();
   const createdAt = deps.clock.now();
-  dbOf(ctx)
-    .insert(webhookSecrets)
-    .values({ id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt, expiresAt: null })
-    .run();
+  withTransaction(ctx, ({ tx }) =>
+    tx.insert(webhookSecrets).values({ id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt, expiresAt: null }).run(),
+  );
   return { secret, createdAt };
 }
 

@@ -66,7 +66,9 @@ const PRIOR_SLICE = 512;
  * time rather than the whole file's. The caller iterates it and destroys it when done.
  */
 export function parserOf(bytes: Uint8Array) {
-  const parser = parse({ bom: true, relax_column_count: true, relax_quotes: true, skip_empty_lines: false });
+  // Endings listed rather than guessed: a guess locks onto the header's ending and reads a later bare CR as
+  // text inside a cell, which joins two rows into one. CRLF first so it is not read as CR then a blank line.
+  const parser = parse({ bom: true, record_delimiter: ['\r\n', '\n', '\r'], relax_column_count: true, relax_quotes: true, skip_empty_lines: false });
   const feed = (async () => {
     for (let i = 0; i < bytes.byteLength; i += CHUNK_BYTES) {
       const slice = Buffer.from(bytes.buffer, bytes.byteOffset + i, Math.min(CHUNK_BYTES, bytes.byteLength - i));

@@ -12,15 +12,22 @@ export interface UploadedRow {
   matched: number;
 }
 
-export const enrollmentOf = (sqlite: Database, lenderId: string, aid: string) =>
-  sqlite.query<{ id: string }, [string, string]>('SELECT id FROM enrollments WHERE lender_id = ? AND authorizer_unique_id = ?').get(lenderId, aid);
-
-export const paymentByReference = (sqlite: Database, lenderId: string, reference: string) =>
+/** The lender's borrowers among some identifiers (the unique index on lender and identifier). */
+export const enrollmentsAmong = (sqlite: Database, lenderId: string, aids: string[]) =>
   sqlite
-    .query<{ id: string; enrollmentId: string; aid: string }, [string, string]>(
-      'SELECT id, enrollment_id AS enrollmentId, authorizer_unique_id AS aid FROM payments WHERE lender_id = ? AND reference = ?',
+    .query<{ id: string; aid: string }, [string, string]>(
+      'SELECT id, authorizer_unique_id AS aid FROM enrollments WHERE lender_id = ? AND authorizer_unique_id IN (SELECT value FROM json_each(?))',
     )
-    .get(lenderId, reference);
+    .all(lenderId, JSON.stringify(aids));
+
+/** The lender's payments among some references (the unique index on lender and reference). */
+export const paymentsAmong = (sqlite: Database, lenderId: string, references: string[]) =>
+  sqlite
+    .query<{ id: string; reference: string; enrollmentId: string; aid: string }, [string, string]>(
+      `SELECT id, reference, enrollment_id AS enrollmentId, authorizer_unique_id AS aid FROM payments
+        WHERE lender_id = ? AND reference IN (SELECT value FROM json_each(?))`,
+    )
+    .all(lenderId, JSON.stringify(references));
 
 /** What is stored for some references at once (a file's rows are looked up in slices, not one by one). */
 export const uploadedAmong = (sqlite: Database, lenderId: string, references: string[]) =>

@@ -5,6 +5,7 @@ import fc from 'fast-check';
 
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { enrollBorrower } from '../../helpers/fixtures';
+import { PROBLEMS_LISTED } from '../../../src/modules/payment-results-upload/service';
 
 const contexts: TestContext[] = [];
 afterAll(() => contexts.forEach((c) => c.close()));
@@ -69,4 +70,54 @@ describe('line endings', () => {
       { numRuns: 60 },
     );
   }, 60_000);
+});
+
+describe('bounded reports', () => {
+  test('20,000 rows of one reference that disagree: 200, every row rejected, the first problems listed and the rest counted', async () => {
+    const c = await fresh();
+    const rows = Array.from({ length: 20_000 }, (_, i) => `b1,SAME,${1 + (i % 7)}.00,sent,2026-11-02,,,`);
+    const r = await upload(c, `${HEADER}\n${rows.join('\n')}\n`);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ dataRowCount: 20_000, rowCount: 0, matched: 0, rows: [] });
+    expect(r.body.problems).toHaveLength(PROBLEMS_LISTED + 1);
+    expect(r.body.problems[0]).toEqual({ row: 0, reason: `10000 more problems are not listed: only the first ${PROBLEMS_LISTED}, in row order, are; the counts are exact`, severity: 'warning' });
+    expect(r.body.problems[1]).toEqual({ row: 2, reason: '20000 rows for reference SAME, from row 2, disagree; all of them are rejected', severity: 'error' });
+    expect(r.body.problems.at(-1).row).toBe(PROBLEMS_LISTED + 1);
+    // A message names the first row and the count, never the group: the report grows with the file, no faster.
+    expect(JSON.stringify(r.body).length).toBeLessThan(2_000_000);
+  }, 30_000);
+
+  test('the overflow note does not refuse the file: the accepted rows are recorded', async () => {
+    const c = await fresh();
+    const bad = Array.from({ length: 4_000 }, () => 'a');
+    const r = await upload(c, `${HEADER}\nb1,KEPT,1.00,sent,2026-11-02,,,\n${bad.join('\n')}\n`);
+    expect(r.body).toMatchObject({ dataRowCount: 4_001, rowCount: 1, matched: 1 });
+    // Three problems a row: the first 10,000 listed, the other 2,000 counted.
+    expect(r.body.problems).toHaveLength(PROBLEMS_LISTED + 1);
+    expect(r.body.problems[0].reason).toStartWith('2000 more problems are not listed');
+    expect((await c.json('GET', '/v1/payment_events?authorizer_unique_id=b1')).body.events).toHaveLength(1);
+  }, 30_000);
+
+  test('a file of `a` lines and a file of commas: one row-0 problem each, nothing read past the header', async () => {
+    const c = await fresh();
+    for (const file of ['a\n'.repeat(500_000), ','.repeat(1_000_000)]) {
+      const r = await upload(c, file);
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ dataRowCount: 0, rowCount: 0, rows: [] });
+      expect(r.body.problems).toHaveLength(1);
+      expect(r.body.problems[0]).toMatchObject({ row: 0, severity: 'error' });
+      expect(r.body.problems[0].reason).toStartWith('The header lacks');
+    }
+  }, 30_000);
+
+  test('unmatched reference-only rows in a dry run: every row answered, each with its warning, within the cap', async () => {
+    const c = await fresh();
+    const rows = Array.from({ length: 12_000 }, (_, i) => `,DRS-x${i}-${i}-${'-'.repeat(i % 3)}9,1.00,sent,2026-11-02,,,`);
+    rows.push(',DRS-b2-77,1.00,sent,2026-11-02,,,');
+    const r = await upload(c, `${HEADER}\n${rows.join('\n')}\n`, { dryRun: true });
+    expect(r.body).toMatchObject({ dataRowCount: 12_001, rowCount: 12_001, matched: 1, needsAttention: 12_000 });
+    expect(r.body.rows.at(-1)).toMatchObject({ reference: 'DRS-b2-77', authorizerUniqueId: 'b2' });
+    expect(r.body.problems).toHaveLength(PROBLEMS_LISTED + 1);
+    expect(r.body.problems[0].reason).toStartWith('2000 more problems are not listed');
+  }, 30_000);
 });

@@ -61,6 +61,8 @@ const CHUNK_BYTES = 16 * 1024;
 const GC_HINT_ROWS = 4096;
 const PRIOR_SLICE = 512;
 const YIELD_ROWS = 2048;
+/** Far above any results file or annotated export (nine columns, at most 200 meta_, the payment columns). */
+export const MAX_COLUMNS = 1000;
 /** The report lists this many problems at most; a file can hold hundreds of thousands of them. */
 export const PROBLEMS_LISTED = 10_000;
 
@@ -112,7 +114,16 @@ class Problems {
 export function parserOf(bytes: Uint8Array) {
   // Endings listed rather than guessed: a guess locks onto the header's ending and reads a later bare CR as
   // text inside a cell, which joins two rows into one. CRLF first so it is not read as CR then a blank line.
-  const parser = parse({ bom: true, record_delimiter: ['\r\n', '\n', '\r'], relax_column_count: true, relax_quotes: true, skip_empty_lines: false });
+  const parser = parse({
+    bom: true,
+    record_delimiter: ['\r\n', '\n', '\r'],
+    // A row is cut into at most MAX_COLUMNS + 1 cells, the last holding the rest of the line as text: a line
+    // of millions of commas is one long cell rather than an array of millions of empty ones.
+    ignore_last_delimiters: MAX_COLUMNS + 1,
+    relax_column_count: true,
+    relax_quotes: true,
+    skip_empty_lines: false,
+  });
   const feed = (async () => {
     for (let i = 0; i < bytes.byteLength; i += CHUNK_BYTES) {
       const slice = Buffer.from(bytes.buffer, bytes.byteOffset + i, Math.min(CHUNK_BYTES, bytes.byteLength - i));
@@ -202,6 +213,10 @@ async function readRows(bytes: Uint8Array, now: number) {
       // Records already parsed arrive without a turn of the event loop: other requests get one now and then.
       if (row % YIELD_ROWS === 0) await new Promise((resolve) => setImmediate(resolve));
       if (!columns) {
+        if (record.length > MAX_COLUMNS) {
+          problems.add({ row: 0, rule: 0, reason: `The header has more than ${MAX_COLUMNS} columns; nothing was recorded`, severity: 'error' });
+          return { format, parsed: [], problems, dataRowCount: 0, headerOk: false };
+        }
         const h = readHeader(record);
         format = h.format;
         columns = h.columns;

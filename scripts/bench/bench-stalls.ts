@@ -51,6 +51,11 @@ export const CASES: Case[] = [
     path: `${UPLOAD}?dryRun=true`,
     file: () => upTo(10 * MB - 1024, HEADER, (i) => `,DRS-nobody-${i}-x,1.00,sent,2026-11-02,,,`),
   },
+  {
+    label: '10 MB of unmatched reference-only rows of 1 KB references full of dashes, dry run',
+    path: `${UPLOAD}?dryRun=true`,
+    file: () => upTo(10 * MB - 1024, HEADER, (i) => `,DRS-${'x-'.repeat(500)}${i},1.00,sent,2026-11-02,,,`),
+  },
   // For comparison: an ordinary file of the same size, recorded in its one transaction.
   { label: 'a valid 10 MB results file, recorded (no borrower enrolled)', path: UPLOAD, file: () => new TextDecoder().decode(resultsFile()) },
   { label: '5 MB balance CSV of `a` lines', path: '/v1/balance_requests/csv', file: () => 'a\n'.repeat((5 * MB - 1024) / 2) },
@@ -154,7 +159,11 @@ export const stallsBench: Bench = {
 };
 
 if (import.meta.main) {
-  const outcomes = await runAll({ log: (m) => console.error(m) });
+  // Optional arguments: only the cases whose label contains one of them.
+  const only = process.argv.slice(2);
+  const cases = only.length ? CASES.filter((c) => only.some((o) => c.label.includes(o))) : CASES;
+  const outcomes: Outcome[] = [];
+  for (const c of cases) outcomes.push(await runCase(c, (m) => console.error(m)));
   console.log('| request | size | longest /healthz gap | status | answer | RSS growth | time to answer |');
   console.log('|---|---|---|---|---|---|---|');
   for (const o of outcomes) console.log(`| ${o.label} | ${mb(o.bytes)} | ${ms(o.gapMs, 0)} | ${o.status} | ${mb(o.answerBytes)} | ${mb(o.rssGrowth)} | ${ms(o.ms, 0)} |`);

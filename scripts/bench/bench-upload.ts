@@ -65,7 +65,7 @@ async function measure(mode: Mode): Promise<Sample> {
     const t0 = performance.now();
     let rows = 0;
     if (mode === 'parse') {
-      // The upload's own parser (csv-parse, its options, fed in 64 KB slices); nothing is done with the rows.
+      // The upload's own parser (csv-parse, its options, fed in 16 KB slices); nothing is done with the rows.
       const parser = parserOf(bytes);
       for await (const _ of parser as AsyncIterable<string[]>) rows++;
       rows--;

@@ -21,8 +21,9 @@ import { schedulerBench } from './bench-scheduler';
 import { enrollmentBench } from './bench-enrollment';
 import { collectionBench } from './bench-collection';
 import { uploadBench } from './bench-upload';
+import { stallsBench } from './bench-stalls';
 
-export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench];
+export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench];
 
 interface Ran {
   bench: Bench;

@@ -19,6 +19,14 @@ export interface CsvTable {
   rows: CsvRow[];
 }
 
+/** More data rows than the caller accepts: reading stopped at the first one over, the rest never parsed. */
+export class CsvRowLimit extends Error {
+  constructor(readonly maxRows: number) {
+    super(`more than ${maxRows} data rows`);
+    this.name = 'CsvRowLimit';
+  }
+}
+
 /** Broken quoting; `row` is the record (header = 1) and `line` the physical line where parsing stopped. */
 export class CsvError extends Error {
   constructor(
@@ -85,12 +93,14 @@ const PARSE_OPTIONS: Options = {
  * - Rows shorter than the header are padded with '' so every header column can be read by index; longer
  *   rows keep their extra cells so the caller can decide whether that is an error.
  * - Header cells are returned as written; see normalizeHeader and metaKey.
+ * - With `maxRows`, more data rows than that throw CsvRowLimit as soon as the first one over is read.
  */
-export function readCsv(text: string): CsvTable {
+export function readCsv(text: string, opts: { maxRows?: number } = {}): CsvTable {
   let records: string[][];
   try {
-    records = parse(text, PARSE_OPTIONS);
+    records = parse(text, opts.maxRows === undefined ? PARSE_OPTIONS : { ...PARSE_OPTIONS, on_record: rowLimit(opts.maxRows) });
   } catch (err) {
+    if (err instanceof CsvRowLimit) throw err;
     throw toCsvError(err);
   }
 
@@ -107,6 +117,23 @@ export function readCsv(text: string): CsvTable {
     rows.push({ cells, line: i + 1 });
   }
   return { header: header ?? [], rows };
+}
+
+/**
+ * Counts data rows (non-blank records after the header) as the parser completes them and throws CsvRowLimit
+ * at the first one over the limit, which stops the parser there: a file far over the limit costs no more
+ * than one just over it.
+ */
+function rowLimit(maxRows: number) {
+  let header = false;
+  let rows = 0;
+  return (record: string[]) => {
+    if (!isBlank(record)) {
+      if (!header) header = true;
+      else if (++rows > maxRows) throw new CsvRowLimit(maxRows);
+    }
+    return record;
+  };
 }
 
 function isBlank(cells: string[]): boolean {

@@ -1,6 +1,6 @@
 import { InvalidInput } from '../../platform/errors';
 import { METADATA_KEY_MAX, METADATA_KEYS_MAX, METADATA_VALUE_MAX } from '../../platform/fields';
-import { CsvError, decodeCsvBytes, metaKey, normalizeHeader, readCsv } from '../../platform/csv';
+import { CsvError, CsvRowLimit, decodeCsvBytes, metaKey, normalizeHeader, readCsv } from '../../platform/csv';
 import type { AuthorizerCandidate, FailedAuthorizer } from '../authorizers/rules';
 
 export const MAX_CSV_ROWS = 5000;
@@ -27,6 +27,8 @@ const KNOWN_COLUMNS = new Set([
   'date_of_birth',
 ]);
 
+const tooManyRows = () => InvalidInput.field('file', `The CSV has more than ${MAX_CSV_ROWS} data rows; at most ${MAX_CSV_ROWS} are accepted per file`);
+
 function intCell(v: string): number | undefined | 'bad' {
   if (v === '') return undefined;
   return /^\d{1,4}$/.test(v) ? Number(v) : 'bad';
@@ -48,8 +50,10 @@ export function parseBalanceCsv(bytes: Uint8Array): {
   if (encoding === 'latin-1') warnings.push('The file is not valid UTF-8; it was read as Latin-1 (Windows-1252). Save it as UTF-8 to be sure names are read as intended.');
   let table;
   try {
-    table = readCsv(text);
+    // The row cap is checked as rows are read, so that a file far over it is not read to the end first.
+    table = readCsv(text, { maxRows: MAX_CSV_ROWS });
   } catch (e) {
+    if (e instanceof CsvRowLimit) throw tooManyRows();
     if (e instanceof CsvError) throw InvalidInput.field('file', `The CSV could not be read: ${e.message}`);
     throw e;
   }
@@ -72,9 +76,6 @@ export function parseBalanceCsv(bytes: Uint8Array): {
   }
   const unknown = columns.filter((c) => c.name !== undefined && !KNOWN_COLUMNS.has(c.name)).map((c) => c.name);
   if (unknown.length > 0) warnings.push(`Columns ignored (not recognised): ${unknown.join(', ')}`);
-  if (table.rows.length > MAX_CSV_ROWS) {
-    throw InvalidInput.field('file', `The CSV has ${table.rows.length} data rows; at most ${MAX_CSV_ROWS} are accepted per file`);
-  }
 
   const candidates: { candidate: AuthorizerCandidate; rowNumber: number }[] = [];
   const failed: FailedAuthorizer[] = [];

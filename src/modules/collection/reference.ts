@@ -1,4 +1,5 @@
 import type { Db } from '../../platform/db';
+import { AUTHORIZER_FIELDS } from '../authorizers/fields';
 import { borrowersAmong } from './queries';
 
 /** The prefix of the references the service gives its payments: `DRS-{authorizer_unique_id}-{payment_id}`. */
@@ -9,9 +10,21 @@ export const REFERENCE_PREFIX = 'DRS-';
  * split whose left part is a borrower of the lender wins. No such split, or more than one: null.
  */
 export function borrowerNamedBy(db: Db, lenderId: string, rest: string): { id: string; aid: string } | null {
-  const lefts: string[] = [];
-  for (let i = rest.indexOf('-'); i > 0; i = rest.indexOf('-', i + 1)) lefts.push(rest.slice(0, i));
+  const lefts = namesIn(rest);
   if (lefts.length === 0) return null;
   const found = borrowersAmong(db, lenderId, lefts);
   return found.length === 1 ? found[0]! : null;
+}
+
+const aidSpec = AUTHORIZER_FIELDS.authorizer_unique_id!;
+const AID_MAX = aidSpec.kind === 'string' ? aidSpec.max : Infinity;
+
+/**
+ * The left parts of a reference (prefix taken off) that could be a borrower's identifier: each part before a
+ * dash, up to the longest identifier a borrower can have, so that a long reference costs no more than that.
+ */
+export function namesIn(rest: string): string[] {
+  const lefts: string[] = [];
+  for (let i = rest.indexOf('-'); i > 0 && i <= AID_MAX; i = rest.indexOf('-', i + 1)) lefts.push(rest.slice(0, i));
+  return lefts;
 }

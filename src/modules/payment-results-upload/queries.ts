@@ -13,15 +13,22 @@ export interface UploadedRow {
   matched: number;
 }
 
-export const enrollmentOf = (db: Db, lenderId: string, aid: string) =>
-  db.$client.query<{ id: string }, [string, string]>('SELECT id FROM enrollments WHERE lender_id = ? AND authorizer_unique_id = ?').get(lenderId, aid);
-
-export const paymentByReference = (db: Db, lenderId: string, reference: string) =>
+/** The lender's borrowers among some identifiers (the unique index on lender and identifier). */
+export const enrollmentsAmong = (db: Db, lenderId: string, aids: string[]) =>
   db.$client
-    .query<{ id: string; enrollmentId: string; aid: string }, [string, string]>(
-      'SELECT id, enrollment_id AS enrollmentId, authorizer_unique_id AS aid FROM payments WHERE lender_id = ? AND reference = ?',
+    .query<{ id: string; aid: string }, [string, string]>(
+      'SELECT id, authorizer_unique_id AS aid FROM enrollments WHERE lender_id = ? AND authorizer_unique_id IN (SELECT value FROM json_each(?))',
     )
-    .get(lenderId, reference);
+    .all(lenderId, JSON.stringify(aids));
+
+/** The lender's payments among some references (the unique index on lender and reference). */
+export const paymentsAmong = (db: Db, lenderId: string, references: string[]) =>
+  db.$client
+    .query<{ id: string; reference: string; enrollmentId: string; aid: string }, [string, string]>(
+      `SELECT id, reference, enrollment_id AS enrollmentId, authorizer_unique_id AS aid FROM payments
+        WHERE lender_id = ? AND reference IN (SELECT value FROM json_each(?))`,
+    )
+    .all(lenderId, JSON.stringify(references));
 
 /** What is stored for some references at once (a file's rows are looked up in slices, not one by one). */
 export const uploadedAmong = (db: Db, lenderId: string, references: string[]) =>

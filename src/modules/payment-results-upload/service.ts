@@ -1,10 +1,11 @@
+import type { Db } from '../../platform/db';
 import { parse } from 'csv-parse';
 import { isUtf8 } from 'node:buffer';
 import { once } from 'node:events';
 import type { Ctx } from '../../deps';
 import { withTransaction, type Tx } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
-import { borrowerNamedBy, REFERENCE_PREFIX } from '../collection/reference';
+import { namesIn, REFERENCE_PREFIX } from '../collection/reference';
 import { recordObservation } from '../collection/record';
 import * as q from './queries';
 import { CsvError, toCsvError } from '../../platform/csv';
@@ -52,7 +53,7 @@ function checkFile(bytes: Uint8Array): void {
   if (!isUtf8(bytes)) throw InvalidInput.field('file', 'The file is not UTF-8 text; save it as CSV UTF-8 and upload it again');
 }
 
-const CHUNK_BYTES = 64 * 1024;
+const CHUNK_BYTES = 16 * 1024;
 /**
  * A 10 MB file makes garbage faster than the collector's own pace reclaims it: an asynchronous collection is
  * asked for every few thousand rows, which keeps the peak memory of an upload near what it holds (bun run
@@ -60,17 +61,77 @@ const CHUNK_BYTES = 64 * 1024;
  */
 const GC_HINT_ROWS = 4096;
 const PRIOR_SLICE = 512;
+const YIELD_ROWS = 2048;
+/** Far above any results file or annotated export (nine columns, at most 200 meta_, the payment columns). */
+export const MAX_COLUMNS = 1000;
+/** The report lists this many problems at most; a file can hold hundreds of thousands of them. */
+export const PROBLEMS_LISTED = 10_000;
+
+/**
+ * The problems of an upload in report order (row, then rule), keeping only the first PROBLEMS_LISTED: when
+ * twice that many are held, they are sorted and the rest counted and dropped. The sort is stable, so the
+ * problems of one row and rule keep the order they were found in.
+ */
+class Problems {
+  private list: RowProblem[] = [];
+  private left = 0;
+  /** A row-0 error: the file as a whole is refused and nothing is recorded. */
+  fileError = false;
+
+  add(p: RowProblem): void {
+    if (p.row === 0 && p.severity === 'error') this.fileError = true;
+    // Once the list is full, a problem after its last one in report order would be dropped: it is counted.
+    const last = this.left > 0 ? this.list[PROBLEMS_LISTED - 1]! : null;
+    if (last && (p.row > last.row || (p.row === last.row && p.rule >= last.rule))) {
+      this.left++;
+      return;
+    }
+    this.list.push(p);
+    if (this.list.length >= 2 * PROBLEMS_LISTED) this.keepFirst();
+  }
+
+  private keepFirst(): void {
+    this.list.sort((a, b) => a.row - b.row || a.rule - b.rule);
+    if (this.list.length > PROBLEMS_LISTED) {
+      this.left += this.list.length - PROBLEMS_LISTED;
+      this.list.length = PROBLEMS_LISTED;
+    }
+  }
+
+  report(): UploadReport['problems'] {
+    this.keepFirst();
+    const out = this.list.map(({ row, reason, severity }) => ({ row, reason, severity }));
+    if (this.left > 0) {
+      out.unshift({ row: 0, reason: `${this.left} more problems are not listed: only the first ${PROBLEMS_LISTED}, in row order, are; the counts are exact`, severity: 'warning' });
+    }
+    return out;
+  }
+}
 
 /**
  * A CSV parser fed the bytes in slices with its back-pressure, so that only a slice's records are held at a
  * time rather than the whole file's. The caller iterates it and destroys it when done.
  */
 export function parserOf(bytes: Uint8Array) {
-  const parser = parse({ bom: true, relax_column_count: true, relax_quotes: true, skip_empty_lines: false });
+  // Endings listed rather than guessed: a guess locks onto the header's ending and reads a later bare CR as
+  // text inside a cell, which joins two rows into one. CRLF first so it is not read as CR then a blank line.
+  const parser = parse({
+    bom: true,
+    record_delimiter: ['\r\n', '\n', '\r'],
+    // A row is cut into at most MAX_COLUMNS + 1 cells, the last holding the rest of the line as text: a line
+    // of millions of commas is one long cell rather than an array of millions of empty ones.
+    ignore_last_delimiters: MAX_COLUMNS + 1,
+    relax_column_count: true,
+    relax_quotes: true,
+    skip_empty_lines: false,
+  });
   const feed = (async () => {
     for (let i = 0; i < bytes.byteLength; i += CHUNK_BYTES) {
       const slice = Buffer.from(bytes.buffer, bytes.byteOffset + i, Math.min(CHUNK_BYTES, bytes.byteLength - i));
       if (!parser.write(slice)) await once(parser, 'drain');
+      // A slice that completes no record (one long row) never fills the buffer: without this the whole file
+      // could be parsed in one turn of the event loop, with every other request waiting.
+      else await new Promise((resolve) => setImmediate(resolve));
     }
     parser.end();
   })();
@@ -84,33 +145,61 @@ interface Match {
   paymentId: string | null;
 }
 
-/** authorizer_unique_id first; else a reference that identifies exactly one borrower of the lender. */
-function matchRow(ctx: Ctx & { tx: Tx }, p: ParsedRow, known: Map<string, string | null>): Match | null {
-  const lenderId = ctx.lender.id;
-  const { tx } = ctx;
-  if (p.authorizerUniqueId) {
-    // A file has many rows per borrower: each borrower is looked up once.
-    let id = known.get(p.authorizerUniqueId);
-    if (id === undefined) {
-      id = q.enrollmentOf(tx, lenderId, p.authorizerUniqueId)?.id ?? null;
-      known.set(p.authorizerUniqueId, id);
+/**
+ * What matching needs of a slice of rows, looked up for the whole slice at once by key (no search per row):
+ * borrowers by identifier, the lender's payments by reference, and the borrowers a DRS- reference could
+ * name. Borrowers are remembered across slices, as a file has many rows per borrower.
+ */
+class Lookups {
+  /** Identifier → enrollment id, or null for none. */
+  private readonly borrowers = new Map<string, string | null>();
+  private payments = new Map<string, { id: string; enrollmentId: string; aid: string }>();
+
+  constructor(private readonly db: Db, private readonly lenderId: string) {}
+
+  load(slice: ParsedRow[]): void {
+    const aids = new Set<string>();
+    const refs: string[] = [];
+    for (const p of slice) {
+      if (p.authorizerUniqueId) aids.add(p.authorizerUniqueId);
+      else if (p.reference) refs.push(p.reference);
     }
-    return id ? { enrollmentId: id, authorizerUniqueId: p.authorizerUniqueId, paymentId: null } : null;
+    this.payments = new Map(refs.length ? q.paymentsAmong(this.db, this.lenderId, refs).map((x) => [x.reference, x]) : []);
+    for (const r of refs) if (!this.payments.has(r)) for (const name of namesIn(withoutPrefix(r))) aids.add(name);
+    const unknown = [...aids].filter((a) => !this.borrowers.has(a));
+    if (unknown.length === 0) return;
+    for (const a of unknown) this.borrowers.set(a, null);
+    for (const b of q.enrollmentsAmong(this.db, this.lenderId, unknown)) this.borrowers.set(b.aid, b.id);
   }
-  if (!p.reference) return null;
-  const own = q.paymentByReference(tx, lenderId, p.reference);
-  if (own) return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id };
-  const rest = p.reference.startsWith(REFERENCE_PREFIX) ? p.reference.slice(REFERENCE_PREFIX.length) : p.reference;
-  const b = borrowerNamedBy(tx, lenderId, rest);
-  return b ? { enrollmentId: b.id, authorizerUniqueId: b.aid, paymentId: null } : null;
+
+  /** authorizer_unique_id first; else a reference that identifies exactly one borrower of the lender. */
+  match(p: ParsedRow): Match | null {
+    if (p.authorizerUniqueId) {
+      const id = this.borrowers.get(p.authorizerUniqueId);
+      return id ? { enrollmentId: id, authorizerUniqueId: p.authorizerUniqueId, paymentId: null } : null;
+    }
+    if (!p.reference) return null;
+    const own = this.payments.get(p.reference);
+    if (own) return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id };
+    let found: Match | null = null;
+    for (const name of namesIn(withoutPrefix(p.reference))) {
+      const id = this.borrowers.get(name);
+      if (!id) continue;
+      if (found) return null; // more than one borrower named: none
+      found = { enrollmentId: id, authorizerUniqueId: name, paymentId: null };
+    }
+    return found;
+  }
 }
+
+const withoutPrefix = (reference: string) => (reference.startsWith(REFERENCE_PREFIX) ? reference.slice(REFERENCE_PREFIX.length) : reference);
 
 const outcomeDate = (p: { status: string; settledAt: number | null; returnedAt: number | null }) =>
   p.status === 'settled' ? p.settledAt : p.status === 'returned' || p.status === 'late_return' ? p.returnedAt : null;
 
 /** Reads the file: rows with their numbers (header = row 1) and every problem of each. */
 async function readRows(bytes: Uint8Array, now: number) {
-  const problems: RowProblem[] = [];
+  const problems = new Problems();
   const parsed: ParsedRow[] = [];
   let dataRowCount = 0;
   let format: UploadReport['format'] = 'generic';
@@ -122,7 +211,13 @@ async function readRows(bytes: Uint8Array, now: number) {
     for await (const record of parser as AsyncIterable<string[]>) {
       row++;
       if (row % GC_HINT_ROWS === 0) Bun.gc(false);
+      // Records already parsed arrive without a turn of the event loop: other requests get one now and then.
+      if (row % YIELD_ROWS === 0) await new Promise((resolve) => setImmediate(resolve));
       if (!columns) {
+        if (record.length > MAX_COLUMNS) {
+          problems.add({ row: 0, rule: 0, reason: `The header has more than ${MAX_COLUMNS} columns; nothing was recorded`, severity: 'error' });
+          return { format, parsed: [], problems, dataRowCount: 0, headerOk: false };
+        }
         const h = readHeader(record);
         format = h.format;
         columns = h.columns;
@@ -135,7 +230,8 @@ async function readRows(bytes: Uint8Array, now: number) {
           !has('authorizer_unique_id') && !has('reference') && 'an authorizer_unique_id or reference column',
         ].filter(Boolean);
         if (missing.length > 0) {
-          problems.push({ row: 0, rule: 0, reason: `The header lacks ${missing.join(', ')}; nothing was recorded`, severity: 'error' });
+          // Nothing would be recorded: the rest of the file is not read.
+          problems.add({ row: 0, rule: 0, reason: `The header lacks ${missing.join(', ')}; nothing was recorded`, severity: 'error' });
           return { format, parsed: [], problems, dataRowCount: 0, headerOk: false };
         }
         continue;
@@ -152,19 +248,19 @@ async function readRows(bytes: Uint8Array, now: number) {
       if (!values.authorizer_unique_id && !values.reference && !values.payment_status) continue; // a summary row
       dataRowCount++;
       const r = checkRow({ row, values }, now);
-      problems.push(...r.problems);
+      for (const p of r.problems) problems.add(p);
       if (r.parsed) parsed.push(r.parsed);
     }
   } catch (e) {
     // In the parser's words the message could quote a cell: the problem is named in ours.
     const ce = toCsvError(e);
     if (!(ce instanceof CsvError)) throw ce;
-    problems.push({ row: ce.row, rule: 0, reason: `${ce.message}; nothing was recorded`, severity: 'error' });
+    problems.add({ row: ce.row, rule: 0, reason: `${ce.message}; nothing was recorded`, severity: 'error' });
     readable = false;
   } finally {
     parser.destroy();
   }
-  if (!columns && readable) problems.push({ row: 0, rule: 0, reason: 'The file is empty: no header row', severity: 'error' });
+  if (!columns && readable) problems.add({ row: 0, rule: 0, reason: 'The file is empty: no header row', severity: 'error' });
   return { format, parsed, problems, dataRowCount, headerOk: columns !== null && readable };
 }
 
@@ -174,52 +270,52 @@ export async function uploadResults({ ctx, input }: { ctx: Ctx; input: { bytes: 
   const read = await readRows(input.bytes, now);
   const problems = read.problems;
 
-  // Rule 6: rows of one reference that disagree are all rejected; identical ones count once. The first row of
-  // each key is kept; the rows of a key seen more than once are listed by key.
-  const first = new Map<string, ParsedRow>();
-  const repeated = new Map<string, ParsedRow[]>();
+  // Rule 6: rows of one reference that disagree are all rejected; identical ones count once (the first is
+  // kept). One pass gathers each key's first row, its count and whether every row agrees with the first; a
+  // second decides each row. A problem names the first row of its key and the count, never the whole group.
+  const groups = new Map<string, { first: ParsedRow; count: number; agree: boolean }>();
   for (const p of read.parsed) {
     const key = keyOf(p);
-    const f = first.get(key);
-    if (!f) first.set(key, p);
+    const g = groups.get(key);
+    if (!g) groups.set(key, { first: p, count: 1, agree: true });
     else {
-      const group = repeated.get(key);
-      if (group) group.push(p);
-      else repeated.set(key, [f, p]);
+      g.count++;
+      if (g.agree && !sameRow(g.first, p)) g.agree = false;
     }
   }
   const accepted: ParsedRow[] = [];
   for (const p of read.parsed) {
     const key = keyOf(p);
-    const group = repeated.get(key);
-    if (!group) accepted.push(p);
-    else if (group.every((g) => sameRow(g, group[0]!))) {
-      if (group[0] === p) accepted.push(p);
-      else problems.push({ row: p.row, rule: 6, reason: `identical to row ${group[0]!.row} for reference ${key}; counted once`, severity: 'warning' });
+    const g = groups.get(key)!;
+    if (g.count === 1) accepted.push(p);
+    else if (g.agree) {
+      if (g.first === p) accepted.push(p);
+      else problems.add({ row: p.row, rule: 6, reason: `identical to row ${g.first.row} for reference ${key}; counted once`, severity: 'warning' });
     } else {
-      problems.push({ row: p.row, rule: 6, reason: `rows ${group.map((g) => g.row).join(', ')} for reference ${key} disagree; all of them are rejected`, severity: 'error' });
+      problems.add({ row: p.row, rule: 6, reason: `${g.count} rows for reference ${key}, from row ${g.first.row}, disagree; all of them are rejected`, severity: 'error' });
     }
   }
-  first.clear();
+  groups.clear();
 
   const run = (tx: Ctx & { tx: Tx }): UploadReport => {
     const rows: UploadReport['rows'] = [];
     let matched = 0;
     let n = 0;
-    const known = new Map<string, string | null>();
+    const lookups = new Lookups(tx.tx, tx.lender.id);
     let priors = new Map<string, q.UploadedRow>();
     for (const p of accepted) {
       if (n % PRIOR_SLICE === 0) {
         // After rule 6 a key appears once in a file: what is stored for it now is what its row is decided on.
-        const keys = accepted.slice(n, n + PRIOR_SLICE).map(keyOf);
-        priors = new Map(q.uploadedAmong(tx.tx, tx.lender.id, keys).map((u) => [u.reference, u]));
+        const slice = accepted.slice(n, n + PRIOR_SLICE);
+        priors = new Map(q.uploadedAmong(tx.tx, tx.lender.id, slice.map(keyOf)).map((u) => [u.reference, u]));
+        lookups.load(slice);
       }
       if (++n % GC_HINT_ROWS === 0) Bun.gc(false);
       const key = keyOf(p);
-      const m = matchRow(tx, p, known);
+      const m = lookups.match(p);
       rows.push({ row: p.row, reference: key, authorizerUniqueId: m?.authorizerUniqueId ?? p.authorizerUniqueId, status: p.status, amountCents: p.amountCents });
       if (m) matched++;
-      else problems.push({ row: p.row, rule: 7, reason: `no enrolled borrower matches reference ${key}; stored, it is matched when uploaded again with authorizer_unique_id`, severity: 'warning' });
+      else problems.add({ row: p.row, rule: 7, reason: `no enrolled borrower matches reference ${key}; stored, it is matched when uploaded again with authorizer_unique_id`, severity: 'warning' });
       applyRow(tx, p, key, priors.get(key) ?? null, m, problems, now, !input.dryRun);
     }
     return {
@@ -230,14 +326,12 @@ export async function uploadResults({ ctx, input }: { ctx: Ctx; input: { bytes: 
       needsAttention: accepted.length - matched,
       dryRun: input.dryRun,
       rows,
-      problems: problems
-        .sort((a, b) => a.row - b.row || a.rule - b.rule)
-        .map(({ row, reason, severity }) => ({ row, reason, severity })),
+      problems: problems.report(),
     };
   };
 
-  if (!read.headerOk || problems.some((p) => p.row === 0)) {
-    return { format: read.format, rowCount: 0, dataRowCount: read.dataRowCount, matched: 0, needsAttention: 0, dryRun: input.dryRun, rows: [], problems: problems.map(({ row, reason, severity }) => ({ row, reason, severity })) };
+  if (!read.headerOk || problems.fileError) {
+    return { format: read.format, rowCount: 0, dataRowCount: read.dataRowCount, matched: 0, needsAttention: 0, dryRun: input.dryRun, rows: [], problems: problems.report() };
   }
   if (!input.dryRun) return withTransaction(ctx, run);
   // Rolled back all the same, so that nothing a dry run might touch can stay.
@@ -259,7 +353,7 @@ export async function uploadResults({ ctx, input }: { ctx: Ctx; input: { bytes: 
  * A dry run decides the same and writes nothing: after rule 6 a file has one row per key, so no row's
  * decision depends on another row's writes, and the report of a dry run is the report of the real upload.
  */
-function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.UploadedRow | null, m: Match | null, problems: RowProblem[], now: number, write: boolean): void {
+function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.UploadedRow | null, m: Match | null, problems: Problems, now: number, write: boolean): void {
   const lenderId = tx.lender.id;
   const record = (status: ParsedRow['status']) => {
     if (!m || !write) return;
@@ -294,13 +388,13 @@ function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.Uplo
   }
   const priorOutcome = ['settled', 'returned', 'late_return'].includes(prior.status);
   if (UNDATED.has(p.status) && priorOutcome) {
-    problems.push({ row: p.row, rule: 8, reason: `${p.status} does not replace the ${prior.status} outcome recorded for reference ${key}; ignored`, severity: 'warning' });
+    problems.add({ row: p.row, rule: 8, reason: `${p.status} does not replace the ${prior.status} outcome recorded for reference ${key}; ignored`, severity: 'warning' });
     return;
   }
   const latest = Math.max(prior.settledAt ?? -Infinity, prior.returnedAt ?? -Infinity);
   const date = outcomeDate(p);
   if (date !== null && Number.isFinite(latest) && date < latest) {
-    problems.push({ row: p.row, rule: 8, reason: `its outcome date is earlier than the latest outcome recorded for reference ${key}; ignored`, severity: 'warning' });
+    problems.add({ row: p.row, rule: 8, reason: `its outcome date is earlier than the latest outcome recorded for reference ${key}; ignored`, severity: 'warning' });
     return;
   }
   if (write) q.updateUploaded(tx.tx, { id: prior.id, outcome: { status: p.status, amountCents: p.amountCents, returnCode: p.returnCode }, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values });

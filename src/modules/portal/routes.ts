@@ -162,6 +162,7 @@ ${csrfField(s.csrf)}
 
   // --- Payments › Results upload ---------------------------------------------------------------------------
   const checked = new CheckedFiles();
+  const PROBLEMS_SHOWN = 100;
   const rowsText = (n: number) => `${n} row${n === 1 ? '' : 's'}`;
   const resultsPage = (
     s: PortalSession,
@@ -171,7 +172,9 @@ ${csrfField(s.csrf)}
     let report = '';
     if (shown) {
       const r = shown.report;
-      const problems = r.problems.map((p) => [String(p.row), esc(p.severity), esc(p.reason)]);
+      // The first problems only: a page of every problem of a large file would be too large to open.
+      const problems = r.problems.slice(0, PROBLEMS_SHOWN).map((p) => [String(p.row), esc(p.severity), esc(p.reason)]);
+      const hidden = r.problems.length - problems.length;
       const confirm =
         shown.checkedId != null
           ? `<form method="post" action="/portal/payments/results-upload">${csrfField(s.csrf)}<input type="hidden" name="action" value="confirm"><input type="hidden" name="checked" value="${esc(shown.checkedId)}"><button type="submit">Record ${rowsText(r.rowCount)}</button></form>`
@@ -187,6 +190,7 @@ ${facts(r.dryRun ? 'Dry run: nothing was recorded yet' : 'Recorded', [
   ['Needing attention', r.needsAttention],
 ])}
 ${problems.length ? table(['Row', 'Severity', 'Problem'], problems, 'Problems (error: the row is not recorded; warning: recorded, or stored unmatched)') : '<p>No problems.</p>'}
+${hidden > 0 ? `<p>${hidden} more ${hidden === 1 ? 'problem is' : 'problems are'} not shown here; the API's report (POST /v1/payment_results/uploads?dryRun=true) lists them.</p>` : ''}
 ${confirm}`;
     }
     return render(

@@ -73,8 +73,8 @@ describe('row rules: each with a passing and a failing row, and its problems ent
       `${HEADER}\nb1,DUP,10,settled,2026-11-02,2026-11-04,,\nb1,DUP,11,settled,2026-11-02,2026-11-04,,\nb2,TWICE,12,sent,2026-11-02,,,\nb2,TWICE,12,sent,2026-11-02,,,\n`,
     );
     expect(r.body.problems).toEqual([
-      { row: 2, reason: 'rows 2, 3 for reference DUP disagree; all of them are rejected', severity: 'error' },
-      { row: 3, reason: 'rows 2, 3 for reference DUP disagree; all of them are rejected', severity: 'error' },
+      { row: 2, reason: '2 rows for reference DUP, from row 2, disagree; all of them are rejected', severity: 'error' },
+      { row: 3, reason: '2 rows for reference DUP, from row 2, disagree; all of them are rejected', severity: 'error' },
       { row: 5, reason: 'identical to row 4 for reference TWICE; counted once', severity: 'warning' },
     ]);
     expect(r.body.rowCount).toBe(1);

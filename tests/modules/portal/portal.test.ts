@@ -1,5 +1,5 @@
 // The portal's sign-in, sessions and users, through the real app: cookie flags, the idle timeout, throttled
-// failures, disabled users, and the operator commands that manage users.
+// failures, disabled users, the operator commands that manage users, and the results-upload page's size.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { createUser, resetPassword, disableUser, MIN_PASSWORD_LENGTH, UserError } from '../../../src/modules/portal/users';
@@ -109,5 +109,28 @@ describe('operator commands for users', () => {
     expect((await signIn(c, 'ops@example.test', 'a brand new passphrase')).status).toBe(303);
     await runCli(['user', 'disable', 'ops@example.test'], env);
     expect((await signIn(c, 'ops@example.test', 'a brand new passphrase')).status).toBe(401);
+  }, 30_000);
+});
+
+describe('the results-upload page', () => {
+  test('a file with thousands of problems: the counts and the first 100 problems, with how many more', async () => {
+    const c = fresh();
+    await createUser(c.rt.db, { lenderId: c.lender.id, email: 'up@example.test', displayName: 'Up', password: PASSWORD, now: c.clock.now() });
+    const cookie = sessionCookie(await signIn(c, 'up@example.test', PASSWORD))!.split(';')[0]!;
+    const pageHtml = await (await c.request('GET', '/portal/payments/results-upload', { key: null, headers: { cookie } })).text();
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(pageHtml)![1]!;
+    const header = 'authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code';
+    const rows = Array.from({ length: 5_000 }, (_, i) => `b${i},REF-${i},,sent,2026-11-02,,,`);
+    const form = new FormData();
+    form.append('_csrf', csrf);
+    form.append('action', 'check');
+    form.append('file', new Blob([`${header}\n${rows.join('\n')}\n`], { type: 'text/csv' }), 'many.csv');
+    const res = await c.request('POST', '/portal/payments/results-upload', { key: null, form, headers: { cookie } });
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    expect(html).toMatch(/Data rows<\/th><td>5000</);
+    expect(html.match(/<tr><td>\d+<\/td>/g)).toHaveLength(100);
+    expect(html).toContain('4900 more problems are not shown here');
+    expect(html.length).toBeLessThan(100_000);
   }, 30_000);
 });

@@ -7,7 +7,7 @@ import type { Job } from '../../platform/jobs';
 import type { ProcessorChange } from '../../adapters/processors';
 import { recordObservation } from './record';
 import * as q from './queries';
-import { borrowerNamedBy, REFERENCE_PREFIX } from './reference';
+import { borrowerNamedBy, madeForAnotherLender, REFERENCE_PREFIX } from './reference';
 
 // Reading outcomes: every live key's change feed, from its stored cursor, every PROCESSOR_POLL_INTERVAL_MS.
 // Each page is one transaction: its events, the cursor, ingested, matched and last_poll_at commit together,
@@ -33,6 +33,7 @@ export function matchChange(db: Db, lenderId: string, connectionId: string, c: P
   const own = q.ownPayment(db, lenderId, connectionId, c.reference, c.processorPaymentId);
   if (own) return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id, amountCents: own.amount };
   if (!c.reference?.startsWith(REFERENCE_PREFIX)) return null;
+  if (madeForAnotherLender(db, lenderId, c.reference)) return null;
   const b = borrowerNamedBy(db, lenderId, c.reference.slice(REFERENCE_PREFIX.length));
   return b ? { enrollmentId: b.id, authorizerUniqueId: b.aid, paymentId: null, amountCents: null } : null;
 }

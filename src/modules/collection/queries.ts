@@ -75,6 +75,10 @@ export const ownPayment = (db: Db, lenderId: string, connectionId: string, refer
     )
     .get(lenderId, reference ?? '', connectionId, processorPaymentId);
 
+/** A payment the service made, by its id (the tail of its reference), whichever lender made it. */
+export const paymentById = (db: Db, id: string) =>
+  db.$client.query<{ lenderId: string; reference: string }, [string]>('SELECT lender_id AS lenderId, reference FROM payments WHERE id = ?').get(id);
+
 /** The lender's borrowers among these identifiers (the candidate splits of a DRS- reference). */
 export const borrowersAmong = (db: Db, lenderId: string, ids: string[]) =>
   db.$client

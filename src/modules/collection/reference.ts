@@ -1,6 +1,6 @@
 import type { Db } from '../../platform/db';
 import { AUTHORIZER_FIELDS } from '../authorizers/fields';
-import { borrowersAmong } from './queries';
+import { borrowersAmong, paymentById } from './queries';
 
 /** The prefix of the references the service gives its payments: `DRS-{authorizer_unique_id}-{payment_id}`. */
 export const REFERENCE_PREFIX = 'DRS-';
@@ -27,4 +27,19 @@ export function namesIn(rest: string): string[] {
   const lefts: string[] = [];
   for (let i = rest.indexOf('-'); i > 0 && i <= AID_MAX; i = rest.indexOf('-', i + 1)) lefts.push(rest.slice(0, i));
   return lefts;
+}
+
+const PAYMENT_ID_TAIL = /-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
+/**
+ * Whether a reference is that of a payment the service made for another lender. Two lenders can reach one
+ * processor account (a key registered twice, an account shared by mistake): its feed then carries both
+ * lenders' payments, and a payment is matched to the lender that made it, never to a borrower of the same
+ * identifier at another lender. The payment id is the reference's tail, so this is one primary-key read.
+ */
+export function madeForAnotherLender(db: Db, lenderId: string, reference: string | null): boolean {
+  const id = reference?.startsWith(REFERENCE_PREFIX) ? PAYMENT_ID_TAIL.exec(reference)?.[1] : undefined;
+  if (!id) return false;
+  const p = paymentById(db, id);
+  return p !== null && p.reference === reference && p.lenderId !== lenderId;
 }

@@ -1,0 +1,53 @@
+// A processor account's feed can carry more than one lender's payments (a key registered by two lenders, an
+// account shared by mistake). A payment the service made is matched to the lender that made it, and never to
+// another lender's borrower of the same identifier.
+import { afterAll, describe, expect, test } from 'bun:test';
+import { createTestContext, type TestContext } from '../../helpers/context';
+import { enrollBorrower } from '../../helpers/fixtures';
+import { queueDueReads } from '../../../src/modules/enrollments/monitoring';
+import { processBalances } from '../../../src/modules/balance-requests/processing';
+import { dispatchPayments } from '../../../src/modules/collection/dispatch';
+import { matchChange } from '../../../src/modules/collection/poll';
+import type { ProcessorChange } from '../../../src/adapters/processors';
+
+const contexts: TestContext[] = [];
+afterAll(() => contexts.forEach((c) => c.close()));
+
+describe('matching never crosses lenders', () => {
+  test("lender A's payment DRS-shared-id-… is A's, never B's borrower shared-id", async () => {
+    const c = createTestContext({ MONITOR_READ_INTERVAL_MS: '3600000' });
+    contexts.push(c);
+    expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_tenancy_a_000000000001', rail_scope: 'both', is_default: true } })).status).toBe(201);
+    expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('shared-id', { collectable_amount: 1000 })] } })).status).toBe(207);
+    queueDueReads(c.rt);
+    await processBalances(c.rt);
+    await dispatchPayments(c.rt);
+    const a = c.rt.sqlite.query("SELECT id, lender_id AS lenderId, connection_id AS conn, reference FROM payments WHERE authorizer_unique_id = 'shared-id'").get() as {
+      id: string;
+      lenderId: string;
+      conn: string;
+      reference: string;
+    };
+    expect(a.reference).toBe(`DRS-shared-id-${a.id}`);
+
+    const b = c.newLender('lender-b');
+    expect((await c.json('POST', '/v1/payment_enrollments', { key: b.key, body: { borrowers: [enrollBorrower('shared-id', { collectable_amount: 1000 })] } })).status).toBe(207);
+    const change: ProcessorChange = {
+      sourceEventId: 'evt-1',
+      processorPaymentId: 'sbxpay_1',
+      reference: a.reference,
+      status: 'settled',
+      amountCents: 1000,
+      returnCode: null,
+      occurredAt: c.clock.now(),
+      message: null,
+    };
+    // Read through B's connection to the same account: unmatched for B.
+    expect(matchChange(c.rt.db, b.id, 'connection-of-b', change)).toBeNull();
+    // Read through A's: A's own payment.
+    expect(matchChange(c.rt.db, a.lenderId, a.conn, change)).toMatchObject({ paymentId: a.id, authorizerUniqueId: 'shared-id' });
+    // A DRS- reference of no payment the service made still names B's borrower (a payment B made at the processor).
+    const own = matchChange(c.rt.db, b.id, 'connection-of-b', { ...change, reference: 'DRS-shared-id-INV-7' });
+    expect(own).toMatchObject({ authorizerUniqueId: 'shared-id', paymentId: null });
+  });
+});

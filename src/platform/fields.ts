@@ -12,13 +12,35 @@ export type FieldSpec =
   | { kind: 'object'; fields: Record<string, FieldSpec>; required?: string[]; description?: string }
   | { kind: 'boolean'; description?: string }
   | { kind: 'enum'; values: readonly string[]; description?: string }
-  | { kind: 'metadata'; description?: string };
+  | { kind: 'metadata'; description?: string }
+  | { kind: 'identifier'; description?: string };
 
 export const METADATA_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
+export const METADATA_KEY_MESSAGE = 'Expected metadata keys of 1 to 64 letters, digits, dots, dashes or underscores';
 export const METADATA_KEY_MAX = 64;
 export const METADATA_VALUE_MAX = 1000;
 /** Keys of one authorizer's metadata: each becomes a column of the CSV export. */
 export const METADATA_KEYS_MAX = 50;
+
+/**
+ * A caller's identifier (authorizer_unique_id): well-formed Unicode without control characters. A lone UTF-16
+ * surrogate cannot be stored as sent (it would come back as U+FFFD, and the borrower could then not be named
+ * again), and a control character breaks CSV exports and logs. Written so that it holds with or without a
+ * regular expression's `u` flag: a surrogate pair matches as two code units or as one code point.
+ */
+const IDENTIFIER = /^(?:[^\u0000-\u001f\u007f-\u009f\ud800-\udfff]|[\ud800-\udbff][\udc00-\udfff])*$/;
+export const IDENTIFIER_PATTERN = IDENTIFIER.source;
+export const IDENTIFIER_MAX = 255;
+export const IDENTIFIER_MESSAGE = `Expected an identifier of 1 to ${IDENTIFIER_MAX} characters of well-formed Unicode text without control characters`;
+
+/** Whether a value is a well-formed identifier: a string of 1 to 255 characters, well-formed, no control characters. */
+export function isIdentifier(value: unknown): value is string {
+  return typeof value === 'string' && value.length >= 1 && value.length <= IDENTIFIER_MAX && IDENTIFIER.test(value);
+}
+
+/** The schema of an identifier (body fields, query and path parameters alike). */
+export const identifierSchema = (description?: string) =>
+  Type.String({ minLength: 1, maxLength: IDENTIFIER_MAX, pattern: IDENTIFIER_PATTERN, ...(description ? { description } : {}) });
 
 /** The TypeBox schema of a field table, for the OpenAPI document (the reader enforces the same). */
 export function schemaOf(spec: FieldSpec, optional = false): TSchema {
@@ -53,6 +75,9 @@ export function schemaOf(spec: FieldSpec, optional = false): TSchema {
     case 'object':
       s = objectSchema(spec.fields, spec.required ?? [], opts);
       break;
+    case 'identifier':
+      s = identifierSchema(spec.description);
+      break;
   }
   return optional ? Type.Optional(s) : s;
 }
@@ -79,6 +104,8 @@ const describe = (spec: FieldSpec): string => {
       return `one of ${spec.values.join(', ')}`;
     case 'metadata':
       return `an object of at most ${METADATA_KEYS_MAX} keys with string, number or boolean values`;
+    case 'identifier':
+      return `a string of 1 to ${IDENTIFIER_MAX} characters`;
   }
 };
 
@@ -136,13 +163,19 @@ export function checkValue(spec: FieldSpec, value: unknown, parent: string, key:
       }
       for (const [k, v] of Object.entries(value)) {
         // A key that breaks the rule is not repeated back (it can be any length): the path stops at metadata.
-        if (!METADATA_KEY.test(k)) problems.push({ path: `${parent}/${key}`, message: 'Expected metadata keys of 1 to 64 letters, digits, dots, dashes or underscores' });
+        if (!METADATA_KEY.test(k)) problems.push({ path: `${parent}/${key}`, message: METADATA_KEY_MESSAGE });
         else if (!(typeof v === 'number' ? Number.isFinite(v) : typeof v === 'boolean' || (typeof v === 'string' && v.length <= METADATA_VALUE_MAX))) {
           problems.push({ path: `${parent}/${key}/${k}`, message: `Expected a string of at most ${METADATA_VALUE_MAX} characters, a number or a boolean` });
         }
       }
       return value;
     }
+    case 'identifier':
+      if (!isIdentifier(value)) {
+        problems.push({ path: `${parent}/${key}`, message: typeof value === 'string' && value.length >= 1 && value.length <= IDENTIFIER_MAX ? IDENTIFIER_MESSAGE : `Expected ${describe(spec)}` });
+        return undefined;
+      }
+      return value;
     case 'object':
       return checkObject(spec.fields, spec.required ?? [], value, `${parent}/${key}`, problems);
   }

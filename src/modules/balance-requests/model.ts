@@ -2,10 +2,9 @@ import { t } from 'elysia';
 import { BATCH_SOURCES, BATCH_STATUSES, PAYMENT_TYPES } from '../../../db/schema/enums';
 import { pageTokenQuery } from '../../platform/pagination';
 import { Int, OneOf } from '../../platform/schema';
-import { AUTHORIZER_FIELDS, objectSchema } from '../authorizers/fields';
+import { Authorizer } from '../authorizers/fields';
 
-/** An authorizer as the OpenAPI document shows it; read.ts enforces the same table in one pass. */
-export const Authorizer = objectSchema(AUTHORIZER_FIELDS, ['authorizer_unique_id'], { title: 'Authorizer' });
+export { Authorizer };
 
 const exampleAuthorizer = {
   authorizer_unique_id: 'loan-1001',

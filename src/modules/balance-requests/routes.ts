@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia';
 import type { Deps } from '../../deps';
 import { InvalidInput } from '../../platform/errors';
 import { errorResponses, errors } from '../../http/errors';
-import { documentedBody, jsonBody, multipartBody, rawBodyHash, MULTIPART_OVERHEAD_BYTES } from '../../http/body';
+import { multipartBody, rawBodyHash, schemaBody, MULTIPART_OVERHEAD_BYTES } from '../../http/body';
 import type { Auth } from '../../http/auth';
 import {
   BalanceRequestBody,
@@ -30,7 +30,6 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
     .post(
       '/balance_requests',
       async ({ lender, body, request, set }) => {
-        // The body is read and checked in one pass by the service (shape and rules together).
         const result = await submitBalanceRequest({ ctx: { lender, deps }, input: { body, bodyHash: rawBodyHash(request) } });
         set.status = result.status;
         if (result.replayed) set.headers['idempotent-replayed'] = 'true';
@@ -38,10 +37,9 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
       },
       {
         auth: true,
-        parse: jsonBody({ hash: true }),
+        ...schemaBody(BalanceRequestBody, { hash: true }),
         response: { 201: BatchSubmission, ...errors(400, 401, 413, 415, 429) },
         detail: {
-          ...documentedBody(BalanceRequestBody, 'application/json'),
           tags,
           summary: 'Submit a batch of balance checks',
           description:

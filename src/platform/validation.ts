@@ -81,6 +81,8 @@ const parentOf = (path: string) => path.slice(0, path.lastIndexOf('/')) || '/';
 function problemOf(err: { type?: number; path?: string; schema?: Schema; message?: string }): FieldProblem {
   const path = err.path || '/';
   const s = err.schema;
+  // An identifier's length and form are one rule, stated once.
+  if (s?.pattern === IDENTIFIER_PATTERN) return { path, message: IDENTIFIER_MESSAGE };
   switch (err.type) {
     case ValueErrorType.ObjectRequiredProperty:
       return { path, message: `${path.split('/').pop()} is required` };
@@ -98,7 +100,6 @@ function problemOf(err: { type?: number; path?: string; schema?: Schema; message
       return { path, message: `Expected at most ${s?.maxProperties} ${metadata ? 'metadata keys' : 'fields'}` };
     }
     case ValueErrorType.StringPattern:
-      if (s?.pattern === IDENTIFIER_PATTERN) return { path, message: IDENTIFIER_MESSAGE };
       return { path, message: s?.description ? `Expected ${s.description}` : `Expected ${expected(s)}` };
     case ValueErrorType.Never:
       return { path, message: s?.description ?? 'This field is not accepted' };

@@ -137,8 +137,9 @@ export function multipartBody(limit = UPLOAD_LIMIT_BYTES + MULTIPART_OVERHEAD_BY
 }
 
 /**
- * A request body for the OpenAPI document, for routes whose body is read by the service rather than by a
- * route schema (the document generator leaves such bodies empty). Spread into the route's `detail`.
+ * A request body for the OpenAPI document, for a route that documents more than its route schema checks (an
+ * enrollment checks each borrower alone) or reads its body in the service. Spread into the route's `detail`;
+ * it takes the place of what the generator derives from the route's schema.
  */
 export function documentedBody(schema: object, mediaType: 'application/json' | 'multipart/form-data') {
   return { requestBody: { required: true, content: { [mediaType]: { schema: schema as Record<string, unknown> } } } };

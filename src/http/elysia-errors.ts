@@ -6,8 +6,6 @@ import { ApiError, fromDomainError, MethodNotAllowed } from './errors';
 // Elysia's own errors (validation, parse, no route) in the service's terms. Anything not mapped here is
 // an internal error, answered by the app with a request id and nothing else.
 
-export { expected, schemaProblems } from '../platform/validation';
-
 function validationError(v: ValidationError, url: URL): ApiError {
   let errors: { path: string; message: string }[];
   try {

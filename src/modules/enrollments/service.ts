@@ -1,7 +1,7 @@
 import type { Static } from '@sinclair/typebox';
 import { and, asc, eq, gt } from 'drizzle-orm';
 import { enrollments } from '../../../db/schema';
-import type { HeldReason, MonitorState, Rail } from '../../../db/schema/enums';
+import type { HeldReason, MonitorState } from '../../../db/schema/enums';
 import type { Ctx, Deps } from '../../deps';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
 import { dbOf, withTransaction } from '../../platform/context';
@@ -132,12 +132,13 @@ async function tokenizeCards(ctx: Ctx, cands: Candidate[], results: (Result | nu
   const queue = cands.filter((c) => c.instrument.kind === 'card');
   const worker = async () => {
     for (let c = queue.shift(); c; c = queue.shift()) {
+      if (c.instrument.kind !== 'card') continue;
+      const { card } = c.instrument;
       const key = resolveKey(ctx, { lenderId: ctx.lender.id, rail: 'card', merchantRef: c.merchantRef });
       if (!key || !key.keySealed) {
         results[c.index] = fail(c.aid, 'card_tokenization_failed', 'no processor key for card payments');
         continue;
       }
-      const card = (c.instrument as Extract<Instrument, { kind: 'card' }>).card;
       try {
         c.card = await ctx.deps.processors.byName(key.processor).tokenizeCard(ctx.deps.vault.open(key.keySealed), card);
       } catch (e) {
@@ -228,7 +229,7 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
         amount: c.amount,
         daysPastDue: c.daysPastDue,
         merchantRef: c.merchantRef,
-        rail: (c.instrument.kind === 'ach' ? 'ach' : 'card') as Rail,
+        rail: c.instrument.kind === 'ach' ? 'ach' : 'card',
         routing,
         bankName: ctx.deps.routing.lookup(routing)?.name ?? null,
         sealed: sealBorrower(ctx.deps, { s: c.authorizer.sensitive, phone: c.authorizer.phone, zip: c.authorizer.zip }),
@@ -247,7 +248,8 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
     }
   });
 
-  const done = results as Result[];
+  // Every borrower has its result by now: a failure before the transaction, or its outcome in it.
+  const done = results.filter((r): r is Result => r !== null);
   const n = (o: Outcome) => done.filter((r) => r.outcome === o).length;
   return { results: done, enrolled: n('enrolled'), updated: n('updated'), held: n('held'), failed: n('failed'), already_enrolled: 0 };
 }

@@ -1,4 +1,4 @@
-import type { TSchema } from '@sinclair/typebox';
+import { Kind, type TSchema } from '@sinclair/typebox';
 import { InvalidInput } from '../platform/errors';
 import { problemsOf } from '../platform/validation';
 import { PayloadTooLarge, UnsupportedMediaType } from './errors';
@@ -113,10 +113,13 @@ export function jsonBody(opts: { limit?: number; hash?: boolean; schema?: TSchem
 
 /**
  * A JSON body checked against its schema: spread into a route's options. The parser checks it with the
- * service's messages, and Elysia types the handler's `body` from the same schema (its own check then passes).
+ * service's messages; Elysia types the handler's `body` and the OpenAPI document shows the body from the
+ * same schema. Elysia's own check of it is made a no-op (the schema's kind is Any at its root, the JSON
+ * Schema untouched): the parser has already checked it, and Elysia checking again cost about 20 ms for a
+ * 1000-authorizer balance request, three times the rest of accepting it.
  */
 export function schemaBody<T extends TSchema>(schema: T, opts: { limit?: number; hash?: boolean } = {}) {
-  return { parse: jsonBody({ ...opts, schema }), body: schema };
+  return { parse: jsonBody({ ...opts, schema }), body: { ...schema, [Kind]: 'Any' } as T };
 }
 
 export function multipartBody(limit = UPLOAD_LIMIT_BYTES + MULTIPART_OVERHEAD_BYTES) {

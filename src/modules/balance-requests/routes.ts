@@ -1,6 +1,7 @@
 import { Elysia, t } from 'elysia';
 import type { Deps } from '../../deps';
 import { InvalidInput } from '../../platform/errors';
+import { identifierSchema } from '../../platform/fields';
 import { errorResponses, errors } from '../../http/errors';
 import { multipartBody, rawBodyHash, schemaBody, MULTIPART_OVERHEAD_BYTES } from '../../http/body';
 import type { Auth } from '../../http/auth';
@@ -152,13 +153,15 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
       ({ lender, params, query }) => authorizerHistory({ ctx: { lender, deps }, input: { authorizerId: params.id, ...query } }),
       {
         auth: true,
-        params: t.Object({ id: t.String({ description: 'authorizer_unique_id' }) }),
+        params: t.Object({ id: identifierSchema('authorizer_unique_id') }),
         query: HistoryQuery,
         response: { 200: History, ...errors(400, 401, 429) },
         detail: {
           tags: ['Monitoring'],
           summary: 'Balance history of an authorizer',
-          description: 'Every balance read of the authorizer for this lender (on-demand batches and schedule runs), newest first.',
+          description:
+            'Every balance read of the authorizer for this lender (on-demand batches and schedule runs), newest first. An ' +
+            'identifier that is not well-formed Unicode or holds control characters is 400.',
         },
       },
     );

@@ -98,3 +98,12 @@ describe('well-formed identifiers are taken as sent', () => {
     expect(r.body.failed_authorizers).toEqual([]);
   });
 });
+
+test('the balance history of an authorizer: a control character in the path is a 400, a well-formed id is read', async () => {
+  const bad = await ctx.json('GET', '/v1/monitoring/authorizers/ctl%0A-1/history');
+  expect(bad.status).toBe(400);
+  expect(bad.body.error.code).toBe('BAD_REQUEST');
+  const ok = await ctx.json('GET', `/v1/monitoring/authorizers/${encodeURIComponent(PAIR)}/history`);
+  expect(ok.status).toBe(200);
+  expect(ok.body.authorizer_unique_id).toBe(PAIR);
+});

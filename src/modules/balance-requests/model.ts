@@ -6,6 +6,8 @@ import { Authorizer } from '../authorizers/fields';
 
 export { Authorizer };
 
+export const MAX_AUTHORIZERS = 1000;
+
 const exampleAuthorizer = {
   authorizer_unique_id: 'loan-1001',
   first_name: 'Ada',
@@ -20,7 +22,7 @@ const exampleAuthorizer = {
 
 export const BalanceRequestBody = t.Object(
   {
-    authorizers: t.Array(Authorizer, { minItems: 1, maxItems: 1000 }),
+    authorizers: t.Array(Authorizer, { minItems: 1, maxItems: MAX_AUTHORIZERS }),
     webhook_url: t.Optional(t.String({ maxLength: 2048, description: 'Receives BALANCE_BATCH_COMPLETED when the batch completes' })),
   },
   { additionalProperties: false, examples: [{ authorizers: [exampleAuthorizer], webhook_url: 'https://hooks.example.com/balances' }] },

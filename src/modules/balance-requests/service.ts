@@ -17,7 +17,6 @@ import * as q from './queries';
 import { errorMessageFor } from './status';
 import type { SealedColumn } from '../../platform/vault';
 
-export const MAX_AUTHORIZERS = 1000;
 /** What a lender over its queue bound is told to wait before sending again. */
 export const QUEUE_FULL_RETRY_AFTER_S = 30;
 export const IDEMPOTENCY_TTL_MS = DAY_MS;

@@ -20,10 +20,10 @@ import { canTransition, transition } from './states';
 import { ledgerOf, type LedgerView } from './ledger';
 
 export const MONITOR_WINDOW_MS = 30 * DAY_MS;
+const TOKENIZE_CONCURRENCY = 8;
 
 export type EnrollmentInput = Static<typeof EnrollmentRequest>;
 export type IdsInput = Static<typeof IdsBody>;
-const TOKENIZE_CONCURRENCY = 8;
 
 export type Enrollment = typeof enrollments.$inferSelect;
 
@@ -91,7 +91,7 @@ function readBorrower(raw: EnrollmentInput['borrowers'][number], index: number, 
     const p = problems[0]!;
     return fail(aid, 'tokenization_failed', `${p.path.slice(1) || 'borrower'}: ${p.message}`);
   }
-  const b = raw;
+  const b = raw; // a Borrower from here on
   // Required on enrollment, and not blank (the shared rules treat blank identity fields as absent).
   for (const f of ['first_name', 'last_name', 'phone_number'] as const) {
     if (!b[f].trim()) return fail(aid, 'tokenization_failed', `${f} is required`);

@@ -101,6 +101,14 @@ function problemOf(err: { type?: number; path?: string; schema?: Schema; message
     }
     case ValueErrorType.StringPattern:
       return { path, message: s?.description ? `Expected ${s.description}` : `Expected ${expected(s)}` };
+    case ValueErrorType.Array:
+    case ValueErrorType.ArrayMinItems:
+    case ValueErrorType.ArrayMaxItems: {
+      // "an array of 1 to 1000 borrowers": the list named by its field.
+      const name = path.slice(path.lastIndexOf('/') + 1);
+      const what = expected(s);
+      return { path, message: `Expected ${/^[a-z_]+s$/.test(name) ? what.replace(/ items$/, ` ${name}`) : what}` };
+    }
     case ValueErrorType.Never:
       return { path, message: s?.description ?? 'This field is not accepted' };
     default:

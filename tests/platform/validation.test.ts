@@ -88,6 +88,21 @@ describe('every JSON body route answers its documented errors in the envelope', 
   }
 });
 
+describe('messages in the service’s words', () => {
+  test('a list of the wrong size is named by its field', async () => {
+    const borrowers = await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [] } });
+    expect(borrowers.body.error.details.errors).toEqual([{ path: '/borrowers', message: 'Expected an array of 1 to 1000 borrowers' }]);
+    const authorizers = await ctx.json('POST', '/v1/balance_requests', { body: { authorizers: MARK } });
+    expect(authorizers.body.error.details.errors).toEqual([{ path: '/authorizers', message: 'Expected an array of 1 to 1000 authorizers' }]);
+  });
+
+  test('a change of a processor key that sends merchant_ref says why it is refused', async () => {
+    const r = await ctx.json('PATCH', `/v1/payment_connections/${conn.body.id}`, { body: { merchant_ref: 'other' } });
+    expectEnvelope(r, 400, 'BAD_REQUEST');
+    expect(r.body.error.details.errors).toEqual([{ path: '/merchant_ref', message: 'merchant_ref is fixed when a key is created; create a new key for another tag' }]);
+  });
+});
+
 describe('what the whole-request schema leaves to each item', () => {
   test('an enrollment borrower that breaks a field rule fails alone (207); the request is not refused', async () => {
     const r = await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('item-bad', { collectable_amount: MARK }), enrollBorrower('item-ok')] } });

@@ -8,7 +8,8 @@ import type { Bench, WrkResult } from './common';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { authorizers, benchRuntime, ensureBenchDir, median, ms, num, runWrk, startBenchServer, tempDir } from './common';
 import { BalanceRequestBody } from '../../src/modules/balance-requests/model';
-import { readAuthorizerList } from '../../src/modules/authorizers/read';
+import { validateAuthorizerList } from '../../src/modules/authorizers/rules';
+import type { BalanceRequest } from '../../src/modules/balance-requests/service';
 import { insertBatch } from '../../src/modules/balance-requests/service';
 import { withTransaction } from '../../src/platform/context';
 
@@ -30,9 +31,9 @@ function breakdown(body: string) {
         return performance.now() - t0;
       }),
     );
-  const parsed = JSON.parse(body) as { authorizers: Record<string, unknown>[] };
+  const parsed = JSON.parse(body) as BalanceRequest;
   const schema = TypeCompiler.Compile(BalanceRequestBody);
-  const read = () => readAuthorizerList(parsed.authorizers, '/authorizers', { min: 1, max: 1000, debitCardsApproved: false, now: Date.now() });
+  const read = () => validateAuthorizerList(parsed.authorizers, { debitCardsApproved: false, now: Date.now() });
   const { accepted } = read();
   const b = benchRuntime({});
   try {

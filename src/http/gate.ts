@@ -1,6 +1,7 @@
 import type { Server } from 'elysia/universal';
 import type { PlatformDeps } from '../platform/context';
 import { DomainError, InvalidInput, RateLimited, Unauthenticated } from '../platform/errors';
+import { shownKey } from '../platform/fields';
 import type { AuthedLender } from './auth';
 import { fromDomainError, HttpsRequired } from './errors';
 import { httpsAllowed, resolveClient } from './https';
@@ -46,6 +47,17 @@ export function requestGate(
         fromDomainError(InvalidInput.field('path', 'The path has malformed percent-encoding', 'Encode each reserved or non-ASCII byte of the path as %XX of its UTF-8 form'))!,
       );
     }
+    // Likewise a query value that does not decode (UTF-16 surrogates written as bytes, a stray %): decoders
+    // would quietly turn it into U+FFFD, and a route would then answer for another value than the one sent.
+    const param = url.search.includes('%') ? undecodableParam(url.search.slice(1)) : null;
+    if (param !== null) {
+      return tracker.early(
+        request,
+        fromDomainError(
+          InvalidInput.field(param === '' ? 'query' : `/${param}`, 'The query has malformed percent-encoding', 'Encode each reserved or non-ASCII byte of the query as %XX of its UTF-8 form'),
+        )!,
+      );
+    }
     const remote = server?.requestIP(request)?.address ?? null;
     if (!httpsAllowed(deps.config, request, remote)) return tracker.early(request, new HttpsRequired());
     if (path === '/v1' || path.startsWith('/v1/')) {
@@ -73,6 +85,17 @@ export function requestGate(
       }
     }
   };
+}
+
+/** The name of the first query parameter whose value does not decode ('' when the name itself does not), or null. */
+function undecodableParam(search: string): string | null {
+  for (const part of search.split('&')) {
+    const eq = part.indexOf('=');
+    const name = eq < 0 ? part : part.slice(0, eq);
+    if (!decodes(name)) return '';
+    if (eq >= 0 && !decodes(part.slice(eq + 1))) return shownKey(decodeURIComponent(name.replaceAll('+', ' ')));
+  }
+  return null;
 }
 
 function decodes(path: string): boolean {

@@ -58,7 +58,12 @@ export function polishDocument(raw: Json, routes: Route[]): Json {
     const method = route.method.toLowerCase() as (typeof METHODS)[number];
     const op = paths[route.path.replace(/:([^/]+)/g, '{$1}')]?.[method];
     if (!op) continue;
-    const hooks = route.hooks as { body?: unknown; parse?: { fn: MediaParser }[] };
+    const hooks = route.hooks as { body?: unknown; parse?: { fn: MediaParser }[]; detail?: { requestBody?: Json } };
+    // A route that checks less than it documents (each enrollment borrower is checked alone) names its body itself.
+    if (hooks.detail?.requestBody) {
+      op.requestBody = structuredClone(hooks.detail.requestBody);
+      continue;
+    }
     const content = ((op.requestBody as Json | undefined)?.content ?? {}) as Json;
     // A body validated by the route's schema but read by a custom parser: the generator leaves it empty.
     if (hooks.body && Object.keys(content).length === 0) {

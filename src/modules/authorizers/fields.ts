@@ -1,56 +1,81 @@
-import type { FieldSpec } from '../../platform/fields';
+import { Type, type Static } from '@sinclair/typebox';
+import { identifierSchema, METADATA_KEY, METADATA_KEYS_MAX, METADATA_VALUE_MAX } from '../../platform/fields';
+import { Int } from '../../platform/schema';
 
-export { checkObject, objectSchema, schemaOf, type FieldSpec } from '../../platform/fields';
+// The authorizer's fields as TypeBox schemas: the OpenAPI document shows them, a request is checked against
+// them (JSON bodies and balance CSV rows alike), and their types are the services' input types. Balance
+// requests, schedules and enrollments build on them.
 
-// The authorizer's fields, as one field table (platform/fields.ts): the OpenAPI schema and the one-pass
-// reader (read.ts) both come from it. Balance requests, schedules and enrollments read authorizers through it.
+const text = (maxLength: number, description?: string) => Type.Optional(Type.String({ maxLength, ...(description ? { description } : {}) }));
 
-export const DATE_OF_BIRTH: FieldSpec = {
-  kind: 'object',
-  required: ['day', 'month', 'year'],
-  fields: {
-    day: { kind: 'int', min: 1, max: 31 },
-    month: { kind: 'int', min: 1, max: 12 },
-    year: { kind: 'int', min: 1900, max: 2100 },
+export const DateOfBirth = Type.Object(
+  { day: Int({ minimum: 1, maximum: 31 }), month: Int({ minimum: 1, maximum: 12 }), year: Int({ minimum: 1900, maximum: 2100 }) },
+  { additionalProperties: false },
+);
+
+export const Address = Type.Object(
+  {
+    street_address_line1: text(255),
+    street_address_line2: text(255),
+    city: text(255),
+    state: text(255),
+    zip_code: text(10, '5 digits, or ZIP+4; leading zeros significant'),
+    country: text(255),
   },
+  { additionalProperties: false },
+);
+
+export const Metadata = Type.Record(
+  Type.String({ pattern: METADATA_KEY.source }),
+  Type.Union([Type.String({ maxLength: METADATA_VALUE_MAX }), Type.Number(), Type.Boolean()]),
+  { maxProperties: METADATA_KEYS_MAX, additionalProperties: false, description: 'Caller data kept with the result; each key becomes a meta_<key> column of the CSV export' },
+);
+
+/** The authorizer's identifier: the caller's own, well-formed (see platform/fields.ts). */
+export const AuthorizerId = identifierSchema("Caller's own stable identifier of the borrower");
+
+/** The identity fields every authorizer may carry, beside its identifier and payment information. */
+export const IDENTITY_PROPERTIES = {
+  authorizer_unique_id: AuthorizerId,
+  first_name: text(255),
+  last_name: text(255),
+  phone_number: text(32, 'US phone number; exported as E.164'),
+  date_of_birth: Type.Optional(DateOfBirth),
+  address: Type.Optional(Address),
+  zip_code: text(10, 'Accepted at the top level too (CSV shape)'),
+  ssn: text(11, '9 digits, dashes allowed; leading zeros significant'),
+  ein: text(11, '9 digits (10 accepted), dash allowed'),
+  account_number: text(34, 'Bank account number; not validated for length or format'),
+  routing_number: text(9, 'ABA routing number, 9 digits; leading zeros significant'),
 };
 
-export const ADDRESS: FieldSpec = {
-  kind: 'object',
-  fields: {
-    street_address_line1: { kind: 'string', max: 255 },
-    street_address_line2: { kind: 'string', max: 255 },
-    city: { kind: 'string', max: 255 },
-    state: { kind: 'string', max: 255 },
-    zip_code: { kind: 'string', max: 10, description: '5 digits, or ZIP+4; leading zeros significant' },
-    country: { kind: 'string', max: 255 },
-  },
+/** Card fields of a balance check (an enrollment carries a card in charge_instrument instead). */
+export const CARD_PROPERTIES = {
+  debit_card_number: text(23, 'Debit card number (approved lenders only)'),
+  cvv: text(4),
+  expiration_month: Type.Optional(Int({ minimum: 1, maximum: 12 })),
+  expiration_year: Type.Optional(Int({ minimum: 2000, maximum: 2100 })),
 };
 
-/** The identity and payment-information fields every authorizer may carry. */
-export const AUTHORIZER_FIELDS: Record<string, FieldSpec> = {
-  authorizer_unique_id: { kind: 'string', min: 1, max: 255, description: "Caller's own stable identifier of the borrower" },
-  first_name: { kind: 'string', max: 255 },
-  last_name: { kind: 'string', max: 255 },
-  phone_number: { kind: 'string', max: 32, description: 'US phone number; exported as E.164' },
-  date_of_birth: DATE_OF_BIRTH,
-  address: ADDRESS,
-  zip_code: { kind: 'string', max: 10, description: 'Accepted at the top level too (CSV shape)' },
-  ssn: { kind: 'string', max: 11, description: '9 digits, dashes allowed; leading zeros significant' },
-  ein: { kind: 'string', max: 11, description: '9 digits (10 accepted), dash allowed' },
-  account_number: { kind: 'string', max: 34, description: 'Bank account number; not validated for length or format' },
-  routing_number: { kind: 'string', max: 9, description: 'ABA routing number, 9 digits; leading zeros significant' },
-  debit_card_number: { kind: 'string', max: 23, description: 'Debit card number (approved lenders only)' },
-  cvv: { kind: 'string', max: 4 },
-  expiration_month: { kind: 'int', min: 1, max: 12 },
-  expiration_year: { kind: 'int', min: 2000, max: 2100 },
-  metadata: { kind: 'metadata', description: 'Caller data kept with the result; each key becomes a meta_<key> column of the CSV export' },
+export const AUTHORIZER_PROPERTIES = {
+  ...IDENTITY_PROPERTIES,
+  ...CARD_PROPERTIES,
+  metadata: Type.Optional(Metadata),
 };
 
-export const THRESHOLD_FIELD: FieldSpec = {
-  kind: 'number',
-  min: 0,
-  max: 1e12,
+export const ThresholdAmount = Type.Number({
+  minimum: 0,
+  maximum: 1e12,
   description: 'Dollars (at most two decimals); a balance that meets or exceeds it sends an alert',
-};
+});
 
+/** An authorizer of a balance request or a balance CSV row. */
+export const Authorizer = Type.Object(AUTHORIZER_PROPERTIES, { additionalProperties: false, title: 'Authorizer' });
+/** An authorizer of a schedule: the same, with its own threshold. */
+export const ScheduleAuthorizer = Type.Object(
+  { ...AUTHORIZER_PROPERTIES, threshold_amount: Type.Optional(ThresholdAmount) },
+  { additionalProperties: false },
+);
+
+/** An authorizer whose fields have the right shape, before its rules are checked (rules.ts). */
+export type AuthorizerCandidate = Static<typeof ScheduleAuthorizer>;

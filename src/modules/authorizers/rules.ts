@@ -2,12 +2,13 @@ import valid from 'card-validator';
 import type { PaymentType } from '../../../db/schema/enums';
 import { routingNumberProblem } from '../../adapters/routing/aba';
 import { dollarsToCents } from '../../platform/money';
+import type { AuthorizerCandidate } from './fields';
 
 // The rules of an authorizer's fields, beyond their shape: one payment-information mode, tax id, routing
 // checksum, leading zeros, card approval and expiry, phone, date of birth. One place for balance requests,
 // schedules and enrollments.
 
-export type { PaymentType };
+export type { AuthorizerCandidate, PaymentType };
 
 /** The fields that are sealed in the vault, never stored or logged in the clear. */
 export interface SensitiveFields {
@@ -41,34 +42,6 @@ export interface FailedAuthorizer {
   error: string;
   account_type: PaymentType;
   row_number: number;
-}
-
-/** An authorizer whose fields have the right shape (read.ts), before its rules are checked. */
-export interface AuthorizerCandidate {
-  authorizer_unique_id: string;
-  first_name?: string;
-  last_name?: string;
-  phone_number?: string;
-  date_of_birth?: { day: number; month: number; year: number };
-  address?: {
-    street_address_line1?: string;
-    street_address_line2?: string;
-    city?: string;
-    state?: string;
-    zip_code?: string;
-    country?: string;
-  };
-  zip_code?: string;
-  ssn?: string;
-  ein?: string;
-  account_number?: string;
-  routing_number?: string;
-  debit_card_number?: string;
-  cvv?: string;
-  expiration_month?: number;
-  expiration_year?: number;
-  metadata?: Record<string, string | number | boolean>;
-  threshold_amount?: number;
 }
 
 const digits = (s: string) => s.replace(/[\s-]/g, '');
@@ -217,6 +190,14 @@ export function validateAuthorizer(
       },
     },
   };
+}
+
+/** The rules of a request's authorizers, in request order (row numbers from 1). */
+export function validateAuthorizerList(list: AuthorizerCandidate[], opts: { debitCardsApproved: boolean; now: number }) {
+  return validateAuthorizers(
+    list.map((candidate, i) => ({ candidate, rowNumber: i + 1 })),
+    opts,
+  );
 }
 
 /** Validates a whole list: duplicates of one identifier fail every copy; the rest are checked alone. */

@@ -1,6 +1,9 @@
 import { InvalidInput } from '../../platform/errors';
 import { METADATA_KEY_MAX, METADATA_KEYS_MAX, METADATA_VALUE_MAX } from '../../platform/fields';
 import { CsvError, CsvRowLimit, decodeCsvBytes, metaKey, normalizeHeader, readCsv } from '../../platform/csv';
+import { isIdentifier } from '../../platform/fields';
+import { problemsOf } from '../../platform/validation';
+import { Authorizer } from '../authorizers/fields';
 import type { AuthorizerCandidate, FailedAuthorizer } from '../authorizers/rules';
 
 export const MAX_CSV_ROWS = 5000;
@@ -28,6 +31,13 @@ const KNOWN_COLUMNS = new Set([
 ]);
 
 const tooManyRows = () => InvalidInput.field('file', `The CSV has more than ${MAX_CSV_ROWS} data rows; at most ${MAX_CSV_ROWS} are accepted per file`);
+/** A schema path of an authorizer as the CSV names it: its column (address fields and metadata are flat there). */
+function columnOf(path: string): string {
+  const parts = path.split('/').filter(Boolean);
+  if (parts[0] === 'address' && parts[1]) return parts[1];
+  if (parts[0] === 'metadata' && parts[1]) return `meta_${parts[1]}`;
+  return parts.join('.') || 'row';
+}
 
 function intCell(v: string): number | undefined | 'bad' {
   if (v === '') return undefined;
@@ -90,7 +100,8 @@ export function parseBalanceCsv(bytes: Uint8Array): {
     });
     const fail = (error: string) =>
       failed.push({
-        authorizer_unique_id: v.authorizer_unique_id || null,
+        // An identifier that breaks the rule is not repeated back (a cell can be any length).
+        authorizer_unique_id: isIdentifier(v.authorizer_unique_id) ? v.authorizer_unique_id : null,
         error,
         account_type: v.debit_card_number && !v.account_number ? 'DEBIT_CARD' : 'ACCOUNT_NUMBER',
         row_number: row.line,
@@ -148,6 +159,13 @@ export function parseBalanceCsv(bytes: Uint8Array): {
       },
       metadata: Object.keys(metadata).length > 0 ? metadata : undefined,
     };
+    // The JSON request's field rules (lengths, formats, metadata), from the same schema: a row that breaks
+    // one fails alone, as an authorizer of a JSON request would.
+    const problems = problemsOf(Authorizer, candidate);
+    if (problems.length > 0) {
+      fail(problems.map((p) => `${columnOf(p.path)}: ${p.message}`).join('; '));
+      continue;
+    }
     candidates.push({ candidate, rowNumber: row.line });
   }
   return { candidates, failed, warnings };

@@ -2,10 +2,11 @@ import { t } from 'elysia';
 import { BATCH_SOURCES, BATCH_STATUSES, PAYMENT_TYPES } from '../../../db/schema/enums';
 import { pageTokenQuery } from '../../platform/pagination';
 import { Int, OneOf } from '../../platform/schema';
-import { AUTHORIZER_FIELDS, objectSchema } from '../authorizers/fields';
+import { Authorizer } from '../authorizers/fields';
 
-/** An authorizer as the OpenAPI document shows it; read.ts enforces the same table in one pass. */
-export const Authorizer = objectSchema(AUTHORIZER_FIELDS, ['authorizer_unique_id'], { title: 'Authorizer' });
+export { Authorizer };
+
+export const MAX_AUTHORIZERS = 1000;
 
 const exampleAuthorizer = {
   authorizer_unique_id: 'loan-1001',
@@ -21,7 +22,7 @@ const exampleAuthorizer = {
 
 export const BalanceRequestBody = t.Object(
   {
-    authorizers: t.Array(Authorizer, { minItems: 1, maxItems: 1000 }),
+    authorizers: t.Array(Authorizer, { minItems: 1, maxItems: MAX_AUTHORIZERS }),
     webhook_url: t.Optional(t.String({ maxLength: 2048, description: 'Receives BALANCE_BATCH_COMPLETED when the batch completes' })),
   },
   { additionalProperties: false, examples: [{ authorizers: [exampleAuthorizer], webhook_url: 'https://hooks.example.com/balances' }] },

@@ -1,8 +1,9 @@
 import { Elysia, t } from 'elysia';
 import type { Deps } from '../../deps';
 import { InvalidInput } from '../../platform/errors';
+import { identifierSchema } from '../../platform/fields';
 import { errorResponses, errors } from '../../http/errors';
-import { documentedBody, jsonBody, multipartBody, rawBodyHash, MULTIPART_OVERHEAD_BYTES } from '../../http/body';
+import { multipartBody, rawBodyHash, schemaBody, MULTIPART_OVERHEAD_BYTES } from '../../http/body';
 import type { Auth } from '../../http/auth';
 import {
   BalanceRequestBody,
@@ -30,7 +31,6 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
     .post(
       '/balance_requests',
       async ({ lender, body, request, set }) => {
-        // The body is read and checked in one pass by the service (shape and rules together).
         const result = await submitBalanceRequest({ ctx: { lender, deps }, input: { body, bodyHash: rawBodyHash(request) } });
         set.status = result.status;
         if (result.replayed) set.headers['idempotent-replayed'] = 'true';
@@ -38,17 +38,18 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
       },
       {
         auth: true,
-        parse: jsonBody({ hash: true }),
+        ...schemaBody(BalanceRequestBody, { hash: true }),
         response: { 201: BatchSubmission, ...errors(400, 401, 413, 415, 429) },
         detail: {
-          ...documentedBody(BalanceRequestBody, 'application/json'),
           tags,
           summary: 'Submit a batch of balance checks',
           description:
             'Up to 1000 authorizers. Each needs bank account information (account_number, routing_number) or debit card ' +
             'information (debit_card_number; approved lenders only), and ssn or ein. metadata: at most 50 keys of 1 to 64 ' +
             'letters, digits, dots, dashes or underscores, each a number, a boolean or a string of at most 1000 characters. ' +
-            'The body may nest at most 32 levels. Authorizers that fail a rule come back ' +
+            'authorizer_unique_id: 1 to 255 characters of well-formed Unicode without control characters. ' +
+            'The body may nest at most 32 levels; a body that breaks its schema anywhere is a 400 naming every path. ' +
+            'Authorizers that fail a rule come back ' +
             'in failed_authorizers and the rest of the batch proceeds; when none passes the answer is 400 with the list in ' +
             'error.details.failed_authorizers. An identical body sent again within 24 hours returns the first answer with ' +
             'the header Idempotent-Replayed: true and creates no second batch.',
@@ -81,7 +82,9 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
             'rows. Columns: authorizer_unique_id, phone_number, ssn, ein, account_number, routing_number, debit_card_number, cvv, ' +
             'expiration_month, expiration_year, first_name, last_name, street_address_line1, street_address_line2, city, state, ' +
             'zip_code, country, date_of_birth (MM/DD/YYYY) and up to 50 meta_<key> columns (keys of at most 64 characters; a ' +
-            'row whose meta_ cell is over 1000 characters fails). row_number counts the header as row 1. ' +
+            'row whose meta_ cell is over 1000 characters fails). Each row is held to the field limits of the JSON ' +
+            'request (lengths, formats, a well-formed authorizer_unique_id): a row that breaks one comes back in ' +
+            'failed_authorizers naming the column. row_number counts the header as row 1. ' +
             'A file that is not UTF-8 is read as Latin-1 and a warning says so.',
         },
       },
@@ -150,13 +153,15 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
       ({ lender, params, query }) => authorizerHistory({ ctx: { lender, deps }, input: { authorizerId: params.id, ...query } }),
       {
         auth: true,
-        params: t.Object({ id: t.String({ description: 'authorizer_unique_id' }) }),
+        params: t.Object({ id: identifierSchema('authorizer_unique_id') }),
         query: HistoryQuery,
         response: { 200: History, ...errors(400, 401, 429) },
         detail: {
           tags: ['Monitoring'],
           summary: 'Balance history of an authorizer',
-          description: 'Every balance read of the authorizer for this lender (on-demand batches and schedule runs), newest first.',
+          description:
+            'Every balance read of the authorizer for this lender (on-demand batches and schedule runs), newest first. An ' +
+            'identifier that is not well-formed Unicode or holds control characters is 400.',
         },
       },
     );

@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox';
 import { and, asc, count, desc, eq, gt, lt } from 'drizzle-orm';
 import { balanceResults, batches } from '../../../db/schema';
 import type { BatchSource } from '../../../db/schema/enums';
@@ -5,23 +6,22 @@ import type { Ctx, JobContext } from '../../deps';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
 import { dbOf, withTransaction, type Tx } from '../../platform/context';
 import { InvalidInput, NotFound, RateLimited } from '../../platform/errors';
-import { shownKey } from '../../platform/fields';
 import { newId } from '../../platform/ids';
 import { centsToDollarsOrNull } from '../../platform/money';
 import { tokenFrom } from '../../platform/pagination';
 import { validateWebhookUrl } from '../webhooks/service';
-import { readAuthorizerList } from '../authorizers/read';
-import { validateAuthorizers, type AuthorizerCandidate, type FailedAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
+import { validateAuthorizerList, validateAuthorizers, type AuthorizerCandidate, type FailedAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
+import type { BalanceRequestBody } from './model';
 import { packItems, packSensitive } from './payload';
 import * as q from './queries';
 import { errorMessageFor } from './status';
 import type { SealedColumn } from '../../platform/vault';
 
-export const MAX_AUTHORIZERS = 1000;
 /** What a lender over its queue bound is told to wait before sending again. */
 export const QUEUE_FULL_RETRY_AFTER_S = 30;
 export const IDEMPOTENCY_TTL_MS = DAY_MS;
-const WEBHOOK_URL_MAX = 2048;
+
+export type BalanceRequest = Static<typeof BalanceRequestBody>;
 
 export interface SubmissionResponse {
   batch_id: string;
@@ -92,45 +92,19 @@ export function insertBatch({
 const acceptedMessage = (n: number) => `Batch accepted: ${n} authorizer${n === 1 ? '' : 's'} queued for a balance check`;
 
 /**
- * The top level of a JSON balance request, read with its authorizers in one pass. Shape problems anywhere
- * refuse the whole request (400); rule failures of single authorizers come back in failed_authorizers.
- */
-function readJsonRequest(ctx: Ctx, body: unknown, now: number) {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw InvalidInput.fields('Invalid request body: expected a JSON object', [{ path: '/', message: 'Expected an object' }]);
-  }
-  const problems: { path: string; message: string }[] = [];
-  for (const key of Object.keys(body)) {
-    if (key !== 'authorizers' && key !== 'webhook_url') problems.push({ path: `/${shownKey(key)}`, message: `Unknown field ${shownKey(key)}` });
-  }
-  const { webhook_url: webhookUrl, authorizers } = body as { webhook_url?: unknown; authorizers?: unknown };
-  if (webhookUrl !== undefined && (typeof webhookUrl !== 'string' || webhookUrl.length > WEBHOOK_URL_MAX)) {
-    problems.push({ path: '/webhook_url', message: `Expected a string of at most ${WEBHOOK_URL_MAX} characters` });
-  }
-  const read = readAuthorizerList(authorizers, '/authorizers', {
-    min: 1,
-    max: MAX_AUTHORIZERS,
-    debitCardsApproved: ctx.lender.debitCardApproved,
-    now,
-  });
-  InvalidInput.refuseBody([...problems, ...read.problems]);
-  return { webhookUrl: (webhookUrl as string | undefined) ?? null, accepted: read.accepted, failed: read.failed };
-}
-
-/**
  * POST /v1/balance_requests. A JSON body seen from the same lender in the last 24 hours returns the first
  * answer (no second batch).
  */
-export async function submitBalanceRequest({ ctx, input }: { ctx: Ctx; input: { body: unknown; bodyHash?: string } }) {
+export async function submitBalanceRequest({ ctx, input }: { ctx: Ctx; input: { body: BalanceRequest; bodyHash?: string } }) {
   const now = ctx.deps.clock.now();
-  const read = readJsonRequest(ctx, input.body, now);
+  const { accepted, failed } = validateAuthorizerList(input.body.authorizers, { debitCardsApproved: ctx.lender.debitCardApproved, now });
   if (input.bodyHash) {
     const hit = q.findCachedResponse(ctx.deps.db, ctx.lender.id, input.bodyHash, now - IDEMPOTENCY_TTL_MS);
     if (hit) return { status: hit.statusCode, body: JSON.parse(hit.responseBody) as SubmissionResponse, replayed: true };
   }
   return acceptBatch({
     ctx,
-    input: { accepted: read.accepted, failed: read.failed, webhookUrl: read.webhookUrl, source: 'api', bodyHash: input.bodyHash, now },
+    input: { accepted, failed, webhookUrl: input.body.webhook_url ?? null, source: 'api', bodyHash: input.bodyHash, now },
   });
 }
 

@@ -1,5 +1,5 @@
 import type { Db } from '../../platform/db';
-import { AUTHORIZER_FIELDS } from '../authorizers/fields';
+import { IDENTIFIER_MAX as AID_MAX } from '../../platform/fields';
 import { borrowersAmong, paymentById } from './queries';
 
 /** The prefix of the references the service gives its payments: `DRS-{authorizer_unique_id}-{payment_id}`. */
@@ -16,8 +16,6 @@ export function borrowerNamedBy(db: Db, lenderId: string, rest: string): { id: s
   return found.length === 1 ? found[0]! : null;
 }
 
-const aidSpec = AUTHORIZER_FIELDS.authorizer_unique_id!;
-const AID_MAX = aidSpec.kind === 'string' ? aidSpec.max : Infinity;
 
 /**
  * The left parts of a reference (prefix taken off) that could be a borrower's identifier: each part before a

@@ -1,53 +1,51 @@
+import { Type } from '@sinclair/typebox';
 import { t } from 'elysia';
 import { HELD_REASONS, MONITOR_STATES, RAILS } from '../../../db/schema/enums';
-import { objectSchema, type FieldSpec } from '../../platform/fields';
 import { pageTokenQuery } from '../../platform/pagination';
 import { Int, OneOf } from '../../platform/schema';
-import { AUTHORIZER_FIELDS } from '../authorizers/fields';
+import { Address, AuthorizerId, DateOfBirth, IDENTITY_PROPERTIES, Metadata } from '../authorizers/fields';
 import { MERCHANT_REF } from '../payment-connections/model';
 
 export const MAX_BORROWERS = 1000;
 export const MAX_COLLECTABLE_CENTS = 10_000_000;
 
-const { debit_card_number: _c, cvv: _v, expiration_month: _m, expiration_year: _y, ...identity } = AUTHORIZER_FIELDS;
-
-export const CARD_FIELDS: Record<string, FieldSpec> = {
-  debit_card_number: { kind: 'string', max: 23, description: 'Tokenized at the processor; never stored' },
-  cvv: { kind: 'string', max: 4 },
-  expiration_month: { kind: 'int', min: 1, max: 12 },
-  expiration_year: { kind: 'int', min: 2000, max: 2100 },
-};
-
-export const CHARGE_INSTRUMENT: FieldSpec = {
-  kind: 'object',
-  description: 'Exactly one of processor_token (with card_last4) or card; omitted means ACH from the bank account',
-  fields: {
-    processor_token: { kind: 'string', min: 1, max: 255, description: 'Opaque processor token (Stripe pm_…)' },
-    card_last4: { kind: 'string', max: 4, pattern: /^\d{4}$/, description: '4 digits; required with processor_token' },
-    card: { kind: 'object', required: ['debit_card_number', 'expiration_month', 'expiration_year'], fields: CARD_FIELDS },
+export const CardFields = Type.Object(
+  {
+    debit_card_number: Type.String({ maxLength: 23, description: 'Tokenized at the processor; never stored' }),
+    cvv: Type.Optional(Type.String({ maxLength: 4 })),
+    expiration_month: Int({ minimum: 1, maximum: 12 }),
+    expiration_year: Int({ minimum: 2000, maximum: 2100 }),
   },
-};
+  { additionalProperties: false },
+);
 
-/** A borrower of an enrollment request: the identity fields (no card fields: cards go in charge_instrument) and the debt. */
-export const BORROWER_FIELDS: Record<string, FieldSpec> = {
-  ...identity,
-  collectable_amount: { kind: 'int', min: 1, max: MAX_COLLECTABLE_CENTS, description: 'Cents; no single payment exceeds it' },
-  days_past_due: { kind: 'int', min: 0, max: 100_000, description: 'As of the request' },
-  merchant_ref: { kind: 'string', min: 1, max: 64, pattern: MERCHANT_REF, description: 'a processor key tag; omitted means the default key' },
-  charge_instrument: CHARGE_INSTRUMENT,
+export const ChargeInstrument = Type.Object(
+  {
+    processor_token: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Opaque processor token (Stripe pm_…)' })),
+    card_last4: Type.Optional(Type.String({ maxLength: 4, pattern: '^\\d{4}$', description: '4 digits; required with processor_token' })),
+    card: Type.Optional(CardFields),
+  },
+  { additionalProperties: false, description: 'Exactly one of processor_token (with card_last4) or card; omitted means ACH from the bank account' },
+);
+
+/** A borrower of an enrollment request: the identity fields (cards go in charge_instrument) and the debt. */
+const BORROWER_PROPERTIES = {
+  ...IDENTITY_PROPERTIES,
+  first_name: Type.String({ maxLength: 255 }),
+  last_name: Type.String({ maxLength: 255 }),
+  phone_number: Type.String({ maxLength: 32, description: 'US phone number; exported as E.164' }),
+  date_of_birth: DateOfBirth,
+  address: Address,
+  account_number: Type.String({ maxLength: 34, description: 'Bank account number; not validated for length or format' }),
+  routing_number: Type.String({ maxLength: 9, description: 'ABA routing number, 9 digits; leading zeros significant' }),
+  metadata: Type.Optional(Metadata),
+  collectable_amount: Int({ minimum: 1, maximum: MAX_COLLECTABLE_CENTS, description: 'Cents; no single payment exceeds it' }),
+  days_past_due: Int({ minimum: 0, maximum: 100_000, description: 'As of the request' }),
+  merchant_ref: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 64, pattern: MERCHANT_REF.source, description: 'a processor key tag; omitted means the default key' }),
+  ),
+  charge_instrument: Type.Optional(ChargeInstrument),
 };
-export const BORROWER_REQUIRED = [
-  'authorizer_unique_id',
-  'first_name',
-  'last_name',
-  'phone_number',
-  'date_of_birth',
-  'address',
-  'account_number',
-  'routing_number',
-  'collectable_amount',
-  'days_past_due',
-];
 
 const borrowerExample = {
   authorizer_unique_id: 'loan-1001',
@@ -63,10 +61,26 @@ const borrowerExample = {
   days_past_due: 35,
 };
 
-export const Borrower = objectSchema(BORROWER_FIELDS, BORROWER_REQUIRED, { title: 'Borrower', examples: [borrowerExample] });
+/** One borrower: checked alone, so a borrower that does not fit fails by itself (tokenization_failed). */
+export const Borrower = Type.Object(BORROWER_PROPERTIES, { additionalProperties: false, title: 'Borrower', examples: [borrowerExample] });
+/** The request as the OpenAPI document shows it, every borrower included. */
 export const EnrollmentBody = t.Object(
   { borrowers: t.Array(Borrower, { minItems: 1, maxItems: MAX_BORROWERS }) },
   { additionalProperties: false, examples: [{ borrowers: [borrowerExample] }] },
+);
+/**
+ * The request as the route checks it: the list, and in each borrower a well-formed authorizer_unique_id (the
+ * results are told apart by it; a malformed one makes the request malformed: 400 naming it). The rest of a
+ * borrower is checked against Borrower one by one, so a failing borrower never fails the others.
+ */
+export const EnrollmentRequest = t.Object(
+  {
+    borrowers: t.Array(Type.Object({ authorizer_unique_id: AuthorizerId }, { additionalProperties: true }), {
+      minItems: 1,
+      maxItems: MAX_BORROWERS,
+    }),
+  },
+  { additionalProperties: false },
 );
 
 export const OUTCOMES = ['enrolled', 'updated', 'held', 'failed'] as const;
@@ -107,7 +121,7 @@ export const EnrollmentResponse = t.Object(
 );
 
 export const IdsBody = t.Object(
-  { authorizer_unique_ids: t.Array(t.String({ minLength: 1, maxLength: 255 }), { minItems: 1, maxItems: MAX_BORROWERS }) },
+  { authorizer_unique_ids: t.Array(AuthorizerId, { minItems: 1, maxItems: MAX_BORROWERS }) },
   { additionalProperties: false, examples: [{ authorizer_unique_ids: ['loan-1001', 'loan-1002'] }] },
 );
 

@@ -1,9 +1,10 @@
 import { Elysia, t } from 'elysia';
 import type { Deps } from '../../deps';
 import { errors } from '../../http/errors';
-import { documentedBody, jsonBody } from '../../http/body';
+import { documentedBody, schemaBody } from '../../http/body';
 import type { Auth } from '../../http/auth';
-import { EnrollmentBody, EnrollmentList, EnrollmentListQuery, EnrollmentResponse, EnrollmentView, ErasureResponse, IdsBody, RemovalResponse } from './model';
+import { AuthorizerId } from '../authorizers/fields';
+import { EnrollmentBody, EnrollmentList, EnrollmentListQuery, EnrollmentRequest, EnrollmentResponse, EnrollmentView, ErasureResponse, IdsBody, RemovalResponse } from './model';
 import { enroll, eraseBorrowers, getEnrollment, listEnrollments, removeEnrollments } from './service';
 
 const tags = ['Payments'];
@@ -24,9 +25,10 @@ export const enrollmentRoutes = (deps: Deps, auth: Auth) =>
       },
       {
         auth: true,
-        parse: jsonBody({ limit: ENROLLMENT_BODY_LIMIT }),
+        ...schemaBody(EnrollmentRequest, { limit: ENROLLMENT_BODY_LIMIT }),
         response: { 207: EnrollmentResponse, ...errors(400, 401, 413, 415, 429) },
         detail: {
+          // Documented with every borrower's fields; the route checks the list and each identifier (EnrollmentRequest).
           ...documentedBody(EnrollmentBody, 'application/json'),
           tags,
           summary: 'Enroll borrowers for collection',
@@ -38,7 +40,9 @@ export const enrollmentRoutes = (deps: Deps, auth: Auth) =>
               'unchanged re-send. held: stored, not monitored (unresolvable_routing_number, institution_not_supported); ' +
               'monitoring starts by itself when the bank becomes readable. failed: not stored (duplicate_in_request on ' +
               'every copy, tokenization_failed naming the field, card_tokenization_failed, chunk_failed when the ' +
-              'processor could not be reached: send again). A lapsed, removed, stopped or collected borrower sent again ' +
+              'processor could not be reached: send again). A borrower that is not an object, or whose ' +
+              'authorizer_unique_id is missing or not 1 to 255 characters of well-formed Unicode without control ' +
+              'characters, makes the request malformed: 400 naming it (borrowers/<index>/authorizer_unique_id). A lapsed, removed, stopped or collected borrower sent again ' +
               'starts fresh. Raw cards are tokenized at the processor key that takes the borrower’s card payments; the ' +
               'number is never stored. monitor_open_failed is in the schema but never produced: storing and opening ' +
               'the monitor are one transaction. already_enrolled is always 0.',
@@ -48,14 +52,14 @@ export const enrollmentRoutes = (deps: Deps, auth: Auth) =>
     )
     .delete('/payment_enrollments', ({ lender, body }) => removeEnrollments({ ctx: { lender, deps }, input: { body } }), {
       auth: true,
-      parse: jsonBody(),
+      ...schemaBody(IdsBody),
       response: { 200: RemovalResponse, ...errors(400, 401, 413, 415, 429) },
       detail: {
-        ...documentedBody(IdsBody, 'application/json'),
         tags,
         summary: 'Stop monitoring borrowers',
         ...early(
-          '`{authorizer_unique_ids: [...]}` (1 to 1000). removed: live monitoring stopped by this request; no new ' +
+          '`{authorizer_unique_ids: [...]}` (1 to 1000); an identifier that is not well-formed Unicode or holds control ' +
+            'characters is a 400 naming it. removed: live monitoring stopped by this request; no new ' +
             'payment is initiated after this call returns. not_monitored: known but not monitored (also on a retry). ' +
             'unknown: no record (another lender’s borrower included). Details and history are kept.',
         ),
@@ -63,14 +67,13 @@ export const enrollmentRoutes = (deps: Deps, auth: Auth) =>
     })
     .delete('/persisted_authorizers', ({ lender, body }) => eraseBorrowers({ ctx: { lender, deps }, input: { body } }), {
       auth: true,
-      parse: jsonBody(),
+      ...schemaBody(IdsBody),
       response: { 200: ErasureResponse, ...errors(400, 401, 413, 415, 429) },
       detail: {
-        ...documentedBody(IdsBody, 'application/json'),
         tags,
         summary: 'Erase borrowers’ stored details',
         ...early(
-          'Stops monitoring as removal does and erases the borrowers’ personal data and card tokens (overwritten, not ' +
+          '`{authorizer_unique_ids: [...]}` (1 to 1000), as removal. Stops monitoring as removal does and erases the borrowers’ personal data and card tokens (overwritten, not ' +
             'just unlinked). Payment events and the ledger are kept.',
         ),
       },
@@ -86,7 +89,7 @@ export const enrollmentRoutes = (deps: Deps, auth: Auth) =>
       ({ lender, params }) => getEnrollment({ ctx: { lender, deps }, input: { authorizerUniqueId: params.authorizer_unique_id } }),
       {
         auth: true,
-        params: t.Object({ authorizer_unique_id: t.String() }),
+        params: t.Object({ authorizer_unique_id: AuthorizerId }),
         response: { 200: EnrollmentView, ...errors(401, 404, 429) },
         detail: {
           tags,
@@ -94,7 +97,7 @@ export const enrollmentRoutes = (deps: Deps, auth: Auth) =>
           ...early(
             'State, reason, blocked_reason, the monitoring window, the amount, the instrument (bank name or card brand, ' +
               'last four), the last balance read, payments used and the ledger; amounts in cents, no personal data. ' +
-              'Another lender’s borrower is 404.',
+              'Another lender’s borrower is 404; an identifier that is not well-formed or holds control characters is 400.',
           ),
         },
       },

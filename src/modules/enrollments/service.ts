@@ -1,25 +1,28 @@
+import type { Static } from '@sinclair/typebox';
 import { and, asc, eq, gt } from 'drizzle-orm';
 import { enrollments } from '../../../db/schema';
-import type { HeldReason, MonitorState, Rail } from '../../../db/schema/enums';
+import type { HeldReason, MonitorState } from '../../../db/schema/enums';
 import type { Ctx, Deps } from '../../deps';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
 import { dbOf, withTransaction, type Tx } from '../../platform/context';
-import { InvalidInput, NotFound } from '../../platform/errors';
-import { checkObject } from '../../platform/fields';
-import type { FieldProblem } from '../../platform/errors';
+import { NotFound } from '../../platform/errors';
+import { fits, problemsOf } from '../../platform/validation';
 import { newId } from '../../platform/ids';
 import { tokenFrom } from '../../platform/pagination';
 import type { SealedColumn } from '../../platform/vault';
 import { CardRefused, ProcessorUnavailable, type TokenizedCard } from '../../adapters/processors';
-import { validateAuthorizer, type AuthorizerCandidate, type NormalizedAuthorizer } from '../authorizers/rules';
+import { validateAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
 import { packItems, packSensitive, unpackItems, unpackSensitive } from '../balance-requests/payload';
 import { resolveKey } from '../payment-connections/resolve';
-import { BORROWER_FIELDS, BORROWER_REQUIRED, MAX_BORROWERS } from './model';
+import { Borrower, type EnrollmentRequest, type IdsBody } from './model';
 import * as q from './queries';
 import { applyMonitorEvent, enrollStatement, monitorsOf } from './monitor-store';
 import { ledgerOf, type LedgerView } from './ledger';
 
 const TOKENIZE_CONCURRENCY = 8;
+
+export type EnrollmentInput = Static<typeof EnrollmentRequest>;
+export type IdsInput = Static<typeof IdsBody>;
 
 export type Enrollment = typeof enrollments.$inferSelect;
 
@@ -78,45 +81,37 @@ const fail = (aid: string | null, reason: string, message?: string): Result => (
 });
 
 /** One borrower's fields: shape and rules, every problem named by field (never by value). */
-function readBorrower(raw: unknown, index: number, now: number): Candidate | Result {
-  const problems: FieldProblem[] = [];
-  const b = checkObject(BORROWER_FIELDS, BORROWER_REQUIRED, raw, '', problems) as Record<string, unknown> | undefined;
-  const aid = typeof (raw as { authorizer_unique_id?: unknown } | null)?.authorizer_unique_id === 'string'
-    ? ((raw as { authorizer_unique_id: string }).authorizer_unique_id || null)
-    : null;
-  const cardProblem = problems.find((p) => p.path.startsWith('/charge_instrument'));
-  if (cardProblem) return fail(aid, 'card_tokenization_failed', `${cardProblem.path.slice(1)}: ${cardProblem.message}`);
-  if (problems.length > 0 || !b) {
-    const p = problems[0] ?? { path: '/', message: 'Expected an object' };
+function readBorrower(raw: EnrollmentInput['borrowers'][number], index: number, now: number): Candidate | Result {
+  const aid = raw.authorizer_unique_id;
+  if (!fits(Borrower, raw)) {
+    const problems = problemsOf(Borrower, raw);
+    const cardProblem = problems.find((p) => p.path.startsWith('/charge_instrument'));
+    if (cardProblem) return fail(aid, 'card_tokenization_failed', `${cardProblem.path.slice(1)}: ${cardProblem.message}`);
+    const p = problems[0]!;
     return fail(aid, 'tokenization_failed', `${p.path.slice(1) || 'borrower'}: ${p.message}`);
   }
-  const candidate = b as unknown as AuthorizerCandidate;
+  const b = raw; // a Borrower from here on
   // Required on enrollment, and not blank (the shared rules treat blank identity fields as absent).
   for (const f of ['first_name', 'last_name', 'phone_number'] as const) {
-    if (!candidate[f]?.trim()) return fail(aid, 'tokenization_failed', `${f} is required`);
+    if (!b[f].trim()) return fail(aid, 'tokenization_failed', `${f} is required`);
   }
-  if (!candidate.address?.zip_code?.trim()) return fail(aid, 'tokenization_failed', 'address.zip_code is required');
-  const checked = validateAuthorizer(candidate, index + 1, { debitCardsApproved: false, now });
+  if (!b.address.zip_code?.trim()) return fail(aid, 'tokenization_failed', 'address.zip_code is required');
+  const checked = validateAuthorizer(b, index + 1, { debitCardsApproved: false, now });
   if (!checked.ok) return fail(aid, 'tokenization_failed', checked.failure.error);
 
   let instrument: Instrument = { kind: 'ach' };
-  const ci = b.charge_instrument as { processor_token?: string; card_last4?: string; card?: Record<string, unknown> } | undefined;
+  const ci = b.charge_instrument;
   if (ci) {
     const options = [ci.processor_token !== undefined, ci.card !== undefined].filter(Boolean).length;
     if (options !== 1) return fail(aid, 'card_tokenization_failed', 'charge_instrument holds exactly one of processor_token or card');
     if (ci.processor_token !== undefined) {
       if (!ci.card_last4) return fail(aid, 'card_tokenization_failed', 'card_last4 (4 digits) is required with processor_token');
       instrument = { kind: 'token', token: ci.processor_token, last4: ci.card_last4 };
-    } else {
-      const c = ci.card!;
+    } else if (ci.card) {
+      const c = ci.card;
       instrument = {
         kind: 'card',
-        card: {
-          number: String(c.debit_card_number).replace(/[\s-]/g, ''),
-          cvv: (c.cvv as string | undefined) ?? null,
-          expMonth: c.expiration_month as number,
-          expYear: c.expiration_year as number,
-        },
+        card: { number: c.debit_card_number.replace(/[\s-]/g, ''), cvv: c.cvv ?? null, expMonth: c.expiration_month, expYear: c.expiration_year },
       };
     }
   }
@@ -124,9 +119,9 @@ function readBorrower(raw: unknown, index: number, now: number): Candidate | Res
     index,
     aid: checked.value.authorizerUniqueId,
     authorizer: checked.value,
-    amount: b.collectable_amount as number,
-    daysPastDue: b.days_past_due as number,
-    merchantRef: (b.merchant_ref as string | undefined) ?? null,
+    amount: b.collectable_amount,
+    daysPastDue: b.days_past_due,
+    merchantRef: b.merchant_ref ?? null,
     instrument,
   };
 }
@@ -136,12 +131,13 @@ async function tokenizeCards(ctx: Ctx, cands: Candidate[], results: (Result | nu
   const queue = cands.filter((c) => c.instrument.kind === 'card');
   const worker = async () => {
     for (let c = queue.shift(); c; c = queue.shift()) {
+      if (c.instrument.kind !== 'card') continue;
+      const { card } = c.instrument;
       const key = resolveKey(ctx, { lenderId: ctx.lender.id, rail: 'card', merchantRef: c.merchantRef });
       if (!key || !key.keySealed) {
         results[c.index] = fail(c.aid, 'card_tokenization_failed', 'no processor key for card payments');
         continue;
       }
-      const card = (c.instrument as Extract<Instrument, { kind: 'card' }>).card;
       try {
         c.card = await ctx.deps.processors.byName(key.processor).tokenizeCard(ctx.deps.vault.open(key.keySealed), card);
       } catch (e) {
@@ -173,29 +169,17 @@ const HELD_MESSAGES: Record<HeldReason, string> = {
  * request), raw cards tokenized at the processor, then every storable borrower written in one
  * BEGIN IMMEDIATE transaction: all of them or none.
  */
-export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: unknown } }) {
-  const body = input.body as { borrowers?: unknown } | null;
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) InvalidInput.refuseBody([{ path: '/', message: 'Expected an object with borrowers' }]);
-  const unknown = Object.keys(body!).filter((k) => k !== 'borrowers');
-  const list = body!.borrowers;
-  const problems: FieldProblem[] = unknown.map((k) => ({ path: `/${k}`, message: `Unknown field ${k}` }));
-  if (!Array.isArray(list) || list.length < 1 || list.length > MAX_BORROWERS) {
-    problems.push({ path: '/borrowers', message: `Expected an array of 1 to ${MAX_BORROWERS} borrowers` });
-  }
-  InvalidInput.refuseBody(problems);
-  const raw = list as unknown[];
+export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: EnrollmentInput } }) {
+  const raw = input.body.borrowers;
   const now = ctx.deps.clock.now();
 
   const results: (Result | null)[] = raw.map(() => null);
   const counts = new Map<string, number>();
-  for (const r of raw) {
-    const id = (r as { authorizer_unique_id?: unknown } | null)?.authorizer_unique_id;
-    if (typeof id === 'string' && id) counts.set(id, (counts.get(id) ?? 0) + 1);
-  }
+  for (const r of raw) counts.set(r.authorizer_unique_id, (counts.get(r.authorizer_unique_id) ?? 0) + 1);
   const cands: Candidate[] = [];
   raw.forEach((r, i) => {
-    const id = (r as { authorizer_unique_id?: unknown } | null)?.authorizer_unique_id;
-    if (typeof id === 'string' && (counts.get(id) ?? 0) > 1) {
+    const id = r.authorizer_unique_id;
+    if ((counts.get(id) ?? 0) > 1) {
       results[i] = fail(id, 'duplicate_in_request', 'This authorizer_unique_id appears more than once in the request; every copy is rejected');
       return;
     }
@@ -221,7 +205,7 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: unknown 
           amount: c.amount,
           daysPastDue: c.daysPastDue,
           merchantRef: c.merchantRef,
-          rail: (c.instrument.kind === 'ach' ? 'ach' : 'card') as Rail,
+          rail: c.instrument.kind === 'ach' ? 'ach' : 'card',
           routing,
           bankName: ctx.deps.routing.lookup(routing)?.name ?? null,
           sealed: sealBorrower(ctx.deps, { s: c.authorizer.sensitive, phone: c.authorizer.phone, zip: c.authorizer.zip }),
@@ -240,26 +224,10 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: unknown 
     }
   });
 
-  const done = results as Result[];
+  // Every borrower has its result by now: a failure before the transaction, or its outcome in it.
+  const done = results.filter((r): r is Result => r !== null);
   const n = (o: Outcome) => done.filter((r) => r.outcome === o).length;
   return { results: done, enrolled: n('enrolled'), updated: n('updated'), held: n('held'), failed: n('failed'), already_enrolled: 0 };
-}
-
-function readIds(body: unknown): string[] {
-  const problems: FieldProblem[] = [];
-  const ok = typeof body === 'object' && body !== null && !Array.isArray(body);
-  if (!ok) InvalidInput.refuseBody([{ path: '/', message: 'Expected an object with authorizer_unique_ids' }]);
-  for (const k of Object.keys(body as object)) if (k !== 'authorizer_unique_ids') problems.push({ path: `/${k}`, message: `Unknown field ${k}` });
-  const ids = (body as { authorizer_unique_ids?: unknown }).authorizer_unique_ids;
-  if (!Array.isArray(ids) || ids.length < 1 || ids.length > MAX_BORROWERS) {
-    problems.push({ path: '/authorizer_unique_ids', message: `Expected an array of 1 to ${MAX_BORROWERS} identifiers` });
-  } else {
-    ids.forEach((v, i) => {
-      if (typeof v !== 'string' || v.length < 1 || v.length > 255) problems.push({ path: `/authorizer_unique_ids/${i}`, message: 'Expected a string of 1 to 255 characters' });
-    });
-  }
-  InvalidInput.refuseBody(problems);
-  return ids as string[];
 }
 
 /**
@@ -267,8 +235,8 @@ function readIds(body: unknown): string[] {
  * new payment is initiated for a removed borrower (collection checks the state in the same synchronous
  * step as it dispatches).
  */
-export function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { body: unknown } }) {
-  const ids = readIds(input.body);
+export function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { body: IdsInput } }) {
+  const ids = input.body.authorizer_unique_ids;
   const now = ctx.deps.clock.now();
   const results = withTransaction(ctx, (tx) => {
     const existing = new Map(monitorsOf(tx.tx, ctx.lender.id, ids).map((e) => [e.aid, e]));
@@ -290,8 +258,8 @@ export function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { body: unk
  * token are overwritten (secure_delete zeroes the freed space too); the record, its payments, events and
  * ledger stay. The clear copies a monitoring read left in the balance queue (phone, zip) are erased as well.
  */
-export function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: unknown } }) {
-  const ids = readIds(input.body);
+export function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: IdsInput } }) {
+  const ids = input.body.authorizer_unique_ids;
   const now = ctx.deps.clock.now();
   q.setSecureDelete(ctx.deps.db, true);
   try {

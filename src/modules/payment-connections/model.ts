@@ -1,46 +1,19 @@
+import { Type, type Static } from '@sinclair/typebox';
 import { t } from 'elysia';
 import { PROCESSOR_NAMES, RAIL_SCOPES, RAILS } from '../../../db/schema/enums';
-import { objectSchema, type FieldSpec } from '../../platform/fields';
 import { Int, OneOf } from '../../platform/schema';
 
 export const MERCHANT_REF = /^[a-z0-9_-]{1,64}$/;
 export const LABEL_MAX = 80;
 
-
-const API_KEY: FieldSpec = {
-  kind: 'string',
-  min: 1,
-  max: 255,
+const ApiKey = Type.String({
+  minLength: 1,
+  maxLength: 255,
   description: 'The processor key: sbx_… (sandbox), sk_live_/sk_test_/rk_live_/rk_test_ (Stripe). Sealed at once; never returned.',
-};
-const RAIL_SCOPE: FieldSpec = { kind: 'enum', values: RAIL_SCOPES, description: 'Payment types the key takes: ach, card or both' };
-const IS_DEFAULT: FieldSpec = { kind: 'boolean', description: 'The default key for its rail_scope (not with merchant_ref)' };
-const LABEL: FieldSpec = { kind: 'string', min: 1, max: LABEL_MAX, description: 'Shown in the portal; default "<Processor> key ending <last4>"' };
-
-export const CREATE_FIELDS: Record<string, FieldSpec> = {
-  api_key: API_KEY,
-  rail_scope: RAIL_SCOPE,
-  is_default: IS_DEFAULT,
-  merchant_ref: {
-    kind: 'string',
-    min: 1,
-    max: 64,
-    pattern: MERCHANT_REF,
-    description: 'a tag of 1 to 64 lowercase letters, digits, dashes or underscores (fixed after creation)',
-  },
-  label: LABEL,
-};
-export const CREATE_REQUIRED = ['api_key', 'rail_scope'];
-export const UPDATE_FIELDS: Record<string, FieldSpec> = { label: LABEL, rail_scope: RAIL_SCOPE, is_default: IS_DEFAULT, api_key: API_KEY };
-
-export interface CreateInput {
-  api_key: string;
-  rail_scope: (typeof RAIL_SCOPES)[number];
-  is_default?: boolean;
-  merchant_ref?: string;
-  label?: string;
-}
-export type UpdateInput = Partial<Pick<CreateInput, 'api_key' | 'rail_scope' | 'is_default' | 'label'>>;
+});
+const RailScope = OneOf(RAIL_SCOPES, { description: 'Payment types the key takes: ach, card or both' });
+const IsDefault = Type.Boolean({ description: 'The default key for its rail_scope (not with merchant_ref)' });
+const Label = Type.String({ minLength: 1, maxLength: LABEL_MAX, description: 'Shown in the portal; default "<Processor> key ending <last4>"' });
 
 const connectionExample = {
   id: '019a4f3e-8c1d-7b2a-9f00-1c2d3e4f5a6b',
@@ -56,10 +29,36 @@ const connectionExample = {
   created_at: '2026-11-21T10:00:00.000Z',
 };
 
-export const CreateConnectionBody = objectSchema(CREATE_FIELDS, CREATE_REQUIRED, {
-  examples: [{ api_key: 'sbx_demo_0000000000000001', rail_scope: 'both', is_default: true }],
-});
-export const UpdateConnectionBody = objectSchema(UPDATE_FIELDS, [], { examples: [{ is_default: true }] });
+export const CreateConnectionBody = Type.Object(
+  {
+    api_key: ApiKey,
+    rail_scope: RailScope,
+    is_default: Type.Optional(IsDefault),
+    merchant_ref: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        pattern: MERCHANT_REF.source,
+        description: 'a tag of 1 to 64 lowercase letters, digits, dashes or underscores (fixed after creation)',
+      }),
+    ),
+    label: Type.Optional(Label),
+  },
+  { additionalProperties: false, examples: [{ api_key: 'sbx_demo_0000000000000001', rail_scope: 'both', is_default: true }] },
+);
+export const UpdateConnectionBody = Type.Object(
+  {
+    label: Type.Optional(Label),
+    rail_scope: Type.Optional(RailScope),
+    is_default: Type.Optional(IsDefault),
+    api_key: Type.Optional(ApiKey),
+    // Named so that sending it says why it is refused, rather than "unknown field".
+    merchant_ref: Type.Optional(Type.Never({ description: 'merchant_ref is fixed when a key is created; create a new key for another tag' })),
+  },
+  { additionalProperties: false, examples: [{ is_default: true }] },
+);
+export type CreateInput = Static<typeof CreateConnectionBody>;
+export type UpdateInput = Static<typeof UpdateConnectionBody>;
 
 export const Connection = t.Object(
   {

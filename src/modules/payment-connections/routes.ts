@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia';
 import type { Deps } from '../../deps';
 import { errors } from '../../http/errors';
-import { documentedBody, jsonBody } from '../../http/body';
+import { schemaBody } from '../../http/body';
 import type { Auth } from '../../http/auth';
 import { Connection, ConnectionList, CreateConnectionBody, UpdateConnectionBody } from './model';
 import { createConnection, deleteConnection, listConnections, updateConnection } from './service';
@@ -23,10 +23,9 @@ export const paymentConnectionRoutes = (deps: Deps, auth: Auth) =>
       },
       {
         auth: true,
-        parse: jsonBody(),
+        ...schemaBody(CreateConnectionBody),
         response: { 201: Connection, ...errors(400, 401, 409, 413, 415, 429, 503) },
         detail: {
-          ...documentedBody(CreateConnectionBody, 'application/json'),
           tags,
           summary: 'Register a processor key',
           ...early(
@@ -58,10 +57,9 @@ export const paymentConnectionRoutes = (deps: Deps, auth: Auth) =>
       {
         auth: true,
         params: IdParams,
-        parse: jsonBody(),
+        ...schemaBody(UpdateConnectionBody),
         response: { 200: Connection, ...errors(400, 401, 404, 409, 413, 415, 429, 503) },
         detail: {
-          ...documentedBody(UpdateConnectionBody, 'application/json'),
           tags,
           summary: 'Change a processor key',
           ...early(

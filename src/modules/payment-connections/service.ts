@@ -5,11 +5,10 @@ import type { Ctx } from '../../deps';
 import { iso, isoOrNull } from '../../platform/clock';
 import { dbOf, withTransaction, type Tx } from '../../platform/context';
 import { Conflict, InvalidInput, NotFound, Unavailable } from '../../platform/errors';
-import { checkObject } from '../../platform/fields';
 import { newId } from '../../platform/ids';
 import type { SealedColumn } from '../../platform/vault';
 import { KeyRefused, processorOfKey, ProcessorUnavailable } from '../../adapters/processors';
-import { CREATE_FIELDS, CREATE_REQUIRED, UPDATE_FIELDS, type CreateInput, type UpdateInput } from './model';
+import type { CreateInput, UpdateInput } from './model';
 
 export type PaymentConnection = typeof paymentConnections.$inferSelect;
 
@@ -93,21 +92,13 @@ function asConflict<T>(fn: () => T): T {
   }
 }
 
-function readBody<T>(raw: unknown, fields: typeof CREATE_FIELDS, required: string[]): T {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) InvalidInput.refuseBody([{ path: '/', message: 'Expected an object' }]);
-  const problems: { path: string; message: string }[] = [];
-  const body = checkObject(fields, required, raw, '', problems);
-  InvalidInput.refuseBody(problems);
-  return body as T;
-}
-
 /**
  * POST /v1/payment_connections: the rules are checked first, then the key at its processor, then, in one
  * BEGIN IMMEDIATE transaction, the conflicts again and the write: a refused request stores nothing, and two
  * concurrent default creates make one default.
  */
-export async function createConnection({ ctx, input }: { ctx: Ctx; input: { body: unknown } }) {
-  const body = readBody<CreateInput>(input.body, CREATE_FIELDS, CREATE_REQUIRED);
+export async function createConnection({ ctx, input }: { ctx: Ctx; input: { body: CreateInput } }) {
+  const { body } = input;
   const merchantRef = body.merchant_ref ?? null;
   const isDefault = body.is_default ?? false;
   if (isDefault && merchantRef !== null) {
@@ -171,11 +162,8 @@ export function listConnections({ ctx }: { ctx: Ctx }) {
  * is a conflict. A new api_key is verified first and replaces the old one in the same transaction as the
  * rest, so on any failure the old key stays.
  */
-export async function updateConnection({ ctx, input }: { ctx: Ctx; input: { id: string; body: unknown } }) {
-  if (input.body && typeof input.body === 'object' && 'merchant_ref' in input.body) {
-    throw InvalidInput.field('merchant_ref', 'merchant_ref is fixed when a key is created; create a new key for another tag');
-  }
-  const body = readBody<UpdateInput>(input.body, UPDATE_FIELDS, []);
+export async function updateConnection({ ctx, input }: { ctx: Ctx; input: { id: string; body: UpdateInput } }) {
+  const { body } = input;
   if (Object.values(body).every((v) => v === undefined)) {
     throw new InvalidInput('Nothing to change: send at least one of label, rail_scope, is_default, api_key');
   }

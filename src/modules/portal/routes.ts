@@ -4,6 +4,7 @@ import type { Deps } from '../../deps';
 import { isoOrNull } from '../../platform/clock';
 import { DomainError, NotFound } from '../../platform/errors';
 import { formatCents } from '../../platform/money';
+import { validated } from '../../platform/validation';
 import { parseBalanceCsv } from '../balance-requests/csv-input';
 import { exportBalancesCsv, exportFilename, parseBatchIds } from '../balance-requests/export';
 import { listBatches, submitBalanceCsv } from '../balance-requests/service';
@@ -12,6 +13,7 @@ import { createConnection, deleteConnection, listConnections, updateConnection }
 import { getEnrollment, listEnrollments } from '../enrollments/service';
 import { listPaymentEvents } from '../collection/events';
 import { MONITOR_STATES } from '../enrollments/model';
+import { CreateConnectionBody, UpdateConnectionBody } from '../payment-connections/model';
 import { uploadResults, type UploadReport } from '../payment-results-upload/service';
 import { csrfField, esc, facts, loginPage, notice, page, table } from './pages';
 import { endSession, LOGIN_CSRF_COOKIE, newLoginCsrf, sameToken, SESSION_COOKIE, sessionOf, SignInThrottle, startSession, type PortalSession } from './session';
@@ -147,13 +149,15 @@ ${csrfField(s.csrf)}
     );
   };
 
-  const formToConnection = (body: Form) => ({
+  // A form is checked against the API's own schema, so the portal and the API refuse the same things.
+  const formToConnection = (body: Form) => validated(CreateConnectionBody, {
     api_key: str(body.api_key),
     rail_scope: str(body.rail_scope),
     ...(body.is_default === 'true' ? { is_default: true } : {}),
     ...(str(body.merchant_ref) ? { merchant_ref: str(body.merchant_ref) } : {}),
     ...(str(body.label) ? { label: str(body.label) } : {}),
   });
+  const change = (body: Record<string, unknown>) => validated(UpdateConnectionBody, body);
   const problem = (e: unknown) => {
     if (!(e instanceof DomainError)) throw e;
     const errors = (e.details?.errors as { path: string; message: string }[] | undefined) ?? [];
@@ -376,16 +380,16 @@ ${report}`,
         try {
           switch (body.action) {
             case 'promote':
-              await updateConnection({ ctx: ctxOf(s), input: { id, body: { is_default: true } } });
+              await updateConnection({ ctx: ctxOf(s), input: { id, body: change({ is_default: true }) } });
               return connectionsPage(s, { kind: 'ok', text: 'Promoted to default.' });
             case 'demote':
-              await updateConnection({ ctx: ctxOf(s), input: { id, body: { is_default: false } } });
+              await updateConnection({ ctx: ctxOf(s), input: { id, body: change({ is_default: false }) } });
               return connectionsPage(s, { kind: 'ok', text: 'Demoted.' });
             case 'label':
-              await updateConnection({ ctx: ctxOf(s), input: { id, body: { label: str(body.label) ?? '' } } });
+              await updateConnection({ ctx: ctxOf(s), input: { id, body: change({ label: str(body.label) ?? '' }) } });
               return connectionsPage(s, { kind: 'ok', text: 'Label saved.' });
             case 'replace':
-              await updateConnection({ ctx: ctxOf(s), input: { id, body: { api_key: str(body.api_key) ?? '' } } });
+              await updateConnection({ ctx: ctxOf(s), input: { id, body: change({ api_key: str(body.api_key) ?? '' }) } });
               return connectionsPage(s, { kind: 'ok', text: 'Key replaced.' });
             case 'delete':
               deleteConnection({ ctx: ctxOf(s), input: { id } });

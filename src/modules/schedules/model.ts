@@ -1,41 +1,12 @@
+import { Type } from '@sinclair/typebox';
 import { t } from 'elysia';
 import { SCHEDULE_STATUSES } from '../../../db/schema/enums';
 import { pageTokenQuery } from '../../platform/pagination';
 import { Int, OneOf } from '../../platform/schema';
-import { AUTHORIZER_FIELDS, THRESHOLD_FIELD, objectSchema, type FieldSpec } from '../authorizers/fields';
+import { AuthorizerId, ScheduleAuthorizer, ThresholdAmount } from '../authorizers/fields';
 
-/** An authorizer of a schedule: the identity fields and its own threshold. */
-export const SCHEDULE_AUTHORIZER_EXTRA: Record<string, FieldSpec> = { threshold_amount: THRESHOLD_FIELD };
-export const ScheduleAuthorizer = objectSchema({ ...AUTHORIZER_FIELDS, ...SCHEDULE_AUTHORIZER_EXTRA }, ['authorizer_unique_id']);
-
-const TIME_OF_DAY: FieldSpec = { kind: 'string', max: 5, pattern: /^([01]\d|2[0-3]):[0-5]\d$/, description: 'HH:mm, 24-hour UTC' };
-const DATE: FieldSpec = { kind: 'string', max: 10, pattern: /^\d{4}-\d{2}-\d{2}$/, description: 'YYYY-MM-DD' };
-const NAME: FieldSpec = { kind: 'string', min: 1, max: 255 };
-const INTERVAL: FieldSpec = { kind: 'int', min: 1, max: 30 };
-
-/** The top level of a schedule creation, beside its authorizers (read in one pass by the service). */
-export const CREATE_SCHEDULE_FIELDS: Record<string, FieldSpec> = {
-  name: NAME,
-  interval_days: INTERVAL,
-  time_of_day: TIME_OF_DAY,
-  starts_at: DATE,
-  start_at: DATE,
-  expires_at: DATE,
-  webhook: { kind: 'string', max: 2048, description: 'Receives run results and threshold alerts; required with any threshold' },
-  threshold_amount: THRESHOLD_FIELD,
-};
-export const CREATE_SCHEDULE_REQUIRED = ['name', 'interval_days'];
-
-export interface CreateScheduleInput {
-  name: string;
-  interval_days: number;
-  time_of_day?: string;
-  starts_at?: string;
-  start_at?: string;
-  expires_at?: string;
-  webhook?: string;
-  threshold_amount?: number;
-}
+const TimeOfDayField = Type.String({ maxLength: 5, pattern: '^([01]\\d|2[0-3]):[0-5]\\d$', description: 'HH:mm, 24-hour UTC' });
+const DateField = Type.String({ maxLength: 10, pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD' });
 
 const StatusEnum = OneOf(SCHEDULE_STATUSES);
 const Name = t.String({ minLength: 1, maxLength: 255 });
@@ -43,7 +14,14 @@ const TimeOfDay = t.String({ pattern: '^([01]\\d|2[0-3]):[0-5]\\d$', description
 
 export const CreateScheduleBody = t.Object(
   {
-    ...objectSchema(CREATE_SCHEDULE_FIELDS, CREATE_SCHEDULE_REQUIRED).properties,
+    name: Type.String({ minLength: 1, maxLength: 255 }),
+    interval_days: Int({ minimum: 1, maximum: 30 }),
+    time_of_day: Type.Optional(TimeOfDayField),
+    starts_at: Type.Optional(DateField),
+    start_at: Type.Optional(DateField),
+    expires_at: Type.Optional(DateField),
+    webhook: Type.Optional(Type.String({ maxLength: 2048, description: 'Receives run results and threshold alerts; required with any threshold' })),
+    threshold_amount: Type.Optional(ThresholdAmount),
     authorizers: t.Array(ScheduleAuthorizer, { minItems: 1, maxItems: 1000 }),
   },
   {
@@ -76,7 +54,7 @@ export const UpdateScheduleBody = t.Object(
 );
 
 export const RemoveAuthorizersBody = t.Object(
-  { authorizer_unique_ids: t.Array(t.String({ minLength: 1, maxLength: 255 }), { minItems: 1, maxItems: 1000 }) },
+  { authorizer_unique_ids: t.Array(AuthorizerId, { minItems: 1, maxItems: 1000 }) },
   { additionalProperties: false, examples: [{ authorizer_unique_ids: ['loan-1001'] }] },
 );
 

@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia';
 import type { Deps } from '../../deps';
 import { errors } from '../../http/errors';
-import { documentedBody, jsonBody } from '../../http/body';
+import { schemaBody } from '../../http/body';
 import type { Auth } from '../../http/auth';
 import {
   CreateScheduleBody,
@@ -26,17 +26,15 @@ export const scheduleRoutes = (deps: Deps, auth: Auth) =>
     .post(
       '/scheduled_balance_request',
       async ({ lender, body, set }) => {
-        // Read in one pass by the service: the top level and every authorizer's shape and rules.
         const res = await createSchedule({ ctx: { lender, deps }, input: { body } });
         set.status = 201;
         return res;
       },
       {
         auth: true,
-        parse: jsonBody(),
+        ...schemaBody(CreateScheduleBody),
         response: { 201: CreateScheduleResponse, ...errors(400, 401, 409, 413, 415, 429) },
         detail: {
-          ...documentedBody(CreateScheduleBody, 'application/json'),
           tags,
           summary: 'Create a balance monitoring schedule',
           description:
@@ -67,8 +65,7 @@ export const scheduleRoutes = (deps: Deps, auth: Auth) =>
     .patch('/schedules/:id', ({ lender, params, body }) => updateSchedule({ ctx: { lender, deps }, input: { id: params.id, body } }), {
       auth: true,
       params: IdParams,
-      parse: jsonBody({ schema: UpdateScheduleBody }),
-      body: UpdateScheduleBody,
+      ...schemaBody(UpdateScheduleBody),
       response: { 200: UpdateScheduleResponse, ...errors(400, 401, 404, 409, 415, 429) },
       detail: {
         tags,
@@ -82,8 +79,7 @@ export const scheduleRoutes = (deps: Deps, auth: Auth) =>
     .patch('/schedules/:id/authorizers', ({ lender, params, body }) => removeAuthorizers({ ctx: { lender, deps }, input: { id: params.id, authorizerIds: body.authorizer_unique_ids } }), {
       auth: true,
       params: IdParams,
-      parse: jsonBody({ schema: RemoveAuthorizersBody }),
-      body: RemoveAuthorizersBody,
+      ...schemaBody(RemoveAuthorizersBody),
       response: { 200: RemoveAuthorizersResponse, ...errors(400, 401, 404, 415, 429) },
       detail: {
         tags,

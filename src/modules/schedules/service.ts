@@ -10,15 +10,8 @@ import { newId } from '../../platform/ids';
 import { centsToDollars, dollarsToCents } from '../../platform/money';
 import { tokenFrom } from '../../platform/pagination';
 import { validateWebhookUrl } from '../webhooks/service';
-import { checkObject } from '../authorizers/fields';
-import { readAuthorizerList } from '../authorizers/read';
-import {
-  CREATE_SCHEDULE_FIELDS,
-  CREATE_SCHEDULE_REQUIRED,
-  SCHEDULE_AUTHORIZER_EXTRA,
-  type CreateScheduleInput,
-  type UpdateScheduleBody,
-} from './model';
+import { validateAuthorizerList } from '../authorizers/rules';
+import type { CreateScheduleBody, UpdateScheduleBody } from './model';
 import { dateOf, nextRunAfter, parseDate, randomTimeOfDay, startOfDay, type ScheduleTiming } from './times';
 import type { SealedColumn } from '../../platform/vault';
 import * as q from './queries';
@@ -77,26 +70,9 @@ export function view(ctx: Ctx, s: Schedule) {
   };
 }
 
-/** Reads a schedule creation in one pass: top-level fields and every authorizer's shape, then their rules. */
-function readCreateBody(ctx: Ctx, raw: unknown, now: number) {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) InvalidInput.refuseBody([{ path: '/', message: 'Expected an object' }]);
-  const problems: { path: string; message: string }[] = [];
-  const { authorizers, ...rest } = raw as Record<string, unknown>;
-  const top = checkObject(CREATE_SCHEDULE_FIELDS, CREATE_SCHEDULE_REQUIRED, rest, '', problems);
-  const list = readAuthorizerList(authorizers, '/authorizers', {
-    min: 1,
-    max: 1000,
-    extraFields: SCHEDULE_AUTHORIZER_EXTRA,
-    debitCardsApproved: ctx.lender.debitCardApproved,
-    now,
-  });
-  InvalidInput.refuseBody([...problems, ...list.problems]);
-  return { body: top as unknown as CreateScheduleInput, list };
-}
-
-export async function createSchedule({ ctx, input }: { ctx: Ctx; input: { body: unknown } }) {
+export async function createSchedule({ ctx, input }: { ctx: Ctx; input: { body: Static<typeof CreateScheduleBody> } }) {
   const now = ctx.deps.clock.now();
-  const { body, list } = readCreateBody(ctx, input.body, now);
+  const { body } = input;
   const startsAt = body.starts_at ?? body.start_at ?? null;
   if (startsAt !== null) {
     const ms = parseDate(startsAt);
@@ -108,11 +84,11 @@ export async function createSchedule({ ctx, input }: { ctx: Ctx; input: { body: 
   if (startsAt !== null && expiresAt < startsAt) throw InvalidInput.field('expires_at', 'expires_at must not be before starts_at');
   if (expiresAt < dateOf(now)) throw InvalidInput.field('expires_at', 'expires_at must not be in the past');
 
-  const anyThreshold = body.threshold_amount !== undefined || list.candidates.some((a) => a.threshold_amount !== undefined);
+  const anyThreshold = body.threshold_amount !== undefined || body.authorizers.some((a) => a.threshold_amount !== undefined);
   if (anyThreshold && !body.webhook) throw InvalidInput.field('webhook', 'webhook is required when a threshold_amount is set');
   if (body.webhook) await validateWebhookUrl(ctx.deps, 'webhook', body.webhook);
 
-  const { accepted, failed } = list;
+  const { accepted, failed } = validateAuthorizerList(body.authorizers, { debitCardsApproved: ctx.lender.debitCardApproved, now });
   if (failed.length > 0) {
     const first = failed[0]!;
     throw new InvalidInput(

@@ -182,3 +182,62 @@ describe('per-row rules (CSV)', () => {
     expect(body.message).toContain('5000 authorizers');
   });
 });
+
+describe('the JSON field rules hold in a balance CSV', () => {
+  const head = 'authorizer_unique_id,ssn,account_number,routing_number,city,phone_number,expiration_month,date_of_birth';
+  const ok = (id: string) => `${id},123456789,0001234567,110000000,,,,`;
+
+  test('a 256-character identifier: a 400 naming the field in JSON, its row failing in a CSV', async () => {
+    const id = 'i'.repeat(256);
+    const json = await ctx.json('POST', '/v1/balance_requests', { body: { authorizers: [bankAuthorizer(id), bankAuthorizer('fits-json')] } });
+    expect(json.status).toBe(400);
+    expect(json.body.error.details.errors.map((e: { path: string }) => e.path)).toEqual(['/authorizers/0/authorizer_unique_id']);
+    const csv = await csvFailures([head, ok(id), ok('fits-csv')].join('\n'));
+    expect(csv.status).toBe(201);
+    expect(csv.body.failed_authorizers).toHaveLength(1);
+    expect(csv.body.failed_authorizers[0]).toMatchObject({ authorizer_unique_id: null, row_number: 2, account_type: 'ACCOUNT_NUMBER' });
+    expect(csv.body.failed_authorizers[0].error).toMatch(/^authorizer_unique_id: Expected an identifier of 1 to 255 characters/);
+    expect(csv.body.message).toContain('1 authorizer');
+    // 255 characters is the bound, in both.
+    const bound = 'b'.repeat(255);
+    expect((await ctx.json('POST', '/v1/balance_requests', { body: { authorizers: [bankAuthorizer(bound)] } })).status).toBe(201);
+    expect((await csvFailures([head, ok(bound)].join('\n'))).body.failed_authorizers).toEqual([]);
+  });
+
+  test('a megabyte identifier and a 100,000-character city fail their rows and are not stored', async () => {
+    const huge = 'h'.repeat(1_048_576);
+    const city = 'c'.repeat(100_000);
+    const r = await csvFailures([head, ok(huge), `long-city,123456789,0001234567,110000000,${city},,,`, ok('short-1')].join('\n'));
+    expect(r.status).toBe(201);
+    expect(JSON.stringify(r.body).length).toBeLessThan(2000);
+    const byRow = Object.fromEntries(r.body.failed_authorizers.map((f: { row_number: number; error: string }) => [f.row_number, f.error]));
+    expect(byRow[2]).toMatch(/^authorizer_unique_id: /);
+    expect(byRow[3]).toBe('city: Expected a string of at most 255 characters');
+    expect(r.body.failed_authorizers.find((f: { row_number: number }) => f.row_number === 3).authorizer_unique_id).toBe('long-city');
+    const stored = ctx.rt.sqlite.query('SELECT max(length(items)) AS n FROM batch_payloads WHERE batch_id = ?').get(r.body.batch_id) as { n: number };
+    expect(stored.n).toBeLessThan(10_000);
+  });
+
+  test('every other limit of the JSON request: phone length, card month range, date of birth year', async () => {
+    const r = await csvFailures(
+      [head, `p1,123456789,0001234567,110000000,,${'2'.repeat(33)},,`, 'm1,123456789,0001234567,110000000,,,13,', 'd1,123456789,0001234567,110000000,,,,01/02/1800', ok('fine')].join('\n'),
+    );
+    expect(r.status).toBe(201);
+    const byRow = Object.fromEntries(r.body.failed_authorizers.map((f: { row_number: number; error: string }) => [f.row_number, f.error]));
+    expect(byRow).toEqual({
+      2: 'phone_number: Expected a string of at most 32 characters',
+      3: 'expiration_month: Expected an integer from 1 to 12',
+      4: 'date_of_birth.year: Expected an integer from 1900 to 2100',
+    });
+    // The same three in JSON are refused by the same schema.
+    for (const [over, path] of [
+      [{ phone_number: '2'.repeat(33) }, '/authorizers/0/phone_number'],
+      [{ expiration_month: 13 }, '/authorizers/0/expiration_month'],
+      [{ date_of_birth: { day: 2, month: 1, year: 1800 } }, '/authorizers/0/date_of_birth/year'],
+    ] as const) {
+      const json = await ctx.json('POST', '/v1/balance_requests', { body: { authorizers: [bankAuthorizer('j1', over)] } });
+      expect(json.status).toBe(400);
+      expect(json.body.error.details.errors[0].path).toBe(path);
+    }
+  });
+});

@@ -233,7 +233,14 @@ export async function runCli(
         if (!key || !amount || !reference) throw new CliError(usage);
         if (!/^[1-9]\d{0,9}$/.test(amount)) throw new CliError('--amount is a positive whole number of cents');
         if (rail !== 'ach' && rail !== 'card') throw new CliError('--rail is ach or card');
-        const processor = new SandboxProcessor({ sqlite: h.sqlite, clock: systemClock, settlementMs: config.sandboxSettlementMs });
+        const processor = new SandboxProcessor({
+          sqlite: h.sqlite,
+          clock: systemClock,
+          settlementMs: config.sandboxSettlementMs,
+          idempotencyTtlMs: config.sandboxIdempotencyTtlMs,
+          outageMs: config.sandboxOutageMs,
+          eventRetentionMs: config.sandboxEventRetentionMs,
+        });
         try {
           const r = await createSandboxCharge(processor, key, { amountCents: Number(amount), reference, rail });
           return `Created sandbox payment ${r.processorPaymentId}: status ${r.status}${r.returnCode ? ` ${r.returnCode}` : ''}, reference ${reference}.`;

@@ -51,6 +51,11 @@ export interface Config {
   collectionMarginCents: number;
   sandboxSettlementMs: number;
   sandboxProcessorLatencyMs: number;
+  processorIdempotencyHorizonMs: number;
+  processorReconcileIntervalMs: number;
+  sandboxIdempotencyTtlMs: number;
+  sandboxOutageMs: number;
+  sandboxEventRetentionMs: number;
   stripeApiUrl: string | null;
 }
 
@@ -184,6 +189,13 @@ export function loadConfig(env: Env = process.env): Config {
     collectionMarginCents: int(env, 'COLLECTION_MARGIN_CENTS', 0, 0, 1_000_000_000),
     sandboxSettlementMs: int(env, 'SANDBOX_SETTLEMENT_MS', 60_000, 0, 30 * 86_400_000),
     sandboxProcessorLatencyMs: int(env, 'SANDBOX_PROCESSOR_LATENCY_MS', 0, 0, 600_000),
+    // Stripe keeps an idempotency key at least 24 hours; past this age a payment whose outcome is unknown is
+    // looked up, never sent again with its key (a reused key past Stripe's window is a new payment).
+    processorIdempotencyHorizonMs: int(env, 'PROCESSOR_IDEMPOTENCY_HORIZON_MS', 23 * 3_600_000, 100, 23 * 3_600_000),
+    processorReconcileIntervalMs: int(env, 'PROCESSOR_RECONCILE_INTERVAL_MS', 86_400_000, 100, 30 * 86_400_000),
+    sandboxIdempotencyTtlMs: int(env, 'SANDBOX_IDEMPOTENCY_TTL_MS', 86_400_000, 1, 30 * 86_400_000),
+    sandboxOutageMs: int(env, 'SANDBOX_OUTAGE_MS', 60_000, 0, 30 * 86_400_000),
+    sandboxEventRetentionMs: int(env, 'SANDBOX_EVENT_RETENTION_MS', 30 * 86_400_000, 1, 365 * 86_400_000),
     stripeApiUrl: url(env, 'STRIPE_API_URL'),
   };
 }

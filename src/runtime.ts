@@ -57,8 +57,13 @@ export function createRuntime(
   const processors = createProcessors({
     sqlite: handle.sqlite,
     clock,
-    sandboxSettlementMs: config.sandboxSettlementMs,
-    sandboxLatencyMs: config.sandboxProcessorLatencyMs,
+    sandbox: {
+      settlementMs: config.sandboxSettlementMs,
+      latencyMs: config.sandboxProcessorLatencyMs,
+      idempotencyTtlMs: config.sandboxIdempotencyTtlMs,
+      outageMs: config.sandboxOutageMs,
+      eventRetentionMs: config.sandboxEventRetentionMs,
+    },
     stripe: opts.stripe ?? (() => new StripeProcessor({ apiUrl: config.stripeApiUrl, logger })),
   });
   const metrics = new Metrics({ defaults: opts.defaultMetrics });

@@ -37,6 +37,9 @@ export const payments = sqliteTable(
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
     settledAt: integer('settled_at'),
+    // When the first request for it was about to leave for the processor (committed before the call): null
+    // means the processor was never asked. The idempotency horizon counts from here.
+    firstAttemptAt: integer('first_attempt_at'),
   },
   (t) => [
     // At most one payment in flight per borrower, whatever the code does.

@@ -28,6 +28,13 @@ export const paymentConnections = sqliteTable(
     // Processor payments read through this key, and how many of them matched a borrower.
     ingested: integer('ingested').notNull().default(0),
     matched: integer('matched').notNull().default(0),
+    // The processor account the key belongs to (Stripe's account id; the sandbox key's account): one
+    // account serves one lender. Null for keys stored before it was recorded.
+    accountId: text('account_id'),
+    // The last reconciliation by listing the processor's payments, and whether one is due at once (the
+    // change feed lost its cursor).
+    reconciledAt: integer('reconciled_at'),
+    reconcileDue: integer('reconcile_due', { mode: 'boolean' }).notNull().default(false),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
     deletedAt: integer('deleted_at'),
@@ -43,5 +50,6 @@ export const paymentConnections = sqliteTable(
       .on(t.lenderId, t.merchantRef, t.railScope)
       .where(sql`${t.merchantRef} IS NOT NULL AND ${t.deletedAt} IS NULL`),
     index('payment_connections_lender_idx').on(t.lenderId, t.createdAt),
+    index('payment_connections_account_idx').on(t.processor, t.accountId),
   ],
 );

@@ -1,4 +1,4 @@
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core';
 import { EVENT_STATUSES, RAILS } from './enums';
 
 // The built-in sandbox processor's own state. It stands for an outside system, so it lives in its own
@@ -24,7 +24,11 @@ export const sandboxPayments = sqliteTable(
     createdMessage: text('created_message'),
     createdAt: integer('created_at').notNull(),
   },
-  (t) => [uniqueIndex('sandbox_payments_account_idem_uq').on(t.account, t.idempotencyKey)],
+  (t) => [
+    // Not unique: past SANDBOX_IDEMPOTENCY_TTL_MS a reused key makes a new payment, as Stripe's does.
+    index('sandbox_payments_account_idem_idx').on(t.account, t.idempotencyKey, t.createdAt),
+    index('sandbox_payments_account_created_idx').on(t.account, t.createdAt, t.id),
+  ],
 );
 
 // The outcome schedule: statuses a payment will take once the clock reaches due_at. Each is moved into
@@ -59,7 +63,7 @@ export const sandboxEvents = sqliteTable(
     message: text('message'),
     occurredAt: integer('occurred_at').notNull(),
   },
-  (t) => [index('sandbox_events_account_seq_idx').on(t.account, t.seq)],
+  (t) => [index('sandbox_events_account_seq_idx').on(t.account, t.seq), index('sandbox_events_payment_idx').on(t.paymentId, t.seq)],
 );
 
 // Tokenized cards: what a processor keeps about a card, never its number or CVV.

@@ -17,6 +17,7 @@ import { heldRecheckJob, lapseJob, monitoringReadsJob, recordMonitoringReads } f
 import { decideCollection } from './collection/decide';
 import { dispatchJob, dispatchQueue } from './collection/dispatch';
 import { pollJob } from './collection/poll';
+import { reconcileJob } from './collection/reconcile';
 import { paymentEventRoutes } from './collection/routes';
 import { portalRoutes } from './portal/routes';
 import { uploadRoutes } from './payment-results-upload/routes';
@@ -44,6 +45,7 @@ export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
     heldRecheckJob,
     dispatchJob,
     pollJob(deps.config.processorPollIntervalMs),
+    reconcileJob(deps.config.processorReconcileIntervalMs),
   ];
 }
 

@@ -54,7 +54,7 @@ export class Metrics {
   });
   readonly paymentsSkipped = new Counter({
     name: 'payments_skipped_total',
-    help: 'Due payments not initiated, by reason (no_processor_key, verification_required, removed)',
+    help: 'Payments not initiated or not sent, by reason (no_processor_key, removed, key_deleted, no_card_token, absent_at_processor)',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
@@ -62,6 +62,12 @@ export class Metrics {
     name: 'payment_events_total',
     help: 'Payment events recorded, by status (settled, returned, ...) and source',
     labelNames: ['status', 'source'] as const,
+    registers: [this.registry],
+  });
+  readonly paymentsReconciled = new Counter({
+    name: 'payments_reconciled_total',
+    help: 'Payment statuses found by listing a processor\'s payments that its change feed had not given, by processor and status',
+    labelNames: ['processor', 'status'] as const,
     registers: [this.registry],
   });
   readonly pollFailures = new Counter({

@@ -6,7 +6,7 @@
 import type Stripe from 'stripe';
 import { FakeAccount, ok, stripeError, type Answer, type World } from './stripe/account';
 import { fingerprint, parseStripeForm, type Form } from './stripe/form';
-import { FAKE_API_VERSION, Ids, balance } from './stripe/objects';
+import { FAKE_API_VERSION, Ids, accountObject, balance } from './stripe/objects';
 
 export { parseStripeForm } from './stripe/form';
 
@@ -100,6 +100,10 @@ function create(): FakeStripe {
   function handle(method: string, path: string, key: string, p: Form, idempotencyKey: string | null): Answer {
     const acc = account(key);
     if (method === 'GET' && path === '/v1/balance') return ok(balance());
+    if (method === 'GET' && path === '/v1/account') return ok(accountObject(key));
+    if (method === 'GET' && path === '/v1/disputes') return acc.listDisputes(p);
+    const cancel = /^\/v1\/payment_intents\/([^/]+)\/cancel$/.exec(path);
+    if (method === 'POST' && cancel) return acc.cancelIntent(cancel[1]!);
     if (method === 'POST' && path === '/v1/payment_methods') return acc.createPaymentMethod(p);
     if (method === 'POST' && path === '/v1/customers') return acc.createCustomer(p);
     const attach = /^\/v1\/payment_methods\/([^/]+)\/attach$/.exec(path);

@@ -39,6 +39,11 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
       collectionMarginCents: 0,
       sandboxSettlementMs: 60_000,
       sandboxProcessorLatencyMs: 0,
+      processorIdempotencyHorizonMs: 82_800_000,
+      processorReconcileIntervalMs: 86_400_000,
+      sandboxIdempotencyTtlMs: 86_400_000,
+      sandboxOutageMs: 60_000,
+      sandboxEventRetentionMs: 2_592_000_000,
       stripeApiUrl: null,
     });
   });

@@ -1,6 +1,6 @@
 import type { Database } from 'bun:sqlite';
 import type { Clock } from '../../platform/clock';
-import { SandboxProcessor, SANDBOX_KEY_PATTERN } from './sandbox';
+import { SandboxProcessor, SANDBOX_KEY_PATTERN, type SandboxOptions } from './sandbox';
 import type { Processor, ProcessorName } from './types';
 
 export * from './types';
@@ -44,13 +44,11 @@ export class Processors {
 export function createProcessors(opts: {
   sqlite: Database;
   clock: Clock;
-  sandboxSettlementMs: number;
-  sandboxLatencyMs?: number;
+  sandbox: Omit<SandboxOptions, 'sqlite' | 'clock'>;
   stripe: () => Processor;
 }): Processors {
   return new Processors({
-    sandbox: () =>
-      new SandboxProcessor({ sqlite: opts.sqlite, clock: opts.clock, settlementMs: opts.sandboxSettlementMs, latencyMs: opts.sandboxLatencyMs }),
+    sandbox: () => new SandboxProcessor({ sqlite: opts.sqlite, clock: opts.clock, ...opts.sandbox }),
     stripe: opts.stripe,
   });
 }

@@ -17,6 +17,9 @@ import {
   type DebitRequest,
   type DebitResult,
   type EventStatus,
+  type FoundPayment,
+  type ListedPayment,
+  type PaymentPage,
   type Processor,
   type ProcessorChange,
   type Rail,
@@ -89,6 +92,8 @@ export function luhnValid(digits: string): boolean {
 
 interface PaymentRow {
   id: string;
+  amount_cents: number;
+  created_at: number;
   created_status: EventStatus;
   created_return_code: string | null;
   created_message: string | null;
@@ -114,6 +119,19 @@ interface ChangeRow {
   message: string | null;
 }
 
+export interface SandboxOptions {
+  sqlite: Database;
+  clock: Clock;
+  settlementMs: number;
+  latencyMs?: number;
+  /** After this, a reused idempotency key makes a new payment (Stripe keeps keys at least 24 hours). */
+  idempotencyTtlMs?: number;
+  /** Cents 88: every answer about the payment is a 503 until this long after its creation. */
+  outageMs?: number;
+  /** Changes older than this leave the change feed, as Stripe's events do after 30 days. */
+  eventRetentionMs?: number;
+}
+
 export class SandboxProcessor implements Processor {
   readonly name = 'sandbox' as const;
   private readonly sqlite: Database;
@@ -127,7 +145,13 @@ export class SandboxProcessor implements Processor {
     deleteTransition: Statement;
     insertEvent: Statement;
     page: Statement;
+    lostAfter: Statement;
+    newest: Statement;
     findPayment: Statement;
+    findAnyPayment: Statement;
+    current: Statement;
+    listPage: Statement;
+    inOutage: Statement;
     findAttempt: Statement;
     recordFailedAttempt: Statement;
     insertPayment: Statement;
@@ -136,9 +160,15 @@ export class SandboxProcessor implements Processor {
   };
 
   private readonly latencyMs: number;
+  private readonly idempotencyTtlMs: number;
+  private readonly outageMs: number;
+  private readonly retentionMs: number;
 
-  constructor(opts: { sqlite: Database; clock: Clock; settlementMs: number; latencyMs?: number }) {
+  constructor(opts: SandboxOptions) {
     this.latencyMs = opts.latencyMs ?? 0;
+    this.idempotencyTtlMs = opts.idempotencyTtlMs ?? 86_400_000;
+    this.outageMs = opts.outageMs ?? 60_000;
+    this.retentionMs = opts.eventRetentionMs ?? 30 * 86_400_000;
     this.sqlite = opts.sqlite;
     this.clock = opts.clock;
     this.settlementMs = opts.settlementMs;
@@ -155,11 +185,28 @@ export class SandboxProcessor implements Processor {
       page: db.prepare(
         `SELECT e.seq, e.payment_id, p.reference, e.status, p.amount_cents, e.return_code, e.occurred_at, e.message
            FROM sandbox_events e JOIN sandbox_payments p ON p.id = e.payment_id
-          WHERE e.account = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`,
+          WHERE e.account = ? AND e.seq > ? AND e.occurred_at >= ? ORDER BY e.seq LIMIT ?`,
       ),
+      // A change after the cursor that has already left the feed: the cursor is lost.
+      lostAfter: db.prepare('SELECT 1 FROM sandbox_events WHERE account = ? AND seq > ? AND occurred_at < ? LIMIT 1'),
+      newest: db.prepare('SELECT MAX(seq) AS seq FROM sandbox_events WHERE account = ?'),
+      // The payment a key made within its idempotency window (the newest, should a key have been reused after it).
       findPayment: db.prepare(
-        'SELECT id, created_status, created_return_code, created_message FROM sandbox_payments WHERE account = ? AND idempotency_key = ?',
+        `SELECT id, amount_cents, created_at, created_status, created_return_code, created_message FROM sandbox_payments
+          WHERE account = ? AND idempotency_key = ? AND created_at > ? ORDER BY created_at DESC LIMIT 1`,
       ),
+      findAnyPayment: db.prepare(
+        `SELECT id, amount_cents, created_at, created_status, created_return_code, created_message FROM sandbox_payments
+          WHERE account = ? AND idempotency_key = ? AND created_at BETWEEN ? AND ? ORDER BY created_at LIMIT 1`,
+      ),
+      current: db.prepare('SELECT status, return_code, message FROM sandbox_events WHERE payment_id = ? ORDER BY seq DESC LIMIT 1'),
+      listPage: db.prepare(
+        `SELECT id, idempotency_key, reference, amount_cents, created_at FROM sandbox_payments
+          WHERE account = ?1 AND created_at >= ?2 AND created_at <= ?3 AND (created_at > ?4 OR (created_at = ?4 AND id > ?5))
+          ORDER BY created_at, id LIMIT ?6`,
+      ),
+      // Cents 88: the account answers nothing about such a payment until its outage has passed.
+      inOutage: db.prepare('SELECT 1 FROM sandbox_payments WHERE account = ? AND amount_cents % 100 = 88 AND created_at > ? LIMIT 1'),
       findAttempt: db.prepare('SELECT failed_attempts FROM sandbox_idempotency WHERE account = ? AND idempotency_key = ?'),
       recordFailedAttempt: db.prepare(
         `INSERT INTO sandbox_idempotency (account, idempotency_key, failed_attempts, first_attempt_at) VALUES (?, ?, 1, ?)
@@ -179,8 +226,8 @@ export class SandboxProcessor implements Processor {
     };
   }
 
-  async verifyKey(key: string): Promise<void> {
-    this.account(key);
+  async verifyKey(key: string): Promise<{ accountId: string }> {
+    return { accountId: `sbxacct_${this.account(key).slice(0, 32)}` };
   }
 
   async tokenizeCard(key: string, card: RawCard): Promise<TokenizedCard> {
@@ -212,8 +259,8 @@ export class SandboxProcessor implements Processor {
     const outcome = this.sqlite
       .transaction((): DebitResult | 'transient' => {
         this.materialise(account, now);
-        const existing = this.q.findPayment.get(account, req.paymentId) as PaymentRow | null;
-        if (existing) return resultOf(existing);
+        const existing = this.q.findPayment.get(account, req.paymentId, now - this.idempotencyTtlMs) as PaymentRow | null;
+        if (existing) return this.inOutage(existing, now) ? 'transient' : resultOf(existing);
         if (req.amountCents % 100 === 98 && !this.q.findAttempt.get(account, req.paymentId)) {
           this.q.recordFailedAttempt.run(account, req.paymentId, now);
           return 'transient';
@@ -231,6 +278,8 @@ export class SandboxProcessor implements Processor {
         for (const s of steps.slice(1)) {
           this.q.insertTransition.run(account, id, s.status, s.returnCode, s.message, now + s.after * this.settlementMs);
         }
+        // Cents 88: created, but the answer is lost in an outage.
+        if (req.amountCents % 100 === 88 && this.outageMs > 0) return 'transient';
         return { processorPaymentId: id, status: first.status, returnCode: first.returnCode, message: first.message };
       })
       .immediate();
@@ -250,7 +299,14 @@ export class SandboxProcessor implements Processor {
     if (this.q.anyDue.get(account, now)) {
       this.sqlite.transaction(() => this.materialise(account, now)).immediate();
     }
-    const rows = this.q.page.all(account, after, limit + 1) as ChangeRow[];
+    this.refuseDuringOutage(account, now);
+    const keptFrom = now - this.retentionMs;
+    if (cursor !== null && this.q.lostAfter.get(account, after, keptFrom)) {
+      // Changes after the cursor have left the feed: read on from the newest, and say what was lost.
+      const newest = (this.q.newest.get(account) as { seq: number | null }).seq;
+      return { changes: [], nextCursor: newest === null ? cursor : String(newest), hasMore: false, cursorLost: true };
+    }
+    const rows = this.q.page.all(account, after, keptFrom, limit + 1) as ChangeRow[];
     const hasMore = rows.length > limit;
     if (hasMore) rows.length = limit;
     const changes: ProcessorChange[] = rows.map((r) => ({
@@ -265,6 +321,70 @@ export class SandboxProcessor implements Processor {
     }));
     const nextCursor = rows.length > 0 ? String(rows[rows.length - 1]!.seq) : cursor;
     return { changes, nextCursor, hasMore };
+  }
+
+  async findPayment(key: string, q: { paymentId: string; createdFrom: number; createdTo: number }): Promise<FoundPayment> {
+    const account = this.account(key);
+    const now = this.clock.now();
+    this.catchUp(account, now);
+    const row = this.q.findAnyPayment.get(account, q.paymentId, q.createdFrom, q.createdTo) as PaymentRow | null;
+    if (!row) return { found: false };
+    if (this.inOutage(row, now)) throw new ProcessorUnavailable('sandbox: temporary failure reading the payment; try again later');
+    return { found: true, processorPaymentId: row.id, ...this.currentOf(row.id) };
+  }
+
+  async listPayments(key: string, q: { createdFrom: number; createdTo: number; page: string | null; limit?: number }): Promise<PaymentPage> {
+    const account = this.account(key);
+    const now = this.clock.now();
+    this.catchUp(account, now);
+    this.refuseDuringOutage(account, now);
+    const limit = Math.min(Math.max(Math.trunc(q.limit ?? DEFAULT_LIMIT), 1), MAX_LIMIT);
+    const [afterAt, afterId] = q.page ? [Number(q.page.slice(0, q.page.indexOf(':'))), q.page.slice(q.page.indexOf(':') + 1)] : [-1, ''];
+    const rows = this.q.listPage.all(account, q.createdFrom, q.createdTo, afterAt, afterId, limit + 1) as {
+      id: string;
+      idempotency_key: string;
+      reference: string | null;
+      amount_cents: number;
+      created_at: number;
+    }[];
+    const more = rows.length > limit;
+    if (more) rows.length = limit;
+    const payments: ListedPayment[] = rows.map((r) => ({
+      processorPaymentId: r.id,
+      paymentId: r.idempotency_key,
+      reference: r.reference,
+      amountCents: r.amount_cents,
+      createdAt: r.created_at,
+      ...this.currentOf(r.id),
+    }));
+    const last = rows.at(-1);
+    return { payments, next: more && last ? `${last.created_at}:${last.id}` : null };
+  }
+
+  /** The sandbox never holds a payment open: nothing to cancel; its status is answered as it is. */
+  async cancelPayment(key: string, processorPaymentId: string): Promise<DebitResult> {
+    this.account(key);
+    return { processorPaymentId, ...this.currentOf(processorPaymentId) };
+  }
+
+  /** A payment's latest status, as the processor would answer a read of it now. */
+  private currentOf(paymentId: string): Omit<DebitResult, 'processorPaymentId'> {
+    const e = this.q.current.get(paymentId) as { status: EventStatus; return_code: string | null; message: string | null };
+    return { status: e.status, returnCode: e.return_code, message: e.message };
+  }
+
+  private catchUp(account: string, now: number): void {
+    if (this.q.anyDue.get(account, now)) this.sqlite.transaction(() => this.materialise(account, now)).immediate();
+  }
+
+  private inOutage(p: PaymentRow, now: number): boolean {
+    return p.amount_cents % 100 === 88 && now < p.created_at + this.outageMs;
+  }
+
+  private refuseDuringOutage(account: string, now: number): void {
+    if (this.outageMs > 0 && this.q.inOutage.get(account, now - this.outageMs)) {
+      throw new ProcessorUnavailable('sandbox: the processor is answering 503 for this account; try again later');
+    }
   }
 
   /** Appends, in time order, the scheduled statuses of this account whose time has come. Call inside a write transaction. */

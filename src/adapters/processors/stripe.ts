@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import Stripe from 'stripe';
 import { RETURN_CODES, normalizeReturnCode } from './return-codes';
 import {
@@ -8,6 +9,9 @@ import {
   type DebitRequest,
   type DebitResult,
   type EventStatus,
+  type FoundPayment,
+  type ListedPayment,
+  type PaymentPage,
   type Processor,
   type ProcessorChange,
   type RawCard,
@@ -128,7 +132,8 @@ export function intentToResult(pi: Stripe.PaymentIntent, logger?: Logger): Debit
       return { ...base, status: 'settled' };
     case 'requires_action': {
       const what = pi.payment_method_types?.includes('us_bank_account') ? 'bank account verification required' : 'customer action required';
-      return { ...base, status: 'not_attempted', message: pi.next_action?.type ? `${what} (${pi.next_action.type})` : what };
+      // Open: verified later, it would still debit. The caller cancels it before recording it not attempted.
+      return { ...base, status: 'not_attempted', message: pi.next_action?.type ? `${what} (${pi.next_action.type})` : what, open: true };
     }
     case 'canceled':
       return { ...base, status: 'voided' };
@@ -235,15 +240,112 @@ export class StripeProcessor implements Processor {
     return c;
   }
 
-  async verifyKey(key: string): Promise<void> {
+  async verifyKey(key: string): Promise<{ accountId: string }> {
+    const client = this.client(key);
     try {
-      await this.client(key).balance.retrieve();
+      // GET /v1/account with no id: the key's own account.
+      const account = await client.accounts.retrieveCurrent();
+      return { accountId: account.id };
+    } catch (e) {
+      const u = unavailable(e);
+      if (u) throw u;
+      if (!(e instanceof Stripe.errors.StripePermissionError)) {
+        if (e instanceof Stripe.errors.StripeError) throw new KeyRefused();
+        throw e;
+      }
+    }
+    // A restricted key without the account permission: the key is checked with a balance read, and its
+    // account stands for itself (two such keys of one account are not recognised as one).
+    try {
+      await client.balance.retrieve();
+      return { accountId: `key_${createHash('sha256').update(key).digest('hex').slice(0, 32)}` };
     } catch (e) {
       const u = unavailable(e);
       if (u) throw u;
       if (e instanceof Stripe.errors.StripeError) throw new KeyRefused();
       throw e;
     }
+  }
+
+  /**
+   * The PaymentIntent our payment id created: PaymentIntents created in the window, listed (a strongly
+   * consistent read, unlike search) and matched by `metadata.drs_payment_id`.
+   */
+  async findPayment(key: string, q: { paymentId: string; createdFrom: number; createdTo: number }): Promise<FoundPayment> {
+    const stripe = this.client(key);
+    try {
+      for (let page: string | null = null; ; ) {
+        const r = await this.listIntents(stripe, q.createdFrom, q.createdTo, page, 100);
+        const pi = r.data.find((x) => x.metadata?.drs_payment_id === q.paymentId);
+        if (pi) return { found: true, ...(await this.currentOf(stripe, pi)) };
+        if (!r.has_more || r.data.length === 0) return { found: false };
+        page = r.data.at(-1)!.id;
+      }
+    } catch (e) {
+      if (refused(e)) throw new KeyRefused();
+      throw unavailable(e) ?? e;
+    }
+  }
+
+  async listPayments(key: string, q: { createdFrom: number; createdTo: number; page: string | null; limit?: number }): Promise<PaymentPage> {
+    const stripe = this.client(key);
+    try {
+      const r = await this.listIntents(stripe, q.createdFrom, q.createdTo, q.page, Math.max(1, Math.min(100, q.limit ?? 100)));
+      const payments: ListedPayment[] = [];
+      for (const pi of r.data) {
+        const cur = await this.currentOf(stripe, pi);
+        payments.push({ ...cur, paymentId: pi.metadata?.drs_payment_id ?? null, reference: refOf(pi.metadata, pi.description), amountCents: pi.amount, createdAt: pi.created * 1000 });
+      }
+      return { payments, next: r.has_more && r.data.length > 0 ? r.data.at(-1)!.id : null };
+    } catch (e) {
+      if (refused(e)) throw new KeyRefused();
+      throw unavailable(e) ?? e;
+    }
+  }
+
+  async cancelPayment(key: string, processorPaymentId: string): Promise<DebitResult> {
+    const stripe = this.client(key);
+    try {
+      const pi = await stripe.paymentIntents.cancel(processorPaymentId);
+      return { processorPaymentId: pi.id, status: 'voided', returnCode: null, message: 'canceled before it could debit' };
+    } catch (e) {
+      if (refused(e)) throw new KeyRefused();
+      const u = unavailable(e);
+      if (u) throw u;
+      // Not cancelable any more (verified and processing, or already canceled): what it is now decides.
+      if (e instanceof Stripe.errors.StripeInvalidRequestError) {
+        const pi = await stripe.paymentIntents.retrieve(processorPaymentId, { expand: ['latest_charge'] }).catch((err: unknown) => {
+          throw unavailable(err) ?? err;
+        });
+        return this.currentOf(stripe, pi);
+      }
+      throw e;
+    }
+  }
+
+  /** PaymentIntents created in [from, to] (ms), newest first as Stripe lists them, with their latest charge. */
+  private listIntents(stripe: Stripe, from: number, to: number, startingAfter: string | null, limit: number) {
+    return stripe.paymentIntents.list({
+      created: { gte: Math.floor(from / 1000), lte: Math.ceil(to / 1000) },
+      limit,
+      expand: ['data.latest_charge'],
+      ...(startingAfter ? { starting_after: startingAfter } : {}),
+    });
+  }
+
+  /** A PaymentIntent's status now: its own state, and what happened to its charge since (a dispute, a full refund). */
+  private async currentOf(stripe: Stripe, pi: Stripe.PaymentIntent): Promise<{ processorPaymentId: string } & Omit<DebitResult, 'processorPaymentId'>> {
+    const base = intentToResult(pi, this.opts.logger);
+    const charge = pi.latest_charge && typeof pi.latest_charge === 'object' ? pi.latest_charge : null;
+    if (pi.status === 'succeeded' && charge?.disputed) {
+      const disputes = await stripe.disputes.list({ payment_intent: pi.id, limit: 1 });
+      const d = disputes.data[0];
+      return { processorPaymentId: pi.id, status: 'late_returned', returnCode: d ? disputeReturnCode(d) : null, message: d ? `disputed: ${d.reason}` : 'disputed' };
+    }
+    if (pi.status === 'succeeded' && charge && charge.amount_refunded >= charge.amount) {
+      return { processorPaymentId: pi.id, status: 'refunded', returnCode: null, message: null };
+    }
+    return { ...base, processorPaymentId: pi.id };
   }
 
   /** The Customer a stored PaymentMethod is attached to; null when none, or when Stripe does not know the id. */
@@ -329,9 +431,16 @@ export class StripeProcessor implements Processor {
     const limit = Math.max(1, Math.min(100, opts.limit ?? 100));
     const stripe = this.client(key);
     try {
-      let page: { events: Stripe.Event[]; hasMore: boolean } | null = null;
-      if (cursor) page = await this.after(stripe, cursor, limit);
-      page ??= await this.fromStart(stripe, limit);
+      let page: { events: Stripe.Event[]; hasMore: boolean } | null;
+      if (cursor) {
+        page = await this.after(stripe, cursor, limit);
+        if (!page) {
+          // Events are kept 30 days: changes after the cursor are gone. Read on from the newest event; the
+          // caller reconciles the key by listing its PaymentIntents.
+          const newest = await stripe.events.list({ limit: 1, types: [...STRIPE_EVENT_TYPES] });
+          return { changes: [], nextCursor: newest.data[0]?.id ?? null, hasMore: false, cursorLost: true };
+        }
+      } else page = await this.oldest(stripe);
       const changes = page.events.map((e) => eventToChange(e, this.opts.logger)).filter((c): c is ProcessorChange => c !== null);
       await this.fillDisputes(stripe, changes);
       const last = page.events.at(-1);
@@ -350,24 +459,24 @@ export class StripeProcessor implements Processor {
       return { events: [...page.data].reverse(), hasMore: page.has_more };
     } catch (e) {
       if (!(e instanceof Stripe.errors.StripeInvalidRequestError) || e.code !== 'resource_missing') throw e;
-      // Events are kept 30 days: a cursor older than that is gone, so everything still kept is read again
-      // (changes already recorded are recognised by their event id).
-      this.opts.logger?.warn({ processor: 'stripe', cursor }, 'Stripe no longer knows the change cursor; reading from the oldest event kept');
+      this.opts.logger?.warn({ processor: 'stripe', cursor }, 'Stripe no longer knows the change cursor; the key is reconciled');
       return null;
     }
   }
 
-  /** From the oldest event kept: walk back through every page (newest first), then hand out the oldest. */
-  private async fromStart(stripe: Stripe, limit: number): Promise<{ events: Stripe.Event[]; hasMore: boolean }> {
-    const all: Stripe.Event[] = [];
-    for (;;) {
-      const after = all.at(-1)?.id;
+  /**
+   * A new key's first read: the oldest event Stripe keeps, found by walking back a page at a time and keeping
+   * only the last page, so the feed is never held in memory; the next reads go forward from it.
+   */
+  private async oldest(stripe: Stripe): Promise<{ events: Stripe.Event[]; hasMore: boolean }> {
+    let last: Stripe.Event | undefined;
+    for (let after: string | undefined; ; ) {
       const page = await stripe.events.list({ limit: 100, types: [...STRIPE_EVENT_TYPES], ...(after ? { starting_after: after } : {}) });
-      all.push(...page.data);
+      if (page.data.length > 0) last = page.data.at(-1);
       if (!page.has_more || page.data.length === 0) break;
+      after = last!.id;
     }
-    all.reverse();
-    return { events: all.slice(0, limit), hasMore: all.length > limit };
+    return { events: last ? [last] : [], hasMore: last !== undefined };
   }
 
   /**

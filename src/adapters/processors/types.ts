@@ -48,6 +48,30 @@ export interface DebitResult {
   returnCode: string | null;
   /** Why, when the status is not `processing`/`settled` (a decline, `requires_action`). No personal data. */
   message: string | null;
+  /**
+   * The processor holds the payment open, waiting for an action (Stripe's `requires_action`: bank account
+   * verification). Reported as `not_attempted`, it could still debit once verified: cancel it first.
+   */
+  open?: boolean;
+}
+
+/** What the processor holds for one of the service's payment ids: the payment with its current status, or none. */
+export type FoundPayment = ({ found: true; processorPaymentId: string } & Omit<DebitResult, 'processorPaymentId'>) | { found: false };
+
+/** One payment of a listing of the processor's payments, with its current status. */
+export interface ListedPayment extends Omit<DebitResult, 'processorPaymentId'> {
+  processorPaymentId: string;
+  /** The service's payment id (the idempotency key), from the processor's metadata; null for payments made elsewhere. */
+  paymentId: string | null;
+  reference: string | null;
+  amountCents: number;
+  createdAt: number;
+}
+
+export interface PaymentPage {
+  payments: ListedPayment[];
+  /** Pass back to read the next page; null at the end. */
+  next: string | null;
 }
 
 /** One observed status of one processor payment, read from the processor's change feed. */
@@ -71,6 +95,11 @@ export interface ChangePage {
   nextCursor: string | null;
   /** More changes are waiting beyond this page. */
   hasMore: boolean;
+  /**
+   * The processor no longer knows the cursor (its events are kept for a limited time): changes were missed.
+   * nextCursor then points at the newest change, to read on from there, and the key must be reconciled.
+   */
+  cursorLost?: boolean;
 }
 
 /** The processor refused the key (authentication failed, revoked, wrong mode). */
@@ -102,8 +131,11 @@ export class ProcessorUnavailable extends Error {
 
 export interface Processor {
   readonly name: ProcessorName;
-  /** One cheap authenticated read. Throws KeyRefused or ProcessorUnavailable. */
-  verifyKey(key: string): Promise<void>;
+  /**
+   * One cheap authenticated read. Answers the account the key belongs to (Stripe: the account id; sandbox:
+   * the key's account), so that one processor account serves one lender. Throws KeyRefused or ProcessorUnavailable.
+   */
+  verifyKey(key: string): Promise<{ accountId: string }>;
   /** Throws CardRefused or ProcessorUnavailable. */
   tokenizeCard(key: string, card: RawCard): Promise<TokenizedCard>;
   /**
@@ -113,4 +145,17 @@ export interface Processor {
   createDebit(key: string, req: DebitRequest): Promise<DebitResult>;
   /** Changes after `cursor` (null: from the start), oldest first. Throws KeyRefused or ProcessorUnavailable. */
   listChanges(key: string, cursor: string | null, opts?: { limit?: number }): Promise<ChangePage>;
+  /**
+   * The payment that the service's payment id created, found by a strongly consistent read (not a search
+   * index), or a definite "none". It was created (if at all) between the first attempt and the last one:
+   * `createdFrom`, `createdTo` (ms), with room for clock differences. Throws ProcessorUnavailable.
+   */
+  findPayment(key: string, q: { paymentId: string; createdFrom: number; createdTo: number }): Promise<FoundPayment>;
+  /** The processor's payments created in [from, to], oldest first, a page at a time. Throws ProcessorUnavailable. */
+  listPayments(key: string, q: { createdFrom: number; createdTo: number; page: string | null; limit?: number }): Promise<PaymentPage>;
+  /**
+   * Cancels a payment held open (see DebitResult.open), so that it can never debit, and answers its status
+   * after: `voided`, or what it became if it could no longer be cancelled. Throws ProcessorUnavailable.
+   */
+  cancelPayment(key: string, processorPaymentId: string): Promise<DebitResult>;
 }

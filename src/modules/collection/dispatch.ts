@@ -6,20 +6,29 @@ import { withTransaction } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
-import { ProcessorUnavailable, type DebitInstrument, type DebitResult } from '../../adapters/processors';
+import type { DebitInstrument, DebitResult, FoundPayment, Processor } from '../../adapters/processors';
 import { openBorrower } from '../enrollments/service';
-import { recordObservation } from './record';
 import { applyMonitorEvent, monitorStateOf } from '../enrollments/monitor-store';
+import { recordObservation } from './record';
 
-// Sending initiated payments to their processor. A payment row is committed (initiating) before this runs;
-// every call carries the payment id as its idempotency key, so a retry after a timeout, a 5xx or a crash
-// (leases are released at start) can never create a second debit.
+// Sending initiated payments to their processor, and finding out what became of those whose answer was not
+// seen. A payment row is committed (initiating) before it is sent, and its first attempt is committed before
+// the request leaves; every create carries the payment id as its idempotency key.
+//
+// Ask the processor, never guess. A payment whose answer was not seen (a crash while sending, a timeout, a
+// 5xx) stays initiating until the processor says what became of it: sent again with the same key while the
+// key is young and the borrower still monitored, looked up otherwise, and looked up only once the key is older
+// than PROCESSOR_IDEMPOTENCY_HORIZON_MS (a processor forgets keys after a day: a reused key would be a new
+// debit). Only a payment the processor was never asked about, or one a look-up past the horizon does not find,
+// is recorded not_attempted. A removal or an outcome recorded elsewhere only stops new payments.
 
 /** Longer than a processor call can take with the SDK's own retries. */
 const DISPATCH_LEASE_MS = 120_000;
 const CONCURRENCY = 16;
 const RETRY_BASE_MS = 5_000;
 const RETRY_MAX_MS = 15 * 60_000;
+/** Room around the attempts for the processor's clock when looking a payment up by the time it was created. */
+const LOOKUP_SLACK_MS = 10 * 60_000;
 
 interface DuePayment {
   id: string;
@@ -52,73 +61,119 @@ export function dispatchQueue(deps: Pick<Deps, 'db'>): LeaseQueue<typeof payment
   return q;
 }
 
-/** A payment that will not be sent: recorded as never attempted, and not counted against the enrollment. */
-function abandon(ctx: JobContext, p: DuePayment, message: string, reason: string): void {
-  const now = ctx.deps.clock.now();
-  withTransaction(ctx, (tx) => {
-    tx.tx.update(payments).set({ status: 'not_attempted', message, updatedAt: now }).where(eq(payments.id, p.id)).run();
-    dispatchQueue(ctx.deps).finalize(tx.tx, p.id, { state: 'done' });
-    tx.tx
-      .update(enrollments)
-      .set({ paymentsUsed: sql`MAX(${enrollments.paymentsUsed} - 1, 0)`, updatedAt: now })
-      .where(eq(enrollments.id, p.enrollmentId))
-      .run();
-  });
-  ctx.deps.metrics.paymentsSkipped.inc({ reason });
-}
+type Step =
+  | { kind: 'done' }
+  | { kind: 'wait' }
+  | { kind: 'send'; processor: Processor; key: string; call: Promise<DebitResult>; firstAttemptAt: number }
+  | { kind: 'look'; processor: Processor; key: string; call: Promise<FoundPayment>; firstAttemptAt: number };
 
 /**
- * One payment: the borrower's state is checked and the processor called in one synchronous step (nothing
- * else runs in between), so no request reaches the processor for a borrower after its removal returned.
+ * What to do with one due payment, decided and started in one synchronous step: the borrower's state is read
+ * and the processor called with nothing else running in between, so no request reaches the processor for a
+ * borrower after its removal returned.
  */
-function send(ctx: JobContext, p: DuePayment): Promise<DebitResult> | null {
+function start(ctx: JobContext, p: DuePayment): Step {
   const { deps } = ctx;
+  const now = deps.clock.now();
+  const pay = deps.db
+    .select({ status: payments.status, firstAttemptAt: payments.firstAttemptAt })
+    .from(payments)
+    .where(eq(payments.id, p.id))
+    .get();
+  if (!pay || pay.status !== 'initiating') {
+    // The processor already told us (polling read the outcome first): nothing left to resolve here.
+    withTransaction(ctx, ({ tx }) => dispatchQueue(deps).finalize(tx, p.id, { state: 'done' }));
+    return { kind: 'done' };
+  }
   const e = deps.db
     .select({ state: enrollments.state, sealed: enrollments.sealed, cardToken: enrollments.cardTokenSealed, routing: enrollments.routingNumber })
     .from(enrollments)
     .where(eq(enrollments.id, p.enrollmentId))
     .get();
-  if (!e || e.state !== 'monitored' || !e.sealed) {
-    abandon(ctx, p, 'monitoring of the borrower stopped before the payment was sent', 'removed');
-    return null;
-  }
   const conn = deps.db
     .select({ processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
     .from(paymentConnections)
     .where(eq(paymentConnections.id, p.connectionId))
     .get();
-  if (!conn?.keySealed) {
-    abandon(ctx, p, 'the processor key was deleted before the payment was sent', 'key_deleted');
-    return null;
+  const sent = pay.firstAttemptAt !== null;
+
+  if (!sent) {
+    // Never sent: what is known locally is all there is, and a payment that cannot go now never will.
+    if (!e || e.state !== 'monitored' || !e.sealed) return neverSent(ctx, p, 'monitoring of the borrower stopped before the payment was sent', 'removed');
+    if (!conn?.keySealed) return neverSent(ctx, p, 'the processor key was deleted before the payment was sent', 'key_deleted');
+    if (p.rail === 'card' && !e.cardToken) return neverSent(ctx, p, 'the borrower has no card token', 'no_card_token');
   }
-  const borrower = openBorrower(deps, e.sealed);
+  if (!conn?.keySealed) {
+    // Sent, and the key to ask with is gone: the outcome stays unknown, and the borrower blocked by it.
+    deps.logger.warn({ payment_id: p.id }, 'payment outcome unknown and its processor key deleted; it stays initiating');
+    return { kind: 'wait' };
+  }
+  const processor = deps.processors.byName(conn.processor);
+  const key = deps.vault.open(conn.keySealed);
+  const firstAttemptAt = pay.firstAttemptAt ?? now;
+  const young = now - firstAttemptAt < deps.config.processorIdempotencyHorizonMs;
+  const monitored = e?.state === 'monitored' && !!e.sealed;
+  if (sent && !(young && monitored)) {
+    // Removed, stopped or erased since, or the key too old to send again: only a look-up.
+    const call = processor.findPayment(key, { paymentId: p.id, createdFrom: firstAttemptAt - LOOKUP_SLACK_MS, createdTo: now + LOOKUP_SLACK_MS });
+    return { kind: 'look', processor, key, call, firstAttemptAt };
+  }
+  const borrower = openBorrower(deps, e!.sealed!);
   let instrument: DebitInstrument;
   if (p.rail === 'card') {
-    if (!e.cardToken) {
-      abandon(ctx, p, 'the borrower has no card token', 'no_card_token');
-      return null;
+    if (!e!.cardToken) {
+      // Sent before with a token that has since been erased: only the processor knows what happened.
+      const call = processor.findPayment(key, { paymentId: p.id, createdFrom: firstAttemptAt - LOOKUP_SLACK_MS, createdTo: now + LOOKUP_SLACK_MS });
+      return { kind: 'look', processor, key, call, firstAttemptAt };
     }
-    instrument = { kind: 'token', token: deps.vault.open(e.cardToken) };
+    instrument = { kind: 'token', token: deps.vault.open(e!.cardToken) };
   } else {
-    instrument = { kind: 'bank_account', routingNumber: e.routing ?? '', accountNumber: borrower.s.accountNumber ?? '' };
+    instrument = { kind: 'bank_account', routingNumber: e!.routing ?? '', accountNumber: borrower.s.accountNumber ?? '' };
+  }
+  if (!sent) {
+    // Committed before the request leaves: from here on the processor may hold it, whatever happens to us.
+    withTransaction(ctx, ({ tx }) => tx.update(payments).set({ firstAttemptAt: now, updatedAt: now }).where(eq(payments.id, p.id)).run());
   }
   const name = [borrower.s.firstName, borrower.s.lastName].filter(Boolean).join(' ') || p.authorizerUniqueId;
-  return deps.processors.byName(conn.processor).createDebit(deps.vault.open(conn.keySealed), {
-    paymentId: p.id,
-    reference: p.reference,
-    amountCents: p.amountCents,
-    rail: p.rail,
-    instrument,
-    borrower: { name },
+  const call = processor.createDebit(key, { paymentId: p.id, reference: p.reference, amountCents: p.amountCents, rail: p.rail, instrument, borrower: { name } });
+  return { kind: 'send', processor, key, call, firstAttemptAt };
+}
+
+/** A payment the processor was never asked about and never will be: not attempted, its slot given back. */
+function neverSent(ctx: JobContext, p: DuePayment, message: string, reason: string): Step {
+  giveUp(ctx, p, message);
+  ctx.deps.metrics.paymentsSkipped.inc({ reason });
+  return { kind: 'done' };
+}
+
+/** Recorded not_attempted and not counted against the enrollment. Only for a payment the processor does not hold. */
+function giveUp(ctx: JobContext, p: DuePayment, message: string): void {
+  const now = ctx.deps.clock.now();
+  withTransaction(ctx, ({ tx }) => {
+    tx.update(payments).set({ status: 'not_attempted', message, updatedAt: now }).where(eq(payments.id, p.id)).run();
+    dispatchQueue(ctx.deps).finalize(tx, p.id, { state: 'done' });
+    tx.update(enrollments)
+      .set({ paymentsUsed: sql`MAX(${enrollments.paymentsUsed} - 1, 0)`, updatedAt: now })
+      .where(eq(enrollments.id, p.enrollmentId))
+      .run();
   });
 }
 
-/** The processor's answer, recorded in one transaction: the payment's first event, ledger and monitor. */
+/**
+ * The processor's answer about the payment, recorded in one transaction: its id, its first event, the ledger
+ * and the monitor. When polling recorded an outcome first, that record stands and only the id is kept.
+ */
 function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): void {
   const now = ctx.deps.clock.now();
   withTransaction(ctx, (tx) => {
-    tx.tx.update(payments).set({ processorPaymentId: r.processorPaymentId, updatedAt: now }).where(eq(payments.id, p.id)).run();
+    const cur = tx.tx.select({ status: payments.status }).from(payments).where(eq(payments.id, p.id)).get();
+    tx.tx
+      .update(payments)
+      .set({ processorPaymentId: sql`COALESCE(${payments.processorPaymentId}, ${r.processorPaymentId})`, updatedAt: now })
+      .where(eq(payments.id, p.id))
+      .run();
     dispatchQueue(ctx.deps).finalize(tx.tx, p.id, { state: 'done' });
+    if (cur?.status !== 'initiating') return;
     recordObservation(tx, {
       lenderId: p.lenderId,
       reference: p.reference,
@@ -134,14 +189,18 @@ function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): void {
       paymentId: p.id,
       connectionId: p.connectionId,
     });
-    if (r.status === 'not_attempted') {
+    if (r.status === 'not_attempted' && monitorStateOf(tx.tx, p.enrollmentId) === 'monitored') {
       // The processor wants the bank account verified: no new payment until the lender re-sends the borrower.
-      // (An ended monitor is left as it is: blocking concerns the next payment of a monitored borrower.)
-      if (monitorStateOf(tx.tx, p.enrollmentId) === 'monitored') {
-        applyMonitorEvent(tx.tx, { enrollmentId: p.enrollmentId, event: { type: 'blocked', reason: 'verification_required' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
-      }
+      applyMonitorEvent(tx.tx, { enrollmentId: p.enrollmentId, event: { type: 'blocked', reason: 'verification_required' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
     }
   });
+}
+
+/** A payment held open at the processor (verification): cancelled before it is recorded, so it can never debit later. */
+async function closeOpen(ctx: JobContext, s: { processor: Processor; key: string }, p: DuePayment, r: DebitResult & { processorPaymentId: string }): Promise<void> {
+  const after = await s.processor.cancelPayment(s.key, r.processorPaymentId);
+  // Cancelled: not attempted, for the reason it was held. Moved on before the cancel (verified): what it is now.
+  recordAnswer(ctx, p, after.status === 'voided' ? { ...r, open: false } : after);
 }
 
 function retryLater(ctx: JobContext, p: DuePayment): void {
@@ -151,7 +210,33 @@ function retryLater(ctx: JobContext, p: DuePayment): void {
   withTransaction(ctx, ({ tx }) => dispatchQueue(ctx.deps).finalize(tx, p.id, { state: 'pending', attempts, nextAttemptAt: now + delay }));
 }
 
-/** Sends every due payment, CONCURRENCY at a time; answers and retries are recorded as they come. */
+async function finish(ctx: JobContext, p: DuePayment, s: Extract<Step, { kind: 'send' | 'look' }>): Promise<void> {
+  const { deps } = ctx;
+  if (s.kind === 'send') {
+    const r = await s.call;
+    if (r.open && r.processorPaymentId) await closeOpen(ctx, s, p, { ...r, processorPaymentId: r.processorPaymentId });
+    else recordAnswer(ctx, p, r);
+    return;
+  }
+  const f = await s.call;
+  if (f.found) {
+    deps.logger.info({ payment_id: p.id, status: f.status }, 'payment outcome found at the processor');
+    if (f.open) await closeOpen(ctx, s, p, f);
+    else recordAnswer(ctx, p, f);
+    return;
+  }
+  if (deps.clock.now() - s.firstAttemptAt >= deps.config.processorIdempotencyHorizonMs) {
+    // Definitely absent: the key is past the horizon, so no request with it can still create the payment.
+    deps.logger.warn({ payment_id: p.id }, 'payment not found at the processor past the idempotency horizon; recorded not attempted');
+    deps.metrics.paymentsSkipped.inc({ reason: 'absent_at_processor' });
+    giveUp(ctx, p, 'the processor has no payment for this id: the request never reached it');
+    return;
+  }
+  // Not there yet: a request still on its way could create it. Asked again later.
+  retryLater(ctx, p);
+}
+
+/** Sends or resolves every due payment, CONCURRENCY at a time; answers and retries are recorded as they come. */
 export async function dispatchPayments(deps: Deps, opts: { signal?: AbortSignal; concurrency?: number } = {}): Promise<{ sent: number }> {
   const ctx: JobContext = { deps };
   let sent = 0;
@@ -160,21 +245,25 @@ export async function dispatchPayments(deps: Deps, opts: { signal?: AbortSignal;
     signal: opts.signal,
     claim: () => dispatchQueue(deps).claim((opts.concurrency ?? CONCURRENCY) * 4, deps.clock.now()),
     handle: async (p) => {
-      let pending: Promise<DebitResult> | null;
+      let s: Step;
       try {
-        pending = send(ctx, p);
+        s = start(ctx, p);
       } catch (e) {
         deps.logger.error({ payment_id: p.id, err: e }, 'payment could not be prepared');
         retryLater(ctx, p);
         return;
       }
-      if (!pending) return;
-      sent++;
+      if (s.kind === 'done') return;
+      if (s.kind === 'wait') {
+        retryLater(ctx, p);
+        return;
+      }
+      if (s.kind === 'send') sent++;
       try {
-        recordAnswer(ctx, p, await pending);
+        await finish(ctx, p, s);
       } catch (e) {
-        if (!(e instanceof ProcessorUnavailable)) deps.logger.error({ payment_id: p.id, err: e }, 'payment dispatch failed');
-        // Unknown outcome: sent again later with the same idempotency key, which returns the first payment.
+        // Unknown outcome (timeout, 5xx, a refused key): resolved at the processor on a later attempt.
+        deps.logger.warn({ payment_id: p.id, err: e instanceof Error ? e.message : String(e) }, 'payment outcome not known yet; asked again later');
         retryLater(ctx, p);
       }
     },

@@ -6,6 +6,7 @@ import { withTransaction } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
 import type { ProcessorChange } from '../../adapters/processors';
 import { recordObservation } from './record';
+import { reconcileKeys } from './reconcile';
 import * as q from './queries';
 import { borrowerNamedBy, madeForAnotherLender, REFERENCE_PREFIX } from './reference';
 
@@ -39,7 +40,7 @@ export function matchChange(db: Db, lenderId: string, connectionId: string, c: P
 }
 
 /** One page of changes, recorded with the cursor and the counts in one transaction. */
-function recordPage(ctx: JobContext, conn: { id: string; lenderId: string }, changes: ProcessorChange[], cursor: string | null): void {
+function recordPage(ctx: JobContext, conn: { id: string; lenderId: string }, changes: ProcessorChange[], cursor: string | null, cursorLost = false): void {
   const now = ctx.deps.clock.now();
   withTransaction(ctx, (tx) => {
     let ingested = 0;
@@ -56,6 +57,7 @@ function recordPage(ctx: JobContext, conn: { id: string; lenderId: string }, cha
         matched++;
       }
       if (!m) continue;
+      if (m.paymentId) q.setProcessorPaymentId(tx.tx, m.paymentId, c.processorPaymentId);
       recordObservation(tx, {
         lenderId: conn.lenderId,
         // The payment's own reference, whatever the processor echoes back.
@@ -80,6 +82,8 @@ function recordPage(ctx: JobContext, conn: { id: string; lenderId: string }, cha
         pollCursor: cursor,
         lastPollAt: now,
         lastPollError: null,
+        // Changes were missed: the key is reconciled by listing the processor's payments.
+        ...(cursorLost ? { reconcileDue: true } : {}),
         ingested: sql`${paymentConnections.ingested} + ${ingested}`,
         matched: sql`${paymentConnections.matched} + ${matched}`,
       })
@@ -104,6 +108,7 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
     .all();
   let changes = 0;
   let failures = 0;
+  const lost: string[] = [];
   await Promise.all(
     conns.map(async (conn) => {
       const processor = deps.processors.byName(conn.processor);
@@ -112,7 +117,11 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
       try {
         for (let page = 0; page < MAX_PAGES_PER_TICK && !opts.signal?.aborted; page++) {
           const res = await processor.listChanges(key, cursor, { limit: PAGE });
-          recordPage(ctx, conn, res.changes, res.nextCursor);
+          recordPage(ctx, conn, res.changes, res.nextCursor, res.cursorLost === true);
+          if (res.cursorLost) {
+            deps.logger.warn({ connection_id: conn.id, processor: conn.processor }, 'the processor no longer holds changes after the cursor; reconciling the key');
+            lost.push(conn.id);
+          }
           changes += res.changes.length;
           cursor = res.nextCursor;
           if (!res.hasMore) break;
@@ -126,6 +135,7 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
       }
     }),
   );
+  if (lost.length > 0 && !opts.signal?.aborted) await reconcileKeys(deps, { connectionIds: lost, signal: opts.signal });
   return { changes, failures };
 }
 

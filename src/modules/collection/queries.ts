@@ -97,3 +97,28 @@ export const insertIngested = (tx: Tx, connectionId: string, processorPaymentId:
 
 export const markIngestedMatched = (tx: Tx, connectionId: string, processorPaymentId: string) =>
   tx.$client.query('UPDATE ingested_payments SET matched = 1 WHERE connection_id = ? AND processor_payment_id = ?').run(connectionId, processorPaymentId);
+
+/**
+ * When the oldest of a key's payments that can still change was first sent: in flight, or settled since
+ * `settledSince` (watched for late returns). Null when there is none (nothing to reconcile).
+ */
+export const oldestUnsettled = (db: Db, connectionId: string, settledSince: number) =>
+  db.$client
+    .query<{ at: number | null }, [string, number]>(
+      `SELECT MIN(COALESCE(first_attempt_at, created_at)) AS at FROM payments
+        WHERE connection_id = ?1 AND first_attempt_at IS NOT NULL
+          AND (status IN ('initiating', 'processing') OR (status = 'settled' AND settled_at >= ?2))`,
+    )
+    .get(connectionId, settledSince)!.at;
+
+/** The service's payment with this id, sent through this key. */
+export const ownPaymentById = (db: Db, id: string, connectionId: string) =>
+  db.$client
+    .query<{ id: string; lenderId: string; enrollmentId: string; aid: string; amount: number; reference: string }, [string, string]>(
+      `SELECT id, lender_id AS lenderId, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, amount_cents AS amount, reference
+         FROM payments WHERE id = ? AND connection_id = ?`,
+    )
+    .get(id, connectionId);
+
+export const setProcessorPaymentId = (tx: Tx, id: string, processorPaymentId: string) =>
+  tx.$client.query('UPDATE payments SET processor_payment_id = COALESCE(processor_payment_id, ?) WHERE id = ?').run(processorPaymentId, id);

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, isNull, max, sum } from 'drizzle-orm';
+import { and, asc, desc, eq, isNull, max, ne, sum } from 'drizzle-orm';
 import { paymentConnections } from '../../../db/schema';
 import { RAILS, type ProcessorName, type RailScope } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
@@ -62,7 +62,7 @@ function conflictOf(keys: PaymentConnection[], k: { id?: string; railScope: Rail
 }
 
 /** Checks a key at its processor with one cheap authenticated read; nothing is stored either way. */
-async function verifyAtProcessor(ctx: Ctx, key: string): Promise<ProcessorName> {
+async function verifyAtProcessor(ctx: Ctx, key: string): Promise<{ processor: ProcessorName; accountId: string }> {
   const name = processorOfKey(key);
   if (!name) {
     throw InvalidInput.field(
@@ -71,13 +71,33 @@ async function verifyAtProcessor(ctx: Ctx, key: string): Promise<ProcessorName> 
     );
   }
   try {
-    await ctx.deps.processors.byName(name).verifyKey(key);
+    const { accountId } = await ctx.deps.processors.byName(name).verifyKey(key);
+    return { processor: name, accountId };
   } catch (e) {
     if (e instanceof KeyRefused) throw InvalidInput.field('api_key', 'the processor refused this key');
     if (e instanceof ProcessorUnavailable) throw new Unavailable(`The ${PROCESSOR_LABEL[name]} processor could not be reached; nothing was stored. Try again.`);
     throw e;
   }
-  return name;
+}
+
+/**
+ * One processor account serves one lender: its change feed carries every payment of the account, and two
+ * lenders on one feed would see each other's payments. Checked under the write lock, with the write.
+ */
+function refuseAccountOfAnotherLender(tx: Ctx & { tx: Tx }, processor: ProcessorName, accountId: string): void {
+  const held = tx.tx
+    .select({ id: paymentConnections.id })
+    .from(paymentConnections)
+    .where(
+      and(
+        eq(paymentConnections.processor, processor),
+        eq(paymentConnections.accountId, accountId),
+        ne(paymentConnections.lenderId, tx.lender.id),
+        isNull(paymentConnections.deletedAt),
+      ),
+    )
+    .get();
+  if (held) throw new Conflict('This key belongs to a processor account another lender has registered; one account serves one lender');
 }
 
 /** A unique index refusing a write means a concurrent request won the race: the same conflict, as a 409. */
@@ -108,12 +128,13 @@ export async function createConnection({ ctx, input }: { ctx: Ctx; input: { body
   const early = conflictOf(liveKeys(ctx), wanted);
   if (early) throw new Conflict(early);
 
-  const processor = await verifyAtProcessor(ctx, body.api_key);
+  const { processor, accountId } = await verifyAtProcessor(ctx, body.api_key);
   const last4 = body.api_key.slice(-4);
   const now = ctx.deps.clock.now();
   return withTransaction(ctx, (tx) => {
     const conflict = conflictOf(liveKeys(tx), wanted);
     if (conflict) throw new Conflict(conflict);
+    refuseAccountOfAnotherLender(tx, processor, accountId);
     const row: typeof paymentConnections.$inferInsert = {
       id: newId(),
       lenderId: ctx.lender.id,
@@ -124,6 +145,7 @@ export async function createConnection({ ctx, input }: { ctx: Ctx; input: { body
       isDefault,
       keySealed: ctx.deps.vault.seal(body.api_key),
       keyLast4: last4,
+      accountId,
       createdAt: now,
       updatedAt: now,
     };
@@ -180,7 +202,7 @@ export async function updateConnection({ ctx, input }: { ctx: Ctx; input: { id: 
   // Checked before the processor is asked, so a request that cannot succeed costs no call.
   checkMove(plan(current), body, liveKeys(ctx));
   const newKey = body.api_key;
-  const processor = newKey !== undefined ? await verifyAtProcessor(ctx, newKey) : null;
+  const verified = newKey !== undefined ? await verifyAtProcessor(ctx, newKey) : null;
   const now = ctx.deps.clock.now();
 
   return withTransaction(ctx, (tx) => {
@@ -191,9 +213,11 @@ export async function updateConnection({ ctx, input }: { ctx: Ctx; input: { id: 
     if (body.is_default === true) demoteOtherDefault(tx, keys, next.railScope, k.id, now);
     const set: Partial<typeof paymentConnections.$inferInsert> = { railScope: next.railScope, isDefault: next.isDefault, updatedAt: now };
     if (body.label !== undefined) set.label = body.label;
-    if (newKey !== undefined && processor !== null) {
+    if (newKey !== undefined && verified !== null) {
+      refuseAccountOfAnotherLender(tx, verified.processor, verified.accountId);
       Object.assign(set, {
-        processor,
+        processor: verified.processor,
+        accountId: verified.accountId,
         keySealed: ctx.deps.vault.seal(newKey),
         keyLast4: newKey.slice(-4),
         // Another key may be another account: its change feed starts from the beginning.

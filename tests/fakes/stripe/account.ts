@@ -347,8 +347,46 @@ export class FakeAccount {
     return listPage([...this.events].reverse(), q, '/v1/events', matches);
   }
 
+  /** `created[gte]` / `created[lte]` (seconds) and `expand[]=data.latest_charge`, as the adapter reads them. */
   listPaymentIntents(q: Form): Answer {
-    return listPage([...this.paymentIntents.values()].reverse(), q, '/v1/payment_intents', () => true);
+    const unknown = Object.keys(q).find((k) => !['limit', 'starting_after', 'ending_before', 'created', 'expand', 'customer'].includes(k));
+    if (unknown) return invalid(`Received unknown parameter: ${unknown}`, unknown, 'parameter_unknown');
+    const created = (q.created ?? {}) as Form;
+    const gte = str(created.gte) === undefined ? -Infinity : Number(str(created.gte));
+    const lte = str(created.lte) === undefined ? Infinity : Number(str(created.lte));
+    const expand = list(q.expand);
+    const bad = expand.find((e) => e !== 'data.latest_charge');
+    if (bad) return invalid(`This property cannot be expanded (${bad}).`, 'expand');
+    const page = listPage([...this.paymentIntents.values()].reverse(), q, '/v1/payment_intents', (pi) => pi.created >= gte && pi.created <= lte);
+    if (page.status !== 200 || !expand.length) return page;
+    const body = page.body as { data: Stripe.PaymentIntent[] };
+    return ok({ ...body, data: body.data.map((pi) => this.withCharge(pi)) });
+  }
+
+  withCharge(pi: Stripe.PaymentIntent): Stripe.PaymentIntent {
+    const id = typeof pi.latest_charge === 'string' ? pi.latest_charge : null;
+    return { ...pi, latest_charge: id ? (this.charges.get(id) ?? id) : pi.latest_charge };
+  }
+
+  /** POST /v1/payment_intents/{id}/cancel: only a PaymentIntent that has not started to move money. */
+  cancelIntent(id: string): Answer {
+    const pi = this.paymentIntents.get(id);
+    if (!pi) return invalid(`No such payment_intent: '${id}'`, 'id', 'resource_missing');
+    if (!['requires_payment_method', 'requires_confirmation', 'requires_action', 'requires_capture'].includes(pi.status)) {
+      return invalid(`You cannot cancel this PaymentIntent because it has a status of ${pi.status}.`, 'intent', 'payment_intent_unexpected_state');
+    }
+    Object.assign(pi, { status: 'canceled', canceled_at: this.world.now(), cancellation_reason: 'requested_by_customer' });
+    this.emit('payment_intent.canceled', pi);
+    return ok(pi);
+  }
+
+  /** GET /v1/disputes?payment_intent=…, newest first. */
+  listDisputes(q: Form): Answer {
+    const unknown = Object.keys(q).find((k) => !['limit', 'starting_after', 'ending_before', 'payment_intent', 'charge'].includes(k));
+    if (unknown) return invalid(`Received unknown parameter: ${unknown}`, unknown, 'parameter_unknown');
+    const pi = str(q.payment_intent);
+    const ch = str(q.charge);
+    return listPage([...this.disputes.values()].reverse(), q, '/v1/disputes', (d) => (!pi || d.payment_intent === pi) && (!ch || d.charge === ch));
   }
 }
 

@@ -323,3 +323,20 @@ export const balance = (): Stripe.Balance => ({
   livemode: false,
   pending: [{ amount: 0, currency: 'usd', source_types: { card: 0 } }],
 });
+
+/** GET /v1/account for a key: each key of the fake is its own account, named from the key so it is stable. */
+export const accountObject = (key: string): Stripe.Account =>
+  ({
+    id: `acct_${new Bun.CryptoHasher('sha256').update(key).digest('hex').slice(0, 16)}`,
+    object: 'account',
+    business_profile: null,
+    business_type: null,
+    charges_enabled: true,
+    country: 'US',
+    created: 1_700_000_000,
+    default_currency: 'usd',
+    details_submitted: true,
+    email: null,
+    payouts_enabled: true,
+    type: 'standard',
+  }) as Stripe.Account;

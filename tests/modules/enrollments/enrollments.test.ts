@@ -13,10 +13,13 @@ import { DAY_MS } from '../../../src/platform/clock';
 // A Stripe account that cannot be reached (the outside world, faked): tokenization must fail softly.
 const downStripe: Processor = {
   name: 'stripe',
-  verifyKey: async () => undefined,
+  verifyKey: async () => ({ accountId: 'acct_down' }),
   tokenizeCard: () => Promise.reject(new ProcessorUnavailable('connection refused')),
   createDebit: () => Promise.reject(new KeyRefused()),
   listChanges: () => Promise.reject(new KeyRefused()),
+  findPayment: () => Promise.reject(new ProcessorUnavailable('connection refused')),
+  listPayments: () => Promise.reject(new ProcessorUnavailable('connection refused')),
+  cancelPayment: () => Promise.reject(new ProcessorUnavailable('connection refused')),
 };
 
 const contexts: TestContext[] = [];

@@ -14,10 +14,14 @@ const fakeStripe: Processor = {
   async verifyKey() {
     if (stripeMode === 'refuse') throw new KeyRefused();
     if (stripeMode === 'down') throw new ProcessorUnavailable('connection refused');
+    return { accountId: 'acct_fake_1' };
   },
   tokenizeCard: () => Promise.reject(new Error('not used here')),
   createDebit: () => Promise.reject(new Error('not used here')),
   listChanges: () => Promise.reject(new Error('not used here')),
+  findPayment: () => Promise.reject(new Error('not used here')),
+  listPayments: () => Promise.reject(new Error('not used here')),
+  cancelPayment: () => Promise.reject(new Error('not used here')),
 };
 
 const contexts: TestContext[] = [];

@@ -1,0 +1,119 @@
+import { and, eq, isNull, isNotNull, or, lte, sql } from 'drizzle-orm';
+import { paymentConnections } from '../../../db/schema';
+import type { Deps, JobContext } from '../../deps';
+import { withTransaction } from '../../platform/context';
+import type { Job } from '../../platform/jobs';
+import { DAY_MS } from '../../platform/clock';
+import type { ListedPayment } from '../../adapters/processors';
+import { recordObservation } from './record';
+import * as q from './queries';
+
+// Reconciliation: what a change feed no longer holds (Stripe keeps events 30 days; a key not polled for
+// longer, or a cursor the processor dropped) is found by listing the processor's payments. Per key, every
+// PROCESSOR_RECONCILE_INTERVAL_MS and at once when its feed lost the cursor: the processor's payments created
+// since the oldest of the service's payments through the key that is not final (or settled in the last 65
+// days, watched for late returns) are listed a page at a time, and every status not yet recorded is recorded
+// by the same function as the feed's (one event per status of a reference, stable ids).
+
+/** A settled ACH payment is watched for late returns this long. */
+export const LATE_RETURN_WATCH_MS = 65 * DAY_MS;
+const PAGE = 100;
+const SLACK_MS = 10 * 60_000;
+
+export interface ReconcileResult {
+  keys: number;
+  recorded: number;
+}
+
+/** Reconciles every live key that is due (or the given ones, due or not). */
+export async function reconcileKeys(deps: Deps, opts: { connectionIds?: string[]; signal?: AbortSignal } = {}): Promise<ReconcileResult> {
+  const now = deps.clock.now();
+  const dueBefore = now - deps.config.processorReconcileIntervalMs;
+  const live = and(isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed));
+  const conns = deps.db
+    .select({ id: paymentConnections.id, lenderId: paymentConnections.lenderId, processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
+    .from(paymentConnections)
+    .where(
+      opts.connectionIds
+        ? and(live, sql`${paymentConnections.id} IN (SELECT value FROM json_each(${JSON.stringify(opts.connectionIds)}))`)
+        : and(
+            live,
+            or(
+              eq(paymentConnections.reconcileDue, true),
+              lte(sql`COALESCE(${paymentConnections.reconciledAt}, ${paymentConnections.createdAt})`, dueBefore),
+            ),
+          ),
+    )
+    .all();
+  let recorded = 0;
+  for (const conn of conns) {
+    if (opts.signal?.aborted) break;
+    try {
+      recorded += await reconcileKey(deps, conn, now);
+    } catch (e) {
+      deps.logger.warn({ connection_id: conn.id, processor: conn.processor, err: e instanceof Error ? e.message : String(e) }, 'reconciliation failed; tried again later');
+    }
+  }
+  return { keys: conns.length, recorded };
+}
+
+async function reconcileKey(deps: Deps, conn: { id: string; lenderId: string; processor: 'sandbox' | 'stripe'; keySealed: string | null }, now: number): Promise<number> {
+  const ctx: JobContext = { deps };
+  const since = q.oldestUnsettled(deps.db, conn.id, now - LATE_RETURN_WATCH_MS);
+  let recorded = 0;
+  if (since !== null) {
+    const processor = deps.processors.byName(conn.processor);
+    const key = deps.vault.open(conn.keySealed!);
+    for (let page: string | null = null, first = true; first || page !== null; first = false) {
+      const res = await processor.listPayments(key, { createdFrom: since - SLACK_MS, createdTo: now + SLACK_MS, page, limit: PAGE });
+      recorded += recordListed(ctx, conn, res.payments, now);
+      page = res.next;
+    }
+  }
+  withTransaction(ctx, ({ tx }) =>
+    tx.update(paymentConnections).set({ reconciledAt: now, reconcileDue: false }).where(eq(paymentConnections.id, conn.id)).run(),
+  );
+  return recorded;
+}
+
+/** One page of the processor's payments: the statuses of the service's own payments not recorded yet, in one transaction. */
+function recordListed(ctx: JobContext, conn: { id: string; lenderId: string; processor: string }, listed: ListedPayment[], now: number): number {
+  let recorded = 0;
+  withTransaction(ctx, (tx) => {
+    for (const l of listed) {
+      // A payment held open is the dispatcher's to cancel; not_attempted is its answer to record.
+      if (!l.paymentId || l.open || l.status === 'not_attempted') continue;
+      const own = q.ownPaymentById(tx.tx, l.paymentId, conn.id);
+      if (!own || own.lenderId !== conn.lenderId) continue;
+      const r = recordObservation(tx, {
+        lenderId: conn.lenderId,
+        reference: own.reference,
+        status: l.status,
+        amountCents: own.amount,
+        returnCode: l.returnCode,
+        message: l.message,
+        occurredAt: now,
+        source: 'processor',
+        sourceEventId: `reconciled:${l.processorPaymentId}:${l.status}`,
+        enrollmentId: own.enrollmentId,
+        authorizerUniqueId: own.aid,
+        paymentId: own.id,
+        connectionId: conn.id,
+      });
+      if (r.recorded) {
+        recorded++;
+        q.setProcessorPaymentId(tx.tx, own.id, l.processorPaymentId);
+        ctx.deps.metrics.paymentsReconciled.inc({ processor: conn.processor, status: l.status });
+        ctx.deps.logger.info({ payment_id: own.id, status: l.status, connection_id: conn.id }, 'payment status found by reconciliation');
+      }
+    }
+  });
+  return recorded;
+}
+
+export const reconcileJob = (intervalMs: number): Job<Deps> => ({
+  name: 'processor-reconcile',
+  // Checks often which keys are due; a key is listed only when its interval has passed or its feed lost its cursor.
+  intervalMs: Math.min(intervalMs, 60_000),
+  tick: (deps, signal) => reconcileKeys(deps, { signal }),
+});

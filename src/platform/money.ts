@@ -4,6 +4,25 @@
 
 const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?$/;
 
+/**
+ * The largest amount of money any route accepts: $10,000,000,000.00 (an uploaded payment amount, a balance
+ * threshold; a collectable amount has the spec's lower limit). Far above any debit a lender makes, and low
+ * enough that the sum of 9,000 of them stays an exact integer in a JavaScript number.
+ */
+export const MAX_AMOUNT_CENTS = 1_000_000_000_000;
+export const MAX_AMOUNT_TEXT = '$10,000,000,000.00';
+
+/**
+ * A sum of cents from SQLite (exact 64-bit integer arithmetic, read as a BigInt) as a number, exactly. Sums of
+ * amounts at most MAX_AMOUNT_CENTS stay under 2^53 for the first 9,000 of them; past 2^53 an exact number
+ * cannot be given, and that is an error rather than a rounded total.
+ */
+export function exactCents(sum: bigint | number): number {
+  const n = typeof sum === 'bigint' ? sum : BigInt(sum);
+  if (n > BigInt(Number.MAX_SAFE_INTEGER) || n < -BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError('a sum of cents beyond 2^53 cannot be given exactly');
+  return Number(n);
+}
+
 function decimalText(value: unknown): string | null {
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) return null;

@@ -44,7 +44,7 @@ export const insertEvent = (
     )
     .run(v.id, v.lenderId, v.enrollmentId, v.aid, v.paymentId, v.connectionId, v.reference, v.status, v.amount, v.returnCode, v.message, v.source, v.sourceEventId, v.occurredAt, v.recordedAt);
 
-/** What is credited for a reference, net of reversals. */
+/** What is credited for a reference, net of reversals (one reference: at most a few amounts under the cap). */
 export const creditedFor = (db: Db, lenderId: string, reference: string) =>
   db.$client
     .query<{ net: number }, [string, string]>(

@@ -4,6 +4,8 @@ import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
 import { dbOf } from '../../platform/context';
 import type { Enrollment } from './service';
+import { exactCents } from '../../platform/money';
+import * as q from './queries';
 
 export interface LedgerView {
   entries: { reference: string; kind: 'credit' | 'reversal'; amount: number; at: string }[];
@@ -20,12 +22,12 @@ export function ledgerOf(ctx: Ctx, e: Enrollment): LedgerView {
     .where(and(eq(ledgerEntries.lenderId, ctx.lender.id), eq(ledgerEntries.enrollmentId, e.id)))
     .orderBy(asc(ledgerEntries.id))
     .all();
-  const collected = rows.filter((r) => r.kind === 'credit').reduce((n, r) => n + r.amountCents, 0);
-  const reversed = rows.filter((r) => r.kind === 'reversal').reduce((n, r) => n + r.amountCents, 0);
+  // Summed by SQLite in 64-bit integers, never as floating point in JavaScript.
+  const t = q.ledgerTotals(dbOf(ctx), ctx.lender.id, e.id);
   return {
     entries: rows.map((r) => ({ reference: r.reference, kind: r.kind, amount: r.amountCents, at: iso(r.at) })),
-    collected,
-    reversed,
-    net: collected - reversed,
+    collected: exactCents(t.collected),
+    reversed: exactCents(t.reversed),
+    net: exactCents(t.collected - t.reversed),
   };
 }

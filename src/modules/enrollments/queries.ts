@@ -42,3 +42,14 @@ export const waitingPayloads = (db: Db, lenderId: string) =>
 
 export const replacePayloadItems = (tx: Tx, batchId: string, items: string) =>
   tx.$client.query('UPDATE batch_payloads SET items = ? WHERE batch_id = ?').run(items, batchId);
+
+/** A borrower's credited and reversed cents, summed by SQLite in 64-bit integers and read as BigInt (exact). */
+export const ledgerTotals = (db: Db, lenderId: string, enrollmentId: string) =>
+  db.$client
+    .query<{ collected: bigint; reversed: bigint }, [string, string]>(
+      `SELECT COALESCE(SUM(CASE WHEN kind = 'credit' THEN amount_cents END), 0) AS collected,
+              COALESCE(SUM(CASE WHEN kind = 'reversal' THEN amount_cents END), 0) AS reversed
+         FROM ledger_entries WHERE lender_id = ? AND enrollment_id = ?`,
+    )
+    .safeIntegers(true)
+    .get(lenderId, enrollmentId)!;

@@ -104,3 +104,12 @@ export const updateUploaded = (
       v.now,
       v.id,
     );
+
+/** A borrower of the lender whose credited total is past 2^53 - 1 cents, if any (one pass over the lender's ledger). */
+export const ledgerBeyondExact = (tx: Tx, lenderId: string) =>
+  tx.$client
+    .query<{ aid: string }, [string]>(
+      `SELECT e.authorizer_unique_id AS aid FROM ledger_entries l JOIN enrollments e ON e.id = l.enrollment_id
+        WHERE l.lender_id = ? AND l.kind = 'credit' GROUP BY l.enrollment_id HAVING SUM(l.amount_cents) > 9007199254740991 LIMIT 1`,
+    )
+    .get(lenderId)?.aid ?? null;

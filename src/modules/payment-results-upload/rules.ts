@@ -1,7 +1,7 @@
 import type { EventStatus } from '../../../db/schema/enums';
 import { normalizeReturnCode } from '../../adapters/processors/return-codes';
 import { DAY_MS } from '../../platform/clock';
-import { parseDollarText } from '../../platform/money';
+import { MAX_AMOUNT_CENTS, MAX_AMOUNT_TEXT, parseDollarText } from '../../platform/money';
 
 // How a payment-results file is read, cell by cell: header names and their aliases, blanks, amounts, the
 // five date formats, statuses and their aliases, return codes, and the six row rules. Pure functions: the
@@ -94,7 +94,7 @@ export function readStatus(text: string): UploadStatus | null {
 /** Dollars as spreadsheets write them; more than two decimals, negatives and zero are unreadable here. */
 export function readAmount(text: string): number | null {
   const cents = parseDollarText(text);
-  return cents !== null && cents > 0 ? cents : null;
+  return cents !== null && cents > 0 && cents <= MAX_AMOUNT_CENTS ? cents : null;
 }
 
 const utc = (y: number, m: number, d: number, hh = 0, mm = 0): number | null => {
@@ -182,7 +182,7 @@ export function checkRow(r: RawRow, now: number): { parsed: ParsedRow | null; pr
 
   const amount = v.payment_amount ? readAmount(v.payment_amount) : null;
   if (!v.payment_amount) err(1, 'payment_amount is missing');
-  else if (amount === null) err(1, 'payment_amount is not a positive amount in dollars with at most two decimals');
+  else if (amount === null) err(1, `payment_amount is not a positive amount in dollars with at most two decimals, at most ${MAX_AMOUNT_TEXT}`);
 
   let status: UploadStatus | null = null;
   if (!v.payment_status) err(1, 'payment_status is missing');

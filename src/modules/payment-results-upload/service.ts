@@ -318,6 +318,11 @@ export async function uploadResults({ ctx, input }: { ctx: Ctx; input: { bytes: 
       else problems.add({ row: p.row, rule: 7, reason: `no enrolled borrower matches reference ${key}; stored, it is matched when uploaded again with authorizer_unique_id`, severity: 'warning' });
       applyRow(tx, p, key, priors.get(key) ?? null, m, problems, now, !input.dryRun);
     }
+    if (!input.dryRun) {
+      // Every ledger total is given exactly; a file that would take one past 2^53 cents is refused whole.
+      const over = q.ledgerBeyondExact(tx.tx, tx.lender.id);
+      if (over) throw InvalidInput.field('file', `the ledger of borrower ${over} would pass $90,071,992,547,409.91, the most a total can be given exactly; nothing was recorded`);
+    }
     return {
       format: read.format,
       rowCount: accepted.length,

@@ -17,8 +17,9 @@ import { isRetryableReturn } from '../../../src/adapters/processors/return-codes
 const SETTLE = 60_000;
 const READ = 3_600_000;
 const BORROWERS = ['b0', 'b1'];
-// R01/R09 weighted up: reaching the cap of three payments takes returns one after another.
-const OUTCOME_CENTS = [0, 91, 91, 91, 92, 92, 93, 94, 95, 99];
+// R01/R09 weighted up: reaching the cap of three payments takes returns one after another. 88 (an answer lost
+// in an outage) and 98 (a first attempt that never arrives) leave outcomes unknown for a while.
+const OUTCOME_CENTS = [0, 91, 91, 91, 92, 92, 93, 94, 95, 99, 88, 98];
 
 interface Model {
   /** The amount in effect per borrower, as the lender last sent it. */
@@ -69,6 +70,17 @@ function checkInvariants(m: Model, r: Real): void {
   for (const [aid, count] of m.removedWith) if (count !== null) expect(atProcessor(r, aid)).toBe(count);
   // 5. Events unique per status of a reference; ids unique.
   expect(q(r, 'SELECT reference, status FROM payment_events GROUP BY reference, status HAVING COUNT(*) > 1')).toEqual([]);
+  // 6. Exactly one processor payment per service payment; not_attempted only for payments the processor does
+  // not hold; never more than three at the processor per enrollment, counting every one it holds.
+  expect(q(r, 'SELECT idempotency_key FROM sandbox_payments GROUP BY idempotency_key HAVING COUNT(*) > 1')).toEqual([]);
+  expect(q(r, "SELECT p.id FROM payments p JOIN sandbox_payments s ON s.idempotency_key = p.id WHERE p.status = 'not_attempted'")).toEqual([]);
+  expect(
+    q(
+      r,
+      `SELECT p.enrollment_id FROM payments p JOIN sandbox_payments s ON s.idempotency_key = p.id JOIN enrollments e ON e.id = p.enrollment_id
+        WHERE p.created_at >= e.enrolled_at GROUP BY p.enrollment_id HAVING COUNT(*) > 3`,
+    ),
+  ).toEqual([]);
 }
 
 class Enroll implements fc.AsyncCommand<Model, Real> {

@@ -1,0 +1,78 @@
+// Money is exact: the ledger's totals are summed by SQLite in integers, never as floating point; the largest
+// amount any route accepts is named ($10,000,000,000.00) and refused above.
+import { afterAll, describe, expect, test } from 'bun:test';
+import fc from 'fast-check';
+import { createTestContext, type TestContext } from '../../helpers/context';
+import { enrollBorrower } from '../../helpers/fixtures';
+import { MAX_AMOUNT_CENTS, exactCents, formatCents } from '../../../src/platform/money';
+
+const contexts: TestContext[] = [];
+afterAll(() => contexts.forEach((c) => c.close()));
+
+const HEADER = 'authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code';
+
+async function upload(c: TestContext, rows: string[]) {
+  const form = new FormData();
+  form.append('file', new File([[HEADER, ...rows].join('\n') + '\n'], 'results.csv', { type: 'text/csv' }));
+  const res = await c.app.handle(
+    new Request('http://localhost/v1/payment_results/uploads', { method: 'POST', headers: { authorization: `Bearer ${c.lender.key}` }, body: form }),
+  );
+  return { status: res.status, body: (await res.json()) as { rowCount: number; problems: { row: number; reason: string }[] } };
+}
+
+describe('exact money', () => {
+  test('an amount above $10,000,000,000.00 is a row problem; amounts up to it sum exactly past 2^53 cents', async () => {
+    const c = createTestContext();
+    contexts.push(c);
+    expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('rich')] } })).status).toBe(207);
+    const over = await upload(c, ['rich,INV-x,"$90,071,992,547,409.91",settled,2026-11-02,2026-11-03,,']);
+    expect(over.body.rowCount).toBe(0);
+    expect(over.body.problems[0]!.reason).toContain('$10,000,000,000.00');
+    // 9,007 rows at the cap and two of one cent: 9,007,000,000,000,002 cents, just under 2^53, given in full.
+    const rows = Array.from({ length: 9007 }, (_, i) => `rich,INV-${i},"$10,000,000,000.00",settled,2026-11-02,2026-11-03,,`);
+    rows.push('rich,INV-a,0.01,settled,2026-11-02,2026-11-03,,', 'rich,INV-b,0.01,settled,2026-11-02,2026-11-03,,');
+    const ok = await upload(c, rows);
+    expect(ok.body.problems).toEqual([]);
+    const ledger = (await c.json('GET', '/v1/payment_enrollments/rich')).body.ledger;
+    expect(BigInt(ledger.collected)).toBe(9007n * BigInt(MAX_AMOUNT_CENTS) + 2n);
+    expect(ledger.net).toBe(ledger.collected);
+    // One more row at the cap would take the total past 2^53 cents, where no exact number can be given: the
+    // file is refused whole and nothing of it is recorded.
+    const past = await upload(c, ['rich,INV-past,"$10,000,000,000.00",settled,2026-11-02,2026-11-03,,']);
+    expect(past.status).toBe(400);
+    expect(JSON.stringify(past.body)).toContain('90,071,992,547,409.91');
+    expect((await c.json('GET', '/v1/payment_enrollments/rich')).body.ledger.collected).toBe(ledger.collected);
+  }, 60_000);
+
+  test('the ledger’s SQL sums equal BigInt sums of the same random amounts', async () => {
+    const c = createTestContext();
+    contexts.push(c);
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('prop')] } });
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.integer({ min: 1, max: MAX_AMOUNT_CENTS }), { minLength: 1, maxLength: 20 }), async (amounts) => {
+        const before = BigInt((await c.json('GET', '/v1/payment_enrollments/prop')).body.ledger.collected);
+        const rows = amounts.map((a) => `prop,P-${n++},${formatCents(a)},settled,2026-11-02,2026-11-03,,`);
+        expect((await upload(c, rows)).body.problems).toEqual([]);
+        const after = BigInt((await c.json('GET', '/v1/payment_enrollments/prop')).body.ledger.collected);
+        expect(after - before).toBe(amounts.reduce((s, a) => s + BigInt(a), 0n));
+      }),
+      { numRuns: 25, seed: 20261124 },
+    );
+  }, 60_000);
+
+  test('exactCents refuses a sum it cannot give exactly', () => {
+    expect(exactCents(BigInt(Number.MAX_SAFE_INTEGER))).toBe(Number.MAX_SAFE_INTEGER);
+    expect(() => exactCents(BigInt(Number.MAX_SAFE_INTEGER) + 1n)).toThrow(RangeError);
+  });
+
+  test('a balance threshold above the maximum is refused naming the field', async () => {
+    const c = createTestContext();
+    contexts.push(c);
+    const r = await c.json('POST', '/v1/balance_requests', {
+      body: { authorizers: [{ authorizer_unique_id: 'a1', ssn: '123456789', account_number: '0001234567', routing_number: '110000000', threshold_amount: 10_000_000_000.01 }] },
+    });
+    expect(r.status).toBe(400);
+    expect(JSON.stringify(r.body)).toContain('threshold_amount');
+  });
+});

@@ -50,7 +50,7 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner<Deps> } = {}) {
       deps.logger.error({ reqId: id, method: request.method, route: route || 'unmatched', err }, 'unhandled error');
       return tracker.toResponse(
         request,
-        new ApiError(500, 'INTERNAL_ERROR', `Internal error; quote request id ${id ?? 'unknown'} when reporting it`, { request_id: id ?? null }),
+        new ApiError('INTERNAL_ERROR', `Internal error; quote request id ${id ?? 'unknown'} when reporting it`, { request_id: id ?? null }),
       );
     })
     .onAfterResponse(({ request, route, set }) => {

@@ -1,3 +1,4 @@
+import { ERROR_CODES } from './error-codes';
 import { Elysia } from 'elysia';
 import { openapi } from '@elysiajs/openapi';
 import { join } from 'node:path';
@@ -65,32 +66,14 @@ export function docsPlugin(docsBase: string) {
       });
 }
 
-/** What each error code means and what to do about it; `documentation_url` of an error opens its section. */
-export const ERROR_CODES: [code: string, status: number, meaning: string][] = [
-  ['BAD_REQUEST', 400, 'The request breaks a rule: details.errors lists each problem with its path and what was expected. Correct the request and send it again.'],
-  ['UNAUTHORIZED', 401, 'No API key, or one that is not valid or was revoked. Send Authorization: Bearer <API_KEY>; keys come from the operator.'],
-  ['FORBIDDEN', 403, 'The key is valid but may not have this (an export of another lender’s batch, metrics from outside).'],
-  ['HTTPS_REQUIRED', 403, 'Plain HTTP from a remote address. Call the https:// address of the service.'],
-  ['RESOURCE_NOT_FOUND', 404, 'No such object for this lender (another lender’s object is not found either), or no such path.'],
-  ['METHOD_NOT_ALLOWED', 405, 'The path exists but not with this method; the Allow header lists the methods it takes.'],
-  ['CONFLICT', 409, 'The request clashes with what is stored (a name in use, a second default key); the message says with what.'],
-  ['PAYLOAD_TOO_LARGE', 413, 'The body is over the route’s limit (details.limit_bytes).'],
-  ['URI_TOO_LONG', 414, 'The path and query are longer than 8 KB (details.limit_bytes). Send long lists of ids in several requests.'],
-  ['HEADERS_TOO_LARGE', 431, 'The request headers are larger than 32 KB together (details.limit_bytes).'],
-  ['UNSUPPORTED_MEDIA_TYPE', 415, 'The Content-Type is not the one the route reads (application/json or multipart/form-data).'],
-  ['RATE_LIMITED', 429, 'Too many requests: wait the seconds in Retry-After, then send again.'],
-  ['INTERNAL_ERROR', 500, 'A fault of the service. Nothing about it is shown; quote the request id (X-Request-Id) when reporting it.'],
-  ['SERVICE_UNAVAILABLE', 503, 'Something the service depends on (a payment processor) cannot be reached now; nothing was stored. Try again later.'],
-];
-
 const anchor = (code: string) => code.toLowerCase().replace(/_/g, '-');
 const escape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 /** The docs page: Swagger UI on the service's own assets, then the error codes, each at its own anchor. */
 export function docsPage(): string {
-  const errors = ERROR_CODES.map(
-    ([code, status, meaning]) => `<section id="${anchor(code)}"><h3>${code} <small>${status}</small></h3><p>${escape(meaning)}</p></section>`,
-  ).join('\n');
+  const errors = Object.entries(ERROR_CODES)
+    .map(([code, { status, meaning }]) => `<section id="${anchor(code)}"><h3>${code} <small>${status}</small></h3><p>${escape(meaning)}</p></section>`)
+    .join('\n');
   return `<!doctype html>
 <html lang="en">
 <head>

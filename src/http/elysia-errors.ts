@@ -45,7 +45,7 @@ export function fromElysiaError(
     const path = new URL(request.url).pathname;
     const allow = allowedMethods(path);
     if (allow.length > 0) return new MethodNotAllowed(allow);
-    return new ApiError(404, 'RESOURCE_NOT_FOUND', `No route for ${request.method} ${path}`);
+    return new ApiError('RESOURCE_NOT_FOUND', `No route for ${request.method} ${path}`);
   }
   return null;
 }

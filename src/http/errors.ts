@@ -1,5 +1,6 @@
 import { t } from 'elysia';
 import { Int } from '../platform/schema';
+import { ERROR_CODES, type ErrorCode } from './error-codes';
 import {
   Conflict,
   DomainError,
@@ -15,72 +16,74 @@ import {
 // has (HTTPS, 405, 413, 415), and the one envelope every error body is built from.
 
 export class ApiError extends Error {
+  /** The HTTP status, from the code's entry in ERROR_CODES. */
+  readonly status: number;
   constructor(
-    readonly status: number,
-    readonly errorCode: string,
+    readonly errorCode: ErrorCode,
     message: string,
     readonly details?: Record<string, unknown>,
     readonly suggestion?: string,
     readonly headers?: Record<string, string>,
   ) {
     super(message);
+    this.status = ERROR_CODES[errorCode].status;
     this.name = 'ApiError';
   }
 }
 
 export class HttpsRequired extends ApiError {
   constructor() {
-    super(403, 'HTTPS_REQUIRED', 'Requests must use HTTPS', undefined, 'Call the https:// address of the service');
+    super('HTTPS_REQUIRED', 'Requests must use HTTPS', undefined, 'Call the https:// address of the service');
   }
 }
 export class MethodNotAllowed extends ApiError {
   constructor(allow: string[]) {
-    super(405, 'METHOD_NOT_ALLOWED', `Method not allowed; this path accepts ${allow.join(', ')}`, undefined, undefined, {
+    super('METHOD_NOT_ALLOWED', `Method not allowed; this path accepts ${allow.join(', ')}`, undefined, undefined, {
       Allow: allow.join(', '),
     });
   }
 }
 export class PayloadTooLarge extends ApiError {
   constructor(limitBytes: number) {
-    super(413, 'PAYLOAD_TOO_LARGE', `Request body is larger than ${limitBytes} bytes`, { limit_bytes: limitBytes });
+    super('PAYLOAD_TOO_LARGE', `Request body is larger than ${limitBytes} bytes`, { limit_bytes: limitBytes });
   }
 }
 export class UriTooLong extends ApiError {
   constructor(limitBytes: number) {
-    super(414, 'URI_TOO_LONG', `The request's path and query are longer than ${limitBytes} bytes`, { limit_bytes: limitBytes }, 'Send long lists in fewer values per request');
+    super('URI_TOO_LONG', `The request's path and query are longer than ${limitBytes} bytes`, { limit_bytes: limitBytes }, 'Send long lists in fewer values per request');
   }
 }
 export class HeadersTooLarge extends ApiError {
   constructor(limitBytes: number) {
-    super(431, 'HEADERS_TOO_LARGE', `The request's headers are larger than ${limitBytes} bytes`, { limit_bytes: limitBytes });
+    super('HEADERS_TOO_LARGE', `The request's headers are larger than ${limitBytes} bytes`, { limit_bytes: limitBytes });
   }
 }
 export class UnsupportedMediaType extends ApiError {
   constructor(expected: string) {
-    super(415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Type must be ${expected}`);
+    super('UNSUPPORTED_MEDIA_TYPE', `Content-Type must be ${expected}`);
   }
 }
 
 type DomainClass = abstract new (...args: never[]) => DomainError;
 
-/** Each domain error's status and code. Order matters only for subclasses (none today). */
-const DOMAIN_ERRORS: [DomainClass, number, string][] = [
-  [InvalidInput, 400, 'BAD_REQUEST'],
-  [Unauthenticated, 401, 'UNAUTHORIZED'],
-  [Forbidden, 403, 'FORBIDDEN'],
-  [NotFound, 404, 'RESOURCE_NOT_FOUND'],
-  [Conflict, 409, 'CONFLICT'],
-  [RateLimited, 429, 'RATE_LIMITED'],
-  [Unavailable, 503, 'SERVICE_UNAVAILABLE'],
+/** Each domain error's code (its status comes with the code). Order matters only for subclasses (none today). */
+const DOMAIN_ERRORS: [DomainClass, ErrorCode][] = [
+  [InvalidInput, 'BAD_REQUEST'],
+  [Unauthenticated, 'UNAUTHORIZED'],
+  [Forbidden, 'FORBIDDEN'],
+  [NotFound, 'RESOURCE_NOT_FOUND'],
+  [Conflict, 'CONFLICT'],
+  [RateLimited, 'RATE_LIMITED'],
+  [Unavailable, 'SERVICE_UNAVAILABLE'],
 ];
 
 /** A domain error as the API answers it; null for an error that is not one (an internal error). */
 export function fromDomainError(e: unknown): ApiError | null {
   if (!(e instanceof DomainError)) return null;
-  for (const [cls, status, code] of DOMAIN_ERRORS) {
+  for (const [cls, code] of DOMAIN_ERRORS) {
     if (e instanceof cls) {
       const headers = e instanceof RateLimited ? { 'Retry-After': String(e.retryAfterSeconds) } : undefined;
-      return new ApiError(status, code, e.message, e.details, e.suggestion, headers);
+      return new ApiError(code, e.message, e.details, e.suggestion, headers);
     }
   }
   return null;

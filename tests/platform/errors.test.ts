@@ -31,10 +31,11 @@ describe('error envelope', () => {
 
 describe('every error code has a section of the docs page', () => {
   test('each code the service answers with is listed, at the anchor its documentation_url names', async () => {
-    const { ERROR_CODES, docsPage } = await import('../../src/http/docs');
+    const { docsPage } = await import('../../src/http/docs');
+    const { ERROR_CODES } = await import('../../src/http/error-codes');
     const html = docsPage();
     const codes = ['BAD_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'HTTPS_REQUIRED', 'RESOURCE_NOT_FOUND', 'METHOD_NOT_ALLOWED', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'URI_TOO_LONG', 'HEADERS_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'INTERNAL_ERROR', 'SERVICE_UNAVAILABLE'];
-    expect(ERROR_CODES.map(([c]) => c).sort()).toEqual(codes.sort());
+    expect(Object.keys(ERROR_CODES).sort()).toEqual(codes.sort());
     for (const code of codes) expect(html).toContain(`id="${code.toLowerCase().replace(/_/g, '-')}"`);
     const { body } = await ctx.json('GET', '/v1/nothing-here');
     expect(html).toContain(`id="${new URL(body.documentation_url).hash.slice(1)}"`);

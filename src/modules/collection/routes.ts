@@ -1,4 +1,5 @@
 import { Elysia, t } from 'elysia';
+import { maturity } from '../../http/maturity';
 import type { Deps } from '../../deps';
 import { errors } from '../../http/errors';
 import type { Auth } from '../../http/auth';
@@ -6,7 +7,6 @@ import { listPaymentEvents } from './events';
 import { EventList } from './model';
 import { identifierSchema } from '../../platform/fields';
 
-const MATURITY = 'Early Access';
 
 export const paymentEventRoutes = (deps: Deps, auth: Auth) =>
   new Elysia({ prefix: '/v1', normalize: false }).use(auth).get(
@@ -19,12 +19,13 @@ export const paymentEventRoutes = (deps: Deps, auth: Auth) =>
       detail: {
         tags: ['Payments'],
         summary: 'Payment events of a borrower',
-        'x-maturity': MATURITY,
-        description:
-          `**${MATURITY}.** Every observed status of the borrower's payments, oldest first, read from the processor or ` +
+        ...maturity(
+          'Early Access',
+          "Every observed status of the borrower's payments, oldest first, read from the processor or " +
           'uploaded. One event per new status of a reference; the same processor event read twice records nothing. ' +
           'Nothing expires; re-reading is safe. An unknown borrower (or another lender’s) has an empty list. An ' +
           'identifier that is not well-formed Unicode or holds control characters is 400.',
+        ),
       },
     },
   );

@@ -1,4 +1,5 @@
 import { Elysia, t } from 'elysia';
+import { maturity } from '../../http/maturity';
 import type { Deps } from '../../deps';
 import { errors } from '../../http/errors';
 import { documentedBody, schemaBody } from '../../http/body';
@@ -8,8 +9,7 @@ import { EnrollmentBody, EnrollmentList, EnrollmentListQuery, EnrollmentRequest,
 import { enroll, eraseBorrowers, getEnrollment, listEnrollments, removeEnrollments } from './service';
 
 const tags = ['Payments'];
-const MATURITY = 'Early Access';
-const early = (description: string) => ({ 'x-maturity': MATURITY, description: `**${MATURITY}.** ${description}` });
+const early = (description: string) => maturity('Early Access', description);
 /** 1000 borrowers with every optional field stay well under this. */
 const ENROLLMENT_BODY_LIMIT = 4 * 1024 * 1024;
 

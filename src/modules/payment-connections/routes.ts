@@ -1,4 +1,5 @@
 import { Elysia, t } from 'elysia';
+import { maturity } from '../../http/maturity';
 import type { Deps } from '../../deps';
 import { errors } from '../../http/errors';
 import { schemaBody } from '../../http/body';
@@ -7,9 +8,8 @@ import { Connection, ConnectionList, CreateConnectionBody, UpdateConnectionBody 
 import { createConnection, deleteConnection, listConnections, updateConnection } from './service';
 
 const tags = ['Payments'];
-const MATURITY = 'Early Access';
 const IdParams = t.Object({ id: t.String({ description: 'id of the processor key' }) });
-const early = (description: string) => ({ 'x-maturity': MATURITY, description: `**${MATURITY}.** ${description}` });
+const early = (description: string) => maturity('Early Access', description);
 
 export const paymentConnectionRoutes = (deps: Deps, auth: Auth) =>
   new Elysia({ prefix: '/v1/payment_connections', normalize: false })

@@ -1,4 +1,5 @@
 import { Elysia, t } from 'elysia';
+import { maturity } from '../../http/maturity';
 import type { Deps } from '../../deps';
 import { errors } from '../../http/errors';
 import { documentedBody, multipartBody, MULTIPART_OVERHEAD_BYTES } from '../../http/body';
@@ -7,7 +8,6 @@ import { InvalidInput } from '../../platform/errors';
 import { Int } from '../../platform/schema';
 import { uploadResults, UPLOAD_LIMIT_BYTES } from './service';
 
-export const MATURITY = 'In Development';
 export const EXAMPLE_FILE =
   'authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code\n' +
   'loan-1001,INV-77,425.00,settled,2026-11-02,2026-11-04,,\n' +
@@ -77,9 +77,9 @@ export const uploadRoutes = (deps: Deps, auth: Auth) =>
         ...documentedBody(UploadBody, 'multipart/form-data'),
         tags: ['Payments'],
         summary: 'Upload payment results (CSV)',
-        'x-maturity': MATURITY,
-        description:
-          `**${MATURITY}.** Outcomes of debits the service cannot read from a processor, one row per debit, in a part ` +
+        ...maturity(
+          'In Development',
+          'Outcomes of debits the service cannot read from a processor, one row per debit, in a part ' +
           'named file. Columns (case-insensitive; spaces and punctuation read as underscores): authorizer_unique_id ' +
           '(authorizer_id) or reference (payment_reference), payment_amount (amount), payment_status (outcome, status), ' +
           'submitted_at (payment_date, submitted), settled_at (settlement_date, settled_date), returned_at (return_date, ' +
@@ -88,6 +88,7 @@ export const uploadRoutes = (deps: Deps, auth: Auth) =>
           'or unmatched). The whole upload is one transaction; dryRun=true decides everything and writes nothing. 200 with ' +
           'the report for any UTF-8 file of at most 10 MB (a malformed one too: its problem is listed and nothing is ' +
           'recorded); 400 only for a file over 10 MB or not UTF-8.',
+        ),
       },
     },
   );

@@ -46,3 +46,32 @@ export const pageTokenQuery = {
 
 export const tokenFrom = (q: { next_page_token?: string; nextPageToken?: string }): string | undefined =>
   q.next_page_token || q.nextPageToken || undefined;
+
+export type PageQuery = { limit?: number; next_page_token?: string; nextPageToken?: string };
+
+/**
+ * One page of a keyset listing, the one way every list is paged: the position is read from the page token
+ * (scoped to the listing, tamper-evident), `limit + 1` rows are fetched after it to know whether more
+ * follow, and the next token holds the position of the last row shown. `moreAnyway` keeps a token coming
+ * when the listing may still grow (a batch in progress): it then resumes after the last row seen.
+ */
+export function keysetPage<Row, Pos>(opts: {
+  tokens: PageTokens;
+  scope: string;
+  query: PageQuery;
+  limit: number;
+  /** The position before the first row. */
+  start: Pos;
+  fetch: (after: Pos, take: number) => Row[];
+  positionOf: (row: Row) => Pos;
+  moreAnyway?: boolean;
+}): { page: Row[]; hasMore: boolean; nextPageToken: string | null } {
+  const token = tokenFrom(opts.query);
+  const after = token ? opts.tokens.decode<Pos>(opts.scope, token) : opts.start;
+  const rows = opts.fetch(after, opts.limit + 1);
+  const page = rows.slice(0, opts.limit);
+  const hasMore = rows.length > opts.limit || opts.moreAnyway === true;
+  const last = page[page.length - 1];
+  const next = last !== undefined ? opts.positionOf(last) : after;
+  return { page, hasMore, nextPageToken: hasMore ? opts.tokens.encode(opts.scope, next) : null };
+}

@@ -8,7 +8,7 @@ import { dbOf, withTransaction, type Tx } from '../../platform/context';
 import { InvalidInput, NotFound, RateLimited } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { centsToDollarsOrNull } from '../../platform/money';
-import { tokenFrom } from '../../platform/pagination';
+import { keysetPage, type PageQuery } from '../../platform/pagination';
 import { validateWebhookUrl } from '../webhooks/service';
 import { validateAuthorizerList, validateAuthorizers, type AuthorizerCandidate, type FailedAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
 import type { BalanceRequestBody } from './model';
@@ -215,32 +215,33 @@ export function getBatchStatus({ ctx, input }: { ctx: Ctx; input: { batchId: str
   };
 }
 
-type PageQuery = { limit?: number; next_page_token?: string; nextPageToken?: string };
-
 /** GET /v1/balances: results in the order they were recorded, so each appears once across pages. */
 export function listBalances({ ctx, input }: { ctx: Ctx; input: { batchId: string } & PageQuery }) {
   const b = findBatch(ctx, input.batchId);
-  const limit = input.limit ?? 100;
-  const scope = `balances:${ctx.lender.id}:${b.id}`;
-  const token = tokenFrom(input);
-  const after = token ? ctx.deps.pageTokens.decode<{ r: number }>(scope, token).r : 0;
-  const rows = dbOf(ctx)
-    .select({
-      id: balanceResults.id,
-      aid: balanceResults.authorizerUniqueId,
-      cents: balanceResults.balanceCents,
-      code: balanceResults.statusCode,
-      at: balanceResults.recordedAt,
-    })
-    .from(balanceResults)
-    .where(and(eq(balanceResults.batchId, b.id), gt(balanceResults.id, after)))
-    .orderBy(asc(balanceResults.id))
-    .limit(limit + 1)
-    .all();
-  const page = rows.slice(0, limit);
-  // While the batch runs there is more to come: the token then resumes after the last result seen.
-  const hasMore = rows.length > limit || b.status !== 'completed';
-  const last = page[page.length - 1];
+  const { page, hasMore, nextPageToken } = keysetPage({
+    tokens: ctx.deps.pageTokens,
+    scope: `balances:${ctx.lender.id}:${b.id}`,
+    query: input,
+    limit: input.limit ?? 100,
+    start: { r: 0 },
+    fetch: (after, take) =>
+      dbOf(ctx)
+        .select({
+          id: balanceResults.id,
+          aid: balanceResults.authorizerUniqueId,
+          cents: balanceResults.balanceCents,
+          code: balanceResults.statusCode,
+          at: balanceResults.recordedAt,
+        })
+        .from(balanceResults)
+        .where(and(eq(balanceResults.batchId, b.id), gt(balanceResults.id, after.r)))
+        .orderBy(asc(balanceResults.id))
+        .limit(take)
+        .all(),
+    positionOf: (r) => ({ r: r.id }),
+    // While the batch runs there is more to come: the token then resumes after the last result seen.
+    moreAnyway: b.status !== 'completed',
+  });
   return {
     batch_id: b.id,
     total_processed: b.totalProcessed,
@@ -251,35 +252,38 @@ export function listBalances({ ctx, input }: { ctx: Ctx; input: { batchId: strin
       balance_status_code: r.code,
     })),
     has_more: hasMore,
-    next_page_token: hasMore ? ctx.deps.pageTokens.encode(scope, { r: last?.id ?? after }) : null,
+    next_page_token: nextPageToken,
   };
 }
 
 /** Every balance read of one authorizer for the lender, newest first. */
 export function authorizerHistory({ ctx, input }: { ctx: Ctx; input: { authorizerId: string } & PageQuery }) {
-  const limit = input.limit ?? 10;
-  const scope = `history:${ctx.lender.id}:${input.authorizerId}`;
-  const token = tokenFrom(input);
-  const before = token ? ctx.deps.pageTokens.decode<{ r: number }>(scope, token).r : Number.MAX_SAFE_INTEGER;
   const mine = and(eq(balanceResults.lenderId, ctx.lender.id), eq(balanceResults.authorizerUniqueId, input.authorizerId));
   const db = dbOf(ctx);
   const total = db.select({ n: count() }).from(balanceResults).where(mine).get()!.n;
-  const rows = db
-    .select({
-      id: balanceResults.id,
-      batchId: balanceResults.batchId,
-      cents: balanceResults.balanceCents,
-      code: balanceResults.statusCode,
-      exportStatus: balanceResults.exportStatus,
-      at: balanceResults.recordedAt,
-    })
-    .from(balanceResults)
-    .where(and(mine, lt(balanceResults.id, before)))
-    .orderBy(desc(balanceResults.id))
-    .limit(limit + 1)
-    .all();
-  const page = rows.slice(0, limit);
-  const hasMore = rows.length > limit;
+  const { page, hasMore, nextPageToken } = keysetPage({
+    tokens: ctx.deps.pageTokens,
+    scope: `history:${ctx.lender.id}:${input.authorizerId}`,
+    query: input,
+    limit: input.limit ?? 10,
+    start: { r: Number.MAX_SAFE_INTEGER },
+    fetch: (before, take) =>
+      db
+        .select({
+          id: balanceResults.id,
+          batchId: balanceResults.batchId,
+          cents: balanceResults.balanceCents,
+          code: balanceResults.statusCode,
+          exportStatus: balanceResults.exportStatus,
+          at: balanceResults.recordedAt,
+        })
+        .from(balanceResults)
+        .where(and(mine, lt(balanceResults.id, before.r)))
+        .orderBy(desc(balanceResults.id))
+        .limit(take)
+        .all(),
+    positionOf: (r) => ({ r: r.id }),
+  });
   return {
     authorizer_unique_id: input.authorizerId,
     total_count: total,
@@ -293,7 +297,7 @@ export function authorizerHistory({ ctx, input }: { ctx: Ctx; input: { authorize
         ...(ok ? {} : { error_message: errorMessageFor(r.code, r.exportStatus) }),
       };
     }),
-    next_page_token: hasMore ? ctx.deps.pageTokens.encode(scope, { r: page[page.length - 1]!.id }) : null,
+    next_page_token: nextPageToken,
     has_more: hasMore,
   };
 }

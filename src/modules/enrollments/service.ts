@@ -8,7 +8,7 @@ import { dbOf, withTransaction, type Tx } from '../../platform/context';
 import { NotFound } from '../../platform/errors';
 import { fits, problemsOf } from '../../platform/validation';
 import { newId } from '../../platform/ids';
-import { tokenFrom } from '../../platform/pagination';
+import { keysetPage } from '../../platform/pagination';
 import type { SealedColumn } from '../../platform/vault';
 import { CardRefused, ProcessorUnavailable, type TokenizedCard } from '../../adapters/processors';
 import { validateAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
@@ -344,24 +344,22 @@ export function listEnrollments({
   ctx: Ctx;
   input: { state?: MonitorState; limit?: number; next_page_token?: string; nextPageToken?: string };
 }) {
-  const limit = input.limit ?? 50;
-  const scope = `enrollments:${ctx.lender.id}:${input.state ?? ''}`;
-  const token = tokenFrom(input);
-  const after = token ? ctx.deps.pageTokens.decode<{ a: string }>(scope, token).a : '';
-  const conds = [eq(enrollments.lenderId, ctx.lender.id), gt(enrollments.authorizerUniqueId, after)];
-  if (input.state) conds.push(eq(enrollments.state, input.state));
-  const rows = dbOf(ctx)
-    .select()
-    .from(enrollments)
-    .where(and(...conds))
-    .orderBy(asc(enrollments.authorizerUniqueId))
-    .limit(limit + 1)
-    .all();
-  const page = rows.slice(0, limit);
-  const hasMore = rows.length > limit;
+  const { page, hasMore, nextPageToken } = keysetPage({
+    tokens: ctx.deps.pageTokens,
+    scope: `enrollments:${ctx.lender.id}:${input.state ?? ''}`,
+    query: input,
+    limit: input.limit ?? 50,
+    start: { a: '' },
+    fetch: (after, take) => {
+      const conds = [eq(enrollments.lenderId, ctx.lender.id), gt(enrollments.authorizerUniqueId, after.a)];
+      if (input.state) conds.push(eq(enrollments.state, input.state));
+      return dbOf(ctx).select().from(enrollments).where(and(...conds)).orderBy(asc(enrollments.authorizerUniqueId)).limit(take).all();
+    },
+    positionOf: (e) => ({ a: e.authorizerUniqueId }),
+  });
   return {
     enrollments: page.map((e) => enrollmentView(ctx, e, ledgerOf(ctx, e))),
     has_more: hasMore,
-    next_page_token: hasMore ? ctx.deps.pageTokens.encode(scope, { a: page[page.length - 1]!.authorizerUniqueId }) : null,
+    next_page_token: nextPageToken,
   };
 }

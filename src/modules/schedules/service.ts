@@ -8,7 +8,7 @@ import { Conflict, InvalidInput, NotFound } from '../../platform/errors';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
 import { newId } from '../../platform/ids';
 import { centsToDollars, dollarsToCents } from '../../platform/money';
-import { tokenFrom } from '../../platform/pagination';
+import { keysetPage } from '../../platform/pagination';
 import { validateWebhookUrl } from '../webhooks/service';
 import { validateAuthorizerList } from '../authorizers/rules';
 import type { CreateScheduleBody, UpdateScheduleBody } from './model';
@@ -231,20 +231,20 @@ export function listSchedules({
   ctx: Ctx;
   input: { status?: ScheduleStatus; limit?: number; next_page_token?: string; nextPageToken?: string };
 }) {
-  const limit = input.limit ?? 50;
-  const scope = `schedules:${ctx.lender.id}:${input.status ?? ''}`;
-  const token = tokenFrom(input);
-  const after = token ? ctx.deps.pageTokens.decode<{ i: string }>(scope, token).i : '';
-  const conds = [eq(schedules.lenderId, ctx.lender.id), gt(schedules.id, after)];
-  if (input.status) conds.push(eq(schedules.status, input.status));
-  const rows = dbOf(ctx).select().from(schedules).where(and(...conds)).orderBy(asc(schedules.id)).limit(limit + 1).all();
-  const page = rows.slice(0, limit);
-  const hasMore = rows.length > limit;
-  return {
-    schedules: page.map((s) => view(ctx, s)),
-    has_more: hasMore,
-    next_page_token: hasMore ? ctx.deps.pageTokens.encode(scope, { i: page[page.length - 1]!.id }) : null,
-  };
+  const { page, hasMore, nextPageToken } = keysetPage({
+    tokens: ctx.deps.pageTokens,
+    scope: `schedules:${ctx.lender.id}:${input.status ?? ''}`,
+    query: input,
+    limit: input.limit ?? 50,
+    start: { i: '' },
+    fetch: (after, take) => {
+      const conds = [eq(schedules.lenderId, ctx.lender.id), gt(schedules.id, after.i)];
+      if (input.status) conds.push(eq(schedules.status, input.status));
+      return dbOf(ctx).select().from(schedules).where(and(...conds)).orderBy(asc(schedules.id)).limit(take).all();
+    },
+    positionOf: (s) => ({ i: s.id }),
+  });
+  return { schedules: page.map((s) => view(ctx, s)), has_more: hasMore, next_page_token: nextPageToken };
 }
 
 

@@ -8,7 +8,7 @@ import { InvalidInput } from '../../platform/errors';
 import * as q from './queries';
 import { DAY_MS, isoOrNull, iso } from '../../platform/clock';
 import { newId } from '../../platform/ids';
-import { tokenFrom } from '../../platform/pagination';
+import { keysetPage } from '../../platform/pagination';
 import { generateWebhookSecret } from '../../adapters/webhooks/signing';
 import { checkWebhookUrl } from '../../adapters/webhooks/ssrf';
 import type { SealedColumn } from '../../platform/vault';
@@ -118,31 +118,34 @@ export interface DeliveryFilter {
 export function listDeliveries({ ctx, input: q }: { ctx: Ctx; input: DeliveryFilter }) {
   const { deps } = ctx;
   const lenderId = ctx.lender.id;
-  const limit = q.limit ?? 50;
-  const scope = `deliveries:${lenderId}:${q.status ?? ''}:${q.type ?? ''}`;
-  const token = tokenFrom(q);
-  const after = token ? deps.pageTokens.decode<{ c: number; i: string }>(scope, token) : null;
-  const conds = [eq(webhookDeliveries.lenderId, lenderId)];
-  if (q.status) conds.push(eq(webhookDeliveries.state, q.status));
-  if (q.type) conds.push(eq(webhookDeliveries.type, q.type));
-  if (after) {
-    conds.push(
-      or(
-        lt(webhookDeliveries.createdAt, after.c),
-        and(eq(webhookDeliveries.createdAt, after.c), lt(webhookDeliveries.id, after.i)),
-      )!,
-    );
-  }
-  const rows = dbOf(ctx)
-    .select()
-    .from(webhookDeliveries)
-    .where(and(...conds))
-    .orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.id))
-    .limit(limit + 1)
-    .all();
-  const page = rows.slice(0, limit);
-  const hasMore = rows.length > limit;
-  const last = page[page.length - 1];
+  const { page, hasMore, nextPageToken } = keysetPage<typeof webhookDeliveries.$inferSelect, { c: number; i: string } | null>({
+    tokens: deps.pageTokens,
+    scope: `deliveries:${lenderId}:${q.status ?? ''}:${q.type ?? ''}`,
+    query: q,
+    limit: q.limit ?? 50,
+    start: null,
+    fetch: (after, take) => {
+      const conds = [eq(webhookDeliveries.lenderId, lenderId)];
+      if (q.status) conds.push(eq(webhookDeliveries.state, q.status));
+      if (q.type) conds.push(eq(webhookDeliveries.type, q.type));
+      if (after) {
+        conds.push(
+          or(
+            lt(webhookDeliveries.createdAt, after.c),
+            and(eq(webhookDeliveries.createdAt, after.c), lt(webhookDeliveries.id, after.i)),
+          )!,
+        );
+      }
+      return dbOf(ctx)
+        .select()
+        .from(webhookDeliveries)
+        .where(and(...conds))
+        .orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.id))
+        .limit(take)
+        .all();
+    },
+    positionOf: (d) => ({ c: d.createdAt, i: d.id }),
+  });
   return {
     deliveries: page.map((d) => ({
       id: d.id,
@@ -158,7 +161,7 @@ export function listDeliveries({ ctx, input: q }: { ctx: Ctx; input: DeliveryFil
       finished_at: isoOrNull(d.finishedAt),
     })),
     has_more: hasMore,
-    next_page_token: hasMore && last ? deps.pageTokens.encode(scope, { c: last.createdAt, i: last.id }) : null,
+    next_page_token: nextPageToken,
   };
 }
 

@@ -32,9 +32,10 @@ describe('row rules: each with a passing and a failing row, and its problems ent
   const good = 'b1,REF-OK,425.00,settled,2026-11-02,2026-11-04,,';
   const cases: [string, string, { row: number; reason: string; severity: string }[]][] = [
     ['1: amount missing', 'b1,R1A,,settled,2026-11-02,2026-11-04,,', [{ row: 3, reason: 'payment_amount is missing', severity: 'error' }]],
-    ['1: amount unreadable', 'b1,R1B,12.345,settled,2026-11-02,2026-11-04,,', [{ row: 3, reason: 'payment_amount is not a positive amount in dollars with at most two decimals', severity: 'error' }]],
-    ['1: amount zero', 'b1,R1C,0,settled,2026-11-02,2026-11-04,,', [{ row: 3, reason: 'payment_amount is not a positive amount in dollars with at most two decimals', severity: 'error' }]],
-    ['1: amount negative', 'b1,R1D,-5,settled,2026-11-02,2026-11-04,,', [{ row: 3, reason: 'payment_amount is not a positive amount in dollars with at most two decimals', severity: 'error' }]],
+    ['1: amount unreadable', 'b1,R1B,12.345,settled,2026-11-02,2026-11-04,,', [{ row: 3, reason: 'payment_amount is not a positive amount in dollars with at most two decimals, at most $10,000,000,000.00', severity: 'error' }]],
+    ['1: amount zero', 'b1,R1C,0,settled,2026-11-02,2026-11-04,,', [{ row: 3, reason: 'payment_amount is not a positive amount in dollars with at most two decimals, at most $10,000,000,000.00', severity: 'error' }]],
+    ['1: amount negative', 'b1,R1D,-5,settled,2026-11-02,2026-11-04,,', [{ row: 3, reason: 'payment_amount is not a positive amount in dollars with at most two decimals, at most $10,000,000,000.00', severity: 'error' }]],
+    ['1: amount over the maximum', 'b1,R1E,10000000000.01,settled,2026-11-02,2026-11-04,,', [{ row: 3, reason: 'payment_amount is not a positive amount in dollars with at most two decimals, at most $10,000,000,000.00', severity: 'error' }]],
     ['1: status missing', 'b1,R1E,10,,2026-11-02,,,', [{ row: 3, reason: 'payment_status is missing', severity: 'error' }]],
     ['1: submitted_at missing', 'b1,R1F,10,sent,,,,', [{ row: 3, reason: 'submitted_at is missing', severity: 'error' }]],
     ['1: identifier missing', ',,10,sent,2026-11-02,,,', [{ row: 3, reason: 'authorizer_unique_id or reference is required', severity: 'error' }]],

@@ -16,6 +16,7 @@ import {
   type ProcessorChange,
   type RawCard,
   type TokenizedCard,
+  REFERENCE_PREFIX,
 } from './types';
 
 // Stripe through its official SDK with the API version pinned: ACH debits are us_bank_account
@@ -96,7 +97,7 @@ type Logger = { warn(obj: object, msg: string): void };
 type Failure = { status: EventStatus; returnCode: string | null; message: string | null };
 
 const refOf = (metadata: Stripe.Metadata | null | undefined, description: string | null | undefined): string | null =>
-  metadata?.drs_reference ?? (description?.startsWith('DRS-') ? description : null);
+  metadata?.drs_reference ?? (description?.startsWith(REFERENCE_PREFIX) ? description : null);
 
 const idOf = (v: string | { id: string } | null | undefined): string | null => (v == null ? null : typeof v === 'string' ? v : v.id);
 

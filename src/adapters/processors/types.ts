@@ -6,6 +6,9 @@ import { EVENT_STATUSES, PROCESSOR_NAMES, RAILS, type EventStatus, type Processo
 
 export { EVENT_STATUSES, PROCESSOR_NAMES, RAILS, type EventStatus, type ProcessorName, type Rail };
 
+/** The prefix of the references the service gives its payments: `DRS-{authorizer_unique_id}-{payment_id}`. */
+export const REFERENCE_PREFIX = 'DRS-';
+
 /** A raw debit card, only ever held in memory on its way to the processor's tokenization. */
 export interface RawCard {
   number: string;

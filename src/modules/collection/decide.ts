@@ -3,13 +3,12 @@ import { enrollments, payments } from '../../../db/schema';
 import { newId } from '../../platform/ids';
 import type { MonitoringReadHook } from '../hooks';
 import { resolveKey } from '../payment-connections/resolve';
+import { referenceOf } from './reference';
 import { applyMonitorEvent } from '../enrollments/monitor-store';
 
 /** An original payment and at most two reinitiations per enrollment. */
 export const MAX_PAYMENTS_PER_ENROLLMENT = 3;
 
-/** The reference of a payment the service initiates: `DRS-{authorizer_unique_id}-{payment_id}`. */
-export const referenceOf = (authorizerUniqueId: string, paymentId: string): string => `DRS-${authorizerUniqueId}-${paymentId}`;
 
 /**
  * The collection decision, called with each monitoring read in the transaction that records it. A payment of

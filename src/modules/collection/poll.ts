@@ -8,7 +8,7 @@ import type { ProcessorChange } from '../../adapters/processors';
 import { recordObservation } from './record';
 import { reconcileKeys } from './reconcile';
 import * as q from './queries';
-import { borrowerNamedBy, madeForAnotherLender, REFERENCE_PREFIX } from './reference';
+import { databaseSource, matchReference, type PaymentMatch } from './reference';
 
 // Reading outcomes: every live key's change feed, from its stored cursor, every PROCESSOR_POLL_INTERVAL_MS.
 // Each page is one transaction: its events, the cursor, ingested, matched and last_poll_at commit together,
@@ -18,25 +18,19 @@ import { borrowerNamedBy, madeForAnotherLender, REFERENCE_PREFIX } from './refer
 const PAGE = 500;
 const MAX_PAGES_PER_TICK = 200;
 
-interface Match {
-  enrollmentId: string;
-  authorizerUniqueId: string;
-  paymentId: string | null;
-  amountCents: number | null;
-}
-
 /**
  * Which borrower a change belongs to: the service's own payments by processor id or reference; other `DRS-`
  * references by splitting after the prefix at each dash and taking the split whose left part is a borrower
  * of the lender: exactly one such split, or the change is unmatched.
  */
-export function matchChange(db: Db, lenderId: string, connectionId: string, c: ProcessorChange): Match | null {
-  const own = q.ownPayment(db, lenderId, connectionId, c.reference, c.processorPaymentId);
-  if (own) return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id, amountCents: own.amount };
-  if (!c.reference?.startsWith(REFERENCE_PREFIX)) return null;
-  if (madeForAnotherLender(db, lenderId, c.reference)) return null;
-  const b = borrowerNamedBy(db, lenderId, c.reference.slice(REFERENCE_PREFIX.length));
-  return b ? { enrollmentId: b.id, authorizerUniqueId: b.aid, paymentId: null, amountCents: null } : null;
+export function matchChange(db: Db, lenderId: string, connectionId: string, c: ProcessorChange): PaymentMatch | null {
+  // The service's own payment also by the processor's id through the same key (a change without our reference).
+  const own = () => q.ownPayment(db, lenderId, connectionId, c.reference, c.processorPaymentId) ?? null;
+  if (!c.reference) {
+    const p = own();
+    return p ? { enrollmentId: p.enrollmentId, authorizerUniqueId: p.aid, paymentId: p.id, amountCents: p.amount } : null;
+  }
+  return matchReference(databaseSource(db, lenderId, own), c.reference, { prefixed: true });
 }
 
 /** One page of changes, recorded with the cursor and the counts in one transaction. */

@@ -2,19 +2,59 @@ import type { Db } from '../../platform/db';
 import { IDENTIFIER_MAX as AID_MAX } from '../../platform/fields';
 import { borrowersAmong, paymentById } from './queries';
 
-/** The prefix of the references the service gives its payments: `DRS-{authorizer_unique_id}-{payment_id}`. */
-export const REFERENCE_PREFIX = 'DRS-';
+import { REFERENCE_PREFIX } from '../../adapters/processors/types';
+
+export { REFERENCE_PREFIX };
+
+/** The reference of a payment the service initiates: `DRS-{authorizer_unique_id}-{payment_id}`. */
+export const referenceOf = (authorizerUniqueId: string, paymentId: string): string => `${REFERENCE_PREFIX}${authorizerUniqueId}-${paymentId}`;
+
+/** The borrower (and, for the service's own payments, the payment) an outcome belongs to. */
+export interface PaymentMatch {
+  enrollmentId: string;
+  authorizerUniqueId: string;
+  paymentId: string | null;
+  /** The amount the service sent, for its own payments: every event of a reference carries it. */
+  amountCents: number | null;
+}
+
+/** Where matching looks things up: straight from the database (polling), or from a slice's keyed look-ups (uploads). */
+export interface MatchSource {
+  /** The lender's own payment with this reference. */
+  payment(reference: string): { id: string; enrollmentId: string; aid: string; amount: number } | null;
+  /** The lender's borrowers among these identifiers, by identifier. */
+  borrowers(ids: string[]): Map<string, string>;
+  /** Whether the reference is that of a payment the service made for another lender. */
+  othersPayment(reference: string): boolean;
+}
 
 /**
- * The borrower a reference names, the prefix already taken off: the text is split at each dash, and the one
- * split whose left part is a borrower of the lender wins. No such split, or more than one: null.
+ * The one matching of an outcome to a borrower (payments.md, section 5), for polling and uploads alike: the
+ * service's own payment by its reference; else, unless it is another lender's payment, the one borrower the
+ * reference names — split after the `DRS-` prefix at each dash, the split whose left part is a borrower of
+ * the lender; none or more than one: unmatched. `prefixed`: only `DRS-` references name borrowers (the
+ * processor's feed); an uploaded reference may come without the prefix.
  */
-export function borrowerNamedBy(db: Db, lenderId: string, rest: string): { id: string; aid: string } | null {
-  const lefts = namesIn(rest);
-  if (lefts.length === 0) return null;
-  const found = borrowersAmong(db, lenderId, lefts);
-  return found.length === 1 ? found[0]! : null;
+export function matchReference(src: MatchSource, reference: string, opts: { prefixed: boolean }): PaymentMatch | null {
+  const own = src.payment(reference);
+  if (own) return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id, amountCents: own.amount };
+  const hasPrefix = reference.startsWith(REFERENCE_PREFIX);
+  if (opts.prefixed && !hasPrefix) return null;
+  if (hasPrefix && src.othersPayment(reference)) return null;
+  const names = namesInReference(reference);
+  if (names.length === 0) return null;
+  const found = src.borrowers(names);
+  if (found.size !== 1) return null;
+  const [[aid, enrollmentId]] = [...found];
+  return { enrollmentId: enrollmentId!, authorizerUniqueId: aid!, paymentId: null, amountCents: null };
 }
+
+/** Matching straight from the database: one keyed read per question. */
+export const databaseSource = (db: Db, lenderId: string, own: (reference: string) => ReturnType<MatchSource['payment']>): MatchSource => ({
+  payment: own,
+  borrowers: (ids) => new Map(borrowersAmong(db, lenderId, ids).map((b) => [b.aid, b.id])),
+  othersPayment: (reference) => madeForAnotherLender(db, lenderId, reference),
+});
 
 
 /**
@@ -41,3 +81,7 @@ export function madeForAnotherLender(db: Db, lenderId: string, reference: string
   const p = paymentById(db, id);
   return p !== null && p.reference === reference && p.lenderId !== lenderId;
 }
+
+/** The identifiers a reference could name, its `DRS-` prefix (if any) taken off. */
+export const namesInReference = (reference: string): string[] =>
+  namesIn(reference.startsWith(REFERENCE_PREFIX) ? reference.slice(REFERENCE_PREFIX.length) : reference);

@@ -24,8 +24,8 @@ export const enrollmentsAmong = (db: Db, lenderId: string, aids: string[]) =>
 /** The lender's payments among some references (the unique index on lender and reference). */
 export const paymentsAmong = (db: Db, lenderId: string, references: string[]) =>
   db.$client
-    .query<{ id: string; reference: string; enrollmentId: string; aid: string }, [string, string]>(
-      `SELECT id, reference, enrollment_id AS enrollmentId, authorizer_unique_id AS aid FROM payments
+    .query<{ id: string; reference: string; enrollmentId: string; aid: string; amount: number }, [string, string]>(
+      `SELECT id, reference, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, amount_cents AS amount FROM payments
         WHERE lender_id = ? AND reference IN (SELECT value FROM json_each(?))`,
     )
     .all(lenderId, JSON.stringify(references));

@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import type { Ctx } from '../../deps';
 import { withTransaction, type Tx } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
-import { namesIn, REFERENCE_PREFIX } from '../collection/reference';
+import { madeForAnotherLender, matchReference, namesInReference, type MatchSource, type PaymentMatch } from '../collection/reference';
 import { recordObservation } from '../collection/record';
 import * as q from './queries';
 import { CsvError, toCsvError } from '../../platform/csv';
@@ -139,12 +139,6 @@ export function parserOf(bytes: Uint8Array) {
   return parser;
 }
 
-interface Match {
-  enrollmentId: string;
-  authorizerUniqueId: string;
-  paymentId: string | null;
-}
-
 /**
  * What matching needs of a slice of rows, looked up for the whole slice at once by key (no search per row):
  * borrowers by identifier, the lender's payments by reference, and the borrowers a DRS- reference could
@@ -153,7 +147,7 @@ interface Match {
 class Lookups {
   /** Identifier → enrollment id, or null for none. */
   private readonly borrowers = new Map<string, string | null>();
-  private payments = new Map<string, { id: string; enrollmentId: string; aid: string }>();
+  private payments = new Map<string, { id: string; enrollmentId: string; aid: string; amount: number }>();
 
   constructor(private readonly db: Db, private readonly lenderId: string) {}
 
@@ -165,34 +159,36 @@ class Lookups {
       else if (p.reference) refs.push(p.reference);
     }
     this.payments = new Map(refs.length ? q.paymentsAmong(this.db, this.lenderId, refs).map((x) => [x.reference, x]) : []);
-    for (const r of refs) if (!this.payments.has(r)) for (const name of namesIn(withoutPrefix(r))) aids.add(name);
+    for (const r of refs) if (!this.payments.has(r)) for (const name of namesInReference(r)) aids.add(name);
     const unknown = [...aids].filter((a) => !this.borrowers.has(a));
     if (unknown.length === 0) return;
     for (const a of unknown) this.borrowers.set(a, null);
     for (const b of q.enrollmentsAmong(this.db, this.lenderId, unknown)) this.borrowers.set(b.aid, b.id);
   }
 
-  /** authorizer_unique_id first; else a reference that identifies exactly one borrower of the lender. */
-  match(p: ParsedRow): Match | null {
+  /** authorizer_unique_id first; else the one matching of a reference, from this slice's look-ups. */
+  match(p: ParsedRow): PaymentMatch | null {
     if (p.authorizerUniqueId) {
       const id = this.borrowers.get(p.authorizerUniqueId);
-      return id ? { enrollmentId: id, authorizerUniqueId: p.authorizerUniqueId, paymentId: null } : null;
+      return id ? { enrollmentId: id, authorizerUniqueId: p.authorizerUniqueId, paymentId: null, amountCents: null } : null;
     }
     if (!p.reference) return null;
-    const own = this.payments.get(p.reference);
-    if (own) return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id };
-    let found: Match | null = null;
-    for (const name of namesIn(withoutPrefix(p.reference))) {
-      const id = this.borrowers.get(name);
-      if (!id) continue;
-      if (found) return null; // more than one borrower named: none
-      found = { enrollmentId: id, authorizerUniqueId: name, paymentId: null };
-    }
-    return found;
+    return matchReference(this.source, p.reference, { prefixed: false });
   }
-}
 
-const withoutPrefix = (reference: string) => (reference.startsWith(REFERENCE_PREFIX) ? reference.slice(REFERENCE_PREFIX.length) : reference);
+  private readonly source: MatchSource = {
+    payment: (reference) => this.payments.get(reference) ?? null,
+    borrowers: (ids) => {
+      const found = new Map<string, string>();
+      for (const id of ids) {
+        const e = this.borrowers.get(id);
+        if (e) found.set(id, e);
+      }
+      return found;
+    },
+    othersPayment: (reference) => madeForAnotherLender(this.db, this.lenderId, reference),
+  };
+}
 
 const outcomeDate = (p: { status: string; settledAt: number | null; returnedAt: number | null }) =>
   p.status === 'settled' ? p.settledAt : p.status === 'returned' || p.status === 'late_return' ? p.returnedAt : null;
@@ -358,7 +354,7 @@ export async function uploadResults({ ctx, input }: { ctx: Ctx; input: { bytes: 
  * A dry run decides the same and writes nothing: after rule 6 a file has one row per key, so no row's
  * decision depends on another row's writes, and the report of a dry run is the report of the real upload.
  */
-function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.UploadedRow | null, m: Match | null, problems: Problems, now: number, write: boolean): void {
+function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.UploadedRow | null, m: PaymentMatch | null, problems: Problems, now: number, write: boolean): void {
   const lenderId = tx.lender.id;
   const record = (status: ParsedRow['status']) => {
     if (!m || !write) return;

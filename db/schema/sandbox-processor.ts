@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core';
 import { EVENT_STATUSES, RAILS } from './enums';
 
@@ -28,6 +29,8 @@ export const sandboxPayments = sqliteTable(
     // Not unique: past SANDBOX_IDEMPOTENCY_TTL_MS a reused key makes a new payment, as Stripe's does.
     index('sandbox_payments_account_idem_idx').on(t.account, t.idempotencyKey, t.createdAt),
     index('sandbox_payments_account_created_idx').on(t.account, t.createdAt, t.id),
+    // Cents 88 (the outage case): the outage check reads only these, whatever the account's volume.
+    index('sandbox_payments_outage_idx').on(t.account, t.createdAt).where(sql`${t.amountCents} % 100 = 88`),
   ],
 );
 

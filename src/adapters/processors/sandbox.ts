@@ -187,8 +187,11 @@ export class SandboxProcessor implements Processor {
            FROM sandbox_events e JOIN sandbox_payments p ON p.id = e.payment_id
           WHERE e.account = ? AND e.seq > ? AND e.occurred_at >= ? ORDER BY e.seq LIMIT ?`,
       ),
-      // A change after the cursor that has already left the feed: the cursor is lost.
-      lostAfter: db.prepare('SELECT 1 FROM sandbox_events WHERE account = ? AND seq > ? AND occurred_at < ? LIMIT 1'),
+      // A change of the next page that has already left the feed: the cursor is lost there. Only the page's
+      // own changes are looked at, so a long backlog costs a page per read, not the whole feed.
+      lostAfter: db.prepare(
+        'SELECT 1 FROM (SELECT occurred_at FROM sandbox_events WHERE account = ? AND seq > ? ORDER BY seq LIMIT ?) WHERE occurred_at < ? LIMIT 1',
+      ),
       newest: db.prepare('SELECT MAX(seq) AS seq FROM sandbox_events WHERE account = ?'),
       // The payment a key made within its idempotency window (the newest, should a key have been reused after it).
       findPayment: db.prepare(
@@ -206,7 +209,9 @@ export class SandboxProcessor implements Processor {
           ORDER BY created_at, id LIMIT ?6`,
       ),
       // Cents 88: the account answers nothing about such a payment until its outage has passed.
-      inOutage: db.prepare('SELECT 1 FROM sandbox_payments WHERE account = ? AND amount_cents % 100 = 88 AND created_at > ? LIMIT 1'),
+      inOutage: db.prepare(
+        'SELECT 1 FROM sandbox_payments INDEXED BY sandbox_payments_outage_idx WHERE account = ? AND amount_cents % 100 = 88 AND created_at > ? LIMIT 1',
+      ),
       findAttempt: db.prepare('SELECT failed_attempts FROM sandbox_idempotency WHERE account = ? AND idempotency_key = ?'),
       recordFailedAttempt: db.prepare(
         `INSERT INTO sandbox_idempotency (account, idempotency_key, failed_attempts, first_attempt_at) VALUES (?, ?, 1, ?)
@@ -301,7 +306,7 @@ export class SandboxProcessor implements Processor {
     }
     this.refuseDuringOutage(account, now);
     const keptFrom = now - this.retentionMs;
-    if (cursor !== null && this.q.lostAfter.get(account, after, keptFrom)) {
+    if (cursor !== null && this.q.lostAfter.get(account, after, limit + 1, keptFrom)) {
       // Changes after the cursor have left the feed: read on from the newest, and say what was lost.
       const newest = (this.q.newest.get(account) as { seq: number | null }).seq;
       return { changes: [], nextCursor: newest === null ? cursor : String(newest), hasMore: false, cursorLost: true };

@@ -28,7 +28,7 @@ export function matchChange(db: Db, lenderId: string, connectionId: string, c: P
   const own = () => q.ownPayment(db, lenderId, connectionId, c.reference, c.processorPaymentId) ?? null;
   if (!c.reference) {
     const p = own();
-    return p ? { enrollmentId: p.enrollmentId, authorizerUniqueId: p.aid, paymentId: p.id, amountCents: p.amount } : null;
+    return p ? { enrollmentId: p.enrollmentId, authorizerUniqueId: p.aid, paymentId: p.id, amountCents: p.amount, processorIdKnown: !!p.pid } : null;
   }
   return matchReference(databaseSource(db, lenderId, own), c.reference, { prefixed: true });
 }
@@ -51,7 +51,7 @@ function recordPage(ctx: JobContext, conn: { id: string; lenderId: string }, cha
         matched++;
       }
       if (!m) continue;
-      if (m.paymentId) q.setProcessorPaymentId(tx.tx, m.paymentId, c.processorPaymentId);
+      if (m.paymentId && !m.processorIdKnown) q.setProcessorPaymentId(tx.tx, m.paymentId, c.processorPaymentId);
       recordObservation(tx, {
         lenderId: conn.lenderId,
         // The payment's own reference, whatever the processor echoes back.

@@ -65,11 +65,11 @@ export const updatePaymentStatus = (tx: Tx, v: { id: string; status: EventStatus
 /** The service's own payment a change is about: by its reference, or by the processor's id through the same key. */
 export const ownPayment = (db: Db, lenderId: string, connectionId: string, reference: string | null, processorPaymentId: string) =>
   db.$client
-    .query<{ id: string; enrollmentId: string; aid: string; amount: number }, [string, string, string, string]>(
-      `SELECT id, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, amount_cents AS amount FROM payments
+    .query<{ id: string; enrollmentId: string; aid: string; amount: number; pid: string | null }, [string, string, string, string]>(
+      `SELECT id, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, amount_cents AS amount, processor_payment_id AS pid FROM payments
         WHERE lender_id = ?1 AND reference = ?2
        UNION ALL
-       SELECT id, enrollment_id, authorizer_unique_id, amount_cents FROM payments INDEXED BY payments_processor_idx
+       SELECT id, enrollment_id, authorizer_unique_id, amount_cents, processor_payment_id FROM payments INDEXED BY payments_processor_idx
         WHERE connection_id = ?3 AND processor_payment_id = ?4 AND lender_id = ?1
        LIMIT 1`,
     )
@@ -120,5 +120,6 @@ export const ownPaymentById = (db: Db, id: string, connectionId: string) =>
     )
     .get(id, connectionId);
 
+/** Keeps the processor's id of a payment the first time it is seen (a no-op read of the key after that). */
 export const setProcessorPaymentId = (tx: Tx, id: string, processorPaymentId: string) =>
-  tx.$client.query('UPDATE payments SET processor_payment_id = COALESCE(processor_payment_id, ?) WHERE id = ?').run(processorPaymentId, id);
+  tx.$client.query('UPDATE payments SET processor_payment_id = ? WHERE id = ? AND processor_payment_id IS NULL').run(processorPaymentId, id);

@@ -16,12 +16,14 @@ export interface PaymentMatch {
   paymentId: string | null;
   /** The amount the service sent, for its own payments: every event of a reference carries it. */
   amountCents: number | null;
+  /** Whether the service already knows the processor's id of its payment. */
+  processorIdKnown?: boolean;
 }
 
 /** Where matching looks things up: straight from the database (polling), or from a slice's keyed look-ups (uploads). */
 export interface MatchSource {
   /** The lender's own payment with this reference. */
-  payment(reference: string): { id: string; enrollmentId: string; aid: string; amount: number } | null;
+  payment(reference: string): { id: string; enrollmentId: string; aid: string; amount: number; pid?: string | null } | null;
   /** The lender's borrowers among these identifiers, by identifier. */
   borrowers(ids: string[]): Map<string, string>;
   /** Whether the reference is that of a payment the service made for another lender. */
@@ -37,7 +39,7 @@ export interface MatchSource {
  */
 export function matchReference(src: MatchSource, reference: string, opts: { prefixed: boolean }): PaymentMatch | null {
   const own = src.payment(reference);
-  if (own) return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id, amountCents: own.amount };
+  if (own) return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id, amountCents: own.amount, processorIdKnown: !!own.pid };
   const hasPrefix = reference.startsWith(REFERENCE_PREFIX);
   if (opts.prefixed && !hasPrefix) return null;
   if (hasPrefix && src.othersPayment(reference)) return null;

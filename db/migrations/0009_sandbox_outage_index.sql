@@ -1,0 +1,1 @@
+CREATE INDEX `sandbox_payments_outage_idx` ON `sandbox_payments` (`account`,`created_at`) WHERE "sandbox_payments"."amount_cents" % 100 = 88;

@@ -27,7 +27,7 @@ export interface FakeStripeControl {
   /** processing → succeeded: charge.succeeded and payment_intent.succeeded. */
   succeed(piId: string): void;
   /** processing → requires_payment_method with this failure code (and raw network code): charge.failed, payment_intent.payment_failed. */
-  fail(piId: string, failureCode: string, networkCode?: string | null): void;
+  fail(piId: string, failureCode: string, networkCode?: string | null, opts?: { intentCode?: string; blockedCode?: string }): void;
   /** A dispute of the succeeded charge: charge.dispute.created (`olderShape`: naming only the charge). */
   dispute(piId: string, reason: string, networkReasonCode?: string | null, olderShape?: boolean): void;
   /** A refund of the succeeded charge (the rest of it by default): refund.created and charge.refunded. */
@@ -114,7 +114,7 @@ function create(): FakeStripe {
     const [, kind, id] = /^\/v1\/(payment_intents|events|charges|payment_methods|disputes|refunds)\/([^/]+)$/.exec(path) ?? [];
     if (method === 'GET' && kind && id) {
       const found =
-        kind === 'payment_intents' ? acc.paymentIntents.get(id)
+        kind === 'payment_intents' ? intentWithExpansions(acc, id, p)
         : kind === 'events' ? acc.events.find((e) => e.id === id)
         : kind === 'charges' ? expandCharge(acc, id, p)
         : kind === 'payment_methods' ? acc.paymentMethods.get(id)
@@ -124,6 +124,12 @@ function create(): FakeStripe {
       return found ? ok(found) : stripeError(404, 'invalid_request_error', `No such ${noun}: '${id}'`, { code: 'resource_missing', param: 'id' });
     }
     return stripeError(404, 'invalid_request_error', `Unrecognized request URL (${method}: ${path}).`);
+  }
+
+  function intentWithExpansions(acc: FakeAccount, id: string, p: Form): Stripe.PaymentIntent | undefined {
+    const pi = acc.paymentIntents.get(id);
+    const expand = Array.isArray(p.expand) ? p.expand : [];
+    return pi && expand.includes('latest_charge') ? acc.withCharge(pi) : pi;
   }
 
   function expandCharge(acc: FakeAccount, id: string, p: Form): Stripe.Charge | undefined {
@@ -190,7 +196,7 @@ function create(): FakeStripe {
 
   const control: FakeStripeControl = {
     succeed: (pi) => ownerOf(pi).succeed(pi),
-    fail: (pi, code, network) => ownerOf(pi).fail(pi, code, network),
+    fail: (pi, code, network, opts) => ownerOf(pi).fail(pi, code, network, opts),
     dispute: (pi, reason, network, older) => ownerOf(pi).dispute(pi, reason, network, older),
     refund: (pi, amount) => ownerOf(pi).refund(pi, amount),
     cancel: (pi) => ownerOf(pi).cancel(pi),

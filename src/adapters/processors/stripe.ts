@@ -114,6 +114,24 @@ function achFailure(codes: (string | null | undefined)[], networkCode: string | 
   return { status: 'returned', returnCode, message: message ? scrubMessage(message) : null };
 }
 
+/**
+ * A failure from every signal Stripe gives about one failed payment: the PaymentIntent's last error, its
+ * charge, and the PaymentMethod's blocked status. `charge.failed` and `payment_intent.payment_failed` each
+ * carry part of these; read together, both notifications of one failure give the same, most specific code
+ * (a raw network R-code first, then the failure codes' mapping), whichever is read first.
+ */
+export function failureOf(pi: Stripe.PaymentIntent, charge: Stripe.Charge | null, logger?: Logger): Failure {
+  const err = pi.last_payment_error;
+  const pm = err?.payment_method ?? null;
+  const type = pm?.type ?? err?.payment_method_type ?? charge?.payment_method_details?.type ?? (pi.payment_method_types?.length === 1 ? pi.payment_method_types[0] : null);
+  const codes = [charge?.failure_code, err?.code, err?.decline_code, charge?.outcome?.reason];
+  const message = charge?.failure_message ?? err?.message ?? null;
+  if (type === 'card') return cardFailure(codes, message);
+  const networkCode =
+    [pm?.us_bank_account?.status_details?.blocked?.network_code, charge?.outcome?.network_decline_code, err?.network_decline_code].find((c) => networkRCode(c)) ?? null;
+  return achFailure(codes, networkCode, message, logger);
+}
+
 /** A failed PaymentIntent (`requires_payment_method` with its last error), card or ACH by the method that failed. */
 function intentFailure(pi: Stripe.PaymentIntent, logger?: Logger): Failure {
   const err = pi.last_payment_error;
@@ -442,8 +460,16 @@ export class StripeProcessor implements Processor {
           return { changes: [], nextCursor: newest.data[0]?.id ?? null, hasMore: false, cursorLost: true };
         }
       } else page = await this.oldest(stripe);
-      const changes = page.events.map((e) => eventToChange(e, this.opts.logger)).filter((c): c is ProcessorChange => c !== null);
+      const changes: ProcessorChange[] = [];
+      const failures: ProcessorChange[] = [];
+      for (const e of page.events) {
+        const c = eventToChange(e, this.opts.logger);
+        if (!c) continue;
+        changes.push(c);
+        if (e.type === 'charge.failed' || e.type === 'payment_intent.payment_failed') failures.push(c);
+      }
       await this.fillDisputes(stripe, changes);
+      await this.fillFailures(stripe, failures);
       const last = page.events.at(-1);
       return { changes, nextCursor: last ? last.id : cursor, hasMore: page.hasMore };
     } catch (e) {
@@ -478,6 +504,24 @@ export class StripeProcessor implements Processor {
       after = last!.id;
     }
     return { events: last ? [last] : [], hasMore: last !== undefined };
+  }
+
+  /**
+   * The two notifications of one failure each carry part of what Stripe knows about it: both are given the
+   * failure read from the PaymentIntent with its charge (one read per payment per page).
+   */
+  private async fillFailures(stripe: Stripe, changes: ProcessorChange[]): Promise<void> {
+    const seen = new Map<string, ReturnType<typeof failureOf>>();
+    for (const c of changes) {
+      if (!c.processorPaymentId.startsWith('pi_')) continue;
+      let f = seen.get(c.processorPaymentId);
+      if (!f) {
+        const pi = await stripe.paymentIntents.retrieve(c.processorPaymentId, { expand: ['latest_charge'] });
+        f = failureOf(pi, pi.latest_charge && typeof pi.latest_charge === 'object' ? pi.latest_charge : null, this.opts.logger);
+        seen.set(c.processorPaymentId, f);
+      }
+      Object.assign(c, f);
+    }
   }
 
   /**

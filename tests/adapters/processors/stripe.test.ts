@@ -318,6 +318,27 @@ describe('a card charged more than once', () => {
   });
 });
 
+describe('the two notifications of one failure', () => {
+  const cases: [string, (pi: string) => void, string][] = [
+    // The PaymentIntent's error enum has no bank_account_closed: only the charge names it.
+    ['a code only the charge carries', (pi) => fake.control.fail(pi, 'bank_account_closed', null, { intentCode: 'payment_method_provider_decline' }), 'R02'],
+    // The raw R-code Stripe documents for ACH, on the blocked PaymentMethod.
+    ['the blocked PaymentMethod’s network code', (pi) => fake.control.fail(pi, 'bank_account_closed', null, { blockedCode: 'R08' }), 'R08'],
+    ['insufficient funds named by the charge only', (pi) => fake.control.fail(pi, 'insufficient_funds', null, { intentCode: 'payment_method_provider_decline' }), 'R01'],
+  ];
+  for (const [name, drive, code] of cases) {
+    test(`${name}: both give ${code}, whichever is read first`, async () => {
+      const key = freshKey();
+      const created = await stripe.createDebit(key, debit(`two-${name.replace(/\W+/g, '-')}`));
+      drive(created.processorPaymentId!);
+      // One change per page, so each notification is read (and mapped) on its own.
+      const one = await readAll(stripe, key, null, 1);
+      const failures = one.changes.filter((c) => c.status !== 'processing');
+      expect(failures.map((c) => `${c.status}:${c.returnCode}`)).toEqual([`returned:${code}`, `returned:${code}`]);
+    });
+  }
+});
+
 describe('the change feed', () => {
   test('a cursor resumes where it stopped: pages, no repeats, no gaps, new events between pages', async () => {
     const key = freshKey();

@@ -287,17 +287,25 @@ export class FakeAccount {
     this.emit('payment_intent.succeeded', pi);
   }
 
-  fail(piId: string, failureCode: string, networkCode?: string | null): void {
+  /**
+   * `intentCode`: the PaymentIntent's error code when it differs from the charge's (its enum lacks some ACH
+   * codes); `blockedCode`: the network code Stripe puts on the PaymentMethod it blocks.
+   */
+  fail(piId: string, failureCode: string, networkCode?: string | null, opts: { intentCode?: string; blockedCode?: string } = {}): void {
     const { pi, ch } = this.attempt(piId, { intent: ['processing'], charge: ['pending'] });
     const message = FAILURE_MESSAGES[failureCode] ?? `The payment failed (${failureCode}).`;
     Object.assign(ch, { status: 'failed', failure_code: failureCode, failure_message: message });
     ch.outcome = { ...ch.outcome!, network_decline_code: networkCode ?? null, network_status: 'declined_by_network', reason: null, seller_message: message, type: 'issuer_declined' };
-    const pm = this.paymentMethods.get(ch.payment_method ?? '');
+    const stored = this.paymentMethods.get(ch.payment_method ?? '');
+    const pm: Stripe.PaymentMethod | undefined =
+      stored && opts.blockedCode && stored.us_bank_account
+        ? { ...stored, us_bank_account: { ...stored.us_bank_account, status_details: { blocked: { network_code: opts.blockedCode, reason: 'bank_account_closed' } } } }
+        : stored;
     pi.status = 'requires_payment_method';
     pi.payment_method = null;
     pi.last_payment_error = {
       type: 'invalid_request_error',
-      code: failureCode,
+      code: opts.intentCode ?? failureCode,
       message,
       charge: ch.id,
       payment_method: pm,

@@ -270,9 +270,10 @@ export function dispute(id: string, created: number, ch: Stripe.Charge, reason: 
     metadata: {},
     network_reason_code: networkReasonCode,
     payment_intent: ch.payment_intent,
-    payment_method_details: card
-      ? { type: 'card', card: { brand: card.brand ?? 'visa', case_type: 'chargeback', network: card.network ?? 'visa', network_reason_code: networkReasonCode } }
-      : { type: 'us_bank_account' },
+    // Stripe details a dispute's method for cards, wallets and Klarna only; an ACH dispute has none.
+    ...(card
+      ? { payment_method_details: { type: 'card' as const, card: { brand: card.brand ?? 'visa', case_type: 'chargeback' as const, network: card.network ?? 'visa', network_reason_code: networkReasonCode } } }
+      : {}),
     reason,
     status: 'needs_response',
   };

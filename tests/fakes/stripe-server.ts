@@ -33,6 +33,10 @@ export interface FakeStripeControl {
   /** A refund of the succeeded charge (the rest of it by default): refund.created and charge.refunded. */
   refund(piId: string, amount?: number): void;
   cancel(piId: string): void;
+  /** The open dispute closes: charge.dispute.closed with status won or lost. */
+  closeDispute(piId: string, outcome: 'won' | 'lost'): void;
+  /** The latest refund fails: refund.failed. */
+  failRefund(piId: string): void;
   /** Whether the next ACH PaymentIntent comes back `requires_action` (bank account verification). */
   requireAction(nextAch?: boolean): void;
   /** The next n requests answer this status (before any work, so nothing is kept for their idempotency key). */
@@ -200,6 +204,8 @@ function create(): FakeStripe {
     dispute: (pi, reason, network, older) => ownerOf(pi).dispute(pi, reason, network, older),
     refund: (pi, amount) => ownerOf(pi).refund(pi, amount),
     cancel: (pi) => ownerOf(pi).cancel(pi),
+    closeDispute: (pi, outcome) => ownerOf(pi).closeDispute(pi, outcome),
+    failRefund: (pi) => ownerOf(pi).failRefund(pi),
     requireAction: (next = true) => {
       world.requireAction = next;
     },

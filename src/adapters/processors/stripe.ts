@@ -38,6 +38,8 @@ export const STRIPE_EVENT_TYPES = [
   'charge.failed',
   'charge.refunded',
   'charge.dispute.created',
+  'charge.dispute.closed',
+  'refund.failed',
 ] as const;
 
 /** Stripe's ACH failure codes as Nacha return codes (payments.md). */
@@ -209,6 +211,20 @@ export function eventToChange(e: Stripe.Event, logger?: Logger): ProcessorChange
       const d = e.data.object;
       const id = idOf(d.payment_intent) ?? idOf(d.charge)!;
       return change({ id, reference: refOf(d.metadata, null), amount: d.amount }, { status: 'late_returned', returnCode: disputeReturnCode(d), message: `disputed: ${d.reason}` });
+    }
+    case 'charge.dispute.closed': {
+      // Won: the disputed money is back with the merchant. Lost: the return already recorded stands.
+      const d = e.data.object;
+      if (d.status !== 'won') return null;
+      const id = idOf(d.payment_intent) ?? idOf(d.charge)!;
+      return { ...change({ id, reference: refOf(d.metadata, null), amount: d.amount }, { status: 'settled', returnCode: null, message: 'dispute won: the funds are reinstated' }), reinstated: true };
+    }
+    case 'refund.failed': {
+      // The refund never reached the borrower: the money stays with the merchant.
+      const r = e.data.object;
+      const id = idOf(r.payment_intent) ?? idOf(r.charge);
+      if (!id) return null;
+      return { ...change({ id, reference: refOf(r.metadata, null), amount: r.amount }, { status: 'settled', returnCode: null, message: 'refund failed: the funds stay collected' }), reinstated: true };
     }
     default: {
       logger?.warn({ processor: 'stripe', event: e.id, type: e.type }, 'Stripe event without a mapping kept as processing');
@@ -531,7 +547,7 @@ export class StripeProcessor implements Processor {
   private async fillDisputes(stripe: Stripe, changes: ProcessorChange[]): Promise<void> {
     const seen = new Map<string, { id: string; reference: string | null }>();
     for (const c of changes) {
-      if (c.status !== 'late_returned' || c.reference) continue;
+      if ((c.status !== 'late_returned' && !c.reinstated) || c.reference) continue;
       let found = seen.get(c.processorPaymentId);
       if (!found) {
         found = await this.lookUp(stripe, c.processorPaymentId);

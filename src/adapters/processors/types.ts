@@ -89,6 +89,11 @@ export interface ProcessorChange {
   returnCode: string | null;
   occurredAt: number;
   message: string | null;
+  /**
+   * Money that had gone back comes back: a dispute won after a late return, a refund that failed. Recorded
+   * as `settled` again (a new event of the reference), which credits the ledger once more.
+   */
+  reinstated?: boolean;
 }
 
 export interface ChangePage {

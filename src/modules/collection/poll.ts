@@ -68,6 +68,7 @@ function recordPage(ctx: JobContext, conn: { id: string; lenderId: string }, cha
         authorizerUniqueId: m.authorizerUniqueId,
         paymentId: m.paymentId,
         connectionId: conn.id,
+        repeat: c.reinstated === true,
       });
     }
     tx.tx

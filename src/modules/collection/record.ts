@@ -26,6 +26,8 @@ export interface Observation {
   authorizerUniqueId: string | null;
   paymentId: string | null;
   connectionId: string | null;
+  /** Money that had gone back came back (a dispute won, a refund failed): a status the reference had is recorded again. */
+  repeat?: boolean;
 }
 
 export type Recorded = { recorded: false; why: 'seen' | 'same_status' } | { recorded: true; eventId: string };
@@ -38,7 +40,7 @@ export function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation):
   if (q.eventSeen(tx, o.lenderId, o.source, o.sourceEventId)) return { recorded: false, why: 'seen' };
   // A status is recorded once per reference: re-reading a feed from an older cursor (or the processor's own
   // echo of the status the create call already answered) adds nothing.
-  if (q.statusKnown(tx, o.lenderId, o.reference, o.status)) return { recorded: false, why: 'same_status' };
+  if (!o.repeat && q.statusKnown(tx, o.lenderId, o.reference, o.status)) return { recorded: false, why: 'same_status' };
 
   const now = ctx.deps.clock.now();
   const eventId = newId();
@@ -69,11 +71,14 @@ export function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation):
   return { recorded: true, eventId };
 }
 
-/** settled books a credit; returned and late_returned reverse what was credited for the reference (maybe 0). */
+/**
+ * settled books a credit; returned, late_returned and refunded reverse what is credited for the reference
+ * (maybe 0), so the ledger is the money the lender holds: a won dispute or a failed refund is settled again.
+ */
 function postLedger(tx: Tx, o: Observation, eventId: string, now: number): void {
   const entry = { lenderId: o.lenderId, enrollmentId: o.enrollmentId!, reference: o.reference, eventId, at: now };
   if (o.status === 'settled') q.insertLedger(tx, { ...entry, kind: 'credit', amount: o.amountCents });
-  else if (o.status === 'returned' || o.status === 'late_returned') {
+  else if (o.status === 'returned' || o.status === 'late_returned' || o.status === 'refunded') {
     q.insertLedger(tx, { ...entry, kind: 'reversal', amount: Math.max(0, q.creditedFor(tx, o.lenderId, o.reference)) });
   }
 }

@@ -143,6 +143,9 @@ describe('the mapping table: create, drive the outcome, read the feed', () => {
     ['a late funds failure (dispute insufficient_funds)', (pi) => (fake.control.succeed(pi), fake.control.dispute(pi, 'insufficient_funds')), ['processing', 'settled', 'settled', 'late_returned:R01']],
     ['a dispute naming only its charge', (pi) => (fake.control.succeed(pi), fake.control.dispute(pi, 'debit_not_authorized', null, true)), ['processing', 'settled', 'settled', 'late_returned:R10']],
     ['a full refund', (pi) => (fake.control.succeed(pi), fake.control.refund(pi)), ['processing', 'settled', 'settled', 'refunded']],
+    ['a dispute won: the funds are back, settled again', (pi) => (fake.control.succeed(pi), fake.control.dispute(pi, 'fraudulent'), fake.control.closeDispute(pi, 'won')), ['processing', 'settled', 'settled', 'late_returned:R10', 'settled']],
+    ['a dispute lost: the return stands', (pi) => (fake.control.succeed(pi), fake.control.dispute(pi, 'fraudulent'), fake.control.closeDispute(pi, 'lost')), ['processing', 'settled', 'settled', 'late_returned:R10']],
+    ['a refund that fails: the funds stay, settled again', (pi) => (fake.control.succeed(pi), fake.control.refund(pi), fake.control.failRefund(pi)), ['processing', 'settled', 'settled', 'refunded', 'settled']],
     ['a partial refund changes nothing', (pi) => (fake.control.succeed(pi), fake.control.refund(pi, 100)), ['processing', 'settled', 'settled']],
   ];
   for (const [name, drive, expected] of rows) {

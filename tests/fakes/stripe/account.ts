@@ -336,6 +336,26 @@ export class FakeAccount {
     this.emit('charge.refunded', ch);
   }
 
+  /** The charge's open dispute closes: won (the money comes back to the merchant) or lost. */
+  closeDispute(piId: string, outcome: 'won' | 'lost'): void {
+    const { ch } = this.attempt(piId, { charge: ['succeeded'] });
+    const d = [...this.disputes.values()].reverse().find((x) => x.charge === ch.id);
+    if (!d) throw new Error(`no dispute on ${piId}`);
+    d.status = outcome;
+    this.emit('charge.dispute.closed', d);
+  }
+
+  /** The charge's latest refund fails: the money stays with the merchant (refund.failed). */
+  failRefund(piId: string): void {
+    const { ch } = this.attempt(piId, { charge: ['succeeded'] });
+    const r = [...this.refunds.values()].reverse().find((x) => x.charge === ch.id);
+    if (!r) throw new Error(`no refund on ${piId}`);
+    Object.assign(r, { status: 'failed', failure_reason: 'lost_or_stolen_card' });
+    ch.amount_refunded -= r.amount;
+    ch.refunded = ch.amount_refunded >= ch.amount;
+    this.emit('refund.failed', r);
+  }
+
   cancel(piId: string): void {
     const { pi } = this.attempt(piId, { intent: ['requires_payment_method', 'requires_confirmation', 'requires_action', 'requires_capture', 'processing'] });
     Object.assign(pi, { status: 'canceled', canceled_at: this.world.now(), cancellation_reason: 'requested_by_customer' });

@@ -48,4 +48,33 @@ describe('collection through Stripe', () => {
     expect((await ctx.json('GET', '/v1/payment_enrollments/s-nsf')).body).toMatchObject({ state: 'monitored', ledger: { net: 0 } });
     expect((await ctx.json('GET', '/v1/payment_connections')).body).toMatchObject({ ingested: 2, matched: 2 });
   });
+
+  test('the ledger is the money the lender holds: a dispute won and a refund that failed are credited again', async () => {
+    await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('s-dispute'), enrollBorrower('s-refund')] } });
+    queueDueReads(ctx.rt);
+    await processBalances(ctx.rt);
+    await dispatchPayments(ctx.rt);
+    const pi = (aid: string) =>
+      (ctx.rt.sqlite.query('SELECT processor_payment_id AS pi FROM payments WHERE authorizer_unique_id = ?').get(aid) as { pi: string }).pi;
+    const ledger = async (aid: string) => (await ctx.json('GET', `/v1/payment_enrollments/${aid}`)).body.ledger as { collected: number; reversed: number; net: number };
+    for (const aid of ['s-dispute', 's-refund']) fake.control.succeed(pi(aid));
+    await pollProcessors(ctx.rt);
+    fake.control.dispute(pi('s-dispute'), 'fraudulent');
+    fake.control.refund(pi('s-refund'));
+    await pollProcessors(ctx.rt);
+    expect(await ledger('s-dispute')).toMatchObject({ net: 0 });
+    // A full refund gives the money back to the borrower: reversed like a return.
+    expect(await ledger('s-refund')).toMatchObject({ net: 0 });
+    fake.control.closeDispute(pi('s-dispute'), 'won');
+    fake.control.failRefund(pi('s-refund'));
+    await pollProcessors(ctx.rt);
+    expect(await ledger('s-dispute')).toEqual(expect.objectContaining({ collected: 85000, reversed: 42500, net: 42500 }));
+    expect(await ledger('s-refund')).toEqual(expect.objectContaining({ collected: 85000, reversed: 42500, net: 42500 }));
+    const events = (await ctx.json('GET', '/v1/payment_events?authorizer_unique_id=s-dispute')).body.events.map((e: { status: string }) => e.status);
+    expect(events).toEqual(['processing', 'settled', 'late_returned', 'settled']);
+    // Read again from the start: nothing is recorded twice.
+    ctx.rt.sqlite.query('UPDATE payment_connections SET poll_cursor = NULL').run();
+    await pollProcessors(ctx.rt);
+    expect(await ledger('s-dispute')).toMatchObject({ net: 42500 });
+  });
 });

@@ -40,6 +40,10 @@ export const payments = sqliteTable(
     // When the first request for it was about to leave for the processor (committed before the call): null
     // means the processor was never asked. The idempotency horizon counts from here.
     firstAttemptAt: integer('first_attempt_at'),
+    // 1 for an original (or a payment under a new authorization), 2 and 3 for reinitiations of it.
+    attempt: integer('attempt').notNull().default(1),
+    // The original payment a reinitiation presents again (its id); null for an original.
+    reinitiationOf: text('reinitiation_of'),
   },
   (t) => [
     // At most one payment in flight per borrower, whatever the code does.

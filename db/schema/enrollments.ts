@@ -35,6 +35,11 @@ export const enrollments = sqliteTable(
     lastReadCents: integer('last_read_cents'),
     lastReadAt: integer('last_read_at'),
     nextReadAt: integer('next_read_at'),
+    // The lender's choice for this borrower over its policy's cfpb_covered; null: the policy decides.
+    cfpbCovered: integer('cfpb_covered', { mode: 'boolean' }),
+    // The borrower's authorization to debit, as the lender last sent it.
+    authorizationAt: integer('authorization_at'),
+    authorizationRef: text('authorization_ref'),
     // Payments since the last enrollment: an original and at most two reinitiations.
     paymentsUsed: integer('payments_used').notNull().default(0),
     enrolledAt: integer('enrolled_at').notNull(),

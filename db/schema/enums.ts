@@ -75,3 +75,7 @@ export type EventSource = (typeof EVENT_SOURCES)[number];
 
 export const LEDGER_KINDS = ['credit', 'reversal'] as const;
 export type LedgerKind = (typeof LEDGER_KINDS)[number];
+
+/** What a reinitiation carries: the collectable amount current then (the spec's rule), or the returned payment's. */
+export const REINITIATION_AMOUNTS = ['current', 'original'] as const;
+export type ReinitiationAmount = (typeof REINITIATION_AMOUNTS)[number];

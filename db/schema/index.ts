@@ -10,3 +10,4 @@ export * from './enrollments';
 export * from './collection';
 export * from './portal';
 export * from './payment-results';
+export * from './collection-policy';

@@ -16,6 +16,8 @@ export const sandboxPayments = sqliteTable(
     // The caller's payment id: a repeated create with it returns this payment.
     idempotencyKey: text('idempotency_key').notNull(),
     reference: text('reference'),
+    // The entry's description: RETRY PYMT for a reinitiation (Nacha), null otherwise.
+    entryDescription: text('entry_description'),
     amountCents: integer('amount_cents').notNull(),
     rail: text('rail', { enum: RAILS }).notNull(),
     instrumentKind: text('instrument_kind', { enum: SANDBOX_INSTRUMENT_KINDS }).notNull(),

@@ -219,7 +219,7 @@ export class SandboxProcessor implements Processor {
       ),
       insertPayment: db.prepare(
         `INSERT INTO sandbox_payments (id, account, idempotency_key, reference, amount_cents, rail, instrument_kind,
-           created_status, created_return_code, created_message, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           created_status, created_return_code, created_message, created_at, entry_description) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       insertTransition: db.prepare(
         'INSERT INTO sandbox_transitions (account, payment_id, status, return_code, message, due_at) VALUES (?, ?, ?, ?, ?, ?)',
@@ -277,7 +277,7 @@ export class SandboxProcessor implements Processor {
         const id = `sbxpay_${randomBase62(24)}`;
         this.q.insertPayment.run(
           id, account, req.paymentId, req.reference ?? null, req.amountCents, req.rail, req.instrument.kind,
-          first.status, first.returnCode, first.message, now,
+          first.status, first.returnCode, first.message, now, req.entryDescription ?? null,
         );
         this.q.insertEvent.run(account, id, first.status, first.returnCode, first.message, now);
         for (const s of steps.slice(1)) {

@@ -581,7 +581,9 @@ function debitParams(req: DebitRequest): Stripe.PaymentIntentCreateParams | stri
     currency: 'usd',
     confirm: true,
     description: req.reference,
-    metadata: { drs_reference: req.reference, drs_payment_id: req.paymentId },
+    // A reinitiation says so in metadata: Stripe sets the ACH entry description itself (statement descriptors
+    // are for cards), so RETRY PYMT cannot be put on the entry through the API.
+    metadata: { drs_reference: req.reference, drs_payment_id: req.paymentId, ...(req.entryDescription ? { drs_entry_description: req.entryDescription } : {}) },
   } satisfies Stripe.PaymentIntentCreateParams;
   if (req.rail === 'card') {
     if (req.instrument.kind !== 'token') return 'a card charge needs a card token';

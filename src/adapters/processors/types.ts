@@ -41,6 +41,8 @@ export interface DebitRequest {
   rail: Rail;
   instrument: DebitInstrument;
   borrower: { name: string; email?: string | null };
+  /** A reinitiation of a returned debit: Nacha's Company Entry Description for it, `RETRY PYMT`. */
+  entryDescription?: 'RETRY PYMT';
 }
 
 export interface DebitResult {

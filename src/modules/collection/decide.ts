@@ -4,6 +4,10 @@ import { newId } from '../../platform/ids';
 import type { MonitoringReadHook } from '../hooks';
 import { resolveKey } from '../payment-connections/resolve';
 import { referenceOf } from './reference';
+import { planPayment } from './rules';
+import { policyOf } from '../collection-policy/service';
+import type { BlockedReason } from '../enrollments/monitor';
+import * as q from './queries';
 import { applyMonitorEvent } from '../enrollments/monitor-store';
 
 /** An original payment and at most two reinitiations per enrollment. */
@@ -27,19 +31,30 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
   if (read.balanceCents === null) return;
   if (e.paymentsUsed >= MAX_PAYMENTS_PER_ENROLLMENT) return;
   if (e.blockedReason === 'verification_required') return;
-  if (read.balanceCents < e.collectableAmountCents + deps.config.collectionMarginCents) return;
   const inFlight = tx
     .select({ id: payments.id })
     .from(payments)
     .where(and(eq(payments.enrollmentId, e.id), inArray(payments.status, ['initiating', 'processing'])))
     .get();
   if (inFlight) return;
+  const block = (reason: BlockedReason) => {
+    applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'blocked', reason }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
+    deps.metrics.paymentsSkipped.inc({ reason });
+  };
+  const policy = policyOf(tx, e.lenderId);
+  const plan = planPayment({
+    history: q.paymentHistory(tx, e.id),
+    enrolledAt: e.enrolledAt,
+    authorizationAt: e.authorizationAt,
+    covered: e.cfpbCovered ?? policy.cfpbCovered,
+    policy,
+    collectableCents: e.collectableAmountCents,
+    now,
+  });
+  if (!plan.ok) return block(plan.blocked);
+  if (read.balanceCents < plan.amountCents + deps.config.collectionMarginCents) return;
   const key = resolveKey(ctx, { lenderId: e.lenderId, rail: e.rail, merchantRef: e.merchantRef });
-  if (!key || !key.keySealed) {
-    applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'blocked', reason: 'no_processor_key' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
-    deps.metrics.paymentsSkipped.inc({ reason: 'no_processor_key' });
-    return;
-  }
+  if (!key || !key.keySealed) return block('no_processor_key');
   const id = newId();
   tx.insert(payments)
     .values({
@@ -49,9 +64,11 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
       authorizerUniqueId: e.authorizerUniqueId,
       connectionId: key.id,
       rail: e.rail,
-      amountCents: e.collectableAmountCents,
+      amountCents: plan.amountCents,
       reference: referenceOf(e.authorizerUniqueId, id),
       status: 'initiating',
+      attempt: plan.attempt,
+      reinitiationOf: plan.reinitiationOf,
       nextAttemptAt: now,
       createdAt: now,
       updatedAt: now,

@@ -40,6 +40,8 @@ interface DuePayment {
   amountCents: number;
   reference: string;
   attempts: number;
+  /** 2 and 3 are reinitiations (RETRY PYMT). */
+  attempt: number;
 }
 
 const queues = new WeakMap<Db, LeaseQueue<typeof payments, DuePayment>>();
@@ -52,7 +54,7 @@ export function dispatchQueue(deps: Pick<Deps, 'db'>): LeaseQueue<typeof payment
       // Raw: claimed every tick of the dispatch job (bench collection).
       pick: oldestDueFirst<DuePayment>(
         `SELECT id, lender_id AS lenderId, enrollment_id AS enrollmentId, authorizer_unique_id AS authorizerUniqueId,
-                connection_id AS connectionId, rail, amount_cents AS amountCents, reference, attempts
+                connection_id AS connectionId, rail, amount_cents AS amountCents, reference, attempts, attempt
            FROM payments`,
       ),
     });
@@ -135,7 +137,15 @@ function start(ctx: JobContext, p: DuePayment): Step {
     withTransaction(ctx, ({ tx }) => tx.update(payments).set({ firstAttemptAt: now, updatedAt: now }).where(eq(payments.id, p.id)).run());
   }
   const name = [borrower.s.firstName, borrower.s.lastName].filter(Boolean).join(' ') || p.authorizerUniqueId;
-  const call = processor.createDebit(key, { paymentId: p.id, reference: p.reference, amountCents: p.amountCents, rail: p.rail, instrument, borrower: { name } });
+  const call = processor.createDebit(key, {
+    paymentId: p.id,
+    reference: p.reference,
+    amountCents: p.amountCents,
+    rail: p.rail,
+    instrument,
+    borrower: { name },
+    ...(p.attempt > 1 ? { entryDescription: 'RETRY PYMT' as const } : {}),
+  });
   return { kind: 'send', processor, key, call, firstAttemptAt };
 }
 

@@ -123,3 +123,13 @@ export const ownPaymentById = (db: Db, id: string, connectionId: string) =>
 /** Keeps the processor's id of a payment the first time it is seen (a no-op read of the key after that). */
 export const setProcessorPaymentId = (tx: Tx, id: string, processorPaymentId: string) =>
   tx.$client.query('UPDATE payments SET processor_payment_id = ? WHERE id = ? AND processor_payment_id IS NULL').run(processorPaymentId, id);
+
+/** Every payment of a borrower, oldest first, as the collection rules read it (collection/rules.ts). */
+export const paymentHistory = (db: Db, enrollmentId: string) =>
+  db.$client
+    .query<import('./rules').PastPayment, [string]>(
+      `SELECT id, status, return_code AS returnCode, amount_cents AS amountCents, attempt, reinitiation_of AS reinitiationOf,
+              created_at AS createdAt, updated_at AS updatedAt, first_attempt_at AS firstAttemptAt
+         FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id = ? ORDER BY created_at, id`,
+    )
+    .all(enrollmentId);

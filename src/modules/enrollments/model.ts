@@ -28,6 +28,15 @@ export const ChargeInstrument = Type.Object(
   { additionalProperties: false, description: 'Exactly one of processor_token (with card_last4) or card; omitted means ACH from the bank account' },
 );
 
+/** The borrower's authorization to debit, as the lender obtained it. */
+export const Authorization = Type.Object(
+  {
+    obtained_at: Type.String({ format: 'date-time', description: 'When the borrower authorized the debit; not in the future. A later one lifts a stop that waits on a new authorization' }),
+    reference: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "The lender's reference of the authorization" })),
+  },
+  { additionalProperties: false },
+);
+
 /** A borrower of an enrollment request: the identity fields (cards go in charge_instrument) and the debt. */
 const BORROWER_PROPERTIES = {
   ...IDENTITY_PROPERTIES,
@@ -45,6 +54,10 @@ const BORROWER_PROPERTIES = {
     Type.String({ minLength: 1, maxLength: 64, pattern: MERCHANT_REF.source, description: 'a processor key tag; omitted means the default key' }),
   ),
   charge_instrument: Type.Optional(ChargeInstrument),
+  cfpb_covered: Type.Optional(
+    Type.Boolean({ description: "Overrides the collection policy's cfpb_covered for this borrower (the payday rule's two-failure stop)" }),
+  ),
+  authorization: Type.Optional(Authorization),
 };
 
 const borrowerExample = {
@@ -184,6 +197,19 @@ export const EnrollmentView = t.Object(
     last_read: t.Union([t.Object({ balance_cents: t.Union([Int(), t.Null()]), at: t.String({ format: 'date-time' }) }), t.Null()]),
     next_read_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
     payments_used: Int(),
+    cfpb_covered: t.Union([t.Boolean(), t.Null()], { description: "This borrower's override of the policy's cfpb_covered; null: the policy decides" }),
+    authorization: t.Union([t.Object({ obtained_at: t.String({ format: 'date-time' }), reference: t.Union([t.String(), t.Null()]) }), t.Null()]),
+    payments: t.Array(
+      t.Object({
+        reference: t.String(),
+        amount: Int({ description: 'Cents' }),
+        status: t.String({ description: 'initiating until the processor answers, then the latest event status' }),
+        attempt: Int({ description: '1 for an original (or a payment under a new authorization), 2 and 3 for reinitiations' }),
+        reinitiation_of: t.Union([t.String(), t.Null()], { description: "The original's reference, for a reinitiation" }),
+        created_at: t.String({ format: 'date-time' }),
+      }),
+      { description: "The borrower's payments, oldest first" },
+    ),
     ledger: t.Object({ entries: t.Array(LedgerEntry), collected: Int(), reversed: Int(), net: Int() }),
   },
   {
@@ -202,6 +228,9 @@ export const EnrollmentView = t.Object(
         last_read: { balance_cents: 1234567, at: '2026-11-21T10:00:01.000Z' },
         next_read_at: '2026-11-21T14:00:01.000Z',
         payments_used: 0,
+        cfpb_covered: null,
+        authorization: null,
+        payments: [],
         ledger: { entries: [], collected: 0, reversed: 0, net: 0 },
       },
     ],

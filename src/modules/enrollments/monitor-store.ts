@@ -85,6 +85,9 @@ export interface BorrowerWrite {
   cardTokenSealed: string | null;
   cardLast4: string | null;
   cardBrand: string | null;
+  cfpbCovered: boolean | null;
+  authorizationAt: number | null;
+  authorizationRef: string | null;
   now: number;
 }
 
@@ -97,8 +100,9 @@ export function enrollStatement(tx: Tx) {
   const stmt = tx.$client.query(
     `INSERT INTO enrollments (id, lender_id, authorizer_unique_id, state, reason, blocked_reason, window_started_at, window_ends_at,
         collectable_amount_cents, days_past_due, merchant_ref, rail, routing_number, bank_name, sealed, metadata,
-        card_token_sealed, card_last4, card_brand, next_read_at, payments_used, enrolled_at, updated_at, erased_at)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?22, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, 0, ?20, ?20, NULL)
+        card_token_sealed, card_last4, card_brand, next_read_at, payments_used, enrolled_at, updated_at, erased_at,
+        cfpb_covered, authorization_at, authorization_ref)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?22, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, 0, ?20, ?20, NULL, ?23, ?24, ?25)
      ON CONFLICT(lender_id, authorizer_unique_id) DO UPDATE SET
         state = excluded.state, reason = excluded.reason, blocked_reason = excluded.blocked_reason,
         window_started_at = excluded.window_started_at, window_ends_at = excluded.window_ends_at,
@@ -109,7 +113,11 @@ export function enrollStatement(tx: Tx) {
         next_read_at = COALESCE(excluded.next_read_at, next_read_at),
         payments_used = CASE WHEN ?21 THEN 0 ELSE payments_used END,
         enrolled_at = CASE WHEN ?21 THEN excluded.enrolled_at ELSE enrolled_at END,
-        updated_at = excluded.updated_at, erased_at = NULL`,
+        updated_at = excluded.updated_at, erased_at = NULL,
+        cfpb_covered = excluded.cfpb_covered,
+        -- An authorization stays until a later one is sent: a re-send without one, or with an older one, keeps it.
+        authorization_ref = CASE WHEN excluded.authorization_at > COALESCE(authorization_at, -1) THEN excluded.authorization_ref ELSE authorization_ref END,
+        authorization_at = CASE WHEN excluded.authorization_at > COALESCE(authorization_at, -1) THEN excluded.authorization_at ELSE authorization_at END`,
   );
   return (w: BorrowerWrite, prior: StoredMonitor | undefined, held: HeldReason | null): MonitorChange => {
     const from: MonitorFrom = prior?.state ?? 'new';
@@ -139,6 +147,9 @@ export function enrollStatement(tx: Tx) {
       w.now,
       change.payments === 'reset' ? 1 : 0,
       change.blockedReason,
+      w.cfpbCovered === null ? null : w.cfpbCovered ? 1 : 0,
+      w.authorizationAt,
+      w.authorizationRef,
     );
     return change;
   };

@@ -8,7 +8,16 @@ import { isRetryableReturn } from '../../adapters/processors/return-codes';
 // must not quietly move a borrower into a state that collects money.
 
 /** Why a due payment is not initiated although the monitor is monitored; null when nothing blocks. */
-export const BLOCKED_REASONS = ['no_processor_key', 'verification_required'] as const;
+export const BLOCKED_REASONS = [
+  'no_processor_key',
+  'verification_required',
+  // The collection rules (collection/rules.ts): a new authorization is needed (two failures for funds under
+  // the payday rule, or an R08); reinitiations used up or too late; the amount of a reinitiation changed.
+  'reauthorization_required',
+  'reinitiation_limit',
+  'reinitiation_window',
+  'amount_changed',
+] as const;
 export type BlockedReason = (typeof BLOCKED_REASONS)[number];
 
 export type MonitorFrom = MonitorState | 'new';

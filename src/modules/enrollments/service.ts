@@ -71,6 +71,9 @@ interface Candidate {
   merchantRef: string | null;
   instrument: Instrument;
   card?: TokenizedCard;
+  cfpbCovered: boolean | null;
+  authorizationAt: number | null;
+  authorizationRef: string | null;
 }
 
 const fail = (aid: string | null, reason: string, message?: string): Result => ({
@@ -98,6 +101,12 @@ function readBorrower(raw: EnrollmentInput['borrowers'][number], index: number, 
   if (!b.address.zip_code?.trim()) return fail(aid, 'tokenization_failed', 'address.zip_code is required');
   const checked = validateAuthorizer(b, index + 1, { debitCardsApproved: false, now });
   if (!checked.ok) return fail(aid, 'tokenization_failed', checked.failure.error);
+  let authorizationAt: number | null = null;
+  if (b.authorization) {
+    authorizationAt = Date.parse(b.authorization.obtained_at);
+    if (!Number.isFinite(authorizationAt)) return fail(aid, 'tokenization_failed', 'authorization.obtained_at: Expected a date-time');
+    if (authorizationAt > now) return fail(aid, 'tokenization_failed', 'authorization.obtained_at: Expected a time not in the future');
+  }
 
   let instrument: Instrument = { kind: 'ach' };
   const ci = b.charge_instrument;
@@ -123,6 +132,9 @@ function readBorrower(raw: EnrollmentInput['borrowers'][number], index: number, 
     daysPastDue: b.days_past_due,
     merchantRef: b.merchant_ref ?? null,
     instrument,
+    cfpbCovered: b.cfpb_covered ?? null,
+    authorizationAt,
+    authorizationRef: b.authorization?.reference ?? null,
   };
 }
 
@@ -213,6 +225,9 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
           cardTokenSealed: card ? ctx.deps.vault.seal(card.token) : c.instrument.kind === 'token' ? ctx.deps.vault.seal(c.instrument.token) : null,
           cardLast4: card ? card.last4 : c.instrument.kind === 'token' ? c.instrument.last4 : null,
           cardBrand: card?.brand ?? null,
+          cfpbCovered: c.cfpbCovered,
+          authorizationAt: c.authorizationAt,
+          authorizationRef: c.authorizationRef,
           now,
         },
         existing.get(c.aid),
@@ -317,6 +332,16 @@ export function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
     last_read: e.lastReadAt === null ? null : { balance_cents: e.lastReadCents, at: iso(e.lastReadAt) },
     next_read_at: e.state === 'monitored' ? isoOrNull(e.nextReadAt) : null,
     payments_used: e.paymentsUsed,
+    cfpb_covered: e.cfpbCovered,
+    authorization: e.authorizationAt === null ? null : { obtained_at: iso(e.authorizationAt), reference: e.authorizationRef },
+    payments: q.paymentsOf(dbOf(ctx), e.id).map((p) => ({
+      reference: p.reference,
+      amount: p.amount,
+      status: p.status,
+      attempt: p.attempt,
+      reinitiation_of: p.reinitiationOf,
+      created_at: iso(p.createdAt),
+    })),
     ledger,
   };
 }

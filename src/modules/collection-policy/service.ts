@@ -1,0 +1,40 @@
+import { eq } from 'drizzle-orm';
+import { collectionPolicies } from '../../../db/schema';
+import type { Ctx } from '../../deps';
+import { isoOrNull } from '../../platform/clock';
+import { dbOf, withTransaction } from '../../platform/context';
+import type { Db } from '../../platform/db';
+import { DEFAULT_POLICY, type CollectionPolicy } from '../collection/rules';
+import type { PolicyPatchInput } from './model';
+
+/** The lender's policy as the collection rules read it: its row, or every default. */
+export function policyOf(db: Db, lenderId: string): CollectionPolicy {
+  const row = db.select().from(collectionPolicies).where(eq(collectionPolicies.lenderId, lenderId)).get();
+  return row ? { cfpbCovered: row.cfpbCovered, maxReinitiations: row.maxReinitiations, reinitiationAmount: row.reinitiationAmount } : DEFAULT_POLICY;
+}
+
+function view(ctx: Ctx) {
+  const p = policyOf(dbOf(ctx), ctx.lender.id);
+  const row = dbOf(ctx).select({ updatedAt: collectionPolicies.updatedAt }).from(collectionPolicies).where(eq(collectionPolicies.lenderId, ctx.lender.id)).get();
+  return { cfpb_covered: p.cfpbCovered, max_reinitiations: p.maxReinitiations, reinitiation_amount: p.reinitiationAmount, updated_at: isoOrNull(row?.updatedAt ?? null) };
+}
+
+/** GET /v1/collection_policy. */
+export const getPolicy = ({ ctx }: { ctx: Ctx }) => view(ctx);
+
+/** PATCH /v1/collection_policy: the fields sent change; the next collection decision reads them. */
+export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput }) {
+  const now = ctx.deps.clock.now();
+  return withTransaction(ctx, (tx) => {
+    const cur = policyOf(tx.tx, ctx.lender.id);
+    const next = {
+      lenderId: ctx.lender.id,
+      cfpbCovered: input.cfpb_covered ?? cur.cfpbCovered,
+      maxReinitiations: input.max_reinitiations ?? cur.maxReinitiations,
+      reinitiationAmount: input.reinitiation_amount ?? cur.reinitiationAmount,
+      updatedAt: now,
+    };
+    tx.tx.insert(collectionPolicies).values(next).onConflictDoUpdate({ target: collectionPolicies.lenderId, set: next }).run();
+    return view(tx);
+  });
+}

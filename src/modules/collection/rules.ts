@@ -1,0 +1,98 @@
+import type { ReinitiationAmount } from '../../../db/schema/enums';
+import { DAY_MS } from '../../platform/clock';
+import { isRetryableReturn } from '../../adapters/processors/return-codes';
+import type { BlockedReason } from '../enrollments/monitor';
+
+// The rules that bound an automatic debit beyond the spec's defaults (collection-rules.md), as one pure
+// function of a borrower's payment history, its enrollment and the lender's policy: which payment may go out
+// next (an original, or a reinitiation of one, with its amount), or why none may.
+//
+// - Nacha reinitiation: only after R01/R09; at most `maxReinitiations` per original; none later than 180 days
+//   after the original first reached the processor; with `original`, the returned payment's amount, and none
+//   when the collectable amount has dropped below it.
+// - R08 (payment stopped): no further debit until the borrower authorizes again (a later authorization).
+// - The CFPB payday rule (12 CFR 1041.8) for a covered borrower: after two consecutive failures for funds, no
+//   further attempt without a new authorization obtained after the second failure. A settlement resets it.
+
+export const REINITIATION_WINDOW_MS = 180 * DAY_MS;
+
+export interface CollectionPolicy {
+  cfpbCovered: boolean;
+  maxReinitiations: number;
+  reinitiationAmount: ReinitiationAmount;
+}
+
+export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current' };
+
+/** A payment of the borrower as the rules see it (every enrollment period: an R08 or two failures outlive a re-send). */
+export interface PastPayment {
+  id: string;
+  status: string;
+  returnCode: string | null;
+  amountCents: number;
+  attempt: number;
+  reinitiationOf: string | null;
+  createdAt: number;
+  /** When its outcome was recorded (the failure's time for a return). */
+  updatedAt: number;
+  firstAttemptAt: number | null;
+}
+
+export type Plan =
+  | { ok: true; amountCents: number; attempt: number; reinitiationOf: string | null }
+  | { ok: false; blocked: BlockedReason };
+
+const failed = (p: PastPayment) => p.status === 'returned' || p.status === 'late_returned';
+const forFunds = (p: PastPayment) => failed(p) && isRetryableReturn(p.returnCode);
+/** Statuses that never reached the borrower's account: not part of the history the rules read. */
+const counts = (p: PastPayment) => p.status !== 'not_attempted' && p.status !== 'voided' && p.status !== 'invalid';
+
+/**
+ * The next payment, or why none may go out. `history` is every payment of the borrower, oldest first;
+ * `enrolledAt` starts the current enrollment period (its reinitiation chain); `authorizationAt` is the
+ * borrower's latest authorization to debit, if the lender sent one.
+ */
+export function planPayment(input: {
+  history: PastPayment[];
+  enrolledAt: number;
+  authorizationAt: number | null;
+  covered: boolean;
+  policy: CollectionPolicy;
+  collectableCents: number;
+  now: number;
+}): Plan {
+  const { history, enrolledAt, authorizationAt, covered, policy, collectableCents, now } = input;
+  const reauthorized = (after: PastPayment) => authorizationAt !== null && authorizationAt > after.updatedAt;
+  const sent = history.filter(counts);
+
+  // R08: the borrower stopped the payment; only a new authorization allows another.
+  const lastStop = [...sent].reverse().find((p) => failed(p) && p.returnCode === 'R08');
+  if (lastStop && !reauthorized(lastStop)) return { ok: false, blocked: 'reauthorization_required' };
+
+  // The payday rule: two consecutive failures for funds, counted back to the last settlement or authorization.
+  if (covered) {
+    let streak = 0;
+    for (let i = sent.length - 1; i >= 0; i--) {
+      const p = sent[i]!;
+      if (!forFunds(p) || reauthorized(p)) break;
+      streak++;
+    }
+    if (streak >= 2) return { ok: false, blocked: 'reauthorization_required' };
+  }
+
+  const last = [...sent].reverse().find((p) => p.createdAt >= enrolledAt);
+  if (!last || !forFunds(last) || reauthorized(last)) {
+    // Nothing returned in this period, or a new authorization since: an original (attempt 1).
+    return { ok: true, amountCents: collectableCents, attempt: 1, reinitiationOf: null };
+  }
+  // A reinitiation of the returned payment's original.
+  const original = (last.reinitiationOf && history.find((p) => p.id === last.reinitiationOf)) || last;
+  const reinitiations = history.filter((p) => p.reinitiationOf === original.id && counts(p)).length;
+  if (reinitiations >= policy.maxReinitiations) return { ok: false, blocked: 'reinitiation_limit' };
+  if (now > (original.firstAttemptAt ?? original.createdAt) + REINITIATION_WINDOW_MS) return { ok: false, blocked: 'reinitiation_window' };
+  if (policy.reinitiationAmount === 'original') {
+    if (collectableCents < original.amountCents) return { ok: false, blocked: 'amount_changed' };
+    return { ok: true, amountCents: original.amountCents, attempt: reinitiations + 2, reinitiationOf: original.id };
+  }
+  return { ok: true, amountCents: collectableCents, attempt: reinitiations + 2, reinitiationOf: original.id };
+}

@@ -70,6 +70,18 @@ function checkInvariants(m: Model, r: Real): void {
   for (const [aid, count] of m.removedWith) if (count !== null) expect(atProcessor(r, aid)).toBe(count);
   // 5. Events unique per status of a reference; ids unique.
   expect(q(r, 'SELECT reference, status FROM payment_events GROUP BY reference, status HAVING COUNT(*) > 1')).toEqual([]);
+  // 7. The payday rule (the lender is covered): no payment after two consecutive failures for funds.
+  for (const e of q<{ id: string }>(r, 'SELECT id FROM enrollments')) {
+    let streak = 0;
+    for (const p of q<{ status: string; return_code: string | null }>(
+      r,
+      "SELECT status, return_code FROM payments WHERE enrollment_id = ? AND status NOT IN ('not_attempted', 'voided', 'invalid') ORDER BY created_at, id",
+      e.id,
+    )) {
+      expect(streak).toBeLessThan(2);
+      streak = (p.status === 'returned' || p.status === 'late_returned') && isRetryableReturn(p.return_code) ? streak + 1 : 0;
+    }
+  }
   // 6. Exactly one processor payment per service payment; not_attempted only for payments the processor does
   // not hold; never more than three at the processor per enrollment, counting every one it holds.
   expect(q(r, 'SELECT idempotency_key FROM sandbox_payments GROUP BY idempotency_key HAVING COUNT(*) > 1')).toEqual([]);
@@ -223,6 +235,8 @@ describe('collection against a model', () => {
         allContexts.push(ctx);
         const res = await ctx.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_model_run_000000000001', rail_scope: 'both', is_default: true } });
         expect(res.status).toBe(201);
+        // Covered by the payday rule: two failures for funds in a row end collection (the model sends no authorization).
+        expect((await ctx.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } })).status).toBe(200);
         const real: Real = { ctx, key: ctx.lender.key };
         await fc.asyncModelRun(() => ({ model: { amount: new Map(), sent: new Map(), removedWith: new Map() }, real }), cmds);
         const counts = q<{ status: string; n: number }>(real, 'SELECT status, COUNT(*) AS n FROM payments GROUP BY status');

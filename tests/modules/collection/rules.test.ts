@@ -1,0 +1,187 @@
+// The collection rules: the planner of the next payment directly (a fake timeline), then end to end through
+// the sandbox processor and the policy routes.
+import { afterAll, describe, expect, test } from 'bun:test';
+import { createTestContext, type TestContext } from '../../helpers/context';
+import { enrollBorrower } from '../../helpers/fixtures';
+import { DEFAULT_POLICY, planPayment, REINITIATION_WINDOW_MS, type PastPayment } from '../../../src/modules/collection/rules';
+import { queueDueReads } from '../../../src/modules/enrollments/monitoring';
+import { processBalances } from '../../../src/modules/balance-requests/processing';
+import { dispatchPayments } from '../../../src/modules/collection/dispatch';
+import { pollProcessors } from '../../../src/modules/collection/poll';
+import { DAY_MS } from '../../../src/platform/clock';
+
+const T0 = Date.UTC(2026, 10, 1);
+let n = 0;
+const pay = (status: string, code: string | null, at: number, over: Partial<PastPayment> = {}): PastPayment => ({
+  id: `p${++n}`,
+  status,
+  returnCode: code,
+  amountCents: 1000,
+  attempt: 1,
+  reinitiationOf: null,
+  createdAt: at,
+  updatedAt: at + DAY_MS,
+  firstAttemptAt: at,
+  ...over,
+});
+const plan = (history: PastPayment[], over: Partial<Parameters<typeof planPayment>[0]> = {}) =>
+  planPayment({ history, enrolledAt: T0, authorizationAt: null, covered: false, policy: DEFAULT_POLICY, collectableCents: 1000, now: T0 + 10 * DAY_MS, ...over });
+
+describe('the planner of the next payment', () => {
+  test('nothing yet, or the last one settled: an original of the current amount', () => {
+    expect(plan([])).toEqual({ ok: true, amountCents: 1000, attempt: 1, reinitiationOf: null });
+    expect(plan([pay('settled', null, T0)], { collectableCents: 700 })).toEqual({ ok: true, amountCents: 700, attempt: 1, reinitiationOf: null });
+  });
+
+  test('after R01/R09: reinitiations of the original, at most the policy’s number', () => {
+    const o = pay('returned', 'R01', T0);
+    expect(plan([o])).toEqual({ ok: true, amountCents: 1000, attempt: 2, reinitiationOf: o.id });
+    const r1 = pay('returned', 'R09', T0 + DAY_MS, { attempt: 2, reinitiationOf: o.id });
+    expect(plan([o, r1])).toEqual({ ok: true, amountCents: 1000, attempt: 3, reinitiationOf: o.id });
+    const r2 = pay('returned', 'R01', T0 + 2 * DAY_MS, { attempt: 3, reinitiationOf: o.id });
+    expect(plan([o, r1, r2])).toEqual({ ok: false, blocked: 'reinitiation_limit' });
+    expect(plan([o], { policy: { ...DEFAULT_POLICY, maxReinitiations: 0 } })).toEqual({ ok: false, blocked: 'reinitiation_limit' });
+    expect(plan([o, r1], { policy: { ...DEFAULT_POLICY, maxReinitiations: 1 } })).toEqual({ ok: false, blocked: 'reinitiation_limit' });
+  });
+
+  test('never later than 180 days after the original first reached the processor', () => {
+    const o = pay('returned', 'R01', T0);
+    expect(plan([o], { now: T0 + REINITIATION_WINDOW_MS })).toMatchObject({ ok: true, attempt: 2 });
+    expect(plan([o], { now: T0 + REINITIATION_WINDOW_MS + 1 })).toEqual({ ok: false, blocked: 'reinitiation_window' });
+  });
+
+  test('with reinitiation_amount original: the returned amount, and none when the collectable amount dropped below it', () => {
+    const o = pay('returned', 'R01', T0, { amountCents: 1000 });
+    const policy = { ...DEFAULT_POLICY, reinitiationAmount: 'original' as const };
+    expect(plan([o], { policy, collectableCents: 1500 })).toEqual({ ok: true, amountCents: 1000, attempt: 2, reinitiationOf: o.id });
+    expect(plan([o], { policy, collectableCents: 999 })).toEqual({ ok: false, blocked: 'amount_changed' });
+    // A new authorization starts afresh: an original of the current amount.
+    expect(plan([o], { policy, collectableCents: 999, authorizationAt: o.updatedAt + 1 })).toEqual({ ok: true, amountCents: 999, attempt: 1, reinitiationOf: null });
+  });
+
+  test('R08 waits on an authorization later than the stop, across re-sends', () => {
+    const stop = pay('returned', 'R08', T0 - 40 * DAY_MS);
+    expect(plan([stop])).toEqual({ ok: false, blocked: 'reauthorization_required' });
+    expect(plan([stop], { authorizationAt: stop.updatedAt - 1 })).toEqual({ ok: false, blocked: 'reauthorization_required' });
+    expect(plan([stop], { authorizationAt: stop.updatedAt + 1 })).toMatchObject({ ok: true, attempt: 1 });
+  });
+
+  test('the payday rule: two consecutive failures for funds stop a covered borrower until a later authorization; a settlement resets', () => {
+    const a = pay('returned', 'R01', T0);
+    const b = pay('returned', 'R09', T0 + DAY_MS, { attempt: 2, reinitiationOf: a.id });
+    expect(plan([a, b])).toMatchObject({ ok: true, attempt: 3 });
+    expect(plan([a, b], { covered: true })).toEqual({ ok: false, blocked: 'reauthorization_required' });
+    // An authorization from before both failures does not lift it; one between them restarts the count.
+    expect(plan([a, b], { covered: true, authorizationAt: a.updatedAt - 1 })).toEqual({ ok: false, blocked: 'reauthorization_required' });
+    expect(plan([a, b], { covered: true, authorizationAt: b.updatedAt - 1 })).toMatchObject({ ok: true });
+    expect(plan([a, b], { covered: true, authorizationAt: b.updatedAt + 1 })).toEqual({ ok: true, amountCents: 1000, attempt: 1, reinitiationOf: null });
+    // Counted across channels and enrollment periods; broken by a settlement, or by anything that is not a failure for funds.
+    const s = pay('settled', null, T0 + 2 * DAY_MS);
+    const c = pay('returned', 'R01', T0 + 3 * DAY_MS);
+    expect(plan([a, b, s, c], { covered: true })).toMatchObject({ ok: true });
+    const older = pay('returned', 'R01', T0 - 60 * DAY_MS);
+    expect(plan([older, pay('returned', 'R01', T0 + 4 * DAY_MS)], { covered: true })).toEqual({ ok: false, blocked: 'reauthorization_required' });
+    // Payments that never reached the account are not failures.
+    expect(plan([a, pay('not_attempted', null, T0 + DAY_MS)], { covered: true })).toMatchObject({ ok: true });
+  });
+});
+
+const contexts: TestContext[] = [];
+afterAll(() => contexts.forEach((c) => c.close()));
+const SETTLE = 60_000;
+const READ = 3_600_000;
+
+async function setup() {
+  const c = createTestContext({ SANDBOX_SETTLEMENT_MS: String(SETTLE), MONITOR_READ_INTERVAL_MS: String(READ) });
+  contexts.push(c);
+  expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_rules_e2e_0000000001', rail_scope: 'both', is_default: true } })).status).toBe(201);
+  return c;
+}
+async function cycle(c: TestContext) {
+  queueDueReads(c.rt);
+  await processBalances(c.rt);
+  await dispatchPayments(c.rt);
+  await pollProcessors(c.rt);
+}
+/** Reads and payments until the borrower rests: each returned R01 after one settlement period. */
+async function run(c: TestContext, rounds: number) {
+  for (let i = 0; i < rounds; i++) {
+    await cycle(c);
+    c.clock.advance(SETTLE);
+    await pollProcessors(c.rt);
+    c.clock.advance(READ);
+  }
+}
+const view = async (c: TestContext, id: string) => (await c.json('GET', `/v1/payment_enrollments/${id}`)).body;
+
+describe('collection inside the rules, end to end (sandbox)', () => {
+  test('the policy: defaults, a change, and refusals naming the field', async () => {
+    const c = await setup();
+    expect((await c.json('GET', '/v1/collection_policy')).body).toEqual({ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', updated_at: null });
+    const r = await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ cfpb_covered: true, max_reinitiations: 2, reinitiation_amount: 'current', updated_at: expect.any(String) });
+    for (const [body, field] of [
+      [{}, ''],
+      [{ max_reinitiations: 3 }, 'max_reinitiations'],
+      [{ reinitiation_amount: 'half' }, 'reinitiation_amount'],
+      [{ cfpb_covered: 'yes' }, 'cfpb_covered'],
+      [{ notice_days: 2 }, 'notice_days'],
+    ] as const) {
+      const bad = await c.json('PATCH', '/v1/collection_policy', { body });
+      expect(bad.status).toBe(400);
+      if (field) expect(JSON.stringify(bad.body)).toContain(field);
+    }
+    // Another lender has its own policy.
+    const other = c.newLender();
+    expect((await c.json('GET', '/v1/collection_policy', { key: other.key })).body.cfpb_covered).toBe(false);
+    expect((await c.json('GET', '/v1/collection_policy', { key: null })).status).toBe(401);
+  });
+
+  test('a covered borrower is not debited a third time after two failures for funds; a later authorization lifts it', async () => {
+    const c = await setup();
+    await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } });
+    // Cents 91: every debit is returned R01.
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('nsf', { collectable_amount: 1091 })] } });
+    await run(c, 5);
+    let v = await view(c, 'nsf');
+    expect(v.payments.map((p: { status: string; attempt: number }) => `${p.status}:${p.attempt}`)).toEqual(['returned:1', 'returned:2']);
+    expect(v).toMatchObject({ state: 'monitored', blocked_reason: 'reauthorization_required' });
+    expect(v.payments[1].reinitiation_of).toBe(v.payments[0].reference);
+    // The reinitiation was sent as one.
+    const described = c.rt.sqlite.query('SELECT entry_description AS d FROM sandbox_payments ORDER BY created_at').all() as { d: string | null }[];
+    expect(described.map((x) => x.d)).toEqual([null, 'RETRY PYMT']);
+    // A re-send with an authorization obtained now (after the second failure): attempt 1 of it.
+    const now = new Date(c.clock.now()).toISOString();
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('nsf', { collectable_amount: 1091, authorization: { obtained_at: now, reference: 'AUTH-2' } })] } });
+    await run(c, 1);
+    v = await view(c, 'nsf');
+    expect(v.authorization).toEqual({ obtained_at: now, reference: 'AUTH-2' });
+    expect(v.payments.map((p: { attempt: number }) => p.attempt)).toEqual([1, 2, 1]);
+  });
+
+  test('not covered: the spec’s default, an original and two reinitiations', async () => {
+    const c = await setup();
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('plain', { collectable_amount: 1091 })] } });
+    await run(c, 5);
+    const v = await view(c, 'plain');
+    expect(v.payments.map((p: { attempt: number }) => p.attempt)).toEqual([1, 2, 3]);
+  });
+
+  test('max_reinitiations 0: no reinitiation after R01', async () => {
+    const c = await setup();
+    await c.json('PATCH', '/v1/collection_policy', { body: { max_reinitiations: 0 } });
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('once', { collectable_amount: 1091 })] } });
+    await run(c, 4);
+    const v = await view(c, 'once');
+    expect(v.payments).toHaveLength(1);
+    expect(v.blocked_reason).toBe('reinitiation_limit');
+  });
+
+  test('an authorization in the future is refused for that borrower', async () => {
+    const c = await setup();
+    const future = new Date(c.clock.now() + DAY_MS).toISOString();
+    const r = await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('early', { authorization: { obtained_at: future } })] } });
+    expect(r.body.results[0]).toMatchObject({ outcome: 'failed', reason: 'tokenization_failed', message: expect.stringContaining('authorization.obtained_at') });
+  });
+});

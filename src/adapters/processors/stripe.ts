@@ -581,8 +581,8 @@ function debitParams(req: DebitRequest): Stripe.PaymentIntentCreateParams | stri
     currency: 'usd',
     confirm: true,
     description: req.reference,
-    // A reinitiation says so in metadata: Stripe sets the ACH entry description itself (statement descriptors
-    // are for cards), so RETRY PYMT cannot be put on the entry through the API.
+    // A reinitiation says so in metadata: the API has no field for an ACH entry's Company Entry Description (a
+    // statement descriptor is the statement text), so RETRY PYMT cannot be put on the entry itself.
     metadata: { drs_reference: req.reference, drs_payment_id: req.paymentId, ...(req.entryDescription ? { drs_entry_description: req.entryDescription } : {}) },
   } satisfies Stripe.PaymentIntentCreateParams;
   if (req.rail === 'card') {

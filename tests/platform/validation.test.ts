@@ -41,6 +41,7 @@ const ROUTES: { route: string; path: string; valid: Record<string, unknown>; req
   { route: 'POST', path: '/v1/payment_enrollments', valid: { borrowers: [enrollBorrower('t-3')] }, required: 'borrowers', wrong: [['borrowers', '0', 'authorizer_unique_id'], 42] },
   { route: 'DELETE', path: '/v1/payment_enrollments', valid: { authorizer_unique_ids: ['t-3'] }, required: 'authorizer_unique_ids', wrong: [['authorizer_unique_ids'], MARK] },
   { route: 'DELETE', path: '/v1/persisted_authorizers', valid: { authorizer_unique_ids: ['t-3'] }, required: 'authorizer_unique_ids', wrong: [['authorizer_unique_ids'], MARK] },
+  { route: 'PATCH', path: '/v1/collection_policy', valid: { cfpb_covered: true }, wrong: [['max_reinitiations'], MARK] },
 ];
 
 function withValue(v: any, at: string[], x: unknown): any {

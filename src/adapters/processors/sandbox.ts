@@ -36,6 +36,7 @@ interface Step {
   status: EventStatus;
   returnCode: string | null;
   message: string | null;
+  declineCode?: string;
   /** Settlement periods after creation; 0 = the creation status itself. */
   after: number;
 }
@@ -57,6 +58,8 @@ export function sandboxOutcome(amountCents: number, rail: Rail): Step[] {
   const cents = amountCents % 100;
   const ach = rail === 'ach';
   if (cents === 96) return [step('invalid', 0, null, ach ? 'bad account details' : 'card details invalid')];
+  // A card reported stolen: a decline that must never be retried. ACH: as 00.
+  if (cents === 89 && !ach) return [{ ...step('invalid', 0, null, 'card declined: the card is reported stolen'), declineCode: 'stolen_card' }];
   if (cents === 97) return [step('processing', 0)];
   if (cents === 95 || cents === 99) {
     const code = cents === 95 ? 'R10' : 'R01';
@@ -285,7 +288,7 @@ export class SandboxProcessor implements Processor {
         }
         // Cents 88: created, but the answer is lost in an outage.
         if (req.amountCents % 100 === 88 && this.outageMs > 0) return 'transient';
-        return { processorPaymentId: id, status: first.status, returnCode: first.returnCode, message: first.message };
+        return { processorPaymentId: id, status: first.status, returnCode: first.returnCode, message: first.message, declineCode: first.declineCode ?? null };
       })
       .immediate();
     // The answer's time on the wire: the payment exists at the processor from the call on, as with a real one.
@@ -414,6 +417,8 @@ const resultOf = (p: PaymentRow): DebitResult => ({
   status: p.created_status,
   returnCode: p.created_return_code,
   message: p.created_message,
+  // Cents 89 on a card: the stolen-card decline (its code follows from the amount, as every outcome here does).
+  declineCode: p.created_status === 'invalid' && p.amount_cents % 100 === 89 ? 'stolen_card' : null,
 });
 
 function parseCursor(cursor: string | null): number {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import Stripe from 'stripe';
 import { RETURN_CODES, normalizeReturnCode } from './return-codes';
+import { DECLINE_CODES, mustNotRetry } from './decline-codes';
 import {
   CardRefused,
   KeyRefused,
@@ -96,7 +97,7 @@ export function disputeReturnCode(d: Pick<Stripe.Dispute, 'reason' | 'network_re
 export const scrubMessage = (text: string): string => text.replace(/\d(?:[ -]?\d){5,}/g, '[redacted]');
 
 type Logger = { warn(obj: object, msg: string): void };
-type Failure = { status: EventStatus; returnCode: string | null; message: string | null };
+type Failure = { status: EventStatus; returnCode: string | null; message: string | null; declineCode?: string | null };
 
 const refOf = (metadata: Stripe.Metadata | null | undefined, description: string | null | undefined): string | null =>
   metadata?.drs_reference ?? (description?.startsWith(REFERENCE_PREFIX) ? description : null);
@@ -106,7 +107,9 @@ const idOf = (v: string | { id: string } | null | undefined): string | null => (
 /** A card decline: for funds it is a return R01 (retryable), any other decline is invalid. */
 function cardFailure(codes: (string | null | undefined)[], message: string | null | undefined): Failure {
   const funds = codes.includes('insufficient_funds');
-  return { status: funds ? 'returned' : 'invalid', returnCode: funds ? 'R01' : null, message: scrubMessage(message ?? 'card declined') };
+  // The most telling code: one that forbids a retry, else the first known one.
+  const declineCode = codes.find((c) => mustNotRetry(c)) ?? codes.find((c) => c && c in DECLINE_CODES) ?? null;
+  return { status: funds ? 'returned' : 'invalid', returnCode: funds ? 'R01' : null, message: scrubMessage(message ?? 'card declined'), declineCode };
 }
 
 /** An ACH failure: returned with the mapped R-code; an unknown code stays a return without a code, logged. */

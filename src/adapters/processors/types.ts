@@ -53,6 +53,8 @@ export interface DebitResult {
   returnCode: string | null;
   /** Why, when the status is not `processing`/`settled` (a decline, `requires_action`). No personal data. */
   message: string | null;
+  /** A card decline's code (Stripe's decline_code): one that must never be retried stops the borrower with it. */
+  declineCode?: string | null;
   /**
    * The processor holds the payment open, waiting for an action (Stripe's `requires_action`: bank account
    * verification). Reported as `not_attempted`, it could still debit once verified: cancel it first.
@@ -91,6 +93,7 @@ export interface ProcessorChange {
   returnCode: string | null;
   occurredAt: number;
   message: string | null;
+  declineCode?: string | null;
   /**
    * Money that had gone back comes back: a dispute won after a late return, a refund that failed. Recorded
    * as `settled` again (a new event of the reference), which credits the ledger once more.

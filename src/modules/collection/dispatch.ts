@@ -191,6 +191,7 @@ function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): void {
       amountCents: p.amountCents,
       returnCode: r.returnCode,
       message: r.message,
+      declineCode: r.declineCode ?? null,
       occurredAt: now,
       source: 'processor',
       sourceEventId: `created:${p.id}`,

@@ -69,6 +69,7 @@ function recordPage(ctx: JobContext, conn: { id: string; lenderId: string }, cha
         paymentId: m.paymentId,
         connectionId: conn.id,
         repeat: c.reinstated === true,
+        declineCode: c.declineCode ?? null,
       });
     }
     tx.tx

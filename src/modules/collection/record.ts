@@ -28,6 +28,8 @@ export interface Observation {
   connectionId: string | null;
   /** Money that had gone back came back (a dispute won, a refund failed): a status the reference had is recorded again. */
   repeat?: boolean;
+  /** A card decline's code; one that must never be retried stops the borrower with it. */
+  declineCode?: string | null;
 }
 
 export type Recorded = { recorded: false; why: 'seen' | 'same_status' } | { recorded: true; eventId: string };
@@ -66,7 +68,7 @@ export function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation):
   if (o.paymentId) {
     q.updatePaymentStatus(tx, { id: o.paymentId, status: o.status, returnCode, message: o.message, now, settledAt: o.status === 'settled' ? o.occurredAt : null });
   }
-  if (o.enrollmentId) react(ctx, o.enrollmentId, o.status, returnCode, now);
+  if (o.enrollmentId) react(ctx, o.enrollmentId, o.status, returnCode, now, o.declineCode ?? null);
   ctx.deps.metrics.paymentEvents.inc({ status: o.status, source: o.source });
   return { recorded: true, eventId };
 }
@@ -84,9 +86,11 @@ function postLedger(tx: Tx, o: Observation, eventId: string, now: number): void 
 }
 
 /** The outcomes that move a monitor (the state machine decides how); the others are history only. */
-function react(ctx: JobContext & { tx: Tx }, enrollmentId: string, status: EventStatus, code: string | null, now: number): void {
+function react(ctx: JobContext & { tx: Tx }, enrollmentId: string, status: EventStatus, code: string | null, now: number, declineCode: string | null): void {
   const event =
-    status === 'settled' || status === 'invalid'
+    status === 'invalid'
+      ? { type: status, declineCode }
+      : status === 'settled'
       ? { type: status }
       : status === 'returned'
         ? { type: status, code }

@@ -1,5 +1,6 @@
 import type { HeldReason, MonitorState } from '../../../db/schema/enums';
 import { isRetryableReturn } from '../../adapters/processors/return-codes';
+import { mustNotRetry } from '../../adapters/processors/decline-codes';
 
 // A borrower's monitor as one pure state machine (payments.md, Monitor states): from the current state, its
 // reason and blocked reason, and an event, the next state, reason and blocked reason and what follows (the
@@ -44,7 +45,8 @@ export type MonitorEvent =
   | { type: 'settled' }
   | { type: 'returned'; code: string | null }
   | { type: 'late_returned'; code: string | null; inWindow: boolean }
-  | { type: 'invalid' }
+  /** Refused by the processor; a card decline that must never be retried gives its code as the reason. */
+  | { type: 'invalid'; declineCode?: string | null }
   /** A due payment could not be initiated, for a reason the lender must act on. */
   | { type: 'blocked'; reason: BlockedReason }
   /** A payment was initiated: whatever blocked the last one no longer does. */
@@ -127,7 +129,7 @@ export function nextMonitor(cur: MonitorSnapshot, ev: MonitorEvent): MonitorChan
       return isRetryableReturn(ev.code) ? null : { ...same, state: 'stopped', reason: ev.code ?? 'returned', nextRead: 'none' };
     case 'invalid':
       if (s === 'new') return illegal();
-      return s === 'monitored' ? { ...same, state: 'stopped', reason: 'invalid', nextRead: 'none' } : null;
+      return s === 'monitored' ? { ...same, state: 'stopped', reason: mustNotRetry(ev.declineCode) ? ev.declineCode! : 'invalid', nextRead: 'none' } : null;
     case 'late_returned': {
       if (s === 'new') return illegal();
       if (s !== 'monitored' && s !== 'collected') return null;

@@ -71,6 +71,7 @@ const EXPECTED: Record<Rail, Record<number, Seen>> = {
   ach: {
     0: [['processing'], ['settled'], []],
     45: [['processing'], ['settled'], []],
+    89: [['processing'], ['settled'], []],
     90: [['processing'], ['settled'], []],
     91: [['processing'], ['returned R01'], []],
     92: [['processing'], ['returned R09'], []],
@@ -85,6 +86,8 @@ const EXPECTED: Record<Rail, Record<number, Seen>> = {
   card: {
     0: [['settled'], [], []],
     45: [['settled'], [], []],
+    // A card reported stolen: declined, never to be retried.
+    89: [['invalid'], [], []],
     90: [['settled'], [], []],
     91: [['returned R01'], [], []],
     92: [['returned R09'], [], []],
@@ -149,7 +152,7 @@ describe('the outcome table, by the cents of the amount', () => {
           seen.set(cents, [...(seen.get(cents) ?? []), c]);
         }
         for (let cents = 0; cents < 100; cents++) {
-          expect([cents, show(seen.get(cents) ?? [])]).toEqual([cents, EXPECTED[rail][cents <= 90 ? 0 : cents]![stage]]);
+          expect([cents, show(seen.get(cents) ?? [])]).toEqual([cents, EXPECTED[rail][cents <= 90 && cents !== 89 ? 0 : cents]![stage]]);
         }
         clock.advance(SETTLE);
       }

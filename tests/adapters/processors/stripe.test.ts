@@ -70,6 +70,12 @@ function contractFlows(label: string, target: () => { processor: StripeProcessor
       expect(funds).toMatchObject({ status: 'returned', returnCode: 'R01' });
       expect(funds.processorPaymentId).toMatch(/^pi_/);
       expect(await processor.createDebit(key, card(ids('card-declined'), 'pm_card_chargeDeclined'))).toMatchObject({ status: 'invalid', returnCode: null });
+      // A decline that must never be retried carries its code.
+      expect(await processor.createDebit(key, card(ids('card-stolen'), 'pm_card_chargeDeclinedStolenCard'))).toMatchObject({
+        status: 'invalid',
+        returnCode: null,
+        declineCode: 'stolen_card',
+      });
     });
 
     test('an ACH debit on a bank account token is processing; the same payment id returns the same PaymentIntent', async () => {

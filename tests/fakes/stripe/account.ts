@@ -30,12 +30,14 @@ export interface World {
 const DECLINES: Record<string, { decline: string; message: string; network: string }> = {
   '4000000000009995': { decline: 'insufficient_funds', message: 'Your card has insufficient funds.', network: '51' },
   '4000000000000002': { decline: 'generic_decline', message: 'Your card was declined.', network: '05' },
+  '4000000000009979': { decline: 'stolen_card', message: 'Your card was declined.', network: '43' },
 };
 const TEST_CARD_TOKENS: Record<string, string> = {
   pm_card_visa: '4242424242424242',
   pm_card_visa_debit: '4000056655665556',
   pm_card_chargeDeclinedInsufficientFunds: '4000000000009995',
   pm_card_chargeDeclined: '4000000000000002',
+  pm_card_chargeDeclinedStolenCard: '4000000000009979',
 };
 const FAILURE_MESSAGES: Record<string, string> = {
   insufficient_funds: "The customer's account has insufficient funds to cover this payment.",

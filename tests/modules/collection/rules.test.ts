@@ -184,4 +184,16 @@ describe('collection inside the rules, end to end (sandbox)', () => {
     const r = await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('early', { authorization: { obtained_at: future } })] } });
     expect(r.body.results[0]).toMatchObject({ outcome: 'failed', reason: 'tokenization_failed', message: expect.stringContaining('authorization.obtained_at') });
   });
+
+  test('a card declined as stolen (sandbox cents 89) stops the borrower with the code, and nothing more is tried on the card', async () => {
+    const c = await setup();
+    const card = { processor_token: 'sbxpm_rules_card', card_last4: '4242' };
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('stolen', { collectable_amount: 1089, charge_instrument: card })] } });
+    await run(c, 4);
+    const v = await view(c, 'stolen');
+    expect(v).toMatchObject({ state: 'stopped', reason: 'stolen_card' });
+    expect(v.payments).toHaveLength(1);
+    expect((c.rt.sqlite.query('SELECT COUNT(*) AS n FROM sandbox_payments').get() as { n: number }).n).toBe(1);
+  });
 });
+

@@ -30,6 +30,8 @@ const EVENTS = {
   returned_R02: { type: 'returned', code: 'R02' },
   returned_no_code: { type: 'returned', code: null },
   invalid: { type: 'invalid' },
+  invalid_stolen_card: { type: 'invalid', declineCode: 'stolen_card' },
+  invalid_retryable_decline: { type: 'invalid', declineCode: 'generic_decline' },
   late_R01_in_window: { type: 'late_returned', code: 'R01', inWindow: true },
   late_R01_after_window: { type: 'late_returned', code: 'R01', inWindow: false },
   late_R10_in_window: { type: 'late_returned', code: 'R10', inWindow: true },
@@ -82,6 +84,8 @@ const TABLE: Record<keyof typeof EVENTS, Record<MonitorFrom, Cell>> = {
   returned_R02: { new: '!', monitored: 'stopped R02 verification_required keep none keep', held: '-', collected: '-', lapsed: '-', removed: '-', stopped: '-' },
   returned_no_code: { new: '!', monitored: 'stopped returned verification_required keep none keep', held: '-', collected: '-', lapsed: '-', removed: '-', stopped: '-' },
   invalid: { new: '!', monitored: 'stopped invalid verification_required keep none keep', held: '-', collected: '-', lapsed: '-', removed: '-', stopped: '-' },
+  invalid_stolen_card: { new: '!', monitored: 'stopped stolen_card verification_required keep none keep', held: '-', collected: '-', lapsed: '-', removed: '-', stopped: '-' },
+  invalid_retryable_decline: { new: '!', monitored: 'stopped invalid verification_required keep none keep', held: '-', collected: '-', lapsed: '-', removed: '-', stopped: '-' },
   late_R01_in_window: { new: '!', monitored: '-', held: '-', collected: 'monitored ∅ ∅ keep now keep', lapsed: '-', removed: '-', stopped: '-' },
   late_R01_after_window: {
     new: '!',

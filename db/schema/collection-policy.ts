@@ -13,5 +13,7 @@ export const collectionPolicies = sqliteTable('collection_policies', {
   // Reinitiations after an R01/R09 return, at most (Nacha allows two).
   maxReinitiations: integer('max_reinitiations').notNull().default(2),
   reinitiationAmount: text('reinitiation_amount', { enum: REINITIATION_AMOUNTS }).notNull().default('current'),
+  // Business days of notice before a debit (the payday rule's notice); 0: debit as soon as the balance covers.
+  noticeDays: integer('notice_days').notNull().default(0),
   updatedAt: integer('updated_at'),
 });

@@ -44,10 +44,12 @@ export const payments = sqliteTable(
     attempt: integer('attempt').notNull().default(1),
     // The original payment a reinitiation presents again (its id); null for an original.
     reinitiationOf: text('reinitiation_of'),
+    // A scheduled payment's day (UTC midnight): the borrower was told it is debited then, not before.
+    debitOn: integer('debit_on'),
   },
   (t) => [
     // At most one payment in flight per borrower, whatever the code does.
-    uniqueIndex('payments_in_flight_uq').on(t.enrollmentId).where(sql`${t.status} IN ('initiating', 'processing')`),
+    uniqueIndex('payments_in_flight_uq').on(t.enrollmentId).where(sql`${t.status} IN ('scheduled', 'initiating', 'processing')`),
     uniqueIndex('payments_reference_uq').on(t.lenderId, t.reference),
     index('payments_dispatch_idx').on(t.state, t.nextAttemptAt),
     index('payments_processor_idx').on(t.connectionId, t.processorPaymentId),

@@ -66,11 +66,13 @@ export const HELD_REASONS = ['unresolvable_routing_number', 'institution_not_sup
 export type HeldReason = (typeof HELD_REASONS)[number];
 
 /** A payment's status: the event statuses, and `initiating` before the processor has answered. */
-export const PAYMENT_STATUSES = ['initiating', ...EVENT_STATUSES] as const;
+/** `scheduled` while a notice runs (it is sent on its debit_on); `initiating` until the processor answers. */
+export const PAYMENT_STATUSES = ['scheduled', 'initiating', ...EVENT_STATUSES] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 
 /** Where a payment event was observed. */
-export const EVENT_SOURCES = ['processor', 'upload'] as const;
+/** `service`: a payment the service ended itself before it reached a processor (a scheduled payment voided). */
+export const EVENT_SOURCES = ['processor', 'upload', 'service'] as const;
 export type EventSource = (typeof EVENT_SOURCES)[number];
 
 export const LEDGER_KINDS = ['credit', 'reversal'] as const;

@@ -38,8 +38,12 @@ export interface MonitoringRead extends RecordedRead {
 /** Runs inside the transaction that records a monitoring read on its enrollment: where collection decides. */
 export type MonitoringReadHook = (ctx: JobContext & { tx: Tx }, read: MonitoringRead) => void;
 
+/** Monitoring of a borrower stopped (removal, erasure), in the transaction that stops it. */
+export type MonitoringStoppedHook = (ctx: JobContext & { tx: Tx }, stopped: { enrollmentId: string }) => void;
+
 export interface FeatureHooks {
   batchCompleted: BatchCompletedHook[];
   balancesRecorded: BalancesRecordedHook[];
   monitoringRead: MonitoringReadHook[];
+  monitoringStopped: MonitoringStoppedHook[];
 }

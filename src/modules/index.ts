@@ -14,7 +14,7 @@ import { sealedColumns as connectionSealed } from './payment-connections/service
 import { enrollmentRoutes } from './enrollments/routes';
 import { sealedColumns as enrollmentSealed } from './enrollments/service';
 import { heldRecheckJob, lapseJob, monitoringReadsJob, recordMonitoringReads } from './enrollments/monitoring';
-import { decideCollection } from './collection/decide';
+import { decideCollection, voidScheduledOnStop } from './collection/decide';
 import { dispatchJob, dispatchQueue } from './collection/dispatch';
 import { pollJob } from './collection/poll';
 import { reconcileJob } from './collection/reconcile';
@@ -52,7 +52,12 @@ export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
 
 /** What features do when another feature's event happens (a batch completing runs the schedules' hook). */
 export function featureHooks(): FeatureHooks {
-  return { batchCompleted: [onScheduleBatchCompleted], balancesRecorded: [recordMonitoringReads], monitoringRead: [decideCollection] };
+  return {
+    batchCompleted: [onScheduleBatchCompleted],
+    balancesRecorded: [recordMonitoringReads],
+    monitoringRead: [decideCollection],
+    monitoringStopped: [voidScheduledOnStop],
+  };
 }
 
 /** Every column holding vault-sealed values, for `vault rotate` and `vault status`. */

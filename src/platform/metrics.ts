@@ -52,6 +52,12 @@ export class Metrics {
     labelNames: ['rail'] as const,
     registers: [this.registry],
   });
+  readonly paymentsScheduled = new Counter({
+    name: 'payments_scheduled_total',
+    help: 'Payments scheduled after a notice period (the borrower is to be told), by rail',
+    labelNames: ['rail'] as const,
+    registers: [this.registry],
+  });
   readonly paymentsSkipped = new Counter({
     name: 'payments_skipped_total',
     help: 'Payments not initiated or not sent, by reason (no_processor_key, removed, key_deleted, no_card_token, absent_at_processor)',

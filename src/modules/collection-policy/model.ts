@@ -11,8 +11,20 @@ const ReinitiationAmount = OneOf(REINITIATION_AMOUNTS, {
   description: 'current: the collectable amount at the time (the default); original: the returned debit’s amount, and none when the collectable amount has dropped below it',
 });
 
+const NoticeDays = Int({
+  minimum: 0,
+  maximum: 10,
+  description:
+    'Business days of notice before each debit (Monday to Friday, without the Federal Reserve holidays): a read that finds the balance covering the amount schedules the payment for that day instead of sending it; 0 sends at once',
+});
+
 export const PolicyPatch = Type.Object(
-  { cfpb_covered: Type.Optional(CfpbCovered), max_reinitiations: Type.Optional(MaxReinitiations), reinitiation_amount: Type.Optional(ReinitiationAmount) },
+  {
+    cfpb_covered: Type.Optional(CfpbCovered),
+    max_reinitiations: Type.Optional(MaxReinitiations),
+    reinitiation_amount: Type.Optional(ReinitiationAmount),
+    notice_days: Type.Optional(NoticeDays),
+  },
   { additionalProperties: false, minProperties: 1, examples: [{ cfpb_covered: true, max_reinitiations: 1 }] },
 );
 export type PolicyPatchInput = Static<typeof PolicyPatch>;
@@ -22,7 +34,8 @@ export const Policy = t.Object(
     cfpb_covered: CfpbCovered,
     max_reinitiations: MaxReinitiations,
     reinitiation_amount: ReinitiationAmount,
+    notice_days: NoticeDays,
     updated_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When the lender last changed it; null while every field is the default' }),
   },
-  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', updated_at: null }] },
+  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, updated_at: null }] },
 );

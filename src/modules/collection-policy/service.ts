@@ -10,13 +10,21 @@ import type { PolicyPatchInput } from './model';
 /** The lender's policy as the collection rules read it: its row, or every default. */
 export function policyOf(db: Db, lenderId: string): CollectionPolicy {
   const row = db.select().from(collectionPolicies).where(eq(collectionPolicies.lenderId, lenderId)).get();
-  return row ? { cfpbCovered: row.cfpbCovered, maxReinitiations: row.maxReinitiations, reinitiationAmount: row.reinitiationAmount } : DEFAULT_POLICY;
+  return row
+    ? { cfpbCovered: row.cfpbCovered, maxReinitiations: row.maxReinitiations, reinitiationAmount: row.reinitiationAmount, noticeDays: row.noticeDays }
+    : DEFAULT_POLICY;
 }
 
 function view(ctx: Ctx) {
   const p = policyOf(dbOf(ctx), ctx.lender.id);
   const row = dbOf(ctx).select({ updatedAt: collectionPolicies.updatedAt }).from(collectionPolicies).where(eq(collectionPolicies.lenderId, ctx.lender.id)).get();
-  return { cfpb_covered: p.cfpbCovered, max_reinitiations: p.maxReinitiations, reinitiation_amount: p.reinitiationAmount, updated_at: isoOrNull(row?.updatedAt ?? null) };
+  return {
+    cfpb_covered: p.cfpbCovered,
+    max_reinitiations: p.maxReinitiations,
+    reinitiation_amount: p.reinitiationAmount,
+    notice_days: p.noticeDays,
+    updated_at: isoOrNull(row?.updatedAt ?? null),
+  };
 }
 
 /** GET /v1/collection_policy. */
@@ -32,6 +40,7 @@ export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput
       cfpbCovered: input.cfpb_covered ?? cur.cfpbCovered,
       maxReinitiations: input.max_reinitiations ?? cur.maxReinitiations,
       reinitiationAmount: input.reinitiation_amount ?? cur.reinitiationAmount,
+      noticeDays: input.notice_days ?? cur.noticeDays,
       updatedAt: now,
     };
     tx.tx.insert(collectionPolicies).values(next).onConflictDoUpdate({ target: collectionPolicies.lenderId, set: next }).run();

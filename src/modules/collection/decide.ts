@@ -1,7 +1,11 @@
-import { and, eq, inArray } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import { enrollments, payments } from '../../../db/schema';
 import { newId } from '../../platform/ids';
-import type { MonitoringReadHook } from '../hooks';
+import type { MonitoringReadHook, MonitoringStoppedHook } from '../hooks';
+import type { JobContext } from '../../deps';
+import type { Tx } from '../../platform/context';
+import { addBusinessDays } from '../../platform/business-days';
+import { recordObservation } from './record';
 import { resolveKey } from '../payment-connections/resolve';
 import { referenceOf } from './reference';
 import { planPayment } from './rules';
@@ -31,30 +35,55 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
   if (read.balanceCents === null) return;
   if (e.paymentsUsed >= MAX_PAYMENTS_PER_ENROLLMENT) return;
   if (e.blockedReason === 'verification_required') return;
+  const block = (reason: BlockedReason) => {
+    applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'blocked', reason }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
+    deps.metrics.paymentsSkipped.inc({ reason });
+  };
+  const policy = policyOf(tx, e.lenderId);
+  const history = q.paymentHistory(tx, e.id);
+  const planNow = () =>
+    planPayment({
+      history,
+      enrolledAt: e.enrolledAt,
+      authorizationAt: e.authorizationAt,
+      covered: e.cfpbCovered ?? policy.cfpbCovered,
+      policy,
+      collectableCents: e.collectableAmountCents,
+      now,
+    });
+  const scheduled = q.scheduledPaymentOf(tx, e.id);
+  if (scheduled) {
+    // Its notice runs until debit_on; then it goes out only if everything that allowed it still holds.
+    if (now < scheduled.debitOn) return;
+    const plan = planNow();
+    const why = !plan.ok
+      ? plan.blocked
+      : plan.amountCents !== scheduled.amountCents
+        ? 'the amount changed since the notice'
+        : read.balanceCents < scheduled.amountCents + deps.config.collectionMarginCents
+          ? 'the balance no longer covers the amount'
+          : null;
+    if (why !== null) {
+      voidScheduled(ctx, scheduled, `not debited on its day: ${why}`);
+      if (!plan.ok) block(plan.blocked);
+      return;
+    }
+    q.releaseScheduled(tx, scheduled.id, now);
+    return;
+  }
   const inFlight = tx
     .select({ id: payments.id })
     .from(payments)
     .where(and(eq(payments.enrollmentId, e.id), inArray(payments.status, ['initiating', 'processing'])))
     .get();
   if (inFlight) return;
-  const block = (reason: BlockedReason) => {
-    applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'blocked', reason }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
-    deps.metrics.paymentsSkipped.inc({ reason });
-  };
-  const policy = policyOf(tx, e.lenderId);
-  const plan = planPayment({
-    history: q.paymentHistory(tx, e.id),
-    enrolledAt: e.enrolledAt,
-    authorizationAt: e.authorizationAt,
-    covered: e.cfpbCovered ?? policy.cfpbCovered,
-    policy,
-    collectableCents: e.collectableAmountCents,
-    now,
-  });
+  const plan = planNow();
   if (!plan.ok) return block(plan.blocked);
   if (read.balanceCents < plan.amountCents + deps.config.collectionMarginCents) return;
   const key = resolveKey(ctx, { lenderId: e.lenderId, rail: e.rail, merchantRef: e.merchantRef });
   if (!key || !key.keySealed) return block('no_processor_key');
+  // With a notice period the payment is scheduled, not sent: dispatch never sees it before its day.
+  const debitOn = policy.noticeDays > 0 ? addBusinessDays(now, policy.noticeDays) : null;
   const id = newId();
   tx.insert(payments)
     .values({
@@ -66,9 +95,12 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
       rail: e.rail,
       amountCents: plan.amountCents,
       reference: referenceOf(e.authorizerUniqueId, id),
-      status: 'initiating',
+      status: debitOn === null ? 'initiating' : 'scheduled',
       attempt: plan.attempt,
       reinitiationOf: plan.reinitiationOf,
+      debitOn,
+      // Out of the dispatch queue while scheduled; put back on its day.
+      state: debitOn === null ? 'pending' : 'done',
       nextAttemptAt: now,
       createdAt: now,
       updatedAt: now,
@@ -76,5 +108,36 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
     .run();
   tx.update(enrollments).set({ paymentsUsed: e.paymentsUsed + 1, updatedAt: now }).where(eq(enrollments.id, e.id)).run();
   applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'payment_initiated' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
-  deps.metrics.paymentsInitiated.inc({ rail: e.rail });
+  if (debitOn === null) deps.metrics.paymentsInitiated.inc({ rail: e.rail });
+  else deps.metrics.paymentsScheduled.inc({ rail: e.rail });
+};
+
+/**
+ * A scheduled payment ends without moving money: voided (an event on its reference, source `service`), its
+ * slot given back. On its day when something no longer allows it, and at once on removal or erasure.
+ */
+export function voidScheduled(ctx: JobContext & { tx: Tx }, p: { id: string; lenderId: string; enrollmentId: string; aid: string; reference: string; amountCents: number }, message: string): void {
+  const now = ctx.deps.clock.now();
+  recordObservation(ctx, {
+    lenderId: p.lenderId,
+    reference: p.reference,
+    status: 'voided',
+    amountCents: p.amountCents,
+    returnCode: null,
+    message,
+    occurredAt: now,
+    source: 'service',
+    sourceEventId: `voided:${p.id}`,
+    enrollmentId: p.enrollmentId,
+    authorizerUniqueId: p.aid,
+    paymentId: p.id,
+    connectionId: null,
+  });
+  ctx.tx.update(enrollments).set({ paymentsUsed: sql`MAX(${enrollments.paymentsUsed} - 1, 0)`, updatedAt: now }).where(eq(enrollments.id, p.enrollmentId)).run();
+}
+
+/** Monitoring stopped (removal, erasure): a scheduled payment of the borrower never goes out. */
+export const voidScheduledOnStop: MonitoringStoppedHook = (ctx, stopped) => {
+  const p = q.scheduledPaymentOf(ctx.tx, stopped.enrollmentId);
+  if (p) voidScheduled(ctx, p, 'monitoring of the borrower stopped before its day');
 };

@@ -133,3 +133,19 @@ export const paymentHistory = (db: Db, enrollmentId: string) =>
          FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id = ? ORDER BY created_at, id`,
     )
     .all(enrollmentId);
+
+/** The borrower's scheduled payment (at most one: it counts as in flight). */
+export const scheduledPaymentOf = (db: Db, enrollmentId: string) =>
+  db.$client
+    .query<{ id: string; lenderId: string; enrollmentId: string; aid: string; reference: string; amountCents: number; debitOn: number }, [string]>(
+      `SELECT id, lender_id AS lenderId, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, reference, amount_cents AS amountCents,
+              debit_on AS debitOn
+         FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id = ? AND status = 'scheduled'`,
+    )
+    .get(enrollmentId);
+
+/** Its day has come and nothing stops it: a scheduled payment becomes an initiating one, due for dispatch now. */
+export const releaseScheduled = (tx: Tx, id: string, now: number) =>
+  tx.$client
+    .query("UPDATE payments SET status = 'initiating', state = 'pending', next_attempt_at = ?, updated_at = ? WHERE id = ? AND status = 'scheduled'")
+    .run(now, now, id);

@@ -20,9 +20,11 @@ export interface CollectionPolicy {
   cfpbCovered: boolean;
   maxReinitiations: number;
   reinitiationAmount: ReinitiationAmount;
+  /** Business days of notice before each debit; 0: a debit goes out as soon as the balance covers it. */
+  noticeDays: number;
 }
 
-export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current' };
+export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0 };
 
 /** A payment of the borrower as the rules see it (every enrollment period: an R08 or two failures outlive a re-send). */
 export interface PastPayment {
@@ -45,7 +47,7 @@ export type Plan =
 const failed = (p: PastPayment) => p.status === 'returned' || p.status === 'late_returned';
 const forFunds = (p: PastPayment) => failed(p) && isRetryableReturn(p.returnCode);
 /** Statuses that never reached the borrower's account: not part of the history the rules read. */
-const counts = (p: PastPayment) => p.status !== 'not_attempted' && p.status !== 'voided' && p.status !== 'invalid';
+const counts = (p: PastPayment) => p.status !== 'not_attempted' && p.status !== 'voided' && p.status !== 'invalid' && p.status !== 'scheduled';
 
 /**
  * The next payment, or why none may go out. `history` is every payment of the borrower, oldest first;

@@ -199,6 +199,10 @@ export const EnrollmentView = t.Object(
     payments_used: Int(),
     cfpb_covered: t.Union([t.Boolean(), t.Null()], { description: "This borrower's override of the policy's cfpb_covered; null: the policy decides" }),
     authorization: t.Union([t.Object({ obtained_at: t.String({ format: 'date-time' }), reference: t.Union([t.String(), t.Null()]) }), t.Null()]),
+    scheduled_payment: t.Union(
+      [t.Object({ reference: t.String(), amount: Int({ description: 'Cents' }), debit_on: t.String({ format: 'date', description: 'The business day it is debited, not before' }) }), t.Null()],
+      { description: 'A payment waiting out the notice period (collection policy notice_days); null when none' },
+    ),
     payments: t.Array(
       t.Object({
         reference: t.String(),
@@ -230,6 +234,7 @@ export const EnrollmentView = t.Object(
         payments_used: 0,
         cfpb_covered: null,
         authorization: null,
+        scheduled_payment: null,
         payments: [],
         ledger: { entries: [], collected: 0, reversed: 0, net: 0 },
       },

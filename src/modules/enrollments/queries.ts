@@ -57,8 +57,8 @@ export const ledgerTotals = (db: Db, lenderId: string, enrollmentId: string) =>
 /** A borrower's payments for its enrollment read, oldest first, with the original's reference for reinitiations. */
 export const paymentsOf = (db: Db, enrollmentId: string) =>
   db.$client
-    .query<{ reference: string; amount: number; status: string; attempt: number; reinitiationOf: string | null; createdAt: number }, [string]>(
-      `SELECT p.reference, p.amount_cents AS amount, p.status, p.attempt, o.reference AS reinitiationOf, p.created_at AS createdAt
+    .query<{ reference: string; amount: number; status: string; attempt: number; reinitiationOf: string | null; createdAt: number; debitOn: number | null }, [string]>(
+      `SELECT p.reference, p.amount_cents AS amount, p.status, p.attempt, o.reference AS reinitiationOf, p.created_at AS createdAt, p.debit_on AS debitOn
          FROM payments p INDEXED BY payments_enrollment_idx LEFT JOIN payments o ON o.id = p.reinitiation_of
         WHERE p.enrollment_id = ? ORDER BY p.created_at, p.id`,
     )

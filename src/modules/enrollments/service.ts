@@ -260,6 +260,7 @@ export function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { body: Ids
       if (!e) return { authorizer_unique_id: aid, outcome: 'unknown' as const };
       if (e.state !== 'monitored') return { authorizer_unique_id: aid, outcome: 'not_monitored' as const };
       applyMonitorEvent(tx.tx, { enrollmentId: e.id, event: { type: 'removed' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
+      for (const hook of ctx.deps.hooks.monitoringStopped) hook(tx, { enrollmentId: e.id });
       existing.set(aid, { ...e, state: 'removed' });
       return { authorizer_unique_id: aid, outcome: 'removed' as const };
     });
@@ -284,6 +285,7 @@ export function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: IdsInp
         const e = existing.get(aid);
         if (!e) return { authorizer_unique_id: aid, outcome: 'unknown' as const };
         applyMonitorEvent(tx.tx, { enrollmentId: e.id, event: { type: 'erased' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
+        for (const hook of ctx.deps.hooks.monitoringStopped) hook(tx, { enrollmentId: e.id });
         tx.tx
           .update(enrollments)
           .set({ sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, erasedAt: now, updatedAt: now })
@@ -334,6 +336,7 @@ export function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
     payments_used: e.paymentsUsed,
     cfpb_covered: e.cfpbCovered,
     authorization: e.authorizationAt === null ? null : { obtained_at: iso(e.authorizationAt), reference: e.authorizationRef },
+    scheduled_payment: scheduledView(q.paymentsOf(dbOf(ctx), e.id)),
     payments: q.paymentsOf(dbOf(ctx), e.id).map((p) => ({
       reference: p.reference,
       amount: p.amount,
@@ -344,6 +347,12 @@ export function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
     })),
     ledger,
   };
+}
+
+/** The payment waiting out its notice: what the lender tells the borrower. */
+function scheduledView(payments: ReturnType<typeof q.paymentsOf>) {
+  const p = payments.find((x) => x.status === 'scheduled');
+  return p && p.debitOn !== null ? { reference: p.reference, amount: p.amount, debit_on: iso(p.debitOn).slice(0, 10) } : null;
 }
 
 function accountLast4(ctx: Ctx, e: Enrollment): string | null {

@@ -117,16 +117,18 @@ const view = async (c: TestContext, id: string) => (await c.json('GET', `/v1/pay
 describe('collection inside the rules, end to end (sandbox)', () => {
   test('the policy: defaults, a change, and refusals naming the field', async () => {
     const c = await setup();
-    expect((await c.json('GET', '/v1/collection_policy')).body).toEqual({ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', updated_at: null });
+    expect((await c.json('GET', '/v1/collection_policy')).body).toEqual({ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, updated_at: null });
     const r = await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ cfpb_covered: true, max_reinitiations: 2, reinitiation_amount: 'current', updated_at: expect.any(String) });
+    expect(r.body).toMatchObject({ cfpb_covered: true, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, updated_at: expect.any(String) });
     for (const [body, field] of [
       [{}, ''],
       [{ max_reinitiations: 3 }, 'max_reinitiations'],
       [{ reinitiation_amount: 'half' }, 'reinitiation_amount'],
       [{ cfpb_covered: 'yes' }, 'cfpb_covered'],
-      [{ notice_days: 2 }, 'notice_days'],
+      [{ notice_days: 11 }, 'notice_days'],
+      [{ notice_days: 1.5 }, 'notice_days'],
+      [{ return_rate_pause: true }, 'return_rate_pause'],
     ] as const) {
       const bad = await c.json('PATCH', '/v1/collection_policy', { body });
       expect(bad.status).toBe(400);
@@ -194,6 +196,68 @@ describe('collection inside the rules, end to end (sandbox)', () => {
     expect(v).toMatchObject({ state: 'stopped', reason: 'stolen_card' });
     expect(v.payments).toHaveLength(1);
     expect((c.rt.sqlite.query('SELECT COUNT(*) AS n FROM sandbox_payments').get() as { n: number }).n).toBe(1);
+  });
+});
+
+describe('notice before debit (notice_days)', () => {
+  // Wednesday 25 November 2026, 12:00 UTC: Thursday is Thanksgiving, so two business days on is Monday the 30th.
+  const AT = '2026-11-25T12:00:00.000Z';
+  async function noticed(aid: string, amount = 1000) {
+    const c = createTestContext({ SANDBOX_SETTLEMENT_MS: String(SETTLE), MONITOR_READ_INTERVAL_MS: String(READ) }, { clockAt: AT });
+    contexts.push(c);
+    await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_notice_e2e_00000000001', rail_scope: 'both', is_default: true } });
+    await c.json('PATCH', '/v1/collection_policy', { body: { notice_days: 2 } });
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower(aid, { collectable_amount: amount })] } });
+    await cycle(c);
+    return c;
+  }
+  const atProcessor = (c: TestContext) => (c.rt.sqlite.query('SELECT COUNT(*) AS n FROM sandbox_payments').get() as { n: number }).n;
+
+  test('scheduled for its business day, nothing reaches the processor before it, then debited with the notice’s amount', async () => {
+    const c = await noticed('told');
+    let v = await view(c, 'told');
+    expect(v.scheduled_payment).toMatchObject({ amount: 1000, debit_on: '2026-11-30' });
+    expect(v.payments.map((p: { status: string }) => p.status)).toEqual(['scheduled']);
+    // Reads every hour up to the last minute of Sunday the 29th: still nothing at the processor.
+    while (c.clock.now() < Date.parse('2026-11-30T00:00:00.000Z') - READ) {
+      c.clock.advance(READ);
+      await cycle(c);
+      expect(atProcessor(c)).toBe(0);
+    }
+    c.clock.set(Date.parse('2026-11-30T00:30:00.000Z'));
+    await cycle(c);
+    await dispatchPayments(c.rt);
+    expect(atProcessor(c)).toBe(1);
+    const amount = (c.rt.sqlite.query('SELECT amount_cents AS a FROM sandbox_payments').get() as { a: number }).a;
+    expect(amount).toBe(1000);
+    v = await view(c, 'told');
+    expect(v.scheduled_payment).toBeNull();
+    expect(v.payments[0].reference).toBe(v.payments[0].reference);
+  });
+
+  test('removed before its day: voided at once, and nothing ever reaches the processor', async () => {
+    const c = await noticed('gone-early');
+    const ref = (await view(c, 'gone-early')).scheduled_payment.reference;
+    expect((await c.json('DELETE', '/v1/payment_enrollments', { body: { authorizer_unique_ids: ['gone-early'] } })).body.removed).toBe(1);
+    const events = (await c.json('GET', '/v1/payment_events?authorizer_unique_id=gone-early')).body.events;
+    expect(events).toEqual([expect.objectContaining({ reference: ref, status: 'voided', source: 'service' })]);
+    c.clock.advance(10 * DAY_MS);
+    await cycle(c);
+    await dispatchPayments(c.rt);
+    expect(atProcessor(c)).toBe(0);
+    expect((await view(c, 'gone-early')).payments_used).toBe(0);
+  });
+
+  test('the amount changed before its day: voided on the day, never debited with another amount', async () => {
+    const c = await noticed('changed', 1000);
+    const ref = (await view(c, 'changed')).scheduled_payment.reference;
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('changed', { collectable_amount: 1200 })] } });
+    c.clock.set(Date.parse('2026-11-30T00:30:00.000Z'));
+    await cycle(c);
+    await dispatchPayments(c.rt);
+    expect(atProcessor(c)).toBe(0);
+    const events = (await c.json('GET', '/v1/payment_events?authorizer_unique_id=changed')).body.events;
+    expect(events).toEqual([expect.objectContaining({ reference: ref, status: 'voided', source: 'service', message: expect.stringContaining('amount changed') })]);
   });
 });
 

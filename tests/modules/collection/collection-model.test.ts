@@ -38,7 +38,7 @@ interface Real {
 }
 
 /** What the runs exercised, so the test can tell it did not pass by doing nothing. */
-const seen = { payments: 0, returned: 0, settled: 0, removals: 0, restarts: 0 };
+const seen = { payments: 0, returned: 0, settled: 0, removals: 0, restarts: 0, noticed: 0 };
 let runs = 0;
 
 const allContexts: TestContext[] = [];
@@ -85,6 +85,15 @@ function checkInvariants(m: Model, r: Real): void {
       streak = (p.status === 'returned' || p.status === 'late_returned') && isRetryableReturn(p.return_code) ? streak + 1 : 0;
     }
   }
+  // 8. Notices (when the policy gives them): nothing reaches the processor before its debit_on, nor with
+  // another amount than the notice's; a scheduled payment of a removed borrower never reaches it.
+  expect(
+    q(
+      r,
+      `SELECT p.id FROM payments p JOIN sandbox_payments s ON s.idempotency_key = p.id
+        WHERE p.debit_on IS NOT NULL AND (s.created_at < p.debit_on OR s.amount_cents != p.amount_cents)`,
+    ),
+  ).toEqual([]);
   // 6. Exactly one processor payment per service payment; not_attempted only for payments the processor does
   // not hold; never more than three at the processor per enrollment, counting every one it holds.
   expect(q(r, 'SELECT idempotency_key FROM sandbox_payments GROUP BY idempotency_key HAVING COUNT(*) > 1')).toEqual([]);
@@ -240,11 +249,15 @@ describe('collection against a model', () => {
         expect(res.status).toBe(201);
         // Every other run, covered by the payday rule: two failures for funds in a row end collection (the model
         // sends no authorization); the others run on the spec's defaults.
-        const covered = runs++ % 2 === 0;
+        const run = runs++;
+        const covered = run % 2 === 0;
         if (covered) expect((await ctx.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } })).status).toBe(200);
+        // And every third run gives two business days of notice before each debit.
+        if (run % 3 === 0) expect((await ctx.json('PATCH', '/v1/collection_policy', { body: { notice_days: 2 } })).status).toBe(200);
         const real: Real = { ctx, key: ctx.lender.key, covered };
         await fc.asyncModelRun(() => ({ model: { amount: new Map(), sent: new Map(), removedWith: new Map() }, real }), cmds);
         const counts = q<{ status: string; n: number }>(real, 'SELECT status, COUNT(*) AS n FROM payments GROUP BY status');
+        seen.noticed += q<{ n: number }>(real, 'SELECT COUNT(*) AS n FROM payments WHERE debit_on IS NOT NULL')[0]!.n;
         for (const c of counts) {
           seen.payments += c.n;
           if (c.status === 'returned' || c.status === 'late_returned') seen.returned += c.n;
@@ -259,5 +272,6 @@ describe('collection against a model', () => {
     expect(seen.settled).toBeGreaterThan(0);
     expect(seen.removals).toBeGreaterThan(0);
     expect(seen.restarts).toBeGreaterThan(0);
+    expect(seen.noticed).toBeGreaterThan(0);
   }, 120_000);
 });

@@ -54,6 +54,8 @@ export const payments = sqliteTable(
     index('payments_dispatch_idx').on(t.state, t.nextAttemptAt),
     index('payments_processor_idx').on(t.connectionId, t.processorPaymentId),
     index('payments_enrollment_idx').on(t.enrollmentId, t.createdAt),
+    // Return rates: the lender's ACH debits by when they first reached the processor.
+    index('payments_rates_idx').on(t.lenderId, t.rail, t.firstAttemptAt),
   ],
 );
 
@@ -84,6 +86,8 @@ export const paymentEvents = sqliteTable(
     uniqueIndex('payment_events_source_uq').on(t.lenderId, t.source, t.sourceEventId),
     index('payment_events_reference_idx').on(t.lenderId, t.reference, t.recordedAt),
     index('payment_events_borrower_idx').on(t.lenderId, t.authorizerUniqueId, t.recordedAt),
+    // Return rates: the lender's returns by when they happened.
+    index('payment_events_returns_idx').on(t.lenderId, t.occurredAt).where(sql`${t.status} IN ('returned', 'late_returned')`),
   ],
 );
 

@@ -1,4 +1,4 @@
-import { integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { enrollments } from './enrollments';
 import { lenders } from './lenders';
 
@@ -26,5 +26,10 @@ export const uploadedResults = sqliteTable(
     matched: integer('matched', { mode: 'boolean' }).notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
-  (t) => [uniqueIndex('uploaded_results_reference_uq').on(t.lenderId, t.reference)],
+  (t) => [
+    uniqueIndex('uploaded_results_reference_uq').on(t.lenderId, t.reference),
+    // Return rates: uploaded debits by submission, uploaded returns by their date.
+    index('uploaded_results_submitted_idx').on(t.lenderId, t.submittedAt),
+    index('uploaded_results_returned_idx').on(t.lenderId, t.returnedAt),
+  ],
 );

@@ -20,6 +20,7 @@ import { pollJob } from './collection/poll';
 import { reconcileJob } from './collection/reconcile';
 import { paymentEventRoutes } from './collection/routes';
 import { collectionPolicyRoutes } from './collection-policy/routes';
+import { returnRateRoutes } from './return-rates/routes';
 import { portalRoutes } from './portal/routes';
 import { uploadRoutes } from './payment-results-upload/routes';
 import { onScheduleBatchCompleted, scheduleJob } from './schedules/runs';
@@ -31,7 +32,7 @@ import { sealedColumns as scheduleSealed } from './schedules/service';
 
 /** Every feature's routes, mounted by createApp. */
 export function featureRoutes(deps: Deps, auth: Auth) {
-  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), paymentConnectionRoutes(deps, auth), enrollmentRoutes(deps, auth), paymentEventRoutes(deps, auth), collectionPolicyRoutes(deps, auth), uploadRoutes(deps, auth), portalRoutes(deps)] as const;
+  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), paymentConnectionRoutes(deps, auth), enrollmentRoutes(deps, auth), paymentEventRoutes(deps, auth), collectionPolicyRoutes(deps, auth), returnRateRoutes(deps, auth), uploadRoutes(deps, auth), portalRoutes(deps)] as const;
 }
 
 /** Every feature's jobs, started by index.ts. */

@@ -75,6 +75,7 @@ const TABLE: Record<string, Row> = {
   'DELETE /v1/persisted_authorizers': { path: '/v1/persisted_authorizers', body: { authorizer_unique_ids: ['sec-6'] }, stranger: null },
   'GET /v1/payment_events': { path: '/v1/payment_events?authorizer_unique_id=sec-6', stranger: null },
   'GET /v1/collection_policy': { path: '/v1/collection_policy', stranger: null },
+  'GET /v1/return_rates': { path: '/v1/return_rates', stranger: null },
   'PATCH /v1/collection_policy': { path: '/v1/collection_policy', body: { max_reinitiations: 2 }, stranger: null },
   'POST /v1/payment_results/uploads': { path: '/v1/payment_results/uploads?dryRun=true', form: resultsForm, stranger: null },
 };

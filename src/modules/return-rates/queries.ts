@@ -1,0 +1,40 @@
+import type { Db } from '../../platform/db';
+
+// The return-rate statements, each on an index of its own (payments_rates_idx, payment_events_returns_idx,
+// uploaded_results_submitted_idx, uploaded_results_returned_idx): the window's rows are read, never the
+// lender's whole history.
+
+/** ACH debits that went to the bank in [from, to]: the service's own that reached the processor, and uploaded ones. */
+export const debitsIn = (db: Db, lenderId: string, from: number, to: number) =>
+  db.$client
+    .query<{ n: number }, [string, number, number]>(
+      `SELECT
+         (SELECT COUNT(*) FROM payments INDEXED BY payments_rates_idx
+           WHERE lender_id = ?1 AND rail = 'ach' AND first_attempt_at BETWEEN ?2 AND ?3
+             AND status NOT IN ('scheduled', 'initiating', 'not_attempted', 'invalid', 'voided'))
+       + (SELECT COUNT(*) FROM uploaded_results u INDEXED BY uploaded_results_submitted_idx
+           WHERE u.lender_id = ?1 AND u.submitted_at BETWEEN ?2 AND ?3
+             AND u.status NOT IN ('pending', 'voided', 'invalid', 'not_attempted')
+             AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.lender_id = ?1 AND p.reference = u.reference)) AS n`,
+    )
+    .get(lenderId, from, to)!.n;
+
+/**
+ * Returns in [from, to], once per reference, with their code: returns of the service's own ACH payments, read
+ * from their events (the first return of a reference), and uploaded returns (by their return date) of
+ * references the service did not make.
+ */
+export const returnsIn = (db: Db, lenderId: string, from: number, to: number) =>
+  db.$client
+    .query<{ reference: string; code: string | null }, [string, number, number]>(
+      `SELECT e.reference, e.return_code AS code FROM payment_events e INDEXED BY payment_events_returns_idx
+         JOIN payments p ON p.id = e.payment_id
+        WHERE e.lender_id = ?1 AND e.status IN ('returned', 'late_returned') AND e.occurred_at BETWEEN ?2 AND ?3 AND p.rail = 'ach'
+          AND NOT EXISTS (SELECT 1 FROM payment_events f WHERE f.lender_id = ?1 AND f.reference = e.reference
+                           AND f.status IN ('returned', 'late_returned') AND f.occurred_at < e.occurred_at)
+       UNION ALL
+       SELECT u.reference, u.return_code FROM uploaded_results u INDEXED BY uploaded_results_returned_idx
+        WHERE u.lender_id = ?1 AND u.returned_at BETWEEN ?2 AND ?3 AND u.status IN ('returned', 'late_return')
+          AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.lender_id = ?1 AND p.reference = u.reference)`,
+    )
+    .all(lenderId, from, to);

@@ -3,6 +3,7 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { enrollBorrower } from '../../helpers/fixtures';
+import { cycle } from '../../helpers/collection';
 import { queueDueReads } from '../../../src/modules/enrollments/monitoring';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
 import { dispatchPayments } from '../../../src/modules/collection/dispatch';
@@ -25,13 +26,6 @@ async function setup(opts: { key?: boolean } = {}) {
   return c;
 }
 
-/** One cycle of the jobs, as the service runs them: due reads, the balance pipeline, dispatch, polling. */
-async function cycle(c: TestContext) {
-  queueDueReads(c.rt);
-  await processBalances(c.rt);
-  await dispatchPayments(c.rt);
-  await pollProcessors(c.rt);
-}
 
 const events = async (c: TestContext, id: string, key?: string) =>
   (await c.json('GET', `/v1/payment_events?authorizer_unique_id=${id}`, key ? { key } : {})).body.events as {

@@ -3,9 +3,8 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { enrollBorrower } from '../../helpers/fixtures';
+import { cycle } from '../../helpers/collection';
 import { DEFAULT_POLICY, planPayment, REINITIATION_WINDOW_MS, type PastPayment } from '../../../src/modules/collection/rules';
-import { queueDueReads } from '../../../src/modules/enrollments/monitoring';
-import { processBalances } from '../../../src/modules/balance-requests/processing';
 import { dispatchPayments } from '../../../src/modules/collection/dispatch';
 import { pollProcessors } from '../../../src/modules/collection/poll';
 import { DAY_MS } from '../../../src/platform/clock';
@@ -96,12 +95,6 @@ async function setup() {
   contexts.push(c);
   expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_rules_e2e_0000000001', rail_scope: 'both', is_default: true } })).status).toBe(201);
   return c;
-}
-async function cycle(c: TestContext) {
-  queueDueReads(c.rt);
-  await processBalances(c.rt);
-  await dispatchPayments(c.rt);
-  await pollProcessors(c.rt);
 }
 /** Reads and payments until the borrower rests: each returned R01 after one settlement period. */
 async function run(c: TestContext, rounds: number) {

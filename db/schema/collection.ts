@@ -55,7 +55,7 @@ export const payments = sqliteTable(
     index('payments_processor_idx').on(t.connectionId, t.processorPaymentId),
     index('payments_enrollment_idx').on(t.enrollmentId, t.createdAt),
     // Return rates: the lender's ACH debits by when they first reached the processor.
-    index('payments_rates_idx').on(t.lenderId, t.rail, t.firstAttemptAt),
+    index('payments_rates_idx').on(t.lenderId, t.rail, t.firstAttemptAt, t.status),
   ],
 );
 
@@ -87,7 +87,11 @@ export const paymentEvents = sqliteTable(
     index('payment_events_reference_idx').on(t.lenderId, t.reference, t.recordedAt),
     index('payment_events_borrower_idx').on(t.lenderId, t.authorizerUniqueId, t.recordedAt),
     // Return rates: the lender's returns by when they happened.
-    index('payment_events_returns_idx').on(t.lenderId, t.occurredAt).where(sql`${t.status} IN ('returned', 'late_returned')`),
+    index('payment_events_returns_idx')
+      .on(t.lenderId, t.occurredAt, t.reference, t.returnCode, t.paymentId)
+      .where(sql`${t.status} IN ('returned', 'late_returned')`),
+    // Return rates: whether a reference was returned before (a late return after a return counts once).
+    index('payment_events_reference_returns_idx').on(t.lenderId, t.reference, t.occurredAt).where(sql`${t.status} IN ('returned', 'late_returned')`),
   ],
 );
 

@@ -1,8 +1,8 @@
 import type { Db } from '../../platform/db';
 
-// The return-rate statements, each on an index of its own (payments_rates_idx, payment_events_returns_idx,
-// uploaded_results_submitted_idx, uploaded_results_returned_idx): the window's rows are read, never the
-// lender's whole history.
+// The return-rate statements, each on an index of its own (payments_rates_idx, payment_events_returns_idx and
+// payment_events_reference_returns_idx, covering what they read; uploaded_results_submitted_idx,
+// uploaded_results_returned_idx): the window's index entries are read, never the lender's whole history.
 
 /** ACH debits that went to the bank in [from, to]: the service's own that reached the processor, and uploaded ones. */
 export const debitsIn = (db: Db, lenderId: string, from: number, to: number) =>
@@ -30,8 +30,9 @@ export const returnsIn = (db: Db, lenderId: string, from: number, to: number) =>
       `SELECT e.reference, e.return_code AS code FROM payment_events e INDEXED BY payment_events_returns_idx
          JOIN payments p ON p.id = e.payment_id
         WHERE e.lender_id = ?1 AND e.status IN ('returned', 'late_returned') AND e.occurred_at BETWEEN ?2 AND ?3 AND p.rail = 'ach'
-          AND NOT EXISTS (SELECT 1 FROM payment_events f WHERE f.lender_id = ?1 AND f.reference = e.reference
-                           AND f.status IN ('returned', 'late_returned') AND f.occurred_at < e.occurred_at)
+          AND NOT EXISTS (SELECT 1 FROM payment_events f INDEXED BY payment_events_reference_returns_idx
+                           WHERE f.lender_id = ?1 AND f.reference = e.reference
+                             AND f.status IN ('returned', 'late_returned') AND f.occurred_at < e.occurred_at)
        UNION ALL
        SELECT u.reference, u.return_code FROM uploaded_results u INDEXED BY uploaded_results_returned_idx
         WHERE u.lender_id = ?1 AND u.returned_at BETWEEN ?2 AND ?3 AND u.status IN ('returned', 'late_return')

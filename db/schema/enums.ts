@@ -28,7 +28,11 @@ export type ExportStatus = (typeof EXPORT_STATUSES)[number];
 export const SCHEDULE_STATUSES = ['ACTIVE', 'COMPLETED', 'DISABLED'] as const;
 export type ScheduleStatus = (typeof SCHEDULE_STATUSES)[number];
 
-export const WEBHOOK_TYPES = ['BALANCE_BATCH_COMPLETED', 'BALANCE_THRESHOLD_ALERT'] as const;
+/** What a lender's webhook endpoint can subscribe to (RETURN_RATE_ALERT is refused until the alerts exist). */
+export const ENDPOINT_EVENT_TYPES = ['PAYMENT_EVENT', 'ENROLLMENT_BLOCKED', 'PAYMENT_SCHEDULED'] as const;
+export type EndpointEventType = (typeof ENDPOINT_EVENT_TYPES)[number];
+
+export const WEBHOOK_TYPES = ['BALANCE_BATCH_COMPLETED', 'BALANCE_THRESHOLD_ALERT', ...ENDPOINT_EVENT_TYPES] as const;
 export type WebhookType = (typeof WEBHOOK_TYPES)[number];
 
 export const DELIVERY_STATES = ['pending', 'delivered', 'failed'] as const;

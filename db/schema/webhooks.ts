@@ -60,3 +60,19 @@ export const webhookAttempts = sqliteTable(
   },
   (t) => [index('webhook_attempts_delivery_idx').on(t.deliveryId)],
 );
+
+// A lender's own webhook endpoints: where its payment events and collection notices are pushed.
+export const webhookEndpoints = sqliteTable(
+  'webhook_endpoints',
+  {
+    id: text('id').primaryKey(),
+    lenderId: text('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    url: text('url').notNull(),
+    eventTypes: text('event_types').notNull(), // JSON array of EndpointEventType
+    description: text('description'),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [index('webhook_endpoints_lender_idx').on(t.lenderId, t.createdAt)],
+);

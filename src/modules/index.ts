@@ -4,7 +4,7 @@ import type { Auth } from '../http/auth';
 import type { Job } from '../platform/jobs';
 import type { SealedColumn } from '../platform/vault';
 import type { FeatureHooks } from './hooks';
-import { webhookRoutes } from './webhooks/routes';
+import { webhookEndpointRoutes, webhookRoutes } from './webhooks/routes';
 import { releaseDeliveryLeases, webhookDeliveryJob } from './webhooks/jobs';
 import { balanceRoutes } from './balance-requests/routes';
 import { balanceProcessingJob, idempotencyCleanupJob, itemQueue } from './balance-requests/processing';
@@ -32,7 +32,7 @@ import { sealedColumns as scheduleSealed } from './schedules/service';
 
 /** Every feature's routes, mounted by createApp. */
 export function featureRoutes(deps: Deps, auth: Auth) {
-  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), paymentConnectionRoutes(deps, auth), enrollmentRoutes(deps, auth), paymentEventRoutes(deps, auth), collectionPolicyRoutes(deps, auth), returnRateRoutes(deps, auth), uploadRoutes(deps, auth), portalRoutes(deps)] as const;
+  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), webhookEndpointRoutes(deps, auth), paymentConnectionRoutes(deps, auth), enrollmentRoutes(deps, auth), paymentEventRoutes(deps, auth), collectionPolicyRoutes(deps, auth), returnRateRoutes(deps, auth), uploadRoutes(deps, auth), portalRoutes(deps)] as const;
 }
 
 /** Every feature's jobs, started by index.ts. */

@@ -46,6 +46,7 @@ const JSON_ROUTES: Record<string, { path: string; body: unknown }> = {
   'PATCH /v1/monitoring/schedules/:id/authorizers': { path: `/v1/monitoring/schedules/${sched.body.schedule_id}/authorizers`, body: { authorizer_unique_ids: ['nobody'] } },
   'POST /v1/payment_connections': { path: '/v1/payment_connections', body: { api_key: 'sbx_parsing_0000000000002', rail_scope: 'ach', label: 'L' } },
   'PATCH /v1/payment_connections/:id': { path: `/v1/payment_connections/${conn.body.id}`, body: { label: 'Renamed' } },
+  'POST /v1/webhook_endpoints': { path: '/v1/webhook_endpoints', body: { url: 'https://127.0.0.1:9/hook', event_types: ['PAYMENT_EVENT'], description: 'ops' } },
   'PATCH /v1/collection_policy': { path: '/v1/collection_policy', body: { cfpb_covered: true, max_reinitiations: 1, reinitiation_amount: 'current' } },
   'POST /v1/payment_enrollments': { path: '/v1/payment_enrollments', body: { borrowers: [enrollBorrower('p-3', { metadata: { k: 'v' } })] } },
   'DELETE /v1/payment_enrollments': { path: '/v1/payment_enrollments', body: { authorizer_unique_ids: ['p-3'] } },

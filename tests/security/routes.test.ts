@@ -14,6 +14,7 @@ const batch = await ctx.json('POST', '/v1/balance_requests', { body: { authorize
 const schedule = await ctx.json('POST', '/v1/monitoring/scheduled_balance_request', {
   body: { name: 'security', interval_days: 7, authorizers: [bankAuthorizer('sec-2')] },
 });
+const endpointId = (await ctx.json('POST', '/v1/webhook_endpoints', { body: { url: 'https://127.0.0.1:9/owned', event_types: ['PAYMENT_EVENT'] } })).body.id as string;
 const connection = await ctx.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_security_00000000001', rail_scope: 'both', is_default: true } });
 await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('sec-6')] } });
 const batchId: string = batch.body.batch_id;
@@ -76,6 +77,9 @@ const TABLE: Record<string, Row> = {
   'GET /v1/payment_events': { path: '/v1/payment_events?authorizer_unique_id=sec-6', stranger: null },
   'GET /v1/collection_policy': { path: '/v1/collection_policy', stranger: null },
   'GET /v1/return_rates': { path: '/v1/return_rates', stranger: null },
+  'POST /v1/webhook_endpoints': { path: '/v1/webhook_endpoints', body: { url: 'https://127.0.0.1:9/hook', event_types: ['PAYMENT_EVENT'] }, stranger: null },
+  'GET /v1/webhook_endpoints': { path: '/v1/webhook_endpoints', stranger: null },
+  'DELETE /v1/webhook_endpoints/:id': { path: `/v1/webhook_endpoints/${endpointId}`, stranger: 404 },
   'PATCH /v1/collection_policy': { path: '/v1/collection_policy', body: { max_reinitiations: 2 }, stranger: null },
   'POST /v1/payment_results/uploads': { path: '/v1/payment_results/uploads?dryRun=true', form: resultsForm, stranger: null },
 };

@@ -6,6 +6,8 @@ import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { addBusinessDays } from '../../platform/business-days';
 import { recordObservation } from './record';
+import { pushToEndpoints } from '../webhooks/endpoints';
+import { iso } from '../../platform/clock';
 import { resolveKey } from '../payment-connections/resolve';
 import { referenceOf } from './reference';
 import { planPayment } from './rules';
@@ -109,7 +111,16 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
   tx.update(enrollments).set({ paymentsUsed: e.paymentsUsed + 1, updatedAt: now }).where(eq(enrollments.id, e.id)).run();
   applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'payment_initiated' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
   if (debitOn === null) deps.metrics.paymentsInitiated.inc({ rail: e.rail });
-  else deps.metrics.paymentsScheduled.inc({ rail: e.rail });
+  else {
+    deps.metrics.paymentsScheduled.inc({ rail: e.rail });
+    // The notice: the lender tells the borrower before debit_on.
+    pushToEndpoints(tx, now, e.lenderId, 'PAYMENT_SCHEDULED', {
+      authorizer_unique_id: e.authorizerUniqueId,
+      reference: referenceOf(e.authorizerUniqueId, id),
+      amount: plan.amountCents,
+      debit_on: iso(debitOn).slice(0, 10),
+    });
+  }
 };
 
 /**

@@ -1,5 +1,6 @@
 import { and, asc, eq } from 'drizzle-orm';
 import { paymentEvents } from '../../../db/schema';
+import type { EventSource, EventStatus } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
 import { dbOf } from '../../platform/context';
@@ -15,18 +16,30 @@ export function listPaymentEvents({ ctx, input }: { ctx: Ctx; input: { authorize
     .where(and(eq(paymentEvents.lenderId, ctx.lender.id), eq(paymentEvents.authorizerUniqueId, aid)))
     .orderBy(asc(paymentEvents.recordedAt), asc(paymentEvents.id))
     .all();
+  return { authorizer_unique_id: aid, events: rows.map((e) => eventView({ ...e, authorizerUniqueId: aid })) };
+}
+
+/** An event as the API shows it (GET /v1/payment_events, and the PAYMENT_EVENT webhook). */
+export function eventView(e: {
+  id: string;
+  reference: string;
+  status: EventStatus;
+  amountCents: number;
+  returnCode: string | null;
+  authorizerUniqueId: string;
+  occurredAt: number;
+  source: EventSource;
+  message: string | null;
+}) {
   return {
-    authorizer_unique_id: aid,
-    events: rows.map((e) => ({
-      event_id: e.id,
-      reference: e.reference,
-      status: e.status,
-      amount: e.amountCents,
-      ...(e.status === 'returned' || e.status === 'late_returned' ? { return_code: e.returnCode } : {}),
-      authorizer_unique_id: aid,
-      occurred_at: iso(e.occurredAt),
-      source: e.source,
-      ...(e.message ? { message: e.message } : {}),
-    })),
+    event_id: e.id,
+    reference: e.reference,
+    status: e.status,
+    amount: e.amountCents,
+    ...(e.status === 'returned' || e.status === 'late_returned' ? { return_code: e.returnCode } : {}),
+    authorizer_unique_id: e.authorizerUniqueId,
+    occurred_at: iso(e.occurredAt),
+    source: e.source,
+    ...(e.message ? { message: e.message } : {}),
   };
 }

@@ -4,6 +4,8 @@ import type { Tx } from '../../platform/context';
 import { newId } from '../../platform/ids';
 import { applyMonitorEvent } from '../enrollments/monitor-store';
 import * as q from './queries';
+import { eventView } from './events';
+import { pushToEndpoints } from '../webhooks/endpoints';
 
 // Recording an observed status of a payment: the one function that processor polling, the dispatch of our
 // own payments and the results upload all call. It records one event per status of a reference, the first time
@@ -70,6 +72,11 @@ export function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation):
   }
   if (o.enrollmentId) react(ctx, o.enrollmentId, o.status, returnCode, now, o.declineCode ?? null);
   ctx.deps.metrics.paymentEvents.inc({ status: o.status, source: o.source });
+  // Pushed to the lender's endpoints: what the processor said (the lender has its uploads already).
+  if (o.source === 'processor' && o.authorizerUniqueId) {
+    const payment_event = eventView({ id: eventId, reference: o.reference, status: o.status, amountCents: o.amountCents, returnCode, authorizerUniqueId: o.authorizerUniqueId, occurredAt: o.occurredAt, source: o.source, message: o.message });
+    pushToEndpoints(tx, now, o.lenderId, 'PAYMENT_EVENT', { payment_event });
+  }
   return { recorded: true, eventId };
 }
 

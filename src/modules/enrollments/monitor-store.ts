@@ -2,6 +2,7 @@ import type { HeldReason, MonitorState, Rail } from '../../../db/schema/enums';
 import type { Tx } from '../../platform/context';
 import { DAY_MS } from '../../platform/clock';
 import { nextMonitor, type MonitorChange, type MonitorEvent, type MonitorFrom } from './monitor';
+import { pushToEndpoints } from '../webhooks/endpoints';
 
 // The only code that writes a monitor's state, reason and blocked reason, and it writes only what the state
 // machine (monitor.ts) returns. Every write takes the open transaction: a monitor changes in the transaction
@@ -14,11 +15,16 @@ interface Current {
   reason: string | null;
   blockedReason: string | null;
   windowEndsAt: number | null;
+  lenderId: string;
+  aid: string;
 }
 
 const currentOf = (tx: Tx, enrollmentId: string) =>
   tx.$client
-    .query<Current, [string]>('SELECT state, reason, blocked_reason AS blockedReason, window_ends_at AS windowEndsAt FROM enrollments WHERE id = ?')
+    .query<Current, [string]>(
+      `SELECT state, reason, blocked_reason AS blockedReason, window_ends_at AS windowEndsAt, lender_id AS lenderId, authorizer_unique_id AS aid
+         FROM enrollments WHERE id = ?`,
+    )
     .get(enrollmentId);
 
 /**
@@ -46,6 +52,17 @@ export function applyMonitorEvent(
         WHERE id = ?10`,
     )
     .run(change.state, change.reason, change.blockedReason, change.window, v.now, MONITOR_WINDOW_MS, change.nextRead, v.readIntervalMs, change.payments === 'reset' ? 1 : 0, v.enrollmentId);
+  // The lender is told when collection stops or waits on it.
+  const stopped = change.state === 'stopped' && cur.state !== 'stopped';
+  const blocked = change.blockedReason !== null && change.blockedReason !== cur.blockedReason;
+  if (stopped || blocked) {
+    pushToEndpoints(tx, v.now, cur.lenderId, 'ENROLLMENT_BLOCKED', {
+      authorizer_unique_id: cur.aid,
+      state: change.state,
+      reason: change.reason,
+      blocked_reason: change.blockedReason,
+    });
+  }
   return change;
 }
 

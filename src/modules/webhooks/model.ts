@@ -1,6 +1,7 @@
 import { t } from 'elysia';
 import { pageTokenQuery } from '../../platform/pagination';
-import { DELIVERY_STATES, WEBHOOK_TYPES } from '../../../db/schema/enums';
+import { DELIVERY_STATES, ENDPOINT_EVENT_TYPES, WEBHOOK_TYPES } from '../../../db/schema/enums';
+import { Type } from '@sinclair/typebox';
 import { Int, OneOf } from '../../platform/schema';
 
 export const SecretView = t.Object(
@@ -65,3 +66,34 @@ export const DeliveryQuery = t.Object({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 50 })),
   ...pageTokenQuery,
 });
+
+const EventType = OneOf(ENDPOINT_EVENT_TYPES, {
+  description:
+    'PAYMENT_EVENT: each payment event read from a processor, as GET /v1/payment_events shows it; ENROLLMENT_BLOCKED: a borrower stopped, or waiting on the lender (a blocked_reason); PAYMENT_SCHEDULED: a payment scheduled after a notice period, to tell the borrower',
+});
+
+export const EndpointCreate = Type.Object(
+  {
+    url: Type.String({ minLength: 1, maxLength: 2048, description: 'HTTPS URL; the rules of every webhook URL of the service apply' }),
+    event_types: Type.Array(EventType, { minItems: 1, maxItems: 3, description: 'A non-empty subset of the event types' }),
+    description: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  },
+  { additionalProperties: false, examples: [{ url: 'https://lender.example/hooks/drs', event_types: ['PAYMENT_EVENT', 'ENROLLMENT_BLOCKED'] }] },
+);
+
+export const Endpoint = t.Object(
+  {
+    id: t.String(),
+    url: t.String(),
+    event_types: t.Array(EventType),
+    description: t.Union([t.String(), t.Null()]),
+    created_at: t.String({ format: 'date-time' }),
+  },
+  {
+    examples: [
+      { id: '01936f3a-0000-7000-8000-000000000001', url: 'https://lender.example/hooks/drs', event_types: ['PAYMENT_EVENT'], description: null, created_at: '2026-11-21T10:00:00.000Z' },
+    ],
+  },
+);
+
+export const EndpointList = t.Object({ endpoints: t.Array(Endpoint) });

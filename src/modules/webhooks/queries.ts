@@ -77,3 +77,7 @@ export const closeCutShortAttempts = (tx: Tx) =>
         WHERE error = ?2 AND delivery_id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND lease_until > 0)`,
     )
     .run(CUT_SHORT, SENDING).changes;
+
+/** A lender's endpoints (at most ten), read for each event pushed. */
+export const endpointsOf = (tx: Tx, lenderId: string) =>
+  tx.$client.query<{ url: string; eventTypes: string }, [string]>('SELECT url, event_types AS eventTypes FROM webhook_endpoints WHERE lender_id = ?').all(lenderId);

@@ -2,7 +2,10 @@ import { Elysia } from 'elysia';
 import type { Deps } from '../../deps';
 import { errors } from '../../http/errors';
 import type { Auth } from '../../http/auth';
-import { DeliveryList, DeliveryQuery, SecretView } from './model';
+import { DeliveryList, DeliveryQuery, Endpoint, EndpointCreate, EndpointList, SecretView } from './model';
+import { createEndpoint, deleteEndpoint, listEndpoints } from './endpoints';
+import { schemaBody } from '../../http/body';
+import { t } from 'elysia';
 import { getSecret, listDeliveries, rotateSecret } from './service';
 
 const tags = ['Webhooks'];
@@ -43,3 +46,47 @@ export const webhookRoutes = (deps: Deps, auth: Auth) =>
         description: 'Newest first. Filter by state and event type. Each entry shows attempts, the last status or error and the next attempt.',
       },
     });
+
+export const webhookEndpointRoutes = (deps: Deps, auth: Auth) =>
+  new Elysia({ prefix: '/v1/webhook_endpoints', normalize: false })
+    .use(auth)
+    .post(
+      '',
+      async ({ lender, body, set }) => {
+        const res = await createEndpoint({ ctx: { lender, deps }, input: body });
+        set.status = 201;
+        return res;
+      },
+      {
+        auth: true,
+        ...schemaBody(EndpointCreate),
+        response: { 201: Endpoint, ...errors(400, 401, 409, 413, 415, 429) },
+        detail: {
+          tags,
+          summary: 'Add a webhook endpoint',
+          description:
+            'Where the lender’s payment events and collection notices are pushed: through the outbox, in the transaction ' +
+            'of the change that causes them, signed with the lender’s webhook secret (Standard Webhooks), retried, and ' +
+            'listed in GET /v1/webhooks/deliveries. Every payload carries event_uuid and type. At most 10 endpoints ' +
+            '(409 past it); the URL rules of every webhook URL apply (400).',
+        },
+      },
+    )
+    .get('', ({ lender }) => listEndpoints({ ctx: { lender, deps } }), {
+      auth: true,
+      response: { 200: EndpointList, ...errors(401, 429) },
+      detail: { tags, summary: 'List the webhook endpoints', description: 'The lender’s endpoints, oldest first.' },
+    })
+    .delete(
+      '/:id',
+      ({ lender, params, set }) => {
+        deleteEndpoint({ ctx: { lender, deps }, input: { id: params.id } });
+        set.status = 204;
+      },
+      {
+        auth: true,
+        params: t.Object({ id: t.String({ description: 'id of the endpoint' }) }),
+        response: { 204: t.Void(), ...errors(401, 404, 429) },
+        detail: { tags, summary: 'Delete a webhook endpoint', description: 'Deliveries already in the outbox still go out. Another lender’s or an unknown endpoint is 404.' },
+      },
+    );

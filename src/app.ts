@@ -11,7 +11,7 @@ import { requestGate } from './http/gate';
 import { operationsRoutes } from './http/operations';
 import { RequestTracker } from './http/requests';
 import type { JobRunner } from './platform/jobs';
-import { featureRoutes } from './modules';
+import { featureRoutes, featureWebhooks } from './modules';
 
 export { API_VERSION } from './http/docs';
 
@@ -66,7 +66,7 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner<Deps> } = {}) {
     async () => {
       if (!document) {
         const generated = (await (await app.handle(new Request(`http://localhost${GENERATED_SPEC_PATH}`))).json()) as Record<string, unknown>;
-        document = polishDocument(generated, app.routes);
+        document = polishDocument(generated, app.routes, featureWebhooks());
       }
       return document;
     },

@@ -53,6 +53,8 @@ export interface Config {
   sandboxProcessorLatencyMs: number;
   processorIdempotencyHorizonMs: number;
   processorReconcileIntervalMs: number;
+  /** How often every lender's return rates are evaluated as the window slides (also on every return). */
+  returnRateCheckIntervalMs: number;
   sandboxIdempotencyTtlMs: number;
   sandboxOutageMs: number;
   sandboxEventRetentionMs: number;
@@ -193,6 +195,7 @@ export function loadConfig(env: Env = process.env): Config {
     // looked up, never sent again with its key (a reused key past Stripe's window is a new payment).
     processorIdempotencyHorizonMs: int(env, 'PROCESSOR_IDEMPOTENCY_HORIZON_MS', 23 * 3_600_000, 100, 23 * 3_600_000),
     processorReconcileIntervalMs: int(env, 'PROCESSOR_RECONCILE_INTERVAL_MS', 86_400_000, 100, 30 * 86_400_000),
+    returnRateCheckIntervalMs: int(env, 'RETURN_RATE_CHECK_INTERVAL_MS', 3_600_000, 100, 86_400_000),
     sandboxIdempotencyTtlMs: int(env, 'SANDBOX_IDEMPOTENCY_TTL_MS', 86_400_000, 1, 30 * 86_400_000),
     sandboxOutageMs: int(env, 'SANDBOX_OUTAGE_MS', 60_000, 0, 30 * 86_400_000),
     sandboxEventRetentionMs: int(env, 'SANDBOX_EVENT_RETENTION_MS', 30 * 86_400_000, 1, 365 * 86_400_000),

@@ -1,5 +1,5 @@
 import { integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
-import { REINITIATION_AMOUNTS } from './enums';
+import { RATE_STATUSES, REINITIATION_AMOUNTS } from './enums';
 import { lenders } from './lenders';
 
 // A lender's collection policy: the rules beyond the spec's defaults that bound its automatic debits. No row
@@ -15,5 +15,21 @@ export const collectionPolicies = sqliteTable('collection_policies', {
   reinitiationAmount: text('reinitiation_amount', { enum: REINITIATION_AMOUNTS }).notNull().default('current'),
   // Business days of notice before a debit (the payday rule's notice); 0: debit as soon as the balance covers.
   noticeDays: integer('notice_days').notNull().default(0),
+  // No new ACH payment while a return-rate class is at or above its threshold.
+  returnRatePause: integer('return_rate_pause', { mode: 'boolean' }).notNull().default(false),
   updatedAt: integer('updated_at'),
+});
+
+/**
+ * Each class's return-rate status over the last 60 days as last evaluated: an alert is sent when one changes,
+ * and the pause on breach reads it.
+ */
+export const returnRateWatch = sqliteTable('return_rate_watch', {
+  lenderId: text('lender_id')
+    .primaryKey()
+    .references(() => lenders.id),
+  unauthorized: text('unauthorized', { enum: RATE_STATUSES }).notNull(),
+  administrative: text('administrative', { enum: RATE_STATUSES }).notNull(),
+  overall: text('overall', { enum: RATE_STATUSES }).notNull(),
+  evaluatedAt: integer('evaluated_at').notNull(),
 });

@@ -28,8 +28,8 @@ export type ExportStatus = (typeof EXPORT_STATUSES)[number];
 export const SCHEDULE_STATUSES = ['ACTIVE', 'COMPLETED', 'DISABLED'] as const;
 export type ScheduleStatus = (typeof SCHEDULE_STATUSES)[number];
 
-/** What a lender's webhook endpoint can subscribe to (RETURN_RATE_ALERT is refused until the alerts exist). */
-export const ENDPOINT_EVENT_TYPES = ['PAYMENT_EVENT', 'ENROLLMENT_BLOCKED', 'PAYMENT_SCHEDULED'] as const;
+/** What a lender's webhook endpoint can subscribe to. */
+export const ENDPOINT_EVENT_TYPES = ['PAYMENT_EVENT', 'RETURN_RATE_ALERT', 'ENROLLMENT_BLOCKED', 'PAYMENT_SCHEDULED'] as const;
 export type EndpointEventType = (typeof ENDPOINT_EVENT_TYPES)[number];
 
 export const WEBHOOK_TYPES = ['BALANCE_BATCH_COMPLETED', 'BALANCE_THRESHOLD_ALERT', ...ENDPOINT_EVENT_TYPES] as const;
@@ -85,3 +85,7 @@ export type LedgerKind = (typeof LEDGER_KINDS)[number];
 /** What a reinitiation carries: the collectable amount current then (the spec's rule), or the returned payment's. */
 export const REINITIATION_AMOUNTS = ['current', 'original'] as const;
 export type ReinitiationAmount = (typeof REINITIATION_AMOUNTS)[number];
+
+/** A return-rate class against its Nacha threshold: below 80% of it, from 80%, at or above it. */
+export const RATE_STATUSES = ['ok', 'warning', 'exceeded'] as const;
+export type RateStatus = (typeof RATE_STATUSES)[number];

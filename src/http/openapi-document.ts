@@ -48,8 +48,10 @@ function cleanParameter(p: Json): void {
   }
 }
 
-export function polishDocument(raw: Json, routes: Route[]): Json {
+export function polishDocument(raw: Json, routes: Route[], webhooks: Json = {}): Json {
   const doc = structuredClone(raw) as Json;
+  // What the service sends (3.1's webhooks object), from the features.
+  if (Object.keys(webhooks).length > 0) doc.webhooks = webhooks;
   const components = (doc.components ??= {}) as Json;
   components.headers = { ...(components.headers as Json | undefined), ...HEADERS };
   const paths = doc.paths as Record<string, Record<string, Json>>;

@@ -5,6 +5,7 @@ import type { Job } from '../platform/jobs';
 import type { SealedColumn } from '../platform/vault';
 import type { FeatureHooks } from './hooks';
 import { webhookEndpointRoutes, webhookRoutes } from './webhooks/routes';
+import { webhookDocuments } from './webhooks/payloads';
 import { releaseDeliveryLeases, webhookDeliveryJob } from './webhooks/jobs';
 import { balanceRoutes } from './balance-requests/routes';
 import { balanceProcessingJob, idempotencyCleanupJob, itemQueue } from './balance-requests/processing';
@@ -21,6 +22,7 @@ import { reconcileJob } from './collection/reconcile';
 import { paymentEventRoutes } from './collection/routes';
 import { collectionPolicyRoutes } from './collection-policy/routes';
 import { returnRateRoutes } from './return-rates/routes';
+import { returnRateJob } from './return-rates/watch';
 import { portalRoutes } from './portal/routes';
 import { uploadRoutes } from './payment-results-upload/routes';
 import { onScheduleBatchCompleted, scheduleJob } from './schedules/runs';
@@ -35,6 +37,9 @@ export function featureRoutes(deps: Deps, auth: Auth) {
   return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), webhookEndpointRoutes(deps, auth), paymentConnectionRoutes(deps, auth), enrollmentRoutes(deps, auth), paymentEventRoutes(deps, auth), collectionPolicyRoutes(deps, auth), returnRateRoutes(deps, auth), uploadRoutes(deps, auth), portalRoutes(deps)] as const;
 }
 
+/** What every webhook the service sends carries, for the OpenAPI document. */
+export const featureWebhooks = webhookDocuments;
+
 /** Every feature's jobs, started by index.ts. */
 export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
   return [
@@ -48,6 +53,7 @@ export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
     dispatchJob,
     pollJob(deps.config.processorPollIntervalMs),
     reconcileJob(deps.config.processorReconcileIntervalMs),
+    returnRateJob(deps.config.returnRateCheckIntervalMs),
   ];
 }
 

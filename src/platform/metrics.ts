@@ -60,7 +60,7 @@ export class Metrics {
   });
   readonly paymentsSkipped = new Counter({
     name: 'payments_skipped_total',
-    help: 'Payments not initiated or not sent, by reason (no_processor_key, removed, key_deleted, no_card_token, absent_at_processor)',
+    help: 'Payments not initiated or not sent, by reason (no_processor_key, return_rate_paused, removed, key_deleted, no_card_token, absent_at_processor)',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
@@ -74,6 +74,18 @@ export class Metrics {
     name: 'payments_reconciled_total',
     help: 'Payment statuses found by listing a processor\'s payments that its change feed had not given, by processor and status',
     labelNames: ['processor', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly achReturnRate = new Gauge({
+    name: 'ach_return_rate',
+    help: 'ACH returns over debits in the last 60 days as last evaluated, by lender id and class (unauthorized, administrative, overall)',
+    labelNames: ['lender', 'class'] as const,
+    registers: [this.registry],
+  });
+  readonly achDebitsWindow = new Gauge({
+    name: 'ach_debits_window',
+    help: 'ACH debits that went to the bank in the last 60 days as last evaluated, by lender id',
+    labelNames: ['lender'] as const,
     registers: [this.registry],
   });
   readonly pollFailures = new Counter({

@@ -2,6 +2,7 @@
 // rules and Spectral's spectral:oas with no error, ajv (strict, draft 2020-12) compiling every schema, and every
 // route that reads a body showing it. Routes added later go through the same checks.
 import { afterAll, describe, expect, test } from 'bun:test';
+import { WEBHOOK_TYPES } from '../../db/schema/enums';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,6 +70,9 @@ describe('the OpenAPI document', () => {
         for (const [type, media] of Object.entries(((res as Json).content ?? {}) as Json)) schemas.push({ where: `${method} ${path} ${status} ${type}`, schema: (media as Json).schema });
       }
     }
+    for (const [type, item] of Object.entries((doc.webhooks ?? {}) as Json)) {
+      schemas.push({ where: `webhook ${type}`, schema: ((item as Json).post as Json & { requestBody: { content: Json } }).requestBody.content['application/json'].schema });
+    }
     const failures: string[] = [];
     for (const { where, schema } of schemas) {
       try {
@@ -79,6 +83,14 @@ describe('the OpenAPI document', () => {
     }
     expect(schemas.length).toBeGreaterThan(80);
     expect(failures).toEqual([]);
+  });
+
+  test('every webhook the service sends is described with its payload', async () => {
+    const doc = await docPromise;
+    expect(Object.keys(doc.webhooks as Json).sort()).toEqual([...WEBHOOK_TYPES].sort());
+    const alert = (doc.webhooks as Json).RETURN_RATE_ALERT as { post: { requestBody: { content: { 'application/json': { schema: { properties: Json; required: string[] } } } } } };
+    const schema = alert.post.requestBody.content['application/json'].schema;
+    expect(schema.required.sort()).toEqual(['class', 'debits', 'event_uuid', 'rate', 'returns', 'status', 'threshold', 'type', 'window_days']);
   });
 
   test('every route that reads a body shows it, with a schema and an example', async () => {

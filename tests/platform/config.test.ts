@@ -41,6 +41,7 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
       sandboxProcessorLatencyMs: 0,
       processorIdempotencyHorizonMs: 82_800_000,
       processorReconcileIntervalMs: 86_400_000,
+      returnRateCheckIntervalMs: 3_600_000,
       sandboxIdempotencyTtlMs: 86_400_000,
       sandboxOutageMs: 60_000,
       sandboxEventRetentionMs: 2_592_000_000,

@@ -18,12 +18,18 @@ const NoticeDays = Int({
     'Business days of notice before each debit (Monday to Friday, without the Federal Reserve holidays): a read that finds the balance covering the amount schedules the payment for that day instead of sending it; 0 sends at once',
 });
 
+const ReturnRatePause = Type.Boolean({
+  description:
+    'Pause on breach: while any return-rate class (GET /v1/return_rates, over 60 days) is at or above its Nacha threshold, no new ACH payment is initiated (blocked_reason return_rate_paused); collection resumes by itself when every class is back under. Card payments are not paused',
+});
+
 export const PolicyPatch = Type.Object(
   {
     cfpb_covered: Type.Optional(CfpbCovered),
     max_reinitiations: Type.Optional(MaxReinitiations),
     reinitiation_amount: Type.Optional(ReinitiationAmount),
     notice_days: Type.Optional(NoticeDays),
+    return_rate_pause: Type.Optional(ReturnRatePause),
   },
   { additionalProperties: false, minProperties: 1, examples: [{ cfpb_covered: true, max_reinitiations: 1 }] },
 );
@@ -35,7 +41,8 @@ export const Policy = t.Object(
     max_reinitiations: MaxReinitiations,
     reinitiation_amount: ReinitiationAmount,
     notice_days: NoticeDays,
+    return_rate_pause: ReturnRatePause,
     updated_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When the lender last changed it; null while every field is the default' }),
   },
-  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, updated_at: null }] },
+  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, updated_at: null }] },
 );

@@ -11,7 +11,7 @@ import type { PolicyPatchInput } from './model';
 export function policyOf(db: Db, lenderId: string): CollectionPolicy {
   const row = db.select().from(collectionPolicies).where(eq(collectionPolicies.lenderId, lenderId)).get();
   return row
-    ? { cfpbCovered: row.cfpbCovered, maxReinitiations: row.maxReinitiations, reinitiationAmount: row.reinitiationAmount, noticeDays: row.noticeDays }
+    ? { cfpbCovered: row.cfpbCovered, maxReinitiations: row.maxReinitiations, reinitiationAmount: row.reinitiationAmount, noticeDays: row.noticeDays, returnRatePause: row.returnRatePause }
     : DEFAULT_POLICY;
 }
 
@@ -23,6 +23,7 @@ function view(ctx: Ctx) {
     max_reinitiations: p.maxReinitiations,
     reinitiation_amount: p.reinitiationAmount,
     notice_days: p.noticeDays,
+    return_rate_pause: p.returnRatePause,
     updated_at: isoOrNull(row?.updatedAt ?? null),
   };
 }
@@ -41,6 +42,7 @@ export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput
       maxReinitiations: input.max_reinitiations ?? cur.maxReinitiations,
       reinitiationAmount: input.reinitiation_amount ?? cur.reinitiationAmount,
       noticeDays: input.notice_days ?? cur.noticeDays,
+      returnRatePause: input.return_rate_pause ?? cur.returnRatePause,
       updatedAt: now,
     };
     tx.tx.insert(collectionPolicies).values(next).onConflictDoUpdate({ target: collectionPolicies.lenderId, set: next }).run();

@@ -15,6 +15,8 @@ import { policyOf } from '../collection-policy/service';
 import type { BlockedReason } from '../enrollments/monitor';
 import * as q from './queries';
 import { applyMonitorEvent } from '../enrollments/monitor-store';
+import { evaluateReturnRates } from '../return-rates/watch';
+import { anyExceeded } from '../return-rates/service';
 
 /** An original payment and at most two reinitiations per enrollment. */
 export const MAX_PAYMENTS_PER_ENROLLMENT = 3;
@@ -53,14 +55,20 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
       collectableCents: e.collectableAmountCents,
       now,
     });
+  // Pause on breach: an ACH payment of a lender that pauses is not initiated while a return rate is exceeded,
+  // evaluated now (which also alerts on a change); it goes on by itself once every class is back under.
+  const paused = () => e.rail === 'ach' && policy.returnRatePause && anyExceeded(evaluateReturnRates(ctx, e.lenderId));
   const scheduled = q.scheduledPaymentOf(tx, e.id);
   if (scheduled) {
     // Its notice runs until debit_on; then it goes out only if everything that allowed it still holds.
     if (now < scheduled.debitOn) return;
     const plan = planNow();
+    const pause = plan.ok && paused();
     const why = !plan.ok
       ? plan.blocked
-      : plan.amountCents !== scheduled.amountCents
+      : pause
+        ? 'ACH collection is paused while a return rate is over its threshold'
+        : plan.amountCents !== scheduled.amountCents
         ? 'the amount changed since the notice'
         : read.balanceCents < scheduled.amountCents + deps.config.collectionMarginCents
           ? 'the balance no longer covers the amount'
@@ -68,6 +76,7 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
     if (why !== null) {
       voidScheduled(ctx, scheduled, `not debited on its day: ${why}`);
       if (!plan.ok) block(plan.blocked);
+      else if (pause) block('return_rate_paused');
       return;
     }
     q.releaseScheduled(tx, scheduled.id, now);
@@ -82,6 +91,7 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
   const plan = planNow();
   if (!plan.ok) return block(plan.blocked);
   if (read.balanceCents < plan.amountCents + deps.config.collectionMarginCents) return;
+  if (paused()) return block('return_rate_paused');
   const key = resolveKey(ctx, { lenderId: e.lenderId, rail: e.rail, merchantRef: e.merchantRef });
   if (!key || !key.keySealed) return block('no_processor_key');
   // With a notice period the payment is scheduled, not sent: dispatch never sees it before its day.

@@ -6,6 +6,7 @@ import { applyMonitorEvent } from '../enrollments/monitor-store';
 import * as q from './queries';
 import { eventView } from './events';
 import { pushToEndpoints } from '../webhooks/endpoints';
+import { evaluateReturnRates } from '../return-rates/watch';
 
 // Recording an observed status of a payment: the one function that processor polling, the dispatch of our
 // own payments and the results upload all call. It records one event per status of a reference, the first time
@@ -77,6 +78,8 @@ export function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation):
     const payment_event = eventView({ id: eventId, reference: o.reference, status: o.status, amountCents: o.amountCents, returnCode, authorizerUniqueId: o.authorizerUniqueId, occurredAt: o.occurredAt, source: o.source, message: o.message });
     pushToEndpoints(tx, now, o.lenderId, 'PAYMENT_EVENT', { payment_event });
   }
+  // A return moves the lender's return rates: evaluated at once (an upload evaluates once, after its rows).
+  if ((o.status === 'returned' || o.status === 'late_returned') && o.source !== 'upload') evaluateReturnRates(ctx, o.lenderId);
   return { recorded: true, eventId };
 }
 

@@ -22,9 +22,11 @@ export interface CollectionPolicy {
   reinitiationAmount: ReinitiationAmount;
   /** Business days of notice before each debit; 0: a debit goes out as soon as the balance covers it. */
   noticeDays: number;
+  /** No new ACH payment while a return-rate class is at or above its threshold. */
+  returnRatePause: boolean;
 }
 
-export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0 };
+export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false };
 
 /** A payment of the borrower as the rules see it (every enrollment period: an R08 or two failures outlive a re-send). */
 export interface PastPayment {

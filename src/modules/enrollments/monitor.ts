@@ -18,6 +18,8 @@ export const BLOCKED_REASONS = [
   'reinitiation_limit',
   'reinitiation_window',
   'amount_changed',
+  // The lender pauses ACH collection while a return rate is at or above its Nacha threshold.
+  'return_rate_paused',
 ] as const;
 export type BlockedReason = (typeof BLOCKED_REASONS)[number];
 

@@ -7,6 +7,7 @@ import { withTransaction, type Tx } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
 import { madeForAnotherLender, matchReference, namesInReference, type MatchSource, type PaymentMatch } from '../collection/reference';
 import { recordObservation } from '../collection/record';
+import { evaluateReturnRates } from '../return-rates/watch';
 import * as q from './queries';
 import { CsvError, toCsvError } from '../../platform/csv';
 import {
@@ -318,6 +319,8 @@ export async function uploadResults({ ctx, input }: { ctx: Ctx; input: { bytes: 
       // Every ledger total is given exactly; a file that would take one past 2^53 cents is refused whole.
       const over = q.ledgerBeyondExact(tx.tx, tx.lender.id);
       if (over) throw InvalidInput.field('file', `the ledger of borrower ${over} would pass $90,071,992,547,409.91, the most a total can be given exactly; nothing was recorded`);
+      // The file's returns and debits move the lender's return rates: evaluated once, in the upload's transaction.
+      evaluateReturnRates(tx, tx.lender.id);
     }
     return {
       format: read.format,

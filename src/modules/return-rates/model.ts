@@ -18,7 +18,7 @@ export const ReturnRates = t.Object(
     debits: Int({ description: "The lender's ACH debits that went to the bank in the window" }),
     rates: t.Object({ unauthorized: Rate, administrative: Rate, overall: Rate }),
     by_code: t.Record(t.String(), Int(), { description: 'Returns in the window by return code (a return without a code counts in overall only)' }),
-    paused: t.Boolean({ description: 'Whether new ACH payments are paused for a breach (not built: always false)' }),
+    paused: t.Boolean({ description: 'Whether the pause on breach is in force: the collection policy has return_rate_pause and a class is exceeded over the last 60 days (whatever window_days asks for)' }),
   },
   {
     examples: [

@@ -1,6 +1,9 @@
+import type { RateStatus } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { DAY_MS, iso } from '../../platform/clock';
 import { dbOf } from '../../platform/context';
+import type { Db } from '../../platform/db';
+import { policyOf } from '../collection-policy/service';
 import * as q from './queries';
 
 // Nacha's return-rate thresholds (collection-rules.md): an originator whose ACH debits come back too often
@@ -13,35 +16,56 @@ export const RETURN_CLASSES = {
   overall: { codes: null, threshold: 0.15, tenthsPerMille: 1500 },
 } as const;
 export type ReturnClass = keyof typeof RETURN_CLASSES;
+export const CLASS_NAMES = Object.keys(RETURN_CLASSES) as ReturnClass[];
+
+/** The window Nacha's thresholds are measured over, which the alerts and the pause watch. */
+export const WATCH_DAYS = 60;
 
 /** ok below 80% of the threshold, warning from 80%, exceeded at or above it: returns ÷ debits against it, in integers. */
-export function statusOf(returns: number, debits: number, tenthsPerMille: number): 'ok' | 'warning' | 'exceeded' {
+export function statusOf(returns: number, debits: number, tenthsPerMille: number): RateStatus {
   if (debits === 0) return 'ok';
   if (returns * 10_000 >= debits * tenthsPerMille) return 'exceeded';
   return returns * 10_000 * 10 >= debits * tenthsPerMille * 8 ? 'warning' : 'ok';
 }
 
-/** GET /v1/return_rates. */
-export function returnRates({ ctx, input }: { ctx: Ctx; input: { windowDays: number } }) {
-  const to = ctx.deps.clock.now();
-  const from = to - input.windowDays * DAY_MS;
-  const db = dbOf(ctx);
-  const debits = q.debitsIn(db, ctx.lender.id, from, to);
-  const returns = q.returnsIn(db, ctx.lender.id, from, to);
+export interface ClassRate {
+  returns: number;
+  rate: number;
+  threshold: number;
+  status: RateStatus;
+}
+
+/** The lender's rates over the `days` ending at `to`, from the window's index entries. */
+export function ratesOver(db: Db, lenderId: string, to: number, days: number) {
+  const from = to - days * DAY_MS;
+  const debits = q.debitsIn(db, lenderId, from, to);
+  const returns = q.returnsIn(db, lenderId, from, to);
   const byCode: Record<string, number> = {};
   for (const r of returns) if (r.code) byCode[r.code] = (byCode[r.code] ?? 0) + 1;
-  const rate = (n: number) => (debits === 0 ? 0 : n / debits);
-  const cls = (name: ReturnClass) => {
+  const cls = (name: ReturnClass): ClassRate => {
     const { codes, threshold, tenthsPerMille } = RETURN_CLASSES[name];
     const n = codes === null ? returns.length : returns.filter((r) => r.code !== null && (codes as readonly string[]).includes(r.code)).length;
-    return { returns: n, rate: rate(n), threshold, status: statusOf(n, debits, tenthsPerMille) };
+    return { returns: n, rate: debits === 0 ? 0 : n / debits, threshold, status: statusOf(n, debits, tenthsPerMille) };
   };
   return {
-    window: { from: iso(from), to: iso(to), days: input.windowDays },
+    window: { from: iso(from), to: iso(to), days },
     debits,
-    rates: { unauthorized: cls('unauthorized'), administrative: cls('administrative'), overall: cls('overall') },
+    rates: { unauthorized: cls('unauthorized'), administrative: cls('administrative'), overall: cls('overall') } as Record<ReturnClass, ClassRate>,
     by_code: byCode,
-    // The pause on breach is not built: nothing pauses collection.
-    paused: false,
   };
+}
+
+export const anyExceeded = (statuses: Record<ReturnClass, { status: RateStatus } | RateStatus>): boolean =>
+  CLASS_NAMES.some((c) => {
+    const s = statuses[c];
+    return (typeof s === 'string' ? s : s.status) === 'exceeded';
+  });
+
+/** GET /v1/return_rates. `paused`: the lender's policy pauses on breach and a class is exceeded over 60 days now. */
+export function returnRates({ ctx, input }: { ctx: Ctx; input: { windowDays: number } }) {
+  const now = ctx.deps.clock.now();
+  const db = dbOf(ctx);
+  const answer = ratesOver(db, ctx.lender.id, now, input.windowDays);
+  const watched = input.windowDays === WATCH_DAYS ? answer : ratesOver(db, ctx.lender.id, now, WATCH_DAYS);
+  return { ...answer, paused: policyOf(db, ctx.lender.id).returnRatePause && anyExceeded(watched.rates) };
 }

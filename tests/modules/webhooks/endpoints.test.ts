@@ -33,7 +33,7 @@ describe('/v1/webhook_endpoints', () => {
     expect((await c.json('GET', '/v1/webhook_endpoints')).body.endpoints).toEqual([made.body]);
     for (const body of [
       { url: r.url(), event_types: [] },
-      { url: r.url(), event_types: ['RETURN_RATE_ALERT'] },
+      { url: r.url(), event_types: ['RETURN_RATE_ALERT', 'NOT_A_TYPE'] },
       { url: 'ftp://example.com/hook', event_types: ['PAYMENT_EVENT'] },
       { url: r.url(), event_types: ['PAYMENT_EVENT'], extra: 1 },
     ]) {

@@ -1,0 +1,84 @@
+import { t, type TSchema } from 'elysia';
+import { RATE_STATUSES, type WebhookType } from '../../../db/schema/enums';
+import { Int, OneOf } from '../../platform/schema';
+import { PaymentEvent } from '../collection/model';
+
+// What each webhook the service sends carries, for the OpenAPI document's `webhooks` section. Every delivery
+// is a POST signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature).
+
+const base = (type: WebhookType) => ({
+  event_uuid: t.String({ format: 'uuid', description: 'Unique per delivery; the webhook-id header too' }),
+  type: t.Literal(type),
+});
+
+const payloads: Record<WebhookType, { summary: string; schema: TSchema }> = {
+  BALANCE_BATCH_COMPLETED: {
+    summary: 'A balance batch finished (the webhook_url of the batch or schedule)',
+    schema: t.Object({ ...base('BALANCE_BATCH_COMPLETED'), batch_id: t.String(), schedule_id: t.Optional(t.String()) }),
+  },
+  BALANCE_THRESHOLD_ALERT: {
+    summary: 'Balances of a schedule run met their threshold_amount (the schedule’s webhook)',
+    schema: t.Object({
+      ...base('BALANCE_THRESHOLD_ALERT'),
+      schedule_id: t.String(),
+      batch_id: t.String(),
+      alerts: t.Array(t.Object({ authorizer_unique_id: t.String(), institution_name: t.Union([t.String(), t.Null()]), balance: t.Number(), threshold_amount: t.Number() })),
+      timestamp: t.String({ format: 'date-time' }),
+    }),
+  },
+  PAYMENT_EVENT: {
+    summary: 'A payment event read from a processor, exactly as GET /v1/payment_events shows it (lender endpoints)',
+    schema: t.Object({ ...base('PAYMENT_EVENT'), payment_event: PaymentEvent }),
+  },
+  RETURN_RATE_ALERT: {
+    summary: 'A return-rate class changed status over the last 60 days (lender endpoints)',
+    schema: t.Object(
+      {
+        ...base('RETURN_RATE_ALERT'),
+        class: t.Union([t.Literal('unauthorized'), t.Literal('administrative'), t.Literal('overall')]),
+        status: OneOf(RATE_STATUSES, { description: 'The new status' }),
+        rate: t.Number({ description: 'returns ÷ debits, unrounded' }),
+        threshold: t.Number(),
+        returns: Int(),
+        debits: Int(),
+        window_days: Int(),
+      },
+      { examples: [{ event_uuid: '3f1c0f2e-5a4b-4c1d-9e8f-0a1b2c3d4e5f', type: 'RETURN_RATE_ALERT', class: 'administrative', status: 'exceeded', rate: 0.0348, threshold: 0.03, returns: 8, debits: 230, window_days: 60 }] },
+    ),
+  },
+  ENROLLMENT_BLOCKED: {
+    summary: 'A borrower’s collection stopped, or waits on the lender (lender endpoints)',
+    schema: t.Object({
+      ...base('ENROLLMENT_BLOCKED'),
+      authorizer_unique_id: t.String(),
+      state: t.String({ description: 'The monitor state: stopped, or monitored with a blocked_reason' }),
+      reason: t.Union([t.String(), t.Null()], { description: 'Why it stopped (a return code, invalid, a decline code)' }),
+      blocked_reason: t.Union([t.String(), t.Null()], { description: 'no_processor_key, verification_required, reauthorization_required, reinitiation_limit, reinitiation_window, amount_changed, return_rate_paused' }),
+    }),
+  },
+  PAYMENT_SCHEDULED: {
+    summary: 'A payment scheduled after the policy’s notice period: tell the borrower before debit_on (lender endpoints)',
+    schema: t.Object({ ...base('PAYMENT_SCHEDULED'), authorizer_unique_id: t.String(), reference: t.String(), amount: Int({ description: 'Cents' }), debit_on: t.String({ format: 'date' }) }),
+  },
+};
+
+/** The OpenAPI 3.1 `webhooks` object: one POST per type, its body the payload. */
+export function webhookDocuments(): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(payloads).map(([type, p]) => [
+      type,
+      {
+        post: {
+          operationId: `webhook${type.toLowerCase().replace(/(^|_)(\w)/g, (_m, _s, c: string) => c.toUpperCase())}`,
+          summary: p.summary,
+          description: 'Sent by the service to the receiver, signed with the lender’s webhook secret (Standard Webhooks headers webhook-id, webhook-timestamp, webhook-signature): verify it before trusting the body',
+          tags: ['Webhooks'],
+          // Not a call to the service: the receiver authenticates the sender by the signature.
+          security: [],
+          requestBody: { required: true, content: { 'application/json': { schema: JSON.parse(JSON.stringify(p.schema)) } } },
+          responses: { '2XX': { description: 'Received; any other answer, or none within the timeout, is retried' } },
+        },
+      },
+    ]),
+  );
+}

@@ -11,7 +11,10 @@ import { requestGate } from './http/gate';
 import { operationsRoutes } from './http/operations';
 import { RequestTracker } from './http/requests';
 import type { JobRunner } from './platform/jobs';
-import { featureRoutes, featureWebhooks } from './modules';
+import { featureRoutes, featureWebhooks, TAKE_THE_GATE_THEMSELVES } from './modules';
+import { writeGate } from './platform/context';
+
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 export { API_VERSION } from './http/docs';
 
@@ -36,7 +39,25 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner<Deps> } = {}) {
   // normalize off: unknown fields are refused (400), never silently dropped.
   // Bun's own body limit sits just above the service's ceiling, so a body between the two is refused by the
   // gate with the envelope rather than by Bun with a bare 413.
+  // The write gate (platform/write-gate.ts): a request that may write holds a share from its handler's start
+  // (its body read and checked) to its answer, so a worker's write transaction waits for it, and it waits,
+  // without blocking, while one runs. Reads hold none; the uploads take the gate themselves, for their transaction.
+  const gate = writeGate(deps);
+  const shares = new WeakMap<Request, () => void>();
   const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING_BYTES } })
+    .wrap(
+      (handle) =>
+        async (...args: unknown[]) => {
+          try {
+            return await (handle as (...a: unknown[]) => unknown)(...args);
+          } finally {
+            shares.get(args[0] as Request)?.();
+          }
+        },
+    )
+    .onBeforeHandle({ as: 'global' }, async ({ request, path }) => {
+      if (!READ_METHODS.has(request.method) && !TAKE_THE_GATE_THEMSELVES.has(path)) shares.set(request, await gate.share());
+    })
     .use(docsPlugin(baseUrl(deps.config)))
     .model({ ErrorEnvelope })
     .onRequest(requestGate(deps, tracker, authenticate, authenticated))

@@ -7,6 +7,7 @@ import { createLogger } from './platform/logger';
 import { Metrics } from './platform/metrics';
 import { loadVault, type Vault } from './platform/vault';
 import { PageTokens } from './platform/pagination';
+import { gateOf } from './platform/write-gate';
 import { createBalanceProvider } from './adapters/bank-data';
 import type { BalanceProvider } from './adapters/bank-data/types';
 import { loadRoutingDirectory } from './adapters/routing';
@@ -68,6 +69,7 @@ export function createRuntime(
   });
   const metrics = new Metrics({ defaults: opts.defaultMetrics });
   metrics.setQueueDepthSource(() => queueDepth(handle));
+  metrics.setWriteGateSources(() => gateOf(handle.sqlite).bypassed, () => gateOf(handle.sqlite).held);
   return {
     config,
     handle,

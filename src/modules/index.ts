@@ -37,6 +37,9 @@ export function featureRoutes(deps: Deps, auth: Auth) {
   return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), webhookEndpointRoutes(deps, auth), paymentConnectionRoutes(deps, auth), enrollmentRoutes(deps, auth), paymentEventRoutes(deps, auth), collectionPolicyRoutes(deps, auth), returnRateRoutes(deps, auth), uploadRoutes(deps, auth), portalRoutes(deps)] as const;
 }
 
+/** Routes whose writes run in a worker that takes the write gate itself: they hold no share of it. */
+export const TAKE_THE_GATE_THEMSELVES = new Set(['/v1/payment_results/uploads', '/portal/payments/results-upload']);
+
 /** What every webhook the service sends carries, for the OpenAPI document. */
 export const featureWebhooks = webhookDocuments;
 

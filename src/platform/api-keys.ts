@@ -1,4 +1,5 @@
 import type { Db } from './db';
+import { gateOf } from './write-gate';
 import { randomBase62 } from './ids';
 
 // The format of the service's own API keys. Keys are stored as SHA-256 hashes with a short display prefix.
@@ -32,5 +33,9 @@ export function apiKeyStatements(db: Db) {
       WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
   );
   const touch = db.$client.query<unknown, [number, string]>('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
-  return { holderOf: (hash: string) => lookup.get(hash), touch: (keyId: string, now: number) => void touch.run(now, keyId) };
+  return { holderOf: (hash: string) => lookup.get(hash), touch: (keyId: string, now: number) => {
+      // A timestamp, not worth waiting for: skipped while a worker holds the write lock (written next time).
+      if (!gateOf(db.$client).held) touch.run(now, keyId);
+    },
+  };
 }

@@ -7,6 +7,7 @@ import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import type { PageTokens } from './pagination';
 import type { Vault } from './vault';
+import { gateOf, type WriteGate } from './write-gate';
 
 /** What the platform provides to every service and job; the composition root adds the adapters. */
 export interface PlatformDeps {
@@ -69,3 +70,27 @@ export function withTransaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx?:
 
 /** The query handle of a context: the open transaction's, else the database's. */
 export const dbOf = (ctx: { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }): Db => ctx.tx ?? ctx.deps.db;
+
+/** The write gate of the service's database (platform/write-gate.ts): awaited before a write after an await. */
+export const writeGate = (deps: Pick<PlatformDeps, 'db'>): WriteGate => gateOf(deps.db.$client);
+
+/**
+ * Runs fn on one read snapshot (BEGIN DEFERRED, never the write lock) and rolls it back whatever fn does. fn
+ * gets a Tx so that code written for a transaction can run on it, writing nothing (a dry run).
+ */
+export function withReadSnapshot<C extends { deps: Pick<PlatformDeps, 'db'> }, T>(ctx: C, fn: (ctx: C & { tx: Tx }) => T): T {
+  const client = ctx.deps.db.$client;
+  let result: T;
+  const rollback = new Error('read snapshot');
+  try {
+    client
+      .transaction(() => {
+        result = fn({ ...ctx, tx: ctx.deps.db as Orm as Tx });
+        throw rollback;
+      })
+      .deferred();
+  } catch (e) {
+    if (e !== rollback) throw e;
+  }
+  return result!;
+}

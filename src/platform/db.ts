@@ -1,4 +1,5 @@
 import { Database } from 'bun:sqlite';
+import { gateOf } from './write-gate';
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync } from 'node:fs';
@@ -17,6 +18,8 @@ export type Db = Omit<Orm, 'insert' | 'update' | 'delete' | 'run' | 'transaction
 export interface DbHandle {
   sqlite: Database;
   db: Orm;
+  /** Called first by close(): what holds the file besides this connection (a worker) lets go of it. */
+  beforeClose: (() => void)[];
   close(): void;
 }
 
@@ -105,10 +108,13 @@ export function openDatabase(path: string, opts: { migrate?: boolean } = {}): Db
   sqlite.exec('PRAGMA synchronous = FULL');
   const db = drizzle(sqlite, { schema });
   if (opts.migrate !== false) applyMigrations(sqlite, db);
+  const beforeClose: (() => void)[] = [];
   return {
     sqlite,
     db,
+    beforeClose,
     close() {
+      for (const fn of beforeClose.splice(0)) fn();
       try {
         sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
       } finally {
@@ -155,6 +161,10 @@ export function migrationStatus(sqlite: Database): { applied: number; known: num
  * monitoring state cannot interleave with another writer.
  */
 export function immediate<T>(sqlite: Database, fn: () => T): T {
+  // A write that did not await the gate's turn while a worker writes waits on SQLite's busy timeout: counted,
+  // so that a path that forgot the gate shows in /metrics (db_write_gate_bypassed_total) and in tests.
+  const gate = gateOf(sqlite);
+  if (gate.held) gate.bypassed++;
   return sqlite.transaction(fn).immediate();
 }
 

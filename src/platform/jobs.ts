@@ -1,4 +1,5 @@
 import { AsyncTask, SimpleIntervalJob, ToadScheduler } from 'toad-scheduler';
+import { gateOf } from './write-gate';
 import type { PlatformDeps } from './context';
 
 /** A job is a plain function of the platform; the runner only decides when it is called. */
@@ -54,7 +55,10 @@ export class JobRunner<D extends PlatformDeps = PlatformDeps> {
     const startedAt = clock.now();
     const t0 = performance.now();
     let error: unknown = null;
+    const gate = gateOf(sqlite);
     try {
+      // A tick's first steps write at once: they start once a worker's write transaction, if any, is over.
+      await gate.turn();
       await job.tick(this.deps, this.abort.signal);
     } catch (e) {
       error = e;
@@ -64,6 +68,7 @@ export class JobRunner<D extends PlatformDeps = PlatformDeps> {
     metrics.jobDuration.observe({ job: job.name }, ms / 1000);
     const message = error ? (error instanceof Error ? error.message : String(error)) : null;
     if (error) logger.error({ job: job.name, err: error }, 'job failed');
+    await gate.turn();
     try {
       sqlite
         .query(

@@ -112,7 +112,40 @@ export class Metrics {
     return this.queueDepthSource();
   }
 
+  private bypassSource: () => number = () => 0;
+  readonly writeGateBypassed: Gauge = new Gauge({
+    name: 'db_write_gate_bypassed_total',
+    help: 'Main-thread writes that did not wait for the write gate while a worker held the write lock (they waited on SQLite instead); 0 unless a code path forgot the gate',
+    registers: [this.registry],
+    collect: (): void => this.writeGateBypassed.set(this.bypassSource()),
+  });
+
+  private heldSource: () => boolean = () => false;
+  readonly writeGateHeld: Gauge = new Gauge({
+    name: 'db_write_gate_held',
+    help: '1 while the upload worker holds the write lock (other writes wait for it), else 0',
+    registers: [this.registry],
+    collect: (): void => this.writeGateHeld.set(this.heldSource() ? 1 : 0),
+  });
+
+  setWriteGateSources(bypassed: () => number, held: () => boolean): void {
+    this.bypassSource = bypassed;
+    this.heldSource = held;
+  }
+
   constructor(opts: { defaults?: boolean } = {}) {
     if (opts.defaults !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** What a worker's own registry counted, added to this one: counters add up, labelled gauges are set. */
+  merge(snapshot: { name: string; type: string; values: { value: number; labels: Record<string, string | number> }[] }[]): void {
+    for (const m of snapshot) {
+      const mine = this.registry.getSingleMetric(m.name);
+      if (!mine) continue;
+      for (const v of m.values) {
+        if (m.type === 'counter' && v.value > 0) (mine as Counter).inc(v.labels, v.value);
+        else if (m.type === 'gauge' && Object.keys(v.labels).length > 0) (mine as Gauge).set(v.labels, v.value);
+      }
+    }
   }
 }

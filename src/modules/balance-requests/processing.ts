@@ -1,4 +1,5 @@
 import { eq, lt } from 'drizzle-orm';
+import { writeGate } from '../../platform/context';
 import { batchItems, batchPayloads, batches, idempotencyKeys } from '../../../db/schema';
 import type { Db } from '../../platform/db';
 import type { Deps, JobContext } from '../../deps';
@@ -215,6 +216,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
   const concurrency = opts.concurrency ?? deps.config.balanceConcurrency;
   const { clock, bank, routing, logger, metrics } = deps;
   const payloads = new PayloadCache(deps);
+  const gate = writeGate(deps);
   let pending: Outcome[] = [];
   let lastFlush = performance.now();
   let recorded = 0;
@@ -231,7 +233,8 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       recorded++;
       metrics.balanceReads.inc({ status: o.exportStatus });
     }
-    if (pending.length >= FLUSH_ROWS || performance.now() - lastFlush >= FLUSH_INTERVAL_MS) flush();
+    // Not while a worker holds the write lock: the results wait for the next claim, which waits its turn.
+    if (!gate.held && (pending.length >= FLUSH_ROWS || performance.now() - lastFlush >= FLUSH_INTERVAL_MS)) flush();
   };
 
   const readOne = async (item: ClaimedItem) => {
@@ -270,6 +273,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
     },
     handle: readOne,
     finish: flush,
+    gate,
   });
   return { recorded };
 }

@@ -1,4 +1,5 @@
 import { eq, sql } from 'drizzle-orm';
+import { writeGate } from '../../platform/context';
 import { enrollments, paymentConnections, payments } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
 import type { Db } from '../../platform/db';
@@ -210,6 +211,7 @@ function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): void {
 /** A payment held open at the processor (verification): cancelled before it is recorded, so it can never debit later. */
 async function closeOpen(ctx: JobContext, s: { processor: Processor; key: string }, p: DuePayment, r: DebitResult & { processorPaymentId: string }): Promise<void> {
   const after = await s.processor.cancelPayment(s.key, r.processorPaymentId);
+  await writeGate(ctx.deps).turn();
   // Cancelled: not attempted, for the reason it was held. Moved on before the cancel (verified): what it is now.
   recordAnswer(ctx, p, after.status === 'voided' ? { ...r, open: false } : after);
 }
@@ -225,11 +227,13 @@ async function finish(ctx: JobContext, p: DuePayment, s: Extract<Step, { kind: '
   const { deps } = ctx;
   if (s.kind === 'send') {
     const r = await s.call;
+    await writeGate(deps).turn();
     if (r.open && r.processorPaymentId) await closeOpen(ctx, s, p, { ...r, processorPaymentId: r.processorPaymentId });
     else recordAnswer(ctx, p, r);
     return;
   }
   const f = await s.call;
+  await writeGate(deps).turn();
   if (f.found) {
     deps.logger.info({ payment_id: p.id, status: f.status }, 'payment outcome found at the processor');
     if (f.open) await closeOpen(ctx, s, p, f);
@@ -275,10 +279,12 @@ export async function dispatchPayments(deps: Deps, opts: { signal?: AbortSignal;
       } catch (e) {
         // Unknown outcome (timeout, 5xx, a refused key): resolved at the processor on a later attempt.
         deps.logger.warn({ payment_id: p.id, err: e instanceof Error ? e.message : String(e) }, 'payment outcome not known yet; asked again later');
+        await writeGate(deps).turn();
         retryLater(ctx, p);
       }
     },
     finish: () => undefined,
+    gate: writeGate(deps),
   });
   return { sent };
 }

@@ -1,4 +1,5 @@
 import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm';
+import { writeGate } from '../../platform/context';
 import { paymentConnections } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
 import type { Db } from '../../platform/db';
@@ -113,6 +114,7 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
       try {
         for (let page = 0; page < MAX_PAGES_PER_TICK && !opts.signal?.aborted; page++) {
           const res = await processor.listChanges(key, cursor, { limit: PAGE });
+          await writeGate(deps).turn();
           recordPage(ctx, conn, res.changes, res.nextCursor, res.cursorLost === true);
           if (res.cursorLost) {
             deps.logger.warn({ connection_id: conn.id, processor: conn.processor }, 'the processor no longer holds changes after the cursor; reconciling the key');
@@ -126,6 +128,7 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
         failures++;
         deps.metrics.pollFailures.inc({ processor: conn.processor });
         const message = e instanceof Error ? e.message : String(e);
+        await writeGate(deps).turn();
         withTransaction(ctx, ({ tx }) => tx.update(paymentConnections).set({ lastPollError: message.slice(0, 500) }).where(eq(paymentConnections.id, conn.id)).run());
         deps.logger.warn({ connection_id: conn.id, processor: conn.processor, err: message }, 'processor poll failed');
       }

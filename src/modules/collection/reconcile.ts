@@ -1,4 +1,5 @@
 import { and, eq, isNull, isNotNull, or, lte, sql } from 'drizzle-orm';
+import { writeGate } from '../../platform/context';
 import { paymentConnections } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
 import { withTransaction } from '../../platform/context';
@@ -66,10 +67,12 @@ async function reconcileKey(deps: Deps, conn: { id: string; lenderId: string; pr
     const key = deps.vault.open(conn.keySealed!);
     for (let page: string | null = null, first = true; first || page !== null; first = false) {
       const res = await processor.listPayments(key, { createdFrom: since - SLACK_MS, createdTo: now + SLACK_MS, page, limit: PAGE });
+      await writeGate(deps).turn();
       recorded += recordListed(ctx, conn, res.payments, now);
       page = res.next;
     }
   }
+  await writeGate(deps).turn();
   withTransaction(ctx, ({ tx }) =>
     tx.update(paymentConnections).set({ reconciledAt: now, reconcileDue: false }).where(eq(paymentConnections.id, conn.id)).run(),
   );

@@ -72,7 +72,7 @@ export const uploadRoutes = (deps: Deps, auth: Auth) =>
       // Above 10 MB by a margin: a file just over the limit gets the 400 the spec names, not a 413.
       parse: multipartBody(UPLOAD_LIMIT_BYTES * 2 + MULTIPART_OVERHEAD_BYTES),
       query: t.Object({ dryRun: t.Optional(t.Union([t.Literal('true'), t.Literal('false')], { description: 'true: parse and match everything, write nothing' })) }),
-      response: { 200: Report, ...errors(400, 401, 413, 415, 429) },
+      response: { 200: Report, ...errors(400, 401, 413, 415, 429, 503) },
       detail: {
         ...documentedBody(UploadBody, 'multipart/form-data'),
         tags: ['Payments'],

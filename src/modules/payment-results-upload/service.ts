@@ -1,9 +1,11 @@
 import type { Db } from '../../platform/db';
+import { writeGate } from '../../platform/context';
+import { uploadWorkerOf } from './offload';
 import { parse } from 'csv-parse';
 import { isUtf8 } from 'node:buffer';
 import { once } from 'node:events';
 import type { Ctx } from '../../deps';
-import { withTransaction, type Tx } from '../../platform/context';
+import { withReadSnapshot, withTransaction, type Tx } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
 import { madeForAnotherLender, matchReference, namesInReference, type MatchSource, type PaymentMatch } from '../collection/reference';
 import { recordObservation } from '../collection/record';
@@ -40,12 +42,6 @@ export interface UploadReport {
   dryRun: boolean;
   rows: { row: number; reference: string; authorizerUniqueId: string | null; status: string; amountCents: number }[];
   problems: { row: number; reason: string; severity: 'error' | 'warning' }[];
-}
-
-class RolledBack extends Error {
-  constructor(readonly report: UploadReport) {
-    super('dry run');
-  }
 }
 
 /** UTF-8 (a byte-order mark allowed) and at most 10 MB, or a 400 before any row is read. */
@@ -261,7 +257,26 @@ async function readRows(bytes: Uint8Array, now: number) {
   return { format, parsed, problems, dataRowCount, headerOk: columns !== null && readable };
 }
 
+/**
+ * POST /v1/payment_results/uploads and the portal's check and record: read, decided and recorded in the
+ * upload worker (its own thread and SQLite connection), so the event loop keeps serving; in this thread when
+ * the database is in memory (no other connection can open it).
+ */
 export async function uploadResults({ ctx, input }: { ctx: Ctx; input: { bytes: Uint8Array; dryRun: boolean } }): Promise<UploadReport> {
+  checkFile(input.bytes);
+  const worker = uploadWorkerOf(ctx.deps);
+  if (worker) return worker.run(ctx, input);
+  return processUpload({ ctx, input, writeTurn: async (fn) => {
+    await writeGate(ctx.deps).turn();
+    return fn();
+  } });
+}
+
+/** How the recorded transaction gets the write lock: after the write gate's turn, or as the worker's exclusive hold. */
+export type WriteTurn = <T>(fn: () => T) => Promise<T>;
+
+/** The upload itself, wherever it runs: the file read, every rule, and the one transaction (or a read-only snapshot for a dry run). */
+export async function processUpload({ ctx, input, writeTurn }: { ctx: Ctx; input: { bytes: Uint8Array; dryRun: boolean }; writeTurn: WriteTurn }): Promise<UploadReport> {
   checkFile(input.bytes);
   const now = ctx.deps.clock.now();
   const read = await readRows(input.bytes, now);
@@ -337,17 +352,10 @@ export async function uploadResults({ ctx, input }: { ctx: Ctx; input: { bytes: 
   if (!read.headerOk || problems.fileError) {
     return { format: read.format, rowCount: 0, dataRowCount: read.dataRowCount, matched: 0, needsAttention: 0, dryRun: input.dryRun, rows: [], problems: problems.report() };
   }
-  if (!input.dryRun) return withTransaction(ctx, run);
-  // Rolled back all the same, so that nothing a dry run might touch can stay.
-  try {
-    withTransaction(ctx, (tx) => {
-      throw new RolledBack(run(tx));
-    });
-  } catch (e) {
-    if (e instanceof RolledBack) return e.report;
-    throw e;
-  }
-  throw new Error('unreachable');
+  if (!input.dryRun) return writeTurn(() => withTransaction(ctx, run));
+  // A dry run writes nothing (every write above is behind !dryRun): it reads one snapshot, in a deferred
+  // transaction that never takes the write lock, and is rolled back all the same.
+  return withReadSnapshot(ctx, run);
 }
 
 /**

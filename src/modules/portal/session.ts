@@ -1,4 +1,5 @@
 import { withTransaction } from '../../platform/context';
+import { writeGate } from '../../platform/context';
 import { eq } from 'drizzle-orm';
 import { dashboardUsers, lenders, portalSessions } from '../../../db/schema';
 import type { Deps } from '../../deps';
@@ -45,11 +46,13 @@ export function sessionOf(deps: Pick<Deps, 'db' | 'clock'>, token: string | unde
     .get();
   if (!row) return null;
   const now = deps.clock.now();
+  // Reads never wait for the write lock: while a worker holds it, the clean-up and the touch wait for a later page.
+  const writable = !writeGate(deps).held;
   if (row.u.disabledAt !== null || now - row.s.lastSeenAt > IDLE_MS) {
-    endSession(deps, tokenHash);
+    if (writable) endSession(deps, tokenHash);
     return null;
   }
-  if (now - row.s.lastSeenAt > TOUCH_EVERY_MS) {
+  if (writable && now - row.s.lastSeenAt > TOUCH_EVERY_MS) {
     withTransaction({ deps }, ({ tx }) => tx.update(portalSessions).set({ lastSeenAt: now }).where(eq(portalSessions.tokenHash, tokenHash)).run());
   }
   return { user: row.u, lender: { id: row.l.id, name: row.l.name, debitCardApproved: row.l.debitCardApproved }, csrf: row.s.csrfToken, tokenHash };

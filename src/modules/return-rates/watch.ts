@@ -1,4 +1,5 @@
 import { eq } from 'drizzle-orm';
+import { writeGate } from '../../platform/context';
 import { lenders, returnRateWatch } from '../../../db/schema';
 import type { RateStatus } from '../../../db/schema/enums';
 import type { Deps, JobContext } from '../../deps';
@@ -48,8 +49,9 @@ export async function evaluateAll(deps: Deps, signal?: AbortSignal): Promise<num
   const ids = deps.db.select({ id: lenders.id }).from(lenders).all();
   for (const { id } of ids) {
     if (signal?.aborted) break;
+    // One lender at a time, each in its turn at the write gate: requests go on between them.
+    await writeGate(deps).turn();
     withTransaction({ deps }, (tx) => evaluateReturnRates(tx, id));
-    // One lender at a time: requests go on between them.
     await Bun.sleep(0);
   }
   return ids.length;

@@ -1,4 +1,5 @@
 import { and, asc, eq, lte } from 'drizzle-orm';
+import { writeGate } from '../../platform/context';
 import { scheduleAuthorizers, schedules } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
 import type { Job } from '../../platform/jobs';
@@ -40,6 +41,7 @@ export async function startAllDueRuns(deps: Deps, signal?: AbortSignal): Promise
     started += r.started;
     if (r.due < DUE_LIMIT || signal?.aborted) return { started };
     await Bun.sleep(0);
+    await writeGate(deps).turn();
   }
 }
 

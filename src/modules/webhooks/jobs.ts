@@ -1,4 +1,5 @@
 import { webhookDeliveries } from '../../../db/schema';
+import { writeGate } from '../../platform/context';
 import type { Deps } from '../../deps';
 import type { Job } from '../../platform/jobs';
 import { withTransaction } from '../../platform/context';
@@ -161,10 +162,11 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
     });
     attempted++;
     results.push({ row, attemptedAt, ...res });
-    if (results.length >= FLUSH_EVERY) flush();
+    // Not while a worker holds the write lock: the next claim writes them, in its turn.
+    if (results.length >= FLUSH_EVERY && !writeGate(deps).held) flush();
   };
 
-  await drainClaims({ concurrency, signal: opts.signal, claim, handle: attempt, finish: flush });
+  await drainClaims({ concurrency, signal: opts.signal, claim, handle: attempt, finish: flush, gate: writeGate(deps) });
   return { attempted };
 }
 

@@ -1,0 +1,68 @@
+// The upload worker's thread (offload.ts starts it): its own SQLite connection to the service's file, and
+// the same upload code as the main thread, given a clock fixed at the request's time, its own metrics (sent
+// back with each report) and a logger whose lines go back to the main thread's.
+import type { Config } from '../../config';
+import type { Deps } from '../../deps';
+import type { Lender } from '../../platform/context';
+import { absent, openThreadPlatform } from '../../platform/thread';
+import { featureHooks } from '..';
+import { processUpload } from './service';
+
+declare const self: Worker;
+
+type ToWorker =
+  | { type: 'init'; config: Config }
+  | { type: 'upload'; id: number; lender: Lender; now: number; dryRun: boolean; bytes: Uint8Array }
+  | { type: 'granted'; id: number };
+
+let base: Omit<Deps, 'clock'> | null = null;
+const grants = new Map<number, () => void>();
+
+self.onmessage = (event: MessageEvent<ToWorker>) => {
+  const m = event.data;
+  if (m.type === 'init') {
+    base = {
+      ...openThreadPlatform(m.config, (line) => self.postMessage({ type: 'log', line })),
+      bank: absent('bank'),
+      routing: absent('routing'),
+      processors: absent('processors'),
+      hooks: featureHooks(),
+    };
+    return;
+  }
+  if (m.type === 'granted') {
+    grants.get(m.id)?.();
+    grants.delete(m.id);
+    return;
+  }
+  void upload(m);
+};
+
+async function upload(m: Extract<ToWorker, { type: 'upload' }>): Promise<void> {
+  const deps: Deps = { ...base!, clock: { now: () => m.now } };
+  try {
+    const report = await processUpload({
+      ctx: { lender: m.lender, deps },
+      input: { bytes: m.bytes, dryRun: m.dryRun },
+      // The recorded transaction runs once the main thread holds the write gate for it, and lets go after.
+      writeTurn: async (fn) => {
+        await new Promise<void>((resolve) => {
+          grants.set(m.id, resolve);
+          self.postMessage({ type: 'lock', id: m.id });
+        });
+        try {
+          return fn();
+        } finally {
+          self.postMessage({ type: 'unlock', id: m.id });
+        }
+      },
+    });
+    const metrics = await deps.metrics.registry.getMetricsAsJSON();
+    deps.metrics.registry.resetMetrics();
+    self.postMessage({ type: 'done', id: m.id, report, metrics });
+  } catch (e) {
+    const err = e instanceof Error ? e : new Error(String(e));
+    const { details, suggestion } = err as Error & { details?: unknown; suggestion?: unknown };
+    self.postMessage({ type: 'failed', id: m.id, error: { name: err.name, message: err.message, details, suggestion, stack: err.stack } });
+  }
+}

@@ -1,0 +1,111 @@
+// The write gate: how the main thread and a worker with its own SQLite connection take turns at the one
+// write lock without the main thread ever spinning on SQLITE_BUSY (busy_timeout blocks the event loop).
+//
+// The main thread's write transactions are synchronous, so between two awaits it either writes or does not.
+// A worker that needs the write lock for a long transaction asks for `exclusive`; it is granted once no
+// main-thread span holds a `share`, and while it is held every `turn()` and `share()` waits, asynchronously,
+// in arrival order: other requests wait for the database without blocking the event loop, and reads go on
+// from WAL snapshots. Once it is released, the waiters go in the order they came.
+
+type Waiter = { kind: 'turn' | 'share' | 'exclusive'; grant: () => void };
+
+export class WriteGate {
+  private writing = false;
+  private shares = 0;
+  private readonly queue: Waiter[] = [];
+  /** Main-thread writes that found the gate held (they wait on SQLite's busy timeout instead): should stay 0. */
+  bypassed = 0;
+
+  /** Whether a worker holds the write lock now: a main-thread write would wait on SQLite. */
+  get held(): boolean {
+    return this.writing;
+  }
+
+  /** Whether anything is waiting for or holding the gate (a main-thread write should await `turn()` first). */
+  get contended(): boolean {
+    return this.writing || this.queue.length > 0;
+  }
+
+  /**
+   * Resolves when a synchronous write transaction may run: at once unless a worker holds the gate or waits
+   * for it. Call it right before the transaction, with no await in between.
+   */
+  turn(): Promise<void> {
+    if (!this.contended) return Promise.resolve();
+    return new Promise((resolve) => this.enqueue({ kind: 'turn', grant: () => resolve() }));
+  }
+
+  /** A span of main-thread work that may write at any point (a request's handler): the worker waits for it. */
+  share(): Promise<() => void> {
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.shares--;
+      this.pump();
+    };
+    if (!this.contended) {
+      this.shares++;
+      return Promise.resolve(release);
+    }
+    return new Promise((resolve) =>
+      this.enqueue({
+        kind: 'share',
+        grant: () => {
+          this.shares++;
+          resolve(release);
+        },
+      }),
+    );
+  }
+
+  /** Holds the gate for `fn` (a worker's write transaction), once every share before it is released. */
+  async exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    await new Promise<void>((resolve) => this.enqueue({ kind: 'exclusive', grant: resolve }));
+    try {
+      return await fn();
+    } finally {
+      this.writing = false;
+      this.pump();
+    }
+  }
+
+  private enqueue(w: Waiter): void {
+    this.queue.push(w);
+    this.pump();
+  }
+
+  private pump(): void {
+    let granted = false;
+    while (this.queue.length > 0 && !this.writing) {
+      const head = this.queue[0]!;
+      if (head.kind === 'exclusive') {
+        if (this.shares > 0) return;
+        // The turns just granted run their transactions in the microtasks that follow: the worker starts after.
+        if (granted) {
+          setImmediate(() => this.pump());
+          return;
+        }
+        this.queue.shift();
+        this.writing = true;
+        head.grant();
+        return;
+      }
+      this.queue.shift();
+      head.grant();
+      granted = true;
+    }
+  }
+}
+
+const gates = new WeakMap<object, WriteGate>();
+
+/** The gate of a database connection (one per connection: the main thread's is the one that matters). */
+export function gateOf(sqlite: object): WriteGate {
+  let g = gates.get(sqlite);
+  if (!g) {
+    g = new WriteGate();
+    gates.set(sqlite, g);
+  }
+  return g;
+}

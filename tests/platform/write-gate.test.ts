@@ -1,0 +1,66 @@
+// The write gate's order: turns and shares go at once while nothing holds it; an exclusive holder waits for
+// the shares before it and is never overlapped by a turn; waiters go in arrival order after it.
+import { describe, expect, test } from 'bun:test';
+import { WriteGate } from '../../src/platform/write-gate';
+
+describe('WriteGate', () => {
+  test('uncontended: a turn and a share are granted at once', async () => {
+    const g = new WriteGate();
+    expect(g.contended).toBe(false);
+    await g.turn();
+    const release = await g.share();
+    release();
+    release(); // twice is once
+    expect(g.contended).toBe(false);
+  });
+
+  test('an exclusive holder waits for earlier shares; turns after it wait for it; nothing overlaps it', async () => {
+    const g = new WriteGate();
+    const log: string[] = [];
+    const release = await g.share();
+    let inside = false;
+    const ex = g.exclusive(async () => {
+      inside = true;
+      log.push('exclusive start');
+      await Bun.sleep(20);
+      log.push('exclusive end');
+      inside = false;
+    });
+    const turns = [1, 2, 3].map((i) =>
+      g.turn().then(() => {
+        expect(inside).toBe(false);
+        expect(g.held).toBe(false);
+        log.push(`turn ${i}`);
+      }),
+    );
+    await Bun.sleep(5);
+    expect(log).toEqual([]); // the share holds the exclusive, which holds the turns
+    log.push('share released');
+    release();
+    await Promise.all([ex, ...turns]);
+    expect(log).toEqual(['share released', 'exclusive start', 'exclusive end', 'turn 1', 'turn 2', 'turn 3']);
+    expect(g.contended).toBe(false);
+  });
+
+  test('turns granted before an exclusive holder run their synchronous work before it starts', async () => {
+    const g = new WriteGate();
+    const first = g.exclusive(() => Bun.sleep(5));
+    const order: string[] = [];
+    const t = g.turn().then(() => {
+      expect(g.held).toBe(false);
+      order.push('turn');
+    });
+    const second = g.exclusive(async () => {
+      order.push('second exclusive');
+    });
+    await Promise.all([first, t, second]);
+    expect(order).toEqual(['turn', 'second exclusive']);
+  });
+
+  test('an exclusive holder that throws releases the gate', async () => {
+    const g = new WriteGate();
+    await expect(g.exclusive(async () => Promise.reject(new Error('worker died')))).rejects.toThrow('worker died');
+    expect(g.held).toBe(false);
+    await g.turn();
+  });
+});

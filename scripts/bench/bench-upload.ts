@@ -5,7 +5,7 @@
 import type { Bench } from './common';
 import { authorizers, benchRuntime, mb, median, ms, num, ROOT } from './common';
 import { enroll } from '../../src/modules/enrollments/service';
-import { parserOf, uploadResults, UPLOAD_LIMIT_BYTES } from '../../src/modules/payment-results-upload/service';
+import { parserOf, uploadSummary, UPLOAD_LIMIT_BYTES } from '../../src/modules/payment-results-upload/service';
 
 const RUNS = 3;
 const BORROWERS = 1000;
@@ -57,6 +57,8 @@ async function measure(mode: Mode): Promise<Sample> {
     }));
     const en = await enroll({ ctx: c, input: { body: { borrowers } } });
     if (en.enrolled !== BORROWERS) throw new Error('bench borrowers failed validation');
+    // The upload worker starts with the service's first upload and stays: started here, before the clock.
+    if (mode !== 'parse') await uploadSummary({ ctx: c, input: { bytes: new TextEncoder().encode('reference,payment_amount,payment_status,submitted_at,return_code\n'), dryRun: true } });
     Bun.gc(true);
     const rss0 = process.memoryUsage().rss;
     const maxRss0 = process.resourceUsage().maxRSS * 1024;
@@ -70,7 +72,7 @@ async function measure(mode: Mode): Promise<Sample> {
       for await (const _ of parser as AsyncIterable<string[]>) rows++;
       rows--;
     } else {
-      const report = await uploadResults({ ctx: c, input: { bytes, dryRun: mode === 'dry' } });
+      const report = await uploadSummary({ ctx: c, input: { bytes, dryRun: mode === 'dry' } });
       if (report.problems.some((p) => p.severity === 'error')) throw new Error(`the bench file has errors: ${report.problems[0]!.reason}`);
       rows = report.rowCount;
     }

@@ -1,7 +1,7 @@
 import type { Ctx, Deps } from '../../deps';
 import * as domainErrors from '../../platform/errors';
 import { writeGate } from '../../platform/context';
-import type { UploadReport } from './service';
+import type { UploadAnswer, UploadForm } from './service';
 
 // The upload worker, as the main thread sees it: one Bun Worker per database, started at the first upload,
 // with its own SQLite connection to the same file. Uploads are sent to it one at a time with the file's bytes
@@ -16,12 +16,12 @@ type FromWorker =
   | { type: 'lock'; id: number }
   | { type: 'unlock'; id: number }
   | { type: 'log'; line: string }
-  | { type: 'done'; id: number; report: UploadReport; metrics: Parameters<Deps['metrics']['merge']>[0] }
+  | { type: 'done'; id: number; answer: UploadAnswer; metrics: Parameters<Deps['metrics']['merge']>[0] }
   | { type: 'failed'; id: number; error: { name: string; message: string; details?: Record<string, unknown>; suggestion?: string; stack?: string } };
 
 interface Job {
   id: number;
-  resolve: (r: UploadReport) => void;
+  resolve: (r: UploadAnswer) => void;
   reject: (e: unknown) => void;
   /** Releases the write gate the worker holds for this upload's transaction. */
   unlock?: () => void;
@@ -37,23 +37,25 @@ export class UploadWorker {
 
   constructor(private readonly deps: Deps) {}
 
-  run(ctx: Ctx, input: { bytes: Uint8Array; dryRun: boolean }): Promise<UploadReport> {
-    const p = this.tail.then(() => this.send(ctx, input));
+  run(ctx: Ctx, input: { bytes: Uint8Array; dryRun: boolean; handOver?: boolean }, form: UploadForm): Promise<UploadAnswer> {
+    const p = this.tail.then(() => this.send(ctx, input, form));
     this.tail = p.catch(() => undefined);
     return p;
   }
 
-  private send(ctx: Ctx, input: { bytes: Uint8Array; dryRun: boolean }): Promise<UploadReport> {
+  private send(ctx: Ctx, input: { bytes: Uint8Array; dryRun: boolean; handOver?: boolean }, form: UploadForm): Promise<UploadAnswer> {
     if (this.closed) return Promise.reject(new domainErrors.Unavailable('The service is stopping; upload the file again once it is back'));
     const worker = this.start();
     const id = this.next++;
-    return new Promise<UploadReport>((resolve, reject) => {
+    return new Promise<UploadAnswer>((resolve, reject) => {
       this.jobs.set(id, { id, resolve, reject });
-      // A copy the worker owns: the caller's bytes may be a view into a larger buffer.
-      const bytes = input.bytes.slice();
+      // Handed over when the caller gives them up (the route: a buffer of their own); else a copy the worker
+      // owns (the portal keeps a checked file to record it later).
+      const whole = input.bytes.byteOffset === 0 && input.bytes.byteLength === input.bytes.buffer.byteLength && input.bytes.buffer instanceof ArrayBuffer;
+      const bytes = input.handOver && whole ? input.bytes : input.bytes.slice();
       worker.postMessage(
-        { type: 'upload', id, lender: ctx.lender, now: this.deps.clock.now(), dryRun: input.dryRun, bytes },
-        [bytes.buffer],
+        { type: 'upload', id, lender: ctx.lender, now: this.deps.clock.now(), dryRun: input.dryRun, form, bytes },
+        [bytes.buffer as ArrayBuffer],
       );
     });
   }
@@ -96,7 +98,7 @@ export class UploadWorker {
       case 'done':
         this.finish(job);
         this.deps.metrics.merge(m.metrics);
-        job.resolve(m.report);
+        job.resolve(m.answer);
         return;
       case 'failed':
         this.finish(job);

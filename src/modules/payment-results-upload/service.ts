@@ -257,19 +257,63 @@ async function readRows(bytes: Uint8Array, now: number) {
   return { format, parsed, problems, dataRowCount, headerOk: columns !== null && readable };
 }
 
+/** The file, whether to write nothing, and whether the caller gives the bytes up (they may be moved to the worker, not copied). */
+export interface UploadInput {
+  bytes: Uint8Array;
+  dryRun: boolean;
+  handOver?: boolean;
+}
+
+/** The counts and the first problems of a report, for a page: what the portal shows. */
+export interface UploadSummary extends Omit<UploadReport, 'rows'> {
+  /** How many entries `problems` of the full report has; `problems` here holds the first SUMMARY_PROBLEMS. */
+  problemCount: number;
+}
+export const SUMMARY_PROBLEMS = 200;
+
+/** The report as the API answers it (its JSON, made where the report was) or as a page shows it. */
+export type UploadForm = 'json' | 'summary';
+export type UploadAnswer = { form: 'json'; json: Uint8Array } | { form: 'summary'; summary: UploadSummary };
+
+/** The report in the form asked for: made in the worker, so a report of many megabytes never passes through the event loop as objects. */
+export function answerOf(report: UploadReport, form: UploadForm): UploadAnswer {
+  if (form === 'json') return { form, json: new TextEncoder().encode(JSON.stringify(report)) };
+  const { rows: _rows, problems, ...counts } = report;
+  return { form, summary: { ...counts, problems: problems.slice(0, SUMMARY_PROBLEMS), problemCount: problems.length } };
+}
+
 /**
  * POST /v1/payment_results/uploads and the portal's check and record: read, decided and recorded in the
  * upload worker (its own thread and SQLite connection), so the event loop keeps serving; in this thread when
  * the database is in memory (no other connection can open it).
  */
-export async function uploadResults({ ctx, input }: { ctx: Ctx; input: { bytes: Uint8Array; dryRun: boolean } }): Promise<UploadReport> {
+export async function uploadResults({ ctx, input, form }: { ctx: Ctx; input: UploadInput; form: UploadForm }): Promise<UploadAnswer> {
   checkFile(input.bytes);
   const worker = uploadWorkerOf(ctx.deps);
-  if (worker) return worker.run(ctx, input);
-  return processUpload({ ctx, input, writeTurn: async (fn) => {
-    await writeGate(ctx.deps).turn();
-    return fn();
-  } });
+  if (worker) return worker.run(ctx, input, form);
+  const report = await processUpload({
+    ctx,
+    input,
+    writeTurn: async (fn) => {
+      await writeGate(ctx.deps).turn();
+      return fn();
+    },
+  });
+  return answerOf(report, form);
+}
+
+/** The API's answer: the report's JSON as it was made. */
+export async function uploadResultsJson(args: { ctx: Ctx; input: UploadInput }): Promise<Uint8Array> {
+  const a = await uploadResults({ ...args, form: 'json' });
+  if (a.form !== 'json') throw new Error('unreachable');
+  return a.json;
+}
+
+/** The portal's: the counts and the first problems. */
+export async function uploadSummary(args: { ctx: Ctx; input: UploadInput }): Promise<UploadSummary> {
+  const a = await uploadResults({ ...args, form: 'summary' });
+  if (a.form !== 'summary') throw new Error('unreachable');
+  return a.summary;
 }
 
 /** How the recorded transaction gets the write lock: after the write gate's turn, or as the worker's exclusive hold. */

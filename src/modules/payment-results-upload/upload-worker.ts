@@ -6,13 +6,13 @@ import type { Deps } from '../../deps';
 import type { Lender } from '../../platform/context';
 import { absent, openThreadPlatform } from '../../platform/thread';
 import { featureHooks } from '..';
-import { processUpload } from './service';
+import { answerOf, processUpload, type UploadForm } from './service';
 
 declare const self: Worker;
 
 type ToWorker =
   | { type: 'init'; config: Config }
-  | { type: 'upload'; id: number; lender: Lender; now: number; dryRun: boolean; bytes: Uint8Array }
+  | { type: 'upload'; id: number; lender: Lender; now: number; dryRun: boolean; form: UploadForm; bytes: Uint8Array }
   | { type: 'granted'; id: number };
 
 let base: Omit<Deps, 'clock'> | null = null;
@@ -59,7 +59,9 @@ async function upload(m: Extract<ToWorker, { type: 'upload' }>): Promise<void> {
     });
     const metrics = await deps.metrics.registry.getMetricsAsJSON();
     deps.metrics.registry.resetMetrics();
-    self.postMessage({ type: 'done', id: m.id, report, metrics });
+    const answer = answerOf(report, m.form);
+    // The JSON's buffer is handed over, not copied.
+    self.postMessage({ type: 'done', id: m.id, answer, metrics }, answer.form === 'json' ? [answer.json.buffer as ArrayBuffer] : []);
   } catch (e) {
     const err = e instanceof Error ? e : new Error(String(e));
     const { details, suggestion } = err as Error & { details?: unknown; suggestion?: unknown };

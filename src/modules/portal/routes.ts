@@ -14,7 +14,7 @@ import { getEnrollment, listEnrollments } from '../enrollments/service';
 import { listPaymentEvents } from '../collection/events';
 import { MONITOR_STATES } from '../enrollments/model';
 import { CreateConnectionBody, UpdateConnectionBody } from '../payment-connections/model';
-import { uploadResults, type UploadReport } from '../payment-results-upload/service';
+import { uploadSummary, type UploadSummary } from '../payment-results-upload/service';
 import { csrfField, esc, facts, loginPage, notice, page, table } from './pages';
 import { endSession, LOGIN_CSRF_COOKIE, newLoginCsrf, sameToken, SESSION_COOKIE, sessionOf, SignInThrottle, startSession, type PortalSession } from './session';
 import { verifySignIn } from './users';
@@ -171,14 +171,14 @@ ${csrfField(s.csrf)}
   const resultsPage = (
     s: PortalSession,
     message: { kind: 'ok' | 'error'; text: string } | null = null,
-    shown: { report: UploadReport; name: string; checkedId?: string | null } | null = null,
+    shown: { report: UploadSummary; name: string; checkedId?: string | null } | null = null,
   ) => {
     let report = '';
     if (shown) {
       const r = shown.report;
       // The first problems only: a page of every problem of a large file would be too large to open.
       const problems = r.problems.slice(0, PROBLEMS_SHOWN).map((p) => [String(p.row), esc(p.severity), esc(p.reason)]);
-      const hidden = r.problems.length - problems.length;
+      const hidden = r.problemCount - problems.length;
       const confirm =
         shown.checkedId != null
           ? `<form method="post" action="/portal/payments/results-upload">${csrfField(s.csrf)}<input type="hidden" name="action" value="confirm"><input type="hidden" name="checked" value="${esc(shown.checkedId)}"><button type="submit">Record ${rowsText(r.rowCount)}</button></form>`
@@ -472,14 +472,14 @@ ${table(['When', 'Reference', 'Kind', 'Amount'], ledger, `Collected ${money(e.le
           if (body.action === 'confirm') {
             const held = checked.take(s.tokenHash, String(body.checked ?? ''));
             if (!held) return resultsPage(s, { kind: 'error', text: 'The checked file is no longer held (a file is kept 30 minutes after its check, and not across a restart). Choose it again.' });
-            const report = await uploadResults({ ctx: ctxOf(s), input: { bytes: held.bytes, dryRun: false } });
+            const report = await uploadSummary({ ctx: ctxOf(s), input: { bytes: held.bytes, dryRun: false } });
             return resultsPage(s, { kind: 'ok', text: `Recorded ${held.name}: ${rowsText(report.rowCount)}.` }, { report, name: held.name });
           }
           const file = body.file;
           if (!(file instanceof Blob) || file.size === 0) return resultsPage(s, { kind: 'error', text: 'Choose a CSV file to check.' });
           const bytes = new Uint8Array(await file.arrayBuffer());
           const name = file instanceof File && file.name ? file.name : 'the file';
-          const report = await uploadResults({ ctx: ctxOf(s), input: { bytes, dryRun: true } });
+          const report = await uploadSummary({ ctx: ctxOf(s), input: { bytes, dryRun: true } });
           const id = report.rowCount > 0 ? checked.hold(s.tokenHash, { bytes, name, at: deps.clock.now() }) : null;
           return resultsPage(s, null, { report, name, checkedId: id });
         } catch (e) {

@@ -85,8 +85,14 @@ export const csvBench: Bench = {
     }
     // Where the endpoint's time goes (same file, outside HTTP), for the analysis.
     const readCsvMs = median(Array.from({ length: 5 }, () => time(() => readCsv(text))));
-    const parseBalanceMs = median(Array.from({ length: 5 }, () => time(() => parseBalanceCsv(bytes))));
-    const { candidates } = parseBalanceCsv(bytes);
+    const parseTimes: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const t0 = performance.now();
+      await parseBalanceCsv(bytes);
+      parseTimes.push(performance.now() - t0);
+    }
+    const parseBalanceMs = median(parseTimes);
+    const { candidates } = await parseBalanceCsv(bytes);
     const validateMs = median(Array.from({ length: 5 }, () => time(() => validateAuthorizers(candidates, { debitCardsApproved: false, now: Date.now() }))));
     const { accepted } = validateAuthorizers(candidates, { debitCardsApproved: false, now: Date.now() });
     const insertMs = median(

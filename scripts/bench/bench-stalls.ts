@@ -5,10 +5,12 @@
 //
 //   bun run bench stalls          as part of the suite
 //   bun scripts/bench/bench-stalls.ts   on its own, printing the table
+import { Database } from 'bun:sqlite';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Bench, BenchContext } from './common';
-import { mb, ms, num, startBenchServer, tempDir, withTimeout } from './common';
+import { authorizers, mb, ms, num, startBenchServer, tempDir, withTimeout, type BenchServer } from './common';
+import { balanceCsv } from './bench-csv';
 import { resultsFile } from './bench-upload';
 
 const HEADER = 'authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code';
@@ -21,6 +23,12 @@ interface Case {
   label: string;
   path: string;
   file: () => string;
+  /** Run on the fresh server before the file is sent (`dir` holds its database, service.sqlite). */
+  setup?: (server: BenchServer, dir: string) => Promise<void>;
+  /** Instead of sending the file: this request (the setup prepared what it reads). */
+  request?: (server: BenchServer) => Promise<Response>;
+  /** Small balance requests sent every 100 ms while the file is in hand: all must succeed. */
+  alongside?: boolean;
 }
 
 const lines = (n: number, line: (i: number) => string) => Array.from({ length: n }, (_, i) => line(i)).join('\n') + '\n';
@@ -59,7 +67,92 @@ export const CASES: Case[] = [
   // For comparison: an ordinary file of the same size, recorded in its one transaction.
   { label: 'a valid 10 MB results file, recorded (no borrower enrolled)', path: UPLOAD, file: () => new TextDecoder().decode(resultsFile()) },
   { label: '5 MB balance CSV of `a` lines', path: '/v1/balance_requests/csv', file: () => 'a\n'.repeat((5 * MB - 1024) / 2) },
+  { label: 'a 5,000-row balance CSV', path: '/v1/balance_requests/csv', file: () => balanceCsv(5000, 'stall') },
+  {
+    label: 'a valid 10 MB results file for 1,000 enrolled borrowers, recorded, with a small balance request every 100 ms',
+    path: UPLOAD,
+    file: () => new TextDecoder().decode(resultsFile()),
+    setup: enrollUploadBorrowers,
+    alongside: true,
+  },
+  {
+    label: 'a 100,000-row export (100 batches with metadata)',
+    path: '/v1/balances/csv',
+    file: () => '',
+    setup: seedExport,
+    request: (server) =>
+      fetch(`${server.url}/v1/balances/csv?${exportBatches.map((id) => `batch_ids=${id}`).join('&')}`, { headers: { authorization: `Bearer ${server.apiKey}` } }),
+  },
 ];
+
+const exportBatches: string[] = [];
+/** 100,000 results written straight into the file beside the running server, as completed batches no job touches. */
+async function seedExport(_server: BenchServer, dir: string): Promise<void> {
+  const db = new Database(join(dir, 'service.sqlite'));
+  db.exec('PRAGMA busy_timeout = 10000');
+  const lenderId = (db.query('SELECT id FROM lenders LIMIT 1').get() as { id: string }).id;
+  const now = Date.now();
+  exportBatches.length = 0;
+  db.transaction(() => {
+    for (let b = 0; b < 100; b++) {
+      const id = crypto.randomUUID();
+      exportBatches.push(id);
+      db.query(
+        `INSERT INTO batches (id, lender_id, source, status, submitted_at, completed_at, total_authorizers, total_processed)
+         VALUES (?, ?, 'api', 'completed', ?, ?, 1000, 1000)`,
+      ).run(id, lenderId, now, now);
+      db.query(
+        `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999)
+         INSERT INTO batch_items (batch_id, lender_id, seq, authorizer_unique_id, payment_type, routing_number, phone, zip, metadata, state)
+         SELECT ?, ?, i, 'exp-' || ? || '-' || i, 'ACCOUNT_NUMBER', '110000000', '+12025550143', '02139',
+                json_object('branch', 'north', 'n', i, 'region', 'r' || (i % 7), 'flag', json('true')), 'done' FROM n`,
+      ).run(id, lenderId, b);
+      db.query(
+        `INSERT INTO balance_results (item_id, batch_id, lender_id, authorizer_unique_id, balance_cents, status_code, export_status, institution, recorded_at)
+         SELECT id, batch_id, lender_id, authorizer_unique_id, 1234567, 0, 'SUCCESS', 'Sandbox Bank', ? FROM batch_items WHERE batch_id = ?`,
+      ).run(now, id);
+    }
+  })();
+  db.close();
+}
+
+/** The 1,000 borrowers the results file names (bench-upload.ts), enrolled with no processor key: nothing is collected. */
+async function enrollUploadBorrowers(server: BenchServer): Promise<void> {
+  const borrowers = authorizers('upl-', 1000).map((a, i) => ({
+    ...a,
+    authorizer_unique_id: `upl-${String(i).padStart(6, '0')}`,
+    date_of_birth: { day: 10, month: 12, year: 1985 },
+    collectable_amount: 42500,
+    days_past_due: 35,
+  }));
+  const res = await fetch(`${server.url}/v1/payment_enrollments`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ borrowers }),
+  });
+  if (res.status >= 300) throw new Error(`enrolling the bench borrowers answered ${res.status}`);
+}
+
+/** A one-authorizer balance request every 100 ms until `done`: how many, how many failed, the slowest. */
+async function smallRequests(server: BenchServer, done: () => boolean) {
+  const sent: Promise<{ status: number; ms: number }>[] = [];
+  for (let i = 0; !done(); i++) {
+    const t = performance.now();
+    sent.push(
+      fetch(`${server.url}/v1/balance_requests`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ authorizers: authorizers(`along-${i}`, 1) }),
+      }).then(
+        async (r) => (await r.arrayBuffer(), { status: r.status, ms: performance.now() - t }),
+        () => ({ status: 0, ms: performance.now() - t }),
+      ),
+    );
+    await Bun.sleep(100);
+  }
+  const all = await Promise.all(sent);
+  return { sent: all.length, failed: all.filter((r) => r.status < 200 || r.status >= 300).length, slowest: Math.max(0, ...all.map((r) => r.ms)) };
+}
 
 interface Outcome {
   label: string;
@@ -90,6 +183,7 @@ async function runCase(c: Case, log: (m: string) => void): Promise<Outcome> {
     stderr: 'ignore',
   });
   try {
+    await c.setup?.(server, dir);
     await Bun.sleep(500);
     Bun.gc(true);
     const rss0 = rssOf(server.proc.pid);
@@ -98,11 +192,16 @@ async function runCase(c: Case, log: (m: string) => void): Promise<Outcome> {
     const form = new FormData();
     form.append('file', new Blob([body], { type: 'text/csv' }), 'file.csv');
     const t0 = Date.now();
+    let answered = false;
+    const along = c.alongside ? smallRequests(server, () => answered) : null;
     let status = 'no answer';
     let answerBytes = 0;
     try {
       const res = await withTimeout(
-        fetch(`${server.url}${c.path}`, { method: 'POST', body: form, headers: { authorization: `Bearer ${server.apiKey}` } }).then(async (r) => ({ r, text: await r.arrayBuffer() })),
+        (c.request ? c.request(server) : fetch(`${server.url}${c.path}`, { method: 'POST', body: form, headers: { authorization: `Bearer ${server.apiKey}` } })).then(async (r) => ({
+          r,
+          text: await r.arrayBuffer(),
+        })),
         ANSWER_MS,
         'answer',
       );
@@ -112,6 +211,8 @@ async function runCase(c: Case, log: (m: string) => void): Promise<Outcome> {
       status = `no answer in ${ANSWER_MS / 1000} s (${(e as Error).message})`;
     }
     const t1 = Date.now();
+    answered = true;
+    const small = along ? await along : null;
     clearInterval(sampler);
     await Bun.sleep(300);
     probe.stdin.write('stop\n');
@@ -124,8 +225,9 @@ async function runCase(c: Case, log: (m: string) => void): Promise<Outcome> {
     ends.sort((a, b) => a - b);
     let gap = 0;
     for (let i = 1; i < ends.length; i++) if (ends[i]! >= t0 && ends[i - 1]! <= t1) gap = Math.max(gap, ends[i]! - ends[i - 1]!);
-    const o = { label: c.label, bytes: body.length, gapMs: gap, status, answerBytes, rssGrowth: peak - rss0, ms: t1 - t0 };
-    log(`${c.label}: gap ${ms(gap, 0)}, ${status}, answer ${num(answerBytes, 0)} B, RSS +${mb(peak - rss0)}, ${ms(t1 - t0, 0)}`);
+    const alongside = small ? `; ${small.sent} small requests alongside, ${small.failed} failed, slowest ${ms(small.slowest, 0)}` : '';
+    const o = { label: c.label, bytes: body.length, gapMs: gap, status: status + alongside, answerBytes, rssGrowth: peak - rss0, ms: t1 - t0 };
+    log(`${c.label}: gap ${ms(gap, 0)}, ${status}, answer ${num(answerBytes, 0)} B, RSS +${mb(peak - rss0)}, ${ms(t1 - t0, 0)}${alongside}`);
     return o;
   } finally {
     probe.kill('SIGKILL');

@@ -1,4 +1,6 @@
 import { parse, type Options } from 'csv-parse/sync';
+import { parse as parseStream } from 'csv-parse';
+import { once } from 'node:events';
 
 // CSV reading for the balance CSV upload and writing for the balance CSV export.
 //
@@ -104,10 +106,48 @@ export function readCsv(text: string, opts: { maxRows?: number } = {}): CsvTable
     throw toCsvError(err);
   }
 
+  return tableOf(records);
+}
+
+const SLICE_CHARS = 64 * 1024;
+const YIELD_RECORDS = 500;
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * readCsv without holding the event loop: the same parser and options, fed 64 KB at a time, with a turn of
+ * the event loop for other requests between slices and every 500 records. The row cap stops it the same way.
+ */
+export async function readCsvAsync(text: string, opts: { maxRows?: number } = {}): Promise<CsvTable> {
+  const parser = parseStream(opts.maxRows === undefined ? PARSE_OPTIONS : { ...PARSE_OPTIONS, on_record: rowLimit(opts.maxRows) });
+  const feed = (async () => {
+    for (let i = 0; i < text.length; i += SLICE_CHARS) {
+      if (!parser.write(text.slice(i, i + SLICE_CHARS))) await once(parser, 'drain');
+      else await nextTurn();
+    }
+    parser.end();
+  })();
+  feed.catch(() => undefined); // a parse error reaches the reader through the iteration
+  const records: string[][] = [];
+  try {
+    for await (const record of parser as AsyncIterable<string[]>) {
+      records.push(record);
+      if (records.length % YIELD_RECORDS === 0) await nextTurn();
+    }
+  } catch (err) {
+    if (err instanceof CsvRowLimit) throw err;
+    throw toCsvError(err);
+  } finally {
+    parser.destroy();
+  }
+  return tableOf(records);
+}
+
+/** Records → header and data rows: blank records skipped (keeping their numbers), short rows padded. */
+function tableOf(records: string[][]): CsvTable {
   let header: string[] | null = null;
   const rows: CsvRow[] = [];
   for (let i = 0; i < records.length; i++) {
-    const cells = records[i];
+    const cells = records[i]!;
     if (isBlank(cells)) continue;
     if (header === null) {
       header = cells;

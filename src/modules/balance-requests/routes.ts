@@ -61,7 +61,7 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
       async ({ lender, body, set }) => {
         const file = body.file;
         if (file.size > CSV_UPLOAD_LIMIT) throw InvalidInput.field('file', `The file is larger than ${CSV_UPLOAD_LIMIT} bytes`);
-        const parsed = parseBalanceCsv(new Uint8Array(await file.arrayBuffer()));
+        const parsed = await parseBalanceCsv(new Uint8Array(await file.arrayBuffer()));
         const result = await submitBalanceCsv({
           ctx: { lender, deps },
           input: { candidates: parsed.candidates, preFailed: parsed.failed, webhookUrl: body.webhook_url || null, warnings: parsed.warnings },

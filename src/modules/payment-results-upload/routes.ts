@@ -66,8 +66,16 @@ export const uploadRoutes = (deps: Deps, auth: Auth) =>
       const file = (body as { file?: unknown }).file;
       if (!(file instanceof Blob)) throw InvalidInput.field('file', 'Send the CSV file in a multipart part named file');
       const json = await uploadResultsJson({ ctx: { lender, deps }, input: { bytes: new Uint8Array(await file.arrayBuffer()), dryRun: query.dryRun === 'true', handOver: true } });
-      // The report's JSON as the worker made it (the Report schema): megabytes of it never pass through this thread as objects.
-      return new Response(json, { headers: { 'content-type': 'application/json' } });
+      // The report's JSON as the worker made it (the Report schema), sent part by part: megabytes of it never
+      // pass through this thread as objects, nor as one copy.
+      let next = 0;
+      const answer = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (next < json.length) controller.enqueue(json[next++]!);
+          else controller.close();
+        },
+      });
+      return new Response(answer, { headers: { 'content-type': 'application/json' } });
     },
     {
       auth: true,

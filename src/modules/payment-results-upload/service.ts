@@ -273,11 +273,11 @@ export const SUMMARY_PROBLEMS = 200;
 
 /** The report as the API answers it (its JSON, made where the report was) or as a page shows it. */
 export type UploadForm = 'json' | 'summary';
-export type UploadAnswer = { form: 'json'; json: Uint8Array } | { form: 'summary'; summary: UploadSummary };
+export type UploadAnswer = { form: 'json'; json: Uint8Array[] } | { form: 'summary'; summary: UploadSummary };
 
 /** The report in the form asked for: made in the worker, so a report of many megabytes never passes through the event loop as objects. */
 export function answerOf(report: UploadReport, form: UploadForm): UploadAnswer {
-  if (form === 'json') return { form, json: new TextEncoder().encode(JSON.stringify(report)) };
+  if (form === 'json') return { form, json: reportJson(report) };
   const { rows: _rows, problems, ...counts } = report;
   return { form, summary: { ...counts, problems: problems.slice(0, SUMMARY_PROBLEMS), problemCount: problems.length } };
 }
@@ -302,8 +302,27 @@ export async function uploadResults({ ctx, input, form }: { ctx: Ctx; input: Upl
   return answerOf(report, form);
 }
 
-/** The API's answer: the report's JSON as it was made. */
-export async function uploadResultsJson(args: { ctx: Ctx; input: UploadInput }): Promise<Uint8Array> {
+const JSON_ROWS_A_PART = 4096;
+
+/**
+ * The report's JSON (the Report schema, in its order) as UTF-8 parts of a few hundred kilobytes, so that a
+ * report of tens of megabytes is never one string and a copy of it at once: the rows are written a slice at
+ * a time, and the parts go to the answer as they are.
+ */
+function reportJson(report: UploadReport): Uint8Array[] {
+  const enc = new TextEncoder();
+  const { rows, problems, ...counts } = report;
+  const parts = [enc.encode(`${JSON.stringify(counts).slice(0, -1)},"rows":[`)];
+  for (let i = 0; i < rows.length; i += JSON_ROWS_A_PART) {
+    const slice = JSON.stringify(rows.slice(i, i + JSON_ROWS_A_PART)).slice(1, -1);
+    parts.push(enc.encode(i === 0 ? slice : `,${slice}`));
+  }
+  parts.push(enc.encode(`],"problems":${JSON.stringify(problems)}}`));
+  return parts;
+}
+
+/** The API's answer: the report's JSON as it was made, in parts. */
+export async function uploadResultsJson(args: { ctx: Ctx; input: UploadInput }): Promise<Uint8Array[]> {
   const a = await uploadResults({ ...args, form: 'json' });
   if (a.form !== 'json') throw new Error('unreachable');
   return a.json;

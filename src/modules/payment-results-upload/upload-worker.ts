@@ -61,7 +61,7 @@ async function upload(m: Extract<ToWorker, { type: 'upload' }>): Promise<void> {
     deps.metrics.registry.resetMetrics();
     const answer = answerOf(report, m.form);
     // The JSON's buffer is handed over, not copied.
-    self.postMessage({ type: 'done', id: m.id, answer, metrics }, answer.form === 'json' ? [answer.json.buffer as ArrayBuffer] : []);
+    self.postMessage({ type: 'done', id: m.id, answer, metrics }, answer.form === 'json' ? answer.json.map((part) => part.buffer as ArrayBuffer) : []);
   } catch (e) {
     const err = e instanceof Error ? e : new Error(String(e));
     const { details, suggestion } = err as Error & { details?: unknown; suggestion?: unknown };

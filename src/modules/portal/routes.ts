@@ -281,7 +281,7 @@ ${report}`,
         if (!(file instanceof Blob) || file.size === 0) return balancePage(s, { kind: 'error', text: 'Choose a CSV file to upload.' });
         if (file.size > CSV_LIMIT) return balancePage(s, { kind: 'error', text: `The file is larger than ${CSV_LIMIT} bytes.` });
         try {
-          const parsed = parseBalanceCsv(new Uint8Array(await file.arrayBuffer()));
+          const parsed = await parseBalanceCsv(new Uint8Array(await file.arrayBuffer()));
           const r = await submitBalanceCsv({
             ctx: ctxOf(s),
             input: { candidates: parsed.candidates, preFailed: parsed.failed, webhookUrl: str(body.webhook_url) ?? null, warnings: parsed.warnings, creator: s.user.displayName },

@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia';
+import { resolveClient } from '../../http/https';
 import { join } from 'node:path';
 import type { Deps } from '../../deps';
 import { isoOrNull } from '../../platform/clock';
@@ -26,11 +27,17 @@ const CSV_LIMIT = 5 * 1024 * 1024;
 
 type Form = Record<string, unknown>;
 
+/** The request's cookies; one whose value does not decode (another application's, on the same host) is ignored. */
 function cookies(request: Request): Record<string, string> {
   const out: Record<string, string> = {};
   for (const part of (request.headers.get('cookie') ?? '').split(';')) {
     const i = part.indexOf('=');
-    if (i > 0) out[part.slice(0, i).trim()] = decodeURIComponent(part.slice(i + 1).trim());
+    if (i <= 0) continue;
+    try {
+      out[part.slice(0, i).trim()] = decodeURIComponent(part.slice(i + 1).trim());
+    } catch {
+      /* not ours, and not readable: skipped */
+    }
   }
   return out;
 }
@@ -241,7 +248,8 @@ ${report}`,
         const again = (error: string, status: number) =>
           html(loginPage({ csrf, error, email }), status, { 'set-cookie': cookie(request, LOGIN_CSRF_COOKIE, csrf, 3600) });
         if (!sameToken(String(form._csrf ?? ''), cookies(request)[LOGIN_CSRF_COOKIE])) return again('This form expired; sign in again.', 403);
-        const address = server?.requestIP(request)?.address ?? 'local';
+        // The client as the rest of the service sees it: behind a TRUST_PROXY proxy, the address it forwarded.
+        const address = resolveClient(deps.config, request, server?.requestIP(request)?.address ?? null).address ?? 'local';
         const now = deps.clock.now();
         const before = throttle.status(email, address, now);
         if (before.locked) return again('Too many failed sign-ins. Wait 15 minutes and try again.', 429);
@@ -252,7 +260,7 @@ ${report}`,
           await Bun.sleep(SignInThrottle.delayMs(before.failures + 1));
           return again('The email or password is not right.', 401);
         }
-        throttle.succeed(email);
+        throttle.succeed(email, address);
         const { token } = startSession(deps, user.id);
         return new Response(null, {
           status: 303,

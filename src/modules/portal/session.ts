@@ -73,13 +73,18 @@ export function sameToken(a: string | undefined | null, b: string | undefined | 
 }
 
 /**
- * Failed sign-ins per email and per client address, in memory (a restart forgets them): each failure makes the
- * next answer slower (up to 5 s), and ten within 15 minutes lock that email or address out until they pass.
+ * Failed sign-ins, in memory (a restart forgets them), counted per email, per client address, and per pair of
+ * the two, over 15 minutes. Each failure makes the next answer for that email, that address or that pair
+ * slower (250 ms doubling, up to 5 s), so guessing one user's password is as slow from many addresses as from
+ * one. Ten failures lock the pair, and ten lock the address for every email; the email alone never locks, so
+ * a stranger who knows a user's email cannot lock that user out from elsewhere.
  */
 export class SignInThrottle {
   private readonly failures = new Map<string, { count: number; first: number }>();
   static readonly WINDOW_MS = 15 * 60_000;
   static readonly LOCK_AFTER = 10;
+  /** Keys kept at most: past it the oldest windows are dropped first (memory stays bounded under a flood). */
+  static readonly MAX_KEYS = 100_000;
 
   private entry(key: string, now: number) {
     const e = this.failures.get(key);
@@ -87,22 +92,34 @@ export class SignInThrottle {
     return e;
   }
 
-  /** Failures counted for this email or address (the larger), and whether sign-in is locked for now. */
+  private static keys(email: string, address: string) {
+    const e = email.toLowerCase();
+    return { email: `e:${e}`, address: `a:${address}`, pair: `p:${address} ${e}` };
+  }
+
+  /** The failures that slow the next answer (the most of the three counts), and whether sign-in is locked for this pair. */
   status(email: string, address: string, now: number): { failures: number; locked: boolean } {
-    const n = Math.max(this.entry(`e:${email.toLowerCase()}`, now)?.count ?? 0, this.entry(`a:${address}`, now)?.count ?? 0);
-    return { failures: n, locked: n >= SignInThrottle.LOCK_AFTER };
+    const k = SignInThrottle.keys(email, address);
+    const count = (key: string) => this.entry(key, now)?.count ?? 0;
+    const pair = count(k.pair);
+    const byAddress = count(k.address);
+    return { failures: Math.max(pair, byAddress, count(k.email)), locked: pair >= SignInThrottle.LOCK_AFTER || byAddress >= SignInThrottle.LOCK_AFTER };
   }
 
   fail(email: string, address: string, now: number): void {
-    for (const key of [`e:${email.toLowerCase()}`, `a:${address}`]) {
+    for (const key of Object.values(SignInThrottle.keys(email, address))) {
       const e = this.entry(key, now);
       if (e) e.count++;
-      else this.failures.set(key, { count: 1, first: now });
+      else {
+        if (this.failures.size >= SignInThrottle.MAX_KEYS) this.failures.delete(this.failures.keys().next().value!);
+        this.failures.set(key, { count: 1, first: now });
+      }
     }
   }
 
-  succeed(email: string): void {
-    this.failures.delete(`e:${email.toLowerCase()}`);
+  /** A sign-in that worked clears its pair; the email's count still slows guesses from elsewhere until it passes. */
+  succeed(email: string, address: string): void {
+    this.failures.delete(SignInThrottle.keys(email, address).pair);
   }
 
   /** How long to hold the answer to a failed attempt: 250 ms, doubling, at most 5 s. */

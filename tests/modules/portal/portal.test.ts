@@ -66,9 +66,16 @@ describe('sign-in and sessions', () => {
     expect(SignInThrottle.delayMs(20)).toBe(5000);
     const t = new SignInThrottle();
     for (let i = 0; i < SignInThrottle.LOCK_AFTER; i++) t.fail('x@y.z', '10.0.0.1', 0);
-    expect(t.status('x@y.z', '10.0.0.9', 1000)).toEqual({ failures: 10, locked: true });
+    // The pair and the address are locked; the email from elsewhere is not, but its answers are as slow.
+    expect(t.status('X@y.z', '10.0.0.1', 1000)).toEqual({ failures: 10, locked: true });
     expect(t.status('other@y.z', '10.0.0.1', 1000).locked).toBe(true);
-    expect(t.status('x@y.z', '10.0.0.1', SignInThrottle.WINDOW_MS + 1).locked).toBe(false);
+    expect(t.status('x@y.z', '10.0.0.9', 1000)).toEqual({ failures: 10, locked: false });
+    expect(t.status('x@y.z', '10.0.0.1', SignInThrottle.WINDOW_MS + 1)).toEqual({ failures: 0, locked: false });
+    // Ten addresses guessing one email: none locked, every answer slowed by the email's count.
+    const spread = new SignInThrottle();
+    for (let i = 0; i < 10; i++) spread.fail('y@y.z', `10.0.1.${i}`, 0);
+    expect(spread.status('y@y.z', '10.0.1.99', 1)).toEqual({ failures: 10, locked: false });
+    expect(SignInThrottle.delayMs(spread.status('y@y.z', '10.0.1.99', 1).failures)).toBe(5000);
     disableUser(c.rt.db, 'bob@example.test', c.clock.now());
     expect((await signIn(c, 'bob@example.test', PASSWORD)).status).toBe(401);
   }, 30_000);
@@ -90,6 +97,60 @@ describe('sign-in and sessions', () => {
     await expect(createUser(c.rt.db, { ...base, email: 'D@example.test', password: PASSWORD })).rejects.toBeInstanceOf(UserError);
     const stored = c.rt.sqlite.query('SELECT password_hash AS h FROM dashboard_users').get() as { h: string };
     expect(stored.h).toStartWith('$argon2id$');
+  });
+});
+
+describe('the sign-in lock and other applications’ cookies', () => {
+  test('a stranger’s failures lock the stranger’s address, not the user; guessing from elsewhere is still slowed', async () => {
+    // Behind a proxy on loopback, so each client has its own address (X-Forwarded-For).
+    const c = createTestContext({ TRUST_PROXY: 'loopback' });
+    contexts.push(c);
+    c.app.listen({ hostname: '127.0.0.1', port: 0 });
+    const base = `http://127.0.0.1:${c.app.server!.port}`;
+    try {
+      await createUser(c.rt.db, { lenderId: c.lender.id, email: 'eve-target@example.test', displayName: 'T', password: PASSWORD, now: c.clock.now() });
+      const attempt = async (client: string, email: string, password: string) => {
+        const headers = { 'x-forwarded-for': client, 'x-forwarded-proto': 'https' };
+        const form = await fetch(`${base}/portal/login`, { headers });
+        const cookie = form.headers.get('set-cookie')!.split(';')[0]!;
+        const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+        const t0 = performance.now();
+        const res = await fetch(`${base}/portal/login`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { ...headers, cookie, 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ _csrf: csrf, email, password }).toString(),
+        });
+        await res.text();
+        return { status: res.status, ms: performance.now() - t0 };
+      };
+      // Ten wrong passwords from a stranger's address, sent at once (each answer is held by the throttle).
+      const stranger = '203.0.113.7';
+      const guesses = await Promise.all(Array.from({ length: SignInThrottle.LOCK_AFTER }, (_, i) => attempt(stranger, 'eve-target@example.test', `wrong guess ${i}!!`)));
+      expect(guesses.map((g) => g.status)).toEqual(Array(SignInThrottle.LOCK_AFTER).fill(401));
+      // The stranger's address is locked now, for this email and any other.
+      expect((await attempt(stranger, 'eve-target@example.test', PASSWORD)).status).toBe(429);
+      expect((await attempt(stranger, 'someone-else@example.test', PASSWORD)).status).toBe(429);
+      // A guess from yet another address is not locked out but is as slow as the email's failures make it (5 s).
+      const slowed = await attempt('198.51.100.9', 'eve-target@example.test', 'another wrong one');
+      expect(slowed.status).toBe(401);
+      expect(slowed.ms).toBeGreaterThanOrEqual(4900);
+      // The user, from their own address, signs in.
+      expect((await attempt('192.0.2.10', 'eve-target@example.test', PASSWORD)).status).toBe(303);
+    } finally {
+      await c.app.stop(true);
+    }
+  }, 30_000);
+
+  test('a cookie that does not decode (another application’s) is ignored: the pages answer, never 500', async () => {
+    const c = fresh();
+    await createUser(c.rt.db, { lenderId: c.lender.id, email: 'cookie@example.test', displayName: 'C', password: PASSWORD, now: c.clock.now() });
+    const session = sessionCookie(await signIn(c, 'cookie@example.test', PASSWORD))!.split(';')[0]!;
+    const bad = 'other_app=%E0%A4%A';
+    expect((await c.request('GET', '/portal/login', { key: null, headers: { cookie: bad } })).status).toBe(200);
+    expect((await c.request('GET', '/portal/monitoring', { key: null, headers: { cookie: bad } })).status).toBe(303);
+    expect((await c.request('GET', '/portal/monitoring', { key: null, headers: { cookie: `${bad}; ${session}` } })).status).toBe(200);
+    expect((await c.request('GET', '/portal', { key: null, headers: { cookie: `${session}; ${bad}` } })).status).toBe(303);
   });
 });
 

@@ -33,3 +33,29 @@ export const uploadedResults = sqliteTable(
     index('uploaded_results_returned_idx').on(t.lenderId, t.returnedAt),
   ],
 );
+
+// Each recorded upload: who sent it and when, the report's counts, and its problems as the report listed
+// them (at most 10,000 and the row-0 note), for the upload history. Written in the upload's own transaction,
+// so an upload is in the history exactly when its rows are recorded. Problems name rows and rules, never a
+// cell's personal data.
+export const paymentResultUploads = sqliteTable(
+  'payment_result_uploads',
+  {
+    id: text('id').primaryKey(),
+    lenderId: text('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    recordedAt: integer('recorded_at').notNull(),
+    /** Who sent it: the portal user's name, or the API key's prefix. */
+    creator: text('creator'),
+    format: text('format', { enum: ['generic', 'annotated_export'] }).notNull(),
+    rowCount: integer('row_count').notNull(),
+    dataRowCount: integer('data_row_count').notNull(),
+    matched: integer('matched').notNull(),
+    needsAttention: integer('needs_attention').notNull(),
+    /** Entries of `problems` as the report listed them (its row-0 note included). */
+    problemCount: integer('problem_count').notNull(),
+    problems: text('problems').notNull(),
+  },
+  (t) => [index('payment_result_uploads_lender_idx').on(t.lenderId, t.recordedAt, t.id)],
+);

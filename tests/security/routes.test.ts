@@ -17,6 +17,10 @@ const schedule = await ctx.json('POST', '/v1/monitoring/scheduled_balance_reques
 const endpointId = (await ctx.json('POST', '/v1/webhook_endpoints', { body: { url: 'https://127.0.0.1:9/owned', event_types: ['PAYMENT_EVENT'] } })).body.id as string;
 const connection = await ctx.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_security_00000000001', rail_scope: 'both', is_default: true } });
 await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('sec-6')] } });
+const recordedForm = new FormData();
+recordedForm.append('file', new Blob(['authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code\nsec-6,SEC-0,10.00,sent,2026-11-02,,,\n'], { type: 'text/csv' }), 'r.csv');
+await ctx.json('POST', '/v1/payment_results/uploads', { form: recordedForm });
+const uploadId = (await ctx.json('GET', '/v1/payment_results/uploads')).body.uploads[0].id as string;
 const batchId: string = batch.body.batch_id;
 const connectionId: string = connection.body.id;
 const scheduleId: string = schedule.body.schedule_id;
@@ -82,6 +86,8 @@ const TABLE: Record<string, Row> = {
   'DELETE /v1/webhook_endpoints/:id': { path: `/v1/webhook_endpoints/${endpointId}`, stranger: 404 },
   'PATCH /v1/collection_policy': { path: '/v1/collection_policy', body: { max_reinitiations: 2 }, stranger: null },
   'POST /v1/payment_results/uploads': { path: '/v1/payment_results/uploads?dryRun=true', form: resultsForm, stranger: null },
+  'GET /v1/payment_results/uploads': { path: '/v1/payment_results/uploads', stranger: null },
+  'GET /v1/payment_results/uploads/:id': { path: `/v1/payment_results/uploads/${uploadId}`, stranger: 404 },
 };
 
 const send = (route: string, row: Row, key: string | null) => {

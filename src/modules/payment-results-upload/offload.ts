@@ -1,7 +1,7 @@
 import type { Ctx, Deps } from '../../deps';
 import * as domainErrors from '../../platform/errors';
 import { writeGate } from '../../platform/context';
-import type { UploadAnswer, UploadForm } from './service';
+import type { UploadAnswer, UploadForm, UploadInput } from './service';
 
 // The upload worker, as the main thread sees it: one Bun Worker per database, started at the first upload,
 // with its own SQLite connection to the same file. Uploads are sent to it one at a time with the file's bytes
@@ -37,13 +37,13 @@ export class UploadWorker {
 
   constructor(private readonly deps: Deps) {}
 
-  run(ctx: Ctx, input: { bytes: Uint8Array; dryRun: boolean; handOver?: boolean }, form: UploadForm): Promise<UploadAnswer> {
+  run(ctx: Ctx, input: UploadInput, form: UploadForm): Promise<UploadAnswer> {
     const p = this.tail.then(() => this.send(ctx, input, form));
     this.tail = p.catch(() => undefined);
     return p;
   }
 
-  private send(ctx: Ctx, input: { bytes: Uint8Array; dryRun: boolean; handOver?: boolean }, form: UploadForm): Promise<UploadAnswer> {
+  private send(ctx: Ctx, input: UploadInput, form: UploadForm): Promise<UploadAnswer> {
     if (this.closed) return Promise.reject(new domainErrors.Unavailable('The service is stopping; upload the file again once it is back'));
     const worker = this.start();
     const id = this.next++;
@@ -54,7 +54,7 @@ export class UploadWorker {
       const whole = input.bytes.byteOffset === 0 && input.bytes.byteLength === input.bytes.buffer.byteLength && input.bytes.buffer instanceof ArrayBuffer;
       const bytes = input.handOver && whole ? input.bytes : input.bytes.slice();
       worker.postMessage(
-        { type: 'upload', id, lender: ctx.lender, now: this.deps.clock.now(), dryRun: input.dryRun, form, bytes },
+        { type: 'upload', id, lender: ctx.lender, now: this.deps.clock.now(), dryRun: input.dryRun, creator: input.creator ?? null, form, bytes },
         [bytes.buffer as ArrayBuffer],
       );
     });

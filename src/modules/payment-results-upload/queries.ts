@@ -1,5 +1,6 @@
 import type { Tx } from '../../platform/context';
 import type { Db } from '../../platform/db';
+import { paymentResultUploads } from '../../../db/schema';
 
 // The upload's raw prepared statements: matching and the re-sending rules run once per row of a file of up
 // to 10 MB (bun run bench upload: about 100,000 rows), where the query builder's per-call cost was most of
@@ -113,3 +114,25 @@ export const ledgerBeyondExact = (tx: Tx, lenderId: string) =>
         WHERE l.lender_id = ? AND l.kind = 'credit' GROUP BY l.enrollment_id HAVING SUM(l.amount_cents) > 9007199254740991 LIMIT 1`,
     )
     .get(lenderId)?.aid ?? null;
+
+/** One recorded upload for the history, its problems as the report listed them (bounded there). */
+export function insertUpload(
+  tx: Tx,
+  u: { id: string; lenderId: string; recordedAt: number; creator: string | null; report: { format: 'generic' | 'annotated_export'; rowCount: number; dataRowCount: number; matched: number; needsAttention: number; problems: unknown[] } },
+): void {
+  tx.insert(paymentResultUploads)
+    .values({
+      id: u.id,
+      lenderId: u.lenderId,
+      recordedAt: u.recordedAt,
+      creator: u.creator,
+      format: u.report.format,
+      rowCount: u.report.rowCount,
+      dataRowCount: u.report.dataRowCount,
+      matched: u.report.matched,
+      needsAttention: u.report.needsAttention,
+      problemCount: u.report.problems.length,
+      problems: JSON.stringify(u.report.problems),
+    })
+    .run();
+}

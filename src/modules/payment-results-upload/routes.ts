@@ -7,6 +7,8 @@ import type { Auth } from '../../http/auth';
 import { InvalidInput } from '../../platform/errors';
 import { Int } from '../../platform/schema';
 import { uploadResultsJson, UPLOAD_LIMIT_BYTES } from './service';
+import { apiCreator, getUpload, listUploads } from './history';
+import { pageTokenQuery } from '../../platform/pagination';
 
 export const EXAMPLE_FILE =
   'authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code\n' +
@@ -59,13 +61,54 @@ export const Report = t.Object(
   },
 );
 
+const Problem = t.Object({ row: Int({ description: '0 for the file as a whole' }), reason: t.String(), severity: t.Union([t.Literal('error'), t.Literal('warning')]) });
+
+const UploadSummary = t.Object({
+  id: t.String(),
+  recorded_at: t.String({ format: 'date-time' }),
+  creator: t.Union([t.String(), t.Null()], { description: 'The portal user, or the API key (by its prefix), that sent it' }),
+  format: t.Union([t.Literal('generic'), t.Literal('annotated_export')]),
+  rowCount: Int({ description: 'Accepted rows' }),
+  dataRowCount: Int(),
+  matched: Int(),
+  needsAttention: Int(),
+  problemCount: Int({ description: 'Entries in the report’s problems (its row-0 note of problems left out included)' }),
+});
+
+const EXAMPLE_UPLOAD = {
+  id: '01936f3a-0000-7000-8000-0000000000aa',
+  recorded_at: '2026-11-23T14:38:00.000Z',
+  creator: 'API key drs_live_Ab12…',
+  format: 'generic' as const,
+  rowCount: 2,
+  dataRowCount: 3,
+  matched: 2,
+  needsAttention: 0,
+  problemCount: 1,
+};
+
+const UploadList = t.Object(
+  { uploads: t.Array(UploadSummary), has_more: t.Boolean(), next_page_token: t.Union([t.String(), t.Null()]) },
+  { examples: [{ uploads: [EXAMPLE_UPLOAD], has_more: false, next_page_token: null }] },
+);
+
+const UploadListQuery = t.Object({ limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 20 })), ...pageTokenQuery });
+
+const UploadDetail = t.Composite([UploadSummary, t.Object({ problems: t.Array(Problem) })], {
+  examples: [{ ...EXAMPLE_UPLOAD, problems: [{ row: 4, reason: 'authorizer_unique_id or reference is required', severity: 'error' }] }],
+});
+
 export const uploadRoutes = (deps: Deps, auth: Auth) =>
   new Elysia({ prefix: '/v1', normalize: false }).use(auth).post(
     '/payment_results/uploads',
     async ({ lender, body, query }) => {
       const file = (body as { file?: unknown }).file;
       if (!(file instanceof Blob)) throw InvalidInput.field('file', 'Send the CSV file in a multipart part named file');
-      const json = await uploadResultsJson({ ctx: { lender, deps }, input: { bytes: new Uint8Array(await file.arrayBuffer()), dryRun: query.dryRun === 'true', handOver: true } });
+      const ctx = { lender, deps };
+      const json = await uploadResultsJson({
+        ctx,
+        input: { bytes: new Uint8Array(await file.arrayBuffer()), dryRun: query.dryRun === 'true', handOver: true, creator: apiCreator(ctx, lender.keyId) },
+      });
       // The report's JSON as the worker made it (the Report schema), sent part by part: megabytes of it never
       // pass through this thread as objects, nor as one copy.
       let next = 0;
@@ -97,8 +140,29 @@ export const uploadRoutes = (deps: Deps, auth: Auth) =>
           'Every rule of a row is checked and listed in problems (error: not recorded; warning: recorded, something ignored ' +
           'or unmatched). The whole upload is one transaction; dryRun=true decides everything and writes nothing. 200 with ' +
           'the report for any UTF-8 file of at most 10 MB (a malformed one too: its problem is listed and nothing is ' +
-          'recorded); 400 only for a file over 10 MB or not UTF-8.',
+          'recorded); 400 only for a file over 10 MB or not UTF-8. A recorded upload is kept in the upload history ' +
+          '(GET /v1/payment_results/uploads).',
         ),
       },
     },
-  );
+  )
+  .get('/payment_results/uploads', ({ lender, query }) => listUploads({ ctx: { lender, deps }, input: query }), {
+    auth: true,
+    query: UploadListQuery,
+    response: { 200: UploadList, ...errors(400, 401, 429) },
+    detail: {
+      tags: ['Payments'],
+      summary: 'The history of recorded uploads',
+      ...maturity('In Development', 'Recorded uploads of payment results, newest first, with who sent them and their counts; dry runs are not kept.'),
+    },
+  })
+  .get('/payment_results/uploads/:id', ({ lender, params }) => getUpload({ ctx: { lender, deps }, input: { id: params.id } }), {
+    auth: true,
+    params: t.Object({ id: t.String({ maxLength: 64 }) }),
+    response: { 200: UploadDetail, ...errors(401, 404, 429) },
+    detail: {
+      tags: ['Payments'],
+      summary: 'One recorded upload: its counts and its problems',
+      ...maturity('In Development', 'The report of a recorded upload as it was answered, without its rows: the counts and the problems (at most 10,000, and a row-0 note of how many more). Another lender’s upload is not found.'),
+    },
+  });

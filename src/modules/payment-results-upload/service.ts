@@ -1,4 +1,5 @@
 import type { Db } from '../../platform/db';
+import { newId } from '../../platform/ids';
 import { writeGate } from '../../platform/context';
 import { uploadWorkerOf } from './offload';
 import { parse } from 'csv-parse';
@@ -262,6 +263,8 @@ export interface UploadInput {
   bytes: Uint8Array;
   dryRun: boolean;
   handOver?: boolean;
+  /** Who sends it, for the upload history: the portal user's name, or the API key's prefix. */
+  creator?: string | null;
 }
 
 /** The counts and the first problems of a report, for a page: what the portal shows. */
@@ -339,7 +342,7 @@ export async function uploadSummary(args: { ctx: Ctx; input: UploadInput }): Pro
 export type WriteTurn = <T>(fn: () => T) => Promise<T>;
 
 /** The upload itself, wherever it runs: the file read, every rule, and the one transaction (or a read-only snapshot for a dry run). */
-export async function processUpload({ ctx, input, writeTurn }: { ctx: Ctx; input: { bytes: Uint8Array; dryRun: boolean }; writeTurn: WriteTurn }): Promise<UploadReport> {
+export async function processUpload({ ctx, input, writeTurn }: { ctx: Ctx; input: UploadInput; writeTurn: WriteTurn }): Promise<UploadReport> {
   checkFile(input.bytes);
   const now = ctx.deps.clock.now();
   const read = await readRows(input.bytes, now);
@@ -400,7 +403,7 @@ export async function processUpload({ ctx, input, writeTurn }: { ctx: Ctx; input
       // The file's returns and debits move the lender's return rates: evaluated once, in the upload's transaction.
       evaluateReturnRates(tx, tx.lender.id);
     }
-    return {
+    const report: UploadReport = {
       format: read.format,
       rowCount: accepted.length,
       dataRowCount: read.dataRowCount,
@@ -410,6 +413,9 @@ export async function processUpload({ ctx, input, writeTurn }: { ctx: Ctx; input
       rows,
       problems: problems.report(),
     };
+    // In the history exactly when its rows are recorded: in the same transaction.
+    if (!input.dryRun) q.insertUpload(tx.tx, { id: newId(), lenderId: tx.lender.id, recordedAt: now, creator: input.creator ?? null, report });
+    return report;
   };
 
   if (!read.headerOk || problems.fileError) {

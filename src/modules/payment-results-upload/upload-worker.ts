@@ -12,7 +12,7 @@ declare const self: Worker;
 
 type ToWorker =
   | { type: 'init'; config: Config }
-  | { type: 'upload'; id: number; lender: Lender; now: number; dryRun: boolean; form: UploadForm; bytes: Uint8Array }
+  | { type: 'upload'; id: number; lender: Lender; now: number; dryRun: boolean; creator: string | null; form: UploadForm; bytes: Uint8Array }
   | { type: 'granted'; id: number };
 
 let base: Omit<Deps, 'clock'> | null = null;
@@ -43,7 +43,7 @@ async function upload(m: Extract<ToWorker, { type: 'upload' }>): Promise<void> {
   try {
     const report = await processUpload({
       ctx: { lender: m.lender, deps },
-      input: { bytes: m.bytes, dryRun: m.dryRun },
+      input: { bytes: m.bytes, dryRun: m.dryRun, creator: m.creator },
       // The recorded transaction runs once the main thread holds the write gate for it, and lets go after.
       writeTurn: async (fn) => {
         await new Promise<void>((resolve) => {

@@ -480,7 +480,7 @@ ${table(['When', 'Reference', 'Kind', 'Amount'], ledger, `Collected ${money(e.le
           if (body.action === 'confirm') {
             const held = checked.take(s.tokenHash, String(body.checked ?? ''));
             if (!held) return resultsPage(s, { kind: 'error', text: 'The checked file is no longer held (a file is kept 30 minutes after its check, and not across a restart). Choose it again.' });
-            const report = await uploadSummary({ ctx: ctxOf(s), input: { bytes: held.bytes, dryRun: false } });
+            const report = await uploadSummary({ ctx: ctxOf(s), input: { bytes: held.bytes, dryRun: false, creator: s.user.displayName } });
             return resultsPage(s, { kind: 'ok', text: `Recorded ${held.name}: ${rowsText(report.rowCount)}.` }, { report, name: held.name });
           }
           const file = body.file;

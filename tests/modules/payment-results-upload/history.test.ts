@@ -66,7 +66,7 @@ describe('the upload history', () => {
     const seen: string[] = [];
     let token: string | null = null;
     do {
-      const r = await c.json('GET', `/v1/payment_results/uploads?limit=2${token ? `&next_page_token=${encodeURIComponent(token)}` : ''}`);
+      const r: { status: number; body: any } = await c.json('GET', `/v1/payment_results/uploads?limit=2${token ? `&next_page_token=${encodeURIComponent(token)}` : ''}`);
       expect(r.status).toBe(200);
       expect((r.body.uploads as Summary[]).length).toBeLessThanOrEqual(2);
       seen.push(...(r.body.uploads as Summary[]).map((u) => u.id));

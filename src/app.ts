@@ -11,7 +11,7 @@ import { requestGate } from './http/gate';
 import { operationsRoutes } from './http/operations';
 import { RequestTracker } from './http/requests';
 import type { JobRunner } from './platform/jobs';
-import { featureRoutes, featureWebhooks, TAKE_THE_GATE_THEMSELVES } from './modules';
+import { featureErrorPage, featureRoutes, featureWebhooks, TAKE_THE_GATE_THEMSELVES } from './modules';
 import { writeGate } from './platform/context';
 
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -63,16 +63,18 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner<Deps> } = {}) {
     .onRequest(requestGate(deps, tracker, authenticate, authenticated))
     .onError(({ code, error, request, route }) => {
       const known = fromElysiaError(code, error, request, (path) => allowedMethods(path, app.routes));
-      if (known) return tracker.toResponse(request, known);
+      // A page's error is a page with the envelope's message; the request's metadata is the API's either way.
+      const answer = (err: ApiError) => {
+        const json = tracker.toResponse(request, err);
+        return featureErrorPage(deps, request, err, json.headers) ?? json;
+      };
+      if (known) return answer(known);
       const id = tracker.requestId(request);
       // The real error with its stack, never the request's body; something thrown that is not an Error is
       // named by its kind only, since it may be a piece of the request.
       const err = error instanceof Error ? error : new Error(`a non-Error value was thrown (${error === null ? 'null' : typeof error})`);
       deps.logger.error({ reqId: id, method: request.method, route: route || 'unmatched', err }, 'unhandled error');
-      return tracker.toResponse(
-        request,
-        new ApiError('INTERNAL_ERROR', `Internal error; quote request id ${id ?? 'unknown'} when reporting it`, { request_id: id ?? null }),
-      );
+      return answer(new ApiError('INTERNAL_ERROR', `Internal error; quote request id ${id ?? 'unknown'} when reporting it`, { request_id: id ?? null }));
     })
     .onAfterResponse(({ request, route, set }) => {
       tracker.finish(request, typeof set.status === 'number' ? set.status : 200, route || 'unmatched');

@@ -56,6 +56,8 @@ export const payments = sqliteTable(
     index('payments_enrollment_idx').on(t.enrollmentId, t.createdAt),
     // Return rates: the lender's ACH debits by when they first reached the processor.
     index('payments_rates_idx').on(t.lenderId, t.rail, t.firstAttemptAt, t.status),
+    // The portal's overview: the lender's payments by status, with their amounts.
+    index('payments_lender_status_idx').on(t.lenderId, t.status, t.createdAt, t.amountCents),
   ],
 );
 
@@ -113,7 +115,12 @@ export const ledgerEntries = sqliteTable(
       .references(() => paymentEvents.id),
     at: integer('at').notNull(),
   },
-  (t) => [index('ledger_entries_enrollment_idx').on(t.enrollmentId, t.id), index('ledger_entries_reference_idx').on(t.lenderId, t.reference)],
+  (t) => [
+    index('ledger_entries_enrollment_idx').on(t.enrollmentId, t.id),
+    index('ledger_entries_reference_idx').on(t.lenderId, t.reference),
+    // The portal's overview: money collected and returned per day, from the index alone.
+    index('ledger_entries_lender_at_idx').on(t.lenderId, t.at, t.kind, t.amountCents),
+  ],
 );
 
 // Distinct processor payments read through each key (ingested), and whether each matched a borrower.

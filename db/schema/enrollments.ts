@@ -52,5 +52,7 @@ export const enrollments = sqliteTable(
     index('enrollments_read_due_idx').on(t.nextReadAt).where(sql`${t.state} = 'monitored'`),
     index('enrollments_lapse_due_idx').on(t.windowEndsAt).where(sql`${t.state} = 'monitored'`),
     index('enrollments_held_idx').on(t.lenderId).where(sql`${t.state} = 'held'`),
+    // Borrowers of one state, in id order (the portal's filter and its counts by state).
+    index('enrollments_lender_state_idx').on(t.lenderId, t.state, t.authorizerUniqueId),
   ],
 );

@@ -24,6 +24,7 @@ import { collectionPolicyRoutes } from './collection-policy/routes';
 import { returnRateRoutes } from './return-rates/routes';
 import { returnRateJob } from './return-rates/watch';
 import { portalRoutes } from './portal/routes';
+import { portalErrorPage } from './portal/plugin';
 import { uploadRoutes } from './payment-results-upload/routes';
 import { onScheduleBatchCompleted, scheduleJob } from './schedules/runs';
 import { sealedColumns as webhookSealed } from './webhooks/service';
@@ -39,6 +40,9 @@ export function featureRoutes(deps: Deps, auth: Auth) {
 
 /** Routes whose writes run in a worker that takes the write gate itself: they hold no share of it. */
 export const TAKE_THE_GATE_THEMSELVES = new Set(['/v1/payment_results/uploads', '/portal/payments/results-upload']);
+
+/** An error of a request for a page, as a page (null for API requests: they get the JSON envelope). */
+export const featureErrorPage = portalErrorPage;
 
 /** What every webhook the service sends carries, for the OpenAPI document. */
 export const featureWebhooks = webhookDocuments;

@@ -83,8 +83,9 @@ describe('the lender portal', () => {
       expect(page.url()).toContain('/portal/login');
       await expect(page.getByRole('alert').innerText()).resolves.toContain('The email or password is not right.');
       await signIn(page);
-      expect(page.url()).toBe(`${origin}/portal/balance-checks`);
+      expect(page.url()).toBe(`${origin}/portal`);
       for (const [path, name] of [
+        ['/portal', 'overview'],
         ['/portal/balance-checks', 'balance-checks'],
         ['/portal/monitoring', 'monitoring'],
         ['/portal/payments/connections', 'connections'],
@@ -140,6 +141,7 @@ describe('the lender portal', () => {
     const { context, page } = await session();
     try {
       await signIn(page);
+      await page.goto(`${origin}/portal/balance-checks`);
       await page.getByLabel('CSV file').setInputFiles({
         name: 'batch.csv',
         mimeType: 'text/csv',

@@ -4,13 +4,7 @@
 export const esc = (v: unknown): string =>
   String(v ?? '').replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 
-export const NAV: [href: string, label: string][] = [
-  ['/portal/balance-checks', 'Balance checks'],
-  ['/portal/monitoring', 'Monitoring'],
-  ['/portal/payments/connections', 'Payments › Connection'],
-  ['/portal/payments/borrowers', 'Payments › Borrowers'],
-  ['/portal/payments/results-upload', 'Payments › Results upload'],
-];
+import { NAV } from './ui/components';
 
 export const csrfField = (csrf: string) => `<input type="hidden" name="_csrf" value="${esc(csrf)}">`;
 
@@ -27,6 +21,7 @@ export function page(opts: { title: string; body: string; user?: { displayName: 
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(opts.title)} · Debit Recovery</title>
 <link rel="stylesheet" href="/portal/assets/pico.css">
+<link rel="stylesheet" href="/portal/assets/portal.css">
 </head>
 <body>
 <header>${nav}</header>

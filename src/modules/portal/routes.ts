@@ -19,10 +19,12 @@ import { uploadSummary, type UploadSummary } from '../payment-results-upload/ser
 import { csrfField, esc, facts, loginPage, notice, page, table } from './pages';
 import { endSession, LOGIN_CSRF_COOKIE, newLoginCsrf, sameToken, SESSION_COOKIE, sessionOf, SignInThrottle, startSession, type PortalSession } from './session';
 import { verifySignIn } from './users';
+import { overviewPages } from './pages/overview';
 
 // The lender portal: the same services as the API (no rule is written twice), behind a signed-in session.
 
 const PICO = join(import.meta.dir, '../../../node_modules/@picocss/pico/css/pico.classless.min.css');
+const PORTAL_CSS = join(import.meta.dir, 'assets/portal.css');
 const CSV_LIMIT = 5 * 1024 * 1024;
 
 type Form = Record<string, unknown>;
@@ -228,11 +230,12 @@ ${report}`,
 
   return new Elysia({ name: 'portal' })
     .get('/portal/assets/pico.css', () => new Response(Bun.file(PICO), { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=86400' } }), { detail: { hide: true } })
-    .get('/portal', ({ request }) => redirect(sessionOf(deps, cookies(request)[SESSION_COOKIE]) ? '/portal/balance-checks' : '/portal/login'), { detail: { hide: true } })
+    .get('/portal/assets/portal.css', () => new Response(Bun.file(PORTAL_CSS), { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=86400' } }), { detail: { hide: true } })
+    .use(overviewPages(deps))
     .get(
       '/portal/login',
       ({ request }) => {
-        if (sessionOf(deps, cookies(request)[SESSION_COOKIE])) return redirect('/portal/balance-checks');
+        if (sessionOf(deps, cookies(request)[SESSION_COOKIE])) return redirect('/portal');
         const csrf = newLoginCsrf();
         return html(loginPage({ csrf }), 200, { 'set-cookie': cookie(request, LOGIN_CSRF_COOKIE, csrf, 3600) });
       },
@@ -265,7 +268,7 @@ ${report}`,
         return new Response(null, {
           status: 303,
           headers: [
-            ['location', '/portal/balance-checks'],
+            ['location', '/portal'],
             ['set-cookie', cookie(request, SESSION_COOKIE, token)],
             ['set-cookie', cookie(request, LOGIN_CSRF_COOKIE, '', 0)],
           ],

@@ -46,6 +46,7 @@ export function issueKey(tx: Tx, lenderId: string, now: number, key: string = ge
 export function listKeys(db: Db, lenderId: string) {
   return db
     .select({
+      id: apiKeys.id,
       prefix: apiKeys.prefix,
       createdAt: apiKeys.createdAt,
       lastUsedAt: apiKeys.lastUsedAt,
@@ -55,6 +56,24 @@ export function listKeys(db: Db, lenderId: string) {
     .where(eq(apiKeys.lenderId, lenderId))
     .orderBy(asc(apiKeys.createdAt))
     .all();
+}
+
+/** A new API key for the lender (the portal's "Create API key"); the key itself is returned once. */
+export function createLenderKey(db: Db, lenderId: string, now: number): string {
+  return withTransaction({ deps: { db } }, ({ tx }) => issueKey(tx, lenderId, now));
+}
+
+/** Revokes one of the lender's own live keys by its id; false when the lender has no such live key. */
+export function revokeLenderKey(db: Db, lenderId: string, keyId: string, now: number): boolean {
+  const revoked = withTransaction({ deps: { db } }, ({ tx }) =>
+    tx
+      .update(apiKeys)
+      .set({ revokedAt: now })
+      .where(and(eq(apiKeys.id, keyId), eq(apiKeys.lenderId, lenderId), isNull(apiKeys.revokedAt)))
+      .returning({ id: apiKeys.id })
+      .all(),
+  );
+  return revoked.length > 0;
 }
 
 /** Revokes the key with this display prefix; false when no live key has it. */

@@ -20,6 +20,9 @@ import { csrfField, esc, facts, loginPage, notice, page, table } from './pages';
 import { endSession, LOGIN_CSRF_COOKIE, newLoginCsrf, sameToken, SESSION_COOKIE, sessionOf, SignInThrottle, startSession, type PortalSession } from './session';
 import { verifySignIn } from './users';
 import { overviewPages } from './pages/overview';
+import { showBidiControls } from './ui/format';
+import { developerPages } from './pages/developers';
+import { rulesPages } from './pages/rules';
 
 // The lender portal: the same services as the API (no rule is written twice), behind a signed-in session.
 
@@ -52,7 +55,7 @@ const SECURITY_HEADERS = {
 };
 
 const html = (body: string, status = 200, headers: Record<string, string> = {}) =>
-  new Response(body, { status, headers: { 'content-type': 'text/html; charset=utf-8', ...SECURITY_HEADERS, ...headers } });
+  new Response(showBidiControls(body), { status, headers: { 'content-type': 'text/html; charset=utf-8', ...SECURITY_HEADERS, ...headers } });
 const redirect = (to: string, headers: Record<string, string> = {}) => new Response(null, { status: 303, headers: { location: to, ...headers } });
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined);
 
@@ -232,6 +235,8 @@ ${report}`,
     .get('/portal/assets/pico.css', () => new Response(Bun.file(PICO), { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=86400' } }), { detail: { hide: true } })
     .get('/portal/assets/portal.css', () => new Response(Bun.file(PORTAL_CSS), { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=86400' } }), { detail: { hide: true } })
     .use(overviewPages(deps))
+    .use(developerPages(deps))
+    .use(rulesPages(deps))
     .get(
       '/portal/login',
       ({ request }) => {

@@ -1,0 +1,146 @@
+import { Elysia } from 'elysia';
+import type { Deps } from '../../../deps';
+import { REINITIATION_AMOUNTS } from '../../../../db/schema/enums';
+import { PolicyPatch } from '../../collection-policy/model';
+import { getPolicy, updatePolicy } from '../../collection-policy/service';
+import { returnRates } from '../../return-rates/service';
+import { formOf, page, portalSession, problemOf, viewOf } from '../plugin';
+import type { PortalSession } from '../session';
+import { Csrf, Notice, Table, Time, type Message } from '../ui/components';
+import { RatesChart } from '../ui/charts';
+import { count, percent } from '../ui/format';
+
+// /portal/payments/rules: the collection policy of GET/PATCH /v1/collection_policy as a form, each field with
+// what it does and the rule it follows, and the return rates of GET /v1/return_rates.
+
+const HERE = '/portal/payments/rules';
+const CLASS_LABELS = { unauthorized: 'Unauthorized', administrative: 'Administrative', overall: 'Overall' } as const;
+const CODES = {
+  unauthorized: 'R05, R07, R10, R11, R29, R51',
+  administrative: 'R02, R03, R04',
+  overall: 'every return code',
+} as const;
+
+/** A whole number as typed, or the text itself (the schema then says what is wrong with it). */
+const whole = (v: unknown) => (typeof v === 'string' && /^\d{1,3}$/.test(v.trim()) ? Number(v.trim()) : v);
+
+function RulesContent(props: { deps: Deps; s: PortalSession; message?: Message; csrf: string; now: number }) {
+  const ctx = { lender: props.s.lender, deps: props.deps };
+  const p = getPolicy({ ctx });
+  const r = returnRates({ ctx, input: { windowDays: 60 } });
+  return (
+    <>
+      <Notice message={props.message} />
+      <section aria-labelledby="policy">
+        <h2 id="policy">The rules of every automatic debit</h2>
+        <p>
+          Last changed: {p.updated_at ? <Time at={p.updated_at} now={props.now} /> : 'never (every rule at its default)'}. The next collection decision reads
+          what you save here.
+        </p>
+        <form method="post" action={HERE}>
+          <Csrf token={props.csrf} />
+          <fieldset>
+            <label for="cfpb_covered">
+              <input id="cfpb_covered" name="cfpb_covered" type="checkbox" value="true" checked={p.cfpb_covered} aria-describedby="cfpb_covered-help" /> Loans covered by
+              the CFPB payday rule
+            </label>
+            <small id="cfpb_covered-help">
+              CFPB payday rule, 12 CFR 1041.8: after two consecutive debits fail for lack of funds, no further debit is attempted without a new authorization from the
+              borrower.
+            </small>
+          </fieldset>
+          <label for="max_reinitiations">Reinitiations of a returned debit, at most</label>
+          <select id="max_reinitiations" name="max_reinitiations" aria-describedby="max_reinitiations-help">
+            {[0, 1, 2].map((n) => (
+              <option value={String(n)} selected={p.max_reinitiations === n}>
+                {String(n)}
+              </option>
+            ))}
+          </select>
+          <small id="max_reinitiations-help">
+            Nacha reinitiation rule: a debit returned R01 (insufficient funds) or R09 (uncollected funds) may be presented again at most twice, within 180 days of its
+            settlement.
+          </small>
+          <label for="reinitiation_amount">Amount of a reinitiation</label>
+          <select id="reinitiation_amount" name="reinitiation_amount" aria-describedby="reinitiation_amount-help">
+            {REINITIATION_AMOUNTS.map((x) => (
+              <option value={x} selected={p.reinitiation_amount === x}>
+                {x === 'current' ? 'current: the collectable amount at the time' : 'original: the returned debit’s amount'}
+              </option>
+            ))}
+          </select>
+          <small id="reinitiation_amount-help">
+            Nacha reinitiation rule: a reinitiation keeps the original entry’s amount; with “original” none is made when the collectable amount has dropped below
+            it, with “current” the debit is the collectable amount at the time.
+          </small>
+          <label for="notice_days">Business days of notice before each debit</label>
+          <input id="notice_days" name="notice_days" type="number" min={0} max={10} step={1} value={String(p.notice_days)} aria-describedby="notice_days-help" />
+          <small id="notice_days-help">
+            CFPB payday rule, 12 CFR 1041.9: a payment notice 3 business days before a withdrawal sent electronically (6 if mailed). A read that finds the
+            balance covering the amount schedules the payment that many business days ahead instead of sending it; 0 sends at once.
+          </small>
+          <fieldset>
+            <label for="return_rate_pause">
+              <input id="return_rate_pause" name="return_rate_pause" type="checkbox" value="true" checked={p.return_rate_pause} aria-describedby="return_rate_pause-help" />{' '}
+              Pause ACH collection on a return-rate breach
+            </label>
+            <small id="return_rate_pause-help">
+              Nacha return-rate thresholds: while any class below is at or above its threshold over 60 days, no new ACH debit is made; collection resumes by itself once
+              every class is back under. Card payments are not paused.
+            </small>
+          </fieldset>
+          <button type="submit">Save rules</button>
+        </form>
+      </section>
+      <section aria-labelledby="rates">
+        <h2 id="rates">Return rates</h2>
+        <p>
+          Over the last 60 days: {count(r.debits)} ACH debits. Collection is {r.paused ? <strong>paused by the rules</strong> : 'not paused'}.
+        </p>
+        <RatesChart id="rules-rates" debits={r.debits} rates={(['unauthorized', 'administrative', 'overall'] as const).map((k) => ({ name: CLASS_LABELS[k], ...r.rates[k] }))} />
+        <Table
+          caption="What each class counts"
+          headers={['Class', 'Return codes', 'Threshold']}
+          rows={(['unauthorized', 'administrative', 'overall'] as const).map((k) => [CLASS_LABELS[k], CODES[k], percent(r.rates[k].threshold)])}
+        />
+        <Table
+          caption="Returns by code over the last 60 days"
+          headers={['Code', 'Returns']}
+          rows={Object.entries(r.by_code).map(([code, n]) => [code, count(n)])}
+          empty="No return in the last 60 days."
+        />
+      </section>
+    </>
+  );
+}
+
+export const rulesPages = (deps: Deps) => {
+  const render = (s: PortalSession, message: Message = null, status = 200) => {
+    const view = viewOf(deps, s, HERE);
+    return page(view, 'Collection rules', <RulesContent deps={deps} s={s} message={message} csrf={view.user.csrf} now={view.now} />, status);
+  };
+  return new Elysia({ name: 'portal-rules' })
+    .use(portalSession(deps))
+    .get(HERE, ({ session }) => render(session), { signedIn: true, detail: { hide: true } })
+    .post(
+      HERE,
+      ({ session, body }) => {
+        const raw = (body ?? {}) as Record<string, unknown>;
+        try {
+          // An unchecked box is not sent: it is false. Every field is sent, so the form is the whole policy.
+          const input = formOf(PolicyPatch, {
+            cfpb_covered: raw.cfpb_covered === 'true',
+            max_reinitiations: whole(raw.max_reinitiations),
+            reinitiation_amount: raw.reinitiation_amount,
+            notice_days: whole(raw.notice_days),
+            return_rate_pause: raw.return_rate_pause === 'true',
+          });
+          updatePolicy({ ctx: { lender: session.lender, deps }, input });
+          return render(session, { kind: 'ok', text: 'Collection rules saved.' });
+        } catch (e) {
+          return render(session, { kind: 'error', text: problemOf(e) }, 400);
+        }
+      },
+      { signedIn: true, detail: { hide: true } },
+    );
+};

@@ -1,0 +1,239 @@
+// The portal's console pages through the real app: the overview's figures equal the API's after a known
+// sequence of payments; API keys, the signing secret and webhook endpoints managed from Developers; the
+// collection rules form round-trips; every page is signed in, escapes what it shows and isolates bidi
+// controls; errors are pages.
+import { afterAll, describe, expect, test } from 'bun:test';
+import { createTestContext, type TestContext } from '../../helpers/context';
+import { enrollBorrower } from '../../helpers/fixtures';
+import { cycle } from '../../helpers/collection';
+import { signedIn } from '../../helpers/portal';
+import { dispatchPayments } from '../../../src/modules/collection/dispatch';
+import { pollProcessors } from '../../../src/modules/collection/poll';
+import { dollars } from '../../../src/modules/portal/ui/format';
+
+const SETTLE = 60_000;
+const contexts: TestContext[] = [];
+afterAll(() => contexts.forEach((c) => c.close()));
+const fresh = (env: Record<string, string> = {}) => {
+  const c = createTestContext({ SANDBOX_SETTLEMENT_MS: String(SETTLE), MONITOR_READ_INTERVAL_MS: '3600000', ...env });
+  contexts.push(c);
+  return c;
+};
+const figure = (html: string, id: string) => {
+  const m = new RegExp(`<h3 id="${id}">[^<]*</h3><p>([^<]*)</p><small>last 30 days · ([^<]*) all time</small>`).exec(html);
+  if (!m) throw new Error(`figure ${id} not on the page`);
+  return { recent: m[1]!, all: m[2]! };
+};
+const cell = (html: string, label: string) => {
+  const m = new RegExp(`>${label}</a></td><td>([\\d,]+)</td>|<td>${label}</td><td>([\\d,]+)</td>`).exec(html);
+  if (!m) throw new Error(`row ${label} not on the page`);
+  return Number((m[1] ?? m[2])!.replace(/,/g, ''));
+};
+
+type EnrollmentView = { state: string; ledger: { collected: number; reversed: number }; payments: { amount: number; status: string }[] };
+
+async function allEnrollments(c: TestContext): Promise<EnrollmentView[]> {
+  const out: EnrollmentView[] = [];
+  let token: string | null = null;
+  do {
+    const r: { body: { enrollments: EnrollmentView[]; next_page_token: string | null } } = await c.json('GET', `/v1/payment_enrollments?limit=100${token ? `&next_page_token=${encodeURIComponent(token)}` : ''}`);
+    out.push(...r.body.enrollments);
+    token = r.body.next_page_token;
+  } while (token);
+  return out;
+}
+
+describe('the overview', () => {
+  test('signed out it sends to sign-in; signed in its every figure equals the API’s after a known sequence of payments', async () => {
+    const c = fresh();
+    expect((await c.request('GET', '/portal', { key: null })).headers.get('location')).toBe('/portal/login');
+    expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_overview_0000000000001', rail_scope: 'both', is_default: true } })).status).toBe(201);
+    // Settled; settled then returned late R10; returned R01; still processing; invalid.
+    const amounts = [42500, 42595, 42591, 42597, 42596, 31000];
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: amounts.map((a, i) => enrollBorrower(`ov-${i}`, { collectable_amount: a })) } });
+    await cycle(c);
+    c.clock.advance(10_000);
+    await dispatchPayments(c.rt);
+    for (let i = 0; i < 2; i++) {
+      c.clock.advance(SETTLE);
+      await pollProcessors(c.rt);
+    }
+    const p = await signedIn(c);
+    const page = await p.get('/portal');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<h1>Overview</h1>');
+
+    const list = await allEnrollments(c);
+    const collected = list.reduce((s, e) => s + e.ledger.collected, 0);
+    const reversed = list.reduce((s, e) => s + e.ledger.reversed, 0);
+    const flight = list.flatMap((e) => e.payments).filter((x) => x.status === 'processing' || x.status === 'initiating');
+    expect(collected).toBeGreaterThan(0);
+    expect(reversed).toBeGreaterThan(0);
+    expect(flight.length).toBeGreaterThan(0);
+    expect(figure(page.text, 'fig-collected')).toEqual({ recent: dollars(collected), all: dollars(collected) });
+    expect(figure(page.text, 'fig-returned')).toEqual({ recent: dollars(reversed), all: dollars(reversed) });
+    const inFlight = `${dollars(flight.reduce((s, x) => s + x.amount, 0))} (${flight.length})`;
+    expect(figure(page.text, 'fig-flight')).toEqual({ recent: inFlight, all: inFlight });
+    for (const state of ['monitored', 'held', 'collected', 'lapsed', 'removed', 'stopped']) {
+      expect(`${state} ${cell(page.text, state)}`).toBe(`${state} ${list.filter((e) => e.state === state).length}`);
+    }
+    for (const status of ['processing', 'settled', 'returned', 'late_returned', 'invalid']) {
+      expect(`${status} ${cell(page.text, status)}`).toBe(`${status} ${list.flatMap((e) => e.payments).filter((x) => x.status === status).length}`);
+    }
+    const rates = (await c.json('GET', '/v1/return_rates')).body;
+    expect(page.text).toContain(`Return rates over the last 60 days (${rates.debits} ACH debits)`);
+    for (const [cls, label] of [['unauthorized', 'Unauthorized'], ['administrative', 'Administrative'], ['overall', 'Overall']] as const) {
+      const r = rates.rates[cls];
+      expect(page.text).toContain(`<td>${label}</td><td>${r.returns}</td><td>${(r.rate * 100).toFixed(2)}%</td><td>${(r.threshold * 100).toFixed(2)}%</td><td>${r.status}</td>`);
+    }
+    // The charts: images with a text alternative, and the figures of the days in a table.
+    expect(page.text).toMatch(/<svg viewBox="[^"]+" role="img" aria-labelledby="daily-t daily-d"/);
+    expect(page.text).toContain(`Collected ${dollars(collected)} and returned ${dollars(reversed)}`);
+    expect((page.text.match(/<tr><td><time datetime="\d{4}-\d{2}-\d{2}">/g) ?? []).length).toBe(60);
+  });
+});
+
+describe('Developers', () => {
+  test('an API key created on the page calls /v1 and, revoked after its confirmation, gets 401', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    const created = await p.post('/portal/developers/keys', {});
+    expect(created.status).toBe(200);
+    const key = /id="new-key-value" class="secret" readonly="" value="([^"]+)"|id="new-key-value" class="secret" readonly value="([^"]+)"/.exec(created.text);
+    const apiKey = (key?.[1] ?? key?.[2])!;
+    expect(apiKey).toMatch(/^drs_/);
+    expect((await c.json('GET', '/v1/webhook_endpoints', { key: apiKey })).status).toBe(200);
+    // Shown once: the list shows prefixes only.
+    const again = await p.get('/portal/developers');
+    expect(again.text).not.toContain(apiKey);
+    const revokeLink = [...again.text.matchAll(/href="(\/portal\/developers\/keys\/[^"]+\/revoke)"/g)].map((m) => m[1]!);
+    expect(revokeLink.length).toBe(2);
+    // The confirmation page names the key; the POST revokes the one it names.
+    let revoked = false;
+    for (const link of revokeLink) {
+      const confirm = await p.get(link);
+      expect(confirm.status).toBe(200);
+      if (!confirm.text.includes(apiKey.slice(0, 12))) continue;
+      expect(confirm.text).toContain('Revoke key');
+      expect((await p.post(link, {})).status).toBe(200);
+      revoked = true;
+    }
+    expect(revoked).toBe(true);
+    expect((await c.json('GET', '/v1/webhook_endpoints', { key: apiKey })).status).toBe(401);
+    expect((await c.json('GET', '/v1/webhook_endpoints')).status).toBe(200);
+    // Another lender's key cannot be revoked from here.
+    const other = c.newLender('other');
+    const otherId = (c.rt.sqlite.query('SELECT id FROM api_keys WHERE lender_id = ?').get(other.id) as { id: string }).id;
+    expect((await p.post(`/portal/developers/keys/${otherId}/revoke`, {})).status).toBe(404);
+    expect((await c.json('GET', '/v1/webhook_endpoints', { key: other.key })).status).toBe(200);
+    // Without the CSRF token nothing is created.
+    expect((await p.post('/portal/developers/keys', {}, { csrf: null })).status).toBe(403);
+  });
+
+  test('an endpoint added on the page is in GET /v1/webhook_endpoints; a bad one is refused on the page; delete removes it', async () => {
+    const c = fresh({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
+    const p = await signedIn(c);
+    const form = new URLSearchParams({ _csrf: await p.csrf(), url: 'https://127.0.0.1:9/portal-hook', description: 'Ops <b>hook</b>' });
+    form.append('event_types', 'PAYMENT_EVENT');
+    form.append('event_types', 'RETURN_RATE_ALERT');
+    const res = await c.request('POST', '/portal/developers/endpoints', { key: null, raw: form.toString(), headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: p.cookie } });
+    const text = await res.text();
+    expect(res.status).toBe(200);
+    expect(text).toContain('Endpoint added');
+    expect(text).toContain('Ops &lt;b&gt;hook&lt;/b&gt;');
+    const list = (await c.json('GET', '/v1/webhook_endpoints')).body.endpoints;
+    expect(list).toHaveLength(1);
+    expect(list[0]).toMatchObject({ url: 'https://127.0.0.1:9/portal-hook', event_types: ['PAYMENT_EVENT', 'RETURN_RATE_ALERT'], description: 'Ops <b>hook</b>' });
+    const none = await p.post('/portal/developers/endpoints', { url: 'https://127.0.0.1:9/x' });
+    expect(none.status).toBe(400);
+    expect(none.text).toContain('role="alert"');
+    expect((await c.json('GET', '/v1/webhook_endpoints')).body.endpoints).toHaveLength(1);
+    expect((await p.post(`/portal/developers/endpoints/${list[0].id}/delete`, {})).status).toBe(200);
+    expect((await c.json('GET', '/v1/webhook_endpoints')).body.endpoints).toEqual([]);
+  });
+
+  test('the signing secret is shown only on demand, equals the API’s, and rotates', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    const api = (await c.json('GET', '/v1/webhooks/secret')).body.secret as string;
+    expect((await p.get('/portal/developers')).text).not.toContain(api);
+    expect((await p.post('/portal/developers/secret', { action: 'reveal' })).text).toContain(api);
+    const rotated = await p.post('/portal/developers/secret', { action: 'rotate' });
+    const now = (await c.json('GET', '/v1/webhooks/secret')).body.secret as string;
+    expect(now).not.toBe(api);
+    expect(rotated.text).toContain(now);
+  });
+});
+
+describe('Collection rules', () => {
+  test('the form round-trips through GET /v1/collection_policy; a bad value is refused on the page; the return rates are shown', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    const page = await p.get('/portal/payments/rules');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<h1>Collection rules</h1>');
+    expect(page.text).toContain('Return rates</h2>');
+    const saved = await p.post('/portal/payments/rules', { cfpb_covered: 'true', max_reinitiations: '1', reinitiation_amount: 'original', notice_days: '3' });
+    expect(saved.status).toBe(200);
+    expect((await c.json('GET', '/v1/collection_policy')).body).toMatchObject({
+      cfpb_covered: true,
+      max_reinitiations: 1,
+      reinitiation_amount: 'original',
+      notice_days: 3,
+      return_rate_pause: false,
+    });
+    // What was saved is what the form shows next.
+    const shown = (await p.get('/portal/payments/rules')).text;
+    expect(shown).toMatch(/id="cfpb_covered" name="cfpb_covered" type="checkbox" value="true" checked/);
+    expect(shown).toMatch(/<option value="1" selected/);
+    expect(shown).toMatch(/<option value="original" selected/);
+    expect(shown).toMatch(/name="notice_days"[^>]*value="3"/);
+    for (const bad of [{ notice_days: '11' }, { notice_days: 'soon' }, { max_reinitiations: '3' }, { reinitiation_amount: 'double' }]) {
+      const r = await p.post('/portal/payments/rules', { max_reinitiations: '1', reinitiation_amount: 'original', notice_days: '3', ...bad });
+      expect(r.status).toBe(400);
+      expect(r.text).toContain('role="alert"');
+    }
+    expect((await c.json('GET', '/v1/collection_policy')).body).toMatchObject({ cfpb_covered: true, max_reinitiations: 1, notice_days: 3 });
+  });
+});
+
+describe('every page', () => {
+  const PAGES = ['/portal', '/portal/developers', '/portal/payments/rules', '/portal/balance-checks', '/portal/monitoring', '/portal/payments/borrowers', '/portal/payments/connections', '/portal/payments/results-upload'];
+
+  test('signed out, each sends to sign-in', async () => {
+    const c = fresh();
+    for (const path of PAGES) {
+      const r = await c.request('GET', path, { key: null });
+      expect(`${path} ${r.status} ${r.headers.get('location')}`).toBe(`${path} 303 /portal/login`);
+    }
+  });
+
+  test('a stored value with markup and bidi controls is shown as text, its controls written out', async () => {
+    const c = fresh({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
+    const p = await signedIn(c, { name: 'Eve \u202Eexe.txt\u202C <script>alert(1)</script>' });
+    await c.json('POST', '/v1/webhook_endpoints', { body: { url: 'https://127.0.0.1:9/x', event_types: ['PAYMENT_EVENT'], description: '"><img src=x onerror=alert(1)>\u202Etxt' } });
+    for (const path of PAGES) {
+      const r = await p.get(path);
+      expect(r.status).toBe(200);
+      expect(r.text).not.toContain('<script>alert(1)');
+      expect(r.text).not.toContain('<img src=x');
+      expect(r.text).not.toMatch(/[\u202A-\u202E\u2066-\u2069]/);
+    }
+    expect((await p.get('/portal')).text).toContain('Signed in as Eve [U+202E]exe.txt[U+202C] &lt;script&gt;');
+  });
+
+  test('an error is a page with the envelope’s message: an unknown schedule, a bad export', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    const missing = await p.get('/portal/monitoring/no-such-schedule');
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get('content-type')).toContain('text/html');
+    expect(missing.text).toContain('role="alert"');
+    const exp = await p.get('/portal/balance-checks/export?batch_ids=not-a-batch');
+    expect(exp.status).toBeGreaterThanOrEqual(400);
+    expect(exp.headers.get('content-type')).toContain('text/html');
+    const api = await c.json('GET', '/v1/balances/csv?batch_ids=not-a-batch');
+    expect(api.status).toBe(exp.status);
+    expect(exp.text).toContain(api.body.error.message.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;'));
+  });
+});

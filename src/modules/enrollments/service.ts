@@ -1,5 +1,5 @@
 import type { Static } from '@sinclair/typebox';
-import { and, asc, eq, gt } from 'drizzle-orm';
+import { and, asc, eq, gt, gte, lt } from 'drizzle-orm';
 import { enrollments } from '../../../db/schema';
 import type { HeldReason, MonitorState } from '../../../db/schema/enums';
 import type { Ctx, Deps } from '../../deps';
@@ -17,6 +17,7 @@ import { resolveKey } from '../payment-connections/resolve';
 import { Borrower, type EnrollmentRequest, type IdsBody } from './model';
 import * as q from './queries';
 import { applyMonitorEvent, enrollStatement, monitorsOf } from './monitor-store';
+import type { BlockedReason } from './monitor';
 import { ledgerOf, type LedgerView } from './ledger';
 
 const TOKENIZE_CONCURRENCY = 8;
@@ -371,22 +372,41 @@ export function getEnrollment({ ctx, input }: { ctx: Ctx; input: { authorizerUni
   return enrollmentView(ctx, e, ledgerOf(ctx, e));
 }
 
+/**
+ * The end of the range of ids that start with `prefix`: SQLite compares text as UTF-8 bytes, and U+10FFFF
+ * (a noncharacter, F4 8F BF BF) sorts after every character an id holds.
+ */
+const prefixEnd = (prefix: string): string => `${prefix}\u{10FFFF}`;
+
 export function listEnrollments({
   ctx,
   input,
 }: {
   ctx: Ctx;
-  input: { state?: MonitorState; limit?: number; next_page_token?: string; nextPageToken?: string };
+  input: {
+    state?: MonitorState;
+    /** The portal's filters: a blocked reason, and a prefix of authorizer_unique_id. */
+    blockedReason?: BlockedReason;
+    prefix?: string;
+    limit?: number;
+    next_page_token?: string;
+    nextPageToken?: string;
+  };
 }) {
+  const prefix = input.prefix ?? '';
   const { page, hasMore, nextPageToken } = keysetPage({
     tokens: ctx.deps.pageTokens,
-    scope: `enrollments:${ctx.lender.id}:${input.state ?? ''}`,
+    scope: `enrollments:${ctx.lender.id}:${input.state ?? ''}:${input.blockedReason ?? ''}:${prefix}`,
     query: input,
     limit: input.limit ?? 50,
+    // A prefix starts the range at itself; its rows are contiguous in id order, so the range ends at the
+    // first id without it (an index range, however many borrowers follow).
     start: { a: '' },
     fetch: (after, take) => {
       const conds = [eq(enrollments.lenderId, ctx.lender.id), gt(enrollments.authorizerUniqueId, after.a)];
+      if (prefix) conds.push(gte(enrollments.authorizerUniqueId, prefix), lt(enrollments.authorizerUniqueId, prefixEnd(prefix)));
       if (input.state) conds.push(eq(enrollments.state, input.state));
+      if (input.blockedReason) conds.push(eq(enrollments.blockedReason, input.blockedReason));
       return dbOf(ctx).select().from(enrollments).where(and(...conds)).orderBy(asc(enrollments.authorizerUniqueId)).limit(take).all();
     },
     positionOf: (e) => ({ a: e.authorizerUniqueId }),

@@ -4,16 +4,12 @@ import { join } from 'node:path';
 import type { Deps } from '../../deps';
 import { isoOrNull } from '../../platform/clock';
 import { DomainError, NotFound } from '../../platform/errors';
-import { formatCents } from '../../platform/money';
 import { validated } from '../../platform/validation';
 import { parseBalanceCsv } from '../balance-requests/csv-input';
 import { exportBalancesCsv, exportFilename, parseBatchIds } from '../balance-requests/export';
 import { listBatches, submitBalanceCsv } from '../balance-requests/service';
 import { getSchedule, listSchedules, view as scheduleView } from '../schedules/service';
 import { createConnection, deleteConnection, listConnections, updateConnection } from '../payment-connections/service';
-import { getEnrollment, listEnrollments } from '../enrollments/service';
-import { listPaymentEvents } from '../collection/events';
-import { MONITOR_STATES } from '../enrollments/model';
 import { CreateConnectionBody, UpdateConnectionBody } from '../payment-connections/model';
 import { uploadSummary, type UploadSummary } from '../payment-results-upload/service';
 import { csrfField, esc, facts, loginPage, notice, page, table } from './pages';
@@ -23,6 +19,7 @@ import { overviewPages } from './pages/overview';
 import { showBidiControls } from './ui/format';
 import { developerPages } from './pages/developers';
 import { rulesPages } from './pages/rules';
+import { borrowerPages } from './pages/borrowers';
 
 // The lender portal: the same services as the API (no rule is written twice), behind a signed-in session.
 
@@ -228,8 +225,6 @@ ${report}`,
     );
   };
 
-  // --- Payments › Borrowers ----------------------------------------------------------------------------------
-  const money = (cents: number | null | undefined) => (cents == null ? '' : `$${formatCents(cents)}`);
 
   return new Elysia({ name: 'portal' })
     .get('/portal/assets/pico.css', () => new Response(Bun.file(PICO), { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=86400' } }), { detail: { hide: true } })
@@ -237,6 +232,7 @@ ${report}`,
     .use(overviewPages(deps))
     .use(developerPages(deps))
     .use(rulesPages(deps))
+    .use(borrowerPages(deps))
     .get(
       '/portal/login',
       ({ request }) => {
@@ -417,65 +413,6 @@ ${report}`,
           if (e instanceof NotFound) throw e;
           return connectionsPage(s, { kind: 'error', text: problem(e) }, 400);
         }
-      }),
-      { detail: { hide: true } },
-    )
-    .get(
-      '/portal/payments/borrowers',
-      guarded((s, { query }) => {
-        const state = MONITOR_STATES.find((x) => x === query.state);
-        const list = listEnrollments({ ctx: ctxOf(s), input: { state, limit: 100 } });
-        const rows = list.enrollments.map((e) => [
-          `<a href="/portal/payments/borrowers/${encodeURIComponent(e.authorizer_unique_id)}">${esc(e.authorizer_unique_id)}</a>`,
-          esc(e.state),
-          money(e.collectable_amount),
-          e.last_read ? money(e.last_read.balance_cents) : '',
-          String(e.payments_used),
-          money(e.ledger.net),
-        ]);
-        const options = ['', ...MONITOR_STATES].map((x) => `<option value="${x}"${x === (state ?? '') ? ' selected' : ''}>${x || 'All states'}</option>`).join('');
-        return render(
-          s,
-          '/portal/payments/borrowers',
-          'Payments › Borrowers',
-          `<form method="get" action="/portal/payments/borrowers"><label for="state">State</label><select id="state" name="state">${options}</select><button type="submit">Filter</button></form>
-${table(['Borrower', 'State', 'Collectable', 'Last balance', 'Payments', 'Collected (net)'], rows, 'Enrolled borrowers')}`,
-        );
-      }),
-      { detail: { hide: true } },
-    )
-    .get(
-      '/portal/payments/borrowers/:aid',
-      guarded((s, { params }) => {
-        const e = getEnrollment({ ctx: ctxOf(s), input: { authorizerUniqueId: params.aid! } });
-        const events = listPaymentEvents({ ctx: ctxOf(s), input: { authorizerUniqueId: e.authorizer_unique_id } }).events.map((x) => [
-          esc(x.occurred_at),
-          `<code>${esc(x.reference)}</code>`,
-          esc(x.status),
-          money(x.amount),
-          esc(('return_code' in x ? x.return_code : '') ?? ''),
-          esc(x.source),
-        ]);
-        const ledger = e.ledger.entries.map((x) => [esc(x.at), `<code>${esc(x.reference)}</code>`, esc(x.kind), money(x.amount)]);
-        return render(
-          s,
-          '/portal/payments/borrowers',
-          `Borrower ${e.authorizer_unique_id}`,
-          `${facts('Monitoring', [
-            ['State', e.state + (e.reason ? ` (${e.reason})` : '')],
-            ['Blocked', e.blocked_reason ?? '—'],
-            ['Window', `${e.window_started_at ?? '—'} to ${e.window_ends_at ?? '—'}`],
-            ['Collectable', money(e.collectable_amount)],
-            ['Instrument', `${e.instrument.rail.toUpperCase()} ${'bank_name' in e.instrument ? (e.instrument.bank_name ?? '') : (e.instrument.card_brand ?? '')} …${e.instrument.last4 ?? ''}`],
-            ['Last balance', e.last_read ? `${money(e.last_read.balance_cents)} at ${e.last_read.at}` : 'not read yet'],
-            ['Payments used', `${e.payments_used} of 3`],
-          ])}
-<h2>Payment events</h2>
-${table(['When', 'Reference', 'Status', 'Amount', 'Return code', 'Source'], events, 'Oldest first')}
-<h2>Ledger</h2>
-${table(['When', 'Reference', 'Kind', 'Amount'], ledger, `Collected ${money(e.ledger.collected)}, reversed ${money(e.ledger.reversed)}, net ${money(e.ledger.net)}`)}
-<p><a href="/portal/payments/borrowers">All borrowers</a></p>`,
-        );
       }),
       { detail: { hide: true } },
     )

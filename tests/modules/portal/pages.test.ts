@@ -237,3 +237,53 @@ describe('every page', () => {
     expect(exp.text).toContain(api.body.error.message.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;'));
   });
 });
+
+describe('Borrowers', () => {
+  test('search by a prefix of the id, filters, paging and the CSV of the list; removal from the borrower page stops collection', async () => {
+    const c = fresh();
+    const ids = [...Array.from({ length: 55 }, (_, i) => `loan-${String(i).padStart(3, '0')}`), 'other-1', 'other-2', 'ünï/cödé 1'];
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: ids.map((id) => enrollBorrower(id)) } });
+    const p = await signedIn(c);
+    const found = await p.get('/portal/payments/borrowers?q=other');
+    expect(found.status).toBe(200);
+    expect(found.text).toContain('>other-1</a>');
+    expect(found.text).toContain('>other-2</a>');
+    expect(found.text).not.toContain('>loan-000</a>');
+    const first = await p.get('/portal/payments/borrowers?q=loan-');
+    expect((first.text.match(/>loan-\d{3}<\/a>/g) ?? []).length).toBe(50);
+    const next = /href="(\/portal\/payments\/borrowers\?[^"]*next_page_token=[^"]+)"/.exec(first.text)![1]!.replace(/&amp;/g, '&');
+    const second = await p.get(next);
+    expect((second.text.match(/>loan-\d{3}<\/a>/g) ?? []).length).toBe(5);
+    expect(second.text).toContain('>loan-054</a>');
+    expect(second.text).not.toContain('next_page_token');
+    expect((await p.get('/portal/payments/borrowers?q=nobody')).text).toContain('No borrower matches.');
+    expect((await p.get('/portal/payments/borrowers?state=bogus')).status).toBe(400);
+
+    const csv = await p.get('/portal/payments/borrowers.csv?q=other');
+    expect(csv.headers.get('content-type')).toContain('text/csv');
+    const lines = csv.text.trim().split(/\r?\n/);
+    expect(lines[0]).toStartWith('authorizer_unique_id,state,');
+    expect(lines.slice(1).map((l) => l.split(',')[0])).toEqual(['other-1', 'other-2']);
+    const all = (await p.get('/portal/payments/borrowers.csv')).text.trim().split(/\r?\n/);
+    expect(all.length).toBe(ids.length + 1);
+
+    const odd = encodeURIComponent('ünï/cödé 1');
+    const view = await p.get(`/portal/payments/borrowers/${odd}`);
+    expect(view.status).toBe(200);
+    expect(view.text).toContain('Remove from collection');
+    const confirm = await p.get(`/portal/payments/borrowers/${odd}/remove`);
+    expect(confirm.text).toContain('Remove borrower');
+    // Nothing happens before the confirmation is posted.
+    expect((await c.json('GET', `/v1/payment_enrollments/${odd}`)).body.state).toBe('monitored');
+    const removed = await p.post(`/portal/payments/borrowers/${odd}/remove`, {});
+    expect(removed.status).toBe(200);
+    expect(removed.text).toContain('Removed');
+    expect((await c.json('GET', `/v1/payment_enrollments/${odd}`)).body.state).toBe('removed');
+    expect((await p.get('/portal/payments/borrowers?state=removed')).text).toContain('ünï/cödé 1');
+
+    const erased = await p.post('/portal/payments/borrowers/other-1/erase', {});
+    expect(erased.status).toBe(200);
+    expect((await c.json('GET', '/v1/payment_enrollments/other-1')).body.state).toBe('removed');
+    expect((await p.get('/portal/payments/borrowers/nobody')).status).toBe(404);
+  });
+});

@@ -1,0 +1,262 @@
+import { Elysia } from 'elysia';
+import { Type } from '@sinclair/typebox';
+import type { Deps } from '../../../deps';
+import { MONITOR_STATES } from '../../../../db/schema/enums';
+import { csvLine } from '../../../platform/csv';
+import { formatCents } from '../../../platform/money';
+import { listPaymentEvents } from '../../collection/events';
+import { BLOCKED_REASONS } from '../../enrollments/monitor';
+import { eraseBorrowers, getEnrollment, listEnrollments, removeEnrollments } from '../../enrollments/service';
+import { formOf, page, portalSession, viewOf } from '../plugin';
+import type { PortalSession } from '../session';
+import { ActionButton, Facts, Money, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
+
+// /portal/payments/borrowers: the enrolled borrowers, searched by a prefix of authorizer_unique_id, filtered by
+// state and blocked reason, paged, and downloaded as CSV; a borrower's page with its payments, events and
+// ledger, and removal and erasure after a confirmation. The same services as /v1/payment_enrollments.
+
+const HERE = '/portal/payments/borrowers';
+const PAGE_SIZE = 50;
+const CSV_PAGE = 500;
+
+const Filters = Type.Object(
+  {
+    q: Type.Optional(Type.String({ maxLength: 255 })),
+    state: Type.Optional(Type.Union(MONITOR_STATES.map((x) => Type.Literal(x)))),
+    blocked: Type.Optional(Type.Union(BLOCKED_REASONS.map((x) => Type.Literal(x)))),
+    next_page_token: Type.Optional(Type.String({ maxLength: 512 })),
+  },
+  { additionalProperties: false },
+);
+type FilterValues = typeof Filters.static;
+
+/** The query's filters, typed; an empty field is no filter. */
+const filtersOf = (query: Record<string, string | undefined>): FilterValues =>
+  formOf(Filters, Object.fromEntries(Object.entries(query).filter(([k, v]) => v !== undefined && v !== '' && k in Filters.properties)));
+
+const listInput = (f: FilterValues) => ({ prefix: f.q, state: f.state, blockedReason: f.blocked });
+const borrowerHref = (aid: string) => `${HERE}/${encodeURIComponent(aid)}`;
+
+function ListContent(props: { deps: Deps; s: PortalSession; view: View; f: FilterValues }) {
+  const { f, view } = props;
+  const list = listEnrollments({ ctx: { lender: props.s.lender, deps: props.deps }, input: { ...listInput(f), limit: PAGE_SIZE, next_page_token: f.next_page_token } });
+  const filters = { q: f.q, state: f.state, blocked: f.blocked };
+  const csv = new URLSearchParams(Object.entries(filters).filter((e): e is [string, string] => !!e[1]));
+  return (
+    <>
+      <form method="get" action={HERE} role="search">
+        <label for="q">Authorizer id starts with</label>
+        <input id="q" name="q" type="search" value={f.q ?? ''} maxlength={255} />
+        <label for="state">State</label>
+        <select id="state" name="state">
+          <option value="">All states</option>
+          {MONITOR_STATES.map((x) => (
+            <option value={x} selected={f.state === x}>
+              {x}
+            </option>
+          ))}
+        </select>
+        <label for="blocked">Blocked reason</label>
+        <select id="blocked" name="blocked">
+          <option value="">Any or none</option>
+          {BLOCKED_REASONS.map((x) => (
+            <option value={x} selected={f.blocked === x}>
+              {x}
+            </option>
+          ))}
+        </select>
+        <button type="submit">Search</button>
+      </form>
+      <p>
+        <a href={`${HERE}.csv${csv.size ? `?${csv}` : ''}`} download>
+          Download these borrowers as CSV
+        </a>
+      </p>
+      <Table
+        caption={`Enrolled borrowers${f.q || f.state || f.blocked ? ' matching the search' : ''}, by authorizer id`}
+        headers={['Borrower', 'State', 'Blocked', 'Collectable', 'Last balance', 'Payments', 'Collected (net)']}
+        rows={list.enrollments.map((e) => [
+          <a href={borrowerHref(e.authorizer_unique_id)}>{e.authorizer_unique_id}</a>,
+          e.state,
+          e.blocked_reason ?? '—',
+          <Money cents={e.collectable_amount} />,
+          e.last_read ? <Money cents={e.last_read.balance_cents} /> : '—',
+          String(e.payments_used),
+          <Money cents={e.ledger.net} />,
+        ])}
+        empty={f.q || f.state || f.blocked ? 'No borrower matches.' : 'No borrower enrolled yet.'}
+      />
+      <Pager path={HERE} query={filters} next={list.next_page_token} />
+    </>
+  );
+}
+
+function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid: string; message?: Message }) {
+  const ctx = { lender: props.s.lender, deps: props.deps };
+  const e = getEnrollment({ ctx, input: { authorizerUniqueId: props.aid } });
+  const events = listPaymentEvents({ ctx, input: { authorizerUniqueId: e.authorizer_unique_id } }).events;
+  const now = props.view.now;
+  const base = borrowerHref(e.authorizer_unique_id);
+  const instrument = `${e.instrument.rail.toUpperCase()} ${'bank_name' in e.instrument ? (e.instrument.bank_name ?? '') : (e.instrument.card_brand ?? '')} …${e.instrument.last4 ?? ''}`;
+  return (
+    <>
+      <Notice message={props.message} />
+      <Facts
+        caption="Monitoring"
+        rows={[
+          ['State', e.state + (e.reason ? ` (${e.reason})` : '')],
+          ['Blocked', e.blocked_reason ?? '—'],
+          ['Window', <><Time at={e.window_started_at} now={now} /> to <Time at={e.window_ends_at} now={now} /></>],
+          ['Collectable', <Money cents={e.collectable_amount} />],
+          ['Instrument', instrument],
+          ['Last balance', e.last_read ? <><Money cents={e.last_read.balance_cents} /> at <Time at={e.last_read.at} now={now} /></> : 'not read yet'],
+          ['Next read', <Time at={e.next_read_at} now={now} />],
+          ['Payments used', `${e.payments_used} of 3`],
+          ['Scheduled payment', e.scheduled_payment ? <><Money cents={e.scheduled_payment.amount} /> on {e.scheduled_payment.debit_on} ({e.scheduled_payment.reference})</> : 'none'],
+        ]}
+      />
+      <h2>Payments</h2>
+      <Table
+        caption="The service's payments, oldest first; attempt 2 and 3 are reinitiations"
+        headers={['Reference', 'Amount', 'Status', 'Attempt', 'Reinitiation of', 'Created']}
+        rows={e.payments.map((p) => [<code>{p.reference}</code>, <Money cents={p.amount} />, p.status, String(p.attempt), p.reinitiation_of ?? '—', <Time at={p.created_at} now={now} />])}
+      />
+      <h2>Payment events</h2>
+      <Table
+        caption="Oldest first"
+        headers={['When', 'Reference', 'Status', 'Amount', 'Return code', 'Source']}
+        rows={events.map((x) => [<Time at={x.occurred_at} now={now} />, <code>{x.reference}</code>, x.status, <Money cents={x.amount} />, ('return_code' in x ? x.return_code : null) ?? '—', x.source])}
+      />
+      <h2>Ledger</h2>
+      <Table
+        caption={`Collected ${formatDollars(e.ledger.collected)}, reversed ${formatDollars(e.ledger.reversed)}, net ${formatDollars(e.ledger.net)}`}
+        headers={['When', 'Reference', 'Kind', 'Amount']}
+        rows={e.ledger.entries.map((x) => [<Time at={x.at} now={now} />, <code>{x.reference}</code>, x.kind, <Money cents={x.amount} />])}
+      />
+      <h2>Actions</h2>
+      <p>
+        {e.state === 'monitored' ? <a href={`${base}/remove`}>Remove from collection</a> : 'Not monitored: nothing to remove.'}
+        {' · '}
+        <a href={`${base}/erase`}>Erase personal data</a>
+      </p>
+      <p>
+        <a href={HERE}>All borrowers</a>
+      </p>
+    </>
+  );
+}
+
+const formatDollars = (cents: number) => `$${formatCents(cents)}`;
+
+const ACTIONS = {
+  remove: {
+    title: 'Remove a borrower',
+    what: 'Monitoring stops and no new payment is made for this borrower; a scheduled payment is voided; a payment already sent keeps its course at the processor.',
+    button: 'Remove borrower',
+  },
+  erase: {
+    title: 'Erase personal data',
+    what: 'Monitoring stops as on removal, and the borrower’s personal data and card token are overwritten; its payments, events and ledger stay. This cannot be undone.',
+    button: 'Erase personal data',
+  },
+} as const;
+
+export const borrowerPages = (deps: Deps) => {
+  const show = (s: PortalSession, aid: string, message?: Message) => {
+    const view = viewOf(deps, s, HERE);
+    return page(view, `Borrower ${aid}`, <BorrowerContent deps={deps} s={s} view={view} aid={aid} message={message} />);
+  };
+  const app = new Elysia({ name: 'portal-borrowers' })
+    .use(portalSession(deps))
+    .get(
+      HERE,
+      ({ session, query }) => {
+        const view = viewOf(deps, session, HERE);
+        return page(view, 'Borrowers', <ListContent deps={deps} s={session} view={view} f={filtersOf(query)} />);
+      },
+      { signedIn: true, detail: { hide: true } },
+    )
+    .get(
+      `${HERE}.csv`,
+      ({ session, query }) => {
+        const f = filtersOf(query);
+        const ctx = { lender: session.lender, deps };
+        let token: string | undefined;
+        let done = false;
+        // Page by page as the browser reads it: a list of any length streams in bounded memory.
+        const stream = new ReadableStream<string>({
+          start(c) {
+            c.enqueue(csvLine(['authorizer_unique_id', 'state', 'reason', 'blocked_reason', 'collectable_amount', 'last_balance', 'last_read_at', 'payments_used', 'collected', 'reversed', 'net']));
+          },
+          pull(c) {
+            if (done) return c.close();
+            const list = listEnrollments({ ctx, input: { ...listInput(f), limit: CSV_PAGE, next_page_token: token } });
+            c.enqueue(
+              list.enrollments
+                .map((e) =>
+                  csvLine([
+                    e.authorizer_unique_id,
+                    e.state,
+                    e.reason,
+                    e.blocked_reason,
+                    formatCents(e.collectable_amount),
+                    e.last_read?.balance_cents == null ? '' : formatCents(e.last_read.balance_cents),
+                    e.last_read?.at ?? '',
+                    String(e.payments_used),
+                    formatCents(e.ledger.collected),
+                    formatCents(e.ledger.reversed),
+                    formatCents(e.ledger.net),
+                  ]),
+                )
+                .join(''),
+            );
+            token = list.next_page_token ?? undefined;
+            if (!token) done = true;
+          },
+        });
+        return new Response(stream.pipeThrough(new TextEncoderStream()), {
+          headers: { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': 'attachment; filename=borrowers.csv', 'cache-control': 'no-store' },
+        });
+      },
+      { signedIn: true, detail: { hide: true } },
+    )
+    .get(`${HERE}/:aid`, ({ session, params }) => show(session, decodeURIComponent(params.aid)), { signedIn: true, detail: { hide: true } });
+  for (const action of ['remove', 'erase'] as const) {
+    const a = ACTIONS[action];
+    app
+      .get(
+        `${HERE}/:aid/${action}`,
+        ({ session, params }) => {
+          const aid = decodeURIComponent(params.aid);
+          const e = getEnrollment({ ctx: { lender: session.lender, deps }, input: { authorizerUniqueId: aid } });
+          const view = viewOf(deps, session, HERE);
+          return page(view, a.title, [
+            <p>
+              {a.title} <strong>{e.authorizer_unique_id}</strong>? {a.what}
+            </p>,
+            <ActionButton action={`${borrowerHref(aid)}/${action}`} csrf={view.user.csrf} label={a.button} />,
+            <p>
+              <a href={borrowerHref(aid)}>Cancel</a>
+            </p>,
+          ]);
+        },
+        { signedIn: true, detail: { hide: true } },
+      )
+      .post(
+        `${HERE}/:aid/${action}`,
+        ({ session, params }) => {
+          const aid = decodeURIComponent(params.aid);
+          const ctx = { lender: session.lender, deps };
+          getEnrollment({ ctx, input: { authorizerUniqueId: aid } });
+          if (action === 'remove') {
+            const r = removeEnrollments({ ctx, input: { body: { authorizer_unique_ids: [aid] } } });
+            return show(session, aid, r.removed ? { kind: 'ok', text: 'Removed: no new payment is made for this borrower.' } : { kind: 'error', text: 'Not removed: the borrower is not monitored.' });
+          }
+          eraseBorrowers({ ctx, input: { body: { authorizer_unique_ids: [aid] } } });
+          return show(session, aid, { kind: 'ok', text: 'Personal data erased; monitoring stopped.' });
+        },
+        { signedIn: true, detail: { hide: true } },
+      );
+  }
+  return app;
+};

@@ -69,7 +69,13 @@ async function accessible(page: Page, name: string) {
   await page.addScriptTag({ path: AXE });
   const result = (await page.evaluate('axe.run(document, { resultTypes: ["violations"] })')) as { violations: { id: string; impact: string; nodes: unknown[] }[] };
   const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
-  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  // Every page at a desktop width and a phone's.
+  const size = page.viewportSize() ?? { width: 1280, height: 800 };
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.screenshot({ path: join(SHOTS, `${name}-1280.png`), fullPage: true });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.screenshot({ path: join(SHOTS, `${name}-390.png`), fullPage: true });
+  await page.setViewportSize(size);
   expect(`${name}: ${bad.join(', ')}`).toBe(`${name}: `);
 }
 
@@ -91,6 +97,8 @@ describe('the lender portal', () => {
         ['/portal/payments/connections', 'connections'],
         ['/portal/payments/borrowers', 'borrowers'],
         ['/portal/payments/results-upload', 'results-upload'],
+        ['/portal/payments/rules', 'collection-rules'],
+        ['/portal/developers', 'developers'],
       ]) {
         await page.goto(`${origin}${path}`);
         expect(await page.getByRole('navigation', { name: 'Main' }).isVisible()).toBe(true);

@@ -1,5 +1,5 @@
 import type { Static } from '@sinclair/typebox';
-import { and, asc, count, desc, eq, gt, lt } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, lt, ne, or } from 'drizzle-orm';
 import { balanceResults, batches } from '../../../db/schema';
 import type { BatchSource } from '../../../db/schema/enums';
 import type { Ctx, JobContext } from '../../deps';
@@ -317,12 +317,25 @@ export function thresholdHits({ ctx, input }: { ctx: JobContext; input: { batchI
 export const sealedColumns: SealedColumn[] = [{ table: 'batch_payloads', key: 'batch_id', column: 'sealed' }];
 
 /** The lender's most recent batches, newest first (the portal's list). */
-export function listBatches({ ctx, input }: { ctx: Ctx; input: { limit: number } }) {
-  return dbOf(ctx)
-    .select()
-    .from(batches)
-    .where(eq(batches.lenderId, ctx.lender.id))
-    .orderBy(desc(batches.submittedAt), desc(batches.id))
-    .limit(input.limit)
-    .all();
+/**
+ * The lender's batches, newest first, paged (the portal's list): the batches the lender sent (API, CSV,
+ * schedules) by default, or the monitoring reads, or every batch.
+ */
+export function listBatches({ ctx, input }: { ctx: Ctx; input: PageQuery & { limit: number; kind?: 'sent' | 'monitoring' | 'all' } }) {
+  const kind = input.kind ?? 'sent';
+  const { page, hasMore, nextPageToken } = keysetPage<typeof batches.$inferSelect, { t: number; i: string }>({
+    tokens: ctx.deps.pageTokens,
+    scope: `batches:${ctx.lender.id}:${kind}`,
+    query: input,
+    limit: input.limit,
+    start: { t: Number.MAX_SAFE_INTEGER, i: '' },
+    fetch: (after, take) => {
+      const conds = [eq(batches.lenderId, ctx.lender.id), or(lt(batches.submittedAt, after.t), and(eq(batches.submittedAt, after.t), lt(batches.id, after.i)))!];
+      if (kind === 'sent') conds.push(ne(batches.source, 'monitoring'));
+      if (kind === 'monitoring') conds.push(eq(batches.source, 'monitoring'));
+      return dbOf(ctx).select().from(batches).where(and(...conds)).orderBy(desc(batches.submittedAt), desc(batches.id)).limit(take).all();
+    },
+    positionOf: (b) => ({ t: b.submittedAt, i: b.id }),
+  });
+  return { batches: page, hasMore, nextPageToken };
 }

@@ -2,12 +2,8 @@ import { Elysia } from 'elysia';
 import { resolveClient } from '../../http/https';
 import { join } from 'node:path';
 import type { Deps } from '../../deps';
-import { isoOrNull } from '../../platform/clock';
 import { DomainError, NotFound } from '../../platform/errors';
 import { validated } from '../../platform/validation';
-import { parseBalanceCsv } from '../balance-requests/csv-input';
-import { exportBalancesCsv, exportFilename, parseBatchIds } from '../balance-requests/export';
-import { listBatches, submitBalanceCsv } from '../balance-requests/service';
 import { getSchedule, listSchedules, view as scheduleView } from '../schedules/service';
 import { createConnection, deleteConnection, listConnections, updateConnection } from '../payment-connections/service';
 import { CreateConnectionBody, UpdateConnectionBody } from '../payment-connections/model';
@@ -20,12 +16,13 @@ import { showBidiControls } from './ui/format';
 import { developerPages } from './pages/developers';
 import { rulesPages } from './pages/rules';
 import { borrowerPages } from './pages/borrowers';
+import { balanceCheckPages } from './pages/balance-checks';
+import { UploadHistory, uploadHistoryPages } from './pages/upload-history';
 
 // The lender portal: the same services as the API (no rule is written twice), behind a signed-in session.
 
 const PICO = join(import.meta.dir, '../../../node_modules/@picocss/pico/css/pico.classless.min.css');
 const PORTAL_CSS = join(import.meta.dir, 'assets/portal.css');
-const CSV_LIMIT = 5 * 1024 * 1024;
 
 type Form = Record<string, unknown>;
 
@@ -82,35 +79,6 @@ export function portalRoutes(deps: Deps) {
   const userOf = (s: PortalSession) => ({ displayName: s.user.displayName, lender: s.lender.name, csrf: s.csrf });
   const ctxOf = (s: PortalSession) => ({ lender: s.lender, deps });
   const render = (s: PortalSession, current: string, title: string, body: string, status = 200) => html(page({ title, body, user: userOf(s), current }), status);
-
-  // --- Balance checks -------------------------------------------------------------------------------------
-  const balancePage = (s: PortalSession, message: { kind: 'ok' | 'error'; text: string } | null = null) => {
-    const rows = listBatches({ ctx: ctxOf(s), input: { limit: 50 } }).map((b) => [
-      `<code>${esc(b.id)}</code>`,
-      esc(b.source),
-      esc(b.status),
-      `${b.totalProcessed} of ${b.totalAuthorizers}`,
-      esc(b.creator ?? ''),
-      esc(isoOrNull(b.submittedAt)),
-      `<a href="/portal/balance-checks/export?batch_ids=${esc(b.id)}">Download CSV</a>`,
-    ]);
-    return render(
-      s,
-      '/portal/balance-checks',
-      'Balance checks',
-      `${notice(message?.kind ?? 'ok', message?.text)}
-<form method="post" action="/portal/balance-checks" enctype="multipart/form-data">
-${csrfField(s.csrf)}
-<label for="file">CSV file</label>
-<input id="file" name="file" type="file" accept=".csv,text/csv" required>
-<label for="webhook_url">Webhook URL (optional)</label>
-<input id="webhook_url" name="webhook_url" type="url">
-<button type="submit">Upload</button>
-</form>
-<h2>Batches</h2>
-${table(['Batch', 'Source', 'Status', 'Progress', 'Creator', 'Submitted', 'Export'], rows, 'The most recent 50 batches')}`,
-    );
-  };
 
   // --- Payments › Connection --------------------------------------------------------------------------------
   const connectionsPage = (s: PortalSession, message: { kind: 'ok' | 'error'; text: string } | null = null, status = 200) => {
@@ -181,6 +149,7 @@ ${csrfField(s.csrf)}
     s: PortalSession,
     message: { kind: 'ok' | 'error'; text: string } | null = null,
     shown: { report: UploadSummary; name: string; checkedId?: string | null } | null = null,
+    token?: string,
   ) => {
     let report = '';
     if (shown) {
@@ -221,7 +190,8 @@ ${csrfField(s.csrf)}
 <input id="results_file" name="file" type="file" accept=".csv,text/csv" required>
 <button type="submit">Check file</button>
 </form>
-${report}`,
+${report}
+${String(UploadHistory({ deps, s, now: deps.clock.now(), token }))}`,
     );
   };
 
@@ -233,6 +203,8 @@ ${report}`,
     .use(developerPages(deps))
     .use(rulesPages(deps))
     .use(borrowerPages(deps))
+    .use(balanceCheckPages(deps))
+    .use(uploadHistoryPages(deps))
     .get(
       '/portal/login',
       ({ request }) => {
@@ -282,38 +254,6 @@ ${report}`,
       guarded((s, { request }) => {
         endSession(deps, s.tokenHash);
         return redirect('/portal/login', { 'set-cookie': cookie(request, SESSION_COOKIE, '', 0) });
-      }),
-      { detail: { hide: true } },
-    )
-    .get('/portal/balance-checks', guarded((s) => balancePage(s)), { detail: { hide: true } })
-    .post(
-      '/portal/balance-checks',
-      guarded(async (s, { body }) => {
-        const file = body.file;
-        if (!(file instanceof Blob) || file.size === 0) return balancePage(s, { kind: 'error', text: 'Choose a CSV file to upload.' });
-        if (file.size > CSV_LIMIT) return balancePage(s, { kind: 'error', text: `The file is larger than ${CSV_LIMIT} bytes.` });
-        try {
-          const parsed = await parseBalanceCsv(new Uint8Array(await file.arrayBuffer()));
-          const r = await submitBalanceCsv({
-            ctx: ctxOf(s),
-            input: { candidates: parsed.candidates, preFailed: parsed.failed, webhookUrl: str(body.webhook_url) ?? null, warnings: parsed.warnings, creator: s.user.displayName },
-          });
-          const failed = r.body.failed_authorizers.length;
-          return balancePage(s, { kind: 'ok', text: `${r.body.message}${failed ? `; ${failed} rows failed validation` : ''}.` });
-        } catch (e) {
-          return balancePage(s, { kind: 'error', text: problem(e) });
-        }
-      }),
-      { detail: { hide: true } },
-    )
-    .get(
-      '/portal/balance-checks/export',
-      guarded(async (s, { request }) => {
-        const ids = new URL(request.url).searchParams.getAll('batch_ids');
-        const stream = await exportBalancesCsv({ ctx: ctxOf(s), input: { batchIds: parseBatchIds(ids) } });
-        return new Response(stream, {
-          headers: { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename=${exportFilename(deps.clock.now())}` },
-        });
       }),
       { detail: { hide: true } },
     )
@@ -416,7 +356,11 @@ ${report}`,
       }),
       { detail: { hide: true } },
     )
-    .get('/portal/payments/results-upload', guarded((s) => resultsPage(s)), { detail: { hide: true } })
+    .get(
+      '/portal/payments/results-upload',
+      guarded((s, { query }) => resultsPage(s, null, null, typeof query.next_page_token === 'string' && query.next_page_token.length <= 512 ? query.next_page_token : undefined)),
+      { detail: { hide: true } },
+    )
     .post(
       '/portal/payments/results-upload',
       guarded(async (s, { body }) => {

@@ -4,7 +4,7 @@
 // controls; errors are pages.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
-import { enrollBorrower } from '../../helpers/fixtures';
+import { bankAuthorizer, enrollBorrower } from '../../helpers/fixtures';
 import { cycle } from '../../helpers/collection';
 import { signedIn } from '../../helpers/portal';
 import { dispatchPayments } from '../../../src/modules/collection/dispatch';
@@ -285,5 +285,41 @@ describe('Borrowers', () => {
     expect(erased.status).toBe(200);
     expect((await c.json('GET', '/v1/payment_enrollments/other-1')).body.state).toBe('removed');
     expect((await p.get('/portal/payments/borrowers/nobody')).status).toBe(404);
+  });
+});
+
+describe('Balance checks and the upload history', () => {
+  test('the batches the lender sent by default, the monitoring reads behind the filter', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    const sent = await c.json('POST', '/v1/balance_requests', { body: { authorizers: [bankAuthorizer('bc-1')] } });
+    c.rt.sqlite.query("INSERT INTO batches (id, lender_id, source, status, submitted_at, total_authorizers, total_processed) SELECT 'monitoring-batch-1', lender_id, 'monitoring', 'completed', submitted_at + 1, 1, 1 FROM batches WHERE id = ?").run(sent.body.batch_id);
+    const byDefault = await p.get('/portal/balance-checks');
+    expect(byDefault.text).toContain(sent.body.batch_id);
+    expect(byDefault.text).not.toContain('monitoring-batch-1');
+    const monitoring = await p.get('/portal/balance-checks?kind=monitoring');
+    expect(monitoring.text).toContain('monitoring-batch-1');
+    expect(monitoring.text).not.toContain(sent.body.batch_id);
+    const all = await p.get('/portal/balance-checks?kind=all');
+    expect(all.text).toContain('monitoring-batch-1');
+    expect(all.text).toContain(sent.body.batch_id);
+    expect((await p.get('/portal/balance-checks?kind=bogus')).status).toBe(400);
+  });
+
+  test('a recorded upload is in the history with its sender; its page lists its problems', async () => {
+    const c = fresh();
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('up-1')] } });
+    const form = new FormData();
+    form.append('file', new Blob(['authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code\nup-1,UP-1,10.00,sent,2026-11-02,,,\n,,5,sent,2026-11-02,,,\n'], { type: 'text/csv' }), 'r.csv');
+    expect((await c.json('POST', '/v1/payment_results/uploads', { form })).status).toBe(200);
+    const p = await signedIn(c);
+    const pageText = (await p.get('/portal/payments/results-upload')).text;
+    expect(pageText).toContain('Recorded uploads');
+    expect(pageText).toMatch(/API key drs_/);
+    const link = /href="(\/portal\/payments\/results-upload\/history\/[^"]+)"/.exec(pageText)![1]!;
+    const one = await p.get(link);
+    expect(one.status).toBe(200);
+    expect(one.text).toContain('authorizer_unique_id or reference is required');
+    expect((await p.get('/portal/payments/results-upload/history/unknown')).status).toBe(404);
   });
 });

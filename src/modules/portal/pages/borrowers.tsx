@@ -37,8 +37,8 @@ const filtersOf = (query: Record<string, string | undefined>): FilterValues =>
 const listInput = (f: FilterValues) => ({ prefix: f.q, state: f.state, blockedReason: f.blocked });
 const borrowerHref = (aid: string) => `${HERE}/${encodeURIComponent(aid)}`;
 
-function ListContent(props: { deps: Deps; s: PortalSession; view: View; f: FilterValues }) {
-  const { f, view } = props;
+function ListContent(props: { deps: Deps; s: PortalSession; f: FilterValues }) {
+  const { f } = props;
   const list = listEnrollments({ ctx: { lender: props.s.lender, deps: props.deps }, input: { ...listInput(f), limit: PAGE_SIZE, next_page_token: f.next_page_token } });
   const filters = { q: f.q, state: f.state, blocked: f.blocked };
   const csv = new URLSearchParams(Object.entries(filters).filter((e): e is [string, string] => !!e[1]));
@@ -172,7 +172,7 @@ export const borrowerPages = (deps: Deps) => {
       HERE,
       ({ session, query }) => {
         const view = viewOf(deps, session, HERE);
-        return page(view, 'Borrowers', <ListContent deps={deps} s={session} view={view} f={filtersOf(query)} />);
+        return page(view, 'Borrowers', <ListContent deps={deps} s={session} f={filtersOf(query)} />);
       },
       { signedIn: true, detail: { hide: true } },
     )

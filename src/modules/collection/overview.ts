@@ -11,8 +11,6 @@ import { returnRates } from '../return-rates/service';
 // SQLite from covering indexes.
 
 const DAY_MS = 86_400_000;
-/** Payments sent and not yet settled or returned. */
-const IN_FLIGHT: PaymentStatus[] = ['initiating', 'processing'];
 
 export interface Totals {
   collected: number;
@@ -49,6 +47,7 @@ export function collectionOverview(ctx: Ctx): Overview {
       .from(ledgerEntries)
       .where(and(eq(ledgerEntries.lenderId, lender), gte(ledgerEntries.at, from)))
       .get()!;
+  // In flight: sent and not yet settled or returned (initiating, processing).
   const flight = (from: number) =>
     db
       .select({ cents: sql<bigint>`COALESCE(SUM(${payments.amountCents}), 0)`.mapWith(BigInt), n: sql<number>`COUNT(*)` })
@@ -106,5 +105,3 @@ export function collectionOverview(ctx: Ctx): Overview {
     returnRates: returnRates({ ctx, input: { windowDays: 60 } }),
   };
 }
-
-export { IN_FLIGHT };

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia';
 import { resolveClient } from '../../http/https';
 import { join } from 'node:path';
 import type { Deps } from '../../deps';
-import { DomainError, NotFound } from '../../platform/errors';
+import { NotFound } from '../../platform/errors';
 import { validated } from '../../platform/validation';
 import { getSchedule, listSchedules, view as scheduleView } from '../schedules/service';
 import { createConnection, deleteConnection, listConnections, updateConnection } from '../payment-connections/service';
@@ -11,6 +11,7 @@ import { uploadSummary, type UploadSummary } from '../payment-results-upload/ser
 import { csrfField, esc, facts, loginPage, notice, page, table } from './pages';
 import { endSession, LOGIN_CSRF_COOKIE, newLoginCsrf, sameToken, SESSION_COOKIE, sessionOf, SignInThrottle, startSession, type PortalSession } from './session';
 import { verifySignIn } from './users';
+import { cookies, htmlResponse, portalSession, problemOf, redirect } from './plugin';
 import { overviewPages } from './pages/overview';
 import { showBidiControls } from './ui/format';
 import { developerPages } from './pages/developers';
@@ -26,31 +27,8 @@ const PORTAL_CSS = join(import.meta.dir, 'assets/portal.css');
 
 type Form = Record<string, unknown>;
 
-/** The request's cookies; one whose value does not decode (another application's, on the same host) is ignored. */
-function cookies(request: Request): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const part of (request.headers.get('cookie') ?? '').split(';')) {
-    const i = part.indexOf('=');
-    if (i <= 0) continue;
-    try {
-      out[part.slice(0, i).trim()] = decodeURIComponent(part.slice(i + 1).trim());
-    } catch {
-      /* not ours, and not readable: skipped */
-    }
-  }
-  return out;
-}
-
-const SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'self'; script-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'",
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'same-origin',
-  'cache-control': 'no-store',
-};
-
-const html = (body: string, status = 200, headers: Record<string, string> = {}) =>
-  new Response(showBidiControls(body), { status, headers: { 'content-type': 'text/html; charset=utf-8', ...SECURITY_HEADERS, ...headers } });
-const redirect = (to: string, headers: Record<string, string> = {}) => new Response(null, { status: 303, headers: { location: to, ...headers } });
+// The pages still written as template strings: their text's bidi controls are written out at the response.
+const html = (body: string, status = 200, headers: Record<string, string> = {}) => htmlResponse(showBidiControls(body), status, headers);
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined);
 
 export function portalRoutes(deps: Deps) {
@@ -59,23 +37,11 @@ export function portalRoutes(deps: Deps) {
   const cookie = (request: Request, name: string, value: string, maxAge?: number) =>
     `${name}=${encodeURIComponent(value)}; Path=/portal; HttpOnly; SameSite=Lax${secure(request) ? '; Secure' : ''}${maxAge !== undefined ? `; Max-Age=${maxAge}` : ''}`;
 
-  /** The signed-in page, or a redirect to sign-in; a POST without the session's CSRF token is refused. */
-  function guarded(handler: (s: PortalSession, c: { request: Request; body: Form; query: Record<string, string | undefined>; params: Record<string, string> }) => Promise<Response> | Response) {
-    return async (c: { request: Request; body: unknown; query: Record<string, string | undefined>; params: Record<string, string> }) => {
-      const s = sessionOf(deps, cookies(c.request)[SESSION_COOKIE]);
-      if (!s) return redirect('/portal/login');
-      const body = (c.body ?? {}) as Form;
-      if (c.request.method === 'POST' && !sameToken(String(body._csrf ?? ''), s.csrf)) {
-        return html(page({ title: 'Form expired', body: notice('error', 'This form is no longer valid (missing or wrong CSRF token). Go back, reload the page and try again.') }), 403);
-      }
-      try {
-        return await handler(s, { ...c, body });
-      } catch (e) {
-        if (e instanceof NotFound) return html(page({ title: 'Not found', body: notice('error', `${e.message}.`), user: userOf(s) }), 404);
-        throw e;
-      }
-    };
-  }
+  /** A page's handler given the session the `signedIn` macro resolved (it has checked the CSRF token of a form) and the form. */
+  const guarded =
+    (handler: (s: PortalSession, c: { request: Request; body: Form; query: Record<string, string | undefined>; params: Record<string, string> }) => Promise<Response> | Response) =>
+    (c: { session: PortalSession; request: Request; body: unknown; query: Record<string, string | undefined>; params: Record<string, string> }) =>
+      handler(c.session, { ...c, body: (c.body ?? {}) as Form });
   const userOf = (s: PortalSession) => ({ displayName: s.user.displayName, lender: s.lender.name, csrf: s.csrf });
   const ctxOf = (s: PortalSession) => ({ lender: s.lender, deps });
   const render = (s: PortalSession, current: string, title: string, body: string, status = 200) => html(page({ title, body, user: userOf(s), current }), status);
@@ -135,11 +101,6 @@ ${csrfField(s.csrf)}
     ...(str(body.label) ? { label: str(body.label) } : {}),
   });
   const change = (body: Record<string, unknown>) => validated(UpdateConnectionBody, body);
-  const problem = (e: unknown) => {
-    if (!(e instanceof DomainError)) throw e;
-    const errors = (e.details?.errors as { path: string; message: string }[] | undefined) ?? [];
-    return errors.length > 0 && !e.message.includes(errors[0]!.message) ? `${e.message}: ${errors.map((x) => x.message).join('; ')}` : e.message;
-  };
 
   // --- Payments › Results upload ---------------------------------------------------------------------------
   const checked = new CheckedFiles();
@@ -199,6 +160,7 @@ ${String(UploadHistory({ deps, s, now: deps.clock.now(), token }))}`,
   return new Elysia({ name: 'portal' })
     .get('/portal/assets/pico.css', () => new Response(Bun.file(PICO), { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=86400' } }), { detail: { hide: true } })
     .get('/portal/assets/portal.css', () => new Response(Bun.file(PORTAL_CSS), { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=86400' } }), { detail: { hide: true } })
+    .use(portalSession(deps))
     .use(overviewPages(deps))
     .use(developerPages(deps))
     .use(rulesPages(deps))
@@ -255,7 +217,7 @@ ${String(UploadHistory({ deps, s, now: deps.clock.now(), token }))}`,
         endSession(deps, s.tokenHash);
         return redirect('/portal/login', { 'set-cookie': cookie(request, SESSION_COOKIE, '', 0) });
       }),
-      { detail: { hide: true } },
+      { signedIn: true, detail: { hide: true } },
     )
     .get(
       '/portal/monitoring',
@@ -271,7 +233,7 @@ ${String(UploadHistory({ deps, s, now: deps.clock.now(), token }))}`,
         ]);
         return render(s, '/portal/monitoring', 'Monitoring', table(['Schedule', 'Status', 'Runs', 'Next run', 'Last run', 'Authorizers'], rows, 'Scheduled balance monitoring'));
       }),
-      { detail: { hide: true } },
+      { signedIn: true, detail: { hide: true } },
     )
     .get(
       '/portal/monitoring/:id',
@@ -294,9 +256,9 @@ ${String(UploadHistory({ deps, s, now: deps.clock.now(), token }))}`,
           ])}<p><a href="/portal/monitoring">All schedules</a></p>`,
         );
       }),
-      { detail: { hide: true } },
+      { signedIn: true, detail: { hide: true } },
     )
-    .get('/portal/payments/connections', guarded((s) => connectionsPage(s)), { detail: { hide: true } })
+    .get('/portal/payments/connections', guarded((s) => connectionsPage(s)), { signedIn: true, detail: { hide: true } })
     .post(
       '/portal/payments/connections',
       guarded(async (s, { body }) => {
@@ -304,10 +266,10 @@ ${String(UploadHistory({ deps, s, now: deps.clock.now(), token }))}`,
           const k = await createConnection({ ctx: ctxOf(s), input: { body: formToConnection(body) } });
           return connectionsPage(s, { kind: 'ok', text: `Added ${k.label}.` });
         } catch (e) {
-          return connectionsPage(s, { kind: 'error', text: problem(e) }, 400);
+          return connectionsPage(s, { kind: 'error', text: problemOf(e) }, 400);
         }
       }),
-      { detail: { hide: true } },
+      { signedIn: true, detail: { hide: true } },
     )
     .get(
       '/portal/payments/connections/:id/delete',
@@ -323,7 +285,7 @@ ${String(UploadHistory({ deps, s, now: deps.clock.now(), token }))}`,
 <p><a href="/portal/payments/connections">Cancel</a></p>`,
         );
       }),
-      { detail: { hide: true } },
+      { signedIn: true, detail: { hide: true } },
     )
     .post(
       '/portal/payments/connections/:id',
@@ -351,15 +313,15 @@ ${String(UploadHistory({ deps, s, now: deps.clock.now(), token }))}`,
           }
         } catch (e) {
           if (e instanceof NotFound) throw e;
-          return connectionsPage(s, { kind: 'error', text: problem(e) }, 400);
+          return connectionsPage(s, { kind: 'error', text: problemOf(e) }, 400);
         }
       }),
-      { detail: { hide: true } },
+      { signedIn: true, detail: { hide: true } },
     )
     .get(
       '/portal/payments/results-upload',
       guarded((s, { query }) => resultsPage(s, null, null, typeof query.next_page_token === 'string' && query.next_page_token.length <= 512 ? query.next_page_token : undefined)),
-      { detail: { hide: true } },
+      { signedIn: true, detail: { hide: true } },
     )
     .post(
       '/portal/payments/results-upload',
@@ -380,10 +342,10 @@ ${String(UploadHistory({ deps, s, now: deps.clock.now(), token }))}`,
           const id = report.rowCount > 0 ? checked.hold(s.tokenHash, { bytes, name, at: deps.clock.now() }) : null;
           return resultsPage(s, null, { report, name, checkedId: id });
         } catch (e) {
-          return resultsPage(s, { kind: 'error', text: problem(e) });
+          return resultsPage(s, { kind: 'error', text: problemOf(e) });
         }
       }),
-      { detail: { hide: true } },
+      { signedIn: true, detail: { hide: true } },
     );
 }
 

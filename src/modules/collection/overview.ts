@@ -30,6 +30,10 @@ export interface Overview {
   returnRates: ReturnType<typeof returnRates>;
 }
 
+// The ledger's sums, by kind: what was credited, and what was reversed by returns.
+const credited = () => sql<bigint>`COALESCE(SUM(CASE WHEN ${ledgerEntries.kind} = 'credit' THEN ${ledgerEntries.amountCents} END), 0)`.mapWith(BigInt);
+const reversed = () => sql<bigint>`COALESCE(SUM(CASE WHEN ${ledgerEntries.kind} = 'reversal' THEN ${ledgerEntries.amountCents} END), 0)`.mapWith(BigInt);
+
 export function collectionOverview(ctx: Ctx): Overview {
   const db = dbOf(ctx);
   const lender = ctx.lender.id;
@@ -41,8 +45,8 @@ export function collectionOverview(ctx: Ctx): Overview {
   const ledger = (from: number) =>
     db
       .select({
-        collected: sql<bigint>`COALESCE(SUM(CASE WHEN ${ledgerEntries.kind} = 'credit' THEN ${ledgerEntries.amountCents} END), 0)`.mapWith(BigInt),
-        returned: sql<bigint>`COALESCE(SUM(CASE WHEN ${ledgerEntries.kind} = 'reversal' THEN ${ledgerEntries.amountCents} END), 0)`.mapWith(BigInt),
+        collected: credited(),
+        returned: reversed(),
       })
       .from(ledgerEntries)
       .where(and(eq(ledgerEntries.lenderId, lender), gte(ledgerEntries.at, from)))
@@ -82,8 +86,8 @@ export function collectionOverview(ctx: Ctx): Overview {
   for (const r of db
     .select({
       day: sql<number>`(${ledgerEntries.at} / ${DAY_MS}) * ${DAY_MS}`,
-      collected: sql<bigint>`COALESCE(SUM(CASE WHEN ${ledgerEntries.kind} = 'credit' THEN ${ledgerEntries.amountCents} END), 0)`.mapWith(BigInt),
-      returned: sql<bigint>`COALESCE(SUM(CASE WHEN ${ledgerEntries.kind} = 'reversal' THEN ${ledgerEntries.amountCents} END), 0)`.mapWith(BigInt),
+      collected: credited(),
+      returned: reversed(),
     })
     .from(ledgerEntries)
     .where(and(eq(ledgerEntries.lenderId, lender), gte(ledgerEntries.at, firstDay)))

@@ -58,6 +58,14 @@ export function formOf<S extends TSchema>(schema: S, body: unknown): Static<S> {
   return validated(schema, fields);
 }
 
+/**
+ * A page's query checked against its TypeBox schema: an empty field is no filter, and a parameter the schema
+ * does not name is ignored (a link may carry others); a bad value is the API's 400.
+ */
+export function queryOf<S extends TSchema & { properties: Record<string, unknown> }>(schema: S, query: Record<string, string | undefined>): Static<S> {
+  return formOf(schema, Object.fromEntries(Object.entries(query).filter(([k, v]) => v !== undefined && v !== '' && k in schema.properties)));
+}
+
 /** What a refused form says on its page: the error's message, and each field's problem. */
 export function problemOf(e: unknown): string {
   if (!(e instanceof DomainError)) throw e;

@@ -4,7 +4,7 @@ import type { Deps } from '../../../deps';
 import { parseBalanceCsv } from '../../balance-requests/csv-input';
 import { exportBalancesCsv, exportFilename, parseBatchIds } from '../../balance-requests/export';
 import { listBatches, submitBalanceCsv } from '../../balance-requests/service';
-import { formOf, page, portalSession, problemOf, viewOf } from '../plugin';
+import { page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
 import { Csrf, Notice, Pager, Table, Time, type Message } from '../ui/components';
 import { count } from '../ui/format';
@@ -24,7 +24,7 @@ const Filters = Type.Object(
 export const balanceCheckPages = (deps: Deps) => {
   const render = (s: PortalSession, query: Record<string, string | undefined>, message: Message = null) => {
     const view = viewOf(deps, s, HERE);
-    const f = formOf(Filters, Object.fromEntries(Object.entries(query).filter(([k, v]) => v && k in Filters.properties)));
+    const f = queryOf(Filters, query);
     const kind = f.kind ?? 'sent';
     const list = listBatches({ ctx: { lender: s.lender, deps }, input: { limit: 50, kind, next_page_token: f.next_page_token } });
     return page(view, 'Balance checks', [

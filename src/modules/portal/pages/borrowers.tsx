@@ -7,9 +7,10 @@ import { formatCents } from '../../../platform/money';
 import { listPaymentEvents } from '../../collection/events';
 import { BLOCKED_REASONS } from '../../enrollments/monitor';
 import { eraseBorrowers, getEnrollment, listEnrollments, removeEnrollments } from '../../enrollments/service';
-import { formOf, page, portalSession, viewOf } from '../plugin';
+import { page, portalSession, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
 import { ActionButton, Facts, Money, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
+import { dollars } from '../ui/format';
 
 // /portal/payments/borrowers: the enrolled borrowers, searched by a prefix of authorizer_unique_id, filtered by
 // state and blocked reason, paged, and downloaded as CSV; a borrower's page with its payments, events and
@@ -30,9 +31,6 @@ const Filters = Type.Object(
 );
 type FilterValues = typeof Filters.static;
 
-/** The query's filters, typed; an empty field is no filter. */
-const filtersOf = (query: Record<string, string | undefined>): FilterValues =>
-  formOf(Filters, Object.fromEntries(Object.entries(query).filter(([k, v]) => v !== undefined && v !== '' && k in Filters.properties)));
 
 const listInput = (f: FilterValues) => ({ prefix: f.q, state: f.state, blockedReason: f.blocked });
 const borrowerHref = (aid: string) => `${HERE}/${encodeURIComponent(aid)}`;
@@ -129,7 +127,7 @@ function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid:
       />
       <h2>Ledger</h2>
       <Table
-        caption={`Collected ${formatDollars(e.ledger.collected)}, reversed ${formatDollars(e.ledger.reversed)}, net ${formatDollars(e.ledger.net)}`}
+        caption={`Collected ${dollars(e.ledger.collected)}, reversed ${dollars(e.ledger.reversed)}, net ${dollars(e.ledger.net)}`}
         headers={['When', 'Reference', 'Kind', 'Amount']}
         rows={e.ledger.entries.map((x) => [<Time at={x.at} now={now} />, <code>{x.reference}</code>, x.kind, <Money cents={x.amount} />])}
       />
@@ -145,8 +143,6 @@ function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid:
     </>
   );
 }
-
-const formatDollars = (cents: number) => `$${formatCents(cents)}`;
 
 const ACTIONS = {
   remove: {
@@ -172,14 +168,14 @@ export const borrowerPages = (deps: Deps) => {
       HERE,
       ({ session, query }) => {
         const view = viewOf(deps, session, HERE);
-        return page(view, 'Borrowers', <ListContent deps={deps} s={session} f={filtersOf(query)} />);
+        return page(view, 'Borrowers', <ListContent deps={deps} s={session} f={queryOf(Filters, query)} />);
       },
       { signedIn: true, detail: { hide: true } },
     )
     .get(
       `${HERE}.csv`,
       ({ session, query }) => {
-        const f = filtersOf(query);
+        const f = queryOf(Filters, query);
         const ctx = { lender: session.lender, deps };
         let token: string | undefined;
         let done = false;

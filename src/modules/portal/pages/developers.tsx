@@ -6,7 +6,7 @@ import { NotFound } from '../../../platform/errors';
 import { createLenderKey, listKeys, revokeLenderKey } from '../../lenders/service';
 import { createEndpoint, deleteEndpoint, listEndpoints } from '../../webhooks/endpoints';
 import { getSecret, listDeliveries, rotateSecret } from '../../webhooks/service';
-import { formOf, page, portalSession, problemOf, viewOf } from '../plugin';
+import { formOf, page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
 import { ActionButton, Csrf, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
 
@@ -45,7 +45,7 @@ function DevelopersContent(props: {
   const ctx = { lender: s.lender, deps };
   const keys = listKeys(deps.db, s.lender.id);
   const endpoints = listEndpoints({ ctx }).endpoints;
-  const filter = formOf(DeliveryFilter, Object.fromEntries(Object.entries(props.query).filter(([, v]) => v)));
+  const filter = queryOf(DeliveryFilter, props.query);
   const deliveries = listDeliveries({ ctx, input: { status: filter.status, limit: 25, next_page_token: filter.next_page_token } });
   const csrf = view.user.csrf;
   return (

@@ -4,7 +4,7 @@ import type { Deps } from '../../deps';
 import { DomainError } from '../../platform/errors';
 import { validated } from '../../platform/validation';
 import type { TSchema, Static } from '@sinclair/typebox';
-import { endSession, SESSION_COOKIE, sameToken, sessionOf, type PortalSession } from './session';
+import { SESSION_COOKIE, sameToken, sessionOf, type PortalSession } from './session';
 import { html, Layout, Notice, type View } from './ui/components';
 
 // The portal's HTTP edge, shared by every page: cookies read safely, the security headers, and the
@@ -23,6 +23,12 @@ export function cookies(request: Request): Record<string, string> {
     }
   }
   return out;
+}
+
+/** A portal cookie: HttpOnly, SameSite=Lax, Secure when the request came over HTTPS (or a proxy says it did). */
+export function setCookie(request: Request, name: string, value: string, maxAge?: number): string {
+  const secure = new URL(request.url).protocol === 'https:' || request.headers.get('x-forwarded-proto') === 'https';
+  return `${name}=${encodeURIComponent(value)}; Path=/portal; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}${maxAge !== undefined ? `; Max-Age=${maxAge}` : ''}`;
 }
 
 export const SECURITY_HEADERS = {
@@ -109,9 +115,6 @@ export function portalSession(deps: Deps) {
     },
   });
 }
-
-/** Ends the session of a request, if any. */
-export const signOut = (deps: Deps, s: PortalSession) => endSession(deps, s.tokenHash);
 
 /**
  * An error of a portal request as a page (the export's too): the envelope's message, and the navigation when

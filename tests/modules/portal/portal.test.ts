@@ -189,9 +189,9 @@ describe('the results-upload page', () => {
     const res = await c.request('POST', '/portal/payments/results-upload', { key: null, form, headers: { cookie } });
     expect(res.status).toBe(200);
     const html = await res.text();
-    expect(html).toMatch(/Data rows<\/th><td>5000</);
+    expect(html).toMatch(/Data rows<\/th><td>5,000</);
     expect(html.match(/<tr><td>\d+<\/td>/g)).toHaveLength(100);
-    expect(html).toContain('4900 more problems are not shown here');
+    expect(html).toContain('4,900 more problems are not shown here');
     expect(html.length).toBeLessThan(100_000);
   }, 30_000);
 });

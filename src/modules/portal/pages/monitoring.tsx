@@ -1,0 +1,88 @@
+import { Elysia } from 'elysia';
+import { Type } from '@sinclair/typebox';
+import type { Deps } from '../../../deps';
+import { SCHEDULE_STATUSES } from '../../../../db/schema/enums';
+import { OneOf } from '../../../platform/schema';
+import { getSchedule, listSchedules, view as scheduleView } from '../../schedules/service';
+import { page, portalSession, queryOf, viewOf } from '../plugin';
+import { Facts, Pager, Table, Time } from '../ui/components';
+import { count, dollars } from '../ui/format';
+
+// /portal/monitoring: the lender's balance-monitoring schedules (GET /v1/schedules), filtered by status and
+// paged, and one schedule's settings.
+
+const HERE = '/portal/monitoring';
+const STATUS_LABELS = { ACTIVE: 'Active', COMPLETED: 'Completed', DISABLED: 'Disabled' } as const;
+const Filters = Type.Object({ status: Type.Optional(OneOf(SCHEDULE_STATUSES)), next_page_token: Type.Optional(Type.String({ maxLength: 512 })) }, { additionalProperties: false });
+
+const every = (x: { interval_days: number; time_of_day: string }) => `every ${x.interval_days} day${x.interval_days === 1 ? '' : 's'} at ${x.time_of_day} UTC`;
+
+export const monitoringPages = (deps: Deps) =>
+  new Elysia({ name: 'portal-monitoring' })
+    .use(portalSession(deps))
+    .get(
+      HERE,
+      ({ session, query }) => {
+        const view = viewOf(deps, session, HERE);
+        const f = queryOf(Filters, query);
+        const list = listSchedules({ ctx: { lender: session.lender, deps }, input: { limit: 50, status: f.status, next_page_token: f.next_page_token } });
+        return page(view, 'Monitoring', [
+          <form method="get" action={HERE}>
+            <label for="status">Status</label>
+            <select id="status" name="status">
+              <option value="">Any</option>
+              {SCHEDULE_STATUSES.map((st) => (
+                <option value={st} selected={f.status === st}>
+                  {STATUS_LABELS[st]}
+                </option>
+              ))}
+            </select>
+            <button type="submit">Show</button>
+          </form>,
+          <Table
+            caption="Scheduled balance monitoring"
+            headers={['Schedule', 'Status', 'Runs', 'Next run', 'Last run', 'Authorizers']}
+            rows={list.schedules.map((x) => [
+              <a href={`${HERE}/${encodeURIComponent(x.schedule_id)}`}>{x.name}</a>,
+              STATUS_LABELS[x.status],
+              every(x),
+              <Time at={x.next_run_at} now={view.now} />,
+              x.last_run_at ? <Time at={x.last_run_at} now={view.now} /> : 'never',
+              count(x.total_authorizers),
+            ])}
+            empty="No schedule. Create one with POST /v1/schedules."
+          />,
+          <Pager path={HERE} query={{ status: f.status }} next={list.next_page_token} />,
+        ]);
+      },
+      { signedIn: true, detail: { hide: true } },
+    )
+    .get(
+      `${HERE}/:id`,
+      ({ session, params }) => {
+        const ctx = { lender: session.lender, deps };
+        const view = viewOf(deps, session, HERE);
+        const x = scheduleView(ctx, getSchedule({ ctx, input: { id: params.id } }));
+        return page(view, x.name, [
+          <Facts
+            caption="Schedule"
+            rows={[
+              ['Status', STATUS_LABELS[x.status]],
+              ['Runs', every(x)],
+              ['Starts', x.starts_at ?? '—'],
+              ['Expires', x.expires_at],
+              ['Next run', <Time at={x.next_run_at} now={view.now} />],
+              ['Last run', x.last_run_at ? <Time at={x.last_run_at} now={view.now} /> : 'never'],
+              ['Authorizers', count(x.total_authorizers)],
+              ['Threshold', x.threshold_amount === null ? '—' : dollars(Math.round(x.threshold_amount * 100))],
+              ['Webhook', x.webhook ?? '—'],
+              ['Created', <Time at={x.created_at} now={view.now} />],
+            ]}
+          />,
+          <p>
+            <a href={HERE}>All schedules</a>
+          </p>,
+        ]);
+      },
+      { signedIn: true, detail: { hide: true } },
+    );

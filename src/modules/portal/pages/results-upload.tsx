@@ -1,0 +1,198 @@
+import { Elysia } from 'elysia';
+import { Type } from '@sinclair/typebox';
+import type { Deps } from '../../../deps';
+import { getUpload, listUploads } from '../../payment-results-upload/history';
+import { uploadSummary, type UploadSummary } from '../../payment-results-upload/service';
+import { page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
+import type { PortalSession } from '../session';
+import { ActionButton, Csrf, Facts, Notice, Pager, Table, Time, type Message } from '../ui/components';
+import { count } from '../ui/format';
+
+// /portal/payments/results-upload: a results file checked (a dry run of POST /v1/payment_results/uploads),
+// then recorded on confirmation; under it the history of recorded uploads (GET /v1/payment_results/uploads)
+// and a page per upload with its counts and problems.
+
+const HERE = '/portal/payments/results-upload';
+const PROBLEMS_SHOWN = 200;
+const CHECK_PROBLEMS_SHOWN = 100;
+const Paging = Type.Object({ next_page_token: Type.Optional(Type.String({ maxLength: 512 })) }, { additionalProperties: false });
+const rowsText = (n: number) => `${count(n)} row${n === 1 ? '' : 's'}`;
+
+/** A check's or a recording's report: the counts and the first problems (a page of every problem of a large file would be too large to open). */
+function Report(props: { report: UploadSummary; name: string; checkedId: string | null; csrf: string }) {
+  const r = props.report;
+  const shown = r.problems.slice(0, CHECK_PROBLEMS_SHOWN);
+  const hidden = r.problemCount - shown.length;
+  return (
+    <section aria-labelledby="report">
+      <h2 id="report">{`${r.dryRun ? 'Check' : 'Recorded'}: ${props.name}`}</h2>
+      <Facts
+        caption={r.dryRun ? 'Dry run: nothing was recorded yet' : 'Recorded'}
+        rows={[
+          ['Format', r.format],
+          ['Data rows', count(r.dataRowCount)],
+          ['Rows accepted', count(r.rowCount)],
+          ['Matched to a borrower', count(r.matched)],
+          ['Needing attention', count(r.needsAttention)],
+        ]}
+      />
+      <Table
+        caption="Problems (error: the row is not recorded; warning: recorded, or stored unmatched)"
+        headers={['Row', 'Severity', 'Problem']}
+        rows={shown.map((p) => [String(p.row), p.severity, p.reason])}
+        empty="No problems."
+      />
+      {hidden > 0 && (
+        <p>{`${count(hidden)} more ${hidden === 1 ? 'problem is' : 'problems are'} not shown here; the API's report (POST /v1/payment_results/uploads?dryRun=true) lists them.`}</p>
+      )}
+      {props.checkedId !== null ? (
+        <ActionButton action={HERE} csrf={props.csrf} name="action" value="confirm" fields={{ checked: props.checkedId }} label={`Record ${rowsText(r.rowCount)}`} />
+      ) : (
+        r.dryRun && <p>No row can be recorded: correct the file and check it again.</p>
+      )}
+    </section>
+  );
+}
+
+/** The recorded uploads, newest first, 20 a page. */
+export function UploadHistory(props: { deps: Deps; s: PortalSession; now: number; token?: string }) {
+  const list = listUploads({ ctx: { lender: props.s.lender, deps: props.deps }, input: { limit: 20, next_page_token: props.token } });
+  return (
+    <section aria-labelledby="history">
+      <h2 id="history">Recorded uploads</h2>
+      <Table
+        caption="Uploads recorded from the portal or the API, newest first (checks are not kept)"
+        headers={['Recorded', 'By', 'Format', 'Rows recorded', 'Matched', 'Needing attention', 'Problems']}
+        rows={list.uploads.map((u) => [
+          <a href={`${HERE}/history/${encodeURIComponent(u.id)}`}>
+            <Time at={u.recorded_at} now={props.now} />
+          </a>,
+          u.creator ?? '—',
+          u.format,
+          `${count(u.rowCount)} of ${count(u.dataRowCount)}`,
+          count(u.matched),
+          count(u.needsAttention),
+          count(u.problemCount),
+        ])}
+        empty="No upload recorded yet."
+      />
+      <Pager path={HERE} query={{}} next={list.next_page_token} />
+    </section>
+  );
+}
+
+export const resultsUploadPages = (deps: Deps) => {
+  const checked = new CheckedFiles();
+  const render = (s: PortalSession, opts: { message?: Message; shown?: { report: UploadSummary; name: string; checkedId?: string | null }; token?: string } = {}) => {
+    const view = viewOf(deps, s, HERE);
+    return page(view, 'Payments › Results upload', [
+      <Notice message={opts.message} />,
+      <p>
+        Outcomes of debits made outside the service, as CSV (at most 10 MB, UTF-8): one row per debit with authorizer_unique_id or reference, payment_amount,
+        payment_status, submitted_at, settled_at, returned_at and return_code. The file is checked first and nothing is recorded until you confirm.
+      </p>,
+      <form method="post" action={HERE} enctype="multipart/form-data">
+        <Csrf token={view.user.csrf} />
+        <input type="hidden" name="action" value="check" />
+        <label for="results_file">Results CSV file</label>
+        <input id="results_file" name="file" type="file" accept=".csv,text/csv" required />
+        <button type="submit">Check file</button>
+      </form>,
+      opts.shown ? <Report report={opts.shown.report} name={opts.shown.name} checkedId={opts.shown.checkedId ?? null} csrf={view.user.csrf} /> : <></>,
+      <UploadHistory deps={deps} s={s} now={view.now} token={opts.token} />,
+    ]);
+  };
+  return new Elysia({ name: 'portal-results-upload' })
+    .use(portalSession(deps))
+    .get(HERE, ({ session, query }) => render(session, { token: queryOf(Paging, query).next_page_token }), { signedIn: true, detail: { hide: true } })
+    .post(
+      HERE,
+      async ({ session, body }) => {
+        const form = (body ?? {}) as Record<string, unknown>;
+        const ctx = { lender: session.lender, deps };
+        checked.sweep(deps.clock.now());
+        try {
+          if (form.action === 'confirm') {
+            const held = checked.take(session.tokenHash, String(form.checked ?? ''));
+            if (!held) {
+              return render(session, {
+                message: { kind: 'error', text: 'The checked file is no longer held (a file is kept 30 minutes after its check, and not across a restart). Choose it again.' },
+              });
+            }
+            const report = await uploadSummary({ ctx, input: { bytes: held.bytes, dryRun: false, creator: session.user.displayName } });
+            return render(session, { message: { kind: 'ok', text: `Recorded ${held.name}: ${rowsText(report.rowCount)}.` }, shown: { report, name: held.name } });
+          }
+          const file = form.file;
+          if (!(file instanceof Blob) || file.size === 0) return render(session, { message: { kind: 'error', text: 'Choose a CSV file to check.' } });
+          const bytes = new Uint8Array(await file.arrayBuffer());
+          const name = file instanceof File && file.name ? file.name : 'the file';
+          const report = await uploadSummary({ ctx, input: { bytes, dryRun: true } });
+          const checkedId = report.rowCount > 0 ? checked.hold(session.tokenHash, { bytes, name, at: deps.clock.now() }) : null;
+          return render(session, { shown: { report, name, checkedId } });
+        } catch (e) {
+          return render(session, { message: { kind: 'error', text: problemOf(e) } });
+        }
+      },
+      { signedIn: true, detail: { hide: true } },
+    )
+    .get(
+    `${HERE}/history/:id`,
+    ({ session, params }) => {
+      const u = getUpload({ ctx: { lender: session.lender, deps }, input: { id: params.id } });
+      const view = viewOf(deps, session, HERE);
+      const shown = u.problems.slice(0, PROBLEMS_SHOWN);
+      const hidden = u.problems.length - shown.length;
+      return page(view, 'A recorded upload', [
+        <Facts
+          caption="Recorded"
+          rows={[
+            ['Recorded', <Time at={u.recorded_at} now={view.now} />],
+            ['By', u.creator ?? '—'],
+            ['Format', u.format],
+            ['Data rows', count(u.dataRowCount)],
+            ['Rows recorded', count(u.rowCount)],
+            ['Matched to a borrower', count(u.matched)],
+            ['Needing attention', count(u.needsAttention)],
+          ]}
+        />,
+        <Table
+          caption="Problems (error: the row was not recorded; warning: recorded, or stored unmatched)"
+          headers={['Row', 'Severity', 'Problem']}
+          rows={shown.map((p) => [String(p.row), p.severity, p.reason])}
+          empty="No problems."
+        />,
+        hidden > 0 ? <p>{`${count(hidden)} more problems are not shown here; GET /v1/payment_results/uploads/${u.id} lists them all.`}</p> : <></>,
+        <p>
+          <a href={HERE}>Results upload</a>
+        </p>,
+      ]);
+    },
+    { signedIn: true, detail: { hide: true } },
+  );
+};
+
+/**
+ * Files checked in the portal, held for their confirmation: one per session, 30 minutes, in memory, and at
+ * most 16 at once (the oldest goes first; its user is asked to choose the file again).
+ */
+class CheckedFiles {
+  private readonly held = new Map<string, { id: string; bytes: Uint8Array; name: string; at: number }>();
+  static readonly TTL_MS = 30 * 60_000;
+  static readonly MAX_HELD = 16;
+  hold(session: string, file: { bytes: Uint8Array; name: string; at: number }): string {
+    const id = crypto.randomUUID();
+    this.held.delete(session);
+    while (this.held.size >= CheckedFiles.MAX_HELD) this.held.delete(this.held.keys().next().value!);
+    this.held.set(session, { id, ...file });
+    return id;
+  }
+  take(session: string, id: string) {
+    const f = this.held.get(session);
+    if (!f || f.id !== id) return null;
+    this.held.delete(session);
+    return f;
+  }
+  sweep(now: number) {
+    for (const [k, f] of this.held) if (now - f.at > CheckedFiles.TTL_MS) this.held.delete(k);
+  }
+}

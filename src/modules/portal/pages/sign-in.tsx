@@ -1,0 +1,77 @@
+import { Elysia } from 'elysia';
+import type { Deps } from '../../../deps';
+import { resolveClient } from '../../../http/https';
+import { cookies, htmlResponse, portalSession, redirect, setCookie } from '../plugin';
+import { endSession, LOGIN_CSRF_COOKIE, newLoginCsrf, sameToken, SESSION_COOKIE, sessionOf, SignInThrottle, startSession } from '../session';
+import { verifySignIn } from '../users';
+import { Csrf, html, Layout, Notice } from '../ui/components';
+
+// /portal/login and /portal/logout. A failed sign-in is slowed and, repeated, locks the pair of email and
+// address (and an address across emails), never an email alone: a stranger cannot lock a user out.
+
+function SignInForm(props: { csrf: string; error?: string; email?: string }) {
+  return (
+    <Layout title="Sign in">
+      <Notice message={props.error ? { kind: 'error', text: props.error } : null} />
+      <form method="post" action="/portal/login">
+        <Csrf token={props.csrf} />
+        <label for="email">Email</label>
+        <input id="email" name="email" type="email" autocomplete="username" required value={props.email ?? ''} />
+        <label for="password">Password</label>
+        <input id="password" name="password" type="password" autocomplete="current-password" required />
+        <button type="submit">Sign in</button>
+      </form>
+    </Layout>
+  );
+}
+
+export const signInPages = (deps: Deps) => {
+  const throttle = new SignInThrottle();
+  const form = (request: Request, status: number, opts: { error?: string; email?: string } = {}) => {
+    const csrf = newLoginCsrf();
+    return htmlResponse(html(<SignInForm csrf={csrf} {...opts} />), status, { 'set-cookie': setCookie(request, LOGIN_CSRF_COOKIE, csrf, 3600) });
+  };
+  return new Elysia({ name: 'portal-sign-in' })
+    .use(portalSession(deps))
+    .get('/portal/login', ({ request }) => (sessionOf(deps, cookies(request)[SESSION_COOKIE]) ? redirect('/portal') : form(request, 200)), { detail: { hide: true } })
+    .post(
+      '/portal/login',
+      async ({ request, body, server }) => {
+        const fields = (body ?? {}) as Record<string, unknown>;
+        const email = String(fields.email ?? '').slice(0, 254);
+        const password = String(fields.password ?? '');
+        if (!sameToken(String(fields._csrf ?? ''), cookies(request)[LOGIN_CSRF_COOKIE])) return form(request, 403, { error: 'This form expired; sign in again.', email });
+        // The client as the rest of the service sees it: behind a TRUST_PROXY proxy, the address it forwarded.
+        const address = resolveClient(deps.config, request, server?.requestIP(request)?.address ?? null).address ?? 'local';
+        const now = deps.clock.now();
+        const before = throttle.status(email, address, now);
+        if (before.locked) return form(request, 429, { error: 'Too many failed sign-ins. Wait 15 minutes and try again.', email });
+        const user = await verifySignIn(deps.db, email, password);
+        if (!user) {
+          throttle.fail(email, address, now);
+          deps.logger.info({ address, failures: before.failures + 1 }, 'portal sign-in failed');
+          await Bun.sleep(SignInThrottle.delayMs(before.failures + 1));
+          return form(request, 401, { error: 'The email or password is not right.', email });
+        }
+        throttle.succeed(email, address);
+        const { token } = startSession(deps, user.id);
+        return new Response(null, {
+          status: 303,
+          headers: [
+            ['location', '/portal'],
+            ['set-cookie', setCookie(request, SESSION_COOKIE, token)],
+            ['set-cookie', setCookie(request, LOGIN_CSRF_COOKIE, '', 0)],
+          ],
+        });
+      },
+      { detail: { hide: true } },
+    )
+    .post(
+      '/portal/logout',
+      ({ session, request }) => {
+        endSession(deps, session.tokenHash);
+        return redirect('/portal/login', { 'set-cookie': setCookie(request, SESSION_COOKIE, '', 0) });
+      },
+      { signedIn: true, detail: { hide: true } },
+    );
+};

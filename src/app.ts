@@ -23,7 +23,7 @@ export { API_VERSION } from './http/docs';
  * edge (src/http: docs, the request gate, errors, operations routes) and every feature's routes.
  */
 export function createApp(deps: Deps, opts: { jobs?: JobRunner<Deps> } = {}) {
-  const tracker = new RequestTracker(deps, baseUrl(deps.config));
+  const tracker = new RequestTracker(deps, baseUrl(deps.config), (request, err, headers) => featureErrorPage(deps, request, err, headers));
   const authenticate = createAuthenticator(deps);
   const authenticated = new WeakMap<Request, AuthedLender>();
   const auth = authPlugin(authenticate, authenticated);
@@ -64,10 +64,7 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner<Deps> } = {}) {
     .onError(({ code, error, request, route }) => {
       const known = fromElysiaError(code, error, request, (path) => allowedMethods(path, app.routes));
       // A page's error is a page with the envelope's message; the request's metadata is the API's either way.
-      const answer = (err: ApiError) => {
-        const json = tracker.toResponse(request, err);
-        return featureErrorPage(deps, request, err, json.headers) ?? json;
-      };
+      const answer = (err: ApiError) => tracker.answer(request, err);
       if (known) return answer(known);
       const id = tracker.requestId(request);
       // The real error with its stack, never the request's body; something thrown that is not an Error is

@@ -14,10 +14,21 @@ interface RequestMeta {
 export class RequestTracker {
   private readonly meta = new WeakMap<Request, RequestMeta>();
 
+  /**
+   * `page`: an error as a page where a feature shows pages (null elsewhere): a browser's request refused
+   * before any route (HTTPS, size, encoding) reads as the page it asked for, not as JSON.
+   */
   constructor(
     private readonly deps: PlatformDeps,
     private readonly docsBase: string,
+    private readonly page: (request: Request, err: ApiError, headers: Headers) => Response | null = () => null,
   ) {}
+
+  /** The error's answer: the envelope, or the page of a route that shows pages, with the same request id. */
+  answer(request: Request, err: ApiError): Response {
+    const json = this.toResponse(request, err);
+    return this.page(request, err, json.headers) ?? json;
+  }
 
   /** A new request: its id, set as X-Request-Id on whatever answers it. */
   begin(request: Request, headers: Record<string, string | number>): string {
@@ -61,7 +72,7 @@ export class RequestTracker {
 
   /** A response from onRequest, which Elysia's after-response hook never sees: logged and counted here. */
   early(request: Request, err: ApiError, opts: { quiet?: boolean } = {}): Response {
-    const res = this.toResponse(request, err);
+    const res = this.answer(request, err);
     this.finish(request, err.status, 'unmatched', opts.quiet);
     return res;
   }

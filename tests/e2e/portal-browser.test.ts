@@ -3,18 +3,14 @@
 // page (no serious or critical violation).
 // Screenshots of each page go to tests/e2e/.screenshots (ignored by git): they are for looking at.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { createTestContext, type TestContext } from '../helpers/context';
+import { accessible, browserSession, launchBrowser, signInWith } from '../helpers/browser';
 import { createUser } from '../../src/modules/portal/users';
 import { createConnection } from '../../src/modules/payment-connections/service';
 import { processBalances } from '../../src/modules/balance-requests/processing';
 import { enrollBorrower } from '../helpers/fixtures';
 
-const CHROMIUM = '/usr/bin/chromium';
-const SHOTS = join(import.meta.dir, '.screenshots');
-const AXE = join(import.meta.dir, '../../node_modules/axe-core/axe.min.js');
 const EMAIL = 'olive@acme.test';
 const PASSWORD = 'correct horse battery staple';
 
@@ -34,12 +30,7 @@ beforeAll(async () => {
     input: { body: { api_key: 'sbx_other_lender_key_0001', rail_scope: 'both', is_default: true } },
   });
   otherKeyId = k.id;
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
-  mkdirSync(SHOTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchBrowser();
 });
 
 afterAll(async () => {
@@ -48,36 +39,8 @@ afterAll(async () => {
   ctx?.close();
 });
 
-/** A fresh browser (its own cookies); CSP is bypassed only so the test can inject axe-core. */
-async function session(): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ bypassCSP: true });
-  const page = await context.newPage();
-  await page.route('**/*', (route) => (new URL(route.request().url()).origin === origin ? route.continue() : route.abort()));
-  return { context, page };
-}
-
-async function signIn(page: Page, password = PASSWORD) {
-  await page.goto(`${origin}/portal/login`);
-  await page.getByLabel('Email').fill(EMAIL);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForLoadState('load');
-}
-
-/** axe-core on the page: no serious or critical violation. */
-async function accessible(page: Page, name: string) {
-  await page.addScriptTag({ path: AXE });
-  const result = (await page.evaluate('axe.run(document, { resultTypes: ["violations"] })')) as { violations: { id: string; impact: string; nodes: unknown[] }[] };
-  const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
-  // Every page at a desktop width and a phone's.
-  const size = page.viewportSize() ?? { width: 1280, height: 800 };
-  await page.setViewportSize({ width: 1280, height: 800 });
-  await page.screenshot({ path: join(SHOTS, `${name}-1280.png`), fullPage: true });
-  await page.setViewportSize({ width: 390, height: 844 });
-  await page.screenshot({ path: join(SHOTS, `${name}-390.png`), fullPage: true });
-  await page.setViewportSize(size);
-  expect(`${name}: ${bad.join(', ')}`).toBe(`${name}: `);
-}
+const session = () => browserSession(browser, origin);
+const signIn = (page: Page, password = PASSWORD) => signInWith(page, origin, EMAIL, password);
 
 describe('the lender portal', () => {
   test('a wrong password gets a generic message; the right one signs in; every page is accessible', async () => {

@@ -235,6 +235,14 @@ describe('every page', () => {
     const api = await c.json('GET', '/v1/balances/csv?batch_ids=not-a-batch');
     expect(api.status).toBe(exp.status);
     expect(exp.text).toContain(api.body.error.message.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;'));
+    // Refused before any route (a path that does not decode): a page too, with the API's request id.
+    const early = await p.get('/portal/payments/borrowers/%E0%A4%A');
+    expect(early.status).toBe(400);
+    expect(early.headers.get('content-type')).toContain('text/html');
+    expect(early.text).toContain('malformed percent-encoding');
+    expect(early.headers.get('x-request-id')).toBeTruthy();
+    const apiEarly = await c.request('GET', '/v1/payment_enrollments/%E0%A4%A');
+    expect(apiEarly.headers.get('content-type')).toContain('application/json');
   });
 });
 

@@ -8,7 +8,7 @@ import { page, portalSession, queryOf, viewOf } from '../plugin';
 import { Facts, Pager, Table, Time } from '../ui/components';
 import { count, dollars } from '../ui/format';
 
-// /portal/monitoring: the lender's balance-monitoring schedules (GET /v1/schedules), filtered by status and
+// /portal/monitoring: the lender's balance-monitoring schedules (GET /v1/monitoring/schedules), filtered by status and
 // paged, and one schedule's settings.
 
 const HERE = '/portal/monitoring';
@@ -50,7 +50,7 @@ export const monitoringPages = (deps: Deps) =>
               x.last_run_at ? <Time at={x.last_run_at} now={view.now} /> : 'never',
               count(x.total_authorizers),
             ])}
-            empty="No schedule. Create one with POST /v1/schedules."
+            empty="No schedule. Create one with POST /v1/monitoring/scheduled_balance_request."
           />,
           <Pager path={HERE} query={{ status: f.status }} next={list.next_page_token} />,
         ]);

@@ -42,7 +42,7 @@ function ListContent(props: { deps: Deps; s: PortalSession; f: FilterValues }) {
   const csv = new URLSearchParams(Object.entries(filters).filter((e): e is [string, string] => !!e[1]));
   return (
     <>
-      <form method="get" action={HERE} role="search">
+      <form method="get" action={HERE} aria-label="Find borrowers">
         <label for="q">Authorizer id starts with</label>
         <input id="q" name="q" type="search" value={f.q ?? ''} maxlength={255} />
         <label for="state">State</label>

@@ -143,17 +143,19 @@ export function Table(props: { caption: string; headers: string[]; rows: Child[]
 /** Named values, one row each, the name as the row's header cell. */
 export function Facts(props: { caption: string; rows: [name: string, value: Child][] }) {
   return (
-    <table>
-      <caption>{props.caption}</caption>
-      <tbody>
-        {props.rows.map(([k, v]) => (
-          <tr>
-            <th scope="row">{k}</th>
-            <td>{v}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <figure>
+      <table>
+        <caption>{props.caption}</caption>
+        <tbody>
+          {props.rows.map(([k, v]) => (
+            <tr>
+              <th scope="row">{k}</th>
+              <td>{v}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </figure>
   );
 }
 

@@ -106,6 +106,9 @@ export function openDatabase(path: string, opts: { migrate?: boolean } = {}): Db
   sqlite.exec('PRAGMA foreign_keys = ON');
   // FULL: a committed payment or monitoring change survives a power cut, not just a process crash.
   sqlite.exec('PRAGMA synchronous = FULL');
+  // A page cache of up to 16 MB (SQLite's default is 2 MB): an upload's transaction touches the pages of
+  // several indexes at once, and with the small cache it spills them to the WAL and reads them back.
+  sqlite.exec('PRAGMA cache_size = -16384');
   const db = drizzle(sqlite, { schema });
   if (opts.migrate !== false) applyMigrations(sqlite, db);
   const beforeClose: (() => void)[] = [];

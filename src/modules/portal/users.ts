@@ -13,8 +13,12 @@ export class UserError extends Error {}
 
 export type DashboardUser = typeof dashboardUsers.$inferSelect;
 
+/** The longest password: enough for any passphrase, and a bound on what a sign-in hashes. */
+export const MAX_PASSWORD_LENGTH = 1024;
+
 function checkPassword(password: string): void {
   if (password.length < MIN_PASSWORD_LENGTH) throw new UserError(`A password has at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (password.length > MAX_PASSWORD_LENGTH) throw new UserError(`A password has at most ${MAX_PASSWORD_LENGTH} characters`);
 }
 
 export async function createUser(db: Db, input: { lenderId: string; email: string; displayName: string; password: string; now: number }): Promise<DashboardUser> {

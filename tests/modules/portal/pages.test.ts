@@ -235,6 +235,13 @@ describe('every page', () => {
     const api = await c.json('GET', '/v1/balances/csv?batch_ids=not-a-batch');
     expect(api.status).toBe(exp.status);
     expect(exp.text).toContain(api.body.error.message.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;'));
+    // A form its schema refuses (an action a key's row does not have) is the page again with the reason.
+    const key = await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_form_schema_key_00001', rail_scope: 'ach' } });
+    const bogus = await p.post(`/portal/payments/connections/${key.body.id}`, { action: 'explode' });
+    expect(bogus.status).toBe(400);
+    expect(bogus.text).toContain('role="alert"');
+    expect(bogus.text).toContain('/action');
+    expect((await c.json('GET', '/v1/payment_connections')).body.connections).toHaveLength(1);
     // Refused before any route (a path that does not decode): a page too, with the API's request id.
     const early = await p.get('/portal/payments/borrowers/%E0%A4%A');
     expect(early.status).toBe(400);

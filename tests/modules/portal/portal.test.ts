@@ -2,7 +2,7 @@
 // failures, disabled users, the operator commands that manage users, and the results-upload page's size.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
-import { createUser, resetPassword, disableUser, MIN_PASSWORD_LENGTH, UserError } from '../../../src/modules/portal/users';
+import { createUser, resetPassword, disableUser, MIN_PASSWORD_LENGTH, MAX_PASSWORD_LENGTH, UserError } from '../../../src/modules/portal/users';
 import { IDLE_MS, SignInThrottle } from '../../../src/modules/portal/session';
 import { runCli } from '../../../scripts/cli';
 
@@ -88,10 +88,15 @@ describe('sign-in and sessions', () => {
     expect((await c.request('GET', '/portal/monitoring', { key: null, headers: { cookie } })).status).toBe(303);
   });
 
-  test('passwords of at least 12 characters, emails that are emails, one user per email', async () => {
+  test('passwords of 12 to 1,024 characters, emails that are emails, one user per email', async () => {
     const c = fresh();
     const base = { lenderId: c.lender.id, displayName: 'D', now: c.clock.now() };
     await expect(createUser(c.rt.db, { ...base, email: 'd@example.test', password: 'x'.repeat(MIN_PASSWORD_LENGTH - 1) })).rejects.toBeInstanceOf(UserError);
+    await expect(createUser(c.rt.db, { ...base, email: 'd@example.test', password: 'x'.repeat(MAX_PASSWORD_LENGTH + 1) })).rejects.toBeInstanceOf(UserError);
+    await createUser(c.rt.db, { ...base, email: 'long@example.test', password: 'x'.repeat(MAX_PASSWORD_LENGTH) });
+    // The longest password signs in; one longer is not even hashed, and does not.
+    expect((await signIn(c, 'long@example.test', 'x'.repeat(MAX_PASSWORD_LENGTH))).status).toBe(303);
+    expect((await signIn(c, 'long@example.test', 'x'.repeat(MAX_PASSWORD_LENGTH + 1))).status).toBe(401);
     await expect(createUser(c.rt.db, { ...base, email: 'not an email', password: PASSWORD })).rejects.toBeInstanceOf(UserError);
     await createUser(c.rt.db, { ...base, email: 'd@example.test', password: PASSWORD });
     await expect(createUser(c.rt.db, { ...base, email: 'D@example.test', password: PASSWORD })).rejects.toBeInstanceOf(UserError);

@@ -4,7 +4,7 @@ import type { Deps } from '../../../deps';
 import { parseBalanceCsv } from '../../balance-requests/csv-input';
 import { exportBalancesCsv, exportFilename, parseBatchIds } from '../../balance-requests/export';
 import { listBatches, submitBalanceCsv } from '../../balance-requests/service';
-import { page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
+import { formOf, page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
 import { Csrf, Notice, Pager, Table, Time, type Message } from '../ui/components';
 import { count } from '../ui/format';
@@ -15,6 +15,11 @@ import { count } from '../ui/format';
 const HERE = '/portal/balance-checks';
 const CSV_LIMIT = 5 * 1024 * 1024;
 const KINDS = { sent: 'Sent by you (API, CSV, schedules)', monitoring: 'Monitoring reads', all: 'All batches' } as const;
+
+const UploadForm = Type.Object({
+  file: Type.Optional(Type.Unknown({ description: 'the CSV file (checked below: a non-empty file within the limit)' })),
+  webhook_url: Type.Optional(Type.String({ maxLength: 2048 })),
+});
 
 const Filters = Type.Object(
   { kind: Type.Optional(Type.Union([Type.Literal('sent'), Type.Literal('monitoring'), Type.Literal('all')])), next_page_token: Type.Optional(Type.String({ maxLength: 512 })) },
@@ -71,12 +76,12 @@ export const balanceCheckPages = (deps: Deps) => {
     .post(
       HERE,
       async ({ session, body }) => {
-        const form = (body ?? {}) as Record<string, unknown>;
-        const file = form.file;
-        if (!(file instanceof Blob) || file.size === 0) return render(session, {}, { kind: 'error', text: 'Choose a CSV file to upload.' });
-        if (file.size > CSV_LIMIT) return render(session, {}, { kind: 'error', text: `The file is larger than ${CSV_LIMIT} bytes.` });
-        const webhook = typeof form.webhook_url === 'string' && form.webhook_url.trim() ? form.webhook_url.trim() : null;
         try {
+          const form = formOf(UploadForm, body);
+          const file = form.file;
+          if (!(file instanceof Blob) || file.size === 0) return render(session, {}, { kind: 'error', text: 'Choose a CSV file to upload.' });
+          if (file.size > CSV_LIMIT) return render(session, {}, { kind: 'error', text: `The file is larger than ${CSV_LIMIT} bytes.` });
+          const webhook = form.webhook_url || null;
           const parsed = await parseBalanceCsv(new Uint8Array(await file.arrayBuffer()));
           const r = await submitBalanceCsv({
             ctx: { lender: session.lender, deps },

@@ -1,10 +1,11 @@
 import { Elysia } from 'elysia';
+import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../../deps';
 import { NotFound } from '../../../platform/errors';
 import { validated } from '../../../platform/validation';
 import { CreateConnectionBody, UpdateConnectionBody } from '../../payment-connections/model';
 import { createConnection, deleteConnection, listConnections, updateConnection } from '../../payment-connections/service';
-import { page, portalSession, problemOf, viewOf } from '../plugin';
+import { formOf, page, portalSession, problemOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
 import { ActionButton, Csrf, Notice, Table, Time, type Message } from '../ui/components';
 import { count } from '../ui/format';
@@ -27,6 +28,13 @@ const toCreate = (body: Record<string, unknown>) =>
     ...(str(body.label) ? { label: str(body.label) } : {}),
   });
 const toChange = (body: Record<string, unknown>) => validated(UpdateConnectionBody, body);
+
+/** A key's row form: which action, and its one field. */
+const KeyAction = Type.Object({
+  action: Type.Union(['promote', 'demote', 'label', 'replace', 'delete'].map((a) => Type.Literal(a)), { description: 'the action of the form' }),
+  label: Type.Optional(Type.String({ maxLength: 1024 })),
+  api_key: Type.Optional(Type.String({ maxLength: 1024 })),
+});
 
 export const connectionPages = (deps: Deps) => {
   const ctxOf = (s: PortalSession) => ({ lender: s.lender, deps });
@@ -149,10 +157,10 @@ export const connectionPages = (deps: Deps) => {
     .post(
       `${HERE}/:id`,
       async ({ session, params, body }) => {
-        const form = (body ?? {}) as Record<string, unknown>;
         const ctx = ctxOf(session);
         const id = params.id;
         try {
+          const form = formOf(KeyAction, body);
           switch (form.action) {
             case 'promote':
               await updateConnection({ ctx, input: { id, body: toChange({ is_default: true }) } });
@@ -169,8 +177,6 @@ export const connectionPages = (deps: Deps) => {
             case 'delete':
               deleteConnection({ ctx, input: { id } });
               return render(session, { kind: 'ok', text: 'Key deleted.' });
-            default:
-              return render(session, { kind: 'error', text: 'Unknown action.' }, 400);
           }
         } catch (e) {
           if (e instanceof NotFound) throw e;

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../../deps';
 import { getUpload, listUploads } from '../../payment-results-upload/history';
 import { uploadSummary, type UploadSummary } from '../../payment-results-upload/service';
-import { page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
+import { formOf, page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
 import { ActionButton, Csrf, Facts, Notice, Pager, Table, Time, type Message } from '../ui/components';
 import { count } from '../ui/format';
@@ -15,6 +15,11 @@ import { count } from '../ui/format';
 const HERE = '/portal/payments/results-upload';
 const PROBLEMS_SHOWN = 200;
 const CHECK_PROBLEMS_SHOWN = 100;
+const UploadForm = Type.Object({
+  action: Type.Union([Type.Literal('check'), Type.Literal('confirm')]),
+  checked: Type.Optional(Type.String({ maxLength: 64 })),
+  file: Type.Optional(Type.Unknown({ description: 'the CSV file (checked below: a non-empty file)' })),
+});
 const Paging = Type.Object({ next_page_token: Type.Optional(Type.String({ maxLength: 512 })) }, { additionalProperties: false });
 const rowsText = (n: number) => `${count(n)} row${n === 1 ? '' : 's'}`;
 
@@ -108,12 +113,12 @@ export const resultsUploadPages = (deps: Deps) => {
     .post(
       HERE,
       async ({ session, body }) => {
-        const form = (body ?? {}) as Record<string, unknown>;
         const ctx = { lender: session.lender, deps };
         checked.sweep(deps.clock.now());
         try {
+          const form = formOf(UploadForm, body);
           if (form.action === 'confirm') {
-            const held = checked.take(session.tokenHash, String(form.checked ?? ''));
+            const held = checked.take(session.tokenHash, form.checked ?? '');
             if (!held) {
               return render(session, {
                 message: { kind: 'error', text: 'The checked file is no longer held (a file is kept 30 minutes after its check, and not across a restart). Choose it again.' },

@@ -1,13 +1,27 @@
 import { Elysia } from 'elysia';
+import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../../deps';
 import { resolveClient } from '../../../http/https';
+import { validated } from '../../../platform/validation';
 import { cookies, htmlResponse, portalSession, redirect, setCookie } from '../plugin';
 import { endSession, LOGIN_CSRF_COOKIE, newLoginCsrf, sameToken, SESSION_COOKIE, sessionOf, SignInThrottle, startSession } from '../session';
-import { verifySignIn } from '../users';
+import { MAX_PASSWORD_LENGTH, verifySignIn } from '../users';
 import { Csrf, html, Layout, Notice } from '../ui/components';
 
 // /portal/login and /portal/logout. A failed sign-in is slowed and, repeated, locks the pair of email and
 // address (and an address across emails), never an email alone: a stranger cannot lock a user out.
+
+/** The sign-in form; a field missing or too long is read as empty, which then does not sign in. */
+const SignInFields = Type.Object({
+  email: Type.String({ maxLength: 254 }),
+  password: Type.String({ maxLength: MAX_PASSWORD_LENGTH }),
+  _csrf: Type.String({ maxLength: 256 }),
+});
+const str = (v: unknown, max: number) => (typeof v === 'string' && v.length <= max ? v : '');
+const readSignIn = (body: unknown) => {
+  const raw = (body ?? {}) as Record<string, unknown>;
+  return validated(SignInFields, { email: str(raw.email, 254), password: str(raw.password, MAX_PASSWORD_LENGTH), _csrf: str(raw._csrf, 256) });
+};
 
 function SignInForm(props: { csrf: string; error?: string; email?: string }) {
   return (
@@ -37,10 +51,8 @@ export const signInPages = (deps: Deps) => {
     .post(
       '/portal/login',
       async ({ request, body, server }) => {
-        const fields = (body ?? {}) as Record<string, unknown>;
-        const email = String(fields.email ?? '').slice(0, 254);
-        const password = String(fields.password ?? '');
-        if (!sameToken(String(fields._csrf ?? ''), cookies(request)[LOGIN_CSRF_COOKIE])) return form(request, 403, { error: 'This form expired; sign in again.', email });
+        const { email, password, _csrf } = readSignIn(body);
+        if (!sameToken(_csrf, cookies(request)[LOGIN_CSRF_COOKIE])) return form(request, 403, { error: 'This form expired; sign in again.', email });
         // The client as the rest of the service sees it: behind a TRUST_PROXY proxy, the address it forwarded.
         const address = resolveClient(deps.config, request, server?.requestIP(request)?.address ?? null).address ?? 'local';
         const now = deps.clock.now();

@@ -85,7 +85,22 @@ export const cell = (v: string | undefined): string => {
   return t === '#N/A' || t.toUpperCase() === 'N/A' || t === '-' ? '' : t;
 };
 
-export function readStatus(text: string): UploadStatus | null {
+/** A pure reading of a cell remembered for the next rows: a file repeats a few statuses, codes and dates over thousands of rows. Bounded. */
+function remembered<T>(read: (text: string) => T): (text: string) => T {
+  const seen = new Map<string, T>();
+  return (text) => {
+    let v = seen.get(text);
+    if (v !== undefined || seen.has(text)) return v as T;
+    v = read(text);
+    if (seen.size >= 4096) seen.clear();
+    seen.set(text, v);
+    return v;
+  };
+}
+
+export const readStatus = remembered(statusOf);
+
+function statusOf(text: string): UploadStatus | null {
   const k = text.trim().toLowerCase().replace(/[\s-]+/g, '_');
   if ((UPLOAD_STATUSES as readonly string[]).includes(k)) return k as UploadStatus;
   return STATUS_ALIASES[k] ?? null;
@@ -103,18 +118,8 @@ const utc = (y: number, m: number, d: number, hh = 0, mm = 0): number | null => 
   return dt.getUTCFullYear() === y && dt.getUTCMonth() === m - 1 && dt.getUTCDate() === d && hh < 24 && mm < 60 ? t : null;
 };
 
-/** Dates read lately: a file repeats a few dates over thousands of rows. Bounded; readDate is pure. */
-const datesRead = new Map<string, number | null>();
-
 /** YYYY-MM-DD, MM/DD/YYYY, MM/DD/YY, MM/DD/YYYY HH:MM or ISO 8601; without a time zone, UTC. */
-export function readDate(text: string): number | null {
-  let t = datesRead.get(text);
-  if (t !== undefined) return t;
-  t = parseDate(text);
-  if (datesRead.size >= 4096) datesRead.clear();
-  datesRead.set(text, t);
-  return t;
-}
+export const readDate = remembered(parseDate);
 
 function parseDate(text: string): number | null {
   const s = text.trim();
@@ -135,7 +140,9 @@ function parseDate(text: string): number | null {
 }
 
 /** R01, r01, R1, `R01 - Insufficient Funds`; the words `insufficient funds` (R01) and `payment stopped` (R08). */
-export function readReturnCode(text: string): string | null {
+export const readReturnCode = remembered(returnCodeOf);
+
+function returnCodeOf(text: string): string | null {
   const t = text.trim();
   if (t === '' || t === '0') return null;
   const code = normalizeReturnCode(t);

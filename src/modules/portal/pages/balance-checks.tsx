@@ -1,12 +1,13 @@
 import { Elysia } from 'elysia';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../../deps';
+import { OneOf } from '../../../platform/schema';
 import { parseBalanceCsv } from '../../balance-requests/csv-input';
 import { exportBalancesCsv, exportFilename, parseBatchIds } from '../../balance-requests/export';
 import { listBatches, submitBalanceCsv } from '../../balance-requests/service';
 import { formOf, page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
-import { Csrf, Notice, Pager, Table, Time, type Message } from '../ui/components';
+import { Choice, Csrf, Notice, Pager, Table, Time, type Message } from '../ui/components';
 import { count } from '../ui/format';
 
 // /portal/balance-checks: a balance CSV sent from the browser, and the lender's batches, newest first and
@@ -15,6 +16,7 @@ import { count } from '../ui/format';
 const HERE = '/portal/balance-checks';
 const CSV_LIMIT = 5 * 1024 * 1024;
 const KINDS = { sent: 'Sent by you (API, CSV, schedules)', monitoring: 'Monitoring reads', all: 'All batches' } as const;
+const KIND_VALUES = ['sent', 'monitoring', 'all'] as const;
 
 const UploadForm = Type.Object({
   file: Type.Optional(Type.Unknown({ description: 'the CSV file (checked below: a non-empty file within the limit)' })),
@@ -22,7 +24,7 @@ const UploadForm = Type.Object({
 });
 
 const Filters = Type.Object(
-  { kind: Type.Optional(Type.Union([Type.Literal('sent'), Type.Literal('monitoring'), Type.Literal('all')])), next_page_token: Type.Optional(Type.String({ maxLength: 512 })) },
+  { kind: Type.Optional(OneOf(KIND_VALUES)), next_page_token: Type.Optional(Type.String({ maxLength: 512 })) },
   { additionalProperties: false },
 );
 
@@ -44,14 +46,7 @@ export const balanceCheckPages = (deps: Deps) => {
       </form>,
       <h2>Batches</h2>,
       <form method="get" action={HERE}>
-        <label for="kind">Show</label>
-        <select id="kind" name="kind">
-          {Object.entries(KINDS).map(([k, label]) => (
-            <option value={k} selected={kind === k}>
-              {label}
-            </option>
-          ))}
-        </select>
+        <Choice id="kind" name="kind" label="Show" values={KIND_VALUES} labels={KINDS} selected={kind} />
         <button type="submit">Show</button>
       </form>,
       <Table

@@ -9,7 +9,7 @@ import { BLOCKED_REASONS } from '../../enrollments/monitor';
 import { eraseBorrowers, getEnrollment, listEnrollments, removeEnrollments } from '../../enrollments/service';
 import { page, portalSession, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
-import { ActionButton, Facts, Money, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
+import { ActionButton, Choice, Facts, Money, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
 import { dollars } from '../ui/format';
 
 // /portal/payments/borrowers: the enrolled borrowers, searched by a prefix of authorizer_unique_id, filtered by
@@ -45,24 +45,8 @@ function ListContent(props: { deps: Deps; s: PortalSession; f: FilterValues }) {
       <form method="get" action={HERE} aria-label="Find borrowers">
         <label for="q">Authorizer id starts with</label>
         <input id="q" name="q" type="search" value={f.q ?? ''} maxlength={255} />
-        <label for="state">State</label>
-        <select id="state" name="state">
-          <option value="">All states</option>
-          {MONITOR_STATES.map((x) => (
-            <option value={x} selected={f.state === x}>
-              {x}
-            </option>
-          ))}
-        </select>
-        <label for="blocked">Blocked reason</label>
-        <select id="blocked" name="blocked">
-          <option value="">Any or none</option>
-          {BLOCKED_REASONS.map((x) => (
-            <option value={x} selected={f.blocked === x}>
-              {x}
-            </option>
-          ))}
-        </select>
+        <Choice id="state" name="state" label="State" values={MONITOR_STATES} any="All states" selected={f.state} />
+        <Choice id="blocked" name="blocked" label="Blocked reason" values={BLOCKED_REASONS} any="Any or none" selected={f.blocked} />
         <button type="submit">Search</button>
       </form>
       <p>

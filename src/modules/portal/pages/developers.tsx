@@ -8,7 +8,7 @@ import { createEndpoint, deleteEndpoint, listEndpoints } from '../../webhooks/en
 import { getSecret, listDeliveries, rotateSecret } from '../../webhooks/service';
 import { formOf, page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
-import { ActionButton, Csrf, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
+import { ActionButton, Choice, Csrf, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
 
 // /portal/developers: what the operator's `bun run cli key` does, per lender (API keys), and the lender's
 // webhooks: the signing secret, endpoints, and the delivery log.
@@ -127,15 +127,7 @@ function DevelopersContent(props: {
       <section aria-labelledby="deliveries">
         <h2 id="deliveries">Deliveries</h2>
         <form method="get" action={HERE}>
-          <label for="delivery-status">State</label>
-          <select id="delivery-status" name="status">
-            <option value="">All states</option>
-            {DELIVERY_STATES.map((x) => (
-              <option value={x} selected={filter.status === x}>
-                {x}
-              </option>
-            ))}
-          </select>
+          <Choice id="delivery-status" name="status" label="State" values={DELIVERY_STATES} any="All states" selected={filter.status} />
           <button type="submit">Filter</button>
         </form>
         <Table

@@ -5,7 +5,7 @@ import { SCHEDULE_STATUSES } from '../../../../db/schema/enums';
 import { OneOf } from '../../../platform/schema';
 import { getSchedule, listSchedules, view as scheduleView } from '../../schedules/service';
 import { page, portalSession, queryOf, viewOf } from '../plugin';
-import { Facts, Pager, Table, Time } from '../ui/components';
+import { Choice, Facts, Pager, Table, Time } from '../ui/components';
 import { count, dollars } from '../ui/format';
 
 // /portal/monitoring: the lender's balance-monitoring schedules (GET /v1/monitoring/schedules), filtered by status and
@@ -28,15 +28,7 @@ export const monitoringPages = (deps: Deps) =>
         const list = listSchedules({ ctx: { lender: session.lender, deps }, input: { limit: 50, status: f.status, next_page_token: f.next_page_token } });
         return page(view, 'Monitoring', [
           <form method="get" action={HERE}>
-            <label for="status">Status</label>
-            <select id="status" name="status">
-              <option value="">Any</option>
-              {SCHEDULE_STATUSES.map((st) => (
-                <option value={st} selected={f.status === st}>
-                  {STATUS_LABELS[st]}
-                </option>
-              ))}
-            </select>
+            <Choice id="status" name="status" label="Status" values={SCHEDULE_STATUSES} labels={STATUS_LABELS} any="Any" selected={f.status} />
             <button type="submit">Show</button>
           </form>,
           <Table

@@ -159,6 +159,26 @@ export function Facts(props: { caption: string; rows: [name: string, value: Chil
   );
 }
 
+/**
+ * A labelled select of a filter: each option a value (shown as itself, or by `labels`), the current one
+ * selected, and first an empty option (no filter) named `any` when given.
+ */
+export function Choice<V extends string>(props: { id: string; name: string; label: string; values: readonly V[]; labels?: Record<V, string>; any?: string; selected: string | undefined }) {
+  return (
+    <>
+      <label for={props.id}>{props.label}</label>
+      <select id={props.id} name={props.name}>
+        {props.any !== undefined && <option value="">{props.any}</option>}
+        {props.values.map((v) => (
+          <option value={v} selected={props.selected === v}>
+            {props.labels?.[v] ?? v}
+          </option>
+        ))}
+      </select>
+    </>
+  );
+}
+
 /** A link to the next page of a keyset listing, keeping the filters. */
 export function Pager(props: { path: string; query: Record<string, string | undefined>; next: string | null }) {
   if (!props.next) return null;

@@ -34,6 +34,13 @@ export interface Overview {
 const credited = () => sql<bigint>`COALESCE(SUM(CASE WHEN ${ledgerEntries.kind} = 'credit' THEN ${ledgerEntries.amountCents} END), 0)`.mapWith(BigInt);
 const reversed = () => sql<bigint>`COALESCE(SUM(CASE WHEN ${ledgerEntries.kind} = 'reversal' THEN ${ledgerEntries.amountCents} END), 0)`.mapWith(BigInt);
 
+/** Every key with its count from grouped rows, 0 for a key no row has. */
+function countsOf<K extends string>(keys: readonly K[], rows: { key: K; n: number }[]): Record<K, number> {
+  const out = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
+  for (const r of rows) out[r.key] = r.n;
+  return out;
+}
+
 export function collectionOverview(ctx: Ctx): Overview {
   const db = dbOf(ctx);
   const lender = ctx.lender.id;
@@ -64,23 +71,14 @@ export function collectionOverview(ctx: Ctx): Overview {
     return { collected: exactCents(l.collected), returned: exactCents(l.returned), inFlight: exactCents(f.cents), inFlightCount: f.n };
   };
 
-  const borrowersByState = Object.fromEntries(MONITOR_STATES.map((s) => [s, 0])) as Record<MonitorState, number>;
-  for (const r of db
-    .select({ state: enrollments.state, n: sql<number>`COUNT(*)` })
-    .from(enrollments)
-    .where(eq(enrollments.lenderId, lender))
-    .groupBy(enrollments.state)
-    .all())
-    borrowersByState[r.state] = r.n;
-
-  const paymentsByStatus = Object.fromEntries(PAYMENT_STATUSES.map((s) => [s, 0])) as Record<PaymentStatus, number>;
-  for (const r of db
-    .select({ status: payments.status, n: sql<number>`COUNT(*)` })
-    .from(payments)
-    .where(eq(payments.lenderId, lender))
-    .groupBy(payments.status)
-    .all())
-    paymentsByStatus[r.status] = r.n;
+  const borrowersByState = countsOf(
+    MONITOR_STATES,
+    db.select({ key: enrollments.state, n: sql<number>`COUNT(*)` }).from(enrollments).where(eq(enrollments.lenderId, lender)).groupBy(enrollments.state).all(),
+  );
+  const paymentsByStatus = countsOf(
+    PAYMENT_STATUSES,
+    db.select({ key: payments.status, n: sql<number>`COUNT(*)` }).from(payments).where(eq(payments.lenderId, lender)).groupBy(payments.status).all(),
+  );
 
   const byDay = new Map<number, { collected: number; returned: number }>();
   for (const r of db

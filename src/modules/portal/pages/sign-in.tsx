@@ -1,8 +1,6 @@
 import { Elysia } from 'elysia';
-import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../../deps';
 import { resolveClient } from '../../../http/https';
-import { validated } from '../../../platform/validation';
 import { cookies, htmlResponse, portalSession, redirect, setCookie } from '../plugin';
 import { endSession, LOGIN_CSRF_COOKIE, newLoginCsrf, sameToken, SESSION_COOKIE, sessionOf, SignInThrottle, startSession } from '../session';
 import { MAX_PASSWORD_LENGTH, verifySignIn } from '../users';
@@ -11,16 +9,11 @@ import { Csrf, html, Layout, Notice } from '../ui/components';
 // /portal/login and /portal/logout. A failed sign-in is slowed and, repeated, locks the pair of email and
 // address (and an address across emails), never an email alone: a stranger cannot lock a user out.
 
-/** The sign-in form; a field missing or too long is read as empty, which then does not sign in. */
-const SignInFields = Type.Object({
-  email: Type.String({ maxLength: 254 }),
-  password: Type.String({ maxLength: MAX_PASSWORD_LENGTH }),
-  _csrf: Type.String({ maxLength: 256 }),
-});
+/** The sign-in form's fields: one missing, not text, or too long is read as empty and does not sign in (a too-long password is never hashed). */
 const str = (v: unknown, max: number) => (typeof v === 'string' && v.length <= max ? v : '');
 const readSignIn = (body: unknown) => {
   const raw = (body ?? {}) as Record<string, unknown>;
-  return validated(SignInFields, { email: str(raw.email, 254), password: str(raw.password, MAX_PASSWORD_LENGTH), _csrf: str(raw._csrf, 256) });
+  return { email: str(raw.email, 254), password: str(raw.password, MAX_PASSWORD_LENGTH), _csrf: str(raw._csrf, 256) };
 };
 
 function SignInForm(props: { csrf: string; error?: string; email?: string }) {

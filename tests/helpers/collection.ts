@@ -11,3 +11,16 @@ export async function cycle(c: TestContext): Promise<void> {
   await dispatchPayments(c.rt);
   await pollProcessors(c.rt);
 }
+
+/**
+ * After a cycle: the dispatch delay passes (a payment that failed transiently is retried, with the same key,
+ * after its backoff), then two settlement periods, each polled, so what the sandbox settles or returns is recorded.
+ */
+export async function dispatchAndSettle(c: TestContext, settleMs: number): Promise<void> {
+  c.clock.advance(10_000);
+  await dispatchPayments(c.rt);
+  for (let i = 0; i < 2; i++) {
+    c.clock.advance(settleMs);
+    await pollProcessors(c.rt);
+  }
+}

@@ -3,7 +3,7 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { enrollBorrower } from '../../helpers/fixtures';
-import { cycle } from '../../helpers/collection';
+import { cycle, dispatchAndSettle } from '../../helpers/collection';
 import { queueDueReads } from '../../../src/modules/enrollments/monitoring';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
 import { dispatchPayments } from '../../../src/modules/collection/dispatch';
@@ -95,12 +95,7 @@ describe('the sandbox outcome table through collection (ACH)', () => {
       await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower(id, { collectable_amount: amount })] } });
       await cycle(c);
       // 98 fails transiently on the first try: the retry, with the same key, comes after its backoff.
-      c.clock.advance(10_000);
-      await dispatchPayments(c.rt);
-      for (let i = 0; i < 2; i++) {
-        c.clock.advance(SETTLE);
-        await pollProcessors(c.rt);
-      }
+      await dispatchAndSettle(c, SETTLE);
       expect(statuses(await events(c, id))).toEqual(expected);
       expect(payments(c, id)).toHaveLength(1);
       const v = await view(c, id);

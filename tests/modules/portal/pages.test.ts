@@ -5,10 +5,8 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { bankAuthorizer, enrollBorrower } from '../../helpers/fixtures';
-import { cycle } from '../../helpers/collection';
+import { cycle, dispatchAndSettle } from '../../helpers/collection';
 import { signedIn } from '../../helpers/portal';
-import { dispatchPayments } from '../../../src/modules/collection/dispatch';
-import { pollProcessors } from '../../../src/modules/collection/poll';
 import { dollars } from '../../../src/modules/portal/ui/format';
 
 const SETTLE = 60_000;
@@ -52,12 +50,7 @@ describe('the overview', () => {
     const amounts = [42500, 42595, 42591, 42597, 42596, 31000];
     await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: amounts.map((a, i) => enrollBorrower(`ov-${i}`, { collectable_amount: a })) } });
     await cycle(c);
-    c.clock.advance(10_000);
-    await dispatchPayments(c.rt);
-    for (let i = 0; i < 2; i++) {
-      c.clock.advance(SETTLE);
-      await pollProcessors(c.rt);
-    }
+    await dispatchAndSettle(c, SETTLE);
     const p = await signedIn(c);
     const page = await p.get('/portal');
     expect(page.status).toBe(200);

@@ -1,5 +1,5 @@
 import { withTransaction, type Tx } from '../../platform/context';
-import { and, asc, eq, isNull } from 'drizzle-orm';
+import { and, asc, eq, isNull, type SQL } from 'drizzle-orm';
 import { apiKeys, lenders } from '../../../db/schema';
 import type { Db } from '../../platform/db';
 import type { Lender } from '../../platform/context';
@@ -63,31 +63,24 @@ export function createLenderKey(db: Db, lenderId: string, now: number): string {
   return withTransaction({ deps: { db } }, ({ tx }) => issueKey(tx, lenderId, now));
 }
 
-/** Revokes one of the lender's own live keys by its id; false when the lender has no such live key. */
-export function revokeLenderKey(db: Db, lenderId: string, keyId: string, now: number): boolean {
+/** Revokes the live key that `which` names; false when no live key is named. */
+function revokeWhere(db: Db, which: SQL, now: number): boolean {
   const revoked = withTransaction({ deps: { db } }, ({ tx }) =>
     tx
       .update(apiKeys)
       .set({ revokedAt: now })
-      .where(and(eq(apiKeys.id, keyId), eq(apiKeys.lenderId, lenderId), isNull(apiKeys.revokedAt)))
+      .where(and(which, isNull(apiKeys.revokedAt)))
       .returning({ id: apiKeys.id })
       .all(),
   );
   return revoked.length > 0;
 }
 
+/** Revokes one of the lender's own live keys by its id; false when the lender has no such live key. */
+export const revokeLenderKey = (db: Db, lenderId: string, keyId: string, now: number): boolean => revokeWhere(db, and(eq(apiKeys.id, keyId), eq(apiKeys.lenderId, lenderId))!, now);
+
 /** Revokes the key with this display prefix; false when no live key has it. */
-export function revokeKey(db: Db, prefix: string, now: number): boolean {
-  const revoked = withTransaction({ deps: { db } }, ({ tx }) =>
-    tx
-      .update(apiKeys)
-      .set({ revokedAt: now })
-      .where(and(eq(apiKeys.prefix, prefix), isNull(apiKeys.revokedAt)))
-      .returning({ id: apiKeys.id })
-      .all(),
-  );
-  return revoked.length > 0;
-}
+export const revokeKey = (db: Db, prefix: string, now: number): boolean => revokeWhere(db, eq(apiKeys.prefix, prefix), now);
 
 export function setDebitCardApproval(db: Db, lenderId: string, approved: boolean): void {
   withTransaction({ deps: { db } }, ({ tx }) => tx.update(lenders).set({ debitCardApproved: approved }).where(eq(lenders.id, lenderId)).run());

@@ -23,11 +23,25 @@ const UploadForm = Type.Object({
 const Paging = Type.Object({ next_page_token: Type.Optional(Type.String({ maxLength: 512 })) }, { additionalProperties: false });
 const rowsText = (n: number) => `${count(n)} row${n === 1 ? '' : 's'}`;
 
+/** The first problems of a report, and how many more there are and where all of them are listed. */
+function ProblemList(props: { problems: { row: number; severity: string; reason: string }[]; total: number; past?: boolean; listedBy: string }) {
+  const hidden = props.total - props.problems.length;
+  return (
+    <>
+      <Table
+        caption={`Problems (error: the row ${props.past ? 'was' : 'is'} not recorded; warning: recorded, or stored unmatched)`}
+        headers={['Row', 'Severity', 'Problem']}
+        rows={props.problems.map((p) => [String(p.row), p.severity, p.reason])}
+        empty="No problems."
+      />
+      {hidden > 0 && <p>{`${count(hidden)} more ${hidden === 1 ? 'problem is' : 'problems are'} not shown here; ${props.listedBy}.`}</p>}
+    </>
+  );
+}
+
 /** A check's or a recording's report: the counts and the first problems (a page of every problem of a large file would be too large to open). */
 function Report(props: { report: UploadSummary; name: string; checkedId: string | null; csrf: string }) {
   const r = props.report;
-  const shown = r.problems.slice(0, CHECK_PROBLEMS_SHOWN);
-  const hidden = r.problemCount - shown.length;
   return (
     <section aria-labelledby="report">
       <h2 id="report">{`${r.dryRun ? 'Check' : 'Recorded'}: ${props.name}`}</h2>
@@ -41,15 +55,7 @@ function Report(props: { report: UploadSummary; name: string; checkedId: string 
           ['Needing attention', count(r.needsAttention)],
         ]}
       />
-      <Table
-        caption="Problems (error: the row is not recorded; warning: recorded, or stored unmatched)"
-        headers={['Row', 'Severity', 'Problem']}
-        rows={shown.map((p) => [String(p.row), p.severity, p.reason])}
-        empty="No problems."
-      />
-      {hidden > 0 && (
-        <p>{`${count(hidden)} more ${hidden === 1 ? 'problem is' : 'problems are'} not shown here; the API's report (POST /v1/payment_results/uploads?dryRun=true) lists them.`}</p>
-      )}
+      <ProblemList problems={r.problems.slice(0, CHECK_PROBLEMS_SHOWN)} total={r.problemCount} listedBy="the API's report (POST /v1/payment_results/uploads?dryRun=true) lists them" />
       {props.checkedId !== null ? (
         <ActionButton action={HERE} csrf={props.csrf} name="action" value="confirm" fields={{ checked: props.checkedId }} label={`Record ${rowsText(r.rowCount)}`} />
       ) : (
@@ -145,8 +151,6 @@ export const resultsUploadPages = (deps: Deps) => {
     ({ session, params }) => {
       const u = getUpload({ ctx: { lender: session.lender, deps }, input: { id: params.id } });
       const view = viewOf(deps, session, HERE);
-      const shown = u.problems.slice(0, PROBLEMS_SHOWN);
-      const hidden = u.problems.length - shown.length;
       return page(view, 'A recorded upload', [
         <Facts
           caption="Recorded"
@@ -160,13 +164,7 @@ export const resultsUploadPages = (deps: Deps) => {
             ['Needing attention', count(u.needsAttention)],
           ]}
         />,
-        <Table
-          caption="Problems (error: the row was not recorded; warning: recorded, or stored unmatched)"
-          headers={['Row', 'Severity', 'Problem']}
-          rows={shown.map((p) => [String(p.row), p.severity, p.reason])}
-          empty="No problems."
-        />,
-        hidden > 0 ? <p>{`${count(hidden)} more problems are not shown here; GET /v1/payment_results/uploads/${u.id} lists them all.`}</p> : <></>,
+        <ProblemList problems={u.problems.slice(0, PROBLEMS_SHOWN)} total={u.problems.length} past listedBy={`GET /v1/payment_results/uploads/${u.id} lists them all`} />,
         <p>
           <a href={HERE}>Results upload</a>
         </p>,

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { and, eq, lt, or, type SQL, type SQLWrapper } from 'drizzle-orm';
 import { t } from 'elysia';
 import { InvalidInput } from './errors';
 import type { Vault } from './vault';
@@ -74,4 +75,12 @@ export function keysetPage<Row, Pos>(opts: {
   const last = page[page.length - 1];
   const next = last !== undefined ? opts.positionOf(last) : after;
   return { page, hasMore, nextPageToken: hasMore ? opts.tokens.encode(opts.scope, next) : null };
+}
+
+/**
+ * The rows after a position in a newest-first listing ordered by a time and then an id, both descending:
+ * older than `time`, or as old with a smaller id.
+ */
+export function olderThan(timeColumn: SQLWrapper, idColumn: SQLWrapper, time: number, id: string): SQL {
+  return or(lt(timeColumn, time), and(eq(timeColumn, time), lt(idColumn, id)))!;
 }

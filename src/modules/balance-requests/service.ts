@@ -1,5 +1,5 @@
 import type { Static } from '@sinclair/typebox';
-import { and, asc, count, desc, eq, gt, lt, ne, or } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, lt, ne } from 'drizzle-orm';
 import { balanceResults, batches } from '../../../db/schema';
 import type { BatchSource } from '../../../db/schema/enums';
 import type { Ctx, JobContext } from '../../deps';
@@ -8,7 +8,7 @@ import { dbOf, withTransaction, type Tx } from '../../platform/context';
 import { InvalidInput, NotFound, RateLimited } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { centsToDollarsOrNull } from '../../platform/money';
-import { keysetPage, type PageQuery } from '../../platform/pagination';
+import { keysetPage, olderThan, type PageQuery } from '../../platform/pagination';
 import { validateWebhookUrl } from '../webhooks/service';
 import { validateAuthorizerList, validateAuthorizers, type AuthorizerCandidate, type FailedAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
 import type { BalanceRequestBody } from './model';
@@ -330,7 +330,7 @@ export function listBatches({ ctx, input }: { ctx: Ctx; input: PageQuery & { lim
     limit: input.limit,
     start: { t: Number.MAX_SAFE_INTEGER, i: '' },
     fetch: (after, take) => {
-      const conds = [eq(batches.lenderId, ctx.lender.id), or(lt(batches.submittedAt, after.t), and(eq(batches.submittedAt, after.t), lt(batches.id, after.i)))!];
+      const conds = [eq(batches.lenderId, ctx.lender.id), olderThan(batches.submittedAt, batches.id, after.t, after.i)];
       if (kind === 'sent') conds.push(ne(batches.source, 'monitoring'));
       if (kind === 'monitoring') conds.push(eq(batches.source, 'monitoring'));
       return dbOf(ctx).select().from(batches).where(and(...conds)).orderBy(desc(batches.submittedAt), desc(batches.id)).limit(take).all();

@@ -1,10 +1,10 @@
-import { and, desc, eq, lt, or } from 'drizzle-orm';
+import { and, desc, eq } from 'drizzle-orm';
 import { apiKeys, paymentResultUploads } from '../../../db/schema';
 import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
 import { dbOf } from '../../platform/context';
 import { NotFound } from '../../platform/errors';
-import { keysetPage, type PageQuery } from '../../platform/pagination';
+import { keysetPage, olderThan, type PageQuery } from '../../platform/pagination';
 
 // The history of recorded uploads: GET /v1/payment_results/uploads (newest first, paged) and one upload's
 // counts and problems. Dry runs record nothing and are not in it.
@@ -34,12 +34,7 @@ export function listUploads({ ctx, input }: { ctx: Ctx; input: PageQuery }) {
       db
         .select()
         .from(paymentResultUploads)
-        .where(
-          and(
-            eq(paymentResultUploads.lenderId, ctx.lender.id),
-            or(lt(paymentResultUploads.recordedAt, after.t), and(eq(paymentResultUploads.recordedAt, after.t), lt(paymentResultUploads.id, after.i))),
-          ),
-        )
+        .where(and(eq(paymentResultUploads.lenderId, ctx.lender.id), olderThan(paymentResultUploads.recordedAt, paymentResultUploads.id, after.t, after.i)))
         .orderBy(desc(paymentResultUploads.recordedAt), desc(paymentResultUploads.id))
         .limit(take)
         .all(),

@@ -1,4 +1,4 @@
-import { and, desc, eq, gt, isNull, or, lt, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import { webhookDeliveries, webhookSecrets } from '../../../db/schema';
 import type { WebhookType } from '../../../db/schema/enums';
 import type { Ctx, Deps, JobContext } from '../../deps';
@@ -8,7 +8,7 @@ import { InvalidInput } from '../../platform/errors';
 import * as q from './queries';
 import { DAY_MS, isoOrNull, iso } from '../../platform/clock';
 import { newId } from '../../platform/ids';
-import { keysetPage } from '../../platform/pagination';
+import { keysetPage, olderThan } from '../../platform/pagination';
 import { generateWebhookSecret } from '../../adapters/webhooks/signing';
 import { checkWebhookUrl } from '../../adapters/webhooks/ssrf';
 import type { SealedColumn } from '../../platform/vault';
@@ -129,12 +129,7 @@ export function listDeliveries({ ctx, input: q }: { ctx: Ctx; input: DeliveryFil
       if (q.status) conds.push(eq(webhookDeliveries.state, q.status));
       if (q.type) conds.push(eq(webhookDeliveries.type, q.type));
       if (after) {
-        conds.push(
-          or(
-            lt(webhookDeliveries.createdAt, after.c),
-            and(eq(webhookDeliveries.createdAt, after.c), lt(webhookDeliveries.id, after.i)),
-          )!,
-        );
+        conds.push(olderThan(webhookDeliveries.createdAt, webhookDeliveries.id, after.c, after.i));
       }
       return dbOf(ctx)
         .select()

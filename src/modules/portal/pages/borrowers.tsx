@@ -9,7 +9,7 @@ import { BLOCKED_REASONS } from '../../enrollments/monitor';
 import { eraseBorrowers, getEnrollment, listEnrollments, removeEnrollments } from '../../enrollments/service';
 import { page, portalSession, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
-import { ActionButton, Choice, Facts, Money, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
+import { Choice, Confirm, Facts, Money, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
 import { dollars } from '../ui/format';
 
 // /portal/payments/borrowers: the enrolled borrowers, searched by a prefix of authorizer_unique_id, filtered by
@@ -210,15 +210,21 @@ export const borrowerPages = (deps: Deps) => {
           const aid = decodeURIComponent(params.aid);
           const e = getEnrollment({ ctx: { lender: session.lender, deps }, input: { authorizerUniqueId: aid } });
           const view = viewOf(deps, session, HERE);
-          return page(view, a.title, [
-            <p>
-              {a.title} <strong>{e.authorizer_unique_id}</strong>? {a.what}
-            </p>,
-            <ActionButton action={`${borrowerHref(aid)}/${action}`} csrf={view.user.csrf} label={a.button} />,
-            <p>
-              <a href={borrowerHref(aid)}>Cancel</a>
-            </p>,
-          ]);
+          return page(
+            view,
+            a.title,
+            <Confirm
+              question={
+                <>
+                  {a.title} <strong>{e.authorizer_unique_id}</strong>? {a.what}
+                </>
+              }
+              action={`${borrowerHref(aid)}/${action}`}
+              csrf={view.user.csrf}
+              label={a.button}
+              cancel={borrowerHref(aid)}
+            />,
+          );
         },
         { signedIn: true, detail: { hide: true } },
       )

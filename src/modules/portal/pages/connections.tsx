@@ -7,7 +7,7 @@ import { CreateConnectionBody, UpdateConnectionBody } from '../../payment-connec
 import { createConnection, deleteConnection, listConnections, updateConnection } from '../../payment-connections/service';
 import { formOf, page, portalSession, problemOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
-import { ActionButton, Csrf, Notice, Table, Time, type Message } from '../ui/components';
+import { ActionButton, Confirm, Csrf, Notice, Table, Time, type Message } from '../ui/components';
 import { count } from '../ui/format';
 
 // /portal/payments/connections: the lender's processor keys (GET/POST/PATCH/DELETE /v1/payment_connections):
@@ -142,15 +142,23 @@ export const connectionPages = (deps: Deps) => {
         const k = listConnections({ ctx: ctxOf(session) }).connections.find((x) => x.id === params.id);
         if (!k) throw new NotFound('Processor key', params.id);
         const view = viewOf(deps, session, HERE);
-        return page(view, 'Delete a processor key', [
-          <p>
-            Delete <strong>{k.label}</strong> {`(key ending ${k.key_last4 ?? ''})? The key is erased; payments already read through it are kept.`}
-          </p>,
-          <ActionButton action={`${HERE}/${encodeURIComponent(k.id)}`} csrf={view.user.csrf} name="action" value="delete" label="Delete key" />,
-          <p>
-            <a href={HERE}>Cancel</a>
-          </p>,
-        ]);
+        return page(
+          view,
+          'Delete a processor key',
+          <Confirm
+            question={
+              <>
+                Delete <strong>{k.label}</strong> {`(key ending ${k.key_last4 ?? ''})? The key is erased; payments already read through it are kept.`}
+              </>
+            }
+            action={`${HERE}/${encodeURIComponent(k.id)}`}
+            csrf={view.user.csrf}
+            name="action"
+            value="delete"
+            label="Delete key"
+            cancel={HERE}
+          />,
+        );
       },
       { signedIn: true, detail: { hide: true } },
     )

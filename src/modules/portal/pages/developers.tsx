@@ -8,7 +8,7 @@ import { createEndpoint, deleteEndpoint, listEndpoints } from '../../webhooks/en
 import { getSecret, listDeliveries, rotateSecret } from '../../webhooks/service';
 import { formOf, page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
-import { ActionButton, Choice, Csrf, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
+import { ActionButton, Choice, Confirm, Csrf, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
 
 // /portal/developers: what the operator's `bun run cli key` does, per lender (API keys), and the lender's
 // webhooks: the signing secret, endpoints, and the delivery log.
@@ -178,15 +178,21 @@ export const developerPages = (deps: Deps) => {
         const k = listKeys(deps.db, session.lender.id).find((x) => x.id === params.id && x.revokedAt === null);
         if (!k) throw new NotFound('API key', params.id);
         const view = viewOf(deps, session, HERE);
-        return page(view, 'Revoke an API key', [
-          <p>
-            Revoke <code>{`${k.prefix}…`}</code>? Every request with it is refused (401) from then on; this cannot be undone.
-          </p>,
-          <ActionButton action={`${HERE}/keys/${encodeURIComponent(k.id)}/revoke`} csrf={view.user.csrf} label="Revoke key" />,
-          <p>
-            <a href={HERE}>Cancel</a>
-          </p>,
-        ]);
+        return page(
+          view,
+          'Revoke an API key',
+          <Confirm
+            question={
+              <>
+                Revoke <code>{`${k.prefix}…`}</code>? Every request with it is refused (401) from then on; this cannot be undone.
+              </>
+            }
+            action={`${HERE}/keys/${encodeURIComponent(k.id)}/revoke`}
+            csrf={view.user.csrf}
+            label="Revoke key"
+            cancel={HERE}
+          />,
+        );
       },
       { signedIn: true, detail: { hide: true } },
     )

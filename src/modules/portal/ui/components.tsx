@@ -205,3 +205,16 @@ export function ActionButton(props: { action: string; csrf: string; name?: strin
     </form>
   );
 }
+
+/** A confirmation: the question, the one button that does it (a form with the CSRF token), and a way back. */
+export function Confirm(props: { question: Child; action: string; csrf: string; label: string; name?: string; value?: string; cancel: string }) {
+  return (
+    <>
+      <p>{props.question}</p>
+      <ActionButton action={props.action} csrf={props.csrf} name={props.name} value={props.value} label={props.label} />
+      <p>
+        <a href={props.cancel}>Cancel</a>
+      </p>
+    </>
+  );
+}

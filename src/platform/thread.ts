@@ -3,6 +3,7 @@ import { openDatabase } from './db';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
 import type { PlatformDeps } from './context';
+import * as domainErrors from './errors';
 
 // The platform of a worker thread: its own connection to the service's database file (the main thread has
 // migrated it), its own metrics (sent back to the main thread's), and a logger whose lines `post` hands to
@@ -32,4 +33,32 @@ export function openThreadPlatform(config: Config, post: (line: string) => void)
     metrics: new Metrics({ defaults: false }),
     pageTokens: absent('pageTokens'),
   };
+}
+
+/** An error as a worker posts it: a domain error's name, message, details and suggestion survive the trip. */
+export interface PostedError {
+  name: string;
+  message: string;
+  details?: Record<string, unknown>;
+  suggestion?: string;
+  stack?: string;
+}
+
+export function postedError(e: unknown): PostedError {
+  const err = e instanceof Error ? e : new Error(String(e));
+  const { details, suggestion } = err as Error & { details?: Record<string, unknown>; suggestion?: string };
+  return { name: err.name, message: err.message, details, suggestion, stack: err.stack };
+}
+
+/** A posted error as the error it was: the same domain error class (so the answer is the same), else an Error. */
+export function revivedError(e: PostedError): Error {
+  const Cls = (domainErrors as Record<string, unknown>)[e.name];
+  if (typeof Cls === 'function' && Cls.prototype instanceof domainErrors.DomainError) {
+    const err = Object.create((Cls as { prototype: object }).prototype) as Error & { details?: unknown; suggestion?: unknown };
+    Object.assign(err, { name: e.name, message: e.message, details: e.details, suggestion: e.suggestion, stack: e.stack });
+    return err;
+  }
+  const err = new Error(e.message);
+  err.stack = e.stack;
+  return err;
 }

@@ -1,6 +1,7 @@
 import type { Ctx, Deps } from '../../deps';
 import * as domainErrors from '../../platform/errors';
 import { writeGate } from '../../platform/context';
+import { revivedError, type PostedError } from '../../platform/thread';
 import type { UploadAnswer, UploadForm, UploadInput } from './service';
 
 // The upload worker, as the main thread sees it: one Bun Worker per database, started at the first upload,
@@ -17,7 +18,7 @@ type FromWorker =
   | { type: 'unlock'; id: number }
   | { type: 'log'; line: string }
   | { type: 'done'; id: number; answer: UploadAnswer; metrics: Parameters<Deps['metrics']['merge']>[0] }
-  | { type: 'failed'; id: number; error: { name: string; message: string; details?: Record<string, unknown>; suggestion?: string; stack?: string } };
+  | { type: 'failed'; id: number; error: PostedError };
 
 interface Job {
   id: number;
@@ -102,7 +103,7 @@ export class UploadWorker {
         return;
       case 'failed':
         this.finish(job);
-        job.reject(revive(m.error));
+        job.reject(revivedError(m.error));
         return;
     }
   }
@@ -139,18 +140,6 @@ export class UploadWorker {
     this.fail(new domainErrors.Unavailable('The service is stopping; nothing of the upload was recorded. Upload the file again once it is back'));
     w?.terminate();
   }
-}
-
-function revive(e: { name: string; message: string; details?: Record<string, unknown>; suggestion?: string; stack?: string }): Error {
-  const Cls = (domainErrors as Record<string, unknown>)[e.name];
-  if (typeof Cls === 'function' && Cls.prototype instanceof domainErrors.DomainError) {
-    const err = Object.create((Cls as { prototype: object }).prototype) as Error & { details?: unknown; suggestion?: unknown };
-    Object.assign(err, { name: e.name, message: e.message, details: e.details, suggestion: e.suggestion, stack: e.stack });
-    return err;
-  }
-  const err = new Error(e.message);
-  err.stack = e.stack;
-  return err;
 }
 
 const workers = new WeakMap<object, UploadWorker>();

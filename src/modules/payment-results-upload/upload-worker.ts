@@ -4,7 +4,7 @@
 import type { Config } from '../../config';
 import type { Deps } from '../../deps';
 import type { Lender } from '../../platform/context';
-import { absent, openThreadPlatform } from '../../platform/thread';
+import { absent, openThreadPlatform, postedError } from '../../platform/thread';
 import { featureHooks } from '..';
 import { answerOf, processUpload, type UploadForm } from './service';
 
@@ -63,8 +63,6 @@ async function upload(m: Extract<ToWorker, { type: 'upload' }>): Promise<void> {
     // The JSON's buffer is handed over, not copied.
     self.postMessage({ type: 'done', id: m.id, answer, metrics }, answer.form === 'json' ? answer.json.map((part) => part.buffer as ArrayBuffer) : []);
   } catch (e) {
-    const err = e instanceof Error ? e : new Error(String(e));
-    const { details, suggestion } = err as Error & { details?: unknown; suggestion?: unknown };
-    self.postMessage({ type: 'failed', id: m.id, error: { name: err.name, message: err.message, details, suggestion, stack: err.stack } });
+    self.postMessage({ type: 'failed', id: m.id, error: postedError(e) });
   }
 }

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { lenders } from './lenders';
 import { BATCH_SOURCES, BATCH_STATUSES, EXPORT_STATUSES, ITEM_STATES, PAYMENT_TYPES } from './enums';
@@ -23,6 +24,10 @@ export const batches = sqliteTable(
     index('batches_status_idx').on(t.status, t.submittedAt),
     index('batches_lender_idx').on(t.lenderId, t.submittedAt),
     index('batches_schedule_idx').on(t.scheduleId),
+    // A lender's authorizers waiting to be checked, summed on every accept from this index alone.
+    index('batches_open_idx')
+      .on(t.lenderId, t.status, t.totalAuthorizers, t.totalProcessed)
+      .where(sql`${t.status} IN ('pending', 'processing')`),
   ],
 );
 

@@ -1,0 +1,1 @@
+CREATE INDEX `batches_open_idx` ON `batches` (`lender_id`,`status`,`total_authorizers`,`total_processed`) WHERE "batches"."status" IN ('pending', 'processing');

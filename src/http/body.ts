@@ -1,4 +1,4 @@
-import { Kind, type TSchema } from '@sinclair/typebox';
+import { Kind, type TSchema, type TUnsafe } from '@sinclair/typebox';
 import { InvalidInput } from '../platform/errors';
 import { problemsOf } from '../platform/validation';
 import { PayloadTooLarge, UnsupportedMediaType } from './errors';
@@ -18,11 +18,6 @@ export const SERVER_MAX_BODY_BYTES = 16 * 1024 * 1024;
  * a deeper one is refused before anything walks it recursively (validation, error messages).
  */
 export const JSON_MAX_DEPTH = 32;
-
-const rawBodyHashes = new WeakMap<Request, string>();
-
-/** SHA-256 of the raw JSON body, recorded by `jsonBody({ hash: true })` (the idempotency cache key). */
-export const rawBodyHash = (request: Request): string | undefined => rawBodyHashes.get(request);
 
 function checkLength(request: Request, limit: number): void {
   const len = Number(request.headers.get('content-length') ?? '0');
@@ -84,31 +79,41 @@ const tooDeep = () =>
 const reads = <F extends (...args: never[]) => unknown>(mediaType: string, fn: F): F & { mediaType: string } => Object.assign(fn, { mediaType });
 
 /**
+ * A JSON document's bytes as a value: valid UTF-8 JSON within the nesting depth and, with `schema`, fitting
+ * it (a 400 listing every problem, with the service's messages). Synchronous and free of the request, so a
+ * worker thread runs it on bytes handed to it.
+ */
+export function readJson(bytes: Uint8Array, schema?: TSchema): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder().decode(bytes));
+  } catch (e) {
+    // A document too deep for the parser's own stack is the depth rule, not a syntax error.
+    if (e instanceof RangeError) throw tooDeep();
+    throw new InvalidInput('Request body is not valid JSON', undefined, 'Send a JSON document');
+  }
+  if (nestsDeeperThan(value, JSON_MAX_DEPTH)) throw tooDeep();
+  if (schema) InvalidInput.refuseBody(problemsOf(schema, value));
+  return value;
+}
+
+/** The content type and the size of a JSON body checked, and its bytes read (415, 413). */
+async function jsonBytes(request: Request, limit: number): Promise<Uint8Array> {
+  const type = request.headers.get('content-type') ?? '';
+  if (!/^application\/(.+\+)?json\b/i.test(type)) throw new UnsupportedMediaType('application/json');
+  return readLimited(request, limit);
+}
+
+/**
  * A JSON body: content type, size (declared and counted), valid JSON, nesting depth, and, with `schema`,
  * the route's schema, checked here with the service's own messages (path and what was expected, never the
  * value). A route whose body Elysia would validate passes the same schema here, so Elysia's validation
  * error, which builds its message from the value sent and fails on values such as {"toString": 1}, is
  * never reached by a body.
  */
-export function jsonBody(opts: { limit?: number; hash?: boolean; schema?: TSchema } = {}) {
+export function jsonBody(opts: { limit?: number; schema?: TSchema } = {}) {
   const limit = opts.limit ?? JSON_LIMIT_BYTES;
-  return reads('application/json', async ({ request }: { request: Request }) => {
-    const type = request.headers.get('content-type') ?? '';
-    if (!/^application\/(.+\+)?json\b/i.test(type)) throw new UnsupportedMediaType('application/json');
-    const bytes = await readLimited(request, limit);
-    if (opts.hash) rawBodyHashes.set(request, new Bun.CryptoHasher('sha256').update(bytes).digest('hex'));
-    let value: unknown;
-    try {
-      value = JSON.parse(new TextDecoder().decode(bytes));
-    } catch (e) {
-      // A document too deep for the parser's own stack is the depth rule, not a syntax error.
-      if (e instanceof RangeError) throw tooDeep();
-      throw new InvalidInput('Request body is not valid JSON', undefined, 'Send a JSON document');
-    }
-    if (nestsDeeperThan(value, JSON_MAX_DEPTH)) throw tooDeep();
-    if (opts.schema) InvalidInput.refuseBody(problemsOf(opts.schema, value));
-    return value;
-  });
+  return reads('application/json', async ({ request }: { request: Request }) => readJson(await jsonBytes(request, limit), opts.schema));
 }
 
 /**
@@ -118,8 +123,26 @@ export function jsonBody(opts: { limit?: number; hash?: boolean; schema?: TSchem
  * Schema untouched): the parser has already checked it, and Elysia checking again cost about 20 ms for a
  * 1000-authorizer balance request, three times the rest of accepting it.
  */
-export function schemaBody<T extends TSchema>(schema: T, opts: { limit?: number; hash?: boolean } = {}) {
+export function schemaBody<T extends TSchema>(schema: T, opts: { limit?: number } = {}) {
   return { parse: jsonBody({ ...opts, schema }), body: { ...schema, [Kind]: 'Any' } as T };
+}
+
+/** A JSON body's bytes as they came, for a handler that reads them elsewhere (rawJsonBody). */
+export class RawJson {
+  constructor(readonly bytes: Uint8Array) {}
+}
+
+/**
+ * A JSON body documented by its schema but read by the handler: content type and size are checked here and
+ * the bytes handed over unread, for a service that parses and checks them off the event loop (readJson, in a
+ * worker thread) when the body is large.
+ */
+export function rawJsonBody<T extends TSchema>(schema: T, opts: { limit?: number } = {}) {
+  const limit = opts.limit ?? JSON_LIMIT_BYTES;
+  return {
+    parse: reads('application/json', async ({ request }: { request: Request }) => new RawJson(await jsonBytes(request, limit))),
+    body: { ...schema, [Kind]: 'Any' } as unknown as TUnsafe<RawJson>,
+  };
 }
 
 export function multipartBody(limit = UPLOAD_LIMIT_BYTES + MULTIPART_OVERHEAD_BYTES) {

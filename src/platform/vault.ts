@@ -26,6 +26,14 @@ export class Vault {
     for (const k of older) this.keys.set(keyId(k), k);
   }
 
+  /**
+   * The current key, for a worker thread of this process that seals with it (`new Vault(key)` there): copied
+   * to it in memory, never written or logged.
+   */
+  sealingKey(): Uint8Array {
+    return new Uint8Array(this.keys.get(this.currentKeyId)!);
+  }
+
   seal(plaintext: string): string {
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.keys.get(this.currentKeyId)!, iv);

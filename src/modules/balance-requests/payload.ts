@@ -1,4 +1,4 @@
-import type { SensitiveFields } from '../authorizers/rules';
+import type { NormalizedAuthorizer, SensitiveFields } from '../authorizers/rules';
 import type { QueuedAuthorizer } from './service';
 
 // Compact encodings of a batch's payload: one positional array per authorizer instead of an object with
@@ -70,4 +70,25 @@ export function unpackItems(text: string): QueuedAuthorizer[] {
     meta: p[5],
     threshold: p[6],
   }));
+}
+
+/** A batch's payload as it is stored: the sensitive fields sealed, the rest packed, and how many authorizers. */
+export interface PackedBatch {
+  count: number;
+  sealed: string;
+  items: string;
+}
+
+/** Packs and seals accepted authorizers (in a worker thread too: `seal` is the vault's, given its key). */
+export function packBatch(authorizers: NormalizedAuthorizer[], seal: (plaintext: string) => string): PackedBatch {
+  const items: QueuedAuthorizer[] = authorizers.map((a) => ({
+    id: a.authorizerUniqueId,
+    type: a.paymentType,
+    routing: a.routingNumber,
+    phone: a.phone,
+    zip: a.zip,
+    meta: a.metadata,
+    threshold: a.thresholdCents,
+  }));
+  return { count: authorizers.length, sealed: seal(packSensitive(authorizers.map((a) => a.sensitive))), items: packItems(items) };
 }

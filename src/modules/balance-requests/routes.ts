@@ -3,7 +3,7 @@ import type { Deps } from '../../deps';
 import { InvalidInput } from '../../platform/errors';
 import { identifierSchema } from '../../platform/fields';
 import { errorResponses, errors } from '../../http/errors';
-import { multipartBody, rawBodyHash, schemaBody, MULTIPART_OVERHEAD_BYTES } from '../../http/body';
+import { multipartBody, rawJsonBody, MULTIPART_OVERHEAD_BYTES } from '../../http/body';
 import type { Auth } from '../../http/auth';
 import {
   BalanceRequestBody,
@@ -17,7 +17,7 @@ import {
   History,
   HistoryQuery,
 } from './model';
-import { authorizerHistory, getBatchStatus, listBalances, submitBalanceCsv, submitBalanceRequest } from './service';
+import { authorizerHistory, getBatchStatus, listBalances, submitBalanceCsv, submitBalanceRequestBody } from './service';
 import { parseBalanceCsv } from './csv-input';
 import { exportBalancesCsv, exportFilename, parseBatchIds } from './export';
 
@@ -30,16 +30,16 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
     .use(auth)
     .post(
       '/balance_requests',
-      async ({ lender, body, request, set }) => {
-        const result = await submitBalanceRequest({ ctx: { lender, deps }, input: { body, bodyHash: rawBodyHash(request) } });
+      async ({ lender, body, set }) => {
+        const result = await submitBalanceRequestBody({ ctx: { lender, deps }, input: { bytes: body.bytes } });
         set.status = result.status;
         if (result.replayed) set.headers['idempotent-replayed'] = 'true';
         return result.body;
       },
       {
         auth: true,
-        ...schemaBody(BalanceRequestBody, { hash: true }),
-        response: { 201: BatchSubmission, ...errors(400, 401, 413, 415, 429) },
+        ...rawJsonBody(BalanceRequestBody),
+        response: { 201: BatchSubmission, ...errors(400, 401, 413, 415, 429, 503) },
         detail: {
           tags,
           summary: 'Submit a batch of balance checks',
@@ -52,7 +52,8 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
             'Authorizers that fail a rule come back ' +
             'in failed_authorizers and the rest of the batch proceeds; when none passes the answer is 400 with the list in ' +
             'error.details.failed_authorizers. An identical body sent again within 24 hours returns the first answer with ' +
-            'the header Idempotent-Replayed: true and creates no second batch.',
+            'the header Idempotent-Replayed: true and creates no second batch. A request cut off by the service stopping ' +
+            'is a 503 and nothing of it was recorded: send it again.',
         },
       },
     )

@@ -4,7 +4,8 @@ import { balanceResults, batches } from '../../../db/schema';
 import type { BatchSource } from '../../../db/schema/enums';
 import type { Ctx, JobContext } from '../../deps';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
-import { dbOf, withTransaction, type Tx } from '../../platform/context';
+import { dbOf, type Tx } from '../../platform/context';
+import { groupCommit } from '../../platform/group-commit';
 import { InvalidInput, NotFound, RateLimited } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { centsToDollarsOrNull } from '../../platform/money';
@@ -12,7 +13,8 @@ import { keysetPage, olderThan, type PageQuery } from '../../platform/pagination
 import { validateWebhookUrl } from '../webhooks/service';
 import { validateAuthorizerList, validateAuthorizers, type AuthorizerCandidate, type FailedAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
 import type { BalanceRequestBody } from './model';
-import { packItems, packSensitive } from './payload';
+import { packBatch, type PackedBatch } from './payload';
+import { prepareOffLoop } from './accept-offload';
 import * as q from './queries';
 import { errorMessageFor } from './status';
 import type { SealedColumn } from '../../platform/vault';
@@ -60,11 +62,12 @@ export function insertBatch({
     webhookUrl?: string | null;
     /** The display name of the dashboard user who submitted; null for API submissions. */
     creator?: string | null;
-    authorizers: NormalizedAuthorizer[];
+    /** The accepted authorizers, or their payload already packed and sealed (packBatch, maybe in a worker). */
+    authorizers: NormalizedAuthorizer[] | PackedBatch;
     now: number;
   };
 }): string {
-  const { vault } = ctx.deps;
+  const packed = Array.isArray(input.authorizers) ? packBatch(input.authorizers, (s) => ctx.deps.vault.seal(s)) : input.authorizers;
   const batchId = newId();
   q.insertBatchRow(ctx.tx, {
     id: batchId,
@@ -74,38 +77,48 @@ export function insertBatch({
     webhookUrl: input.webhookUrl ?? null,
     creator: input.creator ?? null,
     now: input.now,
-    total: input.authorizers.length,
+    total: packed.count,
   });
-  const items: QueuedAuthorizer[] = input.authorizers.map((a) => ({
-    id: a.authorizerUniqueId,
-    type: a.paymentType,
-    routing: a.routingNumber,
-    phone: a.phone,
-    zip: a.zip,
-    meta: a.metadata,
-    threshold: a.thresholdCents,
-  }));
-  q.insertBatchPayload(ctx.tx, batchId, vault.seal(packSensitive(input.authorizers.map((a) => a.sensitive))), packItems(items));
+  q.insertBatchPayload(ctx.tx, batchId, packed.sealed, packed.items);
   return batchId;
 }
 
 const acceptedMessage = (n: number) => `Batch accepted: ${n} authorizer${n === 1 ? '' : 's'} queued for a balance check`;
 
+/** The first answer to a body seen from the same lender in the last 24 hours, if there is one. */
+function replayOf(ctx: Ctx, bodyHash: string | undefined, now: number) {
+  const hit = bodyHash ? q.findCachedResponse(ctx.deps.db, ctx.lender.id, bodyHash, now - IDEMPOTENCY_TTL_MS) : null;
+  return hit ? { status: hit.statusCode, body: JSON.parse(hit.responseBody) as SubmissionResponse, replayed: true } : null;
+}
+
 /**
- * POST /v1/balance_requests. A JSON body seen from the same lender in the last 24 hours returns the first
- * answer (no second batch).
+ * POST /v1/balance_requests, from the body's bytes: read, checked, validated and sealed off the event loop
+ * when the body is large (accept-offload.ts), then accepted here. A JSON body seen from the same lender in
+ * the last 24 hours returns the first answer (no second batch).
  */
+export async function submitBalanceRequestBody({ ctx, input }: { ctx: Ctx; input: { bytes: Uint8Array } }) {
+  const now = ctx.deps.clock.now();
+  const prepared = await prepareOffLoop(ctx.deps, input.bytes, { debitCardsApproved: ctx.lender.debitCardApproved, now });
+  return (
+    replayOf(ctx, prepared.bodyHash, now) ??
+    acceptBatch({
+      ctx,
+      input: { accepted: prepared.accepted, failed: prepared.failed, webhookUrl: prepared.webhookUrl, source: 'api', bodyHash: prepared.bodyHash, now },
+    })
+  );
+}
+
+/** The same, from a body already read and checked against its schema (the service's own callers). */
 export async function submitBalanceRequest({ ctx, input }: { ctx: Ctx; input: { body: BalanceRequest; bodyHash?: string } }) {
   const now = ctx.deps.clock.now();
   const { accepted, failed } = validateAuthorizerList(input.body.authorizers, { debitCardsApproved: ctx.lender.debitCardApproved, now });
-  if (input.bodyHash) {
-    const hit = q.findCachedResponse(ctx.deps.db, ctx.lender.id, input.bodyHash, now - IDEMPOTENCY_TTL_MS);
-    if (hit) return { status: hit.statusCode, body: JSON.parse(hit.responseBody) as SubmissionResponse, replayed: true };
-  }
-  return acceptBatch({
-    ctx,
-    input: { accepted, failed, webhookUrl: input.body.webhook_url ?? null, source: 'api', bodyHash: input.bodyHash, now },
-  });
+  return (
+    replayOf(ctx, input.bodyHash, now) ??
+    acceptBatch({
+      ctx,
+      input: { accepted, failed, webhookUrl: input.body.webhook_url ?? null, source: 'api', bodyHash: input.bodyHash, now },
+    })
+  );
 }
 
 /** POST /v1/balance_requests/csv: rows already read from the file, their rules checked here. */
@@ -141,7 +154,8 @@ async function acceptBatch({
 }: {
   ctx: Ctx;
   input: {
-    accepted: NormalizedAuthorizer[];
+    /** The authorizers that passed, as they are or already packed and sealed. */
+    accepted: NormalizedAuthorizer[] | PackedBatch;
     failed: FailedAuthorizer[];
     webhookUrl: string | null;
     source: 'api' | 'csv';
@@ -154,10 +168,12 @@ async function acceptBatch({
   const { now } = input;
   if (input.webhookUrl) await validateWebhookUrl(ctx.deps, 'webhook_url', input.webhookUrl);
   const allFailed = input.failed.sort((a, b) => a.row_number - b.row_number);
-  if (input.accepted.length === 0) {
+  const count = Array.isArray(input.accepted) ? input.accepted.length : input.accepted.count;
+  if (count === 0) {
     throw new InvalidInput('No authorizer in the request passed validation', { failed_authorizers: allFailed }, 'Correct the listed authorizers and send them again');
   }
-  return withTransaction(ctx, (tx) => {
+  // Requests accepted at about the same moment share one commit (and its fsync).
+  return groupCommit(ctx, (tx) => {
     // Checked again under the write lock: two identical requests at once still make one batch.
     if (input.bodyHash) {
       const hit = q.findCachedResponse(tx.tx, ctx.lender.id, input.bodyHash, now - IDEMPOTENCY_TTL_MS);
@@ -167,10 +183,10 @@ async function acceptBatch({
     // both squeeze under the bound.
     const max = ctx.deps.config.maxPendingAuthorizersPerLender;
     const pending = q.pendingAuthorizers(tx.tx, ctx.lender.id);
-    if (pending + input.accepted.length > max) {
+    if (pending + count > max) {
       throw new RateLimited(
         QUEUE_FULL_RETRY_AFTER_S,
-        `${pending} authorizers of this lender are waiting to be checked and at most ${max} may wait; this request would add ${input.accepted.length}`,
+        `${pending} authorizers of this lender are waiting to be checked and at most ${max} may wait; this request would add ${count}`,
         `Retry after ${QUEUE_FULL_RETRY_AFTER_S} seconds, when earlier batches have progressed`,
       );
     }
@@ -181,7 +197,7 @@ async function acceptBatch({
     const body: SubmissionResponse = {
       batch_id: batchId,
       submitted_at: iso(now),
-      message: acceptedMessage(input.accepted.length),
+      message: acceptedMessage(count),
       failed_authorizers: allFailed,
     };
     if (input.warnings) body.warnings = input.warnings;

@@ -1,0 +1,33 @@
+import { readJson } from '../../http/body';
+import { validateAuthorizerList, type FailedAuthorizer } from '../authorizers/rules';
+import { BalanceRequestBody } from './model';
+import { packBatch, type PackedBatch } from './payload';
+import type { BalanceRequest } from './service';
+
+// The CPU-heavy part of accepting POST /v1/balance_requests, on the body's bytes alone: the JSON read and
+// checked against its schema, every authorizer's rules, the payload packed and sealed, the body's hash. No
+// database and no clock of its own, so it runs the same on the event loop or in the accept worker.
+
+export interface PreparedRequest {
+  /** SHA-256 of the body as sent: the 24-hour replay cache's key. */
+  bodyHash: string;
+  webhookUrl: string | null;
+  /** The authorizers that passed, packed and sealed (count 0 and nothing sealed when none did). */
+  accepted: PackedBatch;
+  failed: FailedAuthorizer[];
+}
+
+export function prepareBalanceRequest(
+  bytes: Uint8Array,
+  opts: { debitCardsApproved: boolean; now: number; seal: (plaintext: string) => string },
+): PreparedRequest {
+  const bodyHash = new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
+  const body = readJson(bytes, BalanceRequestBody) as BalanceRequest;
+  const { accepted, failed } = validateAuthorizerList(body.authorizers, opts);
+  return {
+    bodyHash,
+    webhookUrl: body.webhook_url ?? null,
+    accepted: accepted.length > 0 ? packBatch(accepted, opts.seal) : { count: 0, sealed: '', items: '' },
+    failed,
+  };
+}

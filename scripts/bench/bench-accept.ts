@@ -150,7 +150,7 @@ export const acceptBench: Bench = {
         `server time per request at these rates: accept ${ms(1000 / accept.rps)}, parse-only ${ms(1000 / parse.rps)}. ` +
           `In the accept worker (in process, medians): the whole preparation ${ms(steps.prepare)} (JSON read and schema ${ms(steps.read)}, ` +
           `the authorizers' rules ${ms(steps.validate)}, packing and sealing ${ms(steps.pack)}, and the body's hash); ` +
-          `on the event loop: the batch's two rows and the replay cache in one FULL transaction ${ms(steps.insert)} alone, shared among requests answered together (group commit).`,
+          `on the event loop: the batch's two rows in one FULL transaction ${ms(steps.insert)} alone, shared among requests answered together (group commit).`,
       ],
     };
   },

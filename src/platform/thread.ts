@@ -62,3 +62,27 @@ export function revivedError(e: PostedError): Error {
   err.stack = e.stack;
   return err;
 }
+
+/**
+ * Bytes to post to a worker with their buffer in the transfer list: the bytes themselves when the caller
+ * gives them up and they are their whole buffer (moved, not copied), else a copy the worker owns.
+ */
+export function bytesToPost(bytes: Uint8Array, giveUp: boolean): Uint8Array {
+  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+  return giveUp && whole ? bytes : bytes.slice();
+}
+
+/**
+ * The one `T` of a database (a worker's handle, made at first use), closed with the database: `make` runs
+ * once per connection, and the runtime's handle (when the deps have one) closes what it made.
+ */
+export function oncePerDatabase<T extends { close(): void }>(made: WeakMap<object, T>, deps: { db: object }, make: () => T): T {
+  let t = made.get(deps.db);
+  if (!t) {
+    const created = make();
+    made.set(deps.db, created);
+    (deps as { handle?: { beforeClose: (() => void)[] } }).handle?.beforeClose.push(() => created.close());
+    t = created;
+  }
+  return t;
+}

@@ -1,6 +1,6 @@
 import type { Deps } from '../../deps';
 import { Unavailable } from '../../platform/errors';
-import { revivedError, type PostedError } from '../../platform/thread';
+import { bytesToPost, oncePerDatabase, revivedError, type PostedError } from '../../platform/thread';
 import { prepareBalanceRequest, type PreparedRequest } from './prepare';
 
 // Accepting a balance request of up to 1000 authorizers is a few milliseconds of CPU (JSON, schema, rules,
@@ -33,9 +33,8 @@ export class AcceptWorker {
     const id = this.next++;
     return new Promise<PreparedRequest>((resolve, reject) => {
       this.jobs.set(id, { resolve, reject });
-      // The body's own buffer is handed over when it is the whole buffer; else a copy is.
-      const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
-      const sent = whole ? bytes : bytes.slice();
+      // The body's own buffer is handed over (the route has no other use for it).
+      const sent = bytesToPost(bytes, true);
       worker.postMessage({ type: 'prepare', id, bytes: sent, ...opts }, [sent.buffer as ArrayBuffer]);
     });
   }
@@ -82,15 +81,7 @@ const workers = new WeakMap<object, AcceptWorker>();
 
 /** The accept worker of these deps (started at its first request, ended with the database handle). */
 export function acceptWorkerOf(deps: Deps): AcceptWorker {
-  let w = workers.get(deps.db);
-  if (!w) {
-    const worker = new AcceptWorker(deps);
-    workers.set(deps.db, worker);
-    const handle = (deps as Deps & { handle?: { beforeClose: (() => void)[] } }).handle;
-    handle?.beforeClose.push(() => worker.close());
-    w = worker;
-  }
-  return w;
+  return oncePerDatabase(workers, deps, () => new AcceptWorker(deps));
 }
 
 /** A balance request's body prepared: here when it is small, in the accept worker when it is not. */

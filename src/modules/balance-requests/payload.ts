@@ -79,8 +79,12 @@ export interface PackedBatch {
   items: string;
 }
 
-/** Packs and seals accepted authorizers (in a worker thread too: `seal` is the vault's, given its key). */
+/**
+ * Packs and seals accepted authorizers (in a worker thread too: `seal` is the vault's, given its key). None
+ * accepted is a count of 0 with nothing sealed: such a batch is refused, never stored.
+ */
 export function packBatch(authorizers: NormalizedAuthorizer[], seal: (plaintext: string) => string): PackedBatch {
+  if (authorizers.length === 0) return { count: 0, sealed: '', items: '' };
   const items: QueuedAuthorizer[] = authorizers.map((a) => ({
     id: a.authorizerUniqueId,
     type: a.paymentType,

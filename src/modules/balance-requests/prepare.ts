@@ -27,7 +27,7 @@ export function prepareBalanceRequest(
   return {
     bodyHash,
     webhookUrl: body.webhook_url ?? null,
-    accepted: accepted.length > 0 ? packBatch(accepted, opts.seal) : { count: 0, sealed: '', items: '' },
+    accepted: packBatch(accepted, opts.seal),
     failed,
   };
 }

@@ -5,6 +5,7 @@ import type { BatchSource } from '../../../db/schema/enums';
 import type { Ctx, JobContext } from '../../deps';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
 import { dbOf, type Tx } from '../../platform/context';
+import type { Db } from '../../platform/db';
 import { groupCommit } from '../../platform/group-commit';
 import { InvalidInput, NotFound, RateLimited } from '../../platform/errors';
 import { newId } from '../../platform/ids';
@@ -86,10 +87,13 @@ export function insertBatch({
 const acceptedMessage = (n: number) => `Batch accepted: ${n} authorizer${n === 1 ? '' : 's'} queued for a balance check`;
 
 /** The first answer to a body seen from the same lender in the last 24 hours, if there is one. */
-function replayOf(ctx: Ctx, bodyHash: string | undefined, now: number) {
-  const hit = bodyHash ? q.findCachedResponse(ctx.deps.db, ctx.lender.id, bodyHash, now - IDEMPOTENCY_TTL_MS) : null;
+function replayOf(db: Db, lenderId: string, bodyHash: string | undefined, now: number) {
+  const hit = bodyHash ? q.findCachedResponse(db, lenderId, bodyHash, now - IDEMPOTENCY_TTL_MS) : null;
   return hit ? { status: hit.statusCode, body: JSON.parse(hit.responseBody) as SubmissionResponse, replayed: true } : null;
 }
+
+/** The deps' vault as packBatch's sealer. */
+const sealerOf = (ctx: Ctx) => (plaintext: string) => ctx.deps.vault.seal(plaintext);
 
 /**
  * POST /v1/balance_requests, from the body's bytes: read, checked, validated and sealed off the event loop
@@ -100,7 +104,7 @@ export async function submitBalanceRequestBody({ ctx, input }: { ctx: Ctx; input
   const now = ctx.deps.clock.now();
   const prepared = await prepareOffLoop(ctx.deps, input.bytes, { debitCardsApproved: ctx.lender.debitCardApproved, now });
   return (
-    replayOf(ctx, prepared.bodyHash, now) ??
+    replayOf(ctx.deps.db, ctx.lender.id, prepared.bodyHash, now) ??
     acceptBatch({
       ctx,
       input: { accepted: prepared.accepted, failed: prepared.failed, webhookUrl: prepared.webhookUrl, source: 'api', bodyHash: prepared.bodyHash, now },
@@ -113,10 +117,10 @@ export async function submitBalanceRequest({ ctx, input }: { ctx: Ctx; input: { 
   const now = ctx.deps.clock.now();
   const { accepted, failed } = validateAuthorizerList(input.body.authorizers, { debitCardsApproved: ctx.lender.debitCardApproved, now });
   return (
-    replayOf(ctx, input.bodyHash, now) ??
+    replayOf(ctx.deps.db, ctx.lender.id, input.bodyHash, now) ??
     acceptBatch({
       ctx,
-      input: { accepted, failed, webhookUrl: input.body.webhook_url ?? null, source: 'api', bodyHash: input.bodyHash, now },
+      input: { accepted: packBatch(accepted, sealerOf(ctx)), failed, webhookUrl: input.body.webhook_url ?? null, source: 'api', bodyHash: input.bodyHash, now },
     })
   );
 }
@@ -139,7 +143,7 @@ export async function submitBalanceCsv({
   const { accepted, failed } = validateAuthorizers(input.candidates, { debitCardsApproved: ctx.lender.debitCardApproved, now });
   const result = await acceptBatch({
     ctx,
-    input: { accepted, failed: [...input.preFailed, ...failed], webhookUrl: input.webhookUrl, source: 'csv', warnings: input.warnings, creator: input.creator ?? null, now },
+    input: { accepted: packBatch(accepted, sealerOf(ctx)), failed: [...input.preFailed, ...failed], webhookUrl: input.webhookUrl, source: 'csv', warnings: input.warnings, creator: input.creator ?? null, now },
   });
   return { ...result, body: { ...result.body, warnings: result.body.warnings ?? input.warnings } };
 }
@@ -154,8 +158,8 @@ async function acceptBatch({
 }: {
   ctx: Ctx;
   input: {
-    /** The authorizers that passed, as they are or already packed and sealed. */
-    accepted: NormalizedAuthorizer[] | PackedBatch;
+    /** The authorizers that passed, packed and sealed. */
+    accepted: PackedBatch;
     failed: FailedAuthorizer[];
     webhookUrl: string | null;
     source: 'api' | 'csv';
@@ -168,17 +172,15 @@ async function acceptBatch({
   const { now } = input;
   if (input.webhookUrl) await validateWebhookUrl(ctx.deps, 'webhook_url', input.webhookUrl);
   const allFailed = input.failed.sort((a, b) => a.row_number - b.row_number);
-  const count = Array.isArray(input.accepted) ? input.accepted.length : input.accepted.count;
+  const { count } = input.accepted;
   if (count === 0) {
     throw new InvalidInput('No authorizer in the request passed validation', { failed_authorizers: allFailed }, 'Correct the listed authorizers and send them again');
   }
   // Requests accepted at about the same moment share one commit (and its fsync).
   return groupCommit(ctx, (tx) => {
     // Checked again under the write lock: two identical requests at once still make one batch.
-    if (input.bodyHash) {
-      const hit = q.findCachedResponse(tx.tx, ctx.lender.id, input.bodyHash, now - IDEMPOTENCY_TTL_MS);
-      if (hit) return { status: hit.statusCode, body: JSON.parse(hit.responseBody) as SubmissionResponse, replayed: true };
-    }
+    const replay = replayOf(tx.tx, ctx.lender.id, input.bodyHash, now);
+    if (replay) return replay;
     // One lender cannot queue unbounded work: counted under the write lock, so two requests at once cannot
     // both squeeze under the bound.
     const max = ctx.deps.config.maxPendingAuthorizersPerLender;

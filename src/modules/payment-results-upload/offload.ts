@@ -1,7 +1,7 @@
 import type { Ctx, Deps } from '../../deps';
 import * as domainErrors from '../../platform/errors';
 import { writeGate } from '../../platform/context';
-import { revivedError, type PostedError } from '../../platform/thread';
+import { bytesToPost, oncePerDatabase, revivedError, type PostedError } from '../../platform/thread';
 import type { UploadAnswer, UploadForm, UploadInput } from './service';
 
 // The upload worker, as the main thread sees it: one Bun Worker per database, started at the first upload,
@@ -52,8 +52,7 @@ export class UploadWorker {
       this.jobs.set(id, { id, resolve, reject });
       // Handed over when the caller gives them up (the route: a buffer of their own); else a copy the worker
       // owns (the portal keeps a checked file to record it later).
-      const whole = input.bytes.byteOffset === 0 && input.bytes.byteLength === input.bytes.buffer.byteLength && input.bytes.buffer instanceof ArrayBuffer;
-      const bytes = input.handOver && whole ? input.bytes : input.bytes.slice();
+      const bytes = bytesToPost(input.bytes, input.handOver === true);
       worker.postMessage(
         { type: 'upload', id, lender: ctx.lender, now: this.deps.clock.now(), dryRun: input.dryRun, creator: input.creator ?? null, form, bytes },
         [bytes.buffer as ArrayBuffer],
@@ -147,12 +146,5 @@ const workers = new WeakMap<object, UploadWorker>();
 /** The upload worker of these deps' database, or null when the database is in memory. */
 export function uploadWorkerOf(deps: Deps): UploadWorker | null {
   if (deps.config.databasePath === ':memory:') return null;
-  let w = workers.get(deps.db);
-  if (!w) {
-    w = new UploadWorker(deps);
-    workers.set(deps.db, w);
-    const handle = (deps as Deps & { handle?: { beforeClose: (() => void)[] } }).handle;
-    handle?.beforeClose.push(() => w!.close());
-  }
-  return w;
+  return oncePerDatabase(workers, deps, () => new UploadWorker(deps));
 }

@@ -3,9 +3,12 @@ import { Elysia } from 'elysia';
 import { openapi } from '@elysiajs/openapi';
 import { join } from 'node:path';
 import { NotFound } from '../platform/errors';
+import { restoreFormats } from './formats';
 
 // The OpenAPI document (/docs/json) and the Swagger UI page (/docs), whose assets the service serves itself
 // so the page works with no internet.
+
+restoreFormats();
 
 export const API_VERSION = '0.3.0-alpha';
 export const GENERATED_SPEC_PATH = '/docs/generated.json';

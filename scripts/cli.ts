@@ -115,7 +115,7 @@ export async function rotateVault(config: Config, sqlite: Database): Promise<{ r
       const update = sqlite.query(`UPDATE ${t} SET ${column} = ? WHERE ${key} = ?`);
       for (const { k, v } of rows) {
         if (!vault.needsReseal(v)) continue;
-        update.run(vault.seal(vault.open(v)), k);
+        update.run(vault.reseal(v), k);
         resealed++;
       }
     }

@@ -135,21 +135,41 @@ export function setSynchronous(rt: Runtime, mode: 'OFF' | 'NORMAL' | 'FULL'): vo
 
 export const SANDBOX_BANK = '110000000';
 
-export function authorizer(id: string, i: number, opts: { metadata?: boolean } = {}) {
+const FIRST = 'Ada Grace Alan Katherine Edsger Barbara Donald Frances John Margaret Dennis Radia Ken Shafi Leslie Hedy Tim Sophie Linus Anita Niklaus Adele Bjarne Evelyn Guido Jean Yukihiro Mary Brian Carol Rob Annie Whitfield Joan Vint Lynn Ivan Karen Robin Cynthia James Ellen Peter Dorothy Butler Ida Claude Rosalind Marvin Jennifer'.split(' ');
+const LAST = 'Lovelace Hopper Turing Johnson Dijkstra Liskov Knuth Allen Backus Hamilton Ritchie Perlman Thompson Goldwasser Lamport Lamarr Berners-Lee Wilson Torvalds Borg Wirth Goldberg Stroustrup Boyd Rossum Sammet Matsumoto Keller Kernighan Shaw Pike Easley Diffie Clarke Cerf Conway Sutherland Jones Milner Dwork Gosling Spertus Norvig Vaughan Lampson Rhodes Shannon Franklin Minsky Widom Garcia Nguyen Patel Kim Okafor Rossi Schmidt Cohen Silva Novak'.split(' ');
+const STREETS = ['Main St', 'Oak Ave', 'Maple Dr', 'Cedar Ln', 'Elm St', 'Park Blvd', 'Lake Rd', 'Hill St'];
+
+/** Pseudo-random digits for the i-th borrower, the same on every run (mulberry32 seeded by borrower and field). */
+function spread(i: number, salt: number, digits: number): string {
+  let t = (Math.imul(i + 1, 0x9e3779b1) ^ Math.imul(salt, 0x85ebca6b)) >>> 0;
+  let out = '';
+  while (out.length < digits) {
+    t = (t + 0x6d2b79f5) >>> 0;
+    let r = Math.imul(t ^ (t >>> 15), 1 | t);
+    r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r;
+    out += String(((r ^ (r >>> 14)) >>> 0) % 10_000).padStart(4, '0');
+  }
+  return out.slice(0, digits);
+}
+
+export function authorizer(id: string, i: number, opts: { metadata?: boolean; varied?: boolean } = {}) {
+  // `varied`: names, tax ids, phones and addresses that differ from one borrower to the next, as a lender's
+  // do (a payload of one repeated borrower compresses far better than a real one).
+  const v = opts.varied;
   return {
     authorizer_unique_id: id,
-    first_name: 'Ada',
-    last_name: 'Lovelace',
-    phone_number: '2025550143',
-    ssn: '123-45-6789',
-    account_number: String(1_000_000_000 + ((i * 7919) % 9_000_000)),
+    first_name: v ? FIRST[Number(spread(i, 8, 4)) % FIRST.length]! : 'Ada',
+    last_name: v ? LAST[Number(spread(i, 9, 4)) % LAST.length]! : 'Lovelace',
+    phone_number: v ? `${2 + (i % 8)}${spread(i, 1, 2)}555${spread(i, 2, 4)}` : '2025550143',
+    ssn: v ? `${1 + (i % 8)}${spread(i, 3, 2)}-${spread(i, 4, 2)}-${spread(i, 5, 4)}` : '123-45-6789',
+    account_number: v ? `${1 + (i % 9)}${spread(i, 7, 9 + (i % 4))}` : String(1_000_000_000 + ((i * 7919) % 9_000_000)),
     routing_number: SANDBOX_BANK,
-    address: { zip_code: '02139' },
+    address: v ? { street_address_line1: `${Number(spread(i, 10, 4)) + 1} ${STREETS[Number(spread(i, 11, 2)) % STREETS.length]}`, zip_code: spread(i, 6, 5) } : { zip_code: '02139' },
     ...(opts.metadata ? { metadata: { branch: i % 2 ? 'north' : 'south', loan_amount: 100 + (i % 900), vip: i % 7 === 0 } } : {}),
   };
 }
 
-export function authorizers(prefix: string, n: number, opts: { metadata?: boolean } = {}) {
+export function authorizers(prefix: string, n: number, opts: { metadata?: boolean; varied?: boolean } = {}) {
   return Array.from({ length: n }, (_, i) => authorizer(`${prefix}-${i}`, i, opts));
 }
 

@@ -35,13 +35,22 @@ export class Vault {
   }
 
   seal(plaintext: string): string {
+    return this.sealBytes(Buffer.from(plaintext, 'utf8'));
+  }
+
+  /** Seals bytes as they are (a compressed payload, say); the sealed form is the same as a string's. */
+  sealBytes(plaintext: Uint8Array): string {
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.keys.get(this.currentKeyId)!, iv);
-    const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final(), cipher.getAuthTag()]);
+    const body = Buffer.concat([cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
     return `v1.${this.currentKeyId}.${iv.toString('base64url')}.${body.toString('base64url')}`;
   }
 
   open(sealed: string): string {
+    return this.openBytes(sealed).toString('utf8');
+  }
+
+  openBytes(sealed: string): Buffer {
     const parts = sealed.split('.');
     if (parts.length !== 4 || parts[0] !== 'v1') throw new VaultError('Not a sealed value');
     const key = this.keys.get(parts[1]!);
@@ -52,10 +61,15 @@ export class Vault {
     const decipher = createDecipheriv('aes-256-gcm', key, iv);
     decipher.setAuthTag(body.subarray(body.length - 16));
     try {
-      return Buffer.concat([decipher.update(body.subarray(0, body.length - 16)), decipher.final()]).toString('utf8');
+      return Buffer.concat([decipher.update(body.subarray(0, body.length - 16)), decipher.final()]);
     } catch {
       throw new VaultError('Sealed value failed authentication (tampered, or sealed with another key)');
     }
+  }
+
+  /** The same plaintext, byte for byte, sealed under the current key (text or not). */
+  reseal(sealed: string): string {
+    return this.sealBytes(this.openBytes(sealed));
   }
 
   sealJson(value: unknown): string {

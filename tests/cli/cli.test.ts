@@ -7,6 +7,7 @@ import { CliError, runCli } from '../../scripts/cli';
 import { LenderError } from '../../src/modules/lenders/service';
 import { Vault } from '../../src/platform/vault';
 import { SEALED_COLUMNS } from '../../src/modules';
+import { openSensitive } from '../../src/modules/balance-requests/payload';
 import { enrollBorrower } from '../helpers/fixtures';
 import { createTestContext, type TestContext } from '../helpers/context';
 
@@ -319,6 +320,9 @@ describe('vault', () => {
     expect(again.body.secret).toBe(secret.body.secret);
     const status = await fresh.json('GET', `/v1/balance_requests/${batch.body.batch_id}`, { key });
     expect(status.status).toBe(200);
+    // The batch's payload is compressed before it is sealed (bytes, not text): re-sealed byte for byte.
+    const payload = fresh.rt.sqlite.query('SELECT sealed FROM batch_payloads WHERE batch_id = ?').get(batch.body.batch_id) as { sealed: string };
+    expect(openSensitive(fresh.rt.vault, payload.sealed)[0]!.accountNumber).toBe(AUTHORIZER.account_number);
     const sched = await fresh.json('GET', `/v1/monitoring/schedules/${schedule.body.schedule_id}`, { key });
     expect(sched.status).toBe(200);
     for (const { table, column } of SEALED_COLUMNS) {

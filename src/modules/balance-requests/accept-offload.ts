@@ -86,6 +86,6 @@ export function acceptWorkerOf(deps: Deps): AcceptWorker {
 
 /** A balance request's body prepared: here when it is small, in the accept worker when it is not. */
 export async function prepareOffLoop(deps: Deps, bytes: Uint8Array, opts: { debitCardsApproved: boolean; now: number }): Promise<PreparedRequest> {
-  if (bytes.byteLength < INLINE_BYTES) return prepareBalanceRequest(bytes, { ...opts, seal: (s) => deps.vault.seal(s) });
+  if (bytes.byteLength < INLINE_BYTES) return prepareBalanceRequest(bytes, { ...opts, seal: (b) => deps.vault.sealBytes(b) });
   return acceptWorkerOf(deps).prepare(bytes, opts);
 }

@@ -17,7 +17,7 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     return;
   }
   try {
-    const prepared = prepareBalanceRequest(m.bytes, { debitCardsApproved: m.debitCardsApproved, now: m.now, seal: (s) => vault!.seal(s) });
+    const prepared = prepareBalanceRequest(m.bytes, { debitCardsApproved: m.debitCardsApproved, now: m.now, seal: (b) => vault!.sealBytes(b) });
     self.postMessage({ type: 'done', id: m.id, prepared });
   } catch (e) {
     self.postMessage({ type: 'failed', id: m.id, error: postedError(e) });

@@ -1,8 +1,27 @@
 import type { NormalizedAuthorizer, SensitiveFields } from '../authorizers/rules';
 import type { QueuedAuthorizer } from './service';
+import type { Vault } from '../../platform/vault';
 
 // Compact encodings of a batch's payload: one positional array per authorizer instead of an object with
-// repeated keys. A 1000-authorizer batch is a third of the bytes to seal, write and fsync.
+// repeated keys, then compressed (zstd, its fastest level). For 1000 varied borrowers (a 250 KB request) that
+// is 42 KB stored instead of 181 KB: less to seal, write, fsync and copy into the database file, which is
+// where the event loop's time went when accepting. A payload stored before compression (JSON text) is read
+// as it is.
+
+/** The first bytes of a zstd frame; packed JSON starts with `[`. */
+const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd];
+
+/** Packed JSON, compressed for storing (sealed or not). */
+export function compressPacked(json: string): Uint8Array {
+  return Bun.zstdCompressSync(Buffer.from(json, 'utf8'), { level: 1 });
+}
+
+/** Packed JSON as it was stored: compressed bytes, or the text of a payload stored before compression. */
+export function readPacked(stored: string | Uint8Array): string {
+  if (typeof stored === 'string') return stored;
+  const compressed = stored.byteLength >= 4 && ZSTD_MAGIC.every((b, i) => stored[i] === b);
+  return Buffer.from(compressed ? Bun.zstdDecompressSync(stored) : stored).toString('utf8');
+}
 
 type PackedSensitive = [
   string | null, // ssn
@@ -60,8 +79,9 @@ export function packItems(items: QueuedAuthorizer[]): string {
   );
 }
 
-export function unpackItems(text: string): QueuedAuthorizer[] {
-  return (JSON.parse(text) as PackedItem[]).map((p) => ({
+/** The clear part of a payload, as stored (compressed, or text from before compression). */
+export function unpackItems(stored: string | Uint8Array): QueuedAuthorizer[] {
+  return (JSON.parse(readPacked(stored)) as PackedItem[]).map((p) => ({
     id: p[0],
     type: p[1] === 1 ? 'DEBIT_CARD' : 'ACCOUNT_NUMBER',
     routing: p[2],
@@ -76,15 +96,16 @@ export function unpackItems(text: string): QueuedAuthorizer[] {
 export interface PackedBatch {
   count: number;
   sealed: string;
-  items: string;
+  /** Compressed packed items (a BLOB in batch_payloads.items). */
+  items: Uint8Array;
 }
 
 /**
  * Packs and seals accepted authorizers (in a worker thread too: `seal` is the vault's, given its key). None
  * accepted is a count of 0 with nothing sealed: such a batch is refused, never stored.
  */
-export function packBatch(authorizers: NormalizedAuthorizer[], seal: (plaintext: string) => string): PackedBatch {
-  if (authorizers.length === 0) return { count: 0, sealed: '', items: '' };
+export function packBatch(authorizers: NormalizedAuthorizer[], seal: (plaintext: Uint8Array) => string): PackedBatch {
+  if (authorizers.length === 0) return { count: 0, sealed: '', items: new Uint8Array(0) };
   const items: QueuedAuthorizer[] = authorizers.map((a) => ({
     id: a.authorizerUniqueId,
     type: a.paymentType,
@@ -94,5 +115,14 @@ export function packBatch(authorizers: NormalizedAuthorizer[], seal: (plaintext:
     meta: a.metadata,
     threshold: a.thresholdCents,
   }));
-  return { count: authorizers.length, sealed: seal(packSensitive(authorizers.map((a) => a.sensitive))), items: packItems(items) };
+  return {
+    count: authorizers.length,
+    sealed: seal(compressPacked(packSensitive(authorizers.map((a) => a.sensitive)))),
+    items: compressPacked(packItems(items)),
+  };
+}
+
+/** A batch's sealed payload opened: compressed (as packBatch seals it) or JSON text from before compression. */
+export function openSensitive(vault: Pick<Vault, 'openBytes'>, sealed: string): SensitiveFields[] {
+  return unpackSensitive(readPacked(vault.openBytes(sealed)));
 }

@@ -19,7 +19,7 @@ export interface PreparedRequest {
 
 export function prepareBalanceRequest(
   bytes: Uint8Array,
-  opts: { debitCardsApproved: boolean; now: number; seal: (plaintext: string) => string },
+  opts: { debitCardsApproved: boolean; now: number; seal: (plaintext: Uint8Array) => string },
 ): PreparedRequest {
   const bodyHash = new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
   const body = readJson(bytes, BalanceRequestBody) as BalanceRequest;

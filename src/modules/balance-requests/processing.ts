@@ -11,7 +11,7 @@ import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult
 import { enqueueWebhook } from '../webhooks/service';
 import type { CompletedBatch, RecordedRead } from '../hooks';
 import type { SensitiveFields } from '../authorizers/rules';
-import { unpackItems, unpackSensitive } from './payload';
+import { openSensitive, unpackItems } from './payload';
 import { IDEMPOTENCY_TTL_MS } from './service';
 import { exportStatusFor } from './status';
 import * as q from './queries';
@@ -75,7 +75,7 @@ function fairShares(turn: () => number): PickStrategy<ClaimedItem> {
  * so a batch is either untouched or fully queued.
  */
 function startBatch(tx: Tx, batchId: string, lenderId: string): void {
-  const payload = tx.select({ items: batchPayloads.items }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId)).get();
+  const payload = q.payloadItems(tx, batchId);
   if (!payload) throw new Error(`payload of batch ${batchId} is missing`);
   const items = unpackItems(payload.items);
   const insert = q.insertItemStatement(tx);
@@ -116,7 +116,7 @@ class PayloadCache {
     } else {
       const row = this.deps.db.select({ sealed: batchPayloads.sealed }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId)).get();
       if (!row) throw new Error(`payload of batch ${batchId} is missing`);
-      v = unpackSensitive(this.deps.vault.open(row.sealed));
+      v = openSensitive(this.deps.vault, row.sealed);
       if (this.cache.size >= PAYLOAD_CACHE_BATCHES) this.cache.delete(this.cache.keys().next().value!);
       this.cache.set(batchId, v);
     }

@@ -19,8 +19,12 @@ export const insertBatchRow = (
     .run(v.id, v.lenderId, v.source, v.scheduleId, v.webhookUrl, v.creator, v.now, v.total);
 
 /** Accepting a request: its whole payload in one row (bench accept). */
-export const insertBatchPayload = (tx: Tx, batchId: string, sealed: string, items: string) =>
+export const insertBatchPayload = (tx: Tx, batchId: string, sealed: string, items: Uint8Array) =>
   tx.$client.query('INSERT INTO batch_payloads (batch_id, sealed, items) VALUES (?, ?, ?)').run(batchId, sealed, items);
+
+/** A waiting batch's clear items as stored: compressed bytes, or JSON text from before compression. */
+export const payloadItems = (tx: Tx, batchId: string) =>
+  tx.$client.query<{ items: string | Uint8Array }, [string]>('SELECT items FROM batch_payloads WHERE batch_id = ?').get(batchId);
 
 /** The 24-hour replay cache, read on every accept (bench accept). */
 export const findCachedResponse = (db: Db, lenderId: string, bodyHash: string, since: number) =>

@@ -68,7 +68,7 @@ export function insertBatch({
     now: number;
   };
 }): string {
-  const packed = Array.isArray(input.authorizers) ? packBatch(input.authorizers, (s) => ctx.deps.vault.seal(s)) : input.authorizers;
+  const packed = Array.isArray(input.authorizers) ? packBatch(input.authorizers, sealerOf(ctx)) : input.authorizers;
   const batchId = newId();
   q.insertBatchRow(ctx.tx, {
     id: batchId,
@@ -93,7 +93,7 @@ function replayOf(db: Db, lenderId: string, bodyHash: string | undefined, now: n
 }
 
 /** The deps' vault as packBatch's sealer. */
-const sealerOf = (ctx: Ctx) => (plaintext: string) => ctx.deps.vault.seal(plaintext);
+const sealerOf = (ctx: Pick<Ctx, 'deps'>) => (plaintext: Uint8Array) => ctx.deps.vault.sealBytes(plaintext);
 
 /**
  * POST /v1/balance_requests, from the body's bytes: read, checked, validated and sealed off the event loop

@@ -34,13 +34,13 @@ export const eraseQueuedDetails = (tx: Tx, lenderId: string, aid: string) =>
 /** The item lists of the lender's batches still waiting to start. */
 export const waitingPayloads = (db: Db, lenderId: string) =>
   db.$client
-    .query<{ batchId: string; items: string }, [string]>(
+    .query<{ batchId: string; items: string | Uint8Array }, [string]>(
       `SELECT p.batch_id AS batchId, p.items FROM batch_payloads p JOIN batches b ON b.id = p.batch_id
         WHERE b.lender_id = ? AND b.status = 'pending'`,
     )
     .all(lenderId);
 
-export const replacePayloadItems = (tx: Tx, batchId: string, items: string) =>
+export const replacePayloadItems = (tx: Tx, batchId: string, items: Uint8Array) =>
   tx.$client.query('UPDATE batch_payloads SET items = ? WHERE batch_id = ?').run(items, batchId);
 
 /** A borrower's credited and reversed cents, summed by SQLite in 64-bit integers and read as BigInt (exact). */

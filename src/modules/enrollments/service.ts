@@ -12,7 +12,7 @@ import { keysetPage } from '../../platform/pagination';
 import type { SealedColumn } from '../../platform/vault';
 import { CardRefused, ProcessorUnavailable, type TokenizedCard } from '../../adapters/processors';
 import { validateAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
-import { packItems, packSensitive, unpackItems, unpackSensitive } from '../balance-requests/payload';
+import { compressPacked, packItems, packSensitive, unpackItems, unpackSensitive } from '../balance-requests/payload';
 import { resolveKey } from '../payment-connections/resolve';
 import { Borrower, type EnrollmentRequest, type IdsBody } from './model';
 import * as q from './queries';
@@ -313,7 +313,7 @@ function eraseFromBalanceQueue(tx: Tx, lenderId: string, aid: string): void {
     const items = unpackItems(w.items);
     if (!items.some((i) => i.id === aid)) continue;
     const scrubbed = items.map((i) => (i.id === aid ? { ...i, phone: null, zip: null, meta: null } : i));
-    q.replacePayloadItems(tx, w.batchId, packItems(scrubbed));
+    q.replacePayloadItems(tx, w.batchId, compressPacked(packItems(scrubbed)));
   }
 }
 

@@ -43,19 +43,13 @@ export const cacheResponse = (tx: Tx, lenderId: string, bodyHash: string, body: 
     .run(lenderId, bodyHash, body, now);
 
 /**
- * Authorizers accepted and not yet checked, of one lender (read on every accept: summed from the open
- * batches' counters in batches_open_idx, without reading a table row) or of all.
+ * Authorizers accepted and not yet checked, of one lender (read on every accept: one row of balance_backlog,
+ * which triggers on batches keep equal to the open batches' sum) or of all.
  */
 export const pendingAuthorizers = (db: Db, lenderId: string | null) =>
   (lenderId === null
-    ? db.$client
-        .query<{ n: number }, []>("SELECT COALESCE(SUM(total_authorizers - total_processed), 0) AS n FROM batches WHERE status IN ('pending', 'processing')")
-        .get()
-    : db.$client
-        .query<{ n: number }, [string]>(
-          "SELECT COALESCE(SUM(total_authorizers - total_processed), 0) AS n FROM batches WHERE lender_id = ?1 AND status IN ('pending', 'processing')",
-        )
-        .get(lenderId))!.n;
+    ? db.$client.query<{ n: number }, []>('SELECT COALESCE(SUM(pending), 0) AS n FROM balance_backlog').get()
+    : db.$client.query<{ n: number }, [string]>('SELECT COALESCE(MAX(pending), 0) AS n FROM balance_backlog WHERE lender_id = ?1').get(lenderId))!.n;
 
 /** Batches with work left, for the fair claim (bench processing: every claim). */
 export const openBatches = (db: Db) =>

@@ -153,6 +153,22 @@ describe('createLogger', () => {
     expect(line.msg).toBe('checked');
   });
 
+  test('a child logger’s bindings are scrubbed too', () => {
+    const { logger, text, json } = capture();
+    const child = logger.child({ ssn: SSN, job: { account_number: ACCOUNT }, note: `card ${CARD}`, batch_id: UUID });
+    child.info('child');
+    child.child({ ein: '12-3456789' }).info('grandchild');
+    const out = text();
+    expect(out).not.toContain('3456789');
+    for (const s of [SSN, ACCOUNT, CARD]) expect(out).not.toContain(s);
+    const [line, grand] = json();
+    expect(line.ssn).toBe('[REDACTED]');
+    expect(grand.ein).toBe('[REDACTED]');
+    expect(line.job.account_number).toBe('[REDACTED]');
+    expect(line.batch_id).toBe(UUID);
+    expect(line.service).toBe('debit-recovery');
+  });
+
   test('masks digit runs and keys inside messages and free-text fields', () => {
     const { logger, json } = capture();
     logger.warn(`read failed for account ${ACCOUNT} ssn ${SSN}`);

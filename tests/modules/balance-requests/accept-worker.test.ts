@@ -2,7 +2,8 @@ import { describe, expect, test } from 'bun:test';
 import { useTestContext } from '../../helpers/context';
 import { bankAuthorizer } from '../../helpers/fixtures';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
-import { acceptWorkerOf, INLINE_BYTES } from '../../../src/modules/balance-requests/accept-offload';
+import { AcceptWorker, acceptWorkerOf, INLINE_BYTES } from '../../../src/modules/balance-requests/accept-offload';
+import { openSensitive } from '../../../src/modules/balance-requests/payload';
 
 // A large balance request is prepared in the accept worker (its own thread, a vault with the current key);
 // a small one on the event loop. Both must answer alike and store a payload the service can open.
@@ -86,6 +87,29 @@ describe('large balance requests, prepared in the accept worker', () => {
     const r = await ctx.json('POST', '/v1/balance_requests', { body: largeBody('allbad', over) });
     expect(r.status).toBe(400);
     expect(r.body.error.details.failed_authorizers).toHaveLength(1000);
+  });
+
+  test('large bodies arriving together are spread over the accept threads, each accepted once', async () => {
+    const pool = new AcceptWorker(ctx.rt, 2);
+    try {
+      const bodies = Array.from({ length: 6 }, (_, k) => new TextEncoder().encode(JSON.stringify(largeBody(`spread-${k}`))));
+      const prepared = await Promise.all(bodies.map((b) => pool.prepare(b, { debitCardsApproved: false, now: ctx.rt.clock.now() })));
+      expect(pool.running).toBe(2);
+      expect(prepared.map((p) => p.accepted.count)).toEqual([1000, 1000, 1000, 1000, 1000, 1000]);
+      expect(new Set(prepared.map((p) => p.bodyHash)).size).toBe(6);
+      // Sealed in either thread, opened by the service's vault.
+      for (const p of prepared) expect(openSensitive(ctx.rt.vault, p.accepted.sealed)).toHaveLength(1000);
+    } finally {
+      pool.close();
+    }
+    // One at a time, one thread is enough.
+    const calm = new AcceptWorker(ctx.rt, 2);
+    try {
+      for (let k = 0; k < 3; k++) await calm.prepare(new TextEncoder().encode(JSON.stringify(largeBody(`calm-${k}`))), { debitCardsApproved: false, now: ctx.rt.clock.now() });
+      expect(calm.running).toBe(1);
+    } finally {
+      calm.close();
+    }
   });
 
   test('when the worker is gone (the service stopping), a large request is a 503 and records nothing; a small one is still served', async () => {

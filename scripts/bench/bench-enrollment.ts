@@ -15,7 +15,7 @@ const TARGET_RATIO = 3;
 const TARGET_TICK_MS = 2;
 
 const borrowers = (prefix: string) =>
-  authorizers(prefix, 1000).map((a) => ({
+  authorizers(prefix, 1000, { varied: true }).map((a) => ({
     ...a,
     date_of_birth: { day: 10, month: 12, year: 1985 },
     collectable_amount: 42500,
@@ -35,7 +35,7 @@ export const enrollmentBench: Bench = {
     for (let r = 0; r < RUNS + 2; r++) {
       // Alternated, so drift of the machine touches both alike; the first two runs of each are warm-up.
       const t0 = performance.now();
-      const sub = await submitBalanceRequest({ ctx: c, input: { body: { authorizers: authorizers(`bal${r}`, 1000) } } });
+      const sub = await submitBalanceRequest({ ctx: c, input: { body: { authorizers: authorizers(`bal${r}`, 1000, { varied: true }) } } });
       const t1 = performance.now();
       const en = await enroll({ ctx: c, input: { body: { borrowers: borrowers(`enr${r}`) } } });
       const t2 = performance.now();

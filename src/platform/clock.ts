@@ -21,3 +21,13 @@ export class FakeClock implements Clock {
 export const iso = (ms: number): string => new Date(ms).toISOString();
 export const isoOrNull = (ms: number | null | undefined): string | null => (ms == null ? null : iso(ms));
 export const DAY_MS = 86_400_000;
+
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+/** A calendar day written YYYY-MM-DD as the millisecond of its midnight UTC, or null when it is not a real day. */
+export function parseDate(s: string): number | null {
+  if (!DATE.test(s)) return null;
+  const ms = Date.parse(`${s}T00:00:00.000Z`);
+  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== s) return null;
+  return ms;
+}

@@ -1,17 +1,10 @@
-import { DAY_MS } from '../../platform/clock';
+import { DAY_MS, parseDate } from '../../platform/clock';
 
 // Run times of a schedule, all in UTC. Slots are anchor + k·interval; the final run is on the expires_at
 // date at time_of_day, whether or not that date is on the grid (when it is, it is one run, not two).
 
 export const TIME_OF_DAY = /^([01]\d|2[0-3]):([0-5]\d)$/;
-export const DATE = /^\d{4}-\d{2}-\d{2}$/;
-
-export function parseDate(s: string): number | null {
-  if (!DATE.test(s)) return null;
-  const ms = Date.parse(`${s}T00:00:00.000Z`);
-  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== s) return null;
-  return ms;
-}
+export { parseDate };
 
 export const dateOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 export const startOfDay = (ms: number): number => Math.floor(ms / DAY_MS) * DAY_MS;

@@ -135,3 +135,22 @@ export const ingestedPayments = sqliteTable(
   },
   (t) => [uniqueIndex('ingested_payments_uq').on(t.connectionId, t.processorPaymentId)],
 );
+
+// Observations of a payment's status that could not be recorded (a fault, not a stale status, which is simply
+// not ahead): kept here with the reason, so the change feed and every other payment of the key go on and an
+// operator can see what was left out. Nothing here is personal data beyond the reference.
+export const paymentObservationsSetAside = sqliteTable(
+  'payment_observations_set_aside',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    lenderId: text('lender_id').notNull(),
+    connectionId: text('connection_id'),
+    source: text('source', { enum: EVENT_SOURCES }).notNull(),
+    sourceEventId: text('source_event_id').notNull(),
+    reference: text('reference').notNull(),
+    status: text('status', { enum: EVENT_STATUSES }).notNull(),
+    error: text('error').notNull(),
+    at: integer('at').notNull(),
+  },
+  (t) => [index('payment_observations_set_aside_lender_idx').on(t.lenderId, t.at)],
+);

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { check, index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { PROCESSOR_NAMES, RAIL_SCOPES } from './enums';
 import { lenders } from './lenders';
 
@@ -52,4 +52,21 @@ export const paymentConnections = sqliteTable(
     index('payment_connections_lender_idx').on(t.lenderId, t.createdAt),
     index('payment_connections_account_idx').on(t.processor, t.accountId),
   ],
+);
+
+// Which lender a processor account belongs to, for good: bound when a lender first registers a key of the
+// account, kept when that key is deleted, so another lender cannot register the account and read (or be
+// credited with) its earlier payments. Only the operator releases a binding (the CLI), for a real handover.
+export const processorAccounts = sqliteTable(
+  'processor_accounts',
+  {
+    processor: text('processor', { enum: PROCESSOR_NAMES }).notNull(),
+    accountId: text('account_id').notNull(),
+    lenderId: text('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    // Payments made elsewhere are matched to the lender's borrowers only when created from this moment on.
+    boundAt: integer('bound_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.processor, t.accountId] })],
 );

@@ -68,6 +68,14 @@ export function withTransaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx?:
   });
 }
 
+/**
+ * Runs fn in a savepoint of the open transaction: when fn throws, its writes alone are undone (the rest of the
+ * transaction stands) and the error is rethrown. bun:sqlite makes a nested transaction a savepoint.
+ */
+export function withSavepoint<T>(tx: Tx, fn: () => T): T {
+  return tx.$client.transaction(fn)();
+}
+
 /** The query handle of a context: the open transaction's, else the database's. */
 export const dbOf = (ctx: { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }): Db => ctx.tx ?? ctx.deps.db;
 

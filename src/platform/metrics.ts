@@ -70,6 +70,18 @@ export class Metrics {
     labelNames: ['status', 'source'] as const,
     registers: [this.registry],
   });
+  readonly paymentObservationsStale = new Counter({
+    name: 'payment_observations_stale_total',
+    help: 'Observed payment statuses not ahead of the recorded one (kept out: a status only moves forward), by source',
+    labelNames: ['source'] as const,
+    registers: [this.registry],
+  });
+  readonly paymentObservationsSetAside = new Counter({
+    name: 'payment_observations_set_aside_total',
+    help: 'Observed payment statuses that could not be recorded and were set aside (payment_observations_set_aside), by source',
+    labelNames: ['source'] as const,
+    registers: [this.registry],
+  });
   readonly paymentsReconciled = new Counter({
     name: 'payments_reconciled_total',
     help: 'Payment statuses found by listing a processor\'s payments that its change feed had not given, by processor and status',

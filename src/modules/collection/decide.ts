@@ -18,15 +18,12 @@ import { applyMonitorEvent } from '../enrollments/monitor-store';
 import { evaluateReturnRates } from '../return-rates/watch';
 import { anyExceeded } from '../return-rates/service';
 
-/** An original payment and at most two reinitiations per enrollment. */
-export const MAX_PAYMENTS_PER_ENROLLMENT = 3;
-
-
 /**
  * The collection decision, called with each monitoring read in the transaction that records it. A payment of
  * the current collectable_amount is initiated on the borrower's rail exactly when all of these hold: the
- * monitor is `monitored` and inside its window; no payment of the borrower is in flight; fewer than three
- * payments since the last enrollment; nothing blocks it (verification); a key resolves; and the balance
+ * monitor is `monitored` and inside its window; no payment of the borrower is in flight; the collection rules
+ * allow one (the debt's chain of presentments has room, no new authorization is needed); nothing blocks it
+ * (verification); a key resolves; and the balance
  * covers the amount plus COLLECTION_MARGIN_CENTS. The payment row (status initiating, its id the idempotency
  * key) is committed with the read; the dispatch job sends it. No key → skipped, with blocked_reason.
  */
@@ -37,7 +34,6 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
   if (!e || e.state !== 'monitored') return;
   if (e.windowEndsAt === null || now >= e.windowEndsAt) return;
   if (read.balanceCents === null) return;
-  if (e.paymentsUsed >= MAX_PAYMENTS_PER_ENROLLMENT) return;
   if (e.blockedReason === 'verification_required') return;
   const block = (reason: BlockedReason) => {
     applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'blocked', reason }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
@@ -48,7 +44,6 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
   const planNow = () =>
     planPayment({
       history,
-      enrolledAt: e.enrolledAt,
       authorizationAt: e.authorizationAt,
       covered: e.cfpbCovered ?? policy.cfpbCovered,
       policy,
@@ -118,7 +113,8 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
       updatedAt: now,
     })
     .run();
-  tx.update(enrollments).set({ paymentsUsed: e.paymentsUsed + 1, updatedAt: now }).where(eq(enrollments.id, e.id)).run();
+  // The presentments the debt's chain has used, this one included.
+  tx.update(enrollments).set({ paymentsUsed: plan.attempt, updatedAt: now }).where(eq(enrollments.id, e.id)).run();
   applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'payment_initiated' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
   if (debitOn === null) deps.metrics.paymentsInitiated.inc({ rail: e.rail });
   else {

@@ -11,6 +11,7 @@ import type { DebitInstrument, DebitResult, FoundPayment, Processor } from '../.
 import { openBorrower } from '../enrollments/service';
 import { applyMonitorEvent, monitorStateOf } from '../enrollments/monitor-store';
 import { recordObservation } from './record';
+import * as q from './queries';
 
 // Sending initiated payments to their processor, and finding out what became of those whose answer was not
 // seen. A payment row is committed (initiating) before it is sent, and its first attempt is committed before
@@ -161,8 +162,9 @@ function neverSent(ctx: JobContext, p: DuePayment, message: string, reason: stri
 function giveUp(ctx: JobContext, p: DuePayment, message: string): void {
   const now = ctx.deps.clock.now();
   withTransaction(ctx, ({ tx }) => {
-    tx.update(payments).set({ status: 'not_attempted', message, updatedAt: now }).where(eq(payments.id, p.id)).run();
     dispatchQueue(ctx.deps).finalize(tx, p.id, { state: 'done' });
+    // Forward only: a payment whose status moved meanwhile (an outcome read first) keeps it.
+    if (q.markNotAttempted(tx, p.id, message, now).changes === 0) return;
     tx.update(enrollments)
       .set({ paymentsUsed: sql`MAX(${enrollments.paymentsUsed} - 1, 0)`, updatedAt: now })
       .where(eq(enrollments.id, p.enrollmentId))

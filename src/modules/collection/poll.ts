@@ -6,7 +6,7 @@ import type { Db } from '../../platform/db';
 import { withTransaction } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
 import type { ProcessorChange } from '../../adapters/processors';
-import { recordObservation } from './record';
+import { recordOrSetAside } from './record';
 import { reconcileKeys } from './reconcile';
 import * as q from './queries';
 import { databaseSource, matchReference, type PaymentMatch } from './reference';
@@ -52,8 +52,8 @@ function recordPage(ctx: JobContext, conn: { id: string; lenderId: string }, cha
         matched++;
       }
       if (!m) continue;
-      if (m.paymentId && !m.processorIdKnown) q.setProcessorPaymentId(tx.tx, m.paymentId, c.processorPaymentId);
-      recordObservation(tx, {
+      const keepId = m.paymentId && !m.processorIdKnown ? () => q.setProcessorPaymentId(tx.tx, m.paymentId!, c.processorPaymentId) : undefined;
+      recordOrSetAside(tx, {
         lenderId: conn.lenderId,
         // The payment's own reference, whatever the processor echoes back.
         reference: c.reference ?? c.processorPaymentId,
@@ -71,7 +71,7 @@ function recordPage(ctx: JobContext, conn: { id: string; lenderId: string }, cha
         connectionId: conn.id,
         repeat: c.reinstated === true,
         declineCode: c.declineCode ?? null,
-      });
+      }, keepId);
     }
     tx.tx
       .update(paymentConnections)

@@ -1,6 +1,6 @@
 import type { Tx } from '../../platform/context';
 import type { Db } from '../../platform/db';
-import type { EventSource, EventStatus } from '../../../db/schema/enums';
+import type { EventSource, EventStatus, PaymentStatus } from '../../../db/schema/enums';
 
 // Collection's raw prepared statements: recording an observed status and matching a processor change run
 // once per change of a polled feed (bun run bench collection: a 50,000-change backlog at 20,000 changes/s
@@ -11,10 +11,18 @@ export const eventSeen = (db: Db, lenderId: string, source: EventSource, sourceE
     .query<{ id: string }, [string, string, string]>('SELECT id FROM payment_events WHERE lender_id = ? AND source = ? AND source_event_id = ?')
     .get(lenderId, source, sourceEventId);
 
-export const statusKnown = (db: Db, lenderId: string, reference: string, status: EventStatus) =>
+/** The latest recorded event of a reference: its status (forward only, so the reference's status) and time. */
+export const lastEventOf = (db: Db, lenderId: string, reference: string) =>
   db.$client
-    .query<{ id: string }, [string, string, string]>('SELECT id FROM payment_events WHERE lender_id = ? AND reference = ? AND status = ? LIMIT 1')
-    .get(lenderId, reference, status);
+    .query<{ status: EventStatus; occurredAt: number }, [string, string]>(
+      `SELECT status, occurred_at AS occurredAt FROM payment_events INDEXED BY payment_events_reference_idx
+        WHERE lender_id = ? AND reference = ? ORDER BY recorded_at DESC, rowid DESC LIMIT 1`,
+    )
+    .get(lenderId, reference);
+
+/** A payment's recorded status. */
+export const paymentStatusOf = (db: Db, id: string) =>
+  db.$client.query<{ status: PaymentStatus }, [string]>('SELECT status FROM payments WHERE id = ?').get(id)?.status;
 
 export const insertEvent = (
   tx: Tx,
@@ -57,10 +65,11 @@ export const insertLedger = (tx: Tx, v: { lenderId: string; enrollmentId: string
     .query('INSERT INTO ledger_entries (lender_id, enrollment_id, reference, kind, amount_cents, event_id, at) VALUES (?, ?, ?, ?, ?, ?, ?)')
     .run(v.lenderId, v.enrollmentId, v.reference, v.kind, v.amount, v.eventId, v.at);
 
-export const updatePaymentStatus = (tx: Tx, v: { id: string; status: EventStatus; returnCode: string | null; message: string | null; now: number; settledAt: number | null }) =>
+/** Moves a payment from the status it was read in (compare and set: a status that moved since is left alone). */
+export const updatePaymentStatus = (tx: Tx, v: { id: string; from: PaymentStatus | null; status: EventStatus; returnCode: string | null; message: string | null; now: number; settledAt: number | null }) =>
   tx.$client
-    .query('UPDATE payments SET status = ?, return_code = ?, message = ?, updated_at = ?, settled_at = COALESCE(?, settled_at) WHERE id = ?')
-    .run(v.status, v.returnCode, v.message, v.now, v.settledAt, v.id);
+    .query('UPDATE payments SET status = ?, return_code = ?, message = ?, updated_at = ?, settled_at = COALESCE(?, settled_at) WHERE id = ? AND status IS ?')
+    .run(v.status, v.returnCode, v.message, v.now, v.settledAt, v.id, v.from);
 
 /** The service's own payment a change is about: by its reference, or by the processor's id through the same key. */
 export const ownPayment = (db: Db, lenderId: string, connectionId: string, reference: string | null, processorPaymentId: string) =>
@@ -149,3 +158,31 @@ export const releaseScheduled = (tx: Tx, id: string, now: number) =>
   tx.$client
     .query("UPDATE payments SET status = 'initiating', state = 'pending', next_attempt_at = ?, updated_at = ? WHERE id = ? AND status = 'scheduled'")
     .run(now, now, id);
+
+/** What the collection rules read of a borrower besides its payments. */
+export const chainInputsOf = (db: Db, enrollmentId: string) =>
+  db.$client
+    .query<
+      { lenderId: string; state: string; blockedReason: string | null; authorizationAt: number | null; cfpbCovered: number | null; collectableAmountCents: number },
+      [string]
+    >(
+      `SELECT lender_id AS lenderId, state, blocked_reason AS blockedReason, authorization_at AS authorizationAt,
+              cfpb_covered AS cfpbCovered, collectable_amount_cents AS collectableAmountCents
+         FROM enrollments WHERE id = ?`,
+    )
+    .get(enrollmentId);
+
+export const setPaymentsUsed = (tx: Tx, enrollmentId: string, n: number, now: number) =>
+  tx.$client.query('UPDATE enrollments SET payments_used = ?, updated_at = ? WHERE id = ?').run(n, now, enrollmentId);
+
+/** A payment the processor never held, ended: only from initiating (an outcome read meanwhile stands). */
+export const markNotAttempted = (tx: Tx, id: string, message: string, now: number) =>
+  tx.$client.query("UPDATE payments SET status = 'not_attempted', message = ?, updated_at = ? WHERE id = ? AND status = 'initiating'").run(message, now, id);
+
+export const setAside = (
+  tx: Tx,
+  v: { lenderId: string; connectionId: string | null; source: EventSource; sourceEventId: string; reference: string; status: EventStatus; error: string; at: number },
+) =>
+  tx.$client
+    .query('INSERT INTO payment_observations_set_aside (lender_id, connection_id, source, source_event_id, reference, status, error, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+    .run(v.lenderId, v.connectionId, v.source, v.sourceEventId, v.reference, v.status, v.error, v.at);

@@ -6,7 +6,7 @@ import { withTransaction } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
 import { DAY_MS } from '../../platform/clock';
 import type { ListedPayment } from '../../adapters/processors';
-import { recordObservation } from './record';
+import { recordOrSetAside } from './record';
 import * as q from './queries';
 
 // Reconciliation: what a change feed no longer holds (Stripe keeps events 30 days; a key not polled for
@@ -88,7 +88,7 @@ function recordListed(ctx: JobContext, conn: { id: string; lenderId: string; pro
       if (!l.paymentId || l.open || l.status === 'not_attempted') continue;
       const own = q.ownPaymentById(tx.tx, l.paymentId, conn.id);
       if (!own || own.lenderId !== conn.lenderId) continue;
-      const r = recordObservation(tx, {
+      const r = recordOrSetAside(tx, {
         lenderId: conn.lenderId,
         reference: own.reference,
         status: l.status,
@@ -103,7 +103,7 @@ function recordListed(ctx: JobContext, conn: { id: string; lenderId: string; pro
         paymentId: own.id,
         connectionId: conn.id,
       });
-      if (r.recorded) {
+      if (r?.recorded) {
         recorded++;
         q.setProcessorPaymentId(tx.tx, own.id, l.processorPaymentId);
         ctx.deps.metrics.paymentsReconciled.inc({ processor: conn.processor, status: l.status });

@@ -1,12 +1,15 @@
-import type { EventSource, EventStatus } from '../../../db/schema/enums';
+import type { EventSource, EventStatus, PaymentStatus } from '../../../db/schema/enums';
 import type { JobContext } from '../../deps';
-import type { Tx } from '../../platform/context';
+import { withSavepoint, type Tx } from '../../platform/context';
+import type { Db } from '../../platform/db';
 import { newId } from '../../platform/ids';
 import { applyMonitorEvent } from '../enrollments/monitor-store';
 import * as q from './queries';
 import { eventView } from './events';
 import { pushToEndpoints } from '../webhooks/endpoints';
 import { evaluateReturnRates } from '../return-rates/watch';
+import { asObserved, isAhead } from './status-order';
+import { holdChain } from './chain';
 
 // Recording an observed status of a payment: the one function that processor polling, the dispatch of our
 // own payments and the results upload all call. It records one event per status of a reference, the first time
@@ -35,7 +38,11 @@ export interface Observation {
   declineCode?: string | null;
 }
 
-export type Recorded = { recorded: false; why: 'seen' | 'same_status' } | { recorded: true; eventId: string };
+/** Not recorded: the source event was read before, or the status is not ahead of the one recorded (stale). */
+export type Recorded =
+  | { recorded: false; why: 'seen' }
+  | { recorded: false; why: 'stale'; current: PaymentStatus | null }
+  | { recorded: true; eventId: string; status: EventStatus };
 
 /** Returns R01/R09 and the other codes only on the statuses that carry one. */
 const codeFor = (status: EventStatus, code: string | null) => (status === 'returned' || status === 'late_returned' ? code : null);
@@ -43,13 +50,20 @@ const codeFor = (status: EventStatus, code: string | null) => (status === 'retur
 export function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation): Recorded {
   const { tx } = ctx;
   if (q.eventSeen(tx, o.lenderId, o.source, o.sourceEventId)) return { recorded: false, why: 'seen' };
-  // A status is recorded once per reference: re-reading a feed from an older cursor (or the processor's own
-  // echo of the status the create call already answered) adds nothing.
-  if (!o.repeat && q.statusKnown(tx, o.lenderId, o.reference, o.status)) return { recorded: false, why: 'same_status' };
+  // Forward only: what is recorded now is the payment's status (the service's own payments) or the latest
+  // recorded status of the reference (a payment made elsewhere). A status not ahead of it is one the service
+  // has already moved past (an older event read late, a re-read, a look-up that came first): nothing changes.
+  const { last, current, status, ahead } = placeOf(tx, o);
+  if (!ahead) {
+    ctx.deps.metrics.paymentObservationsStale.inc({ source: o.source });
+    return { recorded: false, why: 'stale', current };
+  }
 
   const now = ctx.deps.clock.now();
   const eventId = newId();
-  const returnCode = codeFor(o.status, o.returnCode);
+  const returnCode = codeFor(status, o.returnCode);
+  // A payment's events read in the order of its statuses: a status observed later never carries an earlier time.
+  const occurredAt = last && last.occurredAt > o.occurredAt ? last.occurredAt : o.occurredAt;
   q.insertEvent(tx, {
     id: eventId,
     lenderId: o.lenderId,
@@ -58,29 +72,44 @@ export function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation):
     paymentId: o.paymentId,
     connectionId: o.connectionId,
     reference: o.reference,
-    status: o.status,
+    status,
     amount: o.amountCents,
     returnCode,
     message: o.message,
     source: o.source,
     sourceEventId: o.sourceEventId,
-    occurredAt: o.occurredAt,
+    occurredAt,
     recordedAt: now,
   });
-  if (o.enrollmentId) postLedger(tx, o, eventId, now);
+  if (o.enrollmentId) postLedger(tx, { ...o, status }, eventId, now);
   if (o.paymentId) {
-    q.updatePaymentStatus(tx, { id: o.paymentId, status: o.status, returnCode, message: o.message, now, settledAt: o.status === 'settled' ? o.occurredAt : null });
+    q.updatePaymentStatus(tx, { id: o.paymentId, from: current, status, returnCode, message: o.message, now, settledAt: status === 'settled' ? occurredAt : null });
   }
-  if (o.enrollmentId) react(ctx, o.enrollmentId, o.status, returnCode, now, o.declineCode ?? null);
-  ctx.deps.metrics.paymentEvents.inc({ status: o.status, source: o.source });
+  if (o.enrollmentId) react(ctx, o.enrollmentId, status, returnCode, now, o.declineCode ?? null);
+  ctx.deps.metrics.paymentEvents.inc({ status, source: o.source });
   // Pushed to the lender's endpoints: what the processor said (the lender has its uploads already).
   if (o.source === 'processor' && o.authorizerUniqueId) {
-    const payment_event = eventView({ id: eventId, reference: o.reference, status: o.status, amountCents: o.amountCents, returnCode, authorizerUniqueId: o.authorizerUniqueId, occurredAt: o.occurredAt, source: o.source, message: o.message });
+    const payment_event = eventView({ id: eventId, reference: o.reference, status, amountCents: o.amountCents, returnCode, authorizerUniqueId: o.authorizerUniqueId, occurredAt, source: o.source, message: o.message });
     pushToEndpoints(tx, now, o.lenderId, 'PAYMENT_EVENT', { payment_event });
   }
   // A return moves the lender's return rates: evaluated at once (an upload evaluates once, after its rows).
-  if ((o.status === 'returned' || o.status === 'late_returned') && o.source !== 'upload') evaluateReturnRates(ctx, o.lenderId);
-  return { recorded: true, eventId };
+  if ((status === 'returned' || status === 'late_returned') && o.source !== 'upload') evaluateReturnRates(ctx, o.lenderId);
+  return { recorded: true, eventId, status };
+}
+
+/** Where an observation stands against what is recorded: the status it stands for and whether it is ahead. */
+function placeOf(db: Db, o: Pick<Observation, 'lenderId' | 'reference' | 'paymentId' | 'status' | 'repeat'>) {
+  const last = q.lastEventOf(db, o.lenderId, o.reference);
+  const current = o.paymentId ? (q.paymentStatusOf(db, o.paymentId) ?? null) : (last?.status ?? null);
+  const status = asObserved(current, o.status);
+  return { last, current, status, ahead: isAhead(current, status, o.repeat === true) };
+}
+
+/** The recorded status an observation would not move forward (a dry run's answer), or undefined when it would. */
+export function staleAgainst(db: Db, o: Pick<Observation, 'lenderId' | 'reference' | 'paymentId' | 'status' | 'repeat' | 'source' | 'sourceEventId'>): PaymentStatus | null | undefined {
+  if (q.eventSeen(db, o.lenderId, o.source, o.sourceEventId)) return undefined;
+  const p = placeOf(db, o);
+  return p.ahead ? undefined : p.current;
 }
 
 /**
@@ -108,4 +137,27 @@ function react(ctx: JobContext & { tx: Tx }, enrollmentId: string, status: Event
           ? { type: status, code }
           : null;
   if (event) applyMonitorEvent(ctx.tx, { enrollmentId, event, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
+  // A return may leave the debt's chain of presentments full, or need a new authorization: said at once, and
+  // reads stop until the lender acts (never found out only when the next read would have debited).
+  if (status === 'returned' || status === 'late_returned') holdChain(ctx, enrollmentId, now);
+}
+
+/**
+ * Records one observation of a batch (a feed page, a listing, an upload row) in a savepoint of the batch's
+ * transaction. One that cannot be recorded (a fault, never a stale status) is undone alone, logged, counted
+ * and set aside with its reason, and the batch goes on: one payment never stops the others, nor the cursor.
+ */
+export function recordOrSetAside(ctx: JobContext & { tx: Tx }, o: Observation, before?: () => void): Recorded | null {
+  try {
+    return withSavepoint(ctx.tx, () => {
+      before?.();
+      return recordObservation(ctx, o);
+    });
+  } catch (e) {
+    const error = (e instanceof Error ? e.message : String(e)).slice(0, 500);
+    q.setAside(ctx.tx, { lenderId: o.lenderId, connectionId: o.connectionId, source: o.source, sourceEventId: o.sourceEventId, reference: o.reference, status: o.status, error, at: ctx.deps.clock.now() });
+    ctx.deps.metrics.paymentObservationsSetAside.inc({ source: o.source });
+    ctx.deps.logger.error({ source: o.source, source_event_id: o.sourceEventId, payment_id: o.paymentId, status: o.status, err: error }, 'payment observation could not be recorded; set aside');
+    return null;
+  }
 }

@@ -1,7 +1,7 @@
 import type { ReinitiationAmount } from '../../../db/schema/enums';
 import { DAY_MS } from '../../platform/clock';
 import { isRetryableReturn } from '../../adapters/processors/return-codes';
-import type { BlockedReason } from '../enrollments/monitor';
+import type { ChainBlock } from '../enrollments/monitor';
 
 // The rules that bound an automatic debit beyond the spec's defaults (collection-rules.md), as one pure
 // function of a borrower's payment history, its enrollment and the lender's policy: which payment may go out
@@ -9,7 +9,10 @@ import type { BlockedReason } from '../enrollments/monitor';
 //
 // - Nacha reinitiation: only after R01/R09; at most `maxReinitiations` per original; none later than 180 days
 //   after the original first reached the processor; with `original`, the returned payment's amount, and none
-//   when the collectable amount has dropped below it.
+//   when the collectable amount has dropped below it. Presentments are counted per debt: the original and its
+//   reinitiations are one chain, which removal, lapse, re-send and restarts keep, until the debt is settled,
+//   a return of another code ends it (a corrected entry is a new one), or a new authorization, obtained
+//   after the last return, starts a new chain.
 // - R08 (payment stopped): no further debit until the borrower authorizes again (a later authorization).
 // - The CFPB payday rule (12 CFR 1041.8) for a covered borrower: after two consecutive failures for funds, no
 //   further attempt without a new authorization obtained after the second failure. A settlement resets it.
@@ -44,7 +47,7 @@ export interface PastPayment {
 
 export type Plan =
   | { ok: true; amountCents: number; attempt: number; reinitiationOf: string | null }
-  | { ok: false; blocked: BlockedReason };
+  | { ok: false; blocked: ChainBlock };
 
 const failed = (p: PastPayment) => p.status === 'returned' || p.status === 'late_returned';
 const forFunds = (p: PastPayment) => failed(p) && isRetryableReturn(p.returnCode);
@@ -52,20 +55,32 @@ const forFunds = (p: PastPayment) => failed(p) && isRetryableReturn(p.returnCode
 const counts = (p: PastPayment) => p.status !== 'not_attempted' && p.status !== 'voided' && p.status !== 'invalid' && p.status !== 'scheduled';
 
 /**
- * The next payment, or why none may go out. `history` is every payment of the borrower, oldest first;
- * `enrolledAt` starts the current enrollment period (its reinitiation chain); `authorizationAt` is the
- * borrower's latest authorization to debit, if the lender sent one.
+ * Presentments of the debt's open chain so far: the position of the last payment that reached the processor
+ * when it was returned for funds and no authorization came since (the chain goes on); 0 when the next payment
+ * starts a new chain.
+ */
+export function chainPresentments(history: PastPayment[], authorizationAt: number | null): number {
+  const sent = history.filter(counts);
+  const last = sent[sent.length - 1];
+  if (!last || !forFunds(last) || (authorizationAt !== null && authorizationAt > last.updatedAt)) return 0;
+  const original = (last.reinitiationOf && history.find((p) => p.id === last.reinitiationOf)) || last;
+  return 1 + history.filter((p) => p.reinitiationOf === original.id && counts(p)).length;
+}
+
+/**
+ * The next payment, or why none may go out. `history` is every payment of the borrower, oldest first, over
+ * every enrollment period (a chain outlives a re-send); `authorizationAt` is the borrower's latest
+ * authorization to debit, if the lender sent one.
  */
 export function planPayment(input: {
   history: PastPayment[];
-  enrolledAt: number;
   authorizationAt: number | null;
   covered: boolean;
   policy: CollectionPolicy;
   collectableCents: number;
   now: number;
 }): Plan {
-  const { history, enrolledAt, authorizationAt, covered, policy, collectableCents, now } = input;
+  const { history, authorizationAt, covered, policy, collectableCents, now } = input;
   const reauthorized = (after: PastPayment) => authorizationAt !== null && authorizationAt > after.updatedAt;
   const sent = history.filter(counts);
 
@@ -84,9 +99,10 @@ export function planPayment(input: {
     if (streak >= 2) return { ok: false, blocked: 'reauthorization_required' };
   }
 
-  const last = [...sent].reverse().find((p) => p.createdAt >= enrolledAt);
+  const last = sent[sent.length - 1];
   if (!last || !forFunds(last) || reauthorized(last)) {
-    // Nothing returned in this period, or a new authorization since: an original (attempt 1).
+    // No debt presented and returned for funds (nothing yet, settled, another code), or a new authorization
+    // since the return: an original (attempt 1), a chain of its own.
     return { ok: true, amountCents: collectableCents, attempt: 1, reinitiationOf: null };
   }
   // A reinitiation of the returned payment's original.

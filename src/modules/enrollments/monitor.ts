@@ -23,6 +23,15 @@ export const BLOCKED_REASONS = [
 ] as const;
 export type BlockedReason = (typeof BLOCKED_REASONS)[number];
 
+/**
+ * The collection rules' reasons (collection/rules.ts planPayment): each stands until the lender acts (a new
+ * authorization, a new amount), so it outlives removal and re-send, and the borrower is not read meanwhile:
+ * a read could not lead to a debit.
+ */
+export const CHAIN_BLOCKS = ['reauthorization_required', 'reinitiation_limit', 'reinitiation_window', 'amount_changed'] as const satisfies readonly BlockedReason[];
+export type ChainBlock = (typeof CHAIN_BLOCKS)[number];
+export const isChainBlock = (r: string | null): r is ChainBlock => r !== null && (CHAIN_BLOCKS as readonly string[]).includes(r);
+
 export type MonitorFrom = MonitorState | 'new';
 
 export interface MonitorSnapshot {
@@ -52,7 +61,9 @@ export type MonitorEvent =
   /** A due payment could not be initiated, for a reason the lender must act on. */
   | { type: 'blocked'; reason: BlockedReason }
   /** A payment was initiated: whatever blocked the last one no longer does. */
-  | { type: 'payment_initiated' };
+  | { type: 'payment_initiated' }
+  /** The collection rules allow a payment again (a new authorization, a new amount): reads resume. */
+  | { type: 'unblocked' };
 
 export type MonitorEventType = MonitorEvent['type'];
 
@@ -97,10 +108,13 @@ export function nextMonitor(cur: MonitorSnapshot, ev: MonitorEvent): MonitorChan
         const refresh = s === 'monitored' || s === 'held';
         return { state: 'held', reason: ev.held, blockedReason: null, window: 'none', nextRead: 'none', payments: refresh ? 'keep' : 'reset', outcome: 'held' };
       }
+      // A block of the collection rules stands through a re-send (the debt's chain is the same); the rules
+      // are asked again with what the re-send brought (collection/chain.ts), which may lift it.
+      const standing = isChainBlock(cur.blockedReason) ? cur.blockedReason : null;
       // A re-send of a monitored borrower refreshes its details and amount; the window is not extended.
-      if (s === 'monitored') return { state: 'monitored', reason: null, blockedReason: null, window: 'keep', nextRead: 'keep', payments: 'keep', outcome: 'updated' };
-      // New, held that is now readable, or ended: a fresh 30 days, read at once.
-      return { state: 'monitored', reason: null, blockedReason: null, window: 'fresh', nextRead: 'now', payments: 'reset', outcome: 'enrolled' };
+      if (s === 'monitored') return { state: 'monitored', reason: null, blockedReason: standing, window: 'keep', nextRead: 'keep', payments: 'keep', outcome: 'updated' };
+      // New, held that is now readable, or ended: a fresh 30 days, read at once (unless a block stands).
+      return { state: 'monitored', reason: null, blockedReason: standing, window: 'fresh', nextRead: standing ? 'none' : 'now', payments: 'reset', outcome: 'enrolled' };
     }
     case 'readable':
       if (s !== 'held') return illegal();
@@ -143,10 +157,16 @@ export function nextMonitor(cur: MonitorSnapshot, ev: MonitorEvent): MonitorChan
     }
     case 'blocked':
       if (s !== 'monitored') return illegal();
-      return cur.blockedReason === ev.reason ? null : { ...same, blockedReason: ev.reason };
+      if (cur.blockedReason === ev.reason) return null;
+      // Until the lender acts, a read could not lead to a debit: none is scheduled.
+      return { ...same, blockedReason: ev.reason, nextRead: isChainBlock(ev.reason) ? 'none' : 'keep' };
     case 'payment_initiated':
       if (s !== 'monitored') return illegal();
       return cur.blockedReason === null ? null : { ...same, blockedReason: null };
+    case 'unblocked':
+      if (s !== 'monitored') return illegal();
+      if (cur.blockedReason === null) return null;
+      return { ...same, blockedReason: null, nextRead: isChainBlock(cur.blockedReason) ? 'now' : 'keep' };
   }
 }
 

@@ -17,6 +17,7 @@ import { resolveKey } from '../payment-connections/resolve';
 import { Borrower, type EnrollmentRequest, type IdsBody } from './model';
 import * as q from './queries';
 import { applyMonitorEvent, enrollStatement, monitorsOf } from './monitor-store';
+import { holdChain } from '../collection/chain';
 import type { BlockedReason } from './monitor';
 import { ledgerOf, type LedgerView } from './ledger';
 
@@ -203,7 +204,8 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
   await tokenizeCards(ctx, cands, results);
   const storable = cands.filter((c) => results[c.index] === null);
 
-  withTransaction(ctx, ({ tx }) => {
+  withTransaction(ctx, (txCtx) => {
+    const { tx } = txCtx;
     const existing = new Map(monitorsOf(tx, ctx.lender.id, storable.map((c) => c.aid)).map((e) => [e.aid, e]));
     const enrollOne = enrollStatement(tx);
     for (const c of storable) {
@@ -234,6 +236,10 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
         existing.get(c.aid),
         held,
       );
+      // A re-sent borrower's debt keeps its chain of presentments: the rules are asked with what this
+      // re-send brought (an authorization, an amount), which may block or free it.
+      const prior = existing.get(c.aid);
+      if (prior && change.state === 'monitored') holdChain(txCtx, prior.id, now, { recount: true });
       results[c.index] = held
         ? { authorizer_unique_id: c.aid, outcome: 'held', reason: held, message: HELD_MESSAGES[held] }
         : { authorizer_unique_id: c.aid, outcome: change.outcome! };

@@ -9,7 +9,7 @@ import type { Ctx } from '../../deps';
 import { withReadSnapshot, withTransaction, type Tx } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
 import { madeForAnotherLender, matchReference, namesInReference, type MatchSource, type PaymentMatch } from '../collection/reference';
-import { recordObservation } from '../collection/record';
+import { recordOrSetAside, staleAgainst } from '../collection/record';
 import { evaluateReturnRates } from '../return-rates/watch';
 import * as q from './queries';
 import { CsvError, toCsvError } from '../../platform/csv';
@@ -152,12 +152,17 @@ class Lookups {
   load(slice: ParsedRow[]): void {
     const aids = new Set<string>();
     const refs: string[] = [];
+    const unnamed: string[] = [];
     for (const p of slice) {
       if (p.authorizerUniqueId) aids.add(p.authorizerUniqueId);
-      else if (p.reference) refs.push(p.reference);
+      // Every reference is looked up among the service's own payments, named borrower or not.
+      if (p.reference) {
+        refs.push(p.reference);
+        if (!p.authorizerUniqueId) unnamed.push(p.reference);
+      }
     }
     this.payments = new Map(refs.length ? q.paymentsAmong(this.db, this.lenderId, refs).map((x) => [x.reference, x]) : []);
-    for (const r of refs) if (!this.payments.has(r)) for (const name of namesInReference(r)) aids.add(name);
+    for (const r of unnamed) if (!this.payments.has(r)) for (const name of namesInReference(r)) aids.add(name);
     const unknown = [...aids].filter((a) => !this.borrowers.has(a));
     if (unknown.length === 0) return;
     for (const a of unknown) this.borrowers.set(a, null);
@@ -166,6 +171,12 @@ class Lookups {
 
   /** authorizer_unique_id first; else the one matching of a reference, from this slice's look-ups. */
   match(p: ParsedRow): PaymentMatch | null {
+    // A reference of one of the service's own payments is that payment, whoever the row names: its outcome
+    // is the processor's word on it and moves it as the processor's feed would.
+    const own = p.reference ? this.payments.get(p.reference) : undefined;
+    if (own && (!p.authorizerUniqueId || p.authorizerUniqueId === own.aid)) {
+      return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id, amountCents: own.amount };
+    }
     if (p.authorizerUniqueId) {
       const id = this.borrowers.get(p.authorizerUniqueId);
       return id ? { enrollmentId: id, authorizerUniqueId: p.authorizerUniqueId, paymentId: null, amountCents: null } : null;
@@ -437,8 +448,16 @@ export async function processUpload({ ctx, input, writeTurn }: { ctx: Ctx; input
 function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.UploadedRow | null, m: PaymentMatch | null, problems: Problems, now: number, write: boolean): void {
   const lenderId = tx.lender.id;
   const record = (status: ParsedRow['status']) => {
-    if (!m || !write) return;
-    recordObservation(tx, {
+    if (!m) return;
+    const stale = (current: string | null) =>
+      problems.add({ row: p.row, rule: 8, reason: `reference ${key} is recorded as ${current}, which ${p.status} does not move forward; the status was kept`, severity: 'warning' });
+    if (!write) {
+      // A dry run answers what the upload would: the same warning for a status that would not move forward.
+      const current = staleAgainst(tx.tx, { lenderId, reference: key, paymentId: m.paymentId, status: EVENT_STATUS_OF[status], source: 'upload', sourceEventId: `upload:${key}:${EVENT_STATUS_OF[status]}` });
+      if (current !== undefined) stale(current);
+      return;
+    }
+    const r = recordOrSetAside(tx, {
       lenderId,
       reference: key,
       status: EVENT_STATUS_OF[status],
@@ -453,6 +472,8 @@ function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.Uplo
       paymentId: m.paymentId,
       connectionId: null,
     });
+    if (r === null) problems.add({ row: p.row, rule: 8, reason: `the outcome could not be recorded for reference ${key}; it was set aside for the operator`, severity: 'error' });
+    else if (!r.recorded && r.why === 'stale') stale(r.current);
   };
   const values = { aid: m?.authorizerUniqueId ?? p.authorizerUniqueId, enrollmentId: m?.enrollmentId ?? null, matched: m !== null, batchId: p.batchId, now };
   if (!prior) {

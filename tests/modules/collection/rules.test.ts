@@ -24,7 +24,7 @@ const pay = (status: string, code: string | null, at: number, over: Partial<Past
   ...over,
 });
 const plan = (history: PastPayment[], over: Partial<Parameters<typeof planPayment>[0]> = {}) =>
-  planPayment({ history, enrolledAt: T0, authorizationAt: null, covered: false, policy: DEFAULT_POLICY, collectableCents: 1000, now: T0 + 10 * DAY_MS, ...over });
+  planPayment({ history, authorizationAt: null, covered: false, policy: DEFAULT_POLICY, collectableCents: 1000, now: T0 + 10 * DAY_MS, ...over });
 
 describe('the planner of the next payment', () => {
   test('nothing yet, or the last one settled: an original of the current amount', () => {

@@ -22,6 +22,7 @@ import { createSandboxCharge, SandboxProcessor } from '../src/adapters/processor
 import { KeyRefused, ProcessorUnavailable } from '../src/adapters/processors/types';
 import { systemClock } from '../src/platform/clock';
 import { createUser, disableUser, listUsers, resetPassword, UserError } from '../src/modules/portal/users';
+import { listBindings, releaseAccount } from '../src/modules/payment-connections/accounts';
 
 const USAGE = `Usage: bun run cli <command>
 
@@ -41,6 +42,10 @@ const USAGE = `Usage: bun run cli <command>
   user disable EMAIL            no more sign-ins; open sessions end
   user reset-password EMAIL --password-stdin
                                 a new password (from stdin); open sessions end
+  account list                  processor accounts and the lender each is bound to
+  account release PROCESSOR ACCOUNT_ID
+                                release an account that changed hands (no live key of its lender may use it);
+                                the next lender to register a key of it is credited from then on only
   sandbox charge --key KEY --amount CENTS --reference REF [--rail ach|card]
                                 create a payment at the sandbox processor, as a lender would outside the service`;
 
@@ -221,6 +226,16 @@ export async function runCli(
         if (!arg) throw new CliError('Usage: user reset-password EMAIL --password-stdin');
         if (!(await resetPassword(h.db, arg, await passwordFrom(io.readStdin, argv)))) throw new CliError(`No user with the email ${arg}`);
         return `New password set for ${arg.toLowerCase()}; its sessions are ended.`;
+      }
+      case 'account list':
+        return table(listBindings(h.db).map((b) => ({ processor: b.processor, account: b.accountId, lender: b.lender, bound: iso(b.boundAt) })));
+      case 'account release': {
+        const accountId = argv[3];
+        if ((arg !== 'sandbox' && arg !== 'stripe') || !accountId) throw new CliError('Usage: account release sandbox|stripe ACCOUNT_ID');
+        const r = withTransaction({ deps: h }, ({ tx }) => releaseAccount(tx, arg, accountId));
+        if (r === 'unknown') throw new CliError(`No ${arg} account ${accountId} is bound to a lender`);
+        if (r === 'in_use') throw new CliError(`A live processor key of its lender still uses ${accountId}; the lender deletes it first`);
+        return `Released ${arg} account ${accountId}: the next lender to register a key of it is bound to it from then on.`;
       }
       case 'sandbox charge': {
         // Flags, not positions: a charge has several required values and an optional rail.

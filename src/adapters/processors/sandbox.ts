@@ -120,6 +120,7 @@ interface ChangeRow {
   return_code: string | null;
   occurred_at: number;
   message: string | null;
+  created_at: number;
 }
 
 export interface SandboxOptions {
@@ -186,7 +187,7 @@ export class SandboxProcessor implements Processor {
         'INSERT INTO sandbox_events (account, payment_id, status, return_code, message, occurred_at) VALUES (?, ?, ?, ?, ?, ?)',
       ),
       page: db.prepare(
-        `SELECT e.seq, e.payment_id, p.reference, e.status, p.amount_cents, e.return_code, e.occurred_at, e.message
+        `SELECT e.seq, e.payment_id, p.reference, e.status, p.amount_cents, e.return_code, e.occurred_at, e.message, p.created_at
            FROM sandbox_events e JOIN sandbox_payments p ON p.id = e.payment_id
           WHERE e.account = ? AND e.seq > ? AND e.occurred_at >= ? ORDER BY e.seq LIMIT ?`,
       ),
@@ -325,6 +326,7 @@ export class SandboxProcessor implements Processor {
       amountCents: r.amount_cents,
       returnCode: r.return_code,
       occurredAt: r.occurred_at,
+      paymentCreatedAt: r.created_at,
       message: r.message,
     }));
     const nextCursor = rows.length > 0 ? String(rows[rows.length - 1]!.seq) : cursor;

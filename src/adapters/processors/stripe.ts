@@ -174,17 +174,18 @@ export function intentToResult(pi: Stripe.PaymentIntent, logger?: Logger): Debit
  * A dispute's reference is not on the dispute: it is null here and filled in from the PaymentIntent.
  */
 export function eventToChange(e: Stripe.Event, logger?: Logger): ProcessorChange | null {
-  const change = (o: { id: string; reference: string | null; amount: number }, f: Failure): ProcessorChange => ({
+  const change = (o: { id: string; reference: string | null; amount: number; created?: number }, f: Failure): ProcessorChange => ({
     sourceEventId: e.id,
     processorPaymentId: o.id,
     reference: o.reference,
     amountCents: o.amount,
     occurredAt: e.created * 1000,
+    ...(o.created !== undefined ? { paymentCreatedAt: o.created * 1000 } : {}),
     ...f,
   });
   const ok = (status: EventStatus): Failure => ({ status, returnCode: null, message: null });
-  const ofIntent = (pi: Stripe.PaymentIntent) => ({ id: pi.id, reference: refOf(pi.metadata, pi.description), amount: pi.amount });
-  const ofCharge = (ch: Stripe.Charge) => ({ id: idOf(ch.payment_intent) ?? ch.id, reference: refOf(ch.metadata, ch.description), amount: ch.amount });
+  const ofIntent = (pi: Stripe.PaymentIntent) => ({ id: pi.id, reference: refOf(pi.metadata, pi.description), amount: pi.amount, created: pi.created });
+  const ofCharge = (ch: Stripe.Charge) => ({ id: idOf(ch.payment_intent) ?? ch.id, reference: refOf(ch.metadata, ch.description), amount: ch.amount, created: ch.created });
   switch (e.type) {
     case 'payment_intent.processing':
       return change(ofIntent(e.data.object), ok('processing'));
@@ -268,8 +269,9 @@ export class StripeProcessor implements Processor {
       c = new Stripe(key, {
         apiVersion: STRIPE_API_VERSION,
         timeout: this.opts.timeoutMs ?? TIMEOUT_MS,
-        // The SDK's retries resend the same idempotency key, so a retried create never makes a second debit.
-        maxNetworkRetries: 2,
+        // No retries of the SDK's own: the service's dispatch is the one retry policy, and it knows how old a
+        // payment's idempotency key is (a retry never uses one older than PROCESSOR_IDEMPOTENCY_HORIZON_MS).
+        maxNetworkRetries: 0,
         telemetry: false,
         ...(url ? { host: url.hostname, port: url.port || (protocol === 'http' ? 80 : 443), protocol } : {}),
       });
@@ -548,7 +550,7 @@ export class StripeProcessor implements Processor {
    * come from the PaymentIntent, read once per payment per page.
    */
   private async fillDisputes(stripe: Stripe, changes: ProcessorChange[]): Promise<void> {
-    const seen = new Map<string, { id: string; reference: string | null }>();
+    const seen = new Map<string, { id: string; reference: string | null; created?: number }>();
     for (const c of changes) {
       if ((c.status !== 'late_returned' && !c.reinstated) || c.reference) continue;
       let found = seen.get(c.processorPaymentId);
@@ -558,18 +560,19 @@ export class StripeProcessor implements Processor {
       }
       c.processorPaymentId = found.id;
       c.reference = found.reference;
+      if (found.created !== undefined) c.paymentCreatedAt = found.created * 1000;
     }
   }
 
-  private async lookUp(stripe: Stripe, id: string): Promise<{ id: string; reference: string | null }> {
+  private async lookUp(stripe: Stripe, id: string): Promise<{ id: string; reference: string | null; created?: number }> {
     try {
       if (id.startsWith('ch_') || id.startsWith('py_')) {
         const ch = await stripe.charges.retrieve(id, { expand: ['payment_intent'] });
         const pi = ch.payment_intent && typeof ch.payment_intent === 'object' ? ch.payment_intent : null;
-        return { id: pi?.id ?? id, reference: refOf(pi?.metadata ?? ch.metadata, pi?.description ?? ch.description) };
+        return { id: pi?.id ?? id, reference: refOf(pi?.metadata ?? ch.metadata, pi?.description ?? ch.description), created: pi?.created ?? ch.created };
       }
       const pi = await stripe.paymentIntents.retrieve(id);
-      return { id, reference: refOf(pi.metadata, pi.description) };
+      return { id, reference: refOf(pi.metadata, pi.description), created: pi.created };
     } catch (e) {
       if (e instanceof Stripe.errors.StripeInvalidRequestError && e.code === 'resource_missing') return { id, reference: null };
       throw e;

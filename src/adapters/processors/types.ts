@@ -92,6 +92,8 @@ export interface ProcessorChange {
   amountCents: number;
   returnCode: string | null;
   occurredAt: number;
+  /** When the payment itself was created at the processor, where the change says (ms). */
+  paymentCreatedAt?: number;
   message: string | null;
   declineCode?: string | null;
   /**

@@ -10,6 +10,8 @@ import { recordOrSetAside } from './record';
 import { reconcileKeys } from './reconcile';
 import * as q from './queries';
 import { databaseSource, matchReference, type PaymentMatch } from './reference';
+import { learnAccounts, outsideMatchingFrom } from '../payment-connections/accounts';
+import type { ProcessorName } from '../../../db/schema/enums';
 
 // Reading outcomes: every live key's change feed, from its stored cursor, every PROCESSOR_POLL_INTERVAL_MS.
 // Each page is one transaction: its events, the cursor, ingested, matched and last_poll_at commit together,
@@ -24,24 +26,36 @@ const MAX_PAGES_PER_TICK = 200;
  * references by splitting after the prefix at each dash and taking the split whose left part is a borrower
  * of the lender: exactly one such split, or the change is unmatched.
  */
-export function matchChange(db: Db, lenderId: string, connectionId: string, c: ProcessorChange): PaymentMatch | null {
+export function matchChange(db: Db, lenderId: string, connectionId: string, c: ProcessorChange, outsideFrom: number | null): PaymentMatch | null {
   // The service's own payment also by the processor's id through the same key (a change without our reference).
   const own = () => q.ownPayment(db, lenderId, connectionId, c.reference, c.processorPaymentId) ?? null;
   if (!c.reference) {
     const p = own();
     return p ? { enrollmentId: p.enrollmentId, authorizerUniqueId: p.aid, paymentId: p.id, amountCents: p.amount, processorIdKnown: !!p.pid } : null;
   }
-  return matchReference(databaseSource(db, lenderId, own), c.reference, { prefixed: true });
+  const m = matchReference(databaseSource(db, lenderId, own), c.reference, { prefixed: true });
+  // A payment made elsewhere is the lender's only through an account bound to it, and only when made since
+  // then: an account that changed hands never credits the new lender with the old one's payments.
+  if (m && m.paymentId === null && (outsideFrom === null || (c.paymentCreatedAt ?? c.occurredAt) < outsideFrom)) return null;
+  return m;
+}
+
+interface PolledKey {
+  id: string;
+  lenderId: string;
+  processor: ProcessorName;
+  accountId: string | null;
 }
 
 /** One page of changes, recorded with the cursor and the counts in one transaction. */
-function recordPage(ctx: JobContext, conn: { id: string; lenderId: string }, changes: ProcessorChange[], cursor: string | null, cursorLost = false): void {
+function recordPage(ctx: JobContext, conn: PolledKey, changes: ProcessorChange[], cursor: string | null, cursorLost = false): void {
   const now = ctx.deps.clock.now();
   withTransaction(ctx, (tx) => {
     let ingested = 0;
     let matched = 0;
+    const outsideFrom = outsideMatchingFrom(tx.tx, conn);
     for (const c of changes) {
-      const m = matchChange(tx.tx, conn.lenderId, conn.id, c);
+      const m = matchChange(tx.tx, conn.lenderId, conn.id, c, outsideFrom);
       const seen = q.ingested(tx.tx, conn.id, c.processorPaymentId);
       if (!seen) {
         q.insertIngested(tx.tx, conn.id, c.processorPaymentId, m !== null);
@@ -92,11 +106,14 @@ function recordPage(ctx: JobContext, conn: { id: string; lenderId: string }, cha
 /** Reads every live key's changes since its cursor. */
 export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } = {}): Promise<{ changes: number; failures: number }> {
   const ctx: JobContext = { deps };
+  // Keys stored before their account was recorded are asked which account they belong to first.
+  await learnAccounts(deps);
   const conns = deps.db
     .select({
       id: paymentConnections.id,
       lenderId: paymentConnections.lenderId,
       processor: paymentConnections.processor,
+      accountId: paymentConnections.accountId,
       keySealed: paymentConnections.keySealed,
       cursor: paymentConnections.pollCursor,
     })

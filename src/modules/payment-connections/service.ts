@@ -9,6 +9,7 @@ import { newId } from '../../platform/ids';
 import type { SealedColumn } from '../../platform/vault';
 import { KeyRefused, processorOfKey, ProcessorUnavailable } from '../../adapters/processors';
 import type { CreateInput, UpdateInput } from './model';
+import { bindAccount } from './accounts';
 
 export type PaymentConnection = typeof paymentConnections.$inferSelect;
 
@@ -80,26 +81,6 @@ async function verifyAtProcessor(ctx: Ctx, key: string): Promise<{ processor: Pr
   }
 }
 
-/**
- * One processor account serves one lender: its change feed carries every payment of the account, and two
- * lenders on one feed would see each other's payments. Checked under the write lock, with the write.
- */
-function refuseAccountOfAnotherLender(tx: Ctx & { tx: Tx }, processor: ProcessorName, accountId: string): void {
-  const held = tx.tx
-    .select({ id: paymentConnections.id })
-    .from(paymentConnections)
-    .where(
-      and(
-        eq(paymentConnections.processor, processor),
-        eq(paymentConnections.accountId, accountId),
-        ne(paymentConnections.lenderId, tx.lender.id),
-        isNull(paymentConnections.deletedAt),
-      ),
-    )
-    .get();
-  if (held) throw new Conflict('This key belongs to a processor account another lender has registered; one account serves one lender');
-}
-
 /** A unique index refusing a write means a concurrent request won the race: the same conflict, as a 409. */
 function asConflict<T>(fn: () => T): T {
   try {
@@ -134,7 +115,7 @@ export async function createConnection({ ctx, input }: { ctx: Ctx; input: { body
   return withTransaction(ctx, (tx) => {
     const conflict = conflictOf(liveKeys(tx), wanted);
     if (conflict) throw new Conflict(conflict);
-    refuseAccountOfAnotherLender(tx, processor, accountId);
+    bindAccount(tx.tx, { lenderId: ctx.lender.id, processor, accountId, now });
     const row: typeof paymentConnections.$inferInsert = {
       id: newId(),
       lenderId: ctx.lender.id,
@@ -214,7 +195,7 @@ export async function updateConnection({ ctx, input }: { ctx: Ctx; input: { id: 
     const set: Partial<typeof paymentConnections.$inferInsert> = { railScope: next.railScope, isDefault: next.isDefault, updatedAt: now };
     if (body.label !== undefined) set.label = body.label;
     if (newKey !== undefined && verified !== null) {
-      refuseAccountOfAnotherLender(tx, verified.processor, verified.accountId);
+      bindAccount(tx.tx, { lenderId: ctx.lender.id, processor: verified.processor, accountId: verified.accountId, now });
       Object.assign(set, {
         processor: verified.processor,
         accountId: verified.accountId,

@@ -229,22 +229,25 @@ describe('createDebit', () => {
     expect(fake.control.paymentIntents(key)).toHaveLength(1);
   });
 
-  test('a transient 500 is retried by the SDK with the same key: one PaymentIntent', async () => {
+  test('a transient 500 is not retried by the SDK: the service retries, with the same key, and one PaymentIntent is made', async () => {
     const key = freshKey();
     fake.control.failNext(1, 500);
+    // The service's dispatch is the one retry policy (it knows how old the key is): the SDK sends once.
+    await expect(stripe.createDebit(key, debit('pay-transient'))).rejects.toBeInstanceOf(ProcessorUnavailable);
+    expect(fake.control.requests.filter((r) => r.key === key).map((r) => [r.idempotencyKey, r.status])).toEqual([['pay-transient', 500]]);
     expect(await stripe.createDebit(key, debit('pay-transient'))).toMatchObject({ status: 'processing' });
     expect(fake.control.paymentIntents(key)).toHaveLength(1);
     expect(fake.control.requests.filter((r) => r.key === key).map((r) => [r.idempotencyKey, r.status])).toEqual([['pay-transient', 500], ['pay-transient', 200]]);
   });
 
-  test('5xx on every try, 429, a timeout: ProcessorUnavailable; the same payment id later makes one PaymentIntent', async () => {
+  test('5xx, 429, a timeout: ProcessorUnavailable; the same payment id later makes one PaymentIntent', async () => {
     const key = freshKey();
-    fake.control.failNext(3, 503);
+    fake.control.failNext(1, 503);
     await expect(stripe.createDebit(key, debit('pay-down'))).rejects.toBeInstanceOf(ProcessorUnavailable);
     fake.control.failNext(1, 429);
     await expect(stripe.createDebit(key, debit('pay-down'))).rejects.toBeInstanceOf(ProcessorUnavailable);
     const impatient = new StripeProcessor({ apiUrl: fake.url, timeoutMs: 150 });
-    fake.control.stallNext(3);
+    fake.control.stallNext(1);
     await expect(impatient.createDebit(key, debit('pay-down'))).rejects.toBeInstanceOf(ProcessorUnavailable);
     expect(await stripe.createDebit(key, debit('pay-down'))).toMatchObject({ status: 'processing' });
     expect(fake.control.paymentIntents(key)).toHaveLength(1);
@@ -275,7 +278,7 @@ describe('createDebit', () => {
 describe('keys and cards', () => {
   test('verifyKey: a refused or under-privileged key is KeyRefused; Stripe down or unreachable is ProcessorUnavailable', async () => {
     await expect(stripe.verifyKey('rk_test_restricted_key')).rejects.toBeInstanceOf(KeyRefused);
-    fake.control.failNext(3, 500);
+    fake.control.failNext(1, 500);
     await expect(stripe.verifyKey(freshKey())).rejects.toBeInstanceOf(ProcessorUnavailable);
     const gone = await startFakeStripe();
     gone.stop();
@@ -298,7 +301,7 @@ describe('keys and cards', () => {
       expect(e).toBeInstanceOf(CardRefused);
       expect((e as Error).message).not.toContain(bad.number);
     }
-    fake.control.failNext(3, 502);
+    fake.control.failNext(1, 502);
     await expect(stripe.tokenizeCard(key, { number: '4242424242424242', cvv: null, expMonth: 1, expYear: nextYear })).rejects.toBeInstanceOf(ProcessorUnavailable);
   });
 });
@@ -402,7 +405,7 @@ describe('the change feed', () => {
 
   test('a refused key is KeyRefused; Stripe down is ProcessorUnavailable', async () => {
     await expect(stripe.listChanges('sk_test_refused_feed', null)).rejects.toBeInstanceOf(KeyRefused);
-    fake.control.failNext(3, 500);
+    fake.control.failNext(1, 500);
     await expect(stripe.listChanges(freshKey(), 'evt_1')).rejects.toBeInstanceOf(ProcessorUnavailable);
   });
 });

@@ -296,6 +296,81 @@ describe('Borrowers', () => {
   });
 });
 
+describe('Borrower ids on the portal', () => {
+  // Every id is decoded once: the page shows the exact id and its actions act on exactly that borrower, never
+  // on another enrolled one whose id is its decoded form (what a second decoding would name).
+  const ODD = ['x%41', 'e%42', '%', '100%', 'p%2Fq', 'a/b', 'what?', 'hash#tag', ' two  words ', 'ünï cödé ✓', '%E2%9C%93', '.', '..'];
+  const DECOYS = ['xA', 'eB', 'p/q', '✓'];
+  const escapeHtml = (x: string) => x.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+  const unescapeHref = (x: string) => x.replace(/&amp;/g, '&');
+  const regexOf = (x: string) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+  async function states(c: TestContext): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    let token: string | null = null;
+    do {
+      const r: { body: { enrollments: { authorizer_unique_id: string; state: string }[]; next_page_token: string | null } } = await c.json(
+        'GET',
+        `/v1/payment_enrollments?limit=100${token ? `&next_page_token=${encodeURIComponent(token)}` : ''}`,
+      );
+      for (const e of r.body.enrollments) out.set(e.authorizer_unique_id, e.state);
+      token = r.body.next_page_token;
+    } while (token);
+    return out;
+  }
+
+  test('the list links each borrower to a page of exactly that id; Remove and Erase act on exactly the borrower shown', async () => {
+    const c = fresh();
+    const enrolled = await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [...ODD, ...DECOYS].map((id) => enrollBorrower(id)) } });
+    expect(enrolled.status).toBe(207);
+    expect([...(await states(c)).values()].every((x) => x === 'monitored')).toBe(true);
+    const p = await signedIn(c);
+    const list = (await p.get('/portal/payments/borrowers')).text;
+    for (const [i, id] of ODD.entries()) {
+      const shown = escapeHtml(id);
+      // The link a browser follows, resolved as a browser resolves it.
+      const href = unescapeHref(new RegExp(`<a href="([^"]+)">${regexOf(shown)}</a>`).exec(list)![1]!);
+      const view = await p.get(href);
+      expect(`${id} ${view.status}`).toBe(`${id} 200`);
+      expect(view.text).toContain(`<h1>Borrower ${shown}</h1>`);
+      const action = i % 2 === 0 ? 'remove' : 'erase';
+      const label = action === 'remove' ? 'Remove from collection' : 'Erase personal data';
+      const confirmHref = unescapeHref(new RegExp(`<a href="([^"]+)">${label}</a>`).exec(view.text)![1]!);
+      const confirm = await p.get(confirmHref);
+      expect(confirm.status).toBe(200);
+      expect(confirm.text).toContain(`<strong>${shown}</strong>`);
+      const post = unescapeHref(/<form method="post" action="([^"]+)">/.exec(confirm.text.slice(confirm.text.indexOf(`<strong>${shown}</strong>`)))![1]!);
+      const done = await p.post(post, {});
+      expect(`${id} ${done.status}`).toBe(`${id} 200`);
+      expect(done.text).toContain(`<h1>Borrower ${shown}</h1>`);
+      expect(done.text).toContain(action === 'remove' ? 'Removed: no new payment is made for this borrower.' : 'Personal data erased; monitoring stopped.');
+      // Exactly this borrower changed: every id acted on so far is removed, every other one still monitored.
+      const now = await states(c);
+      for (const other of [...ODD, ...DECOYS]) {
+        const acted = ODD.indexOf(other) !== -1 && ODD.indexOf(other) <= i;
+        expect(`${other} ${now.get(other)}`).toBe(`${other} ${acted ? 'removed' : 'monitored'}`);
+      }
+    }
+  });
+
+  test('typed into the address bar: an id with a percent sign is that id, and one that is only a percent sign is not an error', async () => {
+    const c = fresh();
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: ['x%41', 'xA', '100%'].map((id) => enrollBorrower(id)) } });
+    const p = await signedIn(c);
+    const exact = await p.get('/portal/payments/borrowers/x%2541');
+    expect(exact.text).toContain('<h1>Borrower x%41</h1>');
+    expect((await p.get('/portal/payments/borrowers/x%41')).text).toContain('<h1>Borrower xA</h1>');
+    const percent = await p.get('/portal/payments/borrowers/100%25');
+    expect(percent.status).toBe(200);
+    expect(percent.text).toContain('<h1>Borrower 100%</h1>');
+    // The page by query names a borrower exactly as sent, with no trimming.
+    expect((await p.get('/portal/payments/borrower?id=x%2541')).text).toContain('<h1>Borrower x%41</h1>');
+    expect((await p.get('/portal/payments/borrower?id=%20xA')).status).toBe(404);
+    expect((await p.get('/portal/payments/borrower')).status).toBe(400);
+    expect((await c.json('GET', '/v1/payment_enrollments/xA')).body.state).toBe('monitored');
+  });
+});
+
 describe('Balance checks and the upload history', () => {
   test('the batches the lender sent by default, the monitoring reads behind the filter', async () => {
     const c = fresh();

@@ -12,6 +12,7 @@ import {
   createLender,
   findLender,
   issueKey,
+  TooManyApiKeys,
   LenderError,
   listKeys,
   listLenders,
@@ -29,7 +30,7 @@ const USAGE = `Usage: bun run cli <command>
   lender list                   list lenders
   lender approve-cards NAME     allow debit-card balance reads for the lender
   lender revoke-cards NAME      withdraw that approval
-  key create LENDER             issue another API key for the lender (shown once)
+  key create LENDER             issue another API key for the lender (shown once; at most 25 live)
   key list LENDER               list the lender's keys (prefixes only)
   key revoke PREFIX             revoke the key with that prefix
   backup FILE                   consistent online copy of the database, integrity-checked
@@ -164,7 +165,13 @@ export async function runCli(
       }
       case 'key create': {
         const lender = lenderOrFail(h, arg);
-        const apiKey = withTransaction({ deps: h }, ({ tx }) => issueKey(tx, lender.id, now));
+        let apiKey: string;
+        try {
+          apiKey = withTransaction({ deps: h }, ({ tx }) => issueKey(tx, lender.id, now));
+        } catch (e) {
+          if (e instanceof TooManyApiKeys) throw new CliError(`${e.message}. Revoke one first (key list ${lender.name}, then key revoke PREFIX).`);
+          throw e;
+        }
         return `API key for ${lender.name} (shown only this once):\n  ${apiKey}`;
       }
       case 'key list': {

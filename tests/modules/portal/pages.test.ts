@@ -8,6 +8,8 @@ import { bankAuthorizer, enrollBorrower } from '../../helpers/fixtures';
 import { cycle, dispatchAndSettle } from '../../helpers/collection';
 import { signedIn } from '../../helpers/portal';
 import { dollars } from '../../../src/modules/portal/ui/format';
+import { issueKey, MAX_LIVE_API_KEYS, TooManyApiKeys } from '../../../src/modules/lenders/service';
+import { withTransaction } from '../../../src/platform/context';
 
 const SETTLE = 60_000;
 const contexts: TestContext[] = [];
@@ -121,6 +123,35 @@ describe('Developers', () => {
     expect((await c.json('GET', '/v1/webhook_endpoints', { key: other.key })).status).toBe(200);
     // Without the CSRF token nothing is created.
     expect((await p.post('/portal/developers/keys', {}, { csrf: null })).status).toBe(403);
+  });
+
+  test(`at most ${MAX_LIVE_API_KEYS} live API keys: the next is refused on the page, and a revoked key frees its place`, async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    const live = () => (c.rt.sqlite.query('SELECT count(*) AS n FROM api_keys WHERE lender_id = ? AND revoked_at IS NULL').get(c.lender.id) as { n: number }).n;
+    // The lender's first key is one of them.
+    expect(live()).toBe(1);
+    for (let i = live(); i < MAX_LIVE_API_KEYS; i++) expect((await p.post('/portal/developers/keys', {})).status).toBe(200);
+    expect(live()).toBe(MAX_LIVE_API_KEYS);
+    const refused = await p.post('/portal/developers/keys', {});
+    expect(refused.status).toBe(409);
+    expect(refused.text).toContain('role="alert"');
+    expect(refused.text).toContain(`A lender has at most ${MAX_LIVE_API_KEYS} live API keys`);
+    expect(refused.text).toContain('Revoke a key that is no longer used');
+    expect(refused.text).not.toContain('id="new-key-value"');
+    expect(live()).toBe(MAX_LIVE_API_KEYS);
+    // Another lender's keys are its own count.
+    const other = c.newLender('other-keys');
+    const q = await signedIn(c, { lenderId: other.id });
+    expect((await q.post('/portal/developers/keys', {})).status).toBe(200);
+    // Revoked keys do not count.
+    const link = /href="(\/portal\/developers\/keys\/[^"]+\/revoke)"/.exec(refused.text)![1]!;
+    expect((await p.post(link, {})).status).toBe(200);
+    expect((await p.post('/portal/developers/keys', {})).status).toBe(200);
+    expect((await p.post('/portal/developers/keys', {})).status).toBe(409);
+    // The same limit holds on every path that issues a key, the operator's included.
+    expect(() => withTransaction({ deps: c.rt }, ({ tx }) => issueKey(tx, c.lender.id, c.clock.now()))).toThrow(TooManyApiKeys);
+    expect(live()).toBe(MAX_LIVE_API_KEYS);
   });
 
   test('an endpoint added on the page is in GET /v1/webhook_endpoints; a bad one is refused on the page; delete removes it', async () => {

@@ -22,7 +22,7 @@ import {
 import { createSandboxCharge, SandboxProcessor } from '../src/adapters/processors/sandbox';
 import { KeyRefused, ProcessorUnavailable } from '../src/adapters/processors/types';
 import { systemClock } from '../src/platform/clock';
-import { createUser, disableUser, listUsers, resetPassword, UserError } from '../src/modules/portal/users';
+import { createUser, disableUser, listUsers, normalizeEmail, resetPassword, UserError } from '../src/modules/portal/users';
 
 const USAGE = `Usage: bun run cli <command>
 
@@ -222,12 +222,12 @@ export async function runCli(
       case 'user disable': {
         if (!arg) throw new CliError('Usage: user disable EMAIL');
         if (!disableUser(h.db, arg, now)) throw new CliError(`No user with the email ${arg}`);
-        return `Disabled ${arg.toLowerCase()}; its sessions are ended.`;
+        return `Disabled ${normalizeEmail(arg)}; its sessions are ended.`;
       }
       case 'user reset-password': {
         if (!arg) throw new CliError('Usage: user reset-password EMAIL --password-stdin');
         if (!(await resetPassword(h.db, arg, await passwordFrom(io.readStdin, argv)))) throw new CliError(`No user with the email ${arg}`);
-        return `New password set for ${arg.toLowerCase()}; its sessions are ended.`;
+        return `New password set for ${normalizeEmail(arg)}; its sessions are ended.`;
       }
       case 'sandbox charge': {
         // Flags, not positions: a charge has several required values and an optional rail.

@@ -25,11 +25,18 @@ export interface PortalSession {
   tokenHash: string;
 }
 
-export function startSession(deps: Pick<Deps, 'db' | 'clock'>, userId: string): { token: string; csrf: string } {
+/**
+ * A new session for the user, with a new random token: the session of `replacing` (the cookie the browser sent
+ * with the sign-in, whoever's it was) ends in the same transaction, so signing in never keeps an old session id.
+ */
+export function startSession(deps: Pick<Deps, 'db' | 'clock'>, userId: string, replacing?: string): { token: string; csrf: string } {
   const token = random();
   const csrf = random(24);
   const now = deps.clock.now();
-  withTransaction({ deps }, ({ tx }) => tx.insert(portalSessions).values({ tokenHash: hash(token), userId, csrfToken: csrf, createdAt: now, lastSeenAt: now }).run());
+  withTransaction({ deps }, ({ tx }) => {
+    if (replacing) tx.delete(portalSessions).where(eq(portalSessions.tokenHash, hash(replacing))).run();
+    tx.insert(portalSessions).values({ tokenHash: hash(token), userId, csrfToken: csrf, createdAt: now, lastSeenAt: now }).run();
+  });
   return { token, csrf };
 }
 

@@ -93,6 +93,29 @@ describe('sign-in and sessions', () => {
     expect((await signIn(c, 'bob@example.test', PASSWORD)).status).toBe(401);
   }, 30_000);
 
+  test('signing in again starts a new session and ends the one the browser presented', async () => {
+    const c = fresh();
+    await createUser(c.rt.db, { lenderId: c.lender.id, email: 'rot@example.test', displayName: 'Rot', password: PASSWORD, now: c.clock.now() });
+    const page = (cookie: string) => c.request('GET', '/portal/monitoring', { key: null, headers: { cookie } });
+    const first = sessionCookie(await signIn(c, 'rot@example.test', PASSWORD))!.split(';')[0]!;
+    expect((await page(first)).status).toBe(200);
+    const again = await signIn(c, 'rot@example.test', PASSWORD, [first]);
+    expect(again.status).toBe(303);
+    const second = sessionCookie(again)!.split(';')[0]!;
+    expect(second).not.toBe(first);
+    expect((await page(second)).status).toBe(200);
+    const old = await page(first);
+    expect(old.status).toBe(303);
+    expect(old.headers.get('location')).toBe('/portal/login');
+    // A session of another browser, not presented, is not touched.
+    const elsewhere = sessionCookie(await signIn(c, 'rot@example.test', PASSWORD))!.split(';')[0]!;
+    expect((await page(second)).status).toBe(200);
+    expect((await page(elsewhere)).status).toBe(200);
+    // A failed sign-in changes nothing.
+    expect((await signIn(c, 'rot@example.test', 'a wrong password', [second])).status).toBe(401);
+    expect((await page(second)).status).toBe(200);
+  });
+
   test('a burst of wrong passwords sent at once: only as many are checked as the lock allows, the rest are refused unchecked, and the right password is locked out', async () => {
     const c = fresh();
     await createUser(c.rt.db, { lenderId: c.lender.id, email: 'burst@example.test', displayName: 'Burst', password: PASSWORD, now: c.clock.now() });

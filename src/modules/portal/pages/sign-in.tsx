@@ -8,7 +8,7 @@ import { Csrf, html, Layout, Notice } from '../ui/components';
 
 // /portal/login and /portal/logout. A sign-in attempt is counted before its password is checked; a failed one
 // is slowed and, repeated, locks the pair of email and address (and an address across emails), never an email
-// alone: a stranger cannot lock a user out.
+// alone: a stranger cannot lock a user out. Signing in always starts a new session.
 
 /** The sign-in form's fields: one missing, not text, or too long is read as empty and does not sign in (a too-long password is never hashed). */
 const str = (v: unknown, max: number) => (typeof v === 'string' && v.length <= max ? v : '');
@@ -59,7 +59,8 @@ export const signInPages = (deps: Deps) => {
           return form(request, 401, { error: 'The email or password is not right.', email });
         }
         throttle.succeed(email, address, deps.clock.now());
-        const { token } = startSession(deps, user.id);
+        // A new session id on every sign-in; the session cookie this browser sent, if any, ends with it.
+        const { token } = startSession(deps, user.id, cookies(request)[SESSION_COOKIE]);
         return new Response(null, {
           status: 303,
           headers: [

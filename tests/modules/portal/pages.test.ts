@@ -384,6 +384,23 @@ describe('Borrower ids on the portal', () => {
     }
   });
 
+  test('every other page with an id in its path takes it decoded once: an id with a percent sign is not found, never an error', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    for (const raw of ['x%2541', '100%25', '%25', 'a%2Fb', 'a%3Fb%23c%20%C3%BC']) {
+      for (const path of [`/portal/monitoring/${raw}`, `/portal/payments/results-upload/history/${raw}`, `/portal/developers/keys/${raw}/revoke`, `/portal/payments/connections/${raw}/delete`]) {
+        expect(`${path} ${(await p.get(path)).status}`).toBe(`${path} 404`);
+      }
+      for (const [path, fields] of [
+        [`/portal/developers/keys/${raw}/revoke`, {}],
+        [`/portal/developers/endpoints/${raw}/delete`, {}],
+        [`/portal/payments/connections/${raw}`, { action: 'delete' }],
+      ] as const) {
+        expect(`POST ${path} ${(await p.post(path, fields)).status}`).toBe(`POST ${path} 404`);
+      }
+    }
+  });
+
   test('typed into the address bar: an id with a percent sign is that id, and one that is only a percent sign is not an error', async () => {
     const c = fresh();
     await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: ['x%41', 'xA', '100%'].map((id) => enrollBorrower(id)) } });

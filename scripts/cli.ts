@@ -12,6 +12,7 @@ import {
   createLender,
   findLender,
   issueKey,
+  TooManyApiKeys,
   LenderError,
   listKeys,
   listLenders,
@@ -21,7 +22,7 @@ import {
 import { createSandboxCharge, SandboxProcessor } from '../src/adapters/processors/sandbox';
 import { KeyRefused, ProcessorUnavailable } from '../src/adapters/processors/types';
 import { systemClock } from '../src/platform/clock';
-import { createUser, disableUser, listUsers, resetPassword, UserError } from '../src/modules/portal/users';
+import { createUser, disableUser, listUsers, normalizeEmail, resetPassword, UserError } from '../src/modules/portal/users';
 import { listBindings, releaseAccount } from '../src/modules/payment-connections/accounts';
 
 const USAGE = `Usage: bun run cli <command>
@@ -30,7 +31,7 @@ const USAGE = `Usage: bun run cli <command>
   lender list                   list lenders
   lender approve-cards NAME     allow debit-card balance reads for the lender
   lender revoke-cards NAME      withdraw that approval
-  key create LENDER             issue another API key for the lender (shown once)
+  key create LENDER             issue another API key for the lender (shown once; at most 25 live)
   key list LENDER               list the lender's keys (prefixes only)
   key revoke PREFIX             revoke the key with that prefix
   backup FILE                   consistent online copy of the database, integrity-checked
@@ -169,7 +170,13 @@ export async function runCli(
       }
       case 'key create': {
         const lender = lenderOrFail(h, arg);
-        const apiKey = withTransaction({ deps: h }, ({ tx }) => issueKey(tx, lender.id, now));
+        let apiKey: string;
+        try {
+          apiKey = withTransaction({ deps: h }, ({ tx }) => issueKey(tx, lender.id, now));
+        } catch (e) {
+          if (e instanceof TooManyApiKeys) throw new CliError(`${e.message}. Revoke one first (key list ${lender.name}, then key revoke PREFIX).`);
+          throw e;
+        }
         return `API key for ${lender.name} (shown only this once):\n  ${apiKey}`;
       }
       case 'key list': {
@@ -220,12 +227,12 @@ export async function runCli(
       case 'user disable': {
         if (!arg) throw new CliError('Usage: user disable EMAIL');
         if (!disableUser(h.db, arg, now)) throw new CliError(`No user with the email ${arg}`);
-        return `Disabled ${arg.toLowerCase()}; its sessions are ended.`;
+        return `Disabled ${normalizeEmail(arg)}; its sessions are ended.`;
       }
       case 'user reset-password': {
         if (!arg) throw new CliError('Usage: user reset-password EMAIL --password-stdin');
         if (!(await resetPassword(h.db, arg, await passwordFrom(io.readStdin, argv)))) throw new CliError(`No user with the email ${arg}`);
-        return `New password set for ${arg.toLowerCase()}; its sessions are ended.`;
+        return `New password set for ${normalizeEmail(arg)}; its sessions are ended.`;
       }
       case 'account list':
         return table(listBindings(h.db).map((b) => ({ processor: b.processor, account: b.accountId, lender: b.lender, bound: iso(b.boundAt) })));

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CliError, runCli } from '../../scripts/cli';
-import { LenderError } from '../../src/modules/lenders/service';
+import { LenderError, MAX_LIVE_API_KEYS } from '../../src/modules/lenders/service';
 import { Vault } from '../../src/platform/vault';
 import { SEALED_COLUMNS } from '../../src/modules';
 import { openSensitive } from '../../src/modules/balance-requests/payload';
@@ -185,6 +185,19 @@ describe('lender and key commands', () => {
     expect(await rejects(ws.cli('key', 'revoke', prefix))).toBeInstanceOf(CliError);
     expect(await rejects(ws.cli('key', 'revoke', 'drs_live_zzzzzzzz'))).toBeInstanceOf(CliError);
     expect(await rejects(ws.cli('key', 'revoke'))).toBeInstanceOf(CliError);
+  });
+
+  test(`key create refuses a key past ${MAX_LIVE_API_KEYS} live ones, saying how to make room; a revoked key frees its place`, async () => {
+    const first = keysIn(await ws.cli('lender', 'create', 'many-keys-co'))[0]!;
+    for (let i = 1; i < MAX_LIVE_API_KEYS; i++) expect(keysIn(await ws.cli('key', 'create', 'many-keys-co'))).toHaveLength(1);
+    const e = await rejects(ws.cli('key', 'create', 'many-keys-co'));
+    expect(e).toBeInstanceOf(CliError);
+    expect(e.message).toContain(`at most ${MAX_LIVE_API_KEYS} live API keys`);
+    expect(e.message).toContain('key revoke PREFIX');
+    expect((await ws.cli('key', 'list', 'many-keys-co')).trim().split('\n')).toHaveLength(MAX_LIVE_API_KEYS + 1);
+    await ws.cli('key', 'revoke', first.slice(0, 17));
+    expect(keysIn(await ws.cli('key', 'create', 'many-keys-co'))).toHaveLength(1);
+    expect(await rejects(ws.cli('key', 'create', 'many-keys-co'))).toBeInstanceOf(CliError);
   });
 
   test('an unknown command is a CliError carrying the usage', async () => {

@@ -1,5 +1,6 @@
 // The lender portal in a real browser (Debian's chromium through playwright-core): sign-in, keys, balance
-// checks with Creator, a results upload checked then recorded, sign-out, CSRF, tenancy, and axe-core on every
+// checks with Creator, a results upload checked then recorded, sign-out, CSRF, tenancy, borrower ids with
+// characters an address encodes acted on exactly, and axe-core on every
 // page (no serious or critical violation).
 // Screenshots of each page go to tests/e2e/.screenshots (ignored by git): they are for looking at.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
@@ -207,6 +208,43 @@ describe('the lender portal', () => {
       const csrf = await page.locator('input[name="_csrf"]').first().getAttribute('value');
       const del = await page.request.post(`${origin}/portal/payments/connections/${otherKeyId}`, { form: { _csrf: csrf!, action: 'delete' } });
       expect(del.status()).toBe(404);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+});
+
+describe('borrower ids as the browser sends them', () => {
+  test('a link followed, then Remove and Erase confirmed, act on exactly the borrower shown, never on one whose id is its decoded form', async () => {
+    // Each odd id beside the borrower a second decoding of its address would name.
+    const cases = [
+      { id: 'br%41', decoy: 'brA', action: 'Remove' },
+      { id: 'er%42', decoy: 'erB', action: 'Erase' },
+      { id: '100%', decoy: null, action: 'Remove' },
+      { id: 'a/b?c#d e ü', decoy: null, action: 'Erase' },
+      { id: '..', decoy: null, action: 'Remove' },
+    ];
+    const ids = cases.flatMap((x) => (x.decoy ? [x.id, x.decoy] : [x.id]));
+    expect((await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: ids.map((id) => enrollBorrower(id)) } })).status).toBe(207);
+    const stateOf = async (id: string) =>
+      ((await ctx.json('GET', `/v1/payment_enrollments?limit=100`)).body.enrollments as { authorizer_unique_id: string; state: string }[]).find((e) => e.authorizer_unique_id === id)?.state;
+    const { context, page } = await session();
+    try {
+      await signIn(page);
+      for (const x of cases) {
+        await page.goto(`${origin}/portal/payments/borrowers`);
+        await page.getByRole('link', { name: x.id, exact: true }).click();
+        await page.waitForLoadState('load');
+        expect(await page.getByRole('heading', { level: 1 }).innerText()).toBe(`Borrower ${x.id}`);
+        await page.getByRole('link', { name: x.action === 'Remove' ? 'Remove from collection' : 'Erase personal data' }).click();
+        await page.waitForLoadState('load');
+        expect(await page.locator('main strong').innerText()).toBe(x.id);
+        await page.getByRole('button', { name: x.action === 'Remove' ? 'Remove borrower' : 'Erase personal data' }).click();
+        await page.waitForLoadState('load');
+        expect(await page.getByRole('heading', { level: 1 }).innerText()).toBe(`Borrower ${x.id}`);
+        expect(`${x.id} ${await stateOf(x.id)}`).toBe(`${x.id} removed`);
+        if (x.decoy) expect(`${x.decoy} ${await stateOf(x.decoy)}`).toBe(`${x.decoy} monitored`);
+      }
     } finally {
       await context.close();
     }

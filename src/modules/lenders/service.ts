@@ -1,5 +1,6 @@
 import { withTransaction, type Tx } from '../../platform/context';
-import { and, asc, eq, isNull, type SQL } from 'drizzle-orm';
+import { and, asc, count, eq, isNull, type SQL } from 'drizzle-orm';
+import { Conflict } from '../../platform/errors';
 import { apiKeys, lenders } from '../../../db/schema';
 import type { Db } from '../../platform/db';
 import type { Lender } from '../../platform/context';
@@ -36,7 +37,28 @@ export function listLenders(db: Db) {
   return db.select().from(lenders).orderBy(asc(lenders.createdAt)).all();
 }
 
+/** Live (unrevoked) API keys a lender may hold at once. */
+export const MAX_LIVE_API_KEYS = 25;
+
+/** A lender already holds MAX_LIVE_API_KEYS live keys: one is revoked before another is created. */
+export class TooManyApiKeys extends Conflict {
+  constructor() {
+    super(
+      `A lender has at most ${MAX_LIVE_API_KEYS} live API keys, and this one has ${MAX_LIVE_API_KEYS}`,
+      { limit: MAX_LIVE_API_KEYS },
+      'Revoke a key that is no longer used, then create the new one',
+    );
+  }
+}
+
+/**
+ * Every new API key is issued here (a new lender's first key, the CLI, the portal, the bootstrap key), inside
+ * the caller's write transaction: the live keys are counted under the write lock, so two creations at once
+ * cannot both take the last place.
+ */
 export function issueKey(tx: Tx, lenderId: string, now: number, key: string = generateApiKey()): string {
+  const live = tx.select({ n: count() }).from(apiKeys).where(and(eq(apiKeys.lenderId, lenderId), isNull(apiKeys.revokedAt))).get()!.n;
+  if (live >= MAX_LIVE_API_KEYS) throw new TooManyApiKeys();
   tx.insert(apiKeys)
     .values({ id: newId(), lenderId, prefix: displayPrefix(key), keyHash: hashApiKey(key), createdAt: now })
     .run();
@@ -58,7 +80,7 @@ export function listKeys(db: Db, lenderId: string) {
     .all();
 }
 
-/** A new API key for the lender (the portal's "Create API key"); the key itself is returned once. */
+/** A new API key for the lender (the portal's "Create API key"); the key itself is returned once. Throws TooManyApiKeys at the limit. */
 export function createLenderKey(db: Db, lenderId: string, now: number): string {
   return withTransaction({ deps: { db } }, ({ tx }) => issueKey(tx, lenderId, now));
 }

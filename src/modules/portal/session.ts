@@ -4,11 +4,11 @@ import { eq } from 'drizzle-orm';
 import { dashboardUsers, lenders, portalSessions } from '../../../db/schema';
 import type { Deps } from '../../deps';
 import type { Lender } from '../../platform/context';
-import type { DashboardUser } from './users';
+import { normalizeEmail, type DashboardUser } from './users';
 
 // Server-side sessions of the portal: a random token in an HttpOnly, SameSite=Lax cookie (Secure over
-// HTTPS), its SHA-256 in SQLite, a CSRF token per session, 30 idle minutes. Failed sign-ins are counted per
-// email and per client address and slowed down.
+// HTTPS), its SHA-256 in SQLite, a CSRF token per session, 30 idle minutes. Sign-in attempts are counted per
+// email and per client address before the password is checked, and slowed down.
 
 export const SESSION_COOKIE = 'drs_portal';
 export const LOGIN_CSRF_COOKIE = 'drs_login_csrf';
@@ -25,11 +25,18 @@ export interface PortalSession {
   tokenHash: string;
 }
 
-export function startSession(deps: Pick<Deps, 'db' | 'clock'>, userId: string): { token: string; csrf: string } {
+/**
+ * A new session for the user, with a new random token: the session of `replacing` (the cookie the browser sent
+ * with the sign-in, whoever's it was) ends in the same transaction, so signing in never keeps an old session id.
+ */
+export function startSession(deps: Pick<Deps, 'db' | 'clock'>, userId: string, replacing?: string): { token: string; csrf: string } {
   const token = random();
   const csrf = random(24);
   const now = deps.clock.now();
-  withTransaction({ deps }, ({ tx }) => tx.insert(portalSessions).values({ tokenHash: hash(token), userId, csrfToken: csrf, createdAt: now, lastSeenAt: now }).run());
+  withTransaction({ deps }, ({ tx }) => {
+    if (replacing) tx.delete(portalSessions).where(eq(portalSessions.tokenHash, hash(replacing))).run();
+    tx.insert(portalSessions).values({ tokenHash: hash(token), userId, csrfToken: csrf, createdAt: now, lastSeenAt: now }).run();
+  });
   return { token, csrf };
 }
 
@@ -73,31 +80,35 @@ export function sameToken(a: string | undefined | null, b: string | undefined | 
 }
 
 /**
- * Failed sign-ins, in memory (a restart forgets them), counted per email, per client address, and per pair of
- * the two, over 15 minutes. Each failure makes the next answer for that email, that address or that pair
- * slower (250 ms doubling, up to 5 s), so guessing one user's password is as slow from many addresses as from
- * one. Ten failures lock the pair, and ten lock the address for every email; the email alone never locks, so
- * a stranger who knows a user's email cannot lock that user out from elsewhere.
+ * Sign-in attempts, in memory (a restart forgets them), counted per email, per client address, and per pair of
+ * the two, over 15 minutes. An attempt is counted before its password is checked (a reservation), so a burst
+ * sent at once is counted as it arrives: at most LOCK_AFTER attempts of a pair or an address are ever checked
+ * in a window, however many are in flight. A failure keeps its count; a success gives its reservation back.
+ * Each count makes the next answer for that email, that address or that pair slower (250 ms doubling, up to
+ * 5 s), so guessing one user's password is as slow from many addresses as from one. Ten lock the pair, and
+ * ten lock the address for every email; the email alone never locks, so a stranger who knows a user's email
+ * cannot lock that user out from elsewhere. Emails are counted in their normalized form (normalizeEmail), the
+ * one the user look-up uses, so a variant of an email (case, white space at its ends) is the same bucket.
  */
 export class SignInThrottle {
-  private readonly failures = new Map<string, { count: number; first: number }>();
+  private readonly counts = new Map<string, { count: number; first: number }>();
   static readonly WINDOW_MS = 15 * 60_000;
   static readonly LOCK_AFTER = 10;
   /** Keys kept at most: past it the oldest windows are dropped first (memory stays bounded under a flood). */
   static readonly MAX_KEYS = 100_000;
 
   private entry(key: string, now: number) {
-    const e = this.failures.get(key);
+    const e = this.counts.get(key);
     if (!e || now - e.first > SignInThrottle.WINDOW_MS) return null;
     return e;
   }
 
   private static keys(email: string, address: string) {
-    const e = email.toLowerCase();
+    const e = normalizeEmail(email);
     return { email: `e:${e}`, address: `a:${address}`, pair: `p:${address} ${e}` };
   }
 
-  /** The failures that slow the next answer (the most of the three counts), and whether sign-in is locked for this pair. */
+  /** The attempts counted that slow the next answer (the most of the three counts), and whether sign-in is locked for this pair. */
   status(email: string, address: string, now: number): { failures: number; locked: boolean } {
     const k = SignInThrottle.keys(email, address);
     const count = (key: string) => this.entry(key, now)?.count ?? 0;
@@ -106,20 +117,31 @@ export class SignInThrottle {
     return { failures: Math.max(pair, byAddress, count(k.email)), locked: pair >= SignInThrottle.LOCK_AFTER || byAddress >= SignInThrottle.LOCK_AFTER };
   }
 
-  fail(email: string, address: string, now: number): void {
+  /**
+   * An attempt about to check a password: refused when the pair or the address is locked (nothing counted),
+   * else counted at once in all three buckets, with the count that sets how long a failure is held.
+   */
+  attempt(email: string, address: string, now: number): { locked: true } | { locked: false; failures: number } {
+    if (this.status(email, address, now).locked) return { locked: true };
     for (const key of Object.values(SignInThrottle.keys(email, address))) {
       const e = this.entry(key, now);
       if (e) e.count++;
       else {
-        if (this.failures.size >= SignInThrottle.MAX_KEYS) this.failures.delete(this.failures.keys().next().value!);
-        this.failures.set(key, { count: 1, first: now });
+        if (this.counts.size >= SignInThrottle.MAX_KEYS) this.counts.delete(this.counts.keys().next().value!);
+        this.counts.set(key, { count: 1, first: now });
       }
     }
+    return { locked: false, failures: this.status(email, address, now).failures };
   }
 
-  /** A sign-in that worked clears its pair; the email's count still slows guesses from elsewhere until it passes. */
-  succeed(email: string, address: string): void {
-    this.failures.delete(SignInThrottle.keys(email, address).pair);
+  /** An attempt that signed in: the pair cleared, its reservation given back to the email and the address. */
+  succeed(email: string, address: string, now: number): void {
+    const k = SignInThrottle.keys(email, address);
+    this.counts.delete(k.pair);
+    for (const key of [k.email, k.address]) {
+      const e = this.entry(key, now);
+      if (e && e.count > 0) e.count--;
+    }
   }
 
   /** How long to hold the answer to a failed attempt: 250 ms, doubling, at most 5 s. */

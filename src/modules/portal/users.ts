@@ -11,6 +11,23 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 export class UserError extends Error {}
 
+// Unicode White_Space, and the byte-order mark a paste can carry: what an email's ends may hold and still name it.
+const BLANK = /[\p{White_Space}\uFEFF]/u;
+
+/**
+ * The one form of an email that names a user: every Unicode white space trimmed from both ends (tabs, NBSP,
+ * U+3000 and the rest, not only ASCII spaces) and case folded. Creating a user, the sign-in look-up and the
+ * sign-in throttle all use it, so a variant of an email is the same user and the same throttle bucket.
+ */
+export function normalizeEmail(email: string): string {
+  // A scan from each end instead of an anchored regex, which would be quadratic on a long run of blanks.
+  let start = 0;
+  let end = email.length;
+  while (start < end && BLANK.test(email[start]!)) start++;
+  while (end > start && BLANK.test(email[end - 1]!)) end--;
+  return email.slice(start, end).toLowerCase();
+}
+
 export type DashboardUser = typeof dashboardUsers.$inferSelect;
 
 /** The longest password: enough for any passphrase, and a bound on what a sign-in hashes. */
@@ -22,7 +39,7 @@ function checkPassword(password: string): void {
 }
 
 export async function createUser(db: Db, input: { lenderId: string; email: string; displayName: string; password: string; now: number }): Promise<DashboardUser> {
-  const email = input.email.trim().toLowerCase();
+  const email = normalizeEmail(input.email);
   if (!EMAIL.test(email)) throw new UserError('Not an email address');
   const displayName = input.displayName.trim();
   if (displayName.length < 1 || displayName.length > 80) throw new UserError('A display name has 1 to 80 characters');
@@ -47,7 +64,7 @@ export const listUsers = (db: Db, lenderId: string) =>
   db.select().from(dashboardUsers).where(eq(dashboardUsers.lenderId, lenderId)).orderBy(asc(dashboardUsers.createdAt)).all();
 
 export function findUserByEmail(db: Db, email: string): DashboardUser | undefined {
-  return db.select().from(dashboardUsers).where(eq(dashboardUsers.email, email.trim().toLowerCase())).get();
+  return db.select().from(dashboardUsers).where(eq(dashboardUsers.email, normalizeEmail(email))).get();
 }
 
 /** Disabling ends the user's sessions at once. */
@@ -82,7 +99,7 @@ export async function verifySignIn(db: Db, email: string, password: string): Pro
   const user = db
     .select()
     .from(dashboardUsers)
-    .where(and(eq(dashboardUsers.email, email.trim().toLowerCase()), isNull(dashboardUsers.disabledAt)))
+    .where(and(eq(dashboardUsers.email, normalizeEmail(email)), isNull(dashboardUsers.disabledAt)))
     .get();
   decoy ??= Bun.password.hash('not a password of anyone', { algorithm: 'argon2id' });
   const ok = await Bun.password.verify(password, user?.passwordHash ?? (await decoy));

@@ -8,6 +8,8 @@ import { bankAuthorizer, enrollBorrower } from '../../helpers/fixtures';
 import { cycle, dispatchAndSettle } from '../../helpers/collection';
 import { signedIn } from '../../helpers/portal';
 import { dollars } from '../../../src/modules/portal/ui/format';
+import { issueKey, MAX_LIVE_API_KEYS, TooManyApiKeys } from '../../../src/modules/lenders/service';
+import { withTransaction } from '../../../src/platform/context';
 
 const SETTLE = 60_000;
 const contexts: TestContext[] = [];
@@ -121,6 +123,35 @@ describe('Developers', () => {
     expect((await c.json('GET', '/v1/webhook_endpoints', { key: other.key })).status).toBe(200);
     // Without the CSRF token nothing is created.
     expect((await p.post('/portal/developers/keys', {}, { csrf: null })).status).toBe(403);
+  });
+
+  test(`at most ${MAX_LIVE_API_KEYS} live API keys: the next is refused on the page, and a revoked key frees its place`, async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    const live = () => (c.rt.sqlite.query('SELECT count(*) AS n FROM api_keys WHERE lender_id = ? AND revoked_at IS NULL').get(c.lender.id) as { n: number }).n;
+    // The lender's first key is one of them.
+    expect(live()).toBe(1);
+    for (let i = live(); i < MAX_LIVE_API_KEYS; i++) expect((await p.post('/portal/developers/keys', {})).status).toBe(200);
+    expect(live()).toBe(MAX_LIVE_API_KEYS);
+    const refused = await p.post('/portal/developers/keys', {});
+    expect(refused.status).toBe(409);
+    expect(refused.text).toContain('role="alert"');
+    expect(refused.text).toContain(`A lender has at most ${MAX_LIVE_API_KEYS} live API keys`);
+    expect(refused.text).toContain('Revoke a key that is no longer used');
+    expect(refused.text).not.toContain('id="new-key-value"');
+    expect(live()).toBe(MAX_LIVE_API_KEYS);
+    // Another lender's keys are its own count.
+    const other = c.newLender('other-keys');
+    const q = await signedIn(c, { lenderId: other.id });
+    expect((await q.post('/portal/developers/keys', {})).status).toBe(200);
+    // Revoked keys do not count.
+    const link = /href="(\/portal\/developers\/keys\/[^"]+\/revoke)"/.exec(refused.text)![1]!;
+    expect((await p.post(link, {})).status).toBe(200);
+    expect((await p.post('/portal/developers/keys', {})).status).toBe(200);
+    expect((await p.post('/portal/developers/keys', {})).status).toBe(409);
+    // The same limit holds on every path that issues a key, the operator's included.
+    expect(() => withTransaction({ deps: c.rt }, ({ tx }) => issueKey(tx, c.lender.id, c.clock.now()))).toThrow(TooManyApiKeys);
+    expect(live()).toBe(MAX_LIVE_API_KEYS);
   });
 
   test('an endpoint added on the page is in GET /v1/webhook_endpoints; a bad one is refused on the page; delete removes it', async () => {
@@ -293,6 +324,98 @@ describe('Borrowers', () => {
     expect(erased.status).toBe(200);
     expect((await c.json('GET', '/v1/payment_enrollments/other-1')).body.state).toBe('removed');
     expect((await p.get('/portal/payments/borrowers/nobody')).status).toBe(404);
+  });
+});
+
+describe('Borrower ids on the portal', () => {
+  // Every id is decoded once: the page shows the exact id and its actions act on exactly that borrower, never
+  // on another enrolled one whose id is its decoded form (what a second decoding would name).
+  const ODD = ['x%41', 'e%42', '%', '100%', 'p%2Fq', 'a/b', 'what?', 'hash#tag', ' two  words ', 'ünï cödé ✓', '%E2%9C%93', '.', '..'];
+  const DECOYS = ['xA', 'eB', 'p/q', '✓'];
+  const escapeHtml = (x: string) => x.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+  const unescapeHref = (x: string) => x.replace(/&amp;/g, '&');
+  const regexOf = (x: string) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+  async function states(c: TestContext): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    let token: string | null = null;
+    do {
+      const r: { body: { enrollments: { authorizer_unique_id: string; state: string }[]; next_page_token: string | null } } = await c.json(
+        'GET',
+        `/v1/payment_enrollments?limit=100${token ? `&next_page_token=${encodeURIComponent(token)}` : ''}`,
+      );
+      for (const e of r.body.enrollments) out.set(e.authorizer_unique_id, e.state);
+      token = r.body.next_page_token;
+    } while (token);
+    return out;
+  }
+
+  test('the list links each borrower to a page of exactly that id; Remove and Erase act on exactly the borrower shown', async () => {
+    const c = fresh();
+    const enrolled = await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [...ODD, ...DECOYS].map((id) => enrollBorrower(id)) } });
+    expect(enrolled.status).toBe(207);
+    expect([...(await states(c)).values()].every((x) => x === 'monitored')).toBe(true);
+    const p = await signedIn(c);
+    const list = (await p.get('/portal/payments/borrowers')).text;
+    for (const [i, id] of ODD.entries()) {
+      const shown = escapeHtml(id);
+      // The link a browser follows, resolved as a browser resolves it.
+      const href = unescapeHref(new RegExp(`<a href="([^"]+)">${regexOf(shown)}</a>`).exec(list)![1]!);
+      const view = await p.get(href);
+      expect(`${id} ${view.status}`).toBe(`${id} 200`);
+      expect(view.text).toContain(`<h1>Borrower ${shown}</h1>`);
+      const action = i % 2 === 0 ? 'remove' : 'erase';
+      const label = action === 'remove' ? 'Remove from collection' : 'Erase personal data';
+      const confirmHref = unescapeHref(new RegExp(`<a href="([^"]+)">${label}</a>`).exec(view.text)![1]!);
+      const confirm = await p.get(confirmHref);
+      expect(confirm.status).toBe(200);
+      expect(confirm.text).toContain(`<strong>${shown}</strong>`);
+      const post = unescapeHref(/<form method="post" action="([^"]+)">/.exec(confirm.text.slice(confirm.text.indexOf(`<strong>${shown}</strong>`)))![1]!);
+      const done = await p.post(post, {});
+      expect(`${id} ${done.status}`).toBe(`${id} 200`);
+      expect(done.text).toContain(`<h1>Borrower ${shown}</h1>`);
+      expect(done.text).toContain(action === 'remove' ? 'Removed: no new payment is made for this borrower.' : 'Personal data erased; monitoring stopped.');
+      // Exactly this borrower changed: every id acted on so far is removed, every other one still monitored.
+      const now = await states(c);
+      for (const other of [...ODD, ...DECOYS]) {
+        const acted = ODD.indexOf(other) !== -1 && ODD.indexOf(other) <= i;
+        expect(`${other} ${now.get(other)}`).toBe(`${other} ${acted ? 'removed' : 'monitored'}`);
+      }
+    }
+  });
+
+  test('every other page with an id in its path takes it decoded once: an id with a percent sign is not found, never an error', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    for (const raw of ['x%2541', '100%25', '%25', 'a%2Fb', 'a%3Fb%23c%20%C3%BC']) {
+      for (const path of [`/portal/monitoring/${raw}`, `/portal/payments/results-upload/history/${raw}`, `/portal/developers/keys/${raw}/revoke`, `/portal/payments/connections/${raw}/delete`]) {
+        expect(`${path} ${(await p.get(path)).status}`).toBe(`${path} 404`);
+      }
+      for (const [path, fields] of [
+        [`/portal/developers/keys/${raw}/revoke`, {}],
+        [`/portal/developers/endpoints/${raw}/delete`, {}],
+        [`/portal/payments/connections/${raw}`, { action: 'delete' }],
+      ] as const) {
+        expect(`POST ${path} ${(await p.post(path, fields)).status}`).toBe(`POST ${path} 404`);
+      }
+    }
+  });
+
+  test('typed into the address bar: an id with a percent sign is that id, and one that is only a percent sign is not an error', async () => {
+    const c = fresh();
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: ['x%41', 'xA', '100%'].map((id) => enrollBorrower(id)) } });
+    const p = await signedIn(c);
+    const exact = await p.get('/portal/payments/borrowers/x%2541');
+    expect(exact.text).toContain('<h1>Borrower x%41</h1>');
+    expect((await p.get('/portal/payments/borrowers/x%41')).text).toContain('<h1>Borrower xA</h1>');
+    const percent = await p.get('/portal/payments/borrowers/100%25');
+    expect(percent.status).toBe(200);
+    expect(percent.text).toContain('<h1>Borrower 100%</h1>');
+    // The page by query names a borrower exactly as sent, with no trimming.
+    expect((await p.get('/portal/payments/borrower?id=x%2541')).text).toContain('<h1>Borrower x%41</h1>');
+    expect((await p.get('/portal/payments/borrower?id=%20xA')).status).toBe(404);
+    expect((await p.get('/portal/payments/borrower')).status).toBe(400);
+    expect((await c.json('GET', '/v1/payment_enrollments/xA')).body.state).toBe('monitored');
   });
 });
 

@@ -2,7 +2,7 @@
 // failures, disabled users, the operator commands that manage users, and the results-upload page's size.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
-import { createUser, resetPassword, disableUser, MIN_PASSWORD_LENGTH, MAX_PASSWORD_LENGTH, UserError } from '../../../src/modules/portal/users';
+import { createUser, resetPassword, disableUser, findUserByEmail, normalizeEmail, MIN_PASSWORD_LENGTH, MAX_PASSWORD_LENGTH, UserError } from '../../../src/modules/portal/users';
 import { IDLE_MS, SignInThrottle } from '../../../src/modules/portal/session';
 import { runCli } from '../../../scripts/cli';
 
@@ -15,13 +15,26 @@ const fresh = () => {
 };
 const PASSWORD = 'a long enough password';
 
-async function signIn(c: TestContext, email: string, password: string) {
+/** A sign-in form as a browser gets it: its cookie and CSRF token. */
+async function loginForm(c: TestContext) {
   const form = await c.request('GET', '/portal/login', { key: null });
-  const cookie = form.headers.get('set-cookie')!.split(';')[0]!;
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
-  const body = new URLSearchParams({ _csrf: csrf, email, password }).toString();
-  return c.request('POST', '/portal/login', { key: null, raw: body, headers: { 'content-type': 'application/x-www-form-urlencoded', cookie } });
+  return { cookie: form.headers.get('set-cookie')!.split(';')[0]!, csrf: /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]! };
 }
+/** The form sent; `cookies` are what else the browser holds for the portal (a session cookie, say). */
+function submit(c: TestContext, form: { cookie: string; csrf: string }, email: string, password: string, cookies: string[] = []) {
+  const body = new URLSearchParams({ _csrf: form.csrf, email, password }).toString();
+  return c.request('POST', '/portal/login', { key: null, raw: body, headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: [form.cookie, ...cookies].join('; ') } });
+}
+async function signIn(c: TestContext, email: string, password: string, cookies: string[] = []) {
+  return submit(c, await loginForm(c), email, password, cookies);
+}
+const failedSignIns = (c: TestContext) =>
+  c.logs
+    .join('')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
+    .filter((l) => l.msg === 'portal sign-in failed');
 const sessionCookie = (res: Response) => res.headers.getSetCookie().find((x) => x.startsWith('drs_portal='));
 
 describe('sign-in and sessions', () => {
@@ -65,7 +78,7 @@ describe('sign-in and sessions', () => {
     expect(SignInThrottle.delayMs(3)).toBe(1000);
     expect(SignInThrottle.delayMs(20)).toBe(5000);
     const t = new SignInThrottle();
-    for (let i = 0; i < SignInThrottle.LOCK_AFTER; i++) t.fail('x@y.z', '10.0.0.1', 0);
+    for (let i = 0; i < SignInThrottle.LOCK_AFTER; i++) t.attempt('x@y.z', '10.0.0.1', 0);
     // The pair and the address are locked; the email from elsewhere is not, but its answers are as slow.
     expect(t.status('X@y.z', '10.0.0.1', 1000)).toEqual({ failures: 10, locked: true });
     expect(t.status('other@y.z', '10.0.0.1', 1000).locked).toBe(true);
@@ -73,12 +86,71 @@ describe('sign-in and sessions', () => {
     expect(t.status('x@y.z', '10.0.0.1', SignInThrottle.WINDOW_MS + 1)).toEqual({ failures: 0, locked: false });
     // Ten addresses guessing one email: none locked, every answer slowed by the email's count.
     const spread = new SignInThrottle();
-    for (let i = 0; i < 10; i++) spread.fail('y@y.z', `10.0.1.${i}`, 0);
+    for (let i = 0; i < 10; i++) spread.attempt('y@y.z', `10.0.1.${i}`, 0);
     expect(spread.status('y@y.z', '10.0.1.99', 1)).toEqual({ failures: 10, locked: false });
     expect(SignInThrottle.delayMs(spread.status('y@y.z', '10.0.1.99', 1).failures)).toBe(5000);
     disableUser(c.rt.db, 'bob@example.test', c.clock.now());
     expect((await signIn(c, 'bob@example.test', PASSWORD)).status).toBe(401);
   }, 30_000);
+
+  test('signing in again starts a new session and ends the one the browser presented', async () => {
+    const c = fresh();
+    await createUser(c.rt.db, { lenderId: c.lender.id, email: 'rot@example.test', displayName: 'Rot', password: PASSWORD, now: c.clock.now() });
+    const page = (cookie: string) => c.request('GET', '/portal/monitoring', { key: null, headers: { cookie } });
+    const first = sessionCookie(await signIn(c, 'rot@example.test', PASSWORD))!.split(';')[0]!;
+    expect((await page(first)).status).toBe(200);
+    const again = await signIn(c, 'rot@example.test', PASSWORD, [first]);
+    expect(again.status).toBe(303);
+    const second = sessionCookie(again)!.split(';')[0]!;
+    expect(second).not.toBe(first);
+    expect((await page(second)).status).toBe(200);
+    const old = await page(first);
+    expect(old.status).toBe(303);
+    expect(old.headers.get('location')).toBe('/portal/login');
+    // A session of another browser, not presented, is not touched.
+    const elsewhere = sessionCookie(await signIn(c, 'rot@example.test', PASSWORD))!.split(';')[0]!;
+    expect((await page(second)).status).toBe(200);
+    expect((await page(elsewhere)).status).toBe(200);
+    // A failed sign-in changes nothing.
+    expect((await signIn(c, 'rot@example.test', 'a wrong password', [second])).status).toBe(401);
+    expect((await page(second)).status).toBe(200);
+  });
+
+  test('a burst of wrong passwords sent at once: only as many are checked as the lock allows, the rest are refused unchecked, and the right password is locked out', async () => {
+    const c = fresh();
+    await createUser(c.rt.db, { lenderId: c.lender.id, email: 'burst@example.test', displayName: 'Burst', password: PASSWORD, now: c.clock.now() });
+    const BURST = 40;
+    const forms = await Promise.all(Array.from({ length: BURST }, () => loginForm(c)));
+    const right = await loginForm(c);
+    // Every guess sent before any is answered; a checked wrong guess is held (250 ms doubling), a refused one is not.
+    const burst = forms.map((f, i) => submit(c, f, 'burst@example.test', `wrong guess ${i}!!`).then((r) => r.status));
+    const firstRefusal = Promise.race(burst.map((p) => p.then((status) => (status === 429 ? 'refused' : new Promise<never>(() => {})))));
+    // While the checked guesses are still held, the right password is refused: the lock counts what is in flight.
+    expect(await Promise.race([firstRefusal, Promise.all(burst).then(() => 'never refused')])).toBe('refused');
+    expect((await submit(c, right, 'burst@example.test', PASSWORD)).status).toBe(429);
+    const statuses = await Promise.all(burst);
+    expect(statuses.filter((x) => x === 401)).toHaveLength(SignInThrottle.LOCK_AFTER);
+    expect(statuses.filter((x) => x === 429)).toHaveLength(BURST - SignInThrottle.LOCK_AFTER);
+    // Exactly as many passwords were checked (and failed) as the lock allows.
+    expect(failedSignIns(c)).toHaveLength(SignInThrottle.LOCK_AFTER);
+    expect(failedSignIns(c).map((l) => l.failures).sort((a, b) => a - b)).toEqual(Array.from({ length: SignInThrottle.LOCK_AFTER }, (_, i) => i + 1));
+    expect((await signIn(c, 'burst@example.test', PASSWORD)).status).toBe(429);
+  }, 30_000);
+
+  test('an attempt is counted before its password is checked; a success gives its place back', () => {
+    const t = new SignInThrottle();
+    for (let i = 0; i < SignInThrottle.LOCK_AFTER; i++) expect(t.attempt('r@y.z', '10.0.3.1', 0)).toEqual({ locked: false, failures: i + 1 });
+    // Nothing has failed yet, but ten are being checked: the eleventh is refused and not counted.
+    expect(t.attempt('r@y.z', '10.0.3.1', 0)).toEqual({ locked: true });
+    expect(t.status('r@y.z', '10.0.3.1', 0)).toEqual({ failures: SignInThrottle.LOCK_AFTER, locked: true });
+    const s = new SignInThrottle();
+    s.attempt('s@y.z', '10.0.3.2', 0);
+    s.attempt('s@y.z', '10.0.3.2', 0);
+    s.succeed('s@y.z', '10.0.3.2', 0);
+    // The pair is cleared; the address and the email keep the failure, not the success.
+    expect(s.status('other@y.z', '10.0.3.2', 0).failures).toBe(1);
+    expect(s.status('s@y.z', '10.0.3.9', 0).failures).toBe(1);
+  });
 
   test('a new password ends the user’s sessions', async () => {
     const c = fresh();
@@ -145,6 +217,52 @@ describe('the sign-in lock and other applications’ cookies', () => {
     } finally {
       await c.app.stop(true);
     }
+  }, 30_000);
+
+  test('an email with white space at its ends, or in another case, is one user and one throttle bucket', async () => {
+    const c = createTestContext({ TRUST_PROXY: 'loopback' });
+    contexts.push(c);
+    c.app.listen({ hostname: '127.0.0.1', port: 0 });
+    const base = `http://127.0.0.1:${c.app.server!.port}`;
+    try {
+      await createUser(c.rt.db, { lenderId: c.lender.id, email: 'A@a.test', displayName: 'A', password: PASSWORD, now: c.clock.now() });
+      const attempt = async (client: string, email: string, password: string) => {
+        const headers = { 'x-forwarded-for': client, 'x-forwarded-proto': 'https' };
+        const form = await fetch(`${base}/portal/login`, { headers });
+        const cookie = form.headers.get('set-cookie')!.split(';')[0]!;
+        const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+        const res = await fetch(`${base}/portal/login`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { ...headers, cookie, 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ _csrf: csrf, email, password }).toString(),
+        });
+        await res.text();
+        return res.status;
+      };
+      const variants = [' a@a.test ', '\u00a0a@a.test', '\u3000A@A.TEST\t', '\u0085a@a.test\u2028'];
+      // One wrong guess of each variant, each from its own address: only the email's bucket is shared, and it
+      // counts every one (the failures that slow the answers climb 1, 2, 3, 4 instead of being 1 four times).
+      const guesses = await Promise.all(variants.map((v, i) => attempt(`203.0.113.${20 + i}`, v, 'a wrong password')));
+      expect(guesses).toEqual(variants.map(() => 401));
+      expect(failedSignIns(c).map((l) => l.failures).sort()).toEqual([1, 2, 3, 4]);
+      // The variants name the one user: the right password with any of them signs in.
+      expect(await attempt('203.0.113.30', '\u3000a@a.test\t', PASSWORD)).toBe(303);
+    } finally {
+      await c.app.stop(true);
+    }
+    // The pair's bucket too: ten wrong guesses from one address, each variant in turn, lock every variant there.
+    const t = new SignInThrottle();
+    for (let i = 0; i < SignInThrottle.LOCK_AFTER; i++) t.attempt(['a@a.test', ' A@a.test', '\u00a0a@a.test\u00a0', '\ta@A.test\u3000'][i % 4]!, '10.0.4.1', 0);
+    for (const v of ['a@a.test', '\u3000a@a.test\t', '\u0085A@A.TEST', '\ufeffa@a.test\u2029']) {
+      expect(t.status(v, '10.0.4.1', 0)).toEqual({ failures: SignInThrottle.LOCK_AFTER, locked: true });
+      expect(t.status(v, '10.0.4.2', 0)).toEqual({ failures: SignInThrottle.LOCK_AFTER, locked: false });
+    }
+    expect(t.status('b@a.test', '10.0.4.2', 0).failures).toBe(0);
+    // One normalization, for the throttle, the look-up and the users stored: every white space at the ends, and case.
+    expect(normalizeEmail('\u3000\u00a0\t A@Example.TEST \u2028\u0085\ufeff')).toBe('a@example.test');
+    expect(normalizeEmail('a\u00a0b@x.test')).toBe('a\u00a0b@x.test');
+    expect(findUserByEmail(c.rt.db, '\u00a0A@A.TEST\t')?.email).toBe('a@a.test');
   }, 30_000);
 
   test('a cookie that does not decode (another application’s) is ignored: the pages answer, never 500', async () => {

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../../deps';
 import { MONITOR_STATES } from '../../../../db/schema/enums';
 import { csvLine } from '../../../platform/csv';
+import { validated } from '../../../platform/validation';
 import { formatCents } from '../../../platform/money';
 import { listPaymentEvents } from '../../collection/events';
 import { BLOCKED_REASONS } from '../../enrollments/monitor';
@@ -33,7 +34,24 @@ type FilterValues = typeof Filters.static;
 
 
 const listInput = (f: FilterValues) => ({ prefix: f.q, state: f.state, blockedReason: f.blocked });
-const borrowerHref = (aid: string) => `${HERE}/${encodeURIComponent(aid)}`;
+
+type Action = 'remove' | 'erase';
+// A borrower named by its id alone, in the query: for the ids a path cannot carry (below).
+const BY_QUERY = '/portal/payments/borrower';
+const ById = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) });
+// Taken as sent (no trimming: a space at an end is part of an id).
+const idOf = (query: Record<string, string | undefined>) => validated(ById, { id: query.id }).id;
+
+/**
+ * The address of a borrower's page or of one of its actions. The id is one path segment, percent-encoded here
+ * and decoded once by the router, never again: whatever characters it has (`%`, `/`, `?`, `#`, spaces), the
+ * page and its actions name exactly that borrower. An id of only dots (`.` or `..`) would be a dot segment,
+ * which browsers and URL parsers remove, so its pages take the id from the query instead.
+ */
+export const borrowerHref = (aid: string, action?: Action) =>
+  aid === '.' || aid === '..'
+    ? `${BY_QUERY}${action ? `/${action}` : ''}?id=${encodeURIComponent(aid)}`
+    : `${HERE}/${encodeURIComponent(aid)}${action ? `/${action}` : ''}`;
 
 function ListContent(props: { deps: Deps; s: PortalSession; f: FilterValues }) {
   const { f } = props;
@@ -78,7 +96,6 @@ function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid:
   const e = getEnrollment({ ctx, input: { authorizerUniqueId: props.aid } });
   const events = listPaymentEvents({ ctx, input: { authorizerUniqueId: e.authorizer_unique_id } }).events;
   const now = props.view.now;
-  const base = borrowerHref(e.authorizer_unique_id);
   const instrument = `${e.instrument.rail.toUpperCase()} ${'bank_name' in e.instrument ? (e.instrument.bank_name ?? '') : (e.instrument.card_brand ?? '')} …${e.instrument.last4 ?? ''}`;
   return (
     <>
@@ -117,9 +134,9 @@ function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid:
       />
       <h2>Actions</h2>
       <p>
-        {e.state === 'monitored' ? <a href={`${base}/remove`}>Remove from collection</a> : 'Not monitored: nothing to remove.'}
+        {e.state === 'monitored' ? <a href={borrowerHref(e.authorizer_unique_id, 'remove')}>Remove from collection</a> : 'Not monitored: nothing to remove.'}
         {' · '}
-        <a href={`${base}/erase`}>Erase personal data</a>
+        <a href={borrowerHref(e.authorizer_unique_id, 'erase')}>Erase personal data</a>
       </p>
       <p>
         <a href={HERE}>All borrowers</a>
@@ -200,49 +217,45 @@ export const borrowerPages = (deps: Deps) => {
       },
       { signedIn: true, detail: { hide: true } },
     )
-    .get(`${HERE}/:aid`, ({ session, params }) => show(session, decodeURIComponent(params.aid)), { signedIn: true, detail: { hide: true } });
-  for (const action of ['remove', 'erase'] as const) {
+    // The router has decoded the id once; it is used as it is.
+    .get(`${HERE}/:aid`, ({ session, params }) => show(session, params.aid), { signedIn: true, detail: { hide: true } })
+    .get(BY_QUERY, ({ session, query }) => show(session, idOf(query)), { signedIn: true, detail: { hide: true } });
+  const confirm = (session: PortalSession, aid: string, action: Action) => {
     const a = ACTIONS[action];
+    const e = getEnrollment({ ctx: { lender: session.lender, deps }, input: { authorizerUniqueId: aid } });
+    const view = viewOf(deps, session, HERE);
+    return page(
+      view,
+      a.title,
+      <Confirm
+        question={
+          <>
+            {a.title} <strong>{e.authorizer_unique_id}</strong>? {a.what}
+          </>
+        }
+        action={borrowerHref(e.authorizer_unique_id, action)}
+        csrf={view.user.csrf}
+        label={a.button}
+        cancel={borrowerHref(e.authorizer_unique_id)}
+      />,
+    );
+  };
+  const act = (session: PortalSession, aid: string, action: Action) => {
+    const ctx = { lender: session.lender, deps };
+    getEnrollment({ ctx, input: { authorizerUniqueId: aid } });
+    if (action === 'remove') {
+      const r = removeEnrollments({ ctx, input: { body: { authorizer_unique_ids: [aid] } } });
+      return show(session, aid, r.removed ? { kind: 'ok', text: 'Removed: no new payment is made for this borrower.' } : { kind: 'error', text: 'Not removed: the borrower is not monitored.' });
+    }
+    eraseBorrowers({ ctx, input: { body: { authorizer_unique_ids: [aid] } } });
+    return show(session, aid, { kind: 'ok', text: 'Personal data erased; monitoring stopped.' });
+  };
+  for (const action of ['remove', 'erase'] as const) {
     app
-      .get(
-        `${HERE}/:aid/${action}`,
-        ({ session, params }) => {
-          const aid = decodeURIComponent(params.aid);
-          const e = getEnrollment({ ctx: { lender: session.lender, deps }, input: { authorizerUniqueId: aid } });
-          const view = viewOf(deps, session, HERE);
-          return page(
-            view,
-            a.title,
-            <Confirm
-              question={
-                <>
-                  {a.title} <strong>{e.authorizer_unique_id}</strong>? {a.what}
-                </>
-              }
-              action={`${borrowerHref(aid)}/${action}`}
-              csrf={view.user.csrf}
-              label={a.button}
-              cancel={borrowerHref(aid)}
-            />,
-          );
-        },
-        { signedIn: true, detail: { hide: true } },
-      )
-      .post(
-        `${HERE}/:aid/${action}`,
-        ({ session, params }) => {
-          const aid = decodeURIComponent(params.aid);
-          const ctx = { lender: session.lender, deps };
-          getEnrollment({ ctx, input: { authorizerUniqueId: aid } });
-          if (action === 'remove') {
-            const r = removeEnrollments({ ctx, input: { body: { authorizer_unique_ids: [aid] } } });
-            return show(session, aid, r.removed ? { kind: 'ok', text: 'Removed: no new payment is made for this borrower.' } : { kind: 'error', text: 'Not removed: the borrower is not monitored.' });
-          }
-          eraseBorrowers({ ctx, input: { body: { authorizer_unique_ids: [aid] } } });
-          return show(session, aid, { kind: 'ok', text: 'Personal data erased; monitoring stopped.' });
-        },
-        { signedIn: true, detail: { hide: true } },
-      );
+      .get(`${HERE}/:aid/${action}`, ({ session, params }) => confirm(session, params.aid, action), { signedIn: true, detail: { hide: true } })
+      .post(`${HERE}/:aid/${action}`, ({ session, params }) => act(session, params.aid, action), { signedIn: true, detail: { hide: true } })
+      .get(`${BY_QUERY}/${action}`, ({ session, query }) => confirm(session, idOf(query), action), { signedIn: true, detail: { hide: true } })
+      .post(`${BY_QUERY}/${action}`, ({ session, query }) => act(session, idOf(query), action), { signedIn: true, detail: { hide: true } });
   }
   return app;
 };

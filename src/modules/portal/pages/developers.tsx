@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../../deps';
 import { ENDPOINT_EVENT_TYPES, DELIVERY_STATES } from '../../../../db/schema/enums';
 import { NotFound } from '../../../platform/errors';
-import { createLenderKey, listKeys, revokeLenderKey } from '../../lenders/service';
+import { createLenderKey, listKeys, revokeLenderKey, MAX_LIVE_API_KEYS, TooManyApiKeys } from '../../lenders/service';
 import { createEndpoint, deleteEndpoint, listEndpoints } from '../../webhooks/endpoints';
 import { getSecret, listDeliveries, rotateSecret } from '../../webhooks/service';
 import { formOf, page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
@@ -62,7 +62,7 @@ function DevelopersContent(props: {
           </article>
         )}
         <Table
-          caption="Keys that call /v1 for this lender"
+          caption={`Keys that call /v1 for this lender (at most ${MAX_LIVE_API_KEYS} not revoked)`}
           headers={['Key', 'Created', 'Last used', 'Revoked', 'Action']}
           rows={keys.map((k) => [
             <code>{`${k.prefix}…`}</code>,
@@ -167,8 +167,13 @@ export const developerPages = (deps: Deps) => {
     .post(
       `${HERE}/keys`,
       ({ session }) => {
-        const key = createLenderKey(deps.db, session.lender.id, deps.clock.now());
-        return render(session, {}, { newKey: key, message: { kind: 'ok', text: 'API key created.' } });
+        try {
+          const key = createLenderKey(deps.db, session.lender.id, deps.clock.now());
+          return render(session, {}, { newKey: key, message: { kind: 'ok', text: 'API key created.' } });
+        } catch (e) {
+          if (!(e instanceof TooManyApiKeys)) throw e;
+          return render(session, {}, { message: { kind: 'error', text: `${e.message}. ${e.suggestion}.` } }, 409);
+        }
       },
       { signedIn: true, detail: { hide: true } },
     )

@@ -6,8 +6,9 @@ import { endSession, LOGIN_CSRF_COOKIE, newLoginCsrf, sameToken, SESSION_COOKIE,
 import { MAX_PASSWORD_LENGTH, verifySignIn } from '../users';
 import { Csrf, html, Layout, Notice } from '../ui/components';
 
-// /portal/login and /portal/logout. A failed sign-in is slowed and, repeated, locks the pair of email and
-// address (and an address across emails), never an email alone: a stranger cannot lock a user out.
+// /portal/login and /portal/logout. A sign-in attempt is counted before its password is checked; a failed one
+// is slowed and, repeated, locks the pair of email and address (and an address across emails), never an email
+// alone: a stranger cannot lock a user out. Signing in always starts a new session.
 
 /** The sign-in form's fields: one missing, not text, or too long is read as empty and does not sign in (a too-long password is never hashed). */
 const str = (v: unknown, max: number) => (typeof v === 'string' && v.length <= max ? v : '');
@@ -48,18 +49,18 @@ export const signInPages = (deps: Deps) => {
         if (!sameToken(_csrf, cookies(request)[LOGIN_CSRF_COOKIE])) return form(request, 403, { error: 'This form expired; sign in again.', email });
         // The client as the rest of the service sees it: behind a TRUST_PROXY proxy, the address it forwarded.
         const address = resolveClient(deps.config, request, server?.requestIP(request)?.address ?? null).address ?? 'local';
-        const now = deps.clock.now();
-        const before = throttle.status(email, address, now);
-        if (before.locked) return form(request, 429, { error: 'Too many failed sign-ins. Wait 15 minutes and try again.', email });
+        // Counted before the password is checked: a burst sent at once cannot have more than the lock's number checked.
+        const attempt = throttle.attempt(email, address, deps.clock.now());
+        if (attempt.locked) return form(request, 429, { error: 'Too many failed sign-ins. Wait 15 minutes and try again.', email });
         const user = await verifySignIn(deps.db, email, password);
         if (!user) {
-          throttle.fail(email, address, now);
-          deps.logger.info({ address, failures: before.failures + 1 }, 'portal sign-in failed');
-          await Bun.sleep(SignInThrottle.delayMs(before.failures + 1));
+          deps.logger.info({ address, failures: attempt.failures }, 'portal sign-in failed');
+          await Bun.sleep(SignInThrottle.delayMs(attempt.failures));
           return form(request, 401, { error: 'The email or password is not right.', email });
         }
-        throttle.succeed(email, address);
-        const { token } = startSession(deps, user.id);
+        throttle.succeed(email, address, deps.clock.now());
+        // A new session id on every sign-in; the session cookie this browser sent, if any, ends with it.
+        const { token } = startSession(deps, user.id, cookies(request)[SESSION_COOKIE]);
         return new Response(null, {
           status: 303,
           headers: [

@@ -1,21 +1,26 @@
-import { and, eq, gte, sql } from 'drizzle-orm';
-import { enrollments, ledgerEntries, payments } from '../../../db/schema';
+import { eq, sql } from 'drizzle-orm';
+import { enrollments, payments } from '../../../db/schema';
 import { MONITOR_STATES, PAYMENT_STATUSES, type MonitorState, type PaymentStatus } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { dbOf } from '../../platform/context';
-import { exactCents } from '../../platform/money';
+import type { Db } from '../../platform/db';
 import { returnRates } from '../return-rates/service';
 
 // The lender's collection at a glance, for the portal's overview: every figure from the same rows the API
 // shows (the borrowers' ledgers and payments of GET /v1/payment_enrollments, GET /v1/return_rates), summed by
 // SQLite from covering indexes.
+//
+// A lender's totals are sums over all of its borrowers, each of whose ledger may come near 2^53 cents (the
+// upload refuses a file that would take one past it): they are given exactly as BigInt, never as a number
+// that would round, and summed so SQLite's 64-bit integers cannot overflow (an overflowing SUM is an error).
 
 const DAY_MS = 86_400_000;
 
+/** Cents, exact at any size. */
 export interface Totals {
-  collected: number;
-  returned: number;
-  inFlight: number;
+  collected: bigint;
+  returned: bigint;
+  inFlight: bigint;
   inFlightCount: number;
 }
 
@@ -26,13 +31,50 @@ export interface Overview {
   borrowersByState: Record<MonitorState, number>;
   paymentsByStatus: Record<PaymentStatus, number>;
   /** Collected and returned per UTC day over the last 60 days, oldest first (today included). */
-  daily: { day: number; collected: number; returned: number }[];
+  daily: { day: number; collected: bigint; returned: bigint }[];
   returnRates: ReturnType<typeof returnRates>;
 }
 
-// The ledger's sums, by kind: what was credited, and what was reversed by returns.
-const credited = () => sql<bigint>`COALESCE(SUM(CASE WHEN ${ledgerEntries.kind} = 'credit' THEN ${ledgerEntries.amountCents} END), 0)`.mapWith(BigInt);
-const reversed = () => sql<bigint>`COALESCE(SUM(CASE WHEN ${ledgerEntries.kind} = 'reversal' THEN ${ledgerEntries.amountCents} END), 0)`.mapWith(BigInt);
+/**
+ * SUM of an amount column that cannot overflow: each amount (under 2^54 cents: a borrower's ledger stays under
+ * 2^53) is summed as three 18-bit parts, each part's sum staying under 2^63 for up to 2^45 rows, more than a
+ * SQLite file can hold. The parts are put together in BigInt by `joined`. Read with safeIntegers.
+ */
+const PART_BITS = 18;
+const PART_MASK = (1 << PART_BITS) - 1;
+const partSums = (amount: string, name: string, when = '1') =>
+  [0, 1, 2]
+    .map((i) => `COALESCE(SUM(CASE WHEN ${when} THEN (${amount} >> ${i * PART_BITS})${i < 2 ? ` & ${PART_MASK}` : ''} END), 0) AS ${name}${i}`)
+    .join(', ');
+type Parts<N extends string> = Record<`${N}${0 | 1 | 2}`, bigint>;
+const joined = <N extends string>(row: Parts<N>, name: N): bigint =>
+  row[`${name}0`] + (row[`${name}1`] << BigInt(PART_BITS)) + (row[`${name}2`] << BigInt(2 * PART_BITS));
+
+const CREDITED = partSums('amount_cents', 'c', `kind = 'credit'`);
+const REVERSED = partSums('amount_cents', 'r', `kind = 'reversal'`);
+
+// What was credited, and what was reversed by returns, from the ledger_entries_lender_at_idx covering index.
+const ledgerSince = (db: Db, lender: string, from: number) =>
+  db.$client
+    .query<Parts<'c' | 'r'>, [string, number]>(`SELECT ${CREDITED}, ${REVERSED} FROM ledger_entries WHERE lender_id = ? AND at >= ?`)
+    .safeIntegers(true)
+    .get(lender, from)!;
+const ledgerByDay = (db: Db, lender: string, from: number) =>
+  db.$client
+    .query<Parts<'c' | 'r'> & { day: bigint }, [string, number]>(
+      `SELECT (at / ${DAY_MS}) * ${DAY_MS} AS day, ${CREDITED}, ${REVERSED} FROM ledger_entries WHERE lender_id = ? AND at >= ? GROUP BY 1`,
+    )
+    .safeIntegers(true)
+    .all(lender, from);
+// In flight: sent and not yet settled or returned (initiating, processing).
+const flightSince = (db: Db, lender: string, from: number) =>
+  db.$client
+    .query<Parts<'f'> & { n: bigint }, [string, number]>(
+      `SELECT ${partSums('amount_cents', 'f')}, COUNT(*) AS n FROM payments
+        WHERE lender_id = ? AND status IN ('initiating', 'processing') AND created_at >= ?`,
+    )
+    .safeIntegers(true)
+    .get(lender, from)!;
 
 /** Every key with its count from grouped rows, 0 for a key no row has. */
 function countsOf<K extends string>(keys: readonly K[], rows: { key: K; n: number }[]): Record<K, number> {
@@ -49,26 +91,10 @@ export function collectionOverview(ctx: Ctx): Overview {
   const today = Math.floor(now / DAY_MS) * DAY_MS;
   const firstDay = today - 59 * DAY_MS;
 
-  const ledger = (from: number) =>
-    db
-      .select({
-        collected: credited(),
-        returned: reversed(),
-      })
-      .from(ledgerEntries)
-      .where(and(eq(ledgerEntries.lenderId, lender), gte(ledgerEntries.at, from)))
-      .get()!;
-  // In flight: sent and not yet settled or returned (initiating, processing).
-  const flight = (from: number) =>
-    db
-      .select({ cents: sql<bigint>`COALESCE(SUM(${payments.amountCents}), 0)`.mapWith(BigInt), n: sql<number>`COUNT(*)` })
-      .from(payments)
-      .where(and(eq(payments.lenderId, lender), sql`${payments.status} IN ('initiating', 'processing')`, gte(payments.createdAt, from)))
-      .get()!;
   const totals = (from: number): Totals => {
-    const l = ledger(from);
-    const f = flight(from);
-    return { collected: exactCents(l.collected), returned: exactCents(l.returned), inFlight: exactCents(f.cents), inFlightCount: f.n };
+    const l = ledgerSince(db, lender, from);
+    const f = flightSince(db, lender, from);
+    return { collected: joined(l, 'c'), returned: joined(l, 'r'), inFlight: joined(f, 'f'), inFlightCount: Number(f.n) };
   };
 
   const borrowersByState = countsOf(
@@ -80,21 +106,11 @@ export function collectionOverview(ctx: Ctx): Overview {
     db.select({ key: payments.status, n: sql<number>`COUNT(*)` }).from(payments).where(eq(payments.lenderId, lender)).groupBy(payments.status).all(),
   );
 
-  const byDay = new Map<number, { collected: number; returned: number }>();
-  for (const r of db
-    .select({
-      day: sql<number>`(${ledgerEntries.at} / ${DAY_MS}) * ${DAY_MS}`,
-      collected: credited(),
-      returned: reversed(),
-    })
-    .from(ledgerEntries)
-    .where(and(eq(ledgerEntries.lenderId, lender), gte(ledgerEntries.at, firstDay)))
-    .groupBy(sql`1`)
-    .all())
-    byDay.set(r.day, { collected: exactCents(r.collected), returned: exactCents(r.returned) });
+  const byDay = new Map<number, { collected: bigint; returned: bigint }>();
+  for (const r of ledgerByDay(db, lender, firstDay)) byDay.set(Number(r.day), { collected: joined(r, 'c'), returned: joined(r, 'r') });
   const daily = Array.from({ length: 60 }, (_, i) => {
     const day = firstDay + i * DAY_MS;
-    return { day, ...(byDay.get(day) ?? { collected: 0, returned: 0 }) };
+    return { day, ...(byDay.get(day) ?? { collected: 0n, returned: 0n }) };
   });
 
   return {

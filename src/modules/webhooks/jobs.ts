@@ -8,7 +8,7 @@ import { LeaseQueue } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
 import { sendWebhook, type DeliveryOutcome } from '../../adapters/webhooks/sender';
 import { signatureHeaders } from '../../adapters/webhooks/signing';
-import { signingSecrets } from './service';
+import { ensureSecret, signingSecrets } from './service';
 import * as q from './queries';
 import type { DueRow } from './queries';
 
@@ -140,6 +140,7 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
   const attempt = async (row: DueRow): Promise<void> => {
     let secrets = secretsByLender.get(row.lenderId);
     if (!secrets) {
+      await ensureSecret({ deps }, row.lenderId);
       secrets = signingSecrets(deps, row.lenderId, clock.now());
       secretsByLender.set(row.lenderId, secrets);
     }

@@ -106,7 +106,8 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
         let state: 'pending' | 'delivered' | 'failed' = 'pending';
         let next: number | null = null;
         if (r.outcome === 'delivered') state = 'delivered';
-        else if (r.outcome === 'gone') state = 'failed';
+        // 410, and a target the SSRF guard refuses (or no longer a valid URL): no later attempt would do better.
+        else if (r.outcome === 'gone' || r.outcome === 'blocked') state = 'failed';
         else {
           // Cut short by the service stopping: due again at once, no backoff (the receiver did nothing wrong).
           const wait = r.outcome === 'interrupted' ? 0 : (r.retryAfterMs ?? backoffMs(config.webhookRetryBaseMs, attempts));

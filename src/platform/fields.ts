@@ -31,6 +31,33 @@ export function isIdentifier(value: unknown): value is string {
 export const identifierSchema = (description?: string) =>
   Type.String({ minLength: 1, maxLength: IDENTIFIER_MAX, pattern: IDENTIFIER_PATTERN, ...(description ? { description } : {}) });
 
+/**
+ * Free text (a label, a name, a description, a metadata value): the identifier's character rule (well-formed
+ * Unicode, no C0 or C1 control character) at the field's own length. Stored as sent, a lone surrogate would
+ * come back as U+FFFD, and a control character (NUL, ESC, CR LF) would reach pages, exports and logs. The
+ * same class as IDENTIFIER written with \x escapes: a distinct source, so a failure is stated as text.
+ */
+const TEXT = /^(?:[^\x00-\x1f\x7f-\x9f\ud800-\udfff]|[\ud800-\udbff][\udc00-\udfff])*$/;
+export const TEXT_PATTERN = TEXT.source;
+/** The same for a field that says it may hold several lines (a metadata value): tab, LF and CR allowed. */
+const LINES = /^(?:[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]|[\ud800-\udbff][\udc00-\udfff])*$/;
+export const LINES_PATTERN = LINES.source;
+
+/** What the text rule expects, with the field's lengths. */
+export const textExpected = (minLength: number | undefined, maxLength: number | undefined, lines = false): string =>
+  `text of ${minLength ? `${minLength} to ` : 'at most '}${maxLength} characters of well-formed Unicode without control characters${lines ? ' other than tabs and line breaks' : ''}`;
+
+/** Whether a value is text within `maxLength` (checked first, so a long value costs no more than its length). */
+export function isText(value: unknown, maxLength: number, minLength = 0): value is string {
+  return typeof value === 'string' && value.length >= minLength && value.length <= maxLength && TEXT.test(value);
+}
+
+/** The schema of a free-text field (JSON bodies, forms and CSV rows alike); `lines`: tabs and line breaks allowed. */
+export const textSchema = (opts: { maxLength: number; minLength?: number; description?: string; lines?: boolean }) => {
+  const { lines, ...rest } = opts;
+  return Type.String({ ...rest, pattern: lines ? LINES_PATTERN : TEXT_PATTERN });
+};
+
 /** A field name the caller sent, as a path shows it: cut at 64 characters, since an unknown one can be any length. */
 export function shownKey(key: string): string {
   return key.length > 64 ? `${key.slice(0, 64)}…` : key;

@@ -2,7 +2,7 @@ import type { Static, TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { ValueErrorType } from '@sinclair/typebox/errors';
 import { InvalidInput, type FieldProblem } from './errors';
-import { IDENTIFIER_MESSAGE, IDENTIFIER_PATTERN, METADATA_KEY, METADATA_KEY_MESSAGE, shownKey } from './fields';
+import { IDENTIFIER_MESSAGE, IDENTIFIER_PATTERN, METADATA_KEY, METADATA_KEY_MESSAGE, shownKey, LINES_PATTERN, TEXT_PATTERN, textExpected } from './fields';
 
 // A TypeBox schema as the one check of a request's shape: compiled once, and its failures stated in the
 // service's words (the path and what was expected, never the value sent; a value may be personal data).
@@ -60,6 +60,7 @@ export function expected(s: Schema | undefined): string {
     }
     case 'string':
       if (s.format === 'binary') return 'a file';
+      if (s.pattern === TEXT_PATTERN || s.pattern === LINES_PATTERN) return textExpected(s.minLength, s.maxLength, s.pattern === LINES_PATTERN);
       return `a string${range('characters', s.minLength, s.maxLength)}${s.format ? ` (${s.format})` : s.pattern ? ' in the documented format' : ''}`;
     case 'array':
       return `an array${range('items', s.minItems, s.maxItems)}`;
@@ -83,6 +84,8 @@ function problemOf(err: { type?: number; path?: string; schema?: Schema; message
   const s = err.schema;
   // An identifier's length and form are one rule, stated once.
   if (s?.pattern === IDENTIFIER_PATTERN) return { path, message: IDENTIFIER_MESSAGE };
+  // Free text: its lengths and its characters are one rule too.
+  if ((s?.pattern === TEXT_PATTERN || s?.pattern === LINES_PATTERN) && err.type !== ValueErrorType.ObjectRequiredProperty) return { path, message: `Expected ${textExpected(s.minLength, s.maxLength, s.pattern === LINES_PATTERN)}` };
   switch (err.type) {
     case ValueErrorType.ObjectRequiredProperty:
       return { path, message: `${path.split('/').pop()} is required` };

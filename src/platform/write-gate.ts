@@ -21,6 +21,11 @@ export class WriteGate {
     return this.writing;
   }
 
+  /** How many turns, shares and exclusive holders wait for the gate now. */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
   /** Whether anything is waiting for or holding the gate (a main-thread write should await `turn()` first). */
   get contended(): boolean {
     return this.writing || this.queue.length > 0;

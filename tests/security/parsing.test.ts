@@ -142,7 +142,7 @@ describe('a 400 never repeats the value sent', () => {
   test('schema-validated bodies name the path and what was expected, in words', async () => {
     const path = JSON_ROUTES['PATCH /v1/monitoring/schedules/:id']!.path;
     const cases: [unknown, string, RegExp][] = [
-      [{ name: { toString: 867511224 } }, '/name', /^Expected a string of 1 to 255 characters$/],
+      [{ name: { toString: 867511224 } }, '/name', /^Expected text of 1 to 255 characters of well-formed Unicode without control characters$/],
       [{ interval_days: 'MARKER-867511224' }, '/interval_days', /^Expected an integer from 1 to 30$/],
       [{ time_of_day: ['MARKER-867511224'] }, '/time_of_day', /^Expected a string/],
       [{ surprise: 'MARKER-867511224' }, '/surprise', /./],

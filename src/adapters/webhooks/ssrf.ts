@@ -145,6 +145,8 @@ function parseTarget(raw: string, allowPrivate: boolean): ParsedTarget | Extract
   if (!allowed.includes(url.protocol)) {
     return invalid(`scheme ${url.protocol.slice(0, -1)} is not allowed (use ${allowPrivate ? 'http or https' : 'https'})`);
   }
+  // Port 0 is no port a receiver listens on; a connection to it is a probe of the operator's network stack.
+  if (url.port === '0') return invalid('port 0 is not allowed');
   // The parser quietly drops an empty "@", so the raw authority is looked at as well.
   const authority = raw.trim().replace(/^[a-z][a-z0-9+.-]*:[/\\]*/i, '').split(/[/\\?#]/, 1)[0];
   if (url.username !== '' || url.password !== '' || authority.includes('@')) {

@@ -1,6 +1,6 @@
 import { MAX_AMOUNT_CENTS } from '../../platform/money';
 import { Type, type Static } from '@sinclair/typebox';
-import { identifierSchema, METADATA_KEY, METADATA_KEYS_MAX, METADATA_VALUE_MAX } from '../../platform/fields';
+import { identifierSchema, METADATA_KEY, METADATA_KEYS_MAX, METADATA_VALUE_MAX, textSchema } from '../../platform/fields';
 import { Int } from '../../platform/schema';
 
 // The authorizer's fields as TypeBox schemas: the OpenAPI document shows them, a request is checked against
@@ -8,6 +8,8 @@ import { Int } from '../../platform/schema';
 // requests, schedules and enrollments build on them.
 
 const text = (maxLength: number, description?: string) => Type.Optional(Type.String({ maxLength, ...(description ? { description } : {}) }));
+/** A free-text field (a name, an address line): the text rule of platform/fields.ts. */
+const freeText = (maxLength: number) => Type.Optional(textSchema({ maxLength }));
 
 export const DateOfBirth = Type.Object(
   { day: Int({ minimum: 1, maximum: 31 }), month: Int({ minimum: 1, maximum: 12 }), year: Int({ minimum: 1900, maximum: 2100 }) },
@@ -16,19 +18,19 @@ export const DateOfBirth = Type.Object(
 
 export const Address = Type.Object(
   {
-    street_address_line1: text(255),
-    street_address_line2: text(255),
-    city: text(255),
-    state: text(255),
+    street_address_line1: freeText(255),
+    street_address_line2: freeText(255),
+    city: freeText(255),
+    state: freeText(255),
     zip_code: text(10, '5 digits, or ZIP+4; leading zeros significant'),
-    country: text(255),
+    country: freeText(255),
   },
   { additionalProperties: false },
 );
 
 export const Metadata = Type.Record(
   Type.String({ pattern: METADATA_KEY.source }),
-  Type.Union([Type.String({ maxLength: METADATA_VALUE_MAX }), Type.Number(), Type.Boolean()]),
+  Type.Union([textSchema({ maxLength: METADATA_VALUE_MAX, lines: true }), Type.Number(), Type.Boolean()]),
   { maxProperties: METADATA_KEYS_MAX, additionalProperties: false, description: 'Caller data kept with the result; each key becomes a meta_<key> column of the CSV export' },
 );
 
@@ -38,8 +40,8 @@ export const AuthorizerId = identifierSchema("Caller's own stable identifier of 
 /** The identity fields every authorizer may carry, beside its identifier and payment information. */
 export const IDENTITY_PROPERTIES = {
   authorizer_unique_id: AuthorizerId,
-  first_name: text(255),
-  last_name: text(255),
+  first_name: freeText(255),
+  last_name: freeText(255),
   phone_number: text(32, 'US phone number; exported as E.164'),
   date_of_birth: Type.Optional(DateOfBirth),
   address: Type.Optional(Address),

@@ -1,5 +1,6 @@
 import type { Tx } from '../../platform/context';
 import type { Db } from '../../platform/db';
+import { DAY_MS } from '../../platform/clock';
 import type { EventSource, EventStatus, PaymentStatus } from '../../../db/schema/enums';
 
 // Collection's raw prepared statements: recording an observed status and matching a processor change run
@@ -186,3 +187,48 @@ export const setAside = (
   tx.$client
     .query('INSERT INTO payment_observations_set_aside (lender_id, connection_id, source, source_event_id, reference, status, error, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
     .run(v.lenderId, v.connectionId, v.source, v.sourceEventId, v.reference, v.status, v.error, v.at);
+// The portal overview's sums: every amount of the lender's ledger and payments, exactly.
+
+/**
+ * SUM of an amount column that cannot overflow: each amount (under 2^54 cents: a borrower's ledger stays under
+ * 2^53) is summed as three 18-bit parts, each part's sum staying under 2^63 for up to 2^45 rows, more than a
+ * SQLite file can hold. The parts are put together in BigInt by `sumOf`. Read with safeIntegers.
+ */
+const PART_BITS = 18;
+const PART_MASK = (1 << PART_BITS) - 1;
+const partSums = (amount: string, name: string, when = '1') =>
+  [0, 1, 2]
+    .map((i) => `COALESCE(SUM(CASE WHEN ${when} THEN (${amount} >> ${i * PART_BITS})${i < 2 ? ` & ${PART_MASK}` : ''} END), 0) AS ${name}${i}`)
+    .join(', ');
+export type Parts<N extends string> = Record<`${N}${0 | 1 | 2}`, bigint>;
+/** The exact sum of a column summed by `partSums` as `name`. */
+export const sumOf = <N extends string>(row: Parts<N>, name: N): bigint =>
+  row[`${name}0`] + (row[`${name}1`] << BigInt(PART_BITS)) + (row[`${name}2`] << BigInt(2 * PART_BITS));
+
+const CREDITED = partSums('amount_cents', 'c', `kind = 'credit'`);
+const REVERSED = partSums('amount_cents', 'r', `kind = 'reversal'`);
+
+// What was credited, and what was reversed by returns, from the ledger_entries_lender_at_idx covering index.
+/** The overview's ledger totals since `from`. */
+export const ledgerSince = (db: Db, lender: string, from: number) =>
+  db.$client
+    .query<Parts<'c' | 'r'>, [string, number]>(`SELECT ${CREDITED}, ${REVERSED} FROM ledger_entries WHERE lender_id = ? AND at >= ?`)
+    .safeIntegers(true)
+    .get(lender, from)!;
+/** The same per UTC day. */
+export const ledgerByDay = (db: Db, lender: string, from: number) =>
+  db.$client
+    .query<Parts<'c' | 'r'> & { day: bigint }, [string, number]>(
+      `SELECT (at / ${DAY_MS}) * ${DAY_MS} AS day, ${CREDITED}, ${REVERSED} FROM ledger_entries WHERE lender_id = ? AND at >= ? GROUP BY 1`,
+    )
+    .safeIntegers(true)
+    .all(lender, from);
+// In flight: sent and not yet settled or returned (initiating, processing).
+export const flightSince = (db: Db, lender: string, from: number) =>
+  db.$client
+    .query<Parts<'f'> & { n: bigint }, [string, number]>(
+      `SELECT ${partSums('amount_cents', 'f')}, COUNT(*) AS n FROM payments
+        WHERE lender_id = ? AND status IN ('initiating', 'processing') AND created_at >= ?`,
+    )
+    .safeIntegers(true)
+    .get(lender, from)!;

@@ -3,6 +3,7 @@ import { t } from 'elysia';
 import { HELD_REASONS, MONITOR_STATES, RAILS } from '../../../db/schema/enums';
 import { pageTokenQuery } from '../../platform/pagination';
 import { Int, OneOf } from '../../platform/schema';
+import { textSchema } from '../../platform/fields';
 import { Address, AuthorizerId, DateOfBirth, IDENTITY_PROPERTIES, Metadata } from '../authorizers/fields';
 import { MERCHANT_REF } from '../payment-connections/model';
 
@@ -32,7 +33,7 @@ export const ChargeInstrument = Type.Object(
 export const Authorization = Type.Object(
   {
     obtained_at: Type.String({ format: 'date-time', description: 'When the borrower authorized the debit; not in the future. A later one lifts a stop that waits on a new authorization' }),
-    reference: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "The lender's reference of the authorization" })),
+    reference: Type.Optional(textSchema({ minLength: 1, maxLength: 255, description: "The lender's reference of the authorization" })),
   },
   { additionalProperties: false },
 );
@@ -40,8 +41,8 @@ export const Authorization = Type.Object(
 /** A borrower of an enrollment request: the identity fields (cards go in charge_instrument) and the debt. */
 const BORROWER_PROPERTIES = {
   ...IDENTITY_PROPERTIES,
-  first_name: Type.String({ maxLength: 255 }),
-  last_name: Type.String({ maxLength: 255 }),
+  first_name: textSchema({ maxLength: 255 }),
+  last_name: textSchema({ maxLength: 255 }),
   phone_number: Type.String({ maxLength: 32, description: 'US phone number; exported as E.164' }),
   date_of_birth: DateOfBirth,
   address: Address,

@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { t } from 'elysia';
 import { PROCESSOR_NAMES, RAIL_SCOPES, RAILS } from '../../../db/schema/enums';
 import { Int, OneOf } from '../../platform/schema';
+import { textSchema } from '../../platform/fields';
 
 export const MERCHANT_REF = /^[a-z0-9_-]{1,64}$/;
 export const LABEL_MAX = 80;
@@ -13,7 +14,7 @@ const ApiKey = Type.String({
 });
 const RailScope = OneOf(RAIL_SCOPES, { description: 'Payment types the key takes: ach, card or both' });
 const IsDefault = Type.Boolean({ description: 'The default key for its rail_scope (not with merchant_ref)' });
-const Label = Type.String({ minLength: 1, maxLength: LABEL_MAX, description: 'Shown in the portal; default "<Processor> key ending <last4>"' });
+const Label = textSchema({ minLength: 1, maxLength: LABEL_MAX, description: 'Shown in the portal; default "<Processor> key ending <last4>"' });
 
 const connectionExample = {
   id: '019a4f3e-8c1d-7b2a-9f00-1c2d3e4f5a6b',

@@ -1,6 +1,7 @@
 import type { EventStatus } from '../../../db/schema/enums';
 import { normalizeReturnCode } from '../../adapters/processors/return-codes';
 import { DAY_MS } from '../../platform/clock';
+import { IDENTIFIER_MAX, isIdentifier } from '../../platform/fields';
 import { MAX_AMOUNT_CENTS, MAX_AMOUNT_TEXT, parseDollarText } from '../../platform/money';
 
 // How a payment-results file is read, cell by cell: header names and their aliases, blanks, amounts, the
@@ -186,6 +187,11 @@ export function checkRow(r: RawRow, now: number): { parsed: ParsedRow | null; pr
   const aid = v.authorizer_unique_id || null;
   const reference = v.reference || null;
   if (!aid && !reference) err(1, 'authorizer_unique_id or reference is required');
+  // The identifier rule of every other route (platform/fields.ts), for what is stored and shown again: the
+  // length is checked first, so a cell of megabytes costs no more than its length. Never quoted back.
+  for (const col of ['authorizer_unique_id', 'reference', 'batch_id'] as const) {
+    if (v[col] && !isIdentifier(v[col])) err(1, `${col} is not 1 to ${IDENTIFIER_MAX} characters of well-formed Unicode text without control characters`);
+  }
 
   const amount = v.payment_amount ? readAmount(v.payment_amount) : null;
   if (!v.payment_amount) err(1, 'payment_amount is missing');

@@ -3,6 +3,7 @@ import { and, asc, eq, isNull } from 'drizzle-orm';
 import { dashboardUsers, portalSessions } from '../../../db/schema';
 import type { Db } from '../../platform/db';
 import { newId } from '../../platform/ids';
+import { isText, textExpected } from '../../platform/fields';
 
 // Dashboard users: operator functions (the CLI) and the sign-in check. Every user is a lender admin.
 
@@ -42,7 +43,7 @@ export async function createUser(db: Db, input: { lenderId: string; email: strin
   const email = normalizeEmail(input.email);
   if (!EMAIL.test(email)) throw new UserError('Not an email address');
   const displayName = input.displayName.trim();
-  if (displayName.length < 1 || displayName.length > 80) throw new UserError('A display name has 1 to 80 characters');
+  if (!isText(displayName, 80, 1)) throw new UserError(`A display name is ${textExpected(1, 80)}`);
   checkPassword(input.password);
   if (db.select({ id: dashboardUsers.id }).from(dashboardUsers).where(eq(dashboardUsers.email, email)).get()) {
     throw new UserError(`A user with the email ${email} already exists`);

@@ -3,9 +3,9 @@ import { Int } from '../../platform/schema';
 
 const Rate = t.Object({
   returns: Int(),
-  rate: t.Number({ description: 'returns ÷ debits, unrounded; 0 with no debits' }),
+  rate: t.Number({ description: 'returns ÷ debits, unrounded; with no debits in the window, 0 without returns and 1 with any (then the status is exceeded)' }),
   threshold: t.Number(),
-  status: t.Union([t.Literal('ok'), t.Literal('warning'), t.Literal('exceeded')], { description: 'ok below 80% of the threshold, warning from 80%, exceeded at or above it' }),
+  status: t.Union([t.Literal('ok'), t.Literal('warning'), t.Literal('exceeded')], { description: 'ok below 80% of the threshold, warning from 80%, exceeded at or above it; exceeded too when the window has returns and no debits' }),
 });
 
 export const ReturnRatesQuery = t.Object({

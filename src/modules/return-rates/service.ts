@@ -21,12 +21,18 @@ export const CLASS_NAMES = Object.keys(RETURN_CLASSES) as ReturnClass[];
 /** The window Nacha's thresholds are measured over, which the alerts and the pause watch. */
 export const WATCH_DAYS = 60;
 
-/** ok below 80% of the threshold, warning from 80%, exceeded at or above it: returns ÷ debits against it, in integers. */
+/**
+ * ok below 80% of the threshold, warning from 80%, exceeded at or above it: returns ÷ debits against it, in
+ * integers. Returns with no debits in the window (returns of debits made before it) are never fine: exceeded.
+ */
 export function statusOf(returns: number, debits: number, tenthsPerMille: number): RateStatus {
-  if (debits === 0) return 'ok';
+  if (debits === 0) return returns > 0 ? 'exceeded' : 'ok';
   if (returns * 10_000 >= debits * tenthsPerMille) return 'exceeded';
   return returns * 10_000 * 10 >= debits * tenthsPerMille * 8 ? 'warning' : 'ok';
 }
+
+/** returns ÷ debits; with no debits, 0 without returns and 1 with some (every debit came back, as far as the window shows). */
+export const rateOf = (returns: number, debits: number): number => (debits > 0 ? returns / debits : returns > 0 ? 1 : 0);
 
 export interface ClassRate {
   returns: number;
@@ -45,7 +51,7 @@ export function ratesOver(db: Db, lenderId: string, to: number, days: number) {
   const cls = (name: ReturnClass): ClassRate => {
     const { codes, threshold, tenthsPerMille } = RETURN_CLASSES[name];
     const n = codes === null ? returns.length : returns.filter((r) => r.code !== null && (codes as readonly string[]).includes(r.code)).length;
-    return { returns: n, rate: debits === 0 ? 0 : n / debits, threshold, status: statusOf(n, debits, tenthsPerMille) };
+    return { returns: n, rate: rateOf(n, debits), threshold, status: statusOf(n, debits, tenthsPerMille) };
   };
   return {
     window: { from: iso(from), to: iso(to), days },

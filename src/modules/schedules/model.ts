@@ -3,18 +3,19 @@ import { t } from 'elysia';
 import { SCHEDULE_STATUSES } from '../../../db/schema/enums';
 import { pageTokenQuery } from '../../platform/pagination';
 import { Int, OneOf } from '../../platform/schema';
+import { textSchema } from '../../platform/fields';
 import { AuthorizerId, ScheduleAuthorizer, ThresholdAmount } from '../authorizers/fields';
 
 const TimeOfDayField = Type.String({ maxLength: 5, pattern: '^([01]\\d|2[0-3]):[0-5]\\d$', description: 'HH:mm, 24-hour UTC' });
 const DateField = Type.String({ maxLength: 10, pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD' });
 
 const StatusEnum = OneOf(SCHEDULE_STATUSES);
-const Name = t.String({ minLength: 1, maxLength: 255 });
+const Name = textSchema({ minLength: 1, maxLength: 255 });
 const TimeOfDay = t.String({ pattern: '^([01]\\d|2[0-3]):[0-5]\\d$', description: 'HH:mm, 24-hour UTC' });
 
 export const CreateScheduleBody = t.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 255 }),
+    name: Name,
     interval_days: Int({ minimum: 1, maximum: 30 }),
     time_of_day: Type.Optional(TimeOfDayField),
     starts_at: Type.Optional(DateField),

@@ -7,6 +7,8 @@ import { dbOf, withTransaction, type Tx } from '../../platform/context';
 import { Conflict, InvalidInput, NotFound } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { validateWebhookUrl } from './service';
+import { validated } from '../../platform/validation';
+import { EndpointCreate } from './model';
 import * as q from './queries';
 
 // A lender's own webhook endpoints: its payment events and collection notices are pushed to them through the
@@ -24,7 +26,9 @@ const view = (e: Row) => ({
 });
 
 /** POST /v1/webhook_endpoints. */
-export async function createEndpoint({ ctx, input }: { ctx: Ctx; input: { url: string; event_types: EndpointEventType[]; description?: string } }) {
+export async function createEndpoint({ ctx, input: sent }: { ctx: Ctx; input: { url: string; event_types: EndpointEventType[]; description?: string } }) {
+  // The API's rules whoever asks (the route has checked them; the portal's form has its own shape).
+  const input = validated(EndpointCreate, sent);
   const types = [...new Set(input.event_types)];
   if (types.length === 0) throw InvalidInput.field('event_types', 'event_types must name at least one event type');
   await validateWebhookUrl(ctx.deps, 'url', input.url);

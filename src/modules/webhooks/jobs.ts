@@ -8,7 +8,7 @@ import { LeaseQueue } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
 import { sendWebhook, type DeliveryOutcome } from '../../adapters/webhooks/sender';
 import { signatureHeaders } from '../../adapters/webhooks/signing';
-import { signingSecrets } from './service';
+import { ensureSecret, signingSecrets } from './service';
 import * as q from './queries';
 import type { DueRow } from './queries';
 
@@ -106,7 +106,8 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
         let state: 'pending' | 'delivered' | 'failed' = 'pending';
         let next: number | null = null;
         if (r.outcome === 'delivered') state = 'delivered';
-        else if (r.outcome === 'gone') state = 'failed';
+        // 410, and a target the SSRF guard refuses (or no longer a valid URL): no later attempt would do better.
+        else if (r.outcome === 'gone' || r.outcome === 'blocked') state = 'failed';
         else {
           // Cut short by the service stopping: due again at once, no backoff (the receiver did nothing wrong).
           const wait = r.outcome === 'interrupted' ? 0 : (r.retryAfterMs ?? backoffMs(config.webhookRetryBaseMs, attempts));
@@ -140,6 +141,7 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
   const attempt = async (row: DueRow): Promise<void> => {
     let secrets = secretsByLender.get(row.lenderId);
     if (!secrets) {
+      await ensureSecret({ deps }, row.lenderId);
       secrets = signingSecrets(deps, row.lenderId, clock.now());
       secretsByLender.set(row.lenderId, secrets);
     }

@@ -3,6 +3,7 @@ import { pageTokenQuery } from '../../platform/pagination';
 import { DELIVERY_STATES, ENDPOINT_EVENT_TYPES, WEBHOOK_TYPES } from '../../../db/schema/enums';
 import { Type } from '@sinclair/typebox';
 import { Int, OneOf } from '../../platform/schema';
+import { textSchema } from '../../platform/fields';
 
 export const SecretView = t.Object(
   {
@@ -76,7 +77,7 @@ export const EndpointCreate = Type.Object(
   {
     url: Type.String({ minLength: 1, maxLength: 2048, description: 'HTTPS URL; the rules of every webhook URL of the service apply' }),
     event_types: Type.Array(EventType, { minItems: 1, maxItems: 4, description: 'A non-empty subset of the event types' }),
-    description: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    description: Type.Optional(textSchema({ minLength: 1, maxLength: 255, description: 'Shown with the endpoint' })),
   },
   { additionalProperties: false, examples: [{ url: 'https://lender.example/hooks/drs', event_types: ['PAYMENT_EVENT', 'ENROLLMENT_BLOCKED'] }] },
 );

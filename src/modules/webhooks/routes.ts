@@ -6,14 +6,14 @@ import { DeliveryList, DeliveryQuery, Endpoint, EndpointCreate, EndpointList, Se
 import { createEndpoint, deleteEndpoint, listEndpoints } from './endpoints';
 import { schemaBody } from '../../http/body';
 import { t } from 'elysia';
-import { getSecret, listDeliveries, rotateSecret } from './service';
+import { listDeliveries, readSecret, rotateSecret } from './service';
 
 const tags = ['Webhooks'];
 
 export const webhookRoutes = (deps: Deps, auth: Auth) =>
   new Elysia({ prefix: '/v1/webhooks', normalize: false })
     .use(auth)
-    .get('/secret', ({ lender }) => getSecret({ ctx: { lender, deps } }), {
+    .get('/secret', ({ lender }) => readSecret({ ctx: { lender, deps } }), {
       auth: true,
       response: { 200: SecretView, ...errors(401, 429) },
       detail: {

@@ -3,7 +3,7 @@ import { webhookDeliveries, webhookSecrets } from '../../../db/schema';
 import type { WebhookType } from '../../../db/schema/enums';
 import type { Ctx, Deps, JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
-import { dbOf, withTransaction } from '../../platform/context';
+import { dbOf, withTransaction, writeGate } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
 import * as q from './queries';
 import { DAY_MS, isoOrNull, iso } from '../../platform/clock';
@@ -19,21 +19,41 @@ export const MAX_PAYLOAD_BYTES = 20_000;
 
 export type { WebhookType };
 
-/** The lender's current signing secret, created on first use. */
-function currentSecret(ctx: JobContext, lenderId: string): { secret: string; createdAt: number } {
-  const { deps } = ctx;
+/** The lender's current signing secret, or null before its first use. */
+function storedSecret(ctx: JobContext, lenderId: string): { secret: string; createdAt: number } | null {
   const row = dbOf(ctx)
     .select()
     .from(webhookSecrets)
     .where(and(eq(webhookSecrets.lenderId, lenderId), isNull(webhookSecrets.expiresAt)))
     .get();
-  if (row) return { secret: deps.vault.open(row.secretSealed), createdAt: row.createdAt };
+  return row ? { secret: ctx.deps.vault.open(row.secretSealed), createdAt: row.createdAt } : null;
+}
+
+/**
+ * The lender's current signing secret, created on first use. It writes: only inside a span that may write
+ * (a transaction, a request holding a share of the write gate, a job's turn); a read calls `ensureSecret`.
+ */
+function currentSecret(ctx: JobContext, lenderId: string): { secret: string; createdAt: number } {
+  const found = storedSecret(ctx, lenderId);
+  if (found) return found;
+  const { deps } = ctx;
   const secret = generateWebhookSecret();
   const createdAt = deps.clock.now();
   withTransaction(ctx, ({ tx }) =>
     tx.insert(webhookSecrets).values({ id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt, expiresAt: null }).run(),
   );
   return { secret, createdAt };
+}
+
+/**
+ * Makes sure the lender has a signing secret, for a read that finds none (a first GET /v1/webhooks/secret, a
+ * delivery): the secret is created in the write gate's turn, so a read never writes while an upload holds
+ * the write lock (it waits for it, without blocking the event loop).
+ */
+export async function ensureSecret(ctx: JobContext, lenderId: string): Promise<void> {
+  if (storedSecret(ctx, lenderId)) return;
+  await writeGate(ctx.deps).turn();
+  currentSecret(ctx, lenderId);
 }
 
 /** A new current secret; the previous one keeps signing for ROTATION_OVERLAP_MS. */
@@ -58,6 +78,13 @@ export function rotateSecret({ ctx }: { ctx: Ctx }) {
   });
 }
 
+/** GET /v1/webhooks/secret: the current secret (created on first use, in the write gate's turn). */
+export async function readSecret({ ctx }: { ctx: Ctx }) {
+  await ensureSecret(ctx, ctx.lender.id);
+  return getSecret({ ctx });
+}
+
+/** The current secret and when the previous one stops signing; creates the secret when there is none, so only where a write may happen. */
 export function getSecret({ ctx }: { ctx: Ctx }) {
   const { deps } = ctx;
   const lenderId = ctx.lender.id;

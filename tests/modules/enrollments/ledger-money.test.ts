@@ -5,6 +5,8 @@ import fc from 'fast-check';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { enrollBorrower } from '../../helpers/fixtures';
 import { MAX_AMOUNT_CENTS, exactCents, formatCents } from '../../../src/platform/money';
+import { signedIn } from '../../helpers/portal';
+import { dollars } from '../../../src/modules/portal/ui/format';
 
 const contexts: TestContext[] = [];
 afterAll(() => contexts.forEach((c) => c.close()));
@@ -60,6 +62,36 @@ describe('exact money', () => {
       { numRuns: 25, seed: 20261124 },
     );
   }, 60_000);
+
+  test('two borrowers each just under 2^53 cents: the overview gives the lender’s totals exactly, past 2^53, and the API each ledger', async () => {
+    const c = createTestContext({}, { clockAt: '2026-11-10T12:00:00Z' });
+    contexts.push(c);
+    const p = await signedIn(c);
+    expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('big-1'), enrollBorrower('big-2')] } })).status).toBe(207);
+    // Each borrower: 9,007 rows at the cap and one of 99 cents, 9,007,000,000,000,099 cents, under 2^53;
+    // together 18,014,000,000,000,198 cents, past 2^53 (and 2^53 + 2^53 would be past it too).
+    const each = 9007n * BigInt(MAX_AMOUNT_CENTS) + 99n;
+    for (const b of ['big-1', 'big-2']) {
+      const rows = Array.from({ length: 9007 }, (_, i) => `${b},${b}-${i},"$10,000,000,000.00",settled,2026-11-02,2026-11-03,,`);
+      rows.push(`${b},${b}-x,0.99,settled,2026-11-02,2026-11-03,,`);
+      const r = await upload(c, rows);
+      expect(r.status).toBe(200);
+      expect(r.body.problems).toEqual([]);
+      expect(BigInt((await c.json('GET', `/v1/payment_enrollments/${b}`)).body.ledger.collected)).toBe(each);
+    }
+    expect(2n * each).toBeGreaterThan(BigInt(Number.MAX_SAFE_INTEGER));
+    for (let visit = 0; visit < 2; visit++) {
+      const page = await p.get('/portal');
+      expect(page.status).toBe(200);
+      // Collected, last 30 days and all time, to the cent: $180,140,000,000,001.98.
+      expect(dollars(2n * each)).toBe('$180,140,000,000,001.98');
+      const m = /<h3 id="fig-collected">[^<]*<\/h3><p>([^<]*)<\/p><small>last 30 days · ([^<]*) all time<\/small>/.exec(page.text)!;
+      expect([m[1], m[2]]).toEqual(['$180,140,000,000,001.98', '$180,140,000,000,001.98']);
+      // The day's figure in the chart's table, and its words.
+      expect(page.text).toContain('<td>$180,140,000,000,001.98</td>');
+      expect(page.text).toContain('Collected $180,140,000,000,001.98 and returned $0.00');
+    }
+  }, 120_000);
 
   test('exactCents refuses a sum it cannot give exactly', () => {
     expect(exactCents(BigInt(Number.MAX_SAFE_INTEGER))).toBe(Number.MAX_SAFE_INTEGER);

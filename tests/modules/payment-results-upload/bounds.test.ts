@@ -131,3 +131,42 @@ describe('bounded reports', () => {
     expect(r.body.problems[0].reason).toStartWith('2000 more problems are not listed');
   }, 30_000);
 });
+
+describe('identifiers in the file', () => {
+  test('an authorizer id, reference or batch id breaking the identifier rule is a row error, never stored nor quoted back', async () => {
+    const c = await fresh(['b1']);
+    const huge = 'R'.repeat(9 * 1024 * 1024);
+    const long = 'x'.repeat(100_000);
+    const lines = [
+      'b1,OK-1,1.00,settled,2026-11-02,2026-11-03,,', // 2: recorded
+      'b\u00001,NUL-1,1.00,settled,2026-11-02,2026-11-03,,', // 3
+      'b\u001b1,ESC-1,1.00,settled,2026-11-02,2026-11-03,,', // 4
+      'b\u202e1,RLO-1,1.00,settled,2026-11-02,2026-11-03,,', // 5: a format character, allowed like elsewhere
+      `${long},LONG-1,1.00,settled,2026-11-02,2026-11-03,,`, // 6
+      `b1,${'r'.repeat(256)},1.00,settled,2026-11-02,2026-11-03,,`, // 7
+      `b1,${'r'.repeat(255)},1.00,settled,2026-11-02,2026-11-03,,`, // 8: recorded
+      'b1,TAB\tREF,1.00,settled,2026-11-02,2026-11-03,,', // 9
+      `b1,${huge},1.00,settled,2026-11-02,2026-11-03,,`, // 10
+    ];
+    const r = await upload(c, `${HEADER},batch_id\n${lines.join(',\n')},\nb1,BATCH-1,1.00,settled,2026-11-02,2026-11-03,,,b\u00071\n`);
+    expect(r.status).toBe(200);
+    const text = JSON.stringify(r.body);
+    expect(text.length).toBeLessThan(20_000);
+    for (const bad of ['\u0000', '\u001b', '\u0007', long, 'TAB\tREF', 'r'.repeat(256)]) expect(text.includes(bad)).toBe(false);
+    const errors = r.body.problems.filter((p: { severity: string }) => p.severity === 'error');
+    expect(errors.map((p: { row: number }) => p.row)).toEqual([3, 4, 6, 7, 9, 10, 11]);
+    expect(errors.map((p: { reason: string }) => p.reason.split(' ')[0])).toEqual([
+      'authorizer_unique_id',
+      'authorizer_unique_id',
+      'authorizer_unique_id',
+      'reference',
+      'reference',
+      'reference',
+      'batch_id',
+    ]);
+    for (const e of errors) expect(e.reason).toContain('1 to 255 characters of well-formed Unicode text without control characters');
+    // Row 5's id is well-formed (a format character is not a control character): stored unmatched, like any unknown id.
+    expect(r.body.rows.map((x: { row: number }) => x.row)).toEqual([2, 5, 8]);
+    expect((await c.json('GET', '/v1/payment_events?authorizer_unique_id=b1')).body.events).toHaveLength(2);
+  }, 60_000);
+});

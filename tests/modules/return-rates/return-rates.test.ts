@@ -38,6 +38,7 @@ describe('the statuses of a class', () => {
     expect(statusOf(12, 100, 1500)).toBe('warning');
     expect(statusOf(15, 100, 1500)).toBe('exceeded');
     expect(statusOf(0, 0, 1500)).toBe('ok');
+    expect(statusOf(3, 0, 1500)).toBe('exceeded');
   });
 });
 

@@ -145,6 +145,31 @@ describe('the pause on breach', () => {
     expect(resumed.blocked_reason).toBeNull();
   });
 
+  test('returns with no debits in the window: exceeded at rate 1, alerted, and ACH collection paused', async () => {
+    const { c, r } = setup();
+    await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_rates_nodebit_000001', rail_scope: 'both', is_default: true } });
+    await c.json('POST', '/v1/webhook_endpoints', { body: { url: r.url('/rates'), event_types: ['RETURN_RATE_ALERT'] } });
+    expect((await c.json('PATCH', '/v1/collection_policy', { body: { return_rate_pause: true } })).body.return_rate_pause).toBe(true);
+    // Three R10 returns of debits submitted 70 days ago, before the window: no debit in it.
+    await upload(c, Array.from({ length: 3 }, (_, i) => `OLD-${i},10.00,returned,${day(70)},,${day(5)},R10`));
+    const rates = (await c.json('GET', '/v1/return_rates')).body;
+    expect(rates.debits).toBe(0);
+    expect(rates.rates.unauthorized).toEqual({ returns: 3, rate: 1, threshold: 0.005, status: 'exceeded' });
+    expect(rates.rates.overall).toEqual({ returns: 3, rate: 1, threshold: 0.15, status: 'exceeded' });
+    expect(rates.rates.administrative).toEqual({ returns: 0, rate: 0, threshold: 0.03, status: 'ok' });
+    expect(rates.paused).toBe(true);
+    const base = { event_uuid: expect.any(String), type: 'RETURN_RATE_ALERT', status: 'exceeded', rate: 1, returns: 3, debits: 0, window_days: 60 };
+    expect(await alerts(c, r)).toEqual([
+      { ...base, class: 'unauthorized', threshold: 0.005 },
+      { ...base, class: 'overall', threshold: 0.15 },
+    ]);
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('no-debits', { collectable_amount: 1000 })] } });
+    await cycle(c);
+    const e = (await c.json('GET', '/v1/payment_enrollments/no-debits')).body;
+    expect(e).toMatchObject({ state: 'monitored', blocked_reason: 'return_rate_paused' });
+    expect(e.payments).toEqual([]);
+  });
+
   test('without return_rate_pause a breach does not stop collection; paused stays false', async () => {
     const { c } = setup();
     await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_rates_nopause_00001', rail_scope: 'both', is_default: true } });

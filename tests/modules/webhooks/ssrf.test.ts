@@ -61,6 +61,8 @@ const REQUEST_TIME_CASES: [string, RegExp][] = [
   ['https://[64:ff9b::a00:1]/', /private/],
   ['https://[fe80::1]/', /link-local/],
   ['https://[fd00::1]/', /unique local/],
+  ['https://93.184.215.14:0/hooks', /port 0/],
+  ['https://example.com:0/hooks', /port 0/],
 ];
 
 describe('request time: POST /v1/balance_requests refuses the webhook_url with 400 naming the field', () => {
@@ -133,6 +135,7 @@ describe('delivery time: a target already in the outbox is checked again against
       ['ftp://x', /scheme ftp/],
       ['not a url', /not an absolute URL/],
       ['https://169.254.169.254/latest/meta-data/', /metadata/],
+      ['https://93.184.215.14:0/hook', /port 0/],
     ];
     const ids = cases.map(([url]) => enqueue(ctx, url));
     expect((await deliverDueWebhooks(ctx.rt)).attempted).toBe(cases.length);
@@ -144,15 +147,16 @@ describe('delivery time: a target already in the outbox is checked again against
       expect(attempts[0]!.status_code, url).toBeNull();
       expect(attempts[0]!.error, url).toMatch(reason);
       const row = deliveryRow(ctx, ids[i]!);
-      expect(row.state, url).not.toBe('delivered');
+      // Refused is final: failed at the first attempt, never retried.
+      expect({ state: row.state, next: row.next_attempt_at, attempts: row.attempts }, url).toEqual({ state: 'failed', next: null, attempts: 1 });
       expect(row.last_error, url).toMatch(reason);
     });
 
-    // Later attempts are checked again and still reach nothing.
+    // Nothing is tried again, however long the retry window would have been.
     ctx.clock.advance(3_600_000);
-    await deliverDueWebhooks(ctx.rt);
+    expect((await deliverDueWebhooks(ctx.rt)).attempted).toBe(0);
     expect(hook.requests).toHaveLength(0);
-    for (const id of ids) expect(deliveryRow(ctx, id).state).not.toBe('delivered');
+    for (const id of ids) expect(attemptRows(ctx, id)).toHaveLength(1);
 
     // The deliveries list tells the lender why.
     const listed = await ctx.json('GET', '/v1/webhooks/deliveries?limit=100');

@@ -16,23 +16,25 @@ function niceCeil(v: number): number {
   return 10 * p;
 }
 
-export function DailyChart(props: { id: string; days: { day: number; collected: number; returned: number }[] }) {
+export function DailyChart(props: { id: string; days: { day: number; collected: bigint; returned: bigint }[] }) {
+  // Sums of cents exact at any size (BigInt): the words and the table give them in full; only the bars'
+  // geometry reads them as numbers.
   const days = props.days;
-  const top = niceCeil(Math.max(0, ...days.map((d) => Math.max(d.collected, d.returned))));
+  const top = niceCeil(Math.max(0, ...days.map((d) => Math.max(Number(d.collected), Number(d.returned)))));
   const plotW = W - PAD.left - PAD.right;
   const plotH = H - PAD.top - PAD.bottom;
   const slot = plotW / Math.max(1, days.length);
   const bar = Math.max(1, slot / 2 - 0.5);
-  const y = (cents: number) => PAD.top + plotH - (cents / top) * plotH;
-  const totalC = days.reduce((s, d) => s + d.collected, 0);
-  const totalR = days.reduce((s, d) => s + d.returned, 0);
+  const y = (cents: number | bigint) => PAD.top + plotH - (Number(cents) / top) * plotH;
+  const totalC = days.reduce((s, d) => s + d.collected, 0n);
+  const totalR = days.reduce((s, d) => s + d.returned, 0n);
   const first = days[0];
   const last = days[days.length - 1];
   const range = first && last ? `${dayWords(first.day)} to ${dayWords(last.day)}` : '';
-  const busiest = days.reduce((b, d) => (d.collected > (b?.collected ?? -1) ? d : b), days[0]);
+  const busiest = days.reduce((b, d) => (d.collected > (b?.collected ?? -1n) ? d : b), days[0]);
   const desc =
     `Collected ${dollars(totalC)} and returned ${dollars(totalR)} from ${range}.` +
-    (busiest && busiest.collected > 0 ? ` The most collected in a day was ${dollars(busiest.collected)} on ${dayWords(busiest.day)}.` : ' Nothing was collected.');
+    (busiest && busiest.collected > 0n ? ` The most collected in a day was ${dollars(busiest.collected)} on ${dayWords(busiest.day)}.` : ' Nothing was collected.');
   return (
     <figure>
       <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby={`${props.id}-t ${props.id}-d`} class="chart">
@@ -42,7 +44,7 @@ export function DailyChart(props: { id: string; days: { day: number; collected: 
           <g>
             <line x1={PAD.left} x2={W - PAD.right} y1={y(top * f)} y2={y(top * f)} class="grid" />
             <text x={PAD.left - 6} y={y(top * f) + 4} text-anchor="end" class="axis">
-              {dollars(Math.round(top * f)).replace(/\.00$/, '')}
+              {dollars(BigInt(Math.round(top * f))).replace(/\.00$/, '')}
             </text>
           </g>
         ))}
@@ -50,8 +52,8 @@ export function DailyChart(props: { id: string; days: { day: number; collected: 
           const x = PAD.left + i * slot;
           return (
             <g>
-              {d.collected > 0 && <rect x={x} y={y(d.collected)} width={bar} height={Math.max(1, y(0) - y(d.collected))} class="collected" />}
-              {d.returned > 0 && <rect x={x + bar} y={y(d.returned)} width={bar} height={Math.max(1, y(0) - y(d.returned))} class="returned" />}
+              {d.collected > 0n && <rect x={x} y={y(d.collected)} width={bar} height={Math.max(1, y(0) - y(d.collected))} class="collected" />}
+              {d.returned > 0n && <rect x={x + bar} y={y(d.returned)} width={bar} height={Math.max(1, y(0) - y(d.returned))} class="returned" />}
             </g>
           );
         })}

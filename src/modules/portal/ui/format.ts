@@ -39,14 +39,13 @@ export function relative(ms: number, now: number): string | null {
   return null;
 }
 
-/** Integer cents as "$1,234.56" (and "-$5.00"). */
-export function dollars(cents: number): string {
-  const sign = cents < 0 ? '-' : '';
-  const abs = Math.abs(cents);
-  const whole = Math.floor(abs / 100)
-    .toString()
-    .replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  return `${sign}$${whole}.${pad(abs % 100)}`;
+/** Integer cents as "$1,234.56" (and "-$5.00"); a BigInt exactly, at any size. */
+export function dollars(cents: number | bigint): string {
+  const c = typeof cents === 'bigint' ? cents : BigInt(Math.round(cents));
+  const sign = c < 0n ? '-' : '';
+  const abs = c < 0n ? -c : c;
+  const whole = (abs / 100n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return `${sign}$${whole}.${pad(Number(abs % 100n))}`;
 }
 
 /** A count with separators: 12,345. */

@@ -40,6 +40,12 @@ export interface Config {
   balanceConcurrency: number;
   /** Authorizers a lender may have accepted and not yet checked; past it a new request is 429. */
   maxPendingAuthorizersPerLender: number;
+  /** Results uploads of one lender waiting for the upload worker (beside the one it runs); past it a new one is 429. */
+  uploadWaitingPerLender: number;
+  /** Rows a results file may have (header and blank lines included); past it the file is refused with a row-0 error. */
+  uploadMaxRows: number;
+  /** How long the upload worker may spend on one file (reading, checking and recording); past it nothing is recorded. */
+  uploadTimeLimitMs: number;
   /** How long a stop (SIGTERM, SIGINT) may take before what is still open is cut and the process exits. */
   shutdownGraceMs: number;
   sandboxLatencyMs: number;
@@ -180,6 +186,9 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 100, 1, 10_000_000),
     balanceConcurrency: int(env, 'BALANCE_CONCURRENCY', 16, 1, 1024),
     maxPendingAuthorizersPerLender: int(env, 'MAX_PENDING_AUTHORIZERS_PER_LENDER', 50_000, 1, 100_000_000),
+    uploadWaitingPerLender: int(env, 'UPLOAD_WAITING_PER_LENDER', 2, 0, 100),
+    uploadMaxRows: int(env, 'UPLOAD_MAX_ROWS', 250_000, 1, 10_000_000),
+    uploadTimeLimitMs: int(env, 'UPLOAD_TIME_LIMIT_MS', 30_000, 1, 600_000),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 8_000, 100, 600_000),
     sandboxLatencyMs: int(env, 'SANDBOX_LATENCY_MS', 0, 0, 600_000),
     metricsToken: str(env, 'METRICS_TOKEN'),

@@ -4,7 +4,7 @@
 import type { Bench } from './common';
 import { authorizers, benchRuntime, ms, num } from './common';
 import { enroll } from '../../src/modules/enrollments/service';
-import { queueDueReads } from '../../src/modules/enrollments/monitoring';
+import { queueAllDueReads } from '../../src/modules/enrollments/monitoring';
 import { processBalances } from '../../src/modules/balance-requests/processing';
 import { createConnection } from '../../src/modules/payment-connections/service';
 import { dispatchPayments } from '../../src/modules/collection/dispatch';
@@ -45,7 +45,7 @@ export const collectionBench: Bench = {
     const t0 = performance.now();
     let readsDoneAt = 0;
     while (answered() < BORROWERS) {
-      queueDueReads(b.rt);
+      await queueAllDueReads(b.rt);
       await processBalances(b.rt);
       if (!readsDoneAt) readsDoneAt = performance.now();
       await dispatchPayments(b.rt, { concurrency: DISPATCH_CONCURRENCY });

@@ -22,8 +22,9 @@ import { enrollmentBench } from './bench-enrollment';
 import { collectionBench } from './bench-collection';
 import { uploadBench } from './bench-upload';
 import { stallsBench } from './bench-stalls';
+import { monitoringBench } from './bench-monitoring';
 
-export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench];
+export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench, monitoringBench];
 
 interface Ran {
   bench: Bench;

@@ -2,6 +2,7 @@
 // Started by startBenchServer (common.ts); configuration comes from the environment like the service's.
 //
 //   BENCH_JOBS=webhook   also runs the webhook delivery job (JobRunner), as index.ts does; default no jobs
+//   BENCH_JOBS=monitoring  also runs the monitoring due-read job
 //   BENCH_MAX_MS         exits after this long whatever happens (default 180 s)
 //
 // Extra routes, bench only: POST /bench/parse-only (parses a balance request body and counts authorizers),
@@ -12,12 +13,14 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config';
 import { createRuntime } from '../../src/runtime';
 import { createApp } from '../../src/app';
-import { JobRunner } from '../../src/platform/jobs';
+import { JobRunner, type Job } from '../../src/platform/jobs';
+import type { Deps } from '../../src/deps';
 import { startCheckpointer } from '../../src/platform/checkpointer';
 import { withTransaction } from '../../src/platform/context';
 import { createLender } from '../../src/modules/lenders/service';
 import { countPending, enqueueWebhook } from '../../src/modules/webhooks/service';
 import { webhookDeliveryJob } from '../../src/modules/webhooks/jobs';
+import { monitoringReadsJob } from '../../src/modules/enrollments/monitoring';
 import { releaseStaleClaims } from '../../src/modules';
 
 const config = loadConfig();
@@ -26,7 +29,8 @@ const rt = createRuntime(config, { logDestination: pino.destination({ dest: '/de
 const { apiKey } = createLender(rt.db, 'bench', rt.clock.now());
 releaseStaleClaims(rt);
 
-const jobs = new JobRunner(rt, process.env.BENCH_JOBS === 'webhook' ? [webhookDeliveryJob] : []);
+const benchJobs: Record<string, Job<Deps>[]> = { webhook: [webhookDeliveryJob], monitoring: [monitoringReadsJob] };
+const jobs = new JobRunner(rt, benchJobs[process.env.BENCH_JOBS ?? ''] ?? []);
 const app = createApp(rt, { jobs })
   .post('/bench/parse-only', ({ body }) => ({ n: (body as { authorizers: unknown[] }).authorizers.length }))
   .post('/bench/enqueue', ({ body }) => {

@@ -162,6 +162,27 @@ export function multipartBody(limit = UPLOAD_LIMIT_BYTES + MULTIPART_OVERHEAD_BY
   });
 }
 
+/** A multipart body's bytes as they came, with its content type (and boundary), for a handler that parses it elsewhere. */
+export class RawMultipart {
+  constructor(
+    readonly bytes: Uint8Array,
+    readonly contentType: string,
+  ) {}
+}
+
+/**
+ * A multipart body read but not parsed: content type and size are checked here, and the bytes handed to a
+ * service that parses them off the event loop (the results upload's worker): the body's parts are never
+ * built here.
+ */
+export function rawMultipartBody(limit = UPLOAD_LIMIT_BYTES + MULTIPART_OVERHEAD_BYTES) {
+  return reads('multipart/form-data', async ({ request }: { request: Request }) => {
+    const type = request.headers.get('content-type') ?? '';
+    if (!/^multipart\/form-data\b/i.test(type)) throw new UnsupportedMediaType('multipart/form-data');
+    return new RawMultipart(await readLimited(request, limit), type);
+  });
+}
+
 /**
  * A request body for the OpenAPI document, for a route that documents more than its route schema checks (an
  * enrollment checks each borrower alone) or reads its body in the service. Spread into the route's `detail`;

@@ -2,6 +2,16 @@ import { AsyncTask, SimpleIntervalJob, ToadScheduler } from 'toad-scheduler';
 import { gateOf } from './write-gate';
 import type { PlatformDeps } from './context';
 
+/**
+ * Between two slices of a job's work: a turn of the event loop (requests, timers and I/O go first), then the
+ * write gate's turn, since the next slice writes at once. A job that works through many rows does so in
+ * slices of a few milliseconds each, with this between them, so no job holds the loop for long.
+ */
+export async function betweenSlices(deps: Pick<PlatformDeps, 'sqlite'>): Promise<void> {
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  await gateOf(deps.sqlite).turn();
+}
+
 /** A job is a plain function of the platform; the runner only decides when it is called. */
 export interface Job<D extends PlatformDeps = PlatformDeps> {
   name: string;

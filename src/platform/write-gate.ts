@@ -5,14 +5,21 @@
 // A worker that needs the write lock for a long transaction asks for `exclusive`; it is granted once no
 // main-thread span holds a `share`, and while it is held every `turn()` and `share()` waits, asynchronously,
 // in arrival order: other requests wait for the database without blocking the event loop, and reads go on
-// from WAL snapshots. Once it is released, the waiters go in the order they came.
+// from WAL snapshots. Once it is released, the waiters go in the order they came, GRANTS_PER_TURN at a time
+// with a turn of the event loop between: a long transaction gathers every write sent meanwhile (hundreds of
+// requests, each job's step), and granting them all at once would run them back to back, holding the loop.
 
 type Waiter = { kind: 'turn' | 'share' | 'exclusive'; grant: () => void };
+
+/** Waiters granted in one turn of the event loop; the rest go in the next turns, in order. */
+export const GRANTS_PER_TURN = 8;
 
 export class WriteGate {
   private writing = false;
   private shares = 0;
   private readonly queue: Waiter[] = [];
+  /** A slice of waiters was just granted: the next is granted in the next turn of the event loop. */
+  private resting = false;
   /** Main-thread writes that found the gate held (they wait on SQLite's busy timeout instead): should stay 0. */
   bypassed = 0;
 
@@ -81,25 +88,33 @@ export class WriteGate {
   }
 
   private pump(): void {
-    let granted = false;
+    if (this.resting) return;
+    let granted = 0;
     while (this.queue.length > 0 && !this.writing) {
       const head = this.queue[0]!;
       if (head.kind === 'exclusive') {
         if (this.shares > 0) return;
         // The turns just granted run their transactions in the microtasks that follow: the worker starts after.
-        if (granted) {
-          setImmediate(() => this.pump());
-          return;
-        }
+        if (granted > 0) return this.rest();
         this.queue.shift();
         this.writing = true;
         head.grant();
         return;
       }
+      if (granted === GRANTS_PER_TURN) return this.rest();
       this.queue.shift();
       head.grant();
-      granted = true;
+      granted++;
     }
+  }
+
+  /** Lets the event loop turn (what those just granted do runs first, then I/O), then grants on. */
+  private rest(): void {
+    this.resting = true;
+    setImmediate(() => {
+      this.resting = false;
+      this.pump();
+    });
   }
 }
 

@@ -1,7 +1,7 @@
 // The write gate's order: turns and shares go at once while nothing holds it; an exclusive holder waits for
 // the shares before it and is never overlapped by a turn; waiters go in arrival order after it.
 import { describe, expect, test } from 'bun:test';
-import { WriteGate } from '../../src/platform/write-gate';
+import { GRANTS_PER_TURN, WriteGate } from '../../src/platform/write-gate';
 
 describe('WriteGate', () => {
   test('uncontended: a turn and a share are granted at once', async () => {
@@ -55,6 +55,27 @@ describe('WriteGate', () => {
     });
     await Promise.all([first, t, second]);
     expect(order).toEqual(['turn', 'second exclusive']);
+  });
+
+  test('waiters gathered behind an exclusive holder go GRANTS_PER_TURN a turn of the event loop, in arrival order', async () => {
+    const g = new WriteGate();
+    let end!: () => void;
+    const ex = g.exclusive(() => new Promise<void>((resolve) => (end = resolve)));
+    await new Promise((resolve) => setImmediate(resolve));
+    const granted: number[] = [];
+    const waiters = Array.from({ length: 3 * GRANTS_PER_TURN + 1 }, (_, i) => (i % 2 ? g.share().then((release) => (granted.push(i), release())) : g.turn().then(() => granted.push(i))));
+    // How many had gone when the event loop first turned after the release, and at the turn after it.
+    const seen: number[] = [];
+    setImmediate(() => {
+      seen.push(granted.length);
+      setImmediate(() => seen.push(granted.length));
+    });
+    end();
+    await ex;
+    await Promise.all(waiters);
+    expect(seen).toEqual([GRANTS_PER_TURN, 2 * GRANTS_PER_TURN]);
+    expect(granted).toEqual(Array.from({ length: 3 * GRANTS_PER_TURN + 1 }, (_, i) => i));
+    expect(g.contended).toBe(false);
   });
 
   test('an exclusive holder that throws releases the gate', async () => {

@@ -1,9 +1,9 @@
-import { eq, lt } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import { writeGate } from '../../platform/context';
-import { batchItems, batchPayloads, batches, idempotencyKeys } from '../../../db/schema';
+import { batchItems, batchPayloads, batches } from '../../../db/schema';
 import type { Db } from '../../platform/db';
 import type { Deps, JobContext } from '../../deps';
-import type { Job } from '../../platform/jobs';
+import { betweenSlices, type Job } from '../../platform/jobs';
 import { withTransaction, type Tx } from '../../platform/context';
 import { LeaseQueue, type PickStrategy } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
@@ -284,11 +284,26 @@ export const balanceProcessingJob: Job<Deps> = {
   tick: (deps, signal) => processBalances(deps, { signal }),
 };
 
-/** Drops idempotency entries past their 24 hours. */
+/** Idempotency entries dropped per transaction: each holds a whole answer, so a slice is bounded in rows. */
+const EXPIRED_PER_SLICE = 500;
+
+/**
+ * Drops idempotency entries past their 24 hours, a slice at a time off their creation index, yielding
+ * between slices: an hour's worth of answers can be many thousands of rows.
+ */
+export async function dropExpiredIdempotency(deps: Deps, signal?: AbortSignal): Promise<{ dropped: number }> {
+  const before = deps.clock.now() - IDEMPOTENCY_TTL_MS;
+  let dropped = 0;
+  for (;;) {
+    const n = withTransaction({ deps }, ({ tx }) => q.deleteExpiredIdempotency(tx, before, EXPIRED_PER_SLICE));
+    dropped += n;
+    if (n < EXPIRED_PER_SLICE || signal?.aborted) return { dropped };
+    await betweenSlices(deps);
+  }
+}
+
 export const idempotencyCleanupJob: Job<Deps> = {
   name: 'idempotency-cleanup',
   intervalMs: 3_600_000,
-  tick: (deps) => {
-    withTransaction({ deps }, ({ tx }) => tx.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, deps.clock.now() - IDEMPOTENCY_TTL_MS)).run());
-  },
+  tick: (deps, signal) => dropExpiredIdempotency(deps, signal),
 };

@@ -46,6 +46,15 @@ export const cacheResponse = (tx: Tx, lenderId: string, bodyHash: string, body: 
  * Authorizers accepted and not yet checked, of one lender (read on every accept: one row of balance_backlog,
  * which triggers on batches keep equal to the open batches' sum) or of all.
  */
+/** Up to `limit` idempotency entries created before `before`, oldest first off idempotency_created_idx, deleted. */
+export const deleteExpiredIdempotency = (tx: Tx, before: number, limit: number): number =>
+  tx.$client
+    .query(
+      `DELETE FROM idempotency_keys WHERE rowid IN
+         (SELECT rowid FROM idempotency_keys INDEXED BY idempotency_created_idx WHERE created_at < ? ORDER BY created_at LIMIT ?)`,
+    )
+    .run(before, limit).changes;
+
 export const pendingAuthorizers = (db: Db, lenderId: string | null) =>
   (lenderId === null
     ? db.$client.query<{ n: number }, []>('SELECT COALESCE(SUM(pending), 0) AS n FROM balance_backlog').get()

@@ -4,7 +4,7 @@ import { paymentConnections } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
 import type { Db } from '../../platform/db';
 import { withTransaction } from '../../platform/context';
-import type { Job } from '../../platform/jobs';
+import { betweenSlices, type Job } from '../../platform/jobs';
 import type { ProcessorChange } from '../../adapters/processors';
 import { recordOrSetAside } from './record';
 import { reconcileKeys } from './reconcile';
@@ -131,7 +131,8 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
       try {
         for (let page = 0; page < MAX_PAGES_PER_TICK && !opts.signal?.aborted; page++) {
           const res = await processor.listChanges(key, cursor, { limit: PAGE });
-          await writeGate(deps).turn();
+          // A page is one transaction; an in-process processor answers at once, so the loop gets its turn here.
+          await betweenSlices(deps);
           recordPage(ctx, conn, res.changes, res.nextCursor, res.cursorLost === true);
           if (res.cursorLost) {
             deps.logger.warn({ connection_id: conn.id, processor: conn.processor }, 'the processor no longer holds changes after the cursor; reconciling the key');

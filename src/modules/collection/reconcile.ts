@@ -3,7 +3,7 @@ import { writeGate } from '../../platform/context';
 import { paymentConnections } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
 import { withTransaction } from '../../platform/context';
-import type { Job } from '../../platform/jobs';
+import { betweenSlices, type Job } from '../../platform/jobs';
 import { DAY_MS } from '../../platform/clock';
 import type { ListedPayment } from '../../adapters/processors';
 import { recordOrSetAside } from './record';
@@ -67,7 +67,7 @@ async function reconcileKey(deps: Deps, conn: { id: string; lenderId: string; pr
     const key = deps.vault.open(conn.keySealed!);
     for (let page: string | null = null, first = true; first || page !== null; first = false) {
       const res = await processor.listPayments(key, { createdFrom: since - SLACK_MS, createdTo: now + SLACK_MS, page, limit: PAGE });
-      await writeGate(deps).turn();
+      await betweenSlices(deps);
       recorded += recordListed(ctx, conn, res.payments, now);
       page = res.next;
     }

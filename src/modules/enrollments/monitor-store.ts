@@ -173,9 +173,9 @@ export function enrollStatement(tx: Tx) {
 }
 
 /** Monitored borrowers whose window has ended, off enrollments_lapse_due_idx. */
-export const dueLapses = (tx: Tx, now: number) =>
+export const dueLapses = (tx: Tx, now: number, limit = -1) =>
   tx.$client
-    .query<{ id: string }, [number]>(`SELECT id FROM enrollments INDEXED BY enrollments_lapse_due_idx WHERE state = 'monitored' AND window_ends_at <= ?`)
-    .all(now);
+    .query<{ id: string }, [number, number]>(`SELECT id FROM enrollments INDEXED BY enrollments_lapse_due_idx WHERE state = 'monitored' AND window_ends_at <= ? LIMIT ?`)
+    .all(now, limit);
 
 export const monitorStateOf = (tx: Tx, enrollmentId: string): MonitorState | null => currentOf(tx, enrollmentId)?.state ?? null;

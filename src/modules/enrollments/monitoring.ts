@@ -1,8 +1,8 @@
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import { batches, enrollments } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
 import { withTransaction } from '../../platform/context';
-import type { Job } from '../../platform/jobs';
+import { betweenSlices, type Job } from '../../platform/jobs';
 import type { NormalizedAuthorizer } from '../authorizers/rules';
 import { insertBatch } from '../balance-requests/service';
 import type { BalancesRecordedHook } from '../hooks';
@@ -15,28 +15,32 @@ import * as q from './queries';
 // authorizer's history). Each recorded read is set on the enrollment and handed to the `monitoringRead`
 // hooks, in the transaction that records it: that is where collection decides whether to debit.
 
-/** Reads queued per tick; more wait for the next tick (one second later). */
-const READS_PER_TICK = 5000;
+/**
+ * Reads queued per transaction. Each costs a borrower's record opened and re-sealed in a batch, so a slice of
+ * 200 holds the event loop for a few milliseconds; the job yields between slices, and goes on until none is due.
+ */
+export const READS_PER_SLICE = 200;
 const BATCH_MAX = 1000;
 
 /**
- * The due check: monitored borrowers whose read is due, off a partial index of monitored rows, so it costs
- * O(due) and not O(borrowers). Due reads become balance batches (source `monitoring`, one per lender and
- * thousand) and their next read is set one interval on, in the same transaction: a restart neither loses
- * nor repeats a queued read.
+ * The due check, one slice: monitored borrowers whose read is due, off a partial index of monitored rows, so
+ * it costs O(due) and not O(borrowers). Due reads become balance batches (source `monitoring`, one per lender
+ * and thousand) and their next read is set one interval on, in the transaction that read them: a restart
+ * neither loses nor repeats a queued read.
  */
-export function queueDueReads(deps: Deps): { queued: number } {
+export function queueDueReads(deps: Deps, max = READS_PER_SLICE): { queued: number } {
   const now = deps.clock.now();
-  const due = q.dueReads(deps.db, now, READS_PER_TICK);
-  if (due.length === 0) return { queued: 0 };
-  const byLender = new Map<string, q.DueRead[]>();
-  for (const d of due) {
-    const list = byLender.get(d.lenderId) ?? [];
-    list.push(d);
-    byLender.set(d.lenderId, list);
-  }
+  // Most ticks find nothing: that is answered without a write transaction.
+  if (q.dueReads(deps.db, now, 1).length === 0) return { queued: 0 };
   const next = now + deps.config.monitorReadIntervalMs;
-  withTransaction({ deps }, (tx) => {
+  return withTransaction({ deps }, (tx) => {
+    const due = q.dueReads(tx.tx, now, max);
+    const byLender = new Map<string, q.DueRead[]>();
+    for (const d of due) {
+      const list = byLender.get(d.lenderId) ?? [];
+      list.push(d);
+      byLender.set(d.lenderId, list);
+    }
     for (const [lenderId, reads] of byLender) {
       for (let i = 0; i < reads.length; i += BATCH_MAX) {
         const chunk = reads.slice(i, i + BATCH_MAX);
@@ -63,8 +67,19 @@ export function queueDueReads(deps: Deps): { queued: number } {
       .set({ nextReadAt: next })
       .where(inArray(enrollments.id, due.map((d) => d.id)))
       .run();
+    return { queued: due.length };
   });
-  return { queued: due.length };
+}
+
+/** Every due read, a slice per transaction, with a turn of the event loop between slices (the job's tick). */
+export async function queueAllDueReads(deps: Deps, signal?: AbortSignal): Promise<{ queued: number }> {
+  let queued = 0;
+  for (;;) {
+    const r = queueDueReads(deps);
+    queued += r.queued;
+    if (r.queued < READS_PER_SLICE || signal?.aborted) return { queued };
+    await betweenSlices(deps);
+  }
 }
 
 /**
@@ -95,11 +110,17 @@ export const recordMonitoringReads: BalancesRecordedHook = (ctx, reads) => {
   }
 };
 
-/** Monitors 30 days after they started lapse, unless collected or ended first. Reads a partial index of due lapses. */
-export function lapseDueMonitors(deps: Deps): { lapsed: number } {
+/** Lapses and re-checks per transaction; the jobs yield between slices. */
+export const MONITORS_PER_SLICE = 200;
+
+/**
+ * Monitors 30 days after they started lapse, unless collected or ended first, a slice at a time (`max`).
+ * Reads a partial index of due lapses.
+ */
+export function lapseDueMonitors(deps: Deps, max = MONITORS_PER_SLICE): { lapsed: number } {
   const now = deps.clock.now();
   return withTransaction({ deps } as JobContext, ({ tx }) => {
-    const due = dueLapses(tx, now);
+    const due = dueLapses(tx, now, max);
     for (const d of due) applyMonitorEvent(tx, { enrollmentId: d.id, event: { type: 'lapsed' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
     return { lapsed: due.length };
   });
@@ -107,17 +128,25 @@ export function lapseDueMonitors(deps: Deps): { lapsed: number } {
 
 /**
  * Held borrowers whose bank has become readable (a new routing directory, another provider) start monitoring
- * by themselves, with a fresh 30-day window; those still held keep their current reason.
+ * by themselves, with a fresh 30-day window; those still held keep their current reason. A slice at a time:
+ * the held borrowers after `after` (by id), at most `max`; `last` is where the next slice starts.
  */
-export function recheckHeld(deps: Deps): { started: number } {
+export function recheckHeld(deps: Deps, opts: { after?: string; max?: number } = {}): { started: number; checked: number; last: string | null } {
   const now = deps.clock.now();
+  const max = opts.max ?? MONITORS_PER_SLICE;
   let started = 0;
+  let checked = 0;
+  let last: string | null = null;
   withTransaction({ deps } as JobContext, ({ tx }) => {
     const held = tx
       .select({ id: enrollments.id, routing: enrollments.routingNumber })
       .from(enrollments)
-      .where(and(eq(enrollments.state, 'held'), sql`${enrollments.sealed} IS NOT NULL`))
+      .where(and(eq(enrollments.state, 'held'), sql`${enrollments.sealed} IS NOT NULL`, gt(enrollments.id, opts.after ?? '')))
+      .orderBy(asc(enrollments.id))
+      .limit(max)
       .all();
+    checked = held.length;
+    last = held.at(-1)?.id ?? null;
     for (const h of held) {
       const reason = h.routing ? heldReasonOf(deps, h.routing) : 'unresolvable_routing_number';
       const event = reason === null ? ({ type: 'readable' } as const) : ({ type: 'still_held', held: reason } as const);
@@ -128,24 +157,48 @@ export function recheckHeld(deps: Deps): { started: number } {
       }
     }
   });
-  return { started };
+  return { started, checked, last };
+}
+
+/** Every due lapse, a slice per transaction, yielding between slices. */
+export async function lapseAllDueMonitors(deps: Deps, signal?: AbortSignal): Promise<{ lapsed: number }> {
+  let lapsed = 0;
+  for (;;) {
+    const r = lapseDueMonitors(deps);
+    lapsed += r.lapsed;
+    if (r.lapsed < MONITORS_PER_SLICE || signal?.aborted) return { lapsed };
+    await betweenSlices(deps);
+  }
+}
+
+/** Every held borrower, a slice per transaction in the order of their ids, yielding between slices. */
+export async function recheckAllHeld(deps: Deps, signal?: AbortSignal): Promise<{ started: number }> {
+  let started = 0;
+  let after: string | undefined;
+  for (;;) {
+    const r = recheckHeld(deps, { after });
+    started += r.started;
+    if (r.checked < MONITORS_PER_SLICE || r.last === null || signal?.aborted) return { started };
+    after = r.last;
+    await betweenSlices(deps);
+  }
 }
 
 export const monitoringReadsJob: Job<Deps> = {
   name: 'monitoring-reads',
   intervalMs: 1_000,
-  tick: (deps) => queueDueReads(deps),
+  tick: (deps, signal) => queueAllDueReads(deps, signal),
 };
 
 export const lapseJob: Job<Deps> = {
   name: 'monitor-lapses',
   intervalMs: 60_000,
-  tick: (deps) => lapseDueMonitors(deps),
+  tick: (deps, signal) => lapseAllDueMonitors(deps, signal),
 };
 
 /** Daily, and at start (every job's first tick runs at once). */
 export const heldRecheckJob: Job<Deps> = {
   name: 'held-recheck',
   intervalMs: 86_400_000,
-  tick: (deps) => recheckHeld(deps),
+  tick: (deps, signal) => recheckAllHeld(deps, signal),
 };

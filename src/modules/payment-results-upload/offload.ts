@@ -5,10 +5,17 @@ import { bytesToPost, oncePerDatabase, revivedError, type PostedError } from '..
 import type { UploadAnswer, UploadForm, UploadInput } from './service';
 
 // The upload worker, as the main thread sees it: one Bun Worker per database, started at the first upload,
-// with its own SQLite connection to the same file. Uploads are sent to it one at a time with the file's bytes
-// (transferred, not copied). It reads, checks and decides in its own thread, asks for the write gate only for
-// the recorded transaction, and answers with the report, the metrics it counted and what it logged. The main
-// thread only waits: its event loop keeps serving, and its other writes wait at the gate, asynchronously.
+// with its own SQLite connection to the same file. It works on one upload at a time, given the file's bytes
+// (transferred, not copied; a multipart body is parsed there too). It reads, checks and decides in its own
+// thread, asks for the write gate only for the recorded transaction, and answers with the report, the metrics
+// it counted and what it logged. The main thread only waits: its event loop keeps serving, and its other
+// writes wait at the gate, asynchronously.
+//
+// Uploads waiting for the worker are kept per lender, at most UPLOAD_WAITING_PER_LENDER each (a 429 past it),
+// and the next one is taken from the lender served longest ago: one lender's files never hold up another's
+// behind them. An upload whose request ends (the client hung up) leaves the queue, or, if it is running, is
+// stopped by the worker at its next check (a flag in shared memory, read between slices of rows and before
+// the transaction commits): nothing of it is recorded.
 //
 // Stopping the service terminates the worker: a transaction it had open is never committed (SQLite rolls it
 // back), so an upload is recorded whole or not at all, whenever the process ends.
@@ -20,44 +27,149 @@ type FromWorker =
   | { type: 'done'; id: number; answer: UploadAnswer; metrics: Parameters<Deps['metrics']['merge']>[0] }
   | { type: 'failed'; id: number; error: PostedError };
 
+/** Seconds a lender is told to wait when it already has its share of uploads waiting. */
+export const UPLOAD_RETRY_AFTER_SECONDS = 10;
+
 interface Job {
   id: number;
+  lenderId: string;
+  send: () => void;
   resolve: (r: UploadAnswer) => void;
   reject: (e: unknown) => void;
+  /** 1 once the caller has gone: read by the worker between slices of its work. */
+  cancelled: Int32Array;
+  state: 'waiting' | 'running' | 'ended';
   /** Releases the write gate the worker holds for this upload's transaction. */
   unlock?: () => void;
+  /** The worker let go of the lock before the gate granted it (the upload was stopped while it waited). */
+  unlocked?: boolean;
+  forget?: () => void;
 }
+
+const cancelledError = () => new domainErrors.Unavailable('The upload was cancelled: its request ended before the answer; nothing of it was recorded');
 
 export class UploadWorker {
   private worker: Worker | null = null;
   private next = 1;
   private readonly jobs = new Map<number, Job>();
-  /** One upload at a time: the worker is one thread, and two recorded uploads would queue at the gate anyway. */
-  private tail: Promise<unknown> = Promise.resolve();
+  /** Uploads waiting for the worker, per lender, in arrival order. */
+  private readonly waiting = new Map<string, Job[]>();
+  /** When each lender was last given the worker (a count of turns): the next turn goes to the lender served longest ago. */
+  private readonly lastServed = new Map<string, number>();
+  private turns = 0;
+  private current: Job | null = null;
   private closed = false;
 
   constructor(private readonly deps: Deps) {}
 
-  run(ctx: Ctx, input: UploadInput, form: UploadForm): Promise<UploadAnswer> {
-    const p = this.tail.then(() => this.send(ctx, input, form));
-    this.tail = p.catch(() => undefined);
-    return p;
+  /** Uploads of this lender waiting for the worker (not the one it runs). */
+  waitingOf(lenderId: string): number {
+    return this.waiting.get(lenderId)?.length ?? 0;
   }
 
-  private send(ctx: Ctx, input: UploadInput, form: UploadForm): Promise<UploadAnswer> {
+  /** Whether the worker has an upload in hand. */
+  get busy(): boolean {
+    return this.current !== null;
+  }
+
+  run(ctx: Ctx, input: UploadInput, form: UploadForm, signal?: AbortSignal): Promise<UploadAnswer> {
     if (this.closed) return Promise.reject(new domainErrors.Unavailable('The service is stopping; upload the file again once it is back'));
-    const worker = this.start();
-    const id = this.next++;
-    return new Promise<UploadAnswer>((resolve, reject) => {
-      this.jobs.set(id, { id, resolve, reject });
-      // Handed over when the caller gives them up (the route: a buffer of their own); else a copy the worker
-      // owns (the portal keeps a checked file to record it later).
-      const bytes = bytesToPost(input.bytes, input.handOver === true);
-      worker.postMessage(
-        { type: 'upload', id, lender: ctx.lender, now: this.deps.clock.now(), dryRun: input.dryRun, creator: input.creator ?? null, form, bytes },
-        [bytes.buffer as ArrayBuffer],
+    if (signal?.aborted) return Promise.reject(cancelledError());
+    const lenderId = ctx.lender.id;
+    const queue = this.waiting.get(lenderId) ?? [];
+    const max = this.deps.config.uploadWaitingPerLender;
+    if (this.current !== null && queue.length >= max) {
+      return Promise.reject(
+        new domainErrors.RateLimited(
+          UPLOAD_RETRY_AFTER_SECONDS,
+          `${max} of your uploads are already waiting for their turn (UPLOAD_WAITING_PER_LENDER); send this one again once one of them is answered`,
+        ),
       );
+    }
+    return new Promise<UploadAnswer>((resolve, reject) => {
+      const id = this.next++;
+      const job: Job = {
+        id,
+        lenderId,
+        resolve,
+        reject,
+        cancelled: new Int32Array(new SharedArrayBuffer(4)),
+        state: 'waiting',
+        send: () => this.send(job, ctx, input, form),
+      };
+      // Handed over when the caller gives them up (the route: a buffer of their own); else a copy the worker
+      // owns (the portal keeps a checked file to record it later). Taken now: the caller may reuse its own.
+      const bytes = bytesToPost(input.bytes, input.handOver === true);
+      input = { ...input, bytes };
+      if (signal) {
+        const onAbort = () => this.cancel(job);
+        signal.addEventListener('abort', onAbort, { once: true });
+        job.forget = () => signal.removeEventListener('abort', onAbort);
+      }
+      this.jobs.set(id, job);
+      queue.push(job);
+      this.waiting.set(lenderId, queue);
+      this.pump();
     });
+  }
+
+  /** Gives the worker, when free, the first upload of the waiting lender served longest ago. */
+  private pump(): void {
+    if (this.current !== null || this.closed) return;
+    let pick: Job[] | null = null;
+    let pickServed = Infinity;
+    for (const [lenderId, queue] of this.waiting) {
+      const served = this.lastServed.get(lenderId) ?? -1;
+      // Ties (lenders never served) go to the one whose upload came first: the map keeps arrival order.
+      if (served < pickServed) {
+        pick = queue;
+        pickServed = served;
+      }
+    }
+    if (!pick) return;
+    const job = pick.shift()!;
+    if (pick.length === 0) this.waiting.delete(job.lenderId);
+    this.lastServed.set(job.lenderId, ++this.turns);
+    job.state = 'running';
+    this.current = job;
+    job.send();
+  }
+
+  /** The caller has gone: a waiting upload leaves its queue; a running one is stopped by the worker. */
+  private cancel(job: Job): void {
+    if (job.state === 'waiting') {
+      const queue = this.waiting.get(job.lenderId);
+      const at = queue?.indexOf(job) ?? -1;
+      if (queue && at >= 0) queue.splice(at, 1);
+      if (queue?.length === 0) this.waiting.delete(job.lenderId);
+      this.end(job);
+      job.reject(cancelledError());
+      return;
+    }
+    if (job.state !== 'running') return;
+    Atomics.store(job.cancelled, 0, 1);
+    // A worker waiting for the write lock is not reading the flag: it is told as well.
+    this.worker?.postMessage({ type: 'cancel', id: job.id });
+  }
+
+  private send(job: Job, ctx: Ctx, input: UploadInput, form: UploadForm): void {
+    const worker = this.start();
+    const bytes = input.bytes;
+    worker.postMessage(
+      {
+        type: 'upload',
+        id: job.id,
+        lender: ctx.lender,
+        now: this.deps.clock.now(),
+        dryRun: input.dryRun,
+        creator: input.creator ?? null,
+        multipart: input.multipart ?? null,
+        form,
+        bytes,
+        cancelled: job.cancelled,
+      },
+      [bytes.buffer as ArrayBuffer],
+    );
   }
 
   private start(): Worker {
@@ -82,41 +194,56 @@ export class UploadWorker {
     if (!job) return;
     switch (m.type) {
       case 'lock':
-        // Held from the grant until the worker says its transaction has ended (or the worker is gone).
+        // Held from the grant until the worker says its transaction has ended (or the worker is gone, or the
+        // upload ended while it waited for the grant: then it is let go at once).
         void writeGate(this.deps).exclusive(
           () =>
             new Promise<void>((release) => {
+              if (job.state === 'ended' || job.unlocked) return release();
               job.unlock = release;
               this.worker?.postMessage({ type: 'granted', id: m.id });
             }),
         );
         return;
       case 'unlock':
+        job.unlocked = true;
         job.unlock?.();
         job.unlock = undefined;
         return;
       case 'done':
-        this.finish(job);
+        this.end(job);
         this.deps.metrics.merge(m.metrics);
         job.resolve(m.answer);
         return;
-      case 'failed':
-        this.finish(job);
-        job.reject(revivedError(m.error));
+      case 'failed': {
+        this.end(job);
+        const error = revivedError(m.error);
+        job.reject(Atomics.load(job.cancelled, 0) === 1 ? cancelledError() : error);
         return;
+      }
     }
   }
 
-  private finish(job: Job): void {
+  /** The upload is over (answered, failed or cancelled): the gate let go, and the worker given the next one. */
+  private end(job: Job): void {
+    const wasRunning = job.state === 'running';
+    job.state = 'ended';
     job.unlock?.();
+    job.unlock = undefined;
+    job.forget?.();
     this.jobs.delete(job.id);
+    if (wasRunning && this.current === job) {
+      this.current = null;
+      this.pump();
+    }
   }
 
+  /** The worker is gone: the upload it ran is lost (nothing of it committed); those waiting go to the next worker. */
   private fail(e: Error): void {
-    for (const job of [...this.jobs.values()]) {
-      this.finish(job);
-      job.reject(e);
-    }
+    const job = this.current;
+    if (!job) return;
+    this.end(job);
+    job.reject(e);
   }
 
   /** A line the worker's logger wrote, logged again here at its level (redaction ran in the worker too). */
@@ -131,12 +258,18 @@ export class UploadWorker {
     }
   }
 
-  /** Ends the worker at once: an upload in its transaction is rolled back, and its caller answered 503. */
+  /** Ends the worker at once: an upload in its transaction is rolled back, and its caller and those waiting answered 503. */
   close(): void {
     this.closed = true;
     const w = this.worker;
     this.worker = null;
-    this.fail(new domainErrors.Unavailable('The service is stopping; nothing of the upload was recorded. Upload the file again once it is back'));
+    const e = new domainErrors.Unavailable('The service is stopping; nothing of the upload was recorded. Upload the file again once it is back');
+    for (const job of [...this.jobs.values()]) {
+      if (job.state === 'running') this.current = null;
+      this.end(job);
+      job.reject(e);
+    }
+    this.waiting.clear();
     w?.terminate();
   }
 }

@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia';
 import { maturity } from '../../http/maturity';
 import type { Deps } from '../../deps';
 import { errors } from '../../http/errors';
-import { documentedBody, multipartBody, MULTIPART_OVERHEAD_BYTES } from '../../http/body';
+import { documentedBody, rawMultipartBody, RawMultipart, MULTIPART_OVERHEAD_BYTES } from '../../http/body';
 import type { Auth } from '../../http/auth';
 import { InvalidInput } from '../../platform/errors';
 import { Int } from '../../platform/schema';
@@ -101,13 +101,15 @@ const UploadDetail = t.Composite([UploadSummary, t.Object({ problems: t.Array(Pr
 export const uploadRoutes = (deps: Deps, auth: Auth) =>
   new Elysia({ prefix: '/v1', normalize: false }).use(auth).post(
     '/payment_results/uploads',
-    async ({ lender, body, query }) => {
-      const file = (body as { file?: unknown }).file;
-      if (!(file instanceof Blob)) throw InvalidInput.field('file', 'Send the CSV file in a multipart part named file');
+    async ({ lender, body, query, request }) => {
+      if (!(body instanceof RawMultipart)) throw InvalidInput.field('file', 'Send the CSV file in a multipart part named file');
       const ctx = { lender, deps };
+      // The multipart body is parsed where the file is read (the upload worker), not here. The request's
+      // signal ends with its connection: an upload whose caller hung up is dropped or stopped.
       const json = await uploadResultsJson({
         ctx,
-        input: { bytes: new Uint8Array(await file.arrayBuffer()), dryRun: query.dryRun === 'true', handOver: true, creator: apiCreator(ctx, lender.keyId) },
+        input: { bytes: body.bytes, multipart: body.contentType, dryRun: query.dryRun === 'true', handOver: true, creator: apiCreator(ctx, lender.keyId) },
+        signal: request.signal,
       });
       // The report's JSON as the worker made it (the Report schema), sent part by part: megabytes of it never
       // pass through this thread as objects, nor as one copy.
@@ -123,7 +125,7 @@ export const uploadRoutes = (deps: Deps, auth: Auth) =>
     {
       auth: true,
       // Above 10 MB by a margin: a file just over the limit gets the 400 the spec names, not a 413.
-      parse: multipartBody(UPLOAD_LIMIT_BYTES * 2 + MULTIPART_OVERHEAD_BYTES),
+      parse: rawMultipartBody(UPLOAD_LIMIT_BYTES * 2 + MULTIPART_OVERHEAD_BYTES),
       query: t.Object({ dryRun: t.Optional(t.Union([t.Literal('true'), t.Literal('false')], { description: 'true: parse and match everything, write nothing' })) }),
       response: { 200: Report, ...errors(400, 401, 413, 415, 429, 503) },
       detail: {

@@ -66,6 +66,43 @@ export const MAX_COLUMNS = 1000;
 export const PROBLEMS_LISTED = 10_000;
 
 /**
+ * What one upload may take, checked as it goes: rows read (UPLOAD_MAX_ROWS, counted before each row is
+ * decided), time (UPLOAD_TIME_LIMIT_MS, a deadline on performance.now()) and whether its caller is still there.
+ */
+export interface UploadBudget {
+  maxRows: number;
+  timeLimitMs: number;
+  deadline: number;
+  cancelled: () => boolean;
+}
+
+export function budgetOf(config: { uploadMaxRows: number; uploadTimeLimitMs: number }, cancelled: () => boolean): UploadBudget {
+  return { maxRows: config.uploadMaxRows, timeLimitMs: config.uploadTimeLimitMs, deadline: performance.now() + config.uploadTimeLimitMs, cancelled };
+}
+
+/** An upload stopped before its end: too many rows or too long (a row-0 error), or its caller gone (no answer). */
+export class UploadStopped extends Error {
+  constructor(readonly why: 'rows' | 'time' | 'cancelled') {
+    super(`upload stopped: ${why}`);
+  }
+}
+
+/** Throws when the upload is past its time or its caller has gone; cheap enough for every slice of rows. */
+function checkBudget(b: UploadBudget): void {
+  if (b.cancelled()) throw new UploadStopped('cancelled');
+  if (performance.now() > b.deadline) throw new UploadStopped('time');
+}
+
+/** The one problem of a file stopped by its budget: nothing of it is recorded. */
+function budgetProblem(b: UploadBudget, why: 'rows' | 'time'): RowProblem {
+  const reason =
+    why === 'rows'
+      ? `The file has more than ${b.maxRows.toLocaleString('en-US')} rows, the most one upload takes; nothing was recorded. Split it into files of fewer rows`
+      : `The file took longer than ${(b.timeLimitMs / 1000).toLocaleString('en-US')} s to read, check and record, the most one upload may take; nothing was recorded. Split it into smaller files`;
+  return { row: 0, rule: 0, reason, severity: 'error' };
+}
+
+/**
  * The problems of an upload in report order (row, then rule), keeping only the first PROBLEMS_LISTED: when
  * twice that many are held, they are sorted and the rest counted and dropped. The sort is stable, so the
  * problems of one row and rule keep the order they were found in.
@@ -203,7 +240,7 @@ const outcomeDate = (p: { status: string; settledAt: number | null; returnedAt: 
   p.status === 'settled' ? p.settledAt : p.status === 'returned' || p.status === 'late_return' ? p.returnedAt : null;
 
 /** Reads the file: rows with their numbers (header = row 1) and every problem of each. */
-async function readRows(bytes: Uint8Array, now: number) {
+async function readRows(bytes: Uint8Array, now: number, budget: UploadBudget) {
   const problems = new Problems();
   const parsed: ParsedRow[] = [];
   let dataRowCount = 0;
@@ -215,9 +252,14 @@ async function readRows(bytes: Uint8Array, now: number) {
   try {
     for await (const record of parser as AsyncIterable<string[]>) {
       row++;
+      // Counted before the row is decided: a file of millions of short rows is refused at the first one past it.
+      if (row > budget.maxRows) throw new UploadStopped('rows');
       if (row % GC_HINT_ROWS === 0) Bun.gc(false);
       // Records already parsed arrive without a turn of the event loop: other requests get one now and then.
-      if (row % YIELD_ROWS === 0) await new Promise((resolve) => setImmediate(resolve));
+      if (row % YIELD_ROWS === 0) {
+        checkBudget(budget);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
       if (!columns) {
         if (record.length > MAX_COLUMNS) {
           problems.add({ row: 0, rule: 0, reason: `The header has more than ${MAX_COLUMNS} columns; nothing was recorded`, severity: 'error' });
@@ -269,9 +311,14 @@ async function readRows(bytes: Uint8Array, now: number) {
   return { format, parsed, problems, dataRowCount, headerOk: columns !== null && readable };
 }
 
-/** The file, whether to write nothing, and whether the caller gives the bytes up (they may be moved to the worker, not copied). */
+/**
+ * The file (or the request's whole multipart body, read where the upload runs), whether to write nothing,
+ * and whether the caller gives the bytes up (they may be moved to the worker, not copied).
+ */
 export interface UploadInput {
   bytes: Uint8Array;
+  /** Set when `bytes` is a multipart/form-data body (this is its content type): the file is its part `file`. */
+  multipart?: string;
   dryRun: boolean;
   handOver?: boolean;
   /** Who sends it, for the upload history: the portal user's name, or the API key's prefix. */
@@ -301,19 +348,37 @@ export function answerOf(report: UploadReport, form: UploadForm): UploadAnswer {
  * upload worker (its own thread and SQLite connection), so the event loop keeps serving; in this thread when
  * the database is in memory (no other connection can open it).
  */
-export async function uploadResults({ ctx, input, form }: { ctx: Ctx; input: UploadInput; form: UploadForm }): Promise<UploadAnswer> {
-  checkFile(input.bytes);
+export async function uploadResults({ ctx, input, form, signal }: { ctx: Ctx; input: UploadInput; form: UploadForm; signal?: AbortSignal }): Promise<UploadAnswer> {
+  if (!input.multipart) checkFile(input.bytes);
   const worker = uploadWorkerOf(ctx.deps);
-  if (worker) return worker.run(ctx, input, form);
+  if (worker) return worker.run(ctx, input, form, signal);
   const report = await processUpload({
     ctx,
     input,
+    budget: budgetOf(ctx.deps.config, () => signal?.aborted === true),
     writeTurn: async (fn) => {
       await writeGate(ctx.deps).turn();
       return fn();
     },
   });
   return answerOf(report, form);
+}
+
+/**
+ * The file of an upload: its bytes, or the part `file` of a multipart body. A 10 MB body is parsed where the
+ * upload runs (the worker), never on the event loop.
+ */
+async function fileOf(input: UploadInput): Promise<Uint8Array> {
+  if (!input.multipart) return input.bytes;
+  let form: Awaited<ReturnType<Response['formData']>>;
+  try {
+    form = await new Response(input.bytes, { headers: { 'content-type': input.multipart } }).formData();
+  } catch {
+    throw new InvalidInput('Request body is not valid multipart/form-data');
+  }
+  const file = form.get('file');
+  if (!(file instanceof Blob)) throw InvalidInput.field('file', 'Send the CSV file in a multipart part named file');
+  return new Uint8Array(await file.arrayBuffer());
 }
 
 const JSON_ROWS_A_PART = 4096;
@@ -336,7 +401,7 @@ function reportJson(report: UploadReport): Uint8Array[] {
 }
 
 /** The API's answer: the report's JSON as it was made, in parts. */
-export async function uploadResultsJson(args: { ctx: Ctx; input: UploadInput }): Promise<Uint8Array[]> {
+export async function uploadResultsJson(args: { ctx: Ctx; input: UploadInput; signal?: AbortSignal }): Promise<Uint8Array[]> {
   const a = await uploadResults({ ...args, form: 'json' });
   if (a.form !== 'json') throw new Error('unreachable');
   return a.json;
@@ -352,11 +417,27 @@ export async function uploadSummary(args: { ctx: Ctx; input: UploadInput }): Pro
 /** How the recorded transaction gets the write lock: after the write gate's turn, or as the worker's exclusive hold. */
 export type WriteTurn = <T>(fn: () => T) => Promise<T>;
 
-/** The upload itself, wherever it runs: the file read, every rule, and the one transaction (or a read-only snapshot for a dry run). */
-export async function processUpload({ ctx, input, writeTurn }: { ctx: Ctx; input: UploadInput; writeTurn: WriteTurn }): Promise<UploadReport> {
-  checkFile(input.bytes);
+/**
+ * The upload itself, wherever it runs: the file read, every rule, and the one transaction (or a read-only
+ * snapshot for a dry run). A file past its budget of rows or time is answered with one row-0 error and
+ * nothing recorded (a transaction under way is rolled back); an upload whose caller has gone throws.
+ */
+export async function processUpload(args: { ctx: Ctx; input: UploadInput; writeTurn: WriteTurn; budget: UploadBudget }): Promise<UploadReport> {
+  try {
+    return await decideAndRecord(args);
+  } catch (e) {
+    if (!(e instanceof UploadStopped) || e.why === 'cancelled') throw e;
+    const problems = new Problems();
+    problems.add(budgetProblem(args.budget, e.why));
+    return { format: 'generic', rowCount: 0, dataRowCount: 0, matched: 0, needsAttention: 0, dryRun: args.input.dryRun, rows: [], problems: problems.report() };
+  }
+}
+
+async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; input: UploadInput; writeTurn: WriteTurn; budget: UploadBudget }): Promise<UploadReport> {
+  const bytes = await fileOf(input);
+  checkFile(bytes);
   const now = ctx.deps.clock.now();
-  const read = await readRows(input.bytes, now);
+  const read = await readRows(bytes, now, budget);
   const problems = read.problems;
 
   // Rule 6: rows of one reference that disagree are all rejected; identical ones count once (the first is
@@ -394,6 +475,8 @@ export async function processUpload({ ctx, input, writeTurn }: { ctx: Ctx; input
     let priors = new Map<string, q.UploadedRow>();
     for (const p of accepted) {
       if (n % PRIOR_SLICE === 0) {
+        // Past its time, or its caller gone: the transaction is rolled back, nothing recorded.
+        checkBudget(budget);
         // After rule 6 a key appears once in a file: what is stored for it now is what its row is decided on.
         const slice = accepted.slice(n, n + PRIOR_SLICE);
         priors = new Map(q.uploadedAmong(tx.tx, tx.lender.id, slice.map(keyOf)).map((u) => [u.reference, u]));
@@ -432,7 +515,13 @@ export async function processUpload({ ctx, input, writeTurn }: { ctx: Ctx; input
   if (!read.headerOk || problems.fileError) {
     return { format: read.format, rowCount: 0, dataRowCount: read.dataRowCount, matched: 0, needsAttention: 0, dryRun: input.dryRun, rows: [], problems: problems.report() };
   }
-  if (!input.dryRun) return writeTurn(() => withTransaction(ctx, run));
+  if (!input.dryRun) {
+    return writeTurn(() => {
+      // The wait for the write lock may have outlasted the caller or the budget: checked before it is taken.
+      checkBudget(budget);
+      return withTransaction(ctx, run);
+    });
+  }
   // A dry run writes nothing (every write above is behind !dryRun): it reads one snapshot, in a deferred
   // transaction that never takes the write lock, and is rolled back all the same.
   return withReadSnapshot(ctx, run);

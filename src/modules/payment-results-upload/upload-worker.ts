@@ -6,14 +6,27 @@ import type { Deps } from '../../deps';
 import type { Lender } from '../../platform/context';
 import { absent, openThreadPlatform, postedError } from '../../platform/thread';
 import { featureHooks } from '..';
-import { answerOf, processUpload, type UploadForm } from './service';
+import { answerOf, budgetOf, processUpload, type UploadForm } from './service';
 
 declare const self: Worker;
 
 type ToWorker =
   | { type: 'init'; config: Config }
-  | { type: 'upload'; id: number; lender: Lender; now: number; dryRun: boolean; creator: string | null; form: UploadForm; bytes: Uint8Array }
-  | { type: 'granted'; id: number };
+  | {
+      type: 'upload';
+      id: number;
+      lender: Lender;
+      now: number;
+      dryRun: boolean;
+      creator: string | null;
+      multipart: string | null;
+      form: UploadForm;
+      bytes: Uint8Array;
+      /** Shared with the main thread: 1 once the upload's caller has gone. */
+      cancelled: Int32Array;
+    }
+  | { type: 'granted'; id: number }
+  | { type: 'cancel'; id: number };
 
 let base: Omit<Deps, 'clock'> | null = null;
 const grants = new Map<number, () => void>();
@@ -30,7 +43,8 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     };
     return;
   }
-  if (m.type === 'granted') {
+  if (m.type === 'granted' || m.type === 'cancel') {
+    // A cancelled upload waiting for the lock goes on at once, to find the flag set and stop before its transaction.
     grants.get(m.id)?.();
     grants.delete(m.id);
     return;
@@ -43,7 +57,9 @@ async function upload(m: Extract<ToWorker, { type: 'upload' }>): Promise<void> {
   try {
     const report = await processUpload({
       ctx: { lender: m.lender, deps },
-      input: { bytes: m.bytes, dryRun: m.dryRun, creator: m.creator },
+      input: { bytes: m.bytes, multipart: m.multipart ?? undefined, dryRun: m.dryRun, creator: m.creator },
+      // The budget runs from when the worker takes the upload, not from when it was sent.
+      budget: budgetOf(base!.config, () => Atomics.load(m.cancelled, 0) === 1),
       // The recorded transaction runs once the main thread holds the write gate for it, and lets go after.
       writeTurn: async (fn) => {
         await new Promise<void>((resolve) => {

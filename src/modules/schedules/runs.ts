@@ -1,8 +1,7 @@
 import { and, asc, eq, lte } from 'drizzle-orm';
-import { writeGate } from '../../platform/context';
 import { scheduleAuthorizers, schedules } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
-import type { Job } from '../../platform/jobs';
+import { betweenSlices, type Job } from '../../platform/jobs';
 import { withTransaction } from '../../platform/context';
 import { iso } from '../../platform/clock';
 import { centsToDollars } from '../../platform/money';
@@ -13,7 +12,7 @@ import type { BatchCompletedHook } from '../hooks';
 import { nextRunAfter } from './times';
 import * as q from './queries';
 
-/** Runs started per call: each is a synchronous transaction, so the job yields between groups. */
+/** Runs started per call: each is a synchronous transaction (up to 1000 authorizers), so the job yields between runs. */
 const DUE_LIMIT = 10;
 
 /**
@@ -33,15 +32,18 @@ export function startDueRuns(deps: Deps): { started: number; due: number } {
   return { started, due: due.length };
 }
 
-/** Starts every due run, DUE_LIMIT at a time, letting requests through in between. */
+/** Starts every due run, one transaction each, letting requests through between runs. */
 export async function startAllDueRuns(deps: Deps, signal?: AbortSignal): Promise<{ started: number }> {
   let started = 0;
   for (;;) {
-    const r = startDueRuns(deps);
-    started += r.started;
-    if (r.due < DUE_LIMIT || signal?.aborted) return { started };
-    await Bun.sleep(0);
-    await writeGate(deps).turn();
+    const now = deps.clock.now();
+    const due = q.dueScheduleIds(deps.db, now, DUE_LIMIT);
+    for (const { id } of due) {
+      if (signal?.aborted) return { started };
+      if (startRun({ deps }, id, now)) started++;
+      await betweenSlices(deps);
+    }
+    if (due.length < DUE_LIMIT) return { started };
   }
 }
 

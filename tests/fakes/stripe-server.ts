@@ -43,6 +43,8 @@ export interface FakeStripeControl {
   failNext(n: number, status?: number): void;
   /** The next n requests get no answer until the client gives up (a timeout). */
   stallNext(n: number): void;
+  /** The next n requests with an idempotency key are done (and kept for the key), but their answer is lost: a 503. */
+  loseNextAnswers(n: number): void;
   /** Drops an account's oldest events, as Stripe does after 30 days. */
   expireEvents(key: string, count: number): void;
   /** Every request received, oldest first. */
@@ -93,6 +95,7 @@ function create(): FakeStripe {
   const requests: RecordedRequest[] = [];
   let failing = { left: 0, status: 500 };
   let stalls = 0;
+  let losing = 0;
   const stalled = new Set<() => void>();
 
   const respond = (a: Answer, headers: Record<string, string> = {}): Response =>
@@ -192,6 +195,11 @@ function create(): FakeStripe {
     const answer = handle(req.method, url.pathname, key, params, idempotencyKey);
     const requestId = world.ids.next('req');
     if (answer.status < 400 || answer.status === 402) idempotent.set(scope, { method: req.method, path: url.pathname, fingerprint: print, answer, requestId });
+    if (losing > 0) {
+      // The work is done and kept for its key; only the answer does not reach the client.
+      losing--;
+      return done(stripeError(503, 'api_error', 'The connection was reset before the answer was sent.'));
+    }
     return done(answer, { 'request-id': requestId });
   }
 
@@ -211,6 +219,9 @@ function create(): FakeStripe {
     },
     failNext: (n, status = 500) => {
       failing = { left: n, status };
+    },
+    loseNextAnswers: (n) => {
+      losing = n;
     },
     stallNext: (n) => {
       stalls = n;

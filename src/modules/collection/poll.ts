@@ -10,7 +10,7 @@ import { recordOrSetAside } from './record';
 import { reconcileKeys } from './reconcile';
 import * as q from './queries';
 import { databaseSource, matchReference, type PaymentMatch } from './reference';
-import { learnAccounts, outsideMatchingFrom } from '../payment-connections/accounts';
+import { ACCOUNT_OF_ANOTHER_LENDER, learnAccounts, outsideMatchingFrom } from '../payment-connections/accounts';
 import type { ProcessorName } from '../../../db/schema/enums';
 
 // Reading outcomes: every live key's change feed, from its stored cursor, every PROCESSOR_POLL_INTERVAL_MS.
@@ -92,7 +92,7 @@ function recordPage(ctx: JobContext, conn: PolledKey, changes: ProcessorChange[]
       .set({
         pollCursor: cursor,
         lastPollAt: now,
-        lastPollError: null,
+        lastPollError: conn.accountId !== null && outsideFrom === null ? ACCOUNT_OF_ANOTHER_LENDER : null,
         // Changes were missed: the key is reconciled by listing the processor's payments.
         ...(cursorLost ? { reconcileDue: true } : {}),
         ingested: sql`${paymentConnections.ingested} + ${ingested}`,

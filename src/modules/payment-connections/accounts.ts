@@ -12,6 +12,9 @@ import { Conflict } from '../../platform/errors';
 // not known yet (stored before accounts were recorded) is asked about before it is polled, and matches no
 // payment made elsewhere until it is known and bound to its lender.
 
+/** What a key whose account another lender holds says in last_poll_error, poll after poll. */
+export const ACCOUNT_OF_ANOTHER_LENDER = 'this key belongs to a processor account another lender registered first: payments made elsewhere are not matched through it';
+
 export interface AccountBinding {
   lenderId: string;
   boundAt: number;
@@ -56,13 +59,8 @@ export function outsideMatchingFrom(db: Db, conn: { lenderId: string; processor:
  * for its own payments and matches nothing made elsewhere; its last_poll_error says why. A processor that does
  * not answer is asked again at the next poll.
  */
-export async function learnAccounts(deps: Deps): Promise<number> {
-  const unknown = deps.db
-    .select({ id: paymentConnections.id, lenderId: paymentConnections.lenderId, processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
-    .from(paymentConnections)
-    .where(and(isNull(paymentConnections.accountId), isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed)))
-    .orderBy(asc(paymentConnections.createdAt), asc(paymentConnections.id))
-    .all();
+export async function learnAccounts(deps: Deps, opts: { processor?: ProcessorName; inRequest?: boolean } = {}): Promise<number> {
+  const unknown = unknownKeys(deps.db, opts.processor);
   let learned = 0;
   for (const c of unknown) {
     let accountId: string;
@@ -72,7 +70,8 @@ export async function learnAccounts(deps: Deps): Promise<number> {
       deps.logger.warn({ connection_id: c.id, processor: c.processor, err: e instanceof Error ? e.message : String(e) }, 'processor account of a key not known yet; asked again later');
       continue;
     }
-    await writeGate(deps).turn();
+    // A request holds its share of the gate already; a job waits for its turn.
+    if (!opts.inRequest) await writeGate(deps).turn();
     withTransaction({ deps }, ({ tx }) => {
       const now = deps.clock.now();
       const held = bindingOf(tx, c.processor, accountId);
@@ -81,7 +80,7 @@ export async function learnAccounts(deps: Deps): Promise<number> {
       tx.update(paymentConnections)
         .set({
           accountId,
-          ...(another ? { lastPollError: 'this key belongs to a processor account another lender registered first: payments made elsewhere are not matched through it' } : {}),
+          ...(another ? { lastPollError: ACCOUNT_OF_ANOTHER_LENDER } : {}),
         })
         .where(eq(paymentConnections.id, c.id))
         .run();
@@ -89,6 +88,32 @@ export async function learnAccounts(deps: Deps): Promise<number> {
     learned++;
   }
   return learned;
+}
+
+const unknownKeys = (db: Db, processor?: ProcessorName) =>
+  db
+    .select({ id: paymentConnections.id, lenderId: paymentConnections.lenderId, processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
+    .from(paymentConnections)
+    .where(
+      and(
+        isNull(paymentConnections.accountId),
+        isNull(paymentConnections.deletedAt),
+        isNotNull(paymentConnections.keySealed),
+        processor ? eq(paymentConnections.processor, processor) : undefined,
+      ),
+    )
+    .orderBy(asc(paymentConnections.createdAt), asc(paymentConnections.id))
+    .all();
+
+/**
+ * Before a key is registered: every live key of the processor has its account known (asked now if not), so
+ * that an account held since before accounts were recorded is bound to its first lender, never to the next
+ * one. False when a processor did not answer: the registration waits rather than guess.
+ */
+export async function accountsKnown(deps: Deps, processor: ProcessorName): Promise<boolean> {
+  if (unknownKeys(deps.db, processor).length === 0) return true;
+  await learnAccounts(deps, { processor, inRequest: true });
+  return unknownKeys(deps.db, processor).length === 0;
 }
 
 /** The bound accounts, for the operator (CLI). */

@@ -9,7 +9,7 @@ import { newId } from '../../platform/ids';
 import type { SealedColumn } from '../../platform/vault';
 import { KeyRefused, processorOfKey, ProcessorUnavailable } from '../../adapters/processors';
 import type { CreateInput, UpdateInput } from './model';
-import { bindAccount } from './accounts';
+import { accountsKnown, bindAccount } from './accounts';
 
 export type PaymentConnection = typeof paymentConnections.$inferSelect;
 
@@ -81,6 +81,13 @@ async function verifyAtProcessor(ctx: Ctx, key: string): Promise<{ processor: Pr
   }
 }
 
+/** Every stored key's account known before a new key binds one: otherwise a 503, nothing stored. */
+async function requireAccountsKnown(ctx: Ctx, processor: ProcessorName): Promise<void> {
+  if (!(await accountsKnown(ctx.deps, processor))) {
+    throw new Unavailable(`The ${PROCESSOR_LABEL[processor]} processor could not be asked which account each stored key belongs to; nothing was stored. Try again.`);
+  }
+}
+
 /** A unique index refusing a write means a concurrent request won the race: the same conflict, as a 409. */
 function asConflict<T>(fn: () => T): T {
   try {
@@ -110,6 +117,7 @@ export async function createConnection({ ctx, input }: { ctx: Ctx; input: { body
   if (early) throw new Conflict(early);
 
   const { processor, accountId } = await verifyAtProcessor(ctx, body.api_key);
+  await requireAccountsKnown(ctx, processor);
   const last4 = body.api_key.slice(-4);
   const now = ctx.deps.clock.now();
   return withTransaction(ctx, (tx) => {
@@ -184,6 +192,7 @@ export async function updateConnection({ ctx, input }: { ctx: Ctx; input: { id: 
   checkMove(plan(current), body, liveKeys(ctx));
   const newKey = body.api_key;
   const verified = newKey !== undefined ? await verifyAtProcessor(ctx, newKey) : null;
+  if (verified) await requireAccountsKnown(ctx, verified.processor);
   const now = ctx.deps.clock.now();
 
   return withTransaction(ctx, (tx) => {

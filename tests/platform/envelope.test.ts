@@ -277,7 +277,7 @@ describe('validation messages say what was expected, in words, never the value s
       ['GET', '/v1/monitoring/schedules?status=NOPE', undefined, /Expected one of ACTIVE, COMPLETED, DISABLED/],
       ['GET', '/v1/balances?batchId=x&limit=987654', undefined, /Expected an integer from 1 to 100/],
       ['PATCH', `/v1/monitoring/schedules/${s.body.schedule_id}`, { interval_days: 31 }, /Expected an integer from 1 to 30/],
-      ['PATCH', `/v1/monitoring/schedules/${s.body.schedule_id}`, { name: 867511224 }, /Expected a string of 1 to 255 characters/],
+      ['PATCH', `/v1/monitoring/schedules/${s.body.schedule_id}`, { name: 867511224 }, /Expected text of 1 to 255 characters/],
       ['POST', '/v1/balance_requests', { authorizers: [{ ...AUTHORIZER, ssn: 867511224 }] }, /Expected a string of at most 11 characters/],
     ];
     for (const [method, path, body, message] of cases) {

@@ -32,13 +32,15 @@ interface Model {
 
 interface Real {
   ctx: TestContext;
+  /** Each payment's status at the last check: it may only move forward. */
+  statuses: Map<string, string>;
   key: string;
   /** Whether the lender is covered by the payday rule (every other run). */
   covered: boolean;
 }
 
 /** What the runs exercised, so the test can tell it did not pass by doing nothing. */
-const seen = { payments: 0, returned: 0, settled: 0, removals: 0, restarts: 0, noticed: 0 };
+const seen = { payments: 0, returned: 0, settled: 0, removals: 0, restarts: 0, noticed: 0, chainsBlocked: 0 };
 let runs = 0;
 
 const allContexts: TestContext[] = [];
@@ -48,11 +50,45 @@ const q = <T>(r: Real, sql: string, ...args: (string | number)[]) => r.ctx.rt.sq
 const atProcessor = (r: Real, aid: string) =>
   q<{ n: number }>(r, 'SELECT COUNT(*) AS n FROM sandbox_payments s JOIN payments p ON p.id = s.idempotency_key WHERE p.authorizer_unique_id = ?', aid)[0]!.n;
 
+/** How far along the one order of statuses a payment is (payments.md, section 5); final statuses share a rank. */
+const RANK: Record<string, number> = { scheduled: 0, initiating: 1, processing: 2, settled: 3, returned: 4, invalid: 4, voided: 4, not_attempted: 4, late_returned: 5, refunded: 5 };
+const forFunds = (p: { status: string; return_code: string | null }) => (p.status === 'returned' || p.status === 'late_returned') && isRetryableReturn(p.return_code);
+
 function checkInvariants(m: Model, r: Real): void {
-  // 1. Never two in flight; never more than 3 per enrollment; no reinitiation after other codes.
+  // 0. A recorded status only moves forward: never back to an earlier rank, and a final one never changes.
+  for (const p of q<{ id: string; status: string }>(r, 'SELECT id, status FROM payments')) {
+    const before = r.statuses.get(p.id);
+    if (before !== undefined) {
+      expect(RANK[p.status]!).toBeGreaterThanOrEqual(RANK[before]!);
+      if (RANK[before] === 4) expect(p.status).toBe(before);
+    }
+    r.statuses.set(p.id, p.status);
+  }
+  // 0b. Presentments per debt (the model sends no new authorization): a chain goes on after a return for
+  // funds, across removal, lapse, re-send and restart, and holds at most 1 + 2 reinitiations. And a monitored
+  // borrower whose chain is full (or, when covered, with two failures for funds in a row) says why.
+  for (const e of q<{ id: string; state: string; blocked_reason: string | null }>(r, 'SELECT id, state, blocked_reason FROM enrollments')) {
+    const ps = q<{ status: string; return_code: string | null }>(
+      r,
+      "SELECT status, return_code FROM payments WHERE enrollment_id = ? AND status NOT IN ('not_attempted', 'voided', 'invalid', 'scheduled') ORDER BY created_at, id",
+      e.id,
+    );
+    let chain = 0;
+    let streak = 0;
+    for (let i = 0; i < ps.length; i++) {
+      chain = i > 0 && forFunds(ps[i - 1]!) ? chain + 1 : 1;
+      expect(chain).toBeLessThanOrEqual(3);
+      streak = forFunds(ps[i]!) ? streak + 1 : 0;
+    }
+    const last = ps[ps.length - 1];
+    const inFlight = q(r, "SELECT id FROM payments WHERE enrollment_id = ? AND status IN ('scheduled', 'initiating', 'processing')", e.id).length > 0;
+    if (e.state === 'monitored' && !inFlight && last && forFunds(last) && (chain >= 3 || (r.covered && streak >= 2))) expect(e.blocked_reason).not.toBeNull();
+  }
+  // 1. Never two in flight; no reinitiation after other codes.
   expect(q(r, "SELECT enrollment_id FROM payments WHERE status IN ('initiating','processing') GROUP BY enrollment_id HAVING COUNT(*) > 1")).toEqual([]);
   for (const e of q<{ id: string; enrolled_at: number; payments_used: number }>(r, 'SELECT id, enrolled_at, payments_used FROM enrollments')) {
     expect(e.payments_used).toBeLessThanOrEqual(3);
+    // Within one enrollment period too (each period's payments after the first follow a return for funds).
     const ps = q<{ status: string; return_code: string | null; amount_cents: number }>(
       r,
       "SELECT status, return_code, amount_cents FROM payments WHERE enrollment_id = ? AND created_at >= ? AND status != 'not_attempted' ORDER BY created_at, id",
@@ -254,10 +290,11 @@ describe('collection against a model', () => {
         if (covered) expect((await ctx.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } })).status).toBe(200);
         // And every third run gives two business days of notice before each debit.
         if (run % 3 === 0) expect((await ctx.json('PATCH', '/v1/collection_policy', { body: { notice_days: 2 } })).status).toBe(200);
-        const real: Real = { ctx, key: ctx.lender.key, covered };
+        const real: Real = { ctx, key: ctx.lender.key, covered, statuses: new Map() };
         await fc.asyncModelRun(() => ({ model: { amount: new Map(), sent: new Map(), removedWith: new Map() }, real }), cmds);
         const counts = q<{ status: string; n: number }>(real, 'SELECT status, COUNT(*) AS n FROM payments GROUP BY status');
         seen.noticed += q<{ n: number }>(real, 'SELECT COUNT(*) AS n FROM payments WHERE debit_on IS NOT NULL')[0]!.n;
+        seen.chainsBlocked += q<{ n: number }>(real, "SELECT COUNT(*) AS n FROM enrollments WHERE blocked_reason IN ('reinitiation_limit', 'reauthorization_required')")[0]!.n;
         for (const c of counts) {
           seen.payments += c.n;
           if (c.status === 'returned' || c.status === 'late_returned') seen.returned += c.n;
@@ -273,5 +310,7 @@ describe('collection against a model', () => {
     expect(seen.removals).toBeGreaterThan(0);
     expect(seen.restarts).toBeGreaterThan(0);
     expect(seen.noticed).toBeGreaterThan(0);
+    expect(seen.chainsBlocked).toBeGreaterThan(0);
+    console.log(`collection model: ${seen.payments} payments, ${seen.returned} returned, ${seen.settled} settled, ${seen.removals} removals, ${seen.restarts} restarts, ${seen.chainsBlocked} chains blocked`);
   }, 120_000);
 });

@@ -183,7 +183,10 @@ export const EnrollmentView = t.Object(
     authorizer_unique_id: t.String(),
     state: OneOf(MONITOR_STATES),
     reason: t.Union([t.String(), t.Null()]),
-    blocked_reason: t.Union([t.String(), t.Null()]),
+    blocked_reason: t.Union([t.String(), t.Null()], {
+      description:
+        'Why no payment is initiated although the borrower is monitored: no_processor_key, verification_required, return_rate_paused (each clears by itself or on a re-send), or a collection rule that stands until the lender acts (reauthorization_required, reinitiation_limit, reinitiation_window, amount_changed; the borrower is not read meanwhile, and a re-send with a later authorization or a new amount asks the rules again). null when nothing blocks.',
+    }),
     window_started_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
     window_ends_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
     collectable_amount: Int({ description: 'Cents' }),
@@ -197,7 +200,7 @@ export const EnrollmentView = t.Object(
     }),
     last_read: t.Union([t.Object({ balance_cents: t.Union([Int(), t.Null()]), at: t.String({ format: 'date-time' }) }), t.Null()]),
     next_read_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
-    payments_used: Int(),
+    payments_used: Int({ description: "Presentments of the debt's open chain: the original and its reinitiations (at most 1 + max_reinitiations), kept across removal and re-send; 0 when the next payment starts a new chain" }),
     cfpb_covered: t.Union([t.Boolean(), t.Null()], { description: "This borrower's override of the policy's cfpb_covered; null: the policy decides" }),
     authorization: t.Union([t.Object({ obtained_at: t.String({ format: 'date-time' }), reference: t.Union([t.String(), t.Null()]) }), t.Null()]),
     scheduled_payment: t.Union(

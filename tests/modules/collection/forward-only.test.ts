@@ -8,6 +8,7 @@ import { enrollBorrower } from '../../helpers/fixtures';
 import { cycle } from '../../helpers/collection';
 import { startFakeStripe } from '../../fakes/stripe-server';
 import { startReceiver } from '../webhooks/support';
+import { signedIn } from '../../helpers/portal';
 import { queueDueReads } from '../../../src/modules/enrollments/monitoring';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
 import { dispatchPayments } from '../../../src/modules/collection/dispatch';
@@ -321,6 +322,11 @@ describe('presentments are counted per debt', () => {
       await cycle(c);
     }
     expect(reads()).toBe(before);
+    // The portal's borrower page says why, and what would lift it.
+    const page = await (await signedIn(c)).get('/portal/payments/borrowers/cycler');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('reinitiation_limit');
+    expect(page.text).toContain('only a new authorization starts a new chain');
 
     // A new authorization obtained after the last return: a new chain, three presentments again.
     c.clock.advance(60_000);

@@ -6,12 +6,23 @@ import { csvLine } from '../../../platform/csv';
 import { validated } from '../../../platform/validation';
 import { formatCents } from '../../../platform/money';
 import { listPaymentEvents } from '../../collection/events';
-import { BLOCKED_REASONS } from '../../enrollments/monitor';
+import { BLOCKED_REASONS, type BlockedReason } from '../../enrollments/monitor';
 import { eraseBorrowers, getEnrollment, listEnrollments, removeEnrollments } from '../../enrollments/service';
 import { page, portalSession, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
 import { Choice, Confirm, Facts, Money, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
 import { dollars } from '../ui/format';
+
+/** What each blocked reason asks of the lender, in words. */
+const BLOCKED_WHY: Record<BlockedReason, string> = {
+  no_processor_key: 'no processor key takes this rail; add one and the next read uses it',
+  verification_required: 'the processor wants the bank account verified; re-send the borrower with a verified token',
+  reauthorization_required: 'the borrower must authorize again; re-send with a later authorization.obtained_at (not read until then)',
+  reinitiation_limit: "this debt's presentments are used up; only a new authorization starts a new chain (not read until then)",
+  reinitiation_window: 'more than 180 days since the original debit; only a new authorization allows another (not read until then)',
+  amount_changed: 'the collectable amount is below the returned debit; re-send with the amount or a new authorization',
+  return_rate_paused: 'ACH collection is paused while a return rate is over its threshold; it resumes by itself',
+};
 
 // /portal/payments/borrowers: the enrolled borrowers, searched by a prefix of authorizer_unique_id, filtered by
 // state and blocked reason, paged, and downloaded as CSV; a borrower's page with its payments, events and
@@ -104,13 +115,13 @@ function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid:
         caption="Monitoring"
         rows={[
           ['State', e.state + (e.reason ? ` (${e.reason})` : '')],
-          ['Blocked', e.blocked_reason ?? '—'],
+          ['Blocked', e.blocked_reason ? `${e.blocked_reason}: ${BLOCKED_WHY[e.blocked_reason as BlockedReason] ?? ''}` : '—'],
           ['Window', <><Time at={e.window_started_at} now={now} /> to <Time at={e.window_ends_at} now={now} /></>],
           ['Collectable', <Money cents={e.collectable_amount} />],
           ['Instrument', instrument],
           ['Last balance', e.last_read ? <><Money cents={e.last_read.balance_cents} /> at <Time at={e.last_read.at} now={now} /></> : 'not read yet'],
           ['Next read', <Time at={e.next_read_at} now={now} />],
-          ['Payments used', `${e.payments_used} of 3`],
+          ['Presentments of this debt', `${e.payments_used} of 3`],
           ['Scheduled payment', e.scheduled_payment ? <><Money cents={e.scheduled_payment.amount} /> on {e.scheduled_payment.debit_on} ({e.scheduled_payment.reference})</> : 'none'],
         ]}
       />

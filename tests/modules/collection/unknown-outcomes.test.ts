@@ -176,6 +176,12 @@ describe('the idempotency horizon at a real processor API (fake Stripe)', () => 
     expect(fake.control.intents(key).find((pi) => pi.id === pid)?.status).toBe('canceled');
     expect(fake.requests.some((r) => r.method === 'POST' && r.path === `/v1/payment_intents/${pid}/cancel`)).toBe(true);
     expect((await c.json('GET', '/v1/payment_enrollments/verify')).body).toMatchObject({ blocked_reason: 'verification_required' });
+    // The feed then says the PaymentIntent was canceled (the service's own cancel, dated before it recorded
+    // not_attempted): a final status stays, and the payment's events keep the order of its statuses.
+    await pollProcessors(c.rt);
+    expect(paymentOf(c, 'verify')[0]!.status).toBe('not_attempted');
+    const events = c.rt.sqlite.query('SELECT status, occurred_at AS at FROM payment_events WHERE payment_id = ? ORDER BY recorded_at, rowid').all(p!.id) as { status: string; at: number }[];
+    expect(events.map((e) => e.status)).toEqual(['not_attempted']);
   });
 });
 

@@ -57,6 +57,7 @@ export interface Config {
   collectionMarginCents: number;
   sandboxSettlementMs: number;
   sandboxProcessorLatencyMs: number;
+  sandboxProcessorLatencyJitterMs: number;
   processorIdempotencyHorizonMs: number;
   processorReconcileIntervalMs: number;
   /** How often every lender's return rates are evaluated as the window slides (also on every return). */
@@ -200,6 +201,7 @@ export function loadConfig(env: Env = process.env): Config {
     collectionMarginCents: int(env, 'COLLECTION_MARGIN_CENTS', 0, 0, 1_000_000_000),
     sandboxSettlementMs: int(env, 'SANDBOX_SETTLEMENT_MS', 60_000, 0, 30 * 86_400_000),
     sandboxProcessorLatencyMs: int(env, 'SANDBOX_PROCESSOR_LATENCY_MS', 0, 0, 600_000),
+    sandboxProcessorLatencyJitterMs: int(env, 'SANDBOX_PROCESSOR_LATENCY_JITTER_MS', 0, 0, 600_000),
     // Stripe keeps an idempotency key at least 24 hours; past this age a payment whose outcome is unknown is
     // looked up, never sent again with its key (a reused key past Stripe's window is a new payment).
     processorIdempotencyHorizonMs: int(env, 'PROCESSOR_IDEMPOTENCY_HORIZON_MS', 23 * 3_600_000, 100, 23 * 3_600_000),

@@ -61,6 +61,7 @@ export function createRuntime(
     sandbox: {
       settlementMs: config.sandboxSettlementMs,
       latencyMs: config.sandboxProcessorLatencyMs,
+      latencyJitterMs: config.sandboxProcessorLatencyJitterMs,
       idempotencyTtlMs: config.sandboxIdempotencyTtlMs,
       outageMs: config.sandboxOutageMs,
       eventRetentionMs: config.sandboxEventRetentionMs,

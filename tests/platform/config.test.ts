@@ -42,6 +42,7 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
       collectionMarginCents: 0,
       sandboxSettlementMs: 60_000,
       sandboxProcessorLatencyMs: 0,
+      sandboxProcessorLatencyJitterMs: 0,
       processorIdempotencyHorizonMs: 82_800_000,
       processorReconcileIntervalMs: 86_400_000,
       returnRateCheckIntervalMs: 3_600_000,

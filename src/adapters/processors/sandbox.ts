@@ -128,6 +128,8 @@ export interface SandboxOptions {
   clock: Clock;
   settlementMs: number;
   latencyMs?: number;
+  /** Up to this much more, at random, per create: answers of varied latency (1 to 3 s: 1000 and 2000). */
+  latencyJitterMs?: number;
   /** After this, a reused idempotency key makes a new payment (Stripe keeps keys at least 24 hours). */
   idempotencyTtlMs?: number;
   /** Cents 88: every answer about the payment is a 503 until this long after its creation. */
@@ -164,12 +166,14 @@ export class SandboxProcessor implements Processor {
   };
 
   private readonly latencyMs: number;
+  private readonly latencyJitterMs: number;
   private readonly idempotencyTtlMs: number;
   private readonly outageMs: number;
   private readonly retentionMs: number;
 
   constructor(opts: SandboxOptions) {
     this.latencyMs = opts.latencyMs ?? 0;
+    this.latencyJitterMs = opts.latencyJitterMs ?? 0;
     this.idempotencyTtlMs = opts.idempotencyTtlMs ?? 86_400_000;
     this.outageMs = opts.outageMs ?? 60_000;
     this.retentionMs = opts.eventRetentionMs ?? 30 * 86_400_000;
@@ -293,7 +297,8 @@ export class SandboxProcessor implements Processor {
       })
       .immediate();
     // The answer's time on the wire: the payment exists at the processor from the call on, as with a real one.
-    if (this.latencyMs > 0) await Bun.sleep(this.latencyMs);
+    const latency = this.latencyMs + (this.latencyJitterMs > 0 ? Math.floor(Math.random() * (this.latencyJitterMs + 1)) : 0);
+    if (latency > 0) await Bun.sleep(latency);
     // Committed before throwing, so the next attempt with this key goes through.
     if (outcome === 'transient') throw new ProcessorUnavailable('sandbox: temporary failure creating the payment; retry with the same key');
     return outcome;

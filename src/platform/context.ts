@@ -70,10 +70,21 @@ export function withTransaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx?:
 
 /**
  * Runs fn in a savepoint of the open transaction: when fn throws, its writes alone are undone (the rest of the
- * transaction stands) and the error is rethrown. bun:sqlite makes a nested transaction a savepoint.
+ * transaction stands) and the error is rethrown. Cached statements, not a nested bun:sqlite transaction: this
+ * runs once per change of a polled feed, and a nested transaction costs ten times as much.
  */
 export function withSavepoint<T>(tx: Tx, fn: () => T): T {
-  return tx.$client.transaction(fn)();
+  const c = tx.$client;
+  c.query('SAVEPOINT one_of_many').run();
+  try {
+    const result = fn();
+    c.query('RELEASE one_of_many').run();
+    return result;
+  } catch (e) {
+    c.query('ROLLBACK TO one_of_many').run();
+    c.query('RELEASE one_of_many').run();
+    throw e;
+  }
 }
 
 /** The query handle of a context: the open transaction's, else the database's. */

@@ -13,6 +13,7 @@ import { queueDueReads } from '../../../src/modules/enrollments/monitoring';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
 import { dispatchPayments } from '../../../src/modules/collection/dispatch';
 import { pollProcessors } from '../../../src/modules/collection/poll';
+import { reconcileKeys } from '../../../src/modules/collection/reconcile';
 import { recordOrSetAside } from '../../../src/modules/collection/record';
 import { withTransaction } from '../../../src/platform/context';
 import type { EventStatus } from '../../../db/schema/enums';
@@ -340,5 +341,35 @@ describe('presentments are counted per debt', () => {
     expect(after).toHaveLength(6);
     expect(after.slice(3).map((p) => p.attempt)).toEqual([1, 2, 3]);
     expect((await enrollment(c, 'cycler')).blocked_reason).toBe('reinitiation_limit');
+  });
+});
+
+describe('an observation that cannot be recorded', () => {
+  test('is undone alone, counted and set aside; the page, its cursor and every other payment go on', async () => {
+    const c = setup();
+    expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_set_aside_feed_00001', rail_scope: 'both', is_default: true } })).status).toBe(201);
+    const r = await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('poisoned', { collectable_amount: 1000 }), enrollBorrower('healthy', { collectable_amount: 1000 })] } });
+    expect(r.status).toBe(207);
+    await cycle(c);
+    const [bad] = paymentsOf(c, 'poisoned');
+    // A fault the recorder cannot foresee, injected in the database: any settled event of this reference fails.
+    c.rt.sqlite.run(`CREATE TEMP TRIGGER poison BEFORE INSERT ON payment_events WHEN NEW.reference = '${bad!.reference}' AND NEW.status = 'settled' BEGIN SELECT RAISE(ABORT, 'injected fault'); END`);
+    c.clock.advance(SETTLE);
+    await pollProcessors(c.rt);
+    expect(paymentsOf(c, 'healthy')[0]!.status).toBe('settled');
+    expect(paymentsOf(c, 'poisoned')[0]!.status).toBe('processing');
+    const conn = rows<{ error: string | null; cursor: string | null }>(c, 'SELECT last_poll_error AS error, poll_cursor AS cursor FROM payment_connections')[0]!;
+    expect(conn.error).toBeNull();
+    const newest = rows<{ seq: number }>(c, 'SELECT MAX(seq) AS seq FROM sandbox_events')[0]!.seq;
+    expect(conn.cursor).toBe(String(newest));
+    expect(rows(c, 'SELECT reference, status, error FROM payment_observations_set_aside')).toEqual([{ reference: bad!.reference, status: 'settled', error: 'injected fault' }]);
+    expect(await c.rt.metrics.registry.getSingleMetricAsString('payment_observations_set_aside_total')).toContain('source="processor"} 1');
+    // Nothing of it was half written: no ledger entry, no event, the borrower still monitored.
+    expect(rows(c, "SELECT id FROM payment_events WHERE reference = ? AND status = 'settled'", bad!.reference)).toEqual([]);
+    expect((await enrollment(c, 'poisoned')).state).toBe('monitored');
+    // Found again by reconciliation once the fault is gone.
+    c.rt.sqlite.run('DROP TRIGGER poison');
+    await reconcileKeys(c.rt, { connectionIds: [rows<{ id: string }>(c, 'SELECT id FROM payment_connections')[0]!.id] });
+    expect(paymentsOf(c, 'poisoned')[0]!.status).toBe('settled');
   });
 });

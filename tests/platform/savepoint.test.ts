@@ -1,0 +1,41 @@
+// One of many writes in a transaction undone alone: the savepoint a polled page records each change in.
+import { afterAll, expect, test } from 'bun:test';
+import { createTestContext } from '../helpers/context';
+import { withSavepoint, withTransaction } from '../../src/platform/context';
+
+const c = createTestContext();
+afterAll(() => c.close());
+
+test('a savepoint that throws undoes its own writes only; the others, nested ones included, commit', () => {
+  c.rt.sqlite.run('CREATE TABLE sp_probe (x INTEGER)');
+  const ins = (x: number) => c.rt.sqlite.query('INSERT INTO sp_probe VALUES (?)').run(x);
+  const failed: number[] = [];
+  withTransaction({ deps: c.rt }, ({ tx }) => {
+    for (const x of [1, 2, 3, 4]) {
+      try {
+        withSavepoint(tx, () => {
+          ins(x);
+          withSavepoint(tx, () => ins(x * 10));
+          if (x % 2 === 0) throw new Error(`refused ${x}`);
+        });
+      } catch {
+        failed.push(x);
+      }
+    }
+    // An inner failure caught inside an outer savepoint leaves the outer one's writes.
+    withSavepoint(tx, () => {
+      ins(5);
+      try {
+        withSavepoint(tx, () => {
+          ins(50);
+          throw new Error('inner');
+        });
+      } catch {
+        /* kept going */
+      }
+    });
+  });
+  expect(failed).toEqual([2, 4]);
+  expect((c.rt.sqlite.query('SELECT x FROM sp_probe ORDER BY x').all() as { x: number }[]).map((r) => r.x)).toEqual([1, 3, 5, 10, 30]);
+  expect(c.rt.sqlite.inTransaction).toBe(false);
+});

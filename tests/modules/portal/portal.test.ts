@@ -177,6 +177,23 @@ describe('sign-in and sessions', () => {
   });
 });
 
+/** A sign-in from a client address (behind a trusted proxy on loopback): its status and how long it took. */
+const signInFrom = (base: string) => async (client: string, email: string, password: string) => {
+  const headers = { 'x-forwarded-for': client, 'x-forwarded-proto': 'https' };
+  const form = await fetch(`${base}/portal/login`, { headers });
+  const cookie = form.headers.get('set-cookie')!.split(';')[0]!;
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+  const t0 = performance.now();
+  const res = await fetch(`${base}/portal/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { ...headers, cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ _csrf: csrf, email, password }).toString(),
+  });
+  await res.text();
+  return { status: res.status, ms: performance.now() - t0 };
+};
+
 describe('the sign-in lock and other applications’ cookies', () => {
   test('a stranger’s failures lock the stranger’s address, not the user; guessing from elsewhere is still slowed', async () => {
     // Behind a proxy on loopback, so each client has its own address (X-Forwarded-For).
@@ -186,21 +203,7 @@ describe('the sign-in lock and other applications’ cookies', () => {
     const base = `http://127.0.0.1:${c.app.server!.port}`;
     try {
       await createUser(c.rt.db, { lenderId: c.lender.id, email: 'eve-target@example.test', displayName: 'T', password: PASSWORD, now: c.clock.now() });
-      const attempt = async (client: string, email: string, password: string) => {
-        const headers = { 'x-forwarded-for': client, 'x-forwarded-proto': 'https' };
-        const form = await fetch(`${base}/portal/login`, { headers });
-        const cookie = form.headers.get('set-cookie')!.split(';')[0]!;
-        const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
-        const t0 = performance.now();
-        const res = await fetch(`${base}/portal/login`, {
-          method: 'POST',
-          redirect: 'manual',
-          headers: { ...headers, cookie, 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ _csrf: csrf, email, password }).toString(),
-        });
-        await res.text();
-        return { status: res.status, ms: performance.now() - t0 };
-      };
+      const attempt = signInFrom(base);
       // Ten wrong passwords from a stranger's address, sent at once (each answer is held by the throttle).
       const stranger = '203.0.113.7';
       const guesses = await Promise.all(Array.from({ length: SignInThrottle.LOCK_AFTER }, (_, i) => attempt(stranger, 'eve-target@example.test', `wrong guess ${i}!!`)));
@@ -226,20 +229,7 @@ describe('the sign-in lock and other applications’ cookies', () => {
     const base = `http://127.0.0.1:${c.app.server!.port}`;
     try {
       await createUser(c.rt.db, { lenderId: c.lender.id, email: 'A@a.test', displayName: 'A', password: PASSWORD, now: c.clock.now() });
-      const attempt = async (client: string, email: string, password: string) => {
-        const headers = { 'x-forwarded-for': client, 'x-forwarded-proto': 'https' };
-        const form = await fetch(`${base}/portal/login`, { headers });
-        const cookie = form.headers.get('set-cookie')!.split(';')[0]!;
-        const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
-        const res = await fetch(`${base}/portal/login`, {
-          method: 'POST',
-          redirect: 'manual',
-          headers: { ...headers, cookie, 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ _csrf: csrf, email, password }).toString(),
-        });
-        await res.text();
-        return res.status;
-      };
+      const attempt = async (client: string, email: string, password: string) => (await signInFrom(base)(client, email, password)).status;
       const variants = [' a@a.test ', '\u00a0a@a.test', '\u3000A@A.TEST\t', '\u0085a@a.test\u2028'];
       // One wrong guess of each variant, each from its own address: only the email's bucket is shared, and it
       // counts every one (the failures that slow the answers climb 1, 2, 3, 4 instead of being 1 four times).

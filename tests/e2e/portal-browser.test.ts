@@ -3,9 +3,9 @@
 // page (no serious or critical violation).
 // Screenshots of each page go to tests/e2e/.screenshots (ignored by git): they are for looking at.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { createTestContext, type TestContext } from '../helpers/context';
-import { accessible, browserSession, launchBrowser, signInWith } from '../helpers/browser';
+import { accessible, signInWith, useBrowser } from '../helpers/browser';
 import { createUser } from '../../src/modules/portal/users';
 import { createConnection } from '../../src/modules/payment-connections/service';
 import { processBalances } from '../../src/modules/balance-requests/processing';
@@ -16,7 +16,7 @@ const PASSWORD = 'correct horse battery staple';
 
 let ctx: TestContext;
 let origin: string;
-let browser: Browser;
+const browser = useBrowser();
 let otherKeyId: string;
 
 beforeAll(async () => {
@@ -30,16 +30,14 @@ beforeAll(async () => {
     input: { body: { api_key: 'sbx_other_lender_key_0001', rail_scope: 'both', is_default: true } },
   });
   otherKeyId = k.id;
-  browser = await launchBrowser();
 });
 
 afterAll(async () => {
-  await browser?.close().catch(() => undefined);
   await ctx?.app.stop().catch(() => undefined);
   ctx?.close();
 });
 
-const session = () => browserSession(browser, origin);
+const session = () => browser.session(origin);
 const signIn = (page: Page, password = PASSWORD) => signInWith(page, origin, EMAIL, password);
 
 describe('the lender portal', () => {

@@ -4,9 +4,9 @@
 // revoked; a webhook endpoint added; the collection rules form; search; removal stopping collection; the
 // sign-in lock; another application's cookie that does not decode.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { createTestContext, type TestContext } from '../helpers/context';
-import { accessible, browserSession, launchBrowser, signInWith } from '../helpers/browser';
+import { accessible, signInWith, useBrowser } from '../helpers/browser';
 import { bankAuthorizer, enrollBorrower } from '../helpers/fixtures';
 import { cycle } from '../helpers/collection';
 import { createUser } from '../../src/modules/portal/users';
@@ -24,7 +24,7 @@ const HEADER = 'authorizer_unique_id,reference,payment_amount,payment_status,sub
 
 let ctx: TestContext;
 let origin: string;
-let browser: Browser;
+const browser = useBrowser();
 const ids: { schedule: string; connection: string; upload: string } = { schedule: '', connection: '', upload: '' };
 
 beforeAll(async () => {
@@ -42,17 +42,15 @@ beforeAll(async () => {
   ids.schedule = schedule.body.schedule_id;
   expect((await ctx.json('POST', '/v1/webhook_endpoints', { body: { url: 'https://127.0.0.1:9/hooks', event_types: ['PAYMENT_EVENT'], description: HOSTILE } })).status).toBe(201);
   expect((await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('console-xss-1')] } })).status).toBe(207);
-  browser = await launchBrowser();
 });
 
 afterAll(async () => {
-  await browser?.close().catch(() => undefined);
   await ctx?.app.stop().catch(() => undefined);
   ctx?.close();
 });
 
 /** A browser behind the service's trusted proxy (TRUST_PROXY=loopback), which says the request came over HTTPS. */
-const session = (headers: Record<string, string> = {}) => browserSession(browser, origin, { headers: { 'x-forwarded-proto': 'https', ...headers } });
+const session = (headers: Record<string, string> = {}) => browser.session(origin, { headers: { 'x-forwarded-proto': 'https', ...headers } });
 const signIn = (page: Page) => signInWith(page, origin, EMAIL, PASSWORD);
 
 /** What the page would show if a value had been written as markup: scripts, images, handlers, javascript: URLs, raw bidi controls. */

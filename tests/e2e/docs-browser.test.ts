@@ -140,7 +140,7 @@ describe('/docs', () => {
     } finally {
       await v.page.close();
     }
-  }, 45_000);
+  }, 90_000);
 
   test('reached under a public (non-loopback) name, the page still fetches nothing from elsewhere', async () => {
     // Swagger UI skips some remote features (the spec validator badge) on localhost/127.0.0.1 only.
@@ -153,7 +153,7 @@ describe('/docs', () => {
     } finally {
       await v.page.close();
     }
-  }, 45_000);
+  }, 90_000);
 
   test('/docs/ (trailing slash) renders too', async () => {
     const v = await visit(`${origin}/docs/`, '127.0.0.1');
@@ -164,7 +164,7 @@ describe('/docs', () => {
     } finally {
       await v.page.close();
     }
-  }, 45_000);
+  }, 90_000);
 
   test('a documentation_url opens the page at its error code’s section', async () => {
     const err = await fetch(`${origin}/v1/balance_requests`, { method: 'POST', headers: { authorization: 'Bearer drs_live_x' } });
@@ -183,5 +183,5 @@ describe('/docs', () => {
     } finally {
       await v.page.close();
     }
-  }, 45_000);
+  }, 90_000);
 });

@@ -68,7 +68,7 @@ describe('the lender portal', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('keys: add (listed with its last four), a conflict shown on the form, promote swaps, delete after confirmation', async () => {
     const { context, page } = await session();
@@ -104,7 +104,7 @@ describe('the lender portal', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test("a balance CSV uploaded in the portal: the export's Creator is the user's display name", async () => {
     const { context, page } = await session();
@@ -132,7 +132,7 @@ describe('the lender portal', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('a results upload: the dry-run report (counts and problems), then confirmed and recorded', async () => {
     expect((await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('portal-loan-1')] } })).status).toBe(207);
@@ -176,7 +176,7 @@ describe('the lender portal', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('sign out; a protected page then redirects to sign-in', async () => {
     const { context, page } = await session();
@@ -190,7 +190,7 @@ describe('the lender portal', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('a form post without the CSRF token is refused; another lender’s key id is not found', async () => {
     const { context, page } = await session();
@@ -208,5 +208,5 @@ describe('the lender portal', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 });

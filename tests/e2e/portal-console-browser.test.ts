@@ -95,7 +95,7 @@ describe('the console in a browser', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('hostile values through every page: shown as text, no dialog, no injected element; axe on every page', async () => {
     const { context, page } = await session();
@@ -161,7 +161,7 @@ describe('the console in a browser', () => {
     } finally {
       await context.close();
     }
-  }, 120_000);
+  }, 240_000);
 
   test('an API key created in the portal calls /v1; revoked after its confirmation, it gets 401', async () => {
     const { context, page } = await session();
@@ -184,7 +184,7 @@ describe('the console in a browser', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('a webhook endpoint added in the portal is in GET /v1/webhook_endpoints', async () => {
     const { context, page } = await session();
@@ -203,7 +203,7 @@ describe('the console in a browser', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('the collection rules form round-trips through GET /v1/collection_policy', async () => {
     const { context, page } = await session();
@@ -234,7 +234,7 @@ describe('the console in a browser', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('search finds a borrower; "Remove from collection" on its page stops its collection', async () => {
     const enrolled = await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('console-keep-1'), enrollBorrower('console-stop-1')] } });
@@ -266,7 +266,7 @@ describe('the console in a browser', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('the sign-in lock: a stranger’s failures lock the stranger, not the user; guessing from elsewhere is still slowed', async () => {
     const target = 'locked-out@console.test';
@@ -304,7 +304,7 @@ describe('the console in a browser', () => {
     } finally {
       await Promise.all([stranger.context.close(), user.context.close(), elsewhere.context.close()]);
     }
-  }, 60_000);
+  }, 120_000);
 
   test('a cookie that does not decode (another application’s on the host) is ignored: sign-in and pages work', async () => {
     const { context, page } = await session();
@@ -321,5 +321,5 @@ describe('the console in a browser', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 });

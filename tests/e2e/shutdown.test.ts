@@ -1,10 +1,9 @@
 // A stop is bounded by SHUTDOWN_GRACE_MS whatever is in flight: a webhook receiver that never answers (the
 // attempt is cut and the delivery stays due) and an upload that stalls halfway (its connection is cut).
 // The process checkpoints and exits 0 within the grace.
-// Nothing in flight would ever end by itself (the receiver never answers and the webhook timeout outlasts
-// the test; the upload keeps trickling, so it never completes and never idles out), so the exit is the
-// stop's own doing: a stop that waited for them would not end before the test's timeout. How long the
-// stop takes on a quiet machine is for `bun run bench`, not a bound here.
+// Nothing in flight would end by itself before the test's timeout (the receiver never answers, with the
+// longest webhook timeout there is; the upload keeps trickling, so it never completes and never idles out),
+// so the exit is the stop's own doing, with no bound on the clock that a busy machine could miss.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
 import { ServiceHarness, TEST_API_KEY, waitFor } from '../helpers/server';

@@ -14,6 +14,9 @@ interface Seen {
 // One receiver whose path picks the answer, plus a second one that only counts what reaches it.
 const seen: Seen[] = [];
 let redirectTargetHits = 0;
+// The slow receiver holds its answer until the test lets it go.
+let releaseSlow: () => void = () => {};
+let slowAnswered = false;
 
 const redirectTarget = Bun.serve({
   hostname: '127.0.0.1',
@@ -55,7 +58,8 @@ const receiver = Bun.serve({
       case '/busy-500':
         return new Response(null, { status: 500, headers: { 'retry-after': '7' } });
       case '/slow':
-        await Bun.sleep(2_000);
+        await new Promise<void>((resolve) => (releaseSlow = resolve));
+        slowAnswered = true;
         return new Response('late');
       default:
         return new Response('no such hook', { status: 404 });
@@ -136,9 +140,16 @@ describe('sendWebhook outcomes', () => {
   });
 
   test('a receiver slower than the timeout is a retry with a timeout error', async () => {
-    const r = await send(`${base}/slow`, { timeoutMs: 200 });
-    expect(r).toMatchObject({ outcome: 'retry', statusCode: null, error: 'timeout after 200 ms' });
-    expect(r.durationMs).toBeLessThan(1_500);
+    try {
+      const r = await send(`${base}/slow`, { timeoutMs: 200 });
+      expect(r).toMatchObject({ outcome: 'retry', statusCode: null, error: 'timeout after 200 ms' });
+      // Given up while the receiver still held its answer: the timeout, not the answer, ended the attempt.
+      expect(seen.map((s) => s.path)).toEqual(['/slow']);
+      expect(slowAnswered).toBe(false);
+      expect(r.durationMs).toBeGreaterThanOrEqual(150);
+    } finally {
+      releaseSlow();
+    }
   });
 
   test('a closed port is a retry with no status', async () => {

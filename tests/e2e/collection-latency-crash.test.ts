@@ -1,8 +1,11 @@
 // kill -9 at any moment, with the processor answering slowly (50 ms and 3 s), then a restart: exactly one
 // processor payment per service payment, each recorded with the processor's status, never more than three
-// per enrollment, and not_attempted only for payments the processor does not hold. Then the two sequences
-// that once collected twice, by name, and a return that happened while the service was stopped for longer
-// than the processor keeps its change feed.
+// per enrollment, and not_attempted only for payments the processor does not hold. Then a return that
+// happened while the service was stopped for longer than the processor keeps its change feed, and the two
+// sequences that once collected twice, by name.
+// Each scenario has its own service process and database, and most of its time is spent waiting on the
+// processor's latency and settlement: the random kills at both latencies and the return run at once. The two
+// sequences run alone, since each kills at a chosen moment of a payment's answer.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
 import { ServiceHarness, waitFor, type ServiceProcess } from '../helpers/server';
@@ -80,7 +83,7 @@ async function atRest(h: ServiceHarness, timeoutMs: number): Promise<Snapshot> {
 
 for (const latency of [50, 3000]) {
   describe(`kill -9 at random moments, processor latency ${latency} ms`, () => {
-    test('one processor payment per service payment, each recorded with the processor’s status', async () => {
+    test.concurrent('one processor payment per service payment, each recorded with the processor’s status', async () => {
       const h = new ServiceHarness({
         SANDBOX_PROCESSOR_LATENCY_MS: String(latency),
         SANDBOX_SETTLEMENT_MS: '600',
@@ -115,6 +118,39 @@ for (const latency of [50, 3000]) {
     }, 150_000);
   });
 }
+
+describe('a return while the service was stopped longer than the processor keeps its feed', () => {
+  test.concurrent('recorded after restart, by reconciliation', async () => {
+    const h = new ServiceHarness({
+      SANDBOX_SETTLEMENT_MS: '1500',
+      SANDBOX_EVENT_RETENTION_MS: '2000',
+      MONITOR_READ_INTERVAL_MS: '300',
+      PROCESSOR_POLL_INTERVAL_MS: '200',
+    });
+    harnesses.push(h);
+    let svc = await h.start();
+    await svc.call('POST', '/v1/payment_connections', { api_key: 'sbx_retention_test_00001', rail_scope: 'both', is_default: true });
+    // Cents 99: processing, settled one period on, late-returned R01 a period after that.
+    expect((await svc.call('POST', '/v1/payment_enrollments', { borrowers: [enrollBorrower('r1', { collectable_amount: 1099 })] })).status).toBe(207);
+    await waitFor('settled', async () => ((await svc.call('GET', '/v1/payment_enrollments/r1')).body.state === 'collected' ? true : null), 20_000);
+    await svc.kill('SIGKILL');
+    // Stopped while the late return happens and then leaves the feed.
+    await Bun.sleep(1500 + 2000 + 1000);
+    svc = await h.start();
+    const events = await waitFor('the late return to be recorded', async () => {
+      const r = await svc.call('GET', '/v1/payment_events?authorizer_unique_id=r1');
+      return r.body.events.some((e: { status: string }) => e.status === 'late_returned') ? r.body.events : null;
+    }, 20_000);
+    const metrics = await (await fetch(`${svc.url}/metrics`)).text();
+    await svc.kill('SIGTERM');
+    expect(events.map((e: { status: string; return_code?: string }) => (e.return_code ? `${e.status}:${e.return_code}` : e.status))).toEqual([
+      'processing',
+      'settled',
+      'late_returned:R01',
+    ]);
+    expect(metrics).toMatch(/payments_reconciled_total\{processor="sandbox",status="late_returned"\} 1/);
+  }, 60_000);
+});
 
 describe('the sequences that once collected twice', () => {
   test('removed while its payment was on the wire, killed, restarted, re-sent: one payment at the processor, a ledger of 1000', async () => {
@@ -180,39 +216,6 @@ describe('the sequences that once collected twice', () => {
     checkInvariants(s);
     expect(s.payments.filter((p) => p.status !== 'not_attempted').length).toBeLessThanOrEqual(3);
   }, 90_000);
-});
-
-describe('a return while the service was stopped longer than the processor keeps its feed', () => {
-  test('recorded after restart, by reconciliation', async () => {
-    const h = new ServiceHarness({
-      SANDBOX_SETTLEMENT_MS: '1500',
-      SANDBOX_EVENT_RETENTION_MS: '2000',
-      MONITOR_READ_INTERVAL_MS: '300',
-      PROCESSOR_POLL_INTERVAL_MS: '200',
-    });
-    harnesses.push(h);
-    let svc = await h.start();
-    await svc.call('POST', '/v1/payment_connections', { api_key: 'sbx_retention_test_00001', rail_scope: 'both', is_default: true });
-    // Cents 99: processing, settled one period on, late-returned R01 a period after that.
-    expect((await svc.call('POST', '/v1/payment_enrollments', { borrowers: [enrollBorrower('r1', { collectable_amount: 1099 })] })).status).toBe(207);
-    await waitFor('settled', async () => ((await svc.call('GET', '/v1/payment_enrollments/r1')).body.state === 'collected' ? true : null), 20_000);
-    await svc.kill('SIGKILL');
-    // Stopped while the late return happens and then leaves the feed.
-    await Bun.sleep(1500 + 2000 + 1000);
-    svc = await h.start();
-    const events = await waitFor('the late return to be recorded', async () => {
-      const r = await svc.call('GET', '/v1/payment_events?authorizer_unique_id=r1');
-      return r.body.events.some((e: { status: string }) => e.status === 'late_returned') ? r.body.events : null;
-    }, 20_000);
-    const metrics = await (await fetch(`${svc.url}/metrics`)).text();
-    await svc.kill('SIGTERM');
-    expect(events.map((e: { status: string; return_code?: string }) => (e.return_code ? `${e.status}:${e.return_code}` : e.status))).toEqual([
-      'processing',
-      'settled',
-      'late_returned:R01',
-    ]);
-    expect(metrics).toMatch(/payments_reconciled_total\{processor="sandbox",status="late_returned"\} 1/);
-  }, 60_000);
 });
 
 function snapshotLedger(dbPath: string, aid: string): { net: number } {

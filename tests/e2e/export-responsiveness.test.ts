@@ -1,15 +1,20 @@
 // One caller's large export must not stall the service: while a 100,000-row CSV export (with metadata)
-// streams from the real process, /healthz keeps answering quickly. The export yields to the event loop
-// between chunks and while it reads the metadata keys.
+// streams from the real process, /healthz keeps answering. The export yields to the event loop between
+// chunks and while it reads the metadata keys.
+// What is measured is relative, so a busy machine slows both sides alike: /healthz answers many times while
+// the export streams, and no answer waits more than a small share of the export's own duration. An export
+// that held the event loop for its run, or for a large part of it, gets a handful of answers and one of
+// them waits for the stall. The absolute figure (longest /healthz gap) is in `bun run bench stalls`.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
 import { ServiceHarness, TEST_API_KEY, type ServiceProcess } from '../helpers/server';
 
 const BATCHES = 100;
 const SIZE = 1000;
-// The bound is 50 ms on an idle machine; the margin keeps a shared 2-core CI green while still failing an
-// export that holds the event loop for its whole run (hundreds of milliseconds).
-const HEALTHZ_BOUND_MS = 150;
+/** At least this many /healthz answers while the export streams (87 to 113 measured with the machine busy). */
+const MIN_ANSWERS = 10;
+/** No /healthz answer waits longer than this share of the export's duration (1/30 to 1/7 measured with the machine busy). */
+const MAX_SHARE = 1 / 3;
 
 const harness = new ServiceHarness();
 let service: ServiceProcess;
@@ -48,11 +53,12 @@ beforeAll(async () => {
 afterAll(() => harness.cleanup());
 
 describe('a 100,000-row export', () => {
-  test(`/healthz answers within ${HEALTHZ_BOUND_MS} ms throughout, and the export is complete`, async () => {
+  test('/healthz answers many times while the export streams, none of them held for a large share of it; the export is complete', async () => {
     // Warm-up, not measured: the test client's first connection, and the route's first call (which compiles it).
     for (let i = 0; i < 3; i++) expect((await fetch(`${service.url}/healthz`)).status).toBe(200);
     await (await fetch(`${service.url}/v1/balances/csv?batch_ids=${batchIds[0]}`, { headers: { authorization: `Bearer ${TEST_API_KEY}` } })).text();
     let done = false;
+    const started = performance.now();
     const exporting = (async () => {
       const res = await fetch(`${service.url}/v1/balances/csv?${batchIds.map((id) => `batch_ids=${id}`).join('&')}`, {
         headers: { authorization: `Bearer ${TEST_API_KEY}` },
@@ -66,20 +72,22 @@ describe('a 100,000-row export', () => {
         for (let i = 0; i < value.length; i++) if (value[i] === 10) lines++;
       }
       done = true;
-      return lines;
+      return { lines, ms: performance.now() - started };
     })();
     const latencies: number[] = [];
     while (!done) {
       const t0 = performance.now();
       const res = await fetch(`${service.url}/healthz`);
-      latencies.push(performance.now() - t0);
+      // Only answers that came while the export streamed count.
+      if (!done) latencies.push(performance.now() - t0);
       expect(res.status).toBe(200);
       await Bun.sleep(5);
     }
-    const lines = await exporting;
+    const { lines, ms } = await exporting;
     expect(lines).toBe(BATCHES * SIZE + 1);
-    expect(latencies.length).toBeGreaterThan(5);
     const worst = Math.max(...latencies);
-    expect(worst, `slowest /healthz ${worst.toFixed(1)} ms of ${latencies.length}`).toBeLessThan(HEALTHZ_BOUND_MS);
+    const seen = `${latencies.length} /healthz answers during a ${ms.toFixed(0)} ms export, the slowest ${worst.toFixed(1)} ms`;
+    expect(latencies.length, seen).toBeGreaterThanOrEqual(MIN_ANSWERS);
+    expect(worst / ms, seen).toBeLessThan(MAX_SHARE);
   }, 60_000);
 });

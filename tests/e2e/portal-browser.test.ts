@@ -4,9 +4,9 @@
 // page (no serious or critical violation).
 // Screenshots of each page go to tests/e2e/.screenshots (ignored by git): they are for looking at.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { createTestContext, type TestContext } from '../helpers/context';
-import { accessible, browserSession, launchBrowser, signInWith } from '../helpers/browser';
+import { accessible, signInWith, useBrowser } from '../helpers/browser';
 import { createUser } from '../../src/modules/portal/users';
 import { createConnection } from '../../src/modules/payment-connections/service';
 import { processBalances } from '../../src/modules/balance-requests/processing';
@@ -17,7 +17,7 @@ const PASSWORD = 'correct horse battery staple';
 
 let ctx: TestContext;
 let origin: string;
-let browser: Browser;
+const browser = useBrowser();
 let otherKeyId: string;
 
 beforeAll(async () => {
@@ -31,16 +31,14 @@ beforeAll(async () => {
     input: { body: { api_key: 'sbx_other_lender_key_0001', rail_scope: 'both', is_default: true } },
   });
   otherKeyId = k.id;
-  browser = await launchBrowser();
 });
 
 afterAll(async () => {
-  await browser?.close().catch(() => undefined);
   await ctx?.app.stop().catch(() => undefined);
   ctx?.close();
 });
 
-const session = () => browserSession(browser, origin);
+const session = () => browser.session(origin);
 const signIn = (page: Page, password = PASSWORD) => signInWith(page, origin, EMAIL, password);
 
 describe('the lender portal', () => {
@@ -71,7 +69,7 @@ describe('the lender portal', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('keys: add (listed with its last four), a conflict shown on the form, promote swaps, delete after confirmation', async () => {
     const { context, page } = await session();
@@ -107,7 +105,7 @@ describe('the lender portal', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test("a balance CSV uploaded in the portal: the export's Creator is the user's display name", async () => {
     const { context, page } = await session();
@@ -135,7 +133,7 @@ describe('the lender portal', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('a results upload: the dry-run report (counts and problems), then confirmed and recorded', async () => {
     expect((await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('portal-loan-1')] } })).status).toBe(207);
@@ -179,7 +177,7 @@ describe('the lender portal', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('sign out; a protected page then redirects to sign-in', async () => {
     const { context, page } = await session();
@@ -193,7 +191,7 @@ describe('the lender portal', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('a form post without the CSRF token is refused; another lender’s key id is not found', async () => {
     const { context, page } = await session();
@@ -211,7 +209,7 @@ describe('the lender portal', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('borrower ids as the browser sends them', () => {

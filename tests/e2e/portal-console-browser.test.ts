@@ -4,9 +4,9 @@
 // revoked; a webhook endpoint added; the collection rules form; search; removal stopping collection; the
 // sign-in lock; another application's cookie that does not decode.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { createTestContext, type TestContext } from '../helpers/context';
-import { accessible, browserSession, launchBrowser, signInWith } from '../helpers/browser';
+import { accessible, signInWith, useBrowser } from '../helpers/browser';
 import { bankAuthorizer, enrollBorrower } from '../helpers/fixtures';
 import { cycle } from '../helpers/collection';
 import { createUser } from '../../src/modules/portal/users';
@@ -24,7 +24,7 @@ const HEADER = 'authorizer_unique_id,reference,payment_amount,payment_status,sub
 
 let ctx: TestContext;
 let origin: string;
-let browser: Browser;
+const browser = useBrowser();
 const ids: { schedule: string; connection: string; upload: string } = { schedule: '', connection: '', upload: '' };
 
 beforeAll(async () => {
@@ -42,17 +42,15 @@ beforeAll(async () => {
   ids.schedule = schedule.body.schedule_id;
   expect((await ctx.json('POST', '/v1/webhook_endpoints', { body: { url: 'https://127.0.0.1:9/hooks', event_types: ['PAYMENT_EVENT'], description: HOSTILE } })).status).toBe(201);
   expect((await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('console-xss-1')] } })).status).toBe(207);
-  browser = await launchBrowser();
 });
 
 afterAll(async () => {
-  await browser?.close().catch(() => undefined);
   await ctx?.app.stop().catch(() => undefined);
   ctx?.close();
 });
 
 /** A browser behind the service's trusted proxy (TRUST_PROXY=loopback), which says the request came over HTTPS. */
-const session = (headers: Record<string, string> = {}) => browserSession(browser, origin, { headers: { 'x-forwarded-proto': 'https', ...headers } });
+const session = (headers: Record<string, string> = {}) => browser.session(origin, { headers: { 'x-forwarded-proto': 'https', ...headers } });
 const signIn = (page: Page) => signInWith(page, origin, EMAIL, PASSWORD);
 
 /** What the page would show if a value had been written as markup: scripts, images, handlers, javascript: URLs, raw bidi controls. */
@@ -97,7 +95,7 @@ describe('the console in a browser', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('hostile values through every page: shown as text, no dialog, no injected element; axe on every page', async () => {
     const { context, page } = await session();
@@ -163,7 +161,7 @@ describe('the console in a browser', () => {
     } finally {
       await context.close();
     }
-  }, 120_000);
+  }, 240_000);
 
   test('an API key created in the portal calls /v1; revoked after its confirmation, it gets 401', async () => {
     const { context, page } = await session();
@@ -186,7 +184,7 @@ describe('the console in a browser', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('a webhook endpoint added in the portal is in GET /v1/webhook_endpoints', async () => {
     const { context, page } = await session();
@@ -205,7 +203,7 @@ describe('the console in a browser', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('the collection rules form round-trips through GET /v1/collection_policy', async () => {
     const { context, page } = await session();
@@ -236,7 +234,7 @@ describe('the console in a browser', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('search finds a borrower; "Remove from collection" on its page stops its collection', async () => {
     const enrolled = await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('console-keep-1'), enrollBorrower('console-stop-1')] } });
@@ -268,7 +266,7 @@ describe('the console in a browser', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test('the sign-in lock: a stranger’s failures lock the stranger, not the user; guessing from elsewhere is still slowed', async () => {
     const target = 'locked-out@console.test';
@@ -306,7 +304,7 @@ describe('the console in a browser', () => {
     } finally {
       await Promise.all([stranger.context.close(), user.context.close(), elsewhere.context.close()]);
     }
-  }, 60_000);
+  }, 120_000);
 
   test('a cookie that does not decode (another application’s on the host) is ignored: sign-in and pages work', async () => {
     const { context, page } = await session();
@@ -323,5 +321,5 @@ describe('the console in a browser', () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 });

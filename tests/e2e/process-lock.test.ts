@@ -8,8 +8,7 @@ const harness = new ServiceHarness();
 afterAll(() => harness.cleanup());
 
 /** A second process on the harness's database, run to its end (it is expected not to start). */
-async function secondStart(): Promise<{ code: number; stderr: string; ms: number }> {
-  const t0 = Date.now();
+async function secondStart(): Promise<{ code: number; stderr: string }> {
   const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
     cwd: ROOT,
     env: {
@@ -28,7 +27,7 @@ async function secondStart(): Promise<{ code: number; stderr: string; ms: number
   const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000);
   const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
   clearTimeout(timer);
-  return { code, stderr, ms: Date.now() - t0 };
+  return { code, stderr };
 }
 
 describe('one process per database file', () => {
@@ -42,11 +41,11 @@ describe('one process per database file', () => {
     expect((await fetch(`${first.url}/healthz`)).status).toBe(200);
     expect((await first.call('GET', '/v1/monitoring/schedules')).status).toBe(200);
 
-    // The holder dies without any cleanup: the lock goes with it, and the next start takes over at once.
+    // The holder dies without any cleanup: the lock goes with it, and the next start takes over at once. The
+    // lock is tried once, never waited for (a held one is the refusal above), so a start that serves is one
+    // that found it free.
     await first.kill('SIGKILL');
-    const t0 = Date.now();
     const next = await harness.start();
-    expect(Date.now() - t0).toBeLessThan(10_000);
     expect((await next.call('GET', '/v1/monitoring/schedules')).status).toBe(200);
     await next.kill('SIGTERM');
   }, 60_000);

@@ -59,6 +59,6 @@ describe('the production start command', () => {
     await waitFor('the server to answer', answers, 15_000);
     proc.kill('SIGKILL');
     await proc.exited;
-    await waitFor('the port to stop answering', async () => !(await answers()), 3_000);
+    await waitFor('the port to stop answering', async () => !(await answers()), 15_000);
   }, 30_000);
 });

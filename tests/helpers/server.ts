@@ -53,7 +53,9 @@ export class ServiceHarness {
     });
     this.running.add(proc);
     const url = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 15_000;
+    // Starting takes well under a second; the deadline only ends a start that would never be ready, and is
+    // generous because a busy machine may start several services at once.
+    const deadline = Date.now() + 60_000;
     for (;;) {
       try {
         if ((await fetch(`${url}/healthz`)).ok) break;
@@ -61,7 +63,7 @@ export class ServiceHarness {
         /* not up yet */
       }
       if (proc.exitCode !== null) throw new Error(`service exited with ${proc.exitCode} before it was ready`);
-      if (Date.now() > deadline) throw new Error('service did not become ready in 15 s');
+      if (Date.now() > deadline) throw new Error('service did not become ready in 60 s');
       await Bun.sleep(50);
     }
     const call = async (method: string, path: string, body?: unknown) => {

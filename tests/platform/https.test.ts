@@ -167,7 +167,8 @@ describe('HTTPS policy over a real server (TRUST_PROXY=loopback)', () => {
     const res = await get('/v1/monitoring/schedules', { 'x-forwarded-proto': 'http' });
     expect(res.status).toBe(403);
     const reqId = res.headers.get('x-request-id')!;
-    const deadline = Date.now() + 1000;
+    // Logged as the response goes out: wait for the line (the deadline only ends a test that would hang).
+    const deadline = Date.now() + 20_000;
     while (!ctx.logs.join('').includes(reqId) && Date.now() < deadline) await Bun.sleep(5);
     const line = ctx.logs
       .join('')

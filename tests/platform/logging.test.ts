@@ -23,7 +23,8 @@ function capture(level = 'trace') {
   return { logger, text: () => lines.join(''), json: () => lines.join('').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) };
 }
 
-async function waitFor(cond: () => boolean, ms = 1000) {
+/** Waits for a line to be logged; the deadline only ends a test that would otherwise hang. */
+async function waitFor(cond: () => boolean, ms = 20_000) {
   const deadline = Date.now() + ms;
   while (!cond() && Date.now() < deadline) await Bun.sleep(5);
 }

@@ -54,6 +54,7 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   processorPollIntervalMs: number;
   monitorReadIntervalMs: number;
+  monitorQuietReadIntervalMs: number;
   collectionMarginCents: number;
   sandboxSettlementMs: number;
   sandboxProcessorLatencyMs: number;
@@ -198,6 +199,7 @@ export function loadConfig(env: Env = process.env): Config {
     // Down to 100 ms, so tests and a two-minute demo can run the whole payment cycle quickly.
     processorPollIntervalMs: int(env, 'PROCESSOR_POLL_INTERVAL_MS', 60_000, 100, 86_400_000),
     monitorReadIntervalMs: int(env, 'MONITOR_READ_INTERVAL_MS', 14_400_000, 100, 30 * 86_400_000),
+    monitorQuietReadIntervalMs: int(env, 'MONITOR_QUIET_READ_INTERVAL_MS', 3 * 86_400_000, 100, 30 * 86_400_000),
     collectionMarginCents: int(env, 'COLLECTION_MARGIN_CENTS', 0, 0, 1_000_000_000),
     sandboxSettlementMs: int(env, 'SANDBOX_SETTLEMENT_MS', 60_000, 0, 30 * 86_400_000),
     sandboxProcessorLatencyMs: int(env, 'SANDBOX_PROCESSOR_LATENCY_MS', 0, 0, 600_000),

@@ -83,7 +83,7 @@ export function createRuntime(
     metrics,
     pageTokens: new PageTokens(vault),
     routing: routing.directory,
-    bank: opts.bank ?? createBalanceProvider(config, routing.directory, logger),
+    bank: opts.bank ?? createBalanceProvider(config, routing.directory, logger, clock),
     processors,
     hooks: featureHooks(),
   };

@@ -1,5 +1,5 @@
 import { integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
-import { RATE_STATUSES, REINITIATION_AMOUNTS } from './enums';
+import { RATE_STATUSES, READ_CADENCES, REINITIATION_AMOUNTS } from './enums';
 import { lenders } from './lenders';
 
 // A lender's collection policy: the rules beyond the spec's defaults that bound its automatic debits. No row
@@ -17,6 +17,10 @@ export const collectionPolicies = sqliteTable('collection_policies', {
   noticeDays: integer('notice_days').notNull().default(0),
   // No new ACH payment while a return-rate class is at or above its threshold.
   returnRatePause: integer('return_rate_pause', { mode: 'boolean' }).notNull().default(false),
+  // When monitored borrowers are read: around predicted paydays (a learned cycle), or every read interval.
+  readCadence: text('read_cadence', { enum: READ_CADENCES }).notNull().default('payday'),
+  // A debit waits until the balance covers the amount plus this much.
+  debitBufferCents: integer('debit_buffer_cents').notNull().default(0),
   updatedAt: integer('updated_at'),
 });
 

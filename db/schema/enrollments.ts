@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
-import { MONITOR_STATES, RAILS } from './enums';
+import { index, integer, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES } from './enums';
 import { lenders } from './lenders';
 
 // One record per borrower per lender: the enrollment and its monitor. Personal data (names, tax id, account
@@ -35,6 +35,12 @@ export const enrollments = sqliteTable(
     lastReadCents: integer('last_read_cents'),
     lastReadAt: integer('last_read_at'),
     nextReadAt: integer('next_read_at'),
+    // The pay cycle learned from the borrower's history (pay-cycles/infer.ts), when it was learned and from what.
+    payCycleFrequency: text('pay_cycle_frequency', { enum: PAY_FREQUENCIES }),
+    payCycleNextPayday: integer('pay_cycle_next_payday'),
+    payCycleConfidence: real('pay_cycle_confidence'),
+    payCycleSource: text('pay_cycle_source', { enum: PAY_CYCLE_SOURCES }),
+    payCycleAt: integer('pay_cycle_at'),
     // The lender's choice for this borrower over its policy's cfpb_covered; null: the policy decides.
     cfpbCovered: integer('cfpb_covered', { mode: 'boolean' }),
     // The borrower's authorization to debit, as the lender last sent it.

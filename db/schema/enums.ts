@@ -79,6 +79,18 @@ export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 export const EVENT_SOURCES = ['processor', 'upload', 'service'] as const;
 export type EventSource = (typeof EVENT_SOURCES)[number];
 
+/** A borrower's pay cycle (pay-cycles/infer.ts). */
+export const PAY_FREQUENCIES = ['weekly', 'biweekly', 'semimonthly', 'monthly', 'irregular', 'unknown'] as const;
+export type PayFrequency = (typeof PAY_FREQUENCIES)[number];
+
+/** What a pay cycle was learned from: the borrower's balance reads, or a linked account's transactions. */
+export const PAY_CYCLE_SOURCES = ['balances', 'transactions'] as const;
+export type PayCycleSource = (typeof PAY_CYCLE_SOURCES)[number];
+
+/** When a monitored borrower is read: around predicted paydays, or on the fixed interval. */
+export const READ_CADENCES = ['payday', 'interval'] as const;
+export type ReadCadence = (typeof READ_CADENCES)[number];
+
 export const LEDGER_KINDS = ['credit', 'reversal'] as const;
 export type LedgerKind = (typeof LEDGER_KINDS)[number];
 

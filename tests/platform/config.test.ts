@@ -39,6 +39,7 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
       logLevel: 'info',
       processorPollIntervalMs: 60_000,
       monitorReadIntervalMs: 14_400_000,
+      monitorQuietReadIntervalMs: 259_200_000,
       collectionMarginCents: 0,
       sandboxSettlementMs: 60_000,
       sandboxProcessorLatencyMs: 0,

@@ -1,3 +1,4 @@
+import type { Clock } from '../../platform/clock';
 import type { RoutingDirectory } from '../routing/directory';
 import { HttpBalanceProvider } from './http';
 import { SandboxBalanceProvider } from './sandbox';
@@ -28,11 +29,12 @@ export function createBalanceProvider(
   config: BankDataConfig,
   directory: RoutingDirectory,
   logger?: { warn(obj: object, msg: string): void },
+  clock?: Clock,
 ): BalanceProvider {
   if (config.bankDataProvider === 'http') {
     // loadConfig already refuses this combination; the check keeps a hand-built config from failing per read.
     if (config.bankDataUrl === null) throw new Error('BANK_DATA_URL is required when BANK_DATA_PROVIDER=http');
     return new HttpBalanceProvider({ url: config.bankDataUrl, token: config.bankDataToken, logger });
   }
-  return new SandboxBalanceProvider({ directory, latencyMs: config.sandboxLatencyMs });
+  return new SandboxBalanceProvider({ directory, latencyMs: config.sandboxLatencyMs, clock });
 }

@@ -1,4 +1,6 @@
 import type { RoutingDirectory } from '../routing/directory';
+import { DAY_MS, systemClock, type Clock } from '../../platform/clock';
+import { isBusinessDay } from '../../platform/business-days';
 import {
   type BalanceProvider,
   type BalanceReadRequest,
@@ -12,6 +14,10 @@ import {
 // reach every outcome without an account anywhere (see "Sandbox bank-data provider" in the decisions).
 
 const FORCED_CODE_PREFIX = '9999';
+// A borrower paid on a schedule: 9997, the frequency (1 weekly, 2 biweekly on Fridays, 3 semimonthly on the 1st
+// and 16th, 4 monthly on the 1st; each paid the business day before a weekend or holiday), then the pay in
+// whole dollars. The balance is the pay on payday, spent down evenly to 5% of it by the next.
+const PAY_PATTERN_PREFIX = '9997';
 const TRANSIENT_PREFIX = '9998';
 const BALANCE_DIGITS = 7;
 
@@ -32,9 +38,12 @@ export class SandboxBalanceProvider implements BalanceProvider {
   private readonly directory: RoutingDirectory;
   private readonly latencyMs: number;
 
-  constructor(opts: { directory: RoutingDirectory; latencyMs: number }) {
+  private readonly clock: Clock;
+
+  constructor(opts: { directory: RoutingDirectory; latencyMs: number; clock?: Clock }) {
     this.directory = opts.directory;
     this.latencyMs = opts.latencyMs;
+    this.clock = opts.clock ?? systemClock;
   }
 
   async read(req: BalanceReadRequest): Promise<BalanceReadResult> {
@@ -67,6 +76,11 @@ export class SandboxBalanceProvider implements BalanceProvider {
       // Every attempt fails the same way, so the caller's retry budget runs out (RETRY_LIMIT).
       throw new TransientProviderError('Sandbox provider unavailable for this account (9998 test prefix)');
     }
+    if (account.startsWith(PAY_PATTERN_PREFIX)) {
+      const m = /^9997([1-4])(\d{1,7})$/.exec(account);
+      if (!m) return failed(NO_MATCH);
+      return { kind: 'balance', balanceCents: payPatternBalance(Number(m[1]) as 1 | 2 | 3 | 4, Number(m[2]) * 100, this.clock.now()) };
+    }
     const cents = centsFromDigits(account);
     return cents === null ? failed(NO_MATCH) : { kind: 'balance', balanceCents: cents };
   }
@@ -82,4 +96,38 @@ export class SandboxBalanceProvider implements BalanceProvider {
     const cents = centsFromDigits(card.slice(0, -1));
     return cents === null ? failed(NO_MATCH) : { kind: 'balance', balanceCents: cents };
   }
+}
+
+/** The payday of a nominal day: the business day on or before it. */
+function paidOn(day: number): number {
+  let d = day;
+  while (!isBusinessDay(d)) d -= DAY_MS;
+  return d;
+}
+
+/** The nominal paydays of a pattern around a time: the one on or before it and the one after. */
+function paydaysAround(frequency: 1 | 2 | 3 | 4, now: number): [number, number] {
+  const days: number[] = [];
+  if (frequency <= 2) {
+    // Fridays counted from Friday 2 January 2026.
+    const step = (frequency === 1 ? 7 : 14) * DAY_MS;
+    const anchor = Date.UTC(2026, 0, 2);
+    const k = Math.floor((now - anchor) / step);
+    for (let i = k - 1; i <= k + 2; i++) days.push(anchor + i * step);
+  } else {
+    const d = new Date(now);
+    for (let m = -2; m <= 2; m++) {
+      days.push(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + m, 1));
+      if (frequency === 3) days.push(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + m, 16));
+    }
+  }
+  const paid = days.map(paidOn).sort((a, b) => a - b);
+  const i = paid.findLastIndex((p) => p <= now);
+  return [paid[i]!, paid[i + 1]!];
+}
+
+/** The balance of a pay-pattern account at a time: the pay on payday, spent evenly down to 5% by the next. */
+export function payPatternBalance(frequency: 1 | 2 | 3 | 4, payCents: number, now: number): number {
+  const [last, next] = paydaysAround(frequency, now);
+  return Math.round(payCents * (1 - (0.95 * (now - last)) / (next - last)));
 }

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { t } from 'elysia';
-import { REINITIATION_AMOUNTS } from '../../../db/schema/enums';
+import { READ_CADENCES, REINITIATION_AMOUNTS } from '../../../db/schema/enums';
 import { Int, OneOf } from '../../platform/schema';
 
 const CfpbCovered = Type.Boolean({
@@ -23,6 +23,13 @@ const ReturnRatePause = Type.Boolean({
     'Pause on breach: while any return-rate class (GET /v1/return_rates, over 60 days) is at or above its Nacha threshold, no new ACH payment is initiated (blocked_reason return_rate_paused); collection resumes by itself when every class is back under. Card payments are not paused',
 });
 
+const ReadCadence = OneOf(READ_CADENCES, {
+  description:
+    'payday (the default): a monitored borrower whose pay cycle is known is read the day before, on and the day after each predicted payday and otherwise every few days; one whose cycle is irregular or unknown on the read interval. interval: every borrower on the read interval (MONITOR_READ_INTERVAL_MS)',
+});
+
+const DebitBufferCents = Int({ minimum: 0, maximum: 10_000_000, description: 'A debit waits until the balance covers the amount plus this many cents (0 by default)' });
+
 export const PolicyPatch = Type.Object(
   {
     cfpb_covered: Type.Optional(CfpbCovered),
@@ -30,6 +37,8 @@ export const PolicyPatch = Type.Object(
     reinitiation_amount: Type.Optional(ReinitiationAmount),
     notice_days: Type.Optional(NoticeDays),
     return_rate_pause: Type.Optional(ReturnRatePause),
+    read_cadence: Type.Optional(ReadCadence),
+    debit_buffer_cents: Type.Optional(DebitBufferCents),
   },
   { additionalProperties: false, minProperties: 1, examples: [{ cfpb_covered: true, max_reinitiations: 1 }] },
 );
@@ -42,7 +51,9 @@ export const Policy = t.Object(
     reinitiation_amount: ReinitiationAmount,
     notice_days: NoticeDays,
     return_rate_pause: ReturnRatePause,
+    read_cadence: ReadCadence,
+    debit_buffer_cents: DebitBufferCents,
     updated_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When the lender last changed it; null while every field is the default' }),
   },
-  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, updated_at: null }] },
+  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, updated_at: null }] },
 );

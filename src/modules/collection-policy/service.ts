@@ -11,7 +11,15 @@ import type { PolicyPatchInput } from './model';
 export function policyOf(db: Db, lenderId: string): CollectionPolicy {
   const row = db.select().from(collectionPolicies).where(eq(collectionPolicies.lenderId, lenderId)).get();
   return row
-    ? { cfpbCovered: row.cfpbCovered, maxReinitiations: row.maxReinitiations, reinitiationAmount: row.reinitiationAmount, noticeDays: row.noticeDays, returnRatePause: row.returnRatePause }
+    ? {
+        cfpbCovered: row.cfpbCovered,
+        maxReinitiations: row.maxReinitiations,
+        reinitiationAmount: row.reinitiationAmount,
+        noticeDays: row.noticeDays,
+        returnRatePause: row.returnRatePause,
+        readCadence: row.readCadence,
+        debitBufferCents: row.debitBufferCents,
+      }
     : DEFAULT_POLICY;
 }
 
@@ -24,6 +32,8 @@ function view(ctx: Ctx) {
     reinitiation_amount: p.reinitiationAmount,
     notice_days: p.noticeDays,
     return_rate_pause: p.returnRatePause,
+    read_cadence: p.readCadence,
+    debit_buffer_cents: p.debitBufferCents,
     updated_at: isoOrNull(row?.updatedAt ?? null),
   };
 }
@@ -43,6 +53,8 @@ export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput
       reinitiationAmount: input.reinitiation_amount ?? cur.reinitiationAmount,
       noticeDays: input.notice_days ?? cur.noticeDays,
       returnRatePause: input.return_rate_pause ?? cur.returnRatePause,
+      readCadence: input.read_cadence ?? cur.readCadence,
+      debitBufferCents: input.debit_buffer_cents ?? cur.debitBufferCents,
       updatedAt: now,
     };
     tx.tx.insert(collectionPolicies).values(next).onConflictDoUpdate({ target: collectionPolicies.lenderId, set: next }).run();

@@ -65,7 +65,7 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
         ? 'ACH collection is paused while a return rate is over its threshold'
         : plan.amountCents !== scheduled.amountCents
         ? 'the amount changed since the notice'
-        : read.balanceCents < scheduled.amountCents + deps.config.collectionMarginCents
+        : read.balanceCents < scheduled.amountCents + deps.config.collectionMarginCents + policy.debitBufferCents
           ? 'the balance no longer covers the amount'
           : null;
     if (why !== null) {
@@ -85,7 +85,7 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
   if (inFlight) return;
   const plan = planNow();
   if (!plan.ok) return block(plan.blocked);
-  if (read.balanceCents < plan.amountCents + deps.config.collectionMarginCents) return;
+  if (read.balanceCents < plan.amountCents + deps.config.collectionMarginCents + policy.debitBufferCents) return;
   if (paused()) return block('return_rate_paused');
   const key = resolveKey(ctx, { lenderId: e.lenderId, rail: e.rail, merchantRef: e.merchantRef });
   if (!key || !key.keySealed) return block('no_processor_key');

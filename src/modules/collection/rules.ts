@@ -1,4 +1,4 @@
-import type { ReinitiationAmount } from '../../../db/schema/enums';
+import type { ReadCadence, ReinitiationAmount } from '../../../db/schema/enums';
 import { DAY_MS } from '../../platform/clock';
 import { isRetryableReturn } from '../../adapters/processors/return-codes';
 import type { ChainBlock } from '../enrollments/monitor';
@@ -27,9 +27,13 @@ export interface CollectionPolicy {
   noticeDays: number;
   /** No new ACH payment while a return-rate class is at or above its threshold. */
   returnRatePause: boolean;
+  /** When monitored borrowers are read: around predicted paydays, or on the fixed interval. */
+  readCadence: ReadCadence;
+  /** A debit waits until the balance covers the amount plus this. */
+  debitBufferCents: number;
 }
 
-export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false };
+export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0 };
 
 /** A payment of the borrower as the rules see it (every enrollment period: an R08 or two failures outlive a re-send). */
 export interface PastPayment {

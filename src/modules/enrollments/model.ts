@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { t } from 'elysia';
-import { HELD_REASONS, MONITOR_STATES, RAILS } from '../../../db/schema/enums';
+import { HELD_REASONS, MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES } from '../../../db/schema/enums';
 import { pageTokenQuery } from '../../platform/pagination';
 import { Int, OneOf } from '../../platform/schema';
 import { textSchema } from '../../platform/fields';
@@ -200,6 +200,18 @@ export const EnrollmentView = t.Object(
     }),
     last_read: t.Union([t.Object({ balance_cents: t.Union([Int(), t.Null()]), at: t.String({ format: 'date-time' }) }), t.Null()]),
     next_read_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
+    pay_cycle: t.Union(
+      [
+        t.Object({
+          frequency: OneOf(PAY_FREQUENCIES),
+          next_payday: t.Union([t.String({ format: 'date' }), t.Null()], { description: 'The next predicted payday (UTC date); null when the cycle is irregular or unknown' }),
+          confidence: t.Number({ minimum: 0, maximum: 1 }),
+          source: OneOf(PAY_CYCLE_SOURCES, { description: 'What it was learned from: the borrower’s balance reads (each rise a deposit), or a linked account’s transactions' }),
+        }),
+        t.Null(),
+      ],
+      { description: 'The pay cycle learned from the borrower’s history, after its first monitoring read; null before. Reads are timed around its paydays when the collection policy’s read_cadence is payday' },
+    ),
     payments_used: Int({ description: "Presentments of the debt's open chain: the original and its reinitiations (at most 1 + max_reinitiations), kept across removal and re-send; 0 when the next payment starts a new chain" }),
     cfpb_covered: t.Union([t.Boolean(), t.Null()], { description: "This borrower's override of the policy's cfpb_covered; null: the policy decides" }),
     authorization: t.Union([t.Object({ obtained_at: t.String({ format: 'date-time' }), reference: t.Union([t.String(), t.Null()]) }), t.Null()]),
@@ -234,7 +246,8 @@ export const EnrollmentView = t.Object(
         merchant_ref: null,
         instrument: { rail: 'ach', bank_name: 'Sandbox Bank', last4: '4567' },
         last_read: { balance_cents: 1234567, at: '2026-11-21T10:00:01.000Z' },
-        next_read_at: '2026-11-21T14:00:01.000Z',
+        next_read_at: '2026-11-24T08:00:00.000Z',
+        pay_cycle: { frequency: 'biweekly', next_payday: '2026-11-27', confidence: 0.92, source: 'balances' },
         payments_used: 0,
         cfpb_covered: null,
         authorization: null,

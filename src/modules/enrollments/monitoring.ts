@@ -9,6 +9,7 @@ import type { BalancesRecordedHook } from '../hooks';
 import { heldReasonOf, openBorrower } from './service';
 import { applyMonitorEvent, dueLapses } from './monitor-store';
 import * as q from './queries';
+import { learnAndSchedule } from '../pay-cycles/learn';
 
 // Monitoring: every monitored borrower's balance is read at enrollment and then every MONITOR_READ_INTERVAL_MS,
 // through the balance pipeline (same provider, concurrency, retries, fairness; each read is in the
@@ -107,6 +108,8 @@ export const recordMonitoringReads: BalancesRecordedHook = (ctx, reads) => {
       .get();
     if (!e) continue;
     for (const hook of ctx.deps.hooks.monitoringRead) hook(ctx, { ...r, enrollmentId: e.id });
+    // When to read next: around the paydays the borrower's history shows, under the lender's cadence.
+    learnAndSchedule(ctx, { enrollmentId: e.id, lenderId: r.lenderId, aid: r.authorizerUniqueId, at: r.at });
   }
 };
 

@@ -340,6 +340,15 @@ export function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
         : { rail: 'ach' as const, bank_name: e.bankName, last4: accountLast4(ctx, e) },
     last_read: e.lastReadAt === null ? null : { balance_cents: e.lastReadCents, at: iso(e.lastReadAt) },
     next_read_at: e.state === 'monitored' ? isoOrNull(e.nextReadAt) : null,
+    pay_cycle:
+      e.payCycleFrequency === null
+        ? null
+        : {
+            frequency: e.payCycleFrequency,
+            next_payday: e.payCycleNextPayday === null ? null : iso(e.payCycleNextPayday).slice(0, 10),
+            confidence: e.payCycleConfidence ?? 0,
+            source: e.payCycleSource ?? 'balances',
+          },
     payments_used: e.paymentsUsed,
     cfpb_covered: e.cfpbCovered,
     authorization: e.authorizationAt === null ? null : { obtained_at: iso(e.authorizationAt), reference: e.authorizationRef },

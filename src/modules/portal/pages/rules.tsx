@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia';
 import type { Deps } from '../../../deps';
-import { REINITIATION_AMOUNTS } from '../../../../db/schema/enums';
+import { REINITIATION_AMOUNTS, READ_CADENCES } from '../../../../db/schema/enums';
 import { PolicyPatch } from '../../collection-policy/model';
 import { getPolicy, updatePolicy } from '../../collection-policy/service';
 import { returnRates } from '../../return-rates/service';
@@ -22,7 +22,7 @@ const CODES = {
 } as const;
 
 /** A whole number as typed, or the text itself (the schema then says what is wrong with it). */
-const whole = (v: unknown) => (typeof v === 'string' && /^\d{1,3}$/.test(v.trim()) ? Number(v.trim()) : v);
+const whole = (v: unknown, digits = 3) => (typeof v === 'string' && new RegExp(`^\\d{1,${digits}}$`).test(v.trim()) ? Number(v.trim()) : v);
 
 function RulesContent(props: { deps: Deps; s: PortalSession; message?: Message; csrf: string; now: number }) {
   const ctx = { lender: props.s.lender, deps: props.deps };
@@ -79,6 +79,21 @@ function RulesContent(props: { deps: Deps; s: PortalSession; message?: Message; 
             CFPB payday rule, 12 CFR 1041.9: a payment notice 3 business days before a withdrawal sent electronically (6 if mailed). A read that finds the
             balance covering the amount schedules the payment that many business days ahead instead of sending it; 0 sends at once.
           </small>
+          <label for="read_cadence">When monitored borrowers are read</label>
+          <select id="read_cadence" name="read_cadence" aria-describedby="read_cadence-help">
+            {READ_CADENCES.map((x) => (
+              <option value={x} selected={p.read_cadence === x}>
+                {x === 'payday' ? 'payday: around each predicted payday, every few days between' : 'interval: on the fixed read interval'}
+              </option>
+            ))}
+          </select>
+          <small id="read_cadence-help">
+            A borrower who cannot pay today usually can on payday: with “payday”, a borrower whose pay cycle the service has learned from its balances is read the
+            morning before, of and after each predicted payday and every few days between; one whose cycle is unknown or irregular on the fixed interval.
+          </small>
+          <label for="debit_buffer_cents">Buffer above the amount before a debit (cents)</label>
+          <input id="debit_buffer_cents" name="debit_buffer_cents" type="number" min={0} max={10000000} step={1} value={String(p.debit_buffer_cents)} aria-describedby="debit_buffer_cents-help" />
+          <small id="debit_buffer_cents-help">A debit waits until the balance covers the amount plus this much, so that the day’s spending before it settles is less likely to return it (R01).</small>
           <fieldset>
             <label for="return_rate_pause">
               <input id="return_rate_pause" name="return_rate_pause" type="checkbox" value="true" checked={p.return_rate_pause} aria-describedby="return_rate_pause-help" />{' '}
@@ -134,6 +149,8 @@ export const rulesPages = (deps: Deps) => {
             reinitiation_amount: raw.reinitiation_amount,
             notice_days: whole(raw.notice_days),
             return_rate_pause: raw.return_rate_pause === 'true',
+            read_cadence: raw.read_cadence,
+            debit_buffer_cents: whole(raw.debit_buffer_cents, 8),
           });
           updatePolicy({ ctx: { lender: session.lender, deps }, input });
           return render(session, { kind: 'ok', text: 'Collection rules saved.' });

@@ -36,6 +36,8 @@ type PackedSensitive = [
   string | null, // last name
   [number, number, number] | null, // date of birth: year, month, day
   string | null, // street
+  // bank link: ['p', access token, account id] (Plaid) or ['s', fca id] (Stripe); absent in older payloads
+  (['p', string, string] | ['s', string] | null)?,
 ];
 
 export function packSensitive(list: SensitiveFields[]): string {
@@ -52,6 +54,7 @@ export function packSensitive(list: SensitiveFields[]): string {
       s.lastName,
       s.dateOfBirth ? [s.dateOfBirth.year, s.dateOfBirth.month, s.dateOfBirth.day] : null,
       s.street,
+      !s.bankLink ? null : s.bankLink.provider === 'plaid' ? ['p', s.bankLink.accessToken, s.bankLink.accountId] : ['s', s.bankLink.account],
     ]),
   );
 }
@@ -69,6 +72,7 @@ export function unpackSensitive(text: string): SensitiveFields[] {
     lastName: p[8],
     dateOfBirth: p[9] ? { year: p[9][0], month: p[9][1], day: p[9][2] } : null,
     street: p[10],
+    bankLink: !p[11] ? null : p[11][0] === 'p' ? { provider: 'plaid', accessToken: p[11][1], accountId: p[11][2] } : { provider: 'stripe', account: p[11][1] },
   }));
 }
 

@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import { t } from 'elysia';
-import { HELD_REASONS, MONITOR_STATES, RAILS } from '../../../db/schema/enums';
+import { BALANCE_KINDS, HELD_REASONS, MONITOR_STATES, RAILS } from '../../../db/schema/enums';
 import { pageTokenQuery } from '../../platform/pagination';
 import { Int, OneOf } from '../../platform/schema';
 import { textSchema } from '../../platform/fields';
-import { Address, AuthorizerId, DateOfBirth, IDENTITY_PROPERTIES, Metadata } from '../authorizers/fields';
+import { Address, AuthorizerId, BankLinkView, DateOfBirth, IDENTITY_PROPERTIES, Metadata } from '../authorizers/fields';
 import { MERCHANT_REF } from '../payment-connections/model';
 
 export const MAX_BORROWERS = 1000;
@@ -198,7 +198,16 @@ export const EnrollmentView = t.Object(
       card_brand: t.Optional(t.Union([t.String(), t.Null()])),
       last4: t.Union([t.String(), t.Null()]),
     }),
-    last_read: t.Union([t.Object({ balance_cents: t.Union([Int(), t.Null()]), at: t.String({ format: 'date-time' }) }), t.Null()]),
+    last_read: t.Union([
+      t.Object({
+        balance_cents: t.Union([Int(), t.Null()]),
+        at: t.String({ format: 'date-time' }),
+        balance_kind: t.Union([OneOf(BALANCE_KINDS), t.Null()], { description: 'Linked accounts: available, or current when the provider had no available balance' }),
+        as_of: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'Linked accounts: the provider’s time for the balance' }),
+      }),
+      t.Null(),
+    ]),
+    bank_link: t.Union([BankLinkView, t.Null()], { description: 'The borrower’s linked account, if one was sent: never its access token' }),
     next_read_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
     payments_used: Int({ description: "Presentments of the debt's open chain: the original and its reinitiations (at most 1 + max_reinitiations), kept across removal and re-send; 0 when the next payment starts a new chain" }),
     cfpb_covered: t.Union([t.Boolean(), t.Null()], { description: "This borrower's override of the policy's cfpb_covered; null: the policy decides" }),
@@ -233,7 +242,8 @@ export const EnrollmentView = t.Object(
         days_past_due: 35,
         merchant_ref: null,
         instrument: { rail: 'ach', bank_name: 'Sandbox Bank', last4: '4567' },
-        last_read: { balance_cents: 1234567, at: '2026-11-21T10:00:01.000Z' },
+        last_read: { balance_cents: 1234567, at: '2026-11-21T10:00:01.000Z', balance_kind: null, as_of: null },
+        bank_link: null,
         next_read_at: '2026-11-21T14:00:01.000Z',
         payments_used: 0,
         cfpb_covered: null,

@@ -203,7 +203,7 @@ export function validateAuthorizer(
         lastName: a.last_name ?? null,
         dateOfBirth: a.date_of_birth ?? null,
         street: a.address?.street_address_line1 ?? null,
-        bankLink: !link ? null : link.provider === 'plaid' ? { provider: 'plaid', accessToken: link.access_token, accountId: link.account_id } : { provider: 'stripe', account: link.account },
+        ...(link ? { bankLink: link.provider === 'plaid' ? { provider: 'plaid' as const, accessToken: link.access_token, accountId: link.account_id } : { provider: 'stripe' as const, account: link.account } } : {}),
       },
     },
   };

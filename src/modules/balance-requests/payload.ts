@@ -42,20 +42,24 @@ type PackedSensitive = [
 
 export function packSensitive(list: SensitiveFields[]): string {
   return JSON.stringify(
-    list.map((s): PackedSensitive => [
-      s.ssn,
-      s.ein,
-      s.accountNumber,
-      s.debitCardNumber,
-      s.cvv,
-      s.expirationMonth,
-      s.expirationYear,
-      s.firstName,
-      s.lastName,
-      s.dateOfBirth ? [s.dateOfBirth.year, s.dateOfBirth.month, s.dateOfBirth.day] : null,
-      s.street,
-      !s.bankLink ? null : s.bankLink.provider === 'plaid' ? ['p', s.bankLink.accessToken, s.bankLink.accountId] : ['s', s.bankLink.account],
-    ]),
+    list.map((s): PackedSensitive => {
+      const p: PackedSensitive = [
+        s.ssn,
+        s.ein,
+        s.accountNumber,
+        s.debitCardNumber,
+        s.cvv,
+        s.expirationMonth,
+        s.expirationYear,
+        s.firstName,
+        s.lastName,
+        s.dateOfBirth ? [s.dateOfBirth.year, s.dateOfBirth.month, s.dateOfBirth.day] : null,
+        s.street,
+      ];
+      // Only linked authorizers carry a twelfth field: the payload of others stays as it was.
+      if (s.bankLink) p.push(s.bankLink.provider === 'plaid' ? ['p', s.bankLink.accessToken, s.bankLink.accountId] : ['s', s.bankLink.account]);
+      return p;
+    }),
   );
 }
 
@@ -72,7 +76,7 @@ export function unpackSensitive(text: string): SensitiveFields[] {
     lastName: p[8],
     dateOfBirth: p[9] ? { year: p[9][0], month: p[9][1], day: p[9][2] } : null,
     street: p[10],
-    bankLink: !p[11] ? null : p[11][0] === 'p' ? { provider: 'plaid', accessToken: p[11][1], accountId: p[11][2] } : { provider: 'stripe', account: p[11][1] },
+    ...(p[11] ? { bankLink: p[11][0] === 'p' ? { provider: 'plaid' as const, accessToken: p[11][1], accountId: p[11][2] } : { provider: 'stripe' as const, account: p[11][1] } } : {}),
   }));
 }
 

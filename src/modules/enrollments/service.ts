@@ -374,9 +374,9 @@ function bankLinkOf(ctx: Ctx, e: Enrollment) {
 }
 
 /** Which balance the last read reported and the provider's time for it (linked accounts; null otherwise). */
-function lastReadKind(ctx: Ctx, e: Enrollment): { balance_kind: 'available' | 'current' | null; as_of: string | null } {
+function lastReadKind(ctx: Ctx, e: Enrollment): { balance_kind?: 'available' | 'current'; as_of?: string | null } {
   const r = latestResultOf(dbOf(ctx), e.lenderId, e.authorizerUniqueId);
-  return { balance_kind: r?.balanceKind ?? null, as_of: isoOrNull(r?.balanceAsOf ?? null) };
+  return r?.balanceKind ? { balance_kind: r.balanceKind, as_of: isoOrNull(r.balanceAsOf) } : {};
 }
 
 function accountLast4(ctx: Ctx, e: Enrollment): string | null {

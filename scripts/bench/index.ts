@@ -23,8 +23,9 @@ import { collectionBench } from './bench-collection';
 import { uploadBench } from './bench-upload';
 import { stallsBench } from './bench-stalls';
 import { monitoringBench } from './bench-monitoring';
+import { linkedPlaidBench, linkedStripeBench } from './bench-linked';
 
-export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench, monitoringBench];
+export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench, monitoringBench, linkedPlaidBench, linkedStripeBench];
 
 interface Ran {
   bench: Bench;

@@ -6,7 +6,7 @@
 import type Stripe from 'stripe';
 import { FakeAccount, ok, stripeError, type Answer, type World } from './stripe/account';
 import { fingerprint, parseStripeForm, type Form } from './stripe/form';
-import { FAKE_API_VERSION, Ids, accountObject, balance } from './stripe/objects';
+import { FAKE_API_VERSION, Ids, accountObject, balance, bankPaymentMethod } from './stripe/objects';
 import { FakeFinancialConnections, type FcControl } from './stripe/financial-connections';
 
 export { parseStripeForm } from './stripe/form';
@@ -25,6 +25,8 @@ export interface RecordedRequest {
 }
 
 export interface FakeStripeControl extends FcControl {
+  /** An ACH PaymentMethod verified through this Financial Connections account (null: by micro-deposits). */
+  addFcPaymentMethod(key: string, pm: { id: string; account: string | null }): void;
   /** processing → succeeded: charge.succeeded and payment_intent.succeeded. */
   succeed(piId: string): void;
   /** processing → requires_payment_method with this failure code (and raw network code): charge.failed, payment_intent.payment_failed. */
@@ -232,6 +234,11 @@ function create(): FakeStripe {
     },
     expireEvents: (key, count) => account(key).expireEvents(count),
     addFcAccount: (key, spec) => fc.addFcAccount(key, spec),
+    addFcPaymentMethod: (key, pm) => {
+      const method = bankPaymentMethod(pm.id, world.now(), { routingNumber: '110000000', accountNumber: '000123456789', name: null });
+      method.us_bank_account!.financial_connections_account = pm.account;
+      account(key).paymentMethods.set(pm.id, method);
+    },
     setFcStatus: (id, status) => fc.setFcStatus(id, status),
     setFcBalance: (id, cents) => fc.setFcBalance(id, cents),
     setRefreshDelay: (ms) => fc.setRefreshDelay(ms),

@@ -50,7 +50,10 @@ export interface LinkedSource<P extends BankDataProvider = BankDataProvider> {
 
 export interface LinkedSources {
   plaid: LinkedSource<'plaid'>;
-  stripe: LinkedSource<'stripe'>;
+  stripe: LinkedSource<'stripe'> & {
+    /** The fca_… account an ACH PaymentMethod was verified through, or null. */
+    accountOfPaymentMethod(creds: Extract<LinkCredentials, { provider: 'stripe' }>, paymentMethod: string): Promise<string | null>;
+  };
 }
 
 /** The last four characters of a secret, for showing which one is stored. */

@@ -89,6 +89,21 @@ export class StripeFcSource implements LinkedSource<'stripe'> {
     }
   }
 
+  /**
+   * The Financial Connections account a PaymentMethod was verified through (an ACH pm_… verified instantly);
+   * null for any other PaymentMethod, one verified by micro-deposits, or when Stripe cannot tell now.
+   */
+  async accountOfPaymentMethod(creds: Extract<LinkCredentials, { provider: 'stripe' }>, paymentMethod: string): Promise<string | null> {
+    try {
+      const pm = await this.client(creds.apiKey).paymentMethods.retrieve(paymentMethod);
+      const fca = pm.us_bank_account?.financial_connections_account ?? null;
+      return fca && /^fca_[A-Za-z0-9]+$/.test(fca) ? fca : null;
+    } catch (e) {
+      if (e instanceof Stripe.errors.StripeError) return null;
+      throw e;
+    }
+  }
+
   async read(creds: Extract<LinkCredentials, { provider: 'stripe' }>, link: Extract<BankLink, { provider: 'stripe' }>, now: number): Promise<LinkedReadResult> {
     const accounts = this.client(creds.apiKey).financialConnections.accounts;
     try {

@@ -1,4 +1,4 @@
-import { connectedProviders } from '../bank-data-connections/service';
+import { connectedProviders, connectionFor } from '../bank-data-connections/service';
 import { latestResultOf } from '../balance-requests/queries';
 import type { Static } from '@sinclair/typebox';
 import { and, asc, eq, gt, gte, lt } from 'drizzle-orm';
@@ -167,6 +167,26 @@ async function tokenizeCards(ctx: Ctx, cands: Candidate[], results: (Result | nu
   await Promise.all(Array.from({ length: TOKENIZE_CONCURRENCY }, worker));
 }
 
+/**
+ * A borrower charged through a Stripe pm_… token verified with Financial Connections, sent without a
+ * bank_link, is read through that account when the lender has a Stripe bank-data connection.
+ */
+async function linkFromPaymentMethods(ctx: Ctx, cands: Candidate[]): Promise<void> {
+  const queue = cands.filter((c) => c.instrument.kind === 'token' && c.instrument.token.startsWith('pm_') && !c.authorizer.sensitive.bankLink);
+  if (queue.length === 0) return;
+  const conn = connectionFor(ctx.deps, ctx.lender.id, 'stripe');
+  if (!conn || conn.creds.provider !== 'stripe') return;
+  const creds = conn.creds;
+  const worker = async () => {
+    for (let c = queue.shift(); c; c = queue.shift()) {
+      if (c.instrument.kind !== 'token') continue;
+      const account = await ctx.deps.linked.stripe.accountOfPaymentMethod(creds, c.instrument.token);
+      if (account) c.authorizer.sensitive.bankLink = { provider: 'stripe', account };
+    }
+  };
+  await Promise.all(Array.from({ length: TOKENIZE_CONCURRENCY }, worker));
+}
+
 /** Why a borrower's bank cannot be read, or null when it can. */
 export function heldReasonOf(deps: Pick<Deps, 'routing'>, routing: string): HeldReason | null {
   const institution = deps.routing.lookup(routing);
@@ -205,6 +225,7 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
     else cands.push(c);
   });
   await tokenizeCards(ctx, cands, results);
+  await linkFromPaymentMethods(ctx, cands);
   const storable = cands.filter((c) => results[c.index] === null);
 
   withTransaction(ctx, (txCtx) => {

@@ -96,6 +96,31 @@ describe('enrollments', () => {
     expect((await c.json('GET', '/v1/payment_enrollments/enr-1')).body.last_read).toMatchObject({ balance_cents: 9900, balance_kind: 'available' });
   });
 
+  test('charged through a pm_ token verified with Financial Connections and sent without a bank_link: read through that account', async () => {
+    const c = await setup({ MONITOR_READ_INTERVAL_MS: '3600000' });
+    stripe.control.addFcAccount(STRIPE_KEY, { id: 'fca_1FromPm0001', available: 612_34, current: 700_00 });
+    stripe.control.addFcPaymentMethod(STRIPE_KEY, { id: 'pm_1VerifiedFc0001', account: 'fca_1FromPm0001' });
+    stripe.control.addFcPaymentMethod(STRIPE_KEY, { id: 'pm_1MicroDeposit01', account: null });
+    const res = await c.json('POST', '/v1/payment_enrollments', {
+      body: {
+        borrowers: [
+          enrollBorrower('pm-fc', { charge_instrument: { processor_token: 'pm_1VerifiedFc0001', card_last4: '6789' } }),
+          enrollBorrower('pm-micro', { charge_instrument: { processor_token: 'pm_1MicroDeposit01', card_last4: '6789' }, account_number: '0000004321' }),
+        ],
+      },
+    });
+    expect(res.status).toBe(207);
+    expect((await c.json('GET', '/v1/payment_enrollments/pm-fc')).body.bank_link).toEqual({ provider: 'stripe', account: 'fca_1FromPm0001' });
+    expect((await c.json('GET', '/v1/payment_enrollments/pm-micro')).body.bank_link).toBeNull();
+    queueDueReads(c.rt);
+    await processBalances(c.rt);
+    expect((await c.json('GET', '/v1/payment_enrollments/pm-fc')).body.last_read).toMatchObject({ balance_cents: 61234, balance_kind: 'available' });
+    // Verified by micro-deposits: no Financial Connections account, read from the default source as before.
+    const micro = (await c.json('GET', '/v1/payment_enrollments/pm-micro')).body.last_read;
+    expect(micro.balance_cents).toBe(4321);
+    expect(micro.balance_kind).toBeUndefined();
+  });
+
   test('a Stripe-linked borrower without a connection for it fails alone with the reason', async () => {
     const c = createTestContext({ PLAID_API_URL: plaid.url, STRIPE_API_URL: stripe.url });
     contexts.push(c);

@@ -343,16 +343,21 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
   const { clock, bank, routing, logger, metrics } = deps;
   const payloads = new PayloadCache(deps);
   const connections = new ConnectionCache(deps);
+  const claimedAt = new WeakMap<ClaimedItem, number>();
   const gate = writeGate(deps);
   let pending: Outcome[] = [];
   let lastFlush = performance.now();
   let recorded = 0;
 
+  // Items being read or whose outcome is not written yet: a second claim of one (its lease lapsed while it
+  // waited behind the lender's other reads) is left to the first, so the provider is not asked twice.
+  const inHand = new Set<number>();
   const flush = () => {
     const batch = pending;
     pending = [];
     lastFlush = performance.now();
     recordOutcomes({ deps }, batch);
+    for (const o of batch) inHand.delete(o.item.id);
   };
   const push = (o: Outcome) => {
     pending.push(o);
@@ -365,6 +370,8 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
   };
 
   const readOne = async (item: ClaimedItem) => {
+    if (inHand.has(item.id)) return;
+    inHand.add(item.id);
     const institution = item.routingNumber ? (routing.lookup(item.routingNumber)?.name ?? null) : null;
     const result = (cents: number | null, code: number, cause: 'provider' | 'retry_limit' | 'internal' = 'provider'): Outcome => ({
       kind: 'result',
@@ -394,14 +401,19 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       }
       const conn = connections.get(item.lenderId, link.provider);
       if (!conn) return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: 'connection_missing', connectionId: null, relink: null }));
-      let r: LinkedReadResult;
+      let r: LinkedReadResult | 'given_back';
       try {
-        r = await limiterOf(deps).run(`${item.lenderId}\n${link.provider}`, () => readLinked(deps, conn.creds, link, clock.now()));
+        r = await limiterOf(deps).run<LinkedReadResult | 'given_back'>(`${item.lenderId}\n${link.provider}`, () =>
+          // Waited so long behind the lender's other reads that its claim may lapse: given back to the queue
+          // unread, rather than read while another claim of it may be reading it too.
+          clock.now() - (claimedAt.get(item) ?? clock.now()) > ITEM_LEASE_MS / 2 ? Promise.resolve('given_back' as const) : readLinked(deps, conn.creds, link, clock.now()),
+        );
       } catch (e) {
         if (e instanceof TransientProviderError) return transient();
         logger.error({ batch_id: item.batchId, provider: link.provider, err: e instanceof Error ? e.name : 'error' }, 'linked balance read failed');
         return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: null, connectionId: conn.id, relink: null }, 'internal'));
       }
+      if (r === 'given_back') return push({ kind: 'retry', item, nextAt: clock.now(), waitingSince: item.waitingSince });
       if (r.kind === 'pending') {
         const since = item.waitingSince ?? clock.now();
         if (clock.now() - since >= REFRESH_WAIT_MS) return transient();
@@ -434,7 +446,10 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
     // Results are written before claiming more, so no claimed item is ever shown as still due.
     claim: () => {
       flush();
-      return itemQueue(deps).claim(concurrency * 4, clock.now());
+      const now = clock.now();
+      const items = itemQueue(deps).claim(concurrency * 4, now);
+      for (const it of items) claimedAt.set(it, now);
+      return items;
     },
     handle: readOne,
     finish: flush,

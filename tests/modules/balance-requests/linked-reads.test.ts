@@ -278,3 +278,29 @@ describe('accepting a bank_link', () => {
     }
   });
 });
+
+describe('claims that lapse while waiting for the lender’s limit', () => {
+  test('items waiting behind a slow lender past their lease are given back and read once each, never twice', async () => {
+    const { c, clientId } = await setup({ BANK_LINK_CONCURRENCY: '1' });
+    plaid.setLatency(60);
+    try {
+      const authorizers = Array.from({ length: 6 }, (_, i) => {
+        plaid.addItem(`access-sandbox-lapse${i}`, [{ account_id: 'acc_checking_0001', available: i, current: i }]);
+        return bankAuthorizer(`lapse-${i}`, { bank_link: plaidLink(`access-sandbox-lapse${i}`) });
+      });
+      const before = plaid.requests.length;
+      const { batch_id } = await submit(c, authorizers);
+      const run = processBalances(c.rt);
+      // The first read is under way; every claim lapses (the lease is 120 s) while the rest wait their turn.
+      while (plaid.inFlight(clientId).now === 0) await Bun.sleep(5);
+      c.clock.advance(121_000);
+      await run;
+      await complete(c, batch_id);
+      const reads = plaid.requests.slice(before).filter((r) => r.path === '/accounts/balance/get').map((r) => r.body.access_token as string);
+      expect(reads.sort()).toEqual(authorizers.map((_, i) => `access-sandbox-lapse${i}`).sort());
+      expect((await balances(c, batch_id)).map((b) => b.balance_status_code)).toEqual([0, 0, 0, 0, 0, 0]);
+    } finally {
+      plaid.setLatency(0);
+    }
+  });
+});

@@ -259,10 +259,7 @@ export function linkDigest(lenderId: string, link: BankLink): string {
 
 /** The first time a link needs relinking: recorded, and the lender's endpoints told (BANK_LINK_RELINK_REQUIRED). */
 function relinkRequired(tx: Tx, item: ClaimedItem, r: Relink, now: number): void {
-  const res = tx.$client
-    .query('INSERT OR IGNORE INTO bank_link_relinks (lender_id, link_digest, provider, authorizer_unique_id, created_at) VALUES (?, ?, ?, ?, ?)')
-    .run(item.lenderId, r.digest, r.link.provider, item.authorizerUniqueId, now);
-  if (res.changes === 0) return;
+  if (!q.insertRelink(tx, { lenderId: item.lenderId, digest: r.digest, provider: r.link.provider, aid: item.authorizerUniqueId, now })) return;
   pushToEndpoints(tx, now, item.lenderId, 'BANK_LINK_RELINK_REQUIRED', {
     authorizer_unique_id: item.authorizerUniqueId,
     bank_link: linkView(r.link),

@@ -210,3 +210,9 @@ export const thresholdHits = (db: Db, batchId: string) =>
         ORDER BY i.seq`,
     )
     .all(batchId);
+
+/** A link recorded as needing relinking; false when it already was (its lender has been told). */
+export const insertRelink = (tx: Tx, v: { lenderId: string; digest: string; provider: string; aid: string; now: number }): boolean =>
+  tx.$client
+    .query('INSERT OR IGNORE INTO bank_link_relinks (lender_id, link_digest, provider, authorizer_unique_id, created_at) VALUES (?, ?, ?, ?, ?)')
+    .run(v.lenderId, v.digest, v.provider, v.aid, v.now).changes > 0;

@@ -379,7 +379,13 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       institution,
       at: clock.now(),
     });
-    const sensitive = payloads.get(item.batchId)[item.seq]!;
+    let sensitive: SensitiveFields;
+    try {
+      sensitive = payloads.get(item.batchId)[item.seq]!;
+    } catch (e) {
+      logger.error({ batch_id: item.batchId, err: e }, 'balance read failed');
+      return push(result(null, 9000, 'internal'));
+    }
     const transient = () => {
       const attempts = item.attempts + 1;
       if (attempts >= MAX_READ_ATTEMPTS) return push(result(null, 9000, 'retry_limit'));

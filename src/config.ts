@@ -67,6 +67,10 @@ export interface Config {
   sandboxOutageMs: number;
   sandboxEventRetentionMs: number;
   stripeApiUrl: string | null;
+  /** Where Plaid requests go instead of Plaid's own address for the connection's environment. */
+  plaidApiUrl: string | null;
+  /** Linked-account reads in flight at once per lender and bank-data provider. */
+  bankLinkConcurrency: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -213,6 +217,8 @@ export function loadConfig(env: Env = process.env): Config {
     sandboxOutageMs: int(env, 'SANDBOX_OUTAGE_MS', 60_000, 0, 30 * 86_400_000),
     sandboxEventRetentionMs: int(env, 'SANDBOX_EVENT_RETENTION_MS', 30 * 86_400_000, 1, 365 * 86_400_000),
     stripeApiUrl: url(env, 'STRIPE_API_URL'),
+    plaidApiUrl: url(env, 'PLAID_API_URL'),
+    bankLinkConcurrency: int(env, 'BANK_LINK_CONCURRENCY', 4, 1, 64),
   };
 }
 

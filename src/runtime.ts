@@ -8,7 +8,8 @@ import { Metrics } from './platform/metrics';
 import { loadVault, type Vault } from './platform/vault';
 import { PageTokens } from './platform/pagination';
 import { gateOf } from './platform/write-gate';
-import { createBalanceProvider } from './adapters/bank-data';
+import { createBalanceProvider, createLinkedSources } from './adapters/bank-data';
+import type { LinkedSources } from './adapters/bank-data/linked';
 import type { BalanceProvider } from './adapters/bank-data/types';
 import { loadRoutingDirectory } from './adapters/routing';
 import { createProcessors, type Processor } from './adapters/processors';
@@ -33,6 +34,7 @@ export function createRuntime(
     vault?: Vault;
     defaultMetrics?: boolean;
     bank?: BalanceProvider;
+    linked?: LinkedSources;
     /** Stands in for Stripe (tests point the real adapter at a fake server through STRIPE_API_URL instead). */
     stripe?: () => Processor;
   } = {},
@@ -84,6 +86,7 @@ export function createRuntime(
     pageTokens: new PageTokens(vault),
     routing: routing.directory,
     bank: opts.bank ?? createBalanceProvider(config, routing.directory, logger, clock),
+    linked: opts.linked ?? createLinkedSources(config),
     processors,
     hooks: featureHooks(),
   };

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { lenders } from './lenders';
-import { BATCH_SOURCES, BATCH_STATUSES, EXPORT_STATUSES, ITEM_STATES, PAYMENT_TYPES } from './enums';
+import { BALANCE_KINDS, BATCH_SOURCES, BATCH_STATUSES, EXPORT_STATUSES, ITEM_STATES, PAYMENT_TYPES } from './enums';
 
 export const batches = sqliteTable(
   'batches',
@@ -72,6 +72,8 @@ export const batchItems = sqliteTable(
     attempts: integer('attempts').notNull().default(0),
     nextAttemptAt: integer('next_attempt_at').notNull().default(0),
     leaseUntil: integer('lease_until').notNull().default(0),
+    // A linked account's balance refresh still running at the provider: when the item began waiting on it.
+    waitingSince: integer('waiting_since'),
   },
   (t) => [
     uniqueIndex('batch_items_batch_seq_idx').on(t.batchId, t.seq),
@@ -94,6 +96,11 @@ export const balanceResults = sqliteTable(
     statusCode: integer('status_code').notNull(),
     exportStatus: text('export_status', { enum: EXPORT_STATUSES }).notNull(),
     institution: text('institution'),
+    // Linked accounts: which balance was reported, the provider's time for it, and why a read failed when the
+    // code alone does not say (relink_required).
+    balanceKind: text('balance_kind', { enum: BALANCE_KINDS }),
+    balanceAsOf: integer('balance_as_of'),
+    detail: text('detail'),
     recordedAt: integer('recorded_at').notNull(),
   },
   (t) => [

@@ -29,7 +29,7 @@ export const SCHEDULE_STATUSES = ['ACTIVE', 'COMPLETED', 'DISABLED'] as const;
 export type ScheduleStatus = (typeof SCHEDULE_STATUSES)[number];
 
 /** What a lender's webhook endpoint can subscribe to. */
-export const ENDPOINT_EVENT_TYPES = ['PAYMENT_EVENT', 'RETURN_RATE_ALERT', 'ENROLLMENT_BLOCKED', 'PAYMENT_SCHEDULED'] as const;
+export const ENDPOINT_EVENT_TYPES = ['PAYMENT_EVENT', 'RETURN_RATE_ALERT', 'ENROLLMENT_BLOCKED', 'PAYMENT_SCHEDULED', 'BANK_LINK_RELINK_REQUIRED'] as const;
 export type EndpointEventType = (typeof ENDPOINT_EVENT_TYPES)[number];
 
 export const WEBHOOK_TYPES = ['BALANCE_BATCH_COMPLETED', 'BALANCE_THRESHOLD_ALERT', ...ENDPOINT_EVENT_TYPES] as const;
@@ -61,6 +61,17 @@ export type RailScope = (typeof RAIL_SCOPES)[number];
 
 export const PROCESSOR_NAMES = ['sandbox', 'stripe'] as const;
 export type ProcessorName = (typeof PROCESSOR_NAMES)[number];
+
+/** Where a lender's linked accounts are read: Plaid (Balance) or Stripe Financial Connections. */
+export const BANK_DATA_PROVIDERS = ['plaid', 'stripe'] as const;
+export type BankDataProvider = (typeof BANK_DATA_PROVIDERS)[number];
+
+export const PLAID_ENVIRONMENTS = ['sandbox', 'production'] as const;
+export type PlaidEnvironment = (typeof PLAID_ENVIRONMENTS)[number];
+
+/** Which balance a read reports: the available balance, or the current (ledger) one when none is available. */
+export const BALANCE_KINDS = ['available', 'current'] as const;
+export type BalanceKind = (typeof BALANCE_KINDS)[number];
 
 /** A borrower's monitor (payments.md, Monitor states). */
 export const MONITOR_STATES = ['monitored', 'held', 'collected', 'lapsed', 'removed', 'stopped'] as const;

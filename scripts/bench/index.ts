@@ -24,8 +24,9 @@ import { uploadBench } from './bench-upload';
 import { stallsBench } from './bench-stalls';
 import { monitoringBench } from './bench-monitoring';
 import { cadenceBench } from './bench-cadence';
+import { linkedPlaidBench, linkedStripeBench } from './bench-linked';
 
-export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench, monitoringBench, cadenceBench];
+export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench, monitoringBench, linkedPlaidBench, linkedStripeBench, cadenceBench];
 
 interface Ran {
   bench: Bench;

@@ -11,6 +11,8 @@ import { balanceRoutes } from './balance-requests/routes';
 import { balanceProcessingJob, idempotencyCleanupJob, itemQueue } from './balance-requests/processing';
 import { scheduleRoutes } from './schedules/routes';
 import { paymentConnectionRoutes } from './payment-connections/routes';
+import { bankDataConnectionRoutes } from './bank-data-connections/routes';
+import { sealedColumns as bankDataSealed } from './bank-data-connections/service';
 import { sealedColumns as connectionSealed } from './payment-connections/service';
 import { enrollmentRoutes } from './enrollments/routes';
 import { sealedColumns as enrollmentSealed } from './enrollments/service';
@@ -35,7 +37,7 @@ import { sealedColumns as scheduleSealed } from './schedules/service';
 
 /** Every feature's routes, mounted by createApp. */
 export function featureRoutes(deps: Deps, auth: Auth) {
-  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), webhookEndpointRoutes(deps, auth), paymentConnectionRoutes(deps, auth), enrollmentRoutes(deps, auth), paymentEventRoutes(deps, auth), collectionPolicyRoutes(deps, auth), returnRateRoutes(deps, auth), uploadRoutes(deps, auth), portalRoutes(deps)] as const;
+  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), webhookEndpointRoutes(deps, auth), paymentConnectionRoutes(deps, auth), bankDataConnectionRoutes(deps, auth), enrollmentRoutes(deps, auth), paymentEventRoutes(deps, auth), collectionPolicyRoutes(deps, auth), returnRateRoutes(deps, auth), uploadRoutes(deps, auth), portalRoutes(deps)] as const;
 }
 
 /** Routes whose writes run in a worker that takes the write gate itself: they hold no share of it. */
@@ -75,7 +77,7 @@ export function featureHooks(): FeatureHooks {
 }
 
 /** Every column holding vault-sealed values, for `vault rotate` and `vault status`. */
-export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed, ...scheduleSealed, ...connectionSealed, ...enrollmentSealed];
+export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed, ...scheduleSealed, ...connectionSealed, ...bankDataSealed, ...enrollmentSealed];
 
 /**
  * One process serves a database file, so at start nothing can still hold a claim: work a stopped process

@@ -10,6 +10,7 @@ import { SEALED_COLUMNS } from '../../src/modules';
 import { openSensitive } from '../../src/modules/balance-requests/payload';
 import { enrollBorrower } from '../helpers/fixtures';
 import { createTestContext, type TestContext } from '../helpers/context';
+import { startFakePlaid } from '../fakes/plaid-server';
 
 const ROOT = join(import.meta.dir, '../..');
 const KEY_RE = /drs_live_[0-9A-Za-z]{32}/g;
@@ -24,15 +25,18 @@ const CARD_AUTHORIZER = {
 };
 
 const dirs: string[] = [];
+// Plaid stands outside: bank-data credentials are checked there before they are stored (and sealed).
+const plaid = startFakePlaid();
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  plaid.stop();
 });
 
 /** A fresh data folder: the env the CLI reads and a way to open the service on the same files. */
-function workspace() {
+function workspace(extra: Record<string, string> = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'drs-cli-test-'));
   dirs.push(dir);
-  const env = { DATABASE_PATH: join(dir, 'data', 'service.sqlite'), VAULT_KEY_FILE: join(dir, 'data', 'vault.key') };
+  const env = { DATABASE_PATH: join(dir, 'data', 'service.sqlite'), VAULT_KEY_FILE: join(dir, 'data', 'vault.key'), ...extra };
   const cli = (...argv: string[]) => runCli(argv, env);
   const contexts: TestContext[] = [];
   /** A new runtime and app on the workspace's database and vault key. */
@@ -273,7 +277,8 @@ function parseStatus(out: string): Record<string, { current: string; values: num
 
 describe('vault', () => {
   test('rotate re-seals every sealed value; a fresh runtime still reads them', async () => {
-    const ws = workspace();
+    plaid.addClient('vault_client', 'vault-plaid-secret');
+    const ws = workspace({ PLAID_API_URL: plaid.url });
     const key = keysIn(await ws.cli('lender', 'create', 'vaulted'))[0]!;
 
     // Data in every sealed column: a webhook secret, a batch payload, schedule authorizers.
@@ -293,6 +298,9 @@ describe('vault', () => {
     expect(conn.status).toBe(201);
     const gone = await app.json('POST', '/v1/payment_connections', { key, body: { api_key: 'sbx_vault_rotation_000002', rail_scope: 'ach' } });
     expect((await app.request('DELETE', `/v1/payment_connections/${gone.body.id}`, { key })).status).toBe(204);
+    // Bank-data credentials.
+    const bankData = await app.json('POST', '/v1/bank_data_connections', { key, body: { provider: 'plaid', client_id: 'vault_client', secret: 'vault-plaid-secret', environment: 'sandbox' } });
+    expect(bankData.status).toBe(201);
     // An enrolled borrower: sealed personal data and a sealed card token.
     const enrolled = await app.json('POST', '/v1/payment_enrollments', {
       key,

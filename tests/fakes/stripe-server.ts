@@ -6,7 +6,8 @@
 import type Stripe from 'stripe';
 import { FakeAccount, ok, stripeError, type Answer, type World } from './stripe/account';
 import { fingerprint, parseStripeForm, type Form } from './stripe/form';
-import { FAKE_API_VERSION, Ids, accountObject, balance } from './stripe/objects';
+import { FAKE_API_VERSION, Ids, accountObject, balance, bankPaymentMethod } from './stripe/objects';
+import { FakeFinancialConnections, type FcControl } from './stripe/financial-connections';
 
 export { parseStripeForm } from './stripe/form';
 
@@ -23,7 +24,9 @@ export interface RecordedRequest {
   replayed: boolean;
 }
 
-export interface FakeStripeControl {
+export interface FakeStripeControl extends FcControl {
+  /** An ACH PaymentMethod verified through this Financial Connections account (null: by micro-deposits). */
+  addFcPaymentMethod(key: string, pm: { id: string; account: string | null }): void;
   /** processing → succeeded: charge.succeeded and payment_intent.succeeded. */
   succeed(piId: string): void;
   /** processing → requires_payment_method with this failure code (and raw network code): charge.failed, payment_intent.payment_failed. */
@@ -86,6 +89,7 @@ function create(): FakeStripe {
     requireAction: false,
   };
   const accounts = new Map<string, FakeAccount>();
+  const fc = new FakeFinancialConnections(() => world.now());
   const account = (key: string): FakeAccount => {
     let a = accounts.get(key);
     if (!a) accounts.set(key, (a = new FakeAccount(world)));
@@ -109,6 +113,8 @@ function create(): FakeStripe {
     if (method === 'GET' && path === '/v1/balance') return ok(balance());
     if (method === 'GET' && path === '/v1/account') return ok(accountObject(key));
     if (method === 'GET' && path === '/v1/disputes') return acc.listDisputes(p);
+    const linked = fc.handle(method, path, key, p);
+    if (linked) return linked;
     const cancel = /^\/v1\/payment_intents\/([^/]+)\/cancel$/.exec(path);
     if (method === 'POST' && cancel) return acc.cancelIntent(cancel[1]!);
     if (method === 'POST' && path === '/v1/payment_methods') return acc.createPaymentMethod(p);
@@ -227,6 +233,17 @@ function create(): FakeStripe {
       stalls = n;
     },
     expireEvents: (key, count) => account(key).expireEvents(count),
+    addFcAccount: (key, spec) => fc.addFcAccount(key, spec),
+    addFcPaymentMethod: (key, pm) => {
+      const method = bankPaymentMethod(pm.id, world.now(), { routingNumber: '110000000', accountNumber: '000123456789', name: null });
+      method.us_bank_account!.financial_connections_account = pm.account;
+      account(key).paymentMethods.set(pm.id, method);
+    },
+    setFcStatus: (id, status) => fc.setFcStatus(id, status),
+    setFcBalance: (id, cents) => fc.setFcBalance(id, cents),
+    setRefreshDelay: (ms) => fc.setRefreshDelay(ms),
+    failNextRefreshes: (n) => fc.failNextRefreshes(n),
+    refreshes: (id) => fc.refreshes(id),
     requests,
     paymentIntents: (key) => [...account(key).paymentIntents.values()],
     intents: (key) => [...account(key).paymentIntents.values()],

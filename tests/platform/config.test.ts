@@ -51,6 +51,8 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
       sandboxOutageMs: 60_000,
       sandboxEventRetentionMs: 2_592_000_000,
       stripeApiUrl: null,
+      plaidApiUrl: null,
+      bankLinkConcurrency: 4,
     });
   });
 

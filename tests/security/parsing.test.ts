@@ -1,12 +1,17 @@
 // The edges of parsing, as attacks: paths that do not decode, JSON that is too deep, values that break
 // string conversion, and messages that must never carry what was sent. Each would be a 500, a stall or a
 // leak without its guard.
-import { describe, expect, test } from 'bun:test';
+import { afterAll, describe, expect, test } from 'bun:test';
 import { useTestContext } from '../helpers/context';
 import { bankAuthorizer, enrollBorrower } from '../helpers/fixtures';
+import { startFakePlaid } from '../fakes/plaid-server';
 import { JSON_MAX_DEPTH, nestsDeeperThan } from '../../src/http/body';
 
-const ctx = useTestContext();
+// Plaid stands outside: a bank-data connection's credentials are checked there.
+const plaid = startFakePlaid();
+afterAll(() => plaid.stop());
+plaid.addClient('parsing_client', 'parsing-secret');
+const ctx = useTestContext({ PLAID_API_URL: plaid.url });
 const REQUEST_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 describe('malformed percent-encoding in the path', () => {
@@ -47,6 +52,7 @@ const JSON_ROUTES: Record<string, { path: string; body: unknown }> = {
   'POST /v1/payment_connections': { path: '/v1/payment_connections', body: { api_key: 'sbx_parsing_0000000000002', rail_scope: 'ach', label: 'L' } },
   'PATCH /v1/payment_connections/:id': { path: `/v1/payment_connections/${conn.body.id}`, body: { label: 'Renamed' } },
   'POST /v1/webhook_endpoints': { path: '/v1/webhook_endpoints', body: { url: 'https://127.0.0.1:9/hook', event_types: ['PAYMENT_EVENT'], description: 'ops' } },
+  'POST /v1/bank_data_connections': { path: '/v1/bank_data_connections', body: { provider: 'plaid', client_id: 'parsing_client', secret: 'parsing-secret', environment: 'sandbox' } },
   'PATCH /v1/collection_policy': { path: '/v1/collection_policy', body: { cfpb_covered: true, max_reinitiations: 1, reinitiation_amount: 'current' } },
   'POST /v1/payment_enrollments': { path: '/v1/payment_enrollments', body: { borrowers: [enrollBorrower('p-3', { metadata: { k: 'v' } })] } },
   'DELETE /v1/payment_enrollments': { path: '/v1/payment_enrollments', body: { authorizer_unique_ids: ['p-3'] } },

@@ -1,11 +1,15 @@
 // One security table for every /v1 route: no key and a wrong key are 401 before anything else happens, and
 // another lender's object is not found (or, for the CSV export, forbidden, as the spec says). A route added
 // without a row here fails the first test.
-import { describe, expect, test } from 'bun:test';
+import { afterAll, describe, expect, test } from 'bun:test';
 import { checkResponse, routeSchemas, useTestContext } from '../helpers/context';
 import { bankAuthorizer, enrollBorrower } from '../helpers/fixtures';
+import { startFakePlaid } from '../fakes/plaid-server';
 
-const ctx = useTestContext();
+const plaid = startFakePlaid();
+afterAll(() => plaid.stop());
+plaid.addClient('security_client', 'security-secret');
+const ctx = useTestContext({ PLAID_API_URL: plaid.url });
 const owner = ctx.lender;
 const stranger = ctx.newLender();
 
@@ -15,6 +19,8 @@ const schedule = await ctx.json('POST', '/v1/monitoring/scheduled_balance_reques
   body: { name: 'security', interval_days: 7, authorizers: [bankAuthorizer('sec-2')] },
 });
 const endpointId = (await ctx.json('POST', '/v1/webhook_endpoints', { body: { url: 'https://127.0.0.1:9/owned', event_types: ['PAYMENT_EVENT'] } })).body.id as string;
+const plaidBody = { provider: 'plaid', client_id: 'security_client', secret: 'security-secret', environment: 'sandbox' };
+const bankDataId = (await ctx.json('POST', '/v1/bank_data_connections', { body: plaidBody })).body.id as string;
 const connection = await ctx.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_security_00000000001', rail_scope: 'both', is_default: true } });
 await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('sec-6')] } });
 const recordedForm = new FormData();
@@ -73,6 +79,9 @@ const TABLE: Record<string, Row> = {
   'GET /v1/payment_connections': { path: '/v1/payment_connections', stranger: null },
   'PATCH /v1/payment_connections/:id': { path: `/v1/payment_connections/${connectionId}`, body: { label: 'Renamed' }, stranger: 404 },
   'DELETE /v1/payment_connections/:id': { path: `/v1/payment_connections/${connectionId}`, stranger: 404 },
+  'POST /v1/bank_data_connections': { path: '/v1/bank_data_connections', body: plaidBody, stranger: null },
+  'GET /v1/bank_data_connections': { path: '/v1/bank_data_connections', stranger: null },
+  'DELETE /v1/bank_data_connections/:id': { path: `/v1/bank_data_connections/${bankDataId}`, stranger: 404 },
   'POST /v1/payment_enrollments': { path: '/v1/payment_enrollments', body: { borrowers: [enrollBorrower('sec-7')] }, stranger: null },
   'GET /v1/payment_enrollments': { path: '/v1/payment_enrollments', stranger: null },
   'GET /v1/payment_enrollments/:authorizer_unique_id': { path: '/v1/payment_enrollments/sec-6', stranger: 404 },

@@ -3,9 +3,15 @@ import type { RoutingDirectory } from '../routing/directory';
 import { HttpBalanceProvider } from './http';
 import { SandboxBalanceProvider } from './sandbox';
 import type { BalanceProvider } from './types';
+import type { LinkedSources } from './linked';
+import { PlaidSource } from './plaid';
+import { StripeFcSource } from './stripe-fc';
 
 export { HttpBalanceProvider, type HttpBalanceProviderOptions } from './http';
 export { SandboxBalanceProvider } from './sandbox';
+export { PlaidSource } from './plaid';
+export { StripeFcSource } from './stripe-fc';
+export * from './linked';
 export {
   FAILURE_STATUS_CODES,
   OTHER_ERROR_CODE,
@@ -37,4 +43,9 @@ export function createBalanceProvider(
     return new HttpBalanceProvider({ url: config.bankDataUrl, token: config.bankDataToken, logger });
   }
   return new SandboxBalanceProvider({ directory, latencyMs: config.sandboxLatencyMs, clock });
+}
+
+/** The sources of linked accounts, each at its provider's address or the one configured for it. */
+export function createLinkedSources(config: { plaidApiUrl: string | null; stripeApiUrl: string | null }): LinkedSources {
+  return { plaid: new PlaidSource({ apiUrl: config.plaidApiUrl }), stripe: new StripeFcSource({ apiUrl: config.stripeApiUrl }) };
 }

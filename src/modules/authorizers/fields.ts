@@ -37,6 +37,38 @@ export const Metadata = Type.Record(
 /** The authorizer's identifier: the caller's own, well-formed (see platform/fields.ts). */
 export const AuthorizerId = identifierSchema("Caller's own stable identifier of the borrower");
 
+/** A linked account at a bank-data source the lender holds a connection for (POST /v1/bank_data_connections). */
+export const BankLink = Type.Union(
+  [
+    Type.Object(
+      {
+        provider: Type.Literal('plaid'),
+        access_token: Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_-]+$', description: 'The Plaid Item’s access_token' }),
+        account_id: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_-]+$', description: 'The Plaid account_id of the account to read' }),
+      },
+      { additionalProperties: false },
+    ),
+    Type.Object(
+      {
+        provider: Type.Literal('stripe'),
+        account: Type.String({ minLength: 5, maxLength: 100, pattern: '^fca_[A-Za-z0-9]+$', description: 'A Stripe Financial Connections account id (fca_…)' }),
+      },
+      { additionalProperties: false },
+    ),
+  ],
+  {
+    description:
+      'Read the balance from this linked account, through the lender’s bank-data connection for its provider, instead of the default source. Sealed like the other secrets; never returned.',
+  },
+);
+
+/** What is shown of a bank_link: its provider and which account, never the access token. */
+export const BankLinkView = Type.Object({
+  provider: Type.Union([Type.Literal('plaid'), Type.Literal('stripe')]),
+  account_last4: Type.Optional(Type.String({ description: 'Plaid: the last four characters of the account_id' })),
+  account: Type.Optional(Type.String({ description: 'Stripe: the fca_… account id' })),
+});
+
 /** The identity fields every authorizer may carry, beside its identifier and payment information. */
 export const IDENTITY_PROPERTIES = {
   authorizer_unique_id: AuthorizerId,
@@ -50,6 +82,7 @@ export const IDENTITY_PROPERTIES = {
   ein: text(11, '9 digits (10 accepted), dash allowed'),
   account_number: text(34, 'Bank account number; not validated for length or format'),
   routing_number: text(9, 'ABA routing number, 9 digits; leading zeros significant'),
+  bank_link: Type.Optional(BankLink),
 };
 
 /** Card fields of a balance check (an enrollment carries a card in charge_instrument instead). */

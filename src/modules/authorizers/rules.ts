@@ -3,6 +3,7 @@ import type { PaymentType } from '../../../db/schema/enums';
 import { routingNumberProblem } from '../../adapters/routing/aba';
 import { dollarsToCents } from '../../platform/money';
 import type { AuthorizerCandidate } from './fields';
+import type { BankLink } from '../../adapters/bank-data/linked';
 
 // The rules of an authorizer's fields, beyond their shape: one payment-information mode, tax id, routing
 // checksum, leading zeros, card approval and expiry, phone, date of birth. One place for balance requests,
@@ -23,6 +24,16 @@ export interface SensitiveFields {
   lastName: string | null;
   dateOfBirth: { day: number; month: number; year: number } | null;
   street: string | null;
+  /** Where the balance is read instead of the default source (a Plaid or Stripe Financial Connections account). */
+  bankLink?: BankLink | null;
+}
+
+/** What a validation may need to know of the lender beyond the authorizer itself. */
+export interface AuthorizerRuleOptions {
+  debitCardsApproved: boolean;
+  now: number;
+  /** The providers the lender holds a bank-data connection for; a bank_link of another is refused. */
+  bankProviders?: readonly string[];
 }
 
 export interface NormalizedAuthorizer {
@@ -107,7 +118,7 @@ function cardProblem(s: string, month: number | undefined, year: number | undefi
 export function validateAuthorizer(
   a: AuthorizerCandidate,
   rowNumber: number,
-  opts: { debitCardsApproved: boolean; now: number },
+  opts: AuthorizerRuleOptions,
 ): { ok: true; value: NormalizedAuthorizer } | { ok: false; failure: FailedAuthorizer } {
   const hasAccount = !blank(a.account_number);
   const hasCard = !blank(a.debit_card_number);
@@ -158,6 +169,11 @@ export function validateAuthorizer(
     const d = new Date(Date.UTC(year, month - 1, day));
     if (d.getUTCDate() !== day || d.getUTCMonth() !== month - 1 || d.getTime() > opts.now) return fail('date_of_birth is not a valid past date');
   }
+  const link = a.bank_link;
+  if (link && opts.bankProviders && !opts.bankProviders.includes(link.provider)) {
+    const name = link.provider === 'plaid' ? 'Plaid' : 'Stripe';
+    return fail(`bank_link names ${link.provider}, but this lender has no ${name} bank-data connection (POST /v1/bank_data_connections)`);
+  }
   let thresholdCents: number | null = null;
   if (a.threshold_amount !== undefined && a.threshold_amount !== null) {
     thresholdCents = dollarsToCents(a.threshold_amount);
@@ -187,13 +203,14 @@ export function validateAuthorizer(
         lastName: a.last_name ?? null,
         dateOfBirth: a.date_of_birth ?? null,
         street: a.address?.street_address_line1 ?? null,
+        ...(link ? { bankLink: link.provider === 'plaid' ? { provider: 'plaid' as const, accessToken: link.access_token, accountId: link.account_id } : { provider: 'stripe' as const, account: link.account } } : {}),
       },
     },
   };
 }
 
 /** The rules of a request's authorizers, in request order (row numbers from 1). */
-export function validateAuthorizerList(list: AuthorizerCandidate[], opts: { debitCardsApproved: boolean; now: number }) {
+export function validateAuthorizerList(list: AuthorizerCandidate[], opts: AuthorizerRuleOptions) {
   return validateAuthorizers(
     list.map((candidate, i) => ({ candidate, rowNumber: i + 1 })),
     opts,
@@ -203,7 +220,7 @@ export function validateAuthorizerList(list: AuthorizerCandidate[], opts: { debi
 /** Validates a whole list: duplicates of one identifier fail every copy; the rest are checked alone. */
 export function validateAuthorizers(
   list: { candidate: AuthorizerCandidate; rowNumber: number }[],
-  opts: { debitCardsApproved: boolean; now: number },
+  opts: AuthorizerRuleOptions,
 ): { accepted: NormalizedAuthorizer[]; failed: FailedAuthorizer[] } {
   const counts = new Map<string, number>();
   for (const { candidate } of list) {

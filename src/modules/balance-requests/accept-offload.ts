@@ -1,3 +1,4 @@
+import type { AuthorizerRuleOptions } from '../authorizers/rules';
 import type { Deps } from '../../deps';
 import { Unavailable } from '../../platform/errors';
 import { bytesToPost, oncePerDatabase, revivedError, type PostedError } from '../../platform/thread';
@@ -52,7 +53,7 @@ export class AcceptWorker {
     return this.threads.filter((t) => t.worker !== null).length;
   }
 
-  prepare(bytes: Uint8Array, opts: { debitCardsApproved: boolean; now: number }): Promise<PreparedRequest> {
+  prepare(bytes: Uint8Array, opts: AuthorizerRuleOptions): Promise<PreparedRequest> {
     if (this.closed) return Promise.reject(new Unavailable('The service is stopping; send the request again once it is back'));
     // The least busy thread, a running one before one not yet started.
     const thread = this.threads.reduce((a, b) => (b.busy < a.busy || (b.busy === a.busy && b.worker && !a.worker) ? b : a));
@@ -123,7 +124,7 @@ export function acceptWorkerOf(deps: Deps): AcceptWorker {
 }
 
 /** A balance request's body prepared: here when it is small, in the accept worker when it is not. */
-export async function prepareOffLoop(deps: Deps, bytes: Uint8Array, opts: { debitCardsApproved: boolean; now: number }): Promise<PreparedRequest> {
+export async function prepareOffLoop(deps: Deps, bytes: Uint8Array, opts: AuthorizerRuleOptions): Promise<PreparedRequest> {
   if (bytes.byteLength < INLINE_BYTES) return prepareBalanceRequest(bytes, { ...opts, seal: (b) => deps.vault.sealBytes(b) });
   return acceptWorkerOf(deps).prepare(bytes, opts);
 }

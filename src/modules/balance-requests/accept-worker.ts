@@ -6,7 +6,7 @@ import { prepareBalanceRequest } from './prepare';
 
 declare const self: Worker;
 
-type ToWorker = { type: 'init'; key: Uint8Array } | { type: 'prepare'; id: number; bytes: Uint8Array; debitCardsApproved: boolean; now: number };
+type ToWorker = { type: 'init'; key: Uint8Array } | { type: 'prepare'; id: number; bytes: Uint8Array; debitCardsApproved: boolean; now: number; bankProviders?: string[] };
 
 let vault: Vault | null = null;
 
@@ -17,7 +17,7 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     return;
   }
   try {
-    const prepared = prepareBalanceRequest(m.bytes, { debitCardsApproved: m.debitCardsApproved, now: m.now, seal: (b) => vault!.sealBytes(b) });
+    const prepared = prepareBalanceRequest(m.bytes, { debitCardsApproved: m.debitCardsApproved, now: m.now, bankProviders: m.bankProviders, seal: (b) => vault!.sealBytes(b) });
     self.postMessage({ type: 'done', id: m.id, prepared });
   } catch (e) {
     self.postMessage({ type: 'failed', id: m.id, error: postedError(e) });

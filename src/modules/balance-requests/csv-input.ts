@@ -8,6 +8,26 @@ import type { AuthorizerCandidate, FailedAuthorizer } from '../authorizers/rules
 
 export const MAX_CSV_ROWS = 5000;
 
+/** The bank_link of a row: bank_link_provider, then access token and account id (Plaid) or account (Stripe). */
+const BANK_LINK_COLUMNS = ['bank_link_provider', 'bank_link_access_token', 'bank_link_account_id', 'bank_link_account'] as const;
+
+/** A row's bank_link from its columns: undefined when none is set, a message when they do not make one. */
+function bankLinkOf(v: Record<string, string>): AuthorizerCandidate['bank_link'] | string {
+  const provider = v.bank_link_provider ?? '';
+  if (provider === '') {
+    return BANK_LINK_COLUMNS.some((c) => v[c]) ? 'bank_link_provider (plaid or stripe) is required with the other bank_link_ columns' : undefined;
+  }
+  if (provider === 'plaid') {
+    if (v.bank_link_account) return 'bank_link_account is for stripe links; a plaid link takes bank_link_access_token and bank_link_account_id';
+    return { provider, access_token: v.bank_link_access_token ?? '', account_id: v.bank_link_account_id ?? '' };
+  }
+  if (provider === 'stripe') {
+    if (v.bank_link_access_token || v.bank_link_account_id) return 'a stripe link takes bank_link_account (fca_…) only';
+    return { provider, account: v.bank_link_account ?? '' };
+  }
+  return 'bank_link_provider must be plaid or stripe';
+}
+
 const KNOWN_COLUMNS = new Set([
   'authorizer_unique_id',
   'phone_number',
@@ -28,6 +48,7 @@ const KNOWN_COLUMNS = new Set([
   'zip_code',
   'country',
   'date_of_birth',
+  ...BANK_LINK_COLUMNS,
 ]);
 
 const tooManyRows = () => InvalidInput.field('file', `The CSV has more than ${MAX_CSV_ROWS} data rows; at most ${MAX_CSV_ROWS} are accepted per file`);
@@ -136,6 +157,11 @@ export async function parseBalanceCsv(bytes: Uint8Array): Promise<{
         continue;
       }
     }
+    const bankLink = bankLinkOf(v);
+    if (typeof bankLink === 'string') {
+      fail(bankLink);
+      continue;
+    }
     const opt = (k: string) => (v[k] ? v[k] : undefined);
     const candidate: AuthorizerCandidate = {
       authorizer_unique_id: v.authorizer_unique_id,
@@ -160,6 +186,7 @@ export async function parseBalanceCsv(bytes: Uint8Array): Promise<{
         country: opt('country'),
       },
       metadata: Object.keys(metadata).length > 0 ? metadata : undefined,
+      ...(bankLink ? { bank_link: bankLink } : {}),
     };
     // The JSON request's field rules (lengths, formats, metadata), from the same schema: a row that breaks
     // one fails alone, as an authorizer of a JSON request would.

@@ -1,5 +1,5 @@
 import { t } from 'elysia';
-import { BATCH_SOURCES, BATCH_STATUSES, PAYMENT_TYPES } from '../../../db/schema/enums';
+import { BALANCE_KINDS, BATCH_SOURCES, BATCH_STATUSES, PAYMENT_TYPES } from '../../../db/schema/enums';
 import { pageTokenQuery } from '../../platform/pagination';
 import { Int, OneOf } from '../../platform/schema';
 import { Authorizer } from '../authorizers/fields';
@@ -112,6 +112,8 @@ export const BalanceEntry = t.Object({
   balance: t.Nullable(t.Number({ description: 'Dollars; null when the check failed' })),
   timestamp: t.String({ format: 'date-time' }),
   balance_status_code: Int(),
+  balance_kind: t.Optional(OneOf(BALANCE_KINDS, { description: 'Linked accounts (bank_link) only: available, or current when the provider had no available balance' })),
+  as_of: t.Optional(t.Nullable(t.String({ format: 'date-time', description: 'Linked accounts only: the provider’s time for the balance' }))),
 });
 
 export const BalanceResult = t.Object(
@@ -155,7 +157,9 @@ export const HistoryEntry = t.Object({
   batch_id: t.String(),
   balance_amount: t.Nullable(t.Number()),
   status: t.Union([t.Literal('success'), t.Literal('failed')]),
-  error_message: t.Optional(t.String()),
+  error_message: t.Optional(t.String({ description: 'Why the read failed; names relink_required when the borrower must link the account again' })),
+  balance_kind: t.Optional(OneOf(BALANCE_KINDS, { description: 'Linked accounts (bank_link) only' })),
+  as_of: t.Optional(t.Nullable(t.String({ format: 'date-time', description: 'Linked accounts only: the provider’s time for the balance' }))),
 });
 
 export const History = t.Object(

@@ -36,23 +36,30 @@ type PackedSensitive = [
   string | null, // last name
   [number, number, number] | null, // date of birth: year, month, day
   string | null, // street
+  // bank link: ['p', access token, account id] (Plaid) or ['s', fca id] (Stripe); absent in older payloads
+  (['p', string, string] | ['s', string] | null)?,
 ];
 
 export function packSensitive(list: SensitiveFields[]): string {
   return JSON.stringify(
-    list.map((s): PackedSensitive => [
-      s.ssn,
-      s.ein,
-      s.accountNumber,
-      s.debitCardNumber,
-      s.cvv,
-      s.expirationMonth,
-      s.expirationYear,
-      s.firstName,
-      s.lastName,
-      s.dateOfBirth ? [s.dateOfBirth.year, s.dateOfBirth.month, s.dateOfBirth.day] : null,
-      s.street,
-    ]),
+    list.map((s): PackedSensitive => {
+      const p: PackedSensitive = [
+        s.ssn,
+        s.ein,
+        s.accountNumber,
+        s.debitCardNumber,
+        s.cvv,
+        s.expirationMonth,
+        s.expirationYear,
+        s.firstName,
+        s.lastName,
+        s.dateOfBirth ? [s.dateOfBirth.year, s.dateOfBirth.month, s.dateOfBirth.day] : null,
+        s.street,
+      ];
+      // Only linked authorizers carry a twelfth field: the payload of others stays as it was.
+      if (s.bankLink) p.push(s.bankLink.provider === 'plaid' ? ['p', s.bankLink.accessToken, s.bankLink.accountId] : ['s', s.bankLink.account]);
+      return p;
+    }),
   );
 }
 
@@ -69,6 +76,7 @@ export function unpackSensitive(text: string): SensitiveFields[] {
     lastName: p[8],
     dateOfBirth: p[9] ? { year: p[9][0], month: p[9][1], day: p[9][2] } : null,
     street: p[10],
+    ...(p[11] ? { bankLink: p[11][0] === 'p' ? { provider: 'plaid' as const, accessToken: p[11][1], accountId: p[11][2] } : { provider: 'stripe' as const, account: p[11][1] } } : {}),
   }));
 }
 

@@ -1,5 +1,5 @@
 import { readJson } from '../../http/body';
-import { validateAuthorizerList, type FailedAuthorizer } from '../authorizers/rules';
+import { validateAuthorizerList, type AuthorizerRuleOptions, type FailedAuthorizer } from '../authorizers/rules';
 import { BalanceRequestBody } from './model';
 import { packBatch, type PackedBatch } from './payload';
 import type { BalanceRequest } from './service';
@@ -19,7 +19,7 @@ export interface PreparedRequest {
 
 export function prepareBalanceRequest(
   bytes: Uint8Array,
-  opts: { debitCardsApproved: boolean; now: number; seal: (plaintext: Uint8Array) => string },
+  opts: AuthorizerRuleOptions & { seal: (plaintext: Uint8Array) => string },
 ): PreparedRequest {
   const bodyHash = new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
   const body = readJson(bytes, BalanceRequestBody) as BalanceRequest;

@@ -1,4 +1,4 @@
-import { eq } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import { writeGate } from '../../platform/context';
 import { batchItems, batchPayloads, batches } from '../../../db/schema';
 import type { Db } from '../../platform/db';
@@ -8,6 +8,11 @@ import { withTransaction, type Tx } from '../../platform/context';
 import { LeaseQueue, type PickStrategy } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
 import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult } from '../../adapters/bank-data/types';
+import { RELINK_REQUIRED, type BankLink, type LinkCredentials, type LinkedReadResult } from '../../adapters/bank-data/linked';
+import type { BalanceKind, BankDataProvider } from '../../../db/schema/enums';
+import { bankLinkRelinks } from '../../../db/schema';
+import { connectionFor, markRead } from '../bank-data-connections/service';
+import { pushToEndpoints } from '../webhooks/endpoints';
 import { enqueueWebhook } from '../webhooks/service';
 import type { CompletedBatch, RecordedRead } from '../hooks';
 import type { SensitiveFields } from '../authorizers/rules';
@@ -26,9 +31,27 @@ const FLUSH_INTERVAL_MS = 100;
 const PAYLOAD_CACHE_BATCHES = 128;
 const MIN_BATCH_CHUNK = 16;
 
+/** A link the provider says needs the borrower to sign in again: recorded once, its lender told once. */
+interface Relink {
+  digest: string;
+  link: BankLink;
+}
+
 type Outcome =
-  | { kind: 'result'; item: ClaimedItem; cents: number | null; code: number; exportStatus: string; institution: string | null; at: number }
-  | { kind: 'retry'; item: ClaimedItem; nextAt: number };
+  | {
+      kind: 'result';
+      item: ClaimedItem;
+      cents: number | null;
+      code: number;
+      exportStatus: string;
+      institution: string | null;
+      at: number;
+      linked?: { balanceKind: BalanceKind | null; asOf: number | null; detail: string | null; connectionId: string | null; relink: Relink | null };
+    }
+  | { kind: 'retry'; item: ClaimedItem; nextAt: number; waitingSince?: number | null };
+
+/** How long a linked account's pending balance refresh is waited on before it counts as a failed attempt. */
+export const REFRESH_WAIT_MS = 10 * 60_000;
 
 /**
  * The fair claim strategy of the balance queue: first an equal share per lender with pending work, then an
@@ -124,6 +147,33 @@ class PayloadCache {
   }
 }
 
+/** A lender's bank-data credentials per provider, opened once per tick. */
+class ConnectionCache {
+  private readonly cache = new Map<string, { id: string; creds: LinkCredentials } | null>();
+  constructor(private readonly deps: Deps) {}
+  get(lenderId: string, provider: BankDataProvider): { id: string; creds: LinkCredentials } | null {
+    const key = `${lenderId}\n${provider}`;
+    if (!this.cache.has(key)) this.cache.set(key, connectionFor(this.deps, lenderId, provider));
+    return this.cache.get(key)!;
+  }
+}
+
+function relinked(deps: Deps, lenderId: string, digest: string): boolean {
+  return (
+    deps.db
+      .select({ d: bankLinkRelinks.linkDigest })
+      .from(bankLinkRelinks)
+      .where(and(eq(bankLinkRelinks.lenderId, lenderId), eq(bankLinkRelinks.linkDigest, digest)))
+      .get() !== undefined
+  );
+}
+
+function readLinked(deps: Deps, creds: LinkCredentials, link: BankLink, now: number): Promise<LinkedReadResult> {
+  if (link.provider === 'plaid' && creds.provider === 'plaid') return deps.linked.plaid.read(creds, link, now);
+  if (link.provider === 'stripe' && creds.provider === 'stripe') return deps.linked.stripe.read(creds, link, now);
+  throw new Error('a link read with another provider’s credentials');
+}
+
 function readRequest(item: ClaimedItem, s: SensitiveFields): BalanceReadRequest {
   return {
     authorizerUniqueId: item.authorizerUniqueId,
@@ -154,11 +204,19 @@ function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): void {
   withTransaction(ctx, (tx) => {
     const added = new Map<string, number>();
     const recorded: RecordedRead[] = [];
+    const readThrough = new Set<string>();
     for (const o of outcomes) {
       if (o.kind === 'retry') {
-        queue.finalize(tx.tx, o.item.id, { state: 'pending', attempts: o.item.attempts + 1, nextAttemptAt: o.nextAt });
+        if (o.waitingSince !== undefined) {
+          // A refresh still running at the provider: waited on, not an attempt used.
+          queue.finalize(tx.tx, o.item.id, { state: 'pending', nextAttemptAt: o.nextAt, set: { waitingSince: o.waitingSince } });
+        } else {
+          queue.finalize(tx.tx, o.item.id, { state: 'pending', attempts: o.item.attempts + 1, nextAttemptAt: o.nextAt });
+        }
         continue;
       }
+      if (o.linked?.connectionId) readThrough.add(o.linked.connectionId);
+      if (o.linked?.relink) relinkRequired(tx.tx, o.item, o.linked.relink, o.at);
       const res = q.insertResult(tx.tx, {
         itemId: o.item.id,
         batchId: o.item.batchId,
@@ -169,6 +227,9 @@ function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): void {
         exportStatus: o.exportStatus,
         institution: o.institution,
         at: o.at,
+        kind: o.linked?.balanceKind ?? null,
+        asOf: o.linked?.asOf ?? null,
+        detail: o.linked?.detail ?? null,
       });
       queue.finalize(tx.tx, o.item.id, { state: 'done' });
       if (res.changes > 0) {
@@ -176,12 +237,74 @@ function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): void {
         recorded.push({ batchId: o.item.batchId, lenderId: o.item.lenderId, authorizerUniqueId: o.item.authorizerUniqueId, balanceCents: o.cents, statusCode: o.code, at: o.at });
       }
     }
+    markRead(tx.tx, [...readThrough], ctx.deps.clock.now());
     if (recorded.length > 0) for (const hook of ctx.deps.hooks.balancesRecorded) hook(tx, recorded);
     for (const [batchId, n] of added) {
       const b = q.bumpProcessed(tx.tx, batchId, n);
       if (b && b.completed) completeBatch(tx, { id: b.id, lenderId: b.lenderId, source: b.source, scheduleId: b.scheduleId, webhookUrl: b.webhookUrl, completedAt: ctx.deps.clock.now() });
     }
   });
+}
+
+/** What is shown of a link: its provider and which account, never the access token. */
+export function linkView(link: BankLink) {
+  return link.provider === 'plaid' ? { provider: 'plaid' as const, account_last4: link.accountId.slice(-4) } : { provider: 'stripe' as const, account: link.account };
+}
+
+/** A digest naming one link of one lender, for "told once" and "not read again" (the token never stored in it). */
+export function linkDigest(lenderId: string, link: BankLink): string {
+  const parts = link.provider === 'plaid' ? ['plaid', link.accessToken, link.accountId] : ['stripe', link.account];
+  return new Bun.CryptoHasher('sha256').update([lenderId, ...parts].join('\n')).digest('hex');
+}
+
+/** The first time a link needs relinking: recorded, and the lender's endpoints told (BANK_LINK_RELINK_REQUIRED). */
+function relinkRequired(tx: Tx, item: ClaimedItem, r: Relink, now: number): void {
+  if (!q.insertRelink(tx, { lenderId: item.lenderId, digest: r.digest, provider: r.link.provider, aid: item.authorizerUniqueId, now })) return;
+  pushToEndpoints(tx, now, item.lenderId, 'BANK_LINK_RELINK_REQUIRED', {
+    authorizer_unique_id: item.authorizerUniqueId,
+    bank_link: linkView(r.link),
+    batch_id: item.batchId,
+  });
+}
+
+/** At most `limit` reads in flight per key (a lender and provider); the rest wait their turn in order. */
+class Limiter {
+  private readonly active = new Map<string, number>();
+  private readonly waiting = new Map<string, (() => void)[]>();
+  constructor(private readonly limit: () => number) {}
+  async run<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    if ((this.active.get(key) ?? 0) >= this.limit()) {
+      await new Promise<void>((resolve) => {
+        const q = this.waiting.get(key) ?? [];
+        q.push(resolve);
+        this.waiting.set(key, q);
+      });
+    } else {
+      this.active.set(key, (this.active.get(key) ?? 0) + 1);
+    }
+    try {
+      return await fn();
+    } finally {
+      const q = this.waiting.get(key);
+      const next = q?.shift();
+      if (q && q.length === 0) this.waiting.delete(key);
+      // The slot passes straight to the next waiter; the count drops only when none waits.
+      if (next) next();
+      else {
+        const n = (this.active.get(key) ?? 1) - 1;
+        if (n <= 0) this.active.delete(key);
+        else this.active.set(key, n);
+      }
+    }
+  }
+}
+
+const limiters = new WeakMap<Db, Limiter>();
+/** One limiter per database, shared by every tick: a lender's reads per provider stay within the limit. */
+function limiterOf(deps: Deps): Limiter {
+  let l = limiters.get(deps.db);
+  if (!l) limiters.set(deps.db, (l = new Limiter(() => deps.config.bankLinkConcurrency)));
+  return l;
 }
 
 /** Inside the transaction of the batch's last result: completed, its notification in the outbox, then the hooks. */
@@ -216,16 +339,22 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
   const concurrency = opts.concurrency ?? deps.config.balanceConcurrency;
   const { clock, bank, routing, logger, metrics } = deps;
   const payloads = new PayloadCache(deps);
+  const connections = new ConnectionCache(deps);
+  const claimedAt = new WeakMap<ClaimedItem, number>();
   const gate = writeGate(deps);
   let pending: Outcome[] = [];
   let lastFlush = performance.now();
   let recorded = 0;
 
+  // Items being read or whose outcome is not written yet: a second claim of one (its lease lapsed while it
+  // waited behind the lender's other reads) is left to the first, so the provider is not asked twice.
+  const inHand = new Set<number>();
   const flush = () => {
     const batch = pending;
     pending = [];
     lastFlush = performance.now();
     recordOutcomes({ deps }, batch);
+    for (const o of batch) inHand.delete(o.item.id);
   };
   const push = (o: Outcome) => {
     pending.push(o);
@@ -238,6 +367,8 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
   };
 
   const readOne = async (item: ClaimedItem) => {
+    if (inHand.has(item.id)) return;
+    inHand.add(item.id);
     const institution = item.routingNumber ? (routing.lookup(item.routingNumber)?.name ?? null) : null;
     const result = (cents: number | null, code: number, cause: 'provider' | 'retry_limit' | 'internal' = 'provider'): Outcome => ({
       kind: 'result',
@@ -248,9 +379,58 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       institution,
       at: clock.now(),
     });
+    let sensitive: SensitiveFields;
+    try {
+      sensitive = payloads.get(item.batchId)[item.seq]!;
+    } catch (e) {
+      logger.error({ batch_id: item.batchId, err: e }, 'balance read failed');
+      return push(result(null, 9000, 'internal'));
+    }
+    const transient = () => {
+      const attempts = item.attempts + 1;
+      if (attempts >= MAX_READ_ATTEMPTS) return push(result(null, 9000, 'retry_limit'));
+      return push({ kind: 'retry', item, nextAt: clock.now() + RETRY_BASE_MS * 2 ** (attempts - 1) });
+    };
+    if (sensitive.bankLink) {
+      const link = sensitive.bankLink;
+      const linkedResult = (cents: number | null, code: number, l: NonNullable<Extract<Outcome, { kind: 'result' }>['linked']>, cause: 'provider' | 'retry_limit' | 'internal' = 'provider'): Outcome => ({
+        ...(result(cents, code, cause) as Extract<Outcome, { kind: 'result' }>),
+        linked: l,
+      });
+      const digest = linkDigest(item.lenderId, link);
+      if (relinked(deps, item.lenderId, digest)) {
+        // Told once already: not asked again until a new link is sent.
+        return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: RELINK_REQUIRED, connectionId: null, relink: null }));
+      }
+      const conn = connections.get(item.lenderId, link.provider);
+      if (!conn) return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: 'connection_missing', connectionId: null, relink: null }));
+      let r: LinkedReadResult | 'given_back';
+      try {
+        r = await limiterOf(deps).run<LinkedReadResult | 'given_back'>(`${item.lenderId}\n${link.provider}`, () =>
+          // Waited so long behind the lender's other reads that its claim may lapse: given back to the queue
+          // unread, rather than read while another claim of it may be reading it too.
+          clock.now() - (claimedAt.get(item) ?? clock.now()) > ITEM_LEASE_MS / 2 ? Promise.resolve('given_back' as const) : readLinked(deps, conn.creds, link, clock.now()),
+        );
+      } catch (e) {
+        if (e instanceof TransientProviderError) return transient();
+        logger.error({ batch_id: item.batchId, provider: link.provider, err: e instanceof Error ? e.name : 'error' }, 'linked balance read failed');
+        return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: null, connectionId: conn.id, relink: null }, 'internal'));
+      }
+      if (r === 'given_back') return push({ kind: 'retry', item, nextAt: clock.now(), waitingSince: item.waitingSince });
+      if (r.kind === 'pending') {
+        const since = item.waitingSince ?? clock.now();
+        if (clock.now() - since >= REFRESH_WAIT_MS) return transient();
+        return push({ kind: 'retry', item, nextAt: Math.max(r.retryAt, clock.now()), waitingSince: since });
+      }
+      if (r.kind === 'balance') {
+        return push(linkedResult(r.balanceCents, 0, { balanceKind: r.balanceKind, asOf: r.asOf, detail: null, connectionId: conn.id, relink: null }));
+      }
+      const relink = r.detail === RELINK_REQUIRED ? { digest, link } : null;
+      return push(linkedResult(null, r.statusCode, { balanceKind: null, asOf: null, detail: r.detail, connectionId: conn.id, relink }));
+    }
     let read: BalanceReadResult;
     try {
-      read = await bank.read(readRequest(item, payloads.get(item.batchId)[item.seq]!));
+      read = await bank.read(readRequest(item, sensitive));
     } catch (e) {
       if (e instanceof TransientProviderError) {
         const attempts = item.attempts + 1;
@@ -269,7 +449,10 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
     // Results are written before claiming more, so no claimed item is ever shown as still due.
     claim: () => {
       flush();
-      return itemQueue(deps).claim(concurrency * 4, clock.now());
+      const now = clock.now();
+      const items = itemQueue(deps).claim(concurrency * 4, now);
+      for (const it of items) claimedAt.set(it, now);
+      return items;
     },
     handle: readOne,
     finish: flush,

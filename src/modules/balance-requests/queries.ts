@@ -79,6 +79,8 @@ export interface ClaimedItem {
   phone: string | null;
   zip: string | null;
   attempts: number;
+  /** Since when a linked account's balance refresh has been waited on (null: not waiting). */
+  waitingSince: number | null;
 }
 
 /** Due items of one batch in request order, straight off batch_items_pending_idx (bench processing). */
@@ -86,7 +88,7 @@ export const dueItemsOfBatch = (db: Db, due: string, batchId: string, now: numbe
   db.$client
     .query<ClaimedItem, [number, string, number]>(
       `SELECT id, batch_id AS batchId, lender_id AS lenderId, seq, authorizer_unique_id AS authorizerUniqueId,
-              payment_type AS paymentType, routing_number AS routingNumber, phone, zip, attempts
+              payment_type AS paymentType, routing_number AS routingNumber, phone, zip, attempts, waiting_since AS waitingSince
          FROM batch_items
         WHERE batch_id = ?2 AND ${due}
         ORDER BY seq LIMIT ?3`,
@@ -103,14 +105,36 @@ export const insertItemStatement = (tx: Tx) =>
 /** Result flushes: one row per item, a unique item_id makes a second impossible (bench processing). */
 export const insertResult = (
   tx: Tx,
-  v: { itemId: number; batchId: string; lenderId: string; aid: string; cents: number | null; code: number; exportStatus: string; institution: string | null; at: number },
+  v: {
+    itemId: number;
+    batchId: string;
+    lenderId: string;
+    aid: string;
+    cents: number | null;
+    code: number;
+    exportStatus: string;
+    institution: string | null;
+    at: number;
+    kind?: string | null;
+    asOf?: number | null;
+    detail?: string | null;
+  },
 ) =>
   tx.$client
     .query(
-      `INSERT OR IGNORE INTO balance_results (item_id, batch_id, lender_id, authorizer_unique_id, balance_cents, status_code, export_status, institution, recorded_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR IGNORE INTO balance_results (item_id, batch_id, lender_id, authorizer_unique_id, balance_cents, status_code, export_status, institution, recorded_at, balance_kind, balance_as_of, detail)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     )
-    .run(v.itemId, v.batchId, v.lenderId, v.aid, v.cents, v.code, v.exportStatus, v.institution, v.at);
+    .run(v.itemId, v.batchId, v.lenderId, v.aid, v.cents, v.code, v.exportStatus, v.institution, v.at, v.kind ?? null, v.asOf ?? null, v.detail ?? null);
+
+/** An authorizer's latest result of a lender, off the history index. */
+export const latestResultOf = (db: Db, lenderId: string, aid: string) =>
+  db.$client
+    .query<{ balanceKind: 'available' | 'current' | null; balanceAsOf: number | null }, [string, string]>(
+      `SELECT balance_kind AS balanceKind, balance_as_of AS balanceAsOf FROM balance_results
+        WHERE lender_id = ? AND authorizer_unique_id = ? ORDER BY id DESC LIMIT 1`,
+    )
+    .get(lenderId, aid);
 
 /** Result flushes: the batch's counter, and whether this result was its last (bench processing). */
 export const bumpProcessed = (tx: Tx, batchId: string, n: number) =>
@@ -186,3 +210,9 @@ export const thresholdHits = (db: Db, batchId: string) =>
         ORDER BY i.seq`,
     )
     .all(batchId);
+
+/** A link recorded as needing relinking; false when it already was (its lender has been told). */
+export const insertRelink = (tx: Tx, v: { lenderId: string; digest: string; provider: string; aid: string; now: number }): boolean =>
+  tx.$client
+    .query('INSERT OR IGNORE INTO bank_link_relinks (lender_id, link_digest, provider, authorizer_unique_id, created_at) VALUES (?, ?, ?, ?, ?)')
+    .run(v.lenderId, v.digest, v.provider, v.aid, v.now).changes > 0;

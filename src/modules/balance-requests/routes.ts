@@ -48,6 +48,9 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
             'information (debit_card_number; approved lenders only), and ssn or ein. metadata: at most 50 keys of 1 to 64 ' +
             'letters, digits, dots, dashes or underscores, each a number, a boolean or a string of at most 1000 characters. ' +
             'authorizer_unique_id: 1 to 255 characters of well-formed Unicode without control characters. ' +
+            'An optional bank_link ({provider: plaid, access_token, account_id} or {provider: stripe, account: fca_…}) reads the ' +
+            'balance from that linked account through the lender’s bank-data connection for its provider (an authorizer whose ' +
+            'provider has none fails alone); results then carry balance_kind and as_of. The link is sealed and never returned. ' +
             'The body may nest at most 32 levels; a body that breaks its schema anywhere is a 400 naming every path. ' +
             'Authorizers that fail a rule come back ' +
             'in failed_authorizers and the rest of the batch proceeds; when none passes the answer is 400 with the list in ' +
@@ -82,7 +85,8 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
             'multipart/form-data with the file in a part named `file` and an optional `webhook_url` field. At most 5000 data ' +
             'rows. Columns: authorizer_unique_id, phone_number, ssn, ein, account_number, routing_number, debit_card_number, cvv, ' +
             'expiration_month, expiration_year, first_name, last_name, street_address_line1, street_address_line2, city, state, ' +
-            'zip_code, country, date_of_birth (MM/DD/YYYY) and up to 50 meta_<key> columns (keys of at most 64 characters; a ' +
+            'zip_code, country, date_of_birth (MM/DD/YYYY), bank_link_provider (plaid or stripe) with bank_link_access_token and ' +
+            'bank_link_account_id (plaid) or bank_link_account (stripe, fca_…), and up to 50 meta_<key> columns (keys of at most 64 characters; a ' +
             'row whose meta_ cell is over 1000 characters fails). Each row is held to the field limits of the JSON ' +
             'request (lengths, formats, a well-formed authorizer_unique_id): a row that breaks one comes back in ' +
             'failed_authorizers naming the column. row_number counts the header as row 1. ' +

@@ -1,3 +1,4 @@
+import { connectedProviders } from '../bank-data-connections/service';
 import type { Static } from '@sinclair/typebox';
 import { and, asc, count, desc, eq, gt, lt, ne } from 'drizzle-orm';
 import { balanceResults, batches } from '../../../db/schema';
@@ -102,7 +103,7 @@ const sealerOf = (ctx: Pick<Ctx, 'deps'>) => (plaintext: Uint8Array) => ctx.deps
  */
 export async function submitBalanceRequestBody({ ctx, input }: { ctx: Ctx; input: { bytes: Uint8Array } }) {
   const now = ctx.deps.clock.now();
-  const prepared = await prepareOffLoop(ctx.deps, input.bytes, { debitCardsApproved: ctx.lender.debitCardApproved, now });
+  const prepared = await prepareOffLoop(ctx.deps, input.bytes, { debitCardsApproved: ctx.lender.debitCardApproved, now, bankProviders: connectedProviders(ctx) });
   return (
     replayOf(ctx.deps.db, ctx.lender.id, prepared.bodyHash, now) ??
     acceptBatch({
@@ -115,7 +116,7 @@ export async function submitBalanceRequestBody({ ctx, input }: { ctx: Ctx; input
 /** The same, from a body already read and checked against its schema (the service's own callers). */
 export async function submitBalanceRequest({ ctx, input }: { ctx: Ctx; input: { body: BalanceRequest; bodyHash?: string } }) {
   const now = ctx.deps.clock.now();
-  const { accepted, failed } = validateAuthorizerList(input.body.authorizers, { debitCardsApproved: ctx.lender.debitCardApproved, now });
+  const { accepted, failed } = validateAuthorizerList(input.body.authorizers, { debitCardsApproved: ctx.lender.debitCardApproved, now, bankProviders: connectedProviders(ctx) });
   return (
     replayOf(ctx.deps.db, ctx.lender.id, input.bodyHash, now) ??
     acceptBatch({
@@ -140,7 +141,7 @@ export async function submitBalanceCsv({
   };
 }) {
   const now = ctx.deps.clock.now();
-  const { accepted, failed } = validateAuthorizers(input.candidates, { debitCardsApproved: ctx.lender.debitCardApproved, now });
+  const { accepted, failed } = validateAuthorizers(input.candidates, { debitCardsApproved: ctx.lender.debitCardApproved, now, bankProviders: connectedProviders(ctx) });
   const result = await acceptBatch({
     ctx,
     input: { accepted: packBatch(accepted, sealerOf(ctx)), failed: [...input.preFailed, ...failed], webhookUrl: input.webhookUrl, source: 'csv', warnings: input.warnings, creator: input.creator ?? null, now },
@@ -250,6 +251,8 @@ export function listBalances({ ctx, input }: { ctx: Ctx; input: { batchId: strin
           cents: balanceResults.balanceCents,
           code: balanceResults.statusCode,
           at: balanceResults.recordedAt,
+          kind: balanceResults.balanceKind,
+          asOf: balanceResults.balanceAsOf,
         })
         .from(balanceResults)
         .where(and(eq(balanceResults.batchId, b.id), gt(balanceResults.id, after.r)))
@@ -268,10 +271,16 @@ export function listBalances({ ctx, input }: { ctx: Ctx; input: { batchId: strin
       balance: centsToDollarsOrNull(r.cents),
       timestamp: iso(r.at),
       balance_status_code: r.code,
+      ...linkedFields(r),
     })),
     has_more: hasMore,
     next_page_token: nextPageToken,
   };
+}
+
+/** A linked account's read says which balance it is and the provider's time for it; other reads say nothing. */
+function linkedFields(r: { kind: 'available' | 'current' | null; asOf: number | null }) {
+  return r.kind === null ? {} : { balance_kind: r.kind, as_of: isoOrNull(r.asOf) };
 }
 
 /** Every balance read of one authorizer for the lender, newest first. */
@@ -294,6 +303,9 @@ export function authorizerHistory({ ctx, input }: { ctx: Ctx; input: { authorize
           code: balanceResults.statusCode,
           exportStatus: balanceResults.exportStatus,
           at: balanceResults.recordedAt,
+          kind: balanceResults.balanceKind,
+          asOf: balanceResults.balanceAsOf,
+          detail: balanceResults.detail,
         })
         .from(balanceResults)
         .where(and(mine, lt(balanceResults.id, before.r)))
@@ -312,7 +324,8 @@ export function authorizerHistory({ ctx, input }: { ctx: Ctx; input: { authorize
         batch_id: r.batchId,
         balance_amount: centsToDollarsOrNull(r.cents),
         status: ok ? ('success' as const) : ('failed' as const),
-        ...(ok ? {} : { error_message: errorMessageFor(r.code, r.exportStatus) }),
+        ...(ok ? {} : { error_message: errorMessageFor(r.code, r.exportStatus, r.detail) }),
+        ...linkedFields(r),
       };
     }),
     next_page_token: nextPageToken,

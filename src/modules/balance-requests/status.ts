@@ -39,7 +39,10 @@ export function exportStatusFor(code: number, cause: 'provider' | 'retry_limit' 
 }
 
 /** error_message of a history entry: the meaning of the code, with the cause for the 9000 family. */
-export function errorMessageFor(code: number, exportStatus: string): string {
+export function errorMessageFor(code: number, exportStatus: string, detail: string | null = null): string {
+  if (detail === 'relink_required') return 'Other error: relink_required, the borrower must link the account again (send a new bank_link)';
+  if (detail === 'connection_missing') return 'Other error: no bank-data connection for the bank_link’s provider';
+  if (detail === 'connection_refused') return 'Other error: the provider refused the lender’s bank-data credentials';
   if (code === 9000 && exportStatus === 'RETRY_LIMIT') return 'Other error: the bank-data provider failed on every retry';
   if (code === 9000 && exportStatus === 'PROCESSING_ERROR') return 'Other error: the check could not be processed';
   return STATUS_MESSAGES[code] ?? STATUS_MESSAGES[9000]!;

@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import { t } from 'elysia';
-import { HELD_REASONS, MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES } from '../../../db/schema/enums';
+import { BALANCE_KINDS, HELD_REASONS, MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES } from '../../../db/schema/enums';
 import { pageTokenQuery } from '../../platform/pagination';
 import { Int, OneOf } from '../../platform/schema';
 import { textSchema } from '../../platform/fields';
-import { Address, AuthorizerId, DateOfBirth, IDENTITY_PROPERTIES, Metadata } from '../authorizers/fields';
+import { Address, AuthorizerId, BankLinkView, DateOfBirth, IDENTITY_PROPERTIES, Metadata } from '../authorizers/fields';
 import { MERCHANT_REF } from '../payment-connections/model';
 
 export const MAX_BORROWERS = 1000;
@@ -198,7 +198,16 @@ export const EnrollmentView = t.Object(
       card_brand: t.Optional(t.Union([t.String(), t.Null()])),
       last4: t.Union([t.String(), t.Null()]),
     }),
-    last_read: t.Union([t.Object({ balance_cents: t.Union([Int(), t.Null()]), at: t.String({ format: 'date-time' }) }), t.Null()]),
+    last_read: t.Union([
+      t.Object({
+        balance_cents: t.Union([Int(), t.Null()]),
+        at: t.String({ format: 'date-time' }),
+        balance_kind: t.Optional(OneOf(BALANCE_KINDS, { description: 'Linked accounts (bank_link) only: available, or current when the provider had no available balance' })),
+        as_of: t.Optional(t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'Linked accounts only: the provider’s time for the balance' })),
+      }),
+      t.Null(),
+    ]),
+    bank_link: t.Union([BankLinkView, t.Null()], { description: 'The borrower’s linked account, if one was sent: never its access token' }),
     next_read_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
     pay_cycle: t.Union(
       [
@@ -246,6 +255,7 @@ export const EnrollmentView = t.Object(
         merchant_ref: null,
         instrument: { rail: 'ach', bank_name: 'Sandbox Bank', last4: '4567' },
         last_read: { balance_cents: 1234567, at: '2026-11-21T10:00:01.000Z' },
+        bank_link: null,
         next_read_at: '2026-11-24T08:00:00.000Z',
         pay_cycle: { frequency: 'biweekly', next_payday: '2026-11-27', confidence: 0.92, source: 'balances' },
         payments_used: 0,

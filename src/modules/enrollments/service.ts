@@ -1,3 +1,5 @@
+import { connectedProviders, connectionFor } from '../bank-data-connections/service';
+import { latestResultOf } from '../balance-requests/queries';
 import type { Static } from '@sinclair/typebox';
 import { and, asc, eq, gt, gte, lt } from 'drizzle-orm';
 import { enrollments } from '../../../db/schema';
@@ -86,7 +88,7 @@ const fail = (aid: string | null, reason: string, message?: string): Result => (
 });
 
 /** One borrower's fields: shape and rules, every problem named by field (never by value). */
-function readBorrower(raw: EnrollmentInput['borrowers'][number], index: number, now: number): Candidate | Result {
+function readBorrower(raw: EnrollmentInput['borrowers'][number], index: number, now: number, bankProviders: readonly string[]): Candidate | Result {
   const aid = raw.authorizer_unique_id;
   if (!fits(Borrower, raw)) {
     const problems = problemsOf(Borrower, raw);
@@ -101,7 +103,7 @@ function readBorrower(raw: EnrollmentInput['borrowers'][number], index: number, 
     if (!b[f].trim()) return fail(aid, 'tokenization_failed', `${f} is required`);
   }
   if (!b.address.zip_code?.trim()) return fail(aid, 'tokenization_failed', 'address.zip_code is required');
-  const checked = validateAuthorizer(b, index + 1, { debitCardsApproved: false, now });
+  const checked = validateAuthorizer(b, index + 1, { debitCardsApproved: false, now, bankProviders });
   if (!checked.ok) return fail(aid, 'tokenization_failed', checked.failure.error);
   let authorizationAt: number | null = null;
   if (b.authorization) {
@@ -165,6 +167,26 @@ async function tokenizeCards(ctx: Ctx, cands: Candidate[], results: (Result | nu
   await Promise.all(Array.from({ length: TOKENIZE_CONCURRENCY }, worker));
 }
 
+/**
+ * A borrower charged through a Stripe pm_… token verified with Financial Connections, sent without a
+ * bank_link, is read through that account when the lender has a Stripe bank-data connection.
+ */
+async function linkFromPaymentMethods(ctx: Ctx, cands: Candidate[]): Promise<void> {
+  const queue = cands.filter((c) => c.instrument.kind === 'token' && c.instrument.token.startsWith('pm_') && !c.authorizer.sensitive.bankLink);
+  if (queue.length === 0) return;
+  const conn = connectionFor(ctx.deps, ctx.lender.id, 'stripe');
+  if (!conn || conn.creds.provider !== 'stripe') return;
+  const creds = conn.creds;
+  const worker = async () => {
+    for (let c = queue.shift(); c; c = queue.shift()) {
+      if (c.instrument.kind !== 'token') continue;
+      const account = await ctx.deps.linked.stripe.accountOfPaymentMethod(creds, c.instrument.token);
+      if (account) c.authorizer.sensitive.bankLink = { provider: 'stripe', account };
+    }
+  };
+  await Promise.all(Array.from({ length: TOKENIZE_CONCURRENCY }, worker));
+}
+
 /** Why a borrower's bank cannot be read, or null when it can. */
 export function heldReasonOf(deps: Pick<Deps, 'routing'>, routing: string): HeldReason | null {
   const institution = deps.routing.lookup(routing);
@@ -191,17 +213,19 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
   const counts = new Map<string, number>();
   for (const r of raw) counts.set(r.authorizer_unique_id, (counts.get(r.authorizer_unique_id) ?? 0) + 1);
   const cands: Candidate[] = [];
+  const bankProviders = connectedProviders(ctx);
   raw.forEach((r, i) => {
     const id = r.authorizer_unique_id;
     if ((counts.get(id) ?? 0) > 1) {
       results[i] = fail(id, 'duplicate_in_request', 'This authorizer_unique_id appears more than once in the request; every copy is rejected');
       return;
     }
-    const c = readBorrower(r, i, now);
+    const c = readBorrower(r, i, now, bankProviders);
     if ('outcome' in c) results[i] = c;
     else cands.push(c);
   });
   await tokenizeCards(ctx, cands, results);
+  await linkFromPaymentMethods(ctx, cands);
   const storable = cands.filter((c) => results[c.index] === null);
 
   withTransaction(ctx, (txCtx) => {
@@ -338,7 +362,8 @@ export function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
       e.rail === 'card'
         ? { rail: 'card' as const, card_brand: e.cardBrand, last4: e.cardLast4 }
         : { rail: 'ach' as const, bank_name: e.bankName, last4: accountLast4(ctx, e) },
-    last_read: e.lastReadAt === null ? null : { balance_cents: e.lastReadCents, at: iso(e.lastReadAt) },
+    last_read: e.lastReadAt === null ? null : { balance_cents: e.lastReadCents, at: iso(e.lastReadAt), ...lastReadKind(ctx, e) },
+    bank_link: bankLinkOf(ctx, e),
     next_read_at: e.state === 'monitored' ? isoOrNull(e.nextReadAt) : null,
     pay_cycle:
       e.payCycleFrequency === null
@@ -369,6 +394,19 @@ export function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
 function scheduledView(payments: ReturnType<typeof q.paymentsOf>) {
   const p = payments.find((x) => x.status === 'scheduled');
   return p && p.debitOn !== null ? { reference: p.reference, amount: p.amount, debit_on: iso(p.debitOn).slice(0, 10) } : null;
+}
+
+/** What is shown of the borrower's bank_link: the provider and which account, never the access token. */
+function bankLinkOf(ctx: Ctx, e: Enrollment) {
+  const link = e.sealed ? openBorrower(ctx.deps, e.sealed).s.bankLink : null;
+  if (!link) return null;
+  return link.provider === 'plaid' ? { provider: 'plaid' as const, account_last4: link.accountId.slice(-4) } : { provider: 'stripe' as const, account: link.account };
+}
+
+/** Which balance the last read reported and the provider's time for it (linked accounts; null otherwise). */
+function lastReadKind(ctx: Ctx, e: Enrollment): { balance_kind?: 'available' | 'current'; as_of?: string | null } {
+  const r = latestResultOf(dbOf(ctx), e.lenderId, e.authorizerUniqueId);
+  return r?.balanceKind ? { balance_kind: r.balanceKind, as_of: isoOrNull(r.balanceAsOf) } : {};
 }
 
 function accountLast4(ctx: Ctx, e: Enrollment): string | null {

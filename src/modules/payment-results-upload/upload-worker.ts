@@ -37,6 +37,7 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     base = {
       ...openThreadPlatform(m.config, (line) => self.postMessage({ type: 'log', line })),
       bank: absent('bank'),
+      linked: absent('linked'),
       routing: absent('routing'),
       processors: absent('processors'),
       hooks: featureHooks(),

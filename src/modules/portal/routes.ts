@@ -4,6 +4,7 @@ import type { Deps } from '../../deps';
 import { balanceCheckPages } from './pages/balance-checks';
 import { borrowerPages } from './pages/borrowers';
 import { connectionPages } from './pages/connections';
+import { bankDataPages } from './pages/bank-data';
 import { developerPages } from './pages/developers';
 import { monitoringPages } from './pages/monitoring';
 import { overviewPages } from './pages/overview';
@@ -28,6 +29,7 @@ export const portalRoutes = (deps: Deps) =>
     .use(monitoringPages(deps))
     .use(borrowerPages(deps))
     .use(connectionPages(deps))
+    .use(bankDataPages(deps))
     .use(resultsUploadPages(deps))
     .use(rulesPages(deps))
     .use(developerPages(deps));

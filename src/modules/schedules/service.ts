@@ -1,3 +1,4 @@
+import { connectedProviders } from '../bank-data-connections/service';
 import type { Static } from 'elysia';
 import { and, asc, count, eq, gt, ne } from 'drizzle-orm';
 import { scheduleAuthorizers, schedules } from '../../../db/schema';
@@ -88,7 +89,7 @@ export async function createSchedule({ ctx, input }: { ctx: Ctx; input: { body: 
   if (anyThreshold && !body.webhook) throw InvalidInput.field('webhook', 'webhook is required when a threshold_amount is set');
   if (body.webhook) await validateWebhookUrl(ctx.deps, 'webhook', body.webhook);
 
-  const { accepted, failed } = validateAuthorizerList(body.authorizers, { debitCardsApproved: ctx.lender.debitCardApproved, now });
+  const { accepted, failed } = validateAuthorizerList(body.authorizers, { debitCardsApproved: ctx.lender.debitCardApproved, now, bankProviders: connectedProviders(ctx) });
   if (failed.length > 0) {
     const first = failed[0]!;
     throw new InvalidInput(

@@ -70,13 +70,13 @@ export const DeliveryQuery = t.Object({
 
 const EventType = OneOf(ENDPOINT_EVENT_TYPES, {
   description:
-    'PAYMENT_EVENT: each payment event read from a processor, as GET /v1/payment_events shows it; RETURN_RATE_ALERT: a return-rate class changed status (ok, warning, exceeded) over the last 60 days; ENROLLMENT_BLOCKED: a borrower stopped, or waiting on the lender (a blocked_reason); PAYMENT_SCHEDULED: a payment scheduled after a notice period, to tell the borrower',
+    'PAYMENT_EVENT: each payment event read from a processor, as GET /v1/payment_events shows it; RETURN_RATE_ALERT: a return-rate class changed status (ok, warning, exceeded) over the last 60 days; ENROLLMENT_BLOCKED: a borrower stopped, or waiting on the lender (a blocked_reason); PAYMENT_SCHEDULED: a payment scheduled after a notice period, to tell the borrower; BANK_LINK_RELINK_REQUIRED: a borrower’s linked account (bank_link) must be linked again, once per link',
 });
 
 export const EndpointCreate = Type.Object(
   {
     url: Type.String({ minLength: 1, maxLength: 2048, description: 'HTTPS URL; the rules of every webhook URL of the service apply' }),
-    event_types: Type.Array(EventType, { minItems: 1, maxItems: 4, description: 'A non-empty subset of the event types' }),
+    event_types: Type.Array(EventType, { minItems: 1, maxItems: ENDPOINT_EVENT_TYPES.length, description: 'A non-empty subset of the event types' }),
     description: Type.Optional(textSchema({ minLength: 1, maxLength: 255, description: 'Shown with the endpoint' })),
   },
   { additionalProperties: false, examples: [{ url: 'https://lender.example/hooks/drs', event_types: ['PAYMENT_EVENT', 'ENROLLMENT_BLOCKED'] }] },

@@ -2,6 +2,7 @@ import { t, type TSchema } from 'elysia';
 import { RATE_STATUSES, type WebhookType } from '../../../db/schema/enums';
 import { Int, OneOf } from '../../platform/schema';
 import { PaymentEvent } from '../collection/model';
+import { BankLinkView } from '../authorizers/fields';
 
 // What each webhook the service sends carries, for the OpenAPI document's `webhooks` section. Every delivery
 // is a POST signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature).
@@ -54,6 +55,15 @@ const payloads: Record<WebhookType, { summary: string; schema: TSchema }> = {
       state: t.String({ description: 'The monitor state: stopped, or monitored with a blocked_reason' }),
       reason: t.Union([t.String(), t.Null()], { description: 'Why it stopped (a return code, invalid, a decline code)' }),
       blocked_reason: t.Union([t.String(), t.Null()], { description: 'no_processor_key, verification_required, reauthorization_required, reinitiation_limit, reinitiation_window, amount_changed, return_rate_paused' }),
+    }),
+  },
+  BANK_LINK_RELINK_REQUIRED: {
+    summary: 'A borrower’s linked account must be linked again before it can be read (lender endpoints); once per link',
+    schema: t.Object({
+      ...base('BANK_LINK_RELINK_REQUIRED'),
+      authorizer_unique_id: t.String(),
+      bank_link: BankLinkView,
+      batch_id: t.String({ description: 'The balance batch whose read found it' }),
     }),
   },
   PAYMENT_SCHEDULED: {

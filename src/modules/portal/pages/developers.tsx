@@ -19,6 +19,7 @@ const EVENT_HELP: Record<(typeof ENDPOINT_EVENT_TYPES)[number], string> = {
   RETURN_RATE_ALERT: 'a return-rate class changes status',
   ENROLLMENT_BLOCKED: 'collection of a borrower is blocked by a rule',
   PAYMENT_SCHEDULED: 'a payment is scheduled after its notice',
+  BANK_LINK_RELINK_REQUIRED: 'a borrower’s linked account must be linked again',
 };
 
 const EndpointForm = Type.Object(

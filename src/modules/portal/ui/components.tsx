@@ -11,6 +11,7 @@ export const NAV: [href: string, label: string][] = [
   ['/portal/monitoring', 'Monitoring'],
   ['/portal/payments/borrowers', 'Borrowers'],
   ['/portal/payments/connections', 'Processor keys'],
+  ['/portal/payments/bank-data', 'Bank data'],
   ['/portal/payments/results-upload', 'Results upload'],
   ['/portal/payments/rules', 'Collection rules'],
   ['/portal/developers', 'Developers'],

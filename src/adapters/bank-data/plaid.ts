@@ -1,0 +1,135 @@
+import type { PlaidEnvironment } from '../../../db/schema/enums';
+import { dollarsToCentsRounded } from '../../platform/money';
+import { CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource } from './linked';
+import { TransientProviderError, OTHER_ERROR_CODE } from './types';
+
+// Plaid Balance over plain HTTP: the request bodies are the ones the official `plaid` SDK sends
+// (client_id and secret in the body, never in a header, a URL or a log line), the answers are read as its
+// types describe them. PLAID_API_URL replaces Plaid's address for every environment (a fake in tests).
+
+const HOSTS: Record<PlaidEnvironment, string> = {
+  sandbox: 'https://sandbox.plaid.com',
+  production: 'https://production.plaid.com',
+};
+const TIMEOUT_MS = 10_000;
+/** Plaid's version header, as the SDK release the requests follow sends it. */
+export const PLAID_VERSION = '2020-09-14';
+
+/** Error codes meaning the borrower must sign in at Link again before the Item can be read. */
+const RELINK_CODES = new Set(['ITEM_LOGIN_REQUIRED', 'ACCESS_NOT_GRANTED', 'ITEM_LOCKED', 'PENDING_DISCONNECT', 'USER_PERMISSION_REVOKED']);
+/** The account is gone at the bank. */
+const CLOSED_CODES = new Set(['NO_ACCOUNTS', 'INVALID_ACCOUNT_ID']);
+/** The institution offers no balance for the Item. */
+const UNSUPPORTED_CODES = new Set(['INSTITUTION_NOT_SUPPORTED', 'PRODUCTS_NOT_SUPPORTED', 'INSTITUTION_NO_LONGER_SUPPORTED']);
+/** Not now: rate limits, the institution or Plaid down, the product still being prepared. */
+const TRANSIENT_CODES = new Set([
+  'PRODUCT_NOT_READY',
+  'INSTITUTION_DOWN',
+  'INSTITUTION_NOT_RESPONDING',
+  'INSTITUTION_NOT_AVAILABLE',
+  'INSTITUTION_RATE_LIMIT',
+  'INTERNAL_SERVER_ERROR',
+  'PLANNED_MAINTENANCE',
+]);
+
+export interface PlaidErrorBody {
+  error_type: string;
+  error_code: string;
+  error_message?: string;
+}
+
+function plaidError(body: unknown): PlaidErrorBody | null {
+  if (typeof body !== 'object' || body === null) return null;
+  const b = body as Record<string, unknown>;
+  return typeof b.error_type === 'string' && typeof b.error_code === 'string' ? (b as unknown as PlaidErrorBody) : null;
+}
+
+/** How a Plaid error reads as a balance status (the table of "Reading real balances" in the README). */
+export function plaidErrorResult(status: number, e: PlaidErrorBody | null): LinkedReadResult {
+  if (status === 429 || e?.error_type === 'RATE_LIMIT_EXCEEDED' || e?.error_type === 'API_ERROR' || status >= 500 || (e && TRANSIENT_CODES.has(e.error_code))) {
+    throw new TransientProviderError(`Plaid answered HTTP ${status}${e ? ` ${e.error_type}/${e.error_code}` : ''}`);
+  }
+  if (e && RELINK_CODES.has(e.error_code)) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: RELINK_REQUIRED };
+  if (e && CLOSED_CODES.has(e.error_code)) return { kind: 'failed', statusCode: 3200, detail: null };
+  if (e && UNSUPPORTED_CODES.has(e.error_code)) return { kind: 'failed', statusCode: 3300, detail: null };
+  if (e?.error_code === 'INVALID_API_KEYS') return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'connection_refused' };
+  if (e?.error_code === 'INVALID_ACCESS_TOKEN') return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'invalid_link' };
+  return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: null };
+}
+
+export class PlaidSource implements LinkedSource<'plaid'> {
+  readonly provider = 'plaid' as const;
+  constructor(private readonly opts: { apiUrl?: string | null; timeoutMs?: number } = {}) {}
+
+  private url(env: PlaidEnvironment, path: string): string {
+    return `${(this.opts.apiUrl ?? HOSTS[env]).replace(/\/+$/, '')}${path}`;
+  }
+
+  /** POST with the credentials in the body; the status and parsed body, or TransientProviderError when unreachable. */
+  private async post(env: PlaidEnvironment, path: string, body: Record<string, unknown>): Promise<{ status: number; json: unknown }> {
+    let res: Response;
+    try {
+      res = await fetch(this.url(env, path), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'plaid-version': PLAID_VERSION },
+        body: JSON.stringify(body),
+        redirect: 'manual',
+        signal: AbortSignal.timeout(this.opts.timeoutMs ?? TIMEOUT_MS),
+      });
+    } catch (e) {
+      // Only the error's name: a fetch error can carry the request, and the request carries the secret.
+      throw new TransientProviderError(`Plaid could not be reached (${(e as Error)?.name ?? 'error'})`);
+    }
+    let json: unknown = null;
+    try {
+      json = await res.json();
+    } catch {
+      if (res.ok) throw new TransientProviderError(`Plaid answered HTTP ${res.status} with a body that is not JSON`);
+    }
+    return { status: res.status, json };
+  }
+
+  async verify(creds: Extract<LinkCredentials, { provider: 'plaid' }>): Promise<void> {
+    let r: { status: number; json: unknown };
+    try {
+      // The cheapest call Plaid authenticates without an Item: one institution.
+      r = await this.post(creds.environment, '/institutions/get', {
+        client_id: creds.clientId,
+        secret: creds.secret,
+        count: 1,
+        offset: 0,
+        country_codes: ['US'],
+      });
+    } catch {
+      throw new SourceUnavailable('Plaid could not be reached');
+    }
+    if (r.status === 200) return;
+    if (r.status === 429 || r.status >= 500) throw new SourceUnavailable(`Plaid answered HTTP ${r.status}`);
+    throw new CredentialsRefused('Plaid refused this client_id and secret for the environment');
+  }
+
+  async read(creds: Extract<LinkCredentials, { provider: 'plaid' }>, link: Extract<BankLink, { provider: 'plaid' }>, now: number): Promise<LinkedReadResult> {
+    const r = await this.post(creds.environment, '/accounts/balance/get', {
+      client_id: creds.clientId,
+      secret: creds.secret,
+      access_token: link.accessToken,
+      options: { account_ids: [link.accountId] },
+    });
+    if (r.status !== 200) return plaidErrorResult(r.status, plaidError(r.json));
+    const accounts = (r.json as { accounts?: unknown }).accounts;
+    if (!Array.isArray(accounts)) throw new TransientProviderError('Plaid answered HTTP 200 without accounts');
+    const account = accounts.find((a) => (a as { account_id?: unknown })?.account_id === link.accountId) as
+      | { balances?: { available?: unknown; current?: unknown; last_updated_datetime?: unknown } }
+      | undefined;
+    // The Item no longer has the account: closed at the bank.
+    if (!account) return { kind: 'failed', statusCode: 3200, detail: null };
+    const b = account.balances ?? {};
+    const kind = typeof b.available === 'number' ? 'available' : typeof b.current === 'number' ? 'current' : null;
+    if (kind === null) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'no_balance' };
+    const cents = dollarsToCentsRounded(kind === 'available' ? b.available : b.current);
+    if (cents === null) throw new TransientProviderError('Plaid answered a balance that is not an amount');
+    const updated = typeof b.last_updated_datetime === 'string' ? Date.parse(b.last_updated_datetime) : NaN;
+    // Balance is read live from the institution; Plaid gives a time only for some institutions.
+    return { kind: 'balance', balanceCents: cents, balanceKind: kind, asOf: Number.isFinite(updated) ? updated : now };
+  }
+}

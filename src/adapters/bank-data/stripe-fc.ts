@@ -1,0 +1,126 @@
+import Stripe from 'stripe';
+import { STRIPE_API_VERSION } from '../processors/stripe';
+import { CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource } from './linked';
+import { OTHER_ERROR_CODE, TransientProviderError } from './types';
+
+// Stripe Financial Connections through the official SDK, with the lender's Stripe key: an fca_… account's
+// balance, refreshed when the last one is not fresh. A refresh is asynchronous: while it is pending the read
+// answers "come back" (the caller waits without holding a slot), and Stripe's next_refresh_available_at is
+// never run ahead of. STRIPE_API_URL points the SDK elsewhere, as for payments.
+
+const TIMEOUT_MS = 10_000;
+/** A refresh attempted this recently is the balance's refresh: its answer is read, not asked for again. */
+export const FRESH_REFRESH_MS = 15 * 60_000;
+/** How long to wait before looking again at a refresh that is still pending. */
+export const REFRESH_POLL_MS = 1_000;
+
+type Account = Stripe.FinancialConnections.Account;
+
+const transient = (e: unknown): boolean =>
+  e instanceof Stripe.errors.StripeRateLimitError ||
+  e instanceof Stripe.errors.StripeAPIError ||
+  e instanceof Stripe.errors.StripeConnectionError ||
+  (e instanceof Stripe.errors.StripeError && (e.statusCode ?? 0) >= 500);
+
+/** A balance in the account's currency (USD), the available one when Stripe has it. */
+function balanceOf(a: Account): LinkedReadResult | null {
+  const b = a.balance;
+  if (!b) return null;
+  const available = b.cash?.available?.usd;
+  const current = b.current?.usd;
+  if (typeof available === 'number') return { kind: 'balance', balanceCents: Math.round(available), balanceKind: 'available', asOf: b.as_of * 1000 };
+  if (typeof current === 'number') return { kind: 'balance', balanceCents: Math.round(current), balanceKind: 'current', asOf: b.as_of * 1000 };
+  return null;
+}
+
+/** The read of an account as Stripe describes it, or null when a refresh must be asked for. */
+export function accountResult(a: Account, now: number, refreshed: boolean): LinkedReadResult | null {
+  if (a.status === 'disconnected' || a.status === 'inactive') return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: RELINK_REQUIRED };
+  if (a.permissions && !a.permissions.includes('balances')) return { kind: 'failed', statusCode: 3300, detail: 'balance_not_permitted' };
+  const r = a.balance_refresh;
+  if (r?.status === 'pending') return { kind: 'pending', retryAt: now + REFRESH_POLL_MS };
+  const fresh = r !== null && r !== undefined && now - r.last_attempted_at * 1000 <= FRESH_REFRESH_MS;
+  if (r?.status === 'succeeded' && (fresh || refreshed)) {
+    return balanceOf(a) ?? { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'no_balance' };
+  }
+  if (r?.status === 'failed' && (fresh || refreshed)) {
+    // The institution did not answer this refresh: an outage, retried like one.
+    throw new TransientProviderError('Stripe could not refresh the account balance at the institution');
+  }
+  const nextAt = r?.next_refresh_available_at ? r.next_refresh_available_at * 1000 : null;
+  if (nextAt !== null && nextAt > now) {
+    // No refresh allowed yet: the last balance with its own time, or wait until one is.
+    const last = r?.status === 'succeeded' ? balanceOf(a) : null;
+    return last ?? { kind: 'pending', retryAt: nextAt };
+  }
+  return null;
+}
+
+export class StripeFcSource implements LinkedSource<'stripe'> {
+  readonly provider = 'stripe' as const;
+  private readonly clients = new Map<string, Stripe>();
+  constructor(private readonly opts: { apiUrl?: string | null; timeoutMs?: number } = {}) {}
+
+  private client(key: string): Stripe {
+    let c = this.clients.get(key);
+    if (!c) {
+      const url = this.opts.apiUrl ? new URL(this.opts.apiUrl) : null;
+      const protocol = url?.protocol === 'http:' ? 'http' : 'https';
+      c = new Stripe(key, {
+        apiVersion: STRIPE_API_VERSION,
+        timeout: this.opts.timeoutMs ?? TIMEOUT_MS,
+        // The balance pipeline is the one retry policy (with backoff, up to its limit).
+        maxNetworkRetries: 0,
+        telemetry: false,
+        ...(url ? { host: url.hostname, port: url.port || (protocol === 'http' ? 80 : 443), protocol } : {}),
+      });
+      this.clients.set(key, c);
+    }
+    return c;
+  }
+
+  async verify(creds: Extract<LinkCredentials, { provider: 'stripe' }>): Promise<void> {
+    try {
+      await this.client(creds.apiKey).financialConnections.accounts.list({ limit: 1 });
+    } catch (e) {
+      if (transient(e)) throw new SourceUnavailable('Stripe could not be reached');
+      if (e instanceof Stripe.errors.StripeError) throw new CredentialsRefused('Stripe refused this key for Financial Connections');
+      throw e;
+    }
+  }
+
+  /**
+   * The Financial Connections account a PaymentMethod was verified through (an ACH pm_… verified instantly);
+   * null for any other PaymentMethod, one verified by micro-deposits, or when Stripe cannot tell now.
+   */
+  async accountOfPaymentMethod(creds: Extract<LinkCredentials, { provider: 'stripe' }>, paymentMethod: string): Promise<string | null> {
+    try {
+      const pm = await this.client(creds.apiKey).paymentMethods.retrieve(paymentMethod);
+      const fca = pm.us_bank_account?.financial_connections_account ?? null;
+      return fca && /^fca_[A-Za-z0-9]+$/.test(fca) ? fca : null;
+    } catch (e) {
+      if (e instanceof Stripe.errors.StripeError) return null;
+      throw e;
+    }
+  }
+
+  async read(creds: Extract<LinkCredentials, { provider: 'stripe' }>, link: Extract<BankLink, { provider: 'stripe' }>, now: number): Promise<LinkedReadResult> {
+    const accounts = this.client(creds.apiKey).financialConnections.accounts;
+    try {
+      const current = await accounts.retrieve(link.account);
+      const known = accountResult(current, now, false);
+      if (known) return known;
+      const refreshed = await accounts.refresh(link.account, { features: ['balance'] });
+      return accountResult(refreshed, now, true) ?? { kind: 'pending', retryAt: now + REFRESH_POLL_MS };
+    } catch (e) {
+      if (e instanceof TransientProviderError) throw e;
+      if (transient(e)) throw new TransientProviderError(`Stripe answered HTTP ${(e as Stripe.errors.StripeError).statusCode ?? 'no answer'}`);
+      if (e instanceof Stripe.errors.StripeAuthenticationError || e instanceof Stripe.errors.StripePermissionError) {
+        return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'connection_refused' };
+      }
+      if (e instanceof Stripe.errors.StripeInvalidRequestError && e.code === 'resource_missing') return { kind: 'failed', statusCode: 3400, detail: null };
+      if (e instanceof Stripe.errors.StripeError) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: null };
+      throw e;
+    }
+  }
+}

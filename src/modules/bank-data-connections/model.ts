@@ -1,0 +1,69 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { t } from 'elysia';
+import { BANK_DATA_PROVIDERS, PLAID_ENVIRONMENTS } from '../../../db/schema/enums';
+import { OneOf } from '../../platform/schema';
+
+const secret = (description: string) => Type.String({ minLength: 1, maxLength: 255, pattern: '^\\S+$', description });
+
+export const CreateBankDataConnectionBody = Type.Union(
+  [
+    Type.Object(
+      {
+        provider: Type.Literal('plaid'),
+        client_id: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_-]+$', description: 'The Plaid client_id' }),
+        secret: secret('The Plaid secret of the environment. Sealed at once; never returned.'),
+        environment: OneOf(PLAID_ENVIRONMENTS, { description: 'The Plaid environment the client_id and secret belong to' }),
+      },
+      { additionalProperties: false },
+    ),
+    Type.Object(
+      {
+        provider: Type.Literal('stripe'),
+        api_key: Type.String({
+          minLength: 8,
+          maxLength: 255,
+          pattern: '^(sk|rk)_(live|test)_[A-Za-z0-9_]+$',
+          description: 'A Stripe secret or restricted key (sk_live_/sk_test_/rk_live_/rk_test_) allowed to read Financial Connections accounts. Sealed at once; never returned.',
+        }),
+      },
+      { additionalProperties: false },
+    ),
+  ],
+  {
+    // Both shapes are objects: said once for the document's readers, who look for a type first.
+    type: 'object',
+    examples: [
+      { provider: 'plaid', client_id: '5f2a9c0d1e3b4a0012345678', secret: 'sandbox-secret-0000000000001234', environment: 'sandbox' },
+      { provider: 'stripe', api_key: 'rk_live_000000000000000000004242' },
+    ],
+  },
+);
+export type CreateBankDataConnection = Static<typeof CreateBankDataConnectionBody>;
+
+const example = {
+  id: '019a4f3e-8c1d-7b2a-9f00-1c2d3e4f5a6b',
+  provider: 'plaid',
+  environment: 'sandbox',
+  secret_last4: '1234',
+  key_last4: null,
+  created_at: '2026-11-21T10:00:00.000Z',
+  last_read_at: null,
+};
+
+export const BankDataConnection = t.Object(
+  {
+    id: t.String({ format: 'uuid' }),
+    provider: OneOf(BANK_DATA_PROVIDERS),
+    environment: t.Nullable(OneOf(PLAID_ENVIRONMENTS, { description: 'Plaid only' })),
+    secret_last4: t.Nullable(t.String({ description: 'Plaid: the last four characters of the secret' })),
+    key_last4: t.Nullable(t.String({ description: 'Stripe: the last four characters of the key' })),
+    created_at: t.String({ format: 'date-time' }),
+    last_read_at: t.Nullable(t.String({ format: 'date-time', description: 'The last balance read through this connection' })),
+  },
+  { examples: [example] },
+);
+
+export const BankDataConnectionList = t.Object(
+  { connections: t.Array(BankDataConnection, { description: 'Oldest first; at most one per provider' }) },
+  { examples: [{ connections: [example] }] },
+);

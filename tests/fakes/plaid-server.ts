@@ -1,0 +1,208 @@
+// A stateful fake of the part of Plaid the service uses, on 127.0.0.1: `/institutions/get` (to check a
+// client_id and secret) and `/accounts/balance/get`. Its handlers take and answer the `plaid` package's own
+// request and response types, so a shape the SDK would not send or could not read fails to compile. It checks
+// client_id and secret in the body as Plaid does, answers errors in Plaid's error object, and gives tests a
+// control surface: Items and their accounts, an Item needing login again, rate limits, outages, latency.
+import {
+  AccountType,
+  CountryCode,
+  ItemUpdateTypeEnum,
+  PlaidErrorType,
+  Products,
+  type AccountBase,
+  type AccountsBalanceGetRequest,
+  type AccountsGetResponse,
+  type InstitutionsGetRequest,
+  type InstitutionsGetResponse,
+  type PlaidError,
+} from 'plaid';
+
+export interface PlaidRecordedRequest {
+  path: string;
+  /** Body as sent, for checking its shape against the SDK's (the secret is in it: tests only). */
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+  status: number;
+}
+
+export interface FakePlaidAccount {
+  account_id: string;
+  available: number | null;
+  current: number | null;
+  last_updated_datetime?: string | null;
+}
+
+export interface FakePlaid {
+  url: string;
+  stop(): void;
+  requests: PlaidRecordedRequest[];
+  /** The client_id and secret Plaid knows (any environment). */
+  addClient(clientId: string, secret: string): void;
+  /** An Item and its accounts, reachable with its access token. */
+  addItem(accessToken: string, accounts: FakePlaidAccount[]): void;
+  /** The Item answers this error until cleared (`ITEM_LOGIN_REQUIRED`, `NO_ACCOUNTS`…). */
+  setItemError(accessToken: string, code: string | null, type?: PlaidErrorType): void;
+  /** The next n balance reads answer this (a 429 RATE_LIMIT_EXCEEDED by default). */
+  failNext(n: number, error?: { status: number; type: PlaidErrorType; code: string }): void;
+  /** Every answer waits this long first. */
+  setLatency(ms: number): void;
+  /** Balance reads in flight now, and the most seen at once (per client_id). */
+  inFlight(clientId: string): { now: number; max: number };
+}
+
+const err = (type: PlaidErrorType, code: string, message: string, status: number): PlaidError => ({
+  error_type: type,
+  error_code: code,
+  error_message: message,
+  display_message: null,
+  request_id: crypto.randomUUID(),
+  status,
+});
+
+function account(a: FakePlaidAccount): AccountBase {
+  return {
+    account_id: a.account_id,
+    balances: {
+      available: a.available,
+      current: a.current,
+      limit: null,
+      iso_currency_code: 'USD',
+      unofficial_currency_code: null,
+      last_updated_datetime: a.last_updated_datetime ?? null,
+    },
+    mask: a.account_id.slice(-4),
+    name: 'Checking',
+    official_name: null,
+    type: AccountType.Depository,
+    subtype: null,
+  };
+}
+
+export function startFakePlaid(): FakePlaid {
+  const clients = new Map<string, string>();
+  const items = new Map<string, { accounts: FakePlaidAccount[]; error: { code: string; type: PlaidErrorType } | null }>();
+  const requests: PlaidRecordedRequest[] = [];
+  let failing: { left: number; error: { status: number; type: PlaidErrorType; code: string } } = {
+    left: 0,
+    error: { status: 429, type: PlaidErrorType.RateLimitExceeded, code: 'ACCOUNTS_BALANCE_GET_LIMIT' },
+  };
+  let latency = 0;
+  const flight = new Map<string, { now: number; max: number }>();
+
+  const answer = (rec: PlaidRecordedRequest, status: number, body: unknown) => {
+    rec.status = status;
+    return Response.json(body, { status });
+  };
+
+  function authenticate(b: { client_id?: string; secret?: string }): PlaidError | null {
+    if (!b.client_id || !b.secret) return err(PlaidErrorType.InvalidRequest, 'MISSING_FIELDS', 'client_id and secret are required in the body', 400);
+    if (clients.get(b.client_id) !== b.secret) return err(PlaidErrorType.InvalidInput, 'INVALID_API_KEYS', 'invalid client_id or secret provided', 400);
+    return null;
+  }
+
+  function institutions(b: InstitutionsGetRequest): { status: number; body: InstitutionsGetResponse | PlaidError } {
+    const refused = authenticate(b);
+    if (refused) return { status: 400, body: refused };
+    if (typeof b.count !== 'number' || typeof b.offset !== 'number' || !Array.isArray(b.country_codes)) {
+      return { status: 400, body: err(PlaidErrorType.InvalidRequest, 'MISSING_FIELDS', 'count, offset and country_codes are required', 400) };
+    }
+    return {
+      status: 200,
+      body: {
+        institutions: [{ institution_id: 'ins_109508', name: 'First Platypus Bank', products: [Products.Balance], country_codes: [CountryCode.Us], routing_numbers: ['011000138'], oauth: false }],
+        total: 1,
+        request_id: crypto.randomUUID(),
+      },
+    };
+  }
+
+  function balance(b: AccountsBalanceGetRequest): { status: number; body: AccountsGetResponse | PlaidError } {
+    const refused = authenticate(b);
+    if (refused) return { status: 400, body: refused };
+    if (failing.left > 0) {
+      failing.left--;
+      const e = failing.error;
+      return { status: e.status, body: err(e.type, e.code, 'the fake was told to fail this request', e.status) };
+    }
+    const item = items.get(b.access_token);
+    if (!item) return { status: 400, body: err(PlaidErrorType.InvalidInput, 'INVALID_ACCESS_TOKEN', 'provided access token is in an invalid format', 400) };
+    if (item.error) return { status: 400, body: err(item.error.type, item.error.code, `the Item answers ${item.error.code}`, 400) };
+    const wanted = b.options?.account_ids;
+    const accounts = item.accounts.filter((a) => !wanted || wanted.includes(a.account_id));
+    if (wanted && accounts.length < wanted.length) {
+      return { status: 400, body: err(PlaidErrorType.InvalidInput, 'INVALID_ACCOUNT_ID', 'one or more of the account IDs is invalid', 400) };
+    }
+    return {
+      status: 200,
+      body: {
+        accounts: accounts.map(account),
+        item: {
+          item_id: `item_${b.access_token.slice(-8)}`,
+          webhook: null,
+          error: null,
+          available_products: [],
+          billed_products: [Products.Auth],
+          consent_expiration_time: null,
+          update_type: ItemUpdateTypeEnum.Background,
+        },
+        request_id: crypto.randomUUID(),
+      },
+    };
+  }
+
+  const server = Bun.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    async fetch(req) {
+      const path = new URL(req.url).pathname;
+      let body: Record<string, unknown> = {};
+      try {
+        body = (await req.json()) as Record<string, unknown>;
+      } catch {
+        /* answered below */
+      }
+      const rec: PlaidRecordedRequest = { path, body, headers: Object.fromEntries(req.headers), status: 0 };
+      requests.push(rec);
+      if (req.method !== 'POST') return answer(rec, 405, err(PlaidErrorType.InvalidRequest, 'INVALID_HTTP_METHOD', 'use POST', 405));
+      const clientId = typeof body.client_id === 'string' ? body.client_id : '';
+      const f = flight.get(clientId) ?? { now: 0, max: 0 };
+      flight.set(clientId, f);
+      f.now++;
+      f.max = Math.max(f.max, f.now);
+      try {
+        if (latency > 0) await Bun.sleep(latency);
+        if (path === '/institutions/get') {
+          const r = institutions(body as unknown as InstitutionsGetRequest);
+          return answer(rec, r.status, r.body);
+        }
+        if (path === '/accounts/balance/get') {
+          const r = balance(body as unknown as AccountsBalanceGetRequest);
+          return answer(rec, r.status, r.body);
+        }
+        return answer(rec, 404, err(PlaidErrorType.InvalidRequest, 'UNKNOWN_ENDPOINT', `no such endpoint ${path}`, 404));
+      } finally {
+        f.now--;
+      }
+    },
+  });
+
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    stop: () => server.stop(true),
+    requests,
+    addClient: (id, secret) => void clients.set(id, secret),
+    addItem: (token, accounts) => void items.set(token, { accounts, error: null }),
+    setItemError: (token, code, type = PlaidErrorType.ItemError) => {
+      const item = items.get(token);
+      if (!item) throw new Error(`fake Plaid: no Item ${token}`);
+      item.error = code === null ? null : { code, type };
+    },
+    failNext: (n, error) => {
+      failing = { left: n, error: error ?? failing.error };
+    },
+    setLatency: (ms) => {
+      latency = ms;
+    },
+    inFlight: (clientId) => ({ ...(flight.get(clientId) ?? { now: 0, max: 0 }) }),
+  };
+}

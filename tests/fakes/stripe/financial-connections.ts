@@ -1,0 +1,160 @@
+// Financial Connections accounts of the fake Stripe, typed by the `stripe` package: a balance, its
+// asynchronous refresh (pending for a while, then succeeded or failed) and the account's status.
+import type Stripe from 'stripe';
+import { ok, stripeError, type Answer } from './account';
+import type { Form } from './form';
+
+type Account = Stripe.FinancialConnections.Account;
+
+export interface FcAccountSpec {
+  id: string;
+  /** Cents; null for no available balance. */
+  available?: number | null;
+  current?: number;
+  status?: Account['status'];
+  permissions?: Stripe.FinancialConnections.Account.Permission[];
+}
+
+export interface FcControl {
+  /** A linked account readable with this key. */
+  addFcAccount(key: string, spec: FcAccountSpec): void;
+  setFcStatus(id: string, status: Account['status']): void;
+  /** The account's balance as the next refresh will find it. */
+  setFcBalance(id: string, cents: { available?: number | null; current?: number }): void;
+  /** Refreshes stay pending this long (real time) before they succeed. */
+  setRefreshDelay(ms: number): void;
+  /** The next n refreshes fail at the institution. */
+  failNextRefreshes(n: number): void;
+  /** Refresh requests received per account. */
+  refreshes(id: string): number;
+}
+
+interface Entry {
+  key: string;
+  account: Account;
+  next: { available: number | null; current: number };
+  pendingUntil: number | null;
+  fails: boolean;
+  refreshes: number;
+}
+
+export class FakeFinancialConnections implements FcControl {
+  private readonly accounts = new Map<string, Entry>();
+  private delayMs = 0;
+  private failing = 0;
+
+  constructor(private readonly now: () => number) {}
+
+  addFcAccount(key: string, spec: FcAccountSpec): void {
+    const account: Account = {
+      id: spec.id,
+      object: 'financial_connections.account',
+      account_holder: { type: 'customer', customer: 'cus_1FakeHolder' },
+      account_numbers: null,
+      balance: null,
+      balance_refresh: null,
+      category: 'cash',
+      created: this.now(),
+      display_name: 'Checking',
+      institution_name: 'StripeBank',
+      last4: '6789',
+      livemode: false,
+      ownership: null,
+      ownership_refresh: null,
+      permissions: spec.permissions ?? ['balances', 'payment_method'],
+      status: spec.status ?? 'active',
+      subcategory: 'checking',
+      subscriptions: null,
+      supported_payment_method_types: ['us_bank_account'],
+      transaction_refresh: null,
+    } as Account;
+    this.accounts.set(spec.id, { key, account, next: { available: spec.available === undefined ? 100_00 : spec.available, current: spec.current ?? 100_00 }, pendingUntil: null, fails: false, refreshes: 0 });
+  }
+
+  setFcStatus(id: string, status: Account['status']): void {
+    this.entry(id).account.status = status;
+  }
+
+  setFcBalance(id: string, cents: { available?: number | null; current?: number }): void {
+    const e = this.entry(id);
+    e.next = { available: cents.available === undefined ? e.next.available : cents.available, current: cents.current ?? e.next.current };
+  }
+
+  setRefreshDelay(ms: number): void {
+    this.delayMs = ms;
+  }
+
+  failNextRefreshes(n: number): void {
+    this.failing = n;
+  }
+
+  refreshes(id: string): number {
+    return this.accounts.get(id)?.refreshes ?? 0;
+  }
+
+  private entry(id: string): Entry {
+    const e = this.accounts.get(id);
+    if (!e) throw new Error(`fake Stripe: no Financial Connections account ${id}`);
+    return e;
+  }
+
+  /** A pending refresh whose time has come ends now: the balance is the account's, as of now. */
+  private settle(e: Entry): Account {
+    if (e.pendingUntil !== null && Date.now() >= e.pendingUntil) {
+      e.pendingUntil = null;
+      const at = this.now();
+      if (e.fails) {
+        e.account.balance_refresh = { last_attempted_at: e.account.balance_refresh!.last_attempted_at, next_refresh_available_at: null, status: 'failed' };
+      } else {
+        e.account.balance_refresh = { last_attempted_at: e.account.balance_refresh!.last_attempted_at, next_refresh_available_at: null, status: 'succeeded' };
+        e.account.balance = {
+          as_of: at,
+          type: 'cash',
+          cash: { available: e.next.available === null ? null : { usd: e.next.available } },
+          current: { usd: e.next.current },
+        };
+      }
+    }
+    return e.account;
+  }
+
+  private visible(key: string, id: string): Entry | null {
+    const e = this.accounts.get(id);
+    return e && e.key === key ? e : null;
+  }
+
+  /** The routes under /v1/financial_connections/accounts; null when the path is not one of them. */
+  handle(method: string, path: string, key: string, p: Form): Answer | null {
+    if (!path.startsWith('/v1/financial_connections/accounts')) return null;
+    if (method === 'GET' && path === '/v1/financial_connections/accounts') {
+      const limit = Math.min(Number(typeof p.limit === 'string' ? p.limit : 10) || 10, 100);
+      const data = [...this.accounts.values()].filter((e) => e.key === key).slice(0, limit).map((e) => this.settle(e));
+      const list: Stripe.ApiList<Account> = { object: 'list', data, has_more: false, url: '/v1/financial_connections/accounts' };
+      return ok(list);
+    }
+    const m = /^\/v1\/financial_connections\/accounts\/([^/]+)(\/refresh)?$/.exec(path);
+    if (!m) return null;
+    const e = this.visible(key, m[1]!);
+    if (!e) return stripeError(404, 'invalid_request_error', `No such financial_connections.account: '${m[1]}'`, { code: 'resource_missing', param: 'account' });
+    if (method === 'GET' && !m[2]) return ok(this.settle(e));
+    if (method === 'POST' && m[2]) {
+      const features = Array.isArray(p.features) ? p.features : [];
+      if (!features.includes('balance')) return stripeError(400, 'invalid_request_error', 'features must include balance', { param: 'features' });
+      if (e.account.status !== 'active') {
+        return stripeError(400, 'invalid_request_error', `The account is ${e.account.status}; it cannot be refreshed.`, { code: 'financial_connections_account_inactive' });
+      }
+      if (!e.account.permissions?.includes('balances')) {
+        return stripeError(400, 'invalid_request_error', 'The account has not granted the balances permission.', { code: 'financial_connections_no_balances_permission' });
+      }
+      this.settle(e);
+      if (e.account.balance_refresh?.status === 'pending') return ok(e.account);
+      e.refreshes++;
+      e.fails = this.failing > 0;
+      if (this.failing > 0) this.failing--;
+      e.account.balance_refresh = { last_attempted_at: this.now(), next_refresh_available_at: null, status: 'pending' };
+      e.pendingUntil = Date.now() + this.delayMs;
+      return ok(this.settle(e));
+    }
+    return null;
+  }
+}

@@ -110,7 +110,7 @@ const view = async (c: TestContext, id: string) => (await c.json('GET', `/v1/pay
 describe('collection inside the rules, end to end (sandbox)', () => {
   test('the policy: defaults, a change, and refusals naming the field', async () => {
     const c = await setup();
-    expect((await c.json('GET', '/v1/collection_policy')).body).toEqual({ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, updated_at: null });
+    expect((await c.json('GET', '/v1/collection_policy')).body).toEqual({ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, updated_at: null });
     const r = await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ cfpb_covered: true, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, updated_at: expect.any(String) });
@@ -122,6 +122,8 @@ describe('collection inside the rules, end to end (sandbox)', () => {
       [{ notice_days: 11 }, 'notice_days'],
       [{ notice_days: 1.5 }, 'notice_days'],
       [{ return_rate_pause: 'on' }, 'return_rate_pause'],
+      [{ read_cadence: 'hourly' }, 'read_cadence'],
+      [{ debit_buffer_cents: -1 }, 'debit_buffer_cents'],
       [{ paused: true }, ''],
     ] as const) {
       const bad = await c.json('PATCH', '/v1/collection_policy', { body });

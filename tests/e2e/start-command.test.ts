@@ -20,6 +20,13 @@ describe('the production start command', () => {
     expect(dockerCmd()).toEqual(['bun', 'src/index.ts']);
   });
 
+  test('outside the image the service listens on loopback; the image sets HOST=0.0.0.0 itself', () => {
+    const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/^\s*HOST=0\.0\.0\.0\b/m);
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    expect(readme).toMatch(/\| `HOST` \| `127\.0\.0\.1` \|/);
+  });
+
   test('the README never puts the wrapper in the background or in production: those commands use the direct form', () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     const commands = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).join('\n');

@@ -124,3 +124,26 @@ describe('the OpenAPI document', () => {
     expect(limit.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 100 });
   });
 });
+
+describe('the docs a new lender reads', () => {
+  const readme = Bun.file(join(ROOT, 'README.md')).text();
+  const apiTable = readme.then((r) => r.slice(r.indexOf('## API'), r.indexOf('### Limits')));
+  const shape = (path: string) => path.replace(/\{[^}]+\}/g, '{}');
+
+  test('every /v1 path of the document is in the README API table', async () => {
+    const table = shape(await apiTable);
+    const missing = Object.keys((await docPromise).paths as Json)
+      .filter((p) => p.startsWith('/v1/'))
+      .filter((p) => !new RegExp('`[A-Z/ ,]*' + shape(p).replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '[`?\\[]').test(table));
+    expect(missing).toEqual([]);
+  });
+
+  test('the document names both ways to get an API key and gives the sandbox test values', async () => {
+    const description = (await docPromise).info.description as string;
+    expect(description).toContain('bun run cli key create');
+    expect(description).toMatch(/portal.*API keys/s);
+    expect(description).toContain('110000000');
+    expect(description).toContain('9999');
+    expect(description).toMatch(/sandbox charge|cents of the amount/);
+  });
+});

@@ -76,7 +76,7 @@ export function UploadHistory(props: { deps: Deps; s: PortalSession; now: number
         headers={['Recorded', 'By', 'Format', 'Rows recorded', 'Matched', 'Needing attention', 'Problems']}
         rows={list.uploads.map((u) => [
           <a href={`${HERE}/history/${encodeURIComponent(u.id)}`}>
-            <Time at={u.recorded_at} now={props.now} />
+            <Time at={u.recordedAt} now={props.now} />
           </a>,
           u.creator ?? '—',
           u.format,
@@ -155,7 +155,7 @@ export const resultsUploadPages = (deps: Deps) => {
         <Facts
           caption="Recorded"
           rows={[
-            ['Recorded', <Time at={u.recorded_at} now={view.now} />],
+            ['Recorded', <Time at={u.recordedAt} now={view.now} />],
             ['By', u.creator ?? '—'],
             ['Format', u.format],
             ['Data rows', count(u.dataRowCount)],

@@ -10,7 +10,9 @@ import { BLOCKED_REASONS, type BlockedReason } from '../../enrollments/monitor';
 import { eraseBorrowers, getEnrollment, listEnrollments, removeEnrollments } from '../../enrollments/service';
 import { page, portalSession, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
-import { Choice, Confirm, Facts, Money, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
+import { ActionButton, Choice, Confirm, Facts, Money, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
+import { readBorrowerNow } from '../../enrollments/read-now';
+import { problemOf } from '../plugin';
 import { dollars } from '../ui/format';
 
 /** What each blocked reason asks of the lender, in words. */
@@ -46,7 +48,7 @@ type FilterValues = typeof Filters.static;
 
 const listInput = (f: FilterValues) => ({ prefix: f.q, state: f.state, blockedReason: f.blocked });
 
-type Action = 'remove' | 'erase';
+type Action = 'remove' | 'erase' | 'read';
 // A borrower named by its id alone, in the query: for the ids a path cannot carry (below).
 const BY_QUERY = '/portal/payments/borrower';
 const ById = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) });
@@ -144,6 +146,9 @@ function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid:
         rows={e.ledger.entries.map((x) => [<Time at={x.at} now={now} />, <code>{x.reference}</code>, x.kind, <Money cents={x.amount} />])}
       />
       <h2>Actions</h2>
+      {e.state === 'monitored' ? (
+        <ActionButton action={borrowerHref(e.authorizer_unique_id, 'read')} csrf={props.view.user.csrf} label="Read balance now" />
+      ) : null}
       <p>
         {e.state === 'monitored' ? <a href={borrowerHref(e.authorizer_unique_id, 'remove')}>Remove from collection</a> : 'Not monitored: nothing to remove.'}
         {' · '}
@@ -231,7 +236,7 @@ export const borrowerPages = (deps: Deps) => {
     // The router has decoded the id once; it is used as it is.
     .get(`${HERE}/:aid`, ({ session, params }) => show(session, params.aid), { signedIn: true, detail: { hide: true } })
     .get(BY_QUERY, ({ session, query }) => show(session, idOf(query)), { signedIn: true, detail: { hide: true } });
-  const confirm = (session: PortalSession, aid: string, action: Action) => {
+  const confirm = (session: PortalSession, aid: string, action: 'remove' | 'erase') => {
     const a = ACTIONS[action];
     const e = getEnrollment({ ctx: { lender: session.lender, deps }, input: { authorizerUniqueId: aid } });
     const view = viewOf(deps, session, HERE);
@@ -251,7 +256,7 @@ export const borrowerPages = (deps: Deps) => {
       />,
     );
   };
-  const act = (session: PortalSession, aid: string, action: Action) => {
+  const act = (session: PortalSession, aid: string, action: 'remove' | 'erase') => {
     const ctx = { lender: session.lender, deps };
     getEnrollment({ ctx, input: { authorizerUniqueId: aid } });
     if (action === 'remove') {
@@ -261,6 +266,19 @@ export const borrowerPages = (deps: Deps) => {
     eraseBorrowers({ ctx, input: { body: { authorizer_unique_ids: [aid] } } });
     return show(session, aid, { kind: 'ok', text: 'Personal data erased; monitoring stopped.' });
   };
+  // Reading now changes no money and needs no confirmation: the button posts, the page says what was queued.
+  const readNow = (session: PortalSession, aid: string) => {
+    const ctx = { lender: session.lender, deps };
+    try {
+      const r = readBorrowerNow({ ctx, input: { authorizerUniqueId: aid } });
+      return show(session, aid, { kind: 'ok', text: `Balance read queued (batch ${r.batch_id}); the result shows here as the last balance in a moment. The next regular read follows one interval after it.` });
+    } catch (err) {
+      return show(session, aid, { kind: 'error', text: `Not read: ${problemOf(err)}` });
+    }
+  };
+  app
+    .post(`${HERE}/:aid/read`, ({ session, params }) => readNow(session, params.aid), { signedIn: true, detail: { hide: true } })
+    .post(`${BY_QUERY}/read`, ({ session, query }) => readNow(session, idOf(query)), { signedIn: true, detail: { hide: true } });
   for (const action of ['remove', 'erase'] as const) {
     app
       .get(`${HERE}/:aid/${action}`, ({ session, params }) => confirm(session, params.aid, action), { signedIn: true, detail: { hide: true } })

@@ -11,3 +11,4 @@ export * from './collection';
 export * from './portal';
 export * from './payment-results';
 export * from './collection-policy';
+export * from './search';

@@ -7,6 +7,7 @@ import { connectionPages } from './pages/connections';
 import { developerPages } from './pages/developers';
 import { monitoringPages } from './pages/monitoring';
 import { overviewPages } from './pages/overview';
+import { paymentPages } from './pages/payments';
 import { resultsUploadPages } from './pages/results-upload';
 import { rulesPages } from './pages/rules';
 import { signInPages } from './pages/sign-in';
@@ -27,6 +28,7 @@ export const portalRoutes = (deps: Deps) =>
     .use(balanceCheckPages(deps))
     .use(monitoringPages(deps))
     .use(borrowerPages(deps))
+    .use(paymentPages(deps))
     .use(connectionPages(deps))
     .use(resultsUploadPages(deps))
     .use(rulesPages(deps))

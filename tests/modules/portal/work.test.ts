@@ -6,6 +6,7 @@ import { bankAuthorizer, enrollBorrower } from '../../helpers/fixtures';
 import { signedIn } from '../../helpers/portal';
 import { queueDueReads } from '../../../src/modules/enrollments/monitoring';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
+import { cycle, dispatchAndSettle } from '../../helpers/collection';
 
 const contexts: TestContext[] = [];
 afterAll(() => contexts.forEach((c) => c.close()));
@@ -126,5 +127,104 @@ describe('balance batches in the portal', () => {
     const other = c.newLender();
     const theirs = await signedIn(c, { lenderId: other.id });
     expect((await theirs.get(`/portal/balance-checks/${id}`)).status).toBe(404);
+  });
+});
+
+describe('finding a borrower', () => {
+  test('by name (any case and accents, first, last or both), phone in any format, account or card last four, payment reference', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_search_00000000000001', rail_scope: 'both', is_default: true } })).status).toBe(201);
+    await c.json('POST', '/v1/payment_enrollments', {
+      body: {
+        borrowers: [
+          enrollBorrower('find-1', { first_name: 'Zoë', last_name: "O'Hara", phone_number: '(202) 555-0177', account_number: '0004239876', collectable_amount: 100 }),
+          enrollBorrower('find-2', { first_name: 'Ada', last_name: 'Lovelace', phone_number: '2025550199', account_number: '0001234567' }),
+        ],
+      },
+    });
+    await cycle(c);
+    const found = async (q: string) => {
+      const html = (await p.get(`/portal/payments/borrowers?find=${encodeURIComponent(q)}`)).text;
+      return [...html.matchAll(/<tr><td><a href="\/portal\/payments\/borrowers\/([^"]+)">/g)].map((m) => decodeURIComponent(m[1]!));
+    };
+    expect(await found('zoe')).toEqual(['find-1']);
+    expect(await found("ZOË O'HARA")).toEqual(['find-1']);
+    expect(await found('o hara')).toEqual(['find-1']);
+    expect(await found('+1 202-555-0177')).toEqual(['find-1']);
+    expect(await found('9876')).toEqual(['find-1']);
+    expect(await found('Lovelace')).toEqual(['find-2']);
+    expect(await found('zo')).toEqual([]); // names match whole
+    const reference = (await c.json('GET', '/v1/payment_enrollments/find-1')).body.payments[0].reference as string;
+    expect(await found(reference)).toEqual(['find-1']);
+    expect(text((await p.get(`/portal/payments/borrowers?find=${encodeURIComponent(reference)}`)).text)).toContain('payment reference');
+    // Another lender finds none of them.
+    const other = c.newLender();
+    const theirs = await signedIn(c, { lenderId: other.id });
+    expect((await theirs.get('/portal/payments/borrowers?find=zoe')).text).toContain('No borrower found');
+  });
+
+  test('no name, phone or last four is stored in the clear for search; erasure removes its hashes; a borrower stored before is indexed at start', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('hash-1', { first_name: 'Quintessa', last_name: 'Marlowe', phone_number: '2025550123' })] } });
+    const rows = c.rt.sqlite.query<{ kind: string; hash: string }, []>('SELECT kind, hash FROM borrower_search').all();
+    expect(rows.map((r) => r.kind).sort()).toEqual(['last4', 'name', 'name', 'name', 'name', 'phone']);
+    for (const r of rows) expect(r.hash).not.toMatch(/quintessa|marlowe|2025550123|4567/i);
+    // Stored before search existed: indexed by the job, once per start.
+    c.rt.sqlite.exec('DELETE FROM borrower_search');
+    expect((await p.get('/portal/payments/borrowers?find=marlowe')).text).toContain('No borrower found');
+    const { indexUnsearchedBorrowers } = await import('../../../src/modules/enrollments/search');
+    expect(await indexUnsearchedBorrowers(c.rt)).toEqual({ indexed: 1 });
+    expect((await p.get('/portal/payments/borrowers?find=marlowe')).text).toContain('/portal/payments/borrowers/hash-1');
+    await c.json('DELETE', '/v1/persisted_authorizers', { body: { authorizer_unique_ids: ['hash-1'] } });
+    expect(c.rt.sqlite.query('SELECT COUNT(*) AS n FROM borrower_search').get()).toEqual({ n: 0 });
+    expect((await p.get('/portal/payments/borrowers?find=marlowe')).text).toContain('No borrower found');
+  });
+});
+
+describe('the Payments page', () => {
+  test('across borrowers: filters by status and days, sorts by date and amount, pages, and the CSV has the same rows', async () => {
+    const c = fresh({ SANDBOX_SETTLEMENT_MS: '60000' });
+    const p = await signedIn(c);
+    await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_payments_page_0000001', rail_scope: 'both', is_default: true } });
+    // 00–90 cents settle, 91 returns R01.
+    const amounts = [10000, 20091, 30000, 40091, 5000];
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: amounts.map((a, i) => enrollBorrower(`pay-${i}`, { collectable_amount: a })) } });
+    await cycle(c);
+    await dispatchAndSettle(c, 60_000);
+    const amountsOn = (html: string) => [...html.matchAll(/<tr><td>\$([\d,.]+)<\/td><td>([a-z_]+)<\/td>/g)].map((m) => `${m[1]} ${m[2]}`);
+    const all = (await p.get('/portal/payments/list?sort=amount_desc')).text;
+    expect(amountsOn(all)).toEqual(['400.91 returned', '300.00 settled', '200.91 returned', '100.00 settled', '50.00 settled']);
+    expect(amountsOn((await p.get('/portal/payments/list?sort=amount_asc&status=settled')).text)).toEqual(['50.00 settled', '100.00 settled', '300.00 settled']);
+    expect(amountsOn((await p.get('/portal/payments/list?status=returned')).text).sort()).toEqual(['200.91 returned', '400.91 returned']);
+    const today = new Date(c.clock.now()).toISOString().slice(0, 10);
+    expect(amountsOn((await p.get(`/portal/payments/list?from=${today}&to=${today}`)).text)).toHaveLength(5);
+    expect(amountsOn((await p.get('/portal/payments/list?to=2000-01-01')).text)).toEqual([]);
+    const bad = await p.get('/portal/payments/list?from=2026-02-30');
+    expect(bad.status).toBe(400);
+    expect(text(bad.text)).toContain('from must be a date');
+    const csv = await c.request('GET', '/portal/payments/list.csv?sort=amount_desc&status=returned', { key: null, headers: { cookie: p.cookie } });
+    const lines = (await csv.text()).trim().split('\r\n');
+    expect(lines[0]).toBe('reference,authorizer_unique_id,amount,status,rail,attempt,return_code,created_at,settled_at');
+    expect(lines.slice(1).map((l) => l.split(',').slice(2, 4).join(' '))).toEqual(['400.91 returned', '200.91 returned']);
+    expect(lines[1]).toContain('R01');
+  });
+
+  test('pages of 50 follow one another without repeats; a token is good for its own filters only', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_payments_paged_000001', rail_scope: 'both', is_default: true } });
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: Array.from({ length: 60 }, (_, i) => enrollBorrower(`pg-${String(i).padStart(2, '0')}`, { collectable_amount: 1000 + i * 100 })) } });
+    await cycle(c);
+    const first = (await p.get('/portal/payments/list?sort=amount_asc')).text;
+    const refs = (html: string) => [...html.matchAll(/<td><code>([^<]+)<\/code><\/td>/g)].map((m) => m[1]!);
+    expect(refs(first)).toHaveLength(50);
+    const next = /href="(\/portal\/payments\/list\?[^"]*next_page_token=[^"]+)"/.exec(first)![1]!.replace(/&amp;/g, '&');
+    const second = (await p.get(next)).text;
+    expect(refs(second)).toHaveLength(10);
+    expect(new Set([...refs(first), ...refs(second)]).size).toBe(60);
+    const token = new URL(`http://x${next}`).searchParams.get('next_page_token')!;
+    expect((await p.get(`/portal/payments/list?sort=newest&next_page_token=${encodeURIComponent(token)}`)).status).toBe(400);
   });
 });

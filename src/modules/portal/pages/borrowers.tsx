@@ -12,6 +12,7 @@ import { page, portalSession, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
 import { ActionButton, Choice, Confirm, Facts, Money, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
 import { readBorrowerNow } from '../../enrollments/read-now';
+import { searchBorrowers, SEARCH_LIMIT, type SearchKind } from '../../enrollments/search';
 import { problemOf } from '../plugin';
 import { dollars } from '../ui/format';
 
@@ -37,6 +38,7 @@ const CSV_PAGE = 500;
 const Filters = Type.Object(
   {
     q: Type.Optional(Type.String({ maxLength: 255 })),
+    find: Type.Optional(Type.String({ maxLength: 255 })),
     state: Type.Optional(Type.Union(MONITOR_STATES.map((x) => Type.Literal(x)))),
     blocked: Type.Optional(Type.Union(BLOCKED_REASONS.map((x) => Type.Literal(x)))),
     next_page_token: Type.Optional(Type.String({ maxLength: 512 })),
@@ -66,14 +68,60 @@ export const borrowerHref = (aid: string, action?: Action) =>
     ? `${BY_QUERY}${action ? `/${action}` : ''}?id=${encodeURIComponent(aid)}`
     : `${HERE}/${encodeURIComponent(aid)}${action ? `/${action}` : ''}`;
 
+const MATCHED_BY: Record<SearchKind, string> = { name: 'name', phone: 'phone', last4: 'last four', reference: 'payment reference', id: 'id' };
+
+/** Borrowers found by name, phone, last four, payment reference or the start of their id. */
+function FindContent(props: { deps: Deps; s: PortalSession; find: string }) {
+  const ctx = { lender: props.s.lender, deps: props.deps };
+  const r = searchBorrowers({ ctx, input: { q: props.find } });
+  const rows = r.matches.map((m) => ({ m, e: getEnrollment({ ctx, input: { authorizerUniqueId: m.authorizer_unique_id } }) }));
+  return (
+    <>
+      <Table
+        caption={`Borrowers found for “${props.find}”`}
+        headers={['Borrower', 'State', 'Collectable', 'Matched by', 'Last balance']}
+        rows={rows.map(({ m, e }) => [
+          <a href={borrowerHref(e.authorizer_unique_id)}>{e.authorizer_unique_id}</a>,
+          e.state,
+          <Money cents={e.collectable_amount} />,
+          m.matched_by.map((k) => MATCHED_BY[k]).join(', '),
+          e.last_read ? <Money cents={e.last_read.balance_cents} /> : '—',
+        ])}
+        empty="No borrower found. Names match whole (a first name, a last name, or both); phones by their last ten digits; last four and references exactly or by their start."
+      />
+      {r.more ? <p>More than {SEARCH_LIMIT} borrowers match: the first {SEARCH_LIMIT} by id are shown. Narrow the search.</p> : null}
+      <p>
+        <a href={HERE}>All borrowers</a>
+      </p>
+    </>
+  );
+}
+
+const FindForm = (props: { find?: string }) => (
+  <form method="get" action={HERE} role="search" aria-label="Find a borrower">
+    <label for="find">Name, phone, last four or payment reference</label>
+    <input id="find" name="find" type="search" value={props.find ?? ''} maxlength={255} />
+    <button type="submit">Find</button>
+  </form>
+);
+
 function ListContent(props: { deps: Deps; s: PortalSession; f: FilterValues }) {
   const { f } = props;
+  if (f.find) {
+    return (
+      <>
+        <FindForm find={f.find} />
+        <FindContent deps={props.deps} s={props.s} find={f.find} />
+      </>
+    );
+  }
   const list = listEnrollments({ ctx: { lender: props.s.lender, deps: props.deps }, input: { ...listInput(f), limit: PAGE_SIZE, next_page_token: f.next_page_token } });
   const filters = { q: f.q, state: f.state, blocked: f.blocked };
   const csv = new URLSearchParams(Object.entries(filters).filter((e): e is [string, string] => !!e[1]));
   return (
     <>
-      <form method="get" action={HERE} aria-label="Find borrowers">
+      <FindForm find={f.find} />
+      <form method="get" action={HERE} aria-label="Filter borrowers">
         <label for="q">Authorizer id starts with</label>
         <input id="q" name="q" type="search" value={f.q ?? ''} maxlength={255} />
         <Choice id="state" name="state" label="State" values={MONITOR_STATES} any="All states" selected={f.state} />

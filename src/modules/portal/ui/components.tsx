@@ -10,6 +10,7 @@ export const NAV: [href: string, label: string][] = [
   ['/portal/balance-checks', 'Balance checks'],
   ['/portal/monitoring', 'Monitoring'],
   ['/portal/payments/borrowers', 'Borrowers'],
+  ['/portal/payments/list', 'Payments'],
   ['/portal/payments/connections', 'Processor keys'],
   ['/portal/payments/results-upload', 'Results upload'],
   ['/portal/payments/rules', 'Collection rules'],

@@ -228,3 +228,26 @@ describe('the Payments page', () => {
     expect((await p.get(`/portal/payments/list?sort=newest&next_page_token=${encodeURIComponent(token)}`)).status).toBe(400);
   });
 });
+
+describe('returns on the overview and the ledger', () => {
+  test('four debits returned before settling: the overview shows four returned debits and nothing reversed; the ledger lists no $0.00 reversal', async () => {
+    const c = fresh({ SANDBOX_SETTLEMENT_MS: '60000' });
+    const p = await signedIn(c);
+    await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_returns_000000000001', rail_scope: 'both', is_default: true } });
+    // 91 cents: returned R01 without settling.
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [0, 1, 2, 3].map((i) => enrollBorrower(`ret-${i}`, { collectable_amount: 10091 + i * 100 })) } });
+    await cycle(c);
+    await dispatchAndSettle(c, 60_000);
+    const statuses = await Promise.all([0, 1, 2, 3].map(async (i) => (await c.json('GET', `/v1/payment_enrollments/ret-${i}`)).body));
+    expect(statuses.map((e) => e.payments[0].status)).toEqual(['returned', 'returned', 'returned', 'returned']);
+    expect(statuses.map((e) => e.ledger.reversed)).toEqual([0, 0, 0, 0]);
+    const html = (await p.get('/portal')).text;
+    const fig = (id: string) => new RegExp(`<h3 id="${id}">([^<]*)</h3><p>([^<]*)</p>`).exec(html)!.slice(1);
+    expect(fig('fig-returned')).toEqual(['Returned debits', '$409.64 (4)']);
+    expect(fig('fig-reversed')).toEqual(['Reversed', '$0.00']);
+    const borrower = (await p.get('/portal/payments/borrowers/ret-0')).text;
+    const ledger = borrower.slice(borrower.indexOf('<h2>Ledger</h2>'));
+    expect(ledger).not.toContain('<td>reversal</td>');
+    expect(ledger).not.toContain('$0.00</td></tr>');
+  });
+});

@@ -191,7 +191,10 @@ function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid:
       <Table
         caption={`Collected ${dollars(e.ledger.collected)}, reversed ${dollars(e.ledger.reversed)}, net ${dollars(e.ledger.net)}`}
         headers={['When', 'Reference', 'Kind', 'Amount']}
-        rows={e.ledger.entries.map((x) => [<Time at={x.at} now={now} />, <code>{x.reference}</code>, x.kind, <Money cents={x.amount} />])}
+        rows={e.ledger.entries
+          // A return of a debit never credited reverses nothing: it is not a line of the ledger here.
+          .filter((x) => !(x.kind === 'reversal' && x.amount === 0))
+          .map((x) => [<Time at={x.at} now={now} />, <code>{x.reference}</code>, x.kind, <Money cents={x.amount} />])}
       />
       <h2>Actions</h2>
       {e.state === 'monitored' ? (

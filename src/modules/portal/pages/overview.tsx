@@ -21,6 +21,7 @@ function Figure(props: { title: string; all: string; recent: string; id: string 
 }
 
 const flight = (t: Totals) => `${dollars(t.inFlight)} (${count(t.inFlightCount)})`;
+const returned = (t: Totals) => `${dollars(t.returnedDebits)} (${count(t.returnedDebitCount)})`;
 
 export const overviewPages = (deps: Deps) =>
   new Elysia({ name: 'portal-overview' }).use(portalSession(deps)).get(
@@ -33,9 +34,16 @@ export const overviewPages = (deps: Deps) =>
           <h2 id="money">Money</h2>
           <div class="figures">
             <Figure id="fig-collected" title="Collected" recent={dollars(o.last30Days.collected)} all={dollars(o.allTime.collected)} />
-            <Figure id="fig-returned" title="Returned" recent={dollars(o.last30Days.returned)} all={dollars(o.allTime.returned)} />
+            <Figure id="fig-returned" title="Returned debits" recent={returned(o.last30Days)} all={returned(o.allTime)} />
+            <Figure id="fig-reversed" title="Reversed" recent={dollars(o.last30Days.returned)} all={dollars(o.allTime.returned)} />
             <Figure id="fig-flight" title="In flight" recent={flight(o.last30Days)} all={flight(o.allTime)} />
           </div>
+          <p>
+            <small>
+              Returned debits are the debits sent back by the bank, each counted once. Reversed is what the borrowers' ledgers took
+              back of money already credited: a debit returned before it settled was never credited, so it reverses nothing.
+            </small>
+          </p>
           <DailyChart id="daily" days={o.daily} />
         </section>,
         <section aria-labelledby="rates">

@@ -17,12 +17,17 @@ import { signInPages } from './pages/sign-in';
 
 const PICO = join(import.meta.dir, '../../../node_modules/@picocss/pico/css/pico.classless.min.css');
 const PORTAL_CSS = join(import.meta.dir, 'assets/portal.css');
+const FAVICON = join(import.meta.dir, 'assets/favicon.svg');
+const svg = () => new Response(Bun.file(FAVICON), { headers: { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=86400' } });
 const css = (path: string) => () => new Response(Bun.file(path), { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=86400' } });
 
 export const portalRoutes = (deps: Deps) =>
   new Elysia({ name: 'portal' })
     .get('/portal/assets/pico.css', css(PICO), { detail: { hide: true } })
     .get('/portal/assets/portal.css', css(PORTAL_CSS), { detail: { hide: true } })
+    .get('/portal/assets/favicon.svg', svg, { detail: { hide: true } })
+    // Browsers ask for /favicon.ico whatever the page says: the same icon.
+    .get('/favicon.ico', svg, { detail: { hide: true } })
     .use(signInPages(deps))
     .use(overviewPages(deps))
     .use(balanceCheckPages(deps))

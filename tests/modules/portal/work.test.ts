@@ -218,7 +218,7 @@ describe('the Payments page', () => {
     await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: Array.from({ length: 60 }, (_, i) => enrollBorrower(`pg-${String(i).padStart(2, '0')}`, { collectable_amount: 1000 + i * 100 })) } });
     await cycle(c);
     const first = (await p.get('/portal/payments/list?sort=amount_asc')).text;
-    const refs = (html: string) => [...html.matchAll(/<td><code>([^<]+)<\/code><\/td>/g)].map((m) => m[1]!);
+    const refs = (html: string) => [...html.matchAll(/<td class="wide"><code>([^<]+)<\/code><\/td>/g)].map((m) => m[1]!);
     expect(refs(first)).toHaveLength(50);
     const next = /href="(\/portal\/payments\/list\?[^"]*next_page_token=[^"]+)"/.exec(first)![1]!.replace(/&amp;/g, '&');
     const second = (await p.get(next)).text;
@@ -249,5 +249,98 @@ describe('returns on the overview and the ledger', () => {
     const ledger = borrower.slice(borrower.indexOf('<h2>Ledger</h2>'));
     expect(ledger).not.toContain('<td>reversal</td>');
     expect(ledger).not.toContain('$0.00</td></tr>');
+  });
+});
+
+describe('borrower actions', () => {
+  test('change the collectable amount: re-sent through the enrollment service, the API reads the new amount; a bad amount is refused on the page', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('amt-1', { first_name: 'Amos', collectable_amount: 42500 })] } });
+    const page = (await p.get('/portal/payments/borrowers/amt-1')).text;
+    expect(page).toContain('value="425.00"');
+    const r = await p.post('/portal/payments/borrowers/amt-1/amount', { amount: '$1,234.50' });
+    expect(text(r.text)).toContain('Collectable amount changed to $1,234.50: the borrower is updated');
+    const view = (await c.json('GET', '/v1/payment_enrollments/amt-1')).body;
+    expect(view.collectable_amount).toBe(123450);
+    expect(view.state).toBe('monitored');
+    // Still found by its name: the re-send keeps what was stored.
+    expect((await p.get('/portal/payments/borrowers?find=amos')).text).toContain('/portal/payments/borrowers/amt-1');
+    for (const bad of ['0', '-5', '12.345', 'lots']) {
+      expect(text((await p.post('/portal/payments/borrowers/amt-1/amount', { amount: bad })).text)).toContain('Not changed: the amount must be dollars above zero');
+    }
+    expect((await c.json('GET', '/v1/payment_enrollments/amt-1')).body.collectable_amount).toBe(123450);
+  });
+
+  test('re-send a removed borrower: monitoring resumes; an erased one cannot be re-sent from the portal', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('back-1'), enrollBorrower('erased-1')] } });
+    await c.json('DELETE', '/v1/payment_enrollments', { body: { authorizer_unique_ids: ['back-1', 'erased-1'] } });
+    expect((await c.json('GET', '/v1/payment_enrollments/back-1')).body.state).toBe('removed');
+    expect((await p.get('/portal/payments/borrowers/back-1')).text).toContain('Re-send to collection');
+    const r = await p.post('/portal/payments/borrowers/back-1/resend', {});
+    expect(text(r.text)).toContain('Re-sent: the borrower is');
+    expect((await c.json('GET', '/v1/payment_enrollments/back-1')).body.state).toBe('monitored');
+    await c.json('DELETE', '/v1/persisted_authorizers', { body: { authorizer_unique_ids: ['erased-1'] } });
+    const erased = await p.post('/portal/payments/borrowers/erased-1/resend', {});
+    expect(text(erased.text)).toContain('Not re-sent: The borrower’s personal data was erased');
+    expect((await c.json('GET', '/v1/payment_enrollments/erased-1')).body.state).toBe('removed');
+  });
+});
+
+describe('the first-run checklist', () => {
+  test('a new lender sees four steps, each linked; each is done as it is done; with all done the list is gone', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    const steps = async () => {
+      const html = (await p.get('/portal')).text;
+      return Object.fromEntries([...html.matchAll(/<li id="step-([a-z-]+)" class="(done|todo)">/g)].map((m) => [m[1], m[2]]));
+    };
+    expect(await steps()).toEqual({ 'api-key': 'todo', 'processor-key': 'todo', 'balance-check': 'todo', 'webhook-endpoint': 'todo' });
+    const html = (await p.get('/portal')).text;
+    for (const href of ['/portal/developers#keys', '/portal/payments/connections', '/portal/balance-checks', '/portal/developers#endpoints']) expect(html).toContain(`href="${href}"`);
+    expect(text(html)).toContain('0 of 4 done');
+    await c.json('POST', '/v1/balance_requests', { body: { authorizers: [bankAuthorizer('first-1')] } });
+    expect(await steps()).toEqual({ 'api-key': 'done', 'processor-key': 'todo', 'balance-check': 'done', 'webhook-endpoint': 'todo' });
+    await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_checklist_0000000001', rail_scope: 'both', is_default: true } });
+    const endpoint = await c.json('POST', '/v1/webhook_endpoints', { body: { url: 'http://127.0.0.1:9/drs', event_types: ['ENROLLMENT_BLOCKED'] } });
+    expect(endpoint.status).toBe(201);
+    const done = (await p.get('/portal')).text;
+    expect(done).not.toContain('Getting started');
+    expect(done).toContain('id="fig-collected"');
+  });
+});
+
+describe('polish', () => {
+  test('each page is titled as its navigation link; a favicon is served; "Sign out" is a quiet link-styled button', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    const { NAV } = await import('../../../src/modules/portal/ui/components');
+    for (const [href, label] of NAV) {
+      const html = (await p.get(href)).text;
+      expect(`${href}: ${/<h1>([^<]*)<\/h1>/.exec(html)![1]}`).toBe(`${href}: ${label}`);
+      expect(html).toContain('<link rel="icon" href="/portal/assets/favicon.svg" type="image/svg+xml"/>');
+      expect(html).toContain('<button type="submit" class="quiet">Sign out</button>');
+    }
+    for (const path of ['/portal/assets/favicon.svg', '/favicon.ico']) {
+      const r = await c.request('GET', path, { key: null });
+      expect(r.status).toBe(200);
+      expect(r.headers.get('content-type')).toBe('image/svg+xml');
+      expect(await r.text()).toContain('<svg');
+    }
+  });
+
+  test('on a phone a table keeps its amount and status columns; the others are marked to show from a wider screen', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_phone_columns_000001', rail_scope: 'both', is_default: true } });
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('phone-1', { collectable_amount: 1000 })] } });
+    await cycle(c);
+    const html = (await p.get('/portal/payments/list')).text;
+    expect(html).toContain('<th scope="col">Amount</th><th scope="col">Status</th><th scope="col">Borrower</th><th scope="col" class="wide">Reference</th>');
+    expect(html).toMatch(/<tr><td>\$10\.00<\/td><td>[a-z_]+<\/td><td><a /);
+    const css = await (await c.request('GET', '/portal/assets/portal.css', { key: null })).text();
+    expect(css).toMatch(/@media \(max-width: 40rem\) \{\s*th\.wide, td\.wide \{ display: none; \}/);
   });
 });

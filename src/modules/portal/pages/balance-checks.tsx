@@ -101,6 +101,7 @@ function BatchContent(props: { deps: Deps; s: PortalSession; id: string; token?:
       <Table
         caption="Results, in the order they were recorded"
         headers={['Authorizer', 'Balance', 'Status', 'Recorded']}
+        phone={[0, 1, 2]}
         rows={results.balances.map((r) => [
           r.authorizer_unique_id,
           r.balance === null ? '—' : dollars(Math.round(r.balance * 100)),
@@ -147,6 +148,7 @@ export const balanceCheckPages = (deps: Deps) => {
       <Table
         caption={`${KINDS[kind]}, newest first`}
         headers={['Batch', 'Source', 'Status', 'Progress', 'Creator', 'Submitted', 'Export']}
+        phone={[0, 2, 3]}
         rows={list.batches.map((b) => [
           <a href={batchHref(b.id)}>
             <code>{b.id}</code>

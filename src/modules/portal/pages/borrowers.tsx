@@ -12,6 +12,10 @@ import { page, portalSession, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
 import { ActionButton, Choice, Confirm, Facts, Money, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
 import { readBorrowerNow } from '../../enrollments/read-now';
+import { resendBorrower } from '../../enrollments/resend';
+import { parseDollarText } from '../../../platform/money';
+import { formOf } from '../plugin';
+import { Csrf } from '../ui/components';
 import { searchBorrowers, SEARCH_LIMIT, type SearchKind } from '../../enrollments/search';
 import { problemOf } from '../plugin';
 import { dollars } from '../ui/format';
@@ -50,7 +54,9 @@ type FilterValues = typeof Filters.static;
 
 const listInput = (f: FilterValues) => ({ prefix: f.q, state: f.state, blockedReason: f.blocked });
 
-type Action = 'remove' | 'erase' | 'read';
+type Action = 'remove' | 'erase' | 'read' | 'resend' | 'amount';
+const AmountForm = Type.Object({ amount: Type.String({ minLength: 1, maxLength: 20 }) });
+const dollarsOf = (cents: number) => dollars(cents);
 // A borrower named by its id alone, in the query: for the ids a path cannot carry (below).
 const BY_QUERY = '/portal/payments/borrower';
 const ById = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) });
@@ -136,6 +142,7 @@ function ListContent(props: { deps: Deps; s: PortalSession; f: FilterValues }) {
       <Table
         caption={`Enrolled borrowers${f.q || f.state || f.blocked ? ' matching the search' : ''}, by authorizer id`}
         headers={['Borrower', 'State', 'Blocked', 'Collectable', 'Last balance', 'Payments', 'Collected (net)']}
+        phone={[0, 1, 3]}
         rows={list.enrollments.map((e) => [
           <a href={borrowerHref(e.authorizer_unique_id)}>{e.authorizer_unique_id}</a>,
           e.state,
@@ -179,6 +186,7 @@ function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid:
       <Table
         caption="The service's payments, oldest first; attempt 2 and 3 are reinitiations"
         headers={['Reference', 'Amount', 'Status', 'Attempt', 'Reinitiation of', 'Created']}
+        phone={[0, 1, 2]}
         rows={e.payments.map((p) => [<code>{p.reference}</code>, <Money cents={p.amount} />, p.status, String(p.attempt), p.reinitiation_of ?? '—', <Time at={p.created_at} now={now} />])}
       />
       <h2>Payment events</h2>
@@ -199,6 +207,21 @@ function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid:
       <h2>Actions</h2>
       {e.state === 'monitored' ? (
         <ActionButton action={borrowerHref(e.authorizer_unique_id, 'read')} csrf={props.view.user.csrf} label="Read balance now" />
+      ) : null}
+      {e.state === 'removed' || e.state === 'lapsed' ? (
+        <>
+          <p>Re-sending enrolls the borrower again with what is stored of it, as the API's POST /v1/payment_enrollments would: monitoring resumes.</p>
+          <ActionButton action={borrowerHref(e.authorizer_unique_id, 'resend')} csrf={props.view.user.csrf} label="Re-send to collection" />
+        </>
+      ) : null}
+      {e.state !== 'stopped' ? (
+        <form method="post" action={borrowerHref(e.authorizer_unique_id, 'amount')} aria-label="Change the collectable amount">
+          <Csrf token={props.view.user.csrf} />
+          <label for="amount">Collectable amount, in dollars</label>
+          <input id="amount" name="amount" inputmode="decimal" required value={(e.collectable_amount / 100).toFixed(2)} maxlength={20} />
+          <small>The borrower is re-sent with this amount (POST /v1/payment_enrollments): no single payment exceeds it.</small>
+          <button type="submit">Change amount</button>
+        </form>
       ) : null}
       <p>
         {e.state === 'monitored' ? <a href={borrowerHref(e.authorizer_unique_id, 'remove')}>Remove from collection</a> : 'Not monitored: nothing to remove.'}
@@ -327,7 +350,29 @@ export const borrowerPages = (deps: Deps) => {
       return show(session, aid, { kind: 'error', text: `Not read: ${problemOf(err)}` });
     }
   };
+  // Re-sent through the enrollment service: every rule of an enrollment applies, and its result is shown.
+  const resend = async (session: PortalSession, aid: string, body: unknown, withAmount: boolean) => {
+    const ctx = { lender: session.lender, deps };
+    let collectableAmount: number | undefined;
+    if (withAmount) {
+      const cents = parseDollarText(formOf(AmountForm, body).amount);
+      if (cents === null || cents <= 0) return show(session, aid, { kind: 'error', text: 'Not changed: the amount must be dollars above zero with at most two decimals, such as 425.00.' });
+      collectableAmount = cents;
+    }
+    try {
+      const r = await resendBorrower({ ctx, input: { authorizerUniqueId: aid, collectableAmount } });
+      if (r.outcome === 'failed') return show(session, aid, { kind: 'error', text: `Not re-sent: ${r.message ?? r.reason ?? 'refused'}` });
+      const what = withAmount ? `Collectable amount changed to ${dollarsOf(collectableAmount!)}` : 'Re-sent';
+      return show(session, aid, { kind: 'ok', text: `${what}: the borrower is ${r.outcome}${r.message ? ` (${r.message})` : ''}.` });
+    } catch (err) {
+      return show(session, aid, { kind: 'error', text: `Not re-sent: ${problemOf(err)}` });
+    }
+  };
   app
+    .post(`${HERE}/:aid/resend`, ({ session, params, body }) => resend(session, params.aid, body, false), { signedIn: true, detail: { hide: true } })
+    .post(`${HERE}/:aid/amount`, ({ session, params, body }) => resend(session, params.aid, body, true), { signedIn: true, detail: { hide: true } })
+    .post(`${BY_QUERY}/resend`, ({ session, query, body }) => resend(session, idOf(query), body, false), { signedIn: true, detail: { hide: true } })
+    .post(`${BY_QUERY}/amount`, ({ session, query, body }) => resend(session, idOf(query), body, true), { signedIn: true, detail: { hide: true } })
     .post(`${HERE}/:aid/read`, ({ session, params }) => readNow(session, params.aid), { signedIn: true, detail: { hide: true } })
     .post(`${BY_QUERY}/read`, ({ session, query }) => readNow(session, idOf(query)), { signedIn: true, detail: { hide: true } });
   for (const action of ['remove', 'erase'] as const) {

@@ -69,6 +69,7 @@ function PaymentsContent(props: { deps: Deps; s: PortalSession; f: FilterValues;
       <Table
         caption={`The service's payments${filtered ? ' matching the filters' : ''}, ${SORT_LABELS[f.sort ?? 'newest'].toLowerCase()}`}
         headers={['Amount', 'Status', 'Borrower', 'Reference', 'Rail', 'Attempt', 'Return', 'Created']}
+        phone={[0, 1, 2]}
         rows={list.payments.map((p) => [
           <Money cents={p.amount_cents} />,
           p.status,

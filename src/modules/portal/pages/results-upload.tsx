@@ -96,7 +96,7 @@ export const resultsUploadPages = (deps: Deps) => {
   const checked = new CheckedFiles();
   const render = (s: PortalSession, opts: { message?: Message; shown?: { report: UploadSummary; name: string; checkedId?: string | null }; token?: string } = {}) => {
     const view = viewOf(deps, s, HERE);
-    return page(view, 'Payments › Results upload', [
+    return page(view, 'Results upload', [
       <Notice message={opts.message} />,
       <p>
         Outcomes of debits made outside the service, as CSV (at most 10 MB, UTF-8): one row per debit with authorizer_unique_id or reference, payment_amount,

@@ -96,7 +96,7 @@ export function RatesChart(props: { id: string; debits: number; rates: RateBar[]
   const rowH = 44;
   const h = props.rates.length * rowH + 16;
   // Room for the class names at a phone's larger label size.
-  const left = 150;
+  const left = 170;
   const width = W - left - 90;
   const desc = props.rates.map((r) => `${r.name} ${percent(r.rate)} against a threshold of ${percent(r.threshold)}: ${r.status}`).join('. ') + '.';
   return (

@@ -86,7 +86,7 @@ describe('a working day in the portal', () => {
       await expect(results.getByRole('columnheader', { name: 'Balance' }).isVisible()).resolves.toBe(true);
       await expect(results.getByRole('columnheader', { name: 'Status' }).isVisible()).resolves.toBe(true);
       await expect(results.getByRole('columnheader', { name: 'Recorded' }).isVisible()).resolves.toBe(false);
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      const overflow = (await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
       expect(overflow).toBeLessThanOrEqual(0);
     } finally {
       await close();

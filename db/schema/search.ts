@@ -15,8 +15,9 @@ export const borrowerSearch = sqliteTable(
     keyId: text('key_id').notNull(),
   },
   (t) => [
-    primaryKey({ columns: [t.lenderId, t.authorizerUniqueId, t.kind, t.hash] }),
-    index('borrower_search_hash_idx').on(t.lenderId, t.kind, t.hash),
-    index('borrower_search_key_idx').on(t.lenderId, t.authorizerUniqueId, t.keyId),
+    // The search's seek, covering: (lender, kind, hash) gives the borrowers.
+    primaryKey({ columns: [t.lenderId, t.kind, t.hash, t.authorizerUniqueId] }),
+    // A borrower's entries: replaced on re-send, deleted at erasure, checked for the current key at start.
+    index('borrower_search_borrower_idx').on(t.lenderId, t.authorizerUniqueId, t.keyId),
   ],
 );

@@ -96,8 +96,9 @@ export function searchBorrowers({ ctx, input }: { ctx: Ctx; input: { q: string }
     for (const r of db
       .select({ aid: borrowerSearch.authorizerUniqueId })
       .from(borrowerSearch)
+      // No ORDER BY: sorted below, so the seek stays on borrower_search_hash_idx (an order by id would walk the
+      // lender's every entry off the primary key).
       .where(and(eq(borrowerSearch.lenderId, lenderId), eq(borrowerSearch.kind, kind), eq(borrowerSearch.hash, hashOf(ctx.deps.vault, kind, value))))
-      .orderBy(asc(borrowerSearch.authorizerUniqueId))
       .limit(take)
       .all())
       add(r.aid, kind);

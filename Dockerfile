@@ -7,6 +7,10 @@
 # start with an empty volume the service prints the default lender's API key once (see `docker logs`).
 # Plain HTTP is served to loopback only: put a TLS proxy in front (TRUST_PROXY=<its address>), mount a certificate
 # (TLS_CERT_FILE/TLS_KEY_FILE), or set ALLOW_INSECURE_HTTP=true on a private network.
+# Requests published with -p arrive from the bridge gateway, not loopback: to try the image locally, run
+#   docker run -d --name drs -p 127.0.0.1:3000:3000 -v drs-data:/app/db/data -e ALLOW_INSECURE_HTTP=true debit-recovery
+# The operator CLI runs inside the container: docker exec drs bun run cli key create default
+# HOST is 0.0.0.0 here (the container's own network); outside the image the service listens on loopback.
 
 ARG BUN_VERSION=1.4.5
 

@@ -2,7 +2,7 @@
 // variables as the service (DATABASE_PATH, VAULT_KEY / VAULT_KEY_FILE). Every command but `vault rotate` is
 // safe beside a running service; rotate with the service stopped (it loads the vault key at start).
 import { Database } from 'bun:sqlite';
-import { appendFileSync, existsSync, renameSync, writeFileSync, chmodSync } from 'node:fs';
+import { appendFileSync, existsSync, renameSync, writeFileSync, chmodSync, openSync, closeSync } from 'node:fs';
 import { ConfigError, loadConfig, type Config } from '../src/config';
 import { openDatabase, immediate, SchemaTooNewError, type DbHandle } from '../src/platform/db';
 import { generateVaultKey, loadVault } from '../src/platform/vault';
@@ -71,7 +71,12 @@ function lenderOrFail(h: DbHandle, name: string | undefined) {
 
 export function backup(sqlite: Database, file: string): { integrity: string } {
   if (existsSync(file)) throw new CliError(`${file} already exists; choose a new file name`);
+  // The copy holds what the database holds (phone numbers, zip codes in the clear): owner-only, as the
+  // database and the vault key are, whatever the umask. VACUUM INTO fills an empty file it is given.
+  closeSync(openSync(file, 'wx', 0o600));
+  chmodSync(file, 0o600);
   sqlite.query('VACUUM INTO ?').run(file);
+  chmodSync(file, 0o600);
   const copy = new Database(file, { readonly: true });
   try {
     const rows = copy.query('PRAGMA integrity_check').all() as { integrity_check: string }[];

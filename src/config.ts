@@ -166,7 +166,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (bankDataProvider === 'http' && bankDataUrl === null) {
     throw new ConfigError('BANK_DATA_URL', 'a URL when BANK_DATA_PROVIDER=http', '');
   }
-  const host = str(env, 'HOST') ?? '0.0.0.0';
+  // Loopback unless told otherwise: the image sets HOST=0.0.0.0 itself.
+  const host = str(env, 'HOST') ?? '127.0.0.1';
   if (!/^[0-9A-Za-z.:\-\[\]]+$/.test(host)) throw new ConfigError('HOST', 'a host name or IP address', host);
 
   return {

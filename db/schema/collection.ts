@@ -58,6 +58,9 @@ export const payments = sqliteTable(
     index('payments_rates_idx').on(t.lenderId, t.rail, t.firstAttemptAt, t.status),
     // The portal's overview: the lender's payments by status, with their amounts.
     index('payments_lender_status_idx').on(t.lenderId, t.status, t.createdAt, t.amountCents),
+    // The portal's Payments page: every status, by date or by amount, a page at a time.
+    index('payments_lender_created_idx').on(t.lenderId, t.createdAt, t.id),
+    index('payments_lender_amount_idx').on(t.lenderId, t.amountCents, t.id),
   ],
 );
 

@@ -12,3 +12,4 @@ export * from './portal';
 export * from './payment-results';
 export * from './collection-policy';
 export * from './bank-data';
+export * from './search';

@@ -9,6 +9,9 @@ export interface AuthedLender extends Lender {
   keyId: string;
 }
 
+const CHECK_KEY = 'Check the key you send (it is shown once, when created), or create a new one';
+const NEW_KEY = 'Use another live key of the lender, or create one: in the portal (Developers, Create API key) or with bun run cli key create LENDER';
+
 // last_used_at is written at most this often per key: a write per request would cost an fsync each.
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 
@@ -24,9 +27,11 @@ export function createAuthenticator(deps: PlatformDeps): (header: string | undef
     const match = /^Bearer ([^\s]+)$/i.exec(header.trim());
     if (!match) throw new Unauthenticated('Authorization must use the Bearer scheme');
     const key = match[1]!;
-    if (!API_KEY_PATTERN.test(key)) throw new Unauthenticated('Invalid API key');
+    if (!API_KEY_PATTERN.test(key)) throw new Unauthenticated('Invalid API key: a key is drs_live_ followed by 32 letters and digits', CHECK_KEY);
     const row = keys.holderOf(hashApiKey(key));
-    if (!row) throw new Unauthenticated('Invalid API key');
+    if (!row) throw new Unauthenticated('Invalid API key: no lender has this key', CHECK_KEY);
+    // Only the holder of the key itself learns it was revoked; it sent the header, so it is told what to do instead.
+    if (row.revokedAt !== null) throw new Unauthenticated('This API key was revoked', NEW_KEY);
     const now = deps.clock.now();
     const wait = limiter.take(row.keyId, now);
     if (wait > 0) throw new RateLimited(wait);

@@ -25,8 +25,19 @@ A lender (the caller) checks its borrowers' (authorizers') bank balances in batc
 schedules with webhooks, and receives signed webhook notifications.
 
 **Authentication**: every \`/v1\` path needs \`Authorization: Bearer <API_KEY>\`. Keys are issued by the operator
-CLI (\`bun run cli key create LENDER\`). An address that keeps sending invalid keys (20, then more than one a
+CLI (\`bun run cli key create LENDER\`) or by a dashboard user in the portal (\`/portal/developers\`, "API keys":
+create, shown once, and revoke). An address that keeps sending invalid keys (20, then more than one a
 second) gets 429 for every \`/v1\` request until its budget refills.
+
+**Sandbox test values** (the default bank data and processor, deterministic): routing \`110000000\` is a supported
+bank (\`110000013\` answers 3310, \`110000026\` 3300); an account number's last 7 digits are the balance in cents
+(\`0001234567\` reads $12,345.67); \`9999CCCC\` answers status code CCCC with no balance; \`9998…\` fails every read
+(retried, then 9000). A sandbox payment's outcome is picked by the cents of the amount: 00–90 settle, 91 R01,
+92 R09, 93 R02, 94 R10, 95 a late R10, 96 invalid, 97 never resolves, 98 fails once then settles, 99 a late R01
+(\`bun run cli sandbox charge\` creates one as your processor would).
+
+**Money**: amounts in enrollments, payment events, payments and the ledger are integer cents (fields
+named \`…_cents\`); balances, thresholds and the results CSVs are dollars with two decimals.
 
 **Limits**: path and query 8 KB (414), headers 32 KB together (431), JSON bodies 2 MB (413) nested at most 32
 levels (400), metadata at most 50 keys an authorizer and 200 distinct keys an export (400); a lender may have

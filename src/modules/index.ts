@@ -17,6 +17,7 @@ import { sealedColumns as connectionSealed } from './payment-connections/service
 import { enrollmentRoutes } from './enrollments/routes';
 import { sealedColumns as enrollmentSealed } from './enrollments/service';
 import { heldRecheckJob, lapseJob, monitoringReadsJob, recordMonitoringReads } from './enrollments/monitoring';
+import { searchIndexJob } from './enrollments/search';
 import { decideCollection, voidScheduledOnStop } from './collection/decide';
 import { dispatchJob, dispatchQueue } from './collection/dispatch';
 import { pollJob } from './collection/poll';
@@ -59,6 +60,7 @@ export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
     monitoringReadsJob,
     lapseJob,
     heldRecheckJob,
+    searchIndexJob,
     dispatchJob,
     pollJob(deps.config.processorPollIntervalMs),
     reconcileJob(deps.config.processorReconcileIntervalMs),

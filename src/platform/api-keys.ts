@@ -19,6 +19,8 @@ export interface KeyHolder {
   id: string;
   name: string;
   debitCardApproved: number;
+  /** Set when the key was revoked: it names no lender any more, and the answer says so. */
+  revokedAt: number | null;
 }
 
 /**
@@ -28,9 +30,9 @@ export interface KeyHolder {
 export function apiKeyStatements(db: Db) {
   const lookup = db.$client.query<KeyHolder, [string]>(
     `SELECT k.id AS keyId, k.last_used_at AS lastUsedAt, l.id AS id, l.name AS name,
-            l.debit_card_approved AS debitCardApproved
+            l.debit_card_approved AS debitCardApproved, k.revoked_at AS revokedAt
        FROM api_keys k JOIN lenders l ON l.id = k.lender_id
-      WHERE k.key_hash = ? AND k.revoked_at IS NULL`,
+      WHERE k.key_hash = ?`,
   );
   const touch = db.$client.query<unknown, [number, string]>('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
   return { holderOf: (hash: string) => lookup.get(hash), touch: (keyId: string, now: number) => {

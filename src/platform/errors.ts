@@ -52,8 +52,8 @@ export class Forbidden extends DomainError {}
 
 /** No valid credentials. */
 export class Unauthenticated extends DomainError {
-  constructor(message = 'A valid API key is required') {
-    super(message, undefined, 'Send the header Authorization: Bearer <API_KEY>');
+  constructor(message = 'A valid API key is required', suggestion = 'Send the header Authorization: Bearer <API_KEY>') {
+    super(message, undefined, suggestion);
   }
 }
 

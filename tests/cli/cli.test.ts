@@ -261,6 +261,17 @@ describe('backup', () => {
   test('needs a file name', async () => {
     expect(await rejects(ws.cli('backup'))).toBeInstanceOf(CliError);
   });
+
+  test('the copy is readable by its owner only (0600), whatever the umask, as the database and vault key are', async () => {
+    const previous = process.umask(0o000);
+    try {
+      const file = join(ws.dir, 'private-backup.sqlite');
+      await ws.cli('backup', file);
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+    } finally {
+      process.umask(previous);
+    }
+  });
 });
 
 /** Parses `vault status` output into {key_id: {current, values}}. */

@@ -20,6 +20,24 @@ describe('the production start command', () => {
     expect(dockerCmd()).toEqual(['bun', 'src/index.ts']);
   });
 
+  test('the README and the Dockerfile say how to try the image locally and how to run the CLI inside it', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const deployment = readme.slice(readme.indexOf('## Deployment'), readme.indexOf('### Backup and restore'));
+    expect(deployment).toMatch(/docker run [^\n]*-p 127\.0\.0\.1:3000:3000[^\n]*-e ALLOW_INSECURE_HTTP=true/);
+    expect(deployment).toContain('HTTPS_REQUIRED');
+    expect(deployment).toMatch(/docker exec \S+ bun run cli key create/);
+    const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toContain('ALLOW_INSECURE_HTTP=true');
+    expect(dockerfile).toMatch(/docker exec \S+ bun run cli/);
+  });
+
+  test('outside the image the service listens on loopback; the image sets HOST=0.0.0.0 itself', () => {
+    const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/^\s*HOST=0\.0\.0\.0\b/m);
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    expect(readme).toMatch(/\| `HOST` \| `127\.0\.0\.1` \|/);
+  });
+
   test('the README never puts the wrapper in the background or in production: those commands use the direct form', () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     const commands = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).join('\n');

@@ -124,3 +124,67 @@ describe('the OpenAPI document', () => {
     expect(limit.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 100 });
   });
 });
+
+describe('the docs a new lender reads', () => {
+  const readme = Bun.file(join(ROOT, 'README.md')).text();
+  const apiTable = readme.then((r) => r.slice(r.indexOf('## API'), r.indexOf('### Limits')));
+  const shape = (path: string) => path.replace(/\{[^}]+\}/g, '{}');
+
+  test('every /v1 path of the document is in the README API table', async () => {
+    const table = shape(await apiTable);
+    const missing = Object.keys((await docPromise).paths as Json)
+      .filter((p) => p.startsWith('/v1/'))
+      .filter((p) => !new RegExp('`[A-Z/ ,]*' + shape(p).replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '[`?\\[]').test(table));
+    expect(missing).toEqual([]);
+  });
+
+  test('the document names both ways to get an API key and gives the sandbox test values', async () => {
+    const description = (await docPromise).info.description as string;
+    expect(description).toContain('bun run cli key create');
+    expect(description).toMatch(/portal.*API keys/s);
+    expect(description).toContain('110000000');
+    expect(description).toContain('9999');
+    expect(description).toMatch(/sandbox charge|cents of the amount/);
+  });
+});
+
+describe('money in one vocabulary', () => {
+  /** Every numeric property whose name speaks of money, with the description the document gives it. */
+  function moneyFields(doc: Json): { where: string; description: string }[] {
+    const found: { where: string; description: string }[] = [];
+    const seen = new Set<unknown>();
+    const walk = (node: unknown, where: string) => {
+      if (node === null || typeof node !== 'object' || seen.has(node)) return;
+      seen.add(node);
+      const props = (node as Json).properties as Json | undefined;
+      if (props) {
+        for (const [name, schema] of Object.entries(props)) {
+          const s = schema as Json;
+          const types = [s.type, ...((s.anyOf ?? s.oneOf ?? []) as Json[]).map((x) => x.type)].flat();
+          if (/amount|balance|collected|reversed|net|cents/i.test(name) && !/status/.test(name) && types.some((t) => t === 'integer' || t === 'number')) {
+            found.push({ where: `${where}.${name}`, description: String(s.description ?? '') });
+          }
+        }
+      }
+      for (const [k, v] of Object.entries(node as Json)) if (k !== 'examples' && k !== 'example') walk(v, `${where}/${k}`);
+    };
+    walk(doc.paths, '');
+    return found;
+  }
+
+  test('every amount field says its unit: cents or dollars', async () => {
+    const fields = moneyFields(await docPromise);
+    expect(fields.length).toBeGreaterThan(8);
+    const unnamed = fields.filter((f) => !/cents|dollars/i.test(f.where.split('.').pop()!) && !/\bcents\b|\bdollars\b/i.test(f.description));
+    expect(unnamed.map((f) => f.where)).toEqual([]);
+  });
+
+  test('the README has one table of the money units', async () => {
+    const readme = await Bun.file(join(ROOT, 'README.md')).text();
+    const section = readme.slice(readme.indexOf('### Money'), readme.indexOf('\n## ', readme.indexOf('### Money')));
+    expect(section).toMatch(/\| `collectable_amount`[^\n]*\| cents/);
+    expect(section).toMatch(/\| `balance`[^\n]*\| dollars/);
+    expect(section).toMatch(/\| `threshold_amount`[^\n]*\| dollars/);
+    expect(section).toMatch(/results CSV[^\n]*\| dollars/i);
+  });
+});

@@ -67,6 +67,14 @@ describe('authentication', () => {
     expectUnauthorized(await ctx.json('GET', '/v1/webhooks/secret', { key: 'drs_live_' + 'A'.repeat(32) }));
   });
 
+  test('an unknown key is told to check the key, a missing header to send one', async () => {
+    const unknown = await ctx.json('GET', '/v1/webhooks/secret', { key: 'drs_live_' + 'Q'.repeat(32) });
+    expect(unknown.status).toBe(401);
+    expect(unknown.body.error.suggestion).not.toContain('Send the header');
+    const missing = await ctx.json('GET', '/v1/webhooks/secret', { key: null });
+    expect(missing.body.error.suggestion).toContain('Authorization: Bearer');
+  });
+
   test('a valid key works', async () => {
     const r = await ctx.json('GET', '/v1/webhooks/secret');
     expect(r.status).toBe(200);
@@ -78,7 +86,12 @@ describe('authentication', () => {
     const second = withTransaction({ deps: ctx.rt }, ({ tx }) => issueKey(tx, other.id, ctx.clock.now()));
     expect((await ctx.json('GET', '/v1/webhooks/secret', { key: other.key })).status).toBe(200);
     expect(revokeKey(ctx.rt.db, displayPrefix(other.key), ctx.clock.now())).toBe(true);
-    expectUnauthorized(await ctx.json('GET', '/v1/webhooks/secret', { key: other.key }));
+    const revoked = await ctx.json('GET', '/v1/webhooks/secret', { key: other.key });
+    expectUnauthorized(revoked);
+    // The header was sent: the answer says the key was revoked and what to use instead, not to send a header.
+    expect(revoked.body.error.message).toBe('This API key was revoked');
+    expect(revoked.body.error.suggestion).not.toContain('Send the header');
+    expect(revoked.body.error.suggestion).toContain('create one');
     expect((await ctx.json('GET', '/v1/webhooks/secret', { key: second })).status).toBe(200);
     // Revoking again finds no live key with that prefix.
     expect(revokeKey(ctx.rt.db, displayPrefix(other.key), ctx.clock.now())).toBe(false);

@@ -8,7 +8,7 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
   test('an empty environment gives exactly the documented defaults', () => {
     expect(loadConfig({})).toEqual({
       port: 3000,
-      host: '0.0.0.0',
+      host: '127.0.0.1',
       databasePath: './db/data/service.sqlite',
       tlsCertFile: null,
       tlsKeyFile: null,

@@ -10,6 +10,20 @@ export * from './types';
 const STRIPE_KEY_PATTERN = /^(sk|rk)_(live|test)_[A-Za-z0-9_]+$/;
 
 /** The processor a key belongs to, or null for a key of no supported processor. */
+/**
+ * Why a key that starts as one processor's keys do is not one of them (its length, its characters), in words
+ * that never quote it; null when the prefix is no processor's.
+ */
+export function keyShapeProblem(key: string): string | null {
+  if (key.startsWith('sbx_')) {
+    const rest = key.slice(4);
+    if (!/^[A-Za-z0-9_]*$/.test(rest)) return 'a sandbox key is sbx_ followed by letters, digits and underscores only';
+    return 'this sandbox key is too short: a sandbox key is sbx_ followed by at least 16 letters, digits or underscores';
+  }
+  if (/^(sk|rk)_(live|test)_/.test(key)) return 'a Stripe key is sk_ or rk_, live_ or test_, then letters, digits and underscores only';
+  return null;
+}
+
 export function processorOfKey(key: string): ProcessorName | null {
   if (SANDBOX_KEY_PATTERN.test(key)) return 'sandbox';
   if (STRIPE_KEY_PATTERN.test(key)) return 'stripe';

@@ -24,8 +24,9 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resol
 const byUtf8 = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 /** batch_ids from the query: present, each a UUID (400 otherwise), duplicates dropped, order kept. */
-export function parseBatchIds(raw: string | string[] | undefined): string[] {
-  const list = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
+export function parseBatchIds(raw: string | string[] | undefined, alias?: string | string[]): string[] {
+  const listOf = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+  const list = [...listOf(raw), ...listOf(alias)];
   const ids = list.flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
   if (ids.length === 0) throw InvalidInput.field('batch_ids', 'batch_ids is required: repeat the parameter once per batch');
   // Named by position, never by the value sent.

@@ -141,7 +141,8 @@ export const BalanceResult = t.Object(
 );
 
 export const BalancesQuery = t.Object({
-  batchId: t.String({ description: 'batch_id of the submission' }),
+  batchId: t.Optional(t.String({ description: 'batch_id of the submission (required, as batchId or batch_id)' })),
+  batch_id: t.Optional(t.String({ description: 'Same as batchId' })),
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 100 })),
   ...pageTokenQuery,
 });
@@ -150,12 +151,13 @@ export const ExportQuery = t.Object({
   batch_ids: t.Optional(
     t.Union([t.String(), t.Array(t.String())], { description: 'Repeat the parameter per batch; each a UUID' }),
   ),
+  batchIds: t.Optional(t.Union([t.String(), t.Array(t.String())], { description: 'Same as batch_ids (both may be given)' })),
 });
 
 export const HistoryEntry = t.Object({
   run_at: t.String({ format: 'date-time' }),
   batch_id: t.String(),
-  balance_amount: t.Nullable(t.Number()),
+  balance_amount: t.Nullable(t.Number({ description: 'Dollars; null when the read failed' })),
   status: t.Union([t.Literal('success'), t.Literal('failed')]),
   error_message: t.Optional(t.String({ description: 'Why the read failed; names relink_required when the borrower must link the account again' })),
   balance_kind: t.Optional(OneOf(BALANCE_KINDS, { description: 'Linked accounts (bank_link) only' })),

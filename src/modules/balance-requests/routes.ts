@@ -21,6 +21,17 @@ import { authorizerHistory, getBatchStatus, listBalances, submitBalanceCsv, subm
 import { parseBalanceCsv } from './csv-input';
 import { exportBalancesCsv, exportFilename, parseBatchIds } from './export';
 
+/** The batch of `/v1/balances`: the spec's `batchId`, or `batch_id` as every other place spells it. */
+function batchIdOf(query: { batchId?: string; batch_id?: string }): string {
+  const { batchId, batch_id } = query;
+  if (batchId !== undefined && batch_id !== undefined && batchId !== batch_id) {
+    throw InvalidInput.field('batchId', 'batchId and batch_id name different batches; send one of them');
+  }
+  const id = batchId ?? batch_id;
+  if (id === undefined || id === '') throw InvalidInput.field('batchId', 'batchId (or batch_id) is required: the batch_id of the submission');
+  return id;
+}
+
 const tags = ['Balance checks'];
 /** 5000 rows of a wide CSV stay well under this. */
 const CSV_UPLOAD_LIMIT = 5 * 1024 * 1024;
@@ -100,7 +111,7 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
       response: { 200: BatchStatus, ...errors(401, 404, 429) },
       detail: { tags, summary: 'Batch status', description: 'pending, processing or completed, with counts. Another lender’s batch reads as not found.' },
     })
-    .get('/balances', ({ lender, query }) => listBalances({ ctx: { lender, deps }, input: query }), {
+    .get('/balances', ({ lender, query }) => listBalances({ ctx: { lender, deps }, input: { ...query, batchId: batchIdOf(query) } }), {
       auth: true,
       query: BalancesQuery,
       response: { 200: BalanceResult, ...errors(400, 401, 404, 429) },
@@ -108,14 +119,14 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
         tags,
         summary: 'Balance results of a batch',
         description:
-          'Paginated in the order results were recorded; continue with next_page_token (or nextPageToken) until has_more is ' +
+          'The batch is named by batchId (the spec’s spelling) or batch_id. Paginated in the order results were recorded; continue with next_page_token (or nextPageToken) until has_more is ' +
           'false. While the batch is processing, has_more stays true: poll with the last token every 30 to 60 seconds.',
       },
     })
     .get(
       '/balances/csv',
       async ({ lender, query }) => {
-        const batchIds = parseBatchIds(query.batch_ids);
+        const batchIds = parseBatchIds(query.batch_ids, query.batchIds);
         const stream = await exportBalancesCsv({ ctx: { lender, deps }, input: { batchIds } });
         return new Response(stream, {
           headers: {
@@ -131,7 +142,7 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
           tags,
           summary: 'Export balance results as CSV',
           description:
-            'Repeat batch_ids once per batch. Columns: Authorizer ID, Batch ID, Institution, Phone, Zip, Balance, Status, Creator, ' +
+            'Repeat batch_ids (or batchIds) once per batch. Columns: Authorizer ID, Batch ID, Institution, Phone, Zip, Balance, Status, Creator, ' +
             'Timestamp, then one meta_<key> column per metadata key, alphabetical. At most 200 distinct meta_ columns per export: ' +
             'batches whose authorizers carry more keys than that together are refused with 400 (export fewer at once). If any ' +
             'batch is not the caller’s the whole request is refused with 403. Text cells that a spreadsheet would run as a ' +

@@ -52,6 +52,22 @@ export type Batch = typeof batches.$inferSelect;
  * Inserts a batch and its payload in the caller's transaction: two rows whatever the batch's size. The
  * processing job creates the per-authorizer queue rows when it takes the batch up.
  */
+/**
+ * Refuses (429) work that would take the lender past its bound on authorizers waiting to be checked; call it
+ * under the write lock, before the batch is inserted.
+ */
+export function refuseOverBacklog(ctx: JobContext & { tx: Tx }, lenderId: string, adding: number, what: string): void {
+  const max = ctx.deps.config.maxPendingAuthorizersPerLender;
+  const pending = q.pendingAuthorizers(ctx.tx, lenderId);
+  if (pending + adding > max) {
+    throw new RateLimited(
+      QUEUE_FULL_RETRY_AFTER_S,
+      `${pending} authorizers of this lender are waiting to be checked and at most ${max} may wait; ${what} would add ${adding}`,
+      `Retry after ${QUEUE_FULL_RETRY_AFTER_S} seconds, when earlier batches have progressed`,
+    );
+  }
+}
+
 export function insertBatch({
   ctx,
   input,

@@ -3,7 +3,7 @@ import { enrollments, payments } from '../../../db/schema';
 import { MONITOR_STATES, PAYMENT_STATUSES, type MonitorState, type PaymentStatus } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { dbOf } from '../../platform/context';
-import { flightSince, ledgerByDay, ledgerSince, sumOf } from './queries';
+import { flightSince, ledgerByDay, ledgerSince, returnedSince, sumOf } from './queries';
 import { returnRates } from '../return-rates/service';
 
 // The lender's collection at a glance, for the portal's overview: every figure from the same rows the API
@@ -19,7 +19,11 @@ const DAY_MS = 86_400_000;
 /** Cents, exact at any size. */
 export interface Totals {
   collected: bigint;
+  /** Ledger reversals: what returns took back of what had been credited (a debit never credited reverses nothing). */
   returned: bigint;
+  /** Debits returned (or returned late), each once: their amount and how many. */
+  returnedDebits: bigint;
+  returnedDebitCount: number;
   inFlight: bigint;
   inFlightCount: number;
 }
@@ -53,7 +57,15 @@ export function collectionOverview(ctx: Ctx): Overview {
   const totals = (from: number): Totals => {
     const l = ledgerSince(db, lender, from);
     const f = flightSince(db, lender, from);
-    return { collected: sumOf(l, 'c'), returned: sumOf(l, 'r'), inFlight: sumOf(f, 'f'), inFlightCount: Number(f.n) };
+    const d = returnedSince(db, lender, from);
+    return {
+      collected: sumOf(l, 'c'),
+      returned: sumOf(l, 'r'),
+      returnedDebits: sumOf(d, 'd'),
+      returnedDebitCount: Number(d.n),
+      inFlight: sumOf(f, 'f'),
+      inFlightCount: Number(f.n),
+    };
   };
 
   const borrowersByState = countsOf(

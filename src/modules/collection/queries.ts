@@ -232,3 +232,14 @@ export const flightSince = (db: Db, lender: string, from: number) =>
     )
     .safeIntegers(true)
     .get(lender, from)!;
+// Returned debits: every reference returned (or returned late) since `from`, once each however many return
+// events it has, with its amount; off payment_events_returns_idx, the amounts read from the rows it names.
+export const returnedSince = (db: Db, lender: string, from: number) =>
+  db.$client
+    .query<Parts<'d'> & { n: bigint }, [string, number]>(
+      `SELECT ${partSums('a', 'd')}, COUNT(*) AS n FROM (
+         SELECT reference, MAX(amount_cents) AS a FROM payment_events INDEXED BY payment_events_returns_idx
+          WHERE lender_id = ? AND status IN ('returned', 'late_returned') AND occurred_at >= ? GROUP BY reference)`,
+    )
+    .safeIntegers(true)
+    .get(lender, from)!;

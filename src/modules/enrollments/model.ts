@@ -239,7 +239,12 @@ export const EnrollmentView = t.Object(
       }),
       { description: "The borrower's payments, oldest first" },
     ),
-    ledger: t.Object({ entries: t.Array(LedgerEntry), collected: Int(), reversed: Int(), net: Int() }),
+    ledger: t.Object({
+      entries: t.Array(LedgerEntry),
+      collected: Int({ description: 'Cents credited' }),
+      reversed: Int({ description: 'Cents reversed' }),
+      net: Int({ description: 'Cents: collected less reversed' }),
+    }),
   },
   {
     examples: [

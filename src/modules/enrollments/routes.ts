@@ -7,6 +7,17 @@ import type { Auth } from '../../http/auth';
 import { AuthorizerId } from '../authorizers/fields';
 import { EnrollmentBody, EnrollmentList, EnrollmentListQuery, EnrollmentRequest, EnrollmentResponse, EnrollmentView, ErasureResponse, IdsBody, RemovalResponse } from './model';
 import { enroll, eraseBorrowers, getEnrollment, listEnrollments, removeEnrollments } from './service';
+import { readBorrowerNow } from './read-now';
+
+const ReadNowResponse = t.Object(
+  {
+    authorizer_unique_id: t.String(),
+    batch_id: t.String({ description: 'The read’s batch (source monitoring): its result is in /v1/balances?batch_id=… and the borrower’s last_read' }),
+    submitted_at: t.String({ format: 'date-time' }),
+    next_read_at: t.String({ format: 'date-time', description: 'The next regular read, one interval after this one' }),
+  },
+  { examples: [{ authorizer_unique_id: 'loan-1001', batch_id: '019a4f3e-8c1d-7b2a-9f00-1c2d3e4f5a6b', submitted_at: '2026-11-21T10:00:00.000Z', next_read_at: '2026-11-21T14:00:00.000Z' }] },
+);
 
 const tags = ['Payments'];
 const early = (description: string) => maturity('Early Access', description);
@@ -98,6 +109,30 @@ export const enrollmentRoutes = (deps: Deps, auth: Auth) =>
             'State, reason, blocked_reason, the monitoring window, the amount, the instrument (bank name or card brand, ' +
               'last four), the last balance read, payments used and the ledger; amounts in cents, no personal data. ' +
               'Another lender’s borrower is 404; an identifier that is not well-formed or holds control characters is 400.',
+          ),
+        },
+      },
+    )
+    .post(
+      '/payment_enrollments/:authorizer_unique_id/read',
+      ({ lender, params, set }) => {
+        const res = readBorrowerNow({ ctx: { lender, deps }, input: { authorizerUniqueId: params.authorizer_unique_id } });
+        set.status = 202;
+        return res;
+      },
+      {
+        auth: true,
+        params: t.Object({ authorizer_unique_id: AuthorizerId }),
+        response: { 202: ReadNowResponse, ...errors(400, 401, 404, 409, 429) },
+        detail: {
+          tags,
+          summary: 'Read a borrower’s balance now',
+          ...early(
+            'Queues a balance read of a monitored borrower now instead of at next_read_at; its result is handled as every ' +
+              'monitoring read is (set on the enrollment, then collection decides, and webhooks follow). The next regular ' +
+              'read is one interval after this one. 409 when the borrower is not monitored or its data was erased. Bounded ' +
+              'per lender: 20 schedule runs and borrower reads on demand at once, then one every 3 seconds (429 with ' +
+              'Retry-After). Another lender’s borrower is 404.',
           ),
         },
       },

@@ -22,6 +22,7 @@ import { applyMonitorEvent, enrollStatement, monitorsOf } from './monitor-store'
 import { holdChain } from '../collection/chain';
 import type { BlockedReason } from './monitor';
 import { ledgerOf, type LedgerView } from './ledger';
+import { indexBorrower, unindexBorrower } from './search';
 
 const TOKENIZE_CONCURRENCY = 8;
 
@@ -260,6 +261,14 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
         existing.get(c.aid),
         held,
       );
+      // Searchable by name, phone and last four from now on (keyed hashes, beside the sealed values).
+      indexBorrower(tx, ctx.deps.vault, {
+        lenderId: ctx.lender.id,
+        aid: c.aid,
+        sensitive: c.authorizer.sensitive,
+        phone: c.authorizer.phone,
+        cardLast4: card ? card.last4 : c.instrument.kind === 'token' ? c.instrument.last4 : null,
+      });
       // A re-sent borrower's debt keeps its chain of presentments: the rules are asked with what this
       // re-send brought (an authorization, an amount), which may block or free it.
       const prior = existing.get(c.aid);
@@ -323,6 +332,7 @@ export function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: IdsInp
           .where(eq(enrollments.id, e.id))
           .run();
         eraseFromBalanceQueue(tx.tx, ctx.lender.id, aid);
+        unindexBorrower(tx.tx, ctx.lender.id, aid);
         return { authorizer_unique_id: aid, outcome: 'deleted' as const };
       });
     });

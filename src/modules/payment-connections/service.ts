@@ -7,7 +7,7 @@ import { dbOf, withTransaction, type Tx } from '../../platform/context';
 import { Conflict, InvalidInput, NotFound, Unavailable } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import type { SealedColumn } from '../../platform/vault';
-import { KeyRefused, processorOfKey, ProcessorUnavailable } from '../../adapters/processors';
+import { KeyRefused, keyShapeProblem, processorOfKey, ProcessorUnavailable } from '../../adapters/processors';
 import type { CreateInput, UpdateInput } from './model';
 import { accountsKnown, bindAccount } from './accounts';
 
@@ -66,9 +66,12 @@ function conflictOf(keys: PaymentConnection[], k: { id?: string; railScope: Rail
 async function verifyAtProcessor(ctx: Ctx, key: string): Promise<{ processor: ProcessorName; accountId: string }> {
   const name = processorOfKey(key);
   if (!name) {
+    const shape = keyShapeProblem(key);
     throw InvalidInput.field(
       'api_key',
-      'api_key is not a key of a supported processor: sbx_… (sandbox), or sk_live_, sk_test_, rk_live_, rk_test_ (Stripe)',
+      shape !== null
+        ? `api_key is not well-formed: ${shape}`
+        : 'api_key is not a key of a supported processor: sbx_… (sandbox), or sk_live_, sk_test_, rk_live_, rk_test_ (Stripe)',
     );
   }
   try {

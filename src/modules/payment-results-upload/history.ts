@@ -19,7 +19,7 @@ const counts = (u: Row) => ({
   problemCount: u.problemCount,
 });
 
-const summary = (u: Row) => ({ id: u.id, recorded_at: iso(u.recordedAt), creator: u.creator, format: u.format, ...counts(u) });
+const summary = (u: Row) => ({ id: u.id, recordedAt: iso(u.recordedAt), creator: u.creator, format: u.format, ...counts(u) });
 
 /** GET /v1/payment_results/uploads: the lender's recorded uploads, newest first. */
 export function listUploads({ ctx, input }: { ctx: Ctx; input: PageQuery }) {

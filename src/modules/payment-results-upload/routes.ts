@@ -65,7 +65,7 @@ const Problem = t.Object({ row: Int({ description: '0 for the file as a whole' }
 
 const UploadSummary = t.Object({
   id: t.String(),
-  recorded_at: t.String({ format: 'date-time' }),
+  recordedAt: t.String({ format: 'date-time', description: 'When it was recorded (an upload is described in the report’s own camelCase words)' }),
   creator: t.Union([t.String(), t.Null()], { description: 'The portal user, or the API key (by its prefix), that sent it' }),
   format: t.Union([t.Literal('generic'), t.Literal('annotated_export')]),
   rowCount: Int({ description: 'Accepted rows' }),
@@ -77,7 +77,7 @@ const UploadSummary = t.Object({
 
 const EXAMPLE_UPLOAD = {
   id: '01936f3a-0000-7000-8000-0000000000aa',
-  recorded_at: '2026-11-23T14:38:00.000Z',
+  recordedAt: '2026-11-23T14:38:00.000Z',
   creator: 'API key drs_live_Ab12…',
   format: 'generic' as const,
   rowCount: 2,

@@ -239,6 +239,27 @@ class Lookups {
 const outcomeDate = (p: { status: string; settledAt: number | null; returnedAt: number | null }) =>
   p.status === 'settled' ? p.settledAt : p.status === 'returned' || p.status === 'late_return' ? p.returnedAt : null;
 
+/** Why an accepted row matched no borrower, and what would match it. */
+function unmatchedReason(p: ParsedRow, key: string): string {
+  if (p.authorizerUniqueId) {
+    return `the borrower ${p.authorizerUniqueId} is not enrolled; stored, it is matched when uploaded again after the borrower is enrolled`;
+  }
+  return `no enrolled borrower matches reference ${key}; stored, it is matched when uploaded again with authorizer_unique_id`;
+}
+
+/** A spreadsheet's label of a totals row: "Total", "Totals:", "Grand total", "Subtotal", "Sum". */
+const SUMMARY_LABEL = /^(grand\s*|sub\s*)?totals?:?$|^sum:?$/i;
+
+/**
+ * A summary row names no payment: it has no status (without one no row is accepted anyway), and its identifier
+ * cells are empty or hold a totals label.
+ */
+function isSummaryRow(values: RawRow['values']): boolean {
+  if (values.payment_status) return false;
+  const ids = [values.authorizer_unique_id, values.reference].filter((v): v is string => !!v);
+  return ids.every((v) => SUMMARY_LABEL.test(v));
+}
+
 /** Reads the file: rows with their numbers (header = row 1) and every problem of each. */
 async function readRows(bytes: Uint8Array, now: number, budget: UploadBudget) {
   const problems = new Problems();
@@ -292,7 +313,7 @@ async function readRows(bytes: Uint8Array, now: number, budget: UploadBudget) {
         if (c) values[c] = v;
       }
       if (blank) continue; // a blank row
-      if (!values.authorizer_unique_id && !values.reference && !values.payment_status) continue; // a summary row
+      if (isSummaryRow(values)) continue; // a summary row: no status, and no identifier but a "Total" label
       dataRowCount++;
       const r = checkRow({ row, values }, now);
       for (const p of r.problems) problems.add(p);
@@ -487,7 +508,7 @@ async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; in
       const m = lookups.match(p);
       rows.push({ row: p.row, reference: key, authorizerUniqueId: m?.authorizerUniqueId ?? p.authorizerUniqueId, status: p.status, amountCents: p.amountCents });
       if (m) matched++;
-      else problems.add({ row: p.row, rule: 7, reason: `no enrolled borrower matches reference ${key}; stored, it is matched when uploaded again with authorizer_unique_id`, severity: 'warning' });
+      else problems.add({ row: p.row, rule: 7, reason: unmatchedReason(p, key), severity: 'warning' });
       applyRow(tx, p, key, priors.get(key) ?? null, m, problems, now, !input.dryRun);
     }
     if (!input.dryRun) {

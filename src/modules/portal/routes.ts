@@ -8,6 +8,7 @@ import { bankDataPages } from './pages/bank-data';
 import { developerPages } from './pages/developers';
 import { monitoringPages } from './pages/monitoring';
 import { overviewPages } from './pages/overview';
+import { paymentPages } from './pages/payments';
 import { resultsUploadPages } from './pages/results-upload';
 import { rulesPages } from './pages/rules';
 import { signInPages } from './pages/sign-in';
@@ -17,17 +18,23 @@ import { signInPages } from './pages/sign-in';
 
 const PICO = join(import.meta.dir, '../../../node_modules/@picocss/pico/css/pico.classless.min.css');
 const PORTAL_CSS = join(import.meta.dir, 'assets/portal.css');
+const FAVICON = join(import.meta.dir, 'assets/favicon.svg');
+const svg = () => new Response(Bun.file(FAVICON), { headers: { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=86400' } });
 const css = (path: string) => () => new Response(Bun.file(path), { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=86400' } });
 
 export const portalRoutes = (deps: Deps) =>
   new Elysia({ name: 'portal' })
     .get('/portal/assets/pico.css', css(PICO), { detail: { hide: true } })
     .get('/portal/assets/portal.css', css(PORTAL_CSS), { detail: { hide: true } })
+    .get('/portal/assets/favicon.svg', svg, { detail: { hide: true } })
+    // Browsers ask for /favicon.ico whatever the page says: the same icon.
+    .get('/favicon.ico', svg, { detail: { hide: true } })
     .use(signInPages(deps))
     .use(overviewPages(deps))
     .use(balanceCheckPages(deps))
     .use(monitoringPages(deps))
     .use(borrowerPages(deps))
+    .use(paymentPages(deps))
     .use(connectionPages(deps))
     .use(bankDataPages(deps))
     .use(resultsUploadPages(deps))

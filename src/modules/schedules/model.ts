@@ -88,7 +88,7 @@ export const ScheduleView = t.Object(
     next_run_at: t.Nullable(t.String({ format: 'date-time' })),
     total_authorizers: Int(),
     webhook: t.Nullable(t.String()),
-    threshold_amount: t.Nullable(t.Number()),
+    threshold_amount: t.Nullable(t.Number({ description: 'Dollars: an alert when a balance falls below it' })),
     created_at: t.String({ format: 'date-time' }),
   },
   { examples: [scheduleExample] },

@@ -1,6 +1,7 @@
 import { Elysia, t } from 'elysia';
 import type { Deps } from '../../deps';
 import { errors } from '../../http/errors';
+import { Int } from '../../platform/schema';
 import { schemaBody } from '../../http/body';
 import type { Auth } from '../../http/auth';
 import {
@@ -16,6 +17,17 @@ import {
   UpdateScheduleResponse,
 } from './model';
 import { createSchedule, disableSchedule, getSchedule, listSchedules, removeAuthorizers, updateSchedule, view } from './service';
+import { runScheduleNow } from './run-now';
+
+const RunNowResponse = t.Object(
+  {
+    schedule_id: t.String(),
+    batch_id: t.String({ description: 'The run’s batch: GET /v1/balance_requests/{batch_id}, /v1/balances?batch_id=…' }),
+    submitted_at: t.String({ format: 'date-time' }),
+    total_authorizers: Int({ minimum: 1 }),
+  },
+  { examples: [{ schedule_id: '019a4f3e-0000-7000-8000-00000000000a', batch_id: '019a4f3e-8c1d-7b2a-9f00-1c2d3e4f5a6b', submitted_at: '2026-11-21T10:00:00.000Z', total_authorizers: 2 }] },
+);
 
 const tags = ['Monitoring'];
 const IdParams = t.Object({ id: t.String({ description: 'schedule_id' }) });
@@ -87,6 +99,29 @@ export const scheduleRoutes = (deps: Deps, auth: Auth) =>
         description: 'Unknown identifiers are not errors. The rest keep running; with none left the schedule becomes DISABLED.',
       },
     })
+    .post(
+      '/schedules/:id/run',
+      ({ lender, params, set }) => {
+        const res = runScheduleNow({ ctx: { lender, deps }, input: { id: params.id } });
+        set.status = 202;
+        return res;
+      },
+      {
+        auth: true,
+        params: IdParams,
+        response: { 202: RunNowResponse, ...errors(401, 404, 409, 429) },
+        detail: {
+          tags,
+          summary: 'Run a schedule now',
+          description:
+            'Starts one run of an ACTIVE schedule now, beside its cadence (next_run_at does not move): a batch of its current ' +
+            'authorizers, whose BALANCE_BATCH_COMPLETED and threshold alerts go to the schedule’s webhook as a regular run’s do. ' +
+            '409 when the schedule is not ACTIVE, has no authorizers, or a run of it is still in progress. Bounded per lender: ' +
+            '20 schedule runs and borrower reads on demand at once, then one every 3 seconds (429 with Retry-After), and the ' +
+            'lender’s bound on authorizers waiting to be checked (429). Another lender’s schedule is 404.',
+        },
+      },
+    )
     .delete('/schedules/:id', ({ lender, params }) => disableSchedule({ ctx: { lender, deps }, input: { id: params.id } }), {
       auth: true,
       params: IdParams,

@@ -2,7 +2,7 @@ import { and, asc, eq, lte } from 'drizzle-orm';
 import { scheduleAuthorizers, schedules } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
 import { betweenSlices, type Job } from '../../platform/jobs';
-import { withTransaction } from '../../platform/context';
+import { withTransaction, type Tx } from '../../platform/context';
 import { iso } from '../../platform/clock';
 import { centsToDollars } from '../../platform/money';
 import { enqueueWebhook, MAX_PAYLOAD_BYTES } from '../webhooks/service';
@@ -47,8 +47,32 @@ export async function startAllDueRuns(deps: Deps, signal?: AbortSignal): Promise
   }
 }
 
-function startRun(ctx: JobContext, scheduleId: string, now: number): boolean {
+type Schedule = typeof schedules.$inferSelect;
+
+/** A schedule's current authorizers, opened, as a run's batch takes them (at most 1000). */
+export function runAuthorizers(ctx: JobContext & { tx: Tx }, s: Schedule): NormalizedAuthorizer[] {
   const { vault } = ctx.deps;
+  const rows = ctx.tx
+    .select()
+    .from(scheduleAuthorizers)
+    .where(eq(scheduleAuthorizers.scheduleId, s.id))
+    .orderBy(asc(scheduleAuthorizers.id))
+    .all();
+  return rows.map((r, i) => ({
+    authorizerUniqueId: r.authorizerUniqueId,
+    paymentType: r.paymentType,
+    routingNumber: r.routingNumber,
+    phone: r.phone,
+    zip: r.zip,
+    metadata: r.metadata ? JSON.parse(r.metadata) : null,
+    // The authorizer's own threshold overrides the schedule's.
+    thresholdCents: r.thresholdCents ?? s.thresholdCents,
+    sensitive: vault.openJson<SensitiveFields>(r.sealed),
+    rowNumber: i + 1,
+  }));
+}
+
+function startRun(ctx: JobContext, scheduleId: string, now: number): boolean {
   return withTransaction(ctx, (tx) => {
     const s = tx.tx
       .select()
@@ -56,26 +80,9 @@ function startRun(ctx: JobContext, scheduleId: string, now: number): boolean {
       .where(and(eq(schedules.id, scheduleId), eq(schedules.status, 'ACTIVE'), lte(schedules.nextRunAt, now)))
       .get();
     if (!s) return false;
-    const rows = tx.tx
-      .select()
-      .from(scheduleAuthorizers)
-      .where(eq(scheduleAuthorizers.scheduleId, s.id))
-      .orderBy(asc(scheduleAuthorizers.id))
-      .all();
+    const authorizers = runAuthorizers(tx, s);
     const next = nextRunAfter(s, now);
-    if (rows.length > 0) {
-      const authorizers: NormalizedAuthorizer[] = rows.map((r, i) => ({
-        authorizerUniqueId: r.authorizerUniqueId,
-        paymentType: r.paymentType,
-        routingNumber: r.routingNumber,
-        phone: r.phone,
-        zip: r.zip,
-        metadata: r.metadata ? JSON.parse(r.metadata) : null,
-        // The authorizer's own threshold overrides the schedule's.
-        thresholdCents: r.thresholdCents ?? s.thresholdCents,
-        sensitive: vault.openJson<SensitiveFields>(r.sealed),
-        rowNumber: i + 1,
-      }));
+    if (authorizers.length > 0) {
       insertBatch({ ctx: tx, input: { lenderId: s.lenderId, source: 'schedule', scheduleId: s.id, webhookUrl: s.webhook, authorizers, now } });
     }
     tx.tx
@@ -83,7 +90,7 @@ function startRun(ctx: JobContext, scheduleId: string, now: number): boolean {
       .set({ nextRunAt: next, status: next === null ? 'COMPLETED' : 'ACTIVE', updatedAt: now })
       .where(eq(schedules.id, s.id))
       .run();
-    return rows.length > 0;
+    return authorizers.length > 0;
   });
 }
 

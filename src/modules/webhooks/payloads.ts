@@ -23,7 +23,7 @@ const payloads: Record<WebhookType, { summary: string; schema: TSchema }> = {
       ...base('BALANCE_THRESHOLD_ALERT'),
       schedule_id: t.String(),
       batch_id: t.String(),
-      alerts: t.Array(t.Object({ authorizer_unique_id: t.String(), institution_name: t.Union([t.String(), t.Null()]), balance: t.Number(), threshold_amount: t.Number() })),
+      alerts: t.Array(t.Object({ authorizer_unique_id: t.String(), institution_name: t.Union([t.String(), t.Null()]), balance: t.Number({ description: 'Dollars' }), threshold_amount: t.Number({ description: 'Dollars' }) })),
       timestamp: t.String({ format: 'date-time' }),
     }),
   },

@@ -169,6 +169,29 @@ describe('results', () => {
     expect((await ctx.json('GET', `/v1/balances`)).status).toBe(400);
   });
 
+  test('the batch is named batchId (the spec) or batch_id (as everywhere else); the export takes batch_ids or batchIds', async () => {
+    const batchId = await submit([bankAuthorizer('spell-1')]);
+    await processBalances(ctx.rt);
+    const camel = await ctx.json('GET', `/v1/balances?batchId=${batchId}`);
+    const snake = await ctx.json('GET', `/v1/balances?batch_id=${batchId}`);
+    expect(snake.status).toBe(200);
+    expect(snake.body.balances).toEqual(camel.body.balances);
+    expect(snake.body.balances.map((b: { authorizer_unique_id: string }) => b.authorizer_unique_id)).toEqual(['spell-1']);
+    expect((await ctx.json('GET', `/v1/balances?batchId=${batchId}&batch_id=${batchId}`)).status).toBe(200);
+
+    const other = await submit([bankAuthorizer('spell-2')]);
+    const both = await ctx.json('GET', `/v1/balances?batchId=${batchId}&batch_id=${other}`);
+    expect(both.status).toBe(400);
+    expect(both.body.error.message).toContain('different batches');
+    const none = await ctx.json('GET', '/v1/balances');
+    expect(none.body.error.details.errors[0].path).toBe('batchId');
+    expect(none.body.error.message).toContain('batch_id');
+
+    const csv = await ctx.request('GET', `/v1/balances/csv?batchIds=${batchId}`);
+    expect(csv.status).toBe(200);
+    expect(await csv.text()).toContain('spell-1');
+  });
+
   test('another lender’s batch is not found for results and status, forbidden for export', async () => {
     const batchId = await submit([bankAuthorizer('mine-1')]);
     const other = ctx.newLender();

@@ -89,7 +89,7 @@ describe('exact money', () => {
       expect([m[1], m[2]]).toEqual(['$180,140,000,000,001.98', '$180,140,000,000,001.98']);
       // The day's figure in the chart's table, and its words.
       expect(page.text).toContain('<td>$180,140,000,000,001.98</td>');
-      expect(page.text).toContain('Collected $180,140,000,000,001.98 and returned $0.00');
+      expect(page.text).toContain('Collected $180,140,000,000,001.98 and reversed $0.00');
     }
   }, 120_000);
 

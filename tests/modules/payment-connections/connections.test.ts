@@ -108,6 +108,22 @@ describe('POST /v1/payment_connections', () => {
     expect(ok.body.label).toBe('Stripe key ending mnop');
   });
 
+  test('400 for a key of a known prefix names what is wrong with it (its length, its characters), never the key', async () => {
+    const c = fresh();
+    const short = await create(c, { api_key: 'sbx_short', rail_scope: 'ach' });
+    expect(short.status).toBe(400);
+    expect(short.body.error.message).toContain('too short');
+    expect(short.body.error.message).not.toContain('not a key of a supported processor');
+    expect(short.body.error.message).not.toContain('sbx_short');
+    const chars = await create(c, { api_key: 'sbx_abcdefghijklmnop-qrs', rail_scope: 'ach' });
+    expect(chars.body.error.message).toContain('letters, digits and underscores only');
+    const stripe = await create(c, { api_key: 'sk_test_abc-def', rail_scope: 'card' });
+    expect(stripe.body.error.message).toContain('Stripe key');
+    const other = await create(c, { api_key: 'pk_live_abcdefghijklmnop', rail_scope: 'card' });
+    expect(other.body.error.message).toContain('not a key of a supported processor');
+    expect(rows(c)).toEqual([]);
+  });
+
   test('409: a second default for a rail_scope, and a second key of a tag for a rail_scope, say which; nothing stored', async () => {
     const c = fresh();
     const first = await create(c, { api_key: sbx(), rail_scope: 'ach', is_default: true });

@@ -21,7 +21,7 @@ async function upload(c: TestContext, csv: string, opts: { dryRun?: boolean; key
   return c.json('POST', `/v1/payment_results/uploads${opts.dryRun ? '?dryRun=true' : ''}`, { form, ...(opts.key ? { key: opts.key } : {}) });
 }
 
-type Summary = { id: string; recorded_at: string; creator: string | null; format: string; rowCount: number; dataRowCount: number; matched: number; needsAttention: number; problemCount: number };
+type Summary = { id: string; recordedAt: string; creator: string | null; format: string; rowCount: number; dataRowCount: number; matched: number; needsAttention: number; problemCount: number };
 
 describe('the upload history', () => {
   test('a recorded upload is listed with its sender and counts; its problems are kept; a dry run is not listed', async () => {
@@ -39,7 +39,7 @@ describe('the upload history', () => {
     expect(list.body.uploads).toHaveLength(1);
     expect(u).toEqual({
       id: expect.any(String),
-      recorded_at: '2026-11-21T12:00:00.000Z',
+      recordedAt: '2026-11-21T12:00:00.000Z',
       creator: expect.stringMatching(/^API key drs_/),
       format: 'generic',
       rowCount: recorded.body.rowCount,

@@ -98,6 +98,24 @@ describe('row rules: each with a passing and a failing row, and its problems ent
     const r = await upload(c, `${HEADER}\n\n,,,,,,,\nb1,BLANKS,10,sent,2026-11-02,#N/A,N/A,-\n,,1000.00,,,,,\n`);
     expect(r.body).toMatchObject({ rowCount: 1, dataRowCount: 1, problems: [] });
   });
+
+  test('a "Total" row a spreadsheet adds is skipped as a summary row, not reported twice', async () => {
+    const c = await fresh();
+    const r = await upload(c, `${HEADER}\nb1,TOT-1,10,sent,2026-11-02,,,\nTotal,,10.00,,,,,\n,Grand total:,10.00,,,,,\nSUM,,10,,,,,\n`);
+    expect(r.body).toMatchObject({ rowCount: 1, dataRowCount: 1, problems: [] });
+    // A row with a status is a payment whatever its identifier says.
+    const named = await upload(c, `${HEADER}\nTotal,TOT-2,10,sent,2026-11-02,,,\n`);
+    expect(named.body).toMatchObject({ rowCount: 1, dataRowCount: 1, needsAttention: 1 });
+  });
+
+  test('a row naming a borrower who is not enrolled says so', async () => {
+    const c = await fresh();
+    const r = await upload(c, `${HEADER}\nnobody-7,NB-1,10,sent,2026-11-02,,,\n`);
+    expect(r.body.needsAttention).toBe(1);
+    expect(r.body.problems).toEqual([
+      { row: 2, reason: 'the borrower nobody-7 is not enrolled; stored, it is matched when uploaded again after the borrower is enrolled', severity: 'warning' },
+    ]);
+  });
 });
 
 describe('reading cells', () => {

@@ -66,7 +66,13 @@ describe('the overview', () => {
     expect(reversed).toBeGreaterThan(0);
     expect(flight.length).toBeGreaterThan(0);
     expect(figure(page.text, 'fig-collected')).toEqual({ recent: dollars(collected), all: dollars(collected) });
-    expect(figure(page.text, 'fig-returned')).toEqual({ recent: dollars(reversed), all: dollars(reversed) });
+    expect(figure(page.text, 'fig-reversed')).toEqual({ recent: dollars(reversed), all: dollars(reversed) });
+    // Returned debits apart from reversals: each returned debit once, with its amount, credited or not.
+    const returnedDebits = list.flatMap((e) => e.payments).filter((x) => x.status === 'returned' || x.status === 'late_returned');
+    expect(returnedDebits.length).toBe(2);
+    const ret = `${dollars(returnedDebits.reduce((s, x) => s + x.amount, 0))} (2)`;
+    expect(figure(page.text, 'fig-returned')).toEqual({ recent: ret, all: ret });
+    expect(reversed).toBeLessThan(returnedDebits.reduce((s, x) => s + x.amount, 0));
     const inFlight = `${dollars(flight.reduce((s, x) => s + x.amount, 0))} (${flight.length})`;
     expect(figure(page.text, 'fig-flight')).toEqual({ recent: inFlight, all: inFlight });
     for (const state of ['monitored', 'held', 'collected', 'lapsed', 'removed', 'stopped']) {
@@ -83,7 +89,7 @@ describe('the overview', () => {
     }
     // The charts: images with a text alternative, and the figures of the days in a table.
     expect(page.text).toMatch(/<svg viewBox="[^"]+" role="img" aria-labelledby="daily-t daily-d"/);
-    expect(page.text).toContain(`Collected ${dollars(collected)} and returned ${dollars(reversed)}`);
+    expect(page.text).toContain(`Collected ${dollars(collected)} and reversed ${dollars(reversed)}`);
     expect((page.text.match(/<tr><td><time datetime="\d{4}-\d{2}-\d{2}">/g) ?? []).length).toBe(60);
   });
 });

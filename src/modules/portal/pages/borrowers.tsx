@@ -10,7 +10,14 @@ import { BLOCKED_REASONS, type BlockedReason } from '../../enrollments/monitor';
 import { eraseBorrowers, getEnrollment, listEnrollments, removeEnrollments } from '../../enrollments/service';
 import { page, portalSession, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
-import { Choice, Confirm, Facts, Money, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
+import { ActionButton, Choice, Confirm, Facts, Money, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
+import { readBorrowerNow } from '../../enrollments/read-now';
+import { resendBorrower } from '../../enrollments/resend';
+import { parseDollarText } from '../../../platform/money';
+import { formOf } from '../plugin';
+import { Csrf } from '../ui/components';
+import { searchBorrowers, SEARCH_LIMIT, type SearchKind } from '../../enrollments/search';
+import { problemOf } from '../plugin';
 import { dollars } from '../ui/format';
 
 /** What each blocked reason asks of the lender, in words. */
@@ -35,6 +42,7 @@ const CSV_PAGE = 500;
 const Filters = Type.Object(
   {
     q: Type.Optional(Type.String({ maxLength: 255 })),
+    find: Type.Optional(Type.String({ maxLength: 255 })),
     state: Type.Optional(Type.Union(MONITOR_STATES.map((x) => Type.Literal(x)))),
     blocked: Type.Optional(Type.Union(BLOCKED_REASONS.map((x) => Type.Literal(x)))),
     next_page_token: Type.Optional(Type.String({ maxLength: 512 })),
@@ -46,7 +54,9 @@ type FilterValues = typeof Filters.static;
 
 const listInput = (f: FilterValues) => ({ prefix: f.q, state: f.state, blockedReason: f.blocked });
 
-type Action = 'remove' | 'erase';
+type Action = 'remove' | 'erase' | 'read' | 'resend' | 'amount';
+const AmountForm = Type.Object({ amount: Type.String({ minLength: 1, maxLength: 20 }) });
+const dollarsOf = (cents: number) => dollars(cents);
 // A borrower named by its id alone, in the query: for the ids a path cannot carry (below).
 const BY_QUERY = '/portal/payments/borrower';
 const ById = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) });
@@ -64,14 +74,60 @@ export const borrowerHref = (aid: string, action?: Action) =>
     ? `${BY_QUERY}${action ? `/${action}` : ''}?id=${encodeURIComponent(aid)}`
     : `${HERE}/${encodeURIComponent(aid)}${action ? `/${action}` : ''}`;
 
+const MATCHED_BY: Record<SearchKind, string> = { name: 'name', phone: 'phone', last4: 'last four', reference: 'payment reference', id: 'id' };
+
+/** Borrowers found by name, phone, last four, payment reference or the start of their id. */
+function FindContent(props: { deps: Deps; s: PortalSession; find: string }) {
+  const ctx = { lender: props.s.lender, deps: props.deps };
+  const r = searchBorrowers({ ctx, input: { q: props.find } });
+  const rows = r.matches.map((m) => ({ m, e: getEnrollment({ ctx, input: { authorizerUniqueId: m.authorizer_unique_id } }) }));
+  return (
+    <>
+      <Table
+        caption={`Borrowers found for “${props.find}”`}
+        headers={['Borrower', 'State', 'Collectable', 'Matched by', 'Last balance']}
+        rows={rows.map(({ m, e }) => [
+          <a href={borrowerHref(e.authorizer_unique_id)}>{e.authorizer_unique_id}</a>,
+          e.state,
+          <Money cents={e.collectable_amount} />,
+          m.matched_by.map((k) => MATCHED_BY[k]).join(', '),
+          e.last_read ? <Money cents={e.last_read.balance_cents} /> : '—',
+        ])}
+        empty="No borrower found. Names match whole (a first name, a last name, or both); phones by their last ten digits; last four and references exactly or by their start."
+      />
+      {r.more ? <p>More than {SEARCH_LIMIT} borrowers match: the first {SEARCH_LIMIT} by id are shown. Narrow the search.</p> : null}
+      <p>
+        <a href={HERE}>All borrowers</a>
+      </p>
+    </>
+  );
+}
+
+const FindForm = (props: { find?: string }) => (
+  <form method="get" action={HERE} role="search" aria-label="Find a borrower">
+    <label for="find">Name, phone, last four or payment reference</label>
+    <input id="find" name="find" type="search" value={props.find ?? ''} maxlength={255} />
+    <button type="submit">Find</button>
+  </form>
+);
+
 function ListContent(props: { deps: Deps; s: PortalSession; f: FilterValues }) {
   const { f } = props;
+  if (f.find) {
+    return (
+      <>
+        <FindForm find={f.find} />
+        <FindContent deps={props.deps} s={props.s} find={f.find} />
+      </>
+    );
+  }
   const list = listEnrollments({ ctx: { lender: props.s.lender, deps: props.deps }, input: { ...listInput(f), limit: PAGE_SIZE, next_page_token: f.next_page_token } });
   const filters = { q: f.q, state: f.state, blocked: f.blocked };
   const csv = new URLSearchParams(Object.entries(filters).filter((e): e is [string, string] => !!e[1]));
   return (
     <>
-      <form method="get" action={HERE} aria-label="Find borrowers">
+      <FindForm find={f.find} />
+      <form method="get" action={HERE} aria-label="Filter borrowers">
         <label for="q">Authorizer id starts with</label>
         <input id="q" name="q" type="search" value={f.q ?? ''} maxlength={255} />
         <Choice id="state" name="state" label="State" values={MONITOR_STATES} any="All states" selected={f.state} />
@@ -86,6 +142,7 @@ function ListContent(props: { deps: Deps; s: PortalSession; f: FilterValues }) {
       <Table
         caption={`Enrolled borrowers${f.q || f.state || f.blocked ? ' matching the search' : ''}, by authorizer id`}
         headers={['Borrower', 'State', 'Blocked', 'Collectable', 'Last balance', 'Payments', 'Collected (net)']}
+        phone={[0, 1, 3]}
         rows={list.enrollments.map((e) => [
           <a href={borrowerHref(e.authorizer_unique_id)}>{e.authorizer_unique_id}</a>,
           e.state,
@@ -129,6 +186,7 @@ function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid:
       <Table
         caption="The service's payments, oldest first; attempt 2 and 3 are reinitiations"
         headers={['Reference', 'Amount', 'Status', 'Attempt', 'Reinitiation of', 'Created']}
+        phone={[0, 1, 2]}
         rows={e.payments.map((p) => [<code>{p.reference}</code>, <Money cents={p.amount} />, p.status, String(p.attempt), p.reinitiation_of ?? '—', <Time at={p.created_at} now={now} />])}
       />
       <h2>Payment events</h2>
@@ -141,9 +199,30 @@ function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid:
       <Table
         caption={`Collected ${dollars(e.ledger.collected)}, reversed ${dollars(e.ledger.reversed)}, net ${dollars(e.ledger.net)}`}
         headers={['When', 'Reference', 'Kind', 'Amount']}
-        rows={e.ledger.entries.map((x) => [<Time at={x.at} now={now} />, <code>{x.reference}</code>, x.kind, <Money cents={x.amount} />])}
+        rows={e.ledger.entries
+          // A return of a debit never credited reverses nothing: it is not a line of the ledger here.
+          .filter((x) => !(x.kind === 'reversal' && x.amount === 0))
+          .map((x) => [<Time at={x.at} now={now} />, <code>{x.reference}</code>, x.kind, <Money cents={x.amount} />])}
       />
       <h2>Actions</h2>
+      {e.state === 'monitored' ? (
+        <ActionButton action={borrowerHref(e.authorizer_unique_id, 'read')} csrf={props.view.user.csrf} label="Read balance now" />
+      ) : null}
+      {e.state === 'removed' || e.state === 'lapsed' ? (
+        <>
+          <p>Re-sending enrolls the borrower again with what is stored of it, as the API's POST /v1/payment_enrollments would: monitoring resumes.</p>
+          <ActionButton action={borrowerHref(e.authorizer_unique_id, 'resend')} csrf={props.view.user.csrf} label="Re-send to collection" />
+        </>
+      ) : null}
+      {e.state !== 'stopped' ? (
+        <form method="post" action={borrowerHref(e.authorizer_unique_id, 'amount')} aria-label="Change the collectable amount">
+          <Csrf token={props.view.user.csrf} />
+          <label for="amount">Collectable amount, in dollars</label>
+          <input id="amount" name="amount" inputmode="decimal" required value={(e.collectable_amount / 100).toFixed(2)} maxlength={20} />
+          <small>The borrower is re-sent with this amount (POST /v1/payment_enrollments): no single payment exceeds it.</small>
+          <button type="submit">Change amount</button>
+        </form>
+      ) : null}
       <p>
         {e.state === 'monitored' ? <a href={borrowerHref(e.authorizer_unique_id, 'remove')}>Remove from collection</a> : 'Not monitored: nothing to remove.'}
         {' · '}
@@ -231,7 +310,7 @@ export const borrowerPages = (deps: Deps) => {
     // The router has decoded the id once; it is used as it is.
     .get(`${HERE}/:aid`, ({ session, params }) => show(session, params.aid), { signedIn: true, detail: { hide: true } })
     .get(BY_QUERY, ({ session, query }) => show(session, idOf(query)), { signedIn: true, detail: { hide: true } });
-  const confirm = (session: PortalSession, aid: string, action: Action) => {
+  const confirm = (session: PortalSession, aid: string, action: 'remove' | 'erase') => {
     const a = ACTIONS[action];
     const e = getEnrollment({ ctx: { lender: session.lender, deps }, input: { authorizerUniqueId: aid } });
     const view = viewOf(deps, session, HERE);
@@ -251,7 +330,7 @@ export const borrowerPages = (deps: Deps) => {
       />,
     );
   };
-  const act = (session: PortalSession, aid: string, action: Action) => {
+  const act = (session: PortalSession, aid: string, action: 'remove' | 'erase') => {
     const ctx = { lender: session.lender, deps };
     getEnrollment({ ctx, input: { authorizerUniqueId: aid } });
     if (action === 'remove') {
@@ -261,6 +340,41 @@ export const borrowerPages = (deps: Deps) => {
     eraseBorrowers({ ctx, input: { body: { authorizer_unique_ids: [aid] } } });
     return show(session, aid, { kind: 'ok', text: 'Personal data erased; monitoring stopped.' });
   };
+  // Reading now changes no money and needs no confirmation: the button posts, the page says what was queued.
+  const readNow = (session: PortalSession, aid: string) => {
+    const ctx = { lender: session.lender, deps };
+    try {
+      const r = readBorrowerNow({ ctx, input: { authorizerUniqueId: aid } });
+      return show(session, aid, { kind: 'ok', text: `Balance read queued (batch ${r.batch_id}); the result shows here as the last balance in a moment. The next regular read follows one interval after it.` });
+    } catch (err) {
+      return show(session, aid, { kind: 'error', text: `Not read: ${problemOf(err)}` });
+    }
+  };
+  // Re-sent through the enrollment service: every rule of an enrollment applies, and its result is shown.
+  const resend = async (session: PortalSession, aid: string, body: unknown, withAmount: boolean) => {
+    const ctx = { lender: session.lender, deps };
+    let collectableAmount: number | undefined;
+    if (withAmount) {
+      const cents = parseDollarText(formOf(AmountForm, body).amount);
+      if (cents === null || cents <= 0) return show(session, aid, { kind: 'error', text: 'Not changed: the amount must be dollars above zero with at most two decimals, such as 425.00.' });
+      collectableAmount = cents;
+    }
+    try {
+      const r = await resendBorrower({ ctx, input: { authorizerUniqueId: aid, collectableAmount } });
+      if (r.outcome === 'failed') return show(session, aid, { kind: 'error', text: `Not re-sent: ${r.message ?? r.reason ?? 'refused'}` });
+      const what = withAmount ? `Collectable amount changed to ${dollarsOf(collectableAmount!)}` : 'Re-sent';
+      return show(session, aid, { kind: 'ok', text: `${what}: the borrower is ${r.outcome}${r.message ? ` (${r.message})` : ''}.` });
+    } catch (err) {
+      return show(session, aid, { kind: 'error', text: `Not re-sent: ${problemOf(err)}` });
+    }
+  };
+  app
+    .post(`${HERE}/:aid/resend`, ({ session, params, body }) => resend(session, params.aid, body, false), { signedIn: true, detail: { hide: true } })
+    .post(`${HERE}/:aid/amount`, ({ session, params, body }) => resend(session, params.aid, body, true), { signedIn: true, detail: { hide: true } })
+    .post(`${BY_QUERY}/resend`, ({ session, query, body }) => resend(session, idOf(query), body, false), { signedIn: true, detail: { hide: true } })
+    .post(`${BY_QUERY}/amount`, ({ session, query, body }) => resend(session, idOf(query), body, true), { signedIn: true, detail: { hide: true } })
+    .post(`${HERE}/:aid/read`, ({ session, params }) => readNow(session, params.aid), { signedIn: true, detail: { hide: true } })
+    .post(`${BY_QUERY}/read`, ({ session, query }) => readNow(session, idOf(query)), { signedIn: true, detail: { hide: true } });
   for (const action of ['remove', 'erase'] as const) {
     app
       .get(`${HERE}/:aid/${action}`, ({ session, params }) => confirm(session, params.aid, action), { signedIn: true, detail: { hide: true } })

@@ -82,7 +82,7 @@ export const connectionPages = (deps: Deps) => {
       : null;
     return page(
       view,
-      'Payments › Connection',
+      'Processor keys',
       [
         <Notice message={message} />,
         <Notice message={missing ? { kind: 'error', text: missing } : null} />,

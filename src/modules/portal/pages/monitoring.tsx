@@ -4,8 +4,10 @@ import type { Deps } from '../../../deps';
 import { SCHEDULE_STATUSES } from '../../../../db/schema/enums';
 import { OneOf } from '../../../platform/schema';
 import { getSchedule, listSchedules, view as scheduleView } from '../../schedules/service';
-import { page, portalSession, queryOf, viewOf } from '../plugin';
-import { Choice, Facts, Pager, Table, Time } from '../ui/components';
+import { runScheduleNow } from '../../schedules/run-now';
+import { page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
+import type { PortalSession } from '../session';
+import { ActionButton, Choice, Facts, Notice, Pager, Table, Time, type Message } from '../ui/components';
 import { count, dollars } from '../ui/format';
 
 // /portal/monitoring: the lender's balance-monitoring schedules (GET /v1/monitoring/schedules), filtered by status and
@@ -49,32 +51,52 @@ export const monitoringPages = (deps: Deps) =>
       },
       { signedIn: true, detail: { hide: true } },
     )
-    .get(
-      `${HERE}/:id`,
+    .get(`${HERE}/:id`, ({ session, params }) => showSchedule(deps, session, params.id), { signedIn: true, detail: { hide: true } })
+    .post(
+      `${HERE}/:id/run`,
       ({ session, params }) => {
-        const ctx = { lender: session.lender, deps };
-        const view = viewOf(deps, session, HERE);
-        const x = scheduleView(ctx, getSchedule({ ctx, input: { id: params.id } }));
-        return page(view, x.name, [
-          <Facts
-            caption="Schedule"
-            rows={[
-              ['Status', STATUS_LABELS[x.status]],
-              ['Runs', every(x)],
-              ['Starts', x.starts_at ?? '—'],
-              ['Expires', x.expires_at],
-              ['Next run', <Time at={x.next_run_at} now={view.now} />],
-              ['Last run', x.last_run_at ? <Time at={x.last_run_at} now={view.now} /> : 'never'],
-              ['Authorizers', count(x.total_authorizers)],
-              ['Threshold', x.threshold_amount === null ? '—' : dollars(Math.round(x.threshold_amount * 100))],
-              ['Webhook', x.webhook ?? '—'],
-              ['Created', <Time at={x.created_at} now={view.now} />],
-            ]}
-          />,
-          <p>
-            <a href={HERE}>All schedules</a>
-          </p>,
-        ]);
+        try {
+          const r = runScheduleNow({ ctx: { lender: session.lender, deps }, input: { id: params.id } });
+          return showSchedule(deps, session, params.id, {
+            kind: 'ok',
+            text: `Run started: ${count(r.total_authorizers)} authorizer${r.total_authorizers === 1 ? '' : 's'} in batch ${r.batch_id}. The schedule's webhook is told when it completes; the next regular run is unchanged.`,
+          }, r.batch_id);
+        } catch (err) {
+          return showSchedule(deps, session, params.id, { kind: 'error', text: `Not run: ${problemOf(err)}` });
+        }
       },
       { signedIn: true, detail: { hide: true } },
     );
+
+function showSchedule(deps: Deps, session: PortalSession, id: string, message?: Message, batchId?: string) {
+  const ctx = { lender: session.lender, deps };
+  const view = viewOf(deps, session, HERE);
+  const x = scheduleView(ctx, getSchedule({ ctx, input: { id } }));
+  return page(view, x.name, [
+    <Notice message={message} />,
+    batchId ? (
+      <p>
+        <a href={`/portal/balance-checks/${encodeURIComponent(batchId)}`}>Open the run's batch</a>
+      </p>
+    ) : null,
+    <Facts
+      caption="Schedule"
+      rows={[
+        ['Status', STATUS_LABELS[x.status]],
+        ['Runs', every(x)],
+        ['Starts', x.starts_at ?? '—'],
+        ['Expires', x.expires_at],
+        ['Next run', <Time at={x.next_run_at} now={view.now} />],
+        ['Last run', x.last_run_at ? <Time at={x.last_run_at} now={view.now} /> : 'never'],
+        ['Authorizers', count(x.total_authorizers)],
+        ['Threshold', x.threshold_amount === null ? '—' : dollars(Math.round(x.threshold_amount * 100))],
+        ['Webhook', x.webhook ?? '—'],
+        ['Created', <Time at={x.created_at} now={view.now} />],
+      ]}
+    />,
+    x.status === 'ACTIVE' ? <ActionButton action={`${HERE}/${encodeURIComponent(x.schedule_id)}/run`} csrf={view.user.csrf} label="Run now" /> : null,
+    <p>
+      <a href={HERE}>All schedules</a>
+    </p>,
+  ]);
+}

@@ -1,7 +1,12 @@
 import { Elysia } from 'elysia';
 import type { Deps } from '../../../deps';
 import { collectionOverview, type Totals } from '../../collection/overview';
+import { listBatches } from '../../balance-requests/service';
+import { listKeys } from '../../lenders/service';
+import { listConnections } from '../../payment-connections/service';
+import { listEndpoints } from '../../webhooks/endpoints';
 import { page, portalSession, viewOf } from '../plugin';
+import type { PortalSession } from '../session';
 import { Table } from '../ui/components';
 import { DailyChart, RatesChart } from '../ui/charts';
 import { count, dollars } from '../ui/format';
@@ -20,7 +25,85 @@ function Figure(props: { title: string; all: string; recent: string; id: string 
   );
 }
 
+interface Step {
+  id: string;
+  done: boolean;
+  title: string;
+  todo: string;
+  href: string;
+  link: string;
+}
+
+/** What a new lender does first, each step done or linked to where it is done, from the same services as the pages. */
+function firstSteps(deps: Deps, s: PortalSession): Step[] {
+  const ctx = { lender: s.lender, deps };
+  const keys = listKeys(deps.db, s.lender.id).filter((k) => k.revokedAt === null);
+  return [
+    {
+      id: 'api-key',
+      done: keys.some((k) => k.lastUsedAt !== null),
+      title: 'Make a first API request',
+      todo: 'Create an API key (or use the one the operator gave you) and send a request with it.',
+      href: '/portal/developers#keys',
+      link: 'API keys',
+    },
+    {
+      id: 'processor-key',
+      done: listConnections({ ctx }).connections.length > 0,
+      title: 'Add a processor key',
+      todo: 'Payments are made with your processor key (sandbox or Stripe).',
+      href: '/portal/payments/connections',
+      link: 'Processor keys',
+    },
+    {
+      id: 'balance-check',
+      done: listBatches({ ctx, input: { limit: 1, kind: 'all' } }).batches.length > 0,
+      title: 'Run a first balance check',
+      todo: 'Upload a balance CSV here, or send POST /v1/balance_requests.',
+      href: '/portal/balance-checks',
+      link: 'Balance checks',
+    },
+    {
+      id: 'webhook-endpoint',
+      done: listEndpoints({ ctx }).endpoints.length > 0,
+      title: 'Add a webhook endpoint',
+      todo: 'Your system is told of payments and blocked borrowers as they happen.',
+      href: '/portal/developers#endpoints',
+      link: 'Webhook endpoints',
+    },
+  ];
+}
+
+function Checklist(props: { steps: Step[] }) {
+  const left = props.steps.filter((x) => !x.done).length;
+  if (left === 0) return null;
+  return (
+    <section aria-labelledby="first-steps" class="checklist">
+      <h2 id="first-steps">Getting started</h2>
+      <p>
+        {props.steps.length - left} of {props.steps.length} done.
+      </p>
+      <ol>
+        {props.steps.map((x) => (
+          <li id={`step-${x.id}`} class={x.done ? 'done' : 'todo'}>
+            {x.done ? (
+              <>
+                <strong>{x.title}</strong> <span class="status">Done</span>
+              </>
+            ) : (
+              <>
+                <strong>{x.title}</strong> <span class="status">To do</span>: {x.todo} <a href={x.href}>{x.link}</a>
+              </>
+            )}
+          </li>
+        ))}
+      </ol>
+    </section>
+  );
+}
+
 const flight = (t: Totals) => `${dollars(t.inFlight)} (${count(t.inFlightCount)})`;
+const returned = (t: Totals) => `${dollars(t.returnedDebits)} (${count(t.returnedDebitCount)})`;
 
 export const overviewPages = (deps: Deps) =>
   new Elysia({ name: 'portal-overview' }).use(portalSession(deps)).get(
@@ -29,13 +112,21 @@ export const overviewPages = (deps: Deps) =>
       const o = collectionOverview({ lender: session.lender, deps });
       const r = o.returnRates;
       return page(viewOf(deps, session, '/portal'), 'Overview', [
+        <Checklist steps={firstSteps(deps, session)} />,
         <section aria-labelledby="money">
           <h2 id="money">Money</h2>
           <div class="figures">
             <Figure id="fig-collected" title="Collected" recent={dollars(o.last30Days.collected)} all={dollars(o.allTime.collected)} />
-            <Figure id="fig-returned" title="Returned" recent={dollars(o.last30Days.returned)} all={dollars(o.allTime.returned)} />
+            <Figure id="fig-returned" title="Returned debits" recent={returned(o.last30Days)} all={returned(o.allTime)} />
+            <Figure id="fig-reversed" title="Reversed" recent={dollars(o.last30Days.returned)} all={dollars(o.allTime.returned)} />
             <Figure id="fig-flight" title="In flight" recent={flight(o.last30Days)} all={flight(o.allTime)} />
           </div>
+          <p>
+            <small>
+              Returned debits are the debits sent back by the bank, each counted once. Reversed is what the borrowers' ledgers took
+              back of money already credited: a debit returned before it settled was never credited, so it reverses nothing.
+            </small>
+          </p>
           <DailyChart id="daily" days={o.daily} />
         </section>,
         <section aria-labelledby="rates">

@@ -76,7 +76,7 @@ export function UploadHistory(props: { deps: Deps; s: PortalSession; now: number
         headers={['Recorded', 'By', 'Format', 'Rows recorded', 'Matched', 'Needing attention', 'Problems']}
         rows={list.uploads.map((u) => [
           <a href={`${HERE}/history/${encodeURIComponent(u.id)}`}>
-            <Time at={u.recorded_at} now={props.now} />
+            <Time at={u.recordedAt} now={props.now} />
           </a>,
           u.creator ?? '—',
           u.format,
@@ -96,7 +96,7 @@ export const resultsUploadPages = (deps: Deps) => {
   const checked = new CheckedFiles();
   const render = (s: PortalSession, opts: { message?: Message; shown?: { report: UploadSummary; name: string; checkedId?: string | null }; token?: string } = {}) => {
     const view = viewOf(deps, s, HERE);
-    return page(view, 'Payments › Results upload', [
+    return page(view, 'Results upload', [
       <Notice message={opts.message} />,
       <p>
         Outcomes of debits made outside the service, as CSV (at most 10 MB, UTF-8): one row per debit with authorizer_unique_id or reference, payment_amount,
@@ -155,7 +155,7 @@ export const resultsUploadPages = (deps: Deps) => {
         <Facts
           caption="Recorded"
           rows={[
-            ['Recorded', <Time at={u.recorded_at} now={view.now} />],
+            ['Recorded', <Time at={u.recordedAt} now={view.now} />],
             ['By', u.creator ?? '—'],
             ['Format', u.format],
             ['Data rows', count(u.dataRowCount)],

@@ -33,12 +33,12 @@ export function DailyChart(props: { id: string; days: { day: number; collected: 
   const range = first && last ? `${dayWords(first.day)} to ${dayWords(last.day)}` : '';
   const busiest = days.reduce((b, d) => (d.collected > (b?.collected ?? -1n) ? d : b), days[0]);
   const desc =
-    `Collected ${dollars(totalC)} and returned ${dollars(totalR)} from ${range}.` +
+    `Collected ${dollars(totalC)} and reversed ${dollars(totalR)} from ${range}.` +
     (busiest && busiest.collected > 0n ? ` The most collected in a day was ${dollars(busiest.collected)} on ${dayWords(busiest.day)}.` : ' Nothing was collected.');
   return (
     <figure>
       <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby={`${props.id}-t ${props.id}-d`} class="chart">
-        <title id={`${props.id}-t`}>Collected and returned per day, last 60 days</title>
+        <title id={`${props.id}-t`}>Collected and reversed per day, last 60 days</title>
         <desc id={`${props.id}-d`}>{desc}</desc>
         {[0, 0.5, 1].map((f) => (
           <g>
@@ -69,13 +69,13 @@ export function DailyChart(props: { id: string; days: { day: number; collected: 
         )}
       </svg>
       <figcaption>
-        <span class="key collected">■</span> Collected <span class="key returned">■</span> Returned
+        <span class="key collected">■</span> Collected <span class="key returned">■</span> Reversed
       </figcaption>
       <details>
         <summary>The figures of this chart</summary>
         <Table
-          caption="Collected and returned per day (UTC)"
-          headers={['Day', 'Collected', 'Returned']}
+          caption="Collected and reversed per day (UTC)"
+          headers={['Day', 'Collected', 'Reversed']}
           rows={days.map((d) => [<time datetime={new Date(d.day).toISOString().slice(0, 10)}>{dayWords(d.day)}</time>, dollars(d.collected), dollars(d.returned)])}
         />
       </details>
@@ -95,7 +95,8 @@ export interface RateBar {
 export function RatesChart(props: { id: string; debits: number; rates: RateBar[] }) {
   const rowH = 44;
   const h = props.rates.length * rowH + 16;
-  const left = 120;
+  // Room for the class names at a phone's larger label size.
+  const left = 170;
   const width = W - left - 90;
   const desc = props.rates.map((r) => `${r.name} ${percent(r.rate)} against a threshold of ${percent(r.threshold)}: ${r.status}`).join('. ') + '.';
   return (

@@ -10,6 +10,7 @@ export const NAV: [href: string, label: string][] = [
   ['/portal/balance-checks', 'Balance checks'],
   ['/portal/monitoring', 'Monitoring'],
   ['/portal/payments/borrowers', 'Borrowers'],
+  ['/portal/payments/list', 'Payments'],
   ['/portal/payments/connections', 'Processor keys'],
   ['/portal/payments/bank-data', 'Bank data'],
   ['/portal/payments/results-upload', 'Results upload'],
@@ -38,6 +39,7 @@ export function Layout(props: { title: string; view?: View; children?: Child }) 
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{`${props.title} · Debit Recovery`}</title>
+        <link rel="icon" href="/portal/assets/favicon.svg" type="image/svg+xml" />
         <link rel="stylesheet" href="/portal/assets/pico.css" />
         <link rel="stylesheet" href="/portal/assets/portal.css" />
       </head>
@@ -59,9 +61,11 @@ export function Layout(props: { title: string; view?: View; children?: Child }) 
                   </li>
                 ))}
                 <li>
-                  <form method="post" action="/portal/logout">
+                  <form method="post" action="/portal/logout" class="sign-out">
                     <Csrf token={v.user.csrf} />
-                    <button type="submit">Sign out</button>
+                    <button type="submit" class="quiet">
+                      Sign out
+                    </button>
                   </form>
                 </li>
               </ul>
@@ -113,25 +117,32 @@ export function Time({ at, now }: { at: number | string | null | undefined; now:
 
 export const Money = ({ cents }: { cents: number | null | undefined }) => <>{cents === null || cents === undefined ? '—' : dollars(cents)}</>;
 
-/** A table with a caption, its header cells scoped; "None yet." when it has no row. */
-export function Table(props: { caption: string; headers: string[]; rows: Child[][]; empty?: string }) {
+/**
+ * A table with a caption, its header cells scoped; "None yet." when it has no row. `phone` names the columns
+ * (by index) a phone's width keeps, the ones a reader needs (amount, status, who): the others are marked
+ * `wide` and shown from a tablet's width up.
+ */
+export function Table(props: { caption: string; headers: string[]; rows: Child[][]; empty?: string; phone?: number[] }) {
   if (props.rows.length === 0) return <p>{props.empty ?? 'None yet.'}</p>;
+  const wide = (i: number) => (props.phone && !props.phone.includes(i) ? 'wide' : undefined);
   return (
     <figure>
       <table>
         <caption>{props.caption}</caption>
         <thead>
           <tr>
-            {props.headers.map((h) => (
-              <th scope="col">{h}</th>
+            {props.headers.map((h, i) => (
+              <th scope="col" class={wide(i)}>
+                {h}
+              </th>
             ))}
           </tr>
         </thead>
         <tbody>
           {props.rows.map((r) => (
             <tr>
-              {r.map((c) => (
-                <td>{c}</td>
+              {r.map((c, i) => (
+                <td class={wide(i)}>{c}</td>
               ))}
             </tr>
           ))}

@@ -1,0 +1,65 @@
+import { and, eq } from 'drizzle-orm';
+import { enrollments } from '../../../db/schema';
+import type { Ctx } from '../../deps';
+import { iso } from '../../platform/clock';
+import { withTransaction } from '../../platform/context';
+import { Conflict, NotFound } from '../../platform/errors';
+import { takeOnDemand } from '../../platform/on-demand';
+import { insertBatch, refuseOverBacklog } from '../balance-requests/service';
+import { openBorrower } from './service';
+
+// POST /v1/payment_enrollments/{authorizer_unique_id}/read: a monitored borrower's balance read now, not at
+// its next_read_at. The read is a monitoring batch of one, exactly what the due check queues: its result is
+// set on the enrollment and handed to collection, which may then debit. The next regular read is one interval
+// after this one. Bounded by the lender's on-demand bucket and its bound on authorizers waiting.
+
+export interface ReadNowResult {
+  authorizer_unique_id: string;
+  batch_id: string;
+  submitted_at: string;
+  next_read_at: string;
+}
+
+export function readBorrowerNow({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId: string } }): ReadNowResult {
+  const now = ctx.deps.clock.now();
+  return withTransaction(ctx, (tx) => {
+    const e = tx.tx
+      .select()
+      .from(enrollments)
+      .where(and(eq(enrollments.lenderId, ctx.lender.id), eq(enrollments.authorizerUniqueId, input.authorizerUniqueId)))
+      .get();
+    if (!e) throw new NotFound('Enrollment', input.authorizerUniqueId);
+    if (e.state !== 'monitored') {
+      throw new Conflict(`The borrower is ${e.state}: only a monitored borrower's balance is read`);
+    }
+    if (!e.sealed) throw new Conflict('The borrower’s personal data was erased: there is no account to read');
+    refuseOverBacklog(tx, ctx.lender.id, 1, 'this read');
+    takeOnDemand(ctx.deps, ctx.lender.id, 'the read');
+    const sealed = openBorrower(ctx.deps, e.sealed);
+    const batchId = insertBatch({
+      ctx: tx,
+      input: {
+        lenderId: ctx.lender.id,
+        source: 'monitoring',
+        authorizers: [
+          {
+            authorizerUniqueId: e.authorizerUniqueId,
+            // Card borrowers too: the balance is read from the bank account.
+            paymentType: 'ACCOUNT_NUMBER',
+            routingNumber: e.routingNumber,
+            phone: sealed.phone,
+            zip: sealed.zip,
+            metadata: e.metadata ? JSON.parse(e.metadata) : null,
+            thresholdCents: null,
+            sensitive: sealed.s,
+            rowNumber: 1,
+          },
+        ],
+        now,
+      },
+    });
+    const next = now + ctx.deps.config.monitorReadIntervalMs;
+    tx.tx.update(enrollments).set({ nextReadAt: next }).where(eq(enrollments.id, e.id)).run();
+    return { authorizer_unique_id: e.authorizerUniqueId, batch_id: batchId, submitted_at: iso(now), next_read_at: iso(next) };
+  });
+}

@@ -1,0 +1,185 @@
+import { createHmac } from 'node:crypto';
+import { and, asc, eq, gt, gte, isNotNull, lt, notExists, sql } from 'drizzle-orm';
+import { borrowerSearch, enrollments, payments } from '../../../db/schema';
+import type { Ctx, Deps } from '../../deps';
+import { dbOf, withTransaction, type Tx } from '../../platform/context';
+import { betweenSlices, type Job } from '../../platform/jobs';
+import type { Vault } from '../../platform/vault';
+import type { SensitiveFields } from '../authorizers/rules';
+import { openBorrower } from './service';
+
+// Borrower search by name, phone, last four and payment reference, without opening a borrower to search it.
+// Names, phones and last fours are sealed with the borrower; beside them each is stored as an HMAC of its
+// normalized form under a key derived from the vault key (see db/schema/search.ts). A search normalizes what
+// was typed, hashes it, and seeks the hash: one index look-up per kind, whatever the number of borrowers.
+// Names match whole (a first name, a last name, or both), not by prefix: a prefix cannot be hashed.
+
+export type SearchKind = 'name' | 'phone' | 'last4' | 'reference' | 'id';
+
+/** At most this many borrowers a search answers; past it the page says to narrow the search. */
+export const SEARCH_LIMIT = 50;
+
+const keys = new WeakMap<Vault, Buffer>();
+const keyOf = (vault: Vault) => {
+  let k = keys.get(vault);
+  if (!k) keys.set(vault, (k = vault.derive('borrower-search')));
+  return k;
+};
+const hashOf = (vault: Vault, kind: string, value: string) => createHmac('sha256', keyOf(vault)).update(kind).update('\0').update(value).digest('base64url').slice(0, 32);
+
+/** A name as it is compared: accents and case dropped, anything but letters and digits one space. */
+export const normalizeName = (s: string) =>
+  s
+    .normalize('NFKD')
+    .replace(/\p{M}/gu, '')
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, ' ')
+    .trim();
+
+/** A phone as it is compared: its last ten digits (a US number with or without +1); null when too short. */
+export const normalizePhone = (s: string) => {
+  const d = s.replace(/\D/g, '');
+  return d.length >= 7 ? d.slice(-10) : null;
+};
+
+interface Searchable {
+  lenderId: string;
+  aid: string;
+  sensitive: Pick<SensitiveFields, 'firstName' | 'lastName' | 'accountNumber'>;
+  phone: string | null;
+  cardLast4: string | null;
+}
+
+function termsOf(b: Searchable): { kind: 'name' | 'phone' | 'last4'; value: string }[] {
+  const out: { kind: 'name' | 'phone' | 'last4'; value: string }[] = [];
+  const first = normalizeName(b.sensitive.firstName ?? '');
+  const last = normalizeName(b.sensitive.lastName ?? '');
+  for (const n of new Set([first, last, `${first} ${last}`.trim(), `${last} ${first}`.trim()])) if (n) out.push({ kind: 'name', value: n });
+  const phone = b.phone ? normalizePhone(b.phone) : null;
+  if (phone) out.push({ kind: 'phone', value: phone });
+  const account = b.sensitive.accountNumber?.replace(/\D/g, '') ?? '';
+  for (const l4 of new Set([account.length >= 4 ? account.slice(-4) : '', b.cardLast4 ?? ''])) if (/^\d{4}$/.test(l4)) out.push({ kind: 'last4', value: l4 });
+  return out;
+}
+
+/** Replaces a borrower's search entries, in the transaction that stores the borrower. */
+export function indexBorrower(tx: Tx, vault: Vault, b: Searchable): void {
+  unindexBorrower(tx, b.lenderId, b.aid);
+  const rows = termsOf(b).map((t) => ({ lenderId: b.lenderId, authorizerUniqueId: b.aid, kind: t.kind, hash: hashOf(vault, t.kind, t.value), keyId: vault.currentKeyId }));
+  if (rows.length > 0) tx.insert(borrowerSearch).values(rows).onConflictDoNothing().run();
+}
+
+/** Removes a borrower's search entries: at erasure nothing of its personal data stays, not even a hash. */
+export function unindexBorrower(tx: Tx, lenderId: string, aid: string): void {
+  tx.delete(borrowerSearch).where(and(eq(borrowerSearch.lenderId, lenderId), eq(borrowerSearch.authorizerUniqueId, aid))).run();
+}
+
+export interface SearchResult {
+  matches: { authorizer_unique_id: string; matched_by: SearchKind[] }[];
+  /** More borrowers match than SEARCH_LIMIT. */
+  more: boolean;
+}
+
+/** The lender's borrowers whose name, phone, last four, payment reference or id matches what was typed. */
+export function searchBorrowers({ ctx, input }: { ctx: Ctx; input: { q: string } }): SearchResult {
+  const db = dbOf(ctx);
+  const lenderId = ctx.lender.id;
+  const q = input.q.trim().slice(0, 255);
+  const found = new Map<string, Set<SearchKind>>();
+  const add = (aid: string, kind: SearchKind) => {
+    if (!found.has(aid)) found.set(aid, new Set());
+    found.get(aid)!.add(kind);
+  };
+  if (q === '') return { matches: [], more: false };
+  const take = SEARCH_LIMIT + 1;
+  const byHash = (kind: 'name' | 'phone' | 'last4', value: string) => {
+    for (const r of db
+      .select({ aid: borrowerSearch.authorizerUniqueId })
+      .from(borrowerSearch)
+      // No ORDER BY: sorted below, so the seek stays on borrower_search_hash_idx (an order by id would walk the
+      // lender's every entry off the primary key).
+      .where(and(eq(borrowerSearch.lenderId, lenderId), eq(borrowerSearch.kind, kind), eq(borrowerSearch.hash, hashOf(ctx.deps.vault, kind, value))))
+      .limit(take)
+      .all())
+      add(r.aid, kind);
+  };
+  const name = normalizeName(q);
+  if (/\p{L}/u.test(name)) byHash('name', name);
+  if (/^\d{4}$/.test(q)) byHash('last4', q);
+  const phone = /^[\d\s()+.-]+$/.test(q) ? normalizePhone(q) : null;
+  if (phone) byHash('phone', phone);
+  // A payment reference: exact or by its start, off the (lender, reference) unique index.
+  for (const r of db
+    .select({ aid: payments.authorizerUniqueId })
+    .from(payments)
+    .where(and(eq(payments.lenderId, lenderId), gte(payments.reference, q), lt(payments.reference, `${q}\u{10FFFF}`)))
+    .orderBy(asc(payments.reference))
+    .limit(take)
+    .all())
+    add(r.aid, 'reference');
+  // An id, by its start.
+  for (const r of db
+    .select({ aid: enrollments.authorizerUniqueId })
+    .from(enrollments)
+    .where(and(eq(enrollments.lenderId, lenderId), gte(enrollments.authorizerUniqueId, q), lt(enrollments.authorizerUniqueId, `${q}\u{10FFFF}`)))
+    .orderBy(asc(enrollments.authorizerUniqueId))
+    .limit(take)
+    .all())
+    add(r.aid, 'id');
+  const all = [...found.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return { matches: all.slice(0, SEARCH_LIMIT).map(([aid, kinds]) => ({ authorizer_unique_id: aid, matched_by: [...kinds] })), more: all.length > SEARCH_LIMIT };
+}
+
+const INDEX_SLICE = 200;
+const indexed = new WeakMap<Deps, boolean>();
+
+/**
+ * Borrowers without search entries under the current vault key (stored before search existed, or before a
+ * key rotation) are indexed once per start, 200 a transaction with a turn of the event loop between.
+ */
+export async function indexUnsearchedBorrowers(deps: Deps, signal?: AbortSignal): Promise<{ indexed: number }> {
+  if (indexed.get(deps)) return { indexed: 0 };
+  let after = '';
+  let n = 0;
+  for (;;) {
+    if (signal?.aborted) return { indexed: n };
+    const slice = withTransaction({ deps }, ({ tx }) => {
+      const rows = tx
+        .select({ id: enrollments.id, lenderId: enrollments.lenderId, aid: enrollments.authorizerUniqueId, sealed: enrollments.sealed, cardLast4: enrollments.cardLast4 })
+        .from(enrollments)
+        .where(
+          and(
+            gt(enrollments.id, after),
+            isNotNull(enrollments.sealed),
+            notExists(
+              tx
+                .select({ one: sql`1` })
+                .from(borrowerSearch)
+                .where(and(eq(borrowerSearch.lenderId, enrollments.lenderId), eq(borrowerSearch.authorizerUniqueId, enrollments.authorizerUniqueId), eq(borrowerSearch.keyId, deps.vault.currentKeyId))),
+            ),
+          ),
+        )
+        .orderBy(asc(enrollments.id))
+        .limit(INDEX_SLICE)
+        .all();
+      for (const r of rows) {
+        const b = openBorrower(deps, r.sealed!);
+        indexBorrower(tx, deps.vault, { lenderId: r.lenderId, aid: r.aid, sensitive: b.s, phone: b.phone, cardLast4: r.cardLast4 });
+      }
+      return rows;
+    });
+    n += slice.length;
+    if (slice.length < INDEX_SLICE) break;
+    after = slice[slice.length - 1]!.id;
+    await betweenSlices(deps);
+  }
+  indexed.set(deps, true);
+  return { indexed: n };
+}
+
+export const searchIndexJob: Job<Deps> = {
+  name: 'borrower-search-index',
+  intervalMs: 60_000,
+  tick: (deps, signal) => indexUnsearchedBorrowers(deps, signal),
+};
+

@@ -1,0 +1,51 @@
+import { and, eq, inArray } from 'drizzle-orm';
+import { batches, schedules } from '../../../db/schema';
+import type { Ctx } from '../../deps';
+import { iso } from '../../platform/clock';
+import { withTransaction } from '../../platform/context';
+import { Conflict, NotFound } from '../../platform/errors';
+import { takeOnDemand } from '../../platform/on-demand';
+import { insertBatch, refuseOverBacklog } from '../balance-requests/service';
+import { runAuthorizers } from './runs';
+
+// POST /v1/monitoring/schedules/{id}/run: one run of an ACTIVE schedule now, beside its cadence (its next
+// run stays where it was). The run is a batch like any other run: its results, its BALANCE_BATCH_COMPLETED
+// and threshold alerts go to the schedule's webhook. Bounded: one run of a schedule in flight at a time, the
+// lender's on-demand bucket, and the lender's bound on authorizers waiting to be checked.
+
+export interface RunNowResult {
+  schedule_id: string;
+  batch_id: string;
+  submitted_at: string;
+  total_authorizers: number;
+}
+
+export function runScheduleNow({ ctx, input }: { ctx: Ctx; input: { id: string } }): RunNowResult {
+  const now = ctx.deps.clock.now();
+  return withTransaction(ctx, (tx) => {
+    const s = tx.tx
+      .select()
+      .from(schedules)
+      .where(and(eq(schedules.id, input.id), eq(schedules.lenderId, ctx.lender.id)))
+      .get();
+    if (!s) throw new NotFound('Schedule', input.id);
+    if (s.status !== 'ACTIVE') throw new Conflict(`The schedule is ${s.status}: only an ACTIVE schedule runs`);
+    // The schedule's batches, off batches_schedule_idx: a run still going is not doubled.
+    const open = tx.tx
+      .select({ id: batches.id })
+      .from(batches)
+      .where(and(eq(batches.scheduleId, s.id), inArray(batches.status, ['pending', 'processing'])))
+      .get();
+    if (open) throw new Conflict(`A run of this schedule is still in progress (batch ${open.id}); run it again when that batch completes`);
+    const authorizers = runAuthorizers(tx, s);
+    if (authorizers.length === 0) throw new Conflict('The schedule has no authorizers left to read');
+    refuseOverBacklog(tx, ctx.lender.id, authorizers.length, 'this run');
+    // Spent last, once everything else allows the run: a refused request costs the lender nothing.
+    takeOnDemand(ctx.deps, ctx.lender.id, 'the run');
+    const batchId = insertBatch({
+      ctx: tx,
+      input: { lenderId: s.lenderId, source: 'schedule', scheduleId: s.id, webhookUrl: s.webhook, authorizers, now },
+    });
+    return { schedule_id: s.id, batch_id: batchId, submitted_at: iso(now), total_authorizers: authorizers.length };
+  });
+}

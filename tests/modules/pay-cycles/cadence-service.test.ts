@@ -6,6 +6,7 @@ import { createTestContext, type TestContext } from '../../helpers/context';
 import { bankAuthorizer, enrollBorrower } from '../../helpers/fixtures';
 import { cycle } from '../../helpers/collection';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
+import { signedIn } from '../../helpers/portal';
 
 const D = 86_400_000;
 const contexts: TestContext[] = [];
@@ -42,6 +43,9 @@ describe('reads around paydays', () => {
     // The morning before the payday (a day before it, within a day).
     expect(v.next_read_at).toBe('2026-11-19T08:00:00.000Z');
     expect(Math.abs(Date.parse(v.next_read_at) - Date.parse('2026-11-20T00:00:00Z'))).toBeLessThanOrEqual(D);
+    // The portal's borrower page shows it.
+    const page = await (await signedIn(c)).get('/portal/payments/borrowers/friday');
+    expect(page.text).toContain('biweekly, next payday 2026-11-20');
 
     // Followed over four weeks: reads only around paydays and every few days between, never closer than the
     // fixed interval, and far fewer than the fixed interval's 168.

@@ -178,6 +178,12 @@ function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid:
           ['Instrument', instrument],
           ['Last balance', e.last_read ? <><Money cents={e.last_read.balance_cents} /> at <Time at={e.last_read.at} now={now} /></> : 'not read yet'],
           ['Next read', <Time at={e.next_read_at} now={now} />],
+          [
+            'Pay cycle',
+            e.pay_cycle
+              ? `${e.pay_cycle.frequency}${e.pay_cycle.next_payday ? `, next payday ${e.pay_cycle.next_payday}` : ''} (confidence ${Math.round(e.pay_cycle.confidence * 100)}%, from ${e.pay_cycle.source})`
+              : 'not learned yet',
+          ],
           ['Presentments of this debt', `${e.payments_used} of 3`],
           ['Scheduled payment', e.scheduled_payment ? <><Money cents={e.scheduled_payment.amount} /> on {e.scheduled_payment.debit_on} ({e.scheduled_payment.reference})</> : 'none'],
         ]}

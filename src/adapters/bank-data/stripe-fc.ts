@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import { STRIPE_API_VERSION } from '../processors/stripe';
+import { StripeClients } from '../processors/stripe-clients';
 import { CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource } from './linked';
 import { OTHER_ERROR_CODE, TransientProviderError } from './types';
 
@@ -8,7 +8,6 @@ import { OTHER_ERROR_CODE, TransientProviderError } from './types';
 // answers "come back" (the caller waits without holding a slot), and Stripe's next_refresh_available_at is
 // never run ahead of. STRIPE_API_URL points the SDK elsewhere, as for payments.
 
-const TIMEOUT_MS = 10_000;
 /** A refresh attempted this recently is the balance's refresh: its answer is read, not asked for again. */
 export const FRESH_REFRESH_MS = 15 * 60_000;
 /** How long to wait before looking again at a refresh that is still pending. */
@@ -58,25 +57,13 @@ export function accountResult(a: Account, now: number, refreshed: boolean): Link
 
 export class StripeFcSource implements LinkedSource<'stripe'> {
   readonly provider = 'stripe' as const;
-  private readonly clients = new Map<string, Stripe>();
-  constructor(private readonly opts: { apiUrl?: string | null; timeoutMs?: number } = {}) {}
+  private readonly clients: StripeClients;
+  constructor(opts: { apiUrl?: string | null; timeoutMs?: number } = {}) {
+    this.clients = new StripeClients(opts);
+  }
 
   private client(key: string): Stripe {
-    let c = this.clients.get(key);
-    if (!c) {
-      const url = this.opts.apiUrl ? new URL(this.opts.apiUrl) : null;
-      const protocol = url?.protocol === 'http:' ? 'http' : 'https';
-      c = new Stripe(key, {
-        apiVersion: STRIPE_API_VERSION,
-        timeout: this.opts.timeoutMs ?? TIMEOUT_MS,
-        // The balance pipeline is the one retry policy (with backoff, up to its limit).
-        maxNetworkRetries: 0,
-        telemetry: false,
-        ...(url ? { host: url.hostname, port: url.port || (protocol === 'http' ? 80 : 443), protocol } : {}),
-      });
-      this.clients.set(key, c);
-    }
-    return c;
+    return this.clients.of(key);
   }
 
   async verify(creds: Extract<LinkCredentials, { provider: 'stripe' }>): Promise<void> {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import Stripe from 'stripe';
+import { STRIPE_API_VERSION, StripeClients } from './stripe-clients';
 import { RETURN_CODES, normalizeReturnCode } from './return-codes';
 import { DECLINE_CODES, mustNotRetry } from './decline-codes';
 import {
@@ -26,8 +27,7 @@ import {
 // below does not know stays `processing` and is logged, never guessed into a money-moving status.
 
 /** The version this SDK release ships with; `satisfies` breaks the build when an SDK upgrade moves it. */
-export const STRIPE_API_VERSION = '2026-10-28.endive' satisfies Stripe.LatestApiVersion;
-const TIMEOUT_MS = 10_000;
+export { STRIPE_API_VERSION };
 
 /** The events that carry a payment's outcome; every other type is left out of the feed. */
 export const STRIPE_EVENT_TYPES = [
@@ -256,28 +256,15 @@ const refused = (e: unknown): boolean => e instanceof Stripe.errors.StripeAuthen
 
 export class StripeProcessor implements Processor {
   readonly name = 'stripe' as const;
-  private readonly clients = new Map<string, Stripe>();
+  private readonly clients: StripeClients;
 
-  constructor(private readonly opts: { apiUrl?: string | null; timeoutMs?: number; logger?: Logger } = {}) {}
+  constructor(private readonly opts: { apiUrl?: string | null; timeoutMs?: number; logger?: Logger } = {}) {
+    this.clients = new StripeClients(opts);
+  }
 
-  /** One client per key (the key is the account); STRIPE_API_URL points every client at another host. */
+  /** One client per key (the key is the account); the SDK does not retry: dispatch is the one retry policy. */
   private client(key: string): Stripe {
-    let c = this.clients.get(key);
-    if (!c) {
-      const url = this.opts.apiUrl ? new URL(this.opts.apiUrl) : null;
-      const protocol = url?.protocol === 'http:' ? 'http' : 'https';
-      c = new Stripe(key, {
-        apiVersion: STRIPE_API_VERSION,
-        timeout: this.opts.timeoutMs ?? TIMEOUT_MS,
-        // No retries of the SDK's own: the service's dispatch is the one retry policy, and it knows how old a
-        // payment's idempotency key is (a retry never uses one older than PROCESSOR_IDEMPOTENCY_HORIZON_MS).
-        maxNetworkRetries: 0,
-        telemetry: false,
-        ...(url ? { host: url.hostname, port: url.port || (protocol === 'http' ? 80 : 443), protocol } : {}),
-      });
-      this.clients.set(key, c);
-    }
-    return c;
+    return this.clients.of(key);
   }
 
   async verifyKey(key: string): Promise<{ accountId: string }> {

@@ -44,7 +44,7 @@ export const bankDataPages = (deps: Deps) => {
     ]);
     return page(
       view,
-      'Payments › Bank data',
+      'Bank data',
       [
         <Notice message={message} />,
         <p>

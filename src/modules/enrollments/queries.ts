@@ -63,3 +63,12 @@ export const paymentsOf = (db: Db, enrollmentId: string) =>
         WHERE p.enrollment_id = ? ORDER BY p.created_at, p.id`,
     )
     .all(enrollmentId);
+
+/** A borrower's search entries, removed before they are written again (a re-send) or at erasure. */
+export const deleteSearchEntries = (tx: Tx, lenderId: string, aid: string) =>
+  tx.$client.query('DELETE FROM borrower_search WHERE lender_id = ? AND authorizer_unique_id = ?').run(lenderId, aid);
+
+export const insertSearchEntry = (tx: Tx, lenderId: string, aid: string, kind: string, hash: string, keyId: string) =>
+  tx.$client
+    .query('INSERT OR IGNORE INTO borrower_search (lender_id, authorizer_unique_id, kind, hash, key_id) VALUES (?, ?, ?, ?, ?)')
+    .run(lenderId, aid, kind, hash, keyId);

@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import * as q from './queries';
 import { and, asc, eq, gt, gte, isNotNull, lt, notExists, sql } from 'drizzle-orm';
 import { borrowerSearch, enrollments, payments } from '../../../db/schema';
 import type { Ctx, Deps } from '../../deps';
@@ -62,11 +63,14 @@ function termsOf(b: Searchable): { kind: 'name' | 'phone' | 'last4'; value: stri
   return out;
 }
 
-/** Replaces a borrower's search entries, in the transaction that stores the borrower. */
-export function indexBorrower(tx: Tx, vault: Vault, b: Searchable): void {
-  unindexBorrower(tx, b.lenderId, b.aid);
-  const rows = termsOf(b).map((t) => ({ lenderId: b.lenderId, authorizerUniqueId: b.aid, kind: t.kind, hash: hashOf(vault, t.kind, t.value), keyId: vault.currentKeyId }));
-  if (rows.length > 0) tx.insert(borrowerSearch).values(rows).onConflictDoNothing().run();
+/**
+ * Replaces a borrower's search entries, in the transaction that stores the borrower (`fresh`: a borrower new to
+ * the lender, with none to replace). Cached statements: a 1000-borrower enrollment writes about six entries
+ * each (bun run bench enrollment).
+ */
+export function indexBorrower(tx: Tx, vault: Vault, b: Searchable, opts: { fresh?: boolean } = {}): void {
+  if (!opts.fresh) q.deleteSearchEntries(tx, b.lenderId, b.aid);
+  for (const t of termsOf(b)) q.insertSearchEntry(tx, b.lenderId, b.aid, t.kind, hashOf(vault, t.kind, t.value), vault.currentKeyId);
 }
 
 /** Removes a borrower's search entries: at erasure nothing of its personal data stays, not even a hash. */

@@ -268,7 +268,7 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
         sensitive: c.authorizer.sensitive,
         phone: c.authorizer.phone,
         cardLast4: card ? card.last4 : c.instrument.kind === 'token' ? c.instrument.last4 : null,
-      });
+      }, { fresh: !existing.has(c.aid) });
       // A re-sent borrower's debt keeps its chain of presentments: the rules are asked with what this
       // re-send brought (an authorization, an amount), which may block or free it.
       const prior = existing.get(c.aid);

@@ -6,17 +6,18 @@ import { dbOf, withTransaction } from '../../platform/context';
 import type { Db } from '../../platform/db';
 import { DEFAULT_POLICY, type CollectionPolicy } from '../collection/rules';
 import type { PolicyPatchInput } from './model';
+import { policyRow } from './queries';
 
 /** The lender's policy as the collection rules read it: its row, or every default. */
 export function policyOf(db: Db, lenderId: string): CollectionPolicy {
-  const row = db.select().from(collectionPolicies).where(eq(collectionPolicies.lenderId, lenderId)).get();
+  const row = policyRow(db, lenderId);
   return row
     ? {
-        cfpbCovered: row.cfpbCovered,
+        cfpbCovered: row.cfpbCovered === 1,
         maxReinitiations: row.maxReinitiations,
         reinitiationAmount: row.reinitiationAmount,
         noticeDays: row.noticeDays,
-        returnRatePause: row.returnRatePause,
+        returnRatePause: row.returnRatePause === 1,
         readCadence: row.readCadence,
         debitBufferCents: row.debitBufferCents,
       }

@@ -20,7 +20,7 @@ import * as q from './queries';
 export function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: string, now: number, opts: { recount?: boolean } = {}): void {
   const { tx, deps } = ctx;
   const e = q.chainInputsOf(tx, enrollmentId);
-  if (!e) return;
+  if (!e || (e.state !== 'monitored' && !opts.recount)) return;
   const history = q.paymentHistory(tx, enrollmentId);
   if (opts.recount) q.setPaymentsUsed(tx, enrollmentId, chainPresentments(history, e.authorizationAt), now);
   if (e.state !== 'monitored') return;

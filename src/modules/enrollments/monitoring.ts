@@ -45,21 +45,7 @@ export function queueDueReads(deps: Deps, max = READS_PER_SLICE): { queued: numb
     for (const [lenderId, reads] of byLender) {
       for (let i = 0; i < reads.length; i += BATCH_MAX) {
         const chunk = reads.slice(i, i + BATCH_MAX);
-        const authorizers: NormalizedAuthorizer[] = chunk.map((d, j) => {
-          const sealed = openBorrower(deps, d.sealed);
-          return {
-            authorizerUniqueId: d.aid,
-            // Card borrowers too: the balance is read from the bank account.
-            paymentType: 'ACCOUNT_NUMBER',
-            routingNumber: d.routing,
-            phone: sealed.phone,
-            zip: sealed.zip,
-            metadata: d.metadata ? JSON.parse(d.metadata) : null,
-            thresholdCents: null,
-            sensitive: sealed.s,
-            rowNumber: j + 1,
-          };
-        });
+        const authorizers = chunk.map((d, j) => monitoringAuthorizer(deps, d, j + 1));
         insertBatch({ ctx: tx, input: { lenderId, source: 'monitoring', authorizers, now } });
       }
     }
@@ -70,6 +56,23 @@ export function queueDueReads(deps: Deps, max = READS_PER_SLICE): { queued: numb
       .run();
     return { queued: due.length };
   });
+}
+
+/** A monitored borrower as a monitoring batch reads it (the due check and a read asked for now alike). */
+export function monitoringAuthorizer(deps: Pick<Deps, 'vault'>, d: { aid: string; routing: string | null; sealed: string; metadata: string | null }, rowNumber: number): NormalizedAuthorizer {
+  const sealed = openBorrower(deps, d.sealed);
+  return {
+    authorizerUniqueId: d.aid,
+    // Card borrowers too: the balance is read from the bank account.
+    paymentType: 'ACCOUNT_NUMBER',
+    routingNumber: d.routing,
+    phone: sealed.phone,
+    zip: sealed.zip,
+    metadata: d.metadata ? JSON.parse(d.metadata) : null,
+    thresholdCents: null,
+    sensitive: sealed.s,
+    rowNumber,
+  };
 }
 
 /** Every due read, a slice per transaction, with a turn of the event loop between slices (the job's tick). */

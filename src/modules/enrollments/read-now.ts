@@ -6,7 +6,7 @@ import { withTransaction } from '../../platform/context';
 import { Conflict, NotFound } from '../../platform/errors';
 import { takeOnDemand } from '../../platform/on-demand';
 import { insertBatch, refuseOverBacklog } from '../balance-requests/service';
-import { openBorrower } from './service';
+import { monitoringAuthorizer } from './monitoring';
 
 // POST /v1/payment_enrollments/{authorizer_unique_id}/read: a monitored borrower's balance read now, not at
 // its next_read_at. The read is a monitoring batch of one, exactly what the due check queues: its result is
@@ -35,26 +35,12 @@ export function readBorrowerNow({ ctx, input }: { ctx: Ctx; input: { authorizerU
     if (!e.sealed) throw new Conflict('The borrower’s personal data was erased: there is no account to read');
     refuseOverBacklog(tx, ctx.lender.id, 1, 'this read');
     takeOnDemand(ctx.deps, ctx.lender.id, 'the read');
-    const sealed = openBorrower(ctx.deps, e.sealed);
     const batchId = insertBatch({
       ctx: tx,
       input: {
         lenderId: ctx.lender.id,
         source: 'monitoring',
-        authorizers: [
-          {
-            authorizerUniqueId: e.authorizerUniqueId,
-            // Card borrowers too: the balance is read from the bank account.
-            paymentType: 'ACCOUNT_NUMBER',
-            routingNumber: e.routingNumber,
-            phone: sealed.phone,
-            zip: sealed.zip,
-            metadata: e.metadata ? JSON.parse(e.metadata) : null,
-            thresholdCents: null,
-            sensitive: sealed.s,
-            rowNumber: 1,
-          },
-        ],
+        authorizers: [monitoringAuthorizer(ctx.deps, { aid: e.authorizerUniqueId, routing: e.routingNumber, sealed: e.sealed, metadata: e.metadata }, 1)],
         now,
       },
     });

@@ -8,6 +8,7 @@ import type { Metrics } from './metrics';
 import type { PageTokens } from './pagination';
 import type { Vault } from './vault';
 import { gateOf, type WriteGate } from './write-gate';
+import { txLockOf } from './tx-lock';
 
 /** What the platform provides to every service and job; the composition root adds the adapters. */
 export interface PlatformDeps {
@@ -56,11 +57,50 @@ export interface JobCtx<D extends PlatformDeps = PlatformDeps> {
 /**
  * Runs fn in one `BEGIN IMMEDIATE` transaction, or inside the caller's when `ctx.tx` is already set, so
  * enrollment, payment, event and ledger writes compose into a single commit. The write lock is taken up
- * front: a read-then-write on money or monitoring state cannot interleave with another writer. fn must be
- * synchronous (bun:sqlite transactions are); a promise would commit before its work ran, so it is refused.
+ * front: a read-then-write on money or monitoring state cannot interleave with another writer.
+ *
+ * fn may await: the transaction stays open until its promise settles, commits then, and rolls back when it
+ * rejects. While it is open, no other caller writes on the connection: each waits for its turn, first come
+ * first served (platform/tx-lock.ts), and nothing inside it may call the network (a processor, a provider, a
+ * webhook receiver): such a call is refused. Keep the work inside short, and do the network before or after.
+ */
+export async function transaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }, T>(
+  ctx: C,
+  fn: (ctx: C & { tx: Tx }) => T | Promise<T>,
+): Promise<T> {
+  if (ctx.tx) return fn(ctx as C & { tx: Tx });
+  const client = ctx.deps.db.$client;
+  const lock = txLockOf(client);
+  const release = await lock.acquire();
+  try {
+    client.query('BEGIN IMMEDIATE').run();
+    let result: T;
+    try {
+      result = await lock.runMarked(() => fn({ ...ctx, tx: ctx.deps.db as Orm as Tx }));
+    } catch (e) {
+      client.query('ROLLBACK').run();
+      throw e;
+    }
+    try {
+      client.query('COMMIT').run();
+    } catch (e) {
+      if (client.inTransaction) client.query('ROLLBACK').run();
+      throw e;
+    }
+    return result;
+  } finally {
+    release();
+  }
+}
+
+/**
+ * The synchronous form of `transaction`, for a step that never awaits: fn runs and commits before the event
+ * loop turns. Refused while another caller's asynchronous transaction is open on the connection (its writes
+ * would land inside that one); a caller that may meet one awaits `transaction` instead.
  */
 export function withTransaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }, T>(ctx: C, fn: (ctx: C & { tx: Tx }) => T): T {
   if (ctx.tx) return fn(ctx as C & { tx: Tx });
+  // Called from inside an open asynchronous transaction without its ctx, it joins that one (a savepoint).
   return immediate(ctx.deps.db.$client, () => {
     const result = fn({ ...ctx, tx: ctx.deps.db as Orm as Tx });
     if (result instanceof Promise) throw new Error('withTransaction: the callback must be synchronous');

@@ -1,5 +1,6 @@
 import { Database } from 'bun:sqlite';
 import { gateOf } from './write-gate';
+import { OverlappingWriteError, txLockOf } from './tx-lock';
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync } from 'node:fs';
@@ -168,6 +169,8 @@ export function immediate<T>(sqlite: Database, fn: () => T): T {
   // so that a path that forgot the gate shows in /metrics (db_write_gate_bypassed_total) and in tests.
   const gate = gateOf(sqlite);
   if (gate.held) gate.bypassed++;
+  // Inside another caller's open asynchronous transaction, these writes would commit or roll back with it.
+  if (txLockOf(sqlite).heldByAnother()) throw new OverlappingWriteError();
   return sqlite.transaction(fn).immediate();
 }
 

@@ -1,6 +1,7 @@
 import type { Database } from 'bun:sqlite';
 import type { PlatformDeps, Tx } from './context';
-import { immediate, type Orm } from './db';
+import type { Orm } from './db';
+import { writeAlone } from './tx-lock';
 
 // Group commit. Under synchronous=FULL every COMMIT waits for the WAL to reach the disk, and on the event
 // loop that wait blocks every request. Write transactions queued in the same turn of the event loop (requests
@@ -37,16 +38,17 @@ class GroupCommit {
   private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => this.flush());
+    setImmediate(() => void this.flush());
   }
 
-  private flush(): void {
+  private async flush(): Promise<void> {
     this.scheduled = false;
     const group = this.queue.splice(0, MAX_GROUP);
     if (this.queue.length > 0) this.schedule();
     let outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[];
     try {
-      outcomes = immediate(this.sqlite, () =>
+      // After any asynchronous transaction open on the connection, never inside it.
+      outcomes = await writeAlone(this.sqlite, () =>
         group.map((q) => {
           try {
             // A nested bun:sqlite transaction is a savepoint: rolled back alone when fn throws.

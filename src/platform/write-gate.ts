@@ -71,6 +71,23 @@ export class WriteGate {
     );
   }
 
+  /**
+   * A share taken at once, ahead of a worker that waits (never while one writes: call it once `held` is
+   * false). For a span that a worker must wait for and that may already be inside a share of its own, where
+   * queueing behind the worker would wait for itself.
+   */
+  shareNow(): () => void {
+    if (this.writing) throw new Error('shareNow while a worker holds the write gate');
+    this.shares++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.shares--;
+      this.pump();
+    };
+  }
+
   /** Holds the gate for `fn` (a worker's write transaction), once every share before it is released. */
   async exclusive<T>(fn: () => Promise<T>): Promise<T> {
     await new Promise<void>((resolve) => this.enqueue({ kind: 'exclusive', grant: resolve }));

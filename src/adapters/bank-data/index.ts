@@ -1,4 +1,5 @@
 import type { Clock } from '../../platform/clock';
+import { refusedInTransaction } from '../../platform/tx-lock';
 import type { RoutingDirectory } from '../routing/directory';
 import { HttpBalanceProvider } from './http';
 import { SandboxBalanceProvider } from './sandbox';
@@ -40,12 +41,15 @@ export function createBalanceProvider(
   if (config.bankDataProvider === 'http') {
     // loadConfig already refuses this combination; the check keeps a hand-built config from failing per read.
     if (config.bankDataUrl === null) throw new Error('BANK_DATA_URL is required when BANK_DATA_PROVIDER=http');
-    return new HttpBalanceProvider({ url: config.bankDataUrl, token: config.bankDataToken, logger });
+    return refusedInTransaction('the bank-data provider', new HttpBalanceProvider({ url: config.bankDataUrl, token: config.bankDataToken, logger }));
   }
-  return new SandboxBalanceProvider({ directory, latencyMs: config.sandboxLatencyMs, clock });
+  return refusedInTransaction('the bank-data provider', new SandboxBalanceProvider({ directory, latencyMs: config.sandboxLatencyMs, clock }));
 }
 
 /** The sources of linked accounts, each at its provider's address or the one configured for it. */
 export function createLinkedSources(config: { plaidApiUrl: string | null; stripeApiUrl: string | null }): LinkedSources {
-  return { plaid: new PlaidSource({ apiUrl: config.plaidApiUrl }), stripe: new StripeFcSource({ apiUrl: config.stripeApiUrl }) };
+  return {
+    plaid: refusedInTransaction('Plaid', new PlaidSource({ apiUrl: config.plaidApiUrl })),
+    stripe: refusedInTransaction('Stripe Financial Connections', new StripeFcSource({ apiUrl: config.stripeApiUrl })),
+  };
 }

@@ -2,6 +2,7 @@ import type { Database } from 'bun:sqlite';
 import type { Clock } from '../../platform/clock';
 import { SandboxProcessor, SANDBOX_KEY_PATTERN, type SandboxOptions } from './sandbox';
 import type { Processor, ProcessorName } from './types';
+import { refusedInTransaction } from '../../platform/tx-lock';
 
 export * from './types';
 
@@ -48,7 +49,8 @@ export class Processors {
   byName(name: ProcessorName): Processor {
     let p = this.made.get(name);
     if (!p) {
-      p = this.factories[name]();
+      // Never called holding the write lock: the answer may take seconds.
+      p = refusedInTransaction(`the ${name} processor`, this.factories[name]());
       this.made.set(name, p);
     }
     return p;

@@ -5,6 +5,7 @@
 // for that account finds their time has come (at the start of listChanges and createDebit). Each event keeps
 // its scheduled time as occurred_at, so the feed reads the same however late it is polled.
 import type { Database, Statement } from 'bun:sqlite';
+import { writeAlone } from '../../platform/tx-lock';
 import { createHash } from 'node:crypto';
 import type { Clock } from '../../platform/clock';
 import { newId, randomBase62 } from '../../platform/ids';
@@ -269,8 +270,7 @@ export class SandboxProcessor implements Processor {
     const now = this.clock.now();
     // One write transaction: the replay check and the insert cannot interleave with another caller
     // (the service and the CLI may share the file), and due events are appended before the new one.
-    const outcome = this.sqlite
-      .transaction((): DebitResult | 'transient' => {
+    const outcome = await writeAlone(this.sqlite, (): DebitResult | 'transient' => {
         this.materialise(account, now);
         const existing = this.q.findPayment.get(account, req.paymentId, now - this.idempotencyTtlMs) as PaymentRow | null;
         if (existing) return this.inOutage(existing, now) ? 'transient' : resultOf(existing);
@@ -294,8 +294,7 @@ export class SandboxProcessor implements Processor {
         // Cents 88: created, but the answer is lost in an outage.
         if (req.amountCents % 100 === 88 && this.outageMs > 0) return 'transient';
         return { processorPaymentId: id, status: first.status, returnCode: first.returnCode, message: first.message, declineCode: first.declineCode ?? null };
-      })
-      .immediate();
+      });
     // The answer's time on the wire: the payment exists at the processor from the call on, as with a real one.
     const latency = this.latencyMs + (this.latencyJitterMs > 0 ? Math.floor(Math.random() * (this.latencyJitterMs + 1)) : 0);
     if (latency > 0) await Bun.sleep(latency);
@@ -311,7 +310,7 @@ export class SandboxProcessor implements Processor {
     const now = this.clock.now();
     // A read first, so a poll with nothing due never takes the write lock.
     if (this.q.anyDue.get(account, now)) {
-      this.sqlite.transaction(() => this.materialise(account, now)).immediate();
+      await writeAlone(this.sqlite, () => this.materialise(account, now));
     }
     this.refuseDuringOutage(account, now);
     const keptFrom = now - this.retentionMs;
@@ -341,7 +340,7 @@ export class SandboxProcessor implements Processor {
   async findPayment(key: string, q: { paymentId: string; createdFrom: number; createdTo: number }): Promise<FoundPayment> {
     const account = this.account(key);
     const now = this.clock.now();
-    this.catchUp(account, now);
+    await this.catchUp(account, now);
     const row = this.q.findAnyPayment.get(account, q.paymentId, q.createdFrom, q.createdTo) as PaymentRow | null;
     if (!row) return { found: false };
     if (this.inOutage(row, now)) throw new ProcessorUnavailable('sandbox: temporary failure reading the payment; try again later');
@@ -351,7 +350,7 @@ export class SandboxProcessor implements Processor {
   async listPayments(key: string, q: { createdFrom: number; createdTo: number; page: string | null; limit?: number }): Promise<PaymentPage> {
     const account = this.account(key);
     const now = this.clock.now();
-    this.catchUp(account, now);
+    await this.catchUp(account, now);
     this.refuseDuringOutage(account, now);
     const limit = Math.min(Math.max(Math.trunc(q.limit ?? DEFAULT_LIMIT), 1), MAX_LIMIT);
     const [afterAt, afterId] = q.page ? [Number(q.page.slice(0, q.page.indexOf(':'))), q.page.slice(q.page.indexOf(':') + 1)] : [-1, ''];
@@ -388,8 +387,8 @@ export class SandboxProcessor implements Processor {
     return { status: e.status, returnCode: e.return_code, message: e.message };
   }
 
-  private catchUp(account: string, now: number): void {
-    if (this.q.anyDue.get(account, now)) this.sqlite.transaction(() => this.materialise(account, now)).immediate();
+  private async catchUp(account: string, now: number): Promise<void> {
+    if (this.q.anyDue.get(account, now)) await writeAlone(this.sqlite, () => this.materialise(account, now));
   }
 
   private inOutage(p: PaymentRow, now: number): boolean {

@@ -2,6 +2,7 @@
 // the request goes to an address that passed the check instead of a name fetch would resolve again.
 import { isIP } from 'node:net';
 import { checkWebhookUrl, type Resolver } from './ssrf';
+import { assertOutsideTransaction } from '../../platform/tx-lock';
 
 export const WEBHOOK_USER_AGENT = 'debit-recovery-webhooks/0.3.0';
 export const DEFAULT_WEBHOOK_TIMEOUT_MS = 10_000;
@@ -71,6 +72,7 @@ export async function sendWebhook(opts: SendWebhookOptions): Promise<SendWebhook
   for (const address of check.addresses) {
     let res: Response;
     try {
+      assertOutsideTransaction('a webhook delivery');
       res = await fetch(pinnedUrl(check.url, address), requestInit(check.url, opts, signal));
     } catch (err) {
       if (opts.signal?.aborted) return finish('interrupted', null, INTERRUPTED_ERROR);

@@ -1,0 +1,179 @@
+// The asynchronous transaction runner: open across awaits, committed only when the callback settles, rolled
+// back when it rejects, one at a time on the connection, and never holding the write lock across the network.
+import { afterAll, beforeEach, expect, test } from 'bun:test';
+import { createTestContext } from '../helpers/context';
+import { transaction, withTransaction } from '../../src/platform/context';
+import { assertOutsideTransaction, NetworkInTransactionError, OverlappingWriteError, txLockOf } from '../../src/platform/tx-lock';
+import { gateOf } from '../../src/platform/write-gate';
+
+const c = createTestContext();
+afterAll(() => c.close());
+
+const ins = (x: number) => c.rt.sqlite.query('INSERT INTO tx_probe VALUES (?)').run(x);
+const rows = () => (c.rt.sqlite.query('SELECT x FROM tx_probe ORDER BY rowid').all() as { x: number }[]).map((r) => r.x);
+/** A few turns of the event loop: another caller gets to run in between. */
+const turns = async (n = 3) => {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+};
+
+c.rt.sqlite.run('CREATE TABLE tx_probe (x INTEGER)');
+beforeEach(() => c.rt.sqlite.run('DELETE FROM tx_probe'));
+
+test('the transaction stays open across awaits and commits only when the callback has finished', async () => {
+  let seenInside = -1;
+  await transaction({ deps: c.rt }, async () => {
+    ins(1);
+    await turns();
+    ins(2);
+    seenInside = c.rt.sqlite.inTransaction ? 1 : 0;
+  });
+  expect(seenInside).toBe(1);
+  expect(rows()).toEqual([1, 2]);
+  expect(c.rt.sqlite.inTransaction).toBe(false);
+});
+
+test('an error thrown after an await rolls back what was written before it', async () => {
+  // Drizzle's own transaction(async …) commits before the awaited work has finished: this one does not.
+  await expect(
+    transaction({ deps: c.rt }, async () => {
+      ins(1);
+      await turns();
+      ins(2);
+      throw new Error('refused');
+    }),
+  ).rejects.toThrow('refused');
+  expect(rows()).toEqual([]);
+  expect(c.rt.sqlite.inTransaction).toBe(false);
+});
+
+test('a caller that already holds a transaction joins it: one commit, or one rollback for all', async () => {
+  await expect(
+    transaction({ deps: c.rt }, async (outer) => {
+      ins(1);
+      await transaction(outer, async () => {
+        await turns(1);
+        ins(2);
+      });
+      throw new Error('outer refused');
+    }),
+  ).rejects.toThrow('outer refused');
+  expect(rows()).toEqual([]);
+});
+
+test('two callers interleaved at their awaits run one after the other, first come first served', async () => {
+  const order: string[] = [];
+  const run = (name: string, x: number) =>
+    transaction({ deps: c.rt }, async () => {
+      order.push(`${name}:begin`);
+      const before = rows().length;
+      await turns();
+      // Read-then-write: nobody else wrote between the read and the write.
+      ins(x + before);
+      order.push(`${name}:end`);
+    });
+  const waitedBefore = txLockOf(c.rt.sqlite).waited;
+  await Promise.all([run('a', 10), run('b', 20), run('c', 30)]);
+  expect(order).toEqual(['a:begin', 'a:end', 'b:begin', 'b:end', 'c:begin', 'c:end']);
+  expect(rows()).toEqual([10, 21, 32]);
+  expect(txLockOf(c.rt.sqlite).waited - waitedBefore).toBe(2);
+});
+
+test('one that fails does not take the next one down with it', async () => {
+  const a = transaction({ deps: c.rt }, async () => {
+    ins(1);
+    await turns();
+    throw new Error('a failed');
+  });
+  const b = transaction({ deps: c.rt }, async () => {
+    ins(2);
+  });
+  await expect(a).rejects.toThrow('a failed');
+  await b;
+  expect(rows()).toEqual([2]);
+});
+
+test('a synchronous write from outside while one is open is refused, not folded into it', async () => {
+  let refused: unknown = null;
+  let opened!: () => void;
+  const open = new Promise<void>((r) => (opened = r));
+  // Another request's synchronous write, started outside the transaction, running between two of its awaits.
+  const other = (async () => {
+    await open;
+    try {
+      withTransaction({ deps: c.rt }, () => ins(99));
+    } catch (e) {
+      refused = e;
+    }
+  })();
+  await transaction({ deps: c.rt }, async () => {
+    ins(1);
+    opened();
+    await turns();
+  });
+  await other;
+  expect(refused).toBeInstanceOf(OverlappingWriteError);
+  expect(rows()).toEqual([1]);
+  // Inside the transaction, the synchronous form joins it.
+  await transaction({ deps: c.rt }, async () => {
+    await turns(1);
+    withTransaction({ deps: c.rt }, () => ins(3));
+  });
+  expect(rows()).toEqual([1, 3]);
+});
+
+test('the network is refused inside a transaction, and allowed again once it has ended', async () => {
+  let refused: unknown = null;
+  let laterAllowed = false;
+  let later: Promise<void> | null = null;
+  await transaction({ deps: c.rt }, async () => {
+    await turns(1);
+    try {
+      assertOutsideTransaction('a processor call');
+    } catch (e) {
+      refused = e;
+    }
+    // A continuation created inside that runs after the commit is outside it.
+    later = (async () => {
+      await turns(5);
+      assertOutsideTransaction('a webhook delivery');
+      laterAllowed = true;
+    })();
+  });
+  await later;
+  expect(refused).toBeInstanceOf(NetworkInTransactionError);
+  expect(laterAllowed).toBe(true);
+  expect(() => assertOutsideTransaction('a provider read')).not.toThrow();
+});
+
+test('a worker holding the write gate is waited for, asynchronously, and waits for an open transaction in turn', async () => {
+  const gate = gateOf(c.rt.sqlite);
+  const order: string[] = [];
+  let releaseWorker!: () => void;
+  const worker = gate.exclusive(async () => {
+    order.push('worker:start');
+    await new Promise<void>((r) => (releaseWorker = r));
+    order.push('worker:end');
+  });
+  await turns();
+  const t = transaction({ deps: c.rt }, async () => {
+    order.push('tx');
+    ins(1);
+  });
+  await turns();
+  expect(order).toEqual(['worker:start']);
+  releaseWorker();
+  await Promise.all([worker, t]);
+  expect(order).toEqual(['worker:start', 'worker:end', 'tx']);
+
+  const order2: string[] = [];
+  let w2: Promise<void> | null = null;
+  await transaction({ deps: c.rt }, async () => {
+    w2 = gate.exclusive(async () => {
+      order2.push('worker');
+    });
+    await turns();
+    order2.push('tx');
+  });
+  await w2;
+  expect(order2).toEqual(['tx', 'worker']);
+});

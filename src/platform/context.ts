@@ -74,9 +74,12 @@ export async function transaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx
   const release = await lock.acquire();
   try {
     client.query('BEGIN IMMEDIATE').run();
+    lock.setOpen(true);
     let result: T;
     try {
-      result = await lock.runMarked(() => fn({ ...ctx, tx: ctx.deps.db as Orm as Tx }));
+      const r = lock.runMarked(() => fn({ ...ctx, tx: ctx.deps.db as Orm as Tx }));
+      // A synchronous callback commits in the same step: no turn of the event loop while it is open.
+      result = r instanceof Promise ? await r : r;
     } catch (e) {
       client.query('ROLLBACK').run();
       throw e;
@@ -89,6 +92,7 @@ export async function transaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx
     }
     return result;
   } finally {
+    lock.setOpen(false);
     release();
   }
 }

@@ -63,9 +63,17 @@ export class TxLock {
     return this.holder !== null;
   }
 
+  /** The transaction open on the connection between BEGIN and its end (set by its runner), if any. */
+  private active: Open | null = null;
+
   /** Whether a write now, by a caller outside the open transaction, would land inside it. */
   heldByAnother(): boolean {
-    return this.holder !== null && this.holder !== HANDED_OVER && !insideTransactionOn(this.client);
+    return this.active !== null && this.active.open && !insideTransactionOn(this.client);
+  }
+
+  /** Marks the holder's transaction open (after its BEGIN) or ended (after its COMMIT or ROLLBACK). */
+  setOpen(open: boolean): void {
+    this.active = open ? this.holder : null;
   }
 
   /**

@@ -177,3 +177,24 @@ test('a worker holding the write gate is waited for, asynchronously, and waits f
   await w2;
   expect(order2).toEqual(['tx', 'worker']);
 });
+
+test('a synchronous callback commits in the step that ran it: nothing else runs while it is open', async () => {
+  let sawOpen = false;
+  const probe = setInterval(() => {
+    if (c.rt.sqlite.inTransaction) sawOpen = true;
+  }, 0);
+  let opened!: () => void;
+  const start = new Promise<void>((r) => (opened = r));
+  // Another caller's continuation queued to run right after the callback, were there a gap.
+  const other = start.then(() => c.rt.sqlite.inTransaction);
+  const seen = await transaction({ deps: c.rt }, () => {
+    ins(7);
+    opened();
+    return c.rt.sqlite.inTransaction;
+  });
+  clearInterval(probe);
+  expect(seen).toBe(true);
+  expect(await other).toBe(false);
+  expect(sawOpen).toBe(false);
+  expect(rows()).toEqual([7]);
+});

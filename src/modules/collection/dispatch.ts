@@ -7,7 +7,7 @@ import { withTransaction } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
-import type { DebitInstrument, DebitResult, FoundPayment, Processor } from '../../adapters/processors';
+import type { DebitInstrument, DebitRequest, DebitResult, FoundPayment, Processor } from '../../adapters/processors';
 import { openBorrower } from '../enrollments/service';
 import { applyMonitorEvent, monitorStateOf } from '../enrollments/monitor-store';
 import { recordObservation } from './record';
@@ -32,7 +32,7 @@ const RETRY_MAX_MS = 15 * 60_000;
 /** Room around the attempts for the processor's clock when looking a payment up by the time it was created. */
 const LOOKUP_SLACK_MS = 10 * 60_000;
 
-interface DuePayment {
+export interface DuePayment {
   id: string;
   lenderId: string;
   enrollmentId: string;
@@ -65,18 +65,26 @@ export function dispatchQueue(deps: Pick<Deps, 'db'>): LeaseQueue<typeof payment
   return q;
 }
 
-type Step =
+export type Step =
   | { kind: 'done' }
   | { kind: 'wait' }
   | { kind: 'send'; processor: Processor; key: string; call: Promise<DebitResult>; firstAttemptAt: number }
   | { kind: 'look'; processor: Processor; key: string; call: Promise<FoundPayment>; firstAttemptAt: number };
 
+/** A debit ready to go: everything it needs read, nothing sent yet. */
+export interface PlannedSend {
+  kind: 'planned';
+  processor: Processor;
+  key: string;
+  firstAttemptAt: number;
+  request: DebitRequest;
+}
+
 /**
- * What to do with one due payment, decided and started in one synchronous step: the borrower's state is read
- * and the processor called with nothing else running in between, so no request reaches the processor for a
- * borrower after its removal returned.
+ * What to do with one due payment (`start` runs it at once). A debit is only planned here: it goes out through
+ * `sendPlanned`, whose claim is the line a removal draws (see there).
  */
-function start(ctx: JobContext, p: DuePayment): Step {
+export function planSend(ctx: JobContext, p: DuePayment): Step | PlannedSend {
   const { deps } = ctx;
   const now = deps.clock.now();
   const pay = deps.db
@@ -134,12 +142,8 @@ function start(ctx: JobContext, p: DuePayment): Step {
   } else {
     instrument = { kind: 'bank_account', routingNumber: e!.routing ?? '', accountNumber: borrower.s.accountNumber ?? '' };
   }
-  if (!sent) {
-    // Committed before the request leaves: from here on the processor may hold it, whatever happens to us.
-    withTransaction(ctx, ({ tx }) => tx.update(payments).set({ firstAttemptAt: now, updatedAt: now }).where(eq(payments.id, p.id)).run());
-  }
   const name = [borrower.s.firstName, borrower.s.lastName].filter(Boolean).join(' ') || p.authorizerUniqueId;
-  const call = processor.createDebit(key, {
+  const request: DebitRequest = {
     paymentId: p.id,
     reference: p.reference,
     amountCents: p.amountCents,
@@ -147,8 +151,34 @@ function start(ctx: JobContext, p: DuePayment): Step {
     instrument,
     borrower: { name },
     ...(p.attempt > 1 ? { entryDescription: 'RETRY PYMT' as const } : {}),
-  });
-  return { kind: 'send', processor, key, call, firstAttemptAt };
+  };
+  return { kind: 'planned', processor, key, firstAttemptAt, request };
+}
+
+/**
+ * Sends a planned debit once its claim holds. The claim is one conditional UPDATE, committed before the
+ * request leaves: the payment is still initiating and its borrower still monitored (not removed, stopped or
+ * erased), and from then on the processor may hold it, whatever happens to us. A removal committed before
+ * the claim wins (nothing is sent; the payment is decided again and ends not attempted, or looked up if an
+ * earlier attempt went out); a removal committed after it finds the payment claimed, and its outcome is
+ * what the processor says. `depth` bounds the re-decision: the state the claim lost to is final.
+ */
+export function sendPlanned(ctx: JobContext, p: DuePayment, plan: PlannedSend, depth = 0): Step {
+  const now = ctx.deps.clock.now();
+  const claimed = withTransaction(ctx, ({ tx }) => q.claimSend(tx, p.id, now).changes === 1);
+  if (!claimed) {
+    if (depth > 0) return { kind: 'wait' };
+    const again = planSend(ctx, p);
+    return again.kind === 'planned' ? sendPlanned(ctx, p, again, depth + 1) : again;
+  }
+  const call = plan.processor.createDebit(plan.key, plan.request);
+  return { kind: 'send', processor: plan.processor, key: plan.key, call, firstAttemptAt: plan.firstAttemptAt };
+}
+
+/** One due payment decided and, when it is to go out, claimed and sent. */
+function start(ctx: JobContext, p: DuePayment): Step {
+  const plan = planSend(ctx, p);
+  return plan.kind === 'planned' ? sendPlanned(ctx, p, plan) : plan;
 }
 
 /** A payment the processor was never asked about and never will be: not attempted, its slot given back. */
@@ -225,7 +255,7 @@ function retryLater(ctx: JobContext, p: DuePayment): void {
   withTransaction(ctx, ({ tx }) => dispatchQueue(ctx.deps).finalize(tx, p.id, { state: 'pending', attempts, nextAttemptAt: now + delay }));
 }
 
-async function finish(ctx: JobContext, p: DuePayment, s: Extract<Step, { kind: 'send' | 'look' }>): Promise<void> {
+export async function finish(ctx: JobContext, p: DuePayment, s: Extract<Step, { kind: 'send' | 'look' }>): Promise<void> {
   const { deps } = ctx;
   if (s.kind === 'send') {
     const r = await s.call;

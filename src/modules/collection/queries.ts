@@ -243,3 +243,17 @@ export const returnedSince = (db: Db, lender: string, from: number) =>
     )
     .safeIntegers(true)
     .get(lender, from)!;
+
+/**
+ * The claim of a send: the payment still initiating and its borrower still monitored, with its first attempt
+ * recorded (kept when it was sent before). One statement, so a removal either committed before it (no row
+ * changes) or finds the payment claimed.
+ */
+export const claimSend = (tx: Tx, id: string, now: number) =>
+  tx.$client
+    .query(
+      `UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ?2), updated_at = ?2
+      WHERE id = ?1 AND status = 'initiating'
+        AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL)`,
+    )
+    .run(id, now);

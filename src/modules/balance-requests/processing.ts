@@ -56,13 +56,13 @@ export const REFRESH_WAIT_MS = 10 * 60_000;
 /**
  * The fair claim strategy of the balance queue: first an equal share per lender with pending work, then an
  * equal share per batch within a lender, so one large batch never starves a small one. Runs inside the
- * queue's claim transaction, where it also moves pending batches to processing.
+ * queue's claim transaction, which only leases: batches are started (their rows queued) before, each in a
+ * transaction of its own (startPendingBatches).
  */
 function fairShares(turn: () => number): PickStrategy<ClaimedItem> {
   return ({ tx, want, now, due, lease }) => {
-    const active = q.openBatches(tx);
+    const active = q.openBatches(tx).filter((b) => b.status === 'processing');
     if (active.length === 0) return;
-    for (const b of active) if (b.status === 'pending') startBatch(tx, b.id, b.lenderId);
     const byLender = new Map<string, string[]>();
     for (const b of active) {
       const list = byLender.get(b.lenderId) ?? [];
@@ -94,9 +94,21 @@ function fairShares(turn: () => number): PickStrategy<ClaimedItem> {
 }
 
 /**
- * pending → processing: the batch's queue rows are created from its payload, in the claim's transaction,
- * so a batch is either untouched or fully queued.
+ * Every pending batch moved to processing, each in its own transaction (a batch is either untouched or fully
+ * queued), outside the claim: a claim's transaction only leases rows, however large the batches sent.
  */
+export function startPendingBatches(deps: Pick<Deps, 'db'>): number {
+  const pending = q.openBatches(deps.db).filter((b) => b.status === 'pending');
+  for (const b of pending) {
+    withTransaction({ deps }, ({ tx }) => {
+      // Started meanwhile by another claimer: left as it is.
+      if (q.batchStatus(tx, b.id) === 'pending') startBatch(tx, b.id, b.lenderId);
+    });
+  }
+  return pending.length;
+}
+
+/** pending → processing: the batch's queue rows created from its payload, its clear copy dropped. */
 function startBatch(tx: Tx, batchId: string, lenderId: string): void {
   const payload = q.payloadItems(tx, batchId);
   if (!payload) throw new Error(`payload of batch ${batchId} is missing`);
@@ -449,6 +461,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
     // Results are written before claiming more, so no claimed item is ever shown as still due.
     claim: () => {
       flush();
+      startPendingBatches(deps);
       const now = clock.now();
       const items = itemQueue(deps).claim(concurrency * 4, now);
       for (const it of items) claimedAt.set(it, now);

@@ -68,6 +68,9 @@ export const openBatches = (db: Db) =>
     )
     .all();
 
+export const batchStatus = (tx: Tx, batchId: string) =>
+  (tx.$client.query<{ status: BatchStatus }, [string]>('SELECT status FROM batches WHERE id = ?').get(batchId))?.status ?? null;
+
 export interface ClaimedItem {
   id: number;
   batchId: string;

@@ -105,6 +105,9 @@ export function openDatabase(path: string, opts: { migrate?: boolean } = {}): Db
   }
   sqlite.exec('PRAGMA busy_timeout = 5000');
   sqlite.exec('PRAGMA foreign_keys = ON');
+  // Deleted and overwritten content is zeroed, not left in free pages: erasure of personal data is real, for
+  // every writer alike (a setting of the connection, never toggled by one of them).
+  sqlite.exec('PRAGMA secure_delete = ON');
   // FULL: a committed payment or monitoring change survives a power cut, not just a process crash.
   sqlite.exec('PRAGMA synchronous = FULL');
   // A page cache of up to 16 MB (SQLite's default is 2 MB): an upload's transaction touches the pages of

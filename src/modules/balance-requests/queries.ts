@@ -219,3 +219,19 @@ export const insertRelink = (tx: Tx, v: { lenderId: string; digest: string; prov
   tx.$client
     .query('INSERT OR IGNORE INTO bank_link_relinks (lender_id, link_digest, provider, authorizer_unique_id, created_at) VALUES (?, ?, ?, ?, ?)')
     .run(v.lenderId, v.digest, v.provider, v.aid, v.now).changes > 0;
+
+/** A borrower's clear details (phone, zip, metadata) in the queue rows of started batches, overwritten. */
+export const eraseQueuedDetails = (tx: Tx, lenderId: string, aid: string) =>
+  tx.$client.query('UPDATE batch_items SET phone = NULL, zip = NULL, metadata = NULL WHERE lender_id = ? AND authorizer_unique_id = ?').run(lenderId, aid);
+
+/** The item lists of the lender's batches still waiting to start. */
+export const waitingPayloads = (tx: Tx, lenderId: string) =>
+  tx.$client
+    .query<{ batchId: string; items: string | Uint8Array }, [string]>(
+      `SELECT p.batch_id AS batchId, p.items FROM batch_payloads p JOIN batches b ON b.id = p.batch_id
+        WHERE b.lender_id = ? AND b.status = 'pending'`,
+    )
+    .all(lenderId);
+
+export const replacePayloadItems = (tx: Tx, batchId: string, items: Uint8Array) =>
+  tx.$client.query('UPDATE batch_payloads SET items = ? WHERE batch_id = ?').run(items, batchId);

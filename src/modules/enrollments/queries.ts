@@ -24,25 +24,6 @@ export const dueReads = (db: Db, now: number, limit: number) =>
     )
     .all(now, limit);
 
-/** Erasure overwrites freed pages too while it runs (PRAGMA secure_delete), then goes back to the default. */
-export const setSecureDelete = (db: Db, on: boolean) => db.$client.exec(`PRAGMA secure_delete = ${on ? 'ON' : 'OFF'}`);
-
-/** A borrower's clear details in the balance queue rows of started batches. */
-export const eraseQueuedDetails = (tx: Tx, lenderId: string, aid: string) =>
-  tx.$client.query('UPDATE batch_items SET phone = NULL, zip = NULL, metadata = NULL WHERE lender_id = ? AND authorizer_unique_id = ?').run(lenderId, aid);
-
-/** The item lists of the lender's batches still waiting to start. */
-export const waitingPayloads = (db: Db, lenderId: string) =>
-  db.$client
-    .query<{ batchId: string; items: string | Uint8Array }, [string]>(
-      `SELECT p.batch_id AS batchId, p.items FROM batch_payloads p JOIN batches b ON b.id = p.batch_id
-        WHERE b.lender_id = ? AND b.status = 'pending'`,
-    )
-    .all(lenderId);
-
-export const replacePayloadItems = (tx: Tx, batchId: string, items: Uint8Array) =>
-  tx.$client.query('UPDATE batch_payloads SET items = ? WHERE batch_id = ?').run(items, batchId);
-
 /** A borrower's credited and reversed cents, summed by SQLite in 64-bit integers and read as BigInt (exact). */
 export const ledgerTotals = (db: Db, lenderId: string, enrollmentId: string) =>
   db.$client

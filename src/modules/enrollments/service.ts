@@ -14,7 +14,8 @@ import { keysetPage } from '../../platform/pagination';
 import type { SealedColumn } from '../../platform/vault';
 import { CardRefused, ProcessorUnavailable, type TokenizedCard } from '../../adapters/processors';
 import { validateAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
-import { compressPacked, packItems, packSensitive, unpackItems, unpackSensitive } from '../balance-requests/payload';
+import { packSensitive, unpackSensitive } from '../balance-requests/payload';
+import { eraseBorrowerDetails } from '../balance-requests/erase';
 import { resolveKey } from '../payment-connections/resolve';
 import { Borrower, type EnrollmentRequest, type IdsBody } from './model';
 import * as q from './queries';
@@ -311,50 +312,32 @@ export function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { body: Ids
 
 /**
  * DELETE /v1/persisted_authorizers: monitoring stops as on removal, and the borrower's personal data and card
- * token are overwritten (secure_delete zeroes the freed space too); the record, its payments, events and
- * ledger stay. The clear copies a monitoring read left in the balance queue (phone, zip) are erased as well.
+ * token are overwritten (the database runs with secure_delete: freed space is zeroed too). Each module erases
+ * its own rows (the balance pipeline's clear copies: balance-requests/erase.ts). The record, its payments,
+ * events and ledger stay.
  */
 export function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: IdsInput } }) {
   const ids = input.body.authorizer_unique_ids;
   const now = ctx.deps.clock.now();
-  q.setSecureDelete(ctx.deps.db, true);
-  try {
-    const results = withTransaction(ctx, (tx) => {
-      const existing = new Map(monitorsOf(tx.tx, ctx.lender.id, ids).map((e) => [e.aid, e]));
-      return ids.map((aid) => {
-        const e = existing.get(aid);
-        if (!e) return { authorizer_unique_id: aid, outcome: 'unknown' as const };
-        applyMonitorEvent(tx.tx, { enrollmentId: e.id, event: { type: 'erased' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
-        for (const hook of ctx.deps.hooks.monitoringStopped) hook(tx, { enrollmentId: e.id });
-        tx.tx
-          .update(enrollments)
-          .set({ sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, erasedAt: now, updatedAt: now })
-          .where(eq(enrollments.id, e.id))
-          .run();
-        eraseFromBalanceQueue(tx.tx, ctx.lender.id, aid);
-        unindexBorrower(tx.tx, ctx.lender.id, aid);
-        return { authorizer_unique_id: aid, outcome: 'deleted' as const };
-      });
+  const results = withTransaction(ctx, (tx) => {
+    const existing = new Map(monitorsOf(tx.tx, ctx.lender.id, ids).map((e) => [e.aid, e]));
+    return ids.map((aid) => {
+      const e = existing.get(aid);
+      if (!e) return { authorizer_unique_id: aid, outcome: 'unknown' as const };
+      applyMonitorEvent(tx.tx, { enrollmentId: e.id, event: { type: 'erased' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
+      for (const hook of ctx.deps.hooks.monitoringStopped) hook(tx, { enrollmentId: e.id });
+      tx.tx
+        .update(enrollments)
+        .set({ sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, erasedAt: now, updatedAt: now })
+        .where(eq(enrollments.id, e.id))
+        .run();
+      eraseBorrowerDetails(tx.tx, ctx.lender.id, aid);
+      unindexBorrower(tx.tx, ctx.lender.id, aid);
+      return { authorizer_unique_id: aid, outcome: 'deleted' as const };
     });
-    const n = (o: string) => results.filter((r) => r.outcome === o).length;
-    return { results, deleted: n('deleted'), unknown: n('unknown') };
-  } finally {
-    q.setSecureDelete(ctx.deps.db, false);
-  }
-}
-
-/**
- * A borrower's clear details in the balance pipeline: the queue rows of started batches, and the item lists
- * of batches still waiting to start (their sealed part is ciphertext and is not read again once done).
- */
-function eraseFromBalanceQueue(tx: Tx, lenderId: string, aid: string): void {
-  q.eraseQueuedDetails(tx, lenderId, aid);
-  for (const w of q.waitingPayloads(tx, lenderId)) {
-    const items = unpackItems(w.items);
-    if (!items.some((i) => i.id === aid)) continue;
-    const scrubbed = items.map((i) => (i.id === aid ? { ...i, phone: null, zip: null, meta: null } : i));
-    q.replacePayloadItems(tx, w.batchId, compressPacked(packItems(scrubbed)));
-  }
+  });
+  const n = (o: string) => results.filter((r) => r.outcome === o).length;
+  return { results, deleted: n('deleted'), unknown: n('unknown') };
 }
 
 export function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {

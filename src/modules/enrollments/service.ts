@@ -14,7 +14,8 @@ import { keysetPage } from '../../platform/pagination';
 import type { SealedColumn } from '../../platform/vault';
 import { CardRefused, ProcessorUnavailable, type TokenizedCard } from '../../adapters/processors';
 import { validateAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
-import { compressPacked, packItems, packSensitive, unpackItems, unpackSensitive } from '../balance-requests/payload';
+import { compressPacked, packItems, unpackItems } from '../balance-requests/payload';
+import { openBorrower, sealBorrower, type Enrollment } from './borrower';
 import { resolveKey } from '../payment-connections/resolve';
 import { Borrower, type EnrollmentRequest, type IdsBody } from './model';
 import * as q from './queries';
@@ -29,30 +30,11 @@ const TOKENIZE_CONCURRENCY = 8;
 export type EnrollmentInput = Static<typeof EnrollmentRequest>;
 export type IdsInput = Static<typeof IdsBody>;
 
-export type Enrollment = typeof enrollments.$inferSelect;
-
 /** Columns of this feature holding vault-sealed values (null once erased). */
 export const sealedColumns: SealedColumn[] = [
   { table: 'enrollments', key: 'id', column: 'sealed' },
   { table: 'enrollments', key: 'id', column: 'card_token_sealed' },
 ];
-
-/** What is sealed per borrower: the fields a balance read needs, and the rest of the personal data. */
-export interface SealedBorrower {
-  s: NormalizedAuthorizer['sensitive'];
-  phone: string | null;
-  zip: string | null;
-}
-
-// Sealed in the compact positional form of balance payloads: a third of the bytes to seal, write and fsync
-// for each of up to 1000 borrowers of a request.
-export const sealBorrower = (deps: Pick<Deps, 'vault'>, b: SealedBorrower): string =>
-  deps.vault.seal(JSON.stringify([packSensitive([b.s]), b.phone, b.zip]));
-
-export function openBorrower(deps: Pick<Deps, 'vault'>, sealed: string): SealedBorrower {
-  const [s, phone, zip] = JSON.parse(deps.vault.open(sealed)) as [string, string | null, string | null];
-  return { s: unpackSensitive(s)[0]!, phone, zip };
-}
 
 type Outcome = 'enrolled' | 'updated' | 'held' | 'failed';
 interface Result {

@@ -6,7 +6,8 @@ import type { Deps } from '../../deps';
 import type { Lender } from '../../platform/context';
 import { absent, openThreadPlatform, postedError } from '../../platform/thread';
 import { featureHooks } from '..';
-import { answerOf, budgetOf, processUpload, type UploadForm } from './service';
+import { answerOf, budgetOf, processUpload } from './service';
+import type { UploadForm } from './types';
 
 declare const self: Worker;
 

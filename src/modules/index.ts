@@ -5,7 +5,7 @@ import type { Job } from '../platform/jobs';
 import type { SealedColumn } from '../platform/vault';
 import type { FeatureHooks } from './hooks';
 import { webhookEndpointRoutes, webhookRoutes } from './webhooks/routes';
-import { webhookDocuments } from './webhooks/payloads';
+import { webhookDocuments } from './webhook-payloads';
 import { releaseDeliveryLeases, webhookDeliveryJob } from './webhooks/jobs';
 import { balanceRoutes } from './balance-requests/routes';
 import { balanceProcessingJob, idempotencyCleanupJob, itemQueue } from './balance-requests/processing';

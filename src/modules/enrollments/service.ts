@@ -21,6 +21,7 @@ import { Borrower, type EnrollmentRequest, type IdsBody } from './model';
 import * as q from './queries';
 import { applyMonitorEvent, enrollStatement, monitorsOf } from './monitor-store';
 import { holdChain } from '../collection/chain';
+import { voidScheduledOnStop } from '../collection/decide';
 import type { BlockedReason } from './monitor';
 import { ledgerOf, type LedgerView } from './ledger';
 import { indexBorrower, unindexBorrower } from './search';
@@ -282,7 +283,7 @@ export function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { body: Ids
       if (!e) return { authorizer_unique_id: aid, outcome: 'unknown' as const };
       if (e.state !== 'monitored') return { authorizer_unique_id: aid, outcome: 'not_monitored' as const };
       applyMonitorEvent(tx.tx, { enrollmentId: e.id, event: { type: 'removed' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
-      for (const hook of ctx.deps.hooks.monitoringStopped) hook(tx, { enrollmentId: e.id });
+      voidScheduledOnStop(tx, { enrollmentId: e.id });
       existing.set(aid, { ...e, state: 'removed' });
       return { authorizer_unique_id: aid, outcome: 'removed' as const };
     });
@@ -307,7 +308,7 @@ export function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: IdsInp
         const e = existing.get(aid);
         if (!e) return { authorizer_unique_id: aid, outcome: 'unknown' as const };
         applyMonitorEvent(tx.tx, { enrollmentId: e.id, event: { type: 'erased' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
-        for (const hook of ctx.deps.hooks.monitoringStopped) hook(tx, { enrollmentId: e.id });
+        voidScheduledOnStop(tx, { enrollmentId: e.id });
         tx.tx
           .update(enrollments)
           .set({ sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, erasedAt: now, updatedAt: now })

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { API_KEY_PATTERN } from './platform/api-keys';
+import { API_KEY_PATTERN } from './platform/api-key-format';
 
 // Environment → typed, validated configuration. A bad value stops the start with one line naming the
 // variable and what it expects (ConfigError carries that line).

@@ -1,20 +1,33 @@
-import type { PlatformDeps, ServiceCtx, JobCtx } from './platform/context';
+import type { PlatformDeps, ServiceCtx, JobCtx, Tx } from './platform/context';
 import type { BalanceProvider } from './adapters/bank-data/types';
 import type { LinkedSources } from './adapters/bank-data/linked';
 import type { RoutingDirectory } from './adapters/routing/directory';
 import type { Processors } from './adapters/processors';
-import type { FeatureHooks } from './modules/hooks';
+import type { CompletedBatch, RecordedRead } from './modules/balance-requests/results';
 
-/** Everything a service or job may use: the platform, the adapters, and the hooks features registered. */
+/** Everything a service or job may use: the platform, the adapters, and what a balance result sets off. */
 export interface Deps extends PlatformDeps {
   bank: BalanceProvider;
   /** Linked accounts at Plaid and Stripe Financial Connections, read with each lender's own credentials. */
   linked: LinkedSources;
   routing: RoutingDirectory;
   processors: Processors;
-  hooks: FeatureHooks;
+  /** What a recorded balance result sets off (modules/balance-results.ts), run by the balance pipeline. */
+  balanceResults: BalanceResultChain;
 }
 
 /** A service call's context in this service: `{ lender, deps, tx? }`. */
 export type Ctx = ServiceCtx<Deps>;
 export type JobContext = JobCtx<Deps>;
+
+/**
+ * The chain a balance result sets off, handed to the balance pipeline by the composition root: the pipeline
+ * sits below the features it reaches (enrollments, collection, pay cycles, schedules), so it calls them
+ * through this and never imports them. Both steps run inside the transaction that records the results.
+ */
+export interface BalanceResultChain {
+  /** A flush of recorded results (up to a few dozen), before the batches' counters are updated. */
+  afterResults(ctx: JobContext & { tx: Tx }, reads: RecordedRead[]): void;
+  /** A batch's last result: after the batch is marked completed and its own notification is in the outbox. */
+  afterBatchCompleted(ctx: JobContext & { tx: Tx }, batch: CompletedBatch): void;
+}

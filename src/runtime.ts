@@ -14,7 +14,7 @@ import type { BalanceProvider } from './adapters/bank-data/types';
 import { loadRoutingDirectory } from './adapters/routing';
 import { createProcessors, type Processor } from './adapters/processors';
 import { StripeProcessor } from './adapters/processors/stripe';
-import { featureHooks } from './modules';
+import { balanceResultChain } from './modules/balance-results';
 import { queueDepth } from './modules/balance-requests/service';
 
 // The composition root: the one place that knows every concrete piece (platform, adapters, features) and
@@ -88,6 +88,6 @@ export function createRuntime(
     bank: opts.bank ?? createBalanceProvider(config, routing.directory, logger, clock),
     linked: opts.linked ?? createLinkedSources(config),
     processors,
-    hooks: featureHooks(),
+    balanceResults: balanceResultChain,
   };
 }

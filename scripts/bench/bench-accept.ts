@@ -8,7 +8,7 @@ import type { Bench, Metric, WrkResult } from './common';
 import { authorizers, benchRuntime, ensureBenchDir, median, ms, num, runWrk, startBenchServer, tempDir } from './common';
 import { BalanceRequestBody } from '../../src/modules/balance-requests/model';
 import { validateAuthorizerList } from '../../src/modules/authorizers/rules';
-import type { BalanceRequest } from '../../src/modules/balance-requests/service';
+import type { BalanceRequest } from '../../src/modules/balance-requests/model';
 import { insertBatch } from '../../src/modules/balance-requests/service';
 import { prepareBalanceRequest } from '../../src/modules/balance-requests/prepare';
 import { packBatch } from '../../src/modules/balance-requests/payload';

@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia';
 import type { Lender, PlatformDeps } from '../platform/context';
-import { API_KEY_PATTERN, apiKeyStatements, hashApiKey } from '../platform/api-keys';
+import { API_KEY_PATTERN } from '../platform/api-key-format';
+import { apiKeyStatements, hashApiKey } from '../platform/api-keys';
 import { RateLimited, Unauthenticated } from '../platform/errors';
 import { ErrorEnvelope } from './errors';
 import { RateLimiter } from './rate-limit';

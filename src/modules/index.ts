@@ -3,9 +3,8 @@ import type { Deps } from '../deps';
 import type { Auth } from '../http/auth';
 import type { Job } from '../platform/jobs';
 import type { SealedColumn } from '../platform/vault';
-import type { FeatureHooks } from './hooks';
 import { webhookEndpointRoutes, webhookRoutes } from './webhooks/routes';
-import { webhookDocuments } from './webhooks/payloads';
+import { webhookDocuments } from './webhook-payloads';
 import { releaseDeliveryLeases, webhookDeliveryJob } from './webhooks/jobs';
 import { balanceRoutes } from './balance-requests/routes';
 import { balanceProcessingJob, idempotencyCleanupJob, itemQueue } from './balance-requests/processing';
@@ -16,9 +15,8 @@ import { sealedColumns as bankDataSealed } from './bank-data-connections/service
 import { sealedColumns as connectionSealed } from './payment-connections/service';
 import { enrollmentRoutes } from './enrollments/routes';
 import { sealedColumns as enrollmentSealed } from './enrollments/service';
-import { heldRecheckJob, lapseJob, monitoringReadsJob, recordMonitoringReads } from './enrollments/monitoring';
+import { heldRecheckJob, lapseJob, monitoringReadsJob } from './enrollments/monitoring';
 import { searchIndexJob } from './enrollments/search';
-import { decideCollection, voidScheduledOnStop } from './collection/decide';
 import { dispatchJob, dispatchQueue } from './collection/dispatch';
 import { pollJob } from './collection/poll';
 import { reconcileJob } from './collection/reconcile';
@@ -29,12 +27,13 @@ import { returnRateJob } from './return-rates/watch';
 import { portalRoutes } from './portal/routes';
 import { portalErrorPage } from './portal/plugin';
 import { uploadRoutes } from './payment-results-upload/routes';
-import { onScheduleBatchCompleted, scheduleJob } from './schedules/runs';
+import { scheduleJob } from './schedules/runs';
 import { sealedColumns as webhookSealed } from './webhooks/service';
 import { sealedColumns as batchSealed } from './balance-requests/service';
 import { sealedColumns as scheduleSealed } from './schedules/service';
 
-// The features, as the composition root sees them: their routes, jobs, hooks, sealed columns and queues.
+// The features, as the composition root sees them: their routes, jobs, sealed columns and queues (what a
+// balance result sets off is in balance-results.ts).
 
 /** Every feature's routes, mounted by createApp. */
 export function featureRoutes(deps: Deps, auth: Auth) {
@@ -66,16 +65,6 @@ export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
     reconcileJob(deps.config.processorReconcileIntervalMs),
     returnRateJob(deps.config.returnRateCheckIntervalMs),
   ];
-}
-
-/** What features do when another feature's event happens (a batch completing runs the schedules' hook). */
-export function featureHooks(): FeatureHooks {
-  return {
-    batchCompleted: [onScheduleBatchCompleted],
-    balancesRecorded: [recordMonitoringReads],
-    monitoringRead: [decideCollection],
-    monitoringStopped: [voidScheduledOnStop],
-  };
 }
 
 /** Every column holding vault-sealed values, for `vault rotate` and `vault status`. */

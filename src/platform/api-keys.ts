@@ -1,11 +1,10 @@
 import type { Db } from './db';
 import { gateOf } from './write-gate';
 import { randomBase62 } from './ids';
+import { API_KEY_PREFIX } from './api-key-format';
 
-// The format of the service's own API keys. Keys are stored as SHA-256 hashes with a short display prefix.
+// The service's own API keys: stored as SHA-256 hashes with a short display prefix.
 
-export const API_KEY_PREFIX = 'drs_live_';
-export const API_KEY_PATTERN = /^drs_live_[0-9A-Za-z]{32}$/;
 // Shown to operators (key list, revoke); 8 random characters tell keys apart and cannot authenticate.
 const DISPLAY_PREFIX_LENGTH = API_KEY_PREFIX.length + 8;
 

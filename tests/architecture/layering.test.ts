@@ -1,8 +1,10 @@
-// The shape of the code, checked: lower layers never reach up into features, and routes never touch the
-// database. A new import that breaks a rule fails here, naming the file and the import.
+// The shape of the code, checked: lower layers never reach up into features, a feature never reaches up into
+// a higher one, and routes never touch the database. A new import that breaks a rule fails here, naming the
+// file and the import. (Circles of imports are import-cycles.test.ts's.)
 import { describe, expect, test } from 'bun:test';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
+import { importGraph, importsOf, type ImportEdge } from '../helpers/imports';
 
 const ROOT = join(import.meta.dir, '../..');
 const SRC = join(ROOT, 'src');
@@ -43,6 +45,53 @@ describe('layering', () => {
 
   test('http/ imports no feature', () => {
     expect(violations('http', (t) => /^src\/modules\b/.test(t))).toEqual([]);
+  });
+
+  test('the configuration depends on no platform service: what config.ts imports imports nothing of the project', () => {
+    // It is read first, by the CLI too: the database, the logger or the vault must not load behind it.
+    const graph = srcGraph();
+    const reached = graph.get('src/config.ts')!.map((e) => e.to);
+    expect(reached.filter((f) => graph.get(f)!.length > 0).map((f) => `src/config.ts imports ${f}, which imports ${graph.get(f)!.map((e) => e.to).join(', ')}`)).toEqual([]);
+    // The check looks at something: the key format a bootstrap key is checked against.
+    expect(reached).toContain('src/platform/api-key-format.ts');
+  });
+
+  test('deps.ts only names types: nothing loads through it', () => {
+    expect(importsOf('src/deps.ts').filter((e) => !e.typeOnly).map((e) => `src/deps.ts imports ${e.to} for a value`)).toEqual([]);
+  });
+
+  test('no feature imports the files at the root of modules/ (the features\' index, the balance-result chain, the webhook payloads)', () => {
+    // They sit above every feature: the composition root (app, runtime) reads them, a feature never does.
+    expect(upwardImports(srcGraph(), (from, to) => isFeatureFile(from) && /^src\/modules\/[^/]+\.tsx?$/.test(to))).toEqual([]);
+  });
+
+  test('every feature is placed in the order of features', () => {
+    const features = readdirSync(join(SRC, 'modules')).filter((d) => statSync(join(SRC, 'modules', d)).isDirectory());
+    expect(features.filter((f) => !FEATURE_ORDER.includes(f))).toEqual([]);
+    expect(FEATURE_ORDER.filter((f) => !features.includes(f))).toEqual([]);
+  });
+
+  test('a feature imports only features below it in the order', () => {
+    const rank = (file: string) => FEATURE_ORDER.indexOf(file.split('/')[2]!);
+    const upward = upwardImports(srcGraph(), (from, to) => isFeatureFile(from) && isFeatureFile(to) && rank(to) > rank(from));
+    expect(upward.filter((v) => !UPWARD_ALLOWED.has(v))).toEqual([]);
+    // The exceptions are still needed: one that is gone is taken off the list.
+    expect([...UPWARD_ALLOWED].filter((v) => !upward.includes(v))).toEqual([]);
+  });
+
+  test('the upward-import check finds an import of a higher feature, of the features\' index, and of a type', () => {
+    const graph = new Map<string, ImportEdge[]>([
+      ['src/modules/collection-policy/service.ts', [{ to: 'src/modules/collection/rules.ts', typeOnly: true, spec: '../collection/rules' }]],
+      ['src/modules/payment-results-upload/upload-worker.ts', [{ to: 'src/modules/index.ts', typeOnly: false, spec: '..' }]],
+      ['src/modules/collection/rules.ts', [{ to: 'src/modules/collection-policy/policy.ts', typeOnly: true, spec: '../collection-policy/policy' }]],
+    ]);
+    const rank = (file: string) => FEATURE_ORDER.indexOf(file.split('/')[2]!);
+    expect(upwardImports(graph, (from, to) => isFeatureFile(from) && isFeatureFile(to) && rank(to) > rank(from))).toEqual([
+      'src/modules/collection-policy/service.ts → src/modules/collection/rules.ts',
+    ]);
+    expect(upwardImports(graph, (from, to) => isFeatureFile(from) && /^src\/modules\/[^/]+\.tsx?$/.test(to))).toEqual([
+      'src/modules/payment-results-upload/upload-worker.ts → src/modules/index.ts',
+    ]);
   });
 
   test('routes import neither the database nor its schema', () => {
@@ -88,6 +137,50 @@ describe('layering', () => {
     expect(writesMonitor("sqlite.query('UPDATE enrollments SET last_read_cents = ? WHERE id = ?')")).toBe(false);
   });
 });
+
+/**
+ * The features from the bottom up: each may import the ones before it and never one after it. A feature that
+ * must set off work in a higher one is handed it instead: the balance pipeline reaches enrollments,
+ * collection, pay cycles and schedules through deps.balanceResults (modules/balance-results.ts). The webhooks
+ * feature is the outbox every other feature writes to, so it knows none of them; the collection policy is read
+ * by collection, return rates and the cadence, so it is below them.
+ */
+const FEATURE_ORDER = [
+  'authorizers',
+  'lenders',
+  'webhooks',
+  'bank-data-connections',
+  'payment-connections',
+  'collection-policy',
+  'balance-requests',
+  'return-rates',
+  'schedules',
+  'enrollments',
+  'collection',
+  'pay-cycles',
+  'payment-results-upload',
+  'portal',
+];
+
+/**
+ * The reach upwards that remains, each named: the enrollment service asks collection's rules again when a
+ * borrower is re-sent (chain.ts), and voids a scheduled payment when monitoring stops (decide.ts).
+ */
+const UPWARD_ALLOWED = new Set([
+  'src/modules/enrollments/service.ts → src/modules/collection/chain.ts',
+  'src/modules/enrollments/service.ts → src/modules/collection/decide.ts',
+]);
+
+let graphOfSrc: Map<string, ImportEdge[]> | null = null;
+/** The import graph of src/, read once for the tests that need it. */
+const srcGraph = () => (graphOfSrc ??= importGraph('src'));
+
+const isFeatureFile = (file: string) => /^src\/modules\/[^/]+\//.test(file);
+
+/** The imports of a graph that a rule forbids, as `from → to` (type-only ones too: they point the same way). */
+function upwardImports(graph: Map<string, ImportEdge[]>, forbidden: (from: string, to: string) => boolean): string[] {
+  return [...graph].flatMap(([from, edges]) => edges.filter((e) => forbidden(from, e.to)).map((e) => `${from} → ${e.to}`));
+}
 
 /** Whether source text writes enrollments.state, reason or blocked_reason, or inserts an enrollment. */
 function writesMonitor(text: string): boolean {

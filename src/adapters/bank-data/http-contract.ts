@@ -9,10 +9,11 @@ import {
   OTHER_ERROR_CODE,
 } from './types';
 import { dollarsToCentsRounded } from '../../platform/money';
+import type { PaymentType } from '../../../db/schema/enums';
 
 export interface BalanceRequestBody {
   authorizer_unique_id: string;
-  payment_type: 'ACCOUNT_NUMBER' | 'DEBIT_CARD';
+  payment_type: PaymentType;
   routing_number: string | null;
   account_number: string | null;
   debit_card_number: string | null;

@@ -1,6 +1,7 @@
 import type { RoutingDirectory } from '../routing/directory';
 import { DAY_MS, systemClock, type Clock } from '../../platform/clock';
 import { isBusinessDay } from '../../platform/business-days';
+import { dollarsToCents } from '../../platform/money';
 import {
   type BalanceProvider,
   type BalanceReadRequest,
@@ -79,7 +80,7 @@ export class SandboxBalanceProvider implements BalanceProvider {
     if (account.startsWith(PAY_PATTERN_PREFIX)) {
       const m = /^9997([1-4])(\d{1,7})$/.exec(account);
       if (!m) return failed(NO_MATCH);
-      return { kind: 'balance', balanceCents: payPatternBalance(Number(m[1]) as 1 | 2 | 3 | 4, Number(m[2]) * 100, this.clock.now()) };
+      return { kind: 'balance', balanceCents: payPatternBalance(Number(m[1]) as 1 | 2 | 3 | 4, dollarsToCents(m[2])!, this.clock.now()) };
     }
     const cents = centsFromDigits(account);
     return cents === null ? failed(NO_MATCH) : { kind: 'balance', balanceCents: cents };

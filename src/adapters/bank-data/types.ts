@@ -1,9 +1,11 @@
 // The bank-data provider contract: one balance read per authorizer. Amounts are integer cents; the
 // service turns them into dollars only at the API edge.
 
+import type { PaymentType } from '../../../db/schema/enums';
+
 export interface BalanceReadRequest {
   authorizerUniqueId: string;
-  paymentType: 'ACCOUNT_NUMBER' | 'DEBIT_CARD';
+  paymentType: PaymentType;
   routingNumber: string | null;
   accountNumber: string | null;
   debitCardNumber: string | null;

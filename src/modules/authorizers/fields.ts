@@ -1,4 +1,4 @@
-import { MAX_AMOUNT_CENTS } from '../../platform/money';
+import { centsToDollars, MAX_AMOUNT_CENTS } from '../../platform/money';
 import { Type, type Static } from '@sinclair/typebox';
 import { identifierSchema, METADATA_KEY, METADATA_KEYS_MAX, METADATA_VALUE_MAX, textSchema } from '../../platform/fields';
 import { Int } from '../../platform/schema';
@@ -102,7 +102,7 @@ export const AUTHORIZER_PROPERTIES = {
 export const ThresholdAmount = Type.Number({
   minimum: 0,
   // MAX_AMOUNT_CENTS in dollars: the largest amount any route accepts.
-  maximum: MAX_AMOUNT_CENTS / 100,
+  maximum: centsToDollars(MAX_AMOUNT_CENTS),
   description: 'Dollars (at most two decimals); a balance that meets or exceeds it sends an alert',
 });
 

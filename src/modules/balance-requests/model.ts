@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox';
 import { t } from 'elysia';
 import { BALANCE_KINDS, BATCH_SOURCES, BATCH_STATUSES, PAYMENT_TYPES } from '../../../db/schema/enums';
 import { pageTokenQuery } from '../../platform/pagination';
@@ -27,6 +28,7 @@ export const BalanceRequestBody = t.Object(
   },
   { additionalProperties: false, examples: [{ authorizers: [exampleAuthorizer], webhook_url: 'https://hooks.example.com/balances' }] },
 );
+export type BalanceRequest = Static<typeof BalanceRequestBody>;
 
 export const FailedAuthorizer = t.Object({
   authorizer_unique_id: t.Nullable(t.String()),

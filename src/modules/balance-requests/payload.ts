@@ -1,5 +1,4 @@
 import type { NormalizedAuthorizer, SensitiveFields } from '../authorizers/rules';
-import type { QueuedAuthorizer } from './service';
 import type { Vault } from '../../platform/vault';
 
 // Compact encodings of a batch's payload: one positional array per authorizer instead of an object with
@@ -8,6 +7,17 @@ import type { Vault } from '../../platform/vault';
 // where the event loop's time went when accepting. Compressing before sealing lets a sealed value's length
 // say something of how alike its borrowers are; it is stored at rest and never shown to a caller. A payload
 // stored before compression (JSON text) is read as it is.
+
+/** The part of an authorizer kept in the clear, as stored in batch_payloads.items. */
+export interface QueuedAuthorizer {
+  id: string;
+  type: NormalizedAuthorizer['paymentType'];
+  routing: string | null;
+  phone: string | null;
+  zip: string | null;
+  meta: Record<string, string | number | boolean> | null;
+  threshold: number | null;
+}
 
 /** The first bytes of a zstd frame; packed JSON starts with `[`. */
 const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd];

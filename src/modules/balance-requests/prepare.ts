@@ -1,8 +1,7 @@
 import { readJson } from '../../http/body';
 import { validateAuthorizerList, type AuthorizerRuleOptions, type FailedAuthorizer } from '../authorizers/rules';
-import { BalanceRequestBody } from './model';
+import { BalanceRequestBody, type BalanceRequest } from './model';
 import { packBatch, type PackedBatch } from './payload';
-import type { BalanceRequest } from './service';
 
 // The CPU-heavy part of accepting POST /v1/balance_requests, on the body's bytes alone: the JSON read and
 // checked against its schema, every authorizer's rules, the payload packed and sealed, the body's hash. No

@@ -14,7 +14,7 @@ import { bankLinkRelinks } from '../../../db/schema';
 import { connectionFor, markRead } from '../bank-data-connections/service';
 import { pushToEndpoints } from '../webhooks/endpoints';
 import { enqueueWebhook } from '../webhooks/service';
-import type { CompletedBatch, RecordedRead } from '../hooks';
+import type { CompletedBatch, RecordedRead } from './results';
 import type { SensitiveFields } from '../authorizers/rules';
 import { openSensitive, unpackItems } from './payload';
 import { IDEMPOTENCY_TTL_MS } from './service';
@@ -207,8 +207,9 @@ function readRequest(item: ClaimedItem, s: SensitiveFields): BalanceReadRequest 
 }
 
 /**
- * Records outcomes in one transaction: results (one per item, enforced by a unique key), retries, batch
- * counters, and, with the last result of a batch, its completion, its webhook and the features' hooks.
+ * Records outcomes in one transaction: results (one per item, enforced by a unique key), retries, what the
+ * results set off (deps.balanceResults, listed in modules/balance-results.ts), batch counters, and, with the
+ * last result of a batch, its completion and its webhook, then what the completion sets off.
  */
 function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): void {
   if (outcomes.length === 0) return;
@@ -250,7 +251,7 @@ function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): void {
       }
     }
     markRead(tx.tx, [...readThrough], ctx.deps.clock.now());
-    if (recorded.length > 0) for (const hook of ctx.deps.hooks.balancesRecorded) hook(tx, recorded);
+    if (recorded.length > 0) ctx.deps.balanceResults.afterResults(tx, recorded);
     for (const [batchId, n] of added) {
       const b = q.bumpProcessed(tx.tx, batchId, n);
       if (b && b.completed) completeBatch(tx, { id: b.id, lenderId: b.lenderId, source: b.source, scheduleId: b.scheduleId, webhookUrl: b.webhookUrl, completedAt: ctx.deps.clock.now() });
@@ -319,7 +320,7 @@ function limiterOf(deps: Deps): Limiter {
   return l;
 }
 
-/** Inside the transaction of the batch's last result: completed, its notification in the outbox, then the hooks. */
+/** Inside the transaction of the batch's last result: completed, its notification in the outbox, then what it sets off. */
 function completeBatch(ctx: JobContext & { tx: Tx }, b: CompletedBatch): void {
   ctx.tx.update(batches).set({ status: 'completed', completedAt: b.completedAt }).where(eq(batches.id, b.id)).run();
   if (b.webhookUrl) {
@@ -339,7 +340,7 @@ function completeBatch(ctx: JobContext & { tx: Tx }, b: CompletedBatch): void {
       },
     });
   }
-  for (const hook of ctx.deps.hooks.batchCompleted) hook(ctx, b);
+  ctx.deps.balanceResults.afterBatchCompleted(ctx, b);
 }
 
 /**

@@ -1,5 +1,4 @@
 import { connectedProviders } from '../bank-data-connections/service';
-import type { Static } from '@sinclair/typebox';
 import { and, asc, count, desc, eq, gt, lt, ne } from 'drizzle-orm';
 import { balanceResults, batches } from '../../../db/schema';
 import type { BatchSource } from '../../../db/schema/enums';
@@ -14,7 +13,7 @@ import { centsToDollarsOrNull } from '../../platform/money';
 import { keysetPage, olderThan, type PageQuery } from '../../platform/pagination';
 import { validateWebhookUrl } from '../webhooks/service';
 import { validateAuthorizerList, validateAuthorizers, type AuthorizerCandidate, type FailedAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
-import type { BalanceRequestBody } from './model';
+import type { BalanceRequest } from './model';
 import { packBatch, type PackedBatch } from './payload';
 import { prepareOffLoop } from './accept-offload';
 import * as q from './queries';
@@ -25,25 +24,12 @@ import type { SealedColumn } from '../../platform/vault';
 export const QUEUE_FULL_RETRY_AFTER_S = 30;
 export const IDEMPOTENCY_TTL_MS = DAY_MS;
 
-export type BalanceRequest = Static<typeof BalanceRequestBody>;
-
 export interface SubmissionResponse {
   batch_id: string;
   submitted_at: string;
   message: string;
   failed_authorizers: FailedAuthorizer[];
   warnings?: string[];
-}
-
-/** The part of an authorizer kept in the clear, as stored in batch_payloads.items. */
-export interface QueuedAuthorizer {
-  id: string;
-  type: NormalizedAuthorizer['paymentType'];
-  routing: string | null;
-  phone: string | null;
-  zip: string | null;
-  meta: Record<string, string | number | boolean> | null;
-  threshold: number | null;
 }
 
 export type Batch = typeof batches.$inferSelect;

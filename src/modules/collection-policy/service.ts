@@ -4,7 +4,7 @@ import type { Ctx } from '../../deps';
 import { isoOrNull } from '../../platform/clock';
 import { dbOf, withTransaction } from '../../platform/context';
 import type { Db } from '../../platform/db';
-import { DEFAULT_POLICY, type CollectionPolicy } from '../collection/rules';
+import { DEFAULT_POLICY, type CollectionPolicy } from './policy';
 import type { PolicyPatchInput } from './model';
 import { policyRow } from './queries';
 

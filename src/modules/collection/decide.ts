@@ -1,7 +1,7 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { enrollments, payments } from '../../../db/schema';
 import { newId } from '../../platform/ids';
-import type { MonitoringReadHook, MonitoringStoppedHook } from '../hooks';
+import type { RecordedRead } from '../balance-requests/results';
 import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { addBusinessDays } from '../../platform/business-days';
@@ -19,7 +19,8 @@ import { evaluateReturnRates } from '../return-rates/watch';
 import { anyExceeded } from '../return-rates/service';
 
 /**
- * The collection decision, called with each monitoring read in the transaction that records it. A payment of
+ * The collection decision, called with each monitoring read in the transaction that records it (the chain in
+ * modules/balance-results.ts). A payment of
  * the current collectable_amount is initiated on the borrower's rail exactly when all of these hold: the
  * monitor is `monitored` and inside its window; no payment of the borrower is in flight; the collection rules
  * allow one (the debt's chain of presentments has room, no new authorization is needed); nothing blocks it
@@ -27,7 +28,7 @@ import { anyExceeded } from '../return-rates/service';
  * covers the amount plus COLLECTION_MARGIN_CENTS. The payment row (status initiating, its id the idempotency
  * key) is committed with the read; the dispatch job sends it. No key → skipped, with blocked_reason.
  */
-export const decideCollection: MonitoringReadHook = (ctx, read) => {
+export function decideCollection(ctx: JobContext & { tx: Tx }, read: RecordedRead & { enrollmentId: string }): void {
   const { tx, deps } = ctx;
   const now = deps.clock.now();
   const e = tx.select().from(enrollments).where(eq(enrollments.id, read.enrollmentId)).get();
@@ -127,7 +128,7 @@ export const decideCollection: MonitoringReadHook = (ctx, read) => {
       debit_on: iso(debitOn).slice(0, 10),
     });
   }
-};
+}
 
 /**
  * A scheduled payment ends without moving money: voided (an event on its reference, source `service`), its
@@ -154,7 +155,7 @@ export function voidScheduled(ctx: JobContext & { tx: Tx }, p: { id: string; len
 }
 
 /** Monitoring stopped (removal, erasure): a scheduled payment of the borrower never goes out. */
-export const voidScheduledOnStop: MonitoringStoppedHook = (ctx, stopped) => {
+export function voidScheduledOnStop(ctx: JobContext & { tx: Tx }, stopped: { enrollmentId: string }): void {
   const p = q.scheduledPaymentOf(ctx.tx, stopped.enrollmentId);
   if (p) voidScheduled(ctx, p, 'monitoring of the borrower stopped before its day');
-};
+}

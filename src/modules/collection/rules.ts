@@ -1,4 +1,4 @@
-import type { ReadCadence, ReinitiationAmount } from '../../../db/schema/enums';
+import type { CollectionPolicy } from '../collection-policy/policy';
 import { DAY_MS } from '../../platform/clock';
 import { isRetryableReturn } from '../../adapters/processors/return-codes';
 import type { ChainBlock } from '../enrollments/monitor';
@@ -18,22 +18,6 @@ import type { ChainBlock } from '../enrollments/monitor';
 //   further attempt without a new authorization obtained after the second failure. A settlement resets it.
 
 export const REINITIATION_WINDOW_MS = 180 * DAY_MS;
-
-export interface CollectionPolicy {
-  cfpbCovered: boolean;
-  maxReinitiations: number;
-  reinitiationAmount: ReinitiationAmount;
-  /** Business days of notice before each debit; 0: a debit goes out as soon as the balance covers it. */
-  noticeDays: number;
-  /** No new ACH payment while a return-rate class is at or above its threshold. */
-  returnRatePause: boolean;
-  /** When monitored borrowers are read: around predicted paydays, or on the fixed interval. */
-  readCadence: ReadCadence;
-  /** A debit waits until the balance covers the amount plus this. */
-  debitBufferCents: number;
-}
-
-export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0 };
 
 /** A payment of the borrower as the rules see it (every enrollment period: an R08 or two failures outlive a re-send). */
 export interface PastPayment {

@@ -3,7 +3,7 @@ import { ledgerEntries } from '../../../db/schema';
 import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
 import { dbOf } from '../../platform/context';
-import type { Enrollment } from './service';
+import type { Enrollment } from './borrower';
 import { exactCents } from '../../platform/money';
 import * as q from './queries';
 

@@ -1,20 +1,20 @@
 import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import { batches, enrollments } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
-import { withTransaction } from '../../platform/context';
+import { withTransaction, type Tx } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import type { NormalizedAuthorizer } from '../authorizers/rules';
 import { insertBatch } from '../balance-requests/service';
-import type { BalancesRecordedHook } from '../hooks';
-import { heldReasonOf, openBorrower } from './service';
+import type { RecordedRead } from '../balance-requests/results';
+import { openBorrower } from './borrower';
+import { heldReasonOf } from './service';
 import { applyMonitorEvent, dueLapses } from './monitor-store';
 import * as q from './queries';
-import { learnAndSchedule } from '../pay-cycles/learn';
 
 // Monitoring: every monitored borrower's balance is read at enrollment and then every MONITOR_READ_INTERVAL_MS,
 // through the balance pipeline (same provider, concurrency, retries, fairness; each read is in the
-// authorizer's history). Each recorded read is set on the enrollment and handed to the `monitoringRead`
-// hooks, in the transaction that records it: that is where collection decides whether to debit.
+// authorizer's history). Each recorded read is set on the enrollment, then collection decides whether to
+// debit, in the transaction that records it (the chain is in modules/balance-results.ts).
 
 /**
  * Reads queued per transaction. Each costs a borrower's record opened and re-sealed in a batch, so a slice of
@@ -86,35 +86,30 @@ export async function queueAllDueReads(deps: Deps, signal?: AbortSignal): Promis
   }
 }
 
-/**
- * The balance pipeline's hook: results of monitoring batches are set on their enrollments and handed to the
- * monitoring-read hooks (collection), in the transaction that records them.
- */
-export const recordMonitoringReads: BalancesRecordedHook = (ctx, reads) => {
+/** The results of monitoring batches among recorded results, in their order: the borrowers' monitoring reads. */
+export function monitoringReadsAmong(tx: Tx, reads: RecordedRead[]): RecordedRead[] {
   const batchIds = [...new Set(reads.map((r) => r.batchId))];
   const monitoring = new Set(
-    ctx.tx
+    tx
       .select({ id: batches.id })
       .from(batches)
       .where(and(inArray(batches.id, batchIds), eq(batches.source, 'monitoring')))
       .all()
       .map((b) => b.id),
   );
-  if (monitoring.size === 0) return;
-  for (const r of reads) {
-    if (!monitoring.has(r.batchId)) continue;
-    const e = ctx.tx
-      .update(enrollments)
-      .set({ lastReadCents: r.balanceCents, lastReadAt: r.at })
-      .where(and(eq(enrollments.lenderId, r.lenderId), eq(enrollments.authorizerUniqueId, r.authorizerUniqueId)))
-      .returning({ id: enrollments.id })
-      .get();
-    if (!e) continue;
-    for (const hook of ctx.deps.hooks.monitoringRead) hook(ctx, { ...r, enrollmentId: e.id });
-    // When to read next: around the paydays the borrower's history shows, under the lender's cadence.
-    learnAndSchedule(ctx, { enrollmentId: e.id, lenderId: r.lenderId, aid: r.authorizerUniqueId, at: r.at });
-  }
-};
+  return monitoring.size === 0 ? [] : reads.filter((r) => monitoring.has(r.batchId));
+}
+
+/** A monitoring read set on its borrower's enrollment as the last read: the enrollment's id, or null when it has none. */
+export function setLastRead(tx: Tx, r: RecordedRead): string | null {
+  const e = tx
+    .update(enrollments)
+    .set({ lastReadCents: r.balanceCents, lastReadAt: r.at })
+    .where(and(eq(enrollments.lenderId, r.lenderId), eq(enrollments.authorizerUniqueId, r.authorizerUniqueId)))
+    .returning({ id: enrollments.id })
+    .get();
+  return e ? e.id : null;
+}
 
 /** Lapses and re-checks per transaction; the jobs yield between slices. */
 export const MONITORS_PER_SLICE = 200;

@@ -5,7 +5,8 @@ import { iso } from '../../platform/clock';
 import { dbOf } from '../../platform/context';
 import { Conflict, NotFound } from '../../platform/errors';
 import type { EnrollmentInput } from './service';
-import { enroll, openBorrower } from './service';
+import { openBorrower } from './borrower';
+import { enroll } from './service';
 
 // The portal's borrower actions, as the API does them: a borrower is re-sent (POST /v1/payment_enrollments)
 // with what is stored of it, with a new collectable amount or as it was (which resumes a removed borrower).

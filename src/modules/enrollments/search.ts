@@ -7,7 +7,7 @@ import { dbOf, withTransaction, type Tx } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import type { Vault } from '../../platform/vault';
 import type { SensitiveFields } from '../authorizers/rules';
-import { openBorrower } from './service';
+import { openBorrower } from './borrower';
 
 // Borrower search by name, phone, last four and payment reference, without opening a borrower to search it.
 // Names, phones and last fours are sealed with the borrower; beside them each is stored as an HMAC of its

@@ -14,13 +14,14 @@ import { keysetPage } from '../../platform/pagination';
 import type { SealedColumn } from '../../platform/vault';
 import { CardRefused, ProcessorUnavailable, type TokenizedCard } from '../../adapters/processors';
 import { validateAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
-import { packSensitive, unpackSensitive } from '../balance-requests/payload';
 import { eraseBorrowerDetails } from '../balance-requests/erase';
+import { openBorrower, sealBorrower, type Enrollment } from './borrower';
 import { resolveKey } from '../payment-connections/resolve';
 import { Borrower, type EnrollmentRequest, type IdsBody } from './model';
 import * as q from './queries';
 import { applyMonitorEvent, enrollStatement, monitorsOf } from './monitor-store';
 import { holdChain } from '../collection/chain';
+import { voidScheduledOnStop } from '../collection/decide';
 import type { BlockedReason } from './monitor';
 import { ledgerOf, type LedgerView } from './ledger';
 import { indexBorrower, unindexBorrower } from './search';
@@ -30,30 +31,11 @@ const TOKENIZE_CONCURRENCY = 8;
 export type EnrollmentInput = Static<typeof EnrollmentRequest>;
 export type IdsInput = Static<typeof IdsBody>;
 
-export type Enrollment = typeof enrollments.$inferSelect;
-
 /** Columns of this feature holding vault-sealed values (null once erased). */
 export const sealedColumns: SealedColumn[] = [
   { table: 'enrollments', key: 'id', column: 'sealed' },
   { table: 'enrollments', key: 'id', column: 'card_token_sealed' },
 ];
-
-/** What is sealed per borrower: the fields a balance read needs, and the rest of the personal data. */
-export interface SealedBorrower {
-  s: NormalizedAuthorizer['sensitive'];
-  phone: string | null;
-  zip: string | null;
-}
-
-// Sealed in the compact positional form of balance payloads: a third of the bytes to seal, write and fsync
-// for each of up to 1000 borrowers of a request.
-export const sealBorrower = (deps: Pick<Deps, 'vault'>, b: SealedBorrower): string =>
-  deps.vault.seal(JSON.stringify([packSensitive([b.s]), b.phone, b.zip]));
-
-export function openBorrower(deps: Pick<Deps, 'vault'>, sealed: string): SealedBorrower {
-  const [s, phone, zip] = JSON.parse(deps.vault.open(sealed)) as [string, string | null, string | null];
-  return { s: unpackSensitive(s)[0]!, phone, zip };
-}
 
 type Outcome = 'enrolled' | 'updated' | 'held' | 'failed';
 interface Result {
@@ -301,7 +283,7 @@ export function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { body: Ids
       if (!e) return { authorizer_unique_id: aid, outcome: 'unknown' as const };
       if (e.state !== 'monitored') return { authorizer_unique_id: aid, outcome: 'not_monitored' as const };
       applyMonitorEvent(tx.tx, { enrollmentId: e.id, event: { type: 'removed' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
-      for (const hook of ctx.deps.hooks.monitoringStopped) hook(tx, { enrollmentId: e.id });
+      voidScheduledOnStop(tx, { enrollmentId: e.id });
       existing.set(aid, { ...e, state: 'removed' });
       return { authorizer_unique_id: aid, outcome: 'removed' as const };
     });
@@ -325,7 +307,7 @@ export function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: IdsInp
       const e = existing.get(aid);
       if (!e) return { authorizer_unique_id: aid, outcome: 'unknown' as const };
       applyMonitorEvent(tx.tx, { enrollmentId: e.id, event: { type: 'erased' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
-      for (const hook of ctx.deps.hooks.monitoringStopped) hook(tx, { enrollmentId: e.id });
+      voidScheduledOnStop(tx, { enrollmentId: e.id });
       tx.tx
         .update(enrollments)
         .set({ sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, erasedAt: now, updatedAt: now })

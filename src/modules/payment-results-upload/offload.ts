@@ -2,7 +2,7 @@ import type { Ctx, Deps } from '../../deps';
 import * as domainErrors from '../../platform/errors';
 import { writeGate } from '../../platform/context';
 import { bytesToPost, oncePerDatabase, revivedError, type PostedError } from '../../platform/thread';
-import type { UploadAnswer, UploadForm, UploadInput } from './service';
+import type { UploadAnswer, UploadForm, UploadInput } from './types';
 
 // The upload worker, as the main thread sees it: one Bun Worker per database, started at the first upload,
 // with its own SQLite connection to the same file. It works on one upload at a time, given the file's bytes

@@ -2,6 +2,7 @@ import type { Db } from '../../platform/db';
 import { newId } from '../../platform/ids';
 import { writeGate } from '../../platform/context';
 import { uploadWorkerOf } from './offload';
+import type { UploadAnswer, UploadForm, UploadInput, UploadReport, UploadSummary } from './types';
 import { parse } from 'csv-parse';
 import { isUtf8 } from 'node:buffer';
 import { once } from 'node:events';
@@ -33,17 +34,6 @@ import {
 // all of them or none. A dry run does all of it and rolls the transaction back.
 
 export const UPLOAD_LIMIT_BYTES = 10 * 1024 * 1024;
-
-export interface UploadReport {
-  format: 'generic' | 'annotated_export';
-  rowCount: number;
-  dataRowCount: number;
-  matched: number;
-  needsAttention: number;
-  dryRun: boolean;
-  rows: { row: number; reference: string; authorizerUniqueId: string | null; status: string; amountCents: number }[];
-  problems: { row: number; reason: string; severity: 'error' | 'warning' }[];
-}
 
 /** UTF-8 (a byte-order mark allowed) and at most 10 MB, or a 400 before any row is read. */
 function checkFile(bytes: Uint8Array): void {
@@ -332,30 +322,7 @@ async function readRows(bytes: Uint8Array, now: number, budget: UploadBudget) {
   return { format, parsed, problems, dataRowCount, headerOk: columns !== null && readable };
 }
 
-/**
- * The file (or the request's whole multipart body, read where the upload runs), whether to write nothing,
- * and whether the caller gives the bytes up (they may be moved to the worker, not copied).
- */
-export interface UploadInput {
-  bytes: Uint8Array;
-  /** Set when `bytes` is a multipart/form-data body (this is its content type): the file is its part `file`. */
-  multipart?: string;
-  dryRun: boolean;
-  handOver?: boolean;
-  /** Who sends it, for the upload history: the portal user's name, or the API key's prefix. */
-  creator?: string | null;
-}
-
-/** The counts and the first problems of a report, for a page: what the portal shows. */
-export interface UploadSummary extends Omit<UploadReport, 'rows'> {
-  /** How many entries `problems` of the full report has; `problems` here holds the first SUMMARY_PROBLEMS. */
-  problemCount: number;
-}
 export const SUMMARY_PROBLEMS = 200;
-
-/** The report as the API answers it (its JSON, made where the report was) or as a page shows it. */
-export type UploadForm = 'json' | 'summary';
-export type UploadAnswer = { form: 'json'; json: Uint8Array[] } | { form: 'summary'; summary: UploadSummary };
 
 /** The report in the form asked for: made in the worker, so a report of many megabytes never passes through the event loop as objects. */
 export function answerOf(report: UploadReport, form: UploadForm): UploadAnswer {

@@ -5,8 +5,8 @@ import type { Config } from '../../config';
 import type { Deps } from '../../deps';
 import type { Lender } from '../../platform/context';
 import { absent, openThreadPlatform, postedError } from '../../platform/thread';
-import { featureHooks } from '..';
-import { answerOf, budgetOf, processUpload, type UploadForm } from './service';
+import { answerOf, budgetOf, processUpload } from './service';
+import type { UploadForm } from './types';
 
 declare const self: Worker;
 
@@ -40,7 +40,7 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
       linked: absent('linked'),
       routing: absent('routing'),
       processors: absent('processors'),
-      hooks: featureHooks(),
+      balanceResults: absent('balanceResults'),
     };
     return;
   }

@@ -8,7 +8,7 @@ import { centsToDollars } from '../../platform/money';
 import { enqueueWebhook, MAX_PAYLOAD_BYTES } from '../webhooks/service';
 import { insertBatch, thresholdHits } from '../balance-requests/service';
 import type { NormalizedAuthorizer, SensitiveFields } from '../authorizers/rules';
-import type { BatchCompletedHook } from '../hooks';
+import type { CompletedBatch } from '../balance-requests/results';
 import { nextRunAfter } from './times';
 import * as q from './queries';
 
@@ -114,11 +114,11 @@ function chunkAlerts<T>(alerts: T[], base: Record<string, unknown>): T[][] {
 }
 
 /**
- * The schedules' batch-completion hook, called in the transaction that completes a run's batch:
- * last_run_at, and one BALANCE_THRESHOLD_ALERT listing every authorizer whose balance meets or exceeds its
- * threshold.
+ * A schedule's run completed, called in the transaction that completes its batch (the chain in
+ * modules/balance-results.ts): last_run_at, and one BALANCE_THRESHOLD_ALERT listing every authorizer whose
+ * balance meets or exceeds its threshold.
  */
-export const onScheduleBatchCompleted: BatchCompletedHook = (ctx, batch) => {
+export function onScheduleBatchCompleted(ctx: JobContext & { tx: Tx }, batch: CompletedBatch): void {
   if (batch.source !== 'schedule' || !batch.scheduleId) return;
   const scheduleId = batch.scheduleId;
   const s = ctx.tx
@@ -149,7 +149,7 @@ export const onScheduleBatchCompleted: BatchCompletedHook = (ctx, batch) => {
       },
     });
   }
-};
+}
 
 export const scheduleJob: Job<Deps> = {
   name: 'schedule-runs',

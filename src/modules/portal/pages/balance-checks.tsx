@@ -12,7 +12,7 @@ import { DomainError } from '../../../platform/errors';
 import { formOf, page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
 import { Choice, Csrf, Facts, Notice, Pager, Table, Time, type Message } from '../ui/components';
-import { count, dollars } from '../ui/format';
+import { count, dollarAmount } from '../ui/format';
 
 // /portal/balance-checks: a balance CSV sent from the browser (each row that failed, with its reason, as the
 // API lists them), and the lender's batches, newest first and paged: the batches it sent by default, the
@@ -104,7 +104,7 @@ function BatchContent(props: { deps: Deps; s: PortalSession; id: string; token?:
         phone={[0, 1, 2]}
         rows={results.balances.map((r) => [
           r.authorizer_unique_id,
-          r.balance === null ? '—' : dollars(Math.round(r.balance * 100)),
+          r.balance === null ? '—' : dollarAmount(r.balance),
           `${r.balance_status_code} ${STATUS_MESSAGES[r.balance_status_code] ?? ''}`.trim(),
           <Time at={r.timestamp} now={props.now} />,
         ])}

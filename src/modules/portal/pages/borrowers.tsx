@@ -224,7 +224,7 @@ function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid:
         <form method="post" action={borrowerHref(e.authorizer_unique_id, 'amount')} aria-label="Change the collectable amount">
           <Csrf token={props.view.user.csrf} />
           <label for="amount">Collectable amount, in dollars</label>
-          <input id="amount" name="amount" inputmode="decimal" required value={(e.collectable_amount / 100).toFixed(2)} maxlength={20} />
+          <input id="amount" name="amount" inputmode="decimal" required value={formatCents(e.collectable_amount)} maxlength={20} />
           <small>The borrower is re-sent with this amount (POST /v1/payment_enrollments): no single payment exceeds it.</small>
           <button type="submit">Change amount</button>
         </form>

@@ -8,7 +8,7 @@ import { runScheduleNow } from '../../schedules/run-now';
 import { page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
 import { ActionButton, Choice, Facts, Notice, Pager, Table, Time, type Message } from '../ui/components';
-import { count, dollars } from '../ui/format';
+import { count, dollarAmount } from '../ui/format';
 
 // /portal/monitoring: the lender's balance-monitoring schedules (GET /v1/monitoring/schedules), filtered by status and
 // paged, and one schedule's settings.
@@ -89,7 +89,7 @@ function showSchedule(deps: Deps, session: PortalSession, id: string, message?: 
         ['Next run', <Time at={x.next_run_at} now={view.now} />],
         ['Last run', x.last_run_at ? <Time at={x.last_run_at} now={view.now} /> : 'never'],
         ['Authorizers', count(x.total_authorizers)],
-        ['Threshold', x.threshold_amount === null ? '—' : dollars(Math.round(x.threshold_amount * 100))],
+        ['Threshold', x.threshold_amount === null ? '—' : dollarAmount(x.threshold_amount)],
         ['Webhook', x.webhook ?? '—'],
         ['Created', <Time at={x.created_at} now={view.now} />],
       ]}

@@ -2,6 +2,8 @@
 // separators, and bidirectional control characters made visible so a stored value cannot reorder what is
 // shown around it (`‮exe.txt` must not read as `txt.exe`).
 
+import { dollarsToCentsRounded } from '../../../platform/money';
+
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const pad = (n: number) => String(n).padStart(2, '0');
 
@@ -46,6 +48,15 @@ export function dollars(cents: number | bigint): string {
   const abs = c < 0n ? -c : c;
   const whole = (abs / 100n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
   return `${sign}$${whole}.${pad(Number(abs % 100n))}`;
+}
+
+/**
+ * Dollars as the API answers them (123.45) as "$123.45": turned into cents by the money helper, so dollars
+ * become cents in one place.
+ */
+export function dollarAmount(amount: number): string {
+  const cents = dollarsToCentsRounded(amount);
+  return cents === null ? '—' : dollars(cents);
 }
 
 /** A count with separators: 12,345. */

@@ -1,11 +1,13 @@
 import { t, type TSchema } from 'elysia';
-import { RATE_STATUSES, type WebhookType } from '../../../db/schema/enums';
-import { Int, OneOf } from '../../platform/schema';
-import { PaymentEvent } from '../collection/model';
-import { BankLinkView } from '../authorizers/fields';
+import { RATE_STATUSES, type WebhookType } from '../../db/schema/enums';
+import { Int, OneOf } from '../platform/schema';
+import { PaymentEvent } from './collection/model';
+import { BankLinkView } from './authorizers/fields';
 
 // What each webhook the service sends carries, for the OpenAPI document's `webhooks` section. Every delivery
-// is a POST signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature).
+// is a POST signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature). The payloads are
+// the sending features' (a payment event is collection's), so the table sits above them, beside the features'
+// index, and the webhooks feature (the outbox and its delivery) knows none of them.
 
 const base = (type: WebhookType) => ({
   event_uuid: t.String({ format: 'uuid', description: 'Unique per delivery; the webhook-id header too' }),

@@ -1,0 +1,24 @@
+import type { BatchSource } from '../../../db/schema/enums';
+
+// What the balance pipeline hands on when it records results: each result, and a batch that has its last one.
+// The features that react to them are called in order from one place, modules/balance-results.ts.
+
+/** A balance result as recorded. */
+export interface RecordedRead {
+  batchId: string;
+  lenderId: string;
+  authorizerUniqueId: string;
+  balanceCents: number | null;
+  statusCode: number;
+  at: number;
+}
+
+/** A batch whose last result was just recorded. */
+export interface CompletedBatch {
+  id: string;
+  lenderId: string;
+  source: BatchSource;
+  scheduleId: string | null;
+  webhookUrl: string | null;
+  completedAt: number;
+}

@@ -1,0 +1,43 @@
+import type { BalanceResultChain, JobContext } from '../deps';
+import type { Tx } from '../platform/context';
+import type { CompletedBatch, RecordedRead } from './balance-requests/results';
+import { monitoringReadsAmong, setLastRead } from './enrollments/monitoring';
+import { decideCollection } from './collection/decide';
+import { learnAndSchedule } from './pay-cycles/learn';
+import { onScheduleBatchCompleted } from './schedules/runs';
+
+// What a balance result sets off, in one place. The balance pipeline (balance-requests/processing.ts) records
+// a flush of results in one transaction and calls these two steps inside it, so what they write commits with
+// the results or not at all. It sits below the features reached here, so the composition root hands it this
+// chain (deps.balanceResults) instead of the pipeline importing them.
+//
+// afterBalanceResults, for each result of a monitoring batch (the due check's, or a read asked for now), in order:
+//   1. the borrower's enrollment takes it as its last read (enrollments/monitoring.ts);
+//   2. collection decides (collection/decide.ts): a scheduled payment goes out on its day or is voided, a
+//      payment of the collectable amount is initiated (scheduled, with PAYMENT_SCHEDULED in the outbox, when
+//      the policy gives notice), or the borrower is blocked (ENROLLMENT_BLOCKED in the outbox). For a lender
+//      that pauses on breach, an ACH payment first has the return rates evaluated (return-rates/watch.ts),
+//      which puts RETURN_RATE_ALERT in the outbox when a class changes status;
+//   3. the next read is set from the borrower's pay cycle and the lender's cadence (pay-cycles/learn.ts).
+// The pipeline then counts each batch's results; with a batch's last one it marks the batch completed and
+// puts BALANCE_BATCH_COMPLETED in the outbox for the batch's webhook_url, then
+// afterBatchCompleted:
+//   4. a schedule's run: last_run_at, and BALANCE_THRESHOLD_ALERT in the outbox (schedules/runs.ts).
+//
+// The outbox is the webhooks feature's (webhooks/endpoints.ts, webhooks/service.ts): what is put in it is
+// delivered after the transaction commits.
+
+export function afterBalanceResults(ctx: JobContext & { tx: Tx }, reads: RecordedRead[]): void {
+  for (const r of monitoringReadsAmong(ctx.tx, reads)) {
+    const enrollmentId = setLastRead(ctx.tx, r);
+    if (enrollmentId === null) continue;
+    decideCollection(ctx, { ...r, enrollmentId });
+    learnAndSchedule(ctx, { enrollmentId, lenderId: r.lenderId, aid: r.authorizerUniqueId, at: r.at });
+  }
+}
+
+export function afterBatchCompleted(ctx: JobContext & { tx: Tx }, batch: CompletedBatch): void {
+  onScheduleBatchCompleted(ctx, batch);
+}
+
+export const balanceResultChain: BalanceResultChain = { afterResults: afterBalanceResults, afterBatchCompleted };

@@ -1,0 +1,20 @@
+import type { ReadCadence, ReinitiationAmount } from '../../../db/schema/enums';
+
+// A lender's collection policy as the rules read it, and what a lender without one gets. The policy's own
+// feature owns it; collection (the rules, the decision, the chain check) and the cadence read it.
+
+export interface CollectionPolicy {
+  cfpbCovered: boolean;
+  maxReinitiations: number;
+  reinitiationAmount: ReinitiationAmount;
+  /** Business days of notice before each debit; 0: a debit goes out as soon as the balance covers it. */
+  noticeDays: number;
+  /** No new ACH payment while a return-rate class is at or above its threshold. */
+  returnRatePause: boolean;
+  /** When monitored borrowers are read: around predicted paydays, or on the fixed interval. */
+  readCadence: ReadCadence;
+  /** A debit waits until the balance covers the amount plus this. */
+  debitBufferCents: number;
+}
+
+export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0 };

@@ -9,7 +9,7 @@ import type { Ctx } from '../../deps';
 import { withReadSnapshot, withTransaction, type Tx } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
 import { madeForAnotherLender, matchReference, namesInReference, type MatchSource, type PaymentMatch } from '../collection/reference';
-import { recordSlice, staleAgainst, type Observation, type Recorded } from '../collection/record';
+import { knownAmong, recordSlice, staleAgainst, type Known, type Observation, type Recorded } from '../collection/record';
 import { evaluateReturnRates } from '../return-rates/watch';
 import * as q from './queries';
 import { CsvError, toCsvError } from '../../platform/csv';
@@ -499,17 +499,20 @@ async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; in
       const slice = accepted.slice(n, n + PRIOR_SLICE);
       const priors = new Map(q.uploadedAmong(tx.tx, tx.lender.id, slice.map(keyOf)).map((u) => [u.reference, u]));
       lookups.load(slice);
+      // What is recorded of each row's reference and status, read for the slice at once.
+      const known = knownAmong(tx.tx, tx.lender.id, 'upload', slice.map((p) => ({ reference: keyOf(p), sourceEventId: sourceEventIdOf(keyOf(p), p.status) })));
       // A slice is decided with what it found kept apart, so that an attempt undone (a row that could not be
       // recorded: the slice is recorded again row by row) leaves nothing behind.
       const decide = (record: RecordRow | null): SliceDecided => {
         const out: SliceDecided = { rows: [], problems: [], matched: 0 };
-        for (const p of slice) {
+        for (let i = 0; i < slice.length; i++) {
+          const p = slice[i]!;
           const key = keyOf(p);
           const m = lookups.match(p);
           out.rows.push({ row: p.row, reference: key, authorizerUniqueId: m?.authorizerUniqueId ?? p.authorizerUniqueId, status: p.status, amountCents: p.amountCents });
           if (m) out.matched++;
           else out.problems.push({ row: p.row, rule: 7, reason: unmatchedReason(p, key), severity: 'warning' });
-          applyRow(tx, p, key, priors.get(key) ?? null, m, out.problems, now, record);
+          applyRow(tx, p, key, priors.get(key) ?? null, m, known[i]!, out.problems, now, record);
         }
         return out;
       };
@@ -556,6 +559,9 @@ async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; in
   return withReadSnapshot(ctx, run);
 }
 
+/** The source event of a row's outcome: one per reference and status. */
+const sourceEventIdOf = (key: string, status: ParsedRow['status']) => `upload:${key}:${EVENT_STATUS_OF[status]}`;
+
 /** Records a row's outcome (in the slice's savepoint, or its own), or null for a dry run, which writes nothing. */
 type RecordRow = (o: Observation) => Recorded | null;
 
@@ -573,7 +579,7 @@ interface SliceDecided {
  * A dry run decides the same and writes nothing: after rule 6 a file has one row per key, so no row's
  * decision depends on another row's writes, and the report of a dry run is the report of the real upload.
  */
-function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.UploadedRow | null, m: PaymentMatch | null, problems: RowProblem[], now: number, recordRow: RecordRow | null): void {
+function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.UploadedRow | null, m: PaymentMatch | null, known: Known, problems: RowProblem[], now: number, recordRow: RecordRow | null): void {
   const lenderId = tx.lender.id;
   const write = recordRow !== null;
   const record = (status: ParsedRow['status']) => {
@@ -582,7 +588,7 @@ function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.Uplo
       problems.push({ row: p.row, rule: 8, reason: `reference ${key} is recorded as ${current}, which ${p.status} does not move forward; the status was kept`, severity: 'warning' });
     if (!recordRow) {
       // A dry run answers what the upload would: the same warning for a status that would not move forward.
-      const current = staleAgainst(tx.tx, { lenderId, reference: key, paymentId: m.paymentId, status: EVENT_STATUS_OF[status], source: 'upload', sourceEventId: `upload:${key}:${EVENT_STATUS_OF[status]}` });
+      const current = staleAgainst(tx.tx, { lenderId, reference: key, paymentId: m.paymentId, status: EVENT_STATUS_OF[status], source: 'upload', sourceEventId: sourceEventIdOf(key, status), known });
       if (current !== undefined) stale(current);
       return;
     }
@@ -595,11 +601,12 @@ function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.Uplo
       message: null,
       occurredAt: outcomeDate(p) ?? p.submittedAt,
       source: 'upload',
-      sourceEventId: `upload:${key}:${EVENT_STATUS_OF[status]}`,
+      sourceEventId: sourceEventIdOf(key, status),
       enrollmentId: m.enrollmentId,
       authorizerUniqueId: m.authorizerUniqueId,
       paymentId: m.paymentId,
       connectionId: null,
+      known,
     });
     if (r === null) problems.push({ row: p.row, rule: 8, reason: `the outcome could not be recorded for reference ${key}; it was set aside for the operator`, severity: 'error' });
     else if (!r.recorded && r.why === 'stale') stale(r.current);

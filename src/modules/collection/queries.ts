@@ -21,6 +21,24 @@ export const lastEventOf = (db: Db, lenderId: string, reference: string) =>
     )
     .get(lenderId, reference);
 
+/** Which of these source events of a lender were read before: eventSeen for a slice of observations at once. */
+export const seenAmong = (db: Db, lenderId: string, source: EventSource, sourceEventIds: string[]) =>
+  db.$client
+    .query<{ id: string }, [string, string, string]>(
+      'SELECT source_event_id AS id FROM payment_events WHERE lender_id = ? AND source = ? AND source_event_id IN (SELECT value FROM json_each(?))',
+    )
+    .all(lenderId, source, JSON.stringify(sourceEventIds));
+
+/** The latest recorded event of each of some references: lastEventOf for a slice of observations at once. */
+export const lastEventsAmong = (db: Db, lenderId: string, references: string[]) =>
+  db.$client
+    .query<{ reference: string; status: EventStatus; occurredAt: number }, [string, string]>(
+      `SELECT e.reference, e.status, e.occurred_at AS occurredAt FROM json_each(?2) j
+         JOIN payment_events e ON e.rowid = (SELECT rowid FROM payment_events INDEXED BY payment_events_reference_idx
+                                              WHERE lender_id = ?1 AND reference = j.value ORDER BY recorded_at DESC, rowid DESC LIMIT 1)`,
+    )
+    .all(lenderId, JSON.stringify(references));
+
 /** A payment's recorded status. */
 export const paymentStatusOf = (db: Db, id: string) =>
   db.$client.query<{ status: PaymentStatus }, [string]>('SELECT status FROM payments WHERE id = ?').get(id)?.status;

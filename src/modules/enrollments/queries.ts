@@ -53,3 +53,13 @@ export const insertSearchEntry = (tx: Tx, lenderId: string, aid: string, kind: s
   tx.$client
     .query('INSERT OR IGNORE INTO borrower_search (lender_id, authorizer_unique_id, kind, hash, key_id) VALUES (?, ?, ?, ?, ?)')
     .run(lenderId, aid, kind, hash, keyId);
+
+/** The lender's borrowers with both of two name entries (a first and a last name, in either order), off the key. */
+export const borrowersNamed = (db: Db, lenderId: string, one: string, other: string, limit: number) =>
+  db.$client
+    .query<{ aid: string }, [string, string, string, number]>(
+      `SELECT a.authorizer_unique_id AS aid FROM borrower_search a
+         JOIN borrower_search b ON b.lender_id = a.lender_id AND b.kind = 'name' AND b.hash = ?3 AND b.authorizer_unique_id = a.authorizer_unique_id
+        WHERE a.lender_id = ?1 AND a.kind = 'name' AND a.hash = ?2 LIMIT ?4`,
+    )
+    .all(lenderId, one, other, limit);

@@ -1,5 +1,5 @@
-import { createHmac } from 'node:crypto';
 import * as q from './queries';
+import { borrowersNamed } from './queries';
 import { and, asc, eq, gt, gte, isNotNull, lt, notExists, sql } from 'drizzle-orm';
 import { borrowerSearch, enrollments, payments } from '../../../db/schema';
 import type { Ctx, Deps } from '../../deps';
@@ -13,7 +13,8 @@ import { openBorrower } from './borrower';
 // Names, phones and last fours are sealed with the borrower; beside them each is stored as an HMAC of its
 // normalized form under a key derived from the vault key (see db/schema/search.ts). A search normalizes what
 // was typed, hashes it, and seeks the hash: one index look-up per kind, whatever the number of borrowers.
-// Names match whole (a first name, a last name, or both), not by prefix: a prefix cannot be hashed.
+// Names match whole (a first name, a last name, or both), not by prefix: a prefix cannot be hashed. Each name
+// is stored once: both names typed together are found as the borrowers having the one and the other.
 
 export type SearchKind = 'name' | 'phone' | 'last4' | 'reference' | 'id';
 
@@ -26,7 +27,14 @@ const keyOf = (vault: Vault) => {
   if (!k) keys.set(vault, (k = vault.derive('borrower-search')));
   return k;
 };
-const hashOf = (vault: Vault, kind: string, value: string) => createHmac('sha256', keyOf(vault)).update(kind).update('\0').update(value).digest('base64url').slice(0, 32);
+// HMAC-SHA-256 (Bun's hasher: the same digest as node:crypto's createHmac, in half the time).
+const hashOf = (vault: Vault, kind: string, value: string) => new Bun.CryptoHasher('sha256', keyOf(vault)).update(kind).update('\0').update(value).digest('base64url').slice(0, 32);
+
+/**
+ * The entry of a borrower whose first and last names are the same: its two names typed together are not found
+ * as two entries (there is one). The bar cannot be in a normalized name, so no search reaches it otherwise.
+ */
+const sameNames = (name: string) => `${name}|${name}`;
 
 /** A name as it is compared: accents and case dropped, anything but letters and digits one space. */
 export const normalizeName = (s: string) =>
@@ -55,7 +63,8 @@ function termsOf(b: Searchable): { kind: 'name' | 'phone' | 'last4'; value: stri
   const out: { kind: 'name' | 'phone' | 'last4'; value: string }[] = [];
   const first = normalizeName(b.sensitive.firstName ?? '');
   const last = normalizeName(b.sensitive.lastName ?? '');
-  for (const n of new Set([first, last, `${first} ${last}`.trim(), `${last} ${first}`.trim()])) if (n) out.push({ kind: 'name', value: n });
+  for (const n of new Set([first, last])) if (n) out.push({ kind: 'name', value: n });
+  if (first && first === last) out.push({ kind: 'name', value: sameNames(first) });
   const phone = b.phone ? normalizePhone(b.phone) : null;
   if (phone) out.push({ kind: 'phone', value: phone });
   const account = b.sensitive.accountNumber?.replace(/\D/g, '') ?? '';
@@ -65,7 +74,7 @@ function termsOf(b: Searchable): { kind: 'name' | 'phone' | 'last4'; value: stri
 
 /**
  * Replaces a borrower's search entries, in the transaction that stores the borrower (`fresh`: a borrower new to
- * the lender, with none to replace). Cached statements: a 1000-borrower enrollment writes about six entries
+ * the lender, with none to replace). Cached statements: a 1000-borrower enrollment writes about four entries
  * each (bun run bench enrollment).
  */
 export function indexBorrower(tx: Tx, vault: Vault, b: Searchable, opts: { fresh?: boolean } = {}): void {
@@ -108,7 +117,18 @@ export function searchBorrowers({ ctx, input }: { ctx: Ctx; input: { q: string }
       add(r.aid, kind);
   };
   const name = normalizeName(q);
-  if (/\p{L}/u.test(name)) byHash('name', name);
+  if (/\p{L}/u.test(name)) {
+    // A first or a last name whole; then both: each split of the words in two, the borrowers having the one
+    // and the other (first then last, or last then first). At most one split a space of the 255 characters.
+    byHash('name', name);
+    const words = name.split(' ');
+    for (let i = 1; i < words.length; i++) {
+      const a = words.slice(0, i).join(' ');
+      const b = words.slice(i).join(' ');
+      if (a === b) byHash('name', sameNames(a));
+      else for (const r of borrowersNamed(db, lenderId, hashOf(ctx.deps.vault, 'name', a), hashOf(ctx.deps.vault, 'name', b), take)) add(r.aid, 'name');
+    }
+  }
   if (/^\d{4}$/.test(q)) byHash('last4', q);
   const phone = /^[\d\s()+.-]+$/.test(q) ? normalizePhone(q) : null;
   if (phone) byHash('phone', phone);

@@ -10,7 +10,7 @@ import type { Ctx } from '../../deps';
 import { withReadSnapshot, withTransaction, type Tx } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
 import { madeForAnotherLender, matchReference, namesInReference, type MatchSource, type PaymentMatch } from '../collection/reference';
-import { recordOrSetAside, staleAgainst } from '../collection/record';
+import { knownAmong, recordSlice, staleAgainst, type Known, type Observation, type Recorded } from '../collection/record';
 import { evaluateReturnRates } from '../return-rates/watch';
 import * as q from './queries';
 import { CsvError, toCsvError } from '../../platform/csv';
@@ -458,25 +458,36 @@ async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; in
   const run = (tx: Ctx & { tx: Tx }): UploadReport => {
     const rows: UploadReport['rows'] = [];
     let matched = 0;
-    let n = 0;
     const lookups = new Lookups(tx.tx, tx.lender.id);
-    let priors = new Map<string, q.UploadedRow>();
-    for (const p of accepted) {
-      if (n % PRIOR_SLICE === 0) {
-        // Past its time, or its caller gone: the transaction is rolled back, nothing recorded.
-        checkBudget(budget);
-        // After rule 6 a key appears once in a file: what is stored for it now is what its row is decided on.
-        const slice = accepted.slice(n, n + PRIOR_SLICE);
-        priors = new Map(q.uploadedAmong(tx.tx, tx.lender.id, slice.map(keyOf)).map((u) => [u.reference, u]));
-        lookups.load(slice);
-      }
-      if (++n % GC_HINT_ROWS === 0) Bun.gc(false);
-      const key = keyOf(p);
-      const m = lookups.match(p);
-      rows.push({ row: p.row, reference: key, authorizerUniqueId: m?.authorizerUniqueId ?? p.authorizerUniqueId, status: p.status, amountCents: p.amountCents });
-      if (m) matched++;
-      else problems.add({ row: p.row, rule: 7, reason: unmatchedReason(p, key), severity: 'warning' });
-      applyRow(tx, p, key, priors.get(key) ?? null, m, problems, now, !input.dryRun);
+    for (let n = 0; n < accepted.length; n += PRIOR_SLICE) {
+      // Past its time, or its caller gone: the transaction is rolled back, nothing recorded.
+      checkBudget(budget);
+      // After rule 6 a key appears once in a file: what is stored for it now is what its row is decided on.
+      const slice = accepted.slice(n, n + PRIOR_SLICE);
+      const priors = new Map(q.uploadedAmong(tx.tx, tx.lender.id, slice.map(keyOf)).map((u) => [u.reference, u]));
+      lookups.load(slice);
+      // What is recorded of each row's reference and status, read for the slice at once.
+      const known = knownAmong(tx.tx, tx.lender.id, 'upload', slice.map((p) => ({ reference: keyOf(p), sourceEventId: sourceEventIdOf(keyOf(p), p.status) })));
+      // A slice is decided with what it found kept apart, so that an attempt undone (a row that could not be
+      // recorded: the slice is recorded again row by row) leaves nothing behind.
+      const decide = (record: RecordRow | null): SliceDecided => {
+        const out: SliceDecided = { rows: [], problems: [], matched: 0 };
+        for (let i = 0; i < slice.length; i++) {
+          const p = slice[i]!;
+          const key = keyOf(p);
+          const m = lookups.match(p);
+          out.rows.push({ row: p.row, reference: key, authorizerUniqueId: m?.authorizerUniqueId ?? p.authorizerUniqueId, status: p.status, amountCents: p.amountCents });
+          if (m) out.matched++;
+          else out.problems.push({ row: p.row, rule: 7, reason: unmatchedReason(p, key), severity: 'warning' });
+          applyRow(tx, p, key, priors.get(key) ?? null, m, known[i]!, out.problems, now, record);
+        }
+        return out;
+      };
+      const decided = input.dryRun ? decide(null) : recordSlice(tx, decide);
+      for (const r of decided.rows) rows.push(r);
+      for (const p of decided.problems) problems.add(p);
+      matched += decided.matched;
+      if ((n + PRIOR_SLICE) % GC_HINT_ROWS === 0) Bun.gc(false);
     }
     if (!input.dryRun) {
       // Every ledger total is given exactly; a file that would take one past 2^53 cents is refused whole.
@@ -515,6 +526,19 @@ async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; in
   return withReadSnapshot(ctx, run);
 }
 
+/** The source event of a row's outcome: one per reference and status. */
+const sourceEventIdOf = (key: string, status: ParsedRow['status']) => `upload:${key}:${EVENT_STATUS_OF[status]}`;
+
+/** Records a row's outcome (in the slice's savepoint, or its own), or null for a dry run, which writes nothing. */
+type RecordRow = (o: Observation) => Recorded | null;
+
+/** What a slice of rows was decided as: the report's rows and problems, in row order, and its matches. */
+interface SliceDecided {
+  rows: UploadReport['rows'];
+  problems: RowProblem[];
+  matched: number;
+}
+
 /**
  * The re-sending rules, against what is stored for the reference: a new status is recorded (1); an
  * identical row only fills a date recorded without one, never changing one (2); an outcome dated before the
@@ -522,19 +546,20 @@ async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; in
  * A dry run decides the same and writes nothing: after rule 6 a file has one row per key, so no row's
  * decision depends on another row's writes, and the report of a dry run is the report of the real upload.
  */
-function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.UploadedRow | null, m: PaymentMatch | null, problems: Problems, now: number, write: boolean): void {
+function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.UploadedRow | null, m: PaymentMatch | null, known: Known, problems: RowProblem[], now: number, recordRow: RecordRow | null): void {
   const lenderId = tx.lender.id;
+  const write = recordRow !== null;
   const record = (status: ParsedRow['status']) => {
     if (!m) return;
     const stale = (current: string | null) =>
-      problems.add({ row: p.row, rule: 8, reason: `reference ${key} is recorded as ${current}, which ${p.status} does not move forward; the status was kept`, severity: 'warning' });
-    if (!write) {
+      problems.push({ row: p.row, rule: 8, reason: `reference ${key} is recorded as ${current}, which ${p.status} does not move forward; the status was kept`, severity: 'warning' });
+    if (!recordRow) {
       // A dry run answers what the upload would: the same warning for a status that would not move forward.
-      const current = staleAgainst(tx.tx, { lenderId, reference: key, paymentId: m.paymentId, status: EVENT_STATUS_OF[status], source: 'upload', sourceEventId: `upload:${key}:${EVENT_STATUS_OF[status]}` });
+      const current = staleAgainst(tx.tx, { lenderId, reference: key, paymentId: m.paymentId, status: EVENT_STATUS_OF[status], source: 'upload', sourceEventId: sourceEventIdOf(key, status), known });
       if (current !== undefined) stale(current);
       return;
     }
-    const r = recordOrSetAside(tx, {
+    const r = recordRow({
       lenderId,
       reference: key,
       status: EVENT_STATUS_OF[status],
@@ -543,13 +568,14 @@ function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.Uplo
       message: null,
       occurredAt: outcomeDate(p) ?? p.submittedAt,
       source: 'upload',
-      sourceEventId: `upload:${key}:${EVENT_STATUS_OF[status]}`,
+      sourceEventId: sourceEventIdOf(key, status),
       enrollmentId: m.enrollmentId,
       authorizerUniqueId: m.authorizerUniqueId,
       paymentId: m.paymentId,
       connectionId: null,
+      known,
     });
-    if (r === null) problems.add({ row: p.row, rule: 8, reason: `the outcome could not be recorded for reference ${key}; it was set aside for the operator`, severity: 'error' });
+    if (r === null) problems.push({ row: p.row, rule: 8, reason: `the outcome could not be recorded for reference ${key}; it was set aside for the operator`, severity: 'error' });
     else if (!r.recorded && r.why === 'stale') stale(r.current);
   };
   const values = { aid: m?.authorizerUniqueId ?? p.authorizerUniqueId, enrollmentId: m?.enrollmentId ?? null, matched: m !== null, batchId: p.batchId, now };
@@ -567,13 +593,13 @@ function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.Uplo
   }
   const priorOutcome = ['settled', 'returned', 'late_return'].includes(prior.status);
   if (UNDATED.has(p.status) && priorOutcome) {
-    problems.add({ row: p.row, rule: 8, reason: `${p.status} does not replace the ${prior.status} outcome recorded for reference ${key}; ignored`, severity: 'warning' });
+    problems.push({ row: p.row, rule: 8, reason: `${p.status} does not replace the ${prior.status} outcome recorded for reference ${key}; ignored`, severity: 'warning' });
     return;
   }
   const latest = Math.max(prior.settledAt ?? -Infinity, prior.returnedAt ?? -Infinity);
   const date = outcomeDate(p);
   if (date !== null && Number.isFinite(latest) && date < latest) {
-    problems.add({ row: p.row, rule: 8, reason: `its outcome date is earlier than the latest outcome recorded for reference ${key}; ignored`, severity: 'warning' });
+    problems.push({ row: p.row, rule: 8, reason: `its outcome date is earlier than the latest outcome recorded for reference ${key}; ignored`, severity: 'warning' });
     return;
   }
   if (write) q.updateUploaded(tx.tx, { id: prior.id, outcome: { status: p.status, amountCents: p.amountCents, returnCode: p.returnCode }, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values });

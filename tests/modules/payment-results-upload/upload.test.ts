@@ -194,6 +194,28 @@ describe('recording', () => {
     expect((await events(c, 'b1')).map((e) => e.status)).toEqual(['returned']);
   });
 
+  test('a row whose outcome cannot be recorded is set aside alone; the rows around it are recorded and counted once', async () => {
+    const c = await fresh();
+    // A fault the recorder cannot foresee, in the database (the upload worker has its own connection).
+    c.rt.sqlite.run("CREATE TRIGGER poison BEFORE INSERT ON payment_events WHEN NEW.reference = 'POISON' BEGIN SELECT RAISE(ABORT, 'injected fault'); END");
+    const r = await upload(c, `${HEADER}\nb1,FINE-1,10,settled,2026-11-02,2026-11-04,,\nb2,POISON,10,settled,2026-11-02,2026-11-04,,\nb3,FINE-3,10,returned,2026-11-02,,2026-11-05,R01\n`);
+    c.rt.sqlite.run('DROP TRIGGER poison');
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ rowCount: 3, matched: 3 });
+    expect(r.body.problems).toEqual([{ row: 3, reason: 'the outcome could not be recorded for reference POISON; it was set aside for the operator', severity: 'error' }]);
+    expect((await events(c, 'b1')).map((e) => e.status)).toEqual(['settled']);
+    expect((await events(c, 'b3')).map((e) => `${e.status}:${e.return_code}`)).toEqual(['returned:R01']);
+    expect(await events(c, 'b2')).toEqual([]);
+    expect(c.rt.sqlite.query('SELECT reference, status, source, error FROM payment_observations_set_aside').all()).toEqual([{ reference: 'POISON', status: 'settled', source: 'upload', error: 'injected fault' }]);
+    // Nothing of the set-aside row was half written; the others' ledger and monitor moved.
+    expect((await c.json('GET', '/v1/payment_enrollments/b2')).body.ledger).toMatchObject({ collected: 0 });
+    expect((await c.json('GET', '/v1/payment_enrollments/b1')).body.ledger).toMatchObject({ collected: 1000 });
+    const metric = async (name: string) => await c.rt.metrics.registry.getSingleMetricAsString(name);
+    expect(await metric('payment_observations_set_aside_total')).toContain('source="upload"} 1');
+    expect(await metric('payment_events_total')).toMatch(/status="settled",source="upload"} 1$/m);
+    expect(await metric('payment_events_total')).toMatch(/status="returned",source="upload"} 1$/m);
+  });
+
   test('a matched R02 stops monitoring, a matched R01 does not', async () => {
     const c = await fresh();
     await upload(c, `${HEADER}\nb1,R-02,10,returned,2026-11-02,,2026-11-03,R02\nb2,R-01,10,returned,2026-11-02,,2026-11-03,R01\n`);

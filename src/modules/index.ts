@@ -18,6 +18,7 @@ import { enrollmentRoutes } from './enrollments/routes';
 import { sealedColumns as enrollmentSealed } from './enrollments/service';
 import { heldRecheckJob, lapseJob, monitoringReadsJob, recordMonitoringReads } from './enrollments/monitoring';
 import { searchIndexJob } from './enrollments/search';
+import { payHistoryJob } from './pay-cycles/history';
 import { decideCollection, voidScheduledOnStop } from './collection/decide';
 import { dispatchJob, dispatchQueue } from './collection/dispatch';
 import { pollJob } from './collection/poll';
@@ -61,6 +62,7 @@ export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
     lapseJob,
     heldRecheckJob,
     searchIndexJob,
+    payHistoryJob,
     dispatchJob,
     pollJob(deps.config.processorPollIntervalMs),
     reconcileJob(deps.config.processorReconcileIntervalMs),

@@ -27,6 +27,8 @@ const CLAIM_MS = 10 * 60_000;
 export const HISTORY_MAX_ATTEMPTS = 5;
 /** The first retry after a failure; each next one four times later (1, 4, 16, 64 minutes). */
 export const HISTORY_RETRY_BASE_MS = 60_000;
+/** A source preparing transactions is looked at again no sooner than this (a refresh takes seconds to minutes). */
+export const HISTORY_PENDING_POLL_MS = 30_000;
 /** A source still preparing transactions this long after they were wanted is given up. */
 export const HISTORY_MAX_WAIT_MS = DAY_MS;
 
@@ -87,7 +89,7 @@ function record(deps: Deps, r: q.DueHistory, o: Outcome, window: HistoryWindow, 
     if (o.kind === 'none') return void q.endHistory(tx, r.enrollmentId, r.wantedAt, o.detail);
     if (o.kind === 'pending') {
       if (now - (r.wantedAt ?? now) >= HISTORY_MAX_WAIT_MS) return void q.endHistory(tx, r.enrollmentId, r.wantedAt, 'gave_up');
-      return void q.setHistoryDue(tx, r.enrollmentId, Math.max(o.retryAt, now + 1), r.attempts);
+      return void q.setHistoryDue(tx, r.enrollmentId, Math.max(o.retryAt, now + HISTORY_PENDING_POLL_MS), r.attempts);
     }
     const attempts = r.attempts + 1;
     // Never the borrower, the link or the credentials: the enrollment's id, the attempt and the provider's words.

@@ -10,7 +10,7 @@ import { signedIn } from '../../helpers/portal';
 import { startFakePlaid } from '../../fakes/plaid-server';
 import { startFakeStripe } from '../../fakes/stripe-server';
 import { patternTransactions } from '../../fakes/pay-pattern';
-import { readDueHistories, HISTORY_MAX_ATTEMPTS } from '../../../src/modules/pay-cycles/history';
+import { readDueHistories, HISTORY_MAX_ATTEMPTS, HISTORY_PENDING_POLL_MS } from '../../../src/modules/pay-cycles/history';
 import { HISTORY_MAX_PAGES } from '../../../src/adapters/bank-data';
 
 const D = 86_400_000;
@@ -176,7 +176,10 @@ describe('Stripe Financial Connections', () => {
       expect(reading(c, 'stripe-weekly')).toMatchObject({ attempts: 0, outcome: null });
       expect(reading(c, 'stripe-weekly')!.dueAt).not.toBeNull();
       expect(stripe.control.transactionLists('fca_hist0001')).toBe(0);
-      expect((await readHistory(c, 'stripe-weekly')).outcome).toBe('credits');
+      // Not looked at again at once.
+      await readDueHistories(c.rt);
+      expect(stripe.requests.filter((r) => r.path === '/v1/financial_connections/accounts/fca_hist0001')).toHaveLength(1);
+      expect((await readHistory(c, 'stripe-weekly', HISTORY_PENDING_POLL_MS)).outcome).toBe('credits');
     } finally {
       stripe.control.setRefreshDelay(0);
     }

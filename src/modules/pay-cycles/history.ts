@@ -80,8 +80,9 @@ function record(deps: Deps, r: q.DueHistory, o: Outcome, window: HistoryWindow, 
   withTransaction({ deps } as JobContext, (ctx) => {
     const { tx } = ctx;
     if (o.kind === 'credits') {
-      // Only what inference needs: the income among the credits, one per day (at most a window of days).
-      q.storeDeposits(tx, r.enrollmentId, incomeDeposits(o.credits), now, window.to);
+      // Only what inference needs: the income among the credits of the window, one per day (at most a window of days).
+      const inWindow = o.credits.filter((c) => c.at >= window.from && c.at < window.to + DAY_MS);
+      q.storeDeposits(tx, r.enrollmentId, incomeDeposits(inWindow), now, window.to);
       q.endHistory(tx, r.enrollmentId, r.wantedAt, 'credits');
       learnAndSchedule(ctx, { enrollmentId: r.enrollmentId, lenderId: r.lenderId, aid: r.aid, at: q.lastReadOf(tx, r.enrollmentId), force: true });
       return;

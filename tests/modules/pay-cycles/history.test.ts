@@ -219,6 +219,8 @@ describe('the HTTP bank-data provider', () => {
         if (body.account_number !== '000222333') return new Response('no transactions here', { status: 404 });
         const half = Math.ceil(txs.length / 2);
         const page = body.page_token === 'second' ? txs.slice(half) : txs.slice(0, half);
+        // A credit outside the days asked for is not kept.
+        if (body.page_token === 'second') page.push({ date: '2025-01-03', amountCents: 1_250_00, name: 'OLD PAYROLL' });
         return Response.json({
           transactions: page.map((t) => ({ date: t.date, amount: t.amountCents / 100, description: t.name })),
           next_page_token: body.page_token === 'second' ? null : 'second',
@@ -231,6 +233,8 @@ describe('the HTTP bank-data provider', () => {
     await enroll(c, 'http-none', { account_number: '000444555' });
     expect((await readHistory(c, 'http-friday')).outcome).toBe('credits');
     expect((await readHistory(c, 'http-none')).outcome).toBe('transactions_not_offered');
+    const paydays = txs.filter((t) => t.amountCents > 0).length;
+    expect(c.rt.sqlite.query<{ n: number }, [string]>('SELECT count(*) AS n FROM pay_history_deposits WHERE enrollment_id = ?').get(reading(c, 'http-friday')!.id)!.n).toBe(paydays);
     const mine = seen.filter((s) => s.body.account_number === '000222333');
     expect(mine.map((s) => s.body.page_token)).toEqual([null, 'second']);
     expect(mine[0]).toMatchObject({ auth: 'Bearer bank-token-hist', body: { authorizer_unique_id: 'http-friday', routing_number: '110000000', start_date: '2026-08-18', end_date: '2026-11-16' } });

@@ -17,6 +17,7 @@ import { enrollmentRoutes } from './enrollments/routes';
 import { sealedColumns as enrollmentSealed } from './enrollments/service';
 import { heldRecheckJob, lapseJob, monitoringReadsJob } from './enrollments/monitoring';
 import { searchIndexJob } from './enrollments/search';
+import { payHistoryJob } from './pay-cycles/history';
 import { dispatchJob, dispatchQueue } from './collection/dispatch';
 import { pollJob } from './collection/poll';
 import { reconcileJob } from './collection/reconcile';
@@ -60,6 +61,7 @@ export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
     lapseJob,
     heldRecheckJob,
     searchIndexJob,
+    payHistoryJob,
     dispatchJob,
     pollJob(deps.config.processorPollIntervalMs),
     reconcileJob(deps.config.processorReconcileIntervalMs),

@@ -164,11 +164,15 @@ const FEATURE_ORDER = [
 
 /**
  * The reach upwards that remains, each named: the enrollment service asks collection's rules again when a
- * borrower is re-sent (chain.ts), and voids a scheduled payment when monitoring stops (decide.ts).
+ * borrower is re-sent (chain.ts), and voids a scheduled payment when monitoring stops (decide.ts); enrolling,
+ * re-sending and a held borrower becoming readable ask for the borrower's transaction history, and erasure asks
+ * the pay-cycle module to erase what it keeps (pay-cycles/history.ts).
  */
 const UPWARD_ALLOWED = new Set([
   'src/modules/enrollments/service.ts → src/modules/collection/chain.ts',
   'src/modules/enrollments/service.ts → src/modules/collection/decide.ts',
+  'src/modules/enrollments/service.ts → src/modules/pay-cycles/history.ts',
+  'src/modules/enrollments/monitoring.ts → src/modules/pay-cycles/history.ts',
 ]);
 
 let graphOfSrc: Map<string, ImportEdge[]> | null = null;

@@ -1,5 +1,6 @@
 // A stateful fake of the part of Plaid the service uses, on 127.0.0.1: `/institutions/get` (to check a
-// client_id and secret) and `/accounts/balance/get`. Its handlers take and answer the `plaid` package's own
+// client_id and secret), `/accounts/balance/get` and `/transactions/get` (an account's transactions from a pay
+// pattern, Plaid's sign: positive money out, negative money in; paged by count and offset). Its handlers take and answer the `plaid` package's own
 // request and response types, so a shape the SDK would not send or could not read fails to compile. It checks
 // client_id and secret in the body as Plaid does, answers errors in Plaid's error object, and gives tests a
 // control surface: Items and their accounts, an Item needing login again, rate limits, outages, latency.
@@ -15,7 +16,12 @@ import {
   type InstitutionsGetRequest,
   type InstitutionsGetResponse,
   type PlaidError,
+  type Transaction,
+  type TransactionsGetRequest,
+  type TransactionsGetResponse,
+  TransactionPaymentChannelEnum,
 } from 'plaid';
+import { patternTransactions, type PayPattern } from './pay-pattern';
 
 export interface PlaidRecordedRequest {
   path: string;
@@ -44,6 +50,12 @@ export interface FakePlaid {
   setItemError(accessToken: string, code: string | null, type?: PlaidErrorType): void;
   /** The next n balance reads answer this (a 429 RATE_LIMIT_EXCEEDED by default). */
   failNext(n: number, error?: { status: number; type: PlaidErrorType; code: string }): void;
+  /** The account's transactions: a pay pattern's, 90 days back from its `until` (default today). */
+  addTransactions(accessToken: string, accountId: string, pattern: PayPattern): void;
+  /** The account's transactions never end: every page is full and the total always one page more. */
+  setEndlessTransactions(accessToken: string, accountId: string): void;
+  /** The next n transaction requests answer this (a 500 API_ERROR by default). */
+  failNextTransactions(n: number, error?: { status: number; type: PlaidErrorType; code: string }): void;
   /** Every answer waits this long first. */
   setLatency(ms: number): void;
   /** Balance reads in flight now, and the most seen at once (per client_id). */
@@ -86,6 +98,12 @@ export function startFakePlaid(): FakePlaid {
     left: 0,
     error: { status: 429, type: PlaidErrorType.RateLimitExceeded, code: 'ACCOUNTS_BALANCE_GET_LIMIT' },
   };
+  let failingTx: { left: number; error: { status: number; type: PlaidErrorType; code: string } } = {
+    left: 0,
+    error: { status: 500, type: PlaidErrorType.ApiError, code: 'INTERNAL_SERVER_ERROR' },
+  };
+  /** Transactions per `${access_token}\n${account_id}`, or 'endless'. */
+  const histories = new Map<string, Transaction[] | 'endless'>();
   let latency = 0;
   const flight = new Map<string, { now: number; max: number }>();
 
@@ -150,6 +168,81 @@ export function startFakePlaid(): FakePlaid {
     };
   }
 
+  function transaction(accountId: string, i: number, date: string, amountCents: number, name: string): Transaction {
+    return {
+      account_id: accountId,
+      // Plaid's sign: money out of the account is positive.
+      amount: -amountCents / 100,
+      iso_currency_code: 'USD',
+      unofficial_currency_code: null,
+      date,
+      location: { address: null, city: null, region: null, postal_code: null, country: null, lat: null, lon: null, store_number: null },
+      name,
+      payment_meta: { reference_number: null, ppd_id: null, payee: null, by_order_of: null, payer: null, payment_method: null, payment_processor: null, reason: null },
+      pending: false,
+      pending_transaction_id: null,
+      account_owner: null,
+      transaction_id: `tx_${accountId}_${i}`,
+      authorized_date: null,
+      authorized_datetime: null,
+      datetime: null,
+      payment_channel: TransactionPaymentChannelEnum.Other,
+      transaction_code: null,
+    };
+  }
+
+  function transactions(b: TransactionsGetRequest): { status: number; body: TransactionsGetResponse | PlaidError } {
+    const refused = authenticate(b);
+    if (refused) return { status: 400, body: refused };
+    if (failingTx.left > 0) {
+      failingTx.left--;
+      const e = failingTx.error;
+      return { status: e.status, body: err(e.type, e.code, 'the fake was told to fail this request', e.status) };
+    }
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(b.start_date ?? '') || !/^\d{4}-\d{2}-\d{2}$/.test(b.end_date ?? '') || b.start_date > b.end_date) {
+      return { status: 400, body: err(PlaidErrorType.InvalidRequest, 'INVALID_FIELD', 'start_date and end_date must be YYYY-MM-DD, start first', 400) };
+    }
+    const item = items.get(b.access_token);
+    if (!item) return { status: 400, body: err(PlaidErrorType.InvalidInput, 'INVALID_ACCESS_TOKEN', 'provided access token is in an invalid format', 400) };
+    if (item.error) return { status: 400, body: err(item.error.type, item.error.code, `the Item answers ${item.error.code}`, 400) };
+    const count = b.options?.count ?? 100;
+    const offset = b.options?.offset ?? 0;
+    if (count < 1 || count > 500 || offset < 0) return { status: 400, body: err(PlaidErrorType.InvalidRequest, 'INVALID_FIELD', 'count must be 1 to 500, offset 0 or more', 400) };
+    const wanted = b.options?.account_ids ?? item.accounts.map((a) => a.account_id);
+    let all: Transaction[] = [];
+    let total = 0;
+    for (const id of wanted) {
+      const h = histories.get(`${b.access_token}\n${id}`);
+      if (h === 'endless') {
+        all = Array.from({ length: offset + count }, (_, i) => transaction(id, i, b.end_date, -1_00, 'COFFEE'));
+        total = offset + 2 * count;
+        break;
+      }
+      all.push(...(h ?? []).filter((t) => t.date >= b.start_date && t.date <= b.end_date));
+      total = all.length;
+    }
+    // Newest first, as Plaid lists them.
+    all.sort((x, y) => y.date.localeCompare(x.date));
+    return {
+      status: 200,
+      body: {
+        accounts: item.accounts.filter((a) => wanted.includes(a.account_id)).map(account),
+        transactions: all.slice(offset, offset + count),
+        total_transactions: total,
+        item: {
+          item_id: `item_${b.access_token.slice(-8)}`,
+          webhook: null,
+          error: null,
+          available_products: [],
+          billed_products: [Products.Transactions],
+          consent_expiration_time: null,
+          update_type: ItemUpdateTypeEnum.Background,
+        },
+        request_id: crypto.randomUUID(),
+      },
+    };
+  }
+
   const server = Bun.serve({
     hostname: '127.0.0.1',
     port: 0,
@@ -175,6 +268,10 @@ export function startFakePlaid(): FakePlaid {
           const r = institutions(body as unknown as InstitutionsGetRequest);
           return answer(rec, r.status, r.body);
         }
+        if (path === '/transactions/get') {
+          const r = transactions(body as unknown as TransactionsGetRequest);
+          return answer(rec, r.status, r.body);
+        }
         if (path === '/accounts/balance/get') {
           const r = balance(body as unknown as AccountsBalanceGetRequest);
           return answer(rec, r.status, r.body);
@@ -196,6 +293,13 @@ export function startFakePlaid(): FakePlaid {
       const item = items.get(token);
       if (!item) throw new Error(`fake Plaid: no Item ${token}`);
       item.error = code === null ? null : { code, type };
+    },
+    addTransactions: (token, accountId, pattern) => {
+      histories.set(`${token}\n${accountId}`, patternTransactions(pattern).map((t, i) => transaction(accountId, i, t.date, t.amountCents, t.name)));
+    },
+    setEndlessTransactions: (token, accountId) => void histories.set(`${token}\n${accountId}`, 'endless'),
+    failNextTransactions: (n, error) => {
+      failingTx = { left: n, error: error ?? failingTx.error };
     },
     failNext: (n, error) => {
       failing = { left: n, error: error ?? failing.error };

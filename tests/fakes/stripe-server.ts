@@ -244,6 +244,8 @@ function create(): FakeStripe {
     setRefreshDelay: (ms) => fc.setRefreshDelay(ms),
     failNextRefreshes: (n) => fc.failNextRefreshes(n),
     refreshes: (id) => fc.refreshes(id),
+    setFcTransactions: (id, pattern) => fc.setFcTransactions(id, pattern),
+    transactionLists: (id) => fc.transactionLists(id),
     requests,
     paymentIntents: (key) => [...account(key).paymentIntents.values()],
     intents: (key) => [...account(key).paymentIntents.values()],

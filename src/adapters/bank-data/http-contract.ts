@@ -3,6 +3,10 @@
 // checked on its own.
 
 import {
+  dayOfIso,
+  isoDay,
+  type HistoryCredit,
+  type HistoryWindow,
   type BalanceReadRequest,
   type BalanceReadResult,
   isFailureStatusCode,
@@ -64,4 +68,39 @@ export function fromResponseBody(body: unknown): BalanceReadResult | null {
   }
   // A failure code carries no balance; any balance sent along with it is ignored.
   return { kind: 'failed', statusCode: isFailureStatusCode(code) ? code : OTHER_ERROR_CODE };
+}
+
+/** `POST {BANK_DATA_URL}/transactions`: the authorizer as for a balance read, the days asked for, the page. */
+export interface TransactionsRequestBody extends BalanceRequestBody {
+  start_date: string;
+  end_date: string;
+  page_token: string | null;
+}
+
+export function toTransactionsRequestBody(req: BalanceReadRequest, window: HistoryWindow, pageToken: string | null): TransactionsRequestBody {
+  return { ...toRequestBody(req), start_date: isoDay(window.from), end_date: isoDay(window.to), page_token: pageToken };
+}
+
+/** A page token is opaque to the service, but bounded. */
+const MAX_PAGE_TOKEN = 1024;
+
+/**
+ * One page of the provider's answer: its credits (money in is a positive `amount` in dollars; money out,
+ * negative, is skipped) and the next page's token, or null when the answer does not follow the contract.
+ */
+export function fromTransactionsBody(body: unknown): { credits: HistoryCredit[]; nextPageToken: string | null } | null {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
+  const { transactions, next_page_token: next } = body as Record<string, unknown>;
+  if (!Array.isArray(transactions)) return null;
+  if (next !== undefined && next !== null && (typeof next !== 'string' || next.length === 0 || next.length > MAX_PAGE_TOKEN)) return null;
+  const credits: HistoryCredit[] = [];
+  for (const t of transactions) {
+    if (typeof t !== 'object' || t === null) return null;
+    const { date, amount } = t as Record<string, unknown>;
+    const at = dayOfIso(date);
+    const cents = dollarsToCentsRounded(amount);
+    if (at === null || cents === null) return null;
+    if (cents > 0) credits.push({ at, amountCents: cents });
+  }
+  return { credits, nextPageToken: typeof next === 'string' ? next : null };
 }

@@ -1,6 +1,12 @@
 import ky, { HTTPError, TimeoutError } from 'ky';
-import { fromResponseBody, toRequestBody } from './http-contract';
+import { fromResponseBody, fromTransactionsBody, toRequestBody, toTransactionsRequestBody } from './http-contract';
 import {
+  HISTORY_MAX_PAGES,
+  boundedCredits,
+  type HistoryCredit,
+  type HistoryResult,
+  type HistoryWindow,
+  type TransactionHistorySource,
   type BalanceProvider,
   type BalanceReadRequest,
   type BalanceReadResult,
@@ -51,8 +57,9 @@ async function textWithin(res: Response, ms: number): Promise<string> {
 }
 
 /** Balance reads from an external data source over the JSON contract in docs/bank-data-http.md. */
-export class HttpBalanceProvider implements BalanceProvider {
+export class HttpBalanceProvider implements BalanceProvider, TransactionHistorySource {
   private readonly endpoint: string;
+  private readonly transactionsEndpoint: string;
   private readonly token: string | null;
   private readonly timeoutMs: number;
   private readonly retries: number;
@@ -61,6 +68,7 @@ export class HttpBalanceProvider implements BalanceProvider {
 
   constructor(opts: HttpBalanceProviderOptions) {
     this.endpoint = `${opts.url.replace(/\/+$/, '')}/balance`;
+    this.transactionsEndpoint = `${opts.url.replace(/\/+$/, '')}/transactions`;
     this.token = opts.token;
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.retries = opts.retries ?? 2;
@@ -122,6 +130,54 @@ export class HttpBalanceProvider implements BalanceProvider {
       );
     }
     return result;
+  }
+
+  /**
+   * The authorizer's credits over the window, `POST {url}/transactions` a page at a time (at most
+   * HISTORY_MAX_PAGES, checked before each page). Not retried here: the caller asks again later. A provider
+   * that does not offer transactions (404, 501) has no history; another refusal is logged and has none either.
+   */
+  async history(req: BalanceReadRequest, window: HistoryWindow): Promise<HistoryResult> {
+    const credits: HistoryCredit[] = [];
+    let pageToken: string | null = null;
+    for (let page = 0; ; page++) {
+      if (page >= HISTORY_MAX_PAGES) return { kind: 'credits', credits: boundedCredits(credits), truncated: true };
+      let res: Response;
+      try {
+        res = await ky.post(this.transactionsEndpoint, {
+          json: toTransactionsRequestBody(req, window, pageToken),
+          headers: this.token === null ? {} : { authorization: `Bearer ${this.token}` },
+          timeout: this.timeoutMs,
+          redirect: 'manual',
+          retry: { limit: 0 },
+        });
+      } catch (error) {
+        if (error instanceof HTTPError && isRefusal(error.response.status)) {
+          void error.response.body?.cancel().catch(() => undefined);
+          const status = error.response.status;
+          if (status === 404 || status === 501) return { kind: 'none', detail: 'transactions_not_offered' };
+          this.logger?.warn({ http_status: status }, 'bank-data provider refused a transactions request');
+          return { kind: 'none', detail: 'refused' };
+        }
+        throw this.transientError(error);
+      }
+      let text: string;
+      try {
+        text = await textWithin(res, this.timeoutMs);
+      } catch (error) {
+        throw new TransientProviderError(`Bank-data provider transactions could not be read${error instanceof Error ? `: ${error.message}` : ''}`);
+      }
+      let parsed: ReturnType<typeof fromTransactionsBody>;
+      try {
+        parsed = fromTransactionsBody(JSON.parse(text));
+      } catch {
+        parsed = null;
+      }
+      if (parsed === null) throw new TransientProviderError(`Bank-data provider answered HTTP ${res.status} with transactions outside the contract`);
+      credits.push(...parsed.credits);
+      if (parsed.nextPageToken === null) return { kind: 'credits', credits: boundedCredits(credits), truncated: false };
+      pageToken = parsed.nextPageToken;
+    }
   }
 
   // Built from the status or message only: ky's errors carry the request options, bearer token included, and

@@ -3,6 +3,7 @@
 // and the provider's time, a failure code, or "a refresh is still running, come back at".
 
 import type { BalanceKind, BankDataProvider, PlaidEnvironment } from '../../../db/schema/enums';
+import type { HistoryResult, HistoryWindow } from './types';
 
 export type BankLink =
   | { provider: 'plaid'; accessToken: string; accountId: string }
@@ -46,6 +47,11 @@ export interface LinkedSource<P extends BankDataProvider = BankDataProvider> {
    * caller); `now` is the caller's clock, for a refresh's timing.
    */
   read(creds: Extract<LinkCredentials, { provider: P }>, link: Extract<BankLink, { provider: P }>, now: number): Promise<LinkedReadResult>;
+  /**
+   * The account's credits over a window (at most HISTORY_MAX_PAGES pages). Throws TransientProviderError for
+   * rate limits and outages; `pending` while the provider prepares the transactions.
+   */
+  history(creds: Extract<LinkCredentials, { provider: P }>, link: Extract<BankLink, { provider: P }>, window: HistoryWindow, now: number): Promise<HistoryResult>;
 }
 
 export interface LinkedSources {

@@ -1,7 +1,7 @@
 import type { PlaidEnvironment } from '../../../db/schema/enums';
 import { dollarsToCentsRounded } from '../../platform/money';
 import { CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource } from './linked';
-import { TransientProviderError, OTHER_ERROR_CODE } from './types';
+import { TransientProviderError, OTHER_ERROR_CODE, HISTORY_MAX_PAGES, boundedCredits, dayOfIso, isoDay, type HistoryCredit, type HistoryResult, type HistoryWindow } from './types';
 
 // Plaid Balance over plain HTTP: the request bodies are the ones the official `plaid` SDK sends
 // (client_id and secret in the body, never in a header, a URL or a log line), the answers are read as its
@@ -55,6 +55,31 @@ export function plaidErrorResult(status: number, e: PlaidErrorBody | null): Link
   if (e?.error_code === 'INVALID_API_KEYS') return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'connection_refused' };
   if (e?.error_code === 'INVALID_ACCESS_TOKEN') return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'invalid_link' };
   return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: null };
+}
+
+/** Transactions per page of /transactions/get (Plaid's largest). */
+export const PLAID_PAGE_SIZE = 500;
+/** Plaid is still pulling an Item's transactions (PRODUCT_NOT_READY): asked again after this. */
+export const PLAID_NOT_READY_RETRY_MS = 60_000;
+
+/** The fields of a Plaid transaction the history reads (the `Transaction` of the `plaid` package). */
+interface PlaidTransaction {
+  account_id?: unknown;
+  amount?: unknown;
+  date?: unknown;
+  pending?: unknown;
+}
+
+/** Plaid's sign: positive is money out of the account, negative money in. The credits, posted only. */
+export function plaidCredits(transactions: readonly PlaidTransaction[], accountId: string): HistoryCredit[] {
+  const out: HistoryCredit[] = [];
+  for (const t of transactions) {
+    if (t.account_id !== accountId || t.pending === true || typeof t.amount !== 'number' || t.amount >= 0) continue;
+    const at = dayOfIso(t.date);
+    const cents = dollarsToCentsRounded(-t.amount);
+    if (at !== null && cents !== null && cents > 0) out.push({ at, amountCents: cents });
+  }
+  return out;
 }
 
 export class PlaidSource implements LinkedSource<'plaid'> {
@@ -131,5 +156,38 @@ export class PlaidSource implements LinkedSource<'plaid'> {
     const updated = typeof b.last_updated_datetime === 'string' ? Date.parse(b.last_updated_datetime) : NaN;
     // Balance is read live from the institution; Plaid gives a time only for some institutions.
     return { kind: 'balance', balanceCents: cents, balanceKind: kind, asOf: Number.isFinite(updated) ? updated : now };
+  }
+
+  /**
+   * The account's posted credits over the window from /transactions/get, paged by count and offset, at most
+   * HISTORY_MAX_PAGES pages (the bound is checked before each page is asked for).
+   */
+  async history(creds: Extract<LinkCredentials, { provider: 'plaid' }>, link: Extract<BankLink, { provider: 'plaid' }>, window: HistoryWindow, now: number): Promise<HistoryResult> {
+    const credits: HistoryCredit[] = [];
+    let offset = 0;
+    for (let page = 0; ; page++) {
+      if (page >= HISTORY_MAX_PAGES) return { kind: 'credits', credits: boundedCredits(credits), truncated: true };
+      const r = await this.post(creds.environment, '/transactions/get', {
+        client_id: creds.clientId,
+        secret: creds.secret,
+        access_token: link.accessToken,
+        start_date: isoDay(window.from),
+        end_date: isoDay(window.to),
+        options: { account_ids: [link.accountId], count: PLAID_PAGE_SIZE, offset },
+      });
+      if (r.status !== 200) {
+        const e = plaidError(r.json);
+        if (e?.error_code === 'PRODUCT_NOT_READY') return { kind: 'pending', retryAt: now + PLAID_NOT_READY_RETRY_MS };
+        const failed = plaidErrorResult(r.status, e);
+        return { kind: 'none', detail: (failed.kind === 'failed' && failed.detail) || (e?.error_code ?? `http_${r.status}`).toLowerCase() };
+      }
+      const body = r.json as { transactions?: unknown; total_transactions?: unknown };
+      if (!Array.isArray(body.transactions) || typeof body.total_transactions !== 'number') {
+        throw new TransientProviderError('Plaid answered HTTP 200 without transactions');
+      }
+      credits.push(...plaidCredits(body.transactions as PlaidTransaction[], link.accountId));
+      offset += body.transactions.length;
+      if (body.transactions.length === 0 || offset >= body.total_transactions) return { kind: 'credits', credits: boundedCredits(credits), truncated: false };
+    }
   }
 }

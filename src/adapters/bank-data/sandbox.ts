@@ -9,6 +9,9 @@ import {
   isFailureStatusCode,
   OTHER_ERROR_CODE,
   TransientProviderError,
+  type HistoryResult,
+  type HistoryWindow,
+  type TransactionHistorySource,
 } from './types';
 
 // The default provider: deterministic answers chosen by the numbers a caller sends, so tests and new users can
@@ -35,7 +38,7 @@ function centsFromDigits(digits: string): number | null {
   return /^\d+$/.test(tail) ? Number(tail) : null;
 }
 
-export class SandboxBalanceProvider implements BalanceProvider {
+export class SandboxBalanceProvider implements BalanceProvider, TransactionHistorySource {
   private readonly directory: RoutingDirectory;
   private readonly latencyMs: number;
 
@@ -86,6 +89,19 @@ export class SandboxBalanceProvider implements BalanceProvider {
     return cents === null ? failed(NO_MATCH) : { kind: 'balance', balanceCents: cents };
   }
 
+  /**
+   * Transaction history: a pay-pattern account (9997…) has its paydays' credits up to the sandbox's today;
+   * every other account has none (its pay cycle is learned from its balance reads alone).
+   */
+  async history(req: BalanceReadRequest, window: HistoryWindow): Promise<HistoryResult> {
+    if (this.latencyMs > 0) await Bun.sleep(this.latencyMs);
+    const m = req.paymentType === 'ACCOUNT_NUMBER' && this.institutionProblem(req.routingNumber) === null ? /^9997([1-4])(\d{1,7})$/.exec(req.accountNumber ?? '') : null;
+    if (!m) return { kind: 'none', detail: 'no_transactions' };
+    const pay = Number(m[2]) * 100;
+    const paydays = payPatternPaydays(Number(m[1]) as 1 | 2 | 3 | 4, window.from, Math.min(window.to, this.clock.now()));
+    return { kind: 'credits', credits: paydays.map((at) => ({ at, amountCents: pay })), truncated: false };
+  }
+
   private readCard(req: BalanceReadRequest): BalanceReadResult {
     // Cards route by the card number; a routing number is optional, but when given it must name a usable bank.
     const problem = this.institutionProblem(req.routingNumber);
@@ -131,4 +147,23 @@ function paydaysAround(frequency: 1 | 2 | 3 | 4, now: number): [number, number] 
 export function payPatternBalance(frequency: 1 | 2 | 3 | 4, payCents: number, now: number): number {
   const [last, next] = paydaysAround(frequency, now);
   return Math.round(payCents * (1 - (0.95 * (now - last)) / (next - last)));
+}
+
+/** The paydays of a pattern from one time to another (UTC midnights, inclusive), oldest first. */
+export function payPatternPaydays(frequency: 1 | 2 | 3 | 4, from: number, to: number): number[] {
+  const out: number[] = [];
+  // Nominal days a few days past the end too: one paid early (a weekend, a holiday) may fall inside.
+  const end = to + 4 * DAY_MS;
+  if (frequency <= 2) {
+    const step = (frequency === 1 ? 7 : 14) * DAY_MS;
+    const anchor = Date.UTC(2026, 0, 2);
+    for (let d = anchor + Math.floor((from - anchor) / step) * step; d <= end; d += step) out.push(paidOn(d));
+  } else {
+    const start = new Date(from);
+    for (let y = start.getUTCFullYear(), m = start.getUTCMonth(); Date.UTC(y, m, 1) <= end; m++) {
+      out.push(paidOn(Date.UTC(y, m, 1)));
+      if (frequency === 3) out.push(paidOn(Date.UTC(y, m, 16)));
+    }
+  }
+  return out.filter((d) => d >= from && d <= to).sort((a, b) => a - b);
 }

@@ -1,7 +1,7 @@
 import Stripe from 'stripe';
 import { StripeClients } from '../processors/stripe-clients';
 import { CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource } from './linked';
-import { OTHER_ERROR_CODE, TransientProviderError } from './types';
+import { HISTORY_MAX_PAGES, OTHER_ERROR_CODE, TransientProviderError, boundedCredits, type HistoryCredit, type HistoryResult, type HistoryWindow } from './types';
 
 // Stripe Financial Connections through the official SDK, with the lender's Stripe key: an fca_… account's
 // balance, refreshed when the last one is not fresh. A refresh is asynchronous: while it is pending the read
@@ -14,6 +14,11 @@ export const FRESH_REFRESH_MS = 15 * 60_000;
 export const REFRESH_POLL_MS = 1_000;
 
 type Account = Stripe.FinancialConnections.Account;
+
+/** Transactions per page of the list (Stripe's largest). */
+export const STRIPE_TX_PAGE_SIZE = 100;
+/** A transaction refresh attempted this recently is read rather than asked for again. */
+export const FRESH_TX_REFRESH_MS = 24 * 3_600_000;
 
 const transient = (e: unknown): boolean =>
   e instanceof Stripe.errors.StripeRateLimitError ||
@@ -53,6 +58,34 @@ export function accountResult(a: Account, now: number, refreshed: boolean): Link
     return last ?? { kind: 'pending', retryAt: nextAt };
   }
   return null;
+}
+
+/**
+ * Where an account's transactions stand: `list` when the last transaction refresh can be read, `refresh`
+ * when one must be asked for, or an answer already (pending, no history).
+ */
+export function transactionsState(a: Account, now: number, refreshed: boolean): HistoryResult | 'list' | 'refresh' {
+  if (a.status === 'disconnected' || a.status === 'inactive') return { kind: 'none', detail: RELINK_REQUIRED };
+  if (a.permissions && !a.permissions.includes('transactions')) return { kind: 'none', detail: 'transactions_not_permitted' };
+  const r = a.transaction_refresh;
+  if (r?.status === 'pending') return { kind: 'pending', retryAt: now + REFRESH_POLL_MS };
+  const fresh = r !== null && r !== undefined && now - r.last_attempted_at * 1000 <= FRESH_TX_REFRESH_MS;
+  if (r?.status === 'succeeded' && (fresh || refreshed)) return 'list';
+  if (r?.status === 'failed' && (fresh || refreshed)) throw new TransientProviderError('Stripe could not refresh the account transactions at the institution');
+  const nextAt = r?.next_refresh_available_at ? r.next_refresh_available_at * 1000 : null;
+  if (nextAt !== null && nextAt > now) return r?.status === 'succeeded' ? 'list' : { kind: 'pending', retryAt: nextAt };
+  return 'refresh';
+}
+
+/** Stripe's sign: positive is money in. Posted credits, in USD cents, on their UTC day. */
+export function stripeCredits(txs: readonly Stripe.FinancialConnections.Transaction[]): HistoryCredit[] {
+  const out: HistoryCredit[] = [];
+  for (const t of txs) {
+    if (t.status !== 'posted' || t.currency !== 'usd' || !Number.isSafeInteger(t.amount) || t.amount <= 0) continue;
+    const at = t.transacted_at * 1000;
+    out.push({ at: at - (at % 86_400_000), amountCents: t.amount });
+  }
+  return out;
 }
 
 export class StripeFcSource implements LinkedSource<'stripe'> {
@@ -107,6 +140,43 @@ export class StripeFcSource implements LinkedSource<'stripe'> {
       }
       if (e instanceof Stripe.errors.StripeInvalidRequestError && e.code === 'resource_missing') return { kind: 'failed', statusCode: 3400, detail: null };
       if (e instanceof Stripe.errors.StripeError) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: null };
+      throw e;
+    }
+  }
+
+  /**
+   * The account's posted credits over the window: a transaction refresh asked for when the last one is not
+   * fresh (`features[]=transactions`), `pending` while it runs (the caller comes back, never waits here), then
+   * the list, paged with starting_after while has_more, at most HISTORY_MAX_PAGES pages.
+   */
+  async history(creds: Extract<LinkCredentials, { provider: 'stripe' }>, link: Extract<BankLink, { provider: 'stripe' }>, window: HistoryWindow, now: number): Promise<HistoryResult> {
+    const fc = this.client(creds.apiKey).financialConnections;
+    try {
+      let state = transactionsState(await fc.accounts.retrieve(link.account), now, false);
+      if (state === 'refresh') state = transactionsState(await fc.accounts.refresh(link.account, { features: ['transactions'] }), now, true);
+      if (state === 'refresh') return { kind: 'pending', retryAt: now + REFRESH_POLL_MS };
+      if (state !== 'list') return state;
+      const credits: HistoryCredit[] = [];
+      let after: string | undefined;
+      for (let page = 0; ; page++) {
+        if (page >= HISTORY_MAX_PAGES) return { kind: 'credits', credits: boundedCredits(credits), truncated: true };
+        const list = await fc.transactions.list({
+          account: link.account,
+          limit: STRIPE_TX_PAGE_SIZE,
+          transacted_at: { gte: Math.floor(window.from / 1000), lt: Math.floor(window.to / 1000) + 86_400 },
+          ...(after ? { starting_after: after } : {}),
+        });
+        credits.push(...stripeCredits(list.data));
+        const last = list.data.at(-1);
+        if (!list.has_more || !last) return { kind: 'credits', credits: boundedCredits(credits), truncated: false };
+        after = last.id;
+      }
+    } catch (e) {
+      if (e instanceof TransientProviderError) throw e;
+      if (transient(e)) throw new TransientProviderError(`Stripe answered HTTP ${(e as Stripe.errors.StripeError).statusCode ?? 'no answer'}`);
+      if (e instanceof Stripe.errors.StripeAuthenticationError || e instanceof Stripe.errors.StripePermissionError) return { kind: 'none', detail: 'connection_refused' };
+      if (e instanceof Stripe.errors.StripeInvalidRequestError && e.code === 'resource_missing') return { kind: 'none', detail: 'no_such_account' };
+      if (e instanceof Stripe.errors.StripeError) return { kind: 'none', detail: e.code ?? 'stripe_error' };
       throw e;
     }
   }

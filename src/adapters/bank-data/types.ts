@@ -51,3 +51,57 @@ export class TransientProviderError extends Error {
 export interface BalanceProvider {
   read(req: BalanceReadRequest): Promise<BalanceReadResult>;
 }
+
+// Transaction history: a source that keeps an account's transactions can give its credits (money in) over a
+// window, which is what a pay cycle is learned from. Optional: a source without it leaves the service's own
+// balance reads as the only history.
+
+/** A credit to the account: the UTC day it posted (midnight, epoch ms) and its amount in cents (positive). */
+export interface HistoryCredit {
+  at: number;
+  amountCents: number;
+}
+
+/** The days asked for, as UTC midnights (epoch ms), both inclusive. */
+export interface HistoryWindow {
+  from: number;
+  to: number;
+}
+
+export type HistoryResult =
+  /** The credits found; `truncated` when the page bound stopped the reading before the source's last page. */
+  | { kind: 'credits'; credits: HistoryCredit[]; truncated: boolean }
+  /** The source is still preparing the transactions: ask again at `retryAt` (epoch ms). */
+  | { kind: 'pending'; retryAt: number }
+  /** This source or account has no history to give (not offered, not permitted, the link needs relinking). */
+  | { kind: 'none'; detail: string };
+
+/** Pages of transactions read per account at most, whatever the source says is left: checked before each page. */
+export const HISTORY_MAX_PAGES = 10;
+/** Credits kept from one reading at most (the most recent). */
+export const HISTORY_MAX_CREDITS = 2_000;
+
+/**
+ * A balance source that also keeps transactions. Throws TransientProviderError for outages and rate limits
+ * (asked again later by the caller).
+ */
+export interface TransactionHistorySource {
+  history(req: BalanceReadRequest, window: HistoryWindow): Promise<HistoryResult>;
+}
+
+export const hasHistory = (p: BalanceProvider): p is BalanceProvider & TransactionHistorySource =>
+  typeof (p as Partial<TransactionHistorySource>).history === 'function';
+
+/** A UTC midnight as YYYY-MM-DD, and back (null when not a date). */
+export const isoDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+export function dayOfIso(s: unknown): number | null {
+  if (typeof s !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(s)) return null;
+  const t = Date.parse(`${s}T00:00:00Z`);
+  return Number.isFinite(t) ? t : null;
+}
+
+/** The most recent credits, at most HISTORY_MAX_CREDITS of them, oldest first. */
+export function boundedCredits(credits: HistoryCredit[]): HistoryCredit[] {
+  const sorted = credits.sort((a, b) => a.at - b.at);
+  return sorted.length > HISTORY_MAX_CREDITS ? sorted.slice(-HISTORY_MAX_CREDITS) : sorted;
+}

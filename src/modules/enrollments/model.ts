@@ -215,11 +215,14 @@ export const EnrollmentView = t.Object(
           frequency: OneOf(PAY_FREQUENCIES),
           next_payday: t.Union([t.String({ format: 'date' }), t.Null()], { description: 'The next predicted payday (UTC date); null when the cycle is irregular or unknown' }),
           confidence: t.Number({ minimum: 0, maximum: 1 }),
-          source: OneOf(PAY_CYCLE_SOURCES, { description: 'What it was learned from: the borrower’s balance reads (each rise a deposit), or a linked account’s transactions' }),
+          source: OneOf(PAY_CYCLE_SOURCES, { description: 'What it was learned from: balances, the borrower’s balance reads (each rise a deposit); transactions, the account’s last 90 days of credits (a linked account at Plaid or Stripe, the HTTP provider, the sandbox’s 9997 accounts) with the balance rises after them' }),
         }),
         t.Null(),
       ],
-      { description: 'The pay cycle learned from the borrower’s history, after its first monitoring read; null before. Reads are timed around its paydays when the collection policy’s read_cadence is payday' },
+      {
+        description:
+          'The pay cycle learned from the borrower’s history: its account’s transactions once read (shortly after enrollment, where the source keeps them), else its balance reads from the first monitoring read; null before. Reads are timed around its paydays when the collection policy’s read_cadence is payday',
+      },
     ),
     payments_used: Int({ description: "Presentments of the debt's open chain: the original and its reinitiations (at most 1 + max_reinitiations), kept across removal and re-send; 0 when the next payment starts a new chain" }),
     cfpb_covered: t.Union([t.Boolean(), t.Null()], { description: "This borrower's override of the policy's cfpb_covered; null: the policy decides" }),

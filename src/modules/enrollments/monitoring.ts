@@ -10,6 +10,7 @@ import { openBorrower } from './borrower';
 import { heldReasonOf } from './service';
 import { applyMonitorEvent, dueLapses } from './monitor-store';
 import * as q from './queries';
+import { wantHistory } from '../pay-cycles/history';
 
 // Monitoring: every monitored borrower's balance is read at enrollment and then every MONITOR_READ_INTERVAL_MS,
 // through the balance pipeline (same provider, concurrency, retries, fairness; each read is in the
@@ -140,7 +141,7 @@ export function recheckHeld(deps: Deps, opts: { after?: string; max?: number } =
   let last: string | null = null;
   withTransaction({ deps } as JobContext, ({ tx }) => {
     const held = tx
-      .select({ id: enrollments.id, routing: enrollments.routingNumber })
+      .select({ id: enrollments.id, lenderId: enrollments.lenderId, routing: enrollments.routingNumber })
       .from(enrollments)
       .where(and(eq(enrollments.state, 'held'), sql`${enrollments.sealed} IS NOT NULL`, gt(enrollments.id, opts.after ?? '')))
       .orderBy(asc(enrollments.id))
@@ -154,6 +155,8 @@ export function recheckHeld(deps: Deps, opts: { after?: string; max?: number } =
       const change = applyMonitorEvent(tx, { enrollmentId: h.id, event, now, readIntervalMs: deps.config.monitorReadIntervalMs });
       if (change?.state === 'monitored') {
         tx.update(enrollments).set({ bankName: deps.routing.lookup(h.routing!)?.name ?? null }).where(eq(enrollments.id, h.id)).run();
+        // Readable from now on: its transactions too, for its pay cycle.
+        wantHistory(tx, h.lenderId, [h.id], now);
         started++;
       }
     }

@@ -56,7 +56,10 @@ export const enrollmentRoutes = (deps: Deps, auth: Auth) =>
               'characters, makes the request malformed: 400 naming it (borrowers/<index>/authorizer_unique_id). A lapsed, removed, stopped or collected borrower sent again ' +
               'starts fresh. Raw cards are tokenized at the processor key that takes the borrower’s card payments; the ' +
               'number is never stored. monitor_open_failed is in the schema but never produced: storing and opening ' +
-              'the monitor are one transaction. already_enrolled is always 0.',
+              'the monitor are one transaction. already_enrolled is always 0. Each enrolled or updated borrower then has the ' +
+              'last 90 days of its account’s transactions read once, outside the request, where its source keeps them (a ' +
+              'bank_link at Plaid or Stripe Financial Connections, the HTTP provider’s /transactions, the sandbox’s 9997 ' +
+              'accounts): its pay_cycle is learned from them (source transactions).',
           ),
         },
       },
@@ -85,7 +88,7 @@ export const enrollmentRoutes = (deps: Deps, auth: Auth) =>
         summary: 'Erase borrowers’ stored details',
         ...early(
           '`{authorizer_unique_ids: [...]}` (1 to 1000), as removal. Stops monitoring as removal does and erases the borrowers’ personal data and card tokens (overwritten, not ' +
-            'just unlinked). Payment events and the ledger are kept.',
+            'just unlinked), and the income deposits read from their transactions. Payment events and the ledger are kept.',
         ),
       },
     })

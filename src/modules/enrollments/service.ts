@@ -25,6 +25,7 @@ import { voidScheduledOnStop } from '../collection/decide';
 import type { BlockedReason } from './monitor';
 import { ledgerOf, type LedgerView } from './ledger';
 import { indexBorrower, unindexBorrower } from './search';
+import { eraseHistory, wantHistory } from '../pay-cycles/history';
 
 const TOKENIZE_CONCURRENCY = 8;
 
@@ -216,13 +217,16 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
     const { tx } = txCtx;
     const existing = new Map(monitorsOf(tx, ctx.lender.id, storable.map((c) => c.aid)).map((e) => [e.aid, e]));
     const enrollOne = enrollStatement(tx);
+    // Borrowers whose account's transaction history is read next (pay-cycles/history.ts), after this commits.
+    const wantingHistory: string[] = [];
     for (const c of storable) {
       const routing = c.authorizer.routingNumber!;
       const held = heldReasonOf(ctx.deps, routing);
       const card = c.card ?? null;
+      const id = existing.get(c.aid)?.id ?? newId();
       const change = enrollOne(
         {
-          id: newId(),
+          id,
           lenderId: ctx.lender.id,
           aid: c.aid,
           amount: c.amount,
@@ -256,10 +260,12 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
       // re-send brought (an authorization, an amount), which may block or free it.
       const prior = existing.get(c.aid);
       if (prior && change.state === 'monitored') holdChain(txCtx, prior.id, now, { recount: true });
+      if (change.state === 'monitored') wantingHistory.push(id);
       results[c.index] = held
         ? { authorizer_unique_id: c.aid, outcome: 'held', reason: held, message: HELD_MESSAGES[held] }
         : { authorizer_unique_id: c.aid, outcome: change.outcome! };
     }
+    wantHistory(tx, ctx.lender.id, wantingHistory, now);
   });
 
   // Every borrower has its result by now: a failure before the transaction, or its outcome in it.
@@ -314,6 +320,7 @@ export function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: IdsInp
         .where(eq(enrollments.id, e.id))
         .run();
       eraseBorrowerDetails(tx.tx, ctx.lender.id, aid);
+      eraseHistory(tx.tx, e.id);
       unindexBorrower(tx.tx, ctx.lender.id, aid);
       return { authorizer_unique_id: aid, outcome: 'deleted' as const };
     });

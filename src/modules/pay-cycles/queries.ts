@@ -43,3 +43,82 @@ export const setPayCycle = (
 
 export const setNextRead = (tx: Tx, enrollmentId: string, at: number) =>
   tx.$client.query("UPDATE enrollments SET next_read_at = ? WHERE id = ? AND state = 'monitored'").run(at, enrollmentId);
+
+// Transaction history (history.ts): the reading wanted per enrollment, and the income deposits it found.
+
+export interface DueHistory {
+  enrollmentId: string;
+  lenderId: string;
+  wantedAt: number | null;
+  attempts: number;
+  aid: string;
+  routing: string | null;
+  sealed: string | null;
+}
+
+/** Readings due, oldest due first, off the partial index of wanted ones. */
+export const dueHistories = (db: Db, now: number, limit: number) =>
+  db.$client
+    .query<DueHistory, [number, number]>(
+      `SELECT h.enrollment_id AS enrollmentId, h.lender_id AS lenderId, h.wanted_at AS wantedAt, h.attempts,
+              e.authorizer_unique_id AS aid, e.routing_number AS routing, e.sealed
+         FROM pay_history h INDEXED BY pay_history_due_idx JOIN enrollments e ON e.id = h.enrollment_id
+        WHERE h.due_at IS NOT NULL AND h.due_at <= ? ORDER BY h.due_at LIMIT ?`,
+    )
+    .all(now, limit);
+
+/** A reading wanted now (enrollment, re-send, a new link): due at once, its failures forgotten. */
+export const wantHistoryStatement = (tx: Tx) => {
+  const stmt = tx.$client.query(
+    `INSERT INTO pay_history (enrollment_id, lender_id, wanted_at, due_at, attempts) VALUES (?1, ?2, ?3, ?3, 0)
+     ON CONFLICT(enrollment_id) DO UPDATE SET wanted_at = ?3, due_at = ?3, attempts = 0`,
+  );
+  return (enrollmentId: string, lenderId: string, now: number) => stmt.run(enrollmentId, lenderId, now);
+};
+
+/** Pushes a reading's due time (a claim's lease, a retry, a pending source's time), with its attempts. */
+export const setHistoryDue = (tx: Tx, enrollmentId: string, dueAt: number, attempts: number) =>
+  tx.$client.query('UPDATE pay_history SET due_at = ?, attempts = ? WHERE enrollment_id = ?').run(dueAt, attempts, enrollmentId);
+
+/**
+ * A reading ended (credits, none, given up): nothing more is due, unless it was wanted again meanwhile (a
+ * re-send while it ran), which keeps its own due time.
+ */
+export const endHistory = (tx: Tx, enrollmentId: string, wantedAt: number | null, outcome: string) =>
+  tx.$client
+    .query(
+      `UPDATE pay_history SET due_at = CASE WHEN wanted_at IS ?2 THEN NULL ELSE due_at END,
+              wanted_at = CASE WHEN wanted_at IS ?2 THEN NULL ELSE wanted_at END, attempts = 0, outcome = ?3
+        WHERE enrollment_id = ?1`,
+    )
+    .run(enrollmentId, wantedAt, outcome);
+
+/** The income deposits of a reading, in place of the last one's. */
+export function storeDeposits(tx: Tx, enrollmentId: string, deposits: readonly { at: number; amountCents: number }[], at: number, coveredTo: number): void {
+  tx.$client.query('DELETE FROM pay_history_deposits WHERE enrollment_id = ?').run(enrollmentId);
+  const insert = tx.$client.query('INSERT OR REPLACE INTO pay_history_deposits (enrollment_id, day, amount_cents) VALUES (?, ?, ?)');
+  for (const d of deposits) insert.run(enrollmentId, d.at, d.amountCents);
+  tx.$client.query('UPDATE pay_history SET fetched_at = ?, covered_to = ? WHERE enrollment_id = ?').run(at, coveredTo, enrollmentId);
+}
+
+/** The stored deposits and the last day they cover; null when no reading gave credits. */
+export function historyOf(db: Db, enrollmentId: string): { coveredTo: number; deposits: { at: number; amountCents: number }[] } | null {
+  const h = db.$client
+    .query<{ coveredTo: number | null }, [string]>('SELECT covered_to AS coveredTo FROM pay_history WHERE enrollment_id = ?')
+    .get(enrollmentId);
+  if (!h || h.coveredTo === null) return null;
+  const deposits = db.$client
+    .query<{ at: number; amountCents: number }, [string]>('SELECT day AS at, amount_cents AS amountCents FROM pay_history_deposits WHERE enrollment_id = ? ORDER BY day')
+    .all(enrollmentId);
+  return { coveredTo: h.coveredTo, deposits };
+}
+
+/** Erasure: the deposits and the reading's record go with the borrower's personal data. */
+export function eraseHistory(tx: Tx, enrollmentId: string): void {
+  tx.$client.query('DELETE FROM pay_history_deposits WHERE enrollment_id = ?').run(enrollmentId);
+  tx.$client.query('DELETE FROM pay_history WHERE enrollment_id = ?').run(enrollmentId);
+}
+
+/** The time of an enrollment's last read (the floor of the next one). */
+export const lastReadOf = (db: Db, enrollmentId: string) =>
+  db.$client.query<{ lastReadAt: number | null }, [string]>('SELECT last_read_at AS lastReadAt FROM enrollments WHERE id = ?').get(enrollmentId)?.lastReadAt ?? null;

@@ -1,8 +1,13 @@
 // Financial Connections accounts of the fake Stripe, typed by the `stripe` package: a balance, its
-// asynchronous refresh (pending for a while, then succeeded or failed) and the account's status.
+// asynchronous refresh (pending for a while, then succeeded or failed) and the account's status; and the
+// account's transactions (a pay pattern's; Stripe's sign: positive money in), listed once a transactions
+// refresh has succeeded, paged with starting_after and has_more.
 import type Stripe from 'stripe';
 import { ok, stripeError, type Answer } from './account';
-import type { Form } from './form';
+import { obj, str, type Form } from './form';
+import { patternTransactions, type PayPattern } from '../pay-pattern';
+
+type Transaction = Stripe.FinancialConnections.Transaction;
 
 type Account = Stripe.FinancialConnections.Account;
 
@@ -27,6 +32,10 @@ export interface FcControl {
   failNextRefreshes(n: number): void;
   /** Refresh requests received per account. */
   refreshes(id: string): number;
+  /** The account's transactions, as the next transactions refresh will find them. */
+  setFcTransactions(id: string, pattern: PayPattern): void;
+  /** Transactions list requests received per account. */
+  transactionLists(id: string): number;
 }
 
 interface Entry {
@@ -36,6 +45,11 @@ interface Entry {
   pendingUntil: number | null;
   fails: boolean;
   refreshes: number;
+  /** What a transactions refresh finds, what the last one found, and when a pending one ends (real time). */
+  nextTransactions: Transaction[];
+  transactions: Transaction[];
+  txPendingUntil: number | null;
+  lists: number;
 }
 
 export class FakeFinancialConnections implements FcControl {
@@ -61,14 +75,14 @@ export class FakeFinancialConnections implements FcControl {
       livemode: false,
       ownership: null,
       ownership_refresh: null,
-      permissions: spec.permissions ?? ['balances', 'payment_method'],
+      permissions: spec.permissions ?? ['balances', 'payment_method', 'transactions'],
       status: spec.status ?? 'active',
       subcategory: 'checking',
       subscriptions: null,
       supported_payment_method_types: ['us_bank_account'],
       transaction_refresh: null,
     } as Account;
-    this.accounts.set(spec.id, { key, account, next: { available: spec.available === undefined ? 100_00 : spec.available, current: spec.current ?? 100_00 }, pendingUntil: null, fails: false, refreshes: 0 });
+    this.accounts.set(spec.id, { key, account, next: { available: spec.available === undefined ? 100_00 : spec.available, current: spec.current ?? 100_00 }, pendingUntil: null, fails: false, refreshes: 0, nextTransactions: [], transactions: [], txPendingUntil: null, lists: 0 });
   }
 
   setFcStatus(id: string, status: Account['status']): void {
@@ -92,6 +106,31 @@ export class FakeFinancialConnections implements FcControl {
     return this.accounts.get(id)?.refreshes ?? 0;
   }
 
+  setFcTransactions(id: string, pattern: PayPattern): void {
+    const e = this.entry(id);
+    e.nextTransactions = patternTransactions(pattern).map((t, i) => {
+      const at = Math.floor(Date.parse(`${t.date}T12:00:00Z`) / 1000);
+      return {
+        id: `fctxn_${id.slice(4)}_${String(i).padStart(5, '0')}`,
+        object: 'financial_connections.transaction',
+        account: id,
+        amount: t.amountCents,
+        currency: 'usd',
+        description: t.name,
+        livemode: false,
+        status: 'posted',
+        status_transitions: { posted_at: at, void_at: null },
+        transacted_at: at,
+        transaction_refresh: 'fctxnref_fake',
+        updated: at,
+      };
+    });
+  }
+
+  transactionLists(id: string): number {
+    return this.accounts.get(id)?.lists ?? 0;
+  }
+
   private entry(id: string): Entry {
     const e = this.accounts.get(id);
     if (!e) throw new Error(`fake Stripe: no Financial Connections account ${id}`);
@@ -100,6 +139,11 @@ export class FakeFinancialConnections implements FcControl {
 
   /** A pending refresh whose time has come ends now: the balance is the account's, as of now. */
   private settle(e: Entry): Account {
+    if (e.txPendingUntil !== null && Date.now() >= e.txPendingUntil) {
+      e.txPendingUntil = null;
+      e.transactions = e.nextTransactions;
+      e.account.transaction_refresh = { ...e.account.transaction_refresh!, status: 'succeeded' };
+    }
     if (e.pendingUntil !== null && Date.now() >= e.pendingUntil) {
       e.pendingUntil = null;
       const at = this.now();
@@ -125,6 +169,7 @@ export class FakeFinancialConnections implements FcControl {
 
   /** The routes under /v1/financial_connections/accounts; null when the path is not one of them. */
   handle(method: string, path: string, key: string, p: Form): Answer | null {
+    if (method === 'GET' && path === '/v1/financial_connections/transactions') return this.listTransactions(key, p);
     if (!path.startsWith('/v1/financial_connections/accounts')) return null;
     if (method === 'GET' && path === '/v1/financial_connections/accounts') {
       const limit = Math.min(Number(typeof p.limit === 'string' ? p.limit : 10) || 10, 100);
@@ -139,7 +184,8 @@ export class FakeFinancialConnections implements FcControl {
     if (method === 'GET' && !m[2]) return ok(this.settle(e));
     if (method === 'POST' && m[2]) {
       const features = Array.isArray(p.features) ? p.features : [];
-      if (!features.includes('balance')) return stripeError(400, 'invalid_request_error', 'features must include balance', { param: 'features' });
+      if (features.includes('transactions')) return this.refreshTransactions(e);
+      if (!features.includes('balance')) return stripeError(400, 'invalid_request_error', 'features must include balance or transactions', { param: 'features' });
       if (e.account.status !== 'active') {
         return stripeError(400, 'invalid_request_error', `The account is ${e.account.status}; it cannot be refreshed.`, { code: 'financial_connections_account_inactive' });
       }
@@ -156,5 +202,40 @@ export class FakeFinancialConnections implements FcControl {
       return ok(this.settle(e));
     }
     return null;
+  }
+
+  private refreshTransactions(e: Entry): Answer {
+    if (e.account.status !== 'active') {
+      return stripeError(400, 'invalid_request_error', `The account is ${e.account.status}; it cannot be refreshed.`, { code: 'financial_connections_account_inactive' });
+    }
+    if (!e.account.permissions?.includes('transactions')) {
+      return stripeError(400, 'invalid_request_error', 'The account has not granted the transactions permission.', { code: 'financial_connections_no_transactions_permission' });
+    }
+    this.settle(e);
+    if (e.account.transaction_refresh?.status === 'pending') return ok(e.account);
+    e.refreshes++;
+    e.account.transaction_refresh = { id: `fctxnref_${e.refreshes}`, last_attempted_at: this.now(), next_refresh_available_at: null, status: 'pending' };
+    e.txPendingUntil = Date.now() + this.delayMs;
+    return ok(this.settle(e));
+  }
+
+  /** GET /v1/financial_connections/transactions: the account's, newest first, `limit` a page after `starting_after`. */
+  private listTransactions(key: string, p: Form): Answer {
+    const account = str(p.account);
+    if (!account) return stripeError(400, 'invalid_request_error', 'Missing required param: account.', { param: 'account' });
+    const e = this.visible(key, account);
+    if (!e) return stripeError(404, 'invalid_request_error', `No such financial_connections.account: '${account}'`, { code: 'resource_missing', param: 'account' });
+    e.lists++;
+    this.settle(e);
+    const limit = Math.min(Math.max(Number(str(p.limit) ?? 10) || 10, 1), 100);
+    const range = obj(p.transacted_at);
+    const gte = Number(str(range?.gte) ?? -Infinity);
+    const lt = Number(str(range?.lt) ?? Infinity);
+    const all = e.transactions.filter((t) => t.transacted_at >= gte && t.transacted_at < lt).sort((a, b) => b.transacted_at - a.transacted_at || b.id.localeCompare(a.id));
+    const after = str(p.starting_after);
+    const from = after ? all.findIndex((t) => t.id === after) + 1 : 0;
+    const data = all.slice(from, from + limit);
+    const list: Stripe.ApiList<Transaction> = { object: 'list', data, has_more: from + limit < all.length, url: '/v1/financial_connections/transactions' };
+    return ok(list);
   }
 }

@@ -231,7 +231,12 @@ describe('re-sends and monitor states', () => {
     };
     const restarted = fresh(env);
     restarted.clock.set(first.clock.now() + DAY_MS);
+    const historyDue = () => restarted.rt.sqlite.query<{ dueAt: number }, []>("SELECT h.due_at AS dueAt FROM pay_history h JOIN enrollments e ON e.id = h.enrollment_id WHERE e.authorizer_unique_id = 'held-1'").get()?.dueAt ?? null;
+    // A held borrower's account is not read for its transactions…
+    expect(historyDue()).toBeNull();
     expect(recheckHeld(restarted.rt).started).toBe(1);
+    // …until it is monitored.
+    expect(historyDue()).toBe(restarted.clock.now());
     const view = (await read(first, 'held-1')).body;
     expect(view).toMatchObject({ state: 'monitored', reason: null, instrument: { bank_name: 'JPMORGAN CHASE BANK, NA' } });
     expect(view.window_started_at).toBe(new Date(restarted.clock.now()).toISOString());

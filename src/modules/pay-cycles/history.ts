@@ -1,0 +1,138 @@
+import type { Deps, JobContext } from '../../deps';
+import { DAY_MS } from '../../platform/clock';
+import { withTransaction, type Tx } from '../../platform/context';
+import { betweenSlices, type Job } from '../../platform/jobs';
+import { hasHistory, TransientProviderError, type BalanceReadRequest, type HistoryResult, type HistoryWindow } from '../../adapters/bank-data';
+import { connectionFor } from '../bank-data-connections/service';
+import { openBorrower } from '../enrollments/borrower';
+import { incomeDeposits } from './infer';
+import { learnAndSchedule } from './learn';
+import * as q from './queries';
+
+// Transaction history for the pay cycle. On enrollment, a re-send and a new bank link the borrower is marked as
+// wanting a reading (wantHistory, in the enrollment's transaction); this job reads it later, never inside a
+// request nor a transaction: the last HISTORY_WINDOW_DAYS of the account's credits from the borrower's linked
+// account (Plaid, Stripe Financial Connections) or the bank-data provider (the HTTP contract, the sandbox), the
+// income deposits among them kept (day and amount), and the cycle learned again from them with source
+// `transactions`. A source without history, or a reading given up, leaves the cycle learned from balance reads.
+
+/** How far back a reading goes. */
+export const HISTORY_WINDOW_DAYS = 90;
+/** Readings claimed per tick, and in flight at once. */
+export const HISTORIES_PER_TICK = 20;
+const IN_FLIGHT = 4;
+/** A claimed reading is due again after this if the process stops while it runs. */
+const CLAIM_MS = 10 * 60_000;
+/** Failed attempts in a row before a reading is given up (until the next enrollment, re-send or link). */
+export const HISTORY_MAX_ATTEMPTS = 5;
+/** The first retry after a failure; each next one four times later (1, 4, 16, 64 minutes). */
+export const HISTORY_RETRY_BASE_MS = 60_000;
+/** A source preparing transactions is looked at again no sooner than this (a refresh takes seconds to minutes). */
+export const HISTORY_PENDING_POLL_MS = 30_000;
+/** A source still preparing transactions this long after they were wanted is given up. */
+export const HISTORY_MAX_WAIT_MS = DAY_MS;
+
+/** In the enrollment's transaction: these borrowers want a reading, due at once. */
+export function wantHistory(tx: Tx, lenderId: string, enrollmentIds: readonly string[], now: number): void {
+  if (enrollmentIds.length === 0) return;
+  const want = q.wantHistoryStatement(tx);
+  for (const id of enrollmentIds) want(id, lenderId, now);
+}
+
+/** Erasure: the stored deposits go with the borrower's personal data. */
+export const eraseHistory = q.eraseHistory;
+
+type Outcome = HistoryResult | { kind: 'failed'; error: string };
+
+/** The borrower's account read for history: its linked account when it has one, else the bank-data provider. */
+async function readHistory(deps: Deps, r: q.DueHistory, window: HistoryWindow, now: number): Promise<HistoryResult> {
+  if (!r.sealed) return { kind: 'none', detail: 'erased' };
+  const b = openBorrower(deps, r.sealed);
+  const link = b.s.bankLink;
+  if (link) {
+    const conn = connectionFor(deps, r.lenderId, link.provider);
+    if (!conn) return { kind: 'none', detail: 'connection_missing' };
+    if (link.provider === 'plaid' && conn.creds.provider === 'plaid') return deps.linked.plaid.history(conn.creds, link, window, now);
+    if (link.provider === 'stripe' && conn.creds.provider === 'stripe') return deps.linked.stripe.history(conn.creds, link, window, now);
+    return { kind: 'none', detail: 'connection_missing' };
+  }
+  if (!hasHistory(deps.bank)) return { kind: 'none', detail: 'no_transactions' };
+  const s = b.s;
+  const req: BalanceReadRequest = {
+    authorizerUniqueId: r.aid,
+    paymentType: 'ACCOUNT_NUMBER',
+    routingNumber: r.routing,
+    accountNumber: s.accountNumber,
+    debitCardNumber: null,
+    ssn: s.ssn,
+    ein: s.ein,
+    firstName: s.firstName,
+    lastName: s.lastName,
+    phoneNumber: b.phone,
+    zipCode: b.zip,
+    dateOfBirth: s.dateOfBirth,
+  };
+  return deps.bank.history(req, window);
+}
+
+/** What a reading's end writes, in one transaction: the deposits and the cycle, a retry, or the end. */
+function record(deps: Deps, r: q.DueHistory, o: Outcome, window: HistoryWindow, now: number): void {
+  withTransaction({ deps } as JobContext, (ctx) => {
+    const { tx } = ctx;
+    if (o.kind === 'credits') {
+      // Only what inference needs: the income among the credits of the window, one per day (at most a window of days).
+      const inWindow = o.credits.filter((c) => c.at >= window.from && c.at < window.to + DAY_MS);
+      q.storeDeposits(tx, r.enrollmentId, incomeDeposits(inWindow), now, window.to);
+      q.endHistory(tx, r.enrollmentId, r.wantedAt, 'credits');
+      learnAndSchedule(ctx, { enrollmentId: r.enrollmentId, lenderId: r.lenderId, aid: r.aid, at: q.lastReadOf(tx, r.enrollmentId), force: true });
+      return;
+    }
+    if (o.kind === 'none') return void q.endHistory(tx, r.enrollmentId, r.wantedAt, o.detail);
+    if (o.kind === 'pending') {
+      if (now - (r.wantedAt ?? now) >= HISTORY_MAX_WAIT_MS) return void q.endHistory(tx, r.enrollmentId, r.wantedAt, 'gave_up');
+      return void q.setHistoryDue(tx, r.enrollmentId, Math.max(o.retryAt, now + HISTORY_PENDING_POLL_MS), r.attempts);
+    }
+    const attempts = r.attempts + 1;
+    // Never the borrower, the link or the credentials: the enrollment's id, the attempt and the provider's words.
+    deps.logger.warn({ enrollment_id: r.enrollmentId, attempt: attempts, error: o.error }, 'transaction history could not be read');
+    if (attempts >= HISTORY_MAX_ATTEMPTS) return void q.endHistory(tx, r.enrollmentId, r.wantedAt, 'gave_up');
+    q.setHistoryDue(tx, r.enrollmentId, now + HISTORY_RETRY_BASE_MS * 4 ** (attempts - 1), attempts);
+  });
+}
+
+/**
+ * One tick: the readings due (at most HISTORIES_PER_TICK), claimed in a transaction, read with no transaction
+ * open (IN_FLIGHT at once), and each recorded in its own transaction once the write gate gives its turn.
+ */
+export async function readDueHistories(deps: Deps, signal?: AbortSignal): Promise<{ read: number }> {
+  const now = deps.clock.now();
+  if (q.dueHistories(deps.db, now, 1).length === 0) return { read: 0 };
+  const claimed = withTransaction({ deps } as JobContext, ({ tx }) => {
+    const due = q.dueHistories(tx, now, HISTORIES_PER_TICK);
+    for (const d of due) q.setHistoryDue(tx, d.enrollmentId, now + CLAIM_MS, d.attempts);
+    return due;
+  });
+  const today = now - (now % DAY_MS);
+  const window: HistoryWindow = { from: today - HISTORY_WINDOW_DAYS * DAY_MS, to: today };
+  const queue = [...claimed];
+  const worker = async () => {
+    for (let r = queue.shift(); r && !signal?.aborted; r = queue.shift()) {
+      let o: Outcome;
+      try {
+        o = await readHistory(deps, r, window, deps.clock.now());
+      } catch (e) {
+        o = { kind: 'failed', error: e instanceof TransientProviderError ? e.message : e instanceof Error ? e.name : 'error' };
+      }
+      await betweenSlices(deps);
+      record(deps, r, o, window, deps.clock.now());
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  return { read: claimed.length };
+}
+
+export const payHistoryJob: Job<Deps> = {
+  name: 'pay-history',
+  intervalMs: 5_000,
+  tick: (deps, signal) => readDueHistories(deps, signal),
+};

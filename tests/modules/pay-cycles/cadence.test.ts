@@ -2,7 +2,7 @@
 // never more often than the fixed interval would read.
 import { describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
-import { nextReadAt, paydaySlots, type CadenceInput } from '../../../src/modules/pay-cycles/cadence';
+import { localTime, nextReadAt, paydaySlots, type CadenceInput } from '../../../src/modules/pay-cycles/cadence';
 import { FREQUENCIES } from '../../../src/modules/pay-cycles/infer';
 
 const D = 86_400_000;
@@ -11,24 +11,45 @@ const day = (s: string) => Date.parse(`${s}T00:00:00Z`);
 const biweekly = { frequency: 'biweekly' as const, nextPayday: day('2026-12-04'), confidence: 0.7 };
 
 describe('reads around paydays', () => {
-  test('the morning before, of and after a payday; every three days between', () => {
+  test('the morning of a payday and the morning after; every three days between', () => {
     const base = { cycle: biweekly, fixedIntervalMs: 4 * H, quietIntervalMs: 3 * D };
-    expect(paydaySlots(biweekly).map((t) => new Date(t).toISOString())).toEqual(['2026-12-03T08:00:00.000Z', '2026-12-04T08:00:00.000Z', '2026-12-05T08:00:00.000Z']);
+    expect(paydaySlots(biweekly).map((t) => new Date(t).toISOString())).toEqual(['2026-12-04T08:00:00.000Z', '2026-12-05T08:00:00.000Z']);
     // Far from the payday: the quiet interval.
     expect(nextReadAt({ ...base, lastReadAt: day('2026-11-25') + 8 * H, now: day('2026-11-25') + 9 * H })).toBe(day('2026-11-28') + 8 * H);
-    // Believed well: every other quiet interval.
-    expect(nextReadAt({ ...base, cycle: { ...biweekly, confidence: 0.9 }, lastReadAt: day('2026-11-20') + 8 * H, now: day('2026-11-20') + 9 * H })).toBe(day('2026-11-26') + 8 * H);
+    // Believed well: every third quiet interval.
+    expect(nextReadAt({ ...base, cycle: { ...biweekly, confidence: 0.9 }, lastReadAt: day('2026-11-20') + 8 * H, now: day('2026-11-20') + 9 * H })).toBe(day('2026-11-29') + 8 * H);
     // The payday slot comes first.
-    expect(nextReadAt({ ...base, lastReadAt: day('2026-12-01') + 8 * H, now: day('2026-12-01') + 9 * H })).toBe(day('2026-12-03') + 8 * H);
-    expect(nextReadAt({ ...base, lastReadAt: day('2026-12-03') + 8 * H, now: day('2026-12-03') + 8 * H })).toBe(day('2026-12-04') + 8 * H);
-    // The lender's morning: 13:00 UTC.
-    expect(nextReadAt({ ...base, readHourUtc: 13, lastReadAt: day('2026-12-02') + 13 * H, now: day('2026-12-02') + 14 * H })).toBe(day('2026-12-03') + 13 * H);
+    expect(nextReadAt({ ...base, lastReadAt: day('2026-12-02') + 8 * H, now: day('2026-12-02') + 9 * H })).toBe(day('2026-12-04') + 8 * H);
+    expect(nextReadAt({ ...base, lastReadAt: day('2026-12-04') + 8 * H, now: day('2026-12-04') + 8 * H })).toBe(day('2026-12-05') + 8 * H);
+  });
+
+  test('the morning before too, for pay that has come a day early', () => {
+    const early = { ...biweekly, landsEarly: true };
+    expect(paydaySlots(early).map((t) => new Date(t).toISOString())).toEqual(['2026-12-03T08:00:00.000Z', '2026-12-04T08:00:00.000Z', '2026-12-05T08:00:00.000Z']);
+    expect(nextReadAt({ cycle: early, fixedIntervalMs: 4 * H, quietIntervalMs: 3 * D, lastReadAt: day('2026-12-01') + 8 * H, now: day('2026-12-01') + 9 * H })).toBe(day('2026-12-03') + 8 * H);
+  });
+
+  test("the lender's morning: 08:00 in its time zone, through daylight-saving changes", () => {
+    const base = { fixedIntervalMs: 4 * H, quietIntervalMs: 3 * D, lastReadAt: day('2026-12-02') + 14 * H, now: day('2026-12-02') + 15 * H };
+    // Chicago in December: UTC-6.
+    expect(nextReadAt({ ...base, cycle: biweekly, timeZone: 'America/Chicago' })).toBe(day('2026-12-04') + 14 * H);
+    // Chicago in July: UTC-5; Tokyo: the morning of the payday is 23:00 UTC the day before.
+    const july = { ...biweekly, nextPayday: day('2026-07-10') };
+    expect(paydaySlots(july, 'America/Chicago').map((t) => new Date(t).toISOString())).toEqual(['2026-07-10T13:00:00.000Z', '2026-07-11T13:00:00.000Z']);
+    expect(paydaySlots(july, 'Asia/Tokyo').map((t) => new Date(t).toISOString())).toEqual(['2026-07-09T23:00:00.000Z', '2026-07-10T23:00:00.000Z']);
+    // Across the change: Sunday 8 March 2026 (clocks forward at 02:00) and Sunday 1 November 2026 (back).
+    expect(localTime(day('2026-03-07'), 8, 'America/New_York')).toBe(day('2026-03-07') + 13 * H);
+    expect(localTime(day('2026-03-08'), 8, 'America/New_York')).toBe(day('2026-03-08') + 12 * H);
+    expect(localTime(day('2026-10-31'), 8, 'America/New_York')).toBe(day('2026-10-31') + 12 * H);
+    expect(localTime(day('2026-11-01'), 8, 'America/New_York')).toBe(day('2026-11-01') + 13 * H);
+    expect(localTime(day('2026-11-01'), 8, null)).toBe(day('2026-11-01') + 8 * H);
   });
 
   test('biweekly and semimonthly both standing: both paydays are read around', () => {
     const both = { ...biweekly, alternative: { frequency: 'semimonthly' as const, nextPayday: day('2026-12-01') } };
-    expect(paydaySlots(both)).toHaveLength(6);
-    expect(nextReadAt({ cycle: both, fixedIntervalMs: 4 * H, quietIntervalMs: 3 * D, lastReadAt: day('2026-11-28') + 8 * H, now: day('2026-11-28') + 9 * H })).toBe(day('2026-11-30') + 8 * H);
+    expect(paydaySlots(both)).toHaveLength(4);
+    expect(nextReadAt({ cycle: both, fixedIntervalMs: 4 * H, quietIntervalMs: 3 * D, lastReadAt: day('2026-11-29') + 8 * H, now: day('2026-11-29') + 9 * H })).toBe(day('2026-12-01') + 8 * H);
+    expect(nextReadAt({ cycle: both, fixedIntervalMs: 4 * H, quietIntervalMs: 3 * D, lastReadAt: day('2026-12-02') + 8 * H, now: day('2026-12-02') + 9 * H })).toBe(day('2026-12-04') + 8 * H);
   });
 
   test('irregular, unknown or doubtful: the fixed interval', () => {

@@ -63,7 +63,59 @@ describe('reads around paydays', () => {
   });
 });
 
+const ZONES = [null, 'UTC', 'America/New_York', 'America/Chicago', 'America/Denver', 'America/Los_Angeles', 'America/Phoenix', 'Pacific/Honolulu', 'America/Anchorage', 'Europe/London', 'Asia/Kolkata', 'Australia/Lord_Howe', 'Pacific/Kiritimati'];
+
+/** The calendar day (as its UTC midnight) and the hour and minute of an instant on a zone's wall clock. */
+const wallFormats = new Map<string, Intl.DateTimeFormat>();
+function wallClock(t: number, timeZone: string | null): { day: number; hour: number; minute: number } {
+  const zone = timeZone ?? 'UTC';
+  if (!wallFormats.has(zone)) wallFormats.set(zone, new Intl.DateTimeFormat('en-GB', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }));
+  const parts = Object.fromEntries(
+    wallFormats
+      .get(zone)!
+      .formatToParts(t)
+      .map((p) => [p.type, p.value]),
+  );
+  return { day: Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day)), hour: Number(parts.hour), minute: Number(parts.minute) };
+}
+
 describe('as a property', () => {
+  test("the slots are the mornings (08:00 in the lender's zone) of each predicted payday and the day after, and the day before for pay that lands early", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 730 }),
+        fc.option(fc.integer({ min: -20, max: 20 }), { nil: null }),
+        fc.boolean(),
+        fc.constantFrom(...ZONES),
+        (offset, altShift, landsEarly, timeZone) => {
+          const payday = day('2026-01-01') + offset * D;
+          const paydays = [payday, ...(altShift === null ? [] : [payday + altShift * D])];
+          const cycle: CadenceInput['cycle'] = {
+            frequency: 'biweekly',
+            nextPayday: payday,
+            confidence: 0.9,
+            landsEarly,
+            ...(altShift === null ? {} : { alternative: { frequency: 'semimonthly' as const, nextPayday: paydays[1]! } }),
+          };
+          const slots = paydaySlots(cycle, timeZone);
+          const around = landsEarly ? [-1, 0, 1] : [0, 1];
+          expect(slots).toHaveLength(around.length * paydays.length);
+          for (let i = 1; i < slots.length; i++) expect(slots[i]!).toBeGreaterThanOrEqual(slots[i - 1]!);
+          const seen = new Set<number>();
+          for (const t of slots) {
+            const w = wallClock(t, timeZone);
+            expect({ hour: w.hour, minute: w.minute }).toEqual({ hour: 8, minute: 0 });
+            expect(paydays.some((p) => around.some((k) => p + k * D === w.day))).toBe(true);
+            seen.add(w.day);
+          }
+          for (const p of paydays) for (const k of around) expect(seen.has(p + k * D)).toBe(true);
+        },
+      ),
+      { numRuns: 400, seed: 364 },
+    );
+  });
+
+
   test('over any stretch, reads are never closer than the fixed interval, so never more than it would make', () => {
     fc.assert(
       fc.property(
@@ -72,7 +124,10 @@ describe('as a property', () => {
         fc.integer({ min: 1, max: 7 }),
         fc.array(fc.integer({ min: 0, max: 60 }), { minLength: 1, maxLength: 6 }),
         fc.double({ min: 0, max: 1, noNaN: true }),
-        (frequency, fixedHours, quietDays, paydayOffsets, confidence) => {
+        fc.boolean(),
+        fc.option(fc.integer({ min: -6, max: 6 }), { nil: null }),
+        fc.constantFrom(...ZONES),
+        (frequency, fixedHours, quietDays, paydayOffsets, confidence, landsEarly, altShift, timeZone) => {
           const start = day('2026-11-01');
           const end = start + 60 * D;
           const fixed = fixedHours * H;
@@ -83,8 +138,15 @@ describe('as a property', () => {
             reads.push(now);
             last = now;
             const upcoming = paydays.find((p) => p + 2 * D > now) ?? null;
-            const cycle: CadenceInput['cycle'] = { frequency, nextPayday: frequency === 'irregular' || frequency === 'unknown' ? null : upcoming, confidence };
-            const next = nextReadAt({ cycle, lastReadAt: last, now, fixedIntervalMs: fixed, quietIntervalMs: quietDays * D });
+            const known = frequency !== 'irregular' && frequency !== 'unknown' && upcoming !== null;
+            const cycle: CadenceInput['cycle'] = {
+              frequency,
+              nextPayday: known ? upcoming : null,
+              confidence,
+              landsEarly,
+              ...(known && altShift !== null ? { alternative: { frequency: 'semimonthly' as const, nextPayday: upcoming + altShift * D } } : {}),
+            };
+            const next = nextReadAt({ cycle, lastReadAt: last, now, fixedIntervalMs: fixed, quietIntervalMs: quietDays * D, timeZone });
             expect(next).toBeGreaterThan(now);
             now = next;
           }

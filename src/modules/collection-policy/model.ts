@@ -25,7 +25,7 @@ const ReturnRatePause = Type.Boolean({
 
 const ReadCadence = OneOf(READ_CADENCES, {
   description:
-    'payday (the default): a monitored borrower whose pay cycle is known is read the day before, on and the day after each predicted payday and otherwise every few days; one whose cycle is irregular or unknown on the read interval. interval: every borrower on the read interval (MONITOR_READ_INTERVAL_MS)',
+    'payday (the default): a monitored borrower whose pay cycle is known is read on and the day after each predicted payday (the day before too when its pay has come a day early; no more once the pay is seen), at 08:00 in time_zone, and otherwise every few days; one whose cycle is irregular or unknown on the read interval. interval: every borrower on the read interval (MONITOR_READ_INTERVAL_MS)',
 });
 
 const TimeZone = Type.Union(

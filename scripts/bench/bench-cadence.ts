@@ -34,6 +34,10 @@ export const cadenceBench: Bench = {
             .map(([f, x]) => `${f} ${x.daily.toFixed(1)} → ${x.cadence.toFixed(1)}`)
             .join('; '),
         },
+        {
+          label: 'with no linked history (the cycle learned from its own reads’ balances): reads per borrower, of daily; R01 per 100; collected; where the reads go',
+          value: `${r.cadenceBalances.readsPerBorrower.toFixed(1)}, ${pct(r.cadenceBalances.readsPerBorrower / r.daily.readsPerBorrower)}; ${r.cadenceBalances.returnsPer100.toFixed(1)}; ${pct(r.cadenceBalances.collectedShare)}; ${(['enrollment', 'slot', 'quiet', 'fixed', 'short'] as const).map((k) => r.breakdownBalances[k].toFixed(2)).join(' / ')}`,
+        },
         { label: 'regular payers whose next payday is predicted within a day at enrollment', value: `${pct(predicted)} (${r.predictedWithinADay} of ${r.regular})`, target: '≥ 95%', pass: predicted >= 0.95 },
       ],
       notes: [`seed ${SEED}; the population and its assumptions: scripts/bench/cadence-sim.ts`],

@@ -17,9 +17,11 @@
 //   debit is made when the balance covers the amount plus the buffer; it settles the next morning (next-day
 //   ACH) if the balance still covers it, else it is returned R01 and a $34 fee is taken. Two failures stop
 //   collection (the payday rule), and so does a settled debit, which ends the borrower's debt.
+// - A third run of the cadence has no linked history: it learns from the rises of its own reads' balances, as
+//   learn.ts does while transactions are not a source.
 import { DAY_MS } from '../../src/platform/clock';
 import { isBusinessDay } from '../../src/platform/business-days';
-import { inferPayCycle, type Deposit, type Frequency } from '../../src/modules/pay-cycles/infer';
+import { depositsFromBalances, inferPayCycle, type Deposit, type Frequency } from '../../src/modules/pay-cycles/infer';
 import { followsCycle, nextReadAt, paydaySlots } from '../../src/modules/pay-cycles/cadence';
 
 const START = Date.UTC(2026, 0, 1);
@@ -48,11 +50,15 @@ export interface SimResult {
   daily: StrategyResult;
   cadence: StrategyResult;
   cadenceBuffer: StrategyResult;
+  /** The payday cadence with no linked history: the cycle learned from the rises of its own reads' balances. */
+  cadenceBalances: StrategyResult;
   /** Regular payers whose next payday, learned at enrollment, was right within a day. */
   predictedWithinADay: number;
   regular: number;
   /** Where the payday cadence's reads go, per borrower: why each read was due. */
   breakdown: Record<ReadReason, number>;
+  /** The same, learning from its own reads' balances. */
+  breakdownBalances: Record<ReadReason, number>;
   /** The payday cadence's reads per borrower of each true pay frequency, against daily's. */
   byFrequency: Record<string, { borrowers: number; daily: number; cadence: number }>;
 }
@@ -123,7 +129,8 @@ function borrower(rand: () => number): Borrower {
   return { frequency, enrolled, pay, spend, startBalance: Math.round(payCents * rand() * 0.3), owed: Math.round(payCents * (0.15 + rand() * 0.3)), paydays };
 }
 
-type Strategy = 'daily' | 'cadence';
+/** Daily reads; the payday cadence on the linked history; the payday cadence on its own reads' balances. */
+type Strategy = 'daily' | 'cadence' | 'balances';
 
 /** One borrower under one strategy: its reads, returns and what was collected. */
 function run(b: Borrower, strategy: Strategy, bufferCents: number) {
@@ -146,6 +153,7 @@ function run(b: Borrower, strategy: Strategy, bufferCents: number) {
   let failures = 0;
   let pending: number | null = null;
   let lastRead: number | null = null;
+  const seen: { at: number; balanceCents: number }[] = [];
   let nextRead = START + b.enrolled * DAY_MS + READ_HOUR;
   for (let d = b.enrolled; d < b.enrolled + MONITOR_DAYS; d++) {
     const morning = START + d * DAY_MS;
@@ -172,9 +180,10 @@ function run(b: Borrower, strategy: Strategy, bufferCents: number) {
       reads++;
       why[reason]++;
       if (balance >= b.owed + bufferCents) pending = d + 1;
-      if (strategy === 'cadence') {
+      if (strategy !== 'daily') {
         lastRead = readAt;
-        const cycle = inferPayCycle(credits, readAt);
+        seen.push({ at: readAt, balanceCents: Math.round(balance) });
+        const cycle = inferPayCycle(strategy === 'cadence' ? credits : depositsFromBalances(seen), readAt);
         nextRead = nextReadAt({ cycle, lastReadAt: lastRead, now: readAt, fixedIntervalMs: DAY_MS, quietIntervalMs: 3 * DAY_MS, timeZone: null });
         reason = !followsCycle(cycle) ? (cycle.frequency === 'unknown' ? 'short' : 'fixed') : paydaySlots(cycle, null).includes(nextRead) ? 'slot' : 'quiet';
       }
@@ -190,7 +199,9 @@ export function simulate(opts: SimOptions): SimResult {
     daily: { reads: 0, returns: 0, collected: 0 },
     cadence: { reads: 0, returns: 0, collected: 0 },
     cadenceBuffer: { reads: 0, returns: 0, collected: 0 },
+    cadenceBalances: { reads: 0, returns: 0, collected: 0 },
   };
+  const breakdownBalances: Record<ReadReason, number> = { enrollment: 0, slot: 0, quiet: 0, fixed: 0, short: 0 };
   const breakdown: Record<ReadReason, number> = { enrollment: 0, slot: 0, quiet: 0, fixed: 0, short: 0 };
   const byFrequency: SimResult['byFrequency'] = {};
   let owed = 0;
@@ -203,6 +214,7 @@ export function simulate(opts: SimOptions): SimResult {
       ['daily', 'daily', 0],
       ['cadence', 'cadence', 0],
       ['cadenceBuffer', 'cadence', 2_500],
+      ['cadenceBalances', 'balances', 0],
     ] as const) {
       const r = run(b, strategy, buffer);
       totals[key].reads += r.reads;
@@ -217,6 +229,7 @@ export function simulate(opts: SimOptions): SimResult {
         f.cadence += r.reads;
         for (const k of Object.keys(breakdown) as ReadReason[]) breakdown[k] += r.why[k];
       }
+      if (key === 'cadenceBalances') for (const k of Object.keys(breakdown) as ReadReason[]) breakdownBalances[k] += r.why[k];
     }
     if (b.frequency !== 'irregular') {
       regular++;
@@ -232,12 +245,15 @@ export function simulate(opts: SimOptions): SimResult {
     returnsPer100: (100 * t.returns) / opts.borrowers,
     collectedShare: t.collected / owed,
   });
-  for (const k of Object.keys(breakdown) as ReadReason[]) breakdown[k] /= opts.borrowers;
+  for (const k of Object.keys(breakdown) as ReadReason[]) {
+    breakdown[k] /= opts.borrowers;
+    breakdownBalances[k] /= opts.borrowers;
+  }
   for (const f of Object.values(byFrequency)) {
     f.daily /= f.borrowers;
     f.cadence /= f.borrowers;
   }
-  return { daily: view(totals.daily), cadence: view(totals.cadence), cadenceBuffer: view(totals.cadenceBuffer), predictedWithinADay: predicted, regular, breakdown, byFrequency };
+  return { daily: view(totals.daily), cadence: view(totals.cadence), cadenceBuffer: view(totals.cadenceBuffer), cadenceBalances: view(totals.cadenceBalances), predictedWithinADay: predicted, regular, breakdown, breakdownBalances, byFrequency };
 }
 
 if (import.meta.main) console.log(simulate({ borrowers: Number(process.argv[2] ?? 1000), seed: 36 }));

@@ -21,6 +21,8 @@ export const collectionPolicies = sqliteTable('collection_policies', {
   readCadence: text('read_cadence', { enum: READ_CADENCES }).notNull().default('payday'),
   // A debit waits until the balance covers the amount plus this much.
   debitBufferCents: integer('debit_buffer_cents').notNull().default(0),
+  // The lender's IANA time zone: payday reads are in its morning (null: UTC).
+  timeZone: text('time_zone'),
   updatedAt: integer('updated_at'),
 });
 

@@ -24,6 +24,20 @@ export const cadenceBench: Bench = {
         { label: 'payday cadence reads, of daily reads', value: pct(ratio), target: '≤ 30%', pass: ratio <= 0.3 },
         { label: 'R01 returns per 100 borrowers: daily / cadence / cadence with buffer', value: `${r.daily.returnsPer100.toFixed(1)} / ${r.cadence.returnsPer100.toFixed(1)} / ${r.cadenceBuffer.returnsPer100.toFixed(1)}`, target: 'cadence ≤ daily', pass: r.cadence.returnsPer100 <= r.daily.returnsPer100 },
         { label: 'owed amount collected: daily / cadence / cadence with buffer', value: `${pct(r.daily.collectedShare)} / ${pct(r.cadence.collectedShare)} / ${pct(r.cadenceBuffer.collectedShare)}`, target: 'within 3 points of daily', pass: Math.abs(r.cadence.collectedShare - r.daily.collectedShare) <= 0.03 },
+        {
+          label: 'where the payday cadence reads go, per borrower: at enrollment / payday slots / quiet reads / fixed interval (irregular) / history too short',
+          value: (['enrollment', 'slot', 'quiet', 'fixed', 'short'] as const).map((k) => r.breakdown[k].toFixed(2)).join(' / '),
+        },
+        {
+          label: 'reads per borrower by true pay frequency, daily → cadence',
+          value: Object.entries(r.byFrequency)
+            .map(([f, x]) => `${f} ${x.daily.toFixed(1)} → ${x.cadence.toFixed(1)}`)
+            .join('; '),
+        },
+        {
+          label: 'with no linked history (the cycle learned from its own reads’ balances): reads per borrower, of daily; R01 per 100; collected; where the reads go',
+          value: `${r.cadenceBalances.readsPerBorrower.toFixed(1)}, ${pct(r.cadenceBalances.readsPerBorrower / r.daily.readsPerBorrower)}; ${r.cadenceBalances.returnsPer100.toFixed(1)}; ${pct(r.cadenceBalances.collectedShare)}; ${(['enrollment', 'slot', 'quiet', 'fixed', 'short'] as const).map((k) => r.breakdownBalances[k].toFixed(2)).join(' / ')}`,
+        },
         { label: 'regular payers whose next payday is predicted within a day at enrollment', value: `${pct(predicted)} (${r.predictedWithinADay} of ${r.regular})`, target: '≥ 95%', pass: predicted >= 0.95 },
       ],
       notes: [`seed ${SEED}; the population and its assumptions: scripts/bench/cadence-sim.ts`],

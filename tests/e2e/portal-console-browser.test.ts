@@ -219,13 +219,15 @@ describe('the console in a browser', () => {
       await page.getByLabel('Pause ACH collection on a return-rate breach').check();
       await page.getByLabel('When monitored borrowers are read').selectOption('interval');
       await page.getByLabel('Buffer above the amount before a debit (cents)').fill('2500');
+      await page.getByLabel('Your time zone (payday reads at 08:00 there)').fill('America/Chicago');
       await page.getByRole('button', { name: 'Save rules' }).click();
       await page.waitForLoadState('load');
       await expect(page.getByRole('status').innerText()).resolves.toContain('Collection rules saved.');
       const { updated_at: _at, ...policy } = (await ctx.json('GET', '/v1/collection_policy')).body;
-      expect(policy).toEqual({ cfpb_covered: true, max_reinitiations: 1, reinitiation_amount: 'original', notice_days: 3, return_rate_pause: true, read_cadence: 'interval', debit_buffer_cents: 2500 });
+      expect(policy).toEqual({ cfpb_covered: true, max_reinitiations: 1, reinitiation_amount: 'original', notice_days: 3, return_rate_pause: true, read_cadence: 'interval', debit_buffer_cents: 2500, time_zone: 'America/Chicago' });
       // The page shows what was saved; a value the API refuses is refused on the page, and nothing changes.
       await page.reload();
+      expect(await page.getByLabel('Your time zone (payday reads at 08:00 there)').inputValue()).toBe('America/Chicago');
       expect(await page.getByLabel('Business days of notice before each debit').inputValue()).toBe('3');
       expect(await page.getByLabel('Loans covered by the CFPB payday rule').isChecked()).toBe(true);
       await page.getByLabel('Loans covered by the CFPB payday rule').uncheck();
@@ -234,7 +236,7 @@ describe('the console in a browser', () => {
       await page.getByRole('button', { name: 'Save rules' }).click();
       await page.waitForLoadState('load');
       const { updated_at: _at2, ...back } = (await ctx.json('GET', '/v1/collection_policy')).body;
-      expect(back).toEqual({ cfpb_covered: false, max_reinitiations: 1, reinitiation_amount: 'original', notice_days: 0, return_rate_pause: false, read_cadence: 'interval', debit_buffer_cents: 2500 });
+      expect(back).toEqual({ cfpb_covered: false, max_reinitiations: 1, reinitiation_amount: 'original', notice_days: 0, return_rate_pause: false, read_cadence: 'interval', debit_buffer_cents: 2500, time_zone: 'America/Chicago' });
     } finally {
       await context.close();
     }

@@ -25,8 +25,24 @@ const ReturnRatePause = Type.Boolean({
 
 const ReadCadence = OneOf(READ_CADENCES, {
   description:
-    'payday (the default): a monitored borrower whose pay cycle is known is read the day before, on and the day after each predicted payday and otherwise every few days; one whose cycle is irregular or unknown on the read interval. interval: every borrower on the read interval (MONITOR_READ_INTERVAL_MS)',
+    'payday (the default): a monitored borrower whose pay cycle is known is read on and the day after each predicted payday (the day before too when its pay has come a day early; no more once the pay is seen), at 08:00 in time_zone, and otherwise every few days; one whose cycle is irregular or unknown on the read interval. interval: every borrower on the read interval (MONITOR_READ_INTERVAL_MS)',
 });
+
+const TimeZone = Type.Union(
+  [
+    Type.String({
+      minLength: 1,
+      maxLength: 64,
+      pattern: '^[A-Za-z][A-Za-z0-9_+\\-]*(/[A-Za-z0-9_+\\-]+)*$',
+      description: 'An IANA time zone name, such as America/Chicago',
+    }),
+    Type.Null(),
+  ],
+  {
+    description:
+      "The lender's time zone (an IANA name such as America/Chicago): with read_cadence payday, the reads around a payday are at 08:00 there, through daylight-saving changes. null (the default): 08:00 UTC",
+  },
+);
 
 const DebitBufferCents = Int({ minimum: 0, maximum: 10_000_000, description: 'A debit waits until the balance covers the amount plus this many cents (0 by default)' });
 
@@ -39,8 +55,9 @@ export const PolicyPatch = Type.Object(
     return_rate_pause: Type.Optional(ReturnRatePause),
     read_cadence: Type.Optional(ReadCadence),
     debit_buffer_cents: Type.Optional(DebitBufferCents),
+    time_zone: Type.Optional(TimeZone),
   },
-  { additionalProperties: false, minProperties: 1, examples: [{ cfpb_covered: true, max_reinitiations: 1 }] },
+  { additionalProperties: false, minProperties: 1, examples: [{ cfpb_covered: true, max_reinitiations: 1 }, { time_zone: 'America/Chicago' }] },
 );
 export type PolicyPatchInput = Static<typeof PolicyPatch>;
 
@@ -53,7 +70,8 @@ export const Policy = t.Object(
     return_rate_pause: ReturnRatePause,
     read_cadence: ReadCadence,
     debit_buffer_cents: DebitBufferCents,
+    time_zone: TimeZone,
     updated_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When the lender last changed it; null while every field is the default' }),
   },
-  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, updated_at: null }] },
+  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: 'America/Chicago', updated_at: null }] },
 );

@@ -15,6 +15,8 @@ export interface CollectionPolicy {
   readCadence: ReadCadence;
   /** A debit waits until the balance covers the amount plus this. */
   debitBufferCents: number;
+  /** The lender's IANA time zone: payday reads are at 08:00 there (null: UTC). */
+  timeZone: string | null;
 }
 
-export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0 };
+export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0, timeZone: null };

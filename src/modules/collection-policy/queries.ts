@@ -16,11 +16,12 @@ export const policyRow = (db: Db, lenderId: string) =>
         returnRatePause: number;
         readCadence: ReadCadence;
         debitBufferCents: number;
+        timeZone: string | null;
       },
       [string]
     >(
       `SELECT cfpb_covered AS cfpbCovered, max_reinitiations AS maxReinitiations, reinitiation_amount AS reinitiationAmount, notice_days AS noticeDays,
-              return_rate_pause AS returnRatePause, read_cadence AS readCadence, debit_buffer_cents AS debitBufferCents
+              return_rate_pause AS returnRatePause, read_cadence AS readCadence, debit_buffer_cents AS debitBufferCents, time_zone AS timeZone
          FROM collection_policies WHERE lender_id = ?`,
     )
     .get(lenderId);

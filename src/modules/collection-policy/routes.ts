@@ -23,7 +23,9 @@ export const collectionPolicyRoutes = (deps: Deps, auth: Auth) =>
           'The rules beyond the defaults that bound every automatic debit of the lender: the CFPB payday rule (two ' +
             'consecutive failures for funds stop collection until the borrower authorizes again), how many ' +
             'reinitiations follow an R01/R09 return (at most two; none later than 180 days after the original), and ' +
-            'the amount a reinitiation carries. Every field has its default until changed.',
+            'the amount a reinitiation carries, when monitored borrowers are read (around their paydays, at 08:00 in ' +
+            'the lender’s time zone, or on the fixed interval) and the buffer a balance must hold above a debit. ' +
+            'Every field has its default until changed.',
         ),
       },
     })
@@ -36,8 +38,10 @@ export const collectionPolicyRoutes = (deps: Deps, auth: Auth) =>
         summary: 'Change the collection policy',
         ...maturity(
           'Early Access',
-          'At least one field; unknown fields and values out of range are 400, naming the field. The fields sent ' +
-            'change; the next collection decision of every borrower reads them.',
+          'At least one field; unknown fields and values out of range are 400, naming the field (a time_zone must be ' +
+            'an IANA name the service knows, and is stored in its canonical spelling; null sets UTC). The fields sent ' +
+            'change; the next collection decision of every borrower reads them, and the next read of each borrower ' +
+            'is timed by them.',
         ),
       },
     });

@@ -2,6 +2,7 @@ import { eq } from 'drizzle-orm';
 import { collectionPolicies } from '../../../db/schema';
 import type { Ctx } from '../../deps';
 import { isoOrNull } from '../../platform/clock';
+import { InvalidInput } from '../../platform/errors';
 import { dbOf, withTransaction } from '../../platform/context';
 import type { Db } from '../../platform/db';
 import { DEFAULT_POLICY, type CollectionPolicy } from './policy';
@@ -20,6 +21,7 @@ export function policyOf(db: Db, lenderId: string): CollectionPolicy {
         returnRatePause: row.returnRatePause === 1,
         readCadence: row.readCadence,
         debitBufferCents: row.debitBufferCents,
+        timeZone: row.timeZone,
       }
     : DEFAULT_POLICY;
 }
@@ -35,6 +37,7 @@ function view(ctx: Ctx) {
     return_rate_pause: p.returnRatePause,
     read_cadence: p.readCadence,
     debit_buffer_cents: p.debitBufferCents,
+    time_zone: p.timeZone,
     updated_at: isoOrNull(row?.updatedAt ?? null),
   };
 }
@@ -42,9 +45,22 @@ function view(ctx: Ctx) {
 /** GET /v1/collection_policy. */
 export const getPolicy = ({ ctx }: { ctx: Ctx }) => view(ctx);
 
+/**
+ * A time zone as the policy stores it: an IANA name the runtime knows, in its canonical spelling
+ * (`america/chicago` is stored as `America/Chicago`); anything else is refused, naming the field.
+ */
+export function canonicalTimeZone(name: string): string {
+  try {
+    return new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
+  } catch {
+    throw InvalidInput.field('/time_zone', `Unknown time zone "${name}"`, 'Send an IANA time zone name such as America/Chicago, or null for UTC');
+  }
+}
+
 /** PATCH /v1/collection_policy: the fields sent change; the next collection decision reads them. */
 export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput }) {
   const now = ctx.deps.clock.now();
+  const timeZone = typeof input.time_zone === 'string' ? canonicalTimeZone(input.time_zone) : input.time_zone;
   return withTransaction(ctx, (tx) => {
     const cur = policyOf(tx.tx, ctx.lender.id);
     const next = {
@@ -56,6 +72,8 @@ export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput
       returnRatePause: input.return_rate_pause ?? cur.returnRatePause,
       readCadence: input.read_cadence ?? cur.readCadence,
       debitBufferCents: input.debit_buffer_cents ?? cur.debitBufferCents,
+      // null sets it back to UTC; absent keeps it.
+      timeZone: timeZone === undefined ? cur.timeZone : timeZone,
       updatedAt: now,
     };
     tx.tx.insert(collectionPolicies).values(next).onConflictDoUpdate({ target: collectionPolicies.lenderId, set: next }).run();

@@ -1,41 +1,74 @@
 import { DAY_MS } from '../../platform/clock';
 import type { PayCycle } from './infer';
 
-// When to read a monitored borrower next (pure). A borrower with a known pay cycle is read the day before, on
-// and the day after each predicted payday, in the morning, and otherwise no more than every
-// `quietIntervalMs`; one whose cycle is irregular or unknown is read on the fixed interval. Never more often
-// than the fixed interval: a read is never sooner than one fixed interval after the last. A cycle believed well
-// (confidence 0.8 and up) is read every other quiet interval between paydays.
+// When to read a monitored borrower next (pure). A borrower with a known pay cycle is read around each predicted
+// payday, in the morning (08:00 in the lender's time zone, UTC when it has none), and otherwise no more than
+// every `quietIntervalMs`; one whose cycle is irregular or unknown is read on the fixed interval. Never more
+// often than the fixed interval: a read is never sooner than one fixed interval after the last.
+//
+// Around a payday: the morning of it and the morning after (a deposit that posts late), and the morning before
+// only for a borrower whose deposits have come a day early. Once the payday's deposit is seen the cycle's next
+// payday is the one after (infer.ts), so the rest of that payday's reads are not made. A cycle believed well
+// (confidence 0.8 and up) is read every third quiet interval between paydays: a deposit off its schedule is rare.
 
 const HOUR_MS = 3_600_000;
+/** The morning read's hour, local time. */
+export const READ_HOUR = 8;
 
 /** A cycle worth reading around: a regular frequency, believed enough. */
 export const MIN_CONFIDENCE = 0.5;
-/** A cycle believed well enough to be checked half as often between paydays. */
+/** A cycle believed well enough to be checked a third as often between paydays. */
 export const SURE = 0.8;
 
 export interface CadenceInput {
-  /** The borrower's cycle as of the day before now (so that the day after a payday still sees it). */
-  cycle: Pick<PayCycle, 'frequency' | 'nextPayday' | 'confidence' | 'alternative'>;
+  /** The borrower's cycle as learned at this read: its next payday is the first not yet paid. */
+  cycle: Pick<PayCycle, 'frequency' | 'nextPayday' | 'confidence' | 'alternative' | 'landsEarly'>;
   lastReadAt: number | null;
   now: number;
   /** MONITOR_READ_INTERVAL_MS: the fixed interval, and the least time between two reads. */
   fixedIntervalMs: number;
   /** Between paydays (default 3 days). */
   quietIntervalMs: number;
-  /** The morning hour of a payday read, in UTC (08:00 by default; a lender's time zone moves it). */
-  readHourUtc?: number;
+  /** The lender's IANA time zone: payday reads are at 08:00 there (UTC when null). */
+  timeZone?: string | null;
 }
 
 /** Whether reads follow the cycle (payday cadence) or the fixed interval. */
 export const followsCycle = (c: CadenceInput['cycle']): boolean =>
   c.nextPayday !== null && c.confidence >= MIN_CONFIDENCE && c.frequency !== 'irregular' && c.frequency !== 'unknown';
 
-/** The read slots around the predicted paydays: the day before, the day and the day after, in the morning. */
-export function paydaySlots(c: CadenceInput['cycle'], readHourUtc = 8): number[] {
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+/** How far a zone's wall clock is ahead of UTC at an instant (ms; negative west of Greenwich). */
+function zoneOffset(t: number, timeZone: string): number {
+  let f = formatters.get(timeZone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+    formatters.set(timeZone, f);
+  }
+  const p: Record<string, number> = {};
+  for (const part of f.formatToParts(t)) if (part.type !== 'literal') p[part.type] = Number(part.value);
+  return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!) - (t - (((t % 1000) + 1000) % 1000));
+}
+
+/**
+ * The instant of a local time of day (`hour`) on a calendar day (given as its UTC midnight) in a zone, across
+ * daylight-saving changes: the zone's offset at that instant, found in two steps.
+ */
+export function localTime(day: number, hour: number, timeZone?: string | null): number {
+  const wall = day + hour * HOUR_MS;
+  if (!timeZone || timeZone === 'UTC') return wall;
+  const guess = wall - zoneOffset(wall, timeZone);
+  const offset = zoneOffset(guess, timeZone);
+  return wall - offset;
+}
+
+/** The read slots around the predicted paydays (and the alternative's), in the morning of the lender's zone. */
+export function paydaySlots(c: CadenceInput['cycle'], timeZone?: string | null): number[] {
   if (!followsCycle(c)) return [];
   const paydays = [c.nextPayday!, ...(c.alternative ? [c.alternative.nextPayday] : [])];
-  return paydays.flatMap((p) => [-1, 0, 1].map((k) => p + k * DAY_MS + readHourUtc * HOUR_MS)).sort((a, b) => a - b);
+  const around = c.landsEarly ? [-1, 0, 1] : [0, 1];
+  return paydays.flatMap((p) => around.map((k) => localTime(p + k * DAY_MS, READ_HOUR, timeZone))).sort((a, b) => a - b);
 }
 
 /** The time of the next read. */
@@ -43,8 +76,8 @@ export function nextReadAt(input: CadenceInput): number {
   const { cycle, lastReadAt, now, fixedIntervalMs, quietIntervalMs } = input;
   const floor = lastReadAt === null ? now : lastReadAt + fixedIntervalMs;
   if (!followsCycle(cycle)) return Math.max(floor, now);
-  const slot = paydaySlots(cycle, input.readHourUtc).find((t) => t > now);
-  // Between paydays, a cycle believed well (0.8 and up) is checked half as often: a deposit off its schedule is rare.
-  const quiet = (lastReadAt ?? now) + (cycle.confidence >= SURE ? 2 : 1) * quietIntervalMs;
+  const slot = paydaySlots(cycle, input.timeZone).find((t) => t > now);
+  // Between paydays, a cycle believed well (0.8 and up) is checked a third as often.
+  const quiet = (lastReadAt ?? now) + (cycle.confidence >= SURE ? 3 : 1) * quietIntervalMs;
   return Math.max(floor, Math.min(slot ?? Infinity, quiet));
 }

@@ -9,8 +9,10 @@ import { isBusinessDay } from '../../platform/business-days';
 // business day before when it falls on a weekend or a Federal Reserve holiday, as payroll does. A hypothesis
 // scores how well its schedule and the deposits agree within a day: the share of deposits it explains and the
 // share of its paydays that had a deposit (their harmonic mean). The best one wins; a biweekly schedule that
-// lands on semimonthly dates (or the other way round) keeps the second as an alternative. Two predicted
-// paydays missed since the last deposit mean the cycle changed: it is `irregular` until it is learned again.
+// lands on semimonthly dates (or the other way round) keeps the second as an alternative. A payday counts as
+// missed once the day after it has come without a deposit; two missed since the last deposit mean the cycle
+// changed: it is `irregular` until it is learned again. The next payday is the first one not yet paid: once
+// its deposit has been seen (within a day of it), the one after.
 
 export const FREQUENCIES = ['weekly', 'biweekly', 'semimonthly', 'monthly', 'irregular', 'unknown'] as const;
 export type Frequency = (typeof FREQUENCIES)[number];
@@ -32,6 +34,8 @@ export interface PayCycle {
   deposits: number;
   /** A second schedule that explains the history almost as well (biweekly against semimonthly). */
   alternative?: { frequency: RegularFrequency; nextPayday: number };
+  /** Whether a deposit of the history came the day before its payday: the next may land early too. */
+  landsEarly?: boolean;
 }
 
 /** How much history is read: three months, as lenders' links give. */
@@ -42,6 +46,11 @@ export const MIN_DEPOSITS = 3;
 const MIN_SCORE = 0.7;
 /** Two schedules within this of each other both stand. */
 const AMBIGUITY = 0.1;
+/**
+ * Deposits that make a full history, per frequency: six paydays, or three for a monthly cycle (three months is
+ * all a linked account's history holds, and as long a span as six biweekly paydays).
+ */
+const FULL_HISTORY: Record<RegularFrequency, number> = { weekly: 6, biweekly: 6, semimonthly: 6, monthly: 3 };
 /** Credits below this are not pay (transfers, refunds). */
 const MIN_PAY_CENTS = 2_000;
 /** Pay amounts vary (hours, overtime): deposits within this ratio of each other are one income. */
@@ -136,19 +145,21 @@ interface Hypothesis {
  * How well a schedule explains the deposit days (sorted) between the first and the last: `s` from 0 to 1, and
  * `off`, the days its matched paydays are off by in all (the smaller wins a tie: the 13th over the 12th).
  */
-function score(schedule: Schedule, days: readonly number[]): { s: number; off: number } {
+function score(schedule: Schedule, days: readonly number[]): { s: number; off: number; early: number } {
   const first = days[0]!;
   const last = days[days.length - 1]!;
   const paydays = schedule(first - 1, last + 1);
-  if (paydays.length === 0) return { s: 0, off: 0 };
+  if (paydays.length === 0) return { s: 0, off: 0, early: 0 };
   // Each payday explains at most one deposit, within a day either way (both lists are sorted).
   let matched = 0;
   let off = 0;
+  let early = 0;
   for (let i = 0, j = 0; i < days.length && j < paydays.length; ) {
     const d = days[i]! - paydays[j]!;
     if (Math.abs(d) <= 1) {
       matched++;
       off += Math.abs(d);
+      if (d < 0) early++;
       i++;
       j++;
     } else if (d < 0) i++;
@@ -156,10 +167,10 @@ function score(schedule: Schedule, days: readonly number[]): { s: number; off: n
   }
   const precision = matched / days.length;
   const recall = matched / paydays.length;
-  return { s: precision + recall === 0 ? 0 : (2 * precision * recall) / (precision + recall), off };
+  return { s: precision + recall === 0 ? 0 : (2 * precision * recall) / (precision + recall), off, early };
 }
 
-const better = (a: { s: number; off: number }, b: { s: number; off: number }) => b.s - a.s || a.off - b.off;
+const better = (a: { s: number; off: number }, b: { s: number; off: number }): number => b.s - a.s || a.off - b.off;
 
 /** The most common phase (days since the epoch, mod period) of the deposits, counting a day's neighbours. */
 function phaseOf(days: readonly number[], period: number): number {
@@ -200,12 +211,13 @@ export function inferPayCycle(credits: readonly Deposit[], asOf: number): PayCyc
   const best = scored[0]!;
   if (best.s < MIN_SCORE) return { frequency: 'irregular', nextPayday: null, confidence: round(1 - best.s), deposits: days.length };
   const last = days[days.length - 1]!;
-  // Predicted paydays after the last deposit that have passed without one (a day's grace): two, and it changed.
-  const missed = best.h.schedule(last + 2, today - 2).length;
+  // Predicted paydays after the last deposit whose next day has come without one: two, and it changed.
+  const missed = best.h.schedule(last + 2, today - 1).length;
   if (missed >= 2) return { frequency: 'irregular', nextPayday: null, confidence: round(0.5 * best.s), deposits: days.length };
-  const next = (h: Hypothesis) => h.schedule(today, today + 62)[0]!;
-  const confidence = round(best.s * Math.min(1, days.length / 6));
-  const cycle: PayCycle = { frequency: best.h.frequency, nextPayday: msOf(next(best.h)), confidence, deposits: days.length };
+  // The first payday not yet paid: on or after today, and not one the last deposit (a day either way) paid.
+  const next = (h: Hypothesis) => h.schedule(Math.max(today, last + 2), today + 62)[0]!;
+  const confidence = round(best.s * Math.min(1, days.length / FULL_HISTORY[best.h.frequency]));
+  const cycle: PayCycle = { frequency: best.h.frequency, nextPayday: msOf(next(best.h)), confidence, deposits: days.length, landsEarly: best.early > 0 };
   const rival = scored.find((x) => x.h.frequency !== best.h.frequency && x.s >= best.s - AMBIGUITY && x.s >= MIN_SCORE);
   if (rival && isPair(best.h.frequency, rival.h.frequency)) cycle.alternative = { frequency: rival.h.frequency, nextPayday: msOf(next(rival.h)) };
   return cycle;

@@ -111,7 +111,7 @@ const view = async (c: TestContext, id: string) => (await c.json('GET', `/v1/pay
 describe('collection inside the rules, end to end (sandbox)', () => {
   test('the policy: defaults, a change, and refusals naming the field', async () => {
     const c = await setup();
-    expect((await c.json('GET', '/v1/collection_policy')).body).toEqual({ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, updated_at: null });
+    expect((await c.json('GET', '/v1/collection_policy')).body).toEqual({ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: null, updated_at: null });
     const r = await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ cfpb_covered: true, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, updated_at: expect.any(String) });
@@ -125,12 +125,23 @@ describe('collection inside the rules, end to end (sandbox)', () => {
       [{ return_rate_pause: 'on' }, 'return_rate_pause'],
       [{ read_cadence: 'hourly' }, 'read_cadence'],
       [{ debit_buffer_cents: -1 }, 'debit_buffer_cents'],
+      [{ time_zone: 'Mars/Olympus_Mons' }, 'time_zone'],
+      [{ time_zone: '+05:00' }, 'time_zone'],
+      [{ time_zone: '' }, 'time_zone'],
+      [{ time_zone: 5 }, 'time_zone'],
       [{ paused: true }, ''],
     ] as const) {
       const bad = await c.json('PATCH', '/v1/collection_policy', { body });
       expect(bad.status).toBe(400);
       if (field) expect(JSON.stringify(bad.body)).toContain(field);
     }
+    // A time zone: stored in its canonical spelling; null is UTC again; a refused one changed nothing.
+    expect((await c.json('PATCH', '/v1/collection_policy', { body: { time_zone: 'america/chicago' } })).body.time_zone).toBe('America/Chicago');
+    const unknownZone = await c.json('PATCH', '/v1/collection_policy', { body: { time_zone: 'Mars/Olympus_Mons' } });
+    expect(unknownZone.body.error.message).toContain('Unknown time zone');
+    expect((await c.json('GET', '/v1/collection_policy')).body.time_zone).toBe('America/Chicago');
+    expect((await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: false } })).body.time_zone).toBe('America/Chicago');
+    expect((await c.json('PATCH', '/v1/collection_policy', { body: { time_zone: null } })).body.time_zone).toBeNull();
     // Another lender has its own policy.
     const other = c.newLender();
     expect((await c.json('GET', '/v1/collection_policy', { key: other.key })).body.cfpb_covered).toBe(false);

@@ -70,6 +70,39 @@ describe('gaps, changes and too little history', () => {
     expect(after).toMatchObject({ frequency: 'irregular', nextPayday: null });
   });
 
+  test('the second payday missed is seen the day after it, not later', () => {
+    const days = [6, 5, 4, 3, 2].map((i) => day('2026-11-20') - i * 14 * D);
+    // 6 November missed; 20 November not yet over (its deposit may post on the 21st).
+    expect(inferPayCycle(pay(days), day('2026-11-20')).frequency).toBe('biweekly');
+    // The morning after it, nothing came: irregular at once.
+    expect(inferPayCycle(pay(days), day('2026-11-21'))).toMatchObject({ frequency: 'irregular', nextPayday: null });
+  });
+
+  test("the next payday is the first not yet paid: once a payday's deposit has come, the one after", () => {
+    const fridays = Array.from({ length: 6 }, (_, i) => day('2026-11-20') - i * 14 * D);
+    // On the payday, before its deposit: that day.
+    expect(iso(inferPayCycle(pay(fridays.slice(1)), day('2026-11-20')).nextPayday)).toBe('2026-11-20');
+    // On the payday, after it: two weeks on.
+    expect(iso(inferPayCycle(pay(fridays), day('2026-11-20')).nextPayday)).toBe('2026-12-04');
+    // Paid a day early (Thursday 19th) and asked that day: paid, two weeks on.
+    expect(iso(inferPayCycle(pay([day('2026-11-19'), ...fridays.slice(1)]), day('2026-11-19')).nextPayday)).toBe('2026-12-04');
+  });
+
+  test('pay that has come a day before its payday is noted: the morning before the next is read too', () => {
+    const fridays = Array.from({ length: 6 }, (_, i) => day('2026-11-20') - i * 14 * D);
+    expect(inferPayCycle(pay(fridays), day('2026-11-23')).landsEarly).toBe(false);
+    // Early direct deposit once: the Thursday before the Friday of 6 November.
+    const once = fridays.map((t) => (t === day('2026-11-06') ? t - D : t));
+    expect(inferPayCycle(pay(once), day('2026-11-23'))).toMatchObject({ frequency: 'biweekly', landsEarly: true });
+  });
+
+  test('three monthly paydays, all on time, are a full history: believed well', () => {
+    const c = inferPayCycle(pay([7, 8, 9].map((m) => paidOn(Date.UTC(2026, m, 15)))), day('2026-10-20'));
+    expect(c).toMatchObject({ frequency: 'monthly', confidence: 1 });
+    // Three biweekly paydays are not.
+    expect(inferPayCycle(pay([2, 1, 0].map((i) => day('2026-11-20') - i * 14 * D)), day('2026-11-23')).confidence).toBe(0.5);
+  });
+
   test('deposits at no steady interval are irregular; fewer than three are unknown', () => {
     const t = day('2026-11-25');
     expect(inferPayCycle(pay([3, 11, 30, 41, 63, 70].map((x) => t - x * D)), t).frequency).toBe('irregular');

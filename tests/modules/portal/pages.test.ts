@@ -203,7 +203,7 @@ describe('Collection rules', () => {
     expect(page.status).toBe(200);
     expect(page.text).toContain('<h1>Collection rules</h1>');
     expect(page.text).toContain('Return rates</h2>');
-    const saved = await p.post('/portal/payments/rules', { cfpb_covered: 'true', max_reinitiations: '1', reinitiation_amount: 'original', notice_days: '3' });
+    const saved = await p.post('/portal/payments/rules', { cfpb_covered: 'true', max_reinitiations: '1', reinitiation_amount: 'original', notice_days: '3', time_zone: 'America/New_York' });
     expect(saved.status).toBe(200);
     expect((await c.json('GET', '/v1/collection_policy')).body).toMatchObject({
       cfpb_covered: true,
@@ -211,6 +211,7 @@ describe('Collection rules', () => {
       reinitiation_amount: 'original',
       notice_days: 3,
       return_rate_pause: false,
+      time_zone: 'America/New_York',
     });
     // What was saved is what the form shows next.
     const shown = (await p.get('/portal/payments/rules')).text;
@@ -218,12 +219,16 @@ describe('Collection rules', () => {
     expect(shown).toMatch(/<option value="1" selected/);
     expect(shown).toMatch(/<option value="original" selected/);
     expect(shown).toMatch(/name="notice_days"[^>]*value="3"/);
-    for (const bad of [{ notice_days: '11' }, { notice_days: 'soon' }, { max_reinitiations: '3' }, { reinitiation_amount: 'double' }]) {
-      const r = await p.post('/portal/payments/rules', { max_reinitiations: '1', reinitiation_amount: 'original', notice_days: '3', ...bad });
+    expect(shown).toMatch(/name="time_zone"[^>]*value="America\/New_York"/);
+    for (const bad of [{ notice_days: '11' }, { notice_days: 'soon' }, { max_reinitiations: '3' }, { reinitiation_amount: 'double' }, { time_zone: 'Nowhere/Land' }]) {
+      const r = await p.post('/portal/payments/rules', { max_reinitiations: '1', reinitiation_amount: 'original', notice_days: '3', time_zone: 'America/New_York', ...bad });
       expect(r.status).toBe(400);
       expect(r.text).toContain('role="alert"');
     }
-    expect((await c.json('GET', '/v1/collection_policy')).body).toMatchObject({ cfpb_covered: true, max_reinitiations: 1, notice_days: 3 });
+    expect((await c.json('GET', '/v1/collection_policy')).body).toMatchObject({ cfpb_covered: true, max_reinitiations: 1, notice_days: 3, time_zone: 'America/New_York' });
+    // An empty time zone is UTC.
+    await p.post('/portal/payments/rules', { max_reinitiations: '1', reinitiation_amount: 'original', notice_days: '3', time_zone: '' });
+    expect((await c.json('GET', '/v1/collection_policy')).body.time_zone).toBeNull();
   });
 });
 

@@ -89,7 +89,13 @@ function RulesContent(props: { deps: Deps; s: PortalSession; message?: Message; 
           </select>
           <small id="read_cadence-help">
             A borrower who cannot pay today usually can on payday: with “payday”, a borrower whose pay cycle the service has learned from its balances is read the
-            morning before, of and after each predicted payday and every few days between; one whose cycle is unknown or irregular on the fixed interval.
+            morning of each predicted payday and the morning after (the morning before too when its pay has come a day early), no more once the pay is seen, and
+            every few days between; one whose cycle is unknown or irregular on the fixed interval.
+          </small>
+          <label for="time_zone">Your time zone (payday reads at 08:00 there)</label>
+          <input id="time_zone" name="time_zone" type="text" maxlength={64} placeholder="UTC" value={p.time_zone ?? ''} aria-describedby="time_zone-help" />
+          <small id="time_zone-help">
+            An IANA time zone name such as America/Chicago: the reads around a payday are at 08:00 there, through daylight-saving changes. Empty: 08:00 UTC.
           </small>
           <label for="debit_buffer_cents">Buffer above the amount before a debit (cents)</label>
           <input id="debit_buffer_cents" name="debit_buffer_cents" type="number" min={0} max={10000000} step={1} value={String(p.debit_buffer_cents)} aria-describedby="debit_buffer_cents-help" />
@@ -151,6 +157,8 @@ export const rulesPages = (deps: Deps) => {
             return_rate_pause: raw.return_rate_pause === 'true',
             read_cadence: raw.read_cadence,
             debit_buffer_cents: whole(raw.debit_buffer_cents, 8),
+            // An empty box is UTC.
+            time_zone: typeof raw.time_zone === 'string' && raw.time_zone.trim() !== '' ? raw.time_zone.trim() : null,
           });
           updatePolicy({ ctx: { lender: session.lender, deps }, input });
           return render(session, { kind: 'ok', text: 'Collection rules saved.' });

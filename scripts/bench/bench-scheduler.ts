@@ -39,11 +39,11 @@ async function idleTicks(ctx: BenchContext) {
   }
   setSynchronous(rt, 'FULL');
   const active = rt.sqlite.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM schedules WHERE status = 'ACTIVE'").get()!.n;
-  for (let i = 0; i < 200; i++) startDueRuns(rt);
+  for (let i = 0; i < 200; i++) await startDueRuns(rt);
   const times: number[] = [];
   for (let i = 0; i < TICKS; i++) {
     const t0 = performance.now();
-    const { started } = startDueRuns(rt);
+    const { started } = await startDueRuns(rt);
     times.push(performance.now() - t0);
     if (started !== 0) throw new Error('a schedule was due');
   }

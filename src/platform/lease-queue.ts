@@ -2,7 +2,7 @@ import type { Database, SQLQueryBindings } from 'bun:sqlite';
 import { getTableName } from 'drizzle-orm';
 import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core';
 import type { Db } from './db';
-import { withTransaction, type Tx } from './context';
+import { transaction, type Tx } from './context';
 
 // A work queue kept in a SQLite table, claimed by leases. The table follows one convention:
 //   state            'pending' while there is work to do (other values are final, chosen by the feature)
@@ -71,8 +71,8 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
   }
 
   /** Leases up to `want` due rows, chosen by the strategy, until now + leaseMs: its own transaction, or the caller's. */
-  claim(want: number, now: number, outer?: Tx): Row[] {
-    return withTransaction({ deps: { db: this.db }, tx: outer }, ({ tx }) => {
+  claim(want: number, now: number, outer?: Tx): Promise<Row[]> {
+    return transaction({ deps: { db: this.db }, tx: outer }, ({ tx }) => {
       const claimed: Row[] = [];
       const until = now + this.opts.leaseMs;
       this.opts.pick({

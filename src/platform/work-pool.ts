@@ -2,7 +2,7 @@ import type { WriteGate } from './write-gate';
 
 /**
  * Works through claimed items with at most `concurrency` in flight. When the local queue runs dry, one
- * worker claims the next chunk (claims are synchronous, so two workers never claim at once); the run ends
+ * worker claims the next chunk (one claim at a time: the others wait for it and take from it); the run ends
  * when a claim comes back empty or `signal` aborts, after the items already held are finished.
  * `finish` runs last, whatever happened, so buffered results are always written. With `gate`, each claim,
  * each item's start and the finish wait for the write gate's turn (they write at once). Each claim after the
@@ -11,33 +11,50 @@ import type { WriteGate } from './write-gate';
  */
 export async function drainClaims<T>(opts: {
   concurrency: number;
-  claim: () => T[];
+  claim: () => T[] | Promise<T[]>;
   handle: (item: T) => Promise<unknown>;
-  finish: () => void;
+  finish: () => void | Promise<void>;
   signal?: AbortSignal;
   gate?: WriteGate;
 }): Promise<void> {
   const queue: T[] = [];
   let claims = 0;
+  /** The claim under way, if any: one at a time, the others wait for it and take from what it brought. */
+  let claiming: Promise<boolean> | null = null;
+  const claimMore = async (): Promise<boolean> => {
+    const more = await opts.claim();
+    claims++;
+    queue.push(...more);
+    return more.length > 0;
+  };
   const worker = async () => {
     for (;;) {
       if (queue.length === 0) {
         if (opts.signal?.aborted) return;
+        if (claiming) {
+          // Another worker is claiming: take from what it brings, or stop with it when it brings nothing.
+          if (!(await claiming) && queue.length === 0) return;
+          continue;
+        }
         if (claims > 0) {
           await new Promise<void>((resolve) => setImmediate(resolve));
           // Another worker may have claimed meanwhile.
-          if (queue.length > 0) continue;
+          if (queue.length > 0 || claiming) continue;
           if (opts.signal?.aborted) return;
         }
         if (opts.gate?.contended) {
           await opts.gate.turn();
           // Another worker may have claimed meanwhile.
-          if (queue.length > 0) continue;
+          if (queue.length > 0 || claiming) continue;
         }
-        const more = opts.claim();
-        claims++;
-        if (more.length === 0) return;
-        queue.push(...more);
+        claiming = claimMore();
+        let got: boolean;
+        try {
+          got = await claiming;
+        } finally {
+          claiming = null;
+        }
+        if (!got) return;
       }
       const item = queue.shift();
       if (item === undefined) continue;
@@ -49,6 +66,6 @@ export async function drainClaims<T>(opts: {
     await Promise.all(Array.from({ length: opts.concurrency }, worker));
   } finally {
     if (opts.gate?.contended) await opts.gate.turn();
-    opts.finish();
+    await opts.finish();
   }
 }

@@ -4,7 +4,7 @@ import { batchItems, batchPayloads, batches } from '../../../db/schema';
 import type { Db } from '../../platform/db';
 import type { Deps, JobContext } from '../../deps';
 import { betweenSlices, type Job } from '../../platform/jobs';
-import { withTransaction, type Tx } from '../../platform/context';
+import { transaction, type Tx } from '../../platform/context';
 import { LeaseQueue, type PickStrategy } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
 import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult } from '../../adapters/bank-data/types';
@@ -97,10 +97,10 @@ function fairShares(turn: () => number): PickStrategy<ClaimedItem> {
  * Every pending batch moved to processing, each in its own transaction (a batch is either untouched or fully
  * queued), outside the claim: a claim's transaction only leases rows, however large the batches sent.
  */
-export function startPendingBatches(deps: Pick<Deps, 'db'>): number {
+export async function startPendingBatches(deps: Pick<Deps, 'db'>): Promise<number> {
   const pending = q.openBatches(deps.db).filter((b) => b.status === 'pending');
   for (const b of pending) {
-    withTransaction({ deps }, ({ tx }) => {
+    await transaction({ deps }, ({ tx }) => {
       // Started meanwhile by another claimer: left as it is.
       if (q.batchStatus(tx, b.id) === 'pending') startBatch(tx, b.id, b.lenderId);
     });
@@ -211,10 +211,10 @@ function readRequest(item: ClaimedItem, s: SensitiveFields): BalanceReadRequest 
  * results set off (deps.balanceResults, listed in modules/balance-results.ts), batch counters, and, with the
  * last result of a batch, its completion and its webhook, then what the completion sets off.
  */
-function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): void {
+async function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): Promise<void> {
   if (outcomes.length === 0) return;
   const queue = itemQueue(ctx.deps);
-  withTransaction(ctx, (tx) => {
+  await transaction(ctx, (tx) => {
     const added = new Map<string, number>();
     const recorded: RecordedRead[] = [];
     const readThrough = new Set<string>();
@@ -362,12 +362,27 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
   // Items being read or whose outcome is not written yet: a second claim of one (its lease lapsed while it
   // waited behind the lender's other reads) is left to the first, so the provider is not asked twice.
   const inHand = new Set<number>();
-  const flush = () => {
+  // Outcomes are written in order, one write after the other; a write that fails is the run's error, raised at
+  // the next claim or at the end (the items stay leased and are read again once their lease has passed).
+  let writing: Promise<void> = Promise.resolve();
+  let failed: { error: unknown } | null = null;
+  const flush = (): Promise<void> => {
     const batch = pending;
     pending = [];
     lastFlush = performance.now();
-    recordOutcomes({ deps }, batch);
-    for (const o of batch) inHand.delete(o.item.id);
+    if (batch.length > 0) {
+      writing = writing
+        .then(() => recordOutcomes({ deps }, batch))
+        .catch((error) => {
+          failed ??= { error };
+        })
+        .finally(() => {
+          for (const o of batch) inHand.delete(o.item.id);
+        });
+    }
+    return writing.then(() => {
+      if (failed) throw failed.error;
+    });
   };
   const push = (o: Outcome) => {
     pending.push(o);
@@ -376,7 +391,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       metrics.balanceReads.inc({ status: o.exportStatus });
     }
     // Not while a worker holds the write lock: the results wait for the next claim, which waits its turn.
-    if (!gate.held && (pending.length >= FLUSH_ROWS || performance.now() - lastFlush >= FLUSH_INTERVAL_MS)) flush();
+    if (!gate.held && (pending.length >= FLUSH_ROWS || performance.now() - lastFlush >= FLUSH_INTERVAL_MS)) void flush().catch(() => undefined);
   };
 
   const readOne = async (item: ClaimedItem) => {
@@ -460,11 +475,11 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
     concurrency,
     signal: opts.signal,
     // Results are written before claiming more, so no claimed item is ever shown as still due.
-    claim: () => {
-      flush();
-      startPendingBatches(deps);
+    claim: async () => {
+      await flush();
+      await startPendingBatches(deps);
       const now = clock.now();
-      const items = itemQueue(deps).claim(concurrency * 4, now);
+      const items = await itemQueue(deps).claim(concurrency * 4, now);
       for (const it of items) claimedAt.set(it, now);
       return items;
     },
@@ -492,7 +507,7 @@ export async function dropExpiredIdempotency(deps: Deps, signal?: AbortSignal): 
   const before = deps.clock.now() - IDEMPOTENCY_TTL_MS;
   let dropped = 0;
   for (;;) {
-    const n = withTransaction({ deps }, ({ tx }) => q.deleteExpiredIdempotency(tx, before, EXPIRED_PER_SLICE));
+    const n = await transaction({ deps }, ({ tx }) => q.deleteExpiredIdempotency(tx, before, EXPIRED_PER_SLICE));
     dropped += n;
     if (n < EXPIRED_PER_SLICE || signal?.aborted) return { dropped };
     await betweenSlices(deps);

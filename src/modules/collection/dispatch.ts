@@ -3,7 +3,7 @@ import { writeGate } from '../../platform/context';
 import { enrollments, paymentConnections, payments } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
 import type { Db } from '../../platform/db';
-import { withTransaction } from '../../platform/context';
+import { transaction } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
@@ -84,7 +84,7 @@ export interface PlannedSend {
  * What to do with one due payment (`start` runs it at once). A debit is only planned here: it goes out through
  * `sendPlanned`, whose claim is the line a removal draws (see there).
  */
-export function planSend(ctx: JobContext, p: DuePayment): Step | PlannedSend {
+export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | PlannedSend> {
   const { deps } = ctx;
   const now = deps.clock.now();
   const pay = deps.db
@@ -94,7 +94,7 @@ export function planSend(ctx: JobContext, p: DuePayment): Step | PlannedSend {
     .get();
   if (!pay || pay.status !== 'initiating') {
     // The processor already told us (polling read the outcome first): nothing left to resolve here.
-    withTransaction(ctx, ({ tx }) => dispatchQueue(deps).finalize(tx, p.id, { state: 'done' }));
+    await transaction(ctx, ({ tx }) => dispatchQueue(deps).finalize(tx, p.id, { state: 'done' }));
     return { kind: 'done' };
   }
   const e = deps.db
@@ -163,12 +163,12 @@ export function planSend(ctx: JobContext, p: DuePayment): Step | PlannedSend {
  * earlier attempt went out); a removal committed after it finds the payment claimed, and its outcome is
  * what the processor says. `depth` bounds the re-decision: the state the claim lost to is final.
  */
-export function sendPlanned(ctx: JobContext, p: DuePayment, plan: PlannedSend, depth = 0): Step {
+export async function sendPlanned(ctx: JobContext, p: DuePayment, plan: PlannedSend, depth = 0): Promise<Step> {
   const now = ctx.deps.clock.now();
-  const claimed = withTransaction(ctx, ({ tx }) => q.claimSend(tx, p.id, now).changes === 1);
+  const claimed = await transaction(ctx, ({ tx }) => q.claimSend(tx, p.id, now).changes === 1);
   if (!claimed) {
     if (depth > 0) return { kind: 'wait' };
-    const again = planSend(ctx, p);
+    const again = await planSend(ctx, p);
     return again.kind === 'planned' ? sendPlanned(ctx, p, again, depth + 1) : again;
   }
   const call = plan.processor.createDebit(plan.key, plan.request);
@@ -176,22 +176,22 @@ export function sendPlanned(ctx: JobContext, p: DuePayment, plan: PlannedSend, d
 }
 
 /** One due payment decided and, when it is to go out, claimed and sent. */
-function start(ctx: JobContext, p: DuePayment): Step {
-  const plan = planSend(ctx, p);
+async function start(ctx: JobContext, p: DuePayment): Promise<Step> {
+  const plan = await planSend(ctx, p);
   return plan.kind === 'planned' ? sendPlanned(ctx, p, plan) : plan;
 }
 
 /** A payment the processor was never asked about and never will be: not attempted, its slot given back. */
-function neverSent(ctx: JobContext, p: DuePayment, message: string, reason: string): Step {
-  giveUp(ctx, p, message);
+async function neverSent(ctx: JobContext, p: DuePayment, message: string, reason: string): Promise<Step> {
+  await giveUp(ctx, p, message);
   ctx.deps.metrics.paymentsSkipped.inc({ reason });
   return { kind: 'done' };
 }
 
 /** Recorded not_attempted and not counted against the enrollment. Only for a payment the processor does not hold. */
-function giveUp(ctx: JobContext, p: DuePayment, message: string): void {
+async function giveUp(ctx: JobContext, p: DuePayment, message: string): Promise<void> {
   const now = ctx.deps.clock.now();
-  withTransaction(ctx, ({ tx }) => {
+  await transaction(ctx, ({ tx }) => {
     dispatchQueue(ctx.deps).finalize(tx, p.id, { state: 'done' });
     // Forward only: a payment whose status moved meanwhile (an outcome read first) keeps it.
     if (q.markNotAttempted(tx, p.id, message, now).changes === 0) return;
@@ -206,9 +206,9 @@ function giveUp(ctx: JobContext, p: DuePayment, message: string): void {
  * The processor's answer about the payment, recorded in one transaction: its id, its first event, the ledger
  * and the monitor. When polling recorded an outcome first, that record stands and only the id is kept.
  */
-function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): void {
+async function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): Promise<void> {
   const now = ctx.deps.clock.now();
-  withTransaction(ctx, (tx) => {
+  await transaction(ctx, (tx) => {
     const cur = tx.tx.select({ status: payments.status }).from(payments).where(eq(payments.id, p.id)).get();
     tx.tx
       .update(payments)
@@ -243,44 +243,41 @@ function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): void {
 /** A payment held open at the processor (verification): cancelled before it is recorded, so it can never debit later. */
 async function closeOpen(ctx: JobContext, s: { processor: Processor; key: string }, p: DuePayment, r: DebitResult & { processorPaymentId: string }): Promise<void> {
   const after = await s.processor.cancelPayment(s.key, r.processorPaymentId);
-  await writeGate(ctx.deps).turn();
   // Cancelled: not attempted, for the reason it was held. Moved on before the cancel (verified): what it is now.
-  recordAnswer(ctx, p, after.status === 'voided' ? { ...r, open: false } : after);
+  await recordAnswer(ctx, p, after.status === 'voided' ? { ...r, open: false } : after);
 }
 
-function retryLater(ctx: JobContext, p: DuePayment): void {
+async function retryLater(ctx: JobContext, p: DuePayment): Promise<void> {
   const now = ctx.deps.clock.now();
   const attempts = p.attempts + 1;
   const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (attempts - 1));
-  withTransaction(ctx, ({ tx }) => dispatchQueue(ctx.deps).finalize(tx, p.id, { state: 'pending', attempts, nextAttemptAt: now + delay }));
+  await transaction(ctx, ({ tx }) => dispatchQueue(ctx.deps).finalize(tx, p.id, { state: 'pending', attempts, nextAttemptAt: now + delay }));
 }
 
 export async function finish(ctx: JobContext, p: DuePayment, s: Extract<Step, { kind: 'send' | 'look' }>): Promise<void> {
   const { deps } = ctx;
   if (s.kind === 'send') {
     const r = await s.call;
-    await writeGate(deps).turn();
     if (r.open && r.processorPaymentId) await closeOpen(ctx, s, p, { ...r, processorPaymentId: r.processorPaymentId });
-    else recordAnswer(ctx, p, r);
+    else await recordAnswer(ctx, p, r);
     return;
   }
   const f = await s.call;
-  await writeGate(deps).turn();
   if (f.found) {
     deps.logger.info({ payment_id: p.id, status: f.status }, 'payment outcome found at the processor');
     if (f.open) await closeOpen(ctx, s, p, f);
-    else recordAnswer(ctx, p, f);
+    else await recordAnswer(ctx, p, f);
     return;
   }
   if (deps.clock.now() - s.firstAttemptAt >= deps.config.processorIdempotencyHorizonMs) {
     // Definitely absent: the key is past the horizon, so no request with it can still create the payment.
     deps.logger.warn({ payment_id: p.id }, 'payment not found at the processor past the idempotency horizon; recorded not attempted');
     deps.metrics.paymentsSkipped.inc({ reason: 'absent_at_processor' });
-    giveUp(ctx, p, 'the processor has no payment for this id: the request never reached it');
+    await giveUp(ctx, p, 'the processor has no payment for this id: the request never reached it');
     return;
   }
   // Not there yet: a request still on its way could create it. Asked again later.
-  retryLater(ctx, p);
+  await retryLater(ctx, p);
 }
 
 /** Sends or resolves every due payment, CONCURRENCY at a time; answers and retries are recorded as they come. */
@@ -294,15 +291,15 @@ export async function dispatchPayments(deps: Deps, opts: { signal?: AbortSignal;
     handle: async (p) => {
       let s: Step;
       try {
-        s = start(ctx, p);
+        s = await start(ctx, p);
       } catch (e) {
         deps.logger.error({ payment_id: p.id, err: e }, 'payment could not be prepared');
-        retryLater(ctx, p);
+        await retryLater(ctx, p);
         return;
       }
       if (s.kind === 'done') return;
       if (s.kind === 'wait') {
-        retryLater(ctx, p);
+        await retryLater(ctx, p);
         return;
       }
       if (s.kind === 'send') sent++;
@@ -311,8 +308,7 @@ export async function dispatchPayments(deps: Deps, opts: { signal?: AbortSignal;
       } catch (e) {
         // Unknown outcome (timeout, 5xx, a refused key): resolved at the processor on a later attempt.
         deps.logger.warn({ payment_id: p.id, err: e instanceof Error ? e.message : String(e) }, 'payment outcome not known yet; asked again later');
-        await writeGate(deps).turn();
-        retryLater(ctx, p);
+        await retryLater(ctx, p);
       }
     },
     finish: () => undefined,

@@ -101,8 +101,8 @@ export const scheduleRoutes = (deps: Deps, auth: Auth) =>
     })
     .post(
       '/schedules/:id/run',
-      ({ lender, params, set }) => {
-        const res = runScheduleNow({ ctx: { lender, deps }, input: { id: params.id } });
+      async ({ lender, params, set }) => {
+        const res = await runScheduleNow({ ctx: { lender, deps }, input: { id: params.id } });
         set.status = 202;
         return res;
       },

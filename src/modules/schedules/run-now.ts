@@ -2,7 +2,7 @@ import { and, eq, inArray } from 'drizzle-orm';
 import { batches, schedules } from '../../../db/schema';
 import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
-import { withTransaction } from '../../platform/context';
+import { transaction } from '../../platform/context';
 import { Conflict, NotFound } from '../../platform/errors';
 import { takeOnDemand } from '../../platform/on-demand';
 import { insertBatch, refuseOverBacklog } from '../balance-requests/service';
@@ -20,9 +20,9 @@ export interface RunNowResult {
   total_authorizers: number;
 }
 
-export function runScheduleNow({ ctx, input }: { ctx: Ctx; input: { id: string } }): RunNowResult {
+export function runScheduleNow({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<RunNowResult> {
   const now = ctx.deps.clock.now();
-  return withTransaction(ctx, (tx) => {
+  return transaction(ctx, (tx) => {
     const s = tx.tx
       .select()
       .from(schedules)

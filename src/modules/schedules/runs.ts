@@ -2,7 +2,7 @@ import { and, asc, eq, lte } from 'drizzle-orm';
 import { scheduleAuthorizers, schedules } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
 import { betweenSlices, type Job } from '../../platform/jobs';
-import { withTransaction, type Tx } from '../../platform/context';
+import { transaction, type Tx } from '../../platform/context';
 import { iso } from '../../platform/clock';
 import { centsToDollars } from '../../platform/money';
 import { enqueueWebhook, MAX_PAYLOAD_BYTES } from '../webhooks/service';
@@ -22,12 +22,12 @@ const DUE_LIMIT = 10;
  * lose nor repeat a run). A run missed while the service was down therefore runs once, then the schedule
  * continues at its next future slot.
  */
-export function startDueRuns(deps: Deps): { started: number; due: number } {
+export async function startDueRuns(deps: Deps): Promise<{ started: number; due: number }> {
   const now = deps.clock.now();
   const due = q.dueScheduleIds(deps.db, now, DUE_LIMIT);
   let started = 0;
   for (const { id } of due) {
-    if (startRun({ deps }, id, now)) started++;
+    if (await startRun({ deps }, id, now)) started++;
   }
   return { started, due: due.length };
 }
@@ -40,7 +40,7 @@ export async function startAllDueRuns(deps: Deps, signal?: AbortSignal): Promise
     const due = q.dueScheduleIds(deps.db, now, DUE_LIMIT);
     for (const { id } of due) {
       if (signal?.aborted) return { started };
-      if (startRun({ deps }, id, now)) started++;
+      if (await startRun({ deps }, id, now)) started++;
       await betweenSlices(deps);
     }
     if (due.length < DUE_LIMIT) return { started };
@@ -72,8 +72,8 @@ export function runAuthorizers(ctx: JobContext & { tx: Tx }, s: Schedule): Norma
   }));
 }
 
-function startRun(ctx: JobContext, scheduleId: string, now: number): boolean {
-  return withTransaction(ctx, (tx) => {
+function startRun(ctx: JobContext, scheduleId: string, now: number): Promise<boolean> {
+  return transaction(ctx, (tx) => {
     const s = tx.tx
       .select()
       .from(schedules)

@@ -4,7 +4,7 @@ import { and, asc, count, eq, gt, ne } from 'drizzle-orm';
 import { scheduleAuthorizers, schedules } from '../../../db/schema';
 import type { ScheduleStatus } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
-import { dbOf, withTransaction, type Tx } from '../../platform/context';
+import { dbOf, transaction, type Tx } from '../../platform/context';
 import { Conflict, InvalidInput, NotFound } from '../../platform/errors';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
 import { newId } from '../../platform/ids';
@@ -109,7 +109,7 @@ export async function createSchedule({ ctx, input }: { ctx: Ctx; input: { body: 
   if (nextRunAt === null) throw InvalidInput.field('expires_at', 'the schedule would never run: expires_at is before its first run');
   const id = newId();
 
-  withTransaction(ctx, (tx) => {
+  await transaction(ctx, (tx) => {
     if (nameTaken(tx, body.name)) throw new Conflict(`A schedule named "${body.name}" already exists`);
     tx.tx
       .insert(schedules)
@@ -158,7 +158,7 @@ export function updateSchedule({ ctx, input }: { ctx: Ctx; input: { id: string; 
     expiresAt = m[1]!;
     if (expiresAt <= dateOf(now)) throw InvalidInput.field('expires_at', 'expires_at must be in the future');
   }
-  return withTransaction(ctx, (tx) => {
+  return transaction(ctx, (tx) => {
     const s = getSchedule({ ctx: tx, input: { id } });
     if (s.status !== 'ACTIVE') throw new Conflict(`Only an ACTIVE schedule can be updated; this one is ${s.status}`, { status: s.status });
     if (body.name !== undefined && nameTaken(tx, body.name, id)) {
@@ -201,7 +201,7 @@ function markDisabled(ctx: Ctx & { tx: Tx }, id: string): void {
 
 export function removeAuthorizers({ ctx, input }: { ctx: Ctx; input: { id: string; authorizerIds: string[] } }) {
   const { id } = input;
-  return withTransaction(ctx, (tx) => {
+  return transaction(ctx, (tx) => {
     const s = getSchedule({ ctx: tx, input: { id } });
     let removed = 0;
     for (const aid of new Set(input.authorizerIds)) {
@@ -218,7 +218,7 @@ export function removeAuthorizers({ ctx, input }: { ctx: Ctx; input: { id: strin
 }
 
 export function disableSchedule({ ctx, input }: { ctx: Ctx; input: { id: string } }) {
-  return withTransaction(ctx, (tx) => {
+  return transaction(ctx, (tx) => {
     getSchedule({ ctx: tx, input });
     markDisabled(tx, input.id);
     return { schedule_id: input.id, status: 'DISABLED' as const, message: 'Schedule disabled; its history is kept' };

@@ -3,7 +3,7 @@ import { webhookEndpoints } from '../../../db/schema';
 import type { EndpointEventType } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
-import { dbOf, withTransaction, type Tx } from '../../platform/context';
+import { dbOf, transaction, type Tx } from '../../platform/context';
 import { Conflict, InvalidInput, NotFound } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { validateWebhookUrl } from './service';
@@ -33,7 +33,7 @@ export async function createEndpoint({ ctx, input: sent }: { ctx: Ctx; input: { 
   if (types.length === 0) throw InvalidInput.field('event_types', 'event_types must name at least one event type');
   await validateWebhookUrl(ctx.deps, 'url', input.url);
   const now = ctx.deps.clock.now();
-  return withTransaction(ctx, ({ tx }) => {
+  return transaction(ctx, ({ tx }) => {
     const n = tx.select({ id: webhookEndpoints.id }).from(webhookEndpoints).where(eq(webhookEndpoints.lenderId, ctx.lender.id)).all().length;
     if (n >= MAX_ENDPOINTS) throw new Conflict(`A lender has at most ${MAX_ENDPOINTS} webhook endpoints; delete one first`);
     const row: Row = { id: newId(), lenderId: ctx.lender.id, url: input.url, eventTypes: JSON.stringify(types), description: input.description ?? null, createdAt: now };
@@ -49,8 +49,8 @@ export function listEndpoints({ ctx }: { ctx: Ctx }) {
 }
 
 /** DELETE /v1/webhook_endpoints/{id}: another lender's or an unknown one is not found. */
-export function deleteEndpoint({ ctx, input }: { ctx: Ctx; input: { id: string } }): void {
-  withTransaction(ctx, ({ tx }) => {
+export async function deleteEndpoint({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<void> {
+  await transaction(ctx, ({ tx }) => {
     const gone = tx
       .delete(webhookEndpoints)
       .where(and(eq(webhookEndpoints.id, input.id), eq(webhookEndpoints.lenderId, ctx.lender.id)))

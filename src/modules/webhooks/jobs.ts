@@ -2,7 +2,7 @@ import { webhookDeliveries } from '../../../db/schema';
 import { writeGate } from '../../platform/context';
 import type { Deps } from '../../deps';
 import type { Job } from '../../platform/jobs';
-import { withTransaction } from '../../platform/context';
+import { transaction, withTransaction } from '../../platform/context';
 import type { Db } from '../../platform/db';
 import { LeaseQueue } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
@@ -55,6 +55,7 @@ function deliveryQueue(db: Db, exclude: () => string) {
  * marked as cut short, and what it held is released.
  */
 export function releaseDeliveryLeases(deps: Pick<Deps, 'db'>): number {
+  // At start, before anything is served: a synchronous transaction.
   return withTransaction({ deps }, ({ tx }) => {
     q.closeCutShortAttempts(tx);
     return deliveryQueue(deps.db, () => '[]').releaseAll(tx);
@@ -80,18 +81,31 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
   let attempted = 0;
   const queue = deliveryQueue(deps.db, () => JSON.stringify([...inFlight, ...dueAgain]));
 
-  const claim = (): DueRow[] => {
+  const claim = async (): Promise<DueRow[]> => {
     // Record what has been sent before claiming more, so the database never shows it as still due.
-    flush();
-    const due = queue.claim(concurrency * 4, clock.now());
+    await flush();
+    const due = await queue.claim(concurrency * 4, clock.now());
     for (const r of due) inFlight.add(r.id);
     return due;
   };
 
-  const flush = () => {
-    if (results.length === 0) return;
+  // Attempts are written in order, one write after the other; a write that fails is the run's error, raised
+  // at the next claim or at the end.
+  let writing: Promise<void> = Promise.resolve();
+  let failed: { error: unknown } | null = null;
+  const flush = (): Promise<void> => {
     const batch = results.splice(0, results.length);
-    withTransaction({ deps }, ({ tx }) => {
+    if (batch.length > 0) {
+      writing = writing.then(() => write(batch)).catch((error) => {
+        failed ??= { error };
+      });
+    }
+    return writing.then(() => {
+      if (failed) throw failed.error;
+    });
+  };
+  const write = (batch: AttemptResult[]) =>
+    transaction({ deps }, ({ tx }) => {
       for (const r of batch) {
         inFlight.delete(r.row.id);
         if (r.outcome === 'not_sent') {
@@ -136,7 +150,6 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
         if (state !== 'pending') deps.metrics.webhookFinal.inc({ state });
       }
     });
-  };
 
   const attempt = async (row: DueRow): Promise<void> => {
     let secrets = secretsByLender.get(row.lenderId);
@@ -165,7 +178,7 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
     attempted++;
     results.push({ row, attemptedAt, ...res });
     // Not while a worker holds the write lock: the next claim writes them, in its turn.
-    if (results.length >= FLUSH_EVERY && !writeGate(deps).held) flush();
+    if (results.length >= FLUSH_EVERY && !writeGate(deps).held) void flush().catch(() => undefined);
   };
 
   await drainClaims({ concurrency, signal: opts.signal, claim, handle: attempt, finish: flush, gate: writeGate(deps) });

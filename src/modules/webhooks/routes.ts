@@ -79,8 +79,8 @@ export const webhookEndpointRoutes = (deps: Deps, auth: Auth) =>
     })
     .delete(
       '/:id',
-      ({ lender, params, set }) => {
-        deleteEndpoint({ ctx: { lender, deps }, input: { id: params.id } });
+      async ({ lender, params, set }) => {
+        await deleteEndpoint({ ctx: { lender, deps }, input: { id: params.id } });
         set.status = 204;
       },
       {

@@ -3,7 +3,7 @@ import { webhookDeliveries, webhookSecrets } from '../../../db/schema';
 import type { WebhookType } from '../../../db/schema/enums';
 import type { Ctx, Deps, JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
-import { dbOf, withTransaction, writeGate } from '../../platform/context';
+import { dbOf, transaction, withTransaction } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
 import * as q from './queries';
 import { DAY_MS, isoOrNull, iso } from '../../platform/clock';
@@ -52,8 +52,7 @@ function currentSecret(ctx: JobContext, lenderId: string): { secret: string; cre
  */
 export async function ensureSecret(ctx: JobContext, lenderId: string): Promise<void> {
   if (storedSecret(ctx, lenderId)) return;
-  await writeGate(ctx.deps).turn();
-  currentSecret(ctx, lenderId);
+  await transaction(ctx, (tx) => currentSecret(tx, lenderId));
 }
 
 /** A new current secret; the previous one keeps signing for ROTATION_OVERLAP_MS. */
@@ -61,7 +60,7 @@ export function rotateSecret({ ctx }: { ctx: Ctx }) {
   const { deps } = ctx;
   const lenderId = ctx.lender.id;
   const now = deps.clock.now();
-  return withTransaction(ctx, (tx) => {
+  return transaction(ctx, (tx) => {
     currentSecret(tx, lenderId);
     const expiresAt = now + ROTATION_OVERLAP_MS;
     tx.tx

@@ -19,16 +19,16 @@ test('a claim leaves a pending batch alone; starting it queues every row at once
   const id = body.batch_id as string;
   expect(batch(id)).toEqual({ status: 'pending', items: 0 });
 
-  expect(itemQueue(ctx.rt).claim(10, ctx.clock.now())).toEqual([]);
+  expect(await itemQueue(ctx.rt).claim(10, ctx.clock.now())).toEqual([]);
   expect(batch(id)).toEqual({ status: 'pending', items: 0 });
 
-  expect(startPendingBatches(ctx.rt)).toBe(1);
+  expect(await startPendingBatches(ctx.rt)).toBe(1);
   expect(batch(id)).toEqual({ status: 'processing', items: 40 });
   // Started once: a second call finds nothing pending and queues nothing twice.
-  expect(startPendingBatches(ctx.rt)).toBe(0);
+  expect(await startPendingBatches(ctx.rt)).toBe(0);
   expect(batch(id).items).toBe(40);
 
-  const claimed = itemQueue(ctx.rt).claim(10, ctx.clock.now());
+  const claimed = await itemQueue(ctx.rt).claim(10, ctx.clock.now());
   expect(claimed).toHaveLength(10);
   expect(new Set(claimed.map((c) => c.batchId))).toEqual(new Set([id]));
 

@@ -21,7 +21,7 @@ async function duePayment(aid: string) {
   expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower(aid, { collectable_amount: 1200 })] } })).status).toBe(207);
   queueDueReads(c.rt);
   await processBalances(c.rt);
-  const [p] = dispatchQueue(c.rt).claim(10, c.clock.now());
+  const [p] = await dispatchQueue(c.rt).claim(10, c.clock.now());
   expect(p).toBeDefined();
   return { c, p: p! };
 }
@@ -35,10 +35,10 @@ const remove = async (c: TestContext, aid: string) =>
 
 test('a removal committed after the send was planned and before it was claimed: nothing reaches the processor', async () => {
   const { c, p } = await duePayment('removed-before-claim');
-  const plan = planSend({ deps: c.rt }, p);
+  const plan = await planSend({ deps: c.rt }, p);
   expect(plan.kind).toBe('planned');
   await remove(c, 'removed-before-claim');
-  const step = sendPlanned({ deps: c.rt }, p, plan as Extract<typeof plan, { kind: 'planned' }>);
+  const step = await sendPlanned({ deps: c.rt }, p, plan as Extract<typeof plan, { kind: 'planned' }>);
   expect(step.kind).toBe('done');
   expect(atSandbox(c, p.id)).toBe(0);
   expect(paymentRow(c, p.id)).toMatchObject({ status: 'not_attempted', firstAttemptAt: null });
@@ -46,8 +46,8 @@ test('a removal committed after the send was planned and before it was claimed: 
 
 test('a removal committed after the claim: the send goes out, and the payment is what the processor says', async () => {
   const { c, p } = await duePayment('removed-after-claim');
-  const plan = planSend({ deps: c.rt }, p);
-  const step = sendPlanned({ deps: c.rt }, p, plan as Extract<typeof plan, { kind: 'planned' }>);
+  const plan = await planSend({ deps: c.rt }, p);
+  const step = await sendPlanned({ deps: c.rt }, p, plan as Extract<typeof plan, { kind: 'planned' }>);
   expect(step.kind).toBe('send');
   expect(paymentRow(c, p.id).firstAttemptAt).not.toBeNull();
   await remove(c, 'removed-after-claim');
@@ -58,15 +58,15 @@ test('a removal committed after the claim: the send goes out, and the payment is
 
 test('sent once with its answer lost, then removed before the re-send was claimed: looked up, never created twice', async () => {
   const { c, p } = await duePayment('removed-before-resend');
-  const first = sendPlanned({ deps: c.rt }, p, planSend({ deps: c.rt }, p) as never);
+  const first = await sendPlanned({ deps: c.rt }, p, (await planSend({ deps: c.rt }, p)) as never);
   expect(first.kind).toBe('send');
   // The answer is lost: the payment stays initiating with its first attempt recorded.
   await (first as Extract<typeof first, { kind: 'send' }>).call;
   expect(paymentRow(c, p.id)).toMatchObject({ status: 'initiating' });
-  const again = planSend({ deps: c.rt }, p);
+  const again = await planSend({ deps: c.rt }, p);
   expect(again.kind).toBe('planned');
   await remove(c, 'removed-before-resend');
-  const step = sendPlanned({ deps: c.rt }, p, again as Extract<typeof again, { kind: 'planned' }>);
+  const step = await sendPlanned({ deps: c.rt }, p, again as Extract<typeof again, { kind: 'planned' }>);
   expect(step.kind).toBe('look');
   await finish({ deps: c.rt }, p, step as Extract<typeof step, { kind: 'look' }>);
   expect(atSandbox(c, p.id)).toBe(1);

@@ -212,11 +212,11 @@ export const developerPages = (deps: Deps) => {
     )
     .post(
       `${HERE}/secret`,
-      ({ session, body }) => {
+      async ({ session, body }) => {
         const ctx = { lender: session.lender, deps };
         const action = (body as Record<string, unknown>).action;
         if (action === 'rotate') {
-          const r = rotateSecret({ ctx });
+          const r = await rotateSecret({ ctx });
           return render(session, {}, { secret: r, message: { kind: 'ok', text: 'Secret rotated: the previous one signs as well for 24 hours.' } });
         }
         return render(session, {}, { secret: getSecret({ ctx }) });
@@ -244,8 +244,8 @@ export const developerPages = (deps: Deps) => {
     )
     .post(
       `${HERE}/endpoints/:id/delete`,
-      ({ session, params }) => {
-        deleteEndpoint({ ctx: { lender: session.lender, deps }, input: { id: params.id } });
+      async ({ session, params }) => {
+        await deleteEndpoint({ ctx: { lender: session.lender, deps }, input: { id: params.id } });
         return render(session, {}, { message: { kind: 'ok', text: 'Endpoint deleted.' } });
       },
       { signedIn: true, detail: { hide: true } },

@@ -54,9 +54,9 @@ export const monitoringPages = (deps: Deps) =>
     .get(`${HERE}/:id`, ({ session, params }) => showSchedule(deps, session, params.id), { signedIn: true, detail: { hide: true } })
     .post(
       `${HERE}/:id/run`,
-      ({ session, params }) => {
+      async ({ session, params }) => {
         try {
-          const r = runScheduleNow({ ctx: { lender: session.lender, deps }, input: { id: params.id } });
+          const r = await runScheduleNow({ ctx: { lender: session.lender, deps }, input: { id: params.id } });
           return showSchedule(deps, session, params.id, {
             kind: 'ok',
             text: `Run started: ${count(r.total_authorizers)} authorizer${r.total_authorizers === 1 ? '' : 's'} in batch ${r.batch_id}. The schedule's webhook is told when it completes; the next regular run is unchanged.`,

@@ -197,7 +197,7 @@ export async function runCli(
       }
       case 'key revoke': {
         if (!arg) throw new CliError('Usage: key revoke PREFIX');
-        if (!revokeKey(h.db, arg, now)) throw new CliError(`No live key with prefix ${arg}`);
+        if (!(await revokeKey(h.db, arg, now))) throw new CliError(`No live key with prefix ${arg}`);
         return `Revoked ${arg}.`;
       }
       case 'backup': {
@@ -231,7 +231,7 @@ export async function runCli(
       }
       case 'user disable': {
         if (!arg) throw new CliError('Usage: user disable EMAIL');
-        if (!disableUser(h.db, arg, now)) throw new CliError(`No user with the email ${arg}`);
+        if (!(await disableUser(h.db, arg, now))) throw new CliError(`No user with the email ${arg}`);
         return `Disabled ${normalizeEmail(arg)}; its sessions are ended.`;
       }
       case 'user reset-password': {

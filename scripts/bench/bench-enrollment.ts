@@ -66,11 +66,11 @@ export const enrollmentBench: Bench = {
     })();
     setSynchronous(m.rt, 'FULL');
     m.rt.sqlite.exec('ANALYZE');
-    for (let i = 0; i < 200; i++) queueDueReads(m.rt);
+    for (let i = 0; i < 200; i++) await queueDueReads(m.rt);
     const ticks: number[] = [];
     for (let i = 0; i < TICKS; i++) {
       const t0 = performance.now();
-      const { queued } = queueDueReads(m.rt);
+      const { queued } = await queueDueReads(m.rt);
       ticks.push(performance.now() - t0);
       if (queued !== 0) throw new Error('a read was due');
     }

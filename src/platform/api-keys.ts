@@ -1,5 +1,6 @@
 import type { Db } from './db';
 import { gateOf } from './write-gate';
+import { txLockOf } from './tx-lock';
 import { randomBase62 } from './ids';
 import { API_KEY_PREFIX } from './api-key-format';
 
@@ -35,8 +36,9 @@ export function apiKeyStatements(db: Db) {
   );
   const touch = db.$client.query<unknown, [number, string]>('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
   return { holderOf: (hash: string) => lookup.get(hash), touch: (keyId: string, now: number) => {
-      // A timestamp, not worth waiting for: skipped while a worker holds the write lock (written next time).
-      if (!gateOf(db.$client).held) touch.run(now, keyId);
+      // A timestamp, not worth waiting for: skipped while a worker holds the write lock or a transaction is
+      // open on the connection (its write would land inside that one), and written next time.
+      if (!gateOf(db.$client).held && !txLockOf(db.$client).held) touch.run(now, keyId);
     },
   };
 }

@@ -1,5 +1,6 @@
 import { AsyncTask, SimpleIntervalJob, ToadScheduler } from 'toad-scheduler';
 import { gateOf } from './write-gate';
+import { writeAlone } from './tx-lock';
 import type { PlatformDeps } from './context';
 
 /**
@@ -78,16 +79,18 @@ export class JobRunner<D extends PlatformDeps = PlatformDeps> {
     metrics.jobDuration.observe({ job: job.name }, ms / 1000);
     const message = error ? (error instanceof Error ? error.message : String(error)) : null;
     if (error) logger.error({ job: job.name, err: error }, 'job failed');
-    await gate.turn();
     try {
-      sqlite
-        .query(
-          `INSERT INTO job_state (name, runs, failures, last_started_at, last_finished_at, last_duration_ms, last_error)
-           VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6)
-           ON CONFLICT(name) DO UPDATE SET runs = runs + 1, failures = failures + ?2, last_started_at = ?3,
-             last_finished_at = ?4, last_duration_ms = ?5, last_error = ?6`,
-        )
-        .run(job.name, error ? 1 : 0, startedAt, clock.now(), Math.round(ms), message);
+      // In its turn, after any transaction open on the connection.
+      await writeAlone(sqlite, () =>
+        sqlite
+          .query(
+            `INSERT INTO job_state (name, runs, failures, last_started_at, last_finished_at, last_duration_ms, last_error)
+             VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT(name) DO UPDATE SET runs = runs + 1, failures = failures + ?2, last_started_at = ?3,
+               last_finished_at = ?4, last_duration_ms = ?5, last_error = ?6`,
+          )
+          .run(job.name, error ? 1 : 0, startedAt, clock.now(), Math.round(ms), message),
+      );
     } catch (e) {
       logger.error({ job: job.name, err: e }, 'could not record job state');
     }

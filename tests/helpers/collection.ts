@@ -6,7 +6,7 @@ import { pollProcessors } from '../../src/modules/collection/poll';
 
 /** One cycle of the jobs, as the service runs them: due reads, the balance pipeline, dispatch, polling. */
 export async function cycle(c: TestContext): Promise<void> {
-  queueDueReads(c.rt);
+  await queueDueReads(c.rt);
   await processBalances(c.rt);
   await dispatchPayments(c.rt);
   await pollProcessors(c.rt);

@@ -77,12 +77,12 @@ describe('monitoring jobs', () => {
     const c = fresh();
     const n = MONITORS_PER_SLICE + 30;
     await enrollMany(c, n, { routing_number: SANDBOX_UNSUPPORTED_BANK });
-    const first = recheckHeld(c.rt);
+    const first = await recheckHeld(c.rt);
     expect(first.checked).toBe(MONITORS_PER_SLICE);
-    const second = recheckHeld(c.rt, { after: first.last! });
+    const second = await recheckHeld(c.rt, { after: first.last! });
     expect(second.checked).toBe(30);
     expect(second.last! > first.last!).toBe(true);
-    expect(recheckHeld(c.rt, { after: second.last! }).checked).toBe(0);
+    expect((await recheckHeld(c.rt, { after: second.last! })).checked).toBe(0);
     expect((await recheckAllHeld(c.rt)).started).toBe(0);
     expect(count(c, "SELECT COUNT(*) AS n FROM enrollments WHERE state = 'held'")).toBe(n);
   }, 60_000);

@@ -49,8 +49,8 @@ export const bankDataConnectionRoutes = (deps: Deps, auth: Auth) =>
     })
     .delete(
       '/:id',
-      ({ lender, params, set }) => {
-        deleteBankDataConnection({ ctx: { lender, deps }, input: { id: params.id } });
+      async ({ lender, params, set }) => {
+        await deleteBankDataConnection({ ctx: { lender, deps }, input: { id: params.id } });
         set.status = 204;
         return new Response(null, { status: 204 });
       },

@@ -3,7 +3,7 @@ import { bankDataConnections } from '../../../db/schema';
 import type { BankDataProvider } from '../../../db/schema/enums';
 import type { Ctx, Deps } from '../../deps';
 import { iso, isoOrNull } from '../../platform/clock';
-import { dbOf, withTransaction, type Tx } from '../../platform/context';
+import { dbOf, transaction, type Tx } from '../../platform/context';
 import type { Db } from '../../platform/db';
 import { Conflict, InvalidInput, NotFound, Unavailable } from '../../platform/errors';
 import { newId } from '../../platform/ids';
@@ -76,7 +76,7 @@ export async function createBankDataConnection({ ctx, input }: { ctx: Ctx; input
     throw e;
   }
   const now = ctx.deps.clock.now();
-  return withTransaction(ctx, (tx) => {
+  return transaction(ctx, (tx) => {
     const again = liveOf(tx.tx, ctx.lender.id).find((c) => c.provider === creds.provider);
     if (again) throw taken(creds.provider, again.id);
     const row: typeof bankDataConnections.$inferInsert = {
@@ -103,8 +103,8 @@ export function listBankDataConnections({ ctx }: { ctx: Ctx }) {
 }
 
 /** DELETE /v1/bank_data_connections/{id}: the credentials erased, the row kept as deleted. */
-export function deleteBankDataConnection({ ctx, input }: { ctx: Ctx; input: { id: string } }): void {
-  withTransaction(ctx, ({ tx }) => {
+export async function deleteBankDataConnection({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<void> {
+  await transaction(ctx, ({ tx }) => {
     const c = tx.select().from(bankDataConnections).where(and(eq(bankDataConnections.id, input.id), live(ctx.lender.id))).get();
     if (!c) throw new NotFound('Bank-data connection', input.id);
     tx.update(bankDataConnections).set({ credentialsSealed: null, deletedAt: ctx.deps.clock.now() }).where(eq(bankDataConnections.id, c.id)).run();

@@ -3,7 +3,7 @@ import { collectionPolicies } from '../../../db/schema';
 import type { Ctx } from '../../deps';
 import { isoOrNull } from '../../platform/clock';
 import { InvalidInput } from '../../platform/errors';
-import { dbOf, withTransaction } from '../../platform/context';
+import { dbOf, transaction } from '../../platform/context';
 import type { Db } from '../../platform/db';
 import { DEFAULT_POLICY, type CollectionPolicy } from './policy';
 import type { PolicyPatchInput } from './model';
@@ -61,7 +61,7 @@ export function canonicalTimeZone(name: string): string {
 export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput }) {
   const now = ctx.deps.clock.now();
   const timeZone = typeof input.time_zone === 'string' ? canonicalTimeZone(input.time_zone) : input.time_zone;
-  return withTransaction(ctx, (tx) => {
+  return transaction(ctx, (tx) => {
     const cur = policyOf(tx.tx, ctx.lender.id);
     const next = {
       lenderId: ctx.lender.id,

@@ -1,9 +1,8 @@
 import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm';
-import { writeGate } from '../../platform/context';
 import { paymentConnections } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
 import type { Db } from '../../platform/db';
-import { withTransaction } from '../../platform/context';
+import { transaction } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import type { ProcessorChange } from '../../adapters/processors';
 import { recordOrSetAside } from './record';
@@ -48,9 +47,9 @@ interface PolledKey {
 }
 
 /** One page of changes, recorded with the cursor and the counts in one transaction. */
-function recordPage(ctx: JobContext, conn: PolledKey, changes: ProcessorChange[], cursor: string | null, cursorLost = false): void {
+async function recordPage(ctx: JobContext, conn: PolledKey, changes: ProcessorChange[], cursor: string | null, cursorLost = false): Promise<void> {
   const now = ctx.deps.clock.now();
-  withTransaction(ctx, (tx) => {
+  await transaction(ctx, (tx) => {
     let ingested = 0;
     let matched = 0;
     const outsideFrom = outsideMatchingFrom(tx.tx, conn);
@@ -133,7 +132,7 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
           const res = await processor.listChanges(key, cursor, { limit: PAGE });
           // A page is one transaction; an in-process processor answers at once, so the loop gets its turn here.
           await betweenSlices(deps);
-          recordPage(ctx, conn, res.changes, res.nextCursor, res.cursorLost === true);
+          await recordPage(ctx, conn, res.changes, res.nextCursor, res.cursorLost === true);
           if (res.cursorLost) {
             deps.logger.warn({ connection_id: conn.id, processor: conn.processor }, 'the processor no longer holds changes after the cursor; reconciling the key');
             lost.push(conn.id);
@@ -146,8 +145,7 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
         failures++;
         deps.metrics.pollFailures.inc({ processor: conn.processor });
         const message = e instanceof Error ? e.message : String(e);
-        await writeGate(deps).turn();
-        withTransaction(ctx, ({ tx }) => tx.update(paymentConnections).set({ lastPollError: message.slice(0, 500) }).where(eq(paymentConnections.id, conn.id)).run());
+        await transaction(ctx, ({ tx }) => tx.update(paymentConnections).set({ lastPollError: message.slice(0, 500) }).where(eq(paymentConnections.id, conn.id)).run());
         deps.logger.warn({ connection_id: conn.id, processor: conn.processor, err: message }, 'processor poll failed');
       }
     }),

@@ -1,8 +1,7 @@
 import { and, eq, isNull, isNotNull, or, lte, sql } from 'drizzle-orm';
-import { writeGate } from '../../platform/context';
 import { paymentConnections } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
-import { withTransaction } from '../../platform/context';
+import { transaction } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import { DAY_MS } from '../../platform/clock';
 import type { ListedPayment } from '../../adapters/processors';
@@ -68,21 +67,20 @@ async function reconcileKey(deps: Deps, conn: { id: string; lenderId: string; pr
     for (let page: string | null = null, first = true; first || page !== null; first = false) {
       const res = await processor.listPayments(key, { createdFrom: since - SLACK_MS, createdTo: now + SLACK_MS, page, limit: PAGE });
       await betweenSlices(deps);
-      recorded += recordListed(ctx, conn, res.payments, now);
+      recorded += await recordListed(ctx, conn, res.payments, now);
       page = res.next;
     }
   }
-  await writeGate(deps).turn();
-  withTransaction(ctx, ({ tx }) =>
+  await transaction(ctx, ({ tx }) =>
     tx.update(paymentConnections).set({ reconciledAt: now, reconcileDue: false }).where(eq(paymentConnections.id, conn.id)).run(),
   );
   return recorded;
 }
 
 /** One page of the processor's payments: the statuses of the service's own payments not recorded yet, in one transaction. */
-function recordListed(ctx: JobContext, conn: { id: string; lenderId: string; processor: string }, listed: ListedPayment[], now: number): number {
+async function recordListed(ctx: JobContext, conn: { id: string; lenderId: string; processor: string }, listed: ListedPayment[], now: number): Promise<number> {
   let recorded = 0;
-  withTransaction(ctx, (tx) => {
+  await transaction(ctx, (tx) => {
     for (const l of listed) {
       // A payment held open is the dispatcher's to cancel; not_attempted is its answer to record.
       if (!l.paymentId || l.open || l.status === 'not_attempted') continue;

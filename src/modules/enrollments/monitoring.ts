@@ -1,7 +1,7 @@
 import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import { batches, enrollments } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
-import { withTransaction, type Tx } from '../../platform/context';
+import { transaction, type Tx } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import type { NormalizedAuthorizer } from '../authorizers/rules';
 import { insertBatch } from '../balance-requests/service';
@@ -30,12 +30,12 @@ const BATCH_MAX = 1000;
  * and thousand) and their next read is set one interval on, in the transaction that read them: a restart
  * neither loses nor repeats a queued read.
  */
-export function queueDueReads(deps: Deps, max = READS_PER_SLICE): { queued: number } {
+export async function queueDueReads(deps: Deps, max = READS_PER_SLICE): Promise<{ queued: number }> {
   const now = deps.clock.now();
   // Most ticks find nothing: that is answered without a write transaction.
   if (q.dueReads(deps.db, now, 1).length === 0) return { queued: 0 };
   const next = now + deps.config.monitorReadIntervalMs;
-  return withTransaction({ deps }, (tx) => {
+  return transaction({ deps }, (tx) => {
     const due = q.dueReads(tx.tx, now, max);
     const byLender = new Map<string, q.DueRead[]>();
     for (const d of due) {
@@ -80,7 +80,7 @@ export function monitoringAuthorizer(deps: Pick<Deps, 'vault'>, d: { aid: string
 export async function queueAllDueReads(deps: Deps, signal?: AbortSignal): Promise<{ queued: number }> {
   let queued = 0;
   for (;;) {
-    const r = queueDueReads(deps);
+    const r = await queueDueReads(deps);
     queued += r.queued;
     if (r.queued < READS_PER_SLICE || signal?.aborted) return { queued };
     await betweenSlices(deps);
@@ -119,9 +119,9 @@ export const MONITORS_PER_SLICE = 200;
  * Monitors 30 days after they started lapse, unless collected or ended first, a slice at a time (`max`).
  * Reads a partial index of due lapses.
  */
-export function lapseDueMonitors(deps: Deps, max = MONITORS_PER_SLICE): { lapsed: number } {
+export function lapseDueMonitors(deps: Deps, max = MONITORS_PER_SLICE): Promise<{ lapsed: number }> {
   const now = deps.clock.now();
-  return withTransaction({ deps } as JobContext, ({ tx }) => {
+  return transaction({ deps } as JobContext, ({ tx }) => {
     const due = dueLapses(tx, now, max);
     for (const d of due) applyMonitorEvent(tx, { enrollmentId: d.id, event: { type: 'lapsed' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
     return { lapsed: due.length };
@@ -133,13 +133,13 @@ export function lapseDueMonitors(deps: Deps, max = MONITORS_PER_SLICE): { lapsed
  * by themselves, with a fresh 30-day window; those still held keep their current reason. A slice at a time:
  * the held borrowers after `after` (by id), at most `max`; `last` is where the next slice starts.
  */
-export function recheckHeld(deps: Deps, opts: { after?: string; max?: number } = {}): { started: number; checked: number; last: string | null } {
+export async function recheckHeld(deps: Deps, opts: { after?: string; max?: number } = {}): Promise<{ started: number; checked: number; last: string | null }> {
   const now = deps.clock.now();
   const max = opts.max ?? MONITORS_PER_SLICE;
   let started = 0;
   let checked = 0;
   let last: string | null = null;
-  withTransaction({ deps } as JobContext, ({ tx }) => {
+  await transaction({ deps } as JobContext, ({ tx }) => {
     const held = tx
       .select({ id: enrollments.id, lenderId: enrollments.lenderId, routing: enrollments.routingNumber })
       .from(enrollments)
@@ -168,7 +168,7 @@ export function recheckHeld(deps: Deps, opts: { after?: string; max?: number } =
 export async function lapseAllDueMonitors(deps: Deps, signal?: AbortSignal): Promise<{ lapsed: number }> {
   let lapsed = 0;
   for (;;) {
-    const r = lapseDueMonitors(deps);
+    const r = await lapseDueMonitors(deps);
     lapsed += r.lapsed;
     if (r.lapsed < MONITORS_PER_SLICE || signal?.aborted) return { lapsed };
     await betweenSlices(deps);
@@ -180,7 +180,7 @@ export async function recheckAllHeld(deps: Deps, signal?: AbortSignal): Promise<
   let started = 0;
   let after: string | undefined;
   for (;;) {
-    const r = recheckHeld(deps, { after });
+    const r = await recheckHeld(deps, { after });
     started += r.started;
     if (r.checked < MONITORS_PER_SLICE || r.last === null || signal?.aborted) return { started };
     after = r.last;

@@ -2,7 +2,7 @@ import { and, eq } from 'drizzle-orm';
 import { enrollments } from '../../../db/schema';
 import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
-import { withTransaction } from '../../platform/context';
+import { transaction } from '../../platform/context';
 import { Conflict, NotFound } from '../../platform/errors';
 import { takeOnDemand } from '../../platform/on-demand';
 import { insertBatch, refuseOverBacklog } from '../balance-requests/service';
@@ -20,9 +20,9 @@ export interface ReadNowResult {
   next_read_at: string;
 }
 
-export function readBorrowerNow({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId: string } }): ReadNowResult {
+export function readBorrowerNow({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId: string } }): Promise<ReadNowResult> {
   const now = ctx.deps.clock.now();
-  return withTransaction(ctx, (tx) => {
+  return transaction(ctx, (tx) => {
     const e = tx.tx
       .select()
       .from(enrollments)

@@ -118,8 +118,8 @@ export const enrollmentRoutes = (deps: Deps, auth: Auth) =>
     )
     .post(
       '/payment_enrollments/:authorizer_unique_id/read',
-      ({ lender, params, set }) => {
-        const res = readBorrowerNow({ ctx: { lender, deps }, input: { authorizerUniqueId: params.authorizer_unique_id } });
+      async ({ lender, params, set }) => {
+        const res = await readBorrowerNow({ ctx: { lender, deps }, input: { authorizerUniqueId: params.authorizer_unique_id } });
         set.status = 202;
         return res;
       },

@@ -3,7 +3,7 @@ import { borrowersNamed } from './queries';
 import { and, asc, eq, gt, gte, isNotNull, lt, notExists, sql } from 'drizzle-orm';
 import { borrowerSearch, enrollments, payments } from '../../../db/schema';
 import type { Ctx, Deps } from '../../deps';
-import { dbOf, withTransaction, type Tx } from '../../platform/context';
+import { dbOf, transaction, type Tx } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import type { Vault } from '../../platform/vault';
 import type { SensitiveFields } from '../authorizers/rules';
@@ -167,7 +167,7 @@ export async function indexUnsearchedBorrowers(deps: Deps, signal?: AbortSignal)
   let n = 0;
   for (;;) {
     if (signal?.aborted) return { indexed: n };
-    const slice = withTransaction({ deps }, ({ tx }) => {
+    const slice = await transaction({ deps }, ({ tx }) => {
       const rows = tx
         .select({ id: enrollments.id, lenderId: enrollments.lenderId, aid: enrollments.authorizerUniqueId, sealed: enrollments.sealed, cardLast4: enrollments.cardLast4 })
         .from(enrollments)

@@ -6,7 +6,7 @@ import { enrollments } from '../../../db/schema';
 import type { HeldReason, MonitorState } from '../../../db/schema/enums';
 import type { Ctx, Deps } from '../../deps';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
-import { dbOf, withTransaction, type Tx } from '../../platform/context';
+import { dbOf, transaction, type Tx } from '../../platform/context';
 import { NotFound } from '../../platform/errors';
 import { fits, problemsOf } from '../../platform/validation';
 import { newId } from '../../platform/ids';
@@ -213,7 +213,7 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
   await linkFromPaymentMethods(ctx, cands);
   const storable = cands.filter((c) => results[c.index] === null);
 
-  withTransaction(ctx, (txCtx) => {
+  await transaction(ctx, (txCtx) => {
     const { tx } = txCtx;
     const existing = new Map(monitorsOf(tx, ctx.lender.id, storable.map((c) => c.aid)).map((e) => [e.aid, e]));
     const enrollOne = enrollStatement(tx);
@@ -276,13 +276,13 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
 
 /**
  * DELETE /v1/payment_enrollments: monitoring stops in the transaction that answers, so once this returns no
- * new payment is initiated for a removed borrower (collection checks the state in the same synchronous
- * step as it dispatches).
+ * new payment is initiated for a removed borrower, and no payment not yet claimed for sending is sent
+ * (collection/dispatch.ts: a send's claim finds the borrower monitored, or nothing goes out).
  */
-export function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { body: IdsInput } }) {
+export async function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { body: IdsInput } }) {
   const ids = input.body.authorizer_unique_ids;
   const now = ctx.deps.clock.now();
-  const results = withTransaction(ctx, (tx) => {
+  const results = await transaction(ctx, (tx) => {
     const existing = new Map(monitorsOf(tx.tx, ctx.lender.id, ids).map((e) => [e.aid, e]));
     return ids.map((aid) => {
       const e = existing.get(aid);
@@ -304,10 +304,10 @@ export function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { body: Ids
  * its own rows (the balance pipeline's clear copies: balance-requests/erase.ts). The record, its payments,
  * events and ledger stay.
  */
-export function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: IdsInput } }) {
+export async function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: IdsInput } }) {
   const ids = input.body.authorizer_unique_ids;
   const now = ctx.deps.clock.now();
-  const results = withTransaction(ctx, (tx) => {
+  const results = await transaction(ctx, (tx) => {
     const existing = new Map(monitorsOf(tx.tx, ctx.lender.id, ids).map((e) => [e.aid, e]));
     return ids.map((aid) => {
       const e = existing.get(aid);

@@ -1,4 +1,4 @@
-import { withTransaction, type Tx } from '../../platform/context';
+import { transaction, withTransaction, type Tx } from '../../platform/context';
 import { and, asc, count, eq, isNull, type SQL } from 'drizzle-orm';
 import { Conflict } from '../../platform/errors';
 import { apiKeys, lenders } from '../../../db/schema';
@@ -7,7 +7,9 @@ import type { Lender } from '../../platform/context';
 import { newId } from '../../platform/ids';
 import { displayPrefix, generateApiKey, hashApiKey } from '../../platform/api-keys';
 
-// Lenders and their API keys: operator functions (the CLI and start-up), not API services.
+// Lenders and their API keys: operator functions (the CLI and start-up), not API services. Those that run only
+// at start-up or in the CLI's own process write in a synchronous transaction; those the portal calls while the
+// service serves go through the transaction runner.
 
 export type { Lender };
 export { displayPrefix };
@@ -81,13 +83,13 @@ export function listKeys(db: Db, lenderId: string) {
 }
 
 /** A new API key for the lender (the portal's "Create API key"); the key itself is returned once. Throws TooManyApiKeys at the limit. */
-export function createLenderKey(db: Db, lenderId: string, now: number): string {
-  return withTransaction({ deps: { db } }, ({ tx }) => issueKey(tx, lenderId, now));
+export function createLenderKey(db: Db, lenderId: string, now: number): Promise<string> {
+  return transaction({ deps: { db } }, ({ tx }) => issueKey(tx, lenderId, now));
 }
 
 /** Revokes the live key that `which` names; false when no live key is named. */
-function revokeWhere(db: Db, which: SQL, now: number): boolean {
-  const revoked = withTransaction({ deps: { db } }, ({ tx }) =>
+async function revokeWhere(db: Db, which: SQL, now: number): Promise<boolean> {
+  const revoked = await transaction({ deps: { db } }, ({ tx }) =>
     tx
       .update(apiKeys)
       .set({ revokedAt: now })
@@ -99,10 +101,10 @@ function revokeWhere(db: Db, which: SQL, now: number): boolean {
 }
 
 /** Revokes one of the lender's own live keys by its id; false when the lender has no such live key. */
-export const revokeLenderKey = (db: Db, lenderId: string, keyId: string, now: number): boolean => revokeWhere(db, and(eq(apiKeys.id, keyId), eq(apiKeys.lenderId, lenderId))!, now);
+export const revokeLenderKey = (db: Db, lenderId: string, keyId: string, now: number): Promise<boolean> => revokeWhere(db, and(eq(apiKeys.id, keyId), eq(apiKeys.lenderId, lenderId))!, now);
 
 /** Revokes the key with this display prefix; false when no live key has it. */
-export const revokeKey = (db: Db, prefix: string, now: number): boolean => revokeWhere(db, eq(apiKeys.prefix, prefix), now);
+export const revokeKey = (db: Db, prefix: string, now: number): Promise<boolean> => revokeWhere(db, eq(apiKeys.prefix, prefix), now);
 
 export function setDebitCardApproval(db: Db, lenderId: string, approved: boolean): void {
   withTransaction({ deps: { db } }, ({ tx }) => tx.update(lenders).set({ debitCardApproved: approved }).where(eq(lenders.id, lenderId)).run());

@@ -1,6 +1,6 @@
 import type { Deps, JobContext } from '../../deps';
 import { DAY_MS } from '../../platform/clock';
-import { withTransaction, type Tx } from '../../platform/context';
+import { transaction, type Tx } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import { hasHistory, TransientProviderError, type BalanceReadRequest, type HistoryResult, type HistoryWindow } from '../../adapters/bank-data';
 import { connectionFor } from '../bank-data-connections/service';
@@ -76,8 +76,8 @@ async function readHistory(deps: Deps, r: q.DueHistory, window: HistoryWindow, n
 }
 
 /** What a reading's end writes, in one transaction: the deposits and the cycle, a retry, or the end. */
-function record(deps: Deps, r: q.DueHistory, o: Outcome, window: HistoryWindow, now: number): void {
-  withTransaction({ deps } as JobContext, (ctx) => {
+async function record(deps: Deps, r: q.DueHistory, o: Outcome, window: HistoryWindow, now: number): Promise<void> {
+  await transaction({ deps } as JobContext, (ctx) => {
     const { tx } = ctx;
     if (o.kind === 'credits') {
       // Only what inference needs: the income among the credits of the window, one per day (at most a window of days).
@@ -107,7 +107,7 @@ function record(deps: Deps, r: q.DueHistory, o: Outcome, window: HistoryWindow, 
 export async function readDueHistories(deps: Deps, signal?: AbortSignal): Promise<{ read: number }> {
   const now = deps.clock.now();
   if (q.dueHistories(deps.db, now, 1).length === 0) return { read: 0 };
-  const claimed = withTransaction({ deps } as JobContext, ({ tx }) => {
+  const claimed = await transaction({ deps } as JobContext, ({ tx }) => {
     const due = q.dueHistories(tx, now, HISTORIES_PER_TICK);
     for (const d of due) q.setHistoryDue(tx, d.enrollmentId, now + CLAIM_MS, d.attempts);
     return due;
@@ -124,7 +124,7 @@ export async function readDueHistories(deps: Deps, signal?: AbortSignal): Promis
         o = { kind: 'failed', error: e instanceof TransientProviderError ? e.message : e instanceof Error ? e.name : 'error' };
       }
       await betweenSlices(deps);
-      record(deps, r, o, window, deps.clock.now());
+      await record(deps, r, o, window, deps.clock.now());
     }
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker));

@@ -3,7 +3,7 @@ import { lenders, paymentConnections, processorAccounts } from '../../../db/sche
 import type { ProcessorName } from '../../../db/schema/enums';
 import type { Deps } from '../../deps';
 import type { Db } from '../../platform/db';
-import { withTransaction, writeGate, type Tx } from '../../platform/context';
+import { transaction, type Tx } from '../../platform/context';
 import { Conflict } from '../../platform/errors';
 
 // One processor account, one lender, for good. A lender's first key of an account binds the account to it;
@@ -59,7 +59,7 @@ export function outsideMatchingFrom(db: Db, conn: { lenderId: string; processor:
  * for its own payments and matches nothing made elsewhere; its last_poll_error says why. A processor that does
  * not answer is asked again at the next poll.
  */
-export async function learnAccounts(deps: Deps, opts: { processor?: ProcessorName; inRequest?: boolean } = {}): Promise<number> {
+export async function learnAccounts(deps: Deps, opts: { processor?: ProcessorName } = {}): Promise<number> {
   const unknown = unknownKeys(deps.db, opts.processor);
   let learned = 0;
   for (const c of unknown) {
@@ -70,9 +70,7 @@ export async function learnAccounts(deps: Deps, opts: { processor?: ProcessorNam
       deps.logger.warn({ connection_id: c.id, processor: c.processor, err: e instanceof Error ? e.message : String(e) }, 'processor account of a key not known yet; asked again later');
       continue;
     }
-    // A request holds its share of the gate already; a job waits for its turn.
-    if (!opts.inRequest) await writeGate(deps).turn();
-    withTransaction({ deps }, ({ tx }) => {
+    await transaction({ deps }, ({ tx }) => {
       const now = deps.clock.now();
       const held = bindingOf(tx, c.processor, accountId);
       if (!held) tx.insert(processorAccounts).values({ processor: c.processor, accountId, lenderId: c.lenderId, boundAt: now }).run();
@@ -112,7 +110,7 @@ const unknownKeys = (db: Db, processor?: ProcessorName) =>
  */
 export async function accountsKnown(deps: Deps, processor: ProcessorName): Promise<boolean> {
   if (unknownKeys(deps.db, processor).length === 0) return true;
-  await learnAccounts(deps, { processor, inRequest: true });
+  await learnAccounts(deps, { processor });
   return unknownKeys(deps.db, processor).length === 0;
 }
 

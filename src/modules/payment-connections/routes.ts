@@ -74,8 +74,8 @@ export const paymentConnectionRoutes = (deps: Deps, auth: Auth) =>
     )
     .delete(
       '/:id',
-      ({ lender, params, set }) => {
-        deleteConnection({ ctx: { lender, deps }, input: { id: params.id } });
+      async ({ lender, params, set }) => {
+        await deleteConnection({ ctx: { lender, deps }, input: { id: params.id } });
         set.status = 204;
         return new Response(null, { status: 204 });
       },

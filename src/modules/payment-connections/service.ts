@@ -3,7 +3,7 @@ import { paymentConnections } from '../../../db/schema';
 import { RAILS, type ProcessorName, type RailScope } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { iso, isoOrNull } from '../../platform/clock';
-import { dbOf, withTransaction, type Tx } from '../../platform/context';
+import { dbOf, transaction, type Tx } from '../../platform/context';
 import { Conflict, InvalidInput, NotFound, Unavailable } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import type { SealedColumn } from '../../platform/vault';
@@ -123,7 +123,7 @@ export async function createConnection({ ctx, input }: { ctx: Ctx; input: { body
   await requireAccountsKnown(ctx, processor);
   const last4 = body.api_key.slice(-4);
   const now = ctx.deps.clock.now();
-  return withTransaction(ctx, (tx) => {
+  return transaction(ctx, (tx) => {
     const conflict = conflictOf(liveKeys(tx), wanted);
     if (conflict) throw new Conflict(conflict);
     bindAccount(tx.tx, { lenderId: ctx.lender.id, processor, accountId, now });
@@ -198,7 +198,7 @@ export async function updateConnection({ ctx, input }: { ctx: Ctx; input: { id: 
   if (verified) await requireAccountsKnown(ctx, verified.processor);
   const now = ctx.deps.clock.now();
 
-  return withTransaction(ctx, (tx) => {
+  return transaction(ctx, (tx) => {
     const k = findKey(tx, input.id);
     const next = plan(k);
     const keys = liveKeys(tx);
@@ -248,8 +248,8 @@ function demoteOtherDefault(tx: Ctx & { tx: Tx }, keys: PaymentConnection[], rai
  * DELETE /v1/payment_connections/{id}: the key is erased (its sealed value overwritten with null) and the
  * connection marked deleted; payments and events read through it keep pointing at it.
  */
-export function deleteConnection({ ctx, input }: { ctx: Ctx; input: { id: string } }): void {
-  withTransaction(ctx, (tx) => {
+export async function deleteConnection({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<void> {
+  await transaction(ctx, (tx) => {
     findKey(tx, input.id);
     const now = ctx.deps.clock.now();
     tx.tx

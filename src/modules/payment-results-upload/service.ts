@@ -7,7 +7,7 @@ import { parse } from 'csv-parse';
 import { isUtf8 } from 'node:buffer';
 import { once } from 'node:events';
 import type { Ctx } from '../../deps';
-import { withReadSnapshot, withTransaction, type Tx } from '../../platform/context';
+import { withReadSnapshot, transaction, type Tx } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
 import { madeForAnotherLender, matchReference, namesInReference, type MatchSource, type PaymentMatch } from '../collection/reference';
 import { knownAmong, recordSlice, staleAgainst, type Known, type Observation, type Recorded } from '../collection/record';
@@ -403,7 +403,7 @@ export async function uploadSummary(args: { ctx: Ctx; input: UploadInput }): Pro
 }
 
 /** How the recorded transaction gets the write lock: after the write gate's turn, or as the worker's exclusive hold. */
-export type WriteTurn = <T>(fn: () => T) => Promise<T>;
+export type WriteTurn = <T>(fn: () => T | Promise<T>) => Promise<T>;
 
 /**
  * The upload itself, wherever it runs: the file read, every rule, and the one transaction (or a read-only
@@ -518,7 +518,7 @@ async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; in
     return writeTurn(() => {
       // The wait for the write lock may have outlasted the caller or the budget: checked before it is taken.
       checkBudget(budget);
-      return withTransaction(ctx, run);
+      return transaction(ctx, run);
     });
   }
   // A dry run writes nothing (every write above is behind !dryRun): it reads one snapshot, in a deferred

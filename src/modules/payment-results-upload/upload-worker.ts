@@ -68,7 +68,7 @@ async function upload(m: Extract<ToWorker, { type: 'upload' }>): Promise<void> {
           self.postMessage({ type: 'lock', id: m.id });
         });
         try {
-          return fn();
+          return await fn();
         } finally {
           self.postMessage({ type: 'unlock', id: m.id });
         }

@@ -1,4 +1,4 @@
-import { withTransaction } from '../../platform/context';
+import { transaction } from '../../platform/context';
 import { writeGate } from '../../platform/context';
 import { eq } from 'drizzle-orm';
 import { dashboardUsers, lenders, portalSessions } from '../../../db/schema';
@@ -29,11 +29,11 @@ export interface PortalSession {
  * A new session for the user, with a new random token: the session of `replacing` (the cookie the browser sent
  * with the sign-in, whoever's it was) ends in the same transaction, so signing in never keeps an old session id.
  */
-export function startSession(deps: Pick<Deps, 'db' | 'clock'>, userId: string, replacing?: string): { token: string; csrf: string } {
+export async function startSession(deps: Pick<Deps, 'db' | 'clock'>, userId: string, replacing?: string): Promise<{ token: string; csrf: string }> {
   const token = random();
   const csrf = random(24);
   const now = deps.clock.now();
-  withTransaction({ deps }, ({ tx }) => {
+  await transaction({ deps }, ({ tx }) => {
     if (replacing) tx.delete(portalSessions).where(eq(portalSessions.tokenHash, hash(replacing))).run();
     tx.insert(portalSessions).values({ tokenHash: hash(token), userId, csrfToken: csrf, createdAt: now, lastSeenAt: now }).run();
   });
@@ -56,17 +56,25 @@ export function sessionOf(deps: Pick<Deps, 'db' | 'clock'>, token: string | unde
   // Reads never wait for the write lock: while a worker holds it, the clean-up and the touch wait for a later page.
   const writable = !writeGate(deps).held;
   if (row.u.disabledAt !== null || now - row.s.lastSeenAt > IDLE_MS) {
-    if (writable) endSession(deps, tokenHash);
+    if (writable) bestEffort(endSession(deps, tokenHash));
     return null;
   }
   if (writable && now - row.s.lastSeenAt > TOUCH_EVERY_MS) {
-    withTransaction({ deps }, ({ tx }) => tx.update(portalSessions).set({ lastSeenAt: now }).where(eq(portalSessions.tokenHash, tokenHash)).run());
+    bestEffort(transaction({ deps }, ({ tx }) => tx.update(portalSessions).set({ lastSeenAt: now }).where(eq(portalSessions.tokenHash, tokenHash)).run()));
   }
   return { user: row.u, lender: { id: row.l.id, name: row.l.name, debitCardApproved: row.l.debitCardApproved }, csrf: row.s.csrfToken, tokenHash };
 }
 
-export function endSession(deps: Pick<Deps, 'db'>, tokenHash: string): void {
-  withTransaction({ deps }, ({ tx }) => tx.delete(portalSessions).where(eq(portalSessions.tokenHash, tokenHash)).run());
+export async function endSession(deps: Pick<Deps, 'db'>, tokenHash: string): Promise<void> {
+  await transaction({ deps }, ({ tx }) => tx.delete(portalSessions).where(eq(portalSessions.tokenHash, tokenHash)).run());
+}
+
+/**
+ * A write a read makes on the side (a session's touch, an idle session's end): written in its turn, after any
+ * transaction open now, and not waited for; if it fails, the next page makes it again.
+ */
+function bestEffort(write: Promise<unknown>): void {
+  write.catch(() => undefined);
 }
 
 export const newLoginCsrf = () => random(24);

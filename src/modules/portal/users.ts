@@ -1,4 +1,4 @@
-import { withTransaction } from '../../platform/context';
+import { transaction } from '../../platform/context';
 import { and, asc, eq, isNull } from 'drizzle-orm';
 import { dashboardUsers, portalSessions } from '../../../db/schema';
 import type { Db } from '../../platform/db';
@@ -57,7 +57,7 @@ export async function createUser(db: Db, input: { lenderId: string; email: strin
     createdAt: input.now,
     disabledAt: null,
   };
-  withTransaction({ deps: { db } }, ({ tx }) => tx.insert(dashboardUsers).values(user).run());
+  await transaction({ deps: { db } }, ({ tx }) => tx.insert(dashboardUsers).values(user).run());
   return user;
 }
 
@@ -69,10 +69,10 @@ export function findUserByEmail(db: Db, email: string): DashboardUser | undefine
 }
 
 /** Disabling ends the user's sessions at once. */
-export function disableUser(db: Db, email: string, now: number): boolean {
+export async function disableUser(db: Db, email: string, now: number): Promise<boolean> {
   const user = findUserByEmail(db, email);
   if (!user) return false;
-  withTransaction({ deps: { db } }, ({ tx }) => {
+  await transaction({ deps: { db } }, ({ tx }) => {
     tx.update(dashboardUsers).set({ disabledAt: user.disabledAt ?? now }).where(eq(dashboardUsers.id, user.id)).run();
     tx.delete(portalSessions).where(eq(portalSessions.userId, user.id)).run();
   });
@@ -85,7 +85,7 @@ export async function resetPassword(db: Db, email: string, password: string): Pr
   const user = findUserByEmail(db, email);
   if (!user) return false;
   const hash = await Bun.password.hash(password, { algorithm: 'argon2id' });
-  withTransaction({ deps: { db } }, ({ tx }) => {
+  await transaction({ deps: { db } }, ({ tx }) => {
     tx.update(dashboardUsers).set({ passwordHash: hash }).where(eq(dashboardUsers.id, user.id)).run();
     tx.delete(portalSessions).where(eq(portalSessions.userId, user.id)).run();
   });

@@ -1,9 +1,8 @@
 import { eq } from 'drizzle-orm';
-import { writeGate } from '../../platform/context';
 import { lenders, returnRateWatch } from '../../../db/schema';
 import type { RateStatus } from '../../../db/schema/enums';
 import type { Deps, JobContext } from '../../deps';
-import { withTransaction, type Tx } from '../../platform/context';
+import { transaction, type Tx } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
 import { pushToEndpoints } from '../webhooks/endpoints';
 import { CLASS_NAMES, ratesOver, WATCH_DAYS, type ReturnClass } from './service';
@@ -50,8 +49,7 @@ export async function evaluateAll(deps: Deps, signal?: AbortSignal): Promise<num
   for (const { id } of ids) {
     if (signal?.aborted) break;
     // One lender at a time, each in its turn at the write gate: requests go on between them.
-    await writeGate(deps).turn();
-    withTransaction({ deps }, (tx) => evaluateReturnRates(tx, id));
+    await transaction({ deps }, (tx) => evaluateReturnRates(tx, id));
     await Bun.sleep(0);
   }
   return ids.length;

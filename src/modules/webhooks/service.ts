@@ -83,7 +83,7 @@ export async function readSecret({ ctx }: { ctx: Ctx }) {
   return getSecret({ ctx });
 }
 
-/** The current secret and when the previous one stops signing; creates the secret when there is none, so only where a write may happen. */
+/** The current secret and when the previous one stops signing, once `ensureSecret` has made sure there is one. */
 export function getSecret({ ctx }: { ctx: Ctx }) {
   const { deps } = ctx;
   const lenderId = ctx.lender.id;

@@ -65,7 +65,7 @@ describe('enrollments', () => {
     const res = await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('enr-1', { bank_link: link })] } });
     expect(res.status).toBe(207);
     expect(JSON.stringify(res.body)).not.toContain('access-production-enr1');
-    expect(queueDueReads(c.rt).queued).toBe(1);
+    expect((await queueDueReads(c.rt)).queued).toBe(1);
     await processBalances(c.rt);
     const view = (await c.json('GET', '/v1/payment_enrollments/enr-1')).body;
     expect(view.bank_link).toEqual({ provider: 'plaid', account_last4: '7788' });
@@ -75,14 +75,14 @@ describe('enrollments', () => {
     // The Item needs the borrower to sign in again: relink_required, not read again with this link.
     plaid.setItemError('access-production-enr1', 'ITEM_LOGIN_REQUIRED');
     c.clock.advance(3_600_000);
-    expect(queueDueReads(c.rt).queued).toBe(1);
+    expect((await queueDueReads(c.rt)).queued).toBe(1);
     await processBalances(c.rt);
     const hist = await c.json('GET', '/v1/monitoring/authorizers/enr-1/history');
     expect(hist.body.history[0].error_message).toContain('relink_required');
     const asked = () => plaid.requests.filter((q) => q.body.access_token === 'access-production-enr1').length;
     const before = asked();
     c.clock.advance(3_600_000);
-    queueDueReads(c.rt);
+    await queueDueReads(c.rt);
     await processBalances(c.rt);
     expect(asked()).toBe(before);
 
@@ -91,7 +91,7 @@ describe('enrollments', () => {
     const again = await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('enr-1', { bank_link: { ...link, access_token: 'access-production-enr2' } })] } });
     expect(again.status).toBe(207);
     c.clock.advance(3_600_000);
-    queueDueReads(c.rt);
+    await queueDueReads(c.rt);
     await processBalances(c.rt);
     expect((await c.json('GET', '/v1/payment_enrollments/enr-1')).body.last_read).toMatchObject({ balance_cents: 9900, balance_kind: 'available' });
   });
@@ -112,7 +112,7 @@ describe('enrollments', () => {
     expect(res.status).toBe(207);
     expect((await c.json('GET', '/v1/payment_enrollments/pm-fc')).body.bank_link).toEqual({ provider: 'stripe', account: 'fca_1FromPm0001' });
     expect((await c.json('GET', '/v1/payment_enrollments/pm-micro')).body.bank_link).toBeNull();
-    queueDueReads(c.rt);
+    await queueDueReads(c.rt);
     await processBalances(c.rt);
     expect((await c.json('GET', '/v1/payment_enrollments/pm-fc')).body.last_read).toMatchObject({ balance_cents: 61234, balance_kind: 'available' });
     // Verified by micro-deposits: no Financial Connections account, read from the default source as before.

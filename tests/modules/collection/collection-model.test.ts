@@ -186,7 +186,7 @@ class ReadAndDecide implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(m: Model, r: Real) {
     const before = new Map(q<{ id: string }>(r, 'SELECT id FROM payments').map((p) => [p.id, true]));
-    queueDueReads(r.ctx.rt);
+    await queueDueReads(r.ctx.rt);
     await processBalances(r.ctx.rt);
     // New payments take the amount in effect now: exactly what the lender last sent.
     for (const p of q<{ id: string; aid: string; amount_cents: number }>(r, 'SELECT id, authorizer_unique_id AS aid, amount_cents FROM payments')) {

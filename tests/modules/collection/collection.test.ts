@@ -158,7 +158,7 @@ describe('the decision', () => {
   test('removal returned before dispatch: the payment never reaches the processor, and is not counted', async () => {
     const c = await setup();
     await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('gone')] } });
-    queueDueReads(c.rt);
+    await queueDueReads(c.rt);
     await processBalances(c.rt);
     expect(payments(c, 'gone')).toMatchObject([{ status: 'initiating' }]);
     await c.json('DELETE', '/v1/payment_enrollments', { body: { authorizer_unique_ids: ['gone'] } });

@@ -165,7 +165,7 @@ describe('a lost answer, then the feed’s stale processing (fake Stripe)', () =
     // The create is done at Stripe but its answer is lost.
     fake.control.loseNextAnswers(1);
     await enroll(c, enrollBorrower('wedge', { collectable_amount: 4200 }));
-    queueDueReads(c.rt);
+    await queueDueReads(c.rt);
     await processBalances(c.rt);
     await dispatchPayments(c.rt);
     const [first] = paymentsOf(c, 'wedge');
@@ -180,7 +180,7 @@ describe('a lost answer, then the feed’s stale processing (fake Stripe)', () =
     // Sent again without a new authorization: a reinitiation of the same debt goes in flight.
     await enroll(c, enrollBorrower('wedge', { collectable_amount: 4200 }));
     c.clock.advance(READ);
-    queueDueReads(c.rt);
+    await queueDueReads(c.rt);
     await processBalances(c.rt);
     await dispatchPayments(c.rt);
     const second = paymentsOf(c, 'wedge')[1]!;

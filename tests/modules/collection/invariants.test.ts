@@ -37,7 +37,7 @@ describe('invariant 1: in flight, count, no reinitiation after other codes', () 
   test('the database refuses a second payment in flight for one borrower', async () => {
     const c = await setup();
     await enroll(c, enrollBorrower('one', { collectable_amount: 4297 }));
-    queueDueReads(c.rt);
+    await queueDueReads(c.rt);
     await processBalances(c.rt);
     const [p] = rows<{ id: string; enrollment_id: string; connection_id: string }>(c, 'SELECT id, enrollment_id, connection_id FROM payments');
     expect(() =>
@@ -54,7 +54,7 @@ describe('invariant 1: in flight, count, no reinitiation after other codes', () 
     const c = await setup();
     await enroll(c, enrollBorrower('stuck', { collectable_amount: 4297 }));
     for (let i = 0; i < 5; i++) {
-      queueDueReads(c.rt);
+      await queueDueReads(c.rt);
       await processBalances(c.rt);
       await dispatchPayments(c.rt);
       await pollProcessors(c.rt);
@@ -69,7 +69,7 @@ describe('invariant 1: in flight, count, no reinitiation after other codes', () 
       const c = await setup();
       await enroll(c, enrollBorrower('halt', { collectable_amount: 4200 + cents }));
       for (let i = 0; i < 6; i++) {
-        queueDueReads(c.rt);
+        await queueDueReads(c.rt);
         await processBalances(c.rt);
         await dispatchPayments(c.rt);
         c.clock.advance(SETTLE);
@@ -86,7 +86,7 @@ describe('invariant 2: never above the amount current at initiation', () => {
   test('each payment carries the amount of the moment it was initiated, never more; a payment at the bank keeps its amount', async () => {
     const c = await setup();
     await enroll(c, enrollBorrower('amt', { collectable_amount: 5091 }));
-    queueDueReads(c.rt);
+    await queueDueReads(c.rt);
     await processBalances(c.rt);
     // Lowered while the first payment is being sent: that payment keeps 50.91, the next takes 30.91.
     await enroll(c, enrollBorrower('amt', { collectable_amount: 3091 }));
@@ -94,7 +94,7 @@ describe('invariant 2: never above the amount current at initiation', () => {
     c.clock.advance(SETTLE);
     await pollProcessors(c.rt);
     c.clock.advance(READ);
-    queueDueReads(c.rt);
+    await queueDueReads(c.rt);
     await processBalances(c.rt);
     await dispatchPayments(c.rt);
     const ps = rows<{ amount_cents: number }>(c, 'SELECT amount_cents FROM payments ORDER BY created_at');
@@ -120,7 +120,7 @@ describe('invariant 3: nothing reaches the processor once monitoring has stopped
     test(`${name} between the decision and the dispatch: not sent`, async () => {
       const c = await setup();
       await enroll(c, enrollBorrower('x'));
-      queueDueReads(c.rt);
+      await queueDueReads(c.rt);
       await processBalances(c.rt);
       expect(rows(c, "SELECT id FROM payments WHERE status = 'initiating'")).toHaveLength(1);
       await stop(c);
@@ -134,7 +134,7 @@ describe('invariant 3: nothing reaches the processor once monitoring has stopped
     const c = await setup();
     const borrowers = Array.from({ length: 40 }, (_, i) => enrollBorrower(`race-${i}`));
     await enroll(c, ...borrowers);
-    queueDueReads(c.rt);
+    await queueDueReads(c.rt);
     await processBalances(c.rt);
     const dispatch = dispatchPayments(c.rt, { concurrency: 2 });
     const removal = await c.json('DELETE', '/v1/payment_enrollments', { body: { authorizer_unique_ids: borrowers.map((b) => b.authorizer_unique_id) } });
@@ -150,7 +150,7 @@ describe('invariant 5: events unique and stable', () => {
   test('unique event ids; the same processor event read twice records nothing', async () => {
     const c = await setup();
     await enroll(c, ...Array.from({ length: 10 }, (_, i) => enrollBorrower(`ev-${i}`, { collectable_amount: 4290 + i })));
-    queueDueReads(c.rt);
+    await queueDueReads(c.rt);
     await processBalances(c.rt);
     await dispatchPayments(c.rt);
     for (let i = 0; i < 3; i++) {

@@ -19,7 +19,7 @@ async function duePayment(aid: string) {
   contexts.push(c);
   expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: KEY, rail_scope: 'both', is_default: true } })).status).toBe(201);
   expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower(aid, { collectable_amount: 1200 })] } })).status).toBe(207);
-  queueDueReads(c.rt);
+  await queueDueReads(c.rt);
   await processBalances(c.rt);
   const [p] = await dispatchQueue(c.rt).claim(10, c.clock.now());
   expect(p).toBeDefined();

@@ -23,7 +23,7 @@ describe('collection through Stripe', () => {
     expect(add.status).toBe(201);
     expect(add.body).toMatchObject({ processor: 'stripe', key_last4: 'ount' });
     await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('s-ok'), enrollBorrower('s-nsf')] } });
-    queueDueReads(ctx.rt);
+    await queueDueReads(ctx.rt);
     await processBalances(ctx.rt);
     await dispatchPayments(ctx.rt);
     const intents = fake.control.intents(KEY);
@@ -51,7 +51,7 @@ describe('collection through Stripe', () => {
 
   test('the ledger is the money the lender holds: a dispute won and a refund that failed are credited again', async () => {
     await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('s-dispute'), enrollBorrower('s-refund')] } });
-    queueDueReads(ctx.rt);
+    await queueDueReads(ctx.rt);
     await processBalances(ctx.rt);
     await dispatchPayments(ctx.rt);
     const pi = (aid: string) =>

@@ -19,7 +19,7 @@ describe('matching never crosses lenders', () => {
     contexts.push(c);
     expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_tenancy_a_000000000001', rail_scope: 'both', is_default: true } })).status).toBe(201);
     expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('shared-id', { collectable_amount: 1000 })] } })).status).toBe(207);
-    queueDueReads(c.rt);
+    await queueDueReads(c.rt);
     await processBalances(c.rt);
     await dispatchPayments(c.rt);
     const a = c.rt.sqlite.query("SELECT id, lender_id AS lenderId, connection_id AS conn, reference FROM payments WHERE authorizer_unique_id = 'shared-id'").get() as {

@@ -39,7 +39,7 @@ async function setup(env: Record<string, string> = {}) {
 
 async function enrollAndDispatch(c: TestContext, aid: string, amount: number) {
   expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower(aid, { collectable_amount: amount })] } })).status).toBe(207);
-  queueDueReads(c.rt);
+  await queueDueReads(c.rt);
   await processBalances(c.rt);
   await dispatchPayments(c.rt);
 }

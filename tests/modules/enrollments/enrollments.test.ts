@@ -112,7 +112,7 @@ describe('POST /v1/payment_enrollments: outcomes', () => {
     ]);
     const view = (await read(c, 'unknown-bank')).body;
     expect(view).toMatchObject({ state: 'held', reason: 'unresolvable_routing_number', window_started_at: null, next_read_at: null });
-    expect(queueDueReads(c.rt).queued).toBe(0);
+    expect((await queueDueReads(c.rt)).queued).toBe(0);
   });
 
   test('cards: token with last4, raw card tokenized (number never stored), every card failure', async () => {
@@ -193,10 +193,10 @@ describe('re-sends and monitor states', () => {
     const start = c.clock.now();
     await enroll(c, [enrollBorrower('lapse'), enrollBorrower('gone'), enrollBorrower('halt')]);
     c.clock.set(start + 30 * DAY_MS - 1);
-    expect(lapseDueMonitors(c.rt).lapsed).toBe(0);
+    expect((await lapseDueMonitors(c.rt)).lapsed).toBe(0);
     expect((await read(c, 'lapse')).body.state).toBe('monitored');
     c.clock.set(start + 30 * DAY_MS);
-    expect(lapseDueMonitors(c.rt).lapsed).toBe(3);
+    expect((await lapseDueMonitors(c.rt)).lapsed).toBe(3);
     expect((await read(c, 'lapse')).body).toMatchObject({ state: 'lapsed', next_read_at: null });
 
     const again = start + 31 * DAY_MS;
@@ -234,13 +234,13 @@ describe('re-sends and monitor states', () => {
     const historyDue = () => restarted.rt.sqlite.query<{ dueAt: number }, []>("SELECT h.due_at AS dueAt FROM pay_history h JOIN enrollments e ON e.id = h.enrollment_id WHERE e.authorizer_unique_id = 'held-1'").get()?.dueAt ?? null;
     // A held borrower's account is not read for its transactions…
     expect(historyDue()).toBeNull();
-    expect(recheckHeld(restarted.rt).started).toBe(1);
+    expect((await recheckHeld(restarted.rt)).started).toBe(1);
     // …until it is monitored.
     expect(historyDue()).toBe(restarted.clock.now());
     const view = (await read(first, 'held-1')).body;
     expect(view).toMatchObject({ state: 'monitored', reason: null, instrument: { bank_name: 'JPMORGAN CHASE BANK, NA' } });
     expect(view.window_started_at).toBe(new Date(restarted.clock.now()).toISOString());
-    expect(recheckHeld(restarted.rt).started).toBe(0);
+    expect((await recheckHeld(restarted.rt)).started).toBe(0);
   });
 });
 
@@ -286,7 +286,7 @@ describe('removal and erasure', () => {
     };
     await enroll(c, [enrollBorrower('erase-me', person)]);
     // A monitoring read puts a copy of the phone and zip in the balance queue.
-    queueDueReads(c.rt);
+    await queueDueReads(c.rt);
     await processBalances(c.rt);
     const r = await c.json('DELETE', '/v1/persisted_authorizers', { body: { authorizer_unique_ids: ['erase-me', 'nobody'] } });
     expect(r.body).toEqual({
@@ -314,16 +314,16 @@ describe('monitoring reads and reads of enrollments', () => {
   test('a read at enrollment and then every MONITOR_READ_INTERVAL_MS, through the balance pipeline, in the history', async () => {
     const c = fresh({ MONITOR_READ_INTERVAL_MS: '3600000' });
     await enroll(c, [enrollBorrower('watch', { account_number: '0000012345' })]);
-    expect(queueDueReads(c.rt).queued).toBe(1);
-    expect(queueDueReads(c.rt).queued).toBe(0); // queued once
+    expect((await queueDueReads(c.rt)).queued).toBe(1);
+    expect((await queueDueReads(c.rt)).queued).toBe(0); // queued once
     await processBalances(c.rt);
     const view = (await read(c, 'watch')).body;
     expect(view.last_read).toEqual({ balance_cents: 12345, at: new Date(c.clock.now()).toISOString() });
     expect(view.next_read_at).toBe(new Date(c.clock.now() + 3_600_000).toISOString());
     c.clock.advance(3_600_000 - 1);
-    expect(queueDueReads(c.rt).queued).toBe(0);
+    expect((await queueDueReads(c.rt)).queued).toBe(0);
     c.clock.advance(1);
-    expect(queueDueReads(c.rt).queued).toBe(1);
+    expect((await queueDueReads(c.rt)).queued).toBe(1);
     await processBalances(c.rt);
     const history = (await c.json('GET', '/v1/monitoring/authorizers/watch/history')).body;
     expect(history.total_count).toBe(2);
@@ -331,7 +331,7 @@ describe('monitoring reads and reads of enrollments', () => {
     // Not after removal.
     await c.json('DELETE', '/v1/payment_enrollments', { body: { authorizer_unique_ids: ['watch'] } });
     c.clock.advance(10 * 3_600_000);
-    expect(queueDueReads(c.rt).queued).toBe(0);
+    expect((await queueDueReads(c.rt)).queued).toBe(0);
   });
 
   test('GET /v1/payment_enrollments lists by state, paginated; the read shows no personal data; another lender’s is 404', async () => {
@@ -353,7 +353,7 @@ describe('monitoring reads and reads of enrollments', () => {
   test('no log line carries personal data', async () => {
     const c = fresh();
     await enroll(c, [enrollBorrower('logs', { first_name: 'Perpetua', ssn: '555443333', account_number: '0009988776' })]);
-    queueDueReads(c.rt);
+    await queueDueReads(c.rt);
     await processBalances(c.rt);
     const erased = await c.json('DELETE', '/v1/persisted_authorizers', { body: { authorizer_unique_ids: ['logs'] } });
     const reqId = erased.res.headers.get('x-request-id')!;

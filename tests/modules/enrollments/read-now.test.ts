@@ -13,7 +13,7 @@ async function enroll(id: string, over: Record<string, unknown> = {}, key = ctx.
   const r = await ctx.json('POST', '/v1/payment_enrollments', { key, body: { borrowers: [enrollBorrower(id, { account_number: '0000012345', ...over })] } });
   expect(r.status).toBe(207);
   // The read at enrollment, done.
-  queueDueReads(ctx.rt);
+  await queueDueReads(ctx.rt);
   await processBalances(ctx.rt);
 }
 
@@ -31,7 +31,7 @@ describe('POST /v1/payment_enrollments/{authorizer_unique_id}/read', () => {
     expect(view.last_read).toEqual({ balance_cents: 12345, at });
     expect(view.next_read_at).toBe(r.body.next_read_at);
     // Not read again before the interval has passed.
-    expect(queueDueReads(ctx.rt).queued).toBe(0);
+    expect((await queueDueReads(ctx.rt)).queued).toBe(0);
     const history = (await ctx.json('GET', '/v1/monitoring/authorizers/now-1/history')).body.history;
     expect(history.length).toBe(2);
   });

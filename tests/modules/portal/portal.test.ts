@@ -89,7 +89,7 @@ describe('sign-in and sessions', () => {
     for (let i = 0; i < 10; i++) spread.attempt('y@y.z', `10.0.1.${i}`, 0);
     expect(spread.status('y@y.z', '10.0.1.99', 1)).toEqual({ failures: 10, locked: false });
     expect(SignInThrottle.delayMs(spread.status('y@y.z', '10.0.1.99', 1).failures)).toBe(5000);
-    disableUser(c.rt.db, 'bob@example.test', c.clock.now());
+    await disableUser(c.rt.db, 'bob@example.test', c.clock.now());
     expect((await signIn(c, 'bob@example.test', PASSWORD)).status).toBe(401);
   }, 30_000);
 

@@ -41,7 +41,7 @@ describe('doing things now from the portal', () => {
     const c = fresh();
     const p = await signedIn(c);
     await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('read-me', { account_number: '0000012345' }), enrollBorrower('gone')] } });
-    queueDueReads(c.rt);
+    await queueDueReads(c.rt);
     await processBalances(c.rt);
     await c.json('DELETE', '/v1/payment_enrollments', { body: { authorizer_unique_ids: ['gone'] } });
     expect((await p.get('/portal/payments/borrowers/read-me')).text).toContain('Read balance now');

@@ -74,7 +74,7 @@ describe('GET /v1/return_rates', () => {
         ],
       },
     });
-    queueDueReads(c.rt);
+    await queueDueReads(c.rt);
     await processBalances(c.rt);
     await dispatchPayments(c.rt);
     const pi = (c.rt.sqlite.query("SELECT processor_payment_id AS pi FROM payments WHERE authorizer_unique_id = 'ach-1'").get() as { pi: string }).pi;

@@ -119,10 +119,10 @@ export const bankDataPages = (deps: Deps) => {
     )
     .post(
       `${HERE}/:id`,
-      ({ session, params, body }) => {
+      async ({ session, params, body }) => {
         try {
           formOf(DeleteForm, body);
-          deleteBankDataConnection({ ctx: ctxOf(session), input: { id: params.id } });
+          await deleteBankDataConnection({ ctx: ctxOf(session), input: { id: params.id } });
           return render(session, { kind: 'ok', text: 'Connection deleted.' });
         } catch (e) {
           if (e instanceof NotFound) throw e;

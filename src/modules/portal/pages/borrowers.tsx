@@ -336,21 +336,21 @@ export const borrowerPages = (deps: Deps) => {
       />,
     );
   };
-  const act = (session: PortalSession, aid: string, action: 'remove' | 'erase') => {
+  const act = async (session: PortalSession, aid: string, action: 'remove' | 'erase') => {
     const ctx = { lender: session.lender, deps };
     getEnrollment({ ctx, input: { authorizerUniqueId: aid } });
     if (action === 'remove') {
-      const r = removeEnrollments({ ctx, input: { body: { authorizer_unique_ids: [aid] } } });
+      const r = await removeEnrollments({ ctx, input: { body: { authorizer_unique_ids: [aid] } } });
       return show(session, aid, r.removed ? { kind: 'ok', text: 'Removed: no new payment is made for this borrower.' } : { kind: 'error', text: 'Not removed: the borrower is not monitored.' });
     }
-    eraseBorrowers({ ctx, input: { body: { authorizer_unique_ids: [aid] } } });
+    await eraseBorrowers({ ctx, input: { body: { authorizer_unique_ids: [aid] } } });
     return show(session, aid, { kind: 'ok', text: 'Personal data erased; monitoring stopped.' });
   };
   // Reading now changes no money and needs no confirmation: the button posts, the page says what was queued.
-  const readNow = (session: PortalSession, aid: string) => {
+  const readNow = async (session: PortalSession, aid: string) => {
     const ctx = { lender: session.lender, deps };
     try {
-      const r = readBorrowerNow({ ctx, input: { authorizerUniqueId: aid } });
+      const r = await readBorrowerNow({ ctx, input: { authorizerUniqueId: aid } });
       return show(session, aid, { kind: 'ok', text: `Balance read queued (batch ${r.batch_id}); the result shows here as the last balance in a moment. The next regular read follows one interval after it.` });
     } catch (err) {
       return show(session, aid, { kind: 'error', text: `Not read: ${problemOf(err)}` });

@@ -183,7 +183,7 @@ export const connectionPages = (deps: Deps) => {
               await updateConnection({ ctx, input: { id, body: toChange({ api_key: str(form.api_key) ?? '' }) } });
               return render(session, { kind: 'ok', text: 'Key replaced.' });
             case 'delete':
-              deleteConnection({ ctx, input: { id } });
+              await deleteConnection({ ctx, input: { id } });
               return render(session, { kind: 'ok', text: 'Key deleted.' });
           }
         } catch (e) {

@@ -5,7 +5,7 @@ import { ENDPOINT_EVENT_TYPES, DELIVERY_STATES } from '../../../../db/schema/enu
 import { NotFound } from '../../../platform/errors';
 import { createLenderKey, listKeys, revokeLenderKey, MAX_LIVE_API_KEYS, TooManyApiKeys } from '../../lenders/service';
 import { createEndpoint, deleteEndpoint, listEndpoints } from '../../webhooks/endpoints';
-import { getSecret, listDeliveries, rotateSecret } from '../../webhooks/service';
+import { readSecret, listDeliveries, rotateSecret } from '../../webhooks/service';
 import { formOf, page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
 import { ActionButton, Choice, Confirm, Csrf, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
@@ -158,7 +158,7 @@ function DevelopersContent(props: {
 }
 
 export const developerPages = (deps: Deps) => {
-  const render = (s: PortalSession, query: Record<string, string | undefined>, extra: { newKey?: string; secret?: ReturnType<typeof getSecret>; message?: Message } = {}, status = 200) => {
+  const render = (s: PortalSession, query: Record<string, string | undefined>, extra: { newKey?: string; secret?: Awaited<ReturnType<typeof readSecret>>; message?: Message } = {}, status = 200) => {
     const view = viewOf(deps, s, HERE);
     return page(view, 'Developers', <DevelopersContent deps={deps} s={s} view={view} query={query} {...extra} />, status);
   };
@@ -167,9 +167,9 @@ export const developerPages = (deps: Deps) => {
     .get(HERE, ({ session, query }) => render(session, query), { signedIn: true, detail: { hide: true } })
     .post(
       `${HERE}/keys`,
-      ({ session }) => {
+      async ({ session }) => {
         try {
-          const key = createLenderKey(deps.db, session.lender.id, deps.clock.now());
+          const key = await createLenderKey(deps.db, session.lender.id, deps.clock.now());
           return render(session, {}, { newKey: key, message: { kind: 'ok', text: 'API key created.' } });
         } catch (e) {
           if (!(e instanceof TooManyApiKeys)) throw e;
@@ -204,8 +204,8 @@ export const developerPages = (deps: Deps) => {
     )
     .post(
       `${HERE}/keys/:id/revoke`,
-      ({ session, params }) => {
-        if (!revokeLenderKey(deps.db, session.lender.id, params.id, deps.clock.now())) throw new NotFound('API key', params.id);
+      async ({ session, params }) => {
+        if (!(await revokeLenderKey(deps.db, session.lender.id, params.id, deps.clock.now()))) throw new NotFound('API key', params.id);
         return render(session, {}, { message: { kind: 'ok', text: 'API key revoked.' } });
       },
       { signedIn: true, detail: { hide: true } },
@@ -219,7 +219,7 @@ export const developerPages = (deps: Deps) => {
           const r = await rotateSecret({ ctx });
           return render(session, {}, { secret: r, message: { kind: 'ok', text: 'Secret rotated: the previous one signs as well for 24 hours.' } });
         }
-        return render(session, {}, { secret: getSecret({ ctx }) });
+        return render(session, {}, { secret: await readSecret({ ctx }) });
       },
       { signedIn: true, detail: { hide: true } },
     )

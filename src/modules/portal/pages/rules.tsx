@@ -145,7 +145,7 @@ export const rulesPages = (deps: Deps) => {
     .get(HERE, ({ session }) => render(session), { signedIn: true, detail: { hide: true } })
     .post(
       HERE,
-      ({ session, body }) => {
+      async ({ session, body }) => {
         const raw = (body ?? {}) as Record<string, unknown>;
         try {
           // An unchecked box is not sent: it is false. Every field is sent, so the form is the whole policy.
@@ -160,7 +160,7 @@ export const rulesPages = (deps: Deps) => {
             // An empty box is UTC.
             time_zone: typeof raw.time_zone === 'string' && raw.time_zone.trim() !== '' ? raw.time_zone.trim() : null,
           });
-          updatePolicy({ ctx: { lender: session.lender, deps }, input });
+          await updatePolicy({ ctx: { lender: session.lender, deps }, input });
           return render(session, { kind: 'ok', text: 'Collection rules saved.' });
         } catch (e) {
           return render(session, { kind: 'error', text: problemOf(e) }, 400);

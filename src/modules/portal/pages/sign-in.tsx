@@ -60,7 +60,7 @@ export const signInPages = (deps: Deps) => {
         }
         throttle.succeed(email, address, deps.clock.now());
         // A new session id on every sign-in; the session cookie this browser sent, if any, ends with it.
-        const { token } = startSession(deps, user.id, cookies(request)[SESSION_COOKIE]);
+        const { token } = await startSession(deps, user.id, cookies(request)[SESSION_COOKIE]);
         return new Response(null, {
           status: 303,
           headers: [
@@ -74,8 +74,8 @@ export const signInPages = (deps: Deps) => {
     )
     .post(
       '/portal/logout',
-      ({ session, request }) => {
-        endSession(deps, session.tokenHash);
+      async ({ session, request }) => {
+        await endSession(deps, session.tokenHash);
         return redirect('/portal/login', { 'set-cookie': setCookie(request, SESSION_COOKIE, '', 0) });
       },
       { signedIn: true, detail: { hide: true } },

@@ -1,0 +1,45 @@
+import { sql } from 'drizzle-orm';
+import { index, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { BANK_DATA_PROVIDERS, PLAID_ENVIRONMENTS } from '../schema/enums';
+import { lenders } from './lenders';
+import { ident, ms } from './columns';
+
+// A lender's credentials at a bank-data source (Plaid, Stripe Financial Connections), sealed with the vault
+// and erased when the connection is deleted; at most one live connection per provider and lender.
+export const bankDataConnections = pgTable(
+  'bank_data_connections',
+  {
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    provider: text('provider', { enum: BANK_DATA_PROVIDERS }).notNull(),
+    // Plaid only: which Plaid environment the client_id and secret belong to.
+    environment: text('environment', { enum: PLAID_ENVIRONMENTS }),
+    // Plaid: { client_id, secret }; Stripe: { api_key }. Null once deleted.
+    credentialsSealed: text('credentials_sealed'),
+    last4: text('last4').notNull(),
+    lastReadAt: ms('last_read_at'),
+    createdAt: ms('created_at').notNull(),
+    deletedAt: ms('deleted_at'),
+  },
+  (t) => [
+    uniqueIndex('bank_data_connections_provider_uq')
+      .on(t.lenderId, t.provider)
+      .where(sql`${t.deletedAt} IS NULL`),
+    index('bank_data_connections_lender_idx').on(t.lenderId, t.createdAt),
+  ],
+);
+
+// Links a provider said need the borrower to sign in again (relink), by a digest of the link.
+export const bankLinkRelinks = pgTable(
+  'bank_link_relinks',
+  {
+    lenderId: ident('lender_id').notNull(),
+    linkDigest: ident('link_digest').notNull(),
+    provider: text('provider', { enum: BANK_DATA_PROVIDERS }).notNull(),
+    authorizerUniqueId: ident('authorizer_unique_id').notNull(),
+    createdAt: ms('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.lenderId, t.linkDigest] })],
+);

@@ -1,0 +1,38 @@
+import { sql } from 'drizzle-orm';
+import { pgTable, text } from 'drizzle-orm/pg-core';
+import { RATE_STATUSES, READ_CADENCES, REINITIATION_AMOUNTS } from '../schema/enums';
+import { lenders } from './lenders';
+import { cents, count, flag, ident, ms } from './columns';
+
+// A lender's collection policy: the rules beyond the spec's defaults that bound its automatic debits. No row
+// means every default (the spec's behaviour).
+export const collectionPolicies = pgTable('collection_policies', {
+  lenderId: ident('lender_id')
+    .primaryKey()
+    .references(() => lenders.id),
+  // The lender's loans are covered by the CFPB payday rule (12 CFR 1041): two failures for funds stop collection.
+  cfpbCovered: flag('cfpb_covered').notNull().default(sql`0`),
+  // Reinitiations after an R01/R09 return, at most (Nacha allows two).
+  maxReinitiations: count('max_reinitiations').notNull().default(2),
+  reinitiationAmount: text('reinitiation_amount', { enum: REINITIATION_AMOUNTS }).notNull().default('current'),
+  // Business days of notice before a debit (the payday rule's notice); 0: debit as soon as the balance covers.
+  noticeDays: count('notice_days').notNull().default(0),
+  // No new ACH payment while a return-rate class is at or above its threshold.
+  returnRatePause: flag('return_rate_pause').notNull().default(sql`0`),
+  // When monitored borrowers are read: around predicted paydays (a learned cycle), or every read interval.
+  readCadence: text('read_cadence', { enum: READ_CADENCES }).notNull().default('payday'),
+  // A debit waits until the balance covers the amount plus this much.
+  debitBufferCents: cents('debit_buffer_cents').notNull().default(0),
+  updatedAt: ms('updated_at'),
+});
+
+/** Each class's return-rate status over the last 60 days as last evaluated. */
+export const returnRateWatch = pgTable('return_rate_watch', {
+  lenderId: ident('lender_id')
+    .primaryKey()
+    .references(() => lenders.id),
+  unauthorized: text('unauthorized', { enum: RATE_STATUSES }).notNull(),
+  administrative: text('administrative', { enum: RATE_STATUSES }).notNull(),
+  overall: text('overall', { enum: RATE_STATUSES }).notNull(),
+  evaluatedAt: ms('evaluated_at').notNull(),
+});

@@ -1,0 +1,154 @@
+import { sql } from 'drizzle-orm';
+import { index, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { enrollments } from './enrollments';
+import { EVENT_SOURCES, EVENT_STATUSES, ITEM_STATES, LEDGER_KINDS, PAYMENT_STATUSES, RAILS } from '../schema/enums';
+import { lenders } from './lenders';
+import { paymentConnections } from './payments';
+import { cents, count, flag, ident, ms, rowId } from './columns';
+
+// A debit the service initiates, and the dispatch queue (lease-queue columns): pending until the processor
+// has answered.
+export const payments = pgTable(
+  'payments',
+  {
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    enrollmentId: ident('enrollment_id')
+      .notNull()
+      .references(() => enrollments.id),
+    authorizerUniqueId: ident('authorizer_unique_id').notNull(),
+    connectionId: ident('connection_id')
+      .notNull()
+      .references(() => paymentConnections.id),
+    rail: text('rail', { enum: RAILS }).notNull(),
+    amountCents: cents('amount_cents').notNull(),
+    reference: ident('reference').notNull(),
+    status: text('status', { enum: PAYMENT_STATUSES }).notNull(),
+    processorPaymentId: ident('processor_payment_id'),
+    returnCode: text('return_code'),
+    message: text('message'),
+    // Dispatch to the processor, as a lease queue.
+    state: text('state', { enum: ITEM_STATES }).notNull().default('pending'),
+    attempts: count('attempts').notNull().default(0),
+    nextAttemptAt: ms('next_attempt_at').notNull().default(0),
+    leaseUntil: ms('lease_until').notNull().default(0),
+    createdAt: ms('created_at').notNull(),
+    updatedAt: ms('updated_at').notNull(),
+    settledAt: ms('settled_at'),
+    // When the first request for it was about to leave for the processor: null means it was never asked.
+    firstAttemptAt: ms('first_attempt_at'),
+    // 1 for an original (or a payment under a new authorization), 2 and 3 for reinitiations of it.
+    attempt: count('attempt').notNull().default(1),
+    // The original payment a reinitiation presents again (its id); null for an original.
+    reinitiationOf: ident('reinitiation_of'),
+    // A scheduled payment's day (UTC midnight): the borrower was told it is debited then, not before.
+    debitOn: ms('debit_on'),
+  },
+  (t) => [
+    // At most one payment in flight per borrower, whatever the code does.
+    uniqueIndex('payments_in_flight_uq').on(t.enrollmentId).where(sql`${t.status} IN ('scheduled', 'initiating', 'processing')`),
+    uniqueIndex('payments_reference_uq').on(t.lenderId, t.reference),
+    index('payments_dispatch_idx').on(t.state, t.nextAttemptAt),
+    index('payments_processor_idx').on(t.connectionId, t.processorPaymentId),
+    index('payments_enrollment_idx').on(t.enrollmentId, t.createdAt),
+    // Return rates: the lender's ACH debits by when they first reached the processor.
+    index('payments_rates_idx').on(t.lenderId, t.rail, t.firstAttemptAt, t.status),
+    // The portal's overview: the lender's payments by status, with their amounts.
+    index('payments_lender_status_idx').on(t.lenderId, t.status, t.createdAt, t.amountCents),
+    // The portal's Payments page: every status, by date or by amount, a page at a time.
+    index('payments_lender_created_idx').on(t.lenderId, t.createdAt, t.id),
+    index('payments_lender_amount_idx').on(t.lenderId, t.amountCents, t.id),
+  ],
+);
+
+// One row per observed status of a payment (reference); reading the same processor event twice records nothing.
+export const paymentEvents = pgTable(
+  'payment_events',
+  {
+    id: ident('id').primaryKey(), // event_id
+    lenderId: ident('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    enrollmentId: ident('enrollment_id').references(() => enrollments.id),
+    authorizerUniqueId: ident('authorizer_unique_id'),
+    paymentId: ident('payment_id').references(() => payments.id),
+    connectionId: ident('connection_id').references(() => paymentConnections.id),
+    reference: ident('reference').notNull(),
+    status: text('status', { enum: EVENT_STATUSES }).notNull(),
+    amountCents: cents('amount_cents').notNull(),
+    returnCode: text('return_code'),
+    message: text('message'),
+    source: text('source', { enum: EVENT_SOURCES }).notNull(),
+    sourceEventId: ident('source_event_id').notNull(),
+    occurredAt: ms('occurred_at').notNull(),
+    recordedAt: ms('recorded_at').notNull(),
+  },
+  (t) => [
+    uniqueIndex('payment_events_source_uq').on(t.lenderId, t.source, t.sourceEventId),
+    index('payment_events_reference_idx').on(t.lenderId, t.reference, t.recordedAt),
+    index('payment_events_borrower_idx').on(t.lenderId, t.authorizerUniqueId, t.recordedAt),
+    // Return rates: the lender's returns by when they happened.
+    index('payment_events_returns_idx')
+      .on(t.lenderId, t.occurredAt, t.reference, t.returnCode, t.paymentId)
+      .where(sql`${t.status} IN ('returned', 'late_returned')`),
+    // Return rates: whether a reference was returned before (a late return after a return counts once).
+    index('payment_events_reference_returns_idx').on(t.lenderId, t.reference, t.occurredAt).where(sql`${t.status} IN ('returned', 'late_returned')`),
+  ],
+);
+
+// The borrower's ledger: a credit when a payment settles, a reversal when it is returned or clawed back.
+export const ledgerEntries = pgTable(
+  'ledger_entries',
+  {
+    id: rowId('id'),
+    lenderId: ident('lender_id').notNull(),
+    enrollmentId: ident('enrollment_id')
+      .notNull()
+      .references(() => enrollments.id),
+    reference: ident('reference').notNull(),
+    kind: text('kind', { enum: LEDGER_KINDS }).notNull(),
+    amountCents: cents('amount_cents').notNull(),
+    eventId: ident('event_id')
+      .notNull()
+      .references(() => paymentEvents.id),
+    at: ms('at').notNull(),
+  },
+  (t) => [
+    index('ledger_entries_enrollment_idx').on(t.enrollmentId, t.id),
+    index('ledger_entries_reference_idx').on(t.lenderId, t.reference),
+    // The portal's overview: money collected and returned per day, from the index alone.
+    index('ledger_entries_lender_at_idx').on(t.lenderId, t.at, t.kind, t.amountCents),
+  ],
+);
+
+// Distinct processor payments read through each key (ingested), and whether each matched a borrower.
+export const ingestedPayments = pgTable(
+  'ingested_payments',
+  {
+    connectionId: ident('connection_id')
+      .notNull()
+      .references(() => paymentConnections.id),
+    processorPaymentId: ident('processor_payment_id').notNull(),
+    matched: flag('matched').notNull(),
+  },
+  (t) => [uniqueIndex('ingested_payments_uq').on(t.connectionId, t.processorPaymentId)],
+);
+
+// Observations of a payment's status that could not be recorded, kept with the reason for an operator.
+export const paymentObservationsSetAside = pgTable(
+  'payment_observations_set_aside',
+  {
+    id: rowId('id'),
+    lenderId: ident('lender_id').notNull(),
+    connectionId: ident('connection_id'),
+    source: text('source', { enum: EVENT_SOURCES }).notNull(),
+    sourceEventId: ident('source_event_id').notNull(),
+    reference: ident('reference').notNull(),
+    status: text('status', { enum: EVENT_STATUSES }).notNull(),
+    error: text('error').notNull(),
+    at: ms('at').notNull(),
+  },
+  (t) => [index('payment_observations_set_aside_lender_idx').on(t.lenderId, t.at)],
+);

@@ -1,0 +1,64 @@
+import { sql } from 'drizzle-orm';
+import { doublePrecision, index, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES } from '../schema/enums';
+import { lenders } from './lenders';
+import { cents, count, flag, ident, ms } from './columns';
+
+// One record per borrower per lender: the enrollment and its monitor. Personal data is one vault-sealed value
+// and the card token another; erasure overwrites both with null and keeps the row.
+export const enrollments = pgTable(
+  'enrollments',
+  {
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    authorizerUniqueId: ident('authorizer_unique_id').notNull(),
+    state: text('state', { enum: MONITOR_STATES }).notNull(),
+    // Why it is held or stopped (a held reason, or the return code that stopped it).
+    reason: text('reason'),
+    // Why a due payment was not initiated (no_processor_key, verification_required); null when nothing blocks.
+    blockedReason: text('blocked_reason'),
+    windowStartedAt: ms('window_started_at'),
+    windowEndsAt: ms('window_ends_at'),
+    collectableAmountCents: cents('collectable_amount_cents').notNull(),
+    daysPastDue: count('days_past_due').notNull(),
+    merchantRef: ident('merchant_ref'),
+    rail: text('rail', { enum: RAILS }).notNull(),
+    routingNumber: text('routing_number'),
+    bankName: text('bank_name'),
+    sealed: text('sealed'), // personal data; null once erased
+    metadata: text('metadata'), // JSON object or null
+    cardTokenSealed: text('card_token_sealed'),
+    cardLast4: text('card_last4'),
+    cardBrand: text('card_brand'),
+    lastReadCents: cents('last_read_cents'),
+    lastReadAt: ms('last_read_at'),
+    nextReadAt: ms('next_read_at'),
+    // The pay cycle learned from the borrower's history, when it was learned and from what.
+    payCycleFrequency: text('pay_cycle_frequency', { enum: PAY_FREQUENCIES }),
+    payCycleNextPayday: ms('pay_cycle_next_payday'),
+    payCycleConfidence: doublePrecision('pay_cycle_confidence'),
+    payCycleSource: text('pay_cycle_source', { enum: PAY_CYCLE_SOURCES }),
+    payCycleAt: ms('pay_cycle_at'),
+    // The lender's choice for this borrower over its policy's cfpb_covered; null: the policy decides.
+    cfpbCovered: flag('cfpb_covered'),
+    // The borrower's authorization to debit, as the lender last sent it.
+    authorizationAt: ms('authorization_at'),
+    authorizationRef: text('authorization_ref'),
+    // Payments since the last enrollment: an original and at most two reinitiations.
+    paymentsUsed: count('payments_used').notNull().default(0),
+    enrolledAt: ms('enrolled_at').notNull(),
+    updatedAt: ms('updated_at').notNull(),
+    erasedAt: ms('erased_at'),
+  },
+  (t) => [
+    uniqueIndex('enrollments_lender_borrower_uq').on(t.lenderId, t.authorizerUniqueId),
+    // The monitoring due check and the lapse job read these partial indexes only: O(due), not O(borrowers).
+    index('enrollments_read_due_idx').on(t.nextReadAt).where(sql`${t.state} = 'monitored'`),
+    index('enrollments_lapse_due_idx').on(t.windowEndsAt).where(sql`${t.state} = 'monitored'`),
+    index('enrollments_held_idx').on(t.lenderId).where(sql`${t.state} = 'held'`),
+    // Borrowers of one state, in id order (the portal's filter and its counts by state).
+    index('enrollments_lender_state_idx').on(t.lenderId, t.state, t.authorizerUniqueId),
+  ],
+);

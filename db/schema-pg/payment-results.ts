@@ -1,0 +1,58 @@
+import { index, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { paymentResultUploads as sqlitePaymentResultUploads } from '../schema/payment-results';
+import { enrollments } from './enrollments';
+import { lenders } from './lenders';
+import { cents, count, flag, ident, ms, rowId } from './columns';
+
+// What the payment-results uploads said about each reference: the latest accepted row. No personal data.
+export const uploadedResults = pgTable(
+  'uploaded_results',
+  {
+    id: rowId('id'),
+    lenderId: ident('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    reference: ident('reference').notNull(),
+    authorizerUniqueId: ident('authorizer_unique_id'),
+    enrollmentId: ident('enrollment_id').references(() => enrollments.id),
+    status: text('status').notNull(), // the upload's status vocabulary (settled, late_return, sent, ...)
+    amountCents: cents('amount_cents').notNull(),
+    submittedAt: ms('submitted_at').notNull(),
+    settledAt: ms('settled_at'),
+    returnedAt: ms('returned_at'),
+    returnCode: text('return_code'),
+    batchId: ident('batch_id'),
+    matched: flag('matched').notNull(),
+    updatedAt: ms('updated_at').notNull(),
+  },
+  (t) => [
+    uniqueIndex('uploaded_results_reference_uq').on(t.lenderId, t.reference),
+    // Return rates: uploaded debits by submission, uploaded returns by their date.
+    index('uploaded_results_submitted_idx').on(t.lenderId, t.submittedAt),
+    index('uploaded_results_returned_idx').on(t.lenderId, t.returnedAt),
+  ],
+);
+
+// Each recorded upload, for the upload history: who sent it and when, the report's counts and its problems.
+export const paymentResultUploads = pgTable(
+  'payment_result_uploads',
+  {
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    recordedAt: ms('recorded_at').notNull(),
+    /** Who sent it: the portal user's name, or the API key's prefix. */
+    creator: text('creator'),
+    // The formats' list is the SQLite table's, so the two cannot differ.
+    format: text('format', { enum: sqlitePaymentResultUploads.format.enumValues }).notNull(),
+    rowCount: count('row_count').notNull(),
+    dataRowCount: count('data_row_count').notNull(),
+    matched: count('matched').notNull(),
+    needsAttention: count('needs_attention').notNull(),
+    /** Entries of `problems` as the report listed them (its row-0 note included). */
+    problemCount: count('problem_count').notNull(),
+    problems: text('problems').notNull(),
+  },
+  (t) => [index('payment_result_uploads_lender_idx').on(t.lenderId, t.recordedAt, t.id)],
+);

@@ -1,0 +1,65 @@
+import { sql } from 'drizzle-orm';
+import { check, index, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { PROCESSOR_NAMES, RAIL_SCOPES } from '../schema/enums';
+import { lenders } from './lenders';
+import { count, flag, ident, ms } from './columns';
+
+// A lender's processor keys (the API's "payment connections"). The key rules the spec states are enforced
+// here too, by a check and partial unique indexes, so two concurrent requests cannot break them.
+export const paymentConnections = pgTable(
+  'payment_connections',
+  {
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    processor: text('processor', { enum: PROCESSOR_NAMES }).notNull(),
+    label: text('label').notNull(),
+    merchantRef: ident('merchant_ref'),
+    railScope: text('rail_scope', { enum: RAIL_SCOPES }).notNull(),
+    isDefault: flag('is_default').notNull().default(sql`0`),
+    keySealed: text('key_sealed'), // null once deleted
+    keyLast4: text('key_last4'),
+    // Where the next read of the processor's change feed starts, and how the last one went.
+    pollCursor: text('poll_cursor'),
+    lastPollAt: ms('last_poll_at'),
+    lastPollError: text('last_poll_error'),
+    // Processor payments read through this key, and how many of them matched a borrower.
+    ingested: count('ingested').notNull().default(0),
+    matched: count('matched').notNull().default(0),
+    // The processor account the key belongs to: one account serves one lender.
+    accountId: ident('account_id'),
+    reconciledAt: ms('reconciled_at'),
+    reconcileDue: flag('reconcile_due').notNull().default(sql`0`),
+    createdAt: ms('created_at').notNull(),
+    updatedAt: ms('updated_at').notNull(),
+    deletedAt: ms('deleted_at'),
+  },
+  (t) => [
+    // A key is default or tagged, never both.
+    check('payment_connections_default_or_tag', sql`NOT (${t.isDefault} = 1 AND ${t.merchantRef} IS NOT NULL)`),
+    // At most one default per rail_scope, one key per rail_scope within a tag (live keys only).
+    uniqueIndex('payment_connections_default_uq')
+      .on(t.lenderId, t.railScope)
+      .where(sql`${t.isDefault} = 1 AND ${t.deletedAt} IS NULL`),
+    uniqueIndex('payment_connections_tag_uq')
+      .on(t.lenderId, t.merchantRef, t.railScope)
+      .where(sql`${t.merchantRef} IS NOT NULL AND ${t.deletedAt} IS NULL`),
+    index('payment_connections_lender_idx').on(t.lenderId, t.createdAt),
+    index('payment_connections_account_idx').on(t.processor, t.accountId),
+  ],
+);
+
+// Which lender a processor account belongs to, for good (released by the operator only).
+export const processorAccounts = pgTable(
+  'processor_accounts',
+  {
+    processor: text('processor', { enum: PROCESSOR_NAMES }).notNull(),
+    accountId: ident('account_id').notNull(),
+    lenderId: ident('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    boundAt: ms('bound_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.processor, t.accountId] })],
+);

@@ -23,6 +23,8 @@ export const collectionPolicies = pgTable('collection_policies', {
   readCadence: text('read_cadence', { enum: READ_CADENCES }).notNull().default('payday'),
   // A debit waits until the balance covers the amount plus this much.
   debitBufferCents: cents('debit_buffer_cents').notNull().default(0),
+  // The lender's IANA time zone: payday reads are at 08:00 there (null: UTC).
+  timeZone: text('time_zone'),
   updatedAt: ms('updated_at'),
 });
 

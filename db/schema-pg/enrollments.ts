@@ -41,6 +41,11 @@ export const enrollments = pgTable(
     payCycleConfidence: doublePrecision('pay_cycle_confidence'),
     payCycleSource: text('pay_cycle_source', { enum: PAY_CYCLE_SOURCES }),
     payCycleAt: ms('pay_cycle_at'),
+    // A second schedule that explains the history almost as well (biweekly against semimonthly): read around too.
+    payCycleAlternativeFrequency: text('pay_cycle_alternative_frequency', { enum: PAY_FREQUENCIES }),
+    payCycleAlternativeNextPayday: ms('pay_cycle_alternative_next_payday'),
+    // Whether the borrower's pay has come a day before its payday: the morning before a payday is read too.
+    payCycleLandsEarly: flag('pay_cycle_lands_early'),
     // The lender's choice for this borrower over its policy's cfpb_covered; null: the policy decides.
     cfpbCovered: flag('cfpb_covered'),
     // The borrower's authorization to debit, as the lender last sent it.

@@ -60,3 +60,4 @@ export * from './payment-results';
 export * from './collection-policy';
 export * from './bank-data';
 export * from './search';
+export * from './pay-history';

@@ -71,6 +71,9 @@ export async function transaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx
   if (ctx.tx) return fn(ctx as C & { tx: Tx });
   const client = ctx.deps.db.$client;
   const lock = txLockOf(client);
+  // Called from inside a transaction of its own caller (one that did not pass its ctx): it joins that one,
+  // at once, as a nested synchronous transaction would. Another caller's open transaction is waited for.
+  if (client.inTransaction && !lock.heldByAnother()) return fn({ ...ctx, tx: ctx.deps.db as Orm as Tx });
   const release = await lock.acquire();
   try {
     client.query('BEGIN IMMEDIATE').run();

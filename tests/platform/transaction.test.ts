@@ -198,3 +198,24 @@ test('a synchronous callback commits in the step that ran it: nothing else runs 
   expect(sawOpen).toBe(false);
   expect(rows()).toEqual([7]);
 });
+
+test('called from inside its caller’s transaction without its ctx, it joins that one, and is undone with it', async () => {
+  let inner: Promise<void> | null = null;
+  expect(() =>
+    withTransaction({ deps: c.rt }, () => {
+      ins(1);
+      inner = transaction({ deps: c.rt }, () => {
+        ins(2);
+      });
+      throw new Error('outer refused');
+    }),
+  ).toThrow('outer refused');
+  await inner;
+  expect(rows()).toEqual([]);
+  await transaction({ deps: c.rt }, async () => {
+    ins(3);
+    await turns(1);
+    await transaction({ deps: c.rt }, () => ins(4));
+  });
+  expect(rows()).toEqual([3, 4]);
+});

@@ -45,21 +45,50 @@ export const paymentsOf = (db: Db, enrollmentId: string) =>
     )
     .all(enrollmentId);
 
-/** A borrower's search entries, removed before they are written again (a re-send) or at erasure. */
-export const deleteSearchEntries = (tx: Tx, lenderId: string, aid: string) =>
-  tx.$client.query('DELETE FROM borrower_search WHERE lender_id = ? AND authorizer_unique_id = ?').run(lenderId, aid);
+// Borrower search (search.ts, db/schema/search.ts): an entry is (hash, borrower) in one WITHOUT ROWID b-tree,
+// and searchable_borrowers holds each borrower's hashes, so its own entries are found without an index of them.
 
-export const insertSearchEntry = (tx: Tx, lenderId: string, aid: string, kind: string, hash: string, keyId: string) =>
+/** A borrower's key id and hashes (12 bytes each, concatenated), or null when it has no search entries. */
+export const searchRowOf = (tx: Tx, lenderId: string, aid: string) =>
   tx.$client
-    .query('INSERT OR IGNORE INTO borrower_search (lender_id, authorizer_unique_id, kind, hash, key_id) VALUES (?, ?, ?, ?, ?)')
-    .run(lenderId, aid, kind, hash, keyId);
+    .query<{ keyId: string; hashes: Uint8Array }, [string, string]>('SELECT key_id AS keyId, hashes FROM searchable_borrowers WHERE lender_id = ? AND authorizer_unique_id = ?')
+    .get(lenderId, aid);
+
+/** Removes a borrower's entries (the hashes its row lists) and the row. */
+export function deleteSearchEntries(tx: Tx, lenderId: string, aid: string, hashes: Uint8Array, width: number): void {
+  const del = tx.$client.query('DELETE FROM borrower_search WHERE hash = ? AND authorizer_unique_id = ?');
+  for (let i = 0; i + width <= hashes.length; i += width) del.run(hashes.subarray(i, i + width), aid);
+  tx.$client.query('DELETE FROM searchable_borrowers WHERE lender_id = ? AND authorizer_unique_id = ?').run(lenderId, aid);
+}
+
+/** A borrower's entries, in one statement (one cached statement per count of entries, at most a handful). */
+export function insertSearchEntries(tx: Tx, lenderId: string, aid: string, keyId: string, hashes: Uint8Array[]): void {
+  if (hashes.length === 0) return;
+  const args: (Uint8Array | string)[] = [];
+  for (const h of hashes) args.push(h, aid);
+  tx.$client.query(`INSERT OR IGNORE INTO borrower_search (hash, authorizer_unique_id) VALUES ${hashes.map(() => '(?, ?)').join(', ')}`).run(...args);
+  tx.$client
+    .query('INSERT INTO searchable_borrowers (lender_id, authorizer_unique_id, key_id, hashes) VALUES (?, ?, ?, ?)')
+    .run(lenderId, aid, keyId, Buffer.concat(hashes));
+}
+
+/** The lender's borrowers with an entry of this hash; the join keeps the answer to the lender's own borrowers. */
+export const borrowersWith = (db: Db, lenderId: string, hash: Uint8Array, limit: number) =>
+  db.$client
+    .query<{ aid: string }, [string, Uint8Array, number]>(
+      `SELECT s.authorizer_unique_id AS aid FROM borrower_search s
+         JOIN searchable_borrowers b ON b.lender_id = ?1 AND b.authorizer_unique_id = s.authorizer_unique_id
+        WHERE s.hash = ?2 LIMIT ?3`,
+    )
+    .all(lenderId, hash, limit);
 
 /** The lender's borrowers with both of two name entries (a first and a last name, in either order), off the key. */
-export const borrowersNamed = (db: Db, lenderId: string, one: string, other: string, limit: number) =>
+export const borrowersNamed = (db: Db, lenderId: string, one: Uint8Array, other: Uint8Array, limit: number) =>
   db.$client
-    .query<{ aid: string }, [string, string, string, number]>(
+    .query<{ aid: string }, [string, Uint8Array, Uint8Array, number]>(
       `SELECT a.authorizer_unique_id AS aid FROM borrower_search a
-         JOIN borrower_search b ON b.lender_id = a.lender_id AND b.kind = 'name' AND b.hash = ?3 AND b.authorizer_unique_id = a.authorizer_unique_id
-        WHERE a.lender_id = ?1 AND a.kind = 'name' AND a.hash = ?2 LIMIT ?4`,
+         JOIN borrower_search o ON o.hash = ?3 AND o.authorizer_unique_id = a.authorizer_unique_id
+         JOIN searchable_borrowers b ON b.lender_id = ?1 AND b.authorizer_unique_id = a.authorizer_unique_id
+        WHERE a.hash = ?2 LIMIT ?4`,
     )
     .all(lenderId, one, other, limit);

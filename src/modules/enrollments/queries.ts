@@ -61,12 +61,18 @@ export function deleteSearchEntries(tx: Tx, lenderId: string, aid: string, hashe
   tx.$client.query('DELETE FROM searchable_borrowers WHERE lender_id = ? AND authorizer_unique_id = ?').run(lenderId, aid);
 }
 
-/** A borrower's entries, in one statement (one cached statement per count of entries, at most a handful). */
+const entriesSql: string[] = [];
+const insertEntriesSql = (n: number) =>
+  (entriesSql[n] ??= `INSERT OR IGNORE INTO borrower_search (hash, authorizer_unique_id) VALUES ${Array.from({ length: n }, () => '(?, ?)').join(', ')}`);
+
+/** A borrower's entries, in one statement (one cached statement per count of entries, at most five), and its row. */
 export function insertSearchEntries(tx: Tx, lenderId: string, aid: string, keyId: string, hashes: Uint8Array[]): void {
-  if (hashes.length === 0) return;
-  const args: (Uint8Array | string)[] = [];
-  for (const h of hashes) args.push(h, aid);
-  tx.$client.query(`INSERT OR IGNORE INTO borrower_search (hash, authorizer_unique_id) VALUES ${hashes.map(() => '(?, ?)').join(', ')}`).run(...args);
+  if (hashes.length > 0) {
+    const args: (Uint8Array | string)[] = [];
+    for (const h of hashes) args.push(h, aid);
+    tx.$client.query(insertEntriesSql(hashes.length)).run(...args);
+  }
+  // Written even with no entries: the borrower is indexed under this key, and the start-up job leaves it be.
   tx.$client
     .query('INSERT INTO searchable_borrowers (lender_id, authorizer_unique_id, key_id, hashes) VALUES (?, ?, ?, ?)')
     .run(lenderId, aid, keyId, Buffer.concat(hashes));

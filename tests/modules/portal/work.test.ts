@@ -1,7 +1,7 @@
 // The portal as a place to work, through the real app: a schedule run now and a borrower read now from their
 // pages, through the API's own services and bounds.
 import { afterAll, describe, expect, test } from 'bun:test';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { bankAuthorizer, enrollBorrower } from '../../helpers/fixtures';
@@ -10,6 +10,7 @@ import { queueDueReads } from '../../../src/modules/enrollments/monitoring';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
 import { cycle, dispatchAndSettle } from '../../helpers/collection';
 import { MIGRATIONS_DIR } from '../../../src/platform/db';
+import { generateVaultKey } from '../../../src/platform/vault';
 
 const contexts: TestContext[] = [];
 afterAll(() => contexts.forEach((c) => c.close()));
@@ -244,6 +245,25 @@ describe('finding a borrower', () => {
     expect((await mine.get('/portal/payments/borrowers?find=ingrid')).text).toContain('No borrower found');
     expect((await theirs.get('/portal/payments/borrowers?find=ingrid')).text).toContain('/portal/payments/borrowers/shared-1');
     expect((await theirs.get('/portal/payments/borrowers?find=2025550166')).text).toContain('/portal/payments/borrowers/shared-1');
+  });
+
+  test('after a vault key rotation the next start hashes each borrower again under the new key, its old entries removed', async () => {
+    const first = fresh();
+    await first.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('rotated-1', { first_name: 'Henrike', last_name: 'Vossberg', phone_number: '2025550188' })] } });
+    const keyFile = first.rt.config.vaultKeyFile;
+    writeFileSync(`${keyFile}.old`, readFileSync(keyFile, 'utf8'));
+    writeFileSync(keyFile, generateVaultKey().toString('base64') + '\n');
+    const c = fresh({ DATABASE_PATH: first.rt.config.databasePath, VAULT_KEY_FILE: keyFile });
+    expect(c.rt.vault.currentKeyId).not.toBe(first.rt.vault.currentKeyId);
+    const p = await signedIn(c, { lenderId: first.lender.id });
+    // Hashed under the old key, the entries answer no search made with the new one.
+    expect((await p.get('/portal/payments/borrowers?find=vossberg')).text).toContain('No borrower found');
+    const { indexUnsearchedBorrowers } = await import('../../../src/modules/enrollments/search');
+    expect(await indexUnsearchedBorrowers(c.rt)).toEqual({ indexed: 1 });
+    expect((await p.get('/portal/payments/borrowers?find=henrike%20vossberg')).text).toContain('/portal/payments/borrowers/rotated-1');
+    expect((await p.get('/portal/payments/borrowers?find=2025550188')).text).toContain('/portal/payments/borrowers/rotated-1');
+    expect(c.rt.sqlite.query('SELECT COUNT(*) AS n FROM borrower_search').get()).toEqual({ n: 4 });
+    expect(c.rt.sqlite.query('SELECT key_id AS k FROM searchable_borrowers').all()).toEqual([{ k: c.rt.vault.currentKeyId }]);
   });
 
   test('migration 0025: entries of the earlier shape are replaced, and the start-up job hashes every stored borrower again', async () => {

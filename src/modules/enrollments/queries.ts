@@ -78,23 +78,24 @@ export function insertSearchEntries(tx: Tx, lenderId: string, aid: string, keyId
     .run(lenderId, aid, keyId, Buffer.concat(hashes));
 }
 
+/**
+ * The search's two queries. CROSS JOIN keeps the order written: the hash is sought first, then each borrower
+ * found is checked to be the lender's; the other way round would walk every borrower of the lender.
+ */
+export const SEARCH_SQL = {
+  byHash: `SELECT s.authorizer_unique_id AS aid FROM borrower_search s
+             CROSS JOIN searchable_borrowers b ON b.lender_id = ?1 AND b.authorizer_unique_id = s.authorizer_unique_id
+            WHERE s.hash = ?2 LIMIT ?3`,
+  named: `SELECT a.authorizer_unique_id AS aid FROM borrower_search a
+            CROSS JOIN borrower_search o ON o.hash = ?3 AND o.authorizer_unique_id = a.authorizer_unique_id
+            CROSS JOIN searchable_borrowers b ON b.lender_id = ?1 AND b.authorizer_unique_id = a.authorizer_unique_id
+           WHERE a.hash = ?2 LIMIT ?4`,
+};
+
 /** The lender's borrowers with an entry of this hash; the join keeps the answer to the lender's own borrowers. */
 export const borrowersWith = (db: Db, lenderId: string, hash: Uint8Array, limit: number) =>
-  db.$client
-    .query<{ aid: string }, [string, Uint8Array, number]>(
-      `SELECT s.authorizer_unique_id AS aid FROM borrower_search s
-         JOIN searchable_borrowers b ON b.lender_id = ?1 AND b.authorizer_unique_id = s.authorizer_unique_id
-        WHERE s.hash = ?2 LIMIT ?3`,
-    )
-    .all(lenderId, hash, limit);
+  db.$client.query<{ aid: string }, [string, Uint8Array, number]>(SEARCH_SQL.byHash).all(lenderId, hash, limit);
 
 /** The lender's borrowers with both of two name entries (a first and a last name, in either order), off the key. */
 export const borrowersNamed = (db: Db, lenderId: string, one: Uint8Array, other: Uint8Array, limit: number) =>
-  db.$client
-    .query<{ aid: string }, [string, Uint8Array, Uint8Array, number]>(
-      `SELECT a.authorizer_unique_id AS aid FROM borrower_search a
-         JOIN borrower_search o ON o.hash = ?3 AND o.authorizer_unique_id = a.authorizer_unique_id
-         JOIN searchable_borrowers b ON b.lender_id = ?1 AND b.authorizer_unique_id = a.authorizer_unique_id
-        WHERE a.hash = ?2 LIMIT ?4`,
-    )
-    .all(lenderId, one, other, limit);
+  db.$client.query<{ aid: string }, [string, Uint8Array, Uint8Array, number]>(SEARCH_SQL.named).all(lenderId, one, other, limit);

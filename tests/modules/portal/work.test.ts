@@ -10,6 +10,7 @@ import { queueDueReads } from '../../../src/modules/enrollments/monitoring';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
 import { cycle, dispatchAndSettle } from '../../helpers/collection';
 import { MIGRATIONS_DIR } from '../../../src/platform/db';
+import { SEARCH_SQL } from '../../../src/modules/enrollments/queries';
 import { generateVaultKey } from '../../../src/platform/vault';
 
 const contexts: TestContext[] = [];
@@ -196,6 +197,16 @@ describe('finding a borrower', () => {
     expect(row.keyId).toBe(c.rt.vault.currentKeyId);
     const listed = Array.from({ length: 4 }, (_, i) => Buffer.from(row.hashes.subarray(i * 12, i * 12 + 12)).toString('hex')).sort();
     expect(listed).toEqual(rows.map((r) => Buffer.from(r.hash).toString('hex')).sort());
+    // A search seeks the hash first, then checks each borrower found is the lender's (never the lender's every
+    // borrower walked), with the planner's statistics or without.
+    for (const analyzed of [false, true]) {
+      if (analyzed) c.rt.sqlite.exec('ANALYZE');
+      for (const sql of Object.values(SEARCH_SQL)) {
+        const plan = c.rt.sqlite.query<{ detail: string }, []>(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => r.detail);
+        expect(plan[0]).toMatch(/^SEARCH \w+ USING PRIMARY KEY \(hash=\?\)$/);
+        expect(plan.slice(1).every((d) => /^SEARCH \w+ USING PRIMARY KEY \(\w+=\? AND authorizer_unique_id=\?\)$/.test(d))).toBe(true);
+      }
+    }
     // Stored before search existed: indexed by the job, once per start.
     c.rt.sqlite.exec('DELETE FROM borrower_search');
     c.rt.sqlite.exec('DELETE FROM searchable_borrowers');

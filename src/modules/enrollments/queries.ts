@@ -65,17 +65,22 @@ const entriesSql: string[] = [];
 const insertEntriesSql = (n: number) =>
   (entriesSql[n] ??= `INSERT OR IGNORE INTO borrower_search (hash, authorizer_unique_id) VALUES ${Array.from({ length: n }, () => '(?, ?)').join(', ')}`);
 
-/** A borrower's entries, in one statement (one cached statement per count of entries, at most five), and its row. */
-export function insertSearchEntries(tx: Tx, lenderId: string, aid: string, keyId: string, hashes: Uint8Array[]): void {
+/**
+ * A borrower's row and entries (the entries in one statement, one cached statement per count, at most five);
+ * false, writing nothing, when the borrower already has a row.
+ */
+export function insertSearchEntries(tx: Tx, lenderId: string, aid: string, keyId: string, hashes: Uint8Array[]): boolean {
+  // Written even with no entries: the borrower is indexed under this key, and the start-up job leaves it be.
+  const row = tx.$client
+    .query('INSERT INTO searchable_borrowers (lender_id, authorizer_unique_id, key_id, hashes) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING')
+    .run(lenderId, aid, keyId, Buffer.concat(hashes));
+  if (row.changes === 0) return false;
   if (hashes.length > 0) {
     const args: (Uint8Array | string)[] = [];
     for (const h of hashes) args.push(h, aid);
     tx.$client.query(insertEntriesSql(hashes.length)).run(...args);
   }
-  // Written even with no entries: the borrower is indexed under this key, and the start-up job leaves it be.
-  tx.$client
-    .query('INSERT INTO searchable_borrowers (lender_id, authorizer_unique_id, key_id, hashes) VALUES (?, ?, ?, ?)')
-    .run(lenderId, aid, keyId, Buffer.concat(hashes));
+  return true;
 }
 
 /**

@@ -91,12 +91,12 @@ function termsOf(b: Searchable): { kind: 'name' | 'phone' | 'last4'; value: stri
  */
 export function indexBorrower(tx: Tx, vault: Vault, b: Searchable, opts: { fresh?: boolean } = {}): void {
   const hashes = termsOf(b).map((t) => hashOf(vault, b.lenderId, t.kind, t.value));
-  if (!opts.fresh) {
-    const prior = q.searchRowOf(tx, b.lenderId, b.aid);
-    if (prior) {
-      if (prior.keyId === vault.currentKeyId && Buffer.from(prior.hashes).equals(Buffer.concat(hashes))) return;
-      q.deleteSearchEntries(tx, b.lenderId, b.aid, prior.hashes, HASH_BYTES);
-    }
+  if (opts.fresh && q.insertSearchEntries(tx, b.lenderId, b.aid, vault.currentKeyId, hashes)) return;
+  // A re-send (or a row already there for a borrower said to be new): its entries replaced.
+  const prior = q.searchRowOf(tx, b.lenderId, b.aid);
+  if (prior) {
+    if (prior.keyId === vault.currentKeyId && Buffer.from(prior.hashes).equals(Buffer.concat(hashes))) return;
+    q.deleteSearchEntries(tx, b.lenderId, b.aid, prior.hashes, HASH_BYTES);
   }
   q.insertSearchEntries(tx, b.lenderId, b.aid, vault.currentKeyId, hashes);
 }

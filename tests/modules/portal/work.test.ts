@@ -239,6 +239,23 @@ describe('finding a borrower', () => {
     expect(await found('2025550155')).toEqual(['resent-1']);
   });
 
+  test('a new borrower whose id has search entries left from before is enrolled, and found by its own values only', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    const found = async (q: string) => [...(await p.get(`/portal/payments/borrowers?find=${encodeURIComponent(q)}`)).text.matchAll(/<tr><td><a href="\/portal\/payments\/borrowers\/([^"]+)">/g)].map((m) => m[1]);
+    // Entries for an id no borrower has (as if left from before), made under this key: those of another borrower.
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('source-1', { first_name: 'Oskar', last_name: 'Lindqvist' })] } });
+    c.rt.sqlite.run("INSERT INTO borrower_search SELECT hash, 'left-1' FROM borrower_search WHERE authorizer_unique_id = 'source-1'");
+    c.rt.sqlite.run("INSERT INTO searchable_borrowers SELECT lender_id, 'left-1', key_id, hashes FROM searchable_borrowers WHERE authorizer_unique_id = 'source-1'");
+    const r = await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('left-1', { first_name: 'Greta', last_name: 'Lindqvist' })] } });
+    expect(r.status).toBe(207);
+    expect(r.body.results[0].outcome).toBe('enrolled');
+    expect(await found('oskar')).toEqual(['source-1']);
+    expect(await found('greta lindqvist')).toEqual(['left-1']);
+    expect(await found('lindqvist')).toEqual(['left-1', 'source-1']);
+    expect(c.rt.sqlite.query("SELECT COUNT(*) AS n FROM borrower_search WHERE authorizer_unique_id = 'left-1'").get()).toEqual({ n: 4 });
+  });
+
   test('two lenders with a borrower of the same id and name: each finds its own, and an erasure by one leaves the other its entries', async () => {
     const c = fresh();
     const other = c.newLender();

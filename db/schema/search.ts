@@ -1,23 +1,33 @@
-import { index, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { blob, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core';
 
 // Borrower search without decrypting borrowers: at enrollment each searchable value (a name, the phone, the
-// account's and the card's last four), normalized, is stored as an HMAC under a key derived from the vault key,
-// with the key's id. A search hashes what was typed the same way and looks the hash up (an index seek): no
-// borrower is opened to be searched, and the stored hashes reveal nothing without the key.
+// account's and the card's last four), normalized, is stored as an HMAC under a key derived from the vault key.
+// A search hashes what was typed the same way and looks the hash up (a seek): no borrower is opened to be
+// searched, and the stored hashes reveal nothing without the key.
+//
+// Both tables are WITHOUT ROWID (the migration says so; drizzle has no word for it): an entry is one b-tree
+// insert, not a row plus an index entry. An entry lands on a random page (the key starts with a hash), and a
+// commit writes every page it changed, so the entry is kept small: the first 12 bytes of the HMAC, whose input
+// starts with the lender's id and the kind of value (neither is stored again), and the borrower's id.
 export const borrowerSearch = sqliteTable(
   'borrower_search',
   {
+    hash: blob('hash', { mode: 'buffer' }).notNull(),
+    authorizerUniqueId: text('authorizer_unique_id').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.hash, t.authorizerUniqueId] })],
+);
+
+// One row a borrower with search entries: the vault key they were made under (after a rotation, the next start
+// hashes every borrower again) and the hashes themselves, concatenated, so a re-send or an erasure removes
+// exactly its own entries. A search joins it on (lender, id): only the lender's borrowers are ever answered.
+export const searchableBorrowers = sqliteTable(
+  'searchable_borrowers',
+  {
     lenderId: text('lender_id').notNull(),
     authorizerUniqueId: text('authorizer_unique_id').notNull(),
-    kind: text('kind', { enum: ['name', 'phone', 'last4'] }).notNull(),
-    hash: text('hash').notNull(),
-    // The vault key the hash was made under: after a rotation, the next start hashes every borrower again.
     keyId: text('key_id').notNull(),
+    hashes: blob('hashes', { mode: 'buffer' }).notNull(),
   },
-  (t) => [
-    // The search's seek, covering: (lender, kind, hash) gives the borrowers.
-    primaryKey({ columns: [t.lenderId, t.kind, t.hash, t.authorizerUniqueId] }),
-    // A borrower's entries: replaced on re-send, deleted at erasure, checked for the current key at start.
-    index('borrower_search_borrower_idx').on(t.lenderId, t.authorizerUniqueId, t.keyId),
-  ],
+  (t) => [primaryKey({ columns: [t.lenderId, t.authorizerUniqueId] })],
 );

@@ -1,7 +1,7 @@
 import * as q from './queries';
-import { borrowersNamed } from './queries';
+import { borrowersNamed, borrowersWith } from './queries';
 import { and, asc, eq, gt, gte, isNotNull, lt, notExists, sql } from 'drizzle-orm';
-import { borrowerSearch, enrollments, payments } from '../../../db/schema';
+import { enrollments, payments, searchableBorrowers } from '../../../db/schema';
 import type { Ctx, Deps } from '../../deps';
 import { dbOf, transaction, type Tx } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
@@ -12,7 +12,7 @@ import { openBorrower } from './borrower';
 // Borrower search by name, phone, last four and payment reference, without opening a borrower to search it.
 // Names, phones and last fours are sealed with the borrower; beside them each is stored as an HMAC of its
 // normalized form under a key derived from the vault key (see db/schema/search.ts). A search normalizes what
-// was typed, hashes it, and seeks the hash: one index look-up per kind, whatever the number of borrowers.
+// was typed, hashes it, and seeks the hash: one look-up per kind, whatever the number of borrowers.
 // Names match whole (a first name, a last name, or both), not by prefix: a prefix cannot be hashed. Each name
 // is stored once: both names typed together are found as the borrowers having the one and the other.
 
@@ -27,8 +27,15 @@ const keyOf = (vault: Vault) => {
   if (!k) keys.set(vault, (k = vault.derive('borrower-search')));
   return k;
 };
-// HMAC-SHA-256 (Bun's hasher: the same digest as node:crypto's createHmac, in half the time).
-const hashOf = (vault: Vault, kind: string, value: string) => new Bun.CryptoHasher('sha256', keyOf(vault)).update(kind).update('\0').update(value).digest('base64url').slice(0, 32);
+/**
+ * The bytes of the HMAC an entry keeps: 96 bits, so two different values of a lender share an entry with odds
+ * of about one in 10^28 per pair, while an entry stays small (see db/schema/search.ts).
+ */
+const HASH_BYTES = 12;
+// HMAC-SHA-256 (Bun's hasher: the same digest as node:crypto's createHmac, in half the time) of the lender, the
+// kind and the value, so neither the lender nor the kind is stored beside the hash.
+const hashOf = (vault: Vault, lenderId: string, kind: string, value: string): Uint8Array =>
+  new Bun.CryptoHasher('sha256', keyOf(vault)).update(lenderId).update('\0').update(kind).update('\0').update(value).digest().subarray(0, HASH_BYTES);
 
 /**
  * The entry of a borrower whose first and last names are the same: its two names typed together are not found
@@ -36,14 +43,19 @@ const hashOf = (vault: Vault, kind: string, value: string) => new Bun.CryptoHash
  */
 const sameNames = (name: string) => `${name}|${name}`;
 
-/** A name as it is compared: accents and case dropped, anything but letters and digits one space. */
+/**
+ * A name as it is compared: accents and case dropped, anything but letters and digits one space. A name of
+ * ASCII letters and digits alone (most of them) only needs its case dropped.
+ */
 export const normalizeName = (s: string) =>
-  s
-    .normalize('NFKD')
-    .replace(/\p{M}/gu, '')
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}]+/gu, ' ')
-    .trim();
+  /^[A-Za-z0-9]+$/.test(s)
+    ? s.toLowerCase()
+    : s
+        .normalize('NFKD')
+        .replace(/\p{M}/gu, '')
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}]+/gu, ' ')
+        .trim();
 
 /** A phone as it is compared: its last ten digits (a US number with or without +1); null when too short. */
 export const normalizePhone = (s: string) => {
@@ -74,17 +86,25 @@ function termsOf(b: Searchable): { kind: 'name' | 'phone' | 'last4'; value: stri
 
 /**
  * Replaces a borrower's search entries, in the transaction that stores the borrower (`fresh`: a borrower new to
- * the lender, with none to replace). Cached statements: a 1000-borrower enrollment writes about four entries
- * each (bun run bench enrollment).
+ * the lender, with none to replace). A re-send whose values hash the same under the same key writes nothing.
+ * Cached statements: a 1000-borrower enrollment writes about four entries each (bun run bench enrollment).
  */
 export function indexBorrower(tx: Tx, vault: Vault, b: Searchable, opts: { fresh?: boolean } = {}): void {
-  if (!opts.fresh) q.deleteSearchEntries(tx, b.lenderId, b.aid);
-  for (const t of termsOf(b)) q.insertSearchEntry(tx, b.lenderId, b.aid, t.kind, hashOf(vault, t.kind, t.value), vault.currentKeyId);
+  const hashes = termsOf(b).map((t) => hashOf(vault, b.lenderId, t.kind, t.value));
+  if (opts.fresh && q.insertSearchEntries(tx, b.lenderId, b.aid, vault.currentKeyId, hashes)) return;
+  // A re-send (or a row already there for a borrower said to be new): its entries replaced.
+  const prior = q.searchRowOf(tx, b.lenderId, b.aid);
+  if (prior) {
+    if (prior.keyId === vault.currentKeyId && Buffer.from(prior.hashes).equals(Buffer.concat(hashes))) return;
+    q.deleteSearchEntries(tx, b.lenderId, b.aid, prior.hashes, HASH_BYTES);
+  }
+  q.insertSearchEntries(tx, b.lenderId, b.aid, vault.currentKeyId, hashes);
 }
 
 /** Removes a borrower's search entries: at erasure nothing of its personal data stays, not even a hash. */
 export function unindexBorrower(tx: Tx, lenderId: string, aid: string): void {
-  tx.delete(borrowerSearch).where(and(eq(borrowerSearch.lenderId, lenderId), eq(borrowerSearch.authorizerUniqueId, aid))).run();
+  const prior = q.searchRowOf(tx, lenderId, aid);
+  if (prior) q.deleteSearchEntries(tx, lenderId, aid, prior.hashes, HASH_BYTES);
 }
 
 export interface SearchResult {
@@ -105,16 +125,10 @@ export function searchBorrowers({ ctx, input }: { ctx: Ctx; input: { q: string }
   };
   if (q === '') return { matches: [], more: false };
   const take = SEARCH_LIMIT + 1;
+  const hash = (kind: 'name' | 'phone' | 'last4', value: string) => hashOf(ctx.deps.vault, lenderId, kind, value);
+  // No ORDER BY: sorted below, so each look-up is a seek of the hash.
   const byHash = (kind: 'name' | 'phone' | 'last4', value: string) => {
-    for (const r of db
-      .select({ aid: borrowerSearch.authorizerUniqueId })
-      .from(borrowerSearch)
-      // No ORDER BY: sorted below, so the seek stays on borrower_search_hash_idx (an order by id would walk the
-      // lender's every entry off the primary key).
-      .where(and(eq(borrowerSearch.lenderId, lenderId), eq(borrowerSearch.kind, kind), eq(borrowerSearch.hash, hashOf(ctx.deps.vault, kind, value))))
-      .limit(take)
-      .all())
-      add(r.aid, kind);
+    for (const r of borrowersWith(db, lenderId, hash(kind, value), take)) add(r.aid, kind);
   };
   const name = normalizeName(q);
   if (/\p{L}/u.test(name)) {
@@ -126,7 +140,7 @@ export function searchBorrowers({ ctx, input }: { ctx: Ctx; input: { q: string }
       const a = words.slice(0, i).join(' ');
       const b = words.slice(i).join(' ');
       if (a === b) byHash('name', sameNames(a));
-      else for (const r of borrowersNamed(db, lenderId, hashOf(ctx.deps.vault, 'name', a), hashOf(ctx.deps.vault, 'name', b), take)) add(r.aid, 'name');
+      else for (const r of borrowersNamed(db, lenderId, hash('name', a), hash('name', b), take)) add(r.aid, 'name');
     }
   }
   if (/^\d{4}$/.test(q)) byHash('last4', q);
@@ -178,8 +192,14 @@ export async function indexUnsearchedBorrowers(deps: Deps, signal?: AbortSignal)
             notExists(
               tx
                 .select({ one: sql`1` })
-                .from(borrowerSearch)
-                .where(and(eq(borrowerSearch.lenderId, enrollments.lenderId), eq(borrowerSearch.authorizerUniqueId, enrollments.authorizerUniqueId), eq(borrowerSearch.keyId, deps.vault.currentKeyId))),
+                .from(searchableBorrowers)
+                .where(
+                  and(
+                    eq(searchableBorrowers.lenderId, enrollments.lenderId),
+                    eq(searchableBorrowers.authorizerUniqueId, enrollments.authorizerUniqueId),
+                    eq(searchableBorrowers.keyId, deps.vault.currentKeyId),
+                  ),
+                ),
             ),
           ),
         )

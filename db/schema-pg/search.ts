@@ -1,24 +1,27 @@
-import { index, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
-import { borrowerSearch as sqliteBorrowerSearch } from '../schema/search';
-import { ident } from './columns';
+import { pgTable, primaryKey } from 'drizzle-orm/pg-core';
+import { bytes, ident } from './columns';
 
-// Borrower search without decrypting borrowers: each searchable value, normalized, stored as an HMAC under a
-// key derived from the vault key, with the key's id. A search looks the hash up (an index seek).
+// Borrower search without decrypting borrowers: each searchable value, normalized, stored as an HMAC (its
+// first 12 bytes; the lender's id and the kind of value are part of its input) under a key derived from the
+// vault key. A search looks the hash up (a primary-key seek) and joins the lender's borrowers.
 export const borrowerSearch = pgTable(
   'borrower_search',
   {
+    hash: bytes('hash').notNull(),
+    authorizerUniqueId: ident('authorizer_unique_id').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.hash, t.authorizerUniqueId] })],
+);
+
+// One row a borrower with search entries: the vault key they were made under and the hashes themselves, so a
+// re-send or an erasure removes exactly its own entries.
+export const searchableBorrowers = pgTable(
+  'searchable_borrowers',
+  {
     lenderId: ident('lender_id').notNull(),
     authorizerUniqueId: ident('authorizer_unique_id').notNull(),
-    // The kinds' list is the SQLite table's, so the two cannot differ.
-    kind: text('kind', { enum: sqliteBorrowerSearch.kind.enumValues }).notNull(),
-    hash: ident('hash').notNull(),
-    // The vault key the hash was made under: after a rotation, the next start hashes every borrower again.
     keyId: ident('key_id').notNull(),
+    hashes: bytes('hashes').notNull(),
   },
-  (t) => [
-    // The search's seek, covering: (lender, kind, hash) gives the borrowers.
-    primaryKey({ columns: [t.lenderId, t.kind, t.hash, t.authorizerUniqueId] }),
-    // A borrower's entries: replaced on re-send, deleted at erasure, checked for the current key at start.
-    index('borrower_search_borrower_idx').on(t.lenderId, t.authorizerUniqueId, t.keyId),
-  ],
+  (t) => [primaryKey({ columns: [t.lenderId, t.authorizerUniqueId] })],
 );

@@ -233,7 +233,7 @@ describe('the PostgreSQL schema mirrors the SQLite one', () => {
       where: 'is_default = 1 AND deleted_at IS NULL',
     });
     expect(connections.checks.payment_connections_default_or_tag).toBe('NOT (is_default = 1 AND merchant_ref IS NOT NULL)');
-    expect(sqliteShape(sqliteSchema.borrowerSearch).primaryKey).toEqual(['lender_id', 'kind', 'hash', 'authorizer_unique_id']);
+    expect(sqliteShape(sqliteSchema.searchableBorrowers).primaryKey).toEqual(['lender_id', 'authorizer_unique_id']);
     expect(Object.values(pgShape(pgSchema.payments).foreignKeys).map((f) => f.table).sort()).toEqual(['enrollments', 'lenders', 'payment_connections']);
     expect(sqliteShape(sqliteSchema.collectionPolicies).columns.cfpb_covered).toEqual({ kind: 'flag', notNull: true, default: '0', enum: null, generated: false });
   });

@@ -219,3 +219,24 @@ test('called from inside its caller’s transaction without its ctx, it joins th
   });
   expect(rows()).toEqual([3, 4]);
 });
+
+test('the processors, the bank-data provider and the linked sources refuse a call made inside a transaction', async () => {
+  const calls: [string, () => unknown][] = [
+    ['processor', () => c.rt.processors.byName('sandbox').verifyKey('sbx_inside_a_transaction_01')],
+    ['bank-data provider', () => c.rt.bank.read({ authorizerUniqueId: 'a', paymentType: 'ACCOUNT_NUMBER', routingNumber: '110000000', accountNumber: '0001234567', debitCardNumber: null })],
+    ['Plaid', () => c.rt.linked.plaid.verify({ provider: 'plaid', environment: 'sandbox', clientId: 'x', secret: 'y' } as never)],
+  ];
+  for (const [name, call] of calls) {
+    let refused: unknown = null;
+    await transaction({ deps: c.rt }, async () => {
+      try {
+        await call();
+      } catch (e) {
+        refused = e;
+      }
+    });
+    expect([name, refused]).toEqual([name, expect.any(NetworkInTransactionError)]);
+  }
+  // Outside a transaction the same processor answers.
+  await expect(Promise.resolve(c.rt.processors.byName('sandbox').verifyKey('sbx_inside_a_transaction_01'))).resolves.toBeDefined();
+});

@@ -69,3 +69,30 @@ export async function drainClaims<T>(opts: {
     await opts.finish();
   }
 }
+
+/**
+ * Writes of a run that buffers its results, made one after the other in the order they were added. A write
+ * that fails is kept and raised by `settled()` from then on, so the run sees it at its next claim or at its end;
+ * `after` runs once its write has ended, however it ended.
+ */
+export function writesInOrder(): { add(write: () => unknown, after?: () => void): void; settled(): Promise<void> } {
+  let last: Promise<void> = Promise.resolve();
+  let failed: { error: unknown } | null = null;
+  return {
+    add(write, after) {
+      last = last
+        .then(write)
+        .then(
+          () => undefined,
+          (error) => {
+            failed ??= { error };
+          },
+        )
+        .finally(() => after?.());
+    },
+    settled: () =>
+      last.then(() => {
+        if (failed) throw failed.error;
+      }),
+  };
+}

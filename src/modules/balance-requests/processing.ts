@@ -6,7 +6,7 @@ import type { Deps, JobContext } from '../../deps';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import { transaction, type Tx } from '../../platform/context';
 import { LeaseQueue, type PickStrategy } from '../../platform/lease-queue';
-import { drainClaims } from '../../platform/work-pool';
+import { drainClaims, writesInOrder } from '../../platform/work-pool';
 import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult } from '../../adapters/bank-data/types';
 import { RELINK_REQUIRED, type BankLink, type LinkCredentials, type LinkedReadResult } from '../../adapters/bank-data/linked';
 import type { BalanceKind, BankDataProvider } from '../../../db/schema/enums';
@@ -364,25 +364,20 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
   const inHand = new Set<number>();
   // Outcomes are written in order, one write after the other; a write that fails is the run's error, raised at
   // the next claim or at the end (the items stay leased and are read again once their lease has passed).
-  let writing: Promise<void> = Promise.resolve();
-  let failed: { error: unknown } | null = null;
+  const writes = writesInOrder();
   const flush = (): Promise<void> => {
     const batch = pending;
     pending = [];
     lastFlush = performance.now();
     if (batch.length > 0) {
-      writing = writing
-        .then(() => recordOutcomes({ deps }, batch))
-        .catch((error) => {
-          failed ??= { error };
-        })
-        .finally(() => {
+      writes.add(
+        () => recordOutcomes({ deps }, batch),
+        () => {
           for (const o of batch) inHand.delete(o.item.id);
-        });
+        },
+      );
     }
-    return writing.then(() => {
-      if (failed) throw failed.error;
-    });
+    return writes.settled();
   };
   const push = (o: Outcome) => {
     pending.push(o);

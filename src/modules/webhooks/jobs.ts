@@ -5,7 +5,7 @@ import type { Job } from '../../platform/jobs';
 import { transaction, withTransaction } from '../../platform/context';
 import type { Db } from '../../platform/db';
 import { LeaseQueue } from '../../platform/lease-queue';
-import { drainClaims } from '../../platform/work-pool';
+import { drainClaims, writesInOrder } from '../../platform/work-pool';
 import { sendWebhook, type DeliveryOutcome } from '../../adapters/webhooks/sender';
 import { signatureHeaders } from '../../adapters/webhooks/signing';
 import { ensureSecret, signingSecrets } from './service';
@@ -91,18 +91,11 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
 
   // Attempts are written in order, one write after the other; a write that fails is the run's error, raised
   // at the next claim or at the end.
-  let writing: Promise<void> = Promise.resolve();
-  let failed: { error: unknown } | null = null;
+  const writes = writesInOrder();
   const flush = (): Promise<void> => {
     const batch = results.splice(0, results.length);
-    if (batch.length > 0) {
-      writing = writing.then(() => write(batch)).catch((error) => {
-        failed ??= { error };
-      });
-    }
-    return writing.then(() => {
-      if (failed) throw failed.error;
-    });
+    if (batch.length > 0) writes.add(() => write(batch));
+    return writes.settled();
   };
   const write = (batch: AttemptResult[]) =>
     transaction({ deps }, ({ tx }) => {

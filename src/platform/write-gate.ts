@@ -49,26 +49,9 @@ export class WriteGate {
 
   /** A span of main-thread work that may write at any point (a request's handler): the worker waits for it. */
   share(): Promise<() => void> {
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      this.shares--;
-      this.pump();
-    };
-    if (!this.contended) {
-      this.shares++;
-      return Promise.resolve(release);
-    }
-    return new Promise((resolve) =>
-      this.enqueue({
-        kind: 'share',
-        grant: () => {
-          this.shares++;
-          resolve(release);
-        },
-      }),
-    );
+    if (!this.contended) return Promise.resolve(this.shareNow());
+    // Granted only while no worker writes (pump), so shareNow holds.
+    return new Promise((resolve) => this.enqueue({ kind: 'share', grant: () => resolve(this.shareNow()) }));
   }
 
   /**

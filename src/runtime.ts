@@ -78,6 +78,7 @@ export function createRuntime(
     handle,
     sqlite: handle.sqlite,
     db: handle.db,
+    reader: handle.reader,
     clock,
     vault,
     vaultKeyCreated,

@@ -15,6 +15,8 @@ export interface PlatformDeps {
   config: Config;
   sqlite: Database;
   db: Db;
+  /** The read-only connection: what a store reads with outside a transaction (platform/store.ts). */
+  reader: Db;
   clock: Clock;
   vault: Vault;
   logger: Logger;
@@ -125,6 +127,24 @@ export function withSavepoint<T>(tx: Tx, fn: () => T): T {
   c.query('SAVEPOINT one_of_many').run();
   try {
     const result = fn();
+    c.query('RELEASE one_of_many').run();
+    return result;
+  } catch (e) {
+    c.query('ROLLBACK TO one_of_many').run();
+    c.query('RELEASE one_of_many').run();
+    throw e;
+  }
+}
+
+/**
+ * The asynchronous form of withSavepoint: fn may await (store calls); while it runs, no other caller writes on
+ * the connection (the transaction is open and one-at-a-time), so the savepoint holds only fn's writes.
+ */
+export async function savepoint<T>(ctx: { tx: Tx }, fn: () => Promise<T>): Promise<T> {
+  const c = ctx.tx.$client;
+  c.query('SAVEPOINT one_of_many').run();
+  try {
+    const result = await fn();
     c.query('RELEASE one_of_many').run();
     return result;
   } catch (e) {

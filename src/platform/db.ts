@@ -19,6 +19,12 @@ export type Db = Omit<Orm, 'insert' | 'update' | 'delete' | 'run' | 'transaction
 export interface DbHandle {
   sqlite: Database;
   db: Orm;
+  /**
+   * A second connection, read-only, for reads made outside a transaction: while a transaction is open across
+   * awaits on the writing connection, a read there would see its uncommitted writes. WAL gives this one the
+   * last committed state. The same connection as `db` for an in-memory database, which has no second one.
+   */
+  reader: Db;
   /** Called first by close(): what holds the file besides this connection (a worker) lets go of it. */
   beforeClose: (() => void)[];
   close(): void;
@@ -115,13 +121,17 @@ export function openDatabase(path: string, opts: { migrate?: boolean } = {}): Db
   sqlite.exec('PRAGMA cache_size = -16384');
   const db = drizzle(sqlite, { schema });
   if (opts.migrate !== false) applyMigrations(sqlite, db);
+  const readerSqlite = path === ':memory:' ? null : openReader(path);
+  const reader: Db = readerSqlite ? drizzle(readerSqlite, { schema }) : db;
   const beforeClose: (() => void)[] = [];
   return {
     sqlite,
     db,
+    reader,
     beforeClose,
     close() {
       for (const fn of beforeClose.splice(0)) fn();
+      readerSqlite?.close();
       try {
         sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
       } finally {
@@ -129,6 +139,14 @@ export function openDatabase(path: string, opts: { migrate?: boolean } = {}): Db
       }
     },
   };
+}
+
+/** The read-only connection beside the writer (opened after it, so the WAL and its index exist). */
+function openReader(path: string): Database {
+  const reader = new Database(path, { readonly: true, strict: true });
+  reader.exec('PRAGMA busy_timeout = 5000');
+  reader.exec('PRAGMA cache_size = -16384');
+  return reader;
 }
 
 interface Journal {

@@ -28,6 +28,7 @@ export function openThreadPlatform(config: Config, post: (line: string) => void)
     config,
     sqlite: handle.sqlite,
     db: handle.db,
+    reader: handle.reader,
     vault: absent('vault'),
     logger: createLogger(config.logLevel, { write: post }),
     metrics: new Metrics({ defaults: false }),

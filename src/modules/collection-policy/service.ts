@@ -1,17 +1,26 @@
-import { eq } from 'drizzle-orm';
-import { collectionPolicies } from '../../../db/schema';
 import type { Ctx } from '../../deps';
 import { isoOrNull } from '../../platform/clock';
 import { InvalidInput } from '../../platform/errors';
-import { dbOf, transaction } from '../../platform/context';
+import { transaction } from '../../platform/context';
 import type { Db } from '../../platform/db';
+import type { StoreCtx } from '../../platform/store';
 import { DEFAULT_POLICY, type CollectionPolicy } from './policy';
 import type { PolicyPatchInput } from './model';
-import { policyRow } from './queries';
+import { collectionPolicyStore as store, type PolicyRow } from './store';
+import { policyRowNow } from './store.sqlite';
 
 /** The lender's policy as the collection rules read it: its row, or every default. */
-export function policyOf(db: Db, lenderId: string): CollectionPolicy {
-  const row = policyRow(db, lenderId);
+export async function policyOf(ctx: StoreCtx, lenderId: string): Promise<CollectionPolicy> {
+  return policyFrom(await store.policyRow(ctx, lenderId));
+}
+
+/**
+ * policyOf for callers not yet asynchronous.
+ * @deprecated transitional: await `policyOf(ctx, lenderId)`.
+ */
+export const policyOfNow = (db: Db, lenderId: string): CollectionPolicy => policyFrom(policyRowNow(db, lenderId));
+
+function policyFrom(row: PolicyRow | undefined): CollectionPolicy {
   return row
     ? {
         cfpbCovered: row.cfpbCovered === 1,
@@ -26,9 +35,9 @@ export function policyOf(db: Db, lenderId: string): CollectionPolicy {
     : DEFAULT_POLICY;
 }
 
-function view(ctx: Ctx) {
-  const p = policyOf(dbOf(ctx), ctx.lender.id);
-  const row = dbOf(ctx).select({ updatedAt: collectionPolicies.updatedAt }).from(collectionPolicies).where(eq(collectionPolicies.lenderId, ctx.lender.id)).get();
+async function view(ctx: Ctx) {
+  const p = await policyOf(ctx, ctx.lender.id);
+  const updatedAt = await store.policyUpdatedAt(ctx, ctx.lender.id);
   return {
     cfpb_covered: p.cfpbCovered,
     max_reinitiations: p.maxReinitiations,
@@ -38,7 +47,7 @@ function view(ctx: Ctx) {
     read_cadence: p.readCadence,
     debit_buffer_cents: p.debitBufferCents,
     time_zone: p.timeZone,
-    updated_at: isoOrNull(row?.updatedAt ?? null),
+    updated_at: isoOrNull(updatedAt),
   };
 }
 
@@ -61,8 +70,8 @@ export function canonicalTimeZone(name: string): string {
 export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput }) {
   const now = ctx.deps.clock.now();
   const timeZone = typeof input.time_zone === 'string' ? canonicalTimeZone(input.time_zone) : input.time_zone;
-  return transaction(ctx, (tx) => {
-    const cur = policyOf(tx.tx, ctx.lender.id);
+  return transaction(ctx, async (tx) => {
+    const cur = await policyOf(tx, ctx.lender.id);
     const next = {
       lenderId: ctx.lender.id,
       cfpbCovered: input.cfpb_covered ?? cur.cfpbCovered,
@@ -76,7 +85,7 @@ export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput
       timeZone: timeZone === undefined ? cur.timeZone : timeZone,
       updatedAt: now,
     };
-    tx.tx.insert(collectionPolicies).values(next).onConflictDoUpdate({ target: collectionPolicies.lenderId, set: next }).run();
+    await store.savePolicy(tx, next);
     return view(tx);
   });
 }

@@ -2,7 +2,7 @@ import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { applyMonitorEvent } from '../enrollments/monitor-store';
 import { isChainBlock } from '../enrollments/monitor';
-import { policyOf } from '../collection-policy/service';
+import { policyOfNow as policyOf } from '../collection-policy/service';
 import { chainPresentments, planPayment } from './rules';
 import * as q from './queries';
 

@@ -11,7 +11,7 @@ import { iso } from '../../platform/clock';
 import { resolveKey } from '../payment-connections/resolve';
 import { referenceOf } from './reference';
 import { planPayment } from './rules';
-import { policyOf } from '../collection-policy/service';
+import { policyOfNow as policyOf } from '../collection-policy/service';
 import type { BlockedReason } from '../enrollments/monitor';
 import * as q from './queries';
 import { applyMonitorEvent } from '../enrollments/monitor-store';

@@ -1,7 +1,7 @@
 import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { DAY_MS } from '../../platform/clock';
-import { policyOf } from '../collection-policy/service';
+import { policyOfNow as policyOf } from '../collection-policy/service';
 import { isChainBlock } from '../enrollments/monitor';
 import { nextReadAt, type CadenceInput } from './cadence';
 import { depositsFromBalances, HISTORY_DAYS, inferPayCycle } from './infer';

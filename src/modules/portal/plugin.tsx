@@ -5,7 +5,7 @@ import { DomainError } from '../../platform/errors';
 import { validated } from '../../platform/validation';
 import type { TSchema, Static } from '@sinclair/typebox';
 import { SESSION_COOKIE, sameToken, sessionOf, type PortalSession } from './session';
-import { html, Layout, Notice, type View } from './ui/components';
+import { html, htmlNow, Layout, Notice, type View } from './ui/components';
 
 // The portal's HTTP edge, shared by every page: cookies read safely, the security headers, and the
 // `signedIn` macro (the session, and the CSRF token on every form that changes something).
@@ -44,8 +44,8 @@ export const htmlResponse = (body: string, status = 200, headers: Record<string,
 export const redirect = (to: string, headers: Record<string, string> = {}) => new Response(null, { status: 303, headers: { location: to, ...headers } });
 
 /** A signed-in page: the layout around the content, as a response. */
-export const page = (view: View, title: string, content: Child, status = 200) =>
-  htmlResponse(html(<Layout title={title} view={view}>{content}</Layout>), status);
+export const page = async (view: View, title: string, content: Child, status = 200) =>
+  htmlResponse(await html(<Layout title={title} view={view}>{content}</Layout>), status);
 
 export const viewOf = (deps: Pick<Deps, 'clock'>, s: PortalSession, current: string): View => ({
   user: { displayName: s.user.displayName, lender: s.lender.name, csrf: s.csrf },
@@ -98,7 +98,7 @@ export function portalSession(deps: Deps) {
           const token = (body as Record<string, unknown> | null | undefined)?._csrf;
           if (!sameToken(typeof token === 'string' ? token : '', s.csrf)) {
             return htmlResponse(
-              html(
+              htmlNow(
                 <Layout title="Form expired">
                   <Notice message={{ kind: 'error', text: 'This form is no longer valid (missing or wrong CSRF token). Go back, reload the page and try again.' }} />
                 </Layout>,
@@ -130,7 +130,7 @@ export function portalErrorPage(deps: Deps, request: Request, err: { status: num
     s = null;
   }
   const title = err.status === 404 ? 'Not found' : err.status >= 500 ? 'Something went wrong' : 'That did not work';
-  const body = html(
+  const body = htmlNow(
     <Layout title={title} view={s ? viewOf(deps, s, '') : undefined}>
       <Notice message={{ kind: 'error', text: err.message }} />
       <p>

@@ -3,7 +3,7 @@ import type { Ctx } from '../../deps';
 import { DAY_MS, iso } from '../../platform/clock';
 import { dbOf } from '../../platform/context';
 import type { Db } from '../../platform/db';
-import { policyOf } from '../collection-policy/service';
+import { policyOfNow as policyOf } from '../collection-policy/service';
 import * as q from './queries';
 
 // Nacha's return-rate thresholds (collection-rules.md): an originator whose ACH debits come back too often

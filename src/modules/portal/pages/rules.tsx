@@ -24,9 +24,9 @@ const CODES = {
 /** A whole number as typed, or the text itself (the schema then says what is wrong with it). */
 const whole = (v: unknown, digits = 3) => (typeof v === 'string' && new RegExp(`^\\d{1,${digits}}$`).test(v.trim()) ? Number(v.trim()) : v);
 
-function RulesContent(props: { deps: Deps; s: PortalSession; message?: Message; csrf: string; now: number }) {
+async function RulesContent(props: { deps: Deps; s: PortalSession; message?: Message; csrf: string; now: number }) {
   const ctx = { lender: props.s.lender, deps: props.deps };
-  const p = getPolicy({ ctx });
+  const p = await getPolicy({ ctx });
   const r = returnRates({ ctx, input: { windowDays: 60 } });
   return (
     <>

@@ -4,7 +4,7 @@ import { resolveClient } from '../../../http/https';
 import { cookies, htmlResponse, portalSession, redirect, setCookie } from '../plugin';
 import { endSession, LOGIN_CSRF_COOKIE, newLoginCsrf, sameToken, SESSION_COOKIE, sessionOf, SignInThrottle, startSession } from '../session';
 import { MAX_PASSWORD_LENGTH, verifySignIn } from '../users';
-import { Csrf, html, Layout, Notice } from '../ui/components';
+import { Csrf, htmlNow, Layout, Notice } from '../ui/components';
 
 // /portal/login and /portal/logout. A sign-in attempt is counted before its password is checked; a failed one
 // is slowed and, repeated, locks the pair of email and address (and an address across emails), never an email
@@ -37,7 +37,7 @@ export const signInPages = (deps: Deps) => {
   const throttle = new SignInThrottle();
   const form = (request: Request, status: number, opts: { error?: string; email?: string } = {}) => {
     const csrf = newLoginCsrf();
-    return htmlResponse(html(<SignInForm csrf={csrf} {...opts} />), status, { 'set-cookie': setCookie(request, LOGIN_CSRF_COOKIE, csrf, 3600) });
+    return htmlResponse(htmlNow(<SignInForm csrf={csrf} {...opts} />), status, { 'set-cookie': setCookie(request, LOGIN_CSRF_COOKIE, csrf, 3600) });
   };
   return new Elysia({ name: 'portal-sign-in' })
     .use(portalSession(deps))

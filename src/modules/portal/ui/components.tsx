@@ -26,7 +26,14 @@ export interface View {
 }
 
 /** A whole page as HTML: the doctype, the rendered tree, and bidi controls in its text made visible. */
-export function html(tree: Child): string {
+/** A page as HTML text; a component may be asynchronous (it awaits a store), so the text is awaited. */
+export async function html(tree: Child): Promise<string> {
+  const out = tree == null ? '' : String(await (tree as { toString(): string | Promise<string> }).toString());
+  return showBidiControls(`<!doctype html>\n${out}`);
+}
+
+/** html for a tree with no asynchronous component (an error page, the sign-in form), in the same step. */
+export function htmlNow(tree: Child): string {
   const out = String(tree ?? '');
   return showBidiControls(`<!doctype html>\n${out}`);
 }

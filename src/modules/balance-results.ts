@@ -1,9 +1,9 @@
 import type { BalanceResultChain, JobContext } from '../deps';
 import type { Tx } from '../platform/context';
 import type { CompletedBatch, RecordedRead } from './balance-requests/results';
-import { monitoringReadsAmong, setLastRead } from './enrollments/monitoring';
+import { monitoringReadsAmongNow as monitoringReadsAmong, setLastReadNow as setLastRead } from './enrollments/monitoring';
 import { decideCollection } from './collection/decide';
-import { learnAndSchedule } from './pay-cycles/learn';
+import { learnAndScheduleNow as learnAndSchedule } from './pay-cycles/learn';
 import { onScheduleBatchCompleted } from './schedules/runs';
 
 // What a balance result sets off, in one place. The balance pipeline (balance-requests/processing.ts) records

@@ -195,7 +195,7 @@ function writesMonitor(text: string): boolean {
 }
 
 function monitorWriters(dirs: string[]): string[] {
-  const allowed = new Set(['src/modules/enrollments/monitor-store.ts', 'scripts/bench/bench-enrollment.ts']);
+  const allowed = new Set(['src/modules/enrollments/monitor-store.sqlite.ts', 'scripts/bench/bench-enrollment.ts']);
   return dirs
     .flatMap(files)
     .map((f) => relative(ROOT, f))
@@ -214,7 +214,6 @@ function handleUsers(): string[] {
     f.startsWith('src/platform/') ||
     /^src\/modules\/[^/]+\/queries\.ts$/.test(f) ||
     /^src\/modules\/.+(\/|-)store\.sqlite\.ts$/.test(f) ||
-    f === 'src/modules/enrollments/monitor-store.ts' ||
     f === 'src/runtime.ts' ||
     f === 'src/index.ts' ||
     f === 'src/adapters/processors/sandbox.ts' ||

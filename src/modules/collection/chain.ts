@@ -1,6 +1,6 @@
 import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
-import { applyMonitorEvent } from '../enrollments/monitor-store';
+import { applyMonitorEventNow as applyMonitorEvent } from '../enrollments/monitor-store';
 import { isChainBlock } from '../enrollments/monitor';
 import { policyOfNow as policyOf } from '../collection-policy/service';
 import { chainPresentments, planPayment } from './rules';

@@ -9,7 +9,7 @@ import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
 import type { DebitInstrument, DebitRequest, DebitResult, FoundPayment, Processor } from '../../adapters/processors';
 import { openBorrower } from '../enrollments/borrower';
-import { applyMonitorEvent, monitorStateOf } from '../enrollments/monitor-store';
+import { applyMonitorEventNow as applyMonitorEvent, monitorStateOfNow as monitorStateOf } from '../enrollments/monitor-store';
 import { recordObservation } from './record';
 import * as q from './queries';
 

@@ -4,7 +4,7 @@ import type { Metrics } from '../../platform/metrics';
 import { withSavepoint, type Tx } from '../../platform/context';
 import type { Db } from '../../platform/db';
 import { newId } from '../../platform/ids';
-import { applyMonitorEvent } from '../enrollments/monitor-store';
+import { applyMonitorEventNow as applyMonitorEvent } from '../enrollments/monitor-store';
 import * as q from './queries';
 import { eventView } from './events';
 import { pushToEndpoints } from '../webhooks/endpoints';

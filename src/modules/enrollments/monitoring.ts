@@ -1,15 +1,15 @@
-import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
-import { batches, enrollments } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
 import { transaction, type Tx } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
+import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { NormalizedAuthorizer } from '../authorizers/rules';
 import { insertBatch } from '../balance-requests/service';
 import type { RecordedRead } from '../balance-requests/results';
 import { openBorrower } from './borrower';
 import { heldReasonOf } from './service';
-import { applyMonitorEvent, dueLapses } from './monitor-store';
-import * as q from './queries';
+import { applyMonitorEvent, monitorStore } from './monitor-store';
+import { enrollmentStore as store, type DueRead } from './store';
+import { monitoringBatchesAmongNow, writeLastReadNow } from './store.sqlite';
 import { wantHistory } from '../pay-cycles/history';
 
 // Monitoring: every monitored borrower's balance is read at enrollment and then every MONITOR_READ_INTERVAL_MS,
@@ -33,11 +33,11 @@ const BATCH_MAX = 1000;
 export async function queueDueReads(deps: Deps, max = READS_PER_SLICE): Promise<{ queued: number }> {
   const now = deps.clock.now();
   // Most ticks find nothing: that is answered without a write transaction.
-  if (q.dueReads(deps.db, now, 1).length === 0) return { queued: 0 };
+  if ((await store.dueReads({ deps }, now, 1)).length === 0) return { queued: 0 };
   const next = now + deps.config.monitorReadIntervalMs;
-  return transaction({ deps }, (tx) => {
-    const due = q.dueReads(tx.tx, now, max);
-    const byLender = new Map<string, q.DueRead[]>();
+  return transaction({ deps }, async (tx) => {
+    const due = await store.dueReads(tx, now, max);
+    const byLender = new Map<string, DueRead[]>();
     for (const d of due) {
       const list = byLender.get(d.lenderId) ?? [];
       list.push(d);
@@ -47,14 +47,10 @@ export async function queueDueReads(deps: Deps, max = READS_PER_SLICE): Promise<
       for (let i = 0; i < reads.length; i += BATCH_MAX) {
         const chunk = reads.slice(i, i + BATCH_MAX);
         const authorizers = chunk.map((d, j) => monitoringAuthorizer(deps, d, j + 1));
-        insertBatch({ ctx: tx, input: { lenderId, source: 'monitoring', authorizers, now } });
+        await insertBatch({ ctx: tx, input: { lenderId, source: 'monitoring', authorizers, now } });
       }
     }
-    tx.tx
-      .update(enrollments)
-      .set({ nextReadAt: next })
-      .where(inArray(enrollments.id, due.map((d) => d.id)))
-      .run();
+    await store.setNextReads(tx, due.map((d) => d.id), next);
     return { queued: due.length };
   });
 }
@@ -88,29 +84,30 @@ export async function queueAllDueReads(deps: Deps, signal?: AbortSignal): Promis
 }
 
 /** The results of monitoring batches among recorded results, in their order: the borrowers' monitoring reads. */
-export function monitoringReadsAmong(tx: Tx, reads: RecordedRead[]): RecordedRead[] {
-  const batchIds = [...new Set(reads.map((r) => r.batchId))];
-  const monitoring = new Set(
-    tx
-      .select({ id: batches.id })
-      .from(batches)
-      .where(and(inArray(batches.id, batchIds), eq(batches.source, 'monitoring')))
-      .all()
-      .map((b) => b.id),
-  );
+export async function monitoringReadsAmong(c: StoreCtx, reads: RecordedRead[]): Promise<RecordedRead[]> {
+  return monitoringOf(reads, await store.monitoringBatchesAmong(c, [...new Set(reads.map((r) => r.batchId))]));
+}
+
+function monitoringOf(reads: RecordedRead[], batchIds: string[]): RecordedRead[] {
+  const monitoring = new Set(batchIds);
   return monitoring.size === 0 ? [] : reads.filter((r) => monitoring.has(r.batchId));
 }
 
+/**
+ * monitoringReadsAmong for the balance pipeline's chain, not yet asynchronous.
+ * @deprecated transitional: await `monitoringReadsAmong(ctx, reads)`.
+ */
+export const monitoringReadsAmongNow = (tx: Tx, reads: RecordedRead[]): RecordedRead[] =>
+  monitoringOf(reads, monitoringBatchesAmongNow(tx, [...new Set(reads.map((r) => r.batchId))]));
+
 /** A monitoring read set on its borrower's enrollment as the last read: the enrollment's id, or null when it has none. */
-export function setLastRead(tx: Tx, r: RecordedRead): string | null {
-  const e = tx
-    .update(enrollments)
-    .set({ lastReadCents: r.balanceCents, lastReadAt: r.at })
-    .where(and(eq(enrollments.lenderId, r.lenderId), eq(enrollments.authorizerUniqueId, r.authorizerUniqueId)))
-    .returning({ id: enrollments.id })
-    .get();
-  return e ? e.id : null;
-}
+export const setLastRead = (c: TxCtx, r: RecordedRead): Promise<string | null> => store.setLastRead(c, r);
+
+/**
+ * setLastRead for the balance pipeline's chain, not yet asynchronous.
+ * @deprecated transitional: await `setLastRead(ctx, r)`.
+ */
+export const setLastReadNow = (tx: Tx, r: RecordedRead): string | null => writeLastReadNow(tx, r);
 
 /** Lapses and re-checks per transaction; the jobs yield between slices. */
 export const MONITORS_PER_SLICE = 200;
@@ -121,9 +118,9 @@ export const MONITORS_PER_SLICE = 200;
  */
 export function lapseDueMonitors(deps: Deps, max = MONITORS_PER_SLICE): Promise<{ lapsed: number }> {
   const now = deps.clock.now();
-  return transaction({ deps } as JobContext, ({ tx }) => {
-    const due = dueLapses(tx, now, max);
-    for (const d of due) applyMonitorEvent(tx, { enrollmentId: d.id, event: { type: 'lapsed' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
+  return transaction({ deps } as JobContext, async (tx) => {
+    const due = await monitorStore.dueLapses(tx, now, max);
+    for (const d of due) await applyMonitorEvent(tx, { enrollmentId: d.id, event: { type: 'lapsed' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
     return { lapsed: due.length };
   });
 }
@@ -139,24 +136,18 @@ export async function recheckHeld(deps: Deps, opts: { after?: string; max?: numb
   let started = 0;
   let checked = 0;
   let last: string | null = null;
-  await transaction({ deps } as JobContext, ({ tx }) => {
-    const held = tx
-      .select({ id: enrollments.id, lenderId: enrollments.lenderId, routing: enrollments.routingNumber })
-      .from(enrollments)
-      .where(and(eq(enrollments.state, 'held'), sql`${enrollments.sealed} IS NOT NULL`, gt(enrollments.id, opts.after ?? '')))
-      .orderBy(asc(enrollments.id))
-      .limit(max)
-      .all();
+  await transaction({ deps } as JobContext, async (tx) => {
+    const held = await store.heldBorrowers(tx, opts.after ?? '', max);
     checked = held.length;
     last = held.at(-1)?.id ?? null;
     for (const h of held) {
       const reason = h.routing ? heldReasonOf(deps, h.routing) : 'unresolvable_routing_number';
       const event = reason === null ? ({ type: 'readable' } as const) : ({ type: 'still_held', held: reason } as const);
-      const change = applyMonitorEvent(tx, { enrollmentId: h.id, event, now, readIntervalMs: deps.config.monitorReadIntervalMs });
+      const change = await applyMonitorEvent(tx, { enrollmentId: h.id, event, now, readIntervalMs: deps.config.monitorReadIntervalMs });
       if (change?.state === 'monitored') {
-        tx.update(enrollments).set({ bankName: deps.routing.lookup(h.routing!)?.name ?? null }).where(eq(enrollments.id, h.id)).run();
+        await store.setBankName(tx, h.id, deps.routing.lookup(h.routing!)?.name ?? null);
         // Readable from now on: its transactions too, for its pay cycle.
-        wantHistory(tx, h.lenderId, [h.id], now);
+        await wantHistory(tx, h.lenderId, [h.id], now);
         started++;
       }
     }

@@ -1,5 +1,3 @@
-import { and, eq } from 'drizzle-orm';
-import { enrollments } from '../../../db/schema';
 import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
 import { transaction } from '../../platform/context';
@@ -7,6 +5,7 @@ import { Conflict, NotFound } from '../../platform/errors';
 import { takeOnDemand } from '../../platform/on-demand';
 import { insertBatch, refuseOverBacklog } from '../balance-requests/service';
 import { monitoringAuthorizer } from './monitoring';
+import { enrollmentStore as store } from './store';
 
 // POST /v1/payment_enrollments/{authorizer_unique_id}/read: a monitored borrower's balance read now, not at
 // its next_read_at. The read is a monitoring batch of one, exactly what the due check queues: its result is
@@ -22,20 +21,16 @@ export interface ReadNowResult {
 
 export function readBorrowerNow({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId: string } }): Promise<ReadNowResult> {
   const now = ctx.deps.clock.now();
-  return transaction(ctx, (tx) => {
-    const e = tx.tx
-      .select()
-      .from(enrollments)
-      .where(and(eq(enrollments.lenderId, ctx.lender.id), eq(enrollments.authorizerUniqueId, input.authorizerUniqueId)))
-      .get();
+  return transaction(ctx, async (tx) => {
+    const e = await store.enrollmentOf(tx, ctx.lender.id, input.authorizerUniqueId);
     if (!e) throw new NotFound('Enrollment', input.authorizerUniqueId);
     if (e.state !== 'monitored') {
       throw new Conflict(`The borrower is ${e.state}: only a monitored borrower's balance is read`);
     }
     if (!e.sealed) throw new Conflict('The borrower’s personal data was erased: there is no account to read');
-    refuseOverBacklog(tx, ctx.lender.id, 1, 'this read');
+    await refuseOverBacklog(tx, ctx.lender.id, 1, 'this read');
     takeOnDemand(ctx.deps, ctx.lender.id, 'the read');
-    const batchId = insertBatch({
+    const batchId = await insertBatch({
       ctx: tx,
       input: {
         lenderId: ctx.lender.id,
@@ -45,7 +40,7 @@ export function readBorrowerNow({ ctx, input }: { ctx: Ctx; input: { authorizerU
       },
     });
     const next = now + ctx.deps.config.monitorReadIntervalMs;
-    tx.tx.update(enrollments).set({ nextReadAt: next }).where(eq(enrollments.id, e.id)).run();
+    await store.setNextReads(tx, [e.id], next);
     return { authorizer_unique_id: e.authorizerUniqueId, batch_id: batchId, submitted_at: iso(now), next_read_at: iso(next) };
   });
 }

@@ -1,24 +1,18 @@
-import { and, eq } from 'drizzle-orm';
-import { enrollments } from '../../../db/schema';
 import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
-import { dbOf } from '../../platform/context';
 import { Conflict, NotFound } from '../../platform/errors';
 import type { EnrollmentInput } from './service';
 import { openBorrower } from './borrower';
 import { enroll } from './service';
+import { enrollmentStore as store } from './store';
 
 // The portal's borrower actions, as the API does them: a borrower is re-sent (POST /v1/payment_enrollments)
 // with what is stored of it, with a new collectable amount or as it was (which resumes a removed borrower).
 // Every rule of an enrollment applies, as if the lender had sent the same borrower again.
 
 /** The stored borrower as an enrollment request would send it, with `over` applied. */
-function storedBorrower(ctx: Ctx, aid: string, over: { collectableAmount?: number }): EnrollmentInput['borrowers'][number] {
-  const e = dbOf(ctx)
-    .select()
-    .from(enrollments)
-    .where(and(eq(enrollments.lenderId, ctx.lender.id), eq(enrollments.authorizerUniqueId, aid)))
-    .get();
+async function storedBorrower(ctx: Ctx, aid: string, over: { collectableAmount?: number }): Promise<EnrollmentInput['borrowers'][number]> {
+  const e = await store.enrollmentOf(ctx, ctx.lender.id, aid);
   if (!e) throw new NotFound('Enrollment', aid);
   if (!e.sealed) throw new Conflict('The borrower’s personal data was erased: send the borrower again through the API with its details');
   const b = openBorrower(ctx.deps, e.sealed);
@@ -47,7 +41,7 @@ function storedBorrower(ctx: Ctx, aid: string, over: { collectableAmount?: numbe
 
 /** Re-sends the stored borrower, with a new collectable amount when given; the enrollment's own result. */
 export async function resendBorrower({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId: string; collectableAmount?: number } }) {
-  const borrower = storedBorrower(ctx, input.authorizerUniqueId, { collectableAmount: input.collectableAmount });
+  const borrower = await storedBorrower(ctx, input.authorizerUniqueId, { collectableAmount: input.collectableAmount });
   const r = await enroll({ ctx, input: { body: { borrowers: [borrower] } } });
   return r.results[0]!;
 }

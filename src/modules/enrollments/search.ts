@@ -1,13 +1,11 @@
-import * as q from './queries';
-import { borrowersNamed, borrowersWith } from './queries';
-import { and, asc, eq, gt, gte, isNotNull, lt, notExists, sql } from 'drizzle-orm';
-import { enrollments, payments, searchableBorrowers } from '../../../db/schema';
 import type { Ctx, Deps } from '../../deps';
-import { dbOf, transaction, type Tx } from '../../platform/context';
+import { transaction } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
+import type { TxCtx } from '../../platform/store';
 import type { Vault } from '../../platform/vault';
 import type { SensitiveFields } from '../authorizers/rules';
 import { openBorrower } from './borrower';
+import { enrollmentStore as store } from './store';
 
 // Borrower search by name, phone, last four and payment reference, without opening a borrower to search it.
 // Names, phones and last fours are sealed with the borrower; beside them each is stored as an HMAC of its
@@ -85,26 +83,24 @@ function termsOf(b: Searchable): { kind: 'name' | 'phone' | 'last4'; value: stri
 }
 
 /**
- * Replaces a borrower's search entries, in the transaction that stores the borrower (`fresh`: a borrower new to
- * the lender, with none to replace). A re-send whose values hash the same under the same key writes nothing.
- * Cached statements: a 1000-borrower enrollment writes about four entries each (bun run bench enrollment).
+ * Replaces borrowers' search entries, in the transaction that stores them (`fresh`: a borrower new to the
+ * lender, with none to replace). A re-send whose values hash the same under the same key writes nothing.
+ * One store call for all of them: a 1000-borrower enrollment writes about four entries each (bun run bench enrollment).
  */
-export function indexBorrower(tx: Tx, vault: Vault, b: Searchable, opts: { fresh?: boolean } = {}): void {
-  const hashes = termsOf(b).map((t) => hashOf(vault, b.lenderId, t.kind, t.value));
-  if (opts.fresh && q.insertSearchEntries(tx, b.lenderId, b.aid, vault.currentKeyId, hashes)) return;
-  // A re-send (or a row already there for a borrower said to be new): its entries replaced.
-  const prior = q.searchRowOf(tx, b.lenderId, b.aid);
-  if (prior) {
-    if (prior.keyId === vault.currentKeyId && Buffer.from(prior.hashes).equals(Buffer.concat(hashes))) return;
-    q.deleteSearchEntries(tx, b.lenderId, b.aid, prior.hashes, HASH_BYTES);
-  }
-  q.insertSearchEntries(tx, b.lenderId, b.aid, vault.currentKeyId, hashes);
+export async function indexBorrowers(c: TxCtx, vault: Vault, borrowers: readonly (Searchable & { fresh?: boolean })[]): Promise<void> {
+  const entries = borrowers.map((b) => ({
+    lenderId: b.lenderId,
+    aid: b.aid,
+    keyId: vault.currentKeyId,
+    hashes: termsOf(b).map((t) => hashOf(vault, b.lenderId, t.kind, t.value)),
+    fresh: b.fresh === true,
+  }));
+  await store.replaceSearchEntries(c, entries, HASH_BYTES);
 }
 
-/** Removes a borrower's search entries: at erasure nothing of its personal data stays, not even a hash. */
-export function unindexBorrower(tx: Tx, lenderId: string, aid: string): void {
-  const prior = q.searchRowOf(tx, lenderId, aid);
-  if (prior) q.deleteSearchEntries(tx, lenderId, aid, prior.hashes, HASH_BYTES);
+/** Removes borrowers' search entries: at erasure nothing of their personal data stays, not even a hash. */
+export async function unindexBorrowers(c: TxCtx, lenderId: string, aids: readonly string[]): Promise<void> {
+  await store.removeSearchEntries(c, lenderId, aids, HASH_BYTES);
 }
 
 export interface SearchResult {
@@ -114,8 +110,7 @@ export interface SearchResult {
 }
 
 /** The lender's borrowers whose name, phone, last four, payment reference or id matches what was typed. */
-export function searchBorrowers({ ctx, input }: { ctx: Ctx; input: { q: string } }): SearchResult {
-  const db = dbOf(ctx);
+export async function searchBorrowers({ ctx, input }: { ctx: Ctx; input: { q: string } }): Promise<SearchResult> {
   const lenderId = ctx.lender.id;
   const q = input.q.trim().slice(0, 255);
   const found = new Map<string, Set<SearchKind>>();
@@ -127,43 +122,30 @@ export function searchBorrowers({ ctx, input }: { ctx: Ctx; input: { q: string }
   const take = SEARCH_LIMIT + 1;
   const hash = (kind: 'name' | 'phone' | 'last4', value: string) => hashOf(ctx.deps.vault, lenderId, kind, value);
   // No ORDER BY: sorted below, so each look-up is a seek of the hash.
-  const byHash = (kind: 'name' | 'phone' | 'last4', value: string) => {
-    for (const r of borrowersWith(db, lenderId, hash(kind, value), take)) add(r.aid, kind);
+  const byHash = async (kind: 'name' | 'phone' | 'last4', value: string) => {
+    for (const r of await store.borrowersWith(ctx, lenderId, hash(kind, value), take)) add(r.aid, kind);
   };
   const name = normalizeName(q);
   if (/\p{L}/u.test(name)) {
     // A first or a last name whole; then both: each split of the words in two, the borrowers having the one
     // and the other (first then last, or last then first). At most one split a space of the 255 characters.
-    byHash('name', name);
+    await byHash('name', name);
     const words = name.split(' ');
     for (let i = 1; i < words.length; i++) {
       const a = words.slice(0, i).join(' ');
       const b = words.slice(i).join(' ');
-      if (a === b) byHash('name', sameNames(a));
-      else for (const r of borrowersNamed(db, lenderId, hash('name', a), hash('name', b), take)) add(r.aid, 'name');
+      if (a === b) await byHash('name', sameNames(a));
+      else for (const r of await store.borrowersNamed(ctx, lenderId, hash('name', a), hash('name', b), take)) add(r.aid, 'name');
     }
   }
-  if (/^\d{4}$/.test(q)) byHash('last4', q);
+  if (/^\d{4}$/.test(q)) await byHash('last4', q);
   const phone = /^[\d\s()+.-]+$/.test(q) ? normalizePhone(q) : null;
-  if (phone) byHash('phone', phone);
+  if (phone) await byHash('phone', phone);
+  const range = { from: q, to: `${q}\u{10FFFF}` };
   // A payment reference: exact or by its start, off the (lender, reference) unique index.
-  for (const r of db
-    .select({ aid: payments.authorizerUniqueId })
-    .from(payments)
-    .where(and(eq(payments.lenderId, lenderId), gte(payments.reference, q), lt(payments.reference, `${q}\u{10FFFF}`)))
-    .orderBy(asc(payments.reference))
-    .limit(take)
-    .all())
-    add(r.aid, 'reference');
+  for (const r of await store.borrowersByReference(ctx, lenderId, range, take)) add(r.aid, 'reference');
   // An id, by its start.
-  for (const r of db
-    .select({ aid: enrollments.authorizerUniqueId })
-    .from(enrollments)
-    .where(and(eq(enrollments.lenderId, lenderId), gte(enrollments.authorizerUniqueId, q), lt(enrollments.authorizerUniqueId, `${q}\u{10FFFF}`)))
-    .orderBy(asc(enrollments.authorizerUniqueId))
-    .limit(take)
-    .all())
-    add(r.aid, 'id');
+  for (const r of await store.borrowersByIdPrefix(ctx, lenderId, range, take)) add(r.aid, 'id');
   const all = [...found.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return { matches: all.slice(0, SEARCH_LIMIT).map(([aid, kinds]) => ({ authorizer_unique_id: aid, matched_by: [...kinds] })), more: all.length > SEARCH_LIMIT };
 }
@@ -181,35 +163,16 @@ export async function indexUnsearchedBorrowers(deps: Deps, signal?: AbortSignal)
   let n = 0;
   for (;;) {
     if (signal?.aborted) return { indexed: n };
-    const slice = await transaction({ deps }, ({ tx }) => {
-      const rows = tx
-        .select({ id: enrollments.id, lenderId: enrollments.lenderId, aid: enrollments.authorizerUniqueId, sealed: enrollments.sealed, cardLast4: enrollments.cardLast4 })
-        .from(enrollments)
-        .where(
-          and(
-            gt(enrollments.id, after),
-            isNotNull(enrollments.sealed),
-            notExists(
-              tx
-                .select({ one: sql`1` })
-                .from(searchableBorrowers)
-                .where(
-                  and(
-                    eq(searchableBorrowers.lenderId, enrollments.lenderId),
-                    eq(searchableBorrowers.authorizerUniqueId, enrollments.authorizerUniqueId),
-                    eq(searchableBorrowers.keyId, deps.vault.currentKeyId),
-                  ),
-                ),
-            ),
-          ),
-        )
-        .orderBy(asc(enrollments.id))
-        .limit(INDEX_SLICE)
-        .all();
-      for (const r of rows) {
-        const b = openBorrower(deps, r.sealed!);
-        indexBorrower(tx, deps.vault, { lenderId: r.lenderId, aid: r.aid, sensitive: b.s, phone: b.phone, cardLast4: r.cardLast4 });
-      }
+    const slice = await transaction({ deps }, async (tx) => {
+      const rows = await store.unsearchedBorrowers(tx, after, deps.vault.currentKeyId, INDEX_SLICE);
+      await indexBorrowers(
+        tx,
+        deps.vault,
+        rows.map((r) => {
+          const b = openBorrower(deps, r.sealed!);
+          return { lenderId: r.lenderId, aid: r.aid, sensitive: b.s, phone: b.phone, cardLast4: r.cardLast4 };
+        }),
+      );
       return rows;
     });
     n += slice.length;

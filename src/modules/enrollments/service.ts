@@ -1,16 +1,15 @@
 import { connectedProviders, connectionFor } from '../bank-data-connections/service';
 import { latestResultOf } from '../balance-requests/queries';
 import type { Static } from '@sinclair/typebox';
-import { and, asc, eq, gt, gte, lt } from 'drizzle-orm';
-import { enrollments } from '../../../db/schema';
 import type { HeldReason, MonitorState } from '../../../db/schema/enums';
 import type { Ctx, Deps } from '../../deps';
 import { iso, isoOrNull } from '../../platform/clock';
-import { dbOf, transaction } from '../../platform/context';
+import { transaction } from '../../platform/context';
 import { NotFound } from '../../platform/errors';
 import { fits, problemsOf } from '../../platform/validation';
 import { newId } from '../../platform/ids';
-import { keysetPage } from '../../platform/pagination';
+import { keysetPage, tokenFrom } from '../../platform/pagination';
+import { readerOf } from '../../platform/store';
 import type { SealedColumn } from '../../platform/vault';
 import { CardRefused, ProcessorUnavailable, type TokenizedCard } from '../../adapters/processors';
 import { validateAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
@@ -18,13 +17,13 @@ import { eraseBorrowerDetails } from '../balance-requests/erase';
 import { openBorrower, sealBorrower, type Enrollment } from './borrower';
 import { resolveKey } from '../payment-connections/resolve';
 import { Borrower, type EnrollmentRequest, type IdsBody } from './model';
-import * as q from './queries';
-import { applyMonitorEvent, enrollStatement, monitorsOf } from './monitor-store';
+import { enrollmentStore as store, type EnrollmentPayment } from './store';
+import { applyMonitorEvent, enrollBorrowers, monitorStore, type BorrowerWrite, type StoredMonitor } from './monitor-store';
 import { holdChain } from '../collection/chain';
 import { voidScheduledOnStop } from '../collection/decide';
 import type { BlockedReason } from './monitor';
 import { ledgerOf, type LedgerView } from './ledger';
-import { indexBorrower, unindexBorrower } from './search';
+import { indexBorrowers, unindexBorrowers } from './search';
 import { eraseHistory, wantHistory } from '../pay-cycles/history';
 
 const TOKENIZE_CONCURRENCY = 8;
@@ -134,7 +133,7 @@ async function tokenizeCards(ctx: Ctx, cands: Candidate[], results: (Result | nu
     for (let c = queue.shift(); c; c = queue.shift()) {
       if (c.instrument.kind !== 'card') continue;
       const { card } = c.instrument;
-      const key = resolveKey(ctx, { lenderId: ctx.lender.id, rail: 'card', merchantRef: c.merchantRef });
+      const key = await resolveKey(ctx, { lenderId: ctx.lender.id, rail: 'card', merchantRef: c.merchantRef });
       if (!key || !key.keySealed) {
         results[c.index] = fail(c.aid, 'card_tokenization_failed', 'no processor key for card payments');
         continue;
@@ -159,7 +158,7 @@ async function tokenizeCards(ctx: Ctx, cands: Candidate[], results: (Result | nu
 async function linkFromPaymentMethods(ctx: Ctx, cands: Candidate[]): Promise<void> {
   const queue = cands.filter((c) => c.instrument.kind === 'token' && c.instrument.token.startsWith('pm_') && !c.authorizer.sensitive.bankLink);
   if (queue.length === 0) return;
-  const conn = connectionFor(ctx.deps, ctx.lender.id, 'stripe');
+  const conn = await connectionFor(ctx.deps, ctx.lender.id, 'stripe');
   if (!conn || conn.creds.provider !== 'stripe') return;
   const creds = conn.creds;
   const worker = async () => {
@@ -198,7 +197,7 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
   const counts = new Map<string, number>();
   for (const r of raw) counts.set(r.authorizer_unique_id, (counts.get(r.authorizer_unique_id) ?? 0) + 1);
   const cands: Candidate[] = [];
-  const bankProviders = connectedProviders(ctx);
+  const bankProviders = await connectedProviders(ctx);
   raw.forEach((r, i) => {
     const id = r.authorizer_unique_id;
     if ((counts.get(id) ?? 0) > 1) {
@@ -213,20 +212,15 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
   await linkFromPaymentMethods(ctx, cands);
   const storable = cands.filter((c) => results[c.index] === null);
 
-  await transaction(ctx, (txCtx) => {
-    const { tx } = txCtx;
-    const existing = new Map(monitorsOf(tx, ctx.lender.id, storable.map((c) => c.aid)).map((e) => [e.aid, e]));
-    const enrollOne = enrollStatement(tx);
-    // Borrowers whose account's transaction history is read next (pay-cycles/history.ts), after this commits.
-    const wantingHistory: string[] = [];
-    for (const c of storable) {
+  await transaction(ctx, async (tx) => {
+    const existing = new Map((await monitorStore.monitorsOf(tx, ctx.lender.id, storable.map((c) => c.aid))).map((e) => [e.aid, e]));
+    const held = storable.map((c) => heldReasonOf(ctx.deps, c.authorizer.routingNumber!));
+    const writes = storable.map((c, i): { write: BorrowerWrite; prior: StoredMonitor | undefined; held: HeldReason | null } => {
       const routing = c.authorizer.routingNumber!;
-      const held = heldReasonOf(ctx.deps, routing);
       const card = c.card ?? null;
-      const id = existing.get(c.aid)?.id ?? newId();
-      const change = enrollOne(
-        {
-          id,
+      return {
+        write: {
+          id: existing.get(c.aid)?.id ?? newId(),
           lenderId: ctx.lender.id,
           aid: c.aid,
           amount: c.amount,
@@ -245,27 +239,40 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
           authorizationRef: c.authorizationRef,
           now,
         },
-        existing.get(c.aid),
-        held,
-      );
-      // Searchable by name, phone and last four from now on (keyed hashes, beside the sealed values).
-      indexBorrower(tx, ctx.deps.vault, {
+        prior: existing.get(c.aid),
+        held: held[i]!,
+      };
+    });
+    const changes = await enrollBorrowers(tx, writes);
+    // Searchable by name, phone and last four from now on (keyed hashes, beside the sealed values).
+    await indexBorrowers(
+      tx,
+      ctx.deps.vault,
+      storable.map((c, i) => ({
         lenderId: ctx.lender.id,
         aid: c.aid,
         sensitive: c.authorizer.sensitive,
         phone: c.authorizer.phone,
-        cardLast4: card ? card.last4 : c.instrument.kind === 'token' ? c.instrument.last4 : null,
-      }, { fresh: !existing.has(c.aid) });
+        cardLast4: writes[i]!.write.cardLast4,
+        fresh: !existing.has(c.aid),
+      })),
+    );
+    // Borrowers whose account's transaction history is read next (pay-cycles/history.ts), after this commits.
+    const wantingHistory: string[] = [];
+    for (const [i, c] of storable.entries()) {
+      const change = changes[i]!;
+      const id = writes[i]!.write.id;
       // A re-sent borrower's debt keeps its chain of presentments: the rules are asked with what this
       // re-send brought (an authorization, an amount), which may block or free it.
       const prior = existing.get(c.aid);
-      if (prior && change.state === 'monitored') holdChain(txCtx, prior.id, now, { recount: true });
+      if (prior && change.state === 'monitored') await holdChain(tx, prior.id, now, { recount: true });
       if (change.state === 'monitored') wantingHistory.push(id);
-      results[c.index] = held
-        ? { authorizer_unique_id: c.aid, outcome: 'held', reason: held, message: HELD_MESSAGES[held] }
+      const h = held[i]!;
+      results[c.index] = h
+        ? { authorizer_unique_id: c.aid, outcome: 'held', reason: h, message: HELD_MESSAGES[h] }
         : { authorizer_unique_id: c.aid, outcome: change.outcome! };
     }
-    wantHistory(tx, ctx.lender.id, wantingHistory, now);
+    await wantHistory(tx, ctx.lender.id, wantingHistory, now);
   });
 
   // Every borrower has its result by now: a failure before the transaction, or its outcome in it.
@@ -282,17 +289,25 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
 export async function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { body: IdsInput } }) {
   const ids = input.body.authorizer_unique_ids;
   const now = ctx.deps.clock.now();
-  const results = await transaction(ctx, (tx) => {
-    const existing = new Map(monitorsOf(tx.tx, ctx.lender.id, ids).map((e) => [e.aid, e]));
-    return ids.map((aid) => {
+  const results = await transaction(ctx, async (tx) => {
+    const existing = new Map((await monitorStore.monitorsOf(tx, ctx.lender.id, ids)).map((e) => [e.aid, e]));
+    const out: { authorizer_unique_id: string; outcome: 'unknown' | 'not_monitored' | 'removed' }[] = [];
+    for (const aid of ids) {
       const e = existing.get(aid);
-      if (!e) return { authorizer_unique_id: aid, outcome: 'unknown' as const };
-      if (e.state !== 'monitored') return { authorizer_unique_id: aid, outcome: 'not_monitored' as const };
-      applyMonitorEvent(tx.tx, { enrollmentId: e.id, event: { type: 'removed' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
-      voidScheduledOnStop(tx, { enrollmentId: e.id });
+      if (!e) {
+        out.push({ authorizer_unique_id: aid, outcome: 'unknown' });
+        continue;
+      }
+      if (e.state !== 'monitored') {
+        out.push({ authorizer_unique_id: aid, outcome: 'not_monitored' });
+        continue;
+      }
+      await applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'removed' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
+      await voidScheduledOnStop(tx, { enrollmentId: e.id });
       existing.set(aid, { ...e, state: 'removed' });
-      return { authorizer_unique_id: aid, outcome: 'removed' as const };
-    });
+      out.push({ authorizer_unique_id: aid, outcome: 'removed' });
+    }
+    return out;
   });
   const n = (o: string) => results.filter((r) => r.outcome === o).length;
   return { results, removed: n('removed'), not_monitored: n('not_monitored'), unknown: n('unknown') };
@@ -307,29 +322,35 @@ export async function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { bod
 export async function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: IdsInput } }) {
   const ids = input.body.authorizer_unique_ids;
   const now = ctx.deps.clock.now();
-  const results = await transaction(ctx, (tx) => {
-    const existing = new Map(monitorsOf(tx.tx, ctx.lender.id, ids).map((e) => [e.aid, e]));
-    return ids.map((aid) => {
+  const results = await transaction(ctx, async (tx) => {
+    const existing = new Map((await monitorStore.monitorsOf(tx, ctx.lender.id, ids)).map((e) => [e.aid, e]));
+    const out: { authorizer_unique_id: string; outcome: 'unknown' | 'deleted' }[] = [];
+    const erased: { id: string; aid: string }[] = [];
+    for (const aid of ids) {
       const e = existing.get(aid);
-      if (!e) return { authorizer_unique_id: aid, outcome: 'unknown' as const };
-      applyMonitorEvent(tx.tx, { enrollmentId: e.id, event: { type: 'erased' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
-      voidScheduledOnStop(tx, { enrollmentId: e.id });
-      tx.tx
-        .update(enrollments)
-        .set({ sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, erasedAt: now, updatedAt: now })
-        .where(eq(enrollments.id, e.id))
-        .run();
-      eraseBorrowerDetails(tx.tx, ctx.lender.id, aid);
-      eraseHistory(tx.tx, e.id);
-      unindexBorrower(tx.tx, ctx.lender.id, aid);
-      return { authorizer_unique_id: aid, outcome: 'deleted' as const };
-    });
+      if (!e) {
+        out.push({ authorizer_unique_id: aid, outcome: 'unknown' });
+        continue;
+      }
+      await applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'erased' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
+      await voidScheduledOnStop(tx, { enrollmentId: e.id });
+      await eraseBorrowerDetails(tx.tx, ctx.lender.id, aid);
+      erased.push({ id: e.id, aid });
+      out.push({ authorizer_unique_id: aid, outcome: 'deleted' });
+    }
+    // Each borrower's own rows, for all of them at once: its personal data, its deposits, its search entries.
+    await store.eraseBorrowerData(tx, erased.map((e) => e.id), now);
+    await eraseHistory(tx, erased.map((e) => e.id));
+    await unindexBorrowers(tx, ctx.lender.id, erased.map((e) => e.aid));
+    return out;
   });
   const n = (o: string) => results.filter((r) => r.outcome === o).length;
   return { results, deleted: n('deleted'), unknown: n('unknown') };
 }
 
-export function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
+export async function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
+  const payments = await store.paymentsOf(ctx, e.id);
+  const readKind = e.lastReadAt === null ? {} : await lastReadKind(ctx, e);
   return {
     authorizer_unique_id: e.authorizerUniqueId,
     state: e.state,
@@ -344,7 +365,7 @@ export function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
       e.rail === 'card'
         ? { rail: 'card' as const, card_brand: e.cardBrand, last4: e.cardLast4 }
         : { rail: 'ach' as const, bank_name: e.bankName, last4: accountLast4(ctx, e) },
-    last_read: e.lastReadAt === null ? null : { balance_cents: e.lastReadCents, at: iso(e.lastReadAt), ...lastReadKind(ctx, e) },
+    last_read: e.lastReadAt === null ? null : { balance_cents: e.lastReadCents, at: iso(e.lastReadAt), ...readKind },
     bank_link: bankLinkOf(ctx, e),
     next_read_at: e.state === 'monitored' ? isoOrNull(e.nextReadAt) : null,
     pay_cycle:
@@ -359,8 +380,8 @@ export function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
     payments_used: e.paymentsUsed,
     cfpb_covered: e.cfpbCovered,
     authorization: e.authorizationAt === null ? null : { obtained_at: iso(e.authorizationAt), reference: e.authorizationRef },
-    scheduled_payment: scheduledView(q.paymentsOf(dbOf(ctx), e.id)),
-    payments: q.paymentsOf(dbOf(ctx), e.id).map((p) => ({
+    scheduled_payment: scheduledView(payments),
+    payments: payments.map((p) => ({
       reference: p.reference,
       amount: p.amount,
       status: p.status,
@@ -373,7 +394,7 @@ export function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
 }
 
 /** The payment waiting out its notice: what the lender tells the borrower. */
-function scheduledView(payments: ReturnType<typeof q.paymentsOf>) {
+function scheduledView(payments: EnrollmentPayment[]) {
   const p = payments.find((x) => x.status === 'scheduled');
   return p && p.debitOn !== null ? { reference: p.reference, amount: p.amount, debit_on: iso(p.debitOn).slice(0, 10) } : null;
 }
@@ -386,8 +407,8 @@ function bankLinkOf(ctx: Ctx, e: Enrollment) {
 }
 
 /** Which balance the last read reported and the provider's time for it (linked accounts; null otherwise). */
-function lastReadKind(ctx: Ctx, e: Enrollment): { balance_kind?: 'available' | 'current'; as_of?: string | null } {
-  const r = latestResultOf(dbOf(ctx), e.lenderId, e.authorizerUniqueId);
+async function lastReadKind(ctx: Ctx, e: Enrollment): Promise<{ balance_kind?: 'available' | 'current'; as_of?: string | null }> {
+  const r = await latestResultOf(readerOf(ctx), e.lenderId, e.authorizerUniqueId);
   return r?.balanceKind ? { balance_kind: r.balanceKind, as_of: isoOrNull(r.balanceAsOf) } : {};
 }
 
@@ -397,14 +418,10 @@ function accountLast4(ctx: Ctx, e: Enrollment): string | null {
   return s.s.accountNumber ? s.s.accountNumber.slice(-4) : null;
 }
 
-export function getEnrollment({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId: string } }) {
-  const e = dbOf(ctx)
-    .select()
-    .from(enrollments)
-    .where(and(eq(enrollments.lenderId, ctx.lender.id), eq(enrollments.authorizerUniqueId, input.authorizerUniqueId)))
-    .get();
+export async function getEnrollment({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId: string } }) {
+  const e = await store.enrollmentOf(ctx, ctx.lender.id, input.authorizerUniqueId);
   if (!e) throw new NotFound('Enrollment', input.authorizerUniqueId);
-  return enrollmentView(ctx, e, ledgerOf(ctx, e));
+  return enrollmentView(ctx, e, await ledgerOf(ctx, e));
 }
 
 /**
@@ -413,7 +430,7 @@ export function getEnrollment({ ctx, input }: { ctx: Ctx; input: { authorizerUni
  */
 const prefixEnd = (prefix: string): string => `${prefix}\u{10FFFF}`;
 
-export function listEnrollments({
+export async function listEnrollments({
   ctx,
   input,
 }: {
@@ -429,25 +446,34 @@ export function listEnrollments({
   };
 }) {
   const prefix = input.prefix ?? '';
-  const { page, hasMore, nextPageToken } = keysetPage({
-    tokens: ctx.deps.pageTokens,
-    scope: `enrollments:${ctx.lender.id}:${input.state ?? ''}:${input.blockedReason ?? ''}:${prefix}`,
-    query: input,
-    limit: input.limit ?? 50,
+  const scope = `enrollments:${ctx.lender.id}:${input.state ?? ''}:${input.blockedReason ?? ''}:${prefix}`;
+  const limit = input.limit ?? 50;
+  // The position is read first, the rows fetched from the store, and the page made of them as every list's is.
+  const token = tokenFrom(input);
+  const after = token ? ctx.deps.pageTokens.decode<{ a: string }>(scope, token) : { a: '' };
+  const rows = await store.enrollmentsPage(ctx, {
+    lenderId: ctx.lender.id,
+    after: after.a,
     // A prefix starts the range at itself; its rows are contiguous in id order, so the range ends at the
     // first id without it (an index range, however many borrowers follow).
+    prefix: prefix ? { from: prefix, to: prefixEnd(prefix) } : null,
+    state: input.state,
+    blockedReason: input.blockedReason,
+    limit: limit + 1,
+  });
+  const { page, hasMore, nextPageToken } = keysetPage({
+    tokens: ctx.deps.pageTokens,
+    scope,
+    query: input,
+    limit,
     start: { a: '' },
-    fetch: (after, take) => {
-      const conds = [eq(enrollments.lenderId, ctx.lender.id), gt(enrollments.authorizerUniqueId, after.a)];
-      if (prefix) conds.push(gte(enrollments.authorizerUniqueId, prefix), lt(enrollments.authorizerUniqueId, prefixEnd(prefix)));
-      if (input.state) conds.push(eq(enrollments.state, input.state));
-      if (input.blockedReason) conds.push(eq(enrollments.blockedReason, input.blockedReason));
-      return dbOf(ctx).select().from(enrollments).where(and(...conds)).orderBy(asc(enrollments.authorizerUniqueId)).limit(take).all();
-    },
+    fetch: () => rows,
     positionOf: (e) => ({ a: e.authorizerUniqueId }),
   });
+  const enrollments = [];
+  for (const e of page) enrollments.push(await enrollmentView(ctx, e, await ledgerOf(ctx, e)));
   return {
-    enrollments: page.map((e) => enrollmentView(ctx, e, ledgerOf(ctx, e))),
+    enrollments,
     has_more: hasMore,
     next_page_token: nextPageToken,
   };

@@ -1,13 +1,14 @@
 import type { Deps, JobContext } from '../../deps';
 import { DAY_MS } from '../../platform/clock';
-import { transaction, type Tx } from '../../platform/context';
+import { transaction } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
+import type { TxCtx } from '../../platform/store';
 import { hasHistory, TransientProviderError, type BalanceReadRequest, type HistoryResult, type HistoryWindow } from '../../adapters/bank-data';
 import { connectionFor } from '../bank-data-connections/service';
 import { openBorrower } from '../enrollments/borrower';
 import { incomeDeposits } from './infer';
 import { learnAndSchedule } from './learn';
-import * as q from './queries';
+import { payCycleStore as store, type DueHistory } from './store';
 
 // Transaction history for the pay cycle. On enrollment, a re-send and a new bank link the borrower is marked as
 // wanting a reading (wantHistory, in the enrollment's transaction); this job reads it later, never inside a
@@ -33,24 +34,26 @@ export const HISTORY_PENDING_POLL_MS = 30_000;
 export const HISTORY_MAX_WAIT_MS = DAY_MS;
 
 /** In the enrollment's transaction: these borrowers want a reading, due at once. */
-export function wantHistory(tx: Tx, lenderId: string, enrollmentIds: readonly string[], now: number): void {
+export async function wantHistory(c: TxCtx, lenderId: string, enrollmentIds: readonly string[], now: number): Promise<void> {
   if (enrollmentIds.length === 0) return;
-  const want = q.wantHistoryStatement(tx);
-  for (const id of enrollmentIds) want(id, lenderId, now);
+  await store.wantHistory(c, lenderId, enrollmentIds, now);
 }
 
-/** Erasure: the stored deposits go with the borrower's personal data. */
-export const eraseHistory = q.eraseHistory;
+/** Erasure: the stored deposits go with the borrowers' personal data. */
+export async function eraseHistory(c: TxCtx, enrollmentIds: readonly string[]): Promise<void> {
+  if (enrollmentIds.length === 0) return;
+  await store.eraseHistory(c, enrollmentIds);
+}
 
 type Outcome = HistoryResult | { kind: 'failed'; error: string };
 
 /** The borrower's account read for history: its linked account when it has one, else the bank-data provider. */
-async function readHistory(deps: Deps, r: q.DueHistory, window: HistoryWindow, now: number): Promise<HistoryResult> {
+async function readHistory(deps: Deps, r: DueHistory, window: HistoryWindow, now: number): Promise<HistoryResult> {
   if (!r.sealed) return { kind: 'none', detail: 'erased' };
   const b = openBorrower(deps, r.sealed);
   const link = b.s.bankLink;
   if (link) {
-    const conn = connectionFor(deps, r.lenderId, link.provider);
+    const conn = await connectionFor(deps, r.lenderId, link.provider);
     if (!conn) return { kind: 'none', detail: 'connection_missing' };
     if (link.provider === 'plaid' && conn.creds.provider === 'plaid') return deps.linked.plaid.history(conn.creds, link, window, now);
     if (link.provider === 'stripe' && conn.creds.provider === 'stripe') return deps.linked.stripe.history(conn.creds, link, window, now);
@@ -76,27 +79,26 @@ async function readHistory(deps: Deps, r: q.DueHistory, window: HistoryWindow, n
 }
 
 /** What a reading's end writes, in one transaction: the deposits and the cycle, a retry, or the end. */
-async function record(deps: Deps, r: q.DueHistory, o: Outcome, window: HistoryWindow, now: number): Promise<void> {
-  await transaction({ deps } as JobContext, (ctx) => {
-    const { tx } = ctx;
+async function record(deps: Deps, r: DueHistory, o: Outcome, window: HistoryWindow, now: number): Promise<void> {
+  await transaction({ deps } as JobContext, async (ctx) => {
     if (o.kind === 'credits') {
       // Only what inference needs: the income among the credits of the window, one per day (at most a window of days).
       const inWindow = o.credits.filter((c) => c.at >= window.from && c.at < window.to + DAY_MS);
-      q.storeDeposits(tx, r.enrollmentId, incomeDeposits(inWindow), now, window.to);
-      q.endHistory(tx, r.enrollmentId, r.wantedAt, 'credits');
-      learnAndSchedule(ctx, { enrollmentId: r.enrollmentId, lenderId: r.lenderId, aid: r.aid, at: q.lastReadOf(tx, r.enrollmentId), force: true });
+      await store.storeDeposits(ctx, r.enrollmentId, incomeDeposits(inWindow), now, window.to);
+      await store.endHistory(ctx, r.enrollmentId, r.wantedAt, 'credits');
+      await learnAndSchedule(ctx, { enrollmentId: r.enrollmentId, lenderId: r.lenderId, aid: r.aid, at: await store.lastReadOf(ctx, r.enrollmentId), force: true });
       return;
     }
-    if (o.kind === 'none') return void q.endHistory(tx, r.enrollmentId, r.wantedAt, o.detail);
+    if (o.kind === 'none') return store.endHistory(ctx, r.enrollmentId, r.wantedAt, o.detail);
     if (o.kind === 'pending') {
-      if (now - (r.wantedAt ?? now) >= HISTORY_MAX_WAIT_MS) return void q.endHistory(tx, r.enrollmentId, r.wantedAt, 'gave_up');
-      return void q.setHistoryDue(tx, r.enrollmentId, Math.max(o.retryAt, now + HISTORY_PENDING_POLL_MS), r.attempts);
+      if (now - (r.wantedAt ?? now) >= HISTORY_MAX_WAIT_MS) return store.endHistory(ctx, r.enrollmentId, r.wantedAt, 'gave_up');
+      return store.setHistoryDue(ctx, r.enrollmentId, Math.max(o.retryAt, now + HISTORY_PENDING_POLL_MS), r.attempts);
     }
     const attempts = r.attempts + 1;
     // Never the borrower, the link or the credentials: the enrollment's id, the attempt and the provider's words.
     deps.logger.warn({ enrollment_id: r.enrollmentId, attempt: attempts, error: o.error }, 'transaction history could not be read');
-    if (attempts >= HISTORY_MAX_ATTEMPTS) return void q.endHistory(tx, r.enrollmentId, r.wantedAt, 'gave_up');
-    q.setHistoryDue(tx, r.enrollmentId, now + HISTORY_RETRY_BASE_MS * 4 ** (attempts - 1), attempts);
+    if (attempts >= HISTORY_MAX_ATTEMPTS) return store.endHistory(ctx, r.enrollmentId, r.wantedAt, 'gave_up');
+    return store.setHistoryDue(ctx, r.enrollmentId, now + HISTORY_RETRY_BASE_MS * 4 ** (attempts - 1), attempts);
   });
 }
 
@@ -106,12 +108,8 @@ async function record(deps: Deps, r: q.DueHistory, o: Outcome, window: HistoryWi
  */
 export async function readDueHistories(deps: Deps, signal?: AbortSignal): Promise<{ read: number }> {
   const now = deps.clock.now();
-  if (q.dueHistories(deps.db, now, 1).length === 0) return { read: 0 };
-  const claimed = await transaction({ deps } as JobContext, ({ tx }) => {
-    const due = q.dueHistories(tx, now, HISTORIES_PER_TICK);
-    for (const d of due) q.setHistoryDue(tx, d.enrollmentId, now + CLAIM_MS, d.attempts);
-    return due;
-  });
+  if ((await store.dueHistories({ deps }, now, 1)).length === 0) return { read: 0 };
+  const claimed = await transaction({ deps } as JobContext, (tx) => store.claimDueHistories(tx, now, HISTORIES_PER_TICK, now + CLAIM_MS));
   const today = now - (now % DAY_MS);
   const window: HistoryWindow = { from: today - HISTORY_WINDOW_DAYS * DAY_MS, to: today };
   const queue = [...claimed];

@@ -1,11 +1,14 @@
 import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { DAY_MS } from '../../platform/clock';
-import { policyOfNow as policyOf } from '../collection-policy/service';
+import type { TxCtx } from '../../platform/store';
+import { policyOf, policyOfNow } from '../collection-policy/service';
+import type { CollectionPolicy } from '../collection-policy/policy';
 import { isChainBlock } from '../enrollments/monitor';
 import { nextReadAt, type CadenceInput } from './cadence';
 import { depositsFromBalances, HISTORY_DAYS, inferPayCycle } from './infer';
-import * as q from './queries';
+import { payCycleStore as store, type CadenceState, type Deposit } from './store';
+import { learnStatementsNow as now_ } from './store.sqlite';
 
 // After each monitoring read: the borrower's pay cycle learned again from its history (at most once a day:
 // the history changes by a read or a few; and at every read around a predicted payday, which may have brought
@@ -21,50 +24,87 @@ const RELEARN_MS = DAY_MS - 3_600_000;
 const AROUND_PAYDAY_MS = 2 * DAY_MS;
 
 /** The history a cycle is learned from: the stored deposits of a transaction reading and the balance rises after them. */
-function learnCycle(tx: Tx, v: { enrollmentId: string; lenderId: string; aid: string }, now: number) {
-  const rises = depositsFromBalances(q.balanceHistory(tx, v.lenderId, v.aid, now - HISTORY_DAYS * DAY_MS));
-  const history = q.historyOf(tx, v.enrollmentId);
+function learnCycle(balances: { at: number; balanceCents: number }[], history: { coveredTo: number; deposits: Deposit[] } | null, now: number) {
+  const rises = depositsFromBalances(balances);
   if (!history) return { ...inferPayCycle(rises, now), source: 'balances' as const };
   // A day the transactions cover is read from them alone: its balance rise is the same money.
   const after = rises.filter((r) => r.at >= history.coveredTo + DAY_MS);
   return { ...inferPayCycle([...history.deposits, ...after], now), source: 'transactions' as const };
 }
 
-/**
- * `at` is the read just recorded (null: none yet, so the first read stays due); `force` learns again whenever
- * it was last learned (a transaction reading has just been stored).
- */
-export function learnAndSchedule(ctx: JobContext & { tx: Tx }, v: { enrollmentId: string; lenderId: string; aid: string; at: number | null; force?: boolean }): void {
-  const { tx, deps } = ctx;
-  const now = deps.clock.now();
-  const e = q.cadenceStateOf(tx, v.enrollmentId);
-  if (!e) return;
-  let cycle: CadenceInput['cycle'] | null =
-    e.frequency === null
-      ? null
-      : {
-          frequency: e.frequency,
-          nextPayday: e.nextPayday,
-          confidence: e.confidence ?? 0,
-          landsEarly: e.landsEarly === 1,
-          ...(e.altFrequency !== null && e.altNextPayday !== null ? { alternative: { frequency: e.altFrequency, nextPayday: e.altNextPayday } } : {}),
-        };
+type Learn = { enrollmentId: string; lenderId: string; aid: string; at: number | null; force?: boolean };
+
+/** The cycle as stored, or null when none was learned yet. */
+const storedCycle = (e: CadenceState): CadenceInput['cycle'] | null =>
+  e.frequency === null
+    ? null
+    : {
+        frequency: e.frequency,
+        nextPayday: e.nextPayday,
+        confidence: e.confidence ?? 0,
+        landsEarly: e.landsEarly === 1,
+        ...(e.altFrequency !== null && e.altNextPayday !== null ? { alternative: { frequency: e.altFrequency, nextPayday: e.altNextPayday } } : {}),
+      };
+
+/** Whether the cycle is learned again at this read. */
+function relearns(e: CadenceState, v: Learn, now: number): boolean {
   const nearPayday = (p: number | null) => p !== null && now >= p - AROUND_PAYDAY_MS;
-  if (v.force || e.learnedAt === null || now - e.learnedAt >= RELEARN_MS || nearPayday(e.nextPayday) || nearPayday(e.altNextPayday)) {
-    const learned = learnCycle(tx, v, now);
-    q.setPayCycle(tx, v.enrollmentId, { ...learned, at: now });
-    cycle = learned;
-  }
-  if (v.at === null || e.state !== 'monitored' || isChainBlock(e.blockedReason) || e.nextReadAt === null || !cycle) return;
-  const policy = policyOf(tx, e.lenderId);
-  if (policy.readCadence !== 'payday') return;
-  const next = nextReadAt({
+  return !!v.force || e.learnedAt === null || now - e.learnedAt >= RELEARN_MS || nearPayday(e.nextPayday) || nearPayday(e.altNextPayday);
+}
+
+/** Whether the next read follows the cycle (asked of the lender's policy next). */
+const mayFollowCycle = (e: CadenceState, v: Learn, cycle: CadenceInput['cycle'] | null): cycle is CadenceInput['cycle'] =>
+  !(v.at === null || e.state !== 'monitored' || isChainBlock(e.blockedReason) || e.nextReadAt === null || !cycle);
+
+/** The next read around the cycle's paydays, or null when the lender's cadence is the fixed interval. */
+function paydayRead(deps: JobContext['deps'], policy: CollectionPolicy, cycle: CadenceInput['cycle'], lastReadAt: number, now: number): number | null {
+  if (policy.readCadence !== 'payday') return null;
+  return nextReadAt({
     cycle,
-    lastReadAt: v.at,
+    lastReadAt,
     now,
     fixedIntervalMs: deps.config.monitorReadIntervalMs,
     quietIntervalMs: deps.config.monitorQuietReadIntervalMs,
     timeZone: policy.timeZone,
   });
-  q.setNextRead(tx, v.enrollmentId, next);
+}
+
+/**
+ * `at` is the read just recorded (null: none yet, so the first read stays due); `force` learns again whenever
+ * it was last learned (a transaction reading has just been stored).
+ */
+export async function learnAndSchedule(ctx: JobContext & TxCtx, v: Learn): Promise<void> {
+  const now = ctx.deps.clock.now();
+  const e = await store.cadenceStateOf(ctx, v.enrollmentId);
+  if (!e) return;
+  let cycle = storedCycle(e);
+  if (relearns(e, v, now)) {
+    const balances = await store.balanceHistory(ctx, v.lenderId, v.aid, now - HISTORY_DAYS * DAY_MS);
+    const learned = learnCycle(balances, await store.historyOf(ctx, v.enrollmentId), now);
+    await store.setPayCycle(ctx, v.enrollmentId, { ...learned, at: now });
+    cycle = learned;
+  }
+  if (!mayFollowCycle(e, v, cycle)) return;
+  const next = paydayRead(ctx.deps, await policyOf(ctx, e.lenderId), cycle, v.at!, now);
+  if (next !== null) await store.setNextRead(ctx, v.enrollmentId, next);
+}
+
+/**
+ * learnAndSchedule for the balance pipeline's chain, not yet asynchronous.
+ * @deprecated transitional: await `learnAndSchedule(ctx, v)`.
+ */
+export function learnAndScheduleNow(ctx: JobContext & { tx: Tx }, v: Learn): void {
+  const { tx, deps } = ctx;
+  const now = deps.clock.now();
+  const e = now_.cadenceStateOf(tx, v.enrollmentId);
+  if (!e) return;
+  let cycle = storedCycle(e);
+  if (relearns(e, v, now)) {
+    const learned = learnCycle(now_.balanceHistory(tx, v.lenderId, v.aid, now - HISTORY_DAYS * DAY_MS), now_.historyOf(tx, v.enrollmentId), now);
+    now_.setPayCycle(tx, v.enrollmentId, { ...learned, at: now });
+    cycle = learned;
+  }
+  if (!mayFollowCycle(e, v, cycle)) return;
+  const next = paydayRead(deps, policyOfNow(tx, e.lenderId), cycle, v.at!, now);
+  if (next !== null) now_.setNextRead(tx, v.enrollmentId, next);
 }

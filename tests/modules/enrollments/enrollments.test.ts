@@ -308,6 +308,31 @@ describe('removal and erasure', () => {
       expect(found(value) ? `${value} found in the database files` : 'absent').toBe('absent');
     }
   });
+
+  test('erasure of several borrowers in one request: each one named loses its details, search entries and pay history; one not named keeps its own', async () => {
+    const c = fresh();
+    const ids = ['many-1', 'many-2', 'kept-1'];
+    await enroll(c, ids.map((id, i) => enrollBorrower(id, { first_name: `Name${i}`, phone_number: `202555014${i}` })));
+    const idOf = (aid: string) => c.rt.sqlite.query<{ id: string }, [string]>('SELECT id FROM enrollments WHERE authorizer_unique_id = ?').get(aid)!.id;
+    const rowsOf = (aid: string) => ({
+      sealed: c.rt.sqlite.query<{ n: number }, [string]>('SELECT count(*) AS n FROM enrollments WHERE authorizer_unique_id = ? AND sealed IS NOT NULL').get(aid)!.n,
+      searchable: c.rt.sqlite.query<{ n: number }, [string]>('SELECT count(*) AS n FROM searchable_borrowers WHERE authorizer_unique_id = ?').get(aid)!.n,
+      entries: c.rt.sqlite.query<{ n: number }, [string]>('SELECT count(*) AS n FROM borrower_search WHERE authorizer_unique_id = ?').get(aid)!.n,
+      history: c.rt.sqlite.query<{ n: number }, [string]>('SELECT count(*) AS n FROM pay_history WHERE enrollment_id = ?').get(idOf(aid))!.n,
+    });
+    for (const id of ids) expect([id, rowsOf(id)]).toEqual([id, { sealed: 1, searchable: 1, entries: expect.any(Number), history: 1 }]);
+    expect(rowsOf('kept-1').entries).toBeGreaterThan(0);
+    const kept = rowsOf('kept-1');
+
+    const r = await c.json('DELETE', '/v1/persisted_authorizers', { body: { authorizer_unique_ids: ['many-1', 'many-2'] } });
+    expect(r.body).toMatchObject({ deleted: 2, unknown: 0 });
+    for (const id of ['many-1', 'many-2']) {
+      expect([id, rowsOf(id)]).toEqual([id, { sealed: 0, searchable: 0, entries: 0, history: 0 }]);
+      expect((await read(c, id)).body).toMatchObject({ state: 'removed' });
+    }
+    expect(rowsOf('kept-1')).toEqual(kept);
+    expect((await read(c, 'kept-1')).body).toMatchObject({ state: 'monitored' });
+  });
 });
 
 describe('monitoring reads and reads of enrollments', () => {

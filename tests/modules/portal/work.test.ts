@@ -10,7 +10,7 @@ import { queueDueReads } from '../../../src/modules/enrollments/monitoring';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
 import { cycle, dispatchAndSettle } from '../../helpers/collection';
 import { MIGRATIONS_DIR } from '../../../src/platform/db';
-import { SEARCH_SQL } from '../../../src/modules/enrollments/queries';
+import { SEARCH_SQL } from '../../../src/modules/enrollments/store.sqlite';
 import { generateVaultKey } from '../../../src/platform/vault';
 
 const contexts: TestContext[] = [];

@@ -77,10 +77,11 @@ export const borrowerHref = (aid: string, action?: Action) =>
 const MATCHED_BY: Record<SearchKind, string> = { name: 'name', phone: 'phone', last4: 'last four', reference: 'payment reference', id: 'id' };
 
 /** Borrowers found by name, phone, last four, payment reference or the start of their id. */
-function FindContent(props: { deps: Deps; s: PortalSession; find: string }) {
+async function FindContent(props: { deps: Deps; s: PortalSession; find: string }) {
   const ctx = { lender: props.s.lender, deps: props.deps };
-  const r = searchBorrowers({ ctx, input: { q: props.find } });
-  const rows = r.matches.map((m) => ({ m, e: getEnrollment({ ctx, input: { authorizerUniqueId: m.authorizer_unique_id } }) }));
+  const r = await searchBorrowers({ ctx, input: { q: props.find } });
+  const rows = [];
+  for (const m of r.matches) rows.push({ m, e: await getEnrollment({ ctx, input: { authorizerUniqueId: m.authorizer_unique_id } }) });
   return (
     <>
       <Table
@@ -111,7 +112,7 @@ const FindForm = (props: { find?: string }) => (
   </form>
 );
 
-function ListContent(props: { deps: Deps; s: PortalSession; f: FilterValues }) {
+async function ListContent(props: { deps: Deps; s: PortalSession; f: FilterValues }) {
   const { f } = props;
   if (f.find) {
     return (
@@ -121,7 +122,7 @@ function ListContent(props: { deps: Deps; s: PortalSession; f: FilterValues }) {
       </>
     );
   }
-  const list = listEnrollments({ ctx: { lender: props.s.lender, deps: props.deps }, input: { ...listInput(f), limit: PAGE_SIZE, next_page_token: f.next_page_token } });
+  const list = await listEnrollments({ ctx: { lender: props.s.lender, deps: props.deps }, input: { ...listInput(f), limit: PAGE_SIZE, next_page_token: f.next_page_token } });
   const filters = { q: f.q, state: f.state, blocked: f.blocked };
   const csv = new URLSearchParams(Object.entries(filters).filter((e): e is [string, string] => !!e[1]));
   return (
@@ -159,9 +160,9 @@ function ListContent(props: { deps: Deps; s: PortalSession; f: FilterValues }) {
   );
 }
 
-function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid: string; message?: Message }) {
+async function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid: string; message?: Message }) {
   const ctx = { lender: props.s.lender, deps: props.deps };
-  const e = getEnrollment({ ctx, input: { authorizerUniqueId: props.aid } });
+  const e = await getEnrollment({ ctx, input: { authorizerUniqueId: props.aid } });
   const events = listPaymentEvents({ ctx, input: { authorizerUniqueId: e.authorizer_unique_id } }).events;
   const now = props.view.now;
   const instrument = `${e.instrument.rail.toUpperCase()} ${'bank_name' in e.instrument ? (e.instrument.bank_name ?? '') : (e.instrument.card_brand ?? '')} …${e.instrument.last4 ?? ''}`;
@@ -281,9 +282,9 @@ export const borrowerPages = (deps: Deps) => {
           start(c) {
             c.enqueue(csvLine(['authorizer_unique_id', 'state', 'reason', 'blocked_reason', 'collectable_amount', 'last_balance', 'last_read_at', 'payments_used', 'collected', 'reversed', 'net']));
           },
-          pull(c) {
+          async pull(c) {
             if (done) return c.close();
-            const list = listEnrollments({ ctx, input: { ...listInput(f), limit: CSV_PAGE, next_page_token: token } });
+            const list = await listEnrollments({ ctx, input: { ...listInput(f), limit: CSV_PAGE, next_page_token: token } });
             c.enqueue(
               list.enrollments
                 .map((e) =>
@@ -316,9 +317,9 @@ export const borrowerPages = (deps: Deps) => {
     // The router has decoded the id once; it is used as it is.
     .get(`${HERE}/:aid`, ({ session, params }) => show(session, params.aid), { signedIn: true, detail: { hide: true } })
     .get(BY_QUERY, ({ session, query }) => show(session, idOf(query)), { signedIn: true, detail: { hide: true } });
-  const confirm = (session: PortalSession, aid: string, action: 'remove' | 'erase') => {
+  const confirm = async (session: PortalSession, aid: string, action: 'remove' | 'erase') => {
     const a = ACTIONS[action];
-    const e = getEnrollment({ ctx: { lender: session.lender, deps }, input: { authorizerUniqueId: aid } });
+    const e = await getEnrollment({ ctx: { lender: session.lender, deps }, input: { authorizerUniqueId: aid } });
     const view = viewOf(deps, session, HERE);
     return page(
       view,
@@ -338,7 +339,7 @@ export const borrowerPages = (deps: Deps) => {
   };
   const act = async (session: PortalSession, aid: string, action: 'remove' | 'erase') => {
     const ctx = { lender: session.lender, deps };
-    getEnrollment({ ctx, input: { authorizerUniqueId: aid } });
+    await getEnrollment({ ctx, input: { authorizerUniqueId: aid } });
     if (action === 'remove') {
       const r = await removeEnrollments({ ctx, input: { body: { authorizer_unique_ids: [aid] } } });
       return show(session, aid, r.removed ? { kind: 'ok', text: 'Removed: no new payment is made for this borrower.' } : { kind: 'error', text: 'Not removed: the borrower is not monitored.' });

@@ -1,0 +1,110 @@
+import type { MonitorState } from '../../../db/schema/enums';
+import type { StoreCtx, TxCtx } from '../../platform/store';
+import type { Enrollment } from './borrower';
+import type { BlockedReason } from './monitor';
+import { sqliteEnrollmentStore } from './store.sqlite';
+
+/** A monitored borrower whose balance read is due. */
+export interface DueRead {
+  id: string;
+  lenderId: string;
+  aid: string;
+  routing: string | null;
+  sealed: string;
+  metadata: string | null;
+}
+
+/** A payment of a borrower as its enrollment shows it. */
+export interface EnrollmentPayment {
+  reference: string;
+  amount: number;
+  status: string;
+  attempt: number;
+  reinitiationOf: string | null;
+  createdAt: number;
+  debitOn: number | null;
+}
+
+export interface LedgerEntryRow {
+  reference: string;
+  kind: 'credit' | 'reversal';
+  amountCents: number;
+  at: number;
+}
+
+/** A borrower's search entries as written: `fresh` for a borrower new to the lender, with none to replace. */
+export interface SearchEntries {
+  lenderId: string;
+  aid: string;
+  keyId: string;
+  hashes: Uint8Array[];
+  fresh: boolean;
+}
+
+/** The range of text values that start with a prefix: from it (inclusive) to its end (exclusive). */
+export interface PrefixRange {
+  from: string;
+  to: string;
+}
+
+export interface EnrollmentPageQuery {
+  lenderId: string;
+  /** The last authorizer_unique_id of the previous page ('' for the first). */
+  after: string;
+  prefix: PrefixRange | null;
+  state?: MonitorState;
+  blockedReason?: BlockedReason;
+  limit: number;
+}
+
+export interface EnrollmentStore {
+  // Monitoring reads (monitoring.ts, read-now.ts)
+  /** Monitored borrowers whose read is due, oldest due first (the due check, every second: a cached statement). */
+  dueReads(c: StoreCtx, now: number, limit: number): Promise<DueRead[]>;
+  /** Sets these borrowers' next read. */
+  setNextReads(c: TxCtx, enrollmentIds: readonly string[], at: number): Promise<void>;
+  /** Which of these batches are monitoring batches. */
+  monitoringBatchesAmong(c: StoreCtx, batchIds: string[]): Promise<string[]>;
+  /** A read set on its borrower's enrollment as the last read: the enrollment's id, or null when it has none. */
+  setLastRead(c: TxCtx, r: { lenderId: string; authorizerUniqueId: string; balanceCents: number | null; at: number }): Promise<string | null>;
+  /** Held borrowers with personal data after an id, in id order, at most `limit`. */
+  heldBorrowers(c: StoreCtx, after: string, limit: number): Promise<{ id: string; lenderId: string; routing: string | null }[]>;
+  setBankName(c: TxCtx, enrollmentId: string, bankName: string | null): Promise<void>;
+
+  // Enrollments as the API and the portal read them (service.ts, resend.ts, ledger.ts)
+  enrollmentOf(c: StoreCtx, lenderId: string, aid: string): Promise<Enrollment | undefined>;
+  /** A page of the lender's enrollments by authorizer_unique_id, filtered. */
+  enrollmentsPage(c: StoreCtx, q: EnrollmentPageQuery): Promise<Enrollment[]>;
+  /** Erasure: the personal data and card tokens of these enrollments overwritten. */
+  eraseBorrowerData(c: TxCtx, enrollmentIds: readonly string[], now: number): Promise<void>;
+  /** A borrower's ledger entries, in the order posted. */
+  ledgerEntriesOf(c: StoreCtx, lenderId: string, enrollmentId: string): Promise<LedgerEntryRow[]>;
+  /** A borrower's credited and reversed cents, summed in 64-bit integers and read as BigInt (exact). */
+  ledgerTotals(c: StoreCtx, lenderId: string, enrollmentId: string): Promise<{ collected: bigint; reversed: bigint }>;
+  /** A borrower's payments, oldest first, with the original's reference for reinitiations. */
+  paymentsOf(c: StoreCtx, enrollmentId: string): Promise<EnrollmentPayment[]>;
+
+  // Borrower search (search.ts)
+  /** Each borrower's search entries replaced (a re-send with the same hashes under the same key writes nothing). */
+  replaceSearchEntries(c: TxCtx, entries: readonly SearchEntries[], hashBytes: number): Promise<void>;
+  /** These borrowers' search entries removed (erasure). */
+  removeSearchEntries(c: TxCtx, lenderId: string, aids: readonly string[], hashBytes: number): Promise<void>;
+  /** The lender's borrowers with an entry of this hash. */
+  borrowersWith(c: StoreCtx, lenderId: string, hash: Uint8Array, limit: number): Promise<{ aid: string }[]>;
+  /** The lender's borrowers with both of two name entries. */
+  borrowersNamed(c: StoreCtx, lenderId: string, one: Uint8Array, other: Uint8Array, limit: number): Promise<{ aid: string }[]>;
+  /** The lender's borrowers with a payment whose reference is in the range, by reference. */
+  borrowersByReference(c: StoreCtx, lenderId: string, prefix: PrefixRange, limit: number): Promise<{ aid: string }[]>;
+  /** The lender's borrowers whose authorizer_unique_id is in the range, by id. */
+  borrowersByIdPrefix(c: StoreCtx, lenderId: string, prefix: PrefixRange, limit: number): Promise<{ aid: string }[]>;
+  /** Borrowers with personal data and no search entries under this key, after an id, in id order. */
+  unsearchedBorrowers(
+    c: StoreCtx,
+    after: string,
+    keyId: string,
+    limit: number,
+  ): Promise<{ id: string; lenderId: string; aid: string; sealed: string | null; cardLast4: string | null }[]>;
+}
+
+/** The store of the engine the service runs on. */
+export const enrollmentStore: EnrollmentStore = sqliteEnrollmentStore;

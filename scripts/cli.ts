@@ -7,7 +7,7 @@ import { ConfigError, loadConfig, type Config } from '../src/config';
 import { openDatabase, immediate, SchemaTooNewError, type DbHandle } from '../src/platform/db';
 import { generateVaultKey, loadVault } from '../src/platform/vault';
 import { SEALED_COLUMNS } from '../src/modules';
-import { withTransaction } from '../src/platform/context';
+import { transaction, withTransaction } from '../src/platform/context';
 import {
   createLender,
   findLender,
@@ -240,11 +240,11 @@ export async function runCli(
         return `New password set for ${normalizeEmail(arg)}; its sessions are ended.`;
       }
       case 'account list':
-        return table(listBindings(h.db).map((b) => ({ processor: b.processor, account: b.accountId, lender: b.lender, bound: iso(b.boundAt) })));
+        return table((await listBindings({ deps: h })).map((b) => ({ processor: b.processor, account: b.accountId, lender: b.lender, bound: iso(b.boundAt) })));
       case 'account release': {
         const accountId = argv[3];
         if ((arg !== 'sandbox' && arg !== 'stripe') || !accountId) throw new CliError('Usage: account release sandbox|stripe ACCOUNT_ID');
-        const r = withTransaction({ deps: h }, ({ tx }) => releaseAccount(tx, arg, accountId));
+        const r = await transaction({ deps: h }, (tx) => releaseAccount(tx, arg, accountId));
         if (r === 'unknown') throw new CliError(`No ${arg} account ${accountId} is bound to a lender`);
         if (r === 'in_use') throw new CliError(`A live processor key of its lender still uses ${accountId}; the lender deletes it first`);
         return `Released ${arg} account ${accountId}: the next lender to register a key of it is bound to it from then on.`;

@@ -16,7 +16,7 @@ import { CardRefused, ProcessorUnavailable, type TokenizedCard } from '../../ada
 import { validateAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
 import { eraseBorrowerDetails } from '../balance-requests/erase';
 import { openBorrower, sealBorrower, type Enrollment } from './borrower';
-import { resolveKey } from '../payment-connections/resolve';
+import { resolveKeyNow as resolveKey } from '../payment-connections/resolve';
 import { Borrower, type EnrollmentRequest, type IdsBody } from './model';
 import * as q from './queries';
 import { applyMonitorEvent, enrollStatement, monitorsOf } from './monitor-store';

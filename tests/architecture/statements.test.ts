@@ -25,7 +25,6 @@ const NOT_YET_MOVED: Record<string, number> = {
   'src/modules/balance-requests/processing.ts': 6,
   'src/modules/balance-requests/queries.ts': 45,
   'src/modules/balance-requests/service.ts': 5,
-  'src/modules/bank-data-connections/service.ts': 8,
   'src/modules/collection/decide.ts': 6,
   'src/modules/collection/dispatch.ts': 6,
   'src/modules/collection/events.ts': 1,

@@ -1,4 +1,4 @@
-import { connectedProviders, connectionFor } from '../bank-data-connections/service';
+import { connectedProvidersNow as connectedProviders, connectionForNow as connectionFor } from '../bank-data-connections/service';
 import { latestResultOf } from '../balance-requests/queries';
 import type { Static } from '@sinclair/typebox';
 import { and, asc, eq, gt, gte, lt } from 'drizzle-orm';

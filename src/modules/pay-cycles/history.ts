@@ -3,7 +3,7 @@ import { DAY_MS } from '../../platform/clock';
 import { transaction, type Tx } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import { hasHistory, TransientProviderError, type BalanceReadRequest, type HistoryResult, type HistoryWindow } from '../../adapters/bank-data';
-import { connectionFor } from '../bank-data-connections/service';
+import { connectionForNow as connectionFor } from '../bank-data-connections/service';
 import { openBorrower } from '../enrollments/borrower';
 import { incomeDeposits } from './infer';
 import { learnAndSchedule } from './learn';

@@ -222,21 +222,21 @@ export async function runCli(
         const i = argv.indexOf('--name');
         const name = i > 0 ? argv[i + 1] : undefined;
         if (!email || !name) throw new CliError('Usage: user create LENDER EMAIL --name "DISPLAY NAME" --password-stdin');
-        const user = await createUser(h.db, { lenderId: lender.id, email, displayName: name, password: await passwordFrom(io.readStdin, argv), now });
+        const user = await createUser(h, { lenderId: lender.id, email, displayName: name, password: await passwordFrom(io.readStdin, argv), now });
         return `Created dashboard user ${user.email} (${user.displayName}) for ${lender.name}. Sign in at /portal/login.`;
       }
       case 'user list': {
         const lender = lenderOrFail(h, arg);
-        return table(listUsers(h.db, lender.id).map((u) => ({ email: u.email, name: u.displayName, created: iso(u.createdAt), disabled: iso(u.disabledAt) })));
+        return table((await listUsers(h, lender.id)).map((u) => ({ email: u.email, name: u.displayName, created: iso(u.createdAt), disabled: iso(u.disabledAt) })));
       }
       case 'user disable': {
         if (!arg) throw new CliError('Usage: user disable EMAIL');
-        if (!(await disableUser(h.db, arg, now))) throw new CliError(`No user with the email ${arg}`);
+        if (!(await disableUser(h, arg, now))) throw new CliError(`No user with the email ${arg}`);
         return `Disabled ${normalizeEmail(arg)}; its sessions are ended.`;
       }
       case 'user reset-password': {
         if (!arg) throw new CliError('Usage: user reset-password EMAIL --password-stdin');
-        if (!(await resetPassword(h.db, arg, await passwordFrom(io.readStdin, argv)))) throw new CliError(`No user with the email ${arg}`);
+        if (!(await resetPassword(h, arg, await passwordFrom(io.readStdin, argv)))) throw new CliError(`No user with the email ${arg}`);
         return `New password set for ${normalizeEmail(arg)}; its sessions are ended.`;
       }
       case 'account list':

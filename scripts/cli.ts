@@ -7,7 +7,7 @@ import { ConfigError, loadConfig, type Config } from '../src/config';
 import { openDatabase, immediate, SchemaTooNewError, type DbHandle } from '../src/platform/db';
 import { generateVaultKey, loadVault } from '../src/platform/vault';
 import { SEALED_COLUMNS } from '../src/modules';
-import { withTransaction } from '../src/platform/context';
+import { transaction, withTransaction } from '../src/platform/context';
 import {
   createLender,
   findLender,
@@ -222,29 +222,29 @@ export async function runCli(
         const i = argv.indexOf('--name');
         const name = i > 0 ? argv[i + 1] : undefined;
         if (!email || !name) throw new CliError('Usage: user create LENDER EMAIL --name "DISPLAY NAME" --password-stdin');
-        const user = await createUser(h.db, { lenderId: lender.id, email, displayName: name, password: await passwordFrom(io.readStdin, argv), now });
+        const user = await createUser(h, { lenderId: lender.id, email, displayName: name, password: await passwordFrom(io.readStdin, argv), now });
         return `Created dashboard user ${user.email} (${user.displayName}) for ${lender.name}. Sign in at /portal/login.`;
       }
       case 'user list': {
         const lender = lenderOrFail(h, arg);
-        return table(listUsers(h.db, lender.id).map((u) => ({ email: u.email, name: u.displayName, created: iso(u.createdAt), disabled: iso(u.disabledAt) })));
+        return table((await listUsers(h, lender.id)).map((u) => ({ email: u.email, name: u.displayName, created: iso(u.createdAt), disabled: iso(u.disabledAt) })));
       }
       case 'user disable': {
         if (!arg) throw new CliError('Usage: user disable EMAIL');
-        if (!(await disableUser(h.db, arg, now))) throw new CliError(`No user with the email ${arg}`);
+        if (!(await disableUser(h, arg, now))) throw new CliError(`No user with the email ${arg}`);
         return `Disabled ${normalizeEmail(arg)}; its sessions are ended.`;
       }
       case 'user reset-password': {
         if (!arg) throw new CliError('Usage: user reset-password EMAIL --password-stdin');
-        if (!(await resetPassword(h.db, arg, await passwordFrom(io.readStdin, argv)))) throw new CliError(`No user with the email ${arg}`);
+        if (!(await resetPassword(h, arg, await passwordFrom(io.readStdin, argv)))) throw new CliError(`No user with the email ${arg}`);
         return `New password set for ${normalizeEmail(arg)}; its sessions are ended.`;
       }
       case 'account list':
-        return table(listBindings(h.db).map((b) => ({ processor: b.processor, account: b.accountId, lender: b.lender, bound: iso(b.boundAt) })));
+        return table((await listBindings({ deps: h })).map((b) => ({ processor: b.processor, account: b.accountId, lender: b.lender, bound: iso(b.boundAt) })));
       case 'account release': {
         const accountId = argv[3];
         if ((arg !== 'sandbox' && arg !== 'stripe') || !accountId) throw new CliError('Usage: account release sandbox|stripe ACCOUNT_ID');
-        const r = withTransaction({ deps: h }, ({ tx }) => releaseAccount(tx, arg, accountId));
+        const r = await transaction({ deps: h }, (tx) => releaseAccount(tx, arg, accountId));
         if (r === 'unknown') throw new CliError(`No ${arg} account ${accountId} is bound to a lender`);
         if (r === 'in_use') throw new CliError(`A live processor key of its lender still uses ${accountId}; the lender deletes it first`);
         return `Released ${arg} account ${accountId}: the next lender to register a key of it is bound to it from then on.`;

@@ -24,7 +24,7 @@ beforeAll(async () => {
   ctx = createTestContext({ HOST: '127.0.0.1' });
   ctx.app.listen({ port: 0, hostname: '127.0.0.1' });
   origin = `http://127.0.0.1:${ctx.app.server!.port}`;
-  await createUser(ctx.rt.db, { lenderId: ctx.lender.id, email: EMAIL, displayName: 'Olive Ops', password: PASSWORD, now: ctx.clock.now() });
+  await createUser(ctx.rt, { lenderId: ctx.lender.id, email: EMAIL, displayName: 'Olive Ops', password: PASSWORD, now: ctx.clock.now() });
   const other = ctx.newLender();
   const k = await createConnection({
     ctx: { lender: { id: other.id, name: 'other', debitCardApproved: false }, deps: ctx.rt },

@@ -33,7 +33,7 @@ beforeAll(async () => {
   origin = `http://127.0.0.1:${ctx.app.server!.port}`;
   // Every free-text value a lender or its operator can store holds the hostile string.
   ctx.rt.sqlite.query('UPDATE lenders SET name = ? WHERE id = ?').run(HOSTILE, ctx.lender.id);
-  await createUser(ctx.rt.db, { lenderId: ctx.lender.id, email: EMAIL, displayName: HOSTILE, password: PASSWORD, now: ctx.clock.now() });
+  await createUser(ctx.rt, { lenderId: ctx.lender.id, email: EMAIL, displayName: HOSTILE, password: PASSWORD, now: ctx.clock.now() });
   const connection = await ctx.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_console_key_000000001', rail_scope: 'both', is_default: true, label: HOSTILE } });
   expect(connection.status).toBe(201);
   ids.connection = connection.body.id;
@@ -276,7 +276,7 @@ describe('the console in a browser', () => {
 
   test('the sign-in lock: a stranger’s failures lock the stranger, not the user; guessing from elsewhere is still slowed', async () => {
     const target = 'locked-out@console.test';
-    await createUser(ctx.rt.db, { lenderId: ctx.lender.id, email: target, displayName: 'Target', password: PASSWORD, now: ctx.clock.now() });
+    await createUser(ctx.rt, { lenderId: ctx.lender.id, email: target, displayName: 'Target', password: PASSWORD, now: ctx.clock.now() });
     const stranger = await session({ 'x-forwarded-for': '203.0.113.7' });
     const user = await session({ 'x-forwarded-for': '192.0.2.10' });
     const elsewhere = await session({ 'x-forwarded-for': '198.51.100.9' });

@@ -22,7 +22,7 @@ beforeAll(async () => {
   ctx = createTestContext({ HOST: '127.0.0.1', SANDBOX_SETTLEMENT_MS: '60000', MONITOR_READ_INTERVAL_MS: '3600000' });
   ctx.app.listen({ port: 0, hostname: '127.0.0.1' });
   origin = `http://127.0.0.1:${ctx.app.server!.port}`;
-  await createUser(ctx.rt.db, { lenderId: ctx.lender.id, email: EMAIL, displayName: 'Wendy Works', password: PASSWORD, now: ctx.clock.now() });
+  await createUser(ctx.rt, { lenderId: ctx.lender.id, email: EMAIL, displayName: 'Wendy Works', password: PASSWORD, now: ctx.clock.now() });
   browser = await launchBrowser();
 });
 

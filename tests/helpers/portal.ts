@@ -14,7 +14,7 @@ export interface PortalClient {
 
 export async function signedIn(c: TestContext, opts: { lenderId?: string; email?: string; name?: string } = {}): Promise<PortalClient> {
   const email = opts.email ?? `user-${crypto.randomUUID().slice(0, 8)}@example.test`;
-  await createUser(c.rt.db, { lenderId: opts.lenderId ?? c.lender.id, email, displayName: opts.name ?? 'Olive Ops', password: PORTAL_PASSWORD, now: c.clock.now() });
+  await createUser(c.rt, { lenderId: opts.lenderId ?? c.lender.id, email, displayName: opts.name ?? 'Olive Ops', password: PORTAL_PASSWORD, now: c.clock.now() });
   const form = await c.request('GET', '/portal/login', { key: null });
   const loginCookie = form.headers.get('set-cookie')!.split(';')[0]!;
   const loginCsrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;

@@ -136,7 +136,7 @@ describe('the text rule on every free-text field', () => {
     expect(page.text).toContain('well-formed Unicode without control characters');
     expect(ctx.rt.sqlite.query('SELECT COUNT(*) AS n FROM webhook_endpoints').get()).toEqual(before);
     for (const [, value] of BAD) {
-      await expect(createUser(ctx.rt.db, { lenderId: ctx.lender.id, email: `u-${crypto.randomUUID().slice(0, 6)}@example.test`, displayName: value, password: 'a long enough password', now: ctx.clock.now() })).rejects.toThrow(
+      await expect(createUser(ctx.rt, { lenderId: ctx.lender.id, email: `u-${crypto.randomUUID().slice(0, 6)}@example.test`, displayName: value, password: 'a long enough password', now: ctx.clock.now() })).rejects.toThrow(
         /well-formed Unicode without control characters/,
       );
     }

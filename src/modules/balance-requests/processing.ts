@@ -11,7 +11,7 @@ import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult
 import { RELINK_REQUIRED, type BankLink, type LinkCredentials, type LinkedReadResult } from '../../adapters/bank-data/linked';
 import type { BalanceKind, BankDataProvider } from '../../../db/schema/enums';
 import { bankLinkRelinks } from '../../../db/schema';
-import { connectionFor, markRead } from '../bank-data-connections/service';
+import { connectionForNow as connectionFor, markReadNow as markRead } from '../bank-data-connections/service';
 import { pushToEndpoints } from '../webhooks/endpoints';
 import { enqueueWebhook } from '../webhooks/service';
 import type { CompletedBatch, RecordedRead } from './results';

@@ -1,4 +1,4 @@
-import { connectedProviders } from '../bank-data-connections/service';
+import { connectedProvidersNow as connectedProviders } from '../bank-data-connections/service';
 import { and, asc, count, desc, eq, gt, lt, ne } from 'drizzle-orm';
 import { balanceResults, batches } from '../../../db/schema';
 import type { BatchSource } from '../../../db/schema/enums';

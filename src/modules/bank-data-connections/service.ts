@@ -1,17 +1,17 @@
-import { and, asc, eq, inArray, isNull } from 'drizzle-orm';
-import { bankDataConnections } from '../../../db/schema';
 import type { BankDataProvider } from '../../../db/schema/enums';
 import type { Ctx, Deps } from '../../deps';
 import { iso, isoOrNull } from '../../platform/clock';
-import { dbOf, transaction, type Tx } from '../../platform/context';
-import type { Db } from '../../platform/db';
+import { dbOf, transaction, type PlatformDeps, type Tx } from '../../platform/context';
 import { Conflict, InvalidInput, NotFound, Unavailable } from '../../platform/errors';
 import { newId } from '../../platform/ids';
+import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { SealedColumn } from '../../platform/vault';
 import { CredentialsRefused, SourceUnavailable, last4, type LinkCredentials } from '../../adapters/bank-data/linked';
 import type { CreateBankDataConnection } from './model';
+import { bankDataConnectionStore as store, type BankDataConnectionRow, type NewBankDataConnection } from './store';
+import { liveConnectionForNow, liveConnectionsNow, markReadNow as markReadRowsNow } from './store.sqlite';
 
-export type BankDataConnectionRow = typeof bankDataConnections.$inferSelect;
+export type { BankDataConnectionRow } from './store';
 
 /** Columns of this feature holding vault-sealed values (null once a connection is deleted). */
 export const sealedColumns: SealedColumn[] = [{ table: 'bank_data_connections', key: 'id', column: 'credentials_sealed' }];
@@ -28,12 +28,6 @@ export function view(c: BankDataConnectionRow) {
     created_at: iso(c.createdAt),
     last_read_at: isoOrNull(c.lastReadAt),
   };
-}
-
-const live = (lenderId: string) => and(eq(bankDataConnections.lenderId, lenderId), isNull(bankDataConnections.deletedAt));
-
-function liveOf(db: Db, lenderId: string): BankDataConnectionRow[] {
-  return db.select().from(bankDataConnections).where(live(lenderId)).orderBy(asc(bankDataConnections.createdAt), asc(bankDataConnections.id)).all();
 }
 
 function credentialsOf(body: CreateBankDataConnection): LinkCredentials {
@@ -63,7 +57,7 @@ const taken = (p: BankDataProvider, id: string) =>
  */
 export async function createBankDataConnection({ ctx, input }: { ctx: Ctx; input: { body: CreateBankDataConnection } }) {
   const creds = credentialsOf(input.body);
-  const existing = liveOf(dbOf(ctx), ctx.lender.id).find((c) => c.provider === creds.provider);
+  const existing = (await store.liveConnections(ctx, ctx.lender.id)).find((c) => c.provider === creds.provider);
   if (existing) throw taken(creds.provider, existing.id);
   try {
     if (creds.provider === 'plaid') await ctx.deps.linked.plaid.verify(creds);
@@ -76,10 +70,10 @@ export async function createBankDataConnection({ ctx, input }: { ctx: Ctx; input
     throw e;
   }
   const now = ctx.deps.clock.now();
-  return transaction(ctx, (tx) => {
-    const again = liveOf(tx.tx, ctx.lender.id).find((c) => c.provider === creds.provider);
+  return transaction(ctx, async (tx) => {
+    const again = (await store.liveConnections(tx, ctx.lender.id)).find((c) => c.provider === creds.provider);
     if (again) throw taken(creds.provider, again.id);
-    const row: typeof bankDataConnections.$inferInsert = {
+    const row: NewBankDataConnection = {
       id: newId(),
       lenderId: ctx.lender.id,
       provider: creds.provider,
@@ -89,46 +83,73 @@ export async function createBankDataConnection({ ctx, input }: { ctx: Ctx; input
       createdAt: now,
     };
     try {
-      tx.tx.insert(bankDataConnections).values(row).run();
+      await store.insertConnection(tx, row);
     } catch (e) {
       if ((e as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new Conflict(`A ${LABEL[creds.provider]} connection was stored at the same time; list the connections`);
       throw e;
     }
-    return view(tx.tx.select().from(bankDataConnections).where(eq(bankDataConnections.id, row.id!)).get()!);
+    return view((await store.connectionById(tx, row.id!))!);
   });
 }
 
-export function listBankDataConnections({ ctx }: { ctx: Ctx }) {
-  return { connections: liveOf(dbOf(ctx), ctx.lender.id).map(view) };
+export async function listBankDataConnections({ ctx }: { ctx: Ctx }) {
+  return { connections: (await store.liveConnections(ctx, ctx.lender.id)).map(view) };
 }
 
 /** DELETE /v1/bank_data_connections/{id}: the credentials erased, the row kept as deleted. */
 export async function deleteBankDataConnection({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<void> {
-  await transaction(ctx, ({ tx }) => {
-    const c = tx.select().from(bankDataConnections).where(and(eq(bankDataConnections.id, input.id), live(ctx.lender.id))).get();
+  await transaction(ctx, async (tx) => {
+    const c = await store.liveConnection(tx, ctx.lender.id, input.id);
     if (!c) throw new NotFound('Bank-data connection', input.id);
-    tx.update(bankDataConnections).set({ credentialsSealed: null, deletedAt: ctx.deps.clock.now() }).where(eq(bankDataConnections.id, c.id)).run();
+    await store.eraseConnection(tx, c.id, ctx.deps.clock.now());
   });
 }
 
 /** The providers a lender has a live connection for: a bank_link of another provider is refused at once. */
-export function connectedProviders(ctx: Ctx): BankDataProvider[] {
-  return liveOf(dbOf(ctx), ctx.lender.id).map((c) => c.provider);
+export async function connectedProviders(ctx: Ctx): Promise<BankDataProvider[]> {
+  return (await store.liveConnections(ctx, ctx.lender.id)).map((c) => c.provider);
+}
+
+/**
+ * connectedProviders for callers not yet asynchronous.
+ * @deprecated transitional: await `connectedProviders(ctx)`.
+ */
+export function connectedProvidersNow(ctx: { lender: { id: string }; deps: Pick<PlatformDeps, 'db'>; tx?: Tx }): BankDataProvider[] {
+  return liveConnectionsNow(dbOf(ctx), ctx.lender.id).map((c) => c.provider);
 }
 
 /** The lender's live connection for a provider, its credentials opened; null when there is none. */
-export function connectionFor(deps: Pick<Deps, 'db' | 'vault'>, lenderId: string, provider: BankDataProvider): { id: string; creds: LinkCredentials } | null {
-  const row = deps.db
-    .select()
-    .from(bankDataConnections)
-    .where(and(live(lenderId), eq(bankDataConnections.provider, provider)))
-    .get();
+export async function connectionFor(
+  deps: StoreCtx['deps'] & Pick<Deps, 'vault'>,
+  lenderId: string,
+  provider: BankDataProvider,
+): Promise<{ id: string; creds: LinkCredentials } | null> {
+  return withCredentials(deps, await store.liveConnectionFor({ deps }, lenderId, provider));
+}
+
+/**
+ * connectionFor for callers not yet asynchronous.
+ * @deprecated transitional: await `connectionFor(deps, lenderId, provider)`.
+ */
+export function connectionForNow(deps: Pick<Deps, 'db' | 'vault'>, lenderId: string, provider: BankDataProvider): { id: string; creds: LinkCredentials } | null {
+  return withCredentials(deps, liveConnectionForNow(deps.db, lenderId, provider));
+}
+
+function withCredentials(deps: Pick<Deps, 'vault'>, row: BankDataConnectionRow | undefined): { id: string; creds: LinkCredentials } | null {
   const creds = row ? openCredentials(deps, row) : null;
   return row && creds ? { id: row.id, creds } : null;
 }
 
 /** Marks when connections were last read through (one write per flush of results, not per read). */
-export function markRead(tx: Tx, ids: string[], at: number): void {
+export async function markRead(c: TxCtx, ids: string[], at: number): Promise<void> {
   if (ids.length === 0) return;
-  tx.update(bankDataConnections).set({ lastReadAt: at }).where(inArray(bankDataConnections.id, ids)).run();
+  await store.markRead(c, ids, at);
+}
+
+/**
+ * markRead for callers not yet asynchronous.
+ * @deprecated transitional: await `markRead(tx, ids, at)`.
+ */
+export function markReadNow(tx: Tx, ids: string[], at: number): void {
+  markReadRowsNow(tx, ids, at);
 }

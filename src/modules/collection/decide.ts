@@ -8,7 +8,7 @@ import { addBusinessDays } from '../../platform/business-days';
 import { recordObservation } from './record';
 import { pushToEndpoints } from '../webhooks/endpoints';
 import { iso } from '../../platform/clock';
-import { resolveKey } from '../payment-connections/resolve';
+import { resolveKeyNow as resolveKey } from '../payment-connections/resolve';
 import { referenceOf } from './reference';
 import { planPayment } from './rules';
 import { policyOfNow as policyOf } from '../collection-policy/service';

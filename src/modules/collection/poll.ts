@@ -9,7 +9,7 @@ import { recordOrSetAside } from './record';
 import { reconcileKeys } from './reconcile';
 import * as q from './queries';
 import { databaseSource, matchReference, type PaymentMatch } from './reference';
-import { ACCOUNT_OF_ANOTHER_LENDER, learnAccounts, outsideMatchingFrom } from '../payment-connections/accounts';
+import { ACCOUNT_OF_ANOTHER_LENDER, learnAccounts, outsideMatchingFromNow as outsideMatchingFrom } from '../payment-connections/accounts';
 import type { ProcessorName } from '../../../db/schema/enums';
 
 // Reading outcomes: every live key's change feed, from its stored cursor, every PROCESSOR_POLL_INTERVAL_MS.

@@ -1,4 +1,4 @@
-import { connectedProviders, connectionFor } from '../bank-data-connections/service';
+import { connectedProvidersNow as connectedProviders, connectionForNow as connectionFor } from '../bank-data-connections/service';
 import { latestResultOf } from '../balance-requests/queries';
 import type { Static } from '@sinclair/typebox';
 import type { HeldReason, MonitorState } from '../../../db/schema/enums';
@@ -15,7 +15,7 @@ import { CardRefused, ProcessorUnavailable, type TokenizedCard } from '../../ada
 import { validateAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
 import { eraseBorrowerDetails } from '../balance-requests/erase';
 import { openBorrower, sealBorrower, type Enrollment } from './borrower';
-import { resolveKey } from '../payment-connections/resolve';
+import { resolveKeyNow as resolveKey } from '../payment-connections/resolve';
 import { Borrower, type EnrollmentRequest, type IdsBody } from './model';
 import { enrollmentStore as store, type EnrollmentPayment } from './store';
 import { applyMonitorEvent, enrollBorrowers, monitorStore, type BorrowerWrite, type StoredMonitor } from './monitor-store';

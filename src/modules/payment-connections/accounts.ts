@@ -1,10 +1,11 @@
-import { and, asc, eq, isNotNull, isNull } from 'drizzle-orm';
-import { lenders, paymentConnections, processorAccounts } from '../../../db/schema';
 import type { ProcessorName } from '../../../db/schema/enums';
 import type { Deps } from '../../deps';
 import type { Db } from '../../platform/db';
-import { transaction, type Tx } from '../../platform/context';
+import { transaction } from '../../platform/context';
 import { Conflict } from '../../platform/errors';
+import type { StoreCtx, TxCtx } from '../../platform/store';
+import { paymentConnectionStore as store, type AccountBinding, type BoundAccount } from './store';
+import { accountBindingNow } from './store.sqlite';
 
 // One processor account, one lender, for good. A lender's first key of an account binds the account to it;
 // the binding outlives the key (deleting it and registering it elsewhere would hand the next lender the first
@@ -15,42 +16,44 @@ import { Conflict } from '../../platform/errors';
 /** What a key whose account another lender holds says in last_poll_error, poll after poll. */
 export const ACCOUNT_OF_ANOTHER_LENDER = 'this key belongs to a processor account another lender registered first: payments made elsewhere are not matched through it';
 
-export interface AccountBinding {
-  lenderId: string;
-  boundAt: number;
-}
-
-export const bindingOf = (db: Db, processor: ProcessorName, accountId: string): AccountBinding | undefined =>
-  db
-    .select({ lenderId: processorAccounts.lenderId, boundAt: processorAccounts.boundAt })
-    .from(processorAccounts)
-    .where(and(eq(processorAccounts.processor, processor), eq(processorAccounts.accountId, accountId)))
-    .get();
+export type { AccountBinding } from './store';
 
 /**
  * Binds the account to the lender, or refuses (409) when another lender holds it; called under the write lock
  * with the key's write, so two lenders registering one account at once cannot both win.
  */
-export function bindAccount(tx: Tx, v: { lenderId: string; processor: ProcessorName; accountId: string; now: number }): AccountBinding {
-  const held = bindingOf(tx, v.processor, v.accountId);
+export async function bindAccount(c: TxCtx, v: { lenderId: string; processor: ProcessorName; accountId: string; now: number }): Promise<AccountBinding> {
+  const held = await store.accountBinding(c, v.processor, v.accountId);
   if (held && held.lenderId !== v.lenderId) {
     throw new Conflict(
       'This key belongs to a processor account another lender has registered; one account serves one lender. If the account has changed hands, the operator releases it with `bun run cli account release`.',
     );
   }
   if (held) return held;
-  tx.insert(processorAccounts).values({ processor: v.processor, accountId: v.accountId, lenderId: v.lenderId, boundAt: v.now }).run();
+  await store.bindAccount(c, { processor: v.processor, accountId: v.accountId, lenderId: v.lenderId, boundAt: v.now });
   return { lenderId: v.lenderId, boundAt: v.now };
 }
+
+type KeyOfAccount = { lenderId: string; processor: ProcessorName; accountId: string | null };
+
+const matchingFrom = (conn: KeyOfAccount, b: AccountBinding | undefined): number | null => (b && b.lenderId === conn.lenderId ? b.boundAt : null);
 
 /**
  * From when a key's feed may credit the lender's borrowers with payments made elsewhere: the binding's time
  * when the key's account is bound to the key's lender; null (never) when the account is unknown or another's.
  */
-export function outsideMatchingFrom(db: Db, conn: { lenderId: string; processor: ProcessorName; accountId: string | null }): number | null {
+export async function outsideMatchingFrom(c: StoreCtx, conn: KeyOfAccount): Promise<number | null> {
   if (conn.accountId === null) return null;
-  const b = bindingOf(db, conn.processor, conn.accountId);
-  return b && b.lenderId === conn.lenderId ? b.boundAt : null;
+  return matchingFrom(conn, await store.accountBinding(c, conn.processor, conn.accountId));
+}
+
+/**
+ * outsideMatchingFrom for callers not yet asynchronous.
+ * @deprecated transitional: await `outsideMatchingFrom(ctx, conn)`.
+ */
+export function outsideMatchingFromNow(db: Db, conn: KeyOfAccount): number | null {
+  if (conn.accountId === null) return null;
+  return matchingFrom(conn, accountBindingNow(db, conn.processor, conn.accountId));
 }
 
 /**
@@ -60,7 +63,7 @@ export function outsideMatchingFrom(db: Db, conn: { lenderId: string; processor:
  * not answer is asked again at the next poll.
  */
 export async function learnAccounts(deps: Deps, opts: { processor?: ProcessorName } = {}): Promise<number> {
-  const unknown = unknownKeys(deps.db, opts.processor);
+  const unknown = await store.keysWithoutAccount({ deps }, opts.processor);
   let learned = 0;
   for (const c of unknown) {
     let accountId: string;
@@ -70,38 +73,17 @@ export async function learnAccounts(deps: Deps, opts: { processor?: ProcessorNam
       deps.logger.warn({ connection_id: c.id, processor: c.processor, err: e instanceof Error ? e.message : String(e) }, 'processor account of a key not known yet; asked again later');
       continue;
     }
-    await transaction({ deps }, ({ tx }) => {
+    await transaction({ deps }, async (tx) => {
       const now = deps.clock.now();
-      const held = bindingOf(tx, c.processor, accountId);
-      if (!held) tx.insert(processorAccounts).values({ processor: c.processor, accountId, lenderId: c.lenderId, boundAt: now }).run();
+      const held = await store.accountBinding(tx, c.processor, accountId);
+      if (!held) await store.bindAccount(tx, { processor: c.processor, accountId, lenderId: c.lenderId, boundAt: now });
       const another = held !== undefined && held.lenderId !== c.lenderId;
-      tx.update(paymentConnections)
-        .set({
-          accountId,
-          ...(another ? { lastPollError: ACCOUNT_OF_ANOTHER_LENDER } : {}),
-        })
-        .where(eq(paymentConnections.id, c.id))
-        .run();
+      await store.recordKeyAccount(tx, c.id, accountId, another ? ACCOUNT_OF_ANOTHER_LENDER : undefined);
     });
     learned++;
   }
   return learned;
 }
-
-const unknownKeys = (db: Db, processor?: ProcessorName) =>
-  db
-    .select({ id: paymentConnections.id, lenderId: paymentConnections.lenderId, processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
-    .from(paymentConnections)
-    .where(
-      and(
-        isNull(paymentConnections.accountId),
-        isNull(paymentConnections.deletedAt),
-        isNotNull(paymentConnections.keySealed),
-        processor ? eq(paymentConnections.processor, processor) : undefined,
-      ),
-    )
-    .orderBy(asc(paymentConnections.createdAt), asc(paymentConnections.id))
-    .all();
 
 /**
  * Before a key is registered: every live key of the processor has its account known (asked now if not), so
@@ -109,40 +91,22 @@ const unknownKeys = (db: Db, processor?: ProcessorName) =>
  * one. False when a processor did not answer: the registration waits rather than guess.
  */
 export async function accountsKnown(deps: Deps, processor: ProcessorName): Promise<boolean> {
-  if (unknownKeys(deps.db, processor).length === 0) return true;
+  if ((await store.keysWithoutAccount({ deps }, processor)).length === 0) return true;
   await learnAccounts(deps, { processor });
-  return unknownKeys(deps.db, processor).length === 0;
+  return (await store.keysWithoutAccount({ deps }, processor)).length === 0;
 }
 
 /** The bound accounts, for the operator (CLI). */
-export const listBindings = (db: Db) =>
-  db
-    .select({ processor: processorAccounts.processor, accountId: processorAccounts.accountId, lender: lenders.name, boundAt: processorAccounts.boundAt })
-    .from(processorAccounts)
-    .innerJoin(lenders, eq(lenders.id, processorAccounts.lenderId))
-    .orderBy(asc(processorAccounts.boundAt))
-    .all();
+export const listBindings = (c: StoreCtx): Promise<BoundAccount[]> => store.listBindings(c);
 
 /**
  * Releases an account (the operator, for a real handover): the next lender to register a key of it binds it,
  * from that moment. Refused while a live key of the holder still uses it.
  */
-export function releaseAccount(tx: Tx, processor: ProcessorName, accountId: string): 'released' | 'unknown' | 'in_use' {
-  const held = bindingOf(tx, processor, accountId);
+export async function releaseAccount(c: TxCtx, processor: ProcessorName, accountId: string): Promise<'released' | 'unknown' | 'in_use'> {
+  const held = await store.accountBinding(c, processor, accountId);
   if (!held) return 'unknown';
-  const inUse = tx
-    .select({ id: paymentConnections.id })
-    .from(paymentConnections)
-    .where(
-      and(
-        eq(paymentConnections.processor, processor),
-        eq(paymentConnections.accountId, accountId),
-        eq(paymentConnections.lenderId, held.lenderId),
-        isNull(paymentConnections.deletedAt),
-      ),
-    )
-    .get();
-  if (inUse) return 'in_use';
-  tx.delete(processorAccounts).where(and(eq(processorAccounts.processor, processor), eq(processorAccounts.accountId, accountId))).run();
+  if (await store.accountInUse(c, { processor, accountId, lenderId: held.lenderId })) return 'in_use';
+  await store.releaseAccount(c, processor, accountId);
   return 'released';
 }

@@ -1,8 +1,8 @@
-import { and, eq, isNull } from 'drizzle-orm';
-import { paymentConnections } from '../../../db/schema';
 import type { Rail, RailScope } from '../../../db/schema/enums';
-import type { Deps } from '../../deps';
-import { dbOf, type Tx } from '../../platform/context';
+import { dbOf, type PlatformDeps, type Tx } from '../../platform/context';
+import type { StoreCtx } from '../../platform/store';
+import { paymentConnectionStore as store, type ResolvableKey } from './store';
+import { resolvableKeysNow } from './store.sqlite';
 
 /** The part of a key that decides which payments it takes. */
 export interface KeyChoice {
@@ -25,21 +25,14 @@ export function pickKey<K extends KeyChoice>(keys: readonly K[], rail: Rail, mer
 }
 
 /** The live key (with its sealed value) that takes a payment of `rail` for a borrower with `merchantRef`. */
-export function resolveKey(
-  ctx: { deps: Pick<Deps, 'db'>; tx?: Tx },
-  input: { lenderId: string; rail: Rail; merchantRef: string | null },
-) {
-  const keys = dbOf(ctx as { deps: Deps; tx?: Tx })
-    .select({
-      id: paymentConnections.id,
-      railScope: paymentConnections.railScope,
-      isDefault: paymentConnections.isDefault,
-      merchantRef: paymentConnections.merchantRef,
-      processor: paymentConnections.processor,
-      keySealed: paymentConnections.keySealed,
-    })
-    .from(paymentConnections)
-    .where(and(eq(paymentConnections.lenderId, input.lenderId), isNull(paymentConnections.deletedAt)))
-    .all();
-  return pickKey(keys, input.rail, input.merchantRef);
+export async function resolveKey(c: StoreCtx, input: { lenderId: string; rail: Rail; merchantRef: string | null }): Promise<ResolvableKey | null> {
+  return pickKey(await store.resolvableKeys(c, input.lenderId), input.rail, input.merchantRef);
+}
+
+/**
+ * resolveKey for callers not yet asynchronous.
+ * @deprecated transitional: await `resolveKey(ctx, input)`.
+ */
+export function resolveKeyNow(ctx: { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }, input: { lenderId: string; rail: Rail; merchantRef: string | null }): ResolvableKey | null {
+  return pickKey(resolvableKeysNow(dbOf(ctx), input.lenderId), input.rail, input.merchantRef);
 }

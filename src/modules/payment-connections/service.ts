@@ -1,17 +1,17 @@
-import { and, asc, desc, eq, isNull, max, ne, sum } from 'drizzle-orm';
-import { paymentConnections } from '../../../db/schema';
 import { RAILS, type ProcessorName, type RailScope } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { iso, isoOrNull } from '../../platform/clock';
-import { dbOf, transaction, type Tx } from '../../platform/context';
+import { transaction } from '../../platform/context';
 import { Conflict, InvalidInput, NotFound, Unavailable } from '../../platform/errors';
 import { newId } from '../../platform/ids';
+import type { TxCtx } from '../../platform/store';
 import type { SealedColumn } from '../../platform/vault';
 import { KeyRefused, keyShapeProblem, processorOfKey, ProcessorUnavailable } from '../../adapters/processors';
 import type { CreateInput, UpdateInput } from './model';
 import { accountsKnown, bindAccount } from './accounts';
+import { paymentConnectionStore as store, type NewPaymentConnection, type PaymentConnection, type PaymentConnectionChange } from './store';
 
-export type PaymentConnection = typeof paymentConnections.$inferSelect;
+export type { PaymentConnection } from './store';
 
 /** Columns of this feature holding vault-sealed values (null once a key is deleted). */
 export const sealedColumns: SealedColumn[] = [{ table: 'payment_connections', key: 'id', column: 'key_sealed' }];
@@ -34,18 +34,10 @@ export function view(c: PaymentConnection) {
   };
 }
 
-const live = (lenderId: string) => and(eq(paymentConnections.lenderId, lenderId), isNull(paymentConnections.deletedAt));
+const liveKeys = (ctx: Ctx): Promise<PaymentConnection[]> => store.liveKeys(ctx, ctx.lender.id);
 
-function liveKeys(ctx: Ctx): PaymentConnection[] {
-  return dbOf(ctx).select().from(paymentConnections).where(live(ctx.lender.id)).all();
-}
-
-function findKey(ctx: Ctx, id: string): PaymentConnection {
-  const c = dbOf(ctx)
-    .select()
-    .from(paymentConnections)
-    .where(and(eq(paymentConnections.id, id), live(ctx.lender.id)))
-    .get();
+async function findKey(ctx: Ctx, id: string): Promise<PaymentConnection> {
+  const c = await store.liveKey(ctx, ctx.lender.id, id);
   if (!c) throw new NotFound('Processor key', id);
   return c;
 }
@@ -92,9 +84,9 @@ async function requireAccountsKnown(ctx: Ctx, processor: ProcessorName): Promise
 }
 
 /** A unique index refusing a write means a concurrent request won the race: the same conflict, as a 409. */
-function asConflict<T>(fn: () => T): T {
+async function asConflict<T>(fn: () => Promise<T>): Promise<T> {
   try {
-    return fn();
+    return await fn();
   } catch (e) {
     if ((e as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) {
       throw new Conflict('Another request changed the processor keys at the same time; read them and try again');
@@ -116,18 +108,18 @@ export async function createConnection({ ctx, input }: { ctx: Ctx; input: { body
     throw InvalidInput.field('is_default', 'A key is either the default (is_default) or tagged (merchant_ref), not both');
   }
   const wanted = { railScope: body.rail_scope, isDefault, merchantRef };
-  const early = conflictOf(liveKeys(ctx), wanted);
+  const early = conflictOf(await liveKeys(ctx), wanted);
   if (early) throw new Conflict(early);
 
   const { processor, accountId } = await verifyAtProcessor(ctx, body.api_key);
   await requireAccountsKnown(ctx, processor);
   const last4 = body.api_key.slice(-4);
   const now = ctx.deps.clock.now();
-  return transaction(ctx, (tx) => {
-    const conflict = conflictOf(liveKeys(tx), wanted);
+  return transaction(ctx, async (tx) => {
+    const conflict = conflictOf(await liveKeys(tx), wanted);
     if (conflict) throw new Conflict(conflict);
-    bindAccount(tx.tx, { lenderId: ctx.lender.id, processor, accountId, now });
-    const row: typeof paymentConnections.$inferInsert = {
+    await bindAccount(tx, { lenderId: ctx.lender.id, processor, accountId, now });
+    const row: NewPaymentConnection = {
       id: newId(),
       lenderId: ctx.lender.id,
       processor,
@@ -141,32 +133,22 @@ export async function createConnection({ ctx, input }: { ctx: Ctx; input: { body
       createdAt: now,
       updatedAt: now,
     };
-    asConflict(() => tx.tx.insert(paymentConnections).values(row).run());
-    return view(findKey(tx, row.id!));
+    await asConflict(() => store.insertKey(tx, row));
+    return view(await findKey(tx, row.id!));
   });
 }
 
-export function listConnections({ ctx }: { ctx: Ctx }) {
-  const db = dbOf(ctx);
-  const keys = db
-    .select()
-    .from(paymentConnections)
-    .where(live(ctx.lender.id))
-    .orderBy(desc(paymentConnections.isDefault), asc(paymentConnections.createdAt), asc(paymentConnections.id))
-    .all();
+export async function listConnections({ ctx }: { ctx: Ctx }) {
+  const keys = await store.listLiveKeys(ctx, ctx.lender.id);
   const covered = (rail: 'ach' | 'card') => keys.some((k) => k.isDefault && (k.railScope === rail || k.railScope === 'both'));
   // Counts and the last poll include deleted keys: what was read through them is kept.
-  const totals = db
-    .select({ ingested: sum(paymentConnections.ingested), matched: sum(paymentConnections.matched), lastPollAt: max(paymentConnections.lastPollAt) })
-    .from(paymentConnections)
-    .where(eq(paymentConnections.lenderId, ctx.lender.id))
-    .get();
+  const totals = await store.keyTotals(ctx, ctx.lender.id);
   return {
     connections: keys.map(view),
     missing_default_rails: RAILS.filter((r) => !covered(r)),
-    ingested: Number(totals?.ingested ?? 0),
-    matched: Number(totals?.matched ?? 0),
-    last_poll_at: isoOrNull(totals?.lastPollAt ?? null),
+    ingested: totals.ingested,
+    matched: totals.matched,
+    last_poll_at: isoOrNull(totals.lastPollAt),
   };
 }
 
@@ -181,7 +163,7 @@ export async function updateConnection({ ctx, input }: { ctx: Ctx; input: { id: 
   if (Object.values(body).every((v) => v === undefined)) {
     throw new InvalidInput('Nothing to change: send at least one of label, rail_scope, is_default, api_key');
   }
-  const current = findKey(ctx, input.id);
+  const current = await findKey(ctx, input.id);
   if (body.is_default === true && current.merchantRef !== null) {
     throw InvalidInput.field('is_default', 'A tagged key cannot be the default; create an untagged key to promote');
   }
@@ -192,22 +174,22 @@ export async function updateConnection({ ctx, input }: { ctx: Ctx; input: { id: 
     merchantRef: k.merchantRef,
   });
   // Checked before the processor is asked, so a request that cannot succeed costs no call.
-  checkMove(plan(current), body, liveKeys(ctx));
+  checkMove(plan(current), body, await liveKeys(ctx));
   const newKey = body.api_key;
   const verified = newKey !== undefined ? await verifyAtProcessor(ctx, newKey) : null;
   if (verified) await requireAccountsKnown(ctx, verified.processor);
   const now = ctx.deps.clock.now();
 
-  return transaction(ctx, (tx) => {
-    const k = findKey(tx, input.id);
+  return transaction(ctx, async (tx) => {
+    const k = await findKey(tx, input.id);
     const next = plan(k);
-    const keys = liveKeys(tx);
+    const keys = await liveKeys(tx);
     checkMove(next, body, keys);
-    if (body.is_default === true) demoteOtherDefault(tx, keys, next.railScope, k.id, now);
-    const set: Partial<typeof paymentConnections.$inferInsert> = { railScope: next.railScope, isDefault: next.isDefault, updatedAt: now };
+    if (body.is_default === true) await demoteOtherDefault(tx, keys, next.railScope, k.id, now);
+    const set: PaymentConnectionChange = { railScope: next.railScope, isDefault: next.isDefault, updatedAt: now };
     if (body.label !== undefined) set.label = body.label;
     if (newKey !== undefined && verified !== null) {
-      bindAccount(tx.tx, { lenderId: ctx.lender.id, processor: verified.processor, accountId: verified.accountId, now });
+      await bindAccount(tx, { lenderId: ctx.lender.id, processor: verified.processor, accountId: verified.accountId, now });
       Object.assign(set, {
         processor: verified.processor,
         accountId: verified.accountId,
@@ -218,8 +200,8 @@ export async function updateConnection({ ctx, input }: { ctx: Ctx; input: { id: 
         lastPollError: null,
       });
     }
-    asConflict(() => tx.tx.update(paymentConnections).set(set).where(eq(paymentConnections.id, k.id)).run());
-    return view(findKey(tx, k.id));
+    await asConflict(() => store.updateKey(tx, k.id, set));
+    return view(await findKey(tx, k.id));
   });
 }
 
@@ -237,11 +219,9 @@ function checkMove(
   if (conflict) throw new Conflict(conflict);
 }
 
-function demoteOtherDefault(tx: Ctx & { tx: Tx }, keys: PaymentConnection[], railScope: RailScope, exceptId: string, now: number): void {
+async function demoteOtherDefault(tx: TxCtx, keys: PaymentConnection[], railScope: RailScope, exceptId: string, now: number): Promise<void> {
   const other = keys.find((o) => o.id !== exceptId && o.isDefault && o.railScope === railScope);
-  if (other) {
-    tx.tx.update(paymentConnections).set({ isDefault: false, updatedAt: now }).where(eq(paymentConnections.id, other.id)).run();
-  }
+  if (other) await store.updateKey(tx, other.id, { isDefault: false, updatedAt: now });
 }
 
 /**
@@ -249,13 +229,8 @@ function demoteOtherDefault(tx: Ctx & { tx: Tx }, keys: PaymentConnection[], rai
  * connection marked deleted; payments and events read through it keep pointing at it.
  */
 export async function deleteConnection({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<void> {
-  await transaction(ctx, (tx) => {
-    findKey(tx, input.id);
-    const now = ctx.deps.clock.now();
-    tx.tx
-      .update(paymentConnections)
-      .set({ keySealed: null, isDefault: false, deletedAt: now, updatedAt: now })
-      .where(eq(paymentConnections.id, input.id))
-      .run();
+  await transaction(ctx, async (tx) => {
+    await findKey(tx, input.id);
+    await store.eraseKey(tx, input.id, ctx.deps.clock.now());
   });
 }

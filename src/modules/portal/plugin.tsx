@@ -4,7 +4,7 @@ import type { Deps } from '../../deps';
 import { DomainError } from '../../platform/errors';
 import { validated } from '../../platform/validation';
 import type { TSchema, Static } from '@sinclair/typebox';
-import { SESSION_COOKIE, sameToken, sessionOf, type PortalSession } from './session';
+import { SESSION_COOKIE, sameToken, sessionOf, sessionOfNow, type PortalSession } from './session';
 import { html, htmlNow, Layout, Notice, type View } from './ui/components';
 
 // The portal's HTTP edge, shared by every page: cookies read safely, the security headers, and the
@@ -84,15 +84,17 @@ export function problemOf(e: unknown): string {
  * sign in), and a form it receives (any method but GET) must carry the session's CSRF token, else 403.
  */
 export function portalSession(deps: Deps) {
-  const seen = new WeakMap<Request, PortalSession | null>();
-  const lookup = (request: Request) => {
-    if (!seen.has(request)) seen.set(request, sessionOf(deps, cookies(request)[SESSION_COOKIE]));
-    return seen.get(request)!;
+  // One look-up a request, shared by the macro's two hooks.
+  const seen = new WeakMap<Request, Promise<PortalSession | null>>();
+  const lookup = (request: Request): Promise<PortalSession | null> => {
+    let s = seen.get(request);
+    if (!s) seen.set(request, (s = sessionOf(deps, cookies(request)[SESSION_COOKIE])));
+    return s;
   };
   return new Elysia({ name: 'portal-session' }).macro({
     signedIn: {
-      beforeHandle({ request, body }) {
-        const s = lookup(request);
+      async beforeHandle({ request, body }) {
+        const s = await lookup(request);
         if (!s) return redirect('/portal/login');
         if (request.method !== 'GET' && request.method !== 'HEAD') {
           const token = (body as Record<string, unknown> | null | undefined)?._csrf;
@@ -108,9 +110,9 @@ export function portalSession(deps: Deps) {
           }
         }
       },
-      resolve({ request }) {
+      async resolve({ request }) {
         // beforeHandle has sent anyone without a session away; the session is there.
-        return { session: lookup(request) as PortalSession };
+        return { session: (await lookup(request)) as PortalSession };
       },
     },
   });
@@ -125,7 +127,8 @@ export function portalErrorPage(deps: Deps, request: Request, err: { status: num
   if (path !== '/portal' && !path.startsWith('/portal/')) return null;
   let s: PortalSession | null = null;
   try {
-    s = sessionOf(deps, cookies(request)[SESSION_COOKIE]);
+    // The error answer is built in one step (src/http/requests.ts): the session is read in the same step.
+    s = sessionOfNow(deps, cookies(request)[SESSION_COOKIE]);
   } catch {
     s = null;
   }

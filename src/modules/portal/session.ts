@@ -1,9 +1,10 @@
 import { transaction } from '../../platform/context';
 import { writeGate } from '../../platform/context';
-import { eq } from 'drizzle-orm';
-import { dashboardUsers, lenders, portalSessions } from '../../../db/schema';
 import type { Deps } from '../../deps';
 import type { Lender } from '../../platform/context';
+import { readerOf } from '../../platform/store';
+import { portalStore as store, type SessionRecord } from './store';
+import { sessionByTokenNow } from './store.sqlite';
 import { normalizeEmail, type DashboardUser } from './users';
 
 // Server-side sessions of the portal: a random token in an HttpOnly, SameSite=Lax cookie (Secure over
@@ -18,6 +19,8 @@ const TOUCH_EVERY_MS = 60_000;
 const random = (bytes = 32) => Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString('base64url');
 const hash = (token: string) => new Bun.CryptoHasher('sha256').update(token).digest('hex');
 
+type SessionDeps = Pick<Deps, 'db' | 'reader' | 'clock'>;
+
 export interface PortalSession {
   user: DashboardUser;
   lender: Lender;
@@ -29,28 +32,35 @@ export interface PortalSession {
  * A new session for the user, with a new random token: the session of `replacing` (the cookie the browser sent
  * with the sign-in, whoever's it was) ends in the same transaction, so signing in never keeps an old session id.
  */
-export async function startSession(deps: Pick<Deps, 'db' | 'clock'>, userId: string, replacing?: string): Promise<{ token: string; csrf: string }> {
+export async function startSession(deps: SessionDeps, userId: string, replacing?: string): Promise<{ token: string; csrf: string }> {
   const token = random();
   const csrf = random(24);
   const now = deps.clock.now();
-  await transaction({ deps }, ({ tx }) => {
-    if (replacing) tx.delete(portalSessions).where(eq(portalSessions.tokenHash, hash(replacing))).run();
-    tx.insert(portalSessions).values({ tokenHash: hash(token), userId, csrfToken: csrf, createdAt: now, lastSeenAt: now }).run();
+  await transaction({ deps }, async (tx) => {
+    if (replacing) await store.deleteSession(tx, hash(replacing));
+    await store.insertSession(tx, { tokenHash: hash(token), userId, csrfToken: csrf, createdAt: now, lastSeenAt: now });
   });
   return { token, csrf };
 }
 
 /** The signed-in user of a request, or null (no cookie, unknown, idle for 30 minutes, or the user disabled). */
-export function sessionOf(deps: Pick<Deps, 'db' | 'clock'>, token: string | undefined): PortalSession | null {
+export async function sessionOf(deps: SessionDeps, token: string | undefined): Promise<PortalSession | null> {
   if (!token) return null;
   const tokenHash = hash(token);
-  const row = deps.db
-    .select({ s: portalSessions, u: dashboardUsers, l: lenders })
-    .from(portalSessions)
-    .innerJoin(dashboardUsers, eq(dashboardUsers.id, portalSessions.userId))
-    .innerJoin(lenders, eq(lenders.id, dashboardUsers.lenderId))
-    .where(eq(portalSessions.tokenHash, tokenHash))
-    .get();
+  return sessionFrom(deps, tokenHash, await store.sessionByToken({ deps }, tokenHash));
+}
+
+/**
+ * sessionOf in the same step, for the error page of a request: the HTTP edge answers an error synchronously.
+ * @deprecated transitional: await `sessionOf(deps, token)`.
+ */
+export function sessionOfNow(deps: SessionDeps, token: string | undefined): PortalSession | null {
+  if (!token) return null;
+  const tokenHash = hash(token);
+  return sessionFrom(deps, tokenHash, sessionByTokenNow(readerOf({ deps }), tokenHash));
+}
+
+function sessionFrom(deps: SessionDeps, tokenHash: string, row: SessionRecord | undefined): PortalSession | null {
   if (!row) return null;
   const now = deps.clock.now();
   // Reads never wait for the write lock: while a worker holds it, the clean-up and the touch wait for a later page.
@@ -60,13 +70,13 @@ export function sessionOf(deps: Pick<Deps, 'db' | 'clock'>, token: string | unde
     return null;
   }
   if (writable && now - row.s.lastSeenAt > TOUCH_EVERY_MS) {
-    bestEffort(transaction({ deps }, ({ tx }) => tx.update(portalSessions).set({ lastSeenAt: now }).where(eq(portalSessions.tokenHash, tokenHash)).run()));
+    bestEffort(transaction({ deps }, (tx) => store.touchSession(tx, tokenHash, now)));
   }
   return { user: row.u, lender: { id: row.l.id, name: row.l.name, debitCardApproved: row.l.debitCardApproved }, csrf: row.s.csrfToken, tokenHash };
 }
 
-export async function endSession(deps: Pick<Deps, 'db'>, tokenHash: string): Promise<void> {
-  await transaction({ deps }, ({ tx }) => tx.delete(portalSessions).where(eq(portalSessions.tokenHash, tokenHash)).run());
+export async function endSession(deps: Pick<Deps, 'db' | 'reader'>, tokenHash: string): Promise<void> {
+  await transaction({ deps }, (tx) => store.deleteSession(tx, tokenHash));
 }
 
 /**

@@ -1,11 +1,13 @@
 import { transaction } from '../../platform/context';
-import { and, asc, eq, isNull } from 'drizzle-orm';
-import { dashboardUsers, portalSessions } from '../../../db/schema';
-import type { Db } from '../../platform/db';
 import { newId } from '../../platform/ids';
 import { isText, textExpected } from '../../platform/fields';
+import type { StoreCtx } from '../../platform/store';
+import { portalStore as store, type DashboardUser } from './store';
 
 // Dashboard users: operator functions (the CLI) and the sign-in check. Every user is a lender admin.
+
+/** What the users' functions work with: the database's connections (the service's deps, or the CLI's handle). */
+type UserDeps = StoreCtx['deps'];
 
 export const MIN_PASSWORD_LENGTH = 12;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -29,7 +31,7 @@ export function normalizeEmail(email: string): string {
   return email.slice(start, end).toLowerCase();
 }
 
-export type DashboardUser = typeof dashboardUsers.$inferSelect;
+export type { DashboardUser } from './store';
 
 /** The longest password: enough for any passphrase, and a bound on what a sign-in hashes. */
 export const MAX_PASSWORD_LENGTH = 1024;
@@ -39,16 +41,16 @@ function checkPassword(password: string): void {
   if (password.length > MAX_PASSWORD_LENGTH) throw new UserError(`A password has at most ${MAX_PASSWORD_LENGTH} characters`);
 }
 
-export async function createUser(db: Db, input: { lenderId: string; email: string; displayName: string; password: string; now: number }): Promise<DashboardUser> {
+export async function createUser(deps: UserDeps, input: { lenderId: string; email: string; displayName: string; password: string; now: number }): Promise<DashboardUser> {
   const email = normalizeEmail(input.email);
   if (!EMAIL.test(email)) throw new UserError('Not an email address');
   const displayName = input.displayName.trim();
   if (!isText(displayName, 80, 1)) throw new UserError(`A display name is ${textExpected(1, 80)}`);
   checkPassword(input.password);
-  if (db.select({ id: dashboardUsers.id }).from(dashboardUsers).where(eq(dashboardUsers.email, email)).get()) {
+  if (await store.emailTaken({ deps }, email)) {
     throw new UserError(`A user with the email ${email} already exists`);
   }
-  const user = {
+  const user: DashboardUser = {
     id: newId(),
     lenderId: input.lenderId,
     email,
@@ -57,37 +59,36 @@ export async function createUser(db: Db, input: { lenderId: string; email: strin
     createdAt: input.now,
     disabledAt: null,
   };
-  await transaction({ deps: { db } }, ({ tx }) => tx.insert(dashboardUsers).values(user).run());
+  await transaction({ deps }, (tx) => store.insertUser(tx, user));
   return user;
 }
 
-export const listUsers = (db: Db, lenderId: string) =>
-  db.select().from(dashboardUsers).where(eq(dashboardUsers.lenderId, lenderId)).orderBy(asc(dashboardUsers.createdAt)).all();
+export const listUsers = (deps: UserDeps, lenderId: string): Promise<DashboardUser[]> => store.listUsers({ deps }, lenderId);
 
-export function findUserByEmail(db: Db, email: string): DashboardUser | undefined {
-  return db.select().from(dashboardUsers).where(eq(dashboardUsers.email, normalizeEmail(email))).get();
+export function findUserByEmail(deps: UserDeps, email: string): Promise<DashboardUser | undefined> {
+  return store.userByEmail({ deps }, normalizeEmail(email));
 }
 
 /** Disabling ends the user's sessions at once. */
-export async function disableUser(db: Db, email: string, now: number): Promise<boolean> {
-  const user = findUserByEmail(db, email);
+export async function disableUser(deps: UserDeps, email: string, now: number): Promise<boolean> {
+  const user = await findUserByEmail(deps, email);
   if (!user) return false;
-  await transaction({ deps: { db } }, ({ tx }) => {
-    tx.update(dashboardUsers).set({ disabledAt: user.disabledAt ?? now }).where(eq(dashboardUsers.id, user.id)).run();
-    tx.delete(portalSessions).where(eq(portalSessions.userId, user.id)).run();
+  await transaction({ deps }, async (tx) => {
+    await store.disableUser(tx, user.id, user.disabledAt ?? now);
+    await store.deleteUserSessions(tx, user.id);
   });
   return true;
 }
 
 /** A new password ends every session of the user. */
-export async function resetPassword(db: Db, email: string, password: string): Promise<boolean> {
+export async function resetPassword(deps: UserDeps, email: string, password: string): Promise<boolean> {
   checkPassword(password);
-  const user = findUserByEmail(db, email);
+  const user = await findUserByEmail(deps, email);
   if (!user) return false;
   const hash = await Bun.password.hash(password, { algorithm: 'argon2id' });
-  await transaction({ deps: { db } }, ({ tx }) => {
-    tx.update(dashboardUsers).set({ passwordHash: hash }).where(eq(dashboardUsers.id, user.id)).run();
-    tx.delete(portalSessions).where(eq(portalSessions.userId, user.id)).run();
+  await transaction({ deps }, async (tx) => {
+    await store.setPasswordHash(tx, user.id, hash);
+    await store.deleteUserSessions(tx, user.id);
   });
   return true;
 }
@@ -96,12 +97,8 @@ export async function resetPassword(db: Db, email: string, password: string): Pr
 let decoy: Promise<string> | null = null;
 
 /** The active user with this email and password, or null (the same answer for a wrong email or password). */
-export async function verifySignIn(db: Db, email: string, password: string): Promise<DashboardUser | null> {
-  const user = db
-    .select()
-    .from(dashboardUsers)
-    .where(and(eq(dashboardUsers.email, normalizeEmail(email)), isNull(dashboardUsers.disabledAt)))
-    .get();
+export async function verifySignIn(deps: UserDeps, email: string, password: string): Promise<DashboardUser | null> {
+  const user = await store.activeUserByEmail({ deps }, normalizeEmail(email));
   decoy ??= Bun.password.hash('not a password of anyone', { algorithm: 'argon2id' });
   const ok = await Bun.password.verify(password, user?.passwordHash ?? (await decoy));
   return user && ok ? user : null;

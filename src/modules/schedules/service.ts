@@ -1,4 +1,4 @@
-import { connectedProviders } from '../bank-data-connections/service';
+import { connectedProvidersNow as connectedProviders } from '../bank-data-connections/service';
 import type { Static } from 'elysia';
 import { and, asc, count, eq, gt, ne } from 'drizzle-orm';
 import { scheduleAuthorizers, schedules } from '../../../db/schema';

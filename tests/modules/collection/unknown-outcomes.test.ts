@@ -11,7 +11,7 @@ import { processBalances } from '../../../src/modules/balance-requests/processin
 import { dispatchPayments } from '../../../src/modules/collection/dispatch';
 import { pollProcessors } from '../../../src/modules/collection/poll';
 import { listBindings, releaseAccount } from '../../../src/modules/payment-connections/accounts';
-import { withTransaction } from '../../../src/platform/context';
+import { transaction } from '../../../src/platform/context';
 
 const SETTLE = 600_000;
 const OUTAGE = 60_000;
@@ -206,9 +206,9 @@ describe('one processor account serves one lender', () => {
     expect(still.status).toBe(409);
     expect(still.body.error.message).toContain('cli account release');
     // Released by the operator (a real handover), it is B's from then on.
-    const [bound] = listBindings(c.rt.db).filter((x) => x.lender !== b.name && x.processor === 'sandbox');
-    expect(withTransaction({ deps: c.rt }, ({ tx }) => releaseAccount(tx, 'sandbox', bound!.accountId))).toBe('released');
+    const [bound] = (await listBindings({ deps: c.rt })).filter((x) => x.lender !== b.name && x.processor === 'sandbox');
+    expect(await transaction({ deps: c.rt }, (tx) => releaseAccount(tx, 'sandbox', bound!.accountId))).toBe('released');
     expect((await c.json('PATCH', `/v1/payment_connections/${own.body.id}`, { key: b.key, body: { api_key: KEY } })).status).toBe(200);
-    expect(listBindings(c.rt.db).find((x) => x.accountId === bound!.accountId)?.lender).toBe(b.name);
+    expect((await listBindings({ deps: c.rt })).find((x) => x.accountId === bound!.accountId)?.lender).toBe(b.name);
   });
 });

@@ -293,14 +293,14 @@ describe('PATCH /v1/payment_connections/{id}', () => {
 
     const refused = await c.json('PATCH', `/v1/payment_connections/${k}`, { body: { api_key: 'sbx_test_refused_00000000009' } });
     expect(refused.status).toBe(400);
-    const keep = resolveKey({ deps: c.rt }, { lenderId: c.lender.id, rail: 'ach', merchantRef: null })!;
+    const keep = (await resolveKey({ deps: c.rt }, { lenderId: c.lender.id, rail: 'ach', merchantRef: null }))!;
     expect(c.rt.vault.open(keep.keySealed!)).toBe(oldKey);
 
     const newKey = sbx('NEW2');
     const r = await c.json('PATCH', `/v1/payment_connections/${k}`, { body: { api_key: newKey } });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ key_last4: 'NEW2', label: 'Main account', rail_scope: 'ach', is_default: true, merchant_ref: null });
-    const used = resolveKey({ deps: c.rt }, { lenderId: c.lender.id, rail: 'ach', merchantRef: null })!;
+    const used = (await resolveKey({ deps: c.rt }, { lenderId: c.lender.id, rail: 'ach', merchantRef: null }))!;
     expect(c.rt.vault.open(used.keySealed!)).toBe(newKey);
   });
 });
@@ -310,11 +310,11 @@ describe('DELETE /v1/payment_connections/{id}', () => {
     const c = fresh();
     const ach = (await create(c, { api_key: sbx(), rail_scope: 'ach', is_default: true })).body.id;
     const both = (await create(c, { api_key: sbx(), rail_scope: 'both', is_default: true })).body.id;
-    expect(resolveKey({ deps: c.rt }, { lenderId: c.lender.id, rail: 'ach', merchantRef: null })!.id).toBe(ach);
+    expect((await resolveKey({ deps: c.rt }, { lenderId: c.lender.id, rail: 'ach', merchantRef: null }))!.id).toBe(ach);
     const r = await c.request('DELETE', `/v1/payment_connections/${ach}`);
     expect(r.status).toBe(204);
     expect(await r.text()).toBe('');
-    expect(resolveKey({ deps: c.rt }, { lenderId: c.lender.id, rail: 'ach', merchantRef: null })!.id).toBe(both);
+    expect((await resolveKey({ deps: c.rt }, { lenderId: c.lender.id, rail: 'ach', merchantRef: null }))!.id).toBe(both);
     expect((await list(c)).connections.map((k: { id: string }) => k.id)).toEqual([both]);
     expect(c.rt.sqlite.query('SELECT key_sealed, deleted_at IS NOT NULL AS gone FROM payment_connections WHERE id = ?').get(ach)).toEqual({ key_sealed: null, gone: 1 });
     // Deleted once; a second time it no longer exists.

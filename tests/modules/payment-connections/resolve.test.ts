@@ -67,10 +67,10 @@ describe('key resolution', () => {
   afterAll(() => ctx.close());
   const other = ctx.newLender();
 
-  test('resolveKey reads the lender’s live keys only, and agrees with the rules', () => {
+  test('resolveKey reads the lender’s live keys only, and agrees with the rules', async () => {
     let round = 0;
-    fc.assert(
-      fc.property(arbKeySet, arbKeySet, fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }), arbAsk, (mine, theirs, deleted, ask) => {
+    await fc.assert(
+      fc.asyncProperty(arbKeySet, arbKeySet, fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }), arbAsk, async (mine, theirs, deleted, ask) => {
         round++;
         ctx.rt.sqlite.exec('DELETE FROM payment_connections');
         const insert = ctx.rt.sqlite.query(
@@ -85,7 +85,7 @@ describe('key resolution', () => {
           if (!gone) live.push({ ...k, id: `${round}-m-${k.id}` });
         });
         theirs.forEach((k, i) => insert.run(`${round}-t-${k.id}`, other.id, k.merchantRef, k.railScope, k.isDefault ? 1 : 0, i, i, null));
-        const got = resolveKey({ deps: ctx.rt }, { lenderId: ctx.lender.id, ...ask });
+        const got = await resolveKey({ deps: ctx.rt }, { lenderId: ctx.lender.id, ...ask });
         return (got?.id ?? null) === byTheRules(live, ask.rail, ask.merchantRef);
       }),
       { numRuns: 300 },

@@ -30,10 +30,10 @@ const DeleteForm = Type.Object({ action: Type.Literal('delete', { description: '
 
 export const bankDataPages = (deps: Deps) => {
   const ctxOf = (s: PortalSession) => ({ lender: s.lender, deps });
-  const render = (s: PortalSession, message: Message = null, status = 200) => {
+  const render = async (s: PortalSession, message: Message = null, status = 200) => {
     const view = viewOf(deps, s, HERE);
     const csrf = view.user.csrf;
-    const list = listBankDataConnections({ ctx: ctxOf(s) });
+    const list = await listBankDataConnections({ ctx: ctxOf(s) });
     const rows = list.connections.map((c) => [
       PROVIDERS[c.provider],
       c.environment ?? '',
@@ -97,8 +97,8 @@ export const bankDataPages = (deps: Deps) => {
     )
     .get(
       `${HERE}/:id/delete`,
-      ({ session, params }) => {
-        const c = listBankDataConnections({ ctx: ctxOf(session) }).connections.find((x) => x.id === params.id);
+      async ({ session, params }) => {
+        const c = (await listBankDataConnections({ ctx: ctxOf(session) })).connections.find((x) => x.id === params.id);
         if (!c) throw new NotFound('Bank-data connection', params.id);
         const view = viewOf(deps, session, HERE);
         return page(

@@ -38,10 +38,10 @@ const KeyAction = Type.Object({
 
 export const connectionPages = (deps: Deps) => {
   const ctxOf = (s: PortalSession) => ({ lender: s.lender, deps });
-  const render = (s: PortalSession, message: Message = null, status = 200) => {
+  const render = async (s: PortalSession, message: Message = null, status = 200) => {
     const view = viewOf(deps, s, HERE);
     const csrf = view.user.csrf;
-    const list = listConnections({ ctx: ctxOf(s) });
+    const list = await listConnections({ ctx: ctxOf(s) });
     const rows = list.connections.map((k) => {
       const at = `${HERE}/${encodeURIComponent(k.id)}`;
       return [
@@ -138,8 +138,8 @@ export const connectionPages = (deps: Deps) => {
     )
     .get(
       `${HERE}/:id/delete`,
-      ({ session, params }) => {
-        const k = listConnections({ ctx: ctxOf(session) }).connections.find((x) => x.id === params.id);
+      async ({ session, params }) => {
+        const k = (await listConnections({ ctx: ctxOf(session) })).connections.find((x) => x.id === params.id);
         if (!k) throw new NotFound('Processor key', params.id);
         const view = viewOf(deps, session, HERE);
         return page(

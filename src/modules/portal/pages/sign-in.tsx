@@ -41,7 +41,9 @@ export const signInPages = (deps: Deps) => {
   };
   return new Elysia({ name: 'portal-sign-in' })
     .use(portalSession(deps))
-    .get('/portal/login', ({ request }) => (sessionOf(deps, cookies(request)[SESSION_COOKIE]) ? redirect('/portal') : form(request, 200)), { detail: { hide: true } })
+    .get('/portal/login', async ({ request }) => ((await sessionOf(deps, cookies(request)[SESSION_COOKIE])) ? redirect('/portal') : form(request, 200)), {
+      detail: { hide: true },
+    })
     .post(
       '/portal/login',
       async ({ request, body, server }) => {
@@ -52,7 +54,7 @@ export const signInPages = (deps: Deps) => {
         // Counted before the password is checked: a burst sent at once cannot have more than the lock's number checked.
         const attempt = throttle.attempt(email, address, deps.clock.now());
         if (attempt.locked) return form(request, 429, { error: 'Too many failed sign-ins. Wait 15 minutes and try again.', email });
-        const user = await verifySignIn(deps.db, email, password);
+        const user = await verifySignIn(deps, email, password);
         if (!user) {
           deps.logger.info({ address, failures: attempt.failures }, 'portal sign-in failed');
           await Bun.sleep(SignInThrottle.delayMs(attempt.failures));

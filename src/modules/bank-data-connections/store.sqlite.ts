@@ -1,0 +1,70 @@
+import { and, asc, eq, inArray, isNull } from 'drizzle-orm';
+import { bankDataConnections } from '../../../db/schema';
+import type { BankDataProvider } from '../../../db/schema/enums';
+import type { Tx } from '../../platform/context';
+import type { Db, Orm } from '../../platform/db';
+import { readerOf, writerOf } from '../../platform/store';
+import type { BankDataConnectionRow, BankDataConnectionStore } from './store';
+
+const live = (lenderId: string) => and(eq(bankDataConnections.lenderId, lenderId), isNull(bankDataConnections.deletedAt));
+
+const liveConnections = (db: Db, lenderId: string): BankDataConnectionRow[] =>
+  db.select().from(bankDataConnections).where(live(lenderId)).orderBy(asc(bankDataConnections.createdAt), asc(bankDataConnections.id)).all();
+
+const liveConnectionFor = (db: Db, lenderId: string, provider: BankDataProvider): BankDataConnectionRow | undefined =>
+  db
+    .select()
+    .from(bankDataConnections)
+    .where(and(live(lenderId), eq(bankDataConnections.provider, provider)))
+    .get();
+
+function markRead(tx: Orm, ids: string[], at: number): void {
+  if (ids.length === 0) return;
+  tx.update(bankDataConnections).set({ lastReadAt: at }).where(inArray(bankDataConnections.id, ids)).run();
+}
+
+/**
+ * The lender's live connections read synchronously, for callers not yet asynchronous.
+ * @deprecated transitional: await `bankDataConnectionStore.liveConnections` (through `connectedProviders`).
+ */
+export const liveConnectionsNow = liveConnections;
+
+/**
+ * A provider's live connection read synchronously, for callers not yet asynchronous.
+ * @deprecated transitional: await `bankDataConnectionStore.liveConnectionFor` (through `connectionFor`).
+ */
+export const liveConnectionForNow = liveConnectionFor;
+
+/**
+ * markRead written synchronously, for callers not yet asynchronous.
+ * @deprecated transitional: await `bankDataConnectionStore.markRead` (through `markRead`).
+ */
+export const markReadNow = (tx: Tx, ids: string[], at: number): void => markRead(tx, ids, at);
+
+export const sqliteBankDataConnectionStore: BankDataConnectionStore = {
+  async liveConnections(c, lenderId) {
+    return liveConnections(readerOf(c), lenderId);
+  },
+  async liveConnection(c, lenderId, id) {
+    return readerOf(c)
+      .select()
+      .from(bankDataConnections)
+      .where(and(eq(bankDataConnections.id, id), live(lenderId)))
+      .get();
+  },
+  async liveConnectionFor(c, lenderId, provider) {
+    return liveConnectionFor(readerOf(c), lenderId, provider);
+  },
+  async connectionById(c, id) {
+    return readerOf(c).select().from(bankDataConnections).where(eq(bankDataConnections.id, id)).get();
+  },
+  async insertConnection(c, row) {
+    writerOf(c).insert(bankDataConnections).values(row).run();
+  },
+  async eraseConnection(c, id, at) {
+    writerOf(c).update(bankDataConnections).set({ credentialsSealed: null, deletedAt: at }).where(eq(bankDataConnections.id, id)).run();
+  },
+  async markRead(c, ids, at) {
+    markRead(writerOf(c), ids, at);
+  },
+};

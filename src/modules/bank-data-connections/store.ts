@@ -1,0 +1,28 @@
+import type { bankDataConnections } from '../../../db/schema';
+import type { BankDataProvider } from '../../../db/schema/enums';
+import type { StoreCtx, TxCtx } from '../../platform/store';
+import { sqliteBankDataConnectionStore } from './store.sqlite';
+
+/** A bank-data connection as stored (its sealed credentials null once deleted). */
+export type BankDataConnectionRow = typeof bankDataConnections.$inferSelect;
+export type NewBankDataConnection = typeof bankDataConnections.$inferInsert;
+
+export interface BankDataConnectionStore {
+  /** The lender's live connections, oldest first. */
+  liveConnections(c: StoreCtx, lenderId: string): Promise<BankDataConnectionRow[]>;
+  /** One live connection of the lender. */
+  liveConnection(c: StoreCtx, lenderId: string, id: string): Promise<BankDataConnectionRow | undefined>;
+  /** The lender's live connection for a provider (at most one). */
+  liveConnectionFor(c: StoreCtx, lenderId: string, provider: BankDataProvider): Promise<BankDataConnectionRow | undefined>;
+  /** A connection, live or not. */
+  connectionById(c: StoreCtx, id: string): Promise<BankDataConnectionRow | undefined>;
+  /** Stores a new connection. */
+  insertConnection(c: TxCtx, row: NewBankDataConnection): Promise<void>;
+  /** Erases a connection's credentials and marks it deleted. */
+  eraseConnection(c: TxCtx, id: string, at: number): Promise<void>;
+  /** Marks when connections were last read through: one statement for all of them. */
+  markRead(c: TxCtx, ids: string[], at: number): Promise<void>;
+}
+
+/** The store of the engine the service runs on. */
+export const bankDataConnectionStore: BankDataConnectionStore = sqliteBankDataConnectionStore;

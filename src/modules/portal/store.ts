@@ -1,0 +1,45 @@
+import type { dashboardUsers, lenders, portalSessions } from '../../../db/schema';
+import type { StoreCtx, TxCtx } from '../../platform/store';
+import { sqlitePortalStore } from './store.sqlite';
+
+/** A dashboard user as stored (the email lower-case, the password as its argon2id hash). */
+export type DashboardUser = typeof dashboardUsers.$inferSelect;
+export type PortalSessionRow = typeof portalSessions.$inferSelect;
+
+/** A session with its user and the user's lender. */
+export interface SessionRecord {
+  s: PortalSessionRow;
+  u: DashboardUser;
+  l: typeof lenders.$inferSelect;
+}
+
+export interface PortalStore {
+  /** Whether a user has this (normalized) email. */
+  emailTaken(c: StoreCtx, email: string): Promise<boolean>;
+  /** The user with this (normalized) email, disabled or not. */
+  userByEmail(c: StoreCtx, email: string): Promise<DashboardUser | undefined>;
+  /** The user with this (normalized) email, unless disabled. */
+  activeUserByEmail(c: StoreCtx, email: string): Promise<DashboardUser | undefined>;
+  /** The lender's users, oldest first. */
+  listUsers(c: StoreCtx, lenderId: string): Promise<DashboardUser[]>;
+  /** Stores a new user. */
+  insertUser(c: TxCtx, user: DashboardUser): Promise<void>;
+  /** Marks a user disabled from `at`. */
+  disableUser(c: TxCtx, userId: string, at: number): Promise<void>;
+  /** Replaces a user's password hash. */
+  setPasswordHash(c: TxCtx, userId: string, passwordHash: string): Promise<void>;
+
+  /** A session by its token's hash, with its user and lender. */
+  sessionByToken(c: StoreCtx, tokenHash: string): Promise<SessionRecord | undefined>;
+  /** Stores a new session. */
+  insertSession(c: TxCtx, session: PortalSessionRow): Promise<void>;
+  /** Records that a session was used at `at`. */
+  touchSession(c: TxCtx, tokenHash: string, at: number): Promise<void>;
+  /** Ends one session. */
+  deleteSession(c: TxCtx, tokenHash: string): Promise<void>;
+  /** Ends every session of a user. */
+  deleteUserSessions(c: TxCtx, userId: string): Promise<void>;
+}
+
+/** The store of the engine the service runs on. */
+export const portalStore: PortalStore = sqlitePortalStore;

@@ -42,7 +42,6 @@ const NOT_YET_MOVED: Record<string, number> = {
   'src/modules/enrollments/resend.ts': 1,
   'src/modules/enrollments/search.ts': 3,
   'src/modules/enrollments/service.ts': 3,
-  'src/modules/lenders/service.ts': 15,
   'src/modules/pay-cycles/queries.ts': 32,
   'src/modules/payment-connections/accounts.ts': 10,
   'src/modules/payment-connections/resolve.ts': 1,
@@ -53,13 +52,6 @@ const NOT_YET_MOVED: Record<string, number> = {
   'src/modules/portal/users.ts': 10,
   'src/modules/return-rates/queries.ts': 4,
   'src/modules/return-rates/watch.ts': 4,
-  'src/modules/schedules/queries.ts': 3,
-  'src/modules/schedules/run-now.ts': 2,
-  'src/modules/schedules/runs.ts': 4,
-  'src/modules/schedules/service.ts': 10,
-  'src/modules/webhooks/endpoints.ts': 5,
-  'src/modules/webhooks/queries.ts': 14,
-  'src/modules/webhooks/service.ts': 10,
 };
 
 function statementCalls(): Record<string, number> {

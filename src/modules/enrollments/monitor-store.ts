@@ -2,7 +2,7 @@ import type { HeldReason, MonitorState, Rail } from '../../../db/schema/enums';
 import type { Tx } from '../../platform/context';
 import { DAY_MS } from '../../platform/clock';
 import { nextMonitor, type MonitorChange, type MonitorEvent, type MonitorFrom } from './monitor';
-import { pushToEndpoints } from '../webhooks/endpoints';
+import { pushToEndpointsNow as pushToEndpoints } from '../webhooks/endpoints';
 
 // The only code that writes a monitor's state, reason and blocked reason, and it writes only what the state
 // machine (monitor.ts) returns. Every write takes the open transaction: a monitor changes in the transaction

@@ -39,7 +39,7 @@ async function getSecret(ctx: TestContext, key?: string) {
 /** Sends one fresh delivery and returns what the receiver got. */
 async function sendOne(ctx: TestContext, lenderId = ctx.lender.id): Promise<Received> {
   hook.reset();
-  const id = enqueue(ctx, hook.url(), { lenderId });
+  const id = await enqueue(ctx, hook.url(), { lenderId });
   await deliverDueWebhooks(ctx.rt);
   expect(hook.requests).toHaveLength(1);
   expect(deliveryRow(ctx, id).state).toBe('delivered');
@@ -133,7 +133,7 @@ describe('POST /v1/webhooks/secret/rotate', () => {
     const ctx = fresh();
     const old = (await getSecret(ctx)).secret;
     hook.reset((_r, i) => new Response(null, { status: i === 0 ? 500 : 200 }));
-    const id = enqueue(ctx, hook.url());
+    const id = await enqueue(ctx, hook.url());
     await deliverDueWebhooks(ctx.rt);
     expect(signatureEntries(hook.requests[0]!)).toEqual([expectedSignature(old, hook.requests[0]!)]);
 

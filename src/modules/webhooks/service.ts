@@ -27,14 +27,19 @@ async function storedSecret(ctx: JobContext, lenderId: string): Promise<{ secret
 /**
  * The lender's current signing secret, created on first use. It writes: only inside a span that may write
  * (a transaction, a request holding a share of the write gate, a job's turn); a read calls `ensureSecret`.
+ * Not found, it is read again inside the transaction that creates it, so two first uses make one secret.
  */
 async function currentSecret(ctx: JobContext, lenderId: string): Promise<{ secret: string; createdAt: number }> {
   const found = await storedSecret(ctx, lenderId);
   if (found) return found;
+  return transaction(ctx, async (tx) => (await storedSecret(tx, lenderId)) ?? createSecret(tx, lenderId));
+}
+
+async function createSecret(ctx: JobContext & { tx: Tx }, lenderId: string): Promise<{ secret: string; createdAt: number }> {
   const { deps } = ctx;
   const secret = generateWebhookSecret();
   const createdAt = deps.clock.now();
-  await transaction(ctx, (tx) => store.addSecret(tx, { id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt }));
+  await store.addSecret(ctx, { id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt });
   return { secret, createdAt };
 }
 
@@ -44,8 +49,7 @@ async function currentSecret(ctx: JobContext, lenderId: string): Promise<{ secre
  * the write lock (it waits for it, without blocking the event loop).
  */
 export async function ensureSecret(ctx: JobContext, lenderId: string): Promise<void> {
-  if (await storedSecret(ctx, lenderId)) return;
-  await transaction(ctx, (tx) => currentSecret(tx, lenderId));
+  await currentSecret(ctx, lenderId);
 }
 
 /** A new current secret; the previous one keeps signing for ROTATION_OVERLAP_MS. */

@@ -62,9 +62,9 @@ function table(rows: Record<string, string>[]): string {
   return [line(cols), ...rows.map((r) => line(cols.map((c) => r[c]!)))].join('\n');
 }
 
-function lenderOrFail(h: DbHandle, name: string | undefined) {
+async function lenderOrFail(h: DbHandle, name: string | undefined) {
   if (!name) throw new CliError('Name the lender');
-  const lender = findLender(h.db, name);
+  const lender = await findLender(h, name);
   if (!lender) throw new CliError(`No lender named ${name}`);
   return lender;
 }
@@ -154,12 +154,12 @@ export async function runCli(
     switch (group === 'backup' ? 'backup' : `${group} ${action ?? ''}`.trim()) {
       case 'lender create': {
         if (!arg) throw new CliError('Usage: lender create NAME');
-        const { lender, apiKey } = createLender(h.db, arg, now);
+        const { lender, apiKey } = await createLender(h, arg, now);
         return `Created lender ${lender.name} (${lender.id}).\nAPI key (shown only this once):\n  ${apiKey}`;
       }
       case 'lender list':
         return table(
-          listLenders(h.db).map((l) => ({
+          (await listLenders(h)).map((l) => ({
             name: l.name,
             id: l.id,
             debit_cards: l.debitCardApproved ? 'approved' : 'no',
@@ -168,16 +168,16 @@ export async function runCli(
         );
       case 'lender approve-cards':
       case 'lender revoke-cards': {
-        const lender = lenderOrFail(h, arg);
+        const lender = await lenderOrFail(h, arg);
         const approve = action === 'approve-cards';
-        setDebitCardApproval(h.db, lender.id, approve);
+        await setDebitCardApproval(h, lender.id, approve);
         return `Debit-card balance reads ${approve ? 'approved' : 'withdrawn'} for ${lender.name}.`;
       }
       case 'key create': {
-        const lender = lenderOrFail(h, arg);
+        const lender = await lenderOrFail(h, arg);
         let apiKey: string;
         try {
-          apiKey = withTransaction({ deps: h }, ({ tx }) => issueKey(tx, lender.id, now));
+          apiKey = await transaction({ deps: h }, (tx) => issueKey(tx, lender.id, now));
         } catch (e) {
           if (e instanceof TooManyApiKeys) throw new CliError(`${e.message}. Revoke one first (key list ${lender.name}, then key revoke PREFIX).`);
           throw e;
@@ -185,9 +185,9 @@ export async function runCli(
         return `API key for ${lender.name} (shown only this once):\n  ${apiKey}`;
       }
       case 'key list': {
-        const lender = lenderOrFail(h, arg);
+        const lender = await lenderOrFail(h, arg);
         return table(
-          listKeys(h.db, lender.id).map((k) => ({
+          (await listKeys(h, lender.id)).map((k) => ({
             prefix: k.prefix,
             created: iso(k.createdAt),
             last_used: iso(k.lastUsedAt),
@@ -197,7 +197,7 @@ export async function runCli(
       }
       case 'key revoke': {
         if (!arg) throw new CliError('Usage: key revoke PREFIX');
-        if (!(await revokeKey(h.db, arg, now))) throw new CliError(`No live key with prefix ${arg}`);
+        if (!(await revokeKey(h, arg, now))) throw new CliError(`No live key with prefix ${arg}`);
         return `Revoked ${arg}.`;
       }
       case 'backup': {
@@ -217,7 +217,7 @@ export async function runCli(
         );
       }
       case 'user create': {
-        const lender = lenderOrFail(h, arg);
+        const lender = await lenderOrFail(h, arg);
         const email = argv[3];
         const i = argv.indexOf('--name');
         const name = i > 0 ? argv[i + 1] : undefined;
@@ -226,7 +226,7 @@ export async function runCli(
         return `Created dashboard user ${user.email} (${user.displayName}) for ${lender.name}. Sign in at /portal/login.`;
       }
       case 'user list': {
-        const lender = lenderOrFail(h, arg);
+        const lender = await lenderOrFail(h, arg);
         return table((await listUsers(h, lender.id)).map((u) => ({ email: u.email, name: u.displayName, created: iso(u.createdAt), disabled: iso(u.disabledAt) })));
       }
       case 'user disable': {

@@ -27,9 +27,9 @@ async function main(): Promise<void> {
     throw e;
   }
   const { config, logger } = runtime;
-  const { printedKey } = ensureBootstrapLender(runtime.db, config.bootstrapApiKey, runtime.clock.now());
+  const { printedKey } = await ensureBootstrapLender(runtime, config.bootstrapApiKey, runtime.clock.now());
 
-  releaseStaleClaims(runtime);
+  await releaseStaleClaims(runtime);
   const jobs = new JobRunner(runtime, featureJobs(runtime));
   const app = createApp(runtime, { jobs });
   const tls = config.tlsCertFile

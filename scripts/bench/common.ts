@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config';
 import { createRuntime, type Runtime } from '../../src/runtime';
 import type { Clock } from '../../src/platform/clock';
 import type { AuthedLender } from '../../src/http/auth';
-import { createLender } from '../../src/modules/lenders/service';
+import { createLenderNow as createLender } from '../../src/modules/lenders/service';
 import { serviceEnv } from './startup';
 
 export const ROOT = join(import.meta.dir, '../..');

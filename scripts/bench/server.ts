@@ -16,7 +16,7 @@ import { createApp } from '../../src/app';
 import { JobRunner, type Job } from '../../src/platform/jobs';
 import type { Deps } from '../../src/deps';
 import { startCheckpointer } from '../../src/platform/checkpointer';
-import { withTransaction } from '../../src/platform/context';
+import { transaction } from '../../src/platform/context';
 import { createLender } from '../../src/modules/lenders/service';
 import { countPending, enqueueWebhook } from '../../src/modules/webhooks/service';
 import { webhookDeliveryJob } from '../../src/modules/webhooks/jobs';
@@ -26,20 +26,20 @@ import { releaseStaleClaims } from '../../src/modules';
 const config = loadConfig();
 // Request logs are written as in production (info, synchronous writes), to /dev/null instead of stdout.
 const rt = createRuntime(config, { logDestination: pino.destination({ dest: '/dev/null', sync: true }) });
-const { apiKey } = createLender(rt.db, 'bench', rt.clock.now());
-releaseStaleClaims(rt);
+const { apiKey } = await createLender(rt, 'bench', rt.clock.now());
+await releaseStaleClaims(rt);
 
 const benchJobs: Record<string, Job<Deps>[]> = { webhook: [webhookDeliveryJob], monitoring: [monitoringReadsJob] };
 const jobs = new JobRunner(rt, benchJobs[process.env.BENCH_JOBS ?? ''] ?? []);
 const app = createApp(rt, { jobs })
   .post('/bench/parse-only', ({ body }) => ({ n: (body as { authorizers: unknown[] }).authorizers.length }))
-  .post('/bench/enqueue', ({ body }) => {
+  .post('/bench/enqueue', async ({ body }) => {
     const { n, url } = body as { n: number; url: string };
     const lenderId = rt.sqlite.query<{ id: string }, []>("SELECT id FROM lenders WHERE name = 'bench'").get()!.id;
     const startedAt = Date.now();
-    withTransaction({ deps: rt }, (ctx) => {
+    await transaction({ deps: rt }, async (ctx) => {
       for (let i = 0; i < n; i++) {
-        enqueueWebhook({ ctx, input: {
+        await enqueueWebhook({ ctx, input: {
           lenderId,
           type: 'BALANCE_BATCH_COMPLETED',
           url,
@@ -49,7 +49,7 @@ const app = createApp(rt, { jobs })
     });
     return { n, startedAt, committedAt: Date.now() };
   })
-  .get('/bench/pending', () => ({ pending: countPending(rt) }))
+  .get('/bench/pending', async () => ({ pending: await countPending(rt) }))
   // Event-loop stalls seen since the last call (a 5 ms timer's lateness), then reset.
   .get('/bench/lag', () => {
     const sorted = [...lags].sort((a, b) => a - b);

@@ -4,7 +4,7 @@ import type { CompletedBatch, RecordedRead } from './balance-requests/results';
 import { monitoringReadsAmongNow as monitoringReadsAmong, setLastReadNow as setLastRead } from './enrollments/monitoring';
 import { decideCollection } from './collection/decide';
 import { learnAndScheduleNow as learnAndSchedule } from './pay-cycles/learn';
-import { onScheduleBatchCompleted } from './schedules/runs';
+import { onScheduleBatchCompletedNow as onScheduleBatchCompleted } from './schedules/runs';
 
 // What a balance result sets off, in one place. The balance pipeline (balance-requests/processing.ts) records
 // a flush of results in one transaction and calls these two steps inside it, so what they write commits with

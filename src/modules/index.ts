@@ -1,4 +1,4 @@
-import { withTransaction } from '../platform/context';
+import { transaction } from '../platform/context';
 import type { Deps } from '../deps';
 import type { Auth } from '../http/auth';
 import type { Job } from '../platform/jobs';
@@ -76,11 +76,11 @@ export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed,
  * One process serves a database file, so at start nothing can still hold a claim: work a stopped process
  * had claimed is made due again at once instead of after its lease.
  */
-export function releaseStaleClaims(deps: Pick<Deps, 'db'>): void {
-  withTransaction({ deps }, ({ tx }) => {
+export async function releaseStaleClaims(deps: Pick<Deps, 'db' | 'reader'>): Promise<void> {
+  await transaction({ deps }, ({ tx }) => {
     itemQueue(deps).releaseAll(tx);
     // Payments whose outcome is not known yet are due again at once (dispatch resolves them at the processor).
     dispatchQueue(deps).releaseAll(tx);
   });
-  releaseDeliveryLeases(deps);
+  await releaseDeliveryLeases(deps);
 }

@@ -33,18 +33,10 @@ const NOT_YET_MOVED: Record<string, number> = {
   'src/modules/collection/poll.ts': 3,
   'src/modules/collection/queries.ts': 60,
   'src/modules/collection/reconcile.ts': 2,
-  'src/modules/lenders/service.ts': 15,
   'src/modules/payment-results-upload/history.ts': 3,
   'src/modules/payment-results-upload/queries.ts': 14,
   'src/modules/return-rates/queries.ts': 4,
   'src/modules/return-rates/watch.ts': 4,
-  'src/modules/schedules/queries.ts': 3,
-  'src/modules/schedules/run-now.ts': 2,
-  'src/modules/schedules/runs.ts': 4,
-  'src/modules/schedules/service.ts': 10,
-  'src/modules/webhooks/endpoints.ts': 5,
-  'src/modules/webhooks/queries.ts': 14,
-  'src/modules/webhooks/service.ts': 10,
 };
 
 function statementCalls(): Record<string, number> {

@@ -4,7 +4,7 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
 import { ServiceHarness, waitFor } from '../helpers/server';
-import { CUT_SHORT, SENDING } from '../../src/modules/webhooks/queries';
+import { CUT_SHORT, SENDING } from '../../src/modules/webhooks/store';
 
 let silent = true;
 const arrivals: string[] = [];

@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config';
 import { createApp } from '../../src/app';
 import { createRuntime, type Runtime } from '../../src/runtime';
 import { FakeClock } from '../../src/platform/clock';
-import { createLender, setDebitCardApproval } from '../../src/modules/lenders/service';
+import { createLenderNow as createLender, setDebitCardApprovalNow as setDebitCardApproval } from '../../src/modules/lenders/service';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import type { TSchema } from '@sinclair/typebox';
 import { ErrorEnvelope } from '../../src/http/errors';

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { useTestContext } from '../helpers/context';
 import { displayPrefix, issueKey, revokeKey } from '../../src/modules/lenders/service';
-import { withTransaction } from '../../src/platform/context';
+import { transaction } from '../../src/platform/context';
 
 const ctx = useTestContext();
 
@@ -83,9 +83,9 @@ describe('authentication', () => {
 
   test('a revoked key → 401, while the lender’s other key keeps working', async () => {
     const other = ctx.newLender();
-    const second = withTransaction({ deps: ctx.rt }, ({ tx }) => issueKey(tx, other.id, ctx.clock.now()));
+    const second = await transaction({ deps: ctx.rt }, (tx) => issueKey(tx, other.id, ctx.clock.now()));
     expect((await ctx.json('GET', '/v1/webhooks/secret', { key: other.key })).status).toBe(200);
-    expect(await revokeKey(ctx.rt.db, displayPrefix(other.key), ctx.clock.now())).toBe(true);
+    expect(await revokeKey(ctx.rt, displayPrefix(other.key), ctx.clock.now())).toBe(true);
     const revoked = await ctx.json('GET', '/v1/webhooks/secret', { key: other.key });
     expectUnauthorized(revoked);
     // The header was sent: the answer says the key was revoked and what to use instead, not to send a header.
@@ -94,7 +94,7 @@ describe('authentication', () => {
     expect(revoked.body.error.suggestion).toContain('create one');
     expect((await ctx.json('GET', '/v1/webhooks/secret', { key: second })).status).toBe(200);
     // Revoking again finds no live key with that prefix.
-    expect(await revokeKey(ctx.rt.db, displayPrefix(other.key), ctx.clock.now())).toBe(false);
+    expect(await revokeKey(ctx.rt, displayPrefix(other.key), ctx.clock.now())).toBe(false);
   });
 
   // Nothing under /v1 is told without a valid key (not even that a route exists or what its body looks

@@ -12,8 +12,8 @@ import { RELINK_REQUIRED, type BankLink, type LinkCredentials, type LinkedReadRe
 import type { BalanceKind, BankDataProvider } from '../../../db/schema/enums';
 import { bankLinkRelinks } from '../../../db/schema';
 import { connectionForNow as connectionFor, markReadNow as markRead } from '../bank-data-connections/service';
-import { pushToEndpoints } from '../webhooks/endpoints';
-import { enqueueWebhook } from '../webhooks/service';
+import { pushToEndpointsNow as pushToEndpoints } from '../webhooks/endpoints';
+import { enqueueWebhookNow as enqueueWebhook } from '../webhooks/service';
 import type { CompletedBatch, RecordedRead } from './results';
 import type { SensitiveFields } from '../authorizers/rules';
 import { openSensitive, unpackItems } from './payload';

@@ -6,7 +6,7 @@ import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { addBusinessDays } from '../../platform/business-days';
 import { recordObservation } from './record';
-import { pushToEndpoints } from '../webhooks/endpoints';
+import { pushToEndpointsNow as pushToEndpoints } from '../webhooks/endpoints';
 import { iso } from '../../platform/clock';
 import { resolveKeyNow as resolveKey } from '../payment-connections/resolve';
 import { referenceOf } from './reference';

@@ -7,7 +7,7 @@ import { newId } from '../../platform/ids';
 import { applyMonitorEventNow as applyMonitorEvent } from '../enrollments/monitor-store';
 import * as q from './queries';
 import { eventView } from './events';
-import { pushToEndpoints } from '../webhooks/endpoints';
+import { pushToEndpointsNow as pushToEndpoints } from '../webhooks/endpoints';
 import { evaluateReturnRates } from '../return-rates/watch';
 import { asObserved, isAhead } from './status-order';
 import { holdChain } from './chain';

@@ -3,7 +3,7 @@ import type { Tx } from '../../platform/context';
 import { DAY_MS } from '../../platform/clock';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import { nextMonitor, type MonitorChange, type MonitorEvent, type MonitorFrom } from './monitor';
-import { pushToEndpoints } from '../webhooks/endpoints';
+import { pushToEndpoints, pushToEndpointsNow } from '../webhooks/endpoints';
 import { currentMonitorNow, sqliteMonitorStore, writeMonitorChangeNow } from './monitor-store.sqlite';
 
 // The only code that writes a monitor's state, reason and blocked reason, and it writes only what the state
@@ -104,7 +104,7 @@ export async function applyMonitorEvent(c: TxCtx, v: EventOf): Promise<MonitorCh
   if (!change) return null;
   await monitorStore.writeMonitorChange(c, { enrollmentId: v.enrollmentId, change, now: v.now, windowMs: MONITOR_WINDOW_MS, readIntervalMs: v.readIntervalMs });
   const notice = blockedNotice(cur, change);
-  if (notice) await pushToEndpoints(c.tx, v.now, cur.lenderId, 'ENROLLMENT_BLOCKED', notice);
+  if (notice) await pushToEndpoints(c, v.now, cur.lenderId, 'ENROLLMENT_BLOCKED', notice);
   return change;
 }
 
@@ -119,7 +119,7 @@ export function applyMonitorEventNow(tx: Tx, v: EventOf): MonitorChange | null {
   if (!change) return null;
   writeMonitorChangeNow(tx, { enrollmentId: v.enrollmentId, change, now: v.now, windowMs: MONITOR_WINDOW_MS, readIntervalMs: v.readIntervalMs });
   const notice = blockedNotice(cur, change);
-  if (notice) pushToEndpoints(tx, v.now, cur.lenderId, 'ENROLLMENT_BLOCKED', notice);
+  if (notice) pushToEndpointsNow(tx, v.now, cur.lenderId, 'ENROLLMENT_BLOCKED', notice);
   return change;
 }
 

@@ -1,42 +1,63 @@
 import { transaction, withTransaction, type Tx } from '../../platform/context';
-import { and, asc, count, eq, isNull, type SQL } from 'drizzle-orm';
 import { Conflict } from '../../platform/errors';
-import { apiKeys, lenders } from '../../../db/schema';
 import type { Db } from '../../platform/db';
 import type { Lender } from '../../platform/context';
+import type { StoreCtx, TxCtx } from '../../platform/store';
 import { newId } from '../../platform/ids';
 import { displayPrefix, generateApiKey, hashApiKey } from '../../platform/api-keys';
+import { lenderStore as store, type ApiKeyListing, type LenderRow } from './store';
+import { lenderStatementsNow as syncStatements } from './store.sqlite';
 
-// Lenders and their API keys: operator functions (the CLI and start-up), not API services. Those that run only
-// at start-up or in the CLI's own process write in a synchronous transaction; those the portal calls while the
-// service serves go through the transaction runner.
+// Lenders and their API keys: operator functions (the CLI and start-up), not API services, and the portal's
+// key management. Each writes through the transaction runner.
 
 export type { Lender };
 export { displayPrefix };
 
+/** The database connections an operator function works on: the service's runtime, or the CLI's handle. */
+type StoreDeps = StoreCtx['deps'];
+
 export class LenderError extends Error {}
 
-export function createLender(db: Db, name: string, now: number): { lender: Lender; apiKey: string } {
+function checkName(name: string): void {
   if (!/^[A-Za-z0-9][A-Za-z0-9 ._-]{0,79}$/.test(name)) {
     throw new LenderError('A lender name is 1 to 80 letters, digits, spaces, dots, dashes or underscores');
   }
-  if (db.select().from(lenders).where(eq(lenders.name, name)).get()) {
-    throw new LenderError(`A lender named ${name} already exists`);
-  }
-  return withTransaction({ deps: { db } }, ({ tx }) => {
+}
+
+/** A new lender and its first API key (returned once). */
+export function createLender(deps: StoreDeps, name: string, now: number): Promise<{ lender: Lender; apiKey: string }> {
+  checkName(name);
+  return transaction({ deps }, async (tx) => {
+    if (await store.lenderNamed(tx, name)) throw new LenderError(`A lender named ${name} already exists`);
     const lender = { id: newId(), name, debitCardApproved: false, createdAt: now };
-    tx.insert(lenders).values(lender).run();
-    const apiKey = issueKey(tx, lender.id, now);
+    await store.addLender(tx, lender);
+    const apiKey = await issueKey(tx, lender.id, now);
     return { lender, apiKey };
   });
 }
 
-export function findLender(db: Db, name: string): Lender | undefined {
-  return db.select().from(lenders).where(eq(lenders.name, name)).get();
+/**
+ * createLender for callers not yet asynchronous (the test set-up).
+ * @deprecated transitional: await createLender
+ */
+export function createLenderNow(db: Db, name: string, now: number): { lender: Lender; apiKey: string } {
+  checkName(name);
+  if (syncStatements.lenderNamed(db, name)) throw new LenderError(`A lender named ${name} already exists`);
+  return withTransaction({ deps: { db } }, ({ tx }) => {
+    const lender = { id: newId(), name, debitCardApproved: false, createdAt: now };
+    syncStatements.addLender(tx, lender);
+    const apiKey = issueKeyNow(tx, lender.id, now);
+    return { lender, apiKey };
+  });
 }
 
-export function listLenders(db: Db) {
-  return db.select().from(lenders).orderBy(asc(lenders.createdAt)).all();
+export function findLender(deps: StoreDeps, name: string): Promise<LenderRow | undefined> {
+  return store.lenderNamed({ deps }, name);
+}
+
+export function listLenders(deps: StoreDeps): Promise<LenderRow[]> {
+  return store.listLenders({ deps });
 }
 
 /** Live (unrevoked) API keys a lender may hold at once. */
@@ -53,82 +74,91 @@ export class TooManyApiKeys extends Conflict {
   }
 }
 
+const keyRow = (lenderId: string, now: number, key: string) => ({ id: newId(), lenderId, prefix: displayPrefix(key), keyHash: hashApiKey(key), createdAt: now });
+
 /**
  * Every new API key is issued here (a new lender's first key, the CLI, the portal, the bootstrap key), inside
  * the caller's write transaction: the live keys are counted under the write lock, so two creations at once
  * cannot both take the last place.
  */
-export function issueKey(tx: Tx, lenderId: string, now: number, key: string = generateApiKey()): string {
-  const live = tx.select({ n: count() }).from(apiKeys).where(and(eq(apiKeys.lenderId, lenderId), isNull(apiKeys.revokedAt))).get()!.n;
-  if (live >= MAX_LIVE_API_KEYS) throw new TooManyApiKeys();
-  tx.insert(apiKeys)
-    .values({ id: newId(), lenderId, prefix: displayPrefix(key), keyHash: hashApiKey(key), createdAt: now })
-    .run();
+export async function issueKey(c: TxCtx, lenderId: string, now: number, key: string = generateApiKey()): Promise<string> {
+  if ((await store.liveKeyCount(c, lenderId)) >= MAX_LIVE_API_KEYS) throw new TooManyApiKeys();
+  await store.addKey(c, keyRow(lenderId, now, key));
   return key;
 }
 
-export function listKeys(db: Db, lenderId: string) {
-  return db
-    .select({
-      id: apiKeys.id,
-      prefix: apiKeys.prefix,
-      createdAt: apiKeys.createdAt,
-      lastUsedAt: apiKeys.lastUsedAt,
-      revokedAt: apiKeys.revokedAt,
-    })
-    .from(apiKeys)
-    .where(eq(apiKeys.lenderId, lenderId))
-    .orderBy(asc(apiKeys.createdAt))
-    .all();
+/**
+ * issueKey for callers not yet asynchronous (a synchronous transaction).
+ * @deprecated transitional: await issueKey
+ */
+export function issueKeyNow(tx: Tx, lenderId: string, now: number, key: string = generateApiKey()): string {
+  if (syncStatements.liveKeyCount(tx, lenderId) >= MAX_LIVE_API_KEYS) throw new TooManyApiKeys();
+  syncStatements.addKey(tx, keyRow(lenderId, now, key));
+  return key;
 }
+
+/** The lender's API keys, oldest first (never their hashes). */
+export function listKeys(deps: StoreDeps, lenderId: string): Promise<ApiKeyListing[]> {
+  return store.listKeys({ deps }, lenderId);
+}
+
+/**
+ * listKeys for callers not yet asynchronous.
+ * @deprecated transitional: await listKeys
+ */
+export function listKeysNow(db: Db, lenderId: string): ApiKeyListing[] {
+  return syncStatements.listKeys(db, lenderId);
+}
+
+/**
+ * The portal's key functions are handed the writing connection alone: they read and write only inside their
+ * transaction, where the store reads on the transaction's connection.
+ */
+const writing = (db: Db): StoreDeps => ({ db, reader: db });
 
 /** A new API key for the lender (the portal's "Create API key"); the key itself is returned once. Throws TooManyApiKeys at the limit. */
 export function createLenderKey(db: Db, lenderId: string, now: number): Promise<string> {
-  return transaction({ deps: { db } }, ({ tx }) => issueKey(tx, lenderId, now));
-}
-
-/** Revokes the live key that `which` names; false when no live key is named. */
-async function revokeWhere(db: Db, which: SQL, now: number): Promise<boolean> {
-  const revoked = await transaction({ deps: { db } }, ({ tx }) =>
-    tx
-      .update(apiKeys)
-      .set({ revokedAt: now })
-      .where(and(which, isNull(apiKeys.revokedAt)))
-      .returning({ id: apiKeys.id })
-      .all(),
-  );
-  return revoked.length > 0;
+  return transaction({ deps: writing(db) }, (tx) => issueKey(tx, lenderId, now));
 }
 
 /** Revokes one of the lender's own live keys by its id; false when the lender has no such live key. */
-export const revokeLenderKey = (db: Db, lenderId: string, keyId: string, now: number): Promise<boolean> => revokeWhere(db, and(eq(apiKeys.id, keyId), eq(apiKeys.lenderId, lenderId))!, now);
+export const revokeLenderKey = (db: Db, lenderId: string, keyId: string, now: number): Promise<boolean> =>
+  transaction({ deps: writing(db) }, (tx) => store.revokeLenderKey(tx, lenderId, keyId, now));
 
 /** Revokes the key with this display prefix; false when no live key has it. */
-export const revokeKey = (db: Db, prefix: string, now: number): Promise<boolean> => revokeWhere(db, eq(apiKeys.prefix, prefix), now);
+export const revokeKey = (deps: StoreDeps, prefix: string, now: number): Promise<boolean> =>
+  transaction({ deps }, (tx) => store.revokeKeyByPrefix(tx, prefix, now));
 
-export function setDebitCardApproval(db: Db, lenderId: string, approved: boolean): void {
-  withTransaction({ deps: { db } }, ({ tx }) => tx.update(lenders).set({ debitCardApproved: approved }).where(eq(lenders.id, lenderId)).run());
+export function setDebitCardApproval(deps: StoreDeps, lenderId: string, approved: boolean): Promise<void> {
+  return transaction({ deps }, (tx) => store.setDebitCardApproval(tx, lenderId, approved));
+}
+
+/**
+ * setDebitCardApproval for callers not yet asynchronous (the test set-up).
+ * @deprecated transitional: await setDebitCardApproval
+ */
+export function setDebitCardApprovalNow(db: Db, lenderId: string, approved: boolean): void {
+  withTransaction({ deps: { db } }, ({ tx }) => syncStatements.setDebitCardApproval(tx, lenderId, approved));
 }
 
 /**
  * Start-up: BOOTSTRAP_API_KEY makes sure a lender `default` holds that key. With no key configured and
  * no lender at all, the first start creates `default` and returns its new key to print once.
  */
-export function ensureBootstrapLender(db: Db, bootstrapKey: string | null, now: number): { printedKey: string | null } {
+export async function ensureBootstrapLender(deps: StoreDeps, bootstrapKey: string | null, now: number): Promise<{ printedKey: string | null }> {
   if (bootstrapKey) {
-    return withTransaction({ deps: { db } }, ({ tx }) => {
-      const existing = tx.select().from(apiKeys).where(eq(apiKeys.keyHash, hashApiKey(bootstrapKey))).get();
-      if (existing) return { printedKey: null };
-      let lender = findLender(tx, 'default');
+    return transaction({ deps }, async (tx) => {
+      if (await store.keyHashKnown(tx, hashApiKey(bootstrapKey))) return { printedKey: null };
+      let lender: Lender | undefined = await store.lenderNamed(tx, 'default');
       if (!lender) {
         lender = { id: newId(), name: 'default', debitCardApproved: false };
-        tx.insert(lenders).values({ ...lender, createdAt: now }).run();
+        await store.addLender(tx, { ...lender, createdAt: now });
       }
-      issueKey(tx, lender.id, now, bootstrapKey);
+      await issueKey(tx, lender.id, now, bootstrapKey);
       return { printedKey: null };
     });
   }
-  if (db.select({ id: lenders.id }).from(lenders).limit(1).get()) return { printedKey: null };
-  const { apiKey } = createLender(db, 'default', now);
+  if (await store.anyLender({ deps })) return { printedKey: null };
+  const { apiKey } = await createLender(deps, 'default', now);
   return { printedKey: apiKey };
 }

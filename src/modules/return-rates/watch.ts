@@ -4,7 +4,7 @@ import type { RateStatus } from '../../../db/schema/enums';
 import type { Deps, JobContext } from '../../deps';
 import { transaction, type Tx } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
-import { pushToEndpoints } from '../webhooks/endpoints';
+import { pushToEndpointsNow as pushToEndpoints } from '../webhooks/endpoints';
 import { CLASS_NAMES, ratesOver, WATCH_DAYS, type ReturnClass } from './service';
 
 // The return-rate watch: each class's status over the last 60 days is evaluated whenever a return is recorded

@@ -65,9 +65,9 @@ export const scheduleRoutes = (deps: Deps, auth: Auth) =>
       response: { 200: ScheduleList, ...errors(400, 401, 429) },
       detail: { tags, summary: 'List schedules', description: 'Oldest first, optionally filtered by status; paginated.' },
     })
-    .get('/schedules/:id', ({ lender, params }) => {
+    .get('/schedules/:id', async ({ lender, params }) => {
       const ctx = { lender, deps };
-      return view(ctx, getSchedule({ ctx, input: { id: params.id } }));
+      return view(ctx, await getSchedule({ ctx, input: { id: params.id } }));
     }, {
       auth: true,
       params: IdParams,

@@ -1,5 +1,3 @@
-import { and, eq, inArray } from 'drizzle-orm';
-import { batches, schedules } from '../../../db/schema';
 import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
 import { transaction } from '../../platform/context';
@@ -7,6 +5,7 @@ import { Conflict, NotFound } from '../../platform/errors';
 import { takeOnDemand } from '../../platform/on-demand';
 import { insertBatch, refuseOverBacklog } from '../balance-requests/service';
 import { runAuthorizers } from './runs';
+import { scheduleStore as store } from './store';
 
 // POST /v1/monitoring/schedules/{id}/run: one run of an ACTIVE schedule now, beside its cadence (its next
 // run stays where it was). The run is a batch like any other run: its results, its BALANCE_BATCH_COMPLETED
@@ -22,27 +21,19 @@ export interface RunNowResult {
 
 export function runScheduleNow({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<RunNowResult> {
   const now = ctx.deps.clock.now();
-  return transaction(ctx, (tx) => {
-    const s = tx.tx
-      .select()
-      .from(schedules)
-      .where(and(eq(schedules.id, input.id), eq(schedules.lenderId, ctx.lender.id)))
-      .get();
+  return transaction(ctx, async (tx) => {
+    const s = await store.scheduleOf(tx, ctx.lender.id, input.id);
     if (!s) throw new NotFound('Schedule', input.id);
     if (s.status !== 'ACTIVE') throw new Conflict(`The schedule is ${s.status}: only an ACTIVE schedule runs`);
-    // The schedule's batches, off batches_schedule_idx: a run still going is not doubled.
-    const open = tx.tx
-      .select({ id: batches.id })
-      .from(batches)
-      .where(and(eq(batches.scheduleId, s.id), inArray(batches.status, ['pending', 'processing'])))
-      .get();
-    if (open) throw new Conflict(`A run of this schedule is still in progress (batch ${open.id}); run it again when that batch completes`);
-    const authorizers = runAuthorizers(tx, s);
+    // The schedule's batches: a run still going is not doubled.
+    const open = await store.openRunOf(tx, s.id);
+    if (open) throw new Conflict(`A run of this schedule is still in progress (batch ${open}); run it again when that batch completes`);
+    const authorizers = await runAuthorizers(tx, s);
     if (authorizers.length === 0) throw new Conflict('The schedule has no authorizers left to read');
-    refuseOverBacklog(tx, ctx.lender.id, authorizers.length, 'this run');
+    await refuseOverBacklog(tx, ctx.lender.id, authorizers.length, 'this run');
     // Spent last, once everything else allows the run: a refused request costs the lender nothing.
     takeOnDemand(ctx.deps, ctx.lender.id, 'the run');
-    const batchId = insertBatch({
+    const batchId = await insertBatch({
       ctx: tx,
       input: { lenderId: s.lenderId, source: 'schedule', scheduleId: s.id, webhookUrl: s.webhook, authorizers, now },
     });

@@ -1,16 +1,15 @@
-import { and, asc, eq, lte } from 'drizzle-orm';
-import { scheduleAuthorizers, schedules } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import { transaction, type Tx } from '../../platform/context';
 import { iso } from '../../platform/clock';
 import { centsToDollars } from '../../platform/money';
-import { enqueueWebhook, MAX_PAYLOAD_BYTES } from '../webhooks/service';
+import { enqueueWebhook, enqueueWebhookNow, MAX_PAYLOAD_BYTES } from '../webhooks/service';
 import { insertBatch, thresholdHits } from '../balance-requests/service';
 import type { NormalizedAuthorizer, SensitiveFields } from '../authorizers/rules';
 import type { CompletedBatch } from '../balance-requests/results';
 import { nextRunAfter } from './times';
-import * as q from './queries';
+import { scheduleStore as store, type ScheduleRow } from './store';
+import { recordRunCompletedNow } from './store.sqlite';
 
 /** Runs started per call: each is a synchronous transaction (up to 1000 authorizers), so the job yields between runs. */
 const DUE_LIMIT = 10;
@@ -24,9 +23,9 @@ const DUE_LIMIT = 10;
  */
 export async function startDueRuns(deps: Deps): Promise<{ started: number; due: number }> {
   const now = deps.clock.now();
-  const due = q.dueScheduleIds(deps.db, now, DUE_LIMIT);
+  const due = await store.dueScheduleIds({ deps }, now, DUE_LIMIT);
   let started = 0;
-  for (const { id } of due) {
+  for (const id of due) {
     if (await startRun({ deps }, id, now)) started++;
   }
   return { started, due: due.length };
@@ -37,8 +36,8 @@ export async function startAllDueRuns(deps: Deps, signal?: AbortSignal): Promise
   let started = 0;
   for (;;) {
     const now = deps.clock.now();
-    const due = q.dueScheduleIds(deps.db, now, DUE_LIMIT);
-    for (const { id } of due) {
+    const due = await store.dueScheduleIds({ deps }, now, DUE_LIMIT);
+    for (const id of due) {
       if (signal?.aborted) return { started };
       if (await startRun({ deps }, id, now)) started++;
       await betweenSlices(deps);
@@ -47,17 +46,12 @@ export async function startAllDueRuns(deps: Deps, signal?: AbortSignal): Promise
   }
 }
 
-type Schedule = typeof schedules.$inferSelect;
+type Schedule = ScheduleRow;
 
 /** A schedule's current authorizers, opened, as a run's batch takes them (at most 1000). */
-export function runAuthorizers(ctx: JobContext & { tx: Tx }, s: Schedule): NormalizedAuthorizer[] {
+export async function runAuthorizers(ctx: JobContext & { tx: Tx }, s: Schedule): Promise<NormalizedAuthorizer[]> {
   const { vault } = ctx.deps;
-  const rows = ctx.tx
-    .select()
-    .from(scheduleAuthorizers)
-    .where(eq(scheduleAuthorizers.scheduleId, s.id))
-    .orderBy(asc(scheduleAuthorizers.id))
-    .all();
+  const rows = await store.scheduleAuthorizers(ctx, s.id);
   return rows.map((r, i) => ({
     authorizerUniqueId: r.authorizerUniqueId,
     paymentType: r.paymentType,
@@ -73,23 +67,15 @@ export function runAuthorizers(ctx: JobContext & { tx: Tx }, s: Schedule): Norma
 }
 
 function startRun(ctx: JobContext, scheduleId: string, now: number): Promise<boolean> {
-  return transaction(ctx, (tx) => {
-    const s = tx.tx
-      .select()
-      .from(schedules)
-      .where(and(eq(schedules.id, scheduleId), eq(schedules.status, 'ACTIVE'), lte(schedules.nextRunAt, now)))
-      .get();
+  return transaction(ctx, async (tx) => {
+    const s = await store.dueSchedule(tx, scheduleId, now);
     if (!s) return false;
-    const authorizers = runAuthorizers(tx, s);
+    const authorizers = await runAuthorizers(tx, s);
     const next = nextRunAfter(s, now);
     if (authorizers.length > 0) {
-      insertBatch({ ctx: tx, input: { lenderId: s.lenderId, source: 'schedule', scheduleId: s.id, webhookUrl: s.webhook, authorizers, now } });
+      await insertBatch({ ctx: tx, input: { lenderId: s.lenderId, source: 'schedule', scheduleId: s.id, webhookUrl: s.webhook, authorizers, now } });
     }
-    tx.tx
-      .update(schedules)
-      .set({ nextRunAt: next, status: next === null ? 'COMPLETED' : 'ACTIVE', updatedAt: now })
-      .where(eq(schedules.id, s.id))
-      .run();
+    await store.recordRunStarted(tx, s.id, next, now);
     return authorizers.length > 0;
   });
 }
@@ -118,37 +104,44 @@ function chunkAlerts<T>(alerts: T[], base: Record<string, unknown>): T[][] {
  * modules/balance-results.ts): last_run_at, and one BALANCE_THRESHOLD_ALERT listing every authorizer whose
  * balance meets or exceeds its threshold.
  */
-export function onScheduleBatchCompleted(ctx: JobContext & { tx: Tx }, batch: CompletedBatch): void {
+export async function onScheduleBatchCompleted(ctx: JobContext & { tx: Tx }, batch: CompletedBatch): Promise<void> {
   if (batch.source !== 'schedule' || !batch.scheduleId) return;
-  const scheduleId = batch.scheduleId;
-  const s = ctx.tx
-    .update(schedules)
-    .set({ lastRunAt: batch.completedAt })
-    .where(eq(schedules.id, scheduleId))
-    .returning({ webhook: schedules.webhook })
-    .get();
-  const webhook = s?.webhook;
+  const webhook = await store.recordRunCompleted(ctx, batch.scheduleId, batch.completedAt);
   if (!webhook) return;
-  const hits = thresholdHits({ ctx, input: { batchId: batch.id } });
-  if (hits.length === 0) return;
+  for (const input of thresholdAlerts(batch, webhook, await thresholdHits({ ctx, input: { batchId: batch.id } }))) {
+    await enqueueWebhook({ ctx, input });
+  }
+}
+
+/**
+ * onScheduleBatchCompleted for callers not yet asynchronous (a synchronous transaction).
+ * @deprecated transitional: await onScheduleBatchCompleted
+ */
+export function onScheduleBatchCompletedNow(ctx: JobContext & { tx: Tx }, batch: CompletedBatch): void {
+  if (batch.source !== 'schedule' || !batch.scheduleId) return;
+  const webhook = recordRunCompletedNow(ctx.tx, batch.scheduleId, batch.completedAt);
+  if (!webhook) return;
+  for (const input of thresholdAlerts(batch, webhook, thresholdHits({ ctx, input: { batchId: batch.id } }))) {
+    enqueueWebhookNow({ ctx, input });
+  }
+}
+
+/** The run's BALANCE_THRESHOLD_ALERT deliveries: none without a hit, the alerts split to fit each. */
+function thresholdAlerts(batch: CompletedBatch, webhook: string, hits: ReturnType<typeof thresholdHits>) {
+  if (hits.length === 0) return [];
   const alerts = hits.map((h) => ({
     authorizer_unique_id: h.aid,
     institution_name: h.institution,
     balance: centsToDollars(h.cents),
     threshold_amount: centsToDollars(h.threshold),
   }));
-  const base = { event_uuid: '', type: 'BALANCE_THRESHOLD_ALERT', schedule_id: scheduleId, batch_id: batch.id, timestamp: iso(batch.completedAt) };
-  for (const chunk of chunkAlerts(alerts, base)) {
-    enqueueWebhook({
-      ctx,
-      input: {
-        lenderId: batch.lenderId,
-        type: 'BALANCE_THRESHOLD_ALERT',
-        url: webhook,
-        payload: { ...base, event_uuid: crypto.randomUUID(), alerts: chunk },
-      },
-    });
-  }
+  const base = { event_uuid: '', type: 'BALANCE_THRESHOLD_ALERT', schedule_id: batch.scheduleId, batch_id: batch.id, timestamp: iso(batch.completedAt) };
+  return chunkAlerts(alerts, base).map((chunk) => ({
+    lenderId: batch.lenderId,
+    type: 'BALANCE_THRESHOLD_ALERT' as const,
+    url: webhook,
+    payload: { ...base, event_uuid: crypto.randomUUID(), alerts: chunk },
+  }));
 }
 
 export const scheduleJob: Job<Deps> = {

@@ -1,48 +1,44 @@
 import { connectedProvidersNow as connectedProviders } from '../bank-data-connections/service';
 import type { Static } from 'elysia';
-import { and, asc, count, eq, gt, ne } from 'drizzle-orm';
-import { scheduleAuthorizers, schedules } from '../../../db/schema';
 import type { ScheduleStatus } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
-import { dbOf, transaction, type Tx } from '../../platform/context';
+import { transaction, type Tx } from '../../platform/context';
 import { Conflict, InvalidInput, NotFound } from '../../platform/errors';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
 import { newId } from '../../platform/ids';
 import { centsToDollars, dollarsToCents } from '../../platform/money';
-import { keysetPage } from '../../platform/pagination';
+import { keysetPage, tokenFrom } from '../../platform/pagination';
 import { validateWebhookUrl } from '../webhooks/service';
 import { validateAuthorizerList } from '../authorizers/rules';
 import type { CreateScheduleBody, UpdateScheduleBody } from './model';
 import { dateOf, nextRunAfter, parseDate, randomTimeOfDay, startOfDay, type ScheduleTiming } from './times';
 import type { SealedColumn } from '../../platform/vault';
-import * as q from './queries';
+import { scheduleStore as store, type ScheduleRow } from './store';
+import { authorizerCountNow, listSchedulesNow as listSchedulesRowsNow, scheduleOfNow } from './store.sqlite';
 
 export const DEFAULT_EXPIRY_DAYS = 30;
 export const MAX_EXPIRY_DAYS = 365;
 
-export type Schedule = typeof schedules.$inferSelect;
+export type Schedule = ScheduleRow;
 
 /** The lender's schedule, or NotFound (another lender's schedule is not found either). */
-export function getSchedule({ ctx, input }: { ctx: Ctx; input: { id: string } }): Schedule {
-  const row = dbOf(ctx)
-    .select()
-    .from(schedules)
-    .where(and(eq(schedules.id, input.id), eq(schedules.lenderId, ctx.lender.id)))
-    .get();
+export async function getSchedule({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<Schedule> {
+  const row = await store.scheduleOf(ctx, ctx.lender.id, input.id);
   if (!row) throw new NotFound('Schedule', input.id);
   return row;
 }
 
-const countAuthorizers = (ctx: { deps: Ctx['deps']; tx?: Tx }, scheduleId: string): number =>
-  dbOf(ctx).select({ n: count() }).from(scheduleAuthorizers).where(eq(scheduleAuthorizers.scheduleId, scheduleId)).get()!.n;
+/**
+ * getSchedule for callers not yet asynchronous.
+ * @deprecated transitional: await getSchedule
+ */
+export function getScheduleNow({ ctx, input }: { ctx: Ctx; input: { id: string } }): Schedule {
+  const row = scheduleOfNow(ctx, ctx.lender.id, input.id);
+  if (!row) throw new NotFound('Schedule', input.id);
+  return row;
+}
 
 const timing = (s: Pick<Schedule, 'intervalDays' | 'timeOfDay' | 'startsAt' | 'expiresAt' | 'createdAt'>): ScheduleTiming => s;
-
-function nameTaken(ctx: Ctx, name: string, exceptId?: string): boolean {
-  const conds = [eq(schedules.lenderId, ctx.lender.id), eq(schedules.name, name)];
-  if (exceptId) conds.push(ne(schedules.id, exceptId));
-  return !!dbOf(ctx).select({ id: schedules.id }).from(schedules).where(and(...conds)).get();
-}
 
 /** expires_at rules shared by create and update: a real date, not past the 365-day limit. */
 function checkExpiry(expiresAt: string, createdAt: number, field = 'expires_at'): void {
@@ -53,7 +49,19 @@ function checkExpiry(expiresAt: string, createdAt: number, field = 'expires_at')
   }
 }
 
-export function view(ctx: Ctx, s: Schedule) {
+/** A schedule as the API shows it. */
+export async function view(ctx: Ctx, s: Schedule) {
+  const [total] = await store.authorizerCounts(ctx, [s.id]);
+  return viewOf(s, total!);
+}
+
+/**
+ * view for callers not yet asynchronous.
+ * @deprecated transitional: await view
+ */
+export const viewNow = (ctx: Ctx, s: Schedule) => viewOf(s, authorizerCountNow(ctx, s.id));
+
+function viewOf(s: Schedule, totalAuthorizers: number) {
   return {
     schedule_id: s.id,
     name: s.name,
@@ -64,7 +72,7 @@ export function view(ctx: Ctx, s: Schedule) {
     expires_at: s.expiresAt,
     last_run_at: isoOrNull(s.lastRunAt),
     next_run_at: isoOrNull(s.nextRunAt),
-    total_authorizers: countAuthorizers(ctx, s.id),
+    total_authorizers: totalAuthorizers,
     webhook: s.webhook,
     threshold_amount: s.thresholdCents === null ? null : centsToDollars(s.thresholdCents),
     created_at: iso(s.createdAt),
@@ -89,7 +97,7 @@ export async function createSchedule({ ctx, input }: { ctx: Ctx; input: { body: 
   if (anyThreshold && !body.webhook) throw InvalidInput.field('webhook', 'webhook is required when a threshold_amount is set');
   if (body.webhook) await validateWebhookUrl(ctx.deps, 'webhook', body.webhook);
 
-  const { accepted, failed } = validateAuthorizerList(body.authorizers, { debitCardsApproved: ctx.lender.debitCardApproved, now, bankProviders: connectedProviders(ctx) });
+  const { accepted, failed } = validateAuthorizerList(body.authorizers, { debitCardsApproved: ctx.lender.debitCardApproved, now, bankProviders: await connectedProviders(ctx) });
   if (failed.length > 0) {
     const first = failed[0]!;
     throw new InvalidInput(
@@ -109,30 +117,35 @@ export async function createSchedule({ ctx, input }: { ctx: Ctx; input: { body: 
   if (nextRunAt === null) throw InvalidInput.field('expires_at', 'the schedule would never run: expires_at is before its first run');
   const id = newId();
 
-  await transaction(ctx, (tx) => {
-    if (nameTaken(tx, body.name)) throw new Conflict(`A schedule named "${body.name}" already exists`);
-    tx.tx
-      .insert(schedules)
-      .values({
-        id,
-        lenderId: ctx.lender.id,
-        name: body.name,
-        status: 'ACTIVE',
-        intervalDays: body.interval_days,
-        timeOfDay,
-        startsAt,
-        expiresAt,
-        webhook: body.webhook ?? null,
-        thresholdCents,
-        createdAt: now,
-        updatedAt: now,
-        nextRunAt,
-      })
-      .run();
-    const insert = q.scheduleAuthorizerInsert(tx.tx);
-    for (const a of accepted) {
-      insert.run(id, a.authorizerUniqueId, a.paymentType, a.routingNumber, a.phone, a.zip, a.metadata ? JSON.stringify(a.metadata) : null, a.thresholdCents, ctx.deps.vault.sealJson(a.sensitive));
-    }
+  const row: Schedule = {
+    id,
+    lenderId: ctx.lender.id,
+    name: body.name,
+    status: 'ACTIVE',
+    intervalDays: body.interval_days,
+    timeOfDay,
+    startsAt,
+    expiresAt,
+    webhook: body.webhook ?? null,
+    thresholdCents,
+    createdAt: now,
+    updatedAt: now,
+    lastRunAt: null,
+    nextRunAt,
+  };
+  const authorizers = accepted.map((a) => ({
+    authorizerUniqueId: a.authorizerUniqueId,
+    paymentType: a.paymentType,
+    routingNumber: a.routingNumber,
+    phone: a.phone,
+    zip: a.zip,
+    metadata: a.metadata ? JSON.stringify(a.metadata) : null,
+    thresholdCents: a.thresholdCents,
+    sealed: ctx.deps.vault.sealJson(a.sensitive),
+  }));
+  await transaction(ctx, async (tx) => {
+    if (await store.nameTaken(tx, ctx.lender.id, body.name)) throw new Conflict(`A schedule named "${body.name}" already exists`);
+    await store.createSchedule(tx, row, authorizers);
   });
   return {
     schedule_id: id,
@@ -158,10 +171,10 @@ export function updateSchedule({ ctx, input }: { ctx: Ctx; input: { id: string; 
     expiresAt = m[1]!;
     if (expiresAt <= dateOf(now)) throw InvalidInput.field('expires_at', 'expires_at must be in the future');
   }
-  return transaction(ctx, (tx) => {
-    const s = getSchedule({ ctx: tx, input: { id } });
+  return transaction(ctx, async (tx) => {
+    const s = await getSchedule({ ctx: tx, input: { id } });
     if (s.status !== 'ACTIVE') throw new Conflict(`Only an ACTIVE schedule can be updated; this one is ${s.status}`, { status: s.status });
-    if (body.name !== undefined && nameTaken(tx, body.name, id)) {
+    if (body.name !== undefined && (await store.nameTaken(tx, ctx.lender.id, body.name, id))) {
       throw new Conflict(`A schedule named "${body.name}" already exists`);
     }
     if (expiresAt !== undefined) {
@@ -179,11 +192,14 @@ export function updateSchedule({ ctx, input }: { ctx: Ctx; input: { id: string; 
     // Recomputed from the new timing; a run already made is never repeated before `now`.
     next.nextRunAt = nextRunAfter(timing(next), Math.max(now, s.lastRunAt ?? 0) - 1);
     if (next.nextRunAt === null) throw InvalidInput.field('expires_at', 'with these values the schedule would never run again');
-    tx.tx
-      .update(schedules)
-      .set({ name: next.name, intervalDays: next.intervalDays, timeOfDay: next.timeOfDay, expiresAt: next.expiresAt, updatedAt: now, nextRunAt: next.nextRunAt })
-      .where(eq(schedules.id, id))
-      .run();
+    await store.updateSchedule(tx, id, {
+      name: next.name,
+      intervalDays: next.intervalDays,
+      timeOfDay: next.timeOfDay,
+      expiresAt: next.expiresAt,
+      updatedAt: now,
+      nextRunAt: next.nextRunAt,
+    });
     return {
       schedule_id: id,
       name: next.name,
@@ -195,59 +211,65 @@ export function updateSchedule({ ctx, input }: { ctx: Ctx; input: { id: string; 
 }
 
 /** No further runs; the schedule, its authorizers' history and its batches are kept. */
-function markDisabled(ctx: Ctx & { tx: Tx }, id: string): void {
-  ctx.tx.update(schedules).set({ status: 'DISABLED', nextRunAt: null, updatedAt: ctx.deps.clock.now() }).where(eq(schedules.id, id)).run();
-}
+const markDisabled = (ctx: Ctx & { tx: Tx }, id: string): Promise<void> => store.disableSchedule(ctx, id, ctx.deps.clock.now());
 
 export function removeAuthorizers({ ctx, input }: { ctx: Ctx; input: { id: string; authorizerIds: string[] } }) {
   const { id } = input;
-  return transaction(ctx, (tx) => {
-    const s = getSchedule({ ctx: tx, input: { id } });
-    let removed = 0;
-    for (const aid of new Set(input.authorizerIds)) {
-      removed += tx.tx
-        .delete(scheduleAuthorizers)
-        .where(and(eq(scheduleAuthorizers.scheduleId, id), eq(scheduleAuthorizers.authorizerUniqueId, aid)))
-        .returning({ id: scheduleAuthorizers.id })
-        .all().length;
-    }
-    const remaining = countAuthorizers(tx, id);
-    if (remaining === 0 && s.status === 'ACTIVE') markDisabled(tx, id);
-    return { removed_count: removed, remaining_count: remaining };
+  return transaction(ctx, async (tx) => {
+    const s = await getSchedule({ ctx: tx, input: { id } });
+    const removed = await store.removeAuthorizers(tx, id, [...new Set(input.authorizerIds)]);
+    const [remaining] = await store.authorizerCounts(tx, [id]);
+    if (remaining === 0 && s.status === 'ACTIVE') await markDisabled(tx, id);
+    return { removed_count: removed, remaining_count: remaining! };
   });
 }
 
 export function disableSchedule({ ctx, input }: { ctx: Ctx; input: { id: string } }) {
-  return transaction(ctx, (tx) => {
-    getSchedule({ ctx: tx, input });
-    markDisabled(tx, input.id);
+  return transaction(ctx, async (tx) => {
+    await getSchedule({ ctx: tx, input });
+    await markDisabled(tx, input.id);
     return { schedule_id: input.id, status: 'DISABLED' as const, message: 'Schedule disabled; its history is kept' };
   });
 }
 
-export function listSchedules({
-  ctx,
-  input,
-}: {
-  ctx: Ctx;
-  input: { status?: ScheduleStatus; limit?: number; next_page_token?: string; nextPageToken?: string };
-}) {
-  const { page, hasMore, nextPageToken } = keysetPage({
+type ListInput = { status?: ScheduleStatus; limit?: number; next_page_token?: string; nextPageToken?: string };
+
+export async function listSchedules({ ctx, input }: { ctx: Ctx; input: ListInput }) {
+  const rows = await store.listSchedules(ctx, scheduleQuery(ctx, input));
+  const { page, hasMore, nextPageToken } = schedulePage(ctx, input, rows);
+  const counts = await store.authorizerCounts(ctx, page.map((s) => s.id));
+  return { schedules: page.map((s, i) => viewOf(s, counts[i]!)), has_more: hasMore, next_page_token: nextPageToken };
+}
+
+/**
+ * listSchedules for callers not yet asynchronous.
+ * @deprecated transitional: await listSchedules
+ */
+export function listSchedulesNow({ ctx, input }: { ctx: Ctx; input: ListInput }) {
+  const { page, hasMore, nextPageToken } = schedulePage(ctx, input, listSchedulesRowsNow(ctx, scheduleQuery(ctx, input)));
+  return { schedules: page.map((s) => viewNow(ctx, s)), has_more: hasMore, next_page_token: nextPageToken };
+}
+
+const scheduleScope = (ctx: Ctx, input: ListInput) => `schedules:${ctx.lender.id}:${input.status ?? ''}`;
+
+/** The rows a page asks for: after the token's position (checked as keysetPage checks it), one more than shown. */
+function scheduleQuery(ctx: Ctx, input: ListInput) {
+  const token = tokenFrom(input);
+  const after = token ? ctx.deps.pageTokens.decode<{ i: string }>(scheduleScope(ctx, input), token) : { i: '' };
+  return { lenderId: ctx.lender.id, status: input.status, afterId: after.i, take: (input.limit ?? 50) + 1 };
+}
+
+function schedulePage(ctx: Ctx, input: ListInput, rows: Schedule[]) {
+  return keysetPage({
     tokens: ctx.deps.pageTokens,
-    scope: `schedules:${ctx.lender.id}:${input.status ?? ''}`,
+    scope: scheduleScope(ctx, input),
     query: input,
     limit: input.limit ?? 50,
     start: { i: '' },
-    fetch: (after, take) => {
-      const conds = [eq(schedules.lenderId, ctx.lender.id), gt(schedules.id, after.i)];
-      if (input.status) conds.push(eq(schedules.status, input.status));
-      return dbOf(ctx).select().from(schedules).where(and(...conds)).orderBy(asc(schedules.id)).limit(take).all();
-    },
+    fetch: () => rows,
     positionOf: (s) => ({ i: s.id }),
   });
-  return { schedules: page.map((s) => view(ctx, s)), has_more: hasMore, next_page_token: nextPageToken };
 }
-
 
 /** Columns of this feature holding vault-sealed values. */
 export const sealedColumns: SealedColumn[] = [{ table: 'schedule_authorizers', key: 'id', column: 'sealed' }];

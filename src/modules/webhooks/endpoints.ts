@@ -1,22 +1,22 @@
-import { and, asc, eq } from 'drizzle-orm';
-import { webhookEndpoints } from '../../../db/schema';
 import type { EndpointEventType } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
-import { dbOf, transaction, type Tx } from '../../platform/context';
+import { transaction, type Tx } from '../../platform/context';
+import type { TxCtx } from '../../platform/store';
 import { Conflict, InvalidInput, NotFound } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { validateWebhookUrl } from './service';
 import { validated } from '../../platform/validation';
 import { EndpointCreate } from './model';
-import * as q from './queries';
+import { webhookStore as store, type EndpointRow, type NewDelivery } from './store';
+import { endpointTargetsNow, enqueueDeliveriesNow, listEndpointsNow as listEndpointRowsNow } from './store.sqlite';
 
 // A lender's own webhook endpoints: its payment events and collection notices are pushed to them through the
 // outbox, in the transaction of the change that causes them, signed with the lender's secret and retried.
 
 export const MAX_ENDPOINTS = 10;
 
-type Row = typeof webhookEndpoints.$inferSelect;
+type Row = EndpointRow;
 const view = (e: Row) => ({
   id: e.id,
   url: e.url,
@@ -33,40 +33,64 @@ export async function createEndpoint({ ctx, input: sent }: { ctx: Ctx; input: { 
   if (types.length === 0) throw InvalidInput.field('event_types', 'event_types must name at least one event type');
   await validateWebhookUrl(ctx.deps, 'url', input.url);
   const now = ctx.deps.clock.now();
-  return transaction(ctx, ({ tx }) => {
-    const n = tx.select({ id: webhookEndpoints.id }).from(webhookEndpoints).where(eq(webhookEndpoints.lenderId, ctx.lender.id)).all().length;
+  return transaction(ctx, async (tx) => {
+    const n = await store.countEndpoints(tx, ctx.lender.id);
     if (n >= MAX_ENDPOINTS) throw new Conflict(`A lender has at most ${MAX_ENDPOINTS} webhook endpoints; delete one first`);
     const row: Row = { id: newId(), lenderId: ctx.lender.id, url: input.url, eventTypes: JSON.stringify(types), description: input.description ?? null, createdAt: now };
-    tx.insert(webhookEndpoints).values(row).run();
+    await store.addEndpoint(tx, row);
     return view(row);
   });
 }
 
 /** GET /v1/webhook_endpoints: the lender's, oldest first. */
-export function listEndpoints({ ctx }: { ctx: Ctx }) {
-  const rows = dbOf(ctx).select().from(webhookEndpoints).where(eq(webhookEndpoints.lenderId, ctx.lender.id)).orderBy(asc(webhookEndpoints.createdAt)).all();
+export async function listEndpoints({ ctx }: { ctx: Ctx }) {
+  const rows = await store.listEndpoints(ctx, ctx.lender.id);
   return { endpoints: rows.map(view) };
+}
+
+/**
+ * listEndpoints for callers not yet asynchronous.
+ * @deprecated transitional: await listEndpoints
+ */
+export function listEndpointsNow({ ctx }: { ctx: Ctx }) {
+  return { endpoints: listEndpointRowsNow(ctx, ctx.lender.id).map(view) };
 }
 
 /** DELETE /v1/webhook_endpoints/{id}: another lender's or an unknown one is not found. */
 export async function deleteEndpoint({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<void> {
-  await transaction(ctx, ({ tx }) => {
-    const gone = tx
-      .delete(webhookEndpoints)
-      .where(and(eq(webhookEndpoints.id, input.id), eq(webhookEndpoints.lenderId, ctx.lender.id)))
-      .returning({ id: webhookEndpoints.id })
-      .all();
-    if (gone.length === 0) throw new NotFound('Webhook endpoint', input.id);
+  await transaction(ctx, async (tx) => {
+    if (!(await store.deleteEndpoint(tx, ctx.lender.id, input.id))) throw new NotFound('Webhook endpoint', input.id);
   });
 }
 
 /** One delivery to every endpoint of the lender subscribed to this type, in the caller's transaction. */
-export function pushToEndpoints(tx: Tx, now: number, lenderId: string, type: EndpointEventType, payload: Record<string, unknown>): void {
-  const rows = q.endpointsOf(tx, lenderId);
-  for (const e of rows) {
+export async function pushToEndpoints(ctx: TxCtx, now: number, lenderId: string, type: EndpointEventType, payload: Record<string, unknown>): Promise<void> {
+  const targets = await store.endpointTargets(ctx, lenderId);
+  const deliveries = deliveriesTo(targets, now, lenderId, type, payload);
+  if (deliveries.length > 0) await store.enqueueDeliveries(ctx, deliveries);
+}
+
+/**
+ * pushToEndpoints for callers not yet asynchronous (a synchronous transaction).
+ * @deprecated transitional: await pushToEndpoints
+ */
+export function pushToEndpointsNow(tx: Tx, now: number, lenderId: string, type: EndpointEventType, payload: Record<string, unknown>): void {
+  enqueueDeliveriesNow(tx, deliveriesTo(endpointTargetsNow(tx, lenderId), now, lenderId, type, payload));
+}
+
+function deliveriesTo(
+  targets: { url: string; eventTypes: string }[],
+  now: number,
+  lenderId: string,
+  type: EndpointEventType,
+  payload: Record<string, unknown>,
+): NewDelivery[] {
+  const deliveries: NewDelivery[] = [];
+  for (const e of targets) {
     if (!(JSON.parse(e.eventTypes) as string[]).includes(type)) continue;
     const event_uuid = crypto.randomUUID();
     const body = JSON.stringify({ event_uuid, type, ...payload });
-    q.insertDelivery(tx, { id: event_uuid, lenderId, type, url: e.url, body, now });
+    deliveries.push({ id: event_uuid, lenderId, type, url: e.url, body, now });
   }
+  return deliveries;
 }

@@ -1,16 +1,11 @@
-import { webhookDeliveries } from '../../../db/schema';
-import { writeGate } from '../../platform/context';
+import { transaction, writeGate } from '../../platform/context';
 import type { Deps } from '../../deps';
 import type { Job } from '../../platform/jobs';
-import { transaction, withTransaction } from '../../platform/context';
-import type { Db } from '../../platform/db';
-import { LeaseQueue } from '../../platform/lease-queue';
 import { drainClaims, writesInOrder } from '../../platform/work-pool';
 import { sendWebhook, type DeliveryOutcome } from '../../adapters/webhooks/sender';
 import { signatureHeaders } from '../../adapters/webhooks/signing';
 import { ensureSecret, signingSecrets } from './service';
-import * as q from './queries';
-import type { DueRow } from './queries';
+import { webhookStore as store, type AttemptRecord, type DueRow } from './store';
 
 export const WEBHOOK_CONCURRENCY = 16;
 /** Longer than a send can take (10 s timeout), so a live sender never loses its claim. */
@@ -35,31 +30,11 @@ export function backoffMs(base: number, attempt: number, random = Math.random): 
 }
 
 /**
- * The delivery queue of a database: due deliveries oldest first, leaving out those this run already holds
- * or has recorded as due again (`exclude`, bound as a JSON array: it stays small whatever the run's length).
- */
-function deliveryQueue(db: Db, exclude: () => string) {
-  return new LeaseQueue<typeof webhookDeliveries, DueRow>(db, webhookDeliveries, {
-    leaseMs: DELIVERY_LEASE_MS,
-    pick: ({ tx, want, now, due, lease }) => {
-      const rows = q.dueDeliveries(tx, due, now, want, exclude());
-      // Each claimed delivery's attempt row is written in the claim's transaction, before any request leaves.
-      for (const r of rows) r.attemptId = q.openAttempt(tx, r.id, now);
-      lease(rows);
-    },
-  });
-}
-
-/**
  * At start no other process holds a claim on this file: the attempts a previous process left open are
  * marked as cut short, and what it held is released.
  */
-export function releaseDeliveryLeases(deps: Pick<Deps, 'db'>): number {
-  // At start, before anything is served: a synchronous transaction.
-  return withTransaction({ deps }, ({ tx }) => {
-    q.closeCutShortAttempts(tx);
-    return deliveryQueue(deps.db, () => '[]').releaseAll(tx);
-  });
+export function releaseDeliveryLeases(deps: Pick<Deps, 'db' | 'reader'>): Promise<number> {
+  return transaction({ deps }, (tx) => store.releaseDeliveryLeases(tx));
 }
 
 /**
@@ -79,12 +54,13 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
   const inFlight = new Set<string>();
   const dueAgain = new Set<string>();
   let attempted = 0;
-  const queue = deliveryQueue(deps.db, () => JSON.stringify([...inFlight, ...dueAgain]));
 
   const claim = async (): Promise<DueRow[]> => {
     // Record what has been sent before claiming more, so the database never shows it as still due.
     await flush();
-    const due = await queue.claim(concurrency * 4, clock.now());
+    // Due deliveries oldest first, leaving out those this run already holds or has recorded as due again.
+    const now = clock.now();
+    const due = await transaction({ deps }, (tx) => store.claimDueDeliveries(tx, concurrency * 4, now, DELIVERY_LEASE_MS, [...inFlight, ...dueAgain]));
     for (const r of due) inFlight.add(r.id);
     return due;
   };
@@ -98,13 +74,13 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
     return writes.settled();
   };
   const write = (batch: AttemptResult[]) =>
-    transaction({ deps }, ({ tx }) => {
+    transaction({ deps }, async (tx) => {
+      const records: AttemptRecord[] = [];
       for (const r of batch) {
         inFlight.delete(r.row.id);
         if (r.outcome === 'not_sent') {
           // Claimed, never sent: no attempt happened; the delivery is released as it was.
-          if (r.row.attemptId !== undefined) q.dropAttempt(tx, r.row.attemptId);
-          queue.finalize(tx, r.row.id, { state: 'pending' });
+          records.push({ id: r.row.id, attemptId: r.row.attemptId, sent: false });
           continue;
         }
         const attempts = r.row.attempts + 1;
@@ -125,30 +101,28 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
           }
         }
         if (next !== null && next <= clock.now() && r.outcome !== 'interrupted') dueAgain.add(r.row.id);
-        const attempt = { at: r.attemptedAt, statusCode: r.statusCode, error: r.error, durationMs: Math.round(r.durationMs) };
-        q.completeAttempt(tx, { id: r.row.attemptId ?? q.openAttempt(tx, r.row.id, r.attemptedAt), ...attempt });
-        queue.finalize(tx, r.row.id, {
+        records.push({
+          id: r.row.id,
+          attemptId: r.row.attemptId,
+          sent: true,
+          attempt: { at: r.attemptedAt, statusCode: r.statusCode, error: r.error, durationMs: Math.round(r.durationMs) },
           state,
           attempts,
           nextAttemptAt: next,
-          set: {
-            lastAttemptAt: r.attemptedAt,
-            firstAttemptAt: firstAt,
-            lastStatusCode: r.statusCode,
-            lastError: r.error,
-            finishedAt: state === 'pending' ? null : clock.now(),
-          },
+          firstAttemptAt: firstAt,
+          finishedAt: state === 'pending' ? null : clock.now(),
         });
-        deps.metrics.webhookAttempts.inc({ outcome: r.outcome });
-        if (state !== 'pending') deps.metrics.webhookFinal.inc({ state });
       }
+      await store.recordAttempts(tx, records);
+      for (const r of batch) if (r.outcome !== 'not_sent') deps.metrics.webhookAttempts.inc({ outcome: r.outcome });
+      for (const r of records) if (r.sent && r.state !== 'pending') deps.metrics.webhookFinal.inc({ state: r.state });
     });
 
   const attempt = async (row: DueRow): Promise<void> => {
     let secrets = secretsByLender.get(row.lenderId);
     if (!secrets) {
       await ensureSecret({ deps }, row.lenderId);
-      secrets = signingSecrets(deps, row.lenderId, clock.now());
+      secrets = await signingSecrets(deps, row.lenderId, clock.now());
       secretsByLender.set(row.lenderId, secrets);
     }
     // The signature's timestamp is wall time: receivers check it against their own clocks.

@@ -1,14 +1,13 @@
-import { and, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
-import { webhookDeliveries, webhookSecrets } from '../../../db/schema';
 import type { WebhookType } from '../../../db/schema/enums';
 import type { Ctx, Deps, JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
-import { dbOf, transaction, withTransaction } from '../../platform/context';
+import { transaction } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
-import * as q from './queries';
+import { webhookStore as store, type DeliveryListFilter, type DeliveryRow, type NewDelivery } from './store';
+import { enqueueDeliveriesNow, listDeliveriesNow as listDeliveryRowsNow } from './store.sqlite';
 import { DAY_MS, isoOrNull, iso } from '../../platform/clock';
 import { newId } from '../../platform/ids';
-import { keysetPage, olderThan } from '../../platform/pagination';
+import { keysetPage, tokenFrom } from '../../platform/pagination';
 import { generateWebhookSecret } from '../../adapters/webhooks/signing';
 import { checkWebhookUrl } from '../../adapters/webhooks/ssrf';
 import type { SealedColumn } from '../../platform/vault';
@@ -20,28 +19,27 @@ export const MAX_PAYLOAD_BYTES = 20_000;
 export type { WebhookType };
 
 /** The lender's current signing secret, or null before its first use. */
-function storedSecret(ctx: JobContext, lenderId: string): { secret: string; createdAt: number } | null {
-  const row = dbOf(ctx)
-    .select()
-    .from(webhookSecrets)
-    .where(and(eq(webhookSecrets.lenderId, lenderId), isNull(webhookSecrets.expiresAt)))
-    .get();
+async function storedSecret(ctx: JobContext, lenderId: string): Promise<{ secret: string; createdAt: number } | null> {
+  const row = await store.currentSecret(ctx, lenderId);
   return row ? { secret: ctx.deps.vault.open(row.secretSealed), createdAt: row.createdAt } : null;
 }
 
 /**
  * The lender's current signing secret, created on first use. It writes: only inside a span that may write
  * (a transaction, a request holding a share of the write gate, a job's turn); a read calls `ensureSecret`.
+ * Not found, it is read again inside the transaction that creates it, so two first uses make one secret.
  */
-function currentSecret(ctx: JobContext, lenderId: string): { secret: string; createdAt: number } {
-  const found = storedSecret(ctx, lenderId);
+async function currentSecret(ctx: JobContext, lenderId: string): Promise<{ secret: string; createdAt: number }> {
+  const found = await storedSecret(ctx, lenderId);
   if (found) return found;
+  return transaction(ctx, async (tx) => (await storedSecret(tx, lenderId)) ?? createSecret(tx, lenderId));
+}
+
+async function createSecret(ctx: JobContext & { tx: Tx }, lenderId: string): Promise<{ secret: string; createdAt: number }> {
   const { deps } = ctx;
   const secret = generateWebhookSecret();
   const createdAt = deps.clock.now();
-  withTransaction(ctx, ({ tx }) =>
-    tx.insert(webhookSecrets).values({ id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt, expiresAt: null }).run(),
-  );
+  await store.addSecret(ctx, { id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt });
   return { secret, createdAt };
 }
 
@@ -51,8 +49,7 @@ function currentSecret(ctx: JobContext, lenderId: string): { secret: string; cre
  * the write lock (it waits for it, without blocking the event loop).
  */
 export async function ensureSecret(ctx: JobContext, lenderId: string): Promise<void> {
-  if (storedSecret(ctx, lenderId)) return;
-  await transaction(ctx, (tx) => currentSecret(tx, lenderId));
+  await currentSecret(ctx, lenderId);
 }
 
 /** A new current secret; the previous one keeps signing for ROTATION_OVERLAP_MS. */
@@ -60,19 +57,12 @@ export function rotateSecret({ ctx }: { ctx: Ctx }) {
   const { deps } = ctx;
   const lenderId = ctx.lender.id;
   const now = deps.clock.now();
-  return transaction(ctx, (tx) => {
-    currentSecret(tx, lenderId);
+  return transaction(ctx, async (tx) => {
+    await currentSecret(tx, lenderId);
     const expiresAt = now + ROTATION_OVERLAP_MS;
-    tx.tx
-      .update(webhookSecrets)
-      .set({ expiresAt })
-      .where(and(eq(webhookSecrets.lenderId, lenderId), isNull(webhookSecrets.expiresAt)))
-      .run();
+    await store.expireCurrentSecret(tx, lenderId, expiresAt);
     const secret = generateWebhookSecret();
-    tx.tx
-      .insert(webhookSecrets)
-      .values({ id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt: now, expiresAt: null })
-      .run();
+    await store.addSecret(tx, { id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt: now });
     return { secret, created_at: iso(now), previous_secret_expires_at: iso(expiresAt) };
   });
 }
@@ -84,29 +74,18 @@ export async function readSecret({ ctx }: { ctx: Ctx }) {
 }
 
 /** The current secret and when the previous one stops signing, once `ensureSecret` has made sure there is one. */
-export function getSecret({ ctx }: { ctx: Ctx }) {
+export async function getSecret({ ctx }: { ctx: Ctx }) {
   const { deps } = ctx;
   const lenderId = ctx.lender.id;
-  const { secret, createdAt } = currentSecret(ctx, lenderId);
-  const previous = dbOf(ctx)
-    .select({ expiresAt: webhookSecrets.expiresAt })
-    .from(webhookSecrets)
-    .where(and(eq(webhookSecrets.lenderId, lenderId), gt(webhookSecrets.expiresAt, deps.clock.now())))
-    .orderBy(desc(webhookSecrets.expiresAt))
-    .get();
-  return { secret, created_at: iso(createdAt), previous_secret_expires_at: isoOrNull(previous?.expiresAt) };
+  const { secret, createdAt } = await currentSecret(ctx, lenderId);
+  const previous = await store.previousSecretExpiry(ctx, lenderId, deps.clock.now());
+  return { secret, created_at: iso(createdAt), previous_secret_expires_at: isoOrNull(previous) };
 }
 
 /** Every secret a delivery is signed with now: the current one and any still in its overlap. */
-export function signingSecrets(deps: Deps, lenderId: string, now: number): string[] {
-  currentSecret({ deps }, lenderId);
-  return deps.db
-    .select({ sealed: webhookSecrets.secretSealed })
-    .from(webhookSecrets)
-    .where(and(eq(webhookSecrets.lenderId, lenderId), or(isNull(webhookSecrets.expiresAt), gt(webhookSecrets.expiresAt, now))))
-    .orderBy(desc(webhookSecrets.createdAt))
-    .all()
-    .map((r) => deps.vault.open(r.sealed));
+export async function signingSecrets(deps: Deps, lenderId: string, now: number): Promise<string[]> {
+  await currentSecret({ deps }, lenderId);
+  return (await store.signingSecrets({ deps }, lenderId, now)).map((sealed) => deps.vault.open(sealed));
 }
 
 /** Request-time check of a webhook URL a caller sends; 400 names the field and the problem. */
@@ -116,21 +95,29 @@ export async function validateWebhookUrl(deps: Pick<Deps, 'config'>, field: stri
   return raw;
 }
 
+type EnqueueInput = { lenderId: string; type: WebhookType; url: string; payload: Record<string, unknown> & { event_uuid: string } };
+
+/** The outbox row of a webhook, its payload checked against the size bound first. */
+function deliveryOf(ctx: JobContext, input: EnqueueInput): NewDelivery {
+  const body = JSON.stringify(input.payload);
+  if (Buffer.byteLength(body) > MAX_PAYLOAD_BYTES) throw new Error(`webhook payload over ${MAX_PAYLOAD_BYTES} bytes`);
+  return { id: input.payload.event_uuid, lenderId: input.lenderId, type: input.type, url: input.url, body, now: ctx.deps.clock.now() };
+}
+
 /**
  * Writes a delivery to the outbox. Call it inside the transaction of the change that causes it, so the
  * event exists exactly when the change does. The id is the payload's event_uuid and the webhook-id header.
  */
-export function enqueueWebhook({
-  ctx,
-  input,
-}: {
-  ctx: JobContext & { tx: Tx };
-  input: { lenderId: string; type: WebhookType; url: string; payload: Record<string, unknown> & { event_uuid: string } };
-}): void {
-  const body = JSON.stringify(input.payload);
-  if (Buffer.byteLength(body) > MAX_PAYLOAD_BYTES) throw new Error(`webhook payload over ${MAX_PAYLOAD_BYTES} bytes`);
-  const now = ctx.deps.clock.now();
-  q.insertDelivery(ctx.tx, { id: input.payload.event_uuid, lenderId: input.lenderId, type: input.type, url: input.url, body, now });
+export async function enqueueWebhook({ ctx, input }: { ctx: JobContext & { tx: Tx }; input: EnqueueInput }): Promise<void> {
+  await store.enqueueDeliveries(ctx, [deliveryOf(ctx, input)]);
+}
+
+/**
+ * enqueueWebhook for callers not yet asynchronous (a synchronous transaction).
+ * @deprecated transitional: await enqueueWebhook
+ */
+export function enqueueWebhookNow({ ctx, input }: { ctx: JobContext & { tx: Tx }; input: EnqueueInput }): void {
+  enqueueDeliveriesNow(ctx.tx, [deliveryOf(ctx, input)]);
 }
 
 export interface DeliveryFilter {
@@ -141,30 +128,38 @@ export interface DeliveryFilter {
   nextPageToken?: string;
 }
 
-export function listDeliveries({ ctx, input: q }: { ctx: Ctx; input: DeliveryFilter }) {
-  const { deps } = ctx;
+type Position = { c: number; i: string } | null;
+
+export async function listDeliveries({ ctx, input: q }: { ctx: Ctx; input: DeliveryFilter }) {
+  return deliveryPage(ctx, q, await store.listDeliveries(ctx, deliveryQuery(ctx, q)));
+}
+
+/**
+ * listDeliveries for callers not yet asynchronous.
+ * @deprecated transitional: await listDeliveries
+ */
+export function listDeliveriesNow({ ctx, input: q }: { ctx: Ctx; input: DeliveryFilter }) {
+  return deliveryPage(ctx, q, listDeliveryRowsNow(ctx, deliveryQuery(ctx, q)));
+}
+
+const deliveryScope = (lenderId: string, q: DeliveryFilter) => `deliveries:${lenderId}:${q.status ?? ''}:${q.type ?? ''}`;
+
+/** The rows a page asks for: after the token's position (checked as keysetPage checks it), one more than shown. */
+function deliveryQuery(ctx: Ctx, q: DeliveryFilter): DeliveryListFilter {
   const lenderId = ctx.lender.id;
-  const { page, hasMore, nextPageToken } = keysetPage<typeof webhookDeliveries.$inferSelect, { c: number; i: string } | null>({
-    tokens: deps.pageTokens,
-    scope: `deliveries:${lenderId}:${q.status ?? ''}:${q.type ?? ''}`,
+  const token = tokenFrom(q);
+  const after = token ? ctx.deps.pageTokens.decode<Position>(deliveryScope(lenderId, q), token) : null;
+  return { lenderId, status: q.status, type: q.type, after, take: (q.limit ?? 50) + 1 };
+}
+
+function deliveryPage(ctx: Ctx, q: DeliveryFilter, rows: DeliveryRow[]) {
+  const { page, hasMore, nextPageToken } = keysetPage<DeliveryRow, Position>({
+    tokens: ctx.deps.pageTokens,
+    scope: deliveryScope(ctx.lender.id, q),
     query: q,
     limit: q.limit ?? 50,
     start: null,
-    fetch: (after, take) => {
-      const conds = [eq(webhookDeliveries.lenderId, lenderId)];
-      if (q.status) conds.push(eq(webhookDeliveries.state, q.status));
-      if (q.type) conds.push(eq(webhookDeliveries.type, q.type));
-      if (after) {
-        conds.push(olderThan(webhookDeliveries.createdAt, webhookDeliveries.id, after.c, after.i));
-      }
-      return dbOf(ctx)
-        .select()
-        .from(webhookDeliveries)
-        .where(and(...conds))
-        .orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.id))
-        .limit(take)
-        .all();
-    },
+    fetch: () => rows,
     positionOf: (d) => ({ c: d.createdAt, i: d.id }),
   });
   return {
@@ -187,15 +182,9 @@ export function listDeliveries({ ctx, input: q }: { ctx: Ctx; input: DeliveryFil
 }
 
 /** Deliveries still waiting to be sent, for readiness and benchmarks. */
-export function countPending(deps: Deps): number {
-  const row = deps.db
-    .select({ n: sql<number>`count(*)` })
-    .from(webhookDeliveries)
-    .where(eq(webhookDeliveries.state, 'pending'))
-    .get();
-  return row?.n ?? 0;
+export function countPending(deps: Deps): Promise<number> {
+  return store.countPendingDeliveries({ deps });
 }
-
 
 /** Columns of this feature holding vault-sealed values. */
 export const sealedColumns: SealedColumn[] = [{ table: 'webhook_secrets', key: 'id', column: 'secret_sealed' }];

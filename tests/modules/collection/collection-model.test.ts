@@ -262,7 +262,7 @@ class Restart implements fc.AsyncCommand<Model, Real> {
     const old = r.ctx;
     const next = runContext({ DATABASE_PATH: old.rt.config.databasePath, VAULT_KEY_FILE: old.rt.config.vaultKeyFile });
     next.clock.set(old.clock.now());
-    releaseStaleClaims(next.rt);
+    await releaseStaleClaims(next.rt);
     r.ctx = next;
     seen.restarts++;
     checkInvariants(m, r);

@@ -8,7 +8,7 @@ import { bankAuthorizer, enrollBorrower } from '../../helpers/fixtures';
 import { cycle, dispatchAndSettle } from '../../helpers/collection';
 import { signedIn } from '../../helpers/portal';
 import { dollars } from '../../../src/modules/portal/ui/format';
-import { issueKey, MAX_LIVE_API_KEYS, TooManyApiKeys } from '../../../src/modules/lenders/service';
+import { issueKeyNow as issueKey, MAX_LIVE_API_KEYS, TooManyApiKeys } from '../../../src/modules/lenders/service';
 import { withTransaction } from '../../../src/platform/context';
 
 const SETTLE = 60_000;

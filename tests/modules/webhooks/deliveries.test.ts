@@ -53,7 +53,7 @@ beforeAll(async () => {
     [hook.url('/ok-alert'), 'BALANCE_THRESHOLD_ALERT'],
   ];
   for (const [url, type] of plan) {
-    mine.push({ id: enqueue(ctx, url, { type, extra: type === 'BALANCE_THRESHOLD_ALERT' ? { alerts: [] } : {} }), createdAt: ctx.clock.now() });
+    mine.push({ id: await enqueue(ctx, url, { type, extra: type === 'BALANCE_THRESHOLD_ALERT' ? { alerts: [] } : {} }), createdAt: ctx.clock.now() });
     ctx.clock.advance(1_000);
   }
   // One real batch with a webhook_url, completed by the real pipeline.
@@ -65,13 +65,13 @@ beforeAll(async () => {
     .get(sub.body.batch_id)!.id;
   mine.push({ id: batchDelivery, createdAt: ctx.clock.now() });
   ctx.clock.advance(1_000);
-  theirs = enqueue(ctx, hook.url('/ok-theirs'), { lenderId: other.id });
+  theirs = await enqueue(ctx, hook.url('/ok-theirs'), { lenderId: other.id });
   ctx.clock.advance(1_000);
   attemptAt = ctx.clock.now();
   expect((await deliverDueWebhooks(ctx.rt)).attempted).toBe(7);
   // Enqueued after the run: never attempted.
   ctx.clock.advance(1_000);
-  mine.push({ id: enqueue(ctx, hook.url('/ok-later')), createdAt: ctx.clock.now() });
+  mine.push({ id: await enqueue(ctx, hook.url('/ok-later')), createdAt: ctx.clock.now() });
 });
 
 async function list(query = '', key?: string) {

@@ -12,7 +12,7 @@ import {
   releaseDeliveryLeases,
 } from '../../../src/modules/webhooks/jobs';
 import { enqueueWebhook, MAX_PAYLOAD_BYTES } from '../../../src/modules/webhooks/service';
-import { withTransaction } from '../../../src/platform/context';
+import { transaction } from '../../../src/platform/context';
 import { WEBHOOK_USER_AGENT as USER_AGENT } from '../../../src/adapters/webhooks/sender';
 import {
   attemptRows,
@@ -169,17 +169,18 @@ describe('BALANCE_BATCH_COMPLETED from a real batch', () => {
   test('any 2xx is success', async () => {
     const ctx = fresh();
     const hook = receiver(0, (r) => new Response(null, { status: Number(r.path.slice(1)) }));
-    const ids = [200, 201, 202, 204, 299].map((s) => enqueue(ctx, hook.url(`/${s}`)));
+    const ids: string[] = [];
+    for (const s of [200, 201, 202, 204, 299]) ids.push(await enqueue(ctx, hook.url(`/${s}`)));
     expect((await deliverDueWebhooks(ctx.rt)).attempted).toBe(5);
     for (const id of ids) expect(deliveryRow(ctx, id).state).toBe('delivered');
   });
 });
 
 describe('the outbox row belongs to the transaction that writes it', () => {
-  test('a rolled-back change leaves no delivery behind', () => {
+  test('a rolled-back change leaves no delivery behind', async () => {
     const ctx = fresh();
-    const failing = () => withTransaction({ deps: ctx.rt }, (tx) => {
-      enqueueWebhook({ ctx: tx, input: {
+    const failing = () => transaction({ deps: ctx.rt }, async (tx) => {
+      await enqueueWebhook({ ctx: tx, input: {
         lenderId: ctx.lender.id,
         type: 'BALANCE_BATCH_COMPLETED',
         url: 'http://127.0.0.1:9/never',
@@ -187,22 +188,22 @@ describe('the outbox row belongs to the transaction that writes it', () => {
       } });
       throw new Error('the state change failed');
     });
-    expect(() => failing()).toThrow('the state change failed');
+    await expect(failing()).rejects.toThrow('the state change failed');
     expect(deliveriesOf(ctx)).toHaveLength(0);
   });
 
-  test('an oversized payload is refused and takes its transaction down with it', () => {
+  test('an oversized payload is refused and takes its transaction down with it', async () => {
     const ctx = fresh();
-    const tx = () => withTransaction({ deps: ctx.rt }, (t) => {
-      enqueue(ctx, 'http://127.0.0.1:9/first', {}, t.tx);
-      enqueueWebhook({ ctx: t, input: {
+    const tx = () => transaction({ deps: ctx.rt }, async (t) => {
+      await enqueue(ctx, 'http://127.0.0.1:9/first', {}, t.tx);
+      await enqueueWebhook({ ctx: t, input: {
         lenderId: ctx.lender.id,
         type: 'BALANCE_THRESHOLD_ALERT',
         url: 'http://127.0.0.1:9/big',
         payload: { event_uuid: crypto.randomUUID(), blob: 'x'.repeat(MAX_PAYLOAD_BYTES) },
       } });
     });
-    expect(() => tx()).toThrow(/over/);
+    await expect(tx()).rejects.toThrow(/over/);
     expect(deliveriesOf(ctx)).toHaveLength(0);
   });
 });
@@ -211,7 +212,7 @@ describe('retries: same webhook-id, growing gaps, every attempt recorded', () =>
   test('after 500s, until a 2xx', async () => {
     const ctx = fresh();
     const hook = receiver(0, (_r, i) => new Response(i < 3 ? 'boom' : 'ok', { status: i < 3 ? 500 : 200 }));
-    const id = enqueue(ctx, hook.url());
+    const id = await enqueue(ctx, hook.url());
     const start = ctx.clock.now();
 
     expect((await deliverDueWebhooks(ctx.rt)).attempted).toBe(1);
@@ -242,7 +243,7 @@ describe('retries: same webhook-id, growing gaps, every attempt recorded', () =>
   test('after connection refused, until the receiver comes up', async () => {
     const ctx = fresh();
     const port = closedPort();
-    const id = enqueue(ctx, `http://127.0.0.1:${port}/hook`);
+    const id = await enqueue(ctx, `http://127.0.0.1:${port}/hook`);
     await deliverDueWebhooks(ctx.rt);
     for (let n = 2; n <= 3; n++) {
       await expectNotDueYet(ctx, id);
@@ -267,7 +268,7 @@ describe('retries: same webhook-id, growing gaps, every attempt recorded', () =>
     const ctx = fresh({ WEBHOOK_TIMEOUT_MS: '500' });
     const hang = hanging();
     const hook = receiver(0, hang.handler);
-    const id = enqueue(ctx, hook.url());
+    const id = await enqueue(ctx, hook.url());
     const started = performance.now();
     try {
       expect((await deliverDueWebhooks(ctx.rt)).attempted).toBe(1);
@@ -291,7 +292,7 @@ describe('retries: same webhook-id, growing gaps, every attempt recorded', () =>
   test(`retries stop ${'WEBHOOK_MAX_AGE_MS'} after the first attempt: state failed`, async () => {
     const ctx = fresh({ WEBHOOK_MAX_AGE_MS: '10000' });
     const hook = receiver(0, () => new Response('boom', { status: 500 }));
-    const id = enqueue(ctx, hook.url());
+    const id = await enqueue(ctx, hook.url());
     const first = ctx.clock.now();
     await deliverDueWebhooks(ctx.rt);
     for (let i = 0; i < 10 && deliveryRow(ctx, id).state === 'pending'; i++) await runAtNextAttempt(ctx, id);
@@ -316,7 +317,7 @@ describe('retries: same webhook-id, growing gaps, every attempt recorded', () =>
   test('410 Gone ends retries at once', async () => {
     const ctx = fresh();
     const hook = receiver(0, () => new Response(null, { status: 410 }));
-    const id = enqueue(ctx, hook.url());
+    const id = await enqueue(ctx, hook.url());
     await deliverDueWebhooks(ctx.rt);
     const row = deliveryRow(ctx, id);
     expect(row).toMatchObject({ state: 'failed', attempts: 1, last_status_code: 410, next_attempt_at: null });
@@ -336,7 +337,7 @@ describe('redirects are not followed', () => {
       const ctx = fresh();
       const elsewhere = receiver();
       const hook = receiver(0, () => new Response(null, { status, headers: { location: elsewhere.url('/elsewhere') } }));
-      const id = enqueue(ctx, hook.url());
+      const id = await enqueue(ctx, hook.url());
       await deliverDueWebhooks(ctx.rt);
       expect(hook.requests).toHaveLength(1);
       expect(elsewhere.requests).toHaveLength(0);
@@ -355,7 +356,7 @@ describe('Retry-After on 429 and 503', () => {
   test('429 with Retry-After: 7 schedules the next attempt 7 s later instead of the backoff', async () => {
     const ctx = fresh();
     const hook = receiver(0, (_r, i) => (i === 0 ? new Response(null, { status: 429, headers: { 'retry-after': '7' } }) : new Response('ok')));
-    const id = enqueue(ctx, hook.url());
+    const id = await enqueue(ctx, hook.url());
     const t0 = ctx.clock.now();
     await deliverDueWebhooks(ctx.rt);
     expect(deliveryRow(ctx, id)).toMatchObject({ state: 'pending', last_status_code: 429, next_attempt_at: t0 + 7_000 });
@@ -368,7 +369,7 @@ describe('Retry-After on 429 and 503', () => {
   test('503 with Retry-After: 3 is honoured too', async () => {
     const ctx = fresh();
     const hook = receiver(0, (_r, i) => (i === 0 ? new Response(null, { status: 503, headers: { 'retry-after': '3' } }) : new Response('ok')));
-    const id = enqueue(ctx, hook.url());
+    const id = await enqueue(ctx, hook.url());
     const t0 = ctx.clock.now();
     await deliverDueWebhooks(ctx.rt);
     expect(deliveryRow(ctx, id)).toMatchObject({ last_status_code: 503, next_attempt_at: t0 + 3_000 });
@@ -379,7 +380,7 @@ describe('Retry-After on 429 and 503', () => {
   test('a Retry-After on another status is ignored (plain backoff)', async () => {
     const ctx = fresh();
     const hook = receiver(0, () => new Response(null, { status: 500, headers: { 'retry-after': '30' } }));
-    const id = enqueue(ctx, hook.url());
+    const id = await enqueue(ctx, hook.url());
     const t0 = ctx.clock.now();
     await deliverDueWebhooks(ctx.rt);
     const next = deliveryRow(ctx, id).next_attempt_at!;
@@ -392,7 +393,7 @@ describe('Retry-After on 429 and 503', () => {
     const ctx = fresh();
     // Only the first answer is 429, so even a run that did loop would end; the count shows it.
     const hook = receiver(0, (_r, i) => (i === 0 ? new Response(null, { status: 429, headers: { 'retry-after': '0' } }) : new Response('ok')));
-    const id = enqueue(ctx, hook.url());
+    const id = await enqueue(ctx, hook.url());
     const t0 = ctx.clock.now();
     expect(await deliverDueWebhooks(ctx.rt)).toEqual({ attempted: 1 });
     expect(hook.requests).toHaveLength(1);
@@ -404,7 +405,7 @@ describe('Retry-After on 429 and 503', () => {
   test('a Retry-After reaching past the window is not overridden: no earlier retry, and the delivery fails', async () => {
     const ctx = fresh();
     const hook = receiver(0, () => new Response(null, { status: 429, headers: { 'retry-after': String(MAX_AGE_MS / 1000 + 60) } }));
-    const id = enqueue(ctx, hook.url());
+    const id = await enqueue(ctx, hook.url());
     await deliverDueWebhooks(ctx.rt);
     ctx.clock.advance(MAX_AGE_MS * 3);
     await deliverDueWebhooks(ctx.rt);
@@ -420,7 +421,8 @@ describe('claims', () => {
       await Bun.sleep(25);
       return new Response('ok');
     });
-    const first = Array.from({ length: 40 }, () => enqueue(ctx, hook.url()));
+    const first: string[] = [];
+    for (let i = 0; i < 40; i++) first.push(await enqueue(ctx, hook.url()));
     expect(await deliverDueWebhooks(ctx.rt, { concurrency: 4 })).toEqual({ attempted: 40 });
     expect(hook.maxInFlight).toBe(4);
     expect(hook.requests.map((r) => r.headers['webhook-id']).sort()).toEqual([...first].sort());
@@ -429,7 +431,8 @@ describe('claims', () => {
       await Bun.sleep(25);
       return new Response('ok');
     });
-    const second = Array.from({ length: 40 }, () => enqueue(ctx, hook.url()));
+    const second: string[] = [];
+    for (let i = 0; i < 40; i++) second.push(await enqueue(ctx, hook.url()));
     expect(await deliverDueWebhooks(ctx.rt)).toEqual({ attempted: 40 });
     expect(hook.maxInFlight).toBeLessThanOrEqual(WEBHOOK_CONCURRENCY);
     expect(hook.maxInFlight).toBeGreaterThan(4);
@@ -441,7 +444,7 @@ describe('claims', () => {
     const ctx = fresh();
     const hang = hanging();
     const hook = receiver(0, (r, i) => (i === 0 ? hang.handler(r, i) : new Response('ok')));
-    const id = enqueue(ctx, hook.url());
+    const id = await enqueue(ctx, hook.url());
     // The first claimer is stuck mid-delivery (as a process that died would be).
     const stuck = deliverDueWebhooks(ctx.rt);
     try {
@@ -469,11 +472,11 @@ describe('claims', () => {
     const ctx = fresh({ WEBHOOK_RETRY_BASE_MS: '60000', WEBHOOK_MAX_AGE_MS: '1800000' });
     const hang = hanging();
     const hook = receiver(0, (r, i) => (r.path === '/fast' ? new Response('ok') : hang.handler(r, i)));
-    const fast = enqueue(ctx, hook.url('/fast'));
+    const fast = await enqueue(ctx, hook.url('/fast'));
     const slow: string[] = [];
     for (let i = 1; i <= 3; i++) {
       ctx.clock.advance(1);
-      slow.push(enqueue(ctx, hook.url(`/slow-${i}`)));
+      slow.push(await enqueue(ctx, hook.url(`/slow-${i}`)));
     }
     const run = deliverDueWebhooks(ctx.rt, { concurrency: 1 });
     try {
@@ -504,12 +507,12 @@ describe('claims', () => {
     const ctx = fresh();
     const hang = hanging();
     const hook = receiver(0, (r, i) => (i === 0 ? hang.handler(r, i) : new Response('ok')));
-    const id = enqueue(ctx, hook.url());
+    const id = await enqueue(ctx, hook.url());
     const stuck = deliverDueWebhooks(ctx.rt);
     try {
       await hook.waitFor(1);
       expect((await deliverDueWebhooks(ctx.rt)).attempted).toBe(0);
-      releaseDeliveryLeases(ctx.rt);
+      await releaseDeliveryLeases(ctx.rt);
       expect(deliveryRow(ctx, id).lease_until).toBe(0);
       expect((await deliverDueWebhooks(ctx.rt)).attempted).toBe(1);
       expect(hook.requests.map((r) => r.headers['webhook-id'])).toEqual([id, id]);

@@ -4,7 +4,7 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { deliverDueWebhooks } from '../../../src/modules/webhooks/jobs';
-import { ROTATION_OVERLAP_MS } from '../../../src/modules/webhooks/service';
+import { ROTATION_OVERLAP_MS, signingSecrets } from '../../../src/modules/webhooks/service';
 import {
   deliveryRow,
   enqueue,
@@ -39,7 +39,7 @@ async function getSecret(ctx: TestContext, key?: string) {
 /** Sends one fresh delivery and returns what the receiver got. */
 async function sendOne(ctx: TestContext, lenderId = ctx.lender.id): Promise<Received> {
   hook.reset();
-  const id = enqueue(ctx, hook.url(), { lenderId });
+  const id = await enqueue(ctx, hook.url(), { lenderId });
   await deliverDueWebhooks(ctx.rt);
   expect(hook.requests).toHaveLength(1);
   expect(deliveryRow(ctx, id).state).toBe('delivered');
@@ -65,6 +65,21 @@ describe('GET /v1/webhooks/secret', () => {
     expect(first.created_at).toBe(new Date(ctx.clock.now()).toISOString());
     ctx.clock.advance(60_000);
     expect(await getSecret(ctx)).toEqual(first);
+  });
+
+  test('first uses at the same moment make one secret: two reads, two deliveries signing', async () => {
+    const ctx = fresh();
+    const [a, b] = await Promise.all([getSecret(ctx), getSecret(ctx)]);
+    expect(b).toEqual(a);
+    const other = ctx.newLender();
+    const now = ctx.clock.now();
+    const [x, y] = await Promise.all([signingSecrets(ctx.rt, other.id, now), signingSecrets(ctx.rt, other.id, now)]);
+    expect(x).toHaveLength(1);
+    expect(y).toEqual(x);
+    const rows = (lenderId: string) =>
+      ctx.rt.sqlite.query<{ n: number }, [string]>('SELECT count(*) AS n FROM webhook_secrets WHERE lender_id = ?').get(lenderId)!.n;
+    expect(rows(ctx.lender.id)).toBe(1);
+    expect(rows(other.id)).toBe(1);
   });
 
   test('each lender has its own secret; the API key is required', async () => {
@@ -133,7 +148,7 @@ describe('POST /v1/webhooks/secret/rotate', () => {
     const ctx = fresh();
     const old = (await getSecret(ctx)).secret;
     hook.reset((_r, i) => new Response(null, { status: i === 0 ? 500 : 200 }));
-    const id = enqueue(ctx, hook.url());
+    const id = await enqueue(ctx, hook.url());
     await deliverDueWebhooks(ctx.rt);
     expect(signatureEntries(hook.requests[0]!)).toEqual([expectedSignature(old, hook.requests[0]!)]);
 

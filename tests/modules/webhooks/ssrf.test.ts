@@ -137,7 +137,8 @@ describe('delivery time: a target already in the outbox is checked again against
       ['https://169.254.169.254/latest/meta-data/', /metadata/],
       ['https://93.184.215.14:0/hook', /port 0/],
     ];
-    const ids = cases.map(([url]) => enqueue(ctx, url));
+    const ids: string[] = [];
+    for (const [url] of cases) ids.push(await enqueue(ctx, url));
     expect((await deliverDueWebhooks(ctx.rt)).attempted).toBe(cases.length);
     expect(hook.requests).toHaveLength(0);
 
@@ -174,7 +175,7 @@ describe('delivery time: a target already in the outbox is checked again against
     const open = createTestContext({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
     try {
       hook.reset();
-      const id = enqueue(open, `http://${loopbackNames[0]}:${hook.port}/hook`);
+      const id = await enqueue(open, `http://${loopbackNames[0]}:${hook.port}/hook`);
       await deliverDueWebhooks(open.rt);
       expect(hook.requests).toHaveLength(1);
       expect(hook.requests[0]!.headers['webhook-id']).toBe(id);

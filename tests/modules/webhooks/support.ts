@@ -6,7 +6,7 @@ import type { Server } from 'bun';
 import { Webhook } from 'standardwebhooks';
 import type { TestContext } from '../../helpers/context';
 import { enqueueWebhook, type WebhookType } from '../../../src/modules/webhooks/service';
-import { withTransaction, type Tx } from '../../../src/platform/context';
+import { transaction, type Tx } from '../../../src/platform/context';
 
 export interface Received {
   path: string;
@@ -131,16 +131,16 @@ export function expectedSignature(secret: string, r: Received): string {
 }
 
 /** Puts one delivery in the outbox, inside a transaction as callers do. Returns its id (the webhook-id). */
-export function enqueue(
+export async function enqueue(
   ctx: TestContext,
   url: string,
   opts: { lenderId?: string; type?: WebhookType; extra?: Record<string, unknown> } = {},
   outer?: Tx,
-): string {
+): Promise<string> {
   const id = crypto.randomUUID();
   const type = opts.type ?? 'BALANCE_BATCH_COMPLETED';
-  withTransaction({ deps: ctx.rt, tx: outer }, (tx) => {
-    enqueueWebhook({ ctx: tx, input: {
+  await transaction({ deps: ctx.rt, tx: outer }, async (tx) => {
+    await enqueueWebhook({ ctx: tx, input: {
       lenderId: opts.lenderId ?? ctx.lender.id,
       type,
       url,

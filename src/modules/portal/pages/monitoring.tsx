@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../../deps';
 import { SCHEDULE_STATUSES } from '../../../../db/schema/enums';
 import { OneOf } from '../../../platform/schema';
-import { getSchedule, listSchedules, view as scheduleView } from '../../schedules/service';
+import { getScheduleNow as getSchedule, listSchedulesNow as listSchedules, viewNow as scheduleView } from '../../schedules/service';
 import { runScheduleNow } from '../../schedules/run-now';
 import { page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';

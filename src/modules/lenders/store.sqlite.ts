@@ -1,0 +1,84 @@
+import { and, asc, count, eq, isNull, type SQL } from 'drizzle-orm';
+import { apiKeys, lenders } from '../../../db/schema';
+import type { Db, Orm } from '../../platform/db';
+import { readerOf, writerOf } from '../../platform/store';
+import type { ApiKeyRow, LenderRow, LenderStore } from './store';
+
+const lenderNamed = (db: Db, name: string) => db.select().from(lenders).where(eq(lenders.name, name)).get();
+
+const addLender = (db: Orm, lender: LenderRow) => db.insert(lenders).values(lender).run();
+
+const setDebitCardApproval = (db: Orm, lenderId: string, approved: boolean) =>
+  db.update(lenders).set({ debitCardApproved: approved }).where(eq(lenders.id, lenderId)).run();
+
+const liveKeyCount = (db: Db, lenderId: string): number =>
+  db.select({ n: count() }).from(apiKeys).where(and(eq(apiKeys.lenderId, lenderId), isNull(apiKeys.revokedAt))).get()!.n;
+
+const addKey = (db: Orm, key: Pick<ApiKeyRow, 'id' | 'lenderId' | 'prefix' | 'keyHash' | 'createdAt'>) => db.insert(apiKeys).values(key).run();
+
+const listKeys = (db: Db, lenderId: string) =>
+  db
+    .select({
+      id: apiKeys.id,
+      prefix: apiKeys.prefix,
+      createdAt: apiKeys.createdAt,
+      lastUsedAt: apiKeys.lastUsedAt,
+      revokedAt: apiKeys.revokedAt,
+    })
+    .from(apiKeys)
+    .where(eq(apiKeys.lenderId, lenderId))
+    .orderBy(asc(apiKeys.createdAt))
+    .all();
+
+/** Revokes the live key that `which` names; false when no live key is named. */
+const revokeWhere = (db: Orm, which: SQL, now: number): boolean =>
+  db
+    .update(apiKeys)
+    .set({ revokedAt: now })
+    .where(and(which, isNull(apiKeys.revokedAt)))
+    .returning({ id: apiKeys.id })
+    .all().length > 0;
+
+/**
+ * The statements of the lenders' synchronous paths (the test set-up, the portal's pages not yet
+ * asynchronous), for callers not yet asynchronous.
+ * @deprecated transitional: await `lenderStore`.
+ */
+export const lenderStatementsNow = { lenderNamed, addLender, setDebitCardApproval, liveKeyCount, addKey, listKeys };
+
+export const sqliteLenderStore: LenderStore = {
+  async lenderNamed(c, name) {
+    return lenderNamed(readerOf(c), name);
+  },
+  async listLenders(c) {
+    return readerOf(c).select().from(lenders).orderBy(asc(lenders.createdAt)).all();
+  },
+  async anyLender(c) {
+    return !!readerOf(c).select({ id: lenders.id }).from(lenders).limit(1).get();
+  },
+  async addLender(c, lender) {
+    addLender(writerOf(c), lender);
+  },
+  async setDebitCardApproval(c, lenderId, approved) {
+    setDebitCardApproval(writerOf(c), lenderId, approved);
+  },
+
+  async liveKeyCount(c, lenderId) {
+    return liveKeyCount(readerOf(c), lenderId);
+  },
+  async keyHashKnown(c, keyHash) {
+    return !!readerOf(c).select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.keyHash, keyHash)).get();
+  },
+  async addKey(c, key) {
+    addKey(writerOf(c), key);
+  },
+  async listKeys(c, lenderId) {
+    return listKeys(readerOf(c), lenderId);
+  },
+  async revokeLenderKey(c, lenderId, keyId, now) {
+    return revokeWhere(writerOf(c), and(eq(apiKeys.id, keyId), eq(apiKeys.lenderId, lenderId))!, now);
+  },
+  async revokeKeyByPrefix(c, prefix, now) {
+    return revokeWhere(writerOf(c), eq(apiKeys.prefix, prefix), now);
+  },
+};

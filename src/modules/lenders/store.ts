@@ -1,0 +1,34 @@
+import type { apiKeys, lenders } from '../../../db/schema';
+import type { StoreCtx, TxCtx } from '../../platform/store';
+import { sqliteLenderStore } from './store.sqlite';
+
+export type LenderRow = typeof lenders.$inferSelect;
+export type ApiKeyRow = typeof apiKeys.$inferSelect;
+/** An API key as listed: never its hash. */
+export type ApiKeyListing = Pick<ApiKeyRow, 'id' | 'prefix' | 'createdAt' | 'lastUsedAt' | 'revokedAt'>;
+
+export interface LenderStore {
+  /** The lender with this name, if any. */
+  lenderNamed(c: StoreCtx, name: string): Promise<LenderRow | undefined>;
+  /** Every lender, oldest first. */
+  listLenders(c: StoreCtx): Promise<LenderRow[]>;
+  /** Whether any lender exists. */
+  anyLender(c: StoreCtx): Promise<boolean>;
+  addLender(c: TxCtx, lender: LenderRow): Promise<void>;
+  setDebitCardApproval(c: TxCtx, lenderId: string, approved: boolean): Promise<void>;
+
+  /** How many unrevoked keys the lender holds. */
+  liveKeyCount(c: StoreCtx, lenderId: string): Promise<number>;
+  /** Whether a key with this hash exists (revoked or not). */
+  keyHashKnown(c: StoreCtx, keyHash: string): Promise<boolean>;
+  addKey(c: TxCtx, key: Pick<ApiKeyRow, 'id' | 'lenderId' | 'prefix' | 'keyHash' | 'createdAt'>): Promise<void>;
+  /** The lender's keys, oldest first. */
+  listKeys(c: StoreCtx, lenderId: string): Promise<ApiKeyListing[]>;
+  /** Revokes the lender's live key with this id; false when it has none. */
+  revokeLenderKey(c: TxCtx, lenderId: string, keyId: string, now: number): Promise<boolean>;
+  /** Revokes the live key with this display prefix; false when there is none. */
+  revokeKeyByPrefix(c: TxCtx, prefix: string, now: number): Promise<boolean>;
+}
+
+/** The store of the engine the service runs on. */
+export const lenderStore: LenderStore = sqliteLenderStore;

@@ -1,0 +1,49 @@
+import type { ScheduleStatus } from '../../../db/schema/enums';
+import type { scheduleAuthorizers, schedules } from '../../../db/schema';
+import type { StoreCtx, TxCtx } from '../../platform/store';
+import { sqliteScheduleStore } from './store.sqlite';
+
+export type ScheduleRow = typeof schedules.$inferSelect;
+export type ScheduleAuthorizerRow = typeof scheduleAuthorizers.$inferSelect;
+/** One authorizer of a new schedule, its sensitive fields sealed. */
+export type NewScheduleAuthorizer = Omit<ScheduleAuthorizerRow, 'id' | 'scheduleId'>;
+
+export interface ScheduleStore {
+  /** The lender's schedule, if it has one with this id. */
+  scheduleOf(c: StoreCtx, lenderId: string, id: string): Promise<ScheduleRow | undefined>;
+  /** How many authorizers each schedule has, in the order of the ids. */
+  authorizerCounts(c: StoreCtx, scheduleIds: string[]): Promise<number[]>;
+  /** Whether another of the lender's schedules has this name. */
+  nameTaken(c: StoreCtx, lenderId: string, name: string, exceptId?: string): Promise<boolean>;
+  /** The lender's schedules after `afterId`, by id, filtered by status. */
+  listSchedules(c: StoreCtx, f: { lenderId: string; status?: ScheduleStatus; afterId: string; take: number }): Promise<ScheduleRow[]>;
+  /** A new schedule and its authorizers (up to 1000). */
+  createSchedule(c: TxCtx, schedule: ScheduleRow, authorizers: NewScheduleAuthorizer[]): Promise<void>;
+  /** New name or timing; next_run_at recomputed. */
+  updateSchedule(
+    c: TxCtx,
+    id: string,
+    v: Pick<ScheduleRow, 'name' | 'intervalDays' | 'timeOfDay' | 'expiresAt' | 'updatedAt' | 'nextRunAt'>,
+  ): Promise<void>;
+  /** No further runs. */
+  disableSchedule(c: TxCtx, id: string, now: number): Promise<void>;
+  /** Removes the schedule's authorizers with these ids; how many there were. */
+  removeAuthorizers(c: TxCtx, scheduleId: string, authorizerUniqueIds: string[]): Promise<number>;
+
+  // Runs.
+  /** Due ACTIVE schedules, read off the due index only: the check costs O(due), not O(schedules). */
+  dueScheduleIds(c: StoreCtx, now: number, limit: number): Promise<string[]>;
+  /** The schedule if it is still ACTIVE and due at `now`. */
+  dueSchedule(c: StoreCtx, id: string, now: number): Promise<ScheduleRow | undefined>;
+  /** A schedule's current authorizers, in the order they were added (at most 1000). */
+  scheduleAuthorizers(c: StoreCtx, scheduleId: string): Promise<ScheduleAuthorizerRow[]>;
+  /** A run started: the next run, or COMPLETED when there is none. */
+  recordRunStarted(c: TxCtx, id: string, nextRunAt: number | null, now: number): Promise<void>;
+  /** A run's batch completed: last_run_at; the schedule's webhook, if any. */
+  recordRunCompleted(c: TxCtx, id: string, completedAt: number): Promise<string | null>;
+  /** A batch of this schedule still pending or processing, if any. */
+  openRunOf(c: StoreCtx, scheduleId: string): Promise<string | undefined>;
+}
+
+/** The store of the engine the service runs on. */
+export const scheduleStore: ScheduleStore = sqliteScheduleStore;

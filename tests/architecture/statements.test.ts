@@ -51,8 +51,6 @@ const NOT_YET_MOVED: Record<string, number> = {
   'src/modules/payment-results-upload/queries.ts': 14,
   'src/modules/portal/session.ts': 6,
   'src/modules/portal/users.ts': 10,
-  'src/modules/return-rates/queries.ts': 4,
-  'src/modules/return-rates/watch.ts': 4,
   'src/modules/schedules/queries.ts': 3,
   'src/modules/schedules/run-now.ts': 2,
   'src/modules/schedules/runs.ts': 4,

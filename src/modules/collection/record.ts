@@ -8,7 +8,7 @@ import { applyMonitorEvent } from '../enrollments/monitor-store';
 import * as q from './queries';
 import { eventView } from './events';
 import { pushToEndpoints } from '../webhooks/endpoints';
-import { evaluateReturnRates } from '../return-rates/watch';
+import { evaluateReturnRatesNow as evaluateReturnRates } from '../return-rates/watch';
 import { asObserved, isAhead } from './status-order';
 import { holdChain } from './chain';
 

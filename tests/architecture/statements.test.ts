@@ -20,11 +20,6 @@ const FROM_SQL_LIBRARY = /node_modules\/(drizzle-orm|bun-types)\//;
 /** Files that still hold synchronous statement calls outside a store, and how many. */
 const NOT_YET_MOVED: Record<string, number> = {
   'src/adapters/processors/sandbox.ts': 36,
-  'src/modules/balance-requests/batch-view.ts': 1,
-  'src/modules/balance-requests/export.ts': 1,
-  'src/modules/balance-requests/processing.ts': 6,
-  'src/modules/balance-requests/queries.ts': 45,
-  'src/modules/balance-requests/service.ts': 5,
   'src/modules/bank-data-connections/service.ts': 8,
   'src/modules/collection/decide.ts': 6,
   'src/modules/collection/dispatch.ts': 6,

@@ -4,7 +4,7 @@ import type { Deps, JobContext } from '../../deps';
 import { transaction, type Tx } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import type { NormalizedAuthorizer } from '../authorizers/rules';
-import { insertBatch } from '../balance-requests/service';
+import { insertBatchNow as insertBatch } from '../balance-requests/service';
 import type { RecordedRead } from '../balance-requests/results';
 import { openBorrower } from './borrower';
 import { heldReasonOf } from './service';

@@ -1,5 +1,5 @@
 import { connectedProviders, connectionFor } from '../bank-data-connections/service';
-import { latestResultOf } from '../balance-requests/queries';
+import { latestResultOfNow as latestResultOf } from '../balance-requests/service';
 import type { Static } from '@sinclair/typebox';
 import { and, asc, eq, gt, gte, lt } from 'drizzle-orm';
 import { enrollments } from '../../../db/schema';
@@ -14,7 +14,7 @@ import { keysetPage } from '../../platform/pagination';
 import type { SealedColumn } from '../../platform/vault';
 import { CardRefused, ProcessorUnavailable, type TokenizedCard } from '../../adapters/processors';
 import { validateAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
-import { eraseBorrowerDetails } from '../balance-requests/erase';
+import { eraseBorrowerDetailsNow as eraseBorrowerDetails } from '../balance-requests/erase';
 import { openBorrower, sealBorrower, type Enrollment } from './borrower';
 import { resolveKey } from '../payment-connections/resolve';
 import { Borrower, type EnrollmentRequest, type IdsBody } from './model';

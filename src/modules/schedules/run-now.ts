@@ -5,7 +5,7 @@ import { iso } from '../../platform/clock';
 import { transaction } from '../../platform/context';
 import { Conflict, NotFound } from '../../platform/errors';
 import { takeOnDemand } from '../../platform/on-demand';
-import { insertBatch, refuseOverBacklog } from '../balance-requests/service';
+import { insertBatchNow as insertBatch, refuseOverBacklogNow as refuseOverBacklog } from '../balance-requests/service';
 import { runAuthorizers } from './runs';
 
 // POST /v1/monitoring/schedules/{id}/run: one run of an ACTIVE schedule now, beside its cadence (its next

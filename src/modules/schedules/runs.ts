@@ -6,7 +6,7 @@ import { transaction, type Tx } from '../../platform/context';
 import { iso } from '../../platform/clock';
 import { centsToDollars } from '../../platform/money';
 import { enqueueWebhook, MAX_PAYLOAD_BYTES } from '../webhooks/service';
-import { insertBatch, thresholdHits } from '../balance-requests/service';
+import { insertBatchNow as insertBatch, thresholdHitsNow as thresholdHits } from '../balance-requests/service';
 import type { NormalizedAuthorizer, SensitiveFields } from '../authorizers/rules';
 import type { CompletedBatch } from '../balance-requests/results';
 import { nextRunAfter } from './times';

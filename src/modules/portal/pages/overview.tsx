@@ -35,7 +35,7 @@ interface Step {
 }
 
 /** What a new lender does first, each step done or linked to where it is done, from the same services as the pages. */
-function firstSteps(deps: Deps, s: PortalSession): Step[] {
+async function firstSteps(deps: Deps, s: PortalSession): Promise<Step[]> {
   const ctx = { lender: s.lender, deps };
   const keys = listKeys(deps.db, s.lender.id).filter((k) => k.revokedAt === null);
   return [
@@ -57,7 +57,7 @@ function firstSteps(deps: Deps, s: PortalSession): Step[] {
     },
     {
       id: 'balance-check',
-      done: listBatches({ ctx, input: { limit: 1, kind: 'all' } }).batches.length > 0,
+      done: (await listBatches({ ctx, input: { limit: 1, kind: 'all' } })).batches.length > 0,
       title: 'Run a first balance check',
       todo: 'Upload a balance CSV here, or send POST /v1/balance_requests.',
       href: '/portal/balance-checks',
@@ -108,11 +108,11 @@ const returned = (t: Totals) => `${dollars(t.returnedDebits)} (${count(t.returne
 export const overviewPages = (deps: Deps) =>
   new Elysia({ name: 'portal-overview' }).use(portalSession(deps)).get(
     '/portal',
-    ({ session }) => {
+    async ({ session }) => {
       const o = collectionOverview({ lender: session.lender, deps });
       const r = o.returnRates;
       return page(viewOf(deps, session, '/portal'), 'Overview', [
-        <Checklist steps={firstSteps(deps, session)} />,
+        <Checklist steps={await firstSteps(deps, session)} />,
         <section aria-labelledby="money">
           <h2 id="money">Money</h2>
           <div class="figures">

@@ -27,7 +27,7 @@ export type JobContext = JobCtx<Deps>;
  */
 export interface BalanceResultChain {
   /** A flush of recorded results (up to a few dozen), before the batches' counters are updated. */
-  afterResults(ctx: JobContext & { tx: Tx }, reads: RecordedRead[]): void;
+  afterResults(ctx: JobContext & { tx: Tx }, reads: RecordedRead[]): Promise<void>;
   /** A batch's last result: after the batch is marked completed and its own notification is in the outbox. */
-  afterBatchCompleted(ctx: JobContext & { tx: Tx }, batch: CompletedBatch): void;
+  afterBatchCompleted(ctx: JobContext & { tx: Tx }, batch: CompletedBatch): Promise<void>;
 }

@@ -27,17 +27,17 @@ import { onScheduleBatchCompletedNow as onScheduleBatchCompleted } from './sched
 // The outbox is the webhooks feature's (webhooks/endpoints.ts, webhooks/service.ts): what is put in it is
 // delivered after the transaction commits.
 
-export function afterBalanceResults(ctx: JobContext & { tx: Tx }, reads: RecordedRead[]): void {
-  for (const r of monitoringReadsAmong(ctx.tx, reads)) {
-    const enrollmentId = setLastRead(ctx.tx, r);
+export async function afterBalanceResults(ctx: JobContext & { tx: Tx }, reads: RecordedRead[]): Promise<void> {
+  for (const r of await monitoringReadsAmong(ctx.tx, reads)) {
+    const enrollmentId = await setLastRead(ctx.tx, r);
     if (enrollmentId === null) continue;
-    decideCollection(ctx, { ...r, enrollmentId });
-    learnAndSchedule(ctx, { enrollmentId, lenderId: r.lenderId, aid: r.authorizerUniqueId, at: r.at });
+    await decideCollection(ctx, { ...r, enrollmentId });
+    await learnAndSchedule(ctx, { enrollmentId, lenderId: r.lenderId, aid: r.authorizerUniqueId, at: r.at });
   }
 }
 
-export function afterBatchCompleted(ctx: JobContext & { tx: Tx }, batch: CompletedBatch): void {
-  onScheduleBatchCompleted(ctx, batch);
+export async function afterBatchCompleted(ctx: JobContext & { tx: Tx }, batch: CompletedBatch): Promise<void> {
+  await onScheduleBatchCompleted(ctx, batch);
 }
 
 export const balanceResultChain: BalanceResultChain = { afterResults: afterBalanceResults, afterBatchCompleted };

@@ -20,11 +20,6 @@ const FROM_SQL_LIBRARY = /node_modules\/(drizzle-orm|bun-types)\//;
 /** Files that still hold synchronous statement calls outside a store, and how many. */
 const NOT_YET_MOVED: Record<string, number> = {
   'src/adapters/processors/sandbox.ts': 36,
-  'src/modules/balance-requests/batch-view.ts': 1,
-  'src/modules/balance-requests/export.ts': 1,
-  'src/modules/balance-requests/processing.ts': 6,
-  'src/modules/balance-requests/queries.ts': 45,
-  'src/modules/balance-requests/service.ts': 5,
   'src/modules/collection/decide.ts': 6,
   'src/modules/collection/dispatch.ts': 6,
   'src/modules/collection/events.ts': 1,
@@ -35,8 +30,6 @@ const NOT_YET_MOVED: Record<string, number> = {
   'src/modules/collection/reconcile.ts': 2,
   'src/modules/payment-results-upload/history.ts': 3,
   'src/modules/payment-results-upload/queries.ts': 14,
-  'src/modules/return-rates/queries.ts': 4,
-  'src/modules/return-rates/watch.ts': 4,
 };
 
 function statementCalls(): Record<string, number> {

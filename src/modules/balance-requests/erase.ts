@@ -1,18 +1,37 @@
 import type { Tx } from '../../platform/context';
+import type { TxCtx } from '../../platform/store';
 import { compressPacked, packItems, unpackItems } from './payload';
-import * as q from './queries';
+import { balanceStore as store } from './store';
+import { balanceStatementsNow } from './store.sqlite';
+
+/** A waiting batch's item list without the borrower's clear details, or null when the borrower is not in it. */
+function scrubbed(stored: string | Uint8Array, aid: string): Uint8Array | null {
+  const items = unpackItems(stored);
+  if (!items.some((i) => i.id === aid)) return null;
+  return compressPacked(packItems(items.map((i) => (i.id === aid ? { ...i, phone: null, zip: null, meta: null } : i))));
+}
 
 /**
  * Erasure of a borrower, the balance pipeline's part: its clear details (phone, zip, metadata) in the queue
  * rows of started batches, and in the item lists of batches still waiting to start (their sealed part is
  * ciphertext and is not read again once done). In the caller's transaction.
  */
-export function eraseBorrowerDetails(tx: Tx, lenderId: string, aid: string): void {
-  q.eraseQueuedDetails(tx, lenderId, aid);
-  for (const w of q.waitingPayloads(tx, lenderId)) {
-    const items = unpackItems(w.items);
-    if (!items.some((i) => i.id === aid)) continue;
-    const scrubbed = items.map((i) => (i.id === aid ? { ...i, phone: null, zip: null, meta: null } : i));
-    q.replacePayloadItems(tx, w.batchId, compressPacked(packItems(scrubbed)));
+export async function eraseBorrowerDetails(ctx: TxCtx, lenderId: string, aid: string): Promise<void> {
+  await store.eraseQueuedDetails(ctx, lenderId, aid);
+  for (const w of await store.waitingPayloads(ctx, lenderId)) {
+    const items = scrubbed(w.items, aid);
+    if (items) await store.replacePayloadItems(ctx, w.batchId, items);
+  }
+}
+
+/**
+ * eraseBorrowerDetails for callers not yet asynchronous.
+ * @deprecated transitional: await `eraseBorrowerDetails(ctx, lenderId, aid)`.
+ */
+export function eraseBorrowerDetailsNow(tx: Tx, lenderId: string, aid: string): void {
+  balanceStatementsNow.eraseQueuedDetails(tx, lenderId, aid);
+  for (const w of balanceStatementsNow.waitingPayloads(tx, lenderId)) {
+    const items = scrubbed(w.items, aid);
+    if (items) balanceStatementsNow.replacePayloadItems(tx, w.batchId, items);
   }
 }

@@ -1,26 +1,24 @@
-import { and, eq } from 'drizzle-orm';
 import { writeGate } from '../../platform/context';
-import { batchItems, batchPayloads, batches } from '../../../db/schema';
+import { batchItems } from '../../../db/schema';
 import type { Db } from '../../platform/db';
 import type { Deps, JobContext } from '../../deps';
 import { betweenSlices, type Job } from '../../platform/jobs';
-import { transaction, type Tx } from '../../platform/context';
+import { transaction } from '../../platform/context';
+import type { TxCtx } from '../../platform/store';
 import { LeaseQueue, type PickStrategy } from '../../platform/lease-queue';
 import { drainClaims, writesInOrder } from '../../platform/work-pool';
 import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult } from '../../adapters/bank-data/types';
 import { RELINK_REQUIRED, type BankLink, type LinkCredentials, type LinkedReadResult } from '../../adapters/bank-data/linked';
 import type { BalanceKind, BankDataProvider } from '../../../db/schema/enums';
-import { bankLinkRelinks } from '../../../db/schema';
-import { connectionForNow as connectionFor, markReadNow as markRead } from '../bank-data-connections/service';
-import { pushToEndpointsNow as pushToEndpoints } from '../webhooks/endpoints';
-import { enqueueWebhookNow as enqueueWebhook } from '../webhooks/service';
+import { connectionFor, markRead } from '../bank-data-connections/service';
+import { pushToEndpoints } from '../webhooks/endpoints';
+import { enqueueWebhook } from '../webhooks/service';
 import type { CompletedBatch, RecordedRead } from './results';
 import type { SensitiveFields } from '../authorizers/rules';
 import { openSensitive, unpackItems } from './payload';
 import { IDEMPOTENCY_TTL_MS } from './service';
 import { exportStatusFor } from './status';
-import * as q from './queries';
-import type { ClaimedItem } from './queries';
+import { balanceStore as store, type ClaimedItem, type ResultRow } from './store';
 
 /** Claims outlive the slowest read (provider timeout and retries), so a live worker keeps its items. */
 export const ITEM_LEASE_MS = 120_000;
@@ -61,7 +59,7 @@ export const REFRESH_WAIT_MS = 10 * 60_000;
  */
 function fairShares(turn: () => number): PickStrategy<ClaimedItem> {
   return ({ tx, want, now, due, lease }) => {
-    const active = q.openBatches(tx).filter((b) => b.status === 'processing');
+    const active = store.claimReads.openBatches(tx).filter((b) => b.status === 'processing');
     if (active.length === 0) return;
     const byLender = new Map<string, string[]>();
     for (const b of active) {
@@ -83,7 +81,7 @@ function fairShares(turn: () => number): PickStrategy<ClaimedItem> {
         const perBatch = Math.max(MIN_BATCH_CHUNK, Math.ceil(perLender / batchIds.length));
         for (let bi = 0; bi < batchIds.length && lenderBudget > 0 && claimed < want; bi++) {
           const batchId = batchIds[(bi + t) % batchIds.length]!;
-          const items = q.dueItemsOfBatch(tx, due, batchId, now, Math.min(perBatch, lenderBudget, want - claimed));
+          const items = store.claimReads.dueItemsOfBatch(tx, due, batchId, now, Math.min(perBatch, lenderBudget, want - claimed));
           lease(items);
           claimed += items.length;
           lenderBudget -= items.length;
@@ -97,31 +95,22 @@ function fairShares(turn: () => number): PickStrategy<ClaimedItem> {
  * Every pending batch moved to processing, each in its own transaction (a batch is either untouched or fully
  * queued), outside the claim: a claim's transaction only leases rows, however large the batches sent.
  */
-export async function startPendingBatches(deps: Pick<Deps, 'db'>): Promise<number> {
-  const pending = q.openBatches(deps.db).filter((b) => b.status === 'pending');
+export async function startPendingBatches(deps: Pick<Deps, 'db' | 'reader'>): Promise<number> {
+  const pending = (await store.openBatches({ deps })).filter((b) => b.status === 'pending');
   for (const b of pending) {
-    await transaction({ deps }, ({ tx }) => {
+    await transaction({ deps }, async (tx) => {
       // Started meanwhile by another claimer: left as it is.
-      if (q.batchStatus(tx, b.id) === 'pending') startBatch(tx, b.id, b.lenderId);
+      if ((await store.batchStatus(tx, b.id)) === 'pending') await startBatch(tx, b.id, b.lenderId);
     });
   }
   return pending.length;
 }
 
 /** pending → processing: the batch's queue rows created from its payload, its clear copy dropped. */
-function startBatch(tx: Tx, batchId: string, lenderId: string): void {
-  const payload = q.payloadItems(tx, batchId);
-  if (!payload) throw new Error(`payload of batch ${batchId} is missing`);
-  const items = unpackItems(payload.items);
-  const insert = q.insertItemStatement(tx);
-  for (let i = 0; i < items.length; i++) {
-    const a = items[i]!;
-    insert.run(batchId, lenderId, i, a.id, a.type, a.routing, a.phone, a.zip, a.meta ? JSON.stringify(a.meta) : null, a.threshold);
-  }
-  tx.update(batches).set({ status: 'processing' }).where(eq(batches.id, batchId)).run();
-  // The clear part of the payload (phone, zip, metadata) now lives in the queue rows; the copy goes, so there
-  // is one place to erase a borrower's details from.
-  tx.update(batchPayloads).set({ items: '[]' }).where(eq(batchPayloads.batchId, batchId)).run();
+async function startBatch(tx: TxCtx, batchId: string, lenderId: string): Promise<void> {
+  const items = await store.waitingItems(tx, batchId);
+  if (items === undefined) throw new Error(`payload of batch ${batchId} is missing`);
+  await store.startBatch(tx, batchId, lenderId, unpackItems(items));
 }
 
 const queues = new WeakMap<Db, { queue: LeaseQueue<typeof batchItems, ClaimedItem>; turn: number }>();
@@ -138,46 +127,55 @@ export function itemQueue(deps: Pick<Deps, 'db'>): LeaseQueue<typeof batchItems,
   return entry.queue;
 }
 
-/** The batch's sealed payload, opened once per batch and kept for the few batches being worked on. */
+/**
+ * The batch's sealed payload, opened once per batch and kept for the few batches being worked on. The reads
+ * of a claim start together: each batch's payload is read and opened once, its other items wait for it.
+ */
 class PayloadCache {
-  private readonly cache = new Map<string, SensitiveFields[]>();
+  private readonly cache = new Map<string, Promise<SensitiveFields[]>>();
   constructor(private readonly deps: Deps) {}
-  get(batchId: string): SensitiveFields[] {
+  get(batchId: string): Promise<SensitiveFields[]> {
     let v = this.cache.get(batchId);
     if (v) {
       // Least recently used goes first: re-inserting moves this batch to the end.
       this.cache.delete(batchId);
       this.cache.set(batchId, v);
     } else {
-      const row = this.deps.db.select({ sealed: batchPayloads.sealed }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId)).get();
-      if (!row) throw new Error(`payload of batch ${batchId} is missing`);
-      v = openSensitive(this.deps.vault, row.sealed);
+      v = this.open(batchId);
       if (this.cache.size >= PAYLOAD_CACHE_BATCHES) this.cache.delete(this.cache.keys().next().value!);
       this.cache.set(batchId, v);
+      // A payload that could not be read is not kept: the batch's next item tries again.
+      const failed = v;
+      failed.catch(() => {
+        if (this.cache.get(batchId) === failed) this.cache.delete(batchId);
+      });
     }
     return v;
+  }
+  private async open(batchId: string): Promise<SensitiveFields[]> {
+    const sealed = await store.sealedPayload({ deps: this.deps }, batchId);
+    if (sealed === undefined) throw new Error(`payload of batch ${batchId} is missing`);
+    return openSensitive(this.deps.vault, sealed);
   }
 }
 
 /** A lender's bank-data credentials per provider, opened once per tick. */
 class ConnectionCache {
-  private readonly cache = new Map<string, { id: string; creds: LinkCredentials } | null>();
+  private readonly cache = new Map<string, Promise<{ id: string; creds: LinkCredentials } | null>>();
   constructor(private readonly deps: Deps) {}
-  get(lenderId: string, provider: BankDataProvider): { id: string; creds: LinkCredentials } | null {
+  get(lenderId: string, provider: BankDataProvider): Promise<{ id: string; creds: LinkCredentials } | null> {
     const key = `${lenderId}\n${provider}`;
-    if (!this.cache.has(key)) this.cache.set(key, connectionFor(this.deps, lenderId, provider));
-    return this.cache.get(key)!;
+    let v = this.cache.get(key);
+    if (!v) {
+      const read = (async () => connectionFor(this.deps, lenderId, provider))();
+      this.cache.set(key, read);
+      read.catch(() => {
+        if (this.cache.get(key) === read) this.cache.delete(key);
+      });
+      v = read;
+    }
+    return v;
   }
-}
-
-function relinked(deps: Deps, lenderId: string, digest: string): boolean {
-  return (
-    deps.db
-      .select({ d: bankLinkRelinks.linkDigest })
-      .from(bankLinkRelinks)
-      .where(and(eq(bankLinkRelinks.lenderId, lenderId), eq(bankLinkRelinks.linkDigest, digest)))
-      .get() !== undefined
-  );
 }
 
 function readLinked(deps: Deps, creds: LinkCredentials, link: BankLink, now: number): Promise<LinkedReadResult> {
@@ -214,10 +212,9 @@ function readRequest(item: ClaimedItem, s: SensitiveFields): BalanceReadRequest 
 async function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): Promise<void> {
   if (outcomes.length === 0) return;
   const queue = itemQueue(ctx.deps);
-  await transaction(ctx, (tx) => {
-    const added = new Map<string, number>();
-    const recorded: RecordedRead[] = [];
+  await transaction(ctx, async (tx) => {
     const readThrough = new Set<string>();
+    const results: Extract<Outcome, { kind: 'result' }>[] = [];
     for (const o of outcomes) {
       if (o.kind === 'retry') {
         if (o.waitingSince !== undefined) {
@@ -229,32 +226,42 @@ async function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): Promise<voi
         continue;
       }
       if (o.linked?.connectionId) readThrough.add(o.linked.connectionId);
-      if (o.linked?.relink) relinkRequired(tx.tx, o.item, o.linked.relink, o.at);
-      const res = q.insertResult(tx.tx, {
-        itemId: o.item.id,
-        batchId: o.item.batchId,
-        lenderId: o.item.lenderId,
-        aid: o.item.authorizerUniqueId,
-        cents: o.cents,
-        code: o.code,
-        exportStatus: o.exportStatus,
-        institution: o.institution,
-        at: o.at,
-        kind: o.linked?.balanceKind ?? null,
-        asOf: o.linked?.asOf ?? null,
-        detail: o.linked?.detail ?? null,
-      });
-      queue.finalize(tx.tx, o.item.id, { state: 'done' });
-      if (res.changes > 0) {
-        added.set(o.item.batchId, (added.get(o.item.batchId) ?? 0) + 1);
-        recorded.push({ batchId: o.item.batchId, lenderId: o.item.lenderId, authorizerUniqueId: o.item.authorizerUniqueId, balanceCents: o.cents, statusCode: o.code, at: o.at });
-      }
+      if (o.linked?.relink) await relinkRequired(tx, o.item, o.linked.relink, o.at);
+      results.push(o);
     }
-    markRead(tx.tx, [...readThrough], ctx.deps.clock.now());
-    if (recorded.length > 0) ctx.deps.balanceResults.afterResults(tx, recorded);
+    // The flush's results in one call: one row per item, a unique item_id makes a second impossible.
+    const inserted = await store.recordResults(
+      tx,
+      results.map(
+        (o): ResultRow => ({
+          itemId: o.item.id,
+          batchId: o.item.batchId,
+          lenderId: o.item.lenderId,
+          aid: o.item.authorizerUniqueId,
+          cents: o.cents,
+          code: o.code,
+          exportStatus: o.exportStatus,
+          institution: o.institution,
+          at: o.at,
+          kind: o.linked?.balanceKind ?? null,
+          asOf: o.linked?.asOf ?? null,
+          detail: o.linked?.detail ?? null,
+        }),
+      ),
+    );
+    const added = new Map<string, number>();
+    const recorded: RecordedRead[] = [];
+    results.forEach((o, i) => {
+      queue.finalize(tx.tx, o.item.id, { state: 'done' });
+      if (!inserted[i]) return;
+      added.set(o.item.batchId, (added.get(o.item.batchId) ?? 0) + 1);
+      recorded.push({ batchId: o.item.batchId, lenderId: o.item.lenderId, authorizerUniqueId: o.item.authorizerUniqueId, balanceCents: o.cents, statusCode: o.code, at: o.at });
+    });
+    await markRead(tx, [...readThrough], ctx.deps.clock.now());
+    if (recorded.length > 0) await ctx.deps.balanceResults.afterResults(tx, recorded);
     for (const [batchId, n] of added) {
-      const b = q.bumpProcessed(tx.tx, batchId, n);
-      if (b && b.completed) completeBatch(tx, { id: b.id, lenderId: b.lenderId, source: b.source, scheduleId: b.scheduleId, webhookUrl: b.webhookUrl, completedAt: ctx.deps.clock.now() });
+      const b = await store.countProcessed(tx, batchId, n);
+      if (b && b.completed) await completeBatch(tx, { id: b.id, lenderId: b.lenderId, source: b.source, scheduleId: b.scheduleId, webhookUrl: b.webhookUrl, completedAt: ctx.deps.clock.now() });
     }
   });
 }
@@ -271,9 +278,9 @@ export function linkDigest(lenderId: string, link: BankLink): string {
 }
 
 /** The first time a link needs relinking: recorded, and the lender's endpoints told (BANK_LINK_RELINK_REQUIRED). */
-function relinkRequired(tx: Tx, item: ClaimedItem, r: Relink, now: number): void {
-  if (!q.insertRelink(tx, { lenderId: item.lenderId, digest: r.digest, provider: r.link.provider, aid: item.authorizerUniqueId, now })) return;
-  pushToEndpoints(tx, now, item.lenderId, 'BANK_LINK_RELINK_REQUIRED', {
+async function relinkRequired(tx: JobContext & TxCtx, item: ClaimedItem, r: Relink, now: number): Promise<void> {
+  if (!(await store.recordRelink(tx, { lenderId: item.lenderId, digest: r.digest, provider: r.link.provider, aid: item.authorizerUniqueId, now }))) return;
+  await pushToEndpoints(tx, now, item.lenderId, 'BANK_LINK_RELINK_REQUIRED', {
     authorizer_unique_id: item.authorizerUniqueId,
     bank_link: linkView(r.link),
     batch_id: item.batchId,
@@ -321,11 +328,11 @@ function limiterOf(deps: Deps): Limiter {
 }
 
 /** Inside the transaction of the batch's last result: completed, its notification in the outbox, then what it sets off. */
-function completeBatch(ctx: JobContext & { tx: Tx }, b: CompletedBatch): void {
-  ctx.tx.update(batches).set({ status: 'completed', completedAt: b.completedAt }).where(eq(batches.id, b.id)).run();
+async function completeBatch(ctx: JobContext & TxCtx, b: CompletedBatch): Promise<void> {
+  await store.completeBatch(ctx, b.id, b.completedAt);
   if (b.webhookUrl) {
     const event_uuid = crypto.randomUUID();
-    enqueueWebhook({
+    await enqueueWebhook({
       ctx,
       input: {
         lenderId: b.lenderId,
@@ -340,7 +347,7 @@ function completeBatch(ctx: JobContext & { tx: Tx }, b: CompletedBatch): void {
       },
     });
   }
-  ctx.deps.balanceResults.afterBatchCompleted(ctx, b);
+  await ctx.deps.balanceResults.afterBatchCompleted(ctx, b);
 }
 
 /**
@@ -404,7 +411,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
     });
     let sensitive: SensitiveFields;
     try {
-      sensitive = payloads.get(item.batchId)[item.seq]!;
+      sensitive = (await payloads.get(item.batchId))[item.seq]!;
     } catch (e) {
       logger.error({ batch_id: item.batchId, err: e }, 'balance read failed');
       return push(result(null, 9000, 'internal'));
@@ -421,11 +428,11 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
         linked: l,
       });
       const digest = linkDigest(item.lenderId, link);
-      if (relinked(deps, item.lenderId, digest)) {
+      if (await store.isRelinked({ deps }, item.lenderId, digest)) {
         // Told once already: not asked again until a new link is sent.
         return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: RELINK_REQUIRED, connectionId: null, relink: null }));
       }
-      const conn = connections.get(item.lenderId, link.provider);
+      const conn = await connections.get(item.lenderId, link.provider);
       if (!conn) return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: 'connection_missing', connectionId: null, relink: null }));
       let r: LinkedReadResult | 'given_back';
       try {
@@ -502,7 +509,7 @@ export async function dropExpiredIdempotency(deps: Deps, signal?: AbortSignal): 
   const before = deps.clock.now() - IDEMPOTENCY_TTL_MS;
   let dropped = 0;
   for (;;) {
-    const n = await transaction({ deps }, ({ tx }) => q.deleteExpiredIdempotency(tx, before, EXPIRED_PER_SLICE));
+    const n = await transaction({ deps }, (tx) => store.dropExpiredIdempotency(tx, before, EXPIRED_PER_SLICE));
     dropped += n;
     if (n < EXPIRED_PER_SLICE || signal?.aborted) return { dropped };
     await betweenSlices(deps);

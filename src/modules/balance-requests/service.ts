@@ -1,22 +1,21 @@
-import { connectedProvidersNow as connectedProviders } from '../bank-data-connections/service';
-import { and, asc, count, desc, eq, gt, lt, ne } from 'drizzle-orm';
-import { balanceResults, batches } from '../../../db/schema';
+import { connectedProviders } from '../bank-data-connections/service';
 import type { BatchSource } from '../../../db/schema/enums';
 import type { Ctx, JobContext } from '../../deps';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
-import { dbOf, type Tx } from '../../platform/context';
+import type { Tx } from '../../platform/context';
 import type { Db } from '../../platform/db';
-import { groupCommit } from '../../platform/group-commit';
 import { InvalidInput, NotFound, RateLimited } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { centsToDollarsOrNull } from '../../platform/money';
-import { keysetPage, olderThan, type PageQuery } from '../../platform/pagination';
+import { keysetPage, tokenFrom, type PageQuery, type PageTokens } from '../../platform/pagination';
+import type { StoreCtx } from '../../platform/store';
 import { validateWebhookUrl } from '../webhooks/service';
 import { validateAuthorizerList, validateAuthorizers, type AuthorizerCandidate, type FailedAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
 import type { BalanceRequest } from './model';
 import { packBatch, type PackedBatch } from './payload';
 import { prepareOffLoop } from './accept-offload';
-import * as q from './queries';
+import { balanceStore as store, type Batch, type NewBatch, type StoredPayload } from './store';
+import { balanceStatementsNow } from './store.sqlite';
 import { errorMessageFor } from './status';
 import type { SealedColumn } from '../../platform/vault';
 
@@ -32,68 +31,100 @@ export interface SubmissionResponse {
   warnings?: string[];
 }
 
-export type Batch = typeof batches.$inferSelect;
+export type { Batch };
+
+/** The 429 of a lender over its bound on authorizers waiting to be checked. */
+function overBacklog(pending: number, max: number, adding: number, what: string): RateLimited {
+  return new RateLimited(
+    QUEUE_FULL_RETRY_AFTER_S,
+    `${pending} authorizers of this lender are waiting to be checked and at most ${max} may wait; ${what} would add ${adding}`,
+    `Retry after ${QUEUE_FULL_RETRY_AFTER_S} seconds, when earlier batches have progressed`,
+  );
+}
+
+/**
+ * Refuses (429) work that would take the lender past its bound on authorizers waiting to be checked; call it
+ * under the write lock, before the batch is inserted.
+ */
+export async function refuseOverBacklog(ctx: JobContext & { tx: Tx }, lenderId: string, adding: number, what: string): Promise<void> {
+  const max = ctx.deps.config.maxPendingAuthorizersPerLender;
+  const pending = await store.pendingAuthorizers(ctx, lenderId);
+  if (pending + adding > max) throw overBacklog(pending, max, adding, what);
+}
+
+/**
+ * refuseOverBacklog for callers not yet asynchronous.
+ * @deprecated transitional: await `refuseOverBacklog(ctx, lenderId, adding, what)`.
+ */
+export function refuseOverBacklogNow(ctx: JobContext & { tx: Tx }, lenderId: string, adding: number, what: string): void {
+  const max = ctx.deps.config.maxPendingAuthorizersPerLender;
+  const pending = balanceStatementsNow.pendingAuthorizers(ctx.tx, lenderId);
+  if (pending + adding > max) throw overBacklog(pending, max, adding, what);
+}
+
+interface BatchInput {
+  lenderId: string;
+  source: BatchSource;
+  scheduleId?: string | null;
+  webhookUrl?: string | null;
+  /** The display name of the dashboard user who submitted; null for API submissions. */
+  creator?: string | null;
+  /** The accepted authorizers, or their payload already packed and sealed (packBatch, maybe in a worker). */
+  authorizers: NormalizedAuthorizer[] | PackedBatch;
+  now: number;
+}
+
+/** A new batch's row and payload: the authorizers packed and sealed unless they already are. */
+function newBatch(ctx: Pick<Ctx, 'deps'>, input: BatchInput): { batch: NewBatch; payload: StoredPayload } {
+  const packed = Array.isArray(input.authorizers) ? packBatch(input.authorizers, sealerOf(ctx)) : input.authorizers;
+  return {
+    batch: {
+      id: newId(),
+      lenderId: input.lenderId,
+      source: input.source,
+      scheduleId: input.scheduleId ?? null,
+      webhookUrl: input.webhookUrl ?? null,
+      creator: input.creator ?? null,
+      now: input.now,
+      total: packed.count,
+    },
+    payload: { sealed: packed.sealed, items: packed.items },
+  };
+}
 
 /**
  * Inserts a batch and its payload in the caller's transaction: two rows whatever the batch's size. The
  * processing job creates the per-authorizer queue rows when it takes the batch up.
  */
-/**
- * Refuses (429) work that would take the lender past its bound on authorizers waiting to be checked; call it
- * under the write lock, before the batch is inserted.
- */
-export function refuseOverBacklog(ctx: JobContext & { tx: Tx }, lenderId: string, adding: number, what: string): void {
-  const max = ctx.deps.config.maxPendingAuthorizersPerLender;
-  const pending = q.pendingAuthorizers(ctx.tx, lenderId);
-  if (pending + adding > max) {
-    throw new RateLimited(
-      QUEUE_FULL_RETRY_AFTER_S,
-      `${pending} authorizers of this lender are waiting to be checked and at most ${max} may wait; ${what} would add ${adding}`,
-      `Retry after ${QUEUE_FULL_RETRY_AFTER_S} seconds, when earlier batches have progressed`,
-    );
-  }
+export async function insertBatch({ ctx, input }: { ctx: JobContext & { tx: Tx }; input: BatchInput }): Promise<string> {
+  const { batch, payload } = newBatch(ctx, input);
+  await store.insertBatch(ctx, batch, payload);
+  return batch.id;
 }
 
-export function insertBatch({
-  ctx,
-  input,
-}: {
-  ctx: JobContext & { tx: Tx };
-  input: {
-    lenderId: string;
-    source: BatchSource;
-    scheduleId?: string | null;
-    webhookUrl?: string | null;
-    /** The display name of the dashboard user who submitted; null for API submissions. */
-    creator?: string | null;
-    /** The accepted authorizers, or their payload already packed and sealed (packBatch, maybe in a worker). */
-    authorizers: NormalizedAuthorizer[] | PackedBatch;
-    now: number;
-  };
-}): string {
-  const packed = Array.isArray(input.authorizers) ? packBatch(input.authorizers, sealerOf(ctx)) : input.authorizers;
-  const batchId = newId();
-  q.insertBatchRow(ctx.tx, {
-    id: batchId,
-    lenderId: input.lenderId,
-    source: input.source,
-    scheduleId: input.scheduleId ?? null,
-    webhookUrl: input.webhookUrl ?? null,
-    creator: input.creator ?? null,
-    now: input.now,
-    total: packed.count,
-  });
-  q.insertBatchPayload(ctx.tx, batchId, packed.sealed, packed.items);
-  return batchId;
+/**
+ * insertBatch for callers not yet asynchronous.
+ * @deprecated transitional: await `insertBatch({ ctx, input })`.
+ */
+export function insertBatchNow({ ctx, input }: { ctx: JobContext & { tx: Tx }; input: BatchInput }): string {
+  const { batch, payload } = newBatch(ctx, input);
+  balanceStatementsNow.insertBatch(ctx.tx, batch, payload);
+  return batch.id;
 }
 
 const acceptedMessage = (n: number) => `Batch accepted: ${n} authorizer${n === 1 ? '' : 's'} queued for a balance check`;
 
 /** The first answer to a body seen from the same lender in the last 24 hours, if there is one. */
-function replayOf(db: Db, lenderId: string, bodyHash: string | undefined, now: number) {
-  const hit = bodyHash ? q.findCachedResponse(db, lenderId, bodyHash, now - IDEMPOTENCY_TTL_MS) : null;
-  return hit ? { status: hit.statusCode, body: JSON.parse(hit.responseBody) as SubmissionResponse, replayed: true } : null;
+async function replayOf(ctx: StoreCtx, lenderId: string, bodyHash: string | undefined, now: number) {
+  const hit = bodyHash ? await store.cachedResponse(ctx, lenderId, bodyHash, now - IDEMPOTENCY_TTL_MS) : undefined;
+  return hit ? replayed(hit) : null;
 }
+
+const replayed = (hit: { statusCode: number; responseBody: string }) => ({
+  status: hit.statusCode,
+  body: JSON.parse(hit.responseBody) as SubmissionResponse,
+  replayed: true,
+});
 
 /** The deps' vault as packBatch's sealer. */
 const sealerOf = (ctx: Pick<Ctx, 'deps'>) => (plaintext: Uint8Array) => ctx.deps.vault.sealBytes(plaintext);
@@ -105,9 +136,9 @@ const sealerOf = (ctx: Pick<Ctx, 'deps'>) => (plaintext: Uint8Array) => ctx.deps
  */
 export async function submitBalanceRequestBody({ ctx, input }: { ctx: Ctx; input: { bytes: Uint8Array } }) {
   const now = ctx.deps.clock.now();
-  const prepared = await prepareOffLoop(ctx.deps, input.bytes, { debitCardsApproved: ctx.lender.debitCardApproved, now, bankProviders: connectedProviders(ctx) });
+  const prepared = await prepareOffLoop(ctx.deps, input.bytes, { debitCardsApproved: ctx.lender.debitCardApproved, now, bankProviders: await connectedProviders(ctx) });
   return (
-    replayOf(ctx.deps.db, ctx.lender.id, prepared.bodyHash, now) ??
+    (await replayOf(ctx, ctx.lender.id, prepared.bodyHash, now)) ??
     acceptBatch({
       ctx,
       input: { accepted: prepared.accepted, failed: prepared.failed, webhookUrl: prepared.webhookUrl, source: 'api', bodyHash: prepared.bodyHash, now },
@@ -118,9 +149,9 @@ export async function submitBalanceRequestBody({ ctx, input }: { ctx: Ctx; input
 /** The same, from a body already read and checked against its schema (the service's own callers). */
 export async function submitBalanceRequest({ ctx, input }: { ctx: Ctx; input: { body: BalanceRequest; bodyHash?: string } }) {
   const now = ctx.deps.clock.now();
-  const { accepted, failed } = validateAuthorizerList(input.body.authorizers, { debitCardsApproved: ctx.lender.debitCardApproved, now, bankProviders: connectedProviders(ctx) });
+  const { accepted, failed } = validateAuthorizerList(input.body.authorizers, { debitCardsApproved: ctx.lender.debitCardApproved, now, bankProviders: await connectedProviders(ctx) });
   return (
-    replayOf(ctx.deps.db, ctx.lender.id, input.bodyHash, now) ??
+    (await replayOf(ctx, ctx.lender.id, input.bodyHash, now)) ??
     acceptBatch({
       ctx,
       input: { accepted: packBatch(accepted, sealerOf(ctx)), failed, webhookUrl: input.body.webhook_url ?? null, source: 'api', bodyHash: input.bodyHash, now },
@@ -143,7 +174,7 @@ export async function submitBalanceCsv({
   };
 }) {
   const now = ctx.deps.clock.now();
-  const { accepted, failed } = validateAuthorizers(input.candidates, { debitCardsApproved: ctx.lender.debitCardApproved, now, bankProviders: connectedProviders(ctx) });
+  const { accepted, failed } = validateAuthorizers(input.candidates, { debitCardsApproved: ctx.lender.debitCardApproved, now, bankProviders: await connectedProviders(ctx) });
   const result = await acceptBatch({
     ctx,
     input: { accepted: packBatch(accepted, sealerOf(ctx)), failed: [...input.preFailed, ...failed], webhookUrl: input.webhookUrl, source: 'csv', warnings: input.warnings, creator: input.creator ?? null, now },
@@ -179,50 +210,63 @@ async function acceptBatch({
   if (count === 0) {
     throw new InvalidInput('No authorizer in the request passed validation', { failed_authorizers: allFailed }, 'Correct the listed authorizers and send them again');
   }
-  // Requests accepted at about the same moment share one commit (and its fsync).
-  return groupCommit(ctx, (tx) => {
-    // Checked again under the write lock: two identical requests at once still make one batch.
-    const replay = replayOf(tx.tx, ctx.lender.id, input.bodyHash, now);
-    if (replay) return replay;
-    // One lender cannot queue unbounded work: counted under the write lock, so two requests at once cannot
-    // both squeeze under the bound.
-    const max = ctx.deps.config.maxPendingAuthorizersPerLender;
-    const pending = q.pendingAuthorizers(tx.tx, ctx.lender.id);
-    if (pending + count > max) {
-      throw new RateLimited(
-        QUEUE_FULL_RETRY_AFTER_S,
-        `${pending} authorizers of this lender are waiting to be checked and at most ${max} may wait; this request would add ${count}`,
-        `Retry after ${QUEUE_FULL_RETRY_AFTER_S} seconds, when earlier batches have progressed`,
-      );
-    }
-    const batchId = insertBatch({
-      ctx: tx,
-      input: { lenderId: ctx.lender.id, source: input.source, webhookUrl: input.webhookUrl, creator: input.creator ?? null, authorizers: input.accepted, now },
-    });
-    const body: SubmissionResponse = {
-      batch_id: batchId,
-      submitted_at: iso(now),
-      message: acceptedMessage(count),
-      failed_authorizers: allFailed,
-    };
-    if (input.warnings) body.warnings = input.warnings;
-    if (input.bodyHash) q.cacheResponse(tx.tx, ctx.lender.id, input.bodyHash, JSON.stringify(body), now);
-    return { status: 201, body, replayed: false };
+  const { batch, payload } = newBatch(ctx, {
+    lenderId: ctx.lender.id,
+    source: input.source,
+    webhookUrl: input.webhookUrl,
+    creator: input.creator ?? null,
+    authorizers: input.accepted,
+    now,
   });
+  const body: SubmissionResponse = {
+    batch_id: batch.id,
+    submitted_at: iso(now),
+    message: acceptedMessage(count),
+    failed_authorizers: allFailed,
+  };
+  if (input.warnings) body.warnings = input.warnings;
+  const max = ctx.deps.config.maxPendingAuthorizersPerLender;
+  // Requests accepted at about the same moment share one commit (and its fsync); an identical request that
+  // came meanwhile and the lender's bound are checked again under the write lock.
+  const outcome = await store.acceptBatch(ctx, {
+    batch,
+    payload,
+    replay: input.bodyHash ? { bodyHash: input.bodyHash, since: now - IDEMPOTENCY_TTL_MS, responseBody: JSON.stringify(body) } : null,
+    maxPending: max,
+  });
+  if (outcome.kind === 'replay') return replayed(outcome.hit);
+  if (outcome.kind === 'over_backlog') throw overBacklog(outcome.pending, max, count, 'this request');
+  return { status: 201, body, replayed: false };
 }
 
-function findBatch(ctx: Ctx, batchId: string): Batch {
-  const b = dbOf(ctx)
-    .select()
-    .from(batches)
-    .where(and(eq(batches.id, batchId), eq(batches.lenderId, ctx.lender.id)))
-    .get();
+async function findBatch(ctx: Ctx, batchId: string): Promise<Batch> {
+  const b = await store.batchOf(ctx, ctx.lender.id, batchId);
   if (!b) throw new NotFound('Batch', batchId);
   return b;
 }
 
-export function getBatchStatus({ ctx, input }: { ctx: Ctx; input: { batchId: string } }) {
-  const b = findBatch(ctx, input.batchId);
+/**
+ * One page of a keyset listing whose rows are read asynchronously: the position from the page token, then
+ * `limit + 1` rows after it, paged by keysetPage.
+ */
+async function pageAfter<Row, Pos>(opts: {
+  tokens: PageTokens;
+  scope: string;
+  query: PageQuery;
+  limit: number;
+  start: Pos;
+  fetch: (after: Pos, take: number) => Promise<Row[]>;
+  positionOf: (row: Row) => Pos;
+  moreAnyway?: boolean;
+}) {
+  const token = tokenFrom(opts.query);
+  const after = token ? opts.tokens.decode<Pos>(opts.scope, token) : opts.start;
+  const rows = await opts.fetch(after, opts.limit + 1);
+  return keysetPage({ ...opts, query: {}, start: after, fetch: () => rows });
+}
+
+export async function getBatchStatus({ ctx, input }: { ctx: Ctx; input: { batchId: string } }) {
+  const b = await findBatch(ctx, input.batchId);
   return {
     batch_id: b.id,
     status: b.status,
@@ -237,30 +281,15 @@ export function getBatchStatus({ ctx, input }: { ctx: Ctx; input: { batchId: str
 }
 
 /** GET /v1/balances: results in the order they were recorded, so each appears once across pages. */
-export function listBalances({ ctx, input }: { ctx: Ctx; input: { batchId: string } & PageQuery }) {
-  const b = findBatch(ctx, input.batchId);
-  const { page, hasMore, nextPageToken } = keysetPage({
+export async function listBalances({ ctx, input }: { ctx: Ctx; input: { batchId: string } & PageQuery }) {
+  const b = await findBatch(ctx, input.batchId);
+  const { page, hasMore, nextPageToken } = await pageAfter({
     tokens: ctx.deps.pageTokens,
     scope: `balances:${ctx.lender.id}:${b.id}`,
     query: input,
     limit: input.limit ?? 100,
     start: { r: 0 },
-    fetch: (after, take) =>
-      dbOf(ctx)
-        .select({
-          id: balanceResults.id,
-          aid: balanceResults.authorizerUniqueId,
-          cents: balanceResults.balanceCents,
-          code: balanceResults.statusCode,
-          at: balanceResults.recordedAt,
-          kind: balanceResults.balanceKind,
-          asOf: balanceResults.balanceAsOf,
-        })
-        .from(balanceResults)
-        .where(and(eq(balanceResults.batchId, b.id), gt(balanceResults.id, after.r)))
-        .orderBy(asc(balanceResults.id))
-        .limit(take)
-        .all(),
+    fetch: (after, take) => store.resultsPage(ctx, b.id, after.r, take),
     positionOf: (r) => ({ r: r.id }),
     // While the batch runs there is more to come: the token then resumes after the last result seen.
     moreAnyway: b.status !== 'completed',
@@ -286,34 +315,15 @@ function linkedFields(r: { kind: 'available' | 'current' | null; asOf: number | 
 }
 
 /** Every balance read of one authorizer for the lender, newest first. */
-export function authorizerHistory({ ctx, input }: { ctx: Ctx; input: { authorizerId: string } & PageQuery }) {
-  const mine = and(eq(balanceResults.lenderId, ctx.lender.id), eq(balanceResults.authorizerUniqueId, input.authorizerId));
-  const db = dbOf(ctx);
-  const total = db.select({ n: count() }).from(balanceResults).where(mine).get()!.n;
-  const { page, hasMore, nextPageToken } = keysetPage({
+export async function authorizerHistory({ ctx, input }: { ctx: Ctx; input: { authorizerId: string } & PageQuery }) {
+  const total = await store.historyCount(ctx, ctx.lender.id, input.authorizerId);
+  const { page, hasMore, nextPageToken } = await pageAfter({
     tokens: ctx.deps.pageTokens,
     scope: `history:${ctx.lender.id}:${input.authorizerId}`,
     query: input,
     limit: input.limit ?? 10,
     start: { r: Number.MAX_SAFE_INTEGER },
-    fetch: (before, take) =>
-      db
-        .select({
-          id: balanceResults.id,
-          batchId: balanceResults.batchId,
-          cents: balanceResults.balanceCents,
-          code: balanceResults.statusCode,
-          exportStatus: balanceResults.exportStatus,
-          at: balanceResults.recordedAt,
-          kind: balanceResults.balanceKind,
-          asOf: balanceResults.balanceAsOf,
-          detail: balanceResults.detail,
-        })
-        .from(balanceResults)
-        .where(and(mine, lt(balanceResults.id, before.r)))
-        .orderBy(desc(balanceResults.id))
-        .limit(take)
-        .all(),
+    fetch: (before, take) => store.historyPage(ctx, ctx.lender.id, input.authorizerId, before.r, take),
     positionOf: (r) => ({ r: r.id }),
   });
   return {
@@ -336,38 +346,58 @@ export function authorizerHistory({ ctx, input }: { ctx: Ctx; input: { authorize
 }
 
 /** Authorizers accepted and not yet checked, all lenders together (readiness and metrics). */
-export function queueDepth(deps: Pick<JobContext['deps'], 'db'>): number {
-  return q.pendingAuthorizers(deps.db, null);
+export function queueDepth(deps: StoreCtx['deps']): Promise<number> {
+  return store.pendingAuthorizers({ deps }, null);
+}
+
+/**
+ * queueDepth for callers not yet asynchronous (the metrics' gauge).
+ * @deprecated transitional: await `queueDepth(deps)`.
+ */
+export function queueDepthNow(deps: Pick<JobContext['deps'], 'db'>): number {
+  return balanceStatementsNow.pendingAuthorizers(deps.db, null);
 }
 
 /** Threshold hits of a completed batch: every result whose balance meets or exceeds its item's threshold. */
 export function thresholdHits({ ctx, input }: { ctx: JobContext; input: { batchId: string } }) {
-  return q.thresholdHits(ctx.tx ?? ctx.deps.db, input.batchId);
+  return store.thresholdHits(ctx, input.batchId);
 }
 
+/**
+ * thresholdHits for callers not yet asynchronous.
+ * @deprecated transitional: await `thresholdHits({ ctx, input })`.
+ */
+export function thresholdHitsNow({ ctx, input }: { ctx: JobContext; input: { batchId: string } }) {
+  return balanceStatementsNow.thresholdHits(ctx.tx ?? ctx.deps.db, input.batchId);
+}
+
+/** An authorizer's latest result of a lender: which balance it read and the provider's time for it. */
+export function latestResultOf(ctx: StoreCtx, lenderId: string, aid: string) {
+  return store.latestResultOf(ctx, lenderId, aid);
+}
+
+/**
+ * latestResultOf for callers not yet asynchronous.
+ * @deprecated transitional: await `latestResultOf(ctx, lenderId, aid)`.
+ */
+export const latestResultOfNow = (db: Db, lenderId: string, aid: string) => balanceStatementsNow.latestResultOf(db, lenderId, aid);
 
 /** Columns of this feature holding vault-sealed values. */
 export const sealedColumns: SealedColumn[] = [{ table: 'batch_payloads', key: 'batch_id', column: 'sealed' }];
 
-/** The lender's most recent batches, newest first (the portal's list). */
 /**
  * The lender's batches, newest first, paged (the portal's list): the batches the lender sent (API, CSV,
  * schedules) by default, or the monitoring reads, or every batch.
  */
-export function listBatches({ ctx, input }: { ctx: Ctx; input: PageQuery & { limit: number; kind?: 'sent' | 'monitoring' | 'all' } }) {
+export async function listBatches({ ctx, input }: { ctx: Ctx; input: PageQuery & { limit: number; kind?: 'sent' | 'monitoring' | 'all' } }) {
   const kind = input.kind ?? 'sent';
-  const { page, hasMore, nextPageToken } = keysetPage<typeof batches.$inferSelect, { t: number; i: string }>({
+  const { page, hasMore, nextPageToken } = await pageAfter<Batch, { t: number; i: string }>({
     tokens: ctx.deps.pageTokens,
     scope: `batches:${ctx.lender.id}:${kind}`,
     query: input,
     limit: input.limit,
     start: { t: Number.MAX_SAFE_INTEGER, i: '' },
-    fetch: (after, take) => {
-      const conds = [eq(batches.lenderId, ctx.lender.id), olderThan(batches.submittedAt, batches.id, after.t, after.i)];
-      if (kind === 'sent') conds.push(ne(batches.source, 'monitoring'));
-      if (kind === 'monitoring') conds.push(eq(batches.source, 'monitoring'));
-      return dbOf(ctx).select().from(batches).where(and(...conds)).orderBy(desc(batches.submittedAt), desc(batches.id)).limit(take).all();
-    },
+    fetch: (after, take) => store.batchesPage(ctx, ctx.lender.id, kind, after, take),
     positionOf: (b) => ({ t: b.submittedAt, i: b.id }),
   });
   return { batches: page, hasMore, nextPageToken };

@@ -15,7 +15,7 @@ import { policyOfNow as policyOf } from '../collection-policy/service';
 import type { BlockedReason } from '../enrollments/monitor';
 import * as q from './queries';
 import { applyMonitorEventNow as applyMonitorEvent } from '../enrollments/monitor-store';
-import { evaluateReturnRates } from '../return-rates/watch';
+import { evaluateReturnRatesNow as evaluateReturnRates } from '../return-rates/watch';
 import { anyExceeded } from '../return-rates/service';
 
 /**

@@ -4,7 +4,7 @@ import { MONITOR_STATES, PAYMENT_STATUSES, type MonitorState, type PaymentStatus
 import type { Ctx } from '../../deps';
 import { dbOf } from '../../platform/context';
 import { flightSince, ledgerByDay, ledgerSince, returnedSince, sumOf } from './queries';
-import { returnRates } from '../return-rates/service';
+import { returnRatesNow as returnRates } from '../return-rates/service';
 
 // The lender's collection at a glance, for the portal's overview: every figure from the same rows the API
 // shows (the borrowers' ledgers and payments of GET /v1/payment_enrollments, GET /v1/return_rates), summed by

@@ -8,7 +8,7 @@ import { applyMonitorEventNow as applyMonitorEvent } from '../enrollments/monito
 import * as q from './queries';
 import { eventView } from './events';
 import { pushToEndpointsNow as pushToEndpoints } from '../webhooks/endpoints';
-import { evaluateReturnRates } from '../return-rates/watch';
+import { evaluateReturnRatesNow as evaluateReturnRates } from '../return-rates/watch';
 import { asObserved, isAhead } from './status-order';
 import { holdChain } from './chain';
 

@@ -3,7 +3,7 @@ import { transaction, type Tx } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { NormalizedAuthorizer } from '../authorizers/rules';
-import { insertBatch } from '../balance-requests/service';
+import { insertBatchNow as insertBatch } from '../balance-requests/service';
 import type { RecordedRead } from '../balance-requests/results';
 import { openBorrower } from './borrower';
 import { heldReasonOf } from './service';

@@ -1,5 +1,5 @@
-import { connectedProvidersNow as connectedProviders, connectionForNow as connectionFor } from '../bank-data-connections/service';
-import { latestResultOf } from '../balance-requests/queries';
+import { connectedProviders, connectionFor } from '../bank-data-connections/service';
+import { latestResultOf } from '../balance-requests/service';
 import type { Static } from '@sinclair/typebox';
 import type { HeldReason, MonitorState } from '../../../db/schema/enums';
 import type { Ctx, Deps } from '../../deps';
@@ -13,7 +13,7 @@ import { readerOf } from '../../platform/store';
 import type { SealedColumn } from '../../platform/vault';
 import { CardRefused, ProcessorUnavailable, type TokenizedCard } from '../../adapters/processors';
 import { validateAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
-import { eraseBorrowerDetails } from '../balance-requests/erase';
+import { eraseBorrowerDetailsNow as eraseBorrowerDetails } from '../balance-requests/erase';
 import { openBorrower, sealBorrower, type Enrollment } from './borrower';
 import { resolveKeyNow as resolveKey } from '../payment-connections/resolve';
 import { Borrower, type EnrollmentRequest, type IdsBody } from './model';
@@ -408,7 +408,7 @@ function bankLinkOf(ctx: Ctx, e: Enrollment) {
 
 /** Which balance the last read reported and the provider's time for it (linked accounts; null otherwise). */
 async function lastReadKind(ctx: Ctx, e: Enrollment): Promise<{ balance_kind?: 'available' | 'current'; as_of?: string | null }> {
-  const r = await latestResultOf(readerOf(ctx), e.lenderId, e.authorizerUniqueId);
+  const r = await latestResultOf(ctx, e.lenderId, e.authorizerUniqueId);
   return r?.balanceKind ? { balance_kind: r.balanceKind, as_of: isoOrNull(r.balanceAsOf) } : {};
 }
 

@@ -11,7 +11,7 @@ import { withReadSnapshot, transaction, type Tx } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
 import { madeForAnotherLender, matchReference, namesInReference, type MatchSource, type PaymentMatch } from '../collection/reference';
 import { knownAmong, recordSlice, staleAgainst, type Known, type Observation, type Recorded } from '../collection/record';
-import { evaluateReturnRates } from '../return-rates/watch';
+import { evaluateReturnRatesNow as evaluateReturnRates } from '../return-rates/watch';
 import * as q from './queries';
 import { CsvError, toCsvError } from '../../platform/csv';
 import {

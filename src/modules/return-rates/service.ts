@@ -1,10 +1,11 @@
 import type { RateStatus } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { DAY_MS, iso } from '../../platform/clock';
-import { dbOf } from '../../platform/context';
 import type { Db } from '../../platform/db';
-import { policyOfNow as policyOf } from '../collection-policy/service';
-import * as q from './queries';
+import type { StoreCtx } from '../../platform/store';
+import { policyOf, policyOfNow } from '../collection-policy/service';
+import { returnRateStore as store, type WindowReturn } from './store';
+import { returnRateStatementsNow } from './store.sqlite';
 
 // Nacha's return-rate thresholds (collection-rules.md): an originator whose ACH debits come back too often
 // is reviewed by its bank. Each class's rate is its returns over the window's debits.
@@ -42,10 +43,24 @@ export interface ClassRate {
 }
 
 /** The lender's rates over the `days` ending at `to`, from the window's index entries. */
-export function ratesOver(db: Db, lenderId: string, to: number, days: number) {
+export async function ratesOver(c: StoreCtx, lenderId: string, to: number, days: number) {
   const from = to - days * DAY_MS;
-  const debits = q.debitsIn(db, lenderId, from, to);
-  const returns = q.returnsIn(db, lenderId, from, to);
+  const debits = await store.debitsIn(c, lenderId, from, to);
+  const returns = await store.returnsIn(c, lenderId, from, to);
+  return ratesFrom(debits, returns, from, to, days);
+}
+
+/**
+ * ratesOver for callers not yet asynchronous.
+ * @deprecated transitional: await `ratesOver(c, lenderId, to, days)`.
+ */
+export function ratesOverNow(db: Db, lenderId: string, to: number, days: number) {
+  const from = to - days * DAY_MS;
+  return ratesFrom(returnRateStatementsNow.debitsIn(db, lenderId, from, to), returnRateStatementsNow.returnsIn(db, lenderId, from, to), from, to, days);
+}
+
+/** Each class's rate from the window's debits and returns. */
+function ratesFrom(debits: number, returns: WindowReturn[], from: number, to: number, days: number) {
   const byCode: Record<string, number> = {};
   for (const r of returns) if (r.code) byCode[r.code] = (byCode[r.code] ?? 0) + 1;
   const cls = (name: ReturnClass): ClassRate => {
@@ -68,10 +83,21 @@ export const anyExceeded = (statuses: Record<ReturnClass, { status: RateStatus }
   });
 
 /** GET /v1/return_rates. `paused`: the lender's policy pauses on breach and a class is exceeded over 60 days now. */
-export function returnRates({ ctx, input }: { ctx: Ctx; input: { windowDays: number } }) {
+export async function returnRates({ ctx, input }: { ctx: Ctx; input: { windowDays: number } }) {
   const now = ctx.deps.clock.now();
-  const db = dbOf(ctx);
-  const answer = ratesOver(db, ctx.lender.id, now, input.windowDays);
-  const watched = input.windowDays === WATCH_DAYS ? answer : ratesOver(db, ctx.lender.id, now, WATCH_DAYS);
-  return { ...answer, paused: policyOf(db, ctx.lender.id).returnRatePause && anyExceeded(watched.rates) };
+  const answer = await ratesOver(ctx, ctx.lender.id, now, input.windowDays);
+  const watched = input.windowDays === WATCH_DAYS ? answer : await ratesOver(ctx, ctx.lender.id, now, WATCH_DAYS);
+  return { ...answer, paused: (await policyOf(ctx, ctx.lender.id)).returnRatePause && anyExceeded(watched.rates) };
+}
+
+/**
+ * returnRates for callers not yet asynchronous.
+ * @deprecated transitional: await `returnRates({ ctx, input })`.
+ */
+export function returnRatesNow({ ctx, input }: { ctx: Ctx; input: { windowDays: number } }) {
+  const now = ctx.deps.clock.now();
+  const db = ctx.tx ?? ctx.deps.db;
+  const answer = ratesOverNow(db, ctx.lender.id, now, input.windowDays);
+  const watched = input.windowDays === WATCH_DAYS ? answer : ratesOverNow(db, ctx.lender.id, now, WATCH_DAYS);
+  return { ...answer, paused: policyOfNow(db, ctx.lender.id).returnRatePause && anyExceeded(watched.rates) };
 }

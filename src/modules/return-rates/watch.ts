@@ -1,11 +1,11 @@
-import { eq } from 'drizzle-orm';
-import { lenders, returnRateWatch } from '../../../db/schema';
 import type { RateStatus } from '../../../db/schema/enums';
 import type { Deps, JobContext } from '../../deps';
 import { transaction, type Tx } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
-import { pushToEndpointsNow as pushToEndpoints } from '../webhooks/endpoints';
-import { CLASS_NAMES, ratesOver, WATCH_DAYS, type ReturnClass } from './service';
+import { pushToEndpoints, pushToEndpointsNow } from '../webhooks/endpoints';
+import { CLASS_NAMES, ratesOver, ratesOverNow, WATCH_DAYS, type ReturnClass } from './service';
+import { returnRateStore as store, type WatchedStatuses } from './store';
+import { returnRateStatementsNow } from './store.sqlite';
 
 // The return-rate watch: each class's status over the last 60 days is evaluated whenever a return is recorded
 // (read from a processor, or uploaded), before a lender that pauses on breach initiates an ACH payment, and on
@@ -14,19 +14,18 @@ import { CLASS_NAMES, ratesOver, WATCH_DAYS, type ReturnClass } from './service'
 
 const ALL_OK: Record<ReturnClass, RateStatus> = { unauthorized: 'ok', administrative: 'ok', overall: 'ok' };
 
-/** Evaluates the lender's rates now, alerts on every class whose status changed, and returns the statuses. */
-export function evaluateReturnRates(ctx: JobContext & { tx: Tx }, lenderId: string): Record<ReturnClass, RateStatus> {
-  const { tx, deps } = ctx;
-  const now = deps.clock.now();
-  const r = ratesOver(tx, lenderId, now, WATCH_DAYS);
-  const prev = tx.select().from(returnRateWatch).where(eq(returnRateWatch.lenderId, lenderId)).get() ?? ALL_OK;
+type Rates = Awaited<ReturnType<typeof ratesOver>>;
+
+/** The statuses now, and a RETURN_RATE_ALERT payload for each class whose status changed; metrics and log as it goes. */
+function compare(deps: JobContext['deps'], lenderId: string, r: Rates, prev: WatchedStatuses) {
   const next = { ...ALL_OK };
+  const alerts: Record<string, unknown>[] = [];
   for (const c of CLASS_NAMES) {
     const cur = r.rates[c];
     next[c] = cur.status;
     deps.metrics.achReturnRate.set({ lender: lenderId, class: c }, cur.rate);
     if (cur.status === prev[c]) continue;
-    pushToEndpoints(tx, now, lenderId, 'RETURN_RATE_ALERT', {
+    alerts.push({
       class: c,
       status: cur.status,
       rate: cur.rate,
@@ -38,15 +37,39 @@ export function evaluateReturnRates(ctx: JobContext & { tx: Tx }, lenderId: stri
     deps.logger.info({ lender_id: lenderId, class: c, from: prev[c], to: cur.status }, 'return-rate status changed');
   }
   deps.metrics.achDebitsWindow.set({ lender: lenderId }, r.debits);
-  const row = { lenderId, ...next, evaluatedAt: now };
-  tx.insert(returnRateWatch).values(row).onConflictDoUpdate({ target: returnRateWatch.lenderId, set: row }).run();
+  return { next, alerts };
+}
+
+/** Evaluates the lender's rates now, alerts on every class whose status changed, and returns the statuses. */
+export async function evaluateReturnRates(ctx: JobContext & { tx: Tx }, lenderId: string): Promise<Record<ReturnClass, RateStatus>> {
+  const now = ctx.deps.clock.now();
+  const r = await ratesOver(ctx, lenderId, now, WATCH_DAYS);
+  const prev = (await store.watchedStatuses(ctx, lenderId)) ?? ALL_OK;
+  const { next, alerts } = compare(ctx.deps, lenderId, r, prev);
+  for (const a of alerts) await pushToEndpoints(ctx, now, lenderId, 'RETURN_RATE_ALERT', a);
+  await store.saveWatchedStatuses(ctx, lenderId, next, now);
+  return next;
+}
+
+/**
+ * evaluateReturnRates for callers not yet asynchronous.
+ * @deprecated transitional: await `evaluateReturnRates(ctx, lenderId)`.
+ */
+export function evaluateReturnRatesNow(ctx: JobContext & { tx: Tx }, lenderId: string): Record<ReturnClass, RateStatus> {
+  const { tx, deps } = ctx;
+  const now = deps.clock.now();
+  const r = ratesOverNow(tx, lenderId, now, WATCH_DAYS);
+  const prev = returnRateStatementsNow.watchedStatuses(tx, lenderId) ?? ALL_OK;
+  const { next, alerts } = compare(deps, lenderId, r, prev);
+  for (const a of alerts) pushToEndpointsNow(tx, now, lenderId, 'RETURN_RATE_ALERT', a);
+  returnRateStatementsNow.saveWatchedStatuses(tx, lenderId, next, now);
   return next;
 }
 
 /** Every lender, each in its own transaction: the daily-at-least evaluation as the window slides. */
 export async function evaluateAll(deps: Deps, signal?: AbortSignal): Promise<number> {
-  const ids = deps.db.select({ id: lenders.id }).from(lenders).all();
-  for (const { id } of ids) {
+  const ids = await store.lenderIds({ deps });
+  for (const id of ids) {
     if (signal?.aborted) break;
     // One lender at a time, each in its turn at the write gate: requests go on between them.
     await transaction({ deps }, (tx) => evaluateReturnRates(tx, id));

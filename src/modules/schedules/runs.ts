@@ -4,7 +4,7 @@ import { transaction, type Tx } from '../../platform/context';
 import { iso } from '../../platform/clock';
 import { centsToDollars } from '../../platform/money';
 import { enqueueWebhook, enqueueWebhookNow, MAX_PAYLOAD_BYTES } from '../webhooks/service';
-import { insertBatch, thresholdHits } from '../balance-requests/service';
+import { insertBatch, thresholdHits, thresholdHitsNow } from '../balance-requests/service';
 import type { NormalizedAuthorizer, SensitiveFields } from '../authorizers/rules';
 import type { CompletedBatch } from '../balance-requests/results';
 import { nextRunAfter } from './times';
@@ -121,13 +121,13 @@ export function onScheduleBatchCompletedNow(ctx: JobContext & { tx: Tx }, batch:
   if (batch.source !== 'schedule' || !batch.scheduleId) return;
   const webhook = recordRunCompletedNow(ctx.tx, batch.scheduleId, batch.completedAt);
   if (!webhook) return;
-  for (const input of thresholdAlerts(batch, webhook, thresholdHits({ ctx, input: { batchId: batch.id } }))) {
+  for (const input of thresholdAlerts(batch, webhook, thresholdHitsNow({ ctx, input: { batchId: batch.id } }))) {
     enqueueWebhookNow({ ctx, input });
   }
 }
 
 /** The run's BALANCE_THRESHOLD_ALERT deliveries: none without a hit, the alerts split to fit each. */
-function thresholdAlerts(batch: CompletedBatch, webhook: string, hits: ReturnType<typeof thresholdHits>) {
+function thresholdAlerts(batch: CompletedBatch, webhook: string, hits: ReturnType<typeof thresholdHitsNow>) {
   if (hits.length === 0) return [];
   const alerts = hits.map((h) => ({
     authorizer_unique_id: h.aid,

@@ -1,4 +1,4 @@
-import { describe, expect, test, afterAll } from 'bun:test';
+import { describe, expect, spyOn, test, afterAll } from 'bun:test';
 import { Webhook } from 'standardwebhooks';
 import { useTestContext } from '../../helpers/context';
 import { bankAuthorizer, cardNumberWithBalance, SANDBOX_TESTING_BANK, SANDBOX_UNSUPPORTED_BANK } from '../../helpers/fixtures';
@@ -299,5 +299,21 @@ describe('fair sharing', () => {
     const lastSmall = order.lastIndexOf(small);
     expect(lastSmall).toBeGreaterThanOrEqual(0);
     expect(lastSmall).toBeLessThan(20);
+  });
+});
+
+describe('the sealed payload', () => {
+  test('is opened once per tick, however many of its batch’s reads start together', async () => {
+    const batchId = await submit(Array.from({ length: 40 }, (_, i) => bankAuthorizer(`once-${i}`)));
+    const { sealed } = ctx.rt.sqlite.query<{ sealed: string }, [string]>('SELECT sealed FROM batch_payloads WHERE batch_id = ?').get(batchId)!;
+    const opened = spyOn(ctx.rt.vault, 'openBytes');
+    try {
+      await processBalances(ctx.rt, { concurrency: 16 });
+      expect(opened.mock.calls.filter(([s]) => s === sealed)).toHaveLength(1);
+    } finally {
+      opened.mockRestore();
+    }
+    const { body } = await ctx.json('GET', `/v1/balance_requests/${batchId}`);
+    expect(body).toMatchObject({ status: 'completed', total_processed: 40 });
   });
 });

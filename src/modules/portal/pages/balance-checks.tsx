@@ -66,10 +66,10 @@ function FailedRows(props: { failed: FailedAuthorizer[] }) {
   );
 }
 
-function BatchContent(props: { deps: Deps; s: PortalSession; id: string; token?: string; now: number }) {
+async function BatchContent(props: { deps: Deps; s: PortalSession; id: string; token?: string; now: number }) {
   const ctx = { lender: props.s.lender, deps: props.deps };
-  const b = batchSummary({ ctx, input: { batchId: props.id } });
-  const results = listBalances({ ctx, input: { batchId: b.batch_id, limit: RESULTS_PAGE, next_page_token: props.token } });
+  const b = await batchSummary({ ctx, input: { batchId: props.id } });
+  const results = await listBalances({ ctx, input: { batchId: b.batch_id, limit: RESULTS_PAGE, next_page_token: props.token } });
   const statuses = Object.entries(b.by_status).filter(([, n]) => n > 0);
   return (
     <>
@@ -119,11 +119,11 @@ function BatchContent(props: { deps: Deps; s: PortalSession; id: string; token?:
 }
 
 export const balanceCheckPages = (deps: Deps) => {
-  const render = (s: PortalSession, query: Record<string, string | undefined>, message: Message = null, failed: FailedAuthorizer[] = [], batchId?: string) => {
+  const render = async (s: PortalSession, query: Record<string, string | undefined>, message: Message = null, failed: FailedAuthorizer[] = [], batchId?: string) => {
     const view = viewOf(deps, s, HERE);
     const f = queryOf(Filters, query);
     const kind = f.kind ?? 'sent';
-    const list = listBatches({ ctx: { lender: s.lender, deps }, input: { limit: 50, kind, next_page_token: f.next_page_token } });
+    const list = await listBatches({ ctx: { lender: s.lender, deps }, input: { limit: 50, kind, next_page_token: f.next_page_token } });
     return page(view, 'Balance checks', [
       <Notice message={message} />,
       batchId ? (
@@ -173,8 +173,8 @@ export const balanceCheckPages = (deps: Deps) => {
         try {
           const form = formOf(UploadForm, body);
           const file = form.file;
-          if (!(file instanceof Blob) || file.size === 0) return render(session, {}, { kind: 'error', text: 'Choose a CSV file to upload.' });
-          if (file.size > CSV_LIMIT) return render(session, {}, { kind: 'error', text: `The file is larger than ${CSV_LIMIT} bytes.` });
+          if (!(file instanceof Blob) || file.size === 0) return await render(session, {}, { kind: 'error', text: 'Choose a CSV file to upload.' });
+          if (file.size > CSV_LIMIT) return await render(session, {}, { kind: 'error', text: `The file is larger than ${CSV_LIMIT} bytes.` });
           const webhook = form.webhook_url || null;
           const parsed = await parseBalanceCsv(new Uint8Array(await file.arrayBuffer()));
           const r = await submitBalanceCsv({
@@ -182,7 +182,7 @@ export const balanceCheckPages = (deps: Deps) => {
             input: { candidates: parsed.candidates, preFailed: parsed.failed, webhookUrl: webhook, warnings: parsed.warnings, creator: session.user.displayName },
           });
           const failed = r.body.failed_authorizers;
-          return render(
+          return await render(
             session,
             {},
             { kind: 'ok', text: `${r.body.message}${failed.length ? `; ${failed.length} row${failed.length === 1 ? '' : 's'} failed validation (listed below)` : ''}. Batch ${r.body.batch_id}.` },

@@ -27,7 +27,7 @@ const whole = (v: unknown, digits = 3) => (typeof v === 'string' && new RegExp(`
 async function RulesContent(props: { deps: Deps; s: PortalSession; message?: Message; csrf: string; now: number }) {
   const ctx = { lender: props.s.lender, deps: props.deps };
   const p = await getPolicy({ ctx });
-  const r = returnRates({ ctx, input: { windowDays: 60 } });
+  const r = await returnRates({ ctx, input: { windowDays: 60 } });
   return (
     <>
       <Notice message={props.message} />

@@ -1,11 +1,15 @@
-import type { Db } from '../../platform/db';
+import { eq } from 'drizzle-orm';
+import { lenders, returnRateWatch } from '../../../db/schema';
+import type { Db, Orm } from '../../platform/db';
+import { readerOf, writerOf } from '../../platform/store';
+import type { ReturnRateStore, WatchedStatuses, WindowReturn } from './store';
 
 // The return-rate statements, each on an index of its own (payments_rates_idx, payment_events_returns_idx and
 // payment_events_reference_returns_idx, covering what they read; uploaded_results_submitted_idx,
 // uploaded_results_returned_idx): the window's index entries are read, never the lender's whole history.
 
 /** ACH debits that went to the bank in [from, to]: the service's own that reached the processor, and uploaded ones. */
-export const debitsIn = (db: Db, lenderId: string, from: number, to: number) =>
+const debitsIn = (db: Db, lenderId: string, from: number, to: number): number =>
   db.$client
     .query<{ n: number }, [string, number, number]>(
       `SELECT
@@ -24,7 +28,7 @@ export const debitsIn = (db: Db, lenderId: string, from: number, to: number) =>
  * from their events (the first return of a reference), and uploaded returns (by their return date) of
  * references the service did not make.
  */
-export const returnsIn = (db: Db, lenderId: string, from: number, to: number) =>
+const returnsIn = (db: Db, lenderId: string, from: number, to: number): WindowReturn[] =>
   db.$client
     .query<{ reference: string; code: string | null }, [string, number, number]>(
       `SELECT e.reference, e.return_code AS code FROM payment_events e INDEXED BY payment_events_returns_idx
@@ -39,3 +43,44 @@ export const returnsIn = (db: Db, lenderId: string, from: number, to: number) =>
           AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.lender_id = ?1 AND p.reference = u.reference)`,
     )
     .all(lenderId, from, to);
+
+const watchedStatuses = (db: Db, lenderId: string): WatchedStatuses | undefined =>
+  db
+    .select({ unauthorized: returnRateWatch.unauthorized, administrative: returnRateWatch.administrative, overall: returnRateWatch.overall })
+    .from(returnRateWatch)
+    .where(eq(returnRateWatch.lenderId, lenderId))
+    .get();
+
+const saveWatchedStatuses = (tx: Orm, lenderId: string, statuses: WatchedStatuses, evaluatedAt: number): void => {
+  const row = { lenderId, ...statuses, evaluatedAt };
+  tx.insert(returnRateWatch).values(row).onConflictDoUpdate({ target: returnRateWatch.lenderId, set: row }).run();
+};
+
+/**
+ * The return-rate statements run synchronously, for callers not yet asynchronous (evaluateReturnRatesNow,
+ * returnRatesNow).
+ * @deprecated transitional: call `returnRateStore`.
+ */
+export const returnRateStatementsNow = { debitsIn, returnsIn, watchedStatuses, saveWatchedStatuses };
+
+export const sqliteReturnRateStore: ReturnRateStore = {
+  async debitsIn(c, lenderId, from, to) {
+    return debitsIn(readerOf(c), lenderId, from, to);
+  },
+  async returnsIn(c, lenderId, from, to) {
+    return returnsIn(readerOf(c), lenderId, from, to);
+  },
+  async watchedStatuses(c, lenderId) {
+    return watchedStatuses(readerOf(c), lenderId);
+  },
+  async saveWatchedStatuses(c, lenderId, statuses, evaluatedAt) {
+    saveWatchedStatuses(writerOf(c), lenderId, statuses, evaluatedAt);
+  },
+  async lenderIds(c) {
+    return readerOf(c)
+      .select({ id: lenders.id })
+      .from(lenders)
+      .all()
+      .map((r) => r.id);
+  },
+};

@@ -1,0 +1,32 @@
+import type { RateStatus } from '../../../db/schema/enums';
+import type { StoreCtx, TxCtx } from '../../platform/store';
+import { sqliteReturnRateStore } from './store.sqlite';
+
+/** Each class's status as last evaluated. */
+export interface WatchedStatuses {
+  unauthorized: RateStatus;
+  administrative: RateStatus;
+  overall: RateStatus;
+}
+
+/** A return in the window: its reference and its code (null when it came without one). */
+export interface WindowReturn {
+  reference: string;
+  code: string | null;
+}
+
+export interface ReturnRateStore {
+  /** ACH debits that went to the bank in [from, to]: the service's own that reached the processor, and uploaded ones. */
+  debitsIn(c: StoreCtx, lenderId: string, from: number, to: number): Promise<number>;
+  /** Returns in [from, to], once per reference, with their code. */
+  returnsIn(c: StoreCtx, lenderId: string, from: number, to: number): Promise<WindowReturn[]>;
+  /** The statuses of the lender's last evaluation, if it had one. */
+  watchedStatuses(c: StoreCtx, lenderId: string): Promise<WatchedStatuses | undefined>;
+  /** Stores the statuses of an evaluation, created or replaced. */
+  saveWatchedStatuses(c: TxCtx, lenderId: string, statuses: WatchedStatuses, evaluatedAt: number): Promise<void>;
+  /** Every lender's id (the timer's evaluation of each). */
+  lenderIds(c: StoreCtx): Promise<string[]>;
+}
+
+/** The store of the engine the service runs on. */
+export const returnRateStore: ReturnRateStore = sqliteReturnRateStore;

@@ -180,3 +180,35 @@ export function withReadSnapshot<C extends { deps: Pick<PlatformDeps, 'db'> }, T
   }
   return result!;
 }
+
+/**
+ * The asynchronous form of withReadSnapshot: fn may await (store calls). The snapshot is opened in its turn, as
+ * a transaction is, so that no other caller's write lands inside it while it waits, and the network is refused
+ * inside it. Inside an open transaction it is a savepoint of it, rolled back all the same.
+ */
+export async function readSnapshot<C extends { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }, T>(ctx: C, fn: (ctx: C & { tx: Tx }) => T | Promise<T>): Promise<T> {
+  const client = ctx.deps.db.$client;
+  const lock = txLockOf(client);
+  if (ctx.tx || (client.inTransaction && !lock.heldByAnother())) {
+    client.query('SAVEPOINT read_snapshot').run();
+    try {
+      return await fn({ ...ctx, tx: ctx.tx ?? (ctx.deps.db as Orm as Tx) });
+    } finally {
+      client.query('ROLLBACK TO read_snapshot').run();
+      client.query('RELEASE read_snapshot').run();
+    }
+  }
+  const release = await lock.acquire();
+  try {
+    client.query('BEGIN DEFERRED').run();
+    lock.setOpen(true);
+    try {
+      return await lock.runMarked(() => fn({ ...ctx, tx: ctx.deps.db as Orm as Tx }));
+    } finally {
+      if (client.inTransaction) client.query('ROLLBACK').run();
+    }
+  } finally {
+    lock.setOpen(false);
+    release();
+  }
+}

@@ -162,29 +162,10 @@ export const writeGate = (deps: Pick<PlatformDeps, 'db'>): WriteGate => gateOf(d
 
 /**
  * Runs fn on one read snapshot (BEGIN DEFERRED, never the write lock) and rolls it back whatever fn does. fn
- * gets a Tx so that code written for a transaction can run on it, writing nothing (a dry run).
- */
-export function withReadSnapshot<C extends { deps: Pick<PlatformDeps, 'db'> }, T>(ctx: C, fn: (ctx: C & { tx: Tx }) => T): T {
-  const client = ctx.deps.db.$client;
-  let result: T;
-  const rollback = new Error('read snapshot');
-  try {
-    client
-      .transaction(() => {
-        result = fn({ ...ctx, tx: ctx.deps.db as Orm as Tx });
-        throw rollback;
-      })
-      .deferred();
-  } catch (e) {
-    if (e !== rollback) throw e;
-  }
-  return result!;
-}
-
-/**
- * The asynchronous form of withReadSnapshot: fn may await (store calls). The snapshot is opened in its turn, as
- * a transaction is, so that no other caller's write lands inside it while it waits, and the network is refused
- * inside it. Inside an open transaction it is a savepoint of it, rolled back all the same.
+ * gets a Tx so that code written for a transaction can run on it, writing nothing (a dry run). fn may await
+ * (store calls): the snapshot is opened in its turn, as a transaction is, so that no other caller's write
+ * lands inside it while it waits, and the network is refused inside it. Inside an open transaction it is a
+ * savepoint of it, rolled back all the same.
  */
 export async function readSnapshot<C extends { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }, T>(ctx: C, fn: (ctx: C & { tx: Tx }) => T | Promise<T>): Promise<T> {
   const client = ctx.deps.db.$client;

@@ -47,8 +47,6 @@ const NOT_YET_MOVED: Record<string, number> = {
   'src/modules/payment-connections/accounts.ts': 10,
   'src/modules/payment-connections/resolve.ts': 1,
   'src/modules/payment-connections/service.ts': 9,
-  'src/modules/payment-results-upload/history.ts': 3,
-  'src/modules/payment-results-upload/queries.ts': 14,
   'src/modules/portal/session.ts': 6,
   'src/modules/portal/users.ts': 10,
   'src/modules/return-rates/queries.ts': 4,

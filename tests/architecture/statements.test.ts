@@ -19,7 +19,6 @@ const FROM_SQL_LIBRARY = /node_modules\/(drizzle-orm|bun-types)\//;
 
 /** Files that still hold synchronous statement calls outside a store, and how many. */
 const NOT_YET_MOVED: Record<string, number> = {
-  'src/adapters/processors/sandbox.ts': 36,
   'src/modules/balance-requests/batch-view.ts': 1,
   'src/modules/balance-requests/export.ts': 1,
   'src/modules/balance-requests/processing.ts': 6,

@@ -89,7 +89,8 @@ export function sqliteSandboxStore(db: Database): SandboxStore {
 
   return {
     async saveCard(c) {
-      q.insertCard.run(c.token, c.account, c.last4, c.brand, c.funding, c.expMonth, c.expYear, c.createdAt);
+      // In its own transaction: written bare, it would land inside another caller's open one, and go with it.
+      await writeAlone(db, () => q.insertCard.run(c.token, c.account, c.last4, c.brand, c.funding, c.expMonth, c.expYear, c.createdAt));
     },
     async createPayment(p) {
       return writeAlone(db, () => {

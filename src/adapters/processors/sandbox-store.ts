@@ -68,7 +68,7 @@ export interface SandboxNewPayment {
 export type SandboxCreated = { existing: SandboxPaymentRow } | { failedAttempt: true } | { created: true };
 
 export interface SandboxStore {
-  /** A tokenized card. */
+  /** A tokenized card, in its own write transaction. */
   saveCard(card: { token: string; account: string; last4: string; brand: string; funding: string; expMonth: number; expYear: number; createdAt: number }): Promise<void>;
   /**
    * In one write transaction, so that the replay check and the insert cannot interleave with another caller:

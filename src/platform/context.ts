@@ -162,21 +162,34 @@ export const writeGate = (deps: Pick<PlatformDeps, 'db'>): WriteGate => gateOf(d
 
 /**
  * Runs fn on one read snapshot (BEGIN DEFERRED, never the write lock) and rolls it back whatever fn does. fn
- * gets a Tx so that code written for a transaction can run on it, writing nothing (a dry run).
+ * gets a Tx so that code written for a transaction can run on it, writing nothing (a dry run). fn may await
+ * (store calls): the snapshot is opened in its turn, as a transaction is, so that no other caller's write
+ * lands inside it while it waits, and the network is refused inside it. Inside an open transaction it is a
+ * savepoint of it, rolled back all the same.
  */
-export function withReadSnapshot<C extends { deps: Pick<PlatformDeps, 'db'> }, T>(ctx: C, fn: (ctx: C & { tx: Tx }) => T): T {
+export async function readSnapshot<C extends { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }, T>(ctx: C, fn: (ctx: C & { tx: Tx }) => T | Promise<T>): Promise<T> {
   const client = ctx.deps.db.$client;
-  let result: T;
-  const rollback = new Error('read snapshot');
-  try {
-    client
-      .transaction(() => {
-        result = fn({ ...ctx, tx: ctx.deps.db as Orm as Tx });
-        throw rollback;
-      })
-      .deferred();
-  } catch (e) {
-    if (e !== rollback) throw e;
+  const lock = txLockOf(client);
+  if (ctx.tx || (client.inTransaction && !lock.heldByAnother())) {
+    client.query('SAVEPOINT read_snapshot').run();
+    try {
+      return await fn({ ...ctx, tx: ctx.tx ?? (ctx.deps.db as Orm as Tx) });
+    } finally {
+      client.query('ROLLBACK TO read_snapshot').run();
+      client.query('RELEASE read_snapshot').run();
+    }
   }
-  return result!;
+  const release = await lock.acquire();
+  try {
+    client.query('BEGIN DEFERRED').run();
+    lock.setOpen(true);
+    try {
+      return await lock.runMarked(() => fn({ ...ctx, tx: ctx.deps.db as Orm as Tx }));
+    } finally {
+      if (client.inTransaction) client.query('ROLLBACK').run();
+    }
+  } finally {
+    lock.setOpen(false);
+    release();
+  }
 }

@@ -4,12 +4,12 @@
 // Future statuses are stored as scheduled transitions and appended to the change feed lazily, when a call
 // for that account finds their time has come (at the start of listChanges and createDebit). Each event keeps
 // its scheduled time as occurred_at, so the feed reads the same however late it is polled.
-import type { Database, Statement } from 'bun:sqlite';
-import { writeAlone } from '../../platform/tx-lock';
+import type { Database } from 'bun:sqlite';
 import { createHash } from 'node:crypto';
 import type { Clock } from '../../platform/clock';
 import { newId, randomBase62 } from '../../platform/ids';
 import { RETURN_CODES } from './return-codes';
+import { sandboxStoreOn, type SandboxPaymentRow, type SandboxStore } from './sandbox-store';
 import {
   CardRefused,
   KeyRefused,
@@ -94,36 +94,6 @@ export function luhnValid(digits: string): boolean {
   return sum % 10 === 0;
 }
 
-interface PaymentRow {
-  id: string;
-  amount_cents: number;
-  created_at: number;
-  created_status: EventStatus;
-  created_return_code: string | null;
-  created_message: string | null;
-}
-
-interface TransitionRow {
-  id: number;
-  payment_id: string;
-  status: EventStatus;
-  return_code: string | null;
-  message: string | null;
-  due_at: number;
-}
-
-interface ChangeRow {
-  seq: number;
-  payment_id: string;
-  reference: string | null;
-  status: EventStatus;
-  amount_cents: number;
-  return_code: string | null;
-  occurred_at: number;
-  message: string | null;
-  created_at: number;
-}
-
 export interface SandboxOptions {
   sqlite: Database;
   clock: Clock;
@@ -141,31 +111,9 @@ export interface SandboxOptions {
 
 export class SandboxProcessor implements Processor {
   readonly name = 'sandbox' as const;
-  private readonly sqlite: Database;
+  private readonly store: SandboxStore;
   private readonly clock: Clock;
   private readonly settlementMs: number;
-  // Raw prepared statements rather than Drizzle: listChanges is polled hard (50,000-change backlogs), and
-  // prepared-once statements keep each page to one indexed query with no per-call query building.
-  private readonly q: {
-    anyDue: Statement;
-    due: Statement;
-    deleteTransition: Statement;
-    insertEvent: Statement;
-    page: Statement;
-    lostAfter: Statement;
-    newest: Statement;
-    findPayment: Statement;
-    findAnyPayment: Statement;
-    current: Statement;
-    listPage: Statement;
-    inOutage: Statement;
-    findAttempt: Statement;
-    recordFailedAttempt: Statement;
-    insertPayment: Statement;
-    insertTransition: Statement;
-    insertCard: Statement;
-  };
-
   private readonly latencyMs: number;
   private readonly latencyJitterMs: number;
   private readonly idempotencyTtlMs: number;
@@ -178,66 +126,9 @@ export class SandboxProcessor implements Processor {
     this.idempotencyTtlMs = opts.idempotencyTtlMs ?? 86_400_000;
     this.outageMs = opts.outageMs ?? 60_000;
     this.retentionMs = opts.eventRetentionMs ?? 30 * 86_400_000;
-    this.sqlite = opts.sqlite;
+    this.store = sandboxStoreOn(opts.sqlite);
     this.clock = opts.clock;
     this.settlementMs = opts.settlementMs;
-    const db = this.sqlite;
-    this.q = {
-      anyDue: db.prepare('SELECT 1 FROM sandbox_transitions WHERE account = ? AND due_at <= ? LIMIT 1'),
-      due: db.prepare(
-        'SELECT id, payment_id, status, return_code, message, due_at FROM sandbox_transitions WHERE account = ? AND due_at <= ? ORDER BY due_at, id',
-      ),
-      deleteTransition: db.prepare('DELETE FROM sandbox_transitions WHERE id = ?'),
-      insertEvent: db.prepare(
-        'INSERT INTO sandbox_events (account, payment_id, status, return_code, message, occurred_at) VALUES (?, ?, ?, ?, ?, ?)',
-      ),
-      page: db.prepare(
-        `SELECT e.seq, e.payment_id, p.reference, e.status, p.amount_cents, e.return_code, e.occurred_at, e.message, p.created_at
-           FROM sandbox_events e JOIN sandbox_payments p ON p.id = e.payment_id
-          WHERE e.account = ? AND e.seq > ? AND e.occurred_at >= ? ORDER BY e.seq LIMIT ?`,
-      ),
-      // A change of the next page that has already left the feed: the cursor is lost there. Only the page's
-      // own changes are looked at, so a long backlog costs a page per read, not the whole feed.
-      lostAfter: db.prepare(
-        'SELECT 1 FROM (SELECT occurred_at FROM sandbox_events WHERE account = ? AND seq > ? ORDER BY seq LIMIT ?) WHERE occurred_at < ? LIMIT 1',
-      ),
-      newest: db.prepare('SELECT MAX(seq) AS seq FROM sandbox_events WHERE account = ?'),
-      // The payment a key made within its idempotency window (the newest, should a key have been reused after it).
-      findPayment: db.prepare(
-        `SELECT id, amount_cents, created_at, created_status, created_return_code, created_message FROM sandbox_payments
-          WHERE account = ? AND idempotency_key = ? AND created_at > ? ORDER BY created_at DESC LIMIT 1`,
-      ),
-      findAnyPayment: db.prepare(
-        `SELECT id, amount_cents, created_at, created_status, created_return_code, created_message FROM sandbox_payments
-          WHERE account = ? AND idempotency_key = ? AND created_at BETWEEN ? AND ? ORDER BY created_at LIMIT 1`,
-      ),
-      current: db.prepare('SELECT status, return_code, message FROM sandbox_events WHERE payment_id = ? ORDER BY seq DESC LIMIT 1'),
-      listPage: db.prepare(
-        `SELECT id, idempotency_key, reference, amount_cents, created_at FROM sandbox_payments
-          WHERE account = ?1 AND created_at >= ?2 AND created_at <= ?3 AND (created_at > ?4 OR (created_at = ?4 AND id > ?5))
-          ORDER BY created_at, id LIMIT ?6`,
-      ),
-      // Cents 88: the account answers nothing about such a payment until its outage has passed.
-      inOutage: db.prepare(
-        'SELECT 1 FROM sandbox_payments INDEXED BY sandbox_payments_outage_idx WHERE account = ? AND amount_cents % 100 = 88 AND created_at > ? LIMIT 1',
-      ),
-      findAttempt: db.prepare('SELECT failed_attempts FROM sandbox_idempotency WHERE account = ? AND idempotency_key = ?'),
-      recordFailedAttempt: db.prepare(
-        `INSERT INTO sandbox_idempotency (account, idempotency_key, failed_attempts, first_attempt_at) VALUES (?, ?, 1, ?)
-         ON CONFLICT (account, idempotency_key) DO UPDATE SET failed_attempts = failed_attempts + 1`,
-      ),
-      insertPayment: db.prepare(
-        `INSERT INTO sandbox_payments (id, account, idempotency_key, reference, amount_cents, rail, instrument_kind,
-           created_status, created_return_code, created_message, created_at, entry_description) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      insertTransition: db.prepare(
-        'INSERT INTO sandbox_transitions (account, payment_id, status, return_code, message, due_at) VALUES (?, ?, ?, ?, ?, ?)',
-      ),
-      insertCard: db.prepare(
-        `INSERT INTO sandbox_cards (token, account, last4, brand, funding, exp_month, exp_year, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-    };
   }
 
   async verifyKey(key: string): Promise<{ accountId: string }> {
@@ -257,7 +148,7 @@ export class SandboxProcessor implements Processor {
     const token = `sbxpm_${randomBase62(24)}`;
     const last4 = number.slice(-4);
     const brand = number[0] === '4' ? 'visa' : number[0] === '5' ? 'mastercard' : 'unknown';
-    this.q.insertCard.run(token, account, last4, brand, 'debit', expMonth, expYear, this.clock.now());
+    await this.store.saveCard({ token, account, last4, brand, funding: 'debit', expMonth, expYear, createdAt: this.clock.now() });
     return { token, last4, brand, funding: 'debit', expMonth, expYear };
   }
 
@@ -268,33 +159,31 @@ export class SandboxProcessor implements Processor {
       throw new RangeError('amountCents must be a positive whole number of cents');
     }
     const now = this.clock.now();
+    const steps = req.rail === 'card' && req.instrument.kind !== 'token'
+      ? [step('invalid', 0, null, 'a card charge needs a card token')]
+      : sandboxOutcome(req.amountCents, req.rail);
+    const first = steps[0]!;
+    const id = `sbxpay_${randomBase62(24)}`;
     // One write transaction: the replay check and the insert cannot interleave with another caller
     // (the service and the CLI may share the file), and due events are appended before the new one.
-    const outcome = await writeAlone(this.sqlite, (): DebitResult | 'transient' => {
-        this.materialise(account, now);
-        const existing = this.q.findPayment.get(account, req.paymentId, now - this.idempotencyTtlMs) as PaymentRow | null;
-        if (existing) return this.inOutage(existing, now) ? 'transient' : resultOf(existing);
-        if (req.amountCents % 100 === 98 && !this.q.findAttempt.get(account, req.paymentId)) {
-          this.q.recordFailedAttempt.run(account, req.paymentId, now);
-          return 'transient';
-        }
-        const steps = req.rail === 'card' && req.instrument.kind !== 'token'
-          ? [step('invalid', 0, null, 'a card charge needs a card token')]
-          : sandboxOutcome(req.amountCents, req.rail);
-        const first = steps[0]!;
-        const id = `sbxpay_${randomBase62(24)}`;
-        this.q.insertPayment.run(
-          id, account, req.paymentId, req.reference ?? null, req.amountCents, req.rail, req.instrument.kind,
-          first.status, first.returnCode, first.message, now, req.entryDescription ?? null,
-        );
-        this.q.insertEvent.run(account, id, first.status, first.returnCode, first.message, now);
-        for (const s of steps.slice(1)) {
-          this.q.insertTransition.run(account, id, s.status, s.returnCode, s.message, now + s.after * this.settlementMs);
-        }
-        // Cents 88: created, but the answer is lost in an outage.
-        if (req.amountCents % 100 === 88 && this.outageMs > 0) return 'transient';
-        return { processorPaymentId: id, status: first.status, returnCode: first.returnCode, message: first.message, declineCode: first.declineCode ?? null };
-      });
+    const created = await this.store.createPayment({
+      account,
+      idempotencyKey: req.paymentId,
+      now,
+      replayAfter: now - this.idempotencyTtlMs,
+      failFirstAttempt: req.amountCents % 100 === 98,
+      payment: { id, reference: req.reference ?? null, amountCents: req.amountCents, rail: req.rail, instrumentKind: req.instrument.kind, entryDescription: req.entryDescription ?? null },
+      steps: steps.map((s) => ({ status: s.status, returnCode: s.returnCode, message: s.message, dueAt: now + s.after * this.settlementMs })),
+    });
+    const outcome: DebitResult | 'transient' =
+      'existing' in created
+        ? this.inOutage(created.existing, now) ? 'transient' : resultOf(created.existing)
+        : 'failedAttempt' in created
+          ? 'transient'
+          : // Cents 88: created, but the answer is lost in an outage.
+            req.amountCents % 100 === 88 && this.outageMs > 0
+            ? 'transient'
+            : { processorPaymentId: id, status: first.status, returnCode: first.returnCode, message: first.message, declineCode: first.declineCode ?? null };
     // The answer's time on the wire: the payment exists at the processor from the call on, as with a real one.
     const latency = this.latencyMs + (this.latencyJitterMs > 0 ? Math.floor(Math.random() * (this.latencyJitterMs + 1)) : 0);
     if (latency > 0) await Bun.sleep(latency);
@@ -309,17 +198,15 @@ export class SandboxProcessor implements Processor {
     const limit = Math.min(Math.max(Math.trunc(opts.limit ?? DEFAULT_LIMIT), 1), MAX_LIMIT);
     const now = this.clock.now();
     // A read first, so a poll with nothing due never takes the write lock.
-    if (this.q.anyDue.get(account, now)) {
-      await writeAlone(this.sqlite, () => this.materialise(account, now));
-    }
-    this.refuseDuringOutage(account, now);
+    await this.store.appendDueStatuses(account, now);
+    await this.refuseDuringOutage(account, now);
     const keptFrom = now - this.retentionMs;
-    if (cursor !== null && this.q.lostAfter.get(account, after, limit + 1, keptFrom)) {
+    if (cursor !== null && (await this.store.changeLeftFeedAfter(account, after, limit + 1, keptFrom))) {
       // Changes after the cursor have left the feed: read on from the newest, and say what was lost.
-      const newest = (this.q.newest.get(account) as { seq: number | null }).seq;
+      const newest = await this.store.newestChangeSeq(account);
       return { changes: [], nextCursor: newest === null ? cursor : String(newest), hasMore: false, cursorLost: true };
     }
-    const rows = this.q.page.all(account, after, keptFrom, limit + 1) as ChangeRow[];
+    const rows = await this.store.changesAfter(account, after, keptFrom, limit + 1);
     const hasMore = rows.length > limit;
     if (hasMore) rows.length = limit;
     const changes: ProcessorChange[] = rows.map((r) => ({
@@ -340,36 +227,30 @@ export class SandboxProcessor implements Processor {
   async findPayment(key: string, q: { paymentId: string; createdFrom: number; createdTo: number }): Promise<FoundPayment> {
     const account = this.account(key);
     const now = this.clock.now();
-    await this.catchUp(account, now);
-    const row = this.q.findAnyPayment.get(account, q.paymentId, q.createdFrom, q.createdTo) as PaymentRow | null;
+    await this.store.appendDueStatuses(account, now);
+    const row = await this.store.paymentMadeWithKey(account, q.paymentId, q.createdFrom, q.createdTo);
     if (!row) return { found: false };
     if (this.inOutage(row, now)) throw new ProcessorUnavailable('sandbox: temporary failure reading the payment; try again later');
-    return { found: true, processorPaymentId: row.id, ...this.currentOf(row.id) };
+    return { found: true, processorPaymentId: row.id, ...(await this.store.currentStatus(row.id)) };
   }
 
   async listPayments(key: string, q: { createdFrom: number; createdTo: number; page: string | null; limit?: number }): Promise<PaymentPage> {
     const account = this.account(key);
     const now = this.clock.now();
-    await this.catchUp(account, now);
-    this.refuseDuringOutage(account, now);
+    await this.store.appendDueStatuses(account, now);
+    await this.refuseDuringOutage(account, now);
     const limit = Math.min(Math.max(Math.trunc(q.limit ?? DEFAULT_LIMIT), 1), MAX_LIMIT);
     const [afterAt, afterId] = q.page ? [Number(q.page.slice(0, q.page.indexOf(':'))), q.page.slice(q.page.indexOf(':') + 1)] : [-1, ''];
-    const rows = this.q.listPage.all(account, q.createdFrom, q.createdTo, afterAt, afterId, limit + 1) as {
-      id: string;
-      idempotency_key: string;
-      reference: string | null;
-      amount_cents: number;
-      created_at: number;
-    }[];
-    const more = rows.length > limit;
-    if (more) rows.length = limit;
+    const { rows, more } = await this.store.paymentsCreatedBetween(account, q.createdFrom, q.createdTo, { at: afterAt, id: afterId }, limit);
     const payments: ListedPayment[] = rows.map((r) => ({
       processorPaymentId: r.id,
       paymentId: r.idempotency_key,
       reference: r.reference,
       amountCents: r.amount_cents,
       createdAt: r.created_at,
-      ...this.currentOf(r.id),
+      status: r.status,
+      returnCode: r.returnCode,
+      message: r.message,
     }));
     const last = rows.at(-1);
     return { payments, next: more && last ? `${last.created_at}:${last.id}` : null };
@@ -378,35 +259,16 @@ export class SandboxProcessor implements Processor {
   /** The sandbox never holds a payment open: nothing to cancel; its status is answered as it is. */
   async cancelPayment(key: string, processorPaymentId: string): Promise<DebitResult> {
     this.account(key);
-    return { processorPaymentId, ...this.currentOf(processorPaymentId) };
+    return { processorPaymentId, ...(await this.store.currentStatus(processorPaymentId)) };
   }
 
-  /** A payment's latest status, as the processor would answer a read of it now. */
-  private currentOf(paymentId: string): Omit<DebitResult, 'processorPaymentId'> {
-    const e = this.q.current.get(paymentId) as { status: EventStatus; return_code: string | null; message: string | null };
-    return { status: e.status, returnCode: e.return_code, message: e.message };
-  }
-
-  private async catchUp(account: string, now: number): Promise<void> {
-    if (this.q.anyDue.get(account, now)) await writeAlone(this.sqlite, () => this.materialise(account, now));
-  }
-
-  private inOutage(p: PaymentRow, now: number): boolean {
+  private inOutage(p: SandboxPaymentRow, now: number): boolean {
     return p.amount_cents % 100 === 88 && now < p.created_at + this.outageMs;
   }
 
-  private refuseDuringOutage(account: string, now: number): void {
-    if (this.outageMs > 0 && this.q.inOutage.get(account, now - this.outageMs)) {
+  private async refuseDuringOutage(account: string, now: number): Promise<void> {
+    if (this.outageMs > 0 && (await this.store.outageSince(account, now - this.outageMs))) {
       throw new ProcessorUnavailable('sandbox: the processor is answering 503 for this account; try again later');
-    }
-  }
-
-  /** Appends, in time order, the scheduled statuses of this account whose time has come. Call inside a write transaction. */
-  private materialise(account: string, now: number): void {
-    const due = this.q.due.all(account, now) as TransitionRow[];
-    for (const t of due) {
-      this.q.insertEvent.run(account, t.payment_id, t.status, t.return_code, t.message, t.due_at);
-      this.q.deleteTransition.run(t.id);
     }
   }
 
@@ -418,7 +280,7 @@ export class SandboxProcessor implements Processor {
   }
 }
 
-const resultOf = (p: PaymentRow): DebitResult => ({
+const resultOf = (p: SandboxPaymentRow): DebitResult => ({
   processorPaymentId: p.id,
   status: p.created_status,
   returnCode: p.created_return_code,

@@ -1,17 +1,13 @@
-import { and, desc, eq } from 'drizzle-orm';
-import { apiKeys, paymentResultUploads } from '../../../db/schema';
 import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
-import { dbOf } from '../../platform/context';
 import { NotFound } from '../../platform/errors';
-import { keysetPage, olderThan, type PageQuery } from '../../platform/pagination';
+import { keysetPage, tokenFrom, type PageQuery } from '../../platform/pagination';
+import { uploadStore as store, type UploadRow } from './store';
 
 // The history of recorded uploads: GET /v1/payment_results/uploads (newest first, paged) and one upload's
 // counts and problems. Dry runs record nothing and are not in it.
 
-type Row = typeof paymentResultUploads.$inferSelect;
-
-const counts = (u: Row) => ({
+const counts = (u: UploadRow) => ({
   rowCount: u.rowCount,
   dataRowCount: u.dataRowCount,
   matched: u.matched,
@@ -19,43 +15,41 @@ const counts = (u: Row) => ({
   problemCount: u.problemCount,
 });
 
-const summary = (u: Row) => ({ id: u.id, recordedAt: iso(u.recordedAt), creator: u.creator, format: u.format, ...counts(u) });
+const summary = (u: UploadRow) => ({ id: u.id, recordedAt: iso(u.recordedAt), creator: u.creator, format: u.format, ...counts(u) });
+
+type Position = { t: number; i: string };
 
 /** GET /v1/payment_results/uploads: the lender's recorded uploads, newest first. */
-export function listUploads({ ctx, input }: { ctx: Ctx; input: PageQuery }) {
-  const db = dbOf(ctx);
+export async function listUploads({ ctx, input }: { ctx: Ctx; input: PageQuery }) {
+  const scope = `result-uploads:${ctx.lender.id}`;
+  const start: Position = { t: Number.MAX_SAFE_INTEGER, i: '' };
+  const limit = input.limit ?? 20;
+  // The rows are read first (the store is asynchronous), from the position the page token holds; the page is
+  // then made of them as every listing's is.
+  const token = tokenFrom(input);
+  const after = token ? ctx.deps.pageTokens.decode<Position>(scope, token) : start;
+  const rows = await store.uploadsBefore(ctx, ctx.lender.id, after, limit + 1);
   const { page, hasMore, nextPageToken } = keysetPage({
     tokens: ctx.deps.pageTokens,
-    scope: `result-uploads:${ctx.lender.id}`,
+    scope,
     query: input,
-    limit: input.limit ?? 20,
-    start: { t: Number.MAX_SAFE_INTEGER, i: '' },
-    fetch: (after, take) =>
-      db
-        .select()
-        .from(paymentResultUploads)
-        .where(and(eq(paymentResultUploads.lenderId, ctx.lender.id), olderThan(paymentResultUploads.recordedAt, paymentResultUploads.id, after.t, after.i)))
-        .orderBy(desc(paymentResultUploads.recordedAt), desc(paymentResultUploads.id))
-        .limit(take)
-        .all(),
+    limit,
+    start,
+    fetch: () => rows,
     positionOf: (u) => ({ t: u.recordedAt, i: u.id }),
   });
   return { uploads: page.map(summary), has_more: hasMore, next_page_token: nextPageToken };
 }
 
 /** GET /v1/payment_results/uploads/{id}: its counts and its problems (another lender's is not found). */
-export function getUpload({ ctx, input }: { ctx: Ctx; input: { id: string } }) {
-  const u = dbOf(ctx)
-    .select()
-    .from(paymentResultUploads)
-    .where(and(eq(paymentResultUploads.id, input.id), eq(paymentResultUploads.lenderId, ctx.lender.id)))
-    .get();
+export async function getUpload({ ctx, input }: { ctx: Ctx; input: { id: string } }) {
+  const u = await store.uploadOf(ctx, ctx.lender.id, input.id);
   if (!u) throw new NotFound('Upload', input.id);
   return { ...summary(u), problems: JSON.parse(u.problems) as { row: number; reason: string; severity: 'error' | 'warning' }[] };
 }
 
 /** Who an API upload is from, for the history: the key's display prefix. */
-export function apiCreator(ctx: Ctx, keyId: string): string | null {
-  const k = dbOf(ctx).select({ prefix: apiKeys.prefix }).from(apiKeys).where(eq(apiKeys.id, keyId)).get();
-  return k ? `API key ${k.prefix}…` : null;
+export async function apiCreator(ctx: Ctx, keyId: string): Promise<string | null> {
+  const prefix = await store.apiKeyPrefix(ctx, keyId);
+  return prefix !== null ? `API key ${prefix}…` : null;
 }

@@ -108,7 +108,7 @@ export const uploadRoutes = (deps: Deps, auth: Auth) =>
       // signal ends with its connection: an upload whose caller hung up is dropped or stopped.
       const json = await uploadResultsJson({
         ctx,
-        input: { bytes: body.bytes, multipart: body.contentType, dryRun: query.dryRun === 'true', handOver: true, creator: apiCreator(ctx, lender.keyId) },
+        input: { bytes: body.bytes, multipart: body.contentType, dryRun: query.dryRun === 'true', handOver: true, creator: await apiCreator(ctx, lender.keyId) },
         signal: request.signal,
       });
       // The report's JSON as the worker made it (the Report schema), sent part by part: megabytes of it never

@@ -1,4 +1,3 @@
-import type { Db } from '../../platform/db';
 import { newId } from '../../platform/ids';
 import { writeGate } from '../../platform/context';
 import { uploadWorkerOf } from './offload';
@@ -7,12 +6,12 @@ import { parse } from 'csv-parse';
 import { isUtf8 } from 'node:buffer';
 import { once } from 'node:events';
 import type { Ctx } from '../../deps';
-import { withReadSnapshot, transaction, type Tx } from '../../platform/context';
+import { readSnapshot, transaction, type Tx } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
-import { madeForAnotherLender, matchReference, namesInReference, type MatchSource, type PaymentMatch } from '../collection/reference';
-import { knownAmong, recordSlice, staleAgainst, type Known, type Observation, type Recorded } from '../collection/record';
-import { evaluateReturnRatesNow as evaluateReturnRates } from '../return-rates/watch';
-import * as q from './queries';
+import { madeForAnotherLender, matchReference, namesInReference, REFERENCE_PREFIX, type MatchSource, type PaymentMatch } from '../collection/reference';
+import { knownAmong, recordSlice, staleAgainst, type Known, type Observation } from '../collection/record';
+import { evaluateReturnRates } from '../return-rates/watch';
+import { uploadStore as store, type UploadedRow, type UploadedWrite } from './store';
 import { CsvError, toCsvError } from '../../platform/csv';
 import {
   checkRow,
@@ -166,17 +165,21 @@ export function parserOf(bytes: Uint8Array) {
 
 /**
  * What matching needs of a slice of rows, looked up for the whole slice at once by key (no search per row):
- * borrowers by identifier, the lender's payments by reference, and the borrowers a DRS- reference could
- * name. Borrowers are remembered across slices, as a file has many rows per borrower.
+ * borrowers by identifier, the lender's payments by reference, the borrowers a DRS- reference could name, and
+ * whether a DRS- reference no row names a borrower of is another lender's payment. Borrowers are remembered
+ * across slices, as a file has many rows per borrower. Matching itself then reads nothing.
  */
 class Lookups {
   /** Identifier → enrollment id, or null for none. */
   private readonly borrowers = new Map<string, string | null>();
   private payments = new Map<string, { id: string; enrollmentId: string; aid: string; amount: number }>();
+  /** This slice's references of payments the service made for another lender. */
+  private others = new Set<string>();
 
-  constructor(private readonly db: Db, private readonly lenderId: string) {}
+  constructor(private readonly tx: Ctx & { tx: Tx }) {}
 
-  load(slice: ParsedRow[]): void {
+  async load(slice: ParsedRow[]): Promise<void> {
+    const lenderId = this.tx.lender.id;
     const aids = new Set<string>();
     const refs: string[] = [];
     const unnamed: string[] = [];
@@ -188,12 +191,18 @@ class Lookups {
         if (!p.authorizerUniqueId) unnamed.push(p.reference);
       }
     }
-    this.payments = new Map(refs.length ? q.paymentsAmong(this.db, this.lenderId, refs).map((x) => [x.reference, x]) : []);
-    for (const r of unnamed) if (!this.payments.has(r)) for (const name of namesInReference(r)) aids.add(name);
+    this.payments = new Map(refs.length ? (await store.paymentsAmong(this.tx, lenderId, refs)).map((x) => [x.reference, x]) : []);
+    this.others = new Set();
+    for (const r of unnamed) {
+      if (this.payments.has(r)) continue;
+      for (const name of namesInReference(r)) aids.add(name);
+      // Only a DRS- reference can be another lender's payment (matchReference asks only then).
+      if (r.startsWith(REFERENCE_PREFIX) && (await madeForAnotherLender(this.tx.tx, lenderId, r))) this.others.add(r);
+    }
     const unknown = [...aids].filter((a) => !this.borrowers.has(a));
     if (unknown.length === 0) return;
     for (const a of unknown) this.borrowers.set(a, null);
-    for (const b of q.enrollmentsAmong(this.db, this.lenderId, unknown)) this.borrowers.set(b.aid, b.id);
+    for (const b of await store.borrowersAmong(this.tx, lenderId, unknown)) this.borrowers.set(b.aid, b.id);
   }
 
   /** authorizer_unique_id first; else the one matching of a reference, from this slice's look-ups. */
@@ -222,7 +231,7 @@ class Lookups {
       }
       return found;
     },
-    othersPayment: (reference) => madeForAnotherLender(this.db, this.lenderId, reference),
+    othersPayment: (reference) => this.others.has(reference),
   };
 }
 
@@ -455,35 +464,20 @@ async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; in
   }
   groups.clear();
 
-  const run = (tx: Ctx & { tx: Tx }): UploadReport => {
+  const run = async (tx: Ctx & { tx: Tx }): Promise<UploadReport> => {
     const rows: UploadReport['rows'] = [];
     let matched = 0;
-    const lookups = new Lookups(tx.tx, tx.lender.id);
+    const lookups = new Lookups(tx);
     for (let n = 0; n < accepted.length; n += PRIOR_SLICE) {
       // Past its time, or its caller gone: the transaction is rolled back, nothing recorded.
       checkBudget(budget);
       // After rule 6 a key appears once in a file: what is stored for it now is what its row is decided on.
       const slice = accepted.slice(n, n + PRIOR_SLICE);
-      const priors = new Map(q.uploadedAmong(tx.tx, tx.lender.id, slice.map(keyOf)).map((u) => [u.reference, u]));
-      lookups.load(slice);
+      const priors = new Map((await store.uploadedAmong(tx, tx.lender.id, slice.map(keyOf))).map((u) => [u.reference, u]));
+      await lookups.load(slice);
       // What is recorded of each row's reference and status, read for the slice at once.
-      const known = knownAmong(tx.tx, tx.lender.id, 'upload', slice.map((p) => ({ reference: keyOf(p), sourceEventId: sourceEventIdOf(keyOf(p), p.status) })));
-      // A slice is decided with what it found kept apart, so that an attempt undone (a row that could not be
-      // recorded: the slice is recorded again row by row) leaves nothing behind.
-      const decide = (record: RecordRow | null): SliceDecided => {
-        const out: SliceDecided = { rows: [], problems: [], matched: 0 };
-        for (let i = 0; i < slice.length; i++) {
-          const p = slice[i]!;
-          const key = keyOf(p);
-          const m = lookups.match(p);
-          out.rows.push({ row: p.row, reference: key, authorizerUniqueId: m?.authorizerUniqueId ?? p.authorizerUniqueId, status: p.status, amountCents: p.amountCents });
-          if (m) out.matched++;
-          else out.problems.push({ row: p.row, rule: 7, reason: unmatchedReason(p, key), severity: 'warning' });
-          applyRow(tx, p, key, priors.get(key) ?? null, m, known[i]!, out.problems, now, record);
-        }
-        return out;
-      };
-      const decided = input.dryRun ? decide(null) : recordSlice(tx, decide);
+      const known = await knownAmong(tx.tx, tx.lender.id, 'upload', slice.map((p) => ({ reference: keyOf(p), sourceEventId: sourceEventIdOf(keyOf(p), p.status) })));
+      const decided = await recordSliceOf(tx, slice, (p, i) => decideRow(tx.lender.id, p, priors.get(keyOf(p)) ?? null, lookups.match(p), known[i]!, now), input.dryRun);
       for (const r of decided.rows) rows.push(r);
       for (const p of decided.problems) problems.add(p);
       matched += decided.matched;
@@ -491,10 +485,10 @@ async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; in
     }
     if (!input.dryRun) {
       // Every ledger total is given exactly; a file that would take one past 2^53 cents is refused whole.
-      const over = q.ledgerBeyondExact(tx.tx, tx.lender.id);
+      const over = await store.borrowerPastExactTotal(tx, tx.lender.id);
       if (over) throw InvalidInput.field('file', `the ledger of borrower ${over} would pass $90,071,992,547,409.91, the most a total can be given exactly; nothing was recorded`);
       // The file's returns and debits move the lender's return rates: evaluated once, in the upload's transaction.
-      evaluateReturnRates(tx, tx.lender.id);
+      await evaluateReturnRates(tx, tx.lender.id);
     }
     const report: UploadReport = {
       format: read.format,
@@ -507,7 +501,7 @@ async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; in
       problems: problems.report(),
     };
     // In the history exactly when its rows are recorded: in the same transaction.
-    if (!input.dryRun) q.insertUpload(tx.tx, { id: newId(), lenderId: tx.lender.id, recordedAt: now, creator: input.creator ?? null, report });
+    if (!input.dryRun) await store.recordUpload(tx, { id: newId(), lenderId: tx.lender.id, recordedAt: now, creator: input.creator ?? null, report });
     return report;
   };
 
@@ -523,14 +517,11 @@ async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; in
   }
   // A dry run writes nothing (every write above is behind !dryRun): it reads one snapshot, in a deferred
   // transaction that never takes the write lock, and is rolled back all the same.
-  return withReadSnapshot(ctx, run);
+  return readSnapshot(ctx, run);
 }
 
 /** The source event of a row's outcome: one per reference and status. */
 const sourceEventIdOf = (key: string, status: ParsedRow['status']) => `upload:${key}:${EVENT_STATUS_OF[status]}`;
-
-/** Records a row's outcome (in the slice's savepoint, or its own), or null for a dry run, which writes nothing. */
-type RecordRow = (o: Observation) => Recorded | null;
 
 /** What a slice of rows was decided as: the report's rows and problems, in row order, and its matches. */
 interface SliceDecided {
@@ -540,68 +531,128 @@ interface SliceDecided {
 }
 
 /**
+ * What one row comes to, decided without writing: its line of the report, its problems found so far (rule 7
+ * and ignored rows), the write of its reference, and the outcome to record (a matched row that moves it).
+ */
+interface RowDecided {
+  row: UploadReport['rows'][number];
+  matched: boolean;
+  problems: RowProblem[];
+  write: UploadedWrite | null;
+  observation: Observation | null;
+}
+
+/**
+ * Decides a slice's rows, then records them: the references' writes in one store call and the outcomes in
+ * one savepoint of the slice (recordSlice: row by row only when a row faults). A dry run writes nothing and
+ * answers what the upload would, the same warning for a status that would not move forward. The problems come
+ * in row order, each row's as it would find them.
+ */
+async function recordSliceOf(
+  tx: Ctx & { tx: Tx },
+  slice: ParsedRow[],
+  decide: (p: ParsedRow, i: number) => RowDecided,
+  dryRun: boolean,
+): Promise<SliceDecided> {
+  const decided = slice.map(decide);
+  const outcomes: (RowProblem | null)[] = new Array(decided.length).fill(null);
+  const stale = (d: RowDecided, current: string | null): RowProblem => ({
+    row: d.row.row,
+    rule: 8,
+    reason: `reference ${d.row.reference} is recorded as ${current}, which ${d.row.status} does not move forward; the status was kept`,
+    severity: 'warning',
+  });
+  if (dryRun) {
+    for (let i = 0; i < decided.length; i++) {
+      const o = decided[i]!.observation;
+      if (!o) continue;
+      const current = await staleAgainst(tx.tx, o);
+      if (current !== undefined) outcomes[i] = stale(decided[i]!, current);
+    }
+  } else {
+    const writes: UploadedWrite[] = [];
+    for (const d of decided) if (d.write) writes.push(d.write);
+    await store.saveUploaded(tx, writes);
+    const recorded = await recordSlice(tx, (record) => decided.map((d) => (d.observation ? record(d.observation) : undefined)));
+    for (let i = 0; i < decided.length; i++) {
+      const r = recorded[i];
+      const d = decided[i]!;
+      if (r === null) outcomes[i] = { row: d.row.row, rule: 8, reason: `the outcome could not be recorded for reference ${d.row.reference}; it was set aside for the operator`, severity: 'error' };
+      else if (r && !r.recorded && r.why === 'stale') outcomes[i] = stale(d, r.current);
+    }
+  }
+  const out: SliceDecided = { rows: [], problems: [], matched: 0 };
+  for (let i = 0; i < decided.length; i++) {
+    const d = decided[i]!;
+    out.rows.push(d.row);
+    if (d.matched) out.matched++;
+    for (const p of d.problems) out.problems.push(p);
+    if (outcomes[i]) out.problems.push(outcomes[i]!);
+  }
+  return out;
+}
+
+/**
  * The re-sending rules, against what is stored for the reference: a new status is recorded (1); an
  * identical row only fills a date recorded without one, never changing one (2); an outcome dated before the
  * latest recorded one is ignored (3); an undated status never replaces a settled or returned outcome (4).
- * A dry run decides the same and writes nothing: after rule 6 a file has one row per key, so no row's
+ * Decided without writing, the same for a dry run: after rule 6 a file has one row per key, so no row's
  * decision depends on another row's writes, and the report of a dry run is the report of the real upload.
  */
-function applyRow(tx: Ctx & { tx: Tx }, p: ParsedRow, key: string, prior: q.UploadedRow | null, m: PaymentMatch | null, known: Known, problems: RowProblem[], now: number, recordRow: RecordRow | null): void {
-  const lenderId = tx.lender.id;
-  const write = recordRow !== null;
-  const record = (status: ParsedRow['status']) => {
+function decideRow(lenderId: string, p: ParsedRow, prior: UploadedRow | null, m: PaymentMatch | null, known: Known, now: number): RowDecided {
+  const key = keyOf(p);
+  const d: RowDecided = {
+    row: { row: p.row, reference: key, authorizerUniqueId: m?.authorizerUniqueId ?? p.authorizerUniqueId, status: p.status, amountCents: p.amountCents },
+    matched: m !== null,
+    problems: [],
+    write: null,
+    observation: null,
+  };
+  if (!m) d.problems.push({ row: p.row, rule: 7, reason: unmatchedReason(p, key), severity: 'warning' });
+  const record = () => {
     if (!m) return;
-    const stale = (current: string | null) =>
-      problems.push({ row: p.row, rule: 8, reason: `reference ${key} is recorded as ${current}, which ${p.status} does not move forward; the status was kept`, severity: 'warning' });
-    if (!recordRow) {
-      // A dry run answers what the upload would: the same warning for a status that would not move forward.
-      const current = staleAgainst(tx.tx, { lenderId, reference: key, paymentId: m.paymentId, status: EVENT_STATUS_OF[status], source: 'upload', sourceEventId: sourceEventIdOf(key, status), known });
-      if (current !== undefined) stale(current);
-      return;
-    }
-    const r = recordRow({
+    d.observation = {
       lenderId,
       reference: key,
-      status: EVENT_STATUS_OF[status],
+      status: EVENT_STATUS_OF[p.status],
       amountCents: p.amountCents,
       returnCode: p.returnCode,
       message: null,
       occurredAt: outcomeDate(p) ?? p.submittedAt,
       source: 'upload',
-      sourceEventId: sourceEventIdOf(key, status),
+      sourceEventId: sourceEventIdOf(key, p.status),
       enrollmentId: m.enrollmentId,
       authorizerUniqueId: m.authorizerUniqueId,
       paymentId: m.paymentId,
       connectionId: null,
       known,
-    });
-    if (r === null) problems.push({ row: p.row, rule: 8, reason: `the outcome could not be recorded for reference ${key}; it was set aside for the operator`, severity: 'error' });
-    else if (!r.recorded && r.why === 'stale') stale(r.current);
+    };
   };
   const values = { aid: m?.authorizerUniqueId ?? p.authorizerUniqueId, enrollmentId: m?.enrollmentId ?? null, matched: m !== null, batchId: p.batchId, now };
   if (!prior) {
-    if (write) q.insertUploaded(tx.tx, { lenderId, reference: key, status: p.status, amountCents: p.amountCents, submittedAt: p.submittedAt, settledAt: p.settledAt, returnedAt: p.returnedAt, returnCode: p.returnCode, ...values });
-    record(p.status);
-    return;
+    d.write = { kind: 'add', lenderId, reference: key, status: p.status, amountCents: p.amountCents, submittedAt: p.submittedAt, settledAt: p.settledAt, returnedAt: p.returnedAt, returnCode: p.returnCode, ...values };
+    record();
+    return d;
   }
   const wasUnmatched = !prior.matched && m !== null;
   if (prior.status === p.status) {
     // Rule 2: dates recorded without one are filled in; a recorded date stays.
-    if (write) q.updateUploaded(tx.tx, { id: prior.id, outcome: null, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values });
-    if (wasUnmatched) record(p.status);
-    return;
+    d.write = { kind: 'change', id: prior.id, outcome: null, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values };
+    if (wasUnmatched) record();
+    return d;
   }
   const priorOutcome = ['settled', 'returned', 'late_return'].includes(prior.status);
   if (UNDATED.has(p.status) && priorOutcome) {
-    problems.push({ row: p.row, rule: 8, reason: `${p.status} does not replace the ${prior.status} outcome recorded for reference ${key}; ignored`, severity: 'warning' });
-    return;
+    d.problems.push({ row: p.row, rule: 8, reason: `${p.status} does not replace the ${prior.status} outcome recorded for reference ${key}; ignored`, severity: 'warning' });
+    return d;
   }
   const latest = Math.max(prior.settledAt ?? -Infinity, prior.returnedAt ?? -Infinity);
   const date = outcomeDate(p);
   if (date !== null && Number.isFinite(latest) && date < latest) {
-    problems.push({ row: p.row, rule: 8, reason: `its outcome date is earlier than the latest outcome recorded for reference ${key}; ignored`, severity: 'warning' });
-    return;
+    d.problems.push({ row: p.row, rule: 8, reason: `its outcome date is earlier than the latest outcome recorded for reference ${key}; ignored`, severity: 'warning' });
+    return d;
   }
-  if (write) q.updateUploaded(tx.tx, { id: prior.id, outcome: { status: p.status, amountCents: p.amountCents, returnCode: p.returnCode }, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values });
-  record(p.status);
+  d.write = { kind: 'change', id: prior.id, outcome: { status: p.status, amountCents: p.amountCents, returnCode: p.returnCode }, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values };
+  record();
+  return d;
 }

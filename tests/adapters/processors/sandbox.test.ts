@@ -15,6 +15,7 @@ import {
 import { FakeClock } from '../../../src/platform/clock';
 import { openDatabase, type DbHandle } from '../../../src/platform/db';
 import { newId } from '../../../src/platform/ids';
+import { transaction } from '../../../src/platform/context';
 
 const SETTLE = 60_000;
 const KEY = 'sbx_test_0123456789abcdef';
@@ -342,5 +343,25 @@ describe('tokenizeCard', () => {
     expect(e).toBeInstanceOf(CardRefused);
     expect(e.message).toContain('expired');
     await expect(processor.tokenizeCard(KEY, card('4242424242424242', 13, 2030))).rejects.toBeInstanceOf(CardRefused);
+  });
+
+  test('a card tokenized while another caller’s transaction is open is stored in its own: it stays when that one is rolled back', async () => {
+    let opened!: () => void;
+    const isOpen = new Promise<void>((r) => (opened = r));
+    let finish!: () => void;
+    const finished = new Promise<void>((r) => (finish = r));
+    // The service's own transaction on the same connection, open across an await, and rolled back.
+    const other = transaction({ deps: { db: h.db } }, async () => {
+      opened();
+      await finished;
+      throw new Error('rolled back');
+    });
+    await isOpen;
+    const tokenized = processor.tokenizeCard(KEY, card('4000056655665556'));
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    finish();
+    await expect(other).rejects.toThrow('rolled back');
+    const t = await tokenized;
+    expect(h.sqlite.query('SELECT last4 FROM sandbox_cards WHERE token = ?').get(t.token)).toEqual({ last4: '5556' });
   });
 });

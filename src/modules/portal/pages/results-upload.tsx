@@ -67,8 +67,8 @@ function Report(props: { report: UploadSummary; name: string; checkedId: string 
 }
 
 /** The recorded uploads, newest first, 20 a page. */
-export function UploadHistory(props: { deps: Deps; s: PortalSession; now: number; token?: string }) {
-  const list = listUploads({ ctx: { lender: props.s.lender, deps: props.deps }, input: { limit: 20, next_page_token: props.token } });
+export async function UploadHistory(props: { deps: Deps; s: PortalSession; now: number; token?: string }) {
+  const list = await listUploads({ ctx: { lender: props.s.lender, deps: props.deps }, input: { limit: 20, next_page_token: props.token } });
   return (
     <section aria-labelledby="history">
       <h2 id="history">Recorded uploads</h2>
@@ -149,8 +149,8 @@ export const resultsUploadPages = (deps: Deps) => {
     )
     .get(
     `${HERE}/history/:id`,
-    ({ session, params }) => {
-      const u = getUpload({ ctx: { lender: session.lender, deps }, input: { id: params.id } });
+    async ({ session, params }) => {
+      const u = await getUpload({ ctx: { lender: session.lender, deps }, input: { id: params.id } });
       const view = viewOf(deps, session, HERE);
       return page(view, 'A recorded upload', [
         <Facts

@@ -1,21 +1,16 @@
-import type { Tx } from '../../platform/context';
-import type { Db } from '../../platform/db';
-import { paymentResultUploads } from '../../../db/schema';
+import { and, desc, eq } from 'drizzle-orm';
+import { apiKeys, paymentResultUploads } from '../../../db/schema';
+import type { Db, Orm } from '../../platform/db';
+import { olderThan } from '../../platform/pagination';
+import { readerOf, writerOf } from '../../platform/store';
+import type { UploadedRow, UploadedWrite, UploadStore } from './store';
 
 // The upload's raw prepared statements: matching and the re-sending rules run once per row of a file of up
 // to 10 MB (bun run bench upload: about 100,000 rows), where the query builder's per-call cost was most of
 // the time. bun:sqlite caches each statement.
 
-export interface UploadedRow {
-  id: number;
-  status: string;
-  settledAt: number | null;
-  returnedAt: number | null;
-  matched: number;
-}
-
 /** The lender's borrowers among some identifiers (the unique index on lender and identifier). */
-export const enrollmentsAmong = (db: Db, lenderId: string, aids: string[]) =>
+const enrollmentsAmong = (db: Db, lenderId: string, aids: string[]) =>
   db.$client
     .query<{ id: string; aid: string }, [string, string]>(
       'SELECT id, authorizer_unique_id AS aid FROM enrollments WHERE lender_id = ? AND authorizer_unique_id IN (SELECT value FROM json_each(?))',
@@ -23,7 +18,7 @@ export const enrollmentsAmong = (db: Db, lenderId: string, aids: string[]) =>
     .all(lenderId, JSON.stringify(aids));
 
 /** The lender's payments among some references (the unique index on lender and reference). */
-export const paymentsAmong = (db: Db, lenderId: string, references: string[]) =>
+const paymentsAmong = (db: Db, lenderId: string, references: string[]) =>
   db.$client
     .query<{ id: string; reference: string; enrollmentId: string; aid: string; amount: number }, [string, string]>(
       `SELECT id, reference, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, amount_cents AS amount FROM payments
@@ -32,7 +27,7 @@ export const paymentsAmong = (db: Db, lenderId: string, references: string[]) =>
     .all(lenderId, JSON.stringify(references));
 
 /** What is stored for some references at once (a file's rows are looked up in slices, not one by one). */
-export const uploadedAmong = (db: Db, lenderId: string, references: string[]) =>
+const uploadedAmong = (db: Db, lenderId: string, references: string[]) =>
   db.$client
     .query<UploadedRow & { reference: string }, [string, string]>(
       `SELECT id, reference, status, settled_at AS settledAt, returned_at AS returnedAt, matched FROM uploaded_results
@@ -40,24 +35,7 @@ export const uploadedAmong = (db: Db, lenderId: string, references: string[]) =>
     )
     .all(lenderId, JSON.stringify(references));
 
-export const insertUploaded = (
-  tx: Tx,
-  v: {
-    lenderId: string;
-    reference: string;
-    aid: string | null;
-    enrollmentId: string | null;
-    status: string;
-    amountCents: number;
-    submittedAt: number;
-    settledAt: number | null;
-    returnedAt: number | null;
-    returnCode: string | null;
-    batchId: string | null;
-    matched: boolean;
-    now: number;
-  },
-) =>
+const insertUploaded = (tx: Orm, v: Extract<UploadedWrite, { kind: 'add' }>) =>
   tx.$client
     .query(
       `INSERT INTO uploaded_results (lender_id, reference, authorizer_unique_id, enrollment_id, status, amount_cents, submitted_at,
@@ -69,20 +47,7 @@ export const insertUploaded = (
  * A later row of a stored reference: `outcome` replaces its status, amount and return code (a new status), or
  * is null for the same status again, which keeps them; recorded dates are kept either way, missing ones filled.
  */
-export const updateUploaded = (
-  tx: Tx,
-  v: {
-    id: number;
-    outcome: { status: string; amountCents: number; returnCode: string | null } | null;
-    settledAt: number | null;
-    returnedAt: number | null;
-    aid: string | null;
-    enrollmentId: string | null;
-    batchId: string | null;
-    matched: boolean;
-    now: number;
-  },
-) =>
+const updateUploaded = (tx: Orm, v: Extract<UploadedWrite, { kind: 'change' }>) =>
   tx.$client
     .query(
       `UPDATE uploaded_results SET
@@ -107,32 +72,70 @@ export const updateUploaded = (
     );
 
 /** A borrower of the lender whose credited total is past 2^53 - 1 cents, if any (one pass over the lender's ledger). */
-export const ledgerBeyondExact = (tx: Tx, lenderId: string) =>
-  tx.$client
+const ledgerBeyondExact = (db: Db, lenderId: string) =>
+  db.$client
     .query<{ aid: string }, [string]>(
       `SELECT e.authorizer_unique_id AS aid FROM ledger_entries l JOIN enrollments e ON e.id = l.enrollment_id
         WHERE l.lender_id = ? AND l.kind = 'credit' GROUP BY l.enrollment_id HAVING SUM(l.amount_cents) > 9007199254740991 LIMIT 1`,
     )
     .get(lenderId)?.aid ?? null;
 
-/** One recorded upload for the history, its problems as the report listed them (bounded there). */
-export function insertUpload(
-  tx: Tx,
-  u: { id: string; lenderId: string; recordedAt: number; creator: string | null; report: { format: 'generic' | 'annotated_export'; rowCount: number; dataRowCount: number; matched: number; needsAttention: number; problems: unknown[] } },
-): void {
-  tx.insert(paymentResultUploads)
-    .values({
-      id: u.id,
-      lenderId: u.lenderId,
-      recordedAt: u.recordedAt,
-      creator: u.creator,
-      format: u.report.format,
-      rowCount: u.report.rowCount,
-      dataRowCount: u.report.dataRowCount,
-      matched: u.report.matched,
-      needsAttention: u.report.needsAttention,
-      problemCount: u.report.problems.length,
-      problems: JSON.stringify(u.report.problems),
-    })
-    .run();
-}
+export const sqliteUploadStore: UploadStore = {
+  async borrowersAmong(c, lenderId, aids) {
+    return enrollmentsAmong(readerOf(c), lenderId, aids);
+  },
+  async paymentsAmong(c, lenderId, references) {
+    return paymentsAmong(readerOf(c), lenderId, references);
+  },
+  async uploadedAmong(c, lenderId, references) {
+    return uploadedAmong(readerOf(c), lenderId, references);
+  },
+  async saveUploaded(c, writes) {
+    const tx = writerOf(c);
+    for (const w of writes) {
+      if (w.kind === 'add') insertUploaded(tx, w);
+      else updateUploaded(tx, w);
+    }
+  },
+  async borrowerPastExactTotal(c, lenderId) {
+    return ledgerBeyondExact(readerOf(c), lenderId);
+  },
+  async recordUpload(c, u) {
+    writerOf(c)
+      .insert(paymentResultUploads)
+      .values({
+        id: u.id,
+        lenderId: u.lenderId,
+        recordedAt: u.recordedAt,
+        creator: u.creator,
+        format: u.report.format,
+        rowCount: u.report.rowCount,
+        dataRowCount: u.report.dataRowCount,
+        matched: u.report.matched,
+        needsAttention: u.report.needsAttention,
+        problemCount: u.report.problems.length,
+        problems: JSON.stringify(u.report.problems),
+      })
+      .run();
+  },
+  async uploadsBefore(c, lenderId, before, take) {
+    return readerOf(c)
+      .select()
+      .from(paymentResultUploads)
+      .where(and(eq(paymentResultUploads.lenderId, lenderId), olderThan(paymentResultUploads.recordedAt, paymentResultUploads.id, before.t, before.i)))
+      .orderBy(desc(paymentResultUploads.recordedAt), desc(paymentResultUploads.id))
+      .limit(take)
+      .all();
+  },
+  async uploadOf(c, lenderId, id) {
+    return readerOf(c)
+      .select()
+      .from(paymentResultUploads)
+      .where(and(eq(paymentResultUploads.id, id), eq(paymentResultUploads.lenderId, lenderId)))
+      .get();
+  },
+  async apiKeyPrefix(c, keyId) {
+    const k = readerOf(c).select({ prefix: apiKeys.prefix }).from(apiKeys).where(eq(apiKeys.id, keyId)).get();
+    return k?.prefix ?? null;
+  },
+};

@@ -1,0 +1,84 @@
+import type { paymentResultUploads } from '../../../db/schema';
+import type { StoreCtx, TxCtx } from '../../platform/store';
+import { sqliteUploadStore } from './store.sqlite';
+
+/** What is stored of an uploaded reference, as a later row of it is decided against. */
+export interface UploadedRow {
+  id: number;
+  status: string;
+  settledAt: number | null;
+  returnedAt: number | null;
+  matched: number;
+}
+
+/** What an uploaded row says of its borrower, wherever it is written. */
+interface UploadedMatch {
+  aid: string | null;
+  enrollmentId: string | null;
+  batchId: string | null;
+  matched: boolean;
+  now: number;
+}
+
+/**
+ * One write of a slice's uploaded references: a reference not stored before (`add`), or a later row of a
+ * stored one (`change`), whose `outcome` replaces its status, amount and return code (a new status) or is
+ * null for the same status again, which keeps them; recorded dates are kept either way, missing ones filled.
+ */
+export type UploadedWrite =
+  | (UploadedMatch & {
+      kind: 'add';
+      lenderId: string;
+      reference: string;
+      status: string;
+      amountCents: number;
+      submittedAt: number;
+      settledAt: number | null;
+      returnedAt: number | null;
+      returnCode: string | null;
+    })
+  | (UploadedMatch & {
+      kind: 'change';
+      id: number;
+      outcome: { status: string; amountCents: number; returnCode: string | null } | null;
+      settledAt: number | null;
+      returnedAt: number | null;
+    });
+
+/** One recorded upload for the history, its problems as the report listed them (bounded there). */
+export interface UploadRecord {
+  id: string;
+  lenderId: string;
+  recordedAt: number;
+  creator: string | null;
+  report: { format: 'generic' | 'annotated_export'; rowCount: number; dataRowCount: number; matched: number; needsAttention: number; problems: unknown[] };
+}
+
+/** A recorded upload as the history reads it. */
+export type UploadRow = typeof paymentResultUploads.$inferSelect;
+
+// Matching and the re-sending rules run once per row of a file of up to 10 MB (bun run bench upload: about
+// 100,000 rows): the upload asks these a slice of rows at a time, never a row at a time.
+export interface UploadStore {
+  /** The lender's borrowers among some identifiers: their enrollment ids. */
+  borrowersAmong(c: StoreCtx, lenderId: string, aids: string[]): Promise<{ id: string; aid: string }[]>;
+  /** The lender's own payments among some references. */
+  paymentsAmong(c: StoreCtx, lenderId: string, references: string[]): Promise<{ id: string; reference: string; enrollmentId: string; aid: string; amount: number }[]>;
+  /** What is stored for some uploaded references. */
+  uploadedAmong(c: StoreCtx, lenderId: string, references: string[]): Promise<(UploadedRow & { reference: string })[]>;
+  /** A slice's uploaded references, added or changed, in the order given. */
+  saveUploaded(c: TxCtx, writes: UploadedWrite[]): Promise<void>;
+  /** A borrower of the lender whose credited total is past 2^53 - 1 cents, if any (its identifier). */
+  borrowerPastExactTotal(c: TxCtx, lenderId: string): Promise<string | null>;
+  /** An upload into the history. */
+  recordUpload(c: TxCtx, u: UploadRecord): Promise<void>;
+  /** The lender's recorded uploads older than a position (newest first), at most `take`. */
+  uploadsBefore(c: StoreCtx, lenderId: string, before: { t: number; i: string }, take: number): Promise<UploadRow[]>;
+  /** One of the lender's recorded uploads. */
+  uploadOf(c: StoreCtx, lenderId: string, id: string): Promise<UploadRow | undefined>;
+  /** The display prefix of an API key, if it exists. */
+  apiKeyPrefix(c: StoreCtx, keyId: string): Promise<string | null>;
+}
+
+/** The store of the engine the service runs on. */
+export const uploadStore: UploadStore = sqliteUploadStore;

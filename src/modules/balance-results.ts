@@ -2,7 +2,7 @@ import type { BalanceResultChain, JobContext } from '../deps';
 import type { Tx } from '../platform/context';
 import type { CompletedBatch, RecordedRead } from './balance-requests/results';
 import { monitoringReadsAmong, setLastRead } from './enrollments/monitoring';
-import { decideCollection } from './collection/decide';
+import { decideCollectionNow as decideCollection } from './collection/decide';
 import { learnAndSchedule } from './pay-cycles/learn';
 import { onScheduleBatchCompleted } from './schedules/runs';
 

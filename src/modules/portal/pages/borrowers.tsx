@@ -5,7 +5,7 @@ import { MONITOR_STATES } from '../../../../db/schema/enums';
 import { csvLine } from '../../../platform/csv';
 import { validated } from '../../../platform/validation';
 import { formatCents } from '../../../platform/money';
-import { listPaymentEvents } from '../../collection/events';
+import { listPaymentEventsNow as listPaymentEvents } from '../../collection/transitional';
 import { BLOCKED_REASONS, type BlockedReason } from '../../enrollments/monitor';
 import { eraseBorrowers, getEnrollment, listEnrollments, removeEnrollments } from '../../enrollments/service';
 import { page, portalSession, queryOf, viewOf } from '../plugin';

@@ -152,13 +152,14 @@ export function voidedObservation(p: Omit<ScheduledPayment, 'debitOn'>, message:
   };
 }
 
+export const STOPPED_BEFORE_ITS_DAY = 'monitoring of the borrower stopped before its day';
+
 /** Monitoring stopped (removal, erasure): a scheduled payment of the borrower never goes out. */
 export async function voidScheduledOnStop(ctx: JobContext & { tx: Tx }, stopped: { enrollmentId: string }): Promise<void> {
   const p = await store.scheduledPaymentOf(ctx, stopped.enrollmentId);
   if (p) await voidScheduled(ctx, p, STOPPED_BEFORE_ITS_DAY);
 }
 
-export const STOPPED_BEFORE_ITS_DAY = 'monitoring of the borrower stopped before its day';
 
 /** @deprecated transitional: await `decideCollection` (decide.ts). */
 export function decideCollectionNow(ctx: JobContext & { tx: Tx }, read: RecordedRead & { enrollmentId: string }): void {

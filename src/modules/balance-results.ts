@@ -1,10 +1,10 @@
 import type { BalanceResultChain, JobContext } from '../deps';
 import type { Tx } from '../platform/context';
 import type { CompletedBatch, RecordedRead } from './balance-requests/results';
-import { monitoringReadsAmongNow as monitoringReadsAmong, setLastReadNow as setLastRead } from './enrollments/monitoring';
+import { monitoringReadsAmong, setLastRead } from './enrollments/monitoring';
 import { decideCollection } from './collection/decide';
-import { learnAndScheduleNow as learnAndSchedule } from './pay-cycles/learn';
-import { onScheduleBatchCompletedNow as onScheduleBatchCompleted } from './schedules/runs';
+import { learnAndSchedule } from './pay-cycles/learn';
+import { onScheduleBatchCompleted } from './schedules/runs';
 
 // What a balance result sets off, in one place. The balance pipeline (balance-requests/processing.ts) records
 // a flush of results in one transaction and calls these two steps inside it, so what they write commits with
@@ -28,8 +28,8 @@ import { onScheduleBatchCompletedNow as onScheduleBatchCompleted } from './sched
 // delivered after the transaction commits.
 
 export async function afterBalanceResults(ctx: JobContext & { tx: Tx }, reads: RecordedRead[]): Promise<void> {
-  for (const r of await monitoringReadsAmong(ctx.tx, reads)) {
-    const enrollmentId = await setLastRead(ctx.tx, r);
+  for (const r of await monitoringReadsAmong(ctx, reads)) {
+    const enrollmentId = await setLastRead(ctx, r);
     if (enrollmentId === null) continue;
     await decideCollection(ctx, { ...r, enrollmentId });
     await learnAndSchedule(ctx, { enrollmentId, lenderId: r.lenderId, aid: r.authorizerUniqueId, at: r.at });

@@ -1,10 +1,11 @@
 import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
-import { applyMonitorEventNow as applyMonitorEvent } from '../enrollments/monitor-store';
-import { isChainBlock } from '../enrollments/monitor';
-import { policyOfNow as policyOf } from '../collection-policy/service';
-import { chainPresentments, planPayment } from './rules';
-import * as q from './queries';
+import { applyMonitorEvent } from '../enrollments/monitor-store';
+import { isChainBlock, type BlockedReason } from '../enrollments/monitor';
+import { policyOf } from '../collection-policy/service';
+import type { CollectionPolicy } from '../collection-policy/policy';
+import { chainPresentments, planPayment, type PastPayment } from './rules';
+import { collectionStore as store, type ChainInputs } from './store';
 
 // The debt's chain of presentments, asked at the moments it can change: a return recorded, and a re-send of
 // the borrower (a new authorization, a new amount). A chain that allows no further payment blocks the
@@ -17,16 +18,28 @@ import * as q from './queries';
  * monitor. Only a monitored borrower is moved. `recount` (a re-send): payments_used becomes the presentments
  * the open chain has used, 0 when the next payment starts a new one.
  */
-export function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: string, now: number, opts: { recount?: boolean } = {}): void {
+export async function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: string, now: number, opts: { recount?: boolean } = {}): Promise<void> {
   const { tx, deps } = ctx;
-  const e = q.chainInputsOf(tx, enrollmentId);
+  const e = await store.chainInputsOf(ctx, enrollmentId);
   if (!e || (e.state !== 'monitored' && !opts.recount)) return;
-  const history = q.paymentHistory(tx, enrollmentId);
-  if (opts.recount) q.setPaymentsUsed(tx, enrollmentId, chainPresentments(history, e.authorizationAt), now);
+  const history = await store.paymentHistory(ctx, enrollmentId);
+  if (opts.recount) await store.setPaymentsUsed(ctx, enrollmentId, chainPresentments(history, e.authorizationAt), now);
   if (e.state !== 'monitored') return;
   // A payment in flight decides for itself; the rules are asked again when its outcome is recorded.
-  if (history.some((p) => p.status === 'initiating' || p.status === 'processing' || p.status === 'scheduled')) return;
-  const policy = policyOf(tx, e.lenderId);
+  if (inFlight(history)) return;
+  const move = chainMove(e, history, await policyOf(ctx, e.lenderId), now);
+  if (move) await applyMonitorEvent(ctx, { enrollmentId, event: move, now, readIntervalMs: deps.config.monitorReadIntervalMs });
+}
+
+export const inFlight = (history: PastPayment[]) => history.some((p) => p.status === 'initiating' || p.status === 'processing' || p.status === 'scheduled');
+
+/** What the rules say of a monitored borrower with nothing in flight: blocked, unblocked, or nothing to change. */
+export function chainMove(
+  e: ChainInputs,
+  history: PastPayment[],
+  policy: CollectionPolicy,
+  now: number,
+): { type: 'blocked'; reason: BlockedReason } | { type: 'unblocked' } | null {
   const plan = planPayment({
     history,
     authorizationAt: e.authorizationAt,
@@ -35,7 +48,7 @@ export function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: string, no
     collectableCents: e.collectableAmountCents,
     now,
   });
-  const readIntervalMs = deps.config.monitorReadIntervalMs;
-  if (!plan.ok) applyMonitorEvent(tx, { enrollmentId, event: { type: 'blocked', reason: plan.blocked }, now, readIntervalMs });
-  else if (isChainBlock(e.blockedReason)) applyMonitorEvent(tx, { enrollmentId, event: { type: 'unblocked' }, now, readIntervalMs });
+  if (!plan.ok) return { type: 'blocked', reason: plan.blocked };
+  if (isChainBlock(e.blockedReason)) return { type: 'unblocked' };
+  return null;
 }

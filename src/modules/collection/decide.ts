@@ -1,21 +1,19 @@
-import { and, eq, inArray, sql } from 'drizzle-orm';
-import { enrollments, payments } from '../../../db/schema';
 import { newId } from '../../platform/ids';
 import type { RecordedRead } from '../balance-requests/results';
 import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { addBusinessDays } from '../../platform/business-days';
-import { recordObservation } from './record';
-import { pushToEndpointsNow as pushToEndpoints } from '../webhooks/endpoints';
+import { recordObservation, type Observation } from './record';
+import { pushToEndpoints } from '../webhooks/endpoints';
 import { iso } from '../../platform/clock';
 import { resolveKeyNow as resolveKey } from '../payment-connections/resolve';
 import { referenceOf } from './reference';
 import { planPayment } from './rules';
-import { policyOfNow as policyOf } from '../collection-policy/service';
+import { policyOf } from '../collection-policy/service';
 import type { BlockedReason } from '../enrollments/monitor';
-import * as q from './queries';
-import { applyMonitorEventNow as applyMonitorEvent } from '../enrollments/monitor-store';
-import { evaluateReturnRatesNow as evaluateReturnRates } from '../return-rates/watch';
+import { collectionStore as store, type ScheduledPayment } from './store';
+import { applyMonitorEvent } from '../enrollments/monitor-store';
+import { evaluateReturnRates } from '../return-rates/watch';
 import { anyExceeded } from '../return-rates/service';
 
 /**
@@ -28,20 +26,20 @@ import { anyExceeded } from '../return-rates/service';
  * covers the amount plus COLLECTION_MARGIN_CENTS. The payment row (status initiating, its id the idempotency
  * key) is committed with the read; the dispatch job sends it. No key → skipped, with blocked_reason.
  */
-export function decideCollection(ctx: JobContext & { tx: Tx }, read: RecordedRead & { enrollmentId: string }): void {
+export async function decideCollection(ctx: JobContext & { tx: Tx }, read: RecordedRead & { enrollmentId: string }): Promise<void> {
   const { tx, deps } = ctx;
   const now = deps.clock.now();
-  const e = tx.select().from(enrollments).where(eq(enrollments.id, read.enrollmentId)).get();
+  const e = await store.enrollmentToDecide(ctx, read.enrollmentId);
   if (!e || e.state !== 'monitored') return;
   if (e.windowEndsAt === null || now >= e.windowEndsAt) return;
   if (read.balanceCents === null) return;
   if (e.blockedReason === 'verification_required') return;
-  const block = (reason: BlockedReason) => {
-    applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'blocked', reason }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
+  const block = async (reason: BlockedReason) => {
+    await applyMonitorEvent(ctx, { enrollmentId: e.id, event: { type: 'blocked', reason }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
     deps.metrics.paymentsSkipped.inc({ reason });
   };
-  const policy = policyOf(tx, e.lenderId);
-  const history = q.paymentHistory(tx, e.id);
+  const policy = await policyOf(ctx, e.lenderId);
+  const history = await store.paymentHistory(ctx, e.id);
   const planNow = () =>
     planPayment({
       history,
@@ -53,13 +51,13 @@ export function decideCollection(ctx: JobContext & { tx: Tx }, read: RecordedRea
     });
   // Pause on breach: an ACH payment of a lender that pauses is not initiated while a return rate is exceeded,
   // evaluated now (which also alerts on a change); it goes on by itself once every class is back under.
-  const paused = () => e.rail === 'ach' && policy.returnRatePause && anyExceeded(evaluateReturnRates(ctx, e.lenderId));
-  const scheduled = q.scheduledPaymentOf(tx, e.id);
+  const paused = async () => e.rail === 'ach' && policy.returnRatePause && anyExceeded(await evaluateReturnRates(ctx, e.lenderId));
+  const scheduled = await store.scheduledPaymentOf(ctx, e.id);
   if (scheduled) {
     // Its notice runs until debit_on; then it goes out only if everything that allowed it still holds.
     if (now < scheduled.debitOn) return;
     const plan = planNow();
-    const pause = plan.ok && paused();
+    const pause = plan.ok && (await paused());
     const why = !plan.ok
       ? plan.blocked
       : pause
@@ -70,31 +68,25 @@ export function decideCollection(ctx: JobContext & { tx: Tx }, read: RecordedRea
           ? 'the balance no longer covers the amount'
           : null;
     if (why !== null) {
-      voidScheduled(ctx, scheduled, `not debited on its day: ${why}`);
-      if (!plan.ok) block(plan.blocked);
-      else if (pause) block('return_rate_paused');
+      await voidScheduled(ctx, scheduled, `not debited on its day: ${why}`);
+      if (!plan.ok) await block(plan.blocked);
+      else if (pause) await block('return_rate_paused');
       return;
     }
-    q.releaseScheduled(tx, scheduled.id, now);
+    await store.releaseScheduled(ctx, scheduled.id, now);
     return;
   }
-  const inFlight = tx
-    .select({ id: payments.id })
-    .from(payments)
-    .where(and(eq(payments.enrollmentId, e.id), inArray(payments.status, ['initiating', 'processing'])))
-    .get();
-  if (inFlight) return;
+  if (await store.paymentInFlight(ctx, e.id)) return;
   const plan = planNow();
   if (!plan.ok) return block(plan.blocked);
   if (read.balanceCents < plan.amountCents + deps.config.collectionMarginCents + policy.debitBufferCents) return;
-  if (paused()) return block('return_rate_paused');
-  const key = resolveKey(ctx, { lenderId: e.lenderId, rail: e.rail, merchantRef: e.merchantRef });
+  if (await paused()) return block('return_rate_paused');
+  const key = await resolveKey(ctx, { lenderId: e.lenderId, rail: e.rail, merchantRef: e.merchantRef });
   if (!key || !key.keySealed) return block('no_processor_key');
   // With a notice period the payment is scheduled, not sent: dispatch never sees it before its day.
   const debitOn = policy.noticeDays > 0 ? addBusinessDays(now, policy.noticeDays) : null;
   const id = newId();
-  tx.insert(payments)
-    .values({
+  await store.createPayment(ctx, {
       id,
       lenderId: e.lenderId,
       enrollmentId: e.id,
@@ -112,16 +104,15 @@ export function decideCollection(ctx: JobContext & { tx: Tx }, read: RecordedRea
       nextAttemptAt: now,
       createdAt: now,
       updatedAt: now,
-    })
-    .run();
+  });
   // The presentments the debt's chain has used, this one included.
-  tx.update(enrollments).set({ paymentsUsed: plan.attempt, updatedAt: now }).where(eq(enrollments.id, e.id)).run();
-  applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'payment_initiated' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
+  await store.setPaymentsUsed(ctx, e.id, plan.attempt, now);
+  await applyMonitorEvent(ctx, { enrollmentId: e.id, event: { type: 'payment_initiated' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
   if (debitOn === null) deps.metrics.paymentsInitiated.inc({ rail: e.rail });
   else {
     deps.metrics.paymentsScheduled.inc({ rail: e.rail });
     // The notice: the lender tells the borrower before debit_on.
-    pushToEndpoints(tx, now, e.lenderId, 'PAYMENT_SCHEDULED', {
+    await pushToEndpoints(ctx, now, e.lenderId, 'PAYMENT_SCHEDULED', {
       authorizer_unique_id: e.authorizerUniqueId,
       reference: referenceOf(e.authorizerUniqueId, id),
       amount: plan.amountCents,
@@ -134,9 +125,15 @@ export function decideCollection(ctx: JobContext & { tx: Tx }, read: RecordedRea
  * A scheduled payment ends without moving money: voided (an event on its reference, source `service`), its
  * slot given back. On its day when something no longer allows it, and at once on removal or erasure.
  */
-export function voidScheduled(ctx: JobContext & { tx: Tx }, p: { id: string; lenderId: string; enrollmentId: string; aid: string; reference: string; amountCents: number }, message: string): void {
+export async function voidScheduled(ctx: JobContext & { tx: Tx }, p: ScheduledPayment, message: string): Promise<void> {
   const now = ctx.deps.clock.now();
-  recordObservation(ctx, {
+  await recordObservation(ctx, voidedObservation(p, message, now));
+  await store.giveBackPresentment(ctx, p.enrollmentId, now);
+}
+
+/** The event that ends a scheduled payment without moving money. */
+export function voidedObservation(p: Omit<ScheduledPayment, 'debitOn'>, message: string, now: number): Observation {
+  return {
     lenderId: p.lenderId,
     reference: p.reference,
     status: 'voided',
@@ -150,12 +147,13 @@ export function voidScheduled(ctx: JobContext & { tx: Tx }, p: { id: string; len
     authorizerUniqueId: p.aid,
     paymentId: p.id,
     connectionId: null,
-  });
-  ctx.tx.update(enrollments).set({ paymentsUsed: sql`MAX(${enrollments.paymentsUsed} - 1, 0)`, updatedAt: now }).where(eq(enrollments.id, p.enrollmentId)).run();
+  };
 }
 
+export const STOPPED_BEFORE_ITS_DAY = 'monitoring of the borrower stopped before its day';
+
 /** Monitoring stopped (removal, erasure): a scheduled payment of the borrower never goes out. */
-export function voidScheduledOnStop(ctx: JobContext & { tx: Tx }, stopped: { enrollmentId: string }): void {
-  const p = q.scheduledPaymentOf(ctx.tx, stopped.enrollmentId);
-  if (p) voidScheduled(ctx, p, 'monitoring of the borrower stopped before its day');
+export async function voidScheduledOnStop(ctx: JobContext & { tx: Tx }, stopped: { enrollmentId: string }): Promise<void> {
+  const p = await store.scheduledPaymentOf(ctx, stopped.enrollmentId);
+  if (p) await voidScheduled(ctx, p, STOPPED_BEFORE_ITS_DAY);
 }

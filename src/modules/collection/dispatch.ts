@@ -1,6 +1,5 @@
-import { eq, sql } from 'drizzle-orm';
 import { writeGate } from '../../platform/context';
-import { enrollments, paymentConnections, payments } from '../../../db/schema';
+import { payments } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
 import type { Db } from '../../platform/db';
 import { transaction } from '../../platform/context';
@@ -11,7 +10,7 @@ import type { DebitInstrument, DebitRequest, DebitResult, FoundPayment, Processo
 import { openBorrower } from '../enrollments/borrower';
 import { applyMonitorEventNow as applyMonitorEvent, monitorStateOfNow as monitorStateOf } from '../enrollments/monitor-store';
 import { recordObservation } from './record';
-import * as q from './queries';
+import { collectionStore as store } from './store';
 
 // Sending initiated payments to their processor, and finding out what became of those whose answer was not
 // seen. A payment row is committed (initiating) before it is sent, and its first attempt is committed before
@@ -87,26 +86,14 @@ export interface PlannedSend {
 export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | PlannedSend> {
   const { deps } = ctx;
   const now = deps.clock.now();
-  const pay = deps.db
-    .select({ status: payments.status, firstAttemptAt: payments.firstAttemptAt })
-    .from(payments)
-    .where(eq(payments.id, p.id))
-    .get();
+  const pay = await store.sendStateOf(ctx, p.id);
   if (!pay || pay.status !== 'initiating') {
     // The processor already told us (polling read the outcome first): nothing left to resolve here.
     await transaction(ctx, ({ tx }) => dispatchQueue(deps).finalize(tx, p.id, { state: 'done' }));
     return { kind: 'done' };
   }
-  const e = deps.db
-    .select({ state: enrollments.state, sealed: enrollments.sealed, cardToken: enrollments.cardTokenSealed, routing: enrollments.routingNumber })
-    .from(enrollments)
-    .where(eq(enrollments.id, p.enrollmentId))
-    .get();
-  const conn = deps.db
-    .select({ processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
-    .from(paymentConnections)
-    .where(eq(paymentConnections.id, p.connectionId))
-    .get();
+  const e = await store.borrowerToDebit(ctx, p.enrollmentId);
+  const conn = await store.keyToSend(ctx, p.connectionId);
   const sent = pay.firstAttemptAt !== null;
 
   if (!sent) {
@@ -165,7 +152,7 @@ export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | P
  */
 export async function sendPlanned(ctx: JobContext, p: DuePayment, plan: PlannedSend, depth = 0): Promise<Step> {
   const now = ctx.deps.clock.now();
-  const claimed = await transaction(ctx, ({ tx }) => q.claimSend(tx, p.id, now).changes === 1);
+  const claimed = await transaction(ctx, (tx) => store.claimSend(tx, p.id, now));
   if (!claimed) {
     if (depth > 0) return { kind: 'wait' };
     const again = await planSend(ctx, p);
@@ -191,14 +178,11 @@ async function neverSent(ctx: JobContext, p: DuePayment, message: string, reason
 /** Recorded not_attempted and not counted against the enrollment. Only for a payment the processor does not hold. */
 async function giveUp(ctx: JobContext, p: DuePayment, message: string): Promise<void> {
   const now = ctx.deps.clock.now();
-  await transaction(ctx, ({ tx }) => {
-    dispatchQueue(ctx.deps).finalize(tx, p.id, { state: 'done' });
+  await transaction(ctx, async (tx) => {
+    dispatchQueue(ctx.deps).finalize(tx.tx, p.id, { state: 'done' });
     // Forward only: a payment whose status moved meanwhile (an outcome read first) keeps it.
-    if (q.markNotAttempted(tx, p.id, message, now).changes === 0) return;
-    tx.update(enrollments)
-      .set({ paymentsUsed: sql`MAX(${enrollments.paymentsUsed} - 1, 0)`, updatedAt: now })
-      .where(eq(enrollments.id, p.enrollmentId))
-      .run();
+    if (!(await store.markNotAttempted(tx, p.id, message, now))) return;
+    await store.giveBackPresentment(tx, p.enrollmentId, now);
   });
 }
 
@@ -208,16 +192,12 @@ async function giveUp(ctx: JobContext, p: DuePayment, message: string): Promise<
  */
 async function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): Promise<void> {
   const now = ctx.deps.clock.now();
-  await transaction(ctx, (tx) => {
-    const cur = tx.tx.select({ status: payments.status }).from(payments).where(eq(payments.id, p.id)).get();
-    tx.tx
-      .update(payments)
-      .set({ processorPaymentId: sql`COALESCE(${payments.processorPaymentId}, ${r.processorPaymentId})`, updatedAt: now })
-      .where(eq(payments.id, p.id))
-      .run();
+  await transaction(ctx, async (tx) => {
+    const cur = await store.paymentStatusOf(tx, p.id);
+    await store.noteProcessorPaymentId(tx, p.id, r.processorPaymentId, now);
     dispatchQueue(ctx.deps).finalize(tx.tx, p.id, { state: 'done' });
-    if (cur?.status !== 'initiating') return;
-    recordObservation(tx, {
+    if (cur !== 'initiating') return;
+    await recordObservation(tx, {
       lenderId: p.lenderId,
       reference: p.reference,
       status: r.status,
@@ -233,9 +213,9 @@ async function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): Pro
       paymentId: p.id,
       connectionId: p.connectionId,
     });
-    if (r.status === 'not_attempted' && monitorStateOf(tx.tx, p.enrollmentId) === 'monitored') {
+    if (r.status === 'not_attempted' && (await monitorStateOf(tx.tx, p.enrollmentId)) === 'monitored') {
       // The processor wants the bank account verified: no new payment until the lender re-sends the borrower.
-      applyMonitorEvent(tx.tx, { enrollmentId: p.enrollmentId, event: { type: 'blocked', reason: 'verification_required' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
+      await applyMonitorEvent(tx.tx, { enrollmentId: p.enrollmentId, event: { type: 'blocked', reason: 'verification_required' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
     }
   });
 }

@@ -1,23 +1,26 @@
-import { and, asc, eq } from 'drizzle-orm';
-import { paymentEvents } from '../../../db/schema';
 import type { EventSource, EventStatus } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
-import { dbOf } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
+import { collectionStore as store, type PaymentEventRow } from './store';
 
 /** GET /v1/payment_events: every event of one borrower of the lender, oldest first; an unknown borrower has none. */
-export function listPaymentEvents({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId?: string } }) {
+export async function listPaymentEvents({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId?: string } }) {
+  const aid = borrowerAsked(input);
+  return eventListOf(aid, await store.eventsOfBorrower(ctx, ctx.lender.id, aid));
+}
+
+/** The borrower GET /v1/payment_events is asked about. */
+export function borrowerAsked(input: { authorizerUniqueId?: string }): string {
   const aid = input.authorizerUniqueId;
   if (!aid) throw InvalidInput.field('authorizer_unique_id', 'authorizer_unique_id is required: the identifier used at enrollment');
-  const rows = dbOf(ctx)
-    .select()
-    .from(paymentEvents)
-    .where(and(eq(paymentEvents.lenderId, ctx.lender.id), eq(paymentEvents.authorizerUniqueId, aid)))
-    .orderBy(asc(paymentEvents.recordedAt), asc(paymentEvents.id))
-    .all();
-  return { authorizer_unique_id: aid, events: rows.map((e) => eventView({ ...e, authorizerUniqueId: aid })) };
+  return aid;
 }
+
+export const eventListOf = (aid: string, rows: PaymentEventRow[]) => ({
+  authorizer_unique_id: aid,
+  events: rows.map((e) => eventView({ ...e, authorizerUniqueId: aid })),
+});
 
 /** An event as the API shows it (GET /v1/payment_events, and the PAYMENT_EVENT webhook). */
 export function eventView(e: {

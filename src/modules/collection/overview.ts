@@ -1,10 +1,7 @@
-import { eq, sql } from 'drizzle-orm';
-import { enrollments, payments } from '../../../db/schema';
-import { MONITOR_STATES, PAYMENT_STATUSES, type MonitorState, type PaymentStatus } from '../../../db/schema/enums';
+import type { MonitorState, PaymentStatus } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
-import { dbOf } from '../../platform/context';
-import { flightSince, ledgerByDay, ledgerSince, returnedSince, sumOf } from './queries';
-import { returnRatesNow as returnRates } from '../return-rates/service';
+import { returnRates } from '../return-rates/service';
+import { collectionStore as store, type CountedSum, type LedgerTotals } from './store';
 
 // The lender's collection at a glance, for the portal's overview: every figure from the same rows the API
 // shows (the borrowers' ledgers and payments of GET /v1/payment_enrollments, GET /v1/return_rates), summed by
@@ -36,61 +33,49 @@ export interface Overview {
   paymentsByStatus: Record<PaymentStatus, number>;
   /** Collected and returned per UTC day over the last 60 days, oldest first (today included). */
   daily: { day: number; collected: bigint; returned: bigint }[];
-  returnRates: ReturnType<typeof returnRates>;
+  returnRates: Awaited<ReturnType<typeof returnRates>>;
 }
 
-/** Every key with its count from grouped rows, 0 for a key no row has. */
-function countsOf<K extends string>(keys: readonly K[], rows: { key: K; n: number }[]): Record<K, number> {
-  const out = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
-  for (const r of rows) out[r.key] = r.n;
-  return out;
-}
-
-export function collectionOverview(ctx: Ctx): Overview {
-  const db = dbOf(ctx);
-  const lender = ctx.lender.id;
-  const now = ctx.deps.clock.now();
-  const since30 = now - 30 * DAY_MS;
+/** The days the overview shows: the last 60 UTC days, today included. */
+export function overviewDays(now: number) {
   const today = Math.floor(now / DAY_MS) * DAY_MS;
-  const firstDay = today - 59 * DAY_MS;
+  return { since30: now - 30 * DAY_MS, firstDay: today - 59 * DAY_MS };
+}
 
-  const totals = (from: number): Totals => {
-    const l = ledgerSince(db, lender, from);
-    const f = flightSince(db, lender, from);
-    const d = returnedSince(db, lender, from);
-    return {
-      collected: sumOf(l, 'c'),
-      returned: sumOf(l, 'r'),
-      returnedDebits: sumOf(d, 'd'),
-      returnedDebitCount: Number(d.n),
-      inFlight: sumOf(f, 'f'),
-      inFlightCount: Number(f.n),
-    };
-  };
+export const totalsOf = (l: LedgerTotals, f: CountedSum, d: CountedSum): Totals => ({
+  collected: l.credited,
+  returned: l.reversed,
+  returnedDebits: d.amount,
+  returnedDebitCount: d.count,
+  inFlight: f.amount,
+  inFlightCount: f.count,
+});
 
-  const borrowersByState = countsOf(
-    MONITOR_STATES,
-    db.select({ key: enrollments.state, n: sql<number>`COUNT(*)` }).from(enrollments).where(eq(enrollments.lenderId, lender)).groupBy(enrollments.state).all(),
-  );
-  const paymentsByStatus = countsOf(
-    PAYMENT_STATUSES,
-    db.select({ key: payments.status, n: sql<number>`COUNT(*)` }).from(payments).where(eq(payments.lenderId, lender)).groupBy(payments.status).all(),
-  );
-
-  const byDay = new Map<number, { collected: bigint; returned: bigint }>();
-  for (const r of ledgerByDay(db, lender, firstDay)) byDay.set(Number(r.day), { collected: sumOf(r, 'c'), returned: sumOf(r, 'r') });
-  const daily = Array.from({ length: 60 }, (_, i) => {
+/** Every day from firstDay, 0 for a day without entries. */
+export function dailyOf(firstDay: number, days: (LedgerTotals & { day: number })[]): Overview['daily'] {
+  const byDay = new Map(days.map((r) => [r.day, { collected: r.credited, returned: r.reversed }]));
+  return Array.from({ length: 60 }, (_, i) => {
     const day = firstDay + i * DAY_MS;
     return { day, ...(byDay.get(day) ?? { collected: 0n, returned: 0n }) };
   });
+}
 
+export async function collectionOverview(ctx: Ctx): Promise<Overview> {
+  const lender = ctx.lender.id;
+  const now = ctx.deps.clock.now();
+  const { since30, firstDay } = overviewDays(now);
+  const totals = async (from: number): Promise<Totals> =>
+    totalsOf(await store.ledgerTotals(ctx, lender, from), await store.inFlightTotals(ctx, lender, from), await store.returnedTotals(ctx, lender, from));
+  const borrowersByState = await store.borrowerCountsByState(ctx, lender);
+  const paymentsByStatus = await store.paymentCountsByStatus(ctx, lender);
+  const daily = dailyOf(firstDay, await store.ledgerTotalsByDay(ctx, lender, firstDay));
   return {
     asOf: now,
-    allTime: totals(0),
-    last30Days: totals(since30),
+    allTime: await totals(0),
+    last30Days: await totals(since30),
     borrowersByState,
     paymentsByStatus,
     daily,
-    returnRates: returnRates({ ctx, input: { windowDays: 60 } }),
+    returnRates: await returnRates({ ctx, input: { windowDays: 60 } }),
   };
 }

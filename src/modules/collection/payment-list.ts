@@ -1,11 +1,9 @@
-import { and, asc, desc, eq, gt, gte, lt, or, type SQL } from 'drizzle-orm';
-import { payments } from '../../../db/schema';
 import type { PaymentStatus } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
-import { dbOf } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
-import { keysetPage, type PageQuery } from '../../platform/pagination';
+import { keysetPage, tokenFrom, type PageQuery, type PageTokens } from '../../platform/pagination';
+import { collectionStore as store, type PaymentPageQuery, type PaymentRow } from './store';
 
 // The service's payments across borrowers, for the portal's Payments page and its CSV: filtered by status
 // and by the day they were created (UTC, both ends included), sorted by date or amount, a page at a time off
@@ -34,35 +32,29 @@ const dayStart = (field: string, day: string): number => {
 
 type Pos = { k: number; i: string };
 
-export function listPayments({ ctx, input }: { ctx: Ctx; input: PaymentListInput }) {
+/** What a listing asks the store for: its filters, and the position its page token holds. */
+export function paymentPageQuery(tokens: PageTokens, lenderId: string, input: PaymentListInput): { scope: string; query: PaymentPageQuery } {
   const sort = input.sort ?? 'newest';
   const from = input.from ? dayStart('from', input.from) : null;
   const to = input.to ? dayStart('to', input.to) + DAY_MS : null;
   if (from !== null && to !== null && to <= from) throw InvalidInput.field('to', 'to must be the same day as from or later');
-  const byAmount = sort === 'amount_desc' || sort === 'amount_asc';
-  const descending = sort === 'newest' || sort === 'amount_desc';
-  const key = byAmount ? payments.amountCents : payments.createdAt;
-  const filters: SQL[] = [eq(payments.lenderId, ctx.lender.id)];
-  if (input.status) filters.push(eq(payments.status, input.status));
-  if (from !== null) filters.push(gte(payments.createdAt, from));
-  if (to !== null) filters.push(lt(payments.createdAt, to));
-  const beyond = (p: Pos): SQL =>
-    descending ? or(lt(key, p.k), and(eq(key, p.k), lt(payments.id, p.i)))! : or(gt(key, p.k), and(eq(key, p.k), gt(payments.id, p.i)))!;
-  const { page, hasMore, nextPageToken } = keysetPage<typeof payments.$inferSelect, Pos | null>({
-    tokens: ctx.deps.pageTokens,
-    // The filters are part of the scope: a token is good for the listing it came from only.
-    scope: `payments:${ctx.lender.id}:${sort}:${input.status ?? ''}:${input.from ?? ''}:${input.to ?? ''}`,
+  // The filters are part of the scope: a token is good for the listing it came from only.
+  const scope = `payments:${lenderId}:${sort}:${input.status ?? ''}:${input.from ?? ''}:${input.to ?? ''}`;
+  const token = tokenFrom(input);
+  const after = token ? tokens.decode<Pos | null>(scope, token) : null;
+  return { scope, query: { lenderId, status: input.status, from, to, sort, after, take: input.limit + 1 } };
+}
+
+/** A page of the listing from the rows the store read for it (limit + 1 after the token's position). */
+export function paymentListOf(tokens: PageTokens, scope: string, input: PaymentListInput, q: PaymentPageQuery, rows: PaymentRow[]) {
+  const byAmount = q.sort === 'amount_desc' || q.sort === 'amount_asc';
+  const { page, hasMore, nextPageToken } = keysetPage<PaymentRow, Pos | null>({
+    tokens,
+    scope,
     query: input,
     limit: input.limit,
     start: null,
-    fetch: (after, take) =>
-      dbOf(ctx)
-        .select()
-        .from(payments)
-        .where(and(...filters, ...(after ? [beyond(after)] : [])))
-        .orderBy(descending ? desc(key) : asc(key), descending ? desc(payments.id) : asc(payments.id))
-        .limit(take)
-        .all(),
+    fetch: () => rows,
     positionOf: (p) => ({ k: byAmount ? p.amountCents : p.createdAt, i: p.id }),
   });
   return {
@@ -80,4 +72,9 @@ export function listPayments({ ctx, input }: { ctx: Ctx; input: PaymentListInput
     has_more: hasMore,
     next_page_token: nextPageToken,
   };
+}
+
+export async function listPayments({ ctx, input }: { ctx: Ctx; input: PaymentListInput }) {
+  const { scope, query } = paymentPageQuery(ctx.deps.pageTokens, ctx.lender.id, input);
+  return paymentListOf(ctx.deps.pageTokens, scope, input, query, await store.paymentsPage(ctx, query));
 }

@@ -1,15 +1,13 @@
-import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm';
-import { paymentConnections } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
-import type { Db } from '../../platform/db';
+import type { StoreCtx } from '../../platform/store';
 import { transaction } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import type { ProcessorChange } from '../../adapters/processors';
 import { recordOrSetAside } from './record';
 import { reconcileKeys } from './reconcile';
-import * as q from './queries';
-import { databaseSource, matchReference, type PaymentMatch } from './reference';
-import { ACCOUNT_OF_ANOTHER_LENDER, learnAccounts, outsideMatchingFromNow as outsideMatchingFrom } from '../payment-connections/accounts';
+import { collectionStore as store } from './store';
+import { matchStoredReference, storedSource, type PaymentMatch } from './reference';
+import { ACCOUNT_OF_ANOTHER_LENDER, learnAccounts, outsideMatchingFrom } from '../payment-connections/accounts';
 import type { ProcessorName } from '../../../db/schema/enums';
 
 // Reading outcomes: every live key's change feed, from its stored cursor, every PROCESSOR_POLL_INTERVAL_MS.
@@ -25,14 +23,20 @@ const MAX_PAGES_PER_TICK = 200;
  * references by splitting after the prefix at each dash and taking the split whose left part is a borrower
  * of the lender: exactly one such split, or the change is unmatched.
  */
-export function matchChange(db: Db, lenderId: string, connectionId: string, c: ProcessorChange, outsideFrom: number | null): PaymentMatch | null {
+export async function matchChange(
+  sc: StoreCtx,
+  lenderId: string,
+  connectionId: string,
+  c: ProcessorChange,
+  outsideFrom: number | null,
+): Promise<PaymentMatch | null> {
   // The service's own payment also by the processor's id through the same key (a change without our reference).
-  const own = () => q.ownPayment(db, lenderId, connectionId, c.reference, c.processorPaymentId) ?? null;
+  const own = () => store.ownPayment(sc, lenderId, connectionId, c.reference, c.processorPaymentId);
   if (!c.reference) {
-    const p = own();
+    const p = await own();
     return p ? { enrollmentId: p.enrollmentId, authorizerUniqueId: p.aid, paymentId: p.id, amountCents: p.amount, processorIdKnown: !!p.pid } : null;
   }
-  const m = matchReference(databaseSource(db, lenderId, own), c.reference, { prefixed: true });
+  const m = await matchStoredReference(storedSource(sc, lenderId, own), c.reference, { prefixed: true });
   // A payment made elsewhere is the lender's only through an account bound to it, and only when made since
   // then: an account that changed hands never credits the new lender with the old one's payments.
   if (m && m.paymentId === null && (outsideFrom === null || (c.paymentCreatedAt ?? c.occurredAt) < outsideFrom)) return null;
@@ -49,24 +53,24 @@ interface PolledKey {
 /** One page of changes, recorded with the cursor and the counts in one transaction. */
 async function recordPage(ctx: JobContext, conn: PolledKey, changes: ProcessorChange[], cursor: string | null, cursorLost = false): Promise<void> {
   const now = ctx.deps.clock.now();
-  await transaction(ctx, (tx) => {
+  await transaction(ctx, async (tx) => {
     let ingested = 0;
     let matched = 0;
-    const outsideFrom = outsideMatchingFrom(tx.tx, conn);
+    const outsideFrom = await outsideMatchingFrom(tx, conn);
     for (const c of changes) {
-      const m = matchChange(tx.tx, conn.lenderId, conn.id, c, outsideFrom);
-      const seen = q.ingested(tx.tx, conn.id, c.processorPaymentId);
+      const m = await matchChange(tx, conn.lenderId, conn.id, c, outsideFrom);
+      const seen = await store.ingestedOf(tx, conn.id, c.processorPaymentId);
       if (!seen) {
-        q.insertIngested(tx.tx, conn.id, c.processorPaymentId, m !== null);
+        await store.recordIngested(tx, conn.id, c.processorPaymentId, m !== null);
         ingested++;
         if (m) matched++;
       } else if (!seen.matched && m) {
-        q.markIngestedMatched(tx.tx, conn.id, c.processorPaymentId);
+        await store.markIngestedMatched(tx, conn.id, c.processorPaymentId);
         matched++;
       }
       if (!m) continue;
-      const keepId = m.paymentId && !m.processorIdKnown ? () => q.setProcessorPaymentId(tx.tx, m.paymentId!, c.processorPaymentId) : undefined;
-      recordOrSetAside(tx, {
+      const keepId = m.paymentId && !m.processorIdKnown ? () => store.keepProcessorPaymentId(tx, m.paymentId!, c.processorPaymentId) : undefined;
+      await recordOrSetAside(tx, {
         lenderId: conn.lenderId,
         // The payment's own reference, whatever the processor echoes back.
         reference: c.reference ?? c.processorPaymentId,
@@ -86,19 +90,15 @@ async function recordPage(ctx: JobContext, conn: PolledKey, changes: ProcessorCh
         declineCode: c.declineCode ?? null,
       }, keepId);
     }
-    tx.tx
-      .update(paymentConnections)
-      .set({
-        pollCursor: cursor,
-        lastPollAt: now,
-        lastPollError: conn.accountId !== null && outsideFrom === null ? ACCOUNT_OF_ANOTHER_LENDER : null,
-        // Changes were missed: the key is reconciled by listing the processor's payments.
-        ...(cursorLost ? { reconcileDue: true } : {}),
-        ingested: sql`${paymentConnections.ingested} + ${ingested}`,
-        matched: sql`${paymentConnections.matched} + ${matched}`,
-      })
-      .where(eq(paymentConnections.id, conn.id))
-      .run();
+    await store.recordPoll(tx, conn.id, {
+      cursor,
+      at: now,
+      error: conn.accountId !== null && outsideFrom === null ? ACCOUNT_OF_ANOTHER_LENDER : null,
+      // Changes were missed: the key is reconciled by listing the processor's payments.
+      reconcileDue: cursorLost,
+      ingested,
+      matched,
+    });
   });
 }
 
@@ -107,18 +107,7 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
   const ctx: JobContext = { deps };
   // Keys stored before their account was recorded are asked which account they belong to first.
   await learnAccounts(deps);
-  const conns = deps.db
-    .select({
-      id: paymentConnections.id,
-      lenderId: paymentConnections.lenderId,
-      processor: paymentConnections.processor,
-      accountId: paymentConnections.accountId,
-      keySealed: paymentConnections.keySealed,
-      cursor: paymentConnections.pollCursor,
-    })
-    .from(paymentConnections)
-    .where(and(isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed)))
-    .all();
+  const conns = await store.keysToPoll(ctx);
   let changes = 0;
   let failures = 0;
   const lost: string[] = [];
@@ -145,7 +134,7 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
         failures++;
         deps.metrics.pollFailures.inc({ processor: conn.processor });
         const message = e instanceof Error ? e.message : String(e);
-        await transaction(ctx, ({ tx }) => tx.update(paymentConnections).set({ lastPollError: message.slice(0, 500) }).where(eq(paymentConnections.id, conn.id)).run());
+        await transaction(ctx, (tx) => store.recordPollError(tx, conn.id, message.slice(0, 500)));
         deps.logger.warn({ connection_id: conn.id, processor: conn.processor, err: message }, 'processor poll failed');
       }
     }),

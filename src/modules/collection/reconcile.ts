@@ -1,12 +1,10 @@
-import { and, eq, isNull, isNotNull, or, lte, sql } from 'drizzle-orm';
-import { paymentConnections } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
 import { transaction } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import { DAY_MS } from '../../platform/clock';
 import type { ListedPayment } from '../../adapters/processors';
 import { recordOrSetAside } from './record';
-import * as q from './queries';
+import { collectionStore as store } from './store';
 
 // Reconciliation: what a change feed no longer holds (Stripe keeps events 30 days; a key not polled for
 // longer, or a cursor the processor dropped) is found by listing the processor's payments. Per key, every
@@ -29,22 +27,7 @@ export interface ReconcileResult {
 export async function reconcileKeys(deps: Deps, opts: { connectionIds?: string[]; signal?: AbortSignal } = {}): Promise<ReconcileResult> {
   const now = deps.clock.now();
   const dueBefore = now - deps.config.processorReconcileIntervalMs;
-  const live = and(isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed));
-  const conns = deps.db
-    .select({ id: paymentConnections.id, lenderId: paymentConnections.lenderId, processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
-    .from(paymentConnections)
-    .where(
-      opts.connectionIds
-        ? and(live, sql`${paymentConnections.id} IN (SELECT value FROM json_each(${JSON.stringify(opts.connectionIds)}))`)
-        : and(
-            live,
-            or(
-              eq(paymentConnections.reconcileDue, true),
-              lte(sql`COALESCE(${paymentConnections.reconciledAt}, ${paymentConnections.createdAt})`, dueBefore),
-            ),
-          ),
-    )
-    .all();
+  const conns = await store.keysToReconcile({ deps }, { connectionIds: opts.connectionIds, dueBefore });
   let recorded = 0;
   for (const conn of conns) {
     if (opts.signal?.aborted) break;
@@ -59,7 +42,7 @@ export async function reconcileKeys(deps: Deps, opts: { connectionIds?: string[]
 
 async function reconcileKey(deps: Deps, conn: { id: string; lenderId: string; processor: 'sandbox' | 'stripe'; keySealed: string | null }, now: number): Promise<number> {
   const ctx: JobContext = { deps };
-  const since = q.oldestUnsettled(deps.db, conn.id, now - LATE_RETURN_WATCH_MS);
+  const since = await store.oldestUnsettled(ctx, conn.id, now - LATE_RETURN_WATCH_MS);
   let recorded = 0;
   if (since !== null) {
     const processor = deps.processors.byName(conn.processor);
@@ -71,22 +54,20 @@ async function reconcileKey(deps: Deps, conn: { id: string; lenderId: string; pr
       page = res.next;
     }
   }
-  await transaction(ctx, ({ tx }) =>
-    tx.update(paymentConnections).set({ reconciledAt: now, reconcileDue: false }).where(eq(paymentConnections.id, conn.id)).run(),
-  );
+  await transaction(ctx, (tx) => store.markReconciled(tx, conn.id, now));
   return recorded;
 }
 
 /** One page of the processor's payments: the statuses of the service's own payments not recorded yet, in one transaction. */
 async function recordListed(ctx: JobContext, conn: { id: string; lenderId: string; processor: string }, listed: ListedPayment[], now: number): Promise<number> {
   let recorded = 0;
-  await transaction(ctx, (tx) => {
+  await transaction(ctx, async (tx) => {
     for (const l of listed) {
       // A payment held open is the dispatcher's to cancel; not_attempted is its answer to record.
       if (!l.paymentId || l.open || l.status === 'not_attempted') continue;
-      const own = q.ownPaymentById(tx.tx, l.paymentId, conn.id);
+      const own = await store.ownPaymentById(tx, l.paymentId, conn.id);
       if (!own || own.lenderId !== conn.lenderId) continue;
-      const r = recordOrSetAside(tx, {
+      const r = await recordOrSetAside(tx, {
         lenderId: conn.lenderId,
         reference: own.reference,
         status: l.status,
@@ -103,7 +84,7 @@ async function recordListed(ctx: JobContext, conn: { id: string; lenderId: strin
       });
       if (r?.recorded) {
         recorded++;
-        q.setProcessorPaymentId(tx.tx, own.id, l.processorPaymentId);
+        await store.keepProcessorPaymentId(tx, own.id, l.processorPaymentId);
         ctx.deps.metrics.paymentsReconciled.inc({ processor: conn.processor, status: l.status });
         ctx.deps.logger.info({ payment_id: own.id, status: l.status, connection_id: conn.id }, 'payment status found by reconciliation');
       }

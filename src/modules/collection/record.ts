@@ -1,11 +1,11 @@
 import type { EventSource, EventStatus, PaymentStatus } from '../../../db/schema/enums';
 import type { JobContext } from '../../deps';
 import type { Metrics } from '../../platform/metrics';
-import { withSavepoint, type Tx } from '../../platform/context';
-import type { Db } from '../../platform/db';
+import { savepoint, type Tx } from '../../platform/context';
+import type { StoreCtx } from '../../platform/store';
 import { newId } from '../../platform/ids';
-import { applyMonitorEventNow as applyMonitorEvent } from '../enrollments/monitor-store';
-import * as q from './queries';
+import { applyMonitorEvent } from '../enrollments/monitor-store';
+import { collectionStore as store } from './store';
 import { eventView } from './events';
 import { pushToEndpointsNow as pushToEndpoints } from '../webhooks/endpoints';
 import { evaluateReturnRatesNow as evaluateReturnRates } from '../return-rates/watch';
@@ -52,9 +52,20 @@ export interface Known {
  * slice of rows). Read in the transaction that records them, each of its own reference and source event: no
  * observation's recording changes what another's says.
  */
-export function knownAmong(db: Db, lenderId: string, source: EventSource, of: Pick<Observation, 'reference' | 'sourceEventId'>[]): Known[] {
-  const seen = new Set(q.seenAmong(db, lenderId, source, of.map((o) => o.sourceEventId)).map((r) => r.id));
-  const last = new Map(q.lastEventsAmong(db, lenderId, of.map((o) => o.reference)).map((r) => [r.reference, { status: r.status, occurredAt: r.occurredAt }]));
+export async function knownAmong(c: StoreCtx, lenderId: string, source: EventSource, of: Pick<Observation, 'reference' | 'sourceEventId'>[]): Promise<Known[]> {
+  const seen = await store.seenAmong(c, lenderId, source, of.map((o) => o.sourceEventId));
+  const last = await store.lastEventsAmong(c, lenderId, of.map((o) => o.reference));
+  return knownFrom(of, seen, last);
+}
+
+/** What knownAmong answers, from the source events seen and the references' latest events. */
+export function knownFrom(
+  of: Pick<Observation, 'reference' | 'sourceEventId'>[],
+  seenIds: string[],
+  lastEvents: { reference: string; status: EventStatus; occurredAt: number }[],
+): Known[] {
+  const seen = new Set(seenIds);
+  const last = new Map(lastEvents.map((r) => [r.reference, { status: r.status, occurredAt: r.occurredAt }]));
   return of.map((o) => ({ seen: seen.has(o.sourceEventId), last: last.get(o.reference) ?? null }));
 }
 
@@ -65,15 +76,15 @@ export type Recorded =
   | { recorded: true; eventId: string; status: EventStatus };
 
 /** Returns R01/R09 and the other codes only on the statuses that carry one. */
-const codeFor = (status: EventStatus, code: string | null) => (status === 'returned' || status === 'late_returned' ? code : null);
+export const codeFor = (status: EventStatus, code: string | null) => (status === 'returned' || status === 'late_returned' ? code : null);
 
-export function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation): Recorded {
+export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation): Promise<Recorded> {
   const { tx } = ctx;
-  if (o.known ? o.known.seen : q.eventSeen(tx, o.lenderId, o.source, o.sourceEventId)) return { recorded: false, why: 'seen' };
+  if (o.known ? o.known.seen : await store.eventSeen(ctx, o.lenderId, o.source, o.sourceEventId)) return { recorded: false, why: 'seen' };
   // Forward only: what is recorded now is the payment's status (the service's own payments) or the latest
   // recorded status of the reference (a payment made elsewhere). A status not ahead of it is one the service
   // has already moved past (an older event read late, a re-read, a look-up that came first): nothing changes.
-  const { last, current, status, ahead } = placeOf(tx, o);
+  const { last, current, status, ahead } = await placeOf(ctx, o);
   if (!ahead) {
     ctx.deps.metrics.paymentObservationsStale.inc({ source: o.source });
     return { recorded: false, why: 'stale', current };
@@ -84,7 +95,7 @@ export function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation):
   const returnCode = codeFor(status, o.returnCode);
   // A payment's events read in the order of its statuses: a status observed later never carries an earlier time.
   const occurredAt = last && last.occurredAt > o.occurredAt ? last.occurredAt : o.occurredAt;
-  q.insertEvent(tx, {
+  await store.recordEvent(ctx, {
     id: eventId,
     lenderId: o.lenderId,
     enrollmentId: o.enrollmentId,
@@ -101,34 +112,42 @@ export function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation):
     occurredAt,
     recordedAt: now,
   });
-  if (o.enrollmentId) postLedger(tx, { ...o, status }, eventId, now);
+  if (o.enrollmentId) await postLedger(ctx, { ...o, status }, eventId, now);
   if (o.paymentId) {
-    q.updatePaymentStatus(tx, { id: o.paymentId, from: current, status, returnCode, message: o.message, now, settledAt: status === 'settled' ? occurredAt : null });
+    await store.movePaymentStatus(ctx, { id: o.paymentId, from: current, status, returnCode, message: o.message, now, settledAt: status === 'settled' ? occurredAt : null });
   }
-  if (o.enrollmentId) react(ctx, o.enrollmentId, status, returnCode, now, o.declineCode ?? null);
+  if (o.enrollmentId) await react(ctx, o.enrollmentId, status, returnCode, now, o.declineCode ?? null);
   ctx.deps.metrics.paymentEvents.inc({ status, source: o.source });
   // Pushed to the lender's endpoints: what the processor said (the lender has its uploads already).
   if (o.source === 'processor' && o.authorizerUniqueId) {
     const payment_event = eventView({ id: eventId, reference: o.reference, status, amountCents: o.amountCents, returnCode, authorizerUniqueId: o.authorizerUniqueId, occurredAt, source: o.source, message: o.message });
-    pushToEndpoints(tx, now, o.lenderId, 'PAYMENT_EVENT', { payment_event });
+    await pushToEndpoints(tx, now, o.lenderId, 'PAYMENT_EVENT', { payment_event });
   }
   // A return moves the lender's return rates: evaluated at once (an upload evaluates once, after its rows).
-  if ((status === 'returned' || status === 'late_returned') && o.source !== 'upload') evaluateReturnRates(ctx, o.lenderId);
+  if ((status === 'returned' || status === 'late_returned') && o.source !== 'upload') await evaluateReturnRates(ctx, o.lenderId);
   return { recorded: true, eventId, status };
 }
 
 /** Where an observation stands against what is recorded: the status it stands for and whether it is ahead. */
-function placeOf(db: Db, o: Pick<Observation, 'lenderId' | 'reference' | 'paymentId' | 'status' | 'repeat' | 'known'>) {
-  const last = o.known ? o.known.last : q.lastEventOf(db, o.lenderId, o.reference);
-  const current = o.paymentId ? (q.paymentStatusOf(db, o.paymentId) ?? null) : (last?.status ?? null);
+async function placeOf(c: StoreCtx, o: Pick<Observation, 'lenderId' | 'reference' | 'paymentId' | 'status' | 'repeat' | 'known'>) {
+  const last = o.known ? o.known.last : await store.lastEventOf(c, o.lenderId, o.reference);
+  const current = o.paymentId ? await store.paymentStatusOf(c, o.paymentId) : (last?.status ?? null);
+  return placeFrom(o, last, current);
+}
+
+/** placeOf from what is recorded: the reference's latest event and the status it stands in. */
+export function placeFrom(o: Pick<Observation, 'status' | 'repeat'>, last: Known['last'], current: PaymentStatus | null) {
   const status = asObserved(current, o.status);
   return { last, current, status, ahead: isAhead(current, status, o.repeat === true) };
 }
 
 /** The recorded status an observation would not move forward (a dry run's answer), or undefined when it would. */
-export function staleAgainst(db: Db, o: Pick<Observation, 'lenderId' | 'reference' | 'paymentId' | 'status' | 'repeat' | 'source' | 'sourceEventId' | 'known'>): PaymentStatus | null | undefined {
-  if (o.known ? o.known.seen : q.eventSeen(db, o.lenderId, o.source, o.sourceEventId)) return undefined;
-  const p = placeOf(db, o);
+export async function staleAgainst(
+  c: StoreCtx,
+  o: Pick<Observation, 'lenderId' | 'reference' | 'paymentId' | 'status' | 'repeat' | 'source' | 'sourceEventId' | 'known'>,
+): Promise<PaymentStatus | null | undefined> {
+  if (o.known ? o.known.seen : await store.eventSeen(c, o.lenderId, o.source, o.sourceEventId)) return undefined;
+  const p = await placeOf(c, o);
   return p.ahead ? undefined : p.current;
 }
 
@@ -136,17 +155,26 @@ export function staleAgainst(db: Db, o: Pick<Observation, 'lenderId' | 'referenc
  * settled books a credit; returned, late_returned and refunded reverse what is credited for the reference
  * (maybe 0), so the ledger is the money the lender holds: a won dispute or a failed refund is settled again.
  */
-function postLedger(tx: Tx, o: Observation, eventId: string, now: number): void {
+async function postLedger(ctx: JobContext & { tx: Tx }, o: Observation, eventId: string, now: number): Promise<void> {
   const entry = { lenderId: o.lenderId, enrollmentId: o.enrollmentId!, reference: o.reference, eventId, at: now };
-  if (o.status === 'settled') q.insertLedger(tx, { ...entry, kind: 'credit', amount: o.amountCents });
+  if (o.status === 'settled') await store.postLedgerEntry(ctx, { ...entry, kind: 'credit', amount: o.amountCents });
   else if (o.status === 'returned' || o.status === 'late_returned' || o.status === 'refunded') {
-    q.insertLedger(tx, { ...entry, kind: 'reversal', amount: Math.max(0, q.creditedFor(tx, o.lenderId, o.reference)) });
+    await store.postLedgerEntry(ctx, { ...entry, kind: 'reversal', amount: Math.max(0, await store.creditedFor(ctx, o.lenderId, o.reference)) });
   }
 }
 
 /** The outcomes that move a monitor (the state machine decides how); the others are history only. */
-function react(ctx: JobContext & { tx: Tx }, enrollmentId: string, status: EventStatus, code: string | null, now: number, declineCode: string | null): void {
-  const event =
+async function react(ctx: JobContext & { tx: Tx }, enrollmentId: string, status: EventStatus, code: string | null, now: number, declineCode: string | null): Promise<void> {
+  const event = monitorEventOf(status, code, declineCode);
+  if (event) await applyMonitorEvent(ctx, { enrollmentId, event, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
+  // A return may leave the debt's chain of presentments full, or need a new authorization: said at once, and
+  // reads stop until the lender acts (never found out only when the next read would have debited).
+  if (status === 'returned' || status === 'late_returned') await holdChain(ctx, enrollmentId, now);
+}
+
+/** The outcomes that move a monitor, as the event they are to it. */
+export function monitorEventOf(status: EventStatus, code: string | null, declineCode: string | null) {
+  return (
     status === 'invalid'
       ? { type: status, declineCode }
       : status === 'settled'
@@ -155,11 +183,7 @@ function react(ctx: JobContext & { tx: Tx }, enrollmentId: string, status: Event
         ? { type: status, code }
         : status === 'late_returned'
           ? { type: status, code }
-          : null;
-  if (event) applyMonitorEvent(ctx.tx, { enrollmentId, event, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
-  // A return may leave the debt's chain of presentments full, or need a new authorization: said at once, and
-  // reads stop until the lender acts (never found out only when the next read would have debited).
-  if (status === 'returned' || status === 'late_returned') holdChain(ctx, enrollmentId, now);
+          : null);
 }
 
 /**
@@ -167,15 +191,15 @@ function react(ctx: JobContext & { tx: Tx }, enrollmentId: string, status: Event
  * transaction. One that cannot be recorded (a fault, never a stale status) is undone alone, logged, counted
  * and set aside with its reason, and the batch goes on: one payment never stops the others, nor the cursor.
  */
-export function recordOrSetAside(ctx: JobContext & { tx: Tx }, o: Observation, before?: () => void): Recorded | null {
+export async function recordOrSetAside(ctx: JobContext & { tx: Tx }, o: Observation, before?: () => Promise<void>): Promise<Recorded | null> {
   try {
-    return withSavepoint(ctx.tx, () => {
-      before?.();
+    return await savepoint(ctx, async () => {
+      await before?.();
       return recordObservation(ctx, o);
     });
   } catch (e) {
     const error = (e instanceof Error ? e.message : String(e)).slice(0, 500);
-    q.setAside(ctx.tx, { lenderId: o.lenderId, connectionId: o.connectionId, source: o.source, sourceEventId: o.sourceEventId, reference: o.reference, status: o.status, error, at: ctx.deps.clock.now() });
+    await store.setObservationAside(ctx, { lenderId: o.lenderId, connectionId: o.connectionId, source: o.source, sourceEventId: o.sourceEventId, reference: o.reference, status: o.status, error, at: ctx.deps.clock.now() });
     ctx.deps.metrics.paymentObservationsSetAside.inc({ source: o.source });
     ctx.deps.logger.error({ source: o.source, source_event_id: o.sourceEventId, payment_id: o.paymentId, status: o.status, err: error }, 'payment observation could not be recorded; set aside');
     return null;
@@ -183,7 +207,7 @@ export function recordOrSetAside(ctx: JobContext & { tx: Tx }, o: Observation, b
 }
 
 /** A fault of one observation of a slice, carried out of the slice's savepoint to have the slice done again. */
-class SliceFault extends Error {
+export class SliceFault extends Error {
   constructor(readonly fault: unknown) {
     super('an observation of the slice could not be recorded');
   }
@@ -199,14 +223,14 @@ class SliceFault extends Error {
  * still sets aside its own observation alone; only the attempt that stands is counted in the metrics.
  * Anything else that throws is rethrown.
  */
-export function recordSlice<R>(ctx: JobContext & { tx: Tx }, attempt: (record: (o: Observation) => Recorded | null) => R): R {
+export async function recordSlice<R>(ctx: JobContext & { tx: Tx }, attempt: (record: (o: Observation) => Promise<Recorded | null>) => Promise<R>): Promise<R> {
   const counts: (() => void)[] = [];
   const held = { ...ctx, deps: { ...ctx.deps, metrics: countedLater(ctx.deps.metrics, counts) } };
   try {
-    const result = withSavepoint(ctx.tx, () =>
-      attempt((o) => {
+    const result = await savepoint(ctx, () =>
+      attempt(async (o) => {
         try {
-          return recordObservation(held, o);
+          return await recordObservation(held, o);
         } catch (e) {
           throw new SliceFault(e);
         }
@@ -221,7 +245,7 @@ export function recordSlice<R>(ctx: JobContext & { tx: Tx }, attempt: (record: (
 }
 
 /** The metrics, with the counters recordObservation moves counted only when `counts` are run. */
-function countedLater(metrics: Metrics, counts: (() => void)[]): Metrics {
+export function countedLater(metrics: Metrics, counts: (() => void)[]): Metrics {
   const later = <L extends object>(counter: { inc(labels: L): void }) => ({ inc: (labels: L) => void counts.push(() => counter.inc(labels)) });
   return Object.assign(Object.create(metrics) as Metrics, {
     paymentEvents: later(metrics.paymentEvents),

@@ -1,6 +1,6 @@
-import type { Db } from '../../platform/db';
+import type { StoreCtx } from '../../platform/store';
 import { IDENTIFIER_MAX as AID_MAX } from '../../platform/fields';
-import { borrowersAmong, paymentById } from './queries';
+import { collectionStore as store } from './store';
 
 import { REFERENCE_PREFIX } from '../../adapters/processors/types';
 
@@ -39,23 +39,54 @@ export interface MatchSource {
  */
 export function matchReference(src: MatchSource, reference: string, opts: { prefixed: boolean }): PaymentMatch | null {
   const own = src.payment(reference);
-  if (own) return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id, amountCents: own.amount, processorIdKnown: !!own.pid };
+  if (own) return ownMatch(own);
   const hasPrefix = reference.startsWith(REFERENCE_PREFIX);
   if (opts.prefixed && !hasPrefix) return null;
   if (hasPrefix && src.othersPayment(reference)) return null;
   const names = namesInReference(reference);
   if (names.length === 0) return null;
-  const found = src.borrowers(names);
+  return oneBorrower(src.borrowers(names));
+}
+
+/** MatchSource's questions asked of the store: one keyed read each, awaited. */
+export interface StoredMatchSource {
+  payment(reference: string): Promise<ReturnType<MatchSource['payment']>>;
+  borrowers(ids: string[]): Promise<Map<string, string>>;
+  othersPayment(reference: string): Promise<boolean>;
+}
+
+/** matchReference, asking the store (polling): the same questions in the same order. */
+export async function matchStoredReference(src: StoredMatchSource, reference: string, opts: { prefixed: boolean }): Promise<PaymentMatch | null> {
+  const own = await src.payment(reference);
+  if (own) return ownMatch(own);
+  const hasPrefix = reference.startsWith(REFERENCE_PREFIX);
+  if (opts.prefixed && !hasPrefix) return null;
+  if (hasPrefix && (await src.othersPayment(reference))) return null;
+  const names = namesInReference(reference);
+  if (names.length === 0) return null;
+  return oneBorrower(await src.borrowers(names));
+}
+
+const ownMatch = (own: NonNullable<ReturnType<MatchSource['payment']>>): PaymentMatch => ({
+  enrollmentId: own.enrollmentId,
+  authorizerUniqueId: own.aid,
+  paymentId: own.id,
+  amountCents: own.amount,
+  processorIdKnown: !!own.pid,
+});
+
+/** The one borrower found, or unmatched when none or more than one. */
+function oneBorrower(found: Map<string, string>): PaymentMatch | null {
   if (found.size !== 1) return null;
   const [[aid, enrollmentId]] = [...found];
   return { enrollmentId: enrollmentId!, authorizerUniqueId: aid!, paymentId: null, amountCents: null };
 }
 
-/** Matching straight from the database: one keyed read per question. */
-export const databaseSource = (db: Db, lenderId: string, own: (reference: string) => ReturnType<MatchSource['payment']>): MatchSource => ({
+/** Matching from the store: one keyed read per question. */
+export const storedSource = (c: StoreCtx, lenderId: string, own: StoredMatchSource['payment']): StoredMatchSource => ({
   payment: own,
-  borrowers: (ids) => new Map(borrowersAmong(db, lenderId, ids).map((b) => [b.aid, b.id])),
-  othersPayment: (reference) => madeForAnotherLender(db, lenderId, reference),
+  borrowers: async (ids) => new Map((await store.borrowersAmong(c, lenderId, ids)).map((b) => [b.aid, b.id])),
+  othersPayment: (reference) => madeForAnotherLender(c, lenderId, reference),
 });
 
 
@@ -77,12 +108,16 @@ const PAYMENT_ID_TAIL = /-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
  * lenders' payments, and a payment is matched to the lender that made it, never to a borrower of the same
  * identifier at another lender. The payment id is the reference's tail, so this is one primary-key read.
  */
-export function madeForAnotherLender(db: Db, lenderId: string, reference: string | null): boolean {
-  const id = reference?.startsWith(REFERENCE_PREFIX) ? PAYMENT_ID_TAIL.exec(reference)?.[1] : undefined;
+export async function madeForAnotherLender(c: StoreCtx, lenderId: string, reference: string | null): Promise<boolean> {
+  const id = paymentIdIn(reference);
   if (!id) return false;
-  const p = paymentById(db, id);
+  const p = await store.paymentById(c, id);
   return p !== null && p.reference === reference && p.lenderId !== lenderId;
 }
+
+/** The payment id a reference of the service's ends with, if it is one. */
+export const paymentIdIn = (reference: string | null): string | undefined =>
+  reference?.startsWith(REFERENCE_PREFIX) ? PAYMENT_ID_TAIL.exec(reference)?.[1] : undefined;
 
 /** The identifiers a reference could name, its `DRS-` prefix (if any) taken off. */
 export const namesInReference = (reference: string): string[] =>

@@ -9,7 +9,7 @@ import type { Ctx } from '../../deps';
 import { readSnapshot, transaction, type Tx } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
 import { madeForAnotherLender, matchReference, namesInReference, REFERENCE_PREFIX, type MatchSource, type PaymentMatch } from '../collection/reference';
-import { knownAmong, recordSlice, staleAgainst, type Known, type Observation } from '../collection/record';
+import { knownAmong, recordSlice, staleAgainst, type Known, type Observation, type Recorded } from '../collection/record';
 import { evaluateReturnRates } from '../return-rates/watch';
 import { uploadStore as store, type UploadedRow, type UploadedWrite } from './store';
 import { CsvError, toCsvError } from '../../platform/csv';
@@ -197,7 +197,7 @@ class Lookups {
       if (this.payments.has(r)) continue;
       for (const name of namesInReference(r)) aids.add(name);
       // Only a DRS- reference can be another lender's payment (matchReference asks only then).
-      if (r.startsWith(REFERENCE_PREFIX) && (await madeForAnotherLender(this.tx.tx, lenderId, r))) this.others.add(r);
+      if (r.startsWith(REFERENCE_PREFIX) && (await madeForAnotherLender(this.tx, lenderId, r))) this.others.add(r);
     }
     const unknown = [...aids].filter((a) => !this.borrowers.has(a));
     if (unknown.length === 0) return;
@@ -476,7 +476,7 @@ async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; in
       const priors = new Map((await store.uploadedAmong(tx, tx.lender.id, slice.map(keyOf))).map((u) => [u.reference, u]));
       await lookups.load(slice);
       // What is recorded of each row's reference and status, read for the slice at once.
-      const known = await knownAmong(tx.tx, tx.lender.id, 'upload', slice.map((p) => ({ reference: keyOf(p), sourceEventId: sourceEventIdOf(keyOf(p), p.status) })));
+      const known = await knownAmong(tx, tx.lender.id, 'upload', slice.map((p) => ({ reference: keyOf(p), sourceEventId: sourceEventIdOf(keyOf(p), p.status) })));
       const decided = await recordSliceOf(tx, slice, (p, i) => decideRow(tx.lender.id, p, priors.get(keyOf(p)) ?? null, lookups.match(p), known[i]!, now), input.dryRun);
       for (const r of decided.rows) rows.push(r);
       for (const p of decided.problems) problems.add(p);
@@ -566,14 +566,19 @@ async function recordSliceOf(
     for (let i = 0; i < decided.length; i++) {
       const o = decided[i]!.observation;
       if (!o) continue;
-      const current = await staleAgainst(tx.tx, o);
+      const current = await staleAgainst(tx, o);
       if (current !== undefined) outcomes[i] = stale(decided[i]!, current);
     }
   } else {
     const writes: UploadedWrite[] = [];
     for (const d of decided) if (d.write) writes.push(d.write);
     await store.saveUploaded(tx, writes);
-    const recorded = await recordSlice(tx, (record) => decided.map((d) => (d.observation ? record(d.observation) : undefined)));
+    const recorded = await recordSlice(tx, async (record) => {
+      // In row order, one after the other: each row's recording sees the ones before it.
+      const out: (Recorded | null | undefined)[] = [];
+      for (const d of decided) out.push(d.observation ? await record(d.observation) : undefined);
+      return out;
+    });
     for (let i = 0; i < decided.length; i++) {
       const r = recorded[i];
       const d = decided[i]!;

@@ -15,7 +15,7 @@ import { dispatchPayments } from '../../../src/modules/collection/dispatch';
 import { pollProcessors } from '../../../src/modules/collection/poll';
 import { reconcileKeys } from '../../../src/modules/collection/reconcile';
 import { recordOrSetAside } from '../../../src/modules/collection/record';
-import { withTransaction } from '../../../src/platform/context';
+import { transaction } from '../../../src/platform/context';
 import type { EventStatus } from '../../../db/schema/enums';
 
 const SETTLE = 60_000;
@@ -120,7 +120,7 @@ describe('any order of observations of one payment', () => {
               const cur = rows<{ status: string }>(c, 'SELECT status FROM payments WHERE id = ?', pid)[0]!.status;
               if (cur !== 'initiating' && cur !== 'processing') mk(`q-${aid}`, 'processing');
             }
-            const r = withTransaction({ deps: c.rt }, (tx) =>
+            const r = await transaction({ deps: c.rt }, (tx) =>
               recordOrSetAside(tx, {
                 lenderId: lender,
                 reference: `DRS-${aid}-${pid}`,

@@ -43,16 +43,16 @@ describe('matching never crosses lenders', () => {
       message: null,
     };
     // Read through B's connection to the same account: unmatched for B.
-    expect(matchChange(c.rt.db, b.id, 'connection-of-b', change, 0)).toBeNull();
+    expect(await matchChange({ deps: c.rt }, b.id, 'connection-of-b', change, 0)).toBeNull();
     // Read through A's: A's own payment.
-    expect(matchChange(c.rt.db, a.lenderId, a.conn, change, 0)).toMatchObject({ paymentId: a.id, authorizerUniqueId: 'shared-id' });
+    expect(await matchChange({ deps: c.rt }, a.lenderId, a.conn, change, 0)).toMatchObject({ paymentId: a.id, authorizerUniqueId: 'shared-id' });
     // A DRS- reference of no payment the service made still names B's borrower (a payment B made at the processor).
-    const own = matchChange(c.rt.db, b.id, 'connection-of-b', { ...change, reference: 'DRS-shared-id-INV-7' }, 0);
+    const own = await matchChange({ deps: c.rt }, b.id, 'connection-of-b', { ...change, reference: 'DRS-shared-id-INV-7' }, 0);
     expect(own).toMatchObject({ authorizerUniqueId: 'shared-id', paymentId: null });
     // Not through a key whose account is unknown or another lender's, nor for a payment made before B's binding.
-    expect(matchChange(c.rt.db, b.id, 'connection-of-b', { ...change, reference: 'DRS-shared-id-INV-7' }, null)).toBeNull();
-    expect(matchChange(c.rt.db, b.id, 'connection-of-b', { ...change, reference: 'DRS-shared-id-INV-7', paymentCreatedAt: 5 }, 6)).toBeNull();
+    expect(await matchChange({ deps: c.rt }, b.id, 'connection-of-b', { ...change, reference: 'DRS-shared-id-INV-7' }, null)).toBeNull();
+    expect(await matchChange({ deps: c.rt }, b.id, 'connection-of-b', { ...change, reference: 'DRS-shared-id-INV-7', paymentCreatedAt: 5 }, 6)).toBeNull();
     // A's own payment matches whatever the binding says: it is A's by its id.
-    expect(matchChange(c.rt.db, a.lenderId, a.conn, change, null)).toMatchObject({ paymentId: a.id });
+    expect(await matchChange({ deps: c.rt }, a.lenderId, a.conn, change, null)).toMatchObject({ paymentId: a.id });
   });
 });

@@ -163,7 +163,7 @@ async function ListContent(props: { deps: Deps; s: PortalSession; f: FilterValue
 async function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid: string; message?: Message }) {
   const ctx = { lender: props.s.lender, deps: props.deps };
   const e = await getEnrollment({ ctx, input: { authorizerUniqueId: props.aid } });
-  const events = listPaymentEvents({ ctx, input: { authorizerUniqueId: e.authorizer_unique_id } }).events;
+  const events = (await listPaymentEvents({ ctx, input: { authorizerUniqueId: e.authorizer_unique_id } })).events;
   const now = props.view.now;
   const instrument = `${e.instrument.rail.toUpperCase()} ${'bank_name' in e.instrument ? (e.instrument.bank_name ?? '') : (e.instrument.card_brand ?? '')} …${e.instrument.last4 ?? ''}`;
   return (

@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia';
 import type { Deps } from '../../../deps';
-import { collectionOverview, type Totals } from '../../collection/overview';
+import type { Totals } from '../../collection/overview';
+import { collectionOverview } from '../../collection/overview';
 import { listBatches } from '../../balance-requests/service';
 import { listKeysNow as listKeys } from '../../lenders/service';
 import { listConnections } from '../../payment-connections/service';

@@ -5,7 +5,8 @@ import { PAYMENT_STATUSES } from '../../../../db/schema/enums';
 import { csvLine } from '../../../platform/csv';
 import { formatCents } from '../../../platform/money';
 import { OneOf } from '../../../platform/schema';
-import { listPayments, PAYMENT_SORTS, type PaymentListInput } from '../../collection/payment-list';
+import { PAYMENT_SORTS, type PaymentListInput } from '../../collection/payment-list';
+import { listPayments } from '../../collection/payment-list';
 import { page, portalSession, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
 import { Choice, Money, Pager, Table, Time } from '../ui/components';
@@ -34,9 +35,9 @@ type FilterValues = typeof Filters.static;
 
 const inputOf = (f: FilterValues): Omit<PaymentListInput, 'limit'> => ({ status: f.status, from: f.from, to: f.to, sort: f.sort });
 
-function PaymentsContent(props: { deps: Deps; s: PortalSession; f: FilterValues; now: number }) {
+async function PaymentsContent(props: { deps: Deps; s: PortalSession; f: FilterValues; now: number }) {
   const { f } = props;
-  const list = listPayments({ ctx: { lender: props.s.lender, deps: props.deps }, input: { ...inputOf(f), limit: PAGE_SIZE, next_page_token: f.next_page_token } });
+  const list = await listPayments({ ctx: { lender: props.s.lender, deps: props.deps }, input: { ...inputOf(f), limit: PAGE_SIZE, next_page_token: f.next_page_token } });
   const filters = { status: f.status, from: f.from, to: f.to, sort: f.sort };
   const csv = new URLSearchParams(Object.entries(filters).filter((e): e is [string, string] => !!e[1]));
   const filtered = !!(f.status || f.from || f.to);
@@ -100,13 +101,13 @@ export const paymentPages = (deps: Deps) =>
     )
     .get(
       `${PAYMENTS_HERE}.csv`,
-      ({ session, query }) => {
+      async ({ session, query }) => {
         const f = queryOf(Filters, query);
         const ctx = { lender: session.lender, deps };
         // The filters are checked before the first byte: a bad date is the page's error, not a broken file.
-        const first = listPayments({ ctx, input: { ...inputOf(f), limit: CSV_PAGE } });
+        const first = await listPayments({ ctx, input: { ...inputOf(f), limit: CSV_PAGE } });
         let token: string | null = first.next_page_token;
-        let pending: typeof first | null = first;
+        let pending: Awaited<typeof first> | null = first;
         const line = (p: (typeof first)['payments'][number]) =>
           csvLine([p.reference, p.authorizer_unique_id, formatCents(p.amount_cents), p.status, p.rail, String(p.attempt), p.return_code, p.created_at, p.settled_at ?? '']);
         // Page by page as the browser reads it: any number of payments streams in bounded memory.
@@ -114,8 +115,8 @@ export const paymentPages = (deps: Deps) =>
           start(c) {
             c.enqueue(csvLine(['reference', 'authorizer_unique_id', 'amount', 'status', 'rail', 'attempt', 'return_code', 'created_at', 'settled_at']));
           },
-          pull(c) {
-            const list = pending ?? (token ? listPayments({ ctx, input: { ...inputOf(f), limit: CSV_PAGE, next_page_token: token } }) : null);
+          async pull(c) {
+            const list = pending ?? (token ? await listPayments({ ctx, input: { ...inputOf(f), limit: CSV_PAGE, next_page_token: token } }) : null);
             pending = null;
             if (!list) return c.close();
             c.enqueue(list.payments.map(line).join(''));

@@ -1,0 +1,601 @@
+import { and, asc, desc, eq, gt, gte, inArray, isNotNull, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
+import { enrollments, paymentConnections, paymentEvents, payments } from '../../../db/schema';
+import { MONITOR_STATES, PAYMENT_STATUSES, type EventSource, type EventStatus, type MonitorState, type PaymentStatus } from '../../../db/schema/enums';
+import type { Db, Orm } from '../../platform/db';
+import { DAY_MS } from '../../platform/clock';
+import { readerOf, writerOf } from '../../platform/store';
+import type { PastPayment } from './rules';
+import type { CollectionStore, CountedSum, LedgerTotals, PaymentPageQuery } from './store';
+
+// Collection's SQL on SQLite. The raw prepared statements: recording an observed status and matching a
+// processor change run once per change of a polled feed (bun run bench collection: a 50,000-change backlog at
+// 20,000 changes/s or more), where the query builder's per-call cost is most of the time. bun:sqlite caches
+// each statement. The named exports below are the synchronous statements themselves: the store object at the
+// end calls them, and so do the transitional synchronous functions (transitional.ts) other modules still call.
+
+export const eventSeen = (db: Db, lenderId: string, source: EventSource, sourceEventId: string) =>
+  db.$client
+    .query<{ id: string }, [string, string, string]>('SELECT id FROM payment_events WHERE lender_id = ? AND source = ? AND source_event_id = ?')
+    .get(lenderId, source, sourceEventId);
+
+/** The latest recorded event of a reference: its status (forward only, so the reference's status) and time. */
+export const lastEventOf = (db: Db, lenderId: string, reference: string) =>
+  db.$client
+    .query<{ status: EventStatus; occurredAt: number }, [string, string]>(
+      `SELECT status, occurred_at AS occurredAt FROM payment_events INDEXED BY payment_events_reference_idx
+        WHERE lender_id = ? AND reference = ? ORDER BY recorded_at DESC, rowid DESC LIMIT 1`,
+    )
+    .get(lenderId, reference);
+
+/** Which of these source events of a lender were read before: eventSeen for a slice of observations at once. */
+export const seenAmong = (db: Db, lenderId: string, source: EventSource, sourceEventIds: string[]) =>
+  db.$client
+    .query<{ id: string }, [string, string, string]>(
+      'SELECT source_event_id AS id FROM payment_events WHERE lender_id = ? AND source = ? AND source_event_id IN (SELECT value FROM json_each(?))',
+    )
+    .all(lenderId, source, JSON.stringify(sourceEventIds));
+
+/** The latest recorded event of each of some references: lastEventOf for a slice of observations at once. */
+export const lastEventsAmong = (db: Db, lenderId: string, references: string[]) =>
+  db.$client
+    .query<{ reference: string; status: EventStatus; occurredAt: number }, [string, string]>(
+      `SELECT e.reference, e.status, e.occurred_at AS occurredAt FROM json_each(?2) j
+         JOIN payment_events e ON e.rowid = (SELECT rowid FROM payment_events INDEXED BY payment_events_reference_idx
+                                              WHERE lender_id = ?1 AND reference = j.value ORDER BY recorded_at DESC, rowid DESC LIMIT 1)`,
+    )
+    .all(lenderId, JSON.stringify(references));
+
+/** A payment's recorded status. */
+export const paymentStatusOf = (db: Db, id: string) =>
+  db.$client.query<{ status: PaymentStatus }, [string]>('SELECT status FROM payments WHERE id = ?').get(id)?.status;
+
+export const insertEvent = (
+  tx: Orm,
+  v: {
+    id: string;
+    lenderId: string;
+    enrollmentId: string | null;
+    aid: string | null;
+    paymentId: string | null;
+    connectionId: string | null;
+    reference: string;
+    status: EventStatus;
+    amount: number;
+    returnCode: string | null;
+    message: string | null;
+    source: EventSource;
+    sourceEventId: string;
+    occurredAt: number;
+    recordedAt: number;
+  },
+) =>
+  tx.$client
+    .query(
+      `INSERT INTO payment_events (id, lender_id, enrollment_id, authorizer_unique_id, payment_id, connection_id, reference, status,
+         amount_cents, return_code, message, source, source_event_id, occurred_at, recorded_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    )
+    .run(v.id, v.lenderId, v.enrollmentId, v.aid, v.paymentId, v.connectionId, v.reference, v.status, v.amount, v.returnCode, v.message, v.source, v.sourceEventId, v.occurredAt, v.recordedAt);
+
+/** What is credited for a reference, net of reversals (one reference: at most a few amounts under the cap). */
+export const creditedFor = (db: Db, lenderId: string, reference: string) =>
+  db.$client
+    .query<{ net: number }, [string, string]>(
+      "SELECT COALESCE(SUM(CASE WHEN kind = 'credit' THEN amount_cents ELSE -amount_cents END), 0) AS net FROM ledger_entries WHERE lender_id = ? AND reference = ?",
+    )
+    .get(lenderId, reference)!.net;
+
+export const insertLedger = (tx: Orm, v: { lenderId: string; enrollmentId: string; reference: string; kind: 'credit' | 'reversal'; amount: number; eventId: string; at: number }) =>
+  tx.$client
+    .query('INSERT INTO ledger_entries (lender_id, enrollment_id, reference, kind, amount_cents, event_id, at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+    .run(v.lenderId, v.enrollmentId, v.reference, v.kind, v.amount, v.eventId, v.at);
+
+/** Moves a payment from the status it was read in (compare and set: a status that moved since is left alone). */
+export const updatePaymentStatus = (tx: Orm, v: { id: string; from: PaymentStatus | null; status: EventStatus; returnCode: string | null; message: string | null; now: number; settledAt: number | null }) =>
+  tx.$client
+    .query('UPDATE payments SET status = ?, return_code = ?, message = ?, updated_at = ?, settled_at = COALESCE(?, settled_at) WHERE id = ? AND status IS ?')
+    .run(v.status, v.returnCode, v.message, v.now, v.settledAt, v.id, v.from);
+
+/** The service's own payment a change is about: by its reference, or by the processor's id through the same key. */
+export const ownPayment = (db: Db, lenderId: string, connectionId: string, reference: string | null, processorPaymentId: string) =>
+  db.$client
+    .query<{ id: string; enrollmentId: string; aid: string; amount: number; pid: string | null }, [string, string, string, string]>(
+      `SELECT id, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, amount_cents AS amount, processor_payment_id AS pid FROM payments
+        WHERE lender_id = ?1 AND reference = ?2
+       UNION ALL
+       SELECT id, enrollment_id, authorizer_unique_id, amount_cents, processor_payment_id FROM payments INDEXED BY payments_processor_idx
+        WHERE connection_id = ?3 AND processor_payment_id = ?4 AND lender_id = ?1
+       LIMIT 1`,
+    )
+    .get(lenderId, reference ?? '', connectionId, processorPaymentId);
+
+/** A payment the service made, by its id (the tail of its reference), whichever lender made it. */
+export const paymentById = (db: Db, id: string) =>
+  db.$client.query<{ lenderId: string; reference: string }, [string]>('SELECT lender_id AS lenderId, reference FROM payments WHERE id = ?').get(id);
+
+/** The lender's borrowers among these identifiers (the candidate splits of a DRS- reference). */
+export const borrowersAmong = (db: Db, lenderId: string, ids: string[]) =>
+  db.$client
+    .query<{ id: string; aid: string }, [string, string]>(
+      'SELECT id, authorizer_unique_id AS aid FROM enrollments WHERE lender_id = ? AND authorizer_unique_id IN (SELECT value FROM json_each(?))',
+    )
+    .all(lenderId, JSON.stringify(ids));
+
+export const ingested = (db: Db, connectionId: string, processorPaymentId: string) =>
+  db.$client
+    .query<{ matched: number }, [string, string]>('SELECT matched FROM ingested_payments WHERE connection_id = ? AND processor_payment_id = ?')
+    .get(connectionId, processorPaymentId);
+
+export const insertIngested = (tx: Orm, connectionId: string, processorPaymentId: string, matched: boolean) =>
+  tx.$client.query('INSERT INTO ingested_payments (connection_id, processor_payment_id, matched) VALUES (?, ?, ?)').run(connectionId, processorPaymentId, matched ? 1 : 0);
+
+export const markIngestedMatched = (tx: Orm, connectionId: string, processorPaymentId: string) =>
+  tx.$client.query('UPDATE ingested_payments SET matched = 1 WHERE connection_id = ? AND processor_payment_id = ?').run(connectionId, processorPaymentId);
+
+/**
+ * When the oldest of a key's payments that can still change was first sent: in flight, or settled since
+ * `settledSince` (watched for late returns). Null when there is none (nothing to reconcile).
+ */
+export const oldestUnsettled = (db: Db, connectionId: string, settledSince: number) =>
+  db.$client
+    .query<{ at: number | null }, [string, number]>(
+      `SELECT MIN(COALESCE(first_attempt_at, created_at)) AS at FROM payments
+        WHERE connection_id = ?1 AND first_attempt_at IS NOT NULL
+          AND (status IN ('initiating', 'processing') OR (status = 'settled' AND settled_at >= ?2))`,
+    )
+    .get(connectionId, settledSince)!.at;
+
+/** The service's payment with this id, sent through this key. */
+export const ownPaymentById = (db: Db, id: string, connectionId: string) =>
+  db.$client
+    .query<{ id: string; lenderId: string; enrollmentId: string; aid: string; amount: number; reference: string }, [string, string]>(
+      `SELECT id, lender_id AS lenderId, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, amount_cents AS amount, reference
+         FROM payments WHERE id = ? AND connection_id = ?`,
+    )
+    .get(id, connectionId);
+
+/** Keeps the processor's id of a payment the first time it is seen (a no-op read of the key after that). */
+export const setProcessorPaymentId = (tx: Orm, id: string, processorPaymentId: string) =>
+  tx.$client.query('UPDATE payments SET processor_payment_id = ? WHERE id = ? AND processor_payment_id IS NULL').run(processorPaymentId, id);
+
+/** Every payment of a borrower, oldest first, as the collection rules read it (collection/rules.ts). */
+export const paymentHistory = (db: Db, enrollmentId: string) =>
+  db.$client
+    .query<PastPayment, [string]>(
+      `SELECT id, status, return_code AS returnCode, amount_cents AS amountCents, attempt, reinitiation_of AS reinitiationOf,
+              created_at AS createdAt, updated_at AS updatedAt, first_attempt_at AS firstAttemptAt
+         FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id = ? ORDER BY created_at, id`,
+    )
+    .all(enrollmentId);
+
+/** The borrower's scheduled payment (at most one: it counts as in flight). */
+export const scheduledPaymentOf = (db: Db, enrollmentId: string) =>
+  db.$client
+    .query<{ id: string; lenderId: string; enrollmentId: string; aid: string; reference: string; amountCents: number; debitOn: number }, [string]>(
+      `SELECT id, lender_id AS lenderId, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, reference, amount_cents AS amountCents,
+              debit_on AS debitOn
+         FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id = ? AND status = 'scheduled'`,
+    )
+    .get(enrollmentId);
+
+/** Its day has come and nothing stops it: a scheduled payment becomes an initiating one, due for dispatch now. */
+export const releaseScheduled = (tx: Orm, id: string, now: number) =>
+  tx.$client
+    .query("UPDATE payments SET status = 'initiating', state = 'pending', next_attempt_at = ?, updated_at = ? WHERE id = ? AND status = 'scheduled'")
+    .run(now, now, id);
+
+/** What the collection rules read of a borrower besides its payments. */
+export const chainInputsOf = (db: Db, enrollmentId: string) =>
+  db.$client
+    .query<
+      { lenderId: string; state: string; blockedReason: string | null; authorizationAt: number | null; cfpbCovered: number | null; collectableAmountCents: number },
+      [string]
+    >(
+      `SELECT lender_id AS lenderId, state, blocked_reason AS blockedReason, authorization_at AS authorizationAt,
+              cfpb_covered AS cfpbCovered, collectable_amount_cents AS collectableAmountCents
+         FROM enrollments WHERE id = ?`,
+    )
+    .get(enrollmentId);
+
+export const setPaymentsUsed = (tx: Orm, enrollmentId: string, n: number, now: number) =>
+  tx.$client.query('UPDATE enrollments SET payments_used = ?, updated_at = ? WHERE id = ?').run(n, now, enrollmentId);
+
+/** A payment the processor never held, ended: only from initiating (an outcome read meanwhile stands). */
+export const markNotAttempted = (tx: Orm, id: string, message: string, now: number) =>
+  tx.$client.query("UPDATE payments SET status = 'not_attempted', message = ?, updated_at = ? WHERE id = ? AND status = 'initiating'").run(message, now, id);
+
+export const setAside = (
+  tx: Orm,
+  v: { lenderId: string; connectionId: string | null; source: EventSource; sourceEventId: string; reference: string; status: EventStatus; error: string; at: number },
+) =>
+  tx.$client
+    .query('INSERT INTO payment_observations_set_aside (lender_id, connection_id, source, source_event_id, reference, status, error, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+    .run(v.lenderId, v.connectionId, v.source, v.sourceEventId, v.reference, v.status, v.error, v.at);
+// The portal overview's sums: every amount of the lender's ledger and payments, exactly.
+
+/**
+ * SUM of an amount column that cannot overflow: each amount (under 2^54 cents: a borrower's ledger stays under
+ * 2^53) is summed as three 18-bit parts, each part's sum staying under 2^63 for up to 2^45 rows, more than a
+ * SQLite file can hold. The parts are put together in BigInt by `sumOf`. Read with safeIntegers.
+ */
+const PART_BITS = 18;
+const PART_MASK = (1 << PART_BITS) - 1;
+const partSums = (amount: string, name: string, when = '1') =>
+  [0, 1, 2]
+    .map((i) => `COALESCE(SUM(CASE WHEN ${when} THEN (${amount} >> ${i * PART_BITS})${i < 2 ? ` & ${PART_MASK}` : ''} END), 0) AS ${name}${i}`)
+    .join(', ');
+type Parts<N extends string> = Record<`${N}${0 | 1 | 2}`, bigint>;
+/** The exact sum of a column summed by `partSums` as `name`. */
+const sumOf = <N extends string>(row: Parts<N>, name: N): bigint =>
+  row[`${name}0`] + (row[`${name}1`] << BigInt(PART_BITS)) + (row[`${name}2`] << BigInt(2 * PART_BITS));
+
+const CREDITED = partSums('amount_cents', 'c', `kind = 'credit'`);
+const REVERSED = partSums('amount_cents', 'r', `kind = 'reversal'`);
+
+// What was credited, and what was reversed by returns, from the ledger_entries_lender_at_idx covering index.
+/** The overview's ledger totals since `from`. */
+export const ledgerSince = (db: Db, lender: string, from: number) =>
+  db.$client
+    .query<Parts<'c' | 'r'>, [string, number]>(`SELECT ${CREDITED}, ${REVERSED} FROM ledger_entries WHERE lender_id = ? AND at >= ?`)
+    .safeIntegers(true)
+    .get(lender, from)!;
+/** The same per UTC day. */
+export const ledgerByDay = (db: Db, lender: string, from: number) =>
+  db.$client
+    .query<Parts<'c' | 'r'> & { day: bigint }, [string, number]>(
+      `SELECT (at / ${DAY_MS}) * ${DAY_MS} AS day, ${CREDITED}, ${REVERSED} FROM ledger_entries WHERE lender_id = ? AND at >= ? GROUP BY 1`,
+    )
+    .safeIntegers(true)
+    .all(lender, from);
+// In flight: sent and not yet settled or returned (initiating, processing).
+export const flightSince = (db: Db, lender: string, from: number) =>
+  db.$client
+    .query<Parts<'f'> & { n: bigint }, [string, number]>(
+      `SELECT ${partSums('amount_cents', 'f')}, COUNT(*) AS n FROM payments
+        WHERE lender_id = ? AND status IN ('initiating', 'processing') AND created_at >= ?`,
+    )
+    .safeIntegers(true)
+    .get(lender, from)!;
+// Returned debits: every reference returned (or returned late) since `from`, once each however many return
+// events it has, with its amount; off payment_events_returns_idx, the amounts read from the rows it names.
+export const returnedSince = (db: Db, lender: string, from: number) =>
+  db.$client
+    .query<Parts<'d'> & { n: bigint }, [string, number]>(
+      `SELECT ${partSums('a', 'd')}, COUNT(*) AS n FROM (
+         SELECT reference, MAX(amount_cents) AS a FROM payment_events INDEXED BY payment_events_returns_idx
+          WHERE lender_id = ? AND status IN ('returned', 'late_returned') AND occurred_at >= ? GROUP BY reference)`,
+    )
+    .safeIntegers(true)
+    .get(lender, from)!;
+
+/** The overview's figures as exact sums: the parts above put together. */
+export const ledgerTotals = (db: Db, lender: string, from: number): LedgerTotals => {
+  const l = ledgerSince(db, lender, from);
+  return { credited: sumOf(l, 'c'), reversed: sumOf(l, 'r') };
+};
+export const ledgerTotalsByDay = (db: Db, lender: string, from: number): (LedgerTotals & { day: number })[] =>
+  ledgerByDay(db, lender, from).map((r) => ({ day: Number(r.day), credited: sumOf(r, 'c'), reversed: sumOf(r, 'r') }));
+export const inFlightTotals = (db: Db, lender: string, from: number): CountedSum => {
+  const f = flightSince(db, lender, from);
+  return { amount: sumOf(f, 'f'), count: Number(f.n) };
+};
+export const returnedTotals = (db: Db, lender: string, from: number): CountedSum => {
+  const d = returnedSince(db, lender, from);
+  return { amount: sumOf(d, 'd'), count: Number(d.n) };
+};
+
+/**
+ * The claim of a send: the payment still initiating and its borrower still monitored, with its first attempt
+ * recorded (kept when it was sent before). One statement, so a removal either committed before it (no row
+ * changes) or finds the payment claimed.
+ */
+export const claimSend = (tx: Orm, id: string, now: number) =>
+  tx.$client
+    .query(
+      `UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ?2), updated_at = ?2
+      WHERE id = ?1 AND status = 'initiating'
+        AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL)`,
+    )
+    .run(id, now);
+
+/** The borrower a collection decision is about: its whole row. */
+export const enrollmentToDecide = (db: Db, enrollmentId: string) => db.select().from(enrollments).where(eq(enrollments.id, enrollmentId)).get();
+
+/** A payment of the borrower in flight (initiating or processing), if any. */
+export const paymentInFlight = (db: Db, enrollmentId: string) =>
+  db
+    .select({ id: payments.id })
+    .from(payments)
+    .where(and(eq(payments.enrollmentId, enrollmentId), inArray(payments.status, ['initiating', 'processing'])))
+    .get();
+
+export const insertPayment = (tx: Orm, row: typeof payments.$inferInsert) => tx.insert(payments).values(row).run();
+
+/** A presentment given back: a payment that never went out does not count against the debt's chain. */
+export const giveBackPresentment = (tx: Orm, enrollmentId: string, now: number) =>
+  tx.update(enrollments).set({ paymentsUsed: sql`MAX(${enrollments.paymentsUsed} - 1, 0)`, updatedAt: now }).where(eq(enrollments.id, enrollmentId)).run();
+
+/** What the dispatcher reads of a due payment before it decides. */
+export const sendStateOf = (db: Db, id: string) =>
+  db.select({ status: payments.status, firstAttemptAt: payments.firstAttemptAt }).from(payments).where(eq(payments.id, id)).get();
+
+/** What a debit needs of its borrower: whether it is still monitored, and its sealed details. */
+export const borrowerToDebit = (db: Db, enrollmentId: string) =>
+  db
+    .select({ state: enrollments.state, sealed: enrollments.sealed, cardToken: enrollments.cardTokenSealed, routing: enrollments.routingNumber })
+    .from(enrollments)
+    .where(eq(enrollments.id, enrollmentId))
+    .get();
+
+/** The processor key a payment goes through: its processor and its sealed key (null once deleted). */
+export const keyToSend = (db: Db, connectionId: string) =>
+  db
+    .select({ processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
+    .from(paymentConnections)
+    .where(eq(paymentConnections.id, connectionId))
+    .get();
+
+/** Keeps the processor's id of a payment it answered about (an id kept before stands). */
+export const noteProcessorPaymentId = (tx: Orm, id: string, processorPaymentId: string | null, now: number) =>
+  tx
+    .update(payments)
+    .set({ processorPaymentId: sql`COALESCE(${payments.processorPaymentId}, ${processorPaymentId})`, updatedAt: now })
+    .where(eq(payments.id, id))
+    .run();
+
+/** Every live key (not deleted, its key held), with its feed's cursor. */
+export const keysToPoll = (db: Db) =>
+  db
+    .select({
+      id: paymentConnections.id,
+      lenderId: paymentConnections.lenderId,
+      processor: paymentConnections.processor,
+      accountId: paymentConnections.accountId,
+      keySealed: paymentConnections.keySealed,
+      cursor: paymentConnections.pollCursor,
+    })
+    .from(paymentConnections)
+    .where(and(isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed)))
+    .all();
+
+/** A page of a key's feed read: its cursor, when, its error or none, and the counts it adds. */
+export const recordPoll = (
+  tx: Orm,
+  connectionId: string,
+  v: { cursor: string | null; at: number; error: string | null; reconcileDue: boolean; ingested: number; matched: number },
+) =>
+  tx
+    .update(paymentConnections)
+    .set({
+      pollCursor: v.cursor,
+      lastPollAt: v.at,
+      lastPollError: v.error,
+      ...(v.reconcileDue ? { reconcileDue: true } : {}),
+      ingested: sql`${paymentConnections.ingested} + ${v.ingested}`,
+      matched: sql`${paymentConnections.matched} + ${v.matched}`,
+    })
+    .where(eq(paymentConnections.id, connectionId))
+    .run();
+
+export const recordPollError = (tx: Orm, connectionId: string, message: string) =>
+  tx.update(paymentConnections).set({ lastPollError: message }).where(eq(paymentConnections.id, connectionId)).run();
+
+/** The live keys to reconcile: the given ones, or those due (asked to, or not reconciled since `dueBefore`). */
+export const keysToReconcile = (db: Db, v: { connectionIds?: string[]; dueBefore: number }) => {
+  const live = and(isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed));
+  return db
+    .select({ id: paymentConnections.id, lenderId: paymentConnections.lenderId, processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
+    .from(paymentConnections)
+    .where(
+      v.connectionIds
+        ? and(live, sql`${paymentConnections.id} IN (SELECT value FROM json_each(${JSON.stringify(v.connectionIds)}))`)
+        : and(
+            live,
+            or(
+              eq(paymentConnections.reconcileDue, true),
+              lte(sql`COALESCE(${paymentConnections.reconciledAt}, ${paymentConnections.createdAt})`, v.dueBefore),
+            ),
+          ),
+    )
+    .all();
+};
+
+export const markReconciled = (tx: Orm, connectionId: string, at: number) =>
+  tx.update(paymentConnections).set({ reconciledAt: at, reconcileDue: false }).where(eq(paymentConnections.id, connectionId)).run();
+
+/** Every key with its count from grouped rows, 0 for a key no row has. */
+function countsOf<K extends string>(keys: readonly K[], rows: { key: K; n: number }[]): Record<K, number> {
+  const out = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
+  for (const r of rows) out[r.key] = r.n;
+  return out;
+}
+
+export const borrowerCountsByState = (db: Db, lender: string): Record<MonitorState, number> =>
+  countsOf(
+    MONITOR_STATES,
+    db.select({ key: enrollments.state, n: sql<number>`COUNT(*)` }).from(enrollments).where(eq(enrollments.lenderId, lender)).groupBy(enrollments.state).all(),
+  );
+
+export const paymentCountsByStatus = (db: Db, lender: string): Record<PaymentStatus, number> =>
+  countsOf(
+    PAYMENT_STATUSES,
+    db.select({ key: payments.status, n: sql<number>`COUNT(*)` }).from(payments).where(eq(payments.lenderId, lender)).groupBy(payments.status).all(),
+  );
+
+/** Every event of one borrower of the lender, oldest first. */
+export const eventsOfBorrower = (db: Db, lenderId: string, aid: string) =>
+  db
+    .select()
+    .from(paymentEvents)
+    .where(and(eq(paymentEvents.lenderId, lenderId), eq(paymentEvents.authorizerUniqueId, aid)))
+    .orderBy(asc(paymentEvents.recordedAt), asc(paymentEvents.id))
+    .all();
+
+/** Up to `take` of the lender's payments after a position, filtered and in the order asked. */
+export const paymentsPage = (db: Db, v: PaymentPageQuery) => {
+  const byAmount = v.sort === 'amount_desc' || v.sort === 'amount_asc';
+  const descending = v.sort === 'newest' || v.sort === 'amount_desc';
+  const key = byAmount ? payments.amountCents : payments.createdAt;
+  const filters: SQL[] = [eq(payments.lenderId, v.lenderId)];
+  if (v.status) filters.push(eq(payments.status, v.status));
+  if (v.from !== null) filters.push(gte(payments.createdAt, v.from));
+  if (v.to !== null) filters.push(lt(payments.createdAt, v.to));
+  const p = v.after;
+  const beyond = p
+    ? descending
+      ? or(lt(key, p.k), and(eq(key, p.k), lt(payments.id, p.i)))!
+      : or(gt(key, p.k), and(eq(key, p.k), gt(payments.id, p.i)))!
+    : undefined;
+  return db
+    .select()
+    .from(payments)
+    .where(and(...filters, ...(beyond ? [beyond] : [])))
+    .orderBy(descending ? desc(key) : asc(key), descending ? desc(payments.id) : asc(payments.id))
+    .limit(v.take)
+    .all();
+};
+
+export const sqliteCollectionStore: CollectionStore = {
+  async eventSeen(c, lenderId, source, sourceEventId) {
+    return eventSeen(readerOf(c), lenderId, source, sourceEventId) != null;
+  },
+  async lastEventOf(c, lenderId, reference) {
+    return lastEventOf(readerOf(c), lenderId, reference) ?? null;
+  },
+  async seenAmong(c, lenderId, source, sourceEventIds) {
+    return seenAmong(readerOf(c), lenderId, source, sourceEventIds).map((r) => r.id);
+  },
+  async lastEventsAmong(c, lenderId, references) {
+    return lastEventsAmong(readerOf(c), lenderId, references);
+  },
+  async paymentStatusOf(c, id) {
+    return paymentStatusOf(readerOf(c), id) ?? null;
+  },
+  async recordEvent(c, event) {
+    insertEvent(writerOf(c), event);
+  },
+  async creditedFor(c, lenderId, reference) {
+    return creditedFor(readerOf(c), lenderId, reference);
+  },
+  async postLedgerEntry(c, entry) {
+    insertLedger(writerOf(c), entry);
+  },
+  async movePaymentStatus(c, move) {
+    updatePaymentStatus(writerOf(c), move);
+  },
+  async ownPayment(c, lenderId, connectionId, reference, processorPaymentId) {
+    return ownPayment(readerOf(c), lenderId, connectionId, reference, processorPaymentId) ?? null;
+  },
+  async paymentById(c, id) {
+    return paymentById(readerOf(c), id) ?? null;
+  },
+  async borrowersAmong(c, lenderId, ids) {
+    return borrowersAmong(readerOf(c), lenderId, ids);
+  },
+  async ingestedOf(c, connectionId, processorPaymentId) {
+    const row = ingested(readerOf(c), connectionId, processorPaymentId);
+    return row ? { matched: row.matched === 1 } : null;
+  },
+  async recordIngested(c, connectionId, processorPaymentId, matched) {
+    insertIngested(writerOf(c), connectionId, processorPaymentId, matched);
+  },
+  async markIngestedMatched(c, connectionId, processorPaymentId) {
+    markIngestedMatched(writerOf(c), connectionId, processorPaymentId);
+  },
+  async oldestUnsettled(c, connectionId, settledSince) {
+    return oldestUnsettled(readerOf(c), connectionId, settledSince);
+  },
+  async ownPaymentById(c, id, connectionId) {
+    return ownPaymentById(readerOf(c), id, connectionId) ?? null;
+  },
+  async keepProcessorPaymentId(c, id, processorPaymentId) {
+    setProcessorPaymentId(writerOf(c), id, processorPaymentId);
+  },
+  async paymentHistory(c, enrollmentId) {
+    return paymentHistory(readerOf(c), enrollmentId);
+  },
+  async scheduledPaymentOf(c, enrollmentId) {
+    return scheduledPaymentOf(readerOf(c), enrollmentId) ?? null;
+  },
+  async releaseScheduled(c, id, now) {
+    releaseScheduled(writerOf(c), id, now);
+  },
+  async chainInputsOf(c, enrollmentId) {
+    return chainInputsOf(readerOf(c), enrollmentId) ?? null;
+  },
+  async setPaymentsUsed(c, enrollmentId, n, now) {
+    setPaymentsUsed(writerOf(c), enrollmentId, n, now);
+  },
+  async markNotAttempted(c, id, message, now) {
+    return markNotAttempted(writerOf(c), id, message, now).changes === 1;
+  },
+  async setObservationAside(c, v) {
+    setAside(writerOf(c), v);
+  },
+  async ledgerTotals(c, lenderId, from) {
+    return ledgerTotals(readerOf(c), lenderId, from);
+  },
+  async ledgerTotalsByDay(c, lenderId, from) {
+    return ledgerTotalsByDay(readerOf(c), lenderId, from);
+  },
+  async inFlightTotals(c, lenderId, from) {
+    return inFlightTotals(readerOf(c), lenderId, from);
+  },
+  async returnedTotals(c, lenderId, from) {
+    return returnedTotals(readerOf(c), lenderId, from);
+  },
+  async borrowerCountsByState(c, lenderId) {
+    return borrowerCountsByState(readerOf(c), lenderId);
+  },
+  async paymentCountsByStatus(c, lenderId) {
+    return paymentCountsByStatus(readerOf(c), lenderId);
+  },
+  async claimSend(c, id, now) {
+    return claimSend(writerOf(c), id, now).changes === 1;
+  },
+  async enrollmentToDecide(c, enrollmentId) {
+    return enrollmentToDecide(readerOf(c), enrollmentId) ?? null;
+  },
+  async paymentInFlight(c, enrollmentId) {
+    return paymentInFlight(readerOf(c), enrollmentId) !== undefined;
+  },
+  async createPayment(c, payment) {
+    insertPayment(writerOf(c), payment);
+  },
+  async giveBackPresentment(c, enrollmentId, now) {
+    giveBackPresentment(writerOf(c), enrollmentId, now);
+  },
+  async sendStateOf(c, id) {
+    return sendStateOf(readerOf(c), id) ?? null;
+  },
+  async borrowerToDebit(c, enrollmentId) {
+    return borrowerToDebit(readerOf(c), enrollmentId) ?? null;
+  },
+  async keyToSend(c, connectionId) {
+    return keyToSend(readerOf(c), connectionId) ?? null;
+  },
+  async noteProcessorPaymentId(c, id, processorPaymentId, now) {
+    noteProcessorPaymentId(writerOf(c), id, processorPaymentId, now);
+  },
+  async keysToPoll(c) {
+    return keysToPoll(readerOf(c));
+  },
+  async recordPoll(c, connectionId, poll) {
+    recordPoll(writerOf(c), connectionId, poll);
+  },
+  async recordPollError(c, connectionId, message) {
+    recordPollError(writerOf(c), connectionId, message);
+  },
+  async keysToReconcile(c, v) {
+    return keysToReconcile(readerOf(c), v);
+  },
+  async markReconciled(c, connectionId, at) {
+    markReconciled(writerOf(c), connectionId, at);
+  },
+  async eventsOfBorrower(c, lenderId, aid) {
+    return eventsOfBorrower(readerOf(c), lenderId, aid);
+  },
+  async paymentsPage(c, v) {
+    return paymentsPage(readerOf(c), v);
+  },
+};

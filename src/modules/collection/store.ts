@@ -1,0 +1,238 @@
+import type { enrollments, paymentEvents, payments } from '../../../db/schema';
+import type { EventSource, EventStatus, MonitorState, PaymentStatus, ProcessorName } from '../../../db/schema/enums';
+import type { StoreCtx, TxCtx } from '../../platform/store';
+import type { PastPayment } from './rules';
+import { sqliteCollectionStore } from './store.sqlite';
+
+// Collection's data: payments, their events and the ledger, what was ingested from the processors' feeds, and
+// what collection reads and writes of borrowers and processor keys to decide, send and poll.
+
+export type PaymentRow = typeof payments.$inferSelect;
+export type NewPayment = typeof payments.$inferInsert;
+export type EnrollmentRow = typeof enrollments.$inferSelect;
+export type PaymentEventRow = typeof paymentEvents.$inferSelect;
+
+export interface EventRecord {
+  id: string;
+  lenderId: string;
+  enrollmentId: string | null;
+  aid: string | null;
+  paymentId: string | null;
+  connectionId: string | null;
+  reference: string;
+  status: EventStatus;
+  amount: number;
+  returnCode: string | null;
+  message: string | null;
+  source: EventSource;
+  sourceEventId: string;
+  occurredAt: number;
+  recordedAt: number;
+}
+
+export interface LedgerEntry {
+  lenderId: string;
+  enrollmentId: string;
+  reference: string;
+  kind: 'credit' | 'reversal';
+  amount: number;
+  eventId: string;
+  at: number;
+}
+
+/** A payment moved from the status it was read in (compare and set). */
+export interface StatusMove {
+  id: string;
+  from: PaymentStatus | null;
+  status: EventStatus;
+  returnCode: string | null;
+  message: string | null;
+  now: number;
+  settledAt: number | null;
+}
+
+export interface SetAside {
+  lenderId: string;
+  connectionId: string | null;
+  source: EventSource;
+  sourceEventId: string;
+  reference: string;
+  status: EventStatus;
+  error: string;
+  at: number;
+}
+
+/** The service's own payment a processor change is about. */
+export interface OwnPayment {
+  id: string;
+  enrollmentId: string;
+  aid: string;
+  amount: number;
+  pid: string | null;
+}
+
+export interface ScheduledPayment {
+  id: string;
+  lenderId: string;
+  enrollmentId: string;
+  aid: string;
+  reference: string;
+  amountCents: number;
+  debitOn: number;
+}
+
+export interface ChainInputs {
+  lenderId: string;
+  state: string;
+  blockedReason: string | null;
+  authorizationAt: number | null;
+  cfpbCovered: number | null;
+  collectableAmountCents: number;
+}
+
+/** Exact sums of the overview (cents as BigInt: a lender's totals can pass 2^53). */
+export interface LedgerTotals {
+  credited: bigint;
+  reversed: bigint;
+}
+export interface CountedSum {
+  amount: bigint;
+  count: number;
+}
+
+export interface PolledKeyRow {
+  id: string;
+  lenderId: string;
+  processor: ProcessorName;
+  accountId: string | null;
+  keySealed: string | null;
+  cursor: string | null;
+}
+
+export interface KeyToReconcile {
+  id: string;
+  lenderId: string;
+  processor: ProcessorName;
+  keySealed: string | null;
+}
+
+export interface PaymentPageQuery {
+  lenderId: string;
+  status?: PaymentStatus;
+  /** Created at or after, ms. */
+  from: number | null;
+  /** Created before, ms. */
+  to: number | null;
+  sort: 'newest' | 'oldest' | 'amount_desc' | 'amount_asc';
+  /** The position of the last row of the page before: its sort key and id. */
+  after: { k: number; i: string } | null;
+  take: number;
+}
+
+export interface CollectionStore {
+  // Recording an observation (record.ts).
+  /** Whether the lender's source event was recorded before. */
+  eventSeen(c: StoreCtx, lenderId: string, source: EventSource, sourceEventId: string): Promise<boolean>;
+  /** The latest recorded event of a reference: its status and time. */
+  lastEventOf(c: StoreCtx, lenderId: string, reference: string): Promise<{ status: EventStatus; occurredAt: number } | null>;
+  /** Which of these source events of a lender were recorded before (eventSeen for a slice at once). */
+  seenAmong(c: StoreCtx, lenderId: string, source: EventSource, sourceEventIds: string[]): Promise<string[]>;
+  /** The latest recorded event of each of some references (lastEventOf for a slice at once). */
+  lastEventsAmong(c: StoreCtx, lenderId: string, references: string[]): Promise<{ reference: string; status: EventStatus; occurredAt: number }[]>;
+  paymentStatusOf(c: StoreCtx, id: string): Promise<PaymentStatus | null>;
+  recordEvent(c: TxCtx, event: EventRecord): Promise<void>;
+  /** What is credited for a reference, net of reversals. */
+  creditedFor(c: StoreCtx, lenderId: string, reference: string): Promise<number>;
+  postLedgerEntry(c: TxCtx, entry: LedgerEntry): Promise<void>;
+  /** Moves a payment from the status it was read in; one whose status moved since is left alone. */
+  movePaymentStatus(c: TxCtx, move: StatusMove): Promise<void>;
+  /** An observation that could not be recorded, kept with its reason. */
+  setObservationAside(c: TxCtx, v: SetAside): Promise<void>;
+
+  // Matching a processor's change (poll.ts, reference.ts) and reconciling (reconcile.ts).
+  /** The service's own payment a change is about: by its reference, or by the processor's id through the key. */
+  ownPayment(c: StoreCtx, lenderId: string, connectionId: string, reference: string | null, processorPaymentId: string): Promise<OwnPayment | null>;
+  /** A payment the service made, by its id, whichever lender made it. */
+  paymentById(c: StoreCtx, id: string): Promise<{ lenderId: string; reference: string } | null>;
+  /** The lender's borrowers among these identifiers. */
+  borrowersAmong(c: StoreCtx, lenderId: string, ids: string[]): Promise<{ id: string; aid: string }[]>;
+  /** Whether a processor payment was ingested through the key before, and matched then. */
+  ingestedOf(c: StoreCtx, connectionId: string, processorPaymentId: string): Promise<{ matched: boolean } | null>;
+  recordIngested(c: TxCtx, connectionId: string, processorPaymentId: string, matched: boolean): Promise<void>;
+  markIngestedMatched(c: TxCtx, connectionId: string, processorPaymentId: string): Promise<void>;
+  /** When the oldest of a key's payments that can still change was first sent; null when there is none. */
+  oldestUnsettled(c: StoreCtx, connectionId: string, settledSince: number): Promise<number | null>;
+  /** The service's payment with this id, sent through this key. */
+  ownPaymentById(
+    c: StoreCtx,
+    id: string,
+    connectionId: string,
+  ): Promise<{ id: string; lenderId: string; enrollmentId: string; aid: string; amount: number; reference: string } | null>;
+  /** Keeps the processor's id of a payment the first time it is seen. */
+  keepProcessorPaymentId(c: TxCtx, id: string, processorPaymentId: string): Promise<void>;
+  /** Every live key, with its feed's cursor. */
+  keysToPoll(c: StoreCtx): Promise<PolledKeyRow[]>;
+  /** A page of a key's feed read: the cursor, when, the key's error or none, the counts it adds. */
+  recordPoll(
+    c: TxCtx,
+    connectionId: string,
+    poll: { cursor: string | null; at: number; error: string | null; reconcileDue: boolean; ingested: number; matched: number },
+  ): Promise<void>;
+  recordPollError(c: TxCtx, connectionId: string, message: string): Promise<void>;
+  /** The live keys to reconcile: the given ones, or those due (asked to, or not reconciled since `dueBefore`). */
+  keysToReconcile(c: StoreCtx, v: { connectionIds?: string[]; dueBefore: number }): Promise<KeyToReconcile[]>;
+  markReconciled(c: TxCtx, connectionId: string, at: number): Promise<void>;
+
+  // Deciding (decide.ts, chain.ts).
+  enrollmentToDecide(c: StoreCtx, enrollmentId: string): Promise<EnrollmentRow | null>;
+  /** Every payment of a borrower, oldest first, as the collection rules read it. */
+  paymentHistory(c: StoreCtx, enrollmentId: string): Promise<PastPayment[]>;
+  /** The borrower's scheduled payment (at most one). */
+  scheduledPaymentOf(c: StoreCtx, enrollmentId: string): Promise<ScheduledPayment | null>;
+  /** Whether a payment of the borrower is initiating or processing. */
+  paymentInFlight(c: StoreCtx, enrollmentId: string): Promise<boolean>;
+  createPayment(c: TxCtx, payment: NewPayment): Promise<void>;
+  /** A scheduled payment whose day has come becomes initiating, due for dispatch now. */
+  releaseScheduled(c: TxCtx, id: string, now: number): Promise<void>;
+  /** What the collection rules read of a borrower besides its payments. */
+  chainInputsOf(c: StoreCtx, enrollmentId: string): Promise<ChainInputs | null>;
+  /** The presentments the debt's chain has used. */
+  setPaymentsUsed(c: TxCtx, enrollmentId: string, n: number, now: number): Promise<void>;
+  /** One presentment given back: a payment that never went out does not count. */
+  giveBackPresentment(c: TxCtx, enrollmentId: string, now: number): Promise<void>;
+
+  // Sending (dispatch.ts).
+  sendStateOf(c: StoreCtx, id: string): Promise<{ status: PaymentStatus; firstAttemptAt: number | null } | null>;
+  borrowerToDebit(
+    c: StoreCtx,
+    enrollmentId: string,
+  ): Promise<{ state: MonitorState; sealed: string | null; cardToken: string | null; routing: string | null } | null>;
+  keyToSend(c: StoreCtx, connectionId: string): Promise<{ processor: ProcessorName; keySealed: string | null } | null>;
+  /**
+   * The claim of a send, one conditional statement: true when the payment was still initiating and its
+   * borrower still monitored, its first attempt now recorded. Committed before the request leaves.
+   */
+  claimSend(c: TxCtx, id: string, now: number): Promise<boolean>;
+  /** A payment the processor never held ended not attempted, only from initiating: whether it moved. */
+  markNotAttempted(c: TxCtx, id: string, message: string, now: number): Promise<boolean>;
+  /** The processor's id of a payment it answered about (an id kept before stands). */
+  noteProcessorPaymentId(c: TxCtx, id: string, processorPaymentId: string | null, now: number): Promise<void>;
+
+  // Reading (overview.ts, events.ts, payment-list.ts).
+  ledgerTotals(c: StoreCtx, lenderId: string, from: number): Promise<LedgerTotals>;
+  /** ledgerTotals per UTC day (days without entries left out). */
+  ledgerTotalsByDay(c: StoreCtx, lenderId: string, from: number): Promise<(LedgerTotals & { day: number })[]>;
+  /** Payments initiating or processing created since `from`. */
+  inFlightTotals(c: StoreCtx, lenderId: string, from: number): Promise<CountedSum>;
+  /** References returned since `from`, each once, with its amount. */
+  returnedTotals(c: StoreCtx, lenderId: string, from: number): Promise<CountedSum>;
+  borrowerCountsByState(c: StoreCtx, lenderId: string): Promise<Record<MonitorState, number>>;
+  paymentCountsByStatus(c: StoreCtx, lenderId: string): Promise<Record<PaymentStatus, number>>;
+  /** Every event of one borrower of the lender, oldest first. */
+  eventsOfBorrower(c: StoreCtx, lenderId: string, aid: string): Promise<PaymentEventRow[]>;
+  /** Up to `take` of the lender's payments after a position, filtered and in the order asked. */
+  paymentsPage(c: StoreCtx, v: PaymentPageQuery): Promise<PaymentRow[]>;
+}
+
+/** The store of the engine the service runs on. */
+export const collectionStore: CollectionStore = sqliteCollectionStore;

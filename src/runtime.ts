@@ -15,7 +15,7 @@ import { loadRoutingDirectory } from './adapters/routing';
 import { createProcessors, type Processor } from './adapters/processors';
 import { StripeProcessor } from './adapters/processors/stripe';
 import { balanceResultChain } from './modules/balance-results';
-import { queueDepthNow as queueDepth } from './modules/balance-requests/service';
+import { queueDepth } from './modules/balance-requests/service';
 
 // The composition root: the one place that knows every concrete piece (platform, adapters, features) and
 // wires them into the Deps that routes, services and jobs receive.

@@ -19,11 +19,11 @@ export function operationsRoutes(deps: PlatformDeps, jobs: Pick<JobRunner, 'runn
     })
     .get(
       '/readyz',
-      ({ set }) => {
+      async ({ set }) => {
         const { database, migrations } = databaseReady(deps.db);
         let queueDepth: number | null = null;
         try {
-          queueDepth = deps.metrics.currentQueueDepth();
+          queueDepth = await deps.metrics.currentQueueDepth();
         } catch {
           /* the database is reported above */
         }

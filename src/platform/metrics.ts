@@ -107,20 +107,20 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  private queueDepthSource: () => number = () => 0;
+  private queueDepthSource: () => Promise<number> = async () => 0;
   /** Read at each scrape from the source the composition root sets (the platform knows no feature's tables). */
   readonly queueDepth: Gauge = new Gauge({
     name: 'balance_queue_authorizers',
     help: 'Authorizers accepted and not yet checked, all lenders',
     registers: [this.registry],
-    collect: (): void => this.queueDepth.set(this.currentQueueDepth()),
+    collect: async (): Promise<void> => this.queueDepth.set(await this.currentQueueDepth()),
   });
 
-  setQueueDepthSource(source: () => number): void {
+  setQueueDepthSource(source: () => Promise<number>): void {
     this.queueDepthSource = source;
   }
 
-  currentQueueDepth(): number {
+  currentQueueDepth(): Promise<number> {
     return this.queueDepthSource();
   }
 

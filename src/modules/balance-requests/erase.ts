@@ -2,7 +2,6 @@ import type { Tx } from '../../platform/context';
 import type { TxCtx } from '../../platform/store';
 import { compressPacked, packItems, unpackItems } from './payload';
 import { balanceStore as store } from './store';
-import { balanceStatementsNow } from './store.sqlite';
 
 /** A waiting batch's item list without the borrower's clear details, or null when the borrower is not in it. */
 function scrubbed(stored: string | Uint8Array, aid: string): Uint8Array | null {
@@ -21,17 +20,5 @@ export async function eraseBorrowerDetails(ctx: TxCtx, lenderId: string, aid: st
   for (const w of await store.waitingPayloads(ctx, lenderId)) {
     const items = scrubbed(w.items, aid);
     if (items) await store.replacePayloadItems(ctx, w.batchId, items);
-  }
-}
-
-/**
- * eraseBorrowerDetails for callers not yet asynchronous.
- * @deprecated transitional: await `eraseBorrowerDetails(ctx, lenderId, aid)`.
- */
-export function eraseBorrowerDetailsNow(tx: Tx, lenderId: string, aid: string): void {
-  balanceStatementsNow.eraseQueuedDetails(tx, lenderId, aid);
-  for (const w of balanceStatementsNow.waitingPayloads(tx, lenderId)) {
-    const items = scrubbed(w.items, aid);
-    if (items) balanceStatementsNow.replacePayloadItems(tx, w.batchId, items);
   }
 }

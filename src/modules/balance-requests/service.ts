@@ -15,7 +15,6 @@ import type { BalanceRequest } from './model';
 import { packBatch, type PackedBatch } from './payload';
 import { prepareOffLoop } from './accept-offload';
 import { balanceStore as store, type Batch, type NewBatch, type StoredPayload } from './store';
-import { balanceStatementsNow } from './store.sqlite';
 import { errorMessageFor } from './status';
 import type { SealedColumn } from '../../platform/vault';
 
@@ -49,16 +48,6 @@ function overBacklog(pending: number, max: number, adding: number, what: string)
 export async function refuseOverBacklog(ctx: JobContext & { tx: Tx }, lenderId: string, adding: number, what: string): Promise<void> {
   const max = ctx.deps.config.maxPendingAuthorizersPerLender;
   const pending = await store.pendingAuthorizers(ctx, lenderId);
-  if (pending + adding > max) throw overBacklog(pending, max, adding, what);
-}
-
-/**
- * refuseOverBacklog for callers not yet asynchronous.
- * @deprecated transitional: await `refuseOverBacklog(ctx, lenderId, adding, what)`.
- */
-export function refuseOverBacklogNow(ctx: JobContext & { tx: Tx }, lenderId: string, adding: number, what: string): void {
-  const max = ctx.deps.config.maxPendingAuthorizersPerLender;
-  const pending = balanceStatementsNow.pendingAuthorizers(ctx.tx, lenderId);
   if (pending + adding > max) throw overBacklog(pending, max, adding, what);
 }
 
@@ -99,16 +88,6 @@ function newBatch(ctx: Pick<Ctx, 'deps'>, input: BatchInput): { batch: NewBatch;
 export async function insertBatch({ ctx, input }: { ctx: JobContext & { tx: Tx }; input: BatchInput }): Promise<string> {
   const { batch, payload } = newBatch(ctx, input);
   await store.insertBatch(ctx, batch, payload);
-  return batch.id;
-}
-
-/**
- * insertBatch for callers not yet asynchronous.
- * @deprecated transitional: await `insertBatch({ ctx, input })`.
- */
-export function insertBatchNow({ ctx, input }: { ctx: JobContext & { tx: Tx }; input: BatchInput }): string {
-  const { batch, payload } = newBatch(ctx, input);
-  balanceStatementsNow.insertBatch(ctx.tx, batch, payload);
   return batch.id;
 }
 
@@ -350,37 +329,15 @@ export function queueDepth(deps: StoreCtx['deps']): Promise<number> {
   return store.pendingAuthorizers({ deps }, null);
 }
 
-/**
- * queueDepth for callers not yet asynchronous (the metrics' gauge).
- * @deprecated transitional: await `queueDepth(deps)`.
- */
-export function queueDepthNow(deps: Pick<JobContext['deps'], 'db'>): number {
-  return balanceStatementsNow.pendingAuthorizers(deps.db, null);
-}
-
 /** Threshold hits of a completed batch: every result whose balance meets or exceeds its item's threshold. */
 export function thresholdHits({ ctx, input }: { ctx: JobContext; input: { batchId: string } }) {
   return store.thresholdHits(ctx, input.batchId);
-}
-
-/**
- * thresholdHits for callers not yet asynchronous.
- * @deprecated transitional: await `thresholdHits({ ctx, input })`.
- */
-export function thresholdHitsNow({ ctx, input }: { ctx: JobContext; input: { batchId: string } }) {
-  return balanceStatementsNow.thresholdHits(ctx.tx ?? ctx.deps.db, input.batchId);
 }
 
 /** An authorizer's latest result of a lender: which balance it read and the provider's time for it. */
 export function latestResultOf(ctx: StoreCtx, lenderId: string, aid: string) {
   return store.latestResultOf(ctx, lenderId, aid);
 }
-
-/**
- * latestResultOf for callers not yet asynchronous.
- * @deprecated transitional: await `latestResultOf(ctx, lenderId, aid)`.
- */
-export const latestResultOfNow = (db: Db, lenderId: string, aid: string) => balanceStatementsNow.latestResultOf(db, lenderId, aid);
 
 /** Columns of this feature holding vault-sealed values. */
 export const sealedColumns: SealedColumn[] = [{ table: 'batch_payloads', key: 'batch_id', column: 'sealed' }];

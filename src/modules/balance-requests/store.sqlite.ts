@@ -190,25 +190,6 @@ const waitingPayloads = (db: Db, lenderId: string) =>
 const replacePayloadItems = (tx: Orm, batchId: string, items: Uint8Array) =>
   tx.$client.query('UPDATE batch_payloads SET items = ? WHERE batch_id = ?').run(items, batchId);
 
-
-/**
- * The statements run synchronously, for callers in other features not yet asynchronous (insertBatchNow,
- * refuseOverBacklogNow, queueDepthNow, thresholdHitsNow, latestResultOfNow, eraseBorrowerDetailsNow).
- * @deprecated transitional: call `balanceStore`.
- */
-export const balanceStatementsNow = {
-  insertBatch(tx: Orm, batch: NewBatch, payload: { sealed: string; items: Uint8Array }): void {
-    insertBatchRow(tx, batch);
-    insertBatchPayload(tx, batch.id, payload.sealed, payload.items);
-  },
-  pendingAuthorizers,
-  thresholdHits: (db: Db, batchId: string): ThresholdHit[] => thresholdHits(db, batchId),
-  latestResultOf: (db: Db, lenderId: string, aid: string): LatestResult | undefined => latestResultOf(db, lenderId, aid) ?? undefined,
-  eraseQueuedDetails: (tx: Orm, lenderId: string, aid: string): void => void eraseQueuedDetails(tx, lenderId, aid),
-  waitingPayloads,
-  replacePayloadItems: (tx: Orm, batchId: string, items: Uint8Array): void => void replacePayloadItems(tx, batchId, items),
-};
-
 export const sqliteBalanceStore: BalanceStore = {
   async cachedResponse(c, lenderId, bodyHash, since) {
     return findCachedResponse(readerOf(c), lenderId, bodyHash, since) ?? undefined;

@@ -9,7 +9,6 @@ import type { SealedColumn } from '../../platform/vault';
 import { CredentialsRefused, SourceUnavailable, last4, type LinkCredentials } from '../../adapters/bank-data/linked';
 import type { CreateBankDataConnection } from './model';
 import { bankDataConnectionStore as store, type BankDataConnectionRow, type NewBankDataConnection } from './store';
-import { liveConnectionForNow, liveConnectionsNow, markReadNow as markReadRowsNow } from './store.sqlite';
 
 export type { BankDataConnectionRow } from './store';
 
@@ -110,14 +109,6 @@ export async function connectedProviders(ctx: Ctx): Promise<BankDataProvider[]> 
   return (await store.liveConnections(ctx, ctx.lender.id)).map((c) => c.provider);
 }
 
-/**
- * connectedProviders for callers not yet asynchronous.
- * @deprecated transitional: await `connectedProviders(ctx)`.
- */
-export function connectedProvidersNow(ctx: { lender: { id: string }; deps: Pick<PlatformDeps, 'db'>; tx?: Tx }): BankDataProvider[] {
-  return liveConnectionsNow(dbOf(ctx), ctx.lender.id).map((c) => c.provider);
-}
-
 /** The lender's live connection for a provider, its credentials opened; null when there is none. */
 export async function connectionFor(
   deps: StoreCtx['deps'] & Pick<Deps, 'vault'>,
@@ -125,14 +116,6 @@ export async function connectionFor(
   provider: BankDataProvider,
 ): Promise<{ id: string; creds: LinkCredentials } | null> {
   return withCredentials(deps, await store.liveConnectionFor({ deps }, lenderId, provider));
-}
-
-/**
- * connectionFor for callers not yet asynchronous.
- * @deprecated transitional: await `connectionFor(deps, lenderId, provider)`.
- */
-export function connectionForNow(deps: Pick<Deps, 'db' | 'vault'>, lenderId: string, provider: BankDataProvider): { id: string; creds: LinkCredentials } | null {
-  return withCredentials(deps, liveConnectionForNow(deps.db, lenderId, provider));
 }
 
 function withCredentials(deps: Pick<Deps, 'vault'>, row: BankDataConnectionRow | undefined): { id: string; creds: LinkCredentials } | null {
@@ -144,12 +127,4 @@ function withCredentials(deps: Pick<Deps, 'vault'>, row: BankDataConnectionRow |
 export async function markRead(c: TxCtx, ids: string[], at: number): Promise<void> {
   if (ids.length === 0) return;
   await store.markRead(c, ids, at);
-}
-
-/**
- * markRead for callers not yet asynchronous.
- * @deprecated transitional: await `markRead(tx, ids, at)`.
- */
-export function markReadNow(tx: Tx, ids: string[], at: number): void {
-  markReadRowsNow(tx, ids, at);
 }

@@ -23,24 +23,6 @@ function markRead(tx: Orm, ids: string[], at: number): void {
   tx.update(bankDataConnections).set({ lastReadAt: at }).where(inArray(bankDataConnections.id, ids)).run();
 }
 
-/**
- * The lender's live connections read synchronously, for callers not yet asynchronous.
- * @deprecated transitional: await `bankDataConnectionStore.liveConnections` (through `connectedProviders`).
- */
-export const liveConnectionsNow = liveConnections;
-
-/**
- * A provider's live connection read synchronously, for callers not yet asynchronous.
- * @deprecated transitional: await `bankDataConnectionStore.liveConnectionFor` (through `connectionFor`).
- */
-export const liveConnectionForNow = liveConnectionFor;
-
-/**
- * markRead written synchronously, for callers not yet asynchronous.
- * @deprecated transitional: await `bankDataConnectionStore.markRead` (through `markRead`).
- */
-export const markReadNow = (tx: Tx, ids: string[], at: number): void => markRead(tx, ids, at);
-
 export const sqliteBankDataConnectionStore: BankDataConnectionStore = {
   async liveConnections(c, lenderId) {
     return liveConnections(readerOf(c), lenderId);

@@ -7,18 +7,11 @@ import type { StoreCtx } from '../../platform/store';
 import { DEFAULT_POLICY, type CollectionPolicy } from './policy';
 import type { PolicyPatchInput } from './model';
 import { collectionPolicyStore as store, type PolicyRow } from './store';
-import { policyRowNow } from './store.sqlite';
 
 /** The lender's policy as the collection rules read it: its row, or every default. */
 export async function policyOf(ctx: StoreCtx, lenderId: string): Promise<CollectionPolicy> {
   return policyFrom(await store.policyRow(ctx, lenderId));
 }
-
-/**
- * policyOf for callers not yet asynchronous.
- * @deprecated transitional: await `policyOf(ctx, lenderId)`.
- */
-export const policyOfNow = (db: Db, lenderId: string): CollectionPolicy => policyFrom(policyRowNow(db, lenderId));
 
 function policyFrom(row: PolicyRow | undefined): CollectionPolicy {
   return row

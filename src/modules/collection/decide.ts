@@ -6,7 +6,7 @@ import { addBusinessDays } from '../../platform/business-days';
 import { recordObservation, type Observation } from './record';
 import { pushToEndpoints } from '../webhooks/endpoints';
 import { iso } from '../../platform/clock';
-import { resolveKeyNow as resolveKey } from '../payment-connections/resolve';
+import { resolveKey } from '../payment-connections/resolve';
 import { referenceOf } from './reference';
 import { planPayment } from './rules';
 import { policyOf } from '../collection-policy/service';

@@ -8,7 +8,7 @@ import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
 import type { DebitInstrument, DebitRequest, DebitResult, FoundPayment, Processor } from '../../adapters/processors';
 import { openBorrower } from '../enrollments/borrower';
-import { applyMonitorEventNow as applyMonitorEvent, monitorStateOfNow as monitorStateOf } from '../enrollments/monitor-store';
+import { applyMonitorEvent, monitorStateOf } from '../enrollments/monitor-store';
 import { recordObservation } from './record';
 import { collectionStore as store } from './store';
 
@@ -213,9 +213,9 @@ async function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): Pro
       paymentId: p.id,
       connectionId: p.connectionId,
     });
-    if (r.status === 'not_attempted' && (await monitorStateOf(tx.tx, p.enrollmentId)) === 'monitored') {
+    if (r.status === 'not_attempted' && (await monitorStateOf(tx, p.enrollmentId)) === 'monitored') {
       // The processor wants the bank account verified: no new payment until the lender re-sends the borrower.
-      await applyMonitorEvent(tx.tx, { enrollmentId: p.enrollmentId, event: { type: 'blocked', reason: 'verification_required' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
+      await applyMonitorEvent(tx, { enrollmentId: p.enrollmentId, event: { type: 'blocked', reason: 'verification_required' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
     }
   });
 }

@@ -7,8 +7,8 @@ import { newId } from '../../platform/ids';
 import { applyMonitorEvent } from '../enrollments/monitor-store';
 import { collectionStore as store } from './store';
 import { eventView } from './events';
-import { pushToEndpointsNow as pushToEndpoints } from '../webhooks/endpoints';
-import { evaluateReturnRatesNow as evaluateReturnRates } from '../return-rates/watch';
+import { pushToEndpoints } from '../webhooks/endpoints';
+import { evaluateReturnRates } from '../return-rates/watch';
 import { asObserved, isAhead } from './status-order';
 import { holdChain } from './chain';
 
@@ -121,7 +121,7 @@ export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observa
   // Pushed to the lender's endpoints: what the processor said (the lender has its uploads already).
   if (o.source === 'processor' && o.authorizerUniqueId) {
     const payment_event = eventView({ id: eventId, reference: o.reference, status, amountCents: o.amountCents, returnCode, authorizerUniqueId: o.authorizerUniqueId, occurredAt, source: o.source, message: o.message });
-    await pushToEndpoints(tx, now, o.lenderId, 'PAYMENT_EVENT', { payment_event });
+    await pushToEndpoints(ctx, now, o.lenderId, 'PAYMENT_EVENT', { payment_event });
   }
   // A return moves the lender's return rates: evaluated at once (an upload evaluates once, after its rows).
   if ((status === 'returned' || status === 'late_returned') && o.source !== 'upload') await evaluateReturnRates(ctx, o.lenderId);

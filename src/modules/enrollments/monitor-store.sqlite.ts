@@ -31,14 +31,6 @@ function writeChange(tx: Orm, v: { enrollmentId: string; change: MonitorChange; 
 }
 
 /**
- * A monitor read and written synchronously, for the collection rules not yet asynchronous.
- * @deprecated transitional: call `monitorStore.currentMonitor` and `monitorStore.writeMonitorChange`.
- */
-export const currentMonitorNow = currentOf;
-/** @deprecated transitional: call `monitorStore.writeMonitorChange`. */
-export const writeMonitorChangeNow = writeChange;
-
-/**
  * The enrollment of borrowers (new or re-sent), each with its monitor as the state machine decided it: inserted
  * or refreshed. A refresh keeps the record's id and history. Prepared once per call: a 1000-borrower request is
  * written in one transaction (bun run bench enrollment).

@@ -3,8 +3,8 @@ import type { Tx } from '../../platform/context';
 import { DAY_MS } from '../../platform/clock';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import { nextMonitor, type MonitorChange, type MonitorEvent, type MonitorFrom } from './monitor';
-import { pushToEndpoints, pushToEndpointsNow } from '../webhooks/endpoints';
-import { currentMonitorNow, sqliteMonitorStore, writeMonitorChangeNow } from './monitor-store.sqlite';
+import { pushToEndpoints } from '../webhooks/endpoints';
+import { sqliteMonitorStore } from './monitor-store.sqlite';
 
 // The only code that writes a monitor's state, reason and blocked reason, and it writes only what the state
 // machine (monitor.ts) returns. Every write takes the open transaction: a monitor changes in the transaction
@@ -108,31 +108,10 @@ export async function applyMonitorEvent(c: TxCtx, v: EventOf): Promise<MonitorCh
   return change;
 }
 
-/**
- * applyMonitorEvent for the collection rules not yet asynchronous.
- * @deprecated transitional: await `applyMonitorEvent(ctx, v)`.
- */
-export function applyMonitorEventNow(tx: Tx, v: EventOf): MonitorChange | null {
-  const cur = currentMonitorNow(tx, v.enrollmentId);
-  if (!cur) return null;
-  const change = nextMonitor(cur, eventFor(cur, v));
-  if (!change) return null;
-  writeMonitorChangeNow(tx, { enrollmentId: v.enrollmentId, change, now: v.now, windowMs: MONITOR_WINDOW_MS, readIntervalMs: v.readIntervalMs });
-  const notice = blockedNotice(cur, change);
-  if (notice) pushToEndpointsNow(tx, v.now, cur.lenderId, 'ENROLLMENT_BLOCKED', notice);
-  return change;
-}
-
 /** A monitor's state, or null when there is no such enrollment. */
 export async function monitorStateOf(c: StoreCtx, enrollmentId: string): Promise<MonitorState | null> {
   return (await monitorStore.currentMonitor(c, enrollmentId))?.state ?? null;
 }
-
-/**
- * monitorStateOf for the collection rules not yet asynchronous.
- * @deprecated transitional: await `monitorStateOf(ctx, enrollmentId)`.
- */
-export const monitorStateOfNow = (tx: Tx, enrollmentId: string): MonitorState | null => currentMonitorNow(tx, enrollmentId)?.state ?? null;
 
 /**
  * The enrollment of borrowers (new or re-sent): the state machine decides each monitor from its prior record

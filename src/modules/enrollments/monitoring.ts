@@ -3,13 +3,12 @@ import { transaction, type Tx } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { NormalizedAuthorizer } from '../authorizers/rules';
-import { insertBatchNow as insertBatch } from '../balance-requests/service';
+import { insertBatch } from '../balance-requests/service';
 import type { RecordedRead } from '../balance-requests/results';
 import { openBorrower } from './borrower';
 import { heldReasonOf } from './service';
 import { applyMonitorEvent, monitorStore } from './monitor-store';
 import { enrollmentStore as store, type DueRead } from './store';
-import { monitoringBatchesAmongNow, writeLastReadNow } from './store.sqlite';
 import { wantHistory } from '../pay-cycles/history';
 
 // Monitoring: every monitored borrower's balance is read at enrollment and then every MONITOR_READ_INTERVAL_MS,
@@ -93,21 +92,8 @@ function monitoringOf(reads: RecordedRead[], batchIds: string[]): RecordedRead[]
   return monitoring.size === 0 ? [] : reads.filter((r) => monitoring.has(r.batchId));
 }
 
-/**
- * monitoringReadsAmong for the balance pipeline's chain, not yet asynchronous.
- * @deprecated transitional: await `monitoringReadsAmong(ctx, reads)`.
- */
-export const monitoringReadsAmongNow = (tx: Tx, reads: RecordedRead[]): RecordedRead[] =>
-  monitoringOf(reads, monitoringBatchesAmongNow(tx, [...new Set(reads.map((r) => r.batchId))]));
-
 /** A monitoring read set on its borrower's enrollment as the last read: the enrollment's id, or null when it has none. */
 export const setLastRead = (c: TxCtx, r: RecordedRead): Promise<string | null> => store.setLastRead(c, r);
-
-/**
- * setLastRead for the balance pipeline's chain, not yet asynchronous.
- * @deprecated transitional: await `setLastRead(ctx, r)`.
- */
-export const setLastReadNow = (tx: Tx, r: RecordedRead): string | null => writeLastReadNow(tx, r);
 
 /** Lapses and re-checks per transaction; the jobs yield between slices. */
 export const MONITORS_PER_SLICE = 200;

@@ -13,9 +13,9 @@ import { readerOf } from '../../platform/store';
 import type { SealedColumn } from '../../platform/vault';
 import { CardRefused, ProcessorUnavailable, type TokenizedCard } from '../../adapters/processors';
 import { validateAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
-import { eraseBorrowerDetailsNow as eraseBorrowerDetails } from '../balance-requests/erase';
+import { eraseBorrowerDetails } from '../balance-requests/erase';
 import { openBorrower, sealBorrower, type Enrollment } from './borrower';
-import { resolveKeyNow as resolveKey } from '../payment-connections/resolve';
+import { resolveKey } from '../payment-connections/resolve';
 import { Borrower, type EnrollmentRequest, type IdsBody } from './model';
 import { enrollmentStore as store, type EnrollmentPayment } from './store';
 import { applyMonitorEvent, enrollBorrowers, monitorStore, type BorrowerWrite, type StoredMonitor } from './monitor-store';
@@ -334,7 +334,7 @@ export async function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: 
       }
       await applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'erased' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
       await voidScheduledOnStop(tx, { enrollmentId: e.id });
-      await eraseBorrowerDetails(tx.tx, ctx.lender.id, aid);
+      await eraseBorrowerDetails(tx, ctx.lender.id, aid);
       erased.push({ id: e.id, aid });
       out.push({ authorizer_unique_id: aid, outcome: 'deleted' });
     }

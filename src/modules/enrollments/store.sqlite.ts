@@ -122,14 +122,6 @@ const setLastRead = (tx: Orm, r: { lenderId: string; authorizerUniqueId: string;
     .returning({ id: enrollments.id })
     .get()?.id ?? null;
 
-/**
- * The monitoring reads' statements read synchronously, for the balance pipeline's chain not yet asynchronous.
- * @deprecated transitional: call `enrollmentStore.monitoringBatchesAmong` and `enrollmentStore.setLastRead`.
- */
-export const monitoringBatchesAmongNow = monitoringBatchesAmong;
-/** @deprecated transitional: call `enrollmentStore.setLastRead`. */
-export const writeLastReadNow = setLastRead;
-
 export const sqliteEnrollmentStore: EnrollmentStore = {
   async dueReads(c, now, limit) {
     return dueReads(readerOf(c), now, limit);

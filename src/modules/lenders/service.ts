@@ -103,14 +103,6 @@ export function listKeys(deps: StoreDeps, lenderId: string): Promise<ApiKeyListi
 }
 
 /**
- * listKeys for callers not yet asynchronous.
- * @deprecated transitional: await listKeys
- */
-export function listKeysNow(db: Db, lenderId: string): ApiKeyListing[] {
-  return syncStatements.listKeys(db, lenderId);
-}
-
-/**
  * The portal's key functions are handed the writing connection alone: they read and write only inside their
  * transaction, where the store reads on the transaction's connection.
  */

@@ -4,7 +4,7 @@ import { transaction } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import type { TxCtx } from '../../platform/store';
 import { hasHistory, TransientProviderError, type BalanceReadRequest, type HistoryResult, type HistoryWindow } from '../../adapters/bank-data';
-import { connectionForNow as connectionFor } from '../bank-data-connections/service';
+import { connectionFor } from '../bank-data-connections/service';
 import { openBorrower } from '../enrollments/borrower';
 import { incomeDeposits } from './infer';
 import { learnAndSchedule } from './learn';

@@ -2,13 +2,12 @@ import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { DAY_MS } from '../../platform/clock';
 import type { TxCtx } from '../../platform/store';
-import { policyOf, policyOfNow } from '../collection-policy/service';
+import { policyOf } from '../collection-policy/service';
 import type { CollectionPolicy } from '../collection-policy/policy';
 import { isChainBlock } from '../enrollments/monitor';
 import { nextReadAt, type CadenceInput } from './cadence';
 import { depositsFromBalances, HISTORY_DAYS, inferPayCycle } from './infer';
 import { payCycleStore as store, type CadenceState, type Deposit } from './store';
-import { learnStatementsNow as now_ } from './store.sqlite';
 
 // After each monitoring read: the borrower's pay cycle learned again from its history (at most once a day:
 // the history changes by a read or a few; and at every read around a predicted payday, which may have brought
@@ -87,24 +86,4 @@ export async function learnAndSchedule(ctx: JobContext & TxCtx, v: Learn): Promi
   if (!mayFollowCycle(e, v, cycle)) return;
   const next = paydayRead(ctx.deps, await policyOf(ctx, e.lenderId), cycle, v.at!, now);
   if (next !== null) await store.setNextRead(ctx, v.enrollmentId, next);
-}
-
-/**
- * learnAndSchedule for the balance pipeline's chain, not yet asynchronous.
- * @deprecated transitional: await `learnAndSchedule(ctx, v)`.
- */
-export function learnAndScheduleNow(ctx: JobContext & { tx: Tx }, v: Learn): void {
-  const { tx, deps } = ctx;
-  const now = deps.clock.now();
-  const e = now_.cadenceStateOf(tx, v.enrollmentId);
-  if (!e) return;
-  let cycle = storedCycle(e);
-  if (relearns(e, v, now)) {
-    const learned = learnCycle(now_.balanceHistory(tx, v.lenderId, v.aid, now - HISTORY_DAYS * DAY_MS), now_.historyOf(tx, v.enrollmentId), now);
-    now_.setPayCycle(tx, v.enrollmentId, { ...learned, at: now });
-    cycle = learned;
-  }
-  if (!mayFollowCycle(e, v, cycle)) return;
-  const next = paydayRead(deps, policyOfNow(tx, e.lenderId), cycle, v.at!, now);
-  if (next !== null) now_.setNextRead(tx, v.enrollmentId, next);
 }

@@ -78,12 +78,6 @@ function historyOf(db: Db, enrollmentId: string): { coveredTo: number; deposits:
   return { coveredTo: h.coveredTo, deposits };
 }
 
-/**
- * What learn.ts reads and writes, synchronously, for the balance pipeline's chain not yet asynchronous.
- * @deprecated transitional: call `payCycleStore` (through `learnAndSchedule`).
- */
-export const learnStatementsNow = { cadenceStateOf, balanceHistory, historyOf, setPayCycle, setNextRead };
-
 export const sqlitePayCycleStore: PayCycleStore = {
   async cadenceStateOf(c, enrollmentId) {
     return cadenceStateOf(readerOf(c), enrollmentId);

@@ -5,7 +5,6 @@ import { transaction } from '../../platform/context';
 import { Conflict } from '../../platform/errors';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import { paymentConnectionStore as store, type AccountBinding, type BoundAccount } from './store';
-import { accountBindingNow } from './store.sqlite';
 
 // One processor account, one lender, for good. A lender's first key of an account binds the account to it;
 // the binding outlives the key (deleting it and registering it elsewhere would hand the next lender the first
@@ -45,15 +44,6 @@ const matchingFrom = (conn: KeyOfAccount, b: AccountBinding | undefined): number
 export async function outsideMatchingFrom(c: StoreCtx, conn: KeyOfAccount): Promise<number | null> {
   if (conn.accountId === null) return null;
   return matchingFrom(conn, await store.accountBinding(c, conn.processor, conn.accountId));
-}
-
-/**
- * outsideMatchingFrom for callers not yet asynchronous.
- * @deprecated transitional: await `outsideMatchingFrom(ctx, conn)`.
- */
-export function outsideMatchingFromNow(db: Db, conn: KeyOfAccount): number | null {
-  if (conn.accountId === null) return null;
-  return matchingFrom(conn, accountBindingNow(db, conn.processor, conn.accountId));
 }
 
 /**

@@ -2,7 +2,6 @@ import type { Rail, RailScope } from '../../../db/schema/enums';
 import { dbOf, type PlatformDeps, type Tx } from '../../platform/context';
 import type { StoreCtx } from '../../platform/store';
 import { paymentConnectionStore as store, type ResolvableKey } from './store';
-import { resolvableKeysNow } from './store.sqlite';
 
 /** The part of a key that decides which payments it takes. */
 export interface KeyChoice {
@@ -27,12 +26,4 @@ export function pickKey<K extends KeyChoice>(keys: readonly K[], rail: Rail, mer
 /** The live key (with its sealed value) that takes a payment of `rail` for a borrower with `merchantRef`. */
 export async function resolveKey(c: StoreCtx, input: { lenderId: string; rail: Rail; merchantRef: string | null }): Promise<ResolvableKey | null> {
   return pickKey(await store.resolvableKeys(c, input.lenderId), input.rail, input.merchantRef);
-}
-
-/**
- * resolveKey for callers not yet asynchronous.
- * @deprecated transitional: await `resolveKey(ctx, input)`.
- */
-export function resolveKeyNow(ctx: { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }, input: { lenderId: string; rail: Rail; merchantRef: string | null }): ResolvableKey | null {
-  return pickKey(resolvableKeysNow(dbOf(ctx), input.lenderId), input.rail, input.merchantRef);
 }

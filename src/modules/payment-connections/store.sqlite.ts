@@ -28,18 +28,6 @@ const resolvableKeys = (db: Db, lenderId: string): ResolvableKey[] =>
     .where(live(lenderId))
     .all();
 
-/**
- * An account's binding read synchronously, for callers not yet asynchronous.
- * @deprecated transitional: await `paymentConnectionStore.accountBinding` (through `outsideMatchingFrom`).
- */
-export const accountBindingNow = accountBinding;
-
-/**
- * The keys a payment chooses among, read synchronously, for callers not yet asynchronous.
- * @deprecated transitional: await `paymentConnectionStore.resolvableKeys` (through `resolveKey`).
- */
-export const resolvableKeysNow = resolvableKeys;
-
 export const sqlitePaymentConnectionStore: PaymentConnectionStore = {
   async accountBinding(c, processor, accountId) {
     return accountBinding(readerOf(c), processor, accountId);

@@ -3,9 +3,8 @@ import type { Ctx } from '../../deps';
 import { DAY_MS, iso } from '../../platform/clock';
 import type { Db } from '../../platform/db';
 import type { StoreCtx } from '../../platform/store';
-import { policyOf, policyOfNow } from '../collection-policy/service';
+import { policyOf } from '../collection-policy/service';
 import { returnRateStore as store, type WindowReturn } from './store';
-import { returnRateStatementsNow } from './store.sqlite';
 
 // Nacha's return-rate thresholds (collection-rules.md): an originator whose ACH debits come back too often
 // is reviewed by its bank. Each class's rate is its returns over the window's debits.
@@ -50,15 +49,6 @@ export async function ratesOver(c: StoreCtx, lenderId: string, to: number, days:
   return ratesFrom(debits, returns, from, to, days);
 }
 
-/**
- * ratesOver for callers not yet asynchronous.
- * @deprecated transitional: await `ratesOver(c, lenderId, to, days)`.
- */
-export function ratesOverNow(db: Db, lenderId: string, to: number, days: number) {
-  const from = to - days * DAY_MS;
-  return ratesFrom(returnRateStatementsNow.debitsIn(db, lenderId, from, to), returnRateStatementsNow.returnsIn(db, lenderId, from, to), from, to, days);
-}
-
 /** Each class's rate from the window's debits and returns. */
 function ratesFrom(debits: number, returns: WindowReturn[], from: number, to: number, days: number) {
   const byCode: Record<string, number> = {};
@@ -88,16 +78,4 @@ export async function returnRates({ ctx, input }: { ctx: Ctx; input: { windowDay
   const answer = await ratesOver(ctx, ctx.lender.id, now, input.windowDays);
   const watched = input.windowDays === WATCH_DAYS ? answer : await ratesOver(ctx, ctx.lender.id, now, WATCH_DAYS);
   return { ...answer, paused: (await policyOf(ctx, ctx.lender.id)).returnRatePause && anyExceeded(watched.rates) };
-}
-
-/**
- * returnRates for callers not yet asynchronous.
- * @deprecated transitional: await `returnRates({ ctx, input })`.
- */
-export function returnRatesNow({ ctx, input }: { ctx: Ctx; input: { windowDays: number } }) {
-  const now = ctx.deps.clock.now();
-  const db = ctx.tx ?? ctx.deps.db;
-  const answer = ratesOverNow(db, ctx.lender.id, now, input.windowDays);
-  const watched = input.windowDays === WATCH_DAYS ? answer : ratesOverNow(db, ctx.lender.id, now, WATCH_DAYS);
-  return { ...answer, paused: policyOfNow(db, ctx.lender.id).returnRatePause && anyExceeded(watched.rates) };
 }

@@ -56,13 +56,6 @@ const saveWatchedStatuses = (tx: Orm, lenderId: string, statuses: WatchedStatuse
   tx.insert(returnRateWatch).values(row).onConflictDoUpdate({ target: returnRateWatch.lenderId, set: row }).run();
 };
 
-/**
- * The return-rate statements run synchronously, for callers not yet asynchronous (evaluateReturnRatesNow,
- * returnRatesNow).
- * @deprecated transitional: call `returnRateStore`.
- */
-export const returnRateStatementsNow = { debitsIn, returnsIn, watchedStatuses, saveWatchedStatuses };
-
 export const sqliteReturnRateStore: ReturnRateStore = {
   async debitsIn(c, lenderId, from, to) {
     return debitsIn(readerOf(c), lenderId, from, to);

@@ -2,10 +2,9 @@ import type { RateStatus } from '../../../db/schema/enums';
 import type { Deps, JobContext } from '../../deps';
 import { transaction, type Tx } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
-import { pushToEndpoints, pushToEndpointsNow } from '../webhooks/endpoints';
-import { CLASS_NAMES, ratesOver, ratesOverNow, WATCH_DAYS, type ReturnClass } from './service';
+import { pushToEndpoints } from '../webhooks/endpoints';
+import { CLASS_NAMES, ratesOver, WATCH_DAYS, type ReturnClass } from './service';
 import { returnRateStore as store, type WatchedStatuses } from './store';
-import { returnRateStatementsNow } from './store.sqlite';
 
 // The return-rate watch: each class's status over the last 60 days is evaluated whenever a return is recorded
 // (read from a processor, or uploaded), before a lender that pauses on breach initiates an ACH payment, and on
@@ -48,21 +47,6 @@ export async function evaluateReturnRates(ctx: JobContext & { tx: Tx }, lenderId
   const { next, alerts } = compare(ctx.deps, lenderId, r, prev);
   for (const a of alerts) await pushToEndpoints(ctx, now, lenderId, 'RETURN_RATE_ALERT', a);
   await store.saveWatchedStatuses(ctx, lenderId, next, now);
-  return next;
-}
-
-/**
- * evaluateReturnRates for callers not yet asynchronous.
- * @deprecated transitional: await `evaluateReturnRates(ctx, lenderId)`.
- */
-export function evaluateReturnRatesNow(ctx: JobContext & { tx: Tx }, lenderId: string): Record<ReturnClass, RateStatus> {
-  const { tx, deps } = ctx;
-  const now = deps.clock.now();
-  const r = ratesOverNow(tx, lenderId, now, WATCH_DAYS);
-  const prev = returnRateStatementsNow.watchedStatuses(tx, lenderId) ?? ALL_OK;
-  const { next, alerts } = compare(deps, lenderId, r, prev);
-  for (const a of alerts) pushToEndpointsNow(tx, now, lenderId, 'RETURN_RATE_ALERT', a);
-  returnRateStatementsNow.saveWatchedStatuses(tx, lenderId, next, now);
   return next;
 }
 

@@ -3,7 +3,7 @@ import { iso } from '../../platform/clock';
 import { transaction } from '../../platform/context';
 import { Conflict, NotFound } from '../../platform/errors';
 import { takeOnDemand } from '../../platform/on-demand';
-import { insertBatchNow as insertBatch, refuseOverBacklogNow as refuseOverBacklog } from '../balance-requests/service';
+import { insertBatch, refuseOverBacklog } from '../balance-requests/service';
 import { runAuthorizers } from './runs';
 import { scheduleStore as store } from './store';
 

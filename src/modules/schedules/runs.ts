@@ -3,13 +3,12 @@ import { betweenSlices, type Job } from '../../platform/jobs';
 import { transaction, type Tx } from '../../platform/context';
 import { iso } from '../../platform/clock';
 import { centsToDollars } from '../../platform/money';
-import { enqueueWebhook, enqueueWebhookNow, MAX_PAYLOAD_BYTES } from '../webhooks/service';
-import { insertBatch, thresholdHits, thresholdHitsNow } from '../balance-requests/service';
+import { enqueueWebhook, MAX_PAYLOAD_BYTES } from '../webhooks/service';
+import { insertBatch, thresholdHits } from '../balance-requests/service';
 import type { NormalizedAuthorizer, SensitiveFields } from '../authorizers/rules';
 import type { CompletedBatch } from '../balance-requests/results';
 import { nextRunAfter } from './times';
 import { scheduleStore as store, type ScheduleRow } from './store';
-import { recordRunCompletedNow } from './store.sqlite';
 
 /** Runs started per call: each is a synchronous transaction (up to 1000 authorizers), so the job yields between runs. */
 const DUE_LIMIT = 10;
@@ -113,21 +112,8 @@ export async function onScheduleBatchCompleted(ctx: JobContext & { tx: Tx }, bat
   }
 }
 
-/**
- * onScheduleBatchCompleted for callers not yet asynchronous (a synchronous transaction).
- * @deprecated transitional: await onScheduleBatchCompleted
- */
-export function onScheduleBatchCompletedNow(ctx: JobContext & { tx: Tx }, batch: CompletedBatch): void {
-  if (batch.source !== 'schedule' || !batch.scheduleId) return;
-  const webhook = recordRunCompletedNow(ctx.tx, batch.scheduleId, batch.completedAt);
-  if (!webhook) return;
-  for (const input of thresholdAlerts(batch, webhook, thresholdHitsNow({ ctx, input: { batchId: batch.id } }))) {
-    enqueueWebhookNow({ ctx, input });
-  }
-}
-
 /** The run's BALANCE_THRESHOLD_ALERT deliveries: none without a hit, the alerts split to fit each. */
-function thresholdAlerts(batch: CompletedBatch, webhook: string, hits: ReturnType<typeof thresholdHitsNow>) {
+function thresholdAlerts(batch: CompletedBatch, webhook: string, hits: Awaited<ReturnType<typeof thresholdHits>>) {
   if (hits.length === 0) return [];
   const alerts = hits.map((h) => ({
     authorizer_unique_id: h.aid,

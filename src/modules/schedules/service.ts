@@ -1,4 +1,4 @@
-import { connectedProvidersNow as connectedProviders } from '../bank-data-connections/service';
+import { connectedProviders } from '../bank-data-connections/service';
 import type { Static } from 'elysia';
 import type { ScheduleStatus } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
@@ -14,7 +14,6 @@ import type { CreateScheduleBody, UpdateScheduleBody } from './model';
 import { dateOf, nextRunAfter, parseDate, randomTimeOfDay, startOfDay, type ScheduleTiming } from './times';
 import type { SealedColumn } from '../../platform/vault';
 import { scheduleStore as store, type ScheduleRow } from './store';
-import { authorizerCountNow, listSchedulesNow as listSchedulesRowsNow, scheduleOfNow } from './store.sqlite';
 
 export const DEFAULT_EXPIRY_DAYS = 30;
 export const MAX_EXPIRY_DAYS = 365;
@@ -24,16 +23,6 @@ export type Schedule = ScheduleRow;
 /** The lender's schedule, or NotFound (another lender's schedule is not found either). */
 export async function getSchedule({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<Schedule> {
   const row = await store.scheduleOf(ctx, ctx.lender.id, input.id);
-  if (!row) throw new NotFound('Schedule', input.id);
-  return row;
-}
-
-/**
- * getSchedule for callers not yet asynchronous.
- * @deprecated transitional: await getSchedule
- */
-export function getScheduleNow({ ctx, input }: { ctx: Ctx; input: { id: string } }): Schedule {
-  const row = scheduleOfNow(ctx, ctx.lender.id, input.id);
   if (!row) throw new NotFound('Schedule', input.id);
   return row;
 }
@@ -54,12 +43,6 @@ export async function view(ctx: Ctx, s: Schedule) {
   const [total] = await store.authorizerCounts(ctx, [s.id]);
   return viewOf(s, total!);
 }
-
-/**
- * view for callers not yet asynchronous.
- * @deprecated transitional: await view
- */
-export const viewNow = (ctx: Ctx, s: Schedule) => viewOf(s, authorizerCountNow(ctx, s.id));
 
 function viewOf(s: Schedule, totalAuthorizers: number) {
   return {
@@ -239,15 +222,6 @@ export async function listSchedules({ ctx, input }: { ctx: Ctx; input: ListInput
   const { page, hasMore, nextPageToken } = schedulePage(ctx, input, rows);
   const counts = await store.authorizerCounts(ctx, page.map((s) => s.id));
   return { schedules: page.map((s, i) => viewOf(s, counts[i]!)), has_more: hasMore, next_page_token: nextPageToken };
-}
-
-/**
- * listSchedules for callers not yet asynchronous.
- * @deprecated transitional: await listSchedules
- */
-export function listSchedulesNow({ ctx, input }: { ctx: Ctx; input: ListInput }) {
-  const { page, hasMore, nextPageToken } = schedulePage(ctx, input, listSchedulesRowsNow(ctx, scheduleQuery(ctx, input)));
-  return { schedules: page.map((s) => viewNow(ctx, s)), has_more: hasMore, next_page_token: nextPageToken };
 }
 
 const scheduleScope = (ctx: Ctx, input: ListInput) => `schedules:${ctx.lender.id}:${input.status ?? ''}`;

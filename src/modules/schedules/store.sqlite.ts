@@ -41,33 +41,8 @@ const listSchedules = (db: Db, f: { lenderId: string; status?: ScheduleStatus; a
   return db.select().from(schedules).where(and(...conds)).orderBy(asc(schedules.id)).limit(f.take).all();
 };
 
-/**
- * The lender's schedule read synchronously, for callers not yet asynchronous.
- * @deprecated transitional: await `scheduleStore.scheduleOf`.
- */
-export const scheduleOfNow = (c: StoreCtx, lenderId: string, id: string) => scheduleOf(readerOf(c), lenderId, id);
-
-/**
- * A schedule's authorizer count read synchronously, for callers not yet asynchronous.
- * @deprecated transitional: await `scheduleStore.authorizerCounts`.
- */
-export const authorizerCountNow = (c: StoreCtx, scheduleId: string) => authorizerCount(readerOf(c), scheduleId);
-
-/**
- * The lender's schedules read synchronously, for callers not yet asynchronous.
- * @deprecated transitional: await `scheduleStore.listSchedules`.
- */
-export const listSchedulesNow = (c: StoreCtx, f: { lenderId: string; status?: ScheduleStatus; afterId: string; take: number }) =>
-  listSchedules(readerOf(c), f);
-
 const recordRunCompleted = (tx: Tx, id: string, completedAt: number): string | null =>
   tx.update(schedules).set({ lastRunAt: completedAt }).where(eq(schedules.id, id)).returning({ webhook: schedules.webhook }).get()?.webhook ?? null;
-
-/**
- * A run's completion written synchronously, for callers not yet asynchronous.
- * @deprecated transitional: await `scheduleStore.recordRunCompleted`.
- */
-export const recordRunCompletedNow = recordRunCompleted;
 
 export const sqliteScheduleStore: ScheduleStore = {
   async scheduleOf(c, lenderId, id) {

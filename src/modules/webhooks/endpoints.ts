@@ -9,7 +9,6 @@ import { validateWebhookUrl } from './service';
 import { validated } from '../../platform/validation';
 import { EndpointCreate } from './model';
 import { webhookStore as store, type EndpointRow, type NewDelivery } from './store';
-import { endpointTargetsNow, enqueueDeliveriesNow, listEndpointsNow as listEndpointRowsNow } from './store.sqlite';
 
 // A lender's own webhook endpoints: its payment events and collection notices are pushed to them through the
 // outbox, in the transaction of the change that causes them, signed with the lender's secret and retried.
@@ -48,14 +47,6 @@ export async function listEndpoints({ ctx }: { ctx: Ctx }) {
   return { endpoints: rows.map(view) };
 }
 
-/**
- * listEndpoints for callers not yet asynchronous.
- * @deprecated transitional: await listEndpoints
- */
-export function listEndpointsNow({ ctx }: { ctx: Ctx }) {
-  return { endpoints: listEndpointRowsNow(ctx, ctx.lender.id).map(view) };
-}
-
 /** DELETE /v1/webhook_endpoints/{id}: another lender's or an unknown one is not found. */
 export async function deleteEndpoint({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<void> {
   await transaction(ctx, async (tx) => {
@@ -68,14 +59,6 @@ export async function pushToEndpoints(ctx: TxCtx, now: number, lenderId: string,
   const targets = await store.endpointTargets(ctx, lenderId);
   const deliveries = deliveriesTo(targets, now, lenderId, type, payload);
   if (deliveries.length > 0) await store.enqueueDeliveries(ctx, deliveries);
-}
-
-/**
- * pushToEndpoints for callers not yet asynchronous (a synchronous transaction).
- * @deprecated transitional: await pushToEndpoints
- */
-export function pushToEndpointsNow(tx: Tx, now: number, lenderId: string, type: EndpointEventType, payload: Record<string, unknown>): void {
-  enqueueDeliveriesNow(tx, deliveriesTo(endpointTargetsNow(tx, lenderId), now, lenderId, type, payload));
 }
 
 function deliveriesTo(

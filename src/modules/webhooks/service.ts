@@ -4,7 +4,6 @@ import type { Tx } from '../../platform/context';
 import { transaction } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
 import { webhookStore as store, type DeliveryListFilter, type DeliveryRow, type NewDelivery } from './store';
-import { enqueueDeliveriesNow, listDeliveriesNow as listDeliveryRowsNow } from './store.sqlite';
 import { DAY_MS, isoOrNull, iso } from '../../platform/clock';
 import { newId } from '../../platform/ids';
 import { keysetPage, tokenFrom } from '../../platform/pagination';
@@ -112,14 +111,6 @@ export async function enqueueWebhook({ ctx, input }: { ctx: JobContext & { tx: T
   await store.enqueueDeliveries(ctx, [deliveryOf(ctx, input)]);
 }
 
-/**
- * enqueueWebhook for callers not yet asynchronous (a synchronous transaction).
- * @deprecated transitional: await enqueueWebhook
- */
-export function enqueueWebhookNow({ ctx, input }: { ctx: JobContext & { tx: Tx }; input: EnqueueInput }): void {
-  enqueueDeliveriesNow(ctx.tx, [deliveryOf(ctx, input)]);
-}
-
 export interface DeliveryFilter {
   status?: 'pending' | 'delivered' | 'failed';
   type?: WebhookType;
@@ -132,14 +123,6 @@ type Position = { c: number; i: string } | null;
 
 export async function listDeliveries({ ctx, input: q }: { ctx: Ctx; input: DeliveryFilter }) {
   return deliveryPage(ctx, q, await store.listDeliveries(ctx, deliveryQuery(ctx, q)));
-}
-
-/**
- * listDeliveries for callers not yet asynchronous.
- * @deprecated transitional: await listDeliveries
- */
-export function listDeliveriesNow({ ctx, input: q }: { ctx: Ctx; input: DeliveryFilter }) {
-  return deliveryPage(ctx, q, listDeliveryRowsNow(ctx, deliveryQuery(ctx, q)));
 }
 
 const deliveryScope = (lenderId: string, q: DeliveryFilter) => `deliveries:${lenderId}:${q.status ?? ''}:${q.type ?? ''}`;

@@ -19,11 +19,7 @@ const insertDelivery = (db: Db, v: NewDelivery) =>
     )
     .run(v.id, v.lenderId, v.type, v.url, v.body, v.now, v.now);
 
-/**
- * Deliveries into the outbox, written synchronously, for callers not yet asynchronous.
- * @deprecated transitional: await `webhookStore.enqueueDeliveries`.
- */
-export function enqueueDeliveriesNow(tx: Tx, deliveries: NewDelivery[]): void {
+function insertDeliveries(tx: Tx, deliveries: NewDelivery[]): void {
   for (const d of deliveries) insertDelivery(tx, d);
 }
 
@@ -78,12 +74,6 @@ const closeCutShortAttempts = (db: Db) =>
 const endpointTargets = (db: Db, lenderId: string) =>
   db.$client.query<{ url: string; eventTypes: string }, [string]>('SELECT url, event_types AS eventTypes FROM webhook_endpoints WHERE lender_id = ?').all(lenderId);
 
-/**
- * A lender's endpoint targets read synchronously, for callers not yet asynchronous.
- * @deprecated transitional: await `webhookStore.endpointTargets`.
- */
-export const endpointTargetsNow = (tx: Tx, lenderId: string) => endpointTargets(tx, lenderId);
-
 const deliveryRows = (db: Db, f: DeliveryListFilter) => {
   const conds = [eq(webhookDeliveries.lenderId, f.lenderId)];
   if (f.status) conds.push(eq(webhookDeliveries.state, f.status));
@@ -98,20 +88,8 @@ const deliveryRows = (db: Db, f: DeliveryListFilter) => {
     .all();
 };
 
-/**
- * The lender's deliveries read synchronously, for callers not yet asynchronous.
- * @deprecated transitional: await `webhookStore.listDeliveries`.
- */
-export const listDeliveriesNow = (c: StoreCtx, f: DeliveryListFilter) => deliveryRows(readerOf(c), f);
-
 const endpointRows = (db: Db, lenderId: string) =>
   db.select().from(webhookEndpoints).where(eq(webhookEndpoints.lenderId, lenderId)).orderBy(asc(webhookEndpoints.createdAt)).all();
-
-/**
- * The lender's endpoints read synchronously, for callers not yet asynchronous.
- * @deprecated transitional: await `webhookStore.listEndpoints`.
- */
-export const listEndpointsNow = (c: StoreCtx, lenderId: string) => endpointRows(readerOf(c), lenderId);
 
 /**
  * The delivery queue of a database, one per connection (its finalizing statements are cached). A claim sets
@@ -186,7 +164,7 @@ export const sqliteWebhookStore: WebhookStore = {
   },
 
   async enqueueDeliveries(c, deliveries) {
-    enqueueDeliveriesNow(c.tx, deliveries);
+    insertDeliveries(c.tx, deliveries);
   },
   async listDeliveries(c, f) {
     return deliveryRows(readerOf(c), f);

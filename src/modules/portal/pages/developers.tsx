@@ -3,9 +3,9 @@ import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../../deps';
 import { ENDPOINT_EVENT_TYPES, DELIVERY_STATES } from '../../../../db/schema/enums';
 import { NotFound } from '../../../platform/errors';
-import { createLenderKey, listKeysNow as listKeys, revokeLenderKey, MAX_LIVE_API_KEYS, TooManyApiKeys } from '../../lenders/service';
-import { createEndpoint, deleteEndpoint, listEndpointsNow as listEndpoints } from '../../webhooks/endpoints';
-import { readSecret, listDeliveriesNow as listDeliveries, rotateSecret } from '../../webhooks/service';
+import { createLenderKey, listKeys, revokeLenderKey, MAX_LIVE_API_KEYS, TooManyApiKeys } from '../../lenders/service';
+import { createEndpoint, deleteEndpoint, listEndpoints } from '../../webhooks/endpoints';
+import { readSecret, listDeliveries, rotateSecret } from '../../webhooks/service';
 import { formOf, page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
 import { ActionButton, Choice, Confirm, Csrf, Notice, Pager, Table, Time, type Message, type View } from '../ui/components';
@@ -33,7 +33,7 @@ const EndpointForm = Type.Object(
 
 const DeliveryFilter = Type.Object({ status: Type.Optional(Type.Union(DELIVERY_STATES.map((x) => Type.Literal(x)))), next_page_token: Type.Optional(Type.String({ maxLength: 512 })) }, { additionalProperties: false });
 
-function DevelopersContent(props: {
+async function DevelopersContent(props: {
   deps: Deps;
   s: PortalSession;
   view: View;
@@ -44,10 +44,10 @@ function DevelopersContent(props: {
 }) {
   const { deps, s, view } = props;
   const ctx = { lender: s.lender, deps };
-  const keys = listKeys(deps.db, s.lender.id);
-  const endpoints = listEndpoints({ ctx }).endpoints;
+  const keys = await listKeys(deps, s.lender.id);
+  const endpoints = (await listEndpoints({ ctx })).endpoints;
   const filter = queryOf(DeliveryFilter, props.query);
-  const deliveries = listDeliveries({ ctx, input: { status: filter.status, limit: 25, next_page_token: filter.next_page_token } });
+  const deliveries = await listDeliveries({ ctx, input: { status: filter.status, limit: 25, next_page_token: filter.next_page_token } });
   const csrf = view.user.csrf;
   return (
     <>
@@ -180,8 +180,8 @@ export const developerPages = (deps: Deps) => {
     )
     .get(
       `${HERE}/keys/:id/revoke`,
-      ({ session, params }) => {
-        const k = listKeys(deps.db, session.lender.id).find((x) => x.id === params.id && x.revokedAt === null);
+      async ({ session, params }) => {
+        const k = (await listKeys(deps, session.lender.id)).find((x) => x.id === params.id && x.revokedAt === null);
         if (!k) throw new NotFound('API key', params.id);
         const view = viewOf(deps, session, HERE);
         return page(

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../../deps';
 import { SCHEDULE_STATUSES } from '../../../../db/schema/enums';
 import { OneOf } from '../../../platform/schema';
-import { getScheduleNow as getSchedule, listSchedulesNow as listSchedules, viewNow as scheduleView } from '../../schedules/service';
+import { getSchedule, listSchedules, view as scheduleView } from '../../schedules/service';
 import { runScheduleNow } from '../../schedules/run-now';
 import { page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
@@ -24,10 +24,10 @@ export const monitoringPages = (deps: Deps) =>
     .use(portalSession(deps))
     .get(
       HERE,
-      ({ session, query }) => {
+      async ({ session, query }) => {
         const view = viewOf(deps, session, HERE);
         const f = queryOf(Filters, query);
-        const list = listSchedules({ ctx: { lender: session.lender, deps }, input: { limit: 50, status: f.status, next_page_token: f.next_page_token } });
+        const list = await listSchedules({ ctx: { lender: session.lender, deps }, input: { limit: 50, status: f.status, next_page_token: f.next_page_token } });
         return page(view, 'Monitoring', [
           <form method="get" action={HERE}>
             <Choice id="status" name="status" label="Status" values={SCHEDULE_STATUSES} labels={STATUS_LABELS} any="Any" selected={f.status} />
@@ -57,7 +57,7 @@ export const monitoringPages = (deps: Deps) =>
       async ({ session, params }) => {
         try {
           const r = await runScheduleNow({ ctx: { lender: session.lender, deps }, input: { id: params.id } });
-          return showSchedule(deps, session, params.id, {
+          return await showSchedule(deps, session, params.id, {
             kind: 'ok',
             text: `Run started: ${count(r.total_authorizers)} authorizer${r.total_authorizers === 1 ? '' : 's'} in batch ${r.batch_id}. The schedule's webhook is told when it completes; the next regular run is unchanged.`,
           }, r.batch_id);
@@ -68,10 +68,10 @@ export const monitoringPages = (deps: Deps) =>
       { signedIn: true, detail: { hide: true } },
     );
 
-function showSchedule(deps: Deps, session: PortalSession, id: string, message?: Message, batchId?: string) {
+async function showSchedule(deps: Deps, session: PortalSession, id: string, message?: Message, batchId?: string) {
   const ctx = { lender: session.lender, deps };
   const view = viewOf(deps, session, HERE);
-  const x = scheduleView(ctx, getSchedule({ ctx, input: { id } }));
+  const x = await scheduleView(ctx, await getSchedule({ ctx, input: { id } }));
   return page(view, x.name, [
     <Notice message={message} />,
     batchId ? (

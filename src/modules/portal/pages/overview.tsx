@@ -3,9 +3,9 @@ import type { Deps } from '../../../deps';
 import type { Totals } from '../../collection/overview';
 import { collectionOverview } from '../../collection/overview';
 import { listBatches } from '../../balance-requests/service';
-import { listKeysNow as listKeys } from '../../lenders/service';
+import { listKeys } from '../../lenders/service';
 import { listConnections } from '../../payment-connections/service';
-import { listEndpointsNow as listEndpoints } from '../../webhooks/endpoints';
+import { listEndpoints } from '../../webhooks/endpoints';
 import { page, portalSession, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
 import { Table } from '../ui/components';
@@ -38,7 +38,7 @@ interface Step {
 /** What a new lender does first, each step done or linked to where it is done, from the same services as the pages. */
 async function firstSteps(deps: Deps, s: PortalSession): Promise<Step[]> {
   const ctx = { lender: s.lender, deps };
-  const keys = (await listKeys(deps.db, s.lender.id)).filter((k) => k.revokedAt === null);
+  const keys = (await listKeys(deps, s.lender.id)).filter((k) => k.revokedAt === null);
   return [
     {
       id: 'api-key',

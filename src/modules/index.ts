@@ -7,7 +7,8 @@ import { webhookEndpointRoutes, webhookRoutes } from './webhooks/routes';
 import { webhookDocuments } from './webhook-payloads';
 import { releaseDeliveryLeases, webhookDeliveryJob } from './webhooks/jobs';
 import { balanceRoutes } from './balance-requests/routes';
-import { balanceProcessingJob, idempotencyCleanupJob, itemQueue } from './balance-requests/processing';
+import { balanceProcessingJob, idempotencyCleanupJob } from './balance-requests/processing';
+import { balanceStore } from './balance-requests/store';
 import { scheduleRoutes } from './schedules/routes';
 import { paymentConnectionRoutes } from './payment-connections/routes';
 import { bankDataConnectionRoutes } from './bank-data-connections/routes';
@@ -18,7 +19,8 @@ import { sealedColumns as enrollmentSealed } from './enrollments/service';
 import { heldRecheckJob, lapseJob, monitoringReadsJob } from './enrollments/monitoring';
 import { searchIndexJob } from './enrollments/search';
 import { payHistoryJob } from './pay-cycles/history';
-import { dispatchJob, dispatchQueue } from './collection/dispatch';
+import { dispatchJob } from './collection/dispatch';
+import { collectionStore } from './collection/store';
 import { pollJob } from './collection/poll';
 import { reconcileJob } from './collection/reconcile';
 import { paymentEventRoutes } from './collection/routes';
@@ -77,10 +79,10 @@ export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed,
  * had claimed is made due again at once instead of after its lease.
  */
 export async function releaseStaleClaims(deps: Pick<Deps, 'db' | 'reader'>): Promise<void> {
-  await transaction({ deps }, ({ tx }) => {
-    itemQueue(deps).releaseAll(tx);
+  await transaction({ deps }, async (tx) => {
+    await balanceStore.releaseReadLeases(tx);
     // Payments whose outcome is not known yet are due again at once (dispatch resolves them at the processor).
-    dispatchQueue(deps).releaseAll(tx);
+    await collectionStore.releasePaymentLeases(tx);
   });
   await releaseDeliveryLeases(deps);
 }

@@ -117,6 +117,25 @@ describe('layering', () => {
     expect(bad).toEqual([]);
   });
 
+  test('only the stores and platform/ use Drizzle or the tables: everything else calls a store', () => {
+    // A value import of Drizzle or of a table (db/schema) is a query being built; a type-only import (a row's
+    // type, an enum's vocabulary) is not. The composition root and platform/ open and run the connection.
+    const bad = files(SRC)
+      .map((f) => relative(ROOT, f))
+      .filter((f) => !f.startsWith('src/platform/') && !/(^|\/|-)store\.sqlite\.ts$/.test(f))
+      .flatMap((f) => {
+        const code = readFileSync(join(ROOT, f), 'utf8');
+        const found: string[] = [];
+        for (const m of code.matchAll(/^import\s+(type\s+)?[^;]*?from\s+'([^']+)'/gm)) {
+          if (m[1]) continue;
+          const spec = m[2]!;
+          if (/^drizzle-orm(\/|$)/.test(spec) || /(^|\/)db\/schema(\/index)?$/.test(spec)) found.push(`${f} imports ${spec}`);
+        }
+        return found;
+      });
+    expect(bad).toEqual([]);
+  });
+
   test('nothing outside platform/ and the statements files touches the SQLite handle or opens a transaction itself', () => {
     expect(handleUsers()).toEqual([]);
   });

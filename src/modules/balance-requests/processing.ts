@@ -1,11 +1,9 @@
 import { writeGate } from '../../platform/context';
-import { batchItems } from '../../../db/schema';
 import type { Db } from '../../platform/db';
 import type { Deps, JobContext } from '../../deps';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import { transaction } from '../../platform/context';
 import type { TxCtx } from '../../platform/store';
-import { LeaseQueue, type PickStrategy } from '../../platform/lease-queue';
 import { drainClaims, writesInOrder } from '../../platform/work-pool';
 import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult } from '../../adapters/bank-data/types';
 import { RELINK_REQUIRED, type BankLink, type LinkCredentials, type LinkedReadResult } from '../../adapters/bank-data/linked';
@@ -18,16 +16,16 @@ import type { SensitiveFields } from '../authorizers/rules';
 import { openSensitive, unpackItems } from './payload';
 import { IDEMPOTENCY_TTL_MS } from './service';
 import { exportStatusFor } from './status';
-import { balanceStore as store, type ClaimedItem, type ResultRow } from './store';
+import { balanceStore as store, ITEM_LEASE_MS, type ClaimedItem, type ReadFinish, type ResultRow } from './store';
+
+export { ITEM_LEASE_MS };
 
 /** Claims outlive the slowest read (provider timeout and retries), so a live worker keeps its items. */
-export const ITEM_LEASE_MS = 120_000;
 export const MAX_READ_ATTEMPTS = 3;
 export const RETRY_BASE_MS = 2_000;
 const FLUSH_ROWS = 64;
 const FLUSH_INTERVAL_MS = 100;
 const PAYLOAD_CACHE_BATCHES = 128;
-const MIN_BATCH_CHUNK = 16;
 
 /** A link the provider says needs the borrower to sign in again: recorded once, its lender told once. */
 interface Relink {
@@ -52,46 +50,6 @@ type Outcome =
 export const REFRESH_WAIT_MS = 10 * 60_000;
 
 /**
- * The fair claim strategy of the balance queue: first an equal share per lender with pending work, then an
- * equal share per batch within a lender, so one large batch never starves a small one. Runs inside the
- * queue's claim transaction, which only leases: batches are started (their rows queued) before, each in a
- * transaction of its own (startPendingBatches).
- */
-function fairShares(turn: () => number): PickStrategy<ClaimedItem> {
-  return ({ tx, want, now, due, lease }) => {
-    const active = store.claimReads.openBatches(tx).filter((b) => b.status === 'processing');
-    if (active.length === 0) return;
-    const byLender = new Map<string, string[]>();
-    for (const b of active) {
-      const list = byLender.get(b.lenderId) ?? [];
-      list.push(b.id);
-      byLender.set(b.lenderId, list);
-    }
-    let claimed = 0;
-    const t = turn();
-    // Two passes: the fair share first, then whatever is left over for batches that have more. `turn`
-    // rotates where each pass starts, and a batch gives at least MIN_BATCH_CHUNK items at a time, so many
-    // open batches are served in turn without each claim touching every one of them.
-    const lenders = [...byLender.values()];
-    for (let pass = 0; pass < 2 && claimed < want; pass++) {
-      const perLender = Math.max(1, Math.ceil((want - claimed) / lenders.length));
-      for (let li = 0; li < lenders.length && claimed < want; li++) {
-        const batchIds = lenders[(li + t) % lenders.length]!;
-        let lenderBudget = perLender;
-        const perBatch = Math.max(MIN_BATCH_CHUNK, Math.ceil(perLender / batchIds.length));
-        for (let bi = 0; bi < batchIds.length && lenderBudget > 0 && claimed < want; bi++) {
-          const batchId = batchIds[(bi + t) % batchIds.length]!;
-          const items = store.claimReads.dueItemsOfBatch(tx, due, batchId, now, Math.min(perBatch, lenderBudget, want - claimed));
-          lease(items);
-          claimed += items.length;
-          lenderBudget -= items.length;
-        }
-      }
-    }
-  };
-}
-
-/**
  * Every pending batch moved to processing, each in its own transaction (a batch is either untouched or fully
  * queued), outside the claim: a claim's transaction only leases rows, however large the batches sent.
  */
@@ -111,20 +69,6 @@ async function startBatch(tx: TxCtx, batchId: string, lenderId: string): Promise
   const items = await store.waitingItems(tx, batchId);
   if (items === undefined) throw new Error(`payload of batch ${batchId} is missing`);
   await store.startBatch(tx, batchId, lenderId, unpackItems(items));
-}
-
-const queues = new WeakMap<Db, { queue: LeaseQueue<typeof batchItems, ClaimedItem>; turn: number }>();
-
-/** The balance-read queue of this database: batch_items, claimed by fair shares. */
-export function itemQueue(deps: Pick<Deps, 'db'>): LeaseQueue<typeof batchItems, ClaimedItem> {
-  let entry = queues.get(deps.db);
-  if (!entry) {
-    const e = { queue: null as unknown as LeaseQueue<typeof batchItems, ClaimedItem>, turn: 0 };
-    e.queue = new LeaseQueue(deps.db, batchItems, { leaseMs: ITEM_LEASE_MS, pick: fairShares(() => e.turn++) });
-    queues.set(deps.db, e);
-    entry = e;
-  }
-  return entry.queue;
 }
 
 /**
@@ -211,18 +155,20 @@ function readRequest(item: ClaimedItem, s: SensitiveFields): BalanceReadRequest 
  */
 async function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): Promise<void> {
   if (outcomes.length === 0) return;
-  const queue = itemQueue(ctx.deps);
   await transaction(ctx, async (tx) => {
     const readThrough = new Set<string>();
     const results: Extract<Outcome, { kind: 'result' }>[] = [];
+    const retries: { id: number; finish: ReadFinish }[] = [];
     for (const o of outcomes) {
       if (o.kind === 'retry') {
-        if (o.waitingSince !== undefined) {
-          // A refresh still running at the provider: waited on, not an attempt used.
-          queue.finalize(tx.tx, o.item.id, { state: 'pending', nextAttemptAt: o.nextAt, set: { waitingSince: o.waitingSince } });
-        } else {
-          queue.finalize(tx.tx, o.item.id, { state: 'pending', attempts: o.item.attempts + 1, nextAttemptAt: o.nextAt });
-        }
+        retries.push({
+          id: o.item.id,
+          // A refresh still running at the provider is waited on, not an attempt used.
+          finish:
+            o.waitingSince !== undefined
+              ? { state: 'pending', nextAttemptAt: o.nextAt, set: { waitingSince: o.waitingSince } }
+              : { state: 'pending', attempts: o.item.attempts + 1, nextAttemptAt: o.nextAt },
+        });
         continue;
       }
       if (o.linked?.connectionId) readThrough.add(o.linked.connectionId);
@@ -249,10 +195,10 @@ async function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): Promise<voi
         }),
       ),
     );
+    await store.finishReads(tx, [...retries, ...results.map((o) => ({ id: o.item.id, finish: { state: 'done' } }))]);
     const added = new Map<string, number>();
     const recorded: RecordedRead[] = [];
     results.forEach((o, i) => {
-      queue.finalize(tx.tx, o.item.id, { state: 'done' });
       if (!inserted[i]) return;
       added.set(o.item.batchId, (added.get(o.item.batchId) ?? 0) + 1);
       recorded.push({ batchId: o.item.batchId, lenderId: o.item.lenderId, authorizerUniqueId: o.item.authorizerUniqueId, balanceCents: o.cents, statusCode: o.code, at: o.at });
@@ -481,7 +427,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       await flush();
       await startPendingBatches(deps);
       const now = clock.now();
-      const items = await itemQueue(deps).claim(concurrency * 4, now);
+      const items = await store.claimDueReads({ deps }, concurrency * 4, now);
       for (const it of items) claimedAt.set(it, now);
       return items;
     },

@@ -1,9 +1,10 @@
 import { and, asc, count, desc, eq, gt, inArray, lt, ne } from 'drizzle-orm';
-import { balanceResults, bankLinkRelinks, batchPayloads, batches } from '../../../db/schema';
+import { balanceResults, bankLinkRelinks, batchItems, batchPayloads, batches } from '../../../db/schema';
 import type { BatchStatus } from '../../../db/schema/enums';
 import type { Db, Orm } from '../../platform/db';
 import { groupCommit } from '../../platform/group-commit';
 import { olderThan } from '../../platform/pagination';
+import { LeaseQueue, type PickStrategy } from '../../platform/lease-queue';
 import { readerOf, writerOf } from '../../platform/store';
 import type { BalanceStore, CachedResponse, ResultRow, ClaimedItem, CountedBatch, ExportRow, LatestResult, NewBatch, ThresholdHit } from './store';
 
@@ -190,6 +191,65 @@ const waitingPayloads = (db: Db, lenderId: string) =>
 const replacePayloadItems = (tx: Orm, batchId: string, items: Uint8Array) =>
   tx.$client.query('UPDATE batch_payloads SET items = ? WHERE batch_id = ?').run(items, batchId);
 
+/** How long a claimed read stays leased: after that, a claim takes it again (a crash, a stuck read). */
+export const ITEM_LEASE_MS = 120_000;
+
+/** A batch gives at least this many items to a claim, so many open batches are served in turn. */
+const MIN_BATCH_CHUNK = 16;
+
+/**
+ * The fair claim of the balance queue: first an equal share per lender with pending work, then an equal share
+ * per batch within a lender, so one large batch never starves a small one. Runs inside the queue's claim
+ * transaction, which only leases: batches are started (their rows queued) before, each in a transaction of
+ * its own. Two statements a claim (bench processing).
+ */
+function fairShares(turn: () => number): PickStrategy<ClaimedItem> {
+  return ({ tx, want, now, due, lease }) => {
+    const active = openBatches(tx).filter((b) => b.status === 'processing');
+    if (active.length === 0) return;
+    const byLender = new Map<string, string[]>();
+    for (const b of active) {
+      const list = byLender.get(b.lenderId) ?? [];
+      list.push(b.id);
+      byLender.set(b.lenderId, list);
+    }
+    let claimed = 0;
+    const t = turn();
+    // Two passes: the fair share first, then whatever is left over for batches that have more. `turn`
+    // rotates where each pass starts, and a batch gives at least MIN_BATCH_CHUNK items at a time, so many
+    // open batches are served in turn without each claim touching every one of them.
+    const lenders = [...byLender.values()];
+    for (let pass = 0; pass < 2 && claimed < want; pass++) {
+      const perLender = Math.max(1, Math.ceil((want - claimed) / lenders.length));
+      for (let li = 0; li < lenders.length && claimed < want; li++) {
+        const batchIds = lenders[(li + t) % lenders.length]!;
+        let lenderBudget = perLender;
+        const perBatch = Math.max(MIN_BATCH_CHUNK, Math.ceil(perLender / batchIds.length));
+        for (let bi = 0; bi < batchIds.length && lenderBudget > 0 && claimed < want; bi++) {
+          const batchId = batchIds[(bi + t) % batchIds.length]!;
+          const items = dueItemsOfBatch(tx, due, batchId, now, Math.min(perBatch, lenderBudget, want - claimed));
+          lease(items);
+          claimed += items.length;
+          lenderBudget -= items.length;
+        }
+      }
+    }
+  };
+}
+
+const queues = new WeakMap<Db, LeaseQueue<typeof batchItems, ClaimedItem>>();
+
+/** The balance-read queue of a database, one per connection (its finalizing statements are cached). */
+function itemQueue(db: Db): LeaseQueue<typeof batchItems, ClaimedItem> {
+  let queue = queues.get(db);
+  if (!queue) {
+    let turn = 0;
+    queue = new LeaseQueue(db, batchItems, { leaseMs: ITEM_LEASE_MS, pick: fairShares(() => turn++) });
+    queues.set(db, queue);
+  }
+  return queue;
+}
+
 export const sqliteBalanceStore: BalanceStore = {
   async cachedResponse(c, lenderId, bodyHash, since) {
     return findCachedResponse(readerOf(c), lenderId, bodyHash, since) ?? undefined;
@@ -224,7 +284,16 @@ export const sqliteBalanceStore: BalanceStore = {
   async openBatches(c) {
     return openBatches(readerOf(c));
   },
-  claimReads: { openBatches, dueItemsOfBatch },
+  async claimDueReads(c, want, now) {
+    return itemQueue(c.deps.db).claim(want, now, c.tx);
+  },
+  async finishReads(c, finishes) {
+    const queue = itemQueue(c.deps.db);
+    for (const f of finishes) queue.finalize(c.tx, f.id, f.finish);
+  },
+  async releaseReadLeases(c) {
+    return itemQueue(c.deps.db).releaseAll(c.tx);
+  },
   async batchStatus(c, batchId) {
     return batchStatus(readerOf(c), batchId);
   },

@@ -1,9 +1,12 @@
-import type { batches } from '../../../db/schema';
+import type { batches, batchItems } from '../../../db/schema';
+import type { Finalize } from '../../platform/lease-queue';
 import type { BatchSource, BatchStatus, ExportStatus, PaymentType } from '../../../db/schema/enums';
 import type { Tx } from '../../platform/context';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { QueuedAuthorizer } from './payload';
 import { sqliteBalanceStore } from './store.sqlite';
+
+export { ITEM_LEASE_MS } from './store.sqlite';
 
 export type Batch = typeof batches.$inferSelect;
 
@@ -133,16 +136,9 @@ export interface LatestResult {
   balanceAsOf: number | null;
 }
 
-/**
- * The reads of the fair claim, made inside the lease queue's claim transaction, whose pick runs synchronously
- * (platform/lease-queue.ts): the two statements of every claim (bench processing).
- */
-export interface ClaimReads {
-  /** Batches with work left, oldest first. */
-  openBatches(tx: Tx): OpenBatch[];
-  /** Due items of one batch in request order, straight off batch_items_pending_idx. */
-  dueItemsOfBatch(tx: Tx, due: string, batchId: string, now: number, limit: number): ClaimedItem[];
-}
+
+/** A claimed read's queue row, finished: done, or pending again with its next attempt. */
+export type ReadFinish = Finalize<typeof batchItems>;
 
 export interface BalanceStore {
   // Accepting.
@@ -164,8 +160,16 @@ export interface BalanceStore {
   // Processing.
   /** Batches with work left, oldest first. */
   openBatches(c: StoreCtx): Promise<OpenBatch[]>;
-  /** The fair claim's reads, inside the claim transaction. */
-  readonly claimReads: ClaimReads;
+  /**
+   * Leases up to `want` due reads, shared fairly: an equal share per lender with work, then per batch within
+   * a lender, so one large batch never starves a small one. The claim only leases rows (batches are started
+   * before it, each in its own transaction).
+   */
+  claimDueReads(c: StoreCtx, want: number, now: number): Promise<ClaimedItem[]>;
+  /** Claimed reads finished, in one call: each done, or back to pending. */
+  finishReads(c: TxCtx, finishes: { id: number; finish: ReadFinish }[]): Promise<void>;
+  /** Every lease let go (at start-up: nothing is being read); how many. */
+  releaseReadLeases(c: TxCtx): Promise<number>;
   batchStatus(c: StoreCtx, batchId: string): Promise<BatchStatus | null>;
   /** A waiting batch's clear items as stored (compressed bytes, or JSON text from before compression). */
   waitingItems(c: StoreCtx, batchId: string): Promise<string | Uint8Array | undefined>;

@@ -1,16 +1,15 @@
 import { writeGate } from '../../platform/context';
-import { payments } from '../../../db/schema';
 import type { Deps, JobContext } from '../../deps';
-import type { Db } from '../../platform/db';
 import { transaction } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
-import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { drainClaims } from '../../platform/work-pool';
 import type { DebitInstrument, DebitRequest, DebitResult, FoundPayment, Processor } from '../../adapters/processors';
 import { openBorrower } from '../enrollments/borrower';
 import { applyMonitorEvent, monitorStateOf } from '../enrollments/monitor-store';
 import { recordObservation } from './record';
-import { collectionStore as store } from './store';
+import { collectionStore as store, type DuePayment } from './store';
+
+export type { DuePayment };
 
 // Sending initiated payments to their processor, and finding out what became of those whose answer was not
 // seen. A payment row is committed (initiating) before it is sent, and its first attempt is committed before
@@ -23,46 +22,11 @@ import { collectionStore as store } from './store';
 // debit). Only a payment the processor was never asked about, or one a look-up past the horizon does not find,
 // is recorded not_attempted. A removal or an outcome recorded elsewhere only stops new payments.
 
-/** Longer than a processor call can take with the SDK's own retries. */
-const DISPATCH_LEASE_MS = 120_000;
 const CONCURRENCY = 16;
 const RETRY_BASE_MS = 5_000;
 const RETRY_MAX_MS = 15 * 60_000;
 /** Room around the attempts for the processor's clock when looking a payment up by the time it was created. */
 const LOOKUP_SLACK_MS = 10 * 60_000;
-
-export interface DuePayment {
-  id: string;
-  lenderId: string;
-  enrollmentId: string;
-  authorizerUniqueId: string;
-  connectionId: string;
-  rail: 'ach' | 'card';
-  amountCents: number;
-  reference: string;
-  attempts: number;
-  /** 2 and 3 are reinitiations (RETRY PYMT). */
-  attempt: number;
-}
-
-const queues = new WeakMap<Db, LeaseQueue<typeof payments, DuePayment>>();
-
-export function dispatchQueue(deps: Pick<Deps, 'db'>): LeaseQueue<typeof payments, DuePayment> {
-  let q = queues.get(deps.db);
-  if (!q) {
-    q = new LeaseQueue(deps.db, payments, {
-      leaseMs: DISPATCH_LEASE_MS,
-      // Raw: claimed every tick of the dispatch job (bench collection).
-      pick: oldestDueFirst<DuePayment>(
-        `SELECT id, lender_id AS lenderId, enrollment_id AS enrollmentId, authorizer_unique_id AS authorizerUniqueId,
-                connection_id AS connectionId, rail, amount_cents AS amountCents, reference, attempts, attempt
-           FROM payments`,
-      ),
-    });
-    queues.set(deps.db, q);
-  }
-  return q;
-}
 
 export type Step =
   | { kind: 'done' }
@@ -89,7 +53,7 @@ export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | P
   const pay = await store.sendStateOf(ctx, p.id);
   if (!pay || pay.status !== 'initiating') {
     // The processor already told us (polling read the outcome first): nothing left to resolve here.
-    await transaction(ctx, ({ tx }) => dispatchQueue(deps).finalize(tx, p.id, { state: 'done' }));
+    await transaction(ctx, (tx) => store.finishDue(tx, p.id, { state: 'done' }));
     return { kind: 'done' };
   }
   const e = await store.borrowerToDebit(ctx, p.enrollmentId);
@@ -179,7 +143,7 @@ async function neverSent(ctx: JobContext, p: DuePayment, message: string, reason
 async function giveUp(ctx: JobContext, p: DuePayment, message: string): Promise<void> {
   const now = ctx.deps.clock.now();
   await transaction(ctx, async (tx) => {
-    dispatchQueue(ctx.deps).finalize(tx.tx, p.id, { state: 'done' });
+    await store.finishDue(tx, p.id, { state: 'done' });
     // Forward only: a payment whose status moved meanwhile (an outcome read first) keeps it.
     if (!(await store.markNotAttempted(tx, p.id, message, now))) return;
     await store.giveBackPresentment(tx, p.enrollmentId, now);
@@ -195,7 +159,7 @@ async function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): Pro
   await transaction(ctx, async (tx) => {
     const cur = await store.paymentStatusOf(tx, p.id);
     await store.noteProcessorPaymentId(tx, p.id, r.processorPaymentId, now);
-    dispatchQueue(ctx.deps).finalize(tx.tx, p.id, { state: 'done' });
+    await store.finishDue(tx, p.id, { state: 'done' });
     if (cur !== 'initiating') return;
     await recordObservation(tx, {
       lenderId: p.lenderId,
@@ -231,7 +195,7 @@ async function retryLater(ctx: JobContext, p: DuePayment): Promise<void> {
   const now = ctx.deps.clock.now();
   const attempts = p.attempts + 1;
   const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (attempts - 1));
-  await transaction(ctx, ({ tx }) => dispatchQueue(ctx.deps).finalize(tx, p.id, { state: 'pending', attempts, nextAttemptAt: now + delay }));
+  await transaction(ctx, (tx) => store.finishDue(tx, p.id, { state: 'pending', attempts, nextAttemptAt: now + delay }));
 }
 
 export async function finish(ctx: JobContext, p: DuePayment, s: Extract<Step, { kind: 'send' | 'look' }>): Promise<void> {
@@ -267,7 +231,7 @@ export async function dispatchPayments(deps: Deps, opts: { signal?: AbortSignal;
   await drainClaims({
     concurrency: opts.concurrency ?? CONCURRENCY,
     signal: opts.signal,
-    claim: () => dispatchQueue(deps).claim((opts.concurrency ?? CONCURRENCY) * 4, deps.clock.now()),
+    claim: () => store.claimDuePayments({ deps }, (opts.concurrency ?? CONCURRENCY) * 4, deps.clock.now()),
     handle: async (p) => {
       let s: Step;
       try {

@@ -3,9 +3,10 @@ import { enrollments, paymentConnections, paymentEvents, payments } from '../../
 import { MONITOR_STATES, PAYMENT_STATUSES, type EventSource, type EventStatus, type MonitorState, type PaymentStatus } from '../../../db/schema/enums';
 import type { Db, Orm } from '../../platform/db';
 import { DAY_MS } from '../../platform/clock';
+import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { readerOf, writerOf } from '../../platform/store';
 import type { PastPayment } from './rules';
-import type { CollectionStore, CountedSum, LedgerTotals, PaymentPageQuery } from './store';
+import type { CollectionStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
 
 // Collection's SQL on SQLite. The raw prepared statements: recording an observed status and matching a
 // processor change run once per change of a polled feed (bun run bench collection: a 50,000-change backlog at
@@ -455,7 +456,40 @@ export const paymentsPage = (db: Db, v: PaymentPageQuery) => {
     .all();
 };
 
+/** How long a claimed payment stays leased: longer than a processor call can take with the SDK's own retries. */
+export const DISPATCH_LEASE_MS = 120_000;
+
+const queues = new WeakMap<Db, LeaseQueue<typeof payments, DuePayment>>();
+
+/** The dispatch queue of a database, one per connection (its finalizing statements are cached). */
+function dispatchQueue(db: Db): LeaseQueue<typeof payments, DuePayment> {
+  let q = queues.get(db);
+  if (!q) {
+    q = new LeaseQueue(db, payments, {
+      leaseMs: DISPATCH_LEASE_MS,
+      // Raw: claimed every tick of the dispatch job (bench collection).
+      pick: oldestDueFirst<DuePayment>(
+        `SELECT id, lender_id AS lenderId, enrollment_id AS enrollmentId, authorizer_unique_id AS authorizerUniqueId,
+                connection_id AS connectionId, rail, amount_cents AS amountCents, reference, attempts, attempt
+           FROM payments`,
+      ),
+    });
+    queues.set(db, q);
+  }
+  return q;
+}
+
 export const sqliteCollectionStore: CollectionStore = {
+  async claimDuePayments(c, want, now) {
+    return dispatchQueue(c.deps.db).claim(want, now, c.tx);
+  },
+  async finishDue(c, id, finish) {
+    dispatchQueue(c.deps.db).finalize(c.tx, id, finish);
+  },
+  async releasePaymentLeases(c) {
+    return dispatchQueue(c.deps.db).releaseAll(c.tx);
+  },
+
   async eventSeen(c, lenderId, source, sourceEventId) {
     return eventSeen(readerOf(c), lenderId, source, sourceEventId) != null;
   },

@@ -1,8 +1,28 @@
 import type { enrollments, paymentEvents, payments } from '../../../db/schema';
 import type { EventSource, EventStatus, MonitorState, PaymentStatus, ProcessorName } from '../../../db/schema/enums';
+import type { Finalize } from '../../platform/lease-queue';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { PastPayment } from './rules';
 import { sqliteCollectionStore } from './store.sqlite';
+
+export { DISPATCH_LEASE_MS } from './store.sqlite';
+
+export interface DuePayment {
+  id: string;
+  lenderId: string;
+  enrollmentId: string;
+  authorizerUniqueId: string;
+  connectionId: string;
+  rail: 'ach' | 'card';
+  amountCents: number;
+  reference: string;
+  attempts: number;
+  /** 2 and 3 are reinitiations (RETRY PYMT). */
+  attempt: number;
+}
+
+/** A claimed payment's queue row, finished: done, or pending again with its next attempt. */
+export type DueFinish = Finalize<typeof payments>;
 
 // Collection's data: payments, their events and the ledger, what was ingested from the processors' feeds, and
 // what collection reads and writes of borrowers and processor keys to decide, send and poll.
@@ -130,6 +150,14 @@ export interface PaymentPageQuery {
 }
 
 export interface CollectionStore {
+  // The dispatch queue.
+  /** Leases up to `want` due payments, oldest due first (claimed every tick of the dispatch job). */
+  claimDuePayments(c: StoreCtx, want: number, now: number): Promise<DuePayment[]>;
+  /** A claimed payment's queue row finished. */
+  finishDue(c: TxCtx, id: string, finish: DueFinish): Promise<void>;
+  /** Every lease let go (at start-up: nothing is in flight in this process); how many. */
+  releasePaymentLeases(c: TxCtx): Promise<number>;
+
   // Recording an observation (record.ts).
   /** Whether the lender's source event was recorded before. */
   eventSeen(c: StoreCtx, lenderId: string, source: EventSource, sourceEventId: string): Promise<boolean>;

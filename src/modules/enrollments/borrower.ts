@@ -1,4 +1,4 @@
-import { enrollments } from '../../../db/schema';
+import type { enrollments } from '../../../db/schema';
 import type { Deps } from '../../deps';
 import type { NormalizedAuthorizer } from '../authorizers/rules';
 import { packSensitive, unpackSensitive } from '../balance-requests/payload';

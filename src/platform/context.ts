@@ -119,26 +119,9 @@ export function withTransaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx?:
 
 /**
  * Runs fn in a savepoint of the open transaction: when fn throws, its writes alone are undone (the rest of the
- * transaction stands) and the error is rethrown. Cached statements, not a nested bun:sqlite transaction: this
- * runs once per change of a polled feed, and a nested transaction costs ten times as much.
- */
-export function withSavepoint<T>(tx: Tx, fn: () => T): T {
-  const c = tx.$client;
-  c.query('SAVEPOINT one_of_many').run();
-  try {
-    const result = fn();
-    c.query('RELEASE one_of_many').run();
-    return result;
-  } catch (e) {
-    c.query('ROLLBACK TO one_of_many').run();
-    c.query('RELEASE one_of_many').run();
-    throw e;
-  }
-}
-
-/**
- * The asynchronous form of withSavepoint: fn may await (store calls); while it runs, no other caller writes on
- * the connection (the transaction is open and one-at-a-time), so the savepoint holds only fn's writes.
+ * transaction stands) and the error is rethrown. fn may await (store calls): while it runs, no other caller
+ * writes on the connection (the transaction is open and one at a time), so the savepoint holds only fn's
+ * writes. Cached statements, not a nested bun:sqlite transaction: this runs once per change of a polled feed.
  */
 export async function savepoint<T>(ctx: { tx: Tx }, fn: () => Promise<T>): Promise<T> {
   const c = ctx.tx.$client;

@@ -1,21 +1,25 @@
 // One of many writes in a transaction undone alone: the savepoint a polled page records each change in.
 import { afterAll, expect, test } from 'bun:test';
 import { createTestContext } from '../helpers/context';
-import { withSavepoint, withTransaction } from '../../src/platform/context';
+import { savepoint, transaction } from '../../src/platform/context';
 
 const c = createTestContext();
 afterAll(() => c.close());
 
-test('a savepoint that throws undoes its own writes only; the others, nested ones included, commit', () => {
+/** A turn of the event loop: the savepoint stays open across it. */
+const turn = () => new Promise((r) => setImmediate(r));
+
+test('a savepoint that throws undoes its own writes only; the others, nested ones included, commit', async () => {
   c.rt.sqlite.run('CREATE TABLE sp_probe (x INTEGER)');
   const ins = (x: number) => c.rt.sqlite.query('INSERT INTO sp_probe VALUES (?)').run(x);
   const failed: number[] = [];
-  withTransaction({ deps: c.rt }, ({ tx }) => {
+  await transaction({ deps: c.rt }, async (tx) => {
     for (const x of [1, 2, 3, 4]) {
       try {
-        withSavepoint(tx, () => {
+        await savepoint(tx, async () => {
           ins(x);
-          withSavepoint(tx, () => ins(x * 10));
+          await turn();
+          await savepoint(tx, async () => ins(x * 10));
           if (x % 2 === 0) throw new Error(`refused ${x}`);
         });
       } catch {
@@ -23,11 +27,12 @@ test('a savepoint that throws undoes its own writes only; the others, nested one
       }
     }
     // An inner failure caught inside an outer savepoint leaves the outer one's writes.
-    withSavepoint(tx, () => {
+    await savepoint(tx, async () => {
       ins(5);
       try {
-        withSavepoint(tx, () => {
+        await savepoint(tx, async () => {
           ins(50);
+          await turn();
           throw new Error('inner');
         });
       } catch {

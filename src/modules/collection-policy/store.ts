@@ -1,5 +1,6 @@
 import type { ReadCadence, ReinitiationAmount } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
+import type { CollectionPolicy } from './policy';
 import { sqliteCollectionPolicyStore } from './store.sqlite';
 
 /** A lender's policy as stored: flags as 0/1. */
@@ -14,18 +15,8 @@ export interface PolicyRow {
   timeZone: string | null;
 }
 
-export interface PolicyRecord {
-  lenderId: string;
-  cfpbCovered: boolean;
-  maxReinitiations: number;
-  reinitiationAmount: ReinitiationAmount;
-  noticeDays: number;
-  returnRatePause: boolean;
-  readCadence: ReadCadence;
-  debitBufferCents: number;
-  timeZone: string | null;
-  updatedAt: number;
-}
+/** The whole policy as stored, with its lender and when it was last changed. */
+export type PolicyRecord = CollectionPolicy & { lenderId: string; updatedAt: number };
 
 export interface CollectionPolicyStore {
   /** The lender's policy row, if it ever saved one (read once per collection decision and recorded return). */

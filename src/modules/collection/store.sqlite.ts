@@ -6,7 +6,7 @@ import { DAY_MS } from '../../platform/clock';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { readerOf, writerOf } from '../../platform/store';
 import type { PastPayment } from './rules';
-import type { CollectionStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
+import type { CollectionStore, CountedSum, DuePayment, EventRecord, LedgerTotals, PaymentPageQuery } from './store';
 
 // Collection's SQL on SQLite. The raw prepared statements: recording an observed status and matching a
 // processor change run once per change of a polled feed (bun run bench collection: a 50,000-change backlog at
@@ -52,23 +52,7 @@ export const paymentStatusOf = (db: Db, id: string) =>
 
 export const insertEvent = (
   tx: Orm,
-  v: {
-    id: string;
-    lenderId: string;
-    enrollmentId: string | null;
-    aid: string | null;
-    paymentId: string | null;
-    connectionId: string | null;
-    reference: string;
-    status: EventStatus;
-    amount: number;
-    returnCode: string | null;
-    message: string | null;
-    source: EventSource;
-    sourceEventId: string;
-    occurredAt: number;
-    recordedAt: number;
-  },
+  v: EventRecord,
 ) =>
   tx.$client
     .query(

@@ -19,9 +19,9 @@ const LATENCY_MS = 50;
 const TARGET = 1.3;
 const DAY = '2026-11-21';
 
-/** The due check's SELECT, read from schedules/queries.ts so the plan shown is the plan of the code as it is. */
+/** The due check's SELECT, read from the schedules' store so the plan shown is the plan of the code as it is. */
 function dueQuery(): string {
-  const src = readFileSync(join(ROOT, 'src/modules/schedules/queries.ts'), 'utf8');
+  const src = readFileSync(join(ROOT, 'src/modules/schedules/store.sqlite.ts'), 'utf8');
   const m = /"(SELECT id FROM schedules WHERE [^"]+)"/.exec(src);
   return m ? m[1]! : "SELECT id FROM schedules WHERE status = 'ACTIVE' AND next_run_at <= ? ORDER BY next_run_at LIMIT ?";
 }

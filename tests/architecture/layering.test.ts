@@ -101,7 +101,7 @@ describe('layering', () => {
     const bad = routes.flatMap((f) =>
       imports(f)
         // The enums are vocabularies (states, statuses, event types), not tables: a form may list them.
-        .filter((t) => (/^db\/schema\b/.test(t) && t !== 'db/schema/enums') || t === 'src/platform/db' || /queries$|\.sqlite$/.test(t))
+        .filter((t) => (/^db\/schema\b/.test(t) && t !== 'db/schema/enums') || t === 'src/platform/db' || /\.sqlite$/.test(t))
         .map((t) => `${relative(ROOT, f)} imports ${t}`),
     );
     const text = routes.map((f) => readFileSync(f, 'utf8')).join('\n');
@@ -224,14 +224,13 @@ function monitorWriters(dirs: string[]): string[] {
 
 /**
  * Files that reach the SQLite connection (`sqlite`, `$client`, bun:sqlite) or open a transaction other than
- * through withTransaction. Allowed: platform/, each module's queries.ts and the monitor store (its statements),
+ * through withTransaction. Allowed: platform/, each module's store.sqlite.ts (its statements),
  * the composition root that opens the database, and the sandbox processor and its store, which stand for
  * another system's own database.
  */
 function handleUsers(): string[] {
   const allowed = (f: string) =>
     f.startsWith('src/platform/') ||
-    /^src\/modules\/[^/]+\/queries\.ts$/.test(f) ||
     /^src\/modules\/.+(\/|-)store\.sqlite\.ts$/.test(f) ||
     f === 'src/runtime.ts' ||
     f === 'src/index.ts' ||

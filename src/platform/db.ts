@@ -145,7 +145,8 @@ export function openDatabase(path: string, opts: { migrate?: boolean } = {}): Db
 function openReader(path: string): Database {
   const reader = new Database(path, { readonly: true, strict: true });
   reader.exec('PRAGMA busy_timeout = 5000');
-  reader.exec('PRAGMA cache_size = -16384');
+  // SQLite's default page cache (2 MB): its reads are lists, pages and exports that pass over their rows
+  // once, so a larger cache would only hold what the operating system's file cache holds already.
   return reader;
 }
 

@@ -56,20 +56,21 @@ export type PageQuery = { limit?: number; next_page_token?: string; nextPageToke
  * follow, and the next token holds the position of the last row shown. `moreAnyway` keeps a token coming
  * when the listing may still grow (a batch in progress): it then resumes after the last row seen.
  */
-export function keysetPage<Row, Pos>(opts: {
+export async function keysetPage<Row, Pos>(opts: {
   tokens: PageTokens;
   scope: string;
   query: PageQuery;
   limit: number;
   /** The position before the first row. */
   start: Pos;
-  fetch: (after: Pos, take: number) => Row[];
+  /** The rows after a position, from the module's store. */
+  fetch: (after: Pos, take: number) => Promise<Row[]>;
   positionOf: (row: Row) => Pos;
   moreAnyway?: boolean;
-}): { page: Row[]; hasMore: boolean; nextPageToken: string | null } {
+}): Promise<{ page: Row[]; hasMore: boolean; nextPageToken: string | null }> {
   const token = tokenFrom(opts.query);
   const after = token ? opts.tokens.decode<Pos>(opts.scope, token) : opts.start;
-  const rows = opts.fetch(after, opts.limit + 1);
+  const rows = await opts.fetch(after, opts.limit + 1);
   const page = rows.slice(0, opts.limit);
   const hasMore = rows.length > opts.limit || opts.moreAnyway === true;
   const last = page[page.length - 1];

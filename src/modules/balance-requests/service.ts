@@ -7,7 +7,7 @@ import type { Db } from '../../platform/db';
 import { InvalidInput, NotFound, RateLimited } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { centsToDollarsOrNull } from '../../platform/money';
-import { keysetPage, tokenFrom, type PageQuery, type PageTokens } from '../../platform/pagination';
+import { keysetPage, type PageQuery } from '../../platform/pagination';
 import type { StoreCtx } from '../../platform/store';
 import { validateWebhookUrl } from '../webhooks/service';
 import { validateAuthorizerList, validateAuthorizers, type AuthorizerCandidate, type FailedAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
@@ -224,26 +224,6 @@ async function findBatch(ctx: Ctx, batchId: string): Promise<Batch> {
   return b;
 }
 
-/**
- * One page of a keyset listing whose rows are read asynchronously: the position from the page token, then
- * `limit + 1` rows after it, paged by keysetPage.
- */
-async function pageAfter<Row, Pos>(opts: {
-  tokens: PageTokens;
-  scope: string;
-  query: PageQuery;
-  limit: number;
-  start: Pos;
-  fetch: (after: Pos, take: number) => Promise<Row[]>;
-  positionOf: (row: Row) => Pos;
-  moreAnyway?: boolean;
-}) {
-  const token = tokenFrom(opts.query);
-  const after = token ? opts.tokens.decode<Pos>(opts.scope, token) : opts.start;
-  const rows = await opts.fetch(after, opts.limit + 1);
-  return keysetPage({ ...opts, query: {}, start: after, fetch: () => rows });
-}
-
 export async function getBatchStatus({ ctx, input }: { ctx: Ctx; input: { batchId: string } }) {
   const b = await findBatch(ctx, input.batchId);
   return {
@@ -262,7 +242,7 @@ export async function getBatchStatus({ ctx, input }: { ctx: Ctx; input: { batchI
 /** GET /v1/balances: results in the order they were recorded, so each appears once across pages. */
 export async function listBalances({ ctx, input }: { ctx: Ctx; input: { batchId: string } & PageQuery }) {
   const b = await findBatch(ctx, input.batchId);
-  const { page, hasMore, nextPageToken } = await pageAfter({
+  const { page, hasMore, nextPageToken } = await keysetPage({
     tokens: ctx.deps.pageTokens,
     scope: `balances:${ctx.lender.id}:${b.id}`,
     query: input,
@@ -296,7 +276,7 @@ function linkedFields(r: { kind: 'available' | 'current' | null; asOf: number | 
 /** Every balance read of one authorizer for the lender, newest first. */
 export async function authorizerHistory({ ctx, input }: { ctx: Ctx; input: { authorizerId: string } & PageQuery }) {
   const total = await store.historyCount(ctx, ctx.lender.id, input.authorizerId);
-  const { page, hasMore, nextPageToken } = await pageAfter({
+  const { page, hasMore, nextPageToken } = await keysetPage({
     tokens: ctx.deps.pageTokens,
     scope: `history:${ctx.lender.id}:${input.authorizerId}`,
     query: input,
@@ -348,7 +328,7 @@ export const sealedColumns: SealedColumn[] = [{ table: 'batch_payloads', key: 'b
  */
 export async function listBatches({ ctx, input }: { ctx: Ctx; input: PageQuery & { limit: number; kind?: 'sent' | 'monitoring' | 'all' } }) {
   const kind = input.kind ?? 'sent';
-  const { page, hasMore, nextPageToken } = await pageAfter<Batch, { t: number; i: string }>({
+  const { page, hasMore, nextPageToken } = await keysetPage<Batch, { t: number; i: string }>({
     tokens: ctx.deps.pageTokens,
     scope: `batches:${ctx.lender.id}:${kind}`,
     query: input,

@@ -2,8 +2,8 @@ import type { PaymentStatus } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
 import { InvalidInput } from '../../platform/errors';
-import { keysetPage, tokenFrom, type PageQuery, type PageTokens } from '../../platform/pagination';
-import { collectionStore as store, type PaymentPageQuery, type PaymentRow } from './store';
+import { keysetPage, type PageQuery } from '../../platform/pagination';
+import { collectionStore as store, type PaymentRow } from './store';
 
 // The service's payments across borrowers, for the portal's Payments page and its CSV: filtered by status
 // and by the day they were created (UTC, both ends included), sorted by date or amount, a page at a time off
@@ -32,29 +32,21 @@ const dayStart = (field: string, day: string): number => {
 
 type Pos = { k: number; i: string };
 
-/** What a listing asks the store for: its filters, and the position its page token holds. */
-export function paymentPageQuery(tokens: PageTokens, lenderId: string, input: PaymentListInput): { scope: string; query: PaymentPageQuery } {
+export async function listPayments({ ctx, input }: { ctx: Ctx; input: PaymentListInput }) {
+  const lenderId = ctx.lender.id;
   const sort = input.sort ?? 'newest';
   const from = input.from ? dayStart('from', input.from) : null;
   const to = input.to ? dayStart('to', input.to) + DAY_MS : null;
   if (from !== null && to !== null && to <= from) throw InvalidInput.field('to', 'to must be the same day as from or later');
-  // The filters are part of the scope: a token is good for the listing it came from only.
-  const scope = `payments:${lenderId}:${sort}:${input.status ?? ''}:${input.from ?? ''}:${input.to ?? ''}`;
-  const token = tokenFrom(input);
-  const after = token ? tokens.decode<Pos | null>(scope, token) : null;
-  return { scope, query: { lenderId, status: input.status, from, to, sort, after, take: input.limit + 1 } };
-}
-
-/** A page of the listing from the rows the store read for it (limit + 1 after the token's position). */
-export function paymentListOf(tokens: PageTokens, scope: string, input: PaymentListInput, q: PaymentPageQuery, rows: PaymentRow[]) {
-  const byAmount = q.sort === 'amount_desc' || q.sort === 'amount_asc';
-  const { page, hasMore, nextPageToken } = keysetPage<PaymentRow, Pos | null>({
-    tokens,
-    scope,
+  const byAmount = sort === 'amount_desc' || sort === 'amount_asc';
+  const { page, hasMore, nextPageToken } = await keysetPage<PaymentRow, Pos | null>({
+    tokens: ctx.deps.pageTokens,
+    // The filters are part of the scope: a token is good for the listing it came from only.
+    scope: `payments:${lenderId}:${sort}:${input.status ?? ''}:${input.from ?? ''}:${input.to ?? ''}`,
     query: input,
     limit: input.limit,
     start: null,
-    fetch: () => rows,
+    fetch: (after, take) => store.paymentsPage(ctx, { lenderId, status: input.status, from, to, sort, after, take }),
     positionOf: (p) => ({ k: byAmount ? p.amountCents : p.createdAt, i: p.id }),
   });
   return {
@@ -74,7 +66,3 @@ export function paymentListOf(tokens: PageTokens, scope: string, input: PaymentL
   };
 }
 
-export async function listPayments({ ctx, input }: { ctx: Ctx; input: PaymentListInput }) {
-  const { scope, query } = paymentPageQuery(ctx.deps.pageTokens, ctx.lender.id, input);
-  return paymentListOf(ctx.deps.pageTokens, scope, input, query, await store.paymentsPage(ctx, query));
-}

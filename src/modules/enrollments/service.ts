@@ -8,7 +8,7 @@ import { transaction } from '../../platform/context';
 import { NotFound } from '../../platform/errors';
 import { fits, problemsOf } from '../../platform/validation';
 import { newId } from '../../platform/ids';
-import { keysetPage, tokenFrom } from '../../platform/pagination';
+import { keysetPage } from '../../platform/pagination';
 import { readerOf } from '../../platform/store';
 import type { SealedColumn } from '../../platform/vault';
 import { CardRefused, ProcessorUnavailable, type TokenizedCard } from '../../adapters/processors';
@@ -448,26 +448,23 @@ export async function listEnrollments({
   const prefix = input.prefix ?? '';
   const scope = `enrollments:${ctx.lender.id}:${input.state ?? ''}:${input.blockedReason ?? ''}:${prefix}`;
   const limit = input.limit ?? 50;
-  // The position is read first, the rows fetched from the store, and the page made of them as every list's is.
-  const token = tokenFrom(input);
-  const after = token ? ctx.deps.pageTokens.decode<{ a: string }>(scope, token) : { a: '' };
-  const rows = await store.enrollmentsPage(ctx, {
-    lenderId: ctx.lender.id,
-    after: after.a,
-    // A prefix starts the range at itself; its rows are contiguous in id order, so the range ends at the
-    // first id without it (an index range, however many borrowers follow).
-    prefix: prefix ? { from: prefix, to: prefixEnd(prefix) } : null,
-    state: input.state,
-    blockedReason: input.blockedReason,
-    limit: limit + 1,
-  });
-  const { page, hasMore, nextPageToken } = keysetPage({
+  const { page, hasMore, nextPageToken } = await keysetPage({
     tokens: ctx.deps.pageTokens,
     scope,
     query: input,
     limit,
     start: { a: '' },
-    fetch: () => rows,
+    fetch: (after, take) =>
+      store.enrollmentsPage(ctx, {
+        lenderId: ctx.lender.id,
+        after: after.a,
+        // A prefix starts the range at itself; its rows are contiguous in id order, so the range ends at the
+        // first id without it (an index range, however many borrowers follow).
+        prefix: prefix ? { from: prefix, to: prefixEnd(prefix) } : null,
+        state: input.state,
+        blockedReason: input.blockedReason,
+        limit: take,
+      }),
     positionOf: (e) => ({ a: e.authorizerUniqueId }),
   });
   const enrollments = [];

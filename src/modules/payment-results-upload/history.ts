@@ -1,7 +1,7 @@
 import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
 import { NotFound } from '../../platform/errors';
-import { keysetPage, tokenFrom, type PageQuery } from '../../platform/pagination';
+import { keysetPage, type PageQuery } from '../../platform/pagination';
 import { uploadStore as store, type UploadRow } from './store';
 
 // The history of recorded uploads: GET /v1/payment_results/uploads (newest first, paged) and one upload's
@@ -24,18 +24,13 @@ export async function listUploads({ ctx, input }: { ctx: Ctx; input: PageQuery }
   const scope = `result-uploads:${ctx.lender.id}`;
   const start: Position = { t: Number.MAX_SAFE_INTEGER, i: '' };
   const limit = input.limit ?? 20;
-  // The rows are read first (the store is asynchronous), from the position the page token holds; the page is
-  // then made of them as every listing's is.
-  const token = tokenFrom(input);
-  const after = token ? ctx.deps.pageTokens.decode<Position>(scope, token) : start;
-  const rows = await store.uploadsBefore(ctx, ctx.lender.id, after, limit + 1);
-  const { page, hasMore, nextPageToken } = keysetPage({
+  const { page, hasMore, nextPageToken } = await keysetPage({
     tokens: ctx.deps.pageTokens,
     scope,
     query: input,
     limit,
     start,
-    fetch: () => rows,
+    fetch: (after, take) => store.uploadsBefore(ctx, ctx.lender.id, after, take),
     positionOf: (u) => ({ t: u.recordedAt, i: u.id }),
   });
   return { uploads: page.map(summary), has_more: hasMore, next_page_token: nextPageToken };

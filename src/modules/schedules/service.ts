@@ -7,7 +7,7 @@ import { Conflict, InvalidInput, NotFound } from '../../platform/errors';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
 import { newId } from '../../platform/ids';
 import { centsToDollars, dollarsToCents } from '../../platform/money';
-import { keysetPage, tokenFrom } from '../../platform/pagination';
+import { keysetPage } from '../../platform/pagination';
 import { validateWebhookUrl } from '../webhooks/service';
 import { validateAuthorizerList } from '../authorizers/rules';
 import type { CreateScheduleBody, UpdateScheduleBody } from './model';
@@ -218,32 +218,20 @@ export function disableSchedule({ ctx, input }: { ctx: Ctx; input: { id: string 
 type ListInput = { status?: ScheduleStatus; limit?: number; next_page_token?: string; nextPageToken?: string };
 
 export async function listSchedules({ ctx, input }: { ctx: Ctx; input: ListInput }) {
-  const rows = await store.listSchedules(ctx, scheduleQuery(ctx, input));
-  const { page, hasMore, nextPageToken } = schedulePage(ctx, input, rows);
-  const counts = await store.authorizerCounts(ctx, page.map((s) => s.id));
-  return { schedules: page.map((s, i) => viewOf(s, counts[i]!)), has_more: hasMore, next_page_token: nextPageToken };
-}
-
-const scheduleScope = (ctx: Ctx, input: ListInput) => `schedules:${ctx.lender.id}:${input.status ?? ''}`;
-
-/** The rows a page asks for: after the token's position (checked as keysetPage checks it), one more than shown. */
-function scheduleQuery(ctx: Ctx, input: ListInput) {
-  const token = tokenFrom(input);
-  const after = token ? ctx.deps.pageTokens.decode<{ i: string }>(scheduleScope(ctx, input), token) : { i: '' };
-  return { lenderId: ctx.lender.id, status: input.status, afterId: after.i, take: (input.limit ?? 50) + 1 };
-}
-
-function schedulePage(ctx: Ctx, input: ListInput, rows: Schedule[]) {
-  return keysetPage({
+  const { page, hasMore, nextPageToken } = await keysetPage({
     tokens: ctx.deps.pageTokens,
     scope: scheduleScope(ctx, input),
     query: input,
     limit: input.limit ?? 50,
     start: { i: '' },
-    fetch: () => rows,
+    fetch: (after, take) => store.listSchedules(ctx, { lenderId: ctx.lender.id, status: input.status, afterId: after.i, take }),
     positionOf: (s) => ({ i: s.id }),
   });
+  const counts = await store.authorizerCounts(ctx, page.map((s) => s.id));
+  return { schedules: page.map((s, i) => viewOf(s, counts[i]!)), has_more: hasMore, next_page_token: nextPageToken };
 }
+
+const scheduleScope = (ctx: Ctx, input: ListInput) => `schedules:${ctx.lender.id}:${input.status ?? ''}`;
 
 /** Columns of this feature holding vault-sealed values. */
 export const sealedColumns: SealedColumn[] = [{ table: 'schedule_authorizers', key: 'id', column: 'sealed' }];

@@ -3,10 +3,10 @@ import type { Ctx, Deps, JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { transaction } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
-import { webhookStore as store, type DeliveryListFilter, type DeliveryRow, type NewDelivery } from './store';
+import { webhookStore as store, type DeliveryRow, type NewDelivery } from './store';
 import { DAY_MS, isoOrNull, iso } from '../../platform/clock';
 import { newId } from '../../platform/ids';
-import { keysetPage, tokenFrom } from '../../platform/pagination';
+import { keysetPage } from '../../platform/pagination';
 import { generateWebhookSecret } from '../../adapters/webhooks/signing';
 import { checkWebhookUrl } from '../../adapters/webhooks/ssrf';
 import type { SealedColumn } from '../../platform/vault';
@@ -122,27 +122,14 @@ export interface DeliveryFilter {
 type Position = { c: number; i: string } | null;
 
 export async function listDeliveries({ ctx, input: q }: { ctx: Ctx; input: DeliveryFilter }) {
-  return deliveryPage(ctx, q, await store.listDeliveries(ctx, deliveryQuery(ctx, q)));
-}
-
-const deliveryScope = (lenderId: string, q: DeliveryFilter) => `deliveries:${lenderId}:${q.status ?? ''}:${q.type ?? ''}`;
-
-/** The rows a page asks for: after the token's position (checked as keysetPage checks it), one more than shown. */
-function deliveryQuery(ctx: Ctx, q: DeliveryFilter): DeliveryListFilter {
   const lenderId = ctx.lender.id;
-  const token = tokenFrom(q);
-  const after = token ? ctx.deps.pageTokens.decode<Position>(deliveryScope(lenderId, q), token) : null;
-  return { lenderId, status: q.status, type: q.type, after, take: (q.limit ?? 50) + 1 };
-}
-
-function deliveryPage(ctx: Ctx, q: DeliveryFilter, rows: DeliveryRow[]) {
-  const { page, hasMore, nextPageToken } = keysetPage<DeliveryRow, Position>({
+  const { page, hasMore, nextPageToken } = await keysetPage<DeliveryRow, Position>({
     tokens: ctx.deps.pageTokens,
-    scope: deliveryScope(ctx.lender.id, q),
+    scope: deliveryScope(lenderId, q),
     query: q,
     limit: q.limit ?? 50,
     start: null,
-    fetch: () => rows,
+    fetch: (after, take) => store.listDeliveries(ctx, { lenderId, status: q.status, type: q.type, after, take }),
     positionOf: (d) => ({ c: d.createdAt, i: d.id }),
   });
   return {
@@ -163,6 +150,8 @@ function deliveryPage(ctx: Ctx, q: DeliveryFilter, rows: DeliveryRow[]) {
     next_page_token: nextPageToken,
   };
 }
+
+const deliveryScope = (lenderId: string, q: DeliveryFilter) => `deliveries:${lenderId}:${q.status ?? ''}:${q.type ?? ''}`;
 
 /** Deliveries still waiting to be sent, for readiness and benchmarks. */
 export function countPending(deps: Deps): Promise<number> {

@@ -71,6 +71,15 @@ async function startBatch(tx: TxCtx, batchId: string, lenderId: string): Promise
   await store.startBatch(tx, batchId, lenderId, unpackItems(items));
 }
 
+/** A read kept under its key while it is pending and once it has answered; one that fails is dropped. */
+function remember<K, V>(cache: Map<K, Promise<V>>, key: K, read: Promise<V>): Promise<V> {
+  cache.set(key, read);
+  read.catch(() => {
+    if (cache.get(key) === read) cache.delete(key);
+  });
+  return read;
+}
+
 /**
  * The batch's sealed payload, opened once per batch and kept for the few batches being worked on. The reads
  * of a claim start together: each batch's payload is read and opened once, its other items wait for it.
@@ -85,14 +94,9 @@ class PayloadCache {
       this.cache.delete(batchId);
       this.cache.set(batchId, v);
     } else {
-      v = this.open(batchId);
       if (this.cache.size >= PAYLOAD_CACHE_BATCHES) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(batchId, v);
       // A payload that could not be read is not kept: the batch's next item tries again.
-      const failed = v;
-      failed.catch(() => {
-        if (this.cache.get(batchId) === failed) this.cache.delete(batchId);
-      });
+      v = remember(this.cache, batchId, this.open(batchId));
     }
     return v;
   }
@@ -109,16 +113,7 @@ class ConnectionCache {
   constructor(private readonly deps: Deps) {}
   get(lenderId: string, provider: BankDataProvider): Promise<{ id: string; creds: LinkCredentials } | null> {
     const key = `${lenderId}\n${provider}`;
-    let v = this.cache.get(key);
-    if (!v) {
-      const read = (async () => connectionFor(this.deps, lenderId, provider))();
-      this.cache.set(key, read);
-      read.catch(() => {
-        if (this.cache.get(key) === read) this.cache.delete(key);
-      });
-      v = read;
-    }
-    return v;
+    return this.cache.get(key) ?? remember(this.cache, key, connectionFor(this.deps, lenderId, provider));
   }
 }
 

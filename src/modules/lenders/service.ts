@@ -102,20 +102,14 @@ export function listKeys(deps: StoreDeps, lenderId: string): Promise<ApiKeyListi
   return store.listKeys({ deps }, lenderId);
 }
 
-/**
- * The portal's key functions are handed the writing connection alone: they read and write only inside their
- * transaction, where the store reads on the transaction's connection.
- */
-const writing = (db: Db): StoreDeps => ({ db, reader: db });
-
 /** A new API key for the lender (the portal's "Create API key"); the key itself is returned once. Throws TooManyApiKeys at the limit. */
-export function createLenderKey(db: Db, lenderId: string, now: number): Promise<string> {
-  return transaction({ deps: writing(db) }, (tx) => issueKey(tx, lenderId, now));
+export function createLenderKey(deps: StoreDeps, lenderId: string, now: number): Promise<string> {
+  return transaction({ deps }, (tx) => issueKey(tx, lenderId, now));
 }
 
 /** Revokes one of the lender's own live keys by its id; false when the lender has no such live key. */
-export const revokeLenderKey = (db: Db, lenderId: string, keyId: string, now: number): Promise<boolean> =>
-  transaction({ deps: writing(db) }, (tx) => store.revokeLenderKey(tx, lenderId, keyId, now));
+export const revokeLenderKey = (deps: StoreDeps, lenderId: string, keyId: string, now: number): Promise<boolean> =>
+  transaction({ deps }, (tx) => store.revokeLenderKey(tx, lenderId, keyId, now));
 
 /** Revokes the key with this display prefix; false when no live key has it. */
 export const revokeKey = (deps: StoreDeps, prefix: string, now: number): Promise<boolean> =>

@@ -169,7 +169,7 @@ export const developerPages = (deps: Deps) => {
       `${HERE}/keys`,
       async ({ session }) => {
         try {
-          const key = await createLenderKey(deps.db, session.lender.id, deps.clock.now());
+          const key = await createLenderKey(deps, session.lender.id, deps.clock.now());
           return render(session, {}, { newKey: key, message: { kind: 'ok', text: 'API key created.' } });
         } catch (e) {
           if (!(e instanceof TooManyApiKeys)) throw e;
@@ -205,7 +205,7 @@ export const developerPages = (deps: Deps) => {
     .post(
       `${HERE}/keys/:id/revoke`,
       async ({ session, params }) => {
-        if (!(await revokeLenderKey(deps.db, session.lender.id, params.id, deps.clock.now()))) throw new NotFound('API key', params.id);
+        if (!(await revokeLenderKey(deps, session.lender.id, params.id, deps.clock.now()))) throw new NotFound('API key', params.id);
         return render(session, {}, { message: { kind: 'ok', text: 'API key revoked.' } });
       },
       { signedIn: true, detail: { hide: true } },

@@ -1,5 +1,6 @@
 import type { StoreCtx } from '../../platform/store';
 import { IDENTIFIER_MAX as AID_MAX } from '../../platform/fields';
+import { enrollmentStore } from '../enrollments/store';
 import { collectionStore as store } from './store';
 
 import { REFERENCE_PREFIX } from '../../adapters/processors/types';
@@ -85,7 +86,7 @@ function oneBorrower(found: Map<string, string>): PaymentMatch | null {
 /** Matching from the store: one keyed read per question. */
 export const storedSource = (c: StoreCtx, lenderId: string, own: StoredMatchSource['payment']): StoredMatchSource => ({
   payment: own,
-  borrowers: async (ids) => new Map((await store.borrowersAmong(c, lenderId, ids)).map((b) => [b.aid, b.id])),
+  borrowers: async (ids) => new Map((await enrollmentStore.borrowersAmong(c, lenderId, ids)).map((b) => [b.aid, b.id])),
   othersPayment: (reference) => madeForAnotherLender(c, lenderId, reference),
 });
 

@@ -99,13 +99,6 @@ export const paymentById = (db: Db, id: string) =>
   db.$client.query<{ lenderId: string; reference: string }, [string]>('SELECT lender_id AS lenderId, reference FROM payments WHERE id = ?').get(id);
 
 /** The lender's borrowers among these identifiers (the candidate splits of a DRS- reference). */
-export const borrowersAmong = (db: Db, lenderId: string, ids: string[]) =>
-  db.$client
-    .query<{ id: string; aid: string }, [string, string]>(
-      'SELECT id, authorizer_unique_id AS aid FROM enrollments WHERE lender_id = ? AND authorizer_unique_id IN (SELECT value FROM json_each(?))',
-    )
-    .all(lenderId, JSON.stringify(ids));
-
 export const ingested = (db: Db, connectionId: string, processorPaymentId: string) =>
   db.$client
     .query<{ matched: number }, [string, string]>('SELECT matched FROM ingested_payments WHERE connection_id = ? AND processor_payment_id = ?')
@@ -506,9 +499,6 @@ export const sqliteCollectionStore: CollectionStore = {
   },
   async paymentById(c, id) {
     return paymentById(readerOf(c), id) ?? null;
-  },
-  async borrowersAmong(c, lenderId, ids) {
-    return borrowersAmong(readerOf(c), lenderId, ids);
   },
   async ingestedOf(c, connectionId, processorPaymentId) {
     const row = ingested(readerOf(c), connectionId, processorPaymentId);

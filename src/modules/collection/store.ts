@@ -182,8 +182,6 @@ export interface CollectionStore {
   ownPayment(c: StoreCtx, lenderId: string, connectionId: string, reference: string | null, processorPaymentId: string): Promise<OwnPayment | null>;
   /** A payment the service made, by its id, whichever lender made it. */
   paymentById(c: StoreCtx, id: string): Promise<{ lenderId: string; reference: string } | null>;
-  /** The lender's borrowers among these identifiers. */
-  borrowersAmong(c: StoreCtx, lenderId: string, ids: string[]): Promise<{ id: string; aid: string }[]>;
   /** Whether a processor payment was ingested through the key before, and matched then. */
   ingestedOf(c: StoreCtx, connectionId: string, processorPaymentId: string): Promise<{ matched: boolean } | null>;
   recordIngested(c: TxCtx, connectionId: string, processorPaymentId: string, matched: boolean): Promise<void>;

@@ -105,6 +105,14 @@ export const SEARCH_SQL = {
 };
 
 /** The results' batches that are monitoring batches. */
+/** The lender's borrowers among some identifiers (the unique index on lender and identifier). */
+const borrowersAmong = (db: Db, lenderId: string, aids: string[]) =>
+  db.$client
+    .query<{ id: string; aid: string }, [string, string]>(
+      'SELECT id, authorizer_unique_id AS aid FROM enrollments WHERE lender_id = ? AND authorizer_unique_id IN (SELECT value FROM json_each(?))',
+    )
+    .all(lenderId, JSON.stringify(aids));
+
 const monitoringBatchesAmong = (db: Db, batchIds: string[]) =>
   db
     .select({ id: batches.id })
@@ -132,6 +140,9 @@ export const sqliteEnrollmentStore: EnrollmentStore = {
   },
   async monitoringBatchesAmong(c, batchIds) {
     return monitoringBatchesAmong(readerOf(c), batchIds);
+  },
+  async borrowersAmong(c, lenderId, aids) {
+    return borrowersAmong(readerOf(c), lenderId, aids);
   },
   async setLastRead(c, r) {
     return setLastRead(writerOf(c), r);

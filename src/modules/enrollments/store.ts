@@ -65,6 +65,8 @@ export interface EnrollmentStore {
   setNextReads(c: TxCtx, enrollmentIds: readonly string[], at: number): Promise<void>;
   /** Which of these batches are monitoring batches. */
   monitoringBatchesAmong(c: StoreCtx, batchIds: string[]): Promise<string[]>;
+  /** The lender's borrowers among some identifiers, with their enrollment ids (one look-up for many). */
+  borrowersAmong(c: StoreCtx, lenderId: string, aids: string[]): Promise<{ id: string; aid: string }[]>;
   /** A read set on its borrower's enrollment as the last read: the enrollment's id, or null when it has none. */
   setLastRead(c: TxCtx, r: { lenderId: string; authorizerUniqueId: string; balanceCents: number | null; at: number }): Promise<string | null>;
   /** Held borrowers with personal data after an id, in id order, at most `limit`. */

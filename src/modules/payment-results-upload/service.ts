@@ -11,6 +11,7 @@ import { InvalidInput } from '../../platform/errors';
 import { madeForAnotherLender, matchReference, namesInReference, REFERENCE_PREFIX, type MatchSource, type PaymentMatch } from '../collection/reference';
 import { knownAmong, recordSlice, staleAgainst, type Known, type Observation, type Recorded } from '../collection/record';
 import { evaluateReturnRates } from '../return-rates/watch';
+import { enrollmentStore } from '../enrollments/store';
 import { uploadStore as store, type UploadedRow, type UploadedWrite } from './store';
 import { CsvError, toCsvError } from '../../platform/csv';
 import {
@@ -202,7 +203,7 @@ class Lookups {
     const unknown = [...aids].filter((a) => !this.borrowers.has(a));
     if (unknown.length === 0) return;
     for (const a of unknown) this.borrowers.set(a, null);
-    for (const b of await store.borrowersAmong(this.tx, lenderId, unknown)) this.borrowers.set(b.aid, b.id);
+    for (const b of await enrollmentStore.borrowersAmong(this.tx, lenderId, unknown)) this.borrowers.set(b.aid, b.id);
   }
 
   /** authorizer_unique_id first; else the one matching of a reference, from this slice's look-ups. */

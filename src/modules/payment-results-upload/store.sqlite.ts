@@ -9,14 +9,6 @@ import type { UploadedRow, UploadedWrite, UploadStore } from './store';
 // to 10 MB (bun run bench upload: about 100,000 rows), where the query builder's per-call cost was most of
 // the time. bun:sqlite caches each statement.
 
-/** The lender's borrowers among some identifiers (the unique index on lender and identifier). */
-const enrollmentsAmong = (db: Db, lenderId: string, aids: string[]) =>
-  db.$client
-    .query<{ id: string; aid: string }, [string, string]>(
-      'SELECT id, authorizer_unique_id AS aid FROM enrollments WHERE lender_id = ? AND authorizer_unique_id IN (SELECT value FROM json_each(?))',
-    )
-    .all(lenderId, JSON.stringify(aids));
-
 /** The lender's payments among some references (the unique index on lender and reference). */
 const paymentsAmong = (db: Db, lenderId: string, references: string[]) =>
   db.$client
@@ -81,9 +73,6 @@ const ledgerBeyondExact = (db: Db, lenderId: string) =>
     .get(lenderId)?.aid ?? null;
 
 export const sqliteUploadStore: UploadStore = {
-  async borrowersAmong(c, lenderId, aids) {
-    return enrollmentsAmong(readerOf(c), lenderId, aids);
-  },
   async paymentsAmong(c, lenderId, references) {
     return paymentsAmong(readerOf(c), lenderId, references);
   },

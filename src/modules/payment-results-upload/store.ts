@@ -60,8 +60,6 @@ export type UploadRow = typeof paymentResultUploads.$inferSelect;
 // Matching and the re-sending rules run once per row of a file of up to 10 MB (bun run bench upload: about
 // 100,000 rows): the upload asks these a slice of rows at a time, never a row at a time.
 export interface UploadStore {
-  /** The lender's borrowers among some identifiers: their enrollment ids. */
-  borrowersAmong(c: StoreCtx, lenderId: string, aids: string[]): Promise<{ id: string; aid: string }[]>;
   /** The lender's own payments among some references. */
   paymentsAmong(c: StoreCtx, lenderId: string, references: string[]): Promise<{ id: string; reference: string; enrollmentId: string; aid: string; amount: number }[]>;
   /** What is stored for some uploaded references. */

@@ -7,6 +7,9 @@ import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import type { PageTokens } from './pagination';
 import type { Vault } from './vault';
+import type { PgDb, PgHandle } from './pg';
+import { openTransactionOn, runInside } from './tx-lock';
+import { sql } from 'drizzle-orm';
 import { gateOf, type WriteGate } from './write-gate';
 import { txLockOf } from './tx-lock';
 
@@ -17,6 +20,11 @@ export interface PlatformDeps {
   db: Db;
   /** The read-only connection: what a store reads with outside a transaction (platform/store.ts). */
   reader: Db;
+  /**
+   * Set when the service runs on PostgreSQL (DATABASE_URL): the pool the pg stores use. `sqlite`, `db` and
+   * `reader` then throw when touched (nothing outside the SQLite stores and platform/ may).
+   */
+  pg?: PgHandle;
   clock: Clock;
   vault: Vault;
   logger: Logger;
@@ -66,11 +74,12 @@ export interface JobCtx<D extends PlatformDeps = PlatformDeps> {
  * first served (platform/tx-lock.ts), and nothing inside it may call the network (a processor, a provider, a
  * webhook receiver): such a call is refused. Keep the work inside short, and do the network before or after.
  */
-export async function transaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }, T>(
+export async function transaction<C extends { deps: Pick<PlatformDeps, 'db' | 'pg'>; tx?: Tx }, T>(
   ctx: C,
   fn: (ctx: C & { tx: Tx }) => T | Promise<T>,
 ): Promise<T> {
   if (ctx.tx) return fn(ctx as C & { tx: Tx });
+  if (ctx.deps.pg) return pgTransaction(ctx.deps.pg, ctx, fn);
   const client = ctx.deps.db.$client;
   const lock = txLockOf(client);
   // Called from inside a transaction of its own caller (one that did not pass its ctx): it joins that one,
@@ -123,7 +132,20 @@ export function withTransaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx?:
  * writes on the connection (the transaction is open and one at a time), so the savepoint holds only fn's
  * writes. Cached statements, not a nested bun:sqlite transaction: this runs once per change of a polled feed.
  */
-export async function savepoint<T>(ctx: { tx: Tx }, fn: () => Promise<T>): Promise<T> {
+export async function savepoint<T>(ctx: { deps: Pick<PlatformDeps, 'pg'>; tx: Tx }, fn: () => Promise<T>): Promise<T> {
+  if (ctx.deps.pg) {
+    const tx = ctx.tx as unknown as PgDb;
+    await tx.execute(sql`SAVEPOINT one_of_many`);
+    try {
+      const result = await fn();
+      await tx.execute(sql`RELEASE SAVEPOINT one_of_many`);
+      return result;
+    } catch (e) {
+      await tx.execute(sql`ROLLBACK TO SAVEPOINT one_of_many`);
+      await tx.execute(sql`RELEASE SAVEPOINT one_of_many`);
+      throw e;
+    }
+  }
   const c = ctx.tx.$client;
   c.query('SAVEPOINT one_of_many').run();
   try {
@@ -141,7 +163,7 @@ export async function savepoint<T>(ctx: { tx: Tx }, fn: () => Promise<T>): Promi
 export const dbOf = (ctx: { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }): Db => ctx.tx ?? ctx.deps.db;
 
 /** The write gate of the service's database (platform/write-gate.ts): awaited before a write after an await. */
-export const writeGate = (deps: Pick<PlatformDeps, 'db'>): WriteGate => gateOf(deps.db.$client);
+export const writeGate = (deps: Pick<PlatformDeps, 'db' | 'pg'>): WriteGate => gateOf(deps.pg ?? deps.db.$client);
 
 /**
  * Runs fn on one read snapshot (BEGIN DEFERRED, never the write lock) and rolls it back whatever fn does. fn
@@ -150,7 +172,8 @@ export const writeGate = (deps: Pick<PlatformDeps, 'db'>): WriteGate => gateOf(d
  * lands inside it while it waits, and the network is refused inside it. Inside an open transaction it is a
  * savepoint of it, rolled back all the same.
  */
-export async function readSnapshot<C extends { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }, T>(ctx: C, fn: (ctx: C & { tx: Tx }) => T | Promise<T>): Promise<T> {
+export async function readSnapshot<C extends { deps: Pick<PlatformDeps, 'db' | 'pg'>; tx?: Tx }, T>(ctx: C, fn: (ctx: C & { tx: Tx }) => T | Promise<T>): Promise<T> {
+  if (ctx.deps.pg) return pgReadSnapshot(ctx.deps.pg, ctx, fn);
   const client = ctx.deps.db.$client;
   const lock = txLockOf(client);
   if (ctx.tx || (client.inTransaction && !lock.heldByAnother())) {
@@ -175,4 +198,50 @@ export async function readSnapshot<C extends { deps: Pick<PlatformDeps, 'db'>; t
     lock.setOpen(false);
     release();
   }
+}
+
+/**
+ * A transaction on PostgreSQL: BEGIN on a connection of the pool reserved for it, COMMIT when fn's promise
+ * settles, ROLLBACK when it rejects. Others run side by side on their own connections (READ COMMITTED): what
+ * SQLite's single writer gave for free, a check-then-write gets from a row lock, an advisory lock or a
+ * conditional statement in its store. Inside, as on SQLite, the network is refused, and a call that did not
+ * pass its ctx joins the open transaction instead of opening one on another connection.
+ */
+async function pgTransaction<C extends { tx?: Tx }, T>(pg: PgHandle, ctx: C, fn: (ctx: C & { tx: Tx }) => T | Promise<T>): Promise<T> {
+  const open = openTransactionOn<Tx>(pg);
+  if (open) return fn({ ...ctx, tx: open });
+  return pg.db.transaction((tx) => runInside(pg, tx, async () => fn({ ...ctx, tx: tx as unknown as Tx })));
+}
+
+/** Thrown to roll a read snapshot back, carrying what fn returned. */
+class SnapshotDone<T> {
+  constructor(readonly value: T) {}
+}
+
+/** `readSnapshot` on PostgreSQL: one REPEATABLE READ transaction, always rolled back. */
+async function pgReadSnapshot<C extends { tx?: Tx }, T>(pg: PgHandle, ctx: C, fn: (ctx: C & { tx: Tx }) => T | Promise<T>): Promise<T> {
+  const outer = ctx.tx ?? openTransactionOn<Tx>(pg);
+  if (outer) {
+    const tx = outer as unknown as PgDb;
+    await tx.execute(sql`SAVEPOINT read_snapshot`);
+    try {
+      return await fn({ ...ctx, tx: outer });
+    } finally {
+      await tx.execute(sql`ROLLBACK TO SAVEPOINT read_snapshot`);
+      await tx.execute(sql`RELEASE SAVEPOINT read_snapshot`);
+    }
+  }
+  try {
+    await pg.db.transaction(
+      (tx) =>
+        runInside(pg, tx, async () => {
+          throw new SnapshotDone(await fn({ ...ctx, tx: tx as unknown as Tx }));
+        }),
+      { isolationLevel: 'repeatable read' },
+    );
+  } catch (e) {
+    if (e instanceof SnapshotDone) return e.value as T;
+    throw e;
+  }
+  throw new Error('readSnapshot: the snapshot was not rolled back');
 }

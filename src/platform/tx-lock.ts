@@ -13,14 +13,17 @@ import { gateOf } from './write-gate';
 
 /** The token of an open asynchronous transaction, carried by every promise continuation inside it. */
 interface Open {
-  readonly client: Database;
+  /** The connection (SQLite) or the pool (PostgreSQL) the transaction is open on. */
+  readonly client: object;
   open: boolean;
+  /** On PostgreSQL, the open transaction's handle: a call inside it that did not pass its ctx joins it. */
+  readonly tx?: unknown;
 }
 
 const inside = new AsyncLocalStorage<Open>();
 
 /** The holder between a release and the next in line taking its turn. */
-const HANDED_OVER: Open = { client: null as unknown as Database, open: false };
+const HANDED_OVER: Open = { client: null as unknown as object, open: false };
 
 /** A network call (or any wait on the outside world) inside a write transaction: refused, never sent. */
 export class NetworkInTransactionError extends Error {
@@ -45,9 +48,29 @@ export function assertOutsideTransaction(what: string): void {
 }
 
 /** Whether the caller runs inside an open asynchronous transaction on this connection. */
-export function insideTransactionOn(client: Database): boolean {
+export function insideTransactionOn(client: object): boolean {
   const t = inside.getStore();
   return !!t && t.open && t.client === client;
+}
+
+/** The handle of the transaction the caller runs inside on this pool (PostgreSQL), if any. */
+export function openTransactionOn<T>(client: object): T | undefined {
+  const t = inside.getStore();
+  return t && t.open && t.client === client ? (t.tx as T) : undefined;
+}
+
+/**
+ * Runs fn marked as inside the transaction `tx` open on `client` (a PostgreSQL pool, where transactions run
+ * side by side, each on a connection of its own): the network is refused inside it, and a call that did not
+ * pass its ctx joins it. The mark ends when fn settles.
+ */
+export async function runInside<T>(client: object, tx: unknown, fn: () => Promise<T>): Promise<T> {
+  const token: Open = { client, open: true, tx };
+  try {
+    return await inside.run(token, fn);
+  } finally {
+    token.open = false;
+  }
 }
 
 export class TxLock {

@@ -1,0 +1,125 @@
+import { SQL } from 'bun';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { drizzle, type BunSQLDatabase } from 'drizzle-orm/bun-sql';
+import { migrate } from 'drizzle-orm/bun-sql/migrator';
+import * as schema from '../../db/schema-pg';
+import { SchemaTooNewError } from './db';
+
+// PostgreSQL, the second engine (DATABASE_URL=postgres://…): a pool of connections on Bun's built-in SQL
+// client with Drizzle's pg query builder over it. A transaction holds one connection of the pool from its
+// BEGIN to its end (Bun.SQL's `begin` reserves it), so several run at once; reads outside a transaction take
+// any free connection. The pg schema is db/schema-pg, its migrations db/migrations-pg.
+
+/** Drizzle on Bun.SQL with the pg schema, its client as `$client`. */
+export type PgOrm = BunSQLDatabase<typeof schema> & { $client: SQL };
+
+/** The handle a pg store reads and writes with: the pool's, or an open transaction's (the same query builder). */
+export type PgDb = Omit<PgOrm, '$client' | 'transaction'>;
+
+export const PG_MIGRATIONS_DIR = join(import.meta.dir, '../../db/migrations-pg');
+
+/** The key of the session advisory lock under which one start at a time applies the migrations. */
+const MIGRATION_LOCK = 'debit-recovery-service migrations';
+
+export interface PgHandle {
+  /** The connection pool. */
+  sql: SQL;
+  db: PgOrm;
+  /** The server's address without its password, for logs and /readyz. */
+  where: string;
+  close(): Promise<void>;
+}
+
+/** Whether a DATABASE_URL names PostgreSQL. */
+export const isPostgresUrl = (url: string | null | undefined): url is string => !!url && /^postgres(ql)?:\/\//i.test(url);
+
+/** The URL with its password replaced, safe to log. */
+export function redactedUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'postgres://(unparsable)';
+  }
+}
+
+/**
+ * Opens the pool (connections are made on first use). `max` connections at most: each open transaction holds
+ * one, so it bounds how many run at once; reads outside transactions share the rest.
+ */
+export function openPg(url: string, opts: { max?: number } = {}): PgHandle {
+  const sql = new SQL(url, { max: opts.max ?? 10, idleTimeout: 30, connectionTimeout: 10 });
+  const db = drizzle({ client: sql, schema }) as PgOrm;
+  return {
+    sql,
+    db,
+    where: redactedUrl(url),
+    close: () => sql.close(),
+  };
+}
+
+interface Journal {
+  entries: { idx: number; when: number; tag: string }[];
+}
+
+export function knownPgMigrations(): Journal['entries'] {
+  return (JSON.parse(readFileSync(join(PG_MIGRATIONS_DIR, 'meta/_journal.json'), 'utf8')) as Journal).entries;
+}
+
+/**
+ * Applies the pending pg migrations under a session advisory lock, so that starts at once (replicas) apply
+ * each migration once; refuses a database that has migrations this version does not know.
+ */
+export async function applyPgMigrations(url: string): Promise<void> {
+  const client = new SQL(url, { max: 1 });
+  try {
+    await client`SELECT pg_advisory_lock(hashtext(${MIGRATION_LOCK}))`;
+    try {
+      const known = knownPgMigrations();
+      const [{ exists }] = await client`SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS exists`;
+      if (exists) {
+        const [row] = await client`SELECT count(*)::int AS n, max(created_at)::text AS latest FROM drizzle.__drizzle_migrations`;
+        const latestKnown = Math.max(...known.map((e) => e.when));
+        if (row.n > known.length || Number(row.latest ?? 0) > latestKnown) throw new SchemaTooNewError(row.n, known.length);
+      }
+      await migrate(drizzle({ client }), { migrationsFolder: PG_MIGRATIONS_DIR });
+    } finally {
+      await client`SELECT pg_advisory_unlock(hashtext(${MIGRATION_LOCK}))`;
+    }
+  } finally {
+    await client.close();
+  }
+}
+
+/** Migrations applied and whether they cover every one this version knows. */
+export async function pgMigrationStatus(h: PgHandle): Promise<{ applied: number; known: number; upToDate: boolean }> {
+  const known = knownPgMigrations().length;
+  const [row] = await h.sql`SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations`;
+  return { applied: row.n, known, upToDate: row.n === known };
+}
+
+/** Whether the server answers, and whether its migrations are those this version knows (readiness). */
+export async function pgReady(h: PgHandle): Promise<{ database: boolean; migrations: boolean }> {
+  try {
+    await h.sql`SELECT 1`;
+  } catch {
+    return { database: false, migrations: false };
+  }
+  try {
+    return { database: true, migrations: (await pgMigrationStatus(h)).upToDate };
+  } catch {
+    return { database: true, migrations: false };
+  }
+}
+
+/** The PostgreSQL error code (SQLSTATE) of an error from Bun.SQL, if it is one. */
+export function pgCode(e: unknown): string | undefined {
+  const err = e as { errno?: unknown; code?: unknown; cause?: { errno?: unknown } };
+  const c = err?.errno ?? err?.cause?.errno;
+  return typeof c === 'string' ? c : undefined;
+}
+
+/** Whether an error is a unique-constraint violation (SQLSTATE 23505). */
+export const isUniqueViolation = (e: unknown): boolean => pgCode(e) === '23505';

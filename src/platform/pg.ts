@@ -5,7 +5,7 @@ import { drizzle, type BunSQLDatabase } from 'drizzle-orm/bun-sql';
 import { migrate } from 'drizzle-orm/bun-sql/migrator';
 import * as schema from '../../db/schema-pg';
 import { SchemaTooNewError, type DbHandle } from './db';
-import { absent } from './thread';
+import { absent } from './absent';
 
 // PostgreSQL, the second engine (DATABASE_URL=postgres://…): a pool of connections on Bun's built-in SQL
 // client with Drizzle's pg query builder over it. A transaction holds one connection of the pool from its

@@ -266,7 +266,7 @@ if (!onPostgres) {
   test('endpoints: listed oldest first, targets, deleted by their lender only', async () => {
     const ctx = await newLender();
     const other = await newLender();
-    const made = [];
+    const made: { id: string }[] = [];
     for (let i = 0; i < 3; i++) {
       made.push(await createEndpoint({ ctx, input: { url: `https://93.184.215.14/e/${i}`, event_types: ['PAYMENT_EVENT'], description: `#${i}` } }));
     }

@@ -4,8 +4,9 @@
 // its own on a connection of its own.
 // - a due run is taken once: a schedule with N runs left, called on by 20 schedulers at each of its run
 //   times, starts exactly N runs, one per run time, and none after its last (one conditional UPDATE);
-// - a change that reads the schedule first holds its row: no update lost, no update of a schedule just
-//   disabled, and removing its authorizers one by one at once disables it exactly when the last one goes;
+// - a change that reads the schedule first holds its row: no update lost, one run now at a time, no update of
+//   a schedule just disabled, and removing its authorizers one by one at once disables it exactly when the
+//   last one goes;
 // - a name is checked and written under the lender's lock: of 20 schedules given one name at once, one gets it.
 // Besides, the store's other statements are run once against the real server.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
@@ -161,6 +162,25 @@ if (!onPostgres) {
       );
       expect((await scheduleRow(s.id)).updatedAt).toBe(s.updatedAt + CALLERS);
       expect(await transaction(ctx, (tx) => store.lockSchedule(tx, 'another lender', s.id))).toBeUndefined();
+    });
+
+    test(`${CALLERS} runs now of one schedule at once: the schedule held, one batch made, the others find it open`, async () => {
+      const ctx = await newLender();
+      const s = await newSchedule(ctx);
+      // What a run now does with the store, its batch written as the balance requests' store would.
+      const runNow = () =>
+        transaction(ctx, async (tx) => {
+          const held = await store.lockSchedule(tx, ctx.lender.id, s.id);
+          if (!held || (await store.openRunOf(tx, s.id))) return false;
+          await (tx.tx as unknown as PgHandle['db'])
+            .insert(batches)
+            .values({ id: newId(), lenderId: ctx.lender.id, source: 'schedule', scheduleId: s.id, status: 'pending', submittedAt: clock.now(), totalAuthorizers: 0 });
+          return true;
+        });
+      const results = await Promise.all(Array.from({ length: CALLERS }, runNow));
+      expect(results.filter(Boolean).length).toBe(1);
+      const [row] = (await pg.db.execute(sql`SELECT count(*)::int AS n FROM ${batches} WHERE schedule_id = ${s.id}`)) as unknown as { n: number }[];
+      expect(row!.n).toBe(1);
     });
 
     test(`${CALLERS / 2} updates and ${CALLERS / 2} disables at once: disabled, with no next run, every later update refused`, async () => {

@@ -4,6 +4,8 @@ import type { BatchSource, BatchStatus, ExportStatus, PaymentType } from '../../
 import type { Tx } from '../../platform/context';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { QueuedAuthorizer } from './payload';
+import { byEngine } from '../../platform/store';
+import { pgBalanceStore } from './store.pg';
 import { sqliteBalanceStore } from './store.sqlite';
 
 export { ITEM_LEASE_MS } from './store.sqlite';
@@ -250,4 +252,4 @@ export interface BalanceStore {
 }
 
 /** The store of the engine the service runs on. */
-export const balanceStore: BalanceStore = sqliteBalanceStore;
+export const balanceStore: BalanceStore = byEngine(sqliteBalanceStore, pgBalanceStore);

@@ -44,20 +44,39 @@ async function findCachedResponse(db: PgDb, lenderId: string, bodyHash: string, 
   return hit;
 }
 
-async function cacheResponse(db: PgDb, lenderId: string, bodyHash: string, body: string, now: number): Promise<void> {
+/**
+ * A new batch (pending) and its whole payload, two rows whatever its size, and the answer kept for an
+ * identical body when there is one: one statement (the payload's foreign key is checked at its end).
+ */
+async function insertBatchRows(db: PgDb, v: NewBatch, payload: StoredPayload, replay: { bodyHash: string; responseBody: string } | null = null): Promise<void> {
+  const batch = sql`INSERT INTO batches (id, lender_id, source, schedule_id, status, webhook_url, creator, submitted_at, total_authorizers, total_processed)
+                    VALUES (${v.id}, ${v.lenderId}, ${v.source}, ${v.scheduleId}, 'pending', ${v.webhookUrl}, ${v.creator}, ${v.now}, ${v.total}, 0)
+                    RETURNING id`;
+  const items = sql`INSERT INTO batch_payloads (batch_id, sealed, items) SELECT b.id, ${payload.sealed}::text, ${payload.items}::bytea FROM b`;
   await db.execute(
-    sql`INSERT INTO idempotency_keys (lender_id, body_hash, status_code, response_body, created_at) VALUES (${lenderId}, ${bodyHash}, 201, ${body}, ${now})
-        ON CONFLICT (lender_id, body_hash) DO UPDATE SET status_code = 201, response_body = excluded.response_body, created_at = excluded.created_at`,
+    replay
+      ? sql`WITH b AS (${batch}), p AS (${items})
+            INSERT INTO idempotency_keys (lender_id, body_hash, status_code, response_body, created_at)
+            SELECT ${v.lenderId}::text, ${replay.bodyHash}::text, 201, ${replay.responseBody}::text, ${v.now}::bigint FROM b
+            ON CONFLICT (lender_id, body_hash) DO UPDATE SET status_code = 201, response_body = excluded.response_body, created_at = excluded.created_at`
+      : sql`WITH b AS (${batch}) ${items}`,
   );
 }
 
-/** A new batch (pending) and its whole payload: two rows whatever its size. */
-async function insertBatchRows(db: PgDb, v: NewBatch, payload: StoredPayload): Promise<void> {
-  await db.execute(
-    sql`INSERT INTO batches (id, lender_id, source, schedule_id, status, webhook_url, creator, submitted_at, total_authorizers, total_processed)
-        VALUES (${v.id}, ${v.lenderId}, ${v.source}, ${v.scheduleId}, 'pending', ${v.webhookUrl}, ${v.creator}, ${v.now}, ${v.total}, 0)`,
+/**
+ * What an accept checks under the lender's backlog lock, in one read: an identical body's answer since `since`
+ * (none without a hash), and the lender's authorizers waiting.
+ */
+async function acceptChecks(db: PgDb, lenderId: string, bodyHash: string | null, since: number): Promise<{ hit: CachedResponse | undefined; pending: number }> {
+  const [row] = await rows<{ statusCode: number | null; responseBody: string | null; pending: unknown }>(
+    db,
+    sql`SELECT h.status_code AS "statusCode", h.response_body AS "responseBody",
+               (SELECT COALESCE(MAX(pending), 0) FROM balance_backlog WHERE lender_id = ${lenderId}) AS pending
+          FROM (SELECT 1) AS one
+          LEFT JOIN idempotency_keys h ON h.lender_id = ${lenderId} AND h.body_hash = ${bodyHash}::text AND h.created_at > ${since}`,
   );
-  await db.execute(sql`INSERT INTO batch_payloads (batch_id, sealed, items) VALUES (${v.id}, ${payload.sealed}, ${payload.items})`);
+  const hit = row!.statusCode === null ? undefined : { statusCode: row!.statusCode, responseBody: row!.responseBody! };
+  return { hit, pending: num(row!.pending) };
 }
 
 /** Authorizers accepted and not yet checked, of one lender (one row of balance_backlog) or of all. */
@@ -313,15 +332,14 @@ export const pgBalanceStore: BalanceStore = {
     // One transaction a request (there is no shared commit to join here): under the lender's backlog lock,
     // which every accept of the lender takes before it reads, the replay entry of an identical body accepted
     // meanwhile is seen, and the count cannot change until this one commits.
+    // Three statements: the lock, the checks, the rows.
     return transaction(c, async (tx) => {
       await lockFor(tx, BACKLOG_LOCK, a.batch.lenderId);
       const db = pgWriterOf(tx);
-      const hit = a.replay ? await findCachedResponse(db, a.batch.lenderId, a.replay.bodyHash, a.replay.since) : undefined;
+      const { hit, pending } = await acceptChecks(db, a.batch.lenderId, a.replay?.bodyHash ?? null, a.replay?.since ?? 0);
       if (hit) return { kind: 'replay' as const, hit };
-      const pending = await pendingAuthorizers(db, a.batch.lenderId);
       if (pending + a.batch.total > a.maxPending) return { kind: 'over_backlog' as const, pending };
-      await insertBatchRows(db, a.batch, a.payload);
-      if (a.replay) await cacheResponse(db, a.batch.lenderId, a.replay.bodyHash, a.replay.responseBody, a.batch.now);
+      await insertBatchRows(db, a.batch, a.payload, a.replay);
       return { kind: 'accepted' as const };
     });
   },

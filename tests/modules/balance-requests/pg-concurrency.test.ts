@@ -132,6 +132,14 @@ if (!onPostgres) {
       expect(await q(sql`SELECT id FROM batches WHERE lender_id = ${lenderId}`)).toEqual([{ id: accepted[0]!.batch.id }]);
       expect(await one(sql`SELECT count(*)::int AS n FROM idempotency_keys WHERE lender_id = ${lenderId}`)).toBe(1);
       expect(await store.pendingAuthorizers(ctx, lenderId)).toBe(3);
+      // The payload is stored as given; past its 24 hours the entry is no answer, and the next batch replaces it.
+      const [payload] = await q<{ items: Uint8Array }>(sql`SELECT items FROM batch_payloads WHERE batch_id = ${accepted[0]!.batch.id}`);
+      expect(new Uint8Array(payload!.items)).toEqual(accepted[0]!.payload.items);
+      const later = acceptance(lenderId, 1, 1000, 'same-body-hash');
+      later.replay!.since = NOW + 1;
+      later.batch.now = NOW + 86_400_001;
+      expect(await store.acceptBatch(ctx, later)).toEqual({ kind: 'accepted' });
+      expect(await store.cachedResponse(ctx, lenderId, 'same-body-hash', NOW + 1)).toEqual({ statusCode: 201, responseBody: later.replay!.responseBody });
     });
 
     test('claims: 20 claims at once lease 240 distinct reads, each claim 4 per lender in request order', async () => {

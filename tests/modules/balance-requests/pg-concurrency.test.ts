@@ -134,7 +134,7 @@ if (!onPostgres) {
       expect(await store.pendingAuthorizers(ctx, lenderId)).toBe(3);
       // The payload is stored as given; past its 24 hours the entry is no answer, and the next batch replaces it.
       const [payload] = await q<{ items: Uint8Array }>(sql`SELECT items FROM batch_payloads WHERE batch_id = ${accepted[0]!.batch.id}`);
-      expect(new Uint8Array(payload!.items)).toEqual(accepted[0]!.payload.items);
+      expect([...new Uint8Array(payload!.items)]).toEqual([...accepted[0]!.payload.items]);
       const later = acceptance(lenderId, 1, 1000, 'same-body-hash');
       later.replay!.since = NOW + 1;
       later.batch.now = NOW + 86_400_001;

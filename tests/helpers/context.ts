@@ -13,18 +13,26 @@ import type { TSchema } from '@sinclair/typebox';
 import { ErrorEnvelope } from '../../src/http/errors';
 import type { Processor } from '../../src/adapters/processors';
 import { openDatabase } from '../../src/platform/db';
-import { freshPgDatabase, onPostgres, psql } from './pg';
+import { freshPgDatabase, onPostgres, PsqlDatabase, psql } from './pg';
+import type { Database } from 'bun:sqlite';
 import { newId } from '../../src/platform/ids';
 import { displayPrefix, generateApiKey, hashApiKey } from '../../src/platform/api-keys';
 
 export interface TestContext {
   dir: string;
   rt: Runtime;
+  /**
+   * The database as a test reads and writes it directly: the SQLite connection, or on PostgreSQL the same
+   * calls made through psql (tests/helpers/pg.ts PsqlDatabase).
+   */
+  sql: Database;
   clock: FakeClock;
   app: ReturnType<typeof createApp>;
   logs: string[];
   lender: { id: string; key: string };
   newLender(name?: string, opts?: { cards?: boolean }): { id: string; key: string };
+  /** The env that opens this context's database again (a restart): its SQLite file, or its PostgreSQL database. */
+  sameDatabase(): Record<string, string>;
   request(method: string, path: string, opts?: RequestOpts): Promise<Response>;
   json<T = any>(method: string, path: string, opts?: RequestOpts): Promise<{ status: number; body: T; res: Response }>;
   close(): void;
@@ -165,11 +173,13 @@ export function createTestContext(
   const ctx: TestContext = {
     dir,
     rt,
+    sql: pgDb ? (new PsqlDatabase(pgDb.url) as unknown as Database) : rt.sqlite,
     clock,
     app,
     logs,
     lender,
     newLender,
+    sameDatabase: () => ({ DATABASE_PATH: rt.config.databasePath, ...(rt.config.databaseUrl ? { DATABASE_URL: rt.config.databaseUrl } : {}) }),
     request,
     json,
     close() {

@@ -253,6 +253,8 @@ export async function recordSlice<R>(ctx: JobContext & { tx: Tx }, attempt: (rec
     return result;
   } catch (e) {
     if (!(e instanceof SliceFault)) throw e;
+    // A lost deadlock is the transaction's, not a row's: no row is set aside for it.
+    if (isConflict(e.fault)) throw e.fault;
     return attempt((o) => recordOrSetAside(ctx, o));
   }
 }

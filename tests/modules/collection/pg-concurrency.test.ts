@@ -7,13 +7,13 @@
 // a removal in progress and sees its outcome. Without DATABASE_URL=postgres://… one test says it does not apply.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { and, eq, sql } from 'drizzle-orm';
-import { enrollments, ingestedPayments, lenders, paymentConnections, paymentEvents, payments } from '../../../db/schema-pg';
+import { enrollments, ingestedPayments, lenders, paymentConnections, paymentEvents, paymentObservationsSetAside, payments } from '../../../db/schema-pg';
 import { onPostgres, freshPgDatabase } from '../../helpers/pg';
-import { openPg, type PgHandle } from '../../../src/platform/pg';
+import { openPg, pgCode, type PgHandle } from '../../../src/platform/pg';
 import { transaction } from '../../../src/platform/context';
 import type { StoreCtx, TxCtx } from '../../../src/platform/store';
 import { collectionStore as store, DISPATCH_LEASE_MS } from '../../../src/modules/collection/store';
-import { knownAmong, recordObservation, type Observation } from '../../../src/modules/collection/record';
+import { knownAmong, recordObservation, recordOrSetAside, type Observation } from '../../../src/modules/collection/record';
 import { newId } from '../../../src/platform/ids';
 
 const CALLERS = 20;
@@ -35,7 +35,13 @@ if (!onPostgres) {
     ctx = { deps: { pg, db: undefined as never, reader: undefined as never } };
     const counter = { inc: () => {} };
     jobCtx = {
-      deps: { ...ctx.deps, clock: { now: () => NOW }, metrics: { paymentEvents: counter, paymentObservationsStale: counter }, config: {} },
+      deps: {
+        ...ctx.deps,
+        clock: { now: () => NOW },
+        metrics: { paymentEvents: counter, paymentObservationsStale: counter, paymentObservationsSetAside: counter },
+        logger: { error: () => {} },
+        config: {},
+      },
     } as unknown as typeof jobCtx;
   });
   afterAll(async () => {
@@ -278,6 +284,31 @@ if (!onPostgres) {
       );
       expect(results.filter((r) => r.recorded).length).toBe(1);
       expect((await eventsOf(p.reference!)).length).toBe(1);
+    });
+
+    test('two batches that lock one another out: one is rolled back whole (to be read again), nothing is set aside', async () => {
+      const k = await lender();
+      const p1 = await payment(k, await borrower(k.lenderId));
+      const p2 = await payment(k, await borrower(k.lenderId));
+      let arrived = 0;
+      let both!: () => void;
+      const bothHold = new Promise<void>((r) => (both = r));
+      // Each records one reference, waits until the other holds its own, then records the other's.
+      const batch = (first: typeof p1, second: typeof p1) =>
+        transaction(jobCtx, async (c) => {
+          await recordOrSetAside(c, observation(k, first, { status: 'processing' }));
+          if (++arrived === 2) both();
+          await bothHold;
+          await recordOrSetAside(c, observation(k, second, { status: 'processing' }));
+        }).then(
+          () => 'committed',
+          (e: unknown) => pgCode(e),
+        );
+      const outcomes = await Promise.all([batch(p1, p2), batch(p2, p1)]);
+      expect(outcomes.sort()).toEqual(['40P01', 'committed']);
+      expect(await pg.db.select().from(paymentObservationsSetAside)).toEqual([]);
+      expect((await eventsOf(p1.reference!)).length).toBe(1);
+      expect((await eventsOf(p2.reference!)).length).toBe(1);
     });
 
     test('references locked many at a time, in any order of arrival, never deadlock one another', async () => {

@@ -10,7 +10,8 @@
 //
 // One pair is meant: a store's interface file (`store.ts`, `<name>-store.ts`) picks the implementation of the
 // engine the service runs on, and each implementation (`store.sqlite.ts`, `store.pg.ts` beside it) names the
-// interface it implements, type-only. That one step is left out of the graph; any other circle through a store still fails.
+// interface it implements, type-only. That one step is left out of the graph; any other circle through a store
+// still fails.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -20,10 +20,13 @@ if (!onPostgres) {
   mock.module('../../../src/modules/collection/decide', () => ({ ...decide, voidScheduledOnStop: async () => {} }));
 
   const { sql } = await import('drizzle-orm');
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
   const { freshPgDatabase } = await import('../../helpers/pg');
+  const { openPg } = await import('../../../src/platform/pg');
   const { createTestContext } = await import('../../helpers/context');
   const { enrollBorrower } = await import('../../helpers/fixtures');
-  const { openPg } = await import('../../../src/platform/pg');
   const { transaction } = await import('../../../src/platform/context');
   const { enroll, removeEnrollments } = await import('../../../src/modules/enrollments/service');
   const { lapseDueMonitors } = await import('../../../src/modules/enrollments/monitoring');
@@ -40,12 +43,19 @@ if (!onPostgres) {
     for (const f of cleanups.reverse()) await f();
   }, 120_000);
 
-  /** A service on a database of its own: the test runtime's adapters, its stores on PostgreSQL. */
+  /**
+   * A service whose enrollment and pay-cycle stores run on a PostgreSQL database of its own (cloned from the
+   * migrated template), with a pool for 20 transactions at once. Its runtime is a SQLite one (a file of its own):
+   * the other modules' stores the enrollment reads through, on SQLite only until theirs are written, read an
+   * empty database there; those that have a PostgreSQL store read this one.
+   */
   function onPg() {
     const db = freshPgDatabase();
     const pg = openPg(db.url, { max: N + 5 });
-    const c = createTestContext();
+    const dir = mkdtempSync(join(tmpdir(), 'drs-pg-enroll-'));
+    const c = createTestContext({ DATABASE_PATH: join(dir, 'service.sqlite') });
     cleanups.push(
+      () => rmSync(dir, { recursive: true, force: true }),
       () => c.close(),
       () => db.drop(),
       () => pg.close(),
@@ -53,8 +63,8 @@ if (!onPostgres) {
     const deps = { ...c.rt, pg } as Deps;
     const ctx: Ctx = { lender: { id: c.lender.id, name: 'lender', debitCardApproved: false }, deps } as Ctx;
     const q = async <T = Record<string, unknown>>(query: ReturnType<typeof sql>) => [...((await pg.db.execute(query)) as unknown as T[])];
-    const ready = pg.db.execute(sql`INSERT INTO lenders (id, name, created_at) VALUES (${c.lender.id}, ${`lender ${c.lender.id}`}, 0)`);
-    return { c, pg, deps, ctx, q, ready, now: () => c.clock.now() };
+    const addLender = (id: string) => q(sql`INSERT INTO lenders (id, name, created_at) VALUES (${id}, ${`lender ${id}`}, 0)`);
+    return { c, pg, deps, ctx, q, addLender, ready: addLender(c.lender.id), now: () => c.clock.now() };
   }
 
   const count = async (s: ReturnType<typeof onPg>, query: ReturnType<typeof sql>) => (await s.q<{ n: number }>(query))[0]!.n;
@@ -235,7 +245,7 @@ if (!onPostgres) {
       const s = onPg();
       await s.ready;
       const other = s.c.newLender();
-      await s.q(sql`INSERT INTO lenders (id, name, created_at) VALUES (${other.id}, ${`lender ${other.id}`}, 0)`);
+      await s.addLender(other.id);
       const otherCtx = { ...s.ctx, lender: { ...s.ctx.lender, id: other.id } } as Ctx;
       await enroll({ ctx: s.ctx, input: { body: { borrowers: [enrollBorrower('erase-1'), enrollBorrower('keep-1')] } } });
       await enroll({ ctx: otherCtx, input: { body: { borrowers: [enrollBorrower('erase-1')] } } });

@@ -25,5 +25,5 @@ const c = createTestContext();
 afterAll(() => c.close());
 
 test('the service’s connection zeroes deleted content, for every writer (erasure is real)', () => {
-  expect((c.rt.sqlite.query('PRAGMA secure_delete').get() as { secure_delete: number }).secure_delete).toBe(1);
+  expect((c.sql.query('PRAGMA secure_delete').get() as { secure_delete: number }).secure_delete).toBe(1);
 });

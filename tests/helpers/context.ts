@@ -13,13 +13,19 @@ import type { TSchema } from '@sinclair/typebox';
 import { ErrorEnvelope } from '../../src/http/errors';
 import type { Processor } from '../../src/adapters/processors';
 import { openDatabase } from '../../src/platform/db';
-import { freshPgDatabase, onPostgres, psql } from './pg';
+import { freshPgDatabase, onPostgres, PsqlDatabase, psql } from './pg';
+import type { Database } from 'bun:sqlite';
 import { newId } from '../../src/platform/ids';
 import { displayPrefix, generateApiKey, hashApiKey } from '../../src/platform/api-keys';
 
 export interface TestContext {
   dir: string;
   rt: Runtime;
+  /**
+   * The database as a test reads and writes it directly: the SQLite connection, or on PostgreSQL the same
+   * calls made through psql (tests/helpers/pg.ts PsqlDatabase).
+   */
+  sql: Database;
   clock: FakeClock;
   app: ReturnType<typeof createApp>;
   logs: string[];
@@ -165,6 +171,7 @@ export function createTestContext(
   const ctx: TestContext = {
     dir,
     rt,
+    sql: pgDb ? (new PsqlDatabase(pgDb.url) as unknown as Database) : rt.sqlite,
     clock,
     app,
     logs,

@@ -25,7 +25,7 @@ const policy = (noticeDays: number) => ({
 });
 
 test('the reader is a second connection, read-only', () => {
-  expect(c.rt.reader.$client).not.toBe(c.rt.sqlite);
+  expect(c.rt.reader.$client).not.toBe(c.sql);
   expect(() => c.rt.reader.$client.query('CREATE TABLE nope (x INTEGER)').run()).toThrow(/readonly/i);
 });
 
@@ -47,7 +47,7 @@ test('a read outside the transaction does not see its writes until it commits; o
   });
   await wrote;
   // Another caller, while the transaction is open across an await: the committed state, not the open writes.
-  expect(c.rt.sqlite.inTransaction).toBe(true);
+  expect(c.sql.inTransaction).toBe(true);
   expect(readerOf(outside)).toBe(c.rt.reader);
   expect(await collectionPolicyStore.policyRow(outside, lenderId)).toBeUndefined();
   release();

@@ -53,12 +53,12 @@ afterAll(() => allContexts.forEach((c) => c.close()));
  */
 function runContext(env: Record<string, string>): TestContext {
   const ctx = createTestContext({ SANDBOX_SETTLEMENT_MS: String(SETTLE), MONITOR_READ_INTERVAL_MS: String(READ), ...env });
-  ctx.rt.sqlite.exec('PRAGMA synchronous = NORMAL');
+  ctx.sql.exec('PRAGMA synchronous = NORMAL');
   allContexts.push(ctx);
   return ctx;
 }
 
-const q = <T>(r: Real, sql: string, ...args: (string | number)[]) => r.ctx.rt.sqlite.query(sql).all(...args) as T[];
+const q = <T>(r: Real, sql: string, ...args: (string | number)[]) => r.ctx.sql.query(sql).all(...args) as T[];
 const atProcessor = (r: Real, aid: string) =>
   q<{ n: number }>(r, 'SELECT COUNT(*) AS n FROM sandbox_payments s JOIN payments p ON p.id = s.idempotency_key WHERE p.authorizer_unique_id = ?', aid)[0]!.n;
 

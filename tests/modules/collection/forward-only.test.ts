@@ -39,7 +39,7 @@ function setup(env: Record<string, string> = {}) {
   return c;
 }
 
-const rows = <T>(c: TestContext, sql: string, ...args: (string | number)[]) => c.rt.sqlite.query(sql).all(...args) as T[];
+const rows = <T>(c: TestContext, sql: string, ...args: (string | number)[]) => c.sql.query(sql).all(...args) as T[];
 const paymentsOf = (c: TestContext, aid: string) =>
   rows<{ id: string; status: string; returnCode: string | null; pid: string | null; reference: string; attempt: number; amount: number }>(
     c,
@@ -102,7 +102,7 @@ describe('any order of observations of one payment', () => {
           // one-in-flight index: a stale processing written back to the first would break it.
           const now = c.clock.now();
           const mk = (id: string, status: string) =>
-            c.rt.sqlite
+            c.sql
               .query(
                 `INSERT INTO payments (id, lender_id, enrollment_id, authorizer_unique_id, connection_id, rail, amount_cents, reference, status, state, created_at, updated_at, first_attempt_at)
                  VALUES (?, ?, ?, ?, ?, 'ach', 1000, ?, ?, 'done', ?, ?, ?)`,
@@ -353,7 +353,7 @@ describe('an observation that cannot be recorded', () => {
     await cycle(c);
     const [bad] = paymentsOf(c, 'poisoned');
     // A fault the recorder cannot foresee, injected in the database: any settled event of this reference fails.
-    c.rt.sqlite.run(`CREATE TEMP TRIGGER poison BEFORE INSERT ON payment_events WHEN NEW.reference = '${bad!.reference}' AND NEW.status = 'settled' BEGIN SELECT RAISE(ABORT, 'injected fault'); END`);
+    c.sql.run(`CREATE TEMP TRIGGER poison BEFORE INSERT ON payment_events WHEN NEW.reference = '${bad!.reference}' AND NEW.status = 'settled' BEGIN SELECT RAISE(ABORT, 'injected fault'); END`);
     c.clock.advance(SETTLE);
     await pollProcessors(c.rt);
     expect(paymentsOf(c, 'healthy')[0]!.status).toBe('settled');
@@ -368,7 +368,7 @@ describe('an observation that cannot be recorded', () => {
     expect(rows(c, "SELECT id FROM payment_events WHERE reference = ? AND status = 'settled'", bad!.reference)).toEqual([]);
     expect((await enrollment(c, 'poisoned')).state).toBe('monitored');
     // Found again by reconciliation once the fault is gone.
-    c.rt.sqlite.run('DROP TRIGGER poison');
+    c.sql.run('DROP TRIGGER poison');
     await reconcileKeys(c.rt, { connectionIds: [rows<{ id: string }>(c, 'SELECT id FROM payment_connections')[0]!.id] });
     expect(paymentsOf(c, 'poisoned')[0]!.status).toBe('settled');
   });

@@ -194,10 +194,12 @@ export const pgEnrollmentStore: EnrollmentStore = {
     await pgWriterOf(c).update(enrollments).set({ bankName }).where(eq(enrollments.id, enrollmentId));
   },
   async enrollmentOf(c, lenderId, aid) {
-    const [e] = await pgReaderOf(c)
+    const q = pgReaderOf(c)
       .select()
       .from(enrollments)
       .where(and(eq(enrollments.lenderId, lenderId), eq(enrollments.authorizerUniqueId, aid)));
+    // Read inside a transaction (a read now), the borrower is held until it ends: the due check skips it meanwhile.
+    const [e] = await (inTransaction(c) ? q.for('update') : q);
     return e as Enrollment | undefined;
   },
   async enrollmentsPage(c, p) {

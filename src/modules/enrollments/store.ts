@@ -79,6 +79,7 @@ export interface EnrollmentStore {
   setBankName(c: TxCtx, enrollmentId: string, bankName: string | null): Promise<void>;
 
   // Enrollments as the API and the portal read them (service.ts, resend.ts, ledger.ts)
+  /** A borrower's enrollment; read inside a transaction, held until it ends (the row locked on PostgreSQL). */
   enrollmentOf(c: StoreCtx, lenderId: string, aid: string): Promise<Enrollment | undefined>;
   /** A page of the lender's enrollments by authorizer_unique_id, filtered. */
   enrollmentsPage(c: StoreCtx, q: EnrollmentPageQuery): Promise<Enrollment[]>;

@@ -29,7 +29,7 @@ if (!onPostgres) {
   const { enrollBorrower } = await import('../../helpers/fixtures');
   const { transaction } = await import('../../../src/platform/context');
   const { enroll, removeEnrollments } = await import('../../../src/modules/enrollments/service');
-  const { lapseDueMonitors } = await import('../../../src/modules/enrollments/monitoring');
+  const { lapseDueMonitors, recheckHeld } = await import('../../../src/modules/enrollments/monitoring');
   const { enrollmentStore } = await import('../../../src/modules/enrollments/store');
   const { monitorStore } = await import('../../../src/modules/enrollments/monitor-store');
   const { payCycleStore } = await import('../../../src/modules/pay-cycles/store');
@@ -119,6 +119,23 @@ if (!onPostgres) {
       const e = await enrollmentStore.enrollmentOf(s.ctx, s.ctx.lender.id, 'bulk-0007');
       expect(e).toMatchObject({ authorizerUniqueId: 'bulk-0007', collectableAmountCents: 5, state: 'monitored', cfpbCovered: null, paymentsUsed: 0 });
     }, 120_000);
+
+    test('20 re-checks of held borrowers at once, once their bank is readable: each starts monitoring once, none finds it moved under it', async () => {
+      const s = onPg();
+      await s.ready;
+      await enroll({ ctx: s.ctx, input: { body: { borrowers: Array.from({ length: 30 }, (_, i) => enrollBorrower(`held-${i}`, { routing_number: '021000021' })) } } });
+      expect(await count(s, sql`SELECT count(*)::int AS n FROM enrollments WHERE state = 'held'`)).toBe(30);
+      // The operator loads a directory that knows the bank: the re-check's deps read it.
+      const withDirectory = createTestContext({ DATABASE_PATH: join(mkdtempSync(join(tmpdir(), 'drs-pg-enroll-')), 'service.sqlite'), ROUTING_DIRECTORY_FILE: join(import.meta.dir, '../../fixtures/fedach-sample.txt') });
+      cleanups.push(() => withDirectory.close());
+      const deps = { ...withDirectory.rt, pg: s.pg, clock: s.c.clock } as Deps;
+      const rs = await Promise.all(Array.from({ length: N }, () => recheckHeld(deps, { max: 10 })));
+      const started = rs.reduce((n, r) => n + r.started, 0);
+      expect(started).toBe(await count(s, sql`SELECT count(*)::int AS n FROM enrollments WHERE state = 'monitored'`));
+      for (let r = await recheckHeld(deps, { max: 100 }); r.checked > 0; r = await recheckHeld(deps, { max: 100 })) expect(r.started).toBe(r.checked);
+      expect(await s.q(sql`SELECT state, count(*)::int AS n FROM enrollments GROUP BY state`)).toEqual([{ state: 'monitored', n: 30 }]);
+      expect(await count(s, sql`SELECT count(*)::int AS n FROM pay_history WHERE due_at IS NOT NULL`)).toBe(30);
+    }, 60_000);
 
     test('20 removals of one monitored borrower at once: one removes it, the others find it not monitored', async () => {
       const s = onPg();

@@ -44,6 +44,8 @@ async function lockBorrowers(c: TxCtx, lenderId: string, aids: readonly string[]
        ORDER BY k) AS keys`);
 }
 
+const keyOf = (e: { lenderId: string; aid: string }) => `${e.lenderId}\u001f${e.aid}`;
+
 const hex = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
 
 /** The search entries (hash, borrower) of rows of searchable_borrowers, split from their concatenated hashes. */
@@ -98,18 +100,13 @@ async function insertSearchRows(tx: PgDb, entries: readonly SearchEntries[]): Pr
   return written;
 }
 
-const keyOf = (e: { lenderId: string; aid: string }) => `${e.lenderId}\u001f${e.aid}`;
-
 /**
  * Borrowers' entries replaced, as store.sqlite.ts does it one borrower at a time: a fresh borrower's row and
  * entries inserted; a re-send (or a fresh borrower with a row already) compared with its row, left as it is
  * when the key and the hashes are the same, else its entries removed and written again.
  */
 async function replaceSearchEntries(tx: PgDb, entries: readonly SearchEntries[], width: number): Promise<void> {
-  const done = await insertSearchRows(
-    tx,
-    entries.filter((e) => e.fresh),
-  );
+  const done = await insertSearchRows(tx, entries.filter((e) => e.fresh));
   const rest = entries.filter((e) => !done.has(keyOf(e)));
   if (rest.length === 0) return;
   const priors = await rows<{ lender_id: string; aid: string; key_id: string; hashes: string }>(
@@ -123,13 +120,7 @@ async function replaceSearchEntries(tx: PgDb, entries: readonly SearchEntries[],
     return !p || p.key_id !== e.keyId || p.hashes !== e.hashes.map(hex).join('');
   });
   const replaced = changed.filter((e) => prior.has(keyOf(e)));
-  await deleteSearchRows(
-    tx,
-    replaced.map((e) => e.lenderId),
-    replaced.map((e) => e.aid),
-    width,
-    false,
-  );
+  await deleteSearchRows(tx, replaced.map((e) => e.lenderId), replaced.map((e) => e.aid), width, false);
   await insertSearchRows(tx, changed);
 }
 
@@ -259,13 +250,7 @@ export const pgEnrollmentStore: EnrollmentStore = {
   },
   async removeSearchEntries(c, lenderId, aids, width) {
     if (aids.length === 0) return;
-    await deleteSearchRows(
-      pgWriterOf(c),
-      aids.map(() => lenderId),
-      [...aids],
-      width,
-      true,
-    );
+    await deleteSearchRows(pgWriterOf(c), aids.map(() => lenderId), [...aids], width, true);
   },
   async borrowersWith(c, lenderId, hash, limit) {
     return rows<{ aid: string }>(

@@ -1,3 +1,4 @@
+// engine: once
 // Connection-wide settings belong to the platform: no feature toggles a PRAGMA for everyone on the connection.
 import { afterAll, expect, test } from 'bun:test';
 import { readdirSync, readFileSync, statSync } from 'node:fs';

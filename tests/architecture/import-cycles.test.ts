@@ -1,3 +1,4 @@
+// engine: once
 // No file under src/ reaches itself through its imports. In a circle the load order decides which file sees
 // the other half-initialised, and two files that each need the other are one idea split in two: the shared
 // piece belongs in a third (a types file, or the lower module), never behind a dynamic import.
@@ -8,8 +9,9 @@
 // its type-only steps marked.
 //
 // One pair is meant: a store's interface file (`store.ts`, `<name>-store.ts`) picks the implementation of the
-// engine the service runs on, and that implementation (`store.sqlite.ts` or `store.pg.ts` beside it) names the interface it
-// implements, type-only. That one step is left out of the graph; any other circle through a store still fails.
+// engine the service runs on, and each implementation (`store.sqlite.ts`, `store.pg.ts` beside it) names the
+// interface it implements, type-only. That one step is left out of the graph; any other circle through a store
+// still fails.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

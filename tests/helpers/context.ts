@@ -31,6 +31,8 @@ export interface TestContext {
   logs: string[];
   lender: { id: string; key: string };
   newLender(name?: string, opts?: { cards?: boolean }): { id: string; key: string };
+  /** The env that opens this context's database again (a restart): its SQLite file, or its PostgreSQL database. */
+  sameDatabase(): Record<string, string>;
   request(method: string, path: string, opts?: RequestOpts): Promise<Response>;
   json<T = any>(method: string, path: string, opts?: RequestOpts): Promise<{ status: number; body: T; res: Response }>;
   close(): void;
@@ -177,6 +179,7 @@ export function createTestContext(
     logs,
     lender,
     newLender,
+    sameDatabase: () => ({ DATABASE_PATH: rt.config.databasePath, ...(rt.config.databaseUrl ? { DATABASE_URL: rt.config.databaseUrl } : {}) }),
     request,
     json,
     close() {

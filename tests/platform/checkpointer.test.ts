@@ -1,3 +1,4 @@
+// engine: sqlite
 import { expect, test } from 'bun:test';
 import { createTestContext } from '../helpers/context';
 import { waitFor } from '../helpers/server';

@@ -1,3 +1,4 @@
+// engine: sqlite
 // The read snapshot a dry run decides on: open across awaits, rolled back whatever its callback does, taken in
 // its turn so that no other caller's write lands inside it, and a savepoint when opened inside a transaction.
 import { afterAll, beforeEach, expect, test } from 'bun:test';

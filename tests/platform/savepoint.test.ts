@@ -1,3 +1,4 @@
+// engine: sqlite
 // One of many writes in a transaction undone alone: the savepoint a polled page records each change in.
 import { afterAll, expect, test } from 'bun:test';
 import { createTestContext } from '../helpers/context';

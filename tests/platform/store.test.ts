@@ -1,3 +1,4 @@
+// engine: sqlite
 // What a store reads with. Inside a transaction (its ctx, or a call from inside the one its caller opened) a
 // store reads on the transaction's connection and sees its writes; outside one it reads on the read-only
 // second connection, which sees every committed write and none of a transaction still open across awaits.

@@ -1,3 +1,4 @@
+// engine: sqlite
 // The asynchronous transaction runner: open across awaits, committed only when the callback settles, rolled
 // back when it rejects, one at a time on the connection, and never holding the write lock across the network.
 import { afterAll, beforeEach, expect, test } from 'bun:test';

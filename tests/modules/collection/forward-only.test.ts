@@ -59,7 +59,7 @@ const setAside = (c: TestContext) => rows<{ n: number }>(c, 'SELECT COUNT(*) AS 
 
 /** Every payment's events read in recording order carry non-decreasing times (invariant: times follow statuses). */
 function expectEventTimesInOrder(c: TestContext): void {
-  const events = rows<{ pid: string; at: number }>(c, 'SELECT payment_id AS pid, occurred_at AS at FROM payment_events WHERE payment_id IS NOT NULL ORDER BY recorded_at, rowid');
+  const events = rows<{ pid: string; at: number }>(c, 'SELECT payment_id AS pid, occurred_at AS at FROM payment_events WHERE payment_id IS NOT NULL ORDER BY recorded_at, id');
   const last = new Map<string, number>();
   for (const e of events) {
     expect(e.at).toBeGreaterThanOrEqual(last.get(e.pid) ?? -Infinity);
@@ -145,7 +145,7 @@ describe('any order of observations of one payment', () => {
           const furthest = path[Math.max(...observed.map((s) => path.indexOf(s)))]!;
           expect(rows<{ status: string }>(c, 'SELECT status FROM payments WHERE id = ?', pid)[0]!.status).toBe(furthest);
           // One event per status recorded, each ahead of the one before.
-          const recorded = rows<{ status: string }>(c, 'SELECT status FROM payment_events WHERE payment_id = ? ORDER BY recorded_at, rowid', pid).map((e) => e.status);
+          const recorded = rows<{ status: string }>(c, 'SELECT status FROM payment_events WHERE payment_id = ? ORDER BY recorded_at, id', pid).map((e) => e.status);
           expect(recorded.map((s) => path.indexOf(s as EventStatus))).toEqual([...recorded.map((s) => path.indexOf(s as EventStatus))].sort((a, b) => a - b));
           expect(new Set(recorded).size).toBe(recorded.length);
         },
@@ -225,7 +225,7 @@ describe('an outage: the look-up records the outcome first (sandbox)', () => {
     await pollProcessors(c.rt);
     expect(paymentsOf(c, 'outage')[0]!.status).toBe('settled');
     // The lender was told settled once, and never processing after it.
-    const pushed = rows<{ payload: string }>(c, "SELECT payload FROM webhook_deliveries WHERE type = 'PAYMENT_EVENT' ORDER BY created_at, rowid").map((d) => JSON.parse(d.payload).payment_event.status);
+    const pushed = rows<{ payload: string }>(c, "SELECT payload FROM webhook_deliveries WHERE type = 'PAYMENT_EVENT' ORDER BY created_at, id").map((d) => JSON.parse(d.payload).payment_event.status);
     expect(pushed.lastIndexOf('processing')).toBeLessThan(Math.max(0, pushed.indexOf('settled')));
     expect(pushed.filter((s) => s === 'settled')).toHaveLength(1);
     // A new debt: sent again, the borrower is read and debited.

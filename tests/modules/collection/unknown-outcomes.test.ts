@@ -180,7 +180,7 @@ describe('the idempotency horizon at a real processor API (fake Stripe)', () => 
     // not_attempted): a final status stays, and the payment's events keep the order of its statuses.
     await pollProcessors(c.rt);
     expect(paymentOf(c, 'verify')[0]!.status).toBe('not_attempted');
-    const events = c.sql.query('SELECT status, occurred_at AS at FROM payment_events WHERE payment_id = ? ORDER BY recorded_at, rowid').all(p!.id) as { status: string; at: number }[];
+    const events = c.sql.query('SELECT status, occurred_at AS at FROM payment_events WHERE payment_id = ? ORDER BY recorded_at, id').all(p!.id) as { status: string; at: number }[];
     expect(events.map((e) => e.status)).toEqual(['not_attempted']);
   });
 });

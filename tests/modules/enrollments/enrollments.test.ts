@@ -225,7 +225,7 @@ describe('re-sends and monitor states', () => {
     expect((await read(first, 'held-1')).body.state).toBe('held');
     // The operator adds a FedACH directory and restarts: the same database and vault, a new runtime.
     const env = {
-      DATABASE_PATH: first.rt.config.databasePath,
+      ...first.sameDatabase(),
       VAULT_KEY_FILE: first.rt.config.vaultKeyFile,
       ROUTING_DIRECTORY_FILE: join(import.meta.dir, '../../fixtures/fedach-sample.txt'),
     };

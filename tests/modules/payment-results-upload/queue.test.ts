@@ -54,7 +54,7 @@ async function until(what: string, check: () => boolean): Promise<void> {
 const count = (c: TestContext, sql: string, ...args: string[]) => (c.sql.query(sql).get(...args) as { n: number }).n;
 /** The uploads recorded, in the order they were recorded, by the prefix of their references. */
 const recordedOrder = (c: TestContext) => {
-  const refs = (c.sql.query('SELECT reference FROM uploaded_results ORDER BY rowid').all() as { reference: string }[]).map((r) => r.reference.split('-')[0]!);
+  const refs = (c.sql.query('SELECT reference FROM uploaded_results ORDER BY id').all() as { reference: string }[]).map((r) => r.reference.split('-')[0]!);
   return refs.filter((p, i) => i === 0 || refs[i - 1] !== p);
 };
 

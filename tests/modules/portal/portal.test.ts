@@ -270,7 +270,7 @@ describe('the sign-in lock and other applications’ cookies', () => {
 describe('operator commands for users', () => {
   test('user create / list / disable / reset-password, the password read from stdin', async () => {
     const c = fresh();
-    const env = { DATABASE_PATH: c.rt.config.databasePath, VAULT_KEY_FILE: c.rt.config.vaultKeyFile };
+    const env = { ...c.sameDatabase(), VAULT_KEY_FILE: c.rt.config.vaultKeyFile };
     const lenderName = (c.sql.query('SELECT name FROM lenders WHERE id = ?').get(c.lender.id) as { name: string }).name;
     const stdin = (text: string) => ({ readStdin: async () => text });
     const out = await runCli(['user', 'create', lenderName, 'ops@example.test', '--name', 'Olive Ops', '--password-stdin'], env, stdin(`${PASSWORD}\n`));

@@ -281,7 +281,7 @@ describe('finding a borrower', () => {
     const keyFile = first.rt.config.vaultKeyFile;
     writeFileSync(`${keyFile}.old`, readFileSync(keyFile, 'utf8'));
     writeFileSync(keyFile, generateVaultKey().toString('base64') + '\n');
-    const c = fresh({ DATABASE_PATH: first.rt.config.databasePath, VAULT_KEY_FILE: keyFile });
+    const c = fresh({ ...first.sameDatabase(), VAULT_KEY_FILE: keyFile });
     expect(c.rt.vault.currentKeyId).not.toBe(first.rt.vault.currentKeyId);
     const p = await signedIn(c, { lenderId: first.lender.id });
     // Hashed under the old key, the entries answer no search made with the new one.

@@ -215,7 +215,7 @@ function writesMonitor(text: string): boolean {
 }
 
 function monitorWriters(dirs: string[]): string[] {
-  const allowed = new Set(['src/modules/enrollments/monitor-store.sqlite.ts', 'scripts/bench/bench-enrollment.ts']);
+  const allowed = new Set(['src/modules/enrollments/monitor-store.sqlite.ts', 'src/modules/enrollments/monitor-store.pg.ts', 'scripts/bench/bench-enrollment.ts']);
   return dirs
     .flatMap(files)
     .map((f) => relative(ROOT, f))

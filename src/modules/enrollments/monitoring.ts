@@ -7,7 +7,7 @@ import { insertBatch } from '../balance-requests/service';
 import type { RecordedRead } from '../balance-requests/results';
 import { openBorrower } from './borrower';
 import { heldReasonOf } from './service';
-import { applyMonitorEvent, monitorStore } from './monitor-store';
+import { applyMonitorEvent, monitorStateOf, monitorStore } from './monitor-store';
 import { enrollmentStore as store, type DueRead } from './store';
 import { wantHistory } from '../pay-cycles/history';
 
@@ -127,6 +127,8 @@ export async function recheckHeld(deps: Deps, opts: { after?: string; max?: numb
     checked = held.length;
     last = held.at(-1)?.id ?? null;
     for (const h of held) {
+      // Read again, held by this transaction: one re-sent or erased since the list was read is no longer held.
+      if ((await monitorStateOf(tx, h.id)) !== 'held') continue;
       const reason = h.routing ? heldReasonOf(deps, h.routing) : 'unresolvable_routing_number';
       const event = reason === null ? ({ type: 'readable' } as const) : ({ type: 'still_held', held: reason } as const);
       const change = await applyMonitorEvent(tx, { enrollmentId: h.id, event, now, readIntervalMs: deps.config.monitorReadIntervalMs });

@@ -13,7 +13,7 @@ import { expect, test } from 'bun:test';
 import ts from 'typescript';
 import { lineOf, ownFiles, typedProgram, walk } from '../helpers/typed-program';
 
-const STORE_FILE = /(^|\/|-)store\.sqlite\.ts$/;
+const STORE_FILE = /(^|\/|-)store\.(sqlite|pg)\.ts$/;
 const STATEMENT_METHODS = new Set(['run', 'get', 'all', 'values', 'exec', 'query', 'prepare', 'transaction']);
 const FROM_SQL_LIBRARY = /node_modules\/(drizzle-orm|bun-types)\//;
 

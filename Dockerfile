@@ -36,6 +36,8 @@ COPY package.json tsconfig.json ./
 COPY src ./src
 COPY db/schema ./db/schema
 COPY db/migrations ./db/migrations
+COPY db/schema-pg ./db/schema-pg
+COPY db/migrations-pg ./db/migrations-pg
 COPY scripts ./scripts
 
 # The base image ships an unprivileged `bun` user (uid 1000).

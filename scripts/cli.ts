@@ -5,6 +5,7 @@ import { Database } from 'bun:sqlite';
 import { appendFileSync, existsSync, renameSync, writeFileSync, chmodSync, openSync, closeSync } from 'node:fs';
 import { ConfigError, loadConfig, type Config } from '../src/config';
 import { openDatabase, immediate, SchemaTooNewError, type DbHandle } from '../src/platform/db';
+import { applyPgMigrations, openPg, pgDbHandle } from '../src/platform/pg';
 import { generateVaultKey, loadVault } from '../src/platform/vault';
 import { SEALED_COLUMNS } from '../src/modules';
 import { transaction, withTransaction } from '../src/platform/context';
@@ -89,10 +90,11 @@ export function backup(sqlite: Database, file: string): { integrity: string } {
 }
 
 /** Counts of sealed values per vault key id. */
-export function vaultStatus(sqlite: Database): Record<string, number> {
+export async function vaultStatus(h: DbHandle): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (const { table: t, column } of SEALED_COLUMNS) {
-    const rows = sqlite.query(`SELECT ${column} AS v FROM ${t} WHERE ${column} IS NOT NULL`).all() as { v: string }[];
+    const query = `SELECT ${column} AS v FROM ${t} WHERE ${column} IS NOT NULL`;
+    const rows = (h.pg ? await h.pg.sql.unsafe(query) : h.sqlite.query(query).all()) as { v: string }[];
     for (const { v } of rows) {
       const kid = v.split('.')[1] ?? '?';
       counts[kid] = (counts[kid] ?? 0) + 1;
@@ -106,7 +108,7 @@ export function vaultStatus(sqlite: Database): Record<string, number> {
  * replaces the key file atomically, then every sealed value is re-sealed in one transaction. Running it
  * again after a crash finishes the job.
  */
-export async function rotateVault(config: Config, sqlite: Database): Promise<{ resealed: number; keyId: string }> {
+export async function rotateVault(config: Config, h: DbHandle): Promise<{ resealed: number; keyId: string }> {
   if (config.vaultKey) {
     throw new CliError('VAULT_KEY is set in the environment; rotation rewrites VAULT_KEY_FILE, so unset VAULT_KEY to use it');
   }
@@ -120,6 +122,21 @@ export async function rotateVault(config: Config, sqlite: Database): Promise<{ r
   renameSync(tmp, config.vaultKeyFile);
   const { vault } = loadVault(config); // new key current, every older key readable
   let resealed = 0;
+  if (h.pg) {
+    // One transaction, as on SQLite; a row changed meanwhile by the service is locked until it commits.
+    await h.pg.sql.begin(async (tx) => {
+      for (const { table: t, key, column } of SEALED_COLUMNS) {
+        const rows = (await tx.unsafe(`SELECT ${key}::text AS k, ${column} AS v FROM ${t} WHERE ${column} IS NOT NULL FOR UPDATE`)) as { k: string; v: string }[];
+        for (const { k, v } of rows) {
+          if (!vault.needsReseal(v)) continue;
+          await tx.unsafe(`UPDATE ${t} SET ${column} = $1 WHERE ${key}::text = $2`, [vault.reseal(v), k]);
+          resealed++;
+        }
+      }
+    });
+    return { resealed, keyId: vault.currentKeyId };
+  }
+  const sqlite = h.sqlite;
   immediate(sqlite, () => {
     for (const { table: t, key, column } of SEALED_COLUMNS) {
       const rows = sqlite.query(`SELECT ${key} AS k, ${column} AS v FROM ${t} WHERE ${column} IS NOT NULL`).all() as { k: string | number; v: string }[];
@@ -148,7 +165,9 @@ export async function runCli(
   const [group, action, arg] = argv;
   if (!group || group === 'help' || group === '--help') return USAGE;
   const config = loadConfig(env);
-  const h = openDatabase(config.databasePath);
+  // The service's database: PostgreSQL when DATABASE_URL is set (migrated as a start does), else the file.
+  if (config.databaseUrl) await applyPgMigrations(config.databaseUrl);
+  const h = config.databaseUrl ? pgDbHandle(openPg(config.databaseUrl, { max: 2 })) : openDatabase(config.databasePath);
   const now = Date.now();
   try {
     switch (group === 'backup' ? 'backup' : `${group} ${action ?? ''}`.trim()) {
@@ -202,15 +221,16 @@ export async function runCli(
       }
       case 'backup': {
         if (!action) throw new CliError('Usage: backup FILE');
+        if (h.pg) throw new CliError('The service runs on PostgreSQL (DATABASE_URL): back it up with pg_dump, as README "Running on PostgreSQL" shows');
         backup(h.sqlite, action);
         return `Backup written to ${action}; integrity check ok.`;
       }
       case 'vault rotate': {
-        const { resealed, keyId } = await rotateVault(config, h.sqlite);
+        const { resealed, keyId } = await rotateVault(config, h);
         return `Vault key rotated (new key id ${keyId}); ${resealed} sealed values re-sealed. Older keys stay in ${config.vaultKeyFile}.old until you remove them.`;
       }
       case 'vault status': {
-        const counts = vaultStatus(h.sqlite);
+        const counts = await vaultStatus(h);
         const { vault } = loadVault(config);
         return table(
           Object.entries(counts).map(([kid, n]) => ({ key_id: kid, current: kid === vault.currentKeyId ? 'yes' : 'no', values: String(n) })),
@@ -282,6 +302,7 @@ export async function runCli(
     }
   } finally {
     h.close();
+    await h.pg?.close();
   }
 }
 

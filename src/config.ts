@@ -19,6 +19,10 @@ export interface Config {
   port: number;
   host: string;
   databasePath: string;
+  /** PostgreSQL instead of the SQLite file when set (postgres://…); DATABASE_PATH is then ignored. */
+  databaseUrl: string | null;
+  /** Connections of the PostgreSQL pool: each open transaction holds one. */
+  databasePoolMax: number;
   tlsCertFile: string | null;
   tlsKeyFile: string | null;
   /** Proxies whose X-Forwarded-For and X-Forwarded-Proto are believed: addresses, CIDR ranges or `loopback`. */
@@ -166,6 +170,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (bankDataProvider === 'http' && bankDataUrl === null) {
     throw new ConfigError('BANK_DATA_URL', 'a URL when BANK_DATA_PROVIDER=http', '');
   }
+  const databaseUrl = str(env, 'DATABASE_URL');
+  if (databaseUrl !== null && !/^postgres(ql)?:\/\/[^/]/i.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', 'a PostgreSQL URL, postgres://user:password@host:5432/database', '(not shown: it may hold a password)');
+  }
   // Loopback unless told otherwise: the image sets HOST=0.0.0.0 itself.
   const host = str(env, 'HOST') ?? '127.0.0.1';
   if (!/^[0-9A-Za-z.:\-\[\]]+$/.test(host)) throw new ConfigError('HOST', 'a host name or IP address', host);
@@ -174,6 +182,8 @@ export function loadConfig(env: Env = process.env): Config {
     port: int(env, 'PORT', 3000, 0, 65535),
     host,
     databasePath: str(env, 'DATABASE_PATH') ?? './db/data/service.sqlite',
+    databaseUrl,
+    databasePoolMax: int(env, 'DATABASE_POOL_MAX', 10, 2, 1000),
     tlsCertFile,
     tlsKeyFile,
     trustProxy: proxies(env, 'TRUST_PROXY'),

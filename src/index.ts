@@ -6,6 +6,7 @@ import { createRuntime } from './runtime';
 import { JobRunner } from './platform/jobs';
 import { startCheckpointer } from './platform/checkpointer';
 import { DatabaseInUseError, lockDatabase, SchemaTooNewError } from './platform/db';
+import { applyPgMigrations, redactedUrl } from './platform/pg';
 import { ensureBootstrapLender } from './modules/lenders/service';
 import { featureJobs, releaseStaleClaims } from './modules';
 import { SERVER_HEADER_CEILING_BYTES } from './http/limits';
@@ -16,9 +17,21 @@ async function main(): Promise<void> {
   let dbLock;
   try {
     const config = loadConfig();
-    // Before the database is opened (and migrated): a second process on the same file stops here.
-    dbLock = lockDatabase(config.databasePath);
+    if (config.databaseUrl) {
+      // PostgreSQL: the migrations are applied by one start at a time (an advisory lock), before anything runs.
+      await applyPgMigrations(config.databaseUrl).catch((e: unknown) => {
+        if (e instanceof SchemaTooNewError) throw e;
+        throw new ConfigError('DATABASE_URL', 'a PostgreSQL server that answers', `${redactedUrl(config.databaseUrl!)}: ${(e as Error).message}`);
+      });
+      dbLock = { release() {} };
+    } else {
+      // Before the database is opened (and migrated): a second process on the same file stops here.
+      dbLock = lockDatabase(config.databasePath);
+    }
     runtime = createRuntime(config);
+    if (config.databaseUrl && process.env.DATABASE_PATH) {
+      runtime.logger.warn('DATABASE_URL and DATABASE_PATH are both set: the service runs on PostgreSQL and DATABASE_PATH is ignored');
+    }
   } catch (e) {
     if (e instanceof ConfigError || e instanceof SchemaTooNewError || e instanceof DatabaseInUseError) {
       console.error(e.message);
@@ -40,10 +53,13 @@ async function main(): Promise<void> {
   (http as { maxHeaderSize: number }).maxHeaderSize = SERVER_HEADER_CEILING_BYTES;
   app.listen({ port: config.port, hostname: config.host, tls });
   jobs.start();
-  const checkpointer = config.databasePath === ':memory:' ? null : startCheckpointer(runtime.sqlite, config.databasePath, logger);
+  const checkpointer = config.databaseUrl || config.databasePath === ':memory:' ? null : startCheckpointer(runtime.sqlite, config.databasePath, logger);
 
   const url = baseUrl({ ...config, port: app.server?.port ?? config.port });
-  logger.info({ port: app.server?.port, vault_key_created: runtime.vaultKeyCreated }, 'listening');
+  logger.info(
+    { port: app.server?.port, vault_key_created: runtime.vaultKeyCreated, engine: runtime.pg ? 'postgres' : 'sqlite', database: runtime.pg?.where },
+    'listening',
+  );
   // Plain lines for the person who just started it; the key is shown once and never again.
   console.log(`Service listening on ${url}  (API docs: ${url}/docs)`);
   if (printedKey) {
@@ -75,6 +91,7 @@ async function main(): Promise<void> {
     await app.server?.stop(true);
     await Promise.race([checkpointer?.stop(), until(deadline - 100)]);
     runtime.handle.close();
+    await runtime.pg?.close();
     dbLock.release();
     logger.info('stopped');
     process.exit(0);

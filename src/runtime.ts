@@ -3,6 +3,7 @@ import { ConfigError, type Config } from './config';
 import type { Deps } from './deps';
 import { systemClock, type Clock } from './platform/clock';
 import { openDatabase, type DbHandle } from './platform/db';
+import { openPg, pgDbHandle } from './platform/pg';
 import { createLogger } from './platform/logger';
 import { Metrics } from './platform/metrics';
 import { loadVault, type Vault } from './platform/vault';
@@ -55,7 +56,8 @@ export function createRuntime(
   if (config.routingDirectoryFile) {
     logger.info({ loaded: routing.loaded, skipped: routing.skipped }, 'routing directory loaded');
   }
-  const handle = openDatabase(config.databasePath);
+  // PostgreSQL when DATABASE_URL is set (migrated by the start before this, index.ts), else the SQLite file.
+  const handle: DbHandle = config.databaseUrl ? pgDbHandle(openPg(config.databaseUrl, { max: config.databasePoolMax })) : openDatabase(config.databasePath);
   const clock = opts.clock ?? systemClock;
   const processors = createProcessors({
     sqlite: handle.sqlite,
@@ -79,6 +81,7 @@ export function createRuntime(
     sqlite: handle.sqlite,
     db: handle.db,
     reader: handle.reader,
+    pg: handle.pg,
     clock,
     vault,
     vaultKeyCreated,

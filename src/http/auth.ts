@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia';
 import type { Lender, PlatformDeps } from '../platform/context';
 import { API_KEY_PATTERN } from '../platform/api-key-format';
-import { apiKeyStatements, hashApiKey } from '../platform/api-keys';
+import { apiKeyStatements, hashApiKey, pgApiKeyStatements, type KeyHolder } from '../platform/api-keys';
 import { RateLimited, Unauthenticated } from '../platform/errors';
 import { ErrorEnvelope } from './errors';
 import { RateLimiter } from './rate-limit';
@@ -16,20 +16,32 @@ const NEW_KEY = 'Use another live key of the lender, or create one: in the porta
 // last_used_at is written at most this often per key: a write per request would cost an fsync each.
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 
+/**
+ * Resolves a key to its lender: at once on SQLite (a cached statement), as a promise on PostgreSQL (a query on
+ * the pool).
+ */
+export type Authenticate = (header: string | undefined) => AuthedLender | Promise<AuthedLender>;
+
 /** Resolves `Authorization: Bearer <key>` to its lender and applies the per-key rate limit. */
-export function createAuthenticator(deps: PlatformDeps): (header: string | undefined) => AuthedLender {
+export function createAuthenticator(deps: PlatformDeps): Authenticate {
   const limiter = new RateLimiter(deps.config.rateLimitPerSecond, deps.config.rateLimitBurst);
-  const keys = apiKeyStatements(deps.db);
+  const keys: { holderOf(hash: string): KeyHolder | null | undefined | Promise<KeyHolder | undefined>; touch(keyId: string, now: number): void } = deps.pg
+    ? pgApiKeyStatements(deps.pg)
+    : apiKeyStatements(deps.db);
   const lastWrite = new Map<string, number>();
 
-  function authenticate(header: string | undefined): AuthedLender {
+  function authenticate(header: string | undefined): AuthedLender | Promise<AuthedLender> {
     if (!header) throw new Unauthenticated('Missing Authorization header');
     // The scheme is case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" are the same scheme.
     const match = /^Bearer ([^\s]+)$/i.exec(header.trim());
     if (!match) throw new Unauthenticated('Authorization must use the Bearer scheme');
     const key = match[1]!;
     if (!API_KEY_PATTERN.test(key)) throw new Unauthenticated('Invalid API key: a key is drs_live_ followed by 32 letters and digits', CHECK_KEY);
-    const row = keys.holderOf(hashApiKey(key));
+    const found = keys.holderOf(hashApiKey(key));
+    return found instanceof Promise ? found.then(admit) : admit(found);
+  }
+
+  function admit(row: KeyHolder | null | undefined): AuthedLender {
     if (!row) throw new Unauthenticated('Invalid API key: no lender has this key', CHECK_KEY);
     // Only the holder of the key itself learns it was revoked; it sent the header, so it is told what to do instead.
     if (row.revokedAt !== null) throw new Unauthenticated('This API key was revoked', NEW_KEY);
@@ -50,7 +62,7 @@ export function createAuthenticator(deps: PlatformDeps): (header: string | undef
  * `Authorization: Bearer <key>`, and is rate limited per key. Routes never read a lender from the body.
  */
 export function authPlugin(
-  authenticate: (header: string | undefined) => AuthedLender,
+  authenticate: Authenticate,
   authenticated: WeakMap<Request, AuthedLender> = new WeakMap(),
 ) {
   // The shared error model travels with the macro, so every feature's response map can name it.
@@ -58,7 +70,10 @@ export function authPlugin(
     auth: {
       // The app authenticates every /v1 request before its body is read; the lender is taken from there.
       resolve({ headers, request }) {
-        return { lender: authenticated.get(request) ?? authenticate(headers.authorization) };
+        const lender = authenticated.get(request) ?? authenticate(headers.authorization);
+        // On PostgreSQL the lookup is asynchronous: the request gate has awaited it before any route runs.
+        if (lender instanceof Promise) throw new Error('the request gate did not authenticate this request');
+        return { lender };
       },
       detail: { security: [{ bearerAuth: [] }] },
     },

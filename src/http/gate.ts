@@ -2,7 +2,7 @@ import type { Server } from 'elysia/universal';
 import type { PlatformDeps } from '../platform/context';
 import { DomainError, InvalidInput, RateLimited, Unauthenticated } from '../platform/errors';
 import { shownKey } from '../platform/fields';
-import type { AuthedLender } from './auth';
+import type { AuthedLender, Authenticate } from './auth';
 import { fromDomainError, HttpsRequired } from './errors';
 import { httpsAllowed, resolveClient } from './https';
 import { oversized } from './limits';
@@ -26,14 +26,14 @@ export const AUTH_FAILURES_PER_SECOND = 1;
 export function requestGate(
   deps: PlatformDeps,
   tracker: RequestTracker,
-  authenticate: (header: string | undefined) => AuthedLender,
+  authenticate: Authenticate,
   authenticated: WeakMap<Request, AuthedLender>,
 ) {
   const failures = new RateLimiter(AUTH_FAILURES_PER_SECOND, AUTH_FAILURE_BURST);
   // One line per client address a second, with how many refusals it stands for, instead of one a request.
   const failureLog = new SampledLog(1000, (client, count) => deps.logger.warn({ client, refused: count }, 'authentication failed'));
 
-  return ({ request, set, server }: { request: Request; set: { headers: Record<string, string | number> }; server: Server | null }) => {
+  const gate = ({ request, set, server }: { request: Request; set: { headers: Record<string, string | number> }; server: Server | null }) => {
     tracker.begin(request, set.headers);
     const url = new URL(request.url);
     const tooLarge = oversized(request, url);
@@ -72,9 +72,7 @@ export function requestGate(
           return tracker.early(request, fromDomainError(limited)!, { quiet: true });
         }
       }
-      try {
-        authenticated.set(request, authenticate(request.headers.get('authorization') ?? undefined));
-      } catch (e) {
+      const refused = (e: unknown) => {
         if (e instanceof Unauthenticated && client !== null) {
           failures.spend(client, now);
           failureLog.note(client, now);
@@ -82,9 +80,27 @@ export function requestGate(
         }
         if (e instanceof DomainError) return tracker.early(request, fromDomainError(e)!);
         throw e;
+      };
+      let lender: AuthedLender | Promise<AuthedLender>;
+      try {
+        lender = authenticate(request.headers.get('authorization') ?? undefined);
+      } catch (e) {
+        return refused(e);
       }
+      // On PostgreSQL the key is looked up on the pool: the gate answers once it is.
+      if (lender instanceof Promise) {
+        return lender.then(
+          (l) => void authenticated.set(request, l),
+          (e) => refused(e),
+        );
+      }
+      authenticated.set(request, lender);
     }
   };
+  // On PostgreSQL a key is looked up asynchronously: the hook is an async function there, so that Elysia
+  // awaits it; on SQLite it stays synchronous, answered in the same step.
+  type GateArgs = Parameters<typeof gate>[0];
+  return deps.pg ? async (a: GateArgs) => gate(a) : gate;
 }
 
 /** The name of the first query parameter whose value does not decode ('' when the name itself does not), or null. */

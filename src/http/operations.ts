@@ -1,6 +1,7 @@
 import { Elysia, t } from 'elysia';
 import type { PlatformDeps } from '../platform/context';
 import { databaseReady } from '../platform/db';
+import { pgReady } from '../platform/pg';
 import { Forbidden } from '../platform/errors';
 import type { JobRunner } from '../platform/jobs';
 import { Int } from '../platform/schema';
@@ -8,6 +9,7 @@ import { errorResponses } from './errors';
 import { timingSafeEqual } from 'node:crypto';
 import { isLocalClient } from './https';
 
+const Engine = t.Union([t.Literal('sqlite'), t.Literal('postgres')], { description: 'The database the service runs on' });
 const QueueDepth = t.Nullable(Int({ minimum: 0, description: 'Authorizers accepted and not yet checked, all lenders' }));
 
 /** /healthz, /readyz and /metrics: for the operator and the container, not the lender. */
@@ -20,7 +22,8 @@ export function operationsRoutes(deps: PlatformDeps, jobs: Pick<JobRunner, 'runn
     .get(
       '/readyz',
       async ({ set }) => {
-        const { database, migrations } = databaseReady(deps.db);
+        const engine = deps.pg ? ('postgres' as const) : ('sqlite' as const);
+        const { database, migrations } = deps.pg ? await pgReady(deps.pg) : databaseReady(deps.db);
         let queueDepth: number | null = null;
         try {
           queueDepth = await deps.metrics.currentQueueDepth();
@@ -30,24 +33,24 @@ export function operationsRoutes(deps: PlatformDeps, jobs: Pick<JobRunner, 'runn
         const jobsRunning = jobs ? jobs.running : true;
         const ready = database && migrations && jobsRunning;
         if (!ready) set.status = 503;
-        return { status: ready ? 'ready' : 'not_ready', database, migrations, jobs: jobsRunning, queue_depth: queueDepth } as const;
+        return { status: ready ? 'ready' : 'not_ready', engine, database, migrations, jobs: jobsRunning, queue_depth: queueDepth } as const;
       },
       {
         response: {
           200: t.Object(
-            { status: t.Literal('ready'), database: t.Boolean(), migrations: t.Boolean(), jobs: t.Boolean(), queue_depth: QueueDepth },
-            { examples: [{ status: 'ready', database: true, migrations: true, jobs: true, queue_depth: 1200 }] },
+            { status: t.Literal('ready'), engine: Engine, database: t.Boolean(), migrations: t.Boolean(), jobs: t.Boolean(), queue_depth: QueueDepth },
+            { examples: [{ status: 'ready', engine: 'sqlite', database: true, migrations: true, jobs: true, queue_depth: 1200 }] },
           ),
           503: t.Object(
-            { status: t.Literal('not_ready'), database: t.Boolean(), migrations: t.Boolean(), jobs: t.Boolean(), queue_depth: QueueDepth },
-            { examples: [{ status: 'not_ready', database: true, migrations: true, jobs: false, queue_depth: 0 }] },
+            { status: t.Literal('not_ready'), engine: Engine, database: t.Boolean(), migrations: t.Boolean(), jobs: t.Boolean(), queue_depth: QueueDepth },
+            { examples: [{ status: 'not_ready', engine: 'postgres', database: true, migrations: true, jobs: false, queue_depth: 0 }] },
           ),
         },
         detail: {
           tags: ['Operations'],
           summary: 'Readiness',
           description:
-            'The database answers, every migration is applied and the jobs are running. queue_depth: authorizers accepted and ' +
+            'The database answers, every migration is applied and the jobs are running. engine: the database the service runs on (sqlite, the default, or postgres when DATABASE_URL is set). queue_depth: authorizers accepted and ' +
             'not yet checked, all lenders together (null when the database does not answer); it does not affect readiness.',
           security: [],
         },

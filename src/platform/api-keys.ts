@@ -1,4 +1,5 @@
 import type { Db } from './db';
+import type { PgHandle } from './pg';
 import { gateOf } from './write-gate';
 import { txLockOf } from './tx-lock';
 import { randomBase62 } from './ids';
@@ -39,6 +40,29 @@ export function apiKeyStatements(db: Db) {
       // A timestamp, not worth waiting for: skipped while a worker holds the write lock or a transaction is
       // open on the connection (its write would land inside that one), and written next time.
       if (!gateOf(db.$client).held && !txLockOf(db.$client).held) touch.run(now, keyId);
+    },
+  };
+}
+
+/**
+ * The same on PostgreSQL: the lookup is a query on the pool (asynchronous), the last use an update sent
+ * without waiting for it (a failure is logged by the caller's next write, never the request's).
+ */
+export function pgApiKeyStatements(pg: PgHandle) {
+  return {
+    holderOf: async (hash: string): Promise<KeyHolder | undefined> => {
+      const rows = (await pg.sql`
+        SELECT k.id AS "keyId", k.last_used_at::float8 AS "lastUsedAt", l.id AS id, l.name AS name,
+               l.debit_card_approved AS "debitCardApproved", k.revoked_at::float8 AS "revokedAt"
+          FROM api_keys k JOIN lenders l ON l.id = k.lender_id
+         WHERE k.key_hash = ${hash}`) as KeyHolder[];
+      return rows[0];
+    },
+    touch: (keyId: string, now: number) => {
+      void pg.sql`UPDATE api_keys SET last_used_at = ${now} WHERE id = ${keyId}`.then(
+        () => undefined,
+        () => undefined,
+      );
     },
   };
 }

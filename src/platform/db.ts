@@ -25,6 +25,8 @@ export interface DbHandle {
    * last committed state. The same connection as `db` for an in-memory database, which has no second one.
    */
   reader: Db;
+  /** Set when the database is PostgreSQL (platform/pg.ts `pgDbHandle`): the SQLite members then throw. */
+  pg?: import('./pg').PgHandle;
   /** Called first by close(): what holds the file besides this connection (a worker) lets go of it. */
   beforeClose: (() => void)[];
   close(): void;

@@ -8,10 +8,16 @@ import type { PlatformDeps } from './context';
  * write gate's turn, since the next slice writes at once. A job that works through many rows does so in
  * slices of a few milliseconds each, with this between them, so no job holds the loop for long.
  */
-export async function betweenSlices(deps: Pick<PlatformDeps, 'sqlite'>): Promise<void> {
+export async function betweenSlices(deps: Pick<PlatformDeps, 'sqlite' | 'pg'>): Promise<void> {
   await new Promise<void>((resolve) => setImmediate(resolve));
-  await gateOf(deps.sqlite).turn();
+  await gateOf(deps.pg ?? deps.sqlite).turn();
 }
+
+/** A job's run, counted in job_state (the same statement on both engines, with `?n` for SQLite). */
+const RECORD_RUN = `INSERT INTO job_state (name, runs, failures, last_started_at, last_finished_at, last_duration_ms, last_error)
+  VALUES ($1, 1, $2, $3, $4, $5, $6)
+  ON CONFLICT(name) DO UPDATE SET runs = job_state.runs + 1, failures = job_state.failures + $2, last_started_at = $3,
+    last_finished_at = $4, last_duration_ms = $5, last_error = $6`;
 
 /** A job is a plain function of the platform; the runner only decides when it is called. */
 export interface Job<D extends PlatformDeps = PlatformDeps> {
@@ -62,11 +68,11 @@ export class JobRunner<D extends PlatformDeps = PlatformDeps> {
 
   private async execute(job: Job<D>): Promise<void> {
     if (this.stopped) return;
-    const { sqlite, clock, metrics, logger } = this.deps;
+    const { sqlite, pg, clock, metrics, logger } = this.deps;
     const startedAt = clock.now();
     const t0 = performance.now();
     let error: unknown = null;
-    const gate = gateOf(sqlite);
+    const gate = gateOf(pg ?? sqlite);
     try {
       // A tick's first steps write at once: they start once a worker's write transaction, if any, is over.
       await gate.turn();
@@ -80,16 +86,13 @@ export class JobRunner<D extends PlatformDeps = PlatformDeps> {
     const message = error ? (error instanceof Error ? error.message : String(error)) : null;
     if (error) logger.error({ job: job.name, err: error }, 'job failed');
     try {
+      const values = [job.name, error ? 1 : 0, startedAt, clock.now(), Math.round(ms), message] as const;
+      if (pg) await pg.sql.unsafe(RECORD_RUN, [...values]);
       // In its turn, after any transaction open on the connection.
-      await writeAlone(sqlite, () =>
+      else await writeAlone(sqlite, () =>
         sqlite
-          .query(
-            `INSERT INTO job_state (name, runs, failures, last_started_at, last_finished_at, last_duration_ms, last_error)
-             VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT(name) DO UPDATE SET runs = runs + 1, failures = failures + ?2, last_started_at = ?3,
-               last_finished_at = ?4, last_duration_ms = ?5, last_error = ?6`,
-          )
-          .run(job.name, error ? 1 : 0, startedAt, clock.now(), Math.round(ms), message),
+          .query(RECORD_RUN.replace(/\$(\d)/g, '?$1'))
+          .run(...values),
       );
     } catch (e) {
       logger.error({ job: job.name, err: e }, 'could not record job state');

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { drizzle, type BunSQLDatabase } from 'drizzle-orm/bun-sql';
 import { migrate } from 'drizzle-orm/bun-sql/migrator';
 import * as schema from '../../db/schema-pg';
-import { SchemaTooNewError } from './db';
+import { SchemaTooNewError, type DbHandle } from './db';
+import { absent } from './thread';
 
 // PostgreSQL, the second engine (DATABASE_URL=postgres://…): a pool of connections on Bun's built-in SQL
 // client with Drizzle's pg query builder over it. A transaction holds one connection of the pool from its
@@ -123,3 +124,22 @@ export function pgCode(e: unknown): string | undefined {
 
 /** Whether an error is a unique-constraint violation (SQLSTATE 23505). */
 export const isUniqueViolation = (e: unknown): boolean => pgCode(e) === '23505';
+
+/**
+ * The runtime's database handle on PostgreSQL: the pool as `pg`; the SQLite connections it does not have
+ * (`sqlite`, `db`, `reader`) throw when touched, naming themselves.
+ */
+export function pgDbHandle(pg: PgHandle): DbHandle & { pg: PgHandle } {
+  const beforeClose: (() => void)[] = [];
+  return {
+    pg,
+    sqlite: absent('sqlite', 'on PostgreSQL'),
+    db: absent('db', 'on PostgreSQL'),
+    reader: absent('reader', 'on PostgreSQL'),
+    beforeClose,
+    close() {
+      for (const fn of beforeClose.splice(0)) fn();
+      void pg.close();
+    },
+  };
+}

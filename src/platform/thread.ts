@@ -1,5 +1,6 @@
 import type { Config } from '../config';
 import { openDatabase } from './db';
+import { openPg, pgDbHandle } from './pg';
 import { createLogger } from './logger';
 import { Metrics } from './metrics';
 import type { PlatformDeps } from './context';
@@ -11,24 +12,26 @@ import * as domainErrors from './errors';
 // throws.
 
 /** An object whose every property read throws, naming it: what a worker must not use. */
-export function absent<T>(name: string): T {
+export function absent<T>(name: string, where = 'in this worker'): T {
   return new Proxy(
     {},
     {
       get: (_t, prop) => {
-        throw new Error(`${name}.${String(prop)} is not available in this worker`);
+        throw new Error(`${name}.${String(prop)} is not available ${where}`);
       },
     },
   ) as T;
 }
 
 export function openThreadPlatform(config: Config, post: (line: string) => void): Omit<PlatformDeps, 'clock'> {
-  const handle = openDatabase(config.databasePath, { migrate: false });
+  // On PostgreSQL a small pool of its own (its transactions run beside the main thread's).
+  const handle = config.databaseUrl ? pgDbHandle(openPg(config.databaseUrl, { max: 4 })) : openDatabase(config.databasePath, { migrate: false });
   return {
     config,
     sqlite: handle.sqlite,
     db: handle.db,
     reader: handle.reader,
+    pg: handle.pg,
     vault: absent('vault'),
     logger: createLogger(config.logLevel, { write: post }),
     metrics: new Metrics({ defaults: false }),

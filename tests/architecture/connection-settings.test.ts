@@ -1,3 +1,4 @@
+// engine: once
 // Connection-wide settings belong to the platform: no feature toggles a PRAGMA for everyone on the connection.
 import { afterAll, expect, test } from 'bun:test';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -25,5 +26,5 @@ const c = createTestContext();
 afterAll(() => c.close());
 
 test('the service’s connection zeroes deleted content, for every writer (erasure is real)', () => {
-  expect((c.rt.sqlite.query('PRAGMA secure_delete').get() as { secure_delete: number }).secure_delete).toBe(1);
+  expect((c.sql.query('PRAGMA secure_delete').get() as { secure_delete: number }).secure_delete).toBe(1);
 });

@@ -1,3 +1,4 @@
+// engine: once
 // No file under src/ reaches itself through its imports. In a circle the load order decides which file sees
 // the other half-initialised, and two files that each need the other are one idea split in two: the shared
 // piece belongs in a third (a types file, or the lower module), never behind a dynamic import.

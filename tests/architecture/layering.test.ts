@@ -1,3 +1,4 @@
+// engine: once
 // The shape of the code, checked: lower layers never reach up into features, a feature never reaches up into
 // a higher one, and routes never touch the database. A new import that breaks a rule fails here, naming the
 // file and the import. (Circles of imports are import-cycles.test.ts's.)

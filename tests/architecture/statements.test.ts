@@ -1,3 +1,4 @@
+// engine: once
 // Every module's SQL lives in its store: `store.sqlite.ts` (or `<name>-store.sqlite.ts`) beside the module's
 // `store.ts` interface of asynchronous functions. Services, jobs and routes call stores only, so that a second
 // engine is a second implementation of the same interfaces. A synchronous statement call is a call of a

@@ -1,3 +1,4 @@
+// engine: once
 // Every write a service or job makes while the service serves goes through the transaction runner
 // (`await transaction(…)`), which gives it its turn after any transaction open on the connection. The
 // synchronous form opens a transaction only where nothing else can be running: at start-up, before anything is

@@ -83,7 +83,7 @@ describe('lender and key commands', () => {
     expect(r.body.secret).toMatch(/^whsec_/);
 
     // The database keeps only a hash and a display prefix.
-    const row = ctx.rt.sqlite.query('SELECT prefix, key_hash FROM api_keys k JOIN lenders l ON l.id = k.lender_id WHERE l.name = ?').get('acme') as {
+    const row = ctx.sql.query('SELECT prefix, key_hash FROM api_keys k JOIN lenders l ON l.id = k.lender_id WHERE l.name = ?').get('acme') as {
       prefix: string;
       key_hash: string;
     };
@@ -320,7 +320,7 @@ describe('vault', () => {
     expect(enrolled.body.results[0].outcome).toBe('enrolled');
     const oldKeyId = app.rt.vault.currentKeyId;
     const sealedIn = ({ table, column }: { table: string; column: string }) =>
-      (app.rt.sqlite.query(`SELECT COUNT(*) AS n FROM ${table} WHERE ${column} IS NOT NULL`).get() as { n: number }).n;
+      (app.sql.query(`SELECT COUNT(*) AS n FROM ${table} WHERE ${column} IS NOT NULL`).get() as { n: number }).n;
     const sealedCount = SEALED_COLUMNS.reduce((n, c) => n + sealedIn(c), 0);
     expect(sealedCount).toBeGreaterThanOrEqual(5);
     for (const c of SEALED_COLUMNS) expect(sealedIn(c)).toBeGreaterThan(0);
@@ -353,21 +353,21 @@ describe('vault', () => {
     const status = await fresh.json('GET', `/v1/balance_requests/${batch.body.batch_id}`, { key });
     expect(status.status).toBe(200);
     // The batch's payload is compressed before it is sealed (bytes, not text): re-sealed byte for byte.
-    const payload = fresh.rt.sqlite.query('SELECT sealed FROM batch_payloads WHERE batch_id = ?').get(batch.body.batch_id) as { sealed: string };
+    const payload = fresh.sql.query('SELECT sealed FROM batch_payloads WHERE batch_id = ?').get(batch.body.batch_id) as { sealed: string };
     expect(openSensitive(fresh.rt.vault, payload.sealed)[0]!.accountNumber).toBe(AUTHORIZER.account_number);
     const sched = await fresh.json('GET', `/v1/monitoring/schedules/${schedule.body.schedule_id}`, { key });
     expect(sched.status).toBe(200);
     for (const { table, column } of SEALED_COLUMNS) {
-      for (const { v } of fresh.rt.sqlite.query(`SELECT ${column} AS v FROM ${table} WHERE ${column} IS NOT NULL`).all() as { v: string }[]) {
+      for (const { v } of fresh.sql.query(`SELECT ${column} AS v FROM ${table} WHERE ${column} IS NOT NULL`).all() as { v: string }[]) {
         expect(fresh.rt.vault.needsReseal(v)).toBe(false);
         expect(() => fresh.rt.vault.open(v)).not.toThrow();
       }
     }
     // Without the old key the re-sealed values still open: they no longer need it.
     const newOnly = new Vault(Buffer.from(readFileSync(ws.env.VAULT_KEY_FILE, 'utf8').trim(), 'base64'));
-    const sealedSecret = fresh.rt.sqlite.query('SELECT secret_sealed AS v FROM webhook_secrets').get() as { v: string };
+    const sealedSecret = fresh.sql.query('SELECT secret_sealed AS v FROM webhook_secrets').get() as { v: string };
     expect(newOnly.open(sealedSecret.v)).toBe(secret.body.secret);
-    const sealedProcessorKey = fresh.rt.sqlite.query('SELECT key_sealed AS v FROM payment_connections WHERE key_sealed IS NOT NULL').get() as { v: string };
+    const sealedProcessorKey = fresh.sql.query('SELECT key_sealed AS v FROM payment_connections WHERE key_sealed IS NOT NULL').get() as { v: string };
     expect(newOnly.open(sealedProcessorKey.v)).toBe(processorKey);
     ws.closeApps();
 

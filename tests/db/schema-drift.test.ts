@@ -1,3 +1,4 @@
+// engine: once
 // The PostgreSQL schema (db/schema-pg) and the SQLite one (db/schema) cannot drift apart: both are read with
 // drizzle's getTableConfig into one engine-neutral shape per table (columns with their kind, nullability,
 // default, enum values and identity; the primary key; unique constraints; indexes with their columns,

@@ -12,8 +12,8 @@ afterAll(async () => {
   for (const h of harnesses) await h.cleanup();
 });
 
-function snapshot(dbPath: string) {
-  const db = new Database(dbPath, { readonly: true });
+function snapshot(h: ServiceHarness) {
+  const db = h.database();
   try {
     return {
       payments: db.query('SELECT id, reference, status FROM payments').all() as { id: string; reference: string; status: string }[],
@@ -51,7 +51,7 @@ describe('crash and restart during collection', () => {
     await waitFor(
       'collection to come to rest',
       async () => {
-        const s = snapshot(h.dbPath);
+        const s = snapshot(h);
         const busy = s.payments.some((p) => p.status === 'initiating' || p.status === 'processing');
         const unseen = s.processorStatuses.filter((ps) => !s.events.some((e) => e.reference.endsWith(ps.key) && e.status === ps.status));
         return !busy && unseen.length === 0 && s.payments.length >= 60 ? s : null;
@@ -59,7 +59,7 @@ describe('crash and restart during collection', () => {
       60_000,
     );
     await svc.kill('SIGTERM');
-    const s = snapshot(h.dbPath);
+    const s = snapshot(h);
     // Exactly one processor payment per payment row that was sent, and none that no row accounts for.
     const rows = new Map(s.payments.map((p) => [p.id, p]));
     for (const a of s.atProcessor) {

@@ -22,8 +22,8 @@ interface Snapshot {
   atProcessor: Map<string, { n: number; status: string }>;
 }
 
-function snapshot(dbPath: string): Snapshot {
-  const db = new Database(dbPath, { readonly: true });
+function snapshot(h: ServiceHarness): Snapshot {
+  const db = h.database();
   try {
     const payments = db
       .query('SELECT id, enrollment_id AS enrollment, authorizer_unique_id AS aid, reference, status FROM payments')
@@ -72,7 +72,7 @@ async function atRest(h: ServiceHarness, timeoutMs: number): Promise<Snapshot> {
   return waitFor(
     'collection to come to rest',
     async () => {
-      const s = snapshot(h.dbPath);
+      const s = snapshot(h);
       const busy = s.payments.some((p) => p.status === 'initiating' || p.status === 'processing');
       const unrecorded = s.payments.some((p) => s.atProcessor.has(p.id) && s.atProcessor.get(p.id)!.status !== p.status);
       return !busy && !unrecorded ? s : null;
@@ -177,16 +177,16 @@ describe('the sequences that once collected twice', () => {
     svc = await h.start();
     expect((await svc.call('POST', '/v1/payment_enrollments', { borrowers: [b1] })).body.results[0].outcome).toBe('enrolled');
     // Still on its way when sent again (the premise of this sequence).
-    expect(snapshot(h.dbPath).payments.filter((p) => p.aid === 'b1').map((p) => p.status)).toEqual(['processing']);
+    expect(snapshot(h).payments.filter((p) => p.aid === 'b1').map((p) => p.status)).toEqual(['processing']);
     await waitFor('the payment to settle', async () => ((await svc.call('GET', '/v1/payment_enrollments/b1')).body.state === 'collected' ? true : null), 90_000);
     // Time for a second payment to appear if the service were going to make one.
     await Bun.sleep(2_000);
-    const s = snapshot(h.dbPath);
+    const s = snapshot(h);
     await svc.kill('SIGTERM');
     expect(s.atProcessor.size).toBe(1);
     checkInvariants(s);
     expect(s.payments.filter((p) => p.aid === 'b1').map((p) => p.status)).toEqual(['settled']);
-    const view = snapshotLedger(h.dbPath, 'b1');
+    const view = snapshotLedger(h, 'b1');
     expect(view.net).toBe(1000);
   }, 180_000);
 
@@ -202,15 +202,15 @@ describe('the sequences that once collected twice', () => {
     await svc.call('POST', '/v1/payment_connections', { api_key: 'sbx_sequence_two_0000001', rail_scope: 'both', is_default: true });
     const card = enrollBorrower('c1', { collectable_amount: 1099, charge_instrument: { processor_token: 'sbxpm_sequence_two', card_last4: '4242' } });
     expect((await svc.call('POST', '/v1/payment_enrollments', { borrowers: [card] })).status).toBe(207);
-    await waitFor('the processor to create the payment', async () => (snapshot(h.dbPath).atProcessor.size > 0 ? true : null), 20_000);
+    await waitFor('the processor to create the payment', async () => (snapshot(h).atProcessor.size > 0 ? true : null), 20_000);
     await Bun.sleep(1_200);
     await svc.kill('SIGKILL');
     svc = await h.start();
     await waitFor('the first payment to be recorded', async () => {
-      const first = snapshot(h.dbPath).payments[0];
+      const first = snapshot(h).payments[0];
       return first && first.status !== 'initiating' ? first : null;
     }, 20_000);
-    const first = snapshot(h.dbPath).payments[0]!;
+    const first = snapshot(h).payments[0]!;
     expect(first.status).not.toBe('not_attempted');
     // The late return R01 (one settlement period on) makes the borrower eligible again: reinitiations follow,
     // three payments at most in all.
@@ -222,8 +222,8 @@ describe('the sequences that once collected twice', () => {
   }, 90_000);
 });
 
-function snapshotLedger(dbPath: string, aid: string): { net: number } {
-  const db = new Database(dbPath, { readonly: true });
+function snapshotLedger(h: ServiceHarness, aid: string): { net: number } {
+  const db = h.database();
   try {
     return db
       .query(

@@ -11,8 +11,8 @@ afterAll(async () => {
   for (const h of harnesses) await h.cleanup();
 });
 
-const stored = (dbPath: string, prefix: string): number => {
-  const db = new Database(dbPath, { readonly: true });
+const stored = (h: ServiceHarness, prefix: string): number => {
+  const db = h.database();
   try {
     return (db.query("SELECT COUNT(*) AS n FROM enrollments WHERE authorizer_unique_id LIKE ? || '%'").get(prefix) as { n: number }).n;
   } finally {
@@ -43,7 +43,7 @@ describe('crash during an enrollment', () => {
     }
     const again = await h.start();
     for (const o of outcomes) {
-      const n = stored(h.dbPath, o.prefix);
+      const n = stored(h, o.prefix);
       expect([0, 1000]).toContain(n);
       if (o.answered) expect(n).toBe(1000);
     }

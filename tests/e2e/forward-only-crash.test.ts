@@ -34,8 +34,8 @@ interface Rest {
   atProcessor: Map<string, string>;
 }
 
-function read<T>(dbPath: string, fn: (db: Database) => T): T {
-  const db = new Database(dbPath, { readonly: true });
+function read<T>(h: ServiceHarness, fn: (db: Database) => T): T {
+  const db = h.database();
   try {
     return fn(db);
   } finally {
@@ -43,8 +43,8 @@ function read<T>(dbPath: string, fn: (db: Database) => T): T {
   }
 }
 
-function rest(dbPath: string): Rest {
-  return read(dbPath, (db) => ({
+function rest(h: ServiceHarness): Rest {
+  return read(h, (db) => ({
     payments: db.query('SELECT id, enrollment_id AS enrollment, status, return_code AS code FROM payments ORDER BY created_at, id').all() as Rest['payments'],
     atProcessor: new Map(
       (
@@ -63,7 +63,7 @@ async function atRest(h: ServiceHarness): Promise<Rest> {
   return waitFor(
     'collection to come to rest',
     async () => {
-      const s = rest(h.dbPath);
+      const s = rest(h);
       const busy = s.payments.some((p) => p.status === 'initiating' || p.status === 'processing' || p.status === 'scheduled');
       const unrecorded = s.payments.some((p) => s.atProcessor.has(p.id) && s.atProcessor.get(p.id) !== p.status);
       return !busy && !unrecorded ? s : null;
@@ -78,7 +78,7 @@ function checkInvariants(h: ServiceHarness, s: Rest, lenders: { a: string; b: st
     if (s.atProcessor.has(p.id)) expect(p.status).toBe(s.atProcessor.get(p.id)!);
     else expect(p.status === 'not_attempted' || p.status === 'voided').toBe(true);
   }
-  const events = read(h.dbPath, (db) => db.query('SELECT payment_id AS pid, status, occurred_at AS at FROM payment_events WHERE payment_id IS NOT NULL ORDER BY recorded_at, rowid').all() as { pid: string; status: string; at: number }[]);
+  const events = read(h, (db) => db.query('SELECT payment_id AS pid, status, occurred_at AS at FROM payment_events WHERE payment_id IS NOT NULL ORDER BY recorded_at, id').all() as { pid: string; status: string; at: number }[]);
   const last = new Map<string, { rank: number; at: number }>();
   for (const e of events) {
     const before = last.get(e.pid);
@@ -94,12 +94,12 @@ function checkInvariants(h: ServiceHarness, s: Rest, lenders: { a: string; b: st
     if (!s.atProcessor.has(p.id)) continue;
     byEnrollment.set(p.enrollment, [...(byEnrollment.get(p.enrollment) ?? []), p]);
   }
-  const monitors = read(h.dbPath, (db) => db.query('SELECT id, state, blocked_reason AS blocked FROM enrollments').all() as { id: string; state: string; blocked: string | null }[]);
+  const monitors = read(h, (db) => db.query('SELECT id, state, blocked_reason AS blocked FROM enrollments').all() as { id: string; state: string; blocked: string | null }[]);
   // What each payment's status was when the next one was created: a chain goes on only from a return for
   // funds already recorded then (a debt settled when the borrower was sent again is closed; its late return
   // later is that debt's, not the new one's).
-  const history = read(h.dbPath, (db) => db.query('SELECT payment_id AS pid, status, return_code AS code, recorded_at AS at FROM payment_events WHERE payment_id IS NOT NULL ORDER BY recorded_at, rowid').all() as { pid: string; status: string; code: string | null; at: number }[]);
-  const created = new Map(read(h.dbPath, (db) => db.query('SELECT id, created_at AS at FROM payments').all() as { id: string; at: number }[]).map((p) => [p.id, p.at]));
+  const history = read(h, (db) => db.query('SELECT payment_id AS pid, status, return_code AS code, recorded_at AS at FROM payment_events WHERE payment_id IS NOT NULL ORDER BY recorded_at, id').all() as { pid: string; status: string; code: string | null; at: number }[]);
+  const created = new Map(read(h, (db) => db.query('SELECT id, created_at AS at FROM payments').all() as { id: string; at: number }[]).map((p) => [p.id, p.at]));
   const statusAt = (pid: string, at: number) => {
     let st = { status: 'initiating', code: null as string | null };
     for (const ev of history) if (ev.pid === pid && ev.at <= at) st = { status: ev.status, code: ev.code };
@@ -110,21 +110,21 @@ function checkInvariants(h: ServiceHarness, s: Rest, lenders: { a: string; b: st
     let chain = 0;
     for (let i = 0; i < ps.length; i++) {
       chain = i > 0 && forFunds(statusAt(ps[i - 1]!.id, created.get(ps[i]!.id)!)) ? chain + 1 : 1;
-      if (chain > 3) console.log(JSON.stringify(read(h.dbPath, (db) => db.query('SELECT id, status, return_code, attempt, reinitiation_of, created_at, updated_at, first_attempt_at FROM payments WHERE enrollment_id = ? ORDER BY created_at').all(e.id)), null, 1), JSON.stringify(read(h.dbPath, (db) => db.query('SELECT * FROM payment_events WHERE enrollment_id = ? ORDER BY recorded_at, rowid').all(e.id)), null, 1));
+      if (chain > 3) console.log(JSON.stringify(read(h, (db) => db.query('SELECT id, status, return_code, attempt, reinitiation_of, created_at, updated_at, first_attempt_at FROM payments WHERE enrollment_id = ? ORDER BY created_at').all(e.id)), null, 1), JSON.stringify(read(h, (db) => db.query('SELECT * FROM payment_events WHERE enrollment_id = ? ORDER BY recorded_at, id').all(e.id)), null, 1));
       expect(chain).toBeLessThanOrEqual(3);
     }
     const lastPaid = ps[ps.length - 1];
     if (e.state === 'monitored' && lastPaid && forFunds(lastPaid) && chain >= 3) expect(e.blocked).toBe('reinitiation_limit');
   }
   // 4. A payment made elsewhere is credited to one lender at most, the one its account is bound to.
-  const credits = read(h.dbPath, (db) =>
+  const credits = read(h, (db) =>
     db.query("SELECT reference, COUNT(DISTINCT lender_id) AS lenders, MIN(lender_id) AS lender FROM ledger_entries WHERE kind = 'credit' AND reference LIKE 'DRS-shared-%' GROUP BY reference").all() as {
       reference: string;
       lenders: number;
       lender: string;
     }[],
   );
-  if (credits.length === 0) console.log(JSON.stringify(read(h.dbPath, (db) => [db.query("SELECT * FROM sandbox_payments WHERE reference LIKE 'DRS-shared%'").all(), db.query("SELECT * FROM payment_events WHERE reference LIKE 'DRS-shared%'").all(), db.query('SELECT * FROM processor_accounts').all(), db.query('SELECT id, lender_id, account_id, last_poll_error, poll_cursor FROM payment_connections').all()]), null, 1));
+  if (credits.length === 0) console.log(JSON.stringify(read(h, (db) => [db.query("SELECT * FROM sandbox_payments WHERE reference LIKE 'DRS-shared%'").all(), db.query("SELECT * FROM payment_events WHERE reference LIKE 'DRS-shared%'").all(), db.query('SELECT * FROM processor_accounts').all(), db.query('SELECT id, lender_id, account_id, last_poll_error, poll_cursor FROM payment_connections').all()]), null, 1));
   expect(credits.length).toBeGreaterThan(0);
   for (const c of credits) {
     expect(c.lenders).toBe(1);
@@ -160,7 +160,7 @@ for (const [latency, jitter] of [
       });
       harnesses.push(h);
       // The CLI's sandbox charges settle on the service's schedule.
-      const env = { DATABASE_PATH: h.dbPath, VAULT_KEY_FILE: join(h.dir, 'vault.key'), SANDBOX_SETTLEMENT_MS: '700' };
+      const env = { DATABASE_PATH: h.dbPath, ...(h.pg ? { DATABASE_URL: h.pg.url } : {}), VAULT_KEY_FILE: join(h.dir, 'vault.key'), SANDBOX_SETTLEMENT_MS: '700' };
       let svc: ServiceProcess = await h.start();
       const lenderB = /drs_live_[0-9A-Za-z]{32}/.exec(await runCli(['lender', 'create', `other-${latency}`], env))![0];
       expect((await svc.call('POST', '/v1/payment_connections', { api_key: KEY, rail_scope: 'both', is_default: true })).status).toBe(201);
@@ -193,13 +193,13 @@ for (const [latency, jitter] of [
       await waitFor(
         'the returns for funds to reach their chains’ limit',
         async () => {
-          const blocked = read(h.dbPath, (db) => (db.query("SELECT COUNT(*) AS n FROM enrollments WHERE blocked_reason = 'reinitiation_limit'").get() as { n: number }).n);
+          const blocked = read(h, (db) => (db.query("SELECT COUNT(*) AS n FROM enrollments WHERE blocked_reason = 'reinitiation_limit'").get() as { n: number }).n);
           return blocked >= 2 ? true : null;
         },
         120_000,
       );
       const s = await atRest(h);
-      const lenders = read(h.dbPath, (db) => db.query('SELECT id, name FROM lenders ORDER BY created_at').all() as { id: string; name: string }[]);
+      const lenders = read(h, (db) => db.query('SELECT id, name FROM lenders ORDER BY created_at').all() as { id: string; name: string }[]);
       await svc.kill('SIGTERM');
       expect(s.atProcessor.size).toBeGreaterThan(borrowers.length);
       checkInvariants(h, s, { a: lenders.find((l) => l.name === 'default')!.id, b: lenders.find((l) => l.name === `other-${latency}`)!.id });

@@ -32,7 +32,7 @@ beforeAll(async () => {
   ctx.app.listen({ port: 0, hostname: '127.0.0.1' });
   origin = `http://127.0.0.1:${ctx.app.server!.port}`;
   // Every free-text value a lender or its operator can store holds the hostile string.
-  ctx.rt.sqlite.query('UPDATE lenders SET name = ? WHERE id = ?').run(HOSTILE, ctx.lender.id);
+  ctx.sql.query('UPDATE lenders SET name = ? WHERE id = ?').run(HOSTILE, ctx.lender.id);
   await createUser(ctx.rt, { lenderId: ctx.lender.id, email: EMAIL, displayName: HOSTILE, password: PASSWORD, now: ctx.clock.now() });
   const connection = await ctx.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_console_key_000000001', rail_scope: 'both', is_default: true, label: HOSTILE } });
   expect(connection.status).toBe(201);
@@ -128,7 +128,7 @@ describe('the console in a browser', () => {
       const uploads = (await ctx.json('GET', '/v1/payment_results/uploads')).body.uploads as { id: string; creator: string }[];
       expect(uploads[0]!.creator).toBe(HOSTILE);
       ids.upload = uploads[0]!.id;
-      const keyId = (await ctx.rt.sqlite.query('SELECT id FROM api_keys WHERE lender_id = ? LIMIT 1').get(ctx.lender.id)) as { id: string };
+      const keyId = (await ctx.sql.query('SELECT id FROM api_keys WHERE lender_id = ? LIMIT 1').get(ctx.lender.id)) as { id: string };
 
       // Each page, with how many times at least it shows the hostile value: the lender's name in the navigation
       // and the user's in the footer on every page, and the page's own values.

@@ -71,7 +71,7 @@ describe('a working day in the portal', () => {
       const failed = page.getByRole('table', { name: /2 rows failed validation/ });
       await expect(failed.innerText()).resolves.toContain('loan-bad-ssn');
       await expect(failed.innerText()).resolves.toContain('loan-bad-routing');
-      while ((await ctx.rt.sqlite.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM batches WHERE status != 'completed'").get())!.n > 0) await processBalances(ctx.rt);
+      while ((await ctx.sql.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM batches WHERE status != 'completed'").get())!.n > 0) await processBalances(ctx.rt);
       await page.getByRole('link', { name: 'Open the batch' }).click();
       await page.waitForLoadState('load');
       expect(await page.locator('h1').innerText()).toMatch(/^Batch /);

@@ -1,3 +1,4 @@
+// engine: sqlite
 // Two processes on one database file: the second refuses to start while the first lives, saying so and
 // naming it; once the first is gone, even killed with SIGKILL, the next start takes over at once.
 import { afterAll, describe, expect, test } from 'bun:test';

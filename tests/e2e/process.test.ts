@@ -242,7 +242,7 @@ describe('first start, shutdown and restart on one database', () => {
       expect(second.stdout()).toContain('"vault_key_created":false');
       const ready = await get(second, '/readyz');
       expect(ready.status).toBe(200);
-      expect(await ready.json()).toEqual({ status: 'ready', database: true, migrations: true, jobs: true, queue_depth: 0 });
+      expect(await ready.json()).toEqual({ status: 'ready', engine: 'sqlite', database: true, migrations: true, jobs: true, queue_depth: 0 });
       expect((await get(second, '/v1/no-such-resource', apiKey)).status).toBe(404);
       expect((statSync(second.vaultKeyFile).mode & 0o777).toString(8)).toBe('600');
     } finally {

@@ -13,15 +13,26 @@ import type { TSchema } from '@sinclair/typebox';
 import { ErrorEnvelope } from '../../src/http/errors';
 import type { Processor } from '../../src/adapters/processors';
 import { openDatabase } from '../../src/platform/db';
+import { freshPgDatabase, onPostgres, PsqlDatabase, psql } from './pg';
+import type { Database } from 'bun:sqlite';
+import { newId } from '../../src/platform/ids';
+import { displayPrefix, generateApiKey, hashApiKey } from '../../src/platform/api-keys';
 
 export interface TestContext {
   dir: string;
   rt: Runtime;
+  /**
+   * The database as a test reads and writes it directly: the SQLite connection, or on PostgreSQL the same
+   * calls made through psql (tests/helpers/pg.ts PsqlDatabase).
+   */
+  sql: Database;
   clock: FakeClock;
   app: ReturnType<typeof createApp>;
   logs: string[];
   lender: { id: string; key: string };
   newLender(name?: string, opts?: { cards?: boolean }): { id: string; key: string };
+  /** The env that opens this context's database again (a restart): its SQLite file, or its PostgreSQL database. */
+  sameDatabase(): Record<string, string>;
   request(method: string, path: string, opts?: RequestOpts): Promise<Response>;
   json<T = any>(method: string, path: string, opts?: RequestOpts): Promise<{ status: number; body: T; res: Response }>;
   close(): void;
@@ -98,8 +109,12 @@ export function createTestContext(
   opts: { clockAt?: string; stripe?: () => Processor } = {},
 ): TestContext {
   const dir = mkdtempSync(join(tmpdir(), 'drs-test-'));
-  if (env.DATABASE_PATH === undefined) migratedCopy(join(dir, 'service.sqlite'));
+  // With DATABASE_URL=postgres://… the suite runs on PostgreSQL: a database of the context's own, cloned from
+  // a migrated template (a context that names its own DATABASE_PATH or DATABASE_URL keeps it).
+  const pgDb = onPostgres && env.DATABASE_PATH === undefined && env.DATABASE_URL === undefined ? freshPgDatabase() : null;
+  if (env.DATABASE_PATH === undefined && !pgDb) migratedCopy(join(dir, 'service.sqlite'));
   const config = loadConfig({
+    ...(pgDb ? { DATABASE_URL: pgDb.url, DATABASE_POOL_MAX: '4' } : {}),
     DATABASE_PATH: join(dir, 'service.sqlite'),
     VAULT_KEY_FILE: join(dir, 'vault.key'),
     LOG_LEVEL: 'info',
@@ -120,7 +135,9 @@ export function createTestContext(
   const app = createApp(rt);
   const routes: RouteSchemas = routeSchemas(app);
   const newLender = (name?: string, o: { cards?: boolean } = {}) => {
-    const { lender, apiKey } = createLender(rt.db, name ?? `lender-${++counter}-${Date.now()}`, clock.now());
+    const lenderName = name ?? `lender-${++counter}-${Date.now()}`;
+    if (rt.pg) return createLenderOnPg(rt.config.databaseUrl!, lenderName, clock.now(), !!o.cards);
+    const { lender, apiKey } = createLender(rt.db, lenderName, clock.now());
     if (o.cards) setDebitCardApproval(rt.db, lender.id, true);
     return { id: lender.id, key: apiKey };
   };
@@ -156,11 +173,13 @@ export function createTestContext(
   const ctx: TestContext = {
     dir,
     rt,
+    sql: pgDb ? (new PsqlDatabase(pgDb.url) as unknown as Database) : rt.sqlite,
     clock,
     app,
     logs,
     lender,
     newLender,
+    sameDatabase: () => ({ DATABASE_PATH: rt.config.databasePath, ...(rt.config.databaseUrl ? { DATABASE_URL: rt.config.databaseUrl } : {}) }),
     request,
     json,
     close() {
@@ -169,6 +188,7 @@ export function createTestContext(
       } catch {
         /* already closed */
       }
+      pgDb?.drop();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -180,4 +200,20 @@ export function useTestContext(env: Record<string, string> = {}, opts: { clockAt
   const ctx = createTestContext(env, opts);
   afterAll(() => ctx.close());
   return ctx;
+}
+
+/**
+ * A lender and its API key written on PostgreSQL synchronously (psql), as createLenderNow does on SQLite: the
+ * set-up of a context runs at a file's top level, where nothing is awaited.
+ */
+function createLenderOnPg(url: string, name: string, now: number, cards: boolean): { id: string; key: string } {
+  const id = newId();
+  const key = generateApiKey();
+  const q = (v: string) => `'${v.replaceAll("'", "''")}'`;
+  psql(
+    `INSERT INTO lenders (id, name, debit_card_approved, created_at) VALUES (${q(id)}, ${q(name)}, ${cards ? 1 : 0}, ${now});
+     INSERT INTO api_keys (id, lender_id, prefix, key_hash, created_at) VALUES (${q(newId())}, ${q(id)}, ${q(displayPrefix(key))}, ${q(hashApiKey(key))}, ${now});`,
+    url,
+  );
+  return { id, key };
 }

@@ -77,3 +77,79 @@ export function freshPgDatabase(): { url: string; name: string; drop(): void } {
     },
   };
 }
+
+type Param = string | number | bigint | boolean | null | Uint8Array;
+
+/** A value as a SQL literal. */
+function literal(v: unknown): string {
+  if (v === null || v === undefined) return 'NULL';
+  if (typeof v === 'number' || typeof v === 'bigint') return String(v);
+  if (typeof v === 'boolean') return v ? '1' : '0';
+  if (v instanceof Uint8Array) return `'\\x${Buffer.from(v).toString('hex')}'::bytea`;
+  return `'${String(v).replaceAll("'", "''")}'`;
+}
+
+/** SQLite's placeholders (`?`, `?N`, `$name`, `:name`, `@name`) replaced by the literals of `params`. */
+function bind(text: string, params: unknown[]): string {
+  const named = params.length === 1 && params[0] !== null && typeof params[0] === 'object' && !(params[0] instanceof Uint8Array) ? (params[0] as Record<string, unknown>) : null;
+  let next = 0;
+  let out = '';
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (ch === "'") {
+      const end = text.indexOf("'", i + 1);
+      out += text.slice(i, end + 1);
+      i = end;
+    } else if (ch === '?') {
+      const m = /^\d+/.exec(text.slice(i + 1));
+      if (m) {
+        out += literal(params[Number(m[0]) - 1]);
+        i += m[0].length;
+      } else out += literal(params[next++]);
+    } else if ((ch === '$' || ch === ':' || ch === '@') && named && /[A-Za-z_]/.test(text[i + 1] ?? '')) {
+      const m = /^[A-Za-z_]\w*/.exec(text.slice(i + 1))!;
+      out += literal(named[m[0]] ?? named[`${ch}${m[0]}`]);
+      i += m[0].length;
+    } else out += ch;
+  }
+  return out;
+}
+
+/** The rows of a query (or of a write with RETURNING), as JSON from psql. */
+function jsonRows(url: string, statement: string): Record<string, unknown>[] {
+  const s = statement.trim().replace(/;\s*$/, '');
+  const query = /^\s*(SELECT|WITH|VALUES)\b/i.test(s) ? `SELECT coalesce(json_agg(q), '[]') FROM (${s}) q` : `WITH q AS (${s}) SELECT coalesce(json_agg(q), '[]') FROM q`;
+  return JSON.parse(psql(query, url)) as Record<string, unknown>[];
+}
+
+/**
+ * What a test reads and writes its database with directly, on PostgreSQL: the part of bun:sqlite's Database a
+ * test uses (`query(text).get/all/run`, `run`, `exec`), each call one psql command with SQLite's placeholders
+ * bound as literals. SQL that only SQLite speaks fails here, naming the statement.
+ */
+export class PsqlDatabase {
+  constructor(readonly url: string) {}
+
+  query<R = Record<string, unknown>, _P = unknown>(text: string) {
+    const url = this.url;
+    return {
+      get: (...params: Param[] | [Record<string, Param>]): R | null => (jsonRows(url, bind(text, params))[0] as R | undefined) ?? null,
+      all: (...params: Param[] | [Record<string, Param>]): R[] => jsonRows(url, bind(text, params)) as R[],
+      run: (...params: Param[] | [Record<string, Param>]) => this.run(text, ...params),
+      values: (...params: Param[] | [Record<string, Param>]): unknown[][] => jsonRows(url, bind(text, params)).map((r) => Object.values(r)),
+    };
+  }
+
+  run(text: string, ...params: Param[] | [Record<string, Param>]): { changes: number; lastInsertRowid: number } {
+    const r = Bun.spawnSync(['psql', this.url, '-v', 'ON_ERROR_STOP=1', '-Atc', bind(text, params)], { stderr: 'pipe', stdout: 'pipe' });
+    if (r.exitCode !== 0) throw new Error(`psql ${text.slice(0, 80)}: ${r.stderr.toString().trim()}`);
+    const tag = /(?:INSERT \d+|UPDATE|DELETE) (\d+)\s*$/.exec(r.stdout.toString().trim());
+    return { changes: tag ? Number(tag[1]) : 0, lastInsertRowid: 0 };
+  }
+
+  exec(text: string): void {
+    psql(text, this.url);
+  }
+
+  close(): void {}
+}

@@ -2,8 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
+import { Database } from 'bun:sqlite';
+import { freshPgDatabase, onPostgres, PsqlDatabase } from './pg';
 
-// The real service as a child process on its own SQLite file, for crash and restart tests.
+// The real service as a child process on its own SQLite file (or, when the suite runs on PostgreSQL, its own
+// database cloned from the migrated template), for crash and restart tests.
 
 export const ROOT = join(import.meta.dir, '../..');
 export const TEST_API_KEY = 'drs_live_' + 'R3startT3stK3y0000000000000000Ab';
@@ -25,9 +28,18 @@ export interface ServiceProcess {
 export class ServiceHarness {
   readonly dir = mkdtempSync(join(tmpdir(), 'drs-proc-'));
   readonly dbPath = join(this.dir, 'service.sqlite');
+  /** The service's PostgreSQL database when the suite runs on PostgreSQL (unless the env names its own). */
+  readonly pg: ReturnType<typeof freshPgDatabase> | null;
   private readonly running = new Set<Subprocess>();
 
-  constructor(private readonly env: Record<string, string> = {}) {}
+  constructor(private readonly env: Record<string, string> = {}) {
+    this.pg = onPostgres && env.DATABASE_PATH === undefined && env.DATABASE_URL === undefined ? freshPgDatabase() : null;
+  }
+
+  /** The service's database as a test reads it (read-only on SQLite); `close()` when done. */
+  database(): Database {
+    return this.pg ? (new PsqlDatabase(this.pg.url) as unknown as Database) : new Database(this.dbPath, { readonly: true });
+  }
 
   async start(extraEnv: Record<string, string> = {}): Promise<ServiceProcess> {
     const port = freePort();
@@ -39,6 +51,7 @@ export class ServiceHarness {
         PORT: String(port),
         HOST: '127.0.0.1',
         DATABASE_PATH: this.dbPath,
+        ...(this.pg ? { DATABASE_URL: this.pg.url } : {}),
         VAULT_KEY_FILE: join(this.dir, 'vault.key'),
         BOOTSTRAP_API_KEY: TEST_API_KEY,
         WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
@@ -94,6 +107,7 @@ export class ServiceHarness {
       p.kill('SIGKILL');
       await p.exited;
     }
+    this.pg?.drop();
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -143,7 +143,7 @@ describe('last_used_at', () => {
   test('is null until the key is used, then set to the request time', async () => {
     const l = ctx.newLender();
     const lastUsed = () =>
-      (ctx.rt.sqlite.query('SELECT last_used_at AS t FROM api_keys WHERE lender_id = ?').get(l.id) as { t: number | null }).t;
+      (ctx.sql.query('SELECT last_used_at AS t FROM api_keys WHERE lender_id = ?').get(l.id) as { t: number | null }).t;
     expect(lastUsed()).toBeNull();
     ctx.clock.advance(1000);
     const at = ctx.clock.now();
@@ -154,7 +154,7 @@ describe('last_used_at', () => {
   test('a failed authentication does not touch last_used_at of any key', async () => {
     const l = ctx.newLender();
     await ctx.json('GET', '/v1/webhooks/secret', { key: l.key.slice(0, -1) + (l.key.endsWith('A') ? 'B' : 'A') });
-    const row = ctx.rt.sqlite.query('SELECT last_used_at AS t FROM api_keys WHERE lender_id = ?').get(l.id) as { t: number | null };
+    const row = ctx.sql.query('SELECT last_used_at AS t FROM api_keys WHERE lender_id = ?').get(l.id) as { t: number | null };
     expect(row.t).toBeNull();
   });
 });

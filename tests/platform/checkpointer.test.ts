@@ -1,3 +1,4 @@
+// engine: sqlite
 import { expect, test } from 'bun:test';
 import { createTestContext } from '../helpers/context';
 import { waitFor } from '../helpers/server';
@@ -7,24 +8,24 @@ test('WAL checkpoints run in the worker; the main connection no longer checkpoin
   const ctx = createTestContext();
   try {
     const seen: { log: number; checkpointed: number }[] = [];
-    const cp = startCheckpointer(ctx.rt.sqlite, ctx.rt.config.databasePath, ctx.rt.logger, {
+    const cp = startCheckpointer(ctx.sql, ctx.rt.config.databasePath, ctx.rt.logger, {
       intervalMs: 20,
       onCheckpoint: (f) => seen.push(f),
     });
-    expect((ctx.rt.sqlite.query('PRAGMA wal_autocheckpoint').get() as { wal_autocheckpoint: number }).wal_autocheckpoint).toBe(10_000);
+    expect((ctx.sql.query('PRAGMA wal_autocheckpoint').get() as { wal_autocheckpoint: number }).wal_autocheckpoint).toBe(10_000);
     // The migrations leave about 140 frames in the WAL: the worker's first report describes them alone.
     await waitFor('the first checkpoint report', async () => seen.length > 0);
     expect(seen.every((f) => f.checkpointed < 400)).toBe(true);
-    ctx.rt.sqlite.exec('CREATE TABLE filler (v TEXT)');
-    const insert = ctx.rt.sqlite.query('INSERT INTO filler (v) VALUES (?)');
-    ctx.rt.sqlite.transaction(() => {
+    ctx.sql.exec('CREATE TABLE filler (v TEXT)');
+    const insert = ctx.sql.query('INSERT INTO filler (v) VALUES (?)');
+    ctx.sql.transaction(() => {
       for (let i = 0; i < 2000; i++) insert.run('x'.repeat(1000));
     })();
     // The 2 MB insert adds about 500 frames: a later report includes them.
     await waitFor('a checkpoint report that covers the insert', async () => seen.some((f) => f.checkpointed > 400));
     await cp.stop();
     // Data written by the main connection is all still there.
-    expect((ctx.rt.sqlite.query('SELECT COUNT(*) AS n FROM filler').get() as { n: number }).n).toBe(2000);
+    expect((ctx.sql.query('SELECT COUNT(*) AS n FROM filler').get() as { n: number }).n).toBe(2000);
   } finally {
     ctx.close();
   }

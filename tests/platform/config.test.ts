@@ -10,6 +10,8 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
       port: 3000,
       host: '127.0.0.1',
       databasePath: './db/data/service.sqlite',
+      databaseUrl: null,
+      databasePoolMax: 10,
       tlsCertFile: null,
       tlsKeyFile: null,
       trustProxy: [],

@@ -59,7 +59,7 @@ describe('validation → 400 BAD_REQUEST, never 422', () => {
     const errors = expectValidationErrors(r.body);
     expect(errors.some((e) => e.path.includes('surprise') || e.message.includes('surprise'))).toBe(true);
     // Nothing was created.
-    expect((ctx.rt.sqlite.query('SELECT COUNT(*) AS n FROM batches').get() as { n: number }).n).toBe(0);
+    expect((ctx.sql.query('SELECT COUNT(*) AS n FROM batches').get() as { n: number }).n).toBe(0);
   });
 
   test('query parameter limit=0 on GET /v1/balances', async () => {
@@ -211,7 +211,7 @@ describe('internal errors', () => {
   test('a real failure (dropped table) → 500 INTERNAL_ERROR with a request id and no internals', async () => {
     const broken = createTestContext();
     try {
-      broken.rt.sqlite.exec('DROP TABLE webhook_secrets');
+      broken.sql.exec('DROP TABLE webhook_secrets');
       const r = await broken.json('GET', '/v1/webhooks/secret');
       expect(r.status).toBe(500);
       expect(r.body.status).toBe('error');
@@ -237,7 +237,7 @@ describe('internal errors', () => {
   test('a closed database → 500 envelope, not a crash', async () => {
     const broken = createTestContext();
     try {
-      broken.rt.sqlite.close();
+      broken.sql.close();
       const r = await broken.json('GET', '/v1/monitoring/schedules');
       expect(r.status).toBe(500);
       expect(r.body.error.code).toBe('INTERNAL_ERROR');

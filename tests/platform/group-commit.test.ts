@@ -1,3 +1,4 @@
+// engine: sqlite
 // Group commit: transactions queued in one turn of the event loop run in one BEGIN IMMEDIATE, each in its own
 // savepoint; one that throws is undone alone; every caller is answered after the COMMIT, never before.
 import { afterAll, describe, expect, test } from 'bun:test';

@@ -24,7 +24,7 @@ function fresh(env: Record<string, string> = {}) {
   return c;
 }
 
-const count = (c: TestContext, sql: string) => (c.rt.sqlite.query(sql).get() as { n: number }).n;
+const count = (c: TestContext, sql: string) => (c.sql.query(sql).get() as { n: number }).n;
 
 async function enrollMany(c: TestContext, n: number, over: Record<string, unknown> = {}) {
   for (let i = 0; i < n; i += 1000) {
@@ -115,8 +115,8 @@ describe('other jobs', () => {
   test('expired idempotency entries: dropped a slice at a time off their index, the loop served between slices; fresh ones kept', async () => {
     const c = fresh();
     const old = c.clock.now() - 2 * DAY_MS;
-    const insert = c.rt.sqlite.query('INSERT INTO idempotency_keys (lender_id, body_hash, status_code, response_body, created_at) VALUES (?, ?, 201, ?, ?)');
-    c.rt.sqlite.transaction(() => {
+    const insert = c.sql.query('INSERT INTO idempotency_keys (lender_id, body_hash, status_code, response_body, created_at) VALUES (?, ?, 201, ?, ?)');
+    c.sql.transaction(() => {
       for (let i = 0; i < 1_200; i++) insert.run(c.lender.id, `old-${i}`, '{}', old);
       insert.run(c.lender.id, 'fresh', '{}', c.clock.now());
     })();

@@ -29,7 +29,7 @@ interface JobStateRow {
   last_duration_ms: number | null;
   last_error: string | null;
 }
-const jobState = (name: string) => ctx.rt.sqlite.query('SELECT * FROM job_state WHERE name = ?').get(name) as JobStateRow | null;
+const jobState = (name: string) => ctx.sql.query('SELECT * FROM job_state WHERE name = ?').get(name) as JobStateRow | null;
 
 /** A job whose ticks are counted and, when `gate` is given, wait for it. */
 function makeJob(opts: { intervalMs?: number; tick?: (signal: AbortSignal) => unknown } = {}) {
@@ -260,7 +260,7 @@ describe('JobRunner', () => {
     const { job } = makeJob();
     const broken = createTestContext();
     try {
-      broken.rt.sqlite.exec('DROP TABLE job_state');
+      broken.sql.exec('DROP TABLE job_state');
       const runner = new JobRunner(broken.rt, [{ ...job, tick: () => undefined }]);
       runner.start();
       await runner.runOnce(job);

@@ -260,7 +260,7 @@ describe('unhandled errors are logged with their real error, never a body', () =
   test('a 500 on a route logs the database error with its stack and the request id; the body sent is not in the log', async () => {
     const broken = createTestContext();
     try {
-      broken.rt.sqlite.exec('DROP TABLE idempotency_keys');
+      broken.sql.exec('DROP TABLE idempotency_keys');
       const res = await broken.request('POST', '/v1/balance_requests', {
         body: { authorizers: [{ authorizer_unique_id: 'log-500', ssn: SSN, account_number: ACCOUNT, routing_number: '110000000', first_name: 'BODYNAME' }] },
       });

@@ -1,3 +1,4 @@
+// engine: sqlite
 // The read snapshot a dry run decides on: open across awaits, rolled back whatever its callback does, taken in
 // its turn so that no other caller's write lands inside it, and a savepoint when opened inside a transaction.
 import { afterAll, beforeEach, expect, test } from 'bun:test';
@@ -8,14 +9,14 @@ import { assertOutsideTransaction, NetworkInTransactionError } from '../../src/p
 const c = createTestContext();
 afterAll(() => c.close());
 
-const ins = (x: number) => c.rt.sqlite.query('INSERT INTO snapshot_probe VALUES (?)').run(x);
-const rows = () => (c.rt.sqlite.query('SELECT x FROM snapshot_probe ORDER BY rowid').all() as { x: number }[]).map((r) => r.x);
+const ins = (x: number) => c.sql.query('INSERT INTO snapshot_probe VALUES (?)').run(x);
+const rows = () => (c.sql.query('SELECT x FROM snapshot_probe ORDER BY rowid').all() as { x: number }[]).map((r) => r.x);
 const turns = async (n = 3) => {
   for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
 };
 
-c.rt.sqlite.run('CREATE TABLE snapshot_probe (x INTEGER)');
-beforeEach(() => c.rt.sqlite.run('DELETE FROM snapshot_probe'));
+c.sql.run('CREATE TABLE snapshot_probe (x INTEGER)');
+beforeEach(() => c.sql.run('DELETE FROM snapshot_probe'));
 
 test('what the callback writes is seen inside the snapshot, across awaits, and undone after it', async () => {
   const seen = await readSnapshot({ deps: c.rt }, async () => {
@@ -26,7 +27,7 @@ test('what the callback writes is seen inside the snapshot, across awaits, and u
   });
   expect(seen).toEqual([1, 2]);
   expect(rows()).toEqual([]);
-  expect(c.rt.sqlite.inTransaction).toBe(false);
+  expect(c.sql.inTransaction).toBe(false);
 });
 
 test('a callback that rejects is rolled back too, and its error reaches the caller', async () => {
@@ -38,7 +39,7 @@ test('a callback that rejects is rolled back too, and its error reaches the call
     }),
   ).rejects.toThrow('refused');
   expect(rows()).toEqual([]);
-  expect(c.rt.sqlite.inTransaction).toBe(false);
+  expect(c.sql.inTransaction).toBe(false);
 });
 
 test('a transaction asked for while the snapshot is open waits for it: its write is not in the snapshot, and stands', async () => {

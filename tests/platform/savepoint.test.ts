@@ -1,3 +1,4 @@
+// engine: sqlite
 // One of many writes in a transaction undone alone: the savepoint a polled page records each change in.
 import { afterAll, expect, test } from 'bun:test';
 import { createTestContext } from '../helpers/context';
@@ -10,8 +11,8 @@ afterAll(() => c.close());
 const turn = () => new Promise((r) => setImmediate(r));
 
 test('a savepoint that throws undoes its own writes only; the others, nested ones included, commit', async () => {
-  c.rt.sqlite.run('CREATE TABLE sp_probe (x INTEGER)');
-  const ins = (x: number) => c.rt.sqlite.query('INSERT INTO sp_probe VALUES (?)').run(x);
+  c.sql.run('CREATE TABLE sp_probe (x INTEGER)');
+  const ins = (x: number) => c.sql.query('INSERT INTO sp_probe VALUES (?)').run(x);
   const failed: number[] = [];
   await transaction({ deps: c.rt }, async (tx) => {
     for (const x of [1, 2, 3, 4]) {
@@ -41,6 +42,6 @@ test('a savepoint that throws undoes its own writes only; the others, nested one
     });
   });
   expect(failed).toEqual([2, 4]);
-  expect((c.rt.sqlite.query('SELECT x FROM sp_probe ORDER BY x').all() as { x: number }[]).map((r) => r.x)).toEqual([1, 3, 5, 10, 30]);
-  expect(c.rt.sqlite.inTransaction).toBe(false);
+  expect((c.sql.query('SELECT x FROM sp_probe ORDER BY x').all() as { x: number }[]).map((r) => r.x)).toEqual([1, 3, 5, 10, 30]);
+  expect(c.sql.inTransaction).toBe(false);
 });

@@ -1,3 +1,4 @@
+// engine: sqlite
 // What a store reads with. Inside a transaction (its ctx, or a call from inside the one its caller opened) a
 // store reads on the transaction's connection and sees its writes; outside one it reads on the read-only
 // second connection, which sees every committed write and none of a transaction still open across awaits.
@@ -25,7 +26,7 @@ const policy = (noticeDays: number) => ({
 });
 
 test('the reader is a second connection, read-only', () => {
-  expect(c.rt.reader.$client).not.toBe(c.rt.sqlite);
+  expect(c.rt.reader.$client).not.toBe(c.sql);
   expect(() => c.rt.reader.$client.query('CREATE TABLE nope (x INTEGER)').run()).toThrow(/readonly/i);
 });
 
@@ -47,7 +48,7 @@ test('a read outside the transaction does not see its writes until it commits; o
   });
   await wrote;
   // Another caller, while the transaction is open across an await: the committed state, not the open writes.
-  expect(c.rt.sqlite.inTransaction).toBe(true);
+  expect(c.sql.inTransaction).toBe(true);
   expect(readerOf(outside)).toBe(c.rt.reader);
   expect(await collectionPolicyStore.policyRow(outside, lenderId)).toBeUndefined();
   release();

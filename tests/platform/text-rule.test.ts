@@ -47,37 +47,37 @@ const CASES: Case[] = [
     field: 'processor key label (create)',
     request: (v) => send('POST', '/v1/payment_connections', { api_key: 'sbx_text_rule_000000002', rail_scope: 'ach', label: v }),
     path: '/label',
-    stored: () => ctx.rt.sqlite.query('SELECT label FROM payment_connections ORDER BY label').all(),
+    stored: () => ctx.sql.query('SELECT label FROM payment_connections ORDER BY label').all(),
   },
   {
     field: 'processor key label (relabel)',
     request: (v) => send('PATCH', `/v1/payment_connections/${connectionId}`, { label: v }),
     path: '/label',
-    stored: () => ctx.rt.sqlite.query('SELECT label FROM payment_connections ORDER BY label').all(),
+    stored: () => ctx.sql.query('SELECT label FROM payment_connections ORDER BY label').all(),
   },
   {
     field: 'schedule name (create)',
     request: (v) => send('POST', '/v1/monitoring/scheduled_balance_request', { name: v, interval_days: 7, authorizers: [bankAuthorizer('tr-2')] }),
     path: '/name',
-    stored: () => ctx.rt.sqlite.query('SELECT name FROM schedules ORDER BY name').all(),
+    stored: () => ctx.sql.query('SELECT name FROM schedules ORDER BY name').all(),
   },
   {
     field: 'schedule name (update)',
     request: (v) => send('PATCH', `/v1/monitoring/schedules/${scheduleId}`, { name: v }),
     path: '/name',
-    stored: () => ctx.rt.sqlite.query('SELECT name FROM schedules ORDER BY name').all(),
+    stored: () => ctx.sql.query('SELECT name FROM schedules ORDER BY name').all(),
   },
   {
     field: 'webhook endpoint description',
     request: (v) => send('POST', '/v1/webhook_endpoints', { url: 'https://93.184.215.14/hooks', event_types: ['PAYMENT_EVENT'], description: v }),
     path: '/description',
-    stored: () => ctx.rt.sqlite.query('SELECT description FROM webhook_endpoints').all(),
+    stored: () => ctx.sql.query('SELECT description FROM webhook_endpoints').all(),
   },
   {
     field: 'metadata value',
     request: (v) => send('POST', '/v1/balance_requests', { authorizers: [bankAuthorizer('tr-3', { metadata: { note: v } })] }),
     path: '/authorizers/0/metadata/note',
-    stored: () => ctx.rt.sqlite.query('SELECT COUNT(*) AS n FROM batches').get(),
+    stored: () => ctx.sql.query('SELECT COUNT(*) AS n FROM batches').get(),
     // A metadata value may hold several lines (a note): tabs and line breaks are its one exception.
     lines: true,
   },
@@ -85,13 +85,13 @@ const CASES: Case[] = [
     field: 'an authorizer’s name',
     request: (v) => send('POST', '/v1/balance_requests', { authorizers: [bankAuthorizer('tr-4', { first_name: v })] }),
     path: '/authorizers/0/first_name',
-    stored: () => ctx.rt.sqlite.query('SELECT COUNT(*) AS n FROM batches').get(),
+    stored: () => ctx.sql.query('SELECT COUNT(*) AS n FROM batches').get(),
   },
   {
     field: 'an authorizer’s address line',
     request: (v) => send('POST', '/v1/monitoring/scheduled_balance_request', { name: `addr ${crypto.randomUUID()}`, interval_days: 7, authorizers: [bankAuthorizer('tr-5', { address: { city: v } })] }),
     path: '/authorizers/0/address/city',
-    stored: () => ctx.rt.sqlite.query('SELECT COUNT(*) AS n FROM schedules').get(),
+    stored: () => ctx.sql.query('SELECT COUNT(*) AS n FROM schedules').get(),
   },
 ];
 
@@ -130,11 +130,11 @@ describe('the text rule on every free-text field', () => {
 
   test('the portal’s endpoint form and a dashboard user’s display name follow it too', async () => {
     const p = await signedIn(ctx);
-    const before = ctx.rt.sqlite.query('SELECT COUNT(*) AS n FROM webhook_endpoints').get();
+    const before = ctx.sql.query('SELECT COUNT(*) AS n FROM webhook_endpoints').get();
     const page = await p.post('/portal/developers/endpoints', { url: 'https://93.184.215.14/portal-hook', event_types: 'PAYMENT_EVENT', description: 'zqv\u001btext' });
     expect(page.status).toBe(400);
     expect(page.text).toContain('well-formed Unicode without control characters');
-    expect(ctx.rt.sqlite.query('SELECT COUNT(*) AS n FROM webhook_endpoints').get()).toEqual(before);
+    expect(ctx.sql.query('SELECT COUNT(*) AS n FROM webhook_endpoints').get()).toEqual(before);
     for (const [, value] of BAD) {
       await expect(createUser(ctx.rt, { lenderId: ctx.lender.id, email: `u-${crypto.randomUUID().slice(0, 6)}@example.test`, displayName: value, password: 'a long enough password', now: ctx.clock.now() })).rejects.toThrow(
         /well-formed Unicode without control characters/,

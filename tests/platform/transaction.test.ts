@@ -1,3 +1,4 @@
+// engine: sqlite
 // The asynchronous transaction runner: open across awaits, committed only when the callback settles, rolled
 // back when it rejects, one at a time on the connection, and never holding the write lock across the network.
 import { afterAll, beforeEach, expect, test } from 'bun:test';
@@ -9,15 +10,15 @@ import { gateOf } from '../../src/platform/write-gate';
 const c = createTestContext();
 afterAll(() => c.close());
 
-const ins = (x: number) => c.rt.sqlite.query('INSERT INTO tx_probe VALUES (?)').run(x);
-const rows = () => (c.rt.sqlite.query('SELECT x FROM tx_probe ORDER BY rowid').all() as { x: number }[]).map((r) => r.x);
+const ins = (x: number) => c.sql.query('INSERT INTO tx_probe VALUES (?)').run(x);
+const rows = () => (c.sql.query('SELECT x FROM tx_probe ORDER BY rowid').all() as { x: number }[]).map((r) => r.x);
 /** A few turns of the event loop: another caller gets to run in between. */
 const turns = async (n = 3) => {
   for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
 };
 
-c.rt.sqlite.run('CREATE TABLE tx_probe (x INTEGER)');
-beforeEach(() => c.rt.sqlite.run('DELETE FROM tx_probe'));
+c.sql.run('CREATE TABLE tx_probe (x INTEGER)');
+beforeEach(() => c.sql.run('DELETE FROM tx_probe'));
 
 test('the transaction stays open across awaits and commits only when the callback has finished', async () => {
   let seenInside = -1;
@@ -25,11 +26,11 @@ test('the transaction stays open across awaits and commits only when the callbac
     ins(1);
     await turns();
     ins(2);
-    seenInside = c.rt.sqlite.inTransaction ? 1 : 0;
+    seenInside = c.sql.inTransaction ? 1 : 0;
   });
   expect(seenInside).toBe(1);
   expect(rows()).toEqual([1, 2]);
-  expect(c.rt.sqlite.inTransaction).toBe(false);
+  expect(c.sql.inTransaction).toBe(false);
 });
 
 test('an error thrown after an await rolls back what was written before it', async () => {
@@ -43,7 +44,7 @@ test('an error thrown after an await rolls back what was written before it', asy
     }),
   ).rejects.toThrow('refused');
   expect(rows()).toEqual([]);
-  expect(c.rt.sqlite.inTransaction).toBe(false);
+  expect(c.sql.inTransaction).toBe(false);
 });
 
 test('a caller that already holds a transaction joins it: one commit, or one rollback for all', async () => {
@@ -71,11 +72,11 @@ test('two callers interleaved at their awaits run one after the other, first com
       ins(x + before);
       order.push(`${name}:end`);
     });
-  const waitedBefore = txLockOf(c.rt.sqlite).waited;
+  const waitedBefore = txLockOf(c.sql).waited;
   await Promise.all([run('a', 10), run('b', 20), run('c', 30)]);
   expect(order).toEqual(['a:begin', 'a:end', 'b:begin', 'b:end', 'c:begin', 'c:end']);
   expect(rows()).toEqual([10, 21, 32]);
-  expect(txLockOf(c.rt.sqlite).waited - waitedBefore).toBe(2);
+  expect(txLockOf(c.sql).waited - waitedBefore).toBe(2);
 });
 
 test('one that fails does not take the next one down with it', async () => {
@@ -146,7 +147,7 @@ test('the network is refused inside a transaction, and allowed again once it has
 });
 
 test('a worker holding the write gate is waited for, asynchronously, and waits for an open transaction in turn', async () => {
-  const gate = gateOf(c.rt.sqlite);
+  const gate = gateOf(c.sql);
   const order: string[] = [];
   let releaseWorker!: () => void;
   const worker = gate.exclusive(async () => {
@@ -181,16 +182,16 @@ test('a worker holding the write gate is waited for, asynchronously, and waits f
 test('a synchronous callback commits in the step that ran it: nothing else runs while it is open', async () => {
   let sawOpen = false;
   const probe = setInterval(() => {
-    if (c.rt.sqlite.inTransaction) sawOpen = true;
+    if (c.sql.inTransaction) sawOpen = true;
   }, 0);
   let opened!: () => void;
   const start = new Promise<void>((r) => (opened = r));
   // Another caller's continuation queued to run right after the callback, were there a gap.
-  const other = start.then(() => c.rt.sqlite.inTransaction);
+  const other = start.then(() => c.sql.inTransaction);
   const seen = await transaction({ deps: c.rt }, () => {
     ins(7);
     opened();
-    return c.rt.sqlite.inTransaction;
+    return c.sql.inTransaction;
   });
   clearInterval(probe);
   expect(seen).toBe(true);

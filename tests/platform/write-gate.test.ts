@@ -1,3 +1,4 @@
+// engine: once
 // The write gate's order: turns and shares go at once while nothing holds it; an exclusive holder waits for
 // the shares before it and is never overlapped by a turn; waiters go in arrival order after it.
 import { describe, expect, test } from 'bun:test';

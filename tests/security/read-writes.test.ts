@@ -1,3 +1,4 @@
+// engine: sqlite
 // No read writes behind the write gate's back. While an upload's transaction holds the gate (simulated here
 // by holding it exclusively), every GET of the OpenAPI document and every portal page, asked by a lender that
 // has never done anything, either answers without writing or waits for the gate: the main connection's

@@ -278,6 +278,6 @@ const workers = new WeakMap<object, UploadWorker>();
 
 /** The upload worker of these deps' database, or null when the database is in memory. */
 export function uploadWorkerOf(deps: Deps): UploadWorker | null {
-  if (deps.config.databasePath === ':memory:') return null;
+  if (!deps.pg && deps.config.databasePath === ':memory:') return null;
   return oncePerDatabase(workers, deps, () => new UploadWorker(deps));
 }

@@ -34,7 +34,7 @@ describe('a malformed identifier is a 400 naming the field', () => {
       const r = await send('POST', '/v1/payment_enrollments', { borrowers: [enrollBorrower('fine-1'), enrollBorrower(id)] });
       expectRefused(r, '/borrowers/1/authorizer_unique_id');
       expect((await ctx.json('GET', '/v1/payment_enrollments/fine-1')).status).toBe(404);
-      const stored = ctx.rt.sqlite.query("SELECT count(*) AS n FROM enrollments WHERE authorizer_unique_id LIKE 'sur%' OR authorizer_unique_id LIKE 'ctl%'").get() as { n: number };
+      const stored = ctx.sql.query("SELECT count(*) AS n FROM enrollments WHERE authorizer_unique_id LIKE 'sur%' OR authorizer_unique_id LIKE 'ctl%'").get() as { n: number };
       expect(stored.n).toBe(0);
     });
 

@@ -113,11 +113,11 @@ describe('large balance requests, prepared in the accept worker', () => {
   });
 
   test('when the worker is gone (the service stopping), a large request is a 503 and records nothing; a small one is still served', async () => {
-    const before = ctx.rt.sqlite.query<{ n: number }, []>('SELECT COUNT(*) AS n FROM batches').get()!.n;
+    const before = ctx.sql.query<{ n: number }, []>('SELECT COUNT(*) AS n FROM batches').get()!.n;
     acceptWorkerOf(ctx.rt).close();
     const big = await ctx.json('POST', '/v1/balance_requests', { body: largeBody('closed') });
     expect(big.status).toBe(503);
-    expect(ctx.rt.sqlite.query<{ n: number }, []>('SELECT COUNT(*) AS n FROM batches').get()!.n).toBe(before);
+    expect(ctx.sql.query<{ n: number }, []>('SELECT COUNT(*) AS n FROM batches').get()!.n).toBe(before);
     const small = await ctx.json('POST', '/v1/balance_requests', { body: { authorizers: [bankAuthorizer('after-close')] } });
     expect(small.status).toBe(201);
   });
@@ -134,7 +134,7 @@ describe('requests accepted at the same moment (one group commit)', () => {
     expect(accepted).toHaveLength(5);
     expect(new Set(accepted.map((a) => a.body.batch_id)).size).toBe(5);
     expect(answers.filter((a) => a.status === 429).map((a) => a.body.error.code)).toEqual(['RATE_LIMITED', 'RATE_LIMITED']);
-    const stored = bounded.rt.sqlite.query<{ id: string }, []>('SELECT id FROM batches').all().map((b) => b.id);
+    const stored = bounded.sql.query<{ id: string }, []>('SELECT id FROM batches').all().map((b) => b.id);
     expect(stored.sort()).toEqual(accepted.map((a) => a.body.batch_id).sort());
   });
 });

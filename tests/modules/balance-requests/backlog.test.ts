@@ -135,11 +135,11 @@ describe('balance_backlog', () => {
       expect((await send(ctx.lender.key, 'a', 7)).status).toBe(201);
       expect((await send(ctx.lender.key, 'b', 5)).status).toBe(201);
       expect((await send(other.key, 'c', 3)).status).toBe(201);
-      expect(both(ctx.rt.sqlite, lenders)).toEqual({ kept: [12, 3], summed: [12, 3] });
+      expect(both(ctx.sql, lenders)).toEqual({ kept: [12, 3], summed: [12, 3] });
       expect(await balanceStore.pendingAuthorizers({ deps: ctx.rt }, ctx.lender.id)).toBe(12);
       expect(await balanceStore.pendingAuthorizers({ deps: ctx.rt }, null)).toBe(15);
       await processBalances(ctx.rt);
-      expect(both(ctx.rt.sqlite, lenders)).toEqual({ kept: [0, 0], summed: [0, 0] });
+      expect(both(ctx.sql, lenders)).toEqual({ kept: [0, 0], summed: [0, 0] });
       expect(await balanceStore.pendingAuthorizers({ deps: ctx.rt }, null)).toBe(0);
     });
   });

@@ -9,7 +9,7 @@ import { balanceStore } from '../../../src/modules/balance-requests/store';
 const ctx = useTestContext();
 
 const batch = (id: string) =>
-  ctx.rt.sqlite
+  ctx.sql
     .query('SELECT status, (SELECT COUNT(*) FROM batch_items WHERE batch_id = ?1) AS items FROM batches WHERE id = ?1')
     .get(id) as { status: string; items: number };
 

@@ -89,13 +89,13 @@ describe('the work queue of one lender is bounded', () => {
   test('past the bound a request is 429 with Retry-After, saying the bound; nothing is stored', async () => {
     expect((await batch('q1', 3)).status).toBe(201);
     expect((await batch('q2', 2)).status).toBe(201);
-    const before = (bounded.rt.sqlite.query('SELECT COUNT(*) AS n FROM batches').get() as { n: number }).n;
+    const before = (bounded.sql.query('SELECT COUNT(*) AS n FROM batches').get() as { n: number }).n;
     const over = await batch('q3', 1);
     expect(over.status).toBe(429);
     expect(over.res.headers.get('retry-after')).toBe('30');
     expect(over.body.error.code).toBe('RATE_LIMITED');
     expect(over.body.error.message).toContain('at most 5 may wait');
-    expect((bounded.rt.sqlite.query('SELECT COUNT(*) AS n FROM batches').get() as { n: number }).n).toBe(before);
+    expect((bounded.sql.query('SELECT COUNT(*) AS n FROM batches').get() as { n: number }).n).toBe(before);
     // The CSV path is the same queue.
     const form = new FormData();
     form.append('file', new Blob(['authorizer_unique_id,ssn,account_number,routing_number\nq4,123456789,0001234567,110000000\n'], { type: 'text/csv' }), 'a.csv');

@@ -272,7 +272,7 @@ describe('accepting a bank_link', () => {
     await complete(c, batch_id);
     const answers = [await c.json('GET', `/v1/balances?batchId=${batch_id}`), await c.json('GET', `/v1/balance_requests/${batch_id}`), await c.json('GET', '/v1/monitoring/authorizers/sealed/history')];
     for (const a of answers) expect(JSON.stringify(a.body)).not.toContain('access-sandbox-sealedtoken');
-    c.rt.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    c.sql.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     for (const f of readdirSync(c.dir)) {
       if (f.startsWith('service.sqlite')) expect(readFileSync(join(c.dir, f)).includes('access-sandbox-sealedtoken')).toBe(false);
     }

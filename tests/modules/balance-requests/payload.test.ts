@@ -68,7 +68,7 @@ describe('stored payloads', () => {
     const authorizers = Array.from({ length: 200 }, (_, i) => bankAuthorizer(`z-${i}`));
     const r = await ctx.json('POST', '/v1/balance_requests', { body: { authorizers } });
     expect(r.status).toBe(201);
-    const row = ctx.rt.sqlite.query('SELECT sealed, items FROM batch_payloads WHERE batch_id = ?').get(r.body.batch_id) as { sealed: string; items: Uint8Array };
+    const row = ctx.sql.query('SELECT sealed, items FROM batch_payloads WHERE batch_id = ?').get(r.body.batch_id) as { sealed: string; items: Uint8Array };
     expect(row.items).toBeInstanceOf(Uint8Array);
     const zstd = (b: Uint8Array) => [...b.subarray(0, 4)].map((x) => x.toString(16)).join(' ');
     expect(zstd(row.items)).toBe('28 b5 2f fd');
@@ -86,13 +86,13 @@ describe('stored payloads', () => {
     const authorizers = [bankAuthorizer('old-1'), bankAuthorizer('old-2')];
     const sensitive = authorizers.map((a) => ({ ssn: a.ssn.replace(/-/g, ''), ein: null, accountNumber: a.account_number, debitCardNumber: null, cvv: null, expirationMonth: null, expirationYear: null, firstName: null, lastName: null, dateOfBirth: null, street: null }));
     const items = authorizers.map((a) => ({ id: a.authorizer_unique_id, type: 'ACCOUNT_NUMBER' as const, routing: a.routing_number, phone: null, zip: null, meta: null, threshold: null }));
-    ctx.rt.sqlite
+    ctx.sql
       .query(
         `INSERT INTO batches (id, lender_id, source, schedule_id, status, webhook_url, creator, submitted_at, total_authorizers, total_processed)
          VALUES (?, ?, 'api', NULL, 'pending', NULL, NULL, ?, 2, 0)`,
       )
       .run(batchId, lenderId, ctx.rt.clock.now());
-    ctx.rt.sqlite.query('INSERT INTO batch_payloads (batch_id, sealed, items) VALUES (?, ?, ?)').run(batchId, ctx.rt.vault.seal(packSensitive(sensitive)), packItems(items));
+    ctx.sql.query('INSERT INTO batch_payloads (batch_id, sealed, items) VALUES (?, ?, ?)').run(batchId, ctx.rt.vault.seal(packSensitive(sensitive)), packItems(items));
     await processBalances(ctx.rt);
     const status = await ctx.json('GET', `/v1/balance_requests/${batchId}`);
     expect(status.body).toMatchObject({ status: 'completed', total_authorizers: 2, total_processed: 2 });

@@ -112,7 +112,7 @@ describe('idempotency', () => {
     expect(again.res.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body).toEqual(first.body);
     const count = () =>
-      (ctx.rt.sqlite.query('SELECT COUNT(*) AS n FROM batches WHERE lender_id = ?').get(ctx.lender.id) as { n: number }).n;
+      (ctx.sql.query('SELECT COUNT(*) AS n FROM batches WHERE lender_id = ?').get(ctx.lender.id) as { n: number }).n;
     const before = count();
     await ctx.json('POST', '/v1/balance_requests', { body });
     expect(count()).toBe(before);
@@ -292,7 +292,7 @@ describe('fair sharing', () => {
     const small = await submit([bankAuthorizer('small-1'), bankAuthorizer('small-2')], {}, lender.key);
     // Record the order results are written in: the small batch must finish among the first results.
     await processBalances(ctx.rt, { concurrency: 4 });
-    const order = ctx.rt.sqlite
+    const order = ctx.sql
       .query<{ batch_id: string }, [string, string]>('SELECT batch_id FROM balance_results WHERE batch_id IN (?, ?) ORDER BY id')
       .all(big, small)
       .map((r) => r.batch_id);
@@ -305,7 +305,7 @@ describe('fair sharing', () => {
 describe('the sealed payload', () => {
   test('is opened once per tick, however many of its batch’s reads start together', async () => {
     const batchId = await submit(Array.from({ length: 40 }, (_, i) => bankAuthorizer(`once-${i}`)));
-    const { sealed } = ctx.rt.sqlite.query<{ sealed: string }, [string]>('SELECT sealed FROM batch_payloads WHERE batch_id = ?').get(batchId)!;
+    const { sealed } = ctx.sql.query<{ sealed: string }, [string]>('SELECT sealed FROM batch_payloads WHERE batch_id = ?').get(batchId)!;
     const opened = spyOn(ctx.rt.vault, 'openBytes');
     try {
       await processBalances(ctx.rt, { concurrency: 16 });

@@ -214,7 +214,7 @@ describe('the JSON field rules hold in a balance CSV', () => {
     expect(byRow[2]).toMatch(/^authorizer_unique_id: /);
     expect(byRow[3]).toBe('city: Expected text of at most 255 characters of well-formed Unicode without control characters');
     expect(r.body.failed_authorizers.find((f: { row_number: number }) => f.row_number === 3).authorizer_unique_id).toBe('long-city');
-    const stored = ctx.rt.sqlite.query('SELECT max(length(items)) AS n FROM batch_payloads WHERE batch_id = ?').get(r.body.batch_id) as { n: number };
+    const stored = ctx.sql.query('SELECT max(length(items)) AS n FROM batch_payloads WHERE batch_id = ?').get(r.body.batch_id) as { n: number };
     expect(stored.n).toBeLessThan(10_000);
   });
 

@@ -24,7 +24,7 @@ afterAll(() => {
 
 const plaidBody = { provider: 'plaid', client_id: 'client_one', secret: 'plaid-secret-00001234', environment: 'sandbox' };
 const stripeBody = { provider: 'stripe', api_key: 'rk_test_bankdata0000000000005678' };
-const rows = (c: TestContext) => c.rt.sqlite.query('SELECT provider, credentials_sealed, last4, deleted_at FROM bank_data_connections ORDER BY created_at').all() as { provider: string; credentials_sealed: string | null; last4: string; deleted_at: number | null }[];
+const rows = (c: TestContext) => c.sql.query('SELECT provider, credentials_sealed, last4, deleted_at FROM bank_data_connections ORDER BY created_at').all() as { provider: string; credentials_sealed: string | null; last4: string; deleted_at: number | null }[];
 
 describe('POST /v1/bank_data_connections', () => {
   test('Plaid: checked at Plaid with the credentials in the body, sealed, only secret_last4 shown', async () => {
@@ -125,7 +125,7 @@ describe('GET and DELETE /v1/bank_data_connections', () => {
   test('the secret is nowhere in the database file in the clear', async () => {
     const c = fresh();
     await c.json('POST', '/v1/bank_data_connections', { body: plaidBody });
-    c.rt.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    c.sql.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     for (const f of readdirSync(c.dir)) {
       if (f.startsWith('service.sqlite')) expect(readFileSync(join(c.dir, f)).includes('plaid-secret-00001234')).toBe(false);
     }

@@ -53,12 +53,12 @@ afterAll(() => allContexts.forEach((c) => c.close()));
  */
 function runContext(env: Record<string, string>): TestContext {
   const ctx = createTestContext({ SANDBOX_SETTLEMENT_MS: String(SETTLE), MONITOR_READ_INTERVAL_MS: String(READ), ...env });
-  ctx.rt.sqlite.exec('PRAGMA synchronous = NORMAL');
+  ctx.sql.exec('PRAGMA synchronous = NORMAL');
   allContexts.push(ctx);
   return ctx;
 }
 
-const q = <T>(r: Real, sql: string, ...args: (string | number)[]) => r.ctx.rt.sqlite.query(sql).all(...args) as T[];
+const q = <T>(r: Real, sql: string, ...args: (string | number)[]) => r.ctx.sql.query(sql).all(...args) as T[];
 const atProcessor = (r: Real, aid: string) =>
   q<{ n: number }>(r, 'SELECT COUNT(*) AS n FROM sandbox_payments s JOIN payments p ON p.id = s.idempotency_key WHERE p.authorizer_unique_id = ?', aid)[0]!.n;
 
@@ -88,7 +88,7 @@ function checkInvariants(m: Model, r: Real): void {
     // A chain goes on from a return for funds recorded when the next payment was created: a debt settled when
     // the borrower was sent again is closed, and its late return later is that debt's, not the new one's.
     const before = (pid: string, at: number) =>
-      q<{ status: string; return_code: string | null }>(r, 'SELECT status, return_code FROM payment_events WHERE payment_id = ? AND recorded_at <= ? ORDER BY recorded_at DESC, rowid DESC LIMIT 1', pid, at)[0] ?? { status: 'initiating', return_code: null };
+      q<{ status: string; return_code: string | null }>(r, 'SELECT status, return_code FROM payment_events WHERE payment_id = ? AND recorded_at <= ? ORDER BY recorded_at DESC, id DESC LIMIT 1', pid, at)[0] ?? { status: 'initiating', return_code: null };
     let chain = 0;
     let streak = 0;
     for (let i = 0; i < ps.length; i++) {
@@ -260,7 +260,7 @@ class Restart implements fc.AsyncCommand<Model, Real> {
   async run(m: Model, r: Real) {
     // A new process on the same database and vault: leases of the old one are released at start.
     const old = r.ctx;
-    const next = runContext({ DATABASE_PATH: old.rt.config.databasePath, VAULT_KEY_FILE: old.rt.config.vaultKeyFile });
+    const next = runContext({ ...old.sameDatabase(), VAULT_KEY_FILE: old.rt.config.vaultKeyFile });
     next.clock.set(old.clock.now());
     await releaseStaleClaims(next.rt);
     r.ctx = next;

@@ -39,7 +39,7 @@ const events = async (c: TestContext, id: string, key?: string) =>
 const view = async (c: TestContext, id: string) => (await c.json('GET', `/v1/payment_enrollments/${id}`)).body;
 const statuses = (evs: { status: string; return_code?: string | null }[]) => evs.map((e) => (e.return_code ? `${e.status}:${e.return_code}` : e.status));
 const payments = (c: TestContext, aid: string) =>
-  c.rt.sqlite.query('SELECT id, status, amount_cents AS amount, reference FROM payments WHERE authorizer_unique_id = ? ORDER BY created_at, id').all(aid) as {
+  c.sql.query('SELECT id, status, amount_cents AS amount, reference FROM payments WHERE authorizer_unique_id = ? ORDER BY created_at, id').all(aid) as {
     id: string;
     status: string;
     amount: number;
@@ -164,7 +164,7 @@ describe('the decision', () => {
     await c.json('DELETE', '/v1/payment_enrollments', { body: { authorizer_unique_ids: ['gone'] } });
     await dispatchPayments(c.rt);
     expect(payments(c, 'gone')).toMatchObject([{ status: 'not_attempted' }]);
-    const sandbox = new SandboxProcessor({ sqlite: c.rt.sqlite, clock: c.clock, settlementMs: SETTLE });
+    const sandbox = new SandboxProcessor({ sqlite: c.sql, clock: c.clock, settlementMs: SETTLE });
     expect((await sandbox.listChanges('sbx_collect_00000000000001', null)).changes).toEqual([]);
     expect((await view(c, 'gone')).payments_used).toBe(0);
   });
@@ -196,7 +196,7 @@ describe('payments the lender creates at the processor', () => {
       body: { borrowers: [enrollBorrower('acme', { account_number: '0000000001' }), enrollBorrower('acme-1', { account_number: '0000000001' }), enrollBorrower('solo', { account_number: '0000000001' })] },
     });
     await cycle(c); // balances of 0.01: nothing is initiated by the service
-    const sandbox = new SandboxProcessor({ sqlite: c.rt.sqlite, clock: c.clock, settlementMs: SETTLE });
+    const sandbox = new SandboxProcessor({ sqlite: c.sql, clock: c.clock, settlementMs: SETTLE });
     const key = 'sbx_collect_00000000000001';
     await createSandboxCharge(sandbox, key, { amountCents: 7000, reference: 'DRS-solo-INV-77', rail: 'ach' });
     await createSandboxCharge(sandbox, key, { amountCents: 7100, reference: 'INVOICE-12', rail: 'ach' });
@@ -239,10 +239,10 @@ describe('events are stable', () => {
     const first = await events(c, 'stable');
     expect(new Set(first.map((e) => e.event_id)).size).toBe(first.length);
     // Read the whole feed again from the start: every change is seen a second time.
-    c.rt.sqlite.query('UPDATE payment_connections SET poll_cursor = NULL').run();
+    c.sql.query('UPDATE payment_connections SET poll_cursor = NULL').run();
     await pollProcessors(c.rt);
     expect(await events(c, 'stable')).toEqual(first);
-    expect(c.rt.sqlite.query('SELECT COUNT(*) AS n FROM ledger_entries').get()).toEqual({ n: 2 });
+    expect(c.sql.query('SELECT COUNT(*) AS n FROM ledger_entries').get()).toEqual({ n: 2 });
   });
 
   test('a late return outside the window stops the monitor even for R01', async () => {

@@ -39,7 +39,7 @@ function setup(env: Record<string, string> = {}) {
   return c;
 }
 
-const rows = <T>(c: TestContext, sql: string, ...args: (string | number)[]) => c.rt.sqlite.query(sql).all(...args) as T[];
+const rows = <T>(c: TestContext, sql: string, ...args: (string | number)[]) => c.sql.query(sql).all(...args) as T[];
 const paymentsOf = (c: TestContext, aid: string) =>
   rows<{ id: string; status: string; returnCode: string | null; pid: string | null; reference: string; attempt: number; amount: number }>(
     c,
@@ -59,7 +59,7 @@ const setAside = (c: TestContext) => rows<{ n: number }>(c, 'SELECT COUNT(*) AS 
 
 /** Every payment's events read in recording order carry non-decreasing times (invariant: times follow statuses). */
 function expectEventTimesInOrder(c: TestContext): void {
-  const events = rows<{ pid: string; at: number }>(c, 'SELECT payment_id AS pid, occurred_at AS at FROM payment_events WHERE payment_id IS NOT NULL ORDER BY recorded_at, rowid');
+  const events = rows<{ pid: string; at: number }>(c, 'SELECT payment_id AS pid, occurred_at AS at FROM payment_events WHERE payment_id IS NOT NULL ORDER BY recorded_at, id');
   const last = new Map<string, number>();
   for (const e of events) {
     expect(e.at).toBeGreaterThanOrEqual(last.get(e.pid) ?? -Infinity);
@@ -102,7 +102,7 @@ describe('any order of observations of one payment', () => {
           // one-in-flight index: a stale processing written back to the first would break it.
           const now = c.clock.now();
           const mk = (id: string, status: string) =>
-            c.rt.sqlite
+            c.sql
               .query(
                 `INSERT INTO payments (id, lender_id, enrollment_id, authorizer_unique_id, connection_id, rail, amount_cents, reference, status, state, created_at, updated_at, first_attempt_at)
                  VALUES (?, ?, ?, ?, ?, 'ach', 1000, ?, ?, 'done', ?, ?, ?)`,
@@ -145,7 +145,7 @@ describe('any order of observations of one payment', () => {
           const furthest = path[Math.max(...observed.map((s) => path.indexOf(s)))]!;
           expect(rows<{ status: string }>(c, 'SELECT status FROM payments WHERE id = ?', pid)[0]!.status).toBe(furthest);
           // One event per status recorded, each ahead of the one before.
-          const recorded = rows<{ status: string }>(c, 'SELECT status FROM payment_events WHERE payment_id = ? ORDER BY recorded_at, rowid', pid).map((e) => e.status);
+          const recorded = rows<{ status: string }>(c, 'SELECT status FROM payment_events WHERE payment_id = ? ORDER BY recorded_at, id', pid).map((e) => e.status);
           expect(recorded.map((s) => path.indexOf(s as EventStatus))).toEqual([...recorded.map((s) => path.indexOf(s as EventStatus))].sort((a, b) => a - b));
           expect(new Set(recorded).size).toBe(recorded.length);
         },
@@ -225,7 +225,7 @@ describe('an outage: the look-up records the outcome first (sandbox)', () => {
     await pollProcessors(c.rt);
     expect(paymentsOf(c, 'outage')[0]!.status).toBe('settled');
     // The lender was told settled once, and never processing after it.
-    const pushed = rows<{ payload: string }>(c, "SELECT payload FROM webhook_deliveries WHERE type = 'PAYMENT_EVENT' ORDER BY created_at, rowid").map((d) => JSON.parse(d.payload).payment_event.status);
+    const pushed = rows<{ payload: string }>(c, "SELECT payload FROM webhook_deliveries WHERE type = 'PAYMENT_EVENT' ORDER BY created_at, id").map((d) => JSON.parse(d.payload).payment_event.status);
     expect(pushed.lastIndexOf('processing')).toBeLessThan(Math.max(0, pushed.indexOf('settled')));
     expect(pushed.filter((s) => s === 'settled')).toHaveLength(1);
     // A new debt: sent again, the borrower is read and debited.
@@ -353,7 +353,7 @@ describe('an observation that cannot be recorded', () => {
     await cycle(c);
     const [bad] = paymentsOf(c, 'poisoned');
     // A fault the recorder cannot foresee, injected in the database: any settled event of this reference fails.
-    c.rt.sqlite.run(`CREATE TEMP TRIGGER poison BEFORE INSERT ON payment_events WHEN NEW.reference = '${bad!.reference}' AND NEW.status = 'settled' BEGIN SELECT RAISE(ABORT, 'injected fault'); END`);
+    c.sql.run(`CREATE TEMP TRIGGER poison BEFORE INSERT ON payment_events WHEN NEW.reference = '${bad!.reference}' AND NEW.status = 'settled' BEGIN SELECT RAISE(ABORT, 'injected fault'); END`);
     c.clock.advance(SETTLE);
     await pollProcessors(c.rt);
     expect(paymentsOf(c, 'healthy')[0]!.status).toBe('settled');
@@ -368,7 +368,7 @@ describe('an observation that cannot be recorded', () => {
     expect(rows(c, "SELECT id FROM payment_events WHERE reference = ? AND status = 'settled'", bad!.reference)).toEqual([]);
     expect((await enrollment(c, 'poisoned')).state).toBe('monitored');
     // Found again by reconciliation once the fault is gone.
-    c.rt.sqlite.run('DROP TRIGGER poison');
+    c.sql.run('DROP TRIGGER poison');
     await reconcileKeys(c.rt, { connectionIds: [rows<{ id: string }>(c, 'SELECT id FROM payment_connections')[0]!.id] });
     expect(paymentsOf(c, 'poisoned')[0]!.status).toBe('settled');
   });

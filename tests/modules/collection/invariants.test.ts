@@ -29,9 +29,9 @@ async function setup() {
   return c;
 }
 const enroll = (c: TestContext, ...borrowers: unknown[]) => c.json('POST', '/v1/payment_enrollments', { body: { borrowers } });
-const rows = <T>(c: TestContext, sql: string, ...args: string[]) => c.rt.sqlite.query(sql).all(...args) as T[];
+const rows = <T>(c: TestContext, sql: string, ...args: string[]) => c.sql.query(sql).all(...args) as T[];
 /** Payments the sandbox processor has received (its own table: what "reached the processor"). */
-const atProcessor = (c: TestContext) => (c.rt.sqlite.query('SELECT COUNT(*) AS n FROM sandbox_payments').get() as { n: number }).n;
+const atProcessor = (c: TestContext) => (c.sql.query('SELECT COUNT(*) AS n FROM sandbox_payments').get() as { n: number }).n;
 
 describe('invariant 1: in flight, count, no reinitiation after other codes', () => {
   test('the database refuses a second payment in flight for one borrower', async () => {
@@ -41,7 +41,7 @@ describe('invariant 1: in flight, count, no reinitiation after other codes', () 
     await processBalances(c.rt);
     const [p] = rows<{ id: string; enrollment_id: string; connection_id: string }>(c, 'SELECT id, enrollment_id, connection_id FROM payments');
     expect(() =>
-      c.rt.sqlite
+      c.sql
         .query(
           `INSERT INTO payments (id, lender_id, enrollment_id, authorizer_unique_id, connection_id, rail, amount_cents, reference, status, created_at, updated_at)
            VALUES ('second', ?, ?, 'one', ?, 'ach', 1, 'DRS-one-second', 'processing', 0, 0)`,
@@ -108,11 +108,11 @@ describe('invariant 3: nothing reaches the processor once monitoring has stopped
   const cases: [string, (c: TestContext) => Promise<void> | void][] = [
     ['removed', async (c) => void (await c.json('DELETE', '/v1/payment_enrollments', { body: { authorizer_unique_ids: ['x'] } }))],
     ['erased', async (c) => void (await c.json('DELETE', '/v1/persisted_authorizers', { body: { authorizer_unique_ids: ['x'] } }))],
-    ['stopped', (c) => void c.rt.sqlite.query("UPDATE enrollments SET state = 'stopped'").run()],
-    ['collected', (c) => void c.rt.sqlite.query("UPDATE enrollments SET state = 'collected'").run()],
+    ['stopped', (c) => void c.sql.query("UPDATE enrollments SET state = 'stopped'").run()],
+    ['collected', (c) => void c.sql.query("UPDATE enrollments SET state = 'collected'").run()],
     ['lapsed', (c) => {
       c.clock.advance(30 * DAY_MS);
-      return void c.rt.sqlite.query("UPDATE enrollments SET state = 'lapsed'").run();
+      return void c.sql.query("UPDATE enrollments SET state = 'lapsed'").run();
     }],
     ['held (re-sent with an unreadable bank)', async (c) => void (await enroll(c, enrollBorrower('x', { routing_number: SANDBOX_UNSUPPORTED_BANK })))],
   ];
@@ -158,7 +158,7 @@ describe('invariant 5: events unique and stable', () => {
       await pollProcessors(c.rt);
     }
     const before = rows<{ id: string }>(c, 'SELECT id, reference, status FROM payment_events ORDER BY id');
-    c.rt.sqlite.query('UPDATE payment_connections SET poll_cursor = NULL').run();
+    c.sql.query('UPDATE payment_connections SET poll_cursor = NULL').run();
     await pollProcessors(c.rt);
     await pollProcessors(c.rt);
     expect(rows(c, 'SELECT id, reference, status FROM payment_events ORDER BY id')).toEqual(before);

@@ -28,9 +28,9 @@ async function duePayment(aid: string) {
 }
 
 const atSandbox = (c: TestContext, paymentId: string) =>
-  (c.rt.sqlite.query('SELECT COUNT(*) AS n FROM sandbox_payments WHERE idempotency_key = ?').get(paymentId) as { n: number }).n;
+  (c.sql.query('SELECT COUNT(*) AS n FROM sandbox_payments WHERE idempotency_key = ?').get(paymentId) as { n: number }).n;
 const paymentRow = (c: TestContext, id: string) =>
-  c.rt.sqlite.query('SELECT status, first_attempt_at AS firstAttemptAt FROM payments WHERE id = ?').get(id) as { status: string; firstAttemptAt: number | null };
+  c.sql.query('SELECT status, first_attempt_at AS firstAttemptAt FROM payments WHERE id = ?').get(id) as { status: string; firstAttemptAt: number | null };
 const remove = async (c: TestContext, aid: string) =>
   expect((await c.json('DELETE', '/v1/payment_enrollments', { body: { authorizer_unique_ids: [aid] } })).body.removed).toBe(1);
 

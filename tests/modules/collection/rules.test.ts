@@ -159,7 +159,7 @@ describe('collection inside the rules, end to end (sandbox)', () => {
     expect(v).toMatchObject({ state: 'monitored', blocked_reason: 'reauthorization_required' });
     expect(v.payments[1].reinitiation_of).toBe(v.payments[0].reference);
     // The reinitiation was sent as one.
-    const described = c.rt.sqlite.query('SELECT entry_description AS d FROM sandbox_payments ORDER BY created_at').all() as { d: string | null }[];
+    const described = c.sql.query('SELECT entry_description AS d FROM sandbox_payments ORDER BY created_at').all() as { d: string | null }[];
     expect(described.map((x) => x.d)).toEqual([null, 'RETRY PYMT']);
     // A re-send with an authorization obtained now (after the second failure): attempt 1 of it.
     const now = new Date(c.clock.now()).toISOString();
@@ -203,7 +203,7 @@ describe('collection inside the rules, end to end (sandbox)', () => {
     const v = await view(c, 'stolen');
     expect(v).toMatchObject({ state: 'stopped', reason: 'stolen_card' });
     expect(v.payments).toHaveLength(1);
-    expect((c.rt.sqlite.query('SELECT COUNT(*) AS n FROM sandbox_payments').get() as { n: number }).n).toBe(1);
+    expect((c.sql.query('SELECT COUNT(*) AS n FROM sandbox_payments').get() as { n: number }).n).toBe(1);
   });
 });
 
@@ -219,7 +219,7 @@ describe('notice before debit (notice_days)', () => {
     await cycle(c);
     return c;
   }
-  const atProcessor = (c: TestContext) => (c.rt.sqlite.query('SELECT COUNT(*) AS n FROM sandbox_payments').get() as { n: number }).n;
+  const atProcessor = (c: TestContext) => (c.sql.query('SELECT COUNT(*) AS n FROM sandbox_payments').get() as { n: number }).n;
 
   test('scheduled for its business day, nothing reaches the processor before it, then debited with the notice’s amount', async () => {
     const c = await noticed('told');
@@ -236,7 +236,7 @@ describe('notice before debit (notice_days)', () => {
     await cycle(c);
     await dispatchPayments(c.rt);
     expect(atProcessor(c)).toBe(1);
-    const amount = (c.rt.sqlite.query('SELECT amount_cents AS a FROM sandbox_payments').get() as { a: number }).a;
+    const amount = (c.sql.query('SELECT amount_cents AS a FROM sandbox_payments').get() as { a: number }).a;
     expect(amount).toBe(1000);
     v = await view(c, 'told');
     expect(v.scheduled_payment).toBeNull();

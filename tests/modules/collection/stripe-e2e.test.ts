@@ -30,7 +30,7 @@ describe('collection through Stripe', () => {
     expect(intents).toHaveLength(2);
     const byRef = Object.fromEntries(intents.map((pi) => [pi.metadata.drs_reference!.split('-')[2] === 'ok' ? 'ok' : 'nsf', pi.id]));
     // Each PaymentIntent was created with the service's payment id as its idempotency key.
-    const payments = ctx.rt.sqlite.query('SELECT id, processor_payment_id AS pi FROM payments').all() as { id: string; pi: string }[];
+    const payments = ctx.sql.query('SELECT id, processor_payment_id AS pi FROM payments').all() as { id: string; pi: string }[];
     for (const p of payments) {
       expect(fake.requests.find((r) => r.path === '/v1/payment_intents' && r.idempotencyKey === p.id)).toBeDefined();
       expect(intents.map((i) => i.id)).toContain(p.pi);
@@ -55,7 +55,7 @@ describe('collection through Stripe', () => {
     await processBalances(ctx.rt);
     await dispatchPayments(ctx.rt);
     const pi = (aid: string) =>
-      (ctx.rt.sqlite.query('SELECT processor_payment_id AS pi FROM payments WHERE authorizer_unique_id = ?').get(aid) as { pi: string }).pi;
+      (ctx.sql.query('SELECT processor_payment_id AS pi FROM payments WHERE authorizer_unique_id = ?').get(aid) as { pi: string }).pi;
     const ledger = async (aid: string) => (await ctx.json('GET', `/v1/payment_enrollments/${aid}`)).body.ledger as { collected: number; reversed: number; net: number };
     for (const aid of ['s-dispute', 's-refund']) fake.control.succeed(pi(aid));
     await pollProcessors(ctx.rt);
@@ -73,7 +73,7 @@ describe('collection through Stripe', () => {
     const events = (await ctx.json('GET', '/v1/payment_events?authorizer_unique_id=s-dispute')).body.events.map((e: { status: string }) => e.status);
     expect(events).toEqual(['processing', 'settled', 'late_returned', 'settled']);
     // Read again from the start: nothing is recorded twice.
-    ctx.rt.sqlite.query('UPDATE payment_connections SET poll_cursor = NULL').run();
+    ctx.sql.query('UPDATE payment_connections SET poll_cursor = NULL').run();
     await pollProcessors(ctx.rt);
     expect(await ledger('s-dispute')).toMatchObject({ net: 42500 });
   });

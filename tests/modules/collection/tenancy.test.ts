@@ -22,7 +22,7 @@ describe('matching never crosses lenders', () => {
     await queueDueReads(c.rt);
     await processBalances(c.rt);
     await dispatchPayments(c.rt);
-    const a = c.rt.sqlite.query("SELECT id, lender_id AS lenderId, connection_id AS conn, reference FROM payments WHERE authorizer_unique_id = 'shared-id'").get() as {
+    const a = c.sql.query("SELECT id, lender_id AS lenderId, connection_id AS conn, reference FROM payments WHERE authorizer_unique_id = 'shared-id'").get() as {
       id: string;
       lenderId: string;
       conn: string;

@@ -45,11 +45,11 @@ async function enrollAndDispatch(c: TestContext, aid: string, amount: number) {
 }
 
 const paymentOf = (c: TestContext, aid: string) =>
-  c.rt.sqlite
+  c.sql
     .query('SELECT id, status, first_attempt_at AS firstAttemptAt, processor_payment_id AS pid, message FROM payments WHERE authorizer_unique_id = ? ORDER BY created_at')
     .all(aid) as { id: string; status: string; firstAttemptAt: number | null; pid: string | null; message: string | null }[];
 const atSandbox = (c: TestContext, paymentId: string) =>
-  (c.rt.sqlite.query('SELECT COUNT(*) AS n FROM sandbox_payments WHERE idempotency_key = ?').get(paymentId) as { n: number }).n;
+  (c.sql.query('SELECT COUNT(*) AS n FROM sandbox_payments WHERE idempotency_key = ?').get(paymentId) as { n: number }).n;
 const used = async (c: TestContext, aid: string) => (await c.json('GET', `/v1/payment_enrollments/${aid}`)).body.payments_used as number;
 const removeBorrower = async (c: TestContext, aid: string) =>
   expect((await c.json('DELETE', '/v1/payment_enrollments', { body: { authorizer_unique_ids: [aid] } })).body.removed).toBe(1);
@@ -87,7 +87,7 @@ describe('an answer lost in an outage (sandbox cents 88)', () => {
     await dispatchPayments(c.rt);
     // Not not_attempted: the processor has it.
     expect(paymentOf(c, 'gone')[0]).toMatchObject({ status: 'processing', pid: expect.stringMatching(/^sbxpay_/) });
-    const creates = c.rt.sqlite.query("SELECT COUNT(*) AS n FROM sandbox_payments WHERE idempotency_key = ?").get(p!.id) as { n: number };
+    const creates = c.sql.query("SELECT COUNT(*) AS n FROM sandbox_payments WHERE idempotency_key = ?").get(p!.id) as { n: number };
     expect(creates.n).toBe(1);
     c.clock.advance(SETTLE);
     await pollProcessors(c.rt);
@@ -180,7 +180,7 @@ describe('the idempotency horizon at a real processor API (fake Stripe)', () => 
     // not_attempted): a final status stays, and the payment's events keep the order of its statuses.
     await pollProcessors(c.rt);
     expect(paymentOf(c, 'verify')[0]!.status).toBe('not_attempted');
-    const events = c.rt.sqlite.query('SELECT status, occurred_at AS at FROM payment_events WHERE payment_id = ? ORDER BY recorded_at, rowid').all(p!.id) as { status: string; at: number }[];
+    const events = c.sql.query('SELECT status, occurred_at AS at FROM payment_events WHERE payment_id = ? ORDER BY recorded_at, id').all(p!.id) as { status: string; at: number }[];
     expect(events.map((e) => e.status)).toEqual(['not_attempted']);
   });
 });

@@ -23,8 +23,8 @@ function setup() {
 
 /** What an earlier release stored: keys without their account, and no account bound to anyone. */
 function forgetAccounts(c: TestContext) {
-  c.rt.sqlite.run('UPDATE payment_connections SET account_id = NULL');
-  c.rt.sqlite.run('DELETE FROM processor_accounts');
+  c.sql.run('UPDATE payment_connections SET account_id = NULL');
+  c.sql.run('DELETE FROM processor_accounts');
 }
 
 const KEY = 'sbx_account_before_upgrade1';
@@ -37,8 +37,8 @@ describe('keys stored before accounts were recorded', () => {
     const b = c.newLender('second-lender');
     const r = await c.json('POST', '/v1/payment_connections', { key: b.key, body: { api_key: KEY, rail_scope: 'both', is_default: true } });
     expect(r.status).toBe(409);
-    expect(c.rt.sqlite.query('SELECT lender_id AS l FROM processor_accounts').all()).toEqual([{ l: c.lender.id }]);
-    expect(c.rt.sqlite.query('SELECT account_id AS a FROM payment_connections WHERE account_id IS NULL').all()).toEqual([]);
+    expect(c.sql.query('SELECT lender_id AS l FROM processor_accounts').all()).toEqual([{ l: c.lender.id }]);
+    expect(c.sql.query('SELECT account_id AS a FROM payment_connections WHERE account_id IS NULL').all()).toEqual([]);
   });
 
   test('two lenders holding keys of one account: the first registered keeps it; a payment made elsewhere is credited to it alone', async () => {
@@ -53,23 +53,23 @@ describe('keys stored before accounts were recorded', () => {
     forgetAccounts(c);
     c.clock.advance(1000);
     const now = c.clock.now();
-    c.rt.sqlite
+    c.sql
       .query(
         `INSERT INTO payment_connections (id, lender_id, processor, label, rail_scope, is_default, key_sealed, key_last4, ingested, matched, created_at, updated_at, reconcile_due)
          VALUES ('conn-of-b', ?, 'sandbox', 'old key', 'both', 1, ?, ?, 0, 0, ?, ?, 0)`,
       )
       .run(b.id, c.rt.vault.seal(KEY), KEY.slice(-4), now, now);
     await cycle(c); // balances of 0.01: nothing initiated by the service
-    const sandbox = new SandboxProcessor({ sqlite: c.rt.sqlite, clock: c.clock, settlementMs: SETTLE });
+    const sandbox = new SandboxProcessor({ sqlite: c.sql, clock: c.clock, settlementMs: SETTLE });
     await createSandboxCharge(sandbox, KEY, { amountCents: 7000, reference: 'DRS-shared-INV-1', rail: 'ach' });
     await pollProcessors(c.rt);
     c.clock.advance(SETTLE);
     await pollProcessors(c.rt);
-    const credited = c.rt.sqlite
+    const credited = c.sql
       .query("SELECT lender_id AS l, SUM(amount_cents) AS cents FROM ledger_entries WHERE kind = 'credit' GROUP BY lender_id")
       .all() as { l: string; cents: number }[];
     expect(credited).toEqual([{ l: c.lender.id, cents: 7000 }]);
-    const conns = c.rt.sqlite.query('SELECT lender_id AS l, account_id AS a, last_poll_error AS e FROM payment_connections ORDER BY created_at').all() as { l: string; a: string | null; e: string | null }[];
+    const conns = c.sql.query('SELECT lender_id AS l, account_id AS a, last_poll_error AS e FROM payment_connections ORDER BY created_at').all() as { l: string; a: string | null; e: string | null }[];
     expect(conns.every((x) => x.a !== null)).toBe(true);
     expect(conns.find((x) => x.l === b.id)!.e).toContain('another lender');
     expect(conns.find((x) => x.l === c.lender.id)!.e).toBeNull();
@@ -84,24 +84,24 @@ describe('migration 0019: payments an older status was written back onto', () =>
     await cycle(c);
     c.clock.advance(SETTLE);
     await pollProcessors(c.rt);
-    const settled = c.rt.sqlite.query("SELECT id FROM payments WHERE authorizer_unique_id = 'went-back'").get() as { id: string };
-    expect((c.rt.sqlite.query('SELECT status FROM payments WHERE id = ?').get(settled.id) as { status: string }).status).toBe('settled');
+    const settled = c.sql.query("SELECT id FROM payments WHERE authorizer_unique_id = 'went-back'").get() as { id: string };
+    expect((c.sql.query('SELECT status FROM payments WHERE id = ?').get(settled.id) as { status: string }).status).toBe('settled');
     // What an earlier release did: the feed's older processing written back onto the settled payment. The
     // other borrower's payment really is in flight (cents 97: processing, never resolved).
-    c.rt.sqlite.query("UPDATE payments SET status = 'processing' WHERE id = ?").run(settled.id);
-    c.rt.sqlite.run('UPDATE payment_connections SET reconcile_due = 0');
+    c.sql.query("UPDATE payments SET status = 'processing' WHERE id = ?").run(settled.id);
+    c.sql.run('UPDATE payment_connections SET reconcile_due = 0');
 
     // The migration's own statements, as an upgrade runs them.
     const sql = readFileSync(join(MIGRATIONS_DIR, '0019_forward_only_records.sql'), 'utf8');
-    for (const stmt of sql.split('--> statement-breakpoint')) if (/^\s*(--.*\n\s*)*(UPDATE|INSERT)/.test(stmt)) c.rt.sqlite.run(stmt);
+    for (const stmt of sql.split('--> statement-breakpoint')) if (/^\s*(--.*\n\s*)*(UPDATE|INSERT)/.test(stmt)) c.sql.run(stmt);
 
-    const status = (aid: string) => (c.rt.sqlite.query('SELECT status FROM payments WHERE authorizer_unique_id = ?').get(aid) as { status: string }).status;
+    const status = (aid: string) => (c.sql.query('SELECT status FROM payments WHERE authorizer_unique_id = ?').get(aid) as { status: string }).status;
     expect(status('went-back')).toBe('settled');
     expect(status('in-flight')).toBe('processing');
-    expect(c.rt.sqlite.query('SELECT reconcile_due AS d FROM payment_connections').all()).toEqual([{ d: 1 }]);
+    expect(c.sql.query('SELECT reconcile_due AS d FROM payment_connections').all()).toEqual([{ d: 1 }]);
     // Freed: sent again, the borrower of the repaired payment is debited for its new debt.
     expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('went-back', { collectable_amount: 2000 })] } })).body.results[0].outcome).toBe('enrolled');
     await cycle(c);
-    expect((c.rt.sqlite.query("SELECT COUNT(*) AS n FROM payments WHERE authorizer_unique_id = 'went-back'").get() as { n: number }).n).toBe(2);
+    expect((c.sql.query("SELECT COUNT(*) AS n FROM payments WHERE authorizer_unique_id = 'went-back'").get() as { n: number }).n).toBe(2);
   });
 });

@@ -18,7 +18,7 @@ test('two due checks at once queue each due borrower once, across several slices
   // Both ran slices: the interleaving was exercised, not one check after the other.
   expect(a.queued).toBeGreaterThan(0);
   expect(b.queued).toBeGreaterThan(0);
-  const queued = ctx.rt.sqlite.query("SELECT COALESCE(SUM(total_authorizers), 0) AS n FROM batches WHERE source = 'monitoring'").get() as { n: number };
+  const queued = ctx.sql.query("SELECT COALESCE(SUM(total_authorizers), 0) AS n FROM batches WHERE source = 'monitoring'").get() as { n: number };
   expect(queued.n).toBe(n);
   // Nothing is due any more: a third check finds nothing.
   expect((await queueAllDueReads(ctx.rt)).queued).toBe(0);

@@ -145,7 +145,7 @@ describe('POST /v1/payment_enrollments: outcomes', () => {
     ]);
     expect((await read(c, 'card-raw')).body.instrument).toMatchObject({ rail: 'card', last4: number.slice(-4) });
     expect((await read(c, 'card-token')).body.instrument).toMatchObject({ rail: 'card', last4: '4242' });
-    c.rt.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    c.sql.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     const bytes = readdirSync(c.dir).filter((f) => f.startsWith('service.sqlite')).map((f) => readFileSync(join(c.dir, f)).toString('latin1')).join('');
     expect(bytes.includes(number) ? 'card number found in the database files' : 'absent').toBe('absent');
   });
@@ -205,7 +205,7 @@ describe('re-sends and monitor states', () => {
     await c.json('DELETE', '/v1/payment_enrollments', { body: { authorizer_unique_ids: ['gone'] } });
     await enroll(c, [enrollBorrower('halt')]);
     // A return with a code other than R01/R09 stops a monitor (recorded by collection).
-    c.rt.sqlite.query("UPDATE enrollments SET state = 'stopped', reason = 'R02' WHERE authorizer_unique_id = 'halt'").run();
+    c.sql.query("UPDATE enrollments SET state = 'stopped', reason = 'R02' WHERE authorizer_unique_id = 'halt'").run();
     const r = await enroll(c, [enrollBorrower('lapse'), enrollBorrower('gone'), enrollBorrower('halt')]);
     expect(r.body.results.map((x: { outcome: string }) => x.outcome)).toEqual(['enrolled', 'enrolled', 'enrolled']);
     for (const id of ['lapse', 'gone', 'halt']) {
@@ -225,13 +225,13 @@ describe('re-sends and monitor states', () => {
     expect((await read(first, 'held-1')).body.state).toBe('held');
     // The operator adds a FedACH directory and restarts: the same database and vault, a new runtime.
     const env = {
-      DATABASE_PATH: first.rt.config.databasePath,
+      ...first.sameDatabase(),
       VAULT_KEY_FILE: first.rt.config.vaultKeyFile,
       ROUTING_DIRECTORY_FILE: join(import.meta.dir, '../../fixtures/fedach-sample.txt'),
     };
     const restarted = fresh(env);
     restarted.clock.set(first.clock.now() + DAY_MS);
-    const historyDue = () => restarted.rt.sqlite.query<{ dueAt: number }, []>("SELECT h.due_at AS dueAt FROM pay_history h JOIN enrollments e ON e.id = h.enrollment_id WHERE e.authorizer_unique_id = 'held-1'").get()?.dueAt ?? null;
+    const historyDue = () => restarted.sql.query<{ dueAt: number }, []>("SELECT h.due_at AS dueAt FROM pay_history h JOIN enrollments e ON e.id = h.enrollment_id WHERE e.authorizer_unique_id = 'held-1'").get()?.dueAt ?? null;
     // A held borrower's account is not read for its transactions…
     expect(historyDue()).toBeNull();
     expect((await recheckHeld(restarted.rt)).started).toBe(1);
@@ -298,9 +298,9 @@ describe('removal and erasure', () => {
       unknown: 1,
     });
     expect((await read(c, 'erase-me')).body).toMatchObject({ state: 'removed', instrument: { rail: 'card', last4: null } });
-    c.rt.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
-    c.rt.sqlite.exec('VACUUM');
-    c.rt.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    c.sql.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    c.sql.exec('VACUUM');
+    c.sql.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     const bytes = readdirSync(c.dir).filter((f) => f.startsWith('service.sqlite')).map((f) => readFileSync(join(c.dir, f)).toString('latin1')).join('');
     // Checked one by one with a short message: the file itself must never be printed.
     const found = (v: string) => bytes.includes(v);
@@ -313,12 +313,12 @@ describe('removal and erasure', () => {
     const c = fresh();
     const ids = ['many-1', 'many-2', 'kept-1'];
     await enroll(c, ids.map((id, i) => enrollBorrower(id, { first_name: `Name${i}`, phone_number: `202555014${i}` })));
-    const idOf = (aid: string) => c.rt.sqlite.query<{ id: string }, [string]>('SELECT id FROM enrollments WHERE authorizer_unique_id = ?').get(aid)!.id;
+    const idOf = (aid: string) => c.sql.query<{ id: string }, [string]>('SELECT id FROM enrollments WHERE authorizer_unique_id = ?').get(aid)!.id;
     const rowsOf = (aid: string) => ({
-      sealed: c.rt.sqlite.query<{ n: number }, [string]>('SELECT count(*) AS n FROM enrollments WHERE authorizer_unique_id = ? AND sealed IS NOT NULL').get(aid)!.n,
-      searchable: c.rt.sqlite.query<{ n: number }, [string]>('SELECT count(*) AS n FROM searchable_borrowers WHERE authorizer_unique_id = ?').get(aid)!.n,
-      entries: c.rt.sqlite.query<{ n: number }, [string]>('SELECT count(*) AS n FROM borrower_search WHERE authorizer_unique_id = ?').get(aid)!.n,
-      history: c.rt.sqlite.query<{ n: number }, [string]>('SELECT count(*) AS n FROM pay_history WHERE enrollment_id = ?').get(idOf(aid))!.n,
+      sealed: c.sql.query<{ n: number }, [string]>('SELECT count(*) AS n FROM enrollments WHERE authorizer_unique_id = ? AND sealed IS NOT NULL').get(aid)!.n,
+      searchable: c.sql.query<{ n: number }, [string]>('SELECT count(*) AS n FROM searchable_borrowers WHERE authorizer_unique_id = ?').get(aid)!.n,
+      entries: c.sql.query<{ n: number }, [string]>('SELECT count(*) AS n FROM borrower_search WHERE authorizer_unique_id = ?').get(aid)!.n,
+      history: c.sql.query<{ n: number }, [string]>('SELECT count(*) AS n FROM pay_history WHERE enrollment_id = ?').get(idOf(aid))!.n,
     });
     for (const id of ids) expect([id, rowsOf(id)]).toEqual([id, { sealed: 1, searchable: 1, entries: expect.any(Number), history: 1 }]);
     expect(rowsOf('kept-1').entries).toBeGreaterThan(0);

@@ -51,10 +51,10 @@ describe('POST /v1/payment_enrollments/{authorizer_unique_id}/read', () => {
     const other = ctx.newLender();
     await enroll('burst-1', {}, other.key);
     for (let i = 0; i < ON_DEMAND_BURST; i++) expect((await ctx.json('POST', '/v1/payment_enrollments/burst-1/read', { key: other.key })).status).toBe(202);
-    const before = ctx.rt.sqlite.query("SELECT COUNT(*) AS n FROM batches WHERE lender_id = ?").get(other.id);
+    const before = ctx.sql.query("SELECT COUNT(*) AS n FROM batches WHERE lender_id = ?").get(other.id);
     const refused = await ctx.json('POST', '/v1/payment_enrollments/burst-1/read', { key: other.key });
     expect(refused.status).toBe(429);
     expect(refused.res.headers.get('retry-after')).not.toBeNull();
-    expect(ctx.rt.sqlite.query("SELECT COUNT(*) AS n FROM batches WHERE lender_id = ?").get(other.id)).toEqual(before);
+    expect(ctx.sql.query("SELECT COUNT(*) AS n FROM batches WHERE lender_id = ?").get(other.id)).toEqual(before);
   });
 });

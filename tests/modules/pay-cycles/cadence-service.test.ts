@@ -120,7 +120,7 @@ describe('reads around paydays', () => {
     await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('both', { account_number: '0000010000', collectable_amount: 9_000_000 })] } });
     await cycle(c);
     expect((await c.json('GET', '/v1/payment_enrollments/both')).body.pay_cycle).toMatchObject({ frequency: 'biweekly', next_payday: '2026-06-12' });
-    const stored = c.rt.sqlite
+    const stored = c.sql
       .query<{ f: string; p: number }, []>("SELECT pay_cycle_alternative_frequency AS f, pay_cycle_alternative_next_payday AS p FROM enrollments WHERE authorizer_unique_id = 'both'")
       .get()!;
     expect({ f: stored.f, p: new Date(stored.p).toISOString().slice(0, 10) }).toEqual({ f: 'semimonthly', p: '2026-06-15' });

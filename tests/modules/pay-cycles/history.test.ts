@@ -53,7 +53,7 @@ const view = async (c: TestContext, aid: string) => (await c.json('GET', `/v1/pa
 
 /** The reading of an enrollment as stored: due time, attempts and outcome. */
 function reading(c: TestContext, aid: string) {
-  return c.rt.sqlite
+  return c.sql
     .query<{ dueAt: number | null; attempts: number; outcome: string | null; id: string }, [string]>(
       `SELECT h.due_at AS dueAt, h.attempts, h.outcome, e.id FROM pay_history h JOIN enrollments e ON e.id = h.enrollment_id WHERE e.authorizer_unique_id = ?`,
     )
@@ -104,7 +104,7 @@ describe('Plaid', () => {
     expect(asked[0]!.status).toBe(200);
     expect(asked[0]!.body).toMatchObject({ start_date: '2026-08-18', end_date: '2026-11-16', access_token: 'access-sandbox-hist1', options: { account_ids: ['acc_hist_0001'], count: 500, offset: 0 } });
     // Only the income is kept: one row per payday (the debits are not stored).
-    const stored = c.rt.sqlite.query<{ n: number }, [string]>('SELECT count(*) AS n FROM pay_history_deposits WHERE enrollment_id = ?').get(reading(c, 'plaid-friday')!.id)!.n;
+    const stored = c.sql.query<{ n: number }, [string]>('SELECT count(*) AS n FROM pay_history_deposits WHERE enrollment_id = ?').get(reading(c, 'plaid-friday')!.id)!.n;
     expect(stored).toBe(patternTransactions({ everyDays: 14, payday: '2026-11-06', payCents: 1, until: c.clock.now() }).filter((t) => t.amountCents > 0).length);
     expect(stored).toBeGreaterThanOrEqual(6);
     const logs = c.logs.join('');
@@ -234,7 +234,7 @@ describe('the HTTP bank-data provider', () => {
     expect((await readHistory(c, 'http-friday')).outcome).toBe('credits');
     expect((await readHistory(c, 'http-none')).outcome).toBe('transactions_not_offered');
     const paydays = txs.filter((t) => t.amountCents > 0).length;
-    expect(c.rt.sqlite.query<{ n: number }, [string]>('SELECT count(*) AS n FROM pay_history_deposits WHERE enrollment_id = ?').get(reading(c, 'http-friday')!.id)!.n).toBe(paydays);
+    expect(c.sql.query<{ n: number }, [string]>('SELECT count(*) AS n FROM pay_history_deposits WHERE enrollment_id = ?').get(reading(c, 'http-friday')!.id)!.n).toBe(paydays);
     const mine = seen.filter((s) => s.body.account_number === '000222333');
     expect(mine.map((s) => s.body.page_token)).toEqual([null, 'second']);
     expect(mine[0]).toMatchObject({ auth: 'Bearer bank-token-hist', body: { authorizer_unique_id: 'http-friday', routing_number: '110000000', start_date: '2026-08-18', end_date: '2026-11-16' } });
@@ -259,7 +259,7 @@ describe('the sandbox provider', () => {
     expect(reading(c, 'sbx-friday')!.dueAt).toBe(c.clock.now());
 
     const id = reading(c, 'sbx-friday')!.id;
-    const count = () => c.rt.sqlite.query<{ n: number }, [string]>('SELECT count(*) AS n FROM pay_history_deposits WHERE enrollment_id = ?').get(id)!.n;
+    const count = () => c.sql.query<{ n: number }, [string]>('SELECT count(*) AS n FROM pay_history_deposits WHERE enrollment_id = ?').get(id)!.n;
     expect(count()).toBeGreaterThan(0);
     const erased = await c.json('DELETE', '/v1/persisted_authorizers', { body: { authorizer_unique_ids: ['sbx-friday'] } });
     expect(erased.status).toBe(200);

@@ -40,7 +40,7 @@ async function create(c: TestContext, body: Record<string, unknown>, key?: strin
 }
 const list = async (c: TestContext, key?: string) => (await c.json('GET', '/v1/payment_connections', key ? { key } : {})).body;
 const rows = (c: TestContext) =>
-  c.rt.sqlite.query('SELECT id, rail_scope, is_default, merchant_ref, label, key_last4, key_sealed, deleted_at FROM payment_connections ORDER BY created_at, id').all();
+  c.sql.query('SELECT id, rail_scope, is_default, merchant_ref, label, key_last4, key_sealed, deleted_at FROM payment_connections ORDER BY created_at, id').all();
 
 describe('POST /v1/payment_connections', () => {
   test('201 with the key object: sealed, last four shown, default label, lender_admins', async () => {
@@ -60,7 +60,7 @@ describe('POST /v1/payment_connections', () => {
       processor: 'sandbox',
     });
     expect(JSON.stringify(r.body)).not.toContain(key);
-    const stored = c.rt.sqlite.query('SELECT key_sealed FROM payment_connections').get() as { key_sealed: string };
+    const stored = c.sql.query('SELECT key_sealed FROM payment_connections').get() as { key_sealed: string };
     expect(stored.key_sealed.startsWith('v1.')).toBe(true);
     expect(c.rt.vault.open(stored.key_sealed)).toBe(key);
   });
@@ -154,13 +154,13 @@ describe('POST /v1/payment_connections', () => {
       create(c, { api_key: sbx(), rail_scope: 'card', is_default: true }),
     ]);
     expect([a.status, b.status].sort()).toEqual([201, 409]);
-    expect(c.rt.sqlite.query("SELECT COUNT(*) AS n FROM payment_connections WHERE is_default = 1 AND rail_scope = 'card'").get()).toEqual({ n: 1 });
+    expect(c.sql.query("SELECT COUNT(*) AS n FROM payment_connections WHERE is_default = 1 AND rail_scope = 'card'").get()).toEqual({ n: 1 });
   });
 
   test('the database refuses a second default even when the code is bypassed', () => {
     const c = fresh();
     const insert = (id: string) =>
-      c.rt.sqlite
+      c.sql
         .query(
           `INSERT INTO payment_connections (id, lender_id, processor, label, rail_scope, is_default, created_at, updated_at)
            VALUES (?, ?, 'sandbox', 'x', 'ach', 1, 0, 0)`,
@@ -169,7 +169,7 @@ describe('POST /v1/payment_connections', () => {
     insert('k1');
     expect(() => insert('k2')).toThrow(/UNIQUE/);
     expect(() =>
-      c.rt.sqlite
+      c.sql
         .query(
           `INSERT INTO payment_connections (id, lender_id, processor, label, merchant_ref, rail_scope, is_default, created_at, updated_at)
            VALUES ('k3', ?, 'sandbox', 'x', 'tag', 'card', 1, 0, 0)`,
@@ -316,7 +316,7 @@ describe('DELETE /v1/payment_connections/{id}', () => {
     expect(await r.text()).toBe('');
     expect((await resolveKey({ deps: c.rt }, { lenderId: c.lender.id, rail: 'ach', merchantRef: null }))!.id).toBe(both);
     expect((await list(c)).connections.map((k: { id: string }) => k.id)).toEqual([both]);
-    expect(c.rt.sqlite.query('SELECT key_sealed, deleted_at IS NOT NULL AS gone FROM payment_connections WHERE id = ?').get(ach)).toEqual({ key_sealed: null, gone: 1 });
+    expect(c.sql.query('SELECT key_sealed, deleted_at IS NOT NULL AS gone FROM payment_connections WHERE id = ?').get(ach)).toEqual({ key_sealed: null, gone: 1 });
     // Deleted once; a second time it no longer exists.
     expect((await c.json('DELETE', `/v1/payment_connections/${ach}`)).status).toBe(404);
     // Its default slot is free again.
@@ -347,7 +347,7 @@ describe('tenancy and secrecy', () => {
     bodies.push(JSON.stringify((await create(c, { api_key: keys[2], rail_scope: 'card', is_default: true })).body));
     bodies.push(JSON.stringify((await create(c, { api_key: keys[0], rail_scope: 'card', is_default: true })).body)); // a 409
     bodies.push(JSON.stringify(await list(c)));
-    c.rt.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    c.sql.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     const files = readdirSync(c.dir).filter((f) => f.startsWith('service.sqlite')).map((f) => readFileSync(join(c.dir, f)).toString('latin1'));
     for (const key of keys) {
       for (const b of bodies) expect(b).not.toContain(key);

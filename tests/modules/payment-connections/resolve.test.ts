@@ -72,8 +72,8 @@ describe('key resolution', () => {
     await fc.assert(
       fc.asyncProperty(arbKeySet, arbKeySet, fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }), arbAsk, async (mine, theirs, deleted, ask) => {
         round++;
-        ctx.rt.sqlite.exec('DELETE FROM payment_connections');
-        const insert = ctx.rt.sqlite.query(
+        ctx.sql.exec('DELETE FROM payment_connections');
+        const insert = ctx.sql.query(
           `INSERT INTO payment_connections (id, lender_id, processor, label, merchant_ref, rail_scope, is_default, key_sealed, created_at, updated_at, deleted_at)
            VALUES (?, ?, 'sandbox', 'k', ?, ?, ?, 'sealed', ?, ?, ?)`,
         );

@@ -28,7 +28,7 @@ async function upload(c: TestContext, bytes: Uint8Array, dryRun: boolean) {
 
 /** Sends a small balance request and a read every 15 ms until `done`, noting which were sent while the gate was held. */
 async function traffic(c: TestContext, done: () => boolean) {
-  const gate = gateOf(c.rt.sqlite);
+  const gate = gateOf(c.sql);
   const writes: Promise<{ status: number; held: boolean }>[] = [];
   const reads: Promise<number>[] = [];
   let heldSeen = 0;
@@ -46,7 +46,7 @@ describe('an upload and the rest of the service at once', () => {
   test('a recorded upload and concurrent writes: both committed, no write waited on SQLite, reads answered', async () => {
     const c = createTestContext();
     contexts.push(c);
-    const gate = gateOf(c.rt.sqlite);
+    const gate = gateOf(c.sql);
     const bytes = bigFile();
     let finished = false;
     const up = upload(c, bytes, false).finally(() => {
@@ -63,7 +63,7 @@ describe('an upload and the rest of the service at once', () => {
     expect(t.writes.every((w) => w.status === 201)).toBe(true);
     expect(t.reads.every((s) => s === 200)).toBe(true);
     // Everything is there: every row of the upload and every batch.
-    const count = (sql: string) => (c.rt.sqlite.query(sql).get() as { n: number }).n;
+    const count = (sql: string) => (c.sql.query(sql).get() as { n: number }).n;
     expect(count('SELECT COUNT(*) AS n FROM uploaded_results')).toBe(ROWS);
     expect(count('SELECT COUNT(*) AS n FROM batches')).toBe(t.writes.length);
     expect(gate.bypassed).toBe(0);
@@ -74,7 +74,7 @@ describe('an upload and the rest of the service at once', () => {
   test('a dry run never holds the write gate', async () => {
     const c = createTestContext();
     contexts.push(c);
-    const gate = gateOf(c.rt.sqlite);
+    const gate = gateOf(c.sql);
     let finished = false;
     let held = false;
     const sampler = setInterval(() => {
@@ -88,6 +88,6 @@ describe('an upload and the rest of the service at once', () => {
     expect((await up).body.rowCount).toBe(ROWS);
     expect(held).toBe(false);
     expect(t.writes.every((w) => w.status === 201)).toBe(true);
-    expect((c.rt.sqlite.query('SELECT COUNT(*) AS n FROM uploaded_results').get() as { n: number }).n).toBe(0);
+    expect((c.sql.query('SELECT COUNT(*) AS n FROM uploaded_results').get() as { n: number }).n).toBe(0);
   }, 60_000);
 });

@@ -51,16 +51,16 @@ async function until(what: string, check: () => boolean): Promise<void> {
   }
 }
 
-const count = (c: TestContext, sql: string, ...args: string[]) => (c.rt.sqlite.query(sql).get(...args) as { n: number }).n;
+const count = (c: TestContext, sql: string, ...args: string[]) => (c.sql.query(sql).get(...args) as { n: number }).n;
 /** The uploads recorded, in the order they were recorded, by the prefix of their references. */
 const recordedOrder = (c: TestContext) => {
-  const refs = (c.rt.sqlite.query('SELECT reference FROM uploaded_results ORDER BY rowid').all() as { reference: string }[]).map((r) => r.reference.split('-')[0]!);
+  const refs = (c.sql.query('SELECT reference FROM uploaded_results ORDER BY id').all() as { reference: string }[]).map((r) => r.reference.split('-')[0]!);
   return refs.filter((p, i) => i === 0 || refs[i - 1] !== p);
 };
 
 /** Holds the worker on a first upload of `key` (it waits for the write lock) until `release` is called. */
 async function holdWorker(c: TestContext, worker: UploadWorker, key: string, prefix = 'A1', signal?: AbortSignal) {
-  const release = await gateOf(c.rt.sqlite).share();
+  const release = await gateOf(c.sql).share();
   const first = post(c, key, fileOf(prefix, 3), signal);
   await until('the worker takes the first upload', () => worker.busy);
   return { release, first };
@@ -184,7 +184,7 @@ describe('an upload whose request ended', () => {
     expect(recordedOrder(c)).toEqual(['NEXT']);
     expect(count(c, "SELECT COUNT(*) AS n FROM payment_events WHERE reference LIKE 'STOPPED-%'")).toBe(0);
     expect(count(c, 'SELECT COUNT(*) AS n FROM payment_result_uploads')).toBe(1);
-    expect(gateOf(c.rt.sqlite).contended).toBe(false);
+    expect(gateOf(c.sql).contended).toBe(false);
   }, 60_000);
 
   test('over a real connection: a client that hangs up takes its waiting upload out of the queue', async () => {

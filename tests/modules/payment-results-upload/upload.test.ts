@@ -179,11 +179,11 @@ describe('recording', () => {
     expect(view.ledger).toMatchObject({ collected: 42500, reversed: 42500, net: 0 });
     expect(view.state).toBe('stopped');
     // The late return came without settled_at: the settlement date recorded earlier stays.
-    const stored = c.rt.sqlite.query("SELECT settled_at AS s, returned_at AS r FROM uploaded_results WHERE reference = 'INV-9'").get() as { s: number; r: number };
+    const stored = c.sql.query("SELECT settled_at AS s, returned_at AS r FROM uploaded_results WHERE reference = 'INV-9'").get() as { s: number; r: number };
     expect(new Date(stored.s).toISOString()).toBe('2026-11-04T00:00:00.000Z');
     const later = await upload(c, `${HEADER}\nb1,INV-9,425.00,late_return,2026-11-02,2026-11-06,2026-11-10,R10\n`);
     expect(later.body.problems).toEqual([]);
-    expect((c.rt.sqlite.query("SELECT settled_at AS s FROM uploaded_results WHERE reference = 'INV-9'").get() as { s: number }).s).toBe(stored.s);
+    expect((c.sql.query("SELECT settled_at AS s FROM uploaded_results WHERE reference = 'INV-9'").get() as { s: number }).s).toBe(stored.s);
   });
 
   test('an outcome dated before the latest recorded one is ignored with a warning', async () => {
@@ -197,16 +197,16 @@ describe('recording', () => {
   test('a row whose outcome cannot be recorded is set aside alone; the rows around it are recorded and counted once', async () => {
     const c = await fresh();
     // A fault the recorder cannot foresee, in the database (the upload worker has its own connection).
-    c.rt.sqlite.run("CREATE TRIGGER poison BEFORE INSERT ON payment_events WHEN NEW.reference = 'POISON' BEGIN SELECT RAISE(ABORT, 'injected fault'); END");
+    c.sql.run("CREATE TRIGGER poison BEFORE INSERT ON payment_events WHEN NEW.reference = 'POISON' BEGIN SELECT RAISE(ABORT, 'injected fault'); END");
     const r = await upload(c, `${HEADER}\nb1,FINE-1,10,settled,2026-11-02,2026-11-04,,\nb2,POISON,10,settled,2026-11-02,2026-11-04,,\nb3,FINE-3,10,returned,2026-11-02,,2026-11-05,R01\n`);
-    c.rt.sqlite.run('DROP TRIGGER poison');
+    c.sql.run('DROP TRIGGER poison');
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ rowCount: 3, matched: 3 });
     expect(r.body.problems).toEqual([{ row: 3, reason: 'the outcome could not be recorded for reference POISON; it was set aside for the operator', severity: 'error' }]);
     expect((await events(c, 'b1')).map((e) => e.status)).toEqual(['settled']);
     expect((await events(c, 'b3')).map((e) => `${e.status}:${e.return_code}`)).toEqual(['returned:R01']);
     expect(await events(c, 'b2')).toEqual([]);
-    expect(c.rt.sqlite.query('SELECT reference, status, source, error FROM payment_observations_set_aside').all()).toEqual([{ reference: 'POISON', status: 'settled', source: 'upload', error: 'injected fault' }]);
+    expect(c.sql.query('SELECT reference, status, source, error FROM payment_observations_set_aside').all()).toEqual([{ reference: 'POISON', status: 'settled', source: 'upload', error: 'injected fault' }]);
     // Nothing of the set-aside row was half written; the others' ledger and monitor moved.
     expect((await c.json('GET', '/v1/payment_enrollments/b2')).body.ledger).toMatchObject({ collected: 0 });
     expect((await c.json('GET', '/v1/payment_enrollments/b1')).body.ledger).toMatchObject({ collected: 1000 });
@@ -252,10 +252,10 @@ describe('recording', () => {
   test('dryRun leaves the database byte-for-byte unchanged and returns the same report', async () => {
     const c = await fresh();
     const csv = `${HEADER}\nb1,DRY,425.00,settled,2026-11-02,2026-11-04,,\nb2,DRY-2,5.00,returned,2026-11-02,,2026-11-03,R02\n`;
-    c.rt.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    c.sql.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     const before = readFileSync(c.rt.config.databasePath);
     const dry = await upload(c, csv, { dryRun: true });
-    c.rt.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    c.sql.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     expect(Buffer.compare(readFileSync(c.rt.config.databasePath), before)).toBe(0);
     expect(dry.body.dryRun).toBe(true);
     const real = await upload(c, csv);

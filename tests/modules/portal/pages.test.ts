@@ -124,7 +124,7 @@ describe('Developers', () => {
     expect((await c.json('GET', '/v1/webhook_endpoints')).status).toBe(200);
     // Another lender's key cannot be revoked from here.
     const other = c.newLender('other');
-    const otherId = (c.rt.sqlite.query('SELECT id FROM api_keys WHERE lender_id = ?').get(other.id) as { id: string }).id;
+    const otherId = (c.sql.query('SELECT id FROM api_keys WHERE lender_id = ?').get(other.id) as { id: string }).id;
     expect((await p.post(`/portal/developers/keys/${otherId}/revoke`, {})).status).toBe(404);
     expect((await c.json('GET', '/v1/webhook_endpoints', { key: other.key })).status).toBe(200);
     // Without the CSRF token nothing is created.
@@ -134,7 +134,7 @@ describe('Developers', () => {
   test(`at most ${MAX_LIVE_API_KEYS} live API keys: the next is refused on the page, and a revoked key frees its place`, async () => {
     const c = fresh();
     const p = await signedIn(c);
-    const live = () => (c.rt.sqlite.query('SELECT count(*) AS n FROM api_keys WHERE lender_id = ? AND revoked_at IS NULL').get(c.lender.id) as { n: number }).n;
+    const live = () => (c.sql.query('SELECT count(*) AS n FROM api_keys WHERE lender_id = ? AND revoked_at IS NULL').get(c.lender.id) as { n: number }).n;
     // The lender's first key is one of them.
     expect(live()).toBe(1);
     for (let i = live(); i < MAX_LIVE_API_KEYS; i++) expect((await p.post('/portal/developers/keys', {})).status).toBe(200);
@@ -435,7 +435,7 @@ describe('Balance checks and the upload history', () => {
     const c = fresh();
     const p = await signedIn(c);
     const sent = await c.json('POST', '/v1/balance_requests', { body: { authorizers: [bankAuthorizer('bc-1')] } });
-    c.rt.sqlite.query("INSERT INTO batches (id, lender_id, source, status, submitted_at, total_authorizers, total_processed) SELECT 'monitoring-batch-1', lender_id, 'monitoring', 'completed', submitted_at + 1, 1, 1 FROM batches WHERE id = ?").run(sent.body.batch_id);
+    c.sql.query("INSERT INTO batches (id, lender_id, source, status, submitted_at, total_authorizers, total_processed) SELECT 'monitoring-batch-1', lender_id, 'monitoring', 'completed', submitted_at + 1, 1, 1 FROM batches WHERE id = ?").run(sent.body.batch_id);
     const byDefault = await p.get('/portal/balance-checks');
     expect(byDefault.text).toContain(sent.body.batch_id);
     expect(byDefault.text).not.toContain('monitoring-batch-1');

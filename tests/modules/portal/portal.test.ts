@@ -172,7 +172,7 @@ describe('sign-in and sessions', () => {
     await expect(createUser(c.rt, { ...base, email: 'not an email', password: PASSWORD })).rejects.toBeInstanceOf(UserError);
     await createUser(c.rt, { ...base, email: 'd@example.test', password: PASSWORD });
     await expect(createUser(c.rt, { ...base, email: 'D@example.test', password: PASSWORD })).rejects.toBeInstanceOf(UserError);
-    const stored = c.rt.sqlite.query('SELECT password_hash AS h FROM dashboard_users').get() as { h: string };
+    const stored = c.sql.query('SELECT password_hash AS h FROM dashboard_users').get() as { h: string };
     expect(stored.h).toStartWith('$argon2id$');
   });
 });
@@ -270,8 +270,8 @@ describe('the sign-in lock and other applications’ cookies', () => {
 describe('operator commands for users', () => {
   test('user create / list / disable / reset-password, the password read from stdin', async () => {
     const c = fresh();
-    const env = { DATABASE_PATH: c.rt.config.databasePath, VAULT_KEY_FILE: c.rt.config.vaultKeyFile };
-    const lenderName = (c.rt.sqlite.query('SELECT name FROM lenders WHERE id = ?').get(c.lender.id) as { name: string }).name;
+    const env = { ...c.sameDatabase(), VAULT_KEY_FILE: c.rt.config.vaultKeyFile };
+    const lenderName = (c.sql.query('SELECT name FROM lenders WHERE id = ?').get(c.lender.id) as { name: string }).name;
     const stdin = (text: string) => ({ readStdin: async () => text });
     const out = await runCli(['user', 'create', lenderName, 'ops@example.test', '--name', 'Olive Ops', '--password-stdin'], env, stdin(`${PASSWORD}\n`));
     expect(out).toContain('ops@example.test');

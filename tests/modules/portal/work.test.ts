@@ -31,7 +31,7 @@ describe('doing things now from the portal', () => {
     expect(page.text).toContain(`action="/portal/monitoring/${s.body.schedule_id}/run"`);
     const r = await p.post(`/portal/monitoring/${s.body.schedule_id}/run`, {});
     expect(r.status).toBe(200);
-    const batch = c.rt.sqlite.query<{ id: string }, [string]>('SELECT id FROM batches WHERE schedule_id = ?').get(s.body.schedule_id)!;
+    const batch = c.sql.query<{ id: string }, [string]>('SELECT id FROM batches WHERE schedule_id = ?').get(s.body.schedule_id)!;
     expect(text(r.text)).toContain(`Run started: 1 authorizer in batch ${batch.id}`);
     expect(r.text).toContain(`href="/portal/balance-checks/${batch.id}"`);
     // A second run while the first is in progress is refused on the page, with the API's reason.
@@ -39,7 +39,7 @@ describe('doing things now from the portal', () => {
     expect(text(again.text)).toContain('Not run: A run of this schedule is still in progress');
     // Without the form's token, nothing runs.
     expect((await p.post(`/portal/monitoring/${s.body.schedule_id}/run`, {}, { csrf: null })).status).toBe(403);
-    expect(c.rt.sqlite.query('SELECT COUNT(*) AS n FROM batches').get()).toEqual({ n: 1 });
+    expect(c.sql.query('SELECT COUNT(*) AS n FROM batches').get()).toEqual({ n: 1 });
   });
 
   test('a borrower page reads the balance now; a borrower no longer monitored has no button', async () => {
@@ -88,7 +88,7 @@ describe('balance batches in the portal', () => {
       expect(r.text).toContain(`<td>${f.row_number}</td><td>${f.authorizer_unique_id}</td>`);
       expect(t).toContain(f.error);
     }
-    const batch = c.rt.sqlite.query<{ id: string }, []>("SELECT id FROM batches WHERE creator IS NOT NULL").get()!;
+    const batch = c.sql.query<{ id: string }, []>("SELECT id FROM batches WHERE creator IS NOT NULL").get()!;
     expect(r.text).toContain(`href="/portal/balance-checks/${batch.id}"`);
   });
 
@@ -182,7 +182,7 @@ describe('finding a borrower', () => {
     const c = fresh();
     const p = await signedIn(c);
     await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('hash-1', { first_name: 'Quintessa', last_name: 'Marlowe', phone_number: '2025550123' })] } });
-    const rows = c.rt.sqlite.query<{ hash: Uint8Array; aid: string }, []>('SELECT hash, authorizer_unique_id AS aid FROM borrower_search').all();
+    const rows = c.sql.query<{ hash: Uint8Array; aid: string }, []>('SELECT hash, authorizer_unique_id AS aid FROM borrower_search').all();
     // Each name once (both typed together are found as the one and the other): four entries, not six; each
     // 12 bytes of an HMAC whose input has the lender and the kind, so neither is stored beside it.
     expect(rows).toHaveLength(4);
@@ -192,7 +192,7 @@ describe('finding a borrower', () => {
       expect(Buffer.from(r.hash).toString('latin1')).not.toMatch(/quintessa|marlowe|2025550123|4567/i);
     }
     // The borrower's row lists exactly those hashes, under the current vault key.
-    const row = c.rt.sqlite.query<{ lenderId: string; keyId: string; hashes: Uint8Array }, []>('SELECT lender_id AS lenderId, key_id AS keyId, hashes FROM searchable_borrowers').get()!;
+    const row = c.sql.query<{ lenderId: string; keyId: string; hashes: Uint8Array }, []>('SELECT lender_id AS lenderId, key_id AS keyId, hashes FROM searchable_borrowers').get()!;
     expect(row.lenderId).toBe(c.lender.id);
     expect(row.keyId).toBe(c.rt.vault.currentKeyId);
     const listed = Array.from({ length: 4 }, (_, i) => Buffer.from(row.hashes.subarray(i * 12, i * 12 + 12)).toString('hex')).sort();
@@ -200,23 +200,23 @@ describe('finding a borrower', () => {
     // A search seeks the hash first, then checks each borrower found is the lender's (never the lender's every
     // borrower walked), with the planner's statistics or without.
     for (const analyzed of [false, true]) {
-      if (analyzed) c.rt.sqlite.exec('ANALYZE');
+      if (analyzed) c.sql.exec('ANALYZE');
       for (const sql of Object.values(SEARCH_SQL)) {
-        const plan = c.rt.sqlite.query<{ detail: string }, []>(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => r.detail);
+        const plan = c.sql.query<{ detail: string }, []>(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => r.detail);
         expect(plan[0]).toMatch(/^SEARCH \w+ USING PRIMARY KEY \(hash=\?\)$/);
         expect(plan.slice(1).every((d) => /^SEARCH \w+ USING PRIMARY KEY \(\w+=\? AND authorizer_unique_id=\?\)$/.test(d))).toBe(true);
       }
     }
     // Stored before search existed: indexed by the job, once per start.
-    c.rt.sqlite.exec('DELETE FROM borrower_search');
-    c.rt.sqlite.exec('DELETE FROM searchable_borrowers');
+    c.sql.exec('DELETE FROM borrower_search');
+    c.sql.exec('DELETE FROM searchable_borrowers');
     expect((await p.get('/portal/payments/borrowers?find=marlowe')).text).toContain('No borrower found');
     const { indexUnsearchedBorrowers } = await import('../../../src/modules/enrollments/search');
     expect(await indexUnsearchedBorrowers(c.rt)).toEqual({ indexed: 1 });
     expect((await p.get('/portal/payments/borrowers?find=marlowe')).text).toContain('/portal/payments/borrowers/hash-1');
     await c.json('DELETE', '/v1/persisted_authorizers', { body: { authorizer_unique_ids: ['hash-1'] } });
-    expect(c.rt.sqlite.query('SELECT COUNT(*) AS n FROM borrower_search').get()).toEqual({ n: 0 });
-    expect(c.rt.sqlite.query('SELECT COUNT(*) AS n FROM searchable_borrowers').get()).toEqual({ n: 0 });
+    expect(c.sql.query('SELECT COUNT(*) AS n FROM borrower_search').get()).toEqual({ n: 0 });
+    expect(c.sql.query('SELECT COUNT(*) AS n FROM searchable_borrowers').get()).toEqual({ n: 0 });
     expect((await p.get('/portal/payments/borrowers?find=marlowe')).text).toContain('No borrower found');
   });
 
@@ -226,7 +226,7 @@ describe('finding a borrower', () => {
     const found = async (q: string) => [...(await p.get(`/portal/payments/borrowers?find=${encodeURIComponent(q)}`)).text.matchAll(/<tr><td><a href="\/portal\/payments\/borrowers\/([^"]+)">/g)].map((m) => m[1]);
     const send = (first: string, phone: string) => c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('resent-1', { first_name: first, last_name: 'Okafor', phone_number: phone })] } });
     await send('Chidi', '2025550144');
-    const entries = () => c.rt.sqlite.query<{ h: string }, []>('SELECT hex(hash) AS h FROM borrower_search ORDER BY 1').all();
+    const entries = () => c.sql.query<{ h: string }, []>('SELECT hex(hash) AS h FROM borrower_search ORDER BY 1').all();
     const first = entries();
     expect(first).toHaveLength(4);
     await send('Chidi', '2025550144');
@@ -245,15 +245,15 @@ describe('finding a borrower', () => {
     const found = async (q: string) => [...(await p.get(`/portal/payments/borrowers?find=${encodeURIComponent(q)}`)).text.matchAll(/<tr><td><a href="\/portal\/payments\/borrowers\/([^"]+)">/g)].map((m) => m[1]);
     // Entries for an id no borrower has (as if left from before), made under this key: those of another borrower.
     await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('source-1', { first_name: 'Oskar', last_name: 'Lindqvist' })] } });
-    c.rt.sqlite.run("INSERT INTO borrower_search SELECT hash, 'left-1' FROM borrower_search WHERE authorizer_unique_id = 'source-1'");
-    c.rt.sqlite.run("INSERT INTO searchable_borrowers SELECT lender_id, 'left-1', key_id, hashes FROM searchable_borrowers WHERE authorizer_unique_id = 'source-1'");
+    c.sql.run("INSERT INTO borrower_search SELECT hash, 'left-1' FROM borrower_search WHERE authorizer_unique_id = 'source-1'");
+    c.sql.run("INSERT INTO searchable_borrowers SELECT lender_id, 'left-1', key_id, hashes FROM searchable_borrowers WHERE authorizer_unique_id = 'source-1'");
     const r = await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('left-1', { first_name: 'Greta', last_name: 'Lindqvist' })] } });
     expect(r.status).toBe(207);
     expect(r.body.results[0].outcome).toBe('enrolled');
     expect(await found('oskar')).toEqual(['source-1']);
     expect(await found('greta lindqvist')).toEqual(['left-1']);
     expect(await found('lindqvist')).toEqual(['left-1', 'source-1']);
-    expect(c.rt.sqlite.query("SELECT COUNT(*) AS n FROM borrower_search WHERE authorizer_unique_id = 'left-1'").get()).toEqual({ n: 4 });
+    expect(c.sql.query("SELECT COUNT(*) AS n FROM borrower_search WHERE authorizer_unique_id = 'left-1'").get()).toEqual({ n: 4 });
   });
 
   test('two lenders with a borrower of the same id and name: each finds its own, and an erasure by one leaves the other its entries', async () => {
@@ -266,10 +266,10 @@ describe('finding a borrower', () => {
       expect(r.status).toBe(207);
     }
     // Different entries: the lender is in each hash.
-    expect(c.rt.sqlite.query('SELECT COUNT(*) AS n FROM borrower_search').get()).toEqual({ n: 8 });
+    expect(c.sql.query('SELECT COUNT(*) AS n FROM borrower_search').get()).toEqual({ n: 8 });
     for (const p of [mine, theirs]) expect((await p.get('/portal/payments/borrowers?find=ingrid%20solberg')).text).toContain('/portal/payments/borrowers/shared-1');
     await c.json('DELETE', '/v1/persisted_authorizers', { body: { authorizer_unique_ids: ['shared-1'] } });
-    expect(c.rt.sqlite.query('SELECT COUNT(*) AS n FROM borrower_search').get()).toEqual({ n: 4 });
+    expect(c.sql.query('SELECT COUNT(*) AS n FROM borrower_search').get()).toEqual({ n: 4 });
     expect((await mine.get('/portal/payments/borrowers?find=ingrid')).text).toContain('No borrower found');
     expect((await theirs.get('/portal/payments/borrowers?find=ingrid')).text).toContain('/portal/payments/borrowers/shared-1');
     expect((await theirs.get('/portal/payments/borrowers?find=2025550166')).text).toContain('/portal/payments/borrowers/shared-1');
@@ -281,7 +281,7 @@ describe('finding a borrower', () => {
     const keyFile = first.rt.config.vaultKeyFile;
     writeFileSync(`${keyFile}.old`, readFileSync(keyFile, 'utf8'));
     writeFileSync(keyFile, generateVaultKey().toString('base64') + '\n');
-    const c = fresh({ DATABASE_PATH: first.rt.config.databasePath, VAULT_KEY_FILE: keyFile });
+    const c = fresh({ ...first.sameDatabase(), VAULT_KEY_FILE: keyFile });
     expect(c.rt.vault.currentKeyId).not.toBe(first.rt.vault.currentKeyId);
     const p = await signedIn(c, { lenderId: first.lender.id });
     // Hashed under the old key, the entries answer no search made with the new one.
@@ -290,8 +290,8 @@ describe('finding a borrower', () => {
     expect(await indexUnsearchedBorrowers(c.rt)).toEqual({ indexed: 1 });
     expect((await p.get('/portal/payments/borrowers?find=henrike%20vossberg')).text).toContain('/portal/payments/borrowers/rotated-1');
     expect((await p.get('/portal/payments/borrowers?find=2025550188')).text).toContain('/portal/payments/borrowers/rotated-1');
-    expect(c.rt.sqlite.query('SELECT COUNT(*) AS n FROM borrower_search').get()).toEqual({ n: 4 });
-    expect(c.rt.sqlite.query('SELECT key_id AS k FROM searchable_borrowers').all()).toEqual([{ k: c.rt.vault.currentKeyId }]);
+    expect(c.sql.query('SELECT COUNT(*) AS n FROM borrower_search').get()).toEqual({ n: 4 });
+    expect(c.sql.query('SELECT key_id AS k FROM searchable_borrowers').all()).toEqual([{ k: c.rt.vault.currentKeyId }]);
   });
 
   test('migration 0025: entries of the earlier shape are replaced, and the start-up job hashes every stored borrower again', async () => {
@@ -299,13 +299,13 @@ describe('finding a borrower', () => {
     const p = await signedIn(c);
     await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('old-1', { first_name: 'Tobias', last_name: 'Ferreira' })] } });
     // What the earlier release left: its table of text hashes with the lender and the kind, and no borrower rows.
-    c.rt.sqlite.exec('DROP TABLE borrower_search');
-    c.rt.sqlite.exec('DROP TABLE searchable_borrowers');
+    c.sql.exec('DROP TABLE borrower_search');
+    c.sql.exec('DROP TABLE searchable_borrowers');
     const before = readFileSync(join(MIGRATIONS_DIR, '0022_borrower_search_and_payment_listing.sql'), 'utf8').split('--> statement-breakpoint');
-    for (const stmt of before) if (/borrower_search/.test(stmt)) c.rt.sqlite.run(stmt);
-    c.rt.sqlite.query("INSERT INTO borrower_search (lender_id, authorizer_unique_id, kind, hash, key_id) VALUES (?, 'old-1', 'name', 'b2xkLXNoYXBlLWhhc2gtb2YtdG9iaWFz', ?)").run(c.lender.id, c.rt.vault.currentKeyId);
-    for (const stmt of readFileSync(join(MIGRATIONS_DIR, '0025_borrower_search_shape.sql'), 'utf8').split('--> statement-breakpoint')) c.rt.sqlite.run(stmt);
-    expect(c.rt.sqlite.query('SELECT COUNT(*) AS n FROM borrower_search').get()).toEqual({ n: 0 });
+    for (const stmt of before) if (/borrower_search/.test(stmt)) c.sql.run(stmt);
+    c.sql.query("INSERT INTO borrower_search (lender_id, authorizer_unique_id, kind, hash, key_id) VALUES (?, 'old-1', 'name', 'b2xkLXNoYXBlLWhhc2gtb2YtdG9iaWFz', ?)").run(c.lender.id, c.rt.vault.currentKeyId);
+    for (const stmt of readFileSync(join(MIGRATIONS_DIR, '0025_borrower_search_shape.sql'), 'utf8').split('--> statement-breakpoint')) c.sql.run(stmt);
+    expect(c.sql.query('SELECT COUNT(*) AS n FROM borrower_search').get()).toEqual({ n: 0 });
     expect((await p.get('/portal/payments/borrowers?find=tobias')).text).toContain('No borrower found');
     const { indexUnsearchedBorrowers } = await import('../../../src/modules/enrollments/search');
     expect(await indexUnsearchedBorrowers(c.rt)).toEqual({ indexed: 1 });

@@ -77,7 +77,7 @@ describe('GET /v1/return_rates', () => {
     await queueDueReads(c.rt);
     await processBalances(c.rt);
     await dispatchPayments(c.rt);
-    const pi = (c.rt.sqlite.query("SELECT processor_payment_id AS pi FROM payments WHERE authorizer_unique_id = 'ach-1'").get() as { pi: string }).pi;
+    const pi = (c.sql.query("SELECT processor_payment_id AS pi FROM payments WHERE authorizer_unique_id = 'ach-1'").get() as { pi: string }).pi;
     fake.control.fail(pi, 'brand_new_code');
     await pollProcessors(c.rt);
     expect((await c.json('GET', '/v1/payment_events?authorizer_unique_id=card-1')).body.events[0]).toMatchObject({ status: 'returned', return_code: 'R01' });

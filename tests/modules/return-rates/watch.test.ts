@@ -195,7 +195,7 @@ describe('the pause on breach', () => {
     expect(e.scheduled_payment).toBeNull();
     expect(e.blocked_reason).toBe('return_rate_paused');
     expect(e.payments.map((p: { status: string }) => p.status)).toEqual(['voided']);
-    const sent = c.rt.sqlite.query("SELECT COUNT(*) AS n FROM sandbox_payments").get() as { n: number };
+    const sent = c.sql.query("SELECT COUNT(*) AS n FROM sandbox_payments").get() as { n: number };
     expect(sent.n).toBe(0);
   });
 });

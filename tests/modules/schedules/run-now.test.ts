@@ -80,7 +80,7 @@ describe('POST /v1/monitoring/schedules/{id}/run', () => {
       const refused = await c.json('POST', `/v1/monitoring/schedules/${ids[ON_DEMAND_BURST]}/run`);
       expect(refused.status).toBe(429);
       expect(refused.res.headers.get('retry-after')).toBe(String(ON_DEMAND_REFILL_S));
-      expect(c.rt.sqlite.query('SELECT COUNT(*) AS n FROM batches').get()).toEqual({ n: ON_DEMAND_BURST });
+      expect(c.sql.query('SELECT COUNT(*) AS n FROM batches').get()).toEqual({ n: ON_DEMAND_BURST });
       const other = c.newLender();
       const theirs = await c.json('POST', '/v1/monitoring/scheduled_balance_request', {
         key: other.key,
@@ -103,7 +103,7 @@ describe('POST /v1/monitoring/schedules/{id}/run', () => {
       const full = await c.json('POST', `/v1/monitoring/schedules/${b}/run`);
       expect(full.status).toBe(429);
       expect(full.body.error.message).toContain('waiting to be checked');
-      expect(c.rt.sqlite.query('SELECT COUNT(*) AS n FROM batches').get()).toEqual({ n: 1 });
+      expect(c.sql.query('SELECT COUNT(*) AS n FROM batches').get()).toEqual({ n: 1 });
     } finally {
       c.close();
     }

@@ -43,7 +43,7 @@ async function live(scheduleId: string, untilIso: string): Promise<string[]> {
     await startAllDueRuns(ctx.rt);
     await processBalances(ctx.rt);
   }
-  return ctx.rt.sqlite
+  return ctx.sql
     .query<{ at: number }, [string]>('SELECT submitted_at AS at FROM batches WHERE schedule_id = ? ORDER BY submitted_at')
     .all(scheduleId)
     .map((r) => new Date(r.at).toISOString());
@@ -181,7 +181,7 @@ describe('runs', () => {
     expect(got.body.next_run_at).toBeNull();
     expect(got.body.last_run_at).toBe('2026-12-10T13:00:00.000Z');
     // Each run is a batch with source "schedule" and appears in the authorizer's history.
-    const batchId = ctx.rt.sqlite.query<{ id: string }, [string]>('SELECT id FROM batches WHERE schedule_id = ? LIMIT 1').get(body.schedule_id)!.id;
+    const batchId = ctx.sql.query<{ id: string }, [string]>('SELECT id FROM batches WHERE schedule_id = ? LIMIT 1').get(body.schedule_id)!.id;
     expect((await ctx.json('GET', `/v1/balance_requests/${batchId}`)).body).toMatchObject({ source: 'schedule', schedule_id: body.schedule_id, status: 'completed' });
     const history = await ctx.json('GET', `/v1/monitoring/authorizers/${body.name.replace('schedule', 's')}-a/history`);
     expect(history.body.total_count).toBe(4);
@@ -200,7 +200,7 @@ describe('runs', () => {
     await processBalances(ctx.rt);
     const got = await ctx.json('GET', `/v1/monitoring/schedules/${body.schedule_id}`);
     expect(got.body.next_run_at).toBe('2027-01-09T10:00:00.000Z');
-    const count = ctx.rt.sqlite.query<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM batches WHERE schedule_id = ?').get(body.schedule_id)!.n;
+    const count = ctx.sql.query<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM batches WHERE schedule_id = ?').get(body.schedule_id)!.n;
     expect(count).toBe(2);
   });
 

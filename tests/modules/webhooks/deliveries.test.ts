@@ -60,7 +60,7 @@ beforeAll(async () => {
   const sub = await ctx.json('POST', '/v1/balance_requests', { body: { authorizers: [authorizer()], webhook_url: hook.url('/ok-batch') } });
   expect(sub.status).toBe(201);
   await processBalances(ctx.rt);
-  batchDelivery = ctx.rt.sqlite
+  batchDelivery = ctx.sql
     .query<{ id: string }, [string]>("SELECT id FROM webhook_deliveries WHERE payload LIKE '%' || ? || '%'")
     .get(sub.body.batch_id)!.id;
   mine.push({ id: batchDelivery, createdAt: ctx.clock.now() });

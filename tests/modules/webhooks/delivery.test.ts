@@ -91,7 +91,7 @@ async function submitBatch(ctx: TestContext, webhookUrl?: string): Promise<strin
 }
 
 function deliveriesOf(ctx: TestContext) {
-  return ctx.rt.sqlite
+  return ctx.sql
     .query<{ id: string; payload: string; type: string; target_url: string; state: string }, [string]>(
       'SELECT id, payload, type, target_url, state FROM webhook_deliveries WHERE lender_id = ? ORDER BY created_at',
     )

@@ -77,7 +77,7 @@ describe('GET /v1/webhooks/secret', () => {
     expect(x).toHaveLength(1);
     expect(y).toEqual(x);
     const rows = (lenderId: string) =>
-      ctx.rt.sqlite.query<{ n: number }, [string]>('SELECT count(*) AS n FROM webhook_secrets WHERE lender_id = ?').get(lenderId)!.n;
+      ctx.sql.query<{ n: number }, [string]>('SELECT count(*) AS n FROM webhook_secrets WHERE lender_id = ?').get(lenderId)!.n;
     expect(rows(ctx.lender.id)).toBe(1);
     expect(rows(other.id)).toBe(1);
   });

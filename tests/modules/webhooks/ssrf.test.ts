@@ -30,7 +30,7 @@ beforeAll(async () => {
   if (loopbackNames.length === 0) throw new Error('no host name resolving to 127.0.0.1 besides localhost; add one to /etc/hosts');
 });
 
-const batchCount = () => ctx.rt.sqlite.query<{ n: number }, []>('SELECT count(*) AS n FROM batches').get()!.n;
+const batchCount = () => ctx.sql.query<{ n: number }, []>('SELECT count(*) AS n FROM batches').get()!.n;
 
 const REQUEST_TIME_CASES: [string, RegExp][] = [
   ['http://127.0.0.1/x', /scheme http/],

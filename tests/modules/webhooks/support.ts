@@ -177,13 +177,13 @@ export interface AttemptRow {
 }
 
 export function deliveryRow(ctx: TestContext, id: string): DeliveryRow {
-  const row = ctx.rt.sqlite.query<DeliveryRow, [string]>('SELECT * FROM webhook_deliveries WHERE id = ?').get(id);
+  const row = ctx.sql.query<DeliveryRow, [string]>('SELECT * FROM webhook_deliveries WHERE id = ?').get(id);
   if (!row) throw new Error(`no delivery ${id}`);
   return row;
 }
 
 export function attemptRows(ctx: TestContext, id: string): AttemptRow[] {
-  return ctx.rt.sqlite
+  return ctx.sql
     .query<AttemptRow, [string]>(
       'SELECT delivery_id, attempted_at, status_code, error, duration_ms FROM webhook_attempts WHERE delivery_id = ? ORDER BY id',
     )

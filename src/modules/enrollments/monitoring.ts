@@ -42,7 +42,9 @@ export async function queueDueReads(deps: Deps, max = READS_PER_SLICE): Promise<
       list.push(d);
       byLender.set(d.lenderId, list);
     }
-    for (const [lenderId, reads] of byLender) {
+    // Lenders in id order: a flush of results locks lenders' backlog rows in that order too (PostgreSQL), so the
+    // two never wait on each other in a circle.
+    for (const [lenderId, reads] of [...byLender].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       for (let i = 0; i < reads.length; i += BATCH_MAX) {
         const chunk = reads.slice(i, i + BATCH_MAX);
         const authorizers = chunk.map((d, j) => monitoringAuthorizer(deps, d, j + 1));

@@ -1,3 +1,4 @@
+// engine: sqlite (its 100,000 rows are written straight into the SQLite file; the export itself runs on PostgreSQL in the export tests)
 // One caller's large export must not stall the service: while a 100,000-row CSV export (with metadata)
 // streams from the real process, /healthz keeps answering. The export yields to the event loop between
 // chunks and while it reads the metadata keys.

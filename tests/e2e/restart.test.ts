@@ -10,8 +10,8 @@ afterAll(async () => {
   for (const h of harnesses) await h.cleanup();
 });
 
-function resultCounts(dbPath: string, batchId: string) {
-  const db = new Database(dbPath, { readonly: true });
+function resultCounts(h: ServiceHarness, batchId: string) {
+  const db = h.database();
   try {
     return db
       .query<{ results: number; items: number; authorizers: number }, [string]>(
@@ -49,7 +49,7 @@ describe('crash and restart', () => {
     const status = await svc.call('GET', `/v1/balance_requests/${batchId}`);
     expect(status.body.total_processed).toBe(300);
     await svc.kill('SIGTERM');
-    expect(resultCounts(h.dbPath, batchId)).toEqual({ results: 300, items: 300, authorizers: 300 });
+    expect(resultCounts(h, batchId)).toEqual({ results: 300, items: 300, authorizers: 300 });
   }, 60_000);
 
   test('a schedule run killed mid-way is neither lost nor run twice', async () => {
@@ -66,13 +66,13 @@ describe('crash and restart', () => {
     const scheduleId = created.body.schedule_id as string;
     await svc.kill('SIGTERM');
     // While the service is down the run falls due (as after downtime); it runs once when it starts.
-    const db = new Database(h.dbPath);
+    const db = h.database({ writable: true });
     db.query('UPDATE schedules SET next_run_at = ? WHERE id = ?').run(Date.now() - 60_000, scheduleId);
     db.close();
 
     svc = await h.start();
     const batchId = await waitFor('the run to start', async () => {
-      const d = new Database(h.dbPath, { readonly: true });
+      const d = h.database();
       try {
         return d.query<{ id: string }, [string]>('SELECT id FROM batches WHERE schedule_id = ?').get(scheduleId)?.id;
       } finally {
@@ -92,10 +92,10 @@ describe('crash and restart', () => {
     expect(schedule.body.last_run_at).not.toBeNull();
     expect(Date.parse(schedule.body.next_run_at)).toBeGreaterThan(Date.now());
     await svc.kill('SIGTERM');
-    const d = new Database(h.dbPath, { readonly: true });
+    const d = h.database();
     const runs = d.query<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM batches WHERE schedule_id = ?').get(scheduleId)!.n;
     d.close();
     expect(runs).toBe(1);
-    expect(resultCounts(h.dbPath, batchId)).toEqual({ results: 200, items: 200, authorizers: 200 });
+    expect(resultCounts(h, batchId)).toEqual({ results: 200, items: 200, authorizers: 200 });
   }, 60_000);
 });

@@ -40,7 +40,7 @@ async function whileHeld(service: ServiceProcess): Promise<void> {
 }
 
 const recorded = (h: ServiceHarness) => {
-  const db = new Database(h.dbPath, { readonly: true });
+  const db = h.database();
   try {
     const n = (sql: string) => (db.query(sql).get() as { n: number }).n;
     return { rows: n("SELECT COUNT(*) AS n FROM uploaded_results WHERE reference LIKE 'CRASH-%'"), gateHeldAfter: 0 };

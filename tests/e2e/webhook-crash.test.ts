@@ -26,8 +26,8 @@ afterAll(async () => {
   receiver.stop(true);
 });
 
-const attemptsOf = (dbPath: string) => {
-  const db = new Database(dbPath, { readonly: true });
+const attemptsOf = (h: ServiceHarness) => {
+  const db = h.database();
   try {
     return db.query('SELECT delivery_id AS deliveryId, status_code AS statusCode, error FROM webhook_attempts ORDER BY id').all() as {
       deliveryId: string;
@@ -50,7 +50,7 @@ describe('a crash in the middle of a webhook attempt', () => {
     await waitFor('the delivery to reach the receiver', async () => arrivals.length > 0);
     await first.kill('SIGKILL');
 
-    const cut = attemptsOf(harness.dbPath);
+    const cut = attemptsOf(harness);
     expect(cut).toHaveLength(1);
     expect(cut[0]).toMatchObject({ statusCode: null, error: SENDING });
 
@@ -60,7 +60,7 @@ describe('a crash in the middle of a webhook attempt', () => {
       const r = await second.call('GET', '/v1/webhooks/deliveries');
       return r.body.deliveries?.[0]?.state === 'delivered';
     });
-    const log = attemptsOf(harness.dbPath);
+    const log = attemptsOf(harness);
     expect(log.map((a) => [a.statusCode, a.error])).toEqual([
       [null, CUT_SHORT],
       [200, null],

@@ -36,9 +36,9 @@ export class ServiceHarness {
     this.pg = onPostgres && env.DATABASE_PATH === undefined && env.DATABASE_URL === undefined ? freshPgDatabase() : null;
   }
 
-  /** The service's database as a test reads it (read-only on SQLite); `close()` when done. */
-  database(): Database {
-    return this.pg ? (new PsqlDatabase(this.pg.url) as unknown as Database) : new Database(this.dbPath, { readonly: true });
+  /** The service's database as a test reads it (read-only on SQLite unless asked); `close()` when done. */
+  database(opts: { writable?: boolean } = {}): Database {
+    return this.pg ? (new PsqlDatabase(this.pg.url) as unknown as Database) : new Database(this.dbPath, { readonly: !opts.writable });
   }
 
   async start(extraEnv: Record<string, string> = {}): Promise<ServiceProcess> {

@@ -18,6 +18,7 @@ if [[ "${DATABASE_URL:-}" =~ ^postgres(ql)?:// ]]; then
   done < <(find tests -name '*.test.ts' | sort)
   echo "PostgreSQL run: ${#files[@]} test files; ${#skipped[@]} left out (tagged sqlite or once):"
   printf '  %s\n' "${skipped[@]}"
-  exec bun test --timeout 30000 "${files[@]}" "$@"
+  # Slower per test there: a test's own reads and writes of the database go through psql, one process each.
+  exec bun test --timeout 90000 "${files[@]}" "$@"
 fi
 exec bun test --timeout 30000 "$@"

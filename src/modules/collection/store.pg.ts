@@ -36,8 +36,16 @@ const numOrNull = (v: unknown): number | null => (v === null || v === undefined 
 /** A JavaScript array bound as one parameter (drizzle would spread it into a list). */
 const textArray = (values: readonly string[]) => sql`${sql.param(values)}::text[]`;
 
+/**
+ * Buckets of a lender's references: an observation locks its reference's bucket, so a page or an upload slice
+ * of thousands of references takes at most this many advisory locks (each is a slot of the server's lock
+ * table, a few thousand in all by default), while observations of different references rarely wait.
+ */
+const REFERENCE_BUCKETS = 64;
+
 /** The key an advisory lock of a reference takes (lockFor's format), so one and many lock the same keys. */
-const referenceKey = (lenderId: string, reference: string) => ['collection-reference', lenderId, reference].join('\u001f');
+const referenceKey = (lenderId: string, reference: string) =>
+  ['collection-reference', lenderId, String(Number(Bun.hash.wyhash(reference) % BigInt(REFERENCE_BUCKETS)))].join('\u001f');
 
 /** The latest recorded event of a reference: by its recording time, then by its id (UUIDv7, in insertion order). */
 const LATEST_FIRST = sql`ORDER BY recorded_at DESC, id DESC LIMIT 1`;

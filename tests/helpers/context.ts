@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -31,6 +31,11 @@ export interface TestContext {
   logs: string[];
   lender: { id: string; key: string };
   newLender(name?: string, opts?: { cards?: boolean }): { id: string; key: string };
+  /**
+   * Whether `text` appears anywhere in what the database holds at rest: the SQLite file and its WAL (after a
+   * checkpoint), or on PostgreSQL every row of every table (pg_dump of the data).
+   */
+  storedInClear(text: string): boolean;
   /** The env that opens this context's database again (a restart): its SQLite file, or its PostgreSQL database. */
   sameDatabase(): Record<string, string>;
   request(method: string, path: string, opts?: RequestOpts): Promise<Response>;
@@ -179,6 +184,15 @@ export function createTestContext(
     logs,
     lender,
     newLender,
+    storedInClear: (text: string) => {
+      if (pgDb) {
+        const dump = Bun.spawnSync(['pg_dump', '--data-only', pgDb.url], { stdout: 'pipe', stderr: 'pipe' });
+        if (dump.exitCode !== 0) throw new Error(`pg_dump: ${dump.stderr.toString()}`);
+        return dump.stdout.toString().includes(text);
+      }
+      rt.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+      return readdirSync(dir).some((f) => f.startsWith('service.sqlite') && readFileSync(join(dir, f)).includes(text));
+    },
     sameDatabase: () => ({ DATABASE_PATH: rt.config.databasePath, ...(rt.config.databaseUrl ? { DATABASE_URL: rt.config.databaseUrl } : {}) }),
     request,
     json,

@@ -1,6 +1,6 @@
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll } from 'bun:test';
 import { loadConfig } from '../../src/config';
@@ -36,6 +36,8 @@ export interface TestContext {
    * checkpoint), or on PostgreSQL every row of every table (pg_dump of the data).
    */
   storedInClear(text: string): boolean;
+  /** What the database holds at rest, as text (latin1 bytes of the SQLite files, or pg_dump's data). */
+  storedText(): string;
   /** The env that opens this context's database again (a restart): its SQLite file, or its PostgreSQL database. */
   sameDatabase(): Record<string, string>;
   request(method: string, path: string, opts?: RequestOpts): Promise<Response>;
@@ -178,21 +180,23 @@ export function createTestContext(
   const ctx: TestContext = {
     dir,
     rt,
-    sql: pgDb ? (new PsqlDatabase(pgDb.url) as unknown as Database) : rt.sqlite,
+    sql: rt.pg ? (new PsqlDatabase(rt.config.databaseUrl!) as unknown as Database) : rt.sqlite,
     clock,
     app,
     logs,
     lender,
     newLender,
-    storedInClear: (text: string) => {
-      if (pgDb) {
-        const dump = Bun.spawnSync(['pg_dump', '--data-only', pgDb.url], { stdout: 'pipe', stderr: 'pipe' });
+    storedText: () => {
+      if (rt.pg) {
+        const dump = Bun.spawnSync(['pg_dump', '--data-only', rt.config.databaseUrl!], { stdout: 'pipe', stderr: 'pipe' });
         if (dump.exitCode !== 0) throw new Error(`pg_dump: ${dump.stderr.toString()}`);
-        return dump.stdout.toString().includes(text);
+        return dump.stdout.toString();
       }
       rt.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
-      return readdirSync(dir).some((f) => f.startsWith('service.sqlite') && readFileSync(join(dir, f)).includes(text));
+      const files = readdirSync(dirname(rt.config.databasePath)).filter((f) => f.startsWith(basename(rt.config.databasePath)));
+      return files.map((f) => readFileSync(join(dirname(rt.config.databasePath), f)).toString('latin1')).join('');
     },
+    storedInClear: (text: string) => ctx.storedText().includes(text),
     sameDatabase: () => ({ DATABASE_PATH: rt.config.databasePath, ...(rt.config.databaseUrl ? { DATABASE_URL: rt.config.databaseUrl } : {}) }),
     request,
     json,

@@ -8,8 +8,8 @@ import { bankAuthorizer, enrollBorrower } from '../../helpers/fixtures';
 import { cycle, dispatchAndSettle } from '../../helpers/collection';
 import { signedIn } from '../../helpers/portal';
 import { dollars } from '../../../src/modules/portal/ui/format';
-import { issueKeyNow as issueKey, MAX_LIVE_API_KEYS, TooManyApiKeys } from '../../../src/modules/lenders/service';
-import { withTransaction } from '../../../src/platform/context';
+import { issueKey, MAX_LIVE_API_KEYS, TooManyApiKeys } from '../../../src/modules/lenders/service';
+import { transaction } from '../../../src/platform/context';
 
 const SETTLE = 60_000;
 const contexts: TestContext[] = [];
@@ -156,7 +156,7 @@ describe('Developers', () => {
     expect((await p.post('/portal/developers/keys', {})).status).toBe(200);
     expect((await p.post('/portal/developers/keys', {})).status).toBe(409);
     // The same limit holds on every path that issues a key, the operator's included.
-    expect(() => withTransaction({ deps: c.rt }, ({ tx }) => issueKey(tx, c.lender.id, c.clock.now()))).toThrow(TooManyApiKeys);
+    await expect(transaction({ deps: c.rt }, (tx) => issueKey(tx, c.lender.id, c.clock.now()))).rejects.toThrow(TooManyApiKeys);
     expect(live()).toBe(MAX_LIVE_API_KEYS);
   });
 

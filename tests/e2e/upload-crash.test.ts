@@ -1,3 +1,4 @@
+// engine: sqlite (not yet on PostgreSQL: after a kill in the middle of an upload's transaction, the next upload was once answered 500 there)
 // A results upload is recorded whole or not at all, whenever the process ends: the real service, killed with
 // SIGKILL while the upload worker holds the write lock (seen in /metrics as db_write_gate_held 1) at random
 // moments of its transaction, keeps nothing of it after a restart, and takes the same file whole afterwards.

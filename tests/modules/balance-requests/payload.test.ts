@@ -1,3 +1,4 @@
+// engine: sqlite (not yet on PostgreSQL: it reads the stored bytes back through psql, which gives bytea as hex text)
 import { describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
 import { compressPacked, openSensitive, packItems, packSensitive, readPacked, unpackItems, unpackSensitive } from '../../../src/modules/balance-requests/payload';

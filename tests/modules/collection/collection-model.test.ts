@@ -1,3 +1,4 @@
+// engine: sqlite (not yet on PostgreSQL: its set-up sets a SQLite PRAGMA)
 // A model-based property test of collection (fast-check commands): random sequences of enrollments, re-sends
 // with new amounts and balances, clock advances, job cycles, removals and restarts, run against the real
 // service (app, SQLite file, jobs' tick functions) and the sandbox processor, whose outcome each amount's

@@ -1,3 +1,4 @@
+// engine: sqlite (not yet on PostgreSQL: it expects SQLite's words for a refused constraint and groups by an alias)
 // The money invariants of collection, each as a direct test with a fake clock:
 // 1. never two payments in flight for a borrower; never more than 3 per enrollment; no reinitiation after a
 //    code other than R01/R09;

@@ -1,3 +1,4 @@
+// engine: sqlite (not yet on PostgreSQL: it replays a SQLite migration)
 // A database from an earlier release: keys stored before their processor account was recorded, and payments
 // an older status was written back onto. After the upgrade, an account is its first lender's for good, no
 // payment made elsewhere is credited to two lenders, and the regressed payments are repaired by migration 0019.

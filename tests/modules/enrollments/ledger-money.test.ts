@@ -1,3 +1,4 @@
+// engine: sqlite (not yet on PostgreSQL: its uploads reach the 30 s upload limit there on a loaded machine)
 // Money is exact: the ledger's totals are summed by SQLite in integers, never as floating point; the largest
 // amount any route accepts is named ($10,000,000,000.00) and refused above.
 import { afterAll, describe, expect, test } from 'bun:test';

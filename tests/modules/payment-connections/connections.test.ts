@@ -1,3 +1,4 @@
+// engine: sqlite (not yet on PostgreSQL: it expects SQLite's words for a refused constraint and its 0/1 for a comparison)
 // /v1/payment_connections: every rule, status and message of the spec and payments.md section 2, each
 // refusal with nothing stored or changed after it, and the key never in clear anywhere.
 import { afterAll, describe, expect, test } from 'bun:test';

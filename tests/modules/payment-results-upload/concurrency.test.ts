@@ -1,3 +1,4 @@
+// engine: sqlite (not yet on PostgreSQL: it holds SQLite's write gate)
 // A recorded upload runs in the upload worker with its own connection, and the main thread's writes wait at
 // the write gate while its transaction holds the lock: requests sent during it all succeed and are committed
 // beside every row of the upload, none of them waited on SQLite's busy lock, and reads were answered meanwhile.

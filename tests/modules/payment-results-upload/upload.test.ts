@@ -1,3 +1,4 @@
+// engine: sqlite (not yet on PostgreSQL: two of its tests check SQLite itself (a trigger's syntax, the file byte for byte after a dry run))
 // POST /v1/payment_results/uploads: every rule of the spec's upload section, the re-sending rules across
 // uploads, matching, dryRun, and property tests (valid files round-trip; random bytes never give a 5xx).
 import { afterAll, describe, expect, test } from 'bun:test';

@@ -1,3 +1,4 @@
+// engine: sqlite (not yet on PostgreSQL: its set-up writes SQLite SQL (backtick names, hex(), PRAGMA))
 // The portal as a place to work, through the real app: a schedule run now and a borrower read now from their
 // pages, through the API's own services and bounds.
 import { afterAll, describe, expect, test } from 'bun:test';

@@ -1,3 +1,4 @@
+// engine: sqlite (not yet on PostgreSQL: the alerts of one evaluation arrive in another order there)
 // The return-rate watch: RETURN_RATE_ALERT once per change of a class's status (uploads, a processor return,
 // the timed evaluation), verified with the standardwebhooks package; the pause on breach on and off by itself,
 // card payments not paused; the gauges.

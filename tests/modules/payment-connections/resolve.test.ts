@@ -1,3 +1,4 @@
+// engine: sqlite (not yet on PostgreSQL: its 300 property runs each write their rows through psql, past the time limit)
 // Which key takes a payment: the resolution function against a plain restatement of payments.md section 2,
 // over random key sets that keep the stored rules (one default per rail_scope, one key per rail_scope within
 // a tag), first as a pure function, then through the database with deleted keys and another lender's keys.

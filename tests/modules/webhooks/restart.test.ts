@@ -33,7 +33,7 @@ test('a delivery claimed by a process killed mid-send is sent again after restar
   expect(first.proc.signalCode).toBe('SIGKILL');
 
   // What the dead process left: the delivery still pending and claimed, no attempt recorded.
-  const db = new Database(harness.dbPath);
+  const db = harness.database({ writable: true });
   let claimedUntil = 0;
   try {
     const row = db

@@ -22,6 +22,10 @@ interface Sample {
   bytes: number;
 }
 
+/** The service's own limit on one upload (UPLOAD_TIME_LIMIT_MS's default), and the bench's. */
+const SERVICE_UPLOAD_LIMIT_MS = 30_000;
+const BENCH_UPLOAD_LIMIT_MS = 600_000;
+
 const STATUSES = ['settled', 'returned', 'sent', 'pending', 'late_return'];
 
 /** A generic results file of at most 10 MB: rows over 1000 borrowers, every status, dates in several formats. */
@@ -45,7 +49,9 @@ export function resultsFile(): Uint8Array {
 
 async function measure(mode: Mode): Promise<Sample> {
   const bytes = resultsFile();
-  const b = await benchRuntime();
+  // The service's time limit on one upload (30 s) is tested, not measured: raised here so that a slow or busy
+  // machine still gives a figure, which the report then compares with the limit.
+  const b = await benchRuntime({ UPLOAD_TIME_LIMIT_MS: String(BENCH_UPLOAD_LIMIT_MS) });
   try {
     const c = { lender: b.lender, deps: b.rt };
     // Borrowers with no processor key: nothing is collected, so only the upload moves them.
@@ -115,6 +121,11 @@ export const uploadBench: Bench = {
     const ratio = t('upload') / t('parse');
     const dryRatio = t('dry') / t('parse');
     const { rows, bytes } = samples.upload[0]!;
+    const slowest = Math.max(...samples.upload.map((s) => s.ms), ...samples.dry.map((s) => s.ms));
+    const overLimit =
+      slowest > SERVICE_UPLOAD_LIMIT_MS
+        ? [`The slowest run took ${ms(slowest, 0)}: over the service's limit of ${ms(SERVICE_UPLOAD_LIMIT_MS, 0)} for one upload (raised for the benchmark), the service would have refused that file.`]
+        : [];
     return {
       metrics: [
         { label: `bare csv-parse pass, ${num(rows)} rows, ${mb(bytes)} (median of ${RUNS})`, value: ms(t('parse')) },
@@ -131,6 +142,7 @@ export const uploadBench: Bench = {
       ],
       notes: [
         `The file: ${num(rows)} rows over ${BORROWERS} enrolled borrowers, five statuses, two date formats, return codes; every row matched and recorded (events, ledger, monitor) in one transaction on the real database (${onPostgres ? 'PostgreSQL, synchronous_commit as the server has it' : 'synchronous=FULL'}).`,
+        ...overLimit,
         `Each figure is from its own child process on a fresh database${onPostgres ? ' (PostgreSQL: cloned from the migrated template)' : ''}; the bare pass runs the csv-parse parser of the upload service over the same bytes and does nothing with the rows. The peak RSS is the child's: on PostgreSQL the server's own memory is not in it.`,
       ],
     };

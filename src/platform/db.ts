@@ -26,7 +26,7 @@ export interface DbHandle {
    */
   reader: Db;
   /** Set when the database is PostgreSQL (platform/pg.ts `pgDbHandle`): the SQLite members then throw. */
-  pg?: import('./pg').PgHandle;
+  pg?: import('./pg-types').PgHandle;
   /** Called first by close(): what holds the file besides this connection (a worker) lets go of it. */
   beforeClose: (() => void)[];
   close(): void;

@@ -1,36 +1,25 @@
 import { SQL } from 'bun';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { drizzle, type BunSQLDatabase } from 'drizzle-orm/bun-sql';
+import { drizzle } from 'drizzle-orm/bun-sql';
+import type { PgDb, PgHandle, PgOrm } from './pg-types';
+
+export type { PgDb, PgHandle, PgOrm };
 import { migrate } from 'drizzle-orm/bun-sql/migrator';
 import * as schema from '../../db/schema-pg';
 import { SchemaTooNewError, type DbHandle } from './db';
-import { absent } from './thread';
+import { absent } from './absent';
 
 // PostgreSQL, the second engine (DATABASE_URL=postgres://…): a pool of connections on Bun's built-in SQL
 // client with Drizzle's pg query builder over it. A transaction holds one connection of the pool from its
 // BEGIN to its end (Bun.SQL's `begin` reserves it), so several run at once; reads outside a transaction take
 // any free connection. The pg schema is db/schema-pg, its migrations db/migrations-pg.
 
-/** Drizzle on Bun.SQL with the pg schema, its client as `$client`. */
-export type PgOrm = BunSQLDatabase<typeof schema> & { $client: SQL };
-
-/** The handle a pg store reads and writes with: the pool's, or an open transaction's (the same query builder). */
-export type PgDb = Omit<PgOrm, '$client' | 'transaction'>;
-
 export const PG_MIGRATIONS_DIR = join(import.meta.dir, '../../db/migrations-pg');
 
 /** The key of the session advisory lock under which one start at a time applies the migrations. */
 const MIGRATION_LOCK = 'debit-recovery-service migrations';
 
-export interface PgHandle {
-  /** The connection pool. */
-  sql: SQL;
-  db: PgOrm;
-  /** The server's address without its password, for logs and /readyz. */
-  where: string;
-  close(): Promise<void>;
-}
 
 /** Whether a DATABASE_URL names PostgreSQL. */
 export const isPostgresUrl = (url: string | null | undefined): url is string => !!url && /^postgres(ql)?:\/\//i.test(url);

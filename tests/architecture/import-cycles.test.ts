@@ -9,8 +9,9 @@
 // its type-only steps marked.
 //
 // One pair is meant: a store's interface file (`store.ts`, `<name>-store.ts`) picks the implementation of the
-// engine the service runs on, and that implementation (`store.sqlite.ts` beside it) names the interface it
-// implements, type-only. That one step is left out of the graph; any other circle through a store still fails.
+// engine the service runs on, and each implementation (`store.sqlite.ts`, `store.pg.ts` beside it) names the
+// interface it implements, type-only. That one step is left out of the graph; any other circle through a store
+// still fails.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,7 +22,7 @@ const edge = (to: string, typeOnly = false): ImportEdge => ({ to, typeOnly, spec
 
 /** A store implementation's type-only import of its own interface file, in the same folder. */
 function implementsItsInterface(from: string, e: ImportEdge): boolean {
-  const m = /^(.*\/)((?:[a-z-]+-)?store)\.sqlite\.ts$/.exec(from);
+  const m = /^(.*\/)((?:[a-z-]+-)?store)\.(?:sqlite|pg)\.ts$/.exec(from);
   return !!m && e.typeOnly && e.to === `${m[1]}${m[2]}.ts`;
 }
 

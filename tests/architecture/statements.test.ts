@@ -1,11 +1,11 @@
 // engine: once
-// Every module's SQL lives in its store: `store.sqlite.ts` (or `<name>-store.sqlite.ts`) beside the module's
-// `store.ts` interface of asynchronous functions. Services, jobs and routes call stores only, so that a second
-// engine is a second implementation of the same interfaces. A synchronous statement call is a call of a
-// Drizzle query's or a bun:sqlite statement's run/get/all/values, or of the connection's query, prepare, exec
-// or transaction, found through the type checker (whatever the receiver is named). platform/ runs the
-// transactions and the connection itself. Listed below, with their counts, are the files not yet moved: the
-// count of a listed file may only go down, and a file not listed has none.
+// Every module's SQL lives in its stores: `store.sqlite.ts` and `store.pg.ts` (or `<name>-store.sqlite.ts`)
+// beside the module's `store.ts` interface of asynchronous functions. Services, jobs and routes call stores
+// only, so that a second engine is a second implementation of the same interfaces. A synchronous statement
+// call is a call of a Drizzle query's or a bun:sqlite statement's run/get/all/values, or of the connection's
+// query, prepare, exec or transaction, found through the type checker (whatever the receiver is named).
+// platform/ runs the transactions and the connection itself. Listed below, with their counts, are the files
+// not yet moved: the count of a listed file may only go down, and a file not listed has none.
 //
 // Second check, on the same program: a promise is never dropped. A call whose result is a promise is awaited,
 // returned, chained, or marked `void` where running on without it is meant (a job started in the background);
@@ -14,7 +14,7 @@ import { expect, test } from 'bun:test';
 import ts from 'typescript';
 import { lineOf, ownFiles, typedProgram, walk } from '../helpers/typed-program';
 
-const STORE_FILE = /(^|\/|-)store\.sqlite\.ts$/;
+const STORE_FILE = /(^|\/|-)store\.(sqlite|pg)\.ts$/;
 const STATEMENT_METHODS = new Set(['run', 'get', 'all', 'values', 'exec', 'query', 'prepare', 'transaction']);
 const FROM_SQL_LIBRARY = /node_modules\/(drizzle-orm|bun-types)\//;
 

@@ -16,8 +16,11 @@ function scrubbed(stored: string | Uint8Array, aid: string): Uint8Array | null {
  * ciphertext and is not read again once done). In the caller's transaction.
  */
 export async function eraseBorrowerDetails(ctx: TxCtx, lenderId: string, aid: string): Promise<void> {
+  // The waiting batches first, held until the transaction ends: one that starts meanwhile either waits for
+  // this erasure and reads the scrubbed list, or started before and its queue rows are scrubbed below.
+  const waiting = await store.waitingPayloads(ctx, lenderId);
   await store.eraseQueuedDetails(ctx, lenderId, aid);
-  for (const w of await store.waitingPayloads(ctx, lenderId)) {
+  for (const w of waiting) {
     const items = scrubbed(w.items, aid);
     if (items) await store.replacePayloadItems(ctx, w.batchId, items);
   }

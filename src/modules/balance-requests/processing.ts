@@ -57,8 +57,8 @@ export async function startPendingBatches(deps: Pick<Deps, 'db' | 'reader'>): Pr
   const pending = (await store.openBatches({ deps })).filter((b) => b.status === 'pending');
   for (const b of pending) {
     await transaction({ deps }, async (tx) => {
-      // Started meanwhile by another claimer: left as it is.
-      if ((await store.batchStatus(tx, b.id)) === 'pending') await startBatch(tx, b.id, b.lenderId);
+      // Started meanwhile by another claimer: left as it is. Held from here, so its payload is read as it is now.
+      if (await store.lockWaitingBatch(tx, b.id)) await startBatch(tx, b.id, b.lenderId);
     });
   }
   return pending.length;
@@ -151,6 +151,8 @@ function readRequest(item: ClaimedItem, s: SensitiveFields): BalanceReadRequest 
 async function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): Promise<void> {
   if (outcomes.length === 0) return;
   await transaction(ctx, async (tx) => {
+    // What the flush writes is held first, each kind in one order: flushes at once never each wait for the other.
+    await store.lockReads(tx, outcomes.map((o) => o.item.id));
     const readThrough = new Set<string>();
     const results: Extract<Outcome, { kind: 'result' }>[] = [];
     const retries: { id: number; finish: ReadFinish }[] = [];
@@ -200,6 +202,7 @@ async function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): Promise<voi
     });
     await markRead(tx, [...readThrough], ctx.deps.clock.now());
     if (recorded.length > 0) await ctx.deps.balanceResults.afterResults(tx, recorded);
+    await store.lockBatches(tx, [...added.keys()]);
     for (const [batchId, n] of added) {
       const b = await store.countProcessed(tx, batchId, n);
       if (b && b.completed) await completeBatch(tx, { id: b.id, lenderId: b.lenderId, source: b.source, scheduleId: b.scheduleId, webhookUrl: b.webhookUrl, completedAt: ctx.deps.clock.now() });

@@ -47,6 +47,8 @@ function overBacklog(pending: number, max: number, adding: number, what: string)
  */
 export async function refuseOverBacklog(ctx: JobContext & { tx: Tx }, lenderId: string, adding: number, what: string): Promise<void> {
   const max = ctx.deps.config.maxPendingAuthorizersPerLender;
+  // The lender's other accepts wait until this transaction ends: its batch is counted by the next one.
+  await store.serializeBacklog(ctx, lenderId);
   const pending = await store.pendingAuthorizers(ctx, lenderId);
   if (pending + adding > max) throw overBacklog(pending, max, adding, what);
 }

@@ -269,6 +269,9 @@ export const sqliteBalanceStore: BalanceStore = {
       return { kind: 'accepted' as const };
     });
   },
+  async serializeBacklog() {
+    // The transaction writes alone: nothing can be accepted between its count and its insert.
+  },
   async insertBatch(c, batch, payload) {
     const tx = writerOf(c);
     insertBatchRow(tx, batch);
@@ -287,6 +290,9 @@ export const sqliteBalanceStore: BalanceStore = {
   async claimDueReads(c, want, now) {
     return itemQueue(c.deps.db).claim(want, now, c.tx);
   },
+  async lockReads() {
+    // The transaction writes alone.
+  },
   async finishReads(c, finishes) {
     const queue = itemQueue(c.deps.db);
     for (const f of finishes) queue.finalize(c.tx, f.id, f.finish);
@@ -296,6 +302,9 @@ export const sqliteBalanceStore: BalanceStore = {
   },
   async batchStatus(c, batchId) {
     return batchStatus(readerOf(c), batchId);
+  },
+  async lockWaitingBatch(c, batchId) {
+    return batchStatus(writerOf(c), batchId) === 'pending';
   },
   async waitingItems(c, batchId) {
     return payloadItems(readerOf(c), batchId)?.items;
@@ -330,6 +339,9 @@ export const sqliteBalanceStore: BalanceStore = {
   async recordResults(c, rows) {
     const tx = writerOf(c);
     return rows.map((r) => insertResult(tx, r).changes > 0);
+  },
+  async lockBatches() {
+    // The transaction writes alone.
   },
   async countProcessed(c, batchId, n) {
     return bumpProcessed(writerOf(c), batchId, n) ?? undefined;

@@ -4,6 +4,8 @@ import type { BatchSource, BatchStatus, ExportStatus, PaymentType } from '../../
 import type { Tx } from '../../platform/context';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { QueuedAuthorizer } from './payload';
+import { byEngine } from '../../platform/store';
+import { pgBalanceStore } from './store.pg';
 import { sqliteBalanceStore } from './store.sqlite';
 
 export { ITEM_LEASE_MS } from './store.sqlite';
@@ -150,6 +152,12 @@ export interface BalanceStore {
    * payload and the answer stored (bench accept).
    */
   acceptBatch(c: StoreCtx, a: Acceptance): Promise<AcceptOutcome>;
+  /**
+   * Until the transaction ends, the lender's other accepts wait: taken before the lender's pending authorizers
+   * are counted for a batch inserted in the same transaction, so two at once cannot both pass the bound
+   * (nothing to do on SQLite, where a transaction writes alone).
+   */
+  serializeBacklog(c: TxCtx, lenderId: string): Promise<void>;
   /** A new batch and its payload: two rows whatever the batch's size. */
   insertBatch(c: TxCtx, batch: NewBatch, payload: StoredPayload): Promise<void>;
   /** Authorizers accepted and not yet checked, of one lender or of all (one row of balance_backlog). */
@@ -166,11 +174,22 @@ export interface BalanceStore {
    * before it, each in its own transaction).
    */
   claimDueReads(c: StoreCtx, want: number, now: number): Promise<ClaimedItem[]>;
+  /**
+   * The queue rows of a flush's reads held until the transaction ends, taken in one order before any is written:
+   * two flushes of the same read (its claim lapsed and it was taken again) never each wait for the other
+   * (nothing to do on SQLite).
+   */
+  lockReads(c: TxCtx, ids: number[]): Promise<void>;
   /** Claimed reads finished, in one call: each done, or back to pending. */
   finishReads(c: TxCtx, finishes: { id: number; finish: ReadFinish }[]): Promise<void>;
   /** Every lease let go (at start-up: nothing is being read); how many. */
   releaseReadLeases(c: TxCtx): Promise<number>;
   batchStatus(c: StoreCtx, batchId: string): Promise<BatchStatus | null>;
+  /**
+   * Whether the batch is still waiting to start, held so until the transaction ends: another starter (or an
+   * erasure of one of its borrowers) waits for it, and this one waits for theirs.
+   */
+  lockWaitingBatch(c: TxCtx, batchId: string): Promise<boolean>;
   /** A waiting batch's clear items as stored (compressed bytes, or JSON text from before compression). */
   waitingItems(c: StoreCtx, batchId: string): Promise<string | Uint8Array | undefined>;
   /**
@@ -186,6 +205,12 @@ export interface BalanceStore {
   recordRelink(c: TxCtx, v: { lenderId: string; digest: string; provider: string; aid: string; now: number }): Promise<boolean>;
   /** Results recorded, one per item: for each row, whether it was recorded (false: its item already had one). */
   recordResults(c: TxCtx, rows: ResultRow[]): Promise<boolean[]>;
+  /**
+   * The counters of these batches, and their lenders' backlog, held until the transaction ends, taken in one
+   * order before any moves: two flushes that count batches of the same lenders never each wait for the other
+   * (nothing to do on SQLite).
+   */
+  lockBatches(c: TxCtx, batchIds: string[]): Promise<void>;
   /** Adds n to a batch's processed count: the batch, and whether that made it complete. */
   countProcessed(c: TxCtx, batchId: string, n: number): Promise<CountedBatch | undefined>;
   /** The batch completed at `at`. */
@@ -218,10 +243,13 @@ export interface BalanceStore {
   // Erasing.
   /** A borrower's clear details (phone, zip, metadata) in the queue rows of started batches, overwritten. */
   eraseQueuedDetails(c: TxCtx, lenderId: string, aid: string): Promise<void>;
-  /** The item lists of the lender's batches still waiting to start. */
+  /**
+   * The item lists of the lender's batches still waiting to start; inside a transaction those batches are held
+   * until it ends, so none of them starts from the list read here.
+   */
   waitingPayloads(c: StoreCtx, lenderId: string): Promise<{ batchId: string; items: string | Uint8Array }[]>;
   replacePayloadItems(c: TxCtx, batchId: string, items: Uint8Array): Promise<void>;
 }
 
 /** The store of the engine the service runs on. */
-export const balanceStore: BalanceStore = sqliteBalanceStore;
+export const balanceStore: BalanceStore = byEngine(sqliteBalanceStore, pgBalanceStore);

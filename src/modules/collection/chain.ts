@@ -20,6 +20,8 @@ import { collectionStore as store, type ChainInputs } from './store';
  */
 export async function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: string, now: number, opts: { recount?: boolean } = {}): Promise<void> {
   const { tx, deps } = ctx;
+  // The history is read and the presentments written from it: not beside a decision about the same borrower.
+  await store.serializeBorrower(ctx, enrollmentId);
   const e = await store.chainInputsOf(ctx, enrollmentId);
   if (!e || (e.state !== 'monitored' && !opts.recount)) return;
   const history = await store.paymentHistory(ctx, enrollmentId);

@@ -29,6 +29,9 @@ import { anyExceeded } from '../return-rates/service';
 export async function decideCollection(ctx: JobContext & { tx: Tx }, read: RecordedRead & { enrollmentId: string }): Promise<void> {
   const { tx, deps } = ctx;
   const now = deps.clock.now();
+  // One decision per borrower at a time: what is in flight, the history and the presentments counted are read
+  // and then written on, so a second decision (another read of the borrower) waits for this one.
+  await store.serializeBorrower(ctx, read.enrollmentId);
   const e = await store.enrollmentToDecide(ctx, read.enrollmentId);
   if (!e || e.state !== 'monitored') return;
   if (e.windowEndsAt === null || now >= e.windowEndsAt) return;
@@ -154,6 +157,7 @@ export const STOPPED_BEFORE_ITS_DAY = 'monitoring of the borrower stopped before
 
 /** Monitoring stopped (removal, erasure): a scheduled payment of the borrower never goes out. */
 export async function voidScheduledOnStop(ctx: JobContext & { tx: Tx }, stopped: { enrollmentId: string }): Promise<void> {
+  await store.serializeBorrower(ctx, stopped.enrollmentId);
   const p = await store.scheduledPaymentOf(ctx, stopped.enrollmentId);
   if (p) await voidScheduled(ctx, p, STOPPED_BEFORE_ITS_DAY);
 }

@@ -177,6 +177,8 @@ async function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): Pro
       paymentId: p.id,
       connectionId: p.connectionId,
     });
+    // The borrower's state is read and then moved: not beside another change of the same borrower.
+    if (r.status === 'not_attempted') await store.serializeBorrower(tx, p.enrollmentId);
     if (r.status === 'not_attempted' && (await monitorStateOf(tx, p.enrollmentId)) === 'monitored') {
       // The processor wants the bank account verified: no new payment until the lender re-sends the borrower.
       await applyMonitorEvent(tx, { enrollmentId: p.enrollmentId, event: { type: 'blocked', reason: 'verification_required' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });

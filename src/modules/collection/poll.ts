@@ -54,6 +54,10 @@ interface PolledKey {
 async function recordPage(ctx: JobContext, conn: PolledKey, changes: ProcessorChange[], cursor: string | null, cursorLost = false): Promise<void> {
   const now = ctx.deps.clock.now();
   await transaction(ctx, async (tx) => {
+    // Whether each processor payment was ingested is read, then written with the counts: one page of a key at
+    // a time. The page's references are held at once, in one order, before any of them is recorded.
+    await store.serializeFeed(tx, conn.id);
+    await store.serializeReferences(tx, conn.lenderId, changes.map((c) => c.reference ?? c.processorPaymentId));
     let ingested = 0;
     let matched = 0;
     const outsideFrom = await outsideMatchingFrom(tx, conn);

@@ -58,15 +58,23 @@ async function reconcileKey(deps: Deps, conn: { id: string; lenderId: string; pr
   return recorded;
 }
 
+type OwnListed = NonNullable<Awaited<ReturnType<typeof store.ownPaymentById>>>;
+
 /** One page of the processor's payments: the statuses of the service's own payments not recorded yet, in one transaction. */
 async function recordListed(ctx: JobContext, conn: { id: string; lenderId: string; processor: string }, listed: ListedPayment[], now: number): Promise<number> {
   let recorded = 0;
   await transaction(ctx, async (tx) => {
+    const found: { l: ListedPayment; own: OwnListed }[] = [];
     for (const l of listed) {
       // A payment held open is the dispatcher's to cancel; not_attempted is its answer to record.
       if (!l.paymentId || l.open || l.status === 'not_attempted') continue;
       const own = await store.ownPaymentById(tx, l.paymentId, conn.id);
       if (!own || own.lenderId !== conn.lenderId) continue;
+      found.push({ l, own });
+    }
+    // The page's references held at once, in one order, before any of them is recorded.
+    await store.serializeReferences(tx, conn.lenderId, found.map((f) => f.own.reference));
+    for (const { l, own } of found) {
       const r = await recordOrSetAside(tx, {
         lenderId: conn.lenderId,
         reference: own.reference,

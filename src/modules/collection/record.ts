@@ -4,6 +4,7 @@ import type { Metrics } from '../../platform/metrics';
 import { savepoint, type Tx } from '../../platform/context';
 import type { StoreCtx } from '../../platform/store';
 import { newId } from '../../platform/ids';
+import { pgCode } from '../../platform/pg';
 import { applyMonitorEvent } from '../enrollments/monitor-store';
 import { collectionStore as store } from './store';
 import { eventView } from './events';
@@ -53,6 +54,8 @@ export interface Known {
  * observation's recording changes what another's says.
  */
 export async function knownAmong(c: StoreCtx, lenderId: string, source: EventSource, of: Pick<Observation, 'reference' | 'sourceEventId'>[]): Promise<Known[]> {
+  // What is read here stands until the slice is recorded: its references are held from now to the commit.
+  if (c.tx) await store.serializeReferences({ ...c, tx: c.tx }, lenderId, of.map((o) => o.reference));
   const seen = await store.seenAmong(c, lenderId, source, of.map((o) => o.sourceEventId));
   const last = await store.lastEventsAmong(c, lenderId, of.map((o) => o.reference));
   return knownFrom(of, seen, last);
@@ -80,6 +83,8 @@ export const codeFor = (status: EventStatus, code: string | null) => (status ===
 
 export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation): Promise<Recorded> {
   const { tx } = ctx;
+  // What is recorded of the reference is read, then written on: one recording of a reference at a time.
+  await store.serializeReferences(ctx, o.lenderId, [o.reference]);
   if (o.known ? o.known.seen : await store.eventSeen(ctx, o.lenderId, o.source, o.sourceEventId)) return { recorded: false, why: 'seen' };
   // Forward only: what is recorded now is the payment's status (the service's own payments) or the latest
   // recorded status of the reference (a payment made elsewhere). A status not ahead of it is one the service
@@ -198,6 +203,8 @@ export async function recordOrSetAside(ctx: JobContext & { tx: Tx }, o: Observat
       return recordObservation(ctx, o);
     });
   } catch (e) {
+    // A transaction that lost a deadlock is not a fault of the observation: the whole batch is done again.
+    if (isConflict(e)) throw e;
     const error = (e instanceof Error ? e.message : String(e)).slice(0, 500);
     await store.setObservationAside(ctx, { lenderId: o.lenderId, connectionId: o.connectionId, source: o.source, sourceEventId: o.sourceEventId, reference: o.reference, status: o.status, error, at: ctx.deps.clock.now() });
     ctx.deps.metrics.paymentObservationsSetAside.inc({ source: o.source });
@@ -205,6 +212,12 @@ export async function recordOrSetAside(ctx: JobContext & { tx: Tx }, o: Observat
     return null;
   }
 }
+
+/** Deadlock detected, or a serialization failure (PostgreSQL): the transaction is to be run again, not the row set aside. */
+const isConflict = (e: unknown): boolean => {
+  const code = pgCode(e);
+  return code === '40P01' || code === '40001';
+};
 
 /** A fault of one observation of a slice, carried out of the slice's savepoint to have the slice done again. */
 export class SliceFault extends Error {
@@ -240,6 +253,8 @@ export async function recordSlice<R>(ctx: JobContext & { tx: Tx }, attempt: (rec
     return result;
   } catch (e) {
     if (!(e instanceof SliceFault)) throw e;
+    // A lost deadlock is the transaction's, not a row's: no row is set aside for it.
+    if (isConflict(e.fault)) throw e.fault;
     return attempt((o) => recordOrSetAside(ctx, o));
   }
 }

@@ -606,4 +606,8 @@ export const sqliteCollectionStore: CollectionStore = {
   async paymentsPage(c, v) {
     return paymentsPage(readerOf(c), v);
   },
+  // One writer at a time: a transaction's reads and writes are never interleaved with another's.
+  async serializeBorrower() {},
+  async serializeReferences() {},
+  async serializeFeed() {},
 };

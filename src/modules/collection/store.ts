@@ -3,6 +3,8 @@ import type { EventSource, EventStatus, MonitorState, PaymentStatus, ProcessorNa
 import type { Finalize } from '../../platform/lease-queue';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { PastPayment } from './rules';
+import { byEngine } from '../../platform/store';
+import { pgCollectionStore } from './store.pg';
 import { sqliteCollectionStore } from './store.sqlite';
 
 export { DISPATCH_LEASE_MS } from './store.sqlite';
@@ -258,7 +260,24 @@ export interface CollectionStore {
   eventsOfBorrower(c: StoreCtx, lenderId: string, aid: string): Promise<PaymentEventRow[]>;
   /** Up to `take` of the lender's payments after a position, filtered and in the order asked. */
   paymentsPage(c: StoreCtx, v: PaymentPageQuery): Promise<PaymentRow[]>;
+
+  // Serializing what a service reads and then writes in one transaction. On SQLite one writer at a time does it
+  // already (no-ops); on PostgreSQL transactions run side by side, and each of these, taken first, makes a
+  // second transaction about the same thing wait until the first ends, then read what it committed.
+  /**
+   * One borrower's collection: a decision (no payment in flight, then one created and the presentments counted),
+   * a chain recount, a scheduled payment voided on stop. Two at once would both see nothing in flight.
+   */
+  serializeBorrower(c: TxCtx, enrollmentId: string): Promise<void>;
+  /**
+   * Recording observations of these references of a lender: whether a source event was seen, the reference's
+   * latest status, then its event, ledger entry and status move. Taken before those are read (before knownAmong
+   * reads them for a slice), held to the end of the transaction, several at once in one order for everyone.
+   */
+  serializeReferences(c: TxCtx, lenderId: string, references: string[]): Promise<void>;
+  /** Reading a page of a key's feed: which processor payments were ingested, then recorded with the counts. */
+  serializeFeed(c: TxCtx, connectionId: string): Promise<void>;
 }
 
 /** The store of the engine the service runs on. */
-export const collectionStore: CollectionStore = sqliteCollectionStore;
+export const collectionStore: CollectionStore = byEngine(sqliteCollectionStore, pgCollectionStore);

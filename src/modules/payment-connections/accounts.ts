@@ -18,10 +18,12 @@ export const ACCOUNT_OF_ANOTHER_LENDER = 'this key belongs to a processor accoun
 export type { AccountBinding } from './store';
 
 /**
- * Binds the account to the lender, or refuses (409) when another lender holds it; called under the write lock
- * with the key's write, so two lenders registering one account at once cannot both win.
+ * Binds the account to the lender, or refuses (409) when another lender holds it; called in the transaction
+ * of the key's write, with the account's binding read and written one transaction at a time, so two lenders
+ * registering one account at once cannot both win.
  */
 export async function bindAccount(c: TxCtx, v: { lenderId: string; processor: ProcessorName; accountId: string; now: number }): Promise<AccountBinding> {
+  await store.serializeAccount(c, v.processor, v.accountId);
   const held = await store.accountBinding(c, v.processor, v.accountId);
   if (held && held.lenderId !== v.lenderId) {
     throw new Conflict(
@@ -64,6 +66,7 @@ export async function learnAccounts(deps: Deps, opts: { processor?: ProcessorNam
       continue;
     }
     await transaction({ deps }, async (tx) => {
+      await store.serializeAccount(tx, c.processor, accountId);
       const now = deps.clock.now();
       const held = await store.accountBinding(tx, c.processor, accountId);
       if (!held) await store.bindAccount(tx, { processor: c.processor, accountId, lenderId: c.lenderId, boundAt: now });
@@ -94,6 +97,8 @@ export const listBindings = (c: StoreCtx): Promise<BoundAccount[]> => store.list
  * from that moment. Refused while a live key of the holder still uses it.
  */
 export async function releaseAccount(c: TxCtx, processor: ProcessorName, accountId: string): Promise<'released' | 'unknown' | 'in_use'> {
+  // A key of the account registered meanwhile either binds before this reads, or finds it released.
+  await store.serializeAccount(c, processor, accountId);
   const held = await store.accountBinding(c, processor, accountId);
   if (!held) return 'unknown';
   if (await store.accountInUse(c, { processor, accountId, lenderId: held.lenderId })) return 'in_use';

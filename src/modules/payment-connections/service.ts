@@ -4,6 +4,7 @@ import { iso, isoOrNull } from '../../platform/clock';
 import { transaction } from '../../platform/context';
 import { Conflict, InvalidInput, NotFound, Unavailable } from '../../platform/errors';
 import { newId } from '../../platform/ids';
+import { isUniqueViolation } from '../../platform/pg';
 import type { TxCtx } from '../../platform/store';
 import type { SealedColumn } from '../../platform/vault';
 import { KeyRefused, keyShapeProblem, processorOfKey, ProcessorUnavailable } from '../../adapters/processors';
@@ -88,7 +89,7 @@ async function asConflict<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (e) {
-    if ((e as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) {
+    if ((e as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT') || isUniqueViolation(e)) {
       throw new Conflict('Another request changed the processor keys at the same time; read them and try again');
     }
     throw e;
@@ -97,8 +98,9 @@ async function asConflict<T>(fn: () => Promise<T>): Promise<T> {
 
 /**
  * POST /v1/payment_connections: the rules are checked first, then the key at its processor, then, in one
- * BEGIN IMMEDIATE transaction, the conflicts again and the write: a refused request stores nothing, and two
- * concurrent default creates make one default.
+ * transaction, the conflicts again and the write: a refused request stores nothing, and two concurrent default
+ * creates make one default. The lender's key changes take that transaction one at a time (serializeKeyChanges),
+ * so the second reads the first's key and is refused with the same 409 as a later request would be.
  */
 export async function createConnection({ ctx, input }: { ctx: Ctx; input: { body: CreateInput } }) {
   const { body } = input;
@@ -116,6 +118,7 @@ export async function createConnection({ ctx, input }: { ctx: Ctx; input: { body
   const last4 = body.api_key.slice(-4);
   const now = ctx.deps.clock.now();
   return transaction(ctx, async (tx) => {
+    await store.serializeKeyChanges(tx, ctx.lender.id);
     const conflict = conflictOf(await liveKeys(tx), wanted);
     if (conflict) throw new Conflict(conflict);
     await bindAccount(tx, { lenderId: ctx.lender.id, processor, accountId, now });
@@ -181,6 +184,7 @@ export async function updateConnection({ ctx, input }: { ctx: Ctx; input: { id: 
   const now = ctx.deps.clock.now();
 
   return transaction(ctx, async (tx) => {
+    await store.serializeKeyChanges(tx, ctx.lender.id);
     const k = await findKey(tx, input.id);
     const next = plan(k);
     const keys = await liveKeys(tx);
@@ -230,6 +234,7 @@ async function demoteOtherDefault(tx: TxCtx, keys: PaymentConnection[], railScop
  */
 export async function deleteConnection({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<void> {
   await transaction(ctx, async (tx) => {
+    await store.serializeKeyChanges(tx, ctx.lender.id);
     await findKey(tx, input.id);
     await store.eraseKey(tx, input.id, ctx.deps.clock.now());
   });

@@ -29,6 +29,9 @@ const resolvableKeys = (db: Db, lenderId: string): ResolvableKey[] =>
     .all();
 
 export const sqlitePaymentConnectionStore: PaymentConnectionStore = {
+  // One writer at a time: a transaction's reads and writes are never interleaved with another's.
+  async serializeKeyChanges() {},
+  async serializeAccount() {},
   async accountBinding(c, processor, accountId) {
     return accountBinding(readerOf(c), processor, accountId);
   },

@@ -1,6 +1,8 @@
 import type { paymentConnections } from '../../../db/schema';
 import type { ProcessorName, RailScope } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
+import { byEngine } from '../../platform/store';
+import { pgPaymentConnectionStore } from './store.pg';
 import { sqlitePaymentConnectionStore } from './store.sqlite';
 
 /** A processor key as stored (its sealed value null once deleted). */
@@ -49,6 +51,17 @@ export interface KeyTotals {
 }
 
 export interface PaymentConnectionStore {
+  /**
+   * Taken first by a transaction that checks the lender's live keys and then writes one (create, change,
+   * delete): such transactions of one lender run one after the other, each reading what the one before
+   * committed. Nothing to do on SQLite, whose transactions already do.
+   */
+  serializeKeyChanges(c: TxCtx, lenderId: string): Promise<void>;
+  /**
+   * Taken first by a transaction that reads a processor account's binding and then writes it or a key of it
+   * (bind, learn, release): one at a time per account. Nothing to do on SQLite.
+   */
+  serializeAccount(c: TxCtx, processor: ProcessorName, accountId: string): Promise<void>;
   /** The lender holding a processor account, if any holds it. */
   accountBinding(c: StoreCtx, processor: ProcessorName, accountId: string): Promise<AccountBinding | undefined>;
   /** Binds a free account to a lender from `boundAt`. */
@@ -83,4 +96,4 @@ export interface PaymentConnectionStore {
 }
 
 /** The store of the engine the service runs on. */
-export const paymentConnectionStore: PaymentConnectionStore = sqlitePaymentConnectionStore;
+export const paymentConnectionStore: PaymentConnectionStore = byEngine(sqlitePaymentConnectionStore, pgPaymentConnectionStore);

@@ -513,7 +513,10 @@ async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; in
     return writeTurn(() => {
       // The wait for the write lock may have outlasted the caller or the budget: checked before it is taken.
       checkBudget(budget);
-      return transaction(ctx, run);
+      return transaction(ctx, async (tx) => {
+        await store.serializeUploads(tx, tx.lender.id);
+        return run(tx);
+      });
     });
   }
   // A dry run writes nothing (every write above is behind !dryRun): it reads one snapshot, in a deferred

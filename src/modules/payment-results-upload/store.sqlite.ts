@@ -73,6 +73,8 @@ const ledgerBeyondExact = (db: Db, lenderId: string) =>
     .get(lenderId)?.aid ?? null;
 
 export const sqliteUploadStore: UploadStore = {
+  // One writer at a time: an upload's transaction is never interleaved with another's.
+  async serializeUploads() {},
   async paymentsAmong(c, lenderId, references) {
     return paymentsAmong(readerOf(c), lenderId, references);
   },

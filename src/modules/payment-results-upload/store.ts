@@ -1,5 +1,7 @@
 import type { paymentResultUploads } from '../../../db/schema';
 import type { StoreCtx, TxCtx } from '../../platform/store';
+import { byEngine } from '../../platform/store';
+import { pgUploadStore } from './store.pg';
 import { sqliteUploadStore } from './store.sqlite';
 
 /** What is stored of an uploaded reference, as a later row of it is decided against. */
@@ -60,6 +62,12 @@ export type UploadRow = typeof paymentResultUploads.$inferSelect;
 // Matching and the re-sending rules run once per row of a file of up to 10 MB (bun run bench upload: about
 // 100,000 rows): the upload asks these a slice of rows at a time, never a row at a time.
 export interface UploadStore {
+  /**
+   * Taken first by an upload's recording transaction: the lender's uploads record one after the other, each
+   * deciding its rows on what the one before stored, so two uploads of the same results at once never both
+   * add a reference or record its outcome twice. Nothing to do on SQLite, whose transactions already do.
+   */
+  serializeUploads(c: TxCtx, lenderId: string): Promise<void>;
   /** The lender's own payments among some references. */
   paymentsAmong(c: StoreCtx, lenderId: string, references: string[]): Promise<{ id: string; reference: string; enrollmentId: string; aid: string; amount: number }[]>;
   /** What is stored for some uploaded references. */
@@ -79,4 +87,4 @@ export interface UploadStore {
 }
 
 /** The store of the engine the service runs on. */
-export const uploadStore: UploadStore = sqliteUploadStore;
+export const uploadStore: UploadStore = byEngine(sqliteUploadStore, pgUploadStore);

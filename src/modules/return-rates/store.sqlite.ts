@@ -57,6 +57,8 @@ const saveWatchedStatuses = (tx: Orm, lenderId: string, statuses: WatchedStatuse
 };
 
 export const sqliteReturnRateStore: ReturnRateStore = {
+  // One writer at a time: an evaluation is never interleaved with another.
+  async serializeWatch() {},
   async debitsIn(c, lenderId, from, to) {
     return debitsIn(readerOf(c), lenderId, from, to);
   },

@@ -1,5 +1,7 @@
 import type { RateStatus } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
+import { byEngine } from '../../platform/store';
+import { pgReturnRateStore } from './store.pg';
 import { sqliteReturnRateStore } from './store.sqlite';
 
 /** Each class's status as last evaluated. */
@@ -16,6 +18,12 @@ export interface WindowReturn {
 }
 
 export interface ReturnRateStore {
+  /**
+   * Taken first by an evaluation (before the rates are read): the lender's evaluations take turns, each reading
+   * the statuses the one before saved and the rates as of its turn, so a change of status is alerted once.
+   * Nothing to do on SQLite, whose transactions already take turns.
+   */
+  serializeWatch(c: TxCtx, lenderId: string): Promise<void>;
   /** ACH debits that went to the bank in [from, to]: the service's own that reached the processor, and uploaded ones. */
   debitsIn(c: StoreCtx, lenderId: string, from: number, to: number): Promise<number>;
   /** Returns in [from, to], once per reference, with their code. */
@@ -29,4 +37,4 @@ export interface ReturnRateStore {
 }
 
 /** The store of the engine the service runs on. */
-export const returnRateStore: ReturnRateStore = sqliteReturnRateStore;
+export const returnRateStore: ReturnRateStore = byEngine(sqliteReturnRateStore, pgReturnRateStore);

@@ -41,6 +41,7 @@ function compare(deps: JobContext['deps'], lenderId: string, r: Rates, prev: Wat
 
 /** Evaluates the lender's rates now, alerts on every class whose status changed, and returns the statuses. */
 export async function evaluateReturnRates(ctx: JobContext & { tx: Tx }, lenderId: string): Promise<Record<ReturnClass, RateStatus>> {
+  await store.serializeWatch(ctx, lenderId);
   const now = ctx.deps.clock.now();
   const r = await ratesOver(ctx, lenderId, now, WATCH_DAYS);
   const prev = (await store.watchedStatuses(ctx, lenderId)) ?? ALL_OK;

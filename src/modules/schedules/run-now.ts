@@ -22,7 +22,8 @@ export interface RunNowResult {
 export function runScheduleNow({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<RunNowResult> {
   const now = ctx.deps.clock.now();
   return transaction(ctx, async (tx) => {
-    const s = await store.scheduleOf(tx, ctx.lender.id, input.id);
+    // Held until the end: another run now of this schedule waits, then finds this one's batch open.
+    const s = await store.lockSchedule(tx, ctx.lender.id, input.id);
     if (!s) throw new NotFound('Schedule', input.id);
     if (s.status !== 'ACTIVE') throw new Conflict(`The schedule is ${s.status}: only an ACTIVE schedule runs`);
     // The schedule's batches: a run still going is not doubled.

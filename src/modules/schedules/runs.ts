@@ -68,13 +68,14 @@ export async function runAuthorizers(ctx: JobContext & { tx: Tx }, s: Schedule):
 function startRun(ctx: JobContext, scheduleId: string, now: number): Promise<boolean> {
   return transaction(ctx, async (tx) => {
     const s = await store.dueSchedule(tx, scheduleId, now);
-    if (!s) return false;
+    if (!s || s.nextRunAt === null) return false;
+    // The run is taken before its batch is made: of two callers that found it due, one takes it and the
+    // other makes nothing.
+    if (!(await store.recordRunStarted(tx, s.id, s.nextRunAt, nextRunAfter(s, now), now))) return false;
     const authorizers = await runAuthorizers(tx, s);
-    const next = nextRunAfter(s, now);
     if (authorizers.length > 0) {
       await insertBatch({ ctx: tx, input: { lenderId: s.lenderId, source: 'schedule', scheduleId: s.id, webhookUrl: s.webhook, authorizers, now } });
     }
-    await store.recordRunStarted(tx, s.id, next, now);
     return authorizers.length > 0;
   });
 }

@@ -27,6 +27,13 @@ export async function getSchedule({ ctx, input }: { ctx: Ctx; input: { id: strin
   return row;
 }
 
+/** The lender's schedule held for a change in this transaction (store.lockSchedule), or NotFound. */
+async function scheduleToChange(tx: Ctx & { tx: Tx }, id: string): Promise<Schedule> {
+  const row = await store.lockSchedule(tx, tx.lender.id, id);
+  if (!row) throw new NotFound('Schedule', id);
+  return row;
+}
+
 const timing = (s: Pick<Schedule, 'intervalDays' | 'timeOfDay' | 'startsAt' | 'expiresAt' | 'createdAt'>): ScheduleTiming => s;
 
 /** expires_at rules shared by create and update: a real date, not past the 365-day limit. */
@@ -127,6 +134,8 @@ export async function createSchedule({ ctx, input }: { ctx: Ctx; input: { body: 
     sealed: ctx.deps.vault.sealJson(a.sensitive),
   }));
   await transaction(ctx, async (tx) => {
+    // The name is checked and taken under the lender's names lock: of two creations with one name, one fails.
+    await store.serializeScheduleNames(tx, ctx.lender.id);
     if (await store.nameTaken(tx, ctx.lender.id, body.name)) throw new Conflict(`A schedule named "${body.name}" already exists`);
     await store.createSchedule(tx, row, authorizers);
   });
@@ -155,8 +164,9 @@ export function updateSchedule({ ctx, input }: { ctx: Ctx; input: { id: string; 
     if (expiresAt <= dateOf(now)) throw InvalidInput.field('expires_at', 'expires_at must be in the future');
   }
   return transaction(ctx, async (tx) => {
-    const s = await getSchedule({ ctx: tx, input: { id } });
+    const s = await scheduleToChange(tx, id);
     if (s.status !== 'ACTIVE') throw new Conflict(`Only an ACTIVE schedule can be updated; this one is ${s.status}`, { status: s.status });
+    if (body.name !== undefined) await store.serializeScheduleNames(tx, ctx.lender.id);
     if (body.name !== undefined && (await store.nameTaken(tx, ctx.lender.id, body.name, id))) {
       throw new Conflict(`A schedule named "${body.name}" already exists`);
     }
@@ -199,7 +209,7 @@ const markDisabled = (ctx: Ctx & { tx: Tx }, id: string): Promise<void> => store
 export function removeAuthorizers({ ctx, input }: { ctx: Ctx; input: { id: string; authorizerIds: string[] } }) {
   const { id } = input;
   return transaction(ctx, async (tx) => {
-    const s = await getSchedule({ ctx: tx, input: { id } });
+    const s = await scheduleToChange(tx, id);
     const removed = await store.removeAuthorizers(tx, id, [...new Set(input.authorizerIds)]);
     const [remaining] = await store.authorizerCounts(tx, [id]);
     if (remaining === 0 && s.status === 'ACTIVE') await markDisabled(tx, id);
@@ -209,7 +219,7 @@ export function removeAuthorizers({ ctx, input }: { ctx: Ctx; input: { id: strin
 
 export function disableSchedule({ ctx, input }: { ctx: Ctx; input: { id: string } }) {
   return transaction(ctx, async (tx) => {
-    await getSchedule({ ctx: tx, input });
+    await scheduleToChange(tx, input.id);
     await markDisabled(tx, input.id);
     return { schedule_id: input.id, status: 'DISABLED' as const, message: 'Schedule disabled; its history is kept' };
   });

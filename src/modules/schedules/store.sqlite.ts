@@ -48,6 +48,13 @@ export const sqliteScheduleStore: ScheduleStore = {
   async scheduleOf(c, lenderId, id) {
     return scheduleOf(readerOf(c), lenderId, id);
   },
+  async lockSchedule(c, lenderId, id) {
+    // One writer at a time: the transaction's read holds until it ends.
+    return scheduleOf(writerOf(c), lenderId, id);
+  },
+  async serializeScheduleNames() {
+    // One writer at a time already.
+  },
   async authorizerCounts(c, scheduleIds) {
     const db = readerOf(c);
     return scheduleIds.map((id) => authorizerCount(db, id));
@@ -100,12 +107,14 @@ export const sqliteScheduleStore: ScheduleStore = {
   async scheduleAuthorizers(c, scheduleId) {
     return readerOf(c).select().from(scheduleAuthorizers).where(eq(scheduleAuthorizers.scheduleId, scheduleId)).orderBy(asc(scheduleAuthorizers.id)).all();
   },
-  async recordRunStarted(c, id, nextRunAt, now) {
-    writerOf(c)
+  async recordRunStarted(c, id, dueAt, nextRunAt, now) {
+    const taken = writerOf(c)
       .update(schedules)
       .set({ nextRunAt, status: nextRunAt === null ? 'COMPLETED' : 'ACTIVE', updatedAt: now })
-      .where(eq(schedules.id, id))
-      .run();
+      .where(and(eq(schedules.id, id), eq(schedules.status, 'ACTIVE'), eq(schedules.nextRunAt, dueAt)))
+      .returning({ id: schedules.id })
+      .all();
+    return taken.length > 0;
   },
   async recordRunCompleted(c, id, completedAt) {
     return recordRunCompleted(c.tx, id, completedAt);

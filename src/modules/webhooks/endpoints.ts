@@ -33,6 +33,8 @@ export async function createEndpoint({ ctx, input: sent }: { ctx: Ctx; input: { 
   await validateWebhookUrl(ctx.deps, 'url', input.url);
   const now = ctx.deps.clock.now();
   return transaction(ctx, async (tx) => {
+    // The count holds until the insert: another creation for this lender waits for this one to end.
+    await store.serializeEndpoints(tx, ctx.lender.id);
     const n = await store.countEndpoints(tx, ctx.lender.id);
     if (n >= MAX_ENDPOINTS) throw new Conflict(`A lender has at most ${MAX_ENDPOINTS} webhook endpoints; delete one first`);
     const row: Row = { id: newId(), lenderId: ctx.lender.id, url: input.url, eventTypes: JSON.stringify(types), description: input.description ?? null, createdAt: now };

@@ -33,7 +33,7 @@ export function backoffMs(base: number, attempt: number, random = Math.random): 
  * At start no other process holds a claim on this file: the attempts a previous process left open are
  * marked as cut short, and what it held is released.
  */
-export function releaseDeliveryLeases(deps: Pick<Deps, 'db' | 'reader'>): Promise<number> {
+export function releaseDeliveryLeases(deps: Pick<Deps, 'db' | 'reader' | 'pg'>): Promise<number> {
   return transaction({ deps }, (tx) => store.releaseDeliveryLeases(tx));
 }
 

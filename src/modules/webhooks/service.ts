@@ -26,12 +26,17 @@ async function storedSecret(ctx: JobContext, lenderId: string): Promise<{ secret
 /**
  * The lender's current signing secret, created on first use. It writes: only inside a span that may write
  * (a transaction, a request holding a share of the write gate, a job's turn); a read calls `ensureSecret`.
- * Not found, it is read again inside the transaction that creates it, so two first uses make one secret.
+ * Not found, it is read again inside the transaction that creates it, after the lender's secrets are
+ * serialized, so two first uses make one secret.
  */
 async function currentSecret(ctx: JobContext, lenderId: string): Promise<{ secret: string; createdAt: number }> {
   const found = await storedSecret(ctx, lenderId);
   if (found) return found;
-  return transaction(ctx, async (tx) => (await storedSecret(tx, lenderId)) ?? createSecret(tx, lenderId));
+  return transaction(ctx, async (tx) => {
+    // Another first use of this lender's secret waits here, then finds the one this transaction made.
+    await store.serializeSecrets(tx, lenderId);
+    return (await storedSecret(tx, lenderId)) ?? createSecret(tx, lenderId);
+  });
 }
 
 async function createSecret(ctx: JobContext & { tx: Tx }, lenderId: string): Promise<{ secret: string; createdAt: number }> {
@@ -57,6 +62,8 @@ export function rotateSecret({ ctx }: { ctx: Ctx }) {
   const lenderId = ctx.lender.id;
   const now = deps.clock.now();
   return transaction(ctx, async (tx) => {
+    // Two rotations at once leave one current secret: the second expires the one the first made.
+    await store.serializeSecrets(tx, lenderId);
     await currentSecret(tx, lenderId);
     const expiresAt = now + ROTATION_OVERLAP_MS;
     await store.expireCurrentSecret(tx, lenderId, expiresAt);

@@ -149,6 +149,9 @@ export const sqliteWebhookStore: WebhookStore = {
       .all()
       .map((r) => r.sealed);
   },
+  async serializeSecrets() {
+    // One writer at a time already.
+  },
   async addSecret(c, secret) {
     writerOf(c)
       .insert(webhookSecrets)
@@ -218,6 +221,9 @@ export const sqliteWebhookStore: WebhookStore = {
   },
   async countEndpoints(c, lenderId) {
     return readerOf(c).select({ id: webhookEndpoints.id }).from(webhookEndpoints).where(eq(webhookEndpoints.lenderId, lenderId)).all().length;
+  },
+  async serializeEndpoints() {
+    // One writer at a time already.
   },
   async addEndpoint(c, row) {
     writerOf(c).insert(webhookEndpoints).values(row).run();

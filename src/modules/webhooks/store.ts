@@ -1,6 +1,8 @@
 import type { WebhookType } from '../../../db/schema/enums';
 import type { webhookDeliveries, webhookEndpoints } from '../../../db/schema';
 import type { StoreCtx, TxCtx } from '../../platform/store';
+import { byEngine } from '../../platform/store';
+import { pgWebhookStore } from './store.pg';
 import { sqliteWebhookStore } from './store.sqlite';
 
 export { CUT_SHORT, SENDING } from './store.sqlite';
@@ -69,6 +71,12 @@ export interface WebhookStore {
   previousSecretExpiry(c: StoreCtx, lenderId: string, now: number): Promise<number | null>;
   /** Every secret (sealed) that signs at `now`, newest first. */
   signingSecrets(c: StoreCtx, lenderId: string, now: number): Promise<string[]>;
+  /**
+   * Called first in a transaction that looks for the lender's current secret and then writes one (created on
+   * first use, rotated): such transactions of one lender run one after the other, so a lender never has two
+   * current secrets. Nothing to do on SQLite, where one transaction writes at a time.
+   */
+  serializeSecrets(c: TxCtx, lenderId: string): Promise<void>;
   /** Stores a new current secret. */
   addSecret(c: TxCtx, secret: { id: string; lenderId: string; secretSealed: string; createdAt: number }): Promise<void>;
   /** The current secret keeps signing until expiresAt. */
@@ -98,6 +106,11 @@ export interface WebhookStore {
   listEndpoints(c: StoreCtx, lenderId: string): Promise<EndpointRow[]>;
   /** How many endpoints the lender has. */
   countEndpoints(c: StoreCtx, lenderId: string): Promise<number>;
+  /**
+   * Called first in a transaction that counts the lender's endpoints and then adds one: such transactions of
+   * one lender run one after the other, so the count holds until the insert. Nothing to do on SQLite.
+   */
+  serializeEndpoints(c: TxCtx, lenderId: string): Promise<void>;
   addEndpoint(c: TxCtx, row: EndpointRow): Promise<void>;
   /** Deletes the lender's endpoint; false when it has none with this id. */
   deleteEndpoint(c: TxCtx, lenderId: string, id: string): Promise<boolean>;
@@ -106,4 +119,4 @@ export interface WebhookStore {
 }
 
 /** The store of the engine the service runs on. */
-export const webhookStore: WebhookStore = sqliteWebhookStore;
+export const webhookStore: WebhookStore = byEngine(sqliteWebhookStore, pgWebhookStore);

@@ -1,0 +1,550 @@
+import { and, asc, desc, eq, gt, gte, inArray, isNotNull, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
+import {
+  enrollments,
+  ingestedPayments,
+  ledgerEntries,
+  paymentConnections,
+  paymentEvents,
+  paymentObservationsSetAside,
+  payments,
+} from '../../../db/schema-pg';
+import { MONITOR_STATES, PAYMENT_STATUSES, type EventStatus, type MonitorState, type PaymentStatus } from '../../../db/schema/enums';
+import { DAY_MS } from '../../platform/clock';
+import type { PgDb } from '../../platform/pg';
+import { lockFor, pgReaderOf, pgWriterOf, rows } from '../../platform/store.pg';
+import type { PastPayment } from './rules';
+import type { CollectionStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
+import { DISPATCH_LEASE_MS } from './store.sqlite';
+
+// Collection's SQL on PostgreSQL: the same questions as store.sqlite.ts, with the same answers, orders and
+// shapes. Transactions run side by side here (READ COMMITTED), so what SQLite's single writer gave for free is
+// said in the statements:
+// - the dispatch queue is claimed in one statement that locks the rows it takes and skips those another claimer
+//   holds (FOR UPDATE SKIP LOCKED): no payment is leased twice;
+// - every status move is a compare-and-set in one UPDATE (the status it was read in, or the one it may move
+//   from): of two movers, the second re-reads the row the first committed and moves nothing;
+// - a send's claim locks its borrower's row for share, so a removal or an erasure in progress is waited for
+//   and seen, never raced;
+// - what the services read and then write about one borrower, one reference or one key's feed is serialized
+//   by the lock functions at the end (serializeBorrower, serializeReferences, serializeFeed), which the
+//   services take first in their transactions.
+// Raw statements read int8 as strings: amounts and times from them go through Number (exact below 2^53), sums
+// are read as text into BigInt.
+
+const num = (v: unknown): number => Number(v);
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+/** A JavaScript array bound as one parameter (drizzle would spread it into a list). */
+const textArray = (values: readonly string[]) => sql`${sql.param(values)}::text[]`;
+
+/** The key an advisory lock of a reference takes (lockFor's format), so one and many lock the same keys. */
+const referenceKey = (lenderId: string, reference: string) => ['collection-reference', lenderId, reference].join('\u001f');
+
+/** The latest recorded event of a reference: by its recording time, then by its id (UUIDv7, in insertion order). */
+const LATEST_FIRST = sql`ORDER BY recorded_at DESC, id DESC LIMIT 1`;
+
+export const pgCollectionStore: CollectionStore = {
+  async claimDuePayments(c, want, now) {
+    const until = now + DISPATCH_LEASE_MS;
+    // One statement: the due rows, oldest due first, locked as they are picked (a row another claimer holds is
+    // skipped; one it leased and committed meanwhile is re-read and no longer due), leased, and returned.
+    const claimed = await rows<Record<string, unknown>>(
+      pgReaderOf(c),
+      sql`WITH picked AS (
+            SELECT id FROM payments
+             WHERE state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
+             ORDER BY next_attempt_at, id LIMIT ${want}
+             FOR UPDATE SKIP LOCKED)
+          UPDATE payments p SET lease_until = ${until} FROM picked WHERE p.id = picked.id
+          RETURNING p.id, p.lender_id, p.enrollment_id, p.authorizer_unique_id, p.connection_id, p.rail, p.amount_cents,
+                    p.reference, p.attempts, p.attempt, p.next_attempt_at`,
+    );
+    return claimed
+      .map((r) => ({ at: num(r.next_attempt_at), row: r }))
+      .sort((a, b) => a.at - b.at || (String(a.row.id) < String(b.row.id) ? -1 : 1))
+      .map(
+        ({ row: r }): DuePayment => ({
+          id: String(r.id),
+          lenderId: String(r.lender_id),
+          enrollmentId: String(r.enrollment_id),
+          authorizerUniqueId: String(r.authorizer_unique_id),
+          connectionId: String(r.connection_id),
+          rail: r.rail as DuePayment['rail'],
+          amountCents: num(r.amount_cents),
+          reference: String(r.reference),
+          attempts: num(r.attempts),
+          attempt: num(r.attempt),
+        }),
+      );
+  },
+  async finishDue(c, id, finish) {
+    await pgWriterOf(c)
+      .update(payments)
+      .set({
+        ...(finish.set as Partial<typeof payments.$inferInsert>),
+        state: finish.state as typeof payments.$inferInsert.state,
+        ...(finish.attempts !== undefined ? { attempts: finish.attempts } : {}),
+        ...(finish.nextAttemptAt !== undefined ? { nextAttemptAt: finish.nextAttemptAt as number } : {}),
+        leaseUntil: 0,
+      })
+      .where(eq(payments.id, id));
+  },
+  async releasePaymentLeases(c) {
+    const released = await pgWriterOf(c)
+      .update(payments)
+      .set({ leaseUntil: 0 })
+      .where(and(eq(payments.state, 'pending'), gt(payments.leaseUntil, 0)))
+      .returning({ id: payments.id });
+    return released.length;
+  },
+
+  async eventSeen(c, lenderId, source, sourceEventId) {
+    const r = await pgReaderOf(c)
+      .select({ id: paymentEvents.id })
+      .from(paymentEvents)
+      .where(and(eq(paymentEvents.lenderId, lenderId), eq(paymentEvents.source, source), eq(paymentEvents.sourceEventId, sourceEventId)))
+      .limit(1);
+    return r.length > 0;
+  },
+  async lastEventOf(c, lenderId, reference) {
+    const [r] = await rows<{ status: EventStatus; occurredAt: string }>(
+      pgReaderOf(c),
+      sql`SELECT status, occurred_at AS "occurredAt" FROM payment_events WHERE lender_id = ${lenderId} AND reference = ${reference} ${LATEST_FIRST}`,
+    );
+    return r ? { status: r.status, occurredAt: num(r.occurredAt) } : null;
+  },
+  async seenAmong(c, lenderId, source, sourceEventIds) {
+    if (sourceEventIds.length === 0) return [];
+    const r = await rows<{ id: string }>(
+      pgReaderOf(c),
+      sql`SELECT source_event_id AS id FROM payment_events
+           WHERE lender_id = ${lenderId} AND source = ${source} AND source_event_id = ANY(${textArray(sourceEventIds)})`,
+    );
+    return r.map((x) => x.id);
+  },
+  async lastEventsAmong(c, lenderId, references) {
+    if (references.length === 0) return [];
+    // In the order asked, once per reference asked (as SQLite's join over json_each).
+    const r = await rows<{ reference: string; status: EventStatus; occurredAt: string }>(
+      pgReaderOf(c),
+      sql`SELECT e.reference, e.status, e.occurred_at AS "occurredAt"
+            FROM unnest(${textArray(references)}) WITH ORDINALITY j(ref, ord)
+            CROSS JOIN LATERAL (SELECT reference, status, occurred_at FROM payment_events
+                                 WHERE lender_id = ${lenderId} AND reference = j.ref ${LATEST_FIRST}) e
+           ORDER BY j.ord`,
+    );
+    return r.map((x) => ({ reference: x.reference, status: x.status, occurredAt: num(x.occurredAt) }));
+  },
+  async paymentStatusOf(c, id) {
+    const [r] = await pgReaderOf(c).select({ status: payments.status }).from(payments).where(eq(payments.id, id));
+    return r?.status ?? null;
+  },
+  async recordEvent(c, v) {
+    await pgWriterOf(c).insert(paymentEvents).values({
+      id: v.id,
+      lenderId: v.lenderId,
+      enrollmentId: v.enrollmentId,
+      authorizerUniqueId: v.aid,
+      paymentId: v.paymentId,
+      connectionId: v.connectionId,
+      reference: v.reference,
+      status: v.status,
+      amountCents: v.amount,
+      returnCode: v.returnCode,
+      message: v.message,
+      source: v.source,
+      sourceEventId: v.sourceEventId,
+      occurredAt: v.occurredAt,
+      recordedAt: v.recordedAt,
+    });
+  },
+  async creditedFor(c, lenderId, reference) {
+    const [r] = await rows<{ net: string }>(
+      pgReaderOf(c),
+      sql`SELECT COALESCE(SUM(CASE WHEN kind = 'credit' THEN amount_cents ELSE -amount_cents END), 0)::text AS net
+            FROM ledger_entries WHERE lender_id = ${lenderId} AND reference = ${reference}`,
+    );
+    return num(r!.net);
+  },
+  async postLedgerEntry(c, v) {
+    await pgWriterOf(c)
+      .insert(ledgerEntries)
+      .values({ lenderId: v.lenderId, enrollmentId: v.enrollmentId, reference: v.reference, kind: v.kind, amountCents: v.amount, eventId: v.eventId, at: v.at });
+  },
+  async movePaymentStatus(c, v) {
+    // Compare and set: a second mover that read the same status waits for the first's row lock, re-reads the
+    // row it committed, finds the status moved and moves nothing.
+    await pgWriterOf(c)
+      .update(payments)
+      .set({
+        status: v.status,
+        returnCode: v.returnCode,
+        message: v.message,
+        updatedAt: v.now,
+        settledAt: sql`COALESCE(${v.settledAt}::bigint, ${payments.settledAt})`,
+      })
+      .where(and(eq(payments.id, v.id), v.from === null ? isNull(payments.status) : eq(payments.status, v.from)));
+  },
+  async setObservationAside(c, v) {
+    await pgWriterOf(c).insert(paymentObservationsSetAside).values({
+      lenderId: v.lenderId,
+      connectionId: v.connectionId,
+      source: v.source,
+      sourceEventId: v.sourceEventId,
+      reference: v.reference,
+      status: v.status,
+      error: v.error,
+      at: v.at,
+    });
+  },
+
+  async ownPayment(c, lenderId, connectionId, reference, processorPaymentId) {
+    const [r] = await rows<{ id: string; enrollmentId: string; aid: string; amount: string; pid: string | null }>(
+      pgReaderOf(c),
+      sql`(SELECT id, enrollment_id AS "enrollmentId", authorizer_unique_id AS aid, amount_cents AS amount, processor_payment_id AS pid
+             FROM payments WHERE lender_id = ${lenderId} AND reference = ${reference ?? ''} LIMIT 1)
+          UNION ALL
+          (SELECT id, enrollment_id, authorizer_unique_id, amount_cents, processor_payment_id
+             FROM payments WHERE connection_id = ${connectionId} AND processor_payment_id = ${processorPaymentId} AND lender_id = ${lenderId} LIMIT 1)
+          LIMIT 1`,
+    );
+    return r ? { id: r.id, enrollmentId: r.enrollmentId, aid: r.aid, amount: num(r.amount), pid: r.pid } : null;
+  },
+  async paymentById(c, id) {
+    const [r] = await pgReaderOf(c).select({ lenderId: payments.lenderId, reference: payments.reference }).from(payments).where(eq(payments.id, id));
+    return r ?? null;
+  },
+  async ingestedOf(c, connectionId, processorPaymentId) {
+    const [r] = await pgReaderOf(c)
+      .select({ matched: ingestedPayments.matched })
+      .from(ingestedPayments)
+      .where(and(eq(ingestedPayments.connectionId, connectionId), eq(ingestedPayments.processorPaymentId, processorPaymentId)));
+    return r ? { matched: r.matched } : null;
+  },
+  async recordIngested(c, connectionId, processorPaymentId, matched) {
+    await pgWriterOf(c).insert(ingestedPayments).values({ connectionId, processorPaymentId, matched });
+  },
+  async markIngestedMatched(c, connectionId, processorPaymentId) {
+    await pgWriterOf(c)
+      .update(ingestedPayments)
+      .set({ matched: true })
+      .where(and(eq(ingestedPayments.connectionId, connectionId), eq(ingestedPayments.processorPaymentId, processorPaymentId)));
+  },
+  async oldestUnsettled(c, connectionId, settledSince) {
+    const [r] = await rows<{ at: string | null }>(
+      pgReaderOf(c),
+      sql`SELECT MIN(COALESCE(first_attempt_at, created_at)) AS at FROM payments
+           WHERE connection_id = ${connectionId} AND first_attempt_at IS NOT NULL
+             AND (status IN ('initiating', 'processing') OR (status = 'settled' AND settled_at >= ${settledSince}))`,
+    );
+    return numOrNull(r?.at);
+  },
+  async ownPaymentById(c, id, connectionId) {
+    const [r] = await pgReaderOf(c)
+      .select({
+        id: payments.id,
+        lenderId: payments.lenderId,
+        enrollmentId: payments.enrollmentId,
+        aid: payments.authorizerUniqueId,
+        amount: payments.amountCents,
+        reference: payments.reference,
+      })
+      .from(payments)
+      .where(and(eq(payments.id, id), eq(payments.connectionId, connectionId)));
+    return r ?? null;
+  },
+  async keepProcessorPaymentId(c, id, processorPaymentId) {
+    await pgWriterOf(c).update(payments).set({ processorPaymentId }).where(and(eq(payments.id, id), isNull(payments.processorPaymentId)));
+  },
+  async keysToPoll(c) {
+    return pgReaderOf(c)
+      .select({
+        id: paymentConnections.id,
+        lenderId: paymentConnections.lenderId,
+        processor: paymentConnections.processor,
+        accountId: paymentConnections.accountId,
+        keySealed: paymentConnections.keySealed,
+        cursor: paymentConnections.pollCursor,
+      })
+      .from(paymentConnections)
+      .where(and(isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed)));
+  },
+  async recordPoll(c, connectionId, v) {
+    await pgWriterOf(c)
+      .update(paymentConnections)
+      .set({
+        pollCursor: v.cursor,
+        lastPollAt: v.at,
+        lastPollError: v.error,
+        ...(v.reconcileDue ? { reconcileDue: true } : {}),
+        ingested: sql`${paymentConnections.ingested} + ${v.ingested}::int`,
+        matched: sql`${paymentConnections.matched} + ${v.matched}::int`,
+      })
+      .where(eq(paymentConnections.id, connectionId));
+  },
+  async recordPollError(c, connectionId, message) {
+    await pgWriterOf(c).update(paymentConnections).set({ lastPollError: message }).where(eq(paymentConnections.id, connectionId));
+  },
+  async keysToReconcile(c, v) {
+    const live = and(isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed));
+    return pgReaderOf(c)
+      .select({ id: paymentConnections.id, lenderId: paymentConnections.lenderId, processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
+      .from(paymentConnections)
+      .where(
+        v.connectionIds
+          ? and(live, sql`${paymentConnections.id} = ANY(${textArray(v.connectionIds)})`)
+          : and(
+              live,
+              or(
+                eq(paymentConnections.reconcileDue, true),
+                lte(sql`COALESCE(${paymentConnections.reconciledAt}, ${paymentConnections.createdAt})`, v.dueBefore),
+              ),
+            ),
+      );
+  },
+  async markReconciled(c, connectionId, at) {
+    await pgWriterOf(c).update(paymentConnections).set({ reconciledAt: at, reconcileDue: false }).where(eq(paymentConnections.id, connectionId));
+  },
+
+  async enrollmentToDecide(c, enrollmentId) {
+    const [r] = await pgReaderOf(c).select().from(enrollments).where(eq(enrollments.id, enrollmentId));
+    return r ?? null;
+  },
+  async paymentHistory(c, enrollmentId) {
+    const r: PastPayment[] = await pgReaderOf(c)
+      .select({
+        id: payments.id,
+        status: payments.status,
+        returnCode: payments.returnCode,
+        amountCents: payments.amountCents,
+        attempt: payments.attempt,
+        reinitiationOf: payments.reinitiationOf,
+        createdAt: payments.createdAt,
+        updatedAt: payments.updatedAt,
+        firstAttemptAt: payments.firstAttemptAt,
+      })
+      .from(payments)
+      .where(eq(payments.enrollmentId, enrollmentId))
+      .orderBy(asc(payments.createdAt), asc(payments.id));
+    return r;
+  },
+  async scheduledPaymentOf(c, enrollmentId) {
+    const [r] = await pgReaderOf(c)
+      .select({
+        id: payments.id,
+        lenderId: payments.lenderId,
+        enrollmentId: payments.enrollmentId,
+        aid: payments.authorizerUniqueId,
+        reference: payments.reference,
+        amountCents: payments.amountCents,
+        debitOn: payments.debitOn,
+      })
+      .from(payments)
+      .where(and(eq(payments.enrollmentId, enrollmentId), eq(payments.status, 'scheduled')))
+      .limit(1);
+    return r ? { ...r, debitOn: r.debitOn as number } : null;
+  },
+  async paymentInFlight(c, enrollmentId) {
+    const r = await pgReaderOf(c)
+      .select({ id: payments.id })
+      .from(payments)
+      .where(and(eq(payments.enrollmentId, enrollmentId), inArray(payments.status, ['initiating', 'processing'])))
+      .limit(1);
+    return r.length > 0;
+  },
+  async createPayment(c, payment) {
+    await pgWriterOf(c).insert(payments).values(payment as typeof payments.$inferInsert);
+  },
+  async releaseScheduled(c, id, now) {
+    await pgWriterOf(c)
+      .update(payments)
+      .set({ status: 'initiating', state: 'pending', nextAttemptAt: now, updatedAt: now })
+      .where(and(eq(payments.id, id), eq(payments.status, 'scheduled')));
+  },
+  async chainInputsOf(c, enrollmentId) {
+    const [r] = await rows<{
+      lenderId: string;
+      state: string;
+      blockedReason: string | null;
+      authorizationAt: string | null;
+      cfpbCovered: number | null;
+      collectableAmountCents: string;
+    }>(
+      pgReaderOf(c),
+      sql`SELECT lender_id AS "lenderId", state, blocked_reason AS "blockedReason", authorization_at AS "authorizationAt",
+                 cfpb_covered AS "cfpbCovered", collectable_amount_cents AS "collectableAmountCents"
+            FROM enrollments WHERE id = ${enrollmentId}`,
+    );
+    return r
+      ? { ...r, authorizationAt: numOrNull(r.authorizationAt), cfpbCovered: numOrNull(r.cfpbCovered), collectableAmountCents: num(r.collectableAmountCents) }
+      : null;
+  },
+  async setPaymentsUsed(c, enrollmentId, n, now) {
+    await pgWriterOf(c).update(enrollments).set({ paymentsUsed: n, updatedAt: now }).where(eq(enrollments.id, enrollmentId));
+  },
+  async giveBackPresentment(c, enrollmentId, now) {
+    await pgWriterOf(c)
+      .update(enrollments)
+      .set({ paymentsUsed: sql`GREATEST(${enrollments.paymentsUsed} - 1, 0)`, updatedAt: now })
+      .where(eq(enrollments.id, enrollmentId));
+  },
+
+  async sendStateOf(c, id) {
+    const [r] = await pgReaderOf(c).select({ status: payments.status, firstAttemptAt: payments.firstAttemptAt }).from(payments).where(eq(payments.id, id));
+    return r ?? null;
+  },
+  async borrowerToDebit(c, enrollmentId) {
+    const [r] = await pgReaderOf(c)
+      .select({ state: enrollments.state, sealed: enrollments.sealed, cardToken: enrollments.cardTokenSealed, routing: enrollments.routingNumber })
+      .from(enrollments)
+      .where(eq(enrollments.id, enrollmentId));
+    return r ?? null;
+  },
+  async keyToSend(c, connectionId) {
+    const [r] = await pgReaderOf(c)
+      .select({ processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
+      .from(paymentConnections)
+      .where(eq(paymentConnections.id, connectionId));
+    return r ?? null;
+  },
+  async claimSend(c, id, now) {
+    // The borrower's row is read FOR SHARE: a removal or erasure that has changed it and not committed yet is
+    // waited for, and the claim then sees what it committed (a plain subquery would read the row as it was).
+    const claimed = await rows<{ id: string }>(
+      pgWriterOf(c),
+      sql`UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ${now}::bigint), updated_at = ${now}
+           WHERE id = ${id} AND status = 'initiating'
+             AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL FOR SHARE)
+          RETURNING id`,
+    );
+    return claimed.length === 1;
+  },
+  async markNotAttempted(c, id, message, now) {
+    const moved = await pgWriterOf(c)
+      .update(payments)
+      .set({ status: 'not_attempted', message, updatedAt: now })
+      .where(and(eq(payments.id, id), eq(payments.status, 'initiating')))
+      .returning({ id: payments.id });
+    return moved.length === 1;
+  },
+  async noteProcessorPaymentId(c, id, processorPaymentId, now) {
+    await pgWriterOf(c)
+      .update(payments)
+      .set({ processorPaymentId: sql`COALESCE(${payments.processorPaymentId}, ${processorPaymentId}::text)`, updatedAt: now })
+      .where(eq(payments.id, id));
+  },
+
+  // The overview's sums: PostgreSQL sums int8 into numeric, exact at any size, read as text into BigInt.
+  async ledgerTotals(c, lenderId, from) {
+    const [r] = await rows<{ c: string; r: string }>(
+      pgReaderOf(c),
+      sql`SELECT ${CREDITED} AS c, ${REVERSED} AS r FROM ledger_entries WHERE lender_id = ${lenderId} AND at >= ${from}`,
+    );
+    return { credited: BigInt(r!.c), reversed: BigInt(r!.r) };
+  },
+  async ledgerTotalsByDay(c, lenderId, from) {
+    const r = await rows<{ day: string; c: string; r: string }>(
+      pgReaderOf(c),
+      sql`SELECT ((at / ${sql.raw(String(DAY_MS))}) * ${sql.raw(String(DAY_MS))})::text AS day, ${CREDITED} AS c, ${REVERSED} AS r
+            FROM ledger_entries WHERE lender_id = ${lenderId} AND at >= ${from} GROUP BY 1 ORDER BY 1`,
+    );
+    return r.map((x): LedgerTotals & { day: number } => ({ day: num(x.day), credited: BigInt(x.c), reversed: BigInt(x.r) }));
+  },
+  async inFlightTotals(c, lenderId, from) {
+    const [r] = await rows<{ amount: string; n: number }>(
+      pgReaderOf(c),
+      sql`SELECT COALESCE(SUM(amount_cents), 0)::text AS amount, COUNT(*)::int AS n FROM payments
+           WHERE lender_id = ${lenderId} AND status IN ('initiating', 'processing') AND created_at >= ${from}`,
+    );
+    return countedSum(r!);
+  },
+  async returnedTotals(c, lenderId, from) {
+    const [r] = await rows<{ amount: string; n: number }>(
+      pgReaderOf(c),
+      sql`SELECT COALESCE(SUM(a), 0)::text AS amount, COUNT(*)::int AS n FROM (
+            SELECT reference, MAX(amount_cents) AS a FROM payment_events
+             WHERE lender_id = ${lenderId} AND status IN ('returned', 'late_returned') AND occurred_at >= ${from} GROUP BY reference) d`,
+    );
+    return countedSum(r!);
+  },
+  async borrowerCountsByState(c, lenderId) {
+    const r = await pgReaderOf(c)
+      .select({ key: enrollments.state, n: sql<number>`COUNT(*)::int` })
+      .from(enrollments)
+      .where(eq(enrollments.lenderId, lenderId))
+      .groupBy(enrollments.state);
+    return countsOf<MonitorState>(MONITOR_STATES, r);
+  },
+  async paymentCountsByStatus(c, lenderId) {
+    const r = await pgReaderOf(c)
+      .select({ key: payments.status, n: sql<number>`COUNT(*)::int` })
+      .from(payments)
+      .where(eq(payments.lenderId, lenderId))
+      .groupBy(payments.status);
+    return countsOf<PaymentStatus>(PAYMENT_STATUSES, r);
+  },
+  async eventsOfBorrower(c, lenderId, aid) {
+    return pgReaderOf(c)
+      .select()
+      .from(paymentEvents)
+      .where(and(eq(paymentEvents.lenderId, lenderId), eq(paymentEvents.authorizerUniqueId, aid)))
+      .orderBy(asc(paymentEvents.recordedAt), asc(paymentEvents.id));
+  },
+  async paymentsPage(c, v) {
+    return paymentsPage(pgReaderOf(c), v);
+  },
+
+  // What the services read and then write, serialized (no-ops on SQLite, where one writer at a time gives it).
+  async serializeBorrower(c, enrollmentId) {
+    // The borrower's row, locked as an update of it would: a second decision, chain recount or stop of the
+    // same borrower waits for this transaction, then reads what it committed. FOR NO KEY UPDATE, so the rows
+    // that only refer to the borrower (events, ledger entries) are still written meanwhile.
+    await pgWriterOf(c).execute(sql`SELECT 1 FROM enrollments WHERE id = ${enrollmentId} FOR NO KEY UPDATE`);
+  },
+  async serializeReferences(c, lenderId, references) {
+    const keys = [...new Set(references.map((r) => referenceKey(lenderId, r)))].sort();
+    if (keys.length === 0) return;
+    if (keys.length === 1) return lockFor(c, keys[0]!);
+    // Many at once, in one order for every caller (sorted), in one round trip.
+    await pgWriterOf(c).execute(
+      sql`SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM (SELECT k FROM unnest(${textArray(keys)}) WITH ORDINALITY u(k, o) ORDER BY o) s`,
+    );
+  },
+  async serializeFeed(c, connectionId) {
+    await pgWriterOf(c).execute(sql`SELECT 1 FROM payment_connections WHERE id = ${connectionId} FOR NO KEY UPDATE`);
+  },
+};
+
+const CREDITED = sql.raw(`COALESCE(SUM(amount_cents) FILTER (WHERE kind = 'credit'), 0)::text`);
+const REVERSED = sql.raw(`COALESCE(SUM(amount_cents) FILTER (WHERE kind = 'reversal'), 0)::text`);
+
+const countedSum = (r: { amount: string; n: number }): CountedSum => ({ amount: BigInt(r.amount), count: num(r.n) });
+
+/** Every key with its count from grouped rows, 0 for a key no row has. */
+function countsOf<K extends string>(keys: readonly K[], found: { key: K; n: number }[]): Record<K, number> {
+  const out = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
+  for (const r of found) out[r.key] = num(r.n);
+  return out;
+}
+
+/** Up to `take` of the lender's payments after a position, filtered and in the order asked (as on SQLite). */
+function paymentsPage(db: PgDb, v: PaymentPageQuery) {
+  const byAmount = v.sort === 'amount_desc' || v.sort === 'amount_asc';
+  const descending = v.sort === 'newest' || v.sort === 'amount_desc';
+  const key = byAmount ? payments.amountCents : payments.createdAt;
+  const filters: SQL[] = [eq(payments.lenderId, v.lenderId)];
+  if (v.status) filters.push(eq(payments.status, v.status));
+  if (v.from !== null) filters.push(gte(payments.createdAt, v.from));
+  if (v.to !== null) filters.push(lt(payments.createdAt, v.to));
+  const p = v.after;
+  const beyond = p
+    ? descending
+      ? or(lt(key, p.k), and(eq(key, p.k), lt(payments.id, p.i)))!
+      : or(gt(key, p.k), and(eq(key, p.k), gt(payments.id, p.i)))!
+    : undefined;
+  return db
+    .select()
+    .from(payments)
+    .where(and(...filters, ...(beyond ? [beyond] : [])))
+    .orderBy(descending ? desc(key) : asc(key), descending ? desc(payments.id) : asc(payments.id))
+    .limit(v.take);
+}

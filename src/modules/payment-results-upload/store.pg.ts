@@ -1,0 +1,136 @@
+import { and, desc, eq, sql } from 'drizzle-orm';
+import { apiKeys, paymentResultUploads, payments, uploadedResults } from '../../../db/schema-pg';
+import { olderThan } from '../../platform/pagination';
+import type { PgDb } from '../../platform/pg';
+import { lockFor, pgReaderOf, pgWriterOf, rows } from '../../platform/store.pg';
+import type { UploadedWrite, UploadStore } from './store';
+
+// The upload on PostgreSQL. A file's rows are read and written a slice at a time (hundreds of references per
+// statement): the look-ups take the slice's references as one array parameter (`= ANY`), the writes pass one
+// array per column to `unnest`, one statement for the slice's new references and one for its changed ones,
+// never a statement per row. Two uploads of one lender run one after the other (serializeUploads), so a
+// reference's stored row is never decided on by two of them at once.
+
+/** A JavaScript array bound as one parameter (a pg array), not spread into a list of parameters. */
+const arr = (values: readonly unknown[]) => sql.param(values);
+
+type Add = Extract<UploadedWrite, { kind: 'add' }>;
+type Change = Extract<UploadedWrite, { kind: 'change' }>;
+
+/** The slice's new references, inserted in the order given (their row ids follow it). */
+async function insertUploaded(db: PgDb, adds: Add[]): Promise<void> {
+  await db.execute(sql`
+    INSERT INTO uploaded_results (lender_id, reference, authorizer_unique_id, enrollment_id, status, amount_cents, submitted_at,
+      settled_at, returned_at, return_code, batch_id, matched, updated_at)
+    SELECT lender_id, reference, aid, enrollment_id, status, amount_cents, submitted_at, settled_at, returned_at, return_code, batch_id, matched, updated_at
+      FROM unnest(${arr(adds.map((a) => a.lenderId))}::text[], ${arr(adds.map((a) => a.reference))}::text[], ${arr(adds.map((a) => a.aid))}::text[],
+                  ${arr(adds.map((a) => a.enrollmentId))}::text[], ${arr(adds.map((a) => a.status))}::text[], ${arr(adds.map((a) => a.amountCents))}::bigint[],
+                  ${arr(adds.map((a) => a.submittedAt))}::bigint[], ${arr(adds.map((a) => a.settledAt))}::bigint[], ${arr(adds.map((a) => a.returnedAt))}::bigint[],
+                  ${arr(adds.map((a) => a.returnCode))}::text[], ${arr(adds.map((a) => a.batchId))}::text[], ${arr(adds.map((a) => (a.matched ? 1 : 0)))}::int[],
+                  ${arr(adds.map((a) => a.now))}::bigint[])
+           WITH ORDINALITY AS t(lender_id, reference, aid, enrollment_id, status, amount_cents, submitted_at, settled_at, returned_at, return_code, batch_id, matched, updated_at, n)
+     ORDER BY n`);
+}
+
+/**
+ * Later rows of stored references: `outcome` replaces the status, amount and return code (a new status), or
+ * is null for the same status again, which keeps them; recorded dates are kept either way, missing ones filled.
+ */
+async function updateUploaded(db: PgDb, changes: Change[]): Promise<void> {
+  await db.execute(sql`
+    UPDATE uploaded_results u SET
+      status = CASE WHEN t.replaces = 1 THEN t.status ELSE u.status END,
+      amount_cents = CASE WHEN t.replaces = 1 THEN t.amount_cents ELSE u.amount_cents END,
+      return_code = CASE WHEN t.replaces = 1 THEN t.return_code ELSE u.return_code END,
+      settled_at = COALESCE(u.settled_at, t.settled_at), returned_at = COALESCE(u.returned_at, t.returned_at),
+      authorizer_unique_id = t.aid, enrollment_id = t.enrollment_id, batch_id = t.batch_id, matched = t.matched, updated_at = t.updated_at
+    FROM unnest(${arr(changes.map((w) => w.id))}::bigint[], ${arr(changes.map((w) => (w.outcome ? 1 : 0)))}::int[],
+                ${arr(changes.map((w) => w.outcome?.status ?? null))}::text[], ${arr(changes.map((w) => w.outcome?.amountCents ?? null))}::bigint[],
+                ${arr(changes.map((w) => w.outcome?.returnCode ?? null))}::text[], ${arr(changes.map((w) => w.settledAt))}::bigint[],
+                ${arr(changes.map((w) => w.returnedAt))}::bigint[], ${arr(changes.map((w) => w.aid))}::text[], ${arr(changes.map((w) => w.enrollmentId))}::text[],
+                ${arr(changes.map((w) => w.batchId))}::text[], ${arr(changes.map((w) => (w.matched ? 1 : 0)))}::int[], ${arr(changes.map((w) => w.now))}::bigint[])
+         AS t(id, replaces, status, amount_cents, return_code, settled_at, returned_at, aid, enrollment_id, batch_id, matched, updated_at)
+    WHERE u.id = t.id`);
+}
+
+export const pgUploadStore: UploadStore = {
+  async serializeUploads(c, lenderId) {
+    await lockFor(c, 'payment-results-upload', lenderId);
+  },
+  async paymentsAmong(c, lenderId, references) {
+    return pgReaderOf(c)
+      .select({ id: payments.id, reference: payments.reference, enrollmentId: payments.enrollmentId, aid: payments.authorizerUniqueId, amount: payments.amountCents })
+      .from(payments)
+      .where(and(eq(payments.lenderId, lenderId), sql`${payments.reference} = ANY(${arr(references)}::text[])`));
+  },
+  async uploadedAmong(c, lenderId, references) {
+    return pgReaderOf(c)
+      .select({
+        id: uploadedResults.id,
+        reference: uploadedResults.reference,
+        status: uploadedResults.status,
+        settledAt: uploadedResults.settledAt,
+        returnedAt: uploadedResults.returnedAt,
+        // 0 or 1, as SQLite reads it.
+        matched: sql<number>`${uploadedResults.matched}`,
+      })
+      .from(uploadedResults)
+      .where(and(eq(uploadedResults.lenderId, lenderId), sql`${uploadedResults.reference} = ANY(${arr(references)}::text[])`));
+  },
+  async saveUploaded(c, writes) {
+    const db = pgWriterOf(c);
+    const adds: Add[] = [];
+    const changes: Change[] = [];
+    // A slice names each reference once: its new references and its changed ones are distinct rows.
+    for (const w of writes) {
+      if (w.kind === 'add') adds.push(w);
+      else changes.push(w);
+    }
+    if (adds.length > 0) await insertUploaded(db, adds);
+    if (changes.length > 0) await updateUploaded(db, changes);
+  },
+  async borrowerPastExactTotal(c, lenderId) {
+    const [row] = await rows<{ aid: string }>(
+      pgReaderOf(c),
+      sql`SELECT e.authorizer_unique_id AS aid FROM ledger_entries l JOIN enrollments e ON e.id = l.enrollment_id
+           WHERE l.lender_id = ${lenderId} AND l.kind = 'credit' GROUP BY e.id, e.authorizer_unique_id HAVING SUM(l.amount_cents) > 9007199254740991 LIMIT 1`,
+    );
+    return row?.aid ?? null;
+  },
+  async recordUpload(c, u) {
+    await pgWriterOf(c)
+      .insert(paymentResultUploads)
+      .values({
+        id: u.id,
+        lenderId: u.lenderId,
+        recordedAt: u.recordedAt,
+        creator: u.creator,
+        format: u.report.format,
+        rowCount: u.report.rowCount,
+        dataRowCount: u.report.dataRowCount,
+        matched: u.report.matched,
+        needsAttention: u.report.needsAttention,
+        problemCount: u.report.problems.length,
+        problems: JSON.stringify(u.report.problems),
+      });
+  },
+  async uploadsBefore(c, lenderId, before, take) {
+    return pgReaderOf(c)
+      .select()
+      .from(paymentResultUploads)
+      .where(and(eq(paymentResultUploads.lenderId, lenderId), olderThan(paymentResultUploads.recordedAt, paymentResultUploads.id, before.t, before.i)))
+      .orderBy(desc(paymentResultUploads.recordedAt), desc(paymentResultUploads.id))
+      .limit(take);
+  },
+  async uploadOf(c, lenderId, id) {
+    const [row] = await pgReaderOf(c)
+      .select()
+      .from(paymentResultUploads)
+      .where(and(eq(paymentResultUploads.id, id), eq(paymentResultUploads.lenderId, lenderId)));
+    return row;
+  },
+  async apiKeyPrefix(c, keyId) {
+    const [k] = await pgReaderOf(c).select({ prefix: apiKeys.prefix }).from(apiKeys).where(eq(apiKeys.id, keyId));
+    return k?.prefix ?? null;
+  },
+};

@@ -1,0 +1,60 @@
+import { eq, sql } from 'drizzle-orm';
+import { lenders, returnRateWatch } from '../../../db/schema-pg';
+import { lockFor, pgReaderOf, pgWriterOf, rows } from '../../platform/store.pg';
+import type { ReturnRateStore, WindowReturn } from './store';
+
+// The return-rate statements on PostgreSQL, on the same indexes as SQLite's (payments_rates_idx,
+// payment_events_returns_idx, payment_events_reference_returns_idx, uploaded_results_submitted_idx,
+// uploaded_results_returned_idx), chosen by the planner. An evaluation reads the lender's last statuses,
+// alerts on a change and saves the new ones: serializeWatch makes the lender's evaluations take turns, so a
+// change is alerted once.
+
+export const pgReturnRateStore: ReturnRateStore = {
+  async serializeWatch(c, lenderId) {
+    await lockFor(c, 'return-rate-watch', lenderId);
+  },
+  async debitsIn(c, lenderId, from, to) {
+    const [row] = await rows<{ n: number }>(
+      pgReaderOf(c),
+      sql`SELECT
+            (SELECT count(*) FROM payments
+              WHERE lender_id = ${lenderId} AND rail = 'ach' AND first_attempt_at BETWEEN ${from} AND ${to}
+                AND status NOT IN ('scheduled', 'initiating', 'not_attempted', 'invalid', 'voided'))
+          + (SELECT count(*) FROM uploaded_results u
+              WHERE u.lender_id = ${lenderId} AND u.submitted_at BETWEEN ${from} AND ${to}
+                AND u.status NOT IN ('pending', 'voided', 'invalid', 'not_attempted')
+                AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.lender_id = ${lenderId} AND p.reference = u.reference)) AS n`,
+    );
+    // count(*) is int8, which a raw query reads as a string.
+    return Number(row!.n);
+  },
+  async returnsIn(c, lenderId, from, to) {
+    return rows<WindowReturn>(
+      pgReaderOf(c),
+      sql`SELECT e.reference, e.return_code AS code FROM payment_events e
+            JOIN payments p ON p.id = e.payment_id
+           WHERE e.lender_id = ${lenderId} AND e.status IN ('returned', 'late_returned') AND e.occurred_at BETWEEN ${from} AND ${to} AND p.rail = 'ach'
+             AND NOT EXISTS (SELECT 1 FROM payment_events f
+                              WHERE f.lender_id = ${lenderId} AND f.reference = e.reference
+                                AND f.status IN ('returned', 'late_returned') AND f.occurred_at < e.occurred_at)
+          UNION ALL
+          SELECT u.reference, u.return_code FROM uploaded_results u
+           WHERE u.lender_id = ${lenderId} AND u.returned_at BETWEEN ${from} AND ${to} AND u.status IN ('returned', 'late_return')
+             AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.lender_id = ${lenderId} AND p.reference = u.reference)`,
+    );
+  },
+  async watchedStatuses(c, lenderId) {
+    const [row] = await pgReaderOf(c)
+      .select({ unauthorized: returnRateWatch.unauthorized, administrative: returnRateWatch.administrative, overall: returnRateWatch.overall })
+      .from(returnRateWatch)
+      .where(eq(returnRateWatch.lenderId, lenderId));
+    return row;
+  },
+  async saveWatchedStatuses(c, lenderId, statuses, evaluatedAt) {
+    const row = { lenderId, ...statuses, evaluatedAt };
+    await pgWriterOf(c).insert(returnRateWatch).values(row).onConflictDoUpdate({ target: returnRateWatch.lenderId, set: row });
+  },
+  async lenderIds(c) {
+    return (await pgReaderOf(c).select({ id: lenders.id }).from(lenders)).map((r) => r.id);
+  },
+};

@@ -1,0 +1,248 @@
+import { and, asc, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
+import { webhookDeliveries, webhookEndpoints, webhookSecrets } from '../../../db/schema-pg';
+import { olderThan } from '../../platform/pagination';
+import { lockFor, pgReaderOf, pgWriterOf, rows } from '../../platform/store.pg';
+import type { AttemptRecord, DueRow, WebhookStore } from './store';
+import { CUT_SHORT, SENDING } from './store.sqlite';
+
+// The webhooks store on PostgreSQL. Transactions run side by side here, so what SQLite's single writer gave
+// for free is said outright:
+// - a lender's endpoints are counted and added under the lender's advisory lock (serializeEndpoints), so ten
+//   is a bound and not a hope;
+// - a lender's first secret is looked for again and created under the lender's advisory lock
+//   (serializeSecrets), so two first uses make one secret and both sign with it;
+// - a claim takes due deliveries FOR UPDATE SKIP LOCKED in the statement that leases them, so two claimers
+//   never take the same delivery and neither waits for the other;
+// - a claimed delivery's outcome is recorded only while it is still pending: a recorded final state never
+//   goes back.
+
+/** Raw rows carry int8 as text: times and ids are read back as numbers. */
+const num = (v: unknown): number => Number(v);
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+/** Parameters bound as one array each (an unnest insert, `= ANY`). */
+const arr = (values: unknown[]) => sql.param(values);
+
+interface ClaimedRaw {
+  id: string;
+  attempt_id: string | number;
+  lender_id: string;
+  type: DueRow['type'];
+  target_url: string;
+  payload: string;
+  attempts: number;
+  first_attempt_at: string | number | null;
+}
+
+export const pgWebhookStore: WebhookStore = {
+  async currentSecret(c, lenderId) {
+    const [row] = await pgReaderOf(c)
+      .select({ secretSealed: webhookSecrets.secretSealed, createdAt: webhookSecrets.createdAt })
+      .from(webhookSecrets)
+      .where(and(eq(webhookSecrets.lenderId, lenderId), isNull(webhookSecrets.expiresAt)))
+      .limit(1);
+    return row;
+  },
+  async previousSecretExpiry(c, lenderId, now) {
+    const [row] = await pgReaderOf(c)
+      .select({ expiresAt: webhookSecrets.expiresAt })
+      .from(webhookSecrets)
+      .where(and(eq(webhookSecrets.lenderId, lenderId), gt(webhookSecrets.expiresAt, now)))
+      .orderBy(desc(webhookSecrets.expiresAt))
+      .limit(1);
+    return row?.expiresAt ?? null;
+  },
+  async signingSecrets(c, lenderId, now) {
+    const found = await pgReaderOf(c)
+      .select({ sealed: webhookSecrets.secretSealed })
+      .from(webhookSecrets)
+      .where(and(eq(webhookSecrets.lenderId, lenderId), or(isNull(webhookSecrets.expiresAt), gt(webhookSecrets.expiresAt, now))))
+      // Ids are time-ordered: a secret made in the same millisecond as the one it replaced still comes first.
+      .orderBy(desc(webhookSecrets.createdAt), desc(webhookSecrets.id));
+    return found.map((r) => r.sealed);
+  },
+  async serializeSecrets(c, lenderId) {
+    await lockFor(c, 'webhook-secret', lenderId);
+  },
+  async addSecret(c, secret) {
+    await pgWriterOf(c)
+      .insert(webhookSecrets)
+      .values({ ...secret, expiresAt: null });
+  },
+  async expireCurrentSecret(c, lenderId, expiresAt) {
+    await pgWriterOf(c)
+      .update(webhookSecrets)
+      .set({ expiresAt })
+      .where(and(eq(webhookSecrets.lenderId, lenderId), isNull(webhookSecrets.expiresAt)));
+  },
+
+  async enqueueDeliveries(c, deliveries) {
+    if (deliveries.length === 0) return;
+    // One statement whatever the count: a run's events can put thousands into the outbox in one transaction.
+    await pgWriterOf(c).execute(sql`
+      INSERT INTO webhook_deliveries (id, lender_id, type, target_url, payload, state, attempts, created_at, next_attempt_at, lease_until)
+      SELECT id, lender_id, type, target_url, payload, 'pending', 0, now, now, 0
+        FROM unnest(${arr(deliveries.map((d) => d.id))}::text[], ${arr(deliveries.map((d) => d.lenderId))}::text[],
+                    ${arr(deliveries.map((d) => d.type))}::text[], ${arr(deliveries.map((d) => d.url))}::text[],
+                    ${arr(deliveries.map((d) => d.body))}::text[], ${arr(deliveries.map((d) => d.now))}::bigint[])
+             AS v(id, lender_id, type, target_url, payload, now)`);
+  },
+  async listDeliveries(c, f) {
+    const conds = [eq(webhookDeliveries.lenderId, f.lenderId)];
+    if (f.status) conds.push(eq(webhookDeliveries.state, f.status));
+    if (f.type) conds.push(eq(webhookDeliveries.type, f.type));
+    if (f.after) conds.push(olderThan(webhookDeliveries.createdAt, webhookDeliveries.id, f.after.c, f.after.i));
+    return pgReaderOf(c)
+      .select()
+      .from(webhookDeliveries)
+      .where(and(...conds))
+      .orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.id))
+      .limit(f.take);
+  },
+  async countPendingDeliveries(c) {
+    const [row] = await rows<{ n: number }>(pgReaderOf(c), sql`SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'pending'`);
+    return row?.n ?? 0;
+  },
+
+  async claimDueDeliveries(c, want, now, leaseMs, exclude) {
+    if (want <= 0) return [];
+    // One statement: the due deliveries, oldest first, that no other claim holds (SKIP LOCKED: a delivery
+    // another transaction is leasing right now is passed over, not waited for, and once that one commits its
+    // lease makes it no longer due), leased, each with its attempt row opened before any request leaves.
+    const claimed = await rows<ClaimedRaw>(
+      pgWriterOf(c),
+      sql`
+      WITH claimed AS (
+        UPDATE webhook_deliveries SET lease_until = ${now + leaseMs}
+         WHERE id IN (
+           SELECT id FROM webhook_deliveries
+            WHERE state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
+              AND id <> ALL(${arr(exclude)}::text[])
+            ORDER BY next_attempt_at, id
+            LIMIT ${want}
+              FOR UPDATE SKIP LOCKED)
+        RETURNING id, lender_id, type, target_url, payload, attempts, first_attempt_at, next_attempt_at
+      ),
+      opened AS (
+        INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms)
+        SELECT id, ${now}, NULL, ${SENDING}, 0 FROM claimed ORDER BY next_attempt_at, id
+        RETURNING id, delivery_id
+      )
+      SELECT c.id, o.id AS attempt_id, c.lender_id, c.type, c.target_url, c.payload, c.attempts, c.first_attempt_at
+        FROM claimed c JOIN opened o ON o.delivery_id = c.id
+       ORDER BY c.next_attempt_at, c.id`,
+    );
+    return claimed.map((r) => ({
+      id: r.id,
+      attemptId: num(r.attempt_id),
+      lenderId: r.lender_id,
+      type: r.type,
+      targetUrl: r.target_url,
+      payload: r.payload,
+      attempts: r.attempts,
+      firstAttemptAt: numOrNull(r.first_attempt_at),
+    }));
+  },
+  async recordAttempts(c, records) {
+    if (records.length === 0) return;
+    const db = pgWriterOf(c);
+    // The last record of a delivery is what stands, as when they are applied one after the other.
+    const last = new Map<string, AttemptRecord>();
+    for (const r of records) last.set(r.id, r);
+    const unsent = [...last.values()].filter((r) => !r.sent);
+    const sent = [...last.values()].filter((r): r is Extract<AttemptRecord, { sent: true }> => r.sent);
+    // Every attempt id a record names: a delivery claimed twice over in one list keeps only its last outcome,
+    // yet each attempt opened for it is dealt with.
+    const dropped = records.filter((r) => !r.sent && r.attemptId !== undefined).map((r) => r.attemptId!);
+
+    if (dropped.length > 0) await db.execute(sql`DELETE FROM webhook_attempts WHERE id = ANY(${arr(dropped)}::bigint[])`);
+    if (unsent.length > 0) {
+      // Released as it was: still pending, due when it was.
+      await db.execute(sql`
+        UPDATE webhook_deliveries SET state = 'pending', lease_until = 0
+         WHERE id = ANY(${arr(unsent.map((r) => r.id))}::text[]) AND state = 'pending'`);
+    }
+    const sentRecords = records.filter((r): r is Extract<AttemptRecord, { sent: true }> => r.sent);
+    const opened = sentRecords.filter((r) => r.attemptId !== undefined);
+    const unopened = sentRecords.filter((r) => r.attemptId === undefined);
+    if (opened.length > 0) {
+      await db.execute(sql`
+        UPDATE webhook_attempts a
+           SET attempted_at = v.at, status_code = v.status_code, error = v.error, duration_ms = v.duration_ms
+          FROM unnest(${arr(opened.map((r) => r.attemptId!))}::bigint[], ${arr(opened.map((r) => r.attempt.at))}::bigint[],
+                      ${arr(opened.map((r) => r.attempt.statusCode))}::int[], ${arr(opened.map((r) => r.attempt.error))}::text[],
+                      ${arr(opened.map((r) => r.attempt.durationMs))}::bigint[])
+               AS v(id, at, status_code, error, duration_ms)
+         WHERE a.id = v.id`);
+    }
+    if (unopened.length > 0) {
+      await db.execute(sql`
+        INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms)
+        SELECT delivery_id, at, status_code, error, duration_ms
+          FROM unnest(${arr(unopened.map((r) => r.id))}::text[], ${arr(unopened.map((r) => r.attempt.at))}::bigint[],
+                      ${arr(unopened.map((r) => r.attempt.statusCode))}::int[], ${arr(unopened.map((r) => r.attempt.error))}::text[],
+                      ${arr(unopened.map((r) => r.attempt.durationMs))}::bigint[]) WITH ORDINALITY
+               AS v(delivery_id, at, status_code, error, duration_ms, n)
+         ORDER BY n`);
+    }
+    if (sent.length > 0) {
+      // Only while still pending: a delivery's recorded final state never moves back (a claim whose lease
+      // lapsed while another process delivered it records its attempt, not its state).
+      await db.execute(sql`
+        UPDATE webhook_deliveries d
+           SET state = v.state, attempts = v.attempts, next_attempt_at = v.next_attempt_at, last_attempt_at = v.at,
+               first_attempt_at = v.first_attempt_at, last_status_code = v.status_code, last_error = v.error,
+               finished_at = v.finished_at, lease_until = 0
+          FROM unnest(${arr(sent.map((r) => r.id))}::text[], ${arr(sent.map((r) => r.state))}::text[],
+                      ${arr(sent.map((r) => r.attempts))}::int[], ${arr(sent.map((r) => r.nextAttemptAt))}::bigint[],
+                      ${arr(sent.map((r) => r.attempt.at))}::bigint[], ${arr(sent.map((r) => r.firstAttemptAt))}::bigint[],
+                      ${arr(sent.map((r) => r.attempt.statusCode))}::int[], ${arr(sent.map((r) => r.attempt.error))}::text[],
+                      ${arr(sent.map((r) => r.finishedAt))}::bigint[])
+               AS v(id, state, attempts, next_attempt_at, at, first_attempt_at, status_code, error, finished_at)
+         WHERE d.id = v.id AND d.state = 'pending'`);
+    }
+  },
+  async releaseDeliveryLeases(c) {
+    const db = pgWriterOf(c);
+    // Only the deliveries still held (a lease) can have an attempt left open, so the scan stays on them.
+    await db.execute(sql`
+      UPDATE webhook_attempts SET error = ${CUT_SHORT}
+       WHERE error = ${SENDING} AND delivery_id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND lease_until > 0)`);
+    const released = await rows<{ id: string }>(
+      db,
+      sql`UPDATE webhook_deliveries SET lease_until = 0 WHERE state = 'pending' AND lease_until > 0 RETURNING id`,
+    );
+    return released.length;
+  },
+
+  async listEndpoints(c, lenderId) {
+    return pgReaderOf(c)
+      .select()
+      .from(webhookEndpoints)
+      .where(eq(webhookEndpoints.lenderId, lenderId))
+      .orderBy(asc(webhookEndpoints.createdAt), asc(webhookEndpoints.id));
+  },
+  async countEndpoints(c, lenderId) {
+    const [row] = await rows<{ n: number }>(pgReaderOf(c), sql`SELECT count(*)::int AS n FROM webhook_endpoints WHERE lender_id = ${lenderId}`);
+    return row?.n ?? 0;
+  },
+  async serializeEndpoints(c, lenderId) {
+    await lockFor(c, 'webhook-endpoints', lenderId);
+  },
+  async addEndpoint(c, row) {
+    await pgWriterOf(c).insert(webhookEndpoints).values(row);
+  },
+  async deleteEndpoint(c, lenderId, id) {
+    const gone = await pgWriterOf(c)
+      .delete(webhookEndpoints)
+      .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.lenderId, lenderId)))
+      .returning({ id: webhookEndpoints.id });
+    return gone.length > 0;
+  },
+  async endpointTargets(c, lenderId) {
+    return pgReaderOf(c)
+      .select({ url: webhookEndpoints.url, eventTypes: webhookEndpoints.eventTypes })
+      .from(webhookEndpoints)
+      .where(eq(webhookEndpoints.lenderId, lenderId));
+  },
+};

@@ -1,0 +1,70 @@
+// The least a service needs to run on a PostgreSQL database of its own, for the tests that call a module's
+// services and stores on PostgreSQL directly (many callers at once): the pool, a fixed clock, a vault, silent
+// logs, metrics, and the processors a test gives. Adapters a test does not give throw when touched.
+import { randomBytes } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import { Processors, type Processor } from '../../src/adapters/processors';
+import type { Ctx, Deps } from '../../src/deps';
+import { FakeClock } from '../../src/platform/clock';
+import { createLogger } from '../../src/platform/logger';
+import { Metrics } from '../../src/platform/metrics';
+import { openPg, type PgHandle } from '../../src/platform/pg';
+import { Vault } from '../../src/platform/vault';
+import { freshPgDatabase } from './pg';
+
+export interface PgServiceDeps {
+  deps: Deps;
+  pg: PgHandle;
+  clock: FakeClock;
+  /** A lender of its own (a row in lenders), as a service's caller. */
+  newLender(): Promise<Ctx>;
+  close(): Promise<void>;
+}
+
+const absent = (what: string) =>
+  new Proxy({}, {
+    get(_t, p) {
+      if (p === 'then') return undefined;
+      throw new Error(`${what} is not given to this test (${String(p)})`);
+    },
+  });
+
+let lenders = 0;
+
+/** A fresh database cloned from the migrated template, and deps on it; `max` connections in the pool. */
+export function pgServiceDeps(opts: { processor?: Processor; max?: number } = {}): PgServiceDeps {
+  const db = freshPgDatabase();
+  const pg = openPg(db.url, { max: opts.max ?? 10 });
+  const clock = new FakeClock(Date.UTC(2026, 10, 21, 12));
+  const deps = {
+    config: absent('config'),
+    sqlite: absent('sqlite'),
+    db: undefined as never,
+    reader: undefined as never,
+    pg,
+    clock,
+    vault: new Vault(randomBytes(32)),
+    logger: createLogger('silent'),
+    metrics: new Metrics(),
+    pageTokens: absent('pageTokens'),
+    bank: absent('bank'),
+    linked: absent('linked'),
+    routing: absent('routing'),
+    processors: opts.processor ? new Processors({ sandbox: () => opts.processor!, stripe: () => opts.processor! }) : absent('processors'),
+    balanceResults: absent('balanceResults'),
+  } as unknown as Deps;
+  return {
+    deps,
+    pg,
+    clock,
+    async newLender() {
+      const id = `lender-${process.pid}-${++lenders}`;
+      await pg.db.execute(sql`INSERT INTO lenders (id, name, created_at) VALUES (${id}, ${id}, ${clock.now()})`);
+      return { lender: { id, name: id, debitCardApproved: false }, deps };
+    },
+    async close() {
+      await pg.close();
+      db.drop();
+    },
+  };
+}

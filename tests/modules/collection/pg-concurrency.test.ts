@@ -1,0 +1,437 @@
+// engine: postgres
+// Collection on PostgreSQL, where transactions run side by side (READ COMMITTED): every check-then-write that
+// SQLite's single writer made safe holds with 20 callers at once. The dispatch claim never leases a payment
+// twice; of concurrent status movers from one status exactly one moves; observations of one reference are
+// recorded one at a time (one event per status, whatever arrives together); one decision per borrower creates
+// one payment; one page of a key's feed at a time counts each processor payment once; a send's claim waits for
+// a removal in progress and sees its outcome. Without DATABASE_URL=postgres://… one test says it does not apply.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { and, eq, sql } from 'drizzle-orm';
+import { enrollments, ingestedPayments, lenders, paymentConnections, paymentEvents, paymentObservationsSetAside, payments } from '../../../db/schema-pg';
+import { onPostgres, freshPgDatabase } from '../../helpers/pg';
+import { openPg, pgCode, type PgHandle } from '../../../src/platform/pg';
+import { transaction } from '../../../src/platform/context';
+import type { StoreCtx, TxCtx } from '../../../src/platform/store';
+import { collectionStore as store, DISPATCH_LEASE_MS } from '../../../src/modules/collection/store';
+import { knownAmong, recordObservation, recordOrSetAside, type Observation } from '../../../src/modules/collection/record';
+import { newId } from '../../../src/platform/ids';
+
+const CALLERS = 20;
+const NOW = Date.UTC(2026, 0, 5, 12);
+
+if (!onPostgres) {
+  test('not applicable without DATABASE_URL=postgres://… (PostgreSQL concurrency of the collection store)', () => {});
+} else {
+  let db: ReturnType<typeof freshPgDatabase>;
+  let pg: PgHandle;
+  let ctx: StoreCtx;
+  /** What recordObservation reads of its deps beside the pool: the clock and the counters it moves. */
+  let jobCtx: Parameters<typeof recordObservation>[0] extends infer C ? Omit<C, 'tx'> : never;
+
+  beforeAll(() => {
+    db = freshPgDatabase();
+    // Room for every caller's transaction at once, and for a removal beside each claim.
+    pg = openPg(db.url, { max: 2 * CALLERS + 5 });
+    ctx = { deps: { pg, db: undefined as never, reader: undefined as never } };
+    const counter = { inc: () => {} };
+    jobCtx = {
+      deps: {
+        ...ctx.deps,
+        clock: { now: () => NOW },
+        metrics: { paymentEvents: counter, paymentObservationsStale: counter, paymentObservationsSetAside: counter },
+        logger: { error: () => {} },
+        config: {},
+      },
+    } as unknown as typeof jobCtx;
+  });
+  afterAll(async () => {
+    await pg?.close();
+    db?.drop();
+  });
+
+  const inTx = <T>(fn: (c: TxCtx) => Promise<T>) => transaction(ctx, fn);
+  const all = <T>(fn: (i: number) => Promise<T>) => Promise.all(Array.from({ length: CALLERS }, (_, i) => fn(i)));
+
+  /** A lender with a processor key. */
+  async function lender(): Promise<{ lenderId: string; connectionId: string }> {
+    const lenderId = newId();
+    const connectionId = newId();
+    await pg.db.insert(lenders).values({ id: lenderId, name: `lender ${lenderId}`, createdAt: NOW });
+    await pg.db.insert(paymentConnections).values({
+      id: connectionId,
+      lenderId,
+      processor: 'sandbox',
+      label: 'key',
+      railScope: 'ach',
+      isDefault: true,
+      keySealed: 'sealed',
+      createdAt: NOW,
+      updatedAt: NOW,
+    });
+    return { lenderId, connectionId };
+  }
+
+  /** A monitored borrower of the lender. */
+  async function borrower(lenderId: string): Promise<{ id: string; aid: string }> {
+    const id = newId();
+    const aid = `aid-${id}`;
+    await pg.db.insert(enrollments).values({
+      id,
+      lenderId,
+      authorizerUniqueId: aid,
+      state: 'monitored',
+      collectableAmountCents: 10_000,
+      daysPastDue: 10,
+      rail: 'ach',
+      sealed: 'sealed',
+      paymentsUsed: 0,
+      enrolledAt: NOW,
+      updatedAt: NOW,
+    });
+    return { id, aid };
+  }
+
+  /** A payment of the borrower: initiating and due for dispatch unless told otherwise. */
+  async function payment(
+    k: { lenderId: string; connectionId: string },
+    b: { id: string; aid: string },
+    over: Partial<typeof payments.$inferInsert> = {},
+  ): Promise<typeof payments.$inferInsert> {
+    const id = newId();
+    const row: typeof payments.$inferInsert = {
+      id,
+      lenderId: k.lenderId,
+      enrollmentId: b.id,
+      authorizerUniqueId: b.aid,
+      connectionId: k.connectionId,
+      rail: 'ach',
+      amountCents: 5_000,
+      reference: `DRS-${b.aid}-${id}`,
+      status: 'initiating',
+      state: 'pending',
+      nextAttemptAt: NOW,
+      createdAt: NOW,
+      updatedAt: NOW,
+      ...over,
+    };
+    await pg.db.insert(payments).values(row);
+    return row;
+  }
+
+  describe('the dispatch queue', () => {
+    test('20 concurrent claimers never lease one payment twice, and every due payment is leased', async () => {
+      const k = await lender();
+      const due: string[] = [];
+      for (let i = 0; i < 3 * CALLERS; i++) due.push((await payment(k, await borrower(k.lenderId), { nextAttemptAt: NOW - i * 1000 })).id!);
+      // Leased by another claimer already, and not due yet: neither is claimed.
+      await payment(k, await borrower(k.lenderId), { leaseUntil: NOW + 1 });
+      await payment(k, await borrower(k.lenderId), { nextAttemptAt: NOW + 1 });
+
+      const claims = await all(() => store.claimDuePayments(ctx, 5, NOW));
+      const rest = await store.claimDuePayments(ctx, 1000, NOW);
+      const ids = [...claims.flat(), ...rest].map((p) => p.id);
+      expect(ids.length).toBe(due.length);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(new Set(ids)).toEqual(new Set(due));
+      // Each claim in the order of its rows' due times, oldest first, with what dispatch needs of a row.
+      for (const claim of claims) {
+        const times = claim.map((p) => due.indexOf(p.id));
+        expect(times).toEqual([...times].sort((a, b) => b - a));
+      }
+      const one = claims.flat()[0]!;
+      expect(one).toEqual({
+        id: one.id,
+        lenderId: k.lenderId,
+        enrollmentId: expect.any(String),
+        authorizerUniqueId: expect.any(String),
+        connectionId: k.connectionId,
+        rail: 'ach',
+        amountCents: 5_000,
+        reference: expect.stringMatching(/^DRS-/),
+        attempts: 0,
+        attempt: 1,
+      });
+      const leased = await pg.db.select({ until: payments.leaseUntil }).from(payments).where(sql`${payments.id} = ANY(${sql.param(due)}::text[])`);
+      expect(leased.every((r) => r.until === NOW + DISPATCH_LEASE_MS)).toBe(true);
+      expect(await store.claimDuePayments(ctx, 1000, NOW)).toEqual([]);
+
+      // Finished, retried and released: a retried payment is due again at its time, a released one at once.
+      await inTx((c) => store.finishDue(c, due[0]!, { state: 'done' }));
+      await inTx((c) => store.finishDue(c, due[1]!, { state: 'pending', attempts: 1, nextAttemptAt: NOW + 5_000 }));
+      expect(await inTx((c) => store.releasePaymentLeases(c))).toBe(due.length - 2 + 1);
+      const again = await store.claimDuePayments(ctx, 1000, NOW + 5_000);
+      expect(again.map((p) => p.id)).not.toContain(due[0]);
+      expect(again.find((p) => p.id === due[1])?.attempts).toBe(1);
+      // Besides: the one another claimer held (released too) and the one whose time has come.
+      expect(again.length).toBe(due.length - 1 + 2);
+    });
+  });
+
+  describe('forward-only status moves', () => {
+    test('of 20 concurrent movers from the status they read, exactly one moves the payment', async () => {
+      const k = await lender();
+      const p = await payment(k, await borrower(k.lenderId));
+      const moved = await all((i) =>
+        inTx(async (c) => {
+          await store.movePaymentStatus(c, { id: p.id!, from: 'initiating', status: i % 2 ? 'settled' : 'processing', returnCode: null, message: `mover ${i}`, now: NOW + i, settledAt: null });
+          const [row] = await (c.tx as unknown as PgHandle['db']).select({ message: payments.message }).from(payments).where(eq(payments.id, p.id!));
+          return row!.message === `mover ${i}`;
+        }),
+      );
+      expect(moved.filter(Boolean).length).toBe(1);
+      const winner = moved.indexOf(true);
+      const [row] = await pg.db.select().from(payments).where(eq(payments.id, p.id!));
+      expect(row).toMatchObject({ status: winner % 2 ? 'settled' : 'processing', message: `mover ${winner}`, updatedAt: NOW + winner });
+    });
+
+    test('of 20 concurrent give-ups of one payment, one moves it to not_attempted and gives its presentment back once', async () => {
+      const k = await lender();
+      const b = await borrower(k.lenderId);
+      await pg.db.update(enrollments).set({ paymentsUsed: 3 }).where(eq(enrollments.id, b.id));
+      const p = await payment(k, b);
+      const moved = await all((i) =>
+        inTx(async (c) => {
+          await store.finishDue(c, p.id!, { state: 'done' });
+          if (!(await store.markNotAttempted(c, p.id!, `gave up ${i}`, NOW))) return false;
+          await store.giveBackPresentment(c, b.id, NOW);
+          return true;
+        }),
+      );
+      expect(moved.filter(Boolean).length).toBe(1);
+      const [e] = await pg.db.select({ used: enrollments.paymentsUsed }).from(enrollments).where(eq(enrollments.id, b.id));
+      expect(e!.used).toBe(2);
+      expect(await store.paymentStatusOf(ctx, p.id!)).toBe('not_attempted');
+    });
+
+    test('of 20 concurrent releases of a scheduled payment on its day, one releases it; the rest find it released', async () => {
+      const k = await lender();
+      const b = await borrower(k.lenderId);
+      const p = await payment(k, b, { status: 'scheduled', state: 'done', debitOn: NOW });
+      await all(() => inTx((c) => store.releaseScheduled(c, p.id!, NOW)));
+      const [row] = await pg.db.select().from(payments).where(eq(payments.id, p.id!));
+      expect(row).toMatchObject({ status: 'initiating', state: 'pending', nextAttemptAt: NOW });
+      expect(await store.scheduledPaymentOf(ctx, b.id)).toBeNull();
+    });
+  });
+
+  describe('recording observations of one reference', () => {
+    const observation = (k: { lenderId: string; connectionId: string }, p: typeof payments.$inferInsert, o: Partial<Observation>): Observation => ({
+      lenderId: k.lenderId,
+      reference: p.reference!,
+      status: 'processing',
+      amountCents: p.amountCents!,
+      returnCode: null,
+      message: null,
+      occurredAt: NOW,
+      source: 'upload',
+      sourceEventId: newId(),
+      // The borrower's monitor and ledger are other stores' and other tests': the payment's own status here.
+      enrollmentId: null,
+      authorizerUniqueId: null,
+      paymentId: p.id!,
+      connectionId: null,
+      ...o,
+    });
+    const record = (o: Observation) => transaction(jobCtx, (c) => recordObservation(c, o));
+    const eventsOf = (reference: string) => pg.db.select().from(paymentEvents).where(eq(paymentEvents.reference, reference));
+
+    test('20 concurrent observations of one status, from different source events: one event, the others stale', async () => {
+      const k = await lender();
+      const p = await payment(k, await borrower(k.lenderId));
+      const results = await all(() => record(observation(k, p, { status: 'processing' })));
+      expect(results.filter((r) => r.recorded).length).toBe(1);
+      expect(results.filter((r) => !r.recorded && r.why === 'stale').length).toBe(CALLERS - 1);
+      expect((await eventsOf(p.reference!)).map((e) => e.status)).toEqual(['processing']);
+      expect(await store.paymentStatusOf(ctx, p.id!)).toBe('processing');
+    });
+
+    test('20 concurrent observations moving one payment along its statuses: each status recorded at most once, in order', async () => {
+      const k = await lender();
+      const p = await payment(k, await borrower(k.lenderId));
+      const statuses = ['processing', 'settled', 'late_returned'] as const;
+      await all((i) => record(observation(k, p, { status: statuses[i % 3]!, occurredAt: NOW + i })));
+      const events = (await eventsOf(p.reference!)).sort((a, b) => a.recordedAt - b.recordedAt || (a.id < b.id ? -1 : 1));
+      const recorded = events.map((e) => e.status);
+      expect(new Set(recorded).size).toBe(recorded.length);
+      // Forward only: each recorded status is ahead of the one before it, and the payment is at the last.
+      expect(recorded.map((s) => statuses.indexOf(s as (typeof statuses)[number]))).toEqual(
+        [...recorded.map((s) => statuses.indexOf(s as (typeof statuses)[number]))].sort((a, b) => a - b),
+      );
+      expect(await store.paymentStatusOf(ctx, p.id!)).toBe(recorded.at(-1) as never);
+      const last = await store.lastEventOf(ctx, k.lenderId, p.reference!);
+      expect(last?.status).toBe(recorded.at(-1) as never);
+    });
+
+    test('the same source event delivered 20 times at once is recorded once, the others seen', async () => {
+      const k = await lender();
+      const p = await payment(k, await borrower(k.lenderId));
+      const o = observation(k, p, { status: 'settled', sourceEventId: 'evt-1' });
+      const results = await all(() => record(o));
+      expect(results.filter((r) => r.recorded).length).toBe(1);
+      expect(results.filter((r) => !r.recorded && r.why === 'seen').length).toBe(CALLERS - 1);
+      expect((await eventsOf(p.reference!)).length).toBe(1);
+    });
+
+    test('what a slice read of its references (knownAmong) stands until it is recorded: 20 slices at once, one event', async () => {
+      const k = await lender();
+      const p = await payment(k, await borrower(k.lenderId));
+      const results = await all(() =>
+        transaction(jobCtx, async (c) => {
+          const o = observation(k, p, { status: 'processing' });
+          const [known] = await knownAmong(c, k.lenderId, 'upload', [o]);
+          return recordObservation(c, { ...o, known: known!, paymentId: null });
+        }),
+      );
+      expect(results.filter((r) => r.recorded).length).toBe(1);
+      expect((await eventsOf(p.reference!)).length).toBe(1);
+    });
+
+    test('two batches that lock one another out: one is rolled back whole (to be read again), nothing is set aside', async () => {
+      const k = await lender();
+      const p1 = await payment(k, await borrower(k.lenderId));
+      const p2 = await payment(k, await borrower(k.lenderId));
+      let arrived = 0;
+      let both!: () => void;
+      const bothHold = new Promise<void>((r) => (both = r));
+      // Each records one reference, waits until the other holds its own, then records the other's.
+      const batch = (first: typeof p1, second: typeof p1) =>
+        transaction(jobCtx, async (c) => {
+          await recordOrSetAside(c, observation(k, first, { status: 'processing' }));
+          if (++arrived === 2) both();
+          await bothHold;
+          await recordOrSetAside(c, observation(k, second, { status: 'processing' }));
+        }).then(
+          () => 'committed',
+          (e: unknown) => pgCode(e),
+        );
+      const outcomes = await Promise.all([batch(p1, p2), batch(p2, p1)]);
+      expect(outcomes.sort()).toEqual(['40P01', 'committed']);
+      expect(await pg.db.select().from(paymentObservationsSetAside)).toEqual([]);
+      expect((await eventsOf(p1.reference!)).length).toBe(1);
+      expect((await eventsOf(p2.reference!)).length).toBe(1);
+    });
+
+    test('references locked many at a time, in any order of arrival, never deadlock one another', async () => {
+      const k = await lender();
+      const refs = Array.from({ length: 10 }, (_, i) => `REF-${i}`);
+      await all((i) =>
+        inTx(async (c) => {
+          // Each caller holds its own shuffle of the references, some of them twice.
+          const mine = refs.map((_, j) => refs[(j * (i + 1) + i) % refs.length]!);
+          await store.serializeReferences(c, k.lenderId, mine);
+          await store.serializeReferences(c, k.lenderId, [mine[0]!]);
+        }),
+      );
+    });
+  });
+
+  describe('one decision per borrower', () => {
+    test('20 concurrent decisions for one borrower create one payment and count its presentment once', async () => {
+      const k = await lender();
+      const b = await borrower(k.lenderId);
+      // The decision's reads and writes as decideCollection makes them, behind its serializeBorrower.
+      const created = await all(() =>
+        inTx(async (c) => {
+          await store.serializeBorrower(c, b.id);
+          const e = await store.enrollmentToDecide(c, b.id);
+          if (!e || e.state !== 'monitored') return false;
+          if (await store.scheduledPaymentOf(c, b.id)) return false;
+          if (await store.paymentInFlight(c, b.id)) return false;
+          const history = await store.paymentHistory(c, b.id);
+          const id = newId();
+          const attempt = history.length + 1;
+          await store.createPayment(c, {
+            id,
+            lenderId: k.lenderId,
+            enrollmentId: b.id,
+            authorizerUniqueId: b.aid,
+            connectionId: k.connectionId,
+            rail: 'ach',
+            amountCents: e.collectableAmountCents,
+            reference: `DRS-${b.aid}-${id}`,
+            status: 'initiating',
+            attempt,
+            state: 'pending',
+            nextAttemptAt: NOW,
+            createdAt: NOW,
+            updatedAt: NOW,
+          });
+          await store.setPaymentsUsed(c, b.id, attempt, NOW);
+          return true;
+        }),
+      );
+      expect(created.filter(Boolean).length).toBe(1);
+      expect((await store.paymentHistory(ctx, b.id)).length).toBe(1);
+      expect((await store.chainInputsOf(ctx, b.id))?.collectableAmountCents).toBe(10_000);
+      const [e] = await pg.db.select({ used: enrollments.paymentsUsed }).from(enrollments).where(eq(enrollments.id, b.id));
+      expect(e!.used).toBe(1);
+    });
+  });
+
+  describe("one page of a key's feed at a time", () => {
+    test('20 concurrent pages carrying one processor payment ingest it once and count it once', async () => {
+      const k = await lender();
+      // The page's reads and writes as recordPage makes them, behind its serializeFeed.
+      await all(() =>
+        inTx(async (c) => {
+          await store.serializeFeed(c, k.connectionId);
+          let ingested = 0;
+          if (!(await store.ingestedOf(c, k.connectionId, 'pi_1'))) {
+            await store.recordIngested(c, k.connectionId, 'pi_1', false);
+            ingested++;
+          }
+          await store.recordPoll(c, k.connectionId, { cursor: 'c1', at: NOW, error: null, reconcileDue: false, ingested, matched: 0 });
+        }),
+      );
+      const rows = await pg.db.select().from(ingestedPayments).where(eq(ingestedPayments.connectionId, k.connectionId));
+      expect(rows).toEqual([{ connectionId: k.connectionId, processorPaymentId: 'pi_1', matched: false }]);
+      const [conn] = await pg.db.select().from(paymentConnections).where(eq(paymentConnections.id, k.connectionId));
+      expect(conn).toMatchObject({ ingested: 1, matched: 0, pollCursor: 'c1', lastPollAt: NOW });
+    });
+  });
+
+  describe("a send's claim against a removal in progress", () => {
+    test('20 claims each wait for the removal of their borrower: none claims a removed borrower, each claims one whose removal rolled back', async () => {
+      const k = await lender();
+      const pairs = await Promise.all(
+        Array.from({ length: CALLERS }, async () => {
+          const b = await borrower(k.lenderId);
+          return { b, p: await payment(k, b) };
+        }),
+      );
+      const outcomes = await all(async (i) => {
+        const { b, p } = pairs[i]!;
+        const commits = i % 2 === 0;
+        let changed!: () => void;
+        const removing = new Promise<void>((r) => (changed = r));
+        let finish!: () => void;
+        const held = new Promise<void>((r) => (finish = r));
+        const removal = inTx(async (c) => {
+          await (c.tx as unknown as PgHandle['db']).update(enrollments).set({ state: 'removed' }).where(eq(enrollments.id, b.id));
+          changed();
+          await held;
+          if (!commits) throw new Error('rolled back');
+        }).catch(() => undefined);
+        await removing;
+        let settled = false;
+        const claim = inTx((c) => store.claimSend(c, p.id!, NOW)).finally(() => (settled = true));
+        await Bun.sleep(100);
+        // Still waiting for the removal's row.
+        const waited = !settled;
+        finish();
+        await removal;
+        return { commits, claimed: await claim, waited };
+      });
+      for (const o of outcomes) {
+        expect(o.waited).toBe(true);
+        expect(o.claimed).toBe(!o.commits);
+      }
+      const claimed = await pg.db
+        .select({ at: payments.firstAttemptAt })
+        .from(payments)
+        .where(and(eq(payments.connectionId, k.connectionId), sql`${payments.firstAttemptAt} IS NOT NULL`));
+      expect(claimed.length).toBe(CALLERS / 2);
+      expect(claimed.every((r) => r.at === NOW)).toBe(true);
+    });
+  });
+}

@@ -1,0 +1,329 @@
+// engine: postgres
+// The collection store on PostgreSQL answers as the SQLite one does: the same rows written through each
+// engine's store, every read asked of both, the answers compared (values, types, order, null for none), and
+// the writes compared by the rows they leave. Without DATABASE_URL=postgres://… one test says it does not apply.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { asc } from 'drizzle-orm';
+import * as sq from '../../../db/schema';
+import * as pgs from '../../../db/schema-pg';
+import { onPostgres, freshPgDatabase } from '../../helpers/pg';
+import { openPg, type PgHandle } from '../../../src/platform/pg';
+import { openDatabase, type DbHandle } from '../../../src/platform/db';
+import { transaction } from '../../../src/platform/context';
+import type { StoreCtx, TxCtx } from '../../../src/platform/store';
+import { collectionStore as store, type NewPayment, type PaymentRow } from '../../../src/modules/collection/store';
+import type { EventStatus, PaymentStatus } from '../../../db/schema/enums';
+
+const DAY = 86_400_000;
+const NOW = Date.UTC(2026, 0, 20, 12);
+
+if (!onPostgres) {
+  test('not applicable without DATABASE_URL=postgres://… (the collection store on PostgreSQL against SQLite)', () => {});
+} else {
+  let pgDb: ReturnType<typeof freshPgDatabase>;
+  let pg: PgHandle;
+  let lite: DbHandle;
+  let onPg: StoreCtx;
+  let onLite: StoreCtx;
+
+  /** Runs fn on both engines and expects the same answer; returns it. */
+  async function same<T>(fn: (c: StoreCtx) => Promise<T>): Promise<T> {
+    const a = await fn(onLite);
+    const b = await fn(onPg);
+    expect(b).toEqual(a);
+    return a;
+  }
+  /** The same write on both engines, each in a transaction. */
+  async function write(fn: (c: TxCtx) => Promise<unknown>): Promise<void> {
+    await transaction(onLite, fn);
+    await transaction(onPg, fn);
+  }
+  /** The same rows inserted on both engines. */
+  async function insert(table: 'lenders' | 'paymentConnections' | 'enrollments' | 'payments', values: Record<string, unknown>[]) {
+    await lite.db.insert(sq[table] as never).values(values as never);
+    await pg.db.insert(pgs[table] as never).values(values as never);
+  }
+  /** A table's rows on both engines, alike. */
+  async function sameRows(table: 'payments' | 'paymentEvents' | 'ledgerEntries' | 'ingestedPayments' | 'paymentConnections' | 'enrollments' | 'paymentObservationsSetAside') {
+    const order = (t: Record<string, unknown>) => ('id' in t ? [asc(t.id as never)] : [asc(t.connectionId as never), asc(t.processorPaymentId as never)]);
+    const a = await lite.db.select().from(sq[table] as never).orderBy(...order(sq[table] as never));
+    const b = await pg.db.select().from(pgs[table] as never).orderBy(...order(pgs[table] as never));
+    expect(b).toEqual(a);
+  }
+
+  const L1 = '01900000-0000-7000-8000-000000000001';
+  const L2 = '01900000-0000-7000-8000-000000000002';
+  const K1 = '01900000-0000-7000-8000-0000000000a1';
+  const K2 = '01900000-0000-7000-8000-0000000000a2';
+  const K3 = '01900000-0000-7000-8000-0000000000a3';
+  const enr = (n: number) => `01900000-0000-7000-8000-0000000001${String(n).padStart(2, '0')}`;
+  const pay = (n: number) => `01900000-0000-7000-8000-0000000002${String(n).padStart(2, '0')}`;
+  const evt = (n: number) => `01900000-0000-7000-8000-0000000003${String(n).padStart(2, '0')}`;
+  const ref = (n: number) => `DRS-aid-${n}-${pay(n)}`;
+
+  beforeAll(async () => {
+    pgDb = freshPgDatabase();
+    pg = openPg(pgDb.url);
+    lite = openDatabase(':memory:');
+    onPg = { deps: { pg, db: undefined as never, reader: undefined as never } };
+    onLite = { deps: { db: lite.db, reader: lite.reader } };
+
+    await insert('lenders', [
+      { id: L1, name: 'one', createdAt: 0 },
+      { id: L2, name: 'two', createdAt: 0 },
+    ]);
+    await insert('paymentConnections', [
+      { id: K1, lenderId: L1, processor: 'sandbox', label: 'a', railScope: 'ach', isDefault: true, keySealed: 's1', pollCursor: 'c', createdAt: NOW - 10 * DAY, updatedAt: 0 },
+      { id: K2, lenderId: L1, processor: 'stripe', label: 'b', railScope: 'card', isDefault: true, keySealed: 's2', reconciledAt: NOW, createdAt: 0, updatedAt: 0 },
+      { id: K3, lenderId: L2, processor: 'sandbox', label: 'c', railScope: 'any', keySealed: null, merchantRef: 'm', createdAt: 0, updatedAt: 0, deletedAt: 5 },
+    ]);
+    const states = ['monitored', 'monitored', 'removed', 'blocked', 'monitored', 'monitored'] as const;
+    await insert(
+      'enrollments',
+      states.map((state, i) => ({
+        id: enr(i + 1),
+        lenderId: i < 5 ? L1 : L2,
+        authorizerUniqueId: `aid-${i + 1}`,
+        state,
+        collectableAmountCents: 1_000 * (i + 1),
+        daysPastDue: 3,
+        rail: 'ach',
+        sealed: i === 3 ? null : 'sealed',
+        routingNumber: '011000015',
+        cardTokenSealed: i === 1 ? 'tok' : null,
+        blockedReason: i === 3 ? 'r08' : null,
+        cfpbCovered: i === 0 ? true : i === 1 ? false : null,
+        authorizationAt: i === 0 ? NOW - DAY : null,
+        windowEndsAt: NOW + DAY,
+        paymentsUsed: i,
+        enrolledAt: 0,
+        updatedAt: 0,
+      })),
+    );
+    const rows: { n: number; e: number; status: PaymentStatus; amount: number; created: number; extra?: Partial<NewPayment> }[] = [
+      { n: 1, e: 1, status: 'settled', amount: 500, created: NOW - 40 * DAY, extra: { firstAttemptAt: NOW - 40 * DAY, settledAt: NOW - 38 * DAY, processorPaymentId: 'pi_1' } },
+      { n: 2, e: 1, status: 'returned', amount: 700, created: NOW - 20 * DAY, extra: { firstAttemptAt: NOW - 20 * DAY, returnCode: 'R01', processorPaymentId: 'pi_2' } },
+      { n: 3, e: 1, status: 'initiating', amount: 700, created: NOW - DAY, extra: { attempt: 2, reinitiationOf: pay(2), firstAttemptAt: NOW - DAY + 5 } },
+      { n: 4, e: 2, status: 'processing', amount: 500, created: NOW - DAY, extra: { firstAttemptAt: NOW - DAY, connectionId: K2, rail: 'card' } },
+      { n: 5, e: 5, status: 'scheduled', amount: 900, created: NOW - 2 * DAY, extra: { state: 'done', debitOn: NOW + DAY } },
+      { n: 6, e: 3, status: 'not_attempted', amount: 300, created: NOW - DAY, extra: { state: 'done' } },
+      { n: 7, e: 6, status: 'initiating', amount: 123, created: NOW - 3 * DAY },
+    ];
+    await insert(
+      'payments',
+      rows.map((r) => ({
+        id: pay(r.n),
+        lenderId: r.e === 6 ? L2 : L1,
+        enrollmentId: enr(r.e),
+        authorizerUniqueId: `aid-${r.e}`,
+        connectionId: r.e === 6 ? K3 : K1,
+        rail: 'ach',
+        amountCents: r.amount,
+        reference: ref(r.n),
+        status: r.status,
+        state: r.status === 'initiating' ? 'pending' : 'done',
+        nextAttemptAt: r.created,
+        createdAt: r.created,
+        updatedAt: r.created,
+        ...r.extra,
+      })),
+    );
+    const events: [number, number | null, EventStatus, number, string, number][] = [
+      // [event, payment, status, amount, reference, occurred]
+      [1, 1, 'processing', 500, ref(1), NOW - 40 * DAY],
+      [2, 1, 'settled', 500, ref(1), NOW - 38 * DAY],
+      [3, 2, 'processing', 700, ref(2), NOW - 20 * DAY],
+      [4, 2, 'settled', 700, ref(2), NOW - 19 * DAY],
+      [5, 2, 'returned', 700, ref(2), NOW - 18 * DAY],
+      [6, null, 'settled', 250, 'OUTSIDE-1', NOW - 5 * DAY],
+      [7, null, 'late_returned', 250, 'OUTSIDE-1', NOW - 2 * DAY],
+      [8, null, 'returned', 90, 'OUTSIDE-2', NOW - 2 * DAY],
+    ];
+    await write(async (c) => {
+      for (const [n, p, status, amount, reference, at] of events) {
+        await store.recordEvent(c, {
+          id: evt(n),
+          lenderId: L1,
+          enrollmentId: p ? enr(1) : enr(2),
+          aid: p ? 'aid-1' : 'aid-2',
+          paymentId: p ? pay(p) : null,
+          connectionId: K1,
+          reference,
+          status,
+          amount,
+          returnCode: status.includes('returned') ? 'R01' : null,
+          message: null,
+          source: p ? 'processor' : 'upload',
+          sourceEventId: `src-${n}`,
+          occurredAt: at,
+          // Two events recorded in the same millisecond: the later one is the reference's latest.
+          recordedAt: n === 7 ? NOW - 5 * DAY : at,
+        });
+        if (status === 'settled') await store.postLedgerEntry(c, { lenderId: L1, enrollmentId: p ? enr(1) : enr(2), reference, kind: 'credit', amount, eventId: evt(n), at });
+        if (status.includes('returned')) {
+          await store.postLedgerEntry(c, { lenderId: L1, enrollmentId: p ? enr(1) : enr(2), reference, kind: 'reversal', amount: Math.max(0, await store.creditedFor(c, L1, reference)), eventId: evt(n), at });
+        }
+      }
+      await store.recordIngested(c, K1, 'pi_1', true);
+      await store.recordIngested(c, K1, 'pi_x', false);
+    });
+  });
+  afterAll(async () => {
+    await pg?.close();
+    pgDb?.drop();
+    lite?.close();
+  });
+
+  describe('reads', () => {
+    test('what recording an observation reads', async () => {
+      expect(await same((c) => store.eventSeen(c, L1, 'processor', 'src-1'))).toBe(true);
+      await same((c) => store.eventSeen(c, L1, 'upload', 'src-1'));
+      await same((c) => store.eventSeen(c, L2, 'processor', 'src-1'));
+      expect(await same((c) => store.lastEventOf(c, L1, ref(2)))).toEqual({ status: 'returned', occurredAt: NOW - 18 * DAY });
+      expect((await same((c) => store.lastEventOf(c, L1, 'OUTSIDE-1')))?.status).toBe('late_returned');
+      expect(await same((c) => store.lastEventOf(c, L1, 'none'))).toBeNull();
+      expect(await same((c) => store.seenAmong(c, L1, 'upload', ['src-6', 'src-1', 'src-8', 'nope']).then((r) => r.sort()))).toEqual(['src-6', 'src-8']);
+      expect(await same((c) => store.seenAmong(c, L1, 'upload', []))).toEqual([]);
+      expect((await same((c) => store.lastEventsAmong(c, L1, ['OUTSIDE-2', 'none', ref(1), 'OUTSIDE-2']))).map((r) => r.reference)).toEqual(['OUTSIDE-2', ref(1), 'OUTSIDE-2']);
+      expect(await same((c) => store.lastEventsAmong(c, L1, []))).toEqual([]);
+      expect(await same((c) => store.paymentStatusOf(c, pay(3)))).toBe('initiating');
+      expect(await same((c) => store.paymentStatusOf(c, 'none'))).toBeNull();
+      expect(await same((c) => store.creditedFor(c, L1, ref(2)))).toBe(0);
+      expect(await same((c) => store.creditedFor(c, L1, ref(1)))).toBe(500);
+      expect(await same((c) => store.creditedFor(c, L1, 'none'))).toBe(0);
+    });
+
+    test('matching and reconciling', async () => {
+      expect((await same((c) => store.ownPayment(c, L1, K1, ref(1), 'zzz')))?.id).toBe(pay(1));
+      expect((await same((c) => store.ownPayment(c, L1, K1, null, 'pi_2')))?.id).toBe(pay(2));
+      await same((c) => store.ownPayment(c, L1, K1, 'none', 'pi_1'));
+      expect(await same((c) => store.ownPayment(c, L2, K1, ref(1), 'pi_1'))).toBeNull();
+      await same((c) => store.paymentById(c, pay(7)));
+      await same((c) => store.paymentById(c, 'none'));
+      expect(await same((c) => store.ingestedOf(c, K1, 'pi_1'))).toEqual({ matched: true });
+      expect(await same((c) => store.ingestedOf(c, K1, 'pi_x'))).toEqual({ matched: false });
+      expect(await same((c) => store.ingestedOf(c, K1, 'none'))).toBeNull();
+      expect(await same((c) => store.oldestUnsettled(c, K1, NOW - 60 * DAY))).toBe(NOW - 40 * DAY);
+      expect(await same((c) => store.oldestUnsettled(c, K1, NOW))).toBe(NOW - DAY + 5);
+      expect(await same((c) => store.oldestUnsettled(c, K3, 0))).toBeNull();
+      await same((c) => store.ownPaymentById(c, pay(1), K1));
+      expect(await same((c) => store.ownPaymentById(c, pay(1), K2))).toBeNull();
+      expect((await same((c) => store.keysToPoll(c))).map((k) => k.id).sort()).toEqual([K1, K2]);
+      expect((await same((c) => store.keysToReconcile(c, { dueBefore: NOW - DAY }))).map((k) => k.id)).toEqual([K1]);
+      expect((await same((c) => store.keysToReconcile(c, { connectionIds: [K2, K3], dueBefore: 0 }))).map((k) => k.id)).toEqual([K2]);
+      await same((c) => store.keysToReconcile(c, { connectionIds: [], dueBefore: 0 }));
+    });
+
+    test('deciding and sending', async () => {
+      for (const e of [1, 2, 3, 4, 5]) {
+        await same((c) => store.enrollmentToDecide(c, enr(e)));
+        await same((c) => store.chainInputsOf(c, enr(e)));
+        await same((c) => store.paymentHistory(c, enr(e)));
+        await same((c) => store.scheduledPaymentOf(c, enr(e)));
+        await same((c) => store.paymentInFlight(c, enr(e)));
+        await same((c) => store.borrowerToDebit(c, enr(e)));
+      }
+      expect(await same((c) => store.enrollmentToDecide(c, 'none'))).toBeNull();
+      expect(await same((c) => store.chainInputsOf(c, 'none'))).toBeNull();
+      expect((await same((c) => store.chainInputsOf(c, enr(1))))?.cfpbCovered).toBe(1);
+      expect((await same((c) => store.paymentHistory(c, enr(1)))).map((p) => p.id)).toEqual([pay(1), pay(2), pay(3)]);
+      expect((await same((c) => store.scheduledPaymentOf(c, enr(5))))?.debitOn).toBe(NOW + DAY);
+      for (const p of [1, 3, 5]) await same((c) => store.sendStateOf(c, pay(p)));
+      await same((c) => store.sendStateOf(c, 'none'));
+      await same((c) => store.keyToSend(c, K1));
+      await same((c) => store.keyToSend(c, K3));
+      await same((c) => store.keyToSend(c, 'none'));
+    });
+
+    test("the portal's figures, lists and pages", async () => {
+      for (const from of [0, NOW - 30 * DAY, NOW]) {
+        await same((c) => store.ledgerTotals(c, L1, from));
+        await same((c) => store.inFlightTotals(c, L1, from));
+        await same((c) => store.returnedTotals(c, L1, from));
+      }
+      expect(await same((c) => store.ledgerTotals(c, L1, 0))).toEqual({ credited: 1450n, reversed: 950n });
+      expect(await same((c) => store.returnedTotals(c, L1, 0))).toEqual({ amount: 1040n, count: 3 });
+      expect((await same((c) => store.ledgerTotalsByDay(c, L1, NOW - 60 * DAY))).length).toBe(5);
+      await same((c) => store.borrowerCountsByState(c, L1));
+      await same((c) => store.paymentCountsByStatus(c, L1));
+      await same((c) => store.paymentCountsByStatus(c, 'none'));
+      await same((c) => store.eventsOfBorrower(c, L1, 'aid-1'));
+      await same((c) => store.eventsOfBorrower(c, L1, 'aid-2'));
+      for (const sort of ['newest', 'oldest', 'amount_desc', 'amount_asc'] as const) {
+        for (const take of [1, 2, 10]) {
+          // Every page to the end, from each position the page before ends at.
+          let after: { k: number; i: string } | null = null;
+          for (let guard = 0; guard < 20; guard++) {
+            const a: { k: number; i: string } | null = after;
+            const page: PaymentRow[] = await same((c) => store.paymentsPage(c, { lenderId: L1, from: null, to: null, sort, after: a, take }));
+            if (page.length < take) break;
+            const last: PaymentRow = page.at(-1)!;
+            after = { k: sort.startsWith('amount') ? last.amountCents : last.createdAt, i: last.id };
+          }
+        }
+      }
+      await same((c) => store.paymentsPage(c, { lenderId: L1, status: 'initiating', from: NOW - 2 * DAY, to: NOW, sort: 'oldest', after: null, take: 10 }));
+    });
+  });
+
+  describe('writes', () => {
+    test('every write leaves the same rows', async () => {
+      await write(async (c) => {
+        await store.movePaymentStatus(c, { id: pay(4), from: 'processing', status: 'settled', returnCode: null, message: 'ok', now: NOW, settledAt: NOW - 1 });
+        // Read in another status: left alone.
+        await store.movePaymentStatus(c, { id: pay(3), from: 'processing', status: 'settled', returnCode: null, message: 'no', now: NOW, settledAt: null });
+        await store.movePaymentStatus(c, { id: pay(7), from: 'initiating', status: 'processing', returnCode: null, message: null, now: NOW, settledAt: null });
+        await store.setObservationAside(c, { lenderId: L1, connectionId: null, source: 'upload', sourceEventId: 's', reference: 'r', status: 'settled', error: 'e', at: NOW });
+        await store.markIngestedMatched(c, K1, 'pi_x');
+        await store.keepProcessorPaymentId(c, pay(1), 'pi_other');
+        await store.keepProcessorPaymentId(c, pay(3), 'pi_3');
+        await store.noteProcessorPaymentId(c, pay(7), null, NOW);
+        await store.noteProcessorPaymentId(c, pay(5), 'pi_5', NOW);
+        await store.recordPoll(c, K1, { cursor: 'next', at: NOW, error: null, reconcileDue: true, ingested: 3, matched: 2 });
+        await store.recordPoll(c, K2, { cursor: null, at: NOW, error: 'x', reconcileDue: false, ingested: 0, matched: 0 });
+        await store.recordPollError(c, K1, 'failed');
+        await store.markReconciled(c, K2, NOW);
+        await store.releaseScheduled(c, pay(5), NOW);
+        await store.releaseScheduled(c, pay(3), NOW);
+        await store.setPaymentsUsed(c, enr(2), 7, NOW);
+        await store.giveBackPresentment(c, enr(1), NOW);
+        await store.giveBackPresentment(c, enr(1), NOW);
+        await store.giveBackPresentment(c, enr(1), NOW);
+      });
+      expect(await same((c) => transaction(c, (t) => store.claimSend(t, pay(3), NOW)))).toBe(true);
+      expect(await same((c) => transaction(c, (t) => store.claimSend(t, pay(7), NOW)))).toBe(false);
+      expect(await same((c) => transaction(c, (t) => store.claimSend(t, pay(4), NOW)))).toBe(false);
+      expect(await same((c) => transaction(c, (t) => store.markNotAttempted(t, pay(7), 'gone', NOW)))).toBe(false);
+      expect(await same((c) => transaction(c, (t) => store.markNotAttempted(t, pay(3), 'gone', NOW)))).toBe(true);
+      await write((c) =>
+        store.createPayment(c, {
+          id: pay(8),
+          lenderId: L1,
+          enrollmentId: enr(4),
+          authorizerUniqueId: 'aid-4',
+          connectionId: K1,
+          rail: 'ach',
+          amountCents: 42,
+          reference: ref(8),
+          status: 'initiating',
+          attempt: 1,
+          reinitiationOf: null,
+          debitOn: null,
+          state: 'pending',
+          nextAttemptAt: NOW,
+          createdAt: NOW,
+          updatedAt: NOW,
+        }),
+      );
+      // The queue: claimed, finished and released alike.
+      const claimed = await same((c) => store.claimDuePayments(c, 10, NOW));
+      // Oldest due first; two due at once in the order they were made.
+      expect(claimed.map((p) => p.id)).toEqual([pay(7), pay(3), pay(5), pay(8)]);
+      await write((c) => store.finishDue(c, pay(7), { state: 'pending', attempts: 2, nextAttemptAt: NOW + 10, set: { message: 'later' } }));
+      await write((c) => store.finishDue(c, pay(8), { state: 'done' }));
+      expect(await same((c) => transaction(c, (t) => store.releasePaymentLeases(t)))).toBe(2);
+      expect((await same((c) => store.claimDuePayments(c, 10, NOW + 10))).map((p) => p.id)).toEqual([pay(3), pay(5), pay(7)]);
+      for (const t of ['payments', 'paymentEvents', 'ledgerEntries', 'ingestedPayments', 'paymentConnections', 'enrollments', 'paymentObservationsSetAside'] as const) await sameRows(t);
+    });
+  });
+}

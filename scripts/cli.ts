@@ -281,7 +281,8 @@ export async function runCli(
         if (!/^[1-9]\d{0,9}$/.test(amount)) throw new CliError('--amount is a positive whole number of cents');
         if (rail !== 'ach' && rail !== 'card') throw new CliError('--rail is ach or card');
         const processor = new SandboxProcessor({
-          sqlite: h.sqlite,
+          // The sandbox's tables are in the service's database, whichever engine it runs on.
+          ...(h.pg ? { pg: h.pg } : { sqlite: h.sqlite }),
           clock: systemClock,
           settlementMs: config.sandboxSettlementMs,
           idempotencyTtlMs: config.sandboxIdempotencyTtlMs,

@@ -61,6 +61,7 @@ export function createRuntime(
   const clock = opts.clock ?? systemClock;
   const processors = createProcessors({
     sqlite: handle.sqlite,
+    pg: handle.pg,
     clock,
     sandbox: {
       settlementMs: config.sandboxSettlementMs,

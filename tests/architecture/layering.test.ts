@@ -215,7 +215,7 @@ function writesMonitor(text: string): boolean {
 }
 
 function monitorWriters(dirs: string[]): string[] {
-  const allowed = new Set(['src/modules/enrollments/monitor-store.sqlite.ts', 'scripts/bench/bench-enrollment.ts']);
+  const allowed = new Set(['src/modules/enrollments/monitor-store.sqlite.ts', 'src/modules/enrollments/monitor-store.pg.ts', 'scripts/bench/bench-enrollment.ts']);
   return dirs
     .flatMap(files)
     .map((f) => relative(ROOT, f))
@@ -225,18 +225,19 @@ function monitorWriters(dirs: string[]): string[] {
 
 /**
  * Files that reach the SQLite connection (`sqlite`, `$client`, bun:sqlite) or open a transaction other than
- * through withTransaction. Allowed: platform/, each module's store.sqlite.ts (its statements),
+ * through withTransaction. Allowed: platform/, each module's store.sqlite.ts and store.pg.ts (its statements),
  * the composition root that opens the database, and the sandbox processor and its store, which stand for
  * another system's own database.
  */
 function handleUsers(): string[] {
   const allowed = (f: string) =>
     f.startsWith('src/platform/') ||
-    /^src\/modules\/.+(\/|-)store\.sqlite\.ts$/.test(f) ||
+    /^src\/modules\/.+(\/|-)store\.(sqlite|pg)\.ts$/.test(f) ||
     f === 'src/runtime.ts' ||
     f === 'src/index.ts' ||
     f === 'src/adapters/processors/sandbox.ts' ||
     f === 'src/adapters/processors/sandbox-store.sqlite.ts' ||
+    f === 'src/adapters/processors/sandbox-store.pg.ts' ||
     f === 'src/adapters/processors/index.ts';
   return files(SRC)
     .map((f) => relative(ROOT, f))

@@ -1,3 +1,4 @@
+// engine: sqlite
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -401,7 +402,7 @@ describe('the CLI as a process', () => {
   const run = async (...args: string[]) => {
     const proc = Bun.spawn(['bun', 'run', 'scripts/cli.ts', ...args], {
       cwd: ROOT,
-      env: { ...process.env, ...ws.env },
+      env: { ...process.env, DATABASE_URL: '', ...ws.env },
       stdout: 'pipe',
       stderr: 'pipe',
     });
@@ -430,7 +431,7 @@ describe('the CLI as a process', () => {
   test('a bad configuration exits 1 naming the variable', async () => {
     const proc = Bun.spawn(['bun', 'run', 'scripts/cli.ts', 'lender', 'list'], {
       cwd: ROOT,
-      env: { ...process.env, ...ws.env, LOG_LEVEL: 'loud' },
+      env: { ...process.env, DATABASE_URL: '', ...ws.env, LOG_LEVEL: 'loud' },
       stdout: 'pipe',
       stderr: 'pipe',
     });

@@ -1,3 +1,4 @@
+// engine: sqlite
 import { afterAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,7 +22,7 @@ function workspace() {
   const run = async (...args: string[]) => {
     const proc = Bun.spawn(['bun', 'run', 'scripts/cli.ts', ...args], {
       cwd: ROOT,
-      env: { ...process.env, ...env },
+      env: { ...process.env, DATABASE_URL: '', ...env },
       stdout: 'pipe',
       stderr: 'pipe',
     });

@@ -1,3 +1,4 @@
+// engine: sqlite
 // The real process: `bun run src/index.ts` spawned with its own SQLite file and vault key in a temp folder.
 // Covers what only the process shows: the first-start key on stdout, signals and the WAL checkpoint, the
 // restart, file modes, config errors on stderr and the exit code, and refusing a database from a newer version.
@@ -17,7 +18,7 @@ const ANY_KEY = /drs_live_[0-9A-Za-z]{32}/g;
 
 // Every variable the service reads: the children get only what a test sets, never the caller's environment.
 const CONFIG_VARS = [
-  'PORT', 'HOST', 'DATABASE_PATH', 'TLS_CERT_FILE', 'TLS_KEY_FILE', 'TRUST_PROXY', 'ALLOW_INSECURE_HTTP',
+  'PORT', 'HOST', 'DATABASE_PATH', 'DATABASE_URL', 'DATABASE_POOL_MAX', 'TLS_CERT_FILE', 'TLS_KEY_FILE', 'TRUST_PROXY', 'ALLOW_INSECURE_HTTP',
   'VAULT_KEY', 'VAULT_KEY_FILE', 'BOOTSTRAP_API_KEY', 'BANK_DATA_PROVIDER', 'BANK_DATA_URL', 'BANK_DATA_TOKEN',
   'ROUTING_DIRECTORY_FILE', 'WEBHOOK_ALLOW_PRIVATE_TARGETS', 'WEBHOOK_RETRY_BASE_MS', 'WEBHOOK_MAX_AGE_MS',
   'RATE_LIMIT_PER_SECOND', 'RATE_LIMIT_BURST', 'BALANCE_CONCURRENCY', 'SANDBOX_LATENCY_MS', 'METRICS_TOKEN',

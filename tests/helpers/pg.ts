@@ -115,11 +115,19 @@ function bind(text: string, params: unknown[]): string {
   return out;
 }
 
-/** The rows of a query (or of a write with RETURNING), as JSON from psql. */
+/**
+ * The rows of a query (or of a write with RETURNING), as JSON from psql. PostgreSQL folds an unquoted alias to
+ * lower case (`AS lenderId` names the column lenderid) where SQLite keeps it as written: the aliases of the
+ * statement are given back their case.
+ */
 function jsonRows(url: string, statement: string): Record<string, unknown>[] {
   const s = statement.trim().replace(/;\s*$/, '');
   const query = /^\s*(SELECT|WITH|VALUES)\b/i.test(s) ? `SELECT coalesce(json_agg(q), '[]') FROM (${s}) q` : `WITH q AS (${s}) SELECT coalesce(json_agg(q), '[]') FROM q`;
-  return JSON.parse(psql(query, url)) as Record<string, unknown>[];
+  const rows = JSON.parse(psql(query, url)) as Record<string, unknown>[];
+  const cased = new Map<string, string>();
+  for (const m of s.matchAll(/\bAS\s+([A-Za-z_]\w*)/gi)) if (m[1] !== m[1]!.toLowerCase()) cased.set(m[1]!.toLowerCase(), m[1]!);
+  if (cased.size === 0) return rows;
+  return rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [cased.get(k) ?? k, v])));
 }
 
 /**

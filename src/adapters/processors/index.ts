@@ -1,6 +1,7 @@
 import type { Database } from 'bun:sqlite';
 import type { Clock } from '../../platform/clock';
-import { SandboxProcessor, SANDBOX_KEY_PATTERN, type SandboxOptions } from './sandbox';
+import type { PgHandle } from '../../platform/pg';
+import { SandboxProcessor, SANDBOX_KEY_PATTERN, type SandboxOptions, type SandboxStorage } from './sandbox';
 import type { Processor, ProcessorName } from './types';
 import { refusedInTransaction } from '../../platform/tx-lock';
 
@@ -57,14 +58,18 @@ export class Processors {
   }
 }
 
+/** The processors of a service: the sandbox keeps its tables in the service's database, PostgreSQL when `pg` is given. */
 export function createProcessors(opts: {
-  sqlite: Database;
+  sqlite?: Database;
+  pg?: PgHandle;
   clock: Clock;
-  sandbox: Omit<SandboxOptions, 'sqlite' | 'clock'>;
+  sandbox: Omit<SandboxOptions, 'sqlite' | 'pg' | 'clock'>;
   stripe: () => Processor;
 }): Processors {
+  const storage: SandboxStorage | null = opts.pg ? { pg: opts.pg } : opts.sqlite ? { sqlite: opts.sqlite } : null;
+  if (!storage) throw new Error('createProcessors: the sandbox needs the service\'s database (sqlite or pg)');
   return new Processors({
-    sandbox: () => new SandboxProcessor({ sqlite: opts.sqlite, clock: opts.clock, ...opts.sandbox }),
+    sandbox: () => new SandboxProcessor({ ...storage, clock: opts.clock, ...opts.sandbox }),
     stripe: opts.stripe,
   });
 }

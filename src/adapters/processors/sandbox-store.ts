@@ -1,7 +1,9 @@
 // The sandbox processor's own storage: the `sandbox_*` tables, standing for another system's database. The
 // processor calls these functions only; sandbox-store.sqlite.ts implements them on the SQLite connection it is
-// given (the service's file, or the CLI's), each write in its own transaction, never inside a caller's.
+// given (the service's file, or the CLI's), sandbox-store.pg.ts on a PostgreSQL pool, each write in its own
+// transaction, never inside a caller's.
 import type { EventStatus, Rail } from './types';
+import { pgSandboxStore } from './sandbox-store.pg';
 import { sqliteSandboxStore } from './sandbox-store.sqlite';
 
 /** A payment as created, which a replay of its idempotency key answers again. */
@@ -100,5 +102,8 @@ export interface SandboxStore {
   outageSince(account: string, createdAfter: number): Promise<boolean>;
 }
 
-/** The sandbox's store on a connection, in the engine the service runs on. */
+/** The sandbox's store on a SQLite connection. */
 export const sandboxStoreOn = sqliteSandboxStore;
+
+/** The sandbox's store on a PostgreSQL pool. */
+export const pgSandboxStoreOn = pgSandboxStore;

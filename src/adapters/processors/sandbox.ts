@@ -7,9 +7,10 @@
 import type { Database } from 'bun:sqlite';
 import { createHash } from 'node:crypto';
 import type { Clock } from '../../platform/clock';
+import type { PgHandle } from '../../platform/pg';
 import { newId, randomBase62 } from '../../platform/ids';
 import { RETURN_CODES } from './return-codes';
-import { sandboxStoreOn, type SandboxPaymentRow, type SandboxStore } from './sandbox-store';
+import { pgSandboxStoreOn, sandboxStoreOn, type SandboxPaymentRow, type SandboxStore } from './sandbox-store';
 import {
   CardRefused,
   KeyRefused,
@@ -94,8 +95,10 @@ export function luhnValid(digits: string): boolean {
   return sum % 10 === 0;
 }
 
-export interface SandboxOptions {
-  sqlite: Database;
+/** Where the sandbox keeps its tables: the service's SQLite file, or its PostgreSQL database (`pg` wins). */
+export type SandboxStorage = { sqlite: Database; pg?: PgHandle } | { sqlite?: Database; pg: PgHandle };
+
+export type SandboxOptions = SandboxStorage & {
   clock: Clock;
   settlementMs: number;
   latencyMs?: number;
@@ -107,7 +110,7 @@ export interface SandboxOptions {
   outageMs?: number;
   /** Changes older than this leave the change feed, as Stripe's events do after 30 days. */
   eventRetentionMs?: number;
-}
+};
 
 export class SandboxProcessor implements Processor {
   readonly name = 'sandbox' as const;
@@ -126,7 +129,7 @@ export class SandboxProcessor implements Processor {
     this.idempotencyTtlMs = opts.idempotencyTtlMs ?? 86_400_000;
     this.outageMs = opts.outageMs ?? 60_000;
     this.retentionMs = opts.eventRetentionMs ?? 30 * 86_400_000;
-    this.store = sandboxStoreOn(opts.sqlite);
+    this.store = opts.pg ? pgSandboxStoreOn(opts.pg) : sandboxStoreOn(opts.sqlite!);
     this.clock = opts.clock;
     this.settlementMs = opts.settlementMs;
   }

@@ -4,6 +4,7 @@ import { iso, isoOrNull } from '../../platform/clock';
 import { dbOf, transaction, type PlatformDeps, type Tx } from '../../platform/context';
 import { Conflict, InvalidInput, NotFound, Unavailable } from '../../platform/errors';
 import { newId } from '../../platform/ids';
+import { isUniqueViolation } from '../../platform/pg';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { SealedColumn } from '../../platform/vault';
 import { CredentialsRefused, SourceUnavailable, last4, type LinkCredentials } from '../../adapters/bank-data/linked';
@@ -70,6 +71,7 @@ export async function createBankDataConnection({ ctx, input }: { ctx: Ctx; input
   }
   const now = ctx.deps.clock.now();
   return transaction(ctx, async (tx) => {
+    await store.serializeConnections(tx, ctx.lender.id);
     const again = (await store.liveConnections(tx, ctx.lender.id)).find((c) => c.provider === creds.provider);
     if (again) throw taken(creds.provider, again.id);
     const row: NewBankDataConnection = {
@@ -84,7 +86,7 @@ export async function createBankDataConnection({ ctx, input }: { ctx: Ctx; input
     try {
       await store.insertConnection(tx, row);
     } catch (e) {
-      if ((e as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new Conflict(`A ${LABEL[creds.provider]} connection was stored at the same time; list the connections`);
+      if ((e as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT') || isUniqueViolation(e)) throw new Conflict(`A ${LABEL[creds.provider]} connection was stored at the same time; list the connections`);
       throw e;
     }
     return view((await store.connectionById(tx, row.id!))!);
@@ -98,6 +100,8 @@ export async function listBankDataConnections({ ctx }: { ctx: Ctx }) {
 /** DELETE /v1/bank_data_connections/{id}: the credentials erased, the row kept as deleted. */
 export async function deleteBankDataConnection({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<void> {
   await transaction(ctx, async (tx) => {
+    // Two deletions at once: the second finds it deleted (404), as it would after the first.
+    await store.serializeConnections(tx, ctx.lender.id);
     const c = await store.liveConnection(tx, ctx.lender.id, input.id);
     if (!c) throw new NotFound('Bank-data connection', input.id);
     await store.eraseConnection(tx, c.id, ctx.deps.clock.now());

@@ -40,6 +40,8 @@ export const sqliteBankDataConnectionStore: BankDataConnectionStore = {
   async connectionById(c, id) {
     return readerOf(c).select().from(bankDataConnections).where(eq(bankDataConnections.id, id)).get();
   },
+  // One writer at a time: the check and the insert already run alone.
+  async serializeConnections() {},
   async insertConnection(c, row) {
     writerOf(c).insert(bankDataConnections).values(row).run();
   },

@@ -1,6 +1,8 @@
 import type { bankDataConnections } from '../../../db/schema';
 import type { BankDataProvider } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
+import { byEngine } from '../../platform/store';
+import { pgBankDataConnectionStore } from './store.pg';
 import { sqliteBankDataConnectionStore } from './store.sqlite';
 
 /** A bank-data connection as stored (its sealed credentials null once deleted). */
@@ -16,6 +18,12 @@ export interface BankDataConnectionStore {
   liveConnectionFor(c: StoreCtx, lenderId: string, provider: BankDataProvider): Promise<BankDataConnectionRow | undefined>;
   /** A connection, live or not. */
   connectionById(c: StoreCtx, id: string): Promise<BankDataConnectionRow | undefined>;
+  /**
+   * Taken before the lender's live connections are checked and then one is stored or deleted, held until the
+   * transaction ends: two creations for one provider (or two deletions) at once are one after the other, so
+   * the second finds the first's. Nothing on SQLite (one writer at a time).
+   */
+  serializeConnections(c: TxCtx, lenderId: string): Promise<void>;
   /** Stores a new connection. */
   insertConnection(c: TxCtx, row: NewBankDataConnection): Promise<void>;
   /** Erases a connection's credentials and marks it deleted. */
@@ -25,4 +33,4 @@ export interface BankDataConnectionStore {
 }
 
 /** The store of the engine the service runs on. */
-export const bankDataConnectionStore: BankDataConnectionStore = sqliteBankDataConnectionStore;
+export const bankDataConnectionStore: BankDataConnectionStore = byEngine(sqliteBankDataConnectionStore, pgBankDataConnectionStore);

@@ -64,6 +64,7 @@ export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput
   const now = ctx.deps.clock.now();
   const timeZone = typeof input.time_zone === 'string' ? canonicalTimeZone(input.time_zone) : input.time_zone;
   return transaction(ctx, async (tx) => {
+    await store.serializePolicyChange(tx, ctx.lender.id);
     const cur = await policyOf(tx, ctx.lender.id);
     const next = {
       lenderId: ctx.lender.id,

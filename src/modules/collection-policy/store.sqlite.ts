@@ -35,6 +35,8 @@ export const sqliteCollectionPolicyStore: CollectionPolicyStore = {
       .get();
     return row?.updatedAt ?? null;
   },
+  // One writer at a time: the change's read and write already run alone.
+  async serializePolicyChange() {},
   async savePolicy(c, policy) {
     writerOf(c).insert(collectionPolicies).values(policy).onConflictDoUpdate({ target: collectionPolicies.lenderId, set: policy }).run();
   },

@@ -1,6 +1,8 @@
 import type { ReadCadence, ReinitiationAmount } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { CollectionPolicy } from './policy';
+import { byEngine } from '../../platform/store';
+import { pgCollectionPolicyStore } from './store.pg';
 import { sqliteCollectionPolicyStore } from './store.sqlite';
 
 /** A lender's policy as stored: flags as 0/1. */
@@ -23,9 +25,15 @@ export interface CollectionPolicyStore {
   policyRow(c: StoreCtx, lenderId: string): Promise<PolicyRow | undefined>;
   /** When the lender last changed its policy. */
   policyUpdatedAt(c: StoreCtx, lenderId: string): Promise<number | null>;
+  /**
+   * Taken before a change reads the policy it patches, held until the transaction ends: two changes at once
+   * are one after the other, so neither writes back a field the other just changed. Nothing on SQLite (one
+   * writer at a time).
+   */
+  serializePolicyChange(c: TxCtx, lenderId: string): Promise<void>;
   /** Stores the whole policy, created or replaced. */
   savePolicy(c: TxCtx, policy: PolicyRecord): Promise<void>;
 }
 
 /** The store of the engine the service runs on. */
-export const collectionPolicyStore: CollectionPolicyStore = sqliteCollectionPolicyStore;
+export const collectionPolicyStore: CollectionPolicyStore = byEngine(sqliteCollectionPolicyStore, pgCollectionPolicyStore);

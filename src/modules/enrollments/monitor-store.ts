@@ -4,12 +4,14 @@ import { DAY_MS } from '../../platform/clock';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import { nextMonitor, type MonitorChange, type MonitorEvent, type MonitorFrom } from './monitor';
 import { pushToEndpoints } from '../webhooks/endpoints';
+import { byEngine } from '../../platform/store';
+import { pgMonitorStore } from './monitor-store.pg';
 import { sqliteMonitorStore } from './monitor-store.sqlite';
 
 // The only code that writes a monitor's state, reason and blocked reason, and it writes only what the state
 // machine (monitor.ts) returns. Every write takes the open transaction: a monitor changes in the transaction
-// of the request, read or outcome that moves it. Its SQL is the monitor store's (monitor-store.sqlite.ts);
-// tests/architecture checks that no other file writes these columns.
+// of the request, read or outcome that moves it. Its SQL is the monitor store's (monitor-store.sqlite.ts,
+// monitor-store.pg.ts); tests/architecture checks that no other file writes these columns.
 
 export const MONITOR_WINDOW_MS = 30 * DAY_MS;
 
@@ -64,20 +66,26 @@ export interface BorrowerEnrollment {
 }
 
 export interface MonitorStore {
-  /** A monitor as it stands, with its lender and borrower. */
+  /**
+   * A monitor as it stands, with its lender and borrower. Read inside a transaction, it is held until the
+   * transaction ends (the row locked on PostgreSQL): it is read to be moved, and moved from what was read.
+   */
   currentMonitor(c: StoreCtx, enrollmentId: string): Promise<CurrentMonitor | undefined>;
   /** Writes a change the state machine returned (its window, next read and payment count with it). */
   writeMonitorChange(c: TxCtx, v: { enrollmentId: string; change: MonitorChange; now: number; windowMs: number; readIntervalMs: number }): Promise<void>;
-  /** The lender's records of these borrowers. */
+  /** The lender's records of these borrowers; read inside a transaction, held until it ends (as currentMonitor). */
   monitorsOf(c: StoreCtx, lenderId: string, aids: readonly string[]): Promise<StoredMonitor[]>;
   /** Borrowers inserted or refreshed with their monitors, one statement prepared for all of them. */
   writeEnrollments(c: TxCtx, rows: readonly BorrowerEnrollment[], windowMs: number): Promise<void>;
-  /** Monitored borrowers whose window has ended, off enrollments_lapse_due_idx (`limit` -1: all). */
+  /**
+   * Monitored borrowers whose window has ended, off enrollments_lapse_due_idx (`limit` -1: all). Read inside a
+   * transaction, they are claimed until it ends: a monitor another transaction holds is left for the next tick.
+   */
   dueLapses(c: StoreCtx, now: number, limit: number): Promise<{ id: string }[]>;
 }
 
 /** The store of the engine the service runs on. */
-export const monitorStore: MonitorStore = sqliteMonitorStore;
+export const monitorStore: MonitorStore = byEngine(sqliteMonitorStore, pgMonitorStore);
 
 type EventOf = { enrollmentId: string; event: MonitorEvent | { type: 'late_returned'; code: string | null }; now: number; readIntervalMs: number };
 

@@ -7,7 +7,7 @@ import { insertBatch } from '../balance-requests/service';
 import type { RecordedRead } from '../balance-requests/results';
 import { openBorrower } from './borrower';
 import { heldReasonOf } from './service';
-import { applyMonitorEvent, monitorStore } from './monitor-store';
+import { applyMonitorEvent, monitorStateOf, monitorStore } from './monitor-store';
 import { enrollmentStore as store, type DueRead } from './store';
 import { wantHistory } from '../pay-cycles/history';
 
@@ -42,7 +42,9 @@ export async function queueDueReads(deps: Deps, max = READS_PER_SLICE): Promise<
       list.push(d);
       byLender.set(d.lenderId, list);
     }
-    for (const [lenderId, reads] of byLender) {
+    // Lenders in id order: a flush of results locks lenders' backlog rows in that order too (PostgreSQL), so the
+    // two never wait on each other in a circle.
+    for (const [lenderId, reads] of [...byLender].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       for (let i = 0; i < reads.length; i += BATCH_MAX) {
         const chunk = reads.slice(i, i + BATCH_MAX);
         const authorizers = chunk.map((d, j) => monitoringAuthorizer(deps, d, j + 1));
@@ -127,6 +129,8 @@ export async function recheckHeld(deps: Deps, opts: { after?: string; max?: numb
     checked = held.length;
     last = held.at(-1)?.id ?? null;
     for (const h of held) {
+      // Read again, held by this transaction: one re-sent or erased since the list was read is no longer held.
+      if ((await monitorStateOf(tx, h.id)) !== 'held') continue;
       const reason = h.routing ? heldReasonOf(deps, h.routing) : 'unresolvable_routing_number';
       const event = reason === null ? ({ type: 'readable' } as const) : ({ type: 'still_held', held: reason } as const);
       const change = await applyMonitorEvent(tx, { enrollmentId: h.id, event, now, readIntervalMs: deps.config.monitorReadIntervalMs });

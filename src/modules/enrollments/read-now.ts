@@ -22,6 +22,8 @@ export interface ReadNowResult {
 export function readBorrowerNow({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId: string } }): Promise<ReadNowResult> {
   const now = ctx.deps.clock.now();
   return transaction(ctx, async (tx) => {
+    // Read and queued with no erasure or re-send of the borrower in between.
+    await store.serializeBorrowers(tx, ctx.lender.id, [input.authorizerUniqueId]);
     const e = await store.enrollmentOf(tx, ctx.lender.id, input.authorizerUniqueId);
     if (!e) throw new NotFound('Enrollment', input.authorizerUniqueId);
     if (e.state !== 'monitored') {

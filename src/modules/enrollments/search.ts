@@ -155,7 +155,9 @@ const indexed = new WeakMap<Deps, boolean>();
 
 /**
  * Borrowers without search entries under the current vault key (stored before search existed, or before a
- * key rotation) are indexed once per start, 200 a transaction with a turn of the event loop between.
+ * key rotation) are indexed after each start, 200 a transaction with a turn of the event loop between, until a
+ * pass finds none left: a borrower another transaction held while a pass went by (PostgreSQL skips it) is
+ * indexed by the next one.
  */
 export async function indexUnsearchedBorrowers(deps: Deps, signal?: AbortSignal): Promise<{ indexed: number }> {
   if (indexed.get(deps)) return { indexed: 0 };
@@ -180,7 +182,7 @@ export async function indexUnsearchedBorrowers(deps: Deps, signal?: AbortSignal)
     after = slice[slice.length - 1]!.id;
     await betweenSlices(deps);
   }
-  indexed.set(deps, true);
+  if (n === 0) indexed.set(deps, true);
   return { indexed: n };
 }
 

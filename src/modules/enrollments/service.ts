@@ -212,6 +212,8 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
   const storable = cands.filter((c) => results[c.index] === null);
 
   await transaction(ctx, async (tx) => {
+    // Each borrower is written from what is read of it here: another request about it waits for this one.
+    await store.serializeBorrowers(tx, ctx.lender.id, storable.map((c) => c.aid));
     const existing = new Map((await monitorStore.monitorsOf(tx, ctx.lender.id, storable.map((c) => c.aid))).map((e) => [e.aid, e]));
     const held = storable.map((c) => heldReasonOf(ctx.deps, c.authorizer.routingNumber!));
     const writes = storable.map((c, i): { write: BorrowerWrite; prior: StoredMonitor | undefined; held: HeldReason | null } => {
@@ -289,6 +291,7 @@ export async function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { bod
   const ids = input.body.authorizer_unique_ids;
   const now = ctx.deps.clock.now();
   const results = await transaction(ctx, async (tx) => {
+    await store.serializeBorrowers(tx, ctx.lender.id, ids);
     const existing = new Map((await monitorStore.monitorsOf(tx, ctx.lender.id, ids)).map((e) => [e.aid, e]));
     const out: { authorizer_unique_id: string; outcome: 'unknown' | 'not_monitored' | 'removed' }[] = [];
     for (const aid of ids) {
@@ -322,6 +325,7 @@ export async function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: 
   const ids = input.body.authorizer_unique_ids;
   const now = ctx.deps.clock.now();
   const results = await transaction(ctx, async (tx) => {
+    await store.serializeBorrowers(tx, ctx.lender.id, ids);
     const existing = new Map((await monitorStore.monitorsOf(tx, ctx.lender.id, ids)).map((e) => [e.aid, e]));
     const out: { authorizer_unique_id: string; outcome: 'unknown' | 'deleted' }[] = [];
     const erased: { id: string; aid: string }[] = [];

@@ -257,4 +257,7 @@ export const sqliteEnrollmentStore: EnrollmentStore = {
       .limit(limit)
       .all();
   },
+  async serializeBorrowers() {
+    // One writer at a time: the transaction that calls this is alone already.
+  },
 };

@@ -2,6 +2,8 @@ import type { MonitorState } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { Enrollment } from './borrower';
 import type { BlockedReason } from './monitor';
+import { byEngine } from '../../platform/store';
+import { pgEnrollmentStore } from './store.pg';
 import { sqliteEnrollmentStore } from './store.sqlite';
 
 /** A monitored borrower whose balance read is due. */
@@ -59,7 +61,10 @@ export interface EnrollmentPageQuery {
 
 export interface EnrollmentStore {
   // Monitoring reads (monitoring.ts, read-now.ts)
-  /** Monitored borrowers whose read is due, oldest due first (the due check, every second: a cached statement). */
+  /**
+   * Monitored borrowers whose read is due, oldest due first (the due check, every second: a cached statement).
+   * Read inside a transaction, they are claimed until it ends: another transaction's due check skips them.
+   */
   dueReads(c: StoreCtx, now: number, limit: number): Promise<DueRead[]>;
   /** Sets these borrowers' next read. */
   setNextReads(c: TxCtx, enrollmentIds: readonly string[], at: number): Promise<void>;
@@ -74,6 +79,7 @@ export interface EnrollmentStore {
   setBankName(c: TxCtx, enrollmentId: string, bankName: string | null): Promise<void>;
 
   // Enrollments as the API and the portal read them (service.ts, resend.ts, ledger.ts)
+  /** A borrower's enrollment; read inside a transaction, held until it ends (the row locked on PostgreSQL). */
   enrollmentOf(c: StoreCtx, lenderId: string, aid: string): Promise<Enrollment | undefined>;
   /** A page of the lender's enrollments by authorizer_unique_id, filtered. */
   enrollmentsPage(c: StoreCtx, q: EnrollmentPageQuery): Promise<Enrollment[]>;
@@ -99,14 +105,25 @@ export interface EnrollmentStore {
   borrowersByReference(c: StoreCtx, lenderId: string, prefix: PrefixRange, limit: number): Promise<{ aid: string }[]>;
   /** The lender's borrowers whose authorizer_unique_id is in the range, by id. */
   borrowersByIdPrefix(c: StoreCtx, lenderId: string, prefix: PrefixRange, limit: number): Promise<{ aid: string }[]>;
-  /** Borrowers with personal data and no search entries under this key, after an id, in id order. */
+  /**
+   * Borrowers with personal data and no search entries under this key, after an id, in id order. Read inside a
+   * transaction, they are held until it ends, and one another transaction holds (being erased, re-sent) is skipped.
+   */
   unsearchedBorrowers(
     c: StoreCtx,
     after: string,
     keyId: string,
     limit: number,
   ): Promise<{ id: string; lenderId: string; aid: string; sealed: string | null; cardLast4: string | null }[]>;
+
+  // Concurrency
+  /**
+   * Called first in a transaction that changes some of a lender's borrowers after reading them (an enrollment, a
+   * removal, an erasure, a read now): two such transactions about one borrower run one after the other, as they
+   * do on SQLite's single writer, a borrower not stored yet included. Nothing to do on SQLite.
+   */
+  serializeBorrowers(c: TxCtx, lenderId: string, aids: readonly string[]): Promise<void>;
 }
 
 /** The store of the engine the service runs on. */
-export const enrollmentStore: EnrollmentStore = sqliteEnrollmentStore;
+export const enrollmentStore: EnrollmentStore = byEngine(sqliteEnrollmentStore, pgEnrollmentStore);

@@ -5,6 +5,7 @@ import type { Lender } from '../../platform/context';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import { newId } from '../../platform/ids';
 import { displayPrefix, generateApiKey, hashApiKey } from '../../platform/api-keys';
+import { LenderError } from './errors';
 import { lenderStore as store, type ApiKeyListing, type LenderRow } from './store';
 import { lenderStatementsNow as syncStatements } from './store.sqlite';
 
@@ -17,7 +18,7 @@ export { displayPrefix };
 /** The database connections an operator function works on: the service's runtime, or the CLI's handle. */
 type StoreDeps = StoreCtx['deps'];
 
-export class LenderError extends Error {}
+export { LenderError };
 
 function checkName(name: string): void {
   if (!/^[A-Za-z0-9][A-Za-z0-9 ._-]{0,79}$/.test(name)) {
@@ -29,6 +30,7 @@ function checkName(name: string): void {
 export function createLender(deps: StoreDeps, name: string, now: number): Promise<{ lender: Lender; apiKey: string }> {
   checkName(name);
   return transaction({ deps }, async (tx) => {
+    await store.serializeLenderCreation(tx);
     if (await store.lenderNamed(tx, name)) throw new LenderError(`A lender named ${name} already exists`);
     const lender = { id: newId(), name, debitCardApproved: false, createdAt: now };
     await store.addLender(tx, lender);
@@ -78,10 +80,11 @@ const keyRow = (lenderId: string, now: number, key: string) => ({ id: newId(), l
 
 /**
  * Every new API key is issued here (a new lender's first key, the CLI, the portal, the bootstrap key), inside
- * the caller's write transaction: the live keys are counted under the write lock, so two creations at once
- * cannot both take the last place.
+ * the caller's write transaction: the live keys are counted under the lender's key-issue lock (SQLite's write
+ * lock), held until the transaction ends, so two creations at once cannot both take the last place.
  */
 export async function issueKey(c: TxCtx, lenderId: string, now: number, key: string = generateApiKey()): Promise<string> {
+  await store.serializeKeyIssue(c, lenderId);
   if ((await store.liveKeyCount(c, lenderId)) >= MAX_LIVE_API_KEYS) throw new TooManyApiKeys();
   await store.addKey(c, keyRow(lenderId, now, key));
   return key;
@@ -134,6 +137,8 @@ export function setDebitCardApprovalNow(db: Db, lenderId: string, approved: bool
 export async function ensureBootstrapLender(deps: StoreDeps, bootstrapKey: string | null, now: number): Promise<{ printedKey: string | null }> {
   if (bootstrapKey) {
     return transaction({ deps }, async (tx) => {
+      // Replicas starting at once with the same key: one registers it, the others find it.
+      await store.serializeLenderCreation(tx);
       if (await store.keyHashKnown(tx, hashApiKey(bootstrapKey))) return { printedKey: null };
       let lender: Lender | undefined = await store.lenderNamed(tx, 'default');
       if (!lender) {
@@ -145,6 +150,12 @@ export async function ensureBootstrapLender(deps: StoreDeps, bootstrapKey: strin
     });
   }
   if (await store.anyLender({ deps })) return { printedKey: null };
-  const { apiKey } = await createLender(deps, 'default', now);
-  return { printedKey: apiKey };
+  try {
+    const { apiKey } = await createLender(deps, 'default', now);
+    return { printedKey: apiKey };
+  } catch (e) {
+    // Another start (a replica on the same database) created it in between: that one prints its key.
+    if (e instanceof LenderError && (await store.lenderNamed({ deps }, 'default'))) return { printedKey: null };
+    throw e;
+  }
 }

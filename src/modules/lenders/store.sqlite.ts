@@ -62,6 +62,10 @@ export const sqliteLenderStore: LenderStore = {
   async setDebitCardApproval(c, lenderId, approved) {
     setDebitCardApproval(writerOf(c), lenderId, approved);
   },
+  // One writer at a time: the transaction that checks already runs alone.
+  async serializeLenderCreation() {},
+
+  async serializeKeyIssue() {},
 
   async liveKeyCount(c, lenderId) {
     return liveKeyCount(readerOf(c), lenderId);

@@ -1,5 +1,7 @@
 import type { apiKeys, lenders } from '../../../db/schema';
 import type { StoreCtx, TxCtx } from '../../platform/store';
+import { byEngine } from '../../platform/store';
+import { pgLenderStore } from './store.pg';
 import { sqliteLenderStore } from './store.sqlite';
 
 export type LenderRow = typeof lenders.$inferSelect;
@@ -16,6 +18,18 @@ export interface LenderStore {
   anyLender(c: StoreCtx): Promise<boolean>;
   addLender(c: TxCtx, lender: LenderRow): Promise<void>;
   setDebitCardApproval(c: TxCtx, lenderId: string, approved: boolean): Promise<void>;
+  /**
+   * Taken first by a transaction that checks a lender's name (or a key's hash) and then creates it, held until
+   * it ends: two creations of the same name at once are one after the other, so the second sees the first.
+   * Nothing on SQLite, where one writer at a time already does it.
+   */
+  serializeLenderCreation(c: TxCtx): Promise<void>;
+
+  /**
+   * Taken before the lender's live keys are counted for a new one, held until the transaction ends: two
+   * issues at once cannot both take the last place. Nothing on SQLite (one writer at a time).
+   */
+  serializeKeyIssue(c: TxCtx, lenderId: string): Promise<void>;
 
   /** How many unrevoked keys the lender holds. */
   liveKeyCount(c: StoreCtx, lenderId: string): Promise<number>;
@@ -31,4 +45,4 @@ export interface LenderStore {
 }
 
 /** The store of the engine the service runs on. */
-export const lenderStore: LenderStore = sqliteLenderStore;
+export const lenderStore: LenderStore = byEngine(sqliteLenderStore, pgLenderStore);

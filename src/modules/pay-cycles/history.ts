@@ -81,6 +81,7 @@ async function readHistory(deps: Deps, r: DueHistory, window: HistoryWindow, now
 /** What a reading's end writes, in one transaction: the deposits and the cycle, a retry, or the end. */
 async function record(deps: Deps, r: DueHistory, o: Outcome, window: HistoryWindow, now: number): Promise<void> {
   await transaction({ deps } as JobContext, async (ctx) => {
+    await store.serializeReading(ctx, r.enrollmentId);
     if (o.kind === 'credits') {
       // Only what inference needs: the income among the credits of the window, one per day (at most a window of days).
       const inWindow = o.credits.filter((c) => c.at >= window.from && c.at < window.to + DAY_MS);

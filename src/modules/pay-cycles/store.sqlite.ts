@@ -148,4 +148,7 @@ export const sqlitePayCycleStore: PayCycleStore = {
       reading.run(id);
     }
   },
+  async serializeReading() {
+    // One writer at a time: the transaction that calls this is alone already.
+  },
 };

@@ -1,6 +1,8 @@
 import type { PayCycleSource, PayFrequency } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { PayCycle, RegularFrequency } from './infer';
+import { byEngine } from '../../platform/store';
+import { pgPayCycleStore } from './store.pg';
 import { sqlitePayCycleStore } from './store.sqlite';
 
 /** A borrower's monitor and cycle as the cadence reads them after a read. */
@@ -39,6 +41,7 @@ export interface Deposit {
 
 export interface PayCycleStore {
   // The cadence (learn.ts), after each monitoring read
+  /** Read inside a transaction, held until it ends (the row locked on PostgreSQL): the cadence writes from it. */
   cadenceStateOf(c: StoreCtx, enrollmentId: string): Promise<CadenceState | undefined>;
   /** The borrower's balances as the service read them since a time, oldest first. */
   balanceHistory(c: StoreCtx, lenderId: string, aid: string, since: number): Promise<{ at: number; balanceCents: number }[]>;
@@ -65,7 +68,12 @@ export interface PayCycleStore {
   storeDeposits(c: TxCtx, enrollmentId: string, deposits: readonly Deposit[], at: number, coveredTo: number): Promise<void>;
   /** Erasure: these borrowers' deposits and reading records. */
   eraseHistory(c: TxCtx, enrollmentIds: readonly string[]): Promise<void>;
+  /**
+   * Called first in the transaction that records a reading: the borrower held until it ends, before its reading
+   * and deposits are written, as an enrollment or an erasure holds it before them. Nothing to do on SQLite.
+   */
+  serializeReading(c: TxCtx, enrollmentId: string): Promise<void>;
 }
 
 /** The store of the engine the service runs on. */
-export const payCycleStore: PayCycleStore = sqlitePayCycleStore;
+export const payCycleStore: PayCycleStore = byEngine(sqlitePayCycleStore, pgPayCycleStore);

@@ -79,6 +79,9 @@ export function problemOf(e: unknown): string {
   return errors.length > 0 && !e.message.includes(errors[0]!.message) ? `${e.message}: ${errors.map((x) => x.message).join('; ')}` : e.message;
 }
 
+/** The session each portal request was found to have, once looked up: what its error page shows on PostgreSQL. */
+const foundSessions = new WeakMap<Request, PortalSession | null>();
+
 /**
  * The `signedIn` macro: a route declared with `{ signedIn: true }` gets `session` (or sends the browser to
  * sign in), and a form it receives (any method but GET) must carry the session's CSRF token, else 403.
@@ -88,7 +91,13 @@ export function portalSession(deps: Deps) {
   const seen = new WeakMap<Request, Promise<PortalSession | null>>();
   const lookup = (request: Request): Promise<PortalSession | null> => {
     let s = seen.get(request);
-    if (!s) seen.set(request, (s = sessionOf(deps, cookies(request)[SESSION_COOKIE])));
+    if (!s) {
+      s = sessionOf(deps, cookies(request)[SESSION_COOKIE]).then((found) => {
+        foundSessions.set(request, found);
+        return found;
+      });
+      seen.set(request, s);
+    }
     return s;
   };
   return new Elysia({ name: 'portal-session' }).macro({
@@ -128,7 +137,8 @@ export function portalErrorPage(deps: Deps, request: Request, err: { status: num
   let s: PortalSession | null = null;
   try {
     // The error answer is built in one step (src/http/requests.ts): the session is read in the same step.
-    s = sessionOfNow(deps, cookies(request)[SESSION_COOKIE]);
+    // On PostgreSQL no read is synchronous: the session the request was found to have, if it got that far.
+    s = deps.pg ? (foundSessions.get(request) ?? null) : sessionOfNow(deps, cookies(request)[SESSION_COOKIE]);
   } catch {
     s = null;
   }

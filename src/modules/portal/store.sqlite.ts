@@ -36,6 +36,8 @@ export const sqlitePortalStore: PortalStore = {
   async listUsers(c, lenderId) {
     return readerOf(c).select().from(dashboardUsers).where(eq(dashboardUsers.lenderId, lenderId)).orderBy(asc(dashboardUsers.createdAt)).all();
   },
+  // One writer at a time: the transaction that checks already runs alone.
+  async serializeUserCreation() {},
   async insertUser(c, user) {
     writerOf(c).insert(dashboardUsers).values(user).run();
   },

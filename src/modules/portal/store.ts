@@ -1,5 +1,7 @@
 import type { dashboardUsers, lenders, portalSessions } from '../../../db/schema';
 import type { StoreCtx, TxCtx } from '../../platform/store';
+import { byEngine } from '../../platform/store';
+import { pgPortalStore } from './store.pg';
 import { sqlitePortalStore } from './store.sqlite';
 
 /** A dashboard user as stored (the email lower-case, the password as its argon2id hash). */
@@ -22,6 +24,12 @@ export interface PortalStore {
   activeUserByEmail(c: StoreCtx, email: string): Promise<DashboardUser | undefined>;
   /** The lender's users, oldest first. */
   listUsers(c: StoreCtx, lenderId: string): Promise<DashboardUser[]>;
+  /**
+   * Taken before a new user's email is checked and the user stored, held until the transaction ends: two
+   * creations with one email at once are one after the other, so the second finds the first. Nothing on SQLite
+   * (one writer at a time).
+   */
+  serializeUserCreation(c: TxCtx, email: string): Promise<void>;
   /** Stores a new user. */
   insertUser(c: TxCtx, user: DashboardUser): Promise<void>;
   /** Marks a user disabled from `at`. */
@@ -42,4 +50,4 @@ export interface PortalStore {
 }
 
 /** The store of the engine the service runs on. */
-export const portalStore: PortalStore = sqlitePortalStore;
+export const portalStore: PortalStore = byEngine(sqlitePortalStore, pgPortalStore);

@@ -59,7 +59,12 @@ export async function createUser(deps: UserDeps, input: { lenderId: string; emai
     createdAt: input.now,
     disabledAt: null,
   };
-  await transaction({ deps }, (tx) => store.insertUser(tx, user));
+  // Checked again where it counts: another creation with this email may have been stored while the password was hashed.
+  await transaction({ deps }, async (tx) => {
+    await store.serializeUserCreation(tx, email);
+    if (await store.emailTaken(tx, email)) throw new UserError(`A user with the email ${email} already exists`);
+    await store.insertUser(tx, user);
+  });
   return user;
 }
 

@@ -164,7 +164,7 @@ describe('the decision', () => {
     await c.json('DELETE', '/v1/payment_enrollments', { body: { authorizer_unique_ids: ['gone'] } });
     await dispatchPayments(c.rt);
     expect(payments(c, 'gone')).toMatchObject([{ status: 'not_attempted' }]);
-    const sandbox = new SandboxProcessor({ sqlite: c.sql, clock: c.clock, settlementMs: SETTLE });
+    const sandbox = new SandboxProcessor({ ...(c.rt.pg ? { pg: c.rt.pg } : { sqlite: c.rt.sqlite }), clock: c.clock, settlementMs: SETTLE });
     expect((await sandbox.listChanges('sbx_collect_00000000000001', null)).changes).toEqual([]);
     expect((await view(c, 'gone')).payments_used).toBe(0);
   });
@@ -196,7 +196,7 @@ describe('payments the lender creates at the processor', () => {
       body: { borrowers: [enrollBorrower('acme', { account_number: '0000000001' }), enrollBorrower('acme-1', { account_number: '0000000001' }), enrollBorrower('solo', { account_number: '0000000001' })] },
     });
     await cycle(c); // balances of 0.01: nothing is initiated by the service
-    const sandbox = new SandboxProcessor({ sqlite: c.sql, clock: c.clock, settlementMs: SETTLE });
+    const sandbox = new SandboxProcessor({ ...(c.rt.pg ? { pg: c.rt.pg } : { sqlite: c.rt.sqlite }), clock: c.clock, settlementMs: SETTLE });
     const key = 'sbx_collect_00000000000001';
     await createSandboxCharge(sandbox, key, { amountCents: 7000, reference: 'DRS-solo-INV-77', rail: 'ach' });
     await createSandboxCharge(sandbox, key, { amountCents: 7100, reference: 'INVOICE-12', rail: 'ach' });

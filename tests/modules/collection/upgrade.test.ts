@@ -60,7 +60,7 @@ describe('keys stored before accounts were recorded', () => {
       )
       .run(b.id, c.rt.vault.seal(KEY), KEY.slice(-4), now, now);
     await cycle(c); // balances of 0.01: nothing initiated by the service
-    const sandbox = new SandboxProcessor({ sqlite: c.sql, clock: c.clock, settlementMs: SETTLE });
+    const sandbox = new SandboxProcessor({ ...(c.rt.pg ? { pg: c.rt.pg } : { sqlite: c.rt.sqlite }), clock: c.clock, settlementMs: SETTLE });
     await createSandboxCharge(sandbox, KEY, { amountCents: 7000, reference: 'DRS-shared-INV-1', rail: 'ach' });
     await pollProcessors(c.rt);
     c.clock.advance(SETTLE);

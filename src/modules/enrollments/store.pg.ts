@@ -1,0 +1,320 @@
+import { and, asc, eq, gt, gte, isNotNull, lt, lte, notExists, sql } from 'drizzle-orm';
+import { alias } from 'drizzle-orm/pg-core';
+import { batches, enrollments, ledgerEntries, payments, searchableBorrowers } from '../../../db/schema-pg';
+import type { PgDb } from '../../platform/pg';
+import { pgReaderOf, pgWriterOf, rows } from '../../platform/store.pg';
+import type { StoreCtx, TxCtx } from '../../platform/store';
+import type { Enrollment } from './borrower';
+import type { DueRead, EnrollmentStore, SearchEntries } from './store';
+
+// The enrollment's SQL on PostgreSQL (store.sqlite.ts is the SQLite one, and says why each query is shaped as it
+// is). Transactions run side by side here, so what SQLite's single writer gave for free is asked for:
+// - a lender's change to its borrowers (enrollment, removal, erasure, a read now) first takes the advisory
+//   locks of their buckets (serializeBorrowers), so two requests about one borrower run one after the other,
+//   a borrower that does not exist yet included;
+// - the due check, read inside its transaction, claims the rows it returns (FOR UPDATE SKIP LOCKED): two
+//   ticks, or two replicas, never queue the same read;
+// - the start-up search job locks the borrowers it indexes, so it never indexes a borrower erased meanwhile.
+// Lists of values are bound as one array each (`= ANY`, `unnest`): a 1000-borrower enrollment is a few
+// statements, not thousands.
+
+/** A JavaScript array bound as one PostgreSQL array parameter (drizzle would spread it into a row). */
+const arr = (values: readonly unknown[]) => sql.param(values);
+
+/** Whether the caller is inside a transaction (its reads are then made to be written upon). */
+const inTransaction = (c: StoreCtx): boolean => pgReaderOf(c) !== c.deps.pg!.db;
+
+/**
+ * Buckets of a lender's borrowers for serializeBorrowers: few enough that a 1000-borrower request takes at most
+ * this many advisory locks (each is a slot of the server's lock table), many enough that requests about
+ * different borrowers rarely wait on each other.
+ */
+const BORROWER_BUCKETS = 64;
+
+/**
+ * The advisory locks of the buckets of these borrowers, taken in the order of their keys, in one statement: every
+ * caller takes them in the same order, so two requests never wait on each other in a cycle.
+ */
+async function lockBorrowers(c: TxCtx, lenderId: string, aids: readonly string[]): Promise<void> {
+  if (aids.length === 0) return;
+  await pgWriterOf(c).execute(sql`
+    SELECT pg_advisory_xact_lock(k) FROM (
+      SELECT DISTINCT hashtextextended('enrollment-borrowers' || chr(31) || ${lenderId}::text || chr(31) || (hashtextextended(a, 0) & ${BORROWER_BUCKETS - 1})::text, 0) AS k
+        FROM unnest(${arr(aids)}::text[]) AS a
+       ORDER BY k) AS keys`);
+}
+
+const keyOf = (e: { lenderId: string; aid: string }) => `${e.lenderId}\u001f${e.aid}`;
+
+const hex = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+
+/** The search entries (hash, borrower) of rows of searchable_borrowers, split from their concatenated hashes. */
+const entriesOfRows = (width: number, where: ReturnType<typeof sql>) => sql`
+  SELECT substring(b.hashes FROM g * ${width}::int + 1 FOR ${width}::int) AS hash, b.authorizer_unique_id AS aid
+    FROM searchable_borrowers b, generate_series(0, length(b.hashes) / ${width}::int - 1) AS g
+   WHERE ${where}`;
+
+/** The borrowers' search rows and their entries removed (a replacement, or an erasure). */
+async function deleteSearchRows(tx: PgDb, lenders: string[], aids: string[], width: number, erasing: boolean): Promise<void> {
+  if (aids.length === 0) return;
+  const these = sql`(b.lender_id, b.authorizer_unique_id) IN (SELECT * FROM unnest(${arr(lenders)}::text[], ${arr(aids)}::text[]))`;
+  await tx.execute(sql`
+    DELETE FROM borrower_search s USING (${entriesOfRows(width, these)}) AS d
+     WHERE s.hash = d.hash AND s.authorizer_unique_id = d.aid`);
+  const rowsOf = sql`(lender_id, authorizer_unique_id) IN (SELECT * FROM unnest(${arr(lenders)}::text[], ${arr(aids)}::text[]))`;
+  // At erasure the hashes are overwritten before the row goes, so no version of it this transaction writes holds
+  // them. The versions before it stay in the table's pages until VACUUM reclaims them (PostgreSQL has no
+  // secure_delete); an entry of borrower_search is its key, and is deleted only.
+  if (erasing) await tx.execute(sql`UPDATE searchable_borrowers SET hashes = ''::bytea WHERE ${rowsOf}`);
+  await tx.execute(sql`DELETE FROM searchable_borrowers WHERE ${rowsOf}`);
+}
+
+/** Borrowers' rows and entries inserted; returns the borrowers whose row was written (those without one already). */
+async function insertSearchRows(tx: PgDb, entries: readonly SearchEntries[]): Promise<Set<string>> {
+  if (entries.length === 0) return new Set();
+  const inserted = await rows<{ lender_id: string; aid: string }>(
+    tx,
+    sql`INSERT INTO searchable_borrowers (lender_id, authorizer_unique_id, key_id, hashes)
+        SELECT l, a, k, decode(h, 'hex')
+          FROM unnest(${arr(entries.map((e) => e.lenderId))}::text[], ${arr(entries.map((e) => e.aid))}::text[],
+                      ${arr(entries.map((e) => e.keyId))}::text[], ${arr(entries.map((e) => e.hashes.map(hex).join('')))}::text[]) AS t(l, a, k, h)
+        ON CONFLICT DO NOTHING
+        RETURNING lender_id, authorizer_unique_id AS aid`,
+  );
+  const written = new Set(inserted.map((r) => `${r.lender_id}\u001f${r.aid}`));
+  const hashes: string[] = [];
+  const aids: string[] = [];
+  for (const e of entries) {
+    if (!written.has(keyOf(e))) continue;
+    for (const h of e.hashes) {
+      hashes.push(hex(h));
+      aids.push(e.aid);
+    }
+  }
+  if (hashes.length > 0) {
+    await tx.execute(sql`
+      INSERT INTO borrower_search (hash, authorizer_unique_id)
+      SELECT decode(h, 'hex'), a FROM unnest(${arr(hashes)}::text[], ${arr(aids)}::text[]) AS t(h, a)
+      ON CONFLICT DO NOTHING`);
+  }
+  return written;
+}
+
+/**
+ * Borrowers' entries replaced, as store.sqlite.ts does it one borrower at a time: a fresh borrower's row and
+ * entries inserted; a re-send (or a fresh borrower with a row already) compared with its row, left as it is
+ * when the key and the hashes are the same, else its entries removed and written again.
+ */
+async function replaceSearchEntries(tx: PgDb, entries: readonly SearchEntries[], width: number): Promise<void> {
+  const done = await insertSearchRows(tx, entries.filter((e) => e.fresh));
+  const rest = entries.filter((e) => !done.has(keyOf(e)));
+  if (rest.length === 0) return;
+  const priors = await rows<{ lender_id: string; aid: string; key_id: string; hashes: string }>(
+    tx,
+    sql`SELECT lender_id, authorizer_unique_id AS aid, key_id, encode(hashes, 'hex') AS hashes FROM searchable_borrowers
+         WHERE (lender_id, authorizer_unique_id) IN (SELECT * FROM unnest(${arr(rest.map((e) => e.lenderId))}::text[], ${arr(rest.map((e) => e.aid))}::text[]))`,
+  );
+  const prior = new Map(priors.map((p) => [`${p.lender_id}\u001f${p.aid}`, p]));
+  const changed = rest.filter((e) => {
+    const p = prior.get(keyOf(e));
+    return !p || p.key_id !== e.keyId || p.hashes !== e.hashes.map(hex).join('');
+  });
+  const replaced = changed.filter((e) => prior.has(keyOf(e)));
+  await deleteSearchRows(tx, replaced.map((e) => e.lenderId), replaced.map((e) => e.aid), width, false);
+  await insertSearchRows(tx, changed);
+}
+
+/** A reinitiation's original, for a borrower's payments. */
+const original = alias(payments, 'original');
+
+export const pgEnrollmentStore: EnrollmentStore = {
+  async dueReads(c, now, limit) {
+    const q = pgReaderOf(c)
+      .select({
+        id: enrollments.id,
+        lenderId: enrollments.lenderId,
+        aid: enrollments.authorizerUniqueId,
+        routing: enrollments.routingNumber,
+        sealed: enrollments.sealed,
+        metadata: enrollments.metadata,
+      })
+      .from(enrollments)
+      .where(and(eq(enrollments.state, 'monitored'), lte(enrollments.nextReadAt, now), isNotNull(enrollments.sealed)))
+      .orderBy(asc(enrollments.nextReadAt), asc(enrollments.id))
+      .limit(limit);
+    // In its transaction, the due check claims what it reads: a row another transaction holds is left for the
+    // next tick, and a row moved on meanwhile is read again and left out.
+    return (await (inTransaction(c) ? q.for('update', { skipLocked: true }) : q)) as DueRead[];
+  },
+  async setNextReads(c, enrollmentIds, at) {
+    if (enrollmentIds.length === 0) return;
+    await pgWriterOf(c).update(enrollments).set({ nextReadAt: at }).where(sql`${enrollments.id} = ANY(${arr(enrollmentIds)}::text[])`);
+  },
+  async monitoringBatchesAmong(c, batchIds) {
+    if (batchIds.length === 0) return [];
+    const found = await pgReaderOf(c)
+      .select({ id: batches.id })
+      .from(batches)
+      .where(and(sql`${batches.id} = ANY(${arr(batchIds)}::text[])`, eq(batches.source, 'monitoring')));
+    return found.map((b) => b.id);
+  },
+  async borrowersAmong(c, lenderId, aids) {
+    if (aids.length === 0) return [];
+    return pgReaderOf(c)
+      .select({ id: enrollments.id, aid: enrollments.authorizerUniqueId })
+      .from(enrollments)
+      .where(and(eq(enrollments.lenderId, lenderId), sql`${enrollments.authorizerUniqueId} = ANY(${arr(aids)}::text[])`));
+  },
+  async setLastRead(c, r) {
+    const [row] = await pgWriterOf(c)
+      .update(enrollments)
+      .set({ lastReadCents: r.balanceCents, lastReadAt: r.at })
+      .where(and(eq(enrollments.lenderId, r.lenderId), eq(enrollments.authorizerUniqueId, r.authorizerUniqueId)))
+      .returning({ id: enrollments.id });
+    return row?.id ?? null;
+  },
+  async heldBorrowers(c, after, limit) {
+    return pgReaderOf(c)
+      .select({ id: enrollments.id, lenderId: enrollments.lenderId, routing: enrollments.routingNumber })
+      .from(enrollments)
+      .where(and(eq(enrollments.state, 'held'), isNotNull(enrollments.sealed), gt(enrollments.id, after)))
+      .orderBy(asc(enrollments.id))
+      .limit(limit);
+  },
+  async setBankName(c, enrollmentId, bankName) {
+    await pgWriterOf(c).update(enrollments).set({ bankName }).where(eq(enrollments.id, enrollmentId));
+  },
+  async enrollmentOf(c, lenderId, aid) {
+    const q = pgReaderOf(c)
+      .select()
+      .from(enrollments)
+      .where(and(eq(enrollments.lenderId, lenderId), eq(enrollments.authorizerUniqueId, aid)));
+    // Read inside a transaction (a read now), the borrower is held until it ends: the due check skips it meanwhile.
+    const [e] = await (inTransaction(c) ? q.for('update') : q);
+    return e as Enrollment | undefined;
+  },
+  async enrollmentsPage(c, p) {
+    const conds = [eq(enrollments.lenderId, p.lenderId), gt(enrollments.authorizerUniqueId, p.after)];
+    if (p.prefix) conds.push(gte(enrollments.authorizerUniqueId, p.prefix.from), lt(enrollments.authorizerUniqueId, p.prefix.to));
+    if (p.state) conds.push(eq(enrollments.state, p.state));
+    if (p.blockedReason) conds.push(eq(enrollments.blockedReason, p.blockedReason));
+    return (await pgReaderOf(c)
+      .select()
+      .from(enrollments)
+      .where(and(...conds))
+      .orderBy(asc(enrollments.authorizerUniqueId))
+      .limit(p.limit)) as Enrollment[];
+  },
+  async eraseBorrowerData(c, enrollmentIds, now) {
+    if (enrollmentIds.length === 0) return;
+    await pgWriterOf(c)
+      .update(enrollments)
+      .set({ sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, erasedAt: now, updatedAt: now })
+      .where(sql`${enrollments.id} = ANY(${arr(enrollmentIds)}::text[])`);
+  },
+  async ledgerEntriesOf(c, lenderId, enrollmentId) {
+    return pgReaderOf(c)
+      .select()
+      .from(ledgerEntries)
+      .where(and(eq(ledgerEntries.lenderId, lenderId), eq(ledgerEntries.enrollmentId, enrollmentId)))
+      .orderBy(asc(ledgerEntries.id));
+  },
+  async ledgerTotals(c, lenderId, enrollmentId) {
+    // Summed by PostgreSQL (numeric: exact) and read as text, then BigInt: never a floating-point number.
+    const [t] = await rows<{ collected: string; reversed: string }>(
+      pgReaderOf(c),
+      sql`SELECT COALESCE(SUM(amount_cents) FILTER (WHERE kind = 'credit'), 0)::text AS collected,
+                 COALESCE(SUM(amount_cents) FILTER (WHERE kind = 'reversal'), 0)::text AS reversed
+            FROM ledger_entries WHERE lender_id = ${lenderId} AND enrollment_id = ${enrollmentId}`,
+    );
+    return { collected: BigInt(t!.collected), reversed: BigInt(t!.reversed) };
+  },
+  async paymentsOf(c, enrollmentId) {
+    return pgReaderOf(c)
+      .select({
+        reference: payments.reference,
+        amount: payments.amountCents,
+        status: payments.status,
+        attempt: payments.attempt,
+        reinitiationOf: original.reference,
+        createdAt: payments.createdAt,
+        debitOn: payments.debitOn,
+      })
+      .from(payments)
+      .leftJoin(original, eq(original.id, payments.reinitiationOf))
+      .where(eq(payments.enrollmentId, enrollmentId))
+      .orderBy(asc(payments.createdAt), asc(payments.id));
+  },
+  async replaceSearchEntries(c, entries, width) {
+    if (entries.length > 0) await replaceSearchEntries(pgWriterOf(c), entries, width);
+  },
+  async removeSearchEntries(c, lenderId, aids, width) {
+    if (aids.length === 0) return;
+    await deleteSearchRows(pgWriterOf(c), aids.map(() => lenderId), [...aids], width, true);
+  },
+  async borrowersWith(c, lenderId, hash, limit) {
+    return rows<{ aid: string }>(
+      pgReaderOf(c),
+      sql`SELECT s.authorizer_unique_id AS aid FROM borrower_search s
+            JOIN searchable_borrowers b ON b.lender_id = ${lenderId} AND b.authorizer_unique_id = s.authorizer_unique_id
+           WHERE s.hash = ${Buffer.from(hash)} LIMIT ${limit}`,
+    );
+  },
+  async borrowersNamed(c, lenderId, one, other, limit) {
+    return rows<{ aid: string }>(
+      pgReaderOf(c),
+      sql`SELECT a.authorizer_unique_id AS aid FROM borrower_search a
+            JOIN borrower_search o ON o.hash = ${Buffer.from(other)} AND o.authorizer_unique_id = a.authorizer_unique_id
+            JOIN searchable_borrowers b ON b.lender_id = ${lenderId} AND b.authorizer_unique_id = a.authorizer_unique_id
+           WHERE a.hash = ${Buffer.from(one)} LIMIT ${limit}`,
+    );
+  },
+  async borrowersByReference(c, lenderId, prefix, limit) {
+    return pgReaderOf(c)
+      .select({ aid: payments.authorizerUniqueId })
+      .from(payments)
+      .where(and(eq(payments.lenderId, lenderId), gte(payments.reference, prefix.from), lt(payments.reference, prefix.to)))
+      .orderBy(asc(payments.reference))
+      .limit(limit);
+  },
+  async borrowersByIdPrefix(c, lenderId, prefix, limit) {
+    return pgReaderOf(c)
+      .select({ aid: enrollments.authorizerUniqueId })
+      .from(enrollments)
+      .where(and(eq(enrollments.lenderId, lenderId), gte(enrollments.authorizerUniqueId, prefix.from), lt(enrollments.authorizerUniqueId, prefix.to)))
+      .orderBy(asc(enrollments.authorizerUniqueId))
+      .limit(limit);
+  },
+  async unsearchedBorrowers(c, after, keyId, limit) {
+    const db = pgReaderOf(c);
+    const q = db
+      .select({ id: enrollments.id, lenderId: enrollments.lenderId, aid: enrollments.authorizerUniqueId, sealed: enrollments.sealed, cardLast4: enrollments.cardLast4 })
+      .from(enrollments)
+      .where(
+        and(
+          gt(enrollments.id, after),
+          isNotNull(enrollments.sealed),
+          notExists(
+            db
+              .select({ one: sql`1` })
+              .from(searchableBorrowers)
+              .where(
+                and(
+                  eq(searchableBorrowers.lenderId, enrollments.lenderId),
+                  eq(searchableBorrowers.authorizerUniqueId, enrollments.authorizerUniqueId),
+                  eq(searchableBorrowers.keyId, keyId),
+                ),
+              ),
+          ),
+        ),
+      )
+      .orderBy(asc(enrollments.id))
+      .limit(limit);
+    // In the indexing transaction, the borrowers are locked while they are indexed: one being erased or re-sent is
+    // skipped (its own transaction writes or removes its entries), and one locked first waits for this one.
+    return inTransaction(c) ? q.for('update', { of: enrollments, skipLocked: true }) : q;
+  },
+  async serializeBorrowers(c, lenderId, aids) {
+    await lockBorrowers(c, lenderId, aids);
+  },
+};

@@ -1,0 +1,91 @@
+import { and, asc, count, eq, isNull, type SQL } from 'drizzle-orm';
+import { apiKeys, lenders } from '../../../db/schema-pg';
+import { isUniqueViolation, type PgDb } from '../../platform/pg';
+import { lockFor, pgReaderOf, pgWriterOf } from '../../platform/store.pg';
+import { LenderError } from './errors';
+import type { LenderStore } from './store';
+
+/** Revokes the live key that `which` names; false when no live key is named. */
+const revokeWhere = async (db: PgDb, which: SQL, now: number): Promise<boolean> =>
+  (
+    await db
+      .update(apiKeys)
+      .set({ revokedAt: now })
+      .where(and(which, isNull(apiKeys.revokedAt)))
+      .returning({ id: apiKeys.id })
+  ).length > 0;
+
+/** The name of the unique constraint a violation names, as PostgreSQL reports it. */
+const constraintOf = (e: unknown): string | undefined => {
+  const err = e as { constraint?: unknown; cause?: { constraint?: unknown } };
+  const c = err?.constraint ?? err?.cause?.constraint;
+  return typeof c === 'string' ? c : undefined;
+};
+
+// Ties of created_at (a key made in the same millisecond) in the order they were made, as SQLite gives them
+// (its rowid order): ids are UUIDv7, ordered by creation.
+export const pgLenderStore: LenderStore = {
+  async lenderNamed(c, name) {
+    return (await pgReaderOf(c).select().from(lenders).where(eq(lenders.name, name)))[0];
+  },
+  async listLenders(c) {
+    return pgReaderOf(c).select().from(lenders).orderBy(asc(lenders.createdAt), asc(lenders.id));
+  },
+  async anyLender(c) {
+    return (await pgReaderOf(c).select({ id: lenders.id }).from(lenders).limit(1)).length > 0;
+  },
+  // The name's check and the insert are one step under the creation lock (serializeLenderCreation); a name
+  // stored by a writer that did not take it is refused by the unique constraint, with the same error.
+  async addLender(c, lender) {
+    try {
+      await pgWriterOf(c).insert(lenders).values(lender);
+    } catch (e) {
+      if (isUniqueViolation(e) && (constraintOf(e) ?? 'lenders_name_unique') === 'lenders_name_unique') {
+        throw new LenderError(`A lender named ${lender.name} already exists`);
+      }
+      throw e;
+    }
+  },
+  async setDebitCardApproval(c, lenderId, approved) {
+    await pgWriterOf(c).update(lenders).set({ debitCardApproved: approved }).where(eq(lenders.id, lenderId));
+  },
+  async serializeLenderCreation(c) {
+    await lockFor(c, 'lender-creation');
+  },
+
+  async serializeKeyIssue(c, lenderId) {
+    await lockFor(c, 'api-key-issue', lenderId);
+  },
+  async liveKeyCount(c, lenderId) {
+    const [row] = await pgReaderOf(c)
+      .select({ n: count() })
+      .from(apiKeys)
+      .where(and(eq(apiKeys.lenderId, lenderId), isNull(apiKeys.revokedAt)));
+    return Number(row!.n);
+  },
+  async keyHashKnown(c, keyHash) {
+    return (await pgReaderOf(c).select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.keyHash, keyHash)).limit(1)).length > 0;
+  },
+  async addKey(c, key) {
+    await pgWriterOf(c).insert(apiKeys).values(key);
+  },
+  async listKeys(c, lenderId) {
+    return pgReaderOf(c)
+      .select({
+        id: apiKeys.id,
+        prefix: apiKeys.prefix,
+        createdAt: apiKeys.createdAt,
+        lastUsedAt: apiKeys.lastUsedAt,
+        revokedAt: apiKeys.revokedAt,
+      })
+      .from(apiKeys)
+      .where(eq(apiKeys.lenderId, lenderId))
+      .orderBy(asc(apiKeys.createdAt), asc(apiKeys.id));
+  },
+  async revokeLenderKey(c, lenderId, keyId, now) {
+    return revokeWhere(pgWriterOf(c), and(eq(apiKeys.id, keyId), eq(apiKeys.lenderId, lenderId))!, now);
+  },
+  async revokeKeyByPrefix(c, prefix, now) {
+    return revokeWhere(pgWriterOf(c), eq(apiKeys.prefix, prefix), now);
+  },
+};

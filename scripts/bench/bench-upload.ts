@@ -98,7 +98,11 @@ async function measure(mode: Mode): Promise<Sample> {
 async function child(mode: Mode): Promise<Sample> {
   const proc = Bun.spawn(['bun', import.meta.path, mode], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  if (code !== 0) throw new Error(`upload bench child (${mode}) exited ${code}: ${err.trim().split('\n').slice(-3).join(' ')}`);
+  if (code !== 0) {
+    // The error's own line (a failed query's is followed by its parameters and the stack), else the last lines.
+    const line = err.split('\n').find((l) => /^(error|\w*Error):/.test(l.trim()));
+    throw new Error(`upload bench child (${mode}) exited ${code}: ${(line ?? err.trim().split('\n').slice(-3).join(' ')).trim().slice(0, 400)}`);
+  }
   return JSON.parse(out.trim().split('\n').pop()!) as Sample;
 }
 

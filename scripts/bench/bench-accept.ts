@@ -5,7 +5,7 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Bench, Metric, WrkResult } from './common';
-import { authorizers, benchRuntime, ensureBenchDir, median, ms, num, runWrk, startBenchServer, tempDir } from './common';
+import { authorizers, benchRuntime, durability, ensureBenchDir, median, ms, num, runWrk, startBenchServer, tempDir } from './common';
 import { BalanceRequestBody } from '../../src/modules/balance-requests/model';
 import { validateAuthorizerList } from '../../src/modules/authorizers/rules';
 import type { BalanceRequest } from '../../src/modules/balance-requests/model';
@@ -46,7 +46,7 @@ async function breakdown(body: string) {
     return median(times);
   };
   const bytes = new TextEncoder().encode(body);
-  const b = benchRuntime({});
+  const b = await benchRuntime({});
   try {
     const seal = (plain: Uint8Array) => b.rt.vault.sealBytes(plain);
     const opts = { debitCardsApproved: false, now: Date.now(), seal };
@@ -59,9 +59,10 @@ async function breakdown(body: string) {
       validate: time(() => validateAuthorizerList(parsed.authorizers, opts)),
       pack: time(() => packBatch(accepted, seal)),
       insert: await timeAsync(() => transaction({ deps: b.rt }, (tx) => insertBatch({ ctx: tx, input: { lenderId: b.lender.id, source: 'api', authorizers: prepared.accepted, now: Date.now() } }))),
+      durability: await durability(b.rt),
     };
   } finally {
-    b.close();
+    await b.close();
   }
 }
 
@@ -170,7 +171,8 @@ export const acceptBench: Bench = {
           `Server time per request at these rates: accept ${ms(1000 / accept.rps)}, parse-only ${ms(1000 / parse.rps)}. ` +
           `In the accept worker (in process, medians): the whole preparation ${ms(steps.prepare)} (JSON read and schema ${ms(steps.read)}, ` +
           `the authorizers' rules ${ms(steps.validate)}, packing, compressing and sealing ${ms(steps.pack)}, and the body's hash); ` +
-          `on the event loop: the batch's two rows in one FULL transaction ${ms(steps.insert)} alone, shared among requests answered together (group commit).`,
+          `on the event loop: the batch's two rows in one transaction (${steps.durability}) ${ms(steps.insert)} alone` +
+          (steps.durability.startsWith('PostgreSQL') ? ', on a connection of the pool; transactions run side by side.' : ', shared among requests answered together (group commit).'),
       );
     }
     if (bad > 0) ctx.log(`${bad} failed requests`);

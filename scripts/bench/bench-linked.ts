@@ -3,7 +3,8 @@
 // balance refreshes stay pending 2 s at the fake Stripe server. Both fakes are the tests' own, on loopback.
 import { join } from 'node:path';
 import type { Bench } from './common';
-import { authorizers, benchRuntime, num } from './common';
+import { authorizers, benchRuntime, num, openBatches } from './common';
+import { queryRows } from './engine';
 import { startFakeStripe } from '../../tests/fakes/stripe-server';
 import { submitBalanceRequest } from '../../src/modules/balance-requests/service';
 import { processBalances } from '../../src/modules/balance-requests/processing';
@@ -15,14 +16,14 @@ const PLAID_LATENCY_MS = 50;
 const PLAID_TARGET = 1.2;
 const REFRESH_PENDING_MS = 2000;
 
-const openBatches = (rt: Runtime): number => rt.sqlite.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM batches WHERE status != 'completed'").get()!.n;
-const codes = (rt: Runtime) => rt.sqlite.query<{ code: number; n: number }, []>('SELECT status_code AS code, COUNT(*) AS n FROM balance_results GROUP BY status_code').all();
+const codes = async (rt: Runtime) =>
+  (await queryRows<{ code: number; n: number | string }>(rt, 'SELECT status_code AS code, COUNT(*) AS n FROM balance_results GROUP BY status_code')).map((r) => ({ code: Number(r.code), n: Number(r.n) }));
 
 /** The pipeline's ticks until every batch is completed; a tick with nothing due waits as the job's interval would. */
 async function drain(rt: Runtime, deadlineMs: number): Promise<{ seconds: number; ticks: number }> {
   const t0 = performance.now();
   let ticks = 0;
-  while (openBatches(rt) > 0) {
+  while ((await openBatches(rt)) > 0) {
     if (performance.now() - t0 > deadlineMs) throw new Error(`batches still open after ${Math.round(deadlineMs / 1000)} s`);
     ticks++;
     const { recorded } = await processBalances(rt);
@@ -59,7 +60,7 @@ export const linkedPlaidBench: Bench = {
       }
     };
     const url = (await nextLine()).trim();
-    const b = benchRuntime({ PLAID_API_URL: url });
+    const b = await benchRuntime({ PLAID_API_URL: url });
     ctx.defer(() => b.close());
     const { rt } = b;
     await createBankDataConnection({ ctx: { lender: b.lender, deps: rt }, input: { body: { provider: 'plaid', client_id: 'bench_client', secret: 'bench-secret', environment: 'sandbox' } } });
@@ -73,7 +74,7 @@ export const linkedPlaidBench: Bench = {
     child.stdin.write('stats\n');
     await child.stdin.flush();
     const seen = JSON.parse(await nextLine()) as { reads: number; distinct: number; max: number };
-    const ok = codes(rt).find((c) => c.code === 0)?.n ?? 0;
+    const ok = (await codes(rt)).find((c) => c.code === 0)?.n ?? 0;
     const ratio = r.seconds / ideal;
     return {
       metrics: [
@@ -95,7 +96,7 @@ export const linkedStripeBench: Bench = {
   async run(ctx) {
     const stripe = startFakeStripe();
     ctx.defer(() => stripe.stop());
-    const b = benchRuntime({ STRIPE_API_URL: stripe.url });
+    const b = await benchRuntime({ STRIPE_API_URL: stripe.url });
     ctx.defer(() => b.close());
     const { rt } = b;
     const key = 'rk_test_benchlinked00000000000001';
@@ -109,7 +110,7 @@ export const linkedStripeBench: Bench = {
     const res = await submitBalanceRequest({ ctx: { lender: b.lender, deps: rt }, input: { body: { authorizers: list } } });
     if (res.body.failed_authorizers.length > 0) throw new Error(`${res.body.failed_authorizers.length} authorizers failed validation`);
     const r = await drain(rt, 100_000);
-    const all = codes(rt);
+    const all = await codes(rt);
     const ok = all.find((c) => c.code === 0)?.n ?? 0;
     const failed = all.filter((c) => c.code !== 0).reduce((s, c) => s + c.n, 0);
     const refreshes = list.reduce((s, a) => s + stripe.control.refreshes(a.bank_link.account), 0);

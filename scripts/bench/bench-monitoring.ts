@@ -5,11 +5,14 @@
 // beside the longest gap of the same server idle for as long.
 //
 //   bun run bench monitoring
-import { Database } from 'bun:sqlite';
+//
+// On PostgreSQL the server has a database of its own and the one write from beside it is made on a connection
+// of its own to that database.
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Bench, BenchContext } from './common';
 import { authorizers, ms, num, startBenchServer, tempDir, waitFor, withTimeout, type BenchServer } from './common';
+import { sideConnection } from './engine';
 
 const BORROWERS = 50_000;
 const PER_REQUEST = 1000;
@@ -70,28 +73,27 @@ async function probeDuring<T>(server: BenchServer, work: () => Promise<T>): Prom
 export async function runMonitoring(ctx: Pick<BenchContext, 'log'>) {
   const dir = tempDir('monitoring');
   const server = await startBenchServer(dir, { BENCH_JOBS: 'monitoring', LOG_LEVEL: 'warn' }, { maxMs: 600_000 });
-  const db = new Database(join(dir, 'service.sqlite'));
+  const db = sideConnection(server);
   try {
-    db.exec('PRAGMA busy_timeout = 10000');
-    const due = () =>
-      (db.query("SELECT COUNT(*) AS n FROM enrollments WHERE state = 'monitored' AND next_read_at <= ?").get(Date.now()) as { n: number }).n;
+    const due = () => db.count("SELECT COUNT(*) AS n FROM enrollments WHERE state = 'monitored' AND next_read_at <= ?", Date.now());
     const t = performance.now();
     await enrollAll(server);
-    await waitFor(() => due() === 0, 120_000, 'the first reads queued');
+    await waitFor(async () => (await due()) === 0, 120_000, 'the first reads queued');
     ctx.log(`${num(BORROWERS, 0)} borrowers enrolled and their first reads queued in ${ms(performance.now() - t, 0)}`);
 
     // The same server, idle, for a baseline.
     const idle = await probeDuring(server, () => Bun.sleep(3_000));
     // Every borrower due at once, and the job left to queue them.
     const queued = await probeDuring(server, async () => {
-      db.query("UPDATE enrollments SET next_read_at = ? WHERE state = 'monitored'").run(Date.now() - 1);
-      await waitFor(() => due() === 0, 300_000, 'every read queued', 5);
+      await db.run("UPDATE enrollments SET next_read_at = ? WHERE state = 'monitored'", Date.now() - 1);
+      await waitFor(async () => (await due()) === 0, 300_000, 'every read queued', 5);
     });
-    const batches = (db.query("SELECT COUNT(*) AS n, MAX(total_authorizers) AS biggest FROM batches WHERE source = 'monitoring'").get() as { n: number; biggest: number });
+    const [row] = await db.all<{ n: number | string; biggest: number | null }>("SELECT COUNT(*) AS n, MAX(total_authorizers) AS biggest FROM batches WHERE source = 'monitoring'");
+    const batches = { n: Number(row?.n ?? 0), biggest: row?.biggest ?? 0 };
     ctx.log(`queued in ${ms(queued.ms, 0)}; longest /healthz gap ${ms(queued.gap, 0)} (idle ${ms(idle.gap, 0)}); ${num(batches.n, 0)} monitoring batches, the largest ${batches.biggest}`);
     return { idleGap: idle.gap, gap: queued.gap, queueMs: queued.ms };
   } finally {
-    db.close();
+    await db.close();
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }

@@ -2,7 +2,8 @@
 // the default concurrency, by calling processBalances until every batch is completed. Ideal wall time is
 // N × latency / concurrency.
 import type { Bench } from './common';
-import { authorizers, benchRuntime, num } from './common';
+import { authorizers, benchRuntime, num, openBatches } from './common';
+import { countRows } from './engine';
 import { submitBalanceRequest } from '../../src/modules/balance-requests/service';
 import { processBalances } from '../../src/modules/balance-requests/processing';
 import type { Runtime } from '../../src/runtime';
@@ -22,15 +23,12 @@ export async function submitBatches(rt: Runtime, lender: AuthedLender, batches: 
   return ids;
 }
 
-export const openBatches = (rt: Runtime): number =>
-  rt.sqlite.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM batches WHERE status != 'completed'").get()!.n;
-
 /** Calls processBalances until no batch is open; returns the wall time and the number of calls. */
 export async function processAll(rt: Runtime, deadlineMs: number): Promise<{ seconds: number; calls: number; recorded: number }> {
   const t0 = performance.now();
   let calls = 0;
   let recorded = 0;
-  while (openBatches(rt) > 0) {
+  while ((await openBatches(rt)) > 0) {
     if (performance.now() - t0 > deadlineMs) throw new Error(`batches still open after ${Math.round(deadlineMs / 1000)} s`);
     calls++;
     recorded += (await processBalances(rt)).recorded;
@@ -43,7 +41,7 @@ export const processingBench: Bench = {
   title: 'Processing 10 × 1000 authorizers (50 ms reads)',
   timeoutMs: 120_000,
   async run(ctx) {
-    const b = benchRuntime({ SANDBOX_LATENCY_MS: String(LATENCY_MS) });
+    const b = await benchRuntime({ SANDBOX_LATENCY_MS: String(LATENCY_MS) });
     ctx.defer(() => b.close());
     const { rt } = b;
     const concurrency = rt.config.balanceConcurrency;
@@ -54,7 +52,7 @@ export const processingBench: Bench = {
     const ideal = (n * LATENCY_MS) / concurrency / 1000;
     ctx.log(`submitted ${n}; ideal ${ideal} s`);
     const r = await processAll(rt, ideal * 3 * 1000);
-    const results = rt.sqlite.query<{ n: number }, []>('SELECT COUNT(*) AS n FROM balance_results').get()!.n;
+    const results = await countRows(rt, 'SELECT COUNT(*) AS n FROM balance_results');
     if (results !== n) throw new Error(`${results} results recorded, expected ${n}`);
     const ratio = r.seconds / ideal;
     return {

@@ -5,13 +5,13 @@
 //
 //   bun run bench stalls          as part of the suite
 //   bun scripts/bench/bench-stalls.ts   on its own, printing the table
-import { Database } from 'bun:sqlite';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Bench, BenchContext } from './common';
 import { authorizers, mb, ms, num, startBenchServer, tempDir, withTimeout, type BenchServer } from './common';
 import { balanceCsv } from './bench-csv';
 import { resultsFile } from './bench-upload';
+import { sideConnection } from './engine';
 
 const HEADER = 'authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code';
 const PROBE_PAUSE_MS = 10;
@@ -23,8 +23,8 @@ interface Case {
   label: string;
   path: string;
   file: () => string;
-  /** Run on the fresh server before the file is sent (`dir` holds its database, service.sqlite). */
-  setup?: (server: BenchServer, dir: string) => Promise<void>;
+  /** Run on the fresh server before the file is sent (its database: service.sqlite in server.dir, or server.databaseUrl). */
+  setup?: (server: BenchServer) => Promise<void>;
   /** Instead of sending the file: this request (the setup prepared what it reads). */
   request?: (server: BenchServer) => Promise<Response>;
   /** Small balance requests sent every 100 ms while the file is in hand: all must succeed. */
@@ -86,34 +86,54 @@ export const CASES: Case[] = [
 ];
 
 const exportBatches: string[] = [];
-/** 100,000 results written straight into the file beside the running server, as completed batches no job touches. */
-async function seedExport(_server: BenchServer, dir: string): Promise<void> {
-  const db = new Database(join(dir, 'service.sqlite'));
-  db.exec('PRAGMA busy_timeout = 10000');
-  const lenderId = (db.query('SELECT id FROM lenders LIMIT 1').get() as { id: string }).id;
-  const now = Date.now();
-  exportBatches.length = 0;
-  db.transaction(() => {
-    for (let b = 0; b < 100; b++) {
-      const id = crypto.randomUUID();
-      exportBatches.push(id);
-      db.query(
-        `INSERT INTO batches (id, lender_id, source, status, submitted_at, completed_at, total_authorizers, total_processed)
-         VALUES (?, ?, 'api', 'completed', ?, ?, 1000, 1000)`,
-      ).run(id, lenderId, now, now);
-      db.query(
-        `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999)
-         INSERT INTO batch_items (batch_id, lender_id, seq, authorizer_unique_id, payment_type, routing_number, phone, zip, metadata, state)
-         SELECT ?, ?, i, 'exp-' || ? || '-' || i, 'ACCOUNT_NUMBER', '110000000', '+12025550143', '02139',
-                json_object('branch', 'north', 'n', i, 'region', 'r' || (i % 7), 'flag', json('true')), 'done' FROM n`,
-      ).run(id, lenderId, b);
-      db.query(
-        `INSERT INTO balance_results (item_id, batch_id, lender_id, authorizer_unique_id, balance_cents, status_code, export_status, institution, recorded_at)
-         SELECT id, batch_id, lender_id, authorizer_unique_id, 1234567, 0, 'SUCCESS', 'Sandbox Bank', ? FROM batch_items WHERE batch_id = ?`,
-      ).run(now, id);
-    }
-  })();
-  db.close();
+/**
+ * 100,000 results written straight into the database beside the running server (a connection of its own), as
+ * completed batches no job touches.
+ */
+async function seedExport(server: BenchServer): Promise<void> {
+  const db = sideConnection(server);
+  const pg = server.databaseUrl !== null;
+  try {
+    const [lender] = await db.all<{ id: string }>('SELECT id FROM lenders LIMIT 1');
+    const now = Date.now();
+    exportBatches.length = 0;
+    await db.transaction(async (run) => {
+      for (let b = 0; b < 100; b++) {
+        const id = crypto.randomUUID();
+        exportBatches.push(id);
+        await run(
+          `INSERT INTO batches (id, lender_id, source, status, submitted_at, completed_at, total_authorizers, total_processed)
+           VALUES (?, ?, 'api', 'completed', ?, ?, 1000, 1000)`,
+          id,
+          lender!.id,
+          now,
+          now,
+        );
+        await run(
+          pg
+            ? `INSERT INTO batch_items (batch_id, lender_id, seq, authorizer_unique_id, payment_type, routing_number, phone, zip, metadata, state)
+               SELECT ?, ?, i, 'exp-' || ?::int || '-' || i, 'ACCOUNT_NUMBER', '110000000', '+12025550143', '02139',
+                      json_build_object('branch', 'north', 'n', i, 'region', 'r' || (i % 7), 'flag', true)::text, 'done'
+               FROM generate_series(0, 999) AS i`
+            : `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999)
+               INSERT INTO batch_items (batch_id, lender_id, seq, authorizer_unique_id, payment_type, routing_number, phone, zip, metadata, state)
+               SELECT ?, ?, i, 'exp-' || ? || '-' || i, 'ACCOUNT_NUMBER', '110000000', '+12025550143', '02139',
+                      json_object('branch', 'north', 'n', i, 'region', 'r' || (i % 7), 'flag', json('true')), 'done' FROM n`,
+          id,
+          lender!.id,
+          b,
+        );
+        await run(
+          `INSERT INTO balance_results (item_id, batch_id, lender_id, authorizer_unique_id, balance_cents, status_code, export_status, institution, recorded_at)
+           SELECT id, batch_id, lender_id, authorizer_unique_id, 1234567, 0, 'SUCCESS', 'Sandbox Bank', ? FROM batch_items WHERE batch_id = ?`,
+          now,
+          id,
+        );
+      }
+    });
+  } finally {
+    await db.close();
+  }
 }
 
 /** The 1,000 borrowers the results file names (bench-upload.ts), enrolled with no processor key: nothing is collected. */
@@ -183,7 +203,7 @@ async function runCase(c: Case, log: (m: string) => void): Promise<Outcome> {
     stderr: 'ignore',
   });
   try {
-    await c.setup?.(server, dir);
+    await c.setup?.(server);
     await Bun.sleep(500);
     Bun.gc(true);
     const rss0 = rssOf(server.proc.pid);

@@ -2,8 +2,9 @@
 // borrowers) recorded through the upload service, and the same file as a dry run, against a bare csv-parse
 // pass over the same bytes. Each measurement runs in its own child process on a fresh database, so the peak
 // RSS it reports belongs to the upload alone.
-import type { Bench } from './common';
+import type { Bench, Metric } from './common';
 import { authorizers, benchRuntime, mb, median, ms, num, ROOT } from './common';
+import { onPostgres } from './engine';
 import { enroll } from '../../src/modules/enrollments/service';
 import { parserOf, uploadSummary, UPLOAD_LIMIT_BYTES } from '../../src/modules/payment-results-upload/service';
 
@@ -20,6 +21,10 @@ interface Sample {
   rows: number;
   bytes: number;
 }
+
+/** The service's own limit on one upload (UPLOAD_TIME_LIMIT_MS's default), and the bench's. */
+const SERVICE_UPLOAD_LIMIT_MS = 30_000;
+const BENCH_UPLOAD_LIMIT_MS = 600_000;
 
 const STATUSES = ['settled', 'returned', 'sent', 'pending', 'late_return'];
 
@@ -44,7 +49,9 @@ export function resultsFile(): Uint8Array {
 
 async function measure(mode: Mode): Promise<Sample> {
   const bytes = resultsFile();
-  const b = benchRuntime();
+  // The service's time limit on one upload (30 s) is tested, not measured: raised here so that a slow or busy
+  // machine still gives a figure, which the report then compares with the limit.
+  const b = await benchRuntime({ UPLOAD_TIME_LIMIT_MS: String(BENCH_UPLOAD_LIMIT_MS) });
   try {
     const c = { lender: b.lender, deps: b.rt };
     // Borrowers with no processor key: nothing is collected, so only the upload moves them.
@@ -84,15 +91,35 @@ async function measure(mode: Mode): Promise<Sample> {
     if (maxRss > maxRss0) peak = Math.max(peak, maxRss);
     return { ms: elapsed, rssGrowth: peak - rss0, rows, bytes: bytes.byteLength };
   } finally {
-    b.close();
+    await b.close();
   }
 }
 
 async function child(mode: Mode): Promise<Sample> {
   const proc = Bun.spawn(['bun', import.meta.path, mode], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  if (code !== 0) throw new Error(`upload bench child (${mode}) exited ${code}: ${err.trim().split('\n').slice(-3).join(' ')}`);
+  if (code !== 0) {
+    // The error's own line (a failed query's is followed by its parameters and the stack), else the last lines.
+    const line = err.split('\n').find((l) => /^(error|\w*Error):/.test(l.trim()));
+    throw new Error(`upload bench child (${mode}) exited ${code}: ${(line ?? err.trim().split('\n').slice(-3).join(' ')).trim().slice(0, 400)}`);
+  }
   return JSON.parse(out.trim().split('\n').pop()!) as Sample;
+}
+
+/** The figures of the modes that ran, when one of upload and dry run failed. */
+function partial(samples: Record<Mode, Sample[]>, failed: Partial<Record<Mode, string>>) {
+  const t = (m: Mode) => median(samples[m].map((s) => s.ms));
+  const metrics: Metric[] = [{ label: `bare csv-parse pass, ${num(samples.parse[0]!.rows)} rows, ${mb(samples.parse[0]!.bytes)} (median of ${samples.parse.length})`, value: ms(t('parse')) }];
+  for (const [mode, label, target] of [['upload', 'upload, recorded', TARGET_RATIO], ['dry', 'upload, dryRun', TARGET_DRY_RATIO]] as const) {
+    if (failed[mode]) {
+      metrics.push({ label, value: `FAILED: ${failed[mode]}`, target: `≤ ${target}× csv-parse`, pass: false });
+    } else {
+      const ratio = t(mode) / t('parse');
+      metrics.push({ label: `${label} (median of ${samples[mode].length})`, value: ms(t(mode)) });
+      metrics.push({ label: `${label} / csv-parse`, value: `${num(ratio)}×`, target: `≤ ${target}×`, pass: ratio <= target });
+    }
+  }
+  return { metrics, notes: ['A mode that failed was not run again; the others were measured on their own fresh databases.'] };
 }
 
 export const uploadBench: Bench = {
@@ -101,19 +128,34 @@ export const uploadBench: Bench = {
   timeoutMs: 600_000,
   async run(ctx) {
     const samples: Record<Mode, Sample[]> = { parse: [], upload: [], dry: [] };
+    // A mode that fails is not run again, and the others are still measured; the report says why it failed.
+    const failed: Partial<Record<Mode, string>> = {};
     for (let r = 0; r < RUNS; r++) {
       // Alternated, so drift of the machine touches all three alike.
       for (const mode of ['parse', 'upload', 'dry'] as Mode[]) {
-        const s = await child(mode);
-        samples[mode].push(s);
-        ctx.log(`${mode} run ${r + 1}: ${ms(s.ms)}, RSS +${mb(s.rssGrowth)}`);
+        if (failed[mode]) continue;
+        try {
+          const s = await child(mode);
+          samples[mode].push(s);
+          ctx.log(`${mode} run ${r + 1}: ${ms(s.ms)}, RSS +${mb(s.rssGrowth)}`);
+        } catch (e) {
+          failed[mode] = (e as Error).message.slice(0, 600);
+          ctx.log(`${mode} run ${r + 1} failed: ${failed[mode]}`);
+        }
       }
     }
+    if (failed.parse || (failed.upload && failed.dry)) throw new Error(failed.parse ?? `${failed.upload}; dry run: ${failed.dry}`);
+    if (failed.upload || failed.dry) return partial(samples, failed);
     const t = (m: Mode) => median(samples[m].map((s) => s.ms));
     const rss = (m: Mode) => Math.max(...samples[m].map((s) => s.rssGrowth));
     const ratio = t('upload') / t('parse');
     const dryRatio = t('dry') / t('parse');
     const { rows, bytes } = samples.upload[0]!;
+    const slowest = Math.max(...samples.upload.map((s) => s.ms), ...samples.dry.map((s) => s.ms));
+    const overLimit =
+      slowest > SERVICE_UPLOAD_LIMIT_MS
+        ? [`The slowest run took ${ms(slowest, 0)}: over the service's limit of ${ms(SERVICE_UPLOAD_LIMIT_MS, 0)} for one upload (raised for the benchmark), the service would have refused that file.`]
+        : [];
     return {
       metrics: [
         { label: `bare csv-parse pass, ${num(rows)} rows, ${mb(bytes)} (median of ${RUNS})`, value: ms(t('parse')) },
@@ -129,8 +171,9 @@ export const uploadBench: Bench = {
         },
       ],
       notes: [
-        `The file: ${num(rows)} rows over ${BORROWERS} enrolled borrowers, five statuses, two date formats, return codes; every row matched and recorded (events, ledger, monitor) in one transaction on the real database (synchronous=FULL).`,
-        'Each figure is from its own child process on a fresh database; the bare pass runs the csv-parse parser of the upload service over the same bytes and does nothing with the rows.',
+        `The file: ${num(rows)} rows over ${BORROWERS} enrolled borrowers, five statuses, two date formats, return codes; every row matched and recorded (events, ledger, monitor) in one transaction on the real database (${onPostgres ? 'PostgreSQL, synchronous_commit as the server has it' : 'synchronous=FULL'}).`,
+        ...overLimit,
+        `Each figure is from its own child process on a fresh database${onPostgres ? ' (PostgreSQL: cloned from the migrated template)' : ''}; the bare pass runs the csv-parse parser of the upload service over the same bytes and does nothing with the rows.${onPostgres ? " The peak RSS is the child's: the PostgreSQL server's own memory is not in it." : ''}`,
       ],
     };
   },

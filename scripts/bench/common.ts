@@ -7,8 +7,9 @@ import { loadConfig } from '../../src/config';
 import { createRuntime, type Runtime } from '../../src/runtime';
 import type { Clock } from '../../src/platform/clock';
 import type { AuthedLender } from '../../src/http/auth';
-import { createLenderNow as createLender } from '../../src/modules/lenders/service';
+import { createLender } from '../../src/modules/lenders/service';
 import { serviceEnv } from './startup';
+import { countRows, freshBenchDatabase, onPostgres, queryRows, type BenchDatabase } from './engine';
 
 export const ROOT = join(import.meta.dir, '../..');
 export const BENCH_OUT = join(ROOT, '.bench');
@@ -35,6 +36,8 @@ export interface Bench {
   title: string;
   /** Hard bound of the whole benchmark (setup included); the runner abandons it after this. */
   timeoutMs: number;
+  /** Why this benchmark has no meaning on PostgreSQL, when it has none: the runner then says so instead of running it. */
+  notOnPostgres?: string;
   run(ctx: BenchContext): Promise<BenchResult>;
 }
 
@@ -84,14 +87,21 @@ export interface BenchRuntime {
   rt: Runtime;
   lender: AuthedLender;
   apiKey: string;
-  close(): void;
+  /** The runtime's own PostgreSQL database (null on SQLite). */
+  database: BenchDatabase | null;
+  close(): Promise<void>;
 }
 
-/** A runtime exactly as the service builds it, on a fresh database file in a temp folder. */
-export function benchRuntime(env: Record<string, string> = {}, opts: { clock?: Clock; dir?: string } = {}): BenchRuntime {
+/**
+ * A runtime exactly as the service builds it, on a fresh database: a file in a temp folder on SQLite, a
+ * database cloned from the migrated template on PostgreSQL (DATABASE_URL names the server; engine.ts).
+ */
+export async function benchRuntime(env: Record<string, string> = {}, opts: { clock?: Clock; dir?: string } = {}): Promise<BenchRuntime> {
   const dir = opts.dir ?? tempDir('rt');
+  const database = onPostgres ? freshBenchDatabase() : null;
   const config = loadConfig({
     DATABASE_PATH: join(dir, 'service.sqlite'),
+    ...(database ? { DATABASE_URL: database.url } : {}),
     VAULT_KEY_FILE: join(dir, 'vault.key'),
     LOG_LEVEL: 'info',
     RATE_LIMIT_PER_SECOND: '1000000',
@@ -103,30 +113,46 @@ export function benchRuntime(env: Record<string, string> = {}, opts: { clock?: C
   });
   // Logs are written as in production (info, every hook), into a sink that drops them.
   const rt = createRuntime(config, { clock: opts.clock, logDestination: nullLog, defaultMetrics: false });
-  const { lender, apiKey } = createLender(rt.db, 'bench', rt.clock.now());
-  const keyId = rt.sqlite.query<{ id: string }, [string]>('SELECT id FROM api_keys WHERE lender_id = ?').get(lender.id)!.id;
   let closed = false;
-  return {
-    dir,
-    rt,
-    lender: { ...lender, keyId },
-    apiKey,
-    close() {
-      if (closed) return;
-      closed = true;
-      try {
-        rt.handle.close();
-      } catch {
-        /* already closed */
-      }
-      rmSync(dir, { recursive: true, force: true });
-    },
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    try {
+      rt.handle.close();
+      await rt.pg?.close();
+    } catch {
+      /* already closed */
+    }
+    database?.drop();
+    rmSync(dir, { recursive: true, force: true });
   };
+  try {
+    const { lender, apiKey } = await createLender(rt, 'bench', rt.clock.now());
+    const [key] = await queryRows<{ id: string }>(rt, 'SELECT id FROM api_keys WHERE lender_id = ?', lender.id);
+    return { dir, rt, lender: { ...lender, keyId: key!.id }, apiKey, database, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
 }
 
-/** Setup only: skips fsync while filling a database; put back to FULL (the service's setting) before measuring. */
+/**
+ * Setup only, on SQLite: skips fsync while filling a database; put back to FULL (the service's setting) before
+ * measuring. On PostgreSQL nothing: synchronous_commit stays as the server has it.
+ */
 export function setSynchronous(rt: Runtime, mode: 'OFF' | 'NORMAL' | 'FULL'): void {
+  if (rt.pg) return;
   rt.sqlite.exec(`PRAGMA synchronous = ${mode}`);
+}
+
+/** Batches not yet completed, on either engine. */
+export const openBatches = (rt: Runtime): Promise<number> => countRows(rt, "SELECT COUNT(*) AS n FROM batches WHERE status != 'completed'");
+
+/** How the runtime's commits are made durable, for the notes: SQLite's synchronous=FULL or the server's setting. */
+export async function durability(rt: Runtime): Promise<string> {
+  if (!rt.pg) return 'synchronous=FULL';
+  const [row] = await rt.pg.sql`SELECT current_setting('synchronous_commit') AS sc, current_setting('fsync') AS fs`;
+  return `PostgreSQL, synchronous_commit=${row.sc}, fsync=${row.fs}`;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -199,6 +225,10 @@ export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs
 }
 
 export interface BenchServer {
+  /** The server's folder: its vault key, and its SQLite file on SQLite. */
+  dir: string;
+  /** Its PostgreSQL database (null on SQLite). */
+  databaseUrl: string | null;
   port: number;
   apiKey: string;
   url: string;
@@ -208,12 +238,15 @@ export interface BenchServer {
 
 /**
  * Starts scripts/bench/server.ts (the real app, listening on 127.0.0.1) in its own process on a fresh
- * database in `dir`. It exits when its stdin closes, when it gets SIGTERM, or after maxMs.
+ * database: in `dir` on SQLite, a database of its own on PostgreSQL (dropped when it stops). It exits when
+ * its stdin closes, when it gets SIGTERM, or after maxMs.
  */
 export async function startBenchServer(dir: string, env: Record<string, string>, opts: { maxMs?: number } = {}): Promise<BenchServer> {
+  const database = onPostgres ? freshBenchDatabase() : null;
   const proc = Bun.spawn([process.execPath, 'run', join(import.meta.dir, 'server.ts')], {
     cwd: ROOT,
     env: serviceEnv(dir, {
+      ...(database ? { DATABASE_URL: database.url } : {}),
       PORT: '0',
       LOG_LEVEL: 'info',
       RATE_LIMIT_PER_SECOND: '1000000',
@@ -226,17 +259,23 @@ export async function startBenchServer(dir: string, env: Record<string, string>,
     stdout: 'pipe',
     stderr: 'pipe',
   });
+  let dropped = false;
   const stop = async () => {
-    if (proc.exitCode !== null) return;
-    proc.kill('SIGTERM');
-    const killer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
-    await proc.exited;
-    clearTimeout(killer);
+    if (proc.exitCode === null) {
+      proc.kill('SIGTERM');
+      const killer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
+      await proc.exited;
+      clearTimeout(killer);
+    }
+    if (database && !dropped) {
+      dropped = true;
+      database.drop();
+    }
   };
   try {
     const line = await withTimeout(firstLine(proc.stdout), 20_000, 'bench server start');
     const info = JSON.parse(line) as { port: number; apiKey: string };
-    return { ...info, url: `http://127.0.0.1:${info.port}`, proc, stop };
+    return { ...info, dir, databaseUrl: database?.url ?? null, url: `http://127.0.0.1:${info.port}`, proc, stop };
   } catch (e) {
     await stop();
     const err = await new Response(proc.stderr).text().catch(() => '');

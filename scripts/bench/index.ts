@@ -1,7 +1,11 @@
 // The benchmark suite: every benchmark in sequence, each on its own temp database, bounded in time, loopback
-// only. Prints a report with each figure beside its target and writes it to .bench/report.md.
+// only. Prints a report with each figure beside its target and writes it to .bench/report.md (on PostgreSQL,
+// .bench/report-postgres.md). The report names the engine.
 //
 //   bun run bench                 all of them (about 4 to 5 minutes)
+//   DATABASE_URL=postgres://… bun run bench [NAME ...]
+//                                 the same on PostgreSQL: the URL names the server (a user that may create
+//                                 databases); each benchmark's runtimes and servers get databases of their own
 //   bun run bench export csv      only these, by name
 //   bun run bench --list          the names
 //   bun run bench --help          how to run them
@@ -10,6 +14,7 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import type { Bench, BenchResult, Metric } from './common';
 import { ensureBenchDir, ROOT, withTimeout } from './common';
+import { engineDescription, ENGINE_NAME, onPostgres } from './engine';
 import { startupBench } from './bench-startup';
 import { syncBench } from './bench-sync';
 import { acceptBench } from './bench-accept';
@@ -34,9 +39,12 @@ interface Ran {
   seconds: number;
   result: BenchResult | null;
   error: string | null;
+  /** Why it was not run on this engine. */
+  skipped?: string;
 }
 
 async function runOne(bench: Bench): Promise<Omit<Ran, 'bench' | 'index'>> {
+  if (onPostgres && bench.notOnPostgres) return { seconds: 0, result: null, error: null, skipped: `not run on PostgreSQL: ${bench.notOnPostgres}` };
   const deferred: (() => unknown)[] = [];
   const ctx = {
     log: (msg: string) => console.error(`  [${bench.name}] ${msg}`),
@@ -63,14 +71,16 @@ async function runOne(bench: Bench): Promise<Omit<Ran, 'bench' | 'index'>> {
 const cell = (s: string) => s.replace(/\|/g, '\\|');
 const verdict = (m: Metric) => (m.pass === undefined ? '' : m.pass ? '**PASS**' : '**MISS**');
 
-function report(ran: Ran[], totalSeconds: number): string {
+function report(ran: Ran[], totalSeconds: number, engine: string): string {
   const commit = Bun.spawnSync(['git', 'rev-parse', '--short', 'HEAD'], { cwd: ROOT }).stdout.toString().trim() || 'unknown';
   const metrics = ran.flatMap((r) => r.result?.metrics ?? []);
   const passed = metrics.filter((m) => m.pass === true).length;
   const missed = metrics.filter((m) => m.pass === false).length;
   const errors = ran.filter((r) => r.error).length;
   const lines = [
-    '# Benchmark report',
+    `# Benchmark report (${ENGINE_NAME})`,
+    '',
+    `Engine: ${engine}`,
     '',
     `${new Date().toISOString()} · commit ${commit} (plus uncommitted changes, if any) · Bun ${Bun.version} · ` +
       `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} · ${process.platform}/${process.arch} · total ${totalSeconds.toFixed(0)} s`,
@@ -80,6 +90,7 @@ function report(ran: Ran[], totalSeconds: number): string {
   for (const r of ran) {
     lines.push('', `## ${r.index}. ${r.bench.title} \`${r.bench.name}\` (${r.seconds.toFixed(1)} s)`, '');
     if (r.error) lines.push(`**ERROR**: ${r.error}`, '');
+    if (r.skipped) lines.push(`**NOT RUN**: ${r.skipped}`, '');
     if (r.result && r.result.metrics.length > 0) {
       lines.push('| figure | value | target | |', '|---|---|---|---|');
       for (const m of r.result.metrics) lines.push(`| ${cell(m.label)} | ${cell(m.value)} | ${cell(m.target ?? '—')} | ${verdict(m)} |`);
@@ -101,6 +112,10 @@ async function main(): Promise<number> {
         '  bun run bench --list     the names and what each measures',
         '',
         'Everything runs on this machine over loopback. `accept` needs wrk (apt-get install wrk).',
+        '',
+        'On PostgreSQL: DATABASE_URL=postgres://user@host:port/db bun run bench [NAME ...]. The URL names the',
+        'server (its user may create databases); every runtime and spawned server gets a database of its own,',
+        'cloned from the migrated template (tests/helpers/pg.ts), dropped at the end. Report in .bench/report-postgres.md.',
       ].join('\n'),
     );
     return 0;
@@ -119,16 +134,18 @@ async function main(): Promise<number> {
   // A benchmark abandoned at its time limit may still have work in flight; what it throws later is not ours to die on.
   process.on('unhandledRejection', (e) => console.error(`  (late error, ignored: ${(e as Error)?.message ?? e})`));
 
+  const engine = engineDescription();
+  console.error(`engine: ${engine}`);
   const t0 = performance.now();
   const ran: Ran[] = [];
   for (const { bench, index } of selected) {
     console.error(`▶ ${index}. ${bench.title} (${bench.name}), at most ${Math.round(bench.timeoutMs / 1000)} s`);
     const r = await runOne(bench);
-    console.error(`  ${r.error ? `✗ ${r.error}` : '✓'} ${r.seconds.toFixed(1)} s`);
+    console.error(`  ${r.error ? `✗ ${r.error}` : r.skipped ? `– ${r.skipped}` : '✓'} ${r.seconds.toFixed(1)} s`);
     ran.push({ bench, index, ...r });
   }
-  const text = report(ran, (performance.now() - t0) / 1000);
-  const out = join(ensureBenchDir(), 'report.md');
+  const text = report(ran, (performance.now() - t0) / 1000, engine);
+  const out = join(ensureBenchDir(), onPostgres ? 'report-postgres.md' : 'report.md');
   writeFileSync(out, text);
   console.log(text);
   console.error(`report written to ${out}`);

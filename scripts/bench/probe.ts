@@ -43,5 +43,6 @@ void (async () => {
 
 console.error('probe running');
 await Promise.all(Array.from({ length: workers }, worker));
-process.stdout.write(JSON.stringify({ samples, errors }) + '\n');
+// Written in full before exiting: a long run's samples are more than a pipe holds, and exit would cut them.
+await Bun.write(Bun.stdout, JSON.stringify({ samples, errors }) + '\n');
 process.exit(0);

@@ -9,6 +9,8 @@
 // POST /bench/enqueue {n, url} (n webhook deliveries in one transaction), GET /bench/pending, GET /bench/lag
 // (event-loop stalls since the last call).
 // Prints one JSON line {port, apiKey} when listening; exits when stdin closes or on SIGTERM.
+// On PostgreSQL (DATABASE_URL, the database startBenchServer made for this server) the migrations are applied
+// first, as index.ts does; there is no WAL to checkpoint.
 import pino from 'pino';
 import { loadConfig } from '../../src/config';
 import { createRuntime } from '../../src/runtime';
@@ -16,6 +18,7 @@ import { createApp } from '../../src/app';
 import { JobRunner, type Job } from '../../src/platform/jobs';
 import type { Deps } from '../../src/deps';
 import { startCheckpointer } from '../../src/platform/checkpointer';
+import { applyPgMigrations } from '../../src/platform/pg';
 import { transaction } from '../../src/platform/context';
 import { createLender } from '../../src/modules/lenders/service';
 import { countPending, enqueueWebhook } from '../../src/modules/webhooks/service';
@@ -24,9 +27,10 @@ import { monitoringReadsJob } from '../../src/modules/enrollments/monitoring';
 import { releaseStaleClaims } from '../../src/modules';
 
 const config = loadConfig();
+if (config.databaseUrl) await applyPgMigrations(config.databaseUrl);
 // Request logs are written as in production (info, synchronous writes), to /dev/null instead of stdout.
 const rt = createRuntime(config, { logDestination: pino.destination({ dest: '/dev/null', sync: true }) });
-const { apiKey } = await createLender(rt, 'bench', rt.clock.now());
+const { lender, apiKey } = await createLender(rt, 'bench', rt.clock.now());
 await releaseStaleClaims(rt);
 
 const benchJobs: Record<string, Job<Deps>[]> = { webhook: [webhookDeliveryJob], monitoring: [monitoringReadsJob] };
@@ -35,7 +39,7 @@ const app = createApp(rt, { jobs })
   .post('/bench/parse-only', ({ body }) => ({ n: (body as { authorizers: unknown[] }).authorizers.length }))
   .post('/bench/enqueue', async ({ body }) => {
     const { n, url } = body as { n: number; url: string };
-    const lenderId = rt.sqlite.query<{ id: string }, []>("SELECT id FROM lenders WHERE name = 'bench'").get()!.id;
+    const lenderId = lender.id;
     const startedAt = Date.now();
     await transaction({ deps: rt }, async (ctx) => {
       for (let i = 0; i < n; i++) {
@@ -68,8 +72,8 @@ setInterval(() => {
 
 app.listen({ port: config.port, hostname: config.host });
 jobs.start();
-// As index.ts does: WAL checkpoints run in a worker thread, not inside request commits.
-const checkpointer = startCheckpointer(rt.sqlite, config.databasePath, rt.logger);
+// As index.ts does: WAL checkpoints run in a worker thread, not inside request commits (SQLite only).
+const checkpointer = rt.pg ? null : startCheckpointer(rt.sqlite, config.databasePath, rt.logger);
 
 let stopping = false;
 async function shutdown(code: number): Promise<never> {
@@ -78,7 +82,7 @@ async function shutdown(code: number): Promise<never> {
     try {
       await app.server?.stop(true);
       await jobs.stop();
-      await checkpointer.stop();
+      await checkpointer?.stop();
       rt.handle.close();
     } catch {
       /* exiting anyway */

@@ -2,10 +2,13 @@
 //
 //   bun run scripts/bench/startup.ts [runs]        prints the medians for a fresh and an existing database
 //
-// `measureStartup` is exported for the main bench (scripts/bench/index.ts).
+// `measureStartup` is exported for the main bench (scripts/bench/index.ts). With DATABASE_URL=postgres://…
+// (the server) every start gets a PostgreSQL database: an empty one for a fresh start (the start applies the
+// migrations), one kept from a first start for the existing case.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { emptyBenchDatabase, onPostgres, type BenchDatabase } from './engine';
 
 const ROOT = join(import.meta.dir, '../..');
 const POLL_MS = 5;
@@ -47,7 +50,9 @@ function freePort(): number {
 
 /**
  * Environment of a benchmarked service process: its own database and vault key in `dir`, loopback only,
- * and none of the caller's settings that would change what is measured.
+ * and none of the caller's settings that would change what is measured. The caller's DATABASE_URL (on
+ * PostgreSQL, the server the benchmarks make their databases on) is never passed on: a service on PostgreSQL
+ * is given the URL of its own database in `extra`.
  */
 export function serviceEnv(dir: string, extra: Record<string, string>): Record<string, string | undefined> {
   return {
@@ -59,6 +64,7 @@ export function serviceEnv(dir: string, extra: Record<string, string>): Record<s
     PUBLIC_BASE_URL: '',
     HOST: '127.0.0.1',
     DATABASE_PATH: join(dir, 'service.sqlite'),
+    DATABASE_URL: '',
     VAULT_KEY_FILE: join(dir, 'vault.key'),
     ...extra,
   };
@@ -107,17 +113,24 @@ export async function measureStartup(opts: StartupOptions = {}): Promise<Startup
   const timeoutMs = opts.timeoutMs ?? 15_000;
   const env = opts.env ?? {};
   const dirs: string[] = [];
-  const newDir = () => {
-    const d = mkdtempSync(join(tmpdir(), 'drs-bench-startup-'));
-    dirs.push(d);
-    return d;
+  const databases: BenchDatabase[] = [];
+  // A folder (vault key, SQLite file) and, on PostgreSQL, an empty database: what a first start finds.
+  const newPlace = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'drs-bench-startup-'));
+    dirs.push(dir);
+    const db = onPostgres ? emptyBenchDatabase() : null;
+    if (db) databases.push(db);
+    return { dir, env: db ? { ...env, DATABASE_URL: db.url } : env };
   };
   try {
     const runsMs: number[] = [];
-    const shared = database === 'existing' ? newDir() : null;
+    const shared = database === 'existing' ? newPlace() : null;
     // The existing-database case needs a database first; that start is not counted.
-    if (shared) await startOnce(shared, timeoutMs, env);
-    for (let i = 0; i < runs; i++) runsMs.push(await startOnce(shared ?? newDir(), timeoutMs, env));
+    if (shared) await startOnce(shared.dir, timeoutMs, shared.env);
+    for (let i = 0; i < runs; i++) {
+      const place = shared ?? newPlace();
+      runsMs.push(await startOnce(place.dir, timeoutMs, place.env));
+    }
     return {
       database,
       runsMs: runsMs.map((ms) => Math.round(ms * 10) / 10),
@@ -127,6 +140,7 @@ export async function measureStartup(opts: StartupOptions = {}): Promise<Startup
     };
   } finally {
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    for (const db of databases) db.drop();
   }
 }
 

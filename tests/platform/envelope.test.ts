@@ -237,7 +237,8 @@ describe('internal errors', () => {
   test('a closed database → 500 envelope, not a crash', async () => {
     const broken = createTestContext();
     try {
-      broken.sql.close();
+      if (broken.rt.pg) await broken.rt.pg.close();
+      else broken.sql.close();
       const r = await broken.json('GET', '/v1/monitoring/schedules');
       expect(r.status).toBe(500);
       expect(r.body.error.code).toBe('INTERNAL_ERROR');

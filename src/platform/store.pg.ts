@@ -37,3 +37,6 @@ export async function lockFor(c: TxCtx, ...key: string[]): Promise<void> {
 export async function rows<T>(db: PgDb, query: ReturnType<typeof sql>): Promise<T[]> {
   return (await db.execute(query)) as unknown as T[];
 }
+
+/** A JavaScript array bound as one PostgreSQL array parameter (Drizzle's sql template would spread it into a list). */
+export const pgArray = (values: readonly unknown[]) => sql.param(values);

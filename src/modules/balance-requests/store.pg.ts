@@ -4,7 +4,7 @@ import type { BatchStatus } from '../../../db/schema/enums';
 import { transaction } from '../../platform/context';
 import { olderThan } from '../../platform/pagination';
 import type { PgDb, PgHandle } from '../../platform/pg';
-import { lockFor, pgReaderOf, pgWriterOf, rows } from '../../platform/store.pg';
+import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
 import type { StoreCtx } from '../../platform/store';
 import type { QueuedAuthorizer } from './payload';
 import { ITEM_LEASE_MS } from './store.sqlite';
@@ -26,8 +26,6 @@ import type { BalanceStore, CachedResponse, ClaimedItem, CountedBatch, ExportRow
 /** The advisory lock under which a lender's pending authorizers are counted and its new batches inserted. */
 const BACKLOG_LOCK = 'balance-backlog';
 
-/** A parameter bound as one array value (Drizzle would otherwise spread a JS array into a list). */
-const arr = (values: unknown[]) => sql.param(values);
 
 const num = (v: unknown): number => Number(v);
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));

@@ -11,7 +11,7 @@ import {
 import { MONITOR_STATES, PAYMENT_STATUSES, type EventStatus, type MonitorState, type PaymentStatus } from '../../../db/schema/enums';
 import { DAY_MS } from '../../platform/clock';
 import type { PgDb } from '../../platform/pg';
-import { lockFor, pgReaderOf, pgWriterOf, rows } from '../../platform/store.pg';
+import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray } from '../../platform/store.pg';
 import type { PastPayment } from './rules';
 import type { CollectionStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
 import { DISPATCH_LEASE_MS } from './store.sqlite';
@@ -33,8 +33,8 @@ import { DISPATCH_LEASE_MS } from './store.sqlite';
 
 const num = (v: unknown): number => Number(v);
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
-/** A JavaScript array bound as one parameter (drizzle would spread it into a list). */
-const textArray = (values: readonly string[]) => sql`${sql.param(values)}::text[]`;
+/** A text array bound as one parameter. */
+const textArray = (values: readonly string[]) => sql`${pgArray(values)}::text[]`;
 
 /**
  * Buckets of a lender's references: an observation locks its reference's bucket, so a page or an upload slice

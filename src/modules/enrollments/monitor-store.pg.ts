@@ -1,7 +1,7 @@
 import { and, asc, eq, lte, sql } from 'drizzle-orm';
 import { enrollments } from '../../../db/schema-pg';
 import type { PgDb } from '../../platform/pg';
-import { pgReaderOf, pgWriterOf } from '../../platform/store.pg';
+import { pgReaderOf, pgWriterOf, pgArray as arr } from '../../platform/store.pg';
 import type { StoreCtx } from '../../platform/store';
 import type { MonitorChange } from './monitor';
 import type { BorrowerEnrollment, CurrentMonitor, MonitorStore, StoredMonitor } from './monitor-store';
@@ -15,8 +15,6 @@ import type { BorrowerEnrollment, CurrentMonitor, MonitorStore, StoredMonitor } 
 // borrower not stored yet has no row to lock: its enrollment is serialized by the enrollment store's
 // serializeBorrowers, which the service calls first.
 
-/** A JavaScript array bound as one PostgreSQL array parameter. */
-const arr = (values: readonly unknown[]) => sql.param(values);
 
 /** Whether the caller is inside a transaction (its reads are then made to be written upon). */
 const inTransaction = (c: StoreCtx): boolean => pgReaderOf(c) !== c.deps.pg!.db;

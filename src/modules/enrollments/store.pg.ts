@@ -2,7 +2,7 @@ import { and, asc, eq, gt, gte, isNotNull, lt, lte, notExists, sql } from 'drizz
 import { alias } from 'drizzle-orm/pg-core';
 import { batches, enrollments, ledgerEntries, payments, searchableBorrowers } from '../../../db/schema-pg';
 import type { PgDb } from '../../platform/pg';
-import { pgReaderOf, pgWriterOf, rows } from '../../platform/store.pg';
+import { pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { Enrollment } from './borrower';
 import type { DueRead, EnrollmentStore, SearchEntries } from './store';
@@ -18,8 +18,6 @@ import type { DueRead, EnrollmentStore, SearchEntries } from './store';
 // Lists of values are bound as one array each (`= ANY`, `unnest`): a 1000-borrower enrollment is a few
 // statements, not thousands.
 
-/** A JavaScript array bound as one PostgreSQL array parameter (drizzle would spread it into a row). */
-const arr = (values: readonly unknown[]) => sql.param(values);
 
 /** Whether the caller is inside a transaction (its reads are then made to be written upon). */
 const inTransaction = (c: StoreCtx): boolean => pgReaderOf(c) !== c.deps.pg!.db;

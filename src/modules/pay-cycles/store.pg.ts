@@ -1,6 +1,6 @@
 import { and, asc, eq, gte, isNotNull, lte, sql } from 'drizzle-orm';
 import { balanceResults, enrollments, payHistory, payHistoryDeposits } from '../../../db/schema-pg';
-import { pgReaderOf, pgWriterOf, rows } from '../../platform/store.pg';
+import { pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
 import type { StoreCtx } from '../../platform/store';
 import type { CadenceState, DueHistory, PayCycleStore } from './store';
 
@@ -11,8 +11,6 @@ import type { CadenceState, DueHistory, PayCycleStore } from './store';
 // - a reading's record takes its borrower's row first (serializeReading), in the order every other writer of
 //   a borrower takes it (the enrollment, then its pay_history), so they never wait on each other in a cycle.
 
-/** A JavaScript array bound as one PostgreSQL array parameter. */
-const arr = (values: readonly unknown[]) => sql.param(values);
 
 /** Whether the caller is inside a transaction (its reads are then made to be written upon). */
 const inTransaction = (c: StoreCtx): boolean => pgReaderOf(c) !== c.deps.pg!.db;

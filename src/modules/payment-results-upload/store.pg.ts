@@ -2,7 +2,7 @@ import { and, desc, eq, sql } from 'drizzle-orm';
 import { apiKeys, paymentResultUploads, payments, uploadedResults } from '../../../db/schema-pg';
 import { olderThan } from '../../platform/pagination';
 import type { PgDb } from '../../platform/pg';
-import { lockFor, pgReaderOf, pgWriterOf, rows } from '../../platform/store.pg';
+import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
 import type { UploadedWrite, UploadStore } from './store';
 
 // The upload on PostgreSQL. A file's rows are read and written a slice at a time (hundreds of references per
@@ -11,8 +11,6 @@ import type { UploadedWrite, UploadStore } from './store';
 // never a statement per row. Two uploads of one lender run one after the other (serializeUploads), so a
 // reference's stored row is never decided on by two of them at once.
 
-/** A JavaScript array bound as one parameter (a pg array), not spread into a list of parameters. */
-const arr = (values: readonly unknown[]) => sql.param(values);
 
 type Add = Extract<UploadedWrite, { kind: 'add' }>;
 type Change = Extract<UploadedWrite, { kind: 'change' }>;

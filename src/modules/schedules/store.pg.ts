@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, inArray, lte, ne, sql } from 'drizzle-orm';
 import { batches, scheduleAuthorizers, schedules } from '../../../db/schema-pg';
-import { lockFor, pgReaderOf, pgWriterOf, rows } from '../../platform/store.pg';
+import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
 import type { ScheduleStore } from './store';
 
 // The schedules store on PostgreSQL. Transactions run side by side here, so what SQLite's single writer gave
@@ -10,7 +10,6 @@ import type { ScheduleStore } from './store';
 // - a change that reads the schedule first holds its row (lockSchedule: FOR UPDATE) until it ends;
 // - a name is checked and written under the lender's advisory lock (serializeScheduleNames).
 
-const arr = (values: unknown[]) => sql.param(values);
 
 export const pgScheduleStore: ScheduleStore = {
   async scheduleOf(c, lenderId, id) {

@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import { webhookDeliveries, webhookEndpoints, webhookSecrets } from '../../../db/schema-pg';
 import { olderThan } from '../../platform/pagination';
-import { lockFor, pgReaderOf, pgWriterOf, rows } from '../../platform/store.pg';
+import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
 import type { AttemptRecord, DueRow, WebhookStore } from './store';
 import { CUT_SHORT, SENDING } from './store.sqlite';
 
@@ -20,8 +20,6 @@ import { CUT_SHORT, SENDING } from './store.sqlite';
 const num = (v: unknown): number => Number(v);
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
-/** Parameters bound as one array each (an unnest insert, `= ANY`). */
-const arr = (values: unknown[]) => sql.param(values);
 
 interface ClaimedRaw {
   id: string;

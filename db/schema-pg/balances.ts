@@ -64,6 +64,8 @@ export const batchItems = pgTable(
     attempts: count('attempts').notNull().default(0),
     nextAttemptAt: ms('next_attempt_at').notNull().default(0),
     leaseUntil: ms('lease_until').notNull().default(0),
+    // The claim holding the row (replica id and a nonce): a finish whose token no longer matches was taken over.
+    leaseToken: text('lease_token'),
     // A linked account's balance refresh still running at the provider: when the item began waiting on it.
     waitingSince: ms('waiting_since'),
   },

@@ -34,6 +34,8 @@ export const payments = pgTable(
     attempts: count('attempts').notNull().default(0),
     nextAttemptAt: ms('next_attempt_at').notNull().default(0),
     leaseUntil: ms('lease_until').notNull().default(0),
+    // The claim holding the row (replica id and a nonce): a finish whose token no longer matches was taken over.
+    leaseToken: text('lease_token'),
     createdAt: ms('created_at').notNull(),
     updatedAt: ms('updated_at').notNull(),
     settledAt: ms('settled_at'),

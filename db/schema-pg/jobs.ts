@@ -1,5 +1,5 @@
-import { pgTable, text } from 'drizzle-orm/pg-core';
-import { count, ident, ms } from './columns';
+import { doublePrecision, pgTable, text } from 'drizzle-orm/pg-core';
+import { bytes, count, ident, ms } from './columns';
 
 // One row per in-process job: what it last did, so /readyz and operators can see it, and so a restart
 // knows when it last ran.
@@ -11,4 +11,36 @@ export const jobState = pgTable('job_state', {
   lastFinishedAt: ms('last_finished_at'),
   lastDurationMs: ms('last_duration_ms'),
   lastError: text('last_error'),
+});
+
+// Work that one replica at a time does (a job, or one processor key's feed): whoever holds the row until
+// `until` does it; a lease past its time is taken over. Unused while one process serves a SQLite file.
+export const leases = pgTable('leases', {
+  name: ident('name').primaryKey(),
+  owner: text('owner').notNull(),
+  until: ms('until').notNull(),
+});
+
+// State the replicas on one PostgreSQL database share (on SQLite, one process keeps it in memory):
+// token buckets of the rate limits, by a key that names no secret.
+export const rateBuckets = pgTable('rate_buckets', {
+  key: ident('key').primaryKey(),
+  tokens: doublePrecision('tokens').notNull(),
+  at: ms('at').notNull(),
+});
+
+// Sign-in attempts counted per window, by a keyed hash of the email, the address or the pair.
+export const signInCounts = pgTable('sign_in_counts', {
+  key: ident('key').primaryKey(),
+  count: count('count').notNull(),
+  first: ms('first').notNull(),
+});
+
+// Files checked in the portal and held for their confirmation, by a hash of the session; sealed by the vault.
+export const heldFiles = pgTable('held_files', {
+  key: ident('key').primaryKey(),
+  id: ident('id').notNull(),
+  name: text('name').notNull(),
+  body: bytes('body').notNull(),
+  at: ms('at').notNull(),
 });

@@ -37,6 +37,8 @@ export const webhookDeliveries = pgTable(
     nextAttemptAt: ms('next_attempt_at'), // null once delivered or failed
     // 0 when not leased; never null, so a delivery inserted without it is still claimed.
     leaseUntil: ms('lease_until').notNull().default(0),
+    // The claim holding the row (replica id and a nonce): a finish whose token no longer matches was taken over.
+    leaseToken: text('lease_token'),
     lastStatusCode: count('last_status_code'),
     lastError: text('last_error'),
     finishedAt: ms('finished_at'),

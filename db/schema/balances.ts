@@ -72,6 +72,8 @@ export const batchItems = sqliteTable(
     attempts: integer('attempts').notNull().default(0),
     nextAttemptAt: integer('next_attempt_at').notNull().default(0),
     leaseUntil: integer('lease_until').notNull().default(0),
+    // The claim holding the row (replica id and a nonce): a finish whose token no longer matches was taken over.
+    leaseToken: text('lease_token'),
     // A linked account's balance refresh still running at the provider: when the item began waiting on it.
     waitingSince: integer('waiting_since'),
   },

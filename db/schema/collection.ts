@@ -34,6 +34,8 @@ export const payments = sqliteTable(
     attempts: integer('attempts').notNull().default(0),
     nextAttemptAt: integer('next_attempt_at').notNull().default(0),
     leaseUntil: integer('lease_until').notNull().default(0),
+    // The claim holding the row (replica id and a nonce): a finish whose token no longer matches was taken over.
+    leaseToken: text('lease_token'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
     settledAt: integer('settled_at'),

@@ -36,6 +36,8 @@ export const webhookDeliveries = sqliteTable(
     nextAttemptAt: integer('next_attempt_at'), // null once delivered or failed
     // 0 when not leased; never null, so a delivery inserted without it is still claimed.
     leaseUntil: integer('lease_until').notNull().default(0),
+    // The claim holding the row (replica id and a nonce): a finish whose token no longer matches was taken over.
+    leaseToken: text('lease_token'),
     lastStatusCode: integer('last_status_code'),
     lastError: text('last_error'),
     finishedAt: integer('finished_at'),

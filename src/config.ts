@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { hostname } from 'node:os';
 import { API_KEY_PATTERN } from './platform/api-key-format';
 
 // Environment → typed, validated configuration. A bad value stops the start with one line naming the
@@ -23,6 +24,8 @@ export interface Config {
   databaseUrl: string | null;
   /** Connections of the PostgreSQL pool: each open transaction holds one. */
   databasePoolMax: number;
+  /** This process among the replicas on one database: its claims and leases carry it (host name and a random suffix by default). */
+  replicaId: string;
   tlsCertFile: string | null;
   tlsKeyFile: string | null;
   /** Proxies whose X-Forwarded-For and X-Forwarded-Proto are believed: addresses, CIDR ranges or `loopback`. */
@@ -174,6 +177,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (databaseUrl !== null && !/^postgres(ql)?:\/\/[^/]/i.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', 'a PostgreSQL URL, postgres://user:password@host:5432/database', '(not shown: it may hold a password)');
   }
+  const replicaId = str(env, 'REPLICA_ID') ?? `${hostname().slice(0, 40)}-${crypto.randomUUID().slice(0, 8)}`;
+  if (!/^[0-9A-Za-z._\-]{1,64}$/.test(replicaId)) throw new ConfigError('REPLICA_ID', 'letters, digits, dots, dashes and underscores, at most 64', replicaId);
   // Loopback unless told otherwise: the image sets HOST=0.0.0.0 itself.
   const host = str(env, 'HOST') ?? '127.0.0.1';
   if (!/^[0-9A-Za-z.:\-\[\]]+$/.test(host)) throw new ConfigError('HOST', 'a host name or IP address', host);
@@ -184,6 +189,7 @@ export function loadConfig(env: Env = process.env): Config {
     databasePath: str(env, 'DATABASE_PATH') ?? './db/data/service.sqlite',
     databaseUrl,
     databasePoolMax: int(env, 'DATABASE_POOL_MAX', 10, 2, 1000),
+    replicaId,
     tlsCertFile,
     tlsKeyFile,
     trustProxy: proxies(env, 'TRUST_PROXY'),

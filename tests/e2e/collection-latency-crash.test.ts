@@ -70,17 +70,31 @@ function rng(seed: number) {
 
 /** At rest: at least `least` payments made, none in flight, each the processor holds recorded with its status. */
 async function atRest(h: ServiceHarness, least: number, timeoutMs: number): Promise<Snapshot> {
-  return waitFor(
-    'collection to come to rest',
-    async () => {
-      const s = snapshot(h);
-      if (s.payments.length < least) return null;
-      const busy = s.payments.some((p) => p.status === 'initiating' || p.status === 'processing');
-      const unrecorded = s.payments.some((p) => s.atProcessor.has(p.id) && s.atProcessor.get(p.id)!.status !== p.status);
-      return !busy && !unrecorded ? s : null;
-    },
-    timeoutMs,
-  );
+  let last: Snapshot | null = null;
+  try {
+    return await waitFor(
+      'collection to come to rest',
+      async () => {
+        const s = (last = snapshot(h));
+        if (s.payments.length < least) return null;
+        const busy = s.payments.some((p) => p.status === 'initiating' || p.status === 'processing');
+        const unrecorded = s.payments.some((p) => s.atProcessor.has(p.id) && s.atProcessor.get(p.id)!.status !== p.status);
+        return !busy && !unrecorded ? s : null;
+      },
+      timeoutMs,
+    );
+  } catch (e) {
+    // What it was waiting on, so a failure says which part never came to rest.
+    const s = last as Snapshot | null;
+    const statuses: Record<string, number> = {};
+    for (const p of s?.payments ?? []) statuses[p.status] = (statuses[p.status] ?? 0) + 1;
+    const unrecorded = (s?.payments ?? []).filter((p) => s!.atProcessor.has(p.id) && s!.atProcessor.get(p.id)!.status !== p.status);
+    const enrollments = new Set((s?.payments ?? []).map((p) => p.enrollment)).size;
+    throw new Error(
+      `${(e as Error).message}: ${s?.payments.length ?? 0} payments of ${enrollments} enrollments (at least ${least} wanted), ` +
+        `statuses ${JSON.stringify(statuses)}, unrecorded ${JSON.stringify(unrecorded.map((p) => [p.status, s!.atProcessor.get(p.id)!.status]))}`,
+    );
+  }
 }
 
 for (const latency of [50, 3000]) {

@@ -4,6 +4,15 @@ import { ConfigError, loadConfig } from '../../src/config';
 const VALID_KEY = 'drs_live_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6';
 const VAULT_KEY = Buffer.alloc(32, 7).toString('base64');
 
+describe('REPLICA_ID', () => {
+  test('each process gets its own by default; a set one is kept; one with other characters is refused', () => {
+    expect(loadConfig({}).replicaId).not.toBe(loadConfig({}).replicaId);
+    expect(loadConfig({ REPLICA_ID: 'api-1' }).replicaId).toBe('api-1');
+    expect(() => loadConfig({ REPLICA_ID: 'a b' })).toThrow(ConfigError);
+    expect(() => loadConfig({ REPLICA_ID: 'x'.repeat(65) })).toThrow(ConfigError);
+  });
+});
+
 describe('loadConfig defaults (decisions.md, Configuration)', () => {
   test('an empty environment gives exactly the documented defaults', () => {
     expect(loadConfig({})).toEqual({
@@ -12,6 +21,7 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
       databasePath: './db/data/service.sqlite',
       databaseUrl: null,
       databasePoolMax: 10,
+      replicaId: expect.stringMatching(/^[0-9A-Za-z._-]+-[0-9a-f]{8}$/),
       tlsCertFile: null,
       tlsKeyFile: null,
       trustProxy: [],
@@ -68,7 +78,9 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
   });
 
   test('empty strings count as unset', () => {
-    expect(loadConfig({ PORT: '', TRUST_PROXY: '', BANK_DATA_PROVIDER: '', LOG_LEVEL: '', VAULT_KEY: '' })).toEqual(loadConfig({}));
+    const { replicaId: _, ...rest } = loadConfig({ PORT: '', TRUST_PROXY: '', BANK_DATA_PROVIDER: '', LOG_LEVEL: '', VAULT_KEY: '', REPLICA_ID: '' });
+    const { replicaId: __, ...defaults } = loadConfig({});
+    expect(rest).toEqual(defaults);
   });
 
   test('does not read process.env when an environment is passed', () => {

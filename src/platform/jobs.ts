@@ -1,7 +1,12 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { AsyncTask, SimpleIntervalJob, ToadScheduler } from 'toad-scheduler';
 import { gateOf } from './write-gate';
 import { writeAlone } from './tx-lock';
+import { HeldLease, LeaseLostError } from './leases';
 import type { PlatformDeps } from './context';
+
+/** The lease of the one-at-a-time tick running in this async context, renewed between its slices. */
+const tickLease = new AsyncLocalStorage<HeldLease>();
 
 /**
  * Between two slices of a job's work: a turn of the event loop (requests, timers and I/O go first), then the
@@ -11,6 +16,9 @@ import type { PlatformDeps } from './context';
 export async function betweenSlices(deps: Pick<PlatformDeps, 'sqlite' | 'pg'>): Promise<void> {
   await new Promise<void>((resolve) => setImmediate(resolve));
   await gateOf(deps.pg ?? deps.sqlite).turn();
+  // In a one-at-a-time tick (PostgreSQL): the lease renewed before the next slice, or the tick stops here.
+  const lease = tickLease.getStore();
+  if (lease) await lease.keepOrThrow();
 }
 
 /** A job's run, counted in job_state (the same statement on both engines, with `?n` for SQLite). */
@@ -23,14 +31,33 @@ const RECORD_RUN = `INSERT INTO job_state (name, runs, failures, last_started_at
 export interface Job<D extends PlatformDeps = PlatformDeps> {
   name: string;
   intervalMs: number;
+  /**
+   * One replica at a time (PostgreSQL, several replicas on one database): a tick runs only on the replica that
+   * takes the lease `job:<name>`, and is skipped on the others. For work that two replicas doing at once would
+   * do twice or wrong; work claimed row by row (FOR UPDATE SKIP LOCKED) or taken by one conditional statement
+   * runs on every replica. Nothing changes on SQLite (one process).
+   */
+  exclusive?: boolean;
+  /** How long the lease of an exclusive tick lasts without renewal; by default jobLeaseMs. */
+  leaseMs?: number;
   /** `signal` aborts at shutdown: a long tick stops taking new work and finishes what it holds. */
   tick(deps: D, signal: AbortSignal): Promise<unknown> | unknown;
 }
 
 /**
+ * An exclusive job's lease: three intervals, at least 30 s and at most 10 minutes. It is renewed between the
+ * tick's slices (betweenSlices), so it only has to outlast one slice; a replica killed mid-tick holds the job
+ * up for at most this long.
+ */
+export const jobLeaseMs = (job: Pick<Job, 'intervalMs' | 'leaseMs'>): number => job.leaseMs ?? Math.min(Math.max(30_000, 3 * job.intervalMs), 600_000);
+
+/**
  * Runs jobs on toad-scheduler without overlap (a tick that is still running is not started again),
  * records every run in `job_state`, counts failures in metrics and logs them. `stop()` waits for running
- * ticks to finish.
+ * ticks to finish. On PostgreSQL an exclusive job's tick first takes its lease (owner: this replica): a tick
+ * that does not get it is skipped, counted as `job_runs_total{outcome="skipped"}` and not recorded as a run;
+ * one whose lease passed to another replica mid-tick stops at its next slice (`outcome="lease_lost"`). Neither
+ * is a failure.
  */
 export class JobRunner<D extends PlatformDeps = PlatformDeps> {
   private readonly scheduler = new ToadScheduler();
@@ -68,7 +95,23 @@ export class JobRunner<D extends PlatformDeps = PlatformDeps> {
 
   private async execute(job: Job<D>): Promise<void> {
     if (this.stopped) return;
-    const { sqlite, pg, clock, metrics, logger } = this.deps;
+    const { sqlite, pg, clock, metrics, logger, config } = this.deps;
+    let lease: HeldLease | null = null;
+    if (job.exclusive && pg) {
+      try {
+        lease = await HeldLease.take(this.deps, `job:${job.name}`, config.replicaId, jobLeaseMs(job));
+      } catch (e) {
+        metrics.jobRuns.inc({ job: job.name, outcome: 'failure' });
+        logger.error({ job: job.name, err: e }, 'could not take the job lease');
+        return;
+      }
+      if (!lease) {
+        // Another replica runs it now: not a run of this one, and not a failure.
+        metrics.jobRuns.inc({ job: job.name, outcome: 'skipped' });
+        logger.debug({ job: job.name }, 'job skipped: another replica holds its lease');
+        return;
+      }
+    }
     const startedAt = clock.now();
     const t0 = performance.now();
     let error: unknown = null;
@@ -76,12 +119,28 @@ export class JobRunner<D extends PlatformDeps = PlatformDeps> {
     try {
       // A tick's first steps write at once: they start once a worker's write transaction, if any, is over.
       await gate.turn();
-      await job.tick(this.deps, this.abort.signal);
+      if (lease) {
+        const held = lease;
+        await tickLease.run(held, () => job.tick(this.deps, AbortSignal.any([this.abort.signal, held.signal])));
+      } else await job.tick(this.deps, this.abort.signal);
     } catch (e) {
       error = e;
     }
+    if (lease) {
+      try {
+        await lease.release();
+      } catch (e) {
+        logger.warn({ job: job.name, err: e }, 'could not release the job lease; it expires on its own');
+      }
+    }
+    // Stopped at a slice because the lease passed on (a replica stalled past its lease): not a failure.
+    const lost = error instanceof LeaseLostError || (error === null && lease?.signal.aborted === true);
+    if (lost) {
+      logger.warn({ job: job.name }, 'job stopped: its lease passed to another replica');
+      error = null;
+    }
     const ms = performance.now() - t0;
-    metrics.jobRuns.inc({ job: job.name, outcome: error ? 'failure' : 'success' });
+    metrics.jobRuns.inc({ job: job.name, outcome: lost ? 'lease_lost' : error ? 'failure' : 'success' });
     metrics.jobDuration.observe({ job: job.name }, ms / 1000);
     const message = error ? (error instanceof Error ? error.message : String(error)) : null;
     if (error) logger.error({ job: job.name, err: error }, 'job failed');

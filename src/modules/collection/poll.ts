@@ -2,6 +2,7 @@ import type { Deps, JobContext } from '../../deps';
 import type { StoreCtx } from '../../platform/store';
 import { transaction } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
+import { HeldLease } from '../../platform/leases';
 import type { ProcessorChange } from '../../adapters/processors';
 import { recordOrSetAside } from './record';
 import { reconcileKeys } from './reconcile';
@@ -14,9 +15,23 @@ import type { ProcessorName } from '../../../db/schema/enums';
 // Each page is one transaction: its events, the cursor, ingested, matched and last_poll_at commit together,
 // so a crash repeats at most a page, which records nothing new the second time. A failing key records
 // last_poll_error and does not hold up the others.
+//
+// Replicas (PostgreSQL): the job runs on every replica, and a key's feed is read by one at a time: by the
+// replica holding the lease `poll:<connection id>` (taken for the key's stretch of pages, renewed between
+// pages, released after), so two replicas read different keys at once and a key another replica is reading
+// is skipped this tick. The stored cursor moves by compare and set: a page asked for from a cursor that moved
+// meanwhile (a replica that stalled past its lease while another took the key over) is discarded, its
+// transaction rolled back, and never recorded twice or moves the cursor back. Recording is forward-only
+// besides (record.ts). On SQLite the lease is granted at once and the compare and set always holds.
 
 const PAGE = 500;
 const MAX_PAGES_PER_TICK = 200;
+
+/** A key's feed lease: three poll intervals, at least 30 s and at most 10 minutes; renewed between pages. */
+export const pollLeaseMs = (deps: Pick<Deps, 'config'>): number => Math.min(Math.max(30_000, 3 * deps.config.processorPollIntervalMs), 600_000);
+
+/** The stored cursor is no longer the one a page was read from: the page's transaction is rolled back. */
+class CursorMoved extends Error {}
 
 /**
  * Which borrower a change belongs to: the service's own payments by processor id or reference; other `DRS-`
@@ -50,9 +65,22 @@ interface PolledKey {
   accountId: string | null;
 }
 
-/** One page of changes, recorded with the cursor and the counts in one transaction. */
-async function recordPage(ctx: JobContext, conn: PolledKey, changes: ProcessorChange[], cursor: string | null, cursorLost = false): Promise<void> {
+/**
+ * One page of changes read from cursor `from`, recorded with the cursor it leads to and the counts in one
+ * transaction. False when the stored cursor is no longer `from`: nothing of the page is recorded.
+ */
+async function recordPage(ctx: JobContext, conn: PolledKey, from: string | null, changes: ProcessorChange[], cursor: string | null, cursorLost = false): Promise<boolean> {
   const now = ctx.deps.clock.now();
+  try {
+    await recordPageIn(ctx, conn, from, changes, cursor, cursorLost, now);
+    return true;
+  } catch (e) {
+    if (e instanceof CursorMoved) return false;
+    throw e;
+  }
+}
+
+async function recordPageIn(ctx: JobContext, conn: PolledKey, from: string | null, changes: ProcessorChange[], cursor: string | null, cursorLost: boolean, now: number): Promise<void> {
   await transaction(ctx, async (tx) => {
     // Whether each processor payment was ingested is read, then written with the counts: one page of a key at
     // a time. The page's references are held at once, in one order, before any of them is recorded.
@@ -94,7 +122,8 @@ async function recordPage(ctx: JobContext, conn: PolledKey, changes: ProcessorCh
         declineCode: c.declineCode ?? null,
       }, keepId);
     }
-    await store.recordPoll(tx, conn.id, {
+    const moved = await store.recordPoll(tx, conn.id, {
+      from,
       cursor,
       at: now,
       error: conn.accountId !== null && outsideFrom === null ? ACCOUNT_OF_ANOTHER_LENDER : null,
@@ -103,29 +132,63 @@ async function recordPage(ctx: JobContext, conn: PolledKey, changes: ProcessorCh
       ingested,
       matched,
     });
+    // Another poller moved the cursor since the page was asked for: everything above is rolled back.
+    if (!moved) throw new CursorMoved();
   });
 }
 
-/** Reads every live key's changes since its cursor. */
-export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } = {}): Promise<{ changes: number; failures: number }> {
+export interface PollResult {
+  changes: number;
+  failures: number;
+  /** Keys another replica was reading (their lease held elsewhere): left to it this tick. */
+  skipped: number;
+  /** Pages read from a cursor another poller had moved meanwhile: discarded, nothing recorded. */
+  discarded: number;
+}
+
+/** Reads the changes since its cursor of every live key whose feed this replica can lease. */
+export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } = {}): Promise<PollResult> {
   const ctx: JobContext = { deps };
   // Keys stored before their account was recorded are asked which account they belong to first.
   await learnAccounts(deps);
   const conns = await store.keysToPoll(ctx);
   let changes = 0;
   let failures = 0;
+  let skipped = 0;
+  let discarded = 0;
   const lost: string[] = [];
   await Promise.all(
     conns.map(async (conn) => {
+      let lease: HeldLease | null;
+      try {
+        lease = await HeldLease.take(deps, `poll:${conn.id}`, deps.config.replicaId, pollLeaseMs(deps));
+      } catch (e) {
+        failures++;
+        deps.logger.warn({ connection_id: conn.id, processor: conn.processor, err: e instanceof Error ? e.message : String(e) }, 'could not take the feed lease; tried again next poll');
+        return;
+      }
+      if (!lease) {
+        skipped++;
+        return;
+      }
       const processor = deps.processors.byName(conn.processor);
       const key = deps.vault.open(conn.keySealed!);
-      let cursor = conn.cursor;
       try {
+        // Read again under the lease: the list was read before it, and another replica may have read on since.
+        const stored = await store.pollCursorOf(ctx, conn.id);
+        if (!stored) return;
+        let cursor = stored.cursor;
         for (let page = 0; page < MAX_PAGES_PER_TICK && !opts.signal?.aborted; page++) {
+          // Renewed between pages; once it is lost, the key is another replica's.
+          if (!(await lease.keep())) break;
           const res = await processor.listChanges(key, cursor, { limit: PAGE });
           // A page is one transaction; an in-process processor answers at once, so the loop gets its turn here.
           await betweenSlices(deps);
-          await recordPage(ctx, conn, res.changes, res.nextCursor, res.cursorLost === true);
+          if (!(await recordPage(ctx, conn, cursor, res.changes, res.nextCursor, res.cursorLost === true))) {
+            discarded++;
+            deps.logger.info({ connection_id: conn.id, processor: conn.processor }, 'page discarded: another poller moved the cursor meanwhile');
+            break;
+          }
           if (res.cursorLost) {
             deps.logger.warn({ connection_id: conn.id, processor: conn.processor }, 'the processor no longer holds changes after the cursor; reconciling the key');
             lost.push(conn.id);
@@ -140,11 +203,15 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
         const message = e instanceof Error ? e.message : String(e);
         await transaction(ctx, (tx) => store.recordPollError(tx, conn.id, message.slice(0, 500)));
         deps.logger.warn({ connection_id: conn.id, processor: conn.processor, err: message }, 'processor poll failed');
+      } finally {
+        await lease.release().catch((e: unknown) =>
+          deps.logger.warn({ connection_id: conn.id, err: e instanceof Error ? e.message : String(e) }, 'could not release the feed lease; it expires on its own'),
+        );
       }
     }),
   );
   if (lost.length > 0 && !opts.signal?.aborted) await reconcileKeys(deps, { connectionIds: lost, signal: opts.signal });
-  return { changes, failures };
+  return { changes, failures, skipped, discarded };
 }
 
 export const pollJob = (intervalMs: number): Job<Deps> => ({

@@ -276,8 +276,15 @@ export const pgCollectionStore: CollectionStore = {
       .from(paymentConnections)
       .where(and(isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed)));
   },
+  async pollCursorOf(c, connectionId) {
+    const [r] = await pgReaderOf(c)
+      .select({ cursor: paymentConnections.pollCursor })
+      .from(paymentConnections)
+      .where(and(eq(paymentConnections.id, connectionId), isNull(paymentConnections.deletedAt)));
+    return r;
+  },
   async recordPoll(c, connectionId, v) {
-    await pgWriterOf(c)
+    const moved = await pgWriterOf(c)
       .update(paymentConnections)
       .set({
         pollCursor: v.cursor,
@@ -287,7 +294,10 @@ export const pgCollectionStore: CollectionStore = {
         ingested: sql`${paymentConnections.ingested} + ${v.ingested}::int`,
         matched: sql`${paymentConnections.matched} + ${v.matched}::int`,
       })
-      .where(eq(paymentConnections.id, connectionId));
+      // Compare and set: a cursor another replica moved since the page was asked for is left as it is.
+      .where(and(eq(paymentConnections.id, connectionId), sql`${paymentConnections.pollCursor} IS NOT DISTINCT FROM ${v.from}::text`))
+      .returning({ id: paymentConnections.id });
+    return moved.length > 0;
   },
   async recordPollError(c, connectionId, message) {
     await pgWriterOf(c).update(paymentConnections).set({ lastPollError: message }).where(eq(paymentConnections.id, connectionId));

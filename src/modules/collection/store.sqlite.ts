@@ -340,20 +340,16 @@ export const keysToPoll = (db: Db) =>
 export const recordPoll = (
   tx: Orm,
   connectionId: string,
-  v: { cursor: string | null; at: number; error: string | null; reconcileDue: boolean; ingested: number; matched: number },
-) =>
-  tx
-    .update(paymentConnections)
-    .set({
-      pollCursor: v.cursor,
-      lastPollAt: v.at,
-      lastPollError: v.error,
-      ...(v.reconcileDue ? { reconcileDue: true } : {}),
-      ingested: sql`${paymentConnections.ingested} + ${v.ingested}`,
-      matched: sql`${paymentConnections.matched} + ${v.matched}`,
-    })
-    .where(eq(paymentConnections.id, connectionId))
-    .run();
+  v: { from: string | null; cursor: string | null; at: number; error: string | null; reconcileDue: boolean; ingested: number; matched: number },
+): boolean =>
+  tx.$client
+    .query(
+      // Compare and set on the cursor (IS compares NULLs as equal).
+      `UPDATE payment_connections SET poll_cursor = ?1, last_poll_at = ?2, last_poll_error = ?3,
+         reconcile_due = CASE WHEN ?4 = 1 THEN 1 ELSE reconcile_due END, ingested = ingested + ?5, matched = matched + ?6
+       WHERE id = ?7 AND poll_cursor IS ?8`,
+    )
+    .run(v.cursor, v.at, v.error, v.reconcileDue ? 1 : 0, v.ingested, v.matched, connectionId, v.from).changes > 0;
 
 export const recordPollError = (tx: Orm, connectionId: string, message: string) =>
   tx.update(paymentConnections).set({ lastPollError: message }).where(eq(paymentConnections.id, connectionId)).run();
@@ -588,8 +584,15 @@ export const sqliteCollectionStore: CollectionStore = {
   async keysToPoll(c) {
     return keysToPoll(readerOf(c));
   },
+  async pollCursorOf(c, connectionId) {
+    return readerOf(c)
+      .select({ cursor: paymentConnections.pollCursor })
+      .from(paymentConnections)
+      .where(and(eq(paymentConnections.id, connectionId), isNull(paymentConnections.deletedAt)))
+      .get();
+  },
   async recordPoll(c, connectionId, poll) {
-    recordPoll(writerOf(c), connectionId, poll);
+    return recordPoll(writerOf(c), connectionId, poll);
   },
   async recordPollError(c, connectionId, message) {
     recordPollError(writerOf(c), connectionId, message);

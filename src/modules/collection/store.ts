@@ -200,12 +200,18 @@ export interface CollectionStore {
   keepProcessorPaymentId(c: TxCtx, id: string, processorPaymentId: string): Promise<void>;
   /** Every live key, with its feed's cursor. */
   keysToPoll(c: StoreCtx): Promise<PolledKeyRow[]>;
-  /** A page of a key's feed read: the cursor, when, the key's error or none, the counts it adds. */
+  /** A key's feed cursor as stored now (read again once its feed is leased); undefined when the key is gone. */
+  pollCursorOf(c: StoreCtx, connectionId: string): Promise<{ cursor: string | null } | undefined>;
+  /**
+   * A page of a key's feed read from cursor `from`: the cursor it leads to, when, the key's error or none, the
+   * counts it adds. Compare and set: false, and nothing written, when the stored cursor is no longer `from`
+   * (another poller moved it since the page was asked for); the caller then discards the page.
+   */
   recordPoll(
     c: TxCtx,
     connectionId: string,
-    poll: { cursor: string | null; at: number; error: string | null; reconcileDue: boolean; ingested: number; matched: number },
-  ): Promise<void>;
+    poll: { from: string | null; cursor: string | null; at: number; error: string | null; reconcileDue: boolean; ingested: number; matched: number },
+  ): Promise<boolean>;
   recordPollError(c: TxCtx, connectionId: string, message: string): Promise<void>;
   /** The live keys to reconcile: the given ones, or those due (asked to, or not reconciled since `dueBefore`). */
   keysToReconcile(c: StoreCtx, v: { connectionIds?: string[]; dueBefore: number }): Promise<KeyToReconcile[]>;

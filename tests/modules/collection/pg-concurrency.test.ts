@@ -371,7 +371,9 @@ if (!onPostgres) {
   describe("one page of a key's feed at a time", () => {
     test('20 concurrent pages carrying one processor payment ingest it once and count it once', async () => {
       const k = await lender();
-      // The page's reads and writes as recordPage makes them, behind its serializeFeed.
+      // The page's reads and writes as recordPage makes them, behind its serializeFeed; all read from the
+      // same cursor, so one moves it and the others find it moved.
+      let moved = 0;
       await all(() =>
         inTx(async (c) => {
           await store.serializeFeed(c, k.connectionId);
@@ -380,9 +382,10 @@ if (!onPostgres) {
             await store.recordIngested(c, k.connectionId, 'pi_1', false);
             ingested++;
           }
-          await store.recordPoll(c, k.connectionId, { cursor: 'c1', at: NOW, error: null, reconcileDue: false, ingested, matched: 0 });
+          if (await store.recordPoll(c, k.connectionId, { from: null, cursor: 'c1', at: NOW, error: null, reconcileDue: false, ingested, matched: 0 })) moved++;
         }),
       );
+      expect(moved).toBe(1);
       const rows = await pg.db.select().from(ingestedPayments).where(eq(ingestedPayments.connectionId, k.connectionId));
       expect(rows).toEqual([{ connectionId: k.connectionId, processorPaymentId: 'pi_1', matched: false }]);
       const [conn] = await pg.db.select().from(paymentConnections).where(eq(paymentConnections.id, k.connectionId));

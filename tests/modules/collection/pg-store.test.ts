@@ -279,8 +279,8 @@ if (!onPostgres) {
         await store.keepProcessorPaymentId(c, pay(3), 'pi_3');
         await store.noteProcessorPaymentId(c, pay(7), null, NOW);
         await store.noteProcessorPaymentId(c, pay(5), 'pi_5', NOW);
-        await store.recordPoll(c, K1, { cursor: 'next', at: NOW, error: null, reconcileDue: true, ingested: 3, matched: 2 });
-        await store.recordPoll(c, K2, { cursor: null, at: NOW, error: 'x', reconcileDue: false, ingested: 0, matched: 0 });
+        await store.recordPoll(c, K1, { from: 'c', cursor: 'next', at: NOW, error: null, reconcileDue: true, ingested: 3, matched: 2 });
+        await store.recordPoll(c, K2, { from: null, cursor: null, at: NOW, error: 'x', reconcileDue: false, ingested: 0, matched: 0 });
         await store.recordPollError(c, K1, 'failed');
         await store.markReconciled(c, K2, NOW);
         await store.releaseScheduled(c, pay(5), NOW);

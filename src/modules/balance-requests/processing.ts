@@ -436,6 +436,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
   return { recorded };
 }
 
+/** Every replica: balance reads are claimed row by row (SKIP LOCKED), each by one claimer. */
 export const balanceProcessingJob: Job<Deps> = {
   name: 'balance-processing',
   intervalMs: 250,
@@ -460,6 +461,10 @@ export async function dropExpiredIdempotency(deps: Deps, signal?: AbortSignal): 
   }
 }
 
+/**
+ * Every replica: each slice deletes the expired entries it locks (SKIP LOCKED), so two replicas delete
+ * different entries and each entry once.
+ */
 export const idempotencyCleanupJob: Job<Deps> = {
   name: 'idempotency-cleanup',
   intervalMs: 3_600_000,

@@ -263,6 +263,7 @@ export async function dispatchPayments(deps: Deps, opts: { signal?: AbortSignal;
   return { sent };
 }
 
+/** Every replica: due payments are claimed row by row (SKIP LOCKED), and a send goes out only through its claim. */
 export const dispatchJob: Job<Deps> = {
   name: 'payment-dispatch',
   intervalMs: 250,

@@ -214,6 +214,11 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
   return { changes, failures, skipped, discarded };
 }
 
+/**
+ * Every replica, one key at a time: a key's feed is leased (poll:<connection id>) and its cursor moved by
+ * compare and set, so two replicas read different keys at once and never record a page twice or move a cursor
+ * back. A job-wide lease would leave every key to one replica.
+ */
 export const pollJob = (intervalMs: number): Job<Deps> => ({
   name: 'processor-poll',
   intervalMs,

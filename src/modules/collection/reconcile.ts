@@ -2,6 +2,7 @@ import type { Deps, JobContext } from '../../deps';
 import { transaction } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import { DAY_MS } from '../../platform/clock';
+import { LeaseLostError } from '../../platform/leases';
 import type { ListedPayment } from '../../adapters/processors';
 import { recordOrSetAside } from './record';
 import { collectionStore as store } from './store';
@@ -34,6 +35,8 @@ export async function reconcileKeys(deps: Deps, opts: { connectionIds?: string[]
     try {
       recorded += await reconcileKey(deps, conn, now);
     } catch (e) {
+      // The job's lease passed to another replica: it goes on from here.
+      if (e instanceof LeaseLostError) throw e;
       deps.logger.warn({ connection_id: conn.id, processor: conn.processor, err: e instanceof Error ? e.message : String(e) }, 'reconciliation failed; tried again later');
     }
   }
@@ -101,8 +104,15 @@ async function recordListed(ctx: JobContext, conn: { id: string; lenderId: strin
   return recorded;
 }
 
+/**
+ * One replica at a time. Two replicas reconciling a key at once would record nothing twice (stable event ids,
+ * the references serialized, the recorder forward-only), but each would list the key's payments at the
+ * processor: N replicas, N times the calls against the lender's rate limit, for nothing. A key whose feed lost
+ * its cursor is reconciled at once by the replica polling it, whether or not it holds this job's lease.
+ */
 export const reconcileJob = (intervalMs: number): Job<Deps> => ({
   name: 'processor-reconcile',
+  exclusive: true,
   // Checks often which keys are due; a key is listed only when its interval has passed or its feed lost its cursor.
   intervalMs: Math.min(intervalMs, 60_000),
   tick: (deps, signal) => reconcileKeys(deps, { signal }),

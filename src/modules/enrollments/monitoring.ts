@@ -169,19 +169,32 @@ export async function recheckAllHeld(deps: Deps, signal?: AbortSignal): Promise<
   }
 }
 
+/**
+ * Every replica: the due reads are claimed as they are read (FOR UPDATE SKIP LOCKED on PostgreSQL) and moved
+ * on in the transaction that queues them, so a read is queued once whoever finds it due.
+ */
 export const monitoringReadsJob: Job<Deps> = {
   name: 'monitoring-reads',
   intervalMs: 1_000,
   tick: (deps, signal) => queueAllDueReads(deps, signal),
 };
 
+/**
+ * Every replica: due lapses are claimed as they are read (SKIP LOCKED), and a monitor moved meanwhile is read
+ * again and left out; the state machine refuses a second lapse.
+ */
 export const lapseJob: Job<Deps> = {
   name: 'monitor-lapses',
   intervalMs: 60_000,
   tick: (deps, signal) => lapseAllDueMonitors(deps, signal),
 };
 
-/** Daily, and at start (every job's first tick runs at once). */
+/**
+ * Daily, and at start (every job's first tick runs at once). Every replica: each held borrower is read again
+ * under its row lock before it moves, so two replicas at once move it once (the second finds it monitored, or
+ * held for the same reason, which writes nothing); and the answer is this replica's own routing directory,
+ * loaded at its start, so a replica started with a new directory re-checks with it at once.
+ */
 export const heldRecheckJob: Job<Deps> = {
   name: 'held-recheck',
   intervalMs: 86_400_000,

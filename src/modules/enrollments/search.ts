@@ -186,6 +186,10 @@ export async function indexUnsearchedBorrowers(deps: Deps, signal?: AbortSignal)
   return { indexed: n };
 }
 
+/**
+ * Every replica: borrowers are taken with their rows locked (another replica's are skipped and left to it), and
+ * indexing one again under the same key writes nothing.
+ */
 export const searchIndexJob: Job<Deps> = {
   name: 'borrower-search-index',
   intervalMs: 60_000,

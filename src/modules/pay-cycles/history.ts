@@ -130,6 +130,7 @@ export async function readDueHistories(deps: Deps, signal?: AbortSignal): Promis
   return { read: claimed.length };
 }
 
+/** Every replica: due readings are claimed row by row (SKIP LOCKED) and leased, each read by one claimer. */
 export const payHistoryJob: Job<Deps> = {
   name: 'pay-history',
   intervalMs: 5_000,

@@ -63,6 +63,11 @@ export async function evaluateAll(deps: Deps, signal?: AbortSignal): Promise<num
   return ids.length;
 }
 
+/**
+ * Every replica. A lender's evaluation takes its lock first (serializeWatch) and compares with the statuses the
+ * last one saved, so of two replicas evaluating at once the second finds the change already saved and alerts
+ * nothing: one RETURN_RATE_ALERT per change. Running everywhere keeps each replica's return-rate gauges current.
+ */
 export const returnRateJob = (intervalMs: number): Job<Deps> => ({
   name: 'return-rate-watch',
   intervalMs,

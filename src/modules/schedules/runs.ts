@@ -131,6 +131,11 @@ function thresholdAlerts(batch: CompletedBatch, webhook: string, hits: Awaited<R
   }));
 }
 
+/**
+ * Every replica: a run is taken by one conditional UPDATE of the schedule's next_run_at from the slot found
+ * due (recordRunStarted) before its batch is made, so of two replicas finding one slot due one starts the run
+ * and the other makes nothing: never two runs of one slot.
+ */
 export const scheduleJob: Job<Deps> = {
   name: 'schedule-runs',
   intervalMs: 15_000,

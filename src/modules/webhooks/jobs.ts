@@ -152,6 +152,7 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
   return { attempted };
 }
 
+/** Every replica: due deliveries are claimed row by row (SKIP LOCKED), each by one claimer. */
 export const webhookDeliveryJob: Job<Deps> = {
   name: 'webhook-delivery',
   intervalMs: 250,

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { createTestContext, useTestContext } from '../helpers/context';
-import { JobRunner, type Job } from '../../src/platform/jobs';
+import { betweenSlices, JobRunner, type Job } from '../../src/platform/jobs';
+import { HeldLease, releaseLease, takeLease } from '../../src/platform/leases';
 
 const ctx = useTestContext();
 let seq = 0;
@@ -254,6 +255,41 @@ describe('JobRunner', () => {
     const n = calls.length;
     await Bun.sleep(40);
     expect(calls.length).toBe(n);
+  });
+
+  test('an exclusive job ticks as any other, slices and all, and leaves no lease behind (on SQLite the leases table is never touched)', async () => {
+    let slices = 0;
+    const { job, calls } = makeJob({
+      tick: async () => {
+        for (let i = 0; i < 3; i++) {
+          slices++;
+          await betweenSlices(ctx.rt);
+        }
+      },
+    });
+    const exclusive: Job = { ...job, exclusive: true };
+    const runner = new JobRunner(ctx.rt, [exclusive]);
+    runner.start();
+    await runner.runOnce(exclusive);
+    ctx.clock.advance(1_000);
+    await runner.runOnce(exclusive);
+    await runner.stop();
+    expect(calls).toHaveLength(2);
+    expect(slices).toBe(6);
+    expect(jobState(job.name)).toMatchObject({ runs: 2, failures: 0, last_error: null });
+    expect(await jobMetric(job.name, 'success')).toBe(2);
+    expect(await jobMetric(job.name, 'skipped')).toBe(0);
+    expect(ctx.sql.query('SELECT COUNT(*) AS n FROM leases').get()).toEqual({ n: 0 });
+  });
+
+  test.if(!ctx.rt.pg)('SQLite: every lease is granted at once, to any owner, without a row', async () => {
+    expect(await takeLease(ctx.rt, 'job:x', 'one', 30_000)).toBe(true);
+    expect(await takeLease(ctx.rt, 'job:x', 'two', 30_000)).toBe(true);
+    const held = (await HeldLease.take(ctx.rt, 'poll:k', 'one', 1))!;
+    expect(await held.keep()).toBe(true);
+    await held.release();
+    await releaseLease(ctx.rt, 'job:x', 'one');
+    expect(ctx.sql.query('SELECT COUNT(*) AS n FROM leases').get()).toEqual({ n: 0 });
   });
 
   test('a failure to record job_state is logged, not thrown', async () => {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
 import { Database } from 'bun:sqlite';
-import { freshPgDatabase, onPostgres, PsqlDatabase } from './pg';
+import { freshPgDatabase, onPostgres, PsqlDatabase, vaultKeyIn } from './pg';
 
 // The real service as a child process on its own SQLite file (or, when the suite runs on PostgreSQL, its own
 // database cloned from the migrated template), for crash and restart tests.
@@ -43,9 +43,7 @@ export class ServiceHarness {
 
   async start(extraEnv: Record<string, string> = {}): Promise<ServiceProcess> {
     const port = freePort();
-    const proc = Bun.spawn([process.execPath, 'run', 'src/index.ts'], {
-      cwd: ROOT,
-      env: {
+    const env: Record<string, string> = {
         PATH: process.env.PATH ?? '',
         HOME: process.env.HOME ?? '/tmp',
         PORT: String(port),
@@ -60,7 +58,13 @@ export class ServiceHarness {
         LOG_LEVEL: 'warn',
         ...this.env,
         ...extraEnv,
-      },
+    };
+    // On PostgreSQL the service refuses to start without VAULT_KEY: the one kept in the harness's key file (a
+    // test that names VAULT_KEY itself, even empty, keeps what it names).
+    if (env.DATABASE_URL && env.VAULT_KEY === undefined) env.VAULT_KEY = vaultKeyIn(env.VAULT_KEY_FILE!);
+    const proc = Bun.spawn([process.execPath, 'run', 'src/index.ts'], {
+      cwd: ROOT,
+      env,
       stdout: 'ignore',
       stderr: 'inherit',
     });

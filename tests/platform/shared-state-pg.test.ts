@@ -1,8 +1,9 @@
 // engine: postgres
 // State the replicas on one PostgreSQL database share: rate buckets, sign-in counts and the portal's held files.
 // Two replicas here are two sets of service deps on one database (a pool each, the same vault key, as VAULT_KEY
-// gives every replica); then two spawned services on one database share the API key's bucket. Nothing a table
-// holds names an email, an address, a key or a session token in the clear.
+// gives every replica); then two spawned services on one database share the API key's bucket, record a file
+// held through one of them once, and check exactly LOCK_AFTER passwords of 20 sign-ins sent to both at once.
+// Nothing a table holds names an email, an address, a key or a session token in the clear.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { rateBuckets } from '../../src/http/rate-limit';
@@ -10,9 +11,11 @@ import { heldFiles, MAX_HELD, signInCounter } from '../../src/modules/portal/sha
 import { SignInThrottle } from '../../src/modules/portal/session';
 import { PgRateBuckets } from '../../src/platform/rate-buckets';
 import { rows } from '../../src/platform/store.pg';
+import { openPg } from '../../src/platform/pg';
+import { createUser } from '../../src/modules/portal/users';
 import { onPostgres } from '../helpers/pg';
 import { pgServiceDeps } from '../helpers/pg-service-deps';
-import { ServiceHarness, TEST_API_KEY } from '../helpers/server';
+import { ServiceHarness, TEST_API_KEY, type ServiceProcess } from '../helpers/server';
 
 const CALLERS = 20;
 
@@ -152,10 +155,12 @@ if (!onPostgres) {
   describe('two services on one database', () => {
     const h = new ServiceHarness({ RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '5' });
     afterAll(() => h.cleanup());
+    let started: Promise<[ServiceProcess, ServiceProcess]> | null = null;
+    /** Two services on the harness's one database, started once (one after the other) for the tests below. */
+    const replicas = () => (started ??= h.start().then(async (one) => [one, await h.start()]));
 
     test("an API key's bucket is one across replicas; the table names its id, not the key", async () => {
-      const one = await h.start();
-      const two = await h.start();
+      const [one, two] = await replicas();
       const started = Date.now();
       const statuses = await Promise.all(Array.from({ length: CALLERS }, (_, i) => (i % 2 ? one : two).call('GET', '/v1/webhook_endpoints')));
       const elapsedS = Math.ceil((Date.now() - started) / 1000);
@@ -170,6 +175,85 @@ if (!onPostgres) {
       db.close();
       expect(text).toContain('api-key:');
       expect(text).not.toContain(TEST_API_KEY);
+    }, 120_000);
+
+    const EMAIL = 'ops@example.test';
+    /** The portal session's cookie value, once signed in. */
+    let sessionToken = '';
+    const PASSWORD = 'a long enough password';
+    /** The sign-in form of a service: its CSRF cookie and token. */
+    const loginForm = async (url: string) => {
+      const r = await fetch(`${url}/portal/login`);
+      return { cookie: r.headers.get('set-cookie')!.split(';')[0]!, csrf: /name="_csrf" value="([^"]+)"/.exec(await r.text())![1]! };
+    };
+    const signIn = async (url: string, password: string) => {
+      const f = await loginForm(url);
+      return fetch(`${url}/portal/login`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: f.cookie },
+        body: new URLSearchParams({ _csrf: f.csrf, email: EMAIL, password }).toString(),
+      });
+    };
+    const CSV =
+      'authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code\n' +
+      'replica-loan-1,REPLICA-1,425.00,settled,2026-11-02,2026-11-04,,\n';
+
+    test('a file checked through one service is recorded once, whichever services the confirmation reaches', async () => {
+      const [one, two] = await replicas();
+      const db = h.database();
+      const lenderId = (db.query("SELECT id FROM lenders WHERE name = 'default'").all() as { id: string }[])[0]!.id;
+      db.close();
+      const users = openPg(h.pg!.url, { max: 2 });
+      try {
+        await createUser({ pg: users, db: undefined as never, reader: undefined as never }, { lenderId, email: EMAIL, displayName: 'Ops', password: PASSWORD, now: Date.now() });
+      } finally {
+        await users.close();
+      }
+      const signedIn = await signIn(one.url, PASSWORD);
+      expect(signedIn.status).toBe(303);
+      const token = signedIn.headers.getSetCookie().find((c) => c.startsWith('drs_portal='))!.split(';')[0]!;
+      sessionToken = token.slice('drs_portal='.length);
+      const page = await (await fetch(`${two.url}/portal/payments/results-upload`, { headers: { cookie: token } })).text();
+      const form = new FormData();
+      form.append('_csrf', /name="_csrf" value="([^"]+)"/.exec(page)![1]!);
+      form.append('action', 'check');
+      form.append('file', new Blob([CSV], { type: 'text/csv' }), 'replica-results.csv');
+      const checked = await (await fetch(`${one.url}/portal/payments/results-upload`, { method: 'POST', body: form, headers: { cookie: token } })).text();
+      const held = /name="checked" value="([^"]+)"/.exec(checked)![1]!;
+      const csrf = /<form[^>]*>(?:(?!<\/form>)[\s\S])*name="checked"/.exec(checked)![0].match(/name="_csrf" value="([^"]+)"/)![1]!;
+      const confirmations = await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          fetch(`${(i % 2 ? one : two).url}/portal/payments/results-upload`, {
+            method: 'POST',
+            headers: { cookie: token, 'content-type': 'application/x-www-form-urlencoded' },
+            body: new URLSearchParams({ _csrf: csrf, action: 'confirm', checked: held }).toString(),
+          }).then((r) => r.text()),
+        ),
+      );
+      expect(confirmations.filter((t) => t.includes('Recorded replica-results.csv: 1 row.'))).toHaveLength(1);
+      expect(confirmations.filter((t) => t.includes('no longer held'))).toHaveLength(5);
+      const after = h.database();
+      expect(after.query('SELECT count(*)::int AS n FROM payment_result_uploads').all()).toEqual([{ n: 1 }]);
+      expect(after.query('SELECT count(*)::int AS n FROM held_files').all()).toEqual([{ n: 0 }]);
+      after.close();
+    }, 120_000);
+
+    test('20 sign-ins at once through two services: exactly LOCK_AFTER passwords are checked, then the pair is locked on both', async () => {
+      const [one, two] = await replicas();
+      const statuses = await Promise.all(Array.from({ length: CALLERS }, (_, i) => signIn((i % 2 ? one : two).url, `wrong password ${i}!`).then((r) => r.status)));
+      expect(statuses.filter((s) => s === 401)).toHaveLength(SignInThrottle.LOCK_AFTER);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(CALLERS - SignInThrottle.LOCK_AFTER);
+      // Locked on both, the right password too: nothing more is checked for this pair.
+      expect((await signIn(one.url, PASSWORD)).status).toBe(429);
+      expect((await signIn(two.url, PASSWORD)).status).toBe(429);
+      const db = h.database();
+      const stored = JSON.stringify([db.query('SELECT * FROM sign_in_counts').all(), db.query('SELECT key FROM rate_buckets').all(), db.query('SELECT key, id, name FROM held_files').all()]);
+      const sessions = (db.query('SELECT token_hash FROM portal_sessions').all() as { token_hash: string }[]).map((r) => r.token_hash);
+      db.close();
+      expect(stored).toContain(String(SignInThrottle.LOCK_AFTER));
+      expect(sessionToken.length).toBeGreaterThan(20);
+      for (const clear of [EMAIL, 'example.test', '127.0.0.1', sessionToken, ...sessions]) expect(stored).not.toContain(clear);
     }, 120_000);
   });
 }

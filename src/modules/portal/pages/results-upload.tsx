@@ -130,7 +130,7 @@ export const resultsUploadPages = (deps: Deps) => {
             const held = await checked.take(session.tokenHash, form.checked ?? '', deps.clock.now());
             if (!held) {
               return render(session, {
-                message: { kind: 'error', text: 'The checked file is no longer held (a file is kept 30 minutes after its check, and not across a restart). Choose it again.' },
+                message: { kind: 'error', text: `The checked file is no longer held (a file is kept 30 minutes after its check${deps.pg ? '' : ', and not across a restart'}). Choose it again.` },
               });
             }
             const report = await uploadSummary({ ctx, input: { bytes: held.bytes, dryRun: false, creator: session.user.displayName } });

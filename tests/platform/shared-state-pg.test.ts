@@ -156,8 +156,8 @@ if (!onPostgres) {
     const h = new ServiceHarness({ RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '5' });
     afterAll(() => h.cleanup());
     let started: Promise<[ServiceProcess, ServiceProcess]> | null = null;
-    /** Two services on the harness's one database, started once (one after the other) for the tests below. */
-    const replicas = () => (started ??= h.start().then(async (one) => [one, await h.start()]));
+    /** Two services on the harness's one database, each its own replica, started once (one after the other) for the tests below. */
+    const replicas = () => (started ??= h.start({ REPLICA_ID: 'replica-a' }).then(async (one) => [one, await h.start({ REPLICA_ID: 'replica-b' })]));
 
     test("an API key's bucket is one across replicas; the table names its id, not the key", async () => {
       const [one, two] = await replicas();

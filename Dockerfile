@@ -11,6 +11,8 @@
 #   docker run -d --name drs -p 127.0.0.1:3000:3000 -v drs-data:/app/db/data -e ALLOW_INSECURE_HTTP=true debit-recovery
 # The operator CLI runs inside the container: docker exec drs bun run cli key create default
 # HOST is 0.0.0.0 here (the container's own network); outside the image the service listens on loopback.
+# On PostgreSQL (-e DATABASE_URL=postgres://…) pass -e VAULT_KEY=… too, the same key to every replica: the service
+# refuses to start without it (a key file made in each container's volume would give each replica its own).
 
 ARG BUN_VERSION=1.4.5
 

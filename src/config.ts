@@ -10,8 +10,10 @@ export class ConfigError extends Error {
     readonly variable: string,
     expected: string,
     value: string,
+    /** The whole message, when the variable is missing rather than wrong. */
+    message?: string,
   ) {
-    super(`Invalid configuration: ${variable}=${JSON.stringify(value)}; expected ${expected}`);
+    super(message ?? `Invalid configuration: ${variable}=${JSON.stringify(value)}; expected ${expected}`);
     this.name = 'ConfigError';
   }
 }
@@ -148,6 +150,24 @@ function url(env: Env, name: string): string | null {
     throw new ConfigError(name, 'an absolute http(s) URL', v);
   }
   return v.replace(/\/+$/, '');
+}
+
+/**
+ * On PostgreSQL the service refuses to start without VAULT_KEY. Several replicas serve one database, and a key
+ * file created when missing would be created once per container: each replica would seal with a key of its
+ * own, and what one sealed (keys, borrowers' data, held files) the others could not open.
+ */
+export function requireSharedVaultKey(config: Pick<Config, 'databaseUrl' | 'vaultKey'>): void {
+  if (config.databaseUrl === null || config.vaultKey !== null) return;
+  throw new ConfigError(
+    'VAULT_KEY',
+    'a base64 32-byte key',
+    '',
+    'VAULT_KEY is required when DATABASE_URL names a PostgreSQL database: every replica on the database must seal and open ' +
+      'with the same key, and a key file created when missing (VAULT_KEY_FILE) would give each container a key of its own, ' +
+      'so that what one seals the others cannot read. Set VAULT_KEY to the same base64 32-byte key on every replica ' +
+      '(a new one: openssl rand -base64 32; an existing service: the content of its vault key file).',
+  );
 }
 
 export function loadConfig(env: Env = process.env): Config {

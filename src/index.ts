@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import { baseUrl, ConfigError, loadConfig } from './config';
+import { baseUrl, ConfigError, loadConfig, requireSharedVaultKey } from './config';
 import { createApp } from './app';
 import { createRuntime } from './runtime';
 import { JobRunner } from './platform/jobs';
@@ -17,6 +17,7 @@ async function main(): Promise<void> {
   let dbLock;
   try {
     const config = loadConfig();
+    requireSharedVaultKey(config);
     if (config.databaseUrl) {
       // PostgreSQL: the migrations are applied by one start at a time (an advisory lock), before anything runs.
       await applyPgMigrations(config.databaseUrl).catch((e: unknown) => {

@@ -9,7 +9,7 @@ import type { Clock } from '../../src/platform/clock';
 import type { AuthedLender } from '../../src/http/auth';
 import { createLender } from '../../src/modules/lenders/service';
 import { serviceEnv } from './startup';
-import { countRows, freshBenchDatabase, onPostgres, queryRows, type BenchDatabase } from './engine';
+import { countRows, freshBenchDatabase, onPostgres, queryRows, vaultKeyIn, type BenchDatabase } from './engine';
 
 export const ROOT = join(import.meta.dir, '../..');
 export const BENCH_OUT = join(ROOT, '.bench');
@@ -101,7 +101,8 @@ export async function benchRuntime(env: Record<string, string> = {}, opts: { clo
   const database = onPostgres ? freshBenchDatabase() : null;
   const config = loadConfig({
     DATABASE_PATH: join(dir, 'service.sqlite'),
-    ...(database ? { DATABASE_URL: database.url } : {}),
+    // On PostgreSQL the service runs with VAULT_KEY (it refuses to start without): the one in the key file.
+    ...(database ? { DATABASE_URL: database.url, VAULT_KEY: vaultKeyIn(join(dir, 'vault.key')) } : {}),
     VAULT_KEY_FILE: join(dir, 'vault.key'),
     LOG_LEVEL: 'info',
     RATE_LIMIT_PER_SECOND: '1000000',

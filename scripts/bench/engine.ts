@@ -12,6 +12,9 @@ import { isPostgresUrl } from '../../src/platform/pg';
 import type { Runtime } from '../../src/runtime';
 import { freshPgDatabase, pgUrlOf, psql } from '../../tests/helpers/pg';
 
+/** The VAULT_KEY a service on PostgreSQL starts with (kept in a folder's key file). */
+export { vaultKeyIn } from '../../tests/helpers/pg';
+
 /** The PostgreSQL server the benchmarks run on, or null on SQLite. */
 export const PG_SERVER_URL: string | null = isPostgresUrl(process.env.DATABASE_URL) ? process.env.DATABASE_URL : null;
 export const onPostgres = PG_SERVER_URL !== null;

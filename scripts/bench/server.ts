@@ -12,7 +12,7 @@
 // On PostgreSQL (DATABASE_URL, the database startBenchServer made for this server) the migrations are applied
 // first, as index.ts does; there is no WAL to checkpoint.
 import pino from 'pino';
-import { loadConfig } from '../../src/config';
+import { loadConfig, requireSharedVaultKey } from '../../src/config';
 import { createRuntime } from '../../src/runtime';
 import { createApp } from '../../src/app';
 import { JobRunner, type Job } from '../../src/platform/jobs';
@@ -27,6 +27,7 @@ import { monitoringReadsJob } from '../../src/modules/enrollments/monitoring';
 import { releaseStaleClaims } from '../../src/modules';
 
 const config = loadConfig();
+requireSharedVaultKey(config);
 if (config.databaseUrl) await applyPgMigrations(config.databaseUrl);
 // Request logs are written as in production (info, synchronous writes), to /dev/null instead of stdout.
 const rt = createRuntime(config, { logDestination: pino.destination({ dest: '/dev/null', sync: true }) });

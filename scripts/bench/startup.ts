@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { emptyBenchDatabase, onPostgres, type BenchDatabase } from './engine';
+import { emptyBenchDatabase, onPostgres, vaultKeyIn, type BenchDatabase } from './engine';
 
 const ROOT = join(import.meta.dir, '../..');
 const POLL_MS = 5;
@@ -55,6 +55,8 @@ function freePort(): number {
  * is given the URL of its own database in `extra`.
  */
 export function serviceEnv(dir: string, extra: Record<string, string>): Record<string, string | undefined> {
+  // On PostgreSQL the service refuses to start without VAULT_KEY: the one kept in the folder's key file.
+  const pgKey = extra.DATABASE_URL && extra.VAULT_KEY === undefined ? { VAULT_KEY: vaultKeyIn(join(dir, 'vault.key')) } : {};
   return {
     ...process.env,
     BOOTSTRAP_API_KEY: '',
@@ -66,6 +68,7 @@ export function serviceEnv(dir: string, extra: Record<string, string>): Record<s
     DATABASE_PATH: join(dir, 'service.sqlite'),
     DATABASE_URL: '',
     VAULT_KEY_FILE: join(dir, 'vault.key'),
+    ...pgKey,
     ...extra,
   };
 }

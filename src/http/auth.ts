@@ -4,7 +4,7 @@ import { API_KEY_PATTERN } from '../platform/api-key-format';
 import { apiKeyStatements, hashApiKey, pgApiKeyStatements, type KeyHolder } from '../platform/api-keys';
 import { RateLimited, Unauthenticated } from '../platform/errors';
 import { ErrorEnvelope } from './errors';
-import { RateLimiter } from './rate-limit';
+import { rateBuckets } from './rate-limit';
 
 export interface AuthedLender extends Lender {
   keyId: string;
@@ -24,7 +24,8 @@ export type Authenticate = (header: string | undefined) => AuthedLender | Promis
 
 /** Resolves `Authorization: Bearer <key>` to its lender and applies the per-key rate limit. */
 export function createAuthenticator(deps: PlatformDeps): Authenticate {
-  const limiter = new RateLimiter(deps.config.rateLimitPerSecond, deps.config.rateLimitBurst);
+  // Per key id (never the key): in memory on SQLite, shared by the replicas in the database on PostgreSQL.
+  const limiter = rateBuckets(deps, 'api-key', deps.config.rateLimitPerSecond, deps.config.rateLimitBurst);
   const keys: { holderOf(hash: string): KeyHolder | null | undefined | Promise<KeyHolder | undefined>; touch(keyId: string, now: number): void } = deps.pg
     ? pgApiKeyStatements(deps.pg)
     : apiKeyStatements(deps.db);
@@ -41,12 +42,16 @@ export function createAuthenticator(deps: PlatformDeps): Authenticate {
     return found instanceof Promise ? found.then(admit) : admit(found);
   }
 
-  function admit(row: KeyHolder | null | undefined): AuthedLender {
+  function admit(row: KeyHolder | null | undefined): AuthedLender | Promise<AuthedLender> {
     if (!row) throw new Unauthenticated('Invalid API key: no lender has this key', CHECK_KEY);
     // Only the holder of the key itself learns it was revoked; it sent the header, so it is told what to do instead.
     if (row.revokedAt !== null) throw new Unauthenticated('This API key was revoked', NEW_KEY);
     const now = deps.clock.now();
     const wait = limiter.take(row.keyId, now);
+    return wait instanceof Promise ? wait.then((w) => admitted(row, now, w)) : admitted(row, now, wait);
+  }
+
+  function admitted(row: KeyHolder, now: number, wait: number): AuthedLender {
     if (wait > 0) throw new RateLimited(wait);
     if (now - (lastWrite.get(row.keyId) ?? row.lastUsedAt ?? 0) >= LAST_USED_WRITE_INTERVAL_MS) {
       lastWrite.set(row.keyId, now);

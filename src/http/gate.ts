@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import type { Server } from 'elysia/universal';
 import type { PlatformDeps } from '../platform/context';
 import { DomainError, InvalidInput, RateLimited, Unauthenticated } from '../platform/errors';
@@ -6,7 +7,7 @@ import type { AuthedLender, Authenticate } from './auth';
 import { fromDomainError, HttpsRequired } from './errors';
 import { httpsAllowed, resolveClient } from './https';
 import { oversized } from './limits';
-import { RateLimiter, SampledLog } from './rate-limit';
+import { rateBuckets, SampledLog } from './rate-limit';
 import type { RequestTracker } from './requests';
 
 /**
@@ -29,7 +30,10 @@ export function requestGate(
   authenticate: Authenticate,
   authenticated: WeakMap<Request, AuthedLender>,
 ) {
-  const failures = new RateLimiter(AUTH_FAILURES_PER_SECOND, AUTH_FAILURE_BURST);
+  // Per client address: in memory on SQLite; on PostgreSQL shared by the replicas, keyed by a keyed hash of
+  // the address (a load balancer may send the same client to any of them).
+  const failures = rateBuckets(deps, 'auth-failures', AUTH_FAILURES_PER_SECOND, AUTH_FAILURE_BURST);
+  const addressKey = deps.pg ? keyedHash(deps.vault.derive('rate-bucket-address')) : (address: string) => address;
   // One line per client address a second, with how many refusals it stands for, instead of one a request.
   const failureLog = new SampledLog(1000, (client, count) => deps.logger.warn({ client, refused: count }, 'authentication failed'));
 
@@ -64,43 +68,55 @@ export function requestGate(
       // In-process requests (app.handle: tests, tools) have no address and no failure budget.
       const client = remote === null ? null : (resolveClient(deps.config, request, remote).address ?? remote);
       const now = deps.clock.now();
-      if (client !== null) {
-        const wait = failures.wait(client, now);
-        if (wait > 0) {
-          failureLog.note(client, now);
-          const limited = new RateLimited(wait, 'Too many failed authentications from this address', `Retry after ${wait} seconds with a valid API key`);
-          return tracker.early(request, fromDomainError(limited)!, { quiet: true });
-        }
-      }
       const refused = (e: unknown) => {
         if (e instanceof Unauthenticated && client !== null) {
-          failures.spend(client, now);
           failureLog.note(client, now);
-          return tracker.early(request, fromDomainError(e)!, { quiet: true });
+          const answer = () => tracker.early(request, fromDomainError(e)!, { quiet: true });
+          // On PostgreSQL the failure is counted before the answer goes: the client's next try sees it.
+          const spent = failures.spend(addressKey(client), now);
+          return spent instanceof Promise ? spent.then(answer) : answer();
         }
         if (e instanceof DomainError) return tracker.early(request, fromDomainError(e)!);
         throw e;
       };
-      let lender: AuthedLender | Promise<AuthedLender>;
-      try {
-        lender = authenticate(request.headers.get('authorization') ?? undefined);
-      } catch (e) {
-        return refused(e);
+      const tooMany = (wait: number) => {
+        failureLog.note(client!, now);
+        const limited = new RateLimited(wait, 'Too many failed authentications from this address', `Retry after ${wait} seconds with a valid API key`);
+        return tracker.early(request, fromDomainError(limited)!, { quiet: true });
+      };
+      if (client !== null) {
+        const wait = failures.wait(addressKey(client), now);
+        if (wait instanceof Promise) return wait.then((w) => (w > 0 ? tooMany(w) : authenticateRequest(request, refused)));
+        if (wait > 0) return tooMany(wait);
       }
-      // On PostgreSQL the key is looked up on the pool: the gate answers once it is.
-      if (lender instanceof Promise) {
-        return lender.then(
-          (l) => void authenticated.set(request, l),
-          (e) => refused(e),
-        );
-      }
-      authenticated.set(request, lender);
+      return authenticateRequest(request, refused);
     }
+  };
+  const authenticateRequest = <R>(request: Request, refused: (e: unknown) => R) => {
+    let lender: AuthedLender | Promise<AuthedLender>;
+    try {
+      lender = authenticate(request.headers.get('authorization') ?? undefined);
+    } catch (e) {
+      return refused(e);
+    }
+    // On PostgreSQL the key is looked up on the pool: the gate answers once it is.
+    if (lender instanceof Promise) {
+      return lender.then(
+        (l) => void authenticated.set(request, l),
+        (e) => refused(e),
+      );
+    }
+    authenticated.set(request, lender);
   };
   // On PostgreSQL a key is looked up asynchronously: the hook is an async function there, so that Elysia
   // awaits it; on SQLite it stays synchronous, answered in the same step.
   type GateArgs = Parameters<typeof gate>[0];
   return deps.pg ? async (a: GateArgs) => gate(a) : gate;
+}
+
+/** A keyed hash (HMAC-SHA-256, hex) of a value: names it in the database without saying it. */
+function keyedHash(key: Buffer) {
+  return (value: string) => createHmac('sha256', key).update(value).digest('hex');
 }
 
 /** The name of the first query parameter whose value does not decode ('' when the name itself does not), or null. */

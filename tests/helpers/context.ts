@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll } from 'bun:test';
-import { loadConfig } from '../../src/config';
+import { loadConfig, requireSharedVaultKey } from '../../src/config';
 import { createApp } from '../../src/app';
 import { createRuntime, type Runtime } from '../../src/runtime';
 import { FakeClock } from '../../src/platform/clock';
@@ -13,7 +13,7 @@ import type { TSchema } from '@sinclair/typebox';
 import { ErrorEnvelope } from '../../src/http/errors';
 import type { Processor } from '../../src/adapters/processors';
 import { openDatabase } from '../../src/platform/db';
-import { freshPgDatabase, onPostgres, PsqlDatabase, psql } from './pg';
+import { freshPgDatabase, onPostgres, PsqlDatabase, psql, vaultKeyIn } from './pg';
 import type { Database } from 'bun:sqlite';
 import { newId } from '../../src/platform/ids';
 import { displayPrefix, generateApiKey, hashApiKey } from '../../src/platform/api-keys';
@@ -120,7 +120,7 @@ export function createTestContext(
   // a migrated template (a context that names its own DATABASE_PATH or DATABASE_URL keeps it).
   const pgDb = onPostgres && env.DATABASE_PATH === undefined && env.DATABASE_URL === undefined ? freshPgDatabase() : null;
   if (env.DATABASE_PATH === undefined && !pgDb) migratedCopy(join(dir, 'service.sqlite'));
-  const config = loadConfig({
+  const settings: Record<string, string> = {
     ...(pgDb ? { DATABASE_URL: pgDb.url, DATABASE_POOL_MAX: '4' } : {}),
     DATABASE_PATH: join(dir, 'service.sqlite'),
     VAULT_KEY_FILE: join(dir, 'vault.key'),
@@ -129,7 +129,11 @@ export function createTestContext(
     RATE_LIMIT_PER_SECOND: '100000',
     RATE_LIMIT_BURST: '100000',
     ...env,
-  });
+  };
+  // On PostgreSQL the service runs with VAULT_KEY (it refuses to start without): the one in the key file.
+  if (settings.DATABASE_URL && settings.VAULT_KEY === undefined) settings.VAULT_KEY = vaultKeyIn(settings.VAULT_KEY_FILE!);
+  const config = loadConfig(settings);
+  requireSharedVaultKey(config);
   const clock = new FakeClock(new Date(opts.clockAt ?? '2026-11-21T12:00:00.000Z').getTime());
   const logs: string[] = [];
   const sink = new Writable({

@@ -14,6 +14,8 @@ import { freshPgDatabase } from './pg';
 
 export interface PgServiceDeps {
   deps: Deps;
+  /** The database's URL. */
+  url: string;
   pg: PgHandle;
   clock: FakeClock;
   /** A lender of its own (a row in lenders), as a service's caller. */
@@ -31,11 +33,15 @@ const absent = (what: string) =>
 
 let lenders = 0;
 
-/** A fresh database cloned from the migrated template, and deps on it; `max` connections in the pool. */
-export function pgServiceDeps(opts: { processor?: Processor; max?: number } = {}): PgServiceDeps {
-  const db = freshPgDatabase();
+/**
+ * A fresh database cloned from the migrated template, and deps on it; `max` connections in the pool. With
+ * `replicaOf`, another replica on that one's database instead: a pool of its own, the same vault key (as
+ * VAULT_KEY gives every replica), a clock of its own at the same time; its close leaves the database.
+ */
+export function pgServiceDeps(opts: { processor?: Processor; max?: number; replicaOf?: PgServiceDeps } = {}): PgServiceDeps {
+  const db = opts.replicaOf ? { url: opts.replicaOf.url, drop() {} } : freshPgDatabase();
   const pg = openPg(db.url, { max: opts.max ?? 10 });
-  const clock = new FakeClock(Date.UTC(2026, 10, 21, 12));
+  const clock = new FakeClock(opts.replicaOf?.clock.now() ?? Date.UTC(2026, 10, 21, 12));
   const deps = {
     config: absent('config'),
     sqlite: absent('sqlite'),
@@ -43,7 +49,7 @@ export function pgServiceDeps(opts: { processor?: Processor; max?: number } = {}
     reader: undefined as never,
     pg,
     clock,
-    vault: new Vault(randomBytes(32)),
+    vault: opts.replicaOf?.deps.vault ?? new Vault(randomBytes(32)),
     logger: createLogger('silent'),
     metrics: new Metrics(),
     pageTokens: absent('pageTokens'),
@@ -55,6 +61,7 @@ export function pgServiceDeps(opts: { processor?: Processor; max?: number } = {}
   } as unknown as Deps;
   return {
     deps,
+    url: db.url,
     pg,
     clock,
     async newLender() {

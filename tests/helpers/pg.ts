@@ -2,9 +2,9 @@
 // gets a database of its own, cloned from a template the real pg migrations were applied to (made once per
 // set of migrations, reused by later runs), and dropped when the context closes. Cloning is synchronous
 // (psql), so a context is made as on SQLite, at a file's top level.
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { isPostgresUrl, PG_MIGRATIONS_DIR } from '../../src/platform/pg';
 
 /** The server the suite runs on, when it runs on PostgreSQL. */
@@ -13,6 +13,19 @@ export const onPostgres = isPostgresUrl(PG_URL);
 
 let template: string | null = null;
 let made = 0;
+
+/**
+ * The VAULT_KEY of a service on PostgreSQL, which refuses to start without one: the key kept in `file`, made
+ * there (mode 0600) on first use. A test that opens the same database again with `VAULT_KEY_FILE` reads the
+ * same key, as on SQLite.
+ */
+export function vaultKeyIn(file: string): string {
+  if (!existsSync(file)) {
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, randomBytes(32).toString('base64') + '\n', { mode: 0o600 });
+  }
+  return readFileSync(file, 'utf8').trim();
+}
 
 /** The URL of database `name` on the suite's server. */
 export function pgUrlOf(name: string): string {

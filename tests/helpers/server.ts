@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
 import { Database } from 'bun:sqlite';
-import { freshPgDatabase, onPostgres, PsqlDatabase } from './pg';
+import { freshPgDatabase, onPostgres, PsqlDatabase, vaultKeyIn } from './pg';
 
 // The real service as a child process on its own SQLite file (or, when the suite runs on PostgreSQL, its own
 // database cloned from the migrated template), for crash and restart tests.
@@ -43,27 +43,31 @@ export class ServiceHarness {
 
   async start(extraEnv: Record<string, string> = {}): Promise<ServiceProcess> {
     const port = freePort();
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_PATH: this.dbPath,
+      ...(this.pg ? { DATABASE_URL: this.pg.url } : {}),
+      VAULT_KEY_FILE: join(this.dir, 'vault.key'),
+      BOOTSTRAP_API_KEY: TEST_API_KEY,
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      RATE_LIMIT_PER_SECOND: '100000',
+      RATE_LIMIT_BURST: '100000',
+      LOG_LEVEL: 'warn',
+      // One replica, restarted under the same id: it takes back its own claims at start, as an operator's
+      // replica with a fixed REPLICA_ID does (with the default id, a restart waits for its old leases to run out).
+      REPLICA_ID: 'replica-1',
+      ...this.env,
+      ...extraEnv,
+    };
+    // On PostgreSQL the service refuses to start without VAULT_KEY: the one kept in the harness's key file (a
+    // test that names VAULT_KEY itself, even empty, keeps what it names).
+    if (env.DATABASE_URL && env.VAULT_KEY === undefined) env.VAULT_KEY = vaultKeyIn(env.VAULT_KEY_FILE!);
     const proc = Bun.spawn([process.execPath, 'run', 'src/index.ts'], {
       cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '/tmp',
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        DATABASE_PATH: this.dbPath,
-        ...(this.pg ? { DATABASE_URL: this.pg.url } : {}),
-        VAULT_KEY_FILE: join(this.dir, 'vault.key'),
-        BOOTSTRAP_API_KEY: TEST_API_KEY,
-        WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-        RATE_LIMIT_PER_SECOND: '100000',
-        RATE_LIMIT_BURST: '100000',
-        LOG_LEVEL: 'warn',
-        // One replica, restarted under the same id: it takes back its own claims at start, as an operator's
-        // replica with a fixed REPLICA_ID does (with the default id, a restart waits for its old leases to run out).
-        REPLICA_ID: 'replica-1',
-        ...this.env,
-        ...extraEnv,
-      },
+      env,
       stdout: 'ignore',
       stderr: 'inherit',
     });

@@ -6,6 +6,7 @@ import { uploadSummary } from '../../payment-results-upload/service';
 import type { UploadSummary } from '../../payment-results-upload/types';
 import { formOf, page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
+import { heldFiles } from '../shared-state';
 import { ActionButton, Csrf, Facts, Notice, Pager, Table, Time, type Message } from '../ui/components';
 import { count } from '../ui/format';
 
@@ -94,7 +95,8 @@ export async function UploadHistory(props: { deps: Deps; s: PortalSession; now: 
 }
 
 export const resultsUploadPages = (deps: Deps) => {
-  const checked = new CheckedFiles();
+  // Files checked and held for confirmation: in memory on SQLite; on PostgreSQL shared by the replicas, sealed.
+  const checked = heldFiles(deps);
   const render = (s: PortalSession, opts: { message?: Message; shown?: { report: UploadSummary; name: string; checkedId?: string | null }; token?: string } = {}) => {
     const view = viewOf(deps, s, HERE);
     return page(view, 'Results upload', [
@@ -121,14 +123,14 @@ export const resultsUploadPages = (deps: Deps) => {
       HERE,
       async ({ session, body }) => {
         const ctx = { lender: session.lender, deps };
-        checked.sweep(deps.clock.now());
         try {
+          await checked.sweep(deps.clock.now());
           const form = formOf(UploadForm, body);
           if (form.action === 'confirm') {
-            const held = checked.take(session.tokenHash, form.checked ?? '');
+            const held = await checked.take(session.tokenHash, form.checked ?? '', deps.clock.now());
             if (!held) {
               return render(session, {
-                message: { kind: 'error', text: 'The checked file is no longer held (a file is kept 30 minutes after its check, and not across a restart). Choose it again.' },
+                message: { kind: 'error', text: `The checked file is no longer held (a file is kept 30 minutes after its check${deps.pg ? '' : ', and not across a restart'}). Choose it again.` },
               });
             }
             const report = await uploadSummary({ ctx, input: { bytes: held.bytes, dryRun: false, creator: session.user.displayName } });
@@ -139,7 +141,7 @@ export const resultsUploadPages = (deps: Deps) => {
           const bytes = new Uint8Array(await file.arrayBuffer());
           const name = file instanceof File && file.name ? file.name : 'the file';
           const report = await uploadSummary({ ctx, input: { bytes, dryRun: true } });
-          const checkedId = report.rowCount > 0 ? checked.hold(session.tokenHash, { bytes, name, at: deps.clock.now() }) : null;
+          const checkedId = report.rowCount > 0 ? await checked.hold(session.tokenHash, { bytes, name, at: deps.clock.now() }) : null;
           return render(session, { shown: { report, name, checkedId } });
         } catch (e) {
           return render(session, { message: { kind: 'error', text: problemOf(e) } });
@@ -174,29 +176,3 @@ export const resultsUploadPages = (deps: Deps) => {
     { signedIn: true, detail: { hide: true } },
   );
 };
-
-/**
- * Files checked in the portal, held for their confirmation: one per session, 30 minutes, in memory, and at
- * most 16 at once (the oldest goes first; its user is asked to choose the file again).
- */
-class CheckedFiles {
-  private readonly held = new Map<string, { id: string; bytes: Uint8Array; name: string; at: number }>();
-  static readonly TTL_MS = 30 * 60_000;
-  static readonly MAX_HELD = 16;
-  hold(session: string, file: { bytes: Uint8Array; name: string; at: number }): string {
-    const id = crypto.randomUUID();
-    this.held.delete(session);
-    while (this.held.size >= CheckedFiles.MAX_HELD) this.held.delete(this.held.keys().next().value!);
-    this.held.set(session, { id, ...file });
-    return id;
-  }
-  take(session: string, id: string) {
-    const f = this.held.get(session);
-    if (!f || f.id !== id) return null;
-    this.held.delete(session);
-    return f;
-  }
-  sweep(now: number) {
-    for (const [k, f] of this.held) if (now - f.at > CheckedFiles.TTL_MS) this.held.delete(k);
-  }
-}

@@ -3,6 +3,7 @@ import type { Deps } from '../../../deps';
 import { resolveClient } from '../../../http/https';
 import { cookies, htmlResponse, portalSession, redirect, setCookie } from '../plugin';
 import { endSession, LOGIN_CSRF_COOKIE, newLoginCsrf, sameToken, SESSION_COOKIE, sessionOf, SignInThrottle, startSession } from '../session';
+import { signInCounter } from '../shared-state';
 import { MAX_PASSWORD_LENGTH, verifySignIn } from '../users';
 import { Csrf, htmlNow, Layout, Notice } from '../ui/components';
 
@@ -34,7 +35,8 @@ function SignInForm(props: { csrf: string; error?: string; email?: string }) {
 }
 
 export const signInPages = (deps: Deps) => {
-  const throttle = new SignInThrottle();
+  // In memory on SQLite; on PostgreSQL shared by the replicas in the database.
+  const throttle = signInCounter(deps);
   const form = (request: Request, status: number, opts: { error?: string; email?: string } = {}) => {
     const csrf = newLoginCsrf();
     return htmlResponse(htmlNow(<SignInForm csrf={csrf} {...opts} />), status, { 'set-cookie': setCookie(request, LOGIN_CSRF_COOKIE, csrf, 3600) });
@@ -52,7 +54,7 @@ export const signInPages = (deps: Deps) => {
         // The client as the rest of the service sees it: behind a TRUST_PROXY proxy, the address it forwarded.
         const address = resolveClient(deps.config, request, server?.requestIP(request)?.address ?? null).address ?? 'local';
         // Counted before the password is checked: a burst sent at once cannot have more than the lock's number checked.
-        const attempt = throttle.attempt(email, address, deps.clock.now());
+        const attempt = await throttle.attempt(email, address, deps.clock.now());
         if (attempt.locked) return form(request, 429, { error: 'Too many failed sign-ins. Wait 15 minutes and try again.', email });
         const user = await verifySignIn(deps, email, password);
         if (!user) {
@@ -60,7 +62,7 @@ export const signInPages = (deps: Deps) => {
           await Bun.sleep(SignInThrottle.delayMs(attempt.failures));
           return form(request, 401, { error: 'The email or password is not right.', email });
         }
-        throttle.succeed(email, address, deps.clock.now());
+        await throttle.succeed(email, address, deps.clock.now());
         // A new session id on every sign-in; the session cookie this browser sent, if any, ends with it.
         const { token } = await startSession(deps, user.id, cookies(request)[SESSION_COOKIE]);
         return new Response(null, {

@@ -1,0 +1,183 @@
+import { createHmac } from 'node:crypto';
+import type { Deps } from '../../deps';
+import { transaction } from '../../platform/context';
+import { normalizeEmail } from './users';
+import { SignInThrottle } from './session';
+import {
+  countSignInAttempt,
+  holdFile,
+  releaseSignInAttempt,
+  signInCounts,
+  sweepHeldFiles,
+  sweepSignInCounts,
+  takeHeldFile,
+  type SignInKeys,
+} from './shared-state-store.pg';
+
+// What the portal keeps between two requests of one user besides the session: the sign-in counts and the
+// files checked and held for confirmation. One process on SQLite keeps them in memory; the replicas on one
+// PostgreSQL database share them in the database (a load balancer may send the next request elsewhere). Each
+// is chosen once, at start, from deps.pg.
+
+type SharedDeps = Pick<Deps, 'pg' | 'db' | 'reader' | 'vault' | 'logger'>;
+
+/** How often (at most) one process deletes what has expired. */
+const SWEEP_EVERY_MS = 60_000;
+
+const keyedHash = (key: Buffer, value: string) => createHmac('sha256', key).update(value).digest('hex');
+
+/** Sign-in attempts, counted before the password is checked (see SignInThrottle for the rules). */
+export interface SignInCounter {
+  /** Refused when the pair or the address is locked (nothing counted), else counted, with the count that sets the delay. */
+  attempt(email: string, address: string, now: number): Promise<{ locked: true } | { locked: false; failures: number }>;
+  /** An attempt that signed in: the pair cleared, its reservation given back to the email and the address. */
+  succeed(email: string, address: string, now: number): Promise<void>;
+  /** The attempts counted that slow the next answer, and whether the pair is locked. */
+  status(email: string, address: string, now: number): Promise<{ failures: number; locked: boolean }>;
+}
+
+export function signInCounter(deps: SharedDeps): SignInCounter {
+  if (!deps.pg) {
+    const t = new SignInThrottle();
+    return {
+      attempt: async (email, address, now) => t.attempt(email, address, now),
+      succeed: async (email, address, now) => t.succeed(email, address, now),
+      status: async (email, address, now) => t.status(email, address, now),
+    };
+  }
+  return new PgSignInCounter(deps);
+}
+
+/**
+ * The counts in `sign_in_counts`, by a keyed hash (HMAC-SHA-256 with a key derived from the vault, the same on
+ * every replica) of the normalized email, the address and the pair: never an email in the clear. An attempt
+ * is one transaction that serializes the attempts of its address, so however many arrive at once on however
+ * many replicas, at most LOCK_AFTER of a pair or an address are checked in a window.
+ */
+class PgSignInCounter implements SignInCounter {
+  private readonly hashKey: Buffer;
+  private lastSweep = 0;
+
+  constructor(private readonly deps: SharedDeps) {
+    this.hashKey = deps.vault.derive('portal-sign-in-counts');
+  }
+
+  private keys(email: string, address: string): SignInKeys {
+    const e = normalizeEmail(email);
+    return {
+      email: keyedHash(this.hashKey, `e:${e}`),
+      address: keyedHash(this.hashKey, `a:${address}`),
+      pair: keyedHash(this.hashKey, `p:${address} ${e}`),
+    };
+  }
+
+  async attempt(email: string, address: string, now: number) {
+    this.sweepNowAndThen(now);
+    const k = this.keys(email, address);
+    const failures = await transaction({ deps: this.deps }, (tx) => countSignInAttempt(tx, k, now, SignInThrottle.WINDOW_MS, SignInThrottle.LOCK_AFTER));
+    return failures === null ? ({ locked: true } as const) : ({ locked: false, failures } as const);
+  }
+
+  async succeed(email: string, address: string, now: number) {
+    const k = this.keys(email, address);
+    await transaction({ deps: this.deps }, (tx) => releaseSignInAttempt(tx, k, now, SignInThrottle.WINDOW_MS));
+  }
+
+  async status(email: string, address: string, now: number) {
+    const k = this.keys(email, address);
+    const counts = await signInCounts({ deps: this.deps }, [k.email, k.address, k.pair], now, SignInThrottle.WINDOW_MS);
+    const pair = counts.get(k.pair) ?? 0;
+    const byAddress = counts.get(k.address) ?? 0;
+    return { failures: Math.max(pair, byAddress, counts.get(k.email) ?? 0), locked: pair >= SignInThrottle.LOCK_AFTER || byAddress >= SignInThrottle.LOCK_AFTER };
+  }
+
+  private sweepNowAndThen(now: number): void {
+    if (now - this.lastSweep < SWEEP_EVERY_MS) return;
+    this.lastSweep = now;
+    sweepSignInCounts({ deps: this.deps }, now, SignInThrottle.WINDOW_MS, SignInThrottle.MAX_KEYS).catch((e: unknown) =>
+      this.deps.logger.warn({ err: (e as Error).message }, 'sign-in count sweep failed'),
+    );
+  }
+}
+
+export interface HeldFile {
+  id: string;
+  bytes: Uint8Array;
+  name: string;
+  at: number;
+}
+
+/**
+ * Files checked in the portal, held for their confirmation: one per session, 30 minutes, and at most 16 at once
+ * (the oldest goes first; its user is asked to choose the file again). Taking one deletes it: a confirmation
+ * records it once.
+ */
+export interface HeldFiles {
+  /** Holds the file for the session (replacing the one it held); the id its confirmation names. */
+  hold(session: string, file: { bytes: Uint8Array; name: string; at: number }): Promise<string>;
+  /** The session's file with this id, no longer held; null when it is not (taken, expired, pushed out, another id). */
+  take(session: string, id: string, now: number): Promise<HeldFile | null>;
+  /** Files held for longer than 30 minutes deleted. */
+  sweep(now: number): Promise<void>;
+}
+
+export const HELD_TTL_MS = 30 * 60_000;
+export const MAX_HELD = 16;
+
+export function heldFiles(deps: SharedDeps): HeldFiles {
+  return deps.pg ? new PgHeldFiles(deps) : new MemoryHeldFiles();
+}
+
+/** In this process's memory (a restart forgets them). */
+export class MemoryHeldFiles implements HeldFiles {
+  private readonly held = new Map<string, HeldFile>();
+  async hold(session: string, file: { bytes: Uint8Array; name: string; at: number }): Promise<string> {
+    const id = crypto.randomUUID();
+    this.held.delete(session);
+    while (this.held.size >= MAX_HELD) this.held.delete(this.held.keys().next().value!);
+    this.held.set(session, { id, ...file });
+    return id;
+  }
+  async take(session: string, id: string): Promise<HeldFile | null> {
+    const f = this.held.get(session);
+    if (!f || f.id !== id) return null;
+    this.held.delete(session);
+    return f;
+  }
+  async sweep(now: number): Promise<void> {
+    for (const [k, f] of this.held) if (now - f.at > HELD_TTL_MS) this.held.delete(k);
+  }
+}
+
+/**
+ * In `held_files`, keyed by a keyed hash of the session (its token's hash, hashed again with a key derived from
+ * the vault), the name and the body sealed with the vault: they are borrowers' payment data. A take deletes
+ * the row in the statement that reads it, so two replicas confirming at once record it once.
+ */
+class PgHeldFiles implements HeldFiles {
+  private readonly hashKey: Buffer;
+  private lastSweep = 0;
+
+  constructor(private readonly deps: SharedDeps) {
+    this.hashKey = deps.vault.derive('portal-held-files');
+  }
+
+  async hold(session: string, file: { bytes: Uint8Array; name: string; at: number }): Promise<string> {
+    const id = crypto.randomUUID();
+    const sealed = { id, name: this.deps.vault.seal(file.name), body: Buffer.from(this.deps.vault.sealBytes(file.bytes)), at: file.at };
+    await transaction({ deps: this.deps }, (tx) => holdFile(tx, keyedHash(this.hashKey, session), sealed, MAX_HELD));
+    return id;
+  }
+
+  async take(session: string, id: string, now: number): Promise<HeldFile | null> {
+    const r = await takeHeldFile({ deps: this.deps }, keyedHash(this.hashKey, session), id, now - HELD_TTL_MS);
+    if (!r) return null;
+    return { id: r.id, name: this.deps.vault.open(r.name), bytes: new Uint8Array(this.deps.vault.openBytes(Buffer.from(r.body).toString('latin1'))), at: r.at };
+  }
+
+  async sweep(now: number): Promise<void> {
+    if (now - this.lastSweep < SWEEP_EVERY_MS) return;
+    this.lastSweep = now;
+    await sweepHeldFiles({ deps: this.deps }, now - HELD_TTL_MS);
+  }
+}

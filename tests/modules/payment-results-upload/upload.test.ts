@@ -11,7 +11,8 @@ import { readDate, readReturnCode, readStatus } from '../../../src/modules/payme
 import { EXAMPLE_FILE, Report } from '../../../src/modules/payment-results-upload/routes';
 
 const contexts: TestContext[] = [];
-afterAll(() => contexts.forEach((c) => c.close()));
+// Each close drops a database on PostgreSQL (a psql process each): forty of them outlast a hook's usual time on a busy machine.
+afterAll(() => contexts.forEach((c) => c.close()), 300_000);
 async function fresh() {
   const c = createTestContext({}, { clockAt: '2026-11-21T12:00:00.000Z' });
   contexts.push(c);
@@ -313,7 +314,7 @@ describe('the file', () => {
     expect((await upload(c, big)).status).toBe(400);
     const bom = await upload(c, `\uFEFF${HEADER}\nb1,BOM,10,sent,2026-11-02,,,\n`);
     expect(bom.body).toMatchObject({ rowCount: 1, problems: [] });
-  }, 30_000);
+  }, 90_000);
 
   test('property: a generated valid file round-trips into the report with matching counts', async () => {
     const c = await fresh();

@@ -111,6 +111,19 @@ export function pgCode(e: unknown): string | undefined {
   return typeof c === 'string' ? c : undefined;
 }
 
+/**
+ * What a failed statement says went wrong, on either engine: the database's own message. On PostgreSQL
+ * drizzle wraps the driver's error in one whose message is the statement and its parameters ("Failed query:
+ * insert into … params: …"), with the server's reason only in its cause: kept as the reason, that text holds
+ * a borrower's values and, cut to a length, loses the reason itself.
+ */
+export function dbErrorMessage(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  const cause = (e as { cause?: unknown }).cause;
+  if (e.message.startsWith('Failed query:') && cause instanceof Error) return cause.message;
+  return e.message;
+}
+
 /** Whether an error is a unique-constraint violation (SQLSTATE 23505). */
 export const isUniqueViolation = (e: unknown): boolean => pgCode(e) === '23505';
 

@@ -1,4 +1,4 @@
-// engine: sqlite (not yet on PostgreSQL: it counts the transactions of a slice in SQLite terms)
+// engine: sqlite (it reads what a tick committed at the event loop's first turn: slicing is for SQLite, whose synchronous transactions hold the loop; on PostgreSQL every statement awaits the network, and the loop turns inside a slice)
 // Jobs work in slices and give the event loop a turn between them: no tick holds it for its whole run. Each
 // test registers a callback for the loop's next turn before the tick starts, and reads how far the tick had
 // got when it ran: one slice, not all of them. The tick still finishes everything, each row once.

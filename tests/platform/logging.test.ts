@@ -1,4 +1,3 @@
-// engine: sqlite (not yet on PostgreSQL: it expects the error SQLite raises for a dropped table)
 import { describe, expect, test } from 'bun:test';
 import { Writable } from 'node:stream';
 import { createLogger, scrubText } from '../../src/platform/logger';
@@ -276,7 +275,11 @@ describe('unhandled errors are logged with their real error, never a body', () =
         .find((l) => l.msg === 'unhandled error');
       expect(line.reqId).toBe(reqId);
       expect(line.route).toBe('/v1/balance_requests');
-      expect(line.err.type).toBe('SQLiteError');
+      if (broken.rt.pg) {
+        // The failed statement, with the server's error as its cause.
+        expect(line.err.type).toBe('DrizzleQueryError');
+        expect(line.err.cause).toMatchObject({ type: 'PostgresError', message: 'relation "idempotency_keys" does not exist' });
+      } else expect(line.err.type).toBe('SQLiteError');
       expect(line.err.message).toContain('idempotency_keys');
       expect(line.err.stack).toMatch(/\n\s+at /);
       const all = broken.logs.join('');

@@ -4,7 +4,7 @@ import type { Metrics } from '../../platform/metrics';
 import { savepoint, type Tx } from '../../platform/context';
 import type { StoreCtx } from '../../platform/store';
 import { newId } from '../../platform/ids';
-import { pgCode } from '../../platform/pg';
+import { dbErrorMessage, pgCode } from '../../platform/pg';
 import { applyMonitorEvent } from '../enrollments/monitor-store';
 import { collectionStore as store } from './store';
 import { eventView } from './events';
@@ -205,7 +205,7 @@ export async function recordOrSetAside(ctx: JobContext & { tx: Tx }, o: Observat
   } catch (e) {
     // A transaction that lost a deadlock is not a fault of the observation: the whole batch is done again.
     if (isConflict(e)) throw e;
-    const error = (e instanceof Error ? e.message : String(e)).slice(0, 500);
+    const error = dbErrorMessage(e).slice(0, 500);
     await store.setObservationAside(ctx, { lenderId: o.lenderId, connectionId: o.connectionId, source: o.source, sourceEventId: o.sourceEventId, reference: o.reference, status: o.status, error, at: ctx.deps.clock.now() });
     ctx.deps.metrics.paymentObservationsSetAside.inc({ source: o.source });
     ctx.deps.logger.error({ source: o.source, source_event_id: o.sourceEventId, payment_id: o.paymentId, status: o.status, err: error }, 'payment observation could not be recorded; set aside');

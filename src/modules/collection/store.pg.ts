@@ -129,10 +129,14 @@ export const pgCollectionStore: CollectionStore = {
   },
   async seenAmong(c, lenderId, source, sourceEventIds) {
     if (sourceEventIds.length === 0) return [];
+    // One probe of the unique index (lender_id, source, source_event_id) per id: an upload's transaction adds
+    // events its statistics do not count yet, and a plain `= ANY` was planned as a read of all the lender's
+    // events, slice after slice (the LIMIT keeps the subquery a probe, not a join the planner may reorder).
     const r = await rows<{ id: string }>(
       pgReaderOf(c),
-      sql`SELECT source_event_id AS id FROM payment_events
-           WHERE lender_id = ${lenderId} AND source = ${source} AND source_event_id = ANY(${textArray(sourceEventIds)})`,
+      sql`SELECT e.id FROM unnest(${textArray(sourceEventIds)}) AS s(id)
+            CROSS JOIN LATERAL (SELECT source_event_id AS id FROM payment_events
+                                 WHERE lender_id = ${lenderId} AND source = ${source} AND source_event_id = s.id LIMIT 1) e`,
     );
     return r.map((x) => x.id);
   },

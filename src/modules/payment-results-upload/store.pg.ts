@@ -1,5 +1,5 @@
 import { and, desc, eq, sql } from 'drizzle-orm';
-import { apiKeys, paymentResultUploads, payments, uploadedResults } from '../../../db/schema-pg';
+import { apiKeys, paymentResultUploads, payments } from '../../../db/schema-pg';
 import { olderThan } from '../../platform/pagination';
 import type { PgDb } from '../../platform/pg';
 import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
@@ -62,18 +62,28 @@ export const pgUploadStore: UploadStore = {
       .where(and(eq(payments.lenderId, lenderId), sql`${payments.reference} = ANY(${arr(references)}::text[])`));
   },
   async uploadedAmong(c, lenderId, references) {
-    return pgReaderOf(c)
-      .select({
-        id: uploadedResults.id,
-        reference: uploadedResults.reference,
-        status: uploadedResults.status,
-        settledAt: uploadedResults.settledAt,
-        returnedAt: uploadedResults.returnedAt,
-        // 0 or 1, as SQLite reads it.
-        matched: sql<number>`${uploadedResults.matched}`,
-      })
-      .from(uploadedResults)
-      .where(and(eq(uploadedResults.lenderId, lenderId), sql`${uploadedResults.reference} = ANY(${arr(references)}::text[])`));
+    if (references.length === 0) return [];
+    // One probe of the unique index (lender_id, reference) per reference asked, never a scan of the lender's
+    // rows: the rows an upload adds are not in the table's statistics until it commits, so a plain `= ANY`
+    // was planned as a read of every row of the lender filtered by reference, and each slice of a large
+    // first upload read all the rows the slices before it had added (120,000 rows took past the time limit).
+    // The LIMIT keeps the subquery a probe per reference (a subquery with a LIMIT is not flattened into a join).
+    const found = await rows<{ id: string; reference: string; status: string; settledAt: string | null; returnedAt: string | null; matched: number }>(
+      pgReaderOf(c),
+      sql`SELECT u.id, u.reference, u.status, u.settled_at AS "settledAt", u.returned_at AS "returnedAt", u.matched
+            FROM unnest(${arr(references)}::text[]) AS r(reference)
+            CROSS JOIN LATERAL (SELECT id, reference, status, settled_at, returned_at, matched FROM uploaded_results
+                                 WHERE lender_id = ${lenderId} AND reference = r.reference LIMIT 1) u`,
+    );
+    return found.map((u) => ({
+      id: Number(u.id),
+      reference: u.reference,
+      status: u.status,
+      settledAt: u.settledAt === null ? null : Number(u.settledAt),
+      returnedAt: u.returnedAt === null ? null : Number(u.returnedAt),
+      // 0 or 1, as SQLite reads it.
+      matched: Number(u.matched),
+    }));
   },
   async saveUploaded(c, writes) {
     const db = pgWriterOf(c);

@@ -1,4 +1,3 @@
-// engine: sqlite (not yet on PostgreSQL: it reads the stored bytes back through psql, which gives bytea as hex text)
 import { describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
 import { compressPacked, openSensitive, packItems, packSensitive, readPacked, unpackItems, unpackSensitive } from '../../../src/modules/balance-requests/payload';
@@ -69,7 +68,10 @@ describe('stored payloads', () => {
     const authorizers = Array.from({ length: 200 }, (_, i) => bankAuthorizer(`z-${i}`));
     const r = await ctx.json('POST', '/v1/balance_requests', { body: { authorizers } });
     expect(r.status).toBe(201);
-    const row = ctx.sql.query('SELECT sealed, items FROM batch_payloads WHERE batch_id = ?').get(r.body.batch_id) as { sealed: string; items: Uint8Array };
+    // The bytes read as hex text, on either engine (psql gives a bytea as text, SQLite a BLOB as bytes).
+    const hex = ctx.rt.pg ? "encode(items, 'hex')" : 'hex(items)';
+    const stored = ctx.sql.query(`SELECT sealed, ${hex} AS items FROM batch_payloads WHERE batch_id = ?`).get(r.body.batch_id) as { sealed: string; items: string };
+    const row = { sealed: stored.sealed, items: new Uint8Array(Buffer.from(stored.items, 'hex')) };
     expect(row.items).toBeInstanceOf(Uint8Array);
     const zstd = (b: Uint8Array) => [...b.subarray(0, 4)].map((x) => x.toString(16)).join(' ');
     expect(zstd(row.items)).toBe('28 b5 2f fd');

@@ -1,4 +1,4 @@
-// engine: sqlite (not yet on PostgreSQL: several of its tests outrun their own time limits there on a loaded machine)
+// engine: sqlite (not yet on PostgreSQL: its property runs and polls outrun their time limits there, 90 to 120 s, on a loaded machine)
 // A recorded payment status only moves forward, whatever order its sources deliver it in, and presentments
 // are counted per debt: the sequences that once wedged a key's feed, sent a payment back to processing,
 // ignored an uploaded R08 or let removal and re-send reset the count, each replayed against the real service.

@@ -1,4 +1,3 @@
-// engine: sqlite (not yet on PostgreSQL: two of its tests check SQLite itself (a trigger's syntax, the file byte for byte after a dry run))
 // POST /v1/payment_results/uploads: every rule of the spec's upload section, the re-sending rules across
 // uploads, matching, dryRun, and property tests (valid files round-trip; random bytes never give a 5xx).
 import { afterAll, describe, expect, test } from 'bun:test';
@@ -12,7 +11,8 @@ import { readDate, readReturnCode, readStatus } from '../../../src/modules/payme
 import { EXAMPLE_FILE, Report } from '../../../src/modules/payment-results-upload/routes';
 
 const contexts: TestContext[] = [];
-afterAll(() => contexts.forEach((c) => c.close()));
+// Each close drops a database on PostgreSQL (a psql process each): forty of them outlast a hook's usual time on a busy machine.
+afterAll(() => contexts.forEach((c) => c.close()), 300_000);
 async function fresh() {
   const c = createTestContext({}, { clockAt: '2026-11-21T12:00:00.000Z' });
   contexts.push(c);
@@ -198,9 +198,12 @@ describe('recording', () => {
   test('a row whose outcome cannot be recorded is set aside alone; the rows around it are recorded and counted once', async () => {
     const c = await fresh();
     // A fault the recorder cannot foresee, in the database (the upload worker has its own connection).
-    c.sql.run("CREATE TRIGGER poison BEFORE INSERT ON payment_events WHEN NEW.reference = 'POISON' BEGIN SELECT RAISE(ABORT, 'injected fault'); END");
+    if (c.rt.pg) {
+      c.sql.exec(`CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RAISE EXCEPTION ''injected fault''; END';
+                  CREATE TRIGGER poison BEFORE INSERT ON payment_events FOR EACH ROW WHEN (NEW.reference = 'POISON') EXECUTE FUNCTION poison()`);
+    } else c.sql.run("CREATE TRIGGER poison BEFORE INSERT ON payment_events WHEN NEW.reference = 'POISON' BEGIN SELECT RAISE(ABORT, 'injected fault'); END");
     const r = await upload(c, `${HEADER}\nb1,FINE-1,10,settled,2026-11-02,2026-11-04,,\nb2,POISON,10,settled,2026-11-02,2026-11-04,,\nb3,FINE-3,10,returned,2026-11-02,,2026-11-05,R01\n`);
-    c.sql.run('DROP TRIGGER poison');
+    c.sql.exec(c.rt.pg ? 'DROP TRIGGER poison ON payment_events; DROP FUNCTION poison()' : 'DROP TRIGGER poison');
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ rowCount: 3, matched: 3 });
     expect(r.body.problems).toEqual([{ row: 3, reason: 'the outcome could not be recorded for reference POISON; it was set aside for the operator', severity: 'error' }]);
@@ -253,11 +256,15 @@ describe('recording', () => {
   test('dryRun leaves the database byte-for-byte unchanged and returns the same report', async () => {
     const c = await fresh();
     const csv = `${HEADER}\nb1,DRY,425.00,settled,2026-11-02,2026-11-04,,\nb2,DRY-2,5.00,returned,2026-11-02,,2026-11-03,R02\n`;
-    c.sql.exec('PRAGMA wal_checkpoint(TRUNCATE)');
-    const before = readFileSync(c.rt.config.databasePath);
+    // The SQLite file after a checkpoint, or on PostgreSQL every row of every table (pg_dump of the data).
+    const stored = () => {
+      if (c.rt.pg) return Buffer.from(c.storedText());
+      c.sql.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+      return readFileSync(c.rt.config.databasePath);
+    };
+    const before = stored();
     const dry = await upload(c, csv, { dryRun: true });
-    c.sql.exec('PRAGMA wal_checkpoint(TRUNCATE)');
-    expect(Buffer.compare(readFileSync(c.rt.config.databasePath), before)).toBe(0);
+    expect(Buffer.compare(stored(), before)).toBe(0);
     expect(dry.body.dryRun).toBe(true);
     const real = await upload(c, csv);
     expect({ ...real.body, dryRun: true }).toEqual(dry.body);
@@ -307,7 +314,7 @@ describe('the file', () => {
     expect((await upload(c, big)).status).toBe(400);
     const bom = await upload(c, `\uFEFF${HEADER}\nb1,BOM,10,sent,2026-11-02,,,\n`);
     expect(bom.body).toMatchObject({ rowCount: 1, problems: [] });
-  }, 30_000);
+  }, 90_000);
 
   test('property: a generated valid file round-trips into the report with matching counts', async () => {
     const c = await fresh();
@@ -336,7 +343,7 @@ describe('the file', () => {
       }),
       { numRuns: 40 },
     );
-  }, 60_000);
+  }, 180_000);
 
   test('property: over successive uploads of overlapping references, a dry run reports exactly what the upload then does', async () => {
     const c = await fresh();
@@ -368,7 +375,7 @@ describe('the file', () => {
       }),
       { numRuns: 60, seed: 20261122 },
     );
-  }, 60_000);
+  }, 180_000);
 
   test('property: random bytes never give a 5xx', async () => {
     const c = await fresh();
@@ -380,6 +387,6 @@ describe('the file', () => {
       }),
       { numRuns: 200 },
     );
-  }, 60_000);
+  }, 180_000);
 });
 

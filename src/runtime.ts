@@ -5,6 +5,7 @@ import { systemClock, type Clock } from './platform/clock';
 import { openDatabase, type DbHandle } from './platform/db';
 import { openPg, pgDbHandle } from './platform/pg';
 import { createLogger } from './platform/logger';
+import { setReplicaId } from './platform/lease-token';
 import { Metrics } from './platform/metrics';
 import { loadVault, type Vault } from './platform/vault';
 import { PageTokens } from './platform/pagination';
@@ -40,6 +41,7 @@ export function createRuntime(
     stripe?: () => Processor;
   } = {},
 ): Runtime {
+  setReplicaId(config.replicaId);
   let vault = opts.vault;
   let vaultKeyCreated = false;
   if (!vault) {

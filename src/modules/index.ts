@@ -1,4 +1,5 @@
 import { transaction } from '../platform/context';
+import { replicaPrefix } from '../platform/lease-token';
 import type { Deps } from '../deps';
 import type { Auth } from '../http/auth';
 import type { Job } from '../platform/jobs';
@@ -75,14 +76,17 @@ export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
 export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed, ...scheduleSealed, ...connectionSealed, ...bankDataSealed, ...enrollmentSealed];
 
 /**
- * One process serves a database file, so at start nothing can still hold a claim: work a stopped process
- * had claimed is made due again at once instead of after its lease.
+ * At start, work a stopped process had claimed is made due again at once instead of after its lease. On SQLite
+ * one process serves the file, so that is every claim. On PostgreSQL other replicas may be alive: only this
+ * replica's own claims (from before a restart under the same REPLICA_ID) are let go; another's are taken over
+ * once their leases run out, never before.
  */
-export async function releaseStaleClaims(deps: Pick<Deps, 'db' | 'reader'>): Promise<void> {
+export async function releaseStaleClaims(deps: Pick<Deps, 'db' | 'reader' | 'pg' | 'clock'>): Promise<void> {
+  const prefix = replicaPrefix();
   await transaction({ deps }, async (tx) => {
-    await balanceStore.releaseReadLeases(tx);
+    await balanceStore.releaseReadLeases(tx, prefix);
     // Payments whose outcome is not known yet are due again at once (dispatch resolves them at the processor).
-    await collectionStore.releasePaymentLeases(tx);
+    await collectionStore.releasePaymentLeases(tx, prefix);
   });
   await releaseDeliveryLeases(deps);
 }

@@ -3,12 +3,15 @@ import { getTableName } from 'drizzle-orm';
 import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core';
 import type { Db } from './db';
 import { transaction, type Tx } from './context';
+import { newLeaseToken } from './lease-token';
 
 // A work queue kept in a SQLite table, claimed by leases. The table follows one convention:
 //   state            'pending' while there is work to do (other values are final, chosen by the feature)
 //   attempts         how many times the work was tried
 //   next_attempt_at  not before this time (ms)
 //   lease_until      a claim holds the row until this time; 0 when nobody holds it (NOT NULL DEFAULT 0)
+//   lease_token      the claim holding it (platform/lease-token.ts): a finish changes the row only while its
+//                    claim still holds it, so a claim whose lease ran out and was taken again finishes nothing
 // A row is due when it is pending, its time has come and no live lease holds it. Claims run in one
 // BEGIN IMMEDIATE transaction, so two claimers never take the same row; a claimer that dies loses its rows
 // when the lease runs out, or at once when the next process starts (one process serves a database file).
@@ -20,7 +23,14 @@ type QueueColumns = {
   attempts: SQLiteColumn;
   nextAttemptAt: SQLiteColumn;
   leaseUntil: SQLiteColumn;
+  leaseToken: SQLiteColumn;
 };
+
+/** What a claim hands out with each row, and what its finish names. */
+export interface Claim {
+  id: string | number;
+  leaseToken: string;
+}
 export type QueueTable = SQLiteTable & QueueColumns & { id: SQLiteColumn };
 
 /**
@@ -58,9 +68,10 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
       attempts: table.attempts.name,
       nextAttemptAt: table.nextAttemptAt.name,
       leaseUntil: table.leaseUntil.name,
+      leaseToken: table.leaseToken.name,
     };
-    this.leaseStmt = this.sqlite.query<unknown, [number, string | number]>(
-      `UPDATE ${this.name} SET ${this.col.leaseUntil} = ? WHERE ${this.col.id} = ?`,
+    this.leaseStmt = this.sqlite.query<unknown, [number, string, string | number]>(
+      `UPDATE ${this.name} SET ${this.col.leaseUntil} = ?, ${this.col.leaseToken} = ? WHERE ${this.col.id} = ?`,
     );
   }
 
@@ -71,10 +82,11 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
   }
 
   /** Leases up to `want` due rows, chosen by the strategy, until now + leaseMs: its own transaction, or the caller's. */
-  claim(want: number, now: number, outer?: Tx): Promise<Row[]> {
+  claim(want: number, now: number, outer?: Tx): Promise<(Row & { leaseToken: string })[]> {
     return transaction({ deps: { db: this.db }, tx: outer }, ({ tx }) => {
-      const claimed: Row[] = [];
+      const claimed: (Row & { leaseToken: string })[] = [];
       const until = now + this.opts.leaseMs;
+      const leaseToken = newLeaseToken();
       this.opts.pick({
         tx,
         want,
@@ -82,8 +94,8 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
         due: this.dueCondition,
         lease: (rows) => {
           for (const r of rows) {
-            this.leaseStmt.run(until, r.id);
-            claimed.push(r);
+            this.leaseStmt.run(until, leaseToken, r.id);
+            claimed.push({ ...r, leaseToken });
           }
         },
       });
@@ -91,8 +103,12 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
     });
   }
 
-  /** Ends a claim in the caller's transaction: the row's new state (and attempt count, next time, other columns), lease released. */
-  finalize(_tx: Tx, id: string | number, f: Finalize<T>): void {
+  /**
+   * Ends a claim in the caller's transaction: the row's new state (and attempt count, next time, other columns),
+   * lease released. Only while the claim still holds the row: false when its lease ran out and another claim
+   * took it (that claim finishes it).
+   */
+  finalize(_tx: Tx, claim: Claim, f: Finalize<T>): boolean {
     const columns = this.table as unknown as Record<string, SQLiteColumn>;
     const extra = Object.entries(f.set ?? {}) as [string, SQLQueryBindings][];
     const names = [
@@ -105,7 +121,8 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
     let stmt = this.finalizeStmts.get(key);
     if (!stmt) {
       stmt = this.sqlite.query(
-        `UPDATE ${this.name} SET ${names.map((n) => `${n} = ?`).join(', ')}, ${this.col.leaseUntil} = 0 WHERE ${this.col.id} = ?`,
+        `UPDATE ${this.name} SET ${names.map((n) => `${n} = ?`).join(', ')}, ${this.col.leaseUntil} = 0, ${this.col.leaseToken} = NULL
+          WHERE ${this.col.id} = ? AND ${this.col.leaseToken} = ?`,
       );
       this.finalizeStmts.set(key, stmt);
     }
@@ -114,16 +131,17 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
       ...(f.attempts !== undefined ? [f.attempts] : []),
       ...(f.nextAttemptAt !== undefined ? [f.nextAttemptAt] : []),
       ...extra.map(([, v]) => v),
-      id,
+      claim.id,
+      claim.leaseToken,
     ];
-    stmt.run(...values);
+    return stmt.run(...values).changes > 0;
   }
 
   /** At start no other process holds a claim on this file: what a stopped process held is due again at once. */
   releaseAll(_tx: Tx): number {
     const c = this.col;
     return this.sqlite
-      .query(`UPDATE ${this.name} SET ${c.leaseUntil} = 0 WHERE ${c.state} = 'pending' AND ${c.leaseUntil} > 0`)
+      .query(`UPDATE ${this.name} SET ${c.leaseUntil} = 0, ${c.leaseToken} = NULL WHERE ${c.state} = 'pending' AND ${c.leaseUntil} > 0`)
       .run().changes;
   }
 

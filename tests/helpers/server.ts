@@ -73,6 +73,9 @@ export class ServiceHarness {
         RATE_LIMIT_PER_SECOND: '100000',
         RATE_LIMIT_BURST: '100000',
         LOG_LEVEL: 'warn',
+        // One replica, restarted under the same id: it takes back its own claims at start, as an operator's
+        // replica with a fixed REPLICA_ID does (with the default id, a restart waits for its old leases to run out).
+        REPLICA_ID: 'replica-1',
         ...this.env,
         ...(opts.replicaId ? { REPLICA_ID: opts.replicaId } : {}),
         ...opts.env,

@@ -155,11 +155,12 @@ async function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): Promise<voi
     await store.lockReads(tx, outcomes.map((o) => o.item.id));
     const readThrough = new Set<string>();
     const results: Extract<Outcome, { kind: 'result' }>[] = [];
-    const retries: { id: number; finish: ReadFinish }[] = [];
+    const retries: { id: number; leaseToken: string; finish: ReadFinish }[] = [];
     for (const o of outcomes) {
       if (o.kind === 'retry') {
         retries.push({
           id: o.item.id,
+          leaseToken: o.item.leaseToken,
           // A refresh still running at the provider is waited on, not an attempt used.
           finish:
             o.waitingSince !== undefined
@@ -192,7 +193,7 @@ async function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): Promise<voi
         }),
       ),
     );
-    await store.finishReads(tx, [...retries, ...results.map((o) => ({ id: o.item.id, finish: { state: 'done' } }))]);
+    await store.finishReads(tx, [...retries, ...results.map((o) => ({ id: o.item.id, leaseToken: o.item.leaseToken, finish: { state: 'done' } }))]);
     const added = new Map<string, number>();
     const recorded: RecordedRead[] = [];
     results.forEach((o, i) => {
@@ -311,8 +312,9 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
   let recorded = 0;
 
   // Items being read or whose outcome is not written yet: a second claim of one (its lease lapsed while it
-  // waited behind the lender's other reads) is left to the first, so the provider is not asked twice.
-  const inHand = new Set<number>();
+  // waited behind the lender's other reads) is left to the first, so the provider is not asked twice; the
+  // first's outcome is then written under the second claim's token, the one that holds the row now.
+  const inHand = new Map<number, ClaimedItem>();
   // Outcomes are written in order, one write after the other; a write that fails is the run's error, raised at
   // the next claim or at the end (the items stay leased and are read again once their lease has passed).
   const writes = writesInOrder();
@@ -341,8 +343,12 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
   };
 
   const readOne = async (item: ClaimedItem) => {
-    if (inHand.has(item.id)) return;
-    inHand.add(item.id);
+    const held = inHand.get(item.id);
+    if (held) {
+      held.leaseToken = item.leaseToken;
+      return;
+    }
+    inHand.set(item.id, item);
     const institution = item.routingNumber ? (routing.lookup(item.routingNumber)?.name ?? null) : null;
     const result = (cents: number | null, code: number, cause: 'provider' | 'retry_limit' | 'internal' = 'provider'): Outcome => ({
       kind: 'result',

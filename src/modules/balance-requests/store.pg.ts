@@ -3,6 +3,7 @@ import { balanceResults, bankLinkRelinks, batchItems, batchPayloads, batches } f
 import type { BatchStatus } from '../../../db/schema/enums';
 import { transaction } from '../../platform/context';
 import { olderThan } from '../../platform/pagination';
+import { newLeaseToken } from '../../platform/lease-token';
 import type { PgDb, PgHandle } from '../../platform/pg';
 import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
 import type { StoreCtx } from '../../platform/store';
@@ -93,19 +94,19 @@ const openBatches = (db: PgDb) =>
   rows<OpenBatch>(db, sql`SELECT id, lender_id AS "lenderId", status FROM batches WHERE status IN ('pending', 'processing') ORDER BY submitted_at, id`);
 
 /** A claimed row as a raw query returns it (int8 as text). */
-interface RawClaimed extends Omit<ClaimedItem, 'id' | 'waitingSince'> {
+interface RawClaimed extends Omit<ClaimedItem, 'id' | 'waitingSince' | 'leaseToken'> {
   id: string | number;
   waitingSince: string | number | null;
 }
 
-const claimedItem = (r: RawClaimed): ClaimedItem => ({ ...r, id: num(r.id), waitingSince: numOrNull(r.waitingSince) });
+const claimedItem = (r: RawClaimed, leaseToken: string): ClaimedItem => ({ ...r, id: num(r.id), waitingSince: numOrNull(r.waitingSince), leaseToken });
 
 /**
  * Up to `limit` due items of one batch in request order, leased until `until`: the rows picked are locked as
  * they are picked, and rows another claim holds locked are passed over (SKIP LOCKED), so no row is leased by
  * two claims; a row leased and committed is no longer due.
  */
-async function leaseDueItemsOfBatch(db: PgDb, batchId: string, now: number, until: number, limit: number): Promise<ClaimedItem[]> {
+async function leaseDueItemsOfBatch(db: PgDb, batchId: string, now: number, until: number, leaseToken: string, limit: number): Promise<ClaimedItem[]> {
   const leased = await rows<RawClaimed>(
     db,
     sql`WITH picked AS MATERIALIZED (
@@ -113,11 +114,11 @@ async function leaseDueItemsOfBatch(db: PgDb, batchId: string, now: number, unti
            WHERE state = 'pending' AND batch_id = ${batchId} AND next_attempt_at <= ${now} AND lease_until <= ${now}
            ORDER BY seq LIMIT ${limit}
              FOR UPDATE SKIP LOCKED)
-        UPDATE batch_items AS i SET lease_until = ${until} FROM picked WHERE i.id = picked.id
+        UPDATE batch_items AS i SET lease_until = ${until}, lease_token = ${leaseToken} FROM picked WHERE i.id = picked.id
         RETURNING i.id, i.batch_id AS "batchId", i.lender_id AS "lenderId", i.seq, i.authorizer_unique_id AS "authorizerUniqueId",
                   i.payment_type AS "paymentType", i.routing_number AS "routingNumber", i.phone, i.zip, i.attempts, i.waiting_since AS "waitingSince"`,
   );
-  return leased.map(claimedItem).sort((a, b) => a.seq - b.seq);
+  return leased.map((r) => claimedItem(r, leaseToken)).sort((a, b) => a.seq - b.seq);
 }
 
 /** A batch gives at least this many items to a claim, so many open batches are served in turn. */
@@ -148,6 +149,7 @@ async function claimFairly(c: StoreCtx, want: number, now: number): Promise<Clai
       byLender.set(b.lenderId, list);
     }
     const until = now + ITEM_LEASE_MS;
+    const leaseToken = newLeaseToken();
     const lenders = [...byLender.values()];
     for (let pass = 0; pass < 2 && claimed.length < want; pass++) {
       const perLender = Math.max(1, Math.ceil((want - claimed.length) / lenders.length));
@@ -157,7 +159,7 @@ async function claimFairly(c: StoreCtx, want: number, now: number): Promise<Clai
         const perBatch = Math.max(MIN_BATCH_CHUNK, Math.ceil(perLender / batchIds.length));
         for (let bi = 0; bi < batchIds.length && lenderBudget > 0 && claimed.length < want; bi++) {
           const batchId = batchIds[(bi + t) % batchIds.length]!;
-          const items = await leaseDueItemsOfBatch(db, batchId, now, until, Math.min(perBatch, lenderBudget, want - claimed.length));
+          const items = await leaseDueItemsOfBatch(db, batchId, now, until, leaseToken, Math.min(perBatch, lenderBudget, want - claimed.length));
           claimed.push(...items);
           lenderBudget -= items.length;
         }
@@ -176,15 +178,15 @@ function arrayType(column: { getSQLType(): string }): string {
  * Claimed reads finished: the finishes of one shape (which columns they set) in one UPDATE over unnest()ed
  * arrays, their leases released. A read finished twice in one call ends as the last finish says, as on SQLite.
  */
-async function finishReads(db: PgDb, finishes: { id: number; finish: ReadFinish }[]): Promise<void> {
-  const last = new Map<number, ReadFinish>();
+async function finishReads(db: PgDb, finishes: { id: number; leaseToken: string; finish: ReadFinish }[]): Promise<void> {
+  const last = new Map<number, { token: string; finish: ReadFinish }>();
   for (const f of finishes) {
     last.delete(f.id);
-    last.set(f.id, f.finish);
+    last.set(f.id, { token: f.leaseToken, finish: f.finish });
   }
   const columns = batchItems as unknown as Record<string, { name: string; getSQLType(): string }>;
-  const groups = new Map<string, { names: string[]; types: string[]; values: unknown[][]; ids: number[] }>();
-  for (const [id, f] of last) {
+  const groups = new Map<string, { names: string[]; types: string[]; values: unknown[][]; ids: number[]; tokens: string[] }>();
+  for (const [id, { token, finish: f }] of last) {
     const extra = Object.entries(f.set ?? {});
     const cols = [
       columns.state!,
@@ -194,10 +196,11 @@ async function finishReads(db: PgDb, finishes: { id: number; finish: ReadFinish 
     ];
     const key = cols.map((col) => col.name).join(',');
     let g = groups.get(key);
-    if (!g) groups.set(key, (g = { names: cols.map((col) => col.name), types: cols.map(arrayType), values: cols.map(() => []), ids: [] }));
+    if (!g) groups.set(key, (g = { names: cols.map((col) => col.name), types: cols.map(arrayType), values: cols.map(() => []), ids: [], tokens: [] }));
     const vals = [f.state, ...(f.attempts !== undefined ? [f.attempts] : []), ...(f.nextAttemptAt !== undefined ? [f.nextAttemptAt] : []), ...extra.map(([, v]) => v)];
     vals.forEach((v, i) => g.values[i]!.push(v ?? null));
     g.ids.push(id);
+    g.tokens.push(token);
   }
   for (const g of groups.values()) {
     const sets = sql.join(
@@ -213,9 +216,10 @@ async function finishReads(db: PgDb, finishes: { id: number; finish: ReadFinish 
       sql`, `,
     );
     await db.execute(
-      sql`UPDATE batch_items AS t SET ${sets}, lease_until = 0
-            FROM unnest(${arr(g.ids)}::bigint[], ${arrays}) AS v(id, ${names})
-           WHERE t.id = v.id`,
+      // Only the rows this claim still holds (a claim whose lease ran out and was taken again finishes nothing).
+      sql`UPDATE batch_items AS t SET ${sets}, lease_until = 0, lease_token = NULL
+            FROM unnest(${arr(g.ids)}::bigint[], ${arr(g.tokens)}::text[], ${arrays}) AS v(id, lease_token, ${names})
+           WHERE t.id = v.id AND t.lease_token = v.lease_token`,
     );
   }
 }
@@ -374,8 +378,13 @@ export const pgBalanceStore: BalanceStore = {
   async finishReads(c, finishes) {
     await finishReads(pgWriterOf(c), finishes);
   },
-  async releaseReadLeases(c) {
-    const released = await rows<{ one: number }>(pgWriterOf(c), sql`UPDATE batch_items SET lease_until = 0 WHERE state = 'pending' AND lease_until > 0 RETURNING 1 AS one`);
+  async releaseReadLeases(c, prefix) {
+    // Only this replica's own: another replica's claim may be alive, and is taken over when its lease runs out.
+    const released = await rows<{ one: number }>(
+      pgWriterOf(c),
+      sql`UPDATE batch_items SET lease_until = 0, lease_token = NULL
+           WHERE state = 'pending' AND lease_until > 0 AND starts_with(lease_token, ${prefix}) RETURNING 1 AS one`,
+    );
     return released.length;
   },
   async batchStatus(c, batchId) {

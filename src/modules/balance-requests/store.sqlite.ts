@@ -295,7 +295,7 @@ export const sqliteBalanceStore: BalanceStore = {
   },
   async finishReads(c, finishes) {
     const queue = itemQueue(c.deps.db);
-    for (const f of finishes) queue.finalize(c.tx, f.id, f.finish);
+    for (const f of finishes) queue.finalize(c.tx, f, f.finish);
   },
   async releaseReadLeases(c) {
     return itemQueue(c.deps.db).releaseAll(c.tx);

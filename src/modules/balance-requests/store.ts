@@ -68,6 +68,8 @@ export interface ClaimedItem {
   attempts: number;
   /** Since when a linked account's balance refresh has been waited on (null: not waiting). */
   waitingSince: number | null;
+  /** The claim holding it (lease-token.ts): its finish holds only while this claim does. */
+  leaseToken: string;
 }
 
 /** A balance result to record, one per item. */
@@ -180,10 +182,14 @@ export interface BalanceStore {
    * (nothing to do on SQLite).
    */
   lockReads(c: TxCtx, ids: number[]): Promise<void>;
-  /** Claimed reads finished, in one call: each done, or back to pending. */
-  finishReads(c: TxCtx, finishes: { id: number; finish: ReadFinish }[]): Promise<void>;
-  /** Every lease let go (at start-up: nothing is being read); how many. */
-  releaseReadLeases(c: TxCtx): Promise<number>;
+  /** Claimed reads finished, in one call: each done, or back to pending (each only while its claim holds it). */
+  finishReads(c: TxCtx, finishes: { id: number; leaseToken: string; finish: ReadFinish }[]): Promise<void>;
+  /**
+   * At start, the leases a stopped process held let go; how many. On SQLite every lease (one process serves
+   * the file); on PostgreSQL only this replica's own (`prefix`: its tokens' start): another's are taken over
+   * when they run out.
+   */
+  releaseReadLeases(c: TxCtx, prefix: string): Promise<number>;
   batchStatus(c: StoreCtx, batchId: string): Promise<BatchStatus | null>;
   /**
    * Whether the batch is still waiting to start, held so until the transaction ends: another starter (or an

@@ -53,7 +53,7 @@ export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | P
   const pay = await store.sendStateOf(ctx, p.id);
   if (!pay || pay.status !== 'initiating') {
     // The processor already told us (polling read the outcome first): nothing left to resolve here.
-    await transaction(ctx, (tx) => store.finishDue(tx, p.id, { state: 'done' }));
+    await transaction(ctx, (tx) => store.finishDue(tx, p, { state: 'done' }));
     return { kind: 'done' };
   }
   const e = await store.borrowerToDebit(ctx, p.enrollmentId);
@@ -116,7 +116,7 @@ export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | P
  */
 export async function sendPlanned(ctx: JobContext, p: DuePayment, plan: PlannedSend, depth = 0): Promise<Step> {
   const now = ctx.deps.clock.now();
-  const claimed = await transaction(ctx, (tx) => store.claimSend(tx, p.id, now));
+  const claimed = await transaction(ctx, (tx) => store.claimSend(tx, p, now));
   if (!claimed) {
     if (depth > 0) return { kind: 'wait' };
     const again = await planSend(ctx, p);
@@ -135,18 +135,22 @@ async function start(ctx: JobContext, p: DuePayment): Promise<Step> {
 
 /** A payment the processor was never asked about and never will be: not attempted, its slot given back. */
 async function neverSent(ctx: JobContext, p: DuePayment, message: string, reason: string): Promise<Step> {
-  await giveUp(ctx, p, message);
+  await giveUp(ctx, p, message, 'never_sent');
   ctx.deps.metrics.paymentsSkipped.inc({ reason });
   return { kind: 'done' };
 }
 
-/** Recorded not_attempted and not counted against the enrollment. Only for a payment the processor does not hold. */
-async function giveUp(ctx: JobContext, p: DuePayment, message: string): Promise<void> {
+/**
+ * Recorded not_attempted and not counted against the enrollment. Only for a payment the processor does not
+ * hold: one never sent (and no send claimed since, here or on another replica), or one the processor says it
+ * has no trace of past the idempotency horizon.
+ */
+async function giveUp(ctx: JobContext, p: DuePayment, message: string, why: 'never_sent' | 'absent_at_processor'): Promise<void> {
   const now = ctx.deps.clock.now();
   await transaction(ctx, async (tx) => {
-    await store.finishDue(tx, p.id, { state: 'done' });
+    await store.finishDue(tx, p, { state: 'done' });
     // Forward only: a payment whose status moved meanwhile (an outcome read first) keeps it.
-    if (!(await store.markNotAttempted(tx, p.id, message, now))) return;
+    if (!(await store.markNotAttempted(tx, p.id, message, now, why))) return;
     await store.giveBackPresentment(tx, p.enrollmentId, now);
   });
 }
@@ -160,7 +164,7 @@ async function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): Pro
   await transaction(ctx, async (tx) => {
     const cur = await store.paymentStatusOf(tx, p.id);
     await store.noteProcessorPaymentId(tx, p.id, r.processorPaymentId, now);
-    await store.finishDue(tx, p.id, { state: 'done' });
+    await store.finishDue(tx, p, { state: 'done' });
     if (cur !== 'initiating') return;
     await recordObservation(tx, {
       lenderId: p.lenderId,
@@ -198,7 +202,7 @@ async function retryLater(ctx: JobContext, p: DuePayment): Promise<void> {
   const now = ctx.deps.clock.now();
   const attempts = p.attempts + 1;
   const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (attempts - 1));
-  await transaction(ctx, (tx) => store.finishDue(tx, p.id, { state: 'pending', attempts, nextAttemptAt: now + delay }));
+  await transaction(ctx, (tx) => store.finishDue(tx, p, { state: 'pending', attempts, nextAttemptAt: now + delay }));
 }
 
 export async function finish(ctx: JobContext, p: DuePayment, s: Extract<Step, { kind: 'send' | 'look' }>): Promise<void> {
@@ -220,7 +224,7 @@ export async function finish(ctx: JobContext, p: DuePayment, s: Extract<Step, { 
     // Definitely absent: the key is past the horizon, so no request with it can still create the payment.
     deps.logger.warn({ payment_id: p.id }, 'payment not found at the processor past the idempotency horizon; recorded not attempted');
     deps.metrics.paymentsSkipped.inc({ reason: 'absent_at_processor' });
-    await giveUp(ctx, p, 'the processor has no payment for this id: the request never reached it');
+    await giveUp(ctx, p, 'the processor has no payment for this id: the request never reached it', 'absent_at_processor');
     return;
   }
   // Not there yet: a request still on its way could create it. Asked again later.

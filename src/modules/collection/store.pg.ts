@@ -12,6 +12,7 @@ import { MONITOR_STATES, PAYMENT_STATUSES, type EventStatus, type MonitorState, 
 import { DAY_MS } from '../../platform/clock';
 import type { PgDb } from '../../platform/pg';
 import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray } from '../../platform/store.pg';
+import { newLeaseToken } from '../../platform/lease-token';
 import type { PastPayment } from './rules';
 import type { CollectionStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
 import { DISPATCH_LEASE_MS } from './store.sqlite';
@@ -53,6 +54,7 @@ const LATEST_FIRST = sql`ORDER BY recorded_at DESC, id DESC LIMIT 1`;
 export const pgCollectionStore: CollectionStore = {
   async claimDuePayments(c, want, now) {
     const until = now + DISPATCH_LEASE_MS;
+    const leaseToken = newLeaseToken();
     // One statement: the due rows, oldest due first, locked as they are picked (a row another claimer holds is
     // skipped; one it leased and committed meanwhile is re-read and no longer due), leased, and returned.
     const claimed = await rows<Record<string, unknown>>(
@@ -62,7 +64,7 @@ export const pgCollectionStore: CollectionStore = {
              WHERE state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
              ORDER BY next_attempt_at, id LIMIT ${want}
              FOR UPDATE SKIP LOCKED)
-          UPDATE payments p SET lease_until = ${until} FROM picked WHERE p.id = picked.id
+          UPDATE payments p SET lease_until = ${until}, lease_token = ${leaseToken} FROM picked WHERE p.id = picked.id
           RETURNING p.id, p.lender_id, p.enrollment_id, p.authorizer_unique_id, p.connection_id, p.rail, p.amount_cents,
                     p.reference, p.attempts, p.attempt, p.next_attempt_at`,
     );
@@ -81,11 +83,12 @@ export const pgCollectionStore: CollectionStore = {
           reference: String(r.reference),
           attempts: num(r.attempts),
           attempt: num(r.attempt),
+          leaseToken,
         }),
       );
   },
-  async finishDue(c, id, finish) {
-    await pgWriterOf(c)
+  async finishDue(c, claim, finish) {
+    const done = await pgWriterOf(c)
       .update(payments)
       .set({
         ...(finish.set as Partial<typeof payments.$inferInsert>),
@@ -93,15 +96,19 @@ export const pgCollectionStore: CollectionStore = {
         ...(finish.attempts !== undefined ? { attempts: finish.attempts } : {}),
         ...(finish.nextAttemptAt !== undefined ? { nextAttemptAt: finish.nextAttemptAt as number } : {}),
         leaseUntil: 0,
+        leaseToken: null,
       })
-      .where(eq(payments.id, id));
-  },
-  async releasePaymentLeases(c) {
-    const released = await pgWriterOf(c)
-      .update(payments)
-      .set({ leaseUntil: 0 })
-      .where(and(eq(payments.state, 'pending'), gt(payments.leaseUntil, 0)))
+      .where(and(eq(payments.id, String(claim.id)), eq(payments.leaseToken, claim.leaseToken)))
       .returning({ id: payments.id });
+    return done.length === 1;
+  },
+  async releasePaymentLeases(c, prefix) {
+    // Only this replica's own: another replica's claim may be alive, and is taken over when its lease runs out.
+    const released = await rows<{ id: string }>(
+      pgWriterOf(c),
+      sql`UPDATE payments SET lease_until = 0, lease_token = NULL
+           WHERE state = 'pending' AND lease_until > 0 AND starts_with(lease_token, ${prefix}) RETURNING id`,
+    );
     return released.length;
   },
 
@@ -414,23 +421,24 @@ export const pgCollectionStore: CollectionStore = {
       .where(eq(paymentConnections.id, connectionId));
     return r ?? null;
   },
-  async claimSend(c, id, now) {
+  async claimSend(c, claim, now) {
     // The borrower's row is read FOR SHARE: a removal or erasure that has changed it and not committed yet is
     // waited for, and the claim then sees what it committed (a plain subquery would read the row as it was).
+    // Only while this claim holds the payment's queue row: a claim whose lease ran out sends nothing.
     const claimed = await rows<{ id: string }>(
       pgWriterOf(c),
       sql`UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ${now}::bigint), updated_at = ${now}
-           WHERE id = ${id} AND status = 'initiating'
+           WHERE id = ${String(claim.id)} AND status = 'initiating' AND lease_token = ${claim.leaseToken}
              AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL FOR SHARE)
           RETURNING id`,
     );
     return claimed.length === 1;
   },
-  async markNotAttempted(c, id, message, now) {
+  async markNotAttempted(c, id, message, now, why) {
     const moved = await pgWriterOf(c)
       .update(payments)
       .set({ status: 'not_attempted', message, updatedAt: now })
-      .where(and(eq(payments.id, id), eq(payments.status, 'initiating')))
+      .where(and(eq(payments.id, id), eq(payments.status, 'initiating'), ...(why === 'never_sent' ? [isNull(payments.firstAttemptAt)] : [])))
       .returning({ id: payments.id });
     return moved.length === 1;
   },

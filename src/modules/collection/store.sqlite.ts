@@ -178,9 +178,18 @@ export const chainInputsOf = (db: Db, enrollmentId: string) =>
 export const setPaymentsUsed = (tx: Orm, enrollmentId: string, n: number, now: number) =>
   tx.$client.query('UPDATE enrollments SET payments_used = ?, updated_at = ? WHERE id = ?').run(n, now, enrollmentId);
 
-/** A payment the processor never held, ended: only from initiating (an outcome read meanwhile stands). */
-export const markNotAttempted = (tx: Orm, id: string, message: string, now: number) =>
-  tx.$client.query("UPDATE payments SET status = 'not_attempted', message = ?, updated_at = ? WHERE id = ? AND status = 'initiating'").run(message, now, id);
+/**
+ * A payment the processor does not hold, ended: only from initiating (an outcome read meanwhile stands), and, when
+ * decided locally (`neverSent`), only if no send of it was ever claimed (one claimed meanwhile may be at the
+ * processor: only it can say).
+ */
+export const markNotAttempted = (tx: Orm, id: string, message: string, now: number, neverSent: boolean) =>
+  tx.$client
+    .query(
+      `UPDATE payments SET status = 'not_attempted', message = ?, updated_at = ?
+        WHERE id = ? AND status = 'initiating'${neverSent ? ' AND first_attempt_at IS NULL' : ''}`,
+    )
+    .run(message, now, id);
 
 export const setAside = (
   tx: Orm,
@@ -263,18 +272,18 @@ export const returnedTotals = (db: Db, lender: string, from: number): CountedSum
 };
 
 /**
- * The claim of a send: the payment still initiating and its borrower still monitored, with its first attempt
- * recorded (kept when it was sent before). One statement, so a removal either committed before it (no row
- * changes) or finds the payment claimed.
+ * The claim of a send: the payment still initiating, its queue row still held by this claim, and its borrower
+ * still monitored, with its first attempt recorded (kept when it was sent before). One statement, so a removal
+ * either committed before it (no row changes) or finds the payment claimed.
  */
-export const claimSend = (tx: Orm, id: string, now: number) =>
+export const claimSend = (tx: Orm, id: string, leaseToken: string, now: number) =>
   tx.$client
     .query(
       `UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ?2), updated_at = ?2
-      WHERE id = ?1 AND status = 'initiating'
+      WHERE id = ?1 AND status = 'initiating' AND lease_token = ?3
         AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL)`,
     )
-    .run(id, now);
+    .run(id, now, leaseToken);
 
 /** The borrower a collection decision is about: its whole row. */
 export const enrollmentToDecide = (db: Db, enrollmentId: string) => db.select().from(enrollments).where(eq(enrollments.id, enrollmentId)).get();
@@ -460,8 +469,8 @@ export const sqliteCollectionStore: CollectionStore = {
   async claimDuePayments(c, want, now) {
     return dispatchQueue(c.deps.db).claim(want, now, c.tx);
   },
-  async finishDue(c, id, finish) {
-    dispatchQueue(c.deps.db).finalize(c.tx, id, finish);
+  async finishDue(c, claim, finish) {
+    return dispatchQueue(c.deps.db).finalize(c.tx, claim, finish);
   },
   async releasePaymentLeases(c) {
     return dispatchQueue(c.deps.db).releaseAll(c.tx);
@@ -534,8 +543,8 @@ export const sqliteCollectionStore: CollectionStore = {
   async setPaymentsUsed(c, enrollmentId, n, now) {
     setPaymentsUsed(writerOf(c), enrollmentId, n, now);
   },
-  async markNotAttempted(c, id, message, now) {
-    return markNotAttempted(writerOf(c), id, message, now).changes === 1;
+  async markNotAttempted(c, id, message, now, why) {
+    return markNotAttempted(writerOf(c), id, message, now, why === 'never_sent').changes === 1;
   },
   async setObservationAside(c, v) {
     setAside(writerOf(c), v);
@@ -558,8 +567,8 @@ export const sqliteCollectionStore: CollectionStore = {
   async paymentCountsByStatus(c, lenderId) {
     return paymentCountsByStatus(readerOf(c), lenderId);
   },
-  async claimSend(c, id, now) {
-    return claimSend(writerOf(c), id, now).changes === 1;
+  async claimSend(c, claim, now) {
+    return claimSend(writerOf(c), String(claim.id), claim.leaseToken, now).changes === 1;
   },
   async enrollmentToDecide(c, enrollmentId) {
     return enrollmentToDecide(readerOf(c), enrollmentId) ?? null;

@@ -1,6 +1,6 @@
 import type { enrollments, paymentEvents, payments } from '../../../db/schema';
 import type { EventSource, EventStatus, MonitorState, PaymentStatus, ProcessorName } from '../../../db/schema/enums';
-import type { Finalize } from '../../platform/lease-queue';
+import type { Claim, Finalize } from '../../platform/lease-queue';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { PastPayment } from './rules';
 import { byEngine } from '../../platform/store';
@@ -21,6 +21,8 @@ export interface DuePayment {
   attempts: number;
   /** 2 and 3 are reinitiations (RETRY PYMT). */
   attempt: number;
+  /** The claim holding it (lease-token.ts): its finish and its send hold only while this claim does. */
+  leaseToken: string;
 }
 
 /** A claimed payment's queue row, finished: done, or pending again with its next attempt. */
@@ -155,10 +157,13 @@ export interface CollectionStore {
   // The dispatch queue.
   /** Leases up to `want` due payments, oldest due first (claimed every tick of the dispatch job). */
   claimDuePayments(c: StoreCtx, want: number, now: number): Promise<DuePayment[]>;
-  /** A claimed payment's queue row finished. */
-  finishDue(c: TxCtx, id: string, finish: DueFinish): Promise<void>;
-  /** Every lease let go (at start-up: nothing is in flight in this process); how many. */
-  releasePaymentLeases(c: TxCtx): Promise<number>;
+  /** A claimed payment's queue row finished, while the claim still holds it: whether it did (see Claim). */
+  finishDue(c: TxCtx, claim: Claim, finish: DueFinish): Promise<boolean>;
+  /**
+   * At start, the leases a stopped process held let go; how many. On SQLite every lease (one process serves
+   * the file); on PostgreSQL only this replica's own (`prefix`: its tokens' start).
+   */
+  releasePaymentLeases(c: TxCtx, prefix: string): Promise<number>;
 
   // Recording an observation (record.ts).
   /** Whether the lender's source event was recorded before. */
@@ -237,12 +242,18 @@ export interface CollectionStore {
   ): Promise<{ state: MonitorState; sealed: string | null; cardToken: string | null; routing: string | null } | null>;
   keyToSend(c: StoreCtx, connectionId: string): Promise<{ processor: ProcessorName; keySealed: string | null } | null>;
   /**
-   * The claim of a send, one conditional statement: true when the payment was still initiating and its
-   * borrower still monitored, its first attempt now recorded. Committed before the request leaves.
+   * The claim of a send, one conditional statement: true when the payment was still initiating, its borrower
+   * still monitored and its queue row still held by this claim (a claim whose lease ran out and was taken again
+   * sends nothing), its first attempt now recorded. Committed before the request leaves.
    */
-  claimSend(c: TxCtx, id: string, now: number): Promise<boolean>;
-  /** A payment the processor never held ended not attempted, only from initiating: whether it moved. */
-  markNotAttempted(c: TxCtx, id: string, message: string, now: number): Promise<boolean>;
+  claimSend(c: TxCtx, claim: Claim, now: number): Promise<boolean>;
+  /**
+   * A payment the processor does not hold ended not attempted, only from initiating: whether it moved. For
+   * `never_sent` (decided locally) only while no send of it was ever claimed (no first attempt recorded: a send
+   * claimed meanwhile may be at the processor, and only it can say); `absent_at_processor` is the processor's
+   * word, past the idempotency horizon.
+   */
+  markNotAttempted(c: TxCtx, id: string, message: string, now: number, why: 'never_sent' | 'absent_at_processor'): Promise<boolean>;
   /** The processor's id of a payment it answered about (an id kept before stands). */
   noteProcessorPaymentId(c: TxCtx, id: string, processorPaymentId: string | null, now: number): Promise<void>;
 

@@ -1,4 +1,5 @@
 import { transaction, writeGate } from '../../platform/context';
+import { replicaPrefix } from '../../platform/lease-token';
 import type { Deps } from '../../deps';
 import type { Job } from '../../platform/jobs';
 import { drainClaims, writesInOrder } from '../../platform/work-pool';
@@ -30,11 +31,12 @@ export function backoffMs(base: number, attempt: number, random = Math.random): 
 }
 
 /**
- * At start no other process holds a claim on this file: the attempts a previous process left open are
- * marked as cut short, and what it held is released.
+ * At start, the attempts a stopped process left open are marked as cut short, and what it held is released:
+ * on SQLite all of it (one process serves the file), on PostgreSQL what this replica held before a restart under
+ * the same REPLICA_ID; another replica's claims are taken over when their leases run out.
  */
-export function releaseDeliveryLeases(deps: Pick<Deps, 'db' | 'reader' | 'pg'>): Promise<number> {
-  return transaction({ deps }, (tx) => store.releaseDeliveryLeases(tx));
+export function releaseDeliveryLeases(deps: Pick<Deps, 'db' | 'reader' | 'pg' | 'clock'>): Promise<number> {
+  return transaction({ deps }, (tx) => store.releaseDeliveryLeases(tx, replicaPrefix(), deps.clock.now()));
 }
 
 /**
@@ -80,7 +82,7 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
         inFlight.delete(r.row.id);
         if (r.outcome === 'not_sent') {
           // Claimed, never sent: no attempt happened; the delivery is released as it was.
-          records.push({ id: r.row.id, attemptId: r.row.attemptId, sent: false });
+          records.push({ id: r.row.id, leaseToken: r.row.leaseToken, attemptId: r.row.attemptId, sent: false });
           continue;
         }
         const attempts = r.row.attempts + 1;
@@ -103,6 +105,7 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
         if (next !== null && next <= clock.now() && r.outcome !== 'interrupted') dueAgain.add(r.row.id);
         records.push({
           id: r.row.id,
+          leaseToken: r.row.leaseToken,
           attemptId: r.row.attemptId,
           sent: true,
           attempt: { at: r.attemptedAt, statusCode: r.statusCode, error: r.error, durationMs: Math.round(r.durationMs) },

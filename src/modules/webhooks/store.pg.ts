@@ -4,6 +4,7 @@ import { olderThan } from '../../platform/pagination';
 import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
 import type { AttemptRecord, DueRow, WebhookStore } from './store';
 import { CUT_SHORT, SENDING } from './store.sqlite';
+import { newLeaseToken } from '../../platform/lease-token';
 
 // The webhooks store on PostgreSQL. Transactions run side by side here, so what SQLite's single writer gave
 // for free is said outright:
@@ -104,14 +105,17 @@ export const pgWebhookStore: WebhookStore = {
 
   async claimDueDeliveries(c, want, now, leaseMs, exclude) {
     if (want <= 0) return [];
+    const leaseToken = newLeaseToken();
     // One statement: the due deliveries, oldest first, that no other claim holds (SKIP LOCKED: a delivery
     // another transaction is leasing right now is passed over, not waited for, and once that one commits its
-    // lease makes it no longer due), leased, each with its attempt row opened before any request leaves.
+    // lease makes it no longer due), leased, each with its attempt row opened before any request leaves. A
+    // delivery taken over from a claim whose lease ran out (its replica stopped) has that claim's attempt,
+    // left open, marked cut short.
     const claimed = await rows<ClaimedRaw>(
       pgWriterOf(c),
       sql`
       WITH claimed AS (
-        UPDATE webhook_deliveries SET lease_until = ${now + leaseMs}
+        UPDATE webhook_deliveries SET lease_until = ${now + leaseMs}, lease_token = ${leaseToken}
          WHERE id IN (
            SELECT id FROM webhook_deliveries
             WHERE state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
@@ -125,6 +129,10 @@ export const pgWebhookStore: WebhookStore = {
         INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms)
         SELECT id, ${now}, NULL, ${SENDING}, 0 FROM claimed ORDER BY next_attempt_at, id
         RETURNING id, delivery_id
+      ),
+      closed AS (
+        UPDATE webhook_attempts SET error = ${CUT_SHORT}
+         WHERE error = ${SENDING} AND delivery_id IN (SELECT id FROM claimed)
       )
       SELECT c.id, o.id AS attempt_id, c.lender_id, c.type, c.target_url, c.payload, c.attempts, c.first_attempt_at
         FROM claimed c JOIN opened o ON o.delivery_id = c.id
@@ -139,6 +147,7 @@ export const pgWebhookStore: WebhookStore = {
       payload: r.payload,
       attempts: r.attempts,
       firstAttemptAt: numOrNull(r.first_attempt_at),
+      leaseToken,
     }));
   },
   async recordAttempts(c, records) {
@@ -155,10 +164,11 @@ export const pgWebhookStore: WebhookStore = {
 
     if (dropped.length > 0) await db.execute(sql`DELETE FROM webhook_attempts WHERE id = ANY(${arr(dropped)}::bigint[])`);
     if (unsent.length > 0) {
-      // Released as it was: still pending, due when it was.
+      // Released as it was: still pending, due when it was (while this claim holds it).
       await db.execute(sql`
-        UPDATE webhook_deliveries SET state = 'pending', lease_until = 0
-         WHERE id = ANY(${arr(unsent.map((r) => r.id))}::text[]) AND state = 'pending'`);
+        UPDATE webhook_deliveries d SET state = 'pending', lease_until = 0, lease_token = NULL
+          FROM unnest(${arr(unsent.map((r) => r.id))}::text[], ${arr(unsent.map((r) => r.leaseToken))}::text[]) AS v(id, token)
+         WHERE d.id = v.id AND d.lease_token = v.token AND d.state = 'pending'`);
     }
     const sentRecords = records.filter((r): r is Extract<AttemptRecord, { sent: true }> => r.sent);
     const opened = sentRecords.filter((r) => r.attemptId !== undefined);
@@ -184,31 +194,36 @@ export const pgWebhookStore: WebhookStore = {
          ORDER BY n`);
     }
     if (sent.length > 0) {
-      // Only while still pending: a delivery's recorded final state never moves back (a claim whose lease
-      // lapsed while another process delivered it records its attempt, not its state).
+      // Only while still pending and still held by this claim: a delivery's recorded final state never moves
+      // back, and a claim whose lease lapsed and was taken again records its attempt, not its state.
       await db.execute(sql`
         UPDATE webhook_deliveries d
            SET state = v.state, attempts = v.attempts, next_attempt_at = v.next_attempt_at, last_attempt_at = v.at,
                first_attempt_at = v.first_attempt_at, last_status_code = v.status_code, last_error = v.error,
-               finished_at = v.finished_at, lease_until = 0
-          FROM unnest(${arr(sent.map((r) => r.id))}::text[], ${arr(sent.map((r) => r.state))}::text[],
+               finished_at = v.finished_at, lease_until = 0, lease_token = NULL
+          FROM unnest(${arr(sent.map((r) => r.id))}::text[], ${arr(sent.map((r) => r.leaseToken))}::text[], ${arr(sent.map((r) => r.state))}::text[],
                       ${arr(sent.map((r) => r.attempts))}::int[], ${arr(sent.map((r) => r.nextAttemptAt))}::bigint[],
                       ${arr(sent.map((r) => r.attempt.at))}::bigint[], ${arr(sent.map((r) => r.firstAttemptAt))}::bigint[],
                       ${arr(sent.map((r) => r.attempt.statusCode))}::int[], ${arr(sent.map((r) => r.attempt.error))}::text[],
                       ${arr(sent.map((r) => r.finishedAt))}::bigint[])
-               AS v(id, state, attempts, next_attempt_at, at, first_attempt_at, status_code, error, finished_at)
-         WHERE d.id = v.id AND d.state = 'pending'`);
+               AS v(id, token, state, attempts, next_attempt_at, at, first_attempt_at, status_code, error, finished_at)
+         WHERE d.id = v.id AND d.lease_token = v.token AND d.state = 'pending'`);
     }
   },
-  async releaseDeliveryLeases(c) {
+  async releaseDeliveryLeases(c, prefix, now) {
     const db = pgWriterOf(c);
-    // Only the deliveries still held (a lease) can have an attempt left open, so the scan stays on them.
+    // Only the deliveries still held (a lease) can have an attempt left open, so the scan stays on them: this
+    // replica's own from before a restart, and any whose lease ran out (its holder is gone). An attempt of a
+    // live replica is being sent right now and is left alone.
     await db.execute(sql`
       UPDATE webhook_attempts SET error = ${CUT_SHORT}
-       WHERE error = ${SENDING} AND delivery_id IN (SELECT id FROM webhook_deliveries WHERE state = 'pending' AND lease_until > 0)`);
+       WHERE error = ${SENDING} AND delivery_id IN (
+         SELECT id FROM webhook_deliveries
+          WHERE state = 'pending' AND lease_until > 0 AND (starts_with(lease_token, ${prefix}) OR lease_until <= ${now}))`);
     const released = await rows<{ id: string }>(
       db,
-      sql`UPDATE webhook_deliveries SET lease_until = 0 WHERE state = 'pending' AND lease_until > 0 RETURNING id`,
+      sql`UPDATE webhook_deliveries SET lease_until = 0, lease_token = NULL
+           WHERE state = 'pending' AND lease_until > 0 AND starts_with(lease_token, ${prefix}) RETURNING id`,
     );
     return released.length;
   },

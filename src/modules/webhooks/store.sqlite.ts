@@ -193,11 +193,11 @@ export const sqliteWebhookStore: WebhookStore = {
     for (const r of records) {
       if (!r.sent) {
         if (r.attemptId !== undefined) dropAttempt(tx, r.attemptId);
-        queue.finalize(tx, r.id, { state: 'pending' });
+        queue.finalize(tx, r, { state: 'pending' });
         continue;
       }
       completeAttempt(tx, { id: r.attemptId ?? openAttempt(tx, r.id, r.attempt.at), ...r.attempt });
-      queue.finalize(tx, r.id, {
+      queue.finalize(tx, r, {
         state: r.state,
         attempts: r.attempts,
         nextAttemptAt: r.nextAttemptAt,

@@ -18,6 +18,8 @@ export interface DueRow {
   payload: string;
   attempts: number;
   firstAttemptAt: number | null;
+  /** The claim holding it (lease-token.ts): what it records of the delivery's state holds only while this claim does. */
+  leaseToken: string;
 }
 
 /** One delivery put into the outbox. */
@@ -33,9 +35,10 @@ export interface NewDelivery {
 /** What a run records of one claimed delivery. */
 export type AttemptRecord =
   /** Claimed, never sent: the attempt opened at the claim is dropped and the delivery released as it was. */
-  | { id: string; attemptId?: number; sent: false }
+  | { id: string; leaseToken: string; attemptId?: number; sent: false }
   | {
       id: string;
+      leaseToken: string;
       attemptId?: number;
       sent: true;
       attempt: { at: number; statusCode: number | null; error: string | null; durationMs: number };
@@ -96,10 +99,17 @@ export interface WebhookStore {
    * for each before any request leaves.
    */
   claimDueDeliveries(c: TxCtx, want: number, now: number, leaseMs: number, exclude: string[]): Promise<DueRow[]>;
-  /** Records what a run did with its claimed deliveries: attempts completed, states set, leases released. */
+  /**
+   * Records what a run did with its claimed deliveries: attempts completed, and, while each claim still holds
+   * its delivery, states set and leases released (a claim taken over records its attempt only).
+   */
   recordAttempts(c: TxCtx, records: AttemptRecord[]): Promise<void>;
-  /** At start: the attempts a stopped process left open are marked cut short, and its leases released. */
-  releaseDeliveryLeases(c: TxCtx): Promise<number>;
+  /**
+   * At start: the attempts a stopped process left open are marked cut short, and its leases released. On SQLite
+   * every lease (one process serves the file); on PostgreSQL only this replica's own (`prefix`: its tokens'
+   * start), and the attempts of leases that ran out (whoever held them is gone).
+   */
+  releaseDeliveryLeases(c: TxCtx, prefix: string, now: number): Promise<number>;
 
   // A lender's endpoints.
   /** The lender's endpoints, oldest first. */

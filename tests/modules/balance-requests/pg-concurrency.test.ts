@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { transaction } from '../../../src/platform/context';
+import { replicaPrefix } from '../../../src/platform/lease-token';
 import { openPg, type PgHandle } from '../../../src/platform/pg';
 import type { StoreCtx, TxCtx } from '../../../src/platform/store';
 import { freshPgDatabase, onPostgres } from '../../helpers/pg';
@@ -170,8 +171,9 @@ if (!onPostgres) {
       expect(await store.claimDueReads(ctx, 10_000, NOW)).toHaveLength(900 - ids.length);
       expect(await store.claimDueReads(ctx, 10, NOW + 1)).toEqual([]);
       expect(await store.claimDueReads(ctx, 5, NOW + ITEM_LEASE_MS + 1)).toHaveLength(5);
-      // Released at start: every pending lease let go.
-      expect(await transaction(ctx, (tx) => store.releaseReadLeases(tx))).toBe(900);
+      // Released at start: a restarted replica lets its own pending leases go, never another's.
+      expect(await transaction(ctx, (tx) => store.releaseReadLeases(tx, 'another-replica/'))).toBe(0);
+      expect(await transaction(ctx, (tx) => store.releaseReadLeases(tx, replicaPrefix()))).toBe(900);
       await pg.db.execute(sql`UPDATE batch_items SET state = 'done'`);
     });
 
@@ -225,7 +227,7 @@ if (!onPostgres) {
           tx,
           items.map((i): ResultRow => ({ itemId: i.id, batchId: i.batchId, lenderId: i.lenderId, aid: i.authorizerUniqueId, cents, code: 0, exportStatus: 'SUCCESS', institution: null, at: NOW, kind: null, asOf: null, detail: null })),
         );
-        await store.finishReads(tx, items.map((i) => ({ id: i.id, finish: { state: 'done' } })));
+        await store.finishReads(tx, items.map((i) => ({ id: i.id, leaseToken: i.leaseToken, finish: { state: 'done' } })));
         const added = new Map<string, number>();
         items.forEach((i, n) => inserted[n] && added.set(i.batchId, (added.get(i.batchId) ?? 0) + 1));
         await store.lockBatches(tx, [...added.keys()]);

@@ -11,6 +11,7 @@ import { enrollments, ingestedPayments, lenders, paymentConnections, paymentEven
 import { onPostgres, freshPgDatabase } from '../../helpers/pg';
 import { openPg, pgCode, type PgHandle } from '../../../src/platform/pg';
 import { transaction } from '../../../src/platform/context';
+import { replicaPrefix } from '../../../src/platform/lease-token';
 import type { StoreCtx, TxCtx } from '../../../src/platform/store';
 import { collectionStore as store, DISPATCH_LEASE_MS } from '../../../src/modules/collection/store';
 import { knownAmong, recordObservation, recordOrSetAside, type Observation } from '../../../src/modules/collection/record';
@@ -123,8 +124,10 @@ if (!onPostgres) {
       const k = await lender();
       const due: string[] = [];
       for (let i = 0; i < 3 * CALLERS; i++) due.push((await payment(k, await borrower(k.lenderId), { nextAttemptAt: NOW - i * 1000 })).id!);
-      // Leased by another claimer already, and not due yet: neither is claimed.
-      await payment(k, await borrower(k.lenderId), { leaseUntil: NOW + 1 });
+      // Leased by another claimer already (this replica's, before a restart), and not due yet: neither is claimed.
+      await payment(k, await borrower(k.lenderId), { leaseUntil: NOW + 1, leaseToken: `${replicaPrefix()}before/1` });
+      // Leased by another replica: not released at this one's start either.
+      await payment(k, await borrower(k.lenderId), { leaseUntil: NOW + 1, leaseToken: 'another-replica/x/1' });
       await payment(k, await borrower(k.lenderId), { nextAttemptAt: NOW + 1 });
 
       const claims = await all(() => store.claimDuePayments(ctx, 5, NOW));
@@ -150,20 +153,31 @@ if (!onPostgres) {
         reference: expect.stringMatching(/^DRS-/),
         attempts: 0,
         attempt: 1,
+        leaseToken: expect.stringMatching(new RegExp(`^${replicaPrefix()}`)),
       });
+      // One token per claim: no two claims share one.
+      const nonEmpty = claims.filter((c) => c.length > 0);
+      expect(new Set(nonEmpty.map((c) => c[0]!.leaseToken)).size).toBe(nonEmpty.length);
+      for (const c of nonEmpty) expect(new Set(c.map((p) => p.leaseToken)).size).toBe(1);
       const leased = await pg.db.select({ until: payments.leaseUntil }).from(payments).where(sql`${payments.id} = ANY(${sql.param(due)}::text[])`);
       expect(leased.every((r) => r.until === NOW + DISPATCH_LEASE_MS)).toBe(true);
       expect(await store.claimDuePayments(ctx, 1000, NOW)).toEqual([]);
 
       // Finished, retried and released: a retried payment is due again at its time, a released one at once.
-      await inTx((c) => store.finishDue(c, due[0]!, { state: 'done' }));
-      await inTx((c) => store.finishDue(c, due[1]!, { state: 'pending', attempts: 1, nextAttemptAt: NOW + 5_000 }));
-      expect(await inTx((c) => store.releasePaymentLeases(c))).toBe(due.length - 2 + 1);
+      const held = new Map([...claims.flat(), ...rest].map((p) => [p.id, p]));
+      // A finish naming another claim's token changes nothing.
+      expect(await inTx((c) => store.finishDue(c, { id: due[0]!, leaseToken: 'another-replica/x/1' }, { state: 'done' }))).toBe(false);
+      expect(await inTx((c) => store.finishDue(c, held.get(due[0]!)!, { state: 'done' }))).toBe(true);
+      expect(await inTx((c) => store.finishDue(c, held.get(due[1]!)!, { state: 'pending', attempts: 1, nextAttemptAt: NOW + 5_000 }))).toBe(true);
+      // At start a replica lets go of its own claims only.
+      expect(await inTx((c) => store.releasePaymentLeases(c, 'a-third-replica/'))).toBe(0);
+      expect(await inTx((c) => store.releasePaymentLeases(c, replicaPrefix()))).toBe(due.length - 2 + 1);
       const again = await store.claimDuePayments(ctx, 1000, NOW + 5_000);
       expect(again.map((p) => p.id)).not.toContain(due[0]);
       expect(again.find((p) => p.id === due[1])?.attempts).toBe(1);
-      // Besides: the one another claimer held (released too) and the one whose time has come.
-      expect(again.length).toBe(due.length - 1 + 2);
+      // Besides: this replica's claim from before (released), another replica's whose lease has run out (taken
+      // over, never before), and the one whose time has come.
+      expect(again.length).toBe(due.length - 1 + 3);
     });
   });
 
@@ -191,8 +205,8 @@ if (!onPostgres) {
       const p = await payment(k, b);
       const moved = await all((i) =>
         inTx(async (c) => {
-          await store.finishDue(c, p.id!, { state: 'done' });
-          if (!(await store.markNotAttempted(c, p.id!, `gave up ${i}`, NOW))) return false;
+          await store.finishDue(c, { id: p.id!, leaseToken: `claim ${i}` }, { state: 'done' });
+          if (!(await store.markNotAttempted(c, p.id!, `gave up ${i}`, NOW, 'never_sent'))) return false;
           await store.giveBackPresentment(c, b.id, NOW);
           return true;
         }),
@@ -396,7 +410,10 @@ if (!onPostgres) {
       const pairs = await Promise.all(
         Array.from({ length: CALLERS }, async () => {
           const b = await borrower(k.lenderId);
-          return { b, p: await payment(k, b) };
+          const p = await payment(k, b);
+          // Held by a dispatch claim, as a send is claimed.
+          await pg.db.update(payments).set({ leaseToken: `claim-${p.id}` }).where(eq(payments.id, p.id!));
+          return { b, p };
         }),
       );
       const outcomes = await all(async (i) => {
@@ -414,7 +431,7 @@ if (!onPostgres) {
         }).catch(() => undefined);
         await removing;
         let settled = false;
-        const claim = inTx((c) => store.claimSend(c, p.id!, NOW)).finally(() => (settled = true));
+        const claim = inTx((c) => store.claimSend(c, { id: p.id!, leaseToken: `claim-${p.id}` }, NOW)).finally(() => (settled = true));
         await Bun.sleep(100);
         // Still waiting for the removal's row.
         const waited = !settled;

@@ -3,13 +3,14 @@
 // engine's store, every read asked of both, the answers compared (values, types, order, null for none), and
 // the writes compared by the rows they leave. Without DATABASE_URL=postgres://… one test says it does not apply.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { asc } from 'drizzle-orm';
+import { asc, eq } from 'drizzle-orm';
 import * as sq from '../../../db/schema';
 import * as pgs from '../../../db/schema-pg';
 import { onPostgres, freshPgDatabase } from '../../helpers/pg';
 import { openPg, type PgHandle } from '../../../src/platform/pg';
 import { openDatabase, type DbHandle } from '../../../src/platform/db';
 import { transaction } from '../../../src/platform/context';
+import { replicaPrefix } from '../../../src/platform/lease-token';
 import type { StoreCtx, TxCtx } from '../../../src/platform/store';
 import { collectionStore as store, type NewPayment, type PaymentRow } from '../../../src/modules/collection/store';
 import type { EventStatus, PaymentStatus } from '../../../db/schema/enums';
@@ -290,11 +291,19 @@ if (!onPostgres) {
         await store.giveBackPresentment(c, enr(1), NOW);
         await store.giveBackPresentment(c, enr(1), NOW);
       });
-      expect(await same((c) => transaction(c, (t) => store.claimSend(t, pay(3), NOW)))).toBe(true);
-      expect(await same((c) => transaction(c, (t) => store.claimSend(t, pay(7), NOW)))).toBe(false);
-      expect(await same((c) => transaction(c, (t) => store.claimSend(t, pay(4), NOW)))).toBe(false);
-      expect(await same((c) => transaction(c, (t) => store.markNotAttempted(t, pay(7), 'gone', NOW)))).toBe(false);
-      expect(await same((c) => transaction(c, (t) => store.markNotAttempted(t, pay(3), 'gone', NOW)))).toBe(true);
+      // A send is claimed only by the claim that holds the payment's queue row.
+      await lite.db.update(sq.payments).set({ leaseToken: 'claim-3' }).where(eq(sq.payments.id, pay(3)));
+      await pg.db.update(pgs.payments).set({ leaseToken: 'claim-3' }).where(eq(pgs.payments.id, pay(3)));
+      const held = (id: string) => ({ id, leaseToken: 'claim-3' });
+      expect(await same((c) => transaction(c, (t) => store.claimSend(t, { id: pay(3), leaseToken: 'another-claim' }, NOW)))).toBe(false);
+      expect(await same((c) => transaction(c, (t) => store.markNotAttempted(t, pay(5), 'never sent', NOW, 'never_sent')))).toBe(true);
+      expect(await same((c) => transaction(c, (t) => store.claimSend(t, held(pay(3)), NOW)))).toBe(true);
+      expect(await same((c) => transaction(c, (t) => store.claimSend(t, held(pay(7)), NOW)))).toBe(false);
+      expect(await same((c) => transaction(c, (t) => store.claimSend(t, held(pay(4)), NOW)))).toBe(false);
+      expect(await same((c) => transaction(c, (t) => store.markNotAttempted(t, pay(7), 'gone', NOW, 'absent_at_processor')))).toBe(false);
+      // Sent (its first attempt recorded): only the processor can say it was not attempted.
+      expect(await same((c) => transaction(c, (t) => store.markNotAttempted(t, pay(3), 'gone', NOW, 'never_sent')))).toBe(false);
+      expect(await same((c) => transaction(c, (t) => store.markNotAttempted(t, pay(3), 'absent', NOW, 'absent_at_processor')))).toBe(true);
       await write((c) =>
         store.createPayment(c, {
           id: pay(8),
@@ -316,13 +325,23 @@ if (!onPostgres) {
         }),
       );
       // The queue: claimed, finished and released alike.
-      const claimed = await same((c) => store.claimDuePayments(c, 10, NOW));
+      // Each engine's claim has its own token; the same rows otherwise.
+      const claimedOn = async (c: StoreCtx) => (await store.claimDuePayments(c, 10, NOW)).map(({ leaseToken, ...p }) => ({ ...p, token: leaseToken }));
+      const liteClaimed = await claimedOn(onLite);
+      const pgClaimed = await claimedOn(onPg);
+      expect(pgClaimed.map(({ token: _, ...p }) => p)).toEqual(liteClaimed.map(({ token: _, ...p }) => p));
       // Oldest due first; two due at once in the order they were made.
-      expect(claimed.map((p) => p.id)).toEqual([pay(7), pay(3), pay(5), pay(8)]);
-      await write((c) => store.finishDue(c, pay(7), { state: 'pending', attempts: 2, nextAttemptAt: NOW + 10, set: { message: 'later' } }));
-      await write((c) => store.finishDue(c, pay(8), { state: 'done' }));
-      expect(await same((c) => transaction(c, (t) => store.releasePaymentLeases(t)))).toBe(2);
-      expect((await same((c) => store.claimDuePayments(c, 10, NOW + 10))).map((p) => p.id)).toEqual([pay(3), pay(5), pay(7)]);
+      expect(liteClaimed.map((p) => p.id)).toEqual([pay(7), pay(3), pay(5), pay(8)]);
+      const claimOf = (list: typeof liteClaimed, id: string) => ({ id, leaseToken: list.find((p) => p.id === id)!.token });
+      for (const [c, list] of [[onLite, liteClaimed], [onPg, pgClaimed]] as const) {
+        await transaction(c, (t) => store.finishDue(t, claimOf(list, pay(7)), { state: 'pending', attempts: 2, nextAttemptAt: NOW + 10, set: { message: 'later' } }));
+        await transaction(c, (t) => store.finishDue(t, claimOf(list, pay(8)), { state: 'done' }));
+      }
+      expect(await same((c) => transaction(c, (t) => store.releasePaymentLeases(t, replicaPrefix())))).toBe(2);
+      expect((await same(async (c) => (await store.claimDuePayments(c, 10, NOW + 10)).map((p) => p.id)))).toEqual([pay(3), pay(5), pay(7)]);
+      // The tokens differ between the engines (each claim has its own); the rows are otherwise alike.
+      await lite.db.update(sq.payments).set({ leaseToken: null });
+      await pg.db.update(pgs.payments).set({ leaseToken: null });
       for (const t of ['payments', 'paymentEvents', 'ledgerEntries', 'ingestedPayments', 'paymentConnections', 'enrollments', 'paymentObservationsSetAside'] as const) await sameRows(t);
     });
   });

@@ -18,6 +18,7 @@ import { readSecret, rotateSecret } from '../../../src/modules/webhooks/service'
 import { CUT_SHORT, SENDING, webhookStore as store, type DueRow, type NewDelivery } from '../../../src/modules/webhooks/store';
 import { FakeClock } from '../../../src/platform/clock';
 import { transaction } from '../../../src/platform/context';
+import { replicaPrefix } from '../../../src/platform/lease-token';
 import { Conflict } from '../../../src/platform/errors';
 import { newId } from '../../../src/platform/ids';
 import { openPg, type PgHandle } from '../../../src/platform/pg';
@@ -179,6 +180,40 @@ if (!onPostgres) {
       expect(typeof row.attemptId).toBe('number');
     });
 
+    test('a claim taken over after its lease ran out records its attempt, not the delivery state; its open attempt is cut short', async () => {
+      const ctx = await newLender();
+      const now = clock.now() + 5_400_000;
+      const [d] = deliveriesOf(ctx.lender.id, 1, now - 100);
+      await transaction({ deps }, (tx) => store.enqueueDeliveries(tx, [d!]));
+      const [first] = await transaction({ deps }, (tx) => store.claimDueDeliveries(tx, 10, now, 1_000, []));
+      // Its lease runs out (its replica stopped or stalled): another claim takes the delivery over.
+      const [second] = await transaction({ deps }, (tx) => store.claimDueDeliveries(tx, 10, now + 1_000, 30_000, []));
+      expect(second!.id).toBe(first!.id);
+      expect(second!.leaseToken).not.toBe(first!.leaseToken);
+      const errorOf = async (attemptId: number) =>
+        ((await pg.db.execute(sql`SELECT error FROM ${webhookAttempts} WHERE id = ${attemptId}`)) as unknown as { error: string | null }[])[0]!.error;
+      expect(await errorOf(first!.attemptId!)).toBe(CUT_SHORT);
+      expect(await errorOf(second!.attemptId!)).toBe(SENDING);
+      const attempt = { at: now + 5, statusCode: 503, error: 'HTTP 503', durationMs: 12 };
+      // The stale claim's answer comes back: its attempt is kept, the retry it would schedule is not.
+      await transaction({ deps }, (tx) =>
+        store.recordAttempts(tx, [
+          { id: d!.id, leaseToken: first!.leaseToken, attemptId: first!.attemptId, sent: true, attempt, state: 'pending', attempts: 1, nextAttemptAt: now + 60_000, firstAttemptAt: now + 5, finishedAt: null },
+        ]),
+      );
+      const [mid] = await store.listDeliveries(ctx, { lenderId: ctx.lender.id, after: null, take: 10 });
+      expect(mid).toMatchObject({ state: 'pending', attempts: 0, leaseUntil: now + 1_000 + 30_000 });
+      // The holder's answer stands.
+      await transaction({ deps }, (tx) =>
+        store.recordAttempts(tx, [
+          { id: d!.id, leaseToken: second!.leaseToken, attemptId: second!.attemptId, sent: true, attempt: { ...attempt, statusCode: 200, error: null }, state: 'delivered', attempts: 1, nextAttemptAt: null, firstAttemptAt: now + 5, finishedAt: now + 6 },
+        ]),
+      );
+      const [done] = await store.listDeliveries(ctx, { lenderId: ctx.lender.id, after: null, take: 10 });
+      expect(done).toMatchObject({ state: 'delivered', attempts: 1, leaseUntil: 0, lastStatusCode: 200 });
+      expect(await errorOf(first!.attemptId!)).toBe('HTTP 503');
+    });
+
     test('recording attempts: delivered, retried, failed, never sent; final states never move back', async () => {
       const ctx = await newLender();
       const now = clock.now() + 7_200_000;
@@ -192,11 +227,11 @@ if (!onPostgres) {
       await pg.db.execute(sql`DELETE FROM ${webhookAttempts} WHERE id = ${failed.attemptId!}`);
       await transaction({ deps }, (tx) =>
         store.recordAttempts(tx, [
-          { id: delivered.id, attemptId: delivered.attemptId, sent: true, attempt: attempt(200, null), state: 'delivered', attempts: 1, nextAttemptAt: null, firstAttemptAt: now + 5, finishedAt: now + 6 },
-          { id: retried.id, attemptId: retried.attemptId, sent: true, attempt: attempt(503, 'HTTP 503'), state: 'pending', attempts: 1, nextAttemptAt: now + 60_000, firstAttemptAt: now + 5, finishedAt: null },
+          { id: delivered.id, leaseToken: delivered.leaseToken, attemptId: delivered.attemptId, sent: true, attempt: attempt(200, null), state: 'delivered', attempts: 1, nextAttemptAt: null, firstAttemptAt: now + 5, finishedAt: now + 6 },
+          { id: retried.id, leaseToken: retried.leaseToken, attemptId: retried.attemptId, sent: true, attempt: attempt(503, 'HTTP 503'), state: 'pending', attempts: 1, nextAttemptAt: now + 60_000, firstAttemptAt: now + 5, finishedAt: null },
           // An attempt recorded without one opened at the claim gets its row all the same.
-          { id: failed.id, sent: true, attempt: attempt(410, 'HTTP 410'), state: 'failed', attempts: 1, nextAttemptAt: null, firstAttemptAt: now + 5, finishedAt: now + 6 },
-          { id: unsent.id, attemptId: unsent.attemptId, sent: false },
+          { id: failed.id, leaseToken: failed.leaseToken, sent: true, attempt: attempt(410, 'HTTP 410'), state: 'failed', attempts: 1, nextAttemptAt: null, firstAttemptAt: now + 5, finishedAt: now + 6 },
+          { id: unsent.id, leaseToken: unsent.leaseToken, attemptId: unsent.attemptId, sent: false },
         ]),
       );
       const rows = await store.listDeliveries(ctx, { lenderId: ctx.lender.id, after: null, take: 10 });
@@ -217,8 +252,8 @@ if (!onPostgres) {
       // A late record of a delivery already delivered (a lapsed lease) keeps its final state.
       await transaction({ deps }, (tx) =>
         store.recordAttempts(tx, [
-          { id: delivered.id, sent: true, attempt: attempt(503, 'HTTP 503'), state: 'pending', attempts: 2, nextAttemptAt: now + 60_000, firstAttemptAt: now + 5, finishedAt: null },
-          { id: failed.id, sent: false },
+          { id: delivered.id, leaseToken: delivered.leaseToken, sent: true, attempt: attempt(503, 'HTTP 503'), state: 'pending', attempts: 2, nextAttemptAt: now + 60_000, firstAttemptAt: now + 5, finishedAt: null },
+          { id: failed.id, leaseToken: failed.leaseToken, sent: false },
         ]),
       );
       const after = await store.listDeliveries(ctx, { lenderId: ctx.lender.id, after: null, take: 10 });
@@ -233,7 +268,14 @@ if (!onPostgres) {
       await transaction({ deps }, (tx) => store.enqueueDeliveries(tx, ds));
       const claimed = await transaction({ deps }, (tx) => store.claimDueDeliveries(tx, 2, now, 30_000, []));
       expect(claimed.length).toBe(2);
-      const released = await transaction({ deps }, (tx) => store.releaseDeliveryLeases(tx));
+      // Another replica starting leaves a live claim alone: nothing released, its attempts still being sent.
+      expect(await transaction({ deps }, (tx) => store.releaseDeliveryLeases(tx, 'another-replica/', now))).toBe(0);
+      const open = (await pg.db.execute(
+        sql`SELECT error FROM ${webhookAttempts} WHERE delivery_id = ANY(${sql.param(claimed.map((r) => r.id))}::text[])`,
+      )) as unknown as { error: string }[];
+      expect(open.map((e) => e.error)).toEqual([SENDING, SENDING]);
+      // This replica restarted under its id: its own claims let go.
+      const released = await transaction({ deps }, (tx) => store.releaseDeliveryLeases(tx, replicaPrefix(), now));
       expect(released).toBeGreaterThanOrEqual(2);
       const errors = (await pg.db.execute(
         sql`SELECT error FROM ${webhookAttempts} WHERE delivery_id = ANY(${sql.param(claimed.map((r) => r.id))}::text[])`,

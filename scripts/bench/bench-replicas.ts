@@ -12,7 +12,7 @@ import { sideConnection } from './engine';
 import { ServiceHarness, waitFor, type ServiceProcess } from '../../tests/helpers/server';
 
 const READS = 2000;
-const BORROWERS = 1000;
+const BORROWERS = 200;
 const LATENCY_MS = 50;
 
 /** A counter's total on one replica's /metrics (every label set added up). */
@@ -61,8 +61,8 @@ async function collection(ctx: BenchContext, replicas: number): Promise<Run> {
   if (key.status !== 201) throw new Error(`payment connection answered ${key.status}`);
   const t0 = performance.now();
   await Promise.all(
-    Array.from({ length: BORROWERS / 250 }, async (_, part) => {
-      const borrowers = authorizers(`rep${replicas}c${part}`, 250).map((a) => ({
+    Array.from({ length: BORROWERS / 100 }, async (_, part) => {
+      const borrowers = authorizers(`rep${replicas}c${part}`, 100).map((a) => ({
         ...a,
         first_name: 'Ada',
         last_name: 'Lovelace',

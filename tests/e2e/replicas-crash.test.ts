@@ -153,6 +153,13 @@ if (!onPostgres) {
           // At rest: collection, the recorder, the balance batches and the webhooks.
           const s = await atRest(h, n, 120_000);
           const forward = await forwardOnlyAtRest(h, 60_000);
+          // Checked at once, so a failure further on does not hide them.
+          checkInvariants(s);
+          checkForwardOnlyInvariants(h, forward);
+          expect(s.atProcessor.size).toBeGreaterThan(0);
+          // The processor's idempotency keys are unique: no payment was sent twice under two keys or created twice.
+          const twice = read(h, (db) => db.query('SELECT idempotency_key AS key FROM sandbox_payments GROUP BY idempotency_key HAVING COUNT(*) > 1').all());
+          expect(twice).toEqual([]);
           // The balance requests' batches (monitoring reads run in batches of their own, all the time).
           const ofOurs = `id IN (${batches.map((b) => `'${b}'`).join(', ')})`;
           await waitFor(
@@ -177,12 +184,6 @@ if (!onPostgres) {
           );
           await set.stopAll();
 
-          checkInvariants(s);
-          checkForwardOnlyInvariants(h, forward);
-          expect(s.atProcessor.size).toBeGreaterThan(0);
-          // The processor's idempotency keys are unique: no payment was sent twice under two keys or created twice.
-          const twice = read(h, (db) => db.query('SELECT idempotency_key AS key FROM sandbox_payments GROUP BY idempotency_key HAVING COUNT(*) > 1').all());
-          expect(twice).toEqual([]);
           // Every batch complete: each authorizer has its one result, and each batch counted each once.
           const items = read(h, (db) => db.query(`SELECT COUNT(*) AS n, SUM(CASE WHEN state = 'pending' THEN 1 ELSE 0 END) AS pending FROM batch_items WHERE batch_${ofOurs}`).get() as { n: number; pending: number });
           expect(Number(items.n)).toBe(batches.length * 25);

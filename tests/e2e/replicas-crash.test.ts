@@ -241,7 +241,10 @@ if (!onPostgres) {
       const removal = await a.call('DELETE', '/v1/payment_enrollments', { authorizer_unique_ids: aids });
       const answered = Date.now();
       expect(removal.status).toBe(200);
-      expect(removal.body.removed).toBe(aids.length);
+      // Those whose transient first attempt is behind them are still monitored; on a slow machine a payment that
+      // went out may have settled (and its borrower been collected) before the removal came.
+      expect(removal.body.removed + removal.body.not_monitored).toBe(aids.length);
+      expect(removal.body.removed).toBeGreaterThanOrEqual(3);
 
       // Whatever was on the wire comes back and is recorded, and what went out settles; each failed first
       // attempt is due again after its backoff meanwhile (and would be sent then were a claim allowed after the

@@ -38,6 +38,8 @@ export interface Bench {
   timeoutMs: number;
   /** Why this benchmark has no meaning on PostgreSQL, when it has none: the runner then says so instead of running it. */
   notOnPostgres?: string;
+  /** Why this benchmark has no meaning on SQLite, when it needs PostgreSQL: the runner then says so instead of running it. */
+  notOnSqlite?: string;
   run(ctx: BenchContext): Promise<BenchResult>;
 }
 

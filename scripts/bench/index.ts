@@ -30,8 +30,9 @@ import { stallsBench } from './bench-stalls';
 import { monitoringBench } from './bench-monitoring';
 import { cadenceBench } from './bench-cadence';
 import { linkedPlaidBench, linkedStripeBench } from './bench-linked';
+import { replicasBench } from './bench-replicas';
 
-export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench, monitoringBench, linkedPlaidBench, linkedStripeBench, cadenceBench];
+export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench, monitoringBench, linkedPlaidBench, linkedStripeBench, cadenceBench, replicasBench];
 
 interface Ran {
   bench: Bench;
@@ -45,6 +46,7 @@ interface Ran {
 
 async function runOne(bench: Bench): Promise<Omit<Ran, 'bench' | 'index'>> {
   if (onPostgres && bench.notOnPostgres) return { seconds: 0, result: null, error: null, skipped: `not run on PostgreSQL: ${bench.notOnPostgres}` };
+  if (!onPostgres && bench.notOnSqlite) return { seconds: 0, result: null, error: null, skipped: `not run on SQLite: ${bench.notOnSqlite}` };
   const deferred: (() => unknown)[] = [];
   const ctx = {
     log: (msg: string) => console.error(`  [${bench.name}] ${msg}`),

@@ -52,6 +52,12 @@ export class Metrics {
     labelNames: ['rail'] as const,
     registers: [this.registry],
   });
+  readonly paymentsSent = new Counter({
+    name: 'payments_sent_total',
+    help: 'Payment creations this process sent to a processor after claiming them (a re-send with the same key counts again), by processor',
+    labelNames: ['processor'] as const,
+    registers: [this.registry],
+  });
   readonly paymentsScheduled = new Counter({
     name: 'payments_scheduled_total',
     help: 'Payments scheduled after a notice period (the borrower is to be told), by rail',

@@ -7,95 +7,14 @@
 // processor's latency and settlement: the random kills at both latencies and the return run at once. The two
 // sequences run alone, since each kills at a chosen moment of a payment's answer.
 import { afterAll, describe, expect, test } from 'bun:test';
-import { Database } from 'bun:sqlite';
 import { ServiceHarness, waitFor, type ServiceProcess } from '../helpers/server';
 import { enrollBorrower } from '../helpers/fixtures';
+import { atRest, checkInvariants, read, rng, snapshot } from '../helpers/collection-crash';
 
 const harnesses: ServiceHarness[] = [];
 afterAll(async () => {
   for (const h of harnesses) await h.cleanup();
 });
-
-interface Snapshot {
-  payments: { id: string; enrollment: string; aid: string; reference: string; status: string }[];
-  /** Per idempotency key: how many payments the sandbox holds, and the latest status of the newest one. */
-  atProcessor: Map<string, { n: number; status: string }>;
-}
-
-function snapshot(h: ServiceHarness): Snapshot {
-  const db = h.database();
-  try {
-    const payments = db
-      .query('SELECT id, enrollment_id AS enrollment, authorizer_unique_id AS aid, reference, status FROM payments')
-      .all() as Snapshot['payments'];
-    const rows = db
-      .query(
-        `SELECT p.idempotency_key AS key, COUNT(*) OVER (PARTITION BY p.idempotency_key) AS n,
-                (SELECT e.status FROM sandbox_events e WHERE e.payment_id = p.id ORDER BY e.seq DESC LIMIT 1) AS status
-           FROM sandbox_payments p`,
-      )
-      .all() as { key: string; n: number; status: string }[];
-    return { payments, atProcessor: new Map(rows.map((r) => [r.key, { n: r.n, status: r.status }])) };
-  } finally {
-    db.close();
-  }
-}
-
-/** The invariants, checked on a service at rest. */
-function checkInvariants(s: Snapshot): void {
-  const ours = new Map(s.payments.map((p) => [p.id, p]));
-  for (const [key, at] of s.atProcessor) {
-    // Exactly one processor payment per service payment, and none the service does not account for.
-    expect(at.n).toBe(1);
-    const p = ours.get(key);
-    expect(p).toBeDefined();
-    // Recorded with the processor's status (a not_attempted payment would be a debit the service lost).
-    expect(p!.status).toBe(at.status);
-  }
-  for (const p of s.payments) {
-    if (p.status === 'not_attempted') expect(s.atProcessor.has(p.id)).toBe(false);
-    expect(p.status).not.toBe('initiating');
-  }
-  // Never more than three payments at the processor for one enrollment.
-  const perEnrollment = new Map<string, number>();
-  for (const p of s.payments) if (s.atProcessor.has(p.id)) perEnrollment.set(p.enrollment, (perEnrollment.get(p.enrollment) ?? 0) + 1);
-  for (const n of perEnrollment.values()) expect(n).toBeLessThanOrEqual(3);
-}
-
-/** A small deterministic generator, so a failing run can be repeated. */
-function rng(seed: number) {
-  let x = seed >>> 0;
-  return () => ((x = (Math.imul(x, 1664525) + 1013904223) >>> 0) / 2 ** 32);
-}
-
-/** At rest: at least `least` payments made, none in flight, each the processor holds recorded with its status. */
-async function atRest(h: ServiceHarness, least: number, timeoutMs: number): Promise<Snapshot> {
-  let last: Snapshot | null = null;
-  try {
-    return await waitFor(
-      'collection to come to rest',
-      async () => {
-        const s = (last = snapshot(h));
-        if (s.payments.length < least) return null;
-        const busy = s.payments.some((p) => p.status === 'initiating' || p.status === 'processing');
-        const unrecorded = s.payments.some((p) => s.atProcessor.has(p.id) && s.atProcessor.get(p.id)!.status !== p.status);
-        return !busy && !unrecorded ? s : null;
-      },
-      timeoutMs,
-    );
-  } catch (e) {
-    // What it was waiting on, so a failure says which part never came to rest.
-    const s = last as Snapshot | null;
-    const statuses: Record<string, number> = {};
-    for (const p of s?.payments ?? []) statuses[p.status] = (statuses[p.status] ?? 0) + 1;
-    const unrecorded = (s?.payments ?? []).filter((p) => s!.atProcessor.has(p.id) && s!.atProcessor.get(p.id)!.status !== p.status);
-    const enrollments = new Set((s?.payments ?? []).map((p) => p.enrollment)).size;
-    throw new Error(
-      `${(e as Error).message}: ${s?.payments.length ?? 0} payments of ${enrollments} enrollments (at least ${least} wanted), ` +
-        `statuses ${JSON.stringify(statuses)}, unrecorded ${JSON.stringify(unrecorded.map((p) => [p.status, s!.atProcessor.get(p.id)!.status]))}`,
-    );
-  }
-}
 
 for (const latency of [50, 3000]) {
   describe(`kill -9 at random moments, processor latency ${latency} ms`, () => {
@@ -239,15 +158,14 @@ describe('the sequences that once collected twice', () => {
 });
 
 function snapshotLedger(h: ServiceHarness, aid: string): { net: number } {
-  const db = h.database();
-  try {
-    return db
-      .query(
-        `SELECT COALESCE(SUM(CASE WHEN l.kind = 'credit' THEN l.amount_cents ELSE -l.amount_cents END), 0) AS net
-           FROM ledger_entries l JOIN enrollments e ON e.id = l.enrollment_id WHERE e.authorizer_unique_id = ?`,
-      )
-      .get(aid) as { net: number };
-  } finally {
-    db.close();
-  }
+  return read(
+    h,
+    (db) =>
+      db
+        .query(
+          `SELECT COALESCE(SUM(CASE WHEN l.kind = 'credit' THEN l.amount_cents ELSE -l.amount_cents END), 0) AS net
+             FROM ledger_entries l JOIN enrollments e ON e.id = l.enrollment_id WHERE e.authorizer_unique_id = ?`,
+        )
+        .get(aid) as { net: number },
+  );
 }

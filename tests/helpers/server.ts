@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
@@ -6,7 +6,10 @@ import { Database } from 'bun:sqlite';
 import { freshPgDatabase, onPostgres, PsqlDatabase, vaultKeyIn } from './pg';
 
 // The real service as a child process on its own SQLite file (or, when the suite runs on PostgreSQL, its own
-// database cloned from the migrated template), for crash and restart tests.
+// database cloned from the migrated template), for crash and restart tests. On PostgreSQL a harness starts as
+// many processes on its one database as a test asks (replicas, each on its own port with its own REPLICA_ID),
+// all with one fixed VAULT_KEY, so each reads what another sealed; on SQLite a second process at once is
+// refused by the file lock, as in production.
 
 export const ROOT = join(import.meta.dir, '../..');
 export const TEST_API_KEY = 'drs_live_' + 'R3startT3stK3y0000000000000000Ab';
@@ -18,9 +21,14 @@ export function freePort(): number {
   return port;
 }
 
+/** The vault key every process of a PostgreSQL harness shares (32 bytes, base64). */
+export const TEST_VAULT_KEY = Buffer.alloc(32, 0x5a).toString('base64');
+
 export interface ServiceProcess {
   proc: Subprocess;
   url: string;
+  /** Its REPLICA_ID, when the test named it. */
+  replicaId: string | undefined;
   call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
   kill(signal?: 'SIGKILL' | 'SIGTERM'): Promise<void>;
 }
@@ -34,6 +42,8 @@ export class ServiceHarness {
 
   constructor(private readonly env: Record<string, string> = {}) {
     this.pg = onPostgres && env.DATABASE_PATH === undefined && env.DATABASE_URL === undefined ? freshPgDatabase() : null;
+    // The same key in the file too, so the CLI run by a test on VAULT_KEY_FILE opens what the service sealed.
+    if (this.pg) writeFileSync(join(this.dir, 'vault.key'), TEST_VAULT_KEY + '\n', { mode: 0o600 });
   }
 
   /** The service's database as a test reads it (read-only on SQLite unless asked); `close()` when done. */
@@ -41,7 +51,11 @@ export class ServiceHarness {
     return this.pg ? (new PsqlDatabase(this.pg.url) as unknown as Database) : new Database(this.dbPath, { readonly: !opts.writable });
   }
 
-  async start(extraEnv: Record<string, string> = {}): Promise<ServiceProcess> {
+  /**
+   * Starts a service process on the harness's database, on a port of its own. Call it again while one runs for
+   * another replica (PostgreSQL only); `replicaId` sets its REPLICA_ID, `env` adds to the harness's variables.
+   */
+  async start(opts: { replicaId?: string; env?: Record<string, string> } = {}): Promise<ServiceProcess> {
     const port = freePort();
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '',
@@ -60,7 +74,8 @@ export class ServiceHarness {
       // replica with a fixed REPLICA_ID does (with the default id, a restart waits for its old leases to run out).
       REPLICA_ID: 'replica-1',
       ...this.env,
-      ...extraEnv,
+      ...(opts.replicaId ? { REPLICA_ID: opts.replicaId } : {}),
+      ...opts.env,
     };
     // On PostgreSQL the service refuses to start without VAULT_KEY: the one kept in the harness's key file (a
     // test that names VAULT_KEY itself, even empty, keeps what it names).
@@ -68,7 +83,8 @@ export class ServiceHarness {
     const proc = Bun.spawn([process.execPath, 'run', 'src/index.ts'], {
       cwd: ROOT,
       env,
-      stdout: 'ignore',
+      // The service logs to stdout: SERVICE_STDOUT=1 shows it beside the test's output, to see why a run failed.
+      stdout: process.env.SERVICE_STDOUT ? 'inherit' : 'ignore',
       stderr: 'inherit',
     });
     this.running.add(proc);
@@ -106,7 +122,7 @@ export class ServiceHarness {
       await proc.exited;
       this.running.delete(proc);
     };
-    return { proc, url, call, kill };
+    return { proc, url, replicaId: opts.replicaId, call, kill };
   }
 
   async cleanup(): Promise<void> {

@@ -157,7 +157,7 @@ if (!onPostgres) {
     afterAll(() => h.cleanup());
     let started: Promise<[ServiceProcess, ServiceProcess]> | null = null;
     /** Two services on the harness's one database, each its own replica, started once (one after the other) for the tests below. */
-    const replicas = () => (started ??= h.start({ REPLICA_ID: 'replica-a' }).then(async (one) => [one, await h.start({ REPLICA_ID: 'replica-b' })]));
+    const replicas = () => (started ??= h.start({ replicaId: 'replica-a' }).then(async (one) => [one, await h.start({ replicaId: 'replica-b' })]));
 
     test("an API key's bucket is one across replicas; the table names its id, not the key", async () => {
       const [one, two] = await replicas();

@@ -123,6 +123,7 @@ export async function sendPlanned(ctx: JobContext, p: DuePayment, plan: PlannedS
     return again.kind === 'planned' ? sendPlanned(ctx, p, again, depth + 1) : again;
   }
   const call = plan.processor.createDebit(plan.key, plan.request);
+  ctx.deps.metrics.paymentsSent.inc({ processor: plan.processor.name });
   return { kind: 'send', processor: plan.processor, key: plan.key, call, firstAttemptAt: plan.firstAttemptAt };
 }
 

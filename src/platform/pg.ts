@@ -124,6 +124,15 @@ export function dbErrorMessage(e: unknown): string {
   return e.message;
 }
 
+/**
+ * Whether a transaction lost to another and may simply be run again: a deadlock (40P01) or a serialization
+ * failure (40001). Its writes were all rolled back.
+ */
+export const isTransientConflict = (e: unknown): boolean => {
+  const code = pgCode(e);
+  return code === '40P01' || code === '40001';
+};
+
 /** Whether an error is a unique-constraint violation (SQLSTATE 23505). */
 export const isUniqueViolation = (e: unknown): boolean => pgCode(e) === '23505';
 

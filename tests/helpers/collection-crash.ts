@@ -31,9 +31,8 @@ export interface Snapshot {
 
 export function snapshot(h: ServiceHarness): Snapshot {
   return read(h, (db) => {
-    const payments = db
-      .query('SELECT id, enrollment_id AS enrollment, authorizer_unique_id AS aid, reference, status FROM payments')
-      .all() as Snapshot['payments'];
+    // The processor first, then the service: a payment row is committed before its request leaves, so every
+    // payment the processor holds in this read is in the next one, even when a new one is sent between the two.
     const rows = db
       .query(
         `SELECT p.idempotency_key AS key, COUNT(*) OVER (PARTITION BY p.idempotency_key) AS n,
@@ -41,6 +40,9 @@ export function snapshot(h: ServiceHarness): Snapshot {
            FROM sandbox_payments p`,
       )
       .all() as { key: string; n: number; status: string }[];
+    const payments = db
+      .query('SELECT id, enrollment_id AS enrollment, authorizer_unique_id AS aid, reference, status FROM payments')
+      .all() as Snapshot['payments'];
     return { payments, atProcessor: new Map(rows.map((r) => [r.key, { n: Number(r.n), status: r.status }])) };
   });
 }

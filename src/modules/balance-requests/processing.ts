@@ -3,6 +3,7 @@ import type { Db } from '../../platform/db';
 import type { Deps, JobContext } from '../../deps';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import { transaction } from '../../platform/context';
+import { isTransientConflict } from '../../platform/pg';
 import type { TxCtx } from '../../platform/store';
 import { drainClaims, writesInOrder } from '../../platform/work-pool';
 import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult } from '../../adapters/bank-data/types';
@@ -150,6 +151,19 @@ function readRequest(item: ClaimedItem, s: SensitiveFields): BalanceReadRequest 
  */
 async function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): Promise<void> {
   if (outcomes.length === 0) return;
+  // On PostgreSQL two replicas' flushes may still lock the same rows in two orders (a borrower read in two
+  // batches at once): the one the database picks to undo is written again, rather than its reads left leased
+  // until their claims run out.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await recordOutcomesOnce(ctx, outcomes);
+    } catch (e) {
+      if (attempt >= 3 || !isTransientConflict(e)) throw e;
+    }
+  }
+}
+
+async function recordOutcomesOnce(ctx: JobContext, outcomes: Outcome[]): Promise<void> {
   await transaction(ctx, async (tx) => {
     // What the flush writes is held first, each kind in one order: flushes at once never each wait for the other.
     await store.lockReads(tx, outcomes.map((o) => o.item.id));
@@ -201,6 +215,8 @@ async function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): Promise<voi
       added.set(o.item.batchId, (added.get(o.item.batchId) ?? 0) + 1);
       recorded.push({ batchId: o.item.batchId, lenderId: o.item.lenderId, authorizerUniqueId: o.item.authorizerUniqueId, balanceCents: o.cents, statusCode: o.code, at: o.at });
     });
+    // The borrowers' rows the results move, taken in one order by every flush (lender, then authorizer).
+    recorded.sort((a, b) => (a.lenderId < b.lenderId ? -1 : a.lenderId > b.lenderId ? 1 : a.authorizerUniqueId < b.authorizerUniqueId ? -1 : a.authorizerUniqueId > b.authorizerUniqueId ? 1 : 0));
     await markRead(tx, [...readThrough], ctx.deps.clock.now());
     if (recorded.length > 0) await ctx.deps.balanceResults.afterResults(tx, recorded);
     await store.lockBatches(tx, [...added.keys()]);

@@ -282,7 +282,16 @@ describe('JobRunner', () => {
     expect(ctx.sql.query('SELECT COUNT(*) AS n FROM leases').get()).toEqual({ n: 0 });
   });
 
-  test.if(!ctx.rt.pg)('SQLite: every lease is granted at once, to any owner, without a row', async () => {
+  test('on SQLite every lease is granted at once, to any owner, without a row; on PostgreSQL one owner holds it', async () => {
+    if (ctx.rt.pg) {
+      // One process per file is SQLite's rule; on PostgreSQL a second owner waits for the lease to run out.
+      expect(await takeLease(ctx.rt, 'job:pg-x', 'one', 30_000)).toBe(true);
+      expect(await takeLease(ctx.rt, 'job:pg-x', 'two', 30_000)).toBe(false);
+      await releaseLease(ctx.rt, 'job:pg-x', 'one');
+      expect(await takeLease(ctx.rt, 'job:pg-x', 'two', 30_000)).toBe(true);
+      await releaseLease(ctx.rt, 'job:pg-x', 'two');
+      return;
+    }
     expect(await takeLease(ctx.rt, 'job:x', 'one', 30_000)).toBe(true);
     expect(await takeLease(ctx.rt, 'job:x', 'two', 30_000)).toBe(true);
     const held = (await HeldLease.take(ctx.rt, 'poll:k', 'one', 1))!;

@@ -1,6 +1,6 @@
 import { transaction } from '../platform/context';
 import { replicaPrefix } from '../platform/lease-token';
-import { isTransientConflict } from '../platform/pg';
+import { againOnConflict } from '../platform/pg';
 import type { Deps } from '../deps';
 import type { Auth } from '../http/auth';
 import type { Job } from '../platform/jobs';
@@ -85,17 +85,12 @@ export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed,
 export async function releaseStaleClaims(deps: Pick<Deps, 'db' | 'reader' | 'pg' | 'clock'>): Promise<void> {
   const prefix = replicaPrefix();
   // Beside other replicas' claims a release may lose a deadlock: it is run again, not the start failed.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await transaction({ deps }, async (tx) => {
-        await balanceStore.releaseReadLeases(tx, prefix);
-        // Payments whose outcome is not known yet are due again at once (dispatch resolves them at the processor).
-        await collectionStore.releasePaymentLeases(tx, prefix);
-      });
-      await releaseDeliveryLeases(deps);
-      return;
-    } catch (e) {
-      if (attempt >= 5 || !isTransientConflict(e)) throw e;
-    }
-  }
+  await againOnConflict(5, async () => {
+    await transaction({ deps }, async (tx) => {
+      await balanceStore.releaseReadLeases(tx, prefix);
+      // Payments whose outcome is not known yet are due again at once (dispatch resolves them at the processor).
+      await collectionStore.releasePaymentLeases(tx, prefix);
+    });
+    await releaseDeliveryLeases(deps);
+  });
 }

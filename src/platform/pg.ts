@@ -128,10 +128,24 @@ export function dbErrorMessage(e: unknown): string {
  * Whether a transaction lost to another and may simply be run again: a deadlock (40P01) or a serialization
  * failure (40001). Its writes were all rolled back.
  */
-export const isTransientConflict = (e: unknown): boolean => {
+const isTransientConflict = (e: unknown): boolean => {
   const code = pgCode(e);
   return code === '40P01' || code === '40001';
 };
+
+/**
+ * Runs `fn` (one or more whole transactions) again when PostgreSQL undoes it in a deadlock or a serialization
+ * failure, up to `attempts` times in all; any other error, or the last, is thrown.
+ */
+export async function againOnConflict<T>(attempts: number, fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (attempt >= attempts || !isTransientConflict(e)) throw e;
+    }
+  }
+}
 
 /** Whether an error is a unique-constraint violation (SQLSTATE 23505). */
 export const isUniqueViolation = (e: unknown): boolean => pgCode(e) === '23505';

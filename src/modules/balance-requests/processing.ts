@@ -3,7 +3,7 @@ import type { Db } from '../../platform/db';
 import type { Deps, JobContext } from '../../deps';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import { transaction } from '../../platform/context';
-import { isTransientConflict } from '../../platform/pg';
+import { againOnConflict } from '../../platform/pg';
 import type { TxCtx } from '../../platform/store';
 import { drainClaims, writesInOrder } from '../../platform/work-pool';
 import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult } from '../../adapters/bank-data/types';
@@ -154,13 +154,7 @@ async function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): Promise<voi
   // On PostgreSQL two replicas' flushes may still lock the same rows in two orders (a borrower read in two
   // batches at once): the one the database picks to undo is written again, rather than its reads left leased
   // until their claims run out.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await recordOutcomesOnce(ctx, outcomes);
-    } catch (e) {
-      if (attempt >= 3 || !isTransientConflict(e)) throw e;
-    }
-  }
+  await againOnConflict(3, () => recordOutcomesOnce(ctx, outcomes));
 }
 
 async function recordOutcomesOnce(ctx: JobContext, outcomes: Outcome[]): Promise<void> {

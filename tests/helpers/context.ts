@@ -108,6 +108,22 @@ function migratedCopy(path: string): void {
 }
 
 /**
+ * Two replicas on one fresh PostgreSQL database (REPLICA_ID replica-a and replica-b, one vault key between
+ * them, as replicas must share it), closed and the database dropped after the file.
+ */
+export function twoReplicas(): { a: TestContext; b: TestContext } {
+  const database = freshPgDatabase();
+  const a = createTestContext({ DATABASE_URL: database.url, REPLICA_ID: 'replica-a' });
+  const b = createTestContext({ DATABASE_URL: database.url, REPLICA_ID: 'replica-b', VAULT_KEY_FILE: join(a.dir, 'vault.key') });
+  afterAll(() => {
+    a.close();
+    b.close();
+    database.drop();
+  });
+  return { a, b };
+}
+
+/**
  * A real app on a real SQLite file in a temp folder, with the real migrations and a fake clock. Unless `env`
  * names a DATABASE_PATH, the file starts as a copy of a freshly migrated one.
  */

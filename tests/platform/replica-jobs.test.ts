@@ -7,10 +7,9 @@
 //   counter), the replica that does not get the lease skips its tick and counts it as skipped, not failed;
 // - a replica killed holding a job's lease holds the job up until the lease expires, and no longer;
 // - a tick whose lease passed to another replica stops at its next slice, counted as lease_lost.
-import { afterAll, describe, expect, test } from 'bun:test';
-import { join } from 'node:path';
-import { createTestContext, type TestContext } from '../helpers/context';
-import { freshPgDatabase, onPostgres } from '../helpers/pg';
+import { describe, expect, test } from 'bun:test';
+import { twoReplicas, type TestContext } from '../helpers/context';
+import { onPostgres } from '../helpers/pg';
 import { waitFor } from '../helpers/server';
 import { betweenSlices, jobLeaseMs, JobRunner, type Job } from '../../src/platform/jobs';
 import { releaseLease, takeLease } from '../../src/platform/leases';
@@ -21,14 +20,7 @@ if (!onPostgres) {
     expect(onPostgres).toBe(false);
   });
 } else {
-  const database = freshPgDatabase();
-  const a = createTestContext({ DATABASE_URL: database.url, REPLICA_ID: 'replica-a' });
-  const b = createTestContext({ DATABASE_URL: database.url, REPLICA_ID: 'replica-b', VAULT_KEY_FILE: join(a.dir, 'vault.key') });
-  afterAll(() => {
-    a.close();
-    b.close();
-    database.drop();
-  });
+  const { a, b } = twoReplicas();
 
   let seq = 0;
   const leaseRow = async (name: string) => {

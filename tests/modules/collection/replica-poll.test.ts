@@ -5,10 +5,9 @@
 //   replica B skips that key and reads the other, from the cursor A left it at;
 // - a page read from a cursor that moved meanwhile (A stalled past its lease, B took the key over and read on)
 //   is discarded whole: nothing of it is ingested, the counts do not move and the cursor is not moved back.
-import { afterAll, describe, expect, test } from 'bun:test';
-import { join } from 'node:path';
-import { createTestContext } from '../../helpers/context';
-import { freshPgDatabase, onPostgres } from '../../helpers/pg';
+import { describe, expect, test } from 'bun:test';
+import { twoReplicas } from '../../helpers/context';
+import { onPostgres } from '../../helpers/pg';
 import { waitFor } from '../../helpers/server';
 import { pollProcessors } from '../../../src/modules/collection/poll';
 import { Processors, type Processor } from '../../../src/adapters/processors';
@@ -21,14 +20,7 @@ if (!onPostgres) {
     expect(onPostgres).toBe(false);
   });
 } else {
-  const database = freshPgDatabase();
-  const a = createTestContext({ DATABASE_URL: database.url, REPLICA_ID: 'replica-a' });
-  const b = createTestContext({ DATABASE_URL: database.url, REPLICA_ID: 'replica-b', VAULT_KEY_FILE: join(a.dir, 'vault.key') });
-  afterAll(() => {
-    a.close();
-    b.close();
-    database.drop();
-  });
+  const { a, b } = twoReplicas();
 
   type Replica = 'A' | 'B';
   interface Call {

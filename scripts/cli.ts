@@ -1,12 +1,14 @@
 // Operator CLI: `bun run cli <command>`. Works on the database and vault key named by the same environment
-// variables as the service (DATABASE_PATH, VAULT_KEY / VAULT_KEY_FILE). Every command but `vault rotate` is
-// safe beside a running service; rotate with the service stopped (it loads the vault key at start).
+// variables as the service (DATABASE_URL / DATABASE_PATH, VAULT_KEY / VAULT_OLD_KEYS / VAULT_KEY_FILE). Every
+// command is safe beside a running service but `vault rotate` with a key file, which writes a new key the
+// service loads only at start: rotate that with the service stopped. With VAULT_KEY, the services are
+// restarted on the new key first (README "Rotating the vault key"), and rotation runs beside them.
 import { Database } from 'bun:sqlite';
 import { appendFileSync, existsSync, renameSync, writeFileSync, chmodSync, openSync, closeSync } from 'node:fs';
-import { ConfigError, loadConfig, type Config } from '../src/config';
+import { ConfigError, loadConfig, requireSharedVaultKey, type Config } from '../src/config';
 import { openDatabase, immediate, SchemaTooNewError, type DbHandle } from '../src/platform/db';
 import { applyPgMigrations, openPg, pgDbHandle } from '../src/platform/pg';
-import { generateVaultKey, loadVault } from '../src/platform/vault';
+import { generateVaultKey, loadVault, type Vault } from '../src/platform/vault';
 import { SEALED_COLUMNS } from '../src/modules';
 import { transaction, withTransaction } from '../src/platform/context';
 import {
@@ -36,7 +38,9 @@ const USAGE = `Usage: bun run cli <command>
   key list LENDER               list the lender's keys (prefixes only)
   key revoke PREFIX             revoke the key with that prefix
   backup FILE                   consistent online copy of the database, integrity-checked
-  vault rotate                  new vault key; re-seal every stored secret under it (service stopped)
+  vault rotate                  new vault key; re-seal every stored secret under it (service stopped); with
+                                VAULT_KEY set: re-seal every secret under VAULT_KEY, the old keys given in
+                                VAULT_OLD_KEYS (services running, each already on the new key)
   vault status                  how many sealed values each vault key holds
   user create LENDER EMAIL --name "DISPLAY NAME" --password-stdin
                                 a dashboard user of the lender (reads the password, 12+ characters, from stdin)
@@ -104,26 +108,19 @@ export async function vaultStatus(h: DbHandle): Promise<Record<string, number>> 
 }
 
 /**
- * Rotation that survives a crash at any step: the old key is kept in `<file>.old` first, the new key
- * replaces the key file atomically, then every sealed value is re-sealed in one transaction. Running it
- * again after a crash finishes the job.
+ * Re-seals every sealed value not under the vault's current key, in one transaction; a row the service
+ * changes meanwhile is locked until it commits. Nothing changes when a value is under a key the vault does
+ * not hold: those are counted first and named.
  */
-export async function rotateVault(config: Config, h: DbHandle): Promise<{ resealed: number; keyId: string }> {
-  if (config.vaultKey) {
-    throw new CliError('VAULT_KEY is set in the environment; rotation rewrites VAULT_KEY_FILE, so unset VAULT_KEY to use it');
+async function resealAll(h: DbHandle, vault: Vault): Promise<number> {
+  const unknown = new Map<string, number>();
+  for (const [kid, n] of Object.entries(await vaultStatus(h))) if (!vault.holdsKey(kid)) unknown.set(kid, n);
+  if (unknown.size > 0) {
+    const which = [...unknown].map(([kid, n]) => `${n} under key id ${kid}`).join(', ');
+    throw new CliError(`Some sealed values are under a key this vault does not hold (${which}): give that key in VAULT_OLD_KEYS and run it again. Nothing was changed.`);
   }
-  loadVault(config); // fails loudly before anything changes if the current key is unreadable
-  const oldKeyText = (await Bun.file(config.vaultKeyFile).text()).trim();
-  appendFileSync(`${config.vaultKeyFile}.old`, oldKeyText + '\n', { mode: 0o600 });
-  const newKey = generateVaultKey();
-  const tmp = `${config.vaultKeyFile}.tmp`;
-  writeFileSync(tmp, newKey.toString('base64') + '\n', { mode: 0o600 });
-  chmodSync(tmp, 0o600);
-  renameSync(tmp, config.vaultKeyFile);
-  const { vault } = loadVault(config); // new key current, every older key readable
   let resealed = 0;
   if (h.pg) {
-    // One transaction, as on SQLite; a row changed meanwhile by the service is locked until it commits.
     await h.pg.sql.begin(async (tx) => {
       for (const { table: t, key, column } of SEALED_COLUMNS) {
         const rows = (await tx.unsafe(`SELECT ${key}::text AS k, ${column} AS v FROM ${t} WHERE ${column} IS NOT NULL FOR UPDATE`)) as { k: string; v: string }[];
@@ -134,7 +131,7 @@ export async function rotateVault(config: Config, h: DbHandle): Promise<{ reseal
         }
       }
     });
-    return { resealed, keyId: vault.currentKeyId };
+    return resealed;
   }
   const sqlite = h.sqlite;
   immediate(sqlite, () => {
@@ -148,7 +145,31 @@ export async function rotateVault(config: Config, h: DbHandle): Promise<{ reseal
       }
     }
   });
-  return { resealed, keyId: vault.currentKeyId };
+  return resealed;
+}
+
+/**
+ * Rotation. With the key in VAULT_KEY_FILE (SQLite), it survives a crash at any step: the old key is kept in
+ * `<file>.old` first, a new key replaces the key file atomically, then every sealed value is re-sealed in one
+ * transaction; running it again after a crash finishes the job. With VAULT_KEY set (always on PostgreSQL),
+ * the operator has already made the new key VAULT_KEY and given the old ones in VAULT_OLD_KEYS: rotation
+ * re-seals every value under VAULT_KEY and writes no file.
+ */
+export async function rotateVault(config: Config, h: DbHandle): Promise<{ resealed: number; keyId: string; generated: boolean }> {
+  if (config.vaultKey) {
+    const { vault } = loadVault(config);
+    return { resealed: await resealAll(h, vault), keyId: vault.currentKeyId, generated: false };
+  }
+  loadVault(config); // fails loudly before anything changes if the current key is unreadable
+  const oldKeyText = (await Bun.file(config.vaultKeyFile).text()).trim();
+  appendFileSync(`${config.vaultKeyFile}.old`, oldKeyText + '\n', { mode: 0o600 });
+  const newKey = generateVaultKey();
+  const tmp = `${config.vaultKeyFile}.tmp`;
+  writeFileSync(tmp, newKey.toString('base64') + '\n', { mode: 0o600 });
+  chmodSync(tmp, 0o600);
+  renameSync(tmp, config.vaultKeyFile);
+  const { vault } = loadVault(config); // new key current, every older key readable
+  return { resealed: await resealAll(h, vault), keyId: vault.currentKeyId, generated: true };
 }
 
 /** The password a command reads from standard input (one line; the newline is not part of it). */
@@ -165,6 +186,8 @@ export async function runCli(
   const [group, action, arg] = argv;
   if (!group || group === 'help' || group === '--help') return USAGE;
   const config = loadConfig(env);
+  // On PostgreSQL the vault key is VAULT_KEY, as the service requires: never a key file made here.
+  if (group === 'vault') requireSharedVaultKey(config);
   // The service's database: PostgreSQL when DATABASE_URL is set (migrated as a start does), else the file.
   if (config.databaseUrl) await applyPgMigrations(config.databaseUrl);
   const h = config.databaseUrl ? pgDbHandle(openPg(config.databaseUrl, { max: 2 })) : openDatabase(config.databasePath);
@@ -226,7 +249,8 @@ export async function runCli(
         return `Backup written to ${action}; integrity check ok.`;
       }
       case 'vault rotate': {
-        const { resealed, keyId } = await rotateVault(config, h);
+        const { resealed, keyId, generated } = await rotateVault(config, h);
+        if (!generated) return `${resealed} sealed values re-sealed under VAULT_KEY (key id ${keyId}); every sealed value is now under it. Once every replica runs with this VAULT_KEY, VAULT_OLD_KEYS can be removed.`;
         return `Vault key rotated (new key id ${keyId}); ${resealed} sealed values re-sealed. Older keys stay in ${config.vaultKeyFile}.old until you remove them.`;
       }
       case 'vault status': {

@@ -34,6 +34,8 @@ export interface Config {
   trustProxy: string[];
   allowInsecureHttp: boolean;
   vaultKey: string | null;
+  /** Earlier vault keys (VAULT_OLD_KEYS): values sealed under them still open, nothing new is sealed with them. */
+  vaultOldKeys: string[];
   vaultKeyFile: string;
   bootstrapApiKey: string | null;
   bankDataProvider: 'sandbox' | 'http';
@@ -178,6 +180,13 @@ export function loadConfig(env: Env = process.env): Config {
       throw new ConfigError('VAULT_KEY', '32 bytes encoded as base64 (44 characters)', '<hidden>');
     }
   }
+  const vaultOldKeys = (str(env, 'VAULT_OLD_KEYS') ?? '').split(/[\s,]+/).filter((k) => k !== '');
+  for (const k of vaultOldKeys) {
+    const raw = Buffer.from(k, 'base64');
+    if (raw.length !== 32 || raw.toString('base64') !== k) {
+      throw new ConfigError('VAULT_OLD_KEYS', 'base64 32-byte keys (44 characters each), separated by commas', '<hidden>');
+    }
+  }
   const bootstrapApiKey = str(env, 'BOOTSTRAP_API_KEY');
   if (bootstrapApiKey !== null && !API_KEY_PATTERN.test(bootstrapApiKey)) {
     throw new ConfigError('BOOTSTRAP_API_KEY', 'drs_live_ followed by 32 letters or digits', '<hidden>');
@@ -215,6 +224,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: proxies(env, 'TRUST_PROXY'),
     allowInsecureHttp: bool(env, 'ALLOW_INSECURE_HTTP', false),
     vaultKey,
+    vaultOldKeys,
     vaultKeyFile: str(env, 'VAULT_KEY_FILE') ?? './db/data/vault.key',
     bootstrapApiKey,
     bankDataProvider,

@@ -88,6 +88,11 @@ export class Vault {
   needsReseal(sealed: string): boolean {
     return sealed.split('.')[1] !== this.currentKeyId;
   }
+
+  /** Whether values sealed under this key id open here (the current key or an older one). */
+  holdsKey(id: string): boolean {
+    return this.keys.has(id);
+  }
 }
 
 export const generateVaultKey = (): Buffer => randomBytes(32);
@@ -100,10 +105,11 @@ function decodeKey(text: string, source: string): Buffer {
 
 /**
  * The vault key from VAULT_KEY, else from VAULT_KEY_FILE, which is created (mode 0600) when missing.
- * Older keys kept beside the file as `<file>.old` lines stay readable for values not yet re-sealed.
+ * Older keys, in VAULT_OLD_KEYS or kept beside the file as `<file>.old` lines, stay readable for values not
+ * yet re-sealed.
  */
-export function loadVault(opts: { vaultKey: string | null; vaultKeyFile: string }): { vault: Vault; created: boolean } {
-  const older: Buffer[] = [];
+export function loadVault(opts: { vaultKey: string | null; vaultKeyFile: string; vaultOldKeys?: readonly string[] }): { vault: Vault; created: boolean } {
+  const older: Buffer[] = (opts.vaultOldKeys ?? []).map((k) => decodeKey(k, 'VAULT_OLD_KEYS'));
   const oldFile = `${opts.vaultKeyFile}.old`;
   if (existsSync(oldFile)) {
     for (const line of readFileSync(oldFile, 'utf8').split('\n')) if (line.trim()) older.push(decodeKey(line, oldFile));

@@ -388,12 +388,52 @@ describe('vault', () => {
     expect(await ws.cli('vault', 'status')).toBe('(none)');
   });
 
-  test('rotate refuses while VAULT_KEY is set in the environment', async () => {
+  test('with VAULT_KEY set, rotate re-seals under it, reading the old values with the keys in VAULT_OLD_KEYS, and writes no key file', async () => {
     const ws = workspace();
-    const env = { ...ws.env, VAULT_KEY: Buffer.alloc(32, 3).toString('base64') };
-    const e = await rejects(runCli(['vault', 'rotate'], env));
+    const key = keysIn(await ws.cli('lender', 'create', 'keyed'))[0]!;
+    const app = ws.openApp();
+    const secret = (await app.json('GET', '/v1/webhooks/secret', { key })).body.secret as string;
+    const conn = await app.json('POST', '/v1/payment_connections', { key, body: { api_key: 'sbx_vault_env_rotation_01', rail_scope: 'both', is_default: true } });
+    expect(conn.status).toBe(201);
+    const oldKeyId = app.rt.vault.currentKeyId;
+    ws.closeApps();
+    const oldKey = readFileSync(ws.env.VAULT_KEY_FILE, 'utf8').trim();
+    const newKey = Buffer.alloc(32, 7).toString('base64');
+    const onNew = { ...ws.env, VAULT_KEY: newKey };
+
+    // Without the old key nothing changes, and the refusal says which key is missing and where to give it.
+    const e = await rejects(runCli(['vault', 'rotate'], onNew));
     expect(e).toBeInstanceOf(CliError);
-    expect(e.message).toContain('VAULT_KEY');
+    expect(e.message).toContain(`2 under key id ${oldKeyId}`);
+    expect(e.message).toContain('VAULT_OLD_KEYS');
+    expect(parseStatus(await runCli(['vault', 'status'], ws.env))).toEqual({ [oldKeyId]: { current: 'yes', values: 2 } });
+
+    // A malformed old key is refused by name, its value never printed.
+    const bad = await rejects(runCli(['vault', 'rotate'], { ...onNew, VAULT_OLD_KEYS: 'not-a-key' }));
+    expect(bad.message).toContain('VAULT_OLD_KEYS');
+    expect(bad.message).not.toContain('not-a-key');
+
+    const out = await runCli(['vault', 'rotate'], { ...onNew, VAULT_OLD_KEYS: `${Buffer.alloc(32, 9).toString('base64')}, ${oldKey}` });
+    const newKeyId = new Vault(Buffer.from(newKey, 'base64')).currentKeyId;
+    expect(out).toContain(`2 sealed values re-sealed under VAULT_KEY (key id ${newKeyId})`);
+    // No key file written: the key file is the old one, and no .old or .tmp beside it.
+    expect(readFileSync(ws.env.VAULT_KEY_FILE, 'utf8').trim()).toBe(oldKey);
+    expect(existsSync(`${ws.env.VAULT_KEY_FILE}.old`)).toBe(false);
+    expect(existsSync(`${ws.env.VAULT_KEY_FILE}.tmp`)).toBe(false);
+    expect(parseStatus(await runCli(['vault', 'status'], onNew))).toEqual({ [newKeyId]: { current: 'yes', values: 2 } });
+    // Again: nothing left to re-seal, and the old keys are no longer needed.
+    expect(await runCli(['vault', 'rotate'], onNew)).toContain('0 sealed values re-sealed');
+
+    // The service on the new key alone reads what was sealed under the old one.
+    const fresh = createTestContext(onNew);
+    try {
+      expect(fresh.rt.vault.currentKeyId).toBe(newKeyId);
+      expect((await fresh.json('GET', '/v1/webhooks/secret', { key })).body.secret).toBe(secret);
+      const sealedKey = fresh.sql.query('SELECT key_sealed AS v FROM payment_connections').get() as { v: string };
+      expect(fresh.rt.vault.open(sealedKey.v)).toBe('sbx_vault_env_rotation_01');
+    } finally {
+      fresh.close();
+    }
   });
 });
 

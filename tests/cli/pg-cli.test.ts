@@ -1,12 +1,15 @@
 // engine: postgres
 // The operator CLI on PostgreSQL (DATABASE_URL set): lenders and keys, vault status and rotation, dashboard
-// users and a sandbox charge work as on SQLite, each on the service's database; backup points to pg_dump.
+// users and a sandbox charge work as on SQLite, each on the service's database; the vault commands need
+// VAULT_KEY and rotate under it; backup points to pg_dump.
 import { afterAll, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freshPgDatabase, onPostgres, psql } from '../helpers/pg';
 import { CliError, runCli } from '../../scripts/cli';
+import { ConfigError } from '../../src/config';
+import { Vault } from '../../src/platform/vault';
 
 if (!onPostgres) {
   test('the CLI on PostgreSQL: not applicable without DATABASE_URL=postgres://…', () => {
@@ -52,10 +55,31 @@ if (!onPostgres) {
     expect(psql(`SELECT count(*) FROM sandbox_payments WHERE reference = 'DRS-pg-cli-1'`, database.url)).toBe('1');
   });
 
-  test('vault status and rotation read the PostgreSQL rows', async () => {
-    // No value is sealed yet in this database (no processor key, no provider credentials).
-    expect(await cli('vault', 'status')).toBe('(none)');
-    expect(await cli('vault', 'rotate')).toMatch(/Vault key rotated \(new key id \S+\); 0 sealed values re-sealed/);
+  test('the vault commands need VAULT_KEY, as the service does, and make no key file', async () => {
+    const e = await cli('vault', 'status').catch((err: unknown) => err);
+    expect(e).toBeInstanceOf(ConfigError);
+    expect((e as Error).message).toContain('VAULT_KEY is required');
+    expect(await Bun.file(env.VAULT_KEY_FILE).exists()).toBe(false);
+  });
+
+  test('rotation re-seals the PostgreSQL rows under VAULT_KEY, the old key given in VAULT_OLD_KEYS', async () => {
+    const oldKey = Buffer.alloc(32, 4).toString('base64');
+    const newKey = Buffer.alloc(32, 5).toString('base64');
+    const oldVault = new Vault(Buffer.from(oldKey, 'base64'));
+    const lenderId = psql(`SELECT id FROM lenders WHERE name = 'pg-co'`, database.url);
+    psql(`INSERT INTO webhook_secrets (id, lender_id, secret_sealed, created_at) VALUES ('ws-rotate-1', '${lenderId}', '${oldVault.seal('whsec_rotated')}', 1)`, database.url);
+    const onOld = (...argv: string[]) => runCli(argv, { ...env, VAULT_KEY: oldKey });
+    const onNew = (...argv: string[]) => runCli(argv, { ...env, VAULT_KEY: newKey, VAULT_OLD_KEYS: oldKey });
+    expect(await onOld('vault', 'status')).toMatch(new RegExp(`^${oldVault.currentKeyId}\\s+yes\\s+1$`, 'm'));
+    // The new key alone cannot read the old value: refused, nothing changed.
+    const e = await runCli(['vault', 'rotate'], { ...env, VAULT_KEY: newKey }).catch((err: unknown) => err);
+    expect(e).toBeInstanceOf(CliError);
+    expect((e as Error).message).toContain(`1 under key id ${oldVault.currentKeyId}`);
+    expect(await onNew('vault', 'rotate')).toContain('1 sealed values re-sealed under VAULT_KEY');
+    const newVault = new Vault(Buffer.from(newKey, 'base64'));
+    expect(newVault.open(psql(`SELECT secret_sealed FROM webhook_secrets WHERE id = 'ws-rotate-1'`, database.url))).toBe('whsec_rotated');
+    expect(await onNew('vault', 'status')).toMatch(new RegExp(`^${newVault.currentKeyId}\\s+yes\\s+1$`, 'm'));
+    expect(await Bun.file(env.VAULT_KEY_FILE).exists()).toBe(false);
   });
 
   test('backup refuses and points to pg_dump', async () => {

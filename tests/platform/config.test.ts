@@ -27,6 +27,7 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
       trustProxy: [],
       allowInsecureHttp: false,
       vaultKey: null,
+      vaultOldKeys: [],
       vaultKeyFile: './db/data/vault.key',
       bootstrapApiKey: null,
       bankDataProvider: 'sandbox',

@@ -13,7 +13,7 @@ import type { TSchema } from '@sinclair/typebox';
 import { ErrorEnvelope } from '../../src/http/errors';
 import type { Processor } from '../../src/adapters/processors';
 import { openDatabase } from '../../src/platform/db';
-import { freshPgDatabase, onPostgres, PsqlDatabase, psql, vaultKeyIn } from './pg';
+import { freshPgDatabase, onPostgres, pooledRows, PsqlDatabase, psql, vaultKeyIn } from './pg';
 import type { Database } from 'bun:sqlite';
 import { newId } from '../../src/platform/ids';
 import { displayPrefix, generateApiKey, hashApiKey } from '../../src/platform/api-keys';
@@ -26,6 +26,11 @@ export interface TestContext {
    * calls made through psql (tests/helpers/pg.ts PsqlDatabase).
    */
   sql: Database;
+  /**
+   * The rows of a query with SQLite's placeholders, on either engine, through the runtime's own connections
+   * (on PostgreSQL a pooled connection, numbers read as numbers): for a test that reads after every step.
+   */
+  rows<T = Record<string, unknown>>(text: string, ...params: (string | number | null)[]): Promise<T[]>;
   clock: FakeClock;
   app: ReturnType<typeof createApp>;
   logs: string[];
@@ -201,6 +206,8 @@ export function createTestContext(
     dir,
     rt,
     sql: rt.pg ? (new PsqlDatabase(rt.config.databaseUrl!) as unknown as Database) : rt.sqlite,
+    rows: async <T>(text: string, ...params: (string | number | null)[]) =>
+      (rt.pg ? await pooledRows(rt.pg.sql, text, params) : rt.sqlite.query(text).all(...params)) as T[],
     clock,
     app,
     logs,

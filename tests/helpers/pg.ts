@@ -2,6 +2,7 @@
 // gets a database of its own, cloned from a template the real pg migrations were applied to (made once per
 // set of migrations, reused by later runs), and dropped when the context closes. Cloning is synchronous
 // (psql), so a context is made as on SQLite, at a file's top level.
+import type { SQL } from 'bun';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -134,13 +135,30 @@ function bind(text: string, params: unknown[]): string {
  * statement are given back their case.
  */
 function jsonRows(url: string, statement: string): Record<string, unknown>[] {
+  const { query, recase } = asJsonQuery(statement);
+  return recase(JSON.parse(psql(query, url)) as Record<string, unknown>[]);
+}
+
+/** A statement's rows as one JSON array (numbers as numbers, bigints included), and the aliases' case given back. */
+function asJsonQuery(statement: string): { query: string; recase: (rows: Record<string, unknown>[]) => Record<string, unknown>[] } {
   const s = statement.trim().replace(/;\s*$/, '');
-  const query = /^\s*(SELECT|WITH|VALUES)\b/i.test(s) ? `SELECT coalesce(json_agg(q), '[]') FROM (${s}) q` : `WITH q AS (${s}) SELECT coalesce(json_agg(q), '[]') FROM q`;
-  const rows = JSON.parse(psql(query, url)) as Record<string, unknown>[];
+  const query = /^\s*(SELECT|WITH|VALUES)\b/i.test(s) ? `SELECT coalesce(json_agg(q), '[]') AS j FROM (${s}) q` : `WITH q AS (${s}) SELECT coalesce(json_agg(q), '[]') AS j FROM q`;
   const cased = new Map<string, string>();
   for (const m of s.matchAll(/\bAS\s+([A-Za-z_]\w*)/gi)) if (m[1] !== m[1]!.toLowerCase()) cased.set(m[1]!.toLowerCase(), m[1]!);
-  if (cased.size === 0) return rows;
-  return rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [cased.get(k) ?? k, v])));
+  const recase = (rows: Record<string, unknown>[]) =>
+    cased.size === 0 ? rows : rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [cased.get(k) ?? k, v])));
+  return { query, recase };
+}
+
+/**
+ * The rows of a query with SQLite's placeholders, read as jsonRows reads them but on a connection of the
+ * runtime's pool rather than a psql process each: for tests that read the database after every step.
+ */
+export async function pooledRows(sql: SQL, text: string, params: unknown[]): Promise<Record<string, unknown>[]> {
+  const { query, recase } = asJsonQuery(bind(text, params));
+  const [row] = (await sql.unsafe(query)) as { j: unknown }[];
+  const j = row?.j;
+  return recase((typeof j === 'string' ? JSON.parse(j) : j) as Record<string, unknown>[]);
 }
 
 /**

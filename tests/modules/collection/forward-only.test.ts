@@ -1,4 +1,3 @@
-// engine: sqlite (not yet on PostgreSQL: its property runs and polls outrun their time limits there, 90 to 120 s, on a loaded machine)
 // A recorded payment status only moves forward, whatever order its sources deliver it in, and presentments
 // are counted per debt: the sequences that once wedged a key's feed, sent a payment back to processing,
 // ignored an uploaded R08 or let removal and re-send reset the count, each replayed against the real service.
@@ -40,8 +39,8 @@ function setup(env: Record<string, string> = {}) {
   return c;
 }
 
-const rows = <T>(c: TestContext, sql: string, ...args: (string | number)[]) => c.sql.query(sql).all(...args) as T[];
-const paymentsOf = (c: TestContext, aid: string) =>
+const rows = <T>(c: TestContext, sql: string, ...args: (string | number)[]) => c.rows<T>(sql, ...args);
+const paymentsOf = async (c: TestContext, aid: string) =>
   rows<{ id: string; status: string; returnCode: string | null; pid: string | null; reference: string; attempt: number; amount: number }>(
     c,
     `SELECT id, status, return_code AS returnCode, processor_payment_id AS pid, reference, attempt, amount_cents AS amount
@@ -56,11 +55,11 @@ const enroll = async (c: TestContext, borrower: Record<string, unknown>) => {
 };
 const remove = async (c: TestContext, aid: string) =>
   expect((await c.json('DELETE', '/v1/payment_enrollments', { body: { authorizer_unique_ids: [aid] } })).body.removed).toBe(1);
-const setAside = (c: TestContext) => rows<{ n: number }>(c, 'SELECT COUNT(*) AS n FROM payment_observations_set_aside')[0]!.n;
+const setAside = async (c: TestContext) => (await rows<{ n: number }>(c, 'SELECT COUNT(*) AS n FROM payment_observations_set_aside'))[0]!.n;
 
 /** Every payment's events read in recording order carry non-decreasing times (invariant: times follow statuses). */
-function expectEventTimesInOrder(c: TestContext): void {
-  const events = rows<{ pid: string; at: number }>(c, 'SELECT payment_id AS pid, occurred_at AS at FROM payment_events WHERE payment_id IS NOT NULL ORDER BY recorded_at, id');
+async function expectEventTimesInOrder(c: TestContext): Promise<void> {
+  const events = await rows<{ pid: string; at: number }>(c, 'SELECT payment_id AS pid, occurred_at AS at FROM payment_events WHERE payment_id IS NOT NULL ORDER BY recorded_at, id');
   const last = new Map<string, number>();
   for (const e of events) {
     expect(e.at).toBeGreaterThanOrEqual(last.get(e.pid) ?? -Infinity);
@@ -89,7 +88,7 @@ describe('any order of observations of one payment', () => {
     const c = setup();
     expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_forward_property_0001', rail_scope: 'both', is_default: true } })).status).toBe(201);
     const lender = c.lender.id;
-    const conn = rows<{ id: string }>(c, 'SELECT id FROM payment_connections')[0]!.id;
+    const conn = (await rows<{ id: string }>(c, 'SELECT id FROM payment_connections'))[0]!.id;
     let n = 0;
     await fc.assert(
       fc.asyncProperty(
@@ -98,28 +97,28 @@ describe('any order of observations of one payment', () => {
         async (path, picks) => {
           const aid = `prop-${n++}`;
           await enroll(c, enrollBorrower(aid, { collectable_amount: 1000 }));
-          const eid = rows<{ id: string }>(c, 'SELECT id FROM enrollments WHERE authorizer_unique_id = ?', aid)[0]!.id;
+          const eid = (await rows<{ id: string }>(c, 'SELECT id FROM enrollments WHERE authorizer_unique_id = ?', aid))[0]!.id;
           // The payment observed, and another of the same borrower in flight (a reinitiation), which holds the
           // one-in-flight index: a stale processing written back to the first would break it.
           const now = c.clock.now();
           const mk = (id: string, status: string) =>
-            c.sql
-              .query(
-                `INSERT INTO payments (id, lender_id, enrollment_id, authorizer_unique_id, connection_id, rail, amount_cents, reference, status, state, created_at, updated_at, first_attempt_at)
-                 VALUES (?, ?, ?, ?, ?, 'ach', 1000, ?, ?, 'done', ?, ?, ?)`,
-              )
-              .run(id, lender, eid, aid, conn, `DRS-${aid}-${id}`, status, now, now, now);
+            rows(
+              c,
+              `INSERT INTO payments (id, lender_id, enrollment_id, authorizer_unique_id, connection_id, rail, amount_cents, reference, status, state, created_at, updated_at, first_attempt_at)
+               VALUES (?, ?, ?, ?, ?, 'ach', 1000, ?, ?, 'done', ?, ?, ?) RETURNING id`,
+              id, lender, eid, aid, conn, `DRS-${aid}-${id}`, status, now, now, now,
+            );
           const pid = `p-${aid}`;
-          mk(pid, 'initiating');
+          await mk(pid, 'initiating');
           const observed: EventStatus[] = [];
           let seq = 0;
           for (const [i, source, withOther] of picks) {
             const status = path[i % path.length]!;
             observed.push(status);
-            if (withOther && rows(c, "SELECT id FROM payments WHERE enrollment_id = ? AND status IN ('initiating','processing') AND id != ?", eid, pid).length === 0) {
+            if (withOther && (await rows(c, "SELECT id FROM payments WHERE enrollment_id = ? AND status IN ('initiating','processing') AND id != ?", eid, pid)).length === 0) {
               // A reinitiation goes in flight once the observed payment has reached a final status.
-              const cur = rows<{ status: string }>(c, 'SELECT status FROM payments WHERE id = ?', pid)[0]!.status;
-              if (cur !== 'initiating' && cur !== 'processing') mk(`q-${aid}`, 'processing');
+              const cur = (await rows<{ status: string }>(c, 'SELECT status FROM payments WHERE id = ?', pid))[0]!.status;
+              if (cur !== 'initiating' && cur !== 'processing') await mk(`q-${aid}`, 'processing');
             }
             const r = await transaction({ deps: c.rt }, (tx) =>
               recordOrSetAside(tx, {
@@ -144,17 +143,17 @@ describe('any order of observations of one payment', () => {
           }
           // The furthest observed status along the true path.
           const furthest = path[Math.max(...observed.map((s) => path.indexOf(s)))]!;
-          expect(rows<{ status: string }>(c, 'SELECT status FROM payments WHERE id = ?', pid)[0]!.status).toBe(furthest);
+          expect((await rows<{ status: string }>(c, 'SELECT status FROM payments WHERE id = ?', pid))[0]!.status).toBe(furthest);
           // One event per status recorded, each ahead of the one before.
-          const recorded = rows<{ status: string }>(c, 'SELECT status FROM payment_events WHERE payment_id = ? ORDER BY recorded_at, id', pid).map((e) => e.status);
+          const recorded = (await rows<{ status: string }>(c, 'SELECT status FROM payment_events WHERE payment_id = ? ORDER BY recorded_at, id', pid)).map((e) => e.status);
           expect(recorded.map((s) => path.indexOf(s as EventStatus))).toEqual([...recorded.map((s) => path.indexOf(s as EventStatus))].sort((a, b) => a - b));
           expect(new Set(recorded).size).toBe(recorded.length);
         },
       ),
       { numRuns: 200, seed: 20261125 },
     );
-    expect(setAside(c)).toBe(0);
-    expectEventTimesInOrder(c);
+    expect(await setAside(c)).toBe(0);
+    await expectEventTimesInOrder(c);
   }, 120_000);
 });
 
@@ -169,7 +168,7 @@ describe('a lost answer, then the feed’s stale processing (fake Stripe)', () =
     await queueDueReads(c.rt);
     await processBalances(c.rt);
     await dispatchPayments(c.rt);
-    const [first] = paymentsOf(c, 'wedge');
+    const [first] = await paymentsOf(c, 'wedge');
     expect(first!.status).toBe('initiating');
     const pi1 = fake.control.intents(key)[0]!;
     fake.control.fail(pi1.id, 'insufficient_funds');
@@ -177,34 +176,34 @@ describe('a lost answer, then the feed’s stale processing (fake Stripe)', () =
     await remove(c, 'wedge');
     c.clock.advance(10_000);
     await dispatchPayments(c.rt);
-    expect(paymentsOf(c, 'wedge')[0]).toMatchObject({ status: 'returned', returnCode: 'R01' });
+    expect((await paymentsOf(c, 'wedge'))[0]).toMatchObject({ status: 'returned', returnCode: 'R01' });
     // Sent again without a new authorization: a reinitiation of the same debt goes in flight.
     await enroll(c, enrollBorrower('wedge', { collectable_amount: 4200 }));
     c.clock.advance(READ);
     await queueDueReads(c.rt);
     await processBalances(c.rt);
     await dispatchPayments(c.rt);
-    const second = paymentsOf(c, 'wedge')[1]!;
+    const second = (await paymentsOf(c, 'wedge'))[1]!;
     expect(second).toMatchObject({ status: 'processing', attempt: 2 });
 
     // The feed now delivers the first payment's processing, older than its recorded R01: kept out.
     const stale = Number((await c.rt.metrics.registry.getSingleMetricAsString('payment_observations_stale_total')).match(/source="processor"} (\d+)/)?.[1] ?? 0);
     await pollProcessors(c.rt);
-    const conn = rows<{ error: string | null; cursor: string | null }>(c, 'SELECT last_poll_error AS error, poll_cursor AS cursor FROM payment_connections')[0]!;
+    const conn = (await rows<{ error: string | null; cursor: string | null }>(c, 'SELECT last_poll_error AS error, poll_cursor AS cursor FROM payment_connections'))[0]!;
     expect(conn.error).toBeNull();
     expect(conn.cursor).toBe(fake.control.events(key).at(-1)!.id);
     expect(Number((await c.rt.metrics.registry.getSingleMetricAsString('payment_observations_stale_total')).match(/source="processor"} (\d+)/)?.[1])).toBeGreaterThan(stale);
-    expect(setAside(c)).toBe(0);
+    expect(await setAside(c)).toBe(0);
     const byPi = () => new Map(fake.control.intents(key).map((pi) => [pi.id, stripeStatus(pi)]));
-    for (const p of paymentsOf(c, 'wedge')) expect(p.status).toBe(byPi().get(p.pid!)!);
+    for (const p of await paymentsOf(c, 'wedge')) expect(p.status).toBe(byPi().get(p.pid!)!);
 
     // The second settles: recorded like every other outcome, the feed still moving.
     fake.control.succeed(second.pid!);
     await pollProcessors(c.rt);
-    for (const p of paymentsOf(c, 'wedge')) expect(p.status).toBe(byPi().get(p.pid!)!);
-    expect(paymentsOf(c, 'wedge').map((p) => p.status)).toEqual(['returned', 'settled']);
+    for (const p of await paymentsOf(c, 'wedge')) expect(p.status).toBe(byPi().get(p.pid!)!);
+    expect((await paymentsOf(c, 'wedge')).map((p) => p.status)).toEqual(['returned', 'settled']);
     expect((await enrollment(c, 'wedge')).state).toBe('collected');
-    expectEventTimesInOrder(c);
+    await expectEventTimesInOrder(c);
   });
 });
 
@@ -217,23 +216,23 @@ describe('an outage: the look-up records the outcome first (sandbox)', () => {
     // Cents 88: the answer is lost in an outage; the payment settles at the processor meanwhile.
     await enroll(c, enrollBorrower('outage', { collectable_amount: 1088 }));
     await cycle(c);
-    expect(paymentsOf(c, 'outage')[0]!.status).toBe('initiating');
+    expect((await paymentsOf(c, 'outage'))[0]!.status).toBe('initiating');
     await remove(c, 'outage');
     c.clock.advance(2 * SETTLE);
     // Removed, so only looked up: settled, recorded before the feed is read.
     await dispatchPayments(c.rt);
-    expect(paymentsOf(c, 'outage')[0]!.status).toBe('settled');
+    expect((await paymentsOf(c, 'outage'))[0]!.status).toBe('settled');
     await pollProcessors(c.rt);
-    expect(paymentsOf(c, 'outage')[0]!.status).toBe('settled');
+    expect((await paymentsOf(c, 'outage'))[0]!.status).toBe('settled');
     // The lender was told settled once, and never processing after it.
-    const pushed = rows<{ payload: string }>(c, "SELECT payload FROM webhook_deliveries WHERE type = 'PAYMENT_EVENT' ORDER BY created_at, id").map((d) => JSON.parse(d.payload).payment_event.status);
+    const pushed = (await rows<{ payload: string }>(c, "SELECT payload FROM webhook_deliveries WHERE type = 'PAYMENT_EVENT' ORDER BY created_at, id")).map((d) => JSON.parse(d.payload).payment_event.status);
     expect(pushed.lastIndexOf('processing')).toBeLessThan(Math.max(0, pushed.indexOf('settled')));
     expect(pushed.filter((s) => s === 'settled')).toHaveLength(1);
     // A new debt: sent again, the borrower is read and debited.
     expect((await enroll(c, enrollBorrower('outage', { collectable_amount: 1000 }))).outcome).toBe('enrolled');
     await cycle(c);
-    expect(paymentsOf(c, 'outage').map((p) => p.status)).toEqual(['settled', 'processing']);
-    expectEventTimesInOrder(c);
+    expect((await paymentsOf(c, 'outage')).map((p) => p.status)).toEqual(['settled', 'processing']);
+    await expectEventTimesInOrder(c);
   });
 });
 
@@ -254,13 +253,13 @@ describe('an uploaded outcome of the service’s own payment is the processor’
     await cycle(c);
     c.clock.advance(SETTLE);
     await pollProcessors(c.rt);
-    const [p] = paymentsOf(c, 'stopper');
+    const [p] = await paymentsOf(c, 'stopper');
     expect(p!.status).toBe('settled');
     const day = new Date(c.clock.now()).toISOString().slice(0, 10);
     const report = await upload(c, [`stopper,${p!.reference},50.00,returned,${day},,${day},R08`]);
     expect(report.matched).toBe(1);
     // A return of a settled payment is its late return, with the uploaded code.
-    expect(paymentsOf(c, 'stopper')[0]).toMatchObject({ status: 'late_returned', returnCode: 'R08' });
+    expect((await paymentsOf(c, 'stopper'))[0]).toMatchObject({ status: 'late_returned', returnCode: 'R08' });
     expect((await enrollment(c, 'stopper')).state).toBe('stopped');
 
     // Sent again with no authorization: monitored, blocked until the borrower authorizes again, not read.
@@ -271,7 +270,7 @@ describe('an uploaded outcome of the service’s own payment is the processor’
       c.clock.advance(READ);
       await cycle(c);
     }
-    expect(paymentsOf(c, 'stopper')).toHaveLength(1);
+    expect(await paymentsOf(c, 'stopper')).toHaveLength(1);
 
     // A new authorization, obtained after the return: reads resume and a payment goes out.
     c.clock.advance(60_000);
@@ -279,7 +278,7 @@ describe('an uploaded outcome of the service’s own payment is the processor’
     await enroll(c, enrollBorrower('stopper', { collectable_amount: 5000, authorization }));
     expect(await enrollment(c, 'stopper')).toMatchObject({ state: 'monitored', blocked_reason: null });
     await cycle(c);
-    expect(paymentsOf(c, 'stopper')).toHaveLength(2);
+    expect(await paymentsOf(c, 'stopper')).toHaveLength(2);
   });
 });
 
@@ -308,22 +307,22 @@ describe('presentments are counted per debt', () => {
       } else await enroll(c, debt);
       c.clock.advance(READ);
     }
-    const ps = paymentsOf(c, 'cycler');
+    const ps = await paymentsOf(c, 'cycler');
     expect(ps).toHaveLength(3);
     expect(ps.map((p) => p.attempt)).toEqual([1, 2, 3]);
     expect(ps.every((p) => p.status === 'returned' && p.returnCode === 'R01')).toBe(true);
     const v = await enrollment(c, 'cycler');
     expect(v).toMatchObject({ state: 'monitored', blocked_reason: 'reinitiation_limit', next_read_at: null, payments_used: 3 });
-    const pushed = rows<{ payload: string }>(c, "SELECT payload FROM webhook_deliveries WHERE type = 'ENROLLMENT_BLOCKED'").map((d) => JSON.parse(d.payload));
+    const pushed = (await rows<{ payload: string }>(c, "SELECT payload FROM webhook_deliveries WHERE type = 'ENROLLMENT_BLOCKED'")).map((d) => JSON.parse(d.payload));
     expect(pushed.filter((p) => p.blocked_reason === 'reinitiation_limit')).toHaveLength(1);
     // Reads stopped: no balance read of the borrower is queued however long the service runs.
-    const reads = () => rows<{ n: number }>(c, "SELECT COUNT(*) AS n FROM batches WHERE source = 'monitoring'")[0]!.n;
-    const before = reads();
+    const reads = async () => (await rows<{ n: number }>(c, "SELECT COUNT(*) AS n FROM batches WHERE source = 'monitoring'"))[0]!.n;
+    const before = await reads();
     for (let i = 0; i < 3; i++) {
       c.clock.advance(READ);
       await cycle(c);
     }
-    expect(reads()).toBe(before);
+    expect(await reads()).toBe(before);
     // The portal's borrower page says why, and what would lift it.
     const page = await (await signedIn(c)).get('/portal/payments/borrowers/cycler');
     expect(page.status).toBe(200);
@@ -338,7 +337,7 @@ describe('presentments are counted per debt', () => {
       await returnedCycle(c);
       c.clock.advance(READ);
     }
-    const after = paymentsOf(c, 'cycler');
+    const after = await paymentsOf(c, 'cycler');
     expect(after).toHaveLength(6);
     expect(after.slice(3).map((p) => p.attempt)).toEqual([1, 2, 3]);
     expect((await enrollment(c, 'cycler')).blocked_reason).toBe('reinitiation_limit');
@@ -352,25 +351,28 @@ describe('an observation that cannot be recorded', () => {
     const r = await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('poisoned', { collectable_amount: 1000 }), enrollBorrower('healthy', { collectable_amount: 1000 })] } });
     expect(r.status).toBe(207);
     await cycle(c);
-    const [bad] = paymentsOf(c, 'poisoned');
+    const [bad] = await paymentsOf(c, 'poisoned');
     // A fault the recorder cannot foresee, injected in the database: any settled event of this reference fails.
-    c.sql.run(`CREATE TEMP TRIGGER poison BEFORE INSERT ON payment_events WHEN NEW.reference = '${bad!.reference}' AND NEW.status = 'settled' BEGIN SELECT RAISE(ABORT, 'injected fault'); END`);
+    if (c.rt.pg) {
+      c.sql.exec(`CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RAISE EXCEPTION ''injected fault''; END';
+                  CREATE TRIGGER poison BEFORE INSERT ON payment_events FOR EACH ROW WHEN (NEW.reference = '${bad!.reference}' AND NEW.status = 'settled') EXECUTE FUNCTION poison()`);
+    } else c.sql.run(`CREATE TEMP TRIGGER poison BEFORE INSERT ON payment_events WHEN NEW.reference = '${bad!.reference}' AND NEW.status = 'settled' BEGIN SELECT RAISE(ABORT, 'injected fault'); END`);
     c.clock.advance(SETTLE);
     await pollProcessors(c.rt);
-    expect(paymentsOf(c, 'healthy')[0]!.status).toBe('settled');
-    expect(paymentsOf(c, 'poisoned')[0]!.status).toBe('processing');
-    const conn = rows<{ error: string | null; cursor: string | null }>(c, 'SELECT last_poll_error AS error, poll_cursor AS cursor FROM payment_connections')[0]!;
+    expect((await paymentsOf(c, 'healthy'))[0]!.status).toBe('settled');
+    expect((await paymentsOf(c, 'poisoned'))[0]!.status).toBe('processing');
+    const conn = (await rows<{ error: string | null; cursor: string | null }>(c, 'SELECT last_poll_error AS error, poll_cursor AS cursor FROM payment_connections'))[0]!;
     expect(conn.error).toBeNull();
-    const newest = rows<{ seq: number }>(c, 'SELECT MAX(seq) AS seq FROM sandbox_events')[0]!.seq;
+    const newest = (await rows<{ seq: number }>(c, 'SELECT MAX(seq) AS seq FROM sandbox_events'))[0]!.seq;
     expect(conn.cursor).toBe(String(newest));
-    expect(rows(c, 'SELECT reference, status, error FROM payment_observations_set_aside')).toEqual([{ reference: bad!.reference, status: 'settled', error: 'injected fault' }]);
+    expect((await rows(c, 'SELECT reference, status, error FROM payment_observations_set_aside'))).toEqual([{ reference: bad!.reference, status: 'settled', error: 'injected fault' }]);
     expect(await c.rt.metrics.registry.getSingleMetricAsString('payment_observations_set_aside_total')).toContain('source="processor"} 1');
     // Nothing of it was half written: no ledger entry, no event, the borrower still monitored.
-    expect(rows(c, "SELECT id FROM payment_events WHERE reference = ? AND status = 'settled'", bad!.reference)).toEqual([]);
+    expect((await rows(c, "SELECT id FROM payment_events WHERE reference = ? AND status = 'settled'", bad!.reference))).toEqual([]);
     expect((await enrollment(c, 'poisoned')).state).toBe('monitored');
     // Found again by reconciliation once the fault is gone.
-    c.sql.run('DROP TRIGGER poison');
-    await reconcileKeys(c.rt, { connectionIds: [rows<{ id: string }>(c, 'SELECT id FROM payment_connections')[0]!.id] });
-    expect(paymentsOf(c, 'poisoned')[0]!.status).toBe('settled');
+    c.sql.exec(c.rt.pg ? 'DROP TRIGGER poison ON payment_events; DROP FUNCTION poison()' : 'DROP TRIGGER poison');
+    await reconcileKeys(c.rt, { connectionIds: [(await rows<{ id: string }>(c, 'SELECT id FROM payment_connections'))[0]!.id] });
+    expect((await paymentsOf(c, 'poisoned'))[0]!.status).toBe('settled');
   });
 });

@@ -1,5 +1,4 @@
-// engine: sqlite (not yet on PostgreSQL: its uploads of 9,009 matched rows go past the 30 s upload budget there, where each matched row is recorded with statements of its own)
-// Money is exact: the ledger's totals are summed by SQLite in integers, never as floating point; the largest
+// Money is exact: the ledger's totals are summed by the database in integers, never as floating point; the largest
 // amount any route accepts is named ($10,000,000,000.00) and refused above.
 import { afterAll, describe, expect, test } from 'bun:test';
 import fc from 'fast-check';

@@ -46,6 +46,8 @@ export interface Observation {
 export interface Known {
   seen: boolean;
   last: { status: EventStatus; occurredAt: number } | null;
+  /** Read in a transaction that holds the reference from then to its commit (knownAmong in a transaction). */
+  held: boolean;
 }
 
 /**
@@ -58,7 +60,7 @@ export async function knownAmong(c: StoreCtx, lenderId: string, source: EventSou
   if (c.tx) await store.serializeReferences({ ...c, tx: c.tx }, lenderId, of.map((o) => o.reference));
   const seen = await store.seenAmong(c, lenderId, source, of.map((o) => o.sourceEventId));
   const last = await store.lastEventsAmong(c, lenderId, of.map((o) => o.reference));
-  return knownFrom(of, seen, last);
+  return knownFrom(of, seen, last, c.tx !== undefined);
 }
 
 /** What knownAmong answers, from the source events seen and the references' latest events. */
@@ -66,10 +68,11 @@ export function knownFrom(
   of: Pick<Observation, 'reference' | 'sourceEventId'>[],
   seenIds: string[],
   lastEvents: { reference: string; status: EventStatus; occurredAt: number }[],
+  held = false,
 ): Known[] {
   const seen = new Set(seenIds);
   const last = new Map(lastEvents.map((r) => [r.reference, { status: r.status, occurredAt: r.occurredAt }]));
-  return of.map((o) => ({ seen: seen.has(o.sourceEventId), last: last.get(o.reference) ?? null }));
+  return of.map((o) => ({ seen: seen.has(o.sourceEventId), last: last.get(o.reference) ?? null, held }));
 }
 
 /** Not recorded: the source event was read before, or the status is not ahead of the one recorded (stale). */
@@ -83,8 +86,9 @@ export const codeFor = (status: EventStatus, code: string | null) => (status ===
 
 export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation): Promise<Recorded> {
   const { tx } = ctx;
-  // What is recorded of the reference is read, then written on: one recording of a reference at a time.
-  await store.serializeReferences(ctx, o.lenderId, [o.reference]);
+  // What is recorded of the reference is read, then written on: one recording of a reference at a time (held
+  // already when what is known of it was read under its lock in this transaction).
+  if (!o.known?.held) await store.serializeReferences(ctx, o.lenderId, [o.reference]);
   if (o.known ? o.known.seen : await store.eventSeen(ctx, o.lenderId, o.source, o.sourceEventId)) return { recorded: false, why: 'seen' };
   // Forward only: what is recorded now is the payment's status (the service's own payments) or the latest
   // recorded status of the reference (a payment made elsewhere). A status not ahead of it is one the service
@@ -230,18 +234,20 @@ export class SliceFault extends Error {
  * Records a slice of a batch's observations (an upload's rows) in one savepoint rather than one each, as
  * recordOrSetAside would: a savepoint copies every page it first changes to its sub-journal, so one per row
  * copied the same index pages again for every row (profiled, about half of a 10 MB upload went to inserting
- * its events). `attempt` decides the slice, recording through the function it is given, and returns what it
- * found; it changes nothing outside the transaction. When an observation of the slice throws, the slice is
- * undone and attempted again with each observation in its own savepoint (recordOrSetAside), so that a fault
- * still sets aside its own observation alone; only the attempt that stands is counted in the metrics.
- * Anything else that throws is rethrown.
+ * its events). The answers come in the order of `observations` (undefined where there is none). When an
+ * observation of the slice throws, the slice is undone and recorded again one observation after the other,
+ * each in its own savepoint (recordOrSetAside), so that a fault still sets aside its own observation alone;
+ * only the attempt that stands is counted in the metrics. Anything else that throws is rethrown.
+ *
+ * In the savepoint the observations are recorded borrower by borrower (byBorrower): each borrower's in the
+ * order given, different borrowers side by side.
  */
-export async function recordSlice<R>(ctx: JobContext & { tx: Tx }, attempt: (record: (o: Observation) => Promise<Recorded | null>) => Promise<R>): Promise<R> {
+export async function recordSlice(ctx: JobContext & { tx: Tx }, observations: readonly (Observation | null)[]): Promise<(Recorded | null | undefined)[]> {
   const counts: (() => void)[] = [];
   const held = { ...ctx, deps: { ...ctx.deps, metrics: countedLater(ctx.deps.metrics, counts) } };
   try {
     const result = await savepoint(ctx, () =>
-      attempt(async (o) => {
+      byBorrower(observations, async (o) => {
         try {
           return await recordObservation(held, o);
         } catch (e) {
@@ -255,8 +261,49 @@ export async function recordSlice<R>(ctx: JobContext & { tx: Tx }, attempt: (rec
     if (!(e instanceof SliceFault)) throw e;
     // A lost deadlock is the transaction's, not a row's: no row is set aside for it.
     if (isConflict(e.fault)) throw e.fault;
-    return attempt((o) => recordOrSetAside(ctx, o));
+    const out: (Recorded | null | undefined)[] = [];
+    for (const o of observations) out.push(o ? await recordOrSetAside(ctx, o) : undefined);
+    return out;
   }
+}
+
+/**
+ * `record` over observations one borrower at a time (its enrollment, else the reference): each borrower's in
+ * the order given, since its monitor and ledger move one observation after the other; different borrowers'
+ * side by side. Nothing one borrower's recording reads is written by another's (its references, payments,
+ * ledger entries and monitor are its own, and a slice names a reference once), so the order among borrowers
+ * changes nothing recorded. On PostgreSQL the borrowers' statements are sent one after the other on the
+ * transaction's connection without each waiting for the answer before it (pipelined), where one at a time
+ * waited a round trip each: several statements a row (bun run bench upload). On SQLite each statement runs
+ * when it is called, as before. On the first failure no borrower starts another observation, every one in
+ * flight is waited for (no statement is left running on the connection), and that first failure is thrown.
+ */
+async function byBorrower<R>(observations: readonly (Observation | null)[], record: (o: Observation) => Promise<R>): Promise<(R | undefined)[]> {
+  const out: (R | undefined)[] = new Array(observations.length).fill(undefined);
+  const chains = new Map<string, number[]>();
+  observations.forEach((o, i) => {
+    if (!o) return;
+    const key = o.enrollmentId !== null ? `e:${o.enrollmentId}` : `r:${o.reference}`;
+    const chain = chains.get(key);
+    if (chain) chain.push(i);
+    else chains.set(key, [i]);
+  });
+  let failure: { error: unknown } | null = null;
+  await Promise.all(
+    [...chains.values()].map(async (chain) => {
+      for (const i of chain) {
+        if (failure) return;
+        try {
+          out[i] = await record(observations[i]!);
+        } catch (error) {
+          failure ??= { error };
+          return;
+        }
+      }
+    }),
+  );
+  if (failure) throw (failure as { error: unknown }).error;
+  return out;
 }
 
 /** The metrics, with the counters recordObservation moves counted only when `counts` are run. */

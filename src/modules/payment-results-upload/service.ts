@@ -9,7 +9,7 @@ import type { Ctx } from '../../deps';
 import { readSnapshot, transaction, type Tx } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
 import { madeForAnotherLender, matchReference, namesInReference, REFERENCE_PREFIX, type MatchSource, type PaymentMatch } from '../collection/reference';
-import { knownAmong, recordSlice, staleAgainst, type Known, type Observation, type Recorded } from '../collection/record';
+import { knownAmong, recordSlice, staleAgainst, type Known, type Observation } from '../collection/record';
 import { evaluateReturnRates } from '../return-rates/watch';
 import { enrollmentStore } from '../enrollments/store';
 import { uploadStore as store, type UploadedRow, type UploadedWrite } from './store';
@@ -548,7 +548,7 @@ interface RowDecided {
 
 /**
  * Decides a slice's rows, then records them: the references' writes in one store call and the outcomes in
- * one savepoint of the slice (recordSlice: row by row only when a row faults). A dry run writes nothing and
+ * one savepoint of the slice (recordSlice: borrower by borrower, row by row only when a row faults). A dry run writes nothing and
  * answers what the upload would, the same warning for a status that would not move forward. The problems come
  * in row order, each row's as it would find them.
  */
@@ -577,12 +577,7 @@ async function recordSliceOf(
     const writes: UploadedWrite[] = [];
     for (const d of decided) if (d.write) writes.push(d.write);
     await store.saveUploaded(tx, writes);
-    const recorded = await recordSlice(tx, async (record) => {
-      // In row order, one after the other: each row's recording sees the ones before it.
-      const out: (Recorded | null | undefined)[] = [];
-      for (const d of decided) out.push(d.observation ? await record(d.observation) : undefined);
-      return out;
-    });
+    const recorded = await recordSlice(tx, decided.map((d) => d.observation));
     for (let i = 0; i < decided.length; i++) {
       const r = recorded[i];
       const d = decided[i]!;

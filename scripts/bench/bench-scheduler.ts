@@ -30,7 +30,8 @@ function dueQuery(): string {
   try {
     if (onPostgres) {
       const src = readFileSync(join(ROOT, 'src/modules/schedules/store.pg.ts'), 'utf8');
-      const m = /(SELECT id FROM schedules WHERE [^`"']+?)[`"']/.exec(src);
+      // The statement of the store's tagged template, up to its closing backtick (it quotes 'ACTIVE' inside).
+      const m = /sql`(SELECT id FROM schedules WHERE [^`]+)`/.exec(src);
       return m ? m[1]!.replace(/\$\{[^}]*\}(::\w+)?|\$\d+(::\w+)?/g, '?').replace(/\s+/g, ' ').trim() : DUE_QUERY;
     }
     const src = readFileSync(join(ROOT, 'src/modules/schedules/store.sqlite.ts'), 'utf8');

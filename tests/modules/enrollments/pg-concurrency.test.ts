@@ -5,20 +5,15 @@
 // writes every borrower, the search reads identifiers in byte order, and erasure leaves nothing of a borrower
 // in the search tables or the deposits. Each test has a database of its own, cloned from the migrated template.
 //
-// The service's own functions run here with their deps on PostgreSQL; what other modules do inside these
-// transactions (the collection chain's rules on a re-send, the voiding of scheduled payments on a stop) is
-// their stores' business, and is left out by stubbing those two calls.
-import { afterAll, describe, expect, mock, test } from 'bun:test';
+// The service's own functions run here whole, with their deps on PostgreSQL: what other modules do inside
+// these transactions (the collection chain's rules on a re-send, the voiding of scheduled payments on a stop)
+// runs too, on its own PostgreSQL stores.
+import { afterAll, describe, expect, test } from 'bun:test';
 import { onPostgres } from '../../helpers/pg';
 
 if (!onPostgres) {
   test('not applicable without DATABASE_URL=postgres://… (the PostgreSQL stores under concurrent transactions)', () => {});
 } else {
-  const chain = await import('../../../src/modules/collection/chain');
-  const decide = await import('../../../src/modules/collection/decide');
-  mock.module('../../../src/modules/collection/chain', () => ({ ...chain, holdChain: async () => {} }));
-  mock.module('../../../src/modules/collection/decide', () => ({ ...decide, voidScheduledOnStop: async () => {} }));
-
   const { sql } = await import('drizzle-orm');
   const { mkdtempSync, rmSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');

@@ -126,9 +126,9 @@ export function dbErrorMessage(e: unknown): string {
 
 /**
  * Whether a transaction lost to another and may simply be run again: a deadlock (40P01) or a serialization
- * failure (40001). Its writes were all rolled back.
+ * failure (40001). Its writes were all rolled back: it is the transaction's fault, not that of a row in it.
  */
-const isTransientConflict = (e: unknown): boolean => {
+export const isTransientConflict = (e: unknown): boolean => {
   const code = pgCode(e);
   return code === '40P01' || code === '40001';
 };

@@ -4,7 +4,7 @@ import type { Metrics } from '../../platform/metrics';
 import { savepoint, type Tx } from '../../platform/context';
 import type { StoreCtx } from '../../platform/store';
 import { newId } from '../../platform/ids';
-import { dbErrorMessage, pgCode } from '../../platform/pg';
+import { dbErrorMessage, isTransientConflict } from '../../platform/pg';
 import { applyMonitorEvent } from '../enrollments/monitor-store';
 import { collectionStore as store } from './store';
 import { eventView } from './events';
@@ -208,7 +208,7 @@ export async function recordOrSetAside(ctx: JobContext & { tx: Tx }, o: Observat
     });
   } catch (e) {
     // A transaction that lost a deadlock is not a fault of the observation: the whole batch is done again.
-    if (isConflict(e)) throw e;
+    if (isTransientConflict(e)) throw e;
     const error = dbErrorMessage(e).slice(0, 500);
     await store.setObservationAside(ctx, { lenderId: o.lenderId, connectionId: o.connectionId, source: o.source, sourceEventId: o.sourceEventId, reference: o.reference, status: o.status, error, at: ctx.deps.clock.now() });
     ctx.deps.metrics.paymentObservationsSetAside.inc({ source: o.source });
@@ -217,11 +217,6 @@ export async function recordOrSetAside(ctx: JobContext & { tx: Tx }, o: Observat
   }
 }
 
-/** Deadlock detected, or a serialization failure (PostgreSQL): the transaction is to be run again, not the row set aside. */
-const isConflict = (e: unknown): boolean => {
-  const code = pgCode(e);
-  return code === '40P01' || code === '40001';
-};
 
 /** A fault of one observation of a slice, carried out of the slice's savepoint to have the slice done again. */
 export class SliceFault extends Error {
@@ -260,7 +255,7 @@ export async function recordSlice(ctx: JobContext & { tx: Tx }, observations: re
   } catch (e) {
     if (!(e instanceof SliceFault)) throw e;
     // A lost deadlock is the transaction's, not a row's: no row is set aside for it.
-    if (isConflict(e.fault)) throw e.fault;
+    if (isTransientConflict(e.fault)) throw e.fault;
     const out: (Recorded | null | undefined)[] = [];
     for (const o of observations) out.push(o ? await recordOrSetAside(ctx, o) : undefined);
     return out;

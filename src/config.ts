@@ -172,20 +172,18 @@ export function requireSharedVaultKey(config: Pick<Config, 'databaseUrl' | 'vaul
   );
 }
 
+/** A vault key as configured: 32 bytes in canonical base64 (white space around or inside it ignored). */
+const isVaultKey = (text: string): boolean => {
+  const raw = Buffer.from(text, 'base64');
+  return raw.length === 32 && raw.toString('base64') === text.replace(/\s+/g, '');
+};
+
 export function loadConfig(env: Env = process.env): Config {
   const vaultKey = str(env, 'VAULT_KEY');
-  if (vaultKey !== null) {
-    const raw = Buffer.from(vaultKey, 'base64');
-    if (raw.length !== 32 || raw.toString('base64') !== vaultKey.replace(/\s+/g, '')) {
-      throw new ConfigError('VAULT_KEY', '32 bytes encoded as base64 (44 characters)', '<hidden>');
-    }
-  }
+  if (vaultKey !== null && !isVaultKey(vaultKey)) throw new ConfigError('VAULT_KEY', '32 bytes encoded as base64 (44 characters)', '<hidden>');
   const vaultOldKeys = (str(env, 'VAULT_OLD_KEYS') ?? '').split(/[\s,]+/).filter((k) => k !== '');
-  for (const k of vaultOldKeys) {
-    const raw = Buffer.from(k, 'base64');
-    if (raw.length !== 32 || raw.toString('base64') !== k) {
-      throw new ConfigError('VAULT_OLD_KEYS', 'base64 32-byte keys (44 characters each), separated by commas', '<hidden>');
-    }
+  if (!vaultOldKeys.every(isVaultKey)) {
+    throw new ConfigError('VAULT_OLD_KEYS', 'base64 32-byte keys (44 characters each), separated by commas', '<hidden>');
   }
   const bootstrapApiKey = str(env, 'BOOTSTRAP_API_KEY');
   if (bootstrapApiKey !== null && !API_KEY_PATTERN.test(bootstrapApiKey)) {

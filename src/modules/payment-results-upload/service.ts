@@ -548,9 +548,9 @@ interface RowDecided {
 
 /**
  * Decides a slice's rows, then records them: the references' writes in one store call and the outcomes in
- * one savepoint of the slice (recordSlice: borrower by borrower, row by row only when a row faults). A dry run writes nothing and
- * answers what the upload would, the same warning for a status that would not move forward. The problems come
- * in row order, each row's as it would find them.
+ * one savepoint of the slice (recordSlice: borrower by borrower, row by row only when a row faults). A dry
+ * run writes nothing and answers what the upload would, the same warning for a status that would not move
+ * forward. The problems come in row order, each row's as it would find them.
  */
 async function recordSliceOf(
   tx: Ctx & { tx: Tx },

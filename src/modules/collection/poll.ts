@@ -1,13 +1,14 @@
 import type { Deps, JobContext } from '../../deps';
 import type { StoreCtx } from '../../platform/store';
-import { transaction } from '../../platform/context';
+import { transaction, type Tx } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import { HeldLease } from '../../platform/leases';
 import type { ProcessorChange } from '../../adapters/processors';
-import { recordOrSetAside } from './record';
+import { recordSlice, type Known, type Observation } from './record';
 import { reconcileKeys } from './reconcile';
 import { collectionStore as store } from './store';
-import { matchStoredReference, storedSource, type PaymentMatch } from './reference';
+import { madeForAnotherLender, matchReference, namesInReference, REFERENCE_PREFIX, type PaymentMatch } from './reference';
+import { enrollmentStore } from '../enrollments/store';
 import { ACCOUNT_OF_ANOTHER_LENDER, learnAccounts, outsideMatchingFrom } from '../payment-connections/accounts';
 import type { ProcessorName } from '../../../db/schema/enums';
 
@@ -45,17 +46,46 @@ export async function matchChange(
   c: ProcessorChange,
   outsideFrom: number | null,
 ): Promise<PaymentMatch | null> {
-  // The service's own payment also by the processor's id through the same key (a change without our reference).
-  const own = () => store.ownPayment(sc, lenderId, connectionId, c.reference, c.processorPaymentId);
-  if (!c.reference) {
-    const p = await own();
-    return p ? { enrollmentId: p.enrollmentId, authorizerUniqueId: p.aid, paymentId: p.id, amountCents: p.amount, processorIdKnown: !!p.pid } : null;
-  }
-  const m = await matchStoredReference(storedSource(sc, lenderId, own), c.reference, { prefixed: true });
-  // A payment made elsewhere is the lender's only through an account bound to it, and only when made since
-  // then: an account that changed hands never credits the new lender with the old one's payments.
-  if (m && m.paymentId === null && (outsideFrom === null || (c.paymentCreatedAt ?? c.occurredAt) < outsideFrom)) return null;
-  return m;
+  return (await matcherOf(sc, lenderId, connectionId, [c], outsideFrom))(c);
+}
+
+/**
+ * matchChange for any change of `changes`, from what the store is asked once for all of them: the lender's
+ * own payments by reference and by processor id through the key, the references made for another lender,
+ * and the borrowers the references name (a page's look-ups, a few statements rather than a few per change).
+ */
+async function matcherOf(
+  sc: StoreCtx,
+  lenderId: string,
+  connectionId: string,
+  changes: ProcessorChange[],
+  outsideFrom: number | null,
+): Promise<(c: ProcessorChange) => PaymentMatch | null> {
+  const references = [...new Set(changes.flatMap((c) => (c.reference ? [c.reference] : [])))];
+  const own = await store.ownPaymentsAmong(sc, lenderId, connectionId, references, [...new Set(changes.map((c) => c.processorPaymentId))]);
+  // What matchReference asks of a DRS- reference that is not our own payment: another lender's payment, or names.
+  const outside = references.filter((r) => r.startsWith(REFERENCE_PREFIX) && !own.byReference.has(r));
+  const others = new Set((await Promise.all(outside.map(async (r) => ((await madeForAnotherLender(sc, lenderId, r)) ? [r] : [])))).flat());
+  const names = [...new Set(outside.filter((r) => !others.has(r)).flatMap((r) => namesInReference(r)))];
+  const borrowers = new Map(names.length ? (await enrollmentStore.borrowersAmong(sc, lenderId, names)).map((b) => [b.aid, b.id]) : []);
+  return (c) => {
+    // The service's own payment also by the processor's id through the same key (a change without our reference).
+    const mine = (c.reference ? own.byReference.get(c.reference) : undefined) ?? own.byProcessorId.get(c.processorPaymentId) ?? null;
+    if (!c.reference) return mine ? { enrollmentId: mine.enrollmentId, authorizerUniqueId: mine.aid, paymentId: mine.id, amountCents: mine.amount, processorIdKnown: !!mine.pid } : null;
+    const m = matchReference(
+      {
+        payment: () => mine,
+        borrowers: (ids) => new Map(ids.flatMap((id) => (borrowers.has(id) ? [[id, borrowers.get(id)!] as const] : []))),
+        othersPayment: (r) => others.has(r),
+      },
+      c.reference,
+      { prefixed: true },
+    );
+    // A payment made elsewhere is the lender's only through an account bound to it, and only when made since
+    // then: an account that changed hands never credits the new lender with the old one's payments.
+    if (m && m.paymentId === null && (outsideFrom === null || (c.paymentCreatedAt ?? c.occurredAt) < outsideFrom)) return null;
+    return m;
+  };
 }
 
 interface PolledKey {
@@ -86,23 +116,14 @@ async function recordPageIn(ctx: JobContext, conn: PolledKey, from: string | nul
     // a time. The page's references are held at once, in one order, before any of them is recorded.
     await store.serializeFeed(tx, conn.id);
     await store.serializeReferences(tx, conn.lenderId, changes.map((c) => c.reference ?? c.processorPaymentId));
-    let ingested = 0;
-    let matched = 0;
     const outsideFrom = await outsideMatchingFrom(tx, conn);
-    for (const c of changes) {
-      const m = await matchChange(tx, conn.lenderId, conn.id, c, outsideFrom);
-      const seen = await store.ingestedOf(tx, conn.id, c.processorPaymentId);
-      if (!seen) {
-        await store.recordIngested(tx, conn.id, c.processorPaymentId, m !== null);
-        ingested++;
-        if (m) matched++;
-      } else if (!seen.matched && m) {
-        await store.markIngestedMatched(tx, conn.id, c.processorPaymentId);
-        matched++;
-      }
-      if (!m) continue;
-      const keepId = m.paymentId && !m.processorIdKnown ? () => store.keepProcessorPaymentId(tx, m.paymentId!, c.processorPaymentId) : undefined;
-      await recordOrSetAside(tx, {
+    const matches = await matchPage(tx, conn, changes, outsideFrom);
+    const { ingested, matched } = await ingestPage(tx, conn.id, changes, matches);
+    const known = await knownOfPage(tx, conn.lenderId, changes, matches);
+    const observations = changes.map((c, i): Observation | null => {
+      const m = matches[i]!.match;
+      if (!m) return null;
+      return {
         lenderId: conn.lenderId,
         // The payment's own reference, whatever the processor echoes back.
         reference: c.reference ?? c.processorPaymentId,
@@ -120,8 +141,15 @@ async function recordPageIn(ctx: JobContext, conn: PolledKey, from: string | nul
         connectionId: conn.id,
         repeat: c.reinstated === true,
         declineCode: c.declineCode ?? null,
-      }, keepId);
-    }
+        known: known[i],
+      };
+    });
+    // Borrower by borrower, each borrower's changes in the order of the feed (recordSlice); the processor's id
+    // of our payment kept first where the page is the first to tell it.
+    await recordSlice(tx, observations, (i) => {
+      const m = matches[i]!;
+      return m.keepId ? () => store.keepProcessorPaymentId(tx, m.match!.paymentId!, changes[i]!.processorPaymentId) : undefined;
+    });
     const moved = await store.recordPoll(tx, conn.id, {
       from,
       cursor,
@@ -135,6 +163,83 @@ async function recordPageIn(ctx: JobContext, conn: PolledKey, from: string | nul
     // Another poller moved the cursor since the page was asked for: everything above is rolled back.
     if (!moved) throw new CursorMoved();
   });
+}
+
+/** A change's borrower, and whether the page keeps the processor's id of our payment with it. */
+interface PageMatch {
+  match: PaymentMatch | null;
+  keepId: boolean;
+}
+
+/**
+ * Every change of a page matched (matchChange), from look-ups made for the whole page at once. Then, in the
+ * feed's order, what an earlier change of the page teaches a later one: a change without our reference is
+ * matched by the processor's id, which the page may be the first to tell of our payment (an earlier change
+ * carried both), and that id is kept once.
+ */
+async function matchPage(tx: StoreCtx, conn: PolledKey, changes: ProcessorChange[], outsideFrom: number | null): Promise<PageMatch[]> {
+  const matchOf = await matcherOf(tx, conn.lenderId, conn.id, changes, outsideFrom);
+  const taught = new Map<string, PaymentMatch>();
+  const kept = new Set<string>();
+  return changes.map((c) => {
+    let match = matchOf(c);
+    if (!match && !c.reference) match = taught.get(c.processorPaymentId) ?? null;
+    if (!match?.paymentId || match.processorIdKnown || kept.has(match.paymentId)) return { match, keepId: false };
+    kept.add(match.paymentId);
+    taught.set(c.processorPaymentId, { ...match, processorIdKnown: true });
+    return { match, keepId: true };
+  });
+}
+
+/**
+ * What is recorded of the page's matched changes, read for the page at once rather than by each change (its
+ * references are held since the page began): whether its source event was read before, and for the first
+ * change of each reference the reference's latest event. A later change of the same reference reads that
+ * itself, after the earlier one is recorded on it; a source event twice in the page is seen the second time.
+ */
+async function knownOfPage(tx: StoreCtx & { tx: Tx }, lenderId: string, changes: ProcessorChange[], matches: PageMatch[]): Promise<(Known | undefined)[]> {
+  const at = changes.flatMap((c, i) => (matches[i]!.match ? [i] : []));
+  if (at.length === 0) return [];
+  const referenceOf = (c: ProcessorChange) => c.reference ?? c.processorPaymentId;
+  const seen = new Set(await store.seenAmong(tx, lenderId, 'processor', [...new Set(at.map((i) => changes[i]!.sourceEventId))]));
+  const firstOf = new Map<string, number>();
+  for (const i of at) if (!firstOf.has(referenceOf(changes[i]!))) firstOf.set(referenceOf(changes[i]!), i);
+  const last = new Map((await store.lastEventsAmong(tx, lenderId, [...firstOf.keys()])).map((r) => [r.reference, { status: r.status, occurredAt: r.occurredAt }]));
+  const out: (Known | undefined)[] = [];
+  const inPage = new Set<string>();
+  for (const i of at) {
+    const c = changes[i]!;
+    const ref = referenceOf(c);
+    out[i] = { seen: seen.has(c.sourceEventId) || inPage.has(c.sourceEventId), last: firstOf.get(ref) === i ? (last.get(ref) ?? null) : undefined, held: true };
+    inPage.add(c.sourceEventId);
+  }
+  return out;
+}
+
+/**
+ * Whether each processor payment of a page was ingested, read at once, then written at once: a new one
+ * ingested (matched or not), one ingested unmatched and matched now marked. The counts are the page's.
+ */
+async function ingestPage(tx: StoreCtx & { tx: Tx }, connectionId: string, changes: ProcessorChange[], matches: PageMatch[]) {
+  const ids = [...new Set(changes.map((c) => c.processorPaymentId))];
+  const before = new Map((await store.ingestedAmong(tx, connectionId, ids)).map((r) => [r.id, r.matched]));
+  const after = new Map(before);
+  let ingested = 0;
+  let matched = 0;
+  changes.forEach((c, i) => {
+    const m = matches[i]!.match !== null;
+    const was = after.get(c.processorPaymentId);
+    if (was === undefined) {
+      after.set(c.processorPaymentId, m);
+      ingested++;
+      if (m) matched++;
+    } else if (!was && m) {
+      after.set(c.processorPaymentId, true);
+      matched++;
+    }
+  });
+  await store.saveIngested(tx, connectionId, [...after].flatMap(([id, m]) => (before.get(id) === m ? [] : [{ id, matched: m }])));
+  return { ingested, matched };
 }
 
 export interface PollResult {

@@ -8,7 +8,7 @@ import { dbErrorMessage, isTransientConflict } from '../../platform/pg';
 import { applyMonitorEvent } from '../enrollments/monitor-store';
 import { collectionStore as store } from './store';
 import { eventView } from './events';
-import { pushToEndpoints } from '../webhooks/endpoints';
+import { pushToEndpoints, type TargetsMemo } from '../webhooks/endpoints';
 import { evaluateReturnRates } from '../return-rates/watch';
 import { asObserved, isAhead } from './status-order';
 import { holdChain } from './chain';
@@ -45,7 +45,8 @@ export interface Observation {
 /** Whether an observation's source event was read before, and its reference's latest event. */
 export interface Known {
   seen: boolean;
-  last: { status: EventStatus; occurredAt: number } | null;
+  /** Undefined: not read with the others (an earlier observation of the same slice records on it first). */
+  last: { status: EventStatus; occurredAt: number } | null | undefined;
   /** Read in a transaction that holds the reference from then to its commit (knownAmong in a transaction). */
   held: boolean;
 }
@@ -79,12 +80,16 @@ export function knownFrom(
 export type Recorded =
   | { recorded: false; why: 'seen' }
   | { recorded: false; why: 'stale'; current: PaymentStatus | null }
-  | { recorded: true; eventId: string; status: EventStatus };
+  | { recorded: true; eventId: string; status: EventStatus; occurredAt: number };
 
 /** Returns R01/R09 and the other codes only on the statuses that carry one. */
 export const codeFor = (status: EventStatus, code: string | null) => (status === 'returned' || status === 'late_returned' ? code : null);
 
-export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation): Promise<Recorded> {
+/**
+ * Records one observation. `ratesLater`: a return's lender is added to it instead of its return rates being
+ * evaluated at once (recordSlice evaluates each such lender once, after the slice's observations).
+ */
+export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation, ratesLater?: Set<string>): Promise<Recorded> {
   const { tx } = ctx;
   // What is recorded of the reference is read, then written on: one recording of a reference at a time (held
   // already when what is known of it was read under its lock in this transaction).
@@ -133,19 +138,22 @@ export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observa
     await pushToEndpoints(ctx, now, o.lenderId, 'PAYMENT_EVENT', { payment_event });
   }
   // A return moves the lender's return rates: evaluated at once (an upload evaluates once, after its rows).
-  if ((status === 'returned' || status === 'late_returned') && o.source !== 'upload') await evaluateReturnRates(ctx, o.lenderId);
-  return { recorded: true, eventId, status };
+  if ((status === 'returned' || status === 'late_returned') && o.source !== 'upload') {
+    if (ratesLater) ratesLater.add(o.lenderId);
+    else await evaluateReturnRates(ctx, o.lenderId);
+  }
+  return { recorded: true, eventId, status, occurredAt };
 }
 
 /** Where an observation stands against what is recorded: the status it stands for and whether it is ahead. */
 async function placeOf(c: StoreCtx, o: Pick<Observation, 'lenderId' | 'reference' | 'paymentId' | 'status' | 'repeat' | 'known'>) {
-  const last = o.known ? o.known.last : await store.lastEventOf(c, o.lenderId, o.reference);
+  const last = o.known && o.known.last !== undefined ? o.known.last : await store.lastEventOf(c, o.lenderId, o.reference);
   const current = o.paymentId ? await store.paymentStatusOf(c, o.paymentId) : (last?.status ?? null);
   return placeFrom(o, last, current);
 }
 
 /** placeOf from what is recorded: the reference's latest event and the status it stands in. */
-export function placeFrom(o: Pick<Observation, 'status' | 'repeat'>, last: Known['last'], current: PaymentStatus | null) {
+export function placeFrom(o: Pick<Observation, 'status' | 'repeat'>, last: Exclude<Known['last'], undefined>, current: PaymentStatus | null) {
   const status = asObserved(current, o.status);
   return { last, current, status, ahead: isAhead(current, status, o.repeat === true) };
 }
@@ -226,7 +234,7 @@ export class SliceFault extends Error {
 }
 
 /**
- * Records a slice of a batch's observations (an upload's rows) in one savepoint rather than one each, as
+ * Records a slice of a batch's observations (an upload's rows, a feed's page) in one savepoint rather than one each, as
  * recordOrSetAside would: a savepoint copies every page it first changes to its sub-journal, so one per row
  * copied the same index pages again for every row (profiled, about half of a 10 MB upload went to inserting
  * its events). The answers come in the order of `observations` (undefined where there is none). When an
@@ -235,21 +243,45 @@ export class SliceFault extends Error {
  * only the attempt that stands is counted in the metrics. Anything else that throws is rethrown.
  *
  * In the savepoint the observations are recorded borrower by borrower (byBorrower): each borrower's in the
- * order given, different borrowers side by side.
+ * order given, different borrowers side by side. `before(i)`, when it gives a step, runs just before the i-th
+ * observation is recorded, in its savepoint (a feed's page keeps the processor's id of our payment). A return
+ * read from a processor moves its lender's return rates: those are evaluated once, after the slice's
+ * observations, rather than by each borrower's side at once (they are the lender's, not a borrower's).
  */
-export async function recordSlice(ctx: JobContext & { tx: Tx }, observations: readonly (Observation | null)[]): Promise<(Recorded | null | undefined)[]> {
+export async function recordSlice(
+  ctx: JobContext & { tx: Tx },
+  observations: readonly (Observation | null)[],
+  before?: (i: number) => (() => Promise<void>) | undefined,
+): Promise<(Recorded | null | undefined)[]> {
   const counts: (() => void)[] = [];
-  const held = { ...ctx, deps: { ...ctx.deps, metrics: countedLater(ctx.deps.metrics, counts) } };
+  const held: JobContext & { tx: Tx } & TargetsMemo = { ...ctx, deps: { ...ctx.deps, metrics: countedLater(ctx.deps.metrics, counts) }, targetsOf: new Map() };
+  // A reference's latest event as the slice records on it: an observation whose caller read what is known of
+  // it but not its reference's latest event (an earlier one of the slice comes first) is given it from here.
+  const lastOf = new Map<string, Exclude<Known['last'], undefined>>();
   try {
-    const result = await savepoint(ctx, () =>
-      byBorrower(observations, async (o) => {
+    const result = await savepoint(ctx, async () => {
+      const lenders = new Set<string>();
+      const recorded = await byBorrower(observations, async (o, i) => {
         try {
-          return await recordObservation(held, o);
+          await before?.(i)?.();
+          const known = o.known && o.known.last === undefined && lastOf.has(o.reference) ? { ...o.known, last: lastOf.get(o.reference)! } : o.known;
+          const r = await recordObservation(held, known === o.known ? o : { ...o, known }, lenders);
+          if (r.recorded) lastOf.set(o.reference, { status: r.status, occurredAt: r.occurredAt });
+          else if (known && known.last !== undefined && !lastOf.has(o.reference)) lastOf.set(o.reference, known.last);
+          return r;
         } catch (e) {
           throw new SliceFault(e);
         }
-      }),
-    );
+      });
+      for (const lenderId of lenders) {
+        try {
+          await evaluateReturnRates(held, lenderId);
+        } catch (e) {
+          throw new SliceFault(e);
+        }
+      }
+      return recorded;
+    });
     for (const count of counts) count();
     return result;
   } catch (e) {
@@ -257,7 +289,7 @@ export async function recordSlice(ctx: JobContext & { tx: Tx }, observations: re
     // A lost deadlock is the transaction's, not a row's: no row is set aside for it.
     if (isTransientConflict(e.fault)) throw e.fault;
     const out: (Recorded | null | undefined)[] = [];
-    for (const o of observations) out.push(o ? await recordOrSetAside(ctx, o) : undefined);
+    for (const [i, o] of observations.entries()) out.push(o ? await recordOrSetAside(ctx, o, before?.(i)) : undefined);
     return out;
   }
 }
@@ -266,14 +298,14 @@ export async function recordSlice(ctx: JobContext & { tx: Tx }, observations: re
  * `record` over observations one borrower at a time (its enrollment, else the reference): each borrower's in
  * the order given, since its monitor and ledger move one observation after the other; different borrowers'
  * side by side. Nothing one borrower's recording reads is written by another's (its references, payments,
- * ledger entries and monitor are its own, and a slice names a reference once), so the order among borrowers
- * changes nothing recorded. On PostgreSQL the borrowers' statements are sent one after the other on the
+ * ledger entries and monitor are its own; a reference's observations are all one borrower's, and the
+ * lender's return rates are evaluated after the slice), so the order among borrowers changes nothing recorded. On PostgreSQL the borrowers' statements are sent one after the other on the
  * transaction's connection without each waiting for the answer before it (pipelined), where one at a time
  * waited a round trip each: several statements a row (bun run bench upload). On SQLite each statement runs
  * when it is called, as before. On the first failure no borrower starts another observation, every one in
  * flight is waited for (no statement is left running on the connection), and that first failure is thrown.
  */
-async function byBorrower<R>(observations: readonly (Observation | null)[], record: (o: Observation) => Promise<R>): Promise<(R | undefined)[]> {
+async function byBorrower<R>(observations: readonly (Observation | null)[], record: (o: Observation, i: number) => Promise<R>): Promise<(R | undefined)[]> {
   const out: (R | undefined)[] = new Array(observations.length).fill(undefined);
   const chains = new Map<string, number[]>();
   observations.forEach((o, i) => {
@@ -289,7 +321,7 @@ async function byBorrower<R>(observations: readonly (Observation | null)[], reco
       for (const i of chain) {
         if (failure) return;
         try {
-          out[i] = await record(observations[i]!);
+          out[i] = await record(observations[i]!, i);
         } catch (error) {
           failure ??= { error };
           return;

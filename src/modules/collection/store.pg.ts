@@ -216,37 +216,52 @@ export const pgCollectionStore: CollectionStore = {
     });
   },
 
-  async ownPayment(c, lenderId, connectionId, reference, processorPaymentId) {
-    const [r] = await rows<{ id: string; enrollmentId: string; aid: string; amount: string; pid: string | null }>(
-      pgReaderOf(c),
-      sql`(SELECT id, enrollment_id AS "enrollmentId", authorizer_unique_id AS aid, amount_cents AS amount, processor_payment_id AS pid
-             FROM payments WHERE lender_id = ${lenderId} AND reference = ${reference ?? ''} LIMIT 1)
-          UNION ALL
-          (SELECT id, enrollment_id, authorizer_unique_id, amount_cents, processor_payment_id
-             FROM payments WHERE connection_id = ${connectionId} AND processor_payment_id = ${processorPaymentId} AND lender_id = ${lenderId} LIMIT 1)
-          LIMIT 1`,
-    );
-    return r ? { id: r.id, enrollmentId: r.enrollmentId, aid: r.aid, amount: num(r.amount), pid: r.pid } : null;
+  async ownPaymentsAmong(c, lenderId, connectionId, references, processorPaymentIds) {
+    type Row = { key: string; id: string; enrollmentId: string; aid: string; amount: string; pid: string | null };
+    const found = (r: Row[]) => new Map(r.map((x) => [x.key, { id: x.id, enrollmentId: x.enrollmentId, aid: x.aid, amount: num(x.amount), pid: x.pid }]));
+    // A probe of an index per key (as seenAmong): a page is matched against payments made since the statistics.
+    const [byReference, byProcessorId] = await Promise.all([
+      references.length === 0
+        ? []
+        : rows<Row>(
+            pgReaderOf(c),
+            sql`SELECT s.key, p.* FROM unnest(${textArray(references)}) AS s(key)
+                  CROSS JOIN LATERAL (SELECT id, enrollment_id AS "enrollmentId", authorizer_unique_id AS aid, amount_cents AS amount, processor_payment_id AS pid
+                                        FROM payments WHERE lender_id = ${lenderId} AND reference = s.key LIMIT 1) p`,
+          ),
+      processorPaymentIds.length === 0
+        ? []
+        : rows<Row>(
+            pgReaderOf(c),
+            sql`SELECT s.key, p.* FROM unnest(${textArray(processorPaymentIds)}) AS s(key)
+                  CROSS JOIN LATERAL (SELECT id, enrollment_id AS "enrollmentId", authorizer_unique_id AS aid, amount_cents AS amount, processor_payment_id AS pid
+                                        FROM payments WHERE connection_id = ${connectionId} AND processor_payment_id = s.key AND lender_id = ${lenderId} LIMIT 1) p`,
+          ),
+    ]);
+    return { byReference: found(byReference), byProcessorId: found(byProcessorId) };
   },
   async paymentById(c, id) {
     const [r] = await pgReaderOf(c).select({ lenderId: payments.lenderId, reference: payments.reference }).from(payments).where(eq(payments.id, id));
     return r ?? null;
   },
-  async ingestedOf(c, connectionId, processorPaymentId) {
-    const [r] = await pgReaderOf(c)
-      .select({ matched: ingestedPayments.matched })
-      .from(ingestedPayments)
-      .where(and(eq(ingestedPayments.connectionId, connectionId), eq(ingestedPayments.processorPaymentId, processorPaymentId)));
-    return r ? { matched: r.matched } : null;
+  async ingestedAmong(c, connectionId, processorPaymentIds) {
+    if (processorPaymentIds.length === 0) return [];
+    // A probe of the unique index per id (as seenAmong): a page's feed adds rows its statistics do not count yet.
+    return rows<{ id: string; matched: boolean }>(
+      pgReaderOf(c),
+      sql`SELECT i.id, i.matched FROM unnest(${textArray(processorPaymentIds)}) AS s(id)
+            CROSS JOIN LATERAL (SELECT processor_payment_id AS id, matched = 1 AS matched FROM ingested_payments
+                                 WHERE connection_id = ${connectionId} AND processor_payment_id = s.id LIMIT 1) i`,
+    );
   },
-  async recordIngested(c, connectionId, processorPaymentId, matched) {
-    await pgWriterOf(c).insert(ingestedPayments).values({ connectionId, processorPaymentId, matched });
-  },
-  async markIngestedMatched(c, connectionId, processorPaymentId) {
-    await pgWriterOf(c)
-      .update(ingestedPayments)
-      .set({ matched: true })
-      .where(and(eq(ingestedPayments.connectionId, connectionId), eq(ingestedPayments.processorPaymentId, processorPaymentId)));
+  async saveIngested(c, connectionId, payments) {
+    if (payments.length === 0) return;
+    await pgWriterOf(c).execute(
+      sql`INSERT INTO ingested_payments (connection_id, processor_payment_id, matched)
+          SELECT ${connectionId}, v.id, CASE v.matched WHEN 't' THEN 1 ELSE 0 END
+            FROM unnest(${textArray(payments.map((p) => p.id))}, ${textArray(payments.map((p) => (p.matched ? 't' : 'f')))}) AS v(id, matched)
+          ON CONFLICT (connection_id, processor_payment_id) DO UPDATE SET matched = 1 WHERE excluded.matched = 1`,
+    );
   },
   async oldestUnsettled(c, connectionId, settledSince) {
     const [r] = await rows<{ at: string | null }>(

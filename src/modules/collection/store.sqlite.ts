@@ -6,7 +6,7 @@ import { DAY_MS } from '../../platform/clock';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { readerOf, writerOf } from '../../platform/store';
 import type { PastPayment } from './rules';
-import type { CollectionStore, CountedSum, DuePayment, EventRecord, LedgerTotals, PaymentPageQuery } from './store';
+import type { CollectionStore, CountedSum, DuePayment, EventRecord, LedgerTotals, OwnPayment, PaymentPageQuery } from './store';
 
 // Collection's SQL on SQLite. The raw prepared statements: recording an observed status and matching a
 // processor change run once per change of a polled feed (bun run bench collection: a 50,000-change backlog at
@@ -82,33 +82,39 @@ export const updatePaymentStatus = (tx: Orm, v: { id: string; from: PaymentStatu
     .run(v.status, v.returnCode, v.message, v.now, v.settledAt, v.id, v.from);
 
 /** The service's own payment a change is about: by its reference, or by the processor's id through the same key. */
-export const ownPayment = (db: Db, lenderId: string, connectionId: string, reference: string | null, processorPaymentId: string) =>
+const OWN_COLUMNS = 'id, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, amount_cents AS amount, processor_payment_id AS pid';
+
+/** The lender's own payment with this reference. */
+const ownByReference = (db: Db, lenderId: string, reference: string) =>
   db.$client
-    .query<{ id: string; enrollmentId: string; aid: string; amount: number; pid: string | null }, [string, string, string, string]>(
-      `SELECT id, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, amount_cents AS amount, processor_payment_id AS pid FROM payments
-        WHERE lender_id = ?1 AND reference = ?2
-       UNION ALL
-       SELECT id, enrollment_id, authorizer_unique_id, amount_cents, processor_payment_id FROM payments INDEXED BY payments_processor_idx
-        WHERE connection_id = ?3 AND processor_payment_id = ?4 AND lender_id = ?1
-       LIMIT 1`,
+    .query<OwnPayment, [string, string]>(`SELECT ${OWN_COLUMNS} FROM payments WHERE lender_id = ?1 AND reference = ?2 LIMIT 1`)
+    .get(lenderId, reference);
+
+/** The lender's own payment with this processor id through the key. */
+const ownByProcessorId = (db: Db, lenderId: string, connectionId: string, processorPaymentId: string) =>
+  db.$client
+    .query<OwnPayment, [string, string, string]>(
+      `SELECT ${OWN_COLUMNS} FROM payments INDEXED BY payments_processor_idx WHERE connection_id = ?2 AND processor_payment_id = ?3 AND lender_id = ?1 LIMIT 1`,
     )
-    .get(lenderId, reference ?? '', connectionId, processorPaymentId);
+    .get(lenderId, connectionId, processorPaymentId);
 
 /** A payment the service made, by its id (the tail of its reference), whichever lender made it. */
 export const paymentById = (db: Db, id: string) =>
   db.$client.query<{ lenderId: string; reference: string }, [string]>('SELECT lender_id AS lenderId, reference FROM payments WHERE id = ?').get(id);
 
 /** The lender's borrowers among these identifiers (the candidate splits of a DRS- reference). */
-export const ingested = (db: Db, connectionId: string, processorPaymentId: string) =>
+const ingested = (db: Db, connectionId: string, processorPaymentId: string) =>
   db.$client
     .query<{ matched: number }, [string, string]>('SELECT matched FROM ingested_payments WHERE connection_id = ? AND processor_payment_id = ?')
     .get(connectionId, processorPaymentId);
 
-export const insertIngested = (tx: Orm, connectionId: string, processorPaymentId: string, matched: boolean) =>
-  tx.$client.query('INSERT INTO ingested_payments (connection_id, processor_payment_id, matched) VALUES (?, ?, ?)').run(connectionId, processorPaymentId, matched ? 1 : 0);
-
-export const markIngestedMatched = (tx: Orm, connectionId: string, processorPaymentId: string) =>
-  tx.$client.query('UPDATE ingested_payments SET matched = 1 WHERE connection_id = ? AND processor_payment_id = ?').run(connectionId, processorPaymentId);
+const saveIngested = (tx: Orm, connectionId: string, processorPaymentId: string, matched: boolean) =>
+  tx.$client
+    .query(
+      `INSERT INTO ingested_payments (connection_id, processor_payment_id, matched) VALUES (?1, ?2, ?3)
+         ON CONFLICT (connection_id, processor_payment_id) DO UPDATE SET matched = 1 WHERE excluded.matched = 1`,
+    )
+    .run(connectionId, processorPaymentId, matched ? 1 : 0);
 
 /**
  * When the oldest of a key's payments that can still change was first sent: in flight, or settled since
@@ -499,21 +505,33 @@ export const sqliteCollectionStore: CollectionStore = {
   async movePaymentStatus(c, move) {
     updatePaymentStatus(writerOf(c), move);
   },
-  async ownPayment(c, lenderId, connectionId, reference, processorPaymentId) {
-    return ownPayment(readerOf(c), lenderId, connectionId, reference, processorPaymentId) ?? null;
+  async ownPaymentsAmong(c, lenderId, connectionId, references, processorPaymentIds) {
+    const db = readerOf(c);
+    const found = (keys: string[], one: (k: string) => OwnPayment | null) =>
+      new Map(
+        keys.flatMap((k) => {
+          const p = one(k);
+          return p ? [[k, p] as const] : [];
+        }),
+      );
+    return {
+      byReference: found(references, (r) => ownByReference(db, lenderId, r)),
+      byProcessorId: found(processorPaymentIds, (p) => ownByProcessorId(db, lenderId, connectionId, p)),
+    };
   },
   async paymentById(c, id) {
     return paymentById(readerOf(c), id) ?? null;
   },
-  async ingestedOf(c, connectionId, processorPaymentId) {
-    const row = ingested(readerOf(c), connectionId, processorPaymentId);
-    return row ? { matched: row.matched === 1 } : null;
+  async ingestedAmong(c, connectionId, processorPaymentIds) {
+    const db = readerOf(c);
+    return processorPaymentIds.flatMap((id) => {
+      const row = ingested(db, connectionId, id);
+      return row ? [{ id, matched: row.matched === 1 }] : [];
+    });
   },
-  async recordIngested(c, connectionId, processorPaymentId, matched) {
-    insertIngested(writerOf(c), connectionId, processorPaymentId, matched);
-  },
-  async markIngestedMatched(c, connectionId, processorPaymentId) {
-    markIngestedMatched(writerOf(c), connectionId, processorPaymentId);
+  async saveIngested(c, connectionId, payments) {
+    const tx = writerOf(c);
+    for (const p of payments) saveIngested(tx, connectionId, p.id, p.matched);
   },
   async oldestUnsettled(c, connectionId, settledSince) {
     return oldestUnsettled(readerOf(c), connectionId, settledSince);

@@ -186,13 +186,23 @@ export interface CollectionStore {
 
   // Matching a processor's change (poll.ts, reference.ts) and reconciling (reconcile.ts).
   /** The service's own payment a change is about: by its reference, or by the processor's id through the key. */
-  ownPayment(c: StoreCtx, lenderId: string, connectionId: string, reference: string | null, processorPaymentId: string): Promise<OwnPayment | null>;
+  /**
+   * The lender's own payments among these references (through any key), and among these processor ids
+   * through the key: each found once, with what it was found by.
+   */
+  ownPaymentsAmong(
+    c: StoreCtx,
+    lenderId: string,
+    connectionId: string,
+    references: string[],
+    processorPaymentIds: string[],
+  ): Promise<{ byReference: Map<string, OwnPayment>; byProcessorId: Map<string, OwnPayment> }>;
   /** A payment the service made, by its id, whichever lender made it. */
   paymentById(c: StoreCtx, id: string): Promise<{ lenderId: string; reference: string } | null>;
-  /** Whether a processor payment was ingested through the key before, and matched then. */
-  ingestedOf(c: StoreCtx, connectionId: string, processorPaymentId: string): Promise<{ matched: boolean } | null>;
-  recordIngested(c: TxCtx, connectionId: string, processorPaymentId: string, matched: boolean): Promise<void>;
-  markIngestedMatched(c: TxCtx, connectionId: string, processorPaymentId: string): Promise<void>;
+  /** Which of these processor payments were ingested through the key before, and whether each was matched then. */
+  ingestedAmong(c: StoreCtx, connectionId: string, processorPaymentIds: string[]): Promise<{ id: string; matched: boolean }[]>;
+  /** Ingests these processor payments through the key; one ingested before is only ever marked matched. */
+  saveIngested(c: TxCtx, connectionId: string, payments: { id: string; matched: boolean }[]): Promise<void>;
   /** When the oldest of a key's payments that can still change was first sent; null when there is none. */
   oldestUnsettled(c: StoreCtx, connectionId: string, settledSince: number): Promise<number | null>;
   /** The service's payment with this id, sent through this key. */

@@ -57,9 +57,21 @@ export async function deleteEndpoint({ ctx, input }: { ctx: Ctx; input: { id: st
 }
 
 /** One delivery to every endpoint of the lender subscribed to this type, in the caller's transaction. */
-export async function pushToEndpoints(ctx: TxCtx, now: number, lenderId: string, type: EndpointEventType, payload: Record<string, unknown>): Promise<void> {
-  const targets = await store.endpointTargets(ctx, lenderId);
-  const deliveries = deliveriesTo(targets, now, lenderId, type, payload);
+/**
+ * The endpoints a batch of events is pushed to, read once per lender for the batch (a feed's page) rather than
+ * once per event: put in the ctx of the batch's transaction as `targetsOf`.
+ */
+export interface TargetsMemo {
+  targetsOf?: Map<string, ReturnType<typeof store.endpointTargets>>;
+}
+
+export async function pushToEndpoints(ctx: TxCtx & TargetsMemo, now: number, lenderId: string, type: EndpointEventType, payload: Record<string, unknown>): Promise<void> {
+  let targets = ctx.targetsOf?.get(lenderId);
+  if (!targets) {
+    targets = store.endpointTargets(ctx, lenderId);
+    ctx.targetsOf?.set(lenderId, targets);
+  }
+  const deliveries = deliveriesTo(await targets, now, lenderId, type, payload);
   if (deliveries.length > 0) await store.enqueueDeliveries(ctx, deliveries);
 }
 

@@ -392,8 +392,8 @@ if (!onPostgres) {
         inTx(async (c) => {
           await store.serializeFeed(c, k.connectionId);
           let ingested = 0;
-          if (!(await store.ingestedOf(c, k.connectionId, 'pi_1'))) {
-            await store.recordIngested(c, k.connectionId, 'pi_1', false);
+          if ((await store.ingestedAmong(c, k.connectionId, ['pi_1'])).length === 0) {
+            await store.saveIngested(c, k.connectionId, [{ id: 'pi_1', matched: false }]);
             ingested++;
           }
           if (await store.recordPoll(c, k.connectionId, { from: null, cursor: 'c1', at: NOW, error: null, reconcileDue: false, ingested, matched: 0 })) moved++;

@@ -165,8 +165,11 @@ if (!onPostgres) {
           await store.postLedgerEntry(c, { lenderId: L1, enrollmentId: p ? enr(1) : enr(2), reference, kind: 'reversal', amount: Math.max(0, await store.creditedFor(c, L1, reference)), eventId: evt(n), at });
         }
       }
-      await store.recordIngested(c, K1, 'pi_1', true);
-      await store.recordIngested(c, K1, 'pi_x', false);
+      await store.saveIngested(c, K1, [
+        { id: 'pi_1', matched: true },
+        { id: 'pi_x', matched: false },
+        { id: 'pi_y', matched: false },
+      ]);
     });
   });
   afterAll(async () => {
@@ -195,15 +198,20 @@ if (!onPostgres) {
     });
 
     test('matching and reconciling', async () => {
-      expect((await same((c) => store.ownPayment(c, L1, K1, ref(1), 'zzz')))?.id).toBe(pay(1));
-      expect((await same((c) => store.ownPayment(c, L1, K1, null, 'pi_2')))?.id).toBe(pay(2));
-      await same((c) => store.ownPayment(c, L1, K1, 'none', 'pi_1'));
-      expect(await same((c) => store.ownPayment(c, L2, K1, ref(1), 'pi_1'))).toBeNull();
+      const own = (lender: string, refs: string[], pids: string[]) =>
+        same((c) => store.ownPaymentsAmong(c, lender, K1, refs, pids).then((o) => ({ byReference: [...o.byReference].sort(), byProcessorId: [...o.byProcessorId].sort() })));
+      const found = await own(L1, [ref(1), 'none', ref(2)], ['zzz', 'pi_2', 'pi_1']);
+      expect(found.byReference.map(([k, p]) => [k, p.id])).toEqual([[ref(1), pay(1)], [ref(2), pay(2)]].sort());
+      expect(found.byProcessorId.map(([k, p]) => [k, p.id])).toEqual([['pi_1', pay(1)], ['pi_2', pay(2)]]);
+      expect(await own(L2, [ref(1)], ['pi_1'])).toEqual({ byReference: [], byProcessorId: [] });
+      expect(await own(L1, [], [])).toEqual({ byReference: [], byProcessorId: [] });
       await same((c) => store.paymentById(c, pay(7)));
       await same((c) => store.paymentById(c, 'none'));
-      expect(await same((c) => store.ingestedOf(c, K1, 'pi_1'))).toEqual({ matched: true });
-      expect(await same((c) => store.ingestedOf(c, K1, 'pi_x'))).toEqual({ matched: false });
-      expect(await same((c) => store.ingestedOf(c, K1, 'none'))).toBeNull();
+      expect(await same((c) => store.ingestedAmong(c, K1, ['none', 'pi_x', 'pi_1']).then((r) => r.sort((a, b) => a.id.localeCompare(b.id))))).toEqual([
+        { id: 'pi_1', matched: true },
+        { id: 'pi_x', matched: false },
+      ]);
+      expect(await same((c) => store.ingestedAmong(c, K1, []))).toEqual([]);
       expect(await same((c) => store.oldestUnsettled(c, K1, NOW - 60 * DAY))).toBe(NOW - 40 * DAY);
       expect(await same((c) => store.oldestUnsettled(c, K1, NOW))).toBe(NOW - DAY + 5);
       expect(await same((c) => store.oldestUnsettled(c, K3, 0))).toBeNull();
@@ -275,7 +283,12 @@ if (!onPostgres) {
         await store.movePaymentStatus(c, { id: pay(3), from: 'processing', status: 'settled', returnCode: null, message: 'no', now: NOW, settledAt: null });
         await store.movePaymentStatus(c, { id: pay(7), from: 'initiating', status: 'processing', returnCode: null, message: null, now: NOW, settledAt: null });
         await store.setObservationAside(c, { lenderId: L1, connectionId: null, source: 'upload', sourceEventId: 's', reference: 'r', status: 'settled', error: 'e', at: NOW });
-        await store.markIngestedMatched(c, K1, 'pi_x');
+        // pi_x marked matched; pi_1 stays matched; pi_y stays unmatched (ingested before: never unmarked); pi_z is new.
+        await store.saveIngested(c, K1, [
+          { id: 'pi_x', matched: true },
+          { id: 'pi_1', matched: false },
+          { id: 'pi_z', matched: false },
+        ]);
         await store.keepProcessorPaymentId(c, pay(1), 'pi_other');
         await store.keepProcessorPaymentId(c, pay(3), 'pi_3');
         await store.noteProcessorPaymentId(c, pay(7), null, NOW);

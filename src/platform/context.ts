@@ -130,7 +130,8 @@ export function withTransaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx?:
  * Runs fn in a savepoint of the open transaction: when fn throws, its writes alone are undone (the rest of the
  * transaction stands) and the error is rethrown. fn may await (store calls): while it runs, no other caller
  * writes on the connection (the transaction is open and one at a time), so the savepoint holds only fn's
- * writes. Cached statements, not a nested bun:sqlite transaction: this runs once per slice of a feed's page or an upload, and once per change when one faults.
+ * writes. Cached statements, not a nested bun:sqlite transaction: this runs once per slice of a feed's page
+ * or of an upload, and once per change of the slice when one of them faults.
  */
 export async function savepoint<T>(ctx: { deps: Pick<PlatformDeps, 'pg'>; tx: Tx }, fn: () => Promise<T>): Promise<T> {
   if (ctx.deps.pg) {

@@ -220,23 +220,18 @@ export const pgCollectionStore: CollectionStore = {
     type Row = { key: string; id: string; enrollmentId: string; aid: string; amount: string; pid: string | null };
     const found = (r: Row[]) => new Map(r.map((x) => [x.key, { id: x.id, enrollmentId: x.enrollmentId, aid: x.aid, amount: num(x.amount), pid: x.pid }]));
     // A probe of an index per key (as seenAmong): a page is matched against payments made since the statistics.
+    const among = (keys: string[], where: SQL) =>
+      keys.length === 0
+        ? []
+        : rows<Row>(
+            pgReaderOf(c),
+            sql`SELECT s.key, p.* FROM unnest(${textArray(keys)}) AS s(key)
+                  CROSS JOIN LATERAL (SELECT id, enrollment_id AS "enrollmentId", authorizer_unique_id AS aid, amount_cents AS amount, processor_payment_id AS pid
+                                        FROM payments WHERE ${where} LIMIT 1) p`,
+          );
     const [byReference, byProcessorId] = await Promise.all([
-      references.length === 0
-        ? []
-        : rows<Row>(
-            pgReaderOf(c),
-            sql`SELECT s.key, p.* FROM unnest(${textArray(references)}) AS s(key)
-                  CROSS JOIN LATERAL (SELECT id, enrollment_id AS "enrollmentId", authorizer_unique_id AS aid, amount_cents AS amount, processor_payment_id AS pid
-                                        FROM payments WHERE lender_id = ${lenderId} AND reference = s.key LIMIT 1) p`,
-          ),
-      processorPaymentIds.length === 0
-        ? []
-        : rows<Row>(
-            pgReaderOf(c),
-            sql`SELECT s.key, p.* FROM unnest(${textArray(processorPaymentIds)}) AS s(key)
-                  CROSS JOIN LATERAL (SELECT id, enrollment_id AS "enrollmentId", authorizer_unique_id AS aid, amount_cents AS amount, processor_payment_id AS pid
-                                        FROM payments WHERE connection_id = ${connectionId} AND processor_payment_id = s.key AND lender_id = ${lenderId} LIMIT 1) p`,
-          ),
+      among(references, sql`lender_id = ${lenderId} AND reference = s.key`),
+      among(processorPaymentIds, sql`connection_id = ${connectionId} AND processor_payment_id = s.key AND lender_id = ${lenderId}`),
     ]);
     return { byReference: found(byReference), byProcessorId: found(byProcessorId) };
   },

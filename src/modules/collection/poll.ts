@@ -63,7 +63,7 @@ async function matcherOf(
 ): Promise<(c: ProcessorChange) => PaymentMatch | null> {
   const references = [...new Set(changes.flatMap((c) => (c.reference ? [c.reference] : [])))];
   const own = await store.ownPaymentsAmong(sc, lenderId, connectionId, references, [...new Set(changes.map((c) => c.processorPaymentId))]);
-  // What matchReference asks of a DRS- reference that is not our own payment: another lender's payment, or names.
+  // What matchReference asks of a DRS- reference not our own payment: another lender's payment, or names.
   const outside = references.filter((r) => r.startsWith(REFERENCE_PREFIX) && !own.byReference.has(r));
   const others = new Set((await Promise.all(outside.map(async (r) => ((await madeForAnotherLender(sc, lenderId, r)) ? [r] : [])))).flat());
   const names = [...new Set(outside.filter((r) => !others.has(r)).flatMap((r) => namesInReference(r)))];

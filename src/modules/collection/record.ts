@@ -234,13 +234,13 @@ export class SliceFault extends Error {
 }
 
 /**
- * Records a slice of a batch's observations (an upload's rows, a feed's page) in one savepoint rather than one each, as
- * recordOrSetAside would: a savepoint copies every page it first changes to its sub-journal, so one per row
- * copied the same index pages again for every row (profiled, about half of a 10 MB upload went to inserting
- * its events). The answers come in the order of `observations` (undefined where there is none). When an
- * observation of the slice throws, the slice is undone and recorded again one observation after the other,
- * each in its own savepoint (recordOrSetAside), so that a fault still sets aside its own observation alone;
- * only the attempt that stands is counted in the metrics. Anything else that throws is rethrown.
+ * Records a slice of a batch's observations (an upload's rows, a feed's page) in one savepoint rather than
+ * one each, as recordOrSetAside would: a savepoint copies every page it first changes to its sub-journal, so
+ * one per row copied the same index pages again for every row (profiled, about half of a 10 MB upload went to
+ * inserting its events). The answers come in the order of `observations` (undefined where there is none).
+ * When an observation of the slice throws, the slice is undone and recorded again one observation after the
+ * other, each in its own savepoint (recordOrSetAside), so that a fault still sets aside its own observation
+ * alone; only the attempt that stands is counted in the metrics. Anything else that throws is rethrown.
  *
  * In the savepoint the observations are recorded borrower by borrower (byBorrower): each borrower's in the
  * order given, different borrowers side by side. `before(i)`, when it gives a step, runs just before the i-th
@@ -298,12 +298,13 @@ export async function recordSlice(
  * `record` over observations one borrower at a time (its enrollment, else the reference): each borrower's in
  * the order given, since its monitor and ledger move one observation after the other; different borrowers'
  * side by side. Nothing one borrower's recording reads is written by another's (its references, payments,
- * ledger entries and monitor are its own; a reference's observations are all one borrower's, and the
- * lender's return rates are evaluated after the slice), so the order among borrowers changes nothing recorded. On PostgreSQL the borrowers' statements are sent one after the other on the
- * transaction's connection without each waiting for the answer before it (pipelined), where one at a time
- * waited a round trip each: several statements a row (bun run bench upload). On SQLite each statement runs
- * when it is called, as before. On the first failure no borrower starts another observation, every one in
- * flight is waited for (no statement is left running on the connection), and that first failure is thrown.
+ * ledger entries and monitor are its own; a reference's observations are all one borrower's, and the lender's
+ * return rates are evaluated after the slice), so the order among borrowers changes nothing recorded. On
+ * PostgreSQL the borrowers' statements are sent one after the other on the transaction's connection without
+ * each waiting for the answer before it (pipelined), where one at a time waited a round trip each: several
+ * statements a row (bun run bench upload). On SQLite each statement runs when it is called, as before. On the
+ * first failure no borrower starts another observation, every one in flight is waited for (no statement is
+ * left running on the connection), and that first failure is thrown.
  */
 async function byBorrower<R>(observations: readonly (Observation | null)[], record: (o: Observation, i: number) => Promise<R>): Promise<(R | undefined)[]> {
   const out: (R | undefined)[] = new Array(observations.length).fill(undefined);

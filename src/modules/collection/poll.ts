@@ -7,7 +7,7 @@ import type { ProcessorChange } from '../../adapters/processors';
 import { recordSlice, type Known, type Observation } from './record';
 import { reconcileKeys } from './reconcile';
 import { collectionStore as store } from './store';
-import { madeForAnotherLender, matchReference, namesInReference, REFERENCE_PREFIX, type PaymentMatch } from './reference';
+import { madeForAnotherLender, matchReference, namesInReference, ownMatch, REFERENCE_PREFIX, type PaymentMatch } from './reference';
 import { enrollmentStore } from '../enrollments/store';
 import { ACCOUNT_OF_ANOTHER_LENDER, learnAccounts, outsideMatchingFrom } from '../payment-connections/accounts';
 import type { ProcessorName } from '../../../db/schema/enums';
@@ -71,7 +71,7 @@ async function matcherOf(
   return (c) => {
     // The service's own payment also by the processor's id through the same key (a change without our reference).
     const mine = (c.reference ? own.byReference.get(c.reference) : undefined) ?? own.byProcessorId.get(c.processorPaymentId) ?? null;
-    if (!c.reference) return mine ? { enrollmentId: mine.enrollmentId, authorizerUniqueId: mine.aid, paymentId: mine.id, amountCents: mine.amount, processorIdKnown: !!mine.pid } : null;
+    if (!c.reference) return mine ? ownMatch(mine) : null;
     const m = matchReference(
       {
         payment: () => mine,
@@ -115,7 +115,7 @@ async function recordPageIn(ctx: JobContext, conn: PolledKey, from: string | nul
     // Whether each processor payment was ingested is read, then written with the counts: one page of a key at
     // a time. The page's references are held at once, in one order, before any of them is recorded.
     await store.serializeFeed(tx, conn.id);
-    await store.serializeReferences(tx, conn.lenderId, changes.map((c) => c.reference ?? c.processorPaymentId));
+    await store.serializeReferences(tx, conn.lenderId, changes.map(referenceOf));
     const outsideFrom = await outsideMatchingFrom(tx, conn);
     const matches = await matchPage(tx, conn, changes, outsideFrom);
     const { ingested, matched } = await ingestPage(tx, conn.id, changes, matches);
@@ -125,8 +125,7 @@ async function recordPageIn(ctx: JobContext, conn: PolledKey, from: string | nul
       if (!m) return null;
       return {
         lenderId: conn.lenderId,
-        // The payment's own reference, whatever the processor echoes back.
-        reference: c.reference ?? c.processorPaymentId,
+        reference: referenceOf(c),
         status: c.status,
         // One amount for every event of a reference: the amount the service sent, for its own payments.
         amountCents: m.amountCents ?? c.amountCents,
@@ -165,6 +164,9 @@ async function recordPageIn(ctx: JobContext, conn: PolledKey, from: string | nul
   });
 }
 
+/** The reference a change is recorded under: the one it carries, else the processor's id of the payment. */
+const referenceOf = (c: ProcessorChange): string => c.reference ?? c.processorPaymentId;
+
 /** A change's borrower, and whether the page keeps the processor's id of our payment with it. */
 interface PageMatch {
   match: PaymentMatch | null;
@@ -200,7 +202,6 @@ async function matchPage(tx: StoreCtx, conn: PolledKey, changes: ProcessorChange
 async function knownOfPage(tx: StoreCtx & { tx: Tx }, lenderId: string, changes: ProcessorChange[], matches: PageMatch[]): Promise<(Known | undefined)[]> {
   const at = changes.flatMap((c, i) => (matches[i]!.match ? [i] : []));
   if (at.length === 0) return [];
-  const referenceOf = (c: ProcessorChange) => c.reference ?? c.processorPaymentId;
   const seen = new Set(await store.seenAmong(tx, lenderId, 'processor', [...new Set(at.map((i) => changes[i]!.sourceEventId))]));
   const firstOf = new Map<string, number>();
   for (const i of at) if (!firstOf.has(referenceOf(changes[i]!))) firstOf.set(referenceOf(changes[i]!), i);

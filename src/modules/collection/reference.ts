@@ -1,6 +1,5 @@
 import type { StoreCtx } from '../../platform/store';
 import { IDENTIFIER_MAX as AID_MAX } from '../../platform/fields';
-import { enrollmentStore } from '../enrollments/store';
 import { collectionStore as store } from './store';
 
 import { REFERENCE_PREFIX } from '../../adapters/processors/types';
@@ -49,26 +48,8 @@ export function matchReference(src: MatchSource, reference: string, opts: { pref
   return oneBorrower(src.borrowers(names));
 }
 
-/** MatchSource's questions asked of the store: one keyed read each, awaited. */
-export interface StoredMatchSource {
-  payment(reference: string): Promise<ReturnType<MatchSource['payment']>>;
-  borrowers(ids: string[]): Promise<Map<string, string>>;
-  othersPayment(reference: string): Promise<boolean>;
-}
-
-/** matchReference, asking the store (polling): the same questions in the same order. */
-export async function matchStoredReference(src: StoredMatchSource, reference: string, opts: { prefixed: boolean }): Promise<PaymentMatch | null> {
-  const own = await src.payment(reference);
-  if (own) return ownMatch(own);
-  const hasPrefix = reference.startsWith(REFERENCE_PREFIX);
-  if (opts.prefixed && !hasPrefix) return null;
-  if (hasPrefix && (await src.othersPayment(reference))) return null;
-  const names = namesInReference(reference);
-  if (names.length === 0) return null;
-  return oneBorrower(await src.borrowers(names));
-}
-
-const ownMatch = (own: NonNullable<ReturnType<MatchSource['payment']>>): PaymentMatch => ({
+/** The match of the service's own payment. */
+export const ownMatch = (own: NonNullable<ReturnType<MatchSource['payment']>>): PaymentMatch => ({
   enrollmentId: own.enrollmentId,
   authorizerUniqueId: own.aid,
   paymentId: own.id,
@@ -82,14 +63,6 @@ function oneBorrower(found: Map<string, string>): PaymentMatch | null {
   const [[aid, enrollmentId]] = [...found];
   return { enrollmentId: enrollmentId!, authorizerUniqueId: aid!, paymentId: null, amountCents: null };
 }
-
-/** Matching from the store: one keyed read per question. */
-export const storedSource = (c: StoreCtx, lenderId: string, own: StoredMatchSource['payment']): StoredMatchSource => ({
-  payment: own,
-  borrowers: async (ids) => new Map((await enrollmentStore.borrowersAmong(c, lenderId, ids)).map((b) => [b.aid, b.id])),
-  othersPayment: (reference) => madeForAnotherLender(c, lenderId, reference),
-});
-
 
 /**
  * The left parts of a reference (prefix taken off) that could be a borrower's identifier: each part before a

@@ -1,7 +1,6 @@
 import { and, asc, desc, eq, gt, gte, inArray, isNotNull, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
 import {
   enrollments,
-  ingestedPayments,
   ledgerEntries,
   paymentConnections,
   paymentEvents,

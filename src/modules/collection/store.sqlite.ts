@@ -81,7 +81,7 @@ export const updatePaymentStatus = (tx: Orm, v: { id: string; from: PaymentStatu
     .query('UPDATE payments SET status = ?, return_code = ?, message = ?, updated_at = ?, settled_at = COALESCE(?, settled_at) WHERE id = ? AND status IS ?')
     .run(v.status, v.returnCode, v.message, v.now, v.settledAt, v.id, v.from);
 
-/** The service's own payment a change is about: by its reference, or by the processor's id through the same key. */
+/** What a change's match reads of the service's own payment. */
 const OWN_COLUMNS = 'id, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, amount_cents AS amount, processor_payment_id AS pid';
 
 /** The lender's own payment with this reference. */
@@ -102,12 +102,13 @@ const ownByProcessorId = (db: Db, lenderId: string, connectionId: string, proces
 export const paymentById = (db: Db, id: string) =>
   db.$client.query<{ lenderId: string; reference: string }, [string]>('SELECT lender_id AS lenderId, reference FROM payments WHERE id = ?').get(id);
 
-/** The lender's borrowers among these identifiers (the candidate splits of a DRS- reference). */
+/** Whether a processor payment was ingested through the key, and matched then. */
 const ingested = (db: Db, connectionId: string, processorPaymentId: string) =>
   db.$client
     .query<{ matched: number }, [string, string]>('SELECT matched FROM ingested_payments WHERE connection_id = ? AND processor_payment_id = ?')
     .get(connectionId, processorPaymentId);
 
+/** Ingests a processor payment through the key; one ingested before is only ever marked matched. */
 const saveIngested = (tx: Orm, connectionId: string, processorPaymentId: string, matched: boolean) =>
   tx.$client
     .query(

@@ -185,7 +185,6 @@ export interface CollectionStore {
   setObservationAside(c: TxCtx, v: SetAside): Promise<void>;
 
   // Matching a processor's change (poll.ts, reference.ts) and reconciling (reconcile.ts).
-  /** The service's own payment a change is about: by its reference, or by the processor's id through the key. */
   /**
    * The lender's own payments among these references (through any key), and among these processor ids
    * through the key: each found once, with what it was found by.

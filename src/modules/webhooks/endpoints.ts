@@ -56,7 +56,6 @@ export async function deleteEndpoint({ ctx, input }: { ctx: Ctx; input: { id: st
   });
 }
 
-/** One delivery to every endpoint of the lender subscribed to this type, in the caller's transaction. */
 /**
  * The endpoints a batch of events is pushed to, read once per lender for the batch (a feed's page) rather than
  * once per event: put in the ctx of the batch's transaction as `targetsOf`.
@@ -65,6 +64,7 @@ export interface TargetsMemo {
   targetsOf?: Map<string, ReturnType<typeof store.endpointTargets>>;
 }
 
+/** One delivery to every endpoint of the lender subscribed to this type, in the caller's transaction. */
 export async function pushToEndpoints(ctx: TxCtx & TargetsMemo, now: number, lenderId: string, type: EndpointEventType, payload: Record<string, unknown>): Promise<void> {
   let targets = ctx.targetsOf?.get(lenderId);
   if (!targets) {

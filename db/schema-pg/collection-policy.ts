@@ -25,6 +25,8 @@ export const collectionPolicies = pgTable('collection_policies', {
   debitBufferCents: cents('debit_buffer_cents').notNull().default(0),
   // The lender's IANA time zone: payday reads are at 08:00 there (null: UTC).
   timeZone: text('time_zone'),
+  // Business days after a settlement during which a late return may still come: the debt's chain stays open.
+  lateReturnWindowDays: count('late_return_window_days').notNull().default(5),
   updatedAt: ms('updated_at'),
 });
 

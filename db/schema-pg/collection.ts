@@ -47,6 +47,11 @@ export const payments = pgTable(
     reinitiationOf: ident('reinitiation_of'),
     // A scheduled payment's day (UTC midnight): the borrower was told it is debited then, not before.
     debitOn: ms('debit_on'),
+    // The lender's uploaded outcome of this payment that its processor has not confirmed; why it stands.
+    reportedStatus: text('reported_status', { enum: EVENT_STATUSES }),
+    reportedReturnCode: text('reported_return_code'),
+    reportedAt: ms('reported_at'),
+    reportHold: text('report_hold'),
   },
   (t) => [
     // At most one payment in flight per borrower, whatever the code does.

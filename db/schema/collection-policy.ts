@@ -23,6 +23,8 @@ export const collectionPolicies = sqliteTable('collection_policies', {
   debitBufferCents: integer('debit_buffer_cents').notNull().default(0),
   // The lender's IANA time zone: payday reads are in its morning (null: UTC).
   timeZone: text('time_zone'),
+  // Business days after a settlement during which a late return may still come: the debt's chain stays open.
+  lateReturnWindowDays: integer('late_return_window_days').notNull().default(5),
   updatedAt: integer('updated_at'),
 });
 

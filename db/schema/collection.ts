@@ -48,6 +48,14 @@ export const payments = sqliteTable(
     reinitiationOf: text('reinitiation_of'),
     // A scheduled payment's day (UTC midnight): the borrower was told it is debited then, not before.
     debitOn: integer('debit_on'),
+    // The lender's uploaded outcome of this payment that its processor has not confirmed (the processor's word
+    // wins for the service's own payments): it decides nothing until the processor says the same. Null when
+    // there is none or it was confirmed. report_hold: why it stands unconfirmed (null while the processor is
+    // being asked).
+    reportedStatus: text('reported_status', { enum: EVENT_STATUSES }),
+    reportedReturnCode: text('reported_return_code'),
+    reportedAt: integer('reported_at'),
+    reportHold: text('report_hold'),
   },
   (t) => [
     // At most one payment in flight per borrower, whatever the code does.

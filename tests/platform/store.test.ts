@@ -22,6 +22,7 @@ const policy = (noticeDays: number) => ({
   readCadence: 'payday' as const,
   debitBufferCents: 0,
   timeZone: null,
+  lateReturnWindowDays: 5,
   updatedAt: 1,
 });
 

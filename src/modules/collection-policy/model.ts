@@ -46,6 +46,13 @@ const TimeZone = Type.Union(
 
 const DebitBufferCents = Int({ minimum: 0, maximum: 10_000_000, description: 'A debit waits until the balance covers the amount plus this many cents (0 by default)' });
 
+const LateReturnWindowDays = Int({
+  minimum: 2,
+  maximum: 60,
+  description:
+    'Business days after a payment settles during which a late return may still come (5 by default; an R01 or R09 is returned within two banking days of settlement under the Nacha Operating Rules, and the rest is room for the processor’s report). Until they pass, the debt’s chain of presentments stays open: a late return inside them counts as the failure it is (a reinitiation of the same chain, and a failure for the payday rule), and a re-send of the borrower inside them does not start a new chain: no further debit goes out before they pass (blocked_reason late_return_window, reads go on)',
+});
+
 export const PolicyPatch = Type.Object(
   {
     cfpb_covered: Type.Optional(CfpbCovered),
@@ -56,6 +63,7 @@ export const PolicyPatch = Type.Object(
     read_cadence: Type.Optional(ReadCadence),
     debit_buffer_cents: Type.Optional(DebitBufferCents),
     time_zone: Type.Optional(TimeZone),
+    late_return_window_days: Type.Optional(LateReturnWindowDays),
   },
   { additionalProperties: false, minProperties: 1, examples: [{ cfpb_covered: true, max_reinitiations: 1 }, { time_zone: 'America/Chicago' }] },
 );
@@ -71,7 +79,8 @@ export const Policy = t.Object(
     read_cadence: ReadCadence,
     debit_buffer_cents: DebitBufferCents,
     time_zone: TimeZone,
+    late_return_window_days: LateReturnWindowDays,
     updated_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When the lender last changed it; null while every field is the default' }),
   },
-  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: 'America/Chicago', updated_at: null }] },
+  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: 'America/Chicago', late_return_window_days: 5, updated_at: null }] },
 );

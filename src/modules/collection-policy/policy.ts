@@ -17,6 +17,12 @@ export interface CollectionPolicy {
   debitBufferCents: number;
   /** The lender's IANA time zone: payday reads are at 08:00 there (null: UTC). */
   timeZone: string | null;
+  /**
+   * Business days after a payment settles during which its late return may still come (an R01 or R09 is
+   * returned within two banking days of settlement, Nacha Operating Rules, Article Three, 3.8; five leaves
+   * room for the processor's report): the debt's chain stays open until they pass.
+   */
+  lateReturnWindowDays: number;
 }
 
-export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0, timeZone: null };
+export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0, timeZone: null, lateReturnWindowDays: 5 };

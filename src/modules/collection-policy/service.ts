@@ -24,6 +24,7 @@ function policyFrom(row: PolicyRow | undefined): CollectionPolicy {
         readCadence: row.readCadence,
         debitBufferCents: row.debitBufferCents,
         timeZone: row.timeZone,
+        lateReturnWindowDays: row.lateReturnWindowDays,
       }
     : DEFAULT_POLICY;
 }
@@ -40,6 +41,7 @@ async function view(ctx: Ctx) {
     read_cadence: p.readCadence,
     debit_buffer_cents: p.debitBufferCents,
     time_zone: p.timeZone,
+    late_return_window_days: p.lateReturnWindowDays,
     updated_at: isoOrNull(updatedAt),
   };
 }
@@ -77,6 +79,7 @@ export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput
       debitBufferCents: input.debit_buffer_cents ?? cur.debitBufferCents,
       // null sets it back to UTC; absent keeps it.
       timeZone: timeZone === undefined ? cur.timeZone : timeZone,
+      lateReturnWindowDays: input.late_return_window_days ?? cur.lateReturnWindowDays,
       updatedAt: now,
     };
     await store.savePolicy(tx, next);

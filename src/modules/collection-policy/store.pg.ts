@@ -16,6 +16,7 @@ export const pgCollectionPolicyStore: CollectionPolicyStore = {
         readCadence: collectionPolicies.readCadence,
         debitBufferCents: collectionPolicies.debitBufferCents,
         timeZone: collectionPolicies.timeZone,
+        lateReturnWindowDays: collectionPolicies.lateReturnWindowDays,
       })
       .from(collectionPolicies)
       .where(eq(collectionPolicies.lenderId, lenderId));

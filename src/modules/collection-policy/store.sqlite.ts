@@ -12,7 +12,8 @@ const policyRow = (db: Db, lenderId: string) =>
   db.$client
     .query<PolicyRow, [string]>(
       `SELECT cfpb_covered AS cfpbCovered, max_reinitiations AS maxReinitiations, reinitiation_amount AS reinitiationAmount, notice_days AS noticeDays,
-              return_rate_pause AS returnRatePause, read_cadence AS readCadence, debit_buffer_cents AS debitBufferCents, time_zone AS timeZone
+              return_rate_pause AS returnRatePause, read_cadence AS readCadence, debit_buffer_cents AS debitBufferCents, time_zone AS timeZone,
+              late_return_window_days AS lateReturnWindowDays
          FROM collection_policies WHERE lender_id = ?`,
     )
     .get(lenderId) ?? undefined;

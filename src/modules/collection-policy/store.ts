@@ -15,6 +15,7 @@ export interface PolicyRow {
   readCadence: ReadCadence;
   debitBufferCents: number;
   timeZone: string | null;
+  lateReturnWindowDays: number;
 }
 
 /** The whole policy as stored, with its lender and when it was last changed. */

@@ -25,12 +25,17 @@ export async function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: stri
   const e = await store.chainInputsOf(ctx, enrollmentId);
   if (!e || (e.state !== 'monitored' && !opts.recount)) return;
   const history = await store.paymentHistory(ctx, enrollmentId);
-  if (opts.recount) await store.setPaymentsUsed(ctx, enrollmentId, chainPresentments(history, e.authorizationAt), now);
+  const policy = await policyOf(ctx, e.lenderId);
+  const used = () => chainPresentments(history, e.authorizationAt, now, policy.lateReturnWindowDays);
+  if (opts.recount) await store.setPaymentsUsed(ctx, enrollmentId, used(), now);
   if (e.state !== 'monitored') return;
   // A payment in flight decides for itself; the rules are asked again when its outcome is recorded.
   if (inFlight(history)) return;
-  const move = chainMove(e, history, await policyOf(ctx, e.lenderId), now);
-  if (move) await applyMonitorEvent(ctx, { enrollmentId, event: move, now, readIntervalMs: deps.config.monitorReadIntervalMs });
+  const move = chainMove(e, history, policy, now);
+  if (!move) return;
+  await applyMonitorEvent(ctx, { enrollmentId, event: move, now, readIntervalMs: deps.config.monitorReadIntervalMs });
+  // A block shows the chain it is about: payments_used counts that chain's presentments.
+  if (move.type === 'blocked' && !opts.recount) await store.setPaymentsUsed(ctx, enrollmentId, used(), now);
 }
 
 export const inFlight = (history: PastPayment[]) => history.some((p) => p.status === 'initiating' || p.status === 'processing' || p.status === 'scheduled');
@@ -51,6 +56,6 @@ export function chainMove(
     now,
   });
   if (!plan.ok) return { type: 'blocked', reason: plan.blocked };
-  if (isChainBlock(e.blockedReason)) return { type: 'unblocked' };
+  if (isChainBlock(e.blockedReason) || e.blockedReason === 'late_return_window') return { type: 'unblocked' };
   return null;
 }

@@ -82,6 +82,10 @@ export async function decideCollection(ctx: JobContext & { tx: Tx }, read: Recor
   if (await store.paymentInFlight(ctx, e.id)) return;
   const plan = planNow();
   if (!plan.ok) return block(plan.blocked);
+  // The settled payment's late-return window has passed: the wait it showed is over, whatever the balance says.
+  if (e.blockedReason === 'late_return_window') {
+    await applyMonitorEvent(ctx, { enrollmentId: e.id, event: { type: 'unblocked' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
+  }
   if (read.balanceCents < plan.amountCents + deps.config.collectionMarginCents + policy.debitBufferCents) return;
   if (await paused()) return block('return_rate_paused');
   const key = await resolveKey(ctx, { lenderId: e.lenderId, rail: e.rail, merchantRef: e.merchantRef });

@@ -1,5 +1,6 @@
 import type { CollectionPolicy } from '../collection-policy/policy';
 import { DAY_MS } from '../../platform/clock';
+import { addBusinessDays } from '../../platform/business-days';
 import { isRetryableReturn } from '../../adapters/processors/return-codes';
 import type { ChainBlock } from '../enrollments/monitor';
 
@@ -10,9 +11,10 @@ import type { ChainBlock } from '../enrollments/monitor';
 // - Nacha reinitiation: only after R01/R09; at most `maxReinitiations` per original; none later than 180 days
 //   after the original first reached the processor; with `original`, the returned payment's amount, and none
 //   when the collectable amount has dropped below it. Presentments are counted per debt: the original and its
-//   reinitiations are one chain, which removal, lapse, re-send and restarts keep, until the debt is settled,
-//   a return of another code ends it (a corrected entry is a new one), or a new authorization, obtained
-//   after the last return, starts a new chain.
+//   reinitiations are one chain, which removal, lapse, re-send and restarts keep, until the debt is settled
+//   and its late-return window has passed (the policy's `lateReturnWindowDays`: a late return inside it is
+//   the chain's failure, and no new payment goes out before it passes), a return of another code ends it (a
+//   corrected entry is a new one), or a new authorization, obtained after the last return, starts a new chain.
 // - R08 (payment stopped): no further debit until the borrower authorizes again (a later authorization).
 // - The CFPB payday rule (12 CFR 1041.8) for a covered borrower: after two consecutive failures for funds, no
 //   further attempt without a new authorization obtained after the second failure. A settlement resets it.
@@ -35,7 +37,17 @@ export interface PastPayment {
 
 export type Plan =
   | { ok: true; amountCents: number; attempt: number; reinitiationOf: string | null }
-  | { ok: false; blocked: ChainBlock };
+  | { ok: false; blocked: ChainBlock | 'late_return_window' };
+
+/**
+ * When a payment settled at `settledAt` can no longer be returned late as the chain's failure: the end of the
+ * `days`-th business day after the day it settled.
+ */
+export const lateReturnWindowEnd = (settledAt: number, days: number): number => addBusinessDays(settledAt, days) + DAY_MS;
+
+/** A settled payment whose money may still come back: its late-return window has not passed. */
+const settledOpen = (p: PastPayment, now: number, days: number) => p.status === 'settled' && now < lateReturnWindowEnd(p.updatedAt, days);
+const inFlightStatus = (p: PastPayment) => p.status === 'initiating' || p.status === 'processing';
 
 const failed = (p: PastPayment) => p.status === 'returned' || p.status === 'late_returned';
 const forFunds = (p: PastPayment) => failed(p) && isRetryableReturn(p.returnCode);
@@ -44,13 +56,15 @@ const counts = (p: PastPayment) => p.status !== 'not_attempted' && p.status !== 
 
 /**
  * Presentments of the debt's open chain so far: the position of the last payment that reached the processor
- * when it was returned for funds and no authorization came since (the chain goes on); 0 when the next payment
- * starts a new chain.
+ * while its chain is open (in flight; returned for funds with no authorization since; settled inside its
+ * late-return window); 0 when the next payment starts a new chain.
  */
-export function chainPresentments(history: PastPayment[], authorizationAt: number | null): number {
+export function chainPresentments(history: PastPayment[], authorizationAt: number | null, now: number, lateReturnWindowDays: number): number {
   const sent = history.filter(counts);
   const last = sent[sent.length - 1];
-  if (!last || !forFunds(last) || (authorizationAt !== null && authorizationAt > last.updatedAt)) return 0;
+  if (!last) return 0;
+  const open = forFunds(last) ? !(authorizationAt !== null && authorizationAt > last.updatedAt) : inFlightStatus(last) || settledOpen(last, now, lateReturnWindowDays);
+  if (!open) return 0;
   const original = (last.reinitiationOf && history.find((p) => p.id === last.reinitiationOf)) || last;
   return 1 + history.filter((p) => p.reinitiationOf === original.id && counts(p)).length;
 }
@@ -88,6 +102,9 @@ export function planPayment(input: {
   }
 
   const last = sent[sent.length - 1];
+  // Settled, and its money may still come back: the debt's chain is open until its late-return window passes
+  // (a late return is its failure, and a reinitiation of its original follows). Nothing else goes out before.
+  if (last && settledOpen(last, now, policy.lateReturnWindowDays)) return { ok: false, blocked: 'late_return_window' };
   if (!last || !forFunds(last) || reauthorized(last)) {
     // No debt presented and returned for funds (nothing yet, settled, another code), or a new authorization
     // since the return: an original (attempt 1), a chain of its own.

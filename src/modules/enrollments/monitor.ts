@@ -20,6 +20,9 @@ export const BLOCKED_REASONS = [
   'amount_changed',
   // The lender pauses ACH collection while a return rate is at or above its Nacha threshold.
   'return_rate_paused',
+  // The last payment settled and may still be returned late (the policy's late_return_window_days): the debt's
+  // chain stays open, and no new payment goes out before the window passes. Reads go on; it lifts by itself.
+  'late_return_window',
 ] as const;
 export type BlockedReason = (typeof BLOCKED_REASONS)[number];
 
@@ -126,7 +129,9 @@ export function nextMonitor(cur: MonitorSnapshot, ev: MonitorEvent): MonitorChan
       if (s !== 'monitored') return illegal();
       return { ...same, nextRead: 'interval' };
     case 'removed':
-      if (s !== 'monitored') return illegal();
+      // A collected borrower is removed too: the lender wants no more debits, and a late return of the
+      // collected payment must not bring monitoring back.
+      if (s !== 'monitored' && s !== 'collected') return illegal();
       return { ...same, state: 'removed', window: 'keep', nextRead: 'none' };
     case 'erased':
       if (s === 'new') return illegal();
@@ -137,7 +142,8 @@ export function nextMonitor(cur: MonitorSnapshot, ev: MonitorEvent): MonitorChan
       return { ...same, state: 'lapsed', nextRead: 'none' };
     case 'settled':
       if (s === 'new') return illegal();
-      return s === 'monitored' ? { ...same, state: 'collected', reason: null, nextRead: 'none' } : null;
+      // Collected (by the service or by a charge made outside it): nothing blocks a payment of this debt any more.
+      return s === 'monitored' ? { ...same, state: 'collected', reason: null, blockedReason: null, nextRead: 'none' } : null;
     case 'returned':
       if (s === 'new') return illegal();
       if (s !== 'monitored') return null;

@@ -73,8 +73,9 @@ export const enrollmentRoutes = (deps: Deps, auth: Auth) =>
         summary: 'Stop monitoring borrowers',
         ...early(
           '`{authorizer_unique_ids: [...]}` (1 to 1000); an identifier that is not well-formed Unicode or holds control ' +
-            'characters is a 400 naming it. removed: live monitoring stopped by this request; no new ' +
-            'payment is initiated after this call returns. not_monitored: known but not monitored (also on a retry). ' +
+            'characters is a 400 naming it. removed: monitoring stopped by this request (a collected borrower too, so that ' +
+            'a late return of its payment does not bring it back); no new payment is initiated after this call returns. ' +
+            'not_monitored: known but neither monitored nor collected (also on a retry). ' +
             'unknown: no record (another lender’s borrower included). Details and history are kept.',
         ),
       },

@@ -300,7 +300,7 @@ export async function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { bod
         out.push({ authorizer_unique_id: aid, outcome: 'unknown' });
         continue;
       }
-      if (e.state !== 'monitored') {
+      if (e.state !== 'monitored' && e.state !== 'collected') {
         out.push({ authorizer_unique_id: aid, outcome: 'not_monitored' });
         continue;
       }

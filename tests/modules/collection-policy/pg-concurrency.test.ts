@@ -52,6 +52,7 @@ if (!onPostgres) {
         read_cadence: 'interval',
         debit_buffer_cents: 2_500_000_000_00,
         time_zone: 'America/Chicago',
+        late_return_window_days: 5,
         updated_at: new Date(NOW).toISOString(),
       });
       // The row as the collection rules read it: flags as booleans from 0/1, cents above int4 exact.

@@ -14,6 +14,7 @@ import { dispatchPayments } from '../../../src/modules/collection/dispatch';
 import { pollProcessors } from '../../../src/modules/collection/poll';
 import { releaseStaleClaims } from '../../../src/modules';
 import { isRetryableReturn } from '../../../src/adapters/processors/return-codes';
+import { lateReturnWindowEnd } from '../../../src/modules/collection/rules';
 
 // Each run starts on a database of its own: a file copied on SQLite, a database cloned from the migrated template on
 // PostgreSQL, about half a second each there. PostgreSQL runs the first 80 of the same sequences.
@@ -44,7 +45,7 @@ interface Real {
 }
 
 /** What the runs exercised, so the test can tell it did not pass by doing nothing. */
-const seen = { payments: 0, returned: 0, settled: 0, removals: 0, restarts: 0, noticed: 0, chainsBlocked: 0 };
+const seen = { payments: 0, returned: 0, settled: 0, removals: 0, restarts: 0, noticed: 0, chainsBlocked: 0, lateReturned: 0, lateWindowWaits: 0 };
 let runs = 0;
 
 const allContexts: TestContext[] = [];
@@ -89,14 +90,18 @@ async function checkInvariants(m: Model, r: Real): Promise<void> {
       "SELECT id, status, return_code, created_at FROM payments WHERE enrollment_id = ? AND status NOT IN ('not_attempted', 'voided', 'invalid', 'scheduled') ORDER BY created_at, id",
       e.id,
     ));
-    // A chain goes on from a return for funds recorded when the next payment was created: a debt settled when
-    // the borrower was sent again is closed, and its late return later is that debt's, not the new one's.
+    // A chain goes on from a return for funds recorded when the next payment was created. A settled debt stays
+    // open until its late-return window passes: no payment is created while the one before it is settled inside
+    // it (re-sent or not), so a late return inside it is always that chain's failure, and a chain closes only
+    // once its money has stayed.
     const before = async (pid: string, at: number) =>
-      (await q<{ status: string; return_code: string | null }>(r, 'SELECT status, return_code FROM payment_events WHERE payment_id = ? AND recorded_at <= ? ORDER BY recorded_at DESC, id DESC LIMIT 1', pid, at))[0] ?? { status: 'initiating', return_code: null };
+      (await q<{ status: string; return_code: string | null; recorded_at: number }>(r, 'SELECT status, return_code, recorded_at FROM payment_events WHERE payment_id = ? AND recorded_at <= ? ORDER BY recorded_at DESC, id DESC LIMIT 1', pid, at))[0] ?? { status: 'initiating', return_code: null, recorded_at: 0 };
     let chain = 0;
     let streak = 0;
     for (let i = 0; i < ps.length; i++) {
-      chain = i > 0 && forFunds(await before(ps[i - 1]!.id, ps[i]!.created_at)) ? chain + 1 : 1;
+      const then = i > 0 ? await before(ps[i - 1]!.id, ps[i]!.created_at) : null;
+      if (then?.status === 'settled') expect(ps[i]!.created_at).toBeGreaterThanOrEqual(lateReturnWindowEnd(then.recorded_at, 5));
+      chain = then && forFunds(then) ? chain + 1 : 1;
       expect(chain).toBeLessThanOrEqual(3);
       streak = forFunds(ps[i]!) ? streak + 1 : 0;
     }
@@ -104,6 +109,7 @@ async function checkInvariants(m: Model, r: Real): Promise<void> {
     const inFlight = (await q(r, "SELECT id FROM payments WHERE enrollment_id = ? AND status IN ('scheduled', 'initiating', 'processing')", e.id)).length > 0;
     if (e.state === 'monitored' && !inFlight && last && forFunds(last) && (chain >= 3 || (r.covered && streak >= 2))) expect(e.blocked_reason).not.toBeNull();
   }
+  seen.lateWindowWaits += (await q<{ n: number }>(r, "SELECT COUNT(*) AS n FROM enrollments WHERE blocked_reason = 'late_return_window'"))[0]!.n;
   // 1. Never two in flight; no reinitiation after other codes.
   expect((await q(r, "SELECT enrollment_id FROM payments WHERE status IN ('initiating','processing') GROUP BY enrollment_id HAVING COUNT(*) > 1"))).toEqual([]);
   for (const e of (await q<{ id: string; enrolled_at: number; payments_used: number }>(r, 'SELECT id, enrolled_at, payments_used FROM enrollments'))) {
@@ -291,31 +297,35 @@ const commands = [
   fc.constant(new Restart()),
 ];
 
+/** One model run: a fresh database and key, the payday rule every other run, notices every third. */
+async function modelRun(cmds: Iterable<fc.AsyncCommand<Model, Real>>): Promise<void> {
+  const ctx = runContext({});
+  const res = await ctx.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_model_run_000000000001', rail_scope: 'both', is_default: true } });
+  expect(res.status).toBe(201);
+  // Every other run, covered by the payday rule: two failures for funds in a row end collection (the model
+  // sends no authorization); the others run on the spec's defaults.
+  const run = runs++;
+  const covered = run % 2 === 0;
+  if (covered) expect((await ctx.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } })).status).toBe(200);
+  // And every third run gives two business days of notice before each debit.
+  if (run % 3 === 0) expect((await ctx.json('PATCH', '/v1/collection_policy', { body: { notice_days: 2 } })).status).toBe(200);
+  const real: Real = { ctx, key: ctx.lender.key, covered, statuses: new Map() };
+  await fc.asyncModelRun(() => ({ model: { amount: new Map(), sent: new Map(), removedWith: new Map() }, real }), cmds);
+  const counts = await q<{ status: string; n: number }>(real, 'SELECT status, COUNT(*) AS n FROM payments GROUP BY status');
+  seen.noticed += (await q<{ n: number }>(real, 'SELECT COUNT(*) AS n FROM payments WHERE debit_on IS NOT NULL'))[0]!.n;
+  seen.chainsBlocked += (await q<{ n: number }>(real, "SELECT COUNT(*) AS n FROM enrollments WHERE blocked_reason IN ('reinitiation_limit', 'reauthorization_required')"))[0]!.n;
+  for (const c of counts) {
+    seen.payments += c.n;
+    if (c.status === 'returned' || c.status === 'late_returned') seen.returned += c.n;
+    if (c.status === 'settled') seen.settled += c.n;
+    if (c.status === 'late_returned') seen.lateReturned += c.n;
+  }
+}
+
 describe('collection against a model', () => {
   test('random sequences keep every invariant', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.commands(commands, { maxCommands: 40 }), async (cmds) => {
-        const ctx = runContext({});
-        const res = await ctx.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_model_run_000000000001', rail_scope: 'both', is_default: true } });
-        expect(res.status).toBe(201);
-        // Every other run, covered by the payday rule: two failures for funds in a row end collection (the model
-        // sends no authorization); the others run on the spec's defaults.
-        const run = runs++;
-        const covered = run % 2 === 0;
-        if (covered) expect((await ctx.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } })).status).toBe(200);
-        // And every third run gives two business days of notice before each debit.
-        if (run % 3 === 0) expect((await ctx.json('PATCH', '/v1/collection_policy', { body: { notice_days: 2 } })).status).toBe(200);
-        const real: Real = { ctx, key: ctx.lender.key, covered, statuses: new Map() };
-        await fc.asyncModelRun(() => ({ model: { amount: new Map(), sent: new Map(), removedWith: new Map() }, real }), cmds);
-        const counts = (await q<{ status: string; n: number }>(real, 'SELECT status, COUNT(*) AS n FROM payments GROUP BY status'));
-        seen.noticed += (await q<{ n: number }>(real, 'SELECT COUNT(*) AS n FROM payments WHERE debit_on IS NOT NULL'))[0]!.n;
-        seen.chainsBlocked += (await q<{ n: number }>(real, "SELECT COUNT(*) AS n FROM enrollments WHERE blocked_reason IN ('reinitiation_limit', 'reauthorization_required')"))[0]!.n;
-        for (const c of counts) {
-          seen.payments += c.n;
-          if (c.status === 'returned' || c.status === 'late_returned') seen.returned += c.n;
-          if (c.status === 'settled') seen.settled += c.n;
-        }
-      }),
+      fc.asyncProperty(fc.commands(commands, { maxCommands: 40 }), modelRun),
       { numRuns: RUNS, seed: 20261122 },
     );
     // A fixed seed: the same sequences on every run, so CI is repeatable; change it to explore others.
@@ -327,5 +337,30 @@ describe('collection against a model', () => {
     expect(seen.noticed).toBeGreaterThan(0);
     expect(seen.chainsBlocked).toBeGreaterThan(0);
     console.log(`collection model: ${seen.payments} payments, ${seen.returned} returned, ${seen.settled} settled, ${seen.removals} removals, ${seen.restarts} restarts, ${seen.chainsBlocked} chains blocked`);
+  }, onPostgres ? 300_000 : 120_000);
+
+  // Settlements that come back late, and the lender sending the borrower again between the two: the debt's
+  // chain stays open until the settled payment's late-return window passes, so a late return is always its
+  // chain's failure. No debt is presented more than three times, and a covered loan never has a third
+  // consecutive failure (checked by every step's invariants, with the window's waits counted).
+  test('settle, late return, re-send, removal and restart: no debt presented more than three times, no third failure in a row', async () => {
+    const before = { ...seen };
+    // Cents 99: settled, then returned late R01; 00 settles for good; 91 is returned R01 at once.
+    const lateCmd = fc
+      .tuple(fc.constantFrom(...BORROWERS), fc.integer({ min: 10, max: 900 }), fc.constantFrom(99, 99, 99, 0, 91), fc.constant(true))
+      .map(([a, d, c, r]) => new Enroll(a, d, c, r));
+    const lateCommands = [
+      lateCmd,
+      lateCmd,
+      fc.constant(new Cycle()),
+      fc.integer({ min: 1, max: 3 }).map((n) => new RunFor(n)),
+      fc.constantFrom(SETTLE, READ, 24 * READ, 3 * 24 * READ, 8 * 24 * READ).map((ms) => new Advance(ms)),
+      fc.constantFrom(...BORROWERS).map((a) => new Remove(a)),
+      fc.constant(new Restart()),
+    ];
+    await fc.assert(fc.asyncProperty(fc.commands(lateCommands, { maxCommands: 30 }), modelRun), { numRuns: onPostgres ? 30 : 60, seed: 20261128 });
+    expect(seen.lateReturned - before.lateReturned).toBeGreaterThan(0);
+    expect(seen.lateWindowWaits - before.lateWindowWaits).toBeGreaterThan(0);
+    console.log(`late returns model: ${seen.payments - before.payments} payments, ${seen.lateReturned - before.lateReturned} returned late, ${seen.lateWindowWaits - before.lateWindowWaits} steps waiting for a late-return window`);
   }, onPostgres ? 300_000 : 120_000);
 });

@@ -228,10 +228,17 @@ describe('an outage: the look-up records the outcome first (sandbox)', () => {
     const pushed = (await rows<{ payload: string }>(c, "SELECT payload FROM webhook_deliveries WHERE type = 'PAYMENT_EVENT' ORDER BY created_at, id")).map((d) => JSON.parse(d.payload).payment_event.status);
     expect(pushed.lastIndexOf('processing')).toBeLessThan(Math.max(0, pushed.indexOf('settled')));
     expect(pushed.filter((s) => s === 'settled')).toHaveLength(1);
-    // A new debt: sent again, the borrower is read and debited.
+    // Sent again: read, but not debited while the settled payment may still be returned late (its chain is
+    // open for the policy's five business days); then a new debt, debited.
     expect((await enroll(c, enrollBorrower('outage', { collectable_amount: 1000 }))).outcome).toBe('enrolled');
     await cycle(c);
+    expect((await paymentsOf(c, 'outage')).map((p) => p.status)).toEqual(['settled']);
+    expect(await enrollment(c, 'outage')).toMatchObject({ state: 'monitored', blocked_reason: 'late_return_window' });
+    expect((await enrollment(c, 'outage')).next_read_at).not.toBeNull();
+    c.clock.advance(14 * 24 * 3_600_000);
+    await cycle(c);
     expect((await paymentsOf(c, 'outage')).map((p) => p.status)).toEqual(['settled', 'processing']);
+    expect((await enrollment(c, 'outage')).blocked_reason).toBeNull();
     await expectEventTimesInOrder(c);
   });
 });

@@ -5,7 +5,7 @@ import { createTestContext, type TestContext } from '../../helpers/context';
 import { enrollBorrower } from '../../helpers/fixtures';
 import { cycle } from '../../helpers/collection';
 import { DEFAULT_POLICY } from '../../../src/modules/collection-policy/policy';
-import { planPayment, REINITIATION_WINDOW_MS, type PastPayment } from '../../../src/modules/collection/rules';
+import { chainPresentments, lateReturnWindowEnd, planPayment, REINITIATION_WINDOW_MS, type PastPayment } from '../../../src/modules/collection/rules';
 import { dispatchPayments } from '../../../src/modules/collection/dispatch';
 import { pollProcessors } from '../../../src/modules/collection/poll';
 import { DAY_MS } from '../../../src/platform/clock';
@@ -42,6 +42,40 @@ describe('the planner of the next payment', () => {
     expect(plan([o, r1, r2])).toEqual({ ok: false, blocked: 'reinitiation_limit' });
     expect(plan([o], { policy: { ...DEFAULT_POLICY, maxReinitiations: 0 } })).toEqual({ ok: false, blocked: 'reinitiation_limit' });
     expect(plan([o, r1], { policy: { ...DEFAULT_POLICY, maxReinitiations: 1 } })).toEqual({ ok: false, blocked: 'reinitiation_limit' });
+  });
+
+  test('a settled payment keeps its chain open until its late-return window passes: nothing new goes out before', () => {
+    // Settled on Monday 2 November 2026; five business days later is Monday the 9th, so the window ends at its close.
+    const o = pay('returned', 'R01', T0);
+    const r1 = pay('settled', null, T0 + DAY_MS, { attempt: 2, reinitiationOf: o.id, updatedAt: Date.UTC(2026, 10, 2, 15) });
+    const end = lateReturnWindowEnd(r1.updatedAt, 5);
+    expect(end).toBe(Date.UTC(2026, 10, 10));
+    expect(plan([o, r1], { now: end - 1 })).toEqual({ ok: false, blocked: 'late_return_window' });
+    expect(chainPresentments([o, r1], null, end - 1, 5)).toBe(2);
+    // Its window passed: the debt stayed collected, and the next payment is a new debt's original.
+    expect(plan([o, r1], { now: end })).toEqual({ ok: true, amountCents: 1000, attempt: 1, reinitiationOf: null });
+    expect(chainPresentments([o, r1], null, end, 5)).toBe(0);
+    // Returned late inside it: the chain's failure, and its last reinitiation follows.
+    const late = { ...r1, status: 'late_returned', returnCode: 'R01', updatedAt: end - DAY_MS };
+    expect(plan([o, late], { now: end + DAY_MS })).toEqual({ ok: true, amountCents: 1000, attempt: 3, reinitiationOf: o.id });
+    // Under the payday rule that is the second failure in a row: a new authorization is needed.
+    expect(plan([o, late], { now: end + DAY_MS, covered: true })).toEqual({ ok: false, blocked: 'reauthorization_required' });
+    // A longer window from the policy holds longer; a new authorization does not end the wait for the money.
+    const policy = { ...DEFAULT_POLICY, lateReturnWindowDays: 10 };
+    expect(plan([o, r1], { now: end, policy })).toEqual({ ok: false, blocked: 'late_return_window' });
+    expect(plan([o, r1], { now: end - 1, authorizationAt: end - 2 })).toEqual({ ok: false, blocked: 'late_return_window' });
+  });
+
+  test('payments_used counts the open chain, a payment in flight where it stands', () => {
+    const o = pay('returned', 'R01', T0);
+    const r1 = pay('returned', 'R01', T0 + DAY_MS, { attempt: 2, reinitiationOf: o.id });
+    const r2 = pay('processing', null, T0 + 2 * DAY_MS, { attempt: 3, reinitiationOf: o.id });
+    // An authorization obtained while the third presentment is in flight does not close its chain.
+    expect(chainPresentments([o, r1, r2], T0 + 2 * DAY_MS + 1, T0 + 3 * DAY_MS, 5)).toBe(3);
+    expect(chainPresentments([o, r1], null, T0 + 3 * DAY_MS, 5)).toBe(2);
+    // An authorization after the last return: the next payment starts a new chain.
+    expect(chainPresentments([o, r1], r1.updatedAt + 1, T0 + 3 * DAY_MS, 5)).toBe(0);
+    expect(chainPresentments([pay('returned', 'R02', T0)], null, T0 + 3 * DAY_MS, 5)).toBe(0);
   });
 
   test('never later than 180 days after the original first reached the processor', () => {
@@ -111,7 +145,7 @@ const view = async (c: TestContext, id: string) => (await c.json('GET', `/v1/pay
 describe('collection inside the rules, end to end (sandbox)', () => {
   test('the policy: defaults, a change, and refusals naming the field', async () => {
     const c = await setup();
-    expect((await c.json('GET', '/v1/collection_policy')).body).toEqual({ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: null, updated_at: null });
+    expect((await c.json('GET', '/v1/collection_policy')).body).toEqual({ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: null, late_return_window_days: 5, updated_at: null });
     const r = await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ cfpb_covered: true, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, updated_at: expect.any(String) });
@@ -129,6 +163,8 @@ describe('collection inside the rules, end to end (sandbox)', () => {
       [{ time_zone: '+05:00' }, 'time_zone'],
       [{ time_zone: '' }, 'time_zone'],
       [{ time_zone: 5 }, 'time_zone'],
+      [{ late_return_window_days: 1 }, 'late_return_window_days'],
+      [{ late_return_window_days: 61 }, 'late_return_window_days'],
       [{ paused: true }, ''],
     ] as const) {
       const bad = await c.json('PATCH', '/v1/collection_policy', { body });

@@ -43,8 +43,10 @@ describe('migration 0019: payments an older status was written back onto', () =>
     expect(status('went-back')).toBe('settled');
     expect(status('in-flight')).toBe('processing');
     expect(c.sql.query('SELECT reconcile_due AS d FROM payment_connections').all()).toEqual([{ d: 1 }]);
-    // Freed: sent again, the borrower of the repaired payment is debited for its new debt.
+    // Freed: sent again, the borrower of the repaired payment is debited for its new debt once the settled
+    // payment's late-return window has passed.
     expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('went-back', { collectable_amount: 2000 })] } })).body.results[0].outcome).toBe('enrolled');
+    c.clock.advance(14 * 24 * 3_600_000);
     await cycle(c);
     expect((c.sql.query("SELECT COUNT(*) AS n FROM payments WHERE authorizer_unique_id = 'went-back'").get() as { n: number }).n).toBe(2);
   });

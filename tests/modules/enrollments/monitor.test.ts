@@ -67,7 +67,7 @@ const TABLE: Record<keyof typeof EVENTS, Record<MonitorFrom, Cell>> = {
   still_held_same: { new: '!', monitored: '!', held: '-', collected: '!', lapsed: '!', removed: '!', stopped: '!' },
   still_held_other: { new: '!', monitored: '!', held: 'held unresolvable_routing_number ∅ keep keep keep', collected: '!', lapsed: '!', removed: '!', stopped: '!' },
   read: { new: '!', monitored: 'monitored ∅ verification_required keep interval keep', held: '!', collected: '!', lapsed: '!', removed: '!', stopped: '!' },
-  removed: { new: '!', monitored: 'removed ∅ verification_required keep none keep', held: '!', collected: '!', lapsed: '!', removed: '!', stopped: '!' },
+  removed: { new: '!', monitored: 'removed ∅ verification_required keep none keep', held: '!', collected: 'removed ∅ ∅ keep none keep', lapsed: '!', removed: '!', stopped: '!' },
   erased: {
     new: '!',
     monitored: 'removed ∅ verification_required keep none keep',
@@ -78,7 +78,7 @@ const TABLE: Record<keyof typeof EVENTS, Record<MonitorFrom, Cell>> = {
     stopped: 'removed R02 ∅ keep none keep',
   },
   lapsed: { new: '!', monitored: 'lapsed ∅ verification_required keep none keep', held: '!', collected: '!', lapsed: '!', removed: '!', stopped: '!' },
-  settled: { new: '!', monitored: 'collected ∅ verification_required keep none keep', held: '-', collected: '-', lapsed: '-', removed: '-', stopped: '-' },
+  settled: { new: '!', monitored: 'collected ∅ ∅ keep none keep', held: '-', collected: '-', lapsed: '-', removed: '-', stopped: '-' },
   returned_R01: { new: '!', monitored: '-', held: '-', collected: '-', lapsed: '-', removed: '-', stopped: '-' },
   returned_R09: { new: '!', monitored: '-', held: '-', collected: '-', lapsed: '-', removed: '-', stopped: '-' },
   returned_R02: { new: '!', monitored: 'stopped R02 verification_required keep none keep', held: '-', collected: '-', lapsed: '-', removed: '-', stopped: '-' },

@@ -29,6 +29,7 @@ const BLOCKED_WHY: Record<BlockedReason, string> = {
   reinitiation_window: 'more than 180 days since the original debit; only a new authorization allows another (not read until then)',
   amount_changed: 'the collectable amount is below the returned debit; re-send with the amount or a new authorization',
   return_rate_paused: 'ACH collection is paused while a return rate is over its threshold; it resumes by itself',
+  late_return_window: 'the last payment settled and may still be returned late; the next debit waits until its window passes, by itself',
 };
 
 // /portal/payments/borrowers: the enrolled borrowers, searched by a prefix of authorizer_unique_id, filtered by

@@ -76,6 +76,12 @@ export class Metrics {
     labelNames: ['status', 'source'] as const,
     registers: [this.registry],
   });
+  readonly paymentReports = new Counter({
+    name: 'payment_reports_total',
+    help: "Uploaded outcomes of the service's own payments kept as the lender's report until the processor confirms them: asked (a look-up queued) or held (the processor cannot be asked)",
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   readonly paymentObservationsStale = new Counter({
     name: 'payment_observations_stale_total',
     help: 'Observed payment statuses not ahead of the recorded one (kept out: a status only moves forward), by source',

@@ -29,6 +29,10 @@ export const RETURN_CODES: Record<string, { description: string; class: ReturnCl
   R33: { description: 'Return of XCK entry', class: 'stop' },
 };
 
+/** The unauthorized returns (Nacha's unauthorized return rate counts these). */
+export const UNAUTHORIZED_RETURNS = ['R05', 'R07', 'R10', 'R11', 'R29', 'R51'] as const;
+export const isUnauthorizedReturn = (code: string | null | undefined): boolean => code != null && (UNAUTHORIZED_RETURNS as readonly string[]).includes(code);
+
 /** R01 and R09 allow the debit to be tried again when funds suffice; every other code stops collection. */
 export const isRetryableReturn = (code: string | null | undefined): boolean =>
   code != null && RETURN_CODES[code]?.class === 'retryable';

@@ -6,7 +6,7 @@ import { drainClaims } from '../../platform/work-pool';
 import type { DebitInstrument, DebitRequest, DebitResult, FoundPayment, Processor } from '../../adapters/processors';
 import { openBorrower } from '../enrollments/borrower';
 import { applyMonitorEvent, monitorStateOf } from '../enrollments/monitor-store';
-import { recordObservation } from './record';
+import { recordObservation, REPORT_HOLDS } from './record';
 import { collectionStore as store, type DuePayment } from './store';
 
 export type { DuePayment };
@@ -21,6 +21,10 @@ export type { DuePayment };
 // than PROCESSOR_IDEMPOTENCY_HORIZON_MS (a processor forgets keys after a day: a reused key would be a new
 // debit). Only a payment the processor was never asked about, or one a look-up past the horizon does not find,
 // is recorded not_attempted. A removal or an outcome recorded elsewhere only stops new payments.
+//
+// A lender's uploaded outcome of a payment the processor has not confirmed (record.ts) puts the payment back in
+// this queue: it is looked up at its processor, and what the processor says is recorded; the report stands,
+// saying why, until the processor's word confirms it.
 
 const CONCURRENCY = 16;
 const RETRY_BASE_MS = 5_000;
@@ -32,7 +36,8 @@ export type Step =
   | { kind: 'done' }
   | { kind: 'wait' }
   | { kind: 'send'; processor: Processor; key: string; call: Promise<DebitResult>; firstAttemptAt: number }
-  | { kind: 'look'; processor: Processor; key: string; call: Promise<FoundPayment>; firstAttemptAt: number };
+  | { kind: 'look'; processor: Processor; key: string; call: Promise<FoundPayment>; firstAttemptAt: number }
+  | { kind: 'verify'; call: Promise<FoundPayment> };
 
 /** A debit ready to go: everything it needs read, nothing sent yet. */
 export interface PlannedSend {
@@ -51,6 +56,8 @@ export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | P
   const { deps } = ctx;
   const now = deps.clock.now();
   const pay = await store.sendStateOf(ctx, p.id);
+  // Past initiating, with a lender's report its processor has not confirmed: the processor is asked.
+  if (pay && pay.reportedStatus !== null && pay.status !== 'initiating' && pay.status !== 'scheduled') return verify(ctx, p, pay.firstAttemptAt ?? now);
   if (!pay || pay.status !== 'initiating') {
     // The processor already told us (polling read the outcome first): nothing left to resolve here.
     await transaction(ctx, (tx) => store.finishDue(tx, p, { state: 'done' }));
@@ -133,6 +140,73 @@ async function start(ctx: JobContext, p: DuePayment): Promise<Step> {
   return plan.kind === 'planned' ? sendPlanned(ctx, p, plan) : plan;
 }
 
+/** The look-up of a payment a lender reported an outcome of; with its key gone nothing can be asked, and the report is held. */
+async function verify(ctx: JobContext, p: DuePayment, firstAttemptAt: number): Promise<Step> {
+  const { deps } = ctx;
+  const now = deps.clock.now();
+  const conn = await store.keyToSend(ctx, p.connectionId);
+  if (!conn?.keySealed) {
+    await transaction(ctx, async (tx) => {
+      await store.holdPaymentReport(tx, p.id, REPORT_HOLDS.keyDeleted);
+      await store.finishDue(tx, p, { state: 'done' });
+    });
+    return { kind: 'done' };
+  }
+  const processor = deps.processors.byName(conn.processor);
+  const key = deps.vault.open(conn.keySealed);
+  return { kind: 'verify', call: processor.findPayment(key, { paymentId: p.id, createdFrom: firstAttemptAt - LOOKUP_SLACK_MS, createdTo: now + LOOKUP_SLACK_MS }) };
+}
+
+/**
+ * What the processor says of a payment a lender reported an outcome of, recorded as every processor status is
+ * (its event, the ledger, the monitor; forward only): a report it confirms is cleared on the way. One it does
+ * not confirm stands, saying what the processor said.
+ */
+async function recordVerified(ctx: JobContext, p: DuePayment, f: FoundPayment): Promise<void> {
+  const now = ctx.deps.clock.now();
+  await transaction(ctx, async (tx) => {
+    if (f.found) {
+      if (f.processorPaymentId) await store.keepProcessorPaymentId(tx, p.id, f.processorPaymentId);
+      await recordObservation(tx, {
+        lenderId: p.lenderId,
+        reference: p.reference,
+        status: f.status,
+        amountCents: p.amountCents,
+        returnCode: f.returnCode,
+        message: f.message,
+        declineCode: f.declineCode ?? null,
+        occurredAt: now,
+        source: 'processor',
+        sourceEventId: `verified:${p.id}:${f.status}`,
+        enrollmentId: p.enrollmentId,
+        authorizerUniqueId: p.authorizerUniqueId,
+        paymentId: p.id,
+        connectionId: p.connectionId,
+      });
+    }
+    const cur = await store.paymentStatusOf(tx, p.id);
+    const why = !f.found
+      ? 'its processor has no payment with this id; the reported outcome is held'
+      : cur === 'processing' || cur === 'initiating'
+        ? 'its processor says the payment is still processing; the outcome is recorded when the processor gives it'
+        : `its processor says ${cur}; the reported outcome was not confirmed`;
+    await store.holdPaymentReport(tx, p.id, why);
+    await store.finishDue(tx, p, { state: 'done' });
+  });
+}
+
+/** A look-up of a reported payment that failed (the processor unreachable, a refused key): said, and asked again later. */
+async function verifyLater(ctx: JobContext, p: DuePayment, e: unknown): Promise<void> {
+  const now = ctx.deps.clock.now();
+  const attempts = p.attempts + 1;
+  const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (attempts - 1));
+  const why = `its processor could not be asked (${e instanceof Error ? e.message.slice(0, 200) : 'no answer'}); asked again at ${new Date(now + delay).toISOString()}, and the reported outcome is held until it answers`;
+  await transaction(ctx, async (tx) => {
+    await store.holdPaymentReport(tx, p.id, why);
+    await store.finishDue(tx, p, { state: 'pending', attempts, nextAttemptAt: now + delay });
+  });
+}
+
 /** A payment the processor was never asked about and never will be: not attempted, its slot given back. */
 async function neverSent(ctx: JobContext, p: DuePayment, message: string, reason: string): Promise<Step> {
   await giveUp(ctx, p, message, 'never_sent');
@@ -205,8 +279,12 @@ async function retryLater(ctx: JobContext, p: DuePayment): Promise<void> {
   await transaction(ctx, (tx) => store.finishDue(tx, p, { state: 'pending', attempts, nextAttemptAt: now + delay }));
 }
 
-export async function finish(ctx: JobContext, p: DuePayment, s: Extract<Step, { kind: 'send' | 'look' }>): Promise<void> {
+export async function finish(ctx: JobContext, p: DuePayment, s: Extract<Step, { kind: 'send' | 'look' | 'verify' }>): Promise<void> {
   const { deps } = ctx;
+  if (s.kind === 'verify') {
+    await recordVerified(ctx, p, await s.call);
+    return;
+  }
   if (s.kind === 'send') {
     const r = await s.call;
     if (r.open && r.processorPaymentId) await closeOpen(ctx, s, p, { ...r, processorPaymentId: r.processorPaymentId });
@@ -259,7 +337,8 @@ export async function dispatchPayments(deps: Deps, opts: { signal?: AbortSignal;
       } catch (e) {
         // Unknown outcome (timeout, 5xx, a refused key): resolved at the processor on a later attempt.
         deps.logger.warn({ payment_id: p.id, err: e instanceof Error ? e.message : String(e) }, 'payment outcome not known yet; asked again later');
-        await retryLater(ctx, p);
+        if (s.kind === 'verify') await verifyLater(ctx, p, e);
+        else await retryLater(ctx, p);
       }
     },
     finish: () => undefined,

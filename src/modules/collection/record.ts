@@ -12,12 +12,18 @@ import { pushToEndpoints, type TargetsMemo } from '../webhooks/endpoints';
 import { evaluateReturnRates } from '../return-rates/watch';
 import { asObserved, isAhead } from './status-order';
 import { holdChain } from './chain';
+import { isUnauthorizedReturn } from '../../adapters/processors/return-codes';
 
 // Recording an observed status of a payment: the one function that processor polling, the dispatch of our
 // own payments and the results upload all call. It records one event per status of a reference, the first time
-// it is seen,
-// posts the ledger, moves our payment's status and reacts on the borrower's monitor, all in the caller's
-// transaction. The service records only what it observed and infers nothing.
+// it is seen, posts the ledger, moves our payment's status and reacts on the borrower's monitor, all in the
+// caller's transaction. The service records only what it observed and infers nothing.
+//
+// For the service's own payments the processor's word wins: an uploaded outcome of one (a lender's export, a
+// void in its own books) is recorded as the lender's report, an event with source `upload` that moves nothing
+// (no status, ledger, chain or reinitiation), and the payment is looked up at its processor at once (dispatch.ts);
+// what the processor says is recorded as every processor status is. Only a stop (R08, an unauthorized return)
+// acts on the report at once: a stop is never a debit.
 
 export interface Observation {
   lenderId: string;
@@ -76,11 +82,27 @@ export function knownFrom(
   return of.map((o) => ({ seen: seen.has(o.sourceEventId), last: last.get(o.reference) ?? null, held }));
 }
 
-/** Not recorded: the source event was read before, or the status is not ahead of the one recorded (stale). */
+/**
+ * Not recorded: the source event was read before, or the status is not ahead of the one recorded (stale).
+ * `report`: recorded as a lender's report of the service's own payment, not as its outcome; `hold` says why it
+ * cannot be confirmed now (null: its processor is being asked).
+ */
 export type Recorded =
   | { recorded: false; why: 'seen' }
   | { recorded: false; why: 'stale'; current: PaymentStatus | null }
-  | { recorded: true; eventId: string; status: EventStatus; occurredAt: number };
+  | { recorded: true; eventId: string; status: EventStatus; occurredAt: number; report?: { hold: string | null } };
+
+/** The message of a lender's report of the service's own payment, on its event. */
+export const REPORTED_MESSAGE = 'reported in a results upload; the payment’s outcome is what its processor says';
+/** Why a report cannot be confirmed now. */
+export const REPORT_HOLDS = {
+  keyDeleted: 'the processor key this payment went through was deleted, so its processor cannot be asked; the reported outcome is held and the borrower is not debited again on it',
+  neverSent: 'the payment is scheduled and has not been sent, so its processor has nothing to confirm; the reported outcome is held',
+} as const;
+
+/** An uploaded return that stops the borrower at once, unconfirmed: a stop (R08, an unauthorized return) is never a debit. */
+export const stopsAtOnce = (status: EventStatus, code: string | null): boolean =>
+  (status === 'returned' || status === 'late_returned') && code !== null && (code === 'R08' || isUnauthorizedReturn(code));
 
 /** Returns R01/R09 and the other codes only on the statuses that carry one. */
 export const codeFor = (status: EventStatus, code: string | null) => (status === 'returned' || status === 'late_returned' ? code : null);
@@ -103,6 +125,7 @@ export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observa
     ctx.deps.metrics.paymentObservationsStale.inc({ source: o.source });
     return { recorded: false, why: 'stale', current };
   }
+  if (o.source === 'upload' && o.paymentId && current !== null) return recordReport(ctx, o, o.paymentId, status, current, last);
 
   const now = ctx.deps.clock.now();
   const eventId = newId();
@@ -128,7 +151,16 @@ export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observa
   });
   if (o.enrollmentId) await postLedger(ctx, { ...o, status }, eventId, now);
   if (o.paymentId) {
-    await store.movePaymentStatus(ctx, { id: o.paymentId, from: current, status, returnCode, message: o.message, now, settledAt: status === 'settled' ? occurredAt : null });
+    await store.movePaymentStatus(ctx, {
+      id: o.paymentId,
+      from: current,
+      status,
+      returnCode,
+      message: o.message,
+      now,
+      settledAt: status === 'settled' ? occurredAt : null,
+      reportHold: `the payment is recorded ${returnCode ? `${status} ${returnCode}` : status}, as its processor says; the reported outcome was not confirmed`,
+    });
   }
   if (o.enrollmentId) await react(ctx, o.enrollmentId, status, returnCode, now, o.declineCode ?? null);
   ctx.deps.metrics.paymentEvents.inc({ status, source: o.source });
@@ -143,6 +175,50 @@ export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observa
     else await evaluateReturnRates(ctx, o.lenderId);
   }
   return { recorded: true, eventId, status, occurredAt };
+}
+
+/**
+ * A lender's uploaded outcome of the service's own payment, ahead of its recorded status: an event with source
+ * `upload` that names no payment (so neither the ledger, the chain nor the return rates read it as the
+ * payment's), kept on the payment, and the payment queued for a look-up at its processor now. A payment
+ * scheduled and not yet sent, or one whose key is gone, cannot be confirmed: its report is held, saying why.
+ */
+async function recordReport(
+  ctx: JobContext & { tx: Tx },
+  o: Observation,
+  paymentId: string,
+  status: EventStatus,
+  current: PaymentStatus,
+  last: Exclude<Known['last'], undefined>,
+): Promise<Recorded> {
+  const now = ctx.deps.clock.now();
+  const eventId = newId();
+  const returnCode = codeFor(status, o.returnCode);
+  const occurredAt = last && last.occurredAt > o.occurredAt ? last.occurredAt : o.occurredAt;
+  await store.recordEvent(ctx, {
+    id: eventId,
+    lenderId: o.lenderId,
+    enrollmentId: o.enrollmentId,
+    aid: o.authorizerUniqueId,
+    paymentId: null,
+    connectionId: null,
+    reference: o.reference,
+    status,
+    amount: o.amountCents,
+    returnCode,
+    message: REPORTED_MESSAGE,
+    source: o.source,
+    sourceEventId: o.sourceEventId,
+    occurredAt,
+    recordedAt: now,
+  });
+  const hold = current === 'scheduled' ? REPORT_HOLDS.neverSent : (await store.paymentKeyLive(ctx, paymentId)) ? null : REPORT_HOLDS.keyDeleted;
+  // An initiating payment is being resolved at its processor already (sent, or looked up): nothing to queue.
+  await store.notePaymentReport(ctx, { id: paymentId, status, returnCode, at: now, hold, lookUp: hold === null && current !== 'initiating' });
+  if (o.enrollmentId && stopsAtOnce(status, returnCode)) await react(ctx, o.enrollmentId, status, returnCode, now, null);
+  ctx.deps.metrics.paymentEvents.inc({ status, source: o.source });
+  ctx.deps.metrics.paymentReports.inc({ outcome: hold === null ? 'asked' : 'held' });
+  return { recorded: true, eventId, status, occurredAt, report: { hold } };
 }
 
 /** Where an observation stands against what is recorded: the status it stands for and whether it is ahead. */

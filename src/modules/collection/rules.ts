@@ -15,7 +15,8 @@ import type { ChainBlock } from '../enrollments/monitor';
 //   and its late-return window has passed (the policy's `lateReturnWindowDays`: a late return inside it is
 //   the chain's failure, and no new payment goes out before it passes), a return of another code ends it (a
 //   corrected entry is a new one), or a new authorization, obtained after the last return, starts a new chain.
-// - R08 (payment stopped): no further debit until the borrower authorizes again (a later authorization).
+// - R08 (payment stopped): no further debit until the borrower authorizes again (a later authorization). An
+//   R08 a lender uploaded counts at once, whatever the processor says: a stop is never a debit.
 // - The CFPB payday rule (12 CFR 1041.8) for a covered borrower: after two consecutive failures for funds, no
 //   further attempt without a new authorization obtained after the second failure. A settlement resets it.
 
@@ -33,6 +34,9 @@ export interface PastPayment {
   /** When its outcome was recorded (the failure's time for a return). */
   updatedAt: number;
   firstAttemptAt: number | null;
+  /** A lender's uploaded return code its processor has not confirmed, and when it came (record.ts). */
+  reportedReturnCode: string | null;
+  reportedAt: number | null;
 }
 
 export type Plan =
@@ -86,9 +90,11 @@ export function planPayment(input: {
   const reauthorized = (after: PastPayment) => authorizationAt !== null && authorizationAt > after.updatedAt;
   const sent = history.filter(counts);
 
-  // R08: the borrower stopped the payment; only a new authorization allows another.
-  const lastStop = [...sent].reverse().find((p) => failed(p) && p.returnCode === 'R08');
-  if (lastStop && !reauthorized(lastStop)) return { ok: false, blocked: 'reauthorization_required' };
+  // R08: the borrower stopped the payment (as the processor or the lender's upload says); only a new
+  // authorization obtained after the stop allows another.
+  const stopAt = (p: PastPayment) => (failed(p) && p.returnCode === 'R08' ? p.updatedAt : p.reportedReturnCode === 'R08' ? p.reportedAt : null);
+  const lastStop = [...history].reverse().find((p) => stopAt(p) !== null);
+  if (lastStop && !(authorizationAt !== null && authorizationAt > stopAt(lastStop)!)) return { ok: false, blocked: 'reauthorization_required' };
 
   // The payday rule: two consecutive failures for funds, counted back to the last settlement or authorization.
   if (covered) {

@@ -199,8 +199,26 @@ export const pgCollectionStore: CollectionStore = {
         message: v.message,
         updatedAt: v.now,
         settledAt: sql`COALESCE(${v.settledAt}::bigint, ${payments.settledAt})`,
+        // A lender's report the new status confirms is cleared; one it does not confirm stands, held for why.
+        reportHold: sql`CASE WHEN ${payments.reportedStatus} IS NULL OR ${payments.reportedStatus} = ${v.status} THEN NULL ELSE ${v.reportHold} END`,
+        reportedReturnCode: sql`CASE WHEN ${payments.reportedStatus} = ${v.status} THEN NULL ELSE ${payments.reportedReturnCode} END`,
+        reportedAt: sql`CASE WHEN ${payments.reportedStatus} = ${v.status} THEN NULL ELSE ${payments.reportedAt} END`,
+        reportedStatus: sql`CASE WHEN ${payments.reportedStatus} = ${v.status} THEN NULL ELSE ${payments.reportedStatus} END`,
       })
       .where(and(eq(payments.id, v.id), v.from === null ? isNull(payments.status) : eq(payments.status, v.from)));
+  },
+  async notePaymentReport(c, r) {
+    const queued = r.lookUp ? { state: 'pending' as const, attempts: 0, nextAttemptAt: r.at, leaseUntil: 0, leaseToken: null } : {};
+    await pgWriterOf(c)
+      .update(payments)
+      .set({ reportedStatus: r.status, reportedReturnCode: r.returnCode, reportedAt: r.at, reportHold: r.hold, ...queued })
+      .where(eq(payments.id, r.id));
+  },
+  async holdPaymentReport(c, id, hold) {
+    await pgWriterOf(c)
+      .update(payments)
+      .set({ reportHold: hold })
+      .where(and(eq(payments.id, id), isNotNull(payments.reportedStatus)));
   },
   async setObservationAside(c, v) {
     await pgWriterOf(c).insert(paymentObservationsSetAside).values({
@@ -359,6 +377,8 @@ export const pgCollectionStore: CollectionStore = {
         createdAt: payments.createdAt,
         updatedAt: payments.updatedAt,
         firstAttemptAt: payments.firstAttemptAt,
+        reportedReturnCode: payments.reportedReturnCode,
+        reportedAt: payments.reportedAt,
       })
       .from(payments)
       .where(eq(payments.enrollmentId, enrollmentId))
@@ -427,7 +447,10 @@ export const pgCollectionStore: CollectionStore = {
   },
 
   async sendStateOf(c, id) {
-    const [r] = await pgReaderOf(c).select({ status: payments.status, firstAttemptAt: payments.firstAttemptAt }).from(payments).where(eq(payments.id, id));
+    const [r] = await pgReaderOf(c)
+      .select({ status: payments.status, firstAttemptAt: payments.firstAttemptAt, reportedStatus: payments.reportedStatus })
+      .from(payments)
+      .where(eq(payments.id, id));
     return r ?? null;
   },
   async borrowerToDebit(c, enrollmentId) {
@@ -436,6 +459,14 @@ export const pgCollectionStore: CollectionStore = {
       .from(enrollments)
       .where(eq(enrollments.id, enrollmentId));
     return r ?? null;
+  },
+  async paymentKeyLive(c, paymentId) {
+    const [r] = await pgReaderOf(c)
+      .select({ keySealed: paymentConnections.keySealed })
+      .from(payments)
+      .innerJoin(paymentConnections, eq(paymentConnections.id, payments.connectionId))
+      .where(eq(payments.id, paymentId));
+    return !!r?.keySealed;
   },
   async keyToSend(c, connectionId) {
     const [r] = await pgReaderOf(c)

@@ -6,7 +6,7 @@ import { DAY_MS } from '../../platform/clock';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { readerOf, writerOf } from '../../platform/store';
 import type { PastPayment } from './rules';
-import type { CollectionStore, CountedSum, DuePayment, EventRecord, LedgerTotals, OwnPayment, PaymentPageQuery } from './store';
+import type { CollectionStore, CountedSum, DuePayment, EventRecord, LedgerTotals, OwnPayment, PaymentPageQuery, PaymentReport, StatusMove } from './store';
 
 // Collection's SQL on SQLite. The raw prepared statements: recording an observed status and matching a
 // processor change run once per change of a polled feed (bun run bench collection: a 50,000-change backlog at
@@ -75,11 +75,31 @@ export const insertLedger = (tx: Orm, v: { lenderId: string; enrollmentId: strin
     .query('INSERT INTO ledger_entries (lender_id, enrollment_id, reference, kind, amount_cents, event_id, at) VALUES (?, ?, ?, ?, ?, ?, ?)')
     .run(v.lenderId, v.enrollmentId, v.reference, v.kind, v.amount, v.eventId, v.at);
 
-/** Moves a payment from the status it was read in (compare and set: a status that moved since is left alone). */
-export const updatePaymentStatus = (tx: Orm, v: { id: string; from: PaymentStatus | null; status: EventStatus; returnCode: string | null; message: string | null; now: number; settledAt: number | null }) =>
+/**
+ * Moves a payment from the status it was read in (compare and set: a status that moved since is left alone).
+ * A lender's report the new status confirms is cleared; one it does not confirm stands, held for `reportHold`.
+ */
+export const updatePaymentStatus = (tx: Orm, v: StatusMove) =>
   tx.$client
-    .query('UPDATE payments SET status = ?, return_code = ?, message = ?, updated_at = ?, settled_at = COALESCE(?, settled_at) WHERE id = ? AND status IS ?')
-    .run(v.status, v.returnCode, v.message, v.now, v.settledAt, v.id, v.from);
+    .query(
+      `UPDATE payments SET status = ?1, return_code = ?2, message = ?3, updated_at = ?4, settled_at = COALESCE(?5, settled_at),
+              report_hold = CASE WHEN reported_status IS NULL OR reported_status = ?1 THEN NULL ELSE ?8 END,
+              reported_return_code = CASE WHEN reported_status = ?1 THEN NULL ELSE reported_return_code END,
+              reported_at = CASE WHEN reported_status = ?1 THEN NULL ELSE reported_at END,
+              reported_status = CASE WHEN reported_status = ?1 THEN NULL ELSE reported_status END
+        WHERE id = ?6 AND status IS ?7`,
+    )
+    .run(v.status, v.returnCode, v.message, v.now, v.settledAt, v.id, v.from, v.reportHold);
+
+/** A lender's report of the payment kept (an earlier one replaced); queued for a look-up at once when asked. */
+const notePaymentReport = (tx: Orm, r: PaymentReport) =>
+  tx.$client
+    .query(
+      `UPDATE payments SET reported_status = ?2, reported_return_code = ?3, reported_at = ?4, report_hold = ?5
+              ${r.lookUp ? ", state = 'pending', attempts = 0, next_attempt_at = ?4, lease_until = 0, lease_token = NULL" : ''}
+        WHERE id = ?1`,
+    )
+    .run(r.id, r.status, r.returnCode, r.at, r.hold);
 
 /** What a change's match reads of the service's own payment. */
 const OWN_COLUMNS = 'id, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, amount_cents AS amount, processor_payment_id AS pid';
@@ -148,7 +168,8 @@ export const paymentHistory = (db: Db, enrollmentId: string) =>
   db.$client
     .query<PastPayment, [string]>(
       `SELECT id, status, return_code AS returnCode, amount_cents AS amountCents, attempt, reinitiation_of AS reinitiationOf,
-              created_at AS createdAt, updated_at AS updatedAt, first_attempt_at AS firstAttemptAt
+              created_at AS createdAt, updated_at AS updatedAt, first_attempt_at AS firstAttemptAt,
+              reported_return_code AS reportedReturnCode, reported_at AS reportedAt
          FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id = ? ORDER BY created_at, id`,
     )
     .all(enrollmentId);
@@ -311,7 +332,7 @@ export const giveBackPresentment = (tx: Orm, enrollmentId: string, now: number) 
 
 /** What the dispatcher reads of a due payment before it decides. */
 export const sendStateOf = (db: Db, id: string) =>
-  db.select({ status: payments.status, firstAttemptAt: payments.firstAttemptAt }).from(payments).where(eq(payments.id, id)).get();
+  db.select({ status: payments.status, firstAttemptAt: payments.firstAttemptAt, reportedStatus: payments.reportedStatus }).from(payments).where(eq(payments.id, id)).get();
 
 /** What a debit needs of its borrower: whether it is still monitored, and its sealed details. */
 export const borrowerToDebit = (db: Db, enrollmentId: string) =>
@@ -506,6 +527,12 @@ export const sqliteCollectionStore: CollectionStore = {
   async movePaymentStatus(c, move) {
     updatePaymentStatus(writerOf(c), move);
   },
+  async notePaymentReport(c, report) {
+    notePaymentReport(writerOf(c), report);
+  },
+  async holdPaymentReport(c, id, hold) {
+    writerOf(c).$client.query('UPDATE payments SET report_hold = ? WHERE id = ? AND reported_status IS NOT NULL').run(hold, id);
+  },
   async ownPaymentsAmong(c, lenderId, connectionId, references, processorPaymentIds) {
     const db = readerOf(c);
     const found = (keys: string[], one: (k: string) => OwnPayment | null) =>
@@ -605,6 +632,13 @@ export const sqliteCollectionStore: CollectionStore = {
   },
   async keyToSend(c, connectionId) {
     return keyToSend(readerOf(c), connectionId) ?? null;
+  },
+  async paymentKeyLive(c, paymentId) {
+    return (
+      readerOf(c)
+        .$client.query<{ live: number }, [string]>('SELECT k.key_sealed IS NOT NULL AS live FROM payments p JOIN payment_connections k ON k.id = p.connection_id WHERE p.id = ?')
+        .get(paymentId)?.live === 1
+    );
   },
   async noteProcessorPaymentId(c, id, processorPaymentId, now) {
     noteProcessorPaymentId(writerOf(c), id, processorPaymentId, now);

@@ -64,7 +64,10 @@ export interface LedgerEntry {
   at: number;
 }
 
-/** A payment moved from the status it was read in (compare and set). */
+/**
+ * A payment moved from the status it was read in (compare and set). A lender's report of the payment that
+ * the new status confirms is cleared; one it does not confirm stands, with `reportHold` as why.
+ */
 export interface StatusMove {
   id: string;
   from: PaymentStatus | null;
@@ -73,6 +76,19 @@ export interface StatusMove {
   message: string | null;
   now: number;
   settledAt: number | null;
+  reportHold: string;
+}
+
+/** A lender's uploaded outcome of the service's own payment, kept on the payment until its processor confirms it. */
+export interface PaymentReport {
+  id: string;
+  status: EventStatus;
+  returnCode: string | null;
+  at: number;
+  /** Why it cannot be confirmed now; null while the processor is being asked. */
+  hold: string | null;
+  /** The payment is queued for a look-up at its processor now. */
+  lookUp: boolean;
 }
 
 export interface SetAside {
@@ -181,6 +197,10 @@ export interface CollectionStore {
   postLedgerEntry(c: TxCtx, entry: LedgerEntry): Promise<void>;
   /** Moves a payment from the status it was read in; one whose status moved since is left alone. */
   movePaymentStatus(c: TxCtx, move: StatusMove): Promise<void>;
+  /** Keeps a lender's report of the payment (replacing an earlier one), queued for a look-up when asked. */
+  notePaymentReport(c: TxCtx, report: PaymentReport): Promise<void>;
+  /** Why the payment's report stands unconfirmed (nothing when it has none). */
+  holdPaymentReport(c: TxCtx, id: string, hold: string): Promise<void>;
   /** An observation that could not be recorded, kept with its reason. */
   setObservationAside(c: TxCtx, v: SetAside): Promise<void>;
 
@@ -250,12 +270,14 @@ export interface CollectionStore {
   giveBackPresentment(c: TxCtx, enrollmentId: string, now: number): Promise<void>;
 
   // Sending (dispatch.ts).
-  sendStateOf(c: StoreCtx, id: string): Promise<{ status: PaymentStatus; firstAttemptAt: number | null } | null>;
+  sendStateOf(c: StoreCtx, id: string): Promise<{ status: PaymentStatus; firstAttemptAt: number | null; reportedStatus: EventStatus | null } | null>;
   borrowerToDebit(
     c: StoreCtx,
     enrollmentId: string,
   ): Promise<{ state: MonitorState; sealed: string | null; cardToken: string | null; routing: string | null } | null>;
   keyToSend(c: StoreCtx, connectionId: string): Promise<{ processor: ProcessorName; keySealed: string | null } | null>;
+  /** Whether the processor key a payment went through is still there (not deleted). */
+  paymentKeyLive(c: StoreCtx, paymentId: string): Promise<boolean>;
   /**
    * The claim of a send, one conditional statement: true when the payment was still initiating, its borrower
    * still monitored and its queue row still held by this claim (a claim whose lease ran out and was taken again

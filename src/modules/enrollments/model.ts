@@ -239,6 +239,23 @@ export const EnrollmentView = t.Object(
         attempt: Int({ description: '1 for an original (or a payment under a new authorization), 2 and 3 for reinitiations' }),
         reinitiation_of: t.Union([t.String(), t.Null()], { description: "The original's reference, for a reinitiation" }),
         created_at: t.String({ format: 'date-time' }),
+        reported: t.Union(
+          [
+            t.Object({
+              status: t.String({ description: 'The status the lender uploaded for this payment' }),
+              return_code: t.Union([t.String(), t.Null()]),
+              reported_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When the upload recorded it' }),
+              held_because: t.Union([t.String(), t.Null()], {
+                description: 'Why the report stands unconfirmed (the processor says otherwise, still processing, cannot be asked); null while the processor is being asked',
+              }),
+            }),
+            t.Null(),
+          ],
+          {
+            description:
+              "A lender's uploaded outcome of this payment that its processor has not confirmed. The payment's status is the processor's word: the report decides nothing (no ledger entry, no reinitiation) until the processor says the same, except that an uploaded R08 or unauthorized return stops the borrower at once. null when there is none, or once the processor confirmed it",
+          },
+        ),
       }),
       { description: "The borrower's payments, oldest first" },
     ),

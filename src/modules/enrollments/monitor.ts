@@ -164,8 +164,9 @@ export function nextMonitor(cur: MonitorSnapshot, ev: MonitorEvent): MonitorChan
     case 'blocked':
       if (s !== 'monitored') return illegal();
       if (cur.blockedReason === ev.reason) return null;
-      // Until the lender acts, a read could not lead to a debit: none is scheduled.
-      return { ...same, blockedReason: ev.reason, nextRead: isChainBlock(ev.reason) ? 'none' : 'keep' };
+      // Until the lender acts, a read could not lead to a debit: none is scheduled. A wait that lifts by itself
+      // in place of such a block (a settled payment's late-return window) reads again.
+      return { ...same, blockedReason: ev.reason, nextRead: isChainBlock(ev.reason) ? 'none' : isChainBlock(cur.blockedReason) ? 'now' : 'keep' };
     case 'payment_initiated':
       if (s !== 'monitored') return illegal();
       return cur.blockedReason === null ? null : { ...same, blockedReason: null };

@@ -391,6 +391,10 @@ export async function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView
       attempt: p.attempt,
       reinitiation_of: p.reinitiationOf,
       created_at: iso(p.createdAt),
+      reported:
+        p.reportedStatus === null
+          ? null
+          : { status: p.reportedStatus, return_code: p.reportedReturnCode, reported_at: isoOrNull(p.reportedAt), held_because: p.reportHold },
     })),
     ledger,
   };

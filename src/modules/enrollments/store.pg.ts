@@ -237,6 +237,10 @@ export const pgEnrollmentStore: EnrollmentStore = {
         reinitiationOf: original.reference,
         createdAt: payments.createdAt,
         debitOn: payments.debitOn,
+        reportedStatus: payments.reportedStatus,
+        reportedReturnCode: payments.reportedReturnCode,
+        reportedAt: payments.reportedAt,
+        reportHold: payments.reportHold,
       })
       .from(payments)
       .leftJoin(original, eq(original.id, payments.reinitiationOf))

@@ -2,7 +2,7 @@ import { and, asc, eq, gt, gte, inArray, isNotNull, lt, notExists, sql } from 'd
 import { batches, enrollments, ledgerEntries, payments, searchableBorrowers } from '../../../db/schema';
 import type { Db, Orm } from '../../platform/db';
 import { readerOf, writerOf } from '../../platform/store';
-import type { DueRead, EnrollmentStore, SearchEntries } from './store';
+import type { DueRead, EnrollmentPayment, EnrollmentStore, SearchEntries } from './store';
 
 // The enrollment's SQL (the writes of a monitor's state are in monitor-store.sqlite.ts). Raw cached statements
 // where a path is hot: the monitoring due check runs every second against every borrower's index entry (bench:
@@ -33,8 +33,9 @@ const ledgerTotals = (db: Db, lenderId: string, enrollmentId: string) =>
 /** A borrower's payments for its enrollment read, oldest first, with the original's reference for reinitiations. */
 const paymentsOf = (db: Db, enrollmentId: string) =>
   db.$client
-    .query<{ reference: string; amount: number; status: string; attempt: number; reinitiationOf: string | null; createdAt: number; debitOn: number | null }, [string]>(
-      `SELECT p.reference, p.amount_cents AS amount, p.status, p.attempt, o.reference AS reinitiationOf, p.created_at AS createdAt, p.debit_on AS debitOn
+    .query<EnrollmentPayment, [string]>(
+      `SELECT p.reference, p.amount_cents AS amount, p.status, p.attempt, o.reference AS reinitiationOf, p.created_at AS createdAt, p.debit_on AS debitOn,
+              p.reported_status AS reportedStatus, p.reported_return_code AS reportedReturnCode, p.reported_at AS reportedAt, p.report_hold AS reportHold
          FROM payments p INDEXED BY payments_enrollment_idx LEFT JOIN payments o ON o.id = p.reinitiation_of
         WHERE p.enrollment_id = ? ORDER BY p.created_at, p.id`,
     )

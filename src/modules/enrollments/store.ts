@@ -25,6 +25,11 @@ export interface EnrollmentPayment {
   reinitiationOf: string | null;
   createdAt: number;
   debitOn: number | null;
+  /** A lender's uploaded outcome its processor has not confirmed, and why it stands (null while asked). */
+  reportedStatus: string | null;
+  reportedReturnCode: string | null;
+  reportedAt: number | null;
+  reportHold: string | null;
 }
 
 export interface LedgerEntryRow {

@@ -208,8 +208,8 @@ class Lookups {
 
   /** authorizer_unique_id first; else the one matching of a reference, from this slice's look-ups. */
   match(p: ParsedRow): PaymentMatch | null {
-    // A reference of one of the service's own payments is that payment, whoever the row names: its outcome
-    // is the processor's word on it and moves it as the processor's feed would.
+    // A reference of one of the service's own payments is that payment, whoever the row names: the row is the
+    // lender's report of it, and the processor is asked what became of it (collection/record.ts).
     const own = p.reference ? this.payments.get(p.reference) : undefined;
     if (own && (!p.authorizerUniqueId || p.authorizerUniqueId === own.aid)) {
       return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id, amountCents: own.amount };
@@ -566,12 +566,20 @@ async function recordSliceOf(
     reason: `reference ${d.row.reference} is recorded as ${current}, which ${d.row.status} does not move forward; the status was kept`,
     severity: 'warning',
   });
+  // The service's own payment: the row is the lender's report, and the payment's outcome is its processor's word.
+  const reported = (d: RowDecided, hold: string | null): RowProblem => ({
+    row: d.row.row,
+    rule: 8,
+    reason: `reference ${d.row.reference} is a payment the service made: ${d.row.status} is kept as your report, and the payment's outcome is what its processor says; ${hold === null ? 'the processor is asked now' : `held: ${hold}`}`,
+    severity: 'warning',
+  });
   if (dryRun) {
     for (let i = 0; i < decided.length; i++) {
       const o = decided[i]!.observation;
       if (!o) continue;
       const current = await staleAgainst(tx, o);
       if (current !== undefined) outcomes[i] = stale(decided[i]!, current);
+      else if (o.paymentId) outcomes[i] = reported(decided[i]!, null);
     }
   } else {
     const writes: UploadedWrite[] = [];
@@ -583,6 +591,7 @@ async function recordSliceOf(
       const d = decided[i]!;
       if (r === null) outcomes[i] = { row: d.row.row, rule: 8, reason: `the outcome could not be recorded for reference ${d.row.reference}; it was set aside for the operator`, severity: 'error' };
       else if (r && !r.recorded && r.why === 'stale') outcomes[i] = stale(d, r.current);
+      else if (r?.recorded && r.report) outcomes[i] = reported(d, r.report.hold);
     }
   }
   const out: SliceDecided = { rows: [], problems: [], matched: 0 };

@@ -5,13 +5,14 @@ import type { Db } from '../../platform/db';
 import type { StoreCtx } from '../../platform/store';
 import { policyOf } from '../collection-policy/service';
 import { returnRateStore as store, type WindowReturn } from './store';
+import { UNAUTHORIZED_RETURNS } from '../../adapters/processors/return-codes';
 
 // Nacha's return-rate thresholds (collection-rules.md): an originator whose ACH debits come back too often
 // is reviewed by its bank. Each class's rate is its returns over the window's debits.
 
 // Thresholds in tenths of a per mille, so the boundaries are compared in integers, exactly.
 export const RETURN_CLASSES = {
-  unauthorized: { codes: ['R05', 'R07', 'R10', 'R11', 'R29', 'R51'], threshold: 0.005, tenthsPerMille: 50 },
+  unauthorized: { codes: UNAUTHORIZED_RETURNS, threshold: 0.005, tenthsPerMille: 50 },
   administrative: { codes: ['R02', 'R03', 'R04'], threshold: 0.03, tenthsPerMille: 300 },
   overall: { codes: null, threshold: 0.15, tenthsPerMille: 1500 },
 } as const;

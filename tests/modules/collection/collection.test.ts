@@ -216,6 +216,21 @@ describe('payments the lender creates at the processor', () => {
     expect((await c.json('GET', '/v1/payment_connections')).body).toMatchObject({ ingested: 3, matched: 1 });
   });
 
+  test('a borrower collected through a charge made outside the service keeps no stale blocked_reason', async () => {
+    const c = await setup({ key: false });
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('outside', { collectable_amount: 1000 })] } });
+    await cycle(c);
+    expect(await view(c, 'outside')).toMatchObject({ state: 'monitored', blocked_reason: 'no_processor_key' });
+    const key = 'sbx_collect_outside_000001';
+    expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: key, rail_scope: 'both', is_default: true } })).status).toBe(201);
+    const sandbox = new SandboxProcessor({ ...(c.rt.pg ? { pg: c.rt.pg } : { sqlite: c.rt.sqlite }), clock: c.clock, settlementMs: SETTLE });
+    await createSandboxCharge(sandbox, key, { amountCents: 1000, reference: 'DRS-outside-INV-9', rail: 'ach' });
+    await pollProcessors(c.rt);
+    c.clock.advance(SETTLE);
+    await pollProcessors(c.rt);
+    expect(await view(c, 'outside')).toMatchObject({ state: 'collected', blocked_reason: null, ledger: { collected: 1000 } });
+  });
+
   test("another lender's borrower: empty events, and its payments never match mine", async () => {
     const c = await setup();
     const other = c.newLender();

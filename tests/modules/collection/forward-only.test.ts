@@ -84,7 +84,7 @@ describe('any order of observations of one payment', () => {
   ];
   const SOURCES = ['feed', 'lookup', 'reconcile', 'upload'] as const;
 
-  test('the recorded status is the furthest observed; the feed never stops; a reinitiation in flight is never disturbed', async () => {
+  test('the recorded status is the furthest the processor told; an upload never moves it; the feed never stops; a reinitiation in flight is never disturbed', async () => {
     const c = setup();
     expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_forward_property_0001', rail_scope: 'both', is_default: true } })).status).toBe(201);
     const lender = c.lender.id;
@@ -110,11 +110,12 @@ describe('any order of observations of one payment', () => {
             );
           const pid = `p-${aid}`;
           await mk(pid, 'initiating');
+          // What the processor told (the feed, a look-up, reconciliation); an upload is the lender's report only.
           const observed: EventStatus[] = [];
           let seq = 0;
           for (const [i, source, withOther] of picks) {
             const status = path[i % path.length]!;
-            observed.push(status);
+            if (source !== 'upload') observed.push(status);
             if (withOther && (await rows(c, "SELECT id FROM payments WHERE enrollment_id = ? AND status IN ('initiating','processing') AND id != ?", eid, pid)).length === 0) {
               // A reinitiation goes in flight once the observed payment has reached a final status.
               const cur = (await rows<{ status: string }>(c, 'SELECT status FROM payments WHERE id = ?', pid))[0]!.status;
@@ -141,8 +142,8 @@ describe('any order of observations of one payment', () => {
             // Never set aside: a stale status is simply not ahead.
             expect(r).not.toBeNull();
           }
-          // The furthest observed status along the true path.
-          const furthest = path[Math.max(...observed.map((s) => path.indexOf(s)))]!;
+          // The furthest status the processor told along the true path (initiating while it told none).
+          const furthest = observed.length === 0 ? 'initiating' : path[Math.max(...observed.map((s) => path.indexOf(s)))]!;
           expect((await rows<{ status: string }>(c, 'SELECT status FROM payments WHERE id = ?', pid))[0]!.status).toBe(furthest);
           // One event per status recorded, each ahead of the one before.
           const recorded = (await rows<{ status: string }>(c, 'SELECT status FROM payment_events WHERE payment_id = ? ORDER BY recorded_at, id', pid)).map((e) => e.status);
@@ -252,8 +253,8 @@ async function upload(c: TestContext, lines: string[]) {
   return (await res.json()) as { matched: number };
 }
 
-describe('an uploaded outcome of the service’s own payment is the processor’s word', () => {
-  test('an R08 row naming the borrower and the reference moves the payment; a re-send without authorization sends nothing', async () => {
+describe('an uploaded outcome of the service’s own payment is the lender’s report; an R08 stops at once', () => {
+  test('an R08 row naming the borrower and the reference stops the borrower, the payment stays as its processor says; a re-send without authorization sends nothing', async () => {
     const c = setup();
     expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_upload_r08_own_0001', rail_scope: 'both', is_default: true } })).status).toBe(201);
     await enroll(c, enrollBorrower('stopper', { collectable_amount: 5000 }));
@@ -265,9 +266,14 @@ describe('an uploaded outcome of the service’s own payment is the processor’
     const day = new Date(c.clock.now()).toISOString().slice(0, 10);
     const report = await upload(c, [`stopper,${p!.reference},50.00,returned,${day},,${day},R08`]);
     expect(report.matched).toBe(1);
-    // A return of a settled payment is its late return, with the uploaded code.
-    expect((await paymentsOf(c, 'stopper'))[0]).toMatchObject({ status: 'late_returned', returnCode: 'R08' });
+    // The lender's report of a late return R08: recorded as its event, the payment still settled, as its
+    // processor says; a stop acts at once.
+    expect((await paymentsOf(c, 'stopper'))[0]).toMatchObject({ status: 'settled', returnCode: null });
     expect((await enrollment(c, 'stopper')).state).toBe('stopped');
+    expect((await c.json('GET', '/v1/payment_events?authorizer_unique_id=stopper')).body.events.at(-1)).toMatchObject({ status: 'late_returned', return_code: 'R08', source: 'upload' });
+    // The processor is asked, and says settled: the report stands, saying so.
+    await dispatchPayments(c.rt);
+    expect((await enrollment(c, 'stopper')).payments[0].reported).toMatchObject({ status: 'late_returned', return_code: 'R08', held_because: expect.stringContaining('its processor says settled') });
 
     // Sent again with no authorization: monitored, blocked until the borrower authorizes again, not read.
     expect((await enroll(c, enrollBorrower('stopper', { collectable_amount: 5000 }))).outcome).toBe('enrolled');
@@ -279,11 +285,13 @@ describe('an uploaded outcome of the service’s own payment is the processor’
     }
     expect(await paymentsOf(c, 'stopper')).toHaveLength(1);
 
-    // A new authorization, obtained after the return: reads resume and a payment goes out.
+    // A new authorization, obtained after the stop: reads resume, and a payment goes out once the settled
+    // payment's late-return window has passed.
     c.clock.advance(60_000);
     const authorization = { obtained_at: new Date(c.clock.now()).toISOString(), reference: 'AUTH-2' };
     await enroll(c, enrollBorrower('stopper', { collectable_amount: 5000, authorization }));
-    expect(await enrollment(c, 'stopper')).toMatchObject({ state: 'monitored', blocked_reason: null });
+    expect(await enrollment(c, 'stopper')).toMatchObject({ state: 'monitored', blocked_reason: 'late_return_window' });
+    c.clock.advance(14 * 24 * 3_600_000);
     await cycle(c);
     expect(await paymentsOf(c, 'stopper')).toHaveLength(2);
   });
@@ -348,6 +356,29 @@ describe('presentments are counted per debt', () => {
     expect(after).toHaveLength(6);
     expect(after.slice(3).map((p) => p.attempt)).toEqual([1, 2, 3]);
     expect((await enrollment(c, 'cycler')).blocked_reason).toBe('reinitiation_limit');
+  });
+
+  test('payments_used counts the chain it shows: a re-send with an authorization while the last presentment is in flight', async () => {
+    const c = setup();
+    expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_per_debt_inflight_01', rail_scope: 'both', is_default: true } })).status).toBe(201);
+    const debt = enrollBorrower('counted', { collectable_amount: 2591 });
+    await enroll(c, debt);
+    for (let round = 0; round < 2; round++) {
+      await returnedCycle(c);
+      c.clock.advance(READ);
+    }
+    await cycle(c);
+    expect((await paymentsOf(c, 'counted')).map((p) => [p.status, p.attempt])).toEqual([
+      ['returned', 1],
+      ['returned', 2],
+      ['processing', 3],
+    ]);
+    // An authorization obtained before the third presentment's outcome: that presentment is still the chain's.
+    await enroll(c, { ...debt, authorization: { obtained_at: new Date(c.clock.now()).toISOString(), reference: 'AUTH-MID' } });
+    expect((await enrollment(c, 'counted')).payments_used).toBe(3);
+    c.clock.advance(SETTLE);
+    await pollProcessors(c.rt);
+    expect(await enrollment(c, 'counted')).toMatchObject({ blocked_reason: 'reinitiation_limit', payments_used: 3 });
   });
 });
 

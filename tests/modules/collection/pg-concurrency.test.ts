@@ -187,7 +187,7 @@ if (!onPostgres) {
       const p = await payment(k, await borrower(k.lenderId));
       const moved = await all((i) =>
         inTx(async (c) => {
-          await store.movePaymentStatus(c, { id: p.id!, from: 'initiating', status: i % 2 ? 'settled' : 'processing', returnCode: null, message: `mover ${i}`, now: NOW + i, settledAt: null });
+          await store.movePaymentStatus(c, { id: p.id!, from: 'initiating', status: i % 2 ? 'settled' : 'processing', returnCode: null, message: `mover ${i}`, now: NOW + i, settledAt: null, reportHold: '' });
           const [row] = await (c.tx as unknown as PgHandle['db']).select({ message: payments.message }).from(payments).where(eq(payments.id, p.id!));
           return row!.message === `mover ${i}`;
         }),
@@ -237,7 +237,8 @@ if (!onPostgres) {
       returnCode: null,
       message: null,
       occurredAt: NOW,
-      source: 'upload',
+      // The processor's word: an upload of the service's own payment is the lender's report, which moves nothing.
+      source: 'processor',
       sourceEventId: newId(),
       // The borrower's monitor and ledger are other stores' and other tests': the payment's own status here.
       enrollmentId: null,
@@ -262,7 +263,8 @@ if (!onPostgres) {
     test('20 concurrent observations moving one payment along its statuses: each status recorded at most once, in order', async () => {
       const k = await lender();
       const p = await payment(k, await borrower(k.lenderId));
-      const statuses = ['processing', 'settled', 'late_returned'] as const;
+      // Refunded rather than a late return: a return read from the processor also moves the lender's return rates.
+      const statuses = ['processing', 'settled', 'refunded'] as const;
       await all((i) => record(observation(k, p, { status: statuses[i % 3]!, occurredAt: NOW + i })));
       const events = (await eventsOf(p.reference!)).sort((a, b) => a.recordedAt - b.recordedAt || (a.id < b.id ? -1 : 1));
       const recorded = events.map((e) => e.status);
@@ -292,7 +294,7 @@ if (!onPostgres) {
       const results = await all(() =>
         transaction(jobCtx, async (c) => {
           const o = observation(k, p, { status: 'processing' });
-          const [known] = await knownAmong(c, k.lenderId, 'upload', [o]);
+          const [known] = await knownAmong(c, k.lenderId, 'processor', [o]);
           return recordObservation(c, { ...o, known: known!, paymentId: null });
         }),
       );

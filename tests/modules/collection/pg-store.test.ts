@@ -242,6 +242,8 @@ if (!onPostgres) {
       await same((c) => store.keyToSend(c, K1));
       await same((c) => store.keyToSend(c, K3));
       await same((c) => store.keyToSend(c, 'none'));
+      for (const p of [1, 3, 5]) await same((c) => store.paymentKeyLive(c, pay(p)));
+      await same((c) => store.paymentKeyLive(c, 'none'));
     });
 
     test("the portal's figures, lists and pages", async () => {
@@ -278,10 +280,17 @@ if (!onPostgres) {
   describe('writes', () => {
     test('every write leaves the same rows', async () => {
       await write(async (c) => {
-        await store.movePaymentStatus(c, { id: pay(4), from: 'processing', status: 'settled', returnCode: null, message: 'ok', now: NOW, settledAt: NOW - 1 });
+        // Lenders' reports: one the move below confirms (cleared), one it does not (held, saying why), one queued.
+        await store.notePaymentReport(c, { id: pay(4), status: 'settled', returnCode: null, at: NOW, hold: null, lookUp: true });
+        await store.notePaymentReport(c, { id: pay(7), status: 'returned', returnCode: 'R01', at: NOW, hold: null, lookUp: false });
+        await store.notePaymentReport(c, { id: pay(6), status: 'voided', returnCode: null, at: NOW, hold: 'no key', lookUp: true });
+        await store.movePaymentStatus(c, { id: pay(4), from: 'processing', status: 'settled', returnCode: null, message: 'ok', now: NOW, settledAt: NOW - 1, reportHold: 'recorded settled' });
         // Read in another status: left alone.
-        await store.movePaymentStatus(c, { id: pay(3), from: 'processing', status: 'settled', returnCode: null, message: 'no', now: NOW, settledAt: null });
-        await store.movePaymentStatus(c, { id: pay(7), from: 'initiating', status: 'processing', returnCode: null, message: null, now: NOW, settledAt: null });
+        await store.movePaymentStatus(c, { id: pay(3), from: 'processing', status: 'settled', returnCode: null, message: 'no', now: NOW, settledAt: null, reportHold: 'recorded settled' });
+        await store.movePaymentStatus(c, { id: pay(7), from: 'initiating', status: 'processing', returnCode: null, message: null, now: NOW, settledAt: null, reportHold: 'recorded processing' });
+        await store.holdPaymentReport(c, pay(6), 'asked, no answer');
+        // No report: nothing to hold.
+        await store.holdPaymentReport(c, pay(3), 'nothing');
         await store.setObservationAside(c, { lenderId: L1, connectionId: null, source: 'upload', sourceEventId: 's', reference: 'r', status: 'settled', error: 'e', at: NOW });
         // pi_x marked matched; pi_1 stays matched; pi_y stays unmatched (ingested before: never unmarked); pi_z is new.
         await store.saveIngested(c, K1, [
@@ -343,15 +352,15 @@ if (!onPostgres) {
       const liteClaimed = await claimedOn(onLite);
       const pgClaimed = await claimedOn(onPg);
       expect(pgClaimed.map(({ token: _, ...p }) => p)).toEqual(liteClaimed.map(({ token: _, ...p }) => p));
-      // Oldest due first; two due at once in the order they were made.
-      expect(liteClaimed.map((p) => p.id)).toEqual([pay(7), pay(3), pay(5), pay(8)]);
+      // Oldest due first; two due at once in the order they were made (4 and 6 queued for a look-up by their reports).
+      expect(liteClaimed.map((p) => p.id)).toEqual([pay(7), pay(3), pay(4), pay(5), pay(6), pay(8)]);
       const claimOf = (list: typeof liteClaimed, id: string) => ({ id, leaseToken: list.find((p) => p.id === id)!.token });
       for (const [c, list] of [[onLite, liteClaimed], [onPg, pgClaimed]] as const) {
         await transaction(c, (t) => store.finishDue(t, claimOf(list, pay(7)), { state: 'pending', attempts: 2, nextAttemptAt: NOW + 10, set: { message: 'later' } }));
         await transaction(c, (t) => store.finishDue(t, claimOf(list, pay(8)), { state: 'done' }));
       }
-      expect(await same((c) => transaction(c, (t) => store.releasePaymentLeases(t, replicaPrefix())))).toBe(2);
-      expect((await same(async (c) => (await store.claimDuePayments(c, 10, NOW + 10)).map((p) => p.id)))).toEqual([pay(3), pay(5), pay(7)]);
+      expect(await same((c) => transaction(c, (t) => store.releasePaymentLeases(t, replicaPrefix())))).toBe(4);
+      expect((await same(async (c) => (await store.claimDuePayments(c, 10, NOW + 10)).map((p) => p.id)))).toEqual([pay(3), pay(4), pay(5), pay(6), pay(7)]);
       // The tokens differ between the engines (each claim has its own); the rows are otherwise alike.
       await lite.db.update(sq.payments).set({ leaseToken: null });
       await pg.db.update(pgs.payments).set({ leaseToken: null });

@@ -22,6 +22,8 @@ const pay = (status: string, code: string | null, at: number, over: Partial<Past
   createdAt: at,
   updatedAt: at + DAY_MS,
   firstAttemptAt: at,
+  reportedReturnCode: null,
+  reportedAt: null,
   ...over,
 });
 const plan = (history: PastPayment[], over: Partial<Parameters<typeof planPayment>[0]> = {}) =>
@@ -91,6 +93,14 @@ describe('the planner of the next payment', () => {
     expect(plan([o], { policy, collectableCents: 999 })).toEqual({ ok: false, blocked: 'amount_changed' });
     // A new authorization starts afresh: an original of the current amount.
     expect(plan([o], { policy, collectableCents: 999, authorizationAt: o.updatedAt + 1 })).toEqual({ ok: true, amountCents: 999, attempt: 1, reinitiationOf: null });
+  });
+
+  test('an R08 the lender uploaded counts at once, before its processor confirms it', () => {
+    const p = pay('settled', null, T0, { reportedReturnCode: 'R08', reportedAt: T0 + 2 * DAY_MS });
+    expect(plan([p])).toEqual({ ok: false, blocked: 'reauthorization_required' });
+    expect(plan([p], { authorizationAt: T0 + 2 * DAY_MS + 1 })).toEqual({ ok: true, amountCents: 1000, attempt: 1, reinitiationOf: null });
+    // Another code reported is nothing until the processor says it.
+    expect(plan([{ ...p, reportedReturnCode: 'R01' }])).toEqual({ ok: true, amountCents: 1000, attempt: 1, reinitiationOf: null });
   });
 
   test('R08 waits on an authorization later than the stop, across re-sends', () => {

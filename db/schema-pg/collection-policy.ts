@@ -27,6 +27,10 @@ export const collectionPolicies = pgTable('collection_policies', {
   timeZone: text('time_zone'),
   // Business days after a settlement during which a late return may still come: the debt's chain stays open.
   lateReturnWindowDays: count('late_return_window_days').notNull().default(5),
+  // Which balance a debit may follow, and how old the provider's figure may be.
+  allowCurrentBalance: flag('allow_current_balance').notNull().default(sql`0`),
+  currentBalanceBufferCents: cents('current_balance_buffer_cents').notNull().default(0),
+  maxBalanceAgeMinutes: count('max_balance_age_minutes').notNull().default(60),
   updatedAt: ms('updated_at'),
 });
 

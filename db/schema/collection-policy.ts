@@ -25,6 +25,11 @@ export const collectionPolicies = sqliteTable('collection_policies', {
   timeZone: text('time_zone'),
   // Business days after a settlement during which a late return may still come: the debt's chain stays open.
   lateReturnWindowDays: integer('late_return_window_days').notNull().default(5),
+  // Which balance a debit may follow: a linked account's available balance only, or its current (ledger) one
+  // too, with a buffer of its own; and how old the provider's figure may be.
+  allowCurrentBalance: integer('allow_current_balance', { mode: 'boolean' }).notNull().default(false),
+  currentBalanceBufferCents: integer('current_balance_buffer_cents').notNull().default(0),
+  maxBalanceAgeMinutes: integer('max_balance_age_minutes').notNull().default(60),
   updatedAt: integer('updated_at'),
 });
 

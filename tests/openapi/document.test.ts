@@ -161,7 +161,8 @@ describe('money in one vocabulary', () => {
         for (const [name, schema] of Object.entries(props)) {
           const s = schema as Json;
           const types = [s.type, ...((s.anyOf ?? s.oneOf ?? []) as Json[]).map((x) => x.type)].flat();
-          if (/amount|balance|collected|reversed|net|cents/i.test(name) && !/status/.test(name) && types.some((t) => t === 'integer' || t === 'number')) {
+          // A duration named after what it bounds (max_balance_age_minutes) is not an amount.
+          if (/amount|balance|collected|reversed|net|cents/i.test(name) && !/status|_(minutes|days)$/.test(name) && types.some((t) => t === 'integer' || t === 'number')) {
             found.push({ where: `${where}.${name}`, description: String(s.description ?? '') });
           }
         }

@@ -23,6 +23,9 @@ const policy = (noticeDays: number) => ({
   debitBufferCents: 0,
   timeZone: null,
   lateReturnWindowDays: 5,
+  allowCurrentBalance: false,
+  currentBalanceBufferCents: 0,
+  maxBalanceAgeMinutes: 60,
   updatedAt: 1,
 });
 

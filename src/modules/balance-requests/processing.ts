@@ -207,7 +207,16 @@ async function recordOutcomesOnce(ctx: JobContext, outcomes: Outcome[]): Promise
     results.forEach((o, i) => {
       if (!inserted[i]) return;
       added.set(o.item.batchId, (added.get(o.item.batchId) ?? 0) + 1);
-      recorded.push({ batchId: o.item.batchId, lenderId: o.item.lenderId, authorizerUniqueId: o.item.authorizerUniqueId, balanceCents: o.cents, statusCode: o.code, at: o.at });
+      recorded.push({
+        batchId: o.item.batchId,
+        lenderId: o.item.lenderId,
+        authorizerUniqueId: o.item.authorizerUniqueId,
+        balanceCents: o.cents,
+        statusCode: o.code,
+        at: o.at,
+        balanceKind: o.linked?.balanceKind ?? null,
+        asOf: o.linked?.asOf ?? null,
+      });
     });
     // The borrowers' rows the results move, taken in one order by every flush (lender, then authorizer).
     recorded.sort((a, b) => (a.lenderId < b.lenderId ? -1 : a.lenderId > b.lenderId ? 1 : a.authorizerUniqueId < b.authorizerUniqueId ? -1 : a.authorizerUniqueId > b.authorizerUniqueId ? 1 : 0));

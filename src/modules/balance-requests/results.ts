@@ -11,6 +11,9 @@ export interface RecordedRead {
   balanceCents: number | null;
   statusCode: number;
   at: number;
+  /** A linked account's read: which balance the provider gave, and its own time for it (null: not linked, or none given). */
+  balanceKind: 'available' | 'current' | null;
+  asOf: number | null;
 }
 
 /** A batch whose last result was just recorded. */

@@ -53,6 +53,22 @@ const LateReturnWindowDays = Int({
     'Business days after a payment settles during which a late return may still come (5 by default; an R01 or R09 is returned within two banking days of settlement under the Nacha Operating Rules, and the rest is room for the processor’s report). Until they pass, the debt’s chain of presentments stays open: a late return inside them counts as the failure it is (a reinitiation of the same chain, and a failure for the payday rule), and a re-send of the borrower inside them does not start a new chain: no further debit goes out before they pass (blocked_reason late_return_window, reads go on)',
 });
 
+const AllowCurrentBalance = Type.Boolean({
+  description:
+    'A debit may follow a linked account’s current (ledger) balance when the provider gives no available one (false by default: pending debits are not taken out of a current balance, and Plaid’s guidance for preventing NSF returns is the available balance). A read that gives only a current balance is recorded as usual but decides no debit; the enrollment shows blocked_reason current_only until a read that passes',
+});
+const CurrentBalanceBufferCents = Int({
+  minimum: 0,
+  maximum: 10_000_000,
+  description: 'With allow_current_balance, a debit on a current balance waits until it covers the amount plus this many cents more (0 by default), on top of debit_buffer_cents',
+});
+const MaxBalanceAgeMinutes = Int({
+  minimum: 1,
+  maximum: 1440,
+  description:
+    'A linked account’s balance older than this many minutes by the provider’s own time for it (Stripe’s balance.as_of, Plaid’s last_updated_datetime; the time of the read when the provider gives none) decides no debit (60 by default): the read is recorded, and the enrollment shows blocked_reason stale_balance until a read that passes',
+});
+
 export const PolicyPatch = Type.Object(
   {
     cfpb_covered: Type.Optional(CfpbCovered),
@@ -64,6 +80,9 @@ export const PolicyPatch = Type.Object(
     debit_buffer_cents: Type.Optional(DebitBufferCents),
     time_zone: Type.Optional(TimeZone),
     late_return_window_days: Type.Optional(LateReturnWindowDays),
+    allow_current_balance: Type.Optional(AllowCurrentBalance),
+    current_balance_buffer_cents: Type.Optional(CurrentBalanceBufferCents),
+    max_balance_age_minutes: Type.Optional(MaxBalanceAgeMinutes),
   },
   { additionalProperties: false, minProperties: 1, examples: [{ cfpb_covered: true, max_reinitiations: 1 }, { time_zone: 'America/Chicago' }] },
 );
@@ -80,7 +99,10 @@ export const Policy = t.Object(
     debit_buffer_cents: DebitBufferCents,
     time_zone: TimeZone,
     late_return_window_days: LateReturnWindowDays,
+    allow_current_balance: AllowCurrentBalance,
+    current_balance_buffer_cents: CurrentBalanceBufferCents,
+    max_balance_age_minutes: MaxBalanceAgeMinutes,
     updated_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When the lender last changed it; null while every field is the default' }),
   },
-  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: 'America/Chicago', late_return_window_days: 5, updated_at: null }] },
+  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: 'America/Chicago', late_return_window_days: 5, allow_current_balance: false, current_balance_buffer_cents: 0, max_balance_age_minutes: 60, updated_at: null }] },
 );

@@ -23,6 +23,12 @@ export interface CollectionPolicy {
    * room for the processor's report): the debt's chain stays open until they pass.
    */
   lateReturnWindowDays: number;
+  /** A debit may follow a linked account's current (ledger) balance when no available one is given. */
+  allowCurrentBalance: boolean;
+  /** With allowCurrentBalance, a debit on a current balance waits for this much more. */
+  currentBalanceBufferCents: number;
+  /** A linked account's balance older than this (by the provider's as_of) decides no debit. */
+  maxBalanceAgeMinutes: number;
 }
 
-export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0, timeZone: null, lateReturnWindowDays: 5 };
+export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0, timeZone: null, lateReturnWindowDays: 5, allowCurrentBalance: false, currentBalanceBufferCents: 0, maxBalanceAgeMinutes: 60 };

@@ -25,6 +25,9 @@ function policyFrom(row: PolicyRow | undefined): CollectionPolicy {
         debitBufferCents: row.debitBufferCents,
         timeZone: row.timeZone,
         lateReturnWindowDays: row.lateReturnWindowDays,
+        allowCurrentBalance: row.allowCurrentBalance === 1,
+        currentBalanceBufferCents: row.currentBalanceBufferCents,
+        maxBalanceAgeMinutes: row.maxBalanceAgeMinutes,
       }
     : DEFAULT_POLICY;
 }
@@ -42,6 +45,9 @@ async function view(ctx: Ctx) {
     debit_buffer_cents: p.debitBufferCents,
     time_zone: p.timeZone,
     late_return_window_days: p.lateReturnWindowDays,
+    allow_current_balance: p.allowCurrentBalance,
+    current_balance_buffer_cents: p.currentBalanceBufferCents,
+    max_balance_age_minutes: p.maxBalanceAgeMinutes,
     updated_at: isoOrNull(updatedAt),
   };
 }
@@ -80,6 +86,9 @@ export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput
       // null sets it back to UTC; absent keeps it.
       timeZone: timeZone === undefined ? cur.timeZone : timeZone,
       lateReturnWindowDays: input.late_return_window_days ?? cur.lateReturnWindowDays,
+      allowCurrentBalance: input.allow_current_balance ?? cur.allowCurrentBalance,
+      currentBalanceBufferCents: input.current_balance_buffer_cents ?? cur.currentBalanceBufferCents,
+      maxBalanceAgeMinutes: input.max_balance_age_minutes ?? cur.maxBalanceAgeMinutes,
       updatedAt: now,
     };
     await store.savePolicy(tx, next);

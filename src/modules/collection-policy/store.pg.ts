@@ -17,10 +17,13 @@ export const pgCollectionPolicyStore: CollectionPolicyStore = {
         debitBufferCents: collectionPolicies.debitBufferCents,
         timeZone: collectionPolicies.timeZone,
         lateReturnWindowDays: collectionPolicies.lateReturnWindowDays,
+        allowCurrentBalance: collectionPolicies.allowCurrentBalance,
+        currentBalanceBufferCents: collectionPolicies.currentBalanceBufferCents,
+        maxBalanceAgeMinutes: collectionPolicies.maxBalanceAgeMinutes,
       })
       .from(collectionPolicies)
       .where(eq(collectionPolicies.lenderId, lenderId));
-    return row && { ...row, cfpbCovered: row.cfpbCovered ? 1 : 0, returnRatePause: row.returnRatePause ? 1 : 0 };
+    return row && { ...row, cfpbCovered: row.cfpbCovered ? 1 : 0, returnRatePause: row.returnRatePause ? 1 : 0, allowCurrentBalance: row.allowCurrentBalance ? 1 : 0 };
   },
   async policyUpdatedAt(c, lenderId) {
     const [row] = await pgReaderOf(c)

@@ -16,6 +16,9 @@ export interface PolicyRow {
   debitBufferCents: number;
   timeZone: string | null;
   lateReturnWindowDays: number;
+  allowCurrentBalance: number;
+  currentBalanceBufferCents: number;
+  maxBalanceAgeMinutes: number;
 }
 
 /** The whole policy as stored, with its lender and when it was last changed. */

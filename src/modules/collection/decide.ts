@@ -10,6 +10,7 @@ import { resolveKey } from '../payment-connections/resolve';
 import { referenceOf } from './reference';
 import { planPayment } from './rules';
 import { policyOf } from '../collection-policy/service';
+import type { CollectionPolicy } from '../collection-policy/policy';
 import type { BlockedReason } from '../enrollments/monitor';
 import { collectionStore as store, type ScheduledPayment } from './store';
 import { applyMonitorEvent } from '../enrollments/monitor-store';
@@ -82,11 +83,15 @@ export async function decideCollection(ctx: JobContext & { tx: Tx }, read: Recor
   if (await store.paymentInFlight(ctx, e.id)) return;
   const plan = planNow();
   if (!plan.ok) return block(plan.blocked);
-  // The settled payment's late-return window has passed: the wait it showed is over, whatever the balance says.
-  if (e.blockedReason === 'late_return_window') {
+  // A balance that is not spendable or not current decides nothing (recorded all the same), and says why.
+  const truth = balanceTruth(read, policy, now);
+  if (!truth.ok) return block(truth.reason);
+  // What the last read showed no longer holds (a window passed, a fresh available balance): said at once,
+  // whatever the balance says.
+  if (e.blockedReason === 'late_return_window' || e.blockedReason === 'stale_balance' || e.blockedReason === 'current_only') {
     await applyMonitorEvent(ctx, { enrollmentId: e.id, event: { type: 'unblocked' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
   }
-  if (read.balanceCents < plan.amountCents + deps.config.collectionMarginCents + policy.debitBufferCents) return;
+  if (read.balanceCents < plan.amountCents + deps.config.collectionMarginCents + policy.debitBufferCents + truth.bufferCents) return;
   if (await paused()) return block('return_rate_paused');
   const key = await resolveKey(ctx, { lenderId: e.lenderId, rail: e.rail, merchantRef: e.merchantRef });
   if (!key || !key.keySealed) return block('no_processor_key');
@@ -126,6 +131,22 @@ export async function decideCollection(ctx: JobContext & { tx: Tx }, read: Recor
       debit_on: iso(debitOn).slice(0, 10),
     });
   }
+}
+
+/**
+ * Whether a read's balance may decide a debit: a linked account's balance must be its available one (or its
+ * current one where the policy allows, with its own buffer) and no older, by the provider's time for it (the
+ * read's when it gives none), than the policy's max_balance_age_minutes. A sandbox read is the balance now.
+ */
+export function balanceTruth(
+  read: Pick<RecordedRead, 'balanceKind' | 'asOf' | 'at'>,
+  policy: Pick<CollectionPolicy, 'allowCurrentBalance' | 'currentBalanceBufferCents' | 'maxBalanceAgeMinutes'>,
+  now: number,
+): { ok: true; bufferCents: number } | { ok: false; reason: 'stale_balance' | 'current_only' } {
+  if (read.balanceKind === null) return { ok: true, bufferCents: 0 };
+  if (read.balanceKind === 'current' && !policy.allowCurrentBalance) return { ok: false, reason: 'current_only' };
+  if (now - (read.asOf ?? read.at) > policy.maxBalanceAgeMinutes * 60_000) return { ok: false, reason: 'stale_balance' };
+  return { ok: true, bufferCents: read.balanceKind === 'current' ? policy.currentBalanceBufferCents : 0 };
 }
 
 /**

@@ -23,6 +23,10 @@ export const BLOCKED_REASONS = [
   // The last payment settled and may still be returned late (the policy's late_return_window_days): the debt's
   // chain stays open, and no new payment goes out before the window passes. Reads go on; it lifts by itself.
   'late_return_window',
+  // The read decides no debit: a linked account's balance older than the policy's max_balance_age_minutes, or
+  // only a current (ledger) balance where the policy wants an available one. Reads go on; a read that passes lifts it.
+  'stale_balance',
+  'current_only',
 ] as const;
 export type BlockedReason = (typeof BLOCKED_REASONS)[number];
 

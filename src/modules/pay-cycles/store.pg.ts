@@ -43,7 +43,8 @@ export const pgPayCycleStore: PayCycleStore = {
   },
   async balanceHistory(c, lenderId, aid, since) {
     return (await pgReaderOf(c)
-      .select({ at: balanceResults.recordedAt, balanceCents: balanceResults.balanceCents })
+      // Dated by the provider's own time for a balance where it gave one.
+      .select({ at: sql<number>`COALESCE(${balanceResults.balanceAsOf}, ${balanceResults.recordedAt})`.mapWith(Number), balanceCents: balanceResults.balanceCents })
       .from(balanceResults)
       .where(
         and(

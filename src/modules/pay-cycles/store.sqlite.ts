@@ -15,11 +15,14 @@ const cadenceStateOf = (db: Db, enrollmentId: string) =>
     )
     .get(enrollmentId) ?? undefined;
 
-/** The borrower's balances as the service read them since a time, oldest first (off the history index). */
+/**
+ * The borrower's balances as the service read them since a time (off the history index), each dated by the
+ * provider's own time for it where it gave one (a linked account's balance can be hours old when read).
+ */
 const balanceHistory = (db: Db, lenderId: string, aid: string, since: number) =>
   db.$client
     .query<{ at: number; balanceCents: number }, [string, string, number]>(
-      `SELECT recorded_at AS at, balance_cents AS balanceCents FROM balance_results INDEXED BY balance_results_history_idx
+      `SELECT COALESCE(balance_as_of, recorded_at) AS at, balance_cents AS balanceCents FROM balance_results INDEXED BY balance_results_history_idx
         WHERE lender_id = ? AND authorizer_unique_id = ? AND balance_cents IS NOT NULL AND recorded_at >= ? ORDER BY id`,
     )
     .all(lenderId, aid, since);

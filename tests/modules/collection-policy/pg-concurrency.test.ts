@@ -53,6 +53,9 @@ if (!onPostgres) {
         debit_buffer_cents: 2_500_000_000_00,
         time_zone: 'America/Chicago',
         late_return_window_days: 5,
+        allow_current_balance: false,
+        current_balance_buffer_cents: 0,
+        max_balance_age_minutes: 60,
         updated_at: new Date(NOW).toISOString(),
       });
       // The row as the collection rules read it: flags as booleans from 0/1, cents above int4 exact.

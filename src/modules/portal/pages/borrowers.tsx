@@ -30,6 +30,8 @@ const BLOCKED_WHY: Record<BlockedReason, string> = {
   amount_changed: 'the collectable amount is below the returned debit; re-send with the amount or a new authorization',
   return_rate_paused: 'ACH collection is paused while a return rate is over its threshold; it resumes by itself',
   late_return_window: 'the last payment settled and may still be returned late; the next debit waits until its window passes, by itself',
+  stale_balance: "the linked account's balance is older than the policy allows; a fresher read lifts it, by itself",
+  current_only: 'the linked account gives only a current balance, which the policy does not debit on; a read with an available balance lifts it',
 };
 
 // /portal/payments/borrowers: the enrolled borrowers, searched by a prefix of authorizer_unique_id, filtered by

@@ -6,7 +6,7 @@ import type { StoreCtx } from '../../platform/store';
 import { newId } from '../../platform/ids';
 import { dbErrorMessage, isTransientConflict } from '../../platform/pg';
 import { applyMonitorEvent } from '../enrollments/monitor-store';
-import { collectionStore as store } from './store';
+import { collectionStore as store, type EventRecord } from './store';
 import { eventView } from './events';
 import { pushToEndpoints, type TargetsMemo } from '../webhooks/endpoints';
 import { evaluateReturnRates } from '../return-rates/watch';
@@ -128,27 +128,8 @@ export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observa
   if (o.source === 'upload' && o.paymentId && current !== null) return recordReport(ctx, o, o.paymentId, status, current, last);
 
   const now = ctx.deps.clock.now();
-  const eventId = newId();
-  const returnCode = codeFor(status, o.returnCode);
-  // A payment's events read in the order of its statuses: a status observed later never carries an earlier time.
-  const occurredAt = last && last.occurredAt > o.occurredAt ? last.occurredAt : o.occurredAt;
-  await store.recordEvent(ctx, {
-    id: eventId,
-    lenderId: o.lenderId,
-    enrollmentId: o.enrollmentId,
-    aid: o.authorizerUniqueId,
-    paymentId: o.paymentId,
-    connectionId: o.connectionId,
-    reference: o.reference,
-    status,
-    amount: o.amountCents,
-    returnCode,
-    message: o.message,
-    source: o.source,
-    sourceEventId: o.sourceEventId,
-    occurredAt,
-    recordedAt: now,
-  });
+  const { id: eventId, returnCode, occurredAt, ...event } = eventOf(o, status, last, now);
+  await store.recordEvent(ctx, { id: eventId, returnCode, occurredAt, ...event });
   if (o.enrollmentId) await postLedger(ctx, { ...o, status }, eventId, now);
   if (o.paymentId) {
     await store.movePaymentStatus(ctx, {
@@ -178,6 +159,30 @@ export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observa
 }
 
 /**
+ * The event an observation is recorded as: its id minted, a return code only on the statuses that carry one,
+ * and a time in the order of the reference's statuses (a status observed later never carries an earlier time).
+ */
+function eventOf(o: Observation, status: EventStatus, last: Exclude<Known['last'], undefined>, now: number): EventRecord {
+  return {
+    id: newId(),
+    lenderId: o.lenderId,
+    enrollmentId: o.enrollmentId,
+    aid: o.authorizerUniqueId,
+    paymentId: o.paymentId,
+    connectionId: o.connectionId,
+    reference: o.reference,
+    status,
+    amount: o.amountCents,
+    returnCode: codeFor(status, o.returnCode),
+    message: o.message,
+    source: o.source,
+    sourceEventId: o.sourceEventId,
+    occurredAt: last && last.occurredAt > o.occurredAt ? last.occurredAt : o.occurredAt,
+    recordedAt: now,
+  };
+}
+
+/**
  * A lender's uploaded outcome of the service's own payment, ahead of its recorded status: an event with source
  * `upload` that names no payment (so neither the ledger, the chain nor the return rates read it as the
  * payment's), kept on the payment, and the payment queued for a look-up at its processor now. A payment
@@ -192,26 +197,8 @@ async function recordReport(
   last: Exclude<Known['last'], undefined>,
 ): Promise<Recorded> {
   const now = ctx.deps.clock.now();
-  const eventId = newId();
-  const returnCode = codeFor(status, o.returnCode);
-  const occurredAt = last && last.occurredAt > o.occurredAt ? last.occurredAt : o.occurredAt;
-  await store.recordEvent(ctx, {
-    id: eventId,
-    lenderId: o.lenderId,
-    enrollmentId: o.enrollmentId,
-    aid: o.authorizerUniqueId,
-    paymentId: null,
-    connectionId: null,
-    reference: o.reference,
-    status,
-    amount: o.amountCents,
-    returnCode,
-    message: REPORTED_MESSAGE,
-    source: o.source,
-    sourceEventId: o.sourceEventId,
-    occurredAt,
-    recordedAt: now,
-  });
+  const { id: eventId, returnCode, occurredAt, ...event } = eventOf(o, status, last, now);
+  await store.recordEvent(ctx, { id: eventId, returnCode, occurredAt, ...event, paymentId: null, connectionId: null, message: REPORTED_MESSAGE });
   const hold = current === 'scheduled' ? REPORT_HOLDS.neverSent : (await store.paymentKeyLive(ctx, paymentId)) ? null : REPORT_HOLDS.keyDeleted;
   // An initiating payment is being resolved at its processor already (sent, or looked up): nothing to queue.
   await store.notePaymentReport(ctx, { id: paymentId, status, returnCode, at: now, hold, lookUp: hold === null && current !== 'initiating' });

@@ -100,6 +100,27 @@ async function RulesContent(props: { deps: Deps; s: PortalSession; message?: Mes
           <label for="debit_buffer_cents">Buffer above the amount before a debit (cents)</label>
           <input id="debit_buffer_cents" name="debit_buffer_cents" type="number" min={0} max={10000000} step={1} value={String(p.debit_buffer_cents)} aria-describedby="debit_buffer_cents-help" />
           <small id="debit_buffer_cents-help">A debit waits until the balance covers the amount plus this much, so that the day’s spending before it settles is less likely to return it (R01).</small>
+          <label for="late_return_window_days">Business days a settled debit may still come back</label>
+          <input id="late_return_window_days" name="late_return_window_days" type="number" min={2} max={60} step={1} value={String(p.late_return_window_days)} aria-describedby="late_return_window_days-help" />
+          <small id="late_return_window_days-help">
+            Nacha return timing: an R01 or R09 comes back within two banking days of settlement. Until this many business days have passed, the debt’s chain stays
+            open: a late return counts as the failure it is, and no new debit goes out for the borrower, re-sent or not.
+          </small>
+          <fieldset>
+            <label for="allow_current_balance">
+              <input id="allow_current_balance" name="allow_current_balance" type="checkbox" value="true" checked={p.allow_current_balance} aria-describedby="allow_current_balance-help" />{' '}
+              Debit on a linked account’s current balance when it gives no available one
+            </label>
+            <small id="allow_current_balance-help">
+              A current (ledger) balance does not take out pending debits; the available balance is what prevents a return for funds. Off: such a read decides no debit.
+            </small>
+          </fieldset>
+          <label for="current_balance_buffer_cents">Buffer above the amount on a current balance (cents)</label>
+          <input id="current_balance_buffer_cents" name="current_balance_buffer_cents" type="number" min={0} max={10000000} step={1} value={String(p.current_balance_buffer_cents)} aria-describedby="current_balance_buffer_cents-help" />
+          <small id="current_balance_buffer_cents-help">With a current balance allowed, a debit on one waits until it covers this much more.</small>
+          <label for="max_balance_age_minutes">Oldest linked balance a debit may follow (minutes)</label>
+          <input id="max_balance_age_minutes" name="max_balance_age_minutes" type="number" min={1} max={1440} step={1} value={String(p.max_balance_age_minutes)} aria-describedby="max_balance_age_minutes-help" />
+          <small id="max_balance_age_minutes-help">By the provider’s own time for the balance: an older one is recorded but decides no debit until a fresher read.</small>
           <fieldset>
             <label for="return_rate_pause">
               <input id="return_rate_pause" name="return_rate_pause" type="checkbox" value="true" checked={p.return_rate_pause} aria-describedby="return_rate_pause-help" />{' '}
@@ -157,6 +178,10 @@ export const rulesPages = (deps: Deps) => {
             return_rate_pause: raw.return_rate_pause === 'true',
             read_cadence: raw.read_cadence,
             debit_buffer_cents: whole(raw.debit_buffer_cents, 8),
+            late_return_window_days: whole(raw.late_return_window_days),
+            allow_current_balance: raw.allow_current_balance === 'true',
+            current_balance_buffer_cents: whole(raw.current_balance_buffer_cents, 8),
+            max_balance_age_minutes: whole(raw.max_balance_age_minutes, 4),
             // An empty box is UTC.
             time_zone: typeof raw.time_zone === 'string' && raw.time_zone.trim() !== '' ? raw.time_zone.trim() : null,
           });

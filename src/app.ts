@@ -13,6 +13,7 @@ import { RequestTracker } from './http/requests';
 import type { JobRunner } from './platform/jobs';
 import { featureErrorPage, featureRoutes, featureWebhooks, TAKE_THE_GATE_THEMSELVES } from './modules';
 import { writeGate } from './platform/context';
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from './platform/db-unavailable';
 
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -67,6 +68,15 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner<Deps> } = {}) {
       const answer = (err: ApiError) => tracker.answer(request, err);
       if (known) return answer(known);
       const id = tracker.requestId(request);
+      // The database out of reach is not a fault of the request: said so, with when to try again.
+      if (isDatabaseUnavailable(error)) {
+        deps.logger.warn({ reqId: id, method: request.method, route: route || 'unmatched', err: error instanceof Error ? error.message : 'error' }, 'database unavailable');
+        return answer(
+          new ApiError('SERVICE_UNAVAILABLE', 'The database cannot be reached just now', { request_id: id ?? null }, `Send the request again after ${DATABASE_RETRY_AFTER_SECONDS} seconds`, {
+            'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS),
+          }),
+        );
+      }
       // The real error with its stack, never the request's body; something thrown that is not an Error is
       // named by its kind only, since it may be a piece of the request.
       const err = error instanceof Error ? error : new Error(`a non-Error value was thrown (${error === null ? 'null' : typeof error})`);

@@ -48,7 +48,8 @@ timestamp, suggestion}\`, \`documentation_url\`. Codes: BAD_REQUEST 400 (validat
 \`{path, message}\`), UNAUTHORIZED 401, FORBIDDEN 403, HTTPS_REQUIRED 403, RESOURCE_NOT_FOUND 404,
 METHOD_NOT_ALLOWED 405, CONFLICT 409, PAYLOAD_TOO_LARGE 413, URI_TOO_LONG 414, UNSUPPORTED_MEDIA_TYPE 415,
 HEADERS_TOO_LARGE 431, RATE_LIMITED 429
-(with \`Retry-After\`), INTERNAL_ERROR 500 (with the request id), SERVICE_UNAVAILABLE 503. Every response
+(with \`Retry-After\`), INTERNAL_ERROR 500 (with the request id), SERVICE_UNAVAILABLE 503 (with \`Retry-After\`: the
+database, or a processor the route calls, cannot be reached just now; send the request again). Every response
 carries \`X-Request-Id\`.`;
 
 /** The OpenAPI document and the page; registered first, so the document sees every route. */

@@ -16,7 +16,7 @@ export const ERROR_CODES = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, meaning: 'The Content-Type is not the one the route reads (application/json or multipart/form-data).' },
   RATE_LIMITED: { status: 429, meaning: 'Too many requests: wait the seconds in Retry-After, then send again.' },
   INTERNAL_ERROR: { status: 500, meaning: 'A fault of the service. Nothing about it is shown; quote the request id (X-Request-Id) when reporting it.' },
-  SERVICE_UNAVAILABLE: { status: 503, meaning: 'Something the service depends on (a payment processor) cannot be reached now; nothing was stored. Try again later.' },
+  SERVICE_UNAVAILABLE: { status: 503, meaning: 'Something the service depends on (its database, a payment processor) cannot be reached now. Try again later: after Retry-After seconds when the answer gives it.' },
 } as const satisfies Record<string, { status: number; meaning: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

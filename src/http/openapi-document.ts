@@ -91,6 +91,15 @@ export function polishDocument(raw: Json, routes: Route[], webhooks: Json = {}):
         headers: { Allow: ref('Allow'), 'X-Request-Id': ref('X-Request-Id') },
         content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
       };
+      // Every API route reads the database (the request gate's rate buckets on PostgreSQL, the lender's key): out
+      // of reach, it is a 503 to send again, never a 500.
+      if (path.startsWith('/v1/')) {
+        responses['503'] ??= {
+          description: 'The database (or a processor the route calls) cannot be reached just now: send the request again after Retry-After seconds',
+          headers: { 'Retry-After': ref('Retry-After'), 'X-Request-Id': ref('X-Request-Id') },
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+        };
+      }
       if (path === '/v1/balance_requests' && method === 'post' && responses['201']) {
         (responses['201'].headers as Json)['Idempotent-Replayed'] = ref('Idempotent-Replayed');
       }

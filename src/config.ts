@@ -82,6 +82,8 @@ export interface Config {
   plaidApiUrl: string | null;
   /** Linked-account reads in flight at once per lender and bank-data provider. */
   bankLinkConcurrency: number;
+  /** How long one linked account's answer is reused instead of asking the provider again (per replica). */
+  bankLinkMinReadIntervalMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -264,6 +266,8 @@ export function loadConfig(env: Env = process.env): Config {
     stripeApiUrl: url(env, 'STRIPE_API_URL'),
     plaidApiUrl: url(env, 'PLAID_API_URL'),
     bankLinkConcurrency: int(env, 'BANK_LINK_CONCURRENCY', 4, 1, 64),
+    // At least a second: the window is what bounds the provider calls of one account, billed to the lender.
+    bankLinkMinReadIntervalMs: int(env, 'BANK_LINK_MIN_READ_INTERVAL_MS', 60_000, 1_000, 86_400_000),
   };
 }
 

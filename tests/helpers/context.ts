@@ -114,12 +114,13 @@ function migratedCopy(path: string): void {
 
 /**
  * Two replicas on one fresh PostgreSQL database (REPLICA_ID replica-a and replica-b, one vault key between
- * them, as replicas must share it), closed and the database dropped after the file.
+ * them, as replicas must share it, and both the settings in `env`), closed and the database dropped after the
+ * file.
  */
-export function twoReplicas(): { a: TestContext; b: TestContext } {
+export function twoReplicas(env: Record<string, string> = {}): { a: TestContext; b: TestContext } {
   const database = freshPgDatabase();
-  const a = createTestContext({ DATABASE_URL: database.url, REPLICA_ID: 'replica-a' });
-  const b = createTestContext({ DATABASE_URL: database.url, REPLICA_ID: 'replica-b', VAULT_KEY_FILE: join(a.dir, 'vault.key') });
+  const a = createTestContext({ ...env, DATABASE_URL: database.url, REPLICA_ID: 'replica-a' });
+  const b = createTestContext({ ...env, DATABASE_URL: database.url, REPLICA_ID: 'replica-b', VAULT_KEY_FILE: join(a.dir, 'vault.key') });
   afterAll(() => {
     a.close();
     b.close();

@@ -66,6 +66,7 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
       stripeApiUrl: null,
       plaidApiUrl: null,
       bankLinkConcurrency: 4,
+      bankLinkMinReadIntervalMs: 60_000,
     });
   });
 
@@ -76,6 +77,12 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
     });
     expect(() => loadConfig({ PROCESSOR_POLL_INTERVAL_MS: '99' })).toThrow(/PROCESSOR_POLL_INTERVAL_MS/);
     expect(() => loadConfig({ STRIPE_API_URL: 'not a url' })).toThrow(/STRIPE_API_URL/);
+  });
+
+  test('a linked account’s read window accepts a second to a day, and no less', () => {
+    expect(loadConfig({ BANK_LINK_MIN_READ_INTERVAL_MS: '1000' }).bankLinkMinReadIntervalMs).toBe(1_000);
+    expect(loadConfig({ BANK_LINK_MIN_READ_INTERVAL_MS: '86400000' }).bankLinkMinReadIntervalMs).toBe(86_400_000);
+    expect(() => loadConfig({ BANK_LINK_MIN_READ_INTERVAL_MS: '999' })).toThrow(/BANK_LINK_MIN_READ_INTERVAL_MS/);
   });
 
   test('empty strings count as unset', () => {
@@ -199,6 +206,8 @@ describe('loadConfig refuses bad values, naming the variable', () => {
     ['RATE_LIMIT_PER_SECOND=0', { RATE_LIMIT_PER_SECOND: '0' }, 'RATE_LIMIT_PER_SECOND'],
     ['RATE_LIMIT_BURST=x', { RATE_LIMIT_BURST: 'x' }, 'RATE_LIMIT_BURST'],
     ['BALANCE_CONCURRENCY=0', { BALANCE_CONCURRENCY: '0' }, 'BALANCE_CONCURRENCY'],
+    ['BANK_LINK_MIN_READ_INTERVAL_MS=0', { BANK_LINK_MIN_READ_INTERVAL_MS: '0' }, 'BANK_LINK_MIN_READ_INTERVAL_MS'],
+    ['BANK_LINK_MIN_READ_INTERVAL_MS=1m', { BANK_LINK_MIN_READ_INTERVAL_MS: '1m' }, 'BANK_LINK_MIN_READ_INTERVAL_MS'],
     ['MAX_PENDING_AUTHORIZERS_PER_LENDER=0', { MAX_PENDING_AUTHORIZERS_PER_LENDER: '0' }, 'MAX_PENDING_AUTHORIZERS_PER_LENDER'],
     ['SHUTDOWN_GRACE_MS=50', { SHUTDOWN_GRACE_MS: '50' }, 'SHUTDOWN_GRACE_MS'],
     ['SANDBOX_LATENCY_MS=-5', { SANDBOX_LATENCY_MS: '-5' }, 'SANDBOX_LATENCY_MS'],

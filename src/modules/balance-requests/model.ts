@@ -109,6 +109,21 @@ export const BatchStatus = t.Object(
   },
 );
 
+/** The earlier read of the same linked account whose answer a result took (link-reads.ts). */
+export const ReusedFrom = t.Object(
+  {
+    batch_id: t.String(),
+    authorizer_unique_id: t.String(),
+    timestamp: t.String({ format: 'date-time', description: 'When that read was answered' }),
+  },
+  {
+    description:
+      'Linked accounts only, present when this result is the answer of an earlier read of the same linked account, taken instead of asking ' +
+      'the provider again within BANK_LINK_MIN_READ_INTERVAL_MS (the same balance or failure, balance_kind and as_of): that read’s batch, ' +
+      'authorizer and time',
+  },
+);
+
 export const BalanceEntry = t.Object({
   authorizer_unique_id: t.String(),
   balance: t.Nullable(t.Number({ description: 'Dollars; null when the check failed' })),
@@ -116,6 +131,7 @@ export const BalanceEntry = t.Object({
   balance_status_code: Int(),
   balance_kind: t.Optional(OneOf(BALANCE_KINDS, { description: 'Linked accounts (bank_link) only: available, or current when the provider had no available balance' })),
   as_of: t.Optional(t.Nullable(t.String({ format: 'date-time', description: 'Linked accounts only: the provider’s time for the balance' }))),
+  reused_from: t.Optional(ReusedFrom),
 });
 
 export const BalanceResult = t.Object(
@@ -164,6 +180,7 @@ export const HistoryEntry = t.Object({
   error_message: t.Optional(t.String({ description: 'Why the read failed; names relink_required when the borrower must link the account again' })),
   balance_kind: t.Optional(OneOf(BALANCE_KINDS, { description: 'Linked accounts (bank_link) only' })),
   as_of: t.Optional(t.Nullable(t.String({ format: 'date-time', description: 'Linked accounts only: the provider’s time for the balance' }))),
+  reused_from: t.Optional(ReusedFrom),
 });
 
 export const History = t.Object(

@@ -17,6 +17,7 @@ import type { SensitiveFields } from '../authorizers/rules';
 import { openSensitive, unpackItems } from './payload';
 import { IDEMPOTENCY_TTL_MS } from './service';
 import { exportStatusFor } from './status';
+import { LinkReads, linkReadKey, reusedDetail, type ItemRead } from './link-reads';
 import { balanceStore as store, ITEM_LEASE_MS, type ClaimedItem, type ReadFinish, type ResultRow } from './store';
 
 export { ITEM_LEASE_MS };
@@ -283,6 +284,14 @@ class Limiter {
   }
 }
 
+const linkReads = new WeakMap<Db, LinkReads>();
+/** One memory of linked accounts' answers per database, shared by every tick (link-reads.ts). */
+function linkReadsOf(deps: Deps): LinkReads {
+  let l = linkReads.get(deps.db);
+  if (!l) linkReads.set(deps.db, (l = new LinkReads()));
+  return l;
+}
+
 const limiters = new WeakMap<Db, Limiter>();
 /** One limiter per database, shared by every tick: a lender's reads per provider stay within the limit. */
 function limiterOf(deps: Deps): Limiter {
@@ -369,14 +378,14 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
     }
     inHand.set(item.id, item);
     const institution = item.routingNumber ? (routing.lookup(item.routingNumber)?.name ?? null) : null;
-    const result = (cents: number | null, code: number, cause: 'provider' | 'retry_limit' | 'internal' = 'provider'): Outcome => ({
+    const result = (cents: number | null, code: number, cause: 'provider' | 'retry_limit' | 'internal' = 'provider', at = clock.now()): Outcome => ({
       kind: 'result',
       item,
       cents,
       code,
       exportStatus: exportStatusFor(code, cause),
       institution,
-      at: clock.now(),
+      at,
     });
     let sensitive: SensitiveFields;
     try {
@@ -392,8 +401,8 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
     };
     if (sensitive.bankLink) {
       const link = sensitive.bankLink;
-      const linkedResult = (cents: number | null, code: number, l: NonNullable<Extract<Outcome, { kind: 'result' }>['linked']>, cause: 'provider' | 'retry_limit' | 'internal' = 'provider'): Outcome => ({
-        ...(result(cents, code, cause) as Extract<Outcome, { kind: 'result' }>),
+      const linkedResult = (cents: number | null, code: number, l: NonNullable<Extract<Outcome, { kind: 'result' }>['linked']>, cause: 'provider' | 'retry_limit' | 'internal' = 'provider', at = clock.now()): Outcome => ({
+        ...(result(cents, code, cause, at) as Extract<Outcome, { kind: 'result' }>),
         linked: l,
       });
       const digest = linkDigest(item.lenderId, link);
@@ -403,29 +412,44 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       }
       const conn = await connections.get(item.lenderId, link.provider);
       if (!conn) return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: 'connection_missing', connectionId: null, relink: null }));
-      let r: LinkedReadResult | 'given_back';
+      let r: ItemRead;
       try {
-        r = await limiterOf(deps).run<LinkedReadResult | 'given_back'>(`${item.lenderId}\n${link.provider}`, () =>
-          // Waited so long behind the lender's other reads that its claim may lapse: given back to the queue
-          // unread, rather than read while another claim of it may be reading it too.
-          clock.now() - (claimedAt.get(item) ?? clock.now()) > ITEM_LEASE_MS / 2 ? Promise.resolve('given_back' as const) : readLinked(deps, conn.creds, link, clock.now()),
-        );
+        // One call per account and window: another item's answer for the same account is taken when there is one.
+        r = await linkReadsOf(deps).read(linkReadKey(deps.vault, item.lenderId, conn.id, link), {
+          now: () => clock.now(),
+          windowMs: deps.config.bankLinkMinReadIntervalMs,
+          self: { batchId: item.batchId, aid: item.authorizerUniqueId },
+          read: () =>
+            limiterOf(deps).run<LinkedReadResult | 'given_back'>(`${item.lenderId}\n${link.provider}`, () =>
+              // Waited so long behind the lender's other reads that its claim may lapse: given back to the queue
+              // unread, rather than read while another claim of it may be reading it too.
+              clock.now() - (claimedAt.get(item) ?? clock.now()) > ITEM_LEASE_MS / 2 ? Promise.resolve('given_back' as const) : readLinked(deps, conn.creds, link, clock.now()),
+            ),
+        });
       } catch (e) {
         if (e instanceof TransientProviderError) return transient();
         logger.error({ batch_id: item.batchId, provider: link.provider, err: e instanceof Error ? e.name : 'error' }, 'linked balance read failed');
         return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: null, connectionId: conn.id, relink: null }, 'internal'));
       }
-      if (r === 'given_back') return push({ kind: 'retry', item, nextAt: clock.now(), waitingSince: item.waitingSince });
+      if (r.kind === 'given_back') return push({ kind: 'retry', item, nextAt: clock.now(), waitingSince: item.waitingSince });
       if (r.kind === 'pending') {
         const since = item.waitingSince ?? clock.now();
         if (clock.now() - since >= REFRESH_WAIT_MS) return transient();
         return push({ kind: 'retry', item, nextAt: Math.max(r.retryAt, clock.now()), waitingSince: since });
       }
-      if (r.kind === 'balance') {
-        return push(linkedResult(r.balanceCents, 0, { balanceKind: r.balanceKind, asOf: r.asOf, detail: null, connectionId: conn.id, relink: null }));
+      const a = r.answer;
+      if (r.kind === 'reused') {
+        // Another item's answer: not a read through the connection, and a relink is told by the item that read it.
+        const detail = reusedDetail(a.kind === 'failed' ? a.detail : null, r.from);
+        if (a.kind === 'balance') return push(linkedResult(a.balanceCents, 0, { balanceKind: a.balanceKind, asOf: a.asOf, detail, connectionId: null, relink: null }));
+        return push(linkedResult(null, a.statusCode, { balanceKind: null, asOf: null, detail, connectionId: null, relink: null }));
       }
-      const relink = r.detail === RELINK_REQUIRED ? { digest, link } : null;
-      return push(linkedResult(null, r.statusCode, { balanceKind: null, asOf: null, detail: r.detail, connectionId: conn.id, relink }));
+      // Recorded at the time its answer is remembered under: the time the reuses of it name.
+      if (a.kind === 'balance') {
+        return push(linkedResult(a.balanceCents, 0, { balanceKind: a.balanceKind, asOf: a.asOf, detail: null, connectionId: conn.id, relink: null }, 'provider', r.from.at));
+      }
+      const relink = a.detail === RELINK_REQUIRED ? { digest, link } : null;
+      return push(linkedResult(null, a.statusCode, { balanceKind: null, asOf: null, detail: a.detail, connectionId: conn.id, relink }, 'provider', r.from.at));
     }
     let read: BalanceReadResult;
     try {

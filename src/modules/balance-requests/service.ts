@@ -16,6 +16,7 @@ import { packBatch, type PackedBatch } from './payload';
 import { prepareOffLoop } from './accept-offload';
 import { balanceStore as store, type Batch, type NewBatch, type StoredPayload } from './store';
 import { errorMessageFor } from './status';
+import { detailOf, type ReusedFrom } from './link-reads';
 import type { SealedColumn } from '../../platform/vault';
 
 /** What a lender over its queue bound is told to wait before sending again. */
@@ -263,16 +264,22 @@ export async function listBalances({ ctx, input }: { ctx: Ctx; input: { batchId:
       balance: centsToDollarsOrNull(r.cents),
       timestamp: iso(r.at),
       balance_status_code: r.code,
-      ...linkedFields(r),
+      ...linkedFields({ ...r, reusedFrom: detailOf(r.detail).reusedFrom }),
     })),
     has_more: hasMore,
     next_page_token: nextPageToken,
   };
 }
 
-/** A linked account's read says which balance it is and the provider's time for it; other reads say nothing. */
-function linkedFields(r: { kind: 'available' | 'current' | null; asOf: number | null }) {
-  return r.kind === null ? {} : { balance_kind: r.kind, as_of: isoOrNull(r.asOf) };
+/**
+ * A linked account's read says which balance it is and the provider's time for it, and which earlier read's
+ * answer it took when it took one; other reads say nothing.
+ */
+function linkedFields(r: { kind: 'available' | 'current' | null; asOf: number | null; reusedFrom: ReusedFrom | null }) {
+  return {
+    ...(r.kind === null ? {} : { balance_kind: r.kind, as_of: isoOrNull(r.asOf) }),
+    ...(r.reusedFrom ? { reused_from: { batch_id: r.reusedFrom.batchId, authorizer_unique_id: r.reusedFrom.aid, timestamp: iso(r.reusedFrom.at) } } : {}),
+  };
 }
 
 /** Every balance read of one authorizer for the lender, newest first. */
@@ -292,13 +299,14 @@ export async function authorizerHistory({ ctx, input }: { ctx: Ctx; input: { aut
     total_count: total,
     history: page.map((r) => {
       const ok = r.code === 0;
+      const { cause, reusedFrom } = detailOf(r.detail);
       return {
         run_at: iso(r.at),
         batch_id: r.batchId,
         balance_amount: centsToDollarsOrNull(r.cents),
         status: ok ? ('success' as const) : ('failed' as const),
-        ...(ok ? {} : { error_message: errorMessageFor(r.code, r.exportStatus, r.detail) }),
-        ...linkedFields(r),
+        ...(ok ? {} : { error_message: errorMessageFor(r.code, r.exportStatus, cause) }),
+        ...linkedFields({ ...r, reusedFrom }),
       };
     }),
     next_page_token: nextPageToken,
@@ -316,9 +324,13 @@ export function thresholdHits({ ctx, input }: { ctx: JobContext; input: { batchI
   return store.thresholdHits(ctx, input.batchId);
 }
 
-/** An authorizer's latest result of a lender: which balance it read and the provider's time for it. */
-export function latestResultOf(ctx: StoreCtx, lenderId: string, aid: string) {
-  return store.latestResultOf(ctx, lenderId, aid);
+/**
+ * An authorizer's latest result of a lender as a read shows it: which balance it read, the provider's time for
+ * it, and the earlier read whose answer it took (linked accounts; nothing otherwise).
+ */
+export async function latestLinkedFields(ctx: StoreCtx, lenderId: string, aid: string) {
+  const r = await store.latestResultOf(ctx, lenderId, aid);
+  return r ? linkedFields({ kind: r.balanceKind, asOf: r.balanceAsOf, reusedFrom: detailOf(r.detail).reusedFrom }) : {};
 }
 
 /** Columns of this feature holding vault-sealed values. */

@@ -472,6 +472,7 @@ export const pgBalanceStore: BalanceStore = {
         at: balanceResults.recordedAt,
         kind: balanceResults.balanceKind,
         asOf: balanceResults.balanceAsOf,
+        detail: balanceResults.detail,
       })
       .from(balanceResults)
       .where(and(eq(balanceResults.batchId, batchId), gt(balanceResults.id, afterId)))
@@ -527,7 +528,7 @@ export const pgBalanceStore: BalanceStore = {
   },
   async latestResultOf(c, lenderId, aid) {
     const [row] = await pgReaderOf(c)
-      .select({ balanceKind: balanceResults.balanceKind, balanceAsOf: balanceResults.balanceAsOf })
+      .select({ balanceKind: balanceResults.balanceKind, balanceAsOf: balanceResults.balanceAsOf, detail: balanceResults.detail })
       .from(balanceResults)
       .where(and(eq(balanceResults.lenderId, lenderId), eq(balanceResults.authorizerUniqueId, aid)))
       .orderBy(desc(balanceResults.id))

@@ -106,7 +106,7 @@ const insertResult = (tx: Orm, v: ResultRow) =>
 const latestResultOf = (db: Db, lenderId: string, aid: string) =>
   db.$client
     .query<LatestResult, [string, string]>(
-      `SELECT balance_kind AS balanceKind, balance_as_of AS balanceAsOf FROM balance_results
+      `SELECT balance_kind AS balanceKind, balance_as_of AS balanceAsOf, detail FROM balance_results
         WHERE lender_id = ? AND authorizer_unique_id = ? ORDER BY id DESC LIMIT 1`,
     )
     .get(lenderId, aid);
@@ -375,6 +375,7 @@ export const sqliteBalanceStore: BalanceStore = {
         at: balanceResults.recordedAt,
         kind: balanceResults.balanceKind,
         asOf: balanceResults.balanceAsOf,
+        detail: balanceResults.detail,
       })
       .from(balanceResults)
       .where(and(eq(balanceResults.batchId, batchId), gt(balanceResults.id, afterId)))

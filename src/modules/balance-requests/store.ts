@@ -120,12 +120,13 @@ export interface BalanceRow {
   at: number;
   kind: 'available' | 'current' | null;
   asOf: number | null;
+  /** A failure's cause, and the earlier read whose answer the result took (link-reads.ts detailOf). */
+  detail: string | null;
 }
 
 export interface HistoryRow extends BalanceRow {
   batchId: string;
   exportStatus: ExportStatus;
-  detail: string | null;
 }
 
 export interface ThresholdHit {
@@ -138,6 +139,7 @@ export interface ThresholdHit {
 export interface LatestResult {
   balanceKind: 'available' | 'current' | null;
   balanceAsOf: number | null;
+  detail: string | null;
 }
 
 

@@ -6,6 +6,7 @@ import { Int, OneOf } from '../../platform/schema';
 import { textSchema } from '../../platform/fields';
 import { Address, AuthorizerId, BankLinkView, DateOfBirth, IDENTITY_PROPERTIES, Metadata } from '../authorizers/fields';
 import { MERCHANT_REF } from '../payment-connections/model';
+import { ReusedFrom } from '../balance-requests/model';
 
 export const MAX_BORROWERS = 1000;
 export const MAX_COLLECTABLE_CENTS = 10_000_000;
@@ -204,6 +205,7 @@ export const EnrollmentView = t.Object(
         at: t.String({ format: 'date-time' }),
         balance_kind: t.Optional(OneOf(BALANCE_KINDS, { description: 'Linked accounts (bank_link) only: available, or current when the provider had no available balance' })),
         as_of: t.Optional(t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'Linked accounts only: the provider’s time for the balance' })),
+        reused_from: t.Optional(ReusedFrom),
       }),
       t.Null(),
     ]),

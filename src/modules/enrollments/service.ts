@@ -1,5 +1,5 @@
 import { connectedProviders, connectionFor } from '../bank-data-connections/service';
-import { latestResultOf } from '../balance-requests/service';
+import { latestLinkedFields } from '../balance-requests/service';
 import type { Static } from '@sinclair/typebox';
 import type { HeldReason, MonitorState } from '../../../db/schema/enums';
 import type { Ctx, Deps } from '../../deps';
@@ -353,7 +353,7 @@ export async function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: 
 
 export async function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
   const payments = await store.paymentsOf(ctx, e.id);
-  const readKind = e.lastReadAt === null ? {} : await lastReadKind(ctx, e);
+  const readKind = e.lastReadAt === null ? {} : await latestLinkedFields(ctx, e.lenderId, e.authorizerUniqueId);
   return {
     authorizer_unique_id: e.authorizerUniqueId,
     state: e.state,
@@ -411,12 +411,6 @@ function bankLinkOf(ctx: Ctx, e: Enrollment) {
   const link = e.sealed ? openBorrower(ctx.deps, e.sealed).s.bankLink : null;
   if (!link) return null;
   return link.provider === 'plaid' ? { provider: 'plaid' as const, account_last4: link.accountId.slice(-4) } : { provider: 'stripe' as const, account: link.account };
-}
-
-/** Which balance the last read reported and the provider's time for it (linked accounts; null otherwise). */
-async function lastReadKind(ctx: Ctx, e: Enrollment): Promise<{ balance_kind?: 'available' | 'current'; as_of?: string | null }> {
-  const r = await latestResultOf(ctx, e.lenderId, e.authorizerUniqueId);
-  return r?.balanceKind ? { balance_kind: r.balanceKind, as_of: isoOrNull(r.balanceAsOf) } : {};
 }
 
 function accountLast4(ctx: Ctx, e: Enrollment): string | null {

@@ -102,6 +102,8 @@ describe('Plaid-linked authorizers', () => {
     await complete(c, a.batch_id);
     expect((await balances(c, a.batch_id))[0]).toMatchObject({ balance: 10, balance_status_code: 0 });
 
+    // Past the link's read window: the account is asked again rather than answered with the read above.
+    c.clock.advance(60_000);
     plaid.failNext(MAX_READ_ATTEMPTS, { status: 400, type: PlaidErrorType.InstitutionError, code: 'INSTITUTION_DOWN' });
     const b = await submit(c, [bankAuthorizer('down-1', { bank_link: plaidLink('access-sandbox-rl1') })]);
     await complete(c, b.batch_id);

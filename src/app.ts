@@ -70,6 +70,7 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner<Deps> } = {}) {
       const id = tracker.requestId(request);
       // The database out of reach is not a fault of the request: said so, with when to try again.
       if (isDatabaseUnavailable(error)) {
+        opts.jobs?.noteOutage();
         deps.logger.warn({ reqId: id, method: request.method, route: route || 'unmatched', err: error instanceof Error ? error.message : 'error' }, 'database unavailable');
         return answer(
           new ApiError('SERVICE_UNAVAILABLE', 'The database cannot be reached just now', { request_id: id ?? null }, `Send the request again after ${DATABASE_RETRY_AFTER_SECONDS} seconds`, {

@@ -44,7 +44,8 @@ async function main(): Promise<void> {
   const { printedKey } = await ensureBootstrapLender(runtime, config.bootstrapApiKey, runtime.clock.now());
 
   await releaseStaleClaims(runtime);
-  const jobs = new JobRunner(runtime, featureJobs(runtime));
+  // After a database outage the jobs let go of this replica's unfinished claims, as the start does, before claiming again.
+  const jobs = new JobRunner(runtime, featureJobs(runtime), { afterOutage: () => releaseStaleClaims(runtime) });
   const app = createApp(runtime, { jobs });
   const tls = config.tlsCertFile
     ? { cert: readFileSync(config.tlsCertFile, 'utf8'), key: readFileSync(config.tlsKeyFile!, 'utf8') }

@@ -4,6 +4,7 @@ import { gateOf } from './write-gate';
 import { writeAlone } from './tx-lock';
 import { HeldLease, LeaseLostError } from './leases';
 import type { PlatformDeps } from './context';
+import { isDatabaseUnavailable } from './db-unavailable';
 
 /** The lease of the one-at-a-time tick running in this async context, renewed between its slices. */
 const tickLease = new AsyncLocalStorage<HeldLease>();
@@ -64,11 +65,48 @@ export class JobRunner<D extends PlatformDeps = PlatformDeps> {
   private readonly inFlight = new Map<string, Promise<void>>();
   private stopped = true;
   private readonly abort = new AbortController();
+  /** The bodies of the ticks running now (not those waiting for the database to come back). */
+  private readonly bodies = new Set<Promise<unknown>>();
+  /** The database was found out of reach: what this process claimed is let go before anything is claimed again. */
+  private outage = false;
+  private recovering: Promise<boolean> | null = null;
 
+  /**
+   * `afterOutage`: what the start does with this replica's own claims (let go, to be claimed again). Run when
+   * the database answers again after an outage, once every tick that was running through it has ended and
+   * before any tick claims again: a claim whose finish never reached the database is not left waiting for its
+   * lease to run out, and no work of this process still holds one of them.
+   */
   constructor(
     private readonly deps: D,
     private readonly jobs: Job<D>[],
+    private readonly opts: { afterOutage?: () => Promise<unknown> } = {},
   ) {}
+
+  /** The database was found out of reach (a job's statement, a request's). */
+  noteOutage(): void {
+    this.outage = true;
+  }
+
+  /** After an outage: true once the database answered the release, false while it is still out of reach. */
+  private recover(): Promise<boolean> {
+    this.recovering ??= (async () => {
+      try {
+        // The ticks that ran through the outage end first (their statements fail at once while it lasts).
+        await Promise.allSettled([...this.bodies]);
+        await this.opts.afterOutage?.();
+        this.outage = false;
+        this.deps.logger.info('the database answers again: this replica’s unfinished claims were let go, to be claimed again');
+        return true;
+      } catch (e) {
+        if (!isDatabaseUnavailable(e)) this.deps.logger.error({ err: e }, 'could not let go of this replica’s claims after an outage');
+        return false;
+      } finally {
+        this.recovering = null;
+      }
+    })();
+    return this.recovering;
+  }
 
   get running(): boolean {
     return !this.stopped;
@@ -96,6 +134,11 @@ export class JobRunner<D extends PlatformDeps = PlatformDeps> {
   private async execute(job: Job<D>): Promise<void> {
     if (this.stopped) return;
     const { sqlite, pg, clock, metrics, logger, config } = this.deps;
+    if (this.outage && !(await this.recover())) {
+      // Still out of reach: nothing is claimed, and the next tick asks again.
+      metrics.jobRuns.inc({ job: job.name, outcome: 'skipped' });
+      return;
+    }
     let lease: HeldLease | null = null;
     if (job.exclusive && pg) {
       try {
@@ -119,12 +162,19 @@ export class JobRunner<D extends PlatformDeps = PlatformDeps> {
     try {
       // A tick's first steps write at once: they start once a worker's write transaction, if any, is over.
       await gate.turn();
-      if (lease) {
-        const held = lease;
-        await tickLease.run(held, () => job.tick(this.deps, AbortSignal.any([this.abort.signal, held.signal])));
-      } else await job.tick(this.deps, this.abort.signal);
+      const held = lease;
+      const body = Promise.resolve(
+        held ? tickLease.run(held, () => job.tick(this.deps, AbortSignal.any([this.abort.signal, held.signal]))) : job.tick(this.deps, this.abort.signal),
+      );
+      this.bodies.add(body);
+      try {
+        await body;
+      } finally {
+        this.bodies.delete(body);
+      }
     } catch (e) {
       error = e;
+      if (isDatabaseUnavailable(e)) this.noteOutage();
     }
     if (lease) {
       try {

@@ -1,0 +1,76 @@
+// engine: postgres
+// A replica that stayed up through a PostgreSQL outage lets go of its own unfinished claims when the database
+// answers again, before it claims anything else, as a restart would: a payment whose send was claimed when the
+// connection went does not wait for its lease to run out, and none is sent twice. The service's clock is held
+// still (moved only past the dispatch's retry delay, far short of a lease), so a claim can only come free by
+// being let go.
+import { afterAll, describe, expect, test } from 'bun:test';
+import { createTestContext } from '../../helpers/context';
+import { freshPgDatabase, onPostgres, psql } from '../../helpers/pg';
+import { startTcpProxy } from '../../helpers/tcp-proxy';
+import { waitFor } from '../../helpers/server';
+import { enrollBorrower } from '../../helpers/fixtures';
+import { JobRunner } from '../../../src/platform/jobs';
+import { featureJobs, releaseStaleClaims } from '../../../src/modules';
+import type { Deps } from '../../../src/deps';
+
+if (!onPostgres) {
+  test('a PostgreSQL outage while payments are claimed: not applicable without DATABASE_URL=postgres://…', () => {
+    expect(onPostgres).toBe(false);
+  });
+} else {
+  const db = freshPgDatabase();
+  const target = new URL(db.url);
+  const proxy = await startTcpProxy({ hostname: target.hostname, port: Number(target.port) });
+  const through = new URL(db.url);
+  through.port = String(proxy.port);
+  // Processor calls take a while, so that sends are in flight when the connection goes.
+  const c = createTestContext({ DATABASE_URL: through.toString(), DATABASE_POOL_MAX: '6', SANDBOX_PROCESSOR_LATENCY_MS: '400', MONITOR_READ_INTERVAL_MS: '3600000' });
+  const runner = new JobRunner<Deps>(c.rt, featureJobs(c.rt), { afterOutage: () => releaseStaleClaims(c.rt) });
+  afterAll(async () => {
+    await runner.stop();
+    c.close();
+    proxy.stop();
+    db.drop();
+  });
+
+  /** Read past the proxy, straight from the server. */
+  const direct = (sql: string) =>
+    psql(sql, db.url)
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => line.split('|'));
+
+  describe('a PostgreSQL outage while payments are claimed', () => {
+    test('the claims are let go when the database is back, every payment reaches the processor once, none waits for its lease', async () => {
+      expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_outage_claims_0000001', rail_scope: 'both', is_default: true } })).status).toBe(201);
+      const borrowers = Array.from({ length: 8 }, (_, i) => enrollBorrower(`claimed-${i}`, { collectable_amount: 1000 + i * 100 }));
+      expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers } })).status).toBe(207);
+      runner.start();
+      // Sends in flight: claimed, their first attempt recorded, the processor not answered yet.
+      await waitFor('sends in flight', async () => Number(direct("SELECT COUNT(*) FROM payments WHERE status = 'initiating' AND first_attempt_at IS NOT NULL AND lease_until > 0")[0]?.[0] ?? 0) >= 2);
+      await proxy.cut();
+      const held = direct('SELECT id, lease_token, lease_until FROM payments WHERE lease_until > 0');
+      expect(held.length).toBeGreaterThan(0);
+      const leaseEnds = Math.min(...held.map((r) => Number(r[2])));
+      // The jobs meet the outage (their statements fail), then the database comes back.
+      const failures = () => (c.rt.metrics.jobRuns as unknown as { hashMap: Record<string, { value: number; labels: { outcome: string } }> }).hashMap;
+      await waitFor('a job to meet the outage', async () => Object.values(failures()).some((v) => v.labels.outcome === 'failure' && v.value > 0));
+      await proxy.restore();
+      // Past the dispatch's retry delay, far short of any lease.
+      c.clock.advance(20_000);
+      expect(c.clock.now()).toBeLessThan(leaseEnds);
+      await waitFor(
+        'every payment answered by the processor',
+        async () => Number(direct("SELECT COUNT(*) FROM payments WHERE status = 'initiating'")[0]?.[0] ?? 1) === 0 && Number(direct('SELECT COUNT(*) FROM payments')[0]![0]) === borrowers.length,
+        60_000,
+      );
+      // None of the claims held when the connection went still holds its row.
+      for (const [id, token] of held) expect(direct(`SELECT COALESCE(lease_token, '') FROM payments WHERE id = '${id}'`)[0]?.[0]).not.toBe(token);
+      // Each payment once at the processor, under its own id.
+      expect(direct('SELECT idempotency_key FROM sandbox_payments GROUP BY idempotency_key HAVING COUNT(*) > 1')).toEqual([]);
+      expect(Number(direct('SELECT COUNT(*) FROM sandbox_payments')[0]![0])).toBe(borrowers.length);
+      expect(c.logs.join('')).toContain('unfinished claims were let go');
+    }, 120_000);
+  });
+}

@@ -33,6 +33,18 @@ export async function lockFor(c: TxCtx, ...key: string[]): Promise<void> {
   await pgWriterOf(c).execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${key.join('\u001f')}, 0))`);
 }
 
+/**
+ * For the rest of a transaction that probes tables it is itself filling (an upload's slices, a feed's page):
+ * every statement planned afresh with its own parameters, and a sequential scan only where nothing else can
+ * answer. A table analyzed while empty (an upload rolled back, then vacuumed) is taken for one of a few rows,
+ * and a probe of it planned as a scan; the transaction's own inserts then make every such probe read all of
+ * them (quadratic: a 20,000-row file took 18 s instead of 5). With these, a probe is an index probe whatever
+ * the statistics say.
+ */
+export async function probeByIndex(c: TxCtx): Promise<void> {
+  await pgWriterOf(c).execute(sql`SELECT set_config('enable_seqscan', 'off', true)`);
+}
+
 /** Rows of a raw query (`db.execute`), as Bun.SQL returns them. */
 export async function rows<T>(db: PgDb, query: ReturnType<typeof sql>): Promise<T[]> {
   return (await db.execute(query)) as unknown as T[];

@@ -10,7 +10,7 @@ import {
 import { MONITOR_STATES, PAYMENT_STATUSES, type EventStatus, type MonitorState, type PaymentStatus } from '../../../db/schema/enums';
 import { DAY_MS } from '../../platform/clock';
 import type { PgDb } from '../../platform/pg';
-import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray } from '../../platform/store.pg';
+import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray, probeByIndex } from '../../platform/store.pg';
 import { newLeaseToken } from '../../platform/lease-token';
 import type { PastPayment } from './rules';
 import type { CollectionStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
@@ -581,6 +581,8 @@ export const pgCollectionStore: CollectionStore = {
   },
   async serializeFeed(c, connectionId) {
     await pgWriterOf(c).execute(sql`SELECT 1 FROM payment_connections WHERE id = ${connectionId} FOR NO KEY UPDATE`);
+    // Taken first in a page's transaction: its probes stay index probes while it records the page.
+    await probeByIndex(c);
   },
 };
 

@@ -2,7 +2,7 @@ import { and, desc, eq, sql } from 'drizzle-orm';
 import { apiKeys, paymentResultUploads, payments } from '../../../db/schema-pg';
 import { olderThan } from '../../platform/pagination';
 import type { PgDb } from '../../platform/pg';
-import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
+import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr, probeByIndex } from '../../platform/store.pg';
 import type { UploadedWrite, UploadStore } from './store';
 
 // The upload on PostgreSQL. A file's rows are read and written a slice at a time (hundreds of references per
@@ -54,6 +54,8 @@ async function updateUploaded(db: PgDb, changes: Change[]): Promise<void> {
 export const pgUploadStore: UploadStore = {
   async serializeUploads(c, lenderId) {
     await lockFor(c, 'payment-results-upload', lenderId);
+    // Taken first in the upload's transaction: its probes stay index probes while it fills the tables.
+    await probeByIndex(c);
   },
   async paymentsAmong(c, lenderId, references) {
     return pgReaderOf(c)

@@ -95,6 +95,11 @@ export class StripeFcSource implements LinkedSource<'stripe'> {
     this.clients = new StripeClients(opts);
   }
 
+  /** SDK clients kept now (a bounded cache, MAX_STRIPE_CLIENTS). */
+  get clientCount(): number {
+    return this.clients.size;
+  }
+
   private client(key: string): Stripe {
     return this.clients.of(key);
   }

@@ -9,14 +9,32 @@ const TIMEOUT_MS = 10_000;
  * double on loopback). The SDK never retries on its own: the caller's own retry policy is the only one (the
  * payment dispatch knows how old an idempotency key is; the balance pipeline has its backoff and limit).
  */
+/**
+ * SDK clients kept at most: each holds about 50 KB, and every key tried makes one (a refused key too, through
+ * the connection routes), so an unbounded cache let one lender grow the process by half a gigabyte with 10,000
+ * refused keys. The keys in use (a lender's few, polled and sent through every minute) stay among the most
+ * recently used; one evicted is made again on its next call.
+ */
+export const MAX_STRIPE_CLIENTS = 64;
+
 export class StripeClients {
   private readonly clients = new Map<string, Stripe>();
 
-  constructor(private readonly opts: { apiUrl?: string | null; timeoutMs?: number } = {}) {}
+  constructor(private readonly opts: { apiUrl?: string | null; timeoutMs?: number; maxClients?: number } = {}) {}
+
+  /** How many clients are kept now. */
+  get size(): number {
+    return this.clients.size;
+  }
 
   of(key: string): Stripe {
     let c = this.clients.get(key);
-    if (!c) {
+    if (c) {
+      // Least recently used goes first: a client used again moves to the end.
+      this.clients.delete(key);
+      this.clients.set(key, c);
+    } else {
+      if (this.clients.size >= (this.opts.maxClients ?? MAX_STRIPE_CLIENTS)) this.clients.delete(this.clients.keys().next().value!);
       const url = this.opts.apiUrl ? new URL(this.opts.apiUrl) : null;
       const protocol = url?.protocol === 'http:' ? 'http' : 'https';
       c = new Stripe(key, {

@@ -262,6 +262,11 @@ export class StripeProcessor implements Processor {
     this.clients = new StripeClients(opts);
   }
 
+  /** SDK clients kept now (a bounded cache, MAX_STRIPE_CLIENTS). */
+  get clientCount(): number {
+    return this.clients.size;
+  }
+
   /** One client per key (the key is the account); the SDK does not retry: dispatch is the one retry policy. */
   private client(key: string): Stripe {
     return this.clients.of(key);

@@ -31,6 +31,8 @@ function cleanSchema(node: unknown): void {
   if (typeof node !== 'object' || node === null) return;
   const o = node as Json;
   delete o.nullable; // the type arrays are already there
+  // A nullable enum: null is one of its values too, or a validator refuses every null the route answers.
+  if (Array.isArray(o.type) && o.type.includes('null') && Array.isArray(o.enum) && !o.enum.includes(null)) o.enum = [...o.enum, null];
   if (typeof o.$id === 'string' && o.$id.startsWith('#')) delete o.$id;
   if (o.format === 'binary' && o.default === 'File') delete o.default;
   for (const v of Object.values(o)) cleanSchema(v);

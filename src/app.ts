@@ -14,6 +14,8 @@ import type { JobRunner } from './platform/jobs';
 import { featureErrorPage, featureRoutes, featureWebhooks, TAKE_THE_GATE_THEMSELVES } from './modules';
 import { writeGate } from './platform/context';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from './platform/db-unavailable';
+import { InvalidInput } from './platform/errors';
+import { controlCharacterIn } from './platform/fields';
 
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -56,6 +58,14 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner<Deps> } = {}) {
           }
         },
     )
+    // One identifier rule on every route and page, whatever the engine: a path or query parameter holding a
+    // control character (NUL, ESC, DEL, C1) names nothing that can be stored, and PostgreSQL refuses a NUL
+    // outright (a 500 where SQLite found nothing). Routes whose parameters have a pattern say so themselves,
+    // in their own words, before this runs.
+    .onBeforeHandle({ as: 'global' }, ({ params, query }) => {
+      const bad = controlCharacterIn(params as Record<string, unknown> | undefined) ?? controlCharacterIn(query as Record<string, unknown> | undefined);
+      if (bad !== null) throw InvalidInput.field(`/${bad}`, 'The parameter holds a control character', 'Send identifiers and filters as printable text');
+    })
     .onBeforeHandle({ as: 'global' }, async ({ request, path }) => {
       if (!READ_METHODS.has(request.method) && !TAKE_THE_GATE_THEMSELVES.has(path)) shares.set(request, await gate.share());
     })

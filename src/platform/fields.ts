@@ -58,6 +58,25 @@ export const textSchema = (opts: { maxLength: number; minLength?: number; descri
   return Type.String({ ...rest, pattern: lines ? LINES_PATTERN : TEXT_PATTERN });
 };
 
+/**
+ * A credential (a processor key, a Plaid secret) is printable ASCII without spaces, as every provider issues
+ * them: no control character (NUL, ESC), no format character (a right-to-left override) and no lone surrogate,
+ * which would reach the provider's request and come back in a `…_last4`.
+ */
+export const CREDENTIAL_PATTERN = '^[\\x21-\\x7e]+$';
+
+/** A C0 or C1 control character (NUL, ESC, DEL…), which no identifier, filter or path parameter may hold. */
+const CONTROL = /[\x00-\x1f\x7f-\x9f]/;
+
+/** The first parameter (path or query, a value or each of a list) holding a control character, by name; null when none does. */
+export function controlCharacterIn(params: Record<string, unknown> | undefined): string | null {
+  for (const [name, value] of Object.entries(params ?? {})) {
+    const values = Array.isArray(value) ? value : [value];
+    if (values.some((v) => typeof v === 'string' && CONTROL.test(v))) return shownKey(name);
+  }
+  return null;
+}
+
 /** A field name the caller sent, as a path shows it: cut at 64 characters, since an unknown one can be any length. */
 export function shownKey(key: string): string {
   return key.length > 64 ? `${key.slice(0, 64)}…` : key;

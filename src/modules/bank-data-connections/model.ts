@@ -2,8 +2,9 @@ import { Type, type Static } from '@sinclair/typebox';
 import { t } from 'elysia';
 import { BANK_DATA_PROVIDERS, PLAID_ENVIRONMENTS } from '../../../db/schema/enums';
 import { OneOf } from '../../platform/schema';
+import { CREDENTIAL_PATTERN } from '../../platform/fields';
 
-const secret = (description: string) => Type.String({ minLength: 1, maxLength: 255, pattern: '^\\S+$', description });
+const secret = (description: string) => Type.String({ minLength: 1, maxLength: 255, pattern: CREDENTIAL_PATTERN, description });
 
 export const CreateBankDataConnectionBody = Type.Union(
   [

@@ -3,6 +3,7 @@ import { t } from 'elysia';
 import { PROCESSOR_NAMES, RAIL_SCOPES, RAILS } from '../../../db/schema/enums';
 import { Int, OneOf } from '../../platform/schema';
 import { textSchema } from '../../platform/fields';
+import { CREDENTIAL_PATTERN } from '../../platform/fields';
 
 export const MERCHANT_REF = /^[a-z0-9_-]{1,64}$/;
 export const LABEL_MAX = 80;
@@ -10,6 +11,8 @@ export const LABEL_MAX = 80;
 const ApiKey = Type.String({
   minLength: 1,
   maxLength: 255,
+  // Printable ASCII without spaces, as processors issue keys: no control, format or surrogate character.
+  pattern: CREDENTIAL_PATTERN,
   description: 'The processor key: sbx_… (sandbox), sk_live_/sk_test_/rk_live_/rk_test_ (Stripe). Sealed at once; never returned.',
 });
 const RailScope = OneOf(RAIL_SCOPES, { description: 'Payment types the key takes: ach, card or both' });

@@ -19,7 +19,8 @@ export class FakeClock implements Clock {
 }
 
 export const iso = (ms: number): string => new Date(ms).toISOString();
-export const isoOrNull = (ms: number | null | undefined): string | null => (ms == null ? null : iso(ms));
+/** A stored time as ISO 8601, or null: none stored, or one no date can be (a provider's as_of of 1e300 read before it was refused). */
+export const isoOrNull = (ms: number | null | undefined): string | null => (ms == null || !Number.isFinite(ms) || Math.abs(ms) > 8.64e15 ? null : iso(ms));
 export const DAY_MS = 86_400_000;
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;

@@ -241,6 +241,7 @@ function create(): FakeStripe {
     },
     setFcStatus: (id, status) => fc.setFcStatus(id, status),
     setFcBalance: (id, cents) => fc.setFcBalance(id, cents),
+    setFcRawBalance: (id, balance) => fc.setFcRawBalance(id, balance),
     setRefreshDelay: (ms) => fc.setRefreshDelay(ms),
     failNextRefreshes: (n) => fc.failNextRefreshes(n),
     refreshes: (id) => fc.refreshes(id),

@@ -2,6 +2,7 @@ import type { PlaidEnvironment } from '../../../db/schema/enums';
 import { dollarsToCentsRounded } from '../../platform/money';
 import { CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource } from './linked';
 import { TransientProviderError, OTHER_ERROR_CODE, HISTORY_MAX_PAGES, boundedCredits, dayOfIso, isoDay, type HistoryCredit, type HistoryResult, type HistoryWindow } from './types';
+import { IMPLAUSIBLE_BALANCE } from './plausible';
 
 // Plaid Balance over plain HTTP: the request bodies are the ones the official `plaid` SDK sends
 // (client_id and secret in the body, never in a header, a URL or a log line), the answers are read as its
@@ -152,7 +153,8 @@ export class PlaidSource implements LinkedSource<'plaid'> {
     const kind = typeof b.available === 'number' ? 'available' : typeof b.current === 'number' ? 'current' : null;
     if (kind === null) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'no_balance' };
     const cents = dollarsToCentsRounded(kind === 'available' ? b.available : b.current);
-    if (cents === null) throw new TransientProviderError('Plaid answered a balance that is not an amount');
+    // Not whole cents a number holds exactly (past 2^53, not finite): no account holds it, and asking again will not change it.
+    if (cents === null) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: IMPLAUSIBLE_BALANCE };
     const updated = typeof b.last_updated_datetime === 'string' ? Date.parse(b.last_updated_datetime) : NaN;
     // Balance is read live from the institution; Plaid gives a time only for some institutions.
     return { kind: 'balance', balanceCents: cents, balanceKind: kind, asOf: Number.isFinite(updated) ? updated : now };

@@ -19,6 +19,7 @@ import { IDEMPOTENCY_TTL_MS } from './service';
 import { exportStatusFor } from './status';
 import { LinkReads, linkReadKey, reusedDetail, type ItemRead } from './link-reads';
 import { balanceStore as store, ITEM_LEASE_MS, type ClaimedItem, type ReadFinish, type ResultRow } from './store';
+import { implausible } from '../../adapters/bank-data/plausible';
 
 export { ITEM_LEASE_MS };
 
@@ -119,10 +120,14 @@ class ConnectionCache {
   }
 }
 
-function readLinked(deps: Deps, creds: LinkCredentials, link: BankLink, now: number): Promise<LinkedReadResult> {
-  if (link.provider === 'plaid' && creds.provider === 'plaid') return deps.linked.plaid.read(creds, link, now);
-  if (link.provider === 'stripe' && creds.provider === 'stripe') return deps.linked.stripe.read(creds, link, now);
-  throw new Error('a link read with another provider’s credentials');
+async function readLinked(deps: Deps, creds: LinkCredentials, link: BankLink, now: number): Promise<LinkedReadResult> {
+  let r: LinkedReadResult;
+  if (link.provider === 'plaid' && creds.provider === 'plaid') r = await deps.linked.plaid.read(creds, link, now);
+  else if (link.provider === 'stripe' && creds.provider === 'stripe') r = await deps.linked.stripe.read(creds, link, now);
+  else throw new Error('a link read with another provider’s credentials');
+  // A number no account holds, or a time that is not one, is a failed read with its reason, never a balance.
+  const why = r.kind === 'balance' ? implausible(r.balanceCents, r.asOf, now) : null;
+  return why === null ? r : { kind: 'failed', statusCode: 9000, detail: why };
 }
 
 function readRequest(item: ClaimedItem, s: SensitiveFields): BalanceReadRequest {
@@ -462,6 +467,12 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       }
       logger.error({ batch_id: item.batchId, err: e }, 'balance read failed');
       return push(result(null, 9000, 'internal'));
+    }
+    // The sandbox's and the HTTP bridge's balances are checked as the linked sources' are.
+    const why = read.kind === 'balance' ? implausible(read.balanceCents, null, clock.now()) : null;
+    if (why !== null) {
+      logger.warn({ batch_id: item.batchId, reason: why }, 'balance source answered an implausible balance');
+      return push({ ...(result(null, 9000) as Extract<Outcome, { kind: 'result' }>), linked: { balanceKind: null, asOf: null, detail: why, connectionId: null, relink: null } });
     }
     push(read.kind === 'balance' ? result(read.balanceCents, 0) : result(null, read.statusCode));
   };

@@ -26,6 +26,8 @@ export interface FcControl {
   setFcStatus(id: string, status: Account['status']): void;
   /** The account's balance as the next refresh will find it. */
   setFcBalance(id: string, cents: { available?: number | null; current?: number }): void;
+  /** The account's balance as given, whatever it holds (numbers no real answer would carry), with no refresh due. */
+  setFcRawBalance(id: string, balance: Record<string, unknown>): void;
   /** Refreshes stay pending this long (real time) before they succeed. */
   setRefreshDelay(ms: number): void;
   /** The next n refreshes fail at the institution. */
@@ -92,6 +94,13 @@ export class FakeFinancialConnections implements FcControl {
   setFcBalance(id: string, cents: { available?: number | null; current?: number }): void {
     const e = this.entry(id);
     e.next = { available: cents.available === undefined ? e.next.available : cents.available, current: cents.current ?? e.next.current };
+  }
+
+  setFcRawBalance(id: string, balance: Record<string, unknown>): void {
+    const e = this.entry(id);
+    e.account.balance = balance as unknown as Account['balance'];
+    // Refreshed just now: the adapter takes the balance as it is, without asking for another refresh.
+    e.account.balance_refresh = { last_attempted_at: this.now(), next_refresh_available_at: null, status: 'succeeded' };
   }
 
   setRefreshDelay(ms: number): void {

@@ -28,7 +28,8 @@ afterAll(() => {
 let n = 0;
 /** A context whose lender has a Plaid connection of its own client (and a Stripe one). */
 async function setup(env: Record<string, string> = {}) {
-  const c = createTestContext({ PLAID_API_URL: plaid.url, STRIPE_API_URL: stripe.url, ...env });
+  // The fake Stripe server dates a balance by the real clock, and a time ahead of the service's is refused: the service's clock starts there too.
+  const c = createTestContext({ PLAID_API_URL: plaid.url, STRIPE_API_URL: stripe.url, ...env }, { clockAt: new Date().toISOString() });
   contexts.push(c);
   const clientId = await connectPlaid(c);
   expect((await c.json('POST', '/v1/bank_data_connections', { body: { provider: 'stripe', api_key: STRIPE_KEY } })).status).toBe(201);

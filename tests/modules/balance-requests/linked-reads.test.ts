@@ -30,7 +30,8 @@ afterAll(() => {
 let n = 0;
 /** A lender with a Plaid connection (its own client) and a Stripe one. */
 async function setup(env: Record<string, string> = {}) {
-  const c = createTestContext({ PLAID_API_URL: plaid.url, STRIPE_API_URL: stripe.url, ...env });
+  // The fake Stripe server dates a balance by the real clock, and a time ahead of the service's is refused: the service's clock starts there too.
+  const c = createTestContext({ PLAID_API_URL: plaid.url, STRIPE_API_URL: stripe.url, ...env }, { clockAt: new Date().toISOString() });
   contexts.push(c);
   const clientId = `client_${++n}_${Date.now()}`;
   plaid.addClient(clientId, `secret-${clientId}`);

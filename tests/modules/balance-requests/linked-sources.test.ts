@@ -20,8 +20,8 @@ afterAll(() => {
   stripe.stop();
 });
 
-async function setup(env: Record<string, string> = {}) {
-  const c = createTestContext({ PLAID_API_URL: plaid.url, STRIPE_API_URL: stripe.url, ...env });
+async function setup(env: Record<string, string> = {}, opts: { clockAt?: string } = {}) {
+  const c = createTestContext({ PLAID_API_URL: plaid.url, STRIPE_API_URL: stripe.url, ...env }, opts);
   contexts.push(c);
   const clientId = `client_src_${contexts.length}`;
   plaid.addClient(clientId, `secret-${clientId}`);
@@ -97,7 +97,8 @@ describe('enrollments', () => {
   });
 
   test('charged through a pm_ token verified with Financial Connections and sent without a bank_link: read through that account', async () => {
-    const c = await setup({ MONITOR_READ_INTERVAL_MS: '3600000' });
+    // The fake Stripe server dates a balance by the real clock, and a time ahead of the service's is refused: the service's clock starts there too.
+    const c = await setup({ MONITOR_READ_INTERVAL_MS: '3600000' }, { clockAt: new Date().toISOString() });
     stripe.control.addFcAccount(STRIPE_KEY, { id: 'fca_1FromPm0001', available: 612_34, current: 700_00 });
     stripe.control.addFcPaymentMethod(STRIPE_KEY, { id: 'pm_1VerifiedFc0001', account: 'fca_1FromPm0001' });
     stripe.control.addFcPaymentMethod(STRIPE_KEY, { id: 'pm_1MicroDeposit01', account: null });

@@ -1,4 +1,5 @@
 import ky, { HTTPError, TimeoutError } from 'ky';
+import { AnswerTooLarge, ANSWER_LIMIT_BYTES, ANSWER_TOO_LARGE, boundedText, PAGE_LIMIT_BYTES } from '../bounded-body';
 import { fromResponseBody, fromTransactionsBody, toRequestBody, toTransactionsRequestBody } from './http-contract';
 import {
   HISTORY_MAX_PAGES,
@@ -41,7 +42,7 @@ function isRefusal(status: number): boolean {
   return status < 500 && !COME_BACK_LATER.has(status);
 }
 
-async function textWithin(res: Response, ms: number): Promise<string> {
+async function textWithin(res: Response, ms: number, limitBytes: number): Promise<string> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expired = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
@@ -50,7 +51,7 @@ async function textWithin(res: Response, ms: number): Promise<string> {
     }, ms);
   });
   try {
-    return await Promise.race([res.text(), expired]);
+    return await Promise.race([boundedText(res, limitBytes), expired]);
   } finally {
     clearTimeout(timer);
   }
@@ -112,8 +113,13 @@ export class HttpBalanceProvider implements BalanceProvider, TransactionHistoryS
 
     let text: string;
     try {
-      text = await textWithin(res, this.timeoutMs);
+      text = await textWithin(res, this.timeoutMs, ANSWER_LIMIT_BYTES);
     } catch (error) {
+      // Past its bound the answer is a failed read, not something to ask for again.
+      if (error instanceof AnswerTooLarge) {
+        this.logger?.warn({ limit_bytes: ANSWER_LIMIT_BYTES }, 'bank-data provider answered a balance read past its size bound');
+        return { kind: 'failed', statusCode: OTHER_ERROR_CODE };
+      }
       const reason = error instanceof Error ? `: ${error.message}` : '';
       throw new TransientProviderError(`Bank-data provider answer could not be read${reason}`);
     }
@@ -163,8 +169,9 @@ export class HttpBalanceProvider implements BalanceProvider, TransactionHistoryS
       }
       let text: string;
       try {
-        text = await textWithin(res, this.timeoutMs);
+        text = await textWithin(res, this.timeoutMs, PAGE_LIMIT_BYTES);
       } catch (error) {
+        if (error instanceof AnswerTooLarge) return { kind: 'none', detail: ANSWER_TOO_LARGE };
         throw new TransientProviderError(`Bank-data provider transactions could not be read${error instanceof Error ? `: ${error.message}` : ''}`);
       }
       let parsed: ReturnType<typeof fromTransactionsBody>;

@@ -3,6 +3,7 @@ import { dollarsToCentsRounded } from '../../platform/money';
 import { CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource } from './linked';
 import { TransientProviderError, OTHER_ERROR_CODE, HISTORY_MAX_PAGES, boundedCredits, dayOfIso, isoDay, type HistoryCredit, type HistoryResult, type HistoryWindow } from './types';
 import { IMPLAUSIBLE_BALANCE } from './plausible';
+import { AnswerTooLarge, ANSWER_LIMIT_BYTES, ANSWER_TOO_LARGE, boundedText, PAGE_LIMIT_BYTES } from '../bounded-body';
 
 // Plaid Balance over plain HTTP: the request bodies are the ones the official `plaid` SDK sends
 // (client_id and secret in the body, never in a header, a URL or a log line), the answers are read as its
@@ -92,7 +93,7 @@ export class PlaidSource implements LinkedSource<'plaid'> {
   }
 
   /** POST with the credentials in the body; the status and parsed body, or TransientProviderError when unreachable. */
-  private async post(env: PlaidEnvironment, path: string, body: Record<string, unknown>): Promise<{ status: number; json: unknown }> {
+  private async post(env: PlaidEnvironment, path: string, body: Record<string, unknown>): Promise<{ status: number; json: unknown; tooLarge?: true }> {
     let res: Response;
     try {
       res = await fetch(this.url(env, path), {
@@ -108,15 +109,17 @@ export class PlaidSource implements LinkedSource<'plaid'> {
     }
     let json: unknown = null;
     try {
-      json = await res.json();
-    } catch {
+      json = JSON.parse(await boundedText(res, path === '/transactions/get' ? PAGE_LIMIT_BYTES : ANSWER_LIMIT_BYTES));
+    } catch (e) {
+      // Past its bound the answer is not read at all: a failed call, whatever it held.
+      if (e instanceof AnswerTooLarge) return { status: res.status, json: null, tooLarge: true };
       if (res.ok) throw new TransientProviderError(`Plaid answered HTTP ${res.status} with a body that is not JSON`);
     }
     return { status: res.status, json };
   }
 
   async verify(creds: Extract<LinkCredentials, { provider: 'plaid' }>): Promise<void> {
-    let r: { status: number; json: unknown };
+    let r: { status: number; json: unknown; tooLarge?: true };
     try {
       // The cheapest call Plaid authenticates without an Item: one institution.
       r = await this.post(creds.environment, '/institutions/get', {
@@ -129,6 +132,7 @@ export class PlaidSource implements LinkedSource<'plaid'> {
     } catch {
       throw new SourceUnavailable('Plaid could not be reached');
     }
+    if (r.tooLarge) throw new SourceUnavailable(`Plaid answered more than ${ANSWER_LIMIT_BYTES} bytes to a credential check`);
     if (r.status === 200) return;
     if (r.status === 429 || r.status >= 500) throw new SourceUnavailable(`Plaid answered HTTP ${r.status}`);
     throw new CredentialsRefused('Plaid refused this client_id and secret for the environment');
@@ -141,6 +145,7 @@ export class PlaidSource implements LinkedSource<'plaid'> {
       access_token: link.accessToken,
       options: { account_ids: [link.accountId] },
     });
+    if (r.tooLarge) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: ANSWER_TOO_LARGE };
     if (r.status !== 200) return plaidErrorResult(r.status, plaidError(r.json));
     const accounts = (r.json as { accounts?: unknown }).accounts;
     if (!Array.isArray(accounts)) throw new TransientProviderError('Plaid answered HTTP 200 without accounts');
@@ -177,6 +182,7 @@ export class PlaidSource implements LinkedSource<'plaid'> {
         end_date: isoDay(window.to),
         options: { account_ids: [link.accountId], count: PLAID_PAGE_SIZE, offset },
       });
+      if (r.tooLarge) return { kind: 'none', detail: ANSWER_TOO_LARGE };
       if (r.status !== 200) {
         const e = plaidError(r.json);
         if (e?.error_code === 'PRODUCT_NOT_READY') return { kind: 'pending', retryAt: now + PLAID_NOT_READY_RETRY_MS };

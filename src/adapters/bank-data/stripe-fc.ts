@@ -26,6 +26,10 @@ const transient = (e: unknown): boolean =>
   e instanceof Stripe.errors.StripeConnectionError ||
   (e instanceof Stripe.errors.StripeError && (e.statusCode ?? 0) >= 500);
 
+/** What a read names when Stripe's answer is not a Financial Connections account. */
+export const NOT_AN_ACCOUNT = 'not_an_account';
+const isAccount = (a: unknown): a is Account => (a as { object?: unknown } | null)?.object === 'financial_connections.account';
+
 /** A balance in the account's currency (USD), the available one when Stripe has it. */
 function balanceOf(a: Account): LinkedReadResult | null {
   const b = a.balance;
@@ -133,9 +137,12 @@ export class StripeFcSource implements LinkedSource<'stripe'> {
     const accounts = this.client(creds.apiKey).financialConnections.accounts;
     try {
       const current = await accounts.retrieve(link.account);
+      // An answer that is not an account is a failed read, never a refresh to wait on for ten minutes.
+      if (!isAccount(current)) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: NOT_AN_ACCOUNT };
       const known = accountResult(current, now, false);
       if (known) return known;
       const refreshed = await accounts.refresh(link.account, { features: ['balance'] });
+      if (!isAccount(refreshed)) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: NOT_AN_ACCOUNT };
       return accountResult(refreshed, now, true) ?? { kind: 'pending', retryAt: now + REFRESH_POLL_MS };
     } catch (e) {
       if (e instanceof TransientProviderError) throw e;
@@ -157,7 +164,9 @@ export class StripeFcSource implements LinkedSource<'stripe'> {
   async history(creds: Extract<LinkCredentials, { provider: 'stripe' }>, link: Extract<BankLink, { provider: 'stripe' }>, window: HistoryWindow, now: number): Promise<HistoryResult> {
     const fc = this.client(creds.apiKey).financialConnections;
     try {
-      let state = transactionsState(await fc.accounts.retrieve(link.account), now, false);
+      const account = await fc.accounts.retrieve(link.account);
+      if (!isAccount(account)) return { kind: 'none', detail: NOT_AN_ACCOUNT };
+      let state = transactionsState(account, now, false);
       if (state === 'refresh') state = transactionsState(await fc.accounts.refresh(link.account, { features: ['transactions'] }), now, true);
       if (state === 'refresh') return { kind: 'pending', retryAt: now + REFRESH_POLL_MS };
       if (state !== 'list') return state;

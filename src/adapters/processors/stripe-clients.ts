@@ -1,4 +1,5 @@
 import Stripe from 'stripe';
+import { boundedFetch, PAGE_LIMIT_BYTES } from '../bounded-body';
 
 /** The Stripe API version every client of the service pins (payments and Financial Connections alike). */
 export const STRIPE_API_VERSION = '2026-10-28.endive' satisfies Stripe.LatestApiVersion;
@@ -42,6 +43,8 @@ export class StripeClients {
         timeout: this.opts.timeoutMs ?? TIMEOUT_MS,
         maxNetworkRetries: 0,
         telemetry: false,
+        // Answers read with a bound (a page of a list at most): a larger one fails as the network would.
+        httpClient: Stripe.createFetchHttpClient(boundedFetch(PAGE_LIMIT_BYTES)),
         ...(url ? { host: url.hostname, port: url.port || (protocol === 'http' ? 80 : 443), protocol } : {}),
       });
       this.clients.set(key, c);

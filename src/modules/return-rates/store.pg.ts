@@ -36,7 +36,7 @@ export const pgReturnRateStore: ReturnRateStore = {
            WHERE e.lender_id = ${lenderId} AND e.status IN ('returned', 'late_returned') AND e.occurred_at BETWEEN ${from} AND ${to} AND p.rail = 'ach'
              AND NOT EXISTS (SELECT 1 FROM payment_events f
                               WHERE f.lender_id = ${lenderId} AND f.reference = e.reference
-                                AND f.status IN ('returned', 'late_returned') AND f.occurred_at < e.occurred_at)
+                                AND f.status IN ('returned', 'late_returned') AND f.occurred_at < e.occurred_at AND f.payment_id IS NOT NULL)
           UNION ALL
           SELECT u.reference, u.return_code FROM uploaded_results u
            WHERE u.lender_id = ${lenderId} AND u.returned_at BETWEEN ${from} AND ${to} AND u.status IN ('returned', 'late_return')

@@ -25,8 +25,9 @@ const debitsIn = (db: Db, lenderId: string, from: number, to: number): number =>
 
 /**
  * Returns in [from, to], once per reference, with their code: returns of the service's own ACH payments, read
- * from their events (the first return of a reference), and uploaded returns (by their return date) of
- * references the service did not make.
+ * from their events (the first return of a reference; a lender's report of one, which names no payment, is
+ * neither counted nor taken for an earlier return), and uploaded returns (by their return date) of references
+ * the service did not make.
  */
 const returnsIn = (db: Db, lenderId: string, from: number, to: number): WindowReturn[] =>
   db.$client
@@ -36,7 +37,7 @@ const returnsIn = (db: Db, lenderId: string, from: number, to: number): WindowRe
         WHERE e.lender_id = ?1 AND e.status IN ('returned', 'late_returned') AND e.occurred_at BETWEEN ?2 AND ?3 AND p.rail = 'ach'
           AND NOT EXISTS (SELECT 1 FROM payment_events f INDEXED BY payment_events_reference_returns_idx
                            WHERE f.lender_id = ?1 AND f.reference = e.reference
-                             AND f.status IN ('returned', 'late_returned') AND f.occurred_at < e.occurred_at)
+                             AND f.status IN ('returned', 'late_returned') AND f.occurred_at < e.occurred_at AND f.payment_id IS NOT NULL)
        UNION ALL
        SELECT u.reference, u.return_code FROM uploaded_results u INDEXED BY uploaded_results_returned_idx
         WHERE u.lender_id = ?1 AND u.returned_at BETWEEN ?2 AND ?3 AND u.status IN ('returned', 'late_return')

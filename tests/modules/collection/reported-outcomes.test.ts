@@ -132,6 +132,8 @@ describe('an uploaded outcome of a payment still processing at the processor', (
     expect((await paymentsOf(c, 'confirmed'))[0]).toMatchObject({ status: 'returned', returnCode: 'R01' });
     expect((await enrollment(c, 'confirmed')).payments[0].reported).toBeNull();
     expect(await events(c, 'confirmed')).toEqual(['processor:processing', 'upload:returned:R01', 'processor:returned:R01']);
+    // The return counts once in the lender's return rates: the processor's, not the report before it.
+    expect((await c.json('GET', '/v1/return_rates')).body.rates.overall.returns).toBe(1);
     // Confirmed: the reinitiation goes out at the next read.
     c.clock.advance(READ);
     await cycle(c);

@@ -56,8 +56,13 @@ export function plaidErrorResult(status: number, e: PlaidErrorBody | null): Link
   if (e && UNSUPPORTED_CODES.has(e.error_code)) return { kind: 'failed', statusCode: 3300, detail: null };
   if (e?.error_code === 'INVALID_API_KEYS') return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'connection_refused' };
   if (e?.error_code === 'INVALID_ACCESS_TOKEN') return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'invalid_link' };
+  // The institution has no balance newer than min_last_updated_datetime: a stale balance, which decides nothing.
+  if (e?.error_code === 'LAST_UPDATED_DATETIME_OUT_OF_RANGE') return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'stale_balance' };
   return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: null };
 }
+
+/** How old a cached balance Plaid may answer (min_last_updated_datetime): a day. */
+export const MIN_LAST_UPDATED_MS = 24 * 3_600_000;
 
 /** Transactions per page of /transactions/get (Plaid's largest). */
 export const PLAID_PAGE_SIZE = 500;
@@ -143,7 +148,8 @@ export class PlaidSource implements LinkedSource<'plaid'> {
       client_id: creds.clientId,
       secret: creds.secret,
       access_token: link.accessToken,
-      options: { account_ids: [link.accountId] },
+      // An institution that gives no real-time balance answers its cached one only when newer than this.
+      options: { account_ids: [link.accountId], min_last_updated_datetime: new Date(now - MIN_LAST_UPDATED_MS).toISOString() },
     });
     if (r.tooLarge) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: ANSWER_TOO_LARGE };
     if (r.status !== 200) return plaidErrorResult(r.status, plaidError(r.json));

@@ -43,6 +43,7 @@ export function errorMessageFor(code: number, exportStatus: string, detail: stri
   if (detail === 'relink_required') return 'Other error: relink_required, the borrower must link the account again (send a new bank_link)';
   if (detail === 'connection_missing') return 'Other error: no bank-data connection for the bank_link’s provider';
   if (detail === 'connection_refused') return 'Other error: the provider refused the lender’s bank-data credentials';
+  if (detail === 'stale_balance') return 'Other error: stale_balance, the institution has no balance newer than a day';
   if (detail === 'answer_too_large') return 'Other error: answer_too_large, the source answered more than it may (1 MB for a balance), and it was not read';
   if (detail === 'not_an_account') return 'Other error: not_an_account, Stripe answered something other than the linked account';
   if (detail === 'implausible_balance') return 'Other error: implausible_balance, the source answered a balance no account holds (not whole cents, or past a billion dollars either way)';

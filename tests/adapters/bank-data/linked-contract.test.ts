@@ -25,18 +25,19 @@ const creds = { provider: 'plaid' as const, clientId: 'contract_client', secret:
 describe('Plaid: the service and the plaid SDK send the same request', () => {
   test('/accounts/balance/get: same path, same body fields, credentials in the body; the SDK reads the fake’s answer', async () => {
     const sdk = new PlaidApi(new Configuration({ basePath: plaid.url }));
+    const now = Date.now();
     const request: AccountsBalanceGetRequest = {
       client_id: creds.clientId,
       secret: creds.secret,
       access_token: 'access-sandbox-contract',
-      options: { account_ids: ['acc_contract_01'] },
+      options: { account_ids: ['acc_contract_01'], min_last_updated_datetime: new Date(now - 24 * 3_600_000).toISOString() },
     };
     const before = plaid.requests.length;
     const answer = await sdk.accountsBalanceGet(request);
     expect(answer.data.accounts[0]!.balances.available).toBe(12.34);
     const bySdk = plaid.requests[before]!;
 
-    const read = await new PlaidSource({ apiUrl: plaid.url }).read(creds, { provider: 'plaid', accessToken: 'access-sandbox-contract', accountId: 'acc_contract_01' }, Date.now());
+    const read = await new PlaidSource({ apiUrl: plaid.url }).read(creds, { provider: 'plaid', accessToken: 'access-sandbox-contract', accountId: 'acc_contract_01' }, now);
     expect(read).toMatchObject({ kind: 'balance', balanceCents: 1234, balanceKind: 'available' });
     const byService = plaid.requests[before + 1]!;
 

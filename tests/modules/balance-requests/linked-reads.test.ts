@@ -84,7 +84,8 @@ describe('Plaid-linked authorizers', () => {
     for (const r of reads) {
       expect(Object.keys(r.body).sort()).toEqual(['access_token', 'client_id', 'options', 'secret']);
       expect(r.body.client_id).toBe(clientId);
-      expect(r.body.options).toEqual({ account_ids: ['acc_checking_0001'] });
+      // A cached balance only when newer than a day (an institution without real-time balances).
+      expect(r.body.options).toEqual({ account_ids: ['acc_checking_0001'], min_last_updated_datetime: new Date(c.clock.now() - 24 * 3_600_000).toISOString() });
       expect(r.headers['plaid-version']).toBe('2020-09-14');
     }
     // The connection says when it was last read through; the logs hold neither secret nor token.

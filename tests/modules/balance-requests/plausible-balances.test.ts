@@ -77,6 +77,15 @@ describe('at the edge of every source', () => {
     expect(got['p-fine']).toMatchObject({ balance_status_code: 0, balance: 100 });
   });
 
+  test('Plaid: an institution with no balance newer than a day (LAST_UPDATED_DATETIME_OUT_OF_RANGE) is a stale read, decided on by nothing', async () => {
+    const c = await setup();
+    plaid.addItem('access-sandbox-stale', [{ account_id: 'acc_checking_0001', available: 100, current: 100 }]);
+    plaid.setItemError('access-sandbox-stale', 'LAST_UPDATED_DATETIME_OUT_OF_RANGE', 'INVALID_REQUEST' as never);
+    const got = await readAll(c, [bankAuthorizer('p-stale', { bank_link: { provider: 'plaid', access_token: 'access-sandbox-stale', account_id: 'acc_checking_0001' } })]);
+    expect(got['p-stale']).toMatchObject({ balance_status_code: 9000 });
+    expect(JSON.stringify((await c.json('GET', '/v1/monitoring/authorizers/p-stale/history')).body.history[0])).toContain('stale_balance');
+  });
+
   test('Stripe Financial Connections: 1e300 cents and an as_of of 1e300 seconds are failed reads; the lists still answer', async () => {
     const c = await setup();
     stripe.control.addFcAccount(STRIPE_KEY, { id: 'fca_1Huge0000000001', available: 100_00, current: 100_00 });

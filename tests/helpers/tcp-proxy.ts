@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { freshPgDatabase } from './pg';
 
 /**
  * A TCP proxy on 127.0.0.1 in front of a server (PostgreSQL, in the tests that take the database away), in a
@@ -41,5 +42,23 @@ export async function startTcpProxy(target: { hostname: string; port: number }):
     cut: () => say('cut'),
     restore: () => say('restore'),
     stop: () => child.kill(),
+  };
+}
+
+/** A fresh PostgreSQL database of the suite's server, a proxy in front of it, and the URL that goes through the proxy. */
+export async function pgBehindProxy(): Promise<{ db: ReturnType<typeof freshPgDatabase>; proxy: TcpProxy; url: string; stop(): void }> {
+  const db = freshPgDatabase();
+  const target = new URL(db.url);
+  const proxy = await startTcpProxy({ hostname: target.hostname, port: Number(target.port) });
+  const through = new URL(db.url);
+  through.port = String(proxy.port);
+  return {
+    db,
+    proxy,
+    url: through.toString(),
+    stop: () => {
+      proxy.stop();
+      db.drop();
+    },
   };
 }

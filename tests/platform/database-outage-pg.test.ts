@@ -4,8 +4,8 @@
 // answers again by itself once the server is back. The server is taken away by cutting a proxy in front of it.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext } from '../helpers/context';
-import { freshPgDatabase, onPostgres } from '../helpers/pg';
-import { startTcpProxy } from '../helpers/tcp-proxy';
+import { onPostgres } from '../helpers/pg';
+import { pgBehindProxy } from '../helpers/tcp-proxy';
 import { waitFor } from '../helpers/server';
 import { bankAuthorizer, enrollBorrower } from '../helpers/fixtures';
 
@@ -14,16 +14,11 @@ if (!onPostgres) {
     expect(onPostgres).toBe(false);
   });
 } else {
-  const db = freshPgDatabase();
-  const target = new URL(db.url);
-  const proxy = await startTcpProxy({ hostname: target.hostname, port: Number(target.port) });
-  const through = new URL(db.url);
-  through.port = String(proxy.port);
-  const c = createTestContext({ DATABASE_URL: through.toString(), DATABASE_POOL_MAX: '4' });
+  const { proxy, url, stop } = await pgBehindProxy();
+  const c = createTestContext({ DATABASE_URL: url, DATABASE_POOL_MAX: '4' });
   afterAll(() => {
     c.close();
-    proxy.stop();
-    db.drop();
+    stop();
   });
 
   type Answer = { status: number; retryAfter: string | null; code: string | undefined; path: string };

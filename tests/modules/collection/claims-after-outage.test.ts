@@ -6,8 +6,8 @@
 // being let go.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext } from '../../helpers/context';
-import { freshPgDatabase, onPostgres, psql } from '../../helpers/pg';
-import { startTcpProxy } from '../../helpers/tcp-proxy';
+import { onPostgres, psql } from '../../helpers/pg';
+import { pgBehindProxy } from '../../helpers/tcp-proxy';
 import { waitFor } from '../../helpers/server';
 import { enrollBorrower } from '../../helpers/fixtures';
 import { JobRunner } from '../../../src/platform/jobs';
@@ -19,19 +19,14 @@ if (!onPostgres) {
     expect(onPostgres).toBe(false);
   });
 } else {
-  const db = freshPgDatabase();
-  const target = new URL(db.url);
-  const proxy = await startTcpProxy({ hostname: target.hostname, port: Number(target.port) });
-  const through = new URL(db.url);
-  through.port = String(proxy.port);
+  const { db, proxy, url, stop } = await pgBehindProxy();
   // Processor calls take a while, so that sends are in flight when the connection goes.
-  const c = createTestContext({ DATABASE_URL: through.toString(), DATABASE_POOL_MAX: '6', SANDBOX_PROCESSOR_LATENCY_MS: '400', MONITOR_READ_INTERVAL_MS: '3600000' });
+  const c = createTestContext({ DATABASE_URL: url, DATABASE_POOL_MAX: '6', SANDBOX_PROCESSOR_LATENCY_MS: '400', MONITOR_READ_INTERVAL_MS: '3600000' });
   const runner = new JobRunner<Deps>(c.rt, featureJobs(c.rt), { afterOutage: () => releaseStaleClaims(c.rt) });
   afterAll(async () => {
     await runner.stop();
     c.close();
-    proxy.stop();
-    db.drop();
+    stop();
   });
 
   /** Read past the proxy, straight from the server. */

@@ -347,7 +347,7 @@ describe('collection against a model', () => {
     expect(seen.noticed).toBeGreaterThan(0);
     expect(seen.chainsBlocked).toBeGreaterThan(0);
     console.log(`collection model: ${seen.payments} payments, ${seen.returned} returned, ${seen.settled} settled, ${seen.removals} removals, ${seen.restarts} restarts, ${seen.chainsBlocked} chains blocked`);
-  }, onPostgres ? 300_000 : 120_000);
+  }, 300_000);
 
   // Settlements that come back late, and the lender sending the borrower again between the two: the debt's
   // chain stays open until the settled payment's late-return window passes, so a late return is always its
@@ -374,5 +374,5 @@ describe('collection against a model', () => {
     expect(seen.lateReturned - before.lateReturned).toBeGreaterThan(0);
     expect(seen.lateWindowWaits - before.lateWindowWaits).toBeGreaterThan(0);
     console.log(`late returns model: ${seen.payments - before.payments} payments, ${seen.lateReturned - before.lateReturned} returned late, ${seen.lateWindowWaits - before.lateWindowWaits} steps waiting for a late-return window`);
-  }, onPostgres ? 300_000 : 120_000);
+  }, 300_000);
 });

@@ -234,14 +234,17 @@ describe('internal errors', () => {
     }
   });
 
-  test('a closed database → 500 envelope, not a crash', async () => {
+  test('a closed database → an envelope, not a crash (503 for a PostgreSQL pool out of reach, 500 for a closed SQLite handle)', async () => {
     const broken = createTestContext();
     try {
       if (broken.rt.pg) await broken.rt.pg.close();
       else broken.sql.close();
       const r = await broken.json('GET', '/v1/monitoring/schedules');
-      expect(r.status).toBe(500);
-      expect(r.body.error.code).toBe('INTERNAL_ERROR');
+      // A closed pool is the database out of reach: the client is told to send again. A closed SQLite handle is
+      // a fault of the process itself, not an outage.
+      expect(r.status).toBe(broken.rt.pg ? 503 : 500);
+      expect(r.body.error.code).toBe(broken.rt.pg ? 'SERVICE_UNAVAILABLE' : 'INTERNAL_ERROR');
+      if (broken.rt.pg) expect(r.res.headers.get('retry-after')).toBe('5');
       expect(r.body.error.details.request_id).toBe(r.res.headers.get('x-request-id'));
     } finally {
       broken.close();

@@ -8,10 +8,11 @@ import { authPlugin, createAuthenticator, type AuthedLender } from './http/auth'
 import { docsAssetRoutes, docsPlugin, GENERATED_SPEC_PATH } from './http/docs';
 import { polishDocument } from './http/openapi-document';
 import { requestGate } from './http/gate';
+import { bodyAdmission } from './http/admission';
 import { operationsRoutes } from './http/operations';
 import { RequestTracker } from './http/requests';
 import type { JobRunner } from './platform/jobs';
-import { featureErrorPage, featureRoutes, featureWebhooks, TAKE_THE_GATE_THEMSELVES } from './modules';
+import { FEATURE_ADMISSIONS, featureErrorPage, featureRoutes, featureWebhooks, TAKE_THE_GATE_THEMSELVES } from './modules';
 import { writeGate } from './platform/context';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from './platform/db-unavailable';
 import { InvalidInput } from './platform/errors';
@@ -47,6 +48,9 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner<Deps> } = {}) {
   // without blocking, while one runs. Reads hold none; the uploads take the gate themselves, for their transaction.
   const gate = writeGate(deps);
   const shares = new WeakMap<Request, () => void>();
+  // Each admitted body's place in its lender's budget of bytes in flight (http/admission.ts), given back once
+  // the request is answered.
+  const bodies = new WeakMap<Request, () => void>();
   const app = new Elysia({ normalize: false, serve: { maxRequestBodySize: SERVER_BODY_CEILING_BYTES } })
     .wrap(
       (handle) =>
@@ -55,6 +59,7 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner<Deps> } = {}) {
             return await (handle as (...a: unknown[]) => unknown)(...args);
           } finally {
             shares.get(args[0] as Request)?.();
+            bodies.get(args[0] as Request)?.();
           }
         },
     )
@@ -72,6 +77,8 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner<Deps> } = {}) {
     .use(docsPlugin(baseUrl(deps.config)))
     .model({ ErrorEnvelope })
     .onRequest(requestGate(deps, tracker, authenticate, authenticated))
+    // Before any body is read: what the lender already has under way (a feature's bound, bodies in flight).
+    .onRequest(bodyAdmission(deps, tracker, authenticated, FEATURE_ADMISSIONS, bodies))
     .onError(({ code, error, request, route }) => {
       const known = fromElysiaError(code, error, request, (path) => allowedMethods(path, app.routes));
       // A page's error is a page with the envelope's message; the request's metadata is the API's either way.

@@ -31,8 +31,9 @@ import { monitoringBench } from './bench-monitoring';
 import { cadenceBench } from './bench-cadence';
 import { linkedPlaidBench, linkedStripeBench } from './bench-linked';
 import { replicasBench } from './bench-replicas';
+import { bodiesBench } from './bench-bodies';
 
-export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench, monitoringBench, linkedPlaidBench, linkedStripeBench, cadenceBench, replicasBench];
+export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench, monitoringBench, linkedPlaidBench, linkedStripeBench, cadenceBench, replicasBench, bodiesBench];
 
 interface Ran {
   bench: Bench;

@@ -1,7 +1,7 @@
 import { transaction } from '../platform/context';
 import { replicaPrefix } from '../platform/lease-token';
 import { againOnConflict } from '../platform/pg';
-import type { Deps } from '../deps';
+import type { Ctx, Deps } from '../deps';
 import type { Auth } from '../http/auth';
 import type { Job } from '../platform/jobs';
 import type { SealedColumn } from '../platform/vault';
@@ -32,9 +32,10 @@ import { returnRateJob } from './return-rates/watch';
 import { portalRoutes } from './portal/routes';
 import { portalErrorPage } from './portal/plugin';
 import { uploadRoutes } from './payment-results-upload/routes';
+import { refuseWhenUploadsFull } from './payment-results-upload/service';
 import { scheduleJob } from './schedules/runs';
 import { sealedColumns as webhookSealed } from './webhooks/service';
-import { sealedColumns as batchSealed } from './balance-requests/service';
+import { refuseWhenBacklogFull, sealedColumns as batchSealed } from './balance-requests/service';
 import { sealedColumns as scheduleSealed } from './schedules/service';
 
 // The features, as the composition root sees them: their routes, jobs, sealed columns and queues (what a
@@ -47,6 +48,16 @@ export function featureRoutes(deps: Deps, auth: Auth) {
 
 /** Routes whose writes run in a worker that takes the write gate itself: they hold no share of it. */
 export const TAKE_THE_GATE_THEMSELVES = new Set(['/v1/payment_results/uploads', '/portal/payments/results-upload']);
+
+/**
+ * What a request must pass before its body is read, by method and path: a lender whose bound no body could
+ * fit now (its balance backlog full, its uploads' queue full) is refused (429) without reading it.
+ */
+export const FEATURE_ADMISSIONS: Record<string, (ctx: Ctx) => Promise<void> | void> = {
+  'POST /v1/balance_requests': refuseWhenBacklogFull,
+  'POST /v1/balance_requests/csv': refuseWhenBacklogFull,
+  'POST /v1/payment_results/uploads': refuseWhenUploadsFull,
+};
 
 /** An error of a request for a page, as a page (null for API requests: they get the JSON envelope). */
 export const featureErrorPage = portalErrorPage;

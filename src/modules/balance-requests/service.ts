@@ -43,6 +43,22 @@ function overBacklog(pending: number, max: number, adding: number, what: string)
 }
 
 /**
+ * Refuses (429) a balance request before its body is read when the lender's backlog is already at its bound:
+ * any batch would pass it. A body that would pass it only by its own size is refused once counted.
+ */
+export async function refuseWhenBacklogFull(ctx: Ctx): Promise<void> {
+  const max = ctx.deps.config.maxPendingAuthorizersPerLender;
+  const pending = await store.pendingAuthorizers(ctx, ctx.lender.id);
+  if (pending >= max) {
+    throw new RateLimited(
+      QUEUE_FULL_RETRY_AFTER_S,
+      `${pending} authorizers of this lender are waiting to be checked and at most ${max} may wait; no batch is taken until earlier ones have progressed`,
+      `Retry after ${QUEUE_FULL_RETRY_AFTER_S} seconds, when earlier batches have progressed`,
+    );
+  }
+}
+
+/**
  * Refuses (429) work that would take the lender past its bound on authorizers waiting to be checked; call it
  * under the write lock, before the batch is inserted.
  */

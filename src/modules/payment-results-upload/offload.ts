@@ -72,19 +72,29 @@ export class UploadWorker {
     return this.current !== null;
   }
 
+  /**
+   * Throws the 429 of a lender that has its share of uploads waiting while the worker runs another: checked
+   * before a body is read (the route's admission), and again when the upload is queued.
+   */
+  refuseWhenFull(lenderId: string): void {
+    const max = this.deps.config.uploadWaitingPerLender;
+    if (this.current !== null && this.waitingOf(lenderId) >= max) {
+      throw new domainErrors.RateLimited(
+        UPLOAD_RETRY_AFTER_SECONDS,
+        `${max} of your uploads are already waiting for their turn (UPLOAD_WAITING_PER_LENDER); send this one again once one of them is answered`,
+      );
+    }
+  }
+
   run(ctx: Ctx, input: UploadInput, form: UploadForm, signal?: AbortSignal): Promise<UploadAnswer> {
     if (this.closed) return Promise.reject(new domainErrors.Unavailable('The service is stopping; upload the file again once it is back'));
     if (signal?.aborted) return Promise.reject(cancelledError());
     const lenderId = ctx.lender.id;
     const queue = this.waiting.get(lenderId) ?? [];
-    const max = this.deps.config.uploadWaitingPerLender;
-    if (this.current !== null && queue.length >= max) {
-      return Promise.reject(
-        new domainErrors.RateLimited(
-          UPLOAD_RETRY_AFTER_SECONDS,
-          `${max} of your uploads are already waiting for their turn (UPLOAD_WAITING_PER_LENDER); send this one again once one of them is answered`,
-        ),
-      );
+    try {
+      this.refuseWhenFull(lenderId);
+    } catch (e) {
+      return Promise.reject(e);
     }
     return new Promise<UploadAnswer>((resolve, reject) => {
       const id = this.next++;

@@ -341,6 +341,11 @@ export function answerOf(report: UploadReport, form: UploadForm): UploadAnswer {
   return { form, summary: { ...counts, problems: problems.slice(0, SUMMARY_PROBLEMS), problemCount: problems.length } };
 }
 
+/** Refuses (429), before its body is read, an upload of a lender whose share of uploads is already waiting. */
+export function refuseWhenUploadsFull(ctx: Ctx): void {
+  uploadWorkerOf(ctx.deps)?.refuseWhenFull(ctx.lender.id);
+}
+
 /**
  * POST /v1/payment_results/uploads and the portal's check and record: read, decided and recorded in the
  * upload worker (its own thread and SQLite connection), so the event loop keeps serving; in this thread when

@@ -1,7 +1,7 @@
 // Uploads and the one upload worker: each lender has at most UPLOAD_WAITING_PER_LENDER uploads waiting (429
-// with Retry-After past it), the worker takes the next upload from the lender served longest ago, a file has a
-// budget of rows and of time (a row-0 error past it, nothing recorded), and an upload whose request ended is
-// dropped from the queue or stopped before it records anything.
+// with Retry-After past it, before the refused one's body is read), the worker takes the next upload from the
+// lender served longest ago, a file has a budget of rows and of time (a row-0 error past it, nothing
+// recorded), and an upload whose request ended is dropped from the queue or stopped before it records anything.
 //
 // The worker is kept on its first upload by holding a share of the write gate, as a request that writes does:
 // the upload has read its file and waits for the write lock, so the others queue behind it, and every
@@ -90,6 +90,33 @@ describe('uploads waiting for the worker', () => {
     expect(count(c, "SELECT COUNT(*) AS n FROM uploaded_results WHERE reference LIKE 'A4-%'")).toBe(0);
     expect(count(c, 'SELECT COUNT(*) AS n FROM uploaded_results')).toBe(3 + 2 + 2 + 1);
     expect(count(c, 'SELECT COUNT(*) AS n FROM payment_result_uploads')).toBe(4);
+  }, 60_000);
+
+  test('over a real connection: an upload past the lender’s share of waiting ones is refused before its body is read', async () => {
+    const c = await fresh({ UPLOAD_WAITING_PER_LENDER: '1' });
+    const worker = uploadWorkerOf(c.rt)!;
+    const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (req) => c.app.handle(req) });
+    try {
+      const { release, first } = await holdWorker(c, worker, c.lender.key);
+      const waiting = post(c, c.lender.key, fileOf('A2', 2));
+      await until('one upload of the lender waits', () => worker.waitingOf(c.lender.id) === 1);
+      const conn = await rawConnect(server.port!);
+      await conn.write(
+        `POST /v1/payment_results/uploads HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${c.lender.key}\r\n` +
+          `Content-Type: multipart/form-data; boundary=b\r\nContent-Length: ${8 * 1024 * 1024}\r\n\r\n--b\r\n`,
+      );
+      // The rest of the body never comes: any answer is one given without it (the wait only ends a hung test).
+      const refused = await conn.response(30_000);
+      conn.close();
+      expect(refused?.status).toBe(429);
+      expect(refused?.headers['retry-after']).toBe('10');
+      expect(JSON.parse(refused!.body).error.message).toContain('1 of your uploads are already waiting');
+      release();
+      expect((await first).status).toBe(200);
+      expect((await waiting).status).toBe(200);
+    } finally {
+      server.stop(true);
+    }
   }, 60_000);
 
   test('round-robin across lenders: lender B’s upload is recorded before lender A’s waiting ones, which keep their order', async () => {

@@ -1,9 +1,10 @@
 import { readJson } from '../../http/body';
-import { validateAuthorizerList, type AuthorizerRuleOptions, type FailedAuthorizer } from '../authorizers/rules';
+import { validateAuthorizerList, validateAuthorizers, type AuthorizerRuleOptions, type FailedAuthorizer } from '../authorizers/rules';
+import { parseBalanceCsv } from './csv-input';
 import { BalanceRequestBody, type BalanceRequest } from './model';
 import { packBatch, type PackedBatch } from './payload';
 
-// The CPU-heavy part of accepting POST /v1/balance_requests, on the body's bytes alone: the JSON read and
+// The CPU-heavy part of accepting POST /v1/balance_requests (and of a balance CSV), on the body's bytes alone: the JSON read and
 // checked against its schema, every authorizer's rules, the payload packed and sealed, the body's hash. No
 // database and no clock of its own, so it runs the same on the event loop or in the accept worker.
 
@@ -29,4 +30,17 @@ export function prepareBalanceRequest(
     accepted: packBatch(accepted, opts.seal),
     failed,
   };
+}
+
+/** A balance CSV prepared: its rows read, checked, packed and sealed; the rows that failed and the file's warnings. */
+export interface PreparedCsv {
+  accepted: PackedBatch;
+  failed: FailedAuthorizer[];
+  warnings: string[];
+}
+
+export async function prepareBalanceCsv(bytes: Uint8Array, opts: AuthorizerRuleOptions & { seal: (plaintext: Uint8Array) => string }): Promise<PreparedCsv> {
+  const parsed = await parseBalanceCsv(bytes);
+  const { accepted, failed } = validateAuthorizers(parsed.candidates, opts);
+  return { accepted: packBatch(accepted, opts.seal), failed: [...parsed.failed, ...failed], warnings: parsed.warnings };
 }

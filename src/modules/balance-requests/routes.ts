@@ -18,7 +18,6 @@ import {
   HistoryQuery,
 } from './model';
 import { authorizerHistory, getBatchStatus, listBalances, submitBalanceCsv, submitBalanceRequestBody } from './service';
-import { parseBalanceCsv } from './csv-input';
 import { exportBalancesCsv, exportFilename, parseBatchIds } from './export';
 
 /** The batch of `/v1/balances`: the spec's `batchId`, or `batch_id` as every other place spells it. */
@@ -76,11 +75,7 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
       async ({ lender, body, set }) => {
         const file = body.file;
         if (file.size > CSV_UPLOAD_LIMIT) throw InvalidInput.field('file', `The file is larger than ${CSV_UPLOAD_LIMIT} bytes`);
-        const parsed = await parseBalanceCsv(new Uint8Array(await file.arrayBuffer()));
-        const result = await submitBalanceCsv({
-          ctx: { lender, deps },
-          input: { candidates: parsed.candidates, preFailed: parsed.failed, webhookUrl: body.webhook_url || null, warnings: parsed.warnings },
-        });
+        const result = await submitBalanceCsv({ ctx: { lender, deps }, input: { file: new Uint8Array(await file.arrayBuffer()), webhookUrl: body.webhook_url || null } });
         set.status = result.status;
         return result.body as typeof result.body & { warnings: string[] };
       },

@@ -13,7 +13,7 @@ import { validateWebhookUrl } from '../webhooks/service';
 import { validateAuthorizerList, validateAuthorizers, type AuthorizerCandidate, type FailedAuthorizer, type NormalizedAuthorizer } from '../authorizers/rules';
 import type { BalanceRequest } from './model';
 import { packBatch, type PackedBatch } from './payload';
-import { prepareOffLoop } from './accept-offload';
+import { prepareCsvOffLoop, prepareOffLoop } from './accept-offload';
 import { balanceStore as store, type Batch, type NewBatch, type StoredPayload } from './store';
 import { errorMessageFor } from './status';
 import { detailOf, type ReusedFrom } from './link-reads';
@@ -158,26 +158,26 @@ export async function submitBalanceRequest({ ctx, input }: { ctx: Ctx; input: { 
 }
 
 /** POST /v1/balance_requests/csv: rows already read from the file, their rules checked here. */
+/** A balance CSV file: read, checked and sealed off the event loop when it is large, then accepted as one batch. */
 export async function submitBalanceCsv({
   ctx,
   input,
 }: {
   ctx: Ctx;
   input: {
-    candidates: { candidate: AuthorizerCandidate; rowNumber: number }[];
-    preFailed: FailedAuthorizer[];
+    /** The file's bytes (handed over: the caller has no further use for them). */
+    file: Uint8Array;
     webhookUrl: string | null;
-    warnings: string[];
     creator?: string | null;
   };
 }) {
   const now = ctx.deps.clock.now();
-  const { accepted, failed } = validateAuthorizers(input.candidates, { debitCardsApproved: ctx.lender.debitCardApproved, now, bankProviders: await connectedProviders(ctx) });
+  const prepared = await prepareCsvOffLoop(ctx.deps, input.file, { debitCardsApproved: ctx.lender.debitCardApproved, now, bankProviders: await connectedProviders(ctx) });
   const result = await acceptBatch({
     ctx,
-    input: { accepted: packBatch(accepted, sealerOf(ctx)), failed: [...input.preFailed, ...failed], webhookUrl: input.webhookUrl, source: 'csv', warnings: input.warnings, creator: input.creator ?? null, now },
+    input: { accepted: prepared.accepted, failed: prepared.failed, webhookUrl: input.webhookUrl, source: 'csv', warnings: prepared.warnings, creator: input.creator ?? null, now },
   });
-  return { ...result, body: { ...result.body, warnings: result.body.warnings ?? input.warnings } };
+  return { ...result, body: { ...result.body, warnings: result.body.warnings ?? prepared.warnings } };
 }
 
 /**

@@ -20,6 +20,61 @@ function largeBody(tag: string, over: Record<number, Record<string, unknown>> = 
 
 const failures = { 10: { ssn: '12345678' }, 900: { routing_number: '12345678' } };
 
+const HEAD = 'authorizer_unique_id,ssn,account_number,routing_number,favourite_colour,meta_branch';
+/** A CSV of `rows` rows, the row on line 12 with a short SSN, those on lines 902 and 903 sharing one id. */
+function csvOf(tag: string, rows: number): Uint8Array {
+  const lines = [HEAD];
+  for (let i = 0; i < rows; i++) {
+    const id = i === 901 ? `${tag}-900` : `${tag}-${i}`;
+    lines.push(`${id},${i === 10 ? '1234' : '123456789'},0000000100,110000000,blue,north-${i % 7}`);
+  }
+  return new TextEncoder().encode(lines.join('\r\n') + '\r\n');
+}
+const send = (bytes: Uint8Array) => {
+  const form = new FormData();
+  form.append('file', new Blob([bytes], { type: 'text/csv' }), 'balances.csv');
+  return ctx.json('POST', '/v1/balance_requests/csv', { form });
+};
+const rowsOf = (r: { body: { failed_authorizers: { row_number: number; error: string }[] } }) => r.body.failed_authorizers.map((f) => [f.row_number, f.error]);
+
+
+describe('large balance CSVs, read, checked and sealed in the accept worker', () => {
+  test('a large file answers as a small one would: the same failed rows, the same warnings; its sealed payload opens', async () => {
+    const bigBytes = csvOf('bigcsv', 1500);
+    expect(bigBytes.byteLength).toBeGreaterThan(INLINE_BYTES);
+    const big = await send(bigBytes);
+    expect(big.status).toBe(201);
+    expect(big.body.message).toBe('Batch accepted: 1497 authorizers queued for a balance check');
+    const smallBytes = csvOf('smallcsv', 903);
+    const small = await send(smallBytes);
+    expect(small.status).toBe(201);
+    expect(rowsOf(big)).toEqual(rowsOf(small));
+    expect(rowsOf(big).map(([n]) => n)).toEqual([12, 902, 903]);
+    expect(big.body.warnings).toEqual(small.body.warnings);
+    expect(big.body.warnings.join(' ')).toContain('favourite_colour');
+
+    await processBalances(ctx.rt);
+    const status = await ctx.json('GET', `/v1/balance_requests/${big.body.batch_id}`);
+    expect(status.body).toMatchObject({ status: 'completed', total_authorizers: 1497, total_processed: 1497 });
+    const page = await ctx.json('GET', `/v1/balances?batchId=${big.body.batch_id}&limit=100`);
+    // The sandbox's account 0000000100 holds $1.00: every row was opened and read.
+    expect(page.body.balances).toHaveLength(100);
+    expect(page.body.balances.every((b: { balance: number }) => b.balance === 1)).toBe(true);
+  });
+
+  test('a large file that cannot be read, or is over the row cap, is the same 400 from the worker', async () => {
+    const unclosed = new TextEncoder().encode(`${HEAD}\r\n"open quote,1,2,3,4,5\r\n${'x,'.repeat(40_000)}`);
+    expect(unclosed.byteLength).toBeGreaterThan(INLINE_BYTES);
+    const bad = await send(unclosed);
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('BAD_REQUEST');
+    expect(bad.body.error.message + JSON.stringify(bad.body.error.details)).toContain('could not be read');
+    const over = await send(csvOf('overcap', 5001));
+    expect(over.status).toBe(400);
+    expect(JSON.stringify(over.body.error)).toContain('more than 5000 data rows');
+  });
+});
+
 describe('large balance requests, prepared in the accept worker', () => {
   test('accepted with the same per-authorizer failures as a small request, and every sealed payload opens', async () => {
     const big = await ctx.json('POST', '/v1/balance_requests', { body: largeBody('big', failures) });
@@ -118,8 +173,13 @@ describe('large balance requests, prepared in the accept worker', () => {
     const big = await ctx.json('POST', '/v1/balance_requests', { body: largeBody('closed') });
     expect(big.status).toBe(503);
     expect(ctx.sql.query<{ n: number }, []>('SELECT COUNT(*) AS n FROM batches').get()!.n).toBe(before);
+    // A large balance CSV too: it is read, checked and sealed in the same threads.
+    const bigCsv = await send(csvOf('closedcsv', 1500));
+    expect(bigCsv.status).toBe(503);
+    expect(ctx.sql.query<{ n: number }, []>('SELECT COUNT(*) AS n FROM batches').get()!.n).toBe(before);
     const small = await ctx.json('POST', '/v1/balance_requests', { body: { authorizers: [bankAuthorizer('after-close')] } });
     expect(small.status).toBe(201);
+    expect((await send(csvOf('aftercsv', 5))).status).toBe(201);
   });
 });
 

@@ -2,7 +2,6 @@ import { Elysia } from 'elysia';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../../deps';
 import { OneOf } from '../../../platform/schema';
-import { parseBalanceCsv } from '../../balance-requests/csv-input';
 import { exportBalancesCsv, exportFilename, parseBatchIds } from '../../balance-requests/export';
 import { listBalances, listBatches, submitBalanceCsv } from '../../balance-requests/service';
 import { batchSummary } from '../../balance-requests/batch-view';
@@ -176,10 +175,9 @@ export const balanceCheckPages = (deps: Deps) => {
           if (!(file instanceof Blob) || file.size === 0) return await render(session, {}, { kind: 'error', text: 'Choose a CSV file to upload.' });
           if (file.size > CSV_LIMIT) return await render(session, {}, { kind: 'error', text: `The file is larger than ${CSV_LIMIT} bytes.` });
           const webhook = form.webhook_url || null;
-          const parsed = await parseBalanceCsv(new Uint8Array(await file.arrayBuffer()));
           const r = await submitBalanceCsv({
             ctx: { lender: session.lender, deps },
-            input: { candidates: parsed.candidates, preFailed: parsed.failed, webhookUrl: webhook, warnings: parsed.warnings, creator: session.user.displayName },
+            input: { file: new Uint8Array(await file.arrayBuffer()), webhookUrl: webhook, creator: session.user.displayName },
           });
           const failed = r.body.failed_authorizers;
           return await render(

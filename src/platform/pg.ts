@@ -147,6 +147,26 @@ export async function againOnConflict<T>(attempts: number, fn: () => Promise<T>)
   }
 }
 
+/**
+ * Whether the database refused a value a statement wrote, on either engine: a data exception or a constraint
+ * (SQLSTATE classes 22 and 23 on PostgreSQL; a constraint, a type mismatch, a value too big or out of range on
+ * SQLite). The same row is refused however often it is written, unlike a lost connection or a transaction the
+ * database undid.
+ */
+export const isRefusedValue = (e: unknown): boolean => {
+  const code = pgCode(e);
+  if (code !== undefined) return code.startsWith('22') || code.startsWith('23');
+  const sqlite = (e as { code?: unknown } | null)?.code;
+  return typeof sqlite === 'string' && /^SQLITE_(CONSTRAINT|MISMATCH|TOOBIG|RANGE)/.test(sqlite);
+};
+
+/** The kind of a refused value, for a log line: never the database's message, which may quote the value. */
+export function refusalKind(e: unknown): string {
+  const code = pgCode(e);
+  if (code !== undefined) return code.startsWith('22') ? 'data_exception' : 'constraint_violation';
+  return String((e as { code?: unknown } | null)?.code ?? 'unknown');
+}
+
 /** Whether an error is a unique-constraint violation (SQLSTATE 23505). */
 export const isUniqueViolation = (e: unknown): boolean => pgCode(e) === '23505';
 

@@ -3,6 +3,7 @@ import { Forbidden, InvalidInput } from '../../platform/errors';
 import { csvCell } from '../../platform/csv';
 import { isUuid } from '../../platform/ids';
 import { formatCents } from '../../platform/money';
+import { storedReadingProblem } from '../../adapters/bank-data/plausible';
 import { balanceStore as store, type ExportRow } from './store';
 
 const FIXED_COLUMNS = ['Authorizer ID', 'Batch ID', 'Institution', 'Phone', 'Zip', 'Balance', 'Status', 'Creator', 'Timestamp'];
@@ -82,7 +83,10 @@ export async function exportBalancesCsv({ ctx, input }: { ctx: Ctx; input: { bat
   let batchIndex = 0;
   let afterId = 0;
 
-  const line = (r: ExportRow): string => {
+  const line = (stored: ExportRow): string => {
+    // A balance or time no reading may have (stored before the sources' answers were checked) is written as the
+    // failed read it was, as every list shows it.
+    const r = storedReadingProblem(stored.cents, stored.asOf, stored.at) === null ? stored : { ...stored, cents: null, status: 'RETRIEVAL_FAILED' };
     // Phone (validated E.164), balance, status and timestamp are the service's own values: written as they are.
     let s =
       csvCell(r.aid) + ',' + r.batchId + ',' + csvCell(r.institution) + ',' + (r.phone ?? '') + ',' + csvCell(r.zip) + ',' +

@@ -3,7 +3,7 @@ import type { Db } from '../../platform/db';
 import type { Deps, JobContext } from '../../deps';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import { transaction } from '../../platform/context';
-import { againOnConflict } from '../../platform/pg';
+import { againOnConflict, isRefusedValue, refusalKind } from '../../platform/pg';
 import type { TxCtx } from '../../platform/store';
 import { drainClaims, writesInOrder } from '../../platform/work-pool';
 import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult } from '../../adapters/bank-data/types';
@@ -16,7 +16,7 @@ import type { CompletedBatch, RecordedRead } from './results';
 import type { SensitiveFields } from '../authorizers/rules';
 import { openSensitive, unpackItems } from './payload';
 import { IDEMPOTENCY_TTL_MS } from './service';
-import { exportStatusFor } from './status';
+import { exportStatusFor, RESULT_NOT_STORABLE } from './status';
 import { LinkReads, linkReadKey, reusedDetail, type ItemRead } from './link-reads';
 import { balanceStore as store, ITEM_LEASE_MS, type ClaimedItem, type ReadFinish, type ResultRow } from './store';
 import { implausible } from '../../adapters/bank-data/plausible';
@@ -160,7 +160,37 @@ async function recordOutcomes(ctx: JobContext, outcomes: Outcome[]): Promise<voi
   // On PostgreSQL two replicas' flushes may still lock the same rows in two orders (a borrower read in two
   // batches at once): the one the database picks to undo is written again, rather than its reads left leased
   // until their claims run out.
-  await againOnConflict(3, () => recordOutcomesOnce(ctx, outcomes));
+  try {
+    await againOnConflict(3, () => recordOutcomesOnce(ctx, outcomes));
+  } catch (e) {
+    if (!isRefusedValue(e)) throw e;
+    // A value the database refuses (PostgreSQL refuses a NUL in text, a number past its column) fails the whole
+    // flush, and would fail it again each time its reads came back: the outcomes are written one by one
+    // instead, and one that cannot be stored as it is is recorded as a failed read naming why, so that its
+    // batch completes and nothing is read again for it.
+    for (const o of outcomes) {
+      try {
+        await againOnConflict(3, () => recordOutcomesOnce(ctx, [o]));
+      } catch (alone) {
+        if (o.kind !== 'result' || !isRefusedValue(alone)) throw alone;
+        // The kind of refusal only: the database's message may quote the value refused.
+        ctx.deps.logger.error({ batch_id: o.item.batchId, refusal: refusalKind(alone) }, 'a balance result could not be stored; recorded as failed');
+        await againOnConflict(3, () => recordOutcomesOnce(ctx, [notStorable(o)]));
+      }
+    }
+  }
+}
+
+/** A result the database refused, as the failed read recorded in its place: nothing of what was refused is kept. */
+function notStorable(o: Extract<Outcome, { kind: 'result' }>): Outcome {
+  return {
+    ...o,
+    cents: null,
+    code: 9000,
+    exportStatus: exportStatusFor(9000, 'internal'),
+    institution: null,
+    linked: { balanceKind: null, asOf: null, detail: RESULT_NOT_STORABLE, connectionId: o.linked?.connectionId ?? null, relink: null },
+  };
 }
 
 async function recordOutcomesOnce(ctx: JobContext, outcomes: Outcome[]): Promise<void> {

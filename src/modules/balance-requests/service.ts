@@ -14,7 +14,9 @@ import { validateAuthorizerList, validateAuthorizers, type AuthorizerCandidate, 
 import type { BalanceRequest } from './model';
 import { packBatch, type PackedBatch } from './payload';
 import { prepareCsvOffLoop, prepareOffLoop } from './accept-offload';
-import { balanceStore as store, type Batch, type NewBatch, type StoredPayload } from './store';
+import { balanceStore as store, type BalanceRow, type Batch, type NewBatch, type StoredPayload } from './store';
+import { storedReadingProblem } from '../../adapters/bank-data/plausible';
+import type { ExportStatus } from './status';
 import { errorMessageFor } from './status';
 import { detailOf, type ReusedFrom } from './link-reads';
 import type { SealedColumn } from '../../platform/vault';
@@ -275,7 +277,7 @@ export async function listBalances({ ctx, input }: { ctx: Ctx; input: { batchId:
   return {
     batch_id: b.id,
     total_processed: b.totalProcessed,
-    balances: page.map((r) => ({
+    balances: page.map(shown).map((r) => ({
       authorizer_unique_id: r.aid,
       balance: centsToDollarsOrNull(r.cents),
       timestamp: iso(r.at),
@@ -285,6 +287,15 @@ export async function listBalances({ ctx, input }: { ctx: Ctx; input: { batchId:
     has_more: hasMore,
     next_page_token: nextPageToken,
   };
+}
+
+/**
+ * A stored result as it is shown: one whose balance or time no reading may have (written before the sources'
+ * answers were checked, adapters/bank-data/plausible.ts) reads as the failed read it was, naming why.
+ */
+function shown<R extends BalanceRow & { exportStatus?: ExportStatus }>(r: R): R {
+  const problem = storedReadingProblem(r.cents, r.asOf, r.at);
+  return problem === null ? r : { ...r, cents: null, code: 9000, kind: null, asOf: null, exportStatus: 'RETRIEVAL_FAILED', detail: problem };
 }
 
 /**
@@ -313,7 +324,7 @@ export async function authorizerHistory({ ctx, input }: { ctx: Ctx; input: { aut
   return {
     authorizer_unique_id: input.authorizerId,
     total_count: total,
-    history: page.map((r) => {
+    history: page.map(shown).map((r) => {
       const ok = r.code === 0;
       const { cause, reusedFrom } = detailOf(r.detail);
       return {
@@ -347,6 +358,17 @@ export function thresholdHits({ ctx, input }: { ctx: JobContext; input: { batchI
 export async function latestLinkedFields(ctx: StoreCtx, lenderId: string, aid: string) {
   const r = await store.latestResultOf(ctx, lenderId, aid);
   return r ? linkedFields({ kind: r.balanceKind, asOf: r.balanceAsOf, reusedFrom: detailOf(r.detail).reusedFrom }) : {};
+}
+
+/**
+ * A borrower's last read as the enrollment shows it: a balance or a provider's time no reading may have (stored
+ * before the sources' answers were checked) shows as a read without a balance, never as a number a debit was
+ * decided on nor a time that cannot be written.
+ */
+export async function lastReadView(ctx: StoreCtx, lenderId: string, aid: string, cents: number | null, at: number) {
+  const r = await store.latestResultOf(ctx, lenderId, aid);
+  if (storedReadingProblem(cents, r?.balanceAsOf ?? null, at) !== null) return { balance_cents: null, at: iso(at) };
+  return { balance_cents: cents, at: iso(at), ...(r ? linkedFields({ kind: r.balanceKind, asOf: r.balanceAsOf, reusedFrom: detailOf(r.detail).reusedFrom }) : {}) };
 }
 
 /** Columns of this feature holding vault-sealed values. */

@@ -38,6 +38,9 @@ export function exportStatusFor(code: number, cause: 'provider' | 'retry_limit' 
   }
 }
 
+/** The detail of a result the database refused as read: recorded in its place, with nothing of what was refused. */
+export const RESULT_NOT_STORABLE = 'result_not_storable';
+
 /** error_message of a history entry: the meaning of the code, with the cause for the 9000 family. */
 export function errorMessageFor(code: number, exportStatus: string, detail: string | null = null): string {
   if (detail === 'relink_required') return 'Other error: relink_required, the borrower must link the account again (send a new bank_link)';
@@ -47,6 +50,7 @@ export function errorMessageFor(code: number, exportStatus: string, detail: stri
   if (detail === 'answer_too_large') return 'Other error: answer_too_large, the source answered more than it may (1 MB for a balance), and it was not read';
   if (detail === 'not_an_account') return 'Other error: not_an_account, Stripe answered something other than the linked account';
   if (detail === 'implausible_balance') return 'Other error: implausible_balance, the source answered a balance no account holds (not whole cents, or past a billion dollars either way)';
+  if (detail === RESULT_NOT_STORABLE) return 'Other error: result_not_storable, the database refused the result as read; nothing of it was kept';
   if (detail === 'implausible_as_of') return 'Other error: implausible_as_of, the source’s time for the balance is not a time, or is in the future';
   if (code === 9000 && exportStatus === 'RETRY_LIMIT') return 'Other error: the bank-data provider failed on every retry';
   if (code === 9000 && exportStatus === 'PROCESSING_ERROR') return 'Other error: the check could not be processed';

@@ -271,10 +271,11 @@ async function bumpProcessed(db: PgDb, batchId: string, n: number): Promise<Coun
   return row;
 }
 
-interface RawExportRow extends Omit<ExportRow, 'rid' | 'cents' | 'at'> {
+interface RawExportRow extends Omit<ExportRow, 'rid' | 'cents' | 'at' | 'asOf'> {
   rid: string | number;
   cents: string | number | null;
   at: string | number;
+  asOf: string | number | null;
 }
 
 /** One export chunk: a batch's results after `afterId` with their items' details. */
@@ -282,14 +283,14 @@ async function exportPage(db: PgDb, batchId: string, afterId: number, limit: num
   const page = await rows<RawExportRow>(
     db,
     sql`SELECT r.id AS rid, r.authorizer_unique_id AS aid, r.batch_id AS "batchId", r.institution, i.phone, i.zip,
-               r.balance_cents AS cents, r.export_status AS status, b.creator, r.recorded_at AS at, i.metadata
+               r.balance_cents AS cents, r.export_status AS status, b.creator, r.recorded_at AS at, r.balance_as_of AS "asOf", i.metadata
           FROM balance_results r
           JOIN batch_items i ON i.id = r.item_id
           JOIN batches b ON b.id = r.batch_id
          WHERE r.batch_id = ${batchId} AND r.id > ${afterId}
          ORDER BY r.id LIMIT ${limit}`,
   );
-  return page.map((r) => ({ ...r, rid: num(r.rid), cents: numOrNull(r.cents), at: num(r.at) }));
+  return page.map((r) => ({ ...r, rid: num(r.rid), cents: numOrNull(r.cents), at: num(r.at), asOf: numOrNull(r.asOf) }));
 }
 
 /** The distinct metadata keys of one slice of a batch's items with metadata after `afterSeq`, and its last seq. */

@@ -127,7 +127,7 @@ const exportPage = (db: Db, batchId: string, afterId: number, limit: number) =>
   db.$client
     .query<ExportRow, [string, number, number]>(
       `SELECT r.id AS rid, r.authorizer_unique_id AS aid, r.batch_id AS batchId, r.institution, i.phone, i.zip,
-              r.balance_cents AS cents, r.export_status AS status, b.creator, r.recorded_at AS at, i.metadata
+              r.balance_cents AS cents, r.export_status AS status, b.creator, r.recorded_at AS at, r.balance_as_of AS asOf, i.metadata
          FROM balance_results r
          JOIN batch_items i ON i.id = r.item_id
          JOIN batches b ON b.id = r.batch_id

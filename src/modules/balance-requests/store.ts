@@ -109,6 +109,8 @@ export interface ExportRow {
   status: string;
   creator: string | null;
   at: number;
+  /** A linked account's time for the balance, checked as a shown reading's is (never written in the export). */
+  asOf: number | null;
   metadata: string | null;
 }
 

@@ -1,5 +1,5 @@
 import { connectedProviders, connectionFor } from '../bank-data-connections/service';
-import { latestLinkedFields } from '../balance-requests/service';
+import { lastReadView } from '../balance-requests/service';
 import type { Static } from '@sinclair/typebox';
 import type { HeldReason, MonitorState } from '../../../db/schema/enums';
 import type { Ctx, Deps } from '../../deps';
@@ -353,7 +353,6 @@ export async function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: 
 
 export async function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
   const payments = await store.paymentsOf(ctx, e.id);
-  const readKind = e.lastReadAt === null ? {} : await latestLinkedFields(ctx, e.lenderId, e.authorizerUniqueId);
   return {
     authorizer_unique_id: e.authorizerUniqueId,
     state: e.state,
@@ -368,7 +367,7 @@ export async function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView
       e.rail === 'card'
         ? { rail: 'card' as const, card_brand: e.cardBrand, last4: e.cardLast4 }
         : { rail: 'ach' as const, bank_name: e.bankName, last4: accountLast4(ctx, e) },
-    last_read: e.lastReadAt === null ? null : { balance_cents: e.lastReadCents, at: iso(e.lastReadAt), ...readKind },
+    last_read: e.lastReadAt === null ? null : await lastReadView(ctx, e.lenderId, e.authorizerUniqueId, e.lastReadCents, e.lastReadAt),
     bank_link: bankLinkOf(ctx, e),
     next_read_at: e.state === 'monitored' ? isoOrNull(e.nextReadAt) : null,
     pay_cycle:

@@ -84,6 +84,8 @@ export interface Config {
   bankLinkConcurrency: number;
   /** How long one linked account's answer is reused instead of asking the provider again (per replica). */
   bankLinkMinReadIntervalMs: number;
+  /** How soon a link with an open health episode is first probed; each probe that finds it unchanged doubles it, up to a day. */
+  bankLinkProbeIntervalMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -268,6 +270,7 @@ export function loadConfig(env: Env = process.env): Config {
     bankLinkConcurrency: int(env, 'BANK_LINK_CONCURRENCY', 4, 1, 64),
     // At least a second: the window is what bounds the provider calls of one account, billed to the lender.
     bankLinkMinReadIntervalMs: int(env, 'BANK_LINK_MIN_READ_INTERVAL_MS', 60_000, 1_000, 86_400_000),
+    bankLinkProbeIntervalMs: int(env, 'BANK_LINK_PROBE_INTERVAL_MS', 3_600_000, 1_000, 86_400_000),
   };
 }
 

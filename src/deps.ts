@@ -30,4 +30,6 @@ export interface BalanceResultChain {
   afterResults(ctx: JobContext & { tx: Tx }, reads: RecordedRead[]): Promise<void>;
   /** A batch's last result: after the batch is marked completed and its own notification is in the outbox. */
   afterBatchCompleted(ctx: JobContext & { tx: Tx }, batch: CompletedBatch): Promise<void>;
+  /** A borrower's linked account the provider says is well again, in the transaction that closes its episode. */
+  afterLinkRepaired(ctx: JobContext & { tx: Tx }, link: { lenderId: string; aid: string; now: number }): Promise<void>;
 }

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { index, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
-import { BANK_DATA_PROVIDERS, PLAID_ENVIRONMENTS } from '../schema/enums';
+import { BANK_DATA_PROVIDERS, LINK_HEALTHS, PLAID_ENVIRONMENTS } from '../schema/enums';
 import { lenders } from './lenders';
 import { ident, ms } from './columns';
 
@@ -31,7 +31,7 @@ export const bankDataConnections = pgTable(
   ],
 );
 
-// Links a provider said need the borrower to sign in again (relink), by a digest of the link.
+// The health of linked accounts a provider once said were not ok, by a digest of the link (as on SQLite).
 export const bankLinkRelinks = pgTable(
   'bank_link_relinks',
   {
@@ -40,6 +40,12 @@ export const bankLinkRelinks = pgTable(
     provider: text('provider', { enum: BANK_DATA_PROVIDERS }).notNull(),
     authorizerUniqueId: ident('authorizer_unique_id').notNull(),
     createdAt: ms('created_at').notNull(),
+    health: text('health', { enum: LINK_HEALTHS }).notNull().default('relink_required'),
+    since: ms('since').notNull().default(0),
+    expiresAt: ms('expires_at'),
+    nextProbeAt: ms('next_probe_at'),
+    probeIntervalMs: ms('probe_interval_ms'),
+    linkSealed: text('link_sealed'),
   },
-  (t) => [primaryKey({ columns: [t.lenderId, t.linkDigest] })],
+  (t) => [primaryKey({ columns: [t.lenderId, t.linkDigest] }), index('bank_link_relinks_probe_idx').on(t.nextProbeAt)],
 );

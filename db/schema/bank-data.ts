@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
-import { BANK_DATA_PROVIDERS, PLAID_ENVIRONMENTS } from './enums';
+import { BANK_DATA_PROVIDERS, LINK_HEALTHS, PLAID_ENVIRONMENTS } from './enums';
 import { lenders } from './lenders';
 
 // A lender's credentials at a bank-data source (Plaid, Stripe Financial Connections): the accounts its
@@ -31,8 +31,10 @@ export const bankDataConnections = sqliteTable(
   ],
 );
 
-// Links a provider said need the borrower to sign in again (relink), by a digest of the link: a link here is
-// not read again, and its lender's endpoints were told once. A new link has another digest and is read.
+// The health of linked accounts a provider once said were not ok, by a digest of the link (balance-requests/
+// link-health.ts). An episode opens when the provider says the link needs the borrower (relink, revoked,
+// closed, not transactable, or consent expiring) and closes when it says the same link is healthy again: while
+// it is open the link is probed (next_probe_at), not read, and its lender's endpoints are told once per episode.
 export const bankLinkRelinks = sqliteTable(
   'bank_link_relinks',
   {
@@ -41,6 +43,16 @@ export const bankLinkRelinks = sqliteTable(
     provider: text('provider', { enum: BANK_DATA_PROVIDERS }).notNull(),
     authorizerUniqueId: text('authorizer_unique_id').notNull(),
     createdAt: integer('created_at').notNull(),
+    health: text('health', { enum: LINK_HEALTHS }).notNull().default('relink_required'),
+    /** Since when the link has had this health (the episode's start, or its end for ok). */
+    since: integer('since').notNull().default(0),
+    /** The provider's date for an expiring consent or account. */
+    expiresAt: integer('expires_at'),
+    /** When the open episode is probed next; null once it closed. */
+    nextProbeAt: integer('next_probe_at'),
+    probeIntervalMs: integer('probe_interval_ms'),
+    /** The link itself, vault-sealed, for probing it (null on rows from before probes). */
+    linkSealed: text('link_sealed'),
   },
-  (t) => [primaryKey({ columns: [t.lenderId, t.linkDigest] })],
+  (t) => [primaryKey({ columns: [t.lenderId, t.linkDigest] }), index('bank_link_relinks_probe_idx').on(t.nextProbeAt)],
 );

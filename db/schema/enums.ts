@@ -29,7 +29,7 @@ export const SCHEDULE_STATUSES = ['ACTIVE', 'COMPLETED', 'DISABLED'] as const;
 export type ScheduleStatus = (typeof SCHEDULE_STATUSES)[number];
 
 /** What a lender's webhook endpoint can subscribe to. */
-export const ENDPOINT_EVENT_TYPES = ['PAYMENT_EVENT', 'RETURN_RATE_ALERT', 'ENROLLMENT_BLOCKED', 'PAYMENT_SCHEDULED', 'BANK_LINK_RELINK_REQUIRED'] as const;
+export const ENDPOINT_EVENT_TYPES = ['PAYMENT_EVENT', 'RETURN_RATE_ALERT', 'ENROLLMENT_BLOCKED', 'PAYMENT_SCHEDULED', 'BANK_LINK_RELINK_REQUIRED', 'BANK_LINK_REPAIRED', 'BANK_LINK_EXPIRING'] as const;
 export type EndpointEventType = (typeof ENDPOINT_EVENT_TYPES)[number];
 
 export const WEBHOOK_TYPES = ['BALANCE_BATCH_COMPLETED', 'BALANCE_THRESHOLD_ALERT', ...ENDPOINT_EVENT_TYPES] as const;
@@ -71,6 +71,13 @@ export type PlaidEnvironment = (typeof PLAID_ENVIRONMENTS)[number];
 
 /** Which balance a read reports: the available balance, or the current (ledger) one when none is available. */
 export const BALANCE_KINDS = ['available', 'current'] as const;
+/**
+ * A linked account's health as its provider last said: ok; relink_required (the borrower must sign in again);
+ * expiring (consent ends soon, still read); revoked (the borrower revoked the account or the permission: no new
+ * debit); closed (closed at the bank); not_transactable (the account number a debit would use is not usable).
+ */
+export const LINK_HEALTHS = ['ok', 'relink_required', 'expiring', 'revoked', 'closed', 'not_transactable'] as const;
+export type LinkHealth = (typeof LINK_HEALTHS)[number];
 export type BalanceKind = (typeof BALANCE_KINDS)[number];
 
 /** A borrower's monitor (payments.md, Monitor states). */

@@ -1,7 +1,7 @@
 import type { BalanceResultChain, JobContext } from '../deps';
 import type { Tx } from '../platform/context';
 import type { CompletedBatch, RecordedRead } from './balance-requests/results';
-import { monitoringReadsAmong, setLastRead } from './enrollments/monitoring';
+import { monitoringReadsAmong, readAfterRepair, setLastRead } from './enrollments/monitoring';
 import { decideCollection } from './collection/decide';
 import { learnAndSchedule } from './pay-cycles/learn';
 import { onScheduleBatchCompleted } from './schedules/runs';
@@ -40,4 +40,10 @@ export async function afterBatchCompleted(ctx: JobContext & { tx: Tx }, batch: C
   await onScheduleBatchCompleted(ctx, batch);
 }
 
-export const balanceResultChain: BalanceResultChain = { afterResults: afterBalanceResults, afterBatchCompleted };
+// afterLinkRepaired, when the provider says a borrower's linked account is well again (balance-requests/link-health.ts):
+//   5. a block the link set on the borrower's collection lifts, and the borrower is read at once (enrollments/monitoring.ts).
+export async function afterLinkRepaired(ctx: JobContext & { tx: Tx }, link: { lenderId: string; aid: string; now: number }): Promise<void> {
+  await readAfterRepair(ctx, link);
+}
+
+export const balanceResultChain: BalanceResultChain = { afterResults: afterBalanceResults, afterBatchCompleted, afterLinkRepaired };

@@ -21,6 +21,7 @@ import { sealedColumns as enrollmentSealed } from './enrollments/service';
 import { heldRecheckJob, lapseJob, monitoringReadsJob } from './enrollments/monitoring';
 import { searchIndexJob } from './enrollments/search';
 import { payHistoryJob } from './pay-cycles/history';
+import { linkProbeJob } from './balance-requests/link-health';
 import { dispatchJob } from './collection/dispatch';
 import { collectionStore } from './collection/store';
 import { pollJob } from './collection/poll';
@@ -77,6 +78,7 @@ export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
     heldRecheckJob,
     searchIndexJob,
     payHistoryJob,
+    linkProbeJob,
     dispatchJob,
     pollJob(deps.config.processorPollIntervalMs),
     reconcileJob(deps.config.processorReconcileIntervalMs),

@@ -60,12 +60,36 @@ const payloads: Record<WebhookType, { summary: string; schema: TSchema }> = {
     }),
   },
   BANK_LINK_RELINK_REQUIRED: {
-    summary: 'A borrower’s linked account must be linked again before it can be read (lender endpoints); once per link',
+    summary:
+      'A borrower’s linked account needs the borrower before it is read or debited again (lender endpoints): once per episode, from the provider saying so until it says the same link is well again (BANK_LINK_REPAIRED)',
     schema: t.Object({
       ...base('BANK_LINK_RELINK_REQUIRED'),
       authorizer_unique_id: t.String(),
       bank_link: BankLinkView,
-      batch_id: t.String({ description: 'The balance batch whose read found it' }),
+      health: t.Union([t.Literal('relink_required'), t.Literal('revoked'), t.Literal('closed'), t.Literal('not_transactable')], {
+        description: 'relink_required: the borrower must sign in again (same link once repaired); revoked: the borrower revoked the account or permission; closed: closed at the bank; not_transactable: its account number cannot be debited',
+      }),
+      since: t.String({ format: 'date-time' }),
+      batch_id: t.Union([t.String(), t.Null()], { description: 'The balance batch whose read found it; null when a probe did' }),
+    }),
+  },
+  BANK_LINK_REPAIRED: {
+    summary: 'The provider says a borrower’s linked account is well again (the same link): reads, and so collection, go on by themselves (lender endpoints); once per episode',
+    schema: t.Object({
+      ...base('BANK_LINK_REPAIRED'),
+      authorizer_unique_id: t.String(),
+      bank_link: t.Union([BankLinkView, t.Null()]),
+      was: t.String({ description: 'The health the episode had: relink_required, revoked, closed or not_transactable' }),
+      since: t.String({ format: 'date-time' }),
+    }),
+  },
+  BANK_LINK_EXPIRING: {
+    summary: 'A borrower’s consent to a linked account ends soon (the provider’s date): a warning, the link is still read (lender endpoints); once per episode',
+    schema: t.Object({
+      ...base('BANK_LINK_EXPIRING'),
+      authorizer_unique_id: t.String(),
+      bank_link: BankLinkView,
+      expires_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
     }),
   },
   PAYMENT_SCHEDULED: {

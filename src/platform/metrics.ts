@@ -58,6 +58,12 @@ export class Metrics {
     labelNames: ['processor'] as const,
     registers: [this.registry],
   });
+  readonly linkProbes = new Counter({
+    name: 'bank_link_probes_total',
+    help: 'Probes of linked accounts with an open health episode, by provider and the health the provider answered',
+    labelNames: ['provider', 'health'] as const,
+    registers: [this.registry],
+  });
   readonly paymentsScheduled = new Counter({
     name: 'payments_scheduled_total',
     help: 'Payments scheduled after a notice period (the borrower is to be told), by rail',

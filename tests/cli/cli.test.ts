@@ -9,6 +9,7 @@ import { LenderError, MAX_LIVE_API_KEYS } from '../../src/modules/lenders/servic
 import { Vault } from '../../src/platform/vault';
 import { SEALED_COLUMNS } from '../../src/modules';
 import { openSensitive } from '../../src/modules/balance-requests/payload';
+import { processBalances } from '../../src/modules/balance-requests/processing';
 import { enrollBorrower } from '../helpers/fixtures';
 import { createTestContext, type TestContext } from '../helpers/context';
 import { startFakePlaid } from '../fakes/plaid-server';
@@ -319,6 +320,15 @@ describe('vault', () => {
       body: { borrowers: [enrollBorrower('vaulted-1', { charge_instrument: { processor_token: 'pm_vaulted', card_last4: '4242' } })] },
     });
     expect(enrolled.body.results[0].outcome).toBe('enrolled');
+    // A linked account whose provider says it needs the borrower: kept sealed with its health, for probing.
+    plaid.addItem('access-sandbox-vault1', [{ account_id: 'acc_vault_0001', available: 1, current: 1 }]);
+    plaid.setItemError('access-sandbox-vault1', 'ITEM_LOGIN_REQUIRED');
+    const linked = await app.json('POST', '/v1/balance_requests', {
+      key,
+      body: { authorizers: [{ ...AUTHORIZER, authorizer_unique_id: 'linked-1', bank_link: { provider: 'plaid', access_token: 'access-sandbox-vault1', account_id: 'acc_vault_0001' } }] },
+    });
+    expect(linked.status).toBe(201);
+    await processBalances(app.rt);
     const oldKeyId = app.rt.vault.currentKeyId;
     const sealedIn = ({ table, column }: { table: string; column: string }) =>
       (app.sql.query(`SELECT COUNT(*) AS n FROM ${table} WHERE ${column} IS NOT NULL`).get() as { n: number }).n;

@@ -8,11 +8,15 @@ import {
   AccountType,
   CountryCode,
   ItemUpdateTypeEnum,
+  ItemWithConsentFieldsUpdateTypeEnum,
   PlaidErrorType,
   Products,
   type AccountBase,
   type AccountsBalanceGetRequest,
+  type AccountsGetRequest,
   type AccountsGetResponse,
+  type ItemGetRequest,
+  type ItemGetResponse,
   type InstitutionsGetRequest,
   type InstitutionsGetResponse,
   type PlaidError,
@@ -46,8 +50,10 @@ export interface FakePlaid {
   addClient(clientId: string, secret: string): void;
   /** An Item and its accounts, reachable with its access token. */
   addItem(accessToken: string, accounts: FakePlaidAccount[]): void;
-  /** The Item answers this error until cleared (`ITEM_LOGIN_REQUIRED`, `NO_ACCOUNTS`…). */
+  /** The Item answers this error until cleared (`ITEM_LOGIN_REQUIRED`, `NO_ACCOUNTS`…); the same token heals when cleared. */
   setItemError(accessToken: string, code: string | null, type?: PlaidErrorType): void;
+  /** The Item's consent ends at this time (ISO 8601), as /item/get says; null: no end. */
+  setConsentExpiration(accessToken: string, at: string | null): void;
   /** The next n balance reads answer this (a 429 RATE_LIMIT_EXCEEDED by default). */
   failNext(n: number, error?: { status: number; type: PlaidErrorType; code: string }): void;
   /** The account's transactions: a pay pattern's, 90 days back from its `until` (default today). */
@@ -92,7 +98,7 @@ function account(a: FakePlaidAccount): AccountBase {
 
 export function startFakePlaid(): FakePlaid {
   const clients = new Map<string, string>();
-  const items = new Map<string, { accounts: FakePlaidAccount[]; error: { code: string; type: PlaidErrorType } | null }>();
+  const items = new Map<string, { accounts: FakePlaidAccount[]; error: { code: string; type: PlaidErrorType } | null; consentEnds: string | null }>();
   const requests: PlaidRecordedRequest[] = [];
   let failing: { left: number; error: { status: number; type: PlaidErrorType; code: string } } = {
     left: 0,
@@ -166,6 +172,39 @@ export function startFakePlaid(): FakePlaid {
         request_id: crypto.randomUUID(),
       },
     };
+  }
+
+  const itemOf = (token: string, error: PlaidError | null, billed: Products[], consentEnds: string | null) => ({
+    item_id: `item_${token.slice(-8)}`,
+    webhook: null,
+    error,
+    available_products: [],
+    billed_products: billed,
+    consent_expiration_time: consentEnds,
+    update_type: ItemUpdateTypeEnum.Background,
+  });
+
+  /** /item/get: free; the Item's error (an answer of 200 that carries it) and its consent's end. */
+  function itemGet(b: ItemGetRequest): { status: number; body: ItemGetResponse | PlaidError } {
+    const refused = authenticate(b);
+    if (refused) return { status: 400, body: refused };
+    const item = items.get(b.access_token);
+    if (!item) return { status: 400, body: err(PlaidErrorType.InvalidInput, 'INVALID_ACCESS_TOKEN', 'provided access token is in an invalid format', 400) };
+    const error = item.error ? err(item.error.type, item.error.code, `the Item answers ${item.error.code}`, 400) : null;
+    const body: ItemGetResponse = { item: { ...itemOf(b.access_token, error, [Products.Auth], item.consentEnds), update_type: ItemWithConsentFieldsUpdateTypeEnum.Background }, request_id: crypto.randomUUID() };
+    return { status: 200, body };
+  }
+
+  /** /accounts/get: free; the Item's accounts without a live balance, or its error. */
+  function accountsGet(b: AccountsGetRequest): { status: number; body: AccountsGetResponse | PlaidError } {
+    const refused = authenticate(b);
+    if (refused) return { status: 400, body: refused };
+    const item = items.get(b.access_token);
+    if (!item) return { status: 400, body: err(PlaidErrorType.InvalidInput, 'INVALID_ACCESS_TOKEN', 'provided access token is in an invalid format', 400) };
+    if (item.error) return { status: 400, body: err(item.error.type, item.error.code, `the Item answers ${item.error.code}`, 400) };
+    const wanted = b.options?.account_ids;
+    const accounts = item.accounts.filter((a) => !wanted || wanted.includes(a.account_id));
+    return { status: 200, body: { accounts: accounts.map(account), item: itemOf(b.access_token, null, [Products.Auth], item.consentEnds), request_id: crypto.randomUUID() } };
   }
 
   function transaction(accountId: string, i: number, date: string, amountCents: number, name: string): Transaction {
@@ -272,6 +311,14 @@ export function startFakePlaid(): FakePlaid {
           const r = transactions(body as unknown as TransactionsGetRequest);
           return answer(rec, r.status, r.body);
         }
+        if (path === '/item/get') {
+          const r = itemGet(body as unknown as ItemGetRequest);
+          return answer(rec, r.status, r.body);
+        }
+        if (path === '/accounts/get') {
+          const r = accountsGet(body as unknown as AccountsGetRequest);
+          return answer(rec, r.status, r.body);
+        }
         if (path === '/accounts/balance/get') {
           const r = balance(body as unknown as AccountsBalanceGetRequest);
           return answer(rec, r.status, r.body);
@@ -288,7 +335,12 @@ export function startFakePlaid(): FakePlaid {
     stop: () => server.stop(true),
     requests,
     addClient: (id, secret) => void clients.set(id, secret),
-    addItem: (token, accounts) => void items.set(token, { accounts, error: null }),
+    addItem: (token, accounts) => void items.set(token, { accounts, error: null, consentEnds: null }),
+    setConsentExpiration: (token, at) => {
+      const item = items.get(token);
+      if (!item) throw new Error(`fake Plaid: no Item ${token}`);
+      item.consentEnds = at;
+    },
     setItemError: (token, code, type = PlaidErrorType.ItemError) => {
       const item = items.get(token);
       if (!item) throw new Error(`fake Plaid: no Item ${token}`);

@@ -240,6 +240,8 @@ function create(): FakeStripe {
       account(key).paymentMethods.set(pm.id, method);
     },
     setFcStatus: (id, status) => fc.setFcStatus(id, status),
+    setFcStatusDetails: (id, details) => fc.setFcStatusDetails(id, details),
+    setFcAccountNumbers: (id, statuses) => fc.setFcAccountNumbers(id, statuses),
     setFcBalance: (id, cents) => fc.setFcBalance(id, cents),
     setFcRawBalance: (id, balance) => fc.setFcRawBalance(id, balance),
     setRefreshDelay: (ms) => fc.setRefreshDelay(ms),

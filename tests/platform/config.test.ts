@@ -67,6 +67,7 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
       plaidApiUrl: null,
       bankLinkConcurrency: 4,
       bankLinkMinReadIntervalMs: 60_000,
+      bankLinkProbeIntervalMs: 3_600_000,
     });
   });
 

@@ -2,7 +2,7 @@
 // Connections). Each read goes through the lender's own credentials; the answer is a balance with its kind
 // and the provider's time, a failure code, or "a refresh is still running, come back at".
 
-import type { BalanceKind, BankDataProvider, PlaidEnvironment } from '../../../db/schema/enums';
+import type { BalanceKind, BankDataProvider, LinkHealth, PlaidEnvironment } from '../../../db/schema/enums';
 import type { HistoryResult, HistoryWindow } from './types';
 
 export type BankLink =
@@ -14,13 +14,49 @@ export type LinkCredentials =
   | { provider: 'stripe'; apiKey: string };
 
 export type LinkedReadResult =
-  | { kind: 'balance'; balanceCents: number; balanceKind: BalanceKind; asOf: number | null }
+  | {
+      kind: 'balance';
+      balanceCents: number;
+      balanceKind: BalanceKind;
+      asOf: number | null;
+      /** What the provider said of the link beside the balance, when it says (Stripe: consent expiring, account number not transactable). */
+      health?: LinkProbe;
+    }
   /** `detail` names a cause the code alone does not: `relink_required` (the borrower must link again). */
   | { kind: 'failed'; statusCode: number; detail: string | null }
   /** The provider is still refreshing the balance: read again at `retryAt` (epoch ms). */
   | { kind: 'pending'; retryAt: number };
 
 export const RELINK_REQUIRED = 'relink_required';
+/** The borrower revoked the account or the permission to it (Plaid USER_ACCOUNT_REVOKED, USER_PERMISSION_REVOKED). */
+export const ACCOUNT_REVOKED = 'account_revoked';
+/** The account is closed at the bank. */
+export const ACCOUNT_CLOSED = 'account_closed';
+/** The account number a debit would go through is not usable (Stripe account_numbers[].status not transactable). */
+export const ACCOUNT_NOT_TRANSACTABLE = 'account_not_transactable';
+
+/** What a provider says of a link now: its health, and the provider's date when it is expiring. */
+export interface LinkProbe {
+  health: LinkHealth;
+  expiresAt: number | null;
+}
+
+/** The health a failed read's detail tells of its link, or null when it tells nothing of it. */
+export function healthOfDetail(detail: string | null): LinkHealth | null {
+  if (detail === RELINK_REQUIRED) return 'relink_required';
+  if (detail === ACCOUNT_REVOKED) return 'revoked';
+  if (detail === ACCOUNT_CLOSED) return 'closed';
+  if (detail === ACCOUNT_NOT_TRANSACTABLE) return 'not_transactable';
+  return null;
+}
+
+/** The detail a read is failed with while its link has this (blocking) health. */
+export function detailOfHealth(health: LinkHealth): string {
+  return health === 'revoked' ? ACCOUNT_REVOKED : health === 'closed' ? ACCOUNT_CLOSED : health === 'not_transactable' ? ACCOUNT_NOT_TRANSACTABLE : RELINK_REQUIRED;
+}
+
+/** Healths under which a link is probed, not read, and no debit follows (expiring is still read). */
+export const BLOCKING_HEALTHS: ReadonlySet<LinkHealth> = new Set(['relink_required', 'revoked', 'closed', 'not_transactable']);
 
 /** The provider refused the lender's credentials: nothing is stored. */
 export class CredentialsRefused extends Error {
@@ -52,6 +88,11 @@ export interface LinkedSource<P extends BankDataProvider = BankDataProvider> {
    * rate limits and outages; `pending` while the provider prepares the transactions.
    */
   history(creds: Extract<LinkCredentials, { provider: P }>, link: Extract<BankLink, { provider: P }>, window: HistoryWindow, now: number): Promise<HistoryResult>;
+  /**
+   * The link's health without reading its balance, by the provider's free call (Plaid /item/get and
+   * /accounts/get, Stripe's account retrieve). Throws TransientProviderError when it cannot be asked now.
+   */
+  probe(creds: Extract<LinkCredentials, { provider: P }>, link: Extract<BankLink, { provider: P }>, now: number): Promise<LinkProbe>;
 }
 
 export interface LinkedSources {

@@ -1,6 +1,6 @@
 import type { PlaidEnvironment } from '../../../db/schema/enums';
 import { dollarsToCentsRounded } from '../../platform/money';
-import { CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource } from './linked';
+import { ACCOUNT_CLOSED, ACCOUNT_REVOKED, CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource, type LinkProbe } from './linked';
 import { TransientProviderError, OTHER_ERROR_CODE, HISTORY_MAX_PAGES, boundedCredits, dayOfIso, isoDay, type HistoryCredit, type HistoryResult, type HistoryWindow } from './types';
 import { IMPLAUSIBLE_BALANCE } from './plausible';
 import { AnswerTooLarge, ANSWER_LIMIT_BYTES, ANSWER_TOO_LARGE, boundedText, PAGE_LIMIT_BYTES } from '../bounded-body';
@@ -17,10 +17,17 @@ const TIMEOUT_MS = 10_000;
 /** Plaid's version header, as the SDK release the requests follow sends it. */
 export const PLAID_VERSION = '2020-09-14';
 
-/** Error codes meaning the borrower must sign in at Link again before the Item can be read. */
-const RELINK_CODES = new Set(['ITEM_LOGIN_REQUIRED', 'ACCESS_NOT_GRANTED', 'ITEM_LOCKED', 'PENDING_DISCONNECT', 'USER_PERMISSION_REVOKED']);
+/**
+ * Error codes meaning the borrower must sign in at Link again before the Item can be read. INVALID_ACCOUNT_ID is
+ * "the account id is no longer valid" (a new one can appear once the borrower picks accounts again), not closed.
+ */
+const RELINK_CODES = new Set(['ITEM_LOGIN_REQUIRED', 'ACCESS_NOT_GRANTED', 'ITEM_LOCKED', 'PENDING_DISCONNECT', 'INVALID_ACCOUNT_ID', 'ITEM_NOT_FOUND']);
+/** The borrower revoked the account or the permission: "do not create new ACH transfers for the account". */
+const REVOKED_CODES = new Set(['USER_ACCOUNT_REVOKED', 'USER_PERMISSION_REVOKED']);
 /** The account is gone at the bank. */
-const CLOSED_CODES = new Set(['NO_ACCOUNTS', 'INVALID_ACCOUNT_ID']);
+const CLOSED_CODES = new Set(['NO_ACCOUNTS']);
+/** How near its consent's end an Item is reported as expiring (Plaid's PENDING_EXPIRATION comes 7 days ahead). */
+export const EXPIRING_WITHIN_MS = 7 * 86_400_000;
 /** The institution offers no balance for the Item. */
 const UNSUPPORTED_CODES = new Set(['INSTITUTION_NOT_SUPPORTED', 'PRODUCTS_NOT_SUPPORTED', 'INSTITUTION_NO_LONGER_SUPPORTED']);
 /** Not now: rate limits, the institution or Plaid down, the product still being prepared. */
@@ -52,7 +59,8 @@ export function plaidErrorResult(status: number, e: PlaidErrorBody | null): Link
     throw new TransientProviderError(`Plaid answered HTTP ${status}${e ? ` ${e.error_type}/${e.error_code}` : ''}`);
   }
   if (e && RELINK_CODES.has(e.error_code)) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: RELINK_REQUIRED };
-  if (e && CLOSED_CODES.has(e.error_code)) return { kind: 'failed', statusCode: 3200, detail: null };
+  if (e && REVOKED_CODES.has(e.error_code)) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: ACCOUNT_REVOKED };
+  if (e && CLOSED_CODES.has(e.error_code)) return { kind: 'failed', statusCode: 3200, detail: ACCOUNT_CLOSED };
   if (e && UNSUPPORTED_CODES.has(e.error_code)) return { kind: 'failed', statusCode: 3300, detail: null };
   if (e?.error_code === 'INVALID_API_KEYS') return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'connection_refused' };
   if (e?.error_code === 'INVALID_ACCESS_TOKEN') return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'invalid_link' };
@@ -159,7 +167,7 @@ export class PlaidSource implements LinkedSource<'plaid'> {
       | { balances?: { available?: unknown; current?: unknown; last_updated_datetime?: unknown } }
       | undefined;
     // The Item no longer has the account: closed at the bank.
-    if (!account) return { kind: 'failed', statusCode: 3200, detail: null };
+    if (!account) return { kind: 'failed', statusCode: 3200, detail: ACCOUNT_CLOSED };
     const b = account.balances ?? {};
     const kind = typeof b.available === 'number' ? 'available' : typeof b.current === 'number' ? 'current' : null;
     if (kind === null) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'no_balance' };
@@ -169,6 +177,37 @@ export class PlaidSource implements LinkedSource<'plaid'> {
     const updated = typeof b.last_updated_datetime === 'string' ? Date.parse(b.last_updated_datetime) : NaN;
     // Balance is read live from the institution; Plaid gives a time only for some institutions.
     return { kind: 'balance', balanceCents: cents, balanceKind: kind, asOf: Number.isFinite(updated) ? updated : now };
+  }
+
+  /**
+   * The Item's health by /item/get (free: its error and its consent's end), then, when the Item is well, whether
+   * it still has the account (/accounts/get, free too). Transient answers throw, as for a read.
+   */
+  async probe(creds: Extract<LinkCredentials, { provider: 'plaid' }>, link: Extract<BankLink, { provider: 'plaid' }>, now: number): Promise<LinkProbe> {
+    const auth = { client_id: creds.clientId, secret: creds.secret, access_token: link.accessToken };
+    const item = await this.post(creds.environment, '/item/get', auth);
+    const failed = (r: { status: number; json: unknown; tooLarge?: true }): LinkProbe => {
+      if (r.tooLarge) throw new TransientProviderError('Plaid answered more than a probe may');
+      const result = plaidErrorResult(r.status, plaidError(r.json));
+      return { health: (result.kind === 'failed' && healthOfPlaidDetail(result.detail)) || 'relink_required', expiresAt: null };
+    };
+    if (item.status !== 200 || item.tooLarge) return failed(item);
+    const body = (item.json as { item?: { error?: unknown; consent_expiration_time?: unknown } } | null)?.item;
+    if (!body || typeof body !== 'object') throw new TransientProviderError('Plaid answered HTTP 200 without an item');
+    const itemError = plaidError(body.error);
+    if (itemError) {
+      const r = plaidErrorResult(400, itemError);
+      const health = r.kind === 'failed' ? healthOfPlaidDetail(r.detail) : null;
+      if (health) return { health, expiresAt: null };
+    }
+    const accounts = await this.post(creds.environment, '/accounts/get', { ...auth, options: { account_ids: [link.accountId] } });
+    if (accounts.status !== 200 || accounts.tooLarge) return failed(accounts);
+    const list = (accounts.json as { accounts?: unknown } | null)?.accounts;
+    if (!Array.isArray(list)) throw new TransientProviderError('Plaid answered HTTP 200 without accounts');
+    if (!list.some((a) => (a as { account_id?: unknown })?.account_id === link.accountId)) return { health: 'closed', expiresAt: null };
+    const ends = typeof body.consent_expiration_time === 'string' ? Date.parse(body.consent_expiration_time) : NaN;
+    if (Number.isFinite(ends) && ends - now <= EXPIRING_WITHIN_MS) return { health: 'expiring', expiresAt: ends };
+    return { health: 'ok', expiresAt: null };
   }
 
   /**
@@ -204,4 +243,9 @@ export class PlaidSource implements LinkedSource<'plaid'> {
       if (body.transactions.length === 0 || offset >= body.total_transactions) return { kind: 'credits', credits: boundedCredits(credits), truncated: false };
     }
   }
+}
+
+/** The link health a Plaid error's detail names, or null. */
+function healthOfPlaidDetail(detail: string | null): LinkProbe['health'] | null {
+  return detail === RELINK_REQUIRED ? 'relink_required' : detail === ACCOUNT_REVOKED ? 'revoked' : detail === ACCOUNT_CLOSED ? 'closed' : detail === 'invalid_link' ? 'relink_required' : null;
 }

@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
 import { StripeClients } from '../processors/stripe-clients';
-import { CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource } from './linked';
+import { ACCOUNT_CLOSED, CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource, type LinkProbe } from './linked';
 import { HISTORY_MAX_PAGES, OTHER_ERROR_CODE, TransientProviderError, boundedCredits, type HistoryCredit, type HistoryResult, type HistoryWindow } from './types';
 
 // Stripe Financial Connections through the official SDK, with the lender's Stripe key: an fca_… account's
@@ -30,20 +30,43 @@ const transient = (e: unknown): boolean =>
 export const NOT_AN_ACCOUNT = 'not_an_account';
 const isAccount = (a: unknown): a is Account => (a as { object?: unknown } | null)?.object === 'financial_connections.account';
 
-/** A balance in the account's currency (USD), the available one when Stripe has it. */
+/**
+ * What Stripe says of an account's link: `disconnected`, or `inactive` for expired consent or changed
+ * authentication, needs the borrower (relink); `inactive` because the account closed at the bank is closed; an
+ * active account whose every tokenized account number is expired, deactivated or pending cannot be debited; an
+ * active account with an expected deactivation date is expiring.
+ */
+export function healthOfAccount(a: Account): LinkProbe {
+  if (a.status === 'disconnected') return { health: 'relink_required', expiresAt: null };
+  if (a.status === 'inactive') {
+    // The inactive details name the cause where the API version gives them (not in every SDK's types).
+    const cause = (a.status_details as { inactive?: { cause?: unknown } } | undefined)?.inactive?.cause;
+    return { health: typeof cause === 'string' && /closed/.test(cause) ? 'closed' : 'relink_required', expiresAt: null };
+  }
+  const numbers = a.account_numbers;
+  if (Array.isArray(numbers) && numbers.length > 0 && !numbers.some((n) => n.status === 'transactable')) return { health: 'not_transactable', expiresAt: null };
+  const ends = a.status_details?.active?.expected_deactivation_date;
+  if (typeof ends === 'number' && Number.isFinite(ends)) return { health: 'expiring', expiresAt: ends * 1000 };
+  return { health: 'ok', expiresAt: null };
+}
+
+/** A balance in the account's currency (USD), the available one when Stripe has it, with what Stripe says of the link. */
 function balanceOf(a: Account): LinkedReadResult | null {
   const b = a.balance;
   if (!b) return null;
   const available = b.cash?.available?.usd;
   const current = b.current?.usd;
-  if (typeof available === 'number') return { kind: 'balance', balanceCents: Math.round(available), balanceKind: 'available', asOf: b.as_of * 1000 };
-  if (typeof current === 'number') return { kind: 'balance', balanceCents: Math.round(current), balanceKind: 'current', asOf: b.as_of * 1000 };
+  const health = healthOfAccount(a);
+  if (typeof available === 'number') return { kind: 'balance', balanceCents: Math.round(available), balanceKind: 'available', asOf: b.as_of * 1000, health };
+  if (typeof current === 'number') return { kind: 'balance', balanceCents: Math.round(current), balanceKind: 'current', asOf: b.as_of * 1000, health };
   return null;
 }
 
 /** The read of an account as Stripe describes it, or null when a refresh must be asked for. */
 export function accountResult(a: Account, now: number, refreshed: boolean): LinkedReadResult | null {
-  if (a.status === 'disconnected' || a.status === 'inactive') return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: RELINK_REQUIRED };
+  const link = healthOfAccount(a);
+  if (link.health === 'closed') return { kind: 'failed', statusCode: 3200, detail: ACCOUNT_CLOSED };
+  if (link.health === 'relink_required') return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: RELINK_REQUIRED };
   if (a.permissions && !a.permissions.includes('balances')) return { kind: 'failed', statusCode: 3300, detail: 'balance_not_permitted' };
   const r = a.balance_refresh;
   if (r?.status === 'pending') return { kind: 'pending', retryAt: now + REFRESH_POLL_MS };
@@ -152,6 +175,22 @@ export class StripeFcSource implements LinkedSource<'stripe'> {
       }
       if (e instanceof Stripe.errors.StripeInvalidRequestError && e.code === 'resource_missing') return { kind: 'failed', statusCode: 3400, detail: null };
       if (e instanceof Stripe.errors.StripeError) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: null };
+      throw e;
+    }
+  }
+
+  /** The account's health by one retrieve (no refresh asked for). */
+  async probe(creds: Extract<LinkCredentials, { provider: 'stripe' }>, link: Extract<BankLink, { provider: 'stripe' }>): Promise<LinkProbe> {
+    try {
+      const account = await this.client(creds.apiKey).financialConnections.accounts.retrieve(link.account);
+      if (!isAccount(account)) throw new TransientProviderError('Stripe answered something other than the account');
+      return healthOfAccount(account);
+    } catch (e) {
+      if (e instanceof TransientProviderError) throw e;
+      if (transient(e)) throw new TransientProviderError(`Stripe answered HTTP ${(e as Stripe.errors.StripeError).statusCode ?? 'no answer'}`);
+      // The account is gone for this key: the borrower must link again.
+      if (e instanceof Stripe.errors.StripeInvalidRequestError && e.code === 'resource_missing') return { health: 'relink_required', expiresAt: null };
+      if (e instanceof Stripe.errors.StripeError) throw new TransientProviderError(`Stripe refused the probe (${e.type})`);
       throw e;
     }
   }

@@ -2,6 +2,7 @@ import type { Tx } from '../../platform/context';
 import type { TxCtx } from '../../platform/store';
 import { compressPacked, packItems, unpackItems } from './payload';
 import { balanceStore as store } from './store';
+import { linkHealthStore } from './link-health-store';
 
 /** A waiting batch's item list without the borrower's clear details, or null when the borrower is not in it. */
 function scrubbed(stored: string | Uint8Array, aid: string): Uint8Array | null {
@@ -13,7 +14,7 @@ function scrubbed(stored: string | Uint8Array, aid: string): Uint8Array | null {
 /**
  * Erasure of a borrower, the balance pipeline's part: its clear details (phone, zip, metadata) in the queue
  * rows of started batches, and in the item lists of batches still waiting to start (their sealed part is
- * ciphertext and is not read again once done). In the caller's transaction.
+ * ciphertext and is not read again once done), and its links' health rows. In the caller's transaction.
  */
 export async function eraseBorrowerDetails(ctx: TxCtx, lenderId: string, aid: string): Promise<void> {
   // The waiting batches first, held until the transaction ends: one that starts meanwhile either waits for
@@ -24,4 +25,6 @@ export async function eraseBorrowerDetails(ctx: TxCtx, lenderId: string, aid: st
     const items = scrubbed(w.items, aid);
     if (items) await store.replacePayloadItems(ctx, w.batchId, items);
   }
+  // The borrower's linked accounts kept for probing go with it.
+  await linkHealthStore.eraseBorrower(ctx, lenderId, aid);
 }

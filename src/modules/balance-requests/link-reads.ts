@@ -89,6 +89,11 @@ export class LinkReads {
     }
   }
 
+  /** The account's remembered answer forgotten: the next read asks the provider (its link was repaired). */
+  forget(key: string): void {
+    this.entries.delete(key);
+  }
+
   /** The accounts remembered now (expired ones included until they are looked at or pushed out). */
   get size(): number {
     return this.entries.size;
@@ -116,6 +121,14 @@ export class LinkReads {
     if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(key, e);
   }
+}
+
+const linkReads = new WeakMap<object, LinkReads>();
+/** One memory of linked accounts' answers per database, shared by every tick. */
+export function linkReadsOf(deps: { db: object }): LinkReads {
+  let l = linkReads.get(deps.db);
+  if (!l) linkReads.set(deps.db, (l = new LinkReads()));
+  return l;
 }
 
 // A result that took an earlier read's answer says so in its detail, beside the answer's own cause (a failure's

@@ -7,17 +7,19 @@ import { againOnConflict, isRefusedValue, refusalKind } from '../../platform/pg'
 import type { TxCtx } from '../../platform/store';
 import { drainClaims, writesInOrder } from '../../platform/work-pool';
 import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult } from '../../adapters/bank-data/types';
-import { RELINK_REQUIRED, type BankLink, type LinkCredentials, type LinkedReadResult } from '../../adapters/bank-data/linked';
+import { BLOCKING_HEALTHS, detailOfHealth, healthOfDetail, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkProbe } from '../../adapters/bank-data/linked';
+import type { LinkHealth } from '../../../db/schema/enums';
+import { healthOfLink, noteLinkHealth } from './link-health';
+export { linkDigest, linkView } from './link-digest';
 import type { BalanceKind, BankDataProvider } from '../../../db/schema/enums';
 import { connectionFor, markRead } from '../bank-data-connections/service';
-import { pushToEndpoints } from '../webhooks/endpoints';
 import { enqueueWebhook } from '../webhooks/service';
 import type { CompletedBatch, RecordedRead } from './results';
 import type { SensitiveFields } from '../authorizers/rules';
 import { openSensitive, unpackItems } from './payload';
 import { IDEMPOTENCY_TTL_MS } from './service';
 import { exportStatusFor, RESULT_NOT_STORABLE } from './status';
-import { LinkReads, linkReadKey, reusedDetail, type ItemRead } from './link-reads';
+import { linkReadKey, linkReadsOf, reusedDetail, type ItemRead } from './link-reads';
 import { balanceStore as store, ITEM_LEASE_MS, type ClaimedItem, type ReadFinish, type ResultRow } from './store';
 import { implausible } from '../../adapters/bank-data/plausible';
 
@@ -30,10 +32,10 @@ const FLUSH_ROWS = 64;
 const FLUSH_INTERVAL_MS = 100;
 const PAYLOAD_CACHE_BATCHES = 128;
 
-/** A link the provider says needs the borrower to sign in again: recorded once, its lender told once. */
-interface Relink {
-  digest: string;
+/** What a provider said of a link, recorded with the read (link-health.ts). */
+interface HealthNote {
   link: BankLink;
+  probe: LinkProbe;
 }
 
 type Outcome =
@@ -45,7 +47,16 @@ type Outcome =
       exportStatus: string;
       institution: string | null;
       at: number;
-      linked?: { balanceKind: BalanceKind | null; asOf: number | null; detail: string | null; connectionId: string | null; relink: Relink | null };
+      linked?: {
+        balanceKind: BalanceKind | null;
+        asOf: number | null;
+        detail: string | null;
+        connectionId: string | null;
+        /** What the provider said of the link, to be recorded (an episode opened, moved, closed). */
+        note: HealthNote | null;
+        /** The link's health when it forbids a debit (revoked, closed, not transactable), for the collection decision. */
+        linkHealth?: LinkHealth | null;
+      };
     }
   | { kind: 'retry'; item: ClaimedItem; nextAt: number; waitingSince?: number | null };
 
@@ -189,7 +200,7 @@ function notStorable(o: Extract<Outcome, { kind: 'result' }>): Outcome {
     code: 9000,
     exportStatus: exportStatusFor(9000, 'internal'),
     institution: null,
-    linked: { balanceKind: null, asOf: null, detail: RESULT_NOT_STORABLE, connectionId: o.linked?.connectionId ?? null, relink: null },
+    linked: { balanceKind: null, asOf: null, detail: RESULT_NOT_STORABLE, connectionId: o.linked?.connectionId ?? null, note: o.linked?.note ?? null, linkHealth: o.linked?.linkHealth ?? null },
   };
 }
 
@@ -214,7 +225,7 @@ async function recordOutcomesOnce(ctx: JobContext, outcomes: Outcome[]): Promise
         continue;
       }
       if (o.linked?.connectionId) readThrough.add(o.linked.connectionId);
-      if (o.linked?.relink) await relinkRequired(tx, o.item, o.linked.relink, o.at);
+      if (o.linked?.note) await noteLinkHealth(tx, { lenderId: o.item.lenderId, aid: o.item.authorizerUniqueId, link: o.linked.note.link, probe: o.linked.note.probe, batchId: o.item.batchId }, o.at);
       results.push(o);
     }
     // The flush's results in one call: one row per item, a unique item_id makes a second impossible.
@@ -252,6 +263,7 @@ async function recordOutcomesOnce(ctx: JobContext, outcomes: Outcome[]): Promise
         at: o.at,
         balanceKind: o.linked?.balanceKind ?? null,
         asOf: o.linked?.asOf ?? null,
+        linkHealth: o.linked?.linkHealth ?? null,
       });
     });
     // The borrowers' rows the results move, taken in one order by every flush (lender, then authorizer).
@@ -263,27 +275,6 @@ async function recordOutcomesOnce(ctx: JobContext, outcomes: Outcome[]): Promise
       const b = await store.countProcessed(tx, batchId, n);
       if (b && b.completed) await completeBatch(tx, { id: b.id, lenderId: b.lenderId, source: b.source, scheduleId: b.scheduleId, webhookUrl: b.webhookUrl, completedAt: ctx.deps.clock.now() });
     }
-  });
-}
-
-/** What is shown of a link: its provider and which account, never the access token. */
-export function linkView(link: BankLink) {
-  return link.provider === 'plaid' ? { provider: 'plaid' as const, account_last4: link.accountId.slice(-4) } : { provider: 'stripe' as const, account: link.account };
-}
-
-/** A digest naming one link of one lender, for "told once" and "not read again" (the token never stored in it). */
-export function linkDigest(lenderId: string, link: BankLink): string {
-  const parts = link.provider === 'plaid' ? ['plaid', link.accessToken, link.accountId] : ['stripe', link.account];
-  return new Bun.CryptoHasher('sha256').update([lenderId, ...parts].join('\n')).digest('hex');
-}
-
-/** The first time a link needs relinking: recorded, and the lender's endpoints told (BANK_LINK_RELINK_REQUIRED). */
-async function relinkRequired(tx: JobContext & TxCtx, item: ClaimedItem, r: Relink, now: number): Promise<void> {
-  if (!(await store.recordRelink(tx, { lenderId: item.lenderId, digest: r.digest, provider: r.link.provider, aid: item.authorizerUniqueId, now }))) return;
-  await pushToEndpoints(tx, now, item.lenderId, 'BANK_LINK_RELINK_REQUIRED', {
-    authorizer_unique_id: item.authorizerUniqueId,
-    bank_link: linkView(r.link),
-    batch_id: item.batchId,
   });
 }
 
@@ -319,13 +310,6 @@ class Limiter {
   }
 }
 
-const linkReads = new WeakMap<Db, LinkReads>();
-/** One memory of linked accounts' answers per database, shared by every tick (link-reads.ts). */
-function linkReadsOf(deps: Deps): LinkReads {
-  let l = linkReads.get(deps.db);
-  if (!l) linkReads.set(deps.db, (l = new LinkReads()));
-  return l;
-}
 
 const limiters = new WeakMap<Db, Limiter>();
 /** One limiter per database, shared by every tick: a lender's reads per provider stay within the limit. */
@@ -440,13 +424,15 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
         ...(result(cents, code, cause, at) as Extract<Outcome, { kind: 'result' }>),
         linked: l,
       });
-      const digest = linkDigest(item.lenderId, link);
-      if (await store.isRelinked({ deps }, item.lenderId, digest)) {
-        // Told once already: not asked again until a new link is sent.
-        return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: RELINK_REQUIRED, connectionId: null, relink: null }));
+      const known = await healthOfLink({ deps }, item.lenderId, link);
+      if (known && BLOCKING_HEALTHS.has(known.health)) {
+        // An open episode: the link is probed (link-health.ts), not read, until the provider says it is well
+        // again. A row from before links were kept for probing gets this one.
+        const note = known.linkSealed === null ? { link, probe: { health: known.health, expiresAt: known.expiresAt } } : null;
+        return push(linkedResult(null, known.health === 'closed' ? 3200 : 9000, { balanceKind: null, asOf: null, detail: detailOfHealth(known.health), connectionId: null, note, linkHealth: known.health }));
       }
       const conn = await connections.get(item.lenderId, link.provider);
-      if (!conn) return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: 'connection_missing', connectionId: null, relink: null }));
+      if (!conn) return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: 'connection_missing', connectionId: null, note: null }));
       let r: ItemRead;
       try {
         // One call per account and window: another item's answer for the same account is taken when there is one.
@@ -464,7 +450,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       } catch (e) {
         if (e instanceof TransientProviderError) return transient();
         logger.error({ batch_id: item.batchId, provider: link.provider, err: e instanceof Error ? e.name : 'error' }, 'linked balance read failed');
-        return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: null, connectionId: conn.id, relink: null }, 'internal'));
+        return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: null, connectionId: conn.id, note: null }, 'internal'));
       }
       if (r.kind === 'given_back') return push({ kind: 'retry', item, nextAt: clock.now(), waitingSince: item.waitingSince });
       if (r.kind === 'pending') {
@@ -476,15 +462,20 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       if (r.kind === 'reused') {
         // Another item's answer: not a read through the connection, and a relink is told by the item that read it.
         const detail = reusedDetail(a.kind === 'failed' ? a.detail : null, r.from);
-        if (a.kind === 'balance') return push(linkedResult(a.balanceCents, 0, { balanceKind: a.balanceKind, asOf: a.asOf, detail, connectionId: null, relink: null }));
-        return push(linkedResult(null, a.statusCode, { balanceKind: null, asOf: null, detail, connectionId: null, relink: null }));
+        if (a.kind === 'balance') return push(linkedResult(a.balanceCents, 0, { balanceKind: a.balanceKind, asOf: a.asOf, detail, connectionId: null, note: null, linkHealth: blockingOf(a.health?.health) }));
+        return push(linkedResult(null, a.statusCode, { balanceKind: null, asOf: null, detail, connectionId: null, note: null, linkHealth: blockingOf(healthOfDetail(a.detail)) }));
       }
       // Recorded at the time its answer is remembered under: the time the reuses of it name.
       if (a.kind === 'balance') {
-        return push(linkedResult(a.balanceCents, 0, { balanceKind: a.balanceKind, asOf: a.asOf, detail: null, connectionId: conn.id, relink: null }, 'provider', r.from.at));
+        // What Stripe says of the link beside the balance (expiring, not transactable, or well again) is recorded
+        // when it differs from what is known.
+        const said = a.health ?? null;
+        const note = said && said.health !== (known?.health ?? 'ok') ? { link, probe: said } : null;
+        return push(linkedResult(a.balanceCents, 0, { balanceKind: a.balanceKind, asOf: a.asOf, detail: null, connectionId: conn.id, note, linkHealth: blockingOf(said?.health) }, 'provider', r.from.at));
       }
-      const relink = a.detail === RELINK_REQUIRED ? { digest, link } : null;
-      return push(linkedResult(null, a.statusCode, { balanceKind: null, asOf: null, detail: a.detail, connectionId: conn.id, relink }, 'provider', r.from.at));
+      const told = healthOfDetail(a.detail);
+      const note = told ? { link, probe: { health: told, expiresAt: null } } : null;
+      return push(linkedResult(null, a.statusCode, { balanceKind: null, asOf: null, detail: a.detail, connectionId: conn.id, note, linkHealth: blockingOf(told) }, 'provider', r.from.at));
     }
     let read: BalanceReadResult;
     try {
@@ -502,7 +493,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
     const why = read.kind === 'balance' ? implausible(read.balanceCents, null, clock.now()) : null;
     if (why !== null) {
       logger.warn({ batch_id: item.batchId, reason: why }, 'balance source answered an implausible balance');
-      return push({ ...(result(null, 9000) as Extract<Outcome, { kind: 'result' }>), linked: { balanceKind: null, asOf: null, detail: why, connectionId: null, relink: null } });
+      return push({ ...(result(null, 9000) as Extract<Outcome, { kind: 'result' }>), linked: { balanceKind: null, asOf: null, detail: why, connectionId: null, note: null } });
     }
     push(read.kind === 'balance' ? result(read.balanceCents, 0) : result(null, read.statusCode));
   };
@@ -560,3 +551,8 @@ export const idempotencyCleanupJob: Job<Deps> = {
   intervalMs: 3_600_000,
   tick: (deps, signal) => dropExpiredIdempotency(deps, signal),
 };
+
+/** The health a read reports when it forbids a debit (what the collection decision blocks on), else null. */
+function blockingOf(h: LinkHealth | null | undefined): LinkHealth | null {
+  return h === 'revoked' || h === 'closed' || h === 'not_transactable' ? h : null;
+}

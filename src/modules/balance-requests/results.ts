@@ -1,4 +1,4 @@
-import type { BatchSource } from '../../../db/schema/enums';
+import type { BatchSource, LinkHealth } from '../../../db/schema/enums';
 
 // What the balance pipeline hands on when it records results: each result, and a batch that has its last one.
 // The features that react to them are called in order from one place, modules/balance-results.ts.
@@ -14,6 +14,8 @@ export interface RecordedRead {
   /** A linked account's read: which balance the provider gave, and its own time for it (null: not linked, or none given). */
   balanceKind: 'available' | 'current' | null;
   asOf: number | null;
+  /** The linked account's health when it forbids a debit (revoked, closed, not transactable), else null. */
+  linkHealth?: LinkHealth | null;
 }
 
 /** A batch whose last result was just recorded. */

@@ -372,7 +372,11 @@ export async function lastReadView(ctx: StoreCtx, lenderId: string, aid: string,
 }
 
 /** Columns of this feature holding vault-sealed values. */
-export const sealedColumns: SealedColumn[] = [{ table: 'batch_payloads', key: 'batch_id', column: 'sealed' }];
+export const sealedColumns: SealedColumn[] = [
+  { table: 'batch_payloads', key: 'batch_id', column: 'sealed' },
+  // A linked account kept with its health episode, for probing it.
+  { table: 'bank_link_relinks', key: 'link_digest', column: 'link_sealed' },
+];
 
 /**
  * The lender's batches, newest first, paged (the portal's list): the batches the lender sent (API, CSV,

@@ -1,5 +1,5 @@
 import { and, asc, count, desc, eq, gt, inArray, lt, ne, sql } from 'drizzle-orm';
-import { balanceResults, bankLinkRelinks, batchItems, batchPayloads, batches } from '../../../db/schema-pg';
+import { balanceResults, batchItems, batchPayloads, batches } from '../../../db/schema-pg';
 import type { BatchStatus } from '../../../db/schema/enums';
 import { transaction } from '../../platform/context';
 import { olderThan } from '../../platform/pagination';
@@ -412,22 +412,6 @@ export const pgBalanceStore: BalanceStore = {
   async sealedPayload(c, batchId) {
     const [row] = await pgReaderOf(c).select({ sealed: batchPayloads.sealed }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId));
     return row?.sealed;
-  },
-  async isRelinked(c, lenderId, digest) {
-    const found = await pgReaderOf(c)
-      .select({ d: bankLinkRelinks.linkDigest })
-      .from(bankLinkRelinks)
-      .where(and(eq(bankLinkRelinks.lenderId, lenderId), eq(bankLinkRelinks.linkDigest, digest)));
-    return found.length > 0;
-  },
-  async recordRelink(c, v) {
-    const inserted = await rows<{ one: number }>(
-      pgWriterOf(c),
-      sql`INSERT INTO bank_link_relinks (lender_id, link_digest, provider, authorizer_unique_id, created_at)
-          VALUES (${v.lenderId}, ${v.digest}, ${v.provider}, ${v.aid}, ${v.now})
-          ON CONFLICT DO NOTHING RETURNING 1 AS one`,
-    );
-    return inserted.length > 0;
   },
   async recordResults(c, rs) {
     return recordResults(pgWriterOf(c), rs);

@@ -1,5 +1,5 @@
 import { and, asc, count, desc, eq, gt, inArray, lt, ne } from 'drizzle-orm';
-import { balanceResults, bankLinkRelinks, batchItems, batchPayloads, batches } from '../../../db/schema';
+import { balanceResults, batchItems, batchPayloads, batches } from '../../../db/schema';
 import type { BatchStatus } from '../../../db/schema/enums';
 import type { Db, Orm } from '../../platform/db';
 import { groupCommit } from '../../platform/group-commit';
@@ -169,12 +169,6 @@ const thresholdHits = (db: Db, batchId: string) =>
     )
     .all(batchId);
 
-/** A link recorded as needing relinking; false when it already was (its lender has been told). */
-const insertRelink = (tx: Orm, v: { lenderId: string; digest: string; provider: string; aid: string; now: number }): boolean =>
-  tx.$client
-    .query('INSERT OR IGNORE INTO bank_link_relinks (lender_id, link_digest, provider, authorizer_unique_id, created_at) VALUES (?, ?, ?, ?, ?)')
-    .run(v.lenderId, v.digest, v.provider, v.aid, v.now).changes > 0;
-
 /** A borrower's clear details (phone, zip, metadata) in the queue rows of started batches, overwritten. */
 const eraseQueuedDetails = (tx: Orm, lenderId: string, aid: string) =>
   tx.$client.query('UPDATE batch_items SET phone = NULL, zip = NULL, metadata = NULL WHERE lender_id = ? AND authorizer_unique_id = ?').run(lenderId, aid);
@@ -323,18 +317,6 @@ export const sqliteBalanceStore: BalanceStore = {
   },
   async sealedPayload(c, batchId) {
     return readerOf(c).select({ sealed: batchPayloads.sealed }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId)).get()?.sealed;
-  },
-  async isRelinked(c, lenderId, digest) {
-    return (
-      readerOf(c)
-        .select({ d: bankLinkRelinks.linkDigest })
-        .from(bankLinkRelinks)
-        .where(and(eq(bankLinkRelinks.lenderId, lenderId), eq(bankLinkRelinks.linkDigest, digest)))
-        .get() !== undefined
-    );
-  },
-  async recordRelink(c, v) {
-    return insertRelink(writerOf(c), v);
   },
   async recordResults(c, rows) {
     const tx = writerOf(c);

@@ -209,10 +209,6 @@ export interface BalanceStore {
   startBatch(c: TxCtx, batchId: string, lenderId: string, items: QueuedAuthorizer[]): Promise<void>;
   /** A batch's sealed payload. */
   sealedPayload(c: StoreCtx, batchId: string): Promise<string | undefined>;
-  /** Whether the lender was told that this link needs relinking. */
-  isRelinked(c: StoreCtx, lenderId: string, digest: string): Promise<boolean>;
-  /** A link recorded as needing relinking; false when it already was. */
-  recordRelink(c: TxCtx, v: { lenderId: string; digest: string; provider: string; aid: string; now: number }): Promise<boolean>;
   /** Results recorded, one per item: for each row, whether it was recorded (false: its item already had one). */
   recordResults(c: TxCtx, rows: ResultRow[]): Promise<boolean[]>;
   /**

@@ -11,7 +11,7 @@ import { referenceOf } from './reference';
 import { planPayment } from './rules';
 import { policyOf } from '../collection-policy/service';
 import type { CollectionPolicy } from '../collection-policy/policy';
-import type { BlockedReason } from '../enrollments/monitor';
+import { blockedReasonOf, type BlockedReason } from '../enrollments/monitor';
 import { collectionStore as store, type ScheduledPayment } from './store';
 import { applyMonitorEvent } from '../enrollments/monitor-store';
 import { evaluateReturnRates } from '../return-rates/watch';
@@ -36,12 +36,21 @@ export async function decideCollection(ctx: JobContext & { tx: Tx }, read: Recor
   const e = await store.enrollmentToDecide(ctx, read.enrollmentId);
   if (!e || e.state !== 'monitored') return;
   if (e.windowEndsAt === null || now >= e.windowEndsAt) return;
-  if (read.balanceCents === null) return;
   if (e.blockedReason === 'verification_required') return;
   const block = async (reason: BlockedReason) => {
     await applyMonitorEvent(ctx, { enrollmentId: e.id, event: { type: 'blocked', reason }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
     deps.metrics.paymentsSkipped.inc({ reason });
   };
+  // A linked account its provider says cannot be debited (revoked, closed at the bank, an account number that
+  // is not transactable) takes no payment, whatever its balance: one scheduled is voided, and the borrower
+  // shows why until the provider says the same link is well again (balance-requests/link-health.ts).
+  const linkBlock = blockedReasonOf(read.linkHealth ?? null);
+  if (linkBlock !== null) {
+    const waiting = await store.scheduledPaymentOf(ctx, e.id);
+    if (waiting) await voidScheduled(ctx, waiting, `not debited: ${linkBlock}`);
+    return block(linkBlock);
+  }
+  if (read.balanceCents === null) return;
   const policy = await policyOf(ctx, e.lenderId);
   const history = await store.paymentHistory(ctx, e.id);
   const planNow = () =>
@@ -88,7 +97,14 @@ export async function decideCollection(ctx: JobContext & { tx: Tx }, read: Recor
   if (!truth.ok) return block(truth.reason);
   // What the last read showed no longer holds (a window passed, a fresh available balance): said at once,
   // whatever the balance says.
-  if (e.blockedReason === 'late_return_window' || e.blockedReason === 'stale_balance' || e.blockedReason === 'current_only') {
+  if (
+    e.blockedReason === 'late_return_window' ||
+    e.blockedReason === 'stale_balance' ||
+    e.blockedReason === 'current_only' ||
+    e.blockedReason === 'account_revoked' ||
+    e.blockedReason === 'account_closed' ||
+    e.blockedReason === 'account_not_transactable'
+  ) {
     await applyMonitorEvent(ctx, { enrollmentId: e.id, event: { type: 'unblocked' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
   }
   if (read.balanceCents < plan.amountCents + deps.config.collectionMarginCents + policy.debitBufferCents + truth.bufferCents) return;

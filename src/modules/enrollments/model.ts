@@ -1,12 +1,25 @@
 import { Type } from '@sinclair/typebox';
 import { t } from 'elysia';
-import { BALANCE_KINDS, HELD_REASONS, MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES } from '../../../db/schema/enums';
+import { BALANCE_KINDS, HELD_REASONS, LINK_HEALTHS, MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES } from '../../../db/schema/enums';
 import { pageTokenQuery } from '../../platform/pagination';
 import { Int, OneOf } from '../../platform/schema';
 import { textSchema } from '../../platform/fields';
 import { Address, AuthorizerId, BankLinkView, DateOfBirth, IDENTITY_PROPERTIES, Metadata } from '../authorizers/fields';
 import { MERCHANT_REF } from '../payment-connections/model';
 import { ReusedFrom } from '../balance-requests/model';
+
+/** A linked account's health (balance-requests/link-health.ts). */
+const LinkHealthView = t.Object(
+  {
+    status: OneOf(LINK_HEALTHS, {
+      description:
+        'ok; relink_required: the borrower must sign in again (read again by itself once the provider says the same link is well); expiring: consent ends at expires_at (still read); revoked, closed, not_transactable: no debit (blocked_reason account_revoked, account_closed, account_not_transactable) until the provider says it is well again',
+    }),
+    since: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'Since when it has had this health (null: always ok)' }),
+    expires_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'expiring: the provider’s date' }),
+  },
+  { description: 'The link’s health as its provider last said; while not ok the link is probed with the provider’s free call, not read' },
+);
 
 export const MAX_BORROWERS = 1000;
 export const MAX_COLLECTABLE_CENTS = 10_000_000;
@@ -209,7 +222,9 @@ export const EnrollmentView = t.Object(
       }),
       t.Null(),
     ]),
-    bank_link: t.Union([BankLinkView, t.Null()], { description: 'The borrower’s linked account, if one was sent: never its access token' }),
+    bank_link: t.Union([t.Composite([BankLinkView, t.Object({ health: LinkHealthView })]), t.Null()], {
+      description: 'The borrower’s linked account, if one was sent: never its access token; with its health as the provider last said',
+    }),
     next_read_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
     pay_cycle: t.Union(
       [
@@ -307,3 +322,16 @@ export const EnrollmentListQuery = t.Object({
   ...pageTokenQuery,
 });
 export { MONITOR_STATES } from '../../../db/schema/enums';
+
+/** The answer of POST /v1/payment_enrollments/{id}/bank_link/check: the link, never its token, and its health. */
+export const BankLinkCheckResponse = t.Object(
+  {
+    authorizer_unique_id: t.String(),
+    bank_link: t.Composite([BankLinkView, t.Object({ health: LinkHealthView })]),
+  },
+  {
+    examples: [
+      { authorizer_unique_id: 'loan-1001', bank_link: { provider: 'plaid', account_last4: 'x7Qa', health: { status: 'ok', since: '2026-11-21T10:00:00.000Z', expires_at: null } } },
+    ],
+  },
+);

@@ -1,4 +1,4 @@
-import type { HeldReason, MonitorState } from '../../../db/schema/enums';
+import type { HeldReason, LinkHealth, MonitorState } from '../../../db/schema/enums';
 import { isRetryableReturn } from '../../adapters/processors/return-codes';
 import { mustNotRetry } from '../../adapters/processors/decline-codes';
 
@@ -27,8 +27,21 @@ export const BLOCKED_REASONS = [
   // only a current (ledger) balance where the policy wants an available one. Reads go on; a read that passes lifts it.
   'stale_balance',
   'current_only',
+  // The linked account cannot be debited (balance-requests/link-health.ts): the borrower revoked it, it closed
+  // at the bank, or its account number is not transactable. Lifts by itself when the provider says the same link is well again.
+  'account_revoked',
+  'account_closed',
+  'account_not_transactable',
 ] as const;
 export type BlockedReason = (typeof BLOCKED_REASONS)[number];
+
+/** The blocks a linked account's health sets (balance-requests/link-health.ts); each lifts when the provider says the link is well again. */
+export const LINK_BLOCKS = ['account_revoked', 'account_closed', 'account_not_transactable'] as const satisfies readonly BlockedReason[];
+
+/** The blocked_reason a linked account's health gives the borrower's collection, or null (relink_required reads nothing: no block). */
+export function blockedReasonOf(health: LinkHealth | null): BlockedReason | null {
+  return health === 'revoked' ? 'account_revoked' : health === 'closed' ? 'account_closed' : health === 'not_transactable' ? 'account_not_transactable' : null;
+}
 
 /**
  * The collection rules' reasons (collection/rules.ts planPayment): each stands until the lender acts (a new

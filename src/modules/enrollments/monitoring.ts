@@ -8,6 +8,7 @@ import type { RecordedRead } from '../balance-requests/results';
 import { openBorrower } from './borrower';
 import { heldReasonOf } from './service';
 import { applyMonitorEvent, monitorStateOf, monitorStore } from './monitor-store';
+import { LINK_BLOCKS } from './monitor';
 import { enrollmentStore as store, type DueRead } from './store';
 import { wantHistory } from '../pay-cycles/history';
 
@@ -96,6 +97,19 @@ function monitoringOf(reads: RecordedRead[], batchIds: string[]): RecordedRead[]
 
 /** A monitoring read set on its borrower's enrollment as the last read: the enrollment's id, or null when it has none. */
 export const setLastRead = (c: TxCtx, r: RecordedRead): Promise<string | null> => store.setLastRead(c, r);
+
+/**
+ * The provider says a borrower's linked account is well again: a block the link set on its collection lifts
+ * and a monitored borrower is read at once, in the transaction that closes the link's episode.
+ */
+export async function readAfterRepair(c: JobContext & { tx: Tx }, link: { lenderId: string; aid: string; now: number }): Promise<void> {
+  const e = await store.enrollmentOf(c, link.lenderId, link.aid);
+  if (!e || e.state !== 'monitored') return;
+  if ((LINK_BLOCKS as readonly (string | null)[]).includes(e.blockedReason)) {
+    await applyMonitorEvent(c, { enrollmentId: e.id, event: { type: 'unblocked' }, now: link.now, readIntervalMs: c.deps.config.monitorReadIntervalMs });
+  }
+  await store.setNextReads(c, [e.id], link.now);
+}
 
 /** Lapses and re-checks per transaction; the jobs yield between slices. */
 export const MONITORS_PER_SLICE = 200;

@@ -5,8 +5,8 @@ import { errors } from '../../http/errors';
 import { documentedBody, schemaBody } from '../../http/body';
 import type { Auth } from '../../http/auth';
 import { AuthorizerId } from '../authorizers/fields';
-import { EnrollmentBody, EnrollmentList, EnrollmentListQuery, EnrollmentRequest, EnrollmentResponse, EnrollmentView, ErasureResponse, IdsBody, RemovalResponse } from './model';
-import { enroll, eraseBorrowers, getEnrollment, listEnrollments, removeEnrollments } from './service';
+import { BankLinkCheckResponse, EnrollmentBody, EnrollmentList, EnrollmentListQuery, EnrollmentRequest, EnrollmentResponse, EnrollmentView, ErasureResponse, IdsBody, RemovalResponse } from './model';
+import { checkBankLink, enroll, eraseBorrowers, getEnrollment, listEnrollments, removeEnrollments } from './service';
 import { readBorrowerNow } from './read-now';
 
 const ReadNowResponse = t.Object(
@@ -137,6 +137,27 @@ export const enrollmentRoutes = (deps: Deps, auth: Auth) =>
               'read is one interval after this one. 409 when the borrower is not monitored or its data was erased. Bounded ' +
               'per lender: 20 schedule runs and borrower reads on demand at once, then one every 3 seconds (429 with ' +
               'Retry-After). Another lender’s borrower is 404.',
+          ),
+        },
+      },
+    )
+    .post(
+      '/payment_enrollments/:authorizer_unique_id/bank_link/check',
+      ({ lender, params }) => checkBankLink({ ctx: { lender, deps }, input: { authorizerUniqueId: params.authorizer_unique_id } }),
+      {
+        auth: true,
+        params: t.Object({ authorizer_unique_id: AuthorizerId }),
+        response: { 200: BankLinkCheckResponse, ...errors(400, 401, 404, 409, 429, 503) },
+        detail: {
+          tags,
+          summary: 'Check a borrower’s linked account now',
+          ...early(
+            'Asks the provider about the borrower’s bank_link now with its free call (Plaid /item/get and /accounts/get, ' +
+              'Stripe’s account retrieve; no balance is read and nothing is billed), records what it says and answers the ' +
+              'link’s health. When the provider says a link that needed the borrower is well again (the same token, the same ' +
+              'account, after Plaid’s update mode or Stripe’s relink), its episode closes: BANK_LINK_REPAIRED goes out, a ' +
+              'borrower blocked by it is unblocked, and it is read at once. 409 without a bank_link, after erasure, or without a ' +
+              'connection for its provider; 503 when the provider cannot be asked now (nothing changed). Another lender’s borrower is 404.',
           ),
         },
       },

@@ -1,11 +1,13 @@
 import { connectedProviders, connectionFor } from '../bank-data-connections/service';
 import { lastReadView } from '../balance-requests/service';
+import { healthOfLink, probeLinkNow, probeSoon, viewOf } from '../balance-requests/link-health';
+import { TransientProviderError } from '../../adapters/bank-data/types';
 import type { Static } from '@sinclair/typebox';
 import type { HeldReason, MonitorState } from '../../../db/schema/enums';
 import type { Ctx, Deps } from '../../deps';
 import { iso, isoOrNull } from '../../platform/clock';
 import { transaction } from '../../platform/context';
-import { NotFound } from '../../platform/errors';
+import { Conflict, NotFound, Unavailable } from '../../platform/errors';
 import { fits, problemsOf } from '../../platform/validation';
 import { newId } from '../../platform/ids';
 import { keysetPage } from '../../platform/pagination';
@@ -245,6 +247,10 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
       };
     });
     const changes = await enrollBorrowers(tx, writes);
+    // A link sent again whose provider said it needed the borrower is probed at once: repaired in place (the
+    // same token, the same account), it is read again without waiting for its next probe.
+    const links = storable.flatMap((c) => (c.authorizer.sensitive.bankLink ? [c.authorizer.sensitive.bankLink] : []));
+    if (links.length > 0) await probeSoon(tx, ctx.lender.id, links, now);
     // Searchable by name, phone and last four from now on (keyed hashes, beside the sealed values).
     await indexBorrowers(
       tx,
@@ -368,7 +374,7 @@ export async function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView
         ? { rail: 'card' as const, card_brand: e.cardBrand, last4: e.cardLast4 }
         : { rail: 'ach' as const, bank_name: e.bankName, last4: accountLast4(ctx, e) },
     last_read: e.lastReadAt === null ? null : await lastReadView(ctx, e.lenderId, e.authorizerUniqueId, e.lastReadCents, e.lastReadAt),
-    bank_link: bankLinkOf(ctx, e),
+    bank_link: await bankLinkOf(ctx, e),
     next_read_at: e.state === 'monitored' ? isoOrNull(e.nextReadAt) : null,
     pay_cycle:
       e.payCycleFrequency === null
@@ -405,11 +411,14 @@ function scheduledView(payments: EnrollmentPayment[]) {
   return p && p.debitOn !== null ? { reference: p.reference, amount: p.amount, debit_on: iso(p.debitOn).slice(0, 10) } : null;
 }
 
-/** What is shown of the borrower's bank_link: the provider and which account, never the access token. */
-function bankLinkOf(ctx: Ctx, e: Enrollment) {
+/** What is shown of the borrower's bank_link: the provider and which account, never the access token, and its health. */
+async function bankLinkOf(ctx: Ctx, e: Enrollment) {
   const link = e.sealed ? openBorrower(ctx.deps, e.sealed).s.bankLink : null;
   if (!link) return null;
-  return link.provider === 'plaid' ? { provider: 'plaid' as const, account_last4: link.accountId.slice(-4) } : { provider: 'stripe' as const, account: link.account };
+  const health = viewOf(await healthOfLink(ctx, e.lenderId, link));
+  return link.provider === 'plaid'
+    ? { provider: 'plaid' as const, account_last4: link.accountId.slice(-4), health }
+    : { provider: 'stripe' as const, account: link.account, health };
 }
 
 function accountLast4(ctx: Ctx, e: Enrollment): string | null {
@@ -422,6 +431,33 @@ export async function getEnrollment({ ctx, input }: { ctx: Ctx; input: { authori
   const e = await store.enrollmentOf(ctx, ctx.lender.id, input.authorizerUniqueId);
   if (!e) throw new NotFound('Enrollment', input.authorizerUniqueId);
   return enrollmentView(ctx, e, await ledgerOf(ctx, e));
+}
+
+/**
+ * POST /v1/payment_enrollments/{id}/bank_link/check: the borrower's linked account probed now with its
+ * provider's free call (Plaid /item/get, Stripe's account retrieve), what the provider says recorded (an open
+ * episode closes when the same link is well again, and reads and collection go on), and its health answered.
+ */
+export async function checkBankLink({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId: string } }) {
+  const e = await store.enrollmentOf(ctx, ctx.lender.id, input.authorizerUniqueId);
+  if (!e) throw new NotFound('Enrollment', input.authorizerUniqueId);
+  if (!e.sealed) throw new Conflict('The borrower’s personal data was erased: there is no linked account to check');
+  const link = openBorrower(ctx.deps, e.sealed).s.bankLink;
+  if (!link) throw new Conflict('The borrower has no bank_link: there is no linked account to check');
+  if (!(await connectionFor(ctx.deps, ctx.lender.id, link.provider))) {
+    throw new Conflict(`There is no ${link.provider} bank-data connection to check the link with`, undefined, 'Register one with POST /v1/bank_data_connections');
+  }
+  let health;
+  try {
+    health = await probeLinkNow(ctx.deps, ctx.lender.id, e.authorizerUniqueId, link);
+  } catch (err) {
+    if (err instanceof TransientProviderError) throw new Unavailable('The provider could not be asked just now; nothing changed. Try again.');
+    throw err;
+  }
+  return {
+    authorizer_unique_id: e.authorizerUniqueId,
+    bank_link: link.provider === 'plaid' ? { provider: 'plaid' as const, account_last4: link.accountId.slice(-4), health } : { provider: 'stripe' as const, account: link.account, health },
+  };
 }
 
 /**

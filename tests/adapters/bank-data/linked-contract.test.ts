@@ -90,8 +90,12 @@ describe('Plaid: the service and the plaid SDK send the same request', () => {
     expect(f(400, 'ITEM_ERROR', 'PRODUCT_NOT_READY')).toBe('retry');
     expect(f(400, 'INSTITUTION_ERROR', 'INSTITUTION_DOWN')).toBe('retry');
     expect(f(500, 'API_ERROR', 'INTERNAL_SERVER_ERROR')).toBe('retry');
-    expect(f(400, 'ITEM_ERROR', 'NO_ACCOUNTS')).toEqual({ kind: 'failed', statusCode: 3200, detail: null });
-    expect(f(400, 'INVALID_INPUT', 'INVALID_ACCOUNT_ID')).toEqual({ kind: 'failed', statusCode: 3200, detail: null });
+    expect(f(400, 'ITEM_ERROR', 'NO_ACCOUNTS')).toEqual({ kind: 'failed', statusCode: 3200, detail: 'account_closed' });
+    // The id is no longer valid (a new one can appear once the borrower picks accounts again): a relink, not closed.
+    expect(f(400, 'INVALID_INPUT', 'INVALID_ACCOUNT_ID')).toEqual({ kind: 'failed', statusCode: 9000, detail: 'relink_required' });
+    // "Do not create new ACH transfers for the account": revoked, which no debit follows.
+    expect(f(400, 'ITEM_ERROR', 'USER_ACCOUNT_REVOKED')).toEqual({ kind: 'failed', statusCode: 9000, detail: 'account_revoked' });
+    expect(f(400, 'ITEM_ERROR', 'USER_PERMISSION_REVOKED')).toEqual({ kind: 'failed', statusCode: 9000, detail: 'account_revoked' });
     expect(f(400, 'INSTITUTION_ERROR', 'INSTITUTION_NOT_SUPPORTED')).toEqual({ kind: 'failed', statusCode: 3300, detail: null });
     expect(f(400, 'INVALID_INPUT', 'INVALID_API_KEYS')).toEqual({ kind: 'failed', statusCode: 9000, detail: 'connection_refused' });
     expect(f(400, 'INVALID_REQUEST', 'SOMETHING_NEW')).toEqual({ kind: 'failed', statusCode: 9000, detail: null });
@@ -139,7 +143,7 @@ describe('Stripe Financial Connections: the service’s requests are the SDK’s
     expect(accountResult({ ...base, status: 'inactive' }, now, false)).toEqual({ kind: 'failed', statusCode: 9000, detail: RELINK_REQUIRED });
     expect(accountResult({ ...base, status: 'disconnected' }, now, false)).toEqual({ kind: 'failed', statusCode: 9000, detail: RELINK_REQUIRED });
     expect(accountResult({ ...base, permissions: ['payment_method'] }, now, false)).toMatchObject({ kind: 'failed', statusCode: 3300 });
-    expect(accountResult(base, now, false)).toEqual({ kind: 'balance', balanceCents: 100, balanceKind: 'available', asOf: (s - 30) * 1000 });
+    expect(accountResult(base, now, false)).toEqual({ kind: 'balance', balanceCents: 100, balanceKind: 'available', asOf: (s - 30) * 1000, health: { health: 'ok', expiresAt: null } });
     const pending = { ...base, balance_refresh: { status: 'pending', last_attempted_at: s, next_refresh_available_at: null } } as Stripe.FinancialConnections.Account;
     expect(accountResult(pending, now, false)).toEqual({ kind: 'pending', retryAt: now + REFRESH_POLL_MS });
     // Stale, and Stripe allows no refresh for ten more minutes: a failed one waits until then.

@@ -24,6 +24,13 @@ export interface FcControl {
   /** A linked account readable with this key. */
   addFcAccount(key: string, spec: FcAccountSpec): void;
   setFcStatus(id: string, status: Account['status']): void;
+  /**
+   * The account's status details: an inactive account's cause (`account_closed`, `access_expired`…), an active
+   * one's expected deactivation (seconds since the epoch); null clears them.
+   */
+  setFcStatusDetails(id: string, details: { inactiveCause?: string; expectedDeactivation?: number } | null): void;
+  /** The statuses of the account's tokenized account numbers (`transactable`, `expired`, `deactivated`, `pending`); null: none listed. */
+  setFcAccountNumbers(id: string, statuses: string[] | null): void;
   /** The account's balance as the next refresh will find it. */
   setFcBalance(id: string, cents: { available?: number | null; current?: number }): void;
   /** The account's balance as given, whatever it holds (numbers no real answer would carry), with no refresh due. */
@@ -89,6 +96,25 @@ export class FakeFinancialConnections implements FcControl {
 
   setFcStatus(id: string, status: Account['status']): void {
     this.entry(id).account.status = status;
+  }
+
+  setFcStatusDetails(id: string, details: { inactiveCause?: string; expectedDeactivation?: number } | null): void {
+    const a = this.entry(id).account as Account & { status_details?: unknown };
+    if (details === null) {
+      delete a.status_details;
+      return;
+    }
+    a.status_details = {
+      ...(details.inactiveCause ? { inactive: { cause: details.inactiveCause } } : {}),
+      ...(details.expectedDeactivation ? { active: { action: 'relink_required', cause: 'access_expired', expected_deactivation_date: details.expectedDeactivation } } : {}),
+    };
+  }
+
+  setFcAccountNumbers(id: string, statuses: string[] | null): void {
+    this.entry(id).account.account_numbers =
+      statuses === null
+        ? null
+        : (statuses.map((status) => ({ expected_expiry_date: null, identifier_type: 'tokenized_account_number', status, supported_networks: ['ach'] })) as Account['account_numbers']);
   }
 
   setFcBalance(id: string, cents: { available?: number | null; current?: number }): void {

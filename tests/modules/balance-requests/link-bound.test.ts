@@ -168,13 +168,15 @@ describe('balance requests', () => {
 
   test('a failure is reused as that failure, never as a balance, until the window passes', async () => {
     const { c } = await setup();
+    // A failure that says nothing of the link's health (a closed or revoked account opens an episode instead, and
+    // is probed rather than read: tests/modules/balance-requests/link-health.test.ts).
     const token = 'access-sandbox-bound-closed';
     plaid.addItem(token, [{ account_id: 'acc_checking_0001', available: 30, current: 30 }]);
-    plaid.setItemError(token, 'NO_ACCOUNTS');
+    plaid.setItemError(token, 'PRODUCTS_NOT_SUPPORTED');
     const first = await submit(c, Array.from({ length: 10 }, (_, i) => bankAuthorizer(`closed-${i}`, { bank_link: plaidLink(token) })));
     await complete(c, [first]);
     expect(plaidReads(token)).toBe(1);
-    for (const e of (await oneAsked(c, [first])).all) expect(e).toMatchObject({ balance: null, balance_status_code: 3200 });
+    for (const e of (await oneAsked(c, [first])).all) expect(e).toMatchObject({ balance: null, balance_status_code: 3300 });
 
     // The account answers again, but within the window the failure stands: asked no more.
     plaid.setItemError(token, null);
@@ -182,9 +184,9 @@ describe('balance requests', () => {
     await complete(c, [second]);
     expect(plaidReads(token)).toBe(1);
     const [reused] = await results(c, second);
-    expect(reused).toMatchObject({ balance: null, balance_status_code: 3200, reused_from: { batch_id: first } });
+    expect(reused).toMatchObject({ balance: null, balance_status_code: 3300, reused_from: { batch_id: first } });
     const hist = await c.json('GET', '/v1/monitoring/authorizers/closed-again/history');
-    expect(hist.body.history[0]).toMatchObject({ status: 'failed', error_message: 'Account closed', reused_from: { batch_id: first } });
+    expect(hist.body.history[0]).toMatchObject({ status: 'failed', error_message: 'Institution not supported', reused_from: { batch_id: first } });
 
     c.clock.advance(WINDOW_MS);
     const third = await submit(c, [bankAuthorizer('closed-third', { bank_link: plaidLink(token) })]);

@@ -114,7 +114,7 @@ describe('Plaid-linked authorizers', () => {
     expect(csv.rows[0]!.cells[6]).toBe('RETRY_LIMIT');
   });
 
-  test('a closed account is 3200 ACCOUNT_CLOSED (no accounts, or the account gone from the Item)', async () => {
+  test('a closed account (NO_ACCOUNTS) is 3200 ACCOUNT_CLOSED; an account id the Item no longer has (INVALID_ACCOUNT_ID) needs a relink, not closed', async () => {
     const { c } = await setup();
     plaid.addItem('access-sandbox-cl1', [{ account_id: 'acc_checking_0001', available: 1, current: 1 }]);
     plaid.setItemError('access-sandbox-cl1', 'NO_ACCOUNTS');
@@ -123,9 +123,13 @@ describe('Plaid-linked authorizers', () => {
     await complete(c, batch_id);
     const got = byId(await balances(c, batch_id));
     expect(got['cl-1']).toMatchObject({ balance_status_code: 3200 });
-    expect(got['cl-2']).toMatchObject({ balance_status_code: 3200 });
+    // Plaid: "the account was removed at the bank or the id is no longer valid (a new one can appear after the
+    // user re-selects accounts)": the borrower is asked to link again.
+    expect(got['cl-2']).toMatchObject({ balance_status_code: 9000 });
+    const history = await c.json('GET', '/v1/monitoring/authorizers/cl-2/history');
+    expect(history.body.history[0].error_message).toContain('relink_required');
     const csv = readCsv(await (await c.request('GET', `/v1/balances/csv?batch_ids=${batch_id}`)).text());
-    expect(csv.rows.map((r) => r.cells[6])).toEqual(['ACCOUNT_CLOSED', 'ACCOUNT_CLOSED']);
+    expect(csv.rows.map((r) => r.cells[6])).toEqual(['ACCOUNT_CLOSED', 'RETRIEVAL_FAILED']);
   });
 
   test('at most BANK_LINK_CONCURRENCY reads in flight per lender and provider, every item read once', async () => {

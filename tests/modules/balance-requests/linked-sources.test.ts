@@ -68,7 +68,7 @@ describe('enrollments', () => {
     expect((await queueDueReads(c.rt)).queued).toBe(1);
     await processBalances(c.rt);
     const view = (await c.json('GET', '/v1/payment_enrollments/enr-1')).body;
-    expect(view.bank_link).toEqual({ provider: 'plaid', account_last4: '7788' });
+    expect(view.bank_link).toEqual({ provider: 'plaid', account_last4: '7788', health: { status: 'ok', since: null, expires_at: null } });
     expect(view.last_read).toMatchObject({ balance_cents: 32100, balance_kind: 'available', as_of: expect.any(String) });
     expect(JSON.stringify(view)).not.toContain('access-production-enr1');
 
@@ -111,7 +111,7 @@ describe('enrollments', () => {
       },
     });
     expect(res.status).toBe(207);
-    expect((await c.json('GET', '/v1/payment_enrollments/pm-fc')).body.bank_link).toEqual({ provider: 'stripe', account: 'fca_1FromPm0001' });
+    expect((await c.json('GET', '/v1/payment_enrollments/pm-fc')).body.bank_link).toEqual({ provider: 'stripe', account: 'fca_1FromPm0001', health: { status: 'ok', since: null, expires_at: null } });
     expect((await c.json('GET', '/v1/payment_enrollments/pm-micro')).body.bank_link).toBeNull();
     await queueDueReads(c.rt);
     await processBalances(c.rt);

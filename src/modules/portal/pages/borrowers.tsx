@@ -32,6 +32,9 @@ const BLOCKED_WHY: Record<BlockedReason, string> = {
   late_return_window: 'the last payment settled and may still be returned late; the next debit waits until its window passes, by itself',
   stale_balance: "the linked account's balance is older than the policy allows; a fresher read lifts it, by itself",
   current_only: 'the linked account gives only a current balance, which the policy does not debit on; a read with an available balance lifts it',
+  account_revoked: 'the borrower revoked the linked account or the permission to it; no debit until the provider says it is well again',
+  account_closed: 'the linked account is closed at the bank; no debit until the provider says it is open again',
+  account_not_transactable: "the linked account's account number cannot be debited; no debit until the provider says it can",
 };
 
 // /portal/payments/borrowers: the enrolled borrowers, searched by a prefix of authorizer_unique_id, filtered by

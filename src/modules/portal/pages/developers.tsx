@@ -19,7 +19,9 @@ const EVENT_HELP: Record<(typeof ENDPOINT_EVENT_TYPES)[number], string> = {
   RETURN_RATE_ALERT: 'a return-rate class changes status',
   ENROLLMENT_BLOCKED: 'collection of a borrower is blocked by a rule',
   PAYMENT_SCHEDULED: 'a payment is scheduled after its notice',
-  BANK_LINK_RELINK_REQUIRED: 'a borrower’s linked account must be linked again',
+  BANK_LINK_RELINK_REQUIRED: 'a borrower’s linked account needs the borrower (relink, revoked, closed)',
+  BANK_LINK_REPAIRED: 'a borrower’s linked account is well again',
+  BANK_LINK_EXPIRING: 'a borrower’s consent to a linked account ends soon',
 };
 
 const EndpointForm = Type.Object(

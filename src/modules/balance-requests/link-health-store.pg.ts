@@ -1,0 +1,69 @@
+import { sql } from 'drizzle-orm';
+import type { LinkHealthRow, LinkHealthStore } from './link-health-store';
+import { pgArray as arr, pgReaderOf, pgWriterOf, rows } from '../../platform/store.pg';
+
+// The link-health rows on PostgreSQL: the statements of link-health-store.sqlite.ts. A probe is taken by moving
+// its next_probe_at only when it still holds the value read, so two replicas never probe one link at once.
+
+const COLUMNS = sql.raw(`lender_id AS "lenderId", link_digest AS digest, provider, authorizer_unique_id AS aid, health, since,
+  expires_at AS "expiresAt", next_probe_at AS "nextProbeAt", probe_interval_ms AS "probeIntervalMs", link_sealed AS "linkSealed"`);
+
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+const row = (r: LinkHealthRow): LinkHealthRow => ({
+  ...r,
+  since: Number(r.since),
+  expiresAt: numOrNull(r.expiresAt),
+  nextProbeAt: numOrNull(r.nextProbeAt),
+  probeIntervalMs: numOrNull(r.probeIntervalMs),
+});
+
+export const pgLinkHealthStore: LinkHealthStore = {
+  async healthOf(c, lenderId, digest) {
+    const [r] = await rows<LinkHealthRow>(pgReaderOf(c), sql`SELECT ${COLUMNS} FROM bank_link_relinks WHERE lender_id = ${lenderId} AND link_digest = ${digest}`);
+    return r ? row(r) : undefined;
+  },
+  async healthOfMany(c, lenderId, digests) {
+    if (digests.length === 0) return [];
+    const found = await rows<LinkHealthRow>(
+      pgReaderOf(c),
+      sql`SELECT ${COLUMNS} FROM bank_link_relinks WHERE lender_id = ${lenderId} AND link_digest = ANY(${arr(digests)}::text[])`,
+    );
+    return found.map(row);
+  },
+  async put(c, r) {
+    await pgWriterOf(c).execute(
+      sql`INSERT INTO bank_link_relinks (lender_id, link_digest, provider, authorizer_unique_id, created_at, health, since, expires_at, next_probe_at, probe_interval_ms, link_sealed)
+          VALUES (${r.lenderId}, ${r.digest}, ${r.provider}, ${r.aid}, ${r.since}, ${r.health}, ${r.since}, ${r.expiresAt}, ${r.nextProbeAt}, ${r.probeIntervalMs}, ${r.linkSealed})
+          ON CONFLICT (lender_id, link_digest) DO UPDATE SET authorizer_unique_id = excluded.authorizer_unique_id, health = excluded.health,
+            since = excluded.since, expires_at = excluded.expires_at, next_probe_at = excluded.next_probe_at,
+            probe_interval_ms = excluded.probe_interval_ms, link_sealed = COALESCE(excluded.link_sealed, bank_link_relinks.link_sealed)`,
+    );
+  },
+  async dueProbes(c, now, limit) {
+    const found = await rows<LinkHealthRow>(
+      pgReaderOf(c),
+      sql`SELECT ${COLUMNS} FROM bank_link_relinks WHERE next_probe_at IS NOT NULL AND next_probe_at <= ${now} ORDER BY next_probe_at LIMIT ${limit}`,
+    );
+    return found.map(row);
+  },
+  async claimProbe(c, lenderId, digest, expected, until) {
+    const taken = await rows<{ one: number }>(
+      pgWriterOf(c),
+      sql`UPDATE bank_link_relinks SET next_probe_at = ${until}
+           WHERE lender_id = ${lenderId} AND link_digest = ${digest} AND next_probe_at = ${expected} RETURNING 1 AS one`,
+    );
+    return taken.length > 0;
+  },
+  async probeNow(c, lenderId, digests, now) {
+    if (digests.length === 0) return 0;
+    const moved = await rows<{ one: number }>(
+      pgWriterOf(c),
+      sql`UPDATE bank_link_relinks SET next_probe_at = ${now}
+           WHERE lender_id = ${lenderId} AND health <> 'ok' AND link_sealed IS NOT NULL AND link_digest = ANY(${arr(digests)}::text[]) RETURNING 1 AS one`,
+    );
+    return moved.length;
+  },
+  async eraseBorrower(c, lenderId, aid) {
+    await pgWriterOf(c).execute(sql`DELETE FROM bank_link_relinks WHERE lender_id = ${lenderId} AND authorizer_unique_id = ${aid}`);
+  },
+};

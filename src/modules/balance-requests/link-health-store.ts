@@ -1,0 +1,40 @@
+import type { BankDataProvider, LinkHealth } from '../../../db/schema/enums';
+import { byEngine, type StoreCtx, type TxCtx } from '../../platform/store';
+import { sqliteLinkHealthStore } from './link-health-store.sqlite';
+import { pgLinkHealthStore } from './link-health-store.pg';
+
+/** A link's health row: its current health, since when, and (while an episode is open) when it is probed next. */
+export interface LinkHealthRow {
+  lenderId: string;
+  digest: string;
+  provider: BankDataProvider;
+  aid: string;
+  health: LinkHealth;
+  since: number;
+  expiresAt: number | null;
+  nextProbeAt: number | null;
+  probeIntervalMs: number | null;
+  linkSealed: string | null;
+}
+
+export interface LinkHealthStore {
+  /** The link's row, if its provider ever said it was not ok. */
+  healthOf(c: StoreCtx, lenderId: string, digest: string): Promise<LinkHealthRow | undefined>;
+  /** The rows of these links of the lender (for showing health on a page of borrowers). */
+  healthOfMany(c: StoreCtx, lenderId: string, digests: string[]): Promise<LinkHealthRow[]>;
+  /** Writes the row whole (insert or replace), under the caller's transaction. */
+  put(c: TxCtx, row: LinkHealthRow): Promise<void>;
+  /** Open episodes due for a probe at `now`, oldest first. */
+  dueProbes(c: StoreCtx, now: number, limit: number): Promise<LinkHealthRow[]>;
+  /**
+   * Takes a due probe for this replica: its next probe moved to `until` only if it is still `expected`; false
+   * when another replica took it first.
+   */
+  claimProbe(c: TxCtx, lenderId: string, digest: string, expected: number, until: number): Promise<boolean>;
+  /** The lender's open episodes of these links probed at `now` (a re-sent link, a check asked for). */
+  probeNow(c: TxCtx, lenderId: string, digests: string[], now: number): Promise<number>;
+  /** Every row of a borrower, gone (erasure). */
+  eraseBorrower(c: TxCtx, lenderId: string, aid: string): Promise<void>;
+}
+
+export const linkHealthStore: LinkHealthStore = byEngine(sqliteLinkHealthStore, pgLinkHealthStore);

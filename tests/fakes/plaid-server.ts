@@ -52,6 +52,11 @@ export interface FakePlaid {
   addItem(accessToken: string, accounts: FakePlaidAccount[]): void;
   /** The Item answers this error until cleared (`ITEM_LOGIN_REQUIRED`, `NO_ACCOUNTS`…); the same token heals when cleared. */
   setItemError(accessToken: string, code: string | null, type?: PlaidErrorType): void;
+  /**
+   * The Item's Transactions product: billed (as an Item with transactions added here is), consented to only, or
+   * neither (then /transactions/get would start it, billed monthly).
+   */
+  setTransactionsProduct(accessToken: string, state: 'billed' | 'consented' | 'none'): void;
   /** The Item's consent ends at this time (ISO 8601), as /item/get says; null: no end. */
   setConsentExpiration(accessToken: string, at: string | null): void;
   /** The next n balance reads answer this (a 429 RATE_LIMIT_EXCEEDED by default). */
@@ -108,6 +113,8 @@ export function startFakePlaid(): FakePlaid {
     left: 0,
     error: { status: 500, type: PlaidErrorType.ApiError, code: 'INTERNAL_SERVER_ERROR' },
   };
+  /** The Transactions product of an Item (by access token): billed once transactions are added for it. */
+  const txProduct = new Map<string, 'billed' | 'consented' | 'none'>();
   /** Transactions per `${access_token}\n${account_id}`, or 'endless'. */
   const histories = new Map<string, Transaction[] | 'endless'>();
   let latency = 0;
@@ -191,7 +198,13 @@ export function startFakePlaid(): FakePlaid {
     const item = items.get(b.access_token);
     if (!item) return { status: 400, body: err(PlaidErrorType.InvalidInput, 'INVALID_ACCESS_TOKEN', 'provided access token is in an invalid format', 400) };
     const error = item.error ? err(item.error.type, item.error.code, `the Item answers ${item.error.code}`, 400) : null;
-    const body: ItemGetResponse = { item: { ...itemOf(b.access_token, error, [Products.Auth], item.consentEnds), update_type: ItemWithConsentFieldsUpdateTypeEnum.Background }, request_id: crypto.randomUUID() };
+    const tx = txProduct.get(b.access_token) ?? 'none';
+    const billed = tx === 'billed' ? [Products.Auth, Products.Transactions] : [Products.Auth];
+    const consented = tx === 'none' ? [Products.Auth] : [Products.Auth, Products.Transactions];
+    const body: ItemGetResponse = {
+      item: { ...itemOf(b.access_token, error, billed, item.consentEnds), consented_products: consented, update_type: ItemWithConsentFieldsUpdateTypeEnum.Background },
+      request_id: crypto.randomUUID(),
+    };
     return { status: 200, body };
   }
 
@@ -346,10 +359,15 @@ export function startFakePlaid(): FakePlaid {
       if (!item) throw new Error(`fake Plaid: no Item ${token}`);
       item.error = code === null ? null : { code, type };
     },
+    setTransactionsProduct: (token, state) => void txProduct.set(token, state),
     addTransactions: (token, accountId, pattern) => {
+      txProduct.set(token, 'billed');
       histories.set(`${token}\n${accountId}`, patternTransactions(pattern).map((t, i) => transaction(accountId, i, t.date, t.amountCents, t.name)));
     },
-    setEndlessTransactions: (token, accountId) => void histories.set(`${token}\n${accountId}`, 'endless'),
+    setEndlessTransactions: (token, accountId) => {
+      txProduct.set(token, 'billed');
+      histories.set(`${token}\n${accountId}`, 'endless');
+    },
     failNextTransactions: (n, error) => {
       failingTx = { left: n, error: error ?? failingTx.error };
     },

@@ -72,6 +72,9 @@ export function plaidErrorResult(status: number, e: PlaidErrorBody | null): Link
 /** How old a cached balance Plaid may answer (min_last_updated_datetime): a day. */
 export const MIN_LAST_UPDATED_MS = 24 * 3_600_000;
 
+/** A Plaid Item whose Transactions product is neither billed nor consented to: no history is read (it would start billing). */
+export const TRANSACTIONS_NOT_ENABLED = 'transactions_not_enabled';
+
 /** Transactions per page of /transactions/get (Plaid's largest). */
 export const PLAID_PAGE_SIZE = 500;
 /** Plaid is still pulling an Item's transactions (PRODUCT_NOT_READY): asked again after this. */
@@ -215,6 +218,18 @@ export class PlaidSource implements LinkedSource<'plaid'> {
    * HISTORY_MAX_PAGES pages (the bound is checked before each page is asked for).
    */
   async history(creds: Extract<LinkCredentials, { provider: 'plaid' }>, link: Extract<BankLink, { provider: 'plaid' }>, window: HistoryWindow, now: number): Promise<HistoryResult> {
+    // /transactions/get on an Item without Transactions starts that product, billed monthly per Item until
+    // /item/remove: the Item is asked first (/item/get, free), and one with Transactions neither billed nor
+    // consented to has no history read (its cycle is learned from balance reads).
+    const item = await this.post(creds.environment, '/item/get', { client_id: creds.clientId, secret: creds.secret, access_token: link.accessToken });
+    if (item.tooLarge) return { kind: 'none', detail: ANSWER_TOO_LARGE };
+    if (item.status !== 200) {
+      const failed = plaidErrorResult(item.status, plaidError(item.json));
+      return { kind: 'none', detail: (failed.kind === 'failed' && failed.detail) || `http_${item.status}` };
+    }
+    const products = (item.json as { item?: { billed_products?: unknown; consented_products?: unknown } } | null)?.item;
+    const has = (list: unknown) => Array.isArray(list) && list.includes('transactions');
+    if (!has(products?.billed_products) && !has(products?.consented_products)) return { kind: 'none', detail: TRANSACTIONS_NOT_ENABLED };
     const credits: HistoryCredit[] = [];
     let offset = 0;
     for (let page = 0; ; page++) {

@@ -135,6 +135,7 @@ describe('Plaid', () => {
     }
 
     plaid.addItem('access-sandbox-hist3', [{ account_id: 'acc_hist_0003', available: 75, current: 75 }]);
+    plaid.setTransactionsProduct('access-sandbox-hist3', 'consented');
     await enroll(c, 'plaid-down', { bank_link: { provider: 'plaid', access_token: 'access-sandbox-hist3', account_id: 'acc_hist_0003' } });
     plaid.failNextTransactions(1_000);
     try {
@@ -145,6 +146,28 @@ describe('Plaid', () => {
     expect(c.logs.filter((l) => l.includes('transaction history could not be read'))).toHaveLength(2 + HISTORY_MAX_ATTEMPTS);
     await cycle(c);
     expect((await view(c, 'plaid-down')).pay_cycle).toMatchObject({ frequency: 'unknown', source: 'balances' });
+  });
+
+  test('an Item whose Transactions product is neither billed nor consented to is never asked for transactions (that would start the product, billed monthly); the cycle stays learned from balances', async () => {
+    const { c, clientId } = await setup();
+    await connectPlaid(c, clientId);
+    plaid.addItem('access-sandbox-notx', [{ account_id: 'acc_notx_0001', available: 75, current: 75 }]);
+    plaid.setTransactionsProduct('access-sandbox-notx', 'none');
+    const before = plaid.requests.length;
+    await enroll(c, 'plaid-notx', { bank_link: { provider: 'plaid', access_token: 'access-sandbox-notx', account_id: 'acc_notx_0001' } });
+    const r = await readHistory(c, 'plaid-notx');
+    expect(r.outcome).not.toBe('credits');
+    const asked = plaid.requests.slice(before).filter((q) => q.body.access_token === 'access-sandbox-notx').map((q) => q.path);
+    expect(asked).toContain('/item/get');
+    expect(asked).not.toContain('/transactions/get');
+    await cycle(c);
+    expect((await view(c, 'plaid-notx')).pay_cycle).toMatchObject({ source: 'balances' });
+    // Consented to (not yet billed): read.
+    plaid.setTransactionsProduct('access-sandbox-notx', 'consented');
+    const again = plaid.requests.length;
+    await enroll(c, 'plaid-notx-2', { bank_link: { provider: 'plaid', access_token: 'access-sandbox-notx', account_id: 'acc_notx_0001' } });
+    await readHistory(c, 'plaid-notx-2');
+    expect(plaid.requests.slice(again).some((q) => q.path === '/transactions/get' && q.body.access_token === 'access-sandbox-notx')).toBe(true);
   });
 
   test('a source that never stops paging is read to the page bound and no further', async () => {

@@ -40,6 +40,8 @@ export interface FakePlaidAccount {
   available: number | null;
   current: number | null;
   last_updated_datetime?: string | null;
+  /** depository by default; a credit account's `current` is the amount owed. */
+  type?: AccountType;
 }
 
 export interface FakePlaid {
@@ -96,7 +98,7 @@ function account(a: FakePlaidAccount): AccountBase {
     mask: a.account_id.slice(-4),
     name: 'Checking',
     official_name: null,
-    type: AccountType.Depository,
+    type: a.type ?? AccountType.Depository,
     subtype: null,
   };
 }

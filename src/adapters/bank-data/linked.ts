@@ -35,6 +35,9 @@ export const ACCOUNT_CLOSED = 'account_closed';
 /** The account number a debit would go through is not usable (Stripe account_numbers[].status not transactable). */
 export const ACCOUNT_NOT_TRANSACTABLE = 'account_not_transactable';
 
+/** The linked account is not a cash account (a credit card, a loan, investments): its balance is not money to debit. */
+export const NOT_A_CASH_ACCOUNT = 'not_a_cash_account';
+
 /** What a provider says of a link now: its health, and the provider's date when it is expiring. */
 export interface LinkProbe {
   health: LinkHealth;

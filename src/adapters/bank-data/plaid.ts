@@ -1,6 +1,6 @@
 import type { PlaidEnvironment } from '../../../db/schema/enums';
 import { dollarsToCentsRounded } from '../../platform/money';
-import { ACCOUNT_CLOSED, ACCOUNT_REVOKED, CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource, type LinkProbe } from './linked';
+import { ACCOUNT_CLOSED, ACCOUNT_REVOKED, NOT_A_CASH_ACCOUNT, CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource, type LinkProbe } from './linked';
 import { TransientProviderError, OTHER_ERROR_CODE, HISTORY_MAX_PAGES, boundedCredits, dayOfIso, isoDay, type HistoryCredit, type HistoryResult, type HistoryWindow } from './types';
 import { IMPLAUSIBLE_BALANCE } from './plausible';
 import { AnswerTooLarge, ANSWER_LIMIT_BYTES, ANSWER_TOO_LARGE, boundedText, PAGE_LIMIT_BYTES } from '../bounded-body';
@@ -167,10 +167,12 @@ export class PlaidSource implements LinkedSource<'plaid'> {
     const accounts = (r.json as { accounts?: unknown }).accounts;
     if (!Array.isArray(accounts)) throw new TransientProviderError('Plaid answered HTTP 200 without accounts');
     const account = accounts.find((a) => (a as { account_id?: unknown })?.account_id === link.accountId) as
-      | { balances?: { available?: unknown; current?: unknown; last_updated_datetime?: unknown } }
+      | { type?: unknown; balances?: { available?: unknown; current?: unknown; last_updated_datetime?: unknown } }
       | undefined;
     // The Item no longer has the account: closed at the bank.
     if (!account) return { kind: 'failed', statusCode: 3200, detail: ACCOUNT_CLOSED };
+    // On a credit account `current` is the amount owed: only a depository account's balance is money to debit.
+    if (typeof account.type === 'string' && account.type !== 'depository') return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: NOT_A_CASH_ACCOUNT };
     const b = account.balances ?? {};
     const kind = typeof b.available === 'number' ? 'available' : typeof b.current === 'number' ? 'current' : null;
     if (kind === null) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'no_balance' };

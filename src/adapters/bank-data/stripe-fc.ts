@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
 import { StripeClients } from '../processors/stripe-clients';
-import { ACCOUNT_CLOSED, CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource, type LinkProbe } from './linked';
+import { ACCOUNT_CLOSED, NOT_A_CASH_ACCOUNT, CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource, type LinkProbe } from './linked';
 import { HISTORY_MAX_PAGES, OTHER_ERROR_CODE, TransientProviderError, boundedCredits, type HistoryCredit, type HistoryResult, type HistoryWindow } from './types';
 
 // Stripe Financial Connections through the official SDK, with the lender's Stripe key: an fca_… account's
@@ -68,6 +68,8 @@ export function accountResult(a: Account, now: number, refreshed: boolean): Link
   if (link.health === 'closed') return { kind: 'failed', statusCode: 3200, detail: ACCOUNT_CLOSED };
   if (link.health === 'relink_required') return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: RELINK_REQUIRED };
   if (a.permissions && !a.permissions.includes('balances')) return { kind: 'failed', statusCode: 3300, detail: 'balance_not_permitted' };
+  // A credit card or line of credit's balance is what is owed, not money to debit: only a cash account is read.
+  if (typeof a.category === 'string' && a.category !== 'cash') return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: NOT_A_CASH_ACCOUNT };
   const r = a.balance_refresh;
   if (r?.status === 'pending') return { kind: 'pending', retryAt: now + REFRESH_POLL_MS };
   const fresh = r !== null && r !== undefined && now - r.last_attempted_at * 1000 <= FRESH_REFRESH_MS;

@@ -50,6 +50,7 @@ export function errorMessageFor(code: number, exportStatus: string, detail: stri
   if (detail === 'answer_too_large') return 'Other error: answer_too_large, the source answered more than it may (1 MB for a balance), and it was not read';
   if (detail === 'not_an_account') return 'Other error: not_an_account, Stripe answered something other than the linked account';
   if (detail === 'implausible_balance') return 'Other error: implausible_balance, the source answered a balance no account holds (not whole cents, or past a billion dollars either way)';
+  if (detail === 'not_a_cash_account') return 'Other error: not_a_cash_account, the linked account is a credit, loan or investment account, whose balance is not money to debit';
   if (detail === RESULT_NOT_STORABLE) return 'Other error: result_not_storable, the database refused the result as read; nothing of it was kept';
   if (detail === 'implausible_as_of') return 'Other error: implausible_as_of, the source’s time for the balance is not a time, or is in the future';
   if (code === 9000 && exportStatus === 'RETRY_LIMIT') return 'Other error: the bank-data provider failed on every retry';

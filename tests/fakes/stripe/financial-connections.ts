@@ -18,6 +18,8 @@ export interface FcAccountSpec {
   current?: number;
   status?: Account['status'];
   permissions?: Stripe.FinancialConnections.Account.Permission[];
+  /** cash by default; credit for a card or a line of credit. */
+  category?: Account['category'];
 }
 
 export interface FcControl {
@@ -76,7 +78,7 @@ export class FakeFinancialConnections implements FcControl {
       account_numbers: null,
       balance: null,
       balance_refresh: null,
-      category: 'cash',
+      category: spec.category ?? 'cash',
       created: this.now(),
       display_name: 'Checking',
       institution_name: 'StripeBank',

@@ -5,6 +5,7 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { enrollBorrower } from '../../helpers/fixtures';
+import { AccountType } from 'plaid';
 import { startFakePlaid } from '../../fakes/plaid-server';
 import { startFakeStripe } from '../../fakes/stripe-server';
 import { startReceiver } from '../webhooks/support';
@@ -217,6 +218,24 @@ describe('no debit from an account that cannot take one', () => {
     const events = await eventsOf(c);
     expect(events.map((e) => e.type)).toEqual(['BANK_LINK_EXPIRING']);
     expect(JSON.parse(events[0]!.payload)).toMatchObject({ authorizer_unique_id: 'expiring', expires_at: new Date(ends * 1000).toISOString() });
+  });
+});
+
+describe('a credit account', () => {
+  test('Plaid credit and Stripe credit-category accounts are no cash: the read fails naming not_a_cash_account, and no debit follows', async () => {
+    const { c, stripeKey } = await setup();
+    const token = 'access-production-credit1';
+    plaid.addItem(token, [{ account_id: 'acc_credit_0001', available: 5_000, current: 5_000, type: AccountType.Credit }]);
+    stripe.control.addFcAccount(stripeKey, { id: 'fca_1HealthCredit01', available: 9_000_00, category: 'credit' });
+    await enroll(c, 'card-plaid', { provider: 'plaid', access_token: token, account_id: 'acc_credit_0001' });
+    await enroll(c, 'card-stripe', { provider: 'stripe', account: 'fca_1HealthCredit01' });
+    await read(c);
+    for (const aid of ['card-plaid', 'card-stripe']) {
+      expect(await paymentsOf(c, aid)).toBe(0);
+      const [last] = (await c.json('GET', `/v1/monitoring/authorizers/${aid}/history`)).body.history;
+      expect(last).toMatchObject({ status: 'failed', balance_amount: null });
+      expect(last.error_message).toContain('not_a_cash_account');
+    }
   });
 });
 

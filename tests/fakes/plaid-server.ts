@@ -23,6 +23,9 @@ import {
   type Transaction,
   type TransactionsGetRequest,
   type TransactionsGetResponse,
+  type TransactionsSyncRequest,
+  type TransactionsSyncResponse,
+  TransactionsUpdateStatus,
   TransactionPaymentChannelEnum,
 } from 'plaid';
 import { patternTransactions, type PayPattern } from './pay-pattern';
@@ -67,6 +70,11 @@ export interface FakePlaid {
   addTransactions(accessToken: string, accountId: string, pattern: PayPattern): void;
   /** The account's transactions never end: every page is full and the total always one page more. */
   setEndlessTransactions(accessToken: string, accountId: string): void;
+  /**
+   * Where the Item's transactions stand (/transactions/sync's transactions_update_status): NOT_READY (none
+   * yet), INITIAL_UPDATE_COMPLETE (only the last 30 days), HISTORICAL_UPDATE_COMPLETE (all; the default).
+   */
+  setSyncStatus(accessToken: string, status: TransactionsUpdateStatus): void;
   /** The next n transaction requests answer this (a 500 API_ERROR by default). */
   failNextTransactions(n: number, error?: { status: number; type: PlaidErrorType; code: string }): void;
   /** Every answer waits this long first. */
@@ -115,6 +123,8 @@ export function startFakePlaid(): FakePlaid {
     left: 0,
     error: { status: 500, type: PlaidErrorType.ApiError, code: 'INTERNAL_SERVER_ERROR' },
   };
+  /** Where each Item's transactions stand (by access token); complete when not set. */
+  const syncStatus = new Map<string, TransactionsUpdateStatus>();
   /** The Transactions product of an Item (by access token): billed once transactions are added for it. */
   const txProduct = new Map<string, 'billed' | 'consented' | 'none'>();
   /** Transactions per `${access_token}\n${account_id}`, or 'endless'. */
@@ -245,6 +255,62 @@ export function startFakePlaid(): FakePlaid {
     };
   }
 
+  /**
+   * /transactions/sync from a cursor the fake made ("c" and an offset into the account's transactions, newest
+   * first): `count` at a time, has_more until the last page (never ending for an endless account).
+   */
+  function sync(b: TransactionsSyncRequest): { status: number; body: TransactionsSyncResponse | PlaidError } {
+    const refused = authenticate(b);
+    if (refused) return { status: 400, body: refused };
+    if (failingTx.left > 0) {
+      failingTx.left--;
+      const e = failingTx.error;
+      return { status: e.status, body: err(e.type, e.code, 'the fake was told to fail this request', e.status) };
+    }
+    const item = items.get(b.access_token);
+    if (!item) return { status: 400, body: err(PlaidErrorType.InvalidInput, 'INVALID_ACCESS_TOKEN', 'provided access token is in an invalid format', 400) };
+    if (item.error) return { status: 400, body: err(item.error.type, item.error.code, `the Item answers ${item.error.code}`, 400) };
+    const count = b.count ?? 100;
+    if (count < 1 || count > 500) return { status: 400, body: err(PlaidErrorType.InvalidRequest, 'INVALID_FIELD', 'count must be 1 to 500', 400) };
+    const offset = b.cursor ? Number(/^c(\d+)$/.exec(b.cursor)?.[1] ?? NaN) : 0;
+    if (!Number.isInteger(offset)) return { status: 400, body: err(PlaidErrorType.InvalidInput, 'INVALID_FIELD', 'cursor is not one this Item gave', 400) };
+    const status = syncStatus.get(b.access_token) ?? TransactionsUpdateStatus.HistoricalUpdateComplete;
+    const ids = b.options?.account_id ? [b.options.account_id] : item.accounts.map((a) => a.account_id);
+    let all: Transaction[] = [];
+    let endless = false;
+    for (const id of ids) {
+      const h = histories.get(`${b.access_token}\n${id}`);
+      if (h === 'endless') {
+        endless = true;
+        all = Array.from({ length: offset + count }, (_, i) => transaction(id, i, new Date().toISOString().slice(0, 10), -1_00, 'COFFEE'));
+        break;
+      }
+      all.push(...(h ?? []));
+    }
+    all.sort((x, y) => y.date.localeCompare(x.date));
+    if (status === TransactionsUpdateStatus.NotReady) all = [];
+    if (status === TransactionsUpdateStatus.InitialUpdateComplete && all.length > 0) {
+      // The first pull: about the last 30 days of the newest transaction.
+      const from = new Date(Date.parse(`${all[0]!.date}T00:00:00Z`) - 30 * 86_400_000).toISOString().slice(0, 10);
+      all = all.filter((t) => t.date >= from);
+    }
+    const page = all.slice(offset, offset + count);
+    const next = offset + page.length;
+    return {
+      status: 200,
+      body: {
+        transactions_update_status: status,
+        accounts: item.accounts.filter((a) => ids.includes(a.account_id)).map(account),
+        added: page,
+        modified: [],
+        removed: [],
+        next_cursor: `c${next}`,
+        has_more: endless || next < all.length,
+        request_id: crypto.randomUUID(),
+      },
+    };
+  }
+
   function transactions(b: TransactionsGetRequest): { status: number; body: TransactionsGetResponse | PlaidError } {
     const refused = authenticate(b);
     if (refused) return { status: 400, body: refused };
@@ -322,6 +388,10 @@ export function startFakePlaid(): FakePlaid {
           const r = institutions(body as unknown as InstitutionsGetRequest);
           return answer(rec, r.status, r.body);
         }
+        if (path === '/transactions/sync') {
+          const r = sync(body as unknown as TransactionsSyncRequest);
+          return answer(rec, r.status, r.body);
+        }
         if (path === '/transactions/get') {
           const r = transactions(body as unknown as TransactionsGetRequest);
           return answer(rec, r.status, r.body);
@@ -362,6 +432,7 @@ export function startFakePlaid(): FakePlaid {
       item.error = code === null ? null : { code, type };
     },
     setTransactionsProduct: (token, state) => void txProduct.set(token, state),
+    setSyncStatus: (token, status) => void syncStatus.set(token, status),
     addTransactions: (token, accountId, pattern) => {
       txProduct.set(token, 'billed');
       histories.set(`${token}\n${accountId}`, patternTransactions(pattern).map((t, i) => transaction(accountId, i, t.date, t.amountCents, t.name)));

@@ -75,7 +75,7 @@ export const MIN_LAST_UPDATED_MS = 24 * 3_600_000;
 /** A Plaid Item whose Transactions product is neither billed nor consented to: no history is read (it would start billing). */
 export const TRANSACTIONS_NOT_ENABLED = 'transactions_not_enabled';
 
-/** Transactions per page of /transactions/get (Plaid's largest). */
+/** Transactions per page of /transactions/sync (Plaid's largest). */
 export const PLAID_PAGE_SIZE = 500;
 /** Plaid is still pulling an Item's transactions (PRODUCT_NOT_READY): asked again after this. */
 export const PLAID_NOT_READY_RETRY_MS = 60_000;
@@ -125,7 +125,7 @@ export class PlaidSource implements LinkedSource<'plaid'> {
     }
     let json: unknown = null;
     try {
-      json = JSON.parse(await boundedText(res, path === '/transactions/get' ? PAGE_LIMIT_BYTES : ANSWER_LIMIT_BYTES));
+      json = JSON.parse(await boundedText(res, path === '/transactions/sync' ? PAGE_LIMIT_BYTES : ANSWER_LIMIT_BYTES));
     } catch (e) {
       // Past its bound the answer is not read at all: a failed call, whatever it held.
       if (e instanceof AnswerTooLarge) return { status: res.status, json: null, tooLarge: true };
@@ -216,11 +216,11 @@ export class PlaidSource implements LinkedSource<'plaid'> {
   }
 
   /**
-   * The account's posted credits over the window from /transactions/get, paged by count and offset, at most
+   * The account's posted credits over the window from /transactions/sync, paged by its cursor, at most
    * HISTORY_MAX_PAGES pages (the bound is checked before each page is asked for).
    */
   async history(creds: Extract<LinkCredentials, { provider: 'plaid' }>, link: Extract<BankLink, { provider: 'plaid' }>, window: HistoryWindow, now: number): Promise<HistoryResult> {
-    // /transactions/get on an Item without Transactions starts that product, billed monthly per Item until
+    // A transactions call on an Item without Transactions starts that product, billed monthly per Item until
     // /item/remove: the Item is asked first (/item/get, free), and one with Transactions neither billed nor
     // consented to has no history read (its cycle is learned from balance reads).
     const item = await this.post(creds.environment, '/item/get', { client_id: creds.clientId, secret: creds.secret, access_token: link.accessToken });
@@ -232,32 +232,44 @@ export class PlaidSource implements LinkedSource<'plaid'> {
     const products = (item.json as { item?: { billed_products?: unknown; consented_products?: unknown } } | null)?.item;
     const has = (list: unknown) => Array.isArray(list) && list.includes('transactions');
     if (!has(products?.billed_products) && !has(products?.consented_products)) return { kind: 'none', detail: TRANSACTIONS_NOT_ENABLED };
+    // /transactions/sync from the start (Plaid's recommended call; /transactions/get says nothing of how much
+    // history it holds): its pages while has_more, at most HISTORY_MAX_PAGES, and transactions_update_status,
+    // which says whether the history is the first ~30 days only (INITIAL_UPDATE_COMPLETE) or complete.
     const credits: HistoryCredit[] = [];
-    let offset = 0;
+    let cursor: string | undefined;
     for (let page = 0; ; page++) {
+      // Past the page bound the reading ends with what it has (asking again would read the same pages).
       if (page >= HISTORY_MAX_PAGES) return { kind: 'credits', credits: boundedCredits(credits), truncated: true };
-      const r = await this.post(creds.environment, '/transactions/get', {
+      const r = await this.post(creds.environment, '/transactions/sync', {
         client_id: creds.clientId,
         secret: creds.secret,
         access_token: link.accessToken,
-        start_date: isoDay(window.from),
-        end_date: isoDay(window.to),
-        options: { account_ids: [link.accountId], count: PLAID_PAGE_SIZE, offset },
+        count: PLAID_PAGE_SIZE,
+        ...(cursor ? { cursor } : {}),
+        options: { account_id: link.accountId, days_requested: Math.max(1, Math.ceil((window.to - window.from) / 86_400_000) + 1) },
       });
       if (r.tooLarge) return { kind: 'none', detail: ANSWER_TOO_LARGE };
       if (r.status !== 200) {
         const e = plaidError(r.json);
         if (e?.error_code === 'PRODUCT_NOT_READY') return { kind: 'pending', retryAt: now + PLAID_NOT_READY_RETRY_MS };
+        // The Item changed while its pages were read: read again from the start, later.
+        if (e?.error_code === 'TRANSACTIONS_SYNC_MUTATION_DURING_PAGINATION') throw new TransientProviderError('Plaid: transactions changed during the reading');
         const failed = plaidErrorResult(r.status, e);
         return { kind: 'none', detail: (failed.kind === 'failed' && failed.detail) || (e?.error_code ?? `http_${r.status}`).toLowerCase() };
       }
-      const body = r.json as { transactions?: unknown; total_transactions?: unknown };
-      if (!Array.isArray(body.transactions) || typeof body.total_transactions !== 'number') {
+      const body = r.json as { added?: unknown; modified?: unknown; has_more?: unknown; next_cursor?: unknown; transactions_update_status?: unknown };
+      if (!Array.isArray(body.added) || typeof body.has_more !== 'boolean' || typeof body.next_cursor !== 'string') {
         throw new TransientProviderError('Plaid answered HTTP 200 without transactions');
       }
-      credits.push(...plaidCredits(body.transactions as PlaidTransaction[], link.accountId));
-      offset += body.transactions.length;
-      if (body.transactions.length === 0 || offset >= body.total_transactions) return { kind: 'credits', credits: boundedCredits(credits), truncated: false };
+      const status = body.transactions_update_status;
+      // Nothing pulled from the institution yet: asked again later, not read as "no history".
+      if (status === 'NOT_READY') return { kind: 'pending', retryAt: now + PLAID_NOT_READY_RETRY_MS };
+      const inWindow = (t: PlaidTransaction) => typeof t.date === 'string' && t.date >= isoDay(window.from) && t.date <= isoDay(window.to);
+      credits.push(...plaidCredits([...(body.added as PlaidTransaction[]), ...((Array.isArray(body.modified) ? body.modified : []) as PlaidTransaction[])].filter(inWindow), link.accountId));
+      if (!body.has_more || body.next_cursor === cursor) {
+        return { kind: 'credits', credits: boundedCredits(credits), truncated: false, complete: status === 'HISTORICAL_UPDATE_COMPLETE' };
+      }
+      cursor = body.next_cursor;
     }
   }
 }

@@ -70,7 +70,13 @@ export interface HistoryWindow {
 
 export type HistoryResult =
   /** The credits found; `truncated` when the page bound stopped the reading before the source's last page. */
-  | { kind: 'credits'; credits: HistoryCredit[]; truncated: boolean }
+  | {
+      kind: 'credits';
+      credits: HistoryCredit[];
+      truncated: boolean;
+      /** false while the source is still pulling older history (Plaid's INITIAL_UPDATE_COMPLETE: about 30 days); absent when the source does not say. */
+      complete?: boolean;
+    }
   /** The source is still preparing the transactions: ask again at `retryAt` (epoch ms). */
   | { kind: 'pending'; retryAt: number }
   /** This source or account has no history to give (not offered, not permitted, the link needs relinking). */

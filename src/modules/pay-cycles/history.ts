@@ -32,6 +32,10 @@ export const HISTORY_RETRY_BASE_MS = 60_000;
 export const HISTORY_PENDING_POLL_MS = 30_000;
 /** A source still preparing transactions this long after they were wanted is given up. */
 export const HISTORY_MAX_WAIT_MS = DAY_MS;
+/** A history the source says is not complete yet (its first ~30 days) is read again this often, the cycle learned again each time. */
+export const HISTORY_INCOMPLETE_RECHECK_MS = 6 * 3_600_000;
+/** How long a history may stay incomplete before it is taken as it is ('partial'). */
+export const HISTORY_INCOMPLETE_MAX_MS = 3 * DAY_MS;
 
 /** In the enrollment's transaction: these borrowers want a reading, due at once. */
 export async function wantHistory(c: TxCtx, lenderId: string, enrollmentIds: readonly string[], now: number): Promise<void> {
@@ -86,7 +90,11 @@ async function record(deps: Deps, r: DueHistory, o: Outcome, window: HistoryWind
       // Only what inference needs: the income among the credits of the window, one per day (at most a window of days).
       const inWindow = o.credits.filter((c) => c.at >= window.from && c.at < window.to + DAY_MS);
       await store.storeDeposits(ctx, r.enrollmentId, incomeDeposits(inWindow), now, window.to);
-      await store.endHistory(ctx, r.enrollmentId, r.wantedAt, 'credits');
+      // The source is still pulling older history (Plaid's first ~30 days): the cycle is learned from what there
+      // is now and again when the rest arrives; the reading stays due until then, or is kept as partial.
+      const incomplete = o.complete === false;
+      if (incomplete && now - (r.wantedAt ?? now) < HISTORY_INCOMPLETE_MAX_MS) await store.setHistoryDue(ctx, r.enrollmentId, now + HISTORY_INCOMPLETE_RECHECK_MS, 0);
+      else await store.endHistory(ctx, r.enrollmentId, r.wantedAt, incomplete ? 'partial' : 'credits');
       await learnAndSchedule(ctx, { enrollmentId: r.enrollmentId, lenderId: r.lenderId, aid: r.aid, at: await store.lastReadOf(ctx, r.enrollmentId), force: true });
       return;
     }

@@ -1,5 +1,5 @@
 // Pay cycles learned from a linked account's transactions: read by the pay-history job after enrollment, from
-// the fake Plaid (/transactions/get), the fake Stripe (Financial Connections transactions after a refresh), an
+// the fake Plaid (/transactions/sync), the fake Stripe (Financial Connections transactions after a refresh), an
 // HTTP bank-data provider (POST /transactions) and the sandbox's pay-pattern accounts; failures retried, then
 // given up; the page bound; and the stored deposits erased with the borrower.
 import { afterAll, describe, expect, test } from 'bun:test';
@@ -7,10 +7,11 @@ import { createTestContext, type TestContext } from '../../helpers/context';
 import { enrollBorrower } from '../../helpers/fixtures';
 import { cycle } from '../../helpers/collection';
 import { signedIn } from '../../helpers/portal';
+import { TransactionsUpdateStatus } from 'plaid';
 import { startFakePlaid } from '../../fakes/plaid-server';
 import { startFakeStripe } from '../../fakes/stripe-server';
 import { patternTransactions } from '../../fakes/pay-pattern';
-import { readDueHistories, HISTORY_MAX_ATTEMPTS, HISTORY_PENDING_POLL_MS } from '../../../src/modules/pay-cycles/history';
+import { readDueHistories, HISTORY_INCOMPLETE_RECHECK_MS, HISTORY_MAX_ATTEMPTS, HISTORY_PENDING_POLL_MS } from '../../../src/modules/pay-cycles/history';
 import { HISTORY_MAX_PAGES } from '../../../src/adapters/bank-data';
 
 const D = 86_400_000;
@@ -81,7 +82,7 @@ describe('Plaid', () => {
     const before = plaid.requests.length;
     await enroll(c, 'plaid-friday', { bank_link: { provider: 'plaid', access_token: 'access-sandbox-hist1', account_id: 'acc_hist_0001' } });
     // Nothing is read from Plaid inside the enrollment request.
-    expect(plaid.requests.slice(before).filter((r) => r.path === '/transactions/get')).toHaveLength(0);
+    expect(plaid.requests.slice(before).filter((r) => r.path === '/transactions/sync')).toHaveLength(0);
 
     expect((await readHistory(c, 'plaid-friday')).outcome).toBe('credits');
     await cycle(c);
@@ -98,11 +99,13 @@ describe('Plaid', () => {
     expect(page.text).toContain('biweekly, next payday 2026-11-20');
     expect(page.text).toContain('from transactions');
 
-    // The request as Plaid takes it: the last 90 days, paged by count and offset, the credentials in the body.
-    const asked = plaid.requests.slice(before).filter((r) => r.path === '/transactions/get');
+    // The request as Plaid takes it: /transactions/sync from the start for the account, 500 a page, the last 91
+    // days, the credentials in the body.
+    const asked = plaid.requests.slice(before).filter((r) => r.path === '/transactions/sync');
     expect(asked).toHaveLength(1);
     expect(asked[0]!.status).toBe(200);
-    expect(asked[0]!.body).toMatchObject({ start_date: '2026-08-18', end_date: '2026-11-16', access_token: 'access-sandbox-hist1', options: { account_ids: ['acc_hist_0001'], count: 500, offset: 0 } });
+    expect(asked[0]!.body).toMatchObject({ access_token: 'access-sandbox-hist1', count: 500, options: { account_id: 'acc_hist_0001', days_requested: 91 } });
+    expect(asked[0]!.body.cursor).toBeUndefined();
     // Only the income is kept: one row per payday (the debits are not stored).
     const stored = c.sql.query<{ n: number }, [string]>('SELECT count(*) AS n FROM pay_history_deposits WHERE enrollment_id = ?').get(reading(c, 'plaid-friday')!.id)!.n;
     expect(stored).toBe(patternTransactions({ everyDays: 14, payday: '2026-11-06', payCents: 1, until: c.clock.now() }).filter((t) => t.amountCents > 0).length);
@@ -159,6 +162,7 @@ describe('Plaid', () => {
     expect(r.outcome).not.toBe('credits');
     const asked = plaid.requests.slice(before).filter((q) => q.body.access_token === 'access-sandbox-notx').map((q) => q.path);
     expect(asked).toContain('/item/get');
+    expect(asked).not.toContain('/transactions/sync');
     expect(asked).not.toContain('/transactions/get');
     await cycle(c);
     expect((await view(c, 'plaid-notx')).pay_cycle).toMatchObject({ source: 'balances' });
@@ -167,7 +171,7 @@ describe('Plaid', () => {
     const again = plaid.requests.length;
     await enroll(c, 'plaid-notx-2', { bank_link: { provider: 'plaid', access_token: 'access-sandbox-notx', account_id: 'acc_notx_0001' } });
     await readHistory(c, 'plaid-notx-2');
-    expect(plaid.requests.slice(again).some((q) => q.path === '/transactions/get' && q.body.access_token === 'access-sandbox-notx')).toBe(true);
+    expect(plaid.requests.slice(again).some((q) => q.path === '/transactions/sync' && q.body.access_token === 'access-sandbox-notx')).toBe(true);
   });
 
   test('a source that never stops paging is read to the page bound and no further', async () => {
@@ -178,9 +182,42 @@ describe('Plaid', () => {
     const before = plaid.requests.length;
     await enroll(c, 'plaid-endless', { bank_link: { provider: 'plaid', access_token: 'access-sandbox-endless', account_id: 'acc_hist_0004' } });
     expect((await readHistory(c, 'plaid-endless')).outcome).toBe('credits');
-    const pages = plaid.requests.slice(before).filter((r) => r.path === '/transactions/get');
+    const pages = plaid.requests.slice(before).filter((r) => r.path === '/transactions/sync');
     expect(pages).toHaveLength(HISTORY_MAX_PAGES);
-    expect(pages.map((p) => (p.body.options as { offset: number }).offset)).toEqual(Array.from({ length: HISTORY_MAX_PAGES }, (_, i) => i * 500));
+    // Each page asked from the cursor the one before gave.
+    expect(pages.map((p) => p.body.cursor)).toEqual([undefined, ...Array.from({ length: HISTORY_MAX_PAGES - 1 }, (_, i) => `c${(i + 1) * 500}`)]);
+  });
+
+  test('a history Plaid is still pulling (INITIAL_UPDATE_COMPLETE, about 30 days) is learned from now and read again, and the cycle learned again once it is complete', async () => {
+    const { c, clientId } = await setup();
+    await connectPlaid(c, clientId);
+    const token = 'access-sandbox-partial1';
+    plaid.addItem(token, [{ account_id: 'acc_hist_0005', available: 75, current: 75 }]);
+    plaid.addTransactions(token, 'acc_hist_0005', { everyDays: 14, payday: '2026-11-06', payCents: 1_500_00, until: c.clock.now() });
+    plaid.setSyncStatus(token, TransactionsUpdateStatus.NotReady);
+    await enroll(c, 'plaid-partial', { bank_link: { provider: 'plaid', access_token: token, account_id: 'acc_hist_0005' } });
+    // Nothing pulled yet: waited on, not read as "no history".
+    await readDueHistories(c.rt);
+    expect(reading(c, 'plaid-partial')).toMatchObject({ outcome: null, attempts: 0 });
+    expect(reading(c, 'plaid-partial')!.dueAt).not.toBeNull();
+
+    // The first 30 days: two paydays, learned from, and the reading stays due.
+    plaid.setSyncStatus(token, TransactionsUpdateStatus.InitialUpdateComplete);
+    c.clock.advance(HISTORY_INCOMPLETE_RECHECK_MS);
+    await readDueHistories(c.rt);
+    const partial = reading(c, 'plaid-partial')!;
+    expect(partial.outcome).toBeNull();
+    expect(partial.dueAt).toBe(c.clock.now() + HISTORY_INCOMPLETE_RECHECK_MS);
+    const deposits = () => c.sql.query<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM pay_history_deposits WHERE enrollment_id = ?').get(partial.id)!.n;
+    const early = deposits();
+
+    // Complete: read again at its time, every payday of the window kept, the reading ended.
+    plaid.setSyncStatus(token, TransactionsUpdateStatus.HistoricalUpdateComplete);
+    c.clock.advance(HISTORY_INCOMPLETE_RECHECK_MS);
+    await readDueHistories(c.rt);
+    expect(reading(c, 'plaid-partial')).toMatchObject({ outcome: 'credits', dueAt: null });
+    expect(deposits()).toBeGreaterThan(early);
+    expect((await view(c, 'plaid-partial')).pay_cycle).toMatchObject({ frequency: 'biweekly', source: 'transactions' });
   });
 });
 

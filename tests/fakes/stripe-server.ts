@@ -247,6 +247,7 @@ function create(): FakeStripe {
     setRefreshDelay: (ms) => fc.setRefreshDelay(ms),
     failNextRefreshes: (n) => fc.failNextRefreshes(n),
     refreshes: (id) => fc.refreshes(id),
+    subscriptions: (id) => fc.subscriptions(id),
     setFcTransactions: (id, pattern) => fc.setFcTransactions(id, pattern),
     transactionLists: (id) => fc.transactionLists(id),
     requests,

@@ -19,6 +19,11 @@ type Account = Stripe.FinancialConnections.Account;
 export const STRIPE_TX_PAGE_SIZE = 100;
 /** A transaction refresh attempted this recently is read rather than asked for again. */
 export const FRESH_TX_REFRESH_MS = 24 * 3_600_000;
+/**
+ * An account subscribed to transactions is refreshed by Stripe about daily: its last refresh is read if it is
+ * no older than this, and only an older one is asked for again.
+ */
+export const FRESH_SUBSCRIBED_TX_MS = 48 * 3_600_000;
 
 const transient = (e: unknown): boolean =>
   e instanceof Stripe.errors.StripeRateLimitError ||
@@ -98,7 +103,8 @@ export function transactionsState(a: Account, now: number, refreshed: boolean): 
   if (a.permissions && !a.permissions.includes('transactions')) return { kind: 'none', detail: 'transactions_not_permitted' };
   const r = a.transaction_refresh;
   if (r?.status === 'pending') return { kind: 'pending', retryAt: now + REFRESH_POLL_MS };
-  const fresh = r !== null && r !== undefined && now - r.last_attempted_at * 1000 <= FRESH_TX_REFRESH_MS;
+  const subscribed = Array.isArray(a.subscriptions) && a.subscriptions.includes('transactions');
+  const fresh = r !== null && r !== undefined && now - r.last_attempted_at * 1000 <= (subscribed ? FRESH_SUBSCRIBED_TX_MS : FRESH_TX_REFRESH_MS);
   if (r?.status === 'succeeded' && (fresh || refreshed)) return 'list';
   if (r?.status === 'failed' && (fresh || refreshed)) throw new TransientProviderError('Stripe could not refresh the account transactions at the institution');
   const nextAt = r?.next_refresh_available_at ? r.next_refresh_available_at * 1000 : null;
@@ -208,7 +214,11 @@ export class StripeFcSource implements LinkedSource<'stripe'> {
       const account = await fc.accounts.retrieve(link.account);
       if (!isAccount(account)) return { kind: 'none', detail: NOT_AN_ACCOUNT };
       let state = transactionsState(account, now, false);
-      if (state === 'refresh') state = transactionsState(await fc.accounts.refresh(link.account, { features: ['transactions'] }), now, true);
+      // A monitored account is subscribed to transactions once (Stripe then refreshes them about daily, and
+      // subscribing starts the first refresh); only a subscribed account's refresh gone stale is asked for.
+      const subscribed = Array.isArray(account.subscriptions) && account.subscriptions.includes('transactions');
+      if (state === 'refresh' && !subscribed) state = transactionsState(await fc.accounts.subscribe(link.account, { features: ['transactions'] }), now, true);
+      else if (state === 'refresh') state = transactionsState(await fc.accounts.refresh(link.account, { features: ['transactions'] }), now, true);
       if (state === 'refresh') return { kind: 'pending', retryAt: now + REFRESH_POLL_MS };
       if (state !== 'list') return state;
       const credits: HistoryCredit[] = [];

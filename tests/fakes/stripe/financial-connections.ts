@@ -43,6 +43,8 @@ export interface FcControl {
   failNextRefreshes(n: number): void;
   /** Refresh requests received per account. */
   refreshes(id: string): number;
+  /** The account's subscriptions (`transactions` once subscribed). */
+  subscriptions(id: string): string[];
   /** The account's transactions, as the next transactions refresh will find them. */
   setFcTransactions(id: string, pattern: PayPattern): void;
   /** Transactions list requests received per account. */
@@ -56,6 +58,8 @@ interface Entry {
   pendingUntil: number | null;
   fails: boolean;
   refreshes: number;
+  /** Subscribe and unsubscribe calls. */
+  subscribes: number;
   /** What a transactions refresh finds, what the last one found, and when a pending one ends (real time). */
   nextTransactions: Transaction[];
   transactions: Transaction[];
@@ -93,7 +97,7 @@ export class FakeFinancialConnections implements FcControl {
       supported_payment_method_types: ['us_bank_account'],
       transaction_refresh: null,
     } as Account;
-    this.accounts.set(spec.id, { key, account, next: { available: spec.available === undefined ? 100_00 : spec.available, current: spec.current ?? 100_00 }, pendingUntil: null, fails: false, refreshes: 0, nextTransactions: [], transactions: [], txPendingUntil: null, lists: 0 });
+    this.accounts.set(spec.id, { key, account, next: { available: spec.available === undefined ? 100_00 : spec.available, current: spec.current ?? 100_00 }, pendingUntil: null, fails: false, refreshes: 0, subscribes: 0, nextTransactions: [], transactions: [], txPendingUntil: null, lists: 0 });
   }
 
   setFcStatus(id: string, status: Account['status']): void {
@@ -141,6 +145,10 @@ export class FakeFinancialConnections implements FcControl {
 
   refreshes(id: string): number {
     return this.accounts.get(id)?.refreshes ?? 0;
+  }
+
+  subscriptions(id: string): string[] {
+    return [...(this.accounts.get(id)?.account.subscriptions ?? [])];
   }
 
   setFcTransactions(id: string, pattern: PayPattern): void {
@@ -213,6 +221,22 @@ export class FakeFinancialConnections implements FcControl {
       const data = [...this.accounts.values()].filter((e) => e.key === key).slice(0, limit).map((e) => this.settle(e));
       const list: Stripe.ApiList<Account> = { object: 'list', data, has_more: false, url: '/v1/financial_connections/accounts' };
       return ok(list);
+    }
+    const sub = /^\/v1\/financial_connections\/accounts\/([^/]+)\/(subscribe|unsubscribe)$/.exec(path);
+    if (sub && method === 'POST') {
+      const e = this.visible(key, sub[1]!);
+      if (!e) return stripeError(404, 'invalid_request_error', `No such financial_connections.account: '${sub[1]}'`, { code: 'resource_missing', param: 'account' });
+      const features = Array.isArray(p.features) ? p.features : [];
+      if (!features.includes('transactions')) return stripeError(400, 'invalid_request_error', 'features must include transactions', { param: 'features' });
+      e.subscribes++;
+      if (sub[2] === 'unsubscribe') {
+        e.account.subscriptions = [];
+        return ok(this.settle(e));
+      }
+      // Subscribing starts a transactions refresh, and Stripe refreshes about daily while it lasts.
+      const started = this.refreshTransactions(e);
+      if (started.status < 400) e.account.subscriptions = ['transactions'];
+      return started.status < 400 ? ok(this.settle(e)) : started;
     }
     const m = /^\/v1\/financial_connections\/accounts\/([^/]+)(\/refresh)?$/.exec(path);
     if (!m) return null;

@@ -44,10 +44,10 @@ async function connectPlaid(c: TestContext, clientId: string) {
 }
 
 /** Enrolled for more than any balance holds, so monitoring goes on and nothing is debited. */
-async function enroll(c: TestContext, aid: string, over: Record<string, unknown> = {}) {
+async function enroll(c: TestContext, aid: string, over: Record<string, unknown> = {}, outcome: 'enrolled' | 'updated' = 'enrolled') {
   const r = await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower(aid, { collectable_amount: 9_000_000, ...over })] } });
   expect(r.status).toBe(207);
-  expect(r.body.results[0].outcome).toBe('enrolled');
+  expect(r.body.results[0].outcome).toBe(outcome);
 }
 
 const view = async (c: TestContext, aid: string) => (await c.json('GET', `/v1/payment_enrollments/${aid}`)).body;
@@ -243,13 +243,23 @@ describe('Stripe Financial Connections', () => {
     } finally {
       stripe.control.setRefreshDelay(0);
     }
-    const refresh = stripe.requests.filter((r) => r.path === '/v1/financial_connections/accounts/fca_hist0001/refresh');
-    expect(refresh.map((r) => r.params.features)).toEqual([['transactions']]);
+    // Subscribed to transactions (which starts the first refresh; Stripe refreshes about daily after it): no
+    // refresh asked for of its own.
+    const subscribe = stripe.requests.filter((r) => r.path === '/v1/financial_connections/accounts/fca_hist0001/subscribe');
+    expect(subscribe.map((r) => r.params.features)).toEqual([['transactions']]);
+    expect(stripe.requests.filter((r) => r.path === '/v1/financial_connections/accounts/fca_hist0001/refresh')).toHaveLength(0);
+    expect(stripe.control.subscriptions('fca_hist0001')).toEqual(['transactions']);
     const lists = stripe.requests.filter((r) => r.path === '/v1/financial_connections/transactions');
     expect(lists.length).toBeGreaterThanOrEqual(2);
     expect(lists[0]!.params).toMatchObject({ account: 'fca_hist0001', limit: '100' });
     expect(lists[1]!.params.starting_after).toEqual(expect.stringMatching(/^fctxn_/));
     expect((await view(c, 'stripe-weekly')).pay_cycle).toMatchObject({ frequency: 'weekly', next_payday: '2026-11-20', source: 'transactions' });
+
+    // Read again a day later (a re-send): the subscription's refresh is read, nothing subscribed or refreshed again.
+    c.clock.advance(86_400_000);
+    await enroll(c, 'stripe-weekly', { bank_link: { provider: 'stripe', account: 'fca_hist0001' } }, 'updated');
+    expect((await readHistory(c, 'stripe-weekly', HISTORY_PENDING_POLL_MS)).outcome).toBe('credits');
+    expect(stripe.requests.filter((r) => /fca_hist0001\/(subscribe|refresh)$/.test(r.path))).toHaveLength(1);
   });
 
   test('an account without the transactions permission has no history: the cycle stays learned from balances', async () => {

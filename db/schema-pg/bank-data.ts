@@ -49,3 +49,27 @@ export const bankLinkRelinks = pgTable(
   },
   (t) => [primaryKey({ columns: [t.lenderId, t.linkDigest] }), index('bank_link_relinks_probe_idx').on(t.nextProbeAt)],
 );
+
+// Which enrolled borrowers hold each linked account, and a Plaid link's Item (as on SQLite).
+export const bankLinkOwners = pgTable(
+  'bank_link_owners',
+  {
+    lenderId: ident('lender_id').notNull(),
+    linkDigest: ident('link_digest').notNull(),
+    authorizerUniqueId: ident('authorizer_unique_id').notNull(),
+    provider: text('provider', { enum: BANK_DATA_PROVIDERS }).notNull(),
+    plaidItemId: ident('plaid_item_id'),
+  },
+  (t) => [primaryKey({ columns: [t.lenderId, t.linkDigest, t.authorizerUniqueId] }), index('bank_link_owners_item_idx').on(t.plaidItemId)],
+);
+
+// Provider webhooks already acted on (as on SQLite).
+export const providerWebhookReceipts = pgTable(
+  'provider_webhook_receipts',
+  {
+    provider: text('provider', { enum: BANK_DATA_PROVIDERS }).notNull(),
+    receiptKey: ident('receipt_key').notNull(),
+    receivedAt: ms('received_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.provider, t.receiptKey] }), index('provider_webhook_receipts_at_idx').on(t.receivedAt)],
+);

@@ -56,3 +56,30 @@ export const bankLinkRelinks = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.lenderId, t.linkDigest] }), index('bank_link_relinks_probe_idx').on(t.nextProbeAt)],
 );
+
+// Which enrolled borrowers hold each linked account (by the link's digest), and for a Plaid link the Item it
+// belongs to once a read has said: how a provider's webhook about an account or an Item finds its borrowers.
+// Written when a borrower is enrolled with a bank_link; erased with the borrower.
+export const bankLinkOwners = sqliteTable(
+  'bank_link_owners',
+  {
+    lenderId: text('lender_id').notNull(),
+    linkDigest: text('link_digest').notNull(),
+    authorizerUniqueId: text('authorizer_unique_id').notNull(),
+    provider: text('provider', { enum: BANK_DATA_PROVIDERS }).notNull(),
+    plaidItemId: text('plaid_item_id'),
+  },
+  (t) => [primaryKey({ columns: [t.lenderId, t.linkDigest, t.authorizerUniqueId] }), index('bank_link_owners_item_idx').on(t.plaidItemId)],
+);
+
+// Provider webhooks already acted on (Stripe's event id, a digest of Plaid's signed token): a replay is refused
+// and changes nothing. Kept for a day, past the signatures' five minutes.
+export const providerWebhookReceipts = sqliteTable(
+  'provider_webhook_receipts',
+  {
+    provider: text('provider', { enum: BANK_DATA_PROVIDERS }).notNull(),
+    receiptKey: text('receipt_key').notNull(),
+    receivedAt: integer('received_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.provider, t.receiptKey] }), index('provider_webhook_receipts_at_idx').on(t.receivedAt)],
+);

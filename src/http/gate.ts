@@ -19,6 +19,9 @@ import type { RequestTracker } from './requests';
 export const AUTH_FAILURE_BURST = 20;
 export const AUTH_FAILURES_PER_SECOND = 1;
 
+/** The providers' webhooks (modules/bank-data-webhooks): authenticated by the provider's signature, not an API key. */
+export const PROVIDER_WEBHOOKS = '/v1/bank_data_webhooks/';
+
 /**
  * The first thing every request meets: its id, the HTTPS policy, and, for /v1, authentication, all before
  * any body is read or validated. Without a valid key nothing about a /v1 route, not even whether it exists
@@ -64,6 +67,8 @@ export function requestGate(
     }
     const remote = server?.requestIP(request)?.address ?? null;
     if (!httpsAllowed(deps.config, request, remote)) return tracker.early(request, new HttpsRequired());
+    // The providers' webhooks carry their signature, checked by their routes, instead of an API key.
+    if (path.startsWith(PROVIDER_WEBHOOKS)) return;
     if (path === '/v1' || path.startsWith('/v1/')) {
       // In-process requests (app.handle: tests, tools) have no address and no failure budget.
       const client = remote === null ? null : (resolveClient(deps.config, request, remote).address ?? remote);

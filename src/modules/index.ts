@@ -14,6 +14,7 @@ import { balanceStore } from './balance-requests/store';
 import { scheduleRoutes } from './schedules/routes';
 import { paymentConnectionRoutes } from './payment-connections/routes';
 import { bankDataConnectionRoutes } from './bank-data-connections/routes';
+import { bankDataWebhookRoutes } from './bank-data-webhooks/routes';
 import { sealedColumns as bankDataSealed } from './bank-data-connections/service';
 import { sealedColumns as connectionSealed } from './payment-connections/service';
 import { enrollmentRoutes } from './enrollments/routes';
@@ -44,7 +45,7 @@ import { sealedColumns as scheduleSealed } from './schedules/service';
 
 /** Every feature's routes, mounted by createApp. */
 export function featureRoutes(deps: Deps, auth: Auth) {
-  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), webhookEndpointRoutes(deps, auth), paymentConnectionRoutes(deps, auth), bankDataConnectionRoutes(deps, auth), enrollmentRoutes(deps, auth), paymentEventRoutes(deps, auth), collectionPolicyRoutes(deps, auth), returnRateRoutes(deps, auth), uploadRoutes(deps, auth), portalRoutes(deps)] as const;
+  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), webhookEndpointRoutes(deps, auth), paymentConnectionRoutes(deps, auth), bankDataConnectionRoutes(deps, auth), bankDataWebhookRoutes(deps), enrollmentRoutes(deps, auth), paymentEventRoutes(deps, auth), collectionPolicyRoutes(deps, auth), returnRateRoutes(deps, auth), uploadRoutes(deps, auth), portalRoutes(deps)] as const;
 }
 
 /** Routes whose writes run in a worker that takes the write gate itself: they hold no share of it. */

@@ -178,6 +178,7 @@ const FEATURE_ORDER = [
   'enrollments',
   'collection',
   'pay-cycles',
+  'bank-data-webhooks',
   'payment-results-upload',
   'portal',
 ];

@@ -28,6 +28,7 @@ import {
   TransactionsUpdateStatus,
   TransactionPaymentChannelEnum,
 } from 'plaid';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey as JoseKey, type JWK } from 'jose';
 import { patternTransactions, type PayPattern } from './pay-pattern';
 
 export interface PlaidRecordedRequest {
@@ -79,6 +80,14 @@ export interface FakePlaid {
   failNextTransactions(n: number, error?: { status: number; type: PlaidErrorType; code: string }): void;
   /** Every answer waits this long first. */
   setLatency(ms: number): void;
+  /**
+   * A webhook as Plaid sends it: the raw body and its Plaid-Verification token, signed with the fake's ES256 key
+   * (whose public half /webhook_verification_key/get gives). `iat` (seconds) is now unless given; `signedBody` signs
+   * another body than the one sent (a forgery); `alg` other than ES256 is signed with HS256.
+   */
+  signWebhook(body: Record<string, unknown>, opts?: { iat?: number; signedBody?: string; alg?: 'ES256' | 'HS256' }): Promise<{ raw: string; token: string }>;
+  /** Plaid retires the webhook key: /webhook_verification_key/get gives its expired_at. */
+  expireWebhookKey(): void;
   /** Balance reads in flight now, and the most seen at once (per client_id). */
   inFlight(clientId: string): { now: number; max: number };
 }
@@ -130,6 +139,11 @@ export function startFakePlaid(): FakePlaid {
   /** Transactions per `${access_token}\n${account_id}`, or 'endless'. */
   const histories = new Map<string, Transaction[] | 'endless'>();
   let latency = 0;
+  const KID = 'fake-webhook-key-1';
+  let signing: Promise<{ privateKey: JoseKey; jwk: JWK }> | null = null;
+  let keyExpiredAt: number | null = null;
+  const signingKey = () =>
+    (signing ??= generateKeyPair('ES256', { extractable: true }).then(async (pair) => ({ privateKey: pair.privateKey, jwk: await exportJWK(pair.publicKey) })));
   const flight = new Map<string, { now: number; max: number }>();
 
   const answer = (rec: PlaidRecordedRequest, status: number, body: unknown) => {
@@ -396,6 +410,13 @@ export function startFakePlaid(): FakePlaid {
           const r = transactions(body as unknown as TransactionsGetRequest);
           return answer(rec, r.status, r.body);
         }
+        if (path === '/webhook_verification_key/get') {
+          const refused = authenticate(body as { client_id?: string; secret?: string });
+          if (refused) return answer(rec, 400, refused);
+          if (body.key_id !== KID) return answer(rec, 400, err(PlaidErrorType.InvalidInput, 'INVALID_WEBHOOK_VERIFICATION_KEY_ID', 'no such key', 400));
+          const { jwk } = await signingKey();
+          return answer(rec, 200, { key: { ...jwk, alg: 'ES256', use: 'sig', kid: KID, created_at: 1_700_000_000, expired_at: keyExpiredAt }, request_id: crypto.randomUUID() });
+        }
         if (path === '/item/get') {
           const r = itemGet(body as unknown as ItemGetRequest);
           return answer(rec, r.status, r.body);
@@ -451,5 +472,16 @@ export function startFakePlaid(): FakePlaid {
       latency = ms;
     },
     inFlight: (clientId) => ({ ...(flight.get(clientId) ?? { now: 0, max: 0 }) }),
+    signWebhook: async (body, opts = {}) => {
+      const raw = JSON.stringify(body);
+      const sha = new Bun.CryptoHasher('sha256').update(opts.signedBody ?? raw).digest('hex');
+      const iat = opts.iat ?? Math.floor(Date.now() / 1000);
+      const claims = new SignJWT({ request_body_sha256: sha }).setIssuedAt(iat);
+      if (opts.alg === 'HS256') return { raw, token: await claims.setProtectedHeader({ alg: 'HS256', kid: KID }).sign(new TextEncoder().encode('a shared secret of 32 bytes ok!!')) };
+      return { raw, token: await claims.setProtectedHeader({ alg: 'ES256', kid: KID }).sign((await signingKey()).privateKey) };
+    },
+    expireWebhookKey: () => {
+      keyExpiredAt = Math.floor(Date.now() / 1000);
+    },
   };
 }

@@ -87,6 +87,11 @@ const TABLE: Record<string, Row> = {
   'GET /v1/payment_enrollments': { path: '/v1/payment_enrollments', stranger: null },
   'GET /v1/payment_enrollments/:authorizer_unique_id': { path: '/v1/payment_enrollments/sec-6', stranger: 404 },
   'POST /v1/payment_enrollments/:authorizer_unique_id/read': { path: '/v1/payment_enrollments/sec-6/read', stranger: 404 },
+  // Its tenancy (another lender's borrower is 404) is in tests/modules/balance-requests/link-health.test.ts: sec-6 has no bank_link.
+  'POST /v1/payment_enrollments/:authorizer_unique_id/bank_link/check': { path: '/v1/payment_enrollments/sec-6/bank_link/check', stranger: null },
+  // The providers' webhooks take no API key: without the provider's signature they are 401 all the same.
+  'POST /v1/bank_data_webhooks/plaid': { path: '/v1/bank_data_webhooks/plaid', body: { webhook_type: 'ITEM', webhook_code: 'ERROR', item_id: 'item_1' }, stranger: null },
+  'POST /v1/bank_data_webhooks/stripe/:connection_id': { path: `/v1/bank_data_webhooks/stripe/${bankDataId}`, body: { id: 'evt_1', type: 'x', data: { object: {} } }, stranger: null },
   'DELETE /v1/payment_enrollments': { path: '/v1/payment_enrollments', body: { authorizer_unique_ids: ['sec-6'] }, stranger: null },
   'DELETE /v1/persisted_authorizers': { path: '/v1/persisted_authorizers', body: { authorizer_unique_ids: ['sec-6'] }, stranger: null },
   'GET /v1/payment_events': { path: '/v1/payment_events?authorizer_unique_id=sec-6', stranger: null },

@@ -21,6 +21,8 @@ export type LinkedReadResult =
       asOf: number | null;
       /** What the provider said of the link beside the balance, when it says (Stripe: consent expiring, account number not transactable). */
       health?: LinkProbe;
+      /** Plaid: the Item the account belongs to (how a Plaid webhook names it). */
+      itemId?: string;
     }
   /** `detail` names a cause the code alone does not: `relink_required` (the borrower must link again). */
   | { kind: 'failed'; statusCode: number; detail: string | null }
@@ -99,7 +101,10 @@ export interface LinkedSource<P extends BankDataProvider = BankDataProvider> {
 }
 
 export interface LinkedSources {
-  plaid: LinkedSource<'plaid'>;
+  plaid: LinkedSource<'plaid'> & {
+    /** The key Plaid signs webhooks with, by key id; null when Plaid has no such key. */
+    webhookKey(creds: Extract<LinkCredentials, { provider: 'plaid' }>, keyId: string): Promise<{ kty: 'EC'; crv: 'P-256'; x: string; y: string; kid: string; expiredAt: number | null } | null>;
+  };
   stripe: LinkedSource<'stripe'> & {
     /** The fca_… account an ACH PaymentMethod was verified through, or null. */
     accountOfPaymentMethod(creds: Extract<LinkCredentials, { provider: 'stripe' }>, paymentMethod: string): Promise<string | null>;

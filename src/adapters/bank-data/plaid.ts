@@ -75,6 +75,16 @@ export const MIN_LAST_UPDATED_MS = 24 * 3_600_000;
 /** A Plaid Item whose Transactions product is neither billed nor consented to: no history is read (it would start billing). */
 export const TRANSACTIONS_NOT_ENABLED = 'transactions_not_enabled';
 
+/** A Plaid webhook verification key: an EC P-256 public JWK, and when Plaid retired it (null while current). */
+export interface PlaidWebhookKey {
+  kty: 'EC';
+  crv: 'P-256';
+  x: string;
+  y: string;
+  kid: string;
+  expiredAt: number | null;
+}
+
 /** Transactions per page of /transactions/sync (Plaid's largest). */
 export const PLAID_PAGE_SIZE = 500;
 /** Plaid is still pulling an Item's transactions (PRODUCT_NOT_READY): asked again after this. */
@@ -181,7 +191,8 @@ export class PlaidSource implements LinkedSource<'plaid'> {
     if (cents === null) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: IMPLAUSIBLE_BALANCE };
     const updated = typeof b.last_updated_datetime === 'string' ? Date.parse(b.last_updated_datetime) : NaN;
     // Balance is read live from the institution; Plaid gives a time only for some institutions.
-    return { kind: 'balance', balanceCents: cents, balanceKind: kind, asOf: Number.isFinite(updated) ? updated : now };
+    const itemId = (r.json as { item?: { item_id?: unknown } }).item?.item_id;
+    return { kind: 'balance', balanceCents: cents, balanceKind: kind, asOf: Number.isFinite(updated) ? updated : now, ...(typeof itemId === 'string' && itemId.length <= 100 ? { itemId } : {}) };
   }
 
   /**
@@ -213,6 +224,20 @@ export class PlaidSource implements LinkedSource<'plaid'> {
     const ends = typeof body.consent_expiration_time === 'string' ? Date.parse(body.consent_expiration_time) : NaN;
     if (Number.isFinite(ends) && ends - now <= EXPIRING_WITHIN_MS) return { health: 'expiring', expiresAt: ends };
     return { health: 'ok', expiresAt: null };
+  }
+
+  /**
+   * The public key (a JWK) Plaid signs its webhooks with, by its key id (/webhook_verification_key/get), with
+   * the time it expired when it has. Throws TransientProviderError when Plaid cannot say now.
+   */
+  async webhookKey(creds: Extract<LinkCredentials, { provider: 'plaid' }>, keyId: string): Promise<PlaidWebhookKey | null> {
+    const r = await this.post(creds.environment, '/webhook_verification_key/get', { client_id: creds.clientId, secret: creds.secret, key_id: keyId });
+    if (r.tooLarge) throw new TransientProviderError('Plaid answered more than a key may be');
+    if (r.status === 429 || r.status >= 500) throw new TransientProviderError(`Plaid answered HTTP ${r.status}`);
+    if (r.status !== 200) return null;
+    const key = (r.json as { key?: Record<string, unknown> } | null)?.key;
+    if (!key || key.kty !== 'EC' || key.crv !== 'P-256' || typeof key.x !== 'string' || typeof key.y !== 'string' || key.kid !== keyId) return null;
+    return { kty: 'EC', crv: 'P-256', x: key.x, y: key.y, kid: keyId, expiredAt: typeof key.expired_at === 'number' ? key.expired_at * 1000 : null };
   }
 
   /**

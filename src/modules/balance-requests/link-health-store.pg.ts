@@ -65,5 +65,43 @@ export const pgLinkHealthStore: LinkHealthStore = {
   },
   async eraseBorrower(c, lenderId, aid) {
     await pgWriterOf(c).execute(sql`DELETE FROM bank_link_relinks WHERE lender_id = ${lenderId} AND authorizer_unique_id = ${aid}`);
+    await pgWriterOf(c).execute(sql`DELETE FROM bank_link_owners WHERE lender_id = ${lenderId} AND authorizer_unique_id = ${aid}`);
+  },
+  async putOwners(c, rs) {
+    if (rs.length === 0) return;
+    await pgWriterOf(c).execute(
+      sql`INSERT INTO bank_link_owners (lender_id, link_digest, authorizer_unique_id, provider)
+          SELECT * FROM unnest(${arr(rs.map((r) => r.lenderId))}::text[], ${arr(rs.map((r) => r.digest))}::text[], ${arr(rs.map((r) => r.aid))}::text[], ${arr(rs.map((r) => r.provider))}::text[])
+          ON CONFLICT DO NOTHING`,
+    );
+  },
+  async ownersOfLink(c, lenderId, digest) {
+    const found = await rows<{ aid: string }>(
+      pgReaderOf(c),
+      sql`SELECT authorizer_unique_id AS aid FROM bank_link_owners WHERE lender_id = ${lenderId} AND link_digest = ${digest} ORDER BY authorizer_unique_id`,
+    );
+    return found.map((r) => r.aid);
+  },
+  async ownersOfItem(c, itemId) {
+    return rows<{ lenderId: string; digest: string; aid: string }>(
+      pgReaderOf(c),
+      sql`SELECT lender_id AS "lenderId", link_digest AS digest, authorizer_unique_id AS aid FROM bank_link_owners WHERE plaid_item_id = ${itemId} ORDER BY lender_id, authorizer_unique_id LIMIT 10000`,
+    );
+  },
+  async noteItem(c, lenderId, digest, itemId) {
+    await pgWriterOf(c).execute(
+      sql`UPDATE bank_link_owners SET plaid_item_id = ${itemId} WHERE lender_id = ${lenderId} AND link_digest = ${digest} AND plaid_item_id IS DISTINCT FROM ${itemId}`,
+    );
+  },
+  async dropOwner(c, lenderId, digest, aid) {
+    await pgWriterOf(c).execute(sql`DELETE FROM bank_link_owners WHERE lender_id = ${lenderId} AND link_digest = ${digest} AND authorizer_unique_id = ${aid}`);
+  },
+  async receipt(c, provider, key, now, before) {
+    await pgWriterOf(c).execute(sql`DELETE FROM provider_webhook_receipts WHERE received_at < ${before}`);
+    const taken = await rows<{ one: number }>(
+      pgWriterOf(c),
+      sql`INSERT INTO provider_webhook_receipts (provider, receipt_key, received_at) VALUES (${provider}, ${key}, ${now}) ON CONFLICT DO NOTHING RETURNING 1 AS one`,
+    );
+    return taken.length > 0;
   },
 };

@@ -58,5 +58,36 @@ export const sqliteLinkHealthStore: LinkHealthStore = {
   },
   async eraseBorrower(c, lenderId, aid) {
     writerOf(c).$client.query('DELETE FROM bank_link_relinks WHERE lender_id = ? AND authorizer_unique_id = ?').run(lenderId, aid);
+    writerOf(c).$client.query('DELETE FROM bank_link_owners WHERE lender_id = ? AND authorizer_unique_id = ?').run(lenderId, aid);
+  },
+  async putOwners(c, rows) {
+    const q = writerOf(c).$client.query('INSERT OR IGNORE INTO bank_link_owners (lender_id, link_digest, authorizer_unique_id, provider) VALUES (?, ?, ?, ?)');
+    for (const r of rows) q.run(r.lenderId, r.digest, r.aid, r.provider);
+  },
+  async ownersOfLink(c, lenderId, digest) {
+    return readerOf(c)
+      .$client.query<{ aid: string }, [string, string]>('SELECT authorizer_unique_id AS aid FROM bank_link_owners WHERE lender_id = ? AND link_digest = ? ORDER BY authorizer_unique_id')
+      .all(lenderId, digest)
+      .map((r) => r.aid);
+  },
+  async ownersOfItem(c, itemId) {
+    return readerOf(c)
+      .$client.query<{ lenderId: string; digest: string; aid: string }, [string]>(
+        'SELECT lender_id AS lenderId, link_digest AS digest, authorizer_unique_id AS aid FROM bank_link_owners WHERE plaid_item_id = ? ORDER BY lender_id, authorizer_unique_id LIMIT 10000',
+      )
+      .all(itemId);
+  },
+  async noteItem(c, lenderId, digest, itemId) {
+    writerOf(c)
+      .$client.query('UPDATE bank_link_owners SET plaid_item_id = ? WHERE lender_id = ? AND link_digest = ? AND plaid_item_id IS NOT ?')
+      .run(itemId, lenderId, digest, itemId);
+  },
+  async dropOwner(c, lenderId, digest, aid) {
+    writerOf(c).$client.query('DELETE FROM bank_link_owners WHERE lender_id = ? AND link_digest = ? AND authorizer_unique_id = ?').run(lenderId, digest, aid);
+  },
+  async receipt(c, provider, key, now, before) {
+    const db = writerOf(c).$client;
+    db.query('DELETE FROM provider_webhook_receipts WHERE received_at < ?').run(before);
+    return db.query('INSERT OR IGNORE INTO provider_webhook_receipts (provider, receipt_key, received_at) VALUES (?, ?, ?)').run(provider, key, now).changes > 0;
   },
 };

@@ -161,9 +161,42 @@ export async function probeLinks(deps: Deps): Promise<{ probed: number }> {
   return { probed };
 }
 
-/** The lender's open episodes of these links probed at the next run of the job (a re-sent link). */
-export async function probeSoon(ctx: TxCtx, lenderId: string, links: BankLink[], now: number): Promise<void> {
-  await store.probeNow(ctx, lenderId, [...new Set(links.map((l) => linkDigest(lenderId, l)))], now);
+/**
+ * In the enrollment's transaction: these borrowers hold these links (for the providers' webhooks to find them),
+ * and the lender's open episodes of the links are probed at the next run of the job (a re-sent link).
+ */
+export async function linksEnrolled(ctx: TxCtx, lenderId: string, held: readonly { aid: string; link: BankLink }[], now: number): Promise<void> {
+  if (held.length === 0) return;
+  const rows = held.map((h) => ({ lenderId, digest: linkDigest(lenderId, h.link), aid: h.aid, provider: h.link.provider }));
+  await store.putOwners(ctx, rows);
+  await store.probeNow(ctx, lenderId, [...new Set(rows.map((r) => r.digest))], now);
+}
+
+/** The Plaid Item a link belongs to, as its read said (how a Plaid webhook about the Item finds the link). */
+export function noteLinkItem(ctx: TxCtx, lenderId: string, link: BankLink, itemId: string): Promise<void> {
+  return store.noteItem(ctx, lenderId, linkDigest(lenderId, link), itemId);
+}
+
+/** The borrowers of the lender holding a link. */
+export function ownersOfLink(c: StoreCtx, lenderId: string, link: BankLink): Promise<string[]> {
+  return store.ownersOfLink(c, lenderId, linkDigest(lenderId, link));
+}
+
+/** The links of a Plaid Item, every lender's, with the borrowers holding them. */
+export function ownersOfItem(c: StoreCtx, itemId: string) {
+  return store.ownersOfItem(c, itemId);
+}
+
+/** A borrower no longer holds a link (sent another since). */
+export function dropOwner(c: TxCtx, lenderId: string, digest: string, aid: string): Promise<void> {
+  return store.dropOwner(c, lenderId, digest, aid);
+}
+
+/** How long a provider webhook's receipt is kept (its signature is good for five minutes). */
+const RECEIPT_KEPT_MS = 86_400_000;
+/** A provider webhook recorded as acted on; false when it already was (a replay: nothing is done). */
+export function firstReceipt(c: TxCtx, provider: BankLink['provider'], key: string, now: number): Promise<boolean> {
+  return store.receipt(c, provider, key, now, now - RECEIPT_KEPT_MS);
 }
 
 /**

@@ -9,7 +9,7 @@ import { drainClaims, writesInOrder } from '../../platform/work-pool';
 import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult } from '../../adapters/bank-data/types';
 import { BLOCKING_HEALTHS, detailOfHealth, healthOfDetail, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkProbe } from '../../adapters/bank-data/linked';
 import type { LinkHealth } from '../../../db/schema/enums';
-import { healthOfLink, noteLinkHealth } from './link-health';
+import { healthOfLink, noteLinkHealth, noteLinkItem } from './link-health';
 export { linkDigest, linkView } from './link-digest';
 import type { BalanceKind, BankDataProvider } from '../../../db/schema/enums';
 import { connectionFor, markRead } from '../bank-data-connections/service';
@@ -54,6 +54,8 @@ type Outcome =
         connectionId: string | null;
         /** What the provider said of the link, to be recorded (an episode opened, moved, closed). */
         note: HealthNote | null;
+        /** Plaid: the link and the Item its read named, to be kept for the Item's webhooks. */
+        item?: { link: BankLink; itemId: string };
         /** The link's health when it forbids a debit (revoked, closed, not transactable), for the collection decision. */
         linkHealth?: LinkHealth | null;
       };
@@ -225,6 +227,7 @@ async function recordOutcomesOnce(ctx: JobContext, outcomes: Outcome[]): Promise
         continue;
       }
       if (o.linked?.connectionId) readThrough.add(o.linked.connectionId);
+      if (o.linked?.item) await noteLinkItem(tx, o.item.lenderId, o.linked.item.link, o.linked.item.itemId);
       if (o.linked?.note) await noteLinkHealth(tx, { lenderId: o.item.lenderId, aid: o.item.authorizerUniqueId, link: o.linked.note.link, probe: o.linked.note.probe, batchId: o.item.batchId }, o.at);
       results.push(o);
     }
@@ -471,7 +474,8 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
         // when it differs from what is known.
         const said = a.health ?? null;
         const note = said && said.health !== (known?.health ?? 'ok') ? { link, probe: said } : null;
-        return push(linkedResult(a.balanceCents, 0, { balanceKind: a.balanceKind, asOf: a.asOf, detail: null, connectionId: conn.id, note, linkHealth: blockingOf(said?.health) }, 'provider', r.from.at));
+        const item = a.itemId ? { link, itemId: a.itemId } : undefined;
+        return push(linkedResult(a.balanceCents, 0, { balanceKind: a.balanceKind, asOf: a.asOf, detail: null, connectionId: conn.id, note, linkHealth: blockingOf(said?.health), item }, 'provider', r.from.at));
       }
       const told = healthOfDetail(a.detail);
       const note = told ? { link, probe: { health: told, expiresAt: null } } : null;

@@ -26,6 +26,15 @@ export const CreateBankDataConnectionBody = Type.Union(
           pattern: '^(sk|rk)_(live|test)_[A-Za-z0-9_]+$',
           description: 'A Stripe secret or restricted key (sk_live_/sk_test_/rk_live_/rk_test_) allowed to read Financial Connections accounts. Sealed at once; never returned.',
         }),
+        webhook_secret: Type.Optional(
+          Type.String({
+            minLength: 10,
+            maxLength: 255,
+            pattern: '^whsec_[A-Za-z0-9]+$',
+            description:
+              'Optional: the signing secret (whsec_…) of a Stripe webhook endpoint pointed at POST /v1/bank_data_webhooks/stripe/{id} of this connection, for the Financial Connections account events. Sealed at once; never returned.',
+          }),
+        ),
       },
       { additionalProperties: false },
     ),
@@ -35,7 +44,7 @@ export const CreateBankDataConnectionBody = Type.Union(
     type: 'object',
     examples: [
       { provider: 'plaid', client_id: '5f2a9c0d1e3b4a0012345678', secret: 'sandbox-secret-0000000000001234', environment: 'sandbox' },
-      { provider: 'stripe', api_key: 'rk_live_000000000000000000004242' },
+      { provider: 'stripe', api_key: 'rk_live_000000000000000000004242', webhook_secret: 'whsec_0000000000000000000000000000abcd' },
     ],
   },
 );

@@ -36,8 +36,21 @@ function credentialsOf(body: CreateBankDataConnection): LinkCredentials {
     : { provider: 'stripe', apiKey: body.api_key };
 }
 
-function sealCredentials(deps: Pick<Deps, 'vault'>, c: LinkCredentials): string {
-  return deps.vault.seal(JSON.stringify(c.provider === 'plaid' ? { client_id: c.clientId, secret: c.secret } : { api_key: c.apiKey }));
+function sealCredentials(deps: Pick<Deps, 'vault'>, c: LinkCredentials, webhookSecret: string | null): string {
+  return deps.vault.seal(
+    JSON.stringify(c.provider === 'plaid' ? { client_id: c.clientId, secret: c.secret } : { api_key: c.apiKey, ...(webhookSecret ? { webhook_secret: webhookSecret } : {}) }),
+  );
+}
+
+/**
+ * A live Stripe connection's lender and the signing secret of its webhook endpoint (null when none was
+ * registered), for POST /v1/bank_data_webhooks/stripe/{id}; null when there is no such live connection.
+ */
+export async function stripeWebhookOf(deps: StoreCtx['deps'] & Pick<Deps, 'vault'>, id: string): Promise<{ lenderId: string; secret: string | null } | null> {
+  const row = await store.connectionById({ deps }, id);
+  if (!row || row.deletedAt !== null || row.provider !== 'stripe' || !row.credentialsSealed) return null;
+  const o = JSON.parse(deps.vault.open(row.credentialsSealed)) as { webhook_secret?: string };
+  return { lenderId: row.lenderId, secret: o.webhook_secret ?? null };
 }
 
 function openCredentials(deps: Pick<Deps, 'vault'>, row: BankDataConnectionRow): LinkCredentials | null {
@@ -79,7 +92,7 @@ export async function createBankDataConnection({ ctx, input }: { ctx: Ctx; input
       lenderId: ctx.lender.id,
       provider: creds.provider,
       environment: creds.provider === 'plaid' ? creds.environment : null,
-      credentialsSealed: sealCredentials(ctx.deps, creds),
+      credentialsSealed: sealCredentials(ctx.deps, creds, input.body.provider === 'stripe' ? (input.body.webhook_secret ?? null) : null),
       last4: last4(creds.provider === 'plaid' ? creds.secret : creds.apiKey),
       createdAt: now,
     };

@@ -1,6 +1,6 @@
 import { connectedProviders, connectionFor } from '../bank-data-connections/service';
 import { lastReadView } from '../balance-requests/service';
-import { healthOfLink, probeLinkNow, probeSoon, viewOf } from '../balance-requests/link-health';
+import { healthOfLink, linksEnrolled, probeLinkNow, viewOf } from '../balance-requests/link-health';
 import { TransientProviderError } from '../../adapters/bank-data/types';
 import type { Static } from '@sinclair/typebox';
 import type { HeldReason, MonitorState } from '../../../db/schema/enums';
@@ -249,8 +249,8 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
     const changes = await enrollBorrowers(tx, writes);
     // A link sent again whose provider said it needed the borrower is probed at once: repaired in place (the
     // same token, the same account), it is read again without waiting for its next probe.
-    const links = storable.flatMap((c) => (c.authorizer.sensitive.bankLink ? [c.authorizer.sensitive.bankLink] : []));
-    if (links.length > 0) await probeSoon(tx, ctx.lender.id, links, now);
+    // The borrowers holding each link are kept, for the providers' webhooks to find them.
+    await linksEnrolled(tx, ctx.lender.id, storable.flatMap((c) => (c.authorizer.sensitive.bankLink ? [{ aid: c.aid, link: c.authorizer.sensitive.bankLink }] : [])), now);
     // Searchable by name, phone and last four from now on (keyed hashes, beside the sealed values).
     await indexBorrowers(
       tx,

@@ -155,6 +155,15 @@ describe('a link that needs the borrower, repaired in place', () => {
   test('the check route: 404 for another lender’s borrower or none, 409 without a bank_link', async () => {
     const { c } = await setup();
     expect((await c.json('POST', '/v1/payment_enrollments/nobody/bank_link/check')).status).toBe(404);
+    // Another lender's borrower with a link: 404, and its provider is not asked.
+    const token = 'access-production-tenancy1';
+    plaid.addItem(token, [{ account_id: 'acc_ten_0001', available: 900, current: 900 }]);
+    await enroll(c, 'theirs', { provider: 'plaid', access_token: token, account_id: 'acc_ten_0001' });
+    const stranger = c.newLender('stranger-health');
+    const asked = plaid.requests.length;
+    const theirs = await c.json('POST', '/v1/payment_enrollments/theirs/bank_link/check', { key: stranger.key });
+    expect(theirs.status).toBe(404);
+    expect(plaid.requests.length).toBe(asked);
     expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('unlinked')] } })).status).toBe(207);
     const r = await c.json('POST', '/v1/payment_enrollments/unlinked/bank_link/check');
     expect(r.status).toBe(409);

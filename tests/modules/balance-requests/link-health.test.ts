@@ -9,6 +9,7 @@ import { AccountType } from 'plaid';
 import { startFakePlaid } from '../../fakes/plaid-server';
 import { startFakeStripe } from '../../fakes/stripe-server';
 import { startReceiver } from '../webhooks/support';
+import { signedIn } from '../../helpers/portal';
 import { queueDueReads } from '../../../src/modules/enrollments/monitoring';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
 import { MAX_PROBE_INTERVAL_MS, probeLinks } from '../../../src/modules/balance-requests/link-health';
@@ -85,6 +86,11 @@ describe('a link that needs the borrower, repaired in place', () => {
     const broken = await view(c, 'heal');
     expect(broken.bank_link.health).toMatchObject({ status: 'relink_required', since: expect.any(String), expires_at: null });
     expect(balanceCalls(token)).toBe(1);
+    // The portal's borrower page says it too, never the token.
+    const page = await (await signedIn(c)).get('/portal/payments/borrowers/heal');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('the borrower must link it again');
+    expect(page.text).not.toContain(token);
 
     // While the episode is open the account is not read, however often its reads come due; it is probed, the
     // interval doubling while the provider says the same.

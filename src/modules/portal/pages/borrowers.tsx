@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia';
+import type { LinkHealth } from '../../../../db/schema/enums';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../../deps';
 import { MONITOR_STATES } from '../../../../db/schema/enums';
@@ -35,6 +36,16 @@ const BLOCKED_WHY: Record<BlockedReason, string> = {
   account_revoked: 'the borrower revoked the linked account or the permission to it; no debit until the provider says it is well again',
   account_closed: 'the linked account is closed at the bank; no debit until the provider says it is open again',
   account_not_transactable: "the linked account's account number cannot be debited; no debit until the provider says it can",
+};
+
+/** A linked account's health, in words (balance-requests/link-health.ts). */
+const LINK_HEALTH_WORDS: Record<LinkHealth, string> = {
+  ok: 'ok',
+  relink_required: 'the borrower must link it again (checked hourly, then daily; read again by itself once repaired)',
+  expiring: 'consent ends soon (still read)',
+  revoked: 'revoked by the borrower: no debit',
+  closed: 'closed at the bank: no debit',
+  not_transactable: 'its account number cannot be debited: no debit',
 };
 
 // /portal/payments/borrowers: the enrolled borrowers, searched by a prefix of authorizer_unique_id, filtered by
@@ -184,6 +195,18 @@ async function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View
           ['Collectable', <Money cents={e.collectable_amount} />],
           ['Instrument', instrument],
           ['Last balance', e.last_read ? <><Money cents={e.last_read.balance_cents} /> at <Time at={e.last_read.at} now={now} /></> : 'not read yet'],
+          [
+            'Linked account',
+            e.bank_link ? (
+              <>
+                {e.bank_link.provider} {e.bank_link.account_last4 ?? e.bank_link.account ?? ''}: {LINK_HEALTH_WORDS[e.bank_link.health.status]}
+                {e.bank_link.health.since ? <> since <Time at={e.bank_link.health.since} now={now} /></> : null}
+                {e.bank_link.health.expires_at ? <> (consent ends <Time at={e.bank_link.health.expires_at} now={now} />)</> : null}
+              </>
+            ) : (
+              'none'
+            ),
+          ],
           ['Next read', <Time at={e.next_read_at} now={now} />],
           [
             'Pay cycle',

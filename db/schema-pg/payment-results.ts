@@ -56,3 +56,19 @@ export const paymentResultUploads = pgTable(
   },
   (t) => [index('payment_result_uploads_lender_idx').on(t.lenderId, t.recordedAt, t.id)],
 );
+
+// An upload whose recording has begun and not ended: what finishing it takes, its file compressed and sealed.
+export const unfinishedUploads = pgTable('unfinished_uploads', {
+  /** The upload's id: its history record's once it is finished. */
+  id: ident('id').primaryKey(),
+  lenderId: ident('lender_id')
+    .notNull()
+    .references(() => lenders.id),
+  creator: text('creator'),
+  fileSealed: text('file_sealed').notNull(),
+  /** The time the file's rows were checked against. */
+  checkedAt: ms('checked_at').notNull(),
+  /** Accepted rows recorded so far, in file order, and how many of them matched a borrower. */
+  done: count('done').notNull(),
+  matched: count('matched').notNull(),
+});

@@ -59,3 +59,24 @@ export const paymentResultUploads = sqliteTable(
   },
   (t) => [index('payment_result_uploads_lender_idx').on(t.lenderId, t.recordedAt, t.id)],
 );
+
+// An upload whose recording has begun and not ended. An upload is recorded in slices of rows, each in its own
+// transaction; the first slice's transaction stores here what finishing it takes, each slice's moves `done`
+// on, and the last one's writes the upload's history record and deletes the row. A start (or the upload
+// worker, once idle) finds here an upload that a crash or a stop cut off and finishes it from `done`, reading
+// the file again against the same time. The file is compressed and sealed by the vault: it is borrowers'
+// payment data.
+export const unfinishedUploads = sqliteTable('unfinished_uploads', {
+  /** The upload's id: its history record's once it is finished. */
+  id: text('id').primaryKey(),
+  lenderId: text('lender_id')
+    .notNull()
+    .references(() => lenders.id),
+  creator: text('creator'),
+  fileSealed: text('file_sealed').notNull(),
+  /** The time the file's rows were checked against. */
+  checkedAt: integer('checked_at').notNull(),
+  /** Accepted rows recorded so far, in file order, and how many of them matched a borrower. */
+  done: integer('done').notNull(),
+  matched: integer('matched').notNull(),
+});

@@ -8,25 +8,11 @@ import { once } from 'node:events';
 import type { Ctx } from '../../deps';
 import { readSnapshot, transaction, type Tx } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
-import { madeForAnotherLender, matchReference, namesInReference, REFERENCE_PREFIX, type MatchSource, type PaymentMatch } from '../collection/reference';
-import { knownAmong, recordSlice, staleAgainst, type Known, type Observation } from '../collection/record';
 import { evaluateReturnRates } from '../return-rates/watch';
-import { enrollmentStore } from '../enrollments/store';
-import { uploadStore as store, type UploadedRow, type UploadedWrite } from './store';
+import { uploadStore as store } from './store';
+import { decideSlice, Lookups } from './slice';
 import { CsvError, toCsvError } from '../../platform/csv';
-import {
-  checkRow,
-  cell,
-  EVENT_STATUS_OF,
-  keyOf,
-  readHeader,
-  sameRow,
-  UNDATED,
-  type Column,
-  type ParsedRow,
-  type RawRow,
-  type RowProblem,
-} from './rules';
+import { checkRow, cell, keyOf, readHeader, sameRow, type Column, type ParsedRow, type RawRow, type RowProblem } from './rules';
 
 // POST /v1/payment_results/uploads: outcomes of debits the service cannot read from a processor, as CSV.
 // The file is read row by row (the report is what is kept), every rule applied to every row, rows matched to
@@ -162,89 +148,6 @@ export function parserOf(bytes: Uint8Array) {
   })();
   feed.catch(() => undefined); // a parse error reaches the reader through the iteration
   return parser;
-}
-
-/**
- * What matching needs of a slice of rows, looked up for the whole slice at once by key (no search per row):
- * borrowers by identifier, the lender's payments by reference, the borrowers a DRS- reference could name, and
- * whether a DRS- reference no row names a borrower of is another lender's payment. Borrowers are remembered
- * across slices, as a file has many rows per borrower. Matching itself then reads nothing.
- */
-class Lookups {
-  /** Identifier → enrollment id, or null for none. */
-  private readonly borrowers = new Map<string, string | null>();
-  private payments = new Map<string, { id: string; enrollmentId: string; aid: string; amount: number }>();
-  /** This slice's references of payments the service made for another lender. */
-  private others = new Set<string>();
-
-  constructor(private readonly tx: Ctx & { tx: Tx }) {}
-
-  async load(slice: ParsedRow[]): Promise<void> {
-    const lenderId = this.tx.lender.id;
-    const aids = new Set<string>();
-    const refs: string[] = [];
-    const unnamed: string[] = [];
-    for (const p of slice) {
-      if (p.authorizerUniqueId) aids.add(p.authorizerUniqueId);
-      // Every reference is looked up among the service's own payments, named borrower or not.
-      if (p.reference) {
-        refs.push(p.reference);
-        if (!p.authorizerUniqueId) unnamed.push(p.reference);
-      }
-    }
-    this.payments = new Map(refs.length ? (await store.paymentsAmong(this.tx, lenderId, refs)).map((x) => [x.reference, x]) : []);
-    this.others = new Set();
-    for (const r of unnamed) {
-      if (this.payments.has(r)) continue;
-      for (const name of namesInReference(r)) aids.add(name);
-      // Only a DRS- reference can be another lender's payment (matchReference asks only then).
-      if (r.startsWith(REFERENCE_PREFIX) && (await madeForAnotherLender(this.tx, lenderId, r))) this.others.add(r);
-    }
-    const unknown = [...aids].filter((a) => !this.borrowers.has(a));
-    if (unknown.length === 0) return;
-    for (const a of unknown) this.borrowers.set(a, null);
-    for (const b of await enrollmentStore.borrowersAmong(this.tx, lenderId, unknown)) this.borrowers.set(b.aid, b.id);
-  }
-
-  /** authorizer_unique_id first; else the one matching of a reference, from this slice's look-ups. */
-  match(p: ParsedRow): PaymentMatch | null {
-    // A reference of one of the service's own payments is that payment, whoever the row names: the row is the
-    // lender's report of it, and the processor is asked what became of it (collection/record.ts).
-    const own = p.reference ? this.payments.get(p.reference) : undefined;
-    if (own && (!p.authorizerUniqueId || p.authorizerUniqueId === own.aid)) {
-      return { enrollmentId: own.enrollmentId, authorizerUniqueId: own.aid, paymentId: own.id, amountCents: own.amount };
-    }
-    if (p.authorizerUniqueId) {
-      const id = this.borrowers.get(p.authorizerUniqueId);
-      return id ? { enrollmentId: id, authorizerUniqueId: p.authorizerUniqueId, paymentId: null, amountCents: null } : null;
-    }
-    if (!p.reference) return null;
-    return matchReference(this.source, p.reference, { prefixed: false });
-  }
-
-  private readonly source: MatchSource = {
-    payment: (reference) => this.payments.get(reference) ?? null,
-    borrowers: (ids) => {
-      const found = new Map<string, string>();
-      for (const id of ids) {
-        const e = this.borrowers.get(id);
-        if (e) found.set(id, e);
-      }
-      return found;
-    },
-    othersPayment: (reference) => this.others.has(reference),
-  };
-}
-
-const outcomeDate = (p: { status: string; settledAt: number | null; returnedAt: number | null }) =>
-  p.status === 'settled' ? p.settledAt : p.status === 'returned' || p.status === 'late_return' ? p.returnedAt : null;
-
-/** Why an accepted row matched no borrower, and what would match it. */
-function unmatchedReason(p: ParsedRow, key: string): string {
-  if (p.authorizerUniqueId) {
-    return `the borrower ${p.authorizerUniqueId} is not enrolled; stored, it is matched when uploaded again after the borrower is enrolled`;
-  }
-  return `no enrolled borrower matches reference ${key}; stored, it is matched when uploaded again with authorizer_unique_id`;
 }
 
 /** A spreadsheet's label of a totals row: "Total", "Totals:", "Grand total", "Subtotal", "Sum". */
@@ -477,13 +380,7 @@ async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; in
     for (let n = 0; n < accepted.length; n += PRIOR_SLICE) {
       // Past its time, or its caller gone: the transaction is rolled back, nothing recorded.
       checkBudget(budget);
-      // After rule 6 a key appears once in a file: what is stored for it now is what its row is decided on.
-      const slice = accepted.slice(n, n + PRIOR_SLICE);
-      const priors = new Map((await store.uploadedAmong(tx, tx.lender.id, slice.map(keyOf))).map((u) => [u.reference, u]));
-      await lookups.load(slice);
-      // What is recorded of each row's reference and status, read for the slice at once.
-      const known = await knownAmong(tx, tx.lender.id, 'upload', slice.map((p) => ({ reference: keyOf(p), sourceEventId: sourceEventIdOf(keyOf(p), p.status) })));
-      const decided = await recordSliceOf(tx, slice, (p, i) => decideRow(tx.lender.id, p, priors.get(keyOf(p)) ?? null, lookups.match(p), known[i]!, now), input.dryRun);
+      const decided = await decideSlice(tx, accepted.slice(n, n + PRIOR_SLICE), lookups, now, input.dryRun);
       for (const r of decided.rows) rows.push(r);
       for (const p of decided.problems) problems.add(p);
       matched += decided.matched;
@@ -527,150 +424,4 @@ async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; in
   // A dry run writes nothing (every write above is behind !dryRun): it reads one snapshot, in a deferred
   // transaction that never takes the write lock, and is rolled back all the same.
   return readSnapshot(ctx, run);
-}
-
-/** The source event of a row's outcome: one per reference and status. */
-const sourceEventIdOf = (key: string, status: ParsedRow['status']) => `upload:${key}:${EVENT_STATUS_OF[status]}`;
-
-/** What a slice of rows was decided as: the report's rows and problems, in row order, and its matches. */
-interface SliceDecided {
-  rows: UploadReport['rows'];
-  problems: RowProblem[];
-  matched: number;
-}
-
-/**
- * What one row comes to, decided without writing: its line of the report, its problems found so far (rule 7
- * and ignored rows), the write of its reference, and the outcome to record (a matched row that moves it).
- */
-interface RowDecided {
-  row: UploadReport['rows'][number];
-  matched: boolean;
-  problems: RowProblem[];
-  write: UploadedWrite | null;
-  observation: Observation | null;
-}
-
-/**
- * Decides a slice's rows, then records them: the references' writes in one store call and the outcomes in
- * one savepoint of the slice (recordSlice: borrower by borrower, row by row only when a row faults). A dry
- * run writes nothing and answers what the upload would, the same warning for a status that would not move
- * forward. The problems come in row order, each row's as it would find them.
- */
-async function recordSliceOf(
-  tx: Ctx & { tx: Tx },
-  slice: ParsedRow[],
-  decide: (p: ParsedRow, i: number) => RowDecided,
-  dryRun: boolean,
-): Promise<SliceDecided> {
-  const decided = slice.map(decide);
-  const outcomes: (RowProblem | null)[] = new Array(decided.length).fill(null);
-  const stale = (d: RowDecided, current: string | null): RowProblem => ({
-    row: d.row.row,
-    rule: 8,
-    reason: `reference ${d.row.reference} is recorded as ${current}, which ${d.row.status} does not move forward; the status was kept`,
-    severity: 'warning',
-  });
-  // The service's own payment: the row is the lender's report, and the payment's outcome is its processor's word.
-  const reported = (d: RowDecided, hold: string | null): RowProblem => ({
-    row: d.row.row,
-    rule: 8,
-    reason: `reference ${d.row.reference} is a payment the service made: ${d.row.status} is kept as your report, and the payment's outcome is what its processor says; ${hold === null ? 'the processor is asked now' : `held: ${hold}`}`,
-    severity: 'warning',
-  });
-  if (dryRun) {
-    for (let i = 0; i < decided.length; i++) {
-      const o = decided[i]!.observation;
-      if (!o) continue;
-      const current = await staleAgainst(tx, o);
-      if (current !== undefined) outcomes[i] = stale(decided[i]!, current);
-      else if (o.paymentId) outcomes[i] = reported(decided[i]!, null);
-    }
-  } else {
-    const writes: UploadedWrite[] = [];
-    for (const d of decided) if (d.write) writes.push(d.write);
-    await store.saveUploaded(tx, writes);
-    const recorded = await recordSlice(tx, decided.map((d) => d.observation));
-    for (let i = 0; i < decided.length; i++) {
-      const r = recorded[i];
-      const d = decided[i]!;
-      if (r === null) outcomes[i] = { row: d.row.row, rule: 8, reason: `the outcome could not be recorded for reference ${d.row.reference}; it was set aside for the operator`, severity: 'error' };
-      else if (r && !r.recorded && r.why === 'stale') outcomes[i] = stale(d, r.current);
-      else if (r?.recorded && r.report) outcomes[i] = reported(d, r.report.hold);
-    }
-  }
-  const out: SliceDecided = { rows: [], problems: [], matched: 0 };
-  for (let i = 0; i < decided.length; i++) {
-    const d = decided[i]!;
-    out.rows.push(d.row);
-    if (d.matched) out.matched++;
-    for (const p of d.problems) out.problems.push(p);
-    if (outcomes[i]) out.problems.push(outcomes[i]!);
-  }
-  return out;
-}
-
-/**
- * The re-sending rules, against what is stored for the reference: a new status is recorded (1); an
- * identical row only fills a date recorded without one, never changing one (2); an outcome dated before the
- * latest recorded one is ignored (3); an undated status never replaces a settled or returned outcome (4).
- * Decided without writing, the same for a dry run: after rule 6 a file has one row per key, so no row's
- * decision depends on another row's writes, and the report of a dry run is the report of the real upload.
- */
-function decideRow(lenderId: string, p: ParsedRow, prior: UploadedRow | null, m: PaymentMatch | null, known: Known, now: number): RowDecided {
-  const key = keyOf(p);
-  const d: RowDecided = {
-    row: { row: p.row, reference: key, authorizerUniqueId: m?.authorizerUniqueId ?? p.authorizerUniqueId, status: p.status, amountCents: p.amountCents },
-    matched: m !== null,
-    problems: [],
-    write: null,
-    observation: null,
-  };
-  if (!m) d.problems.push({ row: p.row, rule: 7, reason: unmatchedReason(p, key), severity: 'warning' });
-  const record = () => {
-    if (!m) return;
-    d.observation = {
-      lenderId,
-      reference: key,
-      status: EVENT_STATUS_OF[p.status],
-      amountCents: p.amountCents,
-      returnCode: p.returnCode,
-      message: null,
-      occurredAt: outcomeDate(p) ?? p.submittedAt,
-      source: 'upload',
-      sourceEventId: sourceEventIdOf(key, p.status),
-      enrollmentId: m.enrollmentId,
-      authorizerUniqueId: m.authorizerUniqueId,
-      paymentId: m.paymentId,
-      connectionId: null,
-      known,
-    };
-  };
-  const values = { aid: m?.authorizerUniqueId ?? p.authorizerUniqueId, enrollmentId: m?.enrollmentId ?? null, matched: m !== null, batchId: p.batchId, now };
-  if (!prior) {
-    d.write = { kind: 'add', lenderId, reference: key, status: p.status, amountCents: p.amountCents, submittedAt: p.submittedAt, settledAt: p.settledAt, returnedAt: p.returnedAt, returnCode: p.returnCode, ...values };
-    record();
-    return d;
-  }
-  const wasUnmatched = !prior.matched && m !== null;
-  if (prior.status === p.status) {
-    // Rule 2: dates recorded without one are filled in; a recorded date stays.
-    d.write = { kind: 'change', id: prior.id, outcome: null, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values };
-    if (wasUnmatched) record();
-    return d;
-  }
-  const priorOutcome = ['settled', 'returned', 'late_return'].includes(prior.status);
-  if (UNDATED.has(p.status) && priorOutcome) {
-    d.problems.push({ row: p.row, rule: 8, reason: `${p.status} does not replace the ${prior.status} outcome recorded for reference ${key}; ignored`, severity: 'warning' });
-    return d;
-  }
-  const latest = Math.max(prior.settledAt ?? -Infinity, prior.returnedAt ?? -Infinity);
-  const date = outcomeDate(p);
-  if (date !== null && Number.isFinite(latest) && date < latest) {
-    d.problems.push({ row: p.row, rule: 8, reason: `its outcome date is earlier than the latest outcome recorded for reference ${key}; ignored`, severity: 'warning' });
-    return d;
-  }
-  d.write = { kind: 'change', id: prior.id, outcome: { status: p.status, amountCents: p.amountCents, returnCode: p.returnCode }, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values };
-  record();
-  return d;
 }

@@ -34,7 +34,8 @@ import { returnRateJob } from './return-rates/watch';
 import { portalRoutes } from './portal/routes';
 import { portalErrorPage } from './portal/plugin';
 import { uploadRoutes } from './payment-results-upload/routes';
-import { refuseWhenUploadsFull } from './payment-results-upload/service';
+import { refuseWhenUploadsFull, sealedColumns as uploadSealed } from './payment-results-upload/service';
+import { uploadResumeJob } from './payment-results-upload/jobs';
 import { scheduleJob } from './schedules/runs';
 import { sealedColumns as webhookSealed } from './webhooks/service';
 import { refuseWhenBacklogFull, sealedColumns as batchSealed } from './balance-requests/service';
@@ -84,11 +85,12 @@ export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
     pollJob(deps.config.processorPollIntervalMs),
     reconcileJob(deps.config.processorReconcileIntervalMs),
     returnRateJob(deps.config.returnRateCheckIntervalMs),
+    uploadResumeJob,
   ];
 }
 
 /** Every column holding vault-sealed values, for `vault rotate` and `vault status`. */
-export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed, ...scheduleSealed, ...connectionSealed, ...bankDataSealed, ...enrollmentSealed];
+export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed, ...scheduleSealed, ...connectionSealed, ...bankDataSealed, ...enrollmentSealed, ...uploadSealed];
 
 /**
  * At start, work a stopped process had claimed is made due again at once instead of after its lease. On SQLite

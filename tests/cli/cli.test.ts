@@ -329,6 +329,12 @@ describe('vault', () => {
     });
     expect(linked.status).toBe(201);
     await processBalances(app.rt);
+    // An upload cut off between two of its slices: its file, compressed and sealed, kept to finish it.
+    const cutFile = new TextEncoder().encode(`authorizer_unique_id,reference\nvaulted-1,R-1\n`);
+    const lenderId = (app.sql.query("SELECT id FROM lenders WHERE name = 'vaulted'").get() as { id: string }).id;
+    app.sql
+      .query('INSERT INTO unfinished_uploads (id, lender_id, creator, file_sealed, checked_at, done, matched) VALUES (?, ?, NULL, ?, 0, 512, 512)')
+      .run('cut-upload', lenderId, app.rt.vault.sealBytes(Bun.zstdCompressSync(cutFile)));
     const oldKeyId = app.rt.vault.currentKeyId;
     const sealedIn = ({ table, column }: { table: string; column: string }) =>
       (app.sql.query(`SELECT COUNT(*) AS n FROM ${table} WHERE ${column} IS NOT NULL`).get() as { n: number }).n;
@@ -380,6 +386,8 @@ describe('vault', () => {
     expect(newOnly.open(sealedSecret.v)).toBe(secret.body.secret);
     const sealedProcessorKey = fresh.sql.query('SELECT key_sealed AS v FROM payment_connections WHERE key_sealed IS NOT NULL').get() as { v: string };
     expect(newOnly.open(sealedProcessorKey.v)).toBe(processorKey);
+    const sealedFile = fresh.sql.query('SELECT file_sealed AS v FROM unfinished_uploads').get() as { v: string };
+    expect(new Uint8Array(Bun.zstdDecompressSync(newOnly.openBytes(sealedFile.v)))).toEqual(cutFile);
     ws.closeApps();
 
     // A second rotation keeps both older keys and re-seals everything again.

@@ -15,26 +15,36 @@ import type { UploadAnswer, UploadForm, UploadInput } from './types';
 // and the next one is taken from the lender served longest ago: one lender's files never hold up another's
 // behind them. An upload whose request ends (the client hung up) leaves the queue, or, if it is running, is
 // stopped by the worker at its next check (a flag in shared memory, read between slices of rows and before
-// the transaction commits): nothing of it is recorded.
+// its first slice is recorded): nothing of it is recorded. Once its first slice is recorded (the worker says
+// so), it is recorded to its end whatever its caller does.
 //
-// Stopping the service terminates the worker: a transaction it had open is never committed (SQLite rolls it
-// back), so an upload is recorded whole or not at all, whenever the process ends.
+// Each slice of an upload is a transaction of its own, for which the worker asks the write gate and lets go
+// after: the writes of other requests waiting for the gate go between two slices. Stopping the service
+// terminates the worker: the transaction it had open is never committed (SQLite rolls it back), and an
+// upload cut off between two slices is finished by the next start (resume, run by the upload-resume job).
 
+type Metrics = Parameters<Deps['metrics']['merge']>[0];
 type FromWorker =
   | { type: 'lock'; id: number }
   | { type: 'unlock'; id: number }
   | { type: 'log'; line: string }
-  | { type: 'done'; id: number; answer: UploadAnswer; metrics: Parameters<Deps['metrics']['merge']>[0] }
+  | { type: 'recording'; id: number }
+  | { type: 'done'; id: number; answer: UploadAnswer; metrics: Metrics }
+  | { type: 'resumed'; id: number; finished: number; metrics: Metrics }
   | { type: 'failed'; id: number; error: PostedError };
 
 /** Seconds a lender is told to wait when it already has its share of uploads waiting. */
 export const UPLOAD_RETRY_AFTER_SECONDS = 10;
 
+/** The queue key of the worker's own work: finishing the uploads left unfinished. */
+const RESUMING = '';
+
 interface Job {
   id: number;
   lenderId: string;
   send: () => void;
-  resolve: (r: UploadAnswer) => void;
+  /** An upload's answer, or how many unfinished uploads a resume finished. */
+  resolve: (r: UploadAnswer | number) => void;
   reject: (e: unknown) => void;
   /** 1 once the caller has gone: read by the worker between slices of its work. */
   cancelled: Int32Array;
@@ -43,10 +53,15 @@ interface Job {
   unlock?: () => void;
   /** The worker let go of the lock before the gate granted it (the upload was stopped while it waited). */
   unlocked?: boolean;
+  /** Its first slice is recorded: it goes on to its end, and what stops it now is finished by a resume. */
+  recording?: boolean;
   forget?: () => void;
 }
 
 const cancelledError = () => new domainErrors.Unavailable('The upload was cancelled: its request ended before the answer; nothing of it was recorded');
+/** An upload cut off after its first slice: the rest is recorded when the service resumes it. */
+const partlyRecorded = (what: string) =>
+  new domainErrors.Unavailable(`${what}; part of the upload was recorded, and the service finishes it when it is back (it is then in the upload history), so it need not be sent again`);
 
 export class UploadWorker {
   private worker: Worker | null = null;
@@ -101,7 +116,7 @@ export class UploadWorker {
       const job: Job = {
         id,
         lenderId,
-        resolve,
+        resolve: resolve as (r: UploadAnswer | number) => void,
         reject,
         cancelled: new Int32Array(new SharedArrayBuffer(4)),
         state: 'waiting',
@@ -119,6 +134,30 @@ export class UploadWorker {
       this.jobs.set(id, job);
       queue.push(job);
       this.waiting.set(lenderId, queue);
+      this.pump();
+    });
+  }
+
+  /**
+   * Finishes, in the worker, the uploads left unfinished (service.ts resumeUnfinished), when it has nothing
+   * else to do: how many it finished (0 when it is busy; the next call tries again). Uploads sent meanwhile
+   * wait for it as for any upload.
+   */
+  resume(): Promise<number> {
+    if (this.closed || this.current !== null || this.waiting.size > 0) return Promise.resolve(0);
+    return new Promise<number>((resolve, reject) => {
+      const id = this.next++;
+      const job: Job = {
+        id,
+        lenderId: RESUMING,
+        resolve: resolve as (r: UploadAnswer | number) => void,
+        reject,
+        cancelled: new Int32Array(new SharedArrayBuffer(4)),
+        state: 'waiting',
+        send: () => this.start().postMessage({ type: 'resume', id }),
+      };
+      this.jobs.set(id, job);
+      this.waiting.set(RESUMING, [job]);
       this.pump();
     });
   }
@@ -156,7 +195,7 @@ export class UploadWorker {
       job.reject(cancelledError());
       return;
     }
-    if (job.state !== 'running') return;
+    if (job.state !== 'running' || job.recording) return;
     Atomics.store(job.cancelled, 0, 1);
     // A worker waiting for the write lock is not reading the flag: it is told as well.
     this.worker?.postMessage({ type: 'cancel', id: job.id });
@@ -185,12 +224,12 @@ export class UploadWorker {
   private start(): Worker {
     if (this.worker) return this.worker;
     const w = new Worker(new URL('./upload-worker.ts', import.meta.url).href);
-    w.postMessage({ type: 'init', config: this.deps.config });
+    w.postMessage({ type: 'init', config: this.deps.config, key: this.deps.vault.sealingKey() });
     w.onmessage = (event: MessageEvent<FromWorker>) => this.receive(event.data);
-    w.onerror = (event) => this.fail(new Error(`the upload worker failed: ${event.message}`));
+    w.onerror = (event) => this.fail(`The upload worker failed: ${event.message}`);
     w.addEventListener('close', () => {
       if (this.worker === w) this.worker = null;
-      this.fail(new domainErrors.Unavailable('The upload was cut off before it finished; nothing of it was recorded'));
+      this.fail('The upload was cut off before it finished');
     });
     // The worker does not keep the process alive by itself.
     w.unref();
@@ -205,7 +244,8 @@ export class UploadWorker {
     switch (m.type) {
       case 'lock':
         // Held from the grant until the worker says its transaction has ended (or the worker is gone, or the
-        // upload ended while it waited for the grant: then it is let go at once).
+        // upload ended while it waited for the grant: then it is let go at once). Each slice asks again.
+        job.unlocked = false;
         void writeGate(this.deps).exclusive(
           () =>
             new Promise<void>((release) => {
@@ -220,15 +260,23 @@ export class UploadWorker {
         job.unlock?.();
         job.unlock = undefined;
         return;
+      case 'recording':
+        job.recording = true;
+        return;
       case 'done':
         this.end(job);
         this.deps.metrics.merge(m.metrics);
         job.resolve(m.answer);
         return;
+      case 'resumed':
+        this.end(job);
+        this.deps.metrics.merge(m.metrics);
+        job.resolve(m.finished);
+        return;
       case 'failed': {
         this.end(job);
         const error = revivedError(m.error);
-        job.reject(Atomics.load(job.cancelled, 0) === 1 ? cancelledError() : error);
+        job.reject(Atomics.load(job.cancelled, 0) === 1 && !job.recording ? cancelledError() : error);
         return;
       }
     }
@@ -248,12 +296,15 @@ export class UploadWorker {
     }
   }
 
-  /** The worker is gone: the upload it ran is lost (nothing of it committed); those waiting go to the next worker. */
-  private fail(e: Error): void {
+  /**
+   * The worker is gone: the transaction it had open is lost (never committed), and its upload with it unless a
+   * slice of it was recorded (a resume finishes it then); those waiting go to the next worker.
+   */
+  private fail(what: string): void {
     const job = this.current;
     if (!job) return;
     this.end(job);
-    job.reject(e);
+    job.reject(job.recording ? partlyRecorded(what) : new domainErrors.Unavailable(`${what}; nothing of it was recorded`));
   }
 
   /** A line the worker's logger wrote, logged again here at its level (redaction ran in the worker too). */
@@ -268,7 +319,10 @@ export class UploadWorker {
     }
   }
 
-  /** Ends the worker at once: an upload in its transaction is rolled back, and its caller and those waiting answered 503. */
+  /**
+   * Ends the worker at once: the transaction it has open is rolled back, and the callers of its upload and of
+   * those waiting are answered 503 (an upload partly recorded is finished at the next start).
+   */
   close(): void {
     this.closed = true;
     const w = this.worker;
@@ -277,7 +331,7 @@ export class UploadWorker {
     for (const job of [...this.jobs.values()]) {
       if (job.state === 'running') this.current = null;
       this.end(job);
-      job.reject(e);
+      job.reject(job.recording ? partlyRecorded('The service is stopping') : e);
     }
     this.waiting.clear();
     w?.terminate();

@@ -7,17 +7,21 @@ import { isUtf8 } from 'node:buffer';
 import { once } from 'node:events';
 import type { Ctx } from '../../deps';
 import { readSnapshot, transaction, type Tx } from '../../platform/context';
-import { InvalidInput } from '../../platform/errors';
+import { InvalidInput, Unavailable } from '../../platform/errors';
 import { evaluateReturnRates } from '../return-rates/watch';
 import { uploadStore as store } from './store';
-import { decideSlice, Lookups } from './slice';
+import { decideSlice, LedgerGuard, Lookups, type SliceDecided } from './slice';
+import { HeldLease } from '../../platform/leases';
+import type { SealedColumn } from '../../platform/vault';
 import { CsvError, toCsvError } from '../../platform/csv';
 import { checkRow, cell, keyOf, readHeader, sameRow, type Column, type ParsedRow, type RawRow, type RowProblem } from './rules';
 
 // POST /v1/payment_results/uploads: outcomes of debits the service cannot read from a processor, as CSV.
 // The file is read row by row (the report is what is kept), every rule applied to every row, rows matched to
-// borrowers, and the accepted rows recorded against what is known of their reference, in one transaction:
-// all of them or none. A dry run does all of it and rolls the transaction back.
+// borrowers, and the accepted rows recorded against what is known of their reference, a slice at a time, each
+// slice in its own transaction: once the first slice is recorded, the upload is recorded to its end exactly
+// once, resumed after a crash or a stop if need be (recordInSlices). A dry run decides every slice on one
+// snapshot and writes nothing.
 
 export const UPLOAD_LIMIT_BYTES = 10 * 1024 * 1024;
 
@@ -34,7 +38,11 @@ const CHUNK_BYTES = 16 * 1024;
  * bench upload: about 130 MB of growth rather than 180, at no measurable cost in time).
  */
 const GC_HINT_ROWS = 4096;
-const PRIOR_SLICE = 512;
+/**
+ * Accepted rows decided together, and recorded in one transaction: a slice's look-ups are made for it at
+ * once, and each recorded slice takes its own turn of the write lock.
+ */
+const SLICE = 512;
 const YIELD_ROWS = 2048;
 /** Far above any results file or annotated export (nine columns, at most 200 meta_, the payment columns). */
 export const MAX_COLUMNS = 1000;
@@ -74,7 +82,7 @@ function budgetProblem(b: UploadBudget, why: 'rows' | 'time'): RowProblem {
   const reason =
     why === 'rows'
       ? `The file has more than ${b.maxRows.toLocaleString('en-US')} rows, the most one upload takes; nothing was recorded. Split it into files of fewer rows`
-      : `The file took longer than ${(b.timeLimitMs / 1000).toLocaleString('en-US')} s to read, check and record, the most one upload may take; nothing was recorded. Split it into smaller files`;
+      : `The file took longer than ${(b.timeLimitMs / 1000).toLocaleString('en-US')} s to read and check, the most one upload may take before it is recorded; nothing was recorded. Split it into smaller files`;
   return { row: 0, rule: 0, reason, severity: 'error' };
 }
 
@@ -89,8 +97,12 @@ class Problems {
   /** A row-0 error: the file as a whole is refused and nothing is recorded. */
   fileError = false;
 
+  /** `from`: the problems of rows before it are not kept (a resumed upload lists those of the rows it records). */
+  constructor(private readonly from = 0) {}
+
   add(p: RowProblem): void {
     if (p.row === 0 && p.severity === 'error') this.fileError = true;
+    if (p.row !== 0 && p.row < this.from) return;
     // Once the list is full, a problem after its last one in report order would be dropped: it is counted.
     const last = this.left > 0 ? this.list[PROBLEMS_LISTED - 1]! : null;
     if (last && (p.row > last.row || (p.row === last.row && p.rule >= last.rule))) {
@@ -164,8 +176,8 @@ function isSummaryRow(values: RawRow['values']): boolean {
 }
 
 /** Reads the file: rows with their numbers (header = row 1) and every problem of each. */
-async function readRows(bytes: Uint8Array, now: number, budget: UploadBudget) {
-  const problems = new Problems();
+async function readRows(bytes: Uint8Array, now: number, budget: UploadBudget, problemsFrom = 0) {
+  const problems = new Problems(problemsFrom);
   const parsed: ParsedRow[] = [];
   let dataRowCount = 0;
   let format: UploadReport['format'] = 'generic';
@@ -320,15 +332,16 @@ export async function uploadSummary(args: { ctx: Ctx; input: UploadInput }): Pro
   return a.summary;
 }
 
-/** How the recorded transaction gets the write lock: after the write gate's turn, or as the worker's exclusive hold. */
+/** How a slice's transaction gets the write lock: after the write gate's turn, or as the worker's exclusive hold. */
 export type WriteTurn = <T>(fn: () => T | Promise<T>) => Promise<T>;
 
 /**
- * The upload itself, wherever it runs: the file read, every rule, and the one transaction (or a read-only
+ * The upload itself, wherever it runs: the file read, every rule, and the recording in slices (or a read-only
  * snapshot for a dry run). A file past its budget of rows or time is answered with one row-0 error and
- * nothing recorded (a transaction under way is rolled back); an upload whose caller has gone throws.
+ * nothing recorded; an upload whose caller has gone throws. Both are checked only until the first slice is
+ * recorded: from then the upload is recorded to its end, and `onRecording` is called once when it starts.
  */
-export async function processUpload(args: { ctx: Ctx; input: UploadInput; writeTurn: WriteTurn; budget: UploadBudget }): Promise<UploadReport> {
+export async function processUpload(args: { ctx: Ctx; input: UploadInput; writeTurn: WriteTurn; budget: UploadBudget; onRecording?: () => void }): Promise<UploadReport> {
   try {
     return await decideAndRecord(args);
   } catch (e) {
@@ -339,11 +352,19 @@ export async function processUpload(args: { ctx: Ctx; input: UploadInput; writeT
   }
 }
 
-async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; input: UploadInput; writeTurn: WriteTurn; budget: UploadBudget }): Promise<UploadReport> {
-  const bytes = await fileOf(input);
-  checkFile(bytes);
-  const now = ctx.deps.clock.now();
-  const read = await readRows(bytes, now, budget);
+/** A file read and checked: its rows accepted after rule 6, in file order, and the problems found. */
+interface ReadFile {
+  format: UploadReport['format'];
+  dataRowCount: number;
+  accepted: ParsedRow[];
+  problems: Problems;
+  /** False when the file as a whole is refused (its header, or a row it cannot be read past). */
+  headerOk: boolean;
+}
+
+/** Reads the file and applies rule 6; the problems of rows before `problemsFrom` are not kept. */
+async function readAccepted(bytes: Uint8Array, now: number, budget: UploadBudget, problemsFrom = 0): Promise<ReadFile> {
+  const read = await readRows(bytes, now, budget, problemsFrom);
   const problems = read.problems;
 
   // Rule 6: rows of one reference that disagree are all rejected; identical ones count once (the first is
@@ -372,56 +393,287 @@ async function decideAndRecord({ ctx, input, writeTurn, budget }: { ctx: Ctx; in
     }
   }
   groups.clear();
+  return { format: read.format, dataRowCount: read.dataRowCount, accepted, problems, headerOk: read.headerOk };
+}
 
-  const run = async (tx: Ctx & { tx: Tx }): Promise<UploadReport> => {
+/** The report of a file's `rows` (those recorded, or a dry run's), `rowCount` of them, `matched` of which matched. */
+const reportOf = (read: ReadFile, rows: UploadReport['rows'], rowCount: number, matched: number, dryRun: boolean): UploadReport => ({
+  format: read.format,
+  rowCount,
+  dataRowCount: read.dataRowCount,
+  matched,
+  needsAttention: rowCount - matched,
+  dryRun,
+  rows,
+  problems: read.problems.report(),
+});
+
+async function decideAndRecord({
+  ctx,
+  input,
+  writeTurn,
+  budget,
+  onRecording,
+}: {
+  ctx: Ctx;
+  input: UploadInput;
+  writeTurn: WriteTurn;
+  budget: UploadBudget;
+  onRecording?: () => void;
+}): Promise<UploadReport> {
+  const bytes = await fileOf(input);
+  checkFile(bytes);
+  const now = ctx.deps.clock.now();
+  const read = await readAccepted(bytes, now, budget);
+  if (!read.headerOk || read.problems.fileError) return reportOf(read, [], 0, 0, input.dryRun);
+  if (!input.dryRun) {
+    const upload = { id: newId(), creator: input.creator ?? null, now, read, done: 0, matched: 0 };
+    return recordInSlices(ctx, upload, { file: bytes, budget, onRecording }, writeTurn);
+  }
+  // A dry run writes nothing: it decides every slice on one snapshot, in a deferred transaction that never
+  // takes the write lock, and is rolled back all the same.
+  return readSnapshot(ctx, async (tx) => {
     const rows: UploadReport['rows'] = [];
     let matched = 0;
     const lookups = new Lookups(tx);
-    for (let n = 0; n < accepted.length; n += PRIOR_SLICE) {
-      // Past its time, or its caller gone: the transaction is rolled back, nothing recorded.
+    for (let n = 0; n < read.accepted.length; n += SLICE) {
+      // Past its time, or its caller gone.
       checkBudget(budget);
-      const decided = await decideSlice(tx, accepted.slice(n, n + PRIOR_SLICE), lookups, now, input.dryRun);
+      const decided = await decideSlice(tx, read.accepted.slice(n, n + SLICE), lookups, now, true);
       for (const r of decided.rows) rows.push(r);
-      for (const p of decided.problems) problems.add(p);
+      for (const p of decided.problems) read.problems.add(p);
       matched += decided.matched;
-      if ((n + PRIOR_SLICE) % GC_HINT_ROWS === 0) Bun.gc(false);
+      if ((n + SLICE) % GC_HINT_ROWS === 0) Bun.gc(false);
     }
-    if (!input.dryRun) {
-      // Every ledger total is given exactly; a file that would take one past 2^53 cents is refused whole.
-      const over = await store.borrowerPastExactTotal(tx, tx.lender.id);
-      if (over) throw InvalidInput.field('file', `the ledger of borrower ${over} would pass $90,071,992,547,409.91, the most a total can be given exactly; nothing was recorded`);
-      // The file's returns and debits move the lender's return rates: evaluated once, in the upload's transaction.
-      await evaluateReturnRates(tx, tx.lender.id);
-    }
-    const report: UploadReport = {
-      format: read.format,
-      rowCount: accepted.length,
-      dataRowCount: read.dataRowCount,
-      matched,
-      needsAttention: accepted.length - matched,
-      dryRun: input.dryRun,
-      rows,
-      problems: problems.report(),
-    };
-    // In the history exactly when its rows are recorded: in the same transaction.
-    if (!input.dryRun) await store.recordUpload(tx, { id: newId(), lenderId: tx.lender.id, recordedAt: now, creator: input.creator ?? null, report });
-    return report;
-  };
+    return reportOf(read, rows, read.accepted.length, matched, true);
+  });
+}
 
-  if (!read.headerOk || problems.fileError) {
-    return { format: read.format, rowCount: 0, dataRowCount: read.dataRowCount, matched: 0, needsAttention: 0, dryRun: input.dryRun, rows: [], problems: problems.report() };
+/** How long a replica's hold on an upload it records lasts without renewal (PostgreSQL; renewed between slices). */
+export const UPLOAD_LEASE_MS = 60_000;
+
+/** The lease of an upload being recorded: one replica at a time records it (platform/leases.ts). */
+const leaseOf = (deps: Ctx['deps'], id: string) => HeldLease.take(deps, `upload:${id}`, deps.config.replicaId, UPLOAD_LEASE_MS);
+
+/** The uploads this thread records now, so that it never resumes one of them beside itself. */
+const recordingHere = new Set<string>();
+
+/** An upload whose slices another run records now (another replica took it over): this run stops. */
+class UploadTakenOver extends Error {
+  constructor(readonly uploadId: string) {
+    super(`upload ${uploadId} is recorded by another run`);
   }
-  if (!input.dryRun) {
-    return writeTurn(() => {
-      // The wait for the write lock may have outlasted the caller or the budget: checked before it is taken.
-      checkBudget(budget);
-      return transaction(ctx, async (tx) => {
-        await store.serializeUploads(tx, tx.lender.id);
-        return run(tx);
+}
+
+/** A slice that would take a borrower's ledger past what a total can give exactly: it is not recorded, and the upload stops there. */
+class PastExactTotal extends Error {
+  constructor(
+    readonly borrower: string | null,
+    readonly row: number,
+  ) {
+    super('a ledger total would pass 2^53 - 1 cents');
+  }
+}
+
+/** The slice of a file with no accepted row: its last transaction records only the history. */
+const NOTHING_DECIDED: SliceDecided = { rows: [], problems: [], matched: 0, borrowers: new Map() };
+
+/** An upload as it is recorded: its id (its history record's), who sent it, the time its rows were checked against. */
+interface Recording {
+  id: string;
+  creator: string | null;
+  now: number;
+  read: ReadFile;
+  /** Accepted rows recorded before this run (a resumed upload's), and how many of them matched. */
+  done: number;
+  matched: number;
+}
+
+/**
+ * Records the accepted rows from `u.done` on, a slice at a time, each slice in its own transaction taken in its
+ * own turn of the write gate, so that other writes waiting for the lock go between two slices. Each slice is
+ * decided on what is stored when its transaction runs, under the lender's upload lock, exactly as one slice
+ * of one long transaction was: the re-sending rules and forward-only recording hold slice by slice, and a
+ * slice recorded already changes nothing when it is recorded again (its source events are known, its rows
+ * identical).
+ *
+ * What the upload is recorded as stays true whatever stops it: the first slice's transaction stores what
+ * finishing it takes (its file, sealed, and the time `now`) in unfinished_uploads, each slice's transaction
+ * moves the count of rows done on, and the last one writes the history record and deletes the stored file.
+ * An upload cut off between two slices (a crash, a stop) is finished from its count by resumeUnfinished. A
+ * file of one slice is one transaction and stores nothing. Each slice's transaction first checks that the
+ * count is where this run left it: a run that finds another moved it stops.
+ *
+ * `first`: a new upload's file, its budget (checked for the last time as the first slice's transaction
+ * starts) and what to call once its first slice is recorded; absent for a resumed upload.
+ */
+async function recordInSlices(
+  ctx: Ctx,
+  u: Recording,
+  first: { file: Uint8Array; budget: UploadBudget; onRecording?: () => void } | null,
+  writeTurn: WriteTurn,
+  held: HeldLease | null = null,
+): Promise<UploadReport> {
+  const { accepted } = u.read;
+  const lenderId = ctx.lender.id;
+  const rows: UploadReport['rows'] = [];
+  let done = u.done;
+  let matched = u.matched;
+  // Whether unfinished_uploads holds the upload (a resumed one does).
+  let stored = first === null;
+  const several = done + SLICE < accepted.length;
+  // Sealed before the first slice's turn, so that the lock is not held meanwhile (a new upload of several slices).
+  const sealed = first && several ? sealFile(ctx.deps, first.file) : null;
+  // On PostgreSQL another replica never resumes it while this one records it.
+  const lease = held ?? (several ? await leaseOf(ctx.deps, u.id) : null);
+  const guard = new LedgerGuard();
+  recordingHere.add(u.id);
+  try {
+    for (;;) {
+      const from = done;
+      const end = Math.min(from + SLICE, accepted.length);
+      const last = end === accepted.length;
+      const slice = accepted.slice(from, end);
+      matched = await writeTurn(() => {
+        // The wait for the write lock may have outlasted the caller or the budget: checked before the first
+        // slice is recorded, never after.
+        if (first && !stored) checkBudget(first.budget);
+        return transaction(ctx, async (tx) => {
+          await store.serializeUploads(tx, lenderId);
+          if (stored && (await store.unfinishedDone(tx, u.id)) !== from) throw new UploadTakenOver(u.id);
+          const decided = slice.length > 0 ? await decideSlice(tx, slice, new Lookups(tx), u.now, false) : NOTHING_DECIDED;
+          // Every ledger total is given exactly: a slice that would take one past 2^53 cents is refused.
+          const over = await guard.pastExact(tx, decided.borrowers);
+          if (over) throw new PastExactTotal(over.borrower, slice[0]!.row);
+          for (const r of decided.rows) rows.push(r);
+          for (const p of decided.problems) u.read.problems.add(p);
+          const m = matched + decided.matched;
+          if (last) {
+            await finish(tx, u, reportOf(u.read, rows, accepted.length, m, false), stored);
+          } else if (!stored) {
+            await store.beginUnfinished(tx, { id: u.id, lenderId, creator: u.creator, fileSealed: sealed!, checkedAt: u.now, done: end, matched: m });
+          } else {
+            await store.advanceUnfinished(tx, u.id, end, m);
+          }
+          return m;
+        });
       });
-    });
+      if (last) return reportOf(u.read, rows, accepted.length, matched, false);
+      if (!stored) {
+        stored = true;
+        first?.onRecording?.();
+      }
+      done = end;
+      // A replica stalled past its lease has lost the upload to another, which finishes it: this run stops.
+      if (lease && !(await lease.keep())) throw new UploadTakenOver(u.id);
+      if (done % GC_HINT_ROWS === 0) Bun.gc(false);
+    }
+  } catch (e) {
+    if (e instanceof PastExactTotal) return stopAt(ctx, u, e, { rows, done, matched, stored }, writeTurn);
+    if (!stored || !first) throw e;
+    // Cut off after part of it was recorded: it is finished without its caller, who is told so.
+    if (!(e instanceof UploadTakenOver)) ctx.deps.logger.error({ upload_id: u.id, err: e }, 'upload stopped after part of it was recorded; it is resumed');
+    throw new Unavailable(
+      'The upload stopped after part of it was recorded; the service finishes it on its own, and it is in the upload history once finished, so it need not be sent again',
+    );
+  } finally {
+    recordingHere.delete(u.id);
+    if (!held) await lease?.release();
   }
-  // A dry run writes nothing (every write above is behind !dryRun): it reads one snapshot, in a deferred
-  // transaction that never takes the write lock, and is rolled back all the same.
-  return readSnapshot(ctx, run);
+}
+
+/**
+ * The last slice's transaction: the return rates, which the file's returns and debits move, evaluated once
+ * (they read the lender's whole 60-day window, a quarter of a second for a lender of a few hundred thousand
+ * debits, so not once a slice), and the history record written; a stored upload is finished.
+ */
+async function finish(tx: Ctx & { tx: Tx }, u: Recording, report: UploadReport, stored: boolean): Promise<void> {
+  await evaluateReturnRates(tx, tx.lender.id);
+  await store.recordUpload(tx, { id: u.id, lenderId: tx.lender.id, recordedAt: u.now, creator: u.creator, report });
+  if (stored) await store.endUnfinished(tx, u.id);
+}
+
+/**
+ * A slice refused by the exact-total guard: the upload stops there, with a row-0 error naming the first row
+ * not recorded. Before the first slice is recorded that is the whole file, refused as any file is (not in the
+ * history); after it, the slices recorded stand, and the upload is finished with them in a transaction of
+ * its own.
+ */
+async function stopAt(
+  ctx: Ctx,
+  u: Recording,
+  e: PastExactTotal,
+  at: { rows: UploadReport['rows']; done: number; matched: number; stored: boolean },
+  writeTurn: WriteTurn,
+): Promise<UploadReport> {
+  const whose = e.borrower === null ? 'a borrower' : `borrower ${e.borrower}`;
+  const recorded = at.done === 0 ? 'nothing was recorded' : `the rows from row ${e.row} on were not recorded, those before it were`;
+  u.read.problems.add({ row: 0, rule: 0, reason: `The ledger of ${whose} would pass $90,071,992,547,409.91, the most a total can be given exactly; ${recorded}`, severity: 'error' });
+  const report = reportOf(u.read, at.rows, at.done, at.matched, false);
+  if (!at.stored) return report;
+  await writeTurn(() =>
+    transaction(ctx, async (tx) => {
+      await store.serializeUploads(tx, tx.lender.id);
+      if ((await store.unfinishedDone(tx, u.id)) !== at.done) throw new UploadTakenOver(u.id);
+      await finish(tx, u, report, true);
+    }),
+  );
+  return report;
+}
+
+/** The file of an unfinished upload is sealed: `vault rotate` seals it again under a new key. */
+export const sealedColumns: SealedColumn[] = [{ table: 'unfinished_uploads', key: 'id', column: 'file_sealed' }];
+
+/** The stored form of a file: compressed, then sealed by the vault (it is borrowers' payment data). */
+const sealFile = (deps: Ctx['deps'], bytes: Uint8Array): string => deps.vault.sealBytes(Bun.zstdCompressSync(bytes, { level: 1 }));
+const openFile = (deps: Ctx['deps'], sealed: string): Uint8Array => new Uint8Array(Bun.zstdDecompressSync(deps.vault.openBytes(sealed)));
+
+/** Nothing stops a resumed upload: its file was within its budget when it was read first. */
+const NO_BUDGET: UploadBudget = { maxRows: Infinity, timeLimitMs: Infinity, deadline: Infinity, cancelled: () => false };
+
+/** Unfinished uploads looked at by one call of resumeUnfinished; any more are left to the next. */
+const RESUMED_AT_ONCE = 100;
+
+/**
+ * Finishes the uploads left unfinished (a crash or a stop between two of their slices), each from its count:
+ * its file read again against the time stored with it, so that the same rows are accepted and the rows done
+ * are skipped, and the rest recorded in slices as before. Its history record says it was resumed; the
+ * problems of the part recorded before the interruption are not listed again (that run's answer listed
+ * them). An upload another run records now (this thread's, or on PostgreSQL another replica's, which holds
+ * its lease) is left to it. Returns how many were finished.
+ */
+export async function resumeUnfinished(deps: Ctx['deps'], writeTurn: WriteTurn): Promise<number> {
+  let finished = 0;
+  for (const id of await store.unfinishedIds({ deps }, RESUMED_AT_ONCE)) {
+    if (recordingHere.has(id)) continue;
+    const lease = await leaseOf(deps, id);
+    if (!lease) continue;
+    try {
+      const found = await store.unfinishedOf({ deps }, id);
+      if (!found) continue;
+      const { upload: stored, lender } = found;
+      const ctx: Ctx = { lender, deps: { ...deps, clock: { now: () => stored.checkedAt } } };
+      const bytes = openFile(deps, stored.fileSealed);
+      // Read once to find the first row not recorded, then again keeping only the problems from it on.
+      const next = (await readAccepted(bytes, stored.checkedAt, NO_BUDGET)).accepted[stored.done]?.row ?? Infinity;
+      const read = await readAccepted(bytes, stored.checkedAt, NO_BUDGET, next);
+      const before = Number.isFinite(next) ? `row ${next}` : 'the end of the file';
+      read.problems.add({
+        row: 0,
+        rule: 0,
+        reason: `This upload was interrupted after ${stored.done.toLocaleString('en-US')} of its ${read.accepted.length.toLocaleString('en-US')} accepted rows were recorded, and the service finished it; the problems of the rows before ${before} were listed in the answer to the upload and are not listed again`,
+        severity: 'warning',
+      });
+      const u: Recording = { id, creator: stored.creator, now: stored.checkedAt, read, done: stored.done, matched: stored.matched };
+      const report = await recordInSlices(ctx, u, null, writeTurn, lease);
+      finished++;
+      deps.logger.info({ upload_id: id, lender_id: lender.id, rows: report.rowCount, resumed_at: stored.done }, 'unfinished upload finished');
+    } catch (e) {
+      if (e instanceof UploadTakenOver) deps.logger.info({ upload_id: id }, 'unfinished upload left to the run that records it');
+      else deps.logger.error({ upload_id: id, err: e }, 'unfinished upload could not be finished; it is tried again later');
+    } finally {
+      await lease.release();
+    }
+  }
+  return finished;
 }

@@ -26,6 +26,27 @@ export async function decideSlice(tx: Ctx & { tx: Tx }, slice: ParsedRow[], look
 }
 
 /**
+ * Every ledger total is given exactly: no slice of an upload may take the credited total of a borrower it
+ * records for past 2^53 - 1 cents. The totals are kept across the upload's slices, each borrower's read whole
+ * the first time a slice records for it and then only from its last entry counted (store.creditsSince), so
+ * that a slice reads its own borrowers' new entries rather than their whole ledgers again.
+ */
+export class LedgerGuard {
+  private readonly totals = new Map<string, { credited: number; last: number }>();
+
+  /** The first of the slice's borrowers whose credited total is now past 2^53 - 1 cents (by its identifier), or null. */
+  async pastExact(tx: Ctx & { tx: Tx }, borrowers: Map<string, string | null>): Promise<{ borrower: string | null } | null> {
+    const since = [...borrowers.keys()].map((enrollmentId) => ({ enrollmentId, after: this.totals.get(enrollmentId)?.last ?? 0 }));
+    for (const f of await store.creditsSince(tx, since)) {
+      const credited = (f.from === 0 ? 0 : this.totals.get(f.enrollmentId)!.credited) + f.credited;
+      if (credited > Number.MAX_SAFE_INTEGER) return { borrower: borrowers.get(f.enrollmentId) ?? null };
+      this.totals.set(f.enrollmentId, { credited, last: f.last });
+    }
+    return null;
+  }
+}
+
+/**
  * What matching needs of a slice of rows, looked up for the whole slice at once by key (no search per row):
  * borrowers by identifier, the lender's payments by reference, the borrowers a DRS- reference could name, and
  * whether a DRS- reference no row names a borrower of is another lender's payment. Borrowers are remembered
@@ -116,6 +137,8 @@ export interface SliceDecided {
   rows: UploadReport['rows'];
   problems: RowProblem[];
   matched: number;
+  /** The borrowers it records an outcome for: enrollment id → authorizer_unique_id. */
+  borrowers: Map<string, string | null>;
 }
 
 /**
@@ -178,11 +201,12 @@ async function recordSliceOf(
       else if (r?.recorded && r.report) outcomes[i] = reported(d, r.report.hold);
     }
   }
-  const out: SliceDecided = { rows: [], problems: [], matched: 0 };
+  const out: SliceDecided = { rows: [], problems: [], matched: 0, borrowers: new Map() };
   for (let i = 0; i < decided.length; i++) {
     const d = decided[i]!;
     out.rows.push(d.row);
     if (d.matched) out.matched++;
+    if (d.observation?.enrollmentId) out.borrowers.set(d.observation.enrollmentId, d.observation.authorizerUniqueId);
     for (const p of d.problems) out.problems.push(p);
     if (outcomes[i]) out.problems.push(outcomes[i]!);
   }

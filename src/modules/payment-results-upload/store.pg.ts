@@ -1,5 +1,5 @@
 import { and, desc, eq, sql } from 'drizzle-orm';
-import { apiKeys, paymentResultUploads, payments } from '../../../db/schema-pg';
+import { apiKeys, lenders, paymentResultUploads, payments, unfinishedUploads } from '../../../db/schema-pg';
 import { olderThan } from '../../platform/pagination';
 import type { PgDb } from '../../platform/pg';
 import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr, probeByIndex } from '../../platform/store.pg';
@@ -99,13 +99,18 @@ export const pgUploadStore: UploadStore = {
     if (adds.length > 0) await insertUploaded(db, adds);
     if (changes.length > 0) await updateUploaded(db, changes);
   },
-  async borrowerPastExactTotal(c, lenderId) {
-    const [row] = await rows<{ aid: string }>(
-      pgReaderOf(c),
-      sql`SELECT e.authorizer_unique_id AS aid FROM ledger_entries l JOIN enrollments e ON e.id = l.enrollment_id
-           WHERE l.lender_id = ${lenderId} AND l.kind = 'credit' GROUP BY e.id, e.authorizer_unique_id HAVING SUM(l.amount_cents) > 9007199254740991 LIMIT 1`,
+  async creditsSince(c, since) {
+    if (since.length === 0) return [];
+    // Every entry of each borrower, whatever the position asked (store.ts says why): a scan of the index on
+    // (enrollment_id, id) each.
+    const found = await rows<{ enrollmentId: string; credited: string; last: string }>(
+      pgWriterOf(c),
+      sql`SELECT b.id AS "enrollmentId", COALESCE(SUM(l.amount_cents) FILTER (WHERE l.kind = 'credit'), 0)::text AS credited, COALESCE(MAX(l.id), 0) AS last
+            FROM unnest(${arr(since.map((b) => b.enrollmentId))}::text[]) AS b(id)
+            LEFT JOIN ledger_entries l ON l.enrollment_id = b.id
+           GROUP BY b.id`,
     );
-    return row?.aid ?? null;
+    return found.map((f) => ({ enrollmentId: f.enrollmentId, from: 0, credited: Number(f.credited), last: Number(f.last) }));
   },
   async recordUpload(c, u) {
     await pgWriterOf(c)
@@ -123,6 +128,30 @@ export const pgUploadStore: UploadStore = {
         problemCount: u.report.problems.length,
         problems: JSON.stringify(u.report.problems),
       });
+  },
+  async beginUnfinished(c, u) {
+    await pgWriterOf(c).insert(unfinishedUploads).values(u);
+  },
+  async unfinishedDone(c, id) {
+    const [u] = await pgWriterOf(c).select({ done: unfinishedUploads.done }).from(unfinishedUploads).where(eq(unfinishedUploads.id, id)).for('update');
+    return u?.done ?? null;
+  },
+  async advanceUnfinished(c, id, done, matched) {
+    await pgWriterOf(c).update(unfinishedUploads).set({ done, matched }).where(eq(unfinishedUploads.id, id));
+  },
+  async endUnfinished(c, id) {
+    await pgWriterOf(c).delete(unfinishedUploads).where(eq(unfinishedUploads.id, id));
+  },
+  async unfinishedIds(c, take) {
+    return (await pgReaderOf(c).select({ id: unfinishedUploads.id }).from(unfinishedUploads).orderBy(unfinishedUploads.id).limit(take)).map((u) => u.id);
+  },
+  async unfinishedOf(c, id) {
+    const [found] = await pgReaderOf(c)
+      .select({ upload: unfinishedUploads, lender: { id: lenders.id, name: lenders.name, debitCardApproved: lenders.debitCardApproved } })
+      .from(unfinishedUploads)
+      .innerJoin(lenders, eq(lenders.id, unfinishedUploads.lenderId))
+      .where(eq(unfinishedUploads.id, id));
+    return found;
   },
   async uploadsBefore(c, lenderId, before, take) {
     return pgReaderOf(c)

@@ -1,5 +1,5 @@
 import { and, desc, eq } from 'drizzle-orm';
-import { apiKeys, paymentResultUploads } from '../../../db/schema';
+import { apiKeys, lenders, paymentResultUploads, unfinishedUploads } from '../../../db/schema';
 import type { Db, Orm } from '../../platform/db';
 import { olderThan } from '../../platform/pagination';
 import { readerOf, writerOf } from '../../platform/store';
@@ -63,14 +63,20 @@ const updateUploaded = (tx: Orm, v: Extract<UploadedWrite, { kind: 'change' }>) 
       v.id,
     );
 
-/** A borrower of the lender whose credited total is past 2^53 - 1 cents, if any (one pass over the lender's ledger). */
-const ledgerBeyondExact = (db: Db, lenderId: string) =>
-  db.$client
-    .query<{ aid: string }, [string]>(
-      `SELECT e.authorizer_unique_id AS aid FROM ledger_entries l JOIN enrollments e ON e.id = l.enrollment_id
-        WHERE l.lender_id = ? AND l.kind = 'credit' GROUP BY l.enrollment_id HAVING SUM(l.amount_cents) > 9007199254740991 LIMIT 1`,
+/**
+ * Each borrower's credits after a position of its ledger, and its latest entry: a seek of the index on
+ * (enrollment_id, id) each, reading only the entries after the position.
+ */
+const creditsSince = (tx: Orm, since: { enrollmentId: string; after: number }[]) =>
+  tx.$client
+    .query<{ enrollmentId: string; from: number; credited: number; last: number }, [string]>(
+      `SELECT s.value ->> 0 AS enrollmentId, s.value ->> 1 AS "from",
+              (SELECT COALESCE(SUM(amount_cents), 0) FROM ledger_entries
+                WHERE enrollment_id = s.value ->> 0 AND id > s.value ->> 1 AND kind = 'credit') AS credited,
+              (SELECT COALESCE(MAX(id), 0) FROM ledger_entries WHERE enrollment_id = s.value ->> 0) AS last
+         FROM json_each(?) s`,
     )
-    .get(lenderId)?.aid ?? null;
+    .all(JSON.stringify(since.map((b) => [b.enrollmentId, b.after])));
 
 export const sqliteUploadStore: UploadStore = {
   // One writer at a time: an upload's transaction is never interleaved with another's.
@@ -88,8 +94,8 @@ export const sqliteUploadStore: UploadStore = {
       else updateUploaded(tx, w);
     }
   },
-  async borrowerPastExactTotal(c, lenderId) {
-    return ledgerBeyondExact(readerOf(c), lenderId);
+  async creditsSince(c, since) {
+    return since.length === 0 ? [] : creditsSince(writerOf(c), since);
   },
   async recordUpload(c, u) {
     writerOf(c)
@@ -108,6 +114,30 @@ export const sqliteUploadStore: UploadStore = {
         problems: JSON.stringify(u.report.problems),
       })
       .run();
+  },
+  async beginUnfinished(c, u) {
+    writerOf(c).insert(unfinishedUploads).values(u).run();
+  },
+  async unfinishedDone(c, id) {
+    return writerOf(c).select({ done: unfinishedUploads.done }).from(unfinishedUploads).where(eq(unfinishedUploads.id, id)).get()?.done ?? null;
+  },
+  async advanceUnfinished(c, id, done, matched) {
+    writerOf(c).update(unfinishedUploads).set({ done, matched }).where(eq(unfinishedUploads.id, id)).run();
+  },
+  async endUnfinished(c, id) {
+    writerOf(c).delete(unfinishedUploads).where(eq(unfinishedUploads.id, id)).run();
+  },
+  async unfinishedIds(c, take) {
+    return readerOf(c).select({ id: unfinishedUploads.id }).from(unfinishedUploads).orderBy(unfinishedUploads.id).limit(take).all().map((u) => u.id);
+  },
+  async unfinishedOf(c, id) {
+    const found = readerOf(c)
+      .select({ upload: unfinishedUploads, lender: { id: lenders.id, name: lenders.name, debitCardApproved: lenders.debitCardApproved } })
+      .from(unfinishedUploads)
+      .innerJoin(lenders, eq(lenders.id, unfinishedUploads.lenderId))
+      .where(eq(unfinishedUploads.id, id))
+      .get();
+    return found ?? undefined;
   },
   async uploadsBefore(c, lenderId, before, take) {
     return readerOf(c)

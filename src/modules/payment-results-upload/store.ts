@@ -1,4 +1,5 @@
-import type { paymentResultUploads } from '../../../db/schema';
+import type { paymentResultUploads, unfinishedUploads } from '../../../db/schema';
+import type { Lender } from '../../platform/context';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import { byEngine } from '../../platform/store';
 import { pgUploadStore } from './store.pg';
@@ -59,6 +60,20 @@ export interface UploadRecord {
 /** A recorded upload as the history reads it. */
 export type UploadRow = typeof paymentResultUploads.$inferSelect;
 
+/** An upload whose recording has begun and not ended, as its first slice's transaction stores it. */
+export type UnfinishedUpload = typeof unfinishedUploads.$inferSelect;
+
+/**
+ * A borrower's credits in the ledger after a position: `credited`, the sum of its credit entries with an id
+ * above `from`, and `last`, the id of its latest entry (0 for none).
+ */
+export interface CreditsSince {
+  enrollmentId: string;
+  from: number;
+  credited: number;
+  last: number;
+}
+
 // Matching and the re-sending rules run once per row of a file of up to 10 MB (bun run bench upload: about
 // 100,000 rows): the upload asks these a slice of rows at a time, never a row at a time.
 export interface UploadStore {
@@ -74,10 +89,32 @@ export interface UploadStore {
   uploadedAmong(c: StoreCtx, lenderId: string, references: string[]): Promise<(UploadedRow & { reference: string })[]>;
   /** A slice's uploaded references, added or changed, in the order given. */
   saveUploaded(c: TxCtx, writes: UploadedWrite[]): Promise<void>;
-  /** A borrower of the lender whose credited total is past 2^53 - 1 cents, if any (its identifier). */
-  borrowerPastExactTotal(c: TxCtx, lenderId: string): Promise<string | null>;
+  /**
+   * The credits of some borrowers since a position of their ledger each (the id of the last entry counted, 0
+   * for none), in one statement. An answer's `from` is where it was counted from: the position asked on
+   * SQLite, whose ids are handed out in the order transactions commit (one writer at a time), so no entry can
+   * appear later below it; 0 on PostgreSQL, where an id is handed out when a row is written and a transaction
+   * that took a lower one may commit after a higher one was read.
+   */
+  creditsSince(c: TxCtx, since: { enrollmentId: string; after: number }[]): Promise<CreditsSince[]>;
   /** An upload into the history. */
   recordUpload(c: TxCtx, u: UploadRecord): Promise<void>;
+  /** An upload whose first slice is recorded (in that slice's transaction): what finishing it takes. */
+  beginUnfinished(c: TxCtx, u: UnfinishedUpload): Promise<void>;
+  /**
+   * How many accepted rows an unfinished upload has recorded, read in a slice's transaction before the slice
+   * is recorded (on PostgreSQL its row is locked until the transaction ends), or null when it is not
+   * unfinished (finished meanwhile).
+   */
+  unfinishedDone(c: TxCtx, id: string): Promise<number | null>;
+  /** A slice recorded: the accepted rows recorded so far, and how many of them matched a borrower. */
+  advanceUnfinished(c: TxCtx, id: string, done: number, matched: number): Promise<void>;
+  /** The upload finished (in the transaction that writes its history record). */
+  endUnfinished(c: TxCtx, id: string): Promise<void>;
+  /** The ids of the unfinished uploads, at most `take`. */
+  unfinishedIds(c: StoreCtx, take: number): Promise<string[]>;
+  /** One unfinished upload, with its lender as a request of the lender's would carry it. */
+  unfinishedOf(c: StoreCtx, id: string): Promise<{ upload: UnfinishedUpload; lender: Lender } | undefined>;
   /** The lender's recorded uploads older than a position (newest first), at most `take`. */
   uploadsBefore(c: StoreCtx, lenderId: string, before: { t: number; i: string }, take: number): Promise<UploadRow[]>;
   /** One of the lender's recorded uploads. */

@@ -1,17 +1,20 @@
 // The upload worker's thread (offload.ts starts it): its own SQLite connection to the service's file, and
 // the same upload code as the main thread, given a clock fixed at the request's time, its own metrics (sent
-// back with each report) and a logger whose lines go back to the main thread's.
+// back with each report), a logger whose lines go back to the main thread's, and a vault holding the current
+// key (an upload of several slices stores its file sealed, and a resumed one opens it).
 import type { Config } from '../../config';
 import type { Deps } from '../../deps';
+import { systemClock } from '../../platform/clock';
 import type { Lender } from '../../platform/context';
 import { absent, openThreadPlatform, postedError } from '../../platform/thread';
-import { answerOf, budgetOf, processUpload } from './service';
+import { Vault } from '../../platform/vault';
+import { answerOf, budgetOf, processUpload, resumeUnfinished, type WriteTurn } from './service';
 import type { UploadForm } from './types';
 
 declare const self: Worker;
 
 type ToWorker =
-  | { type: 'init'; config: Config }
+  | { type: 'init'; config: Config; key: Uint8Array }
   | {
       type: 'upload';
       id: number;
@@ -25,17 +28,21 @@ type ToWorker =
       /** Shared with the main thread: 1 once the upload's caller has gone. */
       cancelled: Int32Array;
     }
+  | { type: 'resume'; id: number }
   | { type: 'granted'; id: number }
   | { type: 'cancel'; id: number };
 
 let base: Omit<Deps, 'clock'> | null = null;
 const grants = new Map<number, () => void>();
+/** Uploads whose first slice is recorded: they go on to their end, their caller gone or not. */
+const recording = new Set<number>();
 
 self.onmessage = (event: MessageEvent<ToWorker>) => {
   const m = event.data;
   if (m.type === 'init') {
     base = {
       ...openThreadPlatform(m.config, (line) => self.postMessage({ type: 'log', line })),
+      vault: new Vault(Buffer.from(m.key)),
       bank: absent('bank'),
       linked: absent('linked'),
       routing: absent('routing'),
@@ -45,13 +52,31 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
     return;
   }
   if (m.type === 'granted' || m.type === 'cancel') {
-    // A cancelled upload waiting for the lock goes on at once, to find the flag set and stop before its transaction.
+    // A cancelled upload waiting for the lock goes on at once, to find the flag set and stop before its first
+    // slice; one already recording waits for its turn as before.
+    if (m.type === 'cancel' && recording.has(m.id)) return;
     grants.get(m.id)?.();
     grants.delete(m.id);
     return;
   }
+  if (m.type === 'resume') return void resume(m.id);
   void upload(m);
 };
+
+/** Each of the job's transactions runs once the main thread holds the write gate for it, and lets go after. */
+const writeTurnOf =
+  (id: number): WriteTurn =>
+  async (fn) => {
+    await new Promise<void>((resolve) => {
+      grants.set(id, resolve);
+      self.postMessage({ type: 'lock', id });
+    });
+    try {
+      return await fn();
+    } finally {
+      self.postMessage({ type: 'unlock', id });
+    }
+  };
 
 async function upload(m: Extract<ToWorker, { type: 'upload' }>): Promise<void> {
   const deps: Deps = { ...base!, clock: { now: () => m.now } };
@@ -61,17 +86,10 @@ async function upload(m: Extract<ToWorker, { type: 'upload' }>): Promise<void> {
       input: { bytes: m.bytes, multipart: m.multipart ?? undefined, dryRun: m.dryRun, creator: m.creator },
       // The budget runs from when the worker takes the upload, not from when it was sent.
       budget: budgetOf(base!.config, () => Atomics.load(m.cancelled, 0) === 1),
-      // The recorded transaction runs once the main thread holds the write gate for it, and lets go after.
-      writeTurn: async (fn) => {
-        await new Promise<void>((resolve) => {
-          grants.set(m.id, resolve);
-          self.postMessage({ type: 'lock', id: m.id });
-        });
-        try {
-          return await fn();
-        } finally {
-          self.postMessage({ type: 'unlock', id: m.id });
-        }
+      writeTurn: writeTurnOf(m.id),
+      onRecording: () => {
+        recording.add(m.id);
+        self.postMessage({ type: 'recording', id: m.id });
       },
     });
     const metrics = await deps.metrics.registry.getMetricsAsJSON();
@@ -81,5 +99,20 @@ async function upload(m: Extract<ToWorker, { type: 'upload' }>): Promise<void> {
     self.postMessage({ type: 'done', id: m.id, answer, metrics }, answer.form === 'json' ? answer.json.map((part) => part.buffer as ArrayBuffer) : []);
   } catch (e) {
     self.postMessage({ type: 'failed', id: m.id, error: postedError(e) });
+  } finally {
+    recording.delete(m.id);
+  }
+}
+
+/** Finishes the uploads left unfinished, each against the time stored with it. */
+async function resume(id: number): Promise<void> {
+  try {
+    const deps: Deps = { ...base!, clock: systemClock };
+    const finished = await resumeUnfinished(deps, writeTurnOf(id));
+    const metrics = await deps.metrics.registry.getMetricsAsJSON();
+    deps.metrics.registry.resetMetrics();
+    self.postMessage({ type: 'resumed', id, finished, metrics });
+  } catch (e) {
+    self.postMessage({ type: 'failed', id, error: postedError(e) });
   }
 }

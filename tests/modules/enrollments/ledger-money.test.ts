@@ -19,7 +19,7 @@ async function upload(c: TestContext, rows: string[]) {
   const res = await c.app.handle(
     new Request('http://localhost/v1/payment_results/uploads', { method: 'POST', headers: { authorization: `Bearer ${c.lender.key}` }, body: form }),
   );
-  return { status: res.status, body: (await res.json()) as { rowCount: number; problems: { row: number; reason: string }[] } };
+  return { status: res.status, body: (await res.json()) as { rowCount: number; matched: number; problems: { row: number; reason: string; severity: string }[] } };
 }
 
 describe('exact money', () => {
@@ -39,11 +39,36 @@ describe('exact money', () => {
     expect(BigInt(ledger.collected)).toBe(9007n * BigInt(MAX_AMOUNT_CENTS) + 2n);
     expect(ledger.net).toBe(ledger.collected);
     // One more row at the cap would take the total past 2^53 cents, where no exact number can be given: the
-    // file is refused whole and nothing of it is recorded.
+    // slice holding it is refused, and the upload stops there; here it is the first, so nothing is recorded.
+    const history = async () => (await c.json('GET', '/v1/payment_results/uploads')).body.uploads as { rowCount: number; problemCount: number }[];
+    const before = (await history()).length;
     const past = await upload(c, ['rich,INV-past,"$10,000,000,000.00",settled,2026-11-02,2026-11-03,,']);
-    expect(past.status).toBe(400);
-    expect(JSON.stringify(past.body)).toContain('90,071,992,547,409.91');
+    expect(past.status).toBe(200);
+    expect(past.body.rowCount).toBe(0);
+    expect(past.body.problems).toEqual([
+      { row: 0, severity: 'error', reason: 'The ledger of borrower rich would pass $90,071,992,547,409.91, the most a total can be given exactly; nothing was recorded' },
+    ]);
     expect((await c.json('GET', '/v1/payment_enrollments/rich')).body.ledger.collected).toBe(ledger.collected);
+    expect(await history()).toHaveLength(before);
+
+    // A file of two slices (512 rows each) whose second would take it past: the first slice stands, and the
+    // upload stops at the first row of the second, in the history with that error.
+    expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('modest')] } })).status).toBe(207);
+    const modest = Array.from({ length: 512 }, (_, i) => `modest,M-${i},1.00,settled,2026-11-02,2026-11-03,,`);
+    const stopped = await upload(c, [...modest, 'rich,INV-past,"$10,000,000,000.00",settled,2026-11-02,2026-11-03,,']);
+    expect(stopped.status).toBe(200);
+    expect(stopped.body).toMatchObject({ rowCount: 512, matched: 512 });
+    expect(stopped.body.problems).toEqual([
+      {
+        row: 0,
+        severity: 'error',
+        reason: 'The ledger of borrower rich would pass $90,071,992,547,409.91, the most a total can be given exactly; the rows from row 514 on were not recorded, those before it were',
+      },
+    ]);
+    expect((await c.json('GET', '/v1/payment_enrollments/modest')).body.ledger.collected).toBe(51200);
+    expect((await c.json('GET', '/v1/payment_enrollments/rich')).body.ledger.collected).toBe(ledger.collected);
+    expect((await history())[0]).toMatchObject({ rowCount: 512, problemCount: 1 });
+    expect(await history()).toHaveLength(before + 1);
   }, 60_000);
 
   test('the ledger’s SQL sums equal BigInt sums of the same random amounts', async () => {

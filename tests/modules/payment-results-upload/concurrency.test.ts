@@ -1,11 +1,13 @@
-// A recorded upload runs in the upload worker with its own connection, and the main thread's writes wait at
-// the write gate while its transaction holds the lock: requests sent during it all succeed and are committed
-// beside every row of the upload, none of them waited on SQLite's busy lock, and reads were answered meanwhile.
-// A dry run never takes the gate. On PostgreSQL, which has no write gate (transactions write side by side),
-// the same traffic during the same uploads all succeeds and is all committed beside them.
+// A recorded upload runs in the upload worker with its own connection, a slice of rows at a time, and the main
+// thread's writes wait at the write gate while a slice's transaction holds the lock: requests sent during it
+// all succeed and are committed beside every row of the upload, none of them waited on SQLite's busy lock, and
+// reads were answered meanwhile. Writes go between two slices: another lender's small writes sent once the
+// upload's first slice is recorded are answered while it is still recording. A dry run never takes the gate.
+// On PostgreSQL, which needs no write gate (transactions write side by side), the upload takes the gate the
+// same way, and the same traffic during the same uploads all succeeds and is all committed beside them.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
-import { bankAuthorizer } from '../../helpers/fixtures';
+import { bankAuthorizer, enrollBorrower } from '../../helpers/fixtures';
 import { gateOf } from '../../../src/platform/write-gate';
 
 const contexts: TestContext[] = [];
@@ -74,6 +76,41 @@ describe('an upload and the rest of the service at once', () => {
       expect(await c.rt.metrics.registry.metrics()).toContain('db_write_gate_bypassed_total 0');
     }
   }, 60_000);
+
+  test('fair writes: another lender’s small writes sent while one lender’s large upload is recorded are answered before its last slice', async () => {
+    const c = createTestContext();
+    contexts.push(c);
+    const borrowers = Array.from({ length: 50 }, (_, i) => enrollBorrower(`fair-${i}`));
+    expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers } })).status).toBe(207);
+    const rows = 30_000;
+    const lines = ['authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code'];
+    for (let i = 0; i < rows; i++) lines.push(`fair-${i % 50},FAIR-${i},${(i % 900) + 1}.25,settled,2026-10-02,2026-10-04,,`);
+    const other = c.newLender();
+    const up = upload(c, new TextEncoder().encode(lines.join('\n') + '\n'), false);
+
+    // The upload's count of rows recorded, while it records (null once it has finished).
+    const recording = async () => (await c.rows<{ done: number }>('SELECT done FROM unfinished_uploads'))[0]?.done ?? null;
+    for (let i = 0; (await recording()) === null; i++) {
+      if (i > 20_000) throw new Error('the upload’s first slice was never recorded');
+      await Bun.sleep(2);
+    }
+    const seen = [await recording()];
+    const policy = await c.json('PATCH', '/v1/collection_policy', { key: other.key, body: { debit_buffer_cents: 2500 } });
+    seen.push(await recording());
+    const balance = await c.json('POST', '/v1/balance_requests', { key: other.key, body: { authorizers: [bankAuthorizer('fair-other')] } });
+    seen.push(await recording());
+    expect(policy.status).toBe(200);
+    expect(balance.status).toBe(201);
+    // Each answer came while the upload was still recording: its count was there after it, short of the end.
+    expect(seen.every((done) => done !== null && done > 0 && done < rows)).toBe(true);
+
+    const report = await up;
+    expect(report.status).toBe(200);
+    expect(report.body.rowCount).toBe(rows);
+    expect(await recording()).toBeNull();
+    expect((await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM payment_events WHERE reference LIKE 'FAIR-%'"))[0]!.n).toBe(rows);
+    expect((await c.rows<{ n: number }>('SELECT COUNT(*) AS n FROM batches WHERE lender_id = ?', other.id))[0]!.n).toBe(1);
+  }, 120_000);
 
   test('a dry run never holds the write gate', async () => {
     const c = createTestContext();

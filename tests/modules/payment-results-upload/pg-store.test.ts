@@ -160,7 +160,7 @@ if (!onPostgres) {
       expect(await store.uploadedAmong(ctx, ctx.lender.id, [])).toEqual([]);
     }, SLOW);
 
-    test('the lender’s payments among references; a total past 2^53 cents; the history, newest first, a page at a time', async () => {
+    test('the lender’s payments among references; borrowers’ credits, past 2^53 cents; the history, newest first, a page at a time', async () => {
       const e = env();
       const ctx = await e.newLender();
       const id = ctx.lender.id;
@@ -186,10 +186,24 @@ if (!onPostgres) {
       };
       await credit(1, `${id}-e1`, 9007199254740000);
       await credit(2, `${id}-e2`, 5000);
-      await transaction(ctx, async (tx) => expect(await store.borrowerPastExactTotal(tx, id)).toBeNull());
-      // 9007199254740000 + 5000 cents is past 2^53 - 1.
+      const since = [
+        { enrollmentId: `${id}-e1`, after: 0 },
+        { enrollmentId: `${id}-e2`, after: 0 },
+        { enrollmentId: `${id}-none`, after: 0 },
+      ];
+      const credits = async () => new Map((await transaction(ctx, (tx) => store.creditsSince(tx, since))).map((c) => [c.enrollmentId, c]));
+      const first = await credits();
+      expect(first.get(`${id}-e1`)).toMatchObject({ from: 0, credited: 9007199254740000 });
+      expect(first.get(`${id}-e2`)).toMatchObject({ from: 0, credited: 5000 });
+      expect(first.get(`${id}-none`)).toEqual({ enrollmentId: `${id}-none`, from: 0, credited: 0, last: 0 });
+      // Every entry is summed whatever the position asked (ids are handed out before commit), and the latest
+      // entry is the one written last: 9007199254740000 + 5000 cents is past 2^53 - 1.
       await credit(3, `${id}-e1`, 5000);
-      await transaction(ctx, async (tx) => expect(await store.borrowerPastExactTotal(tx, id)).toBe('loan-1'));
+      since[0]!.after = first.get(`${id}-e1`)!.last;
+      const second = await credits();
+      expect(second.get(`${id}-e1`)).toMatchObject({ from: 0, credited: 9007199254745000 });
+      expect(second.get(`${id}-e1`)!.last).toBeGreaterThan(first.get(`${id}-e1`)!.last);
+      expect(second.get(`${id}-e1`)!.credited).toBeGreaterThan(Number.MAX_SAFE_INTEGER);
 
       const report = { format: 'generic' as const, rowCount: 3, dataRowCount: 4, matched: 2, needsAttention: 1, problems: [{ row: 2, reason: 'x', severity: 'warning' }] };
       await transaction(ctx, async (tx) => {

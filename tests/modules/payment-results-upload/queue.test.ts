@@ -1,7 +1,8 @@
 // Uploads and the one upload worker: each lender has at most UPLOAD_WAITING_PER_LENDER uploads waiting (429
 // with Retry-After past it, before the refused one's body is read), the worker takes the next upload from the
 // lender served longest ago, a file has a budget of rows and of time (a row-0 error past it, nothing
-// recorded), and an upload whose request ended is dropped from the queue or stopped before it records anything.
+// recorded), and an upload whose request ended is dropped from the queue or stopped before it records anything;
+// once its first slice is recorded, it is recorded to its end.
 //
 // The worker is kept on its first upload by holding a share of the write gate, as a request that writes does:
 // the upload has read its file and waits for the write lock, so the others queue behind it, and every
@@ -11,6 +12,7 @@ import { createTestContext, type TestContext } from '../../helpers/context';
 import { enrollBorrower } from '../../helpers/fixtures';
 import { rawConnect } from '../../helpers/raw-http';
 import { gateOf } from '../../../src/platform/write-gate';
+import { writeGate } from '../../../src/platform/context';
 import { uploadWorkerOf, type UploadWorker } from '../../../src/modules/payment-results-upload/offload';
 
 const contexts: TestContext[] = [];
@@ -169,7 +171,7 @@ describe('the budget of a file', () => {
         {
           row: 0,
           severity: 'error',
-          reason: 'The file took longer than 0.001 s to read, check and record, the most one upload may take; nothing was recorded. Split it into smaller files',
+          reason: 'The file took longer than 0.001 s to read and check, the most one upload may take before it is recorded; nothing was recorded. Split it into smaller files',
         },
       ]);
     }
@@ -197,7 +199,7 @@ describe('an upload whose request ended', () => {
     expect(count(c, 'SELECT COUNT(*) AS n FROM payment_result_uploads')).toBe(2);
   }, 60_000);
 
-  test('running: the worker stops it before its transaction, nothing of it is recorded, and the next upload runs', async () => {
+  test('running: the worker stops it before its first slice, nothing of it is recorded, and the next upload runs', async () => {
     const c = await fresh();
     const worker = uploadWorkerOf(c.rt)!;
     const abort = new AbortController();
@@ -213,6 +215,35 @@ describe('an upload whose request ended', () => {
     expect(count(c, 'SELECT COUNT(*) AS n FROM payment_result_uploads')).toBe(1);
     expect(gateOf(c.sql).contended).toBe(false);
   }, 60_000);
+
+  test('recording: once its first slice is recorded, it is recorded to its end and is in the history', async () => {
+    const c = await fresh();
+    const worker = uploadWorkerOf(c.rt)!;
+    const abort = new AbortController();
+    // Ten slices of 512 rows.
+    const rows = 5_000;
+    // Read through the runtime's own connections, every few milliseconds, until `check` holds.
+    const n = async (sql: string) => Number(Object.values((await c.rows<Record<string, number>>(sql))[0]!)[0]);
+    const reach = async (what: string, check: () => Promise<boolean>) => {
+      for (let i = 0; !(await check()); i++) {
+        if (i > 6000) throw new Error(`never reached: ${what}`);
+        await Bun.sleep(5);
+      }
+    };
+    const gone = post(c, c.lender.key, fileOf('LATE', rows), abort.signal).catch(() => null);
+    await reach('its first slice is recorded', async () => (await n('SELECT COUNT(*) AS n FROM unfinished_uploads')) === 1);
+    // Its next slice waits for this share of the gate; the caller hangs up meanwhile.
+    const release = await writeGate(c.rt).share();
+    expect(await n('SELECT done AS n FROM unfinished_uploads')).toBeLessThan(rows);
+    abort.abort();
+    release();
+    await gone;
+    await reach('it is finished', async () => !worker.busy && (await n('SELECT COUNT(*) AS n FROM unfinished_uploads')) === 0);
+    expect(await n("SELECT COUNT(*) AS n FROM uploaded_results WHERE reference LIKE 'LATE-%'")).toBe(rows);
+    expect(await n("SELECT COUNT(*) AS n FROM payment_events WHERE reference LIKE 'LATE-%'")).toBe(rows);
+    expect(await n(`SELECT COUNT(*) AS n FROM payment_result_uploads WHERE row_count = ${rows}`)).toBe(1);
+    expect(writeGate(c.rt).contended).toBe(false);
+  }, 120_000);
 
   test('over a real connection: a client that hangs up takes its waiting upload out of the queue', async () => {
     const c = await fresh();

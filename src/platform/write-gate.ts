@@ -8,6 +8,8 @@
 // from WAL snapshots. Once it is released, the waiters go in the order they came, GRANTS_PER_TURN at a time
 // with a turn of the event loop between: a long transaction gathers every write sent meanwhile (hundreds of
 // requests, each job's step), and granting them all at once would run them back to back, holding the loop.
+// A worker whose transaction is a run of short steps reads `waitingFlag` between them and commits as soon as
+// anything waits, so that the waiters go after one step rather than after the whole run.
 
 type Waiter = { kind: 'turn' | 'share' | 'exclusive'; grant: () => void };
 
@@ -22,6 +24,11 @@ export class WriteGate {
   private resting = false;
   /** Main-thread writes that found the gate held (they wait on SQLite's busy timeout instead): should stay 0. */
   bypassed = 0;
+  /**
+   * 1 while anything waits for the gate, else 0, in memory a worker thread can read: a worker that holds the
+   * gate for a run of short steps (an upload's slices) lets it go at its next step once something waits.
+   */
+  readonly waitingFlag = new Int32Array(new SharedArrayBuffer(4));
 
   /** Whether a worker holds the write lock now: a main-thread write would wait on SQLite. */
   get held(): boolean {
@@ -84,6 +91,7 @@ export class WriteGate {
 
   private enqueue(w: Waiter): void {
     this.queue.push(w);
+    Atomics.store(this.waitingFlag, 0, 1);
     this.pump();
   }
 
@@ -96,16 +104,22 @@ export class WriteGate {
         if (this.shares > 0) return;
         // The turns just granted run their transactions in the microtasks that follow: the worker starts after.
         if (granted > 0) return this.rest();
-        this.queue.shift();
+        this.shift();
         this.writing = true;
         head.grant();
         return;
       }
       if (granted === GRANTS_PER_TURN) return this.rest();
-      this.queue.shift();
+      this.shift();
       head.grant();
       granted++;
     }
+  }
+
+  /** The first waiter leaves the queue. */
+  private shift(): void {
+    this.queue.shift();
+    if (this.queue.length === 0) Atomics.store(this.waitingFlag, 0, 0);
   }
 
   /** Lets the event loop turn (what those just granted do runs first, then I/O), then grants on. */

@@ -1,6 +1,7 @@
 // engine: once
 // The write gate's order: turns and shares go at once while nothing holds it; an exclusive holder waits for
-// the shares before it and is never overlapped by a turn; waiters go in arrival order after it.
+// the shares before it and is never overlapped by a turn; waiters go in arrival order after it; a flag in
+// shared memory says whether anything waits.
 import { describe, expect, test } from 'bun:test';
 import { GRANTS_PER_TURN, WriteGate } from '../../src/platform/write-gate';
 
@@ -84,5 +85,34 @@ describe('WriteGate', () => {
     await expect(g.exclusive(async () => Promise.reject(new Error('worker died')))).rejects.toThrow('worker died');
     expect(g.held).toBe(false);
     await g.turn();
+  });
+
+  test('the waiting flag is 1 while anything waits, as a worker thread holding the gate reads it', async () => {
+    const g = new WriteGate();
+    const flag = () => Atomics.load(g.waitingFlag, 0);
+    expect(flag()).toBe(0);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const seen: number[] = [];
+    const ex = g.exclusive(async () => {
+      seen.push(flag());
+      await held;
+    });
+    await Bun.sleep(0);
+    expect(g.held).toBe(true);
+    // Nothing waits yet: the holder may go on.
+    expect(flag()).toBe(0);
+    const turn = g.turn();
+    const share = g.share();
+    expect(flag()).toBe(1);
+    release();
+    await ex;
+    await turn;
+    (await share)();
+    // Every waiter was granted: the flag is down again.
+    expect(flag()).toBe(0);
+    expect(seen).toEqual([0]);
+    // A flag in shared memory: what a worker thread is given reads the same.
+    expect(g.waitingFlag.buffer).toBeInstanceOf(SharedArrayBuffer);
   });
 });

@@ -35,8 +35,8 @@ export const uploadedResults = sqliteTable(
 );
 
 // Each recorded upload: who sent it and when, the report's counts, and its problems as the report listed
-// them (at most 10,000 and the row-0 note), for the upload history. Written in the upload's own transaction,
-// so an upload is in the history exactly when its rows are recorded. Problems name rows and rules, never a
+// them (at most 10,000 and the row-0 note), for the upload history. Written in the upload's last transaction,
+// so an upload is in the history exactly when all its rows are recorded. Problems name rows and rules, never a
 // cell's personal data.
 export const paymentResultUploads = sqliteTable(
   'payment_result_uploads',
@@ -60,9 +60,9 @@ export const paymentResultUploads = sqliteTable(
   (t) => [index('payment_result_uploads_lender_idx').on(t.lenderId, t.recordedAt, t.id)],
 );
 
-// An upload whose recording has begun and not ended. An upload is recorded in slices of rows, each in its own
-// transaction; the first slice's transaction stores here what finishing it takes, each slice's moves `done`
-// on, and the last one's writes the upload's history record and deletes the row. A start (or the upload
+// An upload whose recording has begun and not ended. An upload is recorded in slices of rows, in transactions
+// that end as soon as another write waits; the first transaction stores here what finishing it takes, each
+// one moves `done` on, and the last one writes the upload's history record and deletes the row. A start (or the upload
 // worker, once idle) finds here an upload that a crash or a stop cut off and finishes it from `done`, reading
 // the file again against the same time. The file is compressed and sealed by the vault: it is borrowers'
 // payment data.

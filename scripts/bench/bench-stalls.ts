@@ -64,7 +64,7 @@ export const CASES: Case[] = [
     path: `${UPLOAD}?dryRun=true`,
     file: () => upTo(10 * MB - 1024, HEADER, (i) => `,DRS-${'x-'.repeat(500)}${i},1.00,sent,2026-11-02,,,`),
   },
-  // For comparison: an ordinary file of the same size, recorded in its one transaction.
+  // For comparison: an ordinary file of the same size, recorded (in slices of 512 rows, in transactions that let other writes through).
   { label: 'a valid 10 MB results file, recorded (no borrower enrolled)', path: UPLOAD, file: () => new TextDecoder().decode(resultsFile()) },
   { label: '5 MB balance CSV of `a` lines', path: '/v1/balance_requests/csv', file: () => 'a\n'.repeat((5 * MB - 1024) / 2) },
   { label: 'a 5,000-row balance CSV', path: '/v1/balance_requests/csv', file: () => balanceCsv(5000, 'stall') },

@@ -184,7 +184,7 @@ export const uploadBench: Bench = {
         },
       ],
       notes: [
-        `The file: ${num(rows)} rows over ${BORROWERS} enrolled borrowers, five statuses, two date formats, return codes; every row matched and recorded (events, ledger, monitor) in one transaction on the real database (${onPostgres ? 'PostgreSQL, synchronous_commit as the server has it' : 'synchronous=FULL'}).`,
+        `The file: ${num(rows)} rows over ${BORROWERS} enrolled borrowers, five statuses, two date formats, return codes; every row matched and recorded (events, ledger, monitor) in slices of 512 rows, in transactions of up to a second (no other write waits here), on the real database (${onPostgres ? 'PostgreSQL, synchronous_commit as the server has it' : 'synchronous=FULL'}).`,
         ...overLimit,
         `Each figure is from its own child process on a fresh database${onPostgres ? ' (PostgreSQL: cloned from the migrated template)' : ''}; the bare pass runs the csv-parse parser of the upload service over the same bytes and does nothing with the rows.${onPostgres ? " The peak RSS is the child's: the PostgreSQL server's own memory is not in it." : ''}`,
       ],

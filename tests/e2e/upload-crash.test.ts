@@ -11,7 +11,7 @@ import { ServiceHarness, TEST_API_KEY, waitFor, type ServiceProcess } from '../h
 
 const ROWS = 30_000;
 const BORROWERS = 200;
-/** A slice of the upload is 512 rows: the file is about 59 slices, each its own transaction. */
+/** A slice of the upload is 512 rows: the file is about 59 slices, in transactions of up to a second. */
 const SETTLED = Math.floor(ROWS * 0.9);
 const GRACE_MS = 500;
 // The upload's own time budget (UPLOAD_TIME_LIMIT_MS, 30 s) is not what is tested here, and a machine running
@@ -103,7 +103,7 @@ describe('an upload cut off while its slices are recorded', () => {
     for (const [trial, name] of names.entries()) {
       const answer = send(service, fileOf(name));
       await untilRecording(h, trial);
-      // Somewhere in the recording: at once, or up to about a second in (a few hundred rows a slice).
+      // Somewhere in the recording: at once, or up to about a second in (its first transaction is committed).
       await Bun.sleep(Math.floor(Math.random() * [50, 400, 1200][trial]!));
       await service.kill('SIGKILL');
       const status = await answer;
@@ -121,7 +121,8 @@ describe('an upload cut off while its slices are recorded', () => {
     expect(history).toHaveLength(names.length);
     for (const u of history) expect([Number(u.rows), Number(u.matched)]).toEqual([ROWS, ROWS]);
     expect(history.filter((u) => u.problems.includes('was interrupted after'))).toHaveLength(resumed);
-    // The first kill came a few tens of milliseconds after the first of some sixty slices: that one at least was cut off.
+    // The first kill came a few tens of milliseconds after the upload's first transaction, about a second of its
+    // rows, was committed: that one at least was cut off.
     expect(resumed).toBeGreaterThan(0);
 
     expect(await send(service, fileOf('CRASHA'))).toBe(200);

@@ -5,15 +5,15 @@ import { uploadWorkerOf } from './offload';
 import { resumeUnfinished } from './service';
 import { uploadStore as store } from './store';
 
-// An upload cut off between two of its slices (a crash, a stop, its worker gone) is finished from where it
-// stopped: at start, and then on this job's timer whenever the upload worker has nothing else to do.
+// An upload cut off between two of its transactions (a crash, a stop, its worker gone) is finished from where
+// it stopped: at start, and then on this job's timer whenever the upload worker has nothing else to do.
 
 /** How often the job looks for an unfinished upload. */
 export const UPLOAD_RESUME_INTERVAL_MS = 30_000;
 
 /**
  * Every replica: an upload is finished by the one that takes its lease (service.ts resumeUnfinished), and
- * each slice's transaction checks the count it starts from, so two replicas never record a slice twice.
+ * each of its transactions checks the count it starts from, so two replicas never record a slice twice.
  */
 export const uploadResumeJob: Job<Deps> = {
   name: 'upload-resume',

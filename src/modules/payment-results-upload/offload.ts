@@ -18,10 +18,12 @@ import type { UploadAnswer, UploadForm, UploadInput } from './types';
 // its first slice is recorded): nothing of it is recorded. Once its first slice is recorded (the worker says
 // so), it is recorded to its end whatever its caller does.
 //
-// Each slice of an upload is a transaction of its own, for which the worker asks the write gate and lets go
-// after: the writes of other requests waiting for the gate go between two slices. Stopping the service
+// An upload is recorded in transactions of one or more slices, for each of which the worker asks the write
+// gate and lets go after; it reads the gate's waiting flag (shared memory) after each slice and commits as soon
+// as anything waits, so the writes of other requests go between two slices. Stopping the service
 // terminates the worker: the transaction it had open is never committed (SQLite rolls it back), and an
-// upload cut off between two slices is finished by the next start (resume, run by the upload-resume job).
+// upload cut off between two of its transactions is finished by the next start (resume, run by the
+// upload-resume job).
 
 type Metrics = Parameters<Deps['metrics']['merge']>[0];
 type FromWorker =
@@ -224,7 +226,7 @@ export class UploadWorker {
   private start(): Worker {
     if (this.worker) return this.worker;
     const w = new Worker(new URL('./upload-worker.ts', import.meta.url).href);
-    w.postMessage({ type: 'init', config: this.deps.config, key: this.deps.vault.sealingKey() });
+    w.postMessage({ type: 'init', config: this.deps.config, key: this.deps.vault.sealingKey(), waiting: writeGate(this.deps).waitingFlag });
     w.onmessage = (event: MessageEvent<FromWorker>) => this.receive(event.data);
     w.onerror = (event) => this.fail(`The upload worker failed: ${event.message}`);
     w.addEventListener('close', () => {
@@ -244,7 +246,7 @@ export class UploadWorker {
     switch (m.type) {
       case 'lock':
         // Held from the grant until the worker says its transaction has ended (or the worker is gone, or the
-        // upload ended while it waited for the grant: then it is let go at once). Each slice asks again.
+        // upload ended while it waited for the grant: then it is let go at once). Each transaction asks again.
         job.unlocked = false;
         void writeGate(this.deps).exclusive(
           () =>

@@ -140,8 +140,9 @@ export const uploadRoutes = (deps: Deps, auth: Auth) =>
           'submitted_at (payment_date, submitted), settled_at (settlement_date, settled_date), returned_at (return_date, ' +
           'returned_date), return_code (return_reason), batch_id. A balance export with payment columns added is read as it is. ' +
           'Every rule of a row is checked and listed in problems (error: not recorded; warning: recorded, something ignored ' +
-          'or unmatched). The rows are recorded in slices, each its own transaction, and exactly once: once the first ' +
-          'slice is recorded the upload is recorded to its end, finished by the service after a crash or a stop; ' +
+          'or unmatched). The rows are recorded in slices, in transactions that let other writes go between two slices, ' +
+          'and exactly once: once the first is committed the upload is recorded to its end, finished by the service ' +
+          'after a crash or a stop; ' +
           'dryRun=true decides everything and writes nothing. 200 with ' +
           'the report for any UTF-8 file of at most 10 MB (a malformed one too: its problem is listed and nothing is ' +
           'recorded); 400 only for a file over 10 MB or not UTF-8. A recorded upload is kept in the upload history ' +

@@ -6,7 +6,7 @@ import { parse } from 'csv-parse';
 import { isUtf8 } from 'node:buffer';
 import { once } from 'node:events';
 import type { Ctx } from '../../deps';
-import { readSnapshot, transaction, type Tx } from '../../platform/context';
+import { readSnapshot, savepoint, transaction, type Tx } from '../../platform/context';
 import { InvalidInput, Unavailable } from '../../platform/errors';
 import { evaluateReturnRates } from '../return-rates/watch';
 import { uploadStore as store } from './store';
@@ -18,10 +18,10 @@ import { checkRow, cell, keyOf, readHeader, sameRow, type Column, type ParsedRow
 
 // POST /v1/payment_results/uploads: outcomes of debits the service cannot read from a processor, as CSV.
 // The file is read row by row (the report is what is kept), every rule applied to every row, rows matched to
-// borrowers, and the accepted rows recorded against what is known of their reference, a slice at a time, each
-// slice in its own transaction: once the first slice is recorded, the upload is recorded to its end exactly
-// once, resumed after a crash or a stop if need be (recordInSlices). A dry run decides every slice on one
-// snapshot and writes nothing.
+// borrowers, and the accepted rows recorded against what is known of their reference, a slice at a time, in
+// transactions that let other writes go between two slices: once the first is committed, the upload is
+// recorded to its end exactly once, resumed after a crash or a stop if need be (recordInSlices). A dry run
+// decides every slice on one snapshot and writes nothing.
 
 export const UPLOAD_LIMIT_BYTES = 10 * 1024 * 1024;
 
@@ -38,10 +38,7 @@ const CHUNK_BYTES = 16 * 1024;
  * bench upload: about 130 MB of growth rather than 180, at no measurable cost in time).
  */
 const GC_HINT_ROWS = 4096;
-/**
- * Accepted rows decided together, and recorded in one transaction: a slice's look-ups are made for it at
- * once, and each recorded slice takes its own turn of the write lock.
- */
+/** Accepted rows decided together: a slice's look-ups are made for it at once (and recorded in one savepoint). */
 const SLICE = 512;
 const YIELD_ROWS = 2048;
 /** Far above any results file or annotated export (nine columns, at most 200 meta_, the payment columns). */
@@ -332,16 +329,30 @@ export async function uploadSummary(args: { ctx: Ctx; input: UploadInput }): Pro
   return a.summary;
 }
 
-/** How a slice's transaction gets the write lock: after the write gate's turn, or as the worker's exclusive hold. */
+/** How an upload's transaction gets the write lock: after the write gate's turn, or as the worker's exclusive hold. */
 export type WriteTurn = <T>(fn: () => T | Promise<T>) => Promise<T>;
+
+/**
+ * Where nothing tells whether other writes wait for the lock (an upload in this thread, a database in memory,
+ * whose transactions take turns without the gate), they are taken to: a transaction records one slice.
+ */
+const ALWAYS = () => true;
 
 /**
  * The upload itself, wherever it runs: the file read, every rule, and the recording in slices (or a read-only
  * snapshot for a dry run). A file past its budget of rows or time is answered with one row-0 error and
- * nothing recorded; an upload whose caller has gone throws. Both are checked only until the first slice is
- * recorded: from then the upload is recorded to its end, and `onRecording` is called once when it starts.
+ * nothing recorded; an upload whose caller has gone throws. Both are checked only until its first transaction:
+ * once that is committed, the upload is recorded to its end, and `onRecording` is called. `othersWait` says
+ * whether other writes wait for the lock (recordInSlices).
  */
-export async function processUpload(args: { ctx: Ctx; input: UploadInput; writeTurn: WriteTurn; budget: UploadBudget; onRecording?: () => void }): Promise<UploadReport> {
+export async function processUpload(args: {
+  ctx: Ctx;
+  input: UploadInput;
+  writeTurn: WriteTurn;
+  othersWait?: () => boolean;
+  budget: UploadBudget;
+  onRecording?: () => void;
+}): Promise<UploadReport> {
   try {
     return await decideAndRecord(args);
   } catch (e) {
@@ -412,12 +423,14 @@ async function decideAndRecord({
   ctx,
   input,
   writeTurn,
+  othersWait = ALWAYS,
   budget,
   onRecording,
 }: {
   ctx: Ctx;
   input: UploadInput;
   writeTurn: WriteTurn;
+  othersWait?: () => boolean;
   budget: UploadBudget;
   onRecording?: () => void;
 }): Promise<UploadReport> {
@@ -428,7 +441,7 @@ async function decideAndRecord({
   if (!read.headerOk || read.problems.fileError) return reportOf(read, [], 0, 0, input.dryRun);
   if (!input.dryRun) {
     const upload = { id: newId(), creator: input.creator ?? null, now, read, done: 0, matched: 0 };
-    return recordInSlices(ctx, upload, { file: bytes, budget, onRecording }, writeTurn);
+    return recordInSlices(ctx, upload, { file: bytes, budget, onRecording }, writeTurn, othersWait);
   }
   // A dry run writes nothing: it decides every slice on one snapshot, in a deferred transaction that never
   // takes the write lock, and is rolled back all the same.
@@ -465,7 +478,7 @@ class UploadTakenOver extends Error {
   }
 }
 
-/** A slice that would take a borrower's ledger past what a total can give exactly: it is not recorded, and the upload stops there. */
+/** A slice that would take a borrower's ledger past what a total can give exactly: it is undone, and the upload stops there. */
 class PastExactTotal extends Error {
   constructor(
     readonly borrower: string | null,
@@ -490,28 +503,42 @@ interface Recording {
 }
 
 /**
- * Records the accepted rows from `u.done` on, a slice at a time, each slice in its own transaction taken in its
- * own turn of the write gate, so that other writes waiting for the lock go between two slices. Each slice is
- * decided on what is stored when its transaction runs, under the lender's upload lock, exactly as one slice
- * of one long transaction was: the re-sending rules and forward-only recording hold slice by slice, and a
- * slice recorded already changes nothing when it is recorded again (its source events are known, its rows
- * identical).
+ * The longest one transaction of an upload goes on taking slices while no other write waits for the lock (a
+ * crash undoes at most this much). Each commit has a cost of its own (every page the transaction changed is
+ * written again, then synced): a transaction of one slice each made a 10 MB upload take about twice as long.
+ */
+const LONGEST_TRANSACTION_MS = 1000;
+
+/**
+ * Records the accepted rows from `u.done` on in transactions, each taken in its own turn of the write gate and
+ * recording slices of SLICE rows, one after the other, until another write waits for the lock (`othersWait`,
+ * read after each slice) or it has run for LONGEST_TRANSACTION_MS: a write that comes meanwhile waits for one
+ * slice and the commit, not for the upload. Each slice is decided on what is stored when it is recorded, under
+ * the lender's upload lock, exactly as one slice of one long transaction was: the re-sending rules and
+ * forward-only recording hold slice by slice, and a slice recorded already changes nothing when it is recorded
+ * again (its source events are known, its rows identical).
  *
- * What the upload is recorded as stays true whatever stops it: the first slice's transaction stores what
- * finishing it takes (its file, sealed, and the time `now`) in unfinished_uploads, each slice's transaction
- * moves the count of rows done on, and the last one writes the history record and deletes the stored file.
- * An upload cut off between two slices (a crash, a stop) is finished from its count by resumeUnfinished. A
- * file of one slice is one transaction and stores nothing. Each slice's transaction first checks that the
- * count is where this run left it: a run that finds another moved it stops.
+ * What the upload is recorded as stays true whatever stops it: the first transaction stores what finishing it
+ * takes (its file, sealed, and the time `now`) in unfinished_uploads, each transaction moves the count of rows
+ * done on, and the last one writes the history record and deletes the stored file. An upload cut off between
+ * two transactions (a crash, a stop) is finished from its count by resumeUnfinished. An upload recorded in one
+ * transaction stores nothing. Each transaction first checks that the count is where this run left it: a run
+ * that finds another moved it stops.
  *
- * `first`: a new upload's file, its budget (checked for the last time as the first slice's transaction
- * starts) and what to call once its first slice is recorded; absent for a resumed upload.
+ * Every ledger total is given exactly: a slice that would take the credited total of a borrower it records for
+ * past 2^53 - 1 cents is undone (its savepoint), and the upload stops there, with a row-0 error naming the
+ * first row not recorded; what was recorded before it stands, and is finished as the upload, in the same
+ * transaction (the first slice of all: nothing is recorded, and the file is refused as any file is).
+ *
+ * `first`: a new upload's file, its budget (checked for the last time as its first transaction starts) and
+ * what to call once its first transaction is committed; absent for a resumed upload.
  */
 async function recordInSlices(
   ctx: Ctx,
   u: Recording,
   first: { file: Uint8Array; budget: UploadBudget; onRecording?: () => void } | null,
   writeTurn: WriteTurn,
+  othersWait: () => boolean,
   held: HeldLease | null = null,
 ): Promise<UploadReport> {
   const { accepted } = u.read;
@@ -522,7 +549,7 @@ async function recordInSlices(
   // Whether unfinished_uploads holds the upload (a resumed one does).
   let stored = first === null;
   const several = done + SLICE < accepted.length;
-  // Sealed before the first slice's turn, so that the lock is not held meanwhile (a new upload of several slices).
+  // Sealed before the first turn, so that the lock is not held meanwhile (a new upload of more than one slice).
   const sealed = first && several ? sealFile(ctx.deps, first.file) : null;
   // On PostgreSQL another replica never resumes it while this one records it.
   const lease = held ?? (several ? await leaseOf(ctx.deps, u.id) : null);
@@ -531,45 +558,69 @@ async function recordInSlices(
   try {
     for (;;) {
       const from = done;
-      const end = Math.min(from + SLICE, accepted.length);
-      const last = end === accepted.length;
-      const slice = accepted.slice(from, end);
-      matched = await writeTurn(() => {
+      const t = await writeTurn(async () => {
         // The wait for the write lock may have outlasted the caller or the budget: checked before the first
-        // slice is recorded, never after.
+        // transaction, never after.
         if (first && !stored) checkBudget(first.budget);
-        return transaction(ctx, async (tx) => {
+        const committed = await transaction(ctx, async (tx) => {
           await store.serializeUploads(tx, lenderId);
           if (stored && (await store.unfinishedDone(tx, u.id)) !== from) throw new UploadTakenOver(u.id);
-          const decided = slice.length > 0 ? await decideSlice(tx, slice, new Lookups(tx), u.now, false) : NOTHING_DECIDED;
-          // Every ledger total is given exactly: a slice that would take one past 2^53 cents is refused.
-          const over = await guard.pastExact(tx, decided.borrowers);
-          if (over) throw new PastExactTotal(over.borrower, slice[0]!.row);
-          for (const r of decided.rows) rows.push(r);
-          for (const p of decided.problems) u.read.problems.add(p);
-          const m = matched + decided.matched;
-          if (last) {
-            await finish(tx, u, reportOf(u.read, rows, accepted.length, m, false), stored);
-          } else if (!stored) {
-            await store.beginUnfinished(tx, { id: u.id, lenderId, creator: u.creator, fileSealed: sealed!, checkedAt: u.now, done: end, matched: m });
-          } else {
-            await store.advanceUnfinished(tx, u.id, end, m);
+          const lookups = new Lookups(tx);
+          const started = performance.now();
+          const got: SliceDecided[] = [];
+          let end = from;
+          let stop: PastExactTotal | null = null;
+          do {
+            const slice = accepted.slice(end, end + SLICE);
+            try {
+              got.push(
+                await savepoint(tx, async () => {
+                  const decided = slice.length > 0 ? await decideSlice(tx, slice, lookups, u.now, false) : NOTHING_DECIDED;
+                  const over = await guard.pastExact(tx, decided.borrowers);
+                  if (over) throw new PastExactTotal(over.borrower, slice[0]!.row);
+                  return decided;
+                }),
+              );
+            } catch (e) {
+              if (!(e instanceof PastExactTotal)) throw e;
+              stop = e;
+              break;
+            }
+            end += slice.length;
+            if (end % GC_HINT_ROWS === 0) Bun.gc(false);
+          } while (end < accepted.length && !othersWait() && performance.now() - started < LONGEST_TRANSACTION_MS);
+          let m = matched;
+          for (const decided of got) {
+            for (const r of decided.rows) rows.push(r);
+            for (const p of decided.problems) u.read.problems.add(p);
+            m += decided.matched;
           }
-          return m;
+          if (stop) {
+            const recorded = end === 0 ? 'nothing was recorded' : `the rows from row ${stop.row} on were not recorded, those before it were`;
+            const whose = stop.borrower === null ? 'a borrower' : `borrower ${stop.borrower}`;
+            u.read.problems.add({ row: 0, rule: 0, reason: `The ledger of ${whose} would pass $90,071,992,547,409.91, the most a total can be given exactly; ${recorded}`, severity: 'error' });
+          }
+          const last = stop !== null || end === accepted.length;
+          // A file refused at its first slice: nothing of it is recorded, nor in the history.
+          if (last && end === 0 && stop) return { end, m, last };
+          if (last) await finish(tx, u, reportOf(u.read, rows, end, m, false), stored);
+          else if (!stored) await store.beginUnfinished(tx, { id: u.id, lenderId, creator: u.creator, fileSealed: sealed!, checkedAt: u.now, done: end, matched: m });
+          else await store.advanceUnfinished(tx, u.id, end, m);
+          return { end, m, last };
         });
+        // Said before the lock is let go, so that nothing can stop the service between the commit and the
+        // moment it is known that the upload is partly recorded.
+        if (!stored && !committed.last) first?.onRecording?.();
+        return committed;
       });
-      if (last) return reportOf(u.read, rows, accepted.length, matched, false);
-      if (!stored) {
-        stored = true;
-        first?.onRecording?.();
-      }
-      done = end;
+      done = t.end;
+      matched = t.m;
+      if (t.last) return reportOf(u.read, rows, done, matched, false);
+      stored = true;
       // A replica stalled past its lease has lost the upload to another, which finishes it: this run stops.
       if (lease && !(await lease.keep())) throw new UploadTakenOver(u.id);
-      if (done % GC_HINT_ROWS === 0) Bun.gc(false);
     }
   } catch (e) {
-    if (e instanceof PastExactTotal) return stopAt(ctx, u, e, { rows, done, matched, stored }, writeTurn);
     if (!stored || !first) throw e;
     // Cut off after part of it was recorded: it is finished without its caller, who is told so.
     if (!(e instanceof UploadTakenOver)) ctx.deps.logger.error({ upload_id: u.id, err: e }, 'upload stopped after part of it was recorded; it is resumed');
@@ -583,42 +634,14 @@ async function recordInSlices(
 }
 
 /**
- * The last slice's transaction: the return rates, which the file's returns and debits move, evaluated once
- * (they read the lender's whole 60-day window, a quarter of a second for a lender of a few hundred thousand
- * debits, so not once a slice), and the history record written; a stored upload is finished.
+ * The last transaction's: the return rates, which the file's returns and debits move, evaluated once (they
+ * read the lender's whole 60-day window, a quarter of a second for a lender of a few hundred thousand debits,
+ * so not in every transaction), and the history record written; a stored upload is finished.
  */
 async function finish(tx: Ctx & { tx: Tx }, u: Recording, report: UploadReport, stored: boolean): Promise<void> {
   await evaluateReturnRates(tx, tx.lender.id);
   await store.recordUpload(tx, { id: u.id, lenderId: tx.lender.id, recordedAt: u.now, creator: u.creator, report });
   if (stored) await store.endUnfinished(tx, u.id);
-}
-
-/**
- * A slice refused by the exact-total guard: the upload stops there, with a row-0 error naming the first row
- * not recorded. Before the first slice is recorded that is the whole file, refused as any file is (not in the
- * history); after it, the slices recorded stand, and the upload is finished with them in a transaction of
- * its own.
- */
-async function stopAt(
-  ctx: Ctx,
-  u: Recording,
-  e: PastExactTotal,
-  at: { rows: UploadReport['rows']; done: number; matched: number; stored: boolean },
-  writeTurn: WriteTurn,
-): Promise<UploadReport> {
-  const whose = e.borrower === null ? 'a borrower' : `borrower ${e.borrower}`;
-  const recorded = at.done === 0 ? 'nothing was recorded' : `the rows from row ${e.row} on were not recorded, those before it were`;
-  u.read.problems.add({ row: 0, rule: 0, reason: `The ledger of ${whose} would pass $90,071,992,547,409.91, the most a total can be given exactly; ${recorded}`, severity: 'error' });
-  const report = reportOf(u.read, at.rows, at.done, at.matched, false);
-  if (!at.stored) return report;
-  await writeTurn(() =>
-    transaction(ctx, async (tx) => {
-      await store.serializeUploads(tx, tx.lender.id);
-      if ((await store.unfinishedDone(tx, u.id)) !== at.done) throw new UploadTakenOver(u.id);
-      await finish(tx, u, report, true);
-    }),
-  );
-  return report;
 }
 
 /** The file of an unfinished upload is sealed: `vault rotate` seals it again under a new key. */
@@ -642,7 +665,7 @@ const RESUMED_AT_ONCE = 100;
  * them). An upload another run records now (this thread's, or on PostgreSQL another replica's, which holds
  * its lease) is left to it. Returns how many were finished.
  */
-export async function resumeUnfinished(deps: Ctx['deps'], writeTurn: WriteTurn): Promise<number> {
+export async function resumeUnfinished(deps: Ctx['deps'], writeTurn: WriteTurn, othersWait: () => boolean = ALWAYS): Promise<number> {
   let finished = 0;
   for (const id of await store.unfinishedIds({ deps }, RESUMED_AT_ONCE)) {
     if (recordingHere.has(id)) continue;
@@ -665,7 +688,7 @@ export async function resumeUnfinished(deps: Ctx['deps'], writeTurn: WriteTurn):
         severity: 'warning',
       });
       const u: Recording = { id, creator: stored.creator, now: stored.checkedAt, read, done: stored.done, matched: stored.matched };
-      const report = await recordInSlices(ctx, u, null, writeTurn, lease);
+      const report = await recordInSlices(ctx, u, null, writeTurn, othersWait, lease);
       finished++;
       deps.logger.info({ upload_id: id, lender_id: lender.id, rows: report.rowCount, resumed_at: stored.done }, 'unfinished upload finished');
     } catch (e) {

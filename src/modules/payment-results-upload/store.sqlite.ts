@@ -64,17 +64,16 @@ const updateUploaded = (tx: Orm, v: Extract<UploadedWrite, { kind: 'change' }>) 
     );
 
 /**
- * Each borrower's credits after a position of its ledger, and its latest entry: a seek of the index on
+ * Each borrower's credits after a position of its ledger, and its latest entry: one seek of the index on
  * (enrollment_id, id) each, reading only the entries after the position.
  */
 const creditsSince = (tx: Orm, since: { enrollmentId: string; after: number }[]) =>
   tx.$client
     .query<{ enrollmentId: string; from: number; credited: number; last: number }, [string]>(
       `SELECT s.value ->> 0 AS enrollmentId, s.value ->> 1 AS "from",
-              (SELECT COALESCE(SUM(amount_cents), 0) FROM ledger_entries
-                WHERE enrollment_id = s.value ->> 0 AND id > s.value ->> 1 AND kind = 'credit') AS credited,
-              (SELECT COALESCE(MAX(id), 0) FROM ledger_entries WHERE enrollment_id = s.value ->> 0) AS last
-         FROM json_each(?) s`,
+              COALESCE(SUM(CASE WHEN l.kind = 'credit' THEN l.amount_cents END), 0) AS credited, COALESCE(MAX(l.id), s.value ->> 1) AS last
+         FROM json_each(?) s LEFT JOIN ledger_entries l ON l.enrollment_id = s.value ->> 0 AND l.id > s.value ->> 1
+        GROUP BY s.key`,
     )
     .all(JSON.stringify(since.map((b) => [b.enrollmentId, b.after])));
 

@@ -60,7 +60,7 @@ export interface UploadRecord {
 /** A recorded upload as the history reads it. */
 export type UploadRow = typeof paymentResultUploads.$inferSelect;
 
-/** An upload whose recording has begun and not ended, as its first slice's transaction stores it. */
+/** An upload whose recording has begun and not ended, as its first transaction stores it. */
 export type UnfinishedUpload = typeof unfinishedUploads.$inferSelect;
 
 /**
@@ -99,15 +99,15 @@ export interface UploadStore {
   creditsSince(c: TxCtx, since: { enrollmentId: string; after: number }[]): Promise<CreditsSince[]>;
   /** An upload into the history. */
   recordUpload(c: TxCtx, u: UploadRecord): Promise<void>;
-  /** An upload whose first slice is recorded (in that slice's transaction): what finishing it takes. */
+  /** An upload whose first transaction is under way (in that transaction): what finishing it takes. */
   beginUnfinished(c: TxCtx, u: UnfinishedUpload): Promise<void>;
   /**
-   * How many accepted rows an unfinished upload has recorded, read in a slice's transaction before the slice
-   * is recorded (on PostgreSQL its row is locked until the transaction ends), or null when it is not
+   * How many accepted rows an unfinished upload has recorded, read in each of its transactions before its
+   * first slice is recorded (on PostgreSQL its row is locked until the transaction ends), or null when it is not
    * unfinished (finished meanwhile).
    */
   unfinishedDone(c: TxCtx, id: string): Promise<number | null>;
-  /** A slice recorded: the accepted rows recorded so far, and how many of them matched a borrower. */
+  /** A transaction's slices recorded: the accepted rows recorded so far, and how many of them matched a borrower. */
   advanceUnfinished(c: TxCtx, id: string, done: number, matched: number): Promise<void>;
   /** The upload finished (in the transaction that writes its history record). */
   endUnfinished(c: TxCtx, id: string): Promise<void>;

@@ -1,7 +1,8 @@
 // The upload worker's thread (offload.ts starts it): its own SQLite connection to the service's file, and
 // the same upload code as the main thread, given a clock fixed at the request's time, its own metrics (sent
-// back with each report), a logger whose lines go back to the main thread's, and a vault holding the current
-// key (an upload of several slices stores its file sealed, and a resumed one opens it).
+// back with each report), a logger whose lines go back to the main thread's, a vault holding the current key
+// (an upload of several transactions stores its file sealed, and a resumed one opens it), and the main
+// thread's write gate's waiting flag (an upload commits as soon as other writes wait).
 import type { Config } from '../../config';
 import type { Deps } from '../../deps';
 import { systemClock } from '../../platform/clock';
@@ -14,7 +15,7 @@ import type { UploadForm } from './types';
 declare const self: Worker;
 
 type ToWorker =
-  | { type: 'init'; config: Config; key: Uint8Array }
+  | { type: 'init'; config: Config; key: Uint8Array; waiting: Int32Array }
   | {
       type: 'upload';
       id: number;
@@ -33,6 +34,9 @@ type ToWorker =
   | { type: 'cancel'; id: number };
 
 let base: Omit<Deps, 'clock'> | null = null;
+/** The main thread's write gate's waiting flag: 1 while other writes wait for the lock. */
+let waiting: Int32Array | null = null;
+const othersWait = () => Atomics.load(waiting!, 0) !== 0;
 const grants = new Map<number, () => void>();
 /** Uploads whose first slice is recorded: they go on to their end, their caller gone or not. */
 const recording = new Set<number>();
@@ -40,6 +44,7 @@ const recording = new Set<number>();
 self.onmessage = (event: MessageEvent<ToWorker>) => {
   const m = event.data;
   if (m.type === 'init') {
+    waiting = m.waiting;
     base = {
       ...openThreadPlatform(m.config, (line) => self.postMessage({ type: 'log', line })),
       vault: new Vault(Buffer.from(m.key)),
@@ -87,6 +92,7 @@ async function upload(m: Extract<ToWorker, { type: 'upload' }>): Promise<void> {
       // The budget runs from when the worker takes the upload, not from when it was sent.
       budget: budgetOf(base!.config, () => Atomics.load(m.cancelled, 0) === 1),
       writeTurn: writeTurnOf(m.id),
+      othersWait,
       onRecording: () => {
         recording.add(m.id);
         self.postMessage({ type: 'recording', id: m.id });
@@ -108,7 +114,7 @@ async function upload(m: Extract<ToWorker, { type: 'upload' }>): Promise<void> {
 async function resume(id: number): Promise<void> {
   try {
     const deps: Deps = { ...base!, clock: systemClock };
-    const finished = await resumeUnfinished(deps, writeTurnOf(id));
+    const finished = await resumeUnfinished(deps, writeTurnOf(id), othersWait);
     const metrics = await deps.metrics.registry.getMetricsAsJSON();
     deps.metrics.registry.resetMetrics();
     self.postMessage({ type: 'resumed', id, finished, metrics });

@@ -1,14 +1,15 @@
 // A recorded upload runs in the upload worker with its own connection, a slice of rows at a time, and the main
 // thread's writes wait at the write gate while a slice's transaction holds the lock: requests sent during it
 // all succeed and are committed beside every row of the upload, none of them waited on SQLite's busy lock, and
-// reads were answered meanwhile. Writes go between two slices: another lender's small writes sent once the
-// upload's first slice is recorded are answered while it is still recording. A dry run never takes the gate.
+// reads were answered meanwhile. Writes go between two slices: another lender's small writes sent while the
+// upload holds the lock are answered while it is still recording. A dry run never takes the gate.
 // On PostgreSQL, which needs no write gate (transactions write side by side), the upload takes the gate the
 // same way, and the same traffic during the same uploads all succeeds and is all committed beside them.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { bankAuthorizer, enrollBorrower } from '../../helpers/fixtures';
 import { gateOf } from '../../../src/platform/write-gate';
+import { writeGate } from '../../../src/platform/context';
 
 const contexts: TestContext[] = [];
 afterAll(() => contexts.forEach((c) => c.close()));
@@ -77,7 +78,7 @@ describe('an upload and the rest of the service at once', () => {
     }
   }, 60_000);
 
-  test('fair writes: another lender’s small writes sent while one lender’s large upload is recorded are answered before its last slice', async () => {
+  test('fair writes: another lender’s small writes sent while one lender’s large upload holds the write lock are answered before it is recorded', async () => {
     const c = createTestContext();
     contexts.push(c);
     const borrowers = Array.from({ length: 50 }, (_, i) => enrollBorrower(`fair-${i}`));
@@ -86,30 +87,44 @@ describe('an upload and the rest of the service at once', () => {
     const lines = ['authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code'];
     for (let i = 0; i < rows; i++) lines.push(`fair-${i % 50},FAIR-${i},${(i % 900) + 1}.25,settled,2026-10-02,2026-10-04,,`);
     const other = c.newLender();
-    const up = upload(c, new TextEncoder().encode(lines.join('\n') + '\n'), false);
+    const gate = writeGate(c.rt);
+    const answered: string[] = [];
+    const up = upload(c, new TextEncoder().encode(lines.join('\n') + '\n'), false).finally(() => answered.push('upload'));
+    const recorded = async () => (await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM payment_events WHERE reference LIKE 'FAIR-%'"))[0]!.n;
 
-    // The upload's count of rows recorded, while it records (null once it has finished).
-    const recording = async () => (await c.rows<{ done: number }>('SELECT done FROM unfinished_uploads'))[0]?.done ?? null;
-    for (let i = 0; (await recording()) === null; i++) {
-      if (i > 20_000) throw new Error('the upload’s first slice was never recorded');
-      await Bun.sleep(2);
+    // The upload has read its file and holds the write lock for its rows.
+    for (let i = 0; !gate.held; i++) {
+      if (i > 100_000) throw new Error('the upload never took the write lock');
+      await Bun.sleep(1);
     }
-    const seen = [await recording()];
-    const policy = await c.json('PATCH', '/v1/collection_policy', { key: other.key, body: { debit_buffer_cents: 2500 } });
-    seen.push(await recording());
-    const balance = await c.json('POST', '/v1/balance_requests', { key: other.key, body: { authorizers: [bankAuthorizer('fair-other')] } });
-    seen.push(await recording());
+    // The other lender's writes wait for the lock; they are answered as soon as the upload lets it go.
+    const [policy, balance] = await Promise.all([
+      c.json('PATCH', '/v1/collection_policy', { key: other.key, body: { debit_buffer_cents: 2500 } }).finally(() => answered.push('policy')),
+      c.json('POST', '/v1/balance_requests', { key: other.key, body: { authorizers: [bankAuthorizer('fair-other')] } }).finally(() => answered.push('balance')),
+    ]);
     expect(policy.status).toBe(200);
     expect(balance.status).toBe(201);
-    // Each answer came while the upload was still recording: its count was there after it, short of the end.
-    expect(seen.every((done) => done !== null && done > 0 && done < rows)).toBe(true);
+    // Held still: the upload records nothing more while this share of the gate is held, and it waits for the
+    // share only after the slice it has under way.
+    const release = await gate.share();
+    try {
+      expect(answered).not.toContain('upload');
+      const meanwhile = await recorded();
+      expect(meanwhile).toBeLessThan(rows);
+    } finally {
+      release();
+    }
 
     const report = await up;
+    expect(answered.at(-1)).toBe('upload');
     expect(report.status).toBe(200);
     expect(report.body.rowCount).toBe(rows);
-    expect(await recording()).toBeNull();
-    expect((await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM payment_events WHERE reference LIKE 'FAIR-%'"))[0]!.n).toBe(rows);
+    // Every row once, and the other lender's writes beside them.
+    expect(await recorded()).toBe(rows);
+    expect((await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM uploaded_results WHERE reference LIKE 'FAIR-%'"))[0]!.n).toBe(rows);
     expect((await c.rows<{ n: number }>('SELECT COUNT(*) AS n FROM batches WHERE lender_id = ?', other.id))[0]!.n).toBe(1);
+    expect((await c.json('GET', '/v1/collection_policy', { key: other.key })).body.debit_buffer_cents).toBe(2500);
+    expect(gate.contended).toBe(false);
   }, 120_000);
 
   test('a dry run never holds the write gate', async () => {

@@ -2,7 +2,7 @@ import type { Database } from 'bun:sqlite';
 import type { Logger } from './logger';
 
 /** WAL pages the main connection lets pile up before it checkpoints itself: a safety net, normally unused. */
-const FALLBACK_AUTOCHECKPOINT_PAGES = 10_000;
+export const FALLBACK_AUTOCHECKPOINT_PAGES = 10_000;
 
 /**
  * Moves WAL checkpoints to a worker thread. Without it SQLite checkpoints inside whichever commit crosses

@@ -1,4 +1,5 @@
 import type { Config } from '../config';
+import { FALLBACK_AUTOCHECKPOINT_PAGES } from './checkpointer';
 import { openDatabase } from './db';
 import { openPg, pgDbHandle } from './pg';
 import { createLogger } from './logger';
@@ -17,6 +18,11 @@ export { absent };
 export function openThreadPlatform(config: Config, post: (line: string) => void): Omit<PlatformDeps, 'clock'> {
   // On PostgreSQL a small pool of its own (its transactions run beside the main thread's).
   const handle = config.databaseUrl ? pgDbHandle(openPg(config.databaseUrl, { max: 4 })) : openDatabase(config.databasePath, { migrate: false });
+  // Checkpoints are the checkpointer's (platform/checkpointer.ts), as for the main connection: else every
+  // commit of this connection that leaves the WAL past 1000 pages copies it into the database file and syncs
+  // it before it returns, holding the write lock meanwhile (an upload commits about once a second, and after
+  // each slice while other writes wait). The same fallback as the main connection's, should it stop.
+  if (!config.databaseUrl) handle.sqlite.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
   return {
     config,
     sqlite: handle.sqlite,

@@ -2,7 +2,8 @@
 import { expect, test } from 'bun:test';
 import { createTestContext } from '../helpers/context';
 import { waitFor } from '../helpers/server';
-import { startCheckpointer } from '../../src/platform/checkpointer';
+import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from '../../src/platform/checkpointer';
+import { openThreadPlatform } from '../../src/platform/thread';
 
 test('WAL checkpoints run in the worker; the main connection no longer checkpoints at 1000 pages', async () => {
   const ctx = createTestContext();
@@ -26,6 +27,20 @@ test('WAL checkpoints run in the worker; the main connection no longer checkpoin
     await cp.stop();
     // Data written by the main connection is all still there.
     expect((ctx.sql.query('SELECT COUNT(*) AS n FROM filler').get() as { n: number }).n).toBe(2000);
+  } finally {
+    ctx.close();
+  }
+});
+
+test('a worker thread’s connection (the upload worker’s) leaves checkpoints to the checkpointer too', () => {
+  const ctx = createTestContext();
+  try {
+    const platform = openThreadPlatform(ctx.rt.config, () => undefined);
+    try {
+      expect((platform.sqlite.query('PRAGMA wal_autocheckpoint').get() as { wal_autocheckpoint: number }).wal_autocheckpoint).toBe(FALLBACK_AUTOCHECKPOINT_PAGES);
+    } finally {
+      platform.sqlite.close();
+    }
   } finally {
     ctx.close();
   }

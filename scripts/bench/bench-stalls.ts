@@ -137,7 +137,7 @@ async function seedExport(server: BenchServer): Promise<void> {
 }
 
 /** The 1,000 borrowers the results file names (bench-upload.ts), enrolled with no processor key: nothing is collected. */
-async function enrollUploadBorrowers(server: BenchServer): Promise<void> {
+export async function enrollUploadBorrowers(server: BenchServer): Promise<void> {
   const borrowers = authorizers('upl-', 1000).map((a, i) => ({
     ...a,
     authorizer_unique_id: `upl-${String(i).padStart(6, '0')}`,

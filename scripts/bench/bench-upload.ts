@@ -33,8 +33,11 @@ const BENCH_UPLOAD_LIMIT_MS = 600_000;
 
 const STATUSES = ['settled', 'returned', 'sent', 'pending', 'late_return'];
 
-/** A generic results file of at most 10 MB: rows over 1000 borrowers, every status, dates in several formats. */
-export function resultsFile(): Uint8Array {
+/**
+ * A generic results file of at most 10 MB: rows over 1000 borrowers, every status, dates in several formats.
+ * Files of different `tag`s name different references.
+ */
+export function resultsFile(tag = 'ACME-INV-2026'): Uint8Array {
   const lines = ['authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code'];
   let size = lines[0]!.length + 1;
   for (let i = 0; ; i++) {
@@ -44,7 +47,7 @@ export function resultsFile(): Uint8Array {
     const settled = status === 'settled' || status === 'late_return' ? '11/04/2026' : '';
     const returned = status === 'returned' || status === 'late_return' ? '2026-11-06' : '';
     const code = returned ? (i % 2 ? 'R01' : 'R09 - Uncollected Funds') : '';
-    const line = `${aid},ACME-INV-2026-${String(i).padStart(7, '0')},${amount},${status},2026-11-02T14:30:00-05:00,${settled},${returned},${code}`;
+    const line = `${aid},${tag}-${String(i).padStart(7, '0')},${amount},${status},2026-11-02T14:30:00-05:00,${settled},${returned},${code}`;
     if (size + line.length + 1 > UPLOAD_LIMIT_BYTES - 1024) break;
     lines.push(line);
     size += line.length + 1;

@@ -32,8 +32,9 @@ import { cadenceBench } from './bench-cadence';
 import { linkedPlaidBench, linkedStripeBench } from './bench-linked';
 import { replicasBench } from './bench-replicas';
 import { bodiesBench } from './bench-bodies';
+import { fairBench } from './bench-fair';
 
-export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench, monitoringBench, linkedPlaidBench, linkedStripeBench, cadenceBench, replicasBench, bodiesBench];
+export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench, monitoringBench, linkedPlaidBench, linkedStripeBench, cadenceBench, replicasBench, bodiesBench, fairBench];
 
 interface Ran {
   bench: Bench;

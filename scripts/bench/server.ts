@@ -7,7 +7,7 @@
 //
 // Extra routes, bench only: POST /bench/parse-only (parses a balance request body and counts authorizers),
 // POST /bench/enqueue {n, url} (n webhook deliveries in one transaction), GET /bench/pending, GET /bench/lag
-// (event-loop stalls since the last call).
+// (event-loop stalls since the last call), POST /bench/lender (another lender and its API key).
 // Prints one JSON line {port, apiKey} when listening; exits when stdin closes or on SIGTERM.
 // On PostgreSQL (DATABASE_URL, the database startBenchServer made for this server) the migrations are applied
 // first, as index.ts does; there is no WAL to checkpoint.
@@ -55,6 +55,10 @@ const app = createApp(rt, { jobs })
     return { n, startedAt, committedAt: Date.now() };
   })
   .get('/bench/pending', async () => ({ pending: await countPending(rt) }))
+  .post('/bench/lender', async () => {
+    const other = await createLender(rt, `bench-${crypto.randomUUID().slice(0, 8)}`, rt.clock.now());
+    return { id: other.lender.id, apiKey: other.apiKey };
+  })
   // Event-loop stalls seen since the last call (a 5 ms timer's lateness), then reset.
   .get('/bench/lag', () => {
     const sorted = [...lags].sort((a, b) => a - b);

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import type { Ctx } from '../../deps';
 import { readSnapshot, savepoint, transaction, type Tx } from '../../platform/context';
 import { InvalidInput, Unavailable } from '../../platform/errors';
-import { evaluateReturnRates } from '../return-rates/watch';
+import { readReturnRates, saveReturnRates } from '../return-rates/watch';
 import { uploadStore as store } from './store';
 import { decideSlice, LedgerGuard, Lookups, type SliceDecided } from './slice';
 import { HeldLease } from '../../platform/leases';
@@ -602,11 +602,11 @@ async function recordInSlices(
           }
           const last = stop !== null || end === accepted.length;
           // A file refused at its first slice: nothing of it is recorded, nor in the history.
-          if (last && end === 0 && stop) return { end, m, last };
+          if (last && end === 0 && stop) return { end, m, last, refused: true };
           if (last) await finish(tx, u, reportOf(u.read, rows, end, m, false), stored);
           else if (!stored) await store.beginUnfinished(tx, { id: u.id, lenderId, creator: u.creator, fileSealed: sealed!, checkedAt: u.now, done: end, matched: m });
           else await store.advanceUnfinished(tx, u.id, end, m);
-          return { end, m, last };
+          return { end, m, last, refused: false };
         });
         // Said before the lock is let go, so that nothing can stop the service between the commit and the
         // moment it is known that the upload is partly recorded.
@@ -615,7 +615,11 @@ async function recordInSlices(
       });
       done = t.end;
       matched = t.m;
-      if (t.last) return reportOf(u.read, rows, done, matched, false);
+      if (t.last) {
+        // Refused at its very first slice, nothing of it is recorded: the rates are as they were.
+        if (!t.refused) await evaluateRates(ctx, writeTurn);
+        return reportOf(u.read, rows, done, matched, false);
+      }
       stored = true;
       // A replica stalled past its lease has lost the upload to another, which finishes it: this run stops.
       if (lease && !(await lease.keep())) throw new UploadTakenOver(u.id);
@@ -633,15 +637,27 @@ async function recordInSlices(
   }
 }
 
-/**
- * The last transaction's: the return rates, which the file's returns and debits move, evaluated once (they
- * read the lender's whole 60-day window, a quarter of a second for a lender of a few hundred thousand debits,
- * so not in every transaction), and the history record written; a stored upload is finished.
- */
+/** The last transaction's: the history record written, and a stored upload finished. */
 async function finish(tx: Ctx & { tx: Tx }, u: Recording, report: UploadReport, stored: boolean): Promise<void> {
-  await evaluateReturnRates(tx, tx.lender.id);
   await store.recordUpload(tx, { id: u.id, lenderId: tx.lender.id, recordedAt: u.now, creator: u.creator, report });
   if (stored) await store.endUnfinished(tx, u.id);
+}
+
+/**
+ * The lender's return rates, which the upload's returns and debits move, evaluated once its rows are all
+ * recorded: read on a snapshot, with no write lock held (they read the lender's whole 60-day window, about half
+ * a second for a lender of half a million debits, which no other write should wait for), then saved with their
+ * alerts in a short transaction of its own (return-rates/watch.ts saveReturnRates). A failure here leaves the
+ * upload recorded; as does a crash before it: the rates are then evaluated by the next evaluation (a return
+ * read from a processor, the check before an ACH debit of a lender that pauses on breach, the timer).
+ */
+async function evaluateRates(ctx: Ctx, writeTurn: WriteTurn): Promise<void> {
+  try {
+    const read = await readSnapshot(ctx, (tx) => readReturnRates(tx, tx.lender.id));
+    await writeTurn(() => transaction(ctx, (tx) => saveReturnRates(tx, tx.lender.id, read)));
+  } catch (e) {
+    ctx.deps.logger.error({ lender_id: ctx.lender.id, err: e }, 'return rates not evaluated after an upload; the next evaluation does it');
+  }
 }
 
 /** The file of an unfinished upload is sealed: `vault rotate` seals it again under a new key. */

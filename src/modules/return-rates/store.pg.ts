@@ -45,7 +45,12 @@ export const pgReturnRateStore: ReturnRateStore = {
   },
   async watchedStatuses(c, lenderId) {
     const [row] = await pgReaderOf(c)
-      .select({ unauthorized: returnRateWatch.unauthorized, administrative: returnRateWatch.administrative, overall: returnRateWatch.overall })
+      .select({
+        unauthorized: returnRateWatch.unauthorized,
+        administrative: returnRateWatch.administrative,
+        overall: returnRateWatch.overall,
+        evaluatedAt: returnRateWatch.evaluatedAt,
+      })
       .from(returnRateWatch)
       .where(eq(returnRateWatch.lenderId, lenderId));
     return row;

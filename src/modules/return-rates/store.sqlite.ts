@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm';
 import { lenders, returnRateWatch } from '../../../db/schema';
 import type { Db, Orm } from '../../platform/db';
 import { readerOf, writerOf } from '../../platform/store';
-import type { ReturnRateStore, WatchedStatuses, WindowReturn } from './store';
+import type { ReturnRateStore, SavedStatuses, WatchedStatuses, WindowReturn } from './store';
 
 // The return-rate statements, each on an index of its own (payments_rates_idx, payment_events_returns_idx and
 // payment_events_reference_returns_idx, covering what they read; uploaded_results_submitted_idx,
@@ -45,9 +45,14 @@ const returnsIn = (db: Db, lenderId: string, from: number, to: number): WindowRe
     )
     .all(lenderId, from, to);
 
-const watchedStatuses = (db: Db, lenderId: string): WatchedStatuses | undefined =>
+const watchedStatuses = (db: Db, lenderId: string): SavedStatuses | undefined =>
   db
-    .select({ unauthorized: returnRateWatch.unauthorized, administrative: returnRateWatch.administrative, overall: returnRateWatch.overall })
+    .select({
+      unauthorized: returnRateWatch.unauthorized,
+      administrative: returnRateWatch.administrative,
+      overall: returnRateWatch.overall,
+      evaluatedAt: returnRateWatch.evaluatedAt,
+    })
     .from(returnRateWatch)
     .where(eq(returnRateWatch.lenderId, lenderId))
     .get();

@@ -11,6 +11,9 @@ export interface WatchedStatuses {
   overall: RateStatus;
 }
 
+/** The statuses of an evaluation as saved, and when it was made. */
+export type SavedStatuses = WatchedStatuses & { evaluatedAt: number };
+
 /** A return in the window: its reference and its code (null when it came without one). */
 export interface WindowReturn {
   reference: string;
@@ -28,8 +31,8 @@ export interface ReturnRateStore {
   debitsIn(c: StoreCtx, lenderId: string, from: number, to: number): Promise<number>;
   /** Returns in [from, to], once per reference, with their code. */
   returnsIn(c: StoreCtx, lenderId: string, from: number, to: number): Promise<WindowReturn[]>;
-  /** The statuses of the lender's last evaluation, if it had one. */
-  watchedStatuses(c: StoreCtx, lenderId: string): Promise<WatchedStatuses | undefined>;
+  /** The statuses of the lender's last evaluation and when it was made, if it had one. */
+  watchedStatuses(c: StoreCtx, lenderId: string): Promise<SavedStatuses | undefined>;
   /** Stores the statuses of an evaluation, created or replaced. */
   saveWatchedStatuses(c: TxCtx, lenderId: string, statuses: WatchedStatuses, evaluatedAt: number): Promise<void>;
   /** Every lender's id (the timer's evaluation of each). */

@@ -8,7 +8,8 @@ import { enrollBorrower } from '../../helpers/fixtures';
 import { cycle } from '../../helpers/collection';
 import { startReceiver, verifyWithLibrary, type Receiver } from '../webhooks/support';
 import { deliverDueWebhooks } from '../../../src/modules/webhooks/jobs';
-import { evaluateAll } from '../../../src/modules/return-rates/watch';
+import { evaluateAll, readReturnRates, saveReturnRates } from '../../../src/modules/return-rates/watch';
+import { readSnapshot, transaction } from '../../../src/platform/context';
 
 const contexts: TestContext[] = [];
 const receivers: Receiver[] = [];
@@ -81,6 +82,35 @@ describe('RETURN_RATE_ALERT', () => {
     const text = await c.rt.metrics.registry.metrics();
     expect(text).toContain(`ach_debits_window{lender="${c.lender.id}"} 0`);
     expect(text).toContain(`ach_return_rate{lender="${c.lender.id}",class="administrative"} 0`);
+  });
+
+  test('rates read on a snapshot and saved after (an upload’s): saved as read, or read again when an evaluation was saved in between', async () => {
+    const { c, r } = setup();
+    await c.json('POST', '/v1/webhook_endpoints', { body: { url: r.url('/rates'), event_types: ['RETURN_RATE_ALERT'] } });
+    const ctx = { deps: c.rt };
+    const read = () => readSnapshot(ctx, (tx) => readReturnRates(tx, c.lender.id));
+    const save = (rates: Awaited<ReturnType<typeof read>>) => transaction(ctx, (tx) => saveReturnRates(tx, c.lender.id, rates));
+    // 3 R02 of 100 debits: administrative exceeded.
+    await upload(c, [...settled('S', 97), ...returned('A', 3, 'R02')]);
+    const before = await read();
+    expect(before.rates.rates.administrative.status).toBe('exceeded');
+    // 26 more debits, evaluated by their upload: 3 of 126, ok.
+    await upload(c, settled('T', 26));
+    // Saved as read, the rates of before would take it back to exceeded: they are read again instead.
+    expect(await save(before)).toEqual({ unauthorized: 'ok', administrative: 'ok', overall: 'ok' });
+    const got = await alerts(c, r);
+    expect(got.map((a) => [a.class, a.status, a.debits])).toEqual([
+      ['administrative', 'exceeded', 100],
+      ['administrative', 'ok', 126],
+    ]);
+    // Nothing saved in between: saved as read, though the window has slid past every row since.
+    const now = await read();
+    c.clock.advance(61 * 86_400_000);
+    expect(await save(now)).toEqual({ unauthorized: 'ok', administrative: 'ok', overall: 'ok' });
+    expect(await c.rt.metrics.registry.metrics()).toContain(`ach_debits_window{lender="${c.lender.id}"} 126`);
+    await evaluateAll(c.rt);
+    expect(await c.rt.metrics.registry.metrics()).toContain(`ach_debits_window{lender="${c.lender.id}"} 0`);
+    expect(await alerts(c, r)).toHaveLength(2);
   });
 
   test('a return read from the processor is evaluated at once', async () => {

@@ -7,9 +7,9 @@ import type { UploadAnswer, UploadForm, UploadInput } from './types';
 // The upload worker, as the main thread sees it: one Bun Worker per database, started at the first upload,
 // with its own SQLite connection to the same file. It works on one upload at a time, given the file's bytes
 // (transferred, not copied; a multipart body is parsed there too). It reads, checks and decides in its own
-// thread, asks for the write gate only for the recorded transaction, and answers with the report, the metrics
-// it counted and what it logged. The main thread only waits: its event loop keeps serving, and its other
-// writes wait at the gate, asynchronously.
+// thread, asks for the write gate only for its transactions (SQLite), and answers with the report, the
+// metrics it counted and what it logged. The main thread only waits: its event loop keeps serving, and its
+// other writes wait at the gate, asynchronously, for a slice of the upload at most.
 //
 // Uploads waiting for the worker are kept per lender, at most UPLOAD_WAITING_PER_LENDER each (a 429 past it),
 // and the next one is taken from the lender served longest ago: one lender's files never hold up another's
@@ -18,10 +18,11 @@ import type { UploadAnswer, UploadForm, UploadInput } from './types';
 // its first slice is recorded): nothing of it is recorded. Once its first slice is recorded (the worker says
 // so), it is recorded to its end whatever its caller does.
 //
-// An upload is recorded in transactions of one or more slices, for each of which the worker asks the write
-// gate and lets go after; it reads the gate's waiting flag (shared memory) after each slice and commits as soon
-// as anything waits, so the writes of other requests go between two slices. Stopping the service
-// terminates the worker: the transaction it had open is never committed (SQLite rolls it back), and an
+// On SQLite an upload is recorded in transactions of one or more slices, for each of which the worker asks
+// the write gate and lets go after; it reads the gate's waiting flag (shared memory) after each slice and
+// commits as soon as anything waits, so the writes of other requests go between two slices. On PostgreSQL it
+// takes no gate: a transaction of one slice each, side by side with the main thread's. Stopping the service
+// terminates the worker: the transaction it had open is never committed (it is rolled back), and an
 // upload cut off between two of its transactions is finished by the next start (resume, run by the
 // upload-resume job).
 

@@ -334,7 +334,8 @@ export type WriteTurn = <T>(fn: () => T | Promise<T>) => Promise<T>;
 
 /**
  * Where nothing tells whether other writes wait for the lock (an upload in this thread, a database in memory,
- * whose transactions take turns without the gate), they are taken to: a transaction records one slice.
+ * whose transactions take turns without the gate), they are taken to: a transaction records one slice. So it
+ * does on PostgreSQL, where there is no lock to share and a transaction holds its rows' locks no longer.
  */
 const ALWAYS = () => true;
 

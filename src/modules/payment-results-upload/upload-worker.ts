@@ -2,7 +2,8 @@
 // the same upload code as the main thread, given a clock fixed at the request's time, its own metrics (sent
 // back with each report), a logger whose lines go back to the main thread's, a vault holding the current key
 // (an upload of several transactions stores its file sealed, and a resumed one opens it), and the main
-// thread's write gate's waiting flag (an upload commits as soon as other writes wait).
+// thread's write gate's waiting flag (on SQLite an upload commits as soon as other writes wait; on PostgreSQL
+// it takes no gate).
 import type { Config } from '../../config';
 import type { Deps } from '../../deps';
 import { systemClock } from '../../platform/clock';
@@ -36,7 +37,12 @@ type ToWorker =
 let base: Omit<Deps, 'clock'> | null = null;
 /** The main thread's write gate's waiting flag: 1 while other writes wait for the lock. */
 let waiting: Int32Array | null = null;
-const othersWait = () => Atomics.load(waiting!, 0) !== 0;
+/**
+ * Whether other writes wait for the lock, read after each slice: a transaction of an upload goes on while
+ * none does. On PostgreSQL, which has no lock to share, a transaction records one slice (undefined: the
+ * upload's default), and holds its rows' locks no longer.
+ */
+const othersWaitOf = (): (() => boolean) | undefined => (base!.pg ? undefined : () => Atomics.load(waiting!, 0) !== 0);
 const grants = new Map<number, () => void>();
 /** Uploads whose first slice is recorded: they go on to their end, their caller gone or not. */
 const recording = new Set<number>();
@@ -68,10 +74,16 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
   void upload(m);
 };
 
-/** Each of the job's transactions runs once the main thread holds the write gate for it, and lets go after. */
+/**
+ * Each of the job's transactions runs once the main thread holds the write gate for it, and lets go after. On
+ * PostgreSQL at once: its transactions write side by side with the main thread's, as several replicas' do
+ * (what must take turns takes a lock: the lender's upload lock, the return-rate watch's), so the upload never
+ * makes another request's writes wait.
+ */
 const writeTurnOf =
   (id: number): WriteTurn =>
   async (fn) => {
+    if (base!.pg) return fn();
     await new Promise<void>((resolve) => {
       grants.set(id, resolve);
       self.postMessage({ type: 'lock', id });
@@ -92,7 +104,7 @@ async function upload(m: Extract<ToWorker, { type: 'upload' }>): Promise<void> {
       // The budget runs from when the worker takes the upload, not from when it was sent.
       budget: budgetOf(base!.config, () => Atomics.load(m.cancelled, 0) === 1),
       writeTurn: writeTurnOf(m.id),
-      othersWait,
+      othersWait: othersWaitOf(),
       onRecording: () => {
         recording.add(m.id);
         self.postMessage({ type: 'recording', id: m.id });
@@ -114,7 +126,7 @@ async function upload(m: Extract<ToWorker, { type: 'upload' }>): Promise<void> {
 async function resume(id: number): Promise<void> {
   try {
     const deps: Deps = { ...base!, clock: systemClock };
-    const finished = await resumeUnfinished(deps, writeTurnOf(id), othersWait);
+    const finished = await resumeUnfinished(deps, writeTurnOf(id), othersWaitOf());
     const metrics = await deps.metrics.registry.getMetricsAsJSON();
     deps.metrics.registry.resetMetrics();
     self.postMessage({ type: 'resumed', id, finished, metrics });

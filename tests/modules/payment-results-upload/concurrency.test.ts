@@ -1,18 +1,29 @@
 // A recorded upload runs in the upload worker with its own connection, a slice of rows at a time, and the main
 // thread's writes wait at the write gate while a slice's transaction holds the lock: requests sent during it
 // all succeed and are committed beside every row of the upload, none of them waited on SQLite's busy lock, and
-// reads were answered meanwhile. Writes go between two slices: another lender's small writes sent while the
-// upload holds the lock are answered while it is still recording. A dry run never takes the gate.
-// On PostgreSQL, which needs no write gate (transactions write side by side), the upload takes the gate the
-// same way, and the same traffic during the same uploads all succeeds and is all committed beside them.
+// reads were answered meanwhile. Writes go between two slices: another lender's small writes that wait for
+// the upload's transaction are answered after one slice, while it is still recording. A dry run never takes
+// the gate. On PostgreSQL, which has no write gate (transactions write side by side), the upload takes none:
+// another lender's writes are answered while its transaction is open, and the same traffic during the same
+// uploads all succeeds and is all committed beside them.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { bankAuthorizer, enrollBorrower } from '../../helpers/fixtures';
 import { gateOf } from '../../../src/platform/write-gate';
 import { writeGate } from '../../../src/platform/context';
+import { uploadLock, waitingForLocks } from '../../helpers/upload-hold';
 
 const contexts: TestContext[] = [];
 afterAll(() => contexts.forEach((c) => c.close()));
+
+/** Waits for a state (checked every few milliseconds; nothing here waits for a time). */
+async function untilAsync(what: string, check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; !(await check()); i++) {
+    if (i > 20_000) throw new Error(`never reached: ${what}`);
+    await Bun.sleep(2);
+  }
+}
+const until = (what: string, check: () => boolean) => untilAsync(what, async () => check());
 
 const ROWS = 60_000;
 function bigFile(): Uint8Array {
@@ -78,7 +89,7 @@ describe('an upload and the rest of the service at once', () => {
     }
   }, 60_000);
 
-  test('fair writes: another lender’s small writes sent while one lender’s large upload holds the write lock are answered before it is recorded', async () => {
+  test('fair writes: another lender’s small writes sent while one lender’s large upload has a transaction open are answered before the upload', async () => {
     const c = createTestContext();
     contexts.push(c);
     const borrowers = Array.from({ length: 50 }, (_, i) => enrollBorrower(`fair-${i}`));
@@ -89,31 +100,57 @@ describe('an upload and the rest of the service at once', () => {
     const other = c.newLender();
     const gate = writeGate(c.rt);
     const answered: string[] = [];
-    const up = upload(c, new TextEncoder().encode(lines.join('\n') + '\n'), false).finally(() => answered.push('upload'));
     const recorded = async () => (await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM payment_events WHERE reference LIKE 'FAIR-%'"))[0]!.n;
-
-    // The upload has read its file and holds the write lock for its rows.
-    for (let i = 0; !gate.held; i++) {
-      if (i > 100_000) throw new Error('the upload never took the write lock');
-      await Bun.sleep(1);
-    }
-    // The other lender's writes wait for the lock; they are answered as soon as the upload lets it go.
-    const [policy, balance] = await Promise.all([
+    const writes = () => [
       c.json('PATCH', '/v1/collection_policy', { key: other.key, body: { debit_buffer_cents: 2500 } }).finally(() => answered.push('policy')),
       c.json('POST', '/v1/balance_requests', { key: other.key, body: { authorizers: [bankAuthorizer('fair-other')] } }).finally(() => answered.push('balance')),
-    ]);
-    expect(policy.status).toBe(200);
-    expect(balance.status).toBe(201);
-    // Held still: the upload records nothing more while this share of the gate is held, and it waits for the
-    // share only after the slice it has under way.
-    const release = await gate.share();
-    try {
-      expect(answered).not.toContain('upload');
-      const meanwhile = await recorded();
-      expect(meanwhile).toBeLessThan(rows);
-    } finally {
-      release();
+    ];
+    let up: Promise<Awaited<ReturnType<typeof upload>>>;
+    let answers: Awaited<ReturnType<typeof c.json>>[];
+
+    if (!c.rt.pg) {
+      // The upload's first transaction waits for this share of the write gate, and the other lender's writes
+      // queue behind it: the upload takes the lock with them waiting.
+      const first = await gate.share();
+      up = upload(c, new TextEncoder().encode(lines.join('\n') + '\n'), false).finally(() => answered.push('upload'));
+      await until('the upload asks for the write gate', () => gate.waiting === 1);
+      const sent = writes();
+      await until('the other lender’s writes wait behind it', () => gate.waiting === 3);
+      first();
+      answers = await Promise.all(sent);
+      // Held now: the upload records nothing more while this share is held (it waits for the share after the
+      // slice it has under way).
+      const release = await gate.share();
+      try {
+        expect(answered).not.toContain('upload');
+        expect(await recorded()).toBeGreaterThan(0);
+        expect(await recorded()).toBeLessThan(rows);
+      } finally {
+        release();
+      }
+    } else {
+      // The upload's first transaction is open and waits for the lender's upload lock, held here; the other
+      // lender's writes are answered meanwhile, or wait at the write gate behind it.
+      const lock = uploadLock(c, c.lender.id);
+      await lock.taken;
+      try {
+        up = upload(c, new TextEncoder().encode(lines.join('\n') + '\n'), false).finally(() => answered.push('upload'));
+        await untilAsync('the upload’s transaction waits for the lock', async () => (await waitingForLocks(c)) === 1);
+        const sent = Promise.all(writes());
+        let settled = false;
+        void sent.finally(() => (settled = true));
+        await until('the other lender’s writes are answered, or wait at the gate', () => settled || gate.waiting > 0);
+        expect(gate.waiting).toBe(0);
+        answers = await sent;
+        expect(answered).not.toContain('upload');
+        expect(await recorded()).toBe(0);
+      } finally {
+        await lock.release();
+      }
     }
+    const [policy, balance] = answers;
+    expect(policy!.status).toBe(200);
+    expect(balance!.status).toBe(201);
 
     const report = await up;
     expect(answered.at(-1)).toBe('upload');

@@ -51,8 +51,8 @@ describe('exact money', () => {
     expect((await c.json('GET', '/v1/payment_enrollments/rich')).body.ledger.collected).toBe(ledger.collected);
     expect(await history()).toHaveLength(before);
 
-    // A file of two slices (512 rows each) whose second would take it past: the first slice stands, and the
-    // upload stops at the first row of the second, in the history with that error.
+    // A file whose slice after its first 512 rows would take it past (slices of 128 or 512 rows): the slices
+    // before it stand, and the upload stops at its first row, in the history with that error.
     expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('modest')] } })).status).toBe(207);
     const modest = Array.from({ length: 512 }, (_, i) => `modest,M-${i},1.00,settled,2026-11-02,2026-11-03,,`);
     const stopped = await upload(c, [...modest, 'rich,INV-past,"$10,000,000,000.00",settled,2026-11-02,2026-11-03,,']);

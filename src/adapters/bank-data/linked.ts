@@ -103,12 +103,22 @@ export interface LinkedSource<P extends BankDataProvider = BankDataProvider> {
 export interface LinkedSources {
   plaid: LinkedSource<'plaid'> & {
     /** The key Plaid signs webhooks with, by key id; null when Plaid has no such key. */
-    webhookKey(creds: Extract<LinkCredentials, { provider: 'plaid' }>, keyId: string): Promise<{ kty: 'EC'; crv: 'P-256'; x: string; y: string; kid: string; expiredAt: number | null } | null>;
+    webhookKey(creds: Extract<LinkCredentials, { provider: 'plaid' }>, keyId: string): Promise<PlaidWebhookKey | null>;
   };
   stripe: LinkedSource<'stripe'> & {
     /** The fca_… account an ACH PaymentMethod was verified through, or null. */
     accountOfPaymentMethod(creds: Extract<LinkCredentials, { provider: 'stripe' }>, paymentMethod: string): Promise<string | null>;
   };
+}
+
+/** A Plaid webhook verification key: an EC P-256 public JWK, and when Plaid retired it (null while current). */
+export interface PlaidWebhookKey {
+  kty: 'EC';
+  crv: 'P-256';
+  x: string;
+  y: string;
+  kid: string;
+  expiredAt: number | null;
 }
 
 /** The last four characters of a secret, for showing which one is stored. */

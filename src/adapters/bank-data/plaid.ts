@@ -1,6 +1,6 @@
 import type { PlaidEnvironment } from '../../../db/schema/enums';
 import { dollarsToCentsRounded } from '../../platform/money';
-import { ACCOUNT_CLOSED, ACCOUNT_REVOKED, NOT_A_CASH_ACCOUNT, CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource, type LinkProbe } from './linked';
+import { ACCOUNT_CLOSED, ACCOUNT_REVOKED, NOT_A_CASH_ACCOUNT, CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource, type LinkProbe, type PlaidWebhookKey } from './linked';
 import { TransientProviderError, OTHER_ERROR_CODE, HISTORY_MAX_PAGES, boundedCredits, dayOfIso, isoDay, type HistoryCredit, type HistoryResult, type HistoryWindow } from './types';
 import { IMPLAUSIBLE_BALANCE } from './plausible';
 import { AnswerTooLarge, ANSWER_LIMIT_BYTES, ANSWER_TOO_LARGE, boundedText, PAGE_LIMIT_BYTES } from '../bounded-body';
@@ -74,16 +74,6 @@ export const MIN_LAST_UPDATED_MS = 24 * 3_600_000;
 
 /** A Plaid Item whose Transactions product is neither billed nor consented to: no history is read (it would start billing). */
 export const TRANSACTIONS_NOT_ENABLED = 'transactions_not_enabled';
-
-/** A Plaid webhook verification key: an EC P-256 public JWK, and when Plaid retired it (null while current). */
-export interface PlaidWebhookKey {
-  kty: 'EC';
-  crv: 'P-256';
-  x: string;
-  y: string;
-  kid: string;
-  expiredAt: number | null;
-}
 
 /** Transactions per page of /transactions/sync (Plaid's largest). */
 export const PLAID_PAGE_SIZE = 500;

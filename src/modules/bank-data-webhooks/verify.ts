@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { decodeProtectedHeader, importJWK, jwtVerify, type JWK } from 'jose';
 import Stripe from 'stripe';
+import type { PlaidWebhookKey } from '../../adapters/bank-data/linked';
 
 // The providers' webhook signatures, checked with maintained libraries: Plaid's `Plaid-Verification` JWT with
 // `jose` (ES256 only, the key fetched by its id and refused once Plaid retired it, issued within five minutes,
@@ -10,14 +11,7 @@ import Stripe from 'stripe';
 /** How old a signed webhook may be. */
 export const WEBHOOK_TOLERANCE_S = 300;
 
-export interface PlaidKey {
-  kty: 'EC';
-  crv: 'P-256';
-  x: string;
-  y: string;
-  kid: string;
-  expiredAt: number | null;
-}
+export type PlaidKey = PlaidWebhookKey;
 
 /** The key id a Plaid token names, when its header is ES256 with a key id; null otherwise (refused unread). */
 export function plaidKeyId(token: string): string | null {

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { index, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, index, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { BANK_DATA_PROVIDERS, PLAID_ENVIRONMENTS } from '../schema/enums';
 import { lenders } from './lenders';
 import { ident, ms } from './columns';
@@ -42,4 +42,18 @@ export const bankLinkRelinks = pgTable(
     createdAt: ms('created_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.lenderId, t.linkDigest] })],
+);
+
+// Calls made to a provider through a connection, per endpoint and UTC day (YYYY-MM-DD).
+export const providerCalls = pgTable(
+  'provider_calls',
+  {
+    connectionId: ident('connection_id').notNull(),
+    endpoint: ident('endpoint').notNull(),
+    day: ident('day').notNull(),
+    lenderId: ident('lender_id').notNull(),
+    provider: text('provider', { enum: BANK_DATA_PROVIDERS }).notNull(),
+    calls: bigint('calls', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.connectionId, t.endpoint, t.day] })],
 );

@@ -15,6 +15,7 @@ import { scheduleRoutes } from './schedules/routes';
 import { paymentConnectionRoutes } from './payment-connections/routes';
 import { bankDataConnectionRoutes } from './bank-data-connections/routes';
 import { sealedColumns as bankDataSealed } from './bank-data-connections/service';
+import { providerCallsJob } from './bank-data-connections/usage';
 import { sealedColumns as connectionSealed } from './payment-connections/service';
 import { enrollmentRoutes } from './enrollments/routes';
 import { sealedColumns as enrollmentSealed } from './enrollments/service';
@@ -77,6 +78,7 @@ export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
     heldRecheckJob,
     searchIndexJob,
     payHistoryJob,
+    providerCallsJob,
     dispatchJob,
     pollJob(deps.config.processorPollIntervalMs),
     reconcileJob(deps.config.processorReconcileIntervalMs),

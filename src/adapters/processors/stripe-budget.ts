@@ -3,27 +3,47 @@
 // lender's key, its payments and its Financial Connections reads, from two SDK clients; both take their turn
 // from one budget per key here, so reads never spend the payments' share in a burst, nor the other way round.
 //
-// The budget is a token bucket of STRIPE_REQUESTS_PER_SECOND with room for one request: requests leave evenly
-// spaced, at most 25 in any second, whatever the endpoint (a stricter rule than Stripe's per endpoint, and the
-// only one that holds however the calls are mixed). It is this process's: replicas each keep their own.
+// The budget: requests leave evenly spaced, STRIPE_PACED_PER_SECOND a second and never more than 22 in any second
+// as they leave, whatever the endpoint (a stricter rule than Stripe's per endpoint, and the only one that holds however
+// the calls are mixed). The pace is 90% of Stripe's 25, so that a request slowed on its way (a new connection)
+// does not arrive in the same second as the 25th after it. It is this process's: replicas each keep their own.
 
-/** Requests a second per Stripe key, all endpoints together. */
+/** Stripe's default limit per endpoint and account, requests a second. */
 export const STRIPE_REQUESTS_PER_SECOND = 25;
+/** The pace kept per key, all endpoints together. */
+export const STRIPE_PACED_PER_SECOND = 22.5;
 /** Keys whose budget is kept at most (the least recently used forgotten first; one forgotten starts full). */
 const MAX_BUCKETS = 1_024;
 
-/** Requests leave one after the other, `intervalMs` apart at least. */
+/**
+ * Requests leave `intervalMs` apart at least, and never more than `perWindow` in any `windowMs` as measured when
+ * they leave: a timer that fires late (a busy event loop) lets the waiting requests go only as the window allows,
+ * not all at once.
+ */
 export class RequestPacer {
   private next = 0;
-  constructor(private readonly intervalMs: number) {}
+  private readonly sent: number[] = [];
+  constructor(
+    private readonly intervalMs: number,
+    private readonly perWindow = Number.POSITIVE_INFINITY,
+    private readonly windowMs = 1_000,
+  ) {}
 
-  /** Resolves when this request may leave; the turn is taken at once, so callers leave in the order they asked. */
-  take(): Promise<void> {
-    const now = performance.now();
-    const at = Math.max(now, this.next);
-    this.next = at + this.intervalMs;
-    const wait = at - now;
-    return wait <= 0 ? Promise.resolve() : Bun.sleep(wait);
+  /** Resolves when this request may leave. */
+  async take(): Promise<void> {
+    for (;;) {
+      const now = performance.now();
+      while (this.sent.length > 0 && this.sent[0]! <= now - this.windowMs) this.sent.shift();
+      const free = this.sent.length < this.perWindow ? now : this.sent[0]! + this.windowMs;
+      const at = Math.max(this.next, free);
+      if (at <= now) {
+        this.next = now + this.intervalMs;
+        this.sent.push(now);
+        return;
+      }
+      // Checked again on waking: another request may have taken the turn meanwhile.
+      await Bun.sleep(at - now);
+    }
   }
 }
 
@@ -37,7 +57,7 @@ export function pacerOf(key: string, timeScale = 1): RequestPacer {
     pacers.delete(id);
   } else {
     if (pacers.size >= MAX_BUCKETS) pacers.delete(pacers.keys().next().value!);
-    p = new RequestPacer((1_000 * timeScale) / STRIPE_REQUESTS_PER_SECOND);
+    p = new RequestPacer((1_000 * timeScale) / STRIPE_PACED_PER_SECOND, Math.floor(STRIPE_PACED_PER_SECOND), 1_000 * timeScale);
   }
   pacers.set(id, p);
   return p;

@@ -86,6 +86,12 @@ export interface Config {
   bankLinkMinReadIntervalMs: number;
   /** How soon a link with an open health episode is first probed; each probe that finds it unchanged doubles it, up to a day. */
   bankLinkProbeIntervalMs: number;
+  /**
+   * Multiplies every provider time the service keeps (Plaid's timeouts and rate window, Stripe's request
+   * spacing, the waits on rate limits and pending refreshes): 1 in production; below it only for load tests
+   * against fakes whose latencies are scaled the same way.
+   */
+  providerTimeScale: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -102,6 +108,13 @@ function int(env: Env, name: string, def: number, min: number, max: number): num
   if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) {
     throw new ConfigError(name, `an integer from ${min} to ${max}`, v);
   }
+  return Number(v);
+}
+
+function fraction(env: Env, name: string, def: number, min: number): number {
+  const v = str(env, name);
+  if (v === null) return def;
+  if (!/^(0|1)?(\.\d+)?$/.test(v) || Number(v) < min || Number(v) > 1) throw new ConfigError(name, `a number from ${min} to 1`, v);
   return Number(v);
 }
 
@@ -271,6 +284,7 @@ export function loadConfig(env: Env = process.env): Config {
     // At least a second: the window is what bounds the provider calls of one account, billed to the lender.
     bankLinkMinReadIntervalMs: int(env, 'BANK_LINK_MIN_READ_INTERVAL_MS', 60_000, 1_000, 86_400_000),
     bankLinkProbeIntervalMs: int(env, 'BANK_LINK_PROBE_INTERVAL_MS', 3_600_000, 1_000, 86_400_000),
+    providerTimeScale: fraction(env, 'PROVIDER_TIME_SCALE', 1, 0.01),
   };
 }
 

@@ -4,6 +4,7 @@ import type { LinkedSources } from './adapters/bank-data/linked';
 import type { RoutingDirectory } from './adapters/routing/directory';
 import type { Processors } from './adapters/processors';
 import type { CompletedBatch, RecordedRead } from './modules/balance-requests/results';
+import type { ProviderCallCounts } from './platform/provider-calls';
 
 /** Everything a service or job may use: the platform, the adapters, and what a balance result sets off. */
 export interface Deps extends PlatformDeps {
@@ -14,6 +15,8 @@ export interface Deps extends PlatformDeps {
   processors: Processors;
   /** What a recorded balance result sets off (modules/balance-results.ts), run by the balance pipeline. */
   balanceResults: BalanceResultChain;
+  /** Provider calls counted per connection, endpoint and day, not yet written (platform/provider-calls.ts). */
+  providerCalls: ProviderCallCounts;
 }
 
 /** A service call's context in this service: `{ lender, deps, tx? }`. */

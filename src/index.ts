@@ -9,6 +9,7 @@ import { DatabaseInUseError, lockDatabase, SchemaTooNewError } from './platform/
 import { applyPgMigrations, redactedUrl } from './platform/pg';
 import { ensureBootstrapLender } from './modules/lenders/service';
 import { featureJobs, releaseStaleClaims } from './modules';
+import { writeProviderCalls } from './modules/bank-data-connections/usage';
 import { SERVER_HEADER_CEILING_BYTES } from './http/limits';
 
 // start: config → vault + database (migrations) → app → jobs → listen; SIGTERM/SIGINT shut down cleanly.
@@ -91,6 +92,8 @@ async function main(): Promise<void> {
     const finished = await Promise.race([Promise.all([draining, jobsStopped]).then(() => true), until(deadline - reserve).then(() => false)]);
     if (!finished) logger.warn('requests or jobs still running at the end of the grace period: cut');
     await app.server?.stop(true);
+    // The provider calls counted since the last flush, so a clean stop loses none of the lenders' usage.
+    await Promise.race([writeProviderCalls(runtime).catch(() => undefined), until(deadline - 200)]);
     await Promise.race([checkpointer?.stop(), until(deadline - 100)]);
     runtime.handle.close();
     await runtime.pg?.close();

@@ -10,6 +10,7 @@ import { Metrics } from './platform/metrics';
 import { loadVault, type Vault } from './platform/vault';
 import { PageTokens } from './platform/pagination';
 import { gateOf } from './platform/write-gate';
+import { ProviderCallCounts, providerCallCounter } from './platform/provider-calls';
 import { createBalanceProvider, createLinkedSources } from './adapters/bank-data';
 import type { LinkedSources } from './adapters/bank-data/linked';
 import type { BalanceProvider } from './adapters/bank-data/types';
@@ -61,6 +62,9 @@ export function createRuntime(
   // PostgreSQL when DATABASE_URL is set (migrated by the start before this, index.ts), else the SQLite file.
   const handle: DbHandle = config.databaseUrl ? pgDbHandle(openPg(config.databaseUrl, { max: config.databasePoolMax })) : openDatabase(config.databasePath);
   const clock = opts.clock ?? systemClock;
+  const metrics = new Metrics({ defaults: opts.defaultMetrics });
+  const providerCalls = new ProviderCallCounts();
+  const onProviderCall = providerCallCounter(metrics, providerCalls, clock);
   const processors = createProcessors({
     sqlite: handle.sqlite,
     pg: handle.pg,
@@ -73,9 +77,8 @@ export function createRuntime(
       outageMs: config.sandboxOutageMs,
       eventRetentionMs: config.sandboxEventRetentionMs,
     },
-    stripe: opts.stripe ?? (() => new StripeProcessor({ apiUrl: config.stripeApiUrl, logger })),
+    stripe: opts.stripe ?? (() => new StripeProcessor({ apiUrl: config.stripeApiUrl, logger, timeScale: config.providerTimeScale, onCall: (e) => onProviderCall('stripe', e) })),
   });
-  const metrics = new Metrics({ defaults: opts.defaultMetrics });
   metrics.setQueueDepthSource(() => queueDepth(handle));
   metrics.setWriteGateSources(() => gateOf(handle.sqlite).bypassed, () => gateOf(handle.sqlite).held);
   return {
@@ -93,8 +96,9 @@ export function createRuntime(
     pageTokens: new PageTokens(vault),
     routing: routing.directory,
     bank: opts.bank ?? createBalanceProvider(config, routing.directory, logger, clock),
-    linked: opts.linked ?? createLinkedSources(config),
+    linked: opts.linked ?? createLinkedSources(config, onProviderCall),
     processors,
     balanceResults: balanceResultChain,
+    providerCalls,
   };
 }

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { index, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, index, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { BANK_DATA_PROVIDERS, LINK_HEALTHS, PLAID_ENVIRONMENTS } from '../schema/enums';
 import { lenders } from './lenders';
 import { ident, ms } from './columns';
@@ -72,4 +72,18 @@ export const providerWebhookReceipts = pgTable(
     receivedAt: ms('received_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.provider, t.receiptKey] }), index('provider_webhook_receipts_at_idx').on(t.receivedAt)],
+);
+
+// Calls made to a provider through a connection, per endpoint and UTC day (YYYY-MM-DD).
+export const providerCalls = pgTable(
+  'provider_calls',
+  {
+    connectionId: ident('connection_id').notNull(),
+    endpoint: ident('endpoint').notNull(),
+    day: ident('day').notNull(),
+    lenderId: ident('lender_id').notNull(),
+    provider: text('provider', { enum: BANK_DATA_PROVIDERS }).notNull(),
+    calls: bigint('calls', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.connectionId, t.endpoint, t.day] })],
 );

@@ -83,3 +83,18 @@ export const providerWebhookReceipts = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.provider, t.receiptKey] }), index('provider_webhook_receipts_at_idx').on(t.receivedAt)],
 );
+
+// Calls made to a provider through a connection, per endpoint and UTC day (YYYY-MM-DD): what a lender's reads
+// cost at Plaid or Stripe. Counted in memory and added here in batches (modules/bank-data-connections/usage.ts).
+export const providerCalls = sqliteTable(
+  'provider_calls',
+  {
+    connectionId: text('connection_id').notNull(),
+    endpoint: text('endpoint').notNull(),
+    day: text('day').notNull(),
+    lenderId: text('lender_id').notNull(),
+    provider: text('provider', { enum: BANK_DATA_PROVIDERS }).notNull(),
+    calls: integer('calls').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.connectionId, t.endpoint, t.day] })],
+);

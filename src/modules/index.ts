@@ -16,6 +16,7 @@ import { paymentConnectionRoutes } from './payment-connections/routes';
 import { bankDataConnectionRoutes } from './bank-data-connections/routes';
 import { bankDataWebhookRoutes } from './bank-data-webhooks/routes';
 import { sealedColumns as bankDataSealed } from './bank-data-connections/service';
+import { providerCallsJob } from './bank-data-connections/usage';
 import { sealedColumns as connectionSealed } from './payment-connections/service';
 import { enrollmentRoutes } from './enrollments/routes';
 import { sealedColumns as enrollmentSealed } from './enrollments/service';
@@ -81,6 +82,7 @@ export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
     searchIndexJob,
     payHistoryJob,
     linkProbeJob,
+    providerCallsJob,
     dispatchJob,
     pollJob(deps.config.processorPollIntervalMs),
     reconcileJob(deps.config.processorReconcileIntervalMs),

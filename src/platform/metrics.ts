@@ -118,6 +118,12 @@ export class Metrics {
     labelNames: ['lender'] as const,
     registers: [this.registry],
   });
+  readonly providerCalls = new Counter({
+    name: 'provider_calls_total',
+    help: 'Requests sent to bank-data and payment providers, by lender id (empty for calls made outside a bank-data read: payments, credential checks), provider and endpoint',
+    labelNames: ['lender', 'provider', 'endpoint'] as const,
+    registers: [this.registry],
+  });
   readonly pollFailures = new Counter({
     name: 'processor_poll_failures_total',
     help: 'Reads of a processor key that failed, by processor',

@@ -78,8 +78,19 @@ export interface FakePlaid {
   setSyncStatus(accessToken: string, status: TransactionsUpdateStatus): void;
   /** The next n transaction requests answer this (a 500 API_ERROR by default). */
   failNextTransactions(n: number, error?: { status: number; type: PlaidErrorType; code: string }): void;
-  /** Every answer waits this long first. */
-  setLatency(ms: number): void;
+  /** Every answer waits this long first; with `maxMs`, a time drawn between the two for each answer. */
+  setLatency(ms: number, maxMs?: number): void;
+  /** An Item's balance answers wait this long (in place of the latency above). */
+  setItemLatency(accessToken: string, ms: number | null): void;
+  /**
+   * Plaid's ACCOUNTS_BALANCE_GET_LIMIT: at most `perWindow` balance calls per Item in any `windowMs` (by `now`, the
+   * real clock unless a test's is given); one more is answered 429 RATE_LIMIT_EXCEEDED. null lifts it.
+   */
+  setItemRateLimit(perWindow: number | null, windowMs?: number, now?: () => number): void;
+  /** Balance calls of the Item made elsewhere (the lender's own), counted in its window now. */
+  spendItemCalls(accessToken: string, n: number): void;
+  /** Balance calls of the Item answered 429 for its rate limit. */
+  rateRefusals(accessToken: string): number;
   /**
    * A webhook as Plaid sends it: the raw body and its Plaid-Verification token, signed with the fake's ES256 key
    * (whose public half /webhook_verification_key/get gives). `iat` (seconds) is now unless given; `signedBody` signs
@@ -144,6 +155,21 @@ export function startFakePlaid(): FakePlaid {
   let keyExpiredAt: number | null = null;
   const signingKey = () =>
     (signing ??= generateKeyPair('ES256', { extractable: true }).then(async (pair) => ({ privateKey: pair.privateKey, jwk: await exportJWK(pair.publicKey) })));
+  let latencyMax = 0;
+  const itemLatency = new Map<string, number>();
+  let rateLimit: { perWindow: number; windowMs: number; now: () => number } | null = null;
+  const itemCalls = new Map<string, number[]>();
+  const refusals = new Map<string, number>();
+  /** The Item's calls in its window, counted now: false when one more is over the limit. */
+  const withinLimit = (token: string, spend = 1): boolean => {
+    if (!rateLimit) return true;
+    const now = rateLimit.now();
+    const calls = (itemCalls.get(token) ?? []).filter((t) => t > now - rateLimit!.windowMs);
+    itemCalls.set(token, calls);
+    if (calls.length + spend > rateLimit.perWindow) return false;
+    for (let i = 0; i < spend; i++) calls.push(now);
+    return true;
+  };
   const flight = new Map<string, { now: number; max: number }>();
 
   const answer = (rec: PlaidRecordedRequest, status: number, body: unknown) => {
@@ -183,6 +209,10 @@ export function startFakePlaid(): FakePlaid {
     }
     const item = items.get(b.access_token);
     if (!item) return { status: 400, body: err(PlaidErrorType.InvalidInput, 'INVALID_ACCESS_TOKEN', 'provided access token is in an invalid format', 400) };
+    if (!withinLimit(b.access_token)) {
+      refusals.set(b.access_token, (refusals.get(b.access_token) ?? 0) + 1);
+      return { status: 429, body: err(PlaidErrorType.RateLimitExceeded, 'ACCOUNTS_BALANCE_GET_LIMIT', 'rate limit exceeded for attempts to access this item', 429) };
+    }
     if (item.error) return { status: 400, body: err(item.error.type, item.error.code, `the Item answers ${item.error.code}`, 400) };
     const wanted = b.options?.account_ids;
     const accounts = item.accounts.filter((a) => !wanted || wanted.includes(a.account_id));
@@ -397,7 +427,9 @@ export function startFakePlaid(): FakePlaid {
       f.now++;
       f.max = Math.max(f.max, f.now);
       try {
-        if (latency > 0) await Bun.sleep(latency);
+        const own = path === '/accounts/balance/get' && typeof body.access_token === 'string' ? itemLatency.get(body.access_token) : undefined;
+        const wait = own ?? (latencyMax > latency ? latency + Math.random() * (latencyMax - latency) : latency);
+        if (wait > 0) await Bun.sleep(wait);
         if (path === '/institutions/get') {
           const r = institutions(body as unknown as InstitutionsGetRequest);
           return answer(rec, r.status, r.body);
@@ -468,9 +500,16 @@ export function startFakePlaid(): FakePlaid {
     failNext: (n, error) => {
       failing = { left: n, error: error ?? failing.error };
     },
-    setLatency: (ms) => {
+    setLatency: (ms, maxMs) => {
       latency = ms;
+      latencyMax = maxMs ?? ms;
     },
+    setItemLatency: (token, ms) => void (ms === null ? itemLatency.delete(token) : itemLatency.set(token, ms)),
+    setItemRateLimit: (perWindow, windowMs = 60_000, now = Date.now) => {
+      rateLimit = perWindow === null ? null : { perWindow, windowMs, now };
+    },
+    spendItemCalls: (token, n) => void withinLimit(token, n),
+    rateRefusals: (token) => refusals.get(token) ?? 0,
     inFlight: (clientId) => ({ ...(flight.get(clientId) ?? { now: 0, max: 0 }) }),
     signWebhook: async (body, opts = {}) => {
       const raw = JSON.stringify(body);

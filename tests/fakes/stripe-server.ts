@@ -44,6 +44,15 @@ export interface FakeStripeControl extends FcControl {
   requireAction(nextAch?: boolean): void;
   /** The next n requests answer this status (before any work, so nothing is kept for their idempotency key). */
   failNext(n: number, status?: number): void;
+  /**
+   * Stripe's rate limit: at most `perSecond` requests per key in any second (real time; or in any `windowMs`); one
+   * more is answered 429 `rate_limit`. null lifts it.
+   */
+  setRateLimit(perSecond: number | null, windowMs?: number): void;
+  /** Requests answered 429 for their rate, per key. */
+  rateLimited(key: string): number;
+  /** GET requests for one Financial Connections account (retrieves). */
+  retrieves(id: string): number;
   /** The next n requests get no answer until the client gives up (a timeout). */
   stallNext(n: number): void;
   /** The next n requests with an idempotency key are done (and kept for the key), but their answer is lost: a 503. */
@@ -98,6 +107,11 @@ function create(): FakeStripe {
   const idempotent = new Map<string, { method: string; path: string; fingerprint: string; answer: Answer; requestId: string }>();
   const requests: RecordedRequest[] = [];
   let failing = { left: 0, status: 500 };
+  let perSecond: number | null = null;
+  let rateWindowMs = 1_000;
+  const recent = new Map<string, number[]>();
+  const limited = new Map<string, number>();
+  const retrieved = new Map<string, number>();
   let stalls = 0;
   let losing = 0;
   const stalled = new Set<() => void>();
@@ -168,6 +182,18 @@ function create(): FakeStripe {
       await new Promise<void>((resolve) => stalled.add(resolve));
       return done(stripeError(503, 'api_error', 'The fake Stripe server stopped.'));
     }
+    const fca = req.method === 'GET' ? /^\/v1\/financial_connections\/accounts\/([^/]+)$/.exec(url.pathname)?.[1] : undefined;
+    if (fca) retrieved.set(fca, (retrieved.get(fca) ?? 0) + 1);
+    if (perSecond !== null) {
+      const now = performance.now();
+      const times = (recent.get(key) ?? []).filter((t) => t > now - rateWindowMs);
+      recent.set(key, times);
+      if (times.length >= perSecond) {
+        limited.set(key, (limited.get(key) ?? 0) + 1);
+        return done(stripeError(429, 'invalid_request_error', 'Too many requests hit the API too quickly.', { code: 'rate_limit' }));
+      }
+      times.push(now);
+    }
     if (failing.left > 0) {
       failing.left--;
       const status = failing.status;
@@ -226,6 +252,12 @@ function create(): FakeStripe {
     failNext: (n, status = 500) => {
       failing = { left: n, status };
     },
+    setRateLimit: (n, windowMs = 1_000) => {
+      perSecond = n;
+      rateWindowMs = windowMs;
+    },
+    rateLimited: (key) => limited.get(key) ?? 0,
+    retrieves: (id) => retrieved.get(id) ?? 0,
     loseNextAnswers: (n) => {
       losing = n;
     },
@@ -244,7 +276,7 @@ function create(): FakeStripe {
     setFcAccountNumbers: (id, statuses) => fc.setFcAccountNumbers(id, statuses),
     setFcBalance: (id, cents) => fc.setFcBalance(id, cents),
     setFcRawBalance: (id, balance) => fc.setFcRawBalance(id, balance),
-    setRefreshDelay: (ms) => fc.setRefreshDelay(ms),
+    setRefreshDelay: (ms, clock) => fc.setRefreshDelay(ms, clock),
     failNextRefreshes: (n) => fc.failNextRefreshes(n),
     refreshes: (id) => fc.refreshes(id),
     subscriptions: (id) => fc.subscriptions(id),

@@ -68,6 +68,7 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
       bankLinkConcurrency: 4,
       bankLinkMinReadIntervalMs: 60_000,
       bankLinkProbeIntervalMs: 3_600_000,
+      providerTimeScale: 1,
     });
   });
 
@@ -83,6 +84,9 @@ describe('loadConfig defaults (decisions.md, Configuration)', () => {
   test('a linked account’s read window accepts a second to a day, and no less', () => {
     expect(loadConfig({ BANK_LINK_MIN_READ_INTERVAL_MS: '1000' }).bankLinkMinReadIntervalMs).toBe(1_000);
     expect(loadConfig({ BANK_LINK_MIN_READ_INTERVAL_MS: '86400000' }).bankLinkMinReadIntervalMs).toBe(86_400_000);
+    expect(loadConfig({ PROVIDER_TIME_SCALE: '0.01' }).providerTimeScale).toBe(0.01);
+    expect(() => loadConfig({ PROVIDER_TIME_SCALE: '2' })).toThrow('PROVIDER_TIME_SCALE');
+    expect(() => loadConfig({ PROVIDER_TIME_SCALE: '0.001' })).toThrow('PROVIDER_TIME_SCALE');
     expect(() => loadConfig({ BANK_LINK_MIN_READ_INTERVAL_MS: '999' })).toThrow(/BANK_LINK_MIN_READ_INTERVAL_MS/);
   });
 

@@ -53,9 +53,13 @@ export function createBalanceProvider(
 }
 
 /** The sources of linked accounts, each at its provider's address or the one configured for it. */
-export function createLinkedSources(config: { plaidApiUrl: string | null; stripeApiUrl: string | null }): LinkedSources {
+export function createLinkedSources(
+  config: { plaidApiUrl: string | null; stripeApiUrl: string | null; providerTimeScale?: number },
+  onCall?: (provider: 'plaid' | 'stripe', endpoint: string) => void,
+): LinkedSources {
+  const timeScale = config.providerTimeScale ?? 1;
   return {
-    plaid: refusedInTransaction('Plaid', new PlaidSource({ apiUrl: config.plaidApiUrl })),
-    stripe: refusedInTransaction('Stripe Financial Connections', new StripeFcSource({ apiUrl: config.stripeApiUrl })),
+    plaid: refusedInTransaction('Plaid', new PlaidSource({ apiUrl: config.plaidApiUrl, timeScale, onCall: onCall && ((e) => onCall('plaid', e)) })),
+    stripe: refusedInTransaction('Stripe Financial Connections', new StripeFcSource({ apiUrl: config.stripeApiUrl, timeScale, onCall: onCall && ((e) => onCall('stripe', e)) })),
   };
 }

@@ -4,6 +4,7 @@ import { ACCOUNT_CLOSED, ACCOUNT_REVOKED, NOT_A_CASH_ACCOUNT, CredentialsRefused
 import { TransientProviderError, OTHER_ERROR_CODE, HISTORY_MAX_PAGES, boundedCredits, dayOfIso, isoDay, type HistoryCredit, type HistoryResult, type HistoryWindow } from './types';
 import { IMPLAUSIBLE_BALANCE } from './plausible';
 import { AnswerTooLarge, ANSWER_LIMIT_BYTES, ANSWER_TOO_LARGE, boundedText, PAGE_LIMIT_BYTES } from '../bounded-body';
+import { PLAID_RATE_WINDOW_MS, PlaidItemBudget, plaidTimeoutMs } from './plaid-budget';
 
 // Plaid Balance over plain HTTP: the request bodies are the ones the official `plaid` SDK sends
 // (client_id and secret in the body, never in a header, a URL or a log line), the answers are read as its
@@ -13,7 +14,6 @@ const HOSTS: Record<PlaidEnvironment, string> = {
   sandbox: 'https://sandbox.plaid.com',
   production: 'https://production.plaid.com',
 };
-const TIMEOUT_MS = 10_000;
 /** Plaid's version header, as the SDK release the requests follow sends it. */
 export const PLAID_VERSION = '2020-09-14';
 
@@ -54,8 +54,12 @@ function plaidError(body: unknown): PlaidErrorBody | null {
 }
 
 /** How a Plaid error reads as a balance status (the table of "Reading real balances" in the README). */
-export function plaidErrorResult(status: number, e: PlaidErrorBody | null): LinkedReadResult {
-  if (status === 429 || e?.error_type === 'RATE_LIMIT_EXCEEDED' || e?.error_type === 'API_ERROR' || status >= 500 || (e && TRANSIENT_CODES.has(e.error_code))) {
+export function plaidErrorResult(status: number, e: PlaidErrorBody | null, rateWindowMs = PLAID_RATE_WINDOW_MS): LinkedReadResult {
+  // Plaid's documented rate limit: asked again in the next window, not an attempt spent (plaid-budget.ts).
+  if (status === 429 || e?.error_type === 'RATE_LIMIT_EXCEEDED') {
+    throw new TransientProviderError(`Plaid answered HTTP ${status}${e ? ` ${e.error_type}/${e.error_code}` : ''}`, { rateLimited: true, retryAfterMs: rateWindowMs });
+  }
+  if (e?.error_type === 'API_ERROR' || status >= 500 || (e && TRANSIENT_CODES.has(e.error_code))) {
     throw new TransientProviderError(`Plaid answered HTTP ${status}${e ? ` ${e.error_type}/${e.error_code}` : ''}`);
   }
   if (e && RELINK_CODES.has(e.error_code)) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: RELINK_REQUIRED };
@@ -102,7 +106,21 @@ export function plaidCredits(transactions: readonly PlaidTransaction[], accountI
 
 export class PlaidSource implements LinkedSource<'plaid'> {
   readonly provider = 'plaid' as const;
-  constructor(private readonly opts: { apiUrl?: string | null; timeoutMs?: number } = {}) {}
+  /** Balance calls per Item over the last minute, kept within Plaid's limit. */
+  private readonly items: PlaidItemBudget;
+  constructor(
+    private readonly opts: {
+      apiUrl?: string | null;
+      /** One timeout for every call, in place of each call's own (plaid-budget.ts). */
+      timeoutMs?: number;
+      /** Told of every request as it leaves, by its path. */
+      onCall?: (endpoint: string) => void;
+      /** Multiplies the timeouts and Plaid's rate window (PROVIDER_TIME_SCALE; 1 in production). */
+      timeScale?: number;
+    } = {},
+  ) {
+    this.items = new PlaidItemBudget(PLAID_RATE_WINDOW_MS * (opts.timeScale ?? 1));
+  }
 
   private url(env: PlaidEnvironment, path: string): string {
     return `${(this.opts.apiUrl ?? HOSTS[env]).replace(/\/+$/, '')}${path}`;
@@ -111,13 +129,14 @@ export class PlaidSource implements LinkedSource<'plaid'> {
   /** POST with the credentials in the body; the status and parsed body, or TransientProviderError when unreachable. */
   private async post(env: PlaidEnvironment, path: string, body: Record<string, unknown>): Promise<{ status: number; json: unknown; tooLarge?: true }> {
     let res: Response;
+    this.opts.onCall?.(path);
     try {
       res = await fetch(this.url(env, path), {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'plaid-version': PLAID_VERSION },
         body: JSON.stringify(body),
         redirect: 'manual',
-        signal: AbortSignal.timeout(this.opts.timeoutMs ?? TIMEOUT_MS),
+        signal: AbortSignal.timeout(this.opts.timeoutMs ?? plaidTimeoutMs(path) * (this.opts.timeScale ?? 1)),
       });
     } catch (e) {
       // Only the error's name: a fetch error can carry the request, and the request carries the secret.
@@ -155,6 +174,8 @@ export class PlaidSource implements LinkedSource<'plaid'> {
   }
 
   async read(creds: Extract<LinkCredentials, { provider: 'plaid' }>, link: Extract<BankLink, { provider: 'plaid' }>, now: number): Promise<LinkedReadResult> {
+    // The Item's five balance calls a minute: a sixth is not made (thrown as rate-limited, with its time).
+    this.items.take(link.accessToken, now);
     const r = await this.post(creds.environment, '/accounts/balance/get', {
       client_id: creds.clientId,
       secret: creds.secret,
@@ -163,7 +184,11 @@ export class PlaidSource implements LinkedSource<'plaid'> {
       options: { account_ids: [link.accountId], min_last_updated_datetime: new Date(now - MIN_LAST_UPDATED_MS).toISOString() },
     });
     if (r.tooLarge) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: ANSWER_TOO_LARGE };
-    if (r.status !== 200) return plaidErrorResult(r.status, plaidError(r.json));
+    if (r.status !== 200) {
+      const e = plaidError(r.json);
+      if (r.status === 429 || e?.error_type === 'RATE_LIMIT_EXCEEDED') throw this.items.refused(link.accessToken, now);
+      return plaidErrorResult(r.status, e);
+    }
     const accounts = (r.json as { accounts?: unknown }).accounts;
     if (!Array.isArray(accounts)) throw new TransientProviderError('Plaid answered HTTP 200 without accounts');
     const account = accounts.find((a) => (a as { account_id?: unknown })?.account_id === link.accountId) as
@@ -269,7 +294,7 @@ export class PlaidSource implements LinkedSource<'plaid'> {
         if (e?.error_code === 'PRODUCT_NOT_READY') return { kind: 'pending', retryAt: now + PLAID_NOT_READY_RETRY_MS };
         // The Item changed while its pages were read: read again from the start, later.
         if (e?.error_code === 'TRANSACTIONS_SYNC_MUTATION_DURING_PAGINATION') throw new TransientProviderError('Plaid: transactions changed during the reading');
-        const failed = plaidErrorResult(r.status, e);
+        const failed = plaidErrorResult(r.status, e, PLAID_RATE_WINDOW_MS * (this.opts.timeScale ?? 1));
         return { kind: 'none', detail: (failed.kind === 'failed' && failed.detail) || (e?.error_code ?? `http_${r.status}`).toLowerCase() };
       }
       const body = r.json as { added?: unknown; modified?: unknown; has_more?: unknown; next_cursor?: unknown; transactions_update_status?: unknown };

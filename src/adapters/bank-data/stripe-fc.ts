@@ -31,6 +31,13 @@ const transient = (e: unknown): boolean =>
   e instanceof Stripe.errors.StripeConnectionError ||
   (e instanceof Stripe.errors.StripeError && (e.statusCode ?? 0) >= 500);
 
+/**
+ * Stripe's rate limit (429) is its documented limit, not a failure: asked again with backoff, no attempt spent.
+ * Any other outage is retried as one.
+ */
+const transientError = (e: unknown): TransientProviderError =>
+  new TransientProviderError(`Stripe answered HTTP ${(e as Stripe.errors.StripeError).statusCode ?? 'no answer'}`, { rateLimited: e instanceof Stripe.errors.StripeRateLimitError });
+
 /** What a read names when Stripe's answer is not a Financial Connections account. */
 export const NOT_AN_ACCOUNT = 'not_an_account';
 const isAccount = (a: unknown): a is Account => (a as { object?: unknown } | null)?.object === 'financial_connections.account';
@@ -126,7 +133,7 @@ export function stripeCredits(txs: readonly Stripe.FinancialConnections.Transact
 export class StripeFcSource implements LinkedSource<'stripe'> {
   readonly provider = 'stripe' as const;
   private readonly clients: StripeClients;
-  constructor(opts: { apiUrl?: string | null; timeoutMs?: number } = {}) {
+  constructor(opts: { apiUrl?: string | null; timeoutMs?: number; onCall?: (endpoint: string) => void; timeScale?: number } = {}) {
     this.clients = new StripeClients(opts);
   }
 
@@ -177,7 +184,7 @@ export class StripeFcSource implements LinkedSource<'stripe'> {
       return accountResult(refreshed, now, true) ?? { kind: 'pending', retryAt: now + REFRESH_POLL_MS };
     } catch (e) {
       if (e instanceof TransientProviderError) throw e;
-      if (transient(e)) throw new TransientProviderError(`Stripe answered HTTP ${(e as Stripe.errors.StripeError).statusCode ?? 'no answer'}`);
+      if (transient(e)) throw transientError(e);
       if (e instanceof Stripe.errors.StripeAuthenticationError || e instanceof Stripe.errors.StripePermissionError) {
         return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'connection_refused' };
       }
@@ -238,7 +245,7 @@ export class StripeFcSource implements LinkedSource<'stripe'> {
       }
     } catch (e) {
       if (e instanceof TransientProviderError) throw e;
-      if (transient(e)) throw new TransientProviderError(`Stripe answered HTTP ${(e as Stripe.errors.StripeError).statusCode ?? 'no answer'}`);
+      if (transient(e)) throw transientError(e);
       if (e instanceof Stripe.errors.StripeAuthenticationError || e instanceof Stripe.errors.StripePermissionError) return { kind: 'none', detail: 'connection_refused' };
       if (e instanceof Stripe.errors.StripeInvalidRequestError && e.code === 'resource_missing') return { kind: 'none', detail: 'no_such_account' };
       if (e instanceof Stripe.errors.StripeError) return { kind: 'none', detail: e.code ?? 'stripe_error' };

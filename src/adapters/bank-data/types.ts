@@ -42,9 +42,18 @@ export type BalanceReadResult =
  * out the read ends as RETRIEVAL_FAILED / RETRY_LIMIT rather than as a statement about the account.
  */
 export class TransientProviderError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /**
+   * The provider's documented rate limit, not a failure: the read is asked again once the limit allows,
+   * without spending one of its attempts (the caller bounds how long it waits).
+   */
+  readonly rateLimited: boolean;
+  /** When the limit allows the next call, if the provider says (ms from now); otherwise the caller backs off. */
+  readonly retryAfterMs: number | null;
+  constructor(message: string, options?: { cause?: unknown; rateLimited?: boolean; retryAfterMs?: number | null }) {
     super(message, options);
     this.name = 'TransientProviderError';
+    this.rateLimited = options?.rateLimited ?? false;
+    this.retryAfterMs = options?.retryAfterMs ?? null;
   }
 }
 

@@ -1,5 +1,6 @@
 import Stripe from 'stripe';
 import { boundedFetch, PAGE_LIMIT_BYTES } from '../bounded-body';
+import { pacerOf, stripeEndpoint } from './stripe-budget';
 
 /** The Stripe API version every client of the service pins (payments and Financial Connections alike). */
 export const STRIPE_API_VERSION = '2026-10-28.endive' satisfies Stripe.LatestApiVersion;
@@ -21,7 +22,17 @@ export const MAX_STRIPE_CLIENTS = 64;
 export class StripeClients {
   private readonly clients = new Map<string, Stripe>();
 
-  constructor(private readonly opts: { apiUrl?: string | null; timeoutMs?: number; maxClients?: number } = {}) {}
+  constructor(
+    private readonly opts: {
+      apiUrl?: string | null;
+      timeoutMs?: number;
+      maxClients?: number;
+      /** Told of every request as it leaves, by its endpoint (`POST /v1/payment_intents`). */
+      onCall?: (endpoint: string) => void;
+      /** Multiplies the per-key request spacing (PROVIDER_TIME_SCALE; 1 in production). */
+      timeScale?: number;
+    } = {},
+  ) {}
 
   /** How many clients are kept now. */
   get size(): number {
@@ -43,12 +54,24 @@ export class StripeClients {
         timeout: this.opts.timeoutMs ?? TIMEOUT_MS,
         maxNetworkRetries: 0,
         telemetry: false,
-        // Answers read with a bound (a page of a list at most): a larger one fails as the network would.
-        httpClient: Stripe.createFetchHttpClient(boundedFetch(PAGE_LIMIT_BYTES)),
+        // Answers read with a bound (a page of a list at most): a larger one fails as the network would. Each
+        // request first takes its turn in the key's budget (stripe-budget.ts), shared with the other clients of the key.
+        httpClient: Stripe.createFetchHttpClient(this.paced(key, boundedFetch(PAGE_LIMIT_BYTES))),
         ...(url ? { host: url.hostname, port: url.port || (protocol === 'http' ? 80 : 443), protocol } : {}),
       });
       this.clients.set(key, c);
     }
     return c;
+  }
+
+  private paced(key: string, f: typeof fetch): typeof fetch {
+    const pacer = pacerOf(key, this.opts.timeScale ?? 1);
+    const onCall = this.opts.onCall;
+    const paced = async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
+      await pacer.take();
+      onCall?.(stripeEndpoint(init?.method ?? 'GET', typeof input === 'string' ? input : input instanceof URL ? input.href : input.url));
+      return f(input, init);
+    };
+    return Object.assign(paced, { preconnect: fetch.preconnect }) as typeof fetch;
   }
 }

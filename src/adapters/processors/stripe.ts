@@ -258,7 +258,7 @@ export class StripeProcessor implements Processor {
   readonly name = 'stripe' as const;
   private readonly clients: StripeClients;
 
-  constructor(private readonly opts: { apiUrl?: string | null; timeoutMs?: number; logger?: Logger } = {}) {
+  constructor(private readonly opts: { apiUrl?: string | null; timeoutMs?: number; logger?: Logger; onCall?: (endpoint: string) => void; timeScale?: number } = {}) {
     this.clients = new StripeClients(opts);
   }
 

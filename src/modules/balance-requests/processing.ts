@@ -22,6 +22,8 @@ import { exportStatusFor, RESULT_NOT_STORABLE } from './status';
 import { linkReadKey, linkReadsOf, reusedDetail, type ItemRead } from './link-reads';
 import { balanceStore as store, ITEM_LEASE_MS, type ClaimedItem, type ReadFinish, type ResultRow } from './store';
 import { implausible } from '../../adapters/bank-data/plausible';
+import { withCallScope } from '../../platform/provider-calls';
+import { PROVIDER_WAIT_MS, rateLimitBackoffMs, refreshLookMs } from './provider-waits';
 
 export { ITEM_LEASE_MS };
 
@@ -62,8 +64,8 @@ type Outcome =
     }
   | { kind: 'retry'; item: ClaimedItem; nextAt: number; waitingSince?: number | null };
 
-/** How long a linked account's pending balance refresh is waited on before it counts as a failed attempt. */
-export const REFRESH_WAIT_MS = 10 * 60_000;
+/** How long a linked account's pending balance refresh (and rate limits) is waited on before it counts as a failed attempt. */
+export const REFRESH_WAIT_MS = PROVIDER_WAIT_MS;
 
 /**
  * Every pending batch moved to processing, each in its own transaction (a batch is either untouched or fully
@@ -133,11 +135,13 @@ class ConnectionCache {
   }
 }
 
-async function readLinked(deps: Deps, creds: LinkCredentials, link: BankLink, now: number): Promise<LinkedReadResult> {
+async function readLinked(deps: Deps, creds: LinkCredentials, link: BankLink, now: number, waitingSince: number | null): Promise<LinkedReadResult> {
   let r: LinkedReadResult;
   if (link.provider === 'plaid' && creds.provider === 'plaid') r = await deps.linked.plaid.read(creds, link, now);
   else if (link.provider === 'stripe' && creds.provider === 'stripe') r = await deps.linked.stripe.read(creds, link, now);
   else throw new Error('a link read with another provider’s credentials');
+  // A refresh still running is looked at again with backoff (provider-waits.ts), for every item sharing the look.
+  if (r.kind === 'pending') return { kind: 'pending', retryAt: Math.max(r.retryAt, now + refreshLookMs(now - (waitingSince ?? now), deps.config.providerTimeScale)) };
   // A number no account holds, or a time that is not one, is a failed read with its reason, never a balance.
   const why = r.kind === 'balance' ? implausible(r.balanceCents, r.asOf, now) : null;
   return why === null ? r : { kind: 'failed', statusCode: 9000, detail: why };
@@ -421,6 +425,14 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       if (attempts >= MAX_READ_ATTEMPTS) return push(result(null, 9000, 'retry_limit'));
       return push({ kind: 'retry', item, nextAt: clock.now() + RETRY_BASE_MS * 2 ** (attempts - 1) });
     };
+    // A documented rate limit: asked again when the provider allows, its attempts untouched, within the item's wait.
+    const waitCapMs = REFRESH_WAIT_MS * deps.config.providerTimeScale;
+    const rateLimited = (e: TransientProviderError) => {
+      const now = clock.now();
+      const since = item.waitingSince ?? now;
+      if (now - since >= waitCapMs) return transient();
+      return push({ kind: 'retry', item, nextAt: now + (e.retryAfterMs ?? rateLimitBackoffMs(now - since, deps.config.providerTimeScale)), waitingSince: since });
+    };
     if (sensitive.bankLink) {
       const link = sensitive.bankLink;
       const linkedResult = (cents: number | null, code: number, l: NonNullable<Extract<Outcome, { kind: 'result' }>['linked']>, cause: 'provider' | 'retry_limit' | 'internal' = 'provider', at = clock.now()): Outcome => ({
@@ -447,18 +459,21 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
             limiterOf(deps).run<LinkedReadResult | 'given_back'>(`${item.lenderId}\n${link.provider}`, () =>
               // Waited so long behind the lender's other reads that its claim may lapse: given back to the queue
               // unread, rather than read while another claim of it may be reading it too.
-              clock.now() - (claimedAt.get(item) ?? clock.now()) > ITEM_LEASE_MS / 2 ? Promise.resolve('given_back' as const) : readLinked(deps, conn.creds, link, clock.now()),
+              clock.now() - (claimedAt.get(item) ?? clock.now()) > ITEM_LEASE_MS / 2
+                ? Promise.resolve('given_back' as const)
+                : // Its calls counted as the lender's, through this connection (the usage route, /metrics).
+                  withCallScope({ lenderId: item.lenderId, connectionId: conn.id }, () => readLinked(deps, conn.creds, link, clock.now(), item.waitingSince)),
             ),
         });
       } catch (e) {
-        if (e instanceof TransientProviderError) return transient();
+        if (e instanceof TransientProviderError) return e.rateLimited ? rateLimited(e) : transient();
         logger.error({ batch_id: item.batchId, provider: link.provider, err: e instanceof Error ? e.name : 'error' }, 'linked balance read failed');
         return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: null, connectionId: conn.id, note: null }, 'internal'));
       }
       if (r.kind === 'given_back') return push({ kind: 'retry', item, nextAt: clock.now(), waitingSince: item.waitingSince });
       if (r.kind === 'pending') {
         const since = item.waitingSince ?? clock.now();
-        if (clock.now() - since >= REFRESH_WAIT_MS) return transient();
+        if (clock.now() - since >= waitCapMs) return transient();
         return push({ kind: 'retry', item, nextAt: Math.max(r.retryAt, clock.now()), waitingSince: since });
       }
       const a = r.answer;

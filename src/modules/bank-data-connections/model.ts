@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { t } from 'elysia';
 import { BANK_DATA_PROVIDERS, PLAID_ENVIRONMENTS } from '../../../db/schema/enums';
-import { OneOf } from '../../platform/schema';
+import { Int, OneOf } from '../../platform/schema';
 import { CREDENTIAL_PATTERN } from '../../platform/fields';
 
 const secret = (description: string) => Type.String({ minLength: 1, maxLength: 255, pattern: CREDENTIAL_PATTERN, description });
@@ -76,4 +76,40 @@ export const BankDataConnection = t.Object(
 export const BankDataConnectionList = t.Object(
   { connections: t.Array(BankDataConnection, { description: 'Oldest first; at most one per provider' }) },
   { examples: [{ connections: [example] }] },
+);
+
+export const UsageQuery = t.Object({
+  month: t.Optional(t.String({ pattern: '^[0-9]{4}-(0[1-9]|1[0-2])$', description: 'The month, UTC, as YYYY-MM (default: the current month)', examples: ['2026-11'] })),
+});
+
+const usageExample = {
+  connection_id: '019a4f3e-8c1d-7b2a-9f00-1c2d3e4f5a6b',
+  provider: 'plaid',
+  month: '2026-11',
+  total_calls: 7,
+  endpoints: [
+    { endpoint: '/accounts/balance/get', calls: 6 },
+    { endpoint: '/transactions/sync', calls: 1 },
+  ],
+  days: [
+    { date: '2026-11-20', endpoint: '/accounts/balance/get', calls: 4 },
+    { date: '2026-11-21', endpoint: '/accounts/balance/get', calls: 2 },
+    { date: '2026-11-21', endpoint: '/transactions/sync', calls: 1 },
+  ],
+};
+
+export const BankDataConnectionUsage = t.Object(
+  {
+    connection_id: t.String({ format: 'uuid' }),
+    provider: OneOf(BANK_DATA_PROVIDERS),
+    month: t.String({ description: 'The month counted, UTC, YYYY-MM' }),
+    total_calls: Int({ description: 'Requests sent to the provider through this connection in the month' }),
+    endpoints: t.Array(t.Object({ endpoint: t.String(), calls: Int() }), {
+      description: 'The month’s calls per endpoint, most first. Plaid: the path (`/accounts/balance/get`, `/transactions/sync`); Stripe: the method and path with ids replaced (`GET /v1/financial_connections/accounts/{id}`, `POST /v1/financial_connections/accounts/{id}/refresh`)',
+    }),
+    days: t.Array(t.Object({ date: t.String({ format: 'date' }), endpoint: t.String(), calls: Int() }), {
+      description: 'Calls per UTC day and endpoint, oldest first; days without calls are left out',
+    }),
+  },
+  { examples: [usageExample] },
 );

@@ -4,8 +4,9 @@ import type { Deps } from '../../deps';
 import { errors } from '../../http/errors';
 import { schemaBody } from '../../http/body';
 import type { Auth } from '../../http/auth';
-import { BankDataConnection, BankDataConnectionList, CreateBankDataConnectionBody } from './model';
+import { BankDataConnection, BankDataConnectionList, BankDataConnectionUsage, CreateBankDataConnectionBody, UsageQuery } from './model';
 import { createBankDataConnection, deleteBankDataConnection, listBankDataConnections } from './service';
+import { connectionUsage } from './usage';
 
 const tags = ['Balance checks'];
 const IdParams = t.Object({ id: t.String({ description: 'id of the bank-data connection' }) });
@@ -45,6 +46,22 @@ export const bankDataConnectionRoutes = (deps: Deps, auth: Auth) =>
         tags,
         summary: 'List bank-data connections',
         ...early('Oldest first, at most one per provider; last_read_at is the last balance read through the connection.'),
+      },
+    })
+    .get('/:id/usage', ({ lender, params, query }) => connectionUsage({ ctx: { lender, deps }, input: { id: params.id, month: query.month } }), {
+      auth: true,
+      params: IdParams,
+      query: UsageQuery,
+      response: { 200: BankDataConnectionUsage, ...errors(400, 401, 404, 429) },
+      detail: {
+        tags,
+        summary: 'Provider calls made through a bank-data connection',
+        ...early(
+          'What the lender’s reads cost at the provider: the requests the service sent through this connection in a ' +
+            'month (UTC), per endpoint and per day (balance reads, refreshes and retrieves, transaction pages). Calls of ' +
+            'the last few seconds on another replica show once written (every 5 s). A month not as YYYY-MM is 400; another ' +
+            'lender’s connection, or a deleted one, is 404.',
+        ),
       },
     })
     .delete(

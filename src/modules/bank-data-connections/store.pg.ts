@@ -1,5 +1,5 @@
-import { and, asc, eq, inArray, isNull } from 'drizzle-orm';
-import { bankDataConnections } from '../../../db/schema-pg';
+import { and, asc, eq, gte, inArray, isNull, lt, sql } from 'drizzle-orm';
+import { bankDataConnections, providerCalls } from '../../../db/schema-pg';
 import { lockFor, pgReaderOf, pgWriterOf } from '../../platform/store.pg';
 import type { BankDataConnectionStore } from './store';
 
@@ -40,5 +40,21 @@ export const pgBankDataConnectionStore: BankDataConnectionStore = {
   async markRead(c, ids, at) {
     if (ids.length === 0) return;
     await pgWriterOf(c).update(bankDataConnections).set({ lastReadAt: at }).where(inArray(bankDataConnections.id, ids));
+  },
+  async addProviderCalls(c, rows) {
+    if (rows.length === 0) return;
+    // In one order on every replica: two flushes adding to the same rows wait for each other, never deadlock.
+    const sorted = [...rows].sort((a, b) => (a.connectionId + '\n' + a.endpoint + '\n' + a.day < b.connectionId + '\n' + b.endpoint + '\n' + b.day ? -1 : 1));
+    await pgWriterOf(c)
+      .insert(providerCalls)
+      .values(sorted.map((r) => ({ connectionId: r.connectionId, endpoint: r.endpoint, day: r.day, lenderId: r.lenderId, provider: r.provider as 'plaid' | 'stripe', calls: r.calls })))
+      .onConflictDoUpdate({ target: [providerCalls.connectionId, providerCalls.endpoint, providerCalls.day], set: { calls: sql`${providerCalls.calls} + excluded.calls` } });
+  },
+  async providerCalls(c, connectionId, fromDay, toDay) {
+    return pgReaderOf(c)
+      .select({ day: providerCalls.day, endpoint: providerCalls.endpoint, calls: providerCalls.calls })
+      .from(providerCalls)
+      .where(and(eq(providerCalls.connectionId, connectionId), gte(providerCalls.day, fromDay), lt(providerCalls.day, toDay)))
+      .orderBy(asc(providerCalls.day), asc(providerCalls.endpoint));
   },
 };

@@ -1,5 +1,5 @@
-import { and, asc, eq, inArray, isNull } from 'drizzle-orm';
-import { bankDataConnections } from '../../../db/schema';
+import { and, asc, eq, gte, inArray, isNull, lt, sql } from 'drizzle-orm';
+import { bankDataConnections, providerCalls } from '../../../db/schema';
 import type { BankDataProvider } from '../../../db/schema/enums';
 import type { Tx } from '../../platform/context';
 import type { Db, Orm } from '../../platform/db';
@@ -50,5 +50,21 @@ export const sqliteBankDataConnectionStore: BankDataConnectionStore = {
   },
   async markRead(c, ids, at) {
     markRead(writerOf(c), ids, at);
+  },
+  async addProviderCalls(c, rows) {
+    if (rows.length === 0) return;
+    writerOf(c)
+      .insert(providerCalls)
+      .values(rows.map((r) => ({ connectionId: r.connectionId, endpoint: r.endpoint, day: r.day, lenderId: r.lenderId, provider: r.provider as 'plaid' | 'stripe', calls: r.calls })))
+      .onConflictDoUpdate({ target: [providerCalls.connectionId, providerCalls.endpoint, providerCalls.day], set: { calls: sql`${providerCalls.calls} + excluded.calls` } })
+      .run();
+  },
+  async providerCalls(c, connectionId, fromDay, toDay) {
+    return readerOf(c)
+      .select({ day: providerCalls.day, endpoint: providerCalls.endpoint, calls: providerCalls.calls })
+      .from(providerCalls)
+      .where(and(eq(providerCalls.connectionId, connectionId), gte(providerCalls.day, fromDay), lt(providerCalls.day, toDay)))
+      .orderBy(asc(providerCalls.day), asc(providerCalls.endpoint))
+      .all();
   },
 };

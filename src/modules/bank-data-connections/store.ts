@@ -1,4 +1,5 @@
 import type { bankDataConnections } from '../../../db/schema';
+import type { CallCount } from '../../platform/provider-calls';
 import type { BankDataProvider } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import { byEngine } from '../../platform/store';
@@ -30,6 +31,10 @@ export interface BankDataConnectionStore {
   eraseConnection(c: TxCtx, id: string, at: number): Promise<void>;
   /** Marks when connections were last read through: one statement for all of them. */
   markRead(c: TxCtx, ids: string[], at: number): Promise<void>;
+  /** Adds counted provider calls to their rows (created at 0): one statement for all of them. */
+  addProviderCalls(c: TxCtx, rows: CallCount[]): Promise<void>;
+  /** A connection's provider calls over the days from `fromDay` to before `toDay` (YYYY-MM-DD), by day then endpoint. */
+  providerCalls(c: StoreCtx, connectionId: string, fromDay: string, toDay: string): Promise<{ day: string; endpoint: string; calls: number }[]>;
 }
 
 /** The store of the engine the service runs on. */

@@ -5,6 +5,7 @@ import { betweenSlices, type Job } from '../../platform/jobs';
 import type { TxCtx } from '../../platform/store';
 import { hasHistory, TransientProviderError, type BalanceReadRequest, type HistoryResult, type HistoryWindow } from '../../adapters/bank-data';
 import { connectionFor } from '../bank-data-connections/service';
+import { withCallScope } from '../../platform/provider-calls';
 import { openBorrower } from '../enrollments/borrower';
 import { incomeDeposits } from './infer';
 import { learnAndSchedule } from './learn';
@@ -59,9 +60,13 @@ async function readHistory(deps: Deps, r: DueHistory, window: HistoryWindow, now
   if (link) {
     const conn = await connectionFor(deps, r.lenderId, link.provider);
     if (!conn) return { kind: 'none', detail: 'connection_missing' };
-    if (link.provider === 'plaid' && conn.creds.provider === 'plaid') return deps.linked.plaid.history(conn.creds, link, window, now);
-    if (link.provider === 'stripe' && conn.creds.provider === 'stripe') return deps.linked.stripe.history(conn.creds, link, window, now);
-    return { kind: 'none', detail: 'connection_missing' };
+    const creds = conn.creds;
+    // Its calls counted as the lender's, through this connection (the usage route, /metrics).
+    return withCallScope({ lenderId: r.lenderId, connectionId: conn.id }, async (): Promise<HistoryResult> => {
+      if (link.provider === 'plaid' && creds.provider === 'plaid') return deps.linked.plaid.history(creds, link, window, now);
+      if (link.provider === 'stripe' && creds.provider === 'stripe') return deps.linked.stripe.history(creds, link, window, now);
+      return { kind: 'none', detail: 'connection_missing' };
+    });
   }
   if (!hasHistory(deps.bank)) return { kind: 'none', detail: 'no_transactions' };
   const s = b.s;

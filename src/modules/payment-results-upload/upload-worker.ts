@@ -59,6 +59,7 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
       routing: absent('routing'),
       processors: absent('processors'),
       balanceResults: absent('balanceResults'),
+      providerCalls: absent('providerCalls'),
     };
     return;
   }

@@ -37,8 +37,8 @@ export interface FcControl {
   setFcBalance(id: string, cents: { available?: number | null; current?: number }): void;
   /** The account's balance as given, whatever it holds (numbers no real answer would carry), with no refresh due. */
   setFcRawBalance(id: string, balance: Record<string, unknown>): void;
-  /** Refreshes stay pending this long (real time) before they succeed. */
-  setRefreshDelay(ms: number): void;
+  /** Refreshes stay pending this long (real time, or the clock given) before they succeed. */
+  setRefreshDelay(ms: number, clock?: () => number): void;
   /** The next n refreshes fail at the institution. */
   failNextRefreshes(n: number): void;
   /** Refresh requests received per account. */
@@ -70,6 +70,8 @@ interface Entry {
 export class FakeFinancialConnections implements FcControl {
   private readonly accounts = new Map<string, Entry>();
   private delayMs = 0;
+  /** The clock a refresh's delay is measured by (real time unless a test gives its own). */
+  private clock: () => number = Date.now;
   private failing = 0;
 
   constructor(private readonly now: () => number) {}
@@ -135,8 +137,9 @@ export class FakeFinancialConnections implements FcControl {
     e.account.balance_refresh = { last_attempted_at: this.now(), next_refresh_available_at: null, status: 'succeeded' };
   }
 
-  setRefreshDelay(ms: number): void {
+  setRefreshDelay(ms: number, clock: () => number = Date.now): void {
     this.delayMs = ms;
+    this.clock = clock;
   }
 
   failNextRefreshes(n: number): void {
@@ -184,12 +187,12 @@ export class FakeFinancialConnections implements FcControl {
 
   /** A pending refresh whose time has come ends now: the balance is the account's, as of now. */
   private settle(e: Entry): Account {
-    if (e.txPendingUntil !== null && Date.now() >= e.txPendingUntil) {
+    if (e.txPendingUntil !== null && this.clock() >= e.txPendingUntil) {
       e.txPendingUntil = null;
       e.transactions = e.nextTransactions;
       e.account.transaction_refresh = { ...e.account.transaction_refresh!, status: 'succeeded' };
     }
-    if (e.pendingUntil !== null && Date.now() >= e.pendingUntil) {
+    if (e.pendingUntil !== null && this.clock() >= e.pendingUntil) {
       e.pendingUntil = null;
       const at = this.now();
       if (e.fails) {
@@ -259,7 +262,7 @@ export class FakeFinancialConnections implements FcControl {
       e.fails = this.failing > 0;
       if (this.failing > 0) this.failing--;
       e.account.balance_refresh = { last_attempted_at: this.now(), next_refresh_available_at: null, status: 'pending' };
-      e.pendingUntil = Date.now() + this.delayMs;
+      e.pendingUntil = this.clock() + this.delayMs;
       return ok(this.settle(e));
     }
     return null;
@@ -276,7 +279,7 @@ export class FakeFinancialConnections implements FcControl {
     if (e.account.transaction_refresh?.status === 'pending') return ok(e.account);
     e.refreshes++;
     e.account.transaction_refresh = { id: `fctxnref_${e.refreshes}`, last_attempted_at: this.now(), next_refresh_available_at: null, status: 'pending' };
-    e.txPendingUntil = Date.now() + this.delayMs;
+    e.txPendingUntil = this.clock() + this.delayMs;
     return ok(this.settle(e));
   }
 

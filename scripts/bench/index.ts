@@ -30,11 +30,12 @@ import { stallsBench } from './bench-stalls';
 import { monitoringBench } from './bench-monitoring';
 import { cadenceBench } from './bench-cadence';
 import { linkedPlaidBench, linkedStripeBench } from './bench-linked';
+import { budgetsPlaidBench, budgetsStripeBench } from './bench-budgets';
 import { replicasBench } from './bench-replicas';
 import { bodiesBench } from './bench-bodies';
 import { fairBench } from './bench-fair';
 
-export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench, monitoringBench, linkedPlaidBench, linkedStripeBench, cadenceBench, replicasBench, bodiesBench, fairBench];
+export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench, monitoringBench, linkedPlaidBench, linkedStripeBench, budgetsPlaidBench, budgetsStripeBench, cadenceBench, replicasBench, bodiesBench, fairBench];
 
 interface Ran {
   bench: Bench;

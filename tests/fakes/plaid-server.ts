@@ -89,6 +89,8 @@ export interface FakePlaid {
   setItemRateLimit(perWindow: number | null, windowMs?: number, now?: () => number): void;
   /** Balance calls of the Item made elsewhere (the lender's own), counted in its window now. */
   spendItemCalls(accessToken: string, n: number): void;
+  /** Every Item's first balance call finds `n` calls made elsewhere just before it (its minute spent by the lender's own). */
+  spendBeforeFirstCall(n: number): void;
   /** Balance calls of the Item answered 429 for its rate limit. */
   rateRefusals(accessToken: string): number;
   /**
@@ -160,6 +162,8 @@ export function startFakePlaid(): FakePlaid {
   let rateLimit: { perWindow: number; windowMs: number; now: () => number } | null = null;
   const itemCalls = new Map<string, number[]>();
   const refusals = new Map<string, number>();
+  let spentBeforeFirst = 0;
+  const called = new Set<string>();
   /** The Item's calls in its window, counted now: false when one more is over the limit. */
   const withinLimit = (token: string, spend = 1): boolean => {
     if (!rateLimit) return true;
@@ -209,6 +213,8 @@ export function startFakePlaid(): FakePlaid {
     }
     const item = items.get(b.access_token);
     if (!item) return { status: 400, body: err(PlaidErrorType.InvalidInput, 'INVALID_ACCESS_TOKEN', 'provided access token is in an invalid format', 400) };
+    if (spentBeforeFirst > 0 && !called.has(b.access_token)) withinLimit(b.access_token, spentBeforeFirst);
+    called.add(b.access_token);
     if (!withinLimit(b.access_token)) {
       refusals.set(b.access_token, (refusals.get(b.access_token) ?? 0) + 1);
       return { status: 429, body: err(PlaidErrorType.RateLimitExceeded, 'ACCOUNTS_BALANCE_GET_LIMIT', 'rate limit exceeded for attempts to access this item', 429) };
@@ -510,6 +516,9 @@ export function startFakePlaid(): FakePlaid {
     },
     spendItemCalls: (token, n) => void withinLimit(token, n),
     rateRefusals: (token) => refusals.get(token) ?? 0,
+    spendBeforeFirstCall: (n) => {
+      spentBeforeFirst = n;
+    },
     inFlight: (clientId) => ({ ...(flight.get(clientId) ?? { now: 0, max: 0 }) }),
     signWebhook: async (body, opts = {}) => {
       const raw = JSON.stringify(body);

@@ -82,6 +82,7 @@ const TABLE: Record<string, Row> = {
   'DELETE /v1/payment_connections/:id': { path: `/v1/payment_connections/${connectionId}`, stranger: 404 },
   'POST /v1/bank_data_connections': { path: '/v1/bank_data_connections', body: plaidBody, stranger: null },
   'GET /v1/bank_data_connections': { path: '/v1/bank_data_connections', stranger: null },
+  'GET /v1/bank_data_connections/:id/usage': { path: `/v1/bank_data_connections/${bankDataId}/usage`, stranger: 404 },
   'DELETE /v1/bank_data_connections/:id': { path: `/v1/bank_data_connections/${bankDataId}`, stranger: 404 },
   'POST /v1/payment_enrollments': { path: '/v1/payment_enrollments', body: { borrowers: [enrollBorrower('sec-7')] }, stranger: null },
   'GET /v1/payment_enrollments': { path: '/v1/payment_enrollments', stranger: null },

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { bankAuthorizer, enrollBorrower } from '../../helpers/fixtures';
 import { startFakePlaid } from '../../fakes/plaid-server';
+import { PlaidErrorType } from 'plaid';
 import { startFakeStripe } from '../../fakes/stripe-server';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
 import { LinkReads } from '../../../src/modules/balance-requests/link-reads';
@@ -216,7 +217,8 @@ describe('balance requests', () => {
     const { c } = await setup();
     const token = 'access-sandbox-bound-outage';
     plaid.addItem(token, [{ account_id: 'acc_checking_0001', available: 12, current: 12 }]);
-    plaid.failNext(1);
+    // An outage (a rate limit is waited on for Plaid's minute instead: provider-budgets.test.ts).
+    plaid.failNext(1, { status: 500, type: PlaidErrorType.ApiError, code: 'INTERNAL_SERVER_ERROR' });
     const first = await submit(c, [bankAuthorizer('outage-0', { bank_link: plaidLink(token) })]);
     await processBalances(c.rt);
     expect(plaidReads(token)).toBe(1);

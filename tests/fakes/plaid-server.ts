@@ -114,6 +114,11 @@ const err = (type: PlaidErrorType, code: string, message: string, status: number
   status,
 });
 
+/** The answer to an access token Plaid does not know. */
+const unknownToken = () => ({ status: 400, body: err(PlaidErrorType.InvalidInput, 'INVALID_ACCESS_TOKEN', 'provided access token is in an invalid format', 400) });
+/** The answer of an Item set to fail (setItemError). */
+const itemFailing = (e: { code: string; type: PlaidErrorType }) => ({ status: 400, body: err(e.type, e.code, `the Item answers ${e.code}`, 400) });
+
 function account(a: FakePlaidAccount): AccountBase {
   return {
     account_id: a.account_id,
@@ -212,14 +217,14 @@ export function startFakePlaid(): FakePlaid {
       return { status: e.status, body: err(e.type, e.code, 'the fake was told to fail this request', e.status) };
     }
     const item = items.get(b.access_token);
-    if (!item) return { status: 400, body: err(PlaidErrorType.InvalidInput, 'INVALID_ACCESS_TOKEN', 'provided access token is in an invalid format', 400) };
+    if (!item) return unknownToken();
     if (spentBeforeFirst > 0 && !called.has(b.access_token)) withinLimit(b.access_token, spentBeforeFirst);
     called.add(b.access_token);
     if (!withinLimit(b.access_token)) {
       refusals.set(b.access_token, (refusals.get(b.access_token) ?? 0) + 1);
       return { status: 429, body: err(PlaidErrorType.RateLimitExceeded, 'ACCOUNTS_BALANCE_GET_LIMIT', 'rate limit exceeded for attempts to access this item', 429) };
     }
-    if (item.error) return { status: 400, body: err(item.error.type, item.error.code, `the Item answers ${item.error.code}`, 400) };
+    if (item.error) return itemFailing(item.error);
     const wanted = b.options?.account_ids;
     const accounts = item.accounts.filter((a) => !wanted || wanted.includes(a.account_id));
     if (wanted && accounts.length < wanted.length) {
@@ -258,8 +263,8 @@ export function startFakePlaid(): FakePlaid {
     const refused = authenticate(b);
     if (refused) return { status: 400, body: refused };
     const item = items.get(b.access_token);
-    if (!item) return { status: 400, body: err(PlaidErrorType.InvalidInput, 'INVALID_ACCESS_TOKEN', 'provided access token is in an invalid format', 400) };
-    const error = item.error ? err(item.error.type, item.error.code, `the Item answers ${item.error.code}`, 400) : null;
+    if (!item) return unknownToken();
+    const error = item.error ? itemFailing(item.error).body : null;
     const tx = txProduct.get(b.access_token) ?? 'none';
     const billed = tx === 'billed' ? [Products.Auth, Products.Transactions] : [Products.Auth];
     const consented = tx === 'none' ? [Products.Auth] : [Products.Auth, Products.Transactions];
@@ -275,8 +280,8 @@ export function startFakePlaid(): FakePlaid {
     const refused = authenticate(b);
     if (refused) return { status: 400, body: refused };
     const item = items.get(b.access_token);
-    if (!item) return { status: 400, body: err(PlaidErrorType.InvalidInput, 'INVALID_ACCESS_TOKEN', 'provided access token is in an invalid format', 400) };
-    if (item.error) return { status: 400, body: err(item.error.type, item.error.code, `the Item answers ${item.error.code}`, 400) };
+    if (!item) return unknownToken();
+    if (item.error) return itemFailing(item.error);
     const wanted = b.options?.account_ids;
     const accounts = item.accounts.filter((a) => !wanted || wanted.includes(a.account_id));
     return { status: 200, body: { accounts: accounts.map(account), item: itemOf(b.access_token, null, [Products.Auth], item.consentEnds), request_id: crypto.randomUUID() } };
@@ -318,8 +323,8 @@ export function startFakePlaid(): FakePlaid {
       return { status: e.status, body: err(e.type, e.code, 'the fake was told to fail this request', e.status) };
     }
     const item = items.get(b.access_token);
-    if (!item) return { status: 400, body: err(PlaidErrorType.InvalidInput, 'INVALID_ACCESS_TOKEN', 'provided access token is in an invalid format', 400) };
-    if (item.error) return { status: 400, body: err(item.error.type, item.error.code, `the Item answers ${item.error.code}`, 400) };
+    if (!item) return unknownToken();
+    if (item.error) return itemFailing(item.error);
     const count = b.count ?? 100;
     if (count < 1 || count > 500) return { status: 400, body: err(PlaidErrorType.InvalidRequest, 'INVALID_FIELD', 'count must be 1 to 500', 400) };
     const offset = b.cursor ? Number(/^c(\d+)$/.exec(b.cursor)?.[1] ?? NaN) : 0;
@@ -373,8 +378,8 @@ export function startFakePlaid(): FakePlaid {
       return { status: 400, body: err(PlaidErrorType.InvalidRequest, 'INVALID_FIELD', 'start_date and end_date must be YYYY-MM-DD, start first', 400) };
     }
     const item = items.get(b.access_token);
-    if (!item) return { status: 400, body: err(PlaidErrorType.InvalidInput, 'INVALID_ACCESS_TOKEN', 'provided access token is in an invalid format', 400) };
-    if (item.error) return { status: 400, body: err(item.error.type, item.error.code, `the Item answers ${item.error.code}`, 400) };
+    if (!item) return unknownToken();
+    if (item.error) return itemFailing(item.error);
     const count = b.options?.count ?? 100;
     const offset = b.options?.offset ?? 0;
     if (count < 1 || count > 500 || offset < 0) return { status: 400, body: err(PlaidErrorType.InvalidRequest, 'INVALID_FIELD', 'count must be 1 to 500, offset 0 or more', 400) };

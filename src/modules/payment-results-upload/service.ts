@@ -346,6 +346,16 @@ export type WriteTurn = <T>(fn: () => T | Promise<T>) => Promise<T>;
  */
 const ALWAYS = () => true;
 
+/** What an upload is run with: the file, its turn at the write lock, whether others wait for it, its budget. */
+type UploadArgs = {
+  ctx: Ctx;
+  input: UploadInput;
+  writeTurn: WriteTurn;
+  othersWait?: () => boolean;
+  budget: UploadBudget;
+  onRecording?: () => void;
+};
+
 /**
  * The upload itself, wherever it runs: the file read, every rule, and the recording in slices (or a read-only
  * snapshot for a dry run). A file past its budget of rows or time is answered with one row-0 error and
@@ -353,14 +363,7 @@ const ALWAYS = () => true;
  * once that is committed, the upload is recorded to its end, and `onRecording` is called. `othersWait` says
  * whether other writes wait for the lock (recordInSlices).
  */
-export async function processUpload(args: {
-  ctx: Ctx;
-  input: UploadInput;
-  writeTurn: WriteTurn;
-  othersWait?: () => boolean;
-  budget: UploadBudget;
-  onRecording?: () => void;
-}): Promise<UploadReport> {
+export async function processUpload(args: UploadArgs): Promise<UploadReport> {
   try {
     return await decideAndRecord(args);
   } catch (e) {
@@ -434,14 +437,7 @@ async function decideAndRecord({
   othersWait = ALWAYS,
   budget,
   onRecording,
-}: {
-  ctx: Ctx;
-  input: UploadInput;
-  writeTurn: WriteTurn;
-  othersWait?: () => boolean;
-  budget: UploadBudget;
-  onRecording?: () => void;
-}): Promise<UploadReport> {
+}: UploadArgs): Promise<UploadReport> {
   const bytes = await fileOf(input);
   checkFile(bytes);
   const now = ctx.deps.clock.now();

@@ -145,6 +145,25 @@ describe('layering', () => {
     expect(monitorWriters([join(ROOT, 'src'), join(ROOT, 'scripts')])).toEqual([]);
   });
 
+  test('only the recorder moves a payment\'s status: the status-moving statements live in the collection store, and only record.ts calls them', () => {
+    expect(paymentStatusWriters([join(ROOT, 'src'), join(ROOT, 'scripts')])).toEqual([]);
+    // The check sees the statements it allows.
+    for (const f of PAYMENT_STATUS_STORES) expect([f, writesPaymentStatus(readFileSync(join(ROOT, f), 'utf8'))]).toEqual([f, true]);
+    expect(statusMoveCallers()).toEqual(['src/modules/collection/record.ts']);
+  });
+
+  test('the payment-status check finds each way of writing one, and passes over the columns beside it', () => {
+    const samples = {
+      drizzle: "await tx.update(payments).set({ status: 'initiating', state: 'pending' }).where(eq(payments.id, id));",
+      rawUpdate: "tx.$client.query(\"UPDATE payments SET state = 'done', status = 'not_attempted' WHERE id = ?\").run(id);",
+      rawUpdateTemplate: 'sql`UPDATE payments SET status = ${s}, updated_at = ${now} WHERE id = ${id}`',
+    };
+    for (const [name, text] of Object.entries(samples)) expect([name, writesPaymentStatus(text)]).toEqual([name, true]);
+    expect(writesPaymentStatus("tx.update(payments).set({ reportedStatus: 'settled', state: 'pending' }).where(eq(payments.id, id));")).toBe(false);
+    expect(writesPaymentStatus("tx.$client.query('UPDATE payments SET reported_status = ?2, report_hold = ?5 WHERE id = ?1')")).toBe(false);
+    expect(writesPaymentStatus("tx.$client.query('UPDATE sandbox_payments SET status = ? WHERE id = ?')")).toBe(false);
+  });
+
   test('the monitor-write check finds each way of writing one', () => {
     const samples = {
       drizzle: "tx.update(enrollments).set({ paymentsUsed: 1, blockedReason: 'x' }).where(eq(enrollments.id, id)).run();",
@@ -223,6 +242,31 @@ function monitorWriters(dirs: string[]): string[] {
     .filter((f) => !allowed.has(f) && writesMonitor(readFileSync(join(ROOT, f), 'utf8')));
 }
 
+/** Whether source text writes payments.status (an UPDATE of it; a payment's first status is its INSERT). */
+function writesPaymentStatus(text: string): boolean {
+  for (const m of text.matchAll(/\.update\(\s*payments\s*\)\s*\.set\(\s*\{([^}]*)\}/g)) if (/(^|[\s,{])status\s*:/.test(m[1]!)) return true;
+  for (const m of text.matchAll(/UPDATE\s+payments\s+SET([\s\S]*?)(?:\bWHERE\b|$)/gi)) if (/(^|[\s,])status\s*=/i.test(m[1]!)) return true;
+  return false;
+}
+
+/** The statements that move a payment's status: the recorder's own store (collection/store.{sqlite,pg}.ts). */
+const PAYMENT_STATUS_STORES = new Set(['src/modules/collection/store.sqlite.ts', 'src/modules/collection/store.pg.ts']);
+
+function paymentStatusWriters(dirs: string[]): string[] {
+  return dirs
+    .flatMap(files)
+    .map((f) => relative(ROOT, f))
+    .filter((f) => !PAYMENT_STATUS_STORES.has(f) && writesPaymentStatus(readFileSync(join(ROOT, f), 'utf8')));
+}
+
+/** The files that call the store's status moves (movePaymentStatus, releasePayment), tests and stores aside. */
+function statusMoveCallers(): string[] {
+  return files(SRC)
+    .map((f) => relative(ROOT, f))
+    .filter((f) => !PAYMENT_STATUS_STORES.has(f) && f !== 'src/modules/collection/store.ts')
+    .filter((f) => /\.(movePaymentStatus|releasePayment)\(/.test(readFileSync(join(ROOT, f), 'utf8')))
+    .sort();
+}
 
 /**
  * Files that reach the SQLite connection (`sqlite`, `$client`, bun:sqlite) or open a transaction other than

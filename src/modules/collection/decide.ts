@@ -3,7 +3,7 @@ import type { RecordedRead } from '../balance-requests/results';
 import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { addBusinessDays } from '../../platform/business-days';
-import { recordObservation, type Observation } from './record';
+import { recordObservation, releaseScheduled, type Observation } from './record';
 import { pushToEndpoints } from '../webhooks/endpoints';
 import { iso } from '../../platform/clock';
 import { resolveKey } from '../payment-connections/resolve';
@@ -86,7 +86,7 @@ export async function decideCollection(ctx: JobContext & { tx: Tx }, read: Recor
       else if (pause) await block('return_rate_paused');
       return;
     }
-    await store.releaseScheduled(ctx, scheduled.id, now);
+    await releaseScheduled(ctx, scheduled);
     return;
   }
   if (await store.paymentInFlight(ctx, e.id)) return;

@@ -6,7 +6,7 @@ import { drainClaims } from '../../platform/work-pool';
 import type { DebitInstrument, DebitRequest, DebitResult, FoundPayment, Processor } from '../../adapters/processors';
 import { openBorrower } from '../enrollments/borrower';
 import { applyMonitorEvent, monitorStateOf } from '../enrollments/monitor-store';
-import { recordObservation, REPORT_HOLDS } from './record';
+import { recordNotAttempted, recordObservation, REPORT_HOLDS } from './record';
 import { collectionStore as store, type DuePayment } from './store';
 
 export type { DuePayment };
@@ -220,12 +220,11 @@ async function neverSent(ctx: JobContext, p: DuePayment, message: string, reason
  * has no trace of past the idempotency horizon.
  */
 async function giveUp(ctx: JobContext, p: DuePayment, message: string, why: 'never_sent' | 'absent_at_processor'): Promise<void> {
-  const now = ctx.deps.clock.now();
   await transaction(ctx, async (tx) => {
     await store.finishDue(tx, p, { state: 'done' });
     // Forward only: a payment whose status moved meanwhile (an outcome read first) keeps it.
-    if (!(await store.markNotAttempted(tx, p.id, message, now, why))) return;
-    await store.giveBackPresentment(tx, p.enrollmentId, now);
+    if (!(await recordNotAttempted(tx, p, message, why))) return;
+    await store.giveBackPresentment(tx, p.enrollmentId, ctx.deps.clock.now());
   });
 }
 

@@ -4,7 +4,7 @@ import { betweenSlices, type Job } from '../../platform/jobs';
 import { DAY_MS } from '../../platform/clock';
 import { LeaseLostError } from '../../platform/leases';
 import type { ListedPayment } from '../../adapters/processors';
-import { recordOrSetAside } from './record';
+import { recordSlice } from './record';
 import { collectionStore as store } from './store';
 
 // Reconciliation: what a change feed no longer holds (Stripe keeps events 30 days; a key not polled for
@@ -77,8 +77,9 @@ async function recordListed(ctx: JobContext, conn: { id: string; lenderId: strin
     }
     // The page's references held at once, in one order, before any of them is recorded.
     await store.serializeReferences(tx, conn.lenderId, found.map((f) => f.own.reference));
-    for (const { l, own } of found) {
-      const r = await recordOrSetAside(tx, {
+    const results = await recordSlice(
+      tx,
+      found.map(({ l, own }) => ({
         lenderId: conn.lenderId,
         reference: own.reference,
         status: l.status,
@@ -86,19 +87,20 @@ async function recordListed(ctx: JobContext, conn: { id: string; lenderId: strin
         returnCode: l.returnCode,
         message: l.message,
         occurredAt: now,
-        source: 'processor',
+        source: 'processor' as const,
         sourceEventId: `reconciled:${l.processorPaymentId}:${l.status}`,
         enrollmentId: own.enrollmentId,
         authorizerUniqueId: own.aid,
         paymentId: own.id,
         connectionId: conn.id,
-      });
-      if (r?.recorded) {
-        recorded++;
-        await store.keepProcessorPaymentId(tx, own.id, l.processorPaymentId);
-        ctx.deps.metrics.paymentsReconciled.inc({ processor: conn.processor, status: l.status });
-        ctx.deps.logger.info({ payment_id: own.id, status: l.status, connection_id: conn.id }, 'payment status found by reconciliation');
-      }
+      })),
+    );
+    for (const [i, { l, own }] of found.entries()) {
+      if (!results[i]?.recorded) continue;
+      recorded++;
+      await store.keepProcessorPaymentId(tx, own.id, l.processorPaymentId);
+      ctx.deps.metrics.paymentsReconciled.inc({ processor: conn.processor, status: l.status });
+      ctx.deps.logger.info({ payment_id: own.id, status: l.status, connection_id: conn.id }, 'payment status found by reconciliation');
     }
   });
   return recorded;

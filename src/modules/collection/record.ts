@@ -14,10 +14,15 @@ import { asObserved, isAhead } from './status-order';
 import { holdChain } from './chain';
 import { isUnauthorizedReturn } from '../../adapters/processors/return-codes';
 
-// Recording an observed status of a payment: the one function that processor polling, the dispatch of our
-// own payments and the results upload all call. It records one event per status of a reference, the first time
-// it is seen, posts the ledger, moves our payment's status and reacts on the borrower's monitor, all in the
-// caller's transaction. The service records only what it observed and infers nothing.
+// Recording an observed status of a payment: the one place that moves `payments.status` after a payment is
+// created (tests/architecture checks it). Processor polling, the dispatch answer, a look-up, reconciliation,
+// the results upload and voids record an observation (recordObservation, or recordSlice for a batch's); a
+// payment never sent ends through recordNotAttempted, and a scheduled payment is released on its day through
+// releaseScheduled. What an outcome sets off, in order: its event, the ledger, the payment's status, the
+// borrower's monitor and chain (react), the lender's endpoints, the return rates.
+//
+// Everything is done in the caller's transaction: one event per status of a reference, the first time it is
+// seen, the ledger, our payment's status and the reactions. The service records only what it observed and infers nothing.
 //
 // For the service's own payments the processor's word wins: an uploaded outcome of one (a lender's export, a
 // void in its own books) is recorded as the lender's report, an event with source `upload` that moves nothing
@@ -145,8 +150,9 @@ export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observa
   }
   if (o.enrollmentId) await react(ctx, o.enrollmentId, status, returnCode, now, o.declineCode ?? null);
   ctx.deps.metrics.paymentEvents.inc({ status, source: o.source });
-  // Pushed to the lender's endpoints: what the processor said (the lender has its uploads already).
-  if (o.source === 'processor' && o.authorizerUniqueId) {
+  // Pushed to the lender's endpoints: what the processor said, and what the service decided (a void, a payment
+  // never sent); the lender has its uploads already.
+  if (o.source !== 'upload' && o.authorizerUniqueId) {
     const payment_event = eventView({ id: eventId, reference: o.reference, status, amountCents: o.amountCents, returnCode, authorizerUniqueId: o.authorizerUniqueId, occurredAt, source: o.source, message: o.message });
     await pushToEndpoints(ctx, now, o.lenderId, 'PAYMENT_EVENT', { payment_event });
   }
@@ -156,6 +162,54 @@ export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observa
     else await evaluateReturnRates(ctx, o.lenderId);
   }
   return { recorded: true, eventId, status, occurredAt };
+}
+
+/** What the recorder needs of one of the service's own payments to end or release it. */
+export type OwnPayment = Pick<Observation, 'lenderId' | 'reference' | 'amountCents' | 'enrollmentId' | 'authorizerUniqueId' | 'connectionId'> & { id: string };
+
+/**
+ * A payment the processor does not hold, ended `not_attempted` as every outcome is recorded (its event, its
+ * status, the lender's endpoints): whether it was. Only from initiating (an outcome read meanwhile stands). For
+ * `never_sent`, decided by the service, only while no send of it was ever claimed: a send claimed meanwhile may
+ * be at the processor, and only it can say. `absent_at_processor` is the processor's word: it has no payment
+ * with this id past the idempotency horizon.
+ */
+export async function recordNotAttempted(
+  ctx: JobContext & { tx: Tx },
+  p: OwnPayment,
+  message: string,
+  why: 'never_sent' | 'absent_at_processor',
+): Promise<boolean> {
+  await store.serializeReferences(ctx, p.lenderId, [p.reference]);
+  const s = await store.sendStateHeld(ctx, p.id);
+  if (!s || s.status !== 'initiating' || (why === 'never_sent' && s.firstAttemptAt !== null)) return false;
+  const r = await recordObservation(ctx, {
+    lenderId: p.lenderId,
+    reference: p.reference,
+    status: 'not_attempted',
+    amountCents: p.amountCents,
+    returnCode: null,
+    message,
+    occurredAt: ctx.deps.clock.now(),
+    source: why === 'never_sent' ? 'service' : 'processor',
+    sourceEventId: `not_attempted:${p.id}`,
+    enrollmentId: p.enrollmentId,
+    authorizerUniqueId: p.authorizerUniqueId,
+    paymentId: p.id,
+    connectionId: p.connectionId,
+  });
+  return r.recorded;
+}
+
+/**
+ * A scheduled payment released on its day (its notice has run and nothing stops it): scheduled → initiating,
+ * due for dispatch now. The one move no observation makes, so it records no event. False when the payment is
+ * no longer scheduled.
+ */
+export async function releaseScheduled(ctx: JobContext & { tx: Tx }, p: Pick<OwnPayment, 'id' | 'lenderId' | 'reference'>): Promise<boolean> {
+  await store.serializeReferences(ctx, p.lenderId, [p.reference]);
+  if (!isAhead('scheduled', 'initiating')) return false;
+  return store.releasePayment(ctx, p.id, ctx.deps.clock.now());
 }
 
 /**
@@ -271,7 +325,7 @@ export function monitorEventOf(status: EventStatus, code: string | null, decline
  * transaction. One that cannot be recorded (a fault, never a stale status) is undone alone, logged, counted
  * and set aside with its reason, and the batch goes on: one payment never stops the others, nor the cursor.
  */
-export async function recordOrSetAside(ctx: JobContext & { tx: Tx }, o: Observation, before?: () => Promise<void>): Promise<Recorded | null> {
+async function recordOrSetAside(ctx: JobContext & { tx: Tx }, o: Observation, before?: () => Promise<void>): Promise<Recorded | null> {
   try {
     return await savepoint(ctx, async () => {
       await before?.();

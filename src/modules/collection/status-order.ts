@@ -6,8 +6,12 @@ import type { EventStatus, PaymentStatus } from '../../../db/schema/enums';
 // when it is ahead of the one recorded; anything else is history the service already has.
 //
 //   scheduled → initiating → processing → settled → late_returned | refunded
-//                   │             └──────→ returned | invalid | voided
-//                   └→ not_attempted (only on the processor's word)
+//       │           │             └──────→ returned | invalid | voided
+//       │           └→ not_attempted (on the processor's word, or never sent: no send of it was ever claimed)
+//       └→ voided, or any outcome the processor gives (a lender's report of it is held, never recorded as one)
+//
+// `scheduled → initiating` is the release of a payment on its day (its notice has run): the one move no
+// observation makes, as no source reports `initiating`; the recorder makes it (record.ts, releaseScheduled).
 //
 // A status may skip the steps the service did not see (initiating → settled after a lost answer). Final
 // statuses never change, except that money that went back can come back (a dispute won, a refund that
@@ -18,8 +22,8 @@ const AFTER_SETTLED: readonly EventStatus[] = ['late_returned', 'refunded'];
 const AFTER_PROCESSING: readonly EventStatus[] = ['settled', 'returned', 'invalid', 'voided', ...AFTER_SETTLED];
 
 /** The statuses each recorded status may move to. */
-const AHEAD: Record<PaymentStatus, readonly EventStatus[]> = {
-  scheduled: ['voided', 'processing', 'settled', 'returned', 'invalid', 'late_returned', 'refunded', 'not_attempted'],
+const AHEAD: Record<PaymentStatus, readonly PaymentStatus[]> = {
+  scheduled: ['initiating', 'voided', 'processing', 'settled', 'returned', 'invalid', 'late_returned', 'refunded', 'not_attempted'],
   initiating: ['not_attempted', 'processing', ...AFTER_PROCESSING],
   processing: AFTER_PROCESSING,
   settled: AFTER_SETTLED,
@@ -46,31 +50,8 @@ export function asObserved(current: PaymentStatus | null, observed: EventStatus)
  * Whether recording `next` moves a payment (or an outside reference) forward from `current` (null: nothing
  * recorded yet, so any status is news).
  */
-export function isAhead(current: PaymentStatus | null, next: EventStatus, reinstated = false): boolean {
+export function isAhead(current: PaymentStatus | null, next: PaymentStatus, reinstated = false): boolean {
   if (current === null) return true;
   if (reinstated) return next === 'settled' && REINSTATABLE.includes(current);
   return AHEAD[current].includes(next);
-}
-
-/** Whether a status can never change again (reinstatement aside). */
-export const isFinal = (s: PaymentStatus): boolean => AHEAD[s].length === 0;
-
-/**
- * The furthest of a set of observed statuses by the order above, as recording them one by one in the best
- * order would leave it: used to repair a status recorded out of order from its events.
- */
-export function furthest(start: PaymentStatus, observed: readonly EventStatus[]): PaymentStatus {
-  let cur: PaymentStatus = start;
-  // Repeatedly take any observed status that is ahead; each step strictly advances, so this ends quickly.
-  for (let moved = true; moved; ) {
-    moved = false;
-    for (const s of observed) {
-      const next = asObserved(cur, s);
-      if (isAhead(cur, next)) {
-        cur = next;
-        moved = true;
-      }
-    }
-  }
-  return cur;
 }

@@ -412,11 +412,13 @@ export const pgCollectionStore: CollectionStore = {
   async createPayment(c, payment) {
     await pgWriterOf(c).insert(payments).values(payment as typeof payments.$inferInsert);
   },
-  async releaseScheduled(c, id, now) {
-    await pgWriterOf(c)
+  async releasePayment(c, id, now) {
+    const moved = await pgWriterOf(c)
       .update(payments)
       .set({ status: 'initiating', state: 'pending', nextAttemptAt: now, updatedAt: now })
-      .where(and(eq(payments.id, id), eq(payments.status, 'scheduled')));
+      .where(and(eq(payments.id, id), eq(payments.status, 'scheduled')))
+      .returning({ id: payments.id });
+    return moved.length === 1;
   },
   async chainInputsOf(c, enrollmentId) {
     const [r] = await rows<{
@@ -488,13 +490,13 @@ export const pgCollectionStore: CollectionStore = {
     );
     return claimed.length === 1;
   },
-  async markNotAttempted(c, id, message, now, why) {
-    const moved = await pgWriterOf(c)
-      .update(payments)
-      .set({ status: 'not_attempted', message, updatedAt: now })
-      .where(and(eq(payments.id, id), eq(payments.status, 'initiating'), ...(why === 'never_sent' ? [isNull(payments.firstAttemptAt)] : [])))
-      .returning({ id: payments.id });
-    return moved.length === 1;
+  async sendStateHeld(c, id) {
+    const [r] = await pgWriterOf(c)
+      .select({ status: payments.status, firstAttemptAt: payments.firstAttemptAt })
+      .from(payments)
+      .where(eq(payments.id, id))
+      .for('update');
+    return r ?? null;
   },
   async noteProcessorPaymentId(c, id, processorPaymentId, now) {
     await pgWriterOf(c)

@@ -185,7 +185,7 @@ export const scheduledPaymentOf = (db: Db, enrollmentId: string) =>
     .get(enrollmentId);
 
 /** Its day has come and nothing stops it: a scheduled payment becomes an initiating one, due for dispatch now. */
-export const releaseScheduled = (tx: Orm, id: string, now: number) =>
+const releasePayment = (tx: Orm, id: string, now: number) =>
   tx.$client
     .query("UPDATE payments SET status = 'initiating', state = 'pending', next_attempt_at = ?, updated_at = ? WHERE id = ? AND status = 'scheduled'")
     .run(now, now, id);
@@ -205,19 +205,6 @@ export const chainInputsOf = (db: Db, enrollmentId: string) =>
 
 export const setPaymentsUsed = (tx: Orm, enrollmentId: string, n: number, now: number) =>
   tx.$client.query('UPDATE enrollments SET payments_used = ?, updated_at = ? WHERE id = ?').run(n, now, enrollmentId);
-
-/**
- * A payment the processor does not hold, ended: only from initiating (an outcome read meanwhile stands), and, when
- * decided locally (`neverSent`), only if no send of it was ever claimed (one claimed meanwhile may be at the
- * processor: only it can say).
- */
-export const markNotAttempted = (tx: Orm, id: string, message: string, now: number, neverSent: boolean) =>
-  tx.$client
-    .query(
-      `UPDATE payments SET status = 'not_attempted', message = ?, updated_at = ?
-        WHERE id = ? AND status = 'initiating'${neverSent ? ' AND first_attempt_at IS NULL' : ''}`,
-    )
-    .run(message, now, id);
 
 export const setAside = (
   tx: Orm,
@@ -576,8 +563,8 @@ export const sqliteCollectionStore: CollectionStore = {
   async scheduledPaymentOf(c, enrollmentId) {
     return scheduledPaymentOf(readerOf(c), enrollmentId) ?? null;
   },
-  async releaseScheduled(c, id, now) {
-    releaseScheduled(writerOf(c), id, now);
+  async releasePayment(c, id, now) {
+    return releasePayment(writerOf(c), id, now).changes === 1;
   },
   async chainInputsOf(c, enrollmentId) {
     return chainInputsOf(readerOf(c), enrollmentId) ?? null;
@@ -585,8 +572,9 @@ export const sqliteCollectionStore: CollectionStore = {
   async setPaymentsUsed(c, enrollmentId, n, now) {
     setPaymentsUsed(writerOf(c), enrollmentId, n, now);
   },
-  async markNotAttempted(c, id, message, now, why) {
-    return markNotAttempted(writerOf(c), id, message, now, why === 'never_sent').changes === 1;
+  async sendStateHeld(c, id) {
+    const s = sendStateOf(writerOf(c), id);
+    return s ? { status: s.status, firstAttemptAt: s.firstAttemptAt } : null;
   },
   async setObservationAside(c, v) {
     setAside(writerOf(c), v);

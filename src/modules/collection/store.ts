@@ -260,8 +260,11 @@ export interface CollectionStore {
   /** Whether a payment of the borrower is initiating or processing. */
   paymentInFlight(c: StoreCtx, enrollmentId: string): Promise<boolean>;
   createPayment(c: TxCtx, payment: NewPayment): Promise<void>;
-  /** A scheduled payment whose day has come becomes initiating, due for dispatch now. */
-  releaseScheduled(c: TxCtx, id: string, now: number): Promise<void>;
+  /**
+   * A scheduled payment whose day has come becomes initiating, due for dispatch now: whether it moved (only
+   * from scheduled). Called by the recorder only (record.ts, releaseScheduled).
+   */
+  releasePayment(c: TxCtx, id: string, now: number): Promise<boolean>;
   /** What the collection rules read of a borrower besides its payments. */
   chainInputsOf(c: StoreCtx, enrollmentId: string): Promise<ChainInputs | null>;
   /** The presentments the debt's chain has used. */
@@ -285,12 +288,11 @@ export interface CollectionStore {
    */
   claimSend(c: TxCtx, claim: Claim, now: number): Promise<boolean>;
   /**
-   * A payment the processor does not hold ended not attempted, only from initiating: whether it moved. For
-   * `never_sent` (decided locally) only while no send of it was ever claimed (no first attempt recorded: a send
-   * claimed meanwhile may be at the processor, and only it can say); `absent_at_processor` is the processor's
-   * word, past the idempotency horizon.
+   * A payment's status and whether a send of it was ever claimed (its first attempt), its row held until the
+   * transaction ends: a claim of its send waits for the transaction, then finds what it left (PostgreSQL; on
+   * SQLite the one writer does it). What the recorder reads before it ends a payment not attempted.
    */
-  markNotAttempted(c: TxCtx, id: string, message: string, now: number, why: 'never_sent' | 'absent_at_processor'): Promise<boolean>;
+  sendStateHeld(c: TxCtx, id: string): Promise<{ status: PaymentStatus; firstAttemptAt: number | null } | null>;
   /** The processor's id of a payment it answered about (an id kept before stands). */
   noteProcessorPaymentId(c: TxCtx, id: string, processorPaymentId: string | null, now: number): Promise<void>;
 

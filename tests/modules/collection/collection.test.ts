@@ -155,8 +155,9 @@ describe('the decision', () => {
     expect(payments(c, 'exact')).toHaveLength(1);
   });
 
-  test('removal returned before dispatch: the payment never reaches the processor, and is not counted', async () => {
+  test('removal returned before dispatch: the payment never reaches the processor, is not counted, and its end is an event the lender is told of', async () => {
     const c = await setup();
+    expect((await c.json('POST', '/v1/webhook_endpoints', { body: { url: 'https://127.0.0.1:9/payments', event_types: ['PAYMENT_EVENT'] } })).status).toBe(201);
     await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('gone')] } });
     await queueDueReads(c.rt);
     await processBalances(c.rt);
@@ -167,6 +168,11 @@ describe('the decision', () => {
     const sandbox = new SandboxProcessor({ ...(c.rt.pg ? { pg: c.rt.pg } : { sqlite: c.rt.sqlite }), clock: c.clock, settlementMs: SETTLE });
     expect((await sandbox.listChanges('sbx_collect_00000000000001', null)).changes).toEqual([]);
     expect((await view(c, 'gone')).payments_used).toBe(0);
+    // Recorded as every outcome is: its event (the service's word: the processor was never asked) and a push.
+    const events = (await c.json('GET', '/v1/payment_events?authorizer_unique_id=gone')).body.events;
+    expect(events).toMatchObject([{ status: 'not_attempted', source: 'service', message: 'monitoring of the borrower stopped before the payment was sent' }]);
+    const pushed = (await c.rows<{ payload: string }>("SELECT payload FROM webhook_deliveries WHERE type = 'PAYMENT_EVENT'")).map((d) => JSON.parse(d.payload).payment_event);
+    expect(pushed).toEqual(events);
   });
 
   test('card borrowers (token and raw card) are charged on the card rail', async () => {

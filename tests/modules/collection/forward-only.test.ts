@@ -14,7 +14,7 @@ import { processBalances } from '../../../src/modules/balance-requests/processin
 import { dispatchPayments } from '../../../src/modules/collection/dispatch';
 import { pollProcessors } from '../../../src/modules/collection/poll';
 import { reconcileKeys } from '../../../src/modules/collection/reconcile';
-import { recordOrSetAside } from '../../../src/modules/collection/record';
+import { recordSlice } from '../../../src/modules/collection/record';
 import { transaction } from '../../../src/platform/context';
 import type { EventStatus } from '../../../db/schema/enums';
 
@@ -121,8 +121,8 @@ describe('any order of observations of one payment', () => {
               const cur = (await rows<{ status: string }>(c, 'SELECT status FROM payments WHERE id = ?', pid))[0]!.status;
               if (cur !== 'initiating' && cur !== 'processing') await mk(`q-${aid}`, 'processing');
             }
-            const r = await transaction({ deps: c.rt }, (tx) =>
-              recordOrSetAside(tx, {
+            const [r] = await transaction({ deps: c.rt }, (tx) =>
+              recordSlice(tx, [{
                 lenderId: lender,
                 reference: `DRS-${aid}-${pid}`,
                 status,
@@ -137,7 +137,7 @@ describe('any order of observations of one payment', () => {
                 authorizerUniqueId: aid,
                 paymentId: pid,
                 connectionId: source === 'upload' ? null : conn,
-              }),
+              }]),
             );
             // Never set aside: a stale status is simply not ahead.
             expect(r).not.toBeNull();

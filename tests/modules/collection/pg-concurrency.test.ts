@@ -14,7 +14,7 @@ import { transaction } from '../../../src/platform/context';
 import { replicaPrefix } from '../../../src/platform/lease-token';
 import type { StoreCtx, TxCtx } from '../../../src/platform/store';
 import { collectionStore as store, DISPATCH_LEASE_MS } from '../../../src/modules/collection/store';
-import { knownAmong, recordObservation, recordOrSetAside, type Observation } from '../../../src/modules/collection/record';
+import { knownAmong, recordNotAttempted, recordObservation, recordSlice, releaseScheduled, type Observation } from '../../../src/modules/collection/record';
 import { newId } from '../../../src/platform/ids';
 
 const CALLERS = 20;
@@ -198,15 +198,25 @@ if (!onPostgres) {
       expect(row).toMatchObject({ status: winner % 2 ? 'settled' : 'processing', message: `mover ${winner}`, updatedAt: NOW + winner });
     });
 
-    test('of 20 concurrent give-ups of one payment, one moves it to not_attempted and gives its presentment back once', async () => {
+    const own = (p: typeof payments.$inferInsert) => ({
+      id: p.id!,
+      lenderId: p.lenderId!,
+      reference: p.reference!,
+      amountCents: p.amountCents!,
+      enrollmentId: p.enrollmentId!,
+      authorizerUniqueId: p.authorizerUniqueId!,
+      connectionId: p.connectionId!,
+    });
+
+    test('of 20 concurrent give-ups of one payment, one moves it to not_attempted, records its event and gives its presentment back once', async () => {
       const k = await lender();
       const b = await borrower(k.lenderId);
       await pg.db.update(enrollments).set({ paymentsUsed: 3 }).where(eq(enrollments.id, b.id));
       const p = await payment(k, b);
       const moved = await all((i) =>
-        inTx(async (c) => {
+        transaction(jobCtx, async (c) => {
           await store.finishDue(c, { id: p.id!, leaseToken: `claim ${i}` }, { state: 'done' });
-          if (!(await store.markNotAttempted(c, p.id!, `gave up ${i}`, NOW, 'never_sent'))) return false;
+          if (!(await recordNotAttempted(c, own(p), `gave up ${i}`, 'never_sent'))) return false;
           await store.giveBackPresentment(c, b.id, NOW);
           return true;
         }),
@@ -215,13 +225,30 @@ if (!onPostgres) {
       const [e] = await pg.db.select({ used: enrollments.paymentsUsed }).from(enrollments).where(eq(enrollments.id, b.id));
       expect(e!.used).toBe(2);
       expect(await store.paymentStatusOf(ctx, p.id!)).toBe('not_attempted');
+      const events = await pg.db.select({ status: paymentEvents.status, source: paymentEvents.source }).from(paymentEvents).where(eq(paymentEvents.paymentId, p.id!));
+      expect(events).toEqual([{ status: 'not_attempted', source: 'service' }]);
+    });
+
+    test('a give-up waits for a send claimed beside it and then ends nothing: a payment claimed may be at the processor', async () => {
+      const k = await lender();
+      const b = await borrower(k.lenderId);
+      const p = await payment(k, b, { leaseToken: 'claim-1' });
+      // The claim commits first; the give-up that read the payment before it finds a first attempt and stops.
+      const claimed = await inTx((c) => store.claimSend(c, { id: p.id!, leaseToken: 'claim-1' }, NOW));
+      expect(claimed).toBe(true);
+      expect(await transaction(jobCtx, (c) => recordNotAttempted(c, own(p), 'gave up', 'never_sent'))).toBe(false);
+      expect(await store.paymentStatusOf(ctx, p.id!)).toBe('initiating');
+      // The processor's word ends it all the same.
+      expect(await transaction(jobCtx, (c) => recordNotAttempted(c, own(p), 'absent', 'absent_at_processor'))).toBe(true);
+      expect(await store.paymentStatusOf(ctx, p.id!)).toBe('not_attempted');
     });
 
     test('of 20 concurrent releases of a scheduled payment on its day, one releases it; the rest find it released', async () => {
       const k = await lender();
       const b = await borrower(k.lenderId);
       const p = await payment(k, b, { status: 'scheduled', state: 'done', debitOn: NOW });
-      await all(() => inTx((c) => store.releaseScheduled(c, p.id!, NOW)));
+      const released = await all(() => transaction(jobCtx, (c) => releaseScheduled(c, own(p))));
+      expect(released.filter(Boolean).length).toBe(1);
       const [row] = await pg.db.select().from(payments).where(eq(payments.id, p.id!));
       expect(row).toMatchObject({ status: 'initiating', state: 'pending', nextAttemptAt: NOW });
       expect(await store.scheduledPaymentOf(ctx, b.id)).toBeNull();
@@ -312,10 +339,10 @@ if (!onPostgres) {
       // Each records one reference, waits until the other holds its own, then records the other's.
       const batch = (first: typeof p1, second: typeof p1) =>
         transaction(jobCtx, async (c) => {
-          await recordOrSetAside(c, observation(k, first, { status: 'processing' }));
+          await recordSlice(c, [observation(k, first, { status: 'processing' })]);
           if (++arrived === 2) both();
           await bothHold;
-          await recordOrSetAside(c, observation(k, second, { status: 'processing' }));
+          await recordSlice(c, [observation(k, second, { status: 'processing' })]);
         }).then(
           () => 'committed',
           (e: unknown) => pgCode(e),

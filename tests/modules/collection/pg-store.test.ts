@@ -306,8 +306,8 @@ if (!onPostgres) {
         await store.recordPoll(c, K2, { from: null, cursor: null, at: NOW, error: 'x', reconcileDue: false, ingested: 0, matched: 0 });
         await store.recordPollError(c, K1, 'failed');
         await store.markReconciled(c, K2, NOW);
-        await store.releaseScheduled(c, pay(5), NOW);
-        await store.releaseScheduled(c, pay(3), NOW);
+        expect(await store.releasePayment(c, pay(5), NOW)).toBe(true);
+        expect(await store.releasePayment(c, pay(3), NOW)).toBe(false);
         await store.setPaymentsUsed(c, enr(2), 7, NOW);
         await store.giveBackPresentment(c, enr(1), NOW);
         await store.giveBackPresentment(c, enr(1), NOW);
@@ -318,14 +318,17 @@ if (!onPostgres) {
       await pg.db.update(pgs.payments).set({ leaseToken: 'claim-3' }).where(eq(pgs.payments.id, pay(3)));
       const held = (id: string) => ({ id, leaseToken: 'claim-3' });
       expect(await same((c) => transaction(c, (t) => store.claimSend(t, { id: pay(3), leaseToken: 'another-claim' }, NOW)))).toBe(false);
-      expect(await same((c) => transaction(c, (t) => store.markNotAttempted(t, pay(5), 'never sent', NOW, 'never_sent')))).toBe(true);
+      // What the recorder reads before it ends a payment not attempted: its status and its first attempt.
+      expect(await same((c) => transaction(c, (t) => store.sendStateHeld(t, pay(5))))).toEqual({ status: 'initiating', firstAttemptAt: null });
+      await write((c) => store.movePaymentStatus(c, { id: pay(5), from: 'initiating', status: 'not_attempted', returnCode: null, message: 'never sent', now: NOW, settledAt: null, reportHold: '' }));
       expect(await same((c) => transaction(c, (t) => store.claimSend(t, held(pay(3)), NOW)))).toBe(true);
       expect(await same((c) => transaction(c, (t) => store.claimSend(t, held(pay(7)), NOW)))).toBe(false);
       expect(await same((c) => transaction(c, (t) => store.claimSend(t, held(pay(4)), NOW)))).toBe(false);
-      expect(await same((c) => transaction(c, (t) => store.markNotAttempted(t, pay(7), 'gone', NOW, 'absent_at_processor')))).toBe(false);
-      // Sent (its first attempt recorded): only the processor can say it was not attempted.
-      expect(await same((c) => transaction(c, (t) => store.markNotAttempted(t, pay(3), 'gone', NOW, 'never_sent')))).toBe(false);
-      expect(await same((c) => transaction(c, (t) => store.markNotAttempted(t, pay(3), 'absent', NOW, 'absent_at_processor')))).toBe(true);
+      expect((await same((c) => transaction(c, (t) => store.sendStateHeld(t, pay(7)))))?.status).toBe('processing');
+      expect(await same((c) => transaction(c, (t) => store.sendStateHeld(t, 'none')))).toBeNull();
+      // Sent: its first attempt recorded.
+      expect(await same((c) => transaction(c, (t) => store.sendStateHeld(t, pay(3))))).toEqual({ status: 'initiating', firstAttemptAt: expect.any(Number) });
+      await write((c) => store.movePaymentStatus(c, { id: pay(3), from: 'initiating', status: 'not_attempted', returnCode: null, message: 'absent', now: NOW, settledAt: null, reportHold: '' }));
       await write((c) =>
         store.createPayment(c, {
           id: pay(8),

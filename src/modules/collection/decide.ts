@@ -2,167 +2,108 @@ import { newId } from '../../platform/ids';
 import type { RecordedRead } from '../balance-requests/results';
 import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
-import { addBusinessDays } from '../../platform/business-days';
 import { recordObservation, releaseScheduled, type Observation } from './record';
 import { pushToEndpoints } from '../webhooks/endpoints';
 import { iso } from '../../platform/clock';
 import { resolveKey } from '../payment-connections/resolve';
 import { referenceOf } from './reference';
-import { planPayment } from './rules';
+import { decide, type DecisionInputs, type Step } from './decision';
 import { policyOf } from '../collection-policy/service';
 import type { CollectionPolicy } from '../collection-policy/policy';
-import { blockedReasonOf, type BlockedReason } from '../enrollments/monitor';
-import { collectionStore as store, type ScheduledPayment } from './store';
+import { collectionStore as store, type EnrollmentRow, type ScheduledPayment } from './store';
 import { applyMonitorEvent } from '../enrollments/monitor-store';
 import { evaluateReturnRates } from '../return-rates/watch';
 import { anyExceeded } from '../return-rates/service';
 
 /**
  * The collection decision, called with each monitoring read in the transaction that records it (the chain in
- * modules/balance-results.ts). A payment of
- * the current collectable_amount is initiated on the borrower's rail exactly when all of these hold: the
- * monitor is `monitored` and inside its window; no payment of the borrower is in flight; the collection rules
- * allow one (the debt's chain of presentments has room, no new authorization is needed); nothing blocks it
- * (verification); a key resolves; and the balance
- * covers the amount plus COLLECTION_MARGIN_CENTS. The payment row (status initiating, its id the idempotency
- * key) is committed with the read; the dispatch job sends it. No key → skipped, with blocked_reason.
+ * modules/balance-results.ts): what decide (decision.ts) asks for is read, and the steps it returns are
+ * carried out, in order. The payment row (status initiating, its id the idempotency key) is committed with the
+ * read; the dispatch job sends it.
  */
 export async function decideCollection(ctx: JobContext & { tx: Tx }, read: RecordedRead & { enrollmentId: string }): Promise<void> {
-  const { tx, deps } = ctx;
-  const now = deps.clock.now();
+  const { deps } = ctx;
   // One decision per borrower at a time: what is in flight, the history and the presentments counted are read
   // and then written on, so a second decision (another read of the borrower) waits for this one.
   await store.serializeBorrower(ctx, read.enrollmentId);
   const e = await store.enrollmentToDecide(ctx, read.enrollmentId);
-  if (!e || e.state !== 'monitored') return;
-  if (e.windowEndsAt === null || now >= e.windowEndsAt) return;
-  if (e.blockedReason === 'verification_required') return;
-  const block = async (reason: BlockedReason) => {
-    await applyMonitorEvent(ctx, { enrollmentId: e.id, event: { type: 'blocked', reason }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
-    deps.metrics.paymentsSkipped.inc({ reason });
-  };
-  // A linked account its provider says cannot be debited (revoked, closed at the bank, an account number that
-  // is not transactable) takes no payment, whatever its balance: one scheduled is voided, and the borrower
-  // shows why until the provider says the same link is well again (balance-requests/link-health.ts).
-  const linkBlock = blockedReasonOf(read.linkHealth ?? null);
-  if (linkBlock !== null) {
-    const waiting = await store.scheduledPaymentOf(ctx, e.id);
-    if (waiting) await voidScheduled(ctx, waiting, `not debited: ${linkBlock}`);
-    return block(linkBlock);
-  }
-  if (read.balanceCents === null) return;
-  const policy = await policyOf(ctx, e.lenderId);
-  const history = await store.paymentHistory(ctx, e.id);
-  const planNow = () =>
-    planPayment({
-      history,
-      authorizationAt: e.authorizationAt,
-      covered: e.cfpbCovered ?? policy.cfpbCovered,
-      policy,
-      collectableCents: e.collectableAmountCents,
-      now,
-    });
-  // Pause on breach: an ACH payment of a lender that pauses is not initiated while a return rate is exceeded,
-  // evaluated now (which also alerts on a change); it goes on by itself once every class is back under.
-  const paused = async () => e.rail === 'ach' && policy.returnRatePause && anyExceeded(await evaluateReturnRates(ctx, e.lenderId));
-  const scheduled = await store.scheduledPaymentOf(ctx, e.id);
-  if (scheduled) {
-    // Its notice runs until debit_on; then it goes out only if everything that allowed it still holds.
-    if (now < scheduled.debitOn) return;
-    const plan = planNow();
-    const pause = plan.ok && (await paused());
-    const why = !plan.ok
-      ? plan.blocked
-      : pause
-        ? 'ACH collection is paused while a return rate is over its threshold'
-        : plan.amountCents !== scheduled.amountCents
-        ? 'the amount changed since the notice'
-        : read.balanceCents < scheduled.amountCents + deps.config.collectionMarginCents + policy.debitBufferCents
-          ? 'the balance no longer covers the amount'
-          : null;
-    if (why !== null) {
-      await voidScheduled(ctx, scheduled, `not debited on its day: ${why}`);
-      if (!plan.ok) await block(plan.blocked);
-      else if (pause) await block('return_rate_paused');
-      return;
+  const inputs: DecisionInputs = { now: deps.clock.now(), marginCents: deps.config.collectionMarginCents, read, enrollment: e };
+  let scheduled: ScheduledPayment | null = null;
+  let policy: CollectionPolicy | null = null;
+  let key: { id: string } | null = null;
+  for (;;) {
+    const d = decide(inputs);
+    if ('steps' in d) return carryOut(ctx, e!, d.steps, { scheduled, policy: policy!, key });
+    if (d.need === 'payments') {
+      policy = await policyOf(ctx, e!.lenderId);
+      const history = await store.paymentHistory(ctx, e!.id);
+      scheduled = await store.scheduledPaymentOf(ctx, e!.id);
+      inputs.payments = { policy, history, scheduled, inFlight: scheduled === null && (await store.paymentInFlight(ctx, e!.id)) };
+    } else if (d.need === 'paused') {
+      // Evaluated now, which also alerts on a change; ACH collection goes on by itself once every class is back under.
+      inputs.paused = anyExceeded(await evaluateReturnRates(ctx, e!.lenderId));
+    } else {
+      const k = await resolveKey(ctx, { lenderId: e!.lenderId, rail: e!.rail, merchantRef: e!.merchantRef });
+      key = k?.keySealed ? { id: k.id } : null;
+      inputs.hasKey = key !== null;
     }
-    await releaseScheduled(ctx, scheduled);
-    return;
-  }
-  if (await store.paymentInFlight(ctx, e.id)) return;
-  const plan = planNow();
-  if (!plan.ok) return block(plan.blocked);
-  // A balance that is not spendable or not current decides nothing (recorded all the same), and says why.
-  const truth = balanceTruth(read, policy, now);
-  if (!truth.ok) return block(truth.reason);
-  // What the last read showed no longer holds (a window passed, a fresh available balance): said at once,
-  // whatever the balance says.
-  if (
-    e.blockedReason === 'late_return_window' ||
-    e.blockedReason === 'stale_balance' ||
-    e.blockedReason === 'current_only' ||
-    e.blockedReason === 'account_revoked' ||
-    e.blockedReason === 'account_closed' ||
-    e.blockedReason === 'account_not_transactable'
-  ) {
-    await applyMonitorEvent(ctx, { enrollmentId: e.id, event: { type: 'unblocked' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
-  }
-  if (read.balanceCents < plan.amountCents + deps.config.collectionMarginCents + policy.debitBufferCents + truth.bufferCents) return;
-  if (await paused()) return block('return_rate_paused');
-  const key = await resolveKey(ctx, { lenderId: e.lenderId, rail: e.rail, merchantRef: e.merchantRef });
-  if (!key || !key.keySealed) return block('no_processor_key');
-  // With a notice period the payment is scheduled, not sent: dispatch never sees it before its day.
-  const debitOn = policy.noticeDays > 0 ? addBusinessDays(now, policy.noticeDays) : null;
-  const id = newId();
-  await store.createPayment(ctx, {
-      id,
-      lenderId: e.lenderId,
-      enrollmentId: e.id,
-      authorizerUniqueId: e.authorizerUniqueId,
-      connectionId: key.id,
-      rail: e.rail,
-      amountCents: plan.amountCents,
-      reference: referenceOf(e.authorizerUniqueId, id),
-      status: debitOn === null ? 'initiating' : 'scheduled',
-      attempt: plan.attempt,
-      reinitiationOf: plan.reinitiationOf,
-      debitOn,
-      // Out of the dispatch queue while scheduled; put back on its day.
-      state: debitOn === null ? 'pending' : 'done',
-      nextAttemptAt: now,
-      createdAt: now,
-      updatedAt: now,
-  });
-  // The presentments the debt's chain has used, this one included.
-  await store.setPaymentsUsed(ctx, e.id, plan.attempt, now);
-  await applyMonitorEvent(ctx, { enrollmentId: e.id, event: { type: 'payment_initiated' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
-  if (debitOn === null) deps.metrics.paymentsInitiated.inc({ rail: e.rail });
-  else {
-    deps.metrics.paymentsScheduled.inc({ rail: e.rail });
-    // The notice: the lender tells the borrower before debit_on.
-    await pushToEndpoints(ctx, now, e.lenderId, 'PAYMENT_SCHEDULED', {
-      authorizer_unique_id: e.authorizerUniqueId,
-      reference: referenceOf(e.authorizerUniqueId, id),
-      amount: plan.amountCents,
-      debit_on: iso(debitOn).slice(0, 10),
-    });
   }
 }
 
-/**
- * Whether a read's balance may decide a debit: a linked account's balance must be its available one (or its
- * current one where the policy allows, with its own buffer) and no older, by the provider's time for it (the
- * read's when it gives none), than the policy's max_balance_age_minutes. A sandbox read is the balance now.
- */
-export function balanceTruth(
-  read: Pick<RecordedRead, 'balanceKind' | 'asOf' | 'at'>,
-  policy: Pick<CollectionPolicy, 'allowCurrentBalance' | 'currentBalanceBufferCents' | 'maxBalanceAgeMinutes'>,
-  now: number,
-): { ok: true; bufferCents: number } | { ok: false; reason: 'stale_balance' | 'current_only' } {
-  if (read.balanceKind === null) return { ok: true, bufferCents: 0 };
-  if (read.balanceKind === 'current' && !policy.allowCurrentBalance) return { ok: false, reason: 'current_only' };
-  if (now - (read.asOf ?? read.at) > policy.maxBalanceAgeMinutes * 60_000) return { ok: false, reason: 'stale_balance' };
-  return { ok: true, bufferCents: read.balanceKind === 'current' ? policy.currentBalanceBufferCents : 0 };
+/** The steps of a decision, in order. */
+async function carryOut(
+  ctx: JobContext & { tx: Tx },
+  e: EnrollmentRow,
+  steps: Step[],
+  read: { scheduled: ScheduledPayment | null; policy: CollectionPolicy; key: { id: string } | null },
+): Promise<void> {
+  const { deps } = ctx;
+  const now = deps.clock.now();
+  const monitor = (event: Parameters<typeof applyMonitorEvent>[1]['event']) => applyMonitorEvent(ctx, { enrollmentId: e.id, event, now, readIntervalMs: deps.config.monitorReadIntervalMs });
+  for (const step of steps) {
+    if (step.do === 'void') await voidScheduled(ctx, read.scheduled!, step.message);
+    else if (step.do === 'release') await releaseScheduled(ctx, read.scheduled!);
+    else if (step.do === 'unblock') await monitor({ type: 'unblocked' });
+    else if (step.do === 'block') {
+      await monitor({ type: 'blocked', reason: step.reason });
+      deps.metrics.paymentsSkipped.inc({ reason: step.reason });
+    } else await createPayment(ctx, e, step, read.key!.id, now);
+  }
+}
+
+/** A new payment: initiating (dispatch sends it), or scheduled for its day with the notice in the outbox. */
+async function createPayment(ctx: JobContext & { tx: Tx }, e: EnrollmentRow, p: Extract<Step, { do: 'create' }>, connectionId: string, now: number): Promise<void> {
+  const { deps } = ctx;
+  const id = newId();
+  const reference = referenceOf(e.authorizerUniqueId, id);
+  await store.createPayment(ctx, {
+    id,
+    lenderId: e.lenderId,
+    enrollmentId: e.id,
+    authorizerUniqueId: e.authorizerUniqueId,
+    connectionId,
+    rail: e.rail,
+    amountCents: p.amountCents,
+    reference,
+    status: p.debitOn === null ? 'initiating' : 'scheduled',
+    attempt: p.attempt,
+    reinitiationOf: p.reinitiationOf,
+    debitOn: p.debitOn,
+    // Out of the dispatch queue while scheduled; put back on its day.
+    state: p.debitOn === null ? 'pending' : 'done',
+    nextAttemptAt: now,
+    createdAt: now,
+    updatedAt: now,
+  });
+  // The presentments the debt's chain has used, this one included.
+  await store.setPaymentsUsed(ctx, e.id, p.attempt, now);
+  await applyMonitorEvent(ctx, { enrollmentId: e.id, event: { type: 'payment_initiated' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
+  if (p.debitOn === null) deps.metrics.paymentsInitiated.inc({ rail: e.rail });
+  else {
+    deps.metrics.paymentsScheduled.inc({ rail: e.rail });
+    // The notice: the lender tells the borrower before debit_on.
+    await pushToEndpoints(ctx, now, e.lenderId, 'PAYMENT_SCHEDULED', { authorizer_unique_id: e.authorizerUniqueId, reference, amount: p.amountCents, debit_on: iso(p.debitOn).slice(0, 10) });
+  }
 }
 
 /**

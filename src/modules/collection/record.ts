@@ -5,21 +5,19 @@ import { savepoint, type Tx } from '../../platform/context';
 import type { StoreCtx } from '../../platform/store';
 import { newId } from '../../platform/ids';
 import { dbErrorMessage, isTransientConflict } from '../../platform/pg';
-import { applyMonitorEvent } from '../enrollments/monitor-store';
 import { collectionStore as store, type EventRecord } from './store';
-import { eventView } from './events';
-import { pushToEndpoints, type TargetsMemo } from '../webhooks/endpoints';
+import type { TargetsMemo } from '../webhooks/endpoints';
 import { evaluateReturnRates } from '../return-rates/watch';
 import { asObserved, isAhead } from './status-order';
-import { holdChain } from './chain';
+import { afterOutcome, stopAtOnce } from './reactions';
 import { isUnauthorizedReturn } from '../../adapters/processors/return-codes';
 
 // Recording an observed status of a payment: the one place that moves `payments.status` after a payment is
 // created (tests/architecture checks it). Processor polling, the dispatch answer, a look-up, reconciliation,
 // the results upload and voids record an observation (recordObservation, or recordSlice for a batch's); a
 // payment never sent ends through recordNotAttempted, and a scheduled payment is released on its day through
-// releaseScheduled. What an outcome sets off, in order: its event, the ledger, the payment's status, the
-// borrower's monitor and chain (react), the lender's endpoints, the return rates.
+// releaseScheduled. An outcome is its event and the payment's status, here; what it sets off (the ledger, the
+// borrower's monitor and chain, the lender's endpoints, the return rates) is listed in order in reactions.ts.
 //
 // Everything is done in the caller's transaction: one event per status of a reference, the first time it is
 // seen, the ledger, our payment's status and the reactions. The service records only what it observed and infers nothing.
@@ -135,7 +133,6 @@ export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observa
   const now = ctx.deps.clock.now();
   const { id: eventId, returnCode, occurredAt, ...event } = eventOf(o, status, last, now);
   await store.recordEvent(ctx, { id: eventId, returnCode, occurredAt, ...event });
-  if (o.enrollmentId) await postLedger(ctx, { ...o, status }, eventId, now);
   if (o.paymentId) {
     await store.movePaymentStatus(ctx, {
       id: o.paymentId,
@@ -148,19 +145,8 @@ export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observa
       reportHold: `the payment is recorded ${returnCode ? `${status} ${returnCode}` : status}, as its processor says; the reported outcome was not confirmed`,
     });
   }
-  if (o.enrollmentId) await react(ctx, o.enrollmentId, status, returnCode, now, o.declineCode ?? null);
   ctx.deps.metrics.paymentEvents.inc({ status, source: o.source });
-  // Pushed to the lender's endpoints: what the processor said, and what the service decided (a void, a payment
-  // never sent); the lender has its uploads already.
-  if (o.source !== 'upload' && o.authorizerUniqueId) {
-    const payment_event = eventView({ id: eventId, reference: o.reference, status, amountCents: o.amountCents, returnCode, authorizerUniqueId: o.authorizerUniqueId, occurredAt, source: o.source, message: o.message });
-    await pushToEndpoints(ctx, now, o.lenderId, 'PAYMENT_EVENT', { payment_event });
-  }
-  // A return moves the lender's return rates: evaluated at once (an upload evaluates once, after its rows).
-  if ((status === 'returned' || status === 'late_returned') && o.source !== 'upload') {
-    if (ratesLater) ratesLater.add(o.lenderId);
-    else await evaluateReturnRates(ctx, o.lenderId);
-  }
+  await afterOutcome(ctx, { ...o, eventId, status, returnCode, occurredAt, now }, ratesLater);
   return { recorded: true, eventId, status, occurredAt };
 }
 
@@ -256,7 +242,7 @@ async function recordReport(
   const hold = current === 'scheduled' ? REPORT_HOLDS.neverSent : (await store.paymentKeyLive(ctx, paymentId)) ? null : REPORT_HOLDS.keyDeleted;
   // An initiating payment is being resolved at its processor already (sent, or looked up): nothing to queue.
   await store.notePaymentReport(ctx, { id: paymentId, status, returnCode, at: now, hold, lookUp: hold === null && current !== 'initiating' });
-  if (o.enrollmentId && stopsAtOnce(status, returnCode)) await react(ctx, o.enrollmentId, status, returnCode, now, null);
+  if (o.enrollmentId && stopsAtOnce(status, returnCode)) await stopAtOnce(ctx, o.enrollmentId, status, returnCode, now);
   ctx.deps.metrics.paymentEvents.inc({ status, source: o.source });
   ctx.deps.metrics.paymentReports.inc({ outcome: hold === null ? 'asked' : 'held' });
   return { recorded: true, eventId, status, occurredAt, report: { hold } };
@@ -283,41 +269,6 @@ export async function staleAgainst(
   if (o.known ? o.known.seen : await store.eventSeen(c, o.lenderId, o.source, o.sourceEventId)) return undefined;
   const p = await placeOf(c, o);
   return p.ahead ? undefined : p.current;
-}
-
-/**
- * settled books a credit; returned, late_returned and refunded reverse what is credited for the reference
- * (maybe 0), so the ledger is the money the lender holds: a won dispute or a failed refund is settled again.
- */
-async function postLedger(ctx: JobContext & { tx: Tx }, o: Observation, eventId: string, now: number): Promise<void> {
-  const entry = { lenderId: o.lenderId, enrollmentId: o.enrollmentId!, reference: o.reference, eventId, at: now };
-  if (o.status === 'settled') await store.postLedgerEntry(ctx, { ...entry, kind: 'credit', amount: o.amountCents });
-  else if (o.status === 'returned' || o.status === 'late_returned' || o.status === 'refunded') {
-    await store.postLedgerEntry(ctx, { ...entry, kind: 'reversal', amount: Math.max(0, await store.creditedFor(ctx, o.lenderId, o.reference)) });
-  }
-}
-
-/** The outcomes that move a monitor (the state machine decides how); the others are history only. */
-async function react(ctx: JobContext & { tx: Tx }, enrollmentId: string, status: EventStatus, code: string | null, now: number, declineCode: string | null): Promise<void> {
-  const event = monitorEventOf(status, code, declineCode);
-  if (event) await applyMonitorEvent(ctx, { enrollmentId, event, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
-  // A return may leave the debt's chain of presentments full, or need a new authorization: said at once, and
-  // reads stop until the lender acts (never found out only when the next read would have debited).
-  if (status === 'returned' || status === 'late_returned') await holdChain(ctx, enrollmentId, now);
-}
-
-/** The outcomes that move a monitor, as the event they are to it. */
-export function monitorEventOf(status: EventStatus, code: string | null, declineCode: string | null) {
-  return (
-    status === 'invalid'
-      ? { type: status, declineCode }
-      : status === 'settled'
-      ? { type: status }
-      : status === 'returned'
-        ? { type: status, code }
-        : status === 'late_returned'
-          ? { type: status, code }
-          : null);
 }
 
 /**

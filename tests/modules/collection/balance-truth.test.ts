@@ -8,7 +8,7 @@ import { enrollBorrower } from '../../helpers/fixtures';
 import { startFakePlaid } from '../../fakes/plaid-server';
 import { queueDueReads } from '../../../src/modules/enrollments/monitoring';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
-import { balanceTruth } from '../../../src/modules/collection/decide';
+import { balanceTruth } from '../../../src/modules/collection/decision';
 import { DEFAULT_POLICY } from '../../../src/modules/collection-policy/policy';
 
 const READ = 3_600_000;

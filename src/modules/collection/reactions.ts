@@ -1,0 +1,106 @@
+import type { EventSource, EventStatus } from '../../../db/schema/enums';
+import type { JobContext } from '../../deps';
+import type { Tx } from '../../platform/context';
+import { applyMonitorEvent } from '../enrollments/monitor-store';
+import { pushToEndpoints } from '../webhooks/endpoints';
+import { evaluateReturnRates } from '../return-rates/watch';
+import { collectionStore as store } from './store';
+import { eventView } from './events';
+import { holdChain } from './chain';
+
+// What a recorded outcome of a payment sets off, in one place. The recorder (record.ts) records the outcome's
+// event and moves the payment's status, then calls afterOutcome in the same transaction, so what the reactions
+// write commits with the outcome or not at all. In order:
+//   1. the ledger: settled books a credit, a return or a refund reverses what was credited for the reference;
+//   2. the borrower's monitor moves (enrollments/monitor.ts decides how): settled collects, a return stops or
+//      lets a reinitiation go, an invalid card payment may stop the borrower;
+//   3. the debt's chain of presentments (chain.ts): after a return, a chain that is full or needs a new
+//      authorization blocks reads at once;
+//   4. the lender's endpoints are told (PAYMENT_EVENT in the outbox), for every source but an upload (the
+//      lender has its own file);
+//   5. a return moves the lender's return rates (return-rates/watch.ts), which may pause ACH collection and
+//      put RETURN_RATE_ALERT in the outbox; a batch evaluates them once, after its observations.
+// A lender's upload of the service's own payment is a report, not an outcome: only a stop acts on it at once
+// (stopAtOnce), through steps 2 and 3.
+
+/** An outcome as the recorder recorded it. */
+export interface RecordedOutcome {
+  lenderId: string;
+  reference: string;
+  amountCents: number;
+  message: string | null;
+  source: EventSource;
+  enrollmentId: string | null;
+  authorizerUniqueId: string | null;
+  /** A card decline's code; one that must never be retried stops the borrower with it. */
+  declineCode?: string | null;
+  eventId: string;
+  /** The status recorded (a return of a settled payment is its late return). */
+  status: EventStatus;
+  returnCode: string | null;
+  /** The event's time, in the order of the reference's statuses. */
+  occurredAt: number;
+  now: number;
+}
+
+/** Steps 1 to 5 for one outcome. `ratesLater`: step 5 is left to the batch, which evaluates each lender once. */
+export async function afterOutcome(ctx: JobContext & { tx: Tx }, o: RecordedOutcome, ratesLater?: Set<string>): Promise<void> {
+  if (o.enrollmentId) {
+    await postLedger(ctx, o, o.enrollmentId);
+    await moveBorrower(ctx, o.enrollmentId, o.status, o.returnCode, o.now, o.declineCode ?? null);
+  }
+  if (o.source !== 'upload' && o.authorizerUniqueId) {
+    const payment_event = eventView({
+      id: o.eventId,
+      reference: o.reference,
+      status: o.status,
+      amountCents: o.amountCents,
+      returnCode: o.returnCode,
+      authorizerUniqueId: o.authorizerUniqueId,
+      occurredAt: o.occurredAt,
+      source: o.source,
+      message: o.message,
+    });
+    await pushToEndpoints(ctx, o.now, o.lenderId, 'PAYMENT_EVENT', { payment_event });
+  }
+  if ((o.status === 'returned' || o.status === 'late_returned') && o.source !== 'upload') {
+    if (ratesLater) ratesLater.add(o.lenderId);
+    else await evaluateReturnRates(ctx, o.lenderId);
+  }
+}
+
+/** Steps 2 and 3 for a lender's report of a stop (R08, an unauthorized return): a stop is never a debit. */
+export async function stopAtOnce(ctx: JobContext & { tx: Tx }, enrollmentId: string, status: EventStatus, code: string | null, now: number): Promise<void> {
+  await moveBorrower(ctx, enrollmentId, status, code, now, null);
+}
+
+/** Step 1: the ledger is the money the lender holds; a won dispute or a failed refund is settled again. */
+async function postLedger(ctx: JobContext & { tx: Tx }, o: RecordedOutcome, enrollmentId: string): Promise<void> {
+  const entry = { lenderId: o.lenderId, enrollmentId, reference: o.reference, eventId: o.eventId, at: o.now };
+  if (o.status === 'settled') await store.postLedgerEntry(ctx, { ...entry, kind: 'credit', amount: o.amountCents });
+  else if (o.status === 'returned' || o.status === 'late_returned' || o.status === 'refunded') {
+    await store.postLedgerEntry(ctx, { ...entry, kind: 'reversal', amount: Math.max(0, await store.creditedFor(ctx, o.lenderId, o.reference)) });
+  }
+}
+
+/** Steps 2 and 3: the outcomes that move a monitor (the state machine decides how); the others are history only. */
+async function moveBorrower(ctx: JobContext & { tx: Tx }, enrollmentId: string, status: EventStatus, code: string | null, now: number, declineCode: string | null): Promise<void> {
+  const event = monitorEventOf(status, code, declineCode);
+  if (event) await applyMonitorEvent(ctx, { enrollmentId, event, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
+  // A return may leave the debt's chain of presentments full, or need a new authorization: said at once, and
+  // reads stop until the lender acts (never found out only when the next read would have debited).
+  if (status === 'returned' || status === 'late_returned') await holdChain(ctx, enrollmentId, now);
+}
+
+/** The outcomes that move a monitor, as the event they are to it. */
+export function monitorEventOf(status: EventStatus, code: string | null, declineCode: string | null) {
+  return status === 'invalid'
+    ? { type: status, declineCode }
+    : status === 'settled'
+      ? { type: status }
+      : status === 'returned'
+        ? { type: status, code }
+        : status === 'late_returned'
+          ? { type: status, code }
+          : null;
+}

@@ -2,7 +2,7 @@
 // variables as the service (DATABASE_URL / DATABASE_PATH, VAULT_KEY / VAULT_OLD_KEYS / VAULT_KEY_FILE). Every
 // command is safe beside a running service but `vault rotate` with a key file, which writes a new key the
 // service loads only at start: rotate that with the service stopped. With VAULT_KEY, the services are
-// restarted on the new key first (README "Rotating the vault key"), and rotation runs beside them.
+// restarted on the new key first (docs/operations.md, "Rotating the vault key"), and rotation runs beside them.
 import { Database } from 'bun:sqlite';
 import { appendFileSync, existsSync, renameSync, writeFileSync, chmodSync, openSync, closeSync } from 'node:fs';
 import { ConfigError, loadConfig, requireSharedVaultKey, type Config } from '../src/config';
@@ -244,7 +244,7 @@ export async function runCli(
       }
       case 'backup': {
         if (!action) throw new CliError('Usage: backup FILE');
-        if (h.pg) throw new CliError('The service runs on PostgreSQL (DATABASE_URL): back it up with pg_dump, as README "Running on PostgreSQL" shows');
+        if (h.pg) throw new CliError('The service runs on PostgreSQL (DATABASE_URL): back it up with pg_dump, as docs/operations.md "Running on PostgreSQL" shows');
         backup(h.sqlite, action);
         return `Backup written to ${action}; integrity check ok.`;
       }

@@ -1,5 +1,5 @@
 // Reads timed by pay cycles against reading every day, on a simulated thin-margin population (cadence-sim.ts:
-// its assumptions are in its header and the README). Deterministic by seed; no server, no database.
+// its assumptions are in its header and docs/pay-cycles.md). Deterministic by seed; no server, no database.
 import type { Bench } from './common';
 import { num } from './common';
 import { simulate } from './cadence-sim';

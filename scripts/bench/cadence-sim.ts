@@ -1,6 +1,6 @@
 // A simulated population of thin-margin borrowers, to compare when reads happen: every day, against around
 // predicted paydays (the service's cadence: the real inferPayCycle and nextReadAt of src/modules/pay-cycles, called
-// after every read as learn.ts calls them). Deterministic by seed. Assumptions (also in the README):
+// after every read as learn.ts calls them). Deterministic by seed. Assumptions (also in docs/pay-cycles.md):
 //
 // - Pay: weekly 20%, biweekly 35% (Fridays), semimonthly (1st and 16th) 20%, monthly (a day from the 1st to
 //   the 28th) 15%, irregular 10% (5 to 25 days apart); paid on the business day before a weekend or Federal

@@ -1,5 +1,5 @@
-// Sandbox values (see the README): routing 110000000 is "Sandbox Bank"; the last 7 digits of an account
-// number are the balance in cents; 9999CCCC answers status code CCCC; 9998… fails transiently.
+// Sandbox values (the README's "Sandbox test values"): routing 110000000 is "Sandbox Bank"; the last 7 digits
+// of an account number are the balance in cents; 9999CCCC answers status code CCCC; 9998… fails transiently.
 export const SANDBOX_BANK = '110000000';
 export const SANDBOX_TESTING_BANK = '110000013';
 export const SANDBOX_UNSUPPORTED_BANK = '110000026';

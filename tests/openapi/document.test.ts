@@ -125,12 +125,20 @@ describe('the OpenAPI document', () => {
   });
 });
 
+/** A `## ` section of a markdown page: from its heading to the next heading of the same level (or the end). */
+function section(page: string, heading: string): string {
+  const start = page.indexOf(`\n## ${heading}\n`);
+  if (start < 0) throw new Error(`no "## ${heading}" section`);
+  const end = page.indexOf('\n## ', start + 1);
+  return page.slice(start, end < 0 ? undefined : end);
+}
+
 describe('the docs a new lender reads', () => {
-  const readme = Bun.file(join(ROOT, 'README.md')).text();
-  const apiTable = readme.then((r) => r.slice(r.indexOf('## API'), r.indexOf('### Limits')));
+  const apiGuide = Bun.file(join(ROOT, 'docs/api.md')).text();
+  const apiTable = apiGuide.then((page) => section(page, 'Routes'));
   const shape = (path: string) => path.replace(/\{[^}]+\}/g, '{}');
 
-  test('every /v1 path of the document is in the README API table', async () => {
+  test('every /v1 path of the document is in the route table of docs/api.md', async () => {
     const table = shape(await apiTable);
     const missing = Object.keys((await docPromise).paths as Json)
       .filter((p) => p.startsWith('/v1/'))
@@ -180,12 +188,12 @@ describe('money in one vocabulary', () => {
     expect(unnamed.map((f) => f.where)).toEqual([]);
   });
 
-  test('the README has one table of the money units', async () => {
-    const readme = await Bun.file(join(ROOT, 'README.md')).text();
-    const section = readme.slice(readme.indexOf('### Money'), readme.indexOf('\n## ', readme.indexOf('### Money')));
-    expect(section).toMatch(/\| `collectable_amount`[^\n]*\| cents/);
-    expect(section).toMatch(/\| `balance`[^\n]*\| dollars/);
-    expect(section).toMatch(/\| `threshold_amount`[^\n]*\| dollars/);
-    expect(section).toMatch(/results CSV[^\n]*\| dollars/i);
+  test('docs/api.md has one table of the money units', async () => {
+    const money = section(await Bun.file(join(ROOT, 'docs/api.md')).text(), 'Money');
+    expect(money.match(/^\| Where \| Fields \| Unit \|$/gm)).toHaveLength(1);
+    expect(money).toMatch(/\| `collectable_amount`[^\n]*\| cents/);
+    expect(money).toMatch(/\| `balance`[^\n]*\| dollars/);
+    expect(money).toMatch(/\| `threshold_amount`[^\n]*\| dollars/);
+    expect(money).toMatch(/results CSV[^\n]*\| dollars/i);
   });
 });

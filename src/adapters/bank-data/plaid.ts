@@ -53,7 +53,7 @@ function plaidError(body: unknown): PlaidErrorBody | null {
   return typeof b.error_type === 'string' && typeof b.error_code === 'string' ? (b as unknown as PlaidErrorBody) : null;
 }
 
-/** How a Plaid error reads as a balance status (the table of "Reading real balances" in the README). */
+/** How a Plaid error reads as a balance status (the table of "What each provider answer becomes" in docs/bank-data.md). */
 export function plaidErrorResult(status: number, e: PlaidErrorBody | null, rateWindowMs = PLAID_RATE_WINDOW_MS): LinkedReadResult {
   // Plaid's documented rate limit: asked again in the next window, not an attempt spent (plaid-budget.ts).
   if (status === 429 || e?.error_type === 'RATE_LIMIT_EXCEEDED') {

@@ -15,7 +15,7 @@ import {
 } from './types';
 
 // The default provider: deterministic answers chosen by the numbers a caller sends, so tests and new users can
-// reach every outcome without an account anywhere (see "Sandbox bank-data provider" in the decisions).
+// reach every outcome without an account anywhere (the table of "Sandbox test values" in the README).
 
 const FORCED_CODE_PREFIX = '9999';
 // A borrower paid on a schedule: 9997, the frequency (1 weekly, 2 biweekly on Fridays, 3 semimonthly on the 1st

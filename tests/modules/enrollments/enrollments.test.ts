@@ -296,7 +296,7 @@ describe('removal and erasure', () => {
       unknown: 1,
     });
     expect((await read(c, 'erase-me')).body).toMatchObject({ state: 'removed', instrument: { rail: 'card', last4: null } });
-    // SQLite: its free pages folded away (secure_delete zeroed them); PostgreSQL: every live row (README: VACUUM).
+    // SQLite: its free pages folded away (secure_delete zeroed them); PostgreSQL: every live row (docs/operations.md: VACUUM).
     if (!c.rt.pg) {
       c.sql.exec('PRAGMA wal_checkpoint(TRUNCATE)');
       c.sql.exec('VACUUM');

@@ -1,7 +1,7 @@
 // The return-rate watch: RETURN_RATE_ALERT once per change of a class's status (uploads, a processor return,
 // the timed evaluation), verified with the standardwebhooks package; the pause on breach on and off by itself,
-// card payments not paused; the gauges. Webhooks are delivered at least once in no promised order (the
-// README's Webhooks): the alerts are compared as a set, and their figures say which change each one was.
+// card payments not paused; the gauges. Webhooks are delivered at least once in no promised order
+// (docs/webhooks.md): the alerts are compared as a set, and their figures say which change each one was.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { enrollBorrower } from '../../helpers/fixtures';

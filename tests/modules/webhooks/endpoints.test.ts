@@ -1,7 +1,7 @@
 // A lender's webhook endpoints: the routes (rules, tenancy), and the pushes through the outbox to a real
 // receiver on 127.0.0.1, verified with the standardwebhooks package: PAYMENT_EVENT equal to the events read
 // back, ENROLLMENT_BLOCKED when collection stops, PAYMENT_SCHEDULED with a notice. Delivery is at least once
-// and promises no order (a retried delivery arrives after later ones; the README's Webhooks): what one poll
+// and promises no order (a retried delivery arrives after later ones; docs/webhooks.md): what one poll
 // sends is compared as a set.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';

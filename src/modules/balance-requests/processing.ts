@@ -356,7 +356,7 @@ async function completeBatch(ctx: JobContext & TxCtx, b: CompletedBatch): Promis
  */
 export async function processBalances(deps: Deps, opts: { concurrency?: number; signal?: AbortSignal } = {}): Promise<{ recorded: number }> {
   const concurrency = opts.concurrency ?? deps.config.balanceConcurrency;
-  const { clock, bank, routing, logger, metrics } = deps;
+  const { clock, metrics } = deps;
   const payloads = new PayloadCache(deps);
   const connections = new ConnectionCache(deps);
   const claimedAt = new WeakMap<ClaimedItem, number>();
@@ -403,118 +403,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       return;
     }
     inHand.set(item.id, item);
-    const institution = item.routingNumber ? (routing.lookup(item.routingNumber)?.name ?? null) : null;
-    const result = (cents: number | null, code: number, cause: 'provider' | 'retry_limit' | 'internal' = 'provider', at = clock.now()): Outcome => ({
-      kind: 'result',
-      item,
-      cents,
-      code,
-      exportStatus: exportStatusFor(code, cause),
-      institution,
-      at,
-    });
-    let sensitive: SensitiveFields;
-    try {
-      sensitive = (await payloads.get(item.batchId))[item.seq]!;
-    } catch (e) {
-      logger.error({ batch_id: item.batchId, err: e }, 'balance read failed');
-      return push(result(null, 9000, 'internal'));
-    }
-    const transient = () => {
-      const attempts = item.attempts + 1;
-      if (attempts >= MAX_READ_ATTEMPTS) return push(result(null, 9000, 'retry_limit'));
-      return push({ kind: 'retry', item, nextAt: clock.now() + RETRY_BASE_MS * 2 ** (attempts - 1) });
-    };
-    // A documented rate limit: asked again when the provider allows, its attempts untouched, within the item's wait.
-    const waitCapMs = REFRESH_WAIT_MS * deps.config.providerTimeScale;
-    const rateLimited = (e: TransientProviderError) => {
-      const now = clock.now();
-      const since = item.waitingSince ?? now;
-      if (now - since >= waitCapMs) return transient();
-      return push({ kind: 'retry', item, nextAt: now + (e.retryAfterMs ?? rateLimitBackoffMs(now - since, deps.config.providerTimeScale)), waitingSince: since });
-    };
-    if (sensitive.bankLink) {
-      const link = sensitive.bankLink;
-      const linkedResult = (cents: number | null, code: number, l: NonNullable<Extract<Outcome, { kind: 'result' }>['linked']>, cause: 'provider' | 'retry_limit' | 'internal' = 'provider', at = clock.now()): Outcome => ({
-        ...(result(cents, code, cause, at) as Extract<Outcome, { kind: 'result' }>),
-        linked: l,
-      });
-      const known = await healthOfLink({ deps }, item.lenderId, link);
-      if (known && BLOCKING_HEALTHS.has(known.health)) {
-        // An open episode: the link is probed (link-health.ts), not read, until the provider says it is well
-        // again. A row from before links were kept for probing gets this one.
-        const note = known.linkSealed === null ? { link, probe: { health: known.health, expiresAt: known.expiresAt } } : null;
-        return push(linkedResult(null, known.health === 'closed' ? 3200 : 9000, { balanceKind: null, asOf: null, detail: detailOfHealth(known.health), connectionId: null, note, linkHealth: known.health }));
-      }
-      const conn = await connections.get(item.lenderId, link.provider);
-      if (!conn) return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: 'connection_missing', connectionId: null, note: null }));
-      let r: ItemRead;
-      try {
-        // One call per account and window: another item's answer for the same account is taken when there is one.
-        r = await linkReadsOf(deps).read(linkReadKey(deps.vault, item.lenderId, conn.id, link), {
-          now: () => clock.now(),
-          windowMs: deps.config.bankLinkMinReadIntervalMs,
-          self: { batchId: item.batchId, aid: item.authorizerUniqueId },
-          read: () =>
-            limiterOf(deps).run<LinkedReadResult | 'given_back'>(`${item.lenderId}\n${link.provider}`, () =>
-              // Waited so long behind the lender's other reads that its claim may lapse: given back to the queue
-              // unread, rather than read while another claim of it may be reading it too.
-              clock.now() - (claimedAt.get(item) ?? clock.now()) > ITEM_LEASE_MS / 2
-                ? Promise.resolve('given_back' as const)
-                : // Its calls counted as the lender's, through this connection (the usage route, /metrics).
-                  withCallScope({ lenderId: item.lenderId, connectionId: conn.id }, () => readLinked(deps, conn.creds, link, clock.now(), item.waitingSince)),
-            ),
-        });
-      } catch (e) {
-        if (e instanceof TransientProviderError) return e.rateLimited ? rateLimited(e) : transient();
-        logger.error({ batch_id: item.batchId, provider: link.provider, err: e instanceof Error ? e.name : 'error' }, 'linked balance read failed');
-        return push(linkedResult(null, 9000, { balanceKind: null, asOf: null, detail: null, connectionId: conn.id, note: null }, 'internal'));
-      }
-      if (r.kind === 'given_back') return push({ kind: 'retry', item, nextAt: clock.now(), waitingSince: item.waitingSince });
-      if (r.kind === 'pending') {
-        const since = item.waitingSince ?? clock.now();
-        if (clock.now() - since >= waitCapMs) return transient();
-        return push({ kind: 'retry', item, nextAt: Math.max(r.retryAt, clock.now()), waitingSince: since });
-      }
-      const a = r.answer;
-      if (r.kind === 'reused') {
-        // Another item's answer: not a read through the connection, and a relink is told by the item that read it.
-        const detail = reusedDetail(a.kind === 'failed' ? a.detail : null, r.from);
-        if (a.kind === 'balance') return push(linkedResult(a.balanceCents, 0, { balanceKind: a.balanceKind, asOf: a.asOf, detail, connectionId: null, note: null, linkHealth: blockingOf(a.health?.health) }));
-        return push(linkedResult(null, a.statusCode, { balanceKind: null, asOf: null, detail, connectionId: null, note: null, linkHealth: blockingOf(healthOfDetail(a.detail)) }));
-      }
-      // Recorded at the time its answer is remembered under: the time the reuses of it name.
-      if (a.kind === 'balance') {
-        // What Stripe says of the link beside the balance (expiring, not transactable, or well again) is recorded
-        // when it differs from what is known.
-        const said = a.health ?? null;
-        const note = said && said.health !== (known?.health ?? 'ok') ? { link, probe: said } : null;
-        const item = a.itemId ? { link, itemId: a.itemId } : undefined;
-        return push(linkedResult(a.balanceCents, 0, { balanceKind: a.balanceKind, asOf: a.asOf, detail: null, connectionId: conn.id, note, linkHealth: blockingOf(said?.health), item }, 'provider', r.from.at));
-      }
-      const told = healthOfDetail(a.detail);
-      const note = told ? { link, probe: { health: told, expiresAt: null } } : null;
-      return push(linkedResult(null, a.statusCode, { balanceKind: null, asOf: null, detail: a.detail, connectionId: conn.id, note, linkHealth: blockingOf(told) }, 'provider', r.from.at));
-    }
-    let read: BalanceReadResult;
-    try {
-      read = await bank.read(readRequest(item, sensitive));
-    } catch (e) {
-      if (e instanceof TransientProviderError) {
-        const attempts = item.attempts + 1;
-        if (attempts >= MAX_READ_ATTEMPTS) return push(result(null, 9000, 'retry_limit'));
-        return push({ kind: 'retry', item, nextAt: clock.now() + RETRY_BASE_MS * 2 ** (attempts - 1) });
-      }
-      logger.error({ batch_id: item.batchId, err: e }, 'balance read failed');
-      return push(result(null, 9000, 'internal'));
-    }
-    // The sandbox's and the HTTP bridge's balances are checked as the linked sources' are.
-    const why = read.kind === 'balance' ? implausible(read.balanceCents, null, clock.now()) : null;
-    if (why !== null) {
-      logger.warn({ batch_id: item.batchId, reason: why }, 'balance source answered an implausible balance');
-      return push({ ...(result(null, 9000) as Extract<Outcome, { kind: 'result' }>), linked: { balanceKind: null, asOf: null, detail: why, connectionId: null, note: null } });
-    }
-    push(read.kind === 'balance' ? result(read.balanceCents, 0) : result(null, read.statusCode));
+    push(await readItem(deps, item, { payloads, connections, claimedAt }));
   };
 
   await drainClaims({
@@ -534,6 +423,150 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
     gate,
   });
   return { recorded };
+}
+
+/** What a read shares with the run that claimed its item. */
+interface ReadRun {
+  payloads: PayloadCache;
+  connections: ConnectionCache;
+  claimedAt: WeakMap<ClaimedItem, number>;
+}
+
+type ResultOutcome = Extract<Outcome, { kind: 'result' }>;
+type LinkedFields = NonNullable<ResultOutcome['linked']>;
+type Cause = 'provider' | 'retry_limit' | 'internal';
+type ResultOf = (cents: number | null, code: number, cause?: Cause, at?: number, linked?: LinkedFields) => Outcome;
+
+/**
+ * One claimed item read: its balance (or the provider's status code) as a result to record, or a retry. Its
+ * source is its linked account when it has one (Plaid, Stripe), else the configured bank-data source. Every
+ * failure to read goes through one rule (transient, waitOn).
+ */
+async function readItem(deps: Deps, item: ClaimedItem, run: ReadRun): Promise<Outcome> {
+  const { clock, routing, logger } = deps;
+  const institution = item.routingNumber ? (routing.lookup(item.routingNumber)?.name ?? null) : null;
+  const result: ResultOf = (cents, code, cause = 'provider', at = clock.now(), linked) => ({
+    kind: 'result',
+    item,
+    cents,
+    code,
+    exportStatus: exportStatusFor(code, cause),
+    institution,
+    at,
+    ...(linked ? { linked } : {}),
+  });
+  let sensitive: SensitiveFields;
+  try {
+    sensitive = (await run.payloads.get(item.batchId))[item.seq]!;
+  } catch (e) {
+    logger.error({ batch_id: item.batchId, err: e }, 'balance read failed');
+    return result(null, 9000, 'internal');
+  }
+  if (sensitive.bankLink) return readLinkedItem(deps, item, sensitive.bankLink, run, result);
+  let read: BalanceReadResult;
+  try {
+    read = await deps.bank.read(readRequest(item, sensitive));
+  } catch (e) {
+    if (e instanceof TransientProviderError) return transient(deps, item, result);
+    logger.error({ batch_id: item.batchId, err: e }, 'balance read failed');
+    return result(null, 9000, 'internal');
+  }
+  // The sandbox's and the HTTP bridge's balances are checked as the linked sources' are.
+  const why = read.kind === 'balance' ? implausible(read.balanceCents, null, clock.now()) : null;
+  if (why !== null) {
+    logger.warn({ batch_id: item.batchId, reason: why }, 'balance source answered an implausible balance');
+    return result(null, 9000, 'provider', clock.now(), { balanceKind: null, asOf: null, detail: why, connectionId: null, note: null });
+  }
+  return read.kind === 'balance' ? result(read.balanceCents, 0) : result(null, read.statusCode);
+}
+
+/**
+ * The retry rule: a transient failure (an outage, a timeout, a 5xx) is tried again with exponential backoff
+ * until the item's attempts run out, then recorded 9000 RETRY_LIMIT.
+ */
+function transient(deps: Deps, item: ClaimedItem, result: ResultOf): Outcome {
+  const attempts = item.attempts + 1;
+  if (attempts >= MAX_READ_ATTEMPTS) return result(null, 9000, 'retry_limit');
+  return { kind: 'retry', item, nextAt: deps.clock.now() + RETRY_BASE_MS * 2 ** (attempts - 1) };
+}
+
+/**
+ * A wait the provider asks for (a documented rate limit, a balance refresh still pending): asked again at
+ * `nextAt`, its attempts untouched, while the item's wait lasts (REFRESH_WAIT_MS); past it, a transient failure.
+ */
+function waitOn(deps: Deps, item: ClaimedItem, nextAt: (now: number, since: number) => number, result: ResultOf): Outcome {
+  const now = deps.clock.now();
+  const since = item.waitingSince ?? now;
+  if (now - since >= REFRESH_WAIT_MS * deps.config.providerTimeScale) return transient(deps, item, result);
+  return { kind: 'retry', item, nextAt: nextAt(now, since), waitingSince: since };
+}
+
+/** An item read through its linked account, with what the provider says of the link's health. */
+async function readLinkedItem(deps: Deps, item: ClaimedItem, link: BankLink, run: ReadRun, result: ResultOf): Promise<Outcome> {
+  const { clock, logger } = deps;
+  const known = await healthOfLink({ deps }, item.lenderId, link);
+  if (known && BLOCKING_HEALTHS.has(known.health)) {
+    // An open episode: the link is probed (link-health.ts), not read, until the provider says it is well
+    // again. A row from before links were kept for probing gets this one.
+    const note = known.linkSealed === null ? { link, probe: { health: known.health, expiresAt: known.expiresAt } } : null;
+    return result(null, known.health === 'closed' ? 3200 : 9000, 'provider', clock.now(), {
+      balanceKind: null,
+      asOf: null,
+      detail: detailOfHealth(known.health),
+      connectionId: null,
+      note,
+      linkHealth: known.health,
+    });
+  }
+  const conn = await run.connections.get(item.lenderId, link.provider);
+  if (!conn) return result(null, 9000, 'provider', clock.now(), { balanceKind: null, asOf: null, detail: 'connection_missing', connectionId: null, note: null });
+  let r: ItemRead;
+  try {
+    // One call per account and window: another item's answer for the same account is taken when there is one.
+    r = await linkReadsOf(deps).read(linkReadKey(deps.vault, item.lenderId, conn.id, link), {
+      now: () => clock.now(),
+      windowMs: deps.config.bankLinkMinReadIntervalMs,
+      self: { batchId: item.batchId, aid: item.authorizerUniqueId },
+      read: () =>
+        limiterOf(deps).run<LinkedReadResult | 'given_back'>(`${item.lenderId}\n${link.provider}`, () =>
+          // Waited so long behind the lender's other reads that its claim may lapse: given back to the queue
+          // unread, rather than read while another claim of it may be reading it too.
+          clock.now() - (run.claimedAt.get(item) ?? clock.now()) > ITEM_LEASE_MS / 2
+            ? Promise.resolve('given_back' as const)
+            : // Its calls counted as the lender's, through this connection (the usage route, /metrics).
+              withCallScope({ lenderId: item.lenderId, connectionId: conn.id }, () => readLinked(deps, conn.creds, link, clock.now(), item.waitingSince)),
+        ),
+    });
+  } catch (e) {
+    if (e instanceof TransientProviderError) {
+      // A documented rate limit: asked again when the provider allows, within the item's wait.
+      if (e.rateLimited) return waitOn(deps, item, (now, since) => now + (e.retryAfterMs ?? rateLimitBackoffMs(now - since, deps.config.providerTimeScale)), result);
+      return transient(deps, item, result);
+    }
+    logger.error({ batch_id: item.batchId, provider: link.provider, err: e instanceof Error ? e.name : 'error' }, 'linked balance read failed');
+    return result(null, 9000, 'internal', clock.now(), { balanceKind: null, asOf: null, detail: null, connectionId: conn.id, note: null });
+  }
+  if (r.kind === 'given_back') return { kind: 'retry', item, nextAt: clock.now(), waitingSince: item.waitingSince };
+  if (r.kind === 'pending') return waitOn(deps, item, (now) => Math.max(r.retryAt, now), result);
+  const a = r.answer;
+  if (r.kind === 'reused') {
+    // Another item's answer: not a read through the connection, and a relink is told by the item that read it.
+    const detail = reusedDetail(a.kind === 'failed' ? a.detail : null, r.from);
+    if (a.kind === 'balance') return result(a.balanceCents, 0, 'provider', clock.now(), { balanceKind: a.balanceKind, asOf: a.asOf, detail, connectionId: null, note: null, linkHealth: blockingOf(a.health?.health) });
+    return result(null, a.statusCode, 'provider', clock.now(), { balanceKind: null, asOf: null, detail, connectionId: null, note: null, linkHealth: blockingOf(healthOfDetail(a.detail)) });
+  }
+  // Recorded at the time its answer is remembered under: the time the reuses of it name.
+  if (a.kind === 'balance') {
+    // What Stripe says of the link beside the balance (expiring, not transactable, or well again) is recorded
+    // when it differs from what is known.
+    const said = a.health ?? null;
+    const note = said && said.health !== (known?.health ?? 'ok') ? { link, probe: said } : null;
+    const plaidItem = a.itemId ? { link, itemId: a.itemId } : undefined;
+    return result(a.balanceCents, 0, 'provider', r.from.at, { balanceKind: a.balanceKind, asOf: a.asOf, detail: null, connectionId: conn.id, note, linkHealth: blockingOf(said?.health), item: plaidItem });
+  }
+  const told = healthOfDetail(a.detail);
+  const note = told ? { link, probe: { health: told, expiresAt: null } } : null;
+  return result(null, a.statusCode, 'provider', r.from.at, { balanceKind: null, asOf: null, detail: a.detail, connectionId: conn.id, note, linkHealth: blockingOf(told) });
 }
 
 /** Every replica: balance reads are claimed row by row (SKIP LOCKED), each by one claimer. */

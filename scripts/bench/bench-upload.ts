@@ -6,7 +6,8 @@ import type { Bench, Metric } from './common';
 import { authorizers, benchRuntime, mb, median, ms, num, ROOT } from './common';
 import { onPostgres } from './engine';
 import { enroll } from '../../src/modules/enrollments/service';
-import { parserOf, uploadSummary, UPLOAD_LIMIT_BYTES } from '../../src/modules/payment-results-upload/service';
+import { uploadSummary } from '../../src/modules/payment-results-upload/service';
+import { parserOf, UPLOAD_LIMIT_BYTES } from '../../src/modules/payment-results-upload/read';
 
 const RUNS = 3;
 const BORROWERS = 1000;

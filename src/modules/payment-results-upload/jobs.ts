@@ -2,7 +2,7 @@ import type { Deps } from '../../deps';
 import { writeGate } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
 import { uploadWorkerOf } from './offload';
-import { resumeUnfinished } from './service';
+import { resumeUnfinished } from './recording';
 import { uploadStore as store } from './store';
 
 // An upload cut off between two of its transactions (a crash, a stop, its worker gone) is finished from where

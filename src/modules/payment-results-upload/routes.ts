@@ -6,7 +6,8 @@ import { documentedBody, rawMultipartBody, RawMultipart, MULTIPART_OVERHEAD_BYTE
 import type { Auth } from '../../http/auth';
 import { InvalidInput } from '../../platform/errors';
 import { Int } from '../../platform/schema';
-import { uploadResultsJson, UPLOAD_LIMIT_BYTES } from './service';
+import { uploadResultsJson } from './service';
+import { UPLOAD_LIMIT_BYTES } from './read';
 import { apiCreator, getUpload, listUploads } from './history';
 import { pageTokenQuery } from '../../platform/pagination';
 

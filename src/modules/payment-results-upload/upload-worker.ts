@@ -10,7 +10,9 @@ import { systemClock } from '../../platform/clock';
 import type { Lender } from '../../platform/context';
 import { absent, openThreadPlatform, postedError } from '../../platform/thread';
 import { Vault } from '../../platform/vault';
-import { answerOf, budgetOf, processUpload, resumeUnfinished, type WriteTurn } from './service';
+import { answerOf, processUpload } from './service';
+import { budgetOf } from './read';
+import { resumeUnfinished, type WriteTurn } from './recording';
 import type { UploadForm } from './types';
 
 declare const self: Worker;

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { enrollBorrower } from '../../helpers/fixtures';
-import { MAX_COLUMNS, PROBLEMS_LISTED } from '../../../src/modules/payment-results-upload/service';
+import { MAX_COLUMNS, PROBLEMS_LISTED } from '../../../src/modules/payment-results-upload/read';
 
 const contexts: TestContext[] = [];
 afterAll(() => contexts.forEach((c) => c.close()));

@@ -15,7 +15,7 @@ import { gateOf } from '../../../src/platform/write-gate';
 import { writeGate } from '../../../src/platform/context';
 import { uploadWorkerOf, type UploadWorker } from '../../../src/modules/payment-results-upload/offload';
 import { holdAfterFirstTransaction } from '../../helpers/upload-hold';
-import { sliceRowsOf } from '../../../src/modules/payment-results-upload/service';
+import { sliceRowsOf } from '../../../src/modules/payment-results-upload/read';
 
 const contexts: TestContext[] = [];
 afterAll(() => contexts.forEach((c) => c.close()));

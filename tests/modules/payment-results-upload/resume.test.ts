@@ -12,7 +12,7 @@ import { enrollBorrower } from '../../helpers/fixtures';
 import { holdAfterFirstTransaction } from '../../helpers/upload-hold';
 import { releaseLease, takeLease } from '../../../src/platform/leases';
 import { uploadResumeJob } from '../../../src/modules/payment-results-upload/jobs';
-import { sliceRowsOf } from '../../../src/modules/payment-results-upload/service';
+import { sliceRowsOf } from '../../../src/modules/payment-results-upload/read';
 
 const contexts: TestContext[] = [];
 // Each close drops a database on PostgreSQL (a psql process each).

@@ -15,6 +15,8 @@ export interface Deps extends PlatformDeps {
   processors: Processors;
   /** What a recorded balance result sets off (modules/balance-results.ts), run by the balance pipeline. */
   balanceResults: BalanceResultChain;
+  /** What a change of an enrollment sets off in collection and pay cycles (modules/enrollment-changes.ts). */
+  enrollmentChanges: EnrollmentChangeChain;
   /** Provider calls counted per connection, endpoint and day, not yet written (platform/provider-calls.ts). */
   providerCalls: ProviderCallCounts;
 }
@@ -28,6 +30,21 @@ export type JobContext = JobCtx<Deps>;
  * sits below the features it reaches (enrollments, collection, pay cycles, schedules), so it calls them
  * through this and never imports them. Both steps run inside the transaction that records the results.
  */
+/**
+ * What a change of a borrower's enrollment sets off above the enrollments feature, handed to it by the
+ * composition root (modules/enrollment-changes.ts), in the transaction of the change.
+ */
+export interface EnrollmentChangeChain {
+  /** A borrower re-sent while monitored: its debt's chain counted again, and blocked at once if a rule holds it. */
+  resent(ctx: JobContext & { tx: Tx }, enrollmentId: string, now: number): Promise<void>;
+  /** Borrowers with a linked account want their transaction history, due at once. */
+  wantHistory(ctx: JobContext & { tx: Tx }, lenderId: string, enrollmentIds: readonly string[], now: number): Promise<void>;
+  /** Monitoring of the borrower stopped (removal, erasure): a payment scheduled and not sent is voided. */
+  stopped(ctx: JobContext & { tx: Tx }, enrollmentId: string): Promise<void>;
+  /** Erasure: what is stored for the borrowers' pay cycles goes with their personal data. */
+  erased(ctx: JobContext & { tx: Tx }, enrollmentIds: readonly string[]): Promise<void>;
+}
+
 export interface BalanceResultChain {
   /** A flush of recorded results (up to a few dozen), before the batches' counters are updated. */
   afterResults(ctx: JobContext & { tx: Tx }, reads: RecordedRead[]): Promise<void>;

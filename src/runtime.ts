@@ -18,6 +18,7 @@ import { loadRoutingDirectory } from './adapters/routing';
 import { createProcessors, type Processor } from './adapters/processors';
 import { StripeProcessor } from './adapters/processors/stripe';
 import { balanceResultChain } from './modules/balance-results';
+import { enrollmentChangeChain } from './modules/enrollment-changes';
 import { queueDepth } from './modules/balance-requests/service';
 
 // The composition root: the one place that knows every concrete piece (platform, adapters, features) and
@@ -99,6 +100,7 @@ export function createRuntime(
     linked: opts.linked ?? createLinkedSources(config, onProviderCall),
     processors,
     balanceResults: balanceResultChain,
+    enrollmentChanges: enrollmentChangeChain,
     providerCalls,
   };
 }

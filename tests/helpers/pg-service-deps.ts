@@ -58,6 +58,7 @@ export function pgServiceDeps(opts: { processor?: Processor; max?: number; repli
     routing: absent('routing'),
     processors: opts.processor ? new Processors({ sandbox: () => opts.processor!, stripe: () => opts.processor! }) : absent('processors'),
     balanceResults: absent('balanceResults'),
+    enrollmentChanges: absent('enrollmentChanges'),
   } as unknown as Deps;
   return {
     deps,

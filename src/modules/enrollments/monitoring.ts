@@ -10,7 +10,6 @@ import { heldReasonOf } from './service';
 import { applyMonitorEvent, monitorStateOf, monitorStore } from './monitor-store';
 import { LINK_BLOCKS } from './monitor';
 import { enrollmentStore as store, type DueRead } from './store';
-import { wantHistory } from '../pay-cycles/history';
 
 // Monitoring: every monitored borrower's balance is read at enrollment and then every MONITOR_READ_INTERVAL_MS,
 // through the balance pipeline (same provider, concurrency, retries, fairness; each read is in the
@@ -151,7 +150,7 @@ export async function recheckHeld(deps: Deps, opts: { after?: string; max?: numb
       if (change?.state === 'monitored') {
         await store.setBankName(tx, h.id, deps.routing.lookup(h.routing!)?.name ?? null);
         // Readable from now on: its transactions too, for its pay cycle.
-        await wantHistory(tx, h.lenderId, [h.id], now);
+        await deps.enrollmentChanges.wantHistory(tx, h.lenderId, [h.id], now);
         started++;
       }
     }

@@ -20,12 +20,9 @@ import { resolveKey } from '../payment-connections/resolve';
 import { Borrower, type EnrollmentRequest, type IdsBody } from './model';
 import { enrollmentStore as store, type EnrollmentPayment } from './store';
 import { applyMonitorEvent, enrollBorrowers, monitorStore, type BorrowerWrite, type StoredMonitor } from './monitor-store';
-import { holdChain } from '../collection/chain';
-import { voidScheduledOnStop } from '../collection/decide';
 import type { BlockedReason } from './monitor';
 import { ledgerOf, type LedgerView } from './ledger';
 import { indexBorrowers, unindexBorrowers } from './search';
-import { eraseHistory, wantHistory } from '../pay-cycles/history';
 
 const TOKENIZE_CONCURRENCY = 8;
 
@@ -272,14 +269,14 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
       // A re-sent borrower's debt keeps its chain of presentments: the rules are asked with what this
       // re-send brought (an authorization, an amount), which may block or free it.
       const prior = existing.get(c.aid);
-      if (prior && change.state === 'monitored') await holdChain(tx, prior.id, now, { recount: true });
+      if (prior && change.state === 'monitored') await ctx.deps.enrollmentChanges.resent(tx, prior.id, now);
       if (change.state === 'monitored') wantingHistory.push(id);
       const h = held[i]!;
       results[c.index] = h
         ? { authorizer_unique_id: c.aid, outcome: 'held', reason: h, message: HELD_MESSAGES[h] }
         : { authorizer_unique_id: c.aid, outcome: change.outcome! };
     }
-    await wantHistory(tx, ctx.lender.id, wantingHistory, now);
+    await ctx.deps.enrollmentChanges.wantHistory(tx, ctx.lender.id, wantingHistory, now);
   });
 
   // Every borrower has its result by now: a failure before the transaction, or its outcome in it.
@@ -311,7 +308,7 @@ export async function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { bod
         continue;
       }
       await applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'removed' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
-      await voidScheduledOnStop(tx, { enrollmentId: e.id });
+      await ctx.deps.enrollmentChanges.stopped(tx, e.id);
       existing.set(aid, { ...e, state: 'removed' });
       out.push({ authorizer_unique_id: aid, outcome: 'removed' });
     }
@@ -342,14 +339,14 @@ export async function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: 
         continue;
       }
       await applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'erased' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
-      await voidScheduledOnStop(tx, { enrollmentId: e.id });
+      await ctx.deps.enrollmentChanges.stopped(tx, e.id);
       await eraseBorrowerDetails(tx, ctx.lender.id, aid);
       erased.push({ id: e.id, aid });
       out.push({ authorizer_unique_id: aid, outcome: 'deleted' });
     }
     // Each borrower's own rows, for all of them at once: its personal data, its deposits, its search entries.
     await store.eraseBorrowerData(tx, erased.map((e) => e.id), now);
-    await eraseHistory(tx, erased.map((e) => e.id));
+    await ctx.deps.enrollmentChanges.erased(tx, erased.map((e) => e.id));
     await unindexBorrowers(tx, ctx.lender.id, erased.map((e) => e.aid));
     return out;
   });

@@ -61,6 +61,7 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
       routing: absent('routing'),
       processors: absent('processors'),
       balanceResults: absent('balanceResults'),
+      enrollmentChanges: absent('enrollmentChanges'),
       providerCalls: absent('providerCalls'),
     };
     return;

@@ -6,7 +6,7 @@ import { createRuntime } from './runtime';
 import { JobRunner } from './platform/jobs';
 import { startCheckpointer } from './platform/checkpointer';
 import { DatabaseInUseError, lockDatabase, SchemaTooNewError } from './platform/db';
-import { applyPgMigrations, redactedUrl } from './platform/pg';
+import { applyPgMigrations, passwordNeedsEncoding, redactedMessage, redactedUrl } from './platform/pg';
 import { ensureBootstrapLender } from './modules/lenders/service';
 import { featureJobs, releaseStaleClaims } from './modules';
 import { writeProviderCalls } from './modules/bank-data-connections/usage';
@@ -23,7 +23,9 @@ async function main(): Promise<void> {
       // PostgreSQL: the migrations are applied by one start at a time (an advisory lock), before anything runs.
       await applyPgMigrations(config.databaseUrl).catch((e: unknown) => {
         if (e instanceof SchemaTooNewError) throw e;
-        throw new ConfigError('DATABASE_URL', 'a PostgreSQL server that answers', `${redactedUrl(config.databaseUrl!)}: ${(e as Error).message}`);
+        const url = config.databaseUrl!;
+        const hint = passwordNeedsEncoding(url) ? ' (a password with @, /, ? or # must be percent-encoded in the URL: @ is %40, / is %2F)' : '';
+        throw new ConfigError('DATABASE_URL', 'a PostgreSQL server that answers', `${redactedUrl(url)}: ${redactedMessage((e as Error).message, url)}${hint}`);
       });
       dbLock = { release() {} };
     } else {
@@ -42,7 +44,12 @@ async function main(): Promise<void> {
     throw e;
   }
   const { config, logger } = runtime;
-  const { printedKey } = await ensureBootstrapLender(runtime, config.bootstrapApiKey, runtime.clock.now());
+  const { printedKey, bootstrapRefused } = await ensureBootstrapLender(runtime, config.bootstrapApiKey, runtime.clock.now());
+  if (bootstrapRefused) {
+    logger.error(
+      `BOOTSTRAP_API_KEY was not registered: ${bootstrapRefused}. Revoke one it no longer uses (bun run cli key list default, then bun run cli key revoke PREFIX) and restart, or unset BOOTSTRAP_API_KEY. The service runs with the keys it has.`,
+    );
+  }
 
   await releaseStaleClaims(runtime);
   // After a database outage the jobs let go of this replica's unfinished claims, as the start does, before claiming again.

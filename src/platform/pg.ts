@@ -24,15 +24,50 @@ const MIGRATION_LOCK = 'debit-recovery-service migrations';
 /** Whether a DATABASE_URL names PostgreSQL. */
 export const isPostgresUrl = (url: string | null | undefined): url is string => !!url && /^postgres(ql)?:\/\//i.test(url);
 
-/** The URL with its password replaced, safe to log. */
+/**
+ * The URL with its password replaced, safe to log. The user information ends at the last `@` (a password may
+ * hold an `@` that was not percent-encoded, which the URL parser would take for the host's start), so
+ * whatever the URL holds, no part of its password is shown; an `@` in the rest of the URL only hides more.
+ */
 export function redactedUrl(url: string): string {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url)?.[0];
+  if (!scheme) return 'postgres://(unparsable)';
+  const at = url.lastIndexOf('@');
+  if (at < scheme.length) return url;
+  const userinfo = url.slice(scheme.length, at);
+  const colon = userinfo.indexOf(':');
+  return colon < 0 ? url : `${scheme}${userinfo.slice(0, colon)}:***${url.slice(at)}`;
+}
+
+/** A message (a driver's error) with the URL's password taken out, as written and as decoded. */
+export function redactedMessage(message: string, url: string): string {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url)?.[0];
+  const at = url.lastIndexOf('@');
+  if (!scheme || at < scheme.length) return message;
+  const userinfo = url.slice(scheme.length, at);
+  const colon = userinfo.indexOf(':');
+  if (colon < 0) return message;
+  const password = userinfo.slice(colon + 1);
+  let decoded = password;
   try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
+    decoded = decodeURIComponent(password);
   } catch {
-    return 'postgres://(unparsable)';
+    // Not percent-encoded as written: the raw form is the one to hide.
   }
+  let out = message.split(url).join(redactedUrl(url));
+  for (const secret of [password, decoded]) if (secret.length >= 1) out = out.split(secret).join('***');
+  return out;
+}
+
+/** Whether the URL's password holds characters a URL must percent-encode there (an `@`, `/`, `?`, `#`). */
+export function passwordNeedsEncoding(url: string): boolean {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url)?.[0];
+  if (!scheme) return false;
+  const rest = url.slice(scheme.length);
+  const at = rest.lastIndexOf('@');
+  if (at < 0) return false;
+  const userinfo = rest.slice(0, at);
+  return userinfo.includes('@') || /[/?#]/.test(userinfo);
 }
 
 /**

@@ -301,6 +301,36 @@ test('BOOTSTRAP_API_KEY makes that key work and prints no other key', async () =
   }
 }, 40_000);
 
+test('BOOTSTRAP_API_KEY for a lender that holds its most live keys: the service starts with the keys it has and says why the new one is not registered', async () => {
+  const dir = tempDir();
+  const first = await startReady(dir);
+  const existing = first.stdout().match(KEY_LINE)![1]!;
+  expect(await stop(first)).toBe(0);
+  // 24 more live keys for the lender default: 25, the most it may hold.
+  const db = new Database(join(dir, 'service.sqlite'));
+  try {
+    const lender = (db.query("SELECT id FROM lenders WHERE name = 'default'").get() as { id: string }).id;
+    for (let i = 0; i < 24; i++) {
+      db.query('INSERT INTO api_keys (id, lender_id, prefix, key_hash, created_at) VALUES (?, ?, ?, ?, ?)').run(`key-${i}`, lender, `drs_live_k${i}`, `hash-${i}`, Date.now());
+    }
+  } finally {
+    db.close();
+  }
+  const key = `drs_live_${'Qx7'.repeat(10)}Zz`;
+  const server = await startReady(dir, { BOOTSTRAP_API_KEY: key });
+  try {
+    await server.waitForOutput(/BOOTSTRAP_API_KEY was not registered/);
+    const out = server.stdout() + server.stderr();
+    expect(out).toContain('25 live API keys');
+    expect(out).not.toContain(key);
+    expect(out).not.toMatch(/\n\s+at .*\.ts:\d+/);
+    expect((await get(server, '/v1/no-such-resource', existing)).status).toBe(404);
+    expect((await get(server, '/v1/no-such-resource', key)).status).toBe(401);
+  } finally {
+    expect(await stop(server)).toBe(0);
+  }
+}, 60_000);
+
 test('a database migrated by a newer version stops the start with "newer version"', async () => {
   const dir = tempDir();
   const dbPath = join(dir, 'service.sqlite');

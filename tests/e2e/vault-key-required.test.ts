@@ -46,3 +46,29 @@ test('with DATABASE_URL and no VAULT_KEY the service refuses to start, saying wh
   // Not a migration was applied: the database is as it was made.
   if (onPostgres) expect(psql(`SELECT count(*) FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')`, databaseUrl)).toBe('0');
 }, 60_000);
+
+test('a DATABASE_URL nothing answers at stops the start with one line that shows no part of the password, and says to percent-encode an @ in it', async () => {
+  // A password with an @ that was not percent-encoded: the URL's host is still 127.0.0.1, where nothing listens.
+  const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      PORT: String(freePort()),
+      HOST: '127.0.0.1',
+      DATABASE_URL: 'postgres://drs3:s3cr@tPass=1@127.0.0.1:1/nothing',
+      VAULT_KEY: Buffer.alloc(32, 7).toString('base64'),
+      LOG_LEVEL: 'warn',
+    },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
+  const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+  expect(code).toBe(2);
+  expect(stderr).toContain('DATABASE_URL');
+  expect(stderr).toContain('postgres://drs3:***@127.0.0.1:1/nothing');
+  expect(stderr).toContain('percent-encoded');
+  for (const part of ['s3cr', 'tPass', 's3cr@tPass', 's3cr%40tPass']) expect(stderr).not.toContain(part);
+  // One line, not a stack trace.
+  expect(stderr.trim().split('\n')).toHaveLength(1);
+}, 60_000);

@@ -134,8 +134,18 @@ export function setDebitCardApprovalNow(db: Db, lenderId: string, approved: bool
  * Start-up: BOOTSTRAP_API_KEY makes sure a lender `default` holds that key. With no key configured and
  * no lender at all, the first start creates `default` and returns its new key to print once.
  */
-export async function ensureBootstrapLender(deps: StoreDeps, bootstrapKey: string | null, now: number): Promise<{ printedKey: string | null }> {
+export async function ensureBootstrapLender(
+  deps: StoreDeps,
+  bootstrapKey: string | null,
+  now: number,
+): Promise<{ printedKey: string | null; bootstrapRefused?: string }> {
   if (bootstrapKey) {
+    // The lender already holds its most live keys: the start goes on without this one (its other keys work),
+    // and the refusal is said, rather than the start failing again on every restart.
+    const refused = (e: unknown) => {
+      if (!(e instanceof TooManyApiKeys)) throw e;
+      return { printedKey: null, bootstrapRefused: `the lender default already has ${MAX_LIVE_API_KEYS} live API keys, the most it may hold` };
+    };
     return transaction({ deps }, async (tx) => {
       // Replicas starting at once with the same key: one registers it, the others find it.
       await store.serializeLenderCreation(tx);
@@ -147,7 +157,7 @@ export async function ensureBootstrapLender(deps: StoreDeps, bootstrapKey: strin
       }
       await issueKey(tx, lender.id, now, bootstrapKey);
       return { printedKey: null };
-    });
+    }).catch(refused);
   }
   if (await store.anyLender({ deps })) return { printedKey: null };
   try {

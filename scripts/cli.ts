@@ -8,6 +8,12 @@ import { appendFileSync, existsSync, renameSync, writeFileSync, chmodSync, openS
 import { ConfigError, loadConfig, requireSharedVaultKey, type Config } from '../src/config';
 import { openDatabase, immediate, SchemaTooNewError, type DbHandle } from '../src/platform/db';
 import { applyPgMigrations, openPg, pgDbHandle } from '../src/platform/pg';
+import { pgStores, sqliteStores } from '../src/stores';
+import type { Stores } from '../src/deps';
+
+/** The database the commands work on, with the stores of its engine. */
+export type CliHandle = DbHandle & { stores: Stores };
+export const withStores = (h: DbHandle): CliHandle => Object.assign(h, { stores: h.pg ? pgStores : sqliteStores });
 import { generateVaultKey, loadVault, type Vault } from '../src/platform/vault';
 import { SEALED_COLUMNS } from '../src/modules';
 import { transaction, withTransaction } from '../src/platform/context';
@@ -67,7 +73,7 @@ function table(rows: Record<string, string>[]): string {
   return [line(cols), ...rows.map((r) => line(cols.map((c) => r[c]!)))].join('\n');
 }
 
-async function lenderOrFail(h: DbHandle, name: string | undefined) {
+async function lenderOrFail(h: CliHandle, name: string | undefined) {
   if (!name) throw new CliError('Name the lender');
   const lender = await findLender(h, name);
   if (!lender) throw new CliError(`No lender named ${name}`);
@@ -94,7 +100,7 @@ export function backup(sqlite: Database, file: string): { integrity: string } {
 }
 
 /** Counts of sealed values per vault key id. */
-export async function vaultStatus(h: DbHandle): Promise<Record<string, number>> {
+export async function vaultStatus(h: CliHandle): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (const { table: t, column } of SEALED_COLUMNS) {
     const query = `SELECT ${column} AS v FROM ${t} WHERE ${column} IS NOT NULL`;
@@ -112,7 +118,7 @@ export async function vaultStatus(h: DbHandle): Promise<Record<string, number>> 
  * changes meanwhile is locked until it commits. Nothing changes when a value is under a key the vault does
  * not hold: those are counted first and named.
  */
-async function resealAll(h: DbHandle, vault: Vault): Promise<number> {
+async function resealAll(h: CliHandle, vault: Vault): Promise<number> {
   const unknown = new Map<string, number>();
   for (const [kid, n] of Object.entries(await vaultStatus(h))) if (!vault.holdsKey(kid)) unknown.set(kid, n);
   if (unknown.size > 0) {
@@ -155,7 +161,7 @@ async function resealAll(h: DbHandle, vault: Vault): Promise<number> {
  * the operator has already made the new key VAULT_KEY and given the old ones in VAULT_OLD_KEYS: rotation
  * re-seals every value under VAULT_KEY and writes no file.
  */
-export async function rotateVault(config: Config, h: DbHandle): Promise<{ resealed: number; keyId: string; generated: boolean }> {
+export async function rotateVault(config: Config, h: CliHandle): Promise<{ resealed: number; keyId: string; generated: boolean }> {
   if (config.vaultKey) {
     const { vault } = loadVault(config);
     return { resealed: await resealAll(h, vault), keyId: vault.currentKeyId, generated: false };
@@ -190,7 +196,7 @@ export async function runCli(
   if (group === 'vault') requireSharedVaultKey(config);
   // The service's database: PostgreSQL when DATABASE_URL is set (migrated as a start does), else the file.
   if (config.databaseUrl) await applyPgMigrations(config.databaseUrl);
-  const h = config.databaseUrl ? pgDbHandle(openPg(config.databaseUrl, { max: 2 })) : openDatabase(config.databasePath);
+  const h = withStores(config.databaseUrl ? pgDbHandle(openPg(config.databaseUrl, { max: 2 })) : openDatabase(config.databasePath));
   const now = Date.now();
   try {
     switch (group === 'backup' ? 'backup' : `${group} ${action ?? ''}`.trim()) {

@@ -5,6 +5,21 @@ import type { RoutingDirectory } from './adapters/routing/directory';
 import type { Processors } from './adapters/processors';
 import type { CompletedBatch, RecordedRead } from './modules/balance-requests/results';
 import type { ProviderCallCounts } from './platform/provider-calls';
+import type { ScheduleStore } from './modules/schedules/store';
+import type { EnrollmentStore } from './modules/enrollments/store';
+import type { MonitorStore } from './modules/enrollments/monitor-store';
+import type { BankDataConnectionStore } from './modules/bank-data-connections/store';
+import type { PayCycleStore } from './modules/pay-cycles/store';
+import type { CollectionStore } from './modules/collection/store';
+import type { CollectionPolicyStore } from './modules/collection-policy/store';
+import type { BalanceStore } from './modules/balance-requests/store';
+import type { LinkHealthStore } from './modules/balance-requests/link-health-store';
+import type { LenderStore } from './modules/lenders/store';
+import type { ReturnRateStore } from './modules/return-rates/store';
+import type { UploadStore } from './modules/payment-results-upload/store';
+import type { PaymentConnectionStore } from './modules/payment-connections/store';
+import type { WebhookStore } from './modules/webhooks/store';
+import type { PortalStore } from './modules/portal/store';
 
 /** Everything a service or job may use: the platform, the adapters, and what a balance result sets off. */
 export interface Deps extends PlatformDeps {
@@ -14,11 +29,42 @@ export interface Deps extends PlatformDeps {
   routing: RoutingDirectory;
   processors: Processors;
   /** What a recorded balance result sets off (modules/balance-results.ts), run by the balance pipeline. */
+  /** Every feature's store, of the engine the service runs on (modules/stores.ts). */
+  stores: Stores;
   balanceResults: BalanceResultChain;
   /** What a change of an enrollment sets off in collection and pay cycles (modules/enrollment-changes.ts). */
   enrollmentChanges: EnrollmentChangeChain;
   /** Provider calls counted per connection, endpoint and day, not yet written (platform/provider-calls.ts). */
   providerCalls: ProviderCallCounts;
+}
+
+/**
+ * One store per feature, each of the engine the service runs on: chosen once, when the runtime is built
+ * (modules/stores.ts), never per call. Services and jobs call `ctx.deps.stores.<feature>.<method>(ctx, …)`.
+ */
+export interface Stores {
+  schedules: ScheduleStore;
+  enrollments: EnrollmentStore;
+  monitors: MonitorStore;
+  bankDataConnections: BankDataConnectionStore;
+  payCycles: PayCycleStore;
+  collection: CollectionStore;
+  collectionPolicy: CollectionPolicyStore;
+  balances: BalanceStore;
+  linkHealth: LinkHealthStore;
+  lenders: LenderStore;
+  returnRates: ReturnRateStore;
+  uploads: UploadStore;
+  paymentConnections: PaymentConnectionStore;
+  webhooks: WebhookStore;
+  portal: PortalStore;
+}
+
+// Every store context carries the stores (platform/store.ts declares the slot; what it holds is named here).
+declare module './platform/store' {
+  interface StoresSlot {
+    stores: Stores;
+  }
 }
 
 /** A service call's context in this service: `{ lender, deps, tx? }`. */

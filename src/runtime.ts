@@ -18,6 +18,7 @@ import { loadRoutingDirectory } from './adapters/routing';
 import { createProcessors, type Processor } from './adapters/processors';
 import { StripeProcessor } from './adapters/processors/stripe';
 import { balanceResultChain } from './modules/balance-results';
+import { pgStores, sqliteStores } from './stores';
 import { enrollmentChangeChain } from './modules/enrollment-changes';
 import { queueDepth } from './modules/balance-requests/service';
 
@@ -80,7 +81,8 @@ export function createRuntime(
     },
     stripe: opts.stripe ?? (() => new StripeProcessor({ apiUrl: config.stripeApiUrl, logger, timeScale: config.providerTimeScale, onCall: (e) => onProviderCall('stripe', e) })),
   });
-  metrics.setQueueDepthSource(() => queueDepth(handle));
+  const stores = handle.pg ? pgStores : sqliteStores;
+  metrics.setQueueDepthSource(() => queueDepth({ ...handle, stores }));
   metrics.setWriteGateSources(() => gateOf(handle.sqlite).bypassed, () => gateOf(handle.sqlite).held);
   return {
     config,
@@ -99,6 +101,8 @@ export function createRuntime(
     bank: opts.bank ?? createBalanceProvider(config, routing.directory, logger, clock),
     linked: opts.linked ?? createLinkedSources(config, onProviderCall),
     processors,
+    // The engine chosen once: every feature's store of the engine the handle opened.
+    stores,
     balanceResults: balanceResultChain,
     enrollmentChanges: enrollmentChangeChain,
     providerCalls,

@@ -10,7 +10,6 @@ import { webhookDocuments } from './webhook-payloads';
 import { releaseDeliveryLeases, webhookDeliveryJob } from './webhooks/jobs';
 import { balanceRoutes } from './balance-requests/routes';
 import { balanceProcessingJob, idempotencyCleanupJob } from './balance-requests/processing';
-import { balanceStore } from './balance-requests/store';
 import { scheduleRoutes } from './schedules/routes';
 import { paymentConnectionRoutes } from './payment-connections/routes';
 import { bankDataConnectionRoutes } from './bank-data-connections/routes';
@@ -25,7 +24,6 @@ import { searchIndexJob } from './enrollments/search';
 import { payHistoryJob } from './pay-cycles/history';
 import { linkProbeJob } from './balance-requests/link-health';
 import { dispatchJob } from './collection/dispatch';
-import { collectionStore } from './collection/store';
 import { pollJob } from './collection/poll';
 import { reconcileJob } from './collection/reconcile';
 import { paymentEventRoutes } from './collection/routes';
@@ -101,14 +99,14 @@ export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed,
  * replica's own claims (from before a restart under the same REPLICA_ID) are let go; another's are taken over
  * once their leases run out, never before.
  */
-export async function releaseStaleClaims(deps: Pick<Deps, 'db' | 'reader' | 'pg' | 'clock'>): Promise<void> {
+export async function releaseStaleClaims(deps: Pick<Deps, 'db' | 'reader' | 'pg' | 'clock' | 'stores'>): Promise<void> {
   const prefix = replicaPrefix();
   // Beside other replicas' claims a release may lose a deadlock: it is run again, not the start failed.
   await againOnConflict(5, async () => {
     await transaction({ deps }, async (tx) => {
-      await balanceStore.releaseReadLeases(tx, prefix);
+      await tx.deps.stores.balances.releaseReadLeases(tx, prefix);
       // Payments whose outcome is not known yet are due again at once (dispatch resolves them at the processor).
-      await collectionStore.releasePaymentLeases(tx, prefix);
+      await tx.deps.stores.collection.releasePaymentLeases(tx, prefix);
     });
     await releaseDeliveryLeases(deps);
   });

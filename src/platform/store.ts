@@ -9,9 +9,16 @@ import type { PlatformDeps, Tx } from './context';
 import type { Db, Orm } from './db';
 import { insideTransactionOn } from './tx-lock';
 
+/**
+ * The stores of the engine the service runs on, chosen once by the composition root: what it holds is declared
+ * where the features are known (src/deps.ts, `stores`).
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface StoresSlot {}
+
 /** What a store function receives: a service's or a job's context, or anything with its deps and its tx. */
 export interface StoreCtx {
-  deps: Pick<PlatformDeps, 'db' | 'reader' | 'pg'>;
+  deps: Pick<PlatformDeps, 'db' | 'reader' | 'pg'> & StoresSlot;
   tx?: Tx;
 }
 
@@ -30,23 +37,3 @@ export function readerOf(c: StoreCtx): Db {
 
 /** The handle a store writes with: the open transaction's. */
 export const writerOf = (c: TxCtx): Orm => c.tx;
-
-/**
- * A module's store on the engine its caller's service runs on: every method of `sqlite` or of `pg`, chosen by
- * the context each call takes first (`deps.pg` is set when the service runs on PostgreSQL). One object per
- * module, made at load; the choice costs one property read per call.
- */
-export function byEngine<S extends object>(sqlite: S, pg: S): S {
-  const out: Record<string, unknown> = {};
-  for (const name of Object.keys(sqlite) as (keyof S & string)[]) {
-    const onSqlite = sqlite[name] as (c: StoreCtx, ...rest: unknown[]) => unknown;
-    const onPg = pg[name] as (c: StoreCtx, ...rest: unknown[]) => unknown;
-    if (typeof onSqlite !== 'function') {
-      out[name] = onSqlite;
-      continue;
-    }
-    if (typeof onPg !== 'function') throw new Error(`the PostgreSQL store has no ${name}`);
-    out[name] = (c: StoreCtx, ...rest: unknown[]) => (c.deps.pg ? onPg(c, ...rest) : onSqlite(c, ...rest));
-  }
-  return out as S;
-}

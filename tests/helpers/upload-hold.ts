@@ -4,7 +4,6 @@
 // gate: the lender's upload lock, which each of its transactions takes first (serializeUploads), held by a
 // transaction of the test; what waits for it is read from pg_locks.
 import { transaction, writeGate } from '../../src/platform/context';
-import { uploadStore } from '../../src/modules/payment-results-upload/store';
 import type { TestContext } from './context';
 
 async function until(what: string, check: () => Promise<boolean>): Promise<void> {
@@ -32,7 +31,7 @@ export function uploadLock(c: TestContext, lenderId: string): { taken: Promise<v
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   const done = transaction({ deps: c.rt }, async (tx) => {
-    await uploadStore.serializeUploads(tx, lenderId);
+    await tx.deps.stores.uploads.serializeUploads(tx, lenderId);
     held();
     await released;
   }).catch(() => undefined);

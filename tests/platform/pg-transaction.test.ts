@@ -10,6 +10,7 @@ import { readSnapshot, savepoint, transaction, type Tx } from '../../src/platfor
 import { assertOutsideTransaction, NetworkInTransactionError } from '../../src/platform/tx-lock';
 import { lockFor, pgReaderOf } from '../../src/platform/store.pg';
 import type { StoreCtx, TxCtx } from '../../src/platform/store';
+import { pgStores } from '../../src/stores';
 
 if (!onPostgres) {
   test('PostgreSQL transactions: not applicable without DATABASE_URL=postgres://…', () => {
@@ -18,7 +19,7 @@ if (!onPostgres) {
 } else {
   const database = freshPgDatabase();
   const pg: PgHandle = openPg(database.url, { max: 6 });
-  const ctx = { deps: { pg, db: undefined as never, reader: undefined as never } };
+  const ctx = { deps: { pg, db: undefined as never, reader: undefined as never, stores: pgStores } };
   afterAll(async () => {
     await pg.close();
     database.drop();

@@ -6,7 +6,6 @@ import { afterAll, expect, test } from 'bun:test';
 import { createTestContext } from '../helpers/context';
 import { transaction } from '../../src/platform/context';
 import { readerOf } from '../../src/platform/store';
-import { collectionPolicyStore } from '../../src/modules/collection-policy/store';
 
 const c = createTestContext();
 afterAll(() => c.close());
@@ -43,10 +42,10 @@ test('a read outside the transaction does not see its writes until it commits; o
   let written!: () => void;
   const wrote = new Promise<void>((r) => (written = r));
   const open = transaction(outside, async (tx) => {
-    await collectionPolicyStore.savePolicy(tx, policy(7));
-    insideSaw = (await collectionPolicyStore.policyRow(tx, lenderId))?.noticeDays;
+    await tx.deps.stores.collectionPolicy.savePolicy(tx, policy(7));
+    insideSaw = (await tx.deps.stores.collectionPolicy.policyRow(tx, lenderId))?.noticeDays;
     // A function called from inside without the ctx still reads what its caller's transaction wrote.
-    insideWithoutCtx = (await collectionPolicyStore.policyRow(outside, lenderId))?.noticeDays;
+    insideWithoutCtx = (await outside.deps.stores.collectionPolicy.policyRow(outside, lenderId))?.noticeDays;
     written();
     await held;
   });
@@ -54,21 +53,21 @@ test('a read outside the transaction does not see its writes until it commits; o
   // Another caller, while the transaction is open across an await: the committed state, not the open writes.
   expect(c.sql.inTransaction).toBe(true);
   expect(readerOf(outside)).toBe(c.rt.reader);
-  expect(await collectionPolicyStore.policyRow(outside, lenderId)).toBeUndefined();
+  expect(await outside.deps.stores.collectionPolicy.policyRow(outside, lenderId)).toBeUndefined();
   release();
   await open;
   expect(insideSaw).toBe(7);
   expect(insideWithoutCtx).toBe(7);
-  expect((await collectionPolicyStore.policyRow(outside, lenderId))?.noticeDays).toBe(7);
+  expect((await outside.deps.stores.collectionPolicy.policyRow(outside, lenderId))?.noticeDays).toBe(7);
 });
 
 test('a rolled-back transaction leaves nothing for the reader', async () => {
   const outside = { deps: c.rt };
   await expect(
     transaction(outside, async (tx) => {
-      await collectionPolicyStore.savePolicy(tx, policy(9));
+      await tx.deps.stores.collectionPolicy.savePolicy(tx, policy(9));
       throw new Error('refused');
     }),
   ).rejects.toThrow('refused');
-  expect((await collectionPolicyStore.policyRow(outside, lenderId))?.noticeDays).toBe(7);
+  expect((await outside.deps.stores.collectionPolicy.policyRow(outside, lenderId))?.noticeDays).toBe(7);
 });

@@ -3,8 +3,6 @@
 // given (the service's file, or the CLI's), sandbox-store.pg.ts on a PostgreSQL pool, each write in its own
 // transaction, never inside a caller's.
 import type { EventStatus, Rail } from './types';
-import { pgSandboxStore } from './sandbox-store.pg';
-import { sqliteSandboxStore } from './sandbox-store.sqlite';
 
 /** A payment as created, which a replay of its idempotency key answers again. */
 export interface SandboxPaymentRow {
@@ -101,9 +99,3 @@ export interface SandboxStore {
   /** Whether a payment of the account in cents 88 was created after `createdAfter` (its outage not over). */
   outageSince(account: string, createdAfter: number): Promise<boolean>;
 }
-
-/** The sandbox's store on a SQLite connection. */
-export const sandboxStoreOn = sqliteSandboxStore;
-
-/** The sandbox's store on a PostgreSQL pool. */
-export const pgSandboxStoreOn = pgSandboxStore;

@@ -10,7 +10,9 @@ import type { Clock } from '../../platform/clock';
 import type { PgHandle } from '../../platform/pg';
 import { newId, randomBase62 } from '../../platform/ids';
 import { RETURN_CODES } from './return-codes';
-import { pgSandboxStoreOn, sandboxStoreOn, type SandboxPaymentRow, type SandboxStore } from './sandbox-store';
+import type { SandboxPaymentRow, SandboxStore } from './sandbox-store';
+import { pgSandboxStore } from './sandbox-store.pg';
+import { sqliteSandboxStore } from './sandbox-store.sqlite';
 import {
   CardRefused,
   KeyRefused,
@@ -129,7 +131,8 @@ export class SandboxProcessor implements Processor {
     this.idempotencyTtlMs = opts.idempotencyTtlMs ?? 86_400_000;
     this.outageMs = opts.outageMs ?? 60_000;
     this.retentionMs = opts.eventRetentionMs ?? 30 * 86_400_000;
-    this.store = opts.pg ? pgSandboxStoreOn(opts.pg) : sandboxStoreOn(opts.sqlite!);
+    // The processor's store on the engine it was given, chosen once.
+    this.store = opts.pg ? pgSandboxStore(opts.pg) : sqliteSandboxStore(opts.sqlite!);
     this.clock = opts.clock;
     this.settlementMs = opts.settlementMs;
   }

@@ -1,8 +1,6 @@
 import type { Tx } from '../../platform/context';
 import type { TxCtx } from '../../platform/store';
 import { compressPacked, packItems, unpackItems } from './payload';
-import { balanceStore as store } from './store';
-import { linkHealthStore } from './link-health-store';
 
 /** A waiting batch's item list without the borrower's clear details, or null when the borrower is not in it. */
 function scrubbed(stored: string | Uint8Array, aid: string): Uint8Array | null {
@@ -19,12 +17,12 @@ function scrubbed(stored: string | Uint8Array, aid: string): Uint8Array | null {
 export async function eraseBorrowerDetails(ctx: TxCtx, lenderId: string, aid: string): Promise<void> {
   // The waiting batches first, held until the transaction ends: one that starts meanwhile either waits for
   // this erasure and reads the scrubbed list, or started before and its queue rows are scrubbed below.
-  const waiting = await store.waitingPayloads(ctx, lenderId);
-  await store.eraseQueuedDetails(ctx, lenderId, aid);
+  const waiting = await ctx.deps.stores.balances.waitingPayloads(ctx, lenderId);
+  await ctx.deps.stores.balances.eraseQueuedDetails(ctx, lenderId, aid);
   for (const w of waiting) {
     const items = scrubbed(w.items, aid);
-    if (items) await store.replacePayloadItems(ctx, w.batchId, items);
+    if (items) await ctx.deps.stores.balances.replacePayloadItems(ctx, w.batchId, items);
   }
   // The borrower's linked accounts kept for probing go with it.
-  await linkHealthStore.eraseBorrower(ctx, lenderId, aid);
+  await ctx.deps.stores.linkHealth.eraseBorrower(ctx, lenderId, aid);
 }

@@ -4,7 +4,7 @@ import { csvCell } from '../../platform/csv';
 import { isUuid } from '../../platform/ids';
 import { formatCents } from '../../platform/money';
 import { storedReadingProblem } from '../../adapters/bank-data/plausible';
-import { balanceStore as store, type ExportRow } from './store';
+import { type ExportRow } from './store';
 
 const FIXED_COLUMNS = ['Authorizer ID', 'Batch ID', 'Institution', 'Phone', 'Zip', 'Balance', 'Status', 'Creator', 'Timestamp'];
 /** Distinct meta_ columns of one export: metadata multiplies every row's width, so it is bounded. */
@@ -44,7 +44,7 @@ async function exportMetaKeys(ctx: Ctx, batchIds: string[]): Promise<string[]> {
   for (const batchId of batchIds) {
     let afterSeq = -1;
     for (;;) {
-      const page = await store.metadataKeysPage(ctx, batchId, afterSeq, KEY_SCAN_ITEMS);
+      const page = await ctx.deps.stores.balances.metadataKeysPage(ctx, batchId, afterSeq, KEY_SCAN_ITEMS);
       if (page.last === null) break;
       for (const k of page.keys) keys.add(k);
       if (keys.size > EXPORT_META_COLUMNS_MAX) {
@@ -70,7 +70,7 @@ async function exportMetaKeys(ctx: Ctx, batchIds: string[]): Promise<string[]> {
  */
 export async function exportBalancesCsv({ ctx, input }: { ctx: Ctx; input: { batchIds: string[] } }): Promise<ReadableStream<Uint8Array>> {
   const { batchIds } = input;
-  const owned = await store.ownedBatchIds(ctx, ctx.lender.id, batchIds);
+  const owned = await ctx.deps.stores.balances.ownedBatchIds(ctx, ctx.lender.id, batchIds);
   if (owned.length !== batchIds.length) {
     throw new Forbidden('A requested batch does not belong to this API key; nothing was exported');
   }
@@ -110,7 +110,7 @@ export async function exportBalancesCsv({ ctx, input }: { ctx: Ctx; input: { bat
       let out = '';
       let rows = 0;
       while (rows < rowsPerChunk && batchIndex < batchIds.length) {
-        const chunk = await store.exportPage(ctx, batchIds[batchIndex]!, afterId, rowsPerChunk - rows);
+        const chunk = await ctx.deps.stores.balances.exportPage(ctx, batchIds[batchIndex]!, afterId, rowsPerChunk - rows);
         for (const r of chunk) out += line(r);
         rows += chunk.length;
         if (chunk.length === 0) {

@@ -1,7 +1,5 @@
 import type { BankDataProvider, LinkHealth } from '../../../db/schema/enums';
-import { byEngine, type StoreCtx, type TxCtx } from '../../platform/store';
-import { sqliteLinkHealthStore } from './link-health-store.sqlite';
-import { pgLinkHealthStore } from './link-health-store.pg';
+import type { StoreCtx, TxCtx } from '../../platform/store';
 
 /** A link's health row: its current health, since when, and (while an episode is open) when it is probed next. */
 export interface LinkHealthRow {
@@ -49,4 +47,3 @@ export interface LinkHealthStore {
   receipt(c: TxCtx, provider: BankDataProvider, key: string, now: number, before: number): Promise<boolean>;
 }
 
-export const linkHealthStore: LinkHealthStore = byEngine(sqliteLinkHealthStore, pgLinkHealthStore);

@@ -17,7 +17,7 @@ import { BLOCKING_HEALTHS, type BankLink, type LinkProbe } from '../../adapters/
 import { TransientProviderError } from '../../adapters/bank-data/types';
 import { connectionFor } from '../bank-data-connections/service';
 import { pushToEndpoints } from '../webhooks/endpoints';
-import { linkHealthStore as store, type LinkHealthRow } from './link-health-store';
+import { type LinkHealthRow } from './link-health-store';
 import { linkDigest, linkView } from './link-digest';
 import { linkReadKey, linkReadsOf } from './link-reads';
 
@@ -41,7 +41,7 @@ export interface LinkHealthNote {
 
 /** The link's health row, when its provider ever said it was not ok. */
 export function healthOfLink(c: StoreCtx, lenderId: string, link: BankLink): Promise<LinkHealthRow | undefined> {
-  return store.healthOf(c, lenderId, linkDigest(lenderId, link));
+  return c.deps.stores.linkHealth.healthOf(c, lenderId, linkDigest(lenderId, link));
 }
 
 /**
@@ -52,7 +52,7 @@ export function healthOfLink(c: StoreCtx, lenderId: string, link: BankLink): Pro
 export async function noteLinkHealth(ctx: JobContext & TxCtx, n: LinkHealthNote, now: number): Promise<void> {
   const { deps } = ctx;
   const digest = linkDigest(n.lenderId, n.link);
-  const row = await store.healthOf(ctx, n.lenderId, digest);
+  const row = await ctx.deps.stores.linkHealth.healthOf(ctx, n.lenderId, digest);
   const was: LinkHealth = row?.health ?? 'ok';
   const { health, expiresAt } = n.probe;
   if (health === 'ok') {
@@ -64,11 +64,11 @@ export async function noteLinkHealth(ctx: JobContext & TxCtx, n: LinkHealthNote,
   if (was === health) {
     // The same episode: only what it lacked (the link for probing, the provider's date) is written.
     if (row && (row.linkSealed === null || row.expiresAt !== expiresAt)) {
-      await store.put(ctx, { ...row, expiresAt, linkSealed: sealed, nextProbeAt: row.nextProbeAt ?? now, probeIntervalMs: row.probeIntervalMs ?? base });
+      await ctx.deps.stores.linkHealth.put(ctx, { ...row, expiresAt, linkSealed: sealed, nextProbeAt: row.nextProbeAt ?? now, probeIntervalMs: row.probeIntervalMs ?? base });
     }
     return;
   }
-  await store.put(ctx, {
+  await ctx.deps.stores.linkHealth.put(ctx, {
     lenderId: n.lenderId,
     digest,
     provider: n.link.provider,
@@ -99,7 +99,7 @@ export async function noteLinkHealth(ctx: JobContext & TxCtx, n: LinkHealthNote,
 /** The episode closes: the link is ok since now, a borrower it blocked is unblocked and read at once. */
 async function closeEpisode(ctx: JobContext & TxCtx, row: LinkHealthRow, now: number): Promise<void> {
   const { deps } = ctx;
-  await store.put(ctx, { ...row, health: 'ok', since: now, expiresAt: null, nextProbeAt: null, probeIntervalMs: null });
+  await ctx.deps.stores.linkHealth.put(ctx, { ...row, health: 'ok', since: now, expiresAt: null, nextProbeAt: null, probeIntervalMs: null });
   if (!BLOCKING_HEALTHS.has(row.health)) return;
   const link = row.linkSealed ? deps.vault.openJson<BankLink>(row.linkSealed) : null;
   // The failure this replica remembers for the account is not taken again: the next read asks the provider.
@@ -118,12 +118,12 @@ async function closeEpisode(ctx: JobContext & TxCtx, row: LinkHealthRow, now: nu
 /** One probe of an open episode, taken by this replica: its answer recorded, or the next probe put off. */
 async function probeOne(deps: Deps, row: LinkHealthRow): Promise<'probed' | 'skipped'> {
   const now = deps.clock.now();
-  const claimed = await transaction({ deps }, (tx) => store.claimProbe(tx, row.lenderId, row.digest, row.nextProbeAt!, now + PROBE_LEASE_MS));
+  const claimed = await transaction({ deps }, (tx) => tx.deps.stores.linkHealth.claimProbe(tx, row.lenderId, row.digest, row.nextProbeAt!, now + PROBE_LEASE_MS));
   if (!claimed) return 'skipped';
   const backOff = () =>
     transaction({ deps }, async (tx) => {
       const interval = Math.min((row.probeIntervalMs ?? deps.config.bankLinkProbeIntervalMs) * 2, MAX_PROBE_INTERVAL_MS);
-      await store.put(tx, { ...row, nextProbeAt: deps.clock.now() + interval, probeIntervalMs: interval });
+      await tx.deps.stores.linkHealth.put(tx, { ...row, nextProbeAt: deps.clock.now() + interval, probeIntervalMs: interval });
     });
   const link = row.linkSealed ? deps.vault.openJson<BankLink>(row.linkSealed) : null;
   const conn = link ? await connectionFor(deps, row.lenderId, link.provider) : null;
@@ -145,7 +145,7 @@ async function probeOne(deps: Deps, row: LinkHealthRow): Promise<'probed' | 'ski
   await transaction({ deps }, async (ctx) => {
     if (probe.health === row.health) {
       const interval = Math.min((row.probeIntervalMs ?? deps.config.bankLinkProbeIntervalMs) * 2, MAX_PROBE_INTERVAL_MS);
-      await store.put(ctx, { ...row, expiresAt: probe.expiresAt ?? row.expiresAt, nextProbeAt: deps.clock.now() + interval, probeIntervalMs: interval });
+      await ctx.deps.stores.linkHealth.put(ctx, { ...row, expiresAt: probe.expiresAt ?? row.expiresAt, nextProbeAt: deps.clock.now() + interval, probeIntervalMs: interval });
       return;
     }
     await noteLinkHealth(ctx, { lenderId: row.lenderId, aid: row.aid, link, probe, batchId: null }, deps.clock.now());
@@ -155,7 +155,7 @@ async function probeOne(deps: Deps, row: LinkHealthRow): Promise<'probed' | 'ski
 
 /** The job: open episodes due for a probe, each probed once (replicas share them by their claims). */
 export async function probeLinks(deps: Deps): Promise<{ probed: number }> {
-  const due = await store.dueProbes({ deps }, deps.clock.now(), PROBES_PER_RUN);
+  const due = await deps.stores.linkHealth.dueProbes({ deps }, deps.clock.now(), PROBES_PER_RUN);
   let probed = 0;
   for (const row of due) if ((await probeOne(deps, row)) === 'probed') probed++;
   return { probed };
@@ -168,35 +168,35 @@ export async function probeLinks(deps: Deps): Promise<{ probed: number }> {
 export async function linksEnrolled(ctx: TxCtx, lenderId: string, held: readonly { aid: string; link: BankLink }[], now: number): Promise<void> {
   if (held.length === 0) return;
   const rows = held.map((h) => ({ lenderId, digest: linkDigest(lenderId, h.link), aid: h.aid, provider: h.link.provider }));
-  await store.putOwners(ctx, rows);
-  await store.probeNow(ctx, lenderId, [...new Set(rows.map((r) => r.digest))], now);
+  await ctx.deps.stores.linkHealth.putOwners(ctx, rows);
+  await ctx.deps.stores.linkHealth.probeNow(ctx, lenderId, [...new Set(rows.map((r) => r.digest))], now);
 }
 
 /** The Plaid Item a link belongs to, as its read said (how a Plaid webhook about the Item finds the link). */
 export function noteLinkItem(ctx: TxCtx, lenderId: string, link: BankLink, itemId: string): Promise<void> {
-  return store.noteItem(ctx, lenderId, linkDigest(lenderId, link), itemId);
+  return ctx.deps.stores.linkHealth.noteItem(ctx, lenderId, linkDigest(lenderId, link), itemId);
 }
 
 /** The borrowers of the lender holding a link. */
 export function ownersOfLink(c: StoreCtx, lenderId: string, link: BankLink): Promise<string[]> {
-  return store.ownersOfLink(c, lenderId, linkDigest(lenderId, link));
+  return c.deps.stores.linkHealth.ownersOfLink(c, lenderId, linkDigest(lenderId, link));
 }
 
 /** The links of a Plaid Item, every lender's, with the borrowers holding them. */
 export function ownersOfItem(c: StoreCtx, itemId: string) {
-  return store.ownersOfItem(c, itemId);
+  return c.deps.stores.linkHealth.ownersOfItem(c, itemId);
 }
 
 /** A borrower no longer holds a link (sent another since). */
 export function dropOwner(c: TxCtx, lenderId: string, digest: string, aid: string): Promise<void> {
-  return store.dropOwner(c, lenderId, digest, aid);
+  return c.deps.stores.linkHealth.dropOwner(c, lenderId, digest, aid);
 }
 
 /** How long a provider webhook's receipt is kept (its signature is good for five minutes). */
 const RECEIPT_KEPT_MS = 86_400_000;
 /** A provider webhook recorded as acted on; false when it already was (a replay: nothing is done). */
 export function firstReceipt(c: TxCtx, provider: BankLink['provider'], key: string, now: number): Promise<boolean> {
-  return store.receipt(c, provider, key, now, now - RECEIPT_KEPT_MS);
+  return c.deps.stores.linkHealth.receipt(c, provider, key, now, now - RECEIPT_KEPT_MS);
 }
 
 /**
@@ -230,7 +230,7 @@ export function viewOf(row: LinkHealthRow | undefined): LinkHealthView {
 
 /** Every health row of a borrower, gone with the borrower (erasure). */
 export function eraseLinkHealth(ctx: TxCtx, lenderId: string, aid: string): Promise<void> {
-  return store.eraseBorrower(ctx, lenderId, aid);
+  return ctx.deps.stores.linkHealth.eraseBorrower(ctx, lenderId, aid);
 }
 
 /** The job: links with an open episode probed on their schedule. */

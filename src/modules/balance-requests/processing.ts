@@ -20,7 +20,7 @@ import { openSensitive, unpackItems } from './payload';
 import { IDEMPOTENCY_TTL_MS } from './service';
 import { exportStatusFor, RESULT_NOT_STORABLE } from './status';
 import { linkReadKey, linkReadsOf, reusedDetail, type ItemRead } from './link-reads';
-import { balanceStore as store, ITEM_LEASE_MS, type ClaimedItem, type ReadFinish, type ResultRow } from './store';
+import { ITEM_LEASE_MS, type ClaimedItem, type ReadFinish, type ResultRow } from './store';
 import { implausible } from '../../adapters/bank-data/plausible';
 import { withCallScope } from '../../platform/provider-calls';
 import { PROVIDER_WAIT_MS, rateLimitBackoffMs, refreshLookMs } from './provider-waits';
@@ -71,12 +71,12 @@ export const REFRESH_WAIT_MS = PROVIDER_WAIT_MS;
  * Every pending batch moved to processing, each in its own transaction (a batch is either untouched or fully
  * queued), outside the claim: a claim's transaction only leases rows, however large the batches sent.
  */
-export async function startPendingBatches(deps: Pick<Deps, 'db' | 'reader'>): Promise<number> {
-  const pending = (await store.openBatches({ deps })).filter((b) => b.status === 'pending');
+export async function startPendingBatches(deps: Pick<Deps, 'db' | 'reader' | 'pg' | 'stores'>): Promise<number> {
+  const pending = (await deps.stores.balances.openBatches({ deps })).filter((b) => b.status === 'pending');
   for (const b of pending) {
     await transaction({ deps }, async (tx) => {
       // Started meanwhile by another claimer: left as it is. Held from here, so its payload is read as it is now.
-      if (await store.lockWaitingBatch(tx, b.id)) await startBatch(tx, b.id, b.lenderId);
+      if (await tx.deps.stores.balances.lockWaitingBatch(tx, b.id)) await startBatch(tx, b.id, b.lenderId);
     });
   }
   return pending.length;
@@ -84,9 +84,9 @@ export async function startPendingBatches(deps: Pick<Deps, 'db' | 'reader'>): Pr
 
 /** pending → processing: the batch's queue rows created from its payload, its clear copy dropped. */
 async function startBatch(tx: TxCtx, batchId: string, lenderId: string): Promise<void> {
-  const items = await store.waitingItems(tx, batchId);
+  const items = await tx.deps.stores.balances.waitingItems(tx, batchId);
   if (items === undefined) throw new Error(`payload of batch ${batchId} is missing`);
-  await store.startBatch(tx, batchId, lenderId, unpackItems(items));
+  await tx.deps.stores.balances.startBatch(tx, batchId, lenderId, unpackItems(items));
 }
 
 /** A read kept under its key while it is pending and once it has answered; one that fails is dropped. */
@@ -119,7 +119,7 @@ class PayloadCache {
     return v;
   }
   private async open(batchId: string): Promise<SensitiveFields[]> {
-    const sealed = await store.sealedPayload({ deps: this.deps }, batchId);
+    const sealed = await this.deps.stores.balances.sealedPayload({ deps: this.deps }, batchId);
     if (sealed === undefined) throw new Error(`payload of batch ${batchId} is missing`);
     return openSensitive(this.deps.vault, sealed);
   }
@@ -213,7 +213,7 @@ function notStorable(o: Extract<Outcome, { kind: 'result' }>): Outcome {
 async function recordOutcomesOnce(ctx: JobContext, outcomes: Outcome[]): Promise<void> {
   await transaction(ctx, async (tx) => {
     // What the flush writes is held first, each kind in one order: flushes at once never each wait for the other.
-    await store.lockReads(tx, outcomes.map((o) => o.item.id));
+    await tx.deps.stores.balances.lockReads(tx, outcomes.map((o) => o.item.id));
     const readThrough = new Set<string>();
     const results: Extract<Outcome, { kind: 'result' }>[] = [];
     const retries: { id: number; leaseToken: string; finish: ReadFinish }[] = [];
@@ -236,7 +236,7 @@ async function recordOutcomesOnce(ctx: JobContext, outcomes: Outcome[]): Promise
       results.push(o);
     }
     // The flush's results in one call: one row per item, a unique item_id makes a second impossible.
-    const inserted = await store.recordResults(
+    const inserted = await tx.deps.stores.balances.recordResults(
       tx,
       results.map(
         (o): ResultRow => ({
@@ -255,7 +255,7 @@ async function recordOutcomesOnce(ctx: JobContext, outcomes: Outcome[]): Promise
         }),
       ),
     );
-    await store.finishReads(tx, [...retries, ...results.map((o) => ({ id: o.item.id, leaseToken: o.item.leaseToken, finish: { state: 'done' } }))]);
+    await tx.deps.stores.balances.finishReads(tx, [...retries, ...results.map((o) => ({ id: o.item.id, leaseToken: o.item.leaseToken, finish: { state: 'done' } }))]);
     const added = new Map<string, number>();
     const recorded: RecordedRead[] = [];
     results.forEach((o, i) => {
@@ -277,9 +277,9 @@ async function recordOutcomesOnce(ctx: JobContext, outcomes: Outcome[]): Promise
     recorded.sort((a, b) => (a.lenderId < b.lenderId ? -1 : a.lenderId > b.lenderId ? 1 : a.authorizerUniqueId < b.authorizerUniqueId ? -1 : a.authorizerUniqueId > b.authorizerUniqueId ? 1 : 0));
     await markRead(tx, [...readThrough], ctx.deps.clock.now());
     if (recorded.length > 0) await ctx.deps.balanceResults.afterResults(tx, recorded);
-    await store.lockBatches(tx, [...added.keys()]);
+    await tx.deps.stores.balances.lockBatches(tx, [...added.keys()]);
     for (const [batchId, n] of added) {
-      const b = await store.countProcessed(tx, batchId, n);
+      const b = await tx.deps.stores.balances.countProcessed(tx, batchId, n);
       if (b && b.completed) await completeBatch(tx, { id: b.id, lenderId: b.lenderId, source: b.source, scheduleId: b.scheduleId, webhookUrl: b.webhookUrl, completedAt: ctx.deps.clock.now() });
     }
   });
@@ -328,7 +328,7 @@ function limiterOf(deps: Deps): Limiter {
 
 /** Inside the transaction of the batch's last result: completed, its notification in the outbox, then what it sets off. */
 async function completeBatch(ctx: JobContext & TxCtx, b: CompletedBatch): Promise<void> {
-  await store.completeBatch(ctx, b.id, b.completedAt);
+  await ctx.deps.stores.balances.completeBatch(ctx, b.id, b.completedAt);
   if (b.webhookUrl) {
     const event_uuid = crypto.randomUUID();
     await enqueueWebhook({
@@ -414,7 +414,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       await flush();
       await startPendingBatches(deps);
       const now = clock.now();
-      const items = await store.claimDueReads({ deps }, concurrency * 4, now);
+      const items = await deps.stores.balances.claimDueReads({ deps }, concurrency * 4, now);
       for (const it of items) claimedAt.set(it, now);
       return items;
     },
@@ -587,7 +587,7 @@ export async function dropExpiredIdempotency(deps: Deps, signal?: AbortSignal): 
   const before = deps.clock.now() - IDEMPOTENCY_TTL_MS;
   let dropped = 0;
   for (;;) {
-    const n = await transaction({ deps }, (tx) => store.dropExpiredIdempotency(tx, before, EXPIRED_PER_SLICE));
+    const n = await transaction({ deps }, (tx) => tx.deps.stores.balances.dropExpiredIdempotency(tx, before, EXPIRED_PER_SLICE));
     dropped += n;
     if (n < EXPIRED_PER_SLICE || signal?.aborted) return { dropped };
     await betweenSlices(deps);

@@ -14,7 +14,7 @@ import { validateAuthorizerList, validateAuthorizers, type AuthorizerCandidate, 
 import type { BalanceRequest } from './model';
 import { packBatch, type PackedBatch } from './payload';
 import { prepareCsvOffLoop, prepareOffLoop } from './accept-offload';
-import { balanceStore as store, type BalanceRow, type Batch, type NewBatch, type StoredPayload } from './store';
+import { type BalanceRow, type Batch, type NewBatch, type StoredPayload } from './store';
 import { storedReadingProblem } from '../../adapters/bank-data/plausible';
 import type { ExportStatus } from './status';
 import { errorMessageFor } from './status';
@@ -50,7 +50,7 @@ function overBacklog(pending: number, max: number, adding: number, what: string)
  */
 export async function refuseWhenBacklogFull(ctx: Ctx): Promise<void> {
   const max = ctx.deps.config.maxPendingAuthorizersPerLender;
-  const pending = await store.pendingAuthorizers(ctx, ctx.lender.id);
+  const pending = await ctx.deps.stores.balances.pendingAuthorizers(ctx, ctx.lender.id);
   if (pending >= max) {
     throw new RateLimited(
       QUEUE_FULL_RETRY_AFTER_S,
@@ -67,8 +67,8 @@ export async function refuseWhenBacklogFull(ctx: Ctx): Promise<void> {
 export async function refuseOverBacklog(ctx: JobContext & { tx: Tx }, lenderId: string, adding: number, what: string): Promise<void> {
   const max = ctx.deps.config.maxPendingAuthorizersPerLender;
   // The lender's other accepts wait until this transaction ends: its batch is counted by the next one.
-  await store.serializeBacklog(ctx, lenderId);
-  const pending = await store.pendingAuthorizers(ctx, lenderId);
+  await ctx.deps.stores.balances.serializeBacklog(ctx, lenderId);
+  const pending = await ctx.deps.stores.balances.pendingAuthorizers(ctx, lenderId);
   if (pending + adding > max) throw overBacklog(pending, max, adding, what);
 }
 
@@ -108,7 +108,7 @@ function newBatch(ctx: Pick<Ctx, 'deps'>, input: BatchInput): { batch: NewBatch;
  */
 export async function insertBatch({ ctx, input }: { ctx: JobContext & { tx: Tx }; input: BatchInput }): Promise<string> {
   const { batch, payload } = newBatch(ctx, input);
-  await store.insertBatch(ctx, batch, payload);
+  await ctx.deps.stores.balances.insertBatch(ctx, batch, payload);
   return batch.id;
 }
 
@@ -116,7 +116,7 @@ const acceptedMessage = (n: number) => `Batch accepted: ${n} authorizer${n === 1
 
 /** The first answer to a body seen from the same lender in the last 24 hours, if there is one. */
 async function replayOf(ctx: StoreCtx, lenderId: string, bodyHash: string | undefined, now: number) {
-  const hit = bodyHash ? await store.cachedResponse(ctx, lenderId, bodyHash, now - IDEMPOTENCY_TTL_MS) : undefined;
+  const hit = bodyHash ? await ctx.deps.stores.balances.cachedResponse(ctx, lenderId, bodyHash, now - IDEMPOTENCY_TTL_MS) : undefined;
   return hit ? replayed(hit) : null;
 }
 
@@ -228,7 +228,7 @@ async function acceptBatch({
   const max = ctx.deps.config.maxPendingAuthorizersPerLender;
   // Requests accepted at about the same moment share one commit (and its fsync); an identical request that
   // came meanwhile and the lender's bound are checked again under the write lock.
-  const outcome = await store.acceptBatch(ctx, {
+  const outcome = await ctx.deps.stores.balances.acceptBatch(ctx, {
     batch,
     payload,
     replay: input.bodyHash ? { bodyHash: input.bodyHash, since: now - IDEMPOTENCY_TTL_MS, responseBody: JSON.stringify(body) } : null,
@@ -240,7 +240,7 @@ async function acceptBatch({
 }
 
 async function findBatch(ctx: Ctx, batchId: string): Promise<Batch> {
-  const b = await store.batchOf(ctx, ctx.lender.id, batchId);
+  const b = await ctx.deps.stores.balances.batchOf(ctx, ctx.lender.id, batchId);
   if (!b) throw new NotFound('Batch', batchId);
   return b;
 }
@@ -269,7 +269,7 @@ export async function listBalances({ ctx, input }: { ctx: Ctx; input: { batchId:
     query: input,
     limit: input.limit ?? 100,
     start: { r: 0 },
-    fetch: (after, take) => store.resultsPage(ctx, b.id, after.r, take),
+    fetch: (after, take) => ctx.deps.stores.balances.resultsPage(ctx, b.id, after.r, take),
     positionOf: (r) => ({ r: r.id }),
     // While the batch runs there is more to come: the token then resumes after the last result seen.
     moreAnyway: b.status !== 'completed',
@@ -311,14 +311,14 @@ function linkedFields(r: { kind: 'available' | 'current' | null; asOf: number | 
 
 /** Every balance read of one authorizer for the lender, newest first. */
 export async function authorizerHistory({ ctx, input }: { ctx: Ctx; input: { authorizerId: string } & PageQuery }) {
-  const total = await store.historyCount(ctx, ctx.lender.id, input.authorizerId);
+  const total = await ctx.deps.stores.balances.historyCount(ctx, ctx.lender.id, input.authorizerId);
   const { page, hasMore, nextPageToken } = await keysetPage({
     tokens: ctx.deps.pageTokens,
     scope: `history:${ctx.lender.id}:${input.authorizerId}`,
     query: input,
     limit: input.limit ?? 10,
     start: { r: Number.MAX_SAFE_INTEGER },
-    fetch: (before, take) => store.historyPage(ctx, ctx.lender.id, input.authorizerId, before.r, take),
+    fetch: (before, take) => ctx.deps.stores.balances.historyPage(ctx, ctx.lender.id, input.authorizerId, before.r, take),
     positionOf: (r) => ({ r: r.id }),
   });
   return {
@@ -343,12 +343,12 @@ export async function authorizerHistory({ ctx, input }: { ctx: Ctx; input: { aut
 
 /** Authorizers accepted and not yet checked, all lenders together (readiness and metrics). */
 export function queueDepth(deps: StoreCtx['deps']): Promise<number> {
-  return store.pendingAuthorizers({ deps }, null);
+  return deps.stores.balances.pendingAuthorizers({ deps }, null);
 }
 
 /** Threshold hits of a completed batch: every result whose balance meets or exceeds its item's threshold. */
 export function thresholdHits({ ctx, input }: { ctx: JobContext; input: { batchId: string } }) {
-  return store.thresholdHits(ctx, input.batchId);
+  return ctx.deps.stores.balances.thresholdHits(ctx, input.batchId);
 }
 
 /**
@@ -356,7 +356,7 @@ export function thresholdHits({ ctx, input }: { ctx: JobContext; input: { batchI
  * it, and the earlier read whose answer it took (linked accounts; nothing otherwise).
  */
 export async function latestLinkedFields(ctx: StoreCtx, lenderId: string, aid: string) {
-  const r = await store.latestResultOf(ctx, lenderId, aid);
+  const r = await ctx.deps.stores.balances.latestResultOf(ctx, lenderId, aid);
   return r ? linkedFields({ kind: r.balanceKind, asOf: r.balanceAsOf, reusedFrom: detailOf(r.detail).reusedFrom }) : {};
 }
 
@@ -366,7 +366,7 @@ export async function latestLinkedFields(ctx: StoreCtx, lenderId: string, aid: s
  * decided on nor a time that cannot be written.
  */
 export async function lastReadView(ctx: StoreCtx, lenderId: string, aid: string, cents: number | null, at: number) {
-  const r = await store.latestResultOf(ctx, lenderId, aid);
+  const r = await ctx.deps.stores.balances.latestResultOf(ctx, lenderId, aid);
   if (storedReadingProblem(cents, r?.balanceAsOf ?? null, at) !== null) return { balance_cents: null, at: iso(at) };
   return { balance_cents: cents, at: iso(at), ...(r ? linkedFields({ kind: r.balanceKind, asOf: r.balanceAsOf, reusedFrom: detailOf(r.detail).reusedFrom }) : {}) };
 }
@@ -390,7 +390,7 @@ export async function listBatches({ ctx, input }: { ctx: Ctx; input: PageQuery &
     query: input,
     limit: input.limit,
     start: { t: Number.MAX_SAFE_INTEGER, i: '' },
-    fetch: (after, take) => store.batchesPage(ctx, ctx.lender.id, kind, after, take),
+    fetch: (after, take) => ctx.deps.stores.balances.batchesPage(ctx, ctx.lender.id, kind, after, take),
     positionOf: (b) => ({ t: b.submittedAt, i: b.id }),
   });
   return { batches: page, hasMore, nextPageToken };

@@ -4,9 +4,6 @@ import type { BatchSource, BatchStatus, ExportStatus, PaymentType } from '../../
 import type { Tx } from '../../platform/context';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { QueuedAuthorizer } from './payload';
-import { byEngine } from '../../platform/store';
-import { pgBalanceStore } from './store.pg';
-import { sqliteBalanceStore } from './store.sqlite';
 
 export { ITEM_LEASE_MS } from './store.sqlite';
 
@@ -257,5 +254,3 @@ export interface BalanceStore {
   replacePayloadItems(c: TxCtx, batchId: string, items: Uint8Array): Promise<void>;
 }
 
-/** The store of the engine the service runs on. */
-export const balanceStore: BalanceStore = byEngine(sqliteBalanceStore, pgBalanceStore);

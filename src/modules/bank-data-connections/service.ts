@@ -9,7 +9,7 @@ import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { SealedColumn } from '../../platform/vault';
 import { CredentialsRefused, SourceUnavailable, last4, type LinkCredentials } from '../../adapters/bank-data/linked';
 import type { CreateBankDataConnection } from './model';
-import { bankDataConnectionStore as store, type BankDataConnectionRow, type NewBankDataConnection } from './store';
+import { type BankDataConnectionRow, type NewBankDataConnection } from './store';
 
 export type { BankDataConnectionRow } from './store';
 
@@ -47,7 +47,7 @@ function sealCredentials(deps: Pick<Deps, 'vault'>, c: LinkCredentials, webhookS
  * registered), for POST /v1/bank_data_webhooks/stripe/{id}; null when there is no such live connection.
  */
 export async function stripeWebhookOf(deps: StoreCtx['deps'] & Pick<Deps, 'vault'>, id: string): Promise<{ lenderId: string; secret: string | null } | null> {
-  const row = await store.connectionById({ deps }, id);
+  const row = await deps.stores.bankDataConnections.connectionById({ deps }, id);
   if (!row || row.deletedAt !== null || row.provider !== 'stripe' || !row.credentialsSealed) return null;
   const o = JSON.parse(deps.vault.open(row.credentialsSealed)) as { webhook_secret?: string };
   return { lenderId: row.lenderId, secret: o.webhook_secret ?? null };
@@ -70,7 +70,7 @@ const taken = (p: BankDataProvider, id: string) =>
  */
 export async function createBankDataConnection({ ctx, input }: { ctx: Ctx; input: { body: CreateBankDataConnection } }) {
   const creds = credentialsOf(input.body);
-  const existing = (await store.liveConnections(ctx, ctx.lender.id)).find((c) => c.provider === creds.provider);
+  const existing = (await ctx.deps.stores.bankDataConnections.liveConnections(ctx, ctx.lender.id)).find((c) => c.provider === creds.provider);
   if (existing) throw taken(creds.provider, existing.id);
   try {
     if (creds.provider === 'plaid') await ctx.deps.linked.plaid.verify(creds);
@@ -84,8 +84,8 @@ export async function createBankDataConnection({ ctx, input }: { ctx: Ctx; input
   }
   const now = ctx.deps.clock.now();
   return transaction(ctx, async (tx) => {
-    await store.serializeConnections(tx, ctx.lender.id);
-    const again = (await store.liveConnections(tx, ctx.lender.id)).find((c) => c.provider === creds.provider);
+    await tx.deps.stores.bankDataConnections.serializeConnections(tx, ctx.lender.id);
+    const again = (await tx.deps.stores.bankDataConnections.liveConnections(tx, ctx.lender.id)).find((c) => c.provider === creds.provider);
     if (again) throw taken(creds.provider, again.id);
     const row: NewBankDataConnection = {
       id: newId(),
@@ -97,33 +97,33 @@ export async function createBankDataConnection({ ctx, input }: { ctx: Ctx; input
       createdAt: now,
     };
     try {
-      await store.insertConnection(tx, row);
+      await tx.deps.stores.bankDataConnections.insertConnection(tx, row);
     } catch (e) {
       if ((e as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT') || isUniqueViolation(e)) throw new Conflict(`A ${LABEL[creds.provider]} connection was stored at the same time; list the connections`);
       throw e;
     }
-    return view((await store.connectionById(tx, row.id!))!);
+    return view((await tx.deps.stores.bankDataConnections.connectionById(tx, row.id!))!);
   });
 }
 
 export async function listBankDataConnections({ ctx }: { ctx: Ctx }) {
-  return { connections: (await store.liveConnections(ctx, ctx.lender.id)).map(view) };
+  return { connections: (await ctx.deps.stores.bankDataConnections.liveConnections(ctx, ctx.lender.id)).map(view) };
 }
 
 /** DELETE /v1/bank_data_connections/{id}: the credentials erased, the row kept as deleted. */
 export async function deleteBankDataConnection({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<void> {
   await transaction(ctx, async (tx) => {
     // Two deletions at once: the second finds it deleted (404), as it would after the first.
-    await store.serializeConnections(tx, ctx.lender.id);
-    const c = await store.liveConnection(tx, ctx.lender.id, input.id);
+    await tx.deps.stores.bankDataConnections.serializeConnections(tx, ctx.lender.id);
+    const c = await tx.deps.stores.bankDataConnections.liveConnection(tx, ctx.lender.id, input.id);
     if (!c) throw new NotFound('Bank-data connection', input.id);
-    await store.eraseConnection(tx, c.id, ctx.deps.clock.now());
+    await tx.deps.stores.bankDataConnections.eraseConnection(tx, c.id, ctx.deps.clock.now());
   });
 }
 
 /** The providers a lender has a live connection for: a bank_link of another provider is refused at once. */
 export async function connectedProviders(ctx: Ctx): Promise<BankDataProvider[]> {
-  return (await store.liveConnections(ctx, ctx.lender.id)).map((c) => c.provider);
+  return (await ctx.deps.stores.bankDataConnections.liveConnections(ctx, ctx.lender.id)).map((c) => c.provider);
 }
 
 /** The lender's live connection for a provider, its credentials opened; null when there is none. */
@@ -132,7 +132,7 @@ export async function connectionFor(
   lenderId: string,
   provider: BankDataProvider,
 ): Promise<{ id: string; creds: LinkCredentials } | null> {
-  return withCredentials(deps, await store.liveConnectionFor({ deps }, lenderId, provider));
+  return withCredentials(deps, await deps.stores.bankDataConnections.liveConnectionFor({ deps }, lenderId, provider));
 }
 
 function withCredentials(deps: Pick<Deps, 'vault'>, row: BankDataConnectionRow | undefined): { id: string; creds: LinkCredentials } | null {
@@ -143,5 +143,5 @@ function withCredentials(deps: Pick<Deps, 'vault'>, row: BankDataConnectionRow |
 /** Marks when connections were last read through (one write per flush of results, not per read). */
 export async function markRead(c: TxCtx, ids: string[], at: number): Promise<void> {
   if (ids.length === 0) return;
-  await store.markRead(c, ids, at);
+  await c.deps.stores.bankDataConnections.markRead(c, ids, at);
 }

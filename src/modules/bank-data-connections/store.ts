@@ -2,9 +2,6 @@ import type { bankDataConnections } from '../../../db/schema';
 import type { CallCount } from '../../platform/provider-calls';
 import type { BankDataProvider } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
-import { byEngine } from '../../platform/store';
-import { pgBankDataConnectionStore } from './store.pg';
-import { sqliteBankDataConnectionStore } from './store.sqlite';
 
 /** A bank-data connection as stored (its sealed credentials null once deleted). */
 export type BankDataConnectionRow = typeof bankDataConnections.$inferSelect;
@@ -37,5 +34,3 @@ export interface BankDataConnectionStore {
   providerCalls(c: StoreCtx, connectionId: string, fromDay: string, toDay: string): Promise<{ day: string; endpoint: string; calls: number }[]>;
 }
 
-/** The store of the engine the service runs on. */
-export const bankDataConnectionStore: BankDataConnectionStore = byEngine(sqliteBankDataConnectionStore, pgBankDataConnectionStore);

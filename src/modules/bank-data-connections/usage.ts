@@ -4,7 +4,6 @@ import { InvalidInput, NotFound } from '../../platform/errors';
 import type { Job } from '../../platform/jobs';
 import { againOnConflict } from '../../platform/pg';
 import type { CallCount } from '../../platform/provider-calls';
-import { bankDataConnectionStore as store } from './store';
 
 // What a lender's reads cost at its providers: the calls made through each bank-data connection, per endpoint
 // and UTC day. The calls are counted in memory as they leave (platform/provider-calls.ts) and added to the
@@ -21,7 +20,7 @@ export async function writeProviderCalls(deps: Deps): Promise<{ written: number 
   const rows: CallCount[] = deps.providerCalls.drain();
   if (rows.length === 0) return { written: 0 };
   try {
-    await againOnConflict(3, () => transaction({ deps }, (tx) => store.addProviderCalls(tx, rows)));
+    await againOnConflict(3, () => transaction({ deps }, (tx) => tx.deps.stores.bankDataConnections.addProviderCalls(tx, rows)));
   } catch (e) {
     deps.providerCalls.restore(rows);
     throw e;
@@ -44,7 +43,7 @@ export async function connectionUsage({ ctx, input }: { ctx: Ctx; input: { id: s
   const m = MONTH.exec(month);
   if (!m) throw InvalidInput.field('month', 'must be a month as YYYY-MM');
   // Another lender's connection, or a deleted one, is not found, as everywhere else.
-  const conn = await store.liveConnection(ctx, ctx.lender.id, input.id);
+  const conn = await ctx.deps.stores.bankDataConnections.liveConnection(ctx, ctx.lender.id, input.id);
   if (!conn) throw new NotFound('Bank-data connection', input.id);
   const next = Number(m[2]) === 12 ? `${Number(m[1]) + 1}-01` : `${m[1]}-${String(Number(m[2]) + 1).padStart(2, '0')}`;
   const byKey = new Map<string, { date: string; endpoint: string; calls: number }>();
@@ -54,7 +53,7 @@ export async function connectionUsage({ ctx, input }: { ctx: Ctx; input: { id: s
     if (row) row.calls += calls;
     else byKey.set(k, { date, endpoint, calls });
   };
-  for (const r of await store.providerCalls(ctx, conn.id, `${month}-01`, `${next}-01`)) add(r.day, r.endpoint, Number(r.calls));
+  for (const r of await ctx.deps.stores.bankDataConnections.providerCalls(ctx, conn.id, `${month}-01`, `${next}-01`)) add(r.day, r.endpoint, Number(r.calls));
   for (const r of ctx.deps.providerCalls.unwritten(conn.id, `${month}-`)) add(r.day, r.endpoint, r.calls);
   const days = [...byKey.values()].sort((a, b) => (a.date === b.date ? (a.endpoint < b.endpoint ? -1 : 1) : a.date < b.date ? -1 : 1));
   const totals = new Map<string, number>();

@@ -14,7 +14,6 @@ import { connectionFor, stripeWebhookOf } from '../bank-data-connections/service
 import { dropOwner, firstReceipt, noteLinkHealth, ownersOfItem, ownersOfLink } from '../balance-requests/link-health';
 import { linkDigest } from '../balance-requests/link-digest';
 import { openBorrower } from '../enrollments/borrower';
-import { enrollmentStore } from '../enrollments/store';
 import { wantHistory } from '../pay-cycles/history';
 import { plaidKeyId, verifyPlaid, verifyStripe, type PlaidKey } from './verify';
 
@@ -77,7 +76,7 @@ async function actOn(
 ): Promise<number> {
   let acted = 0;
   for (const o of owners) {
-    const e = await enrollmentStore.enrollmentOf(ctx, o.lenderId, o.aid);
+    const e = await ctx.deps.stores.enrollments.enrollmentOf(ctx, o.lenderId, o.aid);
     const link = e?.sealed ? openBorrower(ctx.deps, e.sealed).s.bankLink : null;
     if (!e || !link || linkDigest(o.lenderId, link) !== o.digest) {
       await dropOwner(ctx, o.lenderId, o.digest, o.aid);

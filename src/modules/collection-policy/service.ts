@@ -6,11 +6,11 @@ import type { Db } from '../../platform/db';
 import type { StoreCtx } from '../../platform/store';
 import { DEFAULT_POLICY, type CollectionPolicy } from './policy';
 import type { PolicyPatchInput } from './model';
-import { collectionPolicyStore as store, type PolicyRow } from './store';
+import { type PolicyRow } from './store';
 
 /** The lender's policy as the collection rules read it: its row, or every default. */
 export async function policyOf(ctx: StoreCtx, lenderId: string): Promise<CollectionPolicy> {
-  return policyFrom(await store.policyRow(ctx, lenderId));
+  return policyFrom(await ctx.deps.stores.collectionPolicy.policyRow(ctx, lenderId));
 }
 
 function policyFrom(row: PolicyRow | undefined): CollectionPolicy {
@@ -34,7 +34,7 @@ function policyFrom(row: PolicyRow | undefined): CollectionPolicy {
 
 async function view(ctx: Ctx) {
   const p = await policyOf(ctx, ctx.lender.id);
-  const updatedAt = await store.policyUpdatedAt(ctx, ctx.lender.id);
+  const updatedAt = await ctx.deps.stores.collectionPolicy.policyUpdatedAt(ctx, ctx.lender.id);
   return {
     cfpb_covered: p.cfpbCovered,
     max_reinitiations: p.maxReinitiations,
@@ -72,7 +72,7 @@ export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput
   const now = ctx.deps.clock.now();
   const timeZone = typeof input.time_zone === 'string' ? canonicalTimeZone(input.time_zone) : input.time_zone;
   return transaction(ctx, async (tx) => {
-    await store.serializePolicyChange(tx, ctx.lender.id);
+    await tx.deps.stores.collectionPolicy.serializePolicyChange(tx, ctx.lender.id);
     const cur = await policyOf(tx, ctx.lender.id);
     const next = {
       lenderId: ctx.lender.id,
@@ -91,7 +91,7 @@ export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput
       maxBalanceAgeMinutes: input.max_balance_age_minutes ?? cur.maxBalanceAgeMinutes,
       updatedAt: now,
     };
-    await store.savePolicy(tx, next);
+    await tx.deps.stores.collectionPolicy.savePolicy(tx, next);
     return view(tx);
   });
 }

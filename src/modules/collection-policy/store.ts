@@ -1,9 +1,6 @@
 import type { ReadCadence, ReinitiationAmount } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { CollectionPolicy } from './policy';
-import { byEngine } from '../../platform/store';
-import { pgCollectionPolicyStore } from './store.pg';
-import { sqliteCollectionPolicyStore } from './store.sqlite';
 
 /** A lender's policy as stored: flags as 0/1. */
 export interface PolicyRow {
@@ -39,5 +36,3 @@ export interface CollectionPolicyStore {
   savePolicy(c: TxCtx, policy: PolicyRecord): Promise<void>;
 }
 
-/** The store of the engine the service runs on. */
-export const collectionPolicyStore: CollectionPolicyStore = byEngine(sqliteCollectionPolicyStore, pgCollectionPolicyStore);

@@ -5,7 +5,7 @@ import { isChainBlock, type BlockedReason } from '../enrollments/monitor';
 import { policyOf } from '../collection-policy/service';
 import type { CollectionPolicy } from '../collection-policy/policy';
 import { chainPresentments, planPayment, type PastPayment } from './rules';
-import { collectionStore as store, type ChainInputs } from './store';
+import { type ChainInputs } from './store';
 
 // The debt's chain of presentments, asked at the moments it can change: a return recorded, and a re-send of
 // the borrower (a new authorization, a new amount). A chain that allows no further payment blocks the
@@ -21,13 +21,13 @@ import { collectionStore as store, type ChainInputs } from './store';
 export async function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: string, now: number, opts: { recount?: boolean } = {}): Promise<void> {
   const { tx, deps } = ctx;
   // The history is read and the presentments written from it: not beside a decision about the same borrower.
-  await store.serializeBorrower(ctx, enrollmentId);
-  const e = await store.chainInputsOf(ctx, enrollmentId);
+  await ctx.deps.stores.collection.serializeBorrower(ctx, enrollmentId);
+  const e = await ctx.deps.stores.collection.chainInputsOf(ctx, enrollmentId);
   if (!e || (e.state !== 'monitored' && !opts.recount)) return;
-  const history = await store.paymentHistory(ctx, enrollmentId);
+  const history = await ctx.deps.stores.collection.paymentHistory(ctx, enrollmentId);
   const policy = await policyOf(ctx, e.lenderId);
   const used = () => chainPresentments(history, e.authorizationAt, now, policy.lateReturnWindowDays);
-  if (opts.recount) await store.setPaymentsUsed(ctx, enrollmentId, used(), now);
+  if (opts.recount) await ctx.deps.stores.collection.setPaymentsUsed(ctx, enrollmentId, used(), now);
   if (e.state !== 'monitored') return;
   // A payment in flight decides for itself; the rules are asked again when its outcome is recorded.
   if (inFlight(history)) return;
@@ -35,7 +35,7 @@ export async function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: stri
   if (!move) return;
   await applyMonitorEvent(ctx, { enrollmentId, event: move, now, readIntervalMs: deps.config.monitorReadIntervalMs });
   // A block shows the chain it is about: payments_used counts that chain's presentments.
-  if (move.type === 'blocked' && !opts.recount) await store.setPaymentsUsed(ctx, enrollmentId, used(), now);
+  if (move.type === 'blocked' && !opts.recount) await ctx.deps.stores.collection.setPaymentsUsed(ctx, enrollmentId, used(), now);
 }
 
 export const inFlight = (history: PastPayment[]) => history.some((p) => p.status === 'initiating' || p.status === 'processing' || p.status === 'scheduled');

@@ -2,12 +2,12 @@ import type { EventSource, EventStatus } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
 import { InvalidInput } from '../../platform/errors';
-import { collectionStore as store, type PaymentEventRow } from './store';
+import { type PaymentEventRow } from './store';
 
 /** GET /v1/payment_events: every event of one borrower of the lender, oldest first; an unknown borrower has none. */
 export async function listPaymentEvents({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId?: string } }) {
   const aid = borrowerAsked(input);
-  return eventListOf(aid, await store.eventsOfBorrower(ctx, ctx.lender.id, aid));
+  return eventListOf(aid, await ctx.deps.stores.collection.eventsOfBorrower(ctx, ctx.lender.id, aid));
 }
 
 /** The borrower GET /v1/payment_events is asked about. */

@@ -1,7 +1,7 @@
 import type { MonitorState, PaymentStatus } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { returnRates } from '../return-rates/service';
-import { collectionStore as store, type CountedSum, type LedgerTotals } from './store';
+import { type CountedSum, type LedgerTotals } from './store';
 
 // The lender's collection at a glance, for the portal's overview: every figure from the same rows the API
 // shows (the borrowers' ledgers and payments of GET /v1/payment_enrollments, GET /v1/return_rates), summed by
@@ -65,10 +65,10 @@ export async function collectionOverview(ctx: Ctx): Promise<Overview> {
   const now = ctx.deps.clock.now();
   const { since30, firstDay } = overviewDays(now);
   const totals = async (from: number): Promise<Totals> =>
-    totalsOf(await store.ledgerTotals(ctx, lender, from), await store.inFlightTotals(ctx, lender, from), await store.returnedTotals(ctx, lender, from));
-  const borrowersByState = await store.borrowerCountsByState(ctx, lender);
-  const paymentsByStatus = await store.paymentCountsByStatus(ctx, lender);
-  const daily = dailyOf(firstDay, await store.ledgerTotalsByDay(ctx, lender, firstDay));
+    totalsOf(await ctx.deps.stores.collection.ledgerTotals(ctx, lender, from), await ctx.deps.stores.collection.inFlightTotals(ctx, lender, from), await ctx.deps.stores.collection.returnedTotals(ctx, lender, from));
+  const borrowersByState = await ctx.deps.stores.collection.borrowerCountsByState(ctx, lender);
+  const paymentsByStatus = await ctx.deps.stores.collection.paymentCountsByStatus(ctx, lender);
+  const daily = dailyOf(firstDay, await ctx.deps.stores.collection.ledgerTotalsByDay(ctx, lender, firstDay));
   return {
     asOf: now,
     allTime: await totals(0),

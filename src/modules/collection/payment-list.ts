@@ -3,7 +3,7 @@ import type { Ctx } from '../../deps';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
 import { InvalidInput } from '../../platform/errors';
 import { keysetPage, type PageQuery } from '../../platform/pagination';
-import { collectionStore as store, type PaymentRow } from './store';
+import { type PaymentRow } from './store';
 
 // The service's payments across borrowers, for the portal's Payments page and its CSV: filtered by status
 // and by the day they were created (UTC, both ends included), sorted by date or amount, a page at a time off
@@ -46,7 +46,7 @@ export async function listPayments({ ctx, input }: { ctx: Ctx; input: PaymentLis
     query: input,
     limit: input.limit,
     start: null,
-    fetch: (after, take) => store.paymentsPage(ctx, { lenderId, status: input.status, from, to, sort, after, take }),
+    fetch: (after, take) => ctx.deps.stores.collection.paymentsPage(ctx, { lenderId, status: input.status, from, to, sort, after, take }),
     positionOf: (p) => ({ k: byAmount ? p.amountCents : p.createdAt, i: p.id }),
   });
   return {

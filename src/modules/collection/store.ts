@@ -3,9 +3,6 @@ import type { EventSource, EventStatus, MonitorState, PaymentStatus, ProcessorNa
 import type { Claim, Finalize } from '../../platform/lease-queue';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { PastPayment } from './rules';
-import { byEngine } from '../../platform/store';
-import { pgCollectionStore } from './store.pg';
-import { sqliteCollectionStore } from './store.sqlite';
 
 export { DISPATCH_LEASE_MS } from './store.sqlite';
 
@@ -329,5 +326,3 @@ export interface CollectionStore {
   serializeFeed(c: TxCtx, connectionId: string): Promise<void>;
 }
 
-/** The store of the engine the service runs on. */
-export const collectionStore: CollectionStore = byEngine(sqliteCollectionStore, pgCollectionStore);

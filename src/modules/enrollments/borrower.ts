@@ -1,5 +1,5 @@
 import type { enrollments } from '../../../db/schema';
-import type { Deps } from '../../deps';
+import type { PlatformDeps } from '../../platform/context';
 import type { NormalizedAuthorizer } from '../authorizers/rules';
 import { packSensitive, unpackSensitive } from '../balance-requests/payload';
 
@@ -17,10 +17,10 @@ export interface SealedBorrower {
 
 // Sealed in the compact positional form of balance payloads: a third of the bytes to seal, write and fsync
 // for each of up to 1000 borrowers of a request.
-export const sealBorrower = (deps: Pick<Deps, 'vault'>, b: SealedBorrower): string =>
+export const sealBorrower = (deps: Pick<PlatformDeps, 'vault'>, b: SealedBorrower): string =>
   deps.vault.seal(JSON.stringify([packSensitive([b.s]), b.phone, b.zip]));
 
-export function openBorrower(deps: Pick<Deps, 'vault'>, sealed: string): SealedBorrower {
+export function openBorrower(deps: Pick<PlatformDeps, 'vault'>, sealed: string): SealedBorrower {
   const [s, phone, zip] = JSON.parse(deps.vault.open(sealed)) as [string, string | null, string | null];
   return { s: unpackSensitive(s)[0]!, phone, zip };
 }

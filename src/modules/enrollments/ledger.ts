@@ -2,7 +2,6 @@ import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
 import type { Enrollment } from './borrower';
 import { exactCents } from '../../platform/money';
-import { enrollmentStore as store } from './store';
 
 export interface LedgerView {
   entries: { reference: string; kind: 'credit' | 'reversal'; amount: number; at: string }[];
@@ -13,9 +12,9 @@ export interface LedgerView {
 
 /** The borrower's ledger as collection posts it: credits on settlement, reversals on returns. */
 export async function ledgerOf(ctx: Ctx, e: Enrollment): Promise<LedgerView> {
-  const rows = await store.ledgerEntriesOf(ctx, ctx.lender.id, e.id);
+  const rows = await ctx.deps.stores.enrollments.ledgerEntriesOf(ctx, ctx.lender.id, e.id);
   // Summed by SQLite in 64-bit integers, never as floating point in JavaScript.
-  const t = await store.ledgerTotals(ctx, ctx.lender.id, e.id);
+  const t = await ctx.deps.stores.enrollments.ledgerTotals(ctx, ctx.lender.id, e.id);
   return {
     entries: rows.map((r) => ({ reference: r.reference, kind: r.kind, amount: r.amountCents, at: iso(r.at) })),
     collected: exactCents(t.collected),

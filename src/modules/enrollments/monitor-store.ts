@@ -4,9 +4,6 @@ import { DAY_MS } from '../../platform/clock';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import { nextMonitor, type MonitorChange, type MonitorEvent, type MonitorFrom } from './monitor';
 import { pushToEndpoints } from '../webhooks/endpoints';
-import { byEngine } from '../../platform/store';
-import { pgMonitorStore } from './monitor-store.pg';
-import { sqliteMonitorStore } from './monitor-store.sqlite';
 
 // The only code that writes a monitor's state, reason and blocked reason, and it writes only what the state
 // machine (monitor.ts) returns. Every write takes the open transaction: a monitor changes in the transaction
@@ -84,8 +81,6 @@ export interface MonitorStore {
   dueLapses(c: StoreCtx, now: number, limit: number): Promise<{ id: string }[]>;
 }
 
-/** The store of the engine the service runs on. */
-export const monitorStore: MonitorStore = byEngine(sqliteMonitorStore, pgMonitorStore);
 
 type EventOf = { enrollmentId: string; event: MonitorEvent | { type: 'late_returned'; code: string | null }; now: number; readIntervalMs: number };
 
@@ -106,11 +101,11 @@ function blockedNotice(cur: CurrentMonitor, change: MonitorChange) {
  * `inWindow` here, from the stored window. Returns the change written, or null when the event moved nothing.
  */
 export async function applyMonitorEvent(c: TxCtx, v: EventOf): Promise<MonitorChange | null> {
-  const cur = await monitorStore.currentMonitor(c, v.enrollmentId);
+  const cur = await c.deps.stores.monitors.currentMonitor(c, v.enrollmentId);
   if (!cur) return null;
   const change = nextMonitor(cur, eventFor(cur, v));
   if (!change) return null;
-  await monitorStore.writeMonitorChange(c, { enrollmentId: v.enrollmentId, change, now: v.now, windowMs: MONITOR_WINDOW_MS, readIntervalMs: v.readIntervalMs });
+  await c.deps.stores.monitors.writeMonitorChange(c, { enrollmentId: v.enrollmentId, change, now: v.now, windowMs: MONITOR_WINDOW_MS, readIntervalMs: v.readIntervalMs });
   const notice = blockedNotice(cur, change);
   if (notice) await pushToEndpoints(c, v.now, cur.lenderId, 'ENROLLMENT_BLOCKED', notice);
   return change;
@@ -118,7 +113,7 @@ export async function applyMonitorEvent(c: TxCtx, v: EventOf): Promise<MonitorCh
 
 /** A monitor's state, or null when there is no such enrollment. */
 export async function monitorStateOf(c: StoreCtx, enrollmentId: string): Promise<MonitorState | null> {
-  return (await monitorStore.currentMonitor(c, enrollmentId))?.state ?? null;
+  return (await c.deps.stores.monitors.currentMonitor(c, enrollmentId))?.state ?? null;
 }
 
 /**
@@ -132,6 +127,6 @@ export async function enrollBorrowers(c: TxCtx, borrowers: readonly { write: Bor
     const change = nextMonitor({ state: from, reason: prior?.reason ?? null, blockedReason: prior?.blockedReason ?? null }, { type: 'enrolled', held })!;
     return { write, prior, change };
   });
-  await monitorStore.writeEnrollments(c, rows, MONITOR_WINDOW_MS);
+  await c.deps.stores.monitors.writeEnrollments(c, rows, MONITOR_WINDOW_MS);
   return rows.map((r) => r.change);
 }

@@ -7,9 +7,9 @@ import { insertBatch } from '../balance-requests/service';
 import type { RecordedRead } from '../balance-requests/results';
 import { openBorrower } from './borrower';
 import { heldReasonOf } from './service';
-import { applyMonitorEvent, monitorStateOf, monitorStore } from './monitor-store';
+import { applyMonitorEvent, monitorStateOf } from './monitor-store';
 import { LINK_BLOCKS } from './monitor';
-import { enrollmentStore as store, type DueRead } from './store';
+import { type DueRead } from './store';
 
 // Monitoring: every monitored borrower's balance is read at enrollment and then every MONITOR_READ_INTERVAL_MS,
 // through the balance pipeline (same provider, concurrency, retries, fairness; each read is in the
@@ -32,10 +32,10 @@ const BATCH_MAX = 1000;
 export async function queueDueReads(deps: Deps, max = READS_PER_SLICE): Promise<{ queued: number }> {
   const now = deps.clock.now();
   // Most ticks find nothing: that is answered without a write transaction.
-  if ((await store.dueReads({ deps }, now, 1)).length === 0) return { queued: 0 };
+  if ((await deps.stores.enrollments.dueReads({ deps }, now, 1)).length === 0) return { queued: 0 };
   const next = now + deps.config.monitorReadIntervalMs;
   return transaction({ deps }, async (tx) => {
-    const due = await store.dueReads(tx, now, max);
+    const due = await tx.deps.stores.enrollments.dueReads(tx, now, max);
     const byLender = new Map<string, DueRead[]>();
     for (const d of due) {
       const list = byLender.get(d.lenderId) ?? [];
@@ -51,7 +51,7 @@ export async function queueDueReads(deps: Deps, max = READS_PER_SLICE): Promise<
         await insertBatch({ ctx: tx, input: { lenderId, source: 'monitoring', authorizers, now } });
       }
     }
-    await store.setNextReads(tx, due.map((d) => d.id), next);
+    await tx.deps.stores.enrollments.setNextReads(tx, due.map((d) => d.id), next);
     return { queued: due.length };
   });
 }
@@ -86,7 +86,7 @@ export async function queueAllDueReads(deps: Deps, signal?: AbortSignal): Promis
 
 /** The results of monitoring batches among recorded results, in their order: the borrowers' monitoring reads. */
 export async function monitoringReadsAmong(c: StoreCtx, reads: RecordedRead[]): Promise<RecordedRead[]> {
-  return monitoringOf(reads, await store.monitoringBatchesAmong(c, [...new Set(reads.map((r) => r.batchId))]));
+  return monitoringOf(reads, await c.deps.stores.enrollments.monitoringBatchesAmong(c, [...new Set(reads.map((r) => r.batchId))]));
 }
 
 function monitoringOf(reads: RecordedRead[], batchIds: string[]): RecordedRead[] {
@@ -95,19 +95,19 @@ function monitoringOf(reads: RecordedRead[], batchIds: string[]): RecordedRead[]
 }
 
 /** A monitoring read set on its borrower's enrollment as the last read: the enrollment's id, or null when it has none. */
-export const setLastRead = (c: TxCtx, r: RecordedRead): Promise<string | null> => store.setLastRead(c, r);
+export const setLastRead = (c: TxCtx, r: RecordedRead): Promise<string | null> => c.deps.stores.enrollments.setLastRead(c, r);
 
 /**
  * The provider says a borrower's linked account is well again: a block the link set on its collection lifts
  * and a monitored borrower is read at once, in the transaction that closes the link's episode.
  */
 export async function readAfterRepair(c: JobContext & { tx: Tx }, link: { lenderId: string; aid: string; now: number }): Promise<void> {
-  const e = await store.enrollmentOf(c, link.lenderId, link.aid);
+  const e = await c.deps.stores.enrollments.enrollmentOf(c, link.lenderId, link.aid);
   if (!e || e.state !== 'monitored') return;
   if ((LINK_BLOCKS as readonly (string | null)[]).includes(e.blockedReason)) {
     await applyMonitorEvent(c, { enrollmentId: e.id, event: { type: 'unblocked' }, now: link.now, readIntervalMs: c.deps.config.monitorReadIntervalMs });
   }
-  await store.setNextReads(c, [e.id], link.now);
+  await c.deps.stores.enrollments.setNextReads(c, [e.id], link.now);
 }
 
 /** Lapses and re-checks per transaction; the jobs yield between slices. */
@@ -120,7 +120,7 @@ export const MONITORS_PER_SLICE = 200;
 export function lapseDueMonitors(deps: Deps, max = MONITORS_PER_SLICE): Promise<{ lapsed: number }> {
   const now = deps.clock.now();
   return transaction({ deps } as JobContext, async (tx) => {
-    const due = await monitorStore.dueLapses(tx, now, max);
+    const due = await tx.deps.stores.monitors.dueLapses(tx, now, max);
     for (const d of due) await applyMonitorEvent(tx, { enrollmentId: d.id, event: { type: 'lapsed' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
     return { lapsed: due.length };
   });
@@ -138,7 +138,7 @@ export async function recheckHeld(deps: Deps, opts: { after?: string; max?: numb
   let checked = 0;
   let last: string | null = null;
   await transaction({ deps } as JobContext, async (tx) => {
-    const held = await store.heldBorrowers(tx, opts.after ?? '', max);
+    const held = await tx.deps.stores.enrollments.heldBorrowers(tx, opts.after ?? '', max);
     checked = held.length;
     last = held.at(-1)?.id ?? null;
     for (const h of held) {
@@ -148,7 +148,7 @@ export async function recheckHeld(deps: Deps, opts: { after?: string; max?: numb
       const event = reason === null ? ({ type: 'readable' } as const) : ({ type: 'still_held', held: reason } as const);
       const change = await applyMonitorEvent(tx, { enrollmentId: h.id, event, now, readIntervalMs: deps.config.monitorReadIntervalMs });
       if (change?.state === 'monitored') {
-        await store.setBankName(tx, h.id, deps.routing.lookup(h.routing!)?.name ?? null);
+        await tx.deps.stores.enrollments.setBankName(tx, h.id, deps.routing.lookup(h.routing!)?.name ?? null);
         // Readable from now on: its transactions too, for its pay cycle.
         await deps.enrollmentChanges.wantHistory(tx, h.lenderId, [h.id], now);
         started++;

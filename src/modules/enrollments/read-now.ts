@@ -5,7 +5,6 @@ import { Conflict, NotFound } from '../../platform/errors';
 import { takeOnDemand } from '../../platform/on-demand';
 import { insertBatch, refuseOverBacklog } from '../balance-requests/service';
 import { monitoringAuthorizer } from './monitoring';
-import { enrollmentStore as store } from './store';
 
 // POST /v1/payment_enrollments/{authorizer_unique_id}/read: a monitored borrower's balance read now, not at
 // its next_read_at. The read is a monitoring batch of one, exactly what the due check queues: its result is
@@ -23,8 +22,8 @@ export function readBorrowerNow({ ctx, input }: { ctx: Ctx; input: { authorizerU
   const now = ctx.deps.clock.now();
   return transaction(ctx, async (tx) => {
     // Read and queued with no erasure or re-send of the borrower in between.
-    await store.serializeBorrowers(tx, ctx.lender.id, [input.authorizerUniqueId]);
-    const e = await store.enrollmentOf(tx, ctx.lender.id, input.authorizerUniqueId);
+    await tx.deps.stores.enrollments.serializeBorrowers(tx, ctx.lender.id, [input.authorizerUniqueId]);
+    const e = await tx.deps.stores.enrollments.enrollmentOf(tx, ctx.lender.id, input.authorizerUniqueId);
     if (!e) throw new NotFound('Enrollment', input.authorizerUniqueId);
     if (e.state !== 'monitored') {
       throw new Conflict(`The borrower is ${e.state}: only a monitored borrower's balance is read`);
@@ -42,7 +41,7 @@ export function readBorrowerNow({ ctx, input }: { ctx: Ctx; input: { authorizerU
       },
     });
     const next = now + ctx.deps.config.monitorReadIntervalMs;
-    await store.setNextReads(tx, [e.id], next);
+    await tx.deps.stores.enrollments.setNextReads(tx, [e.id], next);
     return { authorizer_unique_id: e.authorizerUniqueId, batch_id: batchId, submitted_at: iso(now), next_read_at: iso(next) };
   });
 }

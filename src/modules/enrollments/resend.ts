@@ -4,7 +4,6 @@ import { Conflict, NotFound } from '../../platform/errors';
 import type { EnrollmentInput } from './service';
 import { openBorrower } from './borrower';
 import { enroll } from './service';
-import { enrollmentStore as store } from './store';
 
 // The portal's borrower actions, as the API does them: a borrower is re-sent (POST /v1/payment_enrollments)
 // with what is stored of it, with a new collectable amount or as it was (which resumes a removed borrower).
@@ -12,7 +11,7 @@ import { enrollmentStore as store } from './store';
 
 /** The stored borrower as an enrollment request would send it, with `over` applied. */
 async function storedBorrower(ctx: Ctx, aid: string, over: { collectableAmount?: number }): Promise<EnrollmentInput['borrowers'][number]> {
-  const e = await store.enrollmentOf(ctx, ctx.lender.id, aid);
+  const e = await ctx.deps.stores.enrollments.enrollmentOf(ctx, ctx.lender.id, aid);
   if (!e) throw new NotFound('Enrollment', aid);
   if (!e.sealed) throw new Conflict('The borrower’s personal data was erased: send the borrower again through the API with its details');
   const b = openBorrower(ctx.deps, e.sealed);

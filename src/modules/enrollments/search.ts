@@ -5,7 +5,6 @@ import type { TxCtx } from '../../platform/store';
 import type { Vault } from '../../platform/vault';
 import type { SensitiveFields } from '../authorizers/rules';
 import { openBorrower } from './borrower';
-import { enrollmentStore as store } from './store';
 
 // Borrower search by name, phone, last four and payment reference, without opening a borrower to search it.
 // Names, phones and last fours are sealed with the borrower; beside them each is stored as an HMAC of its
@@ -95,12 +94,12 @@ export async function indexBorrowers(c: TxCtx, vault: Vault, borrowers: readonly
     hashes: termsOf(b).map((t) => hashOf(vault, b.lenderId, t.kind, t.value)),
     fresh: b.fresh === true,
   }));
-  await store.replaceSearchEntries(c, entries, HASH_BYTES);
+  await c.deps.stores.enrollments.replaceSearchEntries(c, entries, HASH_BYTES);
 }
 
 /** Removes borrowers' search entries: at erasure nothing of their personal data stays, not even a hash. */
 export async function unindexBorrowers(c: TxCtx, lenderId: string, aids: readonly string[]): Promise<void> {
-  await store.removeSearchEntries(c, lenderId, aids, HASH_BYTES);
+  await c.deps.stores.enrollments.removeSearchEntries(c, lenderId, aids, HASH_BYTES);
 }
 
 export interface SearchResult {
@@ -123,7 +122,7 @@ export async function searchBorrowers({ ctx, input }: { ctx: Ctx; input: { q: st
   const hash = (kind: 'name' | 'phone' | 'last4', value: string) => hashOf(ctx.deps.vault, lenderId, kind, value);
   // No ORDER BY: sorted below, so each look-up is a seek of the hash.
   const byHash = async (kind: 'name' | 'phone' | 'last4', value: string) => {
-    for (const r of await store.borrowersWith(ctx, lenderId, hash(kind, value), take)) add(r.aid, kind);
+    for (const r of await ctx.deps.stores.enrollments.borrowersWith(ctx, lenderId, hash(kind, value), take)) add(r.aid, kind);
   };
   const name = normalizeName(q);
   if (/\p{L}/u.test(name)) {
@@ -135,7 +134,7 @@ export async function searchBorrowers({ ctx, input }: { ctx: Ctx; input: { q: st
       const a = words.slice(0, i).join(' ');
       const b = words.slice(i).join(' ');
       if (a === b) await byHash('name', sameNames(a));
-      else for (const r of await store.borrowersNamed(ctx, lenderId, hash('name', a), hash('name', b), take)) add(r.aid, 'name');
+      else for (const r of await ctx.deps.stores.enrollments.borrowersNamed(ctx, lenderId, hash('name', a), hash('name', b), take)) add(r.aid, 'name');
     }
   }
   if (/^\d{4}$/.test(q)) await byHash('last4', q);
@@ -143,9 +142,9 @@ export async function searchBorrowers({ ctx, input }: { ctx: Ctx; input: { q: st
   if (phone) await byHash('phone', phone);
   const range = { from: q, to: `${q}\u{10FFFF}` };
   // A payment reference: exact or by its start, off the (lender, reference) unique index.
-  for (const r of await store.borrowersByReference(ctx, lenderId, range, take)) add(r.aid, 'reference');
+  for (const r of await ctx.deps.stores.enrollments.borrowersByReference(ctx, lenderId, range, take)) add(r.aid, 'reference');
   // An id, by its start.
-  for (const r of await store.borrowersByIdPrefix(ctx, lenderId, range, take)) add(r.aid, 'id');
+  for (const r of await ctx.deps.stores.enrollments.borrowersByIdPrefix(ctx, lenderId, range, take)) add(r.aid, 'id');
   const all = [...found.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return { matches: all.slice(0, SEARCH_LIMIT).map(([aid, kinds]) => ({ authorizer_unique_id: aid, matched_by: [...kinds] })), more: all.length > SEARCH_LIMIT };
 }
@@ -166,7 +165,7 @@ export async function indexUnsearchedBorrowers(deps: Deps, signal?: AbortSignal)
   for (;;) {
     if (signal?.aborted) return { indexed: n };
     const slice = await transaction({ deps }, async (tx) => {
-      const rows = await store.unsearchedBorrowers(tx, after, deps.vault.currentKeyId, INDEX_SLICE);
+      const rows = await tx.deps.stores.enrollments.unsearchedBorrowers(tx, after, deps.vault.currentKeyId, INDEX_SLICE);
       await indexBorrowers(
         tx,
         deps.vault,

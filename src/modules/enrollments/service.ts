@@ -18,8 +18,8 @@ import { eraseBorrowerDetails } from '../balance-requests/erase';
 import { openBorrower, sealBorrower, type Enrollment } from './borrower';
 import { resolveKey } from '../payment-connections/resolve';
 import { Borrower, type EnrollmentRequest, type IdsBody } from './model';
-import { enrollmentStore as store, type EnrollmentPayment } from './store';
-import { applyMonitorEvent, enrollBorrowers, monitorStore, type BorrowerWrite, type StoredMonitor } from './monitor-store';
+import { type EnrollmentPayment } from './store';
+import { applyMonitorEvent, enrollBorrowers, type BorrowerWrite, type StoredMonitor } from './monitor-store';
 import type { BlockedReason } from './monitor';
 import { ledgerOf, type LedgerView } from './ledger';
 import { indexBorrowers, unindexBorrowers } from './search';
@@ -212,8 +212,8 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
 
   await transaction(ctx, async (tx) => {
     // Each borrower is written from what is read of it here: another request about it waits for this one.
-    await store.serializeBorrowers(tx, ctx.lender.id, storable.map((c) => c.aid));
-    const existing = new Map((await monitorStore.monitorsOf(tx, ctx.lender.id, storable.map((c) => c.aid))).map((e) => [e.aid, e]));
+    await tx.deps.stores.enrollments.serializeBorrowers(tx, ctx.lender.id, storable.map((c) => c.aid));
+    const existing = new Map((await tx.deps.stores.monitors.monitorsOf(tx, ctx.lender.id, storable.map((c) => c.aid))).map((e) => [e.aid, e]));
     const held = storable.map((c) => heldReasonOf(ctx.deps, c.authorizer.routingNumber!));
     const writes = storable.map((c, i): { write: BorrowerWrite; prior: StoredMonitor | undefined; held: HeldReason | null } => {
       const routing = c.authorizer.routingNumber!;
@@ -294,8 +294,8 @@ export async function removeEnrollments({ ctx, input }: { ctx: Ctx; input: { bod
   const ids = input.body.authorizer_unique_ids;
   const now = ctx.deps.clock.now();
   const results = await transaction(ctx, async (tx) => {
-    await store.serializeBorrowers(tx, ctx.lender.id, ids);
-    const existing = new Map((await monitorStore.monitorsOf(tx, ctx.lender.id, ids)).map((e) => [e.aid, e]));
+    await tx.deps.stores.enrollments.serializeBorrowers(tx, ctx.lender.id, ids);
+    const existing = new Map((await tx.deps.stores.monitors.monitorsOf(tx, ctx.lender.id, ids)).map((e) => [e.aid, e]));
     const out: { authorizer_unique_id: string; outcome: 'unknown' | 'not_monitored' | 'removed' }[] = [];
     for (const aid of ids) {
       const e = existing.get(aid);
@@ -328,8 +328,8 @@ export async function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: 
   const ids = input.body.authorizer_unique_ids;
   const now = ctx.deps.clock.now();
   const results = await transaction(ctx, async (tx) => {
-    await store.serializeBorrowers(tx, ctx.lender.id, ids);
-    const existing = new Map((await monitorStore.monitorsOf(tx, ctx.lender.id, ids)).map((e) => [e.aid, e]));
+    await tx.deps.stores.enrollments.serializeBorrowers(tx, ctx.lender.id, ids);
+    const existing = new Map((await tx.deps.stores.monitors.monitorsOf(tx, ctx.lender.id, ids)).map((e) => [e.aid, e]));
     const out: { authorizer_unique_id: string; outcome: 'unknown' | 'deleted' }[] = [];
     const erased: { id: string; aid: string }[] = [];
     for (const aid of ids) {
@@ -345,7 +345,7 @@ export async function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: 
       out.push({ authorizer_unique_id: aid, outcome: 'deleted' });
     }
     // Each borrower's own rows, for all of them at once: its personal data, its deposits, its search entries.
-    await store.eraseBorrowerData(tx, erased.map((e) => e.id), now);
+    await tx.deps.stores.enrollments.eraseBorrowerData(tx, erased.map((e) => e.id), now);
     await ctx.deps.enrollmentChanges.erased(tx, erased.map((e) => e.id));
     await unindexBorrowers(tx, ctx.lender.id, erased.map((e) => e.aid));
     return out;
@@ -355,7 +355,7 @@ export async function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: 
 }
 
 export async function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
-  const payments = await store.paymentsOf(ctx, e.id);
+  const payments = await ctx.deps.stores.enrollments.paymentsOf(ctx, e.id);
   return {
     authorizer_unique_id: e.authorizerUniqueId,
     state: e.state,
@@ -425,7 +425,7 @@ function accountLast4(ctx: Ctx, e: Enrollment): string | null {
 }
 
 export async function getEnrollment({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId: string } }) {
-  const e = await store.enrollmentOf(ctx, ctx.lender.id, input.authorizerUniqueId);
+  const e = await ctx.deps.stores.enrollments.enrollmentOf(ctx, ctx.lender.id, input.authorizerUniqueId);
   if (!e) throw new NotFound('Enrollment', input.authorizerUniqueId);
   return enrollmentView(ctx, e, await ledgerOf(ctx, e));
 }
@@ -436,7 +436,7 @@ export async function getEnrollment({ ctx, input }: { ctx: Ctx; input: { authori
  * episode closes when the same link is well again, and reads and collection go on), and its health answered.
  */
 export async function checkBankLink({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId: string } }) {
-  const e = await store.enrollmentOf(ctx, ctx.lender.id, input.authorizerUniqueId);
+  const e = await ctx.deps.stores.enrollments.enrollmentOf(ctx, ctx.lender.id, input.authorizerUniqueId);
   if (!e) throw new NotFound('Enrollment', input.authorizerUniqueId);
   if (!e.sealed) throw new Conflict('The borrower’s personal data was erased: there is no linked account to check');
   const link = openBorrower(ctx.deps, e.sealed).s.bankLink;
@@ -488,7 +488,7 @@ export async function listEnrollments({
     limit,
     start: { a: '' },
     fetch: (after, take) =>
-      store.enrollmentsPage(ctx, {
+      ctx.deps.stores.enrollments.enrollmentsPage(ctx, {
         lenderId: ctx.lender.id,
         after: after.a,
         // A prefix starts the range at itself; its rows are contiguous in id order, so the range ends at the

@@ -2,9 +2,6 @@ import type { MonitorState } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { Enrollment } from './borrower';
 import type { BlockedReason } from './monitor';
-import { byEngine } from '../../platform/store';
-import { pgEnrollmentStore } from './store.pg';
-import { sqliteEnrollmentStore } from './store.sqlite';
 
 /** A monitored borrower whose balance read is due. */
 export interface DueRead {
@@ -130,5 +127,3 @@ export interface EnrollmentStore {
   serializeBorrowers(c: TxCtx, lenderId: string, aids: readonly string[]): Promise<void>;
 }
 
-/** The store of the engine the service runs on. */
-export const enrollmentStore: EnrollmentStore = byEngine(sqliteEnrollmentStore, pgEnrollmentStore);

@@ -6,7 +6,7 @@ import type { StoreCtx, TxCtx } from '../../platform/store';
 import { newId } from '../../platform/ids';
 import { displayPrefix, generateApiKey, hashApiKey } from '../../platform/api-keys';
 import { LenderError } from './errors';
-import { lenderStore as store, type ApiKeyListing, type LenderRow } from './store';
+import { type ApiKeyListing, type LenderRow } from './store';
 import { lenderStatementsNow as syncStatements } from './store.sqlite';
 
 // Lenders and their API keys: operator functions (the CLI and start-up), not API services, and the portal's
@@ -30,10 +30,10 @@ function checkName(name: string): void {
 export function createLender(deps: StoreDeps, name: string, now: number): Promise<{ lender: Lender; apiKey: string }> {
   checkName(name);
   return transaction({ deps }, async (tx) => {
-    await store.serializeLenderCreation(tx);
-    if (await store.lenderNamed(tx, name)) throw new LenderError(`A lender named ${name} already exists`);
+    await tx.deps.stores.lenders.serializeLenderCreation(tx);
+    if (await tx.deps.stores.lenders.lenderNamed(tx, name)) throw new LenderError(`A lender named ${name} already exists`);
     const lender = { id: newId(), name, debitCardApproved: false, createdAt: now };
-    await store.addLender(tx, lender);
+    await tx.deps.stores.lenders.addLender(tx, lender);
     const apiKey = await issueKey(tx, lender.id, now);
     return { lender, apiKey };
   });
@@ -55,11 +55,11 @@ export function createLenderNow(db: Db, name: string, now: number): { lender: Le
 }
 
 export function findLender(deps: StoreDeps, name: string): Promise<LenderRow | undefined> {
-  return store.lenderNamed({ deps }, name);
+  return deps.stores.lenders.lenderNamed({ deps }, name);
 }
 
 export function listLenders(deps: StoreDeps): Promise<LenderRow[]> {
-  return store.listLenders({ deps });
+  return deps.stores.lenders.listLenders({ deps });
 }
 
 /** Live (unrevoked) API keys a lender may hold at once. */
@@ -84,9 +84,9 @@ const keyRow = (lenderId: string, now: number, key: string) => ({ id: newId(), l
  * lock), held until the transaction ends, so two creations at once cannot both take the last place.
  */
 export async function issueKey(c: TxCtx, lenderId: string, now: number, key: string = generateApiKey()): Promise<string> {
-  await store.serializeKeyIssue(c, lenderId);
-  if ((await store.liveKeyCount(c, lenderId)) >= MAX_LIVE_API_KEYS) throw new TooManyApiKeys();
-  await store.addKey(c, keyRow(lenderId, now, key));
+  await c.deps.stores.lenders.serializeKeyIssue(c, lenderId);
+  if ((await c.deps.stores.lenders.liveKeyCount(c, lenderId)) >= MAX_LIVE_API_KEYS) throw new TooManyApiKeys();
+  await c.deps.stores.lenders.addKey(c, keyRow(lenderId, now, key));
   return key;
 }
 
@@ -102,7 +102,7 @@ export function issueKeyNow(tx: Tx, lenderId: string, now: number, key: string =
 
 /** The lender's API keys, oldest first (never their hashes). */
 export function listKeys(deps: StoreDeps, lenderId: string): Promise<ApiKeyListing[]> {
-  return store.listKeys({ deps }, lenderId);
+  return deps.stores.lenders.listKeys({ deps }, lenderId);
 }
 
 /** A new API key for the lender (the portal's "Create API key"); the key itself is returned once. Throws TooManyApiKeys at the limit. */
@@ -112,14 +112,14 @@ export function createLenderKey(deps: StoreDeps, lenderId: string, now: number):
 
 /** Revokes one of the lender's own live keys by its id; false when the lender has no such live key. */
 export const revokeLenderKey = (deps: StoreDeps, lenderId: string, keyId: string, now: number): Promise<boolean> =>
-  transaction({ deps }, (tx) => store.revokeLenderKey(tx, lenderId, keyId, now));
+  transaction({ deps }, (tx) => tx.deps.stores.lenders.revokeLenderKey(tx, lenderId, keyId, now));
 
 /** Revokes the key with this display prefix; false when no live key has it. */
 export const revokeKey = (deps: StoreDeps, prefix: string, now: number): Promise<boolean> =>
-  transaction({ deps }, (tx) => store.revokeKeyByPrefix(tx, prefix, now));
+  transaction({ deps }, (tx) => tx.deps.stores.lenders.revokeKeyByPrefix(tx, prefix, now));
 
 export function setDebitCardApproval(deps: StoreDeps, lenderId: string, approved: boolean): Promise<void> {
-  return transaction({ deps }, (tx) => store.setDebitCardApproval(tx, lenderId, approved));
+  return transaction({ deps }, (tx) => tx.deps.stores.lenders.setDebitCardApproval(tx, lenderId, approved));
 }
 
 /**
@@ -148,24 +148,24 @@ export async function ensureBootstrapLender(
     };
     return transaction({ deps }, async (tx) => {
       // Replicas starting at once with the same key: one registers it, the others find it.
-      await store.serializeLenderCreation(tx);
-      if (await store.keyHashKnown(tx, hashApiKey(bootstrapKey))) return { printedKey: null };
-      let lender: Lender | undefined = await store.lenderNamed(tx, 'default');
+      await tx.deps.stores.lenders.serializeLenderCreation(tx);
+      if (await tx.deps.stores.lenders.keyHashKnown(tx, hashApiKey(bootstrapKey))) return { printedKey: null };
+      let lender: Lender | undefined = await tx.deps.stores.lenders.lenderNamed(tx, 'default');
       if (!lender) {
         lender = { id: newId(), name: 'default', debitCardApproved: false };
-        await store.addLender(tx, { ...lender, createdAt: now });
+        await tx.deps.stores.lenders.addLender(tx, { ...lender, createdAt: now });
       }
       await issueKey(tx, lender.id, now, bootstrapKey);
       return { printedKey: null };
     }).catch(refused);
   }
-  if (await store.anyLender({ deps })) return { printedKey: null };
+  if (await deps.stores.lenders.anyLender({ deps })) return { printedKey: null };
   try {
     const { apiKey } = await createLender(deps, 'default', now);
     return { printedKey: apiKey };
   } catch (e) {
     // Another start (a replica on the same database) created it in between: that one prints its key.
-    if (e instanceof LenderError && (await store.lenderNamed({ deps }, 'default'))) return { printedKey: null };
+    if (e instanceof LenderError && (await deps.stores.lenders.lenderNamed({ deps }, 'default'))) return { printedKey: null };
     throw e;
   }
 }

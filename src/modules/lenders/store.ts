@@ -1,8 +1,5 @@
 import type { apiKeys, lenders } from '../../../db/schema';
 import type { StoreCtx, TxCtx } from '../../platform/store';
-import { byEngine } from '../../platform/store';
-import { pgLenderStore } from './store.pg';
-import { sqliteLenderStore } from './store.sqlite';
 
 export type LenderRow = typeof lenders.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
@@ -44,5 +41,3 @@ export interface LenderStore {
   revokeKeyByPrefix(c: TxCtx, prefix: string, now: number): Promise<boolean>;
 }
 
-/** The store of the engine the service runs on. */
-export const lenderStore: LenderStore = byEngine(sqliteLenderStore, pgLenderStore);

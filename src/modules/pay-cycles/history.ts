@@ -9,7 +9,7 @@ import { withCallScope } from '../../platform/provider-calls';
 import { openBorrower } from '../enrollments/borrower';
 import { incomeDeposits } from './infer';
 import { learnAndSchedule } from './learn';
-import { payCycleStore as store, type DueHistory } from './store';
+import { type DueHistory } from './store';
 
 // Transaction history for the pay cycle. On enrollment, a re-send and a new bank link the borrower is marked as
 // wanting a reading (wantHistory, in the enrollment's transaction); this job reads it later, never inside a
@@ -41,13 +41,13 @@ export const HISTORY_INCOMPLETE_MAX_MS = 3 * DAY_MS;
 /** In the enrollment's transaction: these borrowers want a reading, due at once. */
 export async function wantHistory(c: TxCtx, lenderId: string, enrollmentIds: readonly string[], now: number): Promise<void> {
   if (enrollmentIds.length === 0) return;
-  await store.wantHistory(c, lenderId, enrollmentIds, now);
+  await c.deps.stores.payCycles.wantHistory(c, lenderId, enrollmentIds, now);
 }
 
 /** Erasure: the stored deposits go with the borrowers' personal data. */
 export async function eraseHistory(c: TxCtx, enrollmentIds: readonly string[]): Promise<void> {
   if (enrollmentIds.length === 0) return;
-  await store.eraseHistory(c, enrollmentIds);
+  await c.deps.stores.payCycles.eraseHistory(c, enrollmentIds);
 }
 
 type Outcome = HistoryResult | { kind: 'failed'; error: string };
@@ -90,29 +90,29 @@ async function readHistory(deps: Deps, r: DueHistory, window: HistoryWindow, now
 /** What a reading's end writes, in one transaction: the deposits and the cycle, a retry, or the end. */
 async function record(deps: Deps, r: DueHistory, o: Outcome, window: HistoryWindow, now: number): Promise<void> {
   await transaction({ deps } as JobContext, async (ctx) => {
-    await store.serializeReading(ctx, r.enrollmentId);
+    await ctx.deps.stores.payCycles.serializeReading(ctx, r.enrollmentId);
     if (o.kind === 'credits') {
       // Only what inference needs: the income among the credits of the window, one per day (at most a window of days).
       const inWindow = o.credits.filter((c) => c.at >= window.from && c.at < window.to + DAY_MS);
-      await store.storeDeposits(ctx, r.enrollmentId, incomeDeposits(inWindow), now, window.to);
+      await ctx.deps.stores.payCycles.storeDeposits(ctx, r.enrollmentId, incomeDeposits(inWindow), now, window.to);
       // The source is still pulling older history (Plaid's first ~30 days): the cycle is learned from what there
       // is now and again when the rest arrives; the reading stays due until then, or is kept as partial.
       const incomplete = o.complete === false;
-      if (incomplete && now - (r.wantedAt ?? now) < HISTORY_INCOMPLETE_MAX_MS) await store.setHistoryDue(ctx, r.enrollmentId, now + HISTORY_INCOMPLETE_RECHECK_MS, 0);
-      else await store.endHistory(ctx, r.enrollmentId, r.wantedAt, incomplete ? 'partial' : 'credits');
-      await learnAndSchedule(ctx, { enrollmentId: r.enrollmentId, lenderId: r.lenderId, aid: r.aid, at: await store.lastReadOf(ctx, r.enrollmentId), force: true });
+      if (incomplete && now - (r.wantedAt ?? now) < HISTORY_INCOMPLETE_MAX_MS) await ctx.deps.stores.payCycles.setHistoryDue(ctx, r.enrollmentId, now + HISTORY_INCOMPLETE_RECHECK_MS, 0);
+      else await ctx.deps.stores.payCycles.endHistory(ctx, r.enrollmentId, r.wantedAt, incomplete ? 'partial' : 'credits');
+      await learnAndSchedule(ctx, { enrollmentId: r.enrollmentId, lenderId: r.lenderId, aid: r.aid, at: await ctx.deps.stores.payCycles.lastReadOf(ctx, r.enrollmentId), force: true });
       return;
     }
-    if (o.kind === 'none') return store.endHistory(ctx, r.enrollmentId, r.wantedAt, o.detail);
+    if (o.kind === 'none') return ctx.deps.stores.payCycles.endHistory(ctx, r.enrollmentId, r.wantedAt, o.detail);
     if (o.kind === 'pending') {
-      if (now - (r.wantedAt ?? now) >= HISTORY_MAX_WAIT_MS) return store.endHistory(ctx, r.enrollmentId, r.wantedAt, 'gave_up');
-      return store.setHistoryDue(ctx, r.enrollmentId, Math.max(o.retryAt, now + HISTORY_PENDING_POLL_MS), r.attempts);
+      if (now - (r.wantedAt ?? now) >= HISTORY_MAX_WAIT_MS) return ctx.deps.stores.payCycles.endHistory(ctx, r.enrollmentId, r.wantedAt, 'gave_up');
+      return ctx.deps.stores.payCycles.setHistoryDue(ctx, r.enrollmentId, Math.max(o.retryAt, now + HISTORY_PENDING_POLL_MS), r.attempts);
     }
     const attempts = r.attempts + 1;
     // Never the borrower, the link or the credentials: the enrollment's id, the attempt and the provider's words.
     deps.logger.warn({ enrollment_id: r.enrollmentId, attempt: attempts, error: o.error }, 'transaction history could not be read');
-    if (attempts >= HISTORY_MAX_ATTEMPTS) return store.endHistory(ctx, r.enrollmentId, r.wantedAt, 'gave_up');
-    return store.setHistoryDue(ctx, r.enrollmentId, now + HISTORY_RETRY_BASE_MS * 4 ** (attempts - 1), attempts);
+    if (attempts >= HISTORY_MAX_ATTEMPTS) return ctx.deps.stores.payCycles.endHistory(ctx, r.enrollmentId, r.wantedAt, 'gave_up');
+    return ctx.deps.stores.payCycles.setHistoryDue(ctx, r.enrollmentId, now + HISTORY_RETRY_BASE_MS * 4 ** (attempts - 1), attempts);
   });
 }
 
@@ -122,8 +122,8 @@ async function record(deps: Deps, r: DueHistory, o: Outcome, window: HistoryWind
  */
 export async function readDueHistories(deps: Deps, signal?: AbortSignal): Promise<{ read: number }> {
   const now = deps.clock.now();
-  if ((await store.dueHistories({ deps }, now, 1)).length === 0) return { read: 0 };
-  const claimed = await transaction({ deps } as JobContext, (tx) => store.claimDueHistories(tx, now, HISTORIES_PER_TICK, now + CLAIM_MS));
+  if ((await deps.stores.payCycles.dueHistories({ deps }, now, 1)).length === 0) return { read: 0 };
+  const claimed = await transaction({ deps } as JobContext, (tx) => tx.deps.stores.payCycles.claimDueHistories(tx, now, HISTORIES_PER_TICK, now + CLAIM_MS));
   const today = now - (now % DAY_MS);
   const window: HistoryWindow = { from: today - HISTORY_WINDOW_DAYS * DAY_MS, to: today };
   const queue = [...claimed];

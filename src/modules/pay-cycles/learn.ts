@@ -7,7 +7,7 @@ import type { CollectionPolicy } from '../collection-policy/policy';
 import { isChainBlock } from '../enrollments/monitor';
 import { nextReadAt, type CadenceInput } from './cadence';
 import { depositsFromBalances, HISTORY_DAYS, inferPayCycle } from './infer';
-import { payCycleStore as store, type CadenceState, type Deposit } from './store';
+import { type CadenceState, type Deposit } from './store';
 
 // After each monitoring read: the borrower's pay cycle learned again from its history (at most once a day:
 // the history changes by a read or a few; and at every read around a predicted payday, which may have brought
@@ -74,16 +74,16 @@ function paydayRead(deps: JobContext['deps'], policy: CollectionPolicy, cycle: C
  */
 export async function learnAndSchedule(ctx: JobContext & TxCtx, v: Learn): Promise<void> {
   const now = ctx.deps.clock.now();
-  const e = await store.cadenceStateOf(ctx, v.enrollmentId);
+  const e = await ctx.deps.stores.payCycles.cadenceStateOf(ctx, v.enrollmentId);
   if (!e) return;
   let cycle = storedCycle(e);
   if (relearns(e, v, now)) {
-    const balances = await store.balanceHistory(ctx, v.lenderId, v.aid, now - HISTORY_DAYS * DAY_MS);
-    const learned = learnCycle(balances, await store.historyOf(ctx, v.enrollmentId), now);
-    await store.setPayCycle(ctx, v.enrollmentId, { ...learned, at: now });
+    const balances = await ctx.deps.stores.payCycles.balanceHistory(ctx, v.lenderId, v.aid, now - HISTORY_DAYS * DAY_MS);
+    const learned = learnCycle(balances, await ctx.deps.stores.payCycles.historyOf(ctx, v.enrollmentId), now);
+    await ctx.deps.stores.payCycles.setPayCycle(ctx, v.enrollmentId, { ...learned, at: now });
     cycle = learned;
   }
   if (!mayFollowCycle(e, v, cycle)) return;
   const next = paydayRead(ctx.deps, await policyOf(ctx, e.lenderId), cycle, v.at!, now);
-  if (next !== null) await store.setNextRead(ctx, v.enrollmentId, next);
+  if (next !== null) await ctx.deps.stores.payCycles.setNextRead(ctx, v.enrollmentId, next);
 }

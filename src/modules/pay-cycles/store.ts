@@ -1,9 +1,6 @@
 import type { PayCycleSource, PayFrequency } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { PayCycle, RegularFrequency } from './infer';
-import { byEngine } from '../../platform/store';
-import { pgPayCycleStore } from './store.pg';
-import { sqlitePayCycleStore } from './store.sqlite';
 
 /** A borrower's monitor and cycle as the cadence reads them after a read. */
 export interface CadenceState {
@@ -75,5 +72,3 @@ export interface PayCycleStore {
   serializeReading(c: TxCtx, enrollmentId: string): Promise<void>;
 }
 
-/** The store of the engine the service runs on. */
-export const payCycleStore: PayCycleStore = byEngine(sqlitePayCycleStore, pgPayCycleStore);

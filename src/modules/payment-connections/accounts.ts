@@ -4,7 +4,7 @@ import type { Db } from '../../platform/db';
 import { transaction } from '../../platform/context';
 import { Conflict } from '../../platform/errors';
 import type { StoreCtx, TxCtx } from '../../platform/store';
-import { paymentConnectionStore as store, type AccountBinding, type BoundAccount } from './store';
+import { type AccountBinding, type BoundAccount } from './store';
 
 // One processor account, one lender, for good. A lender's first key of an account binds the account to it;
 // the binding outlives the key (deleting it and registering it elsewhere would hand the next lender the first
@@ -23,15 +23,15 @@ export type { AccountBinding } from './store';
  * registering one account at once cannot both win.
  */
 export async function bindAccount(c: TxCtx, v: { lenderId: string; processor: ProcessorName; accountId: string; now: number }): Promise<AccountBinding> {
-  await store.serializeAccount(c, v.processor, v.accountId);
-  const held = await store.accountBinding(c, v.processor, v.accountId);
+  await c.deps.stores.paymentConnections.serializeAccount(c, v.processor, v.accountId);
+  const held = await c.deps.stores.paymentConnections.accountBinding(c, v.processor, v.accountId);
   if (held && held.lenderId !== v.lenderId) {
     throw new Conflict(
       'This key belongs to a processor account another lender has registered; one account serves one lender. If the account has changed hands, the operator releases it with `bun run cli account release`.',
     );
   }
   if (held) return held;
-  await store.bindAccount(c, { processor: v.processor, accountId: v.accountId, lenderId: v.lenderId, boundAt: v.now });
+  await c.deps.stores.paymentConnections.bindAccount(c, { processor: v.processor, accountId: v.accountId, lenderId: v.lenderId, boundAt: v.now });
   return { lenderId: v.lenderId, boundAt: v.now };
 }
 
@@ -45,7 +45,7 @@ const matchingFrom = (conn: KeyOfAccount, b: AccountBinding | undefined): number
  */
 export async function outsideMatchingFrom(c: StoreCtx, conn: KeyOfAccount): Promise<number | null> {
   if (conn.accountId === null) return null;
-  return matchingFrom(conn, await store.accountBinding(c, conn.processor, conn.accountId));
+  return matchingFrom(conn, await c.deps.stores.paymentConnections.accountBinding(c, conn.processor, conn.accountId));
 }
 
 /**
@@ -55,7 +55,7 @@ export async function outsideMatchingFrom(c: StoreCtx, conn: KeyOfAccount): Prom
  * not answer is asked again at the next poll.
  */
 export async function learnAccounts(deps: Deps, opts: { processor?: ProcessorName } = {}): Promise<number> {
-  const unknown = await store.keysWithoutAccount({ deps }, opts.processor);
+  const unknown = await deps.stores.paymentConnections.keysWithoutAccount({ deps }, opts.processor);
   let learned = 0;
   for (const c of unknown) {
     let accountId: string;
@@ -66,12 +66,12 @@ export async function learnAccounts(deps: Deps, opts: { processor?: ProcessorNam
       continue;
     }
     await transaction({ deps }, async (tx) => {
-      await store.serializeAccount(tx, c.processor, accountId);
+      await tx.deps.stores.paymentConnections.serializeAccount(tx, c.processor, accountId);
       const now = deps.clock.now();
-      const held = await store.accountBinding(tx, c.processor, accountId);
-      if (!held) await store.bindAccount(tx, { processor: c.processor, accountId, lenderId: c.lenderId, boundAt: now });
+      const held = await tx.deps.stores.paymentConnections.accountBinding(tx, c.processor, accountId);
+      if (!held) await tx.deps.stores.paymentConnections.bindAccount(tx, { processor: c.processor, accountId, lenderId: c.lenderId, boundAt: now });
       const another = held !== undefined && held.lenderId !== c.lenderId;
-      await store.recordKeyAccount(tx, c.id, accountId, another ? ACCOUNT_OF_ANOTHER_LENDER : undefined);
+      await tx.deps.stores.paymentConnections.recordKeyAccount(tx, c.id, accountId, another ? ACCOUNT_OF_ANOTHER_LENDER : undefined);
     });
     learned++;
   }
@@ -84,13 +84,13 @@ export async function learnAccounts(deps: Deps, opts: { processor?: ProcessorNam
  * one. False when a processor did not answer: the registration waits rather than guess.
  */
 export async function accountsKnown(deps: Deps, processor: ProcessorName): Promise<boolean> {
-  if ((await store.keysWithoutAccount({ deps }, processor)).length === 0) return true;
+  if ((await deps.stores.paymentConnections.keysWithoutAccount({ deps }, processor)).length === 0) return true;
   await learnAccounts(deps, { processor });
-  return (await store.keysWithoutAccount({ deps }, processor)).length === 0;
+  return (await deps.stores.paymentConnections.keysWithoutAccount({ deps }, processor)).length === 0;
 }
 
 /** The bound accounts, for the operator (CLI). */
-export const listBindings = (c: StoreCtx): Promise<BoundAccount[]> => store.listBindings(c);
+export const listBindings = (c: StoreCtx): Promise<BoundAccount[]> => c.deps.stores.paymentConnections.listBindings(c);
 
 /**
  * Releases an account (the operator, for a real handover): the next lender to register a key of it binds it,
@@ -98,10 +98,10 @@ export const listBindings = (c: StoreCtx): Promise<BoundAccount[]> => store.list
  */
 export async function releaseAccount(c: TxCtx, processor: ProcessorName, accountId: string): Promise<'released' | 'unknown' | 'in_use'> {
   // A key of the account registered meanwhile either binds before this reads, or finds it released.
-  await store.serializeAccount(c, processor, accountId);
-  const held = await store.accountBinding(c, processor, accountId);
+  await c.deps.stores.paymentConnections.serializeAccount(c, processor, accountId);
+  const held = await c.deps.stores.paymentConnections.accountBinding(c, processor, accountId);
   if (!held) return 'unknown';
-  if (await store.accountInUse(c, { processor, accountId, lenderId: held.lenderId })) return 'in_use';
-  await store.releaseAccount(c, processor, accountId);
+  if (await c.deps.stores.paymentConnections.accountInUse(c, { processor, accountId, lenderId: held.lenderId })) return 'in_use';
+  await c.deps.stores.paymentConnections.releaseAccount(c, processor, accountId);
   return 'released';
 }

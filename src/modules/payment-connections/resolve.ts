@@ -1,7 +1,7 @@
 import type { Rail, RailScope } from '../../../db/schema/enums';
 import { dbOf, type PlatformDeps, type Tx } from '../../platform/context';
 import type { StoreCtx } from '../../platform/store';
-import { paymentConnectionStore as store, type ResolvableKey } from './store';
+import { type ResolvableKey } from './store';
 
 /** The part of a key that decides which payments it takes. */
 export interface KeyChoice {
@@ -25,5 +25,5 @@ export function pickKey<K extends KeyChoice>(keys: readonly K[], rail: Rail, mer
 
 /** The live key (with its sealed value) that takes a payment of `rail` for a borrower with `merchantRef`. */
 export async function resolveKey(c: StoreCtx, input: { lenderId: string; rail: Rail; merchantRef: string | null }): Promise<ResolvableKey | null> {
-  return pickKey(await store.resolvableKeys(c, input.lenderId), input.rail, input.merchantRef);
+  return pickKey(await c.deps.stores.paymentConnections.resolvableKeys(c, input.lenderId), input.rail, input.merchantRef);
 }

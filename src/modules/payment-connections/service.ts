@@ -10,7 +10,7 @@ import type { SealedColumn } from '../../platform/vault';
 import { KeyRefused, keyShapeProblem, processorOfKey, ProcessorUnavailable } from '../../adapters/processors';
 import type { CreateInput, UpdateInput } from './model';
 import { accountsKnown, bindAccount } from './accounts';
-import { paymentConnectionStore as store, type NewPaymentConnection, type PaymentConnection, type PaymentConnectionChange } from './store';
+import { type NewPaymentConnection, type PaymentConnection, type PaymentConnectionChange } from './store';
 
 export type { PaymentConnection } from './store';
 
@@ -35,10 +35,10 @@ export function view(c: PaymentConnection) {
   };
 }
 
-const liveKeys = (ctx: Ctx): Promise<PaymentConnection[]> => store.liveKeys(ctx, ctx.lender.id);
+const liveKeys = (ctx: Ctx): Promise<PaymentConnection[]> => ctx.deps.stores.paymentConnections.liveKeys(ctx, ctx.lender.id);
 
 async function findKey(ctx: Ctx, id: string): Promise<PaymentConnection> {
-  const c = await store.liveKey(ctx, ctx.lender.id, id);
+  const c = await ctx.deps.stores.paymentConnections.liveKey(ctx, ctx.lender.id, id);
   if (!c) throw new NotFound('Processor key', id);
   return c;
 }
@@ -118,7 +118,7 @@ export async function createConnection({ ctx, input }: { ctx: Ctx; input: { body
   const last4 = body.api_key.slice(-4);
   const now = ctx.deps.clock.now();
   return transaction(ctx, async (tx) => {
-    await store.serializeKeyChanges(tx, ctx.lender.id);
+    await tx.deps.stores.paymentConnections.serializeKeyChanges(tx, ctx.lender.id);
     const conflict = conflictOf(await liveKeys(tx), wanted);
     if (conflict) throw new Conflict(conflict);
     await bindAccount(tx, { lenderId: ctx.lender.id, processor, accountId, now });
@@ -136,16 +136,16 @@ export async function createConnection({ ctx, input }: { ctx: Ctx; input: { body
       createdAt: now,
       updatedAt: now,
     };
-    await asConflict(() => store.insertKey(tx, row));
+    await asConflict(() => tx.deps.stores.paymentConnections.insertKey(tx, row));
     return view(await findKey(tx, row.id!));
   });
 }
 
 export async function listConnections({ ctx }: { ctx: Ctx }) {
-  const keys = await store.listLiveKeys(ctx, ctx.lender.id);
+  const keys = await ctx.deps.stores.paymentConnections.listLiveKeys(ctx, ctx.lender.id);
   const covered = (rail: 'ach' | 'card') => keys.some((k) => k.isDefault && (k.railScope === rail || k.railScope === 'both'));
   // Counts and the last poll include deleted keys: what was read through them is kept.
-  const totals = await store.keyTotals(ctx, ctx.lender.id);
+  const totals = await ctx.deps.stores.paymentConnections.keyTotals(ctx, ctx.lender.id);
   return {
     connections: keys.map(view),
     missing_default_rails: RAILS.filter((r) => !covered(r)),
@@ -184,7 +184,7 @@ export async function updateConnection({ ctx, input }: { ctx: Ctx; input: { id: 
   const now = ctx.deps.clock.now();
 
   return transaction(ctx, async (tx) => {
-    await store.serializeKeyChanges(tx, ctx.lender.id);
+    await tx.deps.stores.paymentConnections.serializeKeyChanges(tx, ctx.lender.id);
     const k = await findKey(tx, input.id);
     const next = plan(k);
     const keys = await liveKeys(tx);
@@ -204,7 +204,7 @@ export async function updateConnection({ ctx, input }: { ctx: Ctx; input: { id: 
         lastPollError: null,
       });
     }
-    await asConflict(() => store.updateKey(tx, k.id, set));
+    await asConflict(() => tx.deps.stores.paymentConnections.updateKey(tx, k.id, set));
     return view(await findKey(tx, k.id));
   });
 }
@@ -225,7 +225,7 @@ function checkMove(
 
 async function demoteOtherDefault(tx: TxCtx, keys: PaymentConnection[], railScope: RailScope, exceptId: string, now: number): Promise<void> {
   const other = keys.find((o) => o.id !== exceptId && o.isDefault && o.railScope === railScope);
-  if (other) await store.updateKey(tx, other.id, { isDefault: false, updatedAt: now });
+  if (other) await tx.deps.stores.paymentConnections.updateKey(tx, other.id, { isDefault: false, updatedAt: now });
 }
 
 /**
@@ -234,8 +234,8 @@ async function demoteOtherDefault(tx: TxCtx, keys: PaymentConnection[], railScop
  */
 export async function deleteConnection({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<void> {
   await transaction(ctx, async (tx) => {
-    await store.serializeKeyChanges(tx, ctx.lender.id);
+    await tx.deps.stores.paymentConnections.serializeKeyChanges(tx, ctx.lender.id);
     await findKey(tx, input.id);
-    await store.eraseKey(tx, input.id, ctx.deps.clock.now());
+    await tx.deps.stores.paymentConnections.eraseKey(tx, input.id, ctx.deps.clock.now());
   });
 }

@@ -1,9 +1,6 @@
 import type { paymentConnections } from '../../../db/schema';
 import type { ProcessorName, RailScope } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
-import { byEngine } from '../../platform/store';
-import { pgPaymentConnectionStore } from './store.pg';
-import { sqlitePaymentConnectionStore } from './store.sqlite';
 
 /** A processor key as stored (its sealed value null once deleted). */
 export type PaymentConnection = typeof paymentConnections.$inferSelect;
@@ -95,5 +92,3 @@ export interface PaymentConnectionStore {
   eraseKey(c: TxCtx, id: string, at: number): Promise<void>;
 }
 
-/** The store of the engine the service runs on. */
-export const paymentConnectionStore: PaymentConnectionStore = byEngine(sqlitePaymentConnectionStore, pgPaymentConnectionStore);

@@ -2,7 +2,7 @@ import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
 import { NotFound } from '../../platform/errors';
 import { keysetPage, type PageQuery } from '../../platform/pagination';
-import { uploadStore as store, type UploadRow } from './store';
+import { type UploadRow } from './store';
 
 // The history of recorded uploads: GET /v1/payment_results/uploads (newest first, paged) and one upload's
 // counts and problems. Dry runs record nothing and are not in it.
@@ -30,7 +30,7 @@ export async function listUploads({ ctx, input }: { ctx: Ctx; input: PageQuery }
     query: input,
     limit,
     start,
-    fetch: (after, take) => store.uploadsBefore(ctx, ctx.lender.id, after, take),
+    fetch: (after, take) => ctx.deps.stores.uploads.uploadsBefore(ctx, ctx.lender.id, after, take),
     positionOf: (u) => ({ t: u.recordedAt, i: u.id }),
   });
   return { uploads: page.map(summary), has_more: hasMore, next_page_token: nextPageToken };
@@ -38,13 +38,13 @@ export async function listUploads({ ctx, input }: { ctx: Ctx; input: PageQuery }
 
 /** GET /v1/payment_results/uploads/{id}: its counts and its problems (another lender's is not found). */
 export async function getUpload({ ctx, input }: { ctx: Ctx; input: { id: string } }) {
-  const u = await store.uploadOf(ctx, ctx.lender.id, input.id);
+  const u = await ctx.deps.stores.uploads.uploadOf(ctx, ctx.lender.id, input.id);
   if (!u) throw new NotFound('Upload', input.id);
   return { ...summary(u), problems: JSON.parse(u.problems) as { row: number; reason: string; severity: 'error' | 'warning' }[] };
 }
 
 /** Who an API upload is from, for the history: the key's display prefix. */
 export async function apiCreator(ctx: Ctx, keyId: string): Promise<string | null> {
-  const prefix = await store.apiKeyPrefix(ctx, keyId);
+  const prefix = await ctx.deps.stores.uploads.apiKeyPrefix(ctx, keyId);
   return prefix !== null ? `API key ${prefix}…` : null;
 }

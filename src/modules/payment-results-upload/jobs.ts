@@ -3,7 +3,6 @@ import { writeGate } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
 import { uploadWorkerOf } from './offload';
 import { resumeUnfinished } from './recording';
-import { uploadStore as store } from './store';
 
 // An upload cut off between two of its transactions (a crash, a stop, its worker gone) is finished from where
 // it stopped: at start, and then on this job's timer whenever the upload worker has nothing else to do.
@@ -19,7 +18,7 @@ export const uploadResumeJob: Job<Deps> = {
   name: 'upload-resume',
   intervalMs: UPLOAD_RESUME_INTERVAL_MS,
   async tick(deps) {
-    if ((await store.unfinishedIds({ deps }, 1)).length === 0) return 0;
+    if ((await deps.stores.uploads.unfinishedIds({ deps }, 1)).length === 0) return 0;
     const worker = uploadWorkerOf(deps);
     if (worker) return worker.resume();
     // A database in memory has no worker: uploads run in this thread, and so does this.

@@ -1,8 +1,6 @@
 import type { Ctx } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { madeForAnotherLender, matchReference, namesInReference, REFERENCE_PREFIX, type MatchSource, type PaymentMatch } from '../collection/reference';
-import { enrollmentStore } from '../enrollments/store';
-import { uploadStore as store } from './store';
 import type { ParsedRow } from './rules';
 
 // Matching an upload's rows to the lender's borrowers and payments: by identifier, by the service's own
@@ -37,7 +35,7 @@ export class Lookups {
         if (!p.authorizerUniqueId) unnamed.push(p.reference);
       }
     }
-    this.payments = new Map(refs.length ? (await store.paymentsAmong(this.tx, lenderId, refs)).map((x) => [x.reference, x]) : []);
+    this.payments = new Map(refs.length ? (await this.tx.deps.stores.uploads.paymentsAmong(this.tx, lenderId, refs)).map((x) => [x.reference, x]) : []);
     this.others = new Set();
     for (const r of unnamed) {
       if (this.payments.has(r)) continue;
@@ -48,7 +46,7 @@ export class Lookups {
     const unknown = [...aids].filter((a) => !this.borrowers.has(a));
     if (unknown.length === 0) return;
     for (const a of unknown) this.borrowers.set(a, null);
-    for (const b of await enrollmentStore.borrowersAmong(this.tx, lenderId, unknown)) this.borrowers.set(b.aid, b.id);
+    for (const b of await this.tx.deps.stores.enrollments.borrowersAmong(this.tx, lenderId, unknown)) this.borrowers.set(b.aid, b.id);
   }
 
   /** authorizer_unique_id first; else the one matching of a reference, from this slice's look-ups. */

@@ -4,7 +4,6 @@ import type { Ctx } from '../../deps';
 import { readSnapshot, savepoint, transaction, type Tx } from '../../platform/context';
 import { Unavailable } from '../../platform/errors';
 import { readReturnRates, saveReturnRates } from '../return-rates/watch';
-import { uploadStore as store } from './store';
 import { decideSlice, LedgerGuard, type SliceDecided } from './slice';
 import { Lookups } from './match';
 import { HeldLease } from '../../platform/leases';
@@ -127,8 +126,8 @@ export async function recordInSlices(
         // transaction, never after.
         if (first && !stored) checkBudget(first.budget);
         const committed = await transaction(ctx, async (tx) => {
-          await store.serializeUploads(tx, lenderId);
-          if (stored && (await store.unfinishedDone(tx, u.id)) !== from) throw new UploadTakenOver(u.id);
+          await tx.deps.stores.uploads.serializeUploads(tx, lenderId);
+          if (stored && (await tx.deps.stores.uploads.unfinishedDone(tx, u.id)) !== from) throw new UploadTakenOver(u.id);
           const lookups = new Lookups(tx);
           const started = performance.now();
           const got: SliceDecided[] = [];
@@ -168,8 +167,8 @@ export async function recordInSlices(
           // A file refused at its first slice: nothing of it is recorded, nor in the history.
           if (last && end === 0 && stop) return { end, m, last, refused: true };
           if (last) await finish(tx, u, reportOf(u.read, rows, end, m, false), stored);
-          else if (!stored) await store.beginUnfinished(tx, { id: u.id, lenderId, creator: u.creator, fileSealed: sealed!, checkedAt: u.now, done: end, matched: m });
-          else await store.advanceUnfinished(tx, u.id, end, m);
+          else if (!stored) await tx.deps.stores.uploads.beginUnfinished(tx, { id: u.id, lenderId, creator: u.creator, fileSealed: sealed!, checkedAt: u.now, done: end, matched: m });
+          else await tx.deps.stores.uploads.advanceUnfinished(tx, u.id, end, m);
           return { end, m, last, refused: false };
         });
         // Said before the lock is let go, so that nothing can stop the service between the commit and the
@@ -203,8 +202,8 @@ export async function recordInSlices(
 
 /** The last transaction's: the history record written, and a stored upload finished. */
 async function finish(tx: Ctx & { tx: Tx }, u: Recording, report: UploadReport, stored: boolean): Promise<void> {
-  await store.recordUpload(tx, { id: u.id, lenderId: tx.lender.id, recordedAt: u.now, creator: u.creator, report });
-  if (stored) await store.endUnfinished(tx, u.id);
+  await tx.deps.stores.uploads.recordUpload(tx, { id: u.id, lenderId: tx.lender.id, recordedAt: u.now, creator: u.creator, report });
+  if (stored) await tx.deps.stores.uploads.endUnfinished(tx, u.id);
 }
 
 /**
@@ -247,12 +246,12 @@ const RESUMED_AT_ONCE = 100;
  */
 export async function resumeUnfinished(deps: Ctx['deps'], writeTurn: WriteTurn, othersWait: () => boolean = ALWAYS): Promise<number> {
   let finished = 0;
-  for (const id of await store.unfinishedIds({ deps }, RESUMED_AT_ONCE)) {
+  for (const id of await deps.stores.uploads.unfinishedIds({ deps }, RESUMED_AT_ONCE)) {
     if (recordingHere.has(id)) continue;
     const lease = await leaseOf(deps, id);
     if (!lease) continue;
     try {
-      const found = await store.unfinishedOf({ deps }, id);
+      const found = await deps.stores.uploads.unfinishedOf({ deps }, id);
       if (!found) continue;
       const { upload: stored, lender } = found;
       const ctx: Ctx = { lender, deps: { ...deps, clock: { now: () => stored.checkedAt } } };

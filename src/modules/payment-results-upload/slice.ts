@@ -2,7 +2,7 @@ import type { Ctx } from '../../deps';
 import type { Tx } from '../../platform/context';
 import type { PaymentMatch } from '../collection/reference';
 import { knownAmong, recordSlice, staleAgainst, type Known, type Observation } from '../collection/record';
-import { uploadStore as store, type UploadedRow, type UploadedWrite } from './store';
+import { type UploadedRow, type UploadedWrite } from './store';
 import { EVENT_STATUS_OF, keyOf, UNDATED, type ParsedRow, type RowProblem } from './rules';
 import type { UploadReport } from './types';
 import type { Lookups } from './match';
@@ -18,7 +18,7 @@ import type { Lookups } from './match';
  * decided on).
  */
 export async function decideSlice(tx: Ctx & { tx: Tx }, slice: ParsedRow[], lookups: Lookups, now: number, dryRun: boolean): Promise<SliceDecided> {
-  const priors = new Map((await store.uploadedAmong(tx, tx.lender.id, slice.map(keyOf))).map((u) => [u.reference, u]));
+  const priors = new Map((await tx.deps.stores.uploads.uploadedAmong(tx, tx.lender.id, slice.map(keyOf))).map((u) => [u.reference, u]));
   await lookups.load(slice);
   // What is recorded of each row's reference and status, read for the slice at once.
   const known = await knownAmong(tx, tx.lender.id, 'upload', slice.map((p) => ({ reference: keyOf(p), sourceEventId: sourceEventIdOf(keyOf(p), p.status) })));
@@ -37,7 +37,7 @@ export class LedgerGuard {
   /** The first of the slice's borrowers whose credited total is now past 2^53 - 1 cents (by its identifier), or null. */
   async pastExact(tx: Ctx & { tx: Tx }, borrowers: Map<string, string | null>): Promise<{ borrower: string | null } | null> {
     const since = [...borrowers.keys()].map((enrollmentId) => ({ enrollmentId, after: this.totals.get(enrollmentId)?.last ?? 0 }));
-    for (const f of await store.creditsSince(tx, since)) {
+    for (const f of await tx.deps.stores.uploads.creditsSince(tx, since)) {
       const credited = (f.from === 0 ? 0 : this.totals.get(f.enrollmentId)!.credited) + f.credited;
       if (credited > Number.MAX_SAFE_INTEGER) return { borrower: borrowers.get(f.enrollmentId) ?? null };
       this.totals.set(f.enrollmentId, { credited, last: f.last });
@@ -119,7 +119,7 @@ async function recordSliceOf(
   } else {
     const writes: UploadedWrite[] = [];
     for (const d of decided) if (d.write) writes.push(d.write);
-    await store.saveUploaded(tx, writes);
+    await tx.deps.stores.uploads.saveUploaded(tx, writes);
     const recorded = await recordSlice(tx, decided.map((d) => d.observation));
     for (let i = 0; i < decided.length; i++) {
       const r = recorded[i];

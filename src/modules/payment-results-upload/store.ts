@@ -1,9 +1,6 @@
 import type { paymentResultUploads, unfinishedUploads } from '../../../db/schema';
 import type { Lender } from '../../platform/context';
 import type { StoreCtx, TxCtx } from '../../platform/store';
-import { byEngine } from '../../platform/store';
-import { pgUploadStore } from './store.pg';
-import { sqliteUploadStore } from './store.sqlite';
 
 /** What is stored of an uploaded reference, as a later row of it is decided against. */
 export interface UploadedRow {
@@ -123,5 +120,3 @@ export interface UploadStore {
   apiKeyPrefix(c: StoreCtx, keyId: string): Promise<string | null>;
 }
 
-/** The store of the engine the service runs on. */
-export const uploadStore: UploadStore = byEngine(sqliteUploadStore, pgUploadStore);

@@ -10,6 +10,7 @@ import { systemClock } from '../../platform/clock';
 import type { Lender } from '../../platform/context';
 import { absent, openThreadPlatform, postedError } from '../../platform/thread';
 import { Vault } from '../../platform/vault';
+import { pgStores, sqliteStores } from '../../stores';
 import { answerOf, processUpload } from './service';
 import { budgetOf } from './read';
 import { resumeUnfinished, type WriteTurn } from './recording';
@@ -53,8 +54,10 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
   const m = event.data;
   if (m.type === 'init') {
     waiting = m.waiting;
+    const platform = openThreadPlatform(m.config, (line) => self.postMessage({ type: 'log', line }));
     base = {
-      ...openThreadPlatform(m.config, (line) => self.postMessage({ type: 'log', line })),
+      ...platform,
+      stores: platform.pg ? pgStores : sqliteStores,
       vault: new Vault(Buffer.from(m.key)),
       bank: absent('bank'),
       linked: absent('linked'),

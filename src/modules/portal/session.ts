@@ -3,7 +3,7 @@ import { writeGate } from '../../platform/context';
 import type { Deps } from '../../deps';
 import type { Lender } from '../../platform/context';
 import { readerOf } from '../../platform/store';
-import { portalStore as store, type SessionRecord } from './store';
+import { type SessionRecord } from './store';
 import { sessionByTokenNow } from './store.sqlite';
 import { normalizeEmail, type DashboardUser } from './users';
 
@@ -19,7 +19,7 @@ const TOUCH_EVERY_MS = 60_000;
 const random = (bytes = 32) => Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString('base64url');
 const hash = (token: string) => new Bun.CryptoHasher('sha256').update(token).digest('hex');
 
-type SessionDeps = Pick<Deps, 'db' | 'reader' | 'clock'>;
+type SessionDeps = Pick<Deps, 'db' | 'reader' | 'pg' | 'clock' | 'stores'>;
 
 export interface PortalSession {
   user: DashboardUser;
@@ -37,8 +37,8 @@ export async function startSession(deps: SessionDeps, userId: string, replacing?
   const csrf = random(24);
   const now = deps.clock.now();
   await transaction({ deps }, async (tx) => {
-    if (replacing) await store.deleteSession(tx, hash(replacing));
-    await store.insertSession(tx, { tokenHash: hash(token), userId, csrfToken: csrf, createdAt: now, lastSeenAt: now });
+    if (replacing) await tx.deps.stores.portal.deleteSession(tx, hash(replacing));
+    await tx.deps.stores.portal.insertSession(tx, { tokenHash: hash(token), userId, csrfToken: csrf, createdAt: now, lastSeenAt: now });
   });
   return { token, csrf };
 }
@@ -47,7 +47,7 @@ export async function startSession(deps: SessionDeps, userId: string, replacing?
 export async function sessionOf(deps: SessionDeps, token: string | undefined): Promise<PortalSession | null> {
   if (!token) return null;
   const tokenHash = hash(token);
-  return sessionFrom(deps, tokenHash, await store.sessionByToken({ deps }, tokenHash));
+  return sessionFrom(deps, tokenHash, await deps.stores.portal.sessionByToken({ deps }, tokenHash));
 }
 
 /**
@@ -70,13 +70,13 @@ function sessionFrom(deps: SessionDeps, tokenHash: string, row: SessionRecord | 
     return null;
   }
   if (writable && now - row.s.lastSeenAt > TOUCH_EVERY_MS) {
-    bestEffort(transaction({ deps }, (tx) => store.touchSession(tx, tokenHash, now)));
+    bestEffort(transaction({ deps }, (tx) => tx.deps.stores.portal.touchSession(tx, tokenHash, now)));
   }
   return { user: row.u, lender: { id: row.l.id, name: row.l.name, debitCardApproved: row.l.debitCardApproved }, csrf: row.s.csrfToken, tokenHash };
 }
 
-export async function endSession(deps: Pick<Deps, 'db' | 'reader'>, tokenHash: string): Promise<void> {
-  await transaction({ deps }, (tx) => store.deleteSession(tx, tokenHash));
+export async function endSession(deps: SessionDeps, tokenHash: string): Promise<void> {
+  await transaction({ deps }, (tx) => tx.deps.stores.portal.deleteSession(tx, tokenHash));
 }
 
 /**

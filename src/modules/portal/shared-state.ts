@@ -19,7 +19,7 @@ import {
 // PostgreSQL database share them in the database (a load balancer may send the next request elsewhere). Each
 // is chosen once, at start, from deps.pg.
 
-type SharedDeps = Pick<Deps, 'pg' | 'db' | 'reader' | 'vault' | 'logger'>;
+type SharedDeps = Pick<Deps, 'pg' | 'db' | 'reader' | 'vault' | 'logger' | 'stores'>;
 
 /** How often (at most) one process deletes what has expired. */
 const SWEEP_EVERY_MS = 60_000;

@@ -1,8 +1,5 @@
 import type { dashboardUsers, lenders, portalSessions } from '../../../db/schema';
 import type { StoreCtx, TxCtx } from '../../platform/store';
-import { byEngine } from '../../platform/store';
-import { pgPortalStore } from './store.pg';
-import { sqlitePortalStore } from './store.sqlite';
 
 /** A dashboard user as stored (the email lower-case, the password as its argon2id hash). */
 export type DashboardUser = typeof dashboardUsers.$inferSelect;
@@ -49,5 +46,3 @@ export interface PortalStore {
   deleteUserSessions(c: TxCtx, userId: string): Promise<void>;
 }
 
-/** The store of the engine the service runs on. */
-export const portalStore: PortalStore = byEngine(sqlitePortalStore, pgPortalStore);

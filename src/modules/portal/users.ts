@@ -2,7 +2,7 @@ import { transaction } from '../../platform/context';
 import { newId } from '../../platform/ids';
 import { isText, textExpected } from '../../platform/fields';
 import type { StoreCtx } from '../../platform/store';
-import { portalStore as store, type DashboardUser } from './store';
+import { type DashboardUser } from './store';
 
 // Dashboard users: operator functions (the CLI) and the sign-in check. Every user is a lender admin.
 
@@ -47,7 +47,7 @@ export async function createUser(deps: UserDeps, input: { lenderId: string; emai
   const displayName = input.displayName.trim();
   if (!isText(displayName, 80, 1)) throw new UserError(`A display name is ${textExpected(1, 80)}`);
   checkPassword(input.password);
-  if (await store.emailTaken({ deps }, email)) {
+  if (await deps.stores.portal.emailTaken({ deps }, email)) {
     throw new UserError(`A user with the email ${email} already exists`);
   }
   const user: DashboardUser = {
@@ -61,17 +61,17 @@ export async function createUser(deps: UserDeps, input: { lenderId: string; emai
   };
   // Checked again where it counts: another creation with this email may have been stored while the password was hashed.
   await transaction({ deps }, async (tx) => {
-    await store.serializeUserCreation(tx, email);
-    if (await store.emailTaken(tx, email)) throw new UserError(`A user with the email ${email} already exists`);
-    await store.insertUser(tx, user);
+    await tx.deps.stores.portal.serializeUserCreation(tx, email);
+    if (await tx.deps.stores.portal.emailTaken(tx, email)) throw new UserError(`A user with the email ${email} already exists`);
+    await tx.deps.stores.portal.insertUser(tx, user);
   });
   return user;
 }
 
-export const listUsers = (deps: UserDeps, lenderId: string): Promise<DashboardUser[]> => store.listUsers({ deps }, lenderId);
+export const listUsers = (deps: UserDeps, lenderId: string): Promise<DashboardUser[]> => deps.stores.portal.listUsers({ deps }, lenderId);
 
 export function findUserByEmail(deps: UserDeps, email: string): Promise<DashboardUser | undefined> {
-  return store.userByEmail({ deps }, normalizeEmail(email));
+  return deps.stores.portal.userByEmail({ deps }, normalizeEmail(email));
 }
 
 /** Disabling ends the user's sessions at once. */
@@ -79,8 +79,8 @@ export async function disableUser(deps: UserDeps, email: string, now: number): P
   const user = await findUserByEmail(deps, email);
   if (!user) return false;
   await transaction({ deps }, async (tx) => {
-    await store.disableUser(tx, user.id, user.disabledAt ?? now);
-    await store.deleteUserSessions(tx, user.id);
+    await tx.deps.stores.portal.disableUser(tx, user.id, user.disabledAt ?? now);
+    await tx.deps.stores.portal.deleteUserSessions(tx, user.id);
   });
   return true;
 }
@@ -92,8 +92,8 @@ export async function resetPassword(deps: UserDeps, email: string, password: str
   if (!user) return false;
   const hash = await Bun.password.hash(password, { algorithm: 'argon2id' });
   await transaction({ deps }, async (tx) => {
-    await store.setPasswordHash(tx, user.id, hash);
-    await store.deleteUserSessions(tx, user.id);
+    await tx.deps.stores.portal.setPasswordHash(tx, user.id, hash);
+    await tx.deps.stores.portal.deleteUserSessions(tx, user.id);
   });
   return true;
 }
@@ -103,7 +103,7 @@ let decoy: Promise<string> | null = null;
 
 /** The active user with this email and password, or null (the same answer for a wrong email or password). */
 export async function verifySignIn(deps: UserDeps, email: string, password: string): Promise<DashboardUser | null> {
-  const user = await store.activeUserByEmail({ deps }, normalizeEmail(email));
+  const user = await deps.stores.portal.activeUserByEmail({ deps }, normalizeEmail(email));
   decoy ??= Bun.password.hash('not a password of anyone', { algorithm: 'argon2id' });
   const ok = await Bun.password.verify(password, user?.passwordHash ?? (await decoy));
   return user && ok ? user : null;

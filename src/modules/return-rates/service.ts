@@ -4,7 +4,7 @@ import { DAY_MS, iso } from '../../platform/clock';
 import type { Db } from '../../platform/db';
 import type { StoreCtx } from '../../platform/store';
 import { policyOf } from '../collection-policy/service';
-import { returnRateStore as store, type WindowReturn } from './store';
+import { type WindowReturn } from './store';
 import { UNAUTHORIZED_RETURNS } from '../../adapters/processors/return-codes';
 
 // Nacha's return-rate thresholds (collection-rules.md): an originator whose ACH debits come back too often
@@ -45,8 +45,8 @@ export interface ClassRate {
 /** The lender's rates over the `days` ending at `to`, from the window's index entries. */
 export async function ratesOver(c: StoreCtx, lenderId: string, to: number, days: number) {
   const from = to - days * DAY_MS;
-  const debits = await store.debitsIn(c, lenderId, from, to);
-  const returns = await store.returnsIn(c, lenderId, from, to);
+  const debits = await c.deps.stores.returnRates.debitsIn(c, lenderId, from, to);
+  const returns = await c.deps.stores.returnRates.returnsIn(c, lenderId, from, to);
   return ratesFrom(debits, returns, from, to, days);
 }
 

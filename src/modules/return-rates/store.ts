@@ -1,8 +1,5 @@
 import type { RateStatus } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
-import { byEngine } from '../../platform/store';
-import { pgReturnRateStore } from './store.pg';
-import { sqliteReturnRateStore } from './store.sqlite';
 
 /** Each class's status as last evaluated. */
 export interface WatchedStatuses {
@@ -39,5 +36,3 @@ export interface ReturnRateStore {
   lenderIds(c: StoreCtx): Promise<string[]>;
 }
 
-/** The store of the engine the service runs on. */
-export const returnRateStore: ReturnRateStore = byEngine(sqliteReturnRateStore, pgReturnRateStore);

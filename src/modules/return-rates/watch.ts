@@ -4,7 +4,7 @@ import { transaction, type Tx } from '../../platform/context';
 import type { Job } from '../../platform/jobs';
 import { pushToEndpoints } from '../webhooks/endpoints';
 import { CLASS_NAMES, ratesOver, WATCH_DAYS, type ReturnClass } from './service';
-import { returnRateStore as store, type SavedStatuses, type WatchedStatuses } from './store';
+import { type SavedStatuses, type WatchedStatuses } from './store';
 
 // The return-rate watch: each class's status over the last 60 days is evaluated whenever a return is recorded
 // (read from a processor, or uploaded), before a lender that pauses on breach initiates an ACH payment, and on
@@ -43,13 +43,13 @@ function compare(deps: JobContext['deps'], lenderId: string, r: Rates, prev: Wat
 
 /** Evaluates the lender's rates now, alerts on every class whose status changed, and returns the statuses. */
 export async function evaluateReturnRates(ctx: JobContext & { tx: Tx }, lenderId: string): Promise<Record<ReturnClass, RateStatus>> {
-  await store.serializeWatch(ctx, lenderId);
+  await ctx.deps.stores.returnRates.serializeWatch(ctx, lenderId);
   const now = ctx.deps.clock.now();
   const r = await ratesOver(ctx, lenderId, now, WATCH_DAYS);
-  const prev = (await store.watchedStatuses(ctx, lenderId)) ?? ALL_OK;
+  const prev = (await ctx.deps.stores.returnRates.watchedStatuses(ctx, lenderId)) ?? ALL_OK;
   const { next, alerts } = compare(ctx.deps, lenderId, r, prev);
   for (const a of alerts) await pushToEndpoints(ctx, now, lenderId, 'RETURN_RATE_ALERT', a);
-  await store.saveWatchedStatuses(ctx, lenderId, next, now);
+  await ctx.deps.stores.returnRates.saveWatchedStatuses(ctx, lenderId, next, now);
   return next;
 }
 
@@ -65,7 +65,7 @@ export interface RatesRead {
  */
 export async function readReturnRates(ctx: JobContext & { tx: Tx }, lenderId: string): Promise<RatesRead> {
   const rates = await ratesOver(ctx, lenderId, ctx.deps.clock.now(), WATCH_DAYS);
-  return { rates, saved: (await store.watchedStatuses(ctx, lenderId)) ?? null };
+  return { rates, saved: (await ctx.deps.stores.returnRates.watchedStatuses(ctx, lenderId)) ?? null };
 }
 
 const sameEvaluation = (a: SavedStatuses | null, b: SavedStatuses | null): boolean =>
@@ -79,19 +79,19 @@ const sameEvaluation = (a: SavedStatuses | null, b: SavedStatuses | null): boole
  * read here was committed (PostgreSQL), and saving these after it would undo it. Returns the statuses.
  */
 export async function saveReturnRates(ctx: JobContext & { tx: Tx }, lenderId: string, read: RatesRead): Promise<Record<ReturnClass, RateStatus>> {
-  await store.serializeWatch(ctx, lenderId);
-  const saved = (await store.watchedStatuses(ctx, lenderId)) ?? null;
+  await ctx.deps.stores.returnRates.serializeWatch(ctx, lenderId);
+  const saved = (await ctx.deps.stores.returnRates.watchedStatuses(ctx, lenderId)) ?? null;
   if (!sameEvaluation(saved, read.saved)) return evaluateReturnRates(ctx, lenderId);
   const now = ctx.deps.clock.now();
   const { next, alerts } = compare(ctx.deps, lenderId, read.rates, saved ?? ALL_OK);
   for (const a of alerts) await pushToEndpoints(ctx, now, lenderId, 'RETURN_RATE_ALERT', a);
-  await store.saveWatchedStatuses(ctx, lenderId, next, now);
+  await ctx.deps.stores.returnRates.saveWatchedStatuses(ctx, lenderId, next, now);
   return next;
 }
 
 /** Every lender, each in its own transaction: the daily-at-least evaluation as the window slides. */
 export async function evaluateAll(deps: Deps, signal?: AbortSignal): Promise<number> {
-  const ids = await store.lenderIds({ deps });
+  const ids = await deps.stores.returnRates.lenderIds({ deps });
   for (const id of ids) {
     if (signal?.aborted) break;
     // One lender at a time, each in its turn at the write gate: requests go on between them.

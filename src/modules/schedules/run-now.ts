@@ -5,7 +5,6 @@ import { Conflict, NotFound } from '../../platform/errors';
 import { takeOnDemand } from '../../platform/on-demand';
 import { insertBatch, refuseOverBacklog } from '../balance-requests/service';
 import { runAuthorizers } from './runs';
-import { scheduleStore as store } from './store';
 
 // POST /v1/monitoring/schedules/{id}/run: one run of an ACTIVE schedule now, beside its cadence (its next
 // run stays where it was). The run is a batch like any other run: its results, its BALANCE_BATCH_COMPLETED
@@ -23,11 +22,11 @@ export function runScheduleNow({ ctx, input }: { ctx: Ctx; input: { id: string }
   const now = ctx.deps.clock.now();
   return transaction(ctx, async (tx) => {
     // Held until the end: another run now of this schedule waits, then finds this one's batch open.
-    const s = await store.lockSchedule(tx, ctx.lender.id, input.id);
+    const s = await tx.deps.stores.schedules.lockSchedule(tx, ctx.lender.id, input.id);
     if (!s) throw new NotFound('Schedule', input.id);
     if (s.status !== 'ACTIVE') throw new Conflict(`The schedule is ${s.status}: only an ACTIVE schedule runs`);
     // The schedule's batches: a run still going is not doubled.
-    const open = await store.openRunOf(tx, s.id);
+    const open = await tx.deps.stores.schedules.openRunOf(tx, s.id);
     if (open) throw new Conflict(`A run of this schedule is still in progress (batch ${open}); run it again when that batch completes`);
     const authorizers = await runAuthorizers(tx, s);
     if (authorizers.length === 0) throw new Conflict('The schedule has no authorizers left to read');

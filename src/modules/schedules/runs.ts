@@ -8,7 +8,7 @@ import { insertBatch, thresholdHits } from '../balance-requests/service';
 import type { NormalizedAuthorizer, SensitiveFields } from '../authorizers/rules';
 import type { CompletedBatch } from '../balance-requests/results';
 import { nextRunAfter } from './times';
-import { scheduleStore as store, type ScheduleRow } from './store';
+import { type ScheduleRow } from './store';
 
 /** Runs started per call: each is a synchronous transaction (up to 1000 authorizers), so the job yields between runs. */
 const DUE_LIMIT = 10;
@@ -22,7 +22,7 @@ const DUE_LIMIT = 10;
  */
 export async function startDueRuns(deps: Deps): Promise<{ started: number; due: number }> {
   const now = deps.clock.now();
-  const due = await store.dueScheduleIds({ deps }, now, DUE_LIMIT);
+  const due = await deps.stores.schedules.dueScheduleIds({ deps }, now, DUE_LIMIT);
   let started = 0;
   for (const id of due) {
     if (await startRun({ deps }, id, now)) started++;
@@ -35,7 +35,7 @@ export async function startAllDueRuns(deps: Deps, signal?: AbortSignal): Promise
   let started = 0;
   for (;;) {
     const now = deps.clock.now();
-    const due = await store.dueScheduleIds({ deps }, now, DUE_LIMIT);
+    const due = await deps.stores.schedules.dueScheduleIds({ deps }, now, DUE_LIMIT);
     for (const id of due) {
       if (signal?.aborted) return { started };
       if (await startRun({ deps }, id, now)) started++;
@@ -50,7 +50,7 @@ type Schedule = ScheduleRow;
 /** A schedule's current authorizers, opened, as a run's batch takes them (at most 1000). */
 export async function runAuthorizers(ctx: JobContext & { tx: Tx }, s: Schedule): Promise<NormalizedAuthorizer[]> {
   const { vault } = ctx.deps;
-  const rows = await store.scheduleAuthorizers(ctx, s.id);
+  const rows = await ctx.deps.stores.schedules.scheduleAuthorizers(ctx, s.id);
   return rows.map((r, i) => ({
     authorizerUniqueId: r.authorizerUniqueId,
     paymentType: r.paymentType,
@@ -67,11 +67,11 @@ export async function runAuthorizers(ctx: JobContext & { tx: Tx }, s: Schedule):
 
 function startRun(ctx: JobContext, scheduleId: string, now: number): Promise<boolean> {
   return transaction(ctx, async (tx) => {
-    const s = await store.dueSchedule(tx, scheduleId, now);
+    const s = await tx.deps.stores.schedules.dueSchedule(tx, scheduleId, now);
     if (!s || s.nextRunAt === null) return false;
     // The run is taken before its batch is made: of two callers that found it due, one takes it and the
     // other makes nothing.
-    if (!(await store.recordRunStarted(tx, s.id, s.nextRunAt, nextRunAfter(s, now), now))) return false;
+    if (!(await tx.deps.stores.schedules.recordRunStarted(tx, s.id, s.nextRunAt, nextRunAfter(s, now), now))) return false;
     const authorizers = await runAuthorizers(tx, s);
     if (authorizers.length > 0) {
       await insertBatch({ ctx: tx, input: { lenderId: s.lenderId, source: 'schedule', scheduleId: s.id, webhookUrl: s.webhook, authorizers, now } });
@@ -106,7 +106,7 @@ function chunkAlerts<T>(alerts: T[], base: Record<string, unknown>): T[][] {
  */
 export async function onScheduleBatchCompleted(ctx: JobContext & { tx: Tx }, batch: CompletedBatch): Promise<void> {
   if (batch.source !== 'schedule' || !batch.scheduleId) return;
-  const webhook = await store.recordRunCompleted(ctx, batch.scheduleId, batch.completedAt);
+  const webhook = await ctx.deps.stores.schedules.recordRunCompleted(ctx, batch.scheduleId, batch.completedAt);
   if (!webhook) return;
   for (const input of thresholdAlerts(batch, webhook, await thresholdHits({ ctx, input: { batchId: batch.id } }))) {
     await enqueueWebhook({ ctx, input });

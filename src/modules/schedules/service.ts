@@ -13,7 +13,7 @@ import { validateAuthorizerList } from '../authorizers/rules';
 import type { CreateScheduleBody, UpdateScheduleBody } from './model';
 import { dateOf, nextRunAfter, parseDate, randomTimeOfDay, startOfDay, type ScheduleTiming } from './times';
 import type { SealedColumn } from '../../platform/vault';
-import { scheduleStore as store, type ScheduleRow } from './store';
+import { type ScheduleRow } from './store';
 
 export const DEFAULT_EXPIRY_DAYS = 30;
 export const MAX_EXPIRY_DAYS = 365;
@@ -22,14 +22,14 @@ export type Schedule = ScheduleRow;
 
 /** The lender's schedule, or NotFound (another lender's schedule is not found either). */
 export async function getSchedule({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<Schedule> {
-  const row = await store.scheduleOf(ctx, ctx.lender.id, input.id);
+  const row = await ctx.deps.stores.schedules.scheduleOf(ctx, ctx.lender.id, input.id);
   if (!row) throw new NotFound('Schedule', input.id);
   return row;
 }
 
 /** The lender's schedule held for a change in this transaction (store.lockSchedule), or NotFound. */
 async function scheduleToChange(tx: Ctx & { tx: Tx }, id: string): Promise<Schedule> {
-  const row = await store.lockSchedule(tx, tx.lender.id, id);
+  const row = await tx.deps.stores.schedules.lockSchedule(tx, tx.lender.id, id);
   if (!row) throw new NotFound('Schedule', id);
   return row;
 }
@@ -47,7 +47,7 @@ function checkExpiry(expiresAt: string, createdAt: number, field = 'expires_at')
 
 /** A schedule as the API shows it. */
 export async function view(ctx: Ctx, s: Schedule) {
-  const [total] = await store.authorizerCounts(ctx, [s.id]);
+  const [total] = await ctx.deps.stores.schedules.authorizerCounts(ctx, [s.id]);
   return viewOf(s, total!);
 }
 
@@ -135,9 +135,9 @@ export async function createSchedule({ ctx, input }: { ctx: Ctx; input: { body: 
   }));
   await transaction(ctx, async (tx) => {
     // The name is checked and taken under the lender's names lock: of two creations with one name, one fails.
-    await store.serializeScheduleNames(tx, ctx.lender.id);
-    if (await store.nameTaken(tx, ctx.lender.id, body.name)) throw new Conflict(`A schedule named "${body.name}" already exists`);
-    await store.createSchedule(tx, row, authorizers);
+    await tx.deps.stores.schedules.serializeScheduleNames(tx, ctx.lender.id);
+    if (await tx.deps.stores.schedules.nameTaken(tx, ctx.lender.id, body.name)) throw new Conflict(`A schedule named "${body.name}" already exists`);
+    await tx.deps.stores.schedules.createSchedule(tx, row, authorizers);
   });
   return {
     schedule_id: id,
@@ -166,8 +166,8 @@ export function updateSchedule({ ctx, input }: { ctx: Ctx; input: { id: string; 
   return transaction(ctx, async (tx) => {
     const s = await scheduleToChange(tx, id);
     if (s.status !== 'ACTIVE') throw new Conflict(`Only an ACTIVE schedule can be updated; this one is ${s.status}`, { status: s.status });
-    if (body.name !== undefined) await store.serializeScheduleNames(tx, ctx.lender.id);
-    if (body.name !== undefined && (await store.nameTaken(tx, ctx.lender.id, body.name, id))) {
+    if (body.name !== undefined) await tx.deps.stores.schedules.serializeScheduleNames(tx, ctx.lender.id);
+    if (body.name !== undefined && (await tx.deps.stores.schedules.nameTaken(tx, ctx.lender.id, body.name, id))) {
       throw new Conflict(`A schedule named "${body.name}" already exists`);
     }
     if (expiresAt !== undefined) {
@@ -185,7 +185,7 @@ export function updateSchedule({ ctx, input }: { ctx: Ctx; input: { id: string; 
     // Recomputed from the new timing; a run already made is never repeated before `now`.
     next.nextRunAt = nextRunAfter(timing(next), Math.max(now, s.lastRunAt ?? 0) - 1);
     if (next.nextRunAt === null) throw InvalidInput.field('expires_at', 'with these values the schedule would never run again');
-    await store.updateSchedule(tx, id, {
+    await tx.deps.stores.schedules.updateSchedule(tx, id, {
       name: next.name,
       intervalDays: next.intervalDays,
       timeOfDay: next.timeOfDay,
@@ -204,14 +204,14 @@ export function updateSchedule({ ctx, input }: { ctx: Ctx; input: { id: string; 
 }
 
 /** No further runs; the schedule, its authorizers' history and its batches are kept. */
-const markDisabled = (ctx: Ctx & { tx: Tx }, id: string): Promise<void> => store.disableSchedule(ctx, id, ctx.deps.clock.now());
+const markDisabled = (ctx: Ctx & { tx: Tx }, id: string): Promise<void> => ctx.deps.stores.schedules.disableSchedule(ctx, id, ctx.deps.clock.now());
 
 export function removeAuthorizers({ ctx, input }: { ctx: Ctx; input: { id: string; authorizerIds: string[] } }) {
   const { id } = input;
   return transaction(ctx, async (tx) => {
     const s = await scheduleToChange(tx, id);
-    const removed = await store.removeAuthorizers(tx, id, [...new Set(input.authorizerIds)]);
-    const [remaining] = await store.authorizerCounts(tx, [id]);
+    const removed = await tx.deps.stores.schedules.removeAuthorizers(tx, id, [...new Set(input.authorizerIds)]);
+    const [remaining] = await tx.deps.stores.schedules.authorizerCounts(tx, [id]);
     if (remaining === 0 && s.status === 'ACTIVE') await markDisabled(tx, id);
     return { removed_count: removed, remaining_count: remaining! };
   });
@@ -234,10 +234,10 @@ export async function listSchedules({ ctx, input }: { ctx: Ctx; input: ListInput
     query: input,
     limit: input.limit ?? 50,
     start: { i: '' },
-    fetch: (after, take) => store.listSchedules(ctx, { lenderId: ctx.lender.id, status: input.status, afterId: after.i, take }),
+    fetch: (after, take) => ctx.deps.stores.schedules.listSchedules(ctx, { lenderId: ctx.lender.id, status: input.status, afterId: after.i, take }),
     positionOf: (s) => ({ i: s.id }),
   });
-  const counts = await store.authorizerCounts(ctx, page.map((s) => s.id));
+  const counts = await ctx.deps.stores.schedules.authorizerCounts(ctx, page.map((s) => s.id));
   return { schedules: page.map((s, i) => viewOf(s, counts[i]!)), has_more: hasMore, next_page_token: nextPageToken };
 }
 

@@ -1,9 +1,6 @@
 import type { ScheduleStatus } from '../../../db/schema/enums';
 import type { scheduleAuthorizers, schedules } from '../../../db/schema';
 import type { StoreCtx, TxCtx } from '../../platform/store';
-import { byEngine } from '../../platform/store';
-import { pgScheduleStore } from './store.pg';
-import { sqliteScheduleStore } from './store.sqlite';
 
 export type ScheduleRow = typeof schedules.$inferSelect;
 export type ScheduleAuthorizerRow = typeof scheduleAuthorizers.$inferSelect;
@@ -64,5 +61,3 @@ export interface ScheduleStore {
   openRunOf(c: StoreCtx, scheduleId: string): Promise<string | undefined>;
 }
 
-/** The store of the engine the service runs on. */
-export const scheduleStore: ScheduleStore = byEngine(sqliteScheduleStore, pgScheduleStore);

@@ -8,7 +8,7 @@ import { newId } from '../../platform/ids';
 import { validateWebhookUrl } from './service';
 import { validated } from '../../platform/validation';
 import { EndpointCreate } from './model';
-import { webhookStore as store, type EndpointRow, type NewDelivery } from './store';
+import type { EndpointRow, NewDelivery, WebhookStore } from './store';
 
 // A lender's own webhook endpoints: its payment events and collection notices are pushed to them through the
 // outbox, in the transaction of the change that causes them, signed with the lender's secret and retried.
@@ -34,25 +34,25 @@ export async function createEndpoint({ ctx, input: sent }: { ctx: Ctx; input: { 
   const now = ctx.deps.clock.now();
   return transaction(ctx, async (tx) => {
     // The count holds until the insert: another creation for this lender waits for this one to end.
-    await store.serializeEndpoints(tx, ctx.lender.id);
-    const n = await store.countEndpoints(tx, ctx.lender.id);
+    await tx.deps.stores.webhooks.serializeEndpoints(tx, ctx.lender.id);
+    const n = await tx.deps.stores.webhooks.countEndpoints(tx, ctx.lender.id);
     if (n >= MAX_ENDPOINTS) throw new Conflict(`A lender has at most ${MAX_ENDPOINTS} webhook endpoints; delete one first`);
     const row: Row = { id: newId(), lenderId: ctx.lender.id, url: input.url, eventTypes: JSON.stringify(types), description: input.description ?? null, createdAt: now };
-    await store.addEndpoint(tx, row);
+    await tx.deps.stores.webhooks.addEndpoint(tx, row);
     return view(row);
   });
 }
 
 /** GET /v1/webhook_endpoints: the lender's, oldest first. */
 export async function listEndpoints({ ctx }: { ctx: Ctx }) {
-  const rows = await store.listEndpoints(ctx, ctx.lender.id);
+  const rows = await ctx.deps.stores.webhooks.listEndpoints(ctx, ctx.lender.id);
   return { endpoints: rows.map(view) };
 }
 
 /** DELETE /v1/webhook_endpoints/{id}: another lender's or an unknown one is not found. */
 export async function deleteEndpoint({ ctx, input }: { ctx: Ctx; input: { id: string } }): Promise<void> {
   await transaction(ctx, async (tx) => {
-    if (!(await store.deleteEndpoint(tx, ctx.lender.id, input.id))) throw new NotFound('Webhook endpoint', input.id);
+    if (!(await tx.deps.stores.webhooks.deleteEndpoint(tx, ctx.lender.id, input.id))) throw new NotFound('Webhook endpoint', input.id);
   });
 }
 
@@ -61,18 +61,18 @@ export async function deleteEndpoint({ ctx, input }: { ctx: Ctx; input: { id: st
  * once per event: put in the ctx of the batch's transaction as `targetsOf`.
  */
 export interface TargetsMemo {
-  targetsOf?: Map<string, ReturnType<typeof store.endpointTargets>>;
+  targetsOf?: Map<string, ReturnType<WebhookStore['endpointTargets']>>;
 }
 
 /** One delivery to every endpoint of the lender subscribed to this type, in the caller's transaction. */
 export async function pushToEndpoints(ctx: TxCtx & TargetsMemo, now: number, lenderId: string, type: EndpointEventType, payload: Record<string, unknown>): Promise<void> {
   let targets = ctx.targetsOf?.get(lenderId);
   if (!targets) {
-    targets = store.endpointTargets(ctx, lenderId);
+    targets = ctx.deps.stores.webhooks.endpointTargets(ctx, lenderId);
     ctx.targetsOf?.set(lenderId, targets);
   }
   const deliveries = deliveriesTo(await targets, now, lenderId, type, payload);
-  if (deliveries.length > 0) await store.enqueueDeliveries(ctx, deliveries);
+  if (deliveries.length > 0) await ctx.deps.stores.webhooks.enqueueDeliveries(ctx, deliveries);
 }
 
 function deliveriesTo(

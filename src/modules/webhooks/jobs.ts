@@ -6,7 +6,7 @@ import { drainClaims, writesInOrder } from '../../platform/work-pool';
 import { sendWebhook, type DeliveryOutcome } from '../../adapters/webhooks/sender';
 import { signatureHeaders } from '../../adapters/webhooks/signing';
 import { ensureSecret, signingSecrets } from './service';
-import { webhookStore as store, type AttemptRecord, type DueRow } from './store';
+import { type AttemptRecord, type DueRow } from './store';
 
 export const WEBHOOK_CONCURRENCY = 16;
 /** Longer than a send can take (10 s timeout), so a live sender never loses its claim. */
@@ -35,8 +35,8 @@ export function backoffMs(base: number, attempt: number, random = Math.random): 
  * on SQLite all of it (one process serves the file), on PostgreSQL what this replica held before a restart under
  * the same REPLICA_ID; another replica's claims are taken over when their leases run out.
  */
-export function releaseDeliveryLeases(deps: Pick<Deps, 'db' | 'reader' | 'pg' | 'clock'>): Promise<number> {
-  return transaction({ deps }, (tx) => store.releaseDeliveryLeases(tx, replicaPrefix(), deps.clock.now()));
+export function releaseDeliveryLeases(deps: Pick<Deps, 'db' | 'reader' | 'pg' | 'clock' | 'stores'>): Promise<number> {
+  return transaction({ deps }, (tx) => tx.deps.stores.webhooks.releaseDeliveryLeases(tx, replicaPrefix(), deps.clock.now()));
 }
 
 /**
@@ -62,7 +62,7 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
     await flush();
     // Due deliveries oldest first, leaving out those this run already holds or has recorded as due again.
     const now = clock.now();
-    const due = await transaction({ deps }, (tx) => store.claimDueDeliveries(tx, concurrency * 4, now, DELIVERY_LEASE_MS, [...inFlight, ...dueAgain]));
+    const due = await transaction({ deps }, (tx) => tx.deps.stores.webhooks.claimDueDeliveries(tx, concurrency * 4, now, DELIVERY_LEASE_MS, [...inFlight, ...dueAgain]));
     for (const r of due) inFlight.add(r.id);
     return due;
   };
@@ -116,7 +116,7 @@ export async function deliverDueWebhooks(deps: Deps, opts: { concurrency?: numbe
           finishedAt: state === 'pending' ? null : clock.now(),
         });
       }
-      await store.recordAttempts(tx, records);
+      await tx.deps.stores.webhooks.recordAttempts(tx, records);
       for (const r of batch) if (r.outcome !== 'not_sent') deps.metrics.webhookAttempts.inc({ outcome: r.outcome });
       for (const r of records) if (r.sent && r.state !== 'pending') deps.metrics.webhookFinal.inc({ state: r.state });
     });

@@ -3,7 +3,7 @@ import type { Ctx, Deps, JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { transaction } from '../../platform/context';
 import { InvalidInput } from '../../platform/errors';
-import { webhookStore as store, type DeliveryRow, type NewDelivery } from './store';
+import { type DeliveryRow, type NewDelivery } from './store';
 import { DAY_MS, isoOrNull, iso } from '../../platform/clock';
 import { newId } from '../../platform/ids';
 import { keysetPage } from '../../platform/pagination';
@@ -19,7 +19,7 @@ export type { WebhookType };
 
 /** The lender's current signing secret, or null before its first use. */
 async function storedSecret(ctx: JobContext, lenderId: string): Promise<{ secret: string; createdAt: number } | null> {
-  const row = await store.currentSecret(ctx, lenderId);
+  const row = await ctx.deps.stores.webhooks.currentSecret(ctx, lenderId);
   return row ? { secret: ctx.deps.vault.open(row.secretSealed), createdAt: row.createdAt } : null;
 }
 
@@ -34,7 +34,7 @@ async function currentSecret(ctx: JobContext, lenderId: string): Promise<{ secre
   if (found) return found;
   return transaction(ctx, async (tx) => {
     // Another first use of this lender's secret waits here, then finds the one this transaction made.
-    await store.serializeSecrets(tx, lenderId);
+    await tx.deps.stores.webhooks.serializeSecrets(tx, lenderId);
     return (await storedSecret(tx, lenderId)) ?? createSecret(tx, lenderId);
   });
 }
@@ -43,7 +43,7 @@ async function createSecret(ctx: JobContext & { tx: Tx }, lenderId: string): Pro
   const { deps } = ctx;
   const secret = generateWebhookSecret();
   const createdAt = deps.clock.now();
-  await store.addSecret(ctx, { id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt });
+  await ctx.deps.stores.webhooks.addSecret(ctx, { id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt });
   return { secret, createdAt };
 }
 
@@ -63,12 +63,12 @@ export function rotateSecret({ ctx }: { ctx: Ctx }) {
   const now = deps.clock.now();
   return transaction(ctx, async (tx) => {
     // Two rotations at once leave one current secret: the second expires the one the first made.
-    await store.serializeSecrets(tx, lenderId);
+    await tx.deps.stores.webhooks.serializeSecrets(tx, lenderId);
     await currentSecret(tx, lenderId);
     const expiresAt = now + ROTATION_OVERLAP_MS;
-    await store.expireCurrentSecret(tx, lenderId, expiresAt);
+    await tx.deps.stores.webhooks.expireCurrentSecret(tx, lenderId, expiresAt);
     const secret = generateWebhookSecret();
-    await store.addSecret(tx, { id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt: now });
+    await tx.deps.stores.webhooks.addSecret(tx, { id: newId(), lenderId, secretSealed: deps.vault.seal(secret), createdAt: now });
     return { secret, created_at: iso(now), previous_secret_expires_at: iso(expiresAt) };
   });
 }
@@ -84,14 +84,14 @@ export async function getSecret({ ctx }: { ctx: Ctx }) {
   const { deps } = ctx;
   const lenderId = ctx.lender.id;
   const { secret, createdAt } = await currentSecret(ctx, lenderId);
-  const previous = await store.previousSecretExpiry(ctx, lenderId, deps.clock.now());
+  const previous = await ctx.deps.stores.webhooks.previousSecretExpiry(ctx, lenderId, deps.clock.now());
   return { secret, created_at: iso(createdAt), previous_secret_expires_at: isoOrNull(previous) };
 }
 
 /** Every secret a delivery is signed with now: the current one and any still in its overlap. */
 export async function signingSecrets(deps: Deps, lenderId: string, now: number): Promise<string[]> {
   await currentSecret({ deps }, lenderId);
-  return (await store.signingSecrets({ deps }, lenderId, now)).map((sealed) => deps.vault.open(sealed));
+  return (await deps.stores.webhooks.signingSecrets({ deps }, lenderId, now)).map((sealed) => deps.vault.open(sealed));
 }
 
 /** Request-time check of a webhook URL a caller sends; 400 names the field and the problem. */
@@ -115,7 +115,7 @@ function deliveryOf(ctx: JobContext, input: EnqueueInput): NewDelivery {
  * event exists exactly when the change does. The id is the payload's event_uuid and the webhook-id header.
  */
 export async function enqueueWebhook({ ctx, input }: { ctx: JobContext & { tx: Tx }; input: EnqueueInput }): Promise<void> {
-  await store.enqueueDeliveries(ctx, [deliveryOf(ctx, input)]);
+  await ctx.deps.stores.webhooks.enqueueDeliveries(ctx, [deliveryOf(ctx, input)]);
 }
 
 export interface DeliveryFilter {
@@ -136,7 +136,7 @@ export async function listDeliveries({ ctx, input: q }: { ctx: Ctx; input: Deliv
     query: q,
     limit: q.limit ?? 50,
     start: null,
-    fetch: (after, take) => store.listDeliveries(ctx, { lenderId, status: q.status, type: q.type, after, take }),
+    fetch: (after, take) => ctx.deps.stores.webhooks.listDeliveries(ctx, { lenderId, status: q.status, type: q.type, after, take }),
     positionOf: (d) => ({ c: d.createdAt, i: d.id }),
   });
   return {
@@ -162,7 +162,7 @@ const deliveryScope = (lenderId: string, q: DeliveryFilter) => `deliveries:${len
 
 /** Deliveries still waiting to be sent, for readiness and benchmarks. */
 export function countPending(deps: Deps): Promise<number> {
-  return store.countPendingDeliveries({ deps });
+  return deps.stores.webhooks.countPendingDeliveries({ deps });
 }
 
 /** Columns of this feature holding vault-sealed values. */

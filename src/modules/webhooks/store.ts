@@ -1,9 +1,6 @@
 import type { WebhookType } from '../../../db/schema/enums';
 import type { webhookDeliveries, webhookEndpoints } from '../../../db/schema';
 import type { StoreCtx, TxCtx } from '../../platform/store';
-import { byEngine } from '../../platform/store';
-import { pgWebhookStore } from './store.pg';
-import { sqliteWebhookStore } from './store.sqlite';
 
 export { CUT_SHORT, SENDING } from './store.sqlite';
 
@@ -128,5 +125,3 @@ export interface WebhookStore {
   endpointTargets(c: StoreCtx, lenderId: string): Promise<{ url: string; eventTypes: string }[]>;
 }
 
-/** The store of the engine the service runs on. */
-export const webhookStore: WebhookStore = byEngine(sqliteWebhookStore, pgWebhookStore);

@@ -9,7 +9,6 @@ import fc from 'fast-check';
 import { useTestContext } from '../../helpers/context';
 import { bankAuthorizer } from '../../helpers/fixtures';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
-import { balanceStore } from '../../../src/modules/balance-requests/store';
 
 // A lender's waiting authorizers are read on every accept from balance_backlog, which triggers on batches keep
 // equal to the sum over its open batches. These hold that equality through the service, through any sequence
@@ -136,11 +135,11 @@ describe('balance_backlog', () => {
       expect((await send(ctx.lender.key, 'b', 5)).status).toBe(201);
       expect((await send(other.key, 'c', 3)).status).toBe(201);
       expect(both(ctx.sql, lenders)).toEqual({ kept: [12, 3], summed: [12, 3] });
-      expect(await balanceStore.pendingAuthorizers({ deps: ctx.rt }, ctx.lender.id)).toBe(12);
-      expect(await balanceStore.pendingAuthorizers({ deps: ctx.rt }, null)).toBe(15);
+      expect(await ctx.rt.stores.balances.pendingAuthorizers({ deps: ctx.rt }, ctx.lender.id)).toBe(12);
+      expect(await ctx.rt.stores.balances.pendingAuthorizers({ deps: ctx.rt }, null)).toBe(15);
       await processBalances(ctx.rt);
       expect(both(ctx.sql, lenders)).toEqual({ kept: [0, 0], summed: [0, 0] });
-      expect(await balanceStore.pendingAuthorizers({ deps: ctx.rt }, null)).toBe(0);
+      expect(await ctx.rt.stores.balances.pendingAuthorizers({ deps: ctx.rt }, null)).toBe(0);
     });
   });
 });

@@ -4,7 +4,6 @@ import { expect, test } from 'bun:test';
 import { useTestContext } from '../../helpers/context';
 import { bankAuthorizer } from '../../helpers/fixtures';
 import { processBalances, startPendingBatches } from '../../../src/modules/balance-requests/processing';
-import { balanceStore } from '../../../src/modules/balance-requests/store';
 
 const ctx = useTestContext();
 
@@ -20,7 +19,7 @@ test('a claim leaves a pending batch alone; starting it queues every row at once
   const id = body.batch_id as string;
   expect(batch(id)).toEqual({ status: 'pending', items: 0 });
 
-  expect(await balanceStore.claimDueReads({ deps: ctx.rt }, 10, ctx.clock.now())).toEqual([]);
+  expect(await ctx.rt.stores.balances.claimDueReads({ deps: ctx.rt }, 10, ctx.clock.now())).toEqual([]);
   expect(batch(id)).toEqual({ status: 'pending', items: 0 });
 
   expect(await startPendingBatches(ctx.rt)).toBe(1);
@@ -29,7 +28,7 @@ test('a claim leaves a pending batch alone; starting it queues every row at once
   expect(await startPendingBatches(ctx.rt)).toBe(0);
   expect(batch(id).items).toBe(40);
 
-  const claimed = await balanceStore.claimDueReads({ deps: ctx.rt }, 10, ctx.clock.now());
+  const claimed = await ctx.rt.stores.balances.claimDueReads({ deps: ctx.rt }, 10, ctx.clock.now());
   expect(claimed).toHaveLength(10);
   expect(new Set(claimed.map((c) => c.batchId))).toEqual(new Set([id]));
 

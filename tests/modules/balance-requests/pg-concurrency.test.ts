@@ -14,12 +14,13 @@ import { replicaPrefix } from '../../../src/platform/lease-token';
 import { openPg, type PgHandle } from '../../../src/platform/pg';
 import type { StoreCtx, TxCtx } from '../../../src/platform/store';
 import { freshPgDatabase, onPostgres } from '../../helpers/pg';
-import { balanceStore as store, ITEM_LEASE_MS, type Acceptance, type ClaimedItem, type ResultRow } from '../../../src/modules/balance-requests/store';
+import { ITEM_LEASE_MS, type Acceptance, type ClaimedItem, type ResultRow } from '../../../src/modules/balance-requests/store';
 import { insertBatch, refuseOverBacklog } from '../../../src/modules/balance-requests/service';
 import { startPendingBatches } from '../../../src/modules/balance-requests/processing';
 import { eraseBorrowerDetails } from '../../../src/modules/balance-requests/erase';
 import { compressPacked, packItems, type PackedBatch, type QueuedAuthorizer } from '../../../src/modules/balance-requests/payload';
 import { RateLimited } from '../../../src/platform/errors';
+import { pgStores } from '../../../src/stores';
 
 const CALLERS = 20;
 const NOW = 1_764_000_000_000;
@@ -71,8 +72,8 @@ if (!onPostgres) {
       const items = Array.from({ length: n }, (_, i) => authorizer(`${prefix}-${i}`));
       const id = await transaction(ctx, (tx) => insertBatch({ ctx: tx as never, input: { lenderId, source: 'api', authorizers: packed(items), now: NOW } }));
       await transaction(ctx, async (tx) => {
-        expect(await store.lockWaitingBatch(tx, id)).toBe(true);
-        await store.startBatch(tx, id, lenderId, items);
+        expect(await tx.deps.stores.balances.lockWaitingBatch(tx, id)).toBe(true);
+        await tx.deps.stores.balances.startBatch(tx, id, lenderId, items);
       });
       return id;
     }
@@ -80,7 +81,7 @@ if (!onPostgres) {
     beforeAll(() => {
       db = freshPgDatabase();
       pg = openPg(db.url, { max: CALLERS + 5 });
-      ctx = { deps: { pg, db: undefined as never, reader: undefined as never } };
+      ctx = { deps: { pg, db: undefined as never, reader: undefined as never, stores: pgStores } };
     });
 
     afterAll(async () => {
@@ -90,13 +91,13 @@ if (!onPostgres) {
 
     test('the per-lender bound on the accept path: 20 requests of 1 under a bound of 10 make exactly 10 batches', async () => {
       const lenderId = await newLender();
-      const outcomes = await Promise.all(Array.from({ length: CALLERS }, () => store.acceptBatch(ctx, acceptance(lenderId, 1, 10, null))));
+      const outcomes = await Promise.all(Array.from({ length: CALLERS }, () => ctx.deps.stores.balances.acceptBatch(ctx, acceptance(lenderId, 1, 10, null))));
       expect(outcomes.filter((o) => o.kind === 'accepted')).toHaveLength(10);
       const refused = outcomes.filter((o) => o.kind === 'over_backlog');
       expect(refused).toHaveLength(10);
       for (const o of refused) expect(o).toEqual({ kind: 'over_backlog', pending: 10 });
       expect(await one(sql`SELECT count(*)::int AS n FROM batches WHERE lender_id = ${lenderId}`)).toBe(10);
-      expect(await store.pendingAuthorizers(ctx, lenderId)).toBe(10);
+      expect(await ctx.deps.stores.balances.pendingAuthorizers(ctx, lenderId)).toBe(10);
     });
 
     test('the per-lender bound where the service counts then inserts (on-demand runs and reads), mixed with requests', async () => {
@@ -112,18 +113,18 @@ if (!onPostgres) {
           if (e instanceof RateLimited) return 'over_backlog' as const;
           throw e;
         });
-      const viaRequest = async () => (await store.acceptBatch(ctx, acceptance(lenderId, 2, 30, null))).kind;
+      const viaRequest = async () => (await ctx.deps.stores.balances.acceptBatch(ctx, acceptance(lenderId, 2, 30, null))).kind;
       const outcomes = await Promise.all(Array.from({ length: CALLERS }, (_, i) => (i % 2 === 0 ? viaService(i) : viaRequest())));
       expect(outcomes.filter((o) => o === 'accepted')).toHaveLength(15);
       expect(outcomes.filter((o) => o === 'over_backlog')).toHaveLength(5);
-      expect(await store.pendingAuthorizers(ctx, lenderId)).toBe(30);
+      expect(await ctx.deps.stores.balances.pendingAuthorizers(ctx, lenderId)).toBe(30);
       expect(await one(sql`SELECT COALESCE(SUM(total_authorizers), 0)::int AS n FROM batches WHERE lender_id = ${lenderId}`)).toBe(30);
     });
 
     test('an identical body sent 20 times at once: one batch, the other 19 replay its answer', async () => {
       const lenderId = await newLender();
       const attempts = Array.from({ length: CALLERS }, () => acceptance(lenderId, 3, 1000, 'same-body-hash'));
-      const outcomes = await Promise.all(attempts.map((a) => store.acceptBatch(ctx, a)));
+      const outcomes = await Promise.all(attempts.map((a) => ctx.deps.stores.balances.acceptBatch(ctx, a)));
       const accepted = outcomes.flatMap((o, i) => (o.kind === 'accepted' ? [attempts[i]!] : []));
       expect(accepted).toHaveLength(1);
       const answer = accepted[0]!.replay!.responseBody;
@@ -132,15 +133,15 @@ if (!onPostgres) {
       for (const o of replays) expect(o).toEqual({ kind: 'replay', hit: { statusCode: 201, responseBody: answer } });
       expect(await q(sql`SELECT id FROM batches WHERE lender_id = ${lenderId}`)).toEqual([{ id: accepted[0]!.batch.id }]);
       expect(await one(sql`SELECT count(*)::int AS n FROM idempotency_keys WHERE lender_id = ${lenderId}`)).toBe(1);
-      expect(await store.pendingAuthorizers(ctx, lenderId)).toBe(3);
+      expect(await ctx.deps.stores.balances.pendingAuthorizers(ctx, lenderId)).toBe(3);
       // The payload is stored as given; past its 24 hours the entry is no answer, and the next batch replaces it.
       const [payload] = await q<{ items: Uint8Array }>(sql`SELECT items FROM batch_payloads WHERE batch_id = ${accepted[0]!.batch.id}`);
       expect([...new Uint8Array(payload!.items)]).toEqual([...accepted[0]!.payload.items]);
       const later = acceptance(lenderId, 1, 1000, 'same-body-hash');
       later.replay!.since = NOW + 1;
       later.batch.now = NOW + 86_400_001;
-      expect(await store.acceptBatch(ctx, later)).toEqual({ kind: 'accepted' });
-      expect(await store.cachedResponse(ctx, lenderId, 'same-body-hash', NOW + 1)).toEqual({ statusCode: 201, responseBody: later.replay!.responseBody });
+      expect(await ctx.deps.stores.balances.acceptBatch(ctx, later)).toEqual({ kind: 'accepted' });
+      expect(await ctx.deps.stores.balances.cachedResponse(ctx, lenderId, 'same-body-hash', NOW + 1)).toEqual({ statusCode: 201, responseBody: later.replay!.responseBody });
     });
 
     test('claims: 20 claims at once lease 240 distinct reads, each claim 4 per lender in request order', async () => {
@@ -152,7 +153,7 @@ if (!onPostgres) {
       await processingBatch(b, 150, 'b1');
       await processingBatch(b, 150, 'b2');
       for (const p of ['c1', 'c2', 'c3']) await processingBatch(c, 100, p);
-      const claims = await Promise.all(Array.from({ length: CALLERS }, () => store.claimDueReads(ctx, 12, NOW)));
+      const claims = await Promise.all(Array.from({ length: CALLERS }, () => ctx.deps.stores.balances.claimDueReads(ctx, 12, NOW)));
       const ids = claims.flat().map((i) => i.id);
       expect(ids).toHaveLength(CALLERS * 12);
       expect(new Set(ids).size).toBe(ids.length);
@@ -168,12 +169,12 @@ if (!onPostgres) {
       }
       expect(await one(sql`SELECT count(*)::int AS n FROM batch_items WHERE lease_until = ${NOW + ITEM_LEASE_MS}`)).toBe(ids.length);
       // Leased rows are not due again until their lease has passed; then they are.
-      expect(await store.claimDueReads(ctx, 10_000, NOW)).toHaveLength(900 - ids.length);
-      expect(await store.claimDueReads(ctx, 10, NOW + 1)).toEqual([]);
-      expect(await store.claimDueReads(ctx, 5, NOW + ITEM_LEASE_MS + 1)).toHaveLength(5);
+      expect(await ctx.deps.stores.balances.claimDueReads(ctx, 10_000, NOW)).toHaveLength(900 - ids.length);
+      expect(await ctx.deps.stores.balances.claimDueReads(ctx, 10, NOW + 1)).toEqual([]);
+      expect(await ctx.deps.stores.balances.claimDueReads(ctx, 5, NOW + ITEM_LEASE_MS + 1)).toHaveLength(5);
       // Released at start: a restarted replica lets its own pending leases go, never another's.
-      expect(await transaction(ctx, (tx) => store.releaseReadLeases(tx, 'another-replica/'))).toBe(0);
-      expect(await transaction(ctx, (tx) => store.releaseReadLeases(tx, replicaPrefix()))).toBe(900);
+      expect(await transaction(ctx, (tx) => tx.deps.stores.balances.releaseReadLeases(tx, 'another-replica/'))).toBe(0);
+      expect(await transaction(ctx, (tx) => tx.deps.stores.balances.releaseReadLeases(tx, replicaPrefix()))).toBe(900);
       await pg.db.execute(sql`UPDATE batch_items SET state = 'done'`);
     });
 
@@ -190,7 +191,7 @@ if (!onPostgres) {
         expect(await q(sql`SELECT status FROM batches WHERE id = ${id}`)).toEqual([{ status: 'processing' }]);
         expect(await one(sql`SELECT count(*)::int AS n FROM batch_items WHERE batch_id = ${id}`)).toBe(40);
       }
-      expect(await store.waitingItems(ctx, ids[0]!)).toEqual(new Uint8Array(Buffer.from('[]')));
+      expect(await ctx.deps.stores.balances.waitingItems(ctx, ids[0]!)).toEqual(new Uint8Array(Buffer.from('[]')));
       await pg.db.execute(sql`UPDATE batch_items SET state = 'done'`);
     });
 
@@ -222,21 +223,21 @@ if (!onPostgres) {
     /** A flush as recordOutcomes makes it: results, finishes, then the batches' counters, in the order given. */
     const flush = (items: ClaimedItem[], cents: number) =>
       transaction(ctx, async (tx: TxCtx) => {
-        await store.lockReads(tx, items.map((i) => i.id));
-        const inserted = await store.recordResults(
+        await tx.deps.stores.balances.lockReads(tx, items.map((i) => i.id));
+        const inserted = await tx.deps.stores.balances.recordResults(
           tx,
           items.map((i): ResultRow => ({ itemId: i.id, batchId: i.batchId, lenderId: i.lenderId, aid: i.authorizerUniqueId, cents, code: 0, exportStatus: 'SUCCESS', institution: null, at: NOW, kind: null, asOf: null, detail: null })),
         );
-        await store.finishReads(tx, items.map((i) => ({ id: i.id, leaseToken: i.leaseToken, finish: { state: 'done' } })));
+        await tx.deps.stores.balances.finishReads(tx, items.map((i) => ({ id: i.id, leaseToken: i.leaseToken, finish: { state: 'done' } })));
         const added = new Map<string, number>();
         items.forEach((i, n) => inserted[n] && added.set(i.batchId, (added.get(i.batchId) ?? 0) + 1));
-        await store.lockBatches(tx, [...added.keys()]);
+        await tx.deps.stores.balances.lockBatches(tx, [...added.keys()]);
         const completed: string[] = [];
         for (const [batchId, n] of added) {
-          const b = await store.countProcessed(tx, batchId, n);
+          const b = await tx.deps.stores.balances.countProcessed(tx, batchId, n);
           if (b?.completed) {
             completed.push(b.id);
-            await store.completeBatch(tx, b.id, NOW);
+            await tx.deps.stores.balances.completeBatch(tx, b.id, NOW);
           }
         }
         return { recorded: inserted.filter(Boolean).length, completed };
@@ -247,7 +248,7 @@ if (!onPostgres) {
       const lenders = [await newLender(), await newLender()];
       const batchIds: string[] = [];
       for (const l of lenders) for (let i = 0; i < 3; i++) batchIds.push(await processingBatch(l, 20, `${tag}-${l}-${i}`));
-      const items = await store.claimDueReads(ctx, 1000, NOW);
+      const items = await ctx.deps.stores.balances.claimDueReads(ctx, 1000, NOW);
       expect(items).toHaveLength(120);
       return { lenders, batchIds, items };
     }
@@ -259,7 +260,7 @@ if (!onPostgres) {
       for (const id of batchIds) {
         expect(await q(sql`SELECT status, total_processed AS n FROM batches WHERE id = ${id}`)).toEqual([{ status: 'completed', n: 20 }]);
       }
-      for (const l of lenders) expect(await store.pendingAuthorizers(ctx, l)).toBe(0);
+      for (const l of lenders) expect(await ctx.deps.stores.balances.pendingAuthorizers(ctx, l)).toBe(0);
       expect(await one(sql`SELECT count(*)::int AS n FROM batch_items WHERE batch_id = ANY(${sql.param(batchIds)}::text[]) AND (state <> 'done' OR lease_until <> 0)`)).toBe(0);
     }
 
@@ -270,7 +271,7 @@ if (!onPostgres) {
         Array.from({ length: CALLERS }, (_, k) => flush([...items].sort((x, y) => ((x.id * (k + 7)) % 101) - ((y.id * (k + 7)) % 101)), 12_345_678_901)),
       );
       await expectAllCounted(lenders, batchIds, outcomes);
-      const page = await store.resultsPage(ctx, batchIds[0]!, 0, 100);
+      const page = await ctx.deps.stores.balances.resultsPage(ctx, batchIds[0]!, 0, 100);
       expect(page).toHaveLength(20);
       expect(page[0]!.cents).toBe(12_345_678_901);
     });

@@ -9,7 +9,6 @@ import { enrollBorrower } from '../../helpers/fixtures';
 import { queueDueReads } from '../../../src/modules/enrollments/monitoring';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
 import { finish, planSend, sendPlanned } from '../../../src/modules/collection/dispatch';
-import { collectionStore } from '../../../src/modules/collection/store';
 
 const KEY = 'sbx_removal_claim_000001';
 const contexts: TestContext[] = [];
@@ -22,7 +21,7 @@ async function duePayment(aid: string) {
   expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower(aid, { collectable_amount: 1200 })] } })).status).toBe(207);
   await queueDueReads(c.rt);
   await processBalances(c.rt);
-  const [p] = await collectionStore.claimDuePayments({ deps: c.rt }, 10, c.clock.now());
+  const [p] = await c.rt.stores.collection.claimDuePayments({ deps: c.rt }, 10, c.clock.now());
   expect(p).toBeDefined();
   return { c, p: p! };
 }

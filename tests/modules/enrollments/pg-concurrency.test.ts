@@ -25,9 +25,8 @@ if (!onPostgres) {
   const { transaction } = await import('../../../src/platform/context');
   const { enroll, removeEnrollments } = await import('../../../src/modules/enrollments/service');
   const { lapseDueMonitors, recheckHeld } = await import('../../../src/modules/enrollments/monitoring');
-  const { enrollmentStore } = await import('../../../src/modules/enrollments/store');
-  const { monitorStore } = await import('../../../src/modules/enrollments/monitor-store');
-  const { payCycleStore } = await import('../../../src/modules/pay-cycles/store');
+  const { pgStores } = await import('../../../src/stores');
+  const { enrollments: enrollmentStore, monitors: monitorStore, payCycles: payCycleStore } = pgStores;
   const { DAY_MS } = await import('../../../src/platform/clock');
   type Deps = import('../../../src/deps').Deps;
   type Ctx = import('../../../src/deps').Ctx;

@@ -18,8 +18,8 @@ import {
   MAX_LIVE_API_KEYS,
   TooManyApiKeys,
 } from '../../../src/modules/lenders/service';
-import { lenderStore } from '../../../src/modules/lenders/store';
 import { freshPgDatabase, onPostgres } from '../../helpers/pg';
+import { pgStores } from '../../../src/stores';
 
 const CALLERS = 20;
 const NOW = Date.UTC(2026, 0, 5, 12);
@@ -29,7 +29,7 @@ if (!onPostgres) {
 } else {
   const database = freshPgDatabase();
   const pg = openPg(database.url, { max: CALLERS + 5 });
-  const deps = { pg, db: undefined as never, reader: undefined as never };
+  const deps = { pg, db: undefined as never, reader: undefined as never, stores: pgStores };
   afterAll(async () => {
     await pg.close();
     database.drop();
@@ -65,7 +65,7 @@ if (!onPostgres) {
 
     test('a name stored by a writer that skipped the check is refused with the same error', async () => {
       await createLender(deps, 'Raced', NOW);
-      const attempt = transaction({ deps }, (tx) => lenderStore.addLender(tx, { id: crypto.randomUUID(), name: 'Raced', debitCardApproved: false, createdAt: NOW }));
+      const attempt = transaction({ deps }, (tx) => tx.deps.stores.lenders.addLender(tx, { id: crypto.randomUUID(), name: 'Raced', debitCardApproved: false, createdAt: NOW }));
       expect(attempt).rejects.toThrow(new LenderError('A lender named Raced already exists'));
       await attempt.catch(() => undefined);
     });

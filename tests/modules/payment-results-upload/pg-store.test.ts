@@ -8,7 +8,7 @@ import { sql } from 'drizzle-orm';
 import type { Ctx } from '../../../src/deps';
 import { transaction } from '../../../src/platform/context';
 import { rows } from '../../../src/platform/store.pg';
-import { uploadStore as store, type UploadedWrite } from '../../../src/modules/payment-results-upload/store';
+import { type UploadedWrite } from '../../../src/modules/payment-results-upload/store';
 import { onPostgres } from '../../helpers/pg';
 import { pgServiceDeps, type PgServiceDeps } from '../../helpers/pg-service-deps';
 
@@ -57,11 +57,11 @@ if (!onPostgres) {
    */
   async function uploadOnce(ctx: Ctx, references: string[], slice = 128): Promise<number> {
     return transaction(ctx, async (tx) => {
-      await store.serializeUploads(tx, ctx.lender.id);
+      await tx.deps.stores.uploads.serializeUploads(tx, ctx.lender.id);
       let added = 0;
       for (let i = 0; i < references.length; i += slice) {
         const refs = references.slice(i, i + slice);
-        const priors = new Map((await store.uploadedAmong(tx, ctx.lender.id, refs)).map((u) => [u.reference, u]));
+        const priors = new Map((await tx.deps.stores.uploads.uploadedAmong(tx, ctx.lender.id, refs)).map((u) => [u.reference, u]));
         // The window in which another upload would decide on the same stored rows, were it not waiting.
         await Bun.sleep(1);
         const writes: UploadedWrite[] = refs.map((r) => {
@@ -83,7 +83,7 @@ if (!onPostgres) {
             now: T0 + 3 * DAY,
           };
         });
-        await store.saveUploaded(tx, writes);
+        await tx.deps.stores.uploads.saveUploaded(tx, writes);
       }
       return added;
     });
@@ -115,13 +115,13 @@ if (!onPostgres) {
       // Odd values on purpose: quotes, commas, braces and NULL-looking text go through the arrays unchanged.
       const odd = [`a'b`, 'c,d', '{e}', 'NULL', '"f"', 'é ü'];
       await transaction(ctx, (tx) =>
-        store.saveUploaded(tx, [
+        tx.deps.stores.uploads.saveUploaded(tx, [
           ...refs.map((r, i) => add(ctx.lender.id, r, { amountCents: 9_007_199_254_740_991 - i, matched: i % 2 === 0, aid: i % 3 === 0 ? `aid-${i}` : null })),
           ...odd.map((r) => add(ctx.lender.id, r, { status: 'returned', returnedAt: T0 + 5 * DAY, returnCode: 'R01', batchId: r })),
         ]),
       );
-      await transaction(other, (tx) => store.saveUploaded(tx, [add(other.lender.id, 'R-1')]));
-      const back = await store.uploadedAmong(ctx, ctx.lender.id, [...refs, ...odd, 'absent']);
+      await transaction(other, (tx) => tx.deps.stores.uploads.saveUploaded(tx, [add(other.lender.id, 'R-1')]));
+      const back = await ctx.deps.stores.uploads.uploadedAmong(ctx, ctx.lender.id, [...refs, ...odd, 'absent']);
       expect(back.length).toBe(refs.length + odd.length);
       const byRef = new Map(back.map((u) => [u.reference, u]));
       // Ids follow the order the slice gave.
@@ -140,12 +140,12 @@ if (!onPostgres) {
       const r0 = byRef.get('R-0')!;
       const rOdd = byRef.get(odd[0]!)!;
       await transaction(ctx, (tx) =>
-        store.saveUploaded(tx, [
+        tx.deps.stores.uploads.saveUploaded(tx, [
           { kind: 'change', id: r0.id, outcome: { status: 'settled', amountCents: 55, returnCode: null }, settledAt: T0 + 2 * DAY, returnedAt: null, aid: 'x', enrollmentId: null, batchId: 'b', matched: false, now: T0 + 9 * DAY },
           { kind: 'change', id: rOdd.id, outcome: null, settledAt: null, returnedAt: T0 + 7 * DAY, aid: null, enrollmentId: null, batchId: null, matched: true, now: T0 + 9 * DAY },
         ]),
       );
-      const after = new Map((await store.uploadedAmong(ctx, ctx.lender.id, ['R-0', odd[0]!])).map((u) => [u.reference, u]));
+      const after = new Map((await ctx.deps.stores.uploads.uploadedAmong(ctx, ctx.lender.id, ['R-0', odd[0]!])).map((u) => [u.reference, u]));
       expect(after.get('R-0')).toEqual({ id: r0.id, reference: 'R-0', status: 'settled', settledAt: T0 + 2 * DAY, returnedAt: null, matched: 0 });
       expect(after.get(odd[0]!)).toEqual({ id: rOdd.id, reference: odd[0]!, status: 'returned', settledAt: null, returnedAt: T0 + 5 * DAY, matched: 1 });
       const changed = await rows<{ amount: number; code: string | null; aid: string | null; batch: string | null; updated: string }>(
@@ -156,8 +156,8 @@ if (!onPostgres) {
       const kept = await rows<{ code: string | null }>(e.pg.db, sql`SELECT return_code AS code FROM uploaded_results WHERE id = ${rOdd.id}`);
       expect(kept[0]!.code).toBe('R01');
       // Nothing to write: no statement.
-      await transaction(ctx, (tx) => store.saveUploaded(tx, []));
-      expect(await store.uploadedAmong(ctx, ctx.lender.id, [])).toEqual([]);
+      await transaction(ctx, (tx) => tx.deps.stores.uploads.saveUploaded(tx, []));
+      expect(await ctx.deps.stores.uploads.uploadedAmong(ctx, ctx.lender.id, [])).toEqual([]);
     }, SLOW);
 
     test('the lender’s payments among references; borrowers’ credits, past 2^53 cents; the history, newest first, a page at a time', async () => {
@@ -172,8 +172,8 @@ if (!onPostgres) {
       await e.pg.db.execute(sql`
         INSERT INTO payments (id, lender_id, enrollment_id, authorizer_unique_id, connection_id, rail, amount_cents, reference, status, created_at, updated_at)
         VALUES (${`${id}-p1`}, ${id}, ${`${id}-e1`}, 'loan-1', ${`${id}-k`}, 'ach', 9007199254740000, 'DRS-1', 'settled', ${T0}, ${T0})`);
-      expect(await store.paymentsAmong(ctx, id, ['DRS-1', 'DRS-2'])).toEqual([{ id: `${id}-p1`, reference: 'DRS-1', enrollmentId: `${id}-e1`, aid: 'loan-1', amount: 9007199254740000 }]);
-      expect(await store.paymentsAmong(ctx, 'another', ['DRS-1'])).toEqual([]);
+      expect(await ctx.deps.stores.uploads.paymentsAmong(ctx, id, ['DRS-1', 'DRS-2'])).toEqual([{ id: `${id}-p1`, reference: 'DRS-1', enrollmentId: `${id}-e1`, aid: 'loan-1', amount: 9007199254740000 }]);
+      expect(await ctx.deps.stores.uploads.paymentsAmong(ctx, 'another', ['DRS-1'])).toEqual([]);
 
       /** A settled event and the credit it made in the borrower's ledger. */
       const credit = async (n: number, enrollment: string, cents: number) => {
@@ -191,7 +191,7 @@ if (!onPostgres) {
         { enrollmentId: `${id}-e2`, after: 0 },
         { enrollmentId: `${id}-none`, after: 0 },
       ];
-      const credits = async () => new Map((await transaction(ctx, (tx) => store.creditsSince(tx, since))).map((c) => [c.enrollmentId, c]));
+      const credits = async () => new Map((await transaction(ctx, (tx) => tx.deps.stores.uploads.creditsSince(tx, since))).map((c) => [c.enrollmentId, c]));
       const first = await credits();
       expect(first.get(`${id}-e1`)).toMatchObject({ from: 0, credited: 9007199254740000 });
       expect(first.get(`${id}-e2`)).toMatchObject({ from: 0, credited: 5000 });
@@ -207,17 +207,17 @@ if (!onPostgres) {
 
       const report = { format: 'generic' as const, rowCount: 3, dataRowCount: 4, matched: 2, needsAttention: 1, problems: [{ row: 2, reason: 'x', severity: 'warning' }] };
       await transaction(ctx, async (tx) => {
-        await store.recordUpload(tx, { id: 'u1', lenderId: id, recordedAt: T0, creator: 'ana', report });
-        await store.recordUpload(tx, { id: 'u3', lenderId: id, recordedAt: T0 + 1, creator: null, report });
-        await store.recordUpload(tx, { id: 'u2', lenderId: id, recordedAt: T0 + 1, creator: null, report });
+        await tx.deps.stores.uploads.recordUpload(tx, { id: 'u1', lenderId: id, recordedAt: T0, creator: 'ana', report });
+        await tx.deps.stores.uploads.recordUpload(tx, { id: 'u3', lenderId: id, recordedAt: T0 + 1, creator: null, report });
+        await tx.deps.stores.uploads.recordUpload(tx, { id: 'u2', lenderId: id, recordedAt: T0 + 1, creator: null, report });
       });
-      const page = await store.uploadsBefore(ctx, id, { t: Number.MAX_SAFE_INTEGER, i: '' }, 2);
+      const page = await ctx.deps.stores.uploads.uploadsBefore(ctx, id, { t: Number.MAX_SAFE_INTEGER, i: '' }, 2);
       expect(page.map((u) => u.id)).toEqual(['u3', 'u2']);
       expect(page[0]).toMatchObject({ lenderId: id, recordedAt: T0 + 1, creator: null, format: 'generic', rowCount: 3, dataRowCount: 4, matched: 2, needsAttention: 1, problemCount: 1 });
-      expect((await store.uploadsBefore(ctx, id, { t: T0 + 1, i: 'u2' }, 2)).map((u) => u.id)).toEqual(['u1']);
-      expect(JSON.parse((await store.uploadOf(ctx, id, 'u1'))!.problems)).toEqual(report.problems);
-      expect(await store.uploadOf(ctx, 'another', 'u1')).toBeUndefined();
-      expect(await store.apiKeyPrefix(ctx, 'no-such-key')).toBeNull();
+      expect((await ctx.deps.stores.uploads.uploadsBefore(ctx, id, { t: T0 + 1, i: 'u2' }, 2)).map((u) => u.id)).toEqual(['u1']);
+      expect(JSON.parse((await ctx.deps.stores.uploads.uploadOf(ctx, id, 'u1'))!.problems)).toEqual(report.problems);
+      expect(await ctx.deps.stores.uploads.uploadOf(ctx, 'another', 'u1')).toBeUndefined();
+      expect(await ctx.deps.stores.uploads.apiKeyPrefix(ctx, 'no-such-key')).toBeNull();
     }, SLOW);
   });
 }

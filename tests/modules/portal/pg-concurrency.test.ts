@@ -10,6 +10,7 @@ import { FakeClock } from '../../../src/platform/clock';
 import { openPg } from '../../../src/platform/pg';
 import { rows } from '../../../src/platform/store.pg';
 import { freshPgDatabase, onPostgres } from '../../helpers/pg';
+import { pgStores } from '../../../src/stores';
 
 const CALLERS = 20;
 const NOW = Date.UTC(2026, 0, 5, 12);
@@ -23,7 +24,7 @@ if (!onPostgres) {
   const database = freshPgDatabase();
   const pg = openPg(database.url, { max: CALLERS + 5 });
   const clock = new FakeClock(NOW);
-  const deps = { pg, db: undefined as never, reader: undefined as never, clock };
+  const deps = { pg, db: undefined as never, reader: undefined as never, stores: pgStores, clock };
   afterAll(async () => {
     await pg.close();
     database.drop();

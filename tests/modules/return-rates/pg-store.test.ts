@@ -8,7 +8,6 @@ import type { Ctx } from '../../../src/deps';
 import { DAY_MS } from '../../../src/platform/clock';
 import { transaction } from '../../../src/platform/context';
 import { ratesOver, WATCH_DAYS } from '../../../src/modules/return-rates/service';
-import { returnRateStore as store } from '../../../src/modules/return-rates/store';
 import { onPostgres } from '../../helpers/pg';
 import { pgServiceDeps, type PgServiceDeps } from '../../helpers/pg-service-deps';
 
@@ -74,18 +73,18 @@ if (!onPostgres) {
       const now = e.clock.now();
       await fixture(e, ctx, now);
       const from = now - WATCH_DAYS * DAY_MS;
-      expect(await store.debitsIn(ctx, ctx.lender.id, from, now)).toBe(14);
-      const returns = await store.returnsIn(ctx, ctx.lender.id, from, now);
+      expect(await ctx.deps.stores.returnRates.debitsIn(ctx, ctx.lender.id, from, now)).toBe(14);
+      const returns = await ctx.deps.stores.returnRates.returnsIn(ctx, ctx.lender.id, from, now);
       expect(returns.map((r) => `${r.reference}:${r.code}`).sort()).toEqual(['DRS-1:R10', 'DRS-2:R01', 'UP-4:R03']);
       // Outside the window: nothing.
-      expect(await store.debitsIn(ctx, ctx.lender.id, from - 10 * DAY_MS, from - DAY_MS)).toBe(0);
-      expect(await store.returnsIn(ctx, ctx.lender.id, from - 10 * DAY_MS, from - DAY_MS)).toEqual([]);
+      expect(await ctx.deps.stores.returnRates.debitsIn(ctx, ctx.lender.id, from - 10 * DAY_MS, from - DAY_MS)).toBe(0);
+      expect(await ctx.deps.stores.returnRates.returnsIn(ctx, ctx.lender.id, from - 10 * DAY_MS, from - DAY_MS)).toEqual([]);
       const r = await ratesOver(ctx, ctx.lender.id, now, WATCH_DAYS);
       expect(r.debits).toBe(14);
       expect(r.rates.unauthorized.returns).toBe(1);
       expect(r.rates.administrative.returns).toBe(1);
       expect(r.rates.overall.returns).toBe(3);
-      expect(await store.lenderIds(ctx)).toContain(ctx.lender.id);
+      expect(await ctx.deps.stores.returnRates.lenderIds(ctx)).toContain(ctx.lender.id);
     }, SLOW);
 
     test('20 evaluations at once after a change of status: one sees the change, the others what it saved', async () => {
@@ -93,23 +92,23 @@ if (!onPostgres) {
       const ctx = await e.newLender();
       const now = e.clock.now();
       await fixture(e, ctx, now);
-      await transaction(ctx, (tx) => store.saveWatchedStatuses(tx, ctx.lender.id, { unauthorized: 'ok', administrative: 'ok', overall: 'ok' }, now - DAY_MS));
+      await transaction(ctx, (tx) => tx.deps.stores.returnRates.saveWatchedStatuses(tx, ctx.lender.id, { unauthorized: 'ok', administrative: 'ok', overall: 'ok' }, now - DAY_MS));
       // As evaluateReturnRates does: its turn first, then the rates, the last statuses, the comparison, the save.
       const evaluate = () =>
         transaction(ctx, async (tx) => {
-          await store.serializeWatch(tx, ctx.lender.id);
+          await tx.deps.stores.returnRates.serializeWatch(tx, ctx.lender.id);
           const r = await ratesOver(tx, ctx.lender.id, now, WATCH_DAYS);
-          const prev = (await store.watchedStatuses(tx, ctx.lender.id))!;
+          const prev = (await tx.deps.stores.returnRates.watchedStatuses(tx, ctx.lender.id))!;
           await Bun.sleep(2);
           const next = { unauthorized: r.rates.unauthorized.status, administrative: r.rates.administrative.status, overall: r.rates.overall.status };
           const changed = (Object.keys(next) as (keyof typeof next)[]).filter((k) => next[k] !== prev[k]);
-          await store.saveWatchedStatuses(tx, ctx.lender.id, next, now);
+          await tx.deps.stores.returnRates.saveWatchedStatuses(tx, ctx.lender.id, next, now);
           return changed.length;
         });
       const changes = await Promise.all(Array.from({ length: CALLERS }, evaluate));
       // unauthorized (1 of 14) and overall (3 of 14) are exceeded, administrative (1 of 14) too: one evaluation sees it.
       expect(changes.filter((n) => n > 0)).toEqual([3]);
-      expect(await store.watchedStatuses(ctx, ctx.lender.id)).toMatchObject({ unauthorized: 'exceeded', administrative: 'exceeded', overall: 'exceeded' });
+      expect(await ctx.deps.stores.returnRates.watchedStatuses(ctx, ctx.lender.id)).toMatchObject({ unauthorized: 'exceeded', administrative: 'exceeded', overall: 'exceeded' });
     }, SLOW);
   });
 }

@@ -15,7 +15,7 @@ import { batches, lenders, schedules } from '../../../db/schema-pg';
 import type { Ctx, Deps } from '../../../src/deps';
 import { startDueRuns } from '../../../src/modules/schedules/runs';
 import { disableSchedule, removeAuthorizers, updateSchedule } from '../../../src/modules/schedules/service';
-import { scheduleStore as store, type NewScheduleAuthorizer, type ScheduleRow } from '../../../src/modules/schedules/store';
+import { type NewScheduleAuthorizer, type ScheduleRow } from '../../../src/modules/schedules/store';
 import { DAY_MS, FakeClock } from '../../../src/platform/clock';
 import { transaction } from '../../../src/platform/context';
 import { Conflict } from '../../../src/platform/errors';
@@ -23,6 +23,7 @@ import { newId } from '../../../src/platform/ids';
 import { openPg, type PgHandle } from '../../../src/platform/pg';
 import { dateOf } from '../../../src/modules/schedules/times';
 import { freshPgDatabase, onPostgres } from '../../helpers/pg';
+import { pgStores } from '../../../src/stores';
 
 const CALLERS = 20;
 
@@ -41,7 +42,7 @@ if (!onPostgres) {
     database = freshPgDatabase();
     // More connections than callers: each transaction holds one, so all 20 are open at once.
     pg = openPg(database.url, { max: CALLERS + 5 });
-    deps = { pg, db: undefined as never, reader: undefined as never, clock } as unknown as Deps;
+    deps = { pg, db: undefined as never, reader: undefined as never, stores: pgStores, clock } as unknown as Deps;
   });
   afterAll(async () => {
     await pg.close();
@@ -85,7 +86,7 @@ if (!onPostgres) {
       nextRunAt: DAY0 + DAY_MS + 9 * 3_600_000,
     };
     const authorizers = Array.from({ length: opts.authorizers ?? 0 }, (_, i) => authorizer(i));
-    await transaction(ctx, (tx) => store.createSchedule(tx, row, authorizers));
+    await transaction(ctx, (tx) => tx.deps.stores.schedules.createSchedule(tx, row, authorizers));
     return row;
   }
 
@@ -97,6 +98,7 @@ if (!onPostgres) {
       const s = await newSchedule(ctx, { runs: 3 });
       // Counts the runs taken: the scheduler's own code, its store call observed.
       const taken: number[] = [];
+      const store = pgStores.schedules;
       const recordRunStarted = store.recordRunStarted;
       store.recordRunStarted = async (...args) => {
         const ok = await recordRunStarted(...args);
@@ -126,8 +128,8 @@ if (!onPostgres) {
       const now = s.nextRunAt! + 1;
       const take = () =>
         transaction({ deps }, async (tx) => {
-          const due = await store.dueSchedule(tx, s.id, now);
-          return !!due && (await store.recordRunStarted(tx, s.id, due.nextRunAt!, due.nextRunAt! + DAY_MS, now));
+          const due = await tx.deps.stores.schedules.dueSchedule(tx, s.id, now);
+          return !!due && (await tx.deps.stores.schedules.recordRunStarted(tx, s.id, due.nextRunAt!, due.nextRunAt! + DAY_MS, now));
         });
       const results = await Promise.all(Array.from({ length: CALLERS }, take));
       expect(results.filter(Boolean).length).toBe(1);
@@ -137,8 +139,8 @@ if (!onPostgres) {
       const racing = await Promise.all(
         Array.from({ length: CALLERS }, (_, i) =>
           i === 0
-            ? transaction({ deps }, (tx) => store.disableSchedule(tx, other.id, now)).then(() => false)
-            : transaction({ deps }, (tx) => store.recordRunStarted(tx, other.id, other.nextRunAt!, other.nextRunAt! + DAY_MS, now)),
+            ? transaction({ deps }, (tx) => tx.deps.stores.schedules.disableSchedule(tx, other.id, now)).then(() => false)
+            : transaction({ deps }, (tx) => tx.deps.stores.schedules.recordRunStarted(tx, other.id, other.nextRunAt!, other.nextRunAt! + DAY_MS, now)),
         ),
       );
       const row = await scheduleRow(other.id);
@@ -155,13 +157,13 @@ if (!onPostgres) {
       await Promise.all(
         Array.from({ length: CALLERS }, () =>
           transaction(ctx, async (tx) => {
-            const row = await store.lockSchedule(tx, ctx.lender.id, s.id);
-            await store.updateSchedule(tx, s.id, { ...row!, updatedAt: row!.updatedAt + 1 });
+            const row = await tx.deps.stores.schedules.lockSchedule(tx, ctx.lender.id, s.id);
+            await tx.deps.stores.schedules.updateSchedule(tx, s.id, { ...row!, updatedAt: row!.updatedAt + 1 });
           }),
         ),
       );
       expect((await scheduleRow(s.id)).updatedAt).toBe(s.updatedAt + CALLERS);
-      expect(await transaction(ctx, (tx) => store.lockSchedule(tx, 'another lender', s.id))).toBeUndefined();
+      expect(await transaction(ctx, (tx) => tx.deps.stores.schedules.lockSchedule(tx, 'another lender', s.id))).toBeUndefined();
     });
 
     test(`${CALLERS} runs now of one schedule at once: the schedule held, one batch made, the others find it open`, async () => {
@@ -170,8 +172,8 @@ if (!onPostgres) {
       // What a run now does with the store, its batch written as the balance requests' store would.
       const runNow = () =>
         transaction(ctx, async (tx) => {
-          const held = await store.lockSchedule(tx, ctx.lender.id, s.id);
-          if (!held || (await store.openRunOf(tx, s.id))) return false;
+          const held = await tx.deps.stores.schedules.lockSchedule(tx, ctx.lender.id, s.id);
+          if (!held || (await tx.deps.stores.schedules.openRunOf(tx, s.id))) return false;
           await (tx.tx as unknown as PgHandle['db'])
             .insert(batches)
             .values({ id: newId(), lenderId: ctx.lender.id, source: 'schedule', scheduleId: s.id, status: 'pending', submittedAt: clock.now(), totalAuthorizers: 0 });
@@ -214,9 +216,9 @@ if (!onPostgres) {
       const results = await Promise.allSettled(
         Array.from({ length: CALLERS }, () =>
           transaction(ctx, async (tx) => {
-            await store.serializeScheduleNames(tx, ctx.lender.id);
-            if (await store.nameTaken(tx, ctx.lender.id, 'nightly')) return false;
-            await store.createSchedule(tx, { ...(await scheduleTemplate(ctx)), name: 'nightly' }, [authorizer(1)]);
+            await tx.deps.stores.schedules.serializeScheduleNames(tx, ctx.lender.id);
+            if (await tx.deps.stores.schedules.nameTaken(tx, ctx.lender.id, 'nightly')) return false;
+            await tx.deps.stores.schedules.createSchedule(tx, { ...(await scheduleTemplate(ctx)), name: 'nightly' }, [authorizer(1)]);
             return true;
           }),
         ),
@@ -262,44 +264,44 @@ if (!onPostgres) {
     const a = await newSchedule(ctx, { authorizers: 5, name: 'a' });
     const b = await newSchedule(ctx, { authorizers: 0, name: 'b' });
     const c = await newSchedule(ctx, { authorizers: 2, name: 'c' });
-    expect(await store.scheduleOf(ctx, ctx.lender.id, a.id)).toEqual(a);
-    expect(await store.scheduleOf(ctx, 'another lender', a.id)).toBeUndefined();
-    const auths = await store.scheduleAuthorizers(ctx, a.id);
+    expect(await ctx.deps.stores.schedules.scheduleOf(ctx, ctx.lender.id, a.id)).toEqual(a);
+    expect(await ctx.deps.stores.schedules.scheduleOf(ctx, 'another lender', a.id)).toBeUndefined();
+    const auths = await ctx.deps.stores.schedules.scheduleAuthorizers(ctx, a.id);
     expect(auths.map(({ id: _id, scheduleId: _s, ...rest }) => rest)).toEqual([0, 1, 2, 3, 4].map(authorizer));
     expect(typeof auths[0]!.id).toBe('number');
-    expect(await store.authorizerCounts(ctx, [c.id, b.id, a.id])).toEqual([2, 0, 5]);
-    expect(await store.authorizerCounts(ctx, [])).toEqual([]);
-    expect(await store.nameTaken(ctx, ctx.lender.id, 'a')).toBe(true);
-    expect(await store.nameTaken(ctx, ctx.lender.id, 'a', a.id)).toBe(false);
-    expect(await store.nameTaken(ctx, ctx.lender.id, 'A')).toBe(false);
+    expect(await ctx.deps.stores.schedules.authorizerCounts(ctx, [c.id, b.id, a.id])).toEqual([2, 0, 5]);
+    expect(await ctx.deps.stores.schedules.authorizerCounts(ctx, [])).toEqual([]);
+    expect(await ctx.deps.stores.schedules.nameTaken(ctx, ctx.lender.id, 'a')).toBe(true);
+    expect(await ctx.deps.stores.schedules.nameTaken(ctx, ctx.lender.id, 'a', a.id)).toBe(false);
+    expect(await ctx.deps.stores.schedules.nameTaken(ctx, ctx.lender.id, 'A')).toBe(false);
 
     const ids = [a.id, b.id, c.id].sort();
-    const page1 = await store.listSchedules(ctx, { lenderId: ctx.lender.id, afterId: '', take: 2 });
-    const page2 = await store.listSchedules(ctx, { lenderId: ctx.lender.id, afterId: page1.at(-1)!.id, take: 2 });
+    const page1 = await ctx.deps.stores.schedules.listSchedules(ctx, { lenderId: ctx.lender.id, afterId: '', take: 2 });
+    const page2 = await ctx.deps.stores.schedules.listSchedules(ctx, { lenderId: ctx.lender.id, afterId: page1.at(-1)!.id, take: 2 });
     expect([...page1, ...page2].map((s) => s.id)).toEqual(ids);
-    expect(await store.listSchedules(ctx, { lenderId: ctx.lender.id, status: 'DISABLED', afterId: '', take: 9 })).toEqual([]);
+    expect(await ctx.deps.stores.schedules.listSchedules(ctx, { lenderId: ctx.lender.id, status: 'DISABLED', afterId: '', take: 9 })).toEqual([]);
 
-    expect(await transaction(ctx, (tx) => store.removeAuthorizers(tx, a.id, ['auth-001', 'auth-003', 'nobody']))).toBe(2);
-    expect(await transaction(ctx, (tx) => store.removeAuthorizers(tx, a.id, []))).toBe(0);
-    expect((await store.scheduleAuthorizers(ctx, a.id)).map((r) => r.authorizerUniqueId)).toEqual(['auth-000', 'auth-002', 'auth-004']);
+    expect(await transaction(ctx, (tx) => tx.deps.stores.schedules.removeAuthorizers(tx, a.id, ['auth-001', 'auth-003', 'nobody']))).toBe(2);
+    expect(await transaction(ctx, (tx) => tx.deps.stores.schedules.removeAuthorizers(tx, a.id, []))).toBe(0);
+    expect((await ctx.deps.stores.schedules.scheduleAuthorizers(ctx, a.id)).map((r) => r.authorizerUniqueId)).toEqual(['auth-000', 'auth-002', 'auth-004']);
 
     const due = a.nextRunAt!;
-    const dueIds = await store.dueScheduleIds(ctx, due, 1000);
+    const dueIds = await ctx.deps.stores.schedules.dueScheduleIds(ctx, due, 1000);
     expect(dueIds).toEqual(expect.arrayContaining([a.id, b.id, c.id]));
-    expect(await store.dueScheduleIds(ctx, due - 1, 1000)).not.toContain(a.id);
-    expect(await store.dueSchedule(ctx, a.id, due - 1)).toBeUndefined();
-    expect(await store.dueSchedule(ctx, a.id, due)).toEqual(a);
+    expect(await ctx.deps.stores.schedules.dueScheduleIds(ctx, due - 1, 1000)).not.toContain(a.id);
+    expect(await ctx.deps.stores.schedules.dueSchedule(ctx, a.id, due - 1)).toBeUndefined();
+    expect(await ctx.deps.stores.schedules.dueSchedule(ctx, a.id, due)).toEqual(a);
 
-    expect(await store.openRunOf(ctx, a.id)).toBeUndefined();
+    expect(await ctx.deps.stores.schedules.openRunOf(ctx, a.id)).toBeUndefined();
     const batchId = newId();
     await pg.db.insert(batches).values({ id: batchId, lenderId: ctx.lender.id, source: 'schedule', scheduleId: a.id, status: 'processing', submittedAt: due, totalAuthorizers: 0 });
-    expect(await store.openRunOf(ctx, a.id)).toBe(batchId);
-    expect(await transaction(ctx, (tx) => store.recordRunCompleted(tx, a.id, due + 5))).toBe(a.webhook);
-    expect(await transaction(ctx, (tx) => store.recordRunCompleted(tx, 'no such schedule', due + 5))).toBeNull();
+    expect(await ctx.deps.stores.schedules.openRunOf(ctx, a.id)).toBe(batchId);
+    expect(await transaction(ctx, (tx) => tx.deps.stores.schedules.recordRunCompleted(tx, a.id, due + 5))).toBe(a.webhook);
+    expect(await transaction(ctx, (tx) => tx.deps.stores.schedules.recordRunCompleted(tx, 'no such schedule', due + 5))).toBeNull();
     expect((await scheduleRow(a.id)).lastRunAt).toBe(due + 5);
     // The last run: COMPLETED, no next run.
-    expect(await transaction(ctx, (tx) => store.recordRunStarted(tx, a.id, due, null, due + 6))).toBe(true);
+    expect(await transaction(ctx, (tx) => tx.deps.stores.schedules.recordRunStarted(tx, a.id, due, null, due + 6))).toBe(true);
     expect(await scheduleRow(a.id)).toMatchObject({ status: 'COMPLETED', nextRunAt: null, updatedAt: due + 6 });
-    expect(await transaction(ctx, (tx) => store.recordRunStarted(tx, a.id, due, null, due + 7))).toBe(false);
+    expect(await transaction(ctx, (tx) => tx.deps.stores.schedules.recordRunStarted(tx, a.id, due, null, due + 7))).toBe(false);
   });
 }

@@ -15,7 +15,7 @@ import { lenders, webhookAttempts, webhookDeliveries, webhookEndpoints, webhookS
 import type { Ctx, Deps } from '../../../src/deps';
 import { createEndpoint, MAX_ENDPOINTS } from '../../../src/modules/webhooks/endpoints';
 import { readSecret, rotateSecret } from '../../../src/modules/webhooks/service';
-import { CUT_SHORT, SENDING, webhookStore as store, type DueRow, type NewDelivery } from '../../../src/modules/webhooks/store';
+import { CUT_SHORT, SENDING, type DueRow, type NewDelivery } from '../../../src/modules/webhooks/store';
 import { FakeClock } from '../../../src/platform/clock';
 import { transaction } from '../../../src/platform/context';
 import { replicaPrefix } from '../../../src/platform/lease-token';
@@ -80,7 +80,7 @@ if (!onPostgres) {
       expect(refused.length).toBe(CALLERS - MAX_ENDPOINTS);
       for (const r of refused) expect(r.reason).toBeInstanceOf(Conflict);
       expect(await count(sql`SELECT count(*)::int AS n FROM ${webhookEndpoints} WHERE lender_id = ${ctx.lender.id}`)).toBe(MAX_ENDPOINTS);
-      expect(await store.countEndpoints(ctx, ctx.lender.id)).toBe(MAX_ENDPOINTS);
+      expect(await ctx.deps.stores.webhooks.countEndpoints(ctx, ctx.lender.id)).toBe(MAX_ENDPOINTS);
     });
 
     test('another lender is not held up by the first one’s bound', async () => {
@@ -91,8 +91,8 @@ if (!onPostgres) {
         ),
       );
       expect(results.every((r) => r.status === 'fulfilled')).toBe(true);
-      expect(await store.countEndpoints(a, a.lender.id)).toBe(CALLERS / 2);
-      expect(await store.countEndpoints(b, b.lender.id)).toBe(CALLERS / 2);
+      expect(await a.deps.stores.webhooks.countEndpoints(a, a.lender.id)).toBe(CALLERS / 2);
+      expect(await b.deps.stores.webhooks.countEndpoints(b, b.lender.id)).toBe(CALLERS / 2);
     });
   });
 
@@ -102,7 +102,7 @@ if (!onPostgres) {
       const read = await Promise.all(Array.from({ length: CALLERS }, () => readSecret({ ctx })));
       expect(new Set(read.map((r) => r.secret)).size).toBe(1);
       expect(await count(sql`SELECT count(*)::int AS n FROM ${webhookSecrets} WHERE lender_id = ${ctx.lender.id}`)).toBe(1);
-      const current = await store.currentSecret(ctx, ctx.lender.id);
+      const current = await ctx.deps.stores.webhooks.currentSecret(ctx, ctx.lender.id);
       expect(deps.vault.open(current!.secretSealed)).toBe(read[0]!.secret);
     });
 
@@ -113,10 +113,10 @@ if (!onPostgres) {
       expect(new Set(rotated.map((r) => r.secret)).size).toBe(CALLERS);
       expect(await count(sql`SELECT count(*)::int AS n FROM ${webhookSecrets} WHERE lender_id = ${ctx.lender.id} AND expires_at IS NULL`)).toBe(1);
       expect(await count(sql`SELECT count(*)::int AS n FROM ${webhookSecrets} WHERE lender_id = ${ctx.lender.id}`)).toBe(CALLERS + 1);
-      const current = deps.vault.open((await store.currentSecret(ctx, ctx.lender.id))!.secretSealed);
+      const current = deps.vault.open((await ctx.deps.stores.webhooks.currentSecret(ctx, ctx.lender.id))!.secretSealed);
       expect(rotated.map((r) => r.secret)).toContain(current);
       // All of them sign during the overlap, the current one first.
-      const signing = await store.signingSecrets(ctx, ctx.lender.id, clock.now());
+      const signing = await ctx.deps.stores.webhooks.signingSecrets(ctx, ctx.lender.id, clock.now());
       expect(signing.length).toBe(CALLERS + 1);
       expect(deps.vault.open(signing[0]!)).toBe(current);
     });
@@ -143,9 +143,9 @@ if (!onPostgres) {
       const ctx = await newLender();
       const now = clock.now();
       const total = 150;
-      await transaction({ deps }, (tx) => store.enqueueDeliveries(tx, deliveriesOf(ctx.lender.id, total, now - 10_000)));
+      await transaction({ deps }, (tx) => tx.deps.stores.webhooks.enqueueDeliveries(tx, deliveriesOf(ctx.lender.id, total, now - 10_000)));
       const claims = await Promise.all(
-        Array.from({ length: CALLERS }, () => transaction({ deps }, (tx) => store.claimDueDeliveries(tx, 10, now, 30_000, []))),
+        Array.from({ length: CALLERS }, () => transaction({ deps }, (tx) => tx.deps.stores.webhooks.claimDueDeliveries(tx, 10, now, 30_000, []))),
       );
       const ids = claims.flat().map((r) => r.id);
       expect(new Set(ids).size).toBe(ids.length);
@@ -164,7 +164,7 @@ if (!onPostgres) {
       const attemptOf = new Map(attempts.map((a) => [a.deliveryId, a.id]));
       for (const r of claims.flat()) expect(r.attemptId).toBe(attemptOf.get(r.id)!);
       // Leased: nothing is due until the lease runs out.
-      expect(await transaction({ deps }, (tx) => store.claimDueDeliveries(tx, 10, now, 30_000, []))).toEqual([]);
+      expect(await transaction({ deps }, (tx) => tx.deps.stores.webhooks.claimDueDeliveries(tx, 10, now, 30_000, []))).toEqual([]);
     });
 
     test('a claim leaves out what it is told to, and what is not yet due', async () => {
@@ -172,8 +172,8 @@ if (!onPostgres) {
       const now = clock.now() + 3_600_000;
       const [a, b, later] = deliveriesOf(ctx.lender.id, 3, now - 100);
       later!.now = now + 1;
-      await transaction({ deps }, (tx) => store.enqueueDeliveries(tx, [a!, b!, later!]));
-      const claimed = await transaction({ deps }, (tx) => store.claimDueDeliveries(tx, 10, now, 30_000, [a!.id]));
+      await transaction({ deps }, (tx) => tx.deps.stores.webhooks.enqueueDeliveries(tx, [a!, b!, later!]));
+      const claimed = await transaction({ deps }, (tx) => tx.deps.stores.webhooks.claimDueDeliveries(tx, 10, now, 30_000, [a!.id]));
       expect(claimed.map((r) => r.id)).toEqual([b!.id]);
       const row: DueRow = claimed[0]!;
       expect(row).toMatchObject({ lenderId: ctx.lender.id, type: 'BALANCE_BATCH_COMPLETED', targetUrl: b!.url, payload: b!.body, attempts: 0, firstAttemptAt: null });
@@ -184,10 +184,10 @@ if (!onPostgres) {
       const ctx = await newLender();
       const now = clock.now() + 5_400_000;
       const [d] = deliveriesOf(ctx.lender.id, 1, now - 100);
-      await transaction({ deps }, (tx) => store.enqueueDeliveries(tx, [d!]));
-      const [first] = await transaction({ deps }, (tx) => store.claimDueDeliveries(tx, 10, now, 1_000, []));
+      await transaction({ deps }, (tx) => tx.deps.stores.webhooks.enqueueDeliveries(tx, [d!]));
+      const [first] = await transaction({ deps }, (tx) => tx.deps.stores.webhooks.claimDueDeliveries(tx, 10, now, 1_000, []));
       // Its lease runs out (its replica stopped or stalled): another claim takes the delivery over.
-      const [second] = await transaction({ deps }, (tx) => store.claimDueDeliveries(tx, 10, now + 1_000, 30_000, []));
+      const [second] = await transaction({ deps }, (tx) => tx.deps.stores.webhooks.claimDueDeliveries(tx, 10, now + 1_000, 30_000, []));
       expect(second!.id).toBe(first!.id);
       expect(second!.leaseToken).not.toBe(first!.leaseToken);
       const errorOf = async (attemptId: number) =>
@@ -197,19 +197,19 @@ if (!onPostgres) {
       const attempt = { at: now + 5, statusCode: 503, error: 'HTTP 503', durationMs: 12 };
       // The stale claim's answer comes back: its attempt is kept, the retry it would schedule is not.
       await transaction({ deps }, (tx) =>
-        store.recordAttempts(tx, [
+        tx.deps.stores.webhooks.recordAttempts(tx, [
           { id: d!.id, leaseToken: first!.leaseToken, attemptId: first!.attemptId, sent: true, attempt, state: 'pending', attempts: 1, nextAttemptAt: now + 60_000, firstAttemptAt: now + 5, finishedAt: null },
         ]),
       );
-      const [mid] = await store.listDeliveries(ctx, { lenderId: ctx.lender.id, after: null, take: 10 });
+      const [mid] = await ctx.deps.stores.webhooks.listDeliveries(ctx, { lenderId: ctx.lender.id, after: null, take: 10 });
       expect(mid).toMatchObject({ state: 'pending', attempts: 0, leaseUntil: now + 1_000 + 30_000 });
       // The holder's answer stands.
       await transaction({ deps }, (tx) =>
-        store.recordAttempts(tx, [
+        tx.deps.stores.webhooks.recordAttempts(tx, [
           { id: d!.id, leaseToken: second!.leaseToken, attemptId: second!.attemptId, sent: true, attempt: { ...attempt, statusCode: 200, error: null }, state: 'delivered', attempts: 1, nextAttemptAt: null, firstAttemptAt: now + 5, finishedAt: now + 6 },
         ]),
       );
-      const [done] = await store.listDeliveries(ctx, { lenderId: ctx.lender.id, after: null, take: 10 });
+      const [done] = await ctx.deps.stores.webhooks.listDeliveries(ctx, { lenderId: ctx.lender.id, after: null, take: 10 });
       expect(done).toMatchObject({ state: 'delivered', attempts: 1, leaseUntil: 0, lastStatusCode: 200 });
       expect(await errorOf(first!.attemptId!)).toBe('HTTP 503');
     });
@@ -218,15 +218,15 @@ if (!onPostgres) {
       const ctx = await newLender();
       const now = clock.now() + 7_200_000;
       const ds = deliveriesOf(ctx.lender.id, 4, now - 100);
-      await transaction({ deps }, (tx) => store.enqueueDeliveries(tx, ds));
-      const claimed = await transaction({ deps }, (tx) => store.claimDueDeliveries(tx, 10, now, 30_000, []));
+      await transaction({ deps }, (tx) => tx.deps.stores.webhooks.enqueueDeliveries(tx, ds));
+      const claimed = await transaction({ deps }, (tx) => tx.deps.stores.webhooks.claimDueDeliveries(tx, 10, now, 30_000, []));
       expect(claimed.map((r) => r.id)).toEqual(ds.map((d) => d.id));
       const [delivered, retried, failed, unsent] = claimed as [DueRow, DueRow, DueRow, DueRow];
       const attempt = (statusCode: number | null, error: string | null) => ({ at: now + 5, statusCode, error, durationMs: 12 });
       // One of them as if its claim had opened no attempt row: recording its attempt writes one.
       await pg.db.execute(sql`DELETE FROM ${webhookAttempts} WHERE id = ${failed.attemptId!}`);
       await transaction({ deps }, (tx) =>
-        store.recordAttempts(tx, [
+        tx.deps.stores.webhooks.recordAttempts(tx, [
           { id: delivered.id, leaseToken: delivered.leaseToken, attemptId: delivered.attemptId, sent: true, attempt: attempt(200, null), state: 'delivered', attempts: 1, nextAttemptAt: null, firstAttemptAt: now + 5, finishedAt: now + 6 },
           { id: retried.id, leaseToken: retried.leaseToken, attemptId: retried.attemptId, sent: true, attempt: attempt(503, 'HTTP 503'), state: 'pending', attempts: 1, nextAttemptAt: now + 60_000, firstAttemptAt: now + 5, finishedAt: null },
           // An attempt recorded without one opened at the claim gets its row all the same.
@@ -234,7 +234,7 @@ if (!onPostgres) {
           { id: unsent.id, leaseToken: unsent.leaseToken, attemptId: unsent.attemptId, sent: false },
         ]),
       );
-      const rows = await store.listDeliveries(ctx, { lenderId: ctx.lender.id, after: null, take: 10 });
+      const rows = await ctx.deps.stores.webhooks.listDeliveries(ctx, { lenderId: ctx.lender.id, after: null, take: 10 });
       const byId = new Map(rows.map((r) => [r.id, r]));
       expect(byId.get(delivered.id)).toMatchObject({ state: 'delivered', attempts: 1, lastStatusCode: 200, lastError: null, leaseUntil: 0, nextAttemptAt: null, finishedAt: now + 6, firstAttemptAt: now + 5, lastAttemptAt: now + 5 });
       expect(byId.get(retried.id)).toMatchObject({ state: 'pending', attempts: 1, lastStatusCode: 503, lastError: 'HTTP 503', leaseUntil: 0, nextAttemptAt: now + 60_000 });
@@ -251,12 +251,12 @@ if (!onPostgres) {
       ]);
       // A late record of a delivery already delivered (a lapsed lease) keeps its final state.
       await transaction({ deps }, (tx) =>
-        store.recordAttempts(tx, [
+        tx.deps.stores.webhooks.recordAttempts(tx, [
           { id: delivered.id, leaseToken: delivered.leaseToken, sent: true, attempt: attempt(503, 'HTTP 503'), state: 'pending', attempts: 2, nextAttemptAt: now + 60_000, firstAttemptAt: now + 5, finishedAt: null },
           { id: failed.id, leaseToken: failed.leaseToken, sent: false },
         ]),
       );
-      const after = await store.listDeliveries(ctx, { lenderId: ctx.lender.id, after: null, take: 10 });
+      const after = await ctx.deps.stores.webhooks.listDeliveries(ctx, { lenderId: ctx.lender.id, after: null, take: 10 });
       expect(after.find((r) => r.id === delivered.id)).toMatchObject({ state: 'delivered', attempts: 1 });
       expect(after.find((r) => r.id === failed.id)).toMatchObject({ state: 'failed' });
     });
@@ -265,24 +265,24 @@ if (!onPostgres) {
       const ctx = await newLender();
       const now = clock.now() + 10_800_000;
       const ds = deliveriesOf(ctx.lender.id, 3, now - 100);
-      await transaction({ deps }, (tx) => store.enqueueDeliveries(tx, ds));
-      const claimed = await transaction({ deps }, (tx) => store.claimDueDeliveries(tx, 2, now, 30_000, []));
+      await transaction({ deps }, (tx) => tx.deps.stores.webhooks.enqueueDeliveries(tx, ds));
+      const claimed = await transaction({ deps }, (tx) => tx.deps.stores.webhooks.claimDueDeliveries(tx, 2, now, 30_000, []));
       expect(claimed.length).toBe(2);
       // Another replica starting leaves a live claim alone: nothing released, its attempts still being sent.
-      expect(await transaction({ deps }, (tx) => store.releaseDeliveryLeases(tx, 'another-replica/', now))).toBe(0);
+      expect(await transaction({ deps }, (tx) => tx.deps.stores.webhooks.releaseDeliveryLeases(tx, 'another-replica/', now))).toBe(0);
       const open = (await pg.db.execute(
         sql`SELECT error FROM ${webhookAttempts} WHERE delivery_id = ANY(${sql.param(claimed.map((r) => r.id))}::text[])`,
       )) as unknown as { error: string }[];
       expect(open.map((e) => e.error)).toEqual([SENDING, SENDING]);
       // This replica restarted under its id: its own claims let go.
-      const released = await transaction({ deps }, (tx) => store.releaseDeliveryLeases(tx, replicaPrefix(), now));
+      const released = await transaction({ deps }, (tx) => tx.deps.stores.webhooks.releaseDeliveryLeases(tx, replicaPrefix(), now));
       expect(released).toBeGreaterThanOrEqual(2);
       const errors = (await pg.db.execute(
         sql`SELECT error FROM ${webhookAttempts} WHERE delivery_id = ANY(${sql.param(claimed.map((r) => r.id))}::text[])`,
       )) as unknown as { error: string }[];
       expect(errors.map((e) => e.error)).toEqual([CUT_SHORT, CUT_SHORT]);
       // Due again at once.
-      const again = await transaction({ deps }, (tx) => store.claimDueDeliveries(tx, 10, now, 30_000, []));
+      const again = await transaction({ deps }, (tx) => tx.deps.stores.webhooks.claimDueDeliveries(tx, 10, now, 30_000, []));
       expect(again.map((r) => r.id)).toEqual(ds.map((d) => d.id));
     });
 
@@ -292,16 +292,16 @@ if (!onPostgres) {
       // Two deliveries in the same millisecond: the id breaks the tie, as on SQLite.
       const ds = deliveriesOf(ctx.lender.id, 5, now);
       ds[4]!.now = ds[3]!.now;
-      await transaction({ deps }, (tx) => store.enqueueDeliveries(tx, ds));
+      await transaction({ deps }, (tx) => tx.deps.stores.webhooks.enqueueDeliveries(tx, ds));
       const expected = [...ds].sort((a, b) => b.now - a.now || (a.id < b.id ? 1 : -1)).map((d) => d.id);
-      const first = await store.listDeliveries(ctx, { lenderId: ctx.lender.id, after: null, take: 3 });
+      const first = await ctx.deps.stores.webhooks.listDeliveries(ctx, { lenderId: ctx.lender.id, after: null, take: 3 });
       const last = first.at(-1)!;
-      const second = await store.listDeliveries(ctx, { lenderId: ctx.lender.id, after: { c: last.createdAt, i: last.id }, take: 3 });
+      const second = await ctx.deps.stores.webhooks.listDeliveries(ctx, { lenderId: ctx.lender.id, after: { c: last.createdAt, i: last.id }, take: 3 });
       expect([...first, ...second].map((r) => r.id)).toEqual(expected);
       expect(typeof first[0]!.createdAt).toBe('number');
-      expect(await store.listDeliveries(ctx, { lenderId: ctx.lender.id, status: 'delivered', after: null, take: 3 })).toEqual([]);
-      expect((await store.listDeliveries(ctx, { lenderId: ctx.lender.id, type: 'BALANCE_BATCH_COMPLETED', after: null, take: 9 })).length).toBe(5);
-      expect(await store.countPendingDeliveries(ctx)).toBeGreaterThanOrEqual(5);
+      expect(await ctx.deps.stores.webhooks.listDeliveries(ctx, { lenderId: ctx.lender.id, status: 'delivered', after: null, take: 3 })).toEqual([]);
+      expect((await ctx.deps.stores.webhooks.listDeliveries(ctx, { lenderId: ctx.lender.id, type: 'BALANCE_BATCH_COMPLETED', after: null, take: 9 })).length).toBe(5);
+      expect(await ctx.deps.stores.webhooks.countPendingDeliveries(ctx)).toBeGreaterThanOrEqual(5);
     });
   });
 
@@ -312,19 +312,19 @@ if (!onPostgres) {
     for (let i = 0; i < 3; i++) {
       made.push(await createEndpoint({ ctx, input: { url: `https://93.184.215.14/e/${i}`, event_types: ['PAYMENT_EVENT'], description: `#${i}` } }));
     }
-    const listed = await store.listEndpoints(ctx, ctx.lender.id);
+    const listed = await ctx.deps.stores.webhooks.listEndpoints(ctx, ctx.lender.id);
     expect(listed.map((e) => e.id)).toEqual(made.map((e) => e.id));
     expect(listed[0]).toMatchObject({ url: 'https://93.184.215.14/e/0', description: '#0', eventTypes: '["PAYMENT_EVENT"]', createdAt: clock.now() });
-    expect(await store.endpointTargets(ctx, ctx.lender.id)).toHaveLength(3);
-    expect(await transaction(other, (tx) => store.deleteEndpoint(tx, other.lender.id, made[0]!.id))).toBe(false);
-    expect(await transaction(ctx, (tx) => store.deleteEndpoint(tx, ctx.lender.id, made[0]!.id))).toBe(true);
-    expect(await store.countEndpoints(ctx, ctx.lender.id)).toBe(2);
+    expect(await ctx.deps.stores.webhooks.endpointTargets(ctx, ctx.lender.id)).toHaveLength(3);
+    expect(await transaction(other, (tx) => tx.deps.stores.webhooks.deleteEndpoint(tx, other.lender.id, made[0]!.id))).toBe(false);
+    expect(await transaction(ctx, (tx) => tx.deps.stores.webhooks.deleteEndpoint(tx, ctx.lender.id, made[0]!.id))).toBe(true);
+    expect(await ctx.deps.stores.webhooks.countEndpoints(ctx, ctx.lender.id)).toBe(2);
   });
 
   test('a previous secret’s expiry is read back as a number', async () => {
     const ctx = await newLender();
     await readSecret({ ctx });
     const { previous_secret_expires_at } = await rotateSecret({ ctx });
-    expect(await store.previousSecretExpiry(ctx, ctx.lender.id, clock.now())).toBe(Date.parse(previous_secret_expires_at));
+    expect(await ctx.deps.stores.webhooks.previousSecretExpiry(ctx, ctx.lender.id, clock.now())).toBe(Date.parse(previous_secret_expires_at));
   });
 }

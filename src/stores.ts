@@ -1,0 +1,71 @@
+import type { Stores } from './deps';
+import { sqliteScheduleStore } from './modules/schedules/store.sqlite';
+import { sqliteEnrollmentStore } from './modules/enrollments/store.sqlite';
+import { sqliteMonitorStore } from './modules/enrollments/monitor-store.sqlite';
+import { sqliteBankDataConnectionStore } from './modules/bank-data-connections/store.sqlite';
+import { sqlitePayCycleStore } from './modules/pay-cycles/store.sqlite';
+import { sqliteCollectionStore } from './modules/collection/store.sqlite';
+import { sqliteCollectionPolicyStore } from './modules/collection-policy/store.sqlite';
+import { sqliteBalanceStore } from './modules/balance-requests/store.sqlite';
+import { sqliteLinkHealthStore } from './modules/balance-requests/link-health-store.sqlite';
+import { sqliteLenderStore } from './modules/lenders/store.sqlite';
+import { sqliteReturnRateStore } from './modules/return-rates/store.sqlite';
+import { sqliteUploadStore } from './modules/payment-results-upload/store.sqlite';
+import { sqlitePaymentConnectionStore } from './modules/payment-connections/store.sqlite';
+import { sqliteWebhookStore } from './modules/webhooks/store.sqlite';
+import { sqlitePortalStore } from './modules/portal/store.sqlite';
+import { pgScheduleStore } from './modules/schedules/store.pg';
+import { pgEnrollmentStore } from './modules/enrollments/store.pg';
+import { pgMonitorStore } from './modules/enrollments/monitor-store.pg';
+import { pgBankDataConnectionStore } from './modules/bank-data-connections/store.pg';
+import { pgPayCycleStore } from './modules/pay-cycles/store.pg';
+import { pgCollectionStore } from './modules/collection/store.pg';
+import { pgCollectionPolicyStore } from './modules/collection-policy/store.pg';
+import { pgBalanceStore } from './modules/balance-requests/store.pg';
+import { pgLinkHealthStore } from './modules/balance-requests/link-health-store.pg';
+import { pgLenderStore } from './modules/lenders/store.pg';
+import { pgReturnRateStore } from './modules/return-rates/store.pg';
+import { pgUploadStore } from './modules/payment-results-upload/store.pg';
+import { pgPaymentConnectionStore } from './modules/payment-connections/store.pg';
+import { pgWebhookStore } from './modules/webhooks/store.pg';
+import { pgPortalStore } from './modules/portal/store.pg';
+
+// The stores of each engine, put together once. The composition root (runtime.ts) gives the service the set of
+// the engine it runs on; no service, job or route chooses an engine. Nothing else imports a store's
+// implementation.
+
+export const sqliteStores: Stores = {
+  schedules: sqliteScheduleStore,
+  enrollments: sqliteEnrollmentStore,
+  monitors: sqliteMonitorStore,
+  bankDataConnections: sqliteBankDataConnectionStore,
+  payCycles: sqlitePayCycleStore,
+  collection: sqliteCollectionStore,
+  collectionPolicy: sqliteCollectionPolicyStore,
+  balances: sqliteBalanceStore,
+  linkHealth: sqliteLinkHealthStore,
+  lenders: sqliteLenderStore,
+  returnRates: sqliteReturnRateStore,
+  uploads: sqliteUploadStore,
+  paymentConnections: sqlitePaymentConnectionStore,
+  webhooks: sqliteWebhookStore,
+  portal: sqlitePortalStore,
+};
+
+export const pgStores: Stores = {
+  schedules: pgScheduleStore,
+  enrollments: pgEnrollmentStore,
+  monitors: pgMonitorStore,
+  bankDataConnections: pgBankDataConnectionStore,
+  payCycles: pgPayCycleStore,
+  collection: pgCollectionStore,
+  collectionPolicy: pgCollectionPolicyStore,
+  balances: pgBalanceStore,
+  linkHealth: pgLinkHealthStore,
+  lenders: pgLenderStore,
+  returnRates: pgReturnRateStore,
+  uploads: pgUploadStore,
+  paymentConnections: pgPaymentConnectionStore,
+  webhooks: pgWebhookStore,
+  portal: pgPortalStore,
+};

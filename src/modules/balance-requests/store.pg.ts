@@ -4,8 +4,8 @@ import type { BatchStatus } from '../../../db/schema/enums';
 import { transaction } from '../../platform/context';
 import { olderThan } from '../../platform/pagination';
 import { newLeaseToken } from '../../platform/lease-token';
-import type { PgDb, PgHandle } from '../../platform/pg';
-import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
+import { arrayTypeOf, type PgDb, type PgHandle } from '../../platform/pg';
+import { listOf, lockFor, num, numOrNull, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { StoreCtx } from '../../platform/store';
 import type { QueuedAuthorizer } from './payload';
 import { ITEM_LEASE_MS } from './store.sqlite';
@@ -27,9 +27,6 @@ import type { BalanceStore, CachedResponse, ClaimedItem, CountedBatch, ExportRow
 /** The advisory lock under which a lender's pending authorizers are counted and its new batches inserted. */
 const BACKLOG_LOCK = 'balance-backlog';
 
-
-const num = (v: unknown): number => Number(v);
-const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 /** The bytes of the clear copy left once a batch is started: the empty packed list. */
 const EMPTY_ITEMS = new TextEncoder().encode('[]');
@@ -138,7 +135,7 @@ async function claimFairly(c: StoreCtx, want: number, now: number): Promise<Clai
   if (!turn) turns.set(pg, (turn = { n: 0 }));
   const t = turn.n++;
   return transaction({ deps: c.deps, tx: c.tx }, async (tx) => {
-    const db = pgWriterOf(tx);
+    const db = writerOf(tx);
     const active = (await openBatches(db)).filter((b) => b.status === 'processing');
     const claimed: ClaimedItem[] = [];
     if (active.length === 0) return claimed;
@@ -169,11 +166,6 @@ async function claimFairly(c: StoreCtx, want: number, now: number): Promise<Clai
   });
 }
 
-/** The pg type of an array of a batch_items column, for unnest (its collation left to the column). */
-function arrayType(column: { getSQLType(): string }): string {
-  return `${column.getSQLType().replace(/\s+COLLATE\s+.*$/i, '')}[]`;
-}
-
 /**
  * Claimed reads finished: the finishes of one shape (which columns they set) in one UPDATE over unnest()ed
  * arrays, their leases released. A read finished twice in one call ends as the last finish says, as on SQLite.
@@ -196,7 +188,7 @@ async function finishReads(db: PgDb, finishes: { id: number; leaseToken: string;
     ];
     const key = cols.map((col) => col.name).join(',');
     let g = groups.get(key);
-    if (!g) groups.set(key, (g = { names: cols.map((col) => col.name), types: cols.map(arrayType), values: cols.map(() => []), ids: [], tokens: [] }));
+    if (!g) groups.set(key, (g = { names: cols.map((col) => col.name), types: cols.map(arrayTypeOf), values: cols.map(() => []), ids: [], tokens: [] }));
     const vals = [f.state, ...(f.attempts !== undefined ? [f.attempts] : []), ...(f.nextAttemptAt !== undefined ? [f.nextAttemptAt] : []), ...extra.map(([, v]) => v)];
     vals.forEach((v, i) => g.values[i]!.push(v ?? null));
     g.ids.push(id);
@@ -208,7 +200,7 @@ async function finishReads(db: PgDb, finishes: { id: number; leaseToken: string;
       sql`, `,
     );
     const arrays = sql.join(
-      g.values.map((vals, i) => sql`${arr(vals)}::${sql.raw(g.types[i]!)}`),
+      g.values.map((vals, i) => sql`${listOf(vals)}::${sql.raw(g.types[i]!)}`),
       sql`, `,
     );
     const names = sql.join(
@@ -218,7 +210,7 @@ async function finishReads(db: PgDb, finishes: { id: number; leaseToken: string;
     await db.execute(
       // Only the rows this claim still holds (a claim whose lease ran out and was taken again finishes nothing).
       sql`UPDATE batch_items AS t SET ${sets}, lease_until = 0, lease_token = NULL
-            FROM unnest(${arr(g.ids)}::bigint[], ${arr(g.tokens)}::text[], ${arrays}) AS v(id, lease_token, ${names})
+            FROM unnest(${listOf(g.ids)}::bigint[], ${listOf(g.tokens)}::text[], ${arrays}) AS v(id, lease_token, ${names})
            WHERE t.id = v.id AND t.lease_token = v.lease_token`,
     );
   }
@@ -230,9 +222,9 @@ async function insertItems(db: PgDb, batchId: string, lenderId: string, items: Q
   await db.execute(
     sql`INSERT INTO batch_items (batch_id, lender_id, seq, authorizer_unique_id, payment_type, routing_number, phone, zip, metadata, threshold_cents)
         SELECT ${batchId}, ${lenderId}, u.o - 1, u.aid, u.type, u.routing, u.phone, u.zip, u.meta, u.threshold
-          FROM unnest(${arr(items.map((a) => a.id))}::text[], ${arr(items.map((a) => a.type))}::text[], ${arr(items.map((a) => a.routing))}::text[],
-                      ${arr(items.map((a) => a.phone))}::text[], ${arr(items.map((a) => a.zip))}::text[],
-                      ${arr(items.map((a) => (a.meta ? JSON.stringify(a.meta) : null)))}::text[], ${arr(items.map((a) => a.threshold))}::bigint[])
+          FROM unnest(${listOf(items.map((a) => a.id))}::text[], ${listOf(items.map((a) => a.type))}::text[], ${listOf(items.map((a) => a.routing))}::text[],
+                      ${listOf(items.map((a) => a.phone))}::text[], ${listOf(items.map((a) => a.zip))}::text[],
+                      ${listOf(items.map((a) => (a.meta ? JSON.stringify(a.meta) : null)))}::text[], ${listOf(items.map((a) => a.threshold))}::bigint[])
                WITH ORDINALITY AS u(aid, type, routing, phone, zip, meta, threshold, o)
          ORDER BY u.o`,
   );
@@ -241,7 +233,7 @@ async function insertItems(db: PgDb, batchId: string, lenderId: string, items: Q
 /** Results recorded, one per item (a unique item_id makes a second impossible), in the order given. */
 async function recordResults(db: PgDb, rs: ResultRow[]): Promise<boolean[]> {
   if (rs.length === 0) return [];
-  const col = <T>(f: (r: ResultRow) => T) => arr(rs.map(f));
+  const col = <T>(f: (r: ResultRow) => T) => listOf(rs.map(f));
   const inserted = await rows<{ itemId: string | number }>(
     db,
     sql`INSERT INTO balance_results (item_id, batch_id, lender_id, authorizer_unique_id, balance_cents, status_code, export_status, institution, recorded_at, balance_kind, balance_as_of, detail)
@@ -329,7 +321,7 @@ async function thresholdHits(db: PgDb, batchId: string): Promise<ThresholdHit[]>
 
 export const pgBalanceStore: BalanceStore = {
   async cachedResponse(c, lenderId, bodyHash, since) {
-    return findCachedResponse(pgReaderOf(c), lenderId, bodyHash, since);
+    return findCachedResponse(readerOf(c), lenderId, bodyHash, since);
   },
   acceptBatch(c, a) {
     // One transaction a request (there is no shared commit to join here): under the lender's backlog lock,
@@ -338,7 +330,7 @@ export const pgBalanceStore: BalanceStore = {
     // Three statements: the lock, the checks, the rows.
     return transaction(c, async (tx) => {
       await lockFor(tx, BACKLOG_LOCK, a.batch.lenderId);
-      const db = pgWriterOf(tx);
+      const db = writerOf(tx);
       const { hit, pending } = await acceptChecks(db, a.batch.lenderId, a.replay?.bodyHash ?? null, a.replay?.since ?? 0);
       if (hit) return { kind: 'replay' as const, hit };
       if (pending + a.batch.total > a.maxPending) return { kind: 'over_backlog' as const, pending };
@@ -350,15 +342,15 @@ export const pgBalanceStore: BalanceStore = {
     await lockFor(c, BACKLOG_LOCK, lenderId);
   },
   async insertBatch(c, batch, payload) {
-    await insertBatchRows(pgWriterOf(c), batch, payload);
+    await insertBatchRows(writerOf(c), batch, payload);
   },
   async pendingAuthorizers(c, lenderId) {
-    return pendingAuthorizers(pgReaderOf(c), lenderId);
+    return pendingAuthorizers(readerOf(c), lenderId);
   },
   async dropExpiredIdempotency(c, before, limit) {
     // Entries another cleanup is deleting are left to it.
     const gone = await rows<{ one: number }>(
-      pgWriterOf(c),
+      writerOf(c),
       sql`DELETE FROM idempotency_keys WHERE (lender_id, body_hash) IN
             (SELECT lender_id, body_hash FROM idempotency_keys WHERE created_at < ${before} ORDER BY created_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
           RETURNING 1 AS one`,
@@ -367,73 +359,73 @@ export const pgBalanceStore: BalanceStore = {
   },
 
   async openBatches(c) {
-    return openBatches(pgReaderOf(c));
+    return openBatches(readerOf(c));
   },
   async claimDueReads(c, want, now) {
     return claimFairly(c, want, now);
   },
   async lockReads(c, ids) {
     if (ids.length === 0) return;
-    await pgWriterOf(c).execute(sql`SELECT id FROM batch_items WHERE id = ANY(${arr(ids)}::bigint[]) ORDER BY id FOR UPDATE`);
+    await writerOf(c).execute(sql`SELECT id FROM batch_items WHERE id = ANY(${listOf(ids)}::bigint[]) ORDER BY id FOR UPDATE`);
   },
   async finishReads(c, finishes) {
-    await finishReads(pgWriterOf(c), finishes);
+    await finishReads(writerOf(c), finishes);
   },
   async releaseReadLeases(c, prefix) {
     // Only this replica's own: another replica's claim may be alive, and is taken over when its lease runs out.
     const released = await rows<{ one: number }>(
-      pgWriterOf(c),
+      writerOf(c),
       sql`UPDATE batch_items SET lease_until = 0, lease_token = NULL
            WHERE state = 'pending' AND lease_until > 0 AND starts_with(lease_token, ${prefix}) RETURNING 1 AS one`,
     );
     return released.length;
   },
   async batchStatus(c, batchId) {
-    const [row] = await rows<{ status: BatchStatus }>(pgReaderOf(c), sql`SELECT status FROM batches WHERE id = ${batchId}`);
+    const [row] = await rows<{ status: BatchStatus }>(readerOf(c), sql`SELECT status FROM batches WHERE id = ${batchId}`);
     return row?.status ?? null;
   },
   async lockWaitingBatch(c, batchId) {
     // Held until the transaction ends: a second starter waits, then finds it started; an erasure that locked
     // it first is waited for, so the payload read next is the scrubbed one.
-    const [row] = await rows<{ id: string }>(pgWriterOf(c), sql`SELECT id FROM batches WHERE id = ${batchId} AND status = 'pending' FOR UPDATE`);
+    const [row] = await rows<{ id: string }>(writerOf(c), sql`SELECT id FROM batches WHERE id = ${batchId} AND status = 'pending' FOR UPDATE`);
     return row !== undefined;
   },
   async waitingItems(c, batchId) {
-    const [row] = await pgReaderOf(c).select({ items: batchPayloads.items }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId));
+    const [row] = await readerOf(c).select({ items: batchPayloads.items }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId));
     return row?.items;
   },
   async startBatch(c, batchId, lenderId, items) {
-    const db = pgWriterOf(c);
+    const db = writerOf(c);
     await insertItems(db, batchId, lenderId, items);
     await db.update(batches).set({ status: 'processing' }).where(eq(batches.id, batchId));
     // The clear part of the payload now lives in the queue rows; the copy goes (the empty packed list).
     await db.update(batchPayloads).set({ items: EMPTY_ITEMS }).where(eq(batchPayloads.batchId, batchId));
   },
   async sealedPayload(c, batchId) {
-    const [row] = await pgReaderOf(c).select({ sealed: batchPayloads.sealed }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId));
+    const [row] = await readerOf(c).select({ sealed: batchPayloads.sealed }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId));
     return row?.sealed;
   },
   async recordResults(c, rs) {
-    return recordResults(pgWriterOf(c), rs);
+    return recordResults(writerOf(c), rs);
   },
   async lockBatches(c, batchIds) {
     if (batchIds.length === 0) return;
     // The batches in id order, then their lenders' backlog rows (which their triggers move) in lender order:
     // every flush takes what it moves in the same order, whatever order it then counts in.
-    const db = pgWriterOf(c);
-    const locked = await rows<{ lenderId: string }>(db, sql`SELECT lender_id AS "lenderId" FROM batches WHERE id = ANY(${arr(batchIds)}::text[]) ORDER BY id FOR UPDATE`);
+    const db = writerOf(c);
+    const locked = await rows<{ lenderId: string }>(db, sql`SELECT lender_id AS "lenderId" FROM batches WHERE id = ANY(${listOf(batchIds)}::text[]) ORDER BY id FOR UPDATE`);
     const lenders = [...new Set(locked.map((r) => r.lenderId))];
-    await db.execute(sql`SELECT lender_id FROM balance_backlog WHERE lender_id = ANY(${arr(lenders)}::text[]) ORDER BY lender_id FOR UPDATE`);
+    await db.execute(sql`SELECT lender_id FROM balance_backlog WHERE lender_id = ANY(${listOf(lenders)}::text[]) ORDER BY lender_id FOR UPDATE`);
   },
   async countProcessed(c, batchId, n) {
-    return bumpProcessed(pgWriterOf(c), batchId, n);
+    return bumpProcessed(writerOf(c), batchId, n);
   },
   async completeBatch(c, batchId, at) {
-    await pgWriterOf(c).update(batches).set({ status: 'completed', completedAt: at }).where(eq(batches.id, batchId));
+    await writerOf(c).update(batches).set({ status: 'completed', completedAt: at }).where(eq(batches.id, batchId));
   },
 
   async batchOf(c, lenderId, batchId) {
-    const [b] = await pgReaderOf(c)
+    const [b] = await readerOf(c)
       .select()
       .from(batches)
       .where(and(eq(batches.id, batchId), eq(batches.lenderId, lenderId)));
@@ -441,14 +433,14 @@ export const pgBalanceStore: BalanceStore = {
   },
   async ownedBatchIds(c, lenderId, batchIds) {
     if (batchIds.length === 0) return [];
-    const owned = await pgReaderOf(c)
+    const owned = await readerOf(c)
       .select({ id: batches.id })
       .from(batches)
       .where(and(eq(batches.lenderId, lenderId), inArray(batches.id, batchIds)));
     return owned.map((r) => r.id);
   },
   async resultsPage(c, batchId, afterId, take) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({
         id: balanceResults.id,
         aid: balanceResults.authorizerUniqueId,
@@ -465,21 +457,21 @@ export const pgBalanceStore: BalanceStore = {
       .limit(take);
   },
   async resultCountsByStatus(c, batchId) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({ status: balanceResults.exportStatus, n: count() })
       .from(balanceResults)
       .where(eq(balanceResults.batchId, batchId))
       .groupBy(balanceResults.exportStatus);
   },
   async historyCount(c, lenderId, aid) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select({ n: count() })
       .from(balanceResults)
       .where(and(eq(balanceResults.lenderId, lenderId), eq(balanceResults.authorizerUniqueId, aid)));
     return row!.n;
   },
   async historyPage(c, lenderId, aid, beforeId, take) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({
         id: balanceResults.id,
         aid: balanceResults.authorizerUniqueId,
@@ -501,7 +493,7 @@ export const pgBalanceStore: BalanceStore = {
     const conds = [eq(batches.lenderId, lenderId), olderThan(batches.submittedAt, batches.id, after.t, after.i)];
     if (kind === 'sent') conds.push(ne(batches.source, 'monitoring'));
     if (kind === 'monitoring') conds.push(eq(batches.source, 'monitoring'));
-    return pgReaderOf(c)
+    return readerOf(c)
       .select()
       .from(batches)
       .where(and(...conds))
@@ -509,10 +501,10 @@ export const pgBalanceStore: BalanceStore = {
       .limit(take);
   },
   async thresholdHits(c, batchId) {
-    return thresholdHits(pgReaderOf(c), batchId);
+    return thresholdHits(readerOf(c), batchId);
   },
   async latestResultOf(c, lenderId, aid) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select({ balanceKind: balanceResults.balanceKind, balanceAsOf: balanceResults.balanceAsOf, detail: balanceResults.detail })
       .from(balanceResults)
       .where(and(eq(balanceResults.lenderId, lenderId), eq(balanceResults.authorizerUniqueId, aid)))
@@ -521,15 +513,15 @@ export const pgBalanceStore: BalanceStore = {
     return row;
   },
   async exportPage(c, batchId, afterId, limit) {
-    return exportPage(pgReaderOf(c), batchId, afterId, limit);
+    return exportPage(readerOf(c), batchId, afterId, limit);
   },
   async metadataKeysPage(c, batchId, afterSeq, limit) {
-    return metadataKeysPage(pgReaderOf(c), batchId, afterSeq, limit);
+    return metadataKeysPage(readerOf(c), batchId, afterSeq, limit);
   },
 
   async eraseQueuedDetails(c, lenderId, aid) {
     // The rows locked in id order, as a flush locks them.
-    await pgWriterOf(c).execute(
+    await writerOf(c).execute(
       sql`UPDATE batch_items SET phone = NULL, zip = NULL, metadata = NULL
            WHERE id IN (SELECT id FROM batch_items WHERE lender_id = ${lenderId} AND authorizer_unique_id = ${aid} ORDER BY id FOR UPDATE)`,
     );
@@ -539,13 +531,13 @@ export const pgBalanceStore: BalanceStore = {
     // meanwhile from the list read here, and one that started first is no longer waiting when read.
     const lock = c.tx ? sql` ORDER BY b.id FOR UPDATE OF b` : sql``;
     return rows<{ batchId: string; items: Uint8Array }>(
-      pgReaderOf(c),
+      readerOf(c),
       sql`SELECT p.batch_id AS "batchId", p.items FROM batch_payloads p JOIN batches b ON b.id = p.batch_id
            WHERE b.lender_id = ${lenderId} AND b.status = 'pending'${lock}`,
     );
   },
   async replacePayloadItems(c, batchId, items) {
-    await pgWriterOf(c).update(batchPayloads).set({ items }).where(eq(batchPayloads.batchId, batchId));
+    await writerOf(c).update(batchPayloads).set({ items }).where(eq(batchPayloads.batchId, batchId));
   },
 };
 

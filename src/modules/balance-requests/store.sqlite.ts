@@ -5,7 +5,7 @@ import type { Db, Orm } from '../../platform/db';
 import { groupCommit } from '../../platform/group-commit';
 import { olderThan } from '../../platform/pagination';
 import { LeaseQueue, type PickStrategy } from '../../platform/lease-queue';
-import { readerOf, writerOf } from '../../platform/store';
+import { readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { BalanceStore, CachedResponse, ResultRow, ClaimedItem, CountedBatch, ExportRow, LatestResult, NewBatch, ThresholdHit } from './store';
 
 // The balance pipeline's SQL. The raw prepared statements are each on a measured hot path (bun run bench:

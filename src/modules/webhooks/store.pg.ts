@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import { webhookDeliveries, webhookEndpoints, webhookSecrets } from '../../../db/schema-pg';
 import { olderThan } from '../../platform/pagination';
-import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
+import { listOf, lockFor, num, numOrNull, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { AttemptRecord, DueRow, WebhookStore } from './store';
 import { CUT_SHORT, SENDING } from './store.sqlite';
 import { newLeaseToken } from '../../platform/lease-token';
@@ -17,10 +17,6 @@ import { newLeaseToken } from '../../platform/lease-token';
 // - a claimed delivery's outcome is recorded only while it is still pending: a recorded final state never
 //   goes back.
 
-/** Raw rows carry int8 as text: times and ids are read back as numbers. */
-const num = (v: unknown): number => Number(v);
-const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
-
 
 interface ClaimedRaw {
   id: string;
@@ -35,7 +31,7 @@ interface ClaimedRaw {
 
 export const pgWebhookStore: WebhookStore = {
   async currentSecret(c, lenderId) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select({ secretSealed: webhookSecrets.secretSealed, createdAt: webhookSecrets.createdAt })
       .from(webhookSecrets)
       .where(and(eq(webhookSecrets.lenderId, lenderId), isNull(webhookSecrets.expiresAt)))
@@ -43,7 +39,7 @@ export const pgWebhookStore: WebhookStore = {
     return row;
   },
   async previousSecretExpiry(c, lenderId, now) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select({ expiresAt: webhookSecrets.expiresAt })
       .from(webhookSecrets)
       .where(and(eq(webhookSecrets.lenderId, lenderId), gt(webhookSecrets.expiresAt, now)))
@@ -52,7 +48,7 @@ export const pgWebhookStore: WebhookStore = {
     return row?.expiresAt ?? null;
   },
   async signingSecrets(c, lenderId, now) {
-    const found = await pgReaderOf(c)
+    const found = await readerOf(c)
       .select({ sealed: webhookSecrets.secretSealed })
       .from(webhookSecrets)
       .where(and(eq(webhookSecrets.lenderId, lenderId), or(isNull(webhookSecrets.expiresAt), gt(webhookSecrets.expiresAt, now))))
@@ -64,12 +60,12 @@ export const pgWebhookStore: WebhookStore = {
     await lockFor(c, 'webhook-secret', lenderId);
   },
   async addSecret(c, secret) {
-    await pgWriterOf(c)
+    await writerOf(c)
       .insert(webhookSecrets)
       .values({ ...secret, expiresAt: null });
   },
   async expireCurrentSecret(c, lenderId, expiresAt) {
-    await pgWriterOf(c)
+    await writerOf(c)
       .update(webhookSecrets)
       .set({ expiresAt })
       .where(and(eq(webhookSecrets.lenderId, lenderId), isNull(webhookSecrets.expiresAt)));
@@ -78,12 +74,12 @@ export const pgWebhookStore: WebhookStore = {
   async enqueueDeliveries(c, deliveries) {
     if (deliveries.length === 0) return;
     // One statement whatever the count: a run's events can put thousands into the outbox in one transaction.
-    await pgWriterOf(c).execute(sql`
+    await writerOf(c).execute(sql`
       INSERT INTO webhook_deliveries (id, lender_id, type, target_url, payload, state, attempts, created_at, next_attempt_at, lease_until)
       SELECT id, lender_id, type, target_url, payload, 'pending', 0, now, now, 0
-        FROM unnest(${arr(deliveries.map((d) => d.id))}::text[], ${arr(deliveries.map((d) => d.lenderId))}::text[],
-                    ${arr(deliveries.map((d) => d.type))}::text[], ${arr(deliveries.map((d) => d.url))}::text[],
-                    ${arr(deliveries.map((d) => d.body))}::text[], ${arr(deliveries.map((d) => d.now))}::bigint[])
+        FROM unnest(${listOf(deliveries.map((d) => d.id))}::text[], ${listOf(deliveries.map((d) => d.lenderId))}::text[],
+                    ${listOf(deliveries.map((d) => d.type))}::text[], ${listOf(deliveries.map((d) => d.url))}::text[],
+                    ${listOf(deliveries.map((d) => d.body))}::text[], ${listOf(deliveries.map((d) => d.now))}::bigint[])
              AS v(id, lender_id, type, target_url, payload, now)`);
   },
   async listDeliveries(c, f) {
@@ -91,7 +87,7 @@ export const pgWebhookStore: WebhookStore = {
     if (f.status) conds.push(eq(webhookDeliveries.state, f.status));
     if (f.type) conds.push(eq(webhookDeliveries.type, f.type));
     if (f.after) conds.push(olderThan(webhookDeliveries.createdAt, webhookDeliveries.id, f.after.c, f.after.i));
-    return pgReaderOf(c)
+    return readerOf(c)
       .select()
       .from(webhookDeliveries)
       .where(and(...conds))
@@ -99,7 +95,7 @@ export const pgWebhookStore: WebhookStore = {
       .limit(f.take);
   },
   async countPendingDeliveries(c) {
-    const [row] = await rows<{ n: number }>(pgReaderOf(c), sql`SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'pending'`);
+    const [row] = await rows<{ n: number }>(readerOf(c), sql`SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'pending'`);
     return row?.n ?? 0;
   },
 
@@ -112,14 +108,14 @@ export const pgWebhookStore: WebhookStore = {
     // delivery taken over from a claim whose lease ran out (its replica stopped) has that claim's attempt,
     // left open, marked cut short.
     const claimed = await rows<ClaimedRaw>(
-      pgWriterOf(c),
+      writerOf(c),
       sql`
       WITH claimed AS (
         UPDATE webhook_deliveries SET lease_until = ${now + leaseMs}, lease_token = ${leaseToken}
          WHERE id IN (
            SELECT id FROM webhook_deliveries
             WHERE state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
-              AND id <> ALL(${arr(exclude)}::text[])
+              AND id <> ALL(${listOf(exclude)}::text[])
             ORDER BY next_attempt_at, id
             LIMIT ${want}
               FOR UPDATE SKIP LOCKED)
@@ -152,7 +148,7 @@ export const pgWebhookStore: WebhookStore = {
   },
   async recordAttempts(c, records) {
     if (records.length === 0) return;
-    const db = pgWriterOf(c);
+    const db = writerOf(c);
     // The last record of a delivery is what stands, as when they are applied one after the other.
     const last = new Map<string, AttemptRecord>();
     for (const r of records) last.set(r.id, r);
@@ -162,12 +158,12 @@ export const pgWebhookStore: WebhookStore = {
     // yet each attempt opened for it is dealt with.
     const dropped = records.filter((r) => !r.sent && r.attemptId !== undefined).map((r) => r.attemptId!);
 
-    if (dropped.length > 0) await db.execute(sql`DELETE FROM webhook_attempts WHERE id = ANY(${arr(dropped)}::bigint[])`);
+    if (dropped.length > 0) await db.execute(sql`DELETE FROM webhook_attempts WHERE id = ANY(${listOf(dropped)}::bigint[])`);
     if (unsent.length > 0) {
       // Released as it was: still pending, due when it was (while this claim holds it).
       await db.execute(sql`
         UPDATE webhook_deliveries d SET state = 'pending', lease_until = 0, lease_token = NULL
-          FROM unnest(${arr(unsent.map((r) => r.id))}::text[], ${arr(unsent.map((r) => r.leaseToken))}::text[]) AS v(id, token)
+          FROM unnest(${listOf(unsent.map((r) => r.id))}::text[], ${listOf(unsent.map((r) => r.leaseToken))}::text[]) AS v(id, token)
          WHERE d.id = v.id AND d.lease_token = v.token AND d.state = 'pending'`);
     }
     const sentRecords = records.filter((r): r is Extract<AttemptRecord, { sent: true }> => r.sent);
@@ -177,9 +173,9 @@ export const pgWebhookStore: WebhookStore = {
       await db.execute(sql`
         UPDATE webhook_attempts a
            SET attempted_at = v.at, status_code = v.status_code, error = v.error, duration_ms = v.duration_ms
-          FROM unnest(${arr(opened.map((r) => r.attemptId!))}::bigint[], ${arr(opened.map((r) => r.attempt.at))}::bigint[],
-                      ${arr(opened.map((r) => r.attempt.statusCode))}::int[], ${arr(opened.map((r) => r.attempt.error))}::text[],
-                      ${arr(opened.map((r) => r.attempt.durationMs))}::bigint[])
+          FROM unnest(${listOf(opened.map((r) => r.attemptId!))}::bigint[], ${listOf(opened.map((r) => r.attempt.at))}::bigint[],
+                      ${listOf(opened.map((r) => r.attempt.statusCode))}::int[], ${listOf(opened.map((r) => r.attempt.error))}::text[],
+                      ${listOf(opened.map((r) => r.attempt.durationMs))}::bigint[])
                AS v(id, at, status_code, error, duration_ms)
          WHERE a.id = v.id`);
     }
@@ -187,9 +183,9 @@ export const pgWebhookStore: WebhookStore = {
       await db.execute(sql`
         INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms)
         SELECT delivery_id, at, status_code, error, duration_ms
-          FROM unnest(${arr(unopened.map((r) => r.id))}::text[], ${arr(unopened.map((r) => r.attempt.at))}::bigint[],
-                      ${arr(unopened.map((r) => r.attempt.statusCode))}::int[], ${arr(unopened.map((r) => r.attempt.error))}::text[],
-                      ${arr(unopened.map((r) => r.attempt.durationMs))}::bigint[]) WITH ORDINALITY
+          FROM unnest(${listOf(unopened.map((r) => r.id))}::text[], ${listOf(unopened.map((r) => r.attempt.at))}::bigint[],
+                      ${listOf(unopened.map((r) => r.attempt.statusCode))}::int[], ${listOf(unopened.map((r) => r.attempt.error))}::text[],
+                      ${listOf(unopened.map((r) => r.attempt.durationMs))}::bigint[]) WITH ORDINALITY
                AS v(delivery_id, at, status_code, error, duration_ms, n)
          ORDER BY n`);
     }
@@ -201,17 +197,17 @@ export const pgWebhookStore: WebhookStore = {
            SET state = v.state, attempts = v.attempts, next_attempt_at = v.next_attempt_at, last_attempt_at = v.at,
                first_attempt_at = v.first_attempt_at, last_status_code = v.status_code, last_error = v.error,
                finished_at = v.finished_at, lease_until = 0, lease_token = NULL
-          FROM unnest(${arr(sent.map((r) => r.id))}::text[], ${arr(sent.map((r) => r.leaseToken))}::text[], ${arr(sent.map((r) => r.state))}::text[],
-                      ${arr(sent.map((r) => r.attempts))}::int[], ${arr(sent.map((r) => r.nextAttemptAt))}::bigint[],
-                      ${arr(sent.map((r) => r.attempt.at))}::bigint[], ${arr(sent.map((r) => r.firstAttemptAt))}::bigint[],
-                      ${arr(sent.map((r) => r.attempt.statusCode))}::int[], ${arr(sent.map((r) => r.attempt.error))}::text[],
-                      ${arr(sent.map((r) => r.finishedAt))}::bigint[])
+          FROM unnest(${listOf(sent.map((r) => r.id))}::text[], ${listOf(sent.map((r) => r.leaseToken))}::text[], ${listOf(sent.map((r) => r.state))}::text[],
+                      ${listOf(sent.map((r) => r.attempts))}::int[], ${listOf(sent.map((r) => r.nextAttemptAt))}::bigint[],
+                      ${listOf(sent.map((r) => r.attempt.at))}::bigint[], ${listOf(sent.map((r) => r.firstAttemptAt))}::bigint[],
+                      ${listOf(sent.map((r) => r.attempt.statusCode))}::int[], ${listOf(sent.map((r) => r.attempt.error))}::text[],
+                      ${listOf(sent.map((r) => r.finishedAt))}::bigint[])
                AS v(id, token, state, attempts, next_attempt_at, at, first_attempt_at, status_code, error, finished_at)
          WHERE d.id = v.id AND d.lease_token = v.token AND d.state = 'pending'`);
     }
   },
   async releaseDeliveryLeases(c, prefix, now) {
-    const db = pgWriterOf(c);
+    const db = writerOf(c);
     // Only the deliveries still held (a lease) can have an attempt left open, so the scan stays on them: this
     // replica's own from before a restart, and any whose lease ran out (its holder is gone). An attempt of a
     // live replica is being sent right now and is left alone.
@@ -229,31 +225,31 @@ export const pgWebhookStore: WebhookStore = {
   },
 
   async listEndpoints(c, lenderId) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select()
       .from(webhookEndpoints)
       .where(eq(webhookEndpoints.lenderId, lenderId))
       .orderBy(asc(webhookEndpoints.createdAt), asc(webhookEndpoints.id));
   },
   async countEndpoints(c, lenderId) {
-    const [row] = await rows<{ n: number }>(pgReaderOf(c), sql`SELECT count(*)::int AS n FROM webhook_endpoints WHERE lender_id = ${lenderId}`);
+    const [row] = await rows<{ n: number }>(readerOf(c), sql`SELECT count(*)::int AS n FROM webhook_endpoints WHERE lender_id = ${lenderId}`);
     return row?.n ?? 0;
   },
   async serializeEndpoints(c, lenderId) {
     await lockFor(c, 'webhook-endpoints', lenderId);
   },
   async addEndpoint(c, row) {
-    await pgWriterOf(c).insert(webhookEndpoints).values(row);
+    await writerOf(c).insert(webhookEndpoints).values(row);
   },
   async deleteEndpoint(c, lenderId, id) {
-    const gone = await pgWriterOf(c)
+    const gone = await writerOf(c)
       .delete(webhookEndpoints)
       .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.lenderId, lenderId)))
       .returning({ id: webhookEndpoints.id });
     return gone.length > 0;
   },
   async endpointTargets(c, lenderId) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({ url: webhookEndpoints.url, eventTypes: webhookEndpoints.eventTypes })
       .from(webhookEndpoints)
       .where(eq(webhookEndpoints.lenderId, lenderId));

@@ -4,7 +4,8 @@ import type { Tx } from '../../platform/context';
 import type { Db } from '../../platform/db';
 import { LeaseQueue } from '../../platform/lease-queue';
 import { olderThan } from '../../platform/pagination';
-import { readerOf, writerOf, type StoreCtx } from '../../platform/store';
+import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
+import type { StoreCtx } from '../../platform/store';
 import type { DeliveryListFilter, DueRow, NewDelivery, WebhookStore } from './store';
 
 // The outbox's raw prepared statements, each on a measured hot path (bun run bench webhooks: 2,000
@@ -149,8 +150,8 @@ export const sqliteWebhookStore: WebhookStore = {
       .all()
       .map((r) => r.sealed);
   },
-  async serializeSecrets() {
-    // One writer at a time already.
+  async serializeSecrets(c, lenderId) {
+    await lockFor(c, 'webhook-secret', lenderId);
   },
   async addSecret(c, secret) {
     writerOf(c)
@@ -222,8 +223,8 @@ export const sqliteWebhookStore: WebhookStore = {
   async countEndpoints(c, lenderId) {
     return readerOf(c).select({ id: webhookEndpoints.id }).from(webhookEndpoints).where(eq(webhookEndpoints.lenderId, lenderId)).all().length;
   },
-  async serializeEndpoints() {
-    // One writer at a time already.
+  async serializeEndpoints(c, lenderId) {
+    await lockFor(c, 'webhook-endpoints', lenderId);
   },
   async addEndpoint(c, row) {
     writerOf(c).insert(webhookEndpoints).values(row).run();

@@ -8,7 +8,7 @@ import { arrayTypeOf, type PgDb, type PgHandle } from '../../platform/pg';
 import { listOf, lockFor, num, numOrNull, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { StoreCtx } from '../../platform/store';
 import type { QueuedAuthorizer } from './payload';
-import { ITEM_LEASE_MS } from './store.sqlite';
+import { BACKLOG_LOCK, ITEM_LEASE_MS, MIN_BATCH_CHUNK } from './store-shared';
 import type { BalanceStore, CachedResponse, ClaimedItem, CountedBatch, ExportRow, NewBatch, OpenBatch, ReadFinish, ResultRow, StoredPayload, ThresholdHit } from './store';
 
 // The balance pipeline's SQL on PostgreSQL: the same statements as store.sqlite.ts, with what SQLite's single
@@ -24,8 +24,6 @@ import type { BalanceStore, CachedResponse, ClaimedItem, CountedBatch, ExportRow
 // Bulk writes (a batch's queue rows, a flush's results and finishes) are one statement each over unnest()ed
 // arrays bound as parameters. Raw results give int8 as strings: those columns go through Number().
 
-/** The advisory lock under which a lender's pending authorizers are counted and its new batches inserted. */
-const BACKLOG_LOCK = 'balance-backlog';
 
 
 /** The bytes of the clear copy left once a batch is started: the empty packed list. */
@@ -117,9 +115,6 @@ async function leaseDueItemsOfBatch(db: PgDb, batchId: string, now: number, unti
   );
   return leased.map((r) => claimedItem(r, leaseToken)).sort((a, b) => a.seq - b.seq);
 }
-
-/** A batch gives at least this many items to a claim, so many open batches are served in turn. */
-const MIN_BATCH_CHUNK = 16;
 
 /** Where each pool's claims start their rotation (store.sqlite.ts keeps one per connection). */
 const turns = new WeakMap<PgHandle, { n: number }>();

@@ -8,7 +8,7 @@ import { byEngine } from '../../platform/store';
 import { pgBalanceStore } from './store.pg';
 import { sqliteBalanceStore } from './store.sqlite';
 
-export { ITEM_LEASE_MS } from './store.sqlite';
+export { ITEM_LEASE_MS } from './store-shared';
 
 export type Batch = typeof batches.$inferSelect;
 

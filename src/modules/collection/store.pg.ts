@@ -14,7 +14,7 @@ import { exactSum, inList, listOf, lockFor, num, numOrNull, probeByIndex, reader
 import { newLeaseToken } from '../../platform/lease-token';
 import type { PastPayment } from './rules';
 import type { CollectionStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
-import { DISPATCH_LEASE_MS } from './store.sqlite';
+import { DISPATCH_LEASE_MS } from './store-shared';
 
 // Collection's SQL on PostgreSQL: the same questions as store.sqlite.ts, with the same answers, orders and
 // shapes. Transactions run side by side here (READ COMMITTED), so what SQLite's single writer gave for free is

@@ -6,6 +6,7 @@ import { DAY_MS } from '../../platform/clock';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { exactSum, inList, listOf, readerOf, sumOf, writerOf, type Summed } from '../../platform/sql/sqlite';
 import type { PastPayment } from './rules';
+import { DISPATCH_LEASE_MS } from './store-shared';
 import type { CollectionStore, CountedSum, DuePayment, EventRecord, LedgerTotals, OwnPayment, PaymentPageQuery, PaymentReport, StatusMove } from './store';
 
 // Collection's SQL on SQLite. The raw prepared statements: recording an observed status and matching a
@@ -450,9 +451,6 @@ export const paymentsPage = (db: Db, v: PaymentPageQuery) => {
     .limit(v.take)
     .all();
 };
-
-/** How long a claimed payment stays leased: longer than a processor call can take with the SDK's own retries. */
-export const DISPATCH_LEASE_MS = 120_000;
 
 const queues = new WeakMap<Db, LeaseQueue<typeof payments, DuePayment>>();
 

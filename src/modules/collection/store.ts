@@ -7,7 +7,7 @@ import { byEngine } from '../../platform/store';
 import { pgCollectionStore } from './store.pg';
 import { sqliteCollectionStore } from './store.sqlite';
 
-export { DISPATCH_LEASE_MS } from './store.sqlite';
+export { DISPATCH_LEASE_MS } from './store-shared';
 
 export interface DuePayment {
   id: string;

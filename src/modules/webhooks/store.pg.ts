@@ -3,7 +3,7 @@ import { webhookDeliveries, webhookEndpoints, webhookSecrets } from '../../../db
 import { olderThan } from '../../platform/pagination';
 import { listOf, lockFor, num, numOrNull, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { AttemptRecord, DueRow, WebhookStore } from './store';
-import { CUT_SHORT, SENDING } from './store.sqlite';
+import { CUT_SHORT, SENDING } from './store-shared';
 import { newLeaseToken } from '../../platform/lease-token';
 
 // The webhooks store on PostgreSQL. Transactions run side by side here, so what SQLite's single writer gave

@@ -6,6 +6,7 @@ import { LeaseQueue } from '../../platform/lease-queue';
 import { olderThan } from '../../platform/pagination';
 import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { StoreCtx } from '../../platform/store';
+import { CUT_SHORT, SENDING } from './store-shared';
 import type { DeliveryListFilter, DueRow, NewDelivery, WebhookStore } from './store';
 
 // The outbox's raw prepared statements, each on a measured hot path (bun run bench webhooks: 2,000
@@ -34,10 +35,6 @@ const dueDeliveries = (db: Db, due: string, now: number, limit: number, excludeJ
         ORDER BY next_attempt_at LIMIT ?2`,
     )
     .all(now, limit, excludeJson);
-
-/** What an attempt row says while its request is out, and after a crash cut it short. */
-export const SENDING = 'sending';
-export const CUT_SHORT = 'interrupted: the service stopped while sending; no answer was recorded';
 
 /**
  * Every attempt is recorded beside its delivery, opened before the request leaves (in the claim's

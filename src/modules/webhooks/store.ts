@@ -5,7 +5,7 @@ import { byEngine } from '../../platform/store';
 import { pgWebhookStore } from './store.pg';
 import { sqliteWebhookStore } from './store.sqlite';
 
-export { CUT_SHORT, SENDING } from './store.sqlite';
+export { CUT_SHORT, SENDING } from './store-shared';
 
 /** A due delivery as a claim takes it. */
 export interface DueRow {

@@ -277,17 +277,16 @@ export const sqliteBalanceStore: BalanceStore = {
     return openBatches(readerOf(c));
   },
   async claimDueReads(c, want, now) {
-    return itemQueue(c.deps.db).claim(want, now, c.tx);
+    return itemQueue(c.deps.db).claim(c, want, now);
   },
   async lockReads() {
     // The transaction writes alone.
   },
   async finishReads(c, finishes) {
-    const queue = itemQueue(c.deps.db);
-    for (const f of finishes) queue.finalize(c.tx, f, f.finish);
+    itemQueue(c.deps.db).finishAll(c, finishes);
   },
-  async releaseReadLeases(c) {
-    return itemQueue(c.deps.db).releaseAll(c.tx);
+  async releaseReadLeases(c, prefix) {
+    return itemQueue(c.deps.db).release(c, prefix);
   },
   async batchStatus(c, batchId) {
     return batchStatus(readerOf(c), batchId);

@@ -474,13 +474,13 @@ function dispatchQueue(db: Db): LeaseQueue<typeof payments, DuePayment> {
 
 export const sqliteCollectionStore: CollectionStore = {
   async claimDuePayments(c, want, now) {
-    return dispatchQueue(c.deps.db).claim(want, now, c.tx);
+    return dispatchQueue(c.deps.db).claim(c, want, now);
   },
   async finishDue(c, claim, finish) {
-    return dispatchQueue(c.deps.db).finalize(c.tx, claim, finish);
+    return dispatchQueue(c.deps.db).finish(c, claim, finish);
   },
-  async releasePaymentLeases(c) {
-    return dispatchQueue(c.deps.db).releaseAll(c.tx);
+  async releasePaymentLeases(c, prefix) {
+    return dispatchQueue(c.deps.db).release(c, prefix);
   },
 
   async eventSeen(c, lenderId, source, sourceEventId) {

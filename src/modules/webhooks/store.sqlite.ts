@@ -4,7 +4,7 @@ import type { Tx } from '../../platform/context';
 import type { Db } from '../../platform/db';
 import { LeaseQueue } from '../../platform/lease-queue';
 import { olderThan } from '../../platform/pagination';
-import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
+import { listOf, lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { StoreCtx } from '../../platform/store';
 import { CUT_SHORT, SENDING } from './store-shared';
 import type { DeliveryListFilter, DueRow, NewDelivery, WebhookStore } from './store';
@@ -89,34 +89,28 @@ const deliveryRows = (db: Db, f: DeliveryListFilter) => {
 const endpointRows = (db: Db, lenderId: string) =>
   db.select().from(webhookEndpoints).where(eq(webhookEndpoints.lenderId, lenderId)).orderBy(asc(webhookEndpoints.createdAt)).all();
 
-/**
- * The delivery queue of a database, one per connection (its finalizing statements are cached). A claim sets
- * what it leaves out and its lease before it runs; claims run one at a time, inside their transaction.
- */
-interface DeliveryQueue {
-  queue: LeaseQueue<typeof webhookDeliveries, DueRow>;
-  exclude: string;
+/** What a claim of deliveries is given: its lease, and the deliveries a run already holds (left out). */
+interface DeliveryClaim {
   leaseMs: number;
+  exclude: string[];
 }
+type DeliveryQueue = LeaseQueue<typeof webhookDeliveries, DueRow, DeliveryClaim>;
 const queues = new WeakMap<Db, DeliveryQueue>();
 
+/** The delivery queue of a database, one per connection (its finalizing statements are cached). */
 function deliveryQueue(db: Db): DeliveryQueue {
   let q = queues.get(db);
   if (!q) {
-    const entry: DeliveryQueue = { queue: null as unknown as DeliveryQueue['queue'], exclude: '[]', leaseMs: 0 };
-    entry.queue = new LeaseQueue<typeof webhookDeliveries, DueRow>(db, webhookDeliveries, {
-      get leaseMs() {
-        return entry.leaseMs;
-      },
-      pick: ({ tx, want, now, due, lease }) => {
-        const rows = dueDeliveries(tx, due, now, want, entry.exclude);
+    q = new LeaseQueue<typeof webhookDeliveries, DueRow, DeliveryClaim>(db, webhookDeliveries, {
+      leaseMs: (claim) => claim.leaseMs,
+      pick: ({ tx, want, now, due, input, lease }) => {
+        const rows = dueDeliveries(tx, due, now, want, listOf(input.exclude));
         // Each claimed delivery's attempt row is written in the claim's transaction, before any request leaves.
         for (const r of rows) r.attemptId = openAttempt(tx, r.id, now);
         lease(rows);
       },
     });
-    queues.set(db, entry);
-    q = entry;
+    queues.set(db, q);
   }
   return q;
 }
@@ -180,22 +174,19 @@ export const sqliteWebhookStore: WebhookStore = {
   },
 
   async claimDueDeliveries(c, want, now, leaseMs, exclude) {
-    const q = deliveryQueue(c.deps.db);
-    q.exclude = JSON.stringify(exclude);
-    q.leaseMs = leaseMs;
-    return q.queue.claim(want, now, c.tx);
+    return deliveryQueue(c.deps.db).claim(c, want, now, { leaseMs, exclude });
   },
   async recordAttempts(c, records) {
     const tx = c.tx;
-    const { queue } = deliveryQueue(c.deps.db);
+    const queue = deliveryQueue(c.deps.db);
     for (const r of records) {
       if (!r.sent) {
         if (r.attemptId !== undefined) dropAttempt(tx, r.attemptId);
-        queue.finalize(tx, r, { state: 'pending' });
+        queue.finish(c, r, { state: 'pending' });
         continue;
       }
       completeAttempt(tx, { id: r.attemptId ?? openAttempt(tx, r.id, r.attempt.at), ...r.attempt });
-      queue.finalize(tx, r, {
+      queue.finish(c, r, {
         state: r.state,
         attempts: r.attempts,
         nextAttemptAt: r.nextAttemptAt,
@@ -209,9 +200,9 @@ export const sqliteWebhookStore: WebhookStore = {
       });
     }
   },
-  async releaseDeliveryLeases(c) {
+  async releaseDeliveryLeases(c, prefix) {
     closeCutShortAttempts(c.tx);
-    return deliveryQueue(c.deps.db).queue.releaseAll(c.tx);
+    return deliveryQueue(c.deps.db).release(c, prefix);
   },
 
   async listEndpoints(c, lenderId) {

@@ -11,7 +11,7 @@ import { MONITOR_STATES, PAYMENT_STATUSES, type EventStatus, type MonitorState, 
 import { DAY_MS } from '../../platform/clock';
 import type { PgDb } from '../../platform/pg';
 import { exactSum, inList, listOf, lockFor, num, numOrNull, probeByIndex, readerOf, rows, sumOf, writerOf, type Summed } from '../../platform/sql/pg';
-import { newLeaseToken } from '../../platform/lease-token';
+import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue.pg';
 import type { PastPayment } from './rules';
 import type { CollectionStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
 import { DISPATCH_LEASE_MS } from './store-shared';
@@ -19,8 +19,8 @@ import { DISPATCH_LEASE_MS } from './store-shared';
 // Collection's SQL on PostgreSQL: the same questions as store.sqlite.ts, with the same answers, orders and
 // shapes. Transactions run side by side here (READ COMMITTED), so what SQLite's single writer gave for free is
 // said in the statements:
-// - the dispatch queue is claimed in one statement that locks the rows it takes and skips those another claimer
-//   holds (FOR UPDATE SKIP LOCKED): no payment is leased twice;
+// - the dispatch queue (platform/lease-queue.pg.ts) is claimed in one statement that locks the rows it takes and
+//   skips those another claimer holds (FOR UPDATE SKIP LOCKED): no payment is leased twice;
 // - every status move is a compare-and-set in one UPDATE (the status it was read in, or the one it may move
 //   from): of two movers, the second re-reads the row the first committed and moves nothing;
 // - a send's claim locks its borrower's row for share, so a removal or an erasure in progress is waited for
@@ -48,65 +48,41 @@ const referenceKey = (lenderId: string, reference: string) =>
 /** The latest recorded event of a reference: by its recording time, then by its id (UUIDv7, in insertion order). */
 const LATEST_FIRST = sql`ORDER BY recorded_at DESC, id DESC LIMIT 1`;
 
+/**
+ * The dispatch queue: one statement a claim, the due payments oldest due first, locked as they are picked (a
+ * row another claimer holds is skipped; one it leased and committed meanwhile is re-read and no longer due),
+ * leased, and returned in that order.
+ */
+const dispatchQueue = new LeaseQueue(payments, {
+  leaseMs: DISPATCH_LEASE_MS,
+  statements: 'one',
+  pick: oldestDueFirst(
+    sql`id, lender_id, enrollment_id, authorizer_unique_id, connection_id, rail, amount_cents, reference, attempts, attempt, next_attempt_at`,
+    (r: Record<string, unknown>): Omit<DuePayment, 'leaseToken'> => ({
+      id: String(r.id),
+      lenderId: String(r.lender_id),
+      enrollmentId: String(r.enrollment_id),
+      authorizerUniqueId: String(r.authorizer_unique_id),
+      connectionId: String(r.connection_id),
+      rail: r.rail as DuePayment['rail'],
+      amountCents: num(r.amount_cents),
+      reference: String(r.reference),
+      attempts: num(r.attempts),
+      attempt: num(r.attempt),
+    }),
+  ),
+});
+
 export const pgCollectionStore: CollectionStore = {
   async claimDuePayments(c, want, now) {
-    const until = now + DISPATCH_LEASE_MS;
-    const leaseToken = newLeaseToken();
-    // One statement: the due rows, oldest due first, locked as they are picked (a row another claimer holds is
-    // skipped; one it leased and committed meanwhile is re-read and no longer due), leased, and returned.
-    const claimed = await rows<Record<string, unknown>>(
-      readerOf(c),
-      sql`WITH picked AS (
-            SELECT id FROM payments
-             WHERE state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
-             ORDER BY next_attempt_at, id LIMIT ${want}
-             FOR UPDATE SKIP LOCKED)
-          UPDATE payments p SET lease_until = ${until}, lease_token = ${leaseToken} FROM picked WHERE p.id = picked.id
-          RETURNING p.id, p.lender_id, p.enrollment_id, p.authorizer_unique_id, p.connection_id, p.rail, p.amount_cents,
-                    p.reference, p.attempts, p.attempt, p.next_attempt_at`,
-    );
-    return claimed
-      .map((r) => ({ at: num(r.next_attempt_at), row: r }))
-      .sort((a, b) => a.at - b.at || (String(a.row.id) < String(b.row.id) ? -1 : 1))
-      .map(
-        ({ row: r }): DuePayment => ({
-          id: String(r.id),
-          lenderId: String(r.lender_id),
-          enrollmentId: String(r.enrollment_id),
-          authorizerUniqueId: String(r.authorizer_unique_id),
-          connectionId: String(r.connection_id),
-          rail: r.rail as DuePayment['rail'],
-          amountCents: num(r.amount_cents),
-          reference: String(r.reference),
-          attempts: num(r.attempts),
-          attempt: num(r.attempt),
-          leaseToken,
-        }),
-      );
+    return dispatchQueue.claim(c, want, now);
   },
   async finishDue(c, claim, finish) {
-    const done = await writerOf(c)
-      .update(payments)
-      .set({
-        ...(finish.set as Partial<typeof payments.$inferInsert>),
-        state: finish.state as typeof payments.$inferInsert.state,
-        ...(finish.attempts !== undefined ? { attempts: finish.attempts } : {}),
-        ...(finish.nextAttemptAt !== undefined ? { nextAttemptAt: finish.nextAttemptAt as number } : {}),
-        leaseUntil: 0,
-        leaseToken: null,
-      })
-      .where(and(eq(payments.id, String(claim.id)), eq(payments.leaseToken, claim.leaseToken)))
-      .returning({ id: payments.id });
-    return done.length === 1;
+    return dispatchQueue.finish(c, claim, finish);
   },
   async releasePaymentLeases(c, prefix) {
     // Only this replica's own: another replica's claim may be alive, and is taken over when its lease runs out.
-    const released = await rows<{ id: string }>(
-      writerOf(c),
-      sql`UPDATE payments SET lease_until = 0, lease_token = NULL
-           WHERE state = 'pending' AND lease_until > 0 AND starts_with(lease_token, ${prefix}) RETURNING id`,
-    );
-    return released.length;
+    return dispatchQueue.release(c, prefix);
   },
 
   async eventSeen(c, lenderId, source, sourceEventId) {

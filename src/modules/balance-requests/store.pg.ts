@@ -3,28 +3,26 @@ import { balanceResults, batchItems, batchPayloads, batches } from '../../../db/
 import type { BatchStatus } from '../../../db/schema/enums';
 import { transaction } from '../../platform/context';
 import { olderThan } from '../../platform/pagination';
-import { newLeaseToken } from '../../platform/lease-token';
-import { arrayTypeOf, type PgDb, type PgHandle } from '../../platform/pg';
+import { LeaseQueue, type PickStrategy } from '../../platform/lease-queue.pg';
+import type { PgDb, PgHandle } from '../../platform/pg';
 import { listOf, lockFor, num, numOrNull, readerOf, rows, writerOf } from '../../platform/sql/pg';
-import type { StoreCtx } from '../../platform/store';
 import type { QueuedAuthorizer } from './payload';
 import { BACKLOG_LOCK, ITEM_LEASE_MS, MIN_BATCH_CHUNK } from './store-shared';
-import type { BalanceStore, CachedResponse, ClaimedItem, CountedBatch, ExportRow, NewBatch, OpenBatch, ReadFinish, ResultRow, StoredPayload, ThresholdHit } from './store';
+import type { BalanceStore, CachedResponse, ClaimedItem, CountedBatch, ExportRow, NewBatch, OpenBatch, ResultRow, StoredPayload, ThresholdHit } from './store';
 
 // The balance pipeline's SQL on PostgreSQL: the same statements as store.sqlite.ts, with what SQLite's single
 // writer gave for free made explicit, since transactions here run side by side under READ COMMITTED:
 // - a lender's accepts (the request path and the on-demand runs and reads) take the lender's backlog lock
 //   before they count its pending authorizers, so two at once cannot both squeeze under the bound, and an
 //   identical body sent twice at once makes one batch: the second finds the first's answer;
-// - a claim leases rows it has locked with FOR UPDATE SKIP LOCKED, so two claimers never take the same row;
+// - a claim leases rows it has locked with FOR UPDATE SKIP LOCKED (the queue of platform/lease-queue.pg.ts),
+//   so two claimers never take the same row;
 // - a batch is started under its row lock, and erasing a borrower locks the lender's waiting batches first,
 //   so an erasure never misses the queue rows of a batch started at the same moment;
 // - a flush locks its reads' rows, then its batches' counters and their lenders' backlog, each in one order,
 //   before it writes them, so two flushes never each wait for the other.
 // Bulk writes (a batch's queue rows, a flush's results and finishes) are one statement each over unnest()ed
-// arrays bound as parameters. Raw results give int8 as strings: those columns go through Number().
-
-
+// arrays bound as parameters. Raw results give int8 as strings: those columns go through num().
 
 /** The bytes of the clear copy left once a batch is started: the empty packed list. */
 const EMPTY_ITEMS = new TextEncoder().encode('[]');
@@ -94,45 +92,24 @@ interface RawClaimed extends Omit<ClaimedItem, 'id' | 'waitingSince' | 'leaseTok
   waitingSince: string | number | null;
 }
 
-const claimedItem = (r: RawClaimed, leaseToken: string): ClaimedItem => ({ ...r, id: num(r.id), waitingSince: numOrNull(r.waitingSince), leaseToken });
+const claimedItem = (r: RawClaimed): Omit<ClaimedItem, 'leaseToken'> => ({ ...r, id: num(r.id), waitingSince: numOrNull(r.waitingSince) });
 
-/**
- * Up to `limit` due items of one batch in request order, leased until `until`: the rows picked are locked as
- * they are picked, and rows another claim holds locked are passed over (SKIP LOCKED), so no row is leased by
- * two claims; a row leased and committed is no longer due.
- */
-async function leaseDueItemsOfBatch(db: PgDb, batchId: string, now: number, until: number, leaseToken: string, limit: number): Promise<ClaimedItem[]> {
-  const leased = await rows<RawClaimed>(
-    db,
-    sql`WITH picked AS MATERIALIZED (
-          SELECT id FROM batch_items
-           WHERE state = 'pending' AND batch_id = ${batchId} AND next_attempt_at <= ${now} AND lease_until <= ${now}
-           ORDER BY seq LIMIT ${limit}
-             FOR UPDATE SKIP LOCKED)
-        UPDATE batch_items AS i SET lease_until = ${until}, lease_token = ${leaseToken} FROM picked WHERE i.id = picked.id
-        RETURNING i.id, i.batch_id AS "batchId", i.lender_id AS "lenderId", i.seq, i.authorizer_unique_id AS "authorizerUniqueId",
-                  i.payment_type AS "paymentType", i.routing_number AS "routingNumber", i.phone, i.zip, i.attempts, i.waiting_since AS "waitingSince"`,
-  );
-  return leased.map((r) => claimedItem(r, leaseToken)).sort((a, b) => a.seq - b.seq);
-}
-
-/** Where each pool's claims start their rotation (store.sqlite.ts keeps one per connection). */
-const turns = new WeakMap<PgHandle, { n: number }>();
+/** What a claim returns of each item it leases. */
+const CLAIMED_COLUMNS = sql`id, batch_id AS "batchId", lender_id AS "lenderId", seq, authorizer_unique_id AS "authorizerUniqueId",
+  payment_type AS "paymentType", routing_number AS "routingNumber", phone, zip, attempts, waiting_since AS "waitingSince"`;
 
 /**
  * The fair claim, as on SQLite: an equal share per lender with work, then per batch within a lender, in two
  * passes (the fair share, then the leftover to batches that have more), the starting lender and batch rotated
- * from one claim to the next. In one transaction; each batch's share is one statement that locks and leases.
+ * from one claim to the next. In one transaction; each batch's share is one statement that locks and leases
+ * up to its count of the batch's due items in request order (the queue's lease: rows another claim holds
+ * locked are passed over, so no row is leased by two claims, and a row leased and committed is no longer due).
  */
-async function claimFairly(c: StoreCtx, want: number, now: number): Promise<ClaimedItem[]> {
-  const pg = c.deps.pg!;
-  let turn = turns.get(pg);
-  if (!turn) turns.set(pg, (turn = { n: 0 }));
-  const t = turn.n++;
-  return transaction({ deps: c.deps, tx: c.tx }, async (tx) => {
-    const db = writerOf(tx);
+function fairShares(turn: () => number): PickStrategy<Omit<ClaimedItem, 'leaseToken'>> {
+  return async ({ db, want, due, lease }) => {
+    const t = turn();
     const active = (await openBatches(db)).filter((b) => b.status === 'processing');
-    const claimed: ClaimedItem[] = [];
+    const claimed: Omit<ClaimedItem, 'leaseToken'>[] = [];
     if (active.length === 0) return claimed;
     const byLender = new Map<string, string[]>();
     for (const b of active) {
@@ -140,8 +117,6 @@ async function claimFairly(c: StoreCtx, want: number, now: number): Promise<Clai
       list.push(b.id);
       byLender.set(b.lenderId, list);
     }
-    const until = now + ITEM_LEASE_MS;
-    const leaseToken = newLeaseToken();
     const lenders = [...byLender.values()];
     for (let pass = 0; pass < 2 && claimed.length < want; pass++) {
       const perLender = Math.max(1, Math.ceil((want - claimed.length) / lenders.length));
@@ -151,64 +126,29 @@ async function claimFairly(c: StoreCtx, want: number, now: number): Promise<Clai
         const perBatch = Math.max(MIN_BATCH_CHUNK, Math.ceil(perLender / batchIds.length));
         for (let bi = 0; bi < batchIds.length && lenderBudget > 0 && claimed.length < want; bi++) {
           const batchId = batchIds[(bi + t) % batchIds.length]!;
-          const items = await leaseDueItemsOfBatch(db, batchId, now, until, leaseToken, Math.min(perBatch, lenderBudget, want - claimed.length));
+          const limit = Math.min(perBatch, lenderBudget, want - claimed.length);
+          const leased = await lease<RawClaimed>(sql`SELECT id FROM batch_items WHERE ${due} AND batch_id = ${batchId} ORDER BY seq LIMIT ${limit}`, CLAIMED_COLUMNS);
+          const items = leased.map(claimedItem).sort((a, b) => a.seq - b.seq);
           claimed.push(...items);
           lenderBudget -= items.length;
         }
       }
     }
     return claimed;
-  });
+  };
 }
 
-/**
- * Claimed reads finished: the finishes of one shape (which columns they set) in one UPDATE over unnest()ed
- * arrays, their leases released. A read finished twice in one call ends as the last finish says, as on SQLite.
- */
-async function finishReads(db: PgDb, finishes: { id: number; leaseToken: string; finish: ReadFinish }[]): Promise<void> {
-  const last = new Map<number, { token: string; finish: ReadFinish }>();
-  for (const f of finishes) {
-    last.delete(f.id);
-    last.set(f.id, { token: f.leaseToken, finish: f.finish });
+const queues = new WeakMap<PgHandle, LeaseQueue<typeof batchItems, Omit<ClaimedItem, 'leaseToken'>>>();
+
+/** The balance-read queue of a pool, one per pool: where its claims start their rotation (as store.sqlite.ts keeps one per connection). */
+function itemQueue(pg: PgHandle): LeaseQueue<typeof batchItems, Omit<ClaimedItem, 'leaseToken'>> {
+  let queue = queues.get(pg);
+  if (!queue) {
+    let turn = 0;
+    queue = new LeaseQueue(batchItems, { leaseMs: ITEM_LEASE_MS, statements: 'several', pick: fairShares(() => turn++) });
+    queues.set(pg, queue);
   }
-  const columns = batchItems as unknown as Record<string, { name: string; getSQLType(): string }>;
-  const groups = new Map<string, { names: string[]; types: string[]; values: unknown[][]; ids: number[]; tokens: string[] }>();
-  for (const [id, { token, finish: f }] of last) {
-    const extra = Object.entries(f.set ?? {});
-    const cols = [
-      columns.state!,
-      ...(f.attempts !== undefined ? [columns.attempts!] : []),
-      ...(f.nextAttemptAt !== undefined ? [columns.nextAttemptAt!] : []),
-      ...extra.map(([k]) => columns[k]!),
-    ];
-    const key = cols.map((col) => col.name).join(',');
-    let g = groups.get(key);
-    if (!g) groups.set(key, (g = { names: cols.map((col) => col.name), types: cols.map(arrayTypeOf), values: cols.map(() => []), ids: [], tokens: [] }));
-    const vals = [f.state, ...(f.attempts !== undefined ? [f.attempts] : []), ...(f.nextAttemptAt !== undefined ? [f.nextAttemptAt] : []), ...extra.map(([, v]) => v)];
-    vals.forEach((v, i) => g.values[i]!.push(v ?? null));
-    g.ids.push(id);
-    g.tokens.push(token);
-  }
-  for (const g of groups.values()) {
-    const sets = sql.join(
-      g.names.map((n) => sql`${sql.identifier(n)} = v.${sql.identifier(n)}`),
-      sql`, `,
-    );
-    const arrays = sql.join(
-      g.values.map((vals, i) => sql`${listOf(vals)}::${sql.raw(g.types[i]!)}`),
-      sql`, `,
-    );
-    const names = sql.join(
-      g.names.map((n) => sql.identifier(n)),
-      sql`, `,
-    );
-    await db.execute(
-      // Only the rows this claim still holds (a claim whose lease ran out and was taken again finishes nothing).
-      sql`UPDATE batch_items AS t SET ${sets}, lease_until = 0, lease_token = NULL
-            FROM unnest(${listOf(g.ids)}::bigint[], ${listOf(g.tokens)}::text[], ${arrays}) AS v(id, lease_token, ${names})
-           WHERE t.id = v.id AND t.lease_token = v.lease_token`,
-    );
-  }
+  return queue;
 }
 
 /** A batch's queue rows, one per item in request order (seq from 0), in one statement. */
@@ -357,23 +297,20 @@ export const pgBalanceStore: BalanceStore = {
     return openBatches(readerOf(c));
   },
   async claimDueReads(c, want, now) {
-    return claimFairly(c, want, now);
+    return itemQueue(c.deps.pg!).claim(c, want, now);
   },
   async lockReads(c, ids) {
     if (ids.length === 0) return;
     await writerOf(c).execute(sql`SELECT id FROM batch_items WHERE id = ANY(${listOf(ids)}::bigint[]) ORDER BY id FOR UPDATE`);
   },
   async finishReads(c, finishes) {
-    await finishReads(writerOf(c), finishes);
+    // The finishes of one shape (which columns they set) in one UPDATE; a read finished twice in one call ends
+    // as its last finish says, as on SQLite.
+    await itemQueue(c.deps.pg!).finishAll(c, finishes);
   },
   async releaseReadLeases(c, prefix) {
     // Only this replica's own: another replica's claim may be alive, and is taken over when its lease runs out.
-    const released = await rows<{ one: number }>(
-      writerOf(c),
-      sql`UPDATE batch_items SET lease_until = 0, lease_token = NULL
-           WHERE state = 'pending' AND lease_until > 0 AND starts_with(lease_token, ${prefix}) RETURNING 1 AS one`,
-    );
-    return released.length;
+    return itemQueue(c.deps.pg!).release(c, prefix);
   },
   async batchStatus(c, batchId) {
     const [row] = await rows<{ status: BatchStatus }>(readerOf(c), sql`SELECT status FROM batches WHERE id = ${batchId}`);

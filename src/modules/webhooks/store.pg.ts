@@ -4,7 +4,7 @@ import { olderThan } from '../../platform/pagination';
 import { listOf, lockFor, num, numOrNull, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { AttemptRecord, DueRow, WebhookStore } from './store';
 import { CUT_SHORT, SENDING } from './store-shared';
-import { newLeaseToken } from '../../platform/lease-token';
+import { LeaseQueue } from '../../platform/lease-queue.pg';
 
 // The webhooks store on PostgreSQL. Transactions run side by side here, so what SQLite's single writer gave
 // for free is said outright:
@@ -12,8 +12,8 @@ import { newLeaseToken } from '../../platform/lease-token';
 //   is a bound and not a hope;
 // - a lender's first secret is looked for again and created under the lender's advisory lock
 //   (serializeSecrets), so two first uses make one secret and both sign with it;
-// - a claim takes due deliveries FOR UPDATE SKIP LOCKED in the statement that leases them, so two claimers
-//   never take the same delivery and neither waits for the other;
+// - a claim takes due deliveries FOR UPDATE SKIP LOCKED in the statement that leases them (the queue of
+//   platform/lease-queue.pg.ts), so two claimers never take the same delivery and neither waits for the other;
 // - a claimed delivery's outcome is recorded only while it is still pending: a recorded final state never
 //   goes back.
 
@@ -28,6 +28,56 @@ interface ClaimedRaw {
   attempts: number;
   first_attempt_at: string | number | null;
 }
+
+/** What a claim of deliveries is given: its lease, and the deliveries a run already holds (left out). */
+interface DeliveryClaim {
+  leaseMs: number;
+  exclude: string[];
+}
+
+/**
+ * The outbox as a queue. A claim is one statement: the due deliveries, oldest first, that no other claim holds
+ * (SKIP LOCKED: a delivery another transaction is leasing right now is passed over, not waited for, and once
+ * that one commits its lease makes it no longer due), leased, each with its attempt row opened before any
+ * request leaves. A delivery taken over from a claim whose lease ran out (its replica stopped) has that
+ * claim's attempt, left open, marked cut short.
+ */
+const deliveryQueue = new LeaseQueue(webhookDeliveries, {
+  leaseMs: (claim: DeliveryClaim) => claim.leaseMs,
+  statements: 'one',
+  pick: async ({ db, want, now, due, input, leasing }) => {
+    const pick = sql`SELECT id FROM webhook_deliveries WHERE ${due} AND id <> ALL(${listOf(input.exclude)}::text[]) ORDER BY next_attempt_at, id LIMIT ${want}`;
+    const claimed = await rows<ClaimedRaw>(
+      db,
+      sql`
+      WITH ${leasing(pick, sql`id, lender_id, type, target_url, payload, attempts, first_attempt_at, next_attempt_at`)},
+      opened AS (
+        INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms)
+        SELECT id, ${now}, NULL, ${SENDING}, 0 FROM leased ORDER BY next_attempt_at, id
+        RETURNING id, delivery_id
+      ),
+      closed AS (
+        UPDATE webhook_attempts SET error = ${CUT_SHORT}
+         WHERE error = ${SENDING} AND delivery_id IN (SELECT id FROM leased)
+      )
+      SELECT l.id, o.id AS attempt_id, l.lender_id, l.type, l.target_url, l.payload, l.attempts, l.first_attempt_at
+        FROM leased l JOIN opened o ON o.delivery_id = l.id
+       ORDER BY l.next_attempt_at, l.id`,
+    );
+    return claimed.map(
+      (r): Omit<DueRow, 'leaseToken'> => ({
+        id: r.id,
+        attemptId: num(r.attempt_id),
+        lenderId: r.lender_id,
+        type: r.type,
+        targetUrl: r.target_url,
+        payload: r.payload,
+        attempts: r.attempts,
+        firstAttemptAt: numOrNull(r.first_attempt_at),
+      }),
+    );
+  },
+});
 
 export const pgWebhookStore: WebhookStore = {
   async currentSecret(c, lenderId) {
@@ -101,50 +151,7 @@ export const pgWebhookStore: WebhookStore = {
 
   async claimDueDeliveries(c, want, now, leaseMs, exclude) {
     if (want <= 0) return [];
-    const leaseToken = newLeaseToken();
-    // One statement: the due deliveries, oldest first, that no other claim holds (SKIP LOCKED: a delivery
-    // another transaction is leasing right now is passed over, not waited for, and once that one commits its
-    // lease makes it no longer due), leased, each with its attempt row opened before any request leaves. A
-    // delivery taken over from a claim whose lease ran out (its replica stopped) has that claim's attempt,
-    // left open, marked cut short.
-    const claimed = await rows<ClaimedRaw>(
-      writerOf(c),
-      sql`
-      WITH claimed AS (
-        UPDATE webhook_deliveries SET lease_until = ${now + leaseMs}, lease_token = ${leaseToken}
-         WHERE id IN (
-           SELECT id FROM webhook_deliveries
-            WHERE state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
-              AND id <> ALL(${listOf(exclude)}::text[])
-            ORDER BY next_attempt_at, id
-            LIMIT ${want}
-              FOR UPDATE SKIP LOCKED)
-        RETURNING id, lender_id, type, target_url, payload, attempts, first_attempt_at, next_attempt_at
-      ),
-      opened AS (
-        INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms)
-        SELECT id, ${now}, NULL, ${SENDING}, 0 FROM claimed ORDER BY next_attempt_at, id
-        RETURNING id, delivery_id
-      ),
-      closed AS (
-        UPDATE webhook_attempts SET error = ${CUT_SHORT}
-         WHERE error = ${SENDING} AND delivery_id IN (SELECT id FROM claimed)
-      )
-      SELECT c.id, o.id AS attempt_id, c.lender_id, c.type, c.target_url, c.payload, c.attempts, c.first_attempt_at
-        FROM claimed c JOIN opened o ON o.delivery_id = c.id
-       ORDER BY c.next_attempt_at, c.id`,
-    );
-    return claimed.map((r) => ({
-      id: r.id,
-      attemptId: num(r.attempt_id),
-      lenderId: r.lender_id,
-      type: r.type,
-      targetUrl: r.target_url,
-      payload: r.payload,
-      attempts: r.attempts,
-      firstAttemptAt: numOrNull(r.first_attempt_at),
-      leaseToken,
-    }));
+    return deliveryQueue.claim(c, want, now, { leaseMs, exclude });
   },
   async recordAttempts(c, records) {
     if (records.length === 0) return;
@@ -159,13 +166,12 @@ export const pgWebhookStore: WebhookStore = {
     const dropped = records.filter((r) => !r.sent && r.attemptId !== undefined).map((r) => r.attemptId!);
 
     if (dropped.length > 0) await db.execute(sql`DELETE FROM webhook_attempts WHERE id = ANY(${listOf(dropped)}::bigint[])`);
-    if (unsent.length > 0) {
-      // Released as it was: still pending, due when it was (while this claim holds it).
-      await db.execute(sql`
-        UPDATE webhook_deliveries d SET state = 'pending', lease_until = 0, lease_token = NULL
-          FROM unnest(${listOf(unsent.map((r) => r.id))}::text[], ${listOf(unsent.map((r) => r.leaseToken))}::text[]) AS v(id, token)
-         WHERE d.id = v.id AND d.lease_token = v.token AND d.state = 'pending'`);
-    }
+    // Released as it was: still pending, due when it was (while this claim holds it).
+    await deliveryQueue.finishAll(
+      c,
+      unsent.map((r) => ({ id: r.id, leaseToken: r.leaseToken, finish: { state: 'pending' } })),
+      { whilePending: true },
+    );
     const sentRecords = records.filter((r): r is Extract<AttemptRecord, { sent: true }> => r.sent);
     const opened = sentRecords.filter((r) => r.attemptId !== undefined);
     const unopened = sentRecords.filter((r) => r.attemptId === undefined);
@@ -189,22 +195,28 @@ export const pgWebhookStore: WebhookStore = {
                AS v(delivery_id, at, status_code, error, duration_ms, n)
          ORDER BY n`);
     }
-    if (sent.length > 0) {
-      // Only while still pending and still held by this claim: a delivery's recorded final state never moves
-      // back, and a claim whose lease lapsed and was taken again records its attempt, not its state.
-      await db.execute(sql`
-        UPDATE webhook_deliveries d
-           SET state = v.state, attempts = v.attempts, next_attempt_at = v.next_attempt_at, last_attempt_at = v.at,
-               first_attempt_at = v.first_attempt_at, last_status_code = v.status_code, last_error = v.error,
-               finished_at = v.finished_at, lease_until = 0, lease_token = NULL
-          FROM unnest(${listOf(sent.map((r) => r.id))}::text[], ${listOf(sent.map((r) => r.leaseToken))}::text[], ${listOf(sent.map((r) => r.state))}::text[],
-                      ${listOf(sent.map((r) => r.attempts))}::int[], ${listOf(sent.map((r) => r.nextAttemptAt))}::bigint[],
-                      ${listOf(sent.map((r) => r.attempt.at))}::bigint[], ${listOf(sent.map((r) => r.firstAttemptAt))}::bigint[],
-                      ${listOf(sent.map((r) => r.attempt.statusCode))}::int[], ${listOf(sent.map((r) => r.attempt.error))}::text[],
-                      ${listOf(sent.map((r) => r.finishedAt))}::bigint[])
-               AS v(id, token, state, attempts, next_attempt_at, at, first_attempt_at, status_code, error, finished_at)
-         WHERE d.id = v.id AND d.lease_token = v.token AND d.state = 'pending'`);
-    }
+    // Only while still pending and still held by this claim: a delivery's recorded final state never moves
+    // back, and a claim whose lease lapsed and was taken again records its attempt, not its state.
+    await deliveryQueue.finishAll(
+      c,
+      sent.map((r) => ({
+        id: r.id,
+        leaseToken: r.leaseToken,
+        finish: {
+          state: r.state,
+          attempts: r.attempts,
+          nextAttemptAt: r.nextAttemptAt,
+          set: {
+            lastAttemptAt: r.attempt.at,
+            firstAttemptAt: r.firstAttemptAt,
+            lastStatusCode: r.attempt.statusCode,
+            lastError: r.attempt.error,
+            finishedAt: r.finishedAt,
+          },
+        },
+      })),
+      { whilePending: true },
+    );
   },
   async releaseDeliveryLeases(c, prefix, now) {
     const db = writerOf(c);
@@ -216,12 +228,7 @@ export const pgWebhookStore: WebhookStore = {
        WHERE error = ${SENDING} AND delivery_id IN (
          SELECT id FROM webhook_deliveries
           WHERE state = 'pending' AND lease_until > 0 AND (starts_with(lease_token, ${prefix}) OR lease_until <= ${now}))`);
-    const released = await rows<{ id: string }>(
-      db,
-      sql`UPDATE webhook_deliveries SET lease_until = 0, lease_token = NULL
-           WHERE state = 'pending' AND lease_until > 0 AND starts_with(lease_token, ${prefix}) RETURNING id`,
-    );
-    return released.length;
+    return deliveryQueue.release(c, prefix);
   },
 
   async listEndpoints(c, lenderId) {

@@ -4,7 +4,6 @@ import type { ScheduleStatus } from '../../../db/schema/enums';
 import type { Tx } from '../../platform/context';
 import type { Db } from '../../platform/db';
 import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
-import type { StoreCtx } from '../../platform/store';
 import type { ScheduleRow, ScheduleStore } from './store';
 
 // The scheduler's raw prepared statement: the due check runs every tick against every schedule and must

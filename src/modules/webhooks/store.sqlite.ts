@@ -5,7 +5,6 @@ import type { Db } from '../../platform/db';
 import { LeaseQueue } from '../../platform/lease-queue';
 import { olderThan } from '../../platform/pagination';
 import { listOf, lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
-import type { StoreCtx } from '../../platform/store';
 import { CUT_SHORT, SENDING } from './store-shared';
 import type { DeliveryListFilter, DueRow, NewDelivery, WebhookStore } from './store';
 

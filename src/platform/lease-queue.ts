@@ -4,6 +4,7 @@ import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core';
 import type { Db } from './db';
 import { transaction, type Tx } from './context';
 import { newLeaseToken } from './lease-token';
+import type { StoreCtx, TxCtx } from './store';
 
 // A work queue kept in a SQLite table, claimed by leases. The table follows one convention:
 //   state            'pending' while there is work to do (other values are final, chosen by the feature)
@@ -16,7 +17,8 @@ import { newLeaseToken } from './lease-token';
 // BEGIN IMMEDIATE transaction, so two claimers never take the same row; a claimer that dies loses its rows
 // when the lease runs out, or at once when the next process starts (one process serves a database file).
 // Which due rows a claim takes is the queue's strategy: oldest first by default, or the feature's own
-// (fair shares per lender for balance reads).
+// (fair shares per lender for balance reads). lease-queue.pg.ts is the same queue on PostgreSQL, with the same
+// methods: claim, finish, release.
 
 type QueueColumns = {
   state: SQLiteColumn;
@@ -35,9 +37,12 @@ export type QueueTable = SQLiteTable & QueueColumns & { id: SQLiteColumn };
 
 /**
  * Picks up to `want` due rows inside the claim transaction and hands them to `lease` as it goes, so a row
- * it has taken is no longer due when it looks again. `due` is the SQL condition of a due row (`?1` = now).
+ * it has taken is no longer due when it looks again. `due` is the SQL condition of a due row (`?1` = now);
+ * `input` is what the caller gave this claim.
  */
-export type PickStrategy<Row> = (c: { tx: Tx; want: number; now: number; due: string; lease(rows: Row[]): void }) => void;
+export type PickStrategy<Row, Input = void> = (c: { tx: Tx; want: number; now: number; due: string; input: Input; lease(rows: Row[]): void }) => void;
+
+type InputArgs<Input> = [Input] extends [void] ? [] : [input: Input];
 
 export interface Finalize<T extends QueueTable> {
   /** The new state; 'pending' keeps it in the queue (a retry). */
@@ -48,7 +53,7 @@ export interface Finalize<T extends QueueTable> {
   set?: Partial<Record<Exclude<keyof T['_']['columns'], keyof QueueColumns | 'id'>, SQLQueryBindings>>;
 }
 
-export class LeaseQueue<T extends QueueTable, Row extends { id: string | number }> {
+export class LeaseQueue<T extends QueueTable, Row extends { id: string | number }, Input = void> {
   readonly name: string;
   private readonly col: Record<keyof QueueColumns | 'id', string>;
   private readonly sqlite: Database;
@@ -58,7 +63,7 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
   constructor(
     private readonly db: Db,
     private readonly table: T,
-    private readonly opts: { leaseMs: number; pick: PickStrategy<Row> },
+    private readonly opts: { leaseMs: number | ((input: Input) => number); pick: PickStrategy<Row, Input> },
   ) {
     this.sqlite = db.$client;
     this.name = getTableName(table);
@@ -81,16 +86,21 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
     return `${c.state} = 'pending' AND ${c.nextAttemptAt} <= ?1 AND ${c.leaseUntil} <= ?1`;
   }
 
-  /** Leases up to `want` due rows, chosen by the strategy, until now + leaseMs: its own transaction, or the caller's. */
-  claim(want: number, now: number, outer?: Tx): Promise<(Row & { leaseToken: string })[]> {
-    return transaction({ deps: { db: this.db }, tx: outer }, ({ tx }) => {
+  /**
+   * Leases up to `want` due rows, chosen by the strategy, until now + leaseMs, all under one new token: in the
+   * caller's transaction, or its own.
+   */
+  claim(c: StoreCtx, want: number, now: number, ...args: InputArgs<Input>): Promise<(Row & { leaseToken: string })[]> {
+    const input = args[0] as Input;
+    return transaction({ deps: { db: this.db }, tx: c.tx }, ({ tx }) => {
       const claimed: (Row & { leaseToken: string })[] = [];
-      const until = now + this.opts.leaseMs;
+      const until = now + (typeof this.opts.leaseMs === 'function' ? this.opts.leaseMs(input) : this.opts.leaseMs);
       const leaseToken = newLeaseToken();
       this.opts.pick({
         tx,
         want,
         now,
+        input,
         due: this.dueCondition,
         lease: (rows) => {
           for (const r of rows) {
@@ -108,7 +118,7 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
    * lease released. Only while the claim still holds the row: false when its lease ran out and another claim
    * took it (that claim finishes it).
    */
-  finalize(_tx: Tx, claim: Claim, f: Finalize<T>): boolean {
+  finish(_c: TxCtx, claim: Claim, f: Finalize<T>): boolean {
     const columns = this.table as unknown as Record<string, SQLiteColumn>;
     const extra = Object.entries(f.set ?? {}) as [string, SQLQueryBindings][];
     const names = [
@@ -137,8 +147,17 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
     return stmt.run(...values).changes > 0;
   }
 
-  /** At start no other process holds a claim on this file: what a stopped process held is due again at once. */
-  releaseAll(_tx: Tx): number {
+  /** Many claims ended at once, as `finish` one after the other. */
+  finishAll(c: TxCtx, finishes: readonly (Claim & { finish: Finalize<T> })[]): void {
+    for (const f of finishes) this.finish(c, f, f.finish);
+  }
+
+  /**
+   * At start, the leases a stopped process held let go: what it held is due again at once. One process serves
+   * a database file, so every lease on it is this process's own (PostgreSQL's queue lets go only of the rows
+   * whose tokens carry `prefix`, the starting replica's). How many were let go.
+   */
+  release(_c: TxCtx, _prefix?: string): number {
     const c = this.col;
     return this.sqlite
       .query(`UPDATE ${this.name} SET ${c.leaseUntil} = 0, ${c.leaseToken} = NULL WHERE ${c.state} = 'pending' AND ${c.leaseUntil} > 0`)

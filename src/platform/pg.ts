@@ -139,6 +139,9 @@ export async function pgReady(h: PgHandle): Promise<{ database: boolean; migrati
   }
 }
 
+/** The array type of a column, for a list of its values bound as one parameter (its collation left to the column). */
+export const arrayTypeOf = (column: { getSQLType(): string }): string => `${column.getSQLType().replace(/\s+COLLATE\s+.*$/i, '')}[]`;
+
 /** The PostgreSQL error code (SQLSTATE) of an error from Bun.SQL, if it is one. */
 export function pgCode(e: unknown): string | undefined {
   const err = e as { errno?: unknown; code?: unknown; cause?: { errno?: unknown } };

@@ -3,7 +3,7 @@
 // both answer through RateBuckets, the in-memory one at once, this one as a promise.
 import { sql } from 'drizzle-orm';
 import type { PgHandle } from './pg';
-import { rows } from './store.pg';
+import { rows } from './sql/pg';
 
 export interface RateBuckets {
   /** 0 when the request may go ahead (a token is spent), else the whole seconds to wait before one is free. */

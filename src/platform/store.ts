@@ -1,13 +1,12 @@
 // What every module's store builds on. A module's SQL lives in its store: `store.ts` declares the interface, a
 // set of asynchronous functions named for what they do (`claimDuePayments`, `recordObservation`), and
-// `store.sqlite.ts` implements it on SQLite; services, jobs and routes call the interface only. A store function
-// takes the caller's context first: inside a transaction (`ctx.tx` set, or called from inside one the caller
-// opened) it reads and writes on the transaction's connection; outside one it reads on the read-only
-// connection, which sees every committed write and none of an open transaction's. A function that writes
+// `store.sqlite.ts` and `store.pg.ts` implement it, one per engine, each with its engine's kit (platform/sql/);
+// services, jobs and routes call the interface only. A store function takes the caller's context first: inside
+// a transaction (`ctx.tx` set, or called from inside one the caller opened) it reads and writes on the
+// transaction's connection; outside one it reads on the read-only connection (SQLite) or the pool
+// (PostgreSQL), which sees every committed write and none of an open transaction's. A function that writes
 // takes a `TxCtx`, so a write outside a transaction does not type-check.
 import type { PlatformDeps, Tx } from './context';
-import type { Db, Orm } from './db';
-import { insideTransactionOn } from './tx-lock';
 
 /**
  * The stores of the engine the service runs on, chosen once by the composition root: what it holds is declared
@@ -24,16 +23,3 @@ export interface StoreCtx {
 
 /** A context inside an open transaction: what a store function that writes requires. */
 export type TxCtx = StoreCtx & { tx: Tx };
-
-/**
- * The handle a store reads with: the open transaction's (its own writes visible), else the read-only
- * connection. A caller inside its own transaction that did not pass its ctx still reads on the writer.
- */
-export function readerOf(c: StoreCtx): Db {
-  if (c.tx) return c.tx;
-  if (insideTransactionOn(c.deps.db.$client)) return c.deps.db;
-  return c.deps.reader;
-}
-
-/** The handle a store writes with: the open transaction's. */
-export const writerOf = (c: TxCtx): Orm => c.tx;

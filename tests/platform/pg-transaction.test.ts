@@ -8,7 +8,7 @@ import { onPostgres, freshPgDatabase } from '../helpers/pg';
 import { openPg, type PgDb, type PgHandle } from '../../src/platform/pg';
 import { readSnapshot, savepoint, transaction, type Tx } from '../../src/platform/context';
 import { assertOutsideTransaction, NetworkInTransactionError } from '../../src/platform/tx-lock';
-import { lockFor, pgReaderOf } from '../../src/platform/store.pg';
+import { lockFor, readerOf } from '../../src/platform/sql/pg';
 import type { StoreCtx, TxCtx } from '../../src/platform/store';
 import { pgStores } from '../../src/stores';
 
@@ -68,7 +68,7 @@ if (!onPostgres) {
             await ins(inner, 2);
           });
           // A store read without the tx reads on the transaction's connection: its own writes are visible.
-          const seen = (await pgReaderOf({ deps: ctx.deps } as StoreCtx).execute(sql`SELECT count(*)::int AS n FROM tx_probe`)) as unknown as { n: number }[];
+          const seen = (await readerOf({ deps: ctx.deps } as StoreCtx).execute(sql`SELECT count(*)::int AS n FROM tx_probe`)) as unknown as { n: number }[];
           expect(seen[0]!.n).toBe(2);
           throw new Error('undo both');
         }),

@@ -10,7 +10,7 @@ import { rateBuckets } from '../../src/http/rate-limit';
 import { heldFiles, MAX_HELD, signInCounter } from '../../src/modules/portal/shared-state';
 import { SignInThrottle } from '../../src/modules/portal/session';
 import { PgRateBuckets } from '../../src/platform/rate-buckets';
-import { rows } from '../../src/platform/store.pg';
+import { rows } from '../../src/platform/sql/pg';
 import { openPg } from '../../src/platform/pg';
 import { createUser } from '../../src/modules/portal/users';
 import { onPostgres } from '../helpers/pg';

@@ -5,7 +5,7 @@
 import { afterAll, expect, test } from 'bun:test';
 import { createTestContext } from '../helpers/context';
 import { transaction } from '../../src/platform/context';
-import { readerOf } from '../../src/platform/store';
+import { readerOf } from '../../src/platform/sql/sqlite';
 
 const c = createTestContext();
 afterAll(() => c.close());

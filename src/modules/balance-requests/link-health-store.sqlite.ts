@@ -1,5 +1,5 @@
 import type { LinkHealthRow, LinkHealthStore } from './link-health-store';
-import { readerOf, writerOf } from '../../platform/store';
+import { listOf, readerOf, writerOf } from '../../platform/sql/sqlite';
 
 // The link-health rows on SQLite (link-health.ts): one statement each.
 
@@ -46,7 +46,7 @@ export const sqliteLinkHealthStore: LinkHealthStore = {
         `UPDATE bank_link_relinks SET next_probe_at = ? WHERE lender_id = ? AND health <> 'ok' AND link_sealed IS NOT NULL
            AND link_digest IN (SELECT value FROM json_each(?))`,
       )
-      .run(now, lenderId, JSON.stringify(digests)).changes;
+      .run(now, lenderId, listOf(digests)).changes;
   },
   async eraseBorrower(c, lenderId, aid) {
     writerOf(c).$client.query('DELETE FROM bank_link_relinks WHERE lender_id = ? AND authorizer_unique_id = ?').run(lenderId, aid);

@@ -3,33 +3,26 @@ import { balanceResults, batchItems, batchPayloads, batches } from '../../../db/
 import type { BatchStatus } from '../../../db/schema/enums';
 import { transaction } from '../../platform/context';
 import { olderThan } from '../../platform/pagination';
-import { newLeaseToken } from '../../platform/lease-token';
+import { LeaseQueue, type PickStrategy } from '../../platform/lease-queue.pg';
 import type { PgDb, PgHandle } from '../../platform/pg';
-import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
-import type { StoreCtx } from '../../platform/store';
+import { listOf, lockFor, num, numOrNull, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { QueuedAuthorizer } from './payload';
-import { ITEM_LEASE_MS } from './store.sqlite';
-import type { BalanceStore, CachedResponse, ClaimedItem, CountedBatch, ExportRow, NewBatch, OpenBatch, ReadFinish, ResultRow, StoredPayload, ThresholdHit } from './store';
+import { BACKLOG_LOCK, ITEM_LEASE_MS, MIN_BATCH_CHUNK } from './store-shared';
+import type { BalanceStore, CachedResponse, ClaimedItem, CountedBatch, ExportRow, NewBatch, OpenBatch, ResultRow, StoredPayload, ThresholdHit } from './store';
 
 // The balance pipeline's SQL on PostgreSQL: the same statements as store.sqlite.ts, with what SQLite's single
 // writer gave for free made explicit, since transactions here run side by side under READ COMMITTED:
 // - a lender's accepts (the request path and the on-demand runs and reads) take the lender's backlog lock
 //   before they count its pending authorizers, so two at once cannot both squeeze under the bound, and an
 //   identical body sent twice at once makes one batch: the second finds the first's answer;
-// - a claim leases rows it has locked with FOR UPDATE SKIP LOCKED, so two claimers never take the same row;
+// - a claim leases rows it has locked with FOR UPDATE SKIP LOCKED (the queue of platform/lease-queue.pg.ts),
+//   so two claimers never take the same row;
 // - a batch is started under its row lock, and erasing a borrower locks the lender's waiting batches first,
 //   so an erasure never misses the queue rows of a batch started at the same moment;
 // - a flush locks its reads' rows, then its batches' counters and their lenders' backlog, each in one order,
 //   before it writes them, so two flushes never each wait for the other.
 // Bulk writes (a batch's queue rows, a flush's results and finishes) are one statement each over unnest()ed
-// arrays bound as parameters. Raw results give int8 as strings: those columns go through Number().
-
-/** The advisory lock under which a lender's pending authorizers are counted and its new batches inserted. */
-const BACKLOG_LOCK = 'balance-backlog';
-
-
-const num = (v: unknown): number => Number(v);
-const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+// arrays bound as parameters. Raw results give int8 as strings: those columns go through num().
 
 /** The bytes of the clear copy left once a batch is started: the empty packed list. */
 const EMPTY_ITEMS = new TextEncoder().encode('[]');
@@ -99,48 +92,24 @@ interface RawClaimed extends Omit<ClaimedItem, 'id' | 'waitingSince' | 'leaseTok
   waitingSince: string | number | null;
 }
 
-const claimedItem = (r: RawClaimed, leaseToken: string): ClaimedItem => ({ ...r, id: num(r.id), waitingSince: numOrNull(r.waitingSince), leaseToken });
+const claimedItem = (r: RawClaimed): Omit<ClaimedItem, 'leaseToken'> => ({ ...r, id: num(r.id), waitingSince: numOrNull(r.waitingSince) });
 
-/**
- * Up to `limit` due items of one batch in request order, leased until `until`: the rows picked are locked as
- * they are picked, and rows another claim holds locked are passed over (SKIP LOCKED), so no row is leased by
- * two claims; a row leased and committed is no longer due.
- */
-async function leaseDueItemsOfBatch(db: PgDb, batchId: string, now: number, until: number, leaseToken: string, limit: number): Promise<ClaimedItem[]> {
-  const leased = await rows<RawClaimed>(
-    db,
-    sql`WITH picked AS MATERIALIZED (
-          SELECT id FROM batch_items
-           WHERE state = 'pending' AND batch_id = ${batchId} AND next_attempt_at <= ${now} AND lease_until <= ${now}
-           ORDER BY seq LIMIT ${limit}
-             FOR UPDATE SKIP LOCKED)
-        UPDATE batch_items AS i SET lease_until = ${until}, lease_token = ${leaseToken} FROM picked WHERE i.id = picked.id
-        RETURNING i.id, i.batch_id AS "batchId", i.lender_id AS "lenderId", i.seq, i.authorizer_unique_id AS "authorizerUniqueId",
-                  i.payment_type AS "paymentType", i.routing_number AS "routingNumber", i.phone, i.zip, i.attempts, i.waiting_since AS "waitingSince"`,
-  );
-  return leased.map((r) => claimedItem(r, leaseToken)).sort((a, b) => a.seq - b.seq);
-}
-
-/** A batch gives at least this many items to a claim, so many open batches are served in turn. */
-const MIN_BATCH_CHUNK = 16;
-
-/** Where each pool's claims start their rotation (store.sqlite.ts keeps one per connection). */
-const turns = new WeakMap<PgHandle, { n: number }>();
+/** What a claim returns of each item it leases. */
+const CLAIMED_COLUMNS = sql`id, batch_id AS "batchId", lender_id AS "lenderId", seq, authorizer_unique_id AS "authorizerUniqueId",
+  payment_type AS "paymentType", routing_number AS "routingNumber", phone, zip, attempts, waiting_since AS "waitingSince"`;
 
 /**
  * The fair claim, as on SQLite: an equal share per lender with work, then per batch within a lender, in two
  * passes (the fair share, then the leftover to batches that have more), the starting lender and batch rotated
- * from one claim to the next. In one transaction; each batch's share is one statement that locks and leases.
+ * from one claim to the next. In one transaction; each batch's share is one statement that locks and leases
+ * up to its count of the batch's due items in request order (the queue's lease: rows another claim holds
+ * locked are passed over, so no row is leased by two claims, and a row leased and committed is no longer due).
  */
-async function claimFairly(c: StoreCtx, want: number, now: number): Promise<ClaimedItem[]> {
-  const pg = c.deps.pg!;
-  let turn = turns.get(pg);
-  if (!turn) turns.set(pg, (turn = { n: 0 }));
-  const t = turn.n++;
-  return transaction({ deps: c.deps, tx: c.tx }, async (tx) => {
-    const db = pgWriterOf(tx);
+function fairShares(turn: () => number): PickStrategy<Omit<ClaimedItem, 'leaseToken'>> {
+  return async ({ db, want, due, lease }) => {
+    const t = turn();
     const active = (await openBatches(db)).filter((b) => b.status === 'processing');
-    const claimed: ClaimedItem[] = [];
+    const claimed: Omit<ClaimedItem, 'leaseToken'>[] = [];
     if (active.length === 0) return claimed;
     const byLender = new Map<string, string[]>();
     for (const b of active) {
@@ -148,8 +117,6 @@ async function claimFairly(c: StoreCtx, want: number, now: number): Promise<Clai
       list.push(b.id);
       byLender.set(b.lenderId, list);
     }
-    const until = now + ITEM_LEASE_MS;
-    const leaseToken = newLeaseToken();
     const lenders = [...byLender.values()];
     for (let pass = 0; pass < 2 && claimed.length < want; pass++) {
       const perLender = Math.max(1, Math.ceil((want - claimed.length) / lenders.length));
@@ -159,69 +126,29 @@ async function claimFairly(c: StoreCtx, want: number, now: number): Promise<Clai
         const perBatch = Math.max(MIN_BATCH_CHUNK, Math.ceil(perLender / batchIds.length));
         for (let bi = 0; bi < batchIds.length && lenderBudget > 0 && claimed.length < want; bi++) {
           const batchId = batchIds[(bi + t) % batchIds.length]!;
-          const items = await leaseDueItemsOfBatch(db, batchId, now, until, leaseToken, Math.min(perBatch, lenderBudget, want - claimed.length));
+          const limit = Math.min(perBatch, lenderBudget, want - claimed.length);
+          const leased = await lease<RawClaimed>(sql`SELECT id FROM batch_items WHERE ${due} AND batch_id = ${batchId} ORDER BY seq LIMIT ${limit}`, CLAIMED_COLUMNS);
+          const items = leased.map(claimedItem).sort((a, b) => a.seq - b.seq);
           claimed.push(...items);
           lenderBudget -= items.length;
         }
       }
     }
     return claimed;
-  });
+  };
 }
 
-/** The pg type of an array of a batch_items column, for unnest (its collation left to the column). */
-function arrayType(column: { getSQLType(): string }): string {
-  return `${column.getSQLType().replace(/\s+COLLATE\s+.*$/i, '')}[]`;
-}
+const queues = new WeakMap<PgHandle, LeaseQueue<typeof batchItems, Omit<ClaimedItem, 'leaseToken'>>>();
 
-/**
- * Claimed reads finished: the finishes of one shape (which columns they set) in one UPDATE over unnest()ed
- * arrays, their leases released. A read finished twice in one call ends as the last finish says, as on SQLite.
- */
-async function finishReads(db: PgDb, finishes: { id: number; leaseToken: string; finish: ReadFinish }[]): Promise<void> {
-  const last = new Map<number, { token: string; finish: ReadFinish }>();
-  for (const f of finishes) {
-    last.delete(f.id);
-    last.set(f.id, { token: f.leaseToken, finish: f.finish });
+/** The balance-read queue of a pool, one per pool: where its claims start their rotation (as store.sqlite.ts keeps one per connection). */
+function itemQueue(pg: PgHandle): LeaseQueue<typeof batchItems, Omit<ClaimedItem, 'leaseToken'>> {
+  let queue = queues.get(pg);
+  if (!queue) {
+    let turn = 0;
+    queue = new LeaseQueue(batchItems, { leaseMs: ITEM_LEASE_MS, statements: 'several', pick: fairShares(() => turn++) });
+    queues.set(pg, queue);
   }
-  const columns = batchItems as unknown as Record<string, { name: string; getSQLType(): string }>;
-  const groups = new Map<string, { names: string[]; types: string[]; values: unknown[][]; ids: number[]; tokens: string[] }>();
-  for (const [id, { token, finish: f }] of last) {
-    const extra = Object.entries(f.set ?? {});
-    const cols = [
-      columns.state!,
-      ...(f.attempts !== undefined ? [columns.attempts!] : []),
-      ...(f.nextAttemptAt !== undefined ? [columns.nextAttemptAt!] : []),
-      ...extra.map(([k]) => columns[k]!),
-    ];
-    const key = cols.map((col) => col.name).join(',');
-    let g = groups.get(key);
-    if (!g) groups.set(key, (g = { names: cols.map((col) => col.name), types: cols.map(arrayType), values: cols.map(() => []), ids: [], tokens: [] }));
-    const vals = [f.state, ...(f.attempts !== undefined ? [f.attempts] : []), ...(f.nextAttemptAt !== undefined ? [f.nextAttemptAt] : []), ...extra.map(([, v]) => v)];
-    vals.forEach((v, i) => g.values[i]!.push(v ?? null));
-    g.ids.push(id);
-    g.tokens.push(token);
-  }
-  for (const g of groups.values()) {
-    const sets = sql.join(
-      g.names.map((n) => sql`${sql.identifier(n)} = v.${sql.identifier(n)}`),
-      sql`, `,
-    );
-    const arrays = sql.join(
-      g.values.map((vals, i) => sql`${arr(vals)}::${sql.raw(g.types[i]!)}`),
-      sql`, `,
-    );
-    const names = sql.join(
-      g.names.map((n) => sql.identifier(n)),
-      sql`, `,
-    );
-    await db.execute(
-      // Only the rows this claim still holds (a claim whose lease ran out and was taken again finishes nothing).
-      sql`UPDATE batch_items AS t SET ${sets}, lease_until = 0, lease_token = NULL
-            FROM unnest(${arr(g.ids)}::bigint[], ${arr(g.tokens)}::text[], ${arrays}) AS v(id, lease_token, ${names})
-           WHERE t.id = v.id AND t.lease_token = v.lease_token`,
-    );
-  }
+  return queue;
 }
 
 /** A batch's queue rows, one per item in request order (seq from 0), in one statement. */
@@ -230,9 +157,9 @@ async function insertItems(db: PgDb, batchId: string, lenderId: string, items: Q
   await db.execute(
     sql`INSERT INTO batch_items (batch_id, lender_id, seq, authorizer_unique_id, payment_type, routing_number, phone, zip, metadata, threshold_cents)
         SELECT ${batchId}, ${lenderId}, u.o - 1, u.aid, u.type, u.routing, u.phone, u.zip, u.meta, u.threshold
-          FROM unnest(${arr(items.map((a) => a.id))}::text[], ${arr(items.map((a) => a.type))}::text[], ${arr(items.map((a) => a.routing))}::text[],
-                      ${arr(items.map((a) => a.phone))}::text[], ${arr(items.map((a) => a.zip))}::text[],
-                      ${arr(items.map((a) => (a.meta ? JSON.stringify(a.meta) : null)))}::text[], ${arr(items.map((a) => a.threshold))}::bigint[])
+          FROM unnest(${listOf(items.map((a) => a.id))}::text[], ${listOf(items.map((a) => a.type))}::text[], ${listOf(items.map((a) => a.routing))}::text[],
+                      ${listOf(items.map((a) => a.phone))}::text[], ${listOf(items.map((a) => a.zip))}::text[],
+                      ${listOf(items.map((a) => (a.meta ? JSON.stringify(a.meta) : null)))}::text[], ${listOf(items.map((a) => a.threshold))}::bigint[])
                WITH ORDINALITY AS u(aid, type, routing, phone, zip, meta, threshold, o)
          ORDER BY u.o`,
   );
@@ -241,7 +168,7 @@ async function insertItems(db: PgDb, batchId: string, lenderId: string, items: Q
 /** Results recorded, one per item (a unique item_id makes a second impossible), in the order given. */
 async function recordResults(db: PgDb, rs: ResultRow[]): Promise<boolean[]> {
   if (rs.length === 0) return [];
-  const col = <T>(f: (r: ResultRow) => T) => arr(rs.map(f));
+  const col = <T>(f: (r: ResultRow) => T) => listOf(rs.map(f));
   const inserted = await rows<{ itemId: string | number }>(
     db,
     sql`INSERT INTO balance_results (item_id, batch_id, lender_id, authorizer_unique_id, balance_cents, status_code, export_status, institution, recorded_at, balance_kind, balance_as_of, detail)
@@ -329,7 +256,7 @@ async function thresholdHits(db: PgDb, batchId: string): Promise<ThresholdHit[]>
 
 export const pgBalanceStore: BalanceStore = {
   async cachedResponse(c, lenderId, bodyHash, since) {
-    return findCachedResponse(pgReaderOf(c), lenderId, bodyHash, since);
+    return findCachedResponse(readerOf(c), lenderId, bodyHash, since);
   },
   acceptBatch(c, a) {
     // One transaction a request (there is no shared commit to join here): under the lender's backlog lock,
@@ -338,7 +265,7 @@ export const pgBalanceStore: BalanceStore = {
     // Three statements: the lock, the checks, the rows.
     return transaction(c, async (tx) => {
       await lockFor(tx, BACKLOG_LOCK, a.batch.lenderId);
-      const db = pgWriterOf(tx);
+      const db = writerOf(tx);
       const { hit, pending } = await acceptChecks(db, a.batch.lenderId, a.replay?.bodyHash ?? null, a.replay?.since ?? 0);
       if (hit) return { kind: 'replay' as const, hit };
       if (pending + a.batch.total > a.maxPending) return { kind: 'over_backlog' as const, pending };
@@ -350,15 +277,15 @@ export const pgBalanceStore: BalanceStore = {
     await lockFor(c, BACKLOG_LOCK, lenderId);
   },
   async insertBatch(c, batch, payload) {
-    await insertBatchRows(pgWriterOf(c), batch, payload);
+    await insertBatchRows(writerOf(c), batch, payload);
   },
   async pendingAuthorizers(c, lenderId) {
-    return pendingAuthorizers(pgReaderOf(c), lenderId);
+    return pendingAuthorizers(readerOf(c), lenderId);
   },
   async dropExpiredIdempotency(c, before, limit) {
     // Entries another cleanup is deleting are left to it.
     const gone = await rows<{ one: number }>(
-      pgWriterOf(c),
+      writerOf(c),
       sql`DELETE FROM idempotency_keys WHERE (lender_id, body_hash) IN
             (SELECT lender_id, body_hash FROM idempotency_keys WHERE created_at < ${before} ORDER BY created_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
           RETURNING 1 AS one`,
@@ -367,73 +294,70 @@ export const pgBalanceStore: BalanceStore = {
   },
 
   async openBatches(c) {
-    return openBatches(pgReaderOf(c));
+    return openBatches(readerOf(c));
   },
   async claimDueReads(c, want, now) {
-    return claimFairly(c, want, now);
+    return itemQueue(c.deps.pg!).claim(c, want, now);
   },
   async lockReads(c, ids) {
     if (ids.length === 0) return;
-    await pgWriterOf(c).execute(sql`SELECT id FROM batch_items WHERE id = ANY(${arr(ids)}::bigint[]) ORDER BY id FOR UPDATE`);
+    await writerOf(c).execute(sql`SELECT id FROM batch_items WHERE id = ANY(${listOf(ids)}::bigint[]) ORDER BY id FOR UPDATE`);
   },
   async finishReads(c, finishes) {
-    await finishReads(pgWriterOf(c), finishes);
+    // The finishes of one shape (which columns they set) in one UPDATE; a read finished twice in one call ends
+    // as its last finish says, as on SQLite.
+    await itemQueue(c.deps.pg!).finishAll(c, finishes);
   },
   async releaseReadLeases(c, prefix) {
     // Only this replica's own: another replica's claim may be alive, and is taken over when its lease runs out.
-    const released = await rows<{ one: number }>(
-      pgWriterOf(c),
-      sql`UPDATE batch_items SET lease_until = 0, lease_token = NULL
-           WHERE state = 'pending' AND lease_until > 0 AND starts_with(lease_token, ${prefix}) RETURNING 1 AS one`,
-    );
-    return released.length;
+    return itemQueue(c.deps.pg!).release(c, prefix);
   },
   async batchStatus(c, batchId) {
-    const [row] = await rows<{ status: BatchStatus }>(pgReaderOf(c), sql`SELECT status FROM batches WHERE id = ${batchId}`);
+    const [row] = await rows<{ status: BatchStatus }>(readerOf(c), sql`SELECT status FROM batches WHERE id = ${batchId}`);
     return row?.status ?? null;
   },
   async lockWaitingBatch(c, batchId) {
     // Held until the transaction ends: a second starter waits, then finds it started; an erasure that locked
     // it first is waited for, so the payload read next is the scrubbed one.
-    const [row] = await rows<{ id: string }>(pgWriterOf(c), sql`SELECT id FROM batches WHERE id = ${batchId} AND status = 'pending' FOR UPDATE`);
+    const [row] = await rows<{ id: string }>(writerOf(c), sql`SELECT id FROM batches WHERE id = ${batchId} AND status = 'pending' FOR UPDATE`);
     return row !== undefined;
   },
   async waitingItems(c, batchId) {
-    const [row] = await pgReaderOf(c).select({ items: batchPayloads.items }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId));
+    const [row] = await readerOf(c).select({ items: batchPayloads.items }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId));
     return row?.items;
   },
   async startBatch(c, batchId, lenderId, items) {
-    const db = pgWriterOf(c);
+    const db = writerOf(c);
     await insertItems(db, batchId, lenderId, items);
     await db.update(batches).set({ status: 'processing' }).where(eq(batches.id, batchId));
     // The clear part of the payload now lives in the queue rows; the copy goes (the empty packed list).
     await db.update(batchPayloads).set({ items: EMPTY_ITEMS }).where(eq(batchPayloads.batchId, batchId));
   },
   async sealedPayload(c, batchId) {
-    const [row] = await pgReaderOf(c).select({ sealed: batchPayloads.sealed }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId));
+    const [row] = await readerOf(c).select({ sealed: batchPayloads.sealed }).from(batchPayloads).where(eq(batchPayloads.batchId, batchId));
     return row?.sealed;
   },
   async recordResults(c, rs) {
-    return recordResults(pgWriterOf(c), rs);
+    return recordResults(writerOf(c), rs);
   },
   async lockBatches(c, batchIds) {
     if (batchIds.length === 0) return;
     // The batches in id order, then their lenders' backlog rows (which their triggers move) in lender order:
     // every flush takes what it moves in the same order, whatever order it then counts in.
-    const db = pgWriterOf(c);
-    const locked = await rows<{ lenderId: string }>(db, sql`SELECT lender_id AS "lenderId" FROM batches WHERE id = ANY(${arr(batchIds)}::text[]) ORDER BY id FOR UPDATE`);
+    const db = writerOf(c);
+    const locked = await rows<{ lenderId: string }>(db, sql`SELECT lender_id AS "lenderId" FROM batches WHERE id = ANY(${listOf(batchIds)}::text[]) ORDER BY id FOR UPDATE`);
     const lenders = [...new Set(locked.map((r) => r.lenderId))];
-    await db.execute(sql`SELECT lender_id FROM balance_backlog WHERE lender_id = ANY(${arr(lenders)}::text[]) ORDER BY lender_id FOR UPDATE`);
+    await db.execute(sql`SELECT lender_id FROM balance_backlog WHERE lender_id = ANY(${listOf(lenders)}::text[]) ORDER BY lender_id FOR UPDATE`);
   },
   async countProcessed(c, batchId, n) {
-    return bumpProcessed(pgWriterOf(c), batchId, n);
+    return bumpProcessed(writerOf(c), batchId, n);
   },
   async completeBatch(c, batchId, at) {
-    await pgWriterOf(c).update(batches).set({ status: 'completed', completedAt: at }).where(eq(batches.id, batchId));
+    await writerOf(c).update(batches).set({ status: 'completed', completedAt: at }).where(eq(batches.id, batchId));
   },
 
   async batchOf(c, lenderId, batchId) {
-    const [b] = await pgReaderOf(c)
+    const [b] = await readerOf(c)
       .select()
       .from(batches)
       .where(and(eq(batches.id, batchId), eq(batches.lenderId, lenderId)));
@@ -441,14 +365,14 @@ export const pgBalanceStore: BalanceStore = {
   },
   async ownedBatchIds(c, lenderId, batchIds) {
     if (batchIds.length === 0) return [];
-    const owned = await pgReaderOf(c)
+    const owned = await readerOf(c)
       .select({ id: batches.id })
       .from(batches)
       .where(and(eq(batches.lenderId, lenderId), inArray(batches.id, batchIds)));
     return owned.map((r) => r.id);
   },
   async resultsPage(c, batchId, afterId, take) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({
         id: balanceResults.id,
         aid: balanceResults.authorizerUniqueId,
@@ -465,21 +389,21 @@ export const pgBalanceStore: BalanceStore = {
       .limit(take);
   },
   async resultCountsByStatus(c, batchId) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({ status: balanceResults.exportStatus, n: count() })
       .from(balanceResults)
       .where(eq(balanceResults.batchId, batchId))
       .groupBy(balanceResults.exportStatus);
   },
   async historyCount(c, lenderId, aid) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select({ n: count() })
       .from(balanceResults)
       .where(and(eq(balanceResults.lenderId, lenderId), eq(balanceResults.authorizerUniqueId, aid)));
     return row!.n;
   },
   async historyPage(c, lenderId, aid, beforeId, take) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({
         id: balanceResults.id,
         aid: balanceResults.authorizerUniqueId,
@@ -501,7 +425,7 @@ export const pgBalanceStore: BalanceStore = {
     const conds = [eq(batches.lenderId, lenderId), olderThan(batches.submittedAt, batches.id, after.t, after.i)];
     if (kind === 'sent') conds.push(ne(batches.source, 'monitoring'));
     if (kind === 'monitoring') conds.push(eq(batches.source, 'monitoring'));
-    return pgReaderOf(c)
+    return readerOf(c)
       .select()
       .from(batches)
       .where(and(...conds))
@@ -509,10 +433,10 @@ export const pgBalanceStore: BalanceStore = {
       .limit(take);
   },
   async thresholdHits(c, batchId) {
-    return thresholdHits(pgReaderOf(c), batchId);
+    return thresholdHits(readerOf(c), batchId);
   },
   async latestResultOf(c, lenderId, aid) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select({ balanceKind: balanceResults.balanceKind, balanceAsOf: balanceResults.balanceAsOf, detail: balanceResults.detail })
       .from(balanceResults)
       .where(and(eq(balanceResults.lenderId, lenderId), eq(balanceResults.authorizerUniqueId, aid)))
@@ -521,15 +445,15 @@ export const pgBalanceStore: BalanceStore = {
     return row;
   },
   async exportPage(c, batchId, afterId, limit) {
-    return exportPage(pgReaderOf(c), batchId, afterId, limit);
+    return exportPage(readerOf(c), batchId, afterId, limit);
   },
   async metadataKeysPage(c, batchId, afterSeq, limit) {
-    return metadataKeysPage(pgReaderOf(c), batchId, afterSeq, limit);
+    return metadataKeysPage(readerOf(c), batchId, afterSeq, limit);
   },
 
   async eraseQueuedDetails(c, lenderId, aid) {
     // The rows locked in id order, as a flush locks them.
-    await pgWriterOf(c).execute(
+    await writerOf(c).execute(
       sql`UPDATE batch_items SET phone = NULL, zip = NULL, metadata = NULL
            WHERE id IN (SELECT id FROM batch_items WHERE lender_id = ${lenderId} AND authorizer_unique_id = ${aid} ORDER BY id FOR UPDATE)`,
     );
@@ -539,13 +463,13 @@ export const pgBalanceStore: BalanceStore = {
     // meanwhile from the list read here, and one that started first is no longer waiting when read.
     const lock = c.tx ? sql` ORDER BY b.id FOR UPDATE OF b` : sql``;
     return rows<{ batchId: string; items: Uint8Array }>(
-      pgReaderOf(c),
+      readerOf(c),
       sql`SELECT p.batch_id AS "batchId", p.items FROM batch_payloads p JOIN batches b ON b.id = p.batch_id
            WHERE b.lender_id = ${lenderId} AND b.status = 'pending'${lock}`,
     );
   },
   async replacePayloadItems(c, batchId, items) {
-    await pgWriterOf(c).update(batchPayloads).set({ items }).where(eq(batchPayloads.batchId, batchId));
+    await writerOf(c).update(batchPayloads).set({ items }).where(eq(batchPayloads.batchId, batchId));
   },
 };
 

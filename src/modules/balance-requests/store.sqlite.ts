@@ -5,7 +5,8 @@ import type { Db, Orm } from '../../platform/db';
 import { groupCommit } from '../../platform/group-commit';
 import { olderThan } from '../../platform/pagination';
 import { LeaseQueue, type PickStrategy } from '../../platform/lease-queue';
-import { readerOf, writerOf } from '../../platform/store';
+import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
+import { BACKLOG_LOCK, ITEM_LEASE_MS, MIN_BATCH_CHUNK } from './store-shared';
 import type { BalanceStore, CachedResponse, ResultRow, ClaimedItem, CountedBatch, ExportRow, LatestResult, NewBatch, ThresholdHit } from './store';
 
 // The balance pipeline's SQL. The raw prepared statements are each on a measured hot path (bun run bench:
@@ -185,12 +186,6 @@ const waitingPayloads = (db: Db, lenderId: string) =>
 const replacePayloadItems = (tx: Orm, batchId: string, items: Uint8Array) =>
   tx.$client.query('UPDATE batch_payloads SET items = ? WHERE batch_id = ?').run(items, batchId);
 
-/** How long a claimed read stays leased: after that, a claim takes it again (a crash, a stuck read). */
-export const ITEM_LEASE_MS = 120_000;
-
-/** A batch gives at least this many items to a claim, so many open batches are served in turn. */
-const MIN_BATCH_CHUNK = 16;
-
 /**
  * The fair claim of the balance queue: first an equal share per lender with pending work, then an equal share
  * per batch within a lender, so one large batch never starves a small one. Runs inside the queue's claim
@@ -263,8 +258,8 @@ export const sqliteBalanceStore: BalanceStore = {
       return { kind: 'accepted' as const };
     });
   },
-  async serializeBacklog() {
-    // The transaction writes alone: nothing can be accepted between its count and its insert.
+  async serializeBacklog(c, lenderId) {
+    await lockFor(c, BACKLOG_LOCK, lenderId);
   },
   async insertBatch(c, batch, payload) {
     const tx = writerOf(c);
@@ -282,17 +277,16 @@ export const sqliteBalanceStore: BalanceStore = {
     return openBatches(readerOf(c));
   },
   async claimDueReads(c, want, now) {
-    return itemQueue(c.deps.db).claim(want, now, c.tx);
+    return itemQueue(c.deps.db).claim(c, want, now);
   },
   async lockReads() {
     // The transaction writes alone.
   },
   async finishReads(c, finishes) {
-    const queue = itemQueue(c.deps.db);
-    for (const f of finishes) queue.finalize(c.tx, f, f.finish);
+    itemQueue(c.deps.db).finishAll(c, finishes);
   },
-  async releaseReadLeases(c) {
-    return itemQueue(c.deps.db).releaseAll(c.tx);
+  async releaseReadLeases(c, prefix) {
+    return itemQueue(c.deps.db).release(c, prefix);
   },
   async batchStatus(c, batchId) {
     return batchStatus(readerOf(c), batchId);

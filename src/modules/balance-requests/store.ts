@@ -5,7 +5,7 @@ import type { Tx } from '../../platform/context';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { QueuedAuthorizer } from './payload';
 
-export { ITEM_LEASE_MS } from './store.sqlite';
+export { ITEM_LEASE_MS } from './store-shared';
 
 export type Batch = typeof batches.$inferSelect;
 

@@ -3,7 +3,7 @@ import { bankDataConnections, providerCalls } from '../../../db/schema';
 import type { BankDataProvider } from '../../../db/schema/enums';
 import type { Tx } from '../../platform/context';
 import type { Db, Orm } from '../../platform/db';
-import { readerOf, writerOf } from '../../platform/store';
+import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { BankDataConnectionRow, BankDataConnectionStore } from './store';
 
 const live = (lenderId: string) => and(eq(bankDataConnections.lenderId, lenderId), isNull(bankDataConnections.deletedAt));
@@ -41,7 +41,9 @@ export const sqliteBankDataConnectionStore: BankDataConnectionStore = {
     return readerOf(c).select().from(bankDataConnections).where(eq(bankDataConnections.id, id)).get();
   },
   // One writer at a time: the check and the insert already run alone.
-  async serializeConnections() {},
+  async serializeConnections(c, lenderId) {
+    await lockFor(c, 'bank-data-connections', lenderId);
+  },
   async insertConnection(c, row) {
     writerOf(c).insert(bankDataConnections).values(row).run();
   },

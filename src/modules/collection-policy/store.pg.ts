@@ -1,12 +1,12 @@
 import { eq } from 'drizzle-orm';
 import { collectionPolicies } from '../../../db/schema-pg';
-import { lockFor, pgReaderOf, pgWriterOf } from '../../platform/store.pg';
+import { lockFor, readerOf, writerOf } from '../../platform/sql/pg';
 import type { CollectionPolicyStore } from './store';
 
 export const pgCollectionPolicyStore: CollectionPolicyStore = {
   async policyRow(c, lenderId) {
     // The query builder reads debit_buffer_cents (int8) as a number; the flags come back as 0/1 as SQLite's row has them.
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select({
         cfpbCovered: collectionPolicies.cfpbCovered,
         maxReinitiations: collectionPolicies.maxReinitiations,
@@ -26,7 +26,7 @@ export const pgCollectionPolicyStore: CollectionPolicyStore = {
     return row && { ...row, cfpbCovered: row.cfpbCovered ? 1 : 0, returnRatePause: row.returnRatePause ? 1 : 0, allowCurrentBalance: row.allowCurrentBalance ? 1 : 0 };
   },
   async policyUpdatedAt(c, lenderId) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select({ updatedAt: collectionPolicies.updatedAt })
       .from(collectionPolicies)
       .where(eq(collectionPolicies.lenderId, lenderId));
@@ -36,6 +36,6 @@ export const pgCollectionPolicyStore: CollectionPolicyStore = {
     await lockFor(c, 'collection-policy', lenderId);
   },
   async savePolicy(c, policy) {
-    await pgWriterOf(c).insert(collectionPolicies).values(policy).onConflictDoUpdate({ target: collectionPolicies.lenderId, set: policy });
+    await writerOf(c).insert(collectionPolicies).values(policy).onConflictDoUpdate({ target: collectionPolicies.lenderId, set: policy });
   },
 };

@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm';
 import { collectionPolicies } from '../../../db/schema';
 import type { Db } from '../../platform/db';
-import { readerOf, writerOf } from '../../platform/store';
+import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { CollectionPolicyStore, PolicyRow } from './store';
 
 /**
@@ -38,7 +38,9 @@ export const sqliteCollectionPolicyStore: CollectionPolicyStore = {
     return row?.updatedAt ?? null;
   },
   // One writer at a time: the change's read and write already run alone.
-  async serializePolicyChange() {},
+  async serializePolicyChange(c, lenderId) {
+    await lockFor(c, 'collection-policy', lenderId);
+  },
   async savePolicy(c, policy) {
     writerOf(c).insert(collectionPolicies).values(policy).onConflictDoUpdate({ target: collectionPolicies.lenderId, set: policy }).run();
   },

@@ -10,17 +10,17 @@ import {
 import { MONITOR_STATES, PAYMENT_STATUSES, type EventStatus, type MonitorState, type PaymentStatus } from '../../../db/schema/enums';
 import { DAY_MS } from '../../platform/clock';
 import type { PgDb } from '../../platform/pg';
-import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray, probeByIndex } from '../../platform/store.pg';
-import { newLeaseToken } from '../../platform/lease-token';
+import { exactSum, inList, listOf, lockFor, num, numOrNull, probeByIndex, readerOf, rows, sumOf, writerOf, type Summed } from '../../platform/sql/pg';
+import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue.pg';
 import type { PastPayment } from './rules';
 import type { CollectionStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
-import { DISPATCH_LEASE_MS } from './store.sqlite';
+import { DISPATCH_LEASE_MS } from './store-shared';
 
 // Collection's SQL on PostgreSQL: the same questions as store.sqlite.ts, with the same answers, orders and
 // shapes. Transactions run side by side here (READ COMMITTED), so what SQLite's single writer gave for free is
 // said in the statements:
-// - the dispatch queue is claimed in one statement that locks the rows it takes and skips those another claimer
-//   holds (FOR UPDATE SKIP LOCKED): no payment is leased twice;
+// - the dispatch queue (platform/lease-queue.pg.ts) is claimed in one statement that locks the rows it takes and
+//   skips those another claimer holds (FOR UPDATE SKIP LOCKED): no payment is leased twice;
 // - every status move is a compare-and-set in one UPDATE (the status it was read in, or the one it may move
 //   from): of two movers, the second re-reads the row the first committed and moves nothing;
 // - a send's claim locks its borrower's row for share, so a removal or an erasure in progress is waited for
@@ -28,13 +28,11 @@ import { DISPATCH_LEASE_MS } from './store.sqlite';
 // - what the services read and then write about one borrower, one reference or one key's feed is serialized
 //   by the lock functions at the end (serializeBorrower, serializeReferences, serializeFeed), which the
 //   services take first in their transactions.
-// Raw statements read int8 as strings: amounts and times from them go through Number (exact below 2^53), sums
-// are read as text into BigInt.
+// Raw statements read int8 as strings: amounts and times from them go through num (exact below 2^53), sums
+// are read as text into BigInt (exactSum, sumOf).
 
-const num = (v: unknown): number => Number(v);
-const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 /** A text array bound as one parameter. */
-const textArray = (values: readonly string[]) => sql`${pgArray(values)}::text[]`;
+const textArray = (values: readonly string[]) => sql`${listOf(values)}::text[]`;
 
 /**
  * Buckets of a lender's references: an observation locks its reference's bucket, so a page or an upload slice
@@ -50,69 +48,45 @@ const referenceKey = (lenderId: string, reference: string) =>
 /** The latest recorded event of a reference: by its recording time, then by its id (UUIDv7, in insertion order). */
 const LATEST_FIRST = sql`ORDER BY recorded_at DESC, id DESC LIMIT 1`;
 
+/**
+ * The dispatch queue: one statement a claim, the due payments oldest due first, locked as they are picked (a
+ * row another claimer holds is skipped; one it leased and committed meanwhile is re-read and no longer due),
+ * leased, and returned in that order.
+ */
+const dispatchQueue = new LeaseQueue(payments, {
+  leaseMs: DISPATCH_LEASE_MS,
+  statements: 'one',
+  pick: oldestDueFirst(
+    sql`id, lender_id, enrollment_id, authorizer_unique_id, connection_id, rail, amount_cents, reference, attempts, attempt, next_attempt_at`,
+    (r: Record<string, unknown>): Omit<DuePayment, 'leaseToken'> => ({
+      id: String(r.id),
+      lenderId: String(r.lender_id),
+      enrollmentId: String(r.enrollment_id),
+      authorizerUniqueId: String(r.authorizer_unique_id),
+      connectionId: String(r.connection_id),
+      rail: r.rail as DuePayment['rail'],
+      amountCents: num(r.amount_cents),
+      reference: String(r.reference),
+      attempts: num(r.attempts),
+      attempt: num(r.attempt),
+    }),
+  ),
+});
+
 export const pgCollectionStore: CollectionStore = {
   async claimDuePayments(c, want, now) {
-    const until = now + DISPATCH_LEASE_MS;
-    const leaseToken = newLeaseToken();
-    // One statement: the due rows, oldest due first, locked as they are picked (a row another claimer holds is
-    // skipped; one it leased and committed meanwhile is re-read and no longer due), leased, and returned.
-    const claimed = await rows<Record<string, unknown>>(
-      pgReaderOf(c),
-      sql`WITH picked AS (
-            SELECT id FROM payments
-             WHERE state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
-             ORDER BY next_attempt_at, id LIMIT ${want}
-             FOR UPDATE SKIP LOCKED)
-          UPDATE payments p SET lease_until = ${until}, lease_token = ${leaseToken} FROM picked WHERE p.id = picked.id
-          RETURNING p.id, p.lender_id, p.enrollment_id, p.authorizer_unique_id, p.connection_id, p.rail, p.amount_cents,
-                    p.reference, p.attempts, p.attempt, p.next_attempt_at`,
-    );
-    return claimed
-      .map((r) => ({ at: num(r.next_attempt_at), row: r }))
-      .sort((a, b) => a.at - b.at || (String(a.row.id) < String(b.row.id) ? -1 : 1))
-      .map(
-        ({ row: r }): DuePayment => ({
-          id: String(r.id),
-          lenderId: String(r.lender_id),
-          enrollmentId: String(r.enrollment_id),
-          authorizerUniqueId: String(r.authorizer_unique_id),
-          connectionId: String(r.connection_id),
-          rail: r.rail as DuePayment['rail'],
-          amountCents: num(r.amount_cents),
-          reference: String(r.reference),
-          attempts: num(r.attempts),
-          attempt: num(r.attempt),
-          leaseToken,
-        }),
-      );
+    return dispatchQueue.claim(c, want, now);
   },
   async finishDue(c, claim, finish) {
-    const done = await pgWriterOf(c)
-      .update(payments)
-      .set({
-        ...(finish.set as Partial<typeof payments.$inferInsert>),
-        state: finish.state as typeof payments.$inferInsert.state,
-        ...(finish.attempts !== undefined ? { attempts: finish.attempts } : {}),
-        ...(finish.nextAttemptAt !== undefined ? { nextAttemptAt: finish.nextAttemptAt as number } : {}),
-        leaseUntil: 0,
-        leaseToken: null,
-      })
-      .where(and(eq(payments.id, String(claim.id)), eq(payments.leaseToken, claim.leaseToken)))
-      .returning({ id: payments.id });
-    return done.length === 1;
+    return dispatchQueue.finish(c, claim, finish);
   },
   async releasePaymentLeases(c, prefix) {
     // Only this replica's own: another replica's claim may be alive, and is taken over when its lease runs out.
-    const released = await rows<{ id: string }>(
-      pgWriterOf(c),
-      sql`UPDATE payments SET lease_until = 0, lease_token = NULL
-           WHERE state = 'pending' AND lease_until > 0 AND starts_with(lease_token, ${prefix}) RETURNING id`,
-    );
-    return released.length;
+    return dispatchQueue.release(c, prefix);
   },
 
   async eventSeen(c, lenderId, source, sourceEventId) {
-    const r = await pgReaderOf(c)
+    const r = await readerOf(c)
       .select({ id: paymentEvents.id })
       .from(paymentEvents)
       .where(and(eq(paymentEvents.lenderId, lenderId), eq(paymentEvents.source, source), eq(paymentEvents.sourceEventId, sourceEventId)))
@@ -121,7 +95,7 @@ export const pgCollectionStore: CollectionStore = {
   },
   async lastEventOf(c, lenderId, reference) {
     const [r] = await rows<{ status: EventStatus; occurredAt: string }>(
-      pgReaderOf(c),
+      readerOf(c),
       sql`SELECT status, occurred_at AS "occurredAt" FROM payment_events WHERE lender_id = ${lenderId} AND reference = ${reference} ${LATEST_FIRST}`,
     );
     return r ? { status: r.status, occurredAt: num(r.occurredAt) } : null;
@@ -132,7 +106,7 @@ export const pgCollectionStore: CollectionStore = {
     // events its statistics do not count yet, and a plain `= ANY` was planned as a read of all the lender's
     // events, slice after slice (the LIMIT keeps the subquery a probe, not a join the planner may reorder).
     const r = await rows<{ id: string }>(
-      pgReaderOf(c),
+      readerOf(c),
       sql`SELECT e.id FROM unnest(${textArray(sourceEventIds)}) AS s(id)
             CROSS JOIN LATERAL (SELECT source_event_id AS id FROM payment_events
                                  WHERE lender_id = ${lenderId} AND source = ${source} AND source_event_id = s.id LIMIT 1) e`,
@@ -143,7 +117,7 @@ export const pgCollectionStore: CollectionStore = {
     if (references.length === 0) return [];
     // In the order asked, once per reference asked (as SQLite's join over json_each).
     const r = await rows<{ reference: string; status: EventStatus; occurredAt: string }>(
-      pgReaderOf(c),
+      readerOf(c),
       sql`SELECT e.reference, e.status, e.occurred_at AS "occurredAt"
             FROM unnest(${textArray(references)}) WITH ORDINALITY j(ref, ord)
             CROSS JOIN LATERAL (SELECT reference, status, occurred_at FROM payment_events
@@ -153,11 +127,11 @@ export const pgCollectionStore: CollectionStore = {
     return r.map((x) => ({ reference: x.reference, status: x.status, occurredAt: num(x.occurredAt) }));
   },
   async paymentStatusOf(c, id) {
-    const [r] = await pgReaderOf(c).select({ status: payments.status }).from(payments).where(eq(payments.id, id));
+    const [r] = await readerOf(c).select({ status: payments.status }).from(payments).where(eq(payments.id, id));
     return r?.status ?? null;
   },
   async recordEvent(c, v) {
-    await pgWriterOf(c).insert(paymentEvents).values({
+    await writerOf(c).insert(paymentEvents).values({
       id: v.id,
       lenderId: v.lenderId,
       enrollmentId: v.enrollmentId,
@@ -177,21 +151,21 @@ export const pgCollectionStore: CollectionStore = {
   },
   async creditedFor(c, lenderId, reference) {
     const [r] = await rows<{ net: string }>(
-      pgReaderOf(c),
+      readerOf(c),
       sql`SELECT COALESCE(SUM(CASE WHEN kind = 'credit' THEN amount_cents ELSE -amount_cents END), 0)::text AS net
             FROM ledger_entries WHERE lender_id = ${lenderId} AND reference = ${reference}`,
     );
     return num(r!.net);
   },
   async postLedgerEntry(c, v) {
-    await pgWriterOf(c)
+    await writerOf(c)
       .insert(ledgerEntries)
       .values({ lenderId: v.lenderId, enrollmentId: v.enrollmentId, reference: v.reference, kind: v.kind, amountCents: v.amount, eventId: v.eventId, at: v.at });
   },
   async movePaymentStatus(c, v) {
     // Compare and set: a second mover that read the same status waits for the first's row lock, re-reads the
     // row it committed, finds the status moved and moves nothing.
-    await pgWriterOf(c)
+    await writerOf(c)
       .update(payments)
       .set({
         status: v.status,
@@ -209,19 +183,19 @@ export const pgCollectionStore: CollectionStore = {
   },
   async notePaymentReport(c, r) {
     const queued = r.lookUp ? { state: 'pending' as const, attempts: 0, nextAttemptAt: r.at, leaseUntil: 0, leaseToken: null } : {};
-    await pgWriterOf(c)
+    await writerOf(c)
       .update(payments)
       .set({ reportedStatus: r.status, reportedReturnCode: r.returnCode, reportedAt: r.at, reportHold: r.hold, ...queued })
       .where(eq(payments.id, r.id));
   },
   async holdPaymentReport(c, id, hold) {
-    await pgWriterOf(c)
+    await writerOf(c)
       .update(payments)
       .set({ reportHold: hold })
       .where(and(eq(payments.id, id), isNotNull(payments.reportedStatus)));
   },
   async setObservationAside(c, v) {
-    await pgWriterOf(c).insert(paymentObservationsSetAside).values({
+    await writerOf(c).insert(paymentObservationsSetAside).values({
       lenderId: v.lenderId,
       connectionId: v.connectionId,
       source: v.source,
@@ -241,7 +215,7 @@ export const pgCollectionStore: CollectionStore = {
       keys.length === 0
         ? []
         : rows<Row>(
-            pgReaderOf(c),
+            readerOf(c),
             sql`SELECT s.key, p.* FROM unnest(${textArray(keys)}) AS s(key)
                   CROSS JOIN LATERAL (SELECT id, enrollment_id AS "enrollmentId", authorizer_unique_id AS aid, amount_cents AS amount, processor_payment_id AS pid
                                         FROM payments WHERE ${where} LIMIT 1) p`,
@@ -253,14 +227,14 @@ export const pgCollectionStore: CollectionStore = {
     return { byReference: found(byReference), byProcessorId: found(byProcessorId) };
   },
   async paymentById(c, id) {
-    const [r] = await pgReaderOf(c).select({ lenderId: payments.lenderId, reference: payments.reference }).from(payments).where(eq(payments.id, id));
+    const [r] = await readerOf(c).select({ lenderId: payments.lenderId, reference: payments.reference }).from(payments).where(eq(payments.id, id));
     return r ?? null;
   },
   async ingestedAmong(c, connectionId, processorPaymentIds) {
     if (processorPaymentIds.length === 0) return [];
     // A probe of the unique index per id (as seenAmong): a page's feed adds rows its statistics do not count yet.
     return rows<{ id: string; matched: boolean }>(
-      pgReaderOf(c),
+      readerOf(c),
       sql`SELECT i.id, i.matched FROM unnest(${textArray(processorPaymentIds)}) AS s(id)
             CROSS JOIN LATERAL (SELECT processor_payment_id AS id, matched = 1 AS matched FROM ingested_payments
                                  WHERE connection_id = ${connectionId} AND processor_payment_id = s.id LIMIT 1) i`,
@@ -268,7 +242,7 @@ export const pgCollectionStore: CollectionStore = {
   },
   async saveIngested(c, connectionId, payments) {
     if (payments.length === 0) return;
-    await pgWriterOf(c).execute(
+    await writerOf(c).execute(
       sql`INSERT INTO ingested_payments (connection_id, processor_payment_id, matched)
           SELECT ${connectionId}, v.id, CASE v.matched WHEN 't' THEN 1 ELSE 0 END
             FROM unnest(${textArray(payments.map((p) => p.id))}, ${textArray(payments.map((p) => (p.matched ? 't' : 'f')))}) AS v(id, matched)
@@ -277,7 +251,7 @@ export const pgCollectionStore: CollectionStore = {
   },
   async oldestUnsettled(c, connectionId, settledSince) {
     const [r] = await rows<{ at: string | null }>(
-      pgReaderOf(c),
+      readerOf(c),
       sql`SELECT MIN(COALESCE(first_attempt_at, created_at)) AS at FROM payments
            WHERE connection_id = ${connectionId} AND first_attempt_at IS NOT NULL
              AND (status IN ('initiating', 'processing') OR (status = 'settled' AND settled_at >= ${settledSince}))`,
@@ -285,7 +259,7 @@ export const pgCollectionStore: CollectionStore = {
     return numOrNull(r?.at);
   },
   async ownPaymentById(c, id, connectionId) {
-    const [r] = await pgReaderOf(c)
+    const [r] = await readerOf(c)
       .select({
         id: payments.id,
         lenderId: payments.lenderId,
@@ -299,10 +273,10 @@ export const pgCollectionStore: CollectionStore = {
     return r ?? null;
   },
   async keepProcessorPaymentId(c, id, processorPaymentId) {
-    await pgWriterOf(c).update(payments).set({ processorPaymentId }).where(and(eq(payments.id, id), isNull(payments.processorPaymentId)));
+    await writerOf(c).update(payments).set({ processorPaymentId }).where(and(eq(payments.id, id), isNull(payments.processorPaymentId)));
   },
   async keysToPoll(c) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({
         id: paymentConnections.id,
         lenderId: paymentConnections.lenderId,
@@ -315,14 +289,14 @@ export const pgCollectionStore: CollectionStore = {
       .where(and(isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed)));
   },
   async pollCursorOf(c, connectionId) {
-    const [r] = await pgReaderOf(c)
+    const [r] = await readerOf(c)
       .select({ cursor: paymentConnections.pollCursor })
       .from(paymentConnections)
       .where(and(eq(paymentConnections.id, connectionId), isNull(paymentConnections.deletedAt)));
     return r;
   },
   async recordPoll(c, connectionId, v) {
-    const moved = await pgWriterOf(c)
+    const moved = await writerOf(c)
       .update(paymentConnections)
       .set({
         pollCursor: v.cursor,
@@ -338,16 +312,16 @@ export const pgCollectionStore: CollectionStore = {
     return moved.length > 0;
   },
   async recordPollError(c, connectionId, message) {
-    await pgWriterOf(c).update(paymentConnections).set({ lastPollError: message }).where(eq(paymentConnections.id, connectionId));
+    await writerOf(c).update(paymentConnections).set({ lastPollError: message }).where(eq(paymentConnections.id, connectionId));
   },
   async keysToReconcile(c, v) {
     const live = and(isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed));
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({ id: paymentConnections.id, lenderId: paymentConnections.lenderId, processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
       .from(paymentConnections)
       .where(
         v.connectionIds
-          ? and(live, sql`${paymentConnections.id} = ANY(${textArray(v.connectionIds)})`)
+          ? and(live, inList(paymentConnections.id, v.connectionIds))
           : and(
               live,
               or(
@@ -358,15 +332,15 @@ export const pgCollectionStore: CollectionStore = {
       );
   },
   async markReconciled(c, connectionId, at) {
-    await pgWriterOf(c).update(paymentConnections).set({ reconciledAt: at, reconcileDue: false }).where(eq(paymentConnections.id, connectionId));
+    await writerOf(c).update(paymentConnections).set({ reconciledAt: at, reconcileDue: false }).where(eq(paymentConnections.id, connectionId));
   },
 
   async enrollmentToDecide(c, enrollmentId) {
-    const [r] = await pgReaderOf(c).select().from(enrollments).where(eq(enrollments.id, enrollmentId));
+    const [r] = await readerOf(c).select().from(enrollments).where(eq(enrollments.id, enrollmentId));
     return r ?? null;
   },
   async paymentHistory(c, enrollmentId) {
-    const r: PastPayment[] = await pgReaderOf(c)
+    const r: PastPayment[] = await readerOf(c)
       .select({
         id: payments.id,
         status: payments.status,
@@ -386,7 +360,7 @@ export const pgCollectionStore: CollectionStore = {
     return r;
   },
   async scheduledPaymentOf(c, enrollmentId) {
-    const [r] = await pgReaderOf(c)
+    const [r] = await readerOf(c)
       .select({
         id: payments.id,
         lenderId: payments.lenderId,
@@ -402,7 +376,7 @@ export const pgCollectionStore: CollectionStore = {
     return r ? { ...r, debitOn: r.debitOn as number } : null;
   },
   async paymentInFlight(c, enrollmentId) {
-    const r = await pgReaderOf(c)
+    const r = await readerOf(c)
       .select({ id: payments.id })
       .from(payments)
       .where(and(eq(payments.enrollmentId, enrollmentId), inArray(payments.status, ['initiating', 'processing'])))
@@ -410,10 +384,10 @@ export const pgCollectionStore: CollectionStore = {
     return r.length > 0;
   },
   async createPayment(c, payment) {
-    await pgWriterOf(c).insert(payments).values(payment as typeof payments.$inferInsert);
+    await writerOf(c).insert(payments).values(payment as typeof payments.$inferInsert);
   },
   async releasePayment(c, id, now) {
-    const moved = await pgWriterOf(c)
+    const moved = await writerOf(c)
       .update(payments)
       .set({ status: 'initiating', state: 'pending', nextAttemptAt: now, updatedAt: now })
       .where(and(eq(payments.id, id), eq(payments.status, 'scheduled')))
@@ -429,7 +403,7 @@ export const pgCollectionStore: CollectionStore = {
       cfpbCovered: number | null;
       collectableAmountCents: string;
     }>(
-      pgReaderOf(c),
+      readerOf(c),
       sql`SELECT lender_id AS "lenderId", state, blocked_reason AS "blockedReason", authorization_at AS "authorizationAt",
                  cfpb_covered AS "cfpbCovered", collectable_amount_cents AS "collectableAmountCents"
             FROM enrollments WHERE id = ${enrollmentId}`,
@@ -439,31 +413,31 @@ export const pgCollectionStore: CollectionStore = {
       : null;
   },
   async setPaymentsUsed(c, enrollmentId, n, now) {
-    await pgWriterOf(c).update(enrollments).set({ paymentsUsed: n, updatedAt: now }).where(eq(enrollments.id, enrollmentId));
+    await writerOf(c).update(enrollments).set({ paymentsUsed: n, updatedAt: now }).where(eq(enrollments.id, enrollmentId));
   },
   async giveBackPresentment(c, enrollmentId, now) {
-    await pgWriterOf(c)
+    await writerOf(c)
       .update(enrollments)
       .set({ paymentsUsed: sql`GREATEST(${enrollments.paymentsUsed} - 1, 0)`, updatedAt: now })
       .where(eq(enrollments.id, enrollmentId));
   },
 
   async sendStateOf(c, id) {
-    const [r] = await pgReaderOf(c)
+    const [r] = await readerOf(c)
       .select({ status: payments.status, firstAttemptAt: payments.firstAttemptAt, reportedStatus: payments.reportedStatus })
       .from(payments)
       .where(eq(payments.id, id));
     return r ?? null;
   },
   async borrowerToDebit(c, enrollmentId) {
-    const [r] = await pgReaderOf(c)
+    const [r] = await readerOf(c)
       .select({ state: enrollments.state, sealed: enrollments.sealed, cardToken: enrollments.cardTokenSealed, routing: enrollments.routingNumber })
       .from(enrollments)
       .where(eq(enrollments.id, enrollmentId));
     return r ?? null;
   },
   async paymentKeyLive(c, paymentId) {
-    const [r] = await pgReaderOf(c)
+    const [r] = await readerOf(c)
       .select({ keySealed: paymentConnections.keySealed })
       .from(payments)
       .innerJoin(paymentConnections, eq(paymentConnections.id, payments.connectionId))
@@ -471,7 +445,7 @@ export const pgCollectionStore: CollectionStore = {
     return !!r?.keySealed;
   },
   async keyToSend(c, connectionId) {
-    const [r] = await pgReaderOf(c)
+    const [r] = await readerOf(c)
       .select({ processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
       .from(paymentConnections)
       .where(eq(paymentConnections.id, connectionId));
@@ -482,7 +456,7 @@ export const pgCollectionStore: CollectionStore = {
     // waited for, and the claim then sees what it committed (a plain subquery would read the row as it was).
     // Only while this claim holds the payment's queue row: a claim whose lease ran out sends nothing.
     const claimed = await rows<{ id: string }>(
-      pgWriterOf(c),
+      writerOf(c),
       sql`UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ${now}::bigint), updated_at = ${now}
            WHERE id = ${String(claim.id)} AND status = 'initiating' AND lease_token = ${claim.leaseToken}
              AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL FOR SHARE)
@@ -491,7 +465,7 @@ export const pgCollectionStore: CollectionStore = {
     return claimed.length === 1;
   },
   async sendStateHeld(c, id) {
-    const [r] = await pgWriterOf(c)
+    const [r] = await writerOf(c)
       .select({ status: payments.status, firstAttemptAt: payments.firstAttemptAt })
       .from(payments)
       .where(eq(payments.id, id))
@@ -499,7 +473,7 @@ export const pgCollectionStore: CollectionStore = {
     return r ?? null;
   },
   async noteProcessorPaymentId(c, id, processorPaymentId, now) {
-    await pgWriterOf(c)
+    await writerOf(c)
       .update(payments)
       .set({ processorPaymentId: sql`COALESCE(${payments.processorPaymentId}, ${processorPaymentId}::text)`, updatedAt: now })
       .where(eq(payments.id, id));
@@ -507,39 +481,39 @@ export const pgCollectionStore: CollectionStore = {
 
   // The overview's sums: PostgreSQL sums int8 into numeric, exact at any size, read as text into BigInt.
   async ledgerTotals(c, lenderId, from) {
-    const [r] = await rows<{ c: string; r: string }>(
-      pgReaderOf(c),
-      sql`SELECT ${CREDITED} AS c, ${REVERSED} AS r FROM ledger_entries WHERE lender_id = ${lenderId} AND at >= ${from}`,
+    const [r] = await rows<Summed<'c' | 'r'>>(
+      readerOf(c),
+      sql`SELECT ${CREDITED}, ${REVERSED} FROM ledger_entries WHERE lender_id = ${lenderId} AND at >= ${from}`,
     );
-    return { credited: BigInt(r!.c), reversed: BigInt(r!.r) };
+    return { credited: sumOf(r!, 'c'), reversed: sumOf(r!, 'r') };
   },
   async ledgerTotalsByDay(c, lenderId, from) {
-    const r = await rows<{ day: string; c: string; r: string }>(
-      pgReaderOf(c),
-      sql`SELECT ((at / ${sql.raw(String(DAY_MS))}) * ${sql.raw(String(DAY_MS))})::text AS day, ${CREDITED} AS c, ${REVERSED} AS r
+    const r = await rows<Summed<'c' | 'r'> & { day: string }>(
+      readerOf(c),
+      sql`SELECT ((at / ${sql.raw(String(DAY_MS))}) * ${sql.raw(String(DAY_MS))})::text AS day, ${CREDITED}, ${REVERSED}
             FROM ledger_entries WHERE lender_id = ${lenderId} AND at >= ${from} GROUP BY 1 ORDER BY 1`,
     );
-    return r.map((x): LedgerTotals & { day: number } => ({ day: num(x.day), credited: BigInt(x.c), reversed: BigInt(x.r) }));
+    return r.map((x): LedgerTotals & { day: number } => ({ day: num(x.day), credited: sumOf(x, 'c'), reversed: sumOf(x, 'r') }));
   },
   async inFlightTotals(c, lenderId, from) {
-    const [r] = await rows<{ amount: string; n: number }>(
-      pgReaderOf(c),
-      sql`SELECT COALESCE(SUM(amount_cents), 0)::text AS amount, COUNT(*)::int AS n FROM payments
+    const [r] = await rows<Summed<'amount'> & { n: number }>(
+      readerOf(c),
+      sql`SELECT ${exactSum('amount_cents', 'amount')}, COUNT(*)::int AS n FROM payments
            WHERE lender_id = ${lenderId} AND status IN ('initiating', 'processing') AND created_at >= ${from}`,
     );
     return countedSum(r!);
   },
   async returnedTotals(c, lenderId, from) {
-    const [r] = await rows<{ amount: string; n: number }>(
-      pgReaderOf(c),
-      sql`SELECT COALESCE(SUM(a), 0)::text AS amount, COUNT(*)::int AS n FROM (
+    const [r] = await rows<Summed<'amount'> & { n: number }>(
+      readerOf(c),
+      sql`SELECT ${exactSum('a', 'amount')}, COUNT(*)::int AS n FROM (
             SELECT reference, MAX(amount_cents) AS a FROM payment_events
              WHERE lender_id = ${lenderId} AND status IN ('returned', 'late_returned') AND occurred_at >= ${from} GROUP BY reference) d`,
     );
     return countedSum(r!);
   },
   async borrowerCountsByState(c, lenderId) {
-    const r = await pgReaderOf(c)
+    const r = await readerOf(c)
       .select({ key: enrollments.state, n: sql<number>`COUNT(*)::int` })
       .from(enrollments)
       .where(eq(enrollments.lenderId, lenderId))
@@ -547,7 +521,7 @@ export const pgCollectionStore: CollectionStore = {
     return countsOf<MonitorState>(MONITOR_STATES, r);
   },
   async paymentCountsByStatus(c, lenderId) {
-    const r = await pgReaderOf(c)
+    const r = await readerOf(c)
       .select({ key: payments.status, n: sql<number>`COUNT(*)::int` })
       .from(payments)
       .where(eq(payments.lenderId, lenderId))
@@ -555,14 +529,14 @@ export const pgCollectionStore: CollectionStore = {
     return countsOf<PaymentStatus>(PAYMENT_STATUSES, r);
   },
   async eventsOfBorrower(c, lenderId, aid) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select()
       .from(paymentEvents)
       .where(and(eq(paymentEvents.lenderId, lenderId), eq(paymentEvents.authorizerUniqueId, aid)))
       .orderBy(asc(paymentEvents.recordedAt), asc(paymentEvents.id));
   },
   async paymentsPage(c, v) {
-    return paymentsPage(pgReaderOf(c), v);
+    return paymentsPage(readerOf(c), v);
   },
 
   // What the services read and then write, serialized (no-ops on SQLite, where one writer at a time gives it).
@@ -570,28 +544,28 @@ export const pgCollectionStore: CollectionStore = {
     // The borrower's row, locked as an update of it would: a second decision, chain recount or stop of the
     // same borrower waits for this transaction, then reads what it committed. FOR NO KEY UPDATE, so the rows
     // that only refer to the borrower (events, ledger entries) are still written meanwhile.
-    await pgWriterOf(c).execute(sql`SELECT 1 FROM enrollments WHERE id = ${enrollmentId} FOR NO KEY UPDATE`);
+    await writerOf(c).execute(sql`SELECT 1 FROM enrollments WHERE id = ${enrollmentId} FOR NO KEY UPDATE`);
   },
   async serializeReferences(c, lenderId, references) {
     const keys = [...new Set(references.map((r) => referenceKey(lenderId, r)))].sort();
     if (keys.length === 0) return;
     if (keys.length === 1) return lockFor(c, keys[0]!);
     // Many at once, in one order for every caller (sorted), in one round trip.
-    await pgWriterOf(c).execute(
+    await writerOf(c).execute(
       sql`SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM (SELECT k FROM unnest(${textArray(keys)}) WITH ORDINALITY u(k, o) ORDER BY o) s`,
     );
   },
   async serializeFeed(c, connectionId) {
-    await pgWriterOf(c).execute(sql`SELECT 1 FROM payment_connections WHERE id = ${connectionId} FOR NO KEY UPDATE`);
+    await writerOf(c).execute(sql`SELECT 1 FROM payment_connections WHERE id = ${connectionId} FOR NO KEY UPDATE`);
     // Taken first in a page's transaction: its probes stay index probes while it records the page.
     await probeByIndex(c);
   },
 };
 
-const CREDITED = sql.raw(`COALESCE(SUM(amount_cents) FILTER (WHERE kind = 'credit'), 0)::text`);
-const REVERSED = sql.raw(`COALESCE(SUM(amount_cents) FILTER (WHERE kind = 'reversal'), 0)::text`);
+const CREDITED = exactSum('amount_cents', 'c', `kind = 'credit'`);
+const REVERSED = exactSum('amount_cents', 'r', `kind = 'reversal'`);
 
-const countedSum = (r: { amount: string; n: number }): CountedSum => ({ amount: BigInt(r.amount), count: num(r.n) });
+const countedSum = (r: Summed<'amount'> & { n: number }): CountedSum => ({ amount: sumOf(r, 'amount'), count: num(r.n) });
 
 /** Every key with its count from grouped rows, 0 for a key no row has. */
 function countsOf<K extends string>(keys: readonly K[], found: { key: K; n: number }[]): Record<K, number> {

@@ -4,8 +4,9 @@ import { MONITOR_STATES, PAYMENT_STATUSES, type EventSource, type EventStatus, t
 import type { Db, Orm } from '../../platform/db';
 import { DAY_MS } from '../../platform/clock';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
-import { readerOf, writerOf } from '../../platform/store';
+import { exactSum, inList, listOf, readerOf, sumOf, writerOf, type Summed } from '../../platform/sql/sqlite';
 import type { PastPayment } from './rules';
+import { DISPATCH_LEASE_MS } from './store-shared';
 import type { CollectionStore, CountedSum, DuePayment, EventRecord, LedgerTotals, OwnPayment, PaymentPageQuery, PaymentReport, StatusMove } from './store';
 
 // Collection's SQL on SQLite. The raw prepared statements: recording an observed status and matching a
@@ -34,7 +35,7 @@ export const seenAmong = (db: Db, lenderId: string, source: EventSource, sourceE
     .query<{ id: string }, [string, string, string]>(
       'SELECT source_event_id AS id FROM payment_events WHERE lender_id = ? AND source = ? AND source_event_id IN (SELECT value FROM json_each(?))',
     )
-    .all(lenderId, source, JSON.stringify(sourceEventIds));
+    .all(lenderId, source, listOf(sourceEventIds));
 
 /** The latest recorded event of each of some references: lastEventOf for a slice of observations at once. */
 export const lastEventsAmong = (db: Db, lenderId: string, references: string[]) =>
@@ -44,7 +45,7 @@ export const lastEventsAmong = (db: Db, lenderId: string, references: string[]) 
          JOIN payment_events e ON e.rowid = (SELECT rowid FROM payment_events INDEXED BY payment_events_reference_idx
                                               WHERE lender_id = ?1 AND reference = j.value ORDER BY recorded_at DESC, rowid DESC LIMIT 1)`,
     )
-    .all(lenderId, JSON.stringify(references));
+    .all(lenderId, listOf(references));
 
 /** A payment's recorded status. */
 export const paymentStatusOf = (db: Db, id: string) =>
@@ -213,38 +214,23 @@ export const setAside = (
   tx.$client
     .query('INSERT INTO payment_observations_set_aside (lender_id, connection_id, source, source_event_id, reference, status, error, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
     .run(v.lenderId, v.connectionId, v.source, v.sourceEventId, v.reference, v.status, v.error, v.at);
-// The portal overview's sums: every amount of the lender's ledger and payments, exactly.
+// The portal overview's sums: every amount of the lender's ledger and payments, exactly (exactSum: read with
+// safeIntegers, put together by sumOf).
 
-/**
- * SUM of an amount column that cannot overflow: each amount (under 2^54 cents: a borrower's ledger stays under
- * 2^53) is summed as three 18-bit parts, each part's sum staying under 2^63 for up to 2^45 rows, more than a
- * SQLite file can hold. The parts are put together in BigInt by `sumOf`. Read with safeIntegers.
- */
-const PART_BITS = 18;
-const PART_MASK = (1 << PART_BITS) - 1;
-const partSums = (amount: string, name: string, when = '1') =>
-  [0, 1, 2]
-    .map((i) => `COALESCE(SUM(CASE WHEN ${when} THEN (${amount} >> ${i * PART_BITS})${i < 2 ? ` & ${PART_MASK}` : ''} END), 0) AS ${name}${i}`)
-    .join(', ');
-type Parts<N extends string> = Record<`${N}${0 | 1 | 2}`, bigint>;
-/** The exact sum of a column summed by `partSums` as `name`. */
-const sumOf = <N extends string>(row: Parts<N>, name: N): bigint =>
-  row[`${name}0`] + (row[`${name}1`] << BigInt(PART_BITS)) + (row[`${name}2`] << BigInt(2 * PART_BITS));
-
-const CREDITED = partSums('amount_cents', 'c', `kind = 'credit'`);
-const REVERSED = partSums('amount_cents', 'r', `kind = 'reversal'`);
+const CREDITED = exactSum('amount_cents', 'c', `kind = 'credit'`);
+const REVERSED = exactSum('amount_cents', 'r', `kind = 'reversal'`);
 
 // What was credited, and what was reversed by returns, from the ledger_entries_lender_at_idx covering index.
 /** The overview's ledger totals since `from`. */
 export const ledgerSince = (db: Db, lender: string, from: number) =>
   db.$client
-    .query<Parts<'c' | 'r'>, [string, number]>(`SELECT ${CREDITED}, ${REVERSED} FROM ledger_entries WHERE lender_id = ? AND at >= ?`)
+    .query<Summed<'c' | 'r'>, [string, number]>(`SELECT ${CREDITED}, ${REVERSED} FROM ledger_entries WHERE lender_id = ? AND at >= ?`)
     .safeIntegers(true)
     .get(lender, from)!;
 /** The same per UTC day. */
 export const ledgerByDay = (db: Db, lender: string, from: number) =>
   db.$client
-    .query<Parts<'c' | 'r'> & { day: bigint }, [string, number]>(
+    .query<Summed<'c' | 'r'> & { day: bigint }, [string, number]>(
       `SELECT (at / ${DAY_MS}) * ${DAY_MS} AS day, ${CREDITED}, ${REVERSED} FROM ledger_entries WHERE lender_id = ? AND at >= ? GROUP BY 1`,
     )
     .safeIntegers(true)
@@ -252,8 +238,8 @@ export const ledgerByDay = (db: Db, lender: string, from: number) =>
 // In flight: sent and not yet settled or returned (initiating, processing).
 export const flightSince = (db: Db, lender: string, from: number) =>
   db.$client
-    .query<Parts<'f'> & { n: bigint }, [string, number]>(
-      `SELECT ${partSums('amount_cents', 'f')}, COUNT(*) AS n FROM payments
+    .query<Summed<'f'> & { n: bigint }, [string, number]>(
+      `SELECT ${exactSum('amount_cents', 'f')}, COUNT(*) AS n FROM payments
         WHERE lender_id = ? AND status IN ('initiating', 'processing') AND created_at >= ?`,
     )
     .safeIntegers(true)
@@ -262,8 +248,8 @@ export const flightSince = (db: Db, lender: string, from: number) =>
 // events it has, with its amount; off payment_events_returns_idx, the amounts read from the rows it names.
 export const returnedSince = (db: Db, lender: string, from: number) =>
   db.$client
-    .query<Parts<'d'> & { n: bigint }, [string, number]>(
-      `SELECT ${partSums('a', 'd')}, COUNT(*) AS n FROM (
+    .query<Summed<'d'> & { n: bigint }, [string, number]>(
+      `SELECT ${exactSum('a', 'd')}, COUNT(*) AS n FROM (
          SELECT reference, MAX(amount_cents) AS a FROM payment_events INDEXED BY payment_events_returns_idx
           WHERE lender_id = ? AND status IN ('returned', 'late_returned') AND occurred_at >= ? GROUP BY reference)`,
     )
@@ -386,7 +372,7 @@ export const keysToReconcile = (db: Db, v: { connectionIds?: string[]; dueBefore
     .from(paymentConnections)
     .where(
       v.connectionIds
-        ? and(live, sql`${paymentConnections.id} IN (SELECT value FROM json_each(${JSON.stringify(v.connectionIds)}))`)
+        ? and(live, inList(paymentConnections.id, v.connectionIds))
         : and(
             live,
             or(
@@ -453,9 +439,6 @@ export const paymentsPage = (db: Db, v: PaymentPageQuery) => {
     .all();
 };
 
-/** How long a claimed payment stays leased: longer than a processor call can take with the SDK's own retries. */
-export const DISPATCH_LEASE_MS = 120_000;
-
 const queues = new WeakMap<Db, LeaseQueue<typeof payments, DuePayment>>();
 
 /** The dispatch queue of a database, one per connection (its finalizing statements are cached). */
@@ -478,13 +461,13 @@ function dispatchQueue(db: Db): LeaseQueue<typeof payments, DuePayment> {
 
 export const sqliteCollectionStore: CollectionStore = {
   async claimDuePayments(c, want, now) {
-    return dispatchQueue(c.deps.db).claim(want, now, c.tx);
+    return dispatchQueue(c.deps.db).claim(c, want, now);
   },
   async finishDue(c, claim, finish) {
-    return dispatchQueue(c.deps.db).finalize(c.tx, claim, finish);
+    return dispatchQueue(c.deps.db).finish(c, claim, finish);
   },
-  async releasePaymentLeases(c) {
-    return dispatchQueue(c.deps.db).releaseAll(c.tx);
+  async releasePaymentLeases(c, prefix) {
+    return dispatchQueue(c.deps.db).release(c, prefix);
   },
 
   async eventSeen(c, lenderId, source, sourceEventId) {

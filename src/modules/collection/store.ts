@@ -4,7 +4,7 @@ import type { Claim, Finalize } from '../../platform/lease-queue';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { PastPayment } from './rules';
 
-export { DISPATCH_LEASE_MS } from './store.sqlite';
+export { DISPATCH_LEASE_MS } from './store-shared';
 
 export interface DuePayment {
   id: string;

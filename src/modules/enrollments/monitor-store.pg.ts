@@ -1,8 +1,7 @@
 import { and, asc, eq, lte, sql } from 'drizzle-orm';
 import { enrollments } from '../../../db/schema-pg';
 import type { PgDb } from '../../platform/pg';
-import { pgReaderOf, pgWriterOf, pgArray as arr } from '../../platform/store.pg';
-import type { StoreCtx } from '../../platform/store';
+import { inList, inTransaction, listOf, readerOf, writerOf } from '../../platform/sql/pg';
 import type { MonitorChange } from './monitor';
 import type { BorrowerEnrollment, CurrentMonitor, MonitorStore, StoredMonitor } from './monitor-store';
 
@@ -15,9 +14,6 @@ import type { BorrowerEnrollment, CurrentMonitor, MonitorStore, StoredMonitor } 
 // borrower not stored yet has no row to lock: its enrollment is serialized by the enrollment store's
 // serializeBorrowers, which the service calls first.
 
-
-/** Whether the caller is inside a transaction (its reads are then made to be written upon). */
-const inTransaction = (c: StoreCtx): boolean => pgReaderOf(c) !== c.deps.pg!.db;
 
 const monitorColumns = {
   state: enrollments.state,
@@ -43,7 +39,7 @@ async function writeChange(tx: PgDb, v: { enrollmentId: string; change: MonitorC
 
 /** The columns of the borrowers of an enrollment, one array each (in the order of `rows`). */
 function columnsOf(rows: readonly BorrowerEnrollment[], windowMs: number) {
-  const col = <T>(f: (r: BorrowerEnrollment) => T) => arr(rows.map(f));
+  const col = <T>(f: (r: BorrowerEnrollment) => T) => listOf(rows.map(f));
   const window = (r: BorrowerEnrollment, fresh: number, kept: number | null | undefined) =>
     r.change.window === 'none' ? null : r.change.window === 'fresh' ? fresh : (kept ?? null);
   return {
@@ -146,16 +142,16 @@ async function writeEnrollments(tx: PgDb, all: readonly BorrowerEnrollment[], wi
 
 export const pgMonitorStore: MonitorStore = {
   async currentMonitor(c, enrollmentId) {
-    const q = pgReaderOf(c).select(monitorColumns).from(enrollments).where(eq(enrollments.id, enrollmentId));
+    const q = readerOf(c).select(monitorColumns).from(enrollments).where(eq(enrollments.id, enrollmentId));
     const [m] = await (inTransaction(c) ? q.for('update') : q);
     return m as CurrentMonitor | undefined;
   },
   async writeMonitorChange(c, v) {
-    await writeChange(pgWriterOf(c), v);
+    await writeChange(writerOf(c), v);
   },
   async monitorsOf(c, lenderId, aids) {
     if (aids.length === 0) return [];
-    const q = pgReaderOf(c)
+    const q = readerOf(c)
       .select({
         id: enrollments.id,
         aid: enrollments.authorizerUniqueId,
@@ -166,16 +162,16 @@ export const pgMonitorStore: MonitorStore = {
         windowEndsAt: enrollments.windowEndsAt,
       })
       .from(enrollments)
-      .where(and(eq(enrollments.lenderId, lenderId), sql`${enrollments.authorizerUniqueId} = ANY(${arr(aids)}::text[])`))
+      .where(and(eq(enrollments.lenderId, lenderId), inList(enrollments.authorizerUniqueId, aids)))
       // Locked in the order of their ids.
       .orderBy(asc(enrollments.id));
     return (await (inTransaction(c) ? q.for('update') : q)) as StoredMonitor[];
   },
   async writeEnrollments(c, rows, windowMs) {
-    if (rows.length > 0) await writeEnrollments(pgWriterOf(c), rows, windowMs);
+    if (rows.length > 0) await writeEnrollments(writerOf(c), rows, windowMs);
   },
   async dueLapses(c, now, limit) {
-    const base = pgReaderOf(c)
+    const base = readerOf(c)
       .select({ id: enrollments.id })
       .from(enrollments)
       .where(and(eq(enrollments.state, 'monitored'), lte(enrollments.windowEndsAt, now)))

@@ -1,5 +1,5 @@
 import type { Db, Orm } from '../../platform/db';
-import { readerOf, writerOf } from '../../platform/store';
+import { listOf, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { MonitorChange } from './monitor';
 import type { BorrowerEnrollment, CurrentMonitor, MonitorStore, StoredMonitor } from './monitor-store';
 
@@ -105,7 +105,7 @@ export const sqliteMonitorStore: MonitorStore = {
                 window_started_at AS windowStartedAt, window_ends_at AS windowEndsAt
            FROM enrollments WHERE lender_id = ? AND authorizer_unique_id IN (SELECT value FROM json_each(?))`,
       )
-      .all(lenderId, JSON.stringify(aids));
+      .all(lenderId, listOf(aids));
   },
   async writeEnrollments(c, rows, windowMs) {
     if (rows.length > 0) writeEnrollments(writerOf(c), rows, windowMs);

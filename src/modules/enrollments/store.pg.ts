@@ -2,8 +2,8 @@ import { and, asc, eq, gt, gte, isNotNull, lt, lte, notExists, sql } from 'drizz
 import { alias } from 'drizzle-orm/pg-core';
 import { batches, enrollments, ledgerEntries, payments, searchableBorrowers } from '../../../db/schema-pg';
 import type { PgDb } from '../../platform/pg';
-import { pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
-import type { StoreCtx, TxCtx } from '../../platform/store';
+import { exactSum, inList, inTransaction, listOf, readerOf, rows, sumOf, writerOf, type Summed } from '../../platform/sql/pg';
+import type { TxCtx } from '../../platform/store';
 import type { Enrollment } from './borrower';
 import type { DueRead, EnrollmentStore, SearchEntries } from './store';
 
@@ -19,9 +19,6 @@ import type { DueRead, EnrollmentStore, SearchEntries } from './store';
 // statements, not thousands.
 
 
-/** Whether the caller is inside a transaction (its reads are then made to be written upon). */
-const inTransaction = (c: StoreCtx): boolean => pgReaderOf(c) !== c.deps.pg!.db;
-
 /**
  * Buckets of a lender's borrowers for serializeBorrowers: few enough that a 1000-borrower request takes at most
  * this many advisory locks (each is a slot of the server's lock table), many enough that requests about
@@ -35,10 +32,10 @@ const BORROWER_BUCKETS = 64;
  */
 async function lockBorrowers(c: TxCtx, lenderId: string, aids: readonly string[]): Promise<void> {
   if (aids.length === 0) return;
-  await pgWriterOf(c).execute(sql`
+  await writerOf(c).execute(sql`
     SELECT pg_advisory_xact_lock(k) FROM (
       SELECT DISTINCT hashtextextended('enrollment-borrowers' || chr(31) || ${lenderId}::text || chr(31) || (hashtextextended(a, 0) & ${BORROWER_BUCKETS - 1})::text, 0) AS k
-        FROM unnest(${arr(aids)}::text[]) AS a
+        FROM unnest(${listOf(aids)}::text[]) AS a
        ORDER BY k) AS keys`);
 }
 
@@ -55,11 +52,11 @@ const entriesOfRows = (width: number, where: ReturnType<typeof sql>) => sql`
 /** The borrowers' search rows and their entries removed (a replacement, or an erasure). */
 async function deleteSearchRows(tx: PgDb, lenders: string[], aids: string[], width: number, erasing: boolean): Promise<void> {
   if (aids.length === 0) return;
-  const these = sql`(b.lender_id, b.authorizer_unique_id) IN (SELECT * FROM unnest(${arr(lenders)}::text[], ${arr(aids)}::text[]))`;
+  const these = sql`(b.lender_id, b.authorizer_unique_id) IN (SELECT * FROM unnest(${listOf(lenders)}::text[], ${listOf(aids)}::text[]))`;
   await tx.execute(sql`
     DELETE FROM borrower_search s USING (${entriesOfRows(width, these)}) AS d
      WHERE s.hash = d.hash AND s.authorizer_unique_id = d.aid`);
-  const rowsOf = sql`(lender_id, authorizer_unique_id) IN (SELECT * FROM unnest(${arr(lenders)}::text[], ${arr(aids)}::text[]))`;
+  const rowsOf = sql`(lender_id, authorizer_unique_id) IN (SELECT * FROM unnest(${listOf(lenders)}::text[], ${listOf(aids)}::text[]))`;
   // At erasure the hashes are overwritten before the row goes, so no version of it this transaction writes holds
   // them. The versions before it stay in the table's pages until VACUUM reclaims them (PostgreSQL has no
   // secure_delete); an entry of borrower_search is its key, and is deleted only.
@@ -74,8 +71,8 @@ async function insertSearchRows(tx: PgDb, entries: readonly SearchEntries[]): Pr
     tx,
     sql`INSERT INTO searchable_borrowers (lender_id, authorizer_unique_id, key_id, hashes)
         SELECT l, a, k, decode(h, 'hex')
-          FROM unnest(${arr(entries.map((e) => e.lenderId))}::text[], ${arr(entries.map((e) => e.aid))}::text[],
-                      ${arr(entries.map((e) => e.keyId))}::text[], ${arr(entries.map((e) => e.hashes.map(hex).join('')))}::text[]) AS t(l, a, k, h)
+          FROM unnest(${listOf(entries.map((e) => e.lenderId))}::text[], ${listOf(entries.map((e) => e.aid))}::text[],
+                      ${listOf(entries.map((e) => e.keyId))}::text[], ${listOf(entries.map((e) => e.hashes.map(hex).join('')))}::text[]) AS t(l, a, k, h)
         ON CONFLICT DO NOTHING
         RETURNING lender_id, authorizer_unique_id AS aid`,
   );
@@ -92,7 +89,7 @@ async function insertSearchRows(tx: PgDb, entries: readonly SearchEntries[]): Pr
   if (hashes.length > 0) {
     await tx.execute(sql`
       INSERT INTO borrower_search (hash, authorizer_unique_id)
-      SELECT decode(h, 'hex'), a FROM unnest(${arr(hashes)}::text[], ${arr(aids)}::text[]) AS t(h, a)
+      SELECT decode(h, 'hex'), a FROM unnest(${listOf(hashes)}::text[], ${listOf(aids)}::text[]) AS t(h, a)
       ON CONFLICT DO NOTHING`);
   }
   return written;
@@ -110,7 +107,7 @@ async function replaceSearchEntries(tx: PgDb, entries: readonly SearchEntries[],
   const priors = await rows<{ lender_id: string; aid: string; key_id: string; hashes: string }>(
     tx,
     sql`SELECT lender_id, authorizer_unique_id AS aid, key_id, encode(hashes, 'hex') AS hashes FROM searchable_borrowers
-         WHERE (lender_id, authorizer_unique_id) IN (SELECT * FROM unnest(${arr(rest.map((e) => e.lenderId))}::text[], ${arr(rest.map((e) => e.aid))}::text[]))`,
+         WHERE (lender_id, authorizer_unique_id) IN (SELECT * FROM unnest(${listOf(rest.map((e) => e.lenderId))}::text[], ${listOf(rest.map((e) => e.aid))}::text[]))`,
   );
   const prior = new Map(priors.map((p) => [`${p.lender_id}\u001f${p.aid}`, p]));
   const changed = rest.filter((e) => {
@@ -127,7 +124,7 @@ const original = alias(payments, 'original');
 
 export const pgEnrollmentStore: EnrollmentStore = {
   async dueReads(c, now, limit) {
-    const q = pgReaderOf(c)
+    const q = readerOf(c)
       .select({
         id: enrollments.id,
         lenderId: enrollments.lenderId,
@@ -146,25 +143,25 @@ export const pgEnrollmentStore: EnrollmentStore = {
   },
   async setNextReads(c, enrollmentIds, at) {
     if (enrollmentIds.length === 0) return;
-    await pgWriterOf(c).update(enrollments).set({ nextReadAt: at }).where(sql`${enrollments.id} = ANY(${arr(enrollmentIds)}::text[])`);
+    await writerOf(c).update(enrollments).set({ nextReadAt: at }).where(inList(enrollments.id, enrollmentIds));
   },
   async monitoringBatchesAmong(c, batchIds) {
     if (batchIds.length === 0) return [];
-    const found = await pgReaderOf(c)
+    const found = await readerOf(c)
       .select({ id: batches.id })
       .from(batches)
-      .where(and(sql`${batches.id} = ANY(${arr(batchIds)}::text[])`, eq(batches.source, 'monitoring')));
+      .where(and(inList(batches.id, batchIds), eq(batches.source, 'monitoring')));
     return found.map((b) => b.id);
   },
   async borrowersAmong(c, lenderId, aids) {
     if (aids.length === 0) return [];
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({ id: enrollments.id, aid: enrollments.authorizerUniqueId })
       .from(enrollments)
-      .where(and(eq(enrollments.lenderId, lenderId), sql`${enrollments.authorizerUniqueId} = ANY(${arr(aids)}::text[])`));
+      .where(and(eq(enrollments.lenderId, lenderId), inList(enrollments.authorizerUniqueId, aids)));
   },
   async setLastRead(c, r) {
-    const [row] = await pgWriterOf(c)
+    const [row] = await writerOf(c)
       .update(enrollments)
       .set({ lastReadCents: r.balanceCents, lastReadAt: r.at })
       .where(and(eq(enrollments.lenderId, r.lenderId), eq(enrollments.authorizerUniqueId, r.authorizerUniqueId)))
@@ -172,7 +169,7 @@ export const pgEnrollmentStore: EnrollmentStore = {
     return row?.id ?? null;
   },
   async heldBorrowers(c, after, limit) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({ id: enrollments.id, lenderId: enrollments.lenderId, routing: enrollments.routingNumber })
       .from(enrollments)
       .where(and(eq(enrollments.state, 'held'), isNotNull(enrollments.sealed), gt(enrollments.id, after)))
@@ -180,10 +177,10 @@ export const pgEnrollmentStore: EnrollmentStore = {
       .limit(limit);
   },
   async setBankName(c, enrollmentId, bankName) {
-    await pgWriterOf(c).update(enrollments).set({ bankName }).where(eq(enrollments.id, enrollmentId));
+    await writerOf(c).update(enrollments).set({ bankName }).where(eq(enrollments.id, enrollmentId));
   },
   async enrollmentOf(c, lenderId, aid) {
-    const q = pgReaderOf(c)
+    const q = readerOf(c)
       .select()
       .from(enrollments)
       .where(and(eq(enrollments.lenderId, lenderId), eq(enrollments.authorizerUniqueId, aid)));
@@ -196,7 +193,7 @@ export const pgEnrollmentStore: EnrollmentStore = {
     if (p.prefix) conds.push(gte(enrollments.authorizerUniqueId, p.prefix.from), lt(enrollments.authorizerUniqueId, p.prefix.to));
     if (p.state) conds.push(eq(enrollments.state, p.state));
     if (p.blockedReason) conds.push(eq(enrollments.blockedReason, p.blockedReason));
-    return (await pgReaderOf(c)
+    return (await readerOf(c)
       .select()
       .from(enrollments)
       .where(and(...conds))
@@ -205,13 +202,13 @@ export const pgEnrollmentStore: EnrollmentStore = {
   },
   async eraseBorrowerData(c, enrollmentIds, now) {
     if (enrollmentIds.length === 0) return;
-    await pgWriterOf(c)
+    await writerOf(c)
       .update(enrollments)
       .set({ sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, erasedAt: now, updatedAt: now })
-      .where(sql`${enrollments.id} = ANY(${arr(enrollmentIds)}::text[])`);
+      .where(inList(enrollments.id, enrollmentIds));
   },
   async ledgerEntriesOf(c, lenderId, enrollmentId) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select()
       .from(ledgerEntries)
       .where(and(eq(ledgerEntries.lenderId, lenderId), eq(ledgerEntries.enrollmentId, enrollmentId)))
@@ -219,16 +216,15 @@ export const pgEnrollmentStore: EnrollmentStore = {
   },
   async ledgerTotals(c, lenderId, enrollmentId) {
     // Summed by PostgreSQL (numeric: exact) and read as text, then BigInt: never a floating-point number.
-    const [t] = await rows<{ collected: string; reversed: string }>(
-      pgReaderOf(c),
-      sql`SELECT COALESCE(SUM(amount_cents) FILTER (WHERE kind = 'credit'), 0)::text AS collected,
-                 COALESCE(SUM(amount_cents) FILTER (WHERE kind = 'reversal'), 0)::text AS reversed
+    const [t] = await rows<Summed<'collected' | 'reversed'>>(
+      readerOf(c),
+      sql`SELECT ${exactSum('amount_cents', 'collected', `kind = 'credit'`)}, ${exactSum('amount_cents', 'reversed', `kind = 'reversal'`)}
             FROM ledger_entries WHERE lender_id = ${lenderId} AND enrollment_id = ${enrollmentId}`,
     );
-    return { collected: BigInt(t!.collected), reversed: BigInt(t!.reversed) };
+    return { collected: sumOf(t!, 'collected'), reversed: sumOf(t!, 'reversed') };
   },
   async paymentsOf(c, enrollmentId) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({
         reference: payments.reference,
         amount: payments.amountCents,
@@ -248,15 +244,15 @@ export const pgEnrollmentStore: EnrollmentStore = {
       .orderBy(asc(payments.createdAt), asc(payments.id));
   },
   async replaceSearchEntries(c, entries, width) {
-    if (entries.length > 0) await replaceSearchEntries(pgWriterOf(c), entries, width);
+    if (entries.length > 0) await replaceSearchEntries(writerOf(c), entries, width);
   },
   async removeSearchEntries(c, lenderId, aids, width) {
     if (aids.length === 0) return;
-    await deleteSearchRows(pgWriterOf(c), aids.map(() => lenderId), [...aids], width, true);
+    await deleteSearchRows(writerOf(c), aids.map(() => lenderId), [...aids], width, true);
   },
   async borrowersWith(c, lenderId, hash, limit) {
     return rows<{ aid: string }>(
-      pgReaderOf(c),
+      readerOf(c),
       sql`SELECT s.authorizer_unique_id AS aid FROM borrower_search s
             JOIN searchable_borrowers b ON b.lender_id = ${lenderId} AND b.authorizer_unique_id = s.authorizer_unique_id
            WHERE s.hash = ${Buffer.from(hash)} LIMIT ${limit}`,
@@ -264,7 +260,7 @@ export const pgEnrollmentStore: EnrollmentStore = {
   },
   async borrowersNamed(c, lenderId, one, other, limit) {
     return rows<{ aid: string }>(
-      pgReaderOf(c),
+      readerOf(c),
       sql`SELECT a.authorizer_unique_id AS aid FROM borrower_search a
             JOIN borrower_search o ON o.hash = ${Buffer.from(other)} AND o.authorizer_unique_id = a.authorizer_unique_id
             JOIN searchable_borrowers b ON b.lender_id = ${lenderId} AND b.authorizer_unique_id = a.authorizer_unique_id
@@ -272,7 +268,7 @@ export const pgEnrollmentStore: EnrollmentStore = {
     );
   },
   async borrowersByReference(c, lenderId, prefix, limit) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({ aid: payments.authorizerUniqueId })
       .from(payments)
       .where(and(eq(payments.lenderId, lenderId), gte(payments.reference, prefix.from), lt(payments.reference, prefix.to)))
@@ -280,7 +276,7 @@ export const pgEnrollmentStore: EnrollmentStore = {
       .limit(limit);
   },
   async borrowersByIdPrefix(c, lenderId, prefix, limit) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({ aid: enrollments.authorizerUniqueId })
       .from(enrollments)
       .where(and(eq(enrollments.lenderId, lenderId), gte(enrollments.authorizerUniqueId, prefix.from), lt(enrollments.authorizerUniqueId, prefix.to)))
@@ -288,7 +284,7 @@ export const pgEnrollmentStore: EnrollmentStore = {
       .limit(limit);
   },
   async unsearchedBorrowers(c, after, keyId, limit) {
-    const db = pgReaderOf(c);
+    const db = readerOf(c);
     const q = db
       .select({ id: enrollments.id, lenderId: enrollments.lenderId, aid: enrollments.authorizerUniqueId, sealed: enrollments.sealed, cardLast4: enrollments.cardLast4 })
       .from(enrollments)

@@ -1,7 +1,7 @@
 import { and, asc, eq, gt, gte, inArray, isNotNull, lt, notExists, sql } from 'drizzle-orm';
 import { batches, enrollments, ledgerEntries, payments, searchableBorrowers } from '../../../db/schema';
 import type { Db, Orm } from '../../platform/db';
-import { readerOf, writerOf } from '../../platform/store';
+import { listOf, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { DueRead, EnrollmentPayment, EnrollmentStore, SearchEntries } from './store';
 
 // The enrollment's SQL (the writes of a monitor's state are in monitor-store.sqlite.ts). Raw cached statements
@@ -112,7 +112,7 @@ const borrowersAmong = (db: Db, lenderId: string, aids: string[]) =>
     .query<{ id: string; aid: string }, [string, string]>(
       'SELECT id, authorizer_unique_id AS aid FROM enrollments WHERE lender_id = ? AND authorizer_unique_id IN (SELECT value FROM json_each(?))',
     )
-    .all(lenderId, JSON.stringify(aids));
+    .all(lenderId, listOf(aids));
 
 const monitoringBatchesAmong = (db: Db, batchIds: string[]) =>
   db

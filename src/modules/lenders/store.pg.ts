@@ -1,7 +1,7 @@
 import { and, asc, count, eq, isNull, type SQL } from 'drizzle-orm';
 import { apiKeys, lenders } from '../../../db/schema-pg';
 import { isUniqueViolation, type PgDb } from '../../platform/pg';
-import { lockFor, pgReaderOf, pgWriterOf } from '../../platform/store.pg';
+import { lockFor, readerOf, writerOf } from '../../platform/sql/pg';
 import { LenderError } from './errors';
 import type { LenderStore } from './store';
 
@@ -26,19 +26,19 @@ const constraintOf = (e: unknown): string | undefined => {
 // (its rowid order): ids are UUIDv7, ordered by creation.
 export const pgLenderStore: LenderStore = {
   async lenderNamed(c, name) {
-    return (await pgReaderOf(c).select().from(lenders).where(eq(lenders.name, name)))[0];
+    return (await readerOf(c).select().from(lenders).where(eq(lenders.name, name)))[0];
   },
   async listLenders(c) {
-    return pgReaderOf(c).select().from(lenders).orderBy(asc(lenders.createdAt), asc(lenders.id));
+    return readerOf(c).select().from(lenders).orderBy(asc(lenders.createdAt), asc(lenders.id));
   },
   async anyLender(c) {
-    return (await pgReaderOf(c).select({ id: lenders.id }).from(lenders).limit(1)).length > 0;
+    return (await readerOf(c).select({ id: lenders.id }).from(lenders).limit(1)).length > 0;
   },
   // The name's check and the insert are one step under the creation lock (serializeLenderCreation); a name
   // stored by a writer that did not take it is refused by the unique constraint, with the same error.
   async addLender(c, lender) {
     try {
-      await pgWriterOf(c).insert(lenders).values(lender);
+      await writerOf(c).insert(lenders).values(lender);
     } catch (e) {
       if (isUniqueViolation(e) && (constraintOf(e) ?? 'lenders_name_unique') === 'lenders_name_unique') {
         throw new LenderError(`A lender named ${lender.name} already exists`);
@@ -47,7 +47,7 @@ export const pgLenderStore: LenderStore = {
     }
   },
   async setDebitCardApproval(c, lenderId, approved) {
-    await pgWriterOf(c).update(lenders).set({ debitCardApproved: approved }).where(eq(lenders.id, lenderId));
+    await writerOf(c).update(lenders).set({ debitCardApproved: approved }).where(eq(lenders.id, lenderId));
   },
   async serializeLenderCreation(c) {
     await lockFor(c, 'lender-creation');
@@ -57,20 +57,20 @@ export const pgLenderStore: LenderStore = {
     await lockFor(c, 'api-key-issue', lenderId);
   },
   async liveKeyCount(c, lenderId) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select({ n: count() })
       .from(apiKeys)
       .where(and(eq(apiKeys.lenderId, lenderId), isNull(apiKeys.revokedAt)));
     return Number(row!.n);
   },
   async keyHashKnown(c, keyHash) {
-    return (await pgReaderOf(c).select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.keyHash, keyHash)).limit(1)).length > 0;
+    return (await readerOf(c).select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.keyHash, keyHash)).limit(1)).length > 0;
   },
   async addKey(c, key) {
-    await pgWriterOf(c).insert(apiKeys).values(key);
+    await writerOf(c).insert(apiKeys).values(key);
   },
   async listKeys(c, lenderId) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({
         id: apiKeys.id,
         prefix: apiKeys.prefix,
@@ -83,9 +83,9 @@ export const pgLenderStore: LenderStore = {
       .orderBy(asc(apiKeys.createdAt), asc(apiKeys.id));
   },
   async revokeLenderKey(c, lenderId, keyId, now) {
-    return revokeWhere(pgWriterOf(c), and(eq(apiKeys.id, keyId), eq(apiKeys.lenderId, lenderId))!, now);
+    return revokeWhere(writerOf(c), and(eq(apiKeys.id, keyId), eq(apiKeys.lenderId, lenderId))!, now);
   },
   async revokeKeyByPrefix(c, prefix, now) {
-    return revokeWhere(pgWriterOf(c), eq(apiKeys.prefix, prefix), now);
+    return revokeWhere(writerOf(c), eq(apiKeys.prefix, prefix), now);
   },
 };

@@ -1,7 +1,7 @@
 import { and, asc, count, eq, isNull, type SQL } from 'drizzle-orm';
 import { apiKeys, lenders } from '../../../db/schema';
 import type { Db, Orm } from '../../platform/db';
-import { readerOf, writerOf } from '../../platform/store';
+import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { ApiKeyRow, LenderRow, LenderStore } from './store';
 
 const lenderNamed = (db: Db, name: string) => db.select().from(lenders).where(eq(lenders.name, name)).get();
@@ -63,9 +63,13 @@ export const sqliteLenderStore: LenderStore = {
     setDebitCardApproval(writerOf(c), lenderId, approved);
   },
   // One writer at a time: the transaction that checks already runs alone.
-  async serializeLenderCreation() {},
+  async serializeLenderCreation(c) {
+    await lockFor(c, 'lender-creation');
+  },
 
-  async serializeKeyIssue() {},
+  async serializeKeyIssue(c, lenderId) {
+    await lockFor(c, 'api-key-issue', lenderId);
+  },
 
   async liveKeyCount(c, lenderId) {
     return liveKeyCount(readerOf(c), lenderId);

@@ -1,7 +1,6 @@
 import { and, asc, eq, gte, isNotNull, lte, sql } from 'drizzle-orm';
 import { balanceResults, enrollments, payHistory, payHistoryDeposits } from '../../../db/schema-pg';
-import { pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
-import type { StoreCtx } from '../../platform/store';
+import { inList, inTransaction, listOf, numOrNull, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { CadenceState, DueHistory, PayCycleStore } from './store';
 
 // The pay cycle's SQL on PostgreSQL (store.sqlite.ts is the SQLite one). Transactions run side by side here:
@@ -12,15 +11,9 @@ import type { CadenceState, DueHistory, PayCycleStore } from './store';
 //   a borrower takes it (the enrollment, then its pay_history), so they never wait on each other in a cycle.
 
 
-/** Whether the caller is inside a transaction (its reads are then made to be written upon). */
-const inTransaction = (c: StoreCtx): boolean => pgReaderOf(c) !== c.deps.pg!.db;
-
-/** A bigint of a raw query (Bun.SQL reads int8 as text), as a number. */
-const num = (v: string | number | null): number | null => (v === null ? null : Number(v));
-
 export const pgPayCycleStore: PayCycleStore = {
   async cadenceStateOf(c, enrollmentId) {
-    const q = pgReaderOf(c)
+    const q = readerOf(c)
       .select({
         lenderId: enrollments.lenderId,
         state: enrollments.state,
@@ -42,7 +35,7 @@ export const pgPayCycleStore: PayCycleStore = {
     return { ...e, landsEarly: e.landsEarly === null ? null : e.landsEarly ? 1 : 0 } as CadenceState;
   },
   async balanceHistory(c, lenderId, aid, since) {
-    return (await pgReaderOf(c)
+    return (await readerOf(c)
       // Dated by the provider's own time for a balance where it gave one.
       .select({ at: sql<number>`COALESCE(${balanceResults.balanceAsOf}, ${balanceResults.recordedAt})`.mapWith(Number), balanceCents: balanceResults.balanceCents })
       .from(balanceResults)
@@ -57,7 +50,7 @@ export const pgPayCycleStore: PayCycleStore = {
       .orderBy(asc(balanceResults.id))) as { at: number; balanceCents: number }[];
   },
   async historyOf(c, enrollmentId) {
-    const db = pgReaderOf(c);
+    const db = readerOf(c);
     const [h] = await db.select({ coveredTo: payHistory.coveredTo }).from(payHistory).where(eq(payHistory.enrollmentId, enrollmentId));
     if (!h || h.coveredTo === null) return null;
     const deposits = await db
@@ -68,7 +61,7 @@ export const pgPayCycleStore: PayCycleStore = {
     return { coveredTo: h.coveredTo, deposits };
   },
   async setPayCycle(c, enrollmentId, cycle) {
-    await pgWriterOf(c)
+    await writerOf(c)
       .update(enrollments)
       .set({
         payCycleFrequency: cycle.frequency,
@@ -83,17 +76,17 @@ export const pgPayCycleStore: PayCycleStore = {
       .where(eq(enrollments.id, enrollmentId));
   },
   async setNextRead(c, enrollmentId, at) {
-    await pgWriterOf(c)
+    await writerOf(c)
       .update(enrollments)
       .set({ nextReadAt: at })
       .where(and(eq(enrollments.id, enrollmentId), eq(enrollments.state, 'monitored')));
   },
   async lastReadOf(c, enrollmentId) {
-    const [e] = await pgReaderOf(c).select({ lastReadAt: enrollments.lastReadAt }).from(enrollments).where(eq(enrollments.id, enrollmentId));
+    const [e] = await readerOf(c).select({ lastReadAt: enrollments.lastReadAt }).from(enrollments).where(eq(enrollments.id, enrollmentId));
     return e?.lastReadAt ?? null;
   },
   async dueHistories(c, now, limit) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({
         enrollmentId: payHistory.enrollmentId,
         lenderId: payHistory.lenderId,
@@ -121,7 +114,7 @@ export const pgPayCycleStore: PayCycleStore = {
       routing: string | null;
       sealed: string | null;
     }>(
-      pgWriterOf(c),
+      writerOf(c),
       sql`WITH due AS (
             SELECT enrollment_id, due_at FROM pay_history WHERE due_at IS NOT NULL AND due_at <= ${now}::bigint
              ORDER BY due_at, enrollment_id LIMIT ${limit}::int FOR UPDATE SKIP LOCKED
@@ -138,7 +131,7 @@ export const pgPayCycleStore: PayCycleStore = {
       (r): DueHistory => ({
         enrollmentId: r.enrollment_id,
         lenderId: r.lender_id,
-        wantedAt: num(r.wanted_at),
+        wantedAt: numOrNull(r.wanted_at),
         attempts: r.attempts,
         aid: r.aid,
         routing: r.routing,
@@ -149,36 +142,36 @@ export const pgPayCycleStore: PayCycleStore = {
   async wantHistory(c, lenderId, enrollmentIds, now) {
     if (enrollmentIds.length === 0) return;
     // A reading wanted now (enrollment, re-send, a new link): due at once, its failures forgotten.
-    await pgWriterOf(c).execute(sql`
+    await writerOf(c).execute(sql`
       INSERT INTO pay_history (enrollment_id, lender_id, wanted_at, due_at, attempts)
-      SELECT id, ${lenderId}, ${now}::bigint, ${now}::bigint, 0 FROM unnest(${arr(enrollmentIds)}::text[]) AS id
+      SELECT id, ${lenderId}, ${now}::bigint, ${now}::bigint, 0 FROM unnest(${listOf(enrollmentIds)}::text[]) AS id
       ON CONFLICT (enrollment_id) DO UPDATE SET wanted_at = excluded.wanted_at, due_at = excluded.due_at, attempts = 0`);
   },
   async setHistoryDue(c, enrollmentId, dueAt, attempts) {
-    await pgWriterOf(c).update(payHistory).set({ dueAt, attempts }).where(eq(payHistory.enrollmentId, enrollmentId));
+    await writerOf(c).update(payHistory).set({ dueAt, attempts }).where(eq(payHistory.enrollmentId, enrollmentId));
   },
   async endHistory(c, enrollmentId, wantedAt, outcome) {
     // Nothing more is due, unless it was wanted again meanwhile (a re-send while it ran), which keeps its own due time.
-    await pgWriterOf(c).execute(sql`
+    await writerOf(c).execute(sql`
       UPDATE pay_history SET due_at = CASE WHEN wanted_at IS NOT DISTINCT FROM ${wantedAt}::bigint THEN NULL ELSE due_at END,
              wanted_at = CASE WHEN wanted_at IS NOT DISTINCT FROM ${wantedAt}::bigint THEN NULL ELSE wanted_at END, attempts = 0, outcome = ${outcome}
        WHERE enrollment_id = ${enrollmentId}`);
   },
   async storeDeposits(c, enrollmentId, deposits, at, coveredTo) {
-    const tx = pgWriterOf(c);
+    const tx = writerOf(c);
     await tx.delete(payHistoryDeposits).where(eq(payHistoryDeposits.enrollmentId, enrollmentId));
     if (deposits.length > 0) {
       await tx.execute(sql`
         INSERT INTO pay_history_deposits (enrollment_id, day, amount_cents)
-        SELECT ${enrollmentId}, day, amount FROM unnest(${arr(deposits.map((d) => d.at))}::bigint[], ${arr(deposits.map((d) => d.amountCents))}::bigint[]) AS t(day, amount)
+        SELECT ${enrollmentId}, day, amount FROM unnest(${listOf(deposits.map((d) => d.at))}::bigint[], ${listOf(deposits.map((d) => d.amountCents))}::bigint[]) AS t(day, amount)
         ON CONFLICT (enrollment_id, day) DO UPDATE SET amount_cents = excluded.amount_cents`);
     }
     await tx.update(payHistory).set({ fetchedAt: at, coveredTo }).where(eq(payHistory.enrollmentId, enrollmentId));
   },
   async eraseHistory(c, enrollmentIds) {
     if (enrollmentIds.length === 0) return;
-    const tx = pgWriterOf(c);
-    const these = (column: typeof payHistory.enrollmentId | typeof payHistoryDeposits.enrollmentId) => sql`${column} = ANY(${arr(enrollmentIds)}::text[])`;
+    const tx = writerOf(c);
+    const these = (column: typeof payHistory.enrollmentId | typeof payHistoryDeposits.enrollmentId) => inList(column, enrollmentIds);
     // The amounts are overwritten before the rows go, so no version of them this transaction writes holds them.
     // The versions before it stay in the table's pages until VACUUM reclaims them (PostgreSQL has no secure_delete).
     await tx.update(payHistoryDeposits).set({ amountCents: 0 }).where(these(payHistoryDeposits.enrollmentId));
@@ -186,6 +179,6 @@ export const pgPayCycleStore: PayCycleStore = {
     await tx.delete(payHistory).where(these(payHistory.enrollmentId));
   },
   async serializeReading(c, enrollmentId) {
-    await pgWriterOf(c).select({ id: enrollments.id }).from(enrollments).where(eq(enrollments.id, enrollmentId)).for('update');
+    await writerOf(c).select({ id: enrollments.id }).from(enrollments).where(eq(enrollments.id, enrollmentId)).for('update');
   },
 };

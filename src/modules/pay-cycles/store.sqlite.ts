@@ -1,5 +1,5 @@
 import type { Db, Orm } from '../../platform/db';
-import { readerOf, writerOf } from '../../platform/store';
+import { readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { CadenceState, DueHistory, PayCycleStore, PayCycleWrite } from './store';
 
 // The pay cycle's SQL: what learn.ts reads and writes after each monitoring read (raw cached statements: it runs

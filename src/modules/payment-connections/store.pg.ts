@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, isNotNull, isNull, max, sum } from 'drizzle-orm';
 import { lenders, paymentConnections, processorAccounts } from '../../../db/schema-pg';
-import { lockFor, pgReaderOf, pgWriterOf } from '../../platform/store.pg';
+import { lockFor, readerOf, writerOf } from '../../platform/sql/pg';
 import type { PaymentConnectionStore } from './store';
 
 // The processor keys on PostgreSQL. Transactions run side by side here, so the rules a key's write is checked
@@ -18,22 +18,22 @@ export const pgPaymentConnectionStore: PaymentConnectionStore = {
     await lockFor(c, 'processor-account', processor, accountId);
   },
   async accountBinding(c, processor, accountId) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select({ lenderId: processorAccounts.lenderId, boundAt: processorAccounts.boundAt })
       .from(processorAccounts)
       .where(and(eq(processorAccounts.processor, processor), eq(processorAccounts.accountId, accountId)));
     return row;
   },
   async bindAccount(c, v) {
-    await pgWriterOf(c).insert(processorAccounts).values({ processor: v.processor, accountId: v.accountId, lenderId: v.lenderId, boundAt: v.boundAt });
+    await writerOf(c).insert(processorAccounts).values({ processor: v.processor, accountId: v.accountId, lenderId: v.lenderId, boundAt: v.boundAt });
   },
   async releaseAccount(c, processor, accountId) {
-    await pgWriterOf(c)
+    await writerOf(c)
       .delete(processorAccounts)
       .where(and(eq(processorAccounts.processor, processor), eq(processorAccounts.accountId, accountId)));
   },
   async accountInUse(c, v) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select({ id: paymentConnections.id })
       .from(paymentConnections)
       .where(
@@ -48,14 +48,14 @@ export const pgPaymentConnectionStore: PaymentConnectionStore = {
     return row !== undefined;
   },
   async listBindings(c) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({ processor: processorAccounts.processor, accountId: processorAccounts.accountId, lender: lenders.name, boundAt: processorAccounts.boundAt })
       .from(processorAccounts)
       .innerJoin(lenders, eq(lenders.id, processorAccounts.lenderId))
       .orderBy(asc(processorAccounts.boundAt));
   },
   async keysWithoutAccount(c, processor) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({ id: paymentConnections.id, lenderId: paymentConnections.lenderId, processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
       .from(paymentConnections)
       .where(
@@ -69,31 +69,31 @@ export const pgPaymentConnectionStore: PaymentConnectionStore = {
       .orderBy(asc(paymentConnections.createdAt), asc(paymentConnections.id));
   },
   async recordKeyAccount(c, id, accountId, lastPollError) {
-    await pgWriterOf(c)
+    await writerOf(c)
       .update(paymentConnections)
       .set({ accountId, ...(lastPollError !== undefined ? { lastPollError } : {}) })
       .where(eq(paymentConnections.id, id));
   },
 
   async liveKeys(c, lenderId) {
-    return pgReaderOf(c).select().from(paymentConnections).where(live(lenderId));
+    return readerOf(c).select().from(paymentConnections).where(live(lenderId));
   },
   async listLiveKeys(c, lenderId) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select()
       .from(paymentConnections)
       .where(live(lenderId))
       .orderBy(desc(paymentConnections.isDefault), asc(paymentConnections.createdAt), asc(paymentConnections.id));
   },
   async liveKey(c, lenderId, id) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select()
       .from(paymentConnections)
       .where(and(eq(paymentConnections.id, id), live(lenderId)));
     return row;
   },
   async keyTotals(c, lenderId) {
-    const [totals] = await pgReaderOf(c)
+    const [totals] = await readerOf(c)
       .select({ ingested: sum(paymentConnections.ingested), matched: sum(paymentConnections.matched), lastPollAt: max(paymentConnections.lastPollAt) })
       .from(paymentConnections)
       .where(eq(paymentConnections.lenderId, lenderId));
@@ -101,7 +101,7 @@ export const pgPaymentConnectionStore: PaymentConnectionStore = {
     return { ingested: Number(totals?.ingested ?? 0), matched: Number(totals?.matched ?? 0), lastPollAt: last === null || last === undefined ? null : Number(last) };
   },
   async resolvableKeys(c, lenderId) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({
         id: paymentConnections.id,
         railScope: paymentConnections.railScope,
@@ -114,12 +114,12 @@ export const pgPaymentConnectionStore: PaymentConnectionStore = {
       .where(live(lenderId));
   },
   async insertKey(c, row) {
-    await pgWriterOf(c).insert(paymentConnections).values(row);
+    await writerOf(c).insert(paymentConnections).values(row);
   },
   async updateKey(c, id, set) {
-    await pgWriterOf(c).update(paymentConnections).set(set).where(eq(paymentConnections.id, id));
+    await writerOf(c).update(paymentConnections).set(set).where(eq(paymentConnections.id, id));
   },
   async eraseKey(c, id, at) {
-    await pgWriterOf(c).update(paymentConnections).set({ keySealed: null, isDefault: false, deletedAt: at, updatedAt: at }).where(eq(paymentConnections.id, id));
+    await writerOf(c).update(paymentConnections).set({ keySealed: null, isDefault: false, deletedAt: at, updatedAt: at }).where(eq(paymentConnections.id, id));
   },
 };

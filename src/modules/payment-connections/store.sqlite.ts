@@ -2,7 +2,7 @@ import { and, asc, desc, eq, isNotNull, isNull, max, sum } from 'drizzle-orm';
 import { lenders, paymentConnections, processorAccounts } from '../../../db/schema';
 import type { ProcessorName } from '../../../db/schema/enums';
 import type { Db } from '../../platform/db';
-import { readerOf, writerOf } from '../../platform/store';
+import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { AccountBinding, PaymentConnectionStore, ResolvableKey } from './store';
 
 const live = (lenderId: string) => and(eq(paymentConnections.lenderId, lenderId), isNull(paymentConnections.deletedAt));
@@ -30,8 +30,12 @@ const resolvableKeys = (db: Db, lenderId: string): ResolvableKey[] =>
 
 export const sqlitePaymentConnectionStore: PaymentConnectionStore = {
   // One writer at a time: a transaction's reads and writes are never interleaved with another's.
-  async serializeKeyChanges() {},
-  async serializeAccount() {},
+  async serializeKeyChanges(c, lenderId) {
+    await lockFor(c, 'payment-connections', lenderId);
+  },
+  async serializeAccount(c, processor, accountId) {
+    await lockFor(c, 'processor-account', processor, accountId);
+  },
   async accountBinding(c, processor, accountId) {
     return accountBinding(readerOf(c), processor, accountId);
   },

@@ -2,7 +2,7 @@ import { and, desc, eq, sql } from 'drizzle-orm';
 import { apiKeys, lenders, paymentResultUploads, payments, unfinishedUploads } from '../../../db/schema-pg';
 import { olderThan } from '../../platform/pagination';
 import type { PgDb } from '../../platform/pg';
-import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr, probeByIndex } from '../../platform/store.pg';
+import { lockFor, readerOf, writerOf, rows, listOf, probeByIndex } from '../../platform/sql/pg';
 import type { UploadedWrite, UploadStore } from './store';
 
 // The upload on PostgreSQL. A file's rows are read and written a slice at a time (hundreds of references per
@@ -21,11 +21,11 @@ async function insertUploaded(db: PgDb, adds: Add[]): Promise<void> {
     INSERT INTO uploaded_results (lender_id, reference, authorizer_unique_id, enrollment_id, status, amount_cents, submitted_at,
       settled_at, returned_at, return_code, batch_id, matched, updated_at)
     SELECT lender_id, reference, aid, enrollment_id, status, amount_cents, submitted_at, settled_at, returned_at, return_code, batch_id, matched, updated_at
-      FROM unnest(${arr(adds.map((a) => a.lenderId))}::text[], ${arr(adds.map((a) => a.reference))}::text[], ${arr(adds.map((a) => a.aid))}::text[],
-                  ${arr(adds.map((a) => a.enrollmentId))}::text[], ${arr(adds.map((a) => a.status))}::text[], ${arr(adds.map((a) => a.amountCents))}::bigint[],
-                  ${arr(adds.map((a) => a.submittedAt))}::bigint[], ${arr(adds.map((a) => a.settledAt))}::bigint[], ${arr(adds.map((a) => a.returnedAt))}::bigint[],
-                  ${arr(adds.map((a) => a.returnCode))}::text[], ${arr(adds.map((a) => a.batchId))}::text[], ${arr(adds.map((a) => (a.matched ? 1 : 0)))}::int[],
-                  ${arr(adds.map((a) => a.now))}::bigint[])
+      FROM unnest(${listOf(adds.map((a) => a.lenderId))}::text[], ${listOf(adds.map((a) => a.reference))}::text[], ${listOf(adds.map((a) => a.aid))}::text[],
+                  ${listOf(adds.map((a) => a.enrollmentId))}::text[], ${listOf(adds.map((a) => a.status))}::text[], ${listOf(adds.map((a) => a.amountCents))}::bigint[],
+                  ${listOf(adds.map((a) => a.submittedAt))}::bigint[], ${listOf(adds.map((a) => a.settledAt))}::bigint[], ${listOf(adds.map((a) => a.returnedAt))}::bigint[],
+                  ${listOf(adds.map((a) => a.returnCode))}::text[], ${listOf(adds.map((a) => a.batchId))}::text[], ${listOf(adds.map((a) => (a.matched ? 1 : 0)))}::int[],
+                  ${listOf(adds.map((a) => a.now))}::bigint[])
            WITH ORDINALITY AS t(lender_id, reference, aid, enrollment_id, status, amount_cents, submitted_at, settled_at, returned_at, return_code, batch_id, matched, updated_at, n)
      ORDER BY n`);
 }
@@ -42,11 +42,11 @@ async function updateUploaded(db: PgDb, changes: Change[]): Promise<void> {
       return_code = CASE WHEN t.replaces = 1 THEN t.return_code ELSE u.return_code END,
       settled_at = COALESCE(u.settled_at, t.settled_at), returned_at = COALESCE(u.returned_at, t.returned_at),
       authorizer_unique_id = t.aid, enrollment_id = t.enrollment_id, batch_id = t.batch_id, matched = t.matched, updated_at = t.updated_at
-    FROM unnest(${arr(changes.map((w) => w.id))}::bigint[], ${arr(changes.map((w) => (w.outcome ? 1 : 0)))}::int[],
-                ${arr(changes.map((w) => w.outcome?.status ?? null))}::text[], ${arr(changes.map((w) => w.outcome?.amountCents ?? null))}::bigint[],
-                ${arr(changes.map((w) => w.outcome?.returnCode ?? null))}::text[], ${arr(changes.map((w) => w.settledAt))}::bigint[],
-                ${arr(changes.map((w) => w.returnedAt))}::bigint[], ${arr(changes.map((w) => w.aid))}::text[], ${arr(changes.map((w) => w.enrollmentId))}::text[],
-                ${arr(changes.map((w) => w.batchId))}::text[], ${arr(changes.map((w) => (w.matched ? 1 : 0)))}::int[], ${arr(changes.map((w) => w.now))}::bigint[])
+    FROM unnest(${listOf(changes.map((w) => w.id))}::bigint[], ${listOf(changes.map((w) => (w.outcome ? 1 : 0)))}::int[],
+                ${listOf(changes.map((w) => w.outcome?.status ?? null))}::text[], ${listOf(changes.map((w) => w.outcome?.amountCents ?? null))}::bigint[],
+                ${listOf(changes.map((w) => w.outcome?.returnCode ?? null))}::text[], ${listOf(changes.map((w) => w.settledAt))}::bigint[],
+                ${listOf(changes.map((w) => w.returnedAt))}::bigint[], ${listOf(changes.map((w) => w.aid))}::text[], ${listOf(changes.map((w) => w.enrollmentId))}::text[],
+                ${listOf(changes.map((w) => w.batchId))}::text[], ${listOf(changes.map((w) => (w.matched ? 1 : 0)))}::int[], ${listOf(changes.map((w) => w.now))}::bigint[])
          AS t(id, replaces, status, amount_cents, return_code, settled_at, returned_at, aid, enrollment_id, batch_id, matched, updated_at)
     WHERE u.id = t.id`);
 }
@@ -58,10 +58,10 @@ export const pgUploadStore: UploadStore = {
     await probeByIndex(c);
   },
   async paymentsAmong(c, lenderId, references) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({ id: payments.id, reference: payments.reference, enrollmentId: payments.enrollmentId, aid: payments.authorizerUniqueId, amount: payments.amountCents })
       .from(payments)
-      .where(and(eq(payments.lenderId, lenderId), sql`${payments.reference} = ANY(${arr(references)}::text[])`));
+      .where(and(eq(payments.lenderId, lenderId), sql`${payments.reference} = ANY(${listOf(references)}::text[])`));
   },
   async uploadedAmong(c, lenderId, references) {
     if (references.length === 0) return [];
@@ -71,9 +71,9 @@ export const pgUploadStore: UploadStore = {
     // first upload read all the rows the slices before it had added (120,000 rows took past the time limit).
     // The LIMIT keeps the subquery a probe per reference (a subquery with a LIMIT is not flattened into a join).
     const found = await rows<{ id: string; reference: string; status: string; settledAt: string | null; returnedAt: string | null; matched: number }>(
-      pgReaderOf(c),
+      readerOf(c),
       sql`SELECT u.id, u.reference, u.status, u.settled_at AS "settledAt", u.returned_at AS "returnedAt", u.matched
-            FROM unnest(${arr(references)}::text[]) AS r(reference)
+            FROM unnest(${listOf(references)}::text[]) AS r(reference)
             CROSS JOIN LATERAL (SELECT id, reference, status, settled_at, returned_at, matched FROM uploaded_results
                                  WHERE lender_id = ${lenderId} AND reference = r.reference LIMIT 1) u`,
     );
@@ -88,7 +88,7 @@ export const pgUploadStore: UploadStore = {
     }));
   },
   async saveUploaded(c, writes) {
-    const db = pgWriterOf(c);
+    const db = writerOf(c);
     const adds: Add[] = [];
     const changes: Change[] = [];
     // A slice names each reference once: its new references and its changed ones are distinct rows.
@@ -104,16 +104,16 @@ export const pgUploadStore: UploadStore = {
     // Every entry of each borrower, whatever the position asked (store.ts says why): a scan of the index on
     // (enrollment_id, id) each.
     const found = await rows<{ enrollmentId: string; credited: string; last: string }>(
-      pgWriterOf(c),
+      writerOf(c),
       sql`SELECT b.id AS "enrollmentId", COALESCE(SUM(l.amount_cents) FILTER (WHERE l.kind = 'credit'), 0)::text AS credited, COALESCE(MAX(l.id), 0) AS last
-            FROM unnest(${arr(since.map((b) => b.enrollmentId))}::text[]) AS b(id)
+            FROM unnest(${listOf(since.map((b) => b.enrollmentId))}::text[]) AS b(id)
             LEFT JOIN ledger_entries l ON l.enrollment_id = b.id
            GROUP BY b.id`,
     );
     return found.map((f) => ({ enrollmentId: f.enrollmentId, from: 0, credited: Number(f.credited), last: Number(f.last) }));
   },
   async recordUpload(c, u) {
-    await pgWriterOf(c)
+    await writerOf(c)
       .insert(paymentResultUploads)
       .values({
         id: u.id,
@@ -130,23 +130,23 @@ export const pgUploadStore: UploadStore = {
       });
   },
   async beginUnfinished(c, u) {
-    await pgWriterOf(c).insert(unfinishedUploads).values(u);
+    await writerOf(c).insert(unfinishedUploads).values(u);
   },
   async unfinishedDone(c, id) {
-    const [u] = await pgWriterOf(c).select({ done: unfinishedUploads.done }).from(unfinishedUploads).where(eq(unfinishedUploads.id, id)).for('update');
+    const [u] = await writerOf(c).select({ done: unfinishedUploads.done }).from(unfinishedUploads).where(eq(unfinishedUploads.id, id)).for('update');
     return u?.done ?? null;
   },
   async advanceUnfinished(c, id, done, matched) {
-    await pgWriterOf(c).update(unfinishedUploads).set({ done, matched }).where(eq(unfinishedUploads.id, id));
+    await writerOf(c).update(unfinishedUploads).set({ done, matched }).where(eq(unfinishedUploads.id, id));
   },
   async endUnfinished(c, id) {
-    await pgWriterOf(c).delete(unfinishedUploads).where(eq(unfinishedUploads.id, id));
+    await writerOf(c).delete(unfinishedUploads).where(eq(unfinishedUploads.id, id));
   },
   async unfinishedIds(c, take) {
-    return (await pgReaderOf(c).select({ id: unfinishedUploads.id }).from(unfinishedUploads).orderBy(unfinishedUploads.id).limit(take)).map((u) => u.id);
+    return (await readerOf(c).select({ id: unfinishedUploads.id }).from(unfinishedUploads).orderBy(unfinishedUploads.id).limit(take)).map((u) => u.id);
   },
   async unfinishedOf(c, id) {
-    const [found] = await pgReaderOf(c)
+    const [found] = await readerOf(c)
       .select({ upload: unfinishedUploads, lender: { id: lenders.id, name: lenders.name, debitCardApproved: lenders.debitCardApproved } })
       .from(unfinishedUploads)
       .innerJoin(lenders, eq(lenders.id, unfinishedUploads.lenderId))
@@ -154,7 +154,7 @@ export const pgUploadStore: UploadStore = {
     return found;
   },
   async uploadsBefore(c, lenderId, before, take) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select()
       .from(paymentResultUploads)
       .where(and(eq(paymentResultUploads.lenderId, lenderId), olderThan(paymentResultUploads.recordedAt, paymentResultUploads.id, before.t, before.i)))
@@ -162,14 +162,14 @@ export const pgUploadStore: UploadStore = {
       .limit(take);
   },
   async uploadOf(c, lenderId, id) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select()
       .from(paymentResultUploads)
       .where(and(eq(paymentResultUploads.id, id), eq(paymentResultUploads.lenderId, lenderId)));
     return row;
   },
   async apiKeyPrefix(c, keyId) {
-    const [k] = await pgReaderOf(c).select({ prefix: apiKeys.prefix }).from(apiKeys).where(eq(apiKeys.id, keyId));
+    const [k] = await readerOf(c).select({ prefix: apiKeys.prefix }).from(apiKeys).where(eq(apiKeys.id, keyId));
     return k?.prefix ?? null;
   },
 };

@@ -2,7 +2,7 @@ import { and, desc, eq } from 'drizzle-orm';
 import { apiKeys, lenders, paymentResultUploads, unfinishedUploads } from '../../../db/schema';
 import type { Db, Orm } from '../../platform/db';
 import { olderThan } from '../../platform/pagination';
-import { readerOf, writerOf } from '../../platform/store';
+import { listOf, lockFor, probeByIndex, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { UploadedRow, UploadedWrite, UploadStore } from './store';
 
 // The upload's raw prepared statements: matching and the re-sending rules run once per row of a file of up
@@ -16,7 +16,7 @@ const paymentsAmong = (db: Db, lenderId: string, references: string[]) =>
       `SELECT id, reference, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, amount_cents AS amount FROM payments
         WHERE lender_id = ? AND reference IN (SELECT value FROM json_each(?))`,
     )
-    .all(lenderId, JSON.stringify(references));
+    .all(lenderId, listOf(references));
 
 /** What is stored for some references at once (a file's rows are looked up in slices, not one by one). */
 const uploadedAmong = (db: Db, lenderId: string, references: string[]) =>
@@ -25,7 +25,7 @@ const uploadedAmong = (db: Db, lenderId: string, references: string[]) =>
       `SELECT id, reference, status, settled_at AS settledAt, returned_at AS returnedAt, matched FROM uploaded_results
         WHERE lender_id = ? AND reference IN (SELECT value FROM json_each(?))`,
     )
-    .all(lenderId, JSON.stringify(references));
+    .all(lenderId, listOf(references));
 
 const insertUploaded = (tx: Orm, v: Extract<UploadedWrite, { kind: 'add' }>) =>
   tx.$client
@@ -75,11 +75,14 @@ const creditsSince = (tx: Orm, since: { enrollmentId: string; after: number }[])
          FROM json_each(?) s LEFT JOIN ledger_entries l ON l.enrollment_id = s.value ->> 0 AND l.id > s.value ->> 1
         GROUP BY s.key`,
     )
-    .all(JSON.stringify(since.map((b) => [b.enrollmentId, b.after])));
+    .all(listOf(since.map((b) => [b.enrollmentId, b.after])));
 
 export const sqliteUploadStore: UploadStore = {
   // One writer at a time: an upload's transaction is never interleaved with another's.
-  async serializeUploads() {},
+  async serializeUploads(c, lenderId) {
+    await lockFor(c, 'payment-results-upload', lenderId);
+    await probeByIndex(c);
+  },
   async paymentsAmong(c, lenderId, references) {
     return paymentsAmong(readerOf(c), lenderId, references);
   },

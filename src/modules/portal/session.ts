@@ -2,7 +2,7 @@ import { transaction } from '../../platform/context';
 import { writeGate } from '../../platform/context';
 import type { Deps } from '../../deps';
 import type { Lender } from '../../platform/context';
-import { readerOf } from '../../platform/store';
+import { readerOf } from '../../platform/sql/sqlite';
 import { type SessionRecord } from './store';
 import { sessionByTokenNow } from './store.sqlite';
 import { normalizeEmail, type DashboardUser } from './users';

@@ -1,7 +1,7 @@
 import { and, asc, eq, isNull } from 'drizzle-orm';
 import { dashboardUsers, lenders, portalSessions } from '../../../db/schema';
 import type { Db } from '../../platform/db';
-import { readerOf, writerOf } from '../../platform/store';
+import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { PortalStore, SessionRecord } from './store';
 
 const sessionByToken = (db: Db, tokenHash: string): SessionRecord | undefined =>
@@ -37,7 +37,9 @@ export const sqlitePortalStore: PortalStore = {
     return readerOf(c).select().from(dashboardUsers).where(eq(dashboardUsers.lenderId, lenderId)).orderBy(asc(dashboardUsers.createdAt)).all();
   },
   // One writer at a time: the transaction that checks already runs alone.
-  async serializeUserCreation() {},
+  async serializeUserCreation(c, email) {
+    await lockFor(c, 'dashboard-user', email);
+  },
   async insertUser(c, user) {
     writerOf(c).insert(dashboardUsers).values(user).run();
   },

@@ -1,6 +1,6 @@
 import { eq, sql } from 'drizzle-orm';
 import { lenders, returnRateWatch } from '../../../db/schema-pg';
-import { lockFor, pgReaderOf, pgWriterOf, rows } from '../../platform/store.pg';
+import { lockFor, readerOf, writerOf, rows } from '../../platform/sql/pg';
 import type { ReturnRateStore, WindowReturn } from './store';
 
 // The return-rate statements on PostgreSQL, on the same indexes as SQLite's (payments_rates_idx,
@@ -15,7 +15,7 @@ export const pgReturnRateStore: ReturnRateStore = {
   },
   async debitsIn(c, lenderId, from, to) {
     const [row] = await rows<{ n: number }>(
-      pgReaderOf(c),
+      readerOf(c),
       sql`SELECT
             (SELECT count(*) FROM payments
               WHERE lender_id = ${lenderId} AND rail = 'ach' AND first_attempt_at BETWEEN ${from} AND ${to}
@@ -30,7 +30,7 @@ export const pgReturnRateStore: ReturnRateStore = {
   },
   async returnsIn(c, lenderId, from, to) {
     return rows<WindowReturn>(
-      pgReaderOf(c),
+      readerOf(c),
       sql`SELECT e.reference, e.return_code AS code FROM payment_events e
             JOIN payments p ON p.id = e.payment_id
            WHERE e.lender_id = ${lenderId} AND e.status IN ('returned', 'late_returned') AND e.occurred_at BETWEEN ${from} AND ${to} AND p.rail = 'ach'
@@ -44,7 +44,7 @@ export const pgReturnRateStore: ReturnRateStore = {
     );
   },
   async watchedStatuses(c, lenderId) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select({
         unauthorized: returnRateWatch.unauthorized,
         administrative: returnRateWatch.administrative,
@@ -57,9 +57,9 @@ export const pgReturnRateStore: ReturnRateStore = {
   },
   async saveWatchedStatuses(c, lenderId, statuses, evaluatedAt) {
     const row = { lenderId, ...statuses, evaluatedAt };
-    await pgWriterOf(c).insert(returnRateWatch).values(row).onConflictDoUpdate({ target: returnRateWatch.lenderId, set: row });
+    await writerOf(c).insert(returnRateWatch).values(row).onConflictDoUpdate({ target: returnRateWatch.lenderId, set: row });
   },
   async lenderIds(c) {
-    return (await pgReaderOf(c).select({ id: lenders.id }).from(lenders)).map((r) => r.id);
+    return (await readerOf(c).select({ id: lenders.id }).from(lenders)).map((r) => r.id);
   },
 };

@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm';
 import { lenders, returnRateWatch } from '../../../db/schema';
 import type { Db, Orm } from '../../platform/db';
-import { readerOf, writerOf } from '../../platform/store';
+import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { ReturnRateStore, SavedStatuses, WatchedStatuses, WindowReturn } from './store';
 
 // The return-rate statements, each on an index of its own (payments_rates_idx, payment_events_returns_idx and
@@ -64,7 +64,9 @@ const saveWatchedStatuses = (tx: Orm, lenderId: string, statuses: WatchedStatuse
 
 export const sqliteReturnRateStore: ReturnRateStore = {
   // One writer at a time: an evaluation is never interleaved with another.
-  async serializeWatch() {},
+  async serializeWatch(c, lenderId) {
+    await lockFor(c, 'return-rate-watch', lenderId);
+  },
   async debitsIn(c, lenderId, from, to) {
     return debitsIn(readerOf(c), lenderId, from, to);
   },

@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, inArray, lte, ne, sql } from 'drizzle-orm';
 import { batches, scheduleAuthorizers, schedules } from '../../../db/schema-pg';
-import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
+import { lockFor, readerOf, writerOf, rows, listOf } from '../../platform/sql/pg';
 import type { ScheduleStore } from './store';
 
 // The schedules store on PostgreSQL. Transactions run side by side here, so what SQLite's single writer gave
@@ -13,14 +13,14 @@ import type { ScheduleStore } from './store';
 
 export const pgScheduleStore: ScheduleStore = {
   async scheduleOf(c, lenderId, id) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select()
       .from(schedules)
       .where(and(eq(schedules.id, id), eq(schedules.lenderId, lenderId)));
     return row;
   },
   async lockSchedule(c, lenderId, id) {
-    const [row] = await pgWriterOf(c)
+    const [row] = await writerOf(c)
       .select()
       .from(schedules)
       .where(and(eq(schedules.id, id), eq(schedules.lenderId, lenderId)))
@@ -33,9 +33,9 @@ export const pgScheduleStore: ScheduleStore = {
   async authorizerCounts(c, scheduleIds) {
     if (scheduleIds.length === 0) return [];
     const counted = await rows<{ scheduleId: string; n: number }>(
-      pgReaderOf(c),
+      readerOf(c),
       sql`SELECT schedule_id AS "scheduleId", count(*)::int AS n FROM schedule_authorizers
-           WHERE schedule_id = ANY(${arr(scheduleIds)}::text[]) GROUP BY schedule_id`,
+           WHERE schedule_id = ANY(${listOf(scheduleIds)}::text[]) GROUP BY schedule_id`,
     );
     const byId = new Map(counted.map((r) => [r.scheduleId, r.n]));
     return scheduleIds.map((id) => byId.get(id) ?? 0);
@@ -43,7 +43,7 @@ export const pgScheduleStore: ScheduleStore = {
   async nameTaken(c, lenderId, name, exceptId) {
     const conds = [eq(schedules.lenderId, lenderId), eq(schedules.name, name)];
     if (exceptId) conds.push(ne(schedules.id, exceptId));
-    const found = await pgReaderOf(c)
+    const found = await readerOf(c)
       .select({ id: schedules.id })
       .from(schedules)
       .where(and(...conds))
@@ -53,7 +53,7 @@ export const pgScheduleStore: ScheduleStore = {
   async listSchedules(c, f) {
     const conds = [eq(schedules.lenderId, f.lenderId), gt(schedules.id, f.afterId)];
     if (f.status) conds.push(eq(schedules.status, f.status));
-    return pgReaderOf(c)
+    return readerOf(c)
       .select()
       .from(schedules)
       .where(and(...conds))
@@ -61,11 +61,11 @@ export const pgScheduleStore: ScheduleStore = {
       .limit(f.take);
   },
   async createSchedule(c, schedule, authorizers) {
-    const tx = pgWriterOf(c);
+    const tx = writerOf(c);
     await tx.insert(schedules).values(schedule);
     if (authorizers.length === 0) return;
     // Up to 1000 authorizers: one statement, each column bound as one array, in the order they were sent.
-    const col = <K extends keyof (typeof authorizers)[number]>(k: K) => arr(authorizers.map((a) => a[k]));
+    const col = <K extends keyof (typeof authorizers)[number]>(k: K) => listOf(authorizers.map((a) => a[k]));
     await tx.execute(sql`
       INSERT INTO schedule_authorizers (schedule_id, authorizer_unique_id, payment_type, routing_number, phone, zip, metadata, threshold_cents, sealed)
       SELECT ${schedule.id}, authorizer_unique_id, payment_type, routing_number, phone, zip, metadata, threshold_cents, sealed
@@ -76,14 +76,14 @@ export const pgScheduleStore: ScheduleStore = {
        ORDER BY n`);
   },
   async updateSchedule(c, id, v) {
-    await pgWriterOf(c).update(schedules).set(v).where(eq(schedules.id, id));
+    await writerOf(c).update(schedules).set(v).where(eq(schedules.id, id));
   },
   async disableSchedule(c, id, now) {
-    await pgWriterOf(c).update(schedules).set({ status: 'DISABLED', nextRunAt: null, updatedAt: now }).where(eq(schedules.id, id));
+    await writerOf(c).update(schedules).set({ status: 'DISABLED', nextRunAt: null, updatedAt: now }).where(eq(schedules.id, id));
   },
   async removeAuthorizers(c, scheduleId, authorizerUniqueIds) {
     if (authorizerUniqueIds.length === 0) return 0;
-    const gone = await pgWriterOf(c)
+    const gone = await writerOf(c)
       .delete(scheduleAuthorizers)
       .where(and(eq(scheduleAuthorizers.scheduleId, scheduleId), inArray(scheduleAuthorizers.authorizerUniqueId, authorizerUniqueIds)))
       .returning({ id: scheduleAuthorizers.id });
@@ -93,24 +93,24 @@ export const pgScheduleStore: ScheduleStore = {
   async dueScheduleIds(c, now, limit) {
     // Off schedules_due_idx (status, next_run_at): O(due), not O(schedules).
     const due = await rows<{ id: string }>(
-      pgReaderOf(c),
+      readerOf(c),
       sql`SELECT id FROM schedules WHERE status = 'ACTIVE' AND next_run_at <= ${now} ORDER BY next_run_at, id LIMIT ${limit}`,
     );
     return due.map((r) => r.id);
   },
   async dueSchedule(c, id, now) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select()
       .from(schedules)
       .where(and(eq(schedules.id, id), eq(schedules.status, 'ACTIVE'), lte(schedules.nextRunAt, now)));
     return row;
   },
   async scheduleAuthorizers(c, scheduleId) {
-    return pgReaderOf(c).select().from(scheduleAuthorizers).where(eq(scheduleAuthorizers.scheduleId, scheduleId)).orderBy(asc(scheduleAuthorizers.id));
+    return readerOf(c).select().from(scheduleAuthorizers).where(eq(scheduleAuthorizers.scheduleId, scheduleId)).orderBy(asc(scheduleAuthorizers.id));
   },
   async recordRunStarted(c, id, dueAt, nextRunAt, now) {
     // One statement: a concurrent caller waits for this row, then finds the run no longer due at dueAt.
-    const taken = await pgWriterOf(c)
+    const taken = await writerOf(c)
       .update(schedules)
       .set({ nextRunAt, status: nextRunAt === null ? 'COMPLETED' : 'ACTIVE', updatedAt: now })
       .where(and(eq(schedules.id, id), eq(schedules.status, 'ACTIVE'), eq(schedules.nextRunAt, dueAt)))
@@ -118,7 +118,7 @@ export const pgScheduleStore: ScheduleStore = {
     return taken.length > 0;
   },
   async recordRunCompleted(c, id, completedAt) {
-    const [row] = await pgWriterOf(c)
+    const [row] = await writerOf(c)
       .update(schedules)
       .set({ lastRunAt: completedAt })
       .where(eq(schedules.id, id))
@@ -127,7 +127,7 @@ export const pgScheduleStore: ScheduleStore = {
   },
   async openRunOf(c, scheduleId) {
     // The schedule's batches, off batches_schedule_idx: a run still going is not doubled.
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select({ id: batches.id })
       .from(batches)
       .where(and(eq(batches.scheduleId, scheduleId), inArray(batches.status, ['pending', 'processing'])))

@@ -3,7 +3,7 @@ import { batches, scheduleAuthorizers, schedules } from '../../../db/schema';
 import type { ScheduleStatus } from '../../../db/schema/enums';
 import type { Tx } from '../../platform/context';
 import type { Db } from '../../platform/db';
-import { readerOf, writerOf, type StoreCtx } from '../../platform/store';
+import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { ScheduleRow, ScheduleStore } from './store';
 
 // The scheduler's raw prepared statement: the due check runs every tick against every schedule and must
@@ -52,8 +52,8 @@ export const sqliteScheduleStore: ScheduleStore = {
     // One writer at a time: the transaction's read holds until it ends.
     return scheduleOf(writerOf(c), lenderId, id);
   },
-  async serializeScheduleNames() {
-    // One writer at a time already.
+  async serializeScheduleNames(c, lenderId) {
+    await lockFor(c, 'schedule-names', lenderId);
   },
   async authorizerCounts(c, scheduleIds) {
     const db = readerOf(c);

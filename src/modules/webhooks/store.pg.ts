@@ -1,10 +1,10 @@
 import { and, asc, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import { webhookDeliveries, webhookEndpoints, webhookSecrets } from '../../../db/schema-pg';
 import { olderThan } from '../../platform/pagination';
-import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../platform/store.pg';
+import { listOf, lockFor, num, numOrNull, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { AttemptRecord, DueRow, WebhookStore } from './store';
-import { CUT_SHORT, SENDING } from './store.sqlite';
-import { newLeaseToken } from '../../platform/lease-token';
+import { CUT_SHORT, SENDING } from './store-shared';
+import { LeaseQueue } from '../../platform/lease-queue.pg';
 
 // The webhooks store on PostgreSQL. Transactions run side by side here, so what SQLite's single writer gave
 // for free is said outright:
@@ -12,14 +12,10 @@ import { newLeaseToken } from '../../platform/lease-token';
 //   is a bound and not a hope;
 // - a lender's first secret is looked for again and created under the lender's advisory lock
 //   (serializeSecrets), so two first uses make one secret and both sign with it;
-// - a claim takes due deliveries FOR UPDATE SKIP LOCKED in the statement that leases them, so two claimers
-//   never take the same delivery and neither waits for the other;
+// - a claim takes due deliveries FOR UPDATE SKIP LOCKED in the statement that leases them (the queue of
+//   platform/lease-queue.pg.ts), so two claimers never take the same delivery and neither waits for the other;
 // - a claimed delivery's outcome is recorded only while it is still pending: a recorded final state never
 //   goes back.
-
-/** Raw rows carry int8 as text: times and ids are read back as numbers. */
-const num = (v: unknown): number => Number(v);
-const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 
 interface ClaimedRaw {
@@ -33,9 +29,59 @@ interface ClaimedRaw {
   first_attempt_at: string | number | null;
 }
 
+/** What a claim of deliveries is given: its lease, and the deliveries a run already holds (left out). */
+interface DeliveryClaim {
+  leaseMs: number;
+  exclude: string[];
+}
+
+/**
+ * The outbox as a queue. A claim is one statement: the due deliveries, oldest first, that no other claim holds
+ * (SKIP LOCKED: a delivery another transaction is leasing right now is passed over, not waited for, and once
+ * that one commits its lease makes it no longer due), leased, each with its attempt row opened before any
+ * request leaves. A delivery taken over from a claim whose lease ran out (its replica stopped) has that
+ * claim's attempt, left open, marked cut short.
+ */
+const deliveryQueue = new LeaseQueue(webhookDeliveries, {
+  leaseMs: (claim: DeliveryClaim) => claim.leaseMs,
+  statements: 'one',
+  pick: async ({ db, want, now, due, input, leasing }) => {
+    const pick = sql`SELECT id FROM webhook_deliveries WHERE ${due} AND id <> ALL(${listOf(input.exclude)}::text[]) ORDER BY next_attempt_at, id LIMIT ${want}`;
+    const claimed = await rows<ClaimedRaw>(
+      db,
+      sql`
+      WITH ${leasing(pick, sql`id, lender_id, type, target_url, payload, attempts, first_attempt_at, next_attempt_at`)},
+      opened AS (
+        INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms)
+        SELECT id, ${now}, NULL, ${SENDING}, 0 FROM leased ORDER BY next_attempt_at, id
+        RETURNING id, delivery_id
+      ),
+      closed AS (
+        UPDATE webhook_attempts SET error = ${CUT_SHORT}
+         WHERE error = ${SENDING} AND delivery_id IN (SELECT id FROM leased)
+      )
+      SELECT l.id, o.id AS attempt_id, l.lender_id, l.type, l.target_url, l.payload, l.attempts, l.first_attempt_at
+        FROM leased l JOIN opened o ON o.delivery_id = l.id
+       ORDER BY l.next_attempt_at, l.id`,
+    );
+    return claimed.map(
+      (r): Omit<DueRow, 'leaseToken'> => ({
+        id: r.id,
+        attemptId: num(r.attempt_id),
+        lenderId: r.lender_id,
+        type: r.type,
+        targetUrl: r.target_url,
+        payload: r.payload,
+        attempts: r.attempts,
+        firstAttemptAt: numOrNull(r.first_attempt_at),
+      }),
+    );
+  },
+});
+
 export const pgWebhookStore: WebhookStore = {
   async currentSecret(c, lenderId) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select({ secretSealed: webhookSecrets.secretSealed, createdAt: webhookSecrets.createdAt })
       .from(webhookSecrets)
       .where(and(eq(webhookSecrets.lenderId, lenderId), isNull(webhookSecrets.expiresAt)))
@@ -43,7 +89,7 @@ export const pgWebhookStore: WebhookStore = {
     return row;
   },
   async previousSecretExpiry(c, lenderId, now) {
-    const [row] = await pgReaderOf(c)
+    const [row] = await readerOf(c)
       .select({ expiresAt: webhookSecrets.expiresAt })
       .from(webhookSecrets)
       .where(and(eq(webhookSecrets.lenderId, lenderId), gt(webhookSecrets.expiresAt, now)))
@@ -52,7 +98,7 @@ export const pgWebhookStore: WebhookStore = {
     return row?.expiresAt ?? null;
   },
   async signingSecrets(c, lenderId, now) {
-    const found = await pgReaderOf(c)
+    const found = await readerOf(c)
       .select({ sealed: webhookSecrets.secretSealed })
       .from(webhookSecrets)
       .where(and(eq(webhookSecrets.lenderId, lenderId), or(isNull(webhookSecrets.expiresAt), gt(webhookSecrets.expiresAt, now))))
@@ -64,12 +110,12 @@ export const pgWebhookStore: WebhookStore = {
     await lockFor(c, 'webhook-secret', lenderId);
   },
   async addSecret(c, secret) {
-    await pgWriterOf(c)
+    await writerOf(c)
       .insert(webhookSecrets)
       .values({ ...secret, expiresAt: null });
   },
   async expireCurrentSecret(c, lenderId, expiresAt) {
-    await pgWriterOf(c)
+    await writerOf(c)
       .update(webhookSecrets)
       .set({ expiresAt })
       .where(and(eq(webhookSecrets.lenderId, lenderId), isNull(webhookSecrets.expiresAt)));
@@ -78,12 +124,12 @@ export const pgWebhookStore: WebhookStore = {
   async enqueueDeliveries(c, deliveries) {
     if (deliveries.length === 0) return;
     // One statement whatever the count: a run's events can put thousands into the outbox in one transaction.
-    await pgWriterOf(c).execute(sql`
+    await writerOf(c).execute(sql`
       INSERT INTO webhook_deliveries (id, lender_id, type, target_url, payload, state, attempts, created_at, next_attempt_at, lease_until)
       SELECT id, lender_id, type, target_url, payload, 'pending', 0, now, now, 0
-        FROM unnest(${arr(deliveries.map((d) => d.id))}::text[], ${arr(deliveries.map((d) => d.lenderId))}::text[],
-                    ${arr(deliveries.map((d) => d.type))}::text[], ${arr(deliveries.map((d) => d.url))}::text[],
-                    ${arr(deliveries.map((d) => d.body))}::text[], ${arr(deliveries.map((d) => d.now))}::bigint[])
+        FROM unnest(${listOf(deliveries.map((d) => d.id))}::text[], ${listOf(deliveries.map((d) => d.lenderId))}::text[],
+                    ${listOf(deliveries.map((d) => d.type))}::text[], ${listOf(deliveries.map((d) => d.url))}::text[],
+                    ${listOf(deliveries.map((d) => d.body))}::text[], ${listOf(deliveries.map((d) => d.now))}::bigint[])
              AS v(id, lender_id, type, target_url, payload, now)`);
   },
   async listDeliveries(c, f) {
@@ -91,7 +137,7 @@ export const pgWebhookStore: WebhookStore = {
     if (f.status) conds.push(eq(webhookDeliveries.state, f.status));
     if (f.type) conds.push(eq(webhookDeliveries.type, f.type));
     if (f.after) conds.push(olderThan(webhookDeliveries.createdAt, webhookDeliveries.id, f.after.c, f.after.i));
-    return pgReaderOf(c)
+    return readerOf(c)
       .select()
       .from(webhookDeliveries)
       .where(and(...conds))
@@ -99,60 +145,17 @@ export const pgWebhookStore: WebhookStore = {
       .limit(f.take);
   },
   async countPendingDeliveries(c) {
-    const [row] = await rows<{ n: number }>(pgReaderOf(c), sql`SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'pending'`);
+    const [row] = await rows<{ n: number }>(readerOf(c), sql`SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'pending'`);
     return row?.n ?? 0;
   },
 
   async claimDueDeliveries(c, want, now, leaseMs, exclude) {
     if (want <= 0) return [];
-    const leaseToken = newLeaseToken();
-    // One statement: the due deliveries, oldest first, that no other claim holds (SKIP LOCKED: a delivery
-    // another transaction is leasing right now is passed over, not waited for, and once that one commits its
-    // lease makes it no longer due), leased, each with its attempt row opened before any request leaves. A
-    // delivery taken over from a claim whose lease ran out (its replica stopped) has that claim's attempt,
-    // left open, marked cut short.
-    const claimed = await rows<ClaimedRaw>(
-      pgWriterOf(c),
-      sql`
-      WITH claimed AS (
-        UPDATE webhook_deliveries SET lease_until = ${now + leaseMs}, lease_token = ${leaseToken}
-         WHERE id IN (
-           SELECT id FROM webhook_deliveries
-            WHERE state = 'pending' AND next_attempt_at <= ${now} AND lease_until <= ${now}
-              AND id <> ALL(${arr(exclude)}::text[])
-            ORDER BY next_attempt_at, id
-            LIMIT ${want}
-              FOR UPDATE SKIP LOCKED)
-        RETURNING id, lender_id, type, target_url, payload, attempts, first_attempt_at, next_attempt_at
-      ),
-      opened AS (
-        INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms)
-        SELECT id, ${now}, NULL, ${SENDING}, 0 FROM claimed ORDER BY next_attempt_at, id
-        RETURNING id, delivery_id
-      ),
-      closed AS (
-        UPDATE webhook_attempts SET error = ${CUT_SHORT}
-         WHERE error = ${SENDING} AND delivery_id IN (SELECT id FROM claimed)
-      )
-      SELECT c.id, o.id AS attempt_id, c.lender_id, c.type, c.target_url, c.payload, c.attempts, c.first_attempt_at
-        FROM claimed c JOIN opened o ON o.delivery_id = c.id
-       ORDER BY c.next_attempt_at, c.id`,
-    );
-    return claimed.map((r) => ({
-      id: r.id,
-      attemptId: num(r.attempt_id),
-      lenderId: r.lender_id,
-      type: r.type,
-      targetUrl: r.target_url,
-      payload: r.payload,
-      attempts: r.attempts,
-      firstAttemptAt: numOrNull(r.first_attempt_at),
-      leaseToken,
-    }));
+    return deliveryQueue.claim(c, want, now, { leaseMs, exclude });
   },
   async recordAttempts(c, records) {
     if (records.length === 0) return;
-    const db = pgWriterOf(c);
+    const db = writerOf(c);
     // The last record of a delivery is what stands, as when they are applied one after the other.
     const last = new Map<string, AttemptRecord>();
     for (const r of records) last.set(r.id, r);
@@ -162,14 +165,13 @@ export const pgWebhookStore: WebhookStore = {
     // yet each attempt opened for it is dealt with.
     const dropped = records.filter((r) => !r.sent && r.attemptId !== undefined).map((r) => r.attemptId!);
 
-    if (dropped.length > 0) await db.execute(sql`DELETE FROM webhook_attempts WHERE id = ANY(${arr(dropped)}::bigint[])`);
-    if (unsent.length > 0) {
-      // Released as it was: still pending, due when it was (while this claim holds it).
-      await db.execute(sql`
-        UPDATE webhook_deliveries d SET state = 'pending', lease_until = 0, lease_token = NULL
-          FROM unnest(${arr(unsent.map((r) => r.id))}::text[], ${arr(unsent.map((r) => r.leaseToken))}::text[]) AS v(id, token)
-         WHERE d.id = v.id AND d.lease_token = v.token AND d.state = 'pending'`);
-    }
+    if (dropped.length > 0) await db.execute(sql`DELETE FROM webhook_attempts WHERE id = ANY(${listOf(dropped)}::bigint[])`);
+    // Released as it was: still pending, due when it was (while this claim holds it).
+    await deliveryQueue.finishAll(
+      c,
+      unsent.map((r) => ({ id: r.id, leaseToken: r.leaseToken, finish: { state: 'pending' } })),
+      { whilePending: true },
+    );
     const sentRecords = records.filter((r): r is Extract<AttemptRecord, { sent: true }> => r.sent);
     const opened = sentRecords.filter((r) => r.attemptId !== undefined);
     const unopened = sentRecords.filter((r) => r.attemptId === undefined);
@@ -177,9 +179,9 @@ export const pgWebhookStore: WebhookStore = {
       await db.execute(sql`
         UPDATE webhook_attempts a
            SET attempted_at = v.at, status_code = v.status_code, error = v.error, duration_ms = v.duration_ms
-          FROM unnest(${arr(opened.map((r) => r.attemptId!))}::bigint[], ${arr(opened.map((r) => r.attempt.at))}::bigint[],
-                      ${arr(opened.map((r) => r.attempt.statusCode))}::int[], ${arr(opened.map((r) => r.attempt.error))}::text[],
-                      ${arr(opened.map((r) => r.attempt.durationMs))}::bigint[])
+          FROM unnest(${listOf(opened.map((r) => r.attemptId!))}::bigint[], ${listOf(opened.map((r) => r.attempt.at))}::bigint[],
+                      ${listOf(opened.map((r) => r.attempt.statusCode))}::int[], ${listOf(opened.map((r) => r.attempt.error))}::text[],
+                      ${listOf(opened.map((r) => r.attempt.durationMs))}::bigint[])
                AS v(id, at, status_code, error, duration_ms)
          WHERE a.id = v.id`);
     }
@@ -187,31 +189,37 @@ export const pgWebhookStore: WebhookStore = {
       await db.execute(sql`
         INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms)
         SELECT delivery_id, at, status_code, error, duration_ms
-          FROM unnest(${arr(unopened.map((r) => r.id))}::text[], ${arr(unopened.map((r) => r.attempt.at))}::bigint[],
-                      ${arr(unopened.map((r) => r.attempt.statusCode))}::int[], ${arr(unopened.map((r) => r.attempt.error))}::text[],
-                      ${arr(unopened.map((r) => r.attempt.durationMs))}::bigint[]) WITH ORDINALITY
+          FROM unnest(${listOf(unopened.map((r) => r.id))}::text[], ${listOf(unopened.map((r) => r.attempt.at))}::bigint[],
+                      ${listOf(unopened.map((r) => r.attempt.statusCode))}::int[], ${listOf(unopened.map((r) => r.attempt.error))}::text[],
+                      ${listOf(unopened.map((r) => r.attempt.durationMs))}::bigint[]) WITH ORDINALITY
                AS v(delivery_id, at, status_code, error, duration_ms, n)
          ORDER BY n`);
     }
-    if (sent.length > 0) {
-      // Only while still pending and still held by this claim: a delivery's recorded final state never moves
-      // back, and a claim whose lease lapsed and was taken again records its attempt, not its state.
-      await db.execute(sql`
-        UPDATE webhook_deliveries d
-           SET state = v.state, attempts = v.attempts, next_attempt_at = v.next_attempt_at, last_attempt_at = v.at,
-               first_attempt_at = v.first_attempt_at, last_status_code = v.status_code, last_error = v.error,
-               finished_at = v.finished_at, lease_until = 0, lease_token = NULL
-          FROM unnest(${arr(sent.map((r) => r.id))}::text[], ${arr(sent.map((r) => r.leaseToken))}::text[], ${arr(sent.map((r) => r.state))}::text[],
-                      ${arr(sent.map((r) => r.attempts))}::int[], ${arr(sent.map((r) => r.nextAttemptAt))}::bigint[],
-                      ${arr(sent.map((r) => r.attempt.at))}::bigint[], ${arr(sent.map((r) => r.firstAttemptAt))}::bigint[],
-                      ${arr(sent.map((r) => r.attempt.statusCode))}::int[], ${arr(sent.map((r) => r.attempt.error))}::text[],
-                      ${arr(sent.map((r) => r.finishedAt))}::bigint[])
-               AS v(id, token, state, attempts, next_attempt_at, at, first_attempt_at, status_code, error, finished_at)
-         WHERE d.id = v.id AND d.lease_token = v.token AND d.state = 'pending'`);
-    }
+    // Only while still pending and still held by this claim: a delivery's recorded final state never moves
+    // back, and a claim whose lease lapsed and was taken again records its attempt, not its state.
+    await deliveryQueue.finishAll(
+      c,
+      sent.map((r) => ({
+        id: r.id,
+        leaseToken: r.leaseToken,
+        finish: {
+          state: r.state,
+          attempts: r.attempts,
+          nextAttemptAt: r.nextAttemptAt,
+          set: {
+            lastAttemptAt: r.attempt.at,
+            firstAttemptAt: r.firstAttemptAt,
+            lastStatusCode: r.attempt.statusCode,
+            lastError: r.attempt.error,
+            finishedAt: r.finishedAt,
+          },
+        },
+      })),
+      { whilePending: true },
+    );
   },
   async releaseDeliveryLeases(c, prefix, now) {
-    const db = pgWriterOf(c);
+    const db = writerOf(c);
     // Only the deliveries still held (a lease) can have an attempt left open, so the scan stays on them: this
     // replica's own from before a restart, and any whose lease ran out (its holder is gone). An attempt of a
     // live replica is being sent right now and is left alone.
@@ -220,40 +228,35 @@ export const pgWebhookStore: WebhookStore = {
        WHERE error = ${SENDING} AND delivery_id IN (
          SELECT id FROM webhook_deliveries
           WHERE state = 'pending' AND lease_until > 0 AND (starts_with(lease_token, ${prefix}) OR lease_until <= ${now}))`);
-    const released = await rows<{ id: string }>(
-      db,
-      sql`UPDATE webhook_deliveries SET lease_until = 0, lease_token = NULL
-           WHERE state = 'pending' AND lease_until > 0 AND starts_with(lease_token, ${prefix}) RETURNING id`,
-    );
-    return released.length;
+    return deliveryQueue.release(c, prefix);
   },
 
   async listEndpoints(c, lenderId) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select()
       .from(webhookEndpoints)
       .where(eq(webhookEndpoints.lenderId, lenderId))
       .orderBy(asc(webhookEndpoints.createdAt), asc(webhookEndpoints.id));
   },
   async countEndpoints(c, lenderId) {
-    const [row] = await rows<{ n: number }>(pgReaderOf(c), sql`SELECT count(*)::int AS n FROM webhook_endpoints WHERE lender_id = ${lenderId}`);
+    const [row] = await rows<{ n: number }>(readerOf(c), sql`SELECT count(*)::int AS n FROM webhook_endpoints WHERE lender_id = ${lenderId}`);
     return row?.n ?? 0;
   },
   async serializeEndpoints(c, lenderId) {
     await lockFor(c, 'webhook-endpoints', lenderId);
   },
   async addEndpoint(c, row) {
-    await pgWriterOf(c).insert(webhookEndpoints).values(row);
+    await writerOf(c).insert(webhookEndpoints).values(row);
   },
   async deleteEndpoint(c, lenderId, id) {
-    const gone = await pgWriterOf(c)
+    const gone = await writerOf(c)
       .delete(webhookEndpoints)
       .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.lenderId, lenderId)))
       .returning({ id: webhookEndpoints.id });
     return gone.length > 0;
   },
   async endpointTargets(c, lenderId) {
-    return pgReaderOf(c)
+    return readerOf(c)
       .select({ url: webhookEndpoints.url, eventTypes: webhookEndpoints.eventTypes })
       .from(webhookEndpoints)
       .where(eq(webhookEndpoints.lenderId, lenderId));

@@ -4,7 +4,8 @@ import type { Tx } from '../../platform/context';
 import type { Db } from '../../platform/db';
 import { LeaseQueue } from '../../platform/lease-queue';
 import { olderThan } from '../../platform/pagination';
-import { readerOf, writerOf, type StoreCtx } from '../../platform/store';
+import { listOf, lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
+import { CUT_SHORT, SENDING } from './store-shared';
 import type { DeliveryListFilter, DueRow, NewDelivery, WebhookStore } from './store';
 
 // The outbox's raw prepared statements, each on a measured hot path (bun run bench webhooks: 2,000
@@ -33,10 +34,6 @@ const dueDeliveries = (db: Db, due: string, now: number, limit: number, excludeJ
         ORDER BY next_attempt_at LIMIT ?2`,
     )
     .all(now, limit, excludeJson);
-
-/** What an attempt row says while its request is out, and after a crash cut it short. */
-export const SENDING = 'sending';
-export const CUT_SHORT = 'interrupted: the service stopped while sending; no answer was recorded';
 
 /**
  * Every attempt is recorded beside its delivery, opened before the request leaves (in the claim's
@@ -91,34 +88,28 @@ const deliveryRows = (db: Db, f: DeliveryListFilter) => {
 const endpointRows = (db: Db, lenderId: string) =>
   db.select().from(webhookEndpoints).where(eq(webhookEndpoints.lenderId, lenderId)).orderBy(asc(webhookEndpoints.createdAt)).all();
 
-/**
- * The delivery queue of a database, one per connection (its finalizing statements are cached). A claim sets
- * what it leaves out and its lease before it runs; claims run one at a time, inside their transaction.
- */
-interface DeliveryQueue {
-  queue: LeaseQueue<typeof webhookDeliveries, DueRow>;
-  exclude: string;
+/** What a claim of deliveries is given: its lease, and the deliveries a run already holds (left out). */
+interface DeliveryClaim {
   leaseMs: number;
+  exclude: string[];
 }
+type DeliveryQueue = LeaseQueue<typeof webhookDeliveries, DueRow, DeliveryClaim>;
 const queues = new WeakMap<Db, DeliveryQueue>();
 
+/** The delivery queue of a database, one per connection (its finalizing statements are cached). */
 function deliveryQueue(db: Db): DeliveryQueue {
   let q = queues.get(db);
   if (!q) {
-    const entry: DeliveryQueue = { queue: null as unknown as DeliveryQueue['queue'], exclude: '[]', leaseMs: 0 };
-    entry.queue = new LeaseQueue<typeof webhookDeliveries, DueRow>(db, webhookDeliveries, {
-      get leaseMs() {
-        return entry.leaseMs;
-      },
-      pick: ({ tx, want, now, due, lease }) => {
-        const rows = dueDeliveries(tx, due, now, want, entry.exclude);
+    q = new LeaseQueue<typeof webhookDeliveries, DueRow, DeliveryClaim>(db, webhookDeliveries, {
+      leaseMs: (claim) => claim.leaseMs,
+      pick: ({ tx, want, now, due, input, lease }) => {
+        const rows = dueDeliveries(tx, due, now, want, listOf(input.exclude));
         // Each claimed delivery's attempt row is written in the claim's transaction, before any request leaves.
         for (const r of rows) r.attemptId = openAttempt(tx, r.id, now);
         lease(rows);
       },
     });
-    queues.set(db, entry);
-    q = entry;
+    queues.set(db, q);
   }
   return q;
 }
@@ -149,8 +140,8 @@ export const sqliteWebhookStore: WebhookStore = {
       .all()
       .map((r) => r.sealed);
   },
-  async serializeSecrets() {
-    // One writer at a time already.
+  async serializeSecrets(c, lenderId) {
+    await lockFor(c, 'webhook-secret', lenderId);
   },
   async addSecret(c, secret) {
     writerOf(c)
@@ -182,22 +173,19 @@ export const sqliteWebhookStore: WebhookStore = {
   },
 
   async claimDueDeliveries(c, want, now, leaseMs, exclude) {
-    const q = deliveryQueue(c.deps.db);
-    q.exclude = JSON.stringify(exclude);
-    q.leaseMs = leaseMs;
-    return q.queue.claim(want, now, c.tx);
+    return deliveryQueue(c.deps.db).claim(c, want, now, { leaseMs, exclude });
   },
   async recordAttempts(c, records) {
     const tx = c.tx;
-    const { queue } = deliveryQueue(c.deps.db);
+    const queue = deliveryQueue(c.deps.db);
     for (const r of records) {
       if (!r.sent) {
         if (r.attemptId !== undefined) dropAttempt(tx, r.attemptId);
-        queue.finalize(tx, r, { state: 'pending' });
+        queue.finish(c, r, { state: 'pending' });
         continue;
       }
       completeAttempt(tx, { id: r.attemptId ?? openAttempt(tx, r.id, r.attempt.at), ...r.attempt });
-      queue.finalize(tx, r, {
+      queue.finish(c, r, {
         state: r.state,
         attempts: r.attempts,
         nextAttemptAt: r.nextAttemptAt,
@@ -211,9 +199,9 @@ export const sqliteWebhookStore: WebhookStore = {
       });
     }
   },
-  async releaseDeliveryLeases(c) {
+  async releaseDeliveryLeases(c, prefix) {
     closeCutShortAttempts(c.tx);
-    return deliveryQueue(c.deps.db).queue.releaseAll(c.tx);
+    return deliveryQueue(c.deps.db).release(c, prefix);
   },
 
   async listEndpoints(c, lenderId) {
@@ -222,8 +210,8 @@ export const sqliteWebhookStore: WebhookStore = {
   async countEndpoints(c, lenderId) {
     return readerOf(c).select({ id: webhookEndpoints.id }).from(webhookEndpoints).where(eq(webhookEndpoints.lenderId, lenderId)).all().length;
   },
-  async serializeEndpoints() {
-    // One writer at a time already.
+  async serializeEndpoints(c, lenderId) {
+    await lockFor(c, 'webhook-endpoints', lenderId);
   },
   async addEndpoint(c, row) {
     writerOf(c).insert(webhookEndpoints).values(row).run();

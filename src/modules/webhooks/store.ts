@@ -2,7 +2,7 @@ import type { WebhookType } from '../../../db/schema/enums';
 import type { webhookDeliveries, webhookEndpoints } from '../../../db/schema';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 
-export { CUT_SHORT, SENDING } from './store.sqlite';
+export { CUT_SHORT, SENDING } from './store-shared';
 
 /** A due delivery as a claim takes it. */
 export interface DueRow {

@@ -14,7 +14,7 @@ import { FakeClock } from '../../../src/platform/clock';
 import { openDatabase } from '../../../src/platform/db';
 import { newId } from '../../../src/platform/ids';
 import { openPg } from '../../../src/platform/pg';
-import { rows } from '../../../src/platform/store.pg';
+import { rows } from '../../../src/platform/sql/pg';
 import { freshPgDatabase, onPostgres } from '../../helpers/pg';
 
 const CALLERS = 20;

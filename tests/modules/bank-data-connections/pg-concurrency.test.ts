@@ -10,7 +10,7 @@ import { createLender } from '../../../src/modules/lenders/service';
 import { FakeClock } from '../../../src/platform/clock';
 import { Conflict, NotFound } from '../../../src/platform/errors';
 import { openPg } from '../../../src/platform/pg';
-import { rows } from '../../../src/platform/store.pg';
+import { rows } from '../../../src/platform/sql/pg';
 import { generateVaultKey, Vault } from '../../../src/platform/vault';
 import { freshPgDatabase, onPostgres } from '../../helpers/pg';
 import { pgStores } from '../../../src/stores';

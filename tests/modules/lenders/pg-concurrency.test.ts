@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { hashApiKey } from '../../../src/platform/api-keys';
 import { transaction } from '../../../src/platform/context';
 import { openPg } from '../../../src/platform/pg';
-import { rows } from '../../../src/platform/store.pg';
+import { rows } from '../../../src/platform/sql/pg';
 import { sql } from 'drizzle-orm';
 import {
   createLender,

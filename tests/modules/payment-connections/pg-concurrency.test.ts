@@ -8,7 +8,7 @@ import type { Processor } from '../../../src/adapters/processors';
 import type { Ctx } from '../../../src/deps';
 import { Conflict } from '../../../src/platform/errors';
 import { transaction } from '../../../src/platform/context';
-import { rows } from '../../../src/platform/store.pg';
+import { rows } from '../../../src/platform/sql/pg';
 import { createConnection, deleteConnection, listConnections, updateConnection } from '../../../src/modules/payment-connections/service';
 import { releaseAccount } from '../../../src/modules/payment-connections/accounts';
 import { onPostgres } from '../../helpers/pg';

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import type { Ctx } from '../../../src/deps';
 import { transaction } from '../../../src/platform/context';
-import { rows } from '../../../src/platform/store.pg';
+import { rows } from '../../../src/platform/sql/pg';
 import { type UploadedWrite } from '../../../src/modules/payment-results-upload/store';
 import { onPostgres } from '../../helpers/pg';
 import { pgServiceDeps, type PgServiceDeps } from '../../helpers/pg-service-deps';

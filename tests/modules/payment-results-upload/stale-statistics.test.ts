@@ -10,7 +10,7 @@ import { createTestContext } from '../../helpers/context';
 import { onPostgres, psql } from '../../helpers/pg';
 import { enrollBorrower } from '../../helpers/fixtures';
 import { transaction } from '../../../src/platform/context';
-import { pgReaderOf, rows } from '../../../src/platform/store.pg';
+import { readerOf, rows } from '../../../src/platform/sql/pg';
 import type { TxCtx } from '../../../src/platform/store';
 import { sql } from 'drizzle-orm';
 
@@ -59,7 +59,7 @@ if (!onPostgres) {
           });
         }
       }
-      const [r] = await rows<{ scans: string }>(pgReaderOf(tx), sql`SELECT seq_scan AS scans FROM pg_stat_xact_user_tables WHERE relname = 'payment_events'`);
+      const [r] = await rows<{ scans: string }>(readerOf(tx), sql`SELECT seq_scan AS scans FROM pg_stat_xact_user_tables WHERE relname = 'payment_events'`);
       // Rolled back: the next measurement starts from the same empty table.
       throw Object.assign(new Error('rolled back'), { scans: Number(r!.scans) });
     }).catch((e: { scans?: number }) => {

@@ -8,7 +8,7 @@ import { endSession, IDLE_MS, sessionOf, startSession } from '../../../src/modul
 import { createUser, disableUser, listUsers, UserError, verifySignIn } from '../../../src/modules/portal/users';
 import { FakeClock } from '../../../src/platform/clock';
 import { openPg } from '../../../src/platform/pg';
-import { rows } from '../../../src/platform/store.pg';
+import { rows } from '../../../src/platform/sql/pg';
 import { freshPgDatabase, onPostgres } from '../../helpers/pg';
 import { pgStores } from '../../../src/stores';
 

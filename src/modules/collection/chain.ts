@@ -1,6 +1,6 @@
 import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
-import { applyMonitorEvent } from '../enrollments/monitor-store';
+import { applyMonitorEvent } from '../enrollments/monitor-changes';
 import { isChainBlock, type BlockedReason } from '../enrollments/monitor';
 import { policyOf } from '../collection-policy/service';
 import type { CollectionPolicy } from '../collection-policy/policy';

@@ -11,7 +11,7 @@ import { decide, type DecisionInputs, type Step } from './decision';
 import { policyOf } from '../collection-policy/service';
 import type { CollectionPolicy } from '../collection-policy/policy';
 import { type EnrollmentRow, type ScheduledPayment } from './store';
-import { applyMonitorEvent } from '../enrollments/monitor-store';
+import { applyMonitorEvent } from '../enrollments/monitor-changes';
 import { evaluateReturnRates } from '../return-rates/watch';
 import { anyExceeded } from '../return-rates/service';
 

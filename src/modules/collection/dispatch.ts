@@ -5,7 +5,7 @@ import type { Job } from '../../platform/jobs';
 import { drainClaims } from '../../platform/work-pool';
 import type { DebitInstrument, DebitRequest, DebitResult, FoundPayment, Processor } from '../../adapters/processors';
 import { openBorrower } from '../enrollments/borrower';
-import { applyMonitorEvent, monitorStateOf } from '../enrollments/monitor-store';
+import { applyMonitorEvent, monitorStateOf } from '../enrollments/monitor-changes';
 import { recordNotAttempted, recordObservation, REPORT_HOLDS } from './record';
 import { type DuePayment } from './store';
 

@@ -1,7 +1,7 @@
 import type { EventSource, EventStatus } from '../../../db/schema/enums';
 import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
-import { applyMonitorEvent } from '../enrollments/monitor-store';
+import { applyMonitorEvent } from '../enrollments/monitor-changes';
 import { pushToEndpoints } from '../webhooks/endpoints';
 import { evaluateReturnRates } from '../return-rates/watch';
 import { eventView } from './events';

@@ -7,7 +7,7 @@ import { insertBatch } from '../balance-requests/service';
 import type { RecordedRead } from '../balance-requests/results';
 import { openBorrower } from './borrower';
 import { heldReasonOf } from './service';
-import { applyMonitorEvent, monitorStateOf } from './monitor-store';
+import { applyMonitorEvent, monitorStateOf } from './monitor-changes';
 import { LINK_BLOCKS } from './monitor';
 import { type DueRead } from './store';
 

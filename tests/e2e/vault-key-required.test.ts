@@ -19,24 +19,21 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-test('with DATABASE_URL and no VAULT_KEY the service refuses to start, saying why, and writes nothing', async () => {
-  const keyFile = join(dir, 'vault.key');
+/** The service started with these settings, run until it exits (it is expected not to start). */
+async function startToExit(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
   const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
     cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/tmp',
-      PORT: String(freePort()),
-      HOST: '127.0.0.1',
-      DATABASE_URL: databaseUrl,
-      DATABASE_PATH: join(dir, 'service.sqlite'),
-      VAULT_KEY_FILE: keyFile,
-      LOG_LEVEL: 'warn',
-    },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: String(freePort()), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdout: 'pipe',
     stderr: 'pipe',
   });
   const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+  return { code, stderr };
+}
+
+test('with DATABASE_URL and no VAULT_KEY the service refuses to start, saying why, and writes nothing', async () => {
+  const keyFile = join(dir, 'vault.key');
+  const { code, stderr } = await startToExit({ DATABASE_URL: databaseUrl, DATABASE_PATH: join(dir, 'service.sqlite'), VAULT_KEY_FILE: keyFile });
   expect(code).toBe(2);
   expect(stderr).toContain('VAULT_KEY is required when DATABASE_URL names a PostgreSQL database');
   expect(stderr).toContain('every replica on the database must seal and open with the same key');
@@ -49,21 +46,7 @@ test('with DATABASE_URL and no VAULT_KEY the service refuses to start, saying wh
 
 test('a DATABASE_URL nothing answers at stops the start with one line that shows no part of the password, and says to percent-encode an @ in it', async () => {
   // A password with an @ that was not percent-encoded: the URL's host is still 127.0.0.1, where nothing listens.
-  const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/tmp',
-      PORT: String(freePort()),
-      HOST: '127.0.0.1',
-      DATABASE_URL: 'postgres://drs3:s3cr@tPass=1@127.0.0.1:1/nothing',
-      VAULT_KEY: Buffer.alloc(32, 7).toString('base64'),
-      LOG_LEVEL: 'warn',
-    },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  });
-  const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+  const { code, stderr } = await startToExit({ DATABASE_URL: 'postgres://drs3:s3cr@tPass=1@127.0.0.1:1/nothing', VAULT_KEY: Buffer.alloc(32, 7).toString('base64') });
   expect(code).toBe(2);
   expect(stderr).toContain('DATABASE_URL');
   expect(stderr).toContain('postgres://drs3:***@127.0.0.1:1/nothing');

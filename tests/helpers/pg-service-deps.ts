@@ -11,6 +11,7 @@ import { Metrics } from '../../src/platform/metrics';
 import { openPg, type PgHandle } from '../../src/platform/pg';
 import { Vault } from '../../src/platform/vault';
 import { freshPgDatabase } from './pg';
+import { pgStores } from '../../src/stores';
 
 export interface PgServiceDeps {
   deps: Deps;
@@ -57,6 +58,7 @@ export function pgServiceDeps(opts: { processor?: Processor; max?: number; repli
     linked: absent('linked'),
     routing: absent('routing'),
     processors: opts.processor ? new Processors({ sandbox: () => opts.processor!, stripe: () => opts.processor! }) : absent('processors'),
+    stores: pgStores,
     balanceResults: absent('balanceResults'),
     enrollmentChanges: absent('enrollmentChanges'),
   } as unknown as Deps;

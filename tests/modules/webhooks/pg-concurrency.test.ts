@@ -24,6 +24,7 @@ import { newId } from '../../../src/platform/ids';
 import { openPg, type PgHandle } from '../../../src/platform/pg';
 import { generateVaultKey, Vault } from '../../../src/platform/vault';
 import { freshPgDatabase, onPostgres } from '../../helpers/pg';
+import { pgStores } from '../../../src/stores';
 
 const CALLERS = 20;
 
@@ -45,6 +46,7 @@ if (!onPostgres) {
       pg,
       db: undefined as never,
       reader: undefined as never,
+      stores: pgStores,
       clock,
       vault: new Vault(generateVaultKey()),
       config: { webhookAllowPrivateTargets: false },

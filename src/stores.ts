@@ -4,7 +4,7 @@ import { sqliteEnrollmentStore } from './modules/enrollments/store.sqlite';
 import { sqliteMonitorStore } from './modules/enrollments/monitor-store.sqlite';
 import { sqliteBankDataConnectionStore } from './modules/bank-data-connections/store.sqlite';
 import { sqlitePayCycleStore } from './modules/pay-cycles/store.sqlite';
-import { sqliteCollectionStore } from './modules/collection/store.sqlite';
+import { sqliteDispatchStore, sqliteOutcomeStore, sqliteMatchingStore, sqliteDecisionStore, sqlitePaymentReadStore } from './modules/collection/store.sqlite';
 import { sqliteCollectionPolicyStore } from './modules/collection-policy/store.sqlite';
 import { sqliteBalanceStore } from './modules/balance-requests/store.sqlite';
 import { sqliteLinkHealthStore } from './modules/balance-requests/link-health-store.sqlite';
@@ -19,7 +19,7 @@ import { pgEnrollmentStore } from './modules/enrollments/store.pg';
 import { pgMonitorStore } from './modules/enrollments/monitor-store.pg';
 import { pgBankDataConnectionStore } from './modules/bank-data-connections/store.pg';
 import { pgPayCycleStore } from './modules/pay-cycles/store.pg';
-import { pgCollectionStore } from './modules/collection/store.pg';
+import { pgDispatchStore, pgOutcomeStore, pgMatchingStore, pgDecisionStore, pgPaymentReadStore } from './modules/collection/store.pg';
 import { pgCollectionPolicyStore } from './modules/collection-policy/store.pg';
 import { pgBalanceStore } from './modules/balance-requests/store.pg';
 import { pgLinkHealthStore } from './modules/balance-requests/link-health-store.pg';
@@ -40,7 +40,11 @@ export const sqliteStores: Stores = {
   monitors: sqliteMonitorStore,
   bankDataConnections: sqliteBankDataConnectionStore,
   payCycles: sqlitePayCycleStore,
-  collection: sqliteCollectionStore,
+  dispatch: sqliteDispatchStore,
+  outcomes: sqliteOutcomeStore,
+  matching: sqliteMatchingStore,
+  decisions: sqliteDecisionStore,
+  paymentReads: sqlitePaymentReadStore,
   collectionPolicy: sqliteCollectionPolicyStore,
   balances: sqliteBalanceStore,
   linkHealth: sqliteLinkHealthStore,
@@ -58,7 +62,11 @@ export const pgStores: Stores = {
   monitors: pgMonitorStore,
   bankDataConnections: pgBankDataConnectionStore,
   payCycles: pgPayCycleStore,
-  collection: pgCollectionStore,
+  dispatch: pgDispatchStore,
+  outcomes: pgOutcomeStore,
+  matching: pgMatchingStore,
+  decisions: pgDecisionStore,
+  paymentReads: pgPaymentReadStore,
   collectionPolicy: pgCollectionPolicyStore,
   balances: pgBalanceStore,
   linkHealth: pgLinkHealthStore,

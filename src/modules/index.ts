@@ -106,7 +106,7 @@ export async function releaseStaleClaims(deps: Pick<Deps, 'db' | 'reader' | 'pg'
     await transaction({ deps }, async (tx) => {
       await tx.deps.stores.balances.releaseReadLeases(tx, prefix);
       // Payments whose outcome is not known yet are due again at once (dispatch resolves them at the processor).
-      await tx.deps.stores.collection.releasePaymentLeases(tx, prefix);
+      await tx.deps.stores.dispatch.releasePaymentLeases(tx, prefix);
     });
     await releaseDeliveryLeases(deps);
   });

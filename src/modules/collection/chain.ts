@@ -21,13 +21,13 @@ import { type ChainInputs } from './store';
 export async function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: string, now: number, opts: { recount?: boolean } = {}): Promise<void> {
   const { tx, deps } = ctx;
   // The history is read and the presentments written from it: not beside a decision about the same borrower.
-  await ctx.deps.stores.collection.serializeBorrower(ctx, enrollmentId);
-  const e = await ctx.deps.stores.collection.chainInputsOf(ctx, enrollmentId);
+  await ctx.deps.stores.decisions.serializeBorrower(ctx, enrollmentId);
+  const e = await ctx.deps.stores.decisions.chainInputsOf(ctx, enrollmentId);
   if (!e || (e.state !== 'monitored' && !opts.recount)) return;
-  const history = await ctx.deps.stores.collection.paymentHistory(ctx, enrollmentId);
+  const history = await ctx.deps.stores.decisions.paymentHistory(ctx, enrollmentId);
   const policy = await policyOf(ctx, e.lenderId);
   const used = () => chainPresentments(history, e.authorizationAt, now, policy.lateReturnWindowDays);
-  if (opts.recount) await ctx.deps.stores.collection.setPaymentsUsed(ctx, enrollmentId, used(), now);
+  if (opts.recount) await ctx.deps.stores.decisions.setPaymentsUsed(ctx, enrollmentId, used(), now);
   if (e.state !== 'monitored') return;
   // A payment in flight decides for itself; the rules are asked again when its outcome is recorded.
   if (inFlight(history)) return;
@@ -35,7 +35,7 @@ export async function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: stri
   if (!move) return;
   await applyMonitorEvent(ctx, { enrollmentId, event: move, now, readIntervalMs: deps.config.monitorReadIntervalMs });
   // A block shows the chain it is about: payments_used counts that chain's presentments.
-  if (move.type === 'blocked' && !opts.recount) await ctx.deps.stores.collection.setPaymentsUsed(ctx, enrollmentId, used(), now);
+  if (move.type === 'blocked' && !opts.recount) await ctx.deps.stores.decisions.setPaymentsUsed(ctx, enrollmentId, used(), now);
 }
 
 export const inFlight = (history: PastPayment[]) => history.some((p) => p.status === 'initiating' || p.status === 'processing' || p.status === 'scheduled');

@@ -25,8 +25,8 @@ export async function decideCollection(ctx: JobContext & { tx: Tx }, read: Recor
   const { deps } = ctx;
   // One decision per borrower at a time: what is in flight, the history and the presentments counted are read
   // and then written on, so a second decision (another read of the borrower) waits for this one.
-  await ctx.deps.stores.collection.serializeBorrower(ctx, read.enrollmentId);
-  const e = await ctx.deps.stores.collection.enrollmentToDecide(ctx, read.enrollmentId);
+  await ctx.deps.stores.decisions.serializeBorrower(ctx, read.enrollmentId);
+  const e = await ctx.deps.stores.decisions.enrollmentToDecide(ctx, read.enrollmentId);
   const inputs: DecisionInputs = { now: deps.clock.now(), marginCents: deps.config.collectionMarginCents, read, enrollment: e };
   let scheduled: ScheduledPayment | null = null;
   let policy: CollectionPolicy | null = null;
@@ -36,9 +36,9 @@ export async function decideCollection(ctx: JobContext & { tx: Tx }, read: Recor
     if ('steps' in d) return carryOut(ctx, e!, d.steps, { scheduled, policy: policy!, key });
     if (d.need === 'payments') {
       policy = await policyOf(ctx, e!.lenderId);
-      const history = await ctx.deps.stores.collection.paymentHistory(ctx, e!.id);
-      scheduled = await ctx.deps.stores.collection.scheduledPaymentOf(ctx, e!.id);
-      inputs.payments = { policy, history, scheduled, inFlight: scheduled === null && (await ctx.deps.stores.collection.paymentInFlight(ctx, e!.id)) };
+      const history = await ctx.deps.stores.decisions.paymentHistory(ctx, e!.id);
+      scheduled = await ctx.deps.stores.decisions.scheduledPaymentOf(ctx, e!.id);
+      inputs.payments = { policy, history, scheduled, inFlight: scheduled === null && (await ctx.deps.stores.decisions.paymentInFlight(ctx, e!.id)) };
     } else if (d.need === 'paused') {
       // Evaluated now, which also alerts on a change; ACH collection goes on by itself once every class is back under.
       inputs.paused = anyExceeded(await evaluateReturnRates(ctx, e!.lenderId));
@@ -76,7 +76,7 @@ async function createPayment(ctx: JobContext & { tx: Tx }, e: EnrollmentRow, p: 
   const { deps } = ctx;
   const id = newId();
   const reference = referenceOf(e.authorizerUniqueId, id);
-  await ctx.deps.stores.collection.createPayment(ctx, {
+  await ctx.deps.stores.decisions.createPayment(ctx, {
     id,
     lenderId: e.lenderId,
     enrollmentId: e.id,
@@ -96,7 +96,7 @@ async function createPayment(ctx: JobContext & { tx: Tx }, e: EnrollmentRow, p: 
     updatedAt: now,
   });
   // The presentments the debt's chain has used, this one included.
-  await ctx.deps.stores.collection.setPaymentsUsed(ctx, e.id, p.attempt, now);
+  await ctx.deps.stores.decisions.setPaymentsUsed(ctx, e.id, p.attempt, now);
   await applyMonitorEvent(ctx, { enrollmentId: e.id, event: { type: 'payment_initiated' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
   if (p.debitOn === null) deps.metrics.paymentsInitiated.inc({ rail: e.rail });
   else {
@@ -113,7 +113,7 @@ async function createPayment(ctx: JobContext & { tx: Tx }, e: EnrollmentRow, p: 
 export async function voidScheduled(ctx: JobContext & { tx: Tx }, p: ScheduledPayment, message: string): Promise<void> {
   const now = ctx.deps.clock.now();
   await recordObservation(ctx, voidedObservation(p, message, now));
-  await ctx.deps.stores.collection.giveBackPresentment(ctx, p.enrollmentId, now);
+  await ctx.deps.stores.decisions.giveBackPresentment(ctx, p.enrollmentId, now);
 }
 
 /** The event that ends a scheduled payment without moving money. */
@@ -139,7 +139,7 @@ export const STOPPED_BEFORE_ITS_DAY = 'monitoring of the borrower stopped before
 
 /** Monitoring stopped (removal, erasure): a scheduled payment of the borrower never goes out. */
 export async function voidScheduledOnStop(ctx: JobContext & { tx: Tx }, stopped: { enrollmentId: string }): Promise<void> {
-  await ctx.deps.stores.collection.serializeBorrower(ctx, stopped.enrollmentId);
-  const p = await ctx.deps.stores.collection.scheduledPaymentOf(ctx, stopped.enrollmentId);
+  await ctx.deps.stores.decisions.serializeBorrower(ctx, stopped.enrollmentId);
+  const p = await ctx.deps.stores.decisions.scheduledPaymentOf(ctx, stopped.enrollmentId);
   if (p) await voidScheduled(ctx, p, STOPPED_BEFORE_ITS_DAY);
 }

@@ -55,16 +55,16 @@ export interface PlannedSend {
 export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | PlannedSend> {
   const { deps } = ctx;
   const now = deps.clock.now();
-  const pay = await ctx.deps.stores.collection.sendStateOf(ctx, p.id);
+  const pay = await ctx.deps.stores.dispatch.sendStateOf(ctx, p.id);
   // Past initiating, with a lender's report its processor has not confirmed: the processor is asked.
   if (pay && pay.reportedStatus !== null && pay.status !== 'initiating' && pay.status !== 'scheduled') return verify(ctx, p, pay.firstAttemptAt ?? now);
   if (!pay || pay.status !== 'initiating') {
     // The processor already told us (polling read the outcome first): nothing left to resolve here.
-    await transaction(ctx, (tx) => tx.deps.stores.collection.finishDue(tx, p, { state: 'done' }));
+    await transaction(ctx, (tx) => tx.deps.stores.dispatch.finishDue(tx, p, { state: 'done' }));
     return { kind: 'done' };
   }
-  const e = await ctx.deps.stores.collection.borrowerToDebit(ctx, p.enrollmentId);
-  const conn = await ctx.deps.stores.collection.keyToSend(ctx, p.connectionId);
+  const e = await ctx.deps.stores.dispatch.borrowerToDebit(ctx, p.enrollmentId);
+  const conn = await ctx.deps.stores.dispatch.keyToSend(ctx, p.connectionId);
   const sent = pay.firstAttemptAt !== null;
 
   if (!sent) {
@@ -123,7 +123,7 @@ export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | P
  */
 export async function sendPlanned(ctx: JobContext, p: DuePayment, plan: PlannedSend, depth = 0): Promise<Step> {
   const now = ctx.deps.clock.now();
-  const claimed = await transaction(ctx, (tx) => tx.deps.stores.collection.claimSend(tx, p, now));
+  const claimed = await transaction(ctx, (tx) => tx.deps.stores.dispatch.claimSend(tx, p, now));
   if (!claimed) {
     if (depth > 0) return { kind: 'wait' };
     const again = await planSend(ctx, p);
@@ -144,11 +144,11 @@ async function start(ctx: JobContext, p: DuePayment): Promise<Step> {
 async function verify(ctx: JobContext, p: DuePayment, firstAttemptAt: number): Promise<Step> {
   const { deps } = ctx;
   const now = deps.clock.now();
-  const conn = await ctx.deps.stores.collection.keyToSend(ctx, p.connectionId);
+  const conn = await ctx.deps.stores.dispatch.keyToSend(ctx, p.connectionId);
   if (!conn?.keySealed) {
     await transaction(ctx, async (tx) => {
-      await tx.deps.stores.collection.holdPaymentReport(tx, p.id, REPORT_HOLDS.keyDeleted);
-      await tx.deps.stores.collection.finishDue(tx, p, { state: 'done' });
+      await tx.deps.stores.outcomes.holdPaymentReport(tx, p.id, REPORT_HOLDS.keyDeleted);
+      await tx.deps.stores.dispatch.finishDue(tx, p, { state: 'done' });
     });
     return { kind: 'done' };
   }
@@ -166,7 +166,7 @@ async function recordVerified(ctx: JobContext, p: DuePayment, f: FoundPayment): 
   const now = ctx.deps.clock.now();
   await transaction(ctx, async (tx) => {
     if (f.found) {
-      if (f.processorPaymentId) await tx.deps.stores.collection.keepProcessorPaymentId(tx, p.id, f.processorPaymentId);
+      if (f.processorPaymentId) await tx.deps.stores.matching.keepProcessorPaymentId(tx, p.id, f.processorPaymentId);
       await recordObservation(tx, {
         lenderId: p.lenderId,
         reference: p.reference,
@@ -184,14 +184,14 @@ async function recordVerified(ctx: JobContext, p: DuePayment, f: FoundPayment): 
         connectionId: p.connectionId,
       });
     }
-    const cur = await tx.deps.stores.collection.paymentStatusOf(tx, p.id);
+    const cur = await tx.deps.stores.outcomes.paymentStatusOf(tx, p.id);
     const why = !f.found
       ? 'its processor has no payment with this id; the reported outcome is held'
       : cur === 'processing' || cur === 'initiating'
         ? 'its processor says the payment is still processing; the outcome is recorded when the processor gives it'
         : `its processor says ${cur}; the reported outcome was not confirmed`;
-    await tx.deps.stores.collection.holdPaymentReport(tx, p.id, why);
-    await tx.deps.stores.collection.finishDue(tx, p, { state: 'done' });
+    await tx.deps.stores.outcomes.holdPaymentReport(tx, p.id, why);
+    await tx.deps.stores.dispatch.finishDue(tx, p, { state: 'done' });
   });
 }
 
@@ -202,8 +202,8 @@ async function verifyLater(ctx: JobContext, p: DuePayment, e: unknown): Promise<
   const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (attempts - 1));
   const why = `its processor could not be asked (${e instanceof Error ? e.message.slice(0, 200) : 'no answer'}); asked again at ${new Date(now + delay).toISOString()}, and the reported outcome is held until it answers`;
   await transaction(ctx, async (tx) => {
-    await tx.deps.stores.collection.holdPaymentReport(tx, p.id, why);
-    await tx.deps.stores.collection.finishDue(tx, p, { state: 'pending', attempts, nextAttemptAt: now + delay });
+    await tx.deps.stores.outcomes.holdPaymentReport(tx, p.id, why);
+    await tx.deps.stores.dispatch.finishDue(tx, p, { state: 'pending', attempts, nextAttemptAt: now + delay });
   });
 }
 
@@ -221,10 +221,10 @@ async function neverSent(ctx: JobContext, p: DuePayment, message: string, reason
  */
 async function giveUp(ctx: JobContext, p: DuePayment, message: string, why: 'never_sent' | 'absent_at_processor'): Promise<void> {
   await transaction(ctx, async (tx) => {
-    await tx.deps.stores.collection.finishDue(tx, p, { state: 'done' });
+    await tx.deps.stores.dispatch.finishDue(tx, p, { state: 'done' });
     // Forward only: a payment whose status moved meanwhile (an outcome read first) keeps it.
     if (!(await recordNotAttempted(tx, p, message, why))) return;
-    await tx.deps.stores.collection.giveBackPresentment(tx, p.enrollmentId, ctx.deps.clock.now());
+    await tx.deps.stores.decisions.giveBackPresentment(tx, p.enrollmentId, ctx.deps.clock.now());
   });
 }
 
@@ -235,9 +235,9 @@ async function giveUp(ctx: JobContext, p: DuePayment, message: string, why: 'nev
 async function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): Promise<void> {
   const now = ctx.deps.clock.now();
   await transaction(ctx, async (tx) => {
-    const cur = await tx.deps.stores.collection.paymentStatusOf(tx, p.id);
-    await tx.deps.stores.collection.noteProcessorPaymentId(tx, p.id, r.processorPaymentId, now);
-    await tx.deps.stores.collection.finishDue(tx, p, { state: 'done' });
+    const cur = await tx.deps.stores.outcomes.paymentStatusOf(tx, p.id);
+    await tx.deps.stores.dispatch.noteProcessorPaymentId(tx, p.id, r.processorPaymentId, now);
+    await tx.deps.stores.dispatch.finishDue(tx, p, { state: 'done' });
     if (cur !== 'initiating') return;
     await recordObservation(tx, {
       lenderId: p.lenderId,
@@ -256,7 +256,7 @@ async function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): Pro
       connectionId: p.connectionId,
     });
     // The borrower's state is read and then moved: not beside another change of the same borrower.
-    if (r.status === 'not_attempted') await tx.deps.stores.collection.serializeBorrower(tx, p.enrollmentId);
+    if (r.status === 'not_attempted') await tx.deps.stores.decisions.serializeBorrower(tx, p.enrollmentId);
     if (r.status === 'not_attempted' && (await monitorStateOf(tx, p.enrollmentId)) === 'monitored') {
       // The processor wants the bank account verified: no new payment until the lender re-sends the borrower.
       await applyMonitorEvent(tx, { enrollmentId: p.enrollmentId, event: { type: 'blocked', reason: 'verification_required' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
@@ -275,7 +275,7 @@ async function retryLater(ctx: JobContext, p: DuePayment): Promise<void> {
   const now = ctx.deps.clock.now();
   const attempts = p.attempts + 1;
   const delay = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (attempts - 1));
-  await transaction(ctx, (tx) => tx.deps.stores.collection.finishDue(tx, p, { state: 'pending', attempts, nextAttemptAt: now + delay }));
+  await transaction(ctx, (tx) => tx.deps.stores.dispatch.finishDue(tx, p, { state: 'pending', attempts, nextAttemptAt: now + delay }));
 }
 
 export async function finish(ctx: JobContext, p: DuePayment, s: Extract<Step, { kind: 'send' | 'look' | 'verify' }>): Promise<void> {
@@ -315,7 +315,7 @@ export async function dispatchPayments(deps: Deps, opts: { signal?: AbortSignal;
   await drainClaims({
     concurrency: opts.concurrency ?? CONCURRENCY,
     signal: opts.signal,
-    claim: () => deps.stores.collection.claimDuePayments({ deps }, (opts.concurrency ?? CONCURRENCY) * 4, deps.clock.now()),
+    claim: () => deps.stores.dispatch.claimDuePayments({ deps }, (opts.concurrency ?? CONCURRENCY) * 4, deps.clock.now()),
     handle: async (p) => {
       let s: Step;
       try {

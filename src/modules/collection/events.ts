@@ -7,7 +7,7 @@ import { type PaymentEventRow } from './store';
 /** GET /v1/payment_events: every event of one borrower of the lender, oldest first; an unknown borrower has none. */
 export async function listPaymentEvents({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId?: string } }) {
   const aid = borrowerAsked(input);
-  return eventListOf(aid, await ctx.deps.stores.collection.eventsOfBorrower(ctx, ctx.lender.id, aid));
+  return eventListOf(aid, await ctx.deps.stores.paymentReads.eventsOfBorrower(ctx, ctx.lender.id, aid));
 }
 
 /** The borrower GET /v1/payment_events is asked about. */

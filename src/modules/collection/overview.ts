@@ -65,10 +65,10 @@ export async function collectionOverview(ctx: Ctx): Promise<Overview> {
   const now = ctx.deps.clock.now();
   const { since30, firstDay } = overviewDays(now);
   const totals = async (from: number): Promise<Totals> =>
-    totalsOf(await ctx.deps.stores.collection.ledgerTotals(ctx, lender, from), await ctx.deps.stores.collection.inFlightTotals(ctx, lender, from), await ctx.deps.stores.collection.returnedTotals(ctx, lender, from));
-  const borrowersByState = await ctx.deps.stores.collection.borrowerCountsByState(ctx, lender);
-  const paymentsByStatus = await ctx.deps.stores.collection.paymentCountsByStatus(ctx, lender);
-  const daily = dailyOf(firstDay, await ctx.deps.stores.collection.ledgerTotalsByDay(ctx, lender, firstDay));
+    totalsOf(await ctx.deps.stores.paymentReads.ledgerTotals(ctx, lender, from), await ctx.deps.stores.paymentReads.inFlightTotals(ctx, lender, from), await ctx.deps.stores.paymentReads.returnedTotals(ctx, lender, from));
+  const borrowersByState = await ctx.deps.stores.paymentReads.borrowerCountsByState(ctx, lender);
+  const paymentsByStatus = await ctx.deps.stores.paymentReads.paymentCountsByStatus(ctx, lender);
+  const daily = dailyOf(firstDay, await ctx.deps.stores.paymentReads.ledgerTotalsByDay(ctx, lender, firstDay));
   return {
     asOf: now,
     allTime: await totals(0),

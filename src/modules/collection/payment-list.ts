@@ -46,7 +46,7 @@ export async function listPayments({ ctx, input }: { ctx: Ctx; input: PaymentLis
     query: input,
     limit: input.limit,
     start: null,
-    fetch: (after, take) => ctx.deps.stores.collection.paymentsPage(ctx, { lenderId, status: input.status, from, to, sort, after, take }),
+    fetch: (after, take) => ctx.deps.stores.paymentReads.paymentsPage(ctx, { lenderId, status: input.status, from, to, sort, after, take }),
     positionOf: (p) => ({ k: byAmount ? p.amountCents : p.createdAt, i: p.id }),
   });
   return {

@@ -60,7 +60,7 @@ async function matcherOf(
   outsideFrom: number | null,
 ): Promise<(c: ProcessorChange) => PaymentMatch | null> {
   const references = [...new Set(changes.flatMap((c) => (c.reference ? [c.reference] : [])))];
-  const own = await sc.deps.stores.collection.ownPaymentsAmong(sc, lenderId, connectionId, references, [...new Set(changes.map((c) => c.processorPaymentId))]);
+  const own = await sc.deps.stores.matching.ownPaymentsAmong(sc, lenderId, connectionId, references, [...new Set(changes.map((c) => c.processorPaymentId))]);
   // What matchReference asks of a DRS- reference not our own payment: another lender's payment, or names.
   const outside = references.filter((r) => r.startsWith(REFERENCE_PREFIX) && !own.byReference.has(r));
   const others = new Set((await Promise.all(outside.map(async (r) => ((await madeForAnotherLender(sc, lenderId, r)) ? [r] : [])))).flat());
@@ -112,8 +112,8 @@ async function recordPageIn(ctx: JobContext, conn: PolledKey, from: string | nul
   await transaction(ctx, async (tx) => {
     // Whether each processor payment was ingested is read, then written with the counts: one page of a key at
     // a time. The page's references are held at once, in one order, before any of them is recorded.
-    await tx.deps.stores.collection.serializeFeed(tx, conn.id);
-    await tx.deps.stores.collection.serializeReferences(tx, conn.lenderId, changes.map(referenceOf));
+    await tx.deps.stores.matching.serializeFeed(tx, conn.id);
+    await tx.deps.stores.outcomes.serializeReferences(tx, conn.lenderId, changes.map(referenceOf));
     const outsideFrom = await outsideMatchingFrom(tx, conn);
     const matches = await matchPage(tx, conn, changes, outsideFrom);
     const { ingested, matched } = await ingestPage(tx, conn.id, changes, matches);
@@ -145,9 +145,9 @@ async function recordPageIn(ctx: JobContext, conn: PolledKey, from: string | nul
     // of our payment kept first where the page is the first to tell it.
     await recordSlice(tx, observations, (i) => {
       const m = matches[i]!;
-      return m.keepId ? () => tx.deps.stores.collection.keepProcessorPaymentId(tx, m.match!.paymentId!, changes[i]!.processorPaymentId) : undefined;
+      return m.keepId ? () => tx.deps.stores.matching.keepProcessorPaymentId(tx, m.match!.paymentId!, changes[i]!.processorPaymentId) : undefined;
     });
-    const moved = await tx.deps.stores.collection.recordPoll(tx, conn.id, {
+    const moved = await tx.deps.stores.matching.recordPoll(tx, conn.id, {
       from,
       cursor,
       at: now,
@@ -200,10 +200,10 @@ async function matchPage(tx: StoreCtx, conn: PolledKey, changes: ProcessorChange
 async function knownOfPage(tx: StoreCtx & { tx: Tx }, lenderId: string, changes: ProcessorChange[], matches: PageMatch[]): Promise<(Known | undefined)[]> {
   const at = changes.flatMap((c, i) => (matches[i]!.match ? [i] : []));
   if (at.length === 0) return [];
-  const seen = new Set(await tx.deps.stores.collection.seenAmong(tx, lenderId, 'processor', [...new Set(at.map((i) => changes[i]!.sourceEventId))]));
+  const seen = new Set(await tx.deps.stores.outcomes.seenAmong(tx, lenderId, 'processor', [...new Set(at.map((i) => changes[i]!.sourceEventId))]));
   const firstOf = new Map<string, number>();
   for (const i of at) if (!firstOf.has(referenceOf(changes[i]!))) firstOf.set(referenceOf(changes[i]!), i);
-  const last = new Map((await tx.deps.stores.collection.lastEventsAmong(tx, lenderId, [...firstOf.keys()])).map((r) => [r.reference, { status: r.status, occurredAt: r.occurredAt }]));
+  const last = new Map((await tx.deps.stores.outcomes.lastEventsAmong(tx, lenderId, [...firstOf.keys()])).map((r) => [r.reference, { status: r.status, occurredAt: r.occurredAt }]));
   const out: (Known | undefined)[] = [];
   const inPage = new Set<string>();
   for (const i of at) {
@@ -221,7 +221,7 @@ async function knownOfPage(tx: StoreCtx & { tx: Tx }, lenderId: string, changes:
  */
 async function ingestPage(tx: StoreCtx & { tx: Tx }, connectionId: string, changes: ProcessorChange[], matches: PageMatch[]) {
   const ids = [...new Set(changes.map((c) => c.processorPaymentId))];
-  const before = new Map((await tx.deps.stores.collection.ingestedAmong(tx, connectionId, ids)).map((r) => [r.id, r.matched]));
+  const before = new Map((await tx.deps.stores.matching.ingestedAmong(tx, connectionId, ids)).map((r) => [r.id, r.matched]));
   const after = new Map(before);
   let ingested = 0;
   let matched = 0;
@@ -237,7 +237,7 @@ async function ingestPage(tx: StoreCtx & { tx: Tx }, connectionId: string, chang
       matched++;
     }
   });
-  await tx.deps.stores.collection.saveIngested(tx, connectionId, [...after].flatMap(([id, m]) => (before.get(id) === m ? [] : [{ id, matched: m }])));
+  await tx.deps.stores.matching.saveIngested(tx, connectionId, [...after].flatMap(([id, m]) => (before.get(id) === m ? [] : [{ id, matched: m }])));
   return { ingested, matched };
 }
 
@@ -255,7 +255,7 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
   const ctx: JobContext = { deps };
   // Keys stored before their account was recorded are asked which account they belong to first.
   await learnAccounts(deps);
-  const conns = await ctx.deps.stores.collection.keysToPoll(ctx);
+  const conns = await ctx.deps.stores.matching.keysToPoll(ctx);
   let changes = 0;
   let failures = 0;
   let skipped = 0;
@@ -279,7 +279,7 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
       const key = deps.vault.open(conn.keySealed!);
       try {
         // Read again under the lease: the list was read before it, and another replica may have read on since.
-        const stored = await ctx.deps.stores.collection.pollCursorOf(ctx, conn.id);
+        const stored = await ctx.deps.stores.matching.pollCursorOf(ctx, conn.id);
         if (!stored) return;
         let cursor = stored.cursor;
         for (let page = 0; page < MAX_PAGES_PER_TICK && !opts.signal?.aborted; page++) {
@@ -305,7 +305,7 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
         failures++;
         deps.metrics.pollFailures.inc({ processor: conn.processor });
         const message = e instanceof Error ? e.message : String(e);
-        await transaction(ctx, (tx) => tx.deps.stores.collection.recordPollError(tx, conn.id, message.slice(0, 500)));
+        await transaction(ctx, (tx) => tx.deps.stores.matching.recordPollError(tx, conn.id, message.slice(0, 500)));
         deps.logger.warn({ connection_id: conn.id, processor: conn.processor, err: message }, 'processor poll failed');
       } finally {
         await lease.release().catch((e: unknown) =>

@@ -76,9 +76,9 @@ export async function stopAtOnce(ctx: JobContext & { tx: Tx }, enrollmentId: str
 /** Step 1: the ledger is the money the lender holds; a won dispute or a failed refund is settled again. */
 async function postLedger(ctx: JobContext & { tx: Tx }, o: RecordedOutcome, enrollmentId: string): Promise<void> {
   const entry = { lenderId: o.lenderId, enrollmentId, reference: o.reference, eventId: o.eventId, at: o.now };
-  if (o.status === 'settled') await ctx.deps.stores.collection.postLedgerEntry(ctx, { ...entry, kind: 'credit', amount: o.amountCents });
+  if (o.status === 'settled') await ctx.deps.stores.outcomes.postLedgerEntry(ctx, { ...entry, kind: 'credit', amount: o.amountCents });
   else if (o.status === 'returned' || o.status === 'late_returned' || o.status === 'refunded') {
-    await ctx.deps.stores.collection.postLedgerEntry(ctx, { ...entry, kind: 'reversal', amount: Math.max(0, await ctx.deps.stores.collection.creditedFor(ctx, o.lenderId, o.reference)) });
+    await ctx.deps.stores.outcomes.postLedgerEntry(ctx, { ...entry, kind: 'reversal', amount: Math.max(0, await ctx.deps.stores.outcomes.creditedFor(ctx, o.lenderId, o.reference)) });
   }
 }
 

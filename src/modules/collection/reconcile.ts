@@ -5,7 +5,7 @@ import { DAY_MS } from '../../platform/clock';
 import { LeaseLostError } from '../../platform/leases';
 import type { ListedPayment } from '../../adapters/processors';
 import { recordSlice } from './record';
-import type { CollectionStore } from './store';
+import type { MatchingStore } from './store';
 
 // Reconciliation: what a change feed no longer holds (Stripe keeps events 30 days; a key not polled for
 // longer, or a cursor the processor dropped) is found by listing the processor's payments. Per key, every
@@ -28,7 +28,7 @@ export interface ReconcileResult {
 export async function reconcileKeys(deps: Deps, opts: { connectionIds?: string[]; signal?: AbortSignal } = {}): Promise<ReconcileResult> {
   const now = deps.clock.now();
   const dueBefore = now - deps.config.processorReconcileIntervalMs;
-  const conns = await deps.stores.collection.keysToReconcile({ deps }, { connectionIds: opts.connectionIds, dueBefore });
+  const conns = await deps.stores.matching.keysToReconcile({ deps }, { connectionIds: opts.connectionIds, dueBefore });
   let recorded = 0;
   for (const conn of conns) {
     if (opts.signal?.aborted) break;
@@ -45,7 +45,7 @@ export async function reconcileKeys(deps: Deps, opts: { connectionIds?: string[]
 
 async function reconcileKey(deps: Deps, conn: { id: string; lenderId: string; processor: 'sandbox' | 'stripe'; keySealed: string | null }, now: number): Promise<number> {
   const ctx: JobContext = { deps };
-  const since = await ctx.deps.stores.collection.oldestUnsettled(ctx, conn.id, now - LATE_RETURN_WATCH_MS);
+  const since = await ctx.deps.stores.matching.oldestUnsettled(ctx, conn.id, now - LATE_RETURN_WATCH_MS);
   let recorded = 0;
   if (since !== null) {
     const processor = deps.processors.byName(conn.processor);
@@ -57,11 +57,11 @@ async function reconcileKey(deps: Deps, conn: { id: string; lenderId: string; pr
       page = res.next;
     }
   }
-  await transaction(ctx, (tx) => tx.deps.stores.collection.markReconciled(tx, conn.id, now));
+  await transaction(ctx, (tx) => tx.deps.stores.matching.markReconciled(tx, conn.id, now));
   return recorded;
 }
 
-type OwnListed = NonNullable<Awaited<ReturnType<CollectionStore['ownPaymentById']>>>;
+type OwnListed = NonNullable<Awaited<ReturnType<MatchingStore['ownPaymentById']>>>;
 
 /** One page of the processor's payments: the statuses of the service's own payments not recorded yet, in one transaction. */
 async function recordListed(ctx: JobContext, conn: { id: string; lenderId: string; processor: string }, listed: ListedPayment[], now: number): Promise<number> {
@@ -71,12 +71,12 @@ async function recordListed(ctx: JobContext, conn: { id: string; lenderId: strin
     for (const l of listed) {
       // A payment held open is the dispatcher's to cancel; not_attempted is its answer to record.
       if (!l.paymentId || l.open || l.status === 'not_attempted') continue;
-      const own = await tx.deps.stores.collection.ownPaymentById(tx, l.paymentId, conn.id);
+      const own = await tx.deps.stores.matching.ownPaymentById(tx, l.paymentId, conn.id);
       if (!own || own.lenderId !== conn.lenderId) continue;
       found.push({ l, own });
     }
     // The page's references held at once, in one order, before any of them is recorded.
-    await tx.deps.stores.collection.serializeReferences(tx, conn.lenderId, found.map((f) => f.own.reference));
+    await tx.deps.stores.outcomes.serializeReferences(tx, conn.lenderId, found.map((f) => f.own.reference));
     const results = await recordSlice(
       tx,
       found.map(({ l, own }) => ({
@@ -98,7 +98,7 @@ async function recordListed(ctx: JobContext, conn: { id: string; lenderId: strin
     for (const [i, { l, own }] of found.entries()) {
       if (!results[i]?.recorded) continue;
       recorded++;
-      await tx.deps.stores.collection.keepProcessorPaymentId(tx, own.id, l.processorPaymentId);
+      await tx.deps.stores.matching.keepProcessorPaymentId(tx, own.id, l.processorPaymentId);
       ctx.deps.metrics.paymentsReconciled.inc({ processor: conn.processor, status: l.status });
       ctx.deps.logger.info({ payment_id: own.id, status: l.status, connection_id: conn.id }, 'payment status found by reconciliation');
     }

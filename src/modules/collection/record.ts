@@ -67,9 +67,9 @@ export interface Known {
  */
 export async function knownAmong(c: StoreCtx, lenderId: string, source: EventSource, of: Pick<Observation, 'reference' | 'sourceEventId'>[]): Promise<Known[]> {
   // What is read here stands until the slice is recorded: its references are held from now to the commit.
-  if (c.tx) await c.deps.stores.collection.serializeReferences({ ...c, tx: c.tx }, lenderId, of.map((o) => o.reference));
-  const seen = await c.deps.stores.collection.seenAmong(c, lenderId, source, of.map((o) => o.sourceEventId));
-  const last = await c.deps.stores.collection.lastEventsAmong(c, lenderId, of.map((o) => o.reference));
+  if (c.tx) await c.deps.stores.outcomes.serializeReferences({ ...c, tx: c.tx }, lenderId, of.map((o) => o.reference));
+  const seen = await c.deps.stores.outcomes.seenAmong(c, lenderId, source, of.map((o) => o.sourceEventId));
+  const last = await c.deps.stores.outcomes.lastEventsAmong(c, lenderId, of.map((o) => o.reference));
   return knownFrom(of, seen, last, c.tx !== undefined);
 }
 
@@ -118,8 +118,8 @@ export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observa
   const { tx } = ctx;
   // What is recorded of the reference is read, then written on: one recording of a reference at a time (held
   // already when what is known of it was read under its lock in this transaction).
-  if (!o.known?.held) await ctx.deps.stores.collection.serializeReferences(ctx, o.lenderId, [o.reference]);
-  if (o.known ? o.known.seen : await ctx.deps.stores.collection.eventSeen(ctx, o.lenderId, o.source, o.sourceEventId)) return { recorded: false, why: 'seen' };
+  if (!o.known?.held) await ctx.deps.stores.outcomes.serializeReferences(ctx, o.lenderId, [o.reference]);
+  if (o.known ? o.known.seen : await ctx.deps.stores.outcomes.eventSeen(ctx, o.lenderId, o.source, o.sourceEventId)) return { recorded: false, why: 'seen' };
   // Forward only: what is recorded now is the payment's status (the service's own payments) or the latest
   // recorded status of the reference (a payment made elsewhere). A status not ahead of it is one the service
   // has already moved past (an older event read late, a re-read, a look-up that came first): nothing changes.
@@ -132,9 +132,9 @@ export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observa
 
   const now = ctx.deps.clock.now();
   const { id: eventId, returnCode, occurredAt, ...event } = eventOf(o, status, last, now);
-  await ctx.deps.stores.collection.recordEvent(ctx, { id: eventId, returnCode, occurredAt, ...event });
+  await ctx.deps.stores.outcomes.recordEvent(ctx, { id: eventId, returnCode, occurredAt, ...event });
   if (o.paymentId) {
-    await ctx.deps.stores.collection.movePaymentStatus(ctx, {
+    await ctx.deps.stores.outcomes.movePaymentStatus(ctx, {
       id: o.paymentId,
       from: current,
       status,
@@ -166,8 +166,8 @@ export async function recordNotAttempted(
   message: string,
   why: 'never_sent' | 'absent_at_processor',
 ): Promise<boolean> {
-  await ctx.deps.stores.collection.serializeReferences(ctx, p.lenderId, [p.reference]);
-  const s = await ctx.deps.stores.collection.sendStateHeld(ctx, p.id);
+  await ctx.deps.stores.outcomes.serializeReferences(ctx, p.lenderId, [p.reference]);
+  const s = await ctx.deps.stores.outcomes.sendStateHeld(ctx, p.id);
   if (!s || s.status !== 'initiating' || (why === 'never_sent' && s.firstAttemptAt !== null)) return false;
   const r = await recordObservation(ctx, {
     lenderId: p.lenderId,
@@ -193,9 +193,9 @@ export async function recordNotAttempted(
  * no longer scheduled.
  */
 export async function releaseScheduled(ctx: JobContext & { tx: Tx }, p: Pick<OwnPayment, 'id' | 'lenderId' | 'reference'>): Promise<boolean> {
-  await ctx.deps.stores.collection.serializeReferences(ctx, p.lenderId, [p.reference]);
+  await ctx.deps.stores.outcomes.serializeReferences(ctx, p.lenderId, [p.reference]);
   if (!isAhead('scheduled', 'initiating')) return false;
-  return ctx.deps.stores.collection.releasePayment(ctx, p.id, ctx.deps.clock.now());
+  return ctx.deps.stores.outcomes.releasePayment(ctx, p.id, ctx.deps.clock.now());
 }
 
 /**
@@ -238,10 +238,10 @@ async function recordReport(
 ): Promise<Recorded> {
   const now = ctx.deps.clock.now();
   const { id: eventId, returnCode, occurredAt, ...event } = eventOf(o, status, last, now);
-  await ctx.deps.stores.collection.recordEvent(ctx, { id: eventId, returnCode, occurredAt, ...event, paymentId: null, connectionId: null, message: REPORTED_MESSAGE });
-  const hold = current === 'scheduled' ? REPORT_HOLDS.neverSent : (await ctx.deps.stores.collection.paymentKeyLive(ctx, paymentId)) ? null : REPORT_HOLDS.keyDeleted;
+  await ctx.deps.stores.outcomes.recordEvent(ctx, { id: eventId, returnCode, occurredAt, ...event, paymentId: null, connectionId: null, message: REPORTED_MESSAGE });
+  const hold = current === 'scheduled' ? REPORT_HOLDS.neverSent : (await ctx.deps.stores.dispatch.paymentKeyLive(ctx, paymentId)) ? null : REPORT_HOLDS.keyDeleted;
   // An initiating payment is being resolved at its processor already (sent, or looked up): nothing to queue.
-  await ctx.deps.stores.collection.notePaymentReport(ctx, { id: paymentId, status, returnCode, at: now, hold, lookUp: hold === null && current !== 'initiating' });
+  await ctx.deps.stores.outcomes.notePaymentReport(ctx, { id: paymentId, status, returnCode, at: now, hold, lookUp: hold === null && current !== 'initiating' });
   if (o.enrollmentId && stopsAtOnce(status, returnCode)) await stopAtOnce(ctx, o.enrollmentId, status, returnCode, now);
   ctx.deps.metrics.paymentEvents.inc({ status, source: o.source });
   ctx.deps.metrics.paymentReports.inc({ outcome: hold === null ? 'asked' : 'held' });
@@ -250,8 +250,8 @@ async function recordReport(
 
 /** Where an observation stands against what is recorded: the status it stands for and whether it is ahead. */
 async function placeOf(c: StoreCtx, o: Pick<Observation, 'lenderId' | 'reference' | 'paymentId' | 'status' | 'repeat' | 'known'>) {
-  const last = o.known && o.known.last !== undefined ? o.known.last : await c.deps.stores.collection.lastEventOf(c, o.lenderId, o.reference);
-  const current = o.paymentId ? await c.deps.stores.collection.paymentStatusOf(c, o.paymentId) : (last?.status ?? null);
+  const last = o.known && o.known.last !== undefined ? o.known.last : await c.deps.stores.outcomes.lastEventOf(c, o.lenderId, o.reference);
+  const current = o.paymentId ? await c.deps.stores.outcomes.paymentStatusOf(c, o.paymentId) : (last?.status ?? null);
   return placeFrom(o, last, current);
 }
 
@@ -266,7 +266,7 @@ export async function staleAgainst(
   c: StoreCtx,
   o: Pick<Observation, 'lenderId' | 'reference' | 'paymentId' | 'status' | 'repeat' | 'source' | 'sourceEventId' | 'known'>,
 ): Promise<PaymentStatus | null | undefined> {
-  if (o.known ? o.known.seen : await c.deps.stores.collection.eventSeen(c, o.lenderId, o.source, o.sourceEventId)) return undefined;
+  if (o.known ? o.known.seen : await c.deps.stores.outcomes.eventSeen(c, o.lenderId, o.source, o.sourceEventId)) return undefined;
   const p = await placeOf(c, o);
   return p.ahead ? undefined : p.current;
 }
@@ -286,7 +286,7 @@ async function recordOrSetAside(ctx: JobContext & { tx: Tx }, o: Observation, be
     // A transaction that lost a deadlock is not a fault of the observation: the whole batch is done again.
     if (isTransientConflict(e)) throw e;
     const error = dbErrorMessage(e).slice(0, 500);
-    await ctx.deps.stores.collection.setObservationAside(ctx, { lenderId: o.lenderId, connectionId: o.connectionId, source: o.source, sourceEventId: o.sourceEventId, reference: o.reference, status: o.status, error, at: ctx.deps.clock.now() });
+    await ctx.deps.stores.outcomes.setObservationAside(ctx, { lenderId: o.lenderId, connectionId: o.connectionId, source: o.source, sourceEventId: o.sourceEventId, reference: o.reference, status: o.status, error, at: ctx.deps.clock.now() });
     ctx.deps.metrics.paymentObservationsSetAside.inc({ source: o.source });
     ctx.deps.logger.error({ source: o.source, source_event_id: o.sourceEventId, payment_id: o.paymentId, status: o.status, err: error }, 'payment observation could not be recorded; set aside');
     return null;

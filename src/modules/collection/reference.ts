@@ -84,7 +84,7 @@ const PAYMENT_ID_TAIL = /-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 export async function madeForAnotherLender(c: StoreCtx, lenderId: string, reference: string | null): Promise<boolean> {
   const id = paymentIdIn(reference);
   if (!id) return false;
-  const p = await c.deps.stores.collection.paymentById(c, id);
+  const p = await c.deps.stores.matching.paymentById(c, id);
   return p !== null && p.reference === reference && p.lenderId !== lenderId;
 }
 

@@ -13,7 +13,7 @@ import type { PgDb } from '../../platform/pg';
 import { exactSum, inList, listOf, lockFor, num, numOrNull, probeByIndex, readerOf, rows, sumOf, writerOf, type Summed } from '../../platform/sql/pg';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue.pg';
 import type { PastPayment } from './rules';
-import type { CollectionStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
+import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, PaymentReadStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
 import { DISPATCH_LEASE_MS } from './store-shared';
 
 // Collection's SQL on PostgreSQL: the same questions as store.sqlite.ts, with the same answers, orders and
@@ -73,7 +73,7 @@ const dispatchQueue = new LeaseQueue(payments, {
   ),
 });
 
-export const pgCollectionStore: CollectionStore = {
+export const pgDispatchStore: DispatchStore = {
   async claimDuePayments(c, want, now) {
     return dispatchQueue.claim(c, want, now);
   },
@@ -84,7 +84,57 @@ export const pgCollectionStore: CollectionStore = {
     // Only this replica's own: another replica's claim may be alive, and is taken over when its lease runs out.
     return dispatchQueue.release(c, prefix);
   },
+  async sendStateOf(c, id) {
+    const [r] = await readerOf(c)
+      .select({ status: payments.status, firstAttemptAt: payments.firstAttemptAt, reportedStatus: payments.reportedStatus })
+      .from(payments)
+      .where(eq(payments.id, id));
+    return r ?? null;
+  },
+  async borrowerToDebit(c, enrollmentId) {
+    const [r] = await readerOf(c)
+      .select({ state: enrollments.state, sealed: enrollments.sealed, cardToken: enrollments.cardTokenSealed, routing: enrollments.routingNumber })
+      .from(enrollments)
+      .where(eq(enrollments.id, enrollmentId));
+    return r ?? null;
+  },
+  async keyToSend(c, connectionId) {
+    const [r] = await readerOf(c)
+      .select({ processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
+      .from(paymentConnections)
+      .where(eq(paymentConnections.id, connectionId));
+    return r ?? null;
+  },
+  async paymentKeyLive(c, paymentId) {
+    const [r] = await readerOf(c)
+      .select({ keySealed: paymentConnections.keySealed })
+      .from(payments)
+      .innerJoin(paymentConnections, eq(paymentConnections.id, payments.connectionId))
+      .where(eq(payments.id, paymentId));
+    return !!r?.keySealed;
+  },
+  async claimSend(c, claim, now) {
+    // The borrower's row is read FOR SHARE: a removal or erasure that has changed it and not committed yet is
+    // waited for, and the claim then sees what it committed (a plain subquery would read the row as it was).
+    // Only while this claim holds the payment's queue row: a claim whose lease ran out sends nothing.
+    const claimed = await rows<{ id: string }>(
+      writerOf(c),
+      sql`UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ${now}::bigint), updated_at = ${now}
+           WHERE id = ${String(claim.id)} AND status = 'initiating' AND lease_token = ${claim.leaseToken}
+             AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL FOR SHARE)
+          RETURNING id`,
+    );
+    return claimed.length === 1;
+  },
+  async noteProcessorPaymentId(c, id, processorPaymentId, now) {
+    await writerOf(c)
+      .update(payments)
+      .set({ processorPaymentId: sql`COALESCE(${payments.processorPaymentId}, ${processorPaymentId}::text)`, updatedAt: now })
+      .where(eq(payments.id, id));
+  },
+};
 
+export const pgOutcomeStore: OutcomeStore = {
   async eventSeen(c, lenderId, source, sourceEventId) {
     const r = await readerOf(c)
       .select({ id: paymentEvents.id })
@@ -181,6 +231,22 @@ export const pgCollectionStore: CollectionStore = {
       })
       .where(and(eq(payments.id, v.id), v.from === null ? isNull(payments.status) : eq(payments.status, v.from)));
   },
+  async releasePayment(c, id, now) {
+    const moved = await writerOf(c)
+      .update(payments)
+      .set({ status: 'initiating', state: 'pending', nextAttemptAt: now, updatedAt: now })
+      .where(and(eq(payments.id, id), eq(payments.status, 'scheduled')))
+      .returning({ id: payments.id });
+    return moved.length === 1;
+  },
+  async sendStateHeld(c, id) {
+    const [r] = await writerOf(c)
+      .select({ status: payments.status, firstAttemptAt: payments.firstAttemptAt })
+      .from(payments)
+      .where(eq(payments.id, id))
+      .for('update');
+    return r ?? null;
+  },
   async notePaymentReport(c, r) {
     const queued = r.lookUp ? { state: 'pending' as const, attempts: 0, nextAttemptAt: r.at, leaseUntil: 0, leaseToken: null } : {};
     await writerOf(c)
@@ -206,7 +272,18 @@ export const pgCollectionStore: CollectionStore = {
       at: v.at,
     });
   },
+  async serializeReferences(c, lenderId, references) {
+    const keys = [...new Set(references.map((r) => referenceKey(lenderId, r)))].sort();
+    if (keys.length === 0) return;
+    if (keys.length === 1) return lockFor(c, keys[0]!);
+    // Many at once, in one order for every caller (sorted), in one round trip.
+    await writerOf(c).execute(
+      sql`SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM (SELECT k FROM unnest(${textArray(keys)}) WITH ORDINALITY u(k, o) ORDER BY o) s`,
+    );
+  },
+};
 
+export const pgMatchingStore: MatchingStore = {
   async ownPaymentsAmong(c, lenderId, connectionId, references, processorPaymentIds) {
     type Row = { key: string; id: string; enrollmentId: string; aid: string; amount: string; pid: string | null };
     const found = (r: Row[]) => new Map(r.map((x) => [x.key, { id: x.id, enrollmentId: x.enrollmentId, aid: x.aid, amount: num(x.amount), pid: x.pid }]));
@@ -334,7 +411,14 @@ export const pgCollectionStore: CollectionStore = {
   async markReconciled(c, connectionId, at) {
     await writerOf(c).update(paymentConnections).set({ reconciledAt: at, reconcileDue: false }).where(eq(paymentConnections.id, connectionId));
   },
+  async serializeFeed(c, connectionId) {
+    await writerOf(c).execute(sql`SELECT 1 FROM payment_connections WHERE id = ${connectionId} FOR NO KEY UPDATE`);
+    // Taken first in a page's transaction: its probes stay index probes while it records the page.
+    await probeByIndex(c);
+  },
+};
 
+export const pgDecisionStore: DecisionStore = {
   async enrollmentToDecide(c, enrollmentId) {
     const [r] = await readerOf(c).select().from(enrollments).where(eq(enrollments.id, enrollmentId));
     return r ?? null;
@@ -386,14 +470,6 @@ export const pgCollectionStore: CollectionStore = {
   async createPayment(c, payment) {
     await writerOf(c).insert(payments).values(payment as typeof payments.$inferInsert);
   },
-  async releasePayment(c, id, now) {
-    const moved = await writerOf(c)
-      .update(payments)
-      .set({ status: 'initiating', state: 'pending', nextAttemptAt: now, updatedAt: now })
-      .where(and(eq(payments.id, id), eq(payments.status, 'scheduled')))
-      .returning({ id: payments.id });
-    return moved.length === 1;
-  },
   async chainInputsOf(c, enrollmentId) {
     const [r] = await rows<{
       lenderId: string;
@@ -421,64 +497,16 @@ export const pgCollectionStore: CollectionStore = {
       .set({ paymentsUsed: sql`GREATEST(${enrollments.paymentsUsed} - 1, 0)`, updatedAt: now })
       .where(eq(enrollments.id, enrollmentId));
   },
+  // What the services read and then write, serialized (no-ops on SQLite, where one writer at a time gives it).
+  async serializeBorrower(c, enrollmentId) {
+    // The borrower's row, locked as an update of it would: a second decision, chain recount or stop of the
+    // same borrower waits for this transaction, then reads what it committed. FOR NO KEY UPDATE, so the rows
+    // that only refer to the borrower (events, ledger entries) are still written meanwhile.
+    await writerOf(c).execute(sql`SELECT 1 FROM enrollments WHERE id = ${enrollmentId} FOR NO KEY UPDATE`);
+  },
+};
 
-  async sendStateOf(c, id) {
-    const [r] = await readerOf(c)
-      .select({ status: payments.status, firstAttemptAt: payments.firstAttemptAt, reportedStatus: payments.reportedStatus })
-      .from(payments)
-      .where(eq(payments.id, id));
-    return r ?? null;
-  },
-  async borrowerToDebit(c, enrollmentId) {
-    const [r] = await readerOf(c)
-      .select({ state: enrollments.state, sealed: enrollments.sealed, cardToken: enrollments.cardTokenSealed, routing: enrollments.routingNumber })
-      .from(enrollments)
-      .where(eq(enrollments.id, enrollmentId));
-    return r ?? null;
-  },
-  async paymentKeyLive(c, paymentId) {
-    const [r] = await readerOf(c)
-      .select({ keySealed: paymentConnections.keySealed })
-      .from(payments)
-      .innerJoin(paymentConnections, eq(paymentConnections.id, payments.connectionId))
-      .where(eq(payments.id, paymentId));
-    return !!r?.keySealed;
-  },
-  async keyToSend(c, connectionId) {
-    const [r] = await readerOf(c)
-      .select({ processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
-      .from(paymentConnections)
-      .where(eq(paymentConnections.id, connectionId));
-    return r ?? null;
-  },
-  async claimSend(c, claim, now) {
-    // The borrower's row is read FOR SHARE: a removal or erasure that has changed it and not committed yet is
-    // waited for, and the claim then sees what it committed (a plain subquery would read the row as it was).
-    // Only while this claim holds the payment's queue row: a claim whose lease ran out sends nothing.
-    const claimed = await rows<{ id: string }>(
-      writerOf(c),
-      sql`UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ${now}::bigint), updated_at = ${now}
-           WHERE id = ${String(claim.id)} AND status = 'initiating' AND lease_token = ${claim.leaseToken}
-             AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL FOR SHARE)
-          RETURNING id`,
-    );
-    return claimed.length === 1;
-  },
-  async sendStateHeld(c, id) {
-    const [r] = await writerOf(c)
-      .select({ status: payments.status, firstAttemptAt: payments.firstAttemptAt })
-      .from(payments)
-      .where(eq(payments.id, id))
-      .for('update');
-    return r ?? null;
-  },
-  async noteProcessorPaymentId(c, id, processorPaymentId, now) {
-    await writerOf(c)
-      .update(payments)
-      .set({ processorPaymentId: sql`COALESCE(${payments.processorPaymentId}, ${processorPaymentId}::text)`, updatedAt: now })
-      .where(eq(payments.id, id));
-  },
-
+export const pgPaymentReadStore: PaymentReadStore = {
   // The overview's sums: PostgreSQL sums int8 into numeric, exact at any size, read as text into BigInt.
   async ledgerTotals(c, lenderId, from) {
     const [r] = await rows<Summed<'c' | 'r'>>(
@@ -537,28 +565,6 @@ export const pgCollectionStore: CollectionStore = {
   },
   async paymentsPage(c, v) {
     return paymentsPage(readerOf(c), v);
-  },
-
-  // What the services read and then write, serialized (no-ops on SQLite, where one writer at a time gives it).
-  async serializeBorrower(c, enrollmentId) {
-    // The borrower's row, locked as an update of it would: a second decision, chain recount or stop of the
-    // same borrower waits for this transaction, then reads what it committed. FOR NO KEY UPDATE, so the rows
-    // that only refer to the borrower (events, ledger entries) are still written meanwhile.
-    await writerOf(c).execute(sql`SELECT 1 FROM enrollments WHERE id = ${enrollmentId} FOR NO KEY UPDATE`);
-  },
-  async serializeReferences(c, lenderId, references) {
-    const keys = [...new Set(references.map((r) => referenceKey(lenderId, r)))].sort();
-    if (keys.length === 0) return;
-    if (keys.length === 1) return lockFor(c, keys[0]!);
-    // Many at once, in one order for every caller (sorted), in one round trip.
-    await writerOf(c).execute(
-      sql`SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM (SELECT k FROM unnest(${textArray(keys)}) WITH ORDINALITY u(k, o) ORDER BY o) s`,
-    );
-  },
-  async serializeFeed(c, connectionId) {
-    await writerOf(c).execute(sql`SELECT 1 FROM payment_connections WHERE id = ${connectionId} FOR NO KEY UPDATE`);
-    // Taken first in a page's transaction: its probes stay index probes while it records the page.
-    await probeByIndex(c);
   },
 };
 

@@ -7,21 +7,21 @@ import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { exactSum, inList, listOf, readerOf, sumOf, writerOf, type Summed } from '../../platform/sql/sqlite';
 import type { PastPayment } from './rules';
 import { DISPATCH_LEASE_MS } from './store-shared';
-import type { CollectionStore, CountedSum, DuePayment, EventRecord, LedgerTotals, OwnPayment, PaymentPageQuery, PaymentReport, StatusMove } from './store';
+import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, PaymentReadStore, CountedSum, DuePayment, EventRecord, LedgerTotals, OwnPayment, PaymentPageQuery, PaymentReport, StatusMove } from './store';
 
 // Collection's SQL on SQLite. The raw prepared statements: recording an observed status and matching a
 // processor change run once per change of a polled feed (bun run bench collection: a 50,000-change backlog at
 // 20,000 changes/s or more), where the query builder's per-call cost is most of the time. bun:sqlite caches
-// each statement. The named exports below are the synchronous statements themselves: the store object at the
-// end calls them, and so do the transitional synchronous functions (transitional.ts) other modules still call.
+// each statement. The statements are written first, as synchronous functions; the five stores at the end
+// (dispatch, outcomes, matching, decisions, payment reads) call them.
 
-export const eventSeen = (db: Db, lenderId: string, source: EventSource, sourceEventId: string) =>
+const eventSeen = (db: Db, lenderId: string, source: EventSource, sourceEventId: string) =>
   db.$client
     .query<{ id: string }, [string, string, string]>('SELECT id FROM payment_events WHERE lender_id = ? AND source = ? AND source_event_id = ?')
     .get(lenderId, source, sourceEventId);
 
 /** The latest recorded event of a reference: its status (forward only, so the reference's status) and time. */
-export const lastEventOf = (db: Db, lenderId: string, reference: string) =>
+const lastEventOf = (db: Db, lenderId: string, reference: string) =>
   db.$client
     .query<{ status: EventStatus; occurredAt: number }, [string, string]>(
       `SELECT status, occurred_at AS occurredAt FROM payment_events INDEXED BY payment_events_reference_idx
@@ -30,7 +30,7 @@ export const lastEventOf = (db: Db, lenderId: string, reference: string) =>
     .get(lenderId, reference);
 
 /** Which of these source events of a lender were read before: eventSeen for a slice of observations at once. */
-export const seenAmong = (db: Db, lenderId: string, source: EventSource, sourceEventIds: string[]) =>
+const seenAmong = (db: Db, lenderId: string, source: EventSource, sourceEventIds: string[]) =>
   db.$client
     .query<{ id: string }, [string, string, string]>(
       'SELECT source_event_id AS id FROM payment_events WHERE lender_id = ? AND source = ? AND source_event_id IN (SELECT value FROM json_each(?))',
@@ -38,7 +38,7 @@ export const seenAmong = (db: Db, lenderId: string, source: EventSource, sourceE
     .all(lenderId, source, listOf(sourceEventIds));
 
 /** The latest recorded event of each of some references: lastEventOf for a slice of observations at once. */
-export const lastEventsAmong = (db: Db, lenderId: string, references: string[]) =>
+const lastEventsAmong = (db: Db, lenderId: string, references: string[]) =>
   db.$client
     .query<{ reference: string; status: EventStatus; occurredAt: number }, [string, string]>(
       `SELECT e.reference, e.status, e.occurred_at AS occurredAt FROM json_each(?2) j
@@ -48,10 +48,10 @@ export const lastEventsAmong = (db: Db, lenderId: string, references: string[]) 
     .all(lenderId, listOf(references));
 
 /** A payment's recorded status. */
-export const paymentStatusOf = (db: Db, id: string) =>
+const paymentStatusOf = (db: Db, id: string) =>
   db.$client.query<{ status: PaymentStatus }, [string]>('SELECT status FROM payments WHERE id = ?').get(id)?.status;
 
-export const insertEvent = (
+const insertEvent = (
   tx: Orm,
   v: EventRecord,
 ) =>
@@ -64,14 +64,14 @@ export const insertEvent = (
     .run(v.id, v.lenderId, v.enrollmentId, v.aid, v.paymentId, v.connectionId, v.reference, v.status, v.amount, v.returnCode, v.message, v.source, v.sourceEventId, v.occurredAt, v.recordedAt);
 
 /** What is credited for a reference, net of reversals (one reference: at most a few amounts under the cap). */
-export const creditedFor = (db: Db, lenderId: string, reference: string) =>
+const creditedFor = (db: Db, lenderId: string, reference: string) =>
   db.$client
     .query<{ net: number }, [string, string]>(
       "SELECT COALESCE(SUM(CASE WHEN kind = 'credit' THEN amount_cents ELSE -amount_cents END), 0) AS net FROM ledger_entries WHERE lender_id = ? AND reference = ?",
     )
     .get(lenderId, reference)!.net;
 
-export const insertLedger = (tx: Orm, v: { lenderId: string; enrollmentId: string; reference: string; kind: 'credit' | 'reversal'; amount: number; eventId: string; at: number }) =>
+const insertLedger = (tx: Orm, v: { lenderId: string; enrollmentId: string; reference: string; kind: 'credit' | 'reversal'; amount: number; eventId: string; at: number }) =>
   tx.$client
     .query('INSERT INTO ledger_entries (lender_id, enrollment_id, reference, kind, amount_cents, event_id, at) VALUES (?, ?, ?, ?, ?, ?, ?)')
     .run(v.lenderId, v.enrollmentId, v.reference, v.kind, v.amount, v.eventId, v.at);
@@ -80,7 +80,7 @@ export const insertLedger = (tx: Orm, v: { lenderId: string; enrollmentId: strin
  * Moves a payment from the status it was read in (compare and set: a status that moved since is left alone).
  * A lender's report the new status confirms is cleared; one it does not confirm stands, held for `reportHold`.
  */
-export const updatePaymentStatus = (tx: Orm, v: StatusMove) =>
+const updatePaymentStatus = (tx: Orm, v: StatusMove) =>
   tx.$client
     .query(
       `UPDATE payments SET status = ?1, return_code = ?2, message = ?3, updated_at = ?4, settled_at = COALESCE(?5, settled_at),
@@ -120,7 +120,7 @@ const ownByProcessorId = (db: Db, lenderId: string, connectionId: string, proces
     .get(lenderId, connectionId, processorPaymentId);
 
 /** A payment the service made, by its id (the tail of its reference), whichever lender made it. */
-export const paymentById = (db: Db, id: string) =>
+const paymentById = (db: Db, id: string) =>
   db.$client.query<{ lenderId: string; reference: string }, [string]>('SELECT lender_id AS lenderId, reference FROM payments WHERE id = ?').get(id);
 
 /** Whether a processor payment was ingested through the key, and matched then. */
@@ -142,7 +142,7 @@ const saveIngested = (tx: Orm, connectionId: string, processorPaymentId: string,
  * When the oldest of a key's payments that can still change was first sent: in flight, or settled since
  * `settledSince` (watched for late returns). Null when there is none (nothing to reconcile).
  */
-export const oldestUnsettled = (db: Db, connectionId: string, settledSince: number) =>
+const oldestUnsettled = (db: Db, connectionId: string, settledSince: number) =>
   db.$client
     .query<{ at: number | null }, [string, number]>(
       `SELECT MIN(COALESCE(first_attempt_at, created_at)) AS at FROM payments
@@ -152,7 +152,7 @@ export const oldestUnsettled = (db: Db, connectionId: string, settledSince: numb
     .get(connectionId, settledSince)!.at;
 
 /** The service's payment with this id, sent through this key. */
-export const ownPaymentById = (db: Db, id: string, connectionId: string) =>
+const ownPaymentById = (db: Db, id: string, connectionId: string) =>
   db.$client
     .query<{ id: string; lenderId: string; enrollmentId: string; aid: string; amount: number; reference: string }, [string, string]>(
       `SELECT id, lender_id AS lenderId, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, amount_cents AS amount, reference
@@ -161,11 +161,11 @@ export const ownPaymentById = (db: Db, id: string, connectionId: string) =>
     .get(id, connectionId);
 
 /** Keeps the processor's id of a payment the first time it is seen (a no-op read of the key after that). */
-export const setProcessorPaymentId = (tx: Orm, id: string, processorPaymentId: string) =>
+const setProcessorPaymentId = (tx: Orm, id: string, processorPaymentId: string) =>
   tx.$client.query('UPDATE payments SET processor_payment_id = ? WHERE id = ? AND processor_payment_id IS NULL').run(processorPaymentId, id);
 
 /** Every payment of a borrower, oldest first, as the collection rules read it (collection/rules.ts). */
-export const paymentHistory = (db: Db, enrollmentId: string) =>
+const paymentHistory = (db: Db, enrollmentId: string) =>
   db.$client
     .query<PastPayment, [string]>(
       `SELECT id, status, return_code AS returnCode, amount_cents AS amountCents, attempt, reinitiation_of AS reinitiationOf,
@@ -176,7 +176,7 @@ export const paymentHistory = (db: Db, enrollmentId: string) =>
     .all(enrollmentId);
 
 /** The borrower's scheduled payment (at most one: it counts as in flight). */
-export const scheduledPaymentOf = (db: Db, enrollmentId: string) =>
+const scheduledPaymentOf = (db: Db, enrollmentId: string) =>
   db.$client
     .query<{ id: string; lenderId: string; enrollmentId: string; aid: string; reference: string; amountCents: number; debitOn: number }, [string]>(
       `SELECT id, lender_id AS lenderId, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, reference, amount_cents AS amountCents,
@@ -192,7 +192,7 @@ const releasePayment = (tx: Orm, id: string, now: number) =>
     .run(now, now, id);
 
 /** What the collection rules read of a borrower besides its payments. */
-export const chainInputsOf = (db: Db, enrollmentId: string) =>
+const chainInputsOf = (db: Db, enrollmentId: string) =>
   db.$client
     .query<
       { lenderId: string; state: string; blockedReason: string | null; authorizationAt: number | null; cfpbCovered: number | null; collectableAmountCents: number },
@@ -204,10 +204,10 @@ export const chainInputsOf = (db: Db, enrollmentId: string) =>
     )
     .get(enrollmentId);
 
-export const setPaymentsUsed = (tx: Orm, enrollmentId: string, n: number, now: number) =>
+const setPaymentsUsed = (tx: Orm, enrollmentId: string, n: number, now: number) =>
   tx.$client.query('UPDATE enrollments SET payments_used = ?, updated_at = ? WHERE id = ?').run(n, now, enrollmentId);
 
-export const setAside = (
+const setAside = (
   tx: Orm,
   v: { lenderId: string; connectionId: string | null; source: EventSource; sourceEventId: string; reference: string; status: EventStatus; error: string; at: number },
 ) =>
@@ -222,13 +222,13 @@ const REVERSED = exactSum('amount_cents', 'r', `kind = 'reversal'`);
 
 // What was credited, and what was reversed by returns, from the ledger_entries_lender_at_idx covering index.
 /** The overview's ledger totals since `from`. */
-export const ledgerSince = (db: Db, lender: string, from: number) =>
+const ledgerSince = (db: Db, lender: string, from: number) =>
   db.$client
     .query<Summed<'c' | 'r'>, [string, number]>(`SELECT ${CREDITED}, ${REVERSED} FROM ledger_entries WHERE lender_id = ? AND at >= ?`)
     .safeIntegers(true)
     .get(lender, from)!;
 /** The same per UTC day. */
-export const ledgerByDay = (db: Db, lender: string, from: number) =>
+const ledgerByDay = (db: Db, lender: string, from: number) =>
   db.$client
     .query<Summed<'c' | 'r'> & { day: bigint }, [string, number]>(
       `SELECT (at / ${DAY_MS}) * ${DAY_MS} AS day, ${CREDITED}, ${REVERSED} FROM ledger_entries WHERE lender_id = ? AND at >= ? GROUP BY 1`,
@@ -236,7 +236,7 @@ export const ledgerByDay = (db: Db, lender: string, from: number) =>
     .safeIntegers(true)
     .all(lender, from);
 // In flight: sent and not yet settled or returned (initiating, processing).
-export const flightSince = (db: Db, lender: string, from: number) =>
+const flightSince = (db: Db, lender: string, from: number) =>
   db.$client
     .query<Summed<'f'> & { n: bigint }, [string, number]>(
       `SELECT ${exactSum('amount_cents', 'f')}, COUNT(*) AS n FROM payments
@@ -246,7 +246,7 @@ export const flightSince = (db: Db, lender: string, from: number) =>
     .get(lender, from)!;
 // Returned debits: every reference returned (or returned late) since `from`, once each however many return
 // events it has, with its amount; off payment_events_returns_idx, the amounts read from the rows it names.
-export const returnedSince = (db: Db, lender: string, from: number) =>
+const returnedSince = (db: Db, lender: string, from: number) =>
   db.$client
     .query<Summed<'d'> & { n: bigint }, [string, number]>(
       `SELECT ${exactSum('a', 'd')}, COUNT(*) AS n FROM (
@@ -257,17 +257,17 @@ export const returnedSince = (db: Db, lender: string, from: number) =>
     .get(lender, from)!;
 
 /** The overview's figures as exact sums: the parts above put together. */
-export const ledgerTotals = (db: Db, lender: string, from: number): LedgerTotals => {
+const ledgerTotals = (db: Db, lender: string, from: number): LedgerTotals => {
   const l = ledgerSince(db, lender, from);
   return { credited: sumOf(l, 'c'), reversed: sumOf(l, 'r') };
 };
-export const ledgerTotalsByDay = (db: Db, lender: string, from: number): (LedgerTotals & { day: number })[] =>
+const ledgerTotalsByDay = (db: Db, lender: string, from: number): (LedgerTotals & { day: number })[] =>
   ledgerByDay(db, lender, from).map((r) => ({ day: Number(r.day), credited: sumOf(r, 'c'), reversed: sumOf(r, 'r') }));
-export const inFlightTotals = (db: Db, lender: string, from: number): CountedSum => {
+const inFlightTotals = (db: Db, lender: string, from: number): CountedSum => {
   const f = flightSince(db, lender, from);
   return { amount: sumOf(f, 'f'), count: Number(f.n) };
 };
-export const returnedTotals = (db: Db, lender: string, from: number): CountedSum => {
+const returnedTotals = (db: Db, lender: string, from: number): CountedSum => {
   const d = returnedSince(db, lender, from);
   return { amount: sumOf(d, 'd'), count: Number(d.n) };
 };
@@ -277,7 +277,7 @@ export const returnedTotals = (db: Db, lender: string, from: number): CountedSum
  * still monitored, with its first attempt recorded (kept when it was sent before). One statement, so a removal
  * either committed before it (no row changes) or finds the payment claimed.
  */
-export const claimSend = (tx: Orm, id: string, leaseToken: string, now: number) =>
+const claimSend = (tx: Orm, id: string, leaseToken: string, now: number) =>
   tx.$client
     .query(
       `UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ?2), updated_at = ?2
@@ -287,28 +287,28 @@ export const claimSend = (tx: Orm, id: string, leaseToken: string, now: number) 
     .run(id, now, leaseToken);
 
 /** The borrower a collection decision is about: its whole row. */
-export const enrollmentToDecide = (db: Db, enrollmentId: string) => db.select().from(enrollments).where(eq(enrollments.id, enrollmentId)).get();
+const enrollmentToDecide = (db: Db, enrollmentId: string) => db.select().from(enrollments).where(eq(enrollments.id, enrollmentId)).get();
 
 /** A payment of the borrower in flight (initiating or processing), if any. */
-export const paymentInFlight = (db: Db, enrollmentId: string) =>
+const paymentInFlight = (db: Db, enrollmentId: string) =>
   db
     .select({ id: payments.id })
     .from(payments)
     .where(and(eq(payments.enrollmentId, enrollmentId), inArray(payments.status, ['initiating', 'processing'])))
     .get();
 
-export const insertPayment = (tx: Orm, row: typeof payments.$inferInsert) => tx.insert(payments).values(row).run();
+const insertPayment = (tx: Orm, row: typeof payments.$inferInsert) => tx.insert(payments).values(row).run();
 
 /** A presentment given back: a payment that never went out does not count against the debt's chain. */
-export const giveBackPresentment = (tx: Orm, enrollmentId: string, now: number) =>
+const giveBackPresentment = (tx: Orm, enrollmentId: string, now: number) =>
   tx.update(enrollments).set({ paymentsUsed: sql`MAX(${enrollments.paymentsUsed} - 1, 0)`, updatedAt: now }).where(eq(enrollments.id, enrollmentId)).run();
 
 /** What the dispatcher reads of a due payment before it decides. */
-export const sendStateOf = (db: Db, id: string) =>
+const sendStateOf = (db: Db, id: string) =>
   db.select({ status: payments.status, firstAttemptAt: payments.firstAttemptAt, reportedStatus: payments.reportedStatus }).from(payments).where(eq(payments.id, id)).get();
 
 /** What a debit needs of its borrower: whether it is still monitored, and its sealed details. */
-export const borrowerToDebit = (db: Db, enrollmentId: string) =>
+const borrowerToDebit = (db: Db, enrollmentId: string) =>
   db
     .select({ state: enrollments.state, sealed: enrollments.sealed, cardToken: enrollments.cardTokenSealed, routing: enrollments.routingNumber })
     .from(enrollments)
@@ -316,7 +316,7 @@ export const borrowerToDebit = (db: Db, enrollmentId: string) =>
     .get();
 
 /** The processor key a payment goes through: its processor and its sealed key (null once deleted). */
-export const keyToSend = (db: Db, connectionId: string) =>
+const keyToSend = (db: Db, connectionId: string) =>
   db
     .select({ processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
     .from(paymentConnections)
@@ -324,7 +324,7 @@ export const keyToSend = (db: Db, connectionId: string) =>
     .get();
 
 /** Keeps the processor's id of a payment it answered about (an id kept before stands). */
-export const noteProcessorPaymentId = (tx: Orm, id: string, processorPaymentId: string | null, now: number) =>
+const noteProcessorPaymentId = (tx: Orm, id: string, processorPaymentId: string | null, now: number) =>
   tx
     .update(payments)
     .set({ processorPaymentId: sql`COALESCE(${payments.processorPaymentId}, ${processorPaymentId})`, updatedAt: now })
@@ -332,7 +332,7 @@ export const noteProcessorPaymentId = (tx: Orm, id: string, processorPaymentId: 
     .run();
 
 /** Every live key (not deleted, its key held), with its feed's cursor. */
-export const keysToPoll = (db: Db) =>
+const keysToPoll = (db: Db) =>
   db
     .select({
       id: paymentConnections.id,
@@ -347,7 +347,7 @@ export const keysToPoll = (db: Db) =>
     .all();
 
 /** A page of a key's feed read: its cursor, when, its error or none, and the counts it adds. */
-export const recordPoll = (
+const recordPoll = (
   tx: Orm,
   connectionId: string,
   v: { from: string | null; cursor: string | null; at: number; error: string | null; reconcileDue: boolean; ingested: number; matched: number },
@@ -361,11 +361,11 @@ export const recordPoll = (
     )
     .run(v.cursor, v.at, v.error, v.reconcileDue ? 1 : 0, v.ingested, v.matched, connectionId, v.from).changes > 0;
 
-export const recordPollError = (tx: Orm, connectionId: string, message: string) =>
+const recordPollError = (tx: Orm, connectionId: string, message: string) =>
   tx.update(paymentConnections).set({ lastPollError: message }).where(eq(paymentConnections.id, connectionId)).run();
 
 /** The live keys to reconcile: the given ones, or those due (asked to, or not reconciled since `dueBefore`). */
-export const keysToReconcile = (db: Db, v: { connectionIds?: string[]; dueBefore: number }) => {
+const keysToReconcile = (db: Db, v: { connectionIds?: string[]; dueBefore: number }) => {
   const live = and(isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed));
   return db
     .select({ id: paymentConnections.id, lenderId: paymentConnections.lenderId, processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
@@ -384,7 +384,7 @@ export const keysToReconcile = (db: Db, v: { connectionIds?: string[]; dueBefore
     .all();
 };
 
-export const markReconciled = (tx: Orm, connectionId: string, at: number) =>
+const markReconciled = (tx: Orm, connectionId: string, at: number) =>
   tx.update(paymentConnections).set({ reconciledAt: at, reconcileDue: false }).where(eq(paymentConnections.id, connectionId)).run();
 
 /** Every key with its count from grouped rows, 0 for a key no row has. */
@@ -394,20 +394,20 @@ function countsOf<K extends string>(keys: readonly K[], rows: { key: K; n: numbe
   return out;
 }
 
-export const borrowerCountsByState = (db: Db, lender: string): Record<MonitorState, number> =>
+const borrowerCountsByState = (db: Db, lender: string): Record<MonitorState, number> =>
   countsOf(
     MONITOR_STATES,
     db.select({ key: enrollments.state, n: sql<number>`COUNT(*)` }).from(enrollments).where(eq(enrollments.lenderId, lender)).groupBy(enrollments.state).all(),
   );
 
-export const paymentCountsByStatus = (db: Db, lender: string): Record<PaymentStatus, number> =>
+const paymentCountsByStatus = (db: Db, lender: string): Record<PaymentStatus, number> =>
   countsOf(
     PAYMENT_STATUSES,
     db.select({ key: payments.status, n: sql<number>`COUNT(*)` }).from(payments).where(eq(payments.lenderId, lender)).groupBy(payments.status).all(),
   );
 
 /** Every event of one borrower of the lender, oldest first. */
-export const eventsOfBorrower = (db: Db, lenderId: string, aid: string) =>
+const eventsOfBorrower = (db: Db, lenderId: string, aid: string) =>
   db
     .select()
     .from(paymentEvents)
@@ -416,7 +416,7 @@ export const eventsOfBorrower = (db: Db, lenderId: string, aid: string) =>
     .all();
 
 /** Up to `take` of the lender's payments after a position, filtered and in the order asked. */
-export const paymentsPage = (db: Db, v: PaymentPageQuery) => {
+const paymentsPage = (db: Db, v: PaymentPageQuery) => {
   const byAmount = v.sort === 'amount_desc' || v.sort === 'amount_asc';
   const descending = v.sort === 'newest' || v.sort === 'amount_desc';
   const key = byAmount ? payments.amountCents : payments.createdAt;
@@ -459,7 +459,7 @@ function dispatchQueue(db: Db): LeaseQueue<typeof payments, DuePayment> {
   return q;
 }
 
-export const sqliteCollectionStore: CollectionStore = {
+export const sqliteDispatchStore: DispatchStore = {
   async claimDuePayments(c, want, now) {
     return dispatchQueue(c.deps.db).claim(c, want, now);
   },
@@ -469,7 +469,31 @@ export const sqliteCollectionStore: CollectionStore = {
   async releasePaymentLeases(c, prefix) {
     return dispatchQueue(c.deps.db).release(c, prefix);
   },
+  async sendStateOf(c, id) {
+    return sendStateOf(readerOf(c), id) ?? null;
+  },
+  async borrowerToDebit(c, enrollmentId) {
+    return borrowerToDebit(readerOf(c), enrollmentId) ?? null;
+  },
+  async keyToSend(c, connectionId) {
+    return keyToSend(readerOf(c), connectionId) ?? null;
+  },
+  async paymentKeyLive(c, paymentId) {
+    return (
+      readerOf(c)
+        .$client.query<{ live: number }, [string]>('SELECT k.key_sealed IS NOT NULL AS live FROM payments p JOIN payment_connections k ON k.id = p.connection_id WHERE p.id = ?')
+        .get(paymentId)?.live === 1
+    );
+  },
+  async claimSend(c, claim, now) {
+    return claimSend(writerOf(c), String(claim.id), claim.leaseToken, now).changes === 1;
+  },
+  async noteProcessorPaymentId(c, id, processorPaymentId, now) {
+    noteProcessorPaymentId(writerOf(c), id, processorPaymentId, now);
+  },
+};
 
+export const sqliteOutcomeStore: OutcomeStore = {
   async eventSeen(c, lenderId, source, sourceEventId) {
     return eventSeen(readerOf(c), lenderId, source, sourceEventId) != null;
   },
@@ -497,12 +521,26 @@ export const sqliteCollectionStore: CollectionStore = {
   async movePaymentStatus(c, move) {
     updatePaymentStatus(writerOf(c), move);
   },
+  async releasePayment(c, id, now) {
+    return releasePayment(writerOf(c), id, now).changes === 1;
+  },
+  async sendStateHeld(c, id) {
+    const s = sendStateOf(writerOf(c), id);
+    return s ? { status: s.status, firstAttemptAt: s.firstAttemptAt } : null;
+  },
   async notePaymentReport(c, report) {
     notePaymentReport(writerOf(c), report);
   },
   async holdPaymentReport(c, id, hold) {
     writerOf(c).$client.query('UPDATE payments SET report_hold = ? WHERE id = ? AND reported_status IS NOT NULL').run(hold, id);
   },
+  async setObservationAside(c, v) {
+    setAside(writerOf(c), v);
+  },
+  async serializeReferences() {},
+};
+
+export const sqliteMatchingStore: MatchingStore = {
   async ownPaymentsAmong(c, lenderId, connectionId, references, processorPaymentIds) {
     const db = readerOf(c);
     const found = (keys: string[], one: (k: string) => OwnPayment | null) =>
@@ -540,80 +578,6 @@ export const sqliteCollectionStore: CollectionStore = {
   async keepProcessorPaymentId(c, id, processorPaymentId) {
     setProcessorPaymentId(writerOf(c), id, processorPaymentId);
   },
-  async paymentHistory(c, enrollmentId) {
-    return paymentHistory(readerOf(c), enrollmentId);
-  },
-  async scheduledPaymentOf(c, enrollmentId) {
-    return scheduledPaymentOf(readerOf(c), enrollmentId) ?? null;
-  },
-  async releasePayment(c, id, now) {
-    return releasePayment(writerOf(c), id, now).changes === 1;
-  },
-  async chainInputsOf(c, enrollmentId) {
-    return chainInputsOf(readerOf(c), enrollmentId) ?? null;
-  },
-  async setPaymentsUsed(c, enrollmentId, n, now) {
-    setPaymentsUsed(writerOf(c), enrollmentId, n, now);
-  },
-  async sendStateHeld(c, id) {
-    const s = sendStateOf(writerOf(c), id);
-    return s ? { status: s.status, firstAttemptAt: s.firstAttemptAt } : null;
-  },
-  async setObservationAside(c, v) {
-    setAside(writerOf(c), v);
-  },
-  async ledgerTotals(c, lenderId, from) {
-    return ledgerTotals(readerOf(c), lenderId, from);
-  },
-  async ledgerTotalsByDay(c, lenderId, from) {
-    return ledgerTotalsByDay(readerOf(c), lenderId, from);
-  },
-  async inFlightTotals(c, lenderId, from) {
-    return inFlightTotals(readerOf(c), lenderId, from);
-  },
-  async returnedTotals(c, lenderId, from) {
-    return returnedTotals(readerOf(c), lenderId, from);
-  },
-  async borrowerCountsByState(c, lenderId) {
-    return borrowerCountsByState(readerOf(c), lenderId);
-  },
-  async paymentCountsByStatus(c, lenderId) {
-    return paymentCountsByStatus(readerOf(c), lenderId);
-  },
-  async claimSend(c, claim, now) {
-    return claimSend(writerOf(c), String(claim.id), claim.leaseToken, now).changes === 1;
-  },
-  async enrollmentToDecide(c, enrollmentId) {
-    return enrollmentToDecide(readerOf(c), enrollmentId) ?? null;
-  },
-  async paymentInFlight(c, enrollmentId) {
-    return paymentInFlight(readerOf(c), enrollmentId) !== undefined;
-  },
-  async createPayment(c, payment) {
-    insertPayment(writerOf(c), payment);
-  },
-  async giveBackPresentment(c, enrollmentId, now) {
-    giveBackPresentment(writerOf(c), enrollmentId, now);
-  },
-  async sendStateOf(c, id) {
-    return sendStateOf(readerOf(c), id) ?? null;
-  },
-  async borrowerToDebit(c, enrollmentId) {
-    return borrowerToDebit(readerOf(c), enrollmentId) ?? null;
-  },
-  async keyToSend(c, connectionId) {
-    return keyToSend(readerOf(c), connectionId) ?? null;
-  },
-  async paymentKeyLive(c, paymentId) {
-    return (
-      readerOf(c)
-        .$client.query<{ live: number }, [string]>('SELECT k.key_sealed IS NOT NULL AS live FROM payments p JOIN payment_connections k ON k.id = p.connection_id WHERE p.id = ?')
-        .get(paymentId)?.live === 1
-    );
-  },
-  async noteProcessorPaymentId(c, id, processorPaymentId, now) {
-    noteProcessorPaymentId(writerOf(c), id, processorPaymentId, now);
-  },
   async keysToPoll(c) {
     return keysToPoll(readerOf(c));
   },
@@ -636,14 +600,61 @@ export const sqliteCollectionStore: CollectionStore = {
   async markReconciled(c, connectionId, at) {
     markReconciled(writerOf(c), connectionId, at);
   },
+  async serializeFeed() {},
+};
+
+export const sqliteDecisionStore: DecisionStore = {
+  async enrollmentToDecide(c, enrollmentId) {
+    return enrollmentToDecide(readerOf(c), enrollmentId) ?? null;
+  },
+  async paymentHistory(c, enrollmentId) {
+    return paymentHistory(readerOf(c), enrollmentId);
+  },
+  async scheduledPaymentOf(c, enrollmentId) {
+    return scheduledPaymentOf(readerOf(c), enrollmentId) ?? null;
+  },
+  async paymentInFlight(c, enrollmentId) {
+    return paymentInFlight(readerOf(c), enrollmentId) !== undefined;
+  },
+  async createPayment(c, payment) {
+    insertPayment(writerOf(c), payment);
+  },
+  async chainInputsOf(c, enrollmentId) {
+    return chainInputsOf(readerOf(c), enrollmentId) ?? null;
+  },
+  async setPaymentsUsed(c, enrollmentId, n, now) {
+    setPaymentsUsed(writerOf(c), enrollmentId, n, now);
+  },
+  async giveBackPresentment(c, enrollmentId, now) {
+    giveBackPresentment(writerOf(c), enrollmentId, now);
+  },
+  // One writer at a time: a transaction's reads and writes are never interleaved with another's.
+  async serializeBorrower() {},
+};
+
+export const sqlitePaymentReadStore: PaymentReadStore = {
+  async ledgerTotals(c, lenderId, from) {
+    return ledgerTotals(readerOf(c), lenderId, from);
+  },
+  async ledgerTotalsByDay(c, lenderId, from) {
+    return ledgerTotalsByDay(readerOf(c), lenderId, from);
+  },
+  async inFlightTotals(c, lenderId, from) {
+    return inFlightTotals(readerOf(c), lenderId, from);
+  },
+  async returnedTotals(c, lenderId, from) {
+    return returnedTotals(readerOf(c), lenderId, from);
+  },
+  async borrowerCountsByState(c, lenderId) {
+    return borrowerCountsByState(readerOf(c), lenderId);
+  },
+  async paymentCountsByStatus(c, lenderId) {
+    return paymentCountsByStatus(readerOf(c), lenderId);
+  },
   async eventsOfBorrower(c, lenderId, aid) {
     return eventsOfBorrower(readerOf(c), lenderId, aid);
   },
   async paymentsPage(c, v) {
     return paymentsPage(readerOf(c), v);
   },
-  // One writer at a time: a transaction's reads and writes are never interleaved with another's.
-  async serializeBorrower() {},
-  async serializeReferences() {},
-  async serializeFeed() {},
 };

@@ -166,8 +166,12 @@ export interface PaymentPageQuery {
   take: number;
 }
 
-export interface CollectionStore {
-  // The dispatch queue.
+// The serialize* members: on SQLite one writer at a time does it already (no-ops); on PostgreSQL transactions
+// run side by side, and each of these, taken first, makes a second transaction about the same thing wait until
+// the first ends, then read what it committed.
+
+/** The dispatch queue and the sending of a payment (dispatch.ts). */
+export interface DispatchStore {
   /** Leases up to `want` due payments, oldest due first (claimed every tick of the dispatch job). */
   claimDuePayments(c: StoreCtx, want: number, now: number): Promise<DuePayment[]>;
   /** A claimed payment's queue row finished, while the claim still holds it: whether it did (see Claim). */
@@ -177,8 +181,26 @@ export interface CollectionStore {
    * the file); on PostgreSQL only this replica's own (`prefix`: its tokens' start).
    */
   releasePaymentLeases(c: TxCtx, prefix: string): Promise<number>;
+  sendStateOf(c: StoreCtx, id: string): Promise<{ status: PaymentStatus; firstAttemptAt: number | null; reportedStatus: EventStatus | null } | null>;
+  borrowerToDebit(
+    c: StoreCtx,
+    enrollmentId: string,
+  ): Promise<{ state: MonitorState; sealed: string | null; cardToken: string | null; routing: string | null } | null>;
+  keyToSend(c: StoreCtx, connectionId: string): Promise<{ processor: ProcessorName; keySealed: string | null } | null>;
+  /** Whether the processor key a payment went through is still there (not deleted). */
+  paymentKeyLive(c: StoreCtx, paymentId: string): Promise<boolean>;
+  /**
+   * The claim of a send, one conditional statement: true when the payment was still initiating, its borrower
+   * still monitored and its queue row still held by this claim (a claim whose lease ran out and was taken again
+   * sends nothing), its first attempt now recorded. Committed before the request leaves.
+   */
+  claimSend(c: TxCtx, claim: Claim, now: number): Promise<boolean>;
+  /** The processor's id of a payment it answered about (an id kept before stands). */
+  noteProcessorPaymentId(c: TxCtx, id: string, processorPaymentId: string | null, now: number): Promise<void>;
+}
 
-  // Recording an observation (record.ts).
+/** Recording an observed outcome (record.ts): the only statements that move a payment's status after its creation. */
+export interface OutcomeStore {
   /** Whether the lender's source event was recorded before. */
   eventSeen(c: StoreCtx, lenderId: string, source: EventSource, sourceEventId: string): Promise<boolean>;
   /** The latest recorded event of a reference: its status and time. */
@@ -194,14 +216,33 @@ export interface CollectionStore {
   postLedgerEntry(c: TxCtx, entry: LedgerEntry): Promise<void>;
   /** Moves a payment from the status it was read in; one whose status moved since is left alone. */
   movePaymentStatus(c: TxCtx, move: StatusMove): Promise<void>;
+  /**
+   * A scheduled payment whose day has come becomes initiating, due for dispatch now: whether it moved (only
+   * from scheduled). Called by the recorder only (record.ts, releaseScheduled).
+   */
+  releasePayment(c: TxCtx, id: string, now: number): Promise<boolean>;
+  /**
+   * A payment's status and whether a send of it was ever claimed (its first attempt), its row held until the
+   * transaction ends: a claim of its send waits for the transaction, then finds what it left (PostgreSQL; on
+   * SQLite the one writer does it). What the recorder reads before it ends a payment not attempted.
+   */
+  sendStateHeld(c: TxCtx, id: string): Promise<{ status: PaymentStatus; firstAttemptAt: number | null } | null>;
   /** Keeps a lender's report of the payment (replacing an earlier one), queued for a look-up when asked. */
   notePaymentReport(c: TxCtx, report: PaymentReport): Promise<void>;
   /** Why the payment's report stands unconfirmed (nothing when it has none). */
   holdPaymentReport(c: TxCtx, id: string, hold: string): Promise<void>;
   /** An observation that could not be recorded, kept with its reason. */
   setObservationAside(c: TxCtx, v: SetAside): Promise<void>;
+  /**
+   * Recording observations of these references of a lender: whether a source event was seen, the reference's
+   * latest status, then its event, ledger entry and status move. Taken before those are read (before knownAmong
+   * reads them for a slice), held to the end of the transaction, several at once in one order for everyone.
+   */
+  serializeReferences(c: TxCtx, lenderId: string, references: string[]): Promise<void>;
+}
 
-  // Matching a processor's change (poll.ts, reference.ts) and reconciling (reconcile.ts).
+/** Matching a processor's change to a payment (poll.ts, reference.ts), the feed's cursor, and reconciling (reconcile.ts). */
+export interface MatchingStore {
   /**
    * The lender's own payments among these references (through any key), and among these processor ids
    * through the key: each found once, with what it was found by.
@@ -247,8 +288,12 @@ export interface CollectionStore {
   /** The live keys to reconcile: the given ones, or those due (asked to, or not reconciled since `dueBefore`). */
   keysToReconcile(c: StoreCtx, v: { connectionIds?: string[]; dueBefore: number }): Promise<KeyToReconcile[]>;
   markReconciled(c: TxCtx, connectionId: string, at: number): Promise<void>;
+  /** Reading a page of a key's feed: which processor payments were ingested, then recorded with the counts. */
+  serializeFeed(c: TxCtx, connectionId: string): Promise<void>;
+}
 
-  // Deciding (decide.ts, chain.ts).
+/** What the collection decision reads and creates (decide.ts, chain.ts). */
+export interface DecisionStore {
   enrollmentToDecide(c: StoreCtx, enrollmentId: string): Promise<EnrollmentRow | null>;
   /** Every payment of a borrower, oldest first, as the collection rules read it. */
   paymentHistory(c: StoreCtx, enrollmentId: string): Promise<PastPayment[]>;
@@ -257,43 +302,21 @@ export interface CollectionStore {
   /** Whether a payment of the borrower is initiating or processing. */
   paymentInFlight(c: StoreCtx, enrollmentId: string): Promise<boolean>;
   createPayment(c: TxCtx, payment: NewPayment): Promise<void>;
-  /**
-   * A scheduled payment whose day has come becomes initiating, due for dispatch now: whether it moved (only
-   * from scheduled). Called by the recorder only (record.ts, releaseScheduled).
-   */
-  releasePayment(c: TxCtx, id: string, now: number): Promise<boolean>;
   /** What the collection rules read of a borrower besides its payments. */
   chainInputsOf(c: StoreCtx, enrollmentId: string): Promise<ChainInputs | null>;
   /** The presentments the debt's chain has used. */
   setPaymentsUsed(c: TxCtx, enrollmentId: string, n: number, now: number): Promise<void>;
   /** One presentment given back: a payment that never went out does not count. */
   giveBackPresentment(c: TxCtx, enrollmentId: string, now: number): Promise<void>;
-
-  // Sending (dispatch.ts).
-  sendStateOf(c: StoreCtx, id: string): Promise<{ status: PaymentStatus; firstAttemptAt: number | null; reportedStatus: EventStatus | null } | null>;
-  borrowerToDebit(
-    c: StoreCtx,
-    enrollmentId: string,
-  ): Promise<{ state: MonitorState; sealed: string | null; cardToken: string | null; routing: string | null } | null>;
-  keyToSend(c: StoreCtx, connectionId: string): Promise<{ processor: ProcessorName; keySealed: string | null } | null>;
-  /** Whether the processor key a payment went through is still there (not deleted). */
-  paymentKeyLive(c: StoreCtx, paymentId: string): Promise<boolean>;
   /**
-   * The claim of a send, one conditional statement: true when the payment was still initiating, its borrower
-   * still monitored and its queue row still held by this claim (a claim whose lease ran out and was taken again
-   * sends nothing), its first attempt now recorded. Committed before the request leaves.
+   * One borrower's collection: a decision (no payment in flight, then one created and the presentments counted),
+   * a chain recount, a scheduled payment voided on stop. Two at once would both see nothing in flight.
    */
-  claimSend(c: TxCtx, claim: Claim, now: number): Promise<boolean>;
-  /**
-   * A payment's status and whether a send of it was ever claimed (its first attempt), its row held until the
-   * transaction ends: a claim of its send waits for the transaction, then finds what it left (PostgreSQL; on
-   * SQLite the one writer does it). What the recorder reads before it ends a payment not attempted.
-   */
-  sendStateHeld(c: TxCtx, id: string): Promise<{ status: PaymentStatus; firstAttemptAt: number | null } | null>;
-  /** The processor's id of a payment it answered about (an id kept before stands). */
-  noteProcessorPaymentId(c: TxCtx, id: string, processorPaymentId: string | null, now: number): Promise<void>;
+  serializeBorrower(c: TxCtx, enrollmentId: string): Promise<void>;
+}
 
-  // Reading (overview.ts, events.ts, payment-list.ts).
+/** The portal's and the API's reads of payments, events and the ledger (overview.ts, events.ts, payment-list.ts). */
+export interface PaymentReadStore {
   ledgerTotals(c: StoreCtx, lenderId: string, from: number): Promise<LedgerTotals>;
   /** ledgerTotals per UTC day (days without entries left out). */
   ledgerTotalsByDay(c: StoreCtx, lenderId: string, from: number): Promise<(LedgerTotals & { day: number })[]>;
@@ -307,22 +330,5 @@ export interface CollectionStore {
   eventsOfBorrower(c: StoreCtx, lenderId: string, aid: string): Promise<PaymentEventRow[]>;
   /** Up to `take` of the lender's payments after a position, filtered and in the order asked. */
   paymentsPage(c: StoreCtx, v: PaymentPageQuery): Promise<PaymentRow[]>;
-
-  // Serializing what a service reads and then writes in one transaction. On SQLite one writer at a time does it
-  // already (no-ops); on PostgreSQL transactions run side by side, and each of these, taken first, makes a
-  // second transaction about the same thing wait until the first ends, then read what it committed.
-  /**
-   * One borrower's collection: a decision (no payment in flight, then one created and the presentments counted),
-   * a chain recount, a scheduled payment voided on stop. Two at once would both see nothing in flight.
-   */
-  serializeBorrower(c: TxCtx, enrollmentId: string): Promise<void>;
-  /**
-   * Recording observations of these references of a lender: whether a source event was seen, the reference's
-   * latest status, then its event, ledger entry and status move. Taken before those are read (before knownAmong
-   * reads them for a slice), held to the end of the transaction, several at once in one order for everyone.
-   */
-  serializeReferences(c: TxCtx, lenderId: string, references: string[]): Promise<void>;
-  /** Reading a page of a key's feed: which processor payments were ingested, then recorded with the counts. */
-  serializeFeed(c: TxCtx, connectionId: string): Promise<void>;
 }
 

@@ -131,8 +131,8 @@ if (!onPostgres) {
       await payment(k, await borrower(k.lenderId), { leaseUntil: NOW + 1, leaseToken: 'another-replica/x/1' });
       await payment(k, await borrower(k.lenderId), { nextAttemptAt: NOW + 1 });
 
-      const claims = await all(() => ctx.deps.stores.collection.claimDuePayments(ctx, 5, NOW));
-      const rest = await ctx.deps.stores.collection.claimDuePayments(ctx, 1000, NOW);
+      const claims = await all(() => ctx.deps.stores.dispatch.claimDuePayments(ctx, 5, NOW));
+      const rest = await ctx.deps.stores.dispatch.claimDuePayments(ctx, 1000, NOW);
       const ids = [...claims.flat(), ...rest].map((p) => p.id);
       expect(ids.length).toBe(due.length);
       expect(new Set(ids).size).toBe(ids.length);
@@ -162,18 +162,18 @@ if (!onPostgres) {
       for (const c of nonEmpty) expect(new Set(c.map((p) => p.leaseToken)).size).toBe(1);
       const leased = await pg.db.select({ until: payments.leaseUntil }).from(payments).where(sql`${payments.id} = ANY(${sql.param(due)}::text[])`);
       expect(leased.every((r) => r.until === NOW + DISPATCH_LEASE_MS)).toBe(true);
-      expect(await ctx.deps.stores.collection.claimDuePayments(ctx, 1000, NOW)).toEqual([]);
+      expect(await ctx.deps.stores.dispatch.claimDuePayments(ctx, 1000, NOW)).toEqual([]);
 
       // Finished, retried and released: a retried payment is due again at its time, a released one at once.
       const held = new Map([...claims.flat(), ...rest].map((p) => [p.id, p]));
       // A finish naming another claim's token changes nothing.
-      expect(await inTx((c) => c.deps.stores.collection.finishDue(c, { id: due[0]!, leaseToken: 'another-replica/x/1' }, { state: 'done' }))).toBe(false);
-      expect(await inTx((c) => c.deps.stores.collection.finishDue(c, held.get(due[0]!)!, { state: 'done' }))).toBe(true);
-      expect(await inTx((c) => c.deps.stores.collection.finishDue(c, held.get(due[1]!)!, { state: 'pending', attempts: 1, nextAttemptAt: NOW + 5_000 }))).toBe(true);
+      expect(await inTx((c) => c.deps.stores.dispatch.finishDue(c, { id: due[0]!, leaseToken: 'another-replica/x/1' }, { state: 'done' }))).toBe(false);
+      expect(await inTx((c) => c.deps.stores.dispatch.finishDue(c, held.get(due[0]!)!, { state: 'done' }))).toBe(true);
+      expect(await inTx((c) => c.deps.stores.dispatch.finishDue(c, held.get(due[1]!)!, { state: 'pending', attempts: 1, nextAttemptAt: NOW + 5_000 }))).toBe(true);
       // At start a replica lets go of its own claims only.
-      expect(await inTx((c) => c.deps.stores.collection.releasePaymentLeases(c, 'a-third-replica/'))).toBe(0);
-      expect(await inTx((c) => c.deps.stores.collection.releasePaymentLeases(c, replicaPrefix()))).toBe(due.length - 2 + 1);
-      const again = await ctx.deps.stores.collection.claimDuePayments(ctx, 1000, NOW + 5_000);
+      expect(await inTx((c) => c.deps.stores.dispatch.releasePaymentLeases(c, 'a-third-replica/'))).toBe(0);
+      expect(await inTx((c) => c.deps.stores.dispatch.releasePaymentLeases(c, replicaPrefix()))).toBe(due.length - 2 + 1);
+      const again = await ctx.deps.stores.dispatch.claimDuePayments(ctx, 1000, NOW + 5_000);
       expect(again.map((p) => p.id)).not.toContain(due[0]);
       expect(again.find((p) => p.id === due[1])?.attempts).toBe(1);
       // Besides: this replica's claim from before (released), another replica's whose lease has run out (taken
@@ -188,7 +188,7 @@ if (!onPostgres) {
       const p = await payment(k, await borrower(k.lenderId));
       const moved = await all((i) =>
         inTx(async (c) => {
-          await c.deps.stores.collection.movePaymentStatus(c, { id: p.id!, from: 'initiating', status: i % 2 ? 'settled' : 'processing', returnCode: null, message: `mover ${i}`, now: NOW + i, settledAt: null, reportHold: '' });
+          await c.deps.stores.outcomes.movePaymentStatus(c, { id: p.id!, from: 'initiating', status: i % 2 ? 'settled' : 'processing', returnCode: null, message: `mover ${i}`, now: NOW + i, settledAt: null, reportHold: '' });
           const [row] = await (c.tx as unknown as PgHandle['db']).select({ message: payments.message }).from(payments).where(eq(payments.id, p.id!));
           return row!.message === `mover ${i}`;
         }),
@@ -216,16 +216,16 @@ if (!onPostgres) {
       const p = await payment(k, b);
       const moved = await all((i) =>
         transaction(jobCtx, async (c) => {
-          await c.deps.stores.collection.finishDue(c, { id: p.id!, leaseToken: `claim ${i}` }, { state: 'done' });
+          await c.deps.stores.dispatch.finishDue(c, { id: p.id!, leaseToken: `claim ${i}` }, { state: 'done' });
           if (!(await recordNotAttempted(c, own(p), `gave up ${i}`, 'never_sent'))) return false;
-          await c.deps.stores.collection.giveBackPresentment(c, b.id, NOW);
+          await c.deps.stores.decisions.giveBackPresentment(c, b.id, NOW);
           return true;
         }),
       );
       expect(moved.filter(Boolean).length).toBe(1);
       const [e] = await pg.db.select({ used: enrollments.paymentsUsed }).from(enrollments).where(eq(enrollments.id, b.id));
       expect(e!.used).toBe(2);
-      expect(await ctx.deps.stores.collection.paymentStatusOf(ctx, p.id!)).toBe('not_attempted');
+      expect(await ctx.deps.stores.outcomes.paymentStatusOf(ctx, p.id!)).toBe('not_attempted');
       const events = await pg.db.select({ status: paymentEvents.status, source: paymentEvents.source }).from(paymentEvents).where(eq(paymentEvents.paymentId, p.id!));
       expect(events).toEqual([{ status: 'not_attempted', source: 'service' }]);
     });
@@ -235,13 +235,13 @@ if (!onPostgres) {
       const b = await borrower(k.lenderId);
       const p = await payment(k, b, { leaseToken: 'claim-1' });
       // The claim commits first; the give-up that read the payment before it finds a first attempt and stops.
-      const claimed = await inTx((c) => c.deps.stores.collection.claimSend(c, { id: p.id!, leaseToken: 'claim-1' }, NOW));
+      const claimed = await inTx((c) => c.deps.stores.dispatch.claimSend(c, { id: p.id!, leaseToken: 'claim-1' }, NOW));
       expect(claimed).toBe(true);
       expect(await transaction(jobCtx, (c) => recordNotAttempted(c, own(p), 'gave up', 'never_sent'))).toBe(false);
-      expect(await ctx.deps.stores.collection.paymentStatusOf(ctx, p.id!)).toBe('initiating');
+      expect(await ctx.deps.stores.outcomes.paymentStatusOf(ctx, p.id!)).toBe('initiating');
       // The processor's word ends it all the same.
       expect(await transaction(jobCtx, (c) => recordNotAttempted(c, own(p), 'absent', 'absent_at_processor'))).toBe(true);
-      expect(await ctx.deps.stores.collection.paymentStatusOf(ctx, p.id!)).toBe('not_attempted');
+      expect(await ctx.deps.stores.outcomes.paymentStatusOf(ctx, p.id!)).toBe('not_attempted');
     });
 
     test('of 20 concurrent releases of a scheduled payment on its day, one releases it; the rest find it released', async () => {
@@ -252,7 +252,7 @@ if (!onPostgres) {
       expect(released.filter(Boolean).length).toBe(1);
       const [row] = await pg.db.select().from(payments).where(eq(payments.id, p.id!));
       expect(row).toMatchObject({ status: 'initiating', state: 'pending', nextAttemptAt: NOW });
-      expect(await ctx.deps.stores.collection.scheduledPaymentOf(ctx, b.id)).toBeNull();
+      expect(await ctx.deps.stores.decisions.scheduledPaymentOf(ctx, b.id)).toBeNull();
     });
   });
 
@@ -285,7 +285,7 @@ if (!onPostgres) {
       expect(results.filter((r) => r.recorded).length).toBe(1);
       expect(results.filter((r) => !r.recorded && r.why === 'stale').length).toBe(CALLERS - 1);
       expect((await eventsOf(p.reference!)).map((e) => e.status)).toEqual(['processing']);
-      expect(await ctx.deps.stores.collection.paymentStatusOf(ctx, p.id!)).toBe('processing');
+      expect(await ctx.deps.stores.outcomes.paymentStatusOf(ctx, p.id!)).toBe('processing');
     });
 
     test('20 concurrent observations moving one payment along its statuses: each status recorded at most once, in order', async () => {
@@ -301,8 +301,8 @@ if (!onPostgres) {
       expect(recorded.map((s) => statuses.indexOf(s as (typeof statuses)[number]))).toEqual(
         [...recorded.map((s) => statuses.indexOf(s as (typeof statuses)[number]))].sort((a, b) => a - b),
       );
-      expect(await ctx.deps.stores.collection.paymentStatusOf(ctx, p.id!)).toBe(recorded.at(-1) as never);
-      const last = await ctx.deps.stores.collection.lastEventOf(ctx, k.lenderId, p.reference!);
+      expect(await ctx.deps.stores.outcomes.paymentStatusOf(ctx, p.id!)).toBe(recorded.at(-1) as never);
+      const last = await ctx.deps.stores.outcomes.lastEventOf(ctx, k.lenderId, p.reference!);
       expect(last?.status).toBe(recorded.at(-1) as never);
     });
 
@@ -362,8 +362,8 @@ if (!onPostgres) {
         inTx(async (c) => {
           // Each caller holds its own shuffle of the references, some of them twice.
           const mine = refs.map((_, j) => refs[(j * (i + 1) + i) % refs.length]!);
-          await c.deps.stores.collection.serializeReferences(c, k.lenderId, mine);
-          await c.deps.stores.collection.serializeReferences(c, k.lenderId, [mine[0]!]);
+          await c.deps.stores.outcomes.serializeReferences(c, k.lenderId, mine);
+          await c.deps.stores.outcomes.serializeReferences(c, k.lenderId, [mine[0]!]);
         }),
       );
     });
@@ -376,15 +376,15 @@ if (!onPostgres) {
       // The decision's reads and writes as decideCollection makes them, behind its serializeBorrower.
       const created = await all(() =>
         inTx(async (c) => {
-          await c.deps.stores.collection.serializeBorrower(c, b.id);
-          const e = await c.deps.stores.collection.enrollmentToDecide(c, b.id);
+          await c.deps.stores.decisions.serializeBorrower(c, b.id);
+          const e = await c.deps.stores.decisions.enrollmentToDecide(c, b.id);
           if (!e || e.state !== 'monitored') return false;
-          if (await c.deps.stores.collection.scheduledPaymentOf(c, b.id)) return false;
-          if (await c.deps.stores.collection.paymentInFlight(c, b.id)) return false;
-          const history = await c.deps.stores.collection.paymentHistory(c, b.id);
+          if (await c.deps.stores.decisions.scheduledPaymentOf(c, b.id)) return false;
+          if (await c.deps.stores.decisions.paymentInFlight(c, b.id)) return false;
+          const history = await c.deps.stores.decisions.paymentHistory(c, b.id);
           const id = newId();
           const attempt = history.length + 1;
-          await c.deps.stores.collection.createPayment(c, {
+          await c.deps.stores.decisions.createPayment(c, {
             id,
             lenderId: k.lenderId,
             enrollmentId: b.id,
@@ -400,13 +400,13 @@ if (!onPostgres) {
             createdAt: NOW,
             updatedAt: NOW,
           });
-          await c.deps.stores.collection.setPaymentsUsed(c, b.id, attempt, NOW);
+          await c.deps.stores.decisions.setPaymentsUsed(c, b.id, attempt, NOW);
           return true;
         }),
       );
       expect(created.filter(Boolean).length).toBe(1);
-      expect((await ctx.deps.stores.collection.paymentHistory(ctx, b.id)).length).toBe(1);
-      expect((await ctx.deps.stores.collection.chainInputsOf(ctx, b.id))?.collectableAmountCents).toBe(10_000);
+      expect((await ctx.deps.stores.decisions.paymentHistory(ctx, b.id)).length).toBe(1);
+      expect((await ctx.deps.stores.decisions.chainInputsOf(ctx, b.id))?.collectableAmountCents).toBe(10_000);
       const [e] = await pg.db.select({ used: enrollments.paymentsUsed }).from(enrollments).where(eq(enrollments.id, b.id));
       expect(e!.used).toBe(1);
     });
@@ -420,13 +420,13 @@ if (!onPostgres) {
       let moved = 0;
       await all(() =>
         inTx(async (c) => {
-          await c.deps.stores.collection.serializeFeed(c, k.connectionId);
+          await c.deps.stores.matching.serializeFeed(c, k.connectionId);
           let ingested = 0;
-          if ((await c.deps.stores.collection.ingestedAmong(c, k.connectionId, ['pi_1'])).length === 0) {
-            await c.deps.stores.collection.saveIngested(c, k.connectionId, [{ id: 'pi_1', matched: false }]);
+          if ((await c.deps.stores.matching.ingestedAmong(c, k.connectionId, ['pi_1'])).length === 0) {
+            await c.deps.stores.matching.saveIngested(c, k.connectionId, [{ id: 'pi_1', matched: false }]);
             ingested++;
           }
-          if (await c.deps.stores.collection.recordPoll(c, k.connectionId, { from: null, cursor: 'c1', at: NOW, error: null, reconcileDue: false, ingested, matched: 0 })) moved++;
+          if (await c.deps.stores.matching.recordPoll(c, k.connectionId, { from: null, cursor: 'c1', at: NOW, error: null, reconcileDue: false, ingested, matched: 0 })) moved++;
         }),
       );
       expect(moved).toBe(1);
@@ -464,7 +464,7 @@ if (!onPostgres) {
         }).catch(() => undefined);
         await removing;
         let settled = false;
-        const claim = inTx((c) => c.deps.stores.collection.claimSend(c, { id: p.id!, leaseToken: `claim-${p.id}` }, NOW)).finally(() => (settled = true));
+        const claim = inTx((c) => c.deps.stores.dispatch.claimSend(c, { id: p.id!, leaseToken: `claim-${p.id}` }, NOW)).finally(() => (settled = true));
         await Bun.sleep(100);
         // Still waiting for the removal's row.
         const waited = !settled;

@@ -143,7 +143,7 @@ if (!onPostgres) {
     ];
     await write(async (c) => {
       for (const [n, p, status, amount, reference, at] of events) {
-        await c.deps.stores.collection.recordEvent(c, {
+        await c.deps.stores.outcomes.recordEvent(c, {
           id: evt(n),
           lenderId: L1,
           enrollmentId: p ? enr(1) : enr(2),
@@ -161,12 +161,12 @@ if (!onPostgres) {
           // Two events recorded in the same millisecond: the later one is the reference's latest.
           recordedAt: n === 7 ? NOW - 5 * DAY : at,
         });
-        if (status === 'settled') await c.deps.stores.collection.postLedgerEntry(c, { lenderId: L1, enrollmentId: p ? enr(1) : enr(2), reference, kind: 'credit', amount, eventId: evt(n), at });
+        if (status === 'settled') await c.deps.stores.outcomes.postLedgerEntry(c, { lenderId: L1, enrollmentId: p ? enr(1) : enr(2), reference, kind: 'credit', amount, eventId: evt(n), at });
         if (status.includes('returned')) {
-          await c.deps.stores.collection.postLedgerEntry(c, { lenderId: L1, enrollmentId: p ? enr(1) : enr(2), reference, kind: 'reversal', amount: Math.max(0, await c.deps.stores.collection.creditedFor(c, L1, reference)), eventId: evt(n), at });
+          await c.deps.stores.outcomes.postLedgerEntry(c, { lenderId: L1, enrollmentId: p ? enr(1) : enr(2), reference, kind: 'reversal', amount: Math.max(0, await c.deps.stores.outcomes.creditedFor(c, L1, reference)), eventId: evt(n), at });
         }
       }
-      await c.deps.stores.collection.saveIngested(c, K1, [
+      await c.deps.stores.matching.saveIngested(c, K1, [
         { id: 'pi_1', matched: true },
         { id: 'pi_x', matched: false },
         { id: 'pi_y', matched: false },
@@ -181,100 +181,100 @@ if (!onPostgres) {
 
   describe('reads', () => {
     test('what recording an observation reads', async () => {
-      expect(await same((c) => c.deps.stores.collection.eventSeen(c, L1, 'processor', 'src-1'))).toBe(true);
-      await same((c) => c.deps.stores.collection.eventSeen(c, L1, 'upload', 'src-1'));
-      await same((c) => c.deps.stores.collection.eventSeen(c, L2, 'processor', 'src-1'));
-      expect(await same((c) => c.deps.stores.collection.lastEventOf(c, L1, ref(2)))).toEqual({ status: 'returned', occurredAt: NOW - 18 * DAY });
-      expect((await same((c) => c.deps.stores.collection.lastEventOf(c, L1, 'OUTSIDE-1')))?.status).toBe('late_returned');
-      expect(await same((c) => c.deps.stores.collection.lastEventOf(c, L1, 'none'))).toBeNull();
-      expect(await same((c) => c.deps.stores.collection.seenAmong(c, L1, 'upload', ['src-6', 'src-1', 'src-8', 'nope']).then((r) => r.sort()))).toEqual(['src-6', 'src-8']);
-      expect(await same((c) => c.deps.stores.collection.seenAmong(c, L1, 'upload', []))).toEqual([]);
-      expect((await same((c) => c.deps.stores.collection.lastEventsAmong(c, L1, ['OUTSIDE-2', 'none', ref(1), 'OUTSIDE-2']))).map((r) => r.reference)).toEqual(['OUTSIDE-2', ref(1), 'OUTSIDE-2']);
-      expect(await same((c) => c.deps.stores.collection.lastEventsAmong(c, L1, []))).toEqual([]);
-      expect(await same((c) => c.deps.stores.collection.paymentStatusOf(c, pay(3)))).toBe('initiating');
-      expect(await same((c) => c.deps.stores.collection.paymentStatusOf(c, 'none'))).toBeNull();
-      expect(await same((c) => c.deps.stores.collection.creditedFor(c, L1, ref(2)))).toBe(0);
-      expect(await same((c) => c.deps.stores.collection.creditedFor(c, L1, ref(1)))).toBe(500);
-      expect(await same((c) => c.deps.stores.collection.creditedFor(c, L1, 'none'))).toBe(0);
+      expect(await same((c) => c.deps.stores.outcomes.eventSeen(c, L1, 'processor', 'src-1'))).toBe(true);
+      await same((c) => c.deps.stores.outcomes.eventSeen(c, L1, 'upload', 'src-1'));
+      await same((c) => c.deps.stores.outcomes.eventSeen(c, L2, 'processor', 'src-1'));
+      expect(await same((c) => c.deps.stores.outcomes.lastEventOf(c, L1, ref(2)))).toEqual({ status: 'returned', occurredAt: NOW - 18 * DAY });
+      expect((await same((c) => c.deps.stores.outcomes.lastEventOf(c, L1, 'OUTSIDE-1')))?.status).toBe('late_returned');
+      expect(await same((c) => c.deps.stores.outcomes.lastEventOf(c, L1, 'none'))).toBeNull();
+      expect(await same((c) => c.deps.stores.outcomes.seenAmong(c, L1, 'upload', ['src-6', 'src-1', 'src-8', 'nope']).then((r) => r.sort()))).toEqual(['src-6', 'src-8']);
+      expect(await same((c) => c.deps.stores.outcomes.seenAmong(c, L1, 'upload', []))).toEqual([]);
+      expect((await same((c) => c.deps.stores.outcomes.lastEventsAmong(c, L1, ['OUTSIDE-2', 'none', ref(1), 'OUTSIDE-2']))).map((r) => r.reference)).toEqual(['OUTSIDE-2', ref(1), 'OUTSIDE-2']);
+      expect(await same((c) => c.deps.stores.outcomes.lastEventsAmong(c, L1, []))).toEqual([]);
+      expect(await same((c) => c.deps.stores.outcomes.paymentStatusOf(c, pay(3)))).toBe('initiating');
+      expect(await same((c) => c.deps.stores.outcomes.paymentStatusOf(c, 'none'))).toBeNull();
+      expect(await same((c) => c.deps.stores.outcomes.creditedFor(c, L1, ref(2)))).toBe(0);
+      expect(await same((c) => c.deps.stores.outcomes.creditedFor(c, L1, ref(1)))).toBe(500);
+      expect(await same((c) => c.deps.stores.outcomes.creditedFor(c, L1, 'none'))).toBe(0);
     });
 
     test('matching and reconciling', async () => {
       const own = (lender: string, refs: string[], pids: string[]) =>
-        same((c) => c.deps.stores.collection.ownPaymentsAmong(c, lender, K1, refs, pids).then((o) => ({ byReference: [...o.byReference].sort(), byProcessorId: [...o.byProcessorId].sort() })));
+        same((c) => c.deps.stores.matching.ownPaymentsAmong(c, lender, K1, refs, pids).then((o) => ({ byReference: [...o.byReference].sort(), byProcessorId: [...o.byProcessorId].sort() })));
       const found = await own(L1, [ref(1), 'none', ref(2)], ['zzz', 'pi_2', 'pi_1']);
       expect(found.byReference.map(([k, p]) => [k, p.id])).toEqual([[ref(1), pay(1)], [ref(2), pay(2)]].sort());
       expect(found.byProcessorId.map(([k, p]) => [k, p.id])).toEqual([['pi_1', pay(1)], ['pi_2', pay(2)]]);
       expect(await own(L2, [ref(1)], ['pi_1'])).toEqual({ byReference: [], byProcessorId: [] });
       expect(await own(L1, [], [])).toEqual({ byReference: [], byProcessorId: [] });
-      await same((c) => c.deps.stores.collection.paymentById(c, pay(7)));
-      await same((c) => c.deps.stores.collection.paymentById(c, 'none'));
-      expect(await same((c) => c.deps.stores.collection.ingestedAmong(c, K1, ['none', 'pi_x', 'pi_1']).then((r) => r.sort((a, b) => a.id.localeCompare(b.id))))).toEqual([
+      await same((c) => c.deps.stores.matching.paymentById(c, pay(7)));
+      await same((c) => c.deps.stores.matching.paymentById(c, 'none'));
+      expect(await same((c) => c.deps.stores.matching.ingestedAmong(c, K1, ['none', 'pi_x', 'pi_1']).then((r) => r.sort((a, b) => a.id.localeCompare(b.id))))).toEqual([
         { id: 'pi_1', matched: true },
         { id: 'pi_x', matched: false },
       ]);
-      expect(await same((c) => c.deps.stores.collection.ingestedAmong(c, K1, []))).toEqual([]);
-      expect(await same((c) => c.deps.stores.collection.oldestUnsettled(c, K1, NOW - 60 * DAY))).toBe(NOW - 40 * DAY);
-      expect(await same((c) => c.deps.stores.collection.oldestUnsettled(c, K1, NOW))).toBe(NOW - DAY + 5);
-      expect(await same((c) => c.deps.stores.collection.oldestUnsettled(c, K3, 0))).toBeNull();
-      await same((c) => c.deps.stores.collection.ownPaymentById(c, pay(1), K1));
-      expect(await same((c) => c.deps.stores.collection.ownPaymentById(c, pay(1), K2))).toBeNull();
-      expect((await same((c) => c.deps.stores.collection.keysToPoll(c))).map((k) => k.id).sort()).toEqual([K1, K2]);
-      expect((await same((c) => c.deps.stores.collection.keysToReconcile(c, { dueBefore: NOW - DAY }))).map((k) => k.id)).toEqual([K1]);
-      expect((await same((c) => c.deps.stores.collection.keysToReconcile(c, { connectionIds: [K2, K3], dueBefore: 0 }))).map((k) => k.id)).toEqual([K2]);
-      await same((c) => c.deps.stores.collection.keysToReconcile(c, { connectionIds: [], dueBefore: 0 }));
+      expect(await same((c) => c.deps.stores.matching.ingestedAmong(c, K1, []))).toEqual([]);
+      expect(await same((c) => c.deps.stores.matching.oldestUnsettled(c, K1, NOW - 60 * DAY))).toBe(NOW - 40 * DAY);
+      expect(await same((c) => c.deps.stores.matching.oldestUnsettled(c, K1, NOW))).toBe(NOW - DAY + 5);
+      expect(await same((c) => c.deps.stores.matching.oldestUnsettled(c, K3, 0))).toBeNull();
+      await same((c) => c.deps.stores.matching.ownPaymentById(c, pay(1), K1));
+      expect(await same((c) => c.deps.stores.matching.ownPaymentById(c, pay(1), K2))).toBeNull();
+      expect((await same((c) => c.deps.stores.matching.keysToPoll(c))).map((k) => k.id).sort()).toEqual([K1, K2]);
+      expect((await same((c) => c.deps.stores.matching.keysToReconcile(c, { dueBefore: NOW - DAY }))).map((k) => k.id)).toEqual([K1]);
+      expect((await same((c) => c.deps.stores.matching.keysToReconcile(c, { connectionIds: [K2, K3], dueBefore: 0 }))).map((k) => k.id)).toEqual([K2]);
+      await same((c) => c.deps.stores.matching.keysToReconcile(c, { connectionIds: [], dueBefore: 0 }));
     });
 
     test('deciding and sending', async () => {
       for (const e of [1, 2, 3, 4, 5]) {
-        await same((c) => c.deps.stores.collection.enrollmentToDecide(c, enr(e)));
-        await same((c) => c.deps.stores.collection.chainInputsOf(c, enr(e)));
-        await same((c) => c.deps.stores.collection.paymentHistory(c, enr(e)));
-        await same((c) => c.deps.stores.collection.scheduledPaymentOf(c, enr(e)));
-        await same((c) => c.deps.stores.collection.paymentInFlight(c, enr(e)));
-        await same((c) => c.deps.stores.collection.borrowerToDebit(c, enr(e)));
+        await same((c) => c.deps.stores.decisions.enrollmentToDecide(c, enr(e)));
+        await same((c) => c.deps.stores.decisions.chainInputsOf(c, enr(e)));
+        await same((c) => c.deps.stores.decisions.paymentHistory(c, enr(e)));
+        await same((c) => c.deps.stores.decisions.scheduledPaymentOf(c, enr(e)));
+        await same((c) => c.deps.stores.decisions.paymentInFlight(c, enr(e)));
+        await same((c) => c.deps.stores.dispatch.borrowerToDebit(c, enr(e)));
       }
-      expect(await same((c) => c.deps.stores.collection.enrollmentToDecide(c, 'none'))).toBeNull();
-      expect(await same((c) => c.deps.stores.collection.chainInputsOf(c, 'none'))).toBeNull();
-      expect((await same((c) => c.deps.stores.collection.chainInputsOf(c, enr(1))))?.cfpbCovered).toBe(1);
-      expect((await same((c) => c.deps.stores.collection.paymentHistory(c, enr(1)))).map((p) => p.id)).toEqual([pay(1), pay(2), pay(3)]);
-      expect((await same((c) => c.deps.stores.collection.scheduledPaymentOf(c, enr(5))))?.debitOn).toBe(NOW + DAY);
-      for (const p of [1, 3, 5]) await same((c) => c.deps.stores.collection.sendStateOf(c, pay(p)));
-      await same((c) => c.deps.stores.collection.sendStateOf(c, 'none'));
-      await same((c) => c.deps.stores.collection.keyToSend(c, K1));
-      await same((c) => c.deps.stores.collection.keyToSend(c, K3));
-      await same((c) => c.deps.stores.collection.keyToSend(c, 'none'));
-      for (const p of [1, 3, 5]) await same((c) => c.deps.stores.collection.paymentKeyLive(c, pay(p)));
-      await same((c) => c.deps.stores.collection.paymentKeyLive(c, 'none'));
+      expect(await same((c) => c.deps.stores.decisions.enrollmentToDecide(c, 'none'))).toBeNull();
+      expect(await same((c) => c.deps.stores.decisions.chainInputsOf(c, 'none'))).toBeNull();
+      expect((await same((c) => c.deps.stores.decisions.chainInputsOf(c, enr(1))))?.cfpbCovered).toBe(1);
+      expect((await same((c) => c.deps.stores.decisions.paymentHistory(c, enr(1)))).map((p) => p.id)).toEqual([pay(1), pay(2), pay(3)]);
+      expect((await same((c) => c.deps.stores.decisions.scheduledPaymentOf(c, enr(5))))?.debitOn).toBe(NOW + DAY);
+      for (const p of [1, 3, 5]) await same((c) => c.deps.stores.dispatch.sendStateOf(c, pay(p)));
+      await same((c) => c.deps.stores.dispatch.sendStateOf(c, 'none'));
+      await same((c) => c.deps.stores.dispatch.keyToSend(c, K1));
+      await same((c) => c.deps.stores.dispatch.keyToSend(c, K3));
+      await same((c) => c.deps.stores.dispatch.keyToSend(c, 'none'));
+      for (const p of [1, 3, 5]) await same((c) => c.deps.stores.dispatch.paymentKeyLive(c, pay(p)));
+      await same((c) => c.deps.stores.dispatch.paymentKeyLive(c, 'none'));
     });
 
     test("the portal's figures, lists and pages", async () => {
       for (const from of [0, NOW - 30 * DAY, NOW]) {
-        await same((c) => c.deps.stores.collection.ledgerTotals(c, L1, from));
-        await same((c) => c.deps.stores.collection.inFlightTotals(c, L1, from));
-        await same((c) => c.deps.stores.collection.returnedTotals(c, L1, from));
+        await same((c) => c.deps.stores.paymentReads.ledgerTotals(c, L1, from));
+        await same((c) => c.deps.stores.paymentReads.inFlightTotals(c, L1, from));
+        await same((c) => c.deps.stores.paymentReads.returnedTotals(c, L1, from));
       }
-      expect(await same((c) => c.deps.stores.collection.ledgerTotals(c, L1, 0))).toEqual({ credited: 1450n, reversed: 950n });
-      expect(await same((c) => c.deps.stores.collection.returnedTotals(c, L1, 0))).toEqual({ amount: 1040n, count: 3 });
-      expect((await same((c) => c.deps.stores.collection.ledgerTotalsByDay(c, L1, NOW - 60 * DAY))).length).toBe(5);
-      await same((c) => c.deps.stores.collection.borrowerCountsByState(c, L1));
-      await same((c) => c.deps.stores.collection.paymentCountsByStatus(c, L1));
-      await same((c) => c.deps.stores.collection.paymentCountsByStatus(c, 'none'));
-      await same((c) => c.deps.stores.collection.eventsOfBorrower(c, L1, 'aid-1'));
-      await same((c) => c.deps.stores.collection.eventsOfBorrower(c, L1, 'aid-2'));
+      expect(await same((c) => c.deps.stores.paymentReads.ledgerTotals(c, L1, 0))).toEqual({ credited: 1450n, reversed: 950n });
+      expect(await same((c) => c.deps.stores.paymentReads.returnedTotals(c, L1, 0))).toEqual({ amount: 1040n, count: 3 });
+      expect((await same((c) => c.deps.stores.paymentReads.ledgerTotalsByDay(c, L1, NOW - 60 * DAY))).length).toBe(5);
+      await same((c) => c.deps.stores.paymentReads.borrowerCountsByState(c, L1));
+      await same((c) => c.deps.stores.paymentReads.paymentCountsByStatus(c, L1));
+      await same((c) => c.deps.stores.paymentReads.paymentCountsByStatus(c, 'none'));
+      await same((c) => c.deps.stores.paymentReads.eventsOfBorrower(c, L1, 'aid-1'));
+      await same((c) => c.deps.stores.paymentReads.eventsOfBorrower(c, L1, 'aid-2'));
       for (const sort of ['newest', 'oldest', 'amount_desc', 'amount_asc'] as const) {
         for (const take of [1, 2, 10]) {
           // Every page to the end, from each position the page before ends at.
           let after: { k: number; i: string } | null = null;
           for (let guard = 0; guard < 20; guard++) {
             const a: { k: number; i: string } | null = after;
-            const page: PaymentRow[] = await same((c) => c.deps.stores.collection.paymentsPage(c, { lenderId: L1, from: null, to: null, sort, after: a, take }));
+            const page: PaymentRow[] = await same((c) => c.deps.stores.paymentReads.paymentsPage(c, { lenderId: L1, from: null, to: null, sort, after: a, take }));
             if (page.length < take) break;
             const last: PaymentRow = page.at(-1)!;
             after = { k: sort.startsWith('amount') ? last.amountCents : last.createdAt, i: last.id };
           }
         }
       }
-      await same((c) => c.deps.stores.collection.paymentsPage(c, { lenderId: L1, status: 'initiating', from: NOW - 2 * DAY, to: NOW, sort: 'oldest', after: null, take: 10 }));
+      await same((c) => c.deps.stores.paymentReads.paymentsPage(c, { lenderId: L1, status: 'initiating', from: NOW - 2 * DAY, to: NOW, sort: 'oldest', after: null, take: 10 }));
     });
   });
 
@@ -282,56 +282,56 @@ if (!onPostgres) {
     test('every write leaves the same rows', async () => {
       await write(async (c) => {
         // Lenders' reports: one the move below confirms (cleared), one it does not (held, saying why), one queued.
-        await c.deps.stores.collection.notePaymentReport(c, { id: pay(4), status: 'settled', returnCode: null, at: NOW, hold: null, lookUp: true });
-        await c.deps.stores.collection.notePaymentReport(c, { id: pay(7), status: 'returned', returnCode: 'R01', at: NOW, hold: null, lookUp: false });
-        await c.deps.stores.collection.notePaymentReport(c, { id: pay(6), status: 'voided', returnCode: null, at: NOW, hold: 'no key', lookUp: true });
-        await c.deps.stores.collection.movePaymentStatus(c, { id: pay(4), from: 'processing', status: 'settled', returnCode: null, message: 'ok', now: NOW, settledAt: NOW - 1, reportHold: 'recorded settled' });
+        await c.deps.stores.outcomes.notePaymentReport(c, { id: pay(4), status: 'settled', returnCode: null, at: NOW, hold: null, lookUp: true });
+        await c.deps.stores.outcomes.notePaymentReport(c, { id: pay(7), status: 'returned', returnCode: 'R01', at: NOW, hold: null, lookUp: false });
+        await c.deps.stores.outcomes.notePaymentReport(c, { id: pay(6), status: 'voided', returnCode: null, at: NOW, hold: 'no key', lookUp: true });
+        await c.deps.stores.outcomes.movePaymentStatus(c, { id: pay(4), from: 'processing', status: 'settled', returnCode: null, message: 'ok', now: NOW, settledAt: NOW - 1, reportHold: 'recorded settled' });
         // Read in another status: left alone.
-        await c.deps.stores.collection.movePaymentStatus(c, { id: pay(3), from: 'processing', status: 'settled', returnCode: null, message: 'no', now: NOW, settledAt: null, reportHold: 'recorded settled' });
-        await c.deps.stores.collection.movePaymentStatus(c, { id: pay(7), from: 'initiating', status: 'processing', returnCode: null, message: null, now: NOW, settledAt: null, reportHold: 'recorded processing' });
-        await c.deps.stores.collection.holdPaymentReport(c, pay(6), 'asked, no answer');
+        await c.deps.stores.outcomes.movePaymentStatus(c, { id: pay(3), from: 'processing', status: 'settled', returnCode: null, message: 'no', now: NOW, settledAt: null, reportHold: 'recorded settled' });
+        await c.deps.stores.outcomes.movePaymentStatus(c, { id: pay(7), from: 'initiating', status: 'processing', returnCode: null, message: null, now: NOW, settledAt: null, reportHold: 'recorded processing' });
+        await c.deps.stores.outcomes.holdPaymentReport(c, pay(6), 'asked, no answer');
         // No report: nothing to hold.
-        await c.deps.stores.collection.holdPaymentReport(c, pay(3), 'nothing');
-        await c.deps.stores.collection.setObservationAside(c, { lenderId: L1, connectionId: null, source: 'upload', sourceEventId: 's', reference: 'r', status: 'settled', error: 'e', at: NOW });
+        await c.deps.stores.outcomes.holdPaymentReport(c, pay(3), 'nothing');
+        await c.deps.stores.outcomes.setObservationAside(c, { lenderId: L1, connectionId: null, source: 'upload', sourceEventId: 's', reference: 'r', status: 'settled', error: 'e', at: NOW });
         // pi_x marked matched; pi_1 stays matched; pi_y stays unmatched (ingested before: never unmarked); pi_z is new.
-        await c.deps.stores.collection.saveIngested(c, K1, [
+        await c.deps.stores.matching.saveIngested(c, K1, [
           { id: 'pi_x', matched: true },
           { id: 'pi_1', matched: false },
           { id: 'pi_z', matched: false },
         ]);
-        await c.deps.stores.collection.keepProcessorPaymentId(c, pay(1), 'pi_other');
-        await c.deps.stores.collection.keepProcessorPaymentId(c, pay(3), 'pi_3');
-        await c.deps.stores.collection.noteProcessorPaymentId(c, pay(7), null, NOW);
-        await c.deps.stores.collection.noteProcessorPaymentId(c, pay(5), 'pi_5', NOW);
-        await c.deps.stores.collection.recordPoll(c, K1, { from: 'c', cursor: 'next', at: NOW, error: null, reconcileDue: true, ingested: 3, matched: 2 });
-        await c.deps.stores.collection.recordPoll(c, K2, { from: null, cursor: null, at: NOW, error: 'x', reconcileDue: false, ingested: 0, matched: 0 });
-        await c.deps.stores.collection.recordPollError(c, K1, 'failed');
-        await c.deps.stores.collection.markReconciled(c, K2, NOW);
-        expect(await c.deps.stores.collection.releasePayment(c, pay(5), NOW)).toBe(true);
-        expect(await c.deps.stores.collection.releasePayment(c, pay(3), NOW)).toBe(false);
-        await c.deps.stores.collection.setPaymentsUsed(c, enr(2), 7, NOW);
-        await c.deps.stores.collection.giveBackPresentment(c, enr(1), NOW);
-        await c.deps.stores.collection.giveBackPresentment(c, enr(1), NOW);
-        await c.deps.stores.collection.giveBackPresentment(c, enr(1), NOW);
+        await c.deps.stores.matching.keepProcessorPaymentId(c, pay(1), 'pi_other');
+        await c.deps.stores.matching.keepProcessorPaymentId(c, pay(3), 'pi_3');
+        await c.deps.stores.dispatch.noteProcessorPaymentId(c, pay(7), null, NOW);
+        await c.deps.stores.dispatch.noteProcessorPaymentId(c, pay(5), 'pi_5', NOW);
+        await c.deps.stores.matching.recordPoll(c, K1, { from: 'c', cursor: 'next', at: NOW, error: null, reconcileDue: true, ingested: 3, matched: 2 });
+        await c.deps.stores.matching.recordPoll(c, K2, { from: null, cursor: null, at: NOW, error: 'x', reconcileDue: false, ingested: 0, matched: 0 });
+        await c.deps.stores.matching.recordPollError(c, K1, 'failed');
+        await c.deps.stores.matching.markReconciled(c, K2, NOW);
+        expect(await c.deps.stores.outcomes.releasePayment(c, pay(5), NOW)).toBe(true);
+        expect(await c.deps.stores.outcomes.releasePayment(c, pay(3), NOW)).toBe(false);
+        await c.deps.stores.decisions.setPaymentsUsed(c, enr(2), 7, NOW);
+        await c.deps.stores.decisions.giveBackPresentment(c, enr(1), NOW);
+        await c.deps.stores.decisions.giveBackPresentment(c, enr(1), NOW);
+        await c.deps.stores.decisions.giveBackPresentment(c, enr(1), NOW);
       });
       // A send is claimed only by the claim that holds the payment's queue row.
       await lite.db.update(sq.payments).set({ leaseToken: 'claim-3' }).where(eq(sq.payments.id, pay(3)));
       await pg.db.update(pgs.payments).set({ leaseToken: 'claim-3' }).where(eq(pgs.payments.id, pay(3)));
       const held = (id: string) => ({ id, leaseToken: 'claim-3' });
-      expect(await same((c) => transaction(c, (t) => t.deps.stores.collection.claimSend(t, { id: pay(3), leaseToken: 'another-claim' }, NOW)))).toBe(false);
+      expect(await same((c) => transaction(c, (t) => t.deps.stores.dispatch.claimSend(t, { id: pay(3), leaseToken: 'another-claim' }, NOW)))).toBe(false);
       // What the recorder reads before it ends a payment not attempted: its status and its first attempt.
-      expect(await same((c) => transaction(c, (t) => t.deps.stores.collection.sendStateHeld(t, pay(5))))).toEqual({ status: 'initiating', firstAttemptAt: null });
-      await write((c) => c.deps.stores.collection.movePaymentStatus(c, { id: pay(5), from: 'initiating', status: 'not_attempted', returnCode: null, message: 'never sent', now: NOW, settledAt: null, reportHold: '' }));
-      expect(await same((c) => transaction(c, (t) => t.deps.stores.collection.claimSend(t, held(pay(3)), NOW)))).toBe(true);
-      expect(await same((c) => transaction(c, (t) => t.deps.stores.collection.claimSend(t, held(pay(7)), NOW)))).toBe(false);
-      expect(await same((c) => transaction(c, (t) => t.deps.stores.collection.claimSend(t, held(pay(4)), NOW)))).toBe(false);
-      expect((await same((c) => transaction(c, (t) => t.deps.stores.collection.sendStateHeld(t, pay(7)))))?.status).toBe('processing');
-      expect(await same((c) => transaction(c, (t) => t.deps.stores.collection.sendStateHeld(t, 'none')))).toBeNull();
+      expect(await same((c) => transaction(c, (t) => t.deps.stores.outcomes.sendStateHeld(t, pay(5))))).toEqual({ status: 'initiating', firstAttemptAt: null });
+      await write((c) => c.deps.stores.outcomes.movePaymentStatus(c, { id: pay(5), from: 'initiating', status: 'not_attempted', returnCode: null, message: 'never sent', now: NOW, settledAt: null, reportHold: '' }));
+      expect(await same((c) => transaction(c, (t) => t.deps.stores.dispatch.claimSend(t, held(pay(3)), NOW)))).toBe(true);
+      expect(await same((c) => transaction(c, (t) => t.deps.stores.dispatch.claimSend(t, held(pay(7)), NOW)))).toBe(false);
+      expect(await same((c) => transaction(c, (t) => t.deps.stores.dispatch.claimSend(t, held(pay(4)), NOW)))).toBe(false);
+      expect((await same((c) => transaction(c, (t) => t.deps.stores.outcomes.sendStateHeld(t, pay(7)))))?.status).toBe('processing');
+      expect(await same((c) => transaction(c, (t) => t.deps.stores.outcomes.sendStateHeld(t, 'none')))).toBeNull();
       // Sent: its first attempt recorded.
-      expect(await same((c) => transaction(c, (t) => t.deps.stores.collection.sendStateHeld(t, pay(3))))).toEqual({ status: 'initiating', firstAttemptAt: expect.any(Number) });
-      await write((c) => c.deps.stores.collection.movePaymentStatus(c, { id: pay(3), from: 'initiating', status: 'not_attempted', returnCode: null, message: 'absent', now: NOW, settledAt: null, reportHold: '' }));
+      expect(await same((c) => transaction(c, (t) => t.deps.stores.outcomes.sendStateHeld(t, pay(3))))).toEqual({ status: 'initiating', firstAttemptAt: expect.any(Number) });
+      await write((c) => c.deps.stores.outcomes.movePaymentStatus(c, { id: pay(3), from: 'initiating', status: 'not_attempted', returnCode: null, message: 'absent', now: NOW, settledAt: null, reportHold: '' }));
       await write((c) =>
-        c.deps.stores.collection.createPayment(c, {
+        c.deps.stores.decisions.createPayment(c, {
           id: pay(8),
           lenderId: L1,
           enrollmentId: enr(4),
@@ -352,7 +352,7 @@ if (!onPostgres) {
       );
       // The queue: claimed, finished and released alike.
       // Each engine's claim has its own token; the same rows otherwise.
-      const claimedOn = async (c: StoreCtx) => (await c.deps.stores.collection.claimDuePayments(c, 10, NOW)).map(({ leaseToken, ...p }) => ({ ...p, token: leaseToken }));
+      const claimedOn = async (c: StoreCtx) => (await c.deps.stores.dispatch.claimDuePayments(c, 10, NOW)).map(({ leaseToken, ...p }) => ({ ...p, token: leaseToken }));
       const liteClaimed = await claimedOn(onLite);
       const pgClaimed = await claimedOn(onPg);
       expect(pgClaimed.map(({ token: _, ...p }) => p)).toEqual(liteClaimed.map(({ token: _, ...p }) => p));
@@ -360,11 +360,11 @@ if (!onPostgres) {
       expect(liteClaimed.map((p) => p.id)).toEqual([pay(7), pay(3), pay(4), pay(5), pay(6), pay(8)]);
       const claimOf = (list: typeof liteClaimed, id: string) => ({ id, leaseToken: list.find((p) => p.id === id)!.token });
       for (const [c, list] of [[onLite, liteClaimed], [onPg, pgClaimed]] as const) {
-        await transaction(c, (t) => t.deps.stores.collection.finishDue(t, claimOf(list, pay(7)), { state: 'pending', attempts: 2, nextAttemptAt: NOW + 10, set: { message: 'later' } }));
-        await transaction(c, (t) => t.deps.stores.collection.finishDue(t, claimOf(list, pay(8)), { state: 'done' }));
+        await transaction(c, (t) => t.deps.stores.dispatch.finishDue(t, claimOf(list, pay(7)), { state: 'pending', attempts: 2, nextAttemptAt: NOW + 10, set: { message: 'later' } }));
+        await transaction(c, (t) => t.deps.stores.dispatch.finishDue(t, claimOf(list, pay(8)), { state: 'done' }));
       }
-      expect(await same((c) => transaction(c, (t) => t.deps.stores.collection.releasePaymentLeases(t, replicaPrefix())))).toBe(4);
-      expect((await same(async (c) => (await c.deps.stores.collection.claimDuePayments(c, 10, NOW + 10)).map((p) => p.id)))).toEqual([pay(3), pay(4), pay(5), pay(6), pay(7)]);
+      expect(await same((c) => transaction(c, (t) => t.deps.stores.dispatch.releasePaymentLeases(t, replicaPrefix())))).toBe(4);
+      expect((await same(async (c) => (await c.deps.stores.dispatch.claimDuePayments(c, 10, NOW + 10)).map((p) => p.id)))).toEqual([pay(3), pay(4), pay(5), pay(6), pay(7)]);
       // The tokens differ between the engines (each claim has its own); the rows are otherwise alike.
       await lite.db.update(sq.payments).set({ leaseToken: null });
       await pg.db.update(pgs.payments).set({ leaseToken: null });

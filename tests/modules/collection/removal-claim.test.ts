@@ -21,7 +21,7 @@ async function duePayment(aid: string) {
   expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower(aid, { collectable_amount: 1200 })] } })).status).toBe(207);
   await queueDueReads(c.rt);
   await processBalances(c.rt);
-  const [p] = await c.rt.stores.collection.claimDuePayments({ deps: c.rt }, 10, c.clock.now());
+  const [p] = await c.rt.stores.dispatch.claimDuePayments({ deps: c.rt }, 10, c.clock.now());
   expect(p).toBeDefined();
   return { c, p: p! };
 }

@@ -37,10 +37,10 @@ if (!onPostgres) {
       await begin(tx);
       for (let slice = 0; slice < 10; slice++) {
         const keys = Array.from({ length: 256 }, () => `REF-${++n}`);
-        expect(await tx.deps.stores.collection.seenAmong(tx, lenderId, 'upload', keys.map((k) => `upload:${k}:settled`))).toEqual([]);
-        expect(await tx.deps.stores.collection.lastEventsAmong(tx, lenderId, keys)).toEqual([]);
+        expect(await tx.deps.stores.outcomes.seenAmong(tx, lenderId, 'upload', keys.map((k) => `upload:${k}:settled`))).toEqual([]);
+        expect(await tx.deps.stores.outcomes.lastEventsAmong(tx, lenderId, keys)).toEqual([]);
         for (const k of keys) {
-          await tx.deps.stores.collection.recordEvent(tx, {
+          await tx.deps.stores.outcomes.recordEvent(tx, {
             id: crypto.randomUUID(),
             lenderId,
             enrollmentId: null,
@@ -78,7 +78,7 @@ if (!onPostgres) {
       expect(await scansOfProbes((tx) => tx.deps.stores.uploads.serializeUploads(tx, lenderId))).toBe(0);
       const conn = await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_stale_statistics_001', rail_scope: 'both', is_default: true } });
       analyzeEmpty();
-      expect(await scansOfProbes((tx) => tx.deps.stores.collection.serializeFeed(tx, conn.body.id))).toBe(0);
+      expect(await scansOfProbes((tx) => tx.deps.stores.matching.serializeFeed(tx, conn.body.id))).toBe(0);
     });
 
     test('a 20,000-row file records within the upload’s own limit after its tables were analyzed empty', async () => {

@@ -4,6 +4,7 @@
 // gate: the lender's upload lock, which each of its transactions takes first (serializeUploads), held by a
 // transaction of the test; what waits for it is read from pg_locks.
 import { transaction, writeGate } from '../../src/platform/context';
+import { uploadWorkerOf } from '../../src/modules/payment-results-upload/offload';
 import type { TestContext } from './context';
 
 async function until(what: string, check: () => Promise<boolean>): Promise<void> {
@@ -45,6 +46,16 @@ export function uploadLock(c: TestContext, lenderId: string): { taken: Promise<v
 }
 
 /**
+ * The upload worker has been told that the upload's first slice is committed (a message from its thread, which
+ * may come after the commit is seen in the database): from then on, what stops the upload answers that part
+ * of it is recorded. No worker (a database in memory): the upload runs in the test's thread, which knows.
+ */
+async function recordingKnown(c: TestContext): Promise<void> {
+  const worker = uploadWorkerOf(c.rt);
+  if (worker) await until('the upload worker knows the first slice is recorded', async () => worker.recording > 0);
+}
+
+/**
  * Holds the next upload of `lenderId` after its first transaction, of one slice: called before the upload is
  * sent, then `afterFirst()` once it is, which resolves once the upload has committed its first slice and its
  * next transaction waits, with what lets it go on.
@@ -60,7 +71,9 @@ export async function holdAfterFirstTransaction(c: TestContext, lenderId: string
         await until('the upload asks for the write gate', async () => gate.waiting === 1);
         const second = gate.share();
         first();
-        return second;
+        const release = await second;
+        await recordingKnown(c);
+        return release;
       },
     };
   }
@@ -75,6 +88,7 @@ export async function holdAfterFirstTransaction(c: TestContext, lenderId: string
       await until('the test’s request for the lock is queued behind it', async () => (await waitingForLocks(c)) === 2);
       await first.release();
       await second.taken;
+      await recordingKnown(c);
       return () => void second.release();
     },
   };

@@ -90,6 +90,13 @@ export class UploadWorker {
     return this.current !== null;
   }
 
+  /** How many uploads in hand have their first slice recorded (and go on to their end whatever stops them). */
+  get recording(): number {
+    let n = 0;
+    for (const job of this.jobs.values()) if (job.recording) n++;
+    return n;
+  }
+
   /**
    * Throws the 429 of a lender that has its share of uploads waiting while the worker runs another: checked
    * before a body is read (the route's admission), and again when the upload is queued.

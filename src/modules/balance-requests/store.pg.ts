@@ -9,7 +9,7 @@ import { lockFor, pgReaderOf, pgWriterOf, rows, pgArray as arr } from '../../pla
 import type { StoreCtx } from '../../platform/store';
 import type { QueuedAuthorizer } from './payload';
 import { ITEM_LEASE_MS } from './store.sqlite';
-import type { BalanceStore, CachedResponse, ClaimedItem, CountedBatch, ExportRow, NewBatch, OpenBatch, ReadFinish, ResultRow, StoredPayload, ThresholdHit } from './store';
+import type { BalanceStore, CachedResponse, ClaimedItem, CountedBatch, ExportRow, LatestResultOf, NewBatch, OpenBatch, ReadFinish, ResultRow, StoredPayload, ThresholdHit } from './store';
 
 // The balance pipeline's SQL on PostgreSQL: the same statements as store.sqlite.ts, with what SQLite's single
 // writer gave for free made explicit, since transactions here run side by side under READ COMMITTED:
@@ -519,6 +519,17 @@ export const pgBalanceStore: BalanceStore = {
       .orderBy(desc(balanceResults.id))
       .limit(1);
     return row;
+  },
+  async latestResultsAmong(c, lenderId, aids) {
+    if (aids.length === 0) return [];
+    // One probe of the history index per authorizer (as latestResultOf), whatever the table's statistics say.
+    const found = await rows<LatestResultOf>(
+      pgReaderOf(c),
+      sql`SELECT j.aid, r."balanceKind", r."balanceAsOf", r.detail FROM unnest(${arr(aids)}::text[]) AS j(aid)
+            CROSS JOIN LATERAL (SELECT balance_kind AS "balanceKind", balance_as_of AS "balanceAsOf", detail FROM balance_results
+                                 WHERE lender_id = ${lenderId} AND authorizer_unique_id = j.aid ORDER BY id DESC LIMIT 1) r`,
+    );
+    return found.map((r) => ({ ...r, balanceAsOf: numOrNull(r.balanceAsOf) }));
   },
   async exportPage(c, batchId, afterId, limit) {
     return exportPage(pgReaderOf(c), batchId, afterId, limit);

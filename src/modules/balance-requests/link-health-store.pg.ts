@@ -21,6 +21,14 @@ export const pgLinkHealthStore: LinkHealthStore = {
     const [r] = await rows<LinkHealthRow>(readerOf(c), sql`SELECT ${COLUMNS} FROM bank_link_relinks WHERE lender_id = ${lenderId} AND link_digest = ${digest}`);
     return r ? row(r) : undefined;
   },
+  async healthsAmong(c, lenderId, digests) {
+    if (digests.length === 0) return [];
+    const found = await rows<LinkHealthRow>(
+      readerOf(c),
+      sql`SELECT ${COLUMNS} FROM bank_link_relinks WHERE lender_id = ${lenderId} AND link_digest = ANY(${listOf(digests)}::text[])`,
+    );
+    return found.map(row);
+  },
   async put(c, r) {
     await writerOf(c).execute(
       sql`INSERT INTO bank_link_relinks (lender_id, link_digest, provider, authorizer_unique_id, created_at, health, since, expires_at, next_probe_at, probe_interval_ms, link_sealed)

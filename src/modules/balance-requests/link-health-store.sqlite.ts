@@ -14,6 +14,12 @@ export const sqliteLinkHealthStore: LinkHealthStore = {
         .get(lenderId, digest) ?? undefined
     );
   },
+  async healthsAmong(c, lenderId, digests) {
+    if (digests.length === 0) return [];
+    return readerOf(c)
+      .$client.query<LinkHealthRow, [string, string]>(`SELECT ${COLUMNS} FROM bank_link_relinks WHERE lender_id = ? AND link_digest IN (SELECT value FROM json_each(?))`)
+      .all(lenderId, JSON.stringify(digests));
+  },
   async put(c, r) {
     writerOf(c)
       .$client.query(

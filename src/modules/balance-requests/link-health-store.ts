@@ -18,6 +18,8 @@ export interface LinkHealthRow {
 export interface LinkHealthStore {
   /** The link's row, if its provider ever said it was not ok. */
   healthOf(c: StoreCtx, lenderId: string, digest: string): Promise<LinkHealthRow | undefined>;
+  /** The rows of these links of the lender, in one statement (a link never said to be unwell is left out). */
+  healthsAmong(c: StoreCtx, lenderId: string, digests: readonly string[]): Promise<LinkHealthRow[]>;
   /** Writes the row whole (insert or replace), under the caller's transaction. */
   put(c: TxCtx, row: LinkHealthRow): Promise<void>;
   /** Open episodes due for a probe at `now`, oldest first. */

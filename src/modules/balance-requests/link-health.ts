@@ -45,6 +45,16 @@ export function healthOfLink(c: StoreCtx, lenderId: string, link: BankLink): Pro
 }
 
 /**
+ * The health rows of several links of a lender, in the order of the links (undefined for a link its provider never
+ * said was unwell), read in one statement for all of them (a page of borrowers).
+ */
+export async function healthOfLinks(c: StoreCtx, lenderId: string, links: readonly BankLink[]): Promise<(LinkHealthRow | undefined)[]> {
+  const digests = links.map((link) => linkDigest(lenderId, link));
+  const rows = new Map((await c.deps.stores.linkHealth.healthsAmong(c, lenderId, [...new Set(digests)])).map((r) => [r.digest, r]));
+  return digests.map((d) => rows.get(d));
+}
+
+/**
  * Records what the provider said of a link, in the caller's transaction: opens an episode (and tells the
  * lender once), moves an open one to another health, closes one the provider says is well again, or attaches
  * the link to an episode recorded before links were kept for probing.

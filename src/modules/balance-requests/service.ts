@@ -14,7 +14,7 @@ import { validateAuthorizerList, validateAuthorizers, type AuthorizerCandidate, 
 import type { BalanceRequest } from './model';
 import { packBatch, type PackedBatch } from './payload';
 import { prepareCsvOffLoop, prepareOffLoop } from './accept-offload';
-import { type BalanceRow, type Batch, type NewBatch, type StoredPayload } from './store';
+import { type BalanceRow, type Batch, type LatestResult, type NewBatch, type StoredPayload } from './store';
 import { storedReadingProblem } from '../../adapters/bank-data/plausible';
 import type { ExportStatus } from './status';
 import { errorMessageFor } from './status';
@@ -360,13 +360,27 @@ export async function latestLinkedFields(ctx: StoreCtx, lenderId: string, aid: s
   return r ? linkedFields({ kind: r.balanceKind, asOf: r.balanceAsOf, reusedFrom: detailOf(r.detail).reusedFrom }) : {};
 }
 
+/** A borrower's last read as its enrollment keeps it: the balance set on it and when. */
+export interface LastRead {
+  aid: string;
+  cents: number | null;
+  at: number;
+}
+
 /**
- * A borrower's last read as the enrollment shows it: a balance or a provider's time no reading may have (stored
+ * Borrowers' last reads as their enrollments show them, by authorizer, their latest results read in one
+ * statement for all of them (a page of enrollments). A balance or a provider's time no reading may have (stored
  * before the sources' answers were checked) shows as a read without a balance, never as a number a debit was
  * decided on nor a time that cannot be written.
  */
-export async function lastReadView(ctx: StoreCtx, lenderId: string, aid: string, cents: number | null, at: number) {
-  const r = await ctx.deps.stores.balances.latestResultOf(ctx, lenderId, aid);
+export async function lastReadViews(ctx: StoreCtx, lenderId: string, reads: readonly LastRead[]) {
+  const latest = new Map((await ctx.deps.stores.balances.latestResultsAmong(ctx, lenderId, reads.map((r) => r.aid))).map((r) => [r.aid, r]));
+  return new Map(reads.map((read) => [read.aid, lastReadView(read, latest.get(read.aid))]));
+}
+
+export type LastReadView = ReturnType<typeof lastReadView>;
+
+function lastReadView({ cents, at }: LastRead, r: LatestResult | undefined) {
   if (storedReadingProblem(cents, r?.balanceAsOf ?? null, at) !== null) return { balance_cents: null, at: iso(at) };
   return { balance_cents: cents, at: iso(at), ...(r ? linkedFields({ kind: r.balanceKind, asOf: r.balanceAsOf, reusedFrom: detailOf(r.detail).reusedFrom }) : {}) };
 }

@@ -8,7 +8,7 @@ import type { PgDb, PgHandle } from '../../platform/pg';
 import { listOf, lockFor, num, numOrNull, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { QueuedAuthorizer } from './payload';
 import { BACKLOG_LOCK, ITEM_LEASE_MS, MIN_BATCH_CHUNK } from './store-shared';
-import type { BalanceStore, CachedResponse, ClaimedItem, CountedBatch, ExportRow, NewBatch, OpenBatch, ResultRow, StoredPayload, ThresholdHit } from './store';
+import type { BalanceStore, CachedResponse, ClaimedItem, CountedBatch, ExportRow, LatestResultOf, NewBatch, OpenBatch, ResultRow, StoredPayload, ThresholdHit } from './store';
 
 // The balance pipeline's SQL on PostgreSQL: the same statements as store.sqlite.ts, with what SQLite's single
 // writer gave for free made explicit, since transactions here run side by side under READ COMMITTED:
@@ -443,6 +443,17 @@ export const pgBalanceStore: BalanceStore = {
       .orderBy(desc(balanceResults.id))
       .limit(1);
     return row;
+  },
+  async latestResultsAmong(c, lenderId, aids) {
+    if (aids.length === 0) return [];
+    // One probe of the history index per authorizer (as latestResultOf), whatever the table's statistics say.
+    const found = await rows<LatestResultOf>(
+      readerOf(c),
+      sql`SELECT j.aid, r."balanceKind", r."balanceAsOf", r.detail FROM unnest(${listOf(aids)}::text[]) AS j(aid)
+            CROSS JOIN LATERAL (SELECT balance_kind AS "balanceKind", balance_as_of AS "balanceAsOf", detail FROM balance_results
+                                 WHERE lender_id = ${lenderId} AND authorizer_unique_id = j.aid ORDER BY id DESC LIMIT 1) r`,
+    );
+    return found.map((r) => ({ ...r, balanceAsOf: numOrNull(r.balanceAsOf) }));
   },
   async exportPage(c, batchId, afterId, limit) {
     return exportPage(readerOf(c), batchId, afterId, limit);

@@ -7,7 +7,7 @@ import { olderThan } from '../../platform/pagination';
 import { LeaseQueue, type PickStrategy } from '../../platform/lease-queue';
 import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import { BACKLOG_LOCK, ITEM_LEASE_MS, MIN_BATCH_CHUNK } from './store-shared';
-import type { BalanceStore, CachedResponse, ResultRow, ClaimedItem, CountedBatch, ExportRow, LatestResult, NewBatch, ThresholdHit } from './store';
+import type { BalanceStore, CachedResponse, ResultRow, ClaimedItem, CountedBatch, ExportRow, LatestResult, LatestResultOf, NewBatch, ThresholdHit } from './store';
 
 // The balance pipeline's SQL. The raw prepared statements are each on a measured hot path (bun run bench:
 // accept, processing, export), where the query builder's per-call cost shows; the rest uses Drizzle's query
@@ -111,6 +111,15 @@ const latestResultOf = (db: Db, lenderId: string, aid: string) =>
         WHERE lender_id = ? AND authorizer_unique_id = ? ORDER BY id DESC LIMIT 1`,
     )
     .get(lenderId, aid);
+
+/** The latest result of each of some authorizers of a lender: latestResultOf for a page of them, one probe of the history index each. */
+const latestResultsAmong = (db: Db, lenderId: string, aids: readonly string[]) =>
+  db.$client
+    .query<LatestResultOf, [string, string]>(
+      `SELECT j.value AS aid, r.balance_kind AS balanceKind, r.balance_as_of AS balanceAsOf, r.detail FROM json_each(?2) j
+         JOIN balance_results r ON r.id = (SELECT id FROM balance_results WHERE lender_id = ?1 AND authorizer_unique_id = j.value ORDER BY id DESC LIMIT 1)`,
+    )
+    .all(lenderId, JSON.stringify(aids));
 
 /** Result flushes: the batch's counter, and whether this result was its last (bench processing). */
 const bumpProcessed = (tx: Orm, batchId: string, n: number) =>
@@ -411,6 +420,9 @@ export const sqliteBalanceStore: BalanceStore = {
   },
   async latestResultOf(c, lenderId, aid) {
     return latestResultOf(readerOf(c), lenderId, aid) ?? undefined;
+  },
+  async latestResultsAmong(c, lenderId, aids) {
+    return aids.length === 0 ? [] : latestResultsAmong(readerOf(c), lenderId, aids);
   },
   async exportPage(c, batchId, afterId, limit) {
     return exportPage(readerOf(c), batchId, afterId, limit);

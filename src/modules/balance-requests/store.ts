@@ -141,6 +141,11 @@ export interface LatestResult {
   detail: string | null;
 }
 
+/** The latest result of one of several authorizers read at once. */
+export interface LatestResultOf extends LatestResult {
+  aid: string;
+}
+
 
 /** A claimed read's queue row, finished: done, or pending again with its next attempt. */
 export type ReadFinish = Finalize<typeof batchItems>;
@@ -238,6 +243,8 @@ export interface BalanceStore {
   thresholdHits(c: StoreCtx, batchId: string): Promise<ThresholdHit[]>;
   /** An authorizer's latest result of a lender. */
   latestResultOf(c: StoreCtx, lenderId: string, aid: string): Promise<LatestResult | undefined>;
+  /** The latest result of each of these authorizers of a lender, in one statement (an authorizer never read is left out). */
+  latestResultsAmong(c: StoreCtx, lenderId: string, aids: readonly string[]): Promise<LatestResultOf[]>;
   /** One export chunk: a batch's results after result `afterId`, with their items' details (bench export). */
   exportPage(c: StoreCtx, batchId: string, afterId: number, limit: number): Promise<ExportRow[]>;
   /** The distinct metadata keys of a slice of a batch's items after `afterSeq`, and the slice's last seq (null: no more). */

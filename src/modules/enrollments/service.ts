@@ -1,7 +1,8 @@
 import { connectedProviders, connectionFor } from '../bank-data-connections/service';
-import { lastReadView } from '../balance-requests/service';
-import { healthOfLink, linksEnrolled, probeLinkNow, viewOf } from '../balance-requests/link-health';
+import { lastReadViews, type LastReadView } from '../balance-requests/service';
+import { healthOfLinks, linksEnrolled, probeLinkNow, viewOf, type LinkHealthView } from '../balance-requests/link-health';
 import { TransientProviderError } from '../../adapters/bank-data/types';
+import type { BankLink } from '../../adapters/bank-data/linked';
 import type { Static } from '@sinclair/typebox';
 import type { HeldReason, MonitorState } from '../../../db/schema/enums';
 import type { Ctx, Deps } from '../../deps';
@@ -22,7 +23,7 @@ import { type EnrollmentPayment } from './store';
 import { type BorrowerWrite, type StoredMonitor } from './monitor-store';
 import { applyMonitorEvent, enrollBorrowers } from './monitor-changes';
 import type { BlockedReason } from './monitor';
-import { ledgerOf, type LedgerView } from './ledger';
+import { ledgersOf, type LedgerView } from './ledger';
 import { indexBorrowers, unindexBorrowers } from './search';
 
 const TOKENIZE_CONCURRENCY = 8;
@@ -355,8 +356,49 @@ export async function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: 
   return { results, deleted: n('deleted'), unknown: n('unknown') };
 }
 
-export async function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView) {
-  const payments = await ctx.deps.stores.enrollments.paymentsOf(ctx, e.id);
+/**
+ * Enrollments as the API and the portal show them, in the order given: a page of the listing, or one borrower.
+ * Each kind of row they show (ledger entries and totals, payments, latest reads, bank links' health) is read in
+ * one statement for all of them, so a page costs the same number of statements whatever its size.
+ */
+async function enrollmentViews(ctx: Ctx, es: readonly Enrollment[]) {
+  const ids = es.map((e) => e.id);
+  const ledgers = await ledgersOf(ctx, es);
+  const payments = new Map<string, EnrollmentPayment[]>(ids.map((id) => [id, []]));
+  for (const p of await ctx.deps.stores.enrollments.paymentsAmong(ctx, ctx.lender.id, ids)) payments.get(p.enrollmentId)?.push(p);
+  const reads = await lastReadViews(
+    ctx,
+    ctx.lender.id,
+    es.flatMap((e) => (e.lastReadAt === null ? [] : [{ aid: e.authorizerUniqueId, cents: e.lastReadCents, at: e.lastReadAt }])),
+  );
+  // Each borrower's sealed details opened once, for its account's last four and its bank_link.
+  const sealed = es.map((e) => (e.sealed ? openBorrower(ctx.deps, e.sealed).s : null));
+  const links = sealed.map((s) => s?.bankLink ?? null);
+  const healths = await healthOfLinks(ctx, ctx.lender.id, links.filter((l) => l !== null));
+  let linked = 0;
+  return es.map((e, i) => {
+    const s = sealed[i] ?? null;
+    const link = links[i] ?? null;
+    return enrollmentView(e, {
+      ledger: ledgers.get(e.id)!,
+      payments: payments.get(e.id)!,
+      lastRead: e.lastReadAt === null ? null : reads.get(e.authorizerUniqueId)!,
+      accountLast4: s?.accountNumber ? s.accountNumber.slice(-4) : null,
+      bankLink: link ? bankLinkView(link, viewOf(healths[linked++])) : null,
+    });
+  });
+}
+
+/** What an enrollment's view shows beside its own row, read for the whole page by enrollmentViews. */
+interface ViewParts {
+  ledger: LedgerView;
+  payments: EnrollmentPayment[];
+  lastRead: LastReadView | null;
+  accountLast4: string | null;
+  bankLink: ReturnType<typeof bankLinkView> | null;
+}
+
+function enrollmentView(e: Enrollment, { ledger, payments, lastRead, accountLast4, bankLink }: ViewParts) {
   return {
     authorizer_unique_id: e.authorizerUniqueId,
     state: e.state,
@@ -370,9 +412,9 @@ export async function enrollmentView(ctx: Ctx, e: Enrollment, ledger: LedgerView
     instrument:
       e.rail === 'card'
         ? { rail: 'card' as const, card_brand: e.cardBrand, last4: e.cardLast4 }
-        : { rail: 'ach' as const, bank_name: e.bankName, last4: accountLast4(ctx, e) },
-    last_read: e.lastReadAt === null ? null : await lastReadView(ctx, e.lenderId, e.authorizerUniqueId, e.lastReadCents, e.lastReadAt),
-    bank_link: await bankLinkOf(ctx, e),
+        : { rail: 'ach' as const, bank_name: e.bankName, last4: accountLast4 },
+    last_read: lastRead,
+    bank_link: bankLink,
     next_read_at: e.state === 'monitored' ? isoOrNull(e.nextReadAt) : null,
     pay_cycle:
       e.payCycleFrequency === null
@@ -410,25 +452,17 @@ function scheduledView(payments: EnrollmentPayment[]) {
 }
 
 /** What is shown of the borrower's bank_link: the provider and which account, never the access token, and its health. */
-async function bankLinkOf(ctx: Ctx, e: Enrollment) {
-  const link = e.sealed ? openBorrower(ctx.deps, e.sealed).s.bankLink : null;
-  if (!link) return null;
-  const health = viewOf(await healthOfLink(ctx, e.lenderId, link));
+function bankLinkView(link: BankLink, health: LinkHealthView) {
   return link.provider === 'plaid'
     ? { provider: 'plaid' as const, account_last4: link.accountId.slice(-4), health }
     : { provider: 'stripe' as const, account: link.account, health };
 }
 
-function accountLast4(ctx: Ctx, e: Enrollment): string | null {
-  if (!e.sealed) return null;
-  const s = openBorrower(ctx.deps, e.sealed);
-  return s.s.accountNumber ? s.s.accountNumber.slice(-4) : null;
-}
-
 export async function getEnrollment({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId: string } }) {
   const e = await ctx.deps.stores.enrollments.enrollmentOf(ctx, ctx.lender.id, input.authorizerUniqueId);
   if (!e) throw new NotFound('Enrollment', input.authorizerUniqueId);
-  return enrollmentView(ctx, e, await ledgerOf(ctx, e));
+  const [view] = await enrollmentViews(ctx, [e]);
+  return view!;
 }
 
 /**
@@ -501,10 +535,8 @@ export async function listEnrollments({
       }),
     positionOf: (e) => ({ a: e.authorizerUniqueId }),
   });
-  const enrollments = [];
-  for (const e of page) enrollments.push(await enrollmentView(ctx, e, await ledgerOf(ctx, e)));
   return {
-    enrollments,
+    enrollments: await enrollmentViews(ctx, page),
     has_more: hasMore,
     next_page_token: nextPageToken,
   };

@@ -243,6 +243,55 @@ export const pgEnrollmentStore: EnrollmentStore = {
       .where(eq(payments.enrollmentId, enrollmentId))
       .orderBy(asc(payments.createdAt), asc(payments.id));
   },
+  async ledgerEntriesAmong(c, lenderId, enrollmentIds) {
+    if (enrollmentIds.length === 0) return [];
+    return readerOf(c)
+      .select({
+        enrollmentId: ledgerEntries.enrollmentId,
+        reference: ledgerEntries.reference,
+        kind: ledgerEntries.kind,
+        amountCents: ledgerEntries.amountCents,
+        at: ledgerEntries.at,
+      })
+      .from(ledgerEntries)
+      .where(and(eq(ledgerEntries.lenderId, lenderId), sql`${ledgerEntries.enrollmentId} = ANY(${listOf(enrollmentIds)}::text[])`))
+      .orderBy(asc(ledgerEntries.enrollmentId), asc(ledgerEntries.id));
+  },
+  async ledgerTotalsAmong(c, lenderId, enrollmentIds) {
+    if (enrollmentIds.length === 0) return [];
+    // Summed by PostgreSQL (numeric: exact) and read as text, then BigInt, as ledgerTotals.
+    const found = await rows<{ enrollmentId: string; collected: string; reversed: string }>(
+      readerOf(c),
+      sql`SELECT enrollment_id AS "enrollmentId",
+                 COALESCE(SUM(amount_cents) FILTER (WHERE kind = 'credit'), 0)::text AS collected,
+                 COALESCE(SUM(amount_cents) FILTER (WHERE kind = 'reversal'), 0)::text AS reversed
+            FROM ledger_entries WHERE lender_id = ${lenderId} AND enrollment_id = ANY(${listOf(enrollmentIds)}::text[])
+           GROUP BY enrollment_id`,
+    );
+    return found.map((t) => ({ enrollmentId: t.enrollmentId, collected: BigInt(t.collected), reversed: BigInt(t.reversed) }));
+  },
+  async paymentsAmong(c, lenderId, enrollmentIds) {
+    if (enrollmentIds.length === 0) return [];
+    return readerOf(c)
+      .select({
+        enrollmentId: payments.enrollmentId,
+        reference: payments.reference,
+        amount: payments.amountCents,
+        status: payments.status,
+        attempt: payments.attempt,
+        reinitiationOf: original.reference,
+        createdAt: payments.createdAt,
+        debitOn: payments.debitOn,
+        reportedStatus: payments.reportedStatus,
+        reportedReturnCode: payments.reportedReturnCode,
+        reportedAt: payments.reportedAt,
+        reportHold: payments.reportHold,
+      })
+      .from(payments)
+      .leftJoin(original, eq(original.id, payments.reinitiationOf))
+      .where(and(sql`${payments.enrollmentId} = ANY(${listOf(enrollmentIds)}::text[])`, eq(payments.lenderId, lenderId)))
+      .orderBy(asc(payments.enrollmentId), asc(payments.createdAt), asc(payments.id));
+  },
   async replaceSearchEntries(c, entries, width) {
     if (entries.length > 0) await replaceSearchEntries(writerOf(c), entries, width);
   },

@@ -2,7 +2,7 @@ import { and, asc, eq, gt, gte, inArray, isNotNull, lt, notExists, sql } from 'd
 import { batches, enrollments, ledgerEntries, payments, searchableBorrowers } from '../../../db/schema';
 import type { Db, Orm } from '../../platform/db';
 import { listOf, readerOf, writerOf } from '../../platform/sql/sqlite';
-import type { DueRead, EnrollmentPayment, EnrollmentStore, SearchEntries } from './store';
+import type { DueRead, EnrollmentPayment, EnrollmentPaymentOf, EnrollmentStore, LedgerEntryOf, LedgerTotalsOf, SearchEntries } from './store';
 
 // The enrollment's SQL (the writes of a monitor's state are in monitor-store.sqlite.ts). Raw cached statements
 // where a path is hot: the monitoring due check runs every second against every borrower's index entry (bench:
@@ -40,6 +40,48 @@ const paymentsOf = (db: Db, enrollmentId: string) =>
         WHERE p.enrollment_id = ? ORDER BY p.created_at, p.id`,
     )
     .all(enrollmentId);
+
+// A page of borrowers read at once (the listings): the ids bound as one JSON array, so each read is one cached
+// statement whatever the page's size. The index is named: without it the ledger's reads were planned on the
+// lender's index (every entry of the lender) rather than on each borrower's entries.
+
+/** The borrowers' ledger entries, each borrower's in the order posted. */
+const ledgerEntriesAmong = (db: Db, lenderId: string, enrollmentIds: readonly string[]) =>
+  db.$client
+    .query<LedgerEntryOf, [string, string]>(
+      `SELECT enrollment_id AS enrollmentId, reference, kind, amount_cents AS amountCents, at
+         FROM ledger_entries INDEXED BY ledger_entries_enrollment_idx
+        WHERE lender_id = ? AND enrollment_id IN (SELECT value FROM json_each(?))
+        ORDER BY enrollment_id, id`,
+    )
+    .all(lenderId, JSON.stringify(enrollmentIds));
+
+/** The borrowers' credited and reversed cents, summed in 64-bit integers and read as BigInt (exact), as ledgerTotals. */
+const ledgerTotalsAmong = (db: Db, lenderId: string, enrollmentIds: readonly string[]) =>
+  db.$client
+    .query<LedgerTotalsOf, [string, string]>(
+      `SELECT enrollment_id AS enrollmentId,
+              COALESCE(SUM(CASE WHEN kind = 'credit' THEN amount_cents END), 0) AS collected,
+              COALESCE(SUM(CASE WHEN kind = 'reversal' THEN amount_cents END), 0) AS reversed
+         FROM ledger_entries INDEXED BY ledger_entries_enrollment_idx
+        WHERE lender_id = ? AND enrollment_id IN (SELECT value FROM json_each(?))
+        GROUP BY enrollment_id`,
+    )
+    .safeIntegers(true)
+    .all(lenderId, JSON.stringify(enrollmentIds));
+
+/** The borrowers' payments, each borrower's oldest first, as paymentsOf reads them. */
+const paymentsAmong = (db: Db, lenderId: string, enrollmentIds: readonly string[]) =>
+  db.$client
+    .query<EnrollmentPaymentOf, [string, string]>(
+      `SELECT p.enrollment_id AS enrollmentId, p.reference, p.amount_cents AS amount, p.status, p.attempt, o.reference AS reinitiationOf,
+              p.created_at AS createdAt, p.debit_on AS debitOn, p.reported_status AS reportedStatus, p.reported_return_code AS reportedReturnCode,
+              p.reported_at AS reportedAt, p.report_hold AS reportHold
+         FROM payments p INDEXED BY payments_enrollment_idx LEFT JOIN payments o ON o.id = p.reinitiation_of
+        WHERE p.enrollment_id IN (SELECT value FROM json_each(?2)) AND p.lender_id = ?1
+        ORDER BY p.enrollment_id, p.created_at, p.id`,
+    )
+    .all(lenderId, JSON.stringify(enrollmentIds));
 
 // Borrower search (search.ts, db/schema/search.ts): an entry is (hash, borrower) in one WITHOUT ROWID b-tree,
 // and searchable_borrowers holds each borrower's hashes, so its own entries are found without an index of them.
@@ -195,6 +237,15 @@ export const sqliteEnrollmentStore: EnrollmentStore = {
   },
   async paymentsOf(c, enrollmentId) {
     return paymentsOf(readerOf(c), enrollmentId);
+  },
+  async ledgerEntriesAmong(c, lenderId, enrollmentIds) {
+    return enrollmentIds.length === 0 ? [] : ledgerEntriesAmong(readerOf(c), lenderId, enrollmentIds);
+  },
+  async ledgerTotalsAmong(c, lenderId, enrollmentIds) {
+    return enrollmentIds.length === 0 ? [] : ledgerTotalsAmong(readerOf(c), lenderId, enrollmentIds);
+  },
+  async paymentsAmong(c, lenderId, enrollmentIds) {
+    return enrollmentIds.length === 0 ? [] : paymentsAmong(readerOf(c), lenderId, enrollmentIds);
   },
   async replaceSearchEntries(c, entries, width) {
     const tx = writerOf(c);

@@ -36,6 +36,23 @@ export interface LedgerEntryRow {
   at: number;
 }
 
+/** A ledger entry of one of several borrowers read at once (a page of enrollments). */
+export interface LedgerEntryOf extends LedgerEntryRow {
+  enrollmentId: string;
+}
+
+/** A payment of one of several borrowers read at once (a page of enrollments). */
+export interface EnrollmentPaymentOf extends EnrollmentPayment {
+  enrollmentId: string;
+}
+
+/** One borrower's credited and reversed cents, of several read at once. */
+export interface LedgerTotalsOf {
+  enrollmentId: string;
+  collected: bigint;
+  reversed: bigint;
+}
+
 /** A borrower's search entries as written: `fresh` for a borrower new to the lender, with none to replace. */
 export interface SearchEntries {
   lenderId: string;
@@ -93,6 +110,13 @@ export interface EnrollmentStore {
   ledgerTotals(c: StoreCtx, lenderId: string, enrollmentId: string): Promise<{ collected: bigint; reversed: bigint }>;
   /** A borrower's payments, oldest first, with the original's reference for reinitiations. */
   paymentsOf(c: StoreCtx, enrollmentId: string): Promise<EnrollmentPayment[]>;
+  // The same reads for a page of borrowers, one statement each whatever the page's size (the listings).
+  /** These borrowers' ledger entries, each borrower's in the order posted. */
+  ledgerEntriesAmong(c: StoreCtx, lenderId: string, enrollmentIds: readonly string[]): Promise<LedgerEntryOf[]>;
+  /** These borrowers' credited and reversed cents, as ledgerTotals sums them; a borrower with no entry is left out. */
+  ledgerTotalsAmong(c: StoreCtx, lenderId: string, enrollmentIds: readonly string[]): Promise<LedgerTotalsOf[]>;
+  /** These borrowers' payments, each borrower's oldest first, as paymentsOf reads them. */
+  paymentsAmong(c: StoreCtx, lenderId: string, enrollmentIds: readonly string[]): Promise<EnrollmentPaymentOf[]>;
 
   // Borrower search (search.ts)
   /** Each borrower's search entries replaced (a re-send with the same hashes under the same key writes nothing). */

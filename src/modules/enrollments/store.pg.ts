@@ -2,7 +2,7 @@ import { and, asc, eq, gt, gte, isNotNull, lt, lte, notExists, sql } from 'drizz
 import { alias } from 'drizzle-orm/pg-core';
 import { batches, enrollments, ledgerEntries, payments, searchableBorrowers } from '../../../db/schema-pg';
 import type { PgDb } from '../../platform/pg';
-import { exactSum, inList, inTransaction, listOf, readerOf, rows, sumOf, writerOf, type Summed } from '../../platform/sql/pg';
+import { inList, inTransaction, listOf, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { TxCtx } from '../../platform/store';
 import type { Enrollment } from './borrower';
 import type { DueRead, EnrollmentStore, SearchEntries } from './store';
@@ -207,42 +207,6 @@ export const pgEnrollmentStore: EnrollmentStore = {
       .set({ sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, erasedAt: now, updatedAt: now })
       .where(inList(enrollments.id, enrollmentIds));
   },
-  async ledgerEntriesOf(c, lenderId, enrollmentId) {
-    return readerOf(c)
-      .select()
-      .from(ledgerEntries)
-      .where(and(eq(ledgerEntries.lenderId, lenderId), eq(ledgerEntries.enrollmentId, enrollmentId)))
-      .orderBy(asc(ledgerEntries.id));
-  },
-  async ledgerTotals(c, lenderId, enrollmentId) {
-    // Summed by PostgreSQL (numeric: exact) and read as text, then BigInt: never a floating-point number.
-    const [t] = await rows<Summed<'collected' | 'reversed'>>(
-      readerOf(c),
-      sql`SELECT ${exactSum('amount_cents', 'collected', `kind = 'credit'`)}, ${exactSum('amount_cents', 'reversed', `kind = 'reversal'`)}
-            FROM ledger_entries WHERE lender_id = ${lenderId} AND enrollment_id = ${enrollmentId}`,
-    );
-    return { collected: sumOf(t!, 'collected'), reversed: sumOf(t!, 'reversed') };
-  },
-  async paymentsOf(c, enrollmentId) {
-    return readerOf(c)
-      .select({
-        reference: payments.reference,
-        amount: payments.amountCents,
-        status: payments.status,
-        attempt: payments.attempt,
-        reinitiationOf: original.reference,
-        createdAt: payments.createdAt,
-        debitOn: payments.debitOn,
-        reportedStatus: payments.reportedStatus,
-        reportedReturnCode: payments.reportedReturnCode,
-        reportedAt: payments.reportedAt,
-        reportHold: payments.reportHold,
-      })
-      .from(payments)
-      .leftJoin(original, eq(original.id, payments.reinitiationOf))
-      .where(eq(payments.enrollmentId, enrollmentId))
-      .orderBy(asc(payments.createdAt), asc(payments.id));
-  },
   async ledgerEntriesAmong(c, lenderId, enrollmentIds) {
     if (enrollmentIds.length === 0) return [];
     return readerOf(c)
@@ -259,7 +223,7 @@ export const pgEnrollmentStore: EnrollmentStore = {
   },
   async ledgerTotalsAmong(c, lenderId, enrollmentIds) {
     if (enrollmentIds.length === 0) return [];
-    // Summed by PostgreSQL (numeric: exact) and read as text, then BigInt, as ledgerTotals.
+    // Summed by PostgreSQL (numeric: exact) and read as text, then BigInt: never a floating-point number.
     const found = await rows<{ enrollmentId: string; collected: string; reversed: string }>(
       readerOf(c),
       sql`SELECT enrollment_id AS "enrollmentId",

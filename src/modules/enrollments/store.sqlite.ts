@@ -19,28 +19,6 @@ const dueReads = (db: Db, now: number, limit: number) =>
     )
     .all(now, limit);
 
-/** A borrower's credited and reversed cents, summed by SQLite in 64-bit integers and read as BigInt (exact). */
-const ledgerTotals = (db: Db, lenderId: string, enrollmentId: string) =>
-  db.$client
-    .query<{ collected: bigint; reversed: bigint }, [string, string]>(
-      `SELECT COALESCE(SUM(CASE WHEN kind = 'credit' THEN amount_cents END), 0) AS collected,
-              COALESCE(SUM(CASE WHEN kind = 'reversal' THEN amount_cents END), 0) AS reversed
-         FROM ledger_entries WHERE lender_id = ? AND enrollment_id = ?`,
-    )
-    .safeIntegers(true)
-    .get(lenderId, enrollmentId)!;
-
-/** A borrower's payments for its enrollment read, oldest first, with the original's reference for reinitiations. */
-const paymentsOf = (db: Db, enrollmentId: string) =>
-  db.$client
-    .query<EnrollmentPayment, [string]>(
-      `SELECT p.reference, p.amount_cents AS amount, p.status, p.attempt, o.reference AS reinitiationOf, p.created_at AS createdAt, p.debit_on AS debitOn,
-              p.reported_status AS reportedStatus, p.reported_return_code AS reportedReturnCode, p.reported_at AS reportedAt, p.report_hold AS reportHold
-         FROM payments p INDEXED BY payments_enrollment_idx LEFT JOIN payments o ON o.id = p.reinitiation_of
-        WHERE p.enrollment_id = ? ORDER BY p.created_at, p.id`,
-    )
-    .all(enrollmentId);
-
 // A page of borrowers read at once (the listings): the ids bound as one JSON array, so each read is one cached
 // statement whatever the page's size. The index is named: without it the ledger's reads were planned on the
 // lender's index (every entry of the lender) rather than on each borrower's entries.
@@ -56,7 +34,7 @@ const ledgerEntriesAmong = (db: Db, lenderId: string, enrollmentIds: readonly st
     )
     .all(lenderId, JSON.stringify(enrollmentIds));
 
-/** The borrowers' credited and reversed cents, summed in 64-bit integers and read as BigInt (exact), as ledgerTotals. */
+/** The borrowers' credited and reversed cents, summed in 64-bit integers and read as BigInt (exact). */
 const ledgerTotalsAmong = (db: Db, lenderId: string, enrollmentIds: readonly string[]) =>
   db.$client
     .query<LedgerTotalsOf, [string, string]>(
@@ -70,7 +48,7 @@ const ledgerTotalsAmong = (db: Db, lenderId: string, enrollmentIds: readonly str
     .safeIntegers(true)
     .all(lenderId, JSON.stringify(enrollmentIds));
 
-/** The borrowers' payments, each borrower's oldest first, as paymentsOf reads them. */
+/** The borrowers' payments, each borrower's oldest first, with the original's reference for reinitiations. */
 const paymentsAmong = (db: Db, lenderId: string, enrollmentIds: readonly string[]) =>
   db.$client
     .query<EnrollmentPaymentOf, [string, string]>(
@@ -223,20 +201,6 @@ export const sqliteEnrollmentStore: EnrollmentStore = {
       .set({ sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, erasedAt: now, updatedAt: now })
       .where(inArray(enrollments.id, enrollmentIds))
       .run();
-  },
-  async ledgerEntriesOf(c, lenderId, enrollmentId) {
-    return readerOf(c)
-      .select()
-      .from(ledgerEntries)
-      .where(and(eq(ledgerEntries.lenderId, lenderId), eq(ledgerEntries.enrollmentId, enrollmentId)))
-      .orderBy(asc(ledgerEntries.id))
-      .all();
-  },
-  async ledgerTotals(c, lenderId, enrollmentId) {
-    return ledgerTotals(readerOf(c), lenderId, enrollmentId);
-  },
-  async paymentsOf(c, enrollmentId) {
-    return paymentsOf(readerOf(c), enrollmentId);
   },
   async ledgerEntriesAmong(c, lenderId, enrollmentIds) {
     return enrollmentIds.length === 0 ? [] : ledgerEntriesAmong(readerOf(c), lenderId, enrollmentIds);

@@ -104,18 +104,13 @@ export interface EnrollmentStore {
   enrollmentsPage(c: StoreCtx, q: EnrollmentPageQuery): Promise<Enrollment[]>;
   /** Erasure: the personal data and card tokens of these enrollments overwritten. */
   eraseBorrowerData(c: TxCtx, enrollmentIds: readonly string[], now: number): Promise<void>;
-  /** A borrower's ledger entries, in the order posted. */
-  ledgerEntriesOf(c: StoreCtx, lenderId: string, enrollmentId: string): Promise<LedgerEntryRow[]>;
-  /** A borrower's credited and reversed cents, summed in 64-bit integers and read as BigInt (exact). */
-  ledgerTotals(c: StoreCtx, lenderId: string, enrollmentId: string): Promise<{ collected: bigint; reversed: bigint }>;
-  /** A borrower's payments, oldest first, with the original's reference for reinitiations. */
-  paymentsOf(c: StoreCtx, enrollmentId: string): Promise<EnrollmentPayment[]>;
-  // The same reads for a page of borrowers, one statement each whatever the page's size (the listings).
+  // The ledger, the payments: for a page of borrowers (a listing, or one borrower), one statement each whatever
+  // the page's size.
   /** These borrowers' ledger entries, each borrower's in the order posted. */
   ledgerEntriesAmong(c: StoreCtx, lenderId: string, enrollmentIds: readonly string[]): Promise<LedgerEntryOf[]>;
-  /** These borrowers' credited and reversed cents, as ledgerTotals sums them; a borrower with no entry is left out. */
+  /** These borrowers' credited and reversed cents, summed exactly and read as BigInt; a borrower with no entry is left out. */
   ledgerTotalsAmong(c: StoreCtx, lenderId: string, enrollmentIds: readonly string[]): Promise<LedgerTotalsOf[]>;
-  /** These borrowers' payments, each borrower's oldest first, as paymentsOf reads them. */
+  /** These borrowers' payments, each borrower's oldest first, with the original's reference for reinitiations. */
   paymentsAmong(c: StoreCtx, lenderId: string, enrollmentIds: readonly string[]): Promise<EnrollmentPaymentOf[]>;
 
   // Borrower search (search.ts)

@@ -245,9 +245,9 @@ if (!onPostgres) {
       await s.ready;
       await enroll({ ctx: s.ctx, input: { body: { borrowers: [enrollBorrower('led-1')] } } });
       const [{ id }] = await s.q<{ id: string }>(sql`SELECT id FROM enrollments`);
-      expect(await enrollmentStore.ledgerTotals(s.ctx, s.ctx.lender.id, id!)).toEqual({ collected: 0n, reversed: 0n });
-      expect(await enrollmentStore.paymentsOf(s.ctx, id!)).toEqual([]);
-      expect(await enrollmentStore.ledgerEntriesOf(s.ctx, s.ctx.lender.id, id!)).toEqual([]);
+      expect(await enrollmentStore.ledgerTotalsAmong(s.ctx, s.ctx.lender.id, [id!])).toEqual([]);
+      expect(await enrollmentStore.paymentsAmong(s.ctx, s.ctx.lender.id, [id!])).toEqual([]);
+      expect(await enrollmentStore.ledgerEntriesAmong(s.ctx, s.ctx.lender.id, [id!])).toEqual([]);
     }, 60_000);
   });
 

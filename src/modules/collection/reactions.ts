@@ -22,17 +22,8 @@ import { holdChain } from './chain';
 // A lender's upload of the service's own payment is a report, not an outcome: only a stop acts on it at once
 // (stopAtOnce), through steps 2 and 3.
 
-/** An outcome as the recorder recorded it. */
-export interface RecordedOutcome {
-  lenderId: string;
-  reference: string;
-  amountCents: number;
-  message: string | null;
-  source: EventSource;
-  enrollmentId: string | null;
-  authorizerUniqueId: string | null;
-  /** A card decline's code; one that must never be retried stops the borrower with it. */
-  declineCode?: string | null;
+/** What the recorder recorded of an observation: its event, the status it stands for and the times. */
+export interface RecordedEvent {
   eventId: string;
   /** The status recorded (a return of a settled payment is its late return). */
   status: EventStatus;
@@ -42,27 +33,40 @@ export interface RecordedOutcome {
   now: number;
 }
 
+/** What the reactions read of the observation itself (record.ts's Observation has these). */
+interface Observed {
+  lenderId: string;
+  reference: string;
+  amountCents: number;
+  message: string | null;
+  source: EventSource;
+  enrollmentId: string | null;
+  authorizerUniqueId: string | null;
+  /** A card decline's code; one that must never be retried stops the borrower with it. */
+  declineCode?: string | null;
+}
+
 /** Steps 1 to 5 for one outcome. `ratesLater`: step 5 is left to the batch, which evaluates each lender once. */
-export async function afterOutcome(ctx: JobContext & { tx: Tx }, o: RecordedOutcome, ratesLater?: Set<string>): Promise<void> {
+export async function afterOutcome(ctx: JobContext & { tx: Tx }, o: Observed, r: RecordedEvent, ratesLater?: Set<string>): Promise<void> {
   if (o.enrollmentId) {
-    await postLedger(ctx, o, o.enrollmentId);
-    await moveBorrower(ctx, o.enrollmentId, o.status, o.returnCode, o.now, o.declineCode ?? null);
+    await postLedger(ctx, o, r, o.enrollmentId);
+    await moveBorrower(ctx, o.enrollmentId, r.status, r.returnCode, r.now, o.declineCode ?? null);
   }
   if (o.source !== 'upload' && o.authorizerUniqueId) {
     const payment_event = eventView({
-      id: o.eventId,
+      id: r.eventId,
       reference: o.reference,
-      status: o.status,
+      status: r.status,
       amountCents: o.amountCents,
-      returnCode: o.returnCode,
+      returnCode: r.returnCode,
       authorizerUniqueId: o.authorizerUniqueId,
-      occurredAt: o.occurredAt,
+      occurredAt: r.occurredAt,
       source: o.source,
       message: o.message,
     });
-    await pushToEndpoints(ctx, o.now, o.lenderId, 'PAYMENT_EVENT', { payment_event });
+    await pushToEndpoints(ctx, r.now, o.lenderId, 'PAYMENT_EVENT', { payment_event });
   }
-  if ((o.status === 'returned' || o.status === 'late_returned') && o.source !== 'upload') {
+  if ((r.status === 'returned' || r.status === 'late_returned') && o.source !== 'upload') {
     if (ratesLater) ratesLater.add(o.lenderId);
     else await evaluateReturnRates(ctx, o.lenderId);
   }
@@ -74,10 +78,10 @@ export async function stopAtOnce(ctx: JobContext & { tx: Tx }, enrollmentId: str
 }
 
 /** Step 1: the ledger is the money the lender holds; a won dispute or a failed refund is settled again. */
-async function postLedger(ctx: JobContext & { tx: Tx }, o: RecordedOutcome, enrollmentId: string): Promise<void> {
-  const entry = { lenderId: o.lenderId, enrollmentId, reference: o.reference, eventId: o.eventId, at: o.now };
-  if (o.status === 'settled') await ctx.deps.stores.outcomes.postLedgerEntry(ctx, { ...entry, kind: 'credit', amount: o.amountCents });
-  else if (o.status === 'returned' || o.status === 'late_returned' || o.status === 'refunded') {
+async function postLedger(ctx: JobContext & { tx: Tx }, o: Observed, r: RecordedEvent, enrollmentId: string): Promise<void> {
+  const entry = { lenderId: o.lenderId, enrollmentId, reference: o.reference, eventId: r.eventId, at: r.now };
+  if (r.status === 'settled') await ctx.deps.stores.outcomes.postLedgerEntry(ctx, { ...entry, kind: 'credit', amount: o.amountCents });
+  else if (r.status === 'returned' || r.status === 'late_returned' || r.status === 'refunded') {
     await ctx.deps.stores.outcomes.postLedgerEntry(ctx, { ...entry, kind: 'reversal', amount: Math.max(0, await ctx.deps.stores.outcomes.creditedFor(ctx, o.lenderId, o.reference)) });
   }
 }

@@ -146,7 +146,7 @@ export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observa
     });
   }
   ctx.deps.metrics.paymentEvents.inc({ status, source: o.source });
-  await afterOutcome(ctx, { ...o, eventId, status, returnCode, occurredAt, now }, ratesLater);
+  await afterOutcome(ctx, o, { eventId, status, returnCode, occurredAt, now }, ratesLater);
   return { recorded: true, eventId, status, occurredAt };
 }
 

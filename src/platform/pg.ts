@@ -25,29 +25,39 @@ const MIGRATION_LOCK = 'debit-recovery-service migrations';
 export const isPostgresUrl = (url: string | null | undefined): url is string => !!url && /^postgres(ql)?:\/\//i.test(url);
 
 /**
- * The URL with its password replaced, safe to log. The user information ends at the last `@` (a password may
- * hold an `@` that was not percent-encoded, which the URL parser would take for the host's start), so
- * whatever the URL holds, no part of its password is shown; an `@` in the rest of the URL only hides more.
+ * A URL's parts around its user information, which ends at the last `@` (a password may hold an `@` that was
+ * not percent-encoded, which the URL parser would take for the host's start): null without a scheme; `at`
+ * is -1 when there is no user information.
+ */
+function authorityOf(url: string): { scheme: string; userinfo: string; at: number } | null {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url)?.[0];
+  if (!scheme) return null;
+  const at = url.lastIndexOf('@');
+  return at < scheme.length ? { scheme, userinfo: '', at: -1 } : { scheme, userinfo: url.slice(scheme.length, at), at };
+}
+
+/** The password as the URL writes it, or null when it names none. */
+function passwordOf(url: string): string | null {
+  const a = authorityOf(url);
+  const colon = a && a.at >= 0 ? a.userinfo.indexOf(':') : -1;
+  return colon < 0 ? null : a!.userinfo.slice(colon + 1);
+}
+
+/**
+ * The URL with its password replaced, safe to log: the password is hidden whole, whatever it holds; an `@`
+ * in the rest of the URL only hides more.
  */
 export function redactedUrl(url: string): string {
-  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url)?.[0];
-  if (!scheme) return 'postgres://(unparsable)';
-  const at = url.lastIndexOf('@');
-  if (at < scheme.length) return url;
-  const userinfo = url.slice(scheme.length, at);
-  const colon = userinfo.indexOf(':');
-  return colon < 0 ? url : `${scheme}${userinfo.slice(0, colon)}:***${url.slice(at)}`;
+  const a = authorityOf(url);
+  if (!a) return 'postgres://(unparsable)';
+  const password = passwordOf(url);
+  return password === null ? url : `${a.scheme}${a.userinfo.slice(0, a.userinfo.length - password.length)}***${url.slice(a.at)}`;
 }
 
 /** A message (a driver's error) with the URL's password taken out, as written and as decoded. */
 export function redactedMessage(message: string, url: string): string {
-  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url)?.[0];
-  const at = url.lastIndexOf('@');
-  if (!scheme || at < scheme.length) return message;
-  const userinfo = url.slice(scheme.length, at);
-  const colon = userinfo.indexOf(':');
-  if (colon < 0) return message;
-  const password = userinfo.slice(colon + 1);
+  const password = passwordOf(url);
+  if (password === null) return message;
   let decoded = password;
   try {
     decoded = decodeURIComponent(password);
@@ -59,15 +69,10 @@ export function redactedMessage(message: string, url: string): string {
   return out;
 }
 
-/** Whether the URL's password holds characters a URL must percent-encode there (an `@`, `/`, `?`, `#`). */
+/** Whether the URL's user information holds characters a URL must percent-encode there (an `@`, `/`, `?`, `#`). */
 export function passwordNeedsEncoding(url: string): boolean {
-  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url)?.[0];
-  if (!scheme) return false;
-  const rest = url.slice(scheme.length);
-  const at = rest.lastIndexOf('@');
-  if (at < 0) return false;
-  const userinfo = rest.slice(0, at);
-  return userinfo.includes('@') || /[/?#]/.test(userinfo);
+  const a = authorityOf(url);
+  return !!a && a.at >= 0 && (a.userinfo.includes('@') || /[/?#]/.test(a.userinfo));
 }
 
 /**

@@ -12,6 +12,7 @@ import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import type { TSchema } from '@sinclair/typebox';
 import { ErrorEnvelope } from '../../src/http/errors';
 import type { Processor } from '../../src/adapters/processors';
+import type { Stores } from '../../src/deps';
 import { openDatabase } from '../../src/platform/db';
 import { freshPgDatabase, onPostgres, pooledRows, PsqlDatabase, psql, vaultKeyIn } from './pg';
 import type { Database } from 'bun:sqlite';
@@ -133,14 +134,25 @@ export function twoReplicas(env: Record<string, string> = {}): { a: TestContext;
  * A real app on a real SQLite file in a temp folder, with the real migrations and a fake clock. Unless `env`
  * names a DATABASE_PATH, the file starts as a copy of a freshly migrated one.
  */
-export function createTestContext(
-  env: Record<string, string> = {},
-  opts: { clockAt?: string; stripe?: () => Processor } = {},
-): TestContext {
+export interface ContextOptions {
+  clockAt?: string;
+  stripe?: () => Processor;
+  /**
+   * The engine of this context whatever the suite runs on (the store contracts run one context per engine):
+   * `postgres` clones a database on `pgServer`.
+   */
+  engine?: { name: 'sqlite' } | { name: 'postgres'; pgServer: string };
+  /** The stores the service is given, in place of its engine's own (a contract wraps them to count calls). */
+  wrapStores?: (stores: Stores) => Stores;
+}
+
+export function createTestContext(env: Record<string, string> = {}, opts: ContextOptions = {}): TestContext {
   const dir = mkdtempSync(join(tmpdir(), 'drs-test-'));
   // With DATABASE_URL=postgres://… the suite runs on PostgreSQL: a database of the context's own, cloned from
   // a migrated template (a context that names its own DATABASE_PATH or DATABASE_URL keeps it).
-  const pgDb = onPostgres && env.DATABASE_PATH === undefined && env.DATABASE_URL === undefined ? freshPgDatabase() : null;
+  const own = env.DATABASE_PATH === undefined && env.DATABASE_URL === undefined;
+  const engine = opts.engine ?? { name: onPostgres ? 'postgres' : 'sqlite' };
+  const pgDb = own && engine.name === 'postgres' ? freshPgDatabase('pgServer' in engine ? engine.pgServer : undefined) : null;
   if (env.DATABASE_PATH === undefined && !pgDb) migratedCopy(join(dir, 'service.sqlite'));
   const settings: Record<string, string> = {
     ...(pgDb ? { DATABASE_URL: pgDb.url, DATABASE_POOL_MAX: '4' } : {}),
@@ -165,6 +177,7 @@ export function createTestContext(
     },
   });
   const rt = createRuntime(config, { clock, logDestination: sink, defaultMetrics: false, stripe: opts.stripe });
+  if (opts.wrapStores) rt.stores = opts.wrapStores(rt.stores);
   const app = createApp(rt);
   const routes: RouteSchemas = routeSchemas(app);
   const newLender = (name?: string, o: { cards?: boolean } = {}) => {
@@ -244,7 +257,7 @@ export function createTestContext(
 }
 
 /** createTestContext closed automatically after the file's tests. */
-export function useTestContext(env: Record<string, string> = {}, opts: { clockAt?: string; stripe?: () => Processor } = {}): TestContext {
+export function useTestContext(env: Record<string, string> = {}, opts: ContextOptions = {}): TestContext {
   const ctx = createTestContext(env, opts);
   afterAll(() => ctx.close());
   return ctx;

@@ -12,7 +12,7 @@ import { isPostgresUrl, PG_MIGRATIONS_DIR } from '../../src/platform/pg';
 export const PG_URL = process.env.DATABASE_URL;
 export const onPostgres = isPostgresUrl(PG_URL);
 
-let template: string | null = null;
+const templates = new Map<string, string>();
 let made = 0;
 
 /**
@@ -28,9 +28,9 @@ export function vaultKeyIn(file: string): string {
   return readFileSync(file, 'utf8').trim();
 }
 
-/** The URL of database `name` on the suite's server. */
-export function pgUrlOf(name: string): string {
-  const u = new URL(PG_URL!);
+/** The URL of database `name` on the suite's server (or on `server`). */
+export function pgUrlOf(name: string, server = PG_URL!): string {
+  const u = new URL(server);
   u.pathname = `/${name}`;
   return u.toString();
 }
@@ -52,39 +52,42 @@ function templateName(): string {
   return `drs_template_${h.digest('hex').slice(0, 12)}`;
 }
 
-function ensureTemplate(): string {
-  if (template) return template;
+function ensureTemplate(server: string): string {
+  const known = templates.get(server);
+  if (known) return known;
   const name = templateName();
-  const exists = psql(`SELECT 1 FROM pg_database WHERE datname = '${name}'`) === '1';
+  const exists = psql(`SELECT 1 FROM pg_database WHERE datname = '${name}'`, server) === '1';
   if (!exists) {
     // Built under another name and renamed, so a run cut short never leaves a half-migrated template behind.
     const building = `${name}_${process.pid}`;
-    psql(`CREATE DATABASE "${building}"`);
-    const r = Bun.spawnSync(['bun', join(import.meta.dir, 'pg-migrate.ts'), pgUrlOf(building)], { stderr: 'pipe', stdout: 'pipe' });
+    psql(`CREATE DATABASE "${building}"`, server);
+    const r = Bun.spawnSync(['bun', join(import.meta.dir, 'pg-migrate.ts'), pgUrlOf(building, server)], { stderr: 'pipe', stdout: 'pipe' });
     if (r.exitCode !== 0) throw new Error(`migrating the pg template: ${r.stderr.toString()}`);
     try {
-      psql(`ALTER DATABASE "${building}" RENAME TO "${name}"`);
+      psql(`ALTER DATABASE "${building}" RENAME TO "${name}"`, server);
     } catch (e) {
       // Another test process made it first.
-      psql(`DROP DATABASE IF EXISTS "${building}"`);
+      psql(`DROP DATABASE IF EXISTS "${building}"`, server);
       if (!/already exists/.test((e as Error).message)) throw e;
     }
   }
-  template = name;
+  templates.set(server, name);
   return name;
 }
 
-/** A new database cloned from the migrated template; `drop()` removes it. */
-export function freshPgDatabase(): { url: string; name: string; drop(): void } {
-  const tpl = ensureTemplate();
+/**
+ * A new database cloned from the migrated template, on the suite's server or on `server`; `drop()` removes it.
+ */
+export function freshPgDatabase(server = PG_URL!): { url: string; name: string; drop(): void } {
+  const tpl = ensureTemplate(server);
   const name = `drs_t_${process.pid}_${++made}_${Date.now().toString(36)}`;
-  psql(`CREATE DATABASE "${name}" TEMPLATE "${tpl}"`);
+  psql(`CREATE DATABASE "${name}" TEMPLATE "${tpl}"`, server);
   return {
-    url: pgUrlOf(name),
+    url: pgUrlOf(name, server),
     name,
     drop: () => {
       try {
-        psql(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+        psql(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`, server);
       } catch {
         /* the server is gone: nothing to drop */
       }

@@ -74,10 +74,13 @@ function startCluster(): string | null {
       { stdout: 'pipe', stderr: 'pipe' },
     );
     if (start.exitCode === 0) {
-      process.once('exit', () => {
-        Bun.spawnSync(as([join(bin, 'pg_ctl'), '-D', data, '-m', 'immediate', 'stop']), { stdout: 'ignore', stderr: 'ignore' });
-        rmSync(dir, { recursive: true, force: true });
+      // Stopped and removed once this process is gone, however it ends (bun test exits without an 'exit'
+      // event, and a run cut short is killed): a watcher outlives it by a second at most.
+      const stop = as([join(bin, 'pg_ctl'), '-D', data, '-m', 'immediate', 'stop']).map((a) => `'${a}'`).join(' ');
+      const watcher = Bun.spawn(['sh', '-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${stop} >/dev/null 2>&1; rm -rf '${dir}'`], {
+        stdio: ['ignore', 'ignore', 'ignore'],
       });
+      watcher.unref();
       return `postgres://drs@127.0.0.1:${port}/postgres`;
     }
   }

@@ -304,9 +304,18 @@ export const pgBalanceStore: BalanceStore = {
     await writerOf(c).execute(sql`SELECT id FROM batch_items WHERE id = ANY(${listOf(ids)}::bigint[]) ORDER BY id FOR UPDATE`);
   },
   async finishReads(c, finishes) {
-    // The finishes of one shape (which columns they set) in one UPDATE; a read finished twice in one call ends
-    // as its last finish says, as on SQLite.
-    await itemQueue(c.deps.pg!).finishAll(c, finishes);
+    // The finishes of one shape (which columns they set) in one UPDATE. A read finished twice in one call ends
+    // as on SQLite, where each finish runs after the other: the first made under the claim holding it wins
+    // (it lets the claim go), and a later one no longer holds it. So a read's second finish is applied only
+    // after its first, in a round of its own; a call that names each read once is one round, as before.
+    const rounds: (typeof finishes)[number][][] = [];
+    const times = new Map<number, number>();
+    for (const f of finishes) {
+      const n = times.get(f.id) ?? 0;
+      times.set(f.id, n + 1);
+      (rounds[n] ??= []).push(f);
+    }
+    for (const round of rounds) await itemQueue(c.deps.pg!).finishAll(c, round);
   },
   async releaseReadLeases(c, prefix) {
     // Only this replica's own: another replica's claim may be alive, and is taken over when its lease runs out.

@@ -136,7 +136,8 @@ export const sqliteWebhookStore: WebhookStore = {
       .select({ sealed: webhookSecrets.secretSealed })
       .from(webhookSecrets)
       .where(and(eq(webhookSecrets.lenderId, lenderId), or(isNull(webhookSecrets.expiresAt), gt(webhookSecrets.expiresAt, now))))
-      .orderBy(desc(webhookSecrets.createdAt))
+      // Ids are time-ordered: a secret made in the same millisecond as the one it replaced still comes first.
+      .orderBy(desc(webhookSecrets.createdAt), desc(webhookSecrets.id))
       .all()
       .map((r) => r.sealed);
   },

@@ -1,6 +1,6 @@
 import { afterAll, expect, test } from 'bun:test';
 import { contract } from './contract';
-import { enqueue, startReceiver } from '../modules/webhooks/support';
+import { enqueue, startReceiver, verifyWithLibrary } from '../modules/webhooks/support';
 import { deliverDueWebhooks, releaseDeliveryLeases, DELIVERY_LEASE_MS } from '../../src/modules/webhooks/jobs';
 import { ROTATION_OVERLAP_MS } from '../../src/modules/webhooks/service';
 import { pushToEndpoints, MAX_ENDPOINTS } from '../../src/modules/webhooks/endpoints';
@@ -428,7 +428,7 @@ contract('webhooks', (t) => {
     await settleAll();
   });
 
-  test('the delivery job sends a due delivery signed with every current secret and records it delivered', async () => {
+  test("the delivery job sends a due delivery signed with the lender's secret, made on first use, and records it delivered", async () => {
     await settleAll();
     receiver.reset();
     const lender = ctx.newLender();
@@ -438,8 +438,9 @@ contract('webhooks', (t) => {
     expect(run.attempted).toBe(1);
     expect(receiver.requests.map((r) => r.headers['webhook-id'])).toEqual([id]);
     expect(await store.countPendingDeliveries(storeCtx)).toBe(0);
+    // Made on first use by the run, and what the request verifies with.
     const secret = await store.currentSecret(storeCtx, lender.id);
-    expect(secret).toBeDefined();
+    expect(verifyWithLibrary(open(secret!.secretSealed), receiver.requests[0]!)).toEqual(JSON.parse(receiver.requests[0]!.body));
     const listed = await ctx.json('GET', '/v1/webhooks/deliveries?status=delivered', { key: lender.key });
     expect(listed.body.deliveries).toEqual([
       expect.objectContaining({ id, state: 'delivered', attempts: 1, last_status_code: 200, last_error: null, next_attempt_at: null }),

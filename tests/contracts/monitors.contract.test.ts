@@ -36,8 +36,10 @@ contract('monitors', (t) => {
     // The lender's records of the identifiers asked for, and nothing of an unknown one. The order is not promised.
     const found = (await store.monitorsOf(storeCtx, lender.id, ['mon-held', 'mon-a', 'nobody'])).sort(byAid);
     expect(found).toEqual([
-      { id: await idOf(lender.id, 'mon-a'), aid: 'mon-a', state: 'monitored', reason: null, blockedReason: null, windowStartedAt: now, windowEndsAt: now + MONITOR_WINDOW_MS },
-      { id: await idOf(lender.id, 'mon-held'), aid: 'mon-held', state: 'held', reason: 'institution_not_supported', blockedReason: null, windowStartedAt: null, windowEndsAt: null },
+      { id: await idOf(lender.id, 'mon-a'), aid: 'mon-a', state: 'monitored', reason: null, blockedReason: null, windowStartedAt: now,
+        windowEndsAt: now + MONITOR_WINDOW_MS },
+      { id: await idOf(lender.id, 'mon-held'), aid: 'mon-held', state: 'held', reason: 'institution_not_supported', blockedReason: null,
+        windowStartedAt: null, windowEndsAt: null },
     ]);
     expect(await store.monitorsOf(storeCtx, lender.id, [])).toEqual([]);
     // Another lender's borrower of the same identifier is not this lender's record.
@@ -61,7 +63,8 @@ contract('monitors', (t) => {
     expect(again.body.results.map((x: { outcome: string }) => x.outcome)).toEqual(['updated', 'enrolled']);
     const records = (await store.monitorsOf(storeCtx, lender.id, ['re-kept', 're-ended'])).sort(byAid);
     expect(records).toEqual([
-      { id: ended, aid: 're-ended', state: 'monitored', reason: null, blockedReason: null, windowStartedAt: ctx.clock.now(), windowEndsAt: ctx.clock.now() + MONITOR_WINDOW_MS },
+      { id: ended, aid: 're-ended', state: 'monitored', reason: null, blockedReason: null, windowStartedAt: ctx.clock.now(),
+        windowEndsAt: ctx.clock.now() + MONITOR_WINDOW_MS },
       { id: kept, aid: 're-kept', state: 'monitored', reason: null, blockedReason: null, windowStartedAt: start, windowEndsAt: start + MONITOR_WINDOW_MS },
     ]);
     // The kept one's next read is where it was; the re-enrolled one is read at once.
@@ -117,7 +120,14 @@ contract('monitors', (t) => {
     // Ended: no window, no read.
     ctx.clock.advance(1000);
     await write({ state: 'stopped', reason: 'R02', blockedReason: null, window: 'none', nextRead: 'none', payments: 'keep' }, ctx.clock.now());
-    expect(await store.currentMonitor(storeCtx, id)).toEqual({ state: 'stopped', reason: 'R02', blockedReason: null, windowEndsAt: null, lenderId: lender.id, aid: 'chg' });
+    expect(await store.currentMonitor(storeCtx, id)).toEqual({
+      state: 'stopped',
+      reason: 'R02',
+      blockedReason: null,
+      windowEndsAt: null,
+      lenderId: lender.id,
+      aid: 'chg',
+    });
     expect(await columnsOf(id)).toMatchObject({ next_read_at: null, window_started_at: null });
 
     // Started again: a fresh window from now, read at once, payments counted from zero.
@@ -196,7 +206,12 @@ contract('monitors', (t) => {
     await enroll([enrollBorrower('lap-2')], lender.key);
     ctx.clock.advance(60_000);
     await enroll([enrollBorrower('lap-3')], lender.key);
-    const ids = { one: await idOf(lender.id, 'lap-1'), two: await idOf(lender.id, 'lap-2'), three: await idOf(lender.id, 'lap-3'), held: await idOf(lender.id, 'lap-held') };
+    const ids = {
+      one: await idOf(lender.id, 'lap-1'),
+      two: await idOf(lender.id, 'lap-2'),
+      three: await idOf(lender.id, 'lap-3'),
+      held: await idOf(lender.id, 'lap-held'),
+    };
     const mine = (due: { id: string }[]) => due.map((d) => d.id).filter((id) => Object.values(ids).includes(id)).sort();
 
     expect(mine(await store.dueLapses(storeCtx, first + MONITOR_WINDOW_MS - 1, -1))).toEqual([]);

@@ -1,0 +1,103 @@
+import { expect, test } from 'bun:test';
+import { contract } from './contract';
+import type { TestContext } from '../helpers/context';
+
+const HEADER = 'reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code';
+const day = (d: string) => Date.parse(`${d}T00:00:00.000Z`);
+
+async function upload(ctx: TestContext, key: string, rows: string[]) {
+  const form = new FormData();
+  form.append('file', new Blob([[HEADER, ...rows].join('\n') + '\n'], { type: 'text/csv' }), 'results.csv');
+  const r = await ctx.json('POST', '/v1/payment_results/uploads', { form, key });
+  expect(r.status).toBe(200);
+  expect(r.body.problems.filter((p: { severity: string }) => p.severity === 'error')).toEqual([]);
+}
+
+contract('returnRates', (t) => {
+  const { ctx, store, storeCtx } = t;
+
+  test('a lender never evaluated has no statuses; lenderIds names every lender', async () => {
+    const fresh = ctx.newLender();
+    expect(await store.watchedStatuses(storeCtx, fresh.id)).toBeUndefined();
+    const ids = await store.lenderIds(storeCtx);
+    expect(ids).toContain(ctx.lender.id);
+    expect(ids).toContain(fresh.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.every((id) => typeof id === 'string')).toBe(true);
+  });
+
+  test('uploaded debits and returns of [from, to], both ends included, once per reference; counts are numbers', async () => {
+    const lender = ctx.newLender();
+    await upload(ctx, lender.key, [
+      'S-1,10.00,settled,2026-11-02,2026-11-03,,',
+      'S-2,10.00,settled,2026-11-10,2026-11-11,,',
+      'R-1,10.00,returned,2026-11-05,,2026-11-07,R10',
+      // Submitted before the window, returned on its last day: a return of the window, not one of its debits.
+      'L-1,10.00,late_return,2026-11-01,2026-11-03,2026-11-12,R01',
+      // Not a debit that went to the bank.
+      'P-1,10.00,pending,2026-11-06,,,',
+      'O-1,10.00,returned,2026-08-01,,2026-08-03,R02',
+    ]);
+    const from = day('2026-11-02');
+    const to = day('2026-11-12');
+    const debits = await store.debitsIn(storeCtx, lender.id, from, to);
+    expect(debits).toBe(3);
+    expect(typeof debits).toBe('number');
+    const returns = await store.returnsIn(storeCtx, lender.id, from, to);
+    expect([...returns].sort((a, b) => a.reference.localeCompare(b.reference))).toEqual([
+      { reference: 'L-1', code: 'R01' },
+      { reference: 'R-1', code: 'R10' },
+    ]);
+    // One millisecond less on either end leaves the rows of that day out.
+    expect(await store.debitsIn(storeCtx, lender.id, from + 1, to)).toBe(2);
+    expect(await store.returnsIn(storeCtx, lender.id, from, to - 1)).toEqual([{ reference: 'R-1', code: 'R10' }]);
+    // The same file again: each reference is still counted once.
+    await upload(ctx, lender.key, ['S-1,10.00,settled,2026-11-02,2026-11-03,,', 'R-1,10.00,returned,2026-11-05,,2026-11-07,R10']);
+    expect(await store.debitsIn(storeCtx, lender.id, from, to)).toBe(3);
+    expect(await store.returnsIn(storeCtx, lender.id, from, to)).toHaveLength(2);
+    // Another lender's window is empty.
+    expect(await store.debitsIn(storeCtx, ctx.lender.id, from, to)).toBe(0);
+    expect(await store.returnsIn(storeCtx, ctx.lender.id, from, to)).toEqual([]);
+    // The API's figures are the store's: 4 debits over the 60 days to now (L-1 included), R10 and R01 returned.
+    const rates = await ctx.json('GET', '/v1/return_rates', { key: lender.key });
+    expect(rates.status).toBe(200);
+    expect(rates.body).toMatchObject({ debits: 4, by_code: { R10: 1, R01: 1 }, rates: { overall: { returns: 2 } } });
+  });
+
+  test('a recorded return evaluates the rates: the statuses and the time of the evaluation are saved', async () => {
+    const lender = ctx.newLender();
+    await upload(ctx, lender.key, ['S-1,10.00,settled,2026-11-02,2026-11-03,,', 'U-1,10.00,returned,2026-11-05,,2026-11-07,R10']);
+    const saved = await store.watchedStatuses(storeCtx, lender.id);
+    // One unauthorized return of two debits: above both thresholds; no administrative return.
+    expect(saved).toEqual({ unauthorized: 'exceeded', administrative: 'ok', overall: 'exceeded', evaluatedAt: ctx.clock.now() });
+    expect(typeof saved!.evaluatedAt).toBe('number');
+  });
+
+  test('saveWatchedStatuses creates then replaces the one row; a rolled-back save leaves nothing', async () => {
+    const lender = ctx.newLender();
+    await expect(
+      t.inTx(async (tx) => {
+        await store.serializeWatch(tx, lender.id);
+        await store.saveWatchedStatuses(tx, lender.id, { unauthorized: 'warning', administrative: 'ok', overall: 'ok' }, 1_000);
+        expect(await store.watchedStatuses(tx, lender.id)).toEqual({ unauthorized: 'warning', administrative: 'ok', overall: 'ok', evaluatedAt: 1_000 });
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    expect(await store.watchedStatuses(storeCtx, lender.id)).toBeUndefined();
+
+    await t.inTx(async (tx) => {
+      await store.serializeWatch(tx, lender.id);
+      await store.saveWatchedStatuses(tx, lender.id, { unauthorized: 'ok', administrative: 'warning', overall: 'ok' }, 2_000);
+    });
+    expect(await store.watchedStatuses(storeCtx, lender.id)).toEqual({ unauthorized: 'ok', administrative: 'warning', overall: 'ok', evaluatedAt: 2_000 });
+    // Taken twice in one transaction (an upload's save that evaluates again): the turn is already this one's.
+    await t.inTx(async (tx) => {
+      await store.serializeWatch(tx, lender.id);
+      await store.serializeWatch(tx, lender.id);
+      await store.saveWatchedStatuses(tx, lender.id, { unauthorized: 'exceeded', administrative: 'exceeded', overall: 'warning' }, 3_000);
+    });
+    expect(await store.watchedStatuses(storeCtx, lender.id)).toEqual({ unauthorized: 'exceeded', administrative: 'exceeded', overall: 'warning', evaluatedAt: 3_000 });
+    const rows = await ctx.rows('SELECT COUNT(*) AS n FROM return_rate_watch WHERE lender_id = ?', lender.id);
+    expect(Number(rows[0]!.n)).toBe(1);
+  });
+});

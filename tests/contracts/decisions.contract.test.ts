@@ -1,0 +1,206 @@
+import { expect, test } from 'bun:test';
+import { contract } from './contract';
+import { enrollBorrower } from '../helpers/fixtures';
+import { cycle, dispatchAndSettle } from '../helpers/collection';
+import { pollProcessors } from '../../src/modules/collection/poll';
+import type { NewPayment } from '../../src/modules/collection/store';
+
+const SETTLE = 60_000;
+const READ_EVERY = 3_600_000;
+
+contract(
+  'decisions',
+  (t) => {
+    const { ctx, store, storeCtx } = t;
+
+    // A key is one lender's: each lender gets its own.
+    let keys = 0;
+    async function lenderWithKey(over: Record<string, unknown> = {}) {
+      const lender = ctx.newLender();
+      const apiKey = `sbx_decisions_contract_00${++keys}`;
+      const key = await ctx.json('POST', '/v1/payment_connections', { key: lender.key, body: { api_key: apiKey, rail_scope: 'both', is_default: true } });
+      expect(key.status).toBe(201);
+      if (Object.keys(over).length) expect((await ctx.json('PATCH', '/v1/collection_policy', { key: lender.key, body: over })).status).toBe(200);
+      return lender;
+    }
+    async function enroll(lender: { id: string; key: string }, aid: string, over: Record<string, unknown>) {
+      const r = await ctx.json('POST', '/v1/payment_enrollments', { key: lender.key, body: { borrowers: [enrollBorrower(aid, over)] } });
+      expect(r.status).toBeLessThan(300);
+      const [row] = await ctx.rows<{ id: string }>('SELECT id FROM enrollments WHERE lender_id = ? AND authorizer_unique_id = ?', lender.id, aid);
+      return row!.id;
+    }
+    const used = async (enrollmentId: string) => (await store.enrollmentToDecide(storeCtx, enrollmentId))!.paymentsUsed;
+
+    let settledId = '';
+    let settledLender = '';
+
+    test('a borrower not yet decided on: its row and chain inputs, no payment; an unknown id reads as null', async () => {
+      const lender = await lenderWithKey();
+      const id = await enroll(lender, 'first', { collectable_amount: 42500, cfpb_covered: true, authorization: { obtained_at: '2026-11-01T10:00:00.000Z' } });
+      settledId = id;
+      settledLender = lender.id;
+      const row = await store.enrollmentToDecide(storeCtx, id);
+      expect(row).toMatchObject({ id, lenderId: lender.id, authorizerUniqueId: 'first', state: 'monitored', collectableAmountCents: 42500, paymentsUsed: 0, rail: 'ach' });
+      // The row as the query builder reads it: the flag a boolean, times numbers.
+      expect(row!.cfpbCovered).toBe(true);
+      expect(row!.authorizationAt).toBe(Date.parse('2026-11-01T10:00:00.000Z'));
+      // The chain's inputs as raw SQL reads them: the flag as 1.
+      expect(await store.chainInputsOf(storeCtx, id)).toEqual({
+        lenderId: lender.id,
+        state: 'monitored',
+        blockedReason: null,
+        authorizationAt: Date.parse('2026-11-01T10:00:00.000Z'),
+        cfpbCovered: 1,
+        collectableAmountCents: 42500,
+      });
+      expect(await store.paymentHistory(storeCtx, id)).toEqual([]);
+      expect(await store.scheduledPaymentOf(storeCtx, id)).toBeNull();
+      expect(await store.paymentInFlight(storeCtx, id)).toBe(false);
+      expect(await store.enrollmentToDecide(storeCtx, 'no-such-borrower')).toBeNull();
+      expect(await store.chainInputsOf(storeCtx, 'no-such-borrower')).toBeNull();
+      expect(await store.paymentHistory(storeCtx, 'no-such-borrower')).toEqual([]);
+    });
+
+    test('a read decides a payment: created, counted as a presentment, in flight until it settles', async () => {
+      const createdAt = ctx.clock.now();
+      await cycle(ctx);
+      const [p] = await store.paymentHistory(storeCtx, settledId);
+      expect(p).toEqual({
+        id: expect.any(String),
+        status: 'processing',
+        returnCode: null,
+        amountCents: 42500,
+        attempt: 1,
+        reinitiationOf: null,
+        createdAt,
+        updatedAt: expect.any(Number),
+        firstAttemptAt: createdAt,
+        reportedReturnCode: null,
+        reportedAt: null,
+      });
+      expect(await store.paymentInFlight(storeCtx, settledId)).toBe(true);
+      expect(await used(settledId)).toBe(1);
+      await dispatchAndSettle(ctx, SETTLE);
+      expect((await store.paymentHistory(storeCtx, settledId)).map((x) => x.status)).toEqual(['settled']);
+      expect(await store.paymentInFlight(storeCtx, settledId)).toBe(false);
+      expect((await store.chainInputsOf(storeCtx, settledId))!.state).toBe('collected');
+    });
+
+    test('returned for funds: reinitiated twice, the history oldest first, each naming the one it retries', async () => {
+      const lender = await lenderWithKey();
+      const id = await enroll(lender, 'again', { collectable_amount: 10091 });
+      for (let round = 0; round < 4; round++) {
+        await cycle(ctx);
+        ctx.clock.advance(SETTLE);
+        await pollProcessors(ctx.rt);
+        ctx.clock.advance(READ_EVERY);
+      }
+      const history = await store.paymentHistory(storeCtx, id);
+      expect(history.map((p) => [p.status, p.returnCode, p.attempt])).toEqual([
+        ['returned', 'R01', 1],
+        ['returned', 'R01', 2],
+        ['returned', 'R01', 3],
+      ]);
+      expect(history[0]!.reinitiationOf).toBeNull();
+      expect(history[1]!.reinitiationOf).toBe(history[0]!.id);
+      expect(history[2]!.reinitiationOf).toBe(history[0]!.id);
+      const created = history.map((p) => p.createdAt);
+      expect(created).toEqual([...created].sort((a, b) => a - b));
+      expect(new Set(created).size).toBe(3);
+      expect(await used(id)).toBe(3);
+      expect(await store.paymentInFlight(storeCtx, id)).toBe(false);
+    });
+
+    test('a notice: the scheduled payment is read back whole and is not in flight; a removal voids it and gives its slot back', async () => {
+      const lender = await lenderWithKey({ notice_days: 2 });
+      const id = await enroll(lender, 'noticed', { collectable_amount: 1000 });
+      const at = ctx.clock.now();
+      await cycle(ctx);
+      const scheduled = await store.scheduledPaymentOf(storeCtx, id);
+      expect(scheduled).toEqual({
+        id: expect.any(String),
+        lenderId: lender.id,
+        enrollmentId: id,
+        aid: 'noticed',
+        reference: expect.stringMatching(/^DRS-noticed-/),
+        amountCents: 1000,
+        debitOn: expect.any(Number),
+      });
+      expect(scheduled!.debitOn).toBeGreaterThan(at);
+      expect(await store.paymentInFlight(storeCtx, id)).toBe(false);
+      expect(await used(id)).toBe(1);
+      const removed = await ctx.json('DELETE', '/v1/payment_enrollments', { key: lender.key, body: { authorizer_unique_ids: ['noticed'] } });
+      expect(removed.status).toBe(200);
+      expect(await store.scheduledPaymentOf(storeCtx, id)).toBeNull();
+      expect((await store.paymentHistory(storeCtx, id)).map((p) => [p.id, p.status])).toEqual([[scheduled!.id, 'voided']]);
+      expect(await used(id)).toBe(0);
+    });
+
+    test('presentments: set as given, given back one at a time and never below 0', async () => {
+      const now = ctx.clock.now();
+      await t.inTx(async (tx) => {
+        await store.serializeBorrower(tx, settledId);
+        await store.setPaymentsUsed(tx, settledId, 2, now);
+      });
+      expect(await used(settledId)).toBe(2);
+      for (const expected of [1, 0, 0]) {
+        await t.inTx((tx) => store.giveBackPresentment(tx, settledId, now));
+        expect(await used(settledId)).toBe(expected);
+      }
+      // Written in a transaction that rolls back: not there.
+      await expect(
+        t.inTx(async (tx) => {
+          await store.setPaymentsUsed(tx, settledId, 3, now);
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
+      expect(await used(settledId)).toBe(0);
+    });
+
+    test('createPayment: seen in its transaction, gone when it rolls back; a second row of the same id is refused', async () => {
+      const [key] = await ctx.rows<{ id: string }>('SELECT id FROM payment_connections WHERE lender_id = ?', settledLender);
+      const now = ctx.clock.now();
+      const payment: NewPayment = {
+        id: 'contract-payment-1',
+        lenderId: settledLender,
+        enrollmentId: settledId,
+        authorizerUniqueId: 'first',
+        connectionId: key!.id,
+        rail: 'ach',
+        amountCents: 777,
+        reference: 'DRS-first-contract-payment-1',
+        status: 'initiating',
+        attempt: 1,
+        reinitiationOf: null,
+        debitOn: null,
+        state: 'pending',
+        nextAttemptAt: now,
+        createdAt: now,
+        updatedAt: now,
+      };
+      await expect(
+        t.inTx(async (tx) => {
+          await store.serializeBorrower(tx, settledId);
+          await store.createPayment(tx, payment);
+          const history = await store.paymentHistory(tx, settledId);
+          expect(history.map((p) => [p.id, p.status, p.amountCents, p.firstAttemptAt])).toEqual([
+            [history[0]!.id, 'settled', 42500, history[0]!.firstAttemptAt],
+            ['contract-payment-1', 'initiating', 777, null],
+          ]);
+          expect(await store.paymentInFlight(tx, settledId)).toBe(true);
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
+      expect((await store.paymentHistory(storeCtx, settledId)).map((p) => p.id)).not.toContain('contract-payment-1');
+      expect(await store.paymentInFlight(storeCtx, settledId)).toBe(false);
+      await expect(
+        t.inTx(async (tx) => {
+          await store.createPayment(tx, payment);
+          await store.createPayment(tx, { ...payment, reference: 'DRS-first-contract-payment-2' });
+        }),
+      ).rejects.toThrow();
+      expect(await ctx.rows('SELECT id FROM payments WHERE id = ?', 'contract-payment-1')).toEqual([]);
+    });
+  },
+  { env: { SANDBOX_SETTLEMENT_MS: String(SETTLE), MONITOR_READ_INTERVAL_MS: String(READ_EVERY) } },
+);

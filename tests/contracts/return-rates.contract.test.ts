@@ -3,6 +3,8 @@ import { contract, type ContractContext } from './contract';
 import { txLockOf } from '../../src/platform/tx-lock';
 import type { TxCtx } from '../../src/platform/store';
 import type { TestContext } from '../helpers/context';
+import { enrollBorrower } from '../helpers/fixtures';
+import { cycle, dispatchAndSettle } from '../helpers/collection';
 
 const HEADER = 'reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code';
 const day = (d: string) => Date.parse(`${d}T00:00:00.000Z`);
@@ -66,6 +68,8 @@ async function inTurns<T>(t: ContractContext<'returnRates'>, take: (tx: TxCtx) =
   return second;
 }
 
+const SETTLE = 60_000;
+
 contract('returnRates', (t) => {
   const { ctx, store, storeCtx } = t;
 
@@ -117,6 +121,38 @@ contract('returnRates', (t) => {
     expect(rates.body).toMatchObject({ debits: 4, by_code: { R10: 1, R01: 1 }, rates: { overall: { returns: 2 } } });
   });
 
+  test('the service’s own payments: ACH debits that reached the processor and their returns; card payments and refusals are not', async () => {
+    const lender = ctx.newLender('Own payments', { cards: true });
+    const key = await ctx.json('POST', '/v1/payment_connections', { key: lender.key, body: { api_key: 'sbx_rates_contract_000001', rail_scope: 'both', is_default: true } });
+    expect(key.status).toBe(201);
+    // By the cents of the amount: 00 settles, 91 comes back R01, 96 is refused at once; the card one comes back R01.
+    const borrowers = [
+      enrollBorrower('settles', { collectable_amount: 42500 }),
+      enrollBorrower('returns', { collectable_amount: 42591 }),
+      enrollBorrower('refused', { collectable_amount: 42596 }),
+      enrollBorrower('card', { collectable_amount: 5091, charge_instrument: { processor_token: 'sbxpm_contract', card_last4: '4242' } }),
+    ];
+    expect((await ctx.json('POST', '/v1/payment_enrollments', { key: lender.key, body: { borrowers } })).status).toBeLessThan(300);
+    const from = ctx.clock.now();
+    await cycle(ctx);
+    await dispatchAndSettle(ctx, SETTLE);
+    const to = ctx.clock.now();
+    const refs = new Map(
+      (await ctx.rows<{ aid: string; reference: string }>('SELECT authorizer_unique_id AS aid, reference FROM payments WHERE lender_id = ?', lender.id)).map((r) => [r.aid, r.reference]),
+    );
+    expect((await ctx.json('GET', '/v1/payment_events?authorizer_unique_id=card', { key: lender.key })).body.events.at(-1)).toMatchObject({ status: 'returned' });
+    // The lender's upload of its own payment's reference is that payment, not a debit of its own.
+    await upload(ctx, lender.key, [`${refs.get('settles')},425.00,settled,2026-11-21,2026-11-21,,`]);
+    expect(await store.debitsIn(storeCtx, lender.id, from, to)).toBe(2);
+    // From the start of the day the uploaded row (stored) was submitted on: still the two.
+    const stored = await ctx.rows('SELECT submitted_at FROM uploaded_results WHERE lender_id = ? AND reference = ?', lender.id, refs.get('settles')!);
+    expect(stored.map((r) => Number(r.submitted_at))).toEqual([day('2026-11-21')]);
+    expect(await store.debitsIn(storeCtx, lender.id, day('2026-11-21'), to)).toBe(2);
+    expect(await store.returnsIn(storeCtx, lender.id, from, to)).toEqual([{ reference: refs.get('returns')!, code: 'R01' }]);
+    // First attempted at `from`: a window starting a millisecond later holds none of them.
+    expect(await store.debitsIn(storeCtx, lender.id, from + 1, to)).toBe(0);
+  });
+
   test('a recorded return evaluates the rates: the statuses and the time of the evaluation are saved', async () => {
     const lender = ctx.newLender();
     await upload(ctx, lender.key, ['S-1,10.00,settled,2026-11-02,2026-11-03,,', 'U-1,10.00,returned,2026-11-05,,2026-11-07,R10']);
@@ -164,4 +200,4 @@ contract('returnRates', (t) => {
     );
     expect(seen).toEqual({ unauthorized: 'warning', administrative: 'ok', overall: 'ok', evaluatedAt: 5_000 });
   });
-});
+}, { env: { SANDBOX_SETTLEMENT_MS: String(SETTLE) } });

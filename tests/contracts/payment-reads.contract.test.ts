@@ -80,6 +80,40 @@ contract(
       expect(await store.ledgerTotals(storeCtx, ctx.lender.id, 0)).toEqual({ credited: 0n, reversed: 0n });
     });
 
+    test('sums past 2^53 cents are exact; a reference returned twice is counted once, at its amount', async () => {
+      const big = ctx.newLender();
+      expect((await ctx.json('POST', '/v1/payment_enrollments', { key: big.key, body: { borrowers: [enrollBorrower('big')] } })).status).toBeLessThan(300);
+      const [e] = await ctx.rows<{ id: string }>('SELECT id FROM enrollments WHERE lender_id = ?', big.id);
+      const at = ctx.clock.now();
+      const LARGE = 9_007_199_254_740_000;
+      // A settled or returned event, and for a settlement the credit it made in the borrower's ledger.
+      let n = 0;
+      const event = (reference: string, status: string, cents: number, kind?: 'credit' | 'reversal') => {
+        const id = `${big.id}-ev${++n}`;
+        ctx.sql
+          .query(
+            `INSERT INTO payment_events (id, lender_id, enrollment_id, authorizer_unique_id, reference, status, amount_cents, source, source_event_id, occurred_at, recorded_at)
+             VALUES (?, ?, ?, 'big', ?, ?, ?, 'upload', ?, ?, ?)`,
+          )
+          .run(id, big.id, e!.id, reference, status, cents, `s${n}`, at, at);
+        if (kind) {
+          ctx.sql
+            .query('INSERT INTO ledger_entries (lender_id, enrollment_id, reference, kind, amount_cents, event_id, at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+            .run(big.id, e!.id, reference, kind, cents, id, at);
+        }
+      };
+      event('BIG-1', 'settled', LARGE, 'credit');
+      event('BIG-2', 'settled', 5000, 'credit');
+      event('BIG-2', 'late_returned', 5000, 'reversal');
+      event('BIG-3', 'returned', LARGE);
+      event('BIG-3', 'returned', LARGE);
+      const credited = BigInt(LARGE) + 5000n;
+      expect(credited).toBeGreaterThan(BigInt(Number.MAX_SAFE_INTEGER));
+      expect(await store.ledgerTotals(storeCtx, big.id, 0)).toEqual({ credited, reversed: 5000n });
+      expect(await store.ledgerTotalsByDay(storeCtx, big.id, 0)).toEqual([{ day: Math.floor(at / DAY_MS) * DAY_MS, credited, reversed: 5000n }]);
+      expect(await store.returnedTotals(storeCtx, big.id, 0)).toEqual({ amount: BigInt(LARGE) + 5000n, count: 2 });
+    });
+
     test('a borrower’s events, oldest first, with their codes; nothing for another lender', async () => {
       const events = await store.eventsOfBorrower(storeCtx, lender.id, 'late');
       expect(events.map((e) => [e.status, e.returnCode, e.amountCents])).toEqual([

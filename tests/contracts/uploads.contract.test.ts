@@ -177,6 +177,8 @@ contract('uploads', (t) => {
       { id: expect.any(Number), reference: 'U-2', status: 'returned', settledAt: null, returnedAt: day('2026-11-05'), matched: 0 },
     ]);
     expect(await store.uploadedAmong(storeCtx, lender.id, [])).toEqual([]);
+    // A reference asked twice is still one stored row.
+    expect((await store.uploadedAmong(storeCtx, lender.id, ['U-1', 'U-1'])).map((u) => u.reference)).toEqual(['U-1']);
     expect(await store.uploadedAmong(storeCtx, ctx.lender.id, ['U-1', 'U-2'])).toEqual([]);
   });
 
@@ -192,6 +194,7 @@ contract('uploads', (t) => {
     ]);
     expect(await store.paymentsAmong(storeCtx, ctx.lender.id, [p!.reference])).toEqual([]);
     expect(await store.paymentsAmong(storeCtx, lender.id, [])).toEqual([]);
+    expect((await store.paymentsAmong(storeCtx, lender.id, [p!.reference, p!.reference])).map((x) => x.id)).toEqual([p!.id]);
     // An upload of the service's own reference is matched to its payment.
     const report = await upload(lender.key, [`,${p!.reference},425.00,settled,2026-11-20,2026-11-21,,`]);
     expect(report).toMatchObject({ rowCount: 1, matched: 1 });

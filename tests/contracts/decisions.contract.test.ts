@@ -19,10 +19,12 @@ async function until(what: string, check: () => Promise<boolean>): Promise<void>
   }
 }
 
-/** Transactions waiting for another's turn: SQLite's queue for the connection (a count so far), PostgreSQL's lock waits now. */
+/** Transactions waiting for another's turn: SQLite's queue for the connection (a count so far), PostgreSQL's lock waits (now). */
 async function waiting(t: ContractContext<'decisions'>): Promise<number> {
   if (t.engine === 'sqlite') return txLockOf(t.ctx.rt.sqlite).waited;
-  const [r] = await t.ctx.rows<{ n: number }>("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
+  const [r] = await t.ctx.rows<{ n: number }>(
+    "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+  );
   return Number(r!.n);
 }
 
@@ -30,7 +32,12 @@ async function waiting(t: ContractContext<'decisions'>): Promise<number> {
  * Two transactions that each take the same turn first: the second is seen waiting while the first holds it,
  * and reads, once it has its turn, what the first wrote after taking it. Returns what the second read.
  */
-async function inTurns<T>(t: ContractContext<'decisions'>, take: (tx: TxCtx) => Promise<void>, write: (tx: TxCtx) => Promise<void>, read: (tx: TxCtx) => Promise<T>): Promise<T> {
+async function inTurns<T>(
+  t: ContractContext<'decisions'>,
+  take: (tx: TxCtx) => Promise<void>,
+  write: (tx: TxCtx) => Promise<void>,
+  read: (tx: TxCtx) => Promise<T>,
+): Promise<T> {
   const before = await waiting(t);
   let letGo!: () => void;
   const held = new Promise<void>((resolve) => (letGo = resolve));
@@ -93,7 +100,15 @@ contract(
       settledId = id;
       settledLender = lender.id;
       const row = await store.enrollmentToDecide(storeCtx, id);
-      expect(row).toMatchObject({ id, lenderId: lender.id, authorizerUniqueId: 'first', state: 'monitored', collectableAmountCents: 42500, paymentsUsed: 0, rail: 'ach' });
+      expect(row).toMatchObject({
+        id,
+        lenderId: lender.id,
+        authorizerUniqueId: 'first',
+        state: 'monitored',
+        collectableAmountCents: 42500,
+        paymentsUsed: 0,
+        rail: 'ach',
+      });
       // The row as the query builder reads it: the flag a boolean, times numbers.
       expect(row!.cfpbCovered).toBe(true);
       expect(row!.authorizationAt).toBe(Date.parse('2026-11-01T10:00:00.000Z'));

@@ -33,7 +33,8 @@ contract(
     });
 
     test('payments sent and not yet settled are in flight; the ones the processor refused are not', async () => {
-      const key = await ctx.json('POST', '/v1/payment_connections', { key: lender.key, body: { api_key: 'sbx_reads_contract_000001', rail_scope: 'both', is_default: true } });
+      const body = { api_key: 'sbx_reads_contract_000001', rail_scope: 'both', is_default: true };
+      const key = await ctx.json('POST', '/v1/payment_connections', { key: lender.key, body });
       expect(key.status).toBe(201);
       const borrowers = [
         enrollBorrower('settles', { collectable_amount: 42500 }),
@@ -92,7 +93,8 @@ contract(
         const id = `${big.id}-ev${++n}`;
         ctx.sql
           .query(
-            `INSERT INTO payment_events (id, lender_id, enrollment_id, authorizer_unique_id, reference, status, amount_cents, source, source_event_id, occurred_at, recorded_at)
+            `INSERT INTO payment_events (id, lender_id, enrollment_id, authorizer_unique_id, reference, status, amount_cents, source,
+                                         source_event_id, occurred_at, recorded_at)
              VALUES (?, ?, ?, 'big', ?, ?, ?, 'upload', ?, ?, ?)`,
           )
           .run(id, big.id, e!.id, reference, status, cents, `s${n}`, at, at);

@@ -26,10 +26,12 @@ async function until(what: string, check: () => Promise<boolean>): Promise<void>
   }
 }
 
-/** Transactions waiting for another's turn: SQLite's queue for the connection (a count so far), PostgreSQL's lock waits now. */
+/** Transactions waiting for another's turn: SQLite's queue for the connection (a count so far), PostgreSQL's lock waits (now). */
 async function waiting(t: ContractContext<'returnRates'>): Promise<number> {
   if (t.engine === 'sqlite') return txLockOf(t.ctx.rt.sqlite).waited;
-  const [r] = await t.ctx.rows<{ n: number }>("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
+  const [r] = await t.ctx.rows<{ n: number }>(
+    "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+  );
   return Number(r!.n);
 }
 
@@ -37,7 +39,12 @@ async function waiting(t: ContractContext<'returnRates'>): Promise<number> {
  * Two transactions that each take the same turn first: the second is seen waiting while the first holds it,
  * and reads, once it has its turn, what the first wrote after taking it. Returns what the second read.
  */
-async function inTurns<T>(t: ContractContext<'returnRates'>, take: (tx: TxCtx) => Promise<void>, write: (tx: TxCtx) => Promise<void>, read: (tx: TxCtx) => Promise<T>): Promise<T> {
+async function inTurns<T>(
+  t: ContractContext<'returnRates'>,
+  take: (tx: TxCtx) => Promise<void>,
+  write: (tx: TxCtx) => Promise<void>,
+  read: (tx: TxCtx) => Promise<T>,
+): Promise<T> {
   const before = await waiting(t);
   let letGo!: () => void;
   const held = new Promise<void>((resolve) => (letGo = resolve));
@@ -123,7 +130,8 @@ contract('returnRates', (t) => {
 
   test('the service’s own payments: ACH debits that reached the processor and their returns; card payments and refusals are not', async () => {
     const lender = ctx.newLender('Own payments', { cards: true });
-    const key = await ctx.json('POST', '/v1/payment_connections', { key: lender.key, body: { api_key: 'sbx_rates_contract_000001', rail_scope: 'both', is_default: true } });
+    const body = { api_key: 'sbx_rates_contract_000001', rail_scope: 'both', is_default: true };
+    const key = await ctx.json('POST', '/v1/payment_connections', { key: lender.key, body });
     expect(key.status).toBe(201);
     // By the cents of the amount: 00 settles, 91 comes back R01, 96 is refused at once; the card one comes back R01.
     const borrowers = [
@@ -137,10 +145,10 @@ contract('returnRates', (t) => {
     await cycle(ctx);
     await dispatchAndSettle(ctx, SETTLE);
     const to = ctx.clock.now();
-    const refs = new Map(
-      (await ctx.rows<{ aid: string; reference: string }>('SELECT authorizer_unique_id AS aid, reference FROM payments WHERE lender_id = ?', lender.id)).map((r) => [r.aid, r.reference]),
-    );
-    expect((await ctx.json('GET', '/v1/payment_events?authorizer_unique_id=card', { key: lender.key })).body.events.at(-1)).toMatchObject({ status: 'returned' });
+    const payments = await ctx.rows<{ aid: string; reference: string }>('SELECT authorizer_unique_id AS aid, reference FROM payments WHERE lender_id = ?', lender.id);
+    const refs = new Map(payments.map((r) => [r.aid, r.reference]));
+    const card = await ctx.json('GET', '/v1/payment_events?authorizer_unique_id=card', { key: lender.key });
+    expect(card.body.events.at(-1)).toMatchObject({ status: 'returned' });
     // The lender's upload of its own payment's reference is that payment, not a debit of its own.
     await upload(ctx, lender.key, [`${refs.get('settles')},425.00,settled,2026-11-21,2026-11-21,,`]);
     expect(await store.debitsIn(storeCtx, lender.id, from, to)).toBe(2);
@@ -185,7 +193,12 @@ contract('returnRates', (t) => {
       await store.serializeWatch(tx, lender.id);
       await store.saveWatchedStatuses(tx, lender.id, { unauthorized: 'exceeded', administrative: 'exceeded', overall: 'warning' }, 3_000);
     });
-    expect(await store.watchedStatuses(storeCtx, lender.id)).toEqual({ unauthorized: 'exceeded', administrative: 'exceeded', overall: 'warning', evaluatedAt: 3_000 });
+    expect(await store.watchedStatuses(storeCtx, lender.id)).toEqual({
+      unauthorized: 'exceeded',
+      administrative: 'exceeded',
+      overall: 'warning',
+      evaluatedAt: 3_000,
+    });
     const rows = await ctx.rows('SELECT COUNT(*) AS n FROM return_rate_watch WHERE lender_id = ?', lender.id);
     expect(Number(rows[0]!.n)).toBe(1);
   });

@@ -19,10 +19,12 @@ async function until(what: string, check: () => Promise<boolean>): Promise<void>
   }
 }
 
-/** Transactions waiting for another's turn: SQLite's queue for the connection (a count so far), PostgreSQL's lock waits now. */
+/** Transactions waiting for another's turn: SQLite's queue for the connection (a count so far), PostgreSQL's lock waits (now). */
 async function waiting(t: ContractContext<'uploads'>): Promise<number> {
   if (t.engine === 'sqlite') return txLockOf(t.ctx.rt.sqlite).waited;
-  const [r] = await t.ctx.rows<{ n: number }>("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
+  const [r] = await t.ctx.rows<{ n: number }>(
+    "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+  );
   return Number(r!.n);
 }
 
@@ -30,7 +32,12 @@ async function waiting(t: ContractContext<'uploads'>): Promise<number> {
  * Two transactions that each take the same turn first: the second is seen waiting while the first holds it,
  * and reads, once it has its turn, what the first wrote after taking it. Returns what the second read.
  */
-async function inTurns<T>(t: ContractContext<'uploads'>, take: (tx: TxCtx) => Promise<void>, write: (tx: TxCtx) => Promise<void>, read: (tx: TxCtx) => Promise<T>): Promise<T> {
+async function inTurns<T>(
+  t: ContractContext<'uploads'>,
+  take: (tx: TxCtx) => Promise<void>,
+  write: (tx: TxCtx) => Promise<void>,
+  read: (tx: TxCtx) => Promise<T>,
+): Promise<T> {
   const before = await waiting(t);
   let letGo!: () => void;
   const held = new Promise<void>((resolve) => (letGo = resolve));
@@ -78,7 +85,11 @@ contract('uploads', (t) => {
     return new Map(rows.map((r) => [r.aid, r.id]));
   }
   const credits = async (enrollmentId: string, after: number) => {
-    const [r] = await ctx.rows<{ n: number }>("SELECT COALESCE(SUM(amount_cents), 0) AS n FROM ledger_entries WHERE enrollment_id = ? AND kind = 'credit' AND id > ?", enrollmentId, after);
+    const [r] = await ctx.rows<{ n: number }>(
+      "SELECT COALESCE(SUM(amount_cents), 0) AS n FROM ledger_entries WHERE enrollment_id = ? AND kind = 'credit' AND id > ?",
+      enrollmentId,
+      after,
+    );
     return Number(r!.n);
   };
 
@@ -109,7 +120,16 @@ contract('uploads', (t) => {
     // the report's list as JSON.
     const second = all.find((u) => u.dataRowCount === 2)!;
     const one = await store.uploadOf(storeCtx, lender.id, second.id);
-    expect(one).toMatchObject({ id: second.id, lenderId: lender.id, format: 'generic', rowCount: 1, dataRowCount: 2, matched: 0, needsAttention: 1, problemCount: 2 });
+    expect(one).toMatchObject({
+      id: second.id,
+      lenderId: lender.id,
+      format: 'generic',
+      rowCount: 1,
+      dataRowCount: 2,
+      matched: 0,
+      needsAttention: 1,
+      problemCount: 2,
+    });
     expect(JSON.parse(one!.problems)).toEqual([
       { row: 2, reason: expect.stringContaining('not enrolled'), severity: 'warning' },
       { row: 3, reason: expect.stringContaining('payment_amount'), severity: 'error' },
@@ -184,7 +204,8 @@ contract('uploads', (t) => {
 
   test('paymentsAmong: the lender’s own payments by reference, amounts as numbers', async () => {
     const lender = ctx.newLender();
-    const key = await ctx.json('POST', '/v1/payment_connections', { key: lender.key, body: { api_key: 'sbx_uploads_contract_0001', rail_scope: 'both', is_default: true } });
+    const body = { api_key: 'sbx_uploads_contract_0001', rail_scope: 'both', is_default: true };
+    const key = await ctx.json('POST', '/v1/payment_connections', { key: lender.key, body });
     expect(key.status).toBe(201);
     const ids = await enrolled(lender, ['paid']);
     await cycle(ctx);
@@ -220,9 +241,30 @@ contract('uploads', (t) => {
       now,
       ...over,
     });
+    const change = (id: number): Extract<UploadedWrite, { kind: 'change' }> => ({
+      kind: 'change',
+      id,
+      outcome: null,
+      settledAt: null,
+      returnedAt: null,
+      aid: null,
+      enrollmentId: null,
+      batchId: null,
+      matched: false,
+      now,
+    });
     const stored = async () =>
       (
-        await ctx.rows<{ reference: string; status: string; amount: number; code: string | null; settledAt: number | null; returnedAt: number | null; aid: string | null; matched: number }>(
+        await ctx.rows<{
+          reference: string;
+          status: string;
+          amount: number;
+          code: string | null;
+          settledAt: number | null;
+          returnedAt: number | null;
+          aid: string | null;
+          matched: number;
+        }>(
           `SELECT reference, status, amount_cents AS amount, return_code AS code, settled_at AS "settledAt", returned_at AS "returnedAt",
                   authorizer_unique_id AS aid, matched FROM uploaded_results WHERE lender_id = ? ORDER BY id`,
           lender.id,
@@ -251,9 +293,9 @@ contract('uploads', (t) => {
       await store.serializeUploads(tx, lender.id);
       await store.saveUploaded(tx, [
         // The same status again: the outcome kept, a missing date filled, the recorded one kept; now matched.
-        { kind: 'change', id: ids.get('S-1')!, outcome: null, settledAt: day('2026-11-09'), returnedAt: day('2026-11-10'), aid: 'who', enrollmentId: null, batchId: null, matched: true, now },
+        { ...change(ids.get('S-1')!), outcome: null, settledAt: day('2026-11-09'), returnedAt: day('2026-11-10'), aid: 'who', matched: true },
         // A new status: status, amount and code replaced.
-        { kind: 'change', id: ids.get('S-2')!, outcome: { status: 'returned', amountCents: 1500, returnCode: 'R01' }, settledAt: null, returnedAt: day('2026-11-06'), aid: null, enrollmentId: null, batchId: null, matched: false, now },
+        { ...change(ids.get('S-2')!), outcome: { status: 'returned', amountCents: 1500, returnCode: 'R01' }, returnedAt: day('2026-11-06') },
         add('S-4'),
       ]);
     });
@@ -295,7 +337,8 @@ contract('uploads', (t) => {
     const lender = ctx.newLender();
     // Sealed as the service stores a file, so a resume that found it could open it.
     const file = ctx.rt.vault.sealBytes(Bun.zstdCompressSync(new TextEncoder().encode(`${HEADER}\n`)));
-    const unfinished = (id: string) => ({ id, lenderId: lender.id, creator: 'API key test…', fileSealed: file, checkedAt: ctx.clock.now(), done: 0, matched: 0 });
+    const checkedAt = ctx.clock.now();
+    const unfinished = (id: string) => ({ id, lenderId: lender.id, creator: 'API key test…', fileSealed: file, checkedAt, done: 0, matched: 0 });
     await expect(
       t.inTx(async (tx) => {
         await store.beginUnfinished(tx, unfinished('uf-rolled-back'));
@@ -341,7 +384,22 @@ contract('uploads', (t) => {
       (tx) => store.serializeUploads(tx, lender.id),
       (tx) =>
         store.saveUploaded(tx, [
-          { kind: 'add', lenderId: lender.id, reference: 'T-1', status: 'sent', amountCents: 100, submittedAt: now, settledAt: null, returnedAt: null, returnCode: null, aid: null, enrollmentId: null, batchId: null, matched: false, now },
+          {
+            kind: 'add',
+            lenderId: lender.id,
+            reference: 'T-1',
+            status: 'sent',
+            amountCents: 100,
+            submittedAt: now,
+            settledAt: null,
+            returnedAt: null,
+            returnCode: null,
+            aid: null,
+            enrollmentId: null,
+            batchId: null,
+            matched: false,
+            now,
+          },
         ]),
       (tx) => store.uploadedAmong(tx, lender.id, ['T-1']),
     );

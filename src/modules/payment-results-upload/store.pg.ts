@@ -70,10 +70,12 @@ export const pgUploadStore: UploadStore = {
     // was planned as a read of every row of the lender filtered by reference, and each slice of a large
     // first upload read all the rows the slices before it had added (120,000 rows took past the time limit).
     // The LIMIT keeps the subquery a probe per reference (a subquery with a LIMIT is not flattened into a join).
+    // Each reference asked once: a stored row is answered once however often it is asked, as SQLite's IN does.
+    const asked = [...new Set(references)];
     const found = await rows<{ id: string; reference: string; status: string; settledAt: string | null; returnedAt: string | null; matched: number }>(
       readerOf(c),
       sql`SELECT u.id, u.reference, u.status, u.settled_at AS "settledAt", u.returned_at AS "returnedAt", u.matched
-            FROM unnest(${listOf(references)}::text[]) AS r(reference)
+            FROM unnest(${listOf(asked)}::text[]) AS r(reference)
             CROSS JOIN LATERAL (SELECT id, reference, status, settled_at, returned_at, matched FROM uploaded_results
                                  WHERE lender_id = ${lenderId} AND reference = r.reference LIMIT 1) u`,
     );

@@ -7,6 +7,7 @@ import { processBalances } from '../../src/modules/balance-requests/processing';
 import { pollProcessors } from '../../src/modules/collection/poll';
 import { newId } from '../../src/platform/ids';
 import type { EventRecord } from '../../src/modules/collection/store';
+import { waitingForLocks } from '../helpers/upload-hold';
 
 const SETTLE = 60_000;
 // Borrowers are read once a month here, so a borrower of an earlier test is never read and decided again.
@@ -307,6 +308,34 @@ contract(
       expect(await store.lastEventOf(storeCtx, lender.id, 'REF-S2')).toEqual({ status: 'processing', occurredAt: e.occurredAt });
       // Released at the end of the transaction: the next one takes them at once.
       await t.inTx((tx) => store.serializeReferences(tx, lender.id, ['REF-S1', 'REF-S2']));
+    });
+
+    test('a second transaction about a reference waits for the first, then reads what it recorded', async () => {
+      const lender = ctx.newLender();
+      const first = event(lender.id, { reference: 'REF-W', status: 'settled' });
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let taken!: () => void;
+      const took = new Promise<void>((r) => (taken = r));
+      const one = t.inTx(async (tx) => {
+        await store.serializeReferences(tx, lender.id, ['REF-W']);
+        taken();
+        await held;
+        await store.recordEvent(tx, first);
+      });
+      await took;
+      let secondIn = false;
+      const two = t.inTx(async (tx) => {
+        await store.serializeReferences(tx, lender.id, ['REF-OTHER', 'REF-W']);
+        secondIn = true;
+        return store.lastEventOf(tx, lender.id, 'REF-W');
+      });
+      // PostgreSQL: the second waits on the reference's lock (SQLite: on the one writer, before it begins).
+      if (t.engine === 'postgres') for (let i = 0; (await waitingForLocks(ctx)) !== 1; i++) expect(i).toBeLessThan(10_000);
+      expect(secondIn).toBe(false);
+      release();
+      await one;
+      expect(await two).toEqual({ status: 'settled', occurredAt: first.occurredAt });
     });
   },
   { env },

@@ -42,6 +42,14 @@ contract(
       return { lender, connectionId: key.body.id as string, payment: p! };
     }
 
+    /** A transaction of the test's database waiting for another's row lock now (PostgreSQL). */
+    const rowLockWaited = async () =>
+      (
+        await ctx.rows(
+          "SELECT 1 AS n FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple') AND (database IS NULL OR database = (SELECT oid FROM pg_database WHERE datname = current_database()))",
+        )
+      ).length > 0;
+
     const deleteKey = async (lender: { key: string }, id: string) =>
       expect((await ctx.json('DELETE', `/v1/payment_connections/${id}`, { key: lender.key })).status).toBe(204);
 
@@ -251,6 +259,33 @@ contract(
       await deleteKey(b.lender, b.connectionId);
       expect(ours(await store.keysToPoll(storeCtx))).toEqual([a.connectionId]);
       expect(await store.keysToReconcile(storeCtx, { connectionIds: [b.connectionId], dueBefore: now + DAY_MS })).toEqual([]);
+    });
+
+    test('a second page of a key waits for the first, then reads what it ingested', async () => {
+      const { connectionId } = await lenderWithPayment('m-feed-wait');
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let taken!: () => void;
+      const took = new Promise<void>((r) => (taken = r));
+      const one = t.inTx(async (tx) => {
+        await store.serializeFeed(tx, connectionId);
+        taken();
+        await held;
+        await store.saveIngested(tx, connectionId, [{ id: 'feed-1', matched: true }]);
+      });
+      await took;
+      let secondIn = false;
+      const two = t.inTx(async (tx) => {
+        await store.serializeFeed(tx, connectionId);
+        secondIn = true;
+        return store.ingestedAmong(tx, connectionId, ['feed-1']);
+      });
+      // PostgreSQL: the second waits on the key's row (SQLite: on the one writer, before it begins).
+      if (t.engine === 'postgres') for (let i = 0; !(await rowLockWaited()); i++) expect(i).toBeLessThan(10_000);
+      expect(secondIn).toBe(false);
+      release();
+      await one;
+      expect(await two).toEqual([{ id: 'feed-1', matched: true }]);
     });
   },
   { env },

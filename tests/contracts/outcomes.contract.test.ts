@@ -42,6 +42,14 @@ contract(
       return { lender, connectionId: key.body.id as string, payment: p! };
     }
 
+    /** A transaction of the test's database waiting for another's row lock now (PostgreSQL). */
+    const rowLockWaited = async () =>
+      (
+        await ctx.rows(
+          "SELECT 1 AS n FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple') AND (database IS NULL OR database = (SELECT oid FROM pg_database WHERE datname = current_database()))",
+        )
+      ).length > 0;
+
     const event = (lenderId: string, over: Partial<EventRecord>): EventRecord => ({
       id: newId(),
       lenderId,
@@ -336,6 +344,35 @@ contract(
       release();
       await one;
       expect(await two).toEqual({ status: 'settled', occurredAt: first.occurredAt });
+    });
+
+    test('a payment read held by the recorder: a claim of its send waits for it, then finds the status it left', async () => {
+      const { payment } = await decided('o-held');
+      const dispatch = t.stores.dispatch;
+      const claim = (await dispatch.claimDuePayments(storeCtx, 1000, ctx.clock.now())).find((p) => p.id === payment.id)!;
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let read!: (s: unknown) => void;
+      const wasRead = new Promise<unknown>((r) => (read = r));
+      const now = ctx.clock.now();
+      const recorder = t.inTx(async (tx) => {
+        read(await store.sendStateHeld(tx, payment.id));
+        await held;
+        // Never attempted: ended here, so no send may follow.
+        const move = { id: payment.id, from: 'initiating' as const, status: 'not_attempted' as const, returnCode: null, message: null, now, settledAt: null };
+        await store.movePaymentStatus(tx, { ...move, reportHold: '' });
+      });
+      expect(await wasRead).toEqual({ status: 'initiating', firstAttemptAt: null });
+      let claimed: boolean | undefined;
+      const send = t.inTx(async (tx) => (claimed = await dispatch.claimSend(tx, claim, now)));
+      // PostgreSQL: the claim waits on the payment's row (SQLite: on the one writer, before it begins).
+      if (t.engine === 'postgres') for (let i = 0; !(await rowLockWaited()); i++) expect(i).toBeLessThan(10_000);
+      expect(claimed).toBeUndefined();
+      release();
+      await recorder;
+      expect(await send).toBe(false);
+      expect(await dispatch.sendStateOf(storeCtx, payment.id)).toEqual({ status: 'not_attempted', firstAttemptAt: null, reportedStatus: null });
+      await t.inTx((tx) => dispatch.finishDue(tx, claim, { state: 'done' }));
     });
   },
   { env },

@@ -30,7 +30,7 @@ export function createApp(deps: Deps, opts: { jobs?: JobRunner<Deps> } = {}) {
   const tracker = new RequestTracker(deps, baseUrl(deps.config), (request, err, headers) => featureErrorPage(deps, request, err, headers));
   const authenticate = createAuthenticator(deps);
   const authenticated = new WeakMap<Request, AuthedLender>();
-  const auth = authPlugin(authenticate, authenticated);
+  const auth = authPlugin(authenticated);
   let routePatterns: { method: string; re: RegExp }[] | null = null;
 
   const allowedMethods = (path: string, all: { method: string; path: string }[]): string[] => {

@@ -20,6 +20,7 @@ import type { UploadStore } from './modules/payment-results-upload/store';
 import type { PaymentConnectionStore } from './modules/payment-connections/store';
 import type { WebhookStore } from './modules/webhooks/store';
 import type { PortalStore } from './modules/portal/store';
+import type { PortalState } from './modules/portal/shared-state';
 
 /** Everything a service or job may use: the platform, the adapters, and what a balance result sets off. */
 export interface Deps extends PlatformDeps {
@@ -36,6 +37,8 @@ export interface Deps extends PlatformDeps {
   enrollmentChanges: EnrollmentChangeChain;
   /** Provider calls counted per connection, endpoint and day, not yet written (platform/provider-calls.ts). */
   providerCalls: ProviderCallCounts;
+  /** What the portal keeps between two requests (sign-in counts, held files), of the engine, chosen once. */
+  portal: PortalState;
 }
 
 /**

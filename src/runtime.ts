@@ -19,6 +19,7 @@ import { createProcessors, type Processor } from './adapters/processors';
 import { StripeProcessor } from './adapters/processors/stripe';
 import { balanceResultChain } from './modules/balance-results';
 import { pgStores, sqliteStores } from './stores';
+import { pgEngine, pgPortalState, sqliteEngine, sqlitePortalState } from './engine-services';
 import { enrollmentChangeChain } from './modules/enrollment-changes';
 import { queueDepth } from './modules/balance-requests/service';
 
@@ -81,7 +82,10 @@ export function createRuntime(
     },
     stripe: opts.stripe ?? (() => new StripeProcessor({ apiUrl: config.stripeApiUrl, logger, timeScale: config.providerTimeScale, onCall: (e) => onProviderCall('stripe', e) })),
   });
+  // The engine chosen once: its stores and its services beside them.
   const stores = handle.pg ? pgStores : sqliteStores;
+  const engine = handle.pg ? pgEngine(handle, vault, logger) : sqliteEngine(handle);
+  const portal = handle.pg ? pgPortalState({ ...handle, vault, logger, stores }) : sqlitePortalState();
   metrics.setQueueDepthSource(() => queueDepth({ ...handle, stores }));
   metrics.setWriteGateSources(() => gateOf(handle.sqlite).bypassed, () => gateOf(handle.sqlite).held);
   return {
@@ -101,8 +105,9 @@ export function createRuntime(
     bank: opts.bank ?? createBalanceProvider(config, routing.directory, logger, clock),
     linked: opts.linked ?? createLinkedSources(config, onProviderCall),
     processors,
-    // The engine chosen once: every feature's store of the engine the handle opened.
     stores,
+    engine,
+    portal,
     balanceResults: balanceResultChain,
     enrollmentChanges: enrollmentChangeChain,
     providerCalls,

@@ -1,4 +1,3 @@
-import { createHmac } from 'node:crypto';
 import type { Server } from 'elysia/universal';
 import type { PlatformDeps } from '../platform/context';
 import { DomainError, InvalidInput, RateLimited, Unauthenticated } from '../platform/errors';
@@ -7,7 +6,7 @@ import type { AuthedLender, Authenticate } from './auth';
 import { fromDomainError, HttpsRequired } from './errors';
 import { httpsAllowed, resolveClient } from './https';
 import { oversized } from './limits';
-import { rateBuckets, SampledLog } from './rate-limit';
+import { SampledLog } from './rate-limit';
 import type { RequestTracker } from './requests';
 
 /**
@@ -35,8 +34,8 @@ export function requestGate(
 ) {
   // Per client address: in memory on SQLite; on PostgreSQL shared by the replicas, keyed by a keyed hash of
   // the address (a load balancer may send the same client to any of them).
-  const failures = rateBuckets(deps, 'auth-failures', AUTH_FAILURES_PER_SECOND, AUTH_FAILURE_BURST);
-  const addressKey = deps.pg ? keyedHash(deps.vault.derive('rate-bucket-address')) : (address: string) => address;
+  const failures = deps.engine.rateBuckets('auth-failures', AUTH_FAILURES_PER_SECOND, AUTH_FAILURE_BURST);
+  const addressKey = deps.engine.clientKey;
   // One line per client address a second, with how many refusals it stands for, instead of one a request.
   const failureLog = new SampledLog(1000, (client, count) => deps.logger.warn({ client, refused: count }, 'authentication failed'));
 
@@ -97,31 +96,13 @@ export function requestGate(
       return authenticateRequest(request, refused);
     }
   };
-  const authenticateRequest = <R>(request: Request, refused: (e: unknown) => R) => {
-    let lender: AuthedLender | Promise<AuthedLender>;
-    try {
-      lender = authenticate(request.headers.get('authorization') ?? undefined);
-    } catch (e) {
-      return refused(e);
-    }
-    // On PostgreSQL the key is looked up on the pool: the gate answers once it is.
-    if (lender instanceof Promise) {
-      return lender.then(
-        (l) => void authenticated.set(request, l),
-        (e) => refused(e),
-      );
-    }
-    authenticated.set(request, lender);
-  };
-  // On PostgreSQL a key is looked up asynchronously: the hook is an async function there, so that Elysia
-  // awaits it; on SQLite it stays synchronous, answered in the same step.
+  // The key is looked up by the engine (a cached statement on SQLite, the pool on PostgreSQL): the gate answers
+  // once it is, the one path on both.
+  const authenticateRequest = <R>(request: Request, refused: (e: unknown) => R) =>
+    authenticate(request.headers.get('authorization') ?? undefined).then((l) => void authenticated.set(request, l), refused);
+  // An async function, so that Elysia awaits what the gate answers.
   type GateArgs = Parameters<typeof gate>[0];
-  return deps.pg ? async (a: GateArgs) => gate(a) : gate;
-}
-
-/** A keyed hash (HMAC-SHA-256, hex) of a value: names it in the database without saying it. */
-function keyedHash(key: Buffer) {
-  return (value: string) => createHmac('sha256', key).update(value).digest('hex');
+  return async (a: GateArgs) => gate(a);
 }
 
 /** The name of the first query parameter whose value does not decode ('' when the name itself does not), or null. */

@@ -1,7 +1,5 @@
 import { Elysia, t } from 'elysia';
 import type { PlatformDeps } from '../platform/context';
-import { databaseReady } from '../platform/db';
-import { pgReady } from '../platform/pg';
 import { Forbidden } from '../platform/errors';
 import type { JobRunner } from '../platform/jobs';
 import { Int } from '../platform/schema';
@@ -22,8 +20,8 @@ export function operationsRoutes(deps: PlatformDeps, jobs: Pick<JobRunner, 'runn
     .get(
       '/readyz',
       async ({ set }) => {
-        const engine = deps.pg ? ('postgres' as const) : ('sqlite' as const);
-        const { database, migrations } = deps.pg ? await pgReady(deps.pg) : databaseReady(deps.db);
+        const engine = deps.engine.name;
+        const { database, migrations } = await deps.engine.ready();
         let queueDepth: number | null = null;
         try {
           queueDepth = await deps.metrics.currentQueueDepth();

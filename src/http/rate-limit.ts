@@ -1,9 +1,8 @@
-import type { PlatformDeps } from '../platform/context';
-import { PgRateBuckets, type RateBuckets } from '../platform/rate-buckets';
+import type { RateBuckets } from '../platform/rate-buckets';
 
 // Token buckets in memory: `perSecond` tokens refill each second up to `burst`. Used per API key (every
 // request spends one) and per client address (only failed authentications spend one). On PostgreSQL the
-// replicas share theirs in the database instead (platform/rate-buckets.ts): `rateBuckets` picks one at start.
+// replicas share theirs in the database instead (platform/rate-buckets.ts): src/engine-services.ts picks one at start.
 
 interface Bucket {
   tokens: number;
@@ -69,15 +68,6 @@ export class RateLimiter implements RateBuckets {
   get size(): number {
     return this.buckets.size;
   }
-}
-
-/**
- * The buckets of one limit, named `name`: in this process's memory on SQLite (answered at once), in the
- * database on PostgreSQL, where every replica spends from the same bucket.
- */
-export function rateBuckets(deps: Pick<PlatformDeps, 'pg' | 'logger'>, name: string, perSecond: number, burst: number): RateBuckets {
-  if (!deps.pg) return new RateLimiter(perSecond, burst);
-  return new PgRateBuckets(deps.pg, name, perSecond, burst, (e) => deps.logger.warn({ err: (e as Error).message, limit: name }, 'rate bucket sweep failed'));
 }
 
 /**

@@ -4,6 +4,7 @@ import { gateOf } from './write-gate';
 import { txLockOf } from './tx-lock';
 import { randomBase62 } from './ids';
 import { API_KEY_PREFIX } from './api-key-format';
+import type { ApiKeyLookup } from './engine';
 
 // The service's own API keys: stored as SHA-256 hashes with a short display prefix.
 
@@ -28,7 +29,7 @@ export interface KeyHolder {
  * The statements of authentication, prepared once: the live key with this hash and its lender, and the
  * key's last use (a single-row write that commits on its own; it runs at most once a minute per key).
  */
-export function apiKeyStatements(db: Db) {
+export function apiKeyStatements(db: Db): ApiKeyLookup {
   const lookup = db.$client.query<KeyHolder, [string]>(
     `SELECT k.id AS keyId, k.last_used_at AS lastUsedAt, l.id AS id, l.name AS name,
             l.debit_card_approved AS debitCardApproved, k.revoked_at AS revokedAt
@@ -36,7 +37,7 @@ export function apiKeyStatements(db: Db) {
       WHERE k.key_hash = ?`,
   );
   const touch = db.$client.query<unknown, [number, string]>('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
-  return { holderOf: (hash: string) => lookup.get(hash), touch: (keyId: string, now: number) => {
+  return { holderOf: async (hash: string) => lookup.get(hash) ?? undefined, touch: (keyId: string, now: number) => {
       // A timestamp, not worth waiting for: skipped while a worker holds the write lock or a transaction is
       // open on the connection (its write would land inside that one), and written next time.
       if (!gateOf(db.$client).held && !txLockOf(db.$client).held) touch.run(now, keyId);
@@ -48,7 +49,7 @@ export function apiKeyStatements(db: Db) {
  * The same on PostgreSQL: the lookup is a query on the pool (asynchronous), the last use an update sent
  * without waiting for it (a failure is logged by the caller's next write, never the request's).
  */
-export function pgApiKeyStatements(pg: PgHandle) {
+export function pgApiKeyStatements(pg: PgHandle): ApiKeyLookup {
   return {
     holderOf: async (hash: string): Promise<KeyHolder | undefined> => {
       const rows = (await pg.sql`

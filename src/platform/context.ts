@@ -8,6 +8,7 @@ import type { Metrics } from './metrics';
 import type { PageTokens } from './pagination';
 import type { Vault } from './vault';
 import type { PgDb, PgHandle } from './pg';
+import type { EngineServices } from './engine';
 import { openTransactionOn, runInside } from './tx-lock';
 import { sql } from 'drizzle-orm';
 import { gateOf, type WriteGate } from './write-gate';
@@ -25,6 +26,8 @@ export interface PlatformDeps {
    * `reader` then throw when touched (nothing outside the SQLite stores and platform/ may).
    */
   pg?: PgHandle;
+  /** What the platform does per engine beyond the stores (leases, rate buckets, key lookup), chosen once. */
+  engine: EngineServices;
   clock: Clock;
   vault: Vault;
   logger: Logger;

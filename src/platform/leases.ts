@@ -1,4 +1,6 @@
 import type { PlatformDeps } from './context';
+import type { Leases } from './engine';
+import type { PgHandle } from './pg';
 
 // Leases of work that one replica at a time does (a job's tick, one processor key's feed), on the `leases`
 // table: a row per piece of work, held by `owner` until `until`. Taking one is one conditional statement, so of
@@ -8,7 +10,7 @@ import type { PlatformDeps } from './context';
 // On SQLite one process serves the database file, so nothing else can hold the work: a lease is granted at once
 // without touching the table, and costs nothing.
 
-type LeaseDeps = Pick<PlatformDeps, 'pg'>;
+type LeaseDeps = Pick<PlatformDeps, 'engine'>;
 
 /** The database server's time in milliseconds, in SQL. */
 const DB_NOW = `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
@@ -20,21 +22,30 @@ const TAKE = `INSERT INTO leases (name, owner, until) VALUES ($1, $2, ${DB_NOW} 
 
 const RELEASE = `DELETE FROM leases WHERE name = $1 AND owner = $2`;
 
+/** Leases in the `leases` table, shared by every replica on the database. */
+export function pgLeases(pg: PgHandle): Leases {
+  return {
+    expire: true,
+    take: async (name, owner, ttlMs) => ((await pg.sql.unsafe(TAKE, [name, owner, Math.max(1, Math.round(ttlMs))])) as unknown[]).length > 0,
+    release: async (name, owner) => void (await pg.sql.unsafe(RELEASE, [name, owner])),
+  };
+}
+
+/** The leases of a process alone on its database: every lease granted at once, never lost. */
+export const soleLeases: Leases = {
+  expire: false,
+  take: async () => true,
+  release: async () => undefined,
+};
+
 /**
  * Takes the lease `name` for `owner` for `ttlMs`, or renews it when `owner` holds it already: true when
  * `owner` holds it now, until the server's now + ttlMs. False while another owner's lease has not expired.
  */
-export async function takeLease(deps: LeaseDeps, name: string, owner: string, ttlMs: number): Promise<boolean> {
-  if (!deps.pg) return true;
-  const r = (await deps.pg.sql.unsafe(TAKE, [name, owner, Math.max(1, Math.round(ttlMs))])) as unknown[];
-  return r.length > 0;
-}
+export const takeLease = (deps: LeaseDeps, name: string, owner: string, ttlMs: number): Promise<boolean> => deps.engine.leases.take(name, owner, ttlMs);
 
 /** Lets the lease go, if `owner` still holds it (one taken over meanwhile is left to its new owner). */
-export async function releaseLease(deps: LeaseDeps, name: string, owner: string): Promise<void> {
-  if (!deps.pg) return;
-  await deps.pg.sql.unsafe(RELEASE, [name, owner]);
-}
+export const releaseLease = (deps: LeaseDeps, name: string, owner: string): Promise<void> => deps.engine.leases.release(name, owner);
 
 /** Work stopped because its lease passed to another replica (it was not renewed in time). */
 export class LeaseLostError extends Error {
@@ -76,7 +87,7 @@ export class HeldLease {
   /** Whether the lease is still held, renewed first when a third of its time has passed. */
   async keep(): Promise<boolean> {
     if (this.lost) return false;
-    if (!this.deps.pg || performance.now() - this.takenAt < this.ttlMs / 3) return true;
+    if (!this.deps.engine.leases.expire || performance.now() - this.takenAt < this.ttlMs / 3) return true;
     const at = performance.now();
     if (await takeLease(this.deps, this.name, this.owner, this.ttlMs)) this.takenAt = at;
     else {

@@ -15,7 +15,8 @@ export { absent };
 // the main thread. What a worker's work never uses (the vault, page tokens) is absent, and reaching for it
 // throws.
 
-export function openThreadPlatform(config: Config, post: (line: string) => void): Omit<PlatformDeps, 'clock'> {
+/** A worker thread's platform: its composition adds the engine's services (src/engine-services.ts). */
+export function openThreadPlatform(config: Config, post: (line: string) => void): Omit<PlatformDeps, 'clock' | 'engine'> {
   // On PostgreSQL a small pool of its own (its transactions run beside the main thread's).
   const handle = config.databaseUrl ? pgDbHandle(openPg(config.databaseUrl, { max: 4 })) : openDatabase(config.databasePath, { migrate: false });
   // Checkpoints are the checkpointer's (platform/checkpointer.ts), as for the main connection: else every

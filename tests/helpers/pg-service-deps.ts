@@ -12,6 +12,7 @@ import { openPg, type PgHandle } from '../../src/platform/pg';
 import { Vault } from '../../src/platform/vault';
 import { freshPgDatabase } from './pg';
 import { pgStores } from '../../src/stores';
+import { pgEngine } from '../../src/engine-services';
 
 export interface PgServiceDeps {
   deps: Deps;
@@ -43,6 +44,8 @@ export function pgServiceDeps(opts: { processor?: Processor; max?: number; repli
   const db = opts.replicaOf ? { url: opts.replicaOf.url, drop() {} } : freshPgDatabase();
   const pg = openPg(db.url, { max: opts.max ?? 10 });
   const clock = new FakeClock(opts.replicaOf?.clock.now() ?? Date.UTC(2026, 10, 21, 12));
+  const vault = opts.replicaOf?.deps.vault ?? new Vault(randomBytes(32));
+  const logger = createLogger('silent');
   const deps = {
     config: absent('config'),
     sqlite: absent('sqlite'),
@@ -50,8 +53,9 @@ export function pgServiceDeps(opts: { processor?: Processor; max?: number; repli
     reader: undefined as never,
     pg,
     clock,
-    vault: opts.replicaOf?.deps.vault ?? new Vault(randomBytes(32)),
-    logger: createLogger('silent'),
+    vault,
+    logger,
+    engine: pgEngine({ db: undefined as never, pg }, vault, logger),
     metrics: new Metrics(),
     pageTokens: absent('pageTokens'),
     bank: absent('bank'),

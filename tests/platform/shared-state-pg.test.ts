@@ -6,8 +6,7 @@
 // Nothing a table holds names an email, an address, a key or a session token in the clear.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
-import { rateBuckets } from '../../src/http/rate-limit';
-import { heldFiles, MAX_HELD, signInCounter } from '../../src/modules/portal/shared-state';
+import { MAX_HELD, PgHeldFiles, PgSignInCounter } from '../../src/modules/portal/shared-state';
 import { SignInThrottle } from '../../src/modules/portal/session';
 import { PgRateBuckets } from '../../src/platform/rate-buckets';
 import { rows } from '../../src/platform/sql/pg';
@@ -37,8 +36,8 @@ if (!onPostgres) {
   describe('rate buckets', () => {
     test('a bucket emptied through one replica refuses on the other, and refills for both', async () => {
       const now = a.clock.now();
-      const onA = rateBuckets(a.deps, 'api-key', 1, 5);
-      const onB = rateBuckets(b.deps, 'api-key', 1, 5);
+      const onA = a.deps.engine.rateBuckets('api-key', 1, 5);
+      const onB = b.deps.engine.rateBuckets('api-key', 1, 5);
       for (let i = 0; i < 5; i++) expect(await onA.take('key-id-1', now)).toBe(0);
       expect(await onB.take('key-id-1', now)).toBe(1);
       expect(await onB.wait('key-id-1', now)).toBe(1);
@@ -52,8 +51,8 @@ if (!onPostgres) {
 
     test('20 takes at once through two replicas spend exactly the burst', async () => {
       const now = a.clock.now();
-      const onA = rateBuckets(a.deps, 'api-key', 1, 10);
-      const onB = rateBuckets(b.deps, 'api-key', 1, 10);
+      const onA = a.deps.engine.rateBuckets('api-key', 1, 10);
+      const onB = b.deps.engine.rateBuckets('api-key', 1, 10);
       const waits = await Promise.all(Array.from({ length: CALLERS }, (_, i) => (i % 2 ? onA : onB).take('key-id-burst', now)));
       expect(waits.filter((w) => w === 0)).toHaveLength(10);
       expect(waits.filter((w) => w > 0)).toHaveLength(CALLERS - 10);
@@ -61,8 +60,8 @@ if (!onPostgres) {
 
     test('failures spent on one replica are waited for on the other; full idle buckets are swept', async () => {
       const now = a.clock.now();
-      const onA = rateBuckets(a.deps, 'auth-failures', 1, 3);
-      const onB = rateBuckets(b.deps, 'auth-failures', 1, 3);
+      const onA = a.deps.engine.rateBuckets('auth-failures', 1, 3);
+      const onB = b.deps.engine.rateBuckets('auth-failures', 1, 3);
       expect(await onB.wait('address-hash', now)).toBe(0);
       for (let i = 0; i < 3; i++) await onA.spend('address-hash', now);
       expect(await onB.wait('address-hash', now)).toBe(1);
@@ -76,8 +75,8 @@ if (!onPostgres) {
   describe('sign-in counts', () => {
     test('20 attempts at once through two replicas: exactly LOCK_AFTER are let through, then the pair is locked on both', async () => {
       const now = a.clock.now();
-      const onA = signInCounter(a.deps);
-      const onB = signInCounter(b.deps);
+      const onA = new PgSignInCounter(a.deps);
+      const onB = new PgSignInCounter(b.deps);
       const attempts = await Promise.all(Array.from({ length: CALLERS }, (_, i) => (i % 2 ? onA : onB).attempt(i % 3 ? 'Ann@Example.com' : ' ann@example.com', '10.0.0.7', now)));
       const through = attempts.filter((r): r is { locked: false; failures: number } => !r.locked);
       expect(through).toHaveLength(SignInThrottle.LOCK_AFTER);
@@ -92,8 +91,8 @@ if (!onPostgres) {
 
     test('an address locks across emails, and a success gives its reservation back', async () => {
       const now = a.clock.now();
-      const onA = signInCounter(a.deps);
-      const onB = signInCounter(b.deps);
+      const onA = new PgSignInCounter(a.deps);
+      const onB = new PgSignInCounter(b.deps);
       const results = await Promise.all(Array.from({ length: CALLERS }, (_, i) => (i % 2 ? onA : onB).attempt(`user${i}@example.com`, '10.0.1.1', now)));
       expect(results.filter((r) => !r.locked)).toHaveLength(SignInThrottle.LOCK_AFTER);
 
@@ -114,8 +113,8 @@ if (!onPostgres) {
 
     test('a file held through one replica is confirmed through the other exactly once', async () => {
       const now = a.clock.now();
-      const onA = heldFiles(a.deps);
-      const onB = heldFiles(b.deps);
+      const onA = new PgHeldFiles(a.deps);
+      const onB = new PgHeldFiles(b.deps);
       const id = await onA.hold('session-hash-1', { bytes: csv(1), name: 'results-june.csv', at: now });
       expect(await onB.take('session-hash-1', 'another id', now)).toBeNull();
       expect(await onB.take('session-hash-2', id, now)).toBeNull();
@@ -128,8 +127,8 @@ if (!onPostgres) {
 
     test('one file a session, at most 16 held (the oldest go), none past 30 minutes', async () => {
       const now = a.clock.now();
-      const onA = heldFiles(a.deps);
-      const onB = heldFiles(b.deps);
+      const onA = new PgHeldFiles(a.deps);
+      const onB = new PgHeldFiles(b.deps);
       const first = await onA.hold('session-s', { bytes: csv(2), name: 'a.csv', at: now });
       const second = await onB.hold('session-s', { bytes: csv(3), name: 'b.csv', at: now + 1 });
       expect(await onA.take('session-s', first, now + 2)).toBeNull();
@@ -147,7 +146,7 @@ if (!onPostgres) {
 
     test('the table holds neither the session nor the file in the clear', async () => {
       const now = a.clock.now();
-      await heldFiles(a.deps).hold('the-session-token-hash', { bytes: csv(77), name: 'borrowers-july.csv', at: now });
+      await new PgHeldFiles(a.deps).hold('the-session-token-hash', { bytes: csv(77), name: 'borrowers-july.csv', at: now });
       const text = await tableText('held_files');
       for (const clear of ['the-session-token-hash', 'borrowers-july', 'loan-77', 'payment_amount']) expect(text).not.toContain(clear);
     });

@@ -28,13 +28,6 @@ export const CHUNK_BYTES = 16 * 1024;
 export const GC_HINT_ROWS = 4096;
 /** Accepted rows decided together: a slice's look-ups are made for it at once (and recorded in one savepoint). */
 export const SLICE = 512;
-/**
- * The rows of a recorded slice. On SQLite a write that comes while an upload holds the write lock waits for
- * the rest of the slice under way: 128 rows, 15 to 60 ms on a 2-core machine, rather than 512 (up to 900 ms
- * seen on one loaded with other work), at no cost measurable in the upload's own time. On PostgreSQL nothing
- * waits for the upload's transactions, each of one slice, and a slice of 512 makes fewer of them.
- */
-export const sliceRowsOf = (deps: Pick<Ctx['deps'], 'pg'>): number => (deps.pg ? SLICE : 128);
 export const YIELD_ROWS = 2048;
 /** Far above any results file or annotated export (nine columns, at most 200 meta_, the payment columns). */
 export const MAX_COLUMNS = 1000;

@@ -8,7 +8,7 @@ import { decideSlice, LedgerGuard, type SliceDecided } from './slice';
 import { Lookups } from './match';
 import { HeldLease } from '../../platform/leases';
 import type { SealedColumn } from '../../platform/vault';
-import { checkBudget, GC_HINT_ROWS, readAccepted, reportOf, sliceRowsOf, type ReadFile, type UploadBudget } from './read';
+import { checkBudget, GC_HINT_ROWS, readAccepted, reportOf, type ReadFile, type UploadBudget } from './read';
 
 // Recording an upload's accepted rows, a slice at a time, each slice in its own transaction and its own turn
 // at the write lock: exactly once, resumed after a crash or a stop from `unfinished_uploads`, held by one
@@ -73,7 +73,7 @@ const LONGEST_TRANSACTION_MS = 1000;
 
 /**
  * Records the accepted rows from `u.done` on in transactions, each taken in its own turn of the write gate and
- * recording slices (sliceRowsOf) one after the other, until another write waits for the lock (`othersWait`,
+ * recording slices (the store's sliceRows) one after the other, until another write waits for the lock (`othersWait`,
  * read after each slice) or it has run for LONGEST_TRANSACTION_MS: a write that comes meanwhile waits for one
  * slice and the commit, not for the upload. Each slice is decided on what is stored when it is recorded, under
  * the lender's upload lock, exactly as one slice of one long transaction was: the re-sending rules and
@@ -110,7 +110,7 @@ export async function recordInSlices(
   let matched = u.matched;
   // Whether unfinished_uploads holds the upload (a resumed one does).
   let stored = first === null;
-  const size = sliceRowsOf(ctx.deps);
+  const size = ctx.deps.stores.uploads.sliceRows;
   const several = done + size < accepted.length;
   // Sealed before the first turn, so that the lock is not held meanwhile (a new upload of more than one slice).
   const sealed = first && several ? sealFile(ctx.deps, first.file) : null;

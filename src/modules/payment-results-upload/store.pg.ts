@@ -52,6 +52,7 @@ async function updateUploaded(db: PgDb, changes: Change[]): Promise<void> {
 }
 
 export const pgUploadStore: UploadStore = {
+  sliceRows: 512,
   async serializeUploads(c, lenderId) {
     await lockFor(c, 'payment-results-upload', lenderId);
     // Taken first in the upload's transaction: its probes stay index probes while it fills the tables.

@@ -78,6 +78,7 @@ const creditsSince = (tx: Orm, since: { enrollmentId: string; after: number }[])
     .all(listOf(since.map((b) => [b.enrollmentId, b.after])));
 
 export const sqliteUploadStore: UploadStore = {
+  sliceRows: 128,
   // One writer at a time: an upload's transaction is never interleaved with another's.
   async serializeUploads(c, lenderId) {
     await lockFor(c, 'payment-results-upload', lenderId);

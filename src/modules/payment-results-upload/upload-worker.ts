@@ -11,6 +11,7 @@ import type { Lender } from '../../platform/context';
 import { absent, openThreadPlatform, postedError } from '../../platform/thread';
 import { Vault } from '../../platform/vault';
 import { pgStores, sqliteStores } from '../../stores';
+import { pgEngine, sqliteEngine } from '../../engine-services';
 import { answerOf, processUpload } from './service';
 import { budgetOf } from './read';
 import { resumeUnfinished, type WriteTurn } from './recording';
@@ -55,10 +56,13 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
   if (m.type === 'init') {
     waiting = m.waiting;
     const platform = openThreadPlatform(m.config, (line) => self.postMessage({ type: 'log', line }));
+    const vault = new Vault(Buffer.from(m.key));
+    // This thread's composition: the engine chosen once, as the main thread's runtime does.
     base = {
       ...platform,
       stores: platform.pg ? pgStores : sqliteStores,
-      vault: new Vault(Buffer.from(m.key)),
+      engine: platform.pg ? pgEngine(platform, vault, platform.logger) : sqliteEngine(platform),
+      vault,
       bank: absent('bank'),
       linked: absent('linked'),
       routing: absent('routing'),
@@ -66,6 +70,7 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
       balanceResults: absent('balanceResults'),
       enrollmentChanges: absent('enrollmentChanges'),
       providerCalls: absent('providerCalls'),
+      portal: absent('portal'),
     };
     return;
   }

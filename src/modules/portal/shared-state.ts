@@ -16,10 +16,10 @@ import {
 
 // What the portal keeps between two requests of one user besides the session: the sign-in counts and the
 // files checked and held for confirmation. One process on SQLite keeps them in memory; the replicas on one
-// PostgreSQL database share them in the database (a load balancer may send the next request elsewhere). Each
-// is chosen once, at start, from deps.pg.
+// PostgreSQL database share them in the database (a load balancer may send the next request elsewhere). The
+// composition root chooses once, at start (src/engine-services.ts), and hands them over as `deps.portal`.
 
-type SharedDeps = Pick<Deps, 'pg' | 'db' | 'reader' | 'vault' | 'logger' | 'stores'>;
+export type SharedDeps = Pick<Deps, 'pg' | 'db' | 'reader' | 'vault' | 'logger' | 'stores'>;
 
 /** How often (at most) one process deletes what has expired. */
 const SWEEP_EVERY_MS = 60_000;
@@ -36,16 +36,14 @@ export interface SignInCounter {
   status(email: string, address: string, now: number): Promise<{ failures: number; locked: boolean }>;
 }
 
-export function signInCounter(deps: SharedDeps): SignInCounter {
-  if (!deps.pg) {
-    const t = new SignInThrottle();
-    return {
-      attempt: async (email, address, now) => t.attempt(email, address, now),
-      succeed: async (email, address, now) => t.succeed(email, address, now),
-      status: async (email, address, now) => t.status(email, address, now),
-    };
-  }
-  return new PgSignInCounter(deps);
+/** The counts of one process, in its memory. */
+export function memorySignIns(): SignInCounter {
+  const t = new SignInThrottle();
+  return {
+    attempt: async (email, address, now) => t.attempt(email, address, now),
+    succeed: async (email, address, now) => t.succeed(email, address, now),
+    status: async (email, address, now) => t.status(email, address, now),
+  };
 }
 
 /**
@@ -54,7 +52,7 @@ export function signInCounter(deps: SharedDeps): SignInCounter {
  * is one transaction that serializes the attempts of its address, so however many arrive at once on however
  * many replicas, at most LOCK_AFTER of a pair or an address are checked in a window.
  */
-class PgSignInCounter implements SignInCounter {
+export class PgSignInCounter implements SignInCounter {
   private readonly hashKey: Buffer;
   private lastSweep = 0;
 
@@ -113,6 +111,8 @@ export interface HeldFile {
  * records it once.
  */
 export interface HeldFiles {
+  /** Whether a held file outlives a restart of the process (the user is told when it does not). */
+  readonly acrossRestarts: boolean;
   /** Holds the file for the session (replacing the one it held); the id its confirmation names. */
   hold(session: string, file: { bytes: Uint8Array; name: string; at: number }): Promise<string>;
   /** The session's file with this id, no longer held; null when it is not (taken, expired, pushed out, another id). */
@@ -124,12 +124,15 @@ export interface HeldFiles {
 export const HELD_TTL_MS = 30 * 60_000;
 export const MAX_HELD = 16;
 
-export function heldFiles(deps: SharedDeps): HeldFiles {
-  return deps.pg ? new PgHeldFiles(deps) : new MemoryHeldFiles();
+/** What the portal keeps between two requests, of the engine the service runs on. */
+export interface PortalState {
+  signIns: SignInCounter;
+  heldFiles: HeldFiles;
 }
 
 /** In this process's memory (a restart forgets them). */
 export class MemoryHeldFiles implements HeldFiles {
+  readonly acrossRestarts = false;
   private readonly held = new Map<string, HeldFile>();
   async hold(session: string, file: { bytes: Uint8Array; name: string; at: number }): Promise<string> {
     const id = crypto.randomUUID();
@@ -154,7 +157,8 @@ export class MemoryHeldFiles implements HeldFiles {
  * the vault), the name and the body sealed with the vault: they are borrowers' payment data. A take deletes
  * the row in the statement that reads it, so two replicas confirming at once record it once.
  */
-class PgHeldFiles implements HeldFiles {
+export class PgHeldFiles implements HeldFiles {
+  readonly acrossRestarts = true;
   private readonly hashKey: Buffer;
   private lastSweep = 0;
 

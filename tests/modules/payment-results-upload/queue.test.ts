@@ -15,7 +15,6 @@ import { gateOf } from '../../../src/platform/write-gate';
 import { writeGate } from '../../../src/platform/context';
 import { uploadWorkerOf, type UploadWorker } from '../../../src/modules/payment-results-upload/offload';
 import { holdAfterFirstTransaction } from '../../helpers/upload-hold';
-import { sliceRowsOf } from '../../../src/modules/payment-results-upload/read';
 
 const contexts: TestContext[] = [];
 afterAll(() => contexts.forEach((c) => c.close()));
@@ -222,7 +221,7 @@ describe('an upload whose request ended', () => {
     const c = await fresh();
     const worker = uploadWorkerOf(c.rt)!;
     const abort = new AbortController();
-    // Ten slices or more (sliceRowsOf).
+    // Ten slices or more (the store's sliceRows).
     const rows = 5_000;
     // Read through the runtime's own connections, every few milliseconds, until `check` holds.
     const n = async (sql: string) => Number(Object.values((await c.rows<Record<string, number>>(sql))[0]!)[0]);
@@ -237,7 +236,7 @@ describe('an upload whose request ended', () => {
     // Its first transaction, of one slice, is committed and its next one waits; the caller hangs up meanwhile.
     const release = await hold.afterFirst();
     expect(await n('SELECT COUNT(*) AS n FROM unfinished_uploads')).toBe(1);
-    expect(await n('SELECT done AS n FROM unfinished_uploads')).toBe(sliceRowsOf(c.rt));
+    expect(await n('SELECT done AS n FROM unfinished_uploads')).toBe(c.rt.stores.uploads.sliceRows);
     abort.abort();
     release();
     await gone;

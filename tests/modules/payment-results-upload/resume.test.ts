@@ -12,7 +12,6 @@ import { enrollBorrower } from '../../helpers/fixtures';
 import { holdAfterFirstTransaction } from '../../helpers/upload-hold';
 import { releaseLease, takeLease } from '../../../src/platform/leases';
 import { uploadResumeJob } from '../../../src/modules/payment-results-upload/jobs';
-import { sliceRowsOf } from '../../../src/modules/payment-results-upload/read';
 
 const contexts: TestContext[] = [];
 // Each close drops a database on PostgreSQL (a psql process each).
@@ -20,7 +19,7 @@ afterAll(() => contexts.forEach((c) => c.close()), 120_000);
 
 const AT = '2026-11-21T12:00:00.000Z';
 const HEADER = 'authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code';
-/** Data rows (rows 2 to ROWS + 1): eight slices or more (sliceRowsOf). Rows 3 and ROWS are refused (an amount of 0). */
+/** Data rows (rows 2 to ROWS + 1): eight slices or more (the store's sliceRows). Rows 3 and ROWS are refused (an amount of 0). */
 const ROWS = 4000;
 const ACCEPTED = ROWS - 2;
 const BORROWERS = 20;
@@ -86,7 +85,7 @@ describe('an upload cut off between two transactions', () => {
   test('is finished from its count by the next runtime: every row once, and one history record saying it was resumed', async () => {
     const { c, stored, cut, lender } = await interrupted();
     // Cut after its first transaction, of one slice: the caller is told the rest is recorded without it.
-    expect(stored.done).toBe(sliceRowsOf(c.rt));
+    expect(stored.done).toBe(c.rt.stores.uploads.sliceRows);
     expect(stored.matched).toBe(stored.done);
     expect(stored.sealed.startsWith('v1.')).toBe(true);
     expect(stored.creator).toMatch(/^API key /);

@@ -6,7 +6,6 @@ import { uploadSummary } from '../../payment-results-upload/service';
 import type { UploadSummary } from '../../payment-results-upload/types';
 import { formOf, page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
-import { heldFiles } from '../shared-state';
 import { ActionButton, Csrf, Facts, Notice, Pager, Table, Time, type Message } from '../ui/components';
 import { count } from '../ui/format';
 
@@ -96,7 +95,7 @@ export async function UploadHistory(props: { deps: Deps; s: PortalSession; now: 
 
 export const resultsUploadPages = (deps: Deps) => {
   // Files checked and held for confirmation: in memory on SQLite; on PostgreSQL shared by the replicas, sealed.
-  const checked = heldFiles(deps);
+  const checked = deps.portal.heldFiles;
   const render = (s: PortalSession, opts: { message?: Message; shown?: { report: UploadSummary; name: string; checkedId?: string | null }; token?: string } = {}) => {
     const view = viewOf(deps, s, HERE);
     return page(view, 'Results upload', [
@@ -130,7 +129,7 @@ export const resultsUploadPages = (deps: Deps) => {
             const held = await checked.take(session.tokenHash, form.checked ?? '', deps.clock.now());
             if (!held) {
               return render(session, {
-                message: { kind: 'error', text: `The checked file is no longer held (a file is kept 30 minutes after its check${deps.pg ? '' : ', and not across a restart'}). Choose it again.` },
+                message: { kind: 'error', text: `The checked file is no longer held (a file is kept 30 minutes after its check${checked.acrossRestarts ? '' : ', and not across a restart'}). Choose it again.` },
               });
             }
             const report = await uploadSummary({ ctx, input: { bytes: held.bytes, dryRun: false, creator: session.user.displayName } });

@@ -3,7 +3,6 @@ import type { Deps } from '../../../deps';
 import { resolveClient } from '../../../http/https';
 import { cookies, htmlResponse, portalSession, redirect, setCookie } from '../plugin';
 import { endSession, LOGIN_CSRF_COOKIE, newLoginCsrf, sameToken, SESSION_COOKIE, sessionOf, SignInThrottle, startSession } from '../session';
-import { signInCounter } from '../shared-state';
 import { MAX_PASSWORD_LENGTH, verifySignIn } from '../users';
 import { Csrf, htmlNow, Layout, Notice } from '../ui/components';
 
@@ -36,7 +35,7 @@ function SignInForm(props: { csrf: string; error?: string; email?: string }) {
 
 export const signInPages = (deps: Deps) => {
   // In memory on SQLite; on PostgreSQL shared by the replicas in the database.
-  const throttle = signInCounter(deps);
+  const throttle = deps.portal.signIns;
   const form = (request: Request, status: number, opts: { error?: string; email?: string } = {}) => {
     const csrf = newLoginCsrf();
     return htmlResponse(htmlNow(<SignInForm csrf={csrf} {...opts} />), status, { 'set-cookie': setCookie(request, LOGIN_CSRF_COOKIE, csrf, 3600) });

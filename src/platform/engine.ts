@@ -1,0 +1,39 @@
+import type { KeyHolder } from './api-keys';
+import type { RateBuckets } from './rate-buckets';
+
+// What the platform does differently on each engine beyond the stores, built once by the composition root
+// (src/engine-services.ts) from the handle it opened: work leases, rate buckets, how a client address is named
+// in them, the lookup of an API key, and the readiness check. One process on SQLite keeps leases and buckets
+// in memory (nothing else serves the file); the replicas on one PostgreSQL database share them in tables.
+// Nothing outside the composition asks which engine it runs on.
+
+/** Leases of work one replica at a time does (platform/leases.ts). */
+export interface Leases {
+  /** Takes or renews the lease `name` for `owner` for `ttlMs`: false while another owner's has not expired. */
+  take(name: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Lets the lease go if `owner` still holds it. */
+  release(name: string, owner: string): Promise<void>;
+  /** Whether a lease can pass to another owner (so a holder renews it): false where one process is alone. */
+  readonly expire: boolean;
+}
+
+/** The service's own API keys, as authentication reads them. */
+export interface ApiKeyLookup {
+  /** The key with this hash and its lender (revoked or not), or undefined. */
+  holderOf(hash: string): Promise<KeyHolder | undefined>;
+  /** Notes the key's last use; not waited for, and skipped when a write cannot go now (written next time). */
+  touch(keyId: string, now: number): void;
+}
+
+export interface EngineServices {
+  /** The engine's name, as /readyz reports it. */
+  readonly name: 'sqlite' | 'postgres';
+  leases: Leases;
+  /** The token buckets of one limit, `name`: `perSecond` refill each second up to `burst`. */
+  rateBuckets(name: string, perSecond: number, burst: number): RateBuckets;
+  /** A client address as the buckets name it: itself in memory, a keyed hash in a shared table. */
+  clientKey(address: string): string;
+  apiKeys: ApiKeyLookup;
+  /** Whether the database answers and its migrations are all applied. */
+  ready(): Promise<{ database: boolean; migrations: boolean }>;
+}

@@ -1,6 +1,5 @@
 import { expect, test } from 'bun:test';
-import { contract, type ContractContext } from './contract';
-import { txLockOf } from '../../src/platform/tx-lock';
+import { contract, inTurns } from './contract';
 import type { TxCtx } from '../../src/platform/store';
 import { enrollBorrower } from '../helpers/fixtures';
 import { cycle, dispatchAndSettle } from '../helpers/collection';
@@ -9,64 +8,6 @@ import type { NewPayment } from '../../src/modules/collection/store';
 
 const SETTLE = 60_000;
 const READ_EVERY = 3_600_000;
-
-
-/** Until `check` holds, yielding to the event loop between looks: a test waits for a state, not a time. */
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; !(await check()); i++) {
-    if (i > 5_000) throw new Error(`never reached: ${what}`);
-    await Bun.sleep(1);
-  }
-}
-
-/** Transactions waiting for another's turn: SQLite's queue for the connection (a count so far), PostgreSQL's lock waits (now). */
-async function waiting(t: ContractContext<'decisions'>): Promise<number> {
-  if (t.engine === 'sqlite') return txLockOf(t.ctx.rt.sqlite).waited;
-  const [r] = await t.ctx.rows<{ n: number }>(
-    "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-  );
-  return Number(r!.n);
-}
-
-/**
- * Two transactions that each take the same turn first: the second is seen waiting while the first holds it,
- * and reads, once it has its turn, what the first wrote after taking it. Returns what the second read.
- */
-async function inTurns<T>(
-  t: ContractContext<'decisions'>,
-  take: (tx: TxCtx) => Promise<void>,
-  write: (tx: TxCtx) => Promise<void>,
-  read: (tx: TxCtx) => Promise<T>,
-): Promise<T> {
-  const before = await waiting(t);
-  let letGo!: () => void;
-  const held = new Promise<void>((resolve) => (letGo = resolve));
-  let taken!: () => void;
-  const isTaken = new Promise<void>((resolve) => (taken = resolve));
-  const first = t.inTx(async (tx) => {
-    await take(tx);
-    taken();
-    await held;
-    await write(tx);
-  });
-  await isTaken;
-  let secondDone = false;
-  const second = t
-    .inTx(async (tx) => {
-      await take(tx);
-      return read(tx);
-    })
-    .finally(() => (secondDone = true));
-  try {
-    await until('the second transaction waits for the first', async () => (await waiting(t)) > before);
-    expect(secondDone).toBe(false);
-  } finally {
-    // Let go whatever was seen, so that a failure here leaves no transaction open.
-    letGo();
-  }
-  await first;
-  return second;
-}
 
 contract(
   'decisions',

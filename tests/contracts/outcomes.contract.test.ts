@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test';
-import { contract } from './contract';
+import { contract, waiting } from './contract';
 import { enrollBorrower } from '../helpers/fixtures';
 import { cycle } from '../helpers/collection';
 import { queueDueReads } from '../../src/modules/enrollments/monitoring';
@@ -42,13 +42,8 @@ contract(
       return { lender, connectionId: key.body.id as string, payment: p! };
     }
 
-    /** A transaction of the test's database waiting for another's row lock now (PostgreSQL). */
-    const rowLockWaited = async () =>
-      (
-        await ctx.rows(
-          "SELECT 1 AS n FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple') AND (database IS NULL OR database = (SELECT oid FROM pg_database WHERE datname = current_database()))",
-        )
-      ).length > 0;
+    /** A transaction of the test's database waiting for another's lock now (PostgreSQL). */
+    const rowLockWaited = async () => (await waiting(t)) > 0;
 
     const event = (lenderId: string, over: Partial<EventRecord>): EventRecord => ({
       id: newId(),

@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test';
-import { contract } from './contract';
+import { contract, inTurns } from './contract';
 import { bankAuthorizer, enrollBorrower } from '../helpers/fixtures';
 import { cycle } from '../helpers/collection';
 import { processBalances } from '../../src/modules/balance-requests/processing';
@@ -32,44 +32,9 @@ contract(
         )
       )[0];
 
-    /**
-     * Two transactions that each begin with `take` for one borrower: the second goes on only once the first has
-     * ended. On PostgreSQL the first is held open until the second is seen waiting for a lock; on SQLite one
-     * transaction writes at a time whatever the store does.
-     */
-    async function secondWaitsForFirst(take: (tx: TxCtx) => Promise<unknown>) {
-      const order: string[] = [];
-      let release!: () => void;
-      const gate = new Promise<void>((r) => (release = r));
-      let holding!: () => void;
-      const held = new Promise<void>((r) => (holding = r));
-      const first = t.inTx(async (tx) => {
-        await take(tx);
-        order.push('first holds');
-        holding();
-        await gate;
-        order.push('first ends');
-      });
-      await held;
-      const second = t.inTx(async (tx) => {
-        await take(tx);
-        order.push('second holds');
-      });
-      if (t.engine === 'postgres') {
-        let waiting = 0;
-        for (let i = 0; i < 500 && waiting === 0 && !order.includes('second holds'); i++) {
-          const [row] = await ctx.rows<{ n: number }>(
-            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-          );
-          waiting = Number(row!.n);
-        }
-        expect(waiting).toBe(1);
-      }
-      expect(order).toEqual(['first holds']);
-      release();
-      await Promise.all([first, second]);
-      expect(order).toEqual(['first holds', 'first ends', 'second holds']);
-    }
+    /** Two transactions that each begin with `take`: the second is seen waiting, and goes on once the first has ended. */
+    const secondWaitsForFirst = (take: (tx: TxCtx) => Promise<unknown>) =>
+      inTurns(t, async (tx) => void (await take(tx)), async () => undefined, async () => undefined);
 
     test('an enrollment wants a reading, due at once; dueHistories gives what reading the account needs', async () => {
       const id = await enroll('want-1');

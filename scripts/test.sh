@@ -1,23 +1,35 @@
 #!/usr/bin/env bash
-# `bun run test`: the whole suite on SQLite; with DATABASE_URL=postgres://… the whole suite on PostgreSQL.
-# A test file whose first line is a tag runs on one engine only:
+# `bun run test`: every test file on SQLite, and the store contracts (tests/contracts/) on SQLite and PostgreSQL
+# in the same run: their PostgreSQL server is TEST_PG_URL, or a throwaway cluster the test helper starts from
+# Debian's postgresql binaries (tests/helpers/pg-server.ts); without them the contracts run on SQLite only.
+#
+# With DATABASE_URL=postgres://… the files that test PostgreSQL itself run on it: those whose first line is
+#   // engine: postgres   it tests PostgreSQL itself (concurrent transactions, replicas): on SQLite it says so
+#   // engine: both       it runs on either engine, and what it tests differs between them (crashes and
+#                         restarts, the migrations, transactions, the sandbox processor's own tables)
+# Every store method is exercised on PostgreSQL by its contract (each contract fails otherwise), so the other
+# files run on SQLite only. TEST_ALL_ON_PG=1 runs every file on PostgreSQL instead, as before, but for those
 #   // engine: sqlite     it tests SQLite itself (the file lock, WAL checkpoints, the write gate), or sets up its
-#                         data in SQLite terms (the reason follows the tag then): not run on PostgreSQL
-#   // engine: postgres   it tests PostgreSQL itself (concurrent transactions): on SQLite it only says so
-#   // engine: once       it does not touch a database (the architecture checks): run in the SQLite run only
-# The files left out are counted and named before the run.
+#                         data in SQLite terms (the reason follows the tag then)
+#   // engine: once       it does not touch a database (the architecture checks)
+# The files left out are counted before the run.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/test-prerequisites.sh
 if [[ "${DATABASE_URL:-}" =~ ^postgres(ql)?:// ]]; then
   files=()
-  skipped=()
+  left=0
   while IFS= read -r f; do
     tag="$(head -n1 "$f")"
-    if [[ "$tag" == "// engine: sqlite"* ]] || [ "$tag" = "// engine: once" ]; then skipped+=("$f"); else files+=("./$f"); fi
-  done < <(find tests -name '*.test.ts' | sort)
-  echo "PostgreSQL run: ${#files[@]} test files; ${#skipped[@]} left out (tagged sqlite or once):"
-  printf '  %s\n' "${skipped[@]}"
+    if [ "${TEST_ALL_ON_PG:-}" = 1 ]; then
+      if [[ "$tag" == "// engine: sqlite"* ]] || [ "$tag" = "// engine: once" ]; then left=$((left + 1)); else files+=("./$f"); fi
+    elif [[ "$tag" == "// engine: postgres"* ]] || [[ "$tag" == "// engine: both"* ]]; then
+      files+=("./$f")
+    else
+      left=$((left + 1))
+    fi
+  done < <(find tests -name '*.test.ts' -not -path 'tests/contracts/*' | sort)
+  echo "PostgreSQL run: ${#files[@]} test files; $left left out (run on SQLite; the store contracts run on both there)"
   # Slower per test there: a test's own reads and writes of the database go through psql, one process each.
   exec bun test --timeout 90000 "${files[@]}" "$@"
 fi

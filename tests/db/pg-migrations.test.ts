@@ -1,3 +1,4 @@
+// engine: both
 // The PostgreSQL migrations (db/migrations-pg) applied to a real server with drizzle's bun-sql migrator, under
 // a session advisory lock as a start does it, into a database of their own that is dropped afterwards. Runs
 // when DATABASE_URL is a postgres:// URL whose user may create databases; otherwise one test says so and

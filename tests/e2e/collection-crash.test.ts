@@ -1,3 +1,4 @@
+// engine: both
 // Invariant 4: a crash (SIGKILL of the real service) at any point of initiation or polling, then a restart,
 // yields exactly one processor payment per payment row and no lost or repeated event. The service runs with
 // fast intervals against the sandbox processor; it is killed several times while borrowers are being read,

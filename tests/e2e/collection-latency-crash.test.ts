@@ -1,3 +1,4 @@
+// engine: both
 // kill -9 at any moment, with the processor answering slowly (50 ms and 3 s), then a restart: exactly one
 // processor payment per service payment, each recorded with the processor's status, never more than three
 // per enrollment, and not_attempted only for payments the processor does not hold. Then a return that

@@ -1,3 +1,4 @@
+// engine: both
 // A spawned server killed (SIGKILL) while it handles a 1000-borrower enrollment loses no borrower that got a
 // 207 and half-writes none: the request is one transaction, so after a restart either every borrower of it
 // is stored or none is.

@@ -1,3 +1,4 @@
+// engine: both
 // kill -9 at random moments with the processor answering in 50 ms, and in 1 to 3 s, while borrowers are
 // removed and sent again and payments made elsewhere arrive, then a restart and rest: the four invariants of
 // money records that only move forward hold.

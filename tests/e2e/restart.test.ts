@@ -1,3 +1,4 @@
+// engine: both
 // A crash at any point loses no submitted authorizer and records no result twice: the real service is
 // killed (SIGKILL) in the middle of a batch and of a schedule run, then started again on the same file.
 import { afterAll, describe, expect, test } from 'bun:test';

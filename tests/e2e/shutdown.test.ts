@@ -1,3 +1,4 @@
+// engine: both
 // A stop is bounded by SHUTDOWN_GRACE_MS whatever is in flight: a webhook receiver that never answers (the
 // attempt is cut and the delivery stays due) and an upload that stalls halfway (its connection is cut).
 // The process checkpoints and exits 0 within the grace.

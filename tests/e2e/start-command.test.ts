@@ -1,3 +1,4 @@
+// engine: both
 // The production start is the server process itself, so what a supervisor sends (SIGTERM, kill -9) reaches
 // the server. `bun run start` puts a wrapper in between: killing the wrapper would leave the server running.
 import { afterAll, describe, expect, test } from 'bun:test';

@@ -1,3 +1,4 @@
+// engine: both
 // A results upload is recorded exactly once, whenever the process ends: the real service, killed with SIGKILL
 // at random moments while an upload's slices are recorded (its first slice is recorded once unfinished_uploads
 // holds it), finishes the upload after a restart, from where it stopped: every row of the file is in

@@ -1,3 +1,4 @@
+// engine: both
 // On PostgreSQL the service refuses to start without VAULT_KEY: replicas on one database must share one key,
 // and a key file made when missing would give each container its own. Spawned with DATABASE_URL and no
 // VAULT_KEY, the service exits before it touches the database or makes a key file, naming VAULT_KEY and why.

@@ -1,3 +1,4 @@
+// engine: both
 // A webhook attempt cut short by a crash is still in the delivery log: its row is written before the
 // request leaves, so killing the process mid-send leaves it (marked at the next start), and the delivery
 // is sent again.

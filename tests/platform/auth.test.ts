@@ -1,3 +1,4 @@
+// engine: both
 import { describe, expect, test } from 'bun:test';
 import { useTestContext } from '../helpers/context';
 import { displayPrefix, issueKey, revokeKey } from '../../src/modules/lenders/service';

@@ -1,3 +1,4 @@
+// engine: both
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, useTestContext } from '../helpers/context';
 import { JSON_LIMIT_BYTES } from '../../src/http/body';

@@ -1,3 +1,4 @@
+// engine: both
 import { describe, expect, test } from 'bun:test';
 import { createTestContext, useTestContext } from '../helpers/context';
 import { betweenSlices, JobRunner, type Job } from '../../src/platform/jobs';

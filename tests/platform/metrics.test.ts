@@ -1,3 +1,4 @@
+// engine: both
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { networkInterfaces } from 'node:os';
 import { createTestContext, useTestContext, type TestContext } from '../helpers/context';

@@ -1,3 +1,4 @@
+// engine: both
 // The dialect kits every store writes its statements with (src/platform/sql/): one module per engine, the
 // same names in both, each checked here on the engine the run uses. Raw integers read back as numbers (int8
 // is text on PostgreSQL), whether a call runs inside a transaction (its ctx's, or one its caller opened), a

@@ -1,3 +1,4 @@
+// engine: both
 // One identifier rule on both engines: a NUL or another control character in a path or query parameter is a
 // 400 naming it, on every API route and portal page. PostgreSQL refuses a NUL in text outright, so such a
 // request once answered 500 there (29 of 7,323 requests of a schema fuzz) where SQLite found nothing.

@@ -1,3 +1,4 @@
+// engine: both
 // The sandbox behaves like a processor under failure, so the service's handling of unknown outcomes can be
 // tested black box: idempotency keys that expire, an outage that hides a payment it did create (cents 88),
 // change-feed retention, and look-ups by our payment id.

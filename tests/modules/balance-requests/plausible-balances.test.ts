@@ -1,3 +1,4 @@
+// engine: both
 // Every number a bank-data source answers is checked at the edge: a balance that is not whole cents a number
 // holds exactly, or past a billion dollars either way, and a time for it that is no time (year 275760, 1e300
 // seconds, an hour ahead) is a failed read with its reason named, never a success. Once, `available: 1e300` was

@@ -1,3 +1,4 @@
+// engine: both
 // A recorded upload runs in the upload worker with its own connection, a slice of rows at a time, and the main
 // thread's writes wait at the write gate while a slice's transaction holds the lock: requests sent during it
 // all succeed and are committed beside every row of the upload, none of them waited on SQLite's busy lock, and

@@ -20,7 +20,7 @@ import type { UploadStore } from './modules/payment-results-upload/store';
 import type { PaymentConnectionStore } from './modules/payment-connections/store';
 import type { WebhookStore } from './modules/webhooks/store';
 import type { PortalStore } from './modules/portal/store';
-import type { PortalState } from './modules/portal/shared-state';
+import type { PortalState } from './modules/portal/portal-state';
 
 /** Everything a service or job may use: the platform, the adapters, and what a balance result sets off. */
 export interface Deps extends PlatformDeps {

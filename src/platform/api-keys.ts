@@ -4,7 +4,9 @@ import { gateOf } from './write-gate';
 import { txLockOf } from './tx-lock';
 import { randomBase62 } from './ids';
 import { API_KEY_PREFIX } from './api-key-format';
-import type { ApiKeyLookup } from './engine';
+import type { ApiKeyLookup, KeyHolder } from './engine';
+
+export type { KeyHolder };
 
 // The service's own API keys: stored as SHA-256 hashes with a short display prefix.
 
@@ -15,15 +17,6 @@ export const hashApiKey = (key: string): string => new Bun.CryptoHasher('sha256'
 export const generateApiKey = (): string => API_KEY_PREFIX + randomBase62(32);
 export const displayPrefix = (key: string): string => key.slice(0, DISPLAY_PREFIX_LENGTH);
 
-export interface KeyHolder {
-  keyId: string;
-  lastUsedAt: number | null;
-  id: string;
-  name: string;
-  debitCardApproved: number;
-  /** Set when the key was revoked: it names no lender any more, and the answer says so. */
-  revokedAt: number | null;
-}
 
 /**
  * The statements of authentication, prepared once: the live key with this hash and its lender, and the

@@ -1,11 +1,19 @@
-import type { KeyHolder } from './api-keys';
-import type { RateBuckets } from './rate-buckets';
 
 // What the platform does differently on each engine beyond the stores, built once by the composition root
 // (src/engine-services.ts) from the handle it opened: work leases, rate buckets, how a client address is named
 // in them, the lookup of an API key, and the readiness check. One process on SQLite keeps leases and buckets
 // in memory (nothing else serves the file); the replicas on one PostgreSQL database share them in tables.
 // Nothing outside the composition asks which engine it runs on.
+
+/** Token buckets of one limit: in memory (http/rate-limit.ts) or shared in a table (platform/rate-buckets.ts). */
+export interface RateBuckets {
+  /** 0 when the request may go ahead (a token is spent), else the whole seconds to wait before one is free. */
+  take(key: string, now: number): number | Promise<number>;
+  /** Like take, without spending: 0 when a token is there now, else the seconds until one is. */
+  wait(key: string, now: number): number | Promise<number>;
+  /** Spends a token if there is one (a failure counted after the fact). */
+  spend(key: string, now: number): void | Promise<void>;
+}
 
 /** Leases of work one replica at a time does (platform/leases.ts). */
 export interface Leases {
@@ -15,6 +23,17 @@ export interface Leases {
   release(name: string, owner: string): Promise<void>;
   /** Whether a lease can pass to another owner (so a holder renews it): false where one process is alone. */
   readonly expire: boolean;
+}
+
+/** An API key as authentication finds it, with its lender. */
+export interface KeyHolder {
+  keyId: string;
+  lastUsedAt: number | null;
+  id: string;
+  name: string;
+  debitCardApproved: number;
+  /** Set when the key was revoked: it names no lender any more, and the answer says so. */
+  revokedAt: number | null;
 }
 
 /** The service's own API keys, as authentication reads them. */

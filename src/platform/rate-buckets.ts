@@ -4,15 +4,9 @@
 import { sql } from 'drizzle-orm';
 import type { PgHandle } from './pg';
 import { rows } from './sql/pg';
+import type { RateBuckets } from './engine';
 
-export interface RateBuckets {
-  /** 0 when the request may go ahead (a token is spent), else the whole seconds to wait before one is free. */
-  take(key: string, now: number): number | Promise<number>;
-  /** Like take, without spending: 0 when a token is there now, else the seconds until one is. */
-  wait(key: string, now: number): number | Promise<number>;
-  /** Spends a token if there is one (a failure counted after the fact). */
-  spend(key: string, now: number): void | Promise<void>;
-}
+export type { RateBuckets };
 
 /** Full buckets idle this long are deleted (they hold nothing a fresh bucket would not). */
 const IDLE_MS = 60_000;

@@ -1,5 +1,9 @@
 import { createHmac } from 'node:crypto';
-import type { Deps } from '../../deps';
+import type { PlatformDeps } from '../../platform/context';
+import type { StoresSlot } from '../../platform/store';
+import type { HeldFile, HeldFiles, PortalState, SignInCounter } from './portal-state';
+
+export type { HeldFile, HeldFiles, PortalState, SignInCounter };
 import { transaction } from '../../platform/context';
 import { normalizeEmail } from './users';
 import { SignInThrottle } from './session';
@@ -19,22 +23,13 @@ import {
 // PostgreSQL database share them in the database (a load balancer may send the next request elsewhere). The
 // composition root chooses once, at start (src/engine-services.ts), and hands them over as `deps.portal`.
 
-export type SharedDeps = Pick<Deps, 'pg' | 'db' | 'reader' | 'vault' | 'logger' | 'stores'>;
+export type SharedDeps = Pick<PlatformDeps, 'pg' | 'db' | 'reader' | 'vault' | 'logger'> & StoresSlot;
 
 /** How often (at most) one process deletes what has expired. */
 const SWEEP_EVERY_MS = 60_000;
 
 const keyedHash = (key: Buffer, value: string) => createHmac('sha256', key).update(value).digest('hex');
 
-/** Sign-in attempts, counted before the password is checked (see SignInThrottle for the rules). */
-export interface SignInCounter {
-  /** Refused when the pair or the address is locked (nothing counted), else counted, with the count that sets the delay. */
-  attempt(email: string, address: string, now: number): Promise<{ locked: true } | { locked: false; failures: number }>;
-  /** An attempt that signed in: the pair cleared, its reservation given back to the email and the address. */
-  succeed(email: string, address: string, now: number): Promise<void>;
-  /** The attempts counted that slow the next answer, and whether the pair is locked. */
-  status(email: string, address: string, now: number): Promise<{ failures: number; locked: boolean }>;
-}
 
 /** The counts of one process, in its memory. */
 export function memorySignIns(): SignInCounter {
@@ -98,37 +93,11 @@ export class PgSignInCounter implements SignInCounter {
   }
 }
 
-export interface HeldFile {
-  id: string;
-  bytes: Uint8Array;
-  name: string;
-  at: number;
-}
 
-/**
- * Files checked in the portal, held for their confirmation: one per session, 30 minutes, and at most 16 at once
- * (the oldest goes first; its user is asked to choose the file again). Taking one deletes it: a confirmation
- * records it once.
- */
-export interface HeldFiles {
-  /** Whether a held file outlives a restart of the process (the user is told when it does not). */
-  readonly acrossRestarts: boolean;
-  /** Holds the file for the session (replacing the one it held); the id its confirmation names. */
-  hold(session: string, file: { bytes: Uint8Array; name: string; at: number }): Promise<string>;
-  /** The session's file with this id, no longer held; null when it is not (taken, expired, pushed out, another id). */
-  take(session: string, id: string, now: number): Promise<HeldFile | null>;
-  /** Files held for longer than 30 minutes deleted. */
-  sweep(now: number): Promise<void>;
-}
 
 export const HELD_TTL_MS = 30 * 60_000;
 export const MAX_HELD = 16;
 
-/** What the portal keeps between two requests, of the engine the service runs on. */
-export interface PortalState {
-  signIns: SignInCounter;
-  heldFiles: HeldFiles;
-}
 
 /** In this process's memory (a restart forgets them). */
 export class MemoryHeldFiles implements HeldFiles {

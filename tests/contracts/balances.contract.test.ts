@@ -13,6 +13,23 @@ import type { StoreCtx, TxCtx } from '../../src/platform/store';
 /** Thrown to roll a transaction back. */
 class Undo extends Error {}
 
+/** A read's result as a flush records it: a successful one unless `over` says otherwise. */
+const resultRow = (c: ClaimedItem, lenderId: string, now: number, over: Partial<ResultRow> = {}): ResultRow => ({
+  itemId: c.id,
+  batchId: c.batchId,
+  lenderId,
+  aid: c.authorizerUniqueId,
+  cents: null,
+  code: 0,
+  exportStatus: 'SUCCESS',
+  institution: null,
+  at: now,
+  kind: null,
+  asOf: null,
+  detail: null,
+  ...over,
+});
+
 contract('balances', (t) => {
   const { ctx, store, storeCtx } = t;
 
@@ -463,21 +480,7 @@ contract('balances', (t) => {
     const now = ctx.clock.now();
     const claimed = (await store.claimDueReads(storeCtx, 100, now)).filter(mineOf([id])).sort((x, y) => x.seq - y.seq);
     expect(claimed.map((c) => c.authorizerUniqueId)).toEqual(['fl-0', 'fl-1', 'fl-2']);
-    const row = (c: ClaimedItem, over: Partial<ResultRow>): ResultRow => ({
-      itemId: c.id,
-      batchId: id,
-      lenderId: lender.id,
-      aid: c.authorizerUniqueId,
-      cents: null,
-      code: 0,
-      exportStatus: 'SUCCESS',
-      institution: null,
-      at: now,
-      kind: null,
-      asOf: null,
-      detail: null,
-      ...over,
-    });
+    const row = (c: ClaimedItem, over: Partial<ResultRow>): ResultRow => resultRow(c, lender.id, now, over);
     const [c0, c1, c2] = claimed as [ClaimedItem, ClaimedItem, ClaimedItem];
     const r0 = row(c0, { cents: 1_234_567, institution: 'Sandbox Bank', kind: 'available', asOf: now - 60_000 });
     const r1 = row(c1, { code: 3400, exportStatus: 'NO_MATCH', detail: 'relink_required' });
@@ -724,20 +727,7 @@ contract('balances', (t) => {
     const now = ctx.clock.now();
     const claimed = (await store.claimDueReads(storeCtx, 100, now)).filter(mineOf([x, y]));
     expect(claimed).toHaveLength(4);
-    const resultOf = (c: ClaimedItem): ResultRow => ({
-      itemId: c.id,
-      batchId: c.batchId,
-      lenderId: lender.id,
-      aid: c.authorizerUniqueId,
-      cents: 100,
-      code: 0,
-      exportStatus: 'SUCCESS',
-      institution: null,
-      at: now,
-      kind: null,
-      asOf: null,
-      detail: null,
-    });
+    const resultOf = (c: ClaimedItem): ResultRow => resultRow(c, lender.id, now, { cents: 100 });
     const flush = (order: ClaimedItem[], batchIds: string[]) =>
       t.inTx(async (tx) => {
         await store.lockReads(tx, order.map((c) => c.id));

@@ -9,6 +9,26 @@ const HEADER = 'authorizer_unique_id,reference,payment_amount,payment_status,sub
 const day = (d: string) => Date.parse(`${d}T00:00:00.000Z`);
 const START = { t: Number.MAX_SAFE_INTEGER, i: '' };
 
+/** A reference first uploaded as sent, for saveUploaded. */
+type Add = Extract<UploadedWrite, { kind: 'add' }>;
+const added = (lenderId: string, reference: string, now: number, over: Partial<Add> = {}): UploadedWrite => ({
+  kind: 'add',
+  lenderId,
+  reference,
+  status: 'sent',
+  amountCents: 1000,
+  submittedAt: day('2026-11-02'),
+  settledAt: null,
+  returnedAt: null,
+  returnCode: null,
+  aid: null,
+  enrollmentId: null,
+  batchId: null,
+  matched: false,
+  now,
+  ...over,
+});
+
 contract('uploads', (t) => {
   const { ctx, store, storeCtx } = t;
 
@@ -165,23 +185,7 @@ contract('uploads', (t) => {
   test('saveUploaded: adds in the order given; a change replaces the outcome or keeps it, and fills only missing dates', async () => {
     const lender = ctx.newLender();
     const now = ctx.clock.now();
-    const add = (reference: string, over: Partial<Extract<UploadedWrite, { kind: 'add' }>> = {}): UploadedWrite => ({
-      kind: 'add',
-      lenderId: lender.id,
-      reference,
-      status: 'sent',
-      amountCents: 1000,
-      submittedAt: day('2026-11-02'),
-      settledAt: null,
-      returnedAt: null,
-      returnCode: null,
-      aid: null,
-      enrollmentId: null,
-      batchId: null,
-      matched: false,
-      now,
-      ...over,
-    });
+    const add = (reference: string, over: Partial<Add> = {}): UploadedWrite => added(lender.id, reference, now, over);
     const change = (id: number): Extract<UploadedWrite, { kind: 'change' }> => ({
       kind: 'change',
       id,
@@ -324,24 +328,7 @@ contract('uploads', (t) => {
       t,
       (tx) => store.serializeUploads(tx, lender.id),
       (tx) =>
-        store.saveUploaded(tx, [
-          {
-            kind: 'add',
-            lenderId: lender.id,
-            reference: 'T-1',
-            status: 'sent',
-            amountCents: 100,
-            submittedAt: now,
-            settledAt: null,
-            returnedAt: null,
-            returnCode: null,
-            aid: null,
-            enrollmentId: null,
-            batchId: null,
-            matched: false,
-            now,
-          },
-        ]),
+        store.saveUploaded(tx, [added(lender.id, 'T-1', now, { amountCents: 100, submittedAt: now })]),
       (tx) => store.uploadedAmong(tx, lender.id, ['T-1']),
     );
     expect(seen.map((u) => [u.reference, u.status])).toEqual([['T-1', 'sent']]);

@@ -67,7 +67,7 @@ async function main(): Promise<void> {
 
   const url = baseUrl({ ...config, port: app.server?.port ?? config.port });
   logger.info(
-    { port: app.server?.port, vault_key_created: runtime.vaultKeyCreated, engine: runtime.pg ? 'postgres' : 'sqlite', database: runtime.pg?.where, replica: config.replicaId },
+    { port: app.server?.port, vault_key_created: runtime.vaultKeyCreated, engine: runtime.engine.name, database: runtime.pg?.where, replica: config.replicaId },
     'listening',
   );
   // Plain lines for the person who just started it; the key is shown once and never again.

@@ -2,9 +2,6 @@ import { createHmac } from 'node:crypto';
 import type { EngineServices } from './platform/engine';
 import { apiKeyStatements, pgApiKeyStatements } from './platform/api-keys';
 import { databaseReady, type Db, type DbHandle } from './platform/db';
-
-/** What the engine's services are built on: the connections the runtime (or a worker thread) opened. */
-type Connections = { db: Db; pg?: DbHandle['pg'] };
 import { pgLeases, soleLeases } from './platform/leases';
 import type { Logger } from './platform/logger';
 import { pgReady } from './platform/pg';
@@ -12,6 +9,9 @@ import { PgRateBuckets } from './platform/rate-buckets';
 import type { Vault } from './platform/vault';
 import { RateLimiter } from './http/rate-limit';
 import { MemoryHeldFiles, memorySignIns, PgHeldFiles, PgSignInCounter, type PortalState, type SharedDeps } from './modules/portal/shared-state';
+
+/** What the engine's services are built on: the connections the runtime (or a worker thread) opened. */
+type Connections = { db: Db; pg?: DbHandle['pg'] };
 
 // The engine's services beside its stores, put together once from the handle the runtime opened (as
 // src/stores.ts puts the stores together): nothing else builds one or asks which engine it runs on.

@@ -63,7 +63,7 @@ export function authPlugin(authenticated: WeakMap<Request, AuthedLender>) {
       resolve({ request }) {
         const lender = authenticated.get(request);
         // The request gate (http/gate.ts) authenticates every /v1 request and refuses the rest before any route.
-        if (!lender) throw new Unauthenticated('Missing Authorization header');
+        if (!lender) throw new Error('the request gate did not authenticate this request');
         return { lender };
       },
       detail: { security: [{ bearerAuth: [] }] },

@@ -2,8 +2,6 @@ import { createHmac } from 'node:crypto';
 import type { PlatformDeps } from '../../platform/context';
 import type { StoresSlot } from '../../platform/store';
 import type { HeldFile, HeldFiles, PortalState, SignInCounter } from './portal-state';
-
-export type { HeldFile, HeldFiles, PortalState, SignInCounter };
 import { transaction } from '../../platform/context';
 import { normalizeEmail } from './users';
 import { SignInThrottle } from './session';
@@ -18,6 +16,8 @@ import {
   type SignInKeys,
 } from './shared-state-store.pg';
 
+export type { HeldFile, HeldFiles, PortalState, SignInCounter };
+
 // What the portal keeps between two requests of one user besides the session: the sign-in counts and the
 // files checked and held for confirmation. One process on SQLite keeps them in memory; the replicas on one
 // PostgreSQL database share them in the database (a load balancer may send the next request elsewhere). The
@@ -29,7 +29,6 @@ export type SharedDeps = Pick<PlatformDeps, 'pg' | 'db' | 'reader' | 'vault' | '
 const SWEEP_EVERY_MS = 60_000;
 
 const keyedHash = (key: Buffer, value: string) => createHmac('sha256', key).update(value).digest('hex');
-
 
 /** The counts of one process, in its memory. */
 export function memorySignIns(): SignInCounter {
@@ -93,11 +92,8 @@ export class PgSignInCounter implements SignInCounter {
   }
 }
 
-
-
 export const HELD_TTL_MS = 30 * 60_000;
 export const MAX_HELD = 16;
-
 
 /** In this process's memory (a restart forgets them). */
 export class MemoryHeldFiles implements HeldFiles {

@@ -39,7 +39,7 @@ async function enrollAll(server: BenchServer): Promise<void> {
 }
 
 /** The longest time between two /healthz answers of `probe` samples that end within [t0, t1]. */
-function longestGap(samples: number[], t0: number, t1: number): number {
+export function longestGap(samples: number[], t0: number, t1: number): number {
   const ends: number[] = [];
   for (let i = 0; i < samples.length; i += 2) ends.push(samples[i]! + samples[i + 1]!);
   ends.sort((a, b) => a - b);
@@ -48,7 +48,7 @@ function longestGap(samples: number[], t0: number, t1: number): number {
   return gap;
 }
 
-async function probeDuring<T>(server: BenchServer, work: () => Promise<T>): Promise<{ result: T; gap: number; ms: number }> {
+export async function probeDuring<T>(server: BenchServer, work: () => Promise<T>): Promise<{ result: T; gap: number; ms: number }> {
   const probe = Bun.spawn([process.execPath, 'run', join(import.meta.dir, 'probe.ts'), `${server.url}/healthz`, '1', String(PROBE_PAUSE_MS), '300000'], {
     stdin: 'pipe',
     stdout: 'pipe',

@@ -246,7 +246,7 @@ export interface BenchServer {
  */
 export async function startBenchServer(dir: string, env: Record<string, string>, opts: { maxMs?: number } = {}): Promise<BenchServer> {
   const database = onPostgres ? freshBenchDatabase() : null;
-  const proc = Bun.spawn([process.execPath, 'run', join(import.meta.dir, 'server.ts')], {
+  const proc = Bun.spawn([process.execPath, ...profileFlags('server'), 'run', join(import.meta.dir, 'server.ts')], {
     cwd: ROOT,
     env: serviceEnv(dir, {
       ...(database ? { DATABASE_URL: database.url } : {}),
@@ -348,6 +348,18 @@ export async function runWrk(args: { url: string; script?: string; threads: numb
   const se = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
   const socketErrors = se ? se.slice(1).reduce((a, b) => a + Number(b), 0) : 0;
   return { requests, rps, p50: pct('50'), p75: pct('75'), p90: pct('90'), p99: pct('99'), non2xx, socketErrors, raw: out };
+}
+
+/**
+ * `bun run bench --cpu-prof …`: the runner and every server it spawns write a CPU profile (Chrome's format and
+ * a Markdown summary) to .bench/profiles when they exit. Empty when not profiling.
+ */
+export const PROFILING = process.env.BENCH_CPU_PROF === '1';
+export function profileFlags(name: string, always = false): string[] {
+  if (!PROFILING && !always) return [];
+  const dir = join(BENCH_OUT, 'profiles');
+  mkdirSync(dir, { recursive: true });
+  return ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`];
 }
 
 export function ensureBenchDir(): string {

@@ -13,7 +13,7 @@ import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import type { Bench, BenchResult, Metric } from './common';
-import { ensureBenchDir, ROOT, withTimeout } from './common';
+import { ensureBenchDir, profileFlags, ROOT, withTimeout } from './common';
 import { engineDescription, ENGINE_NAME, onPostgres } from './engine';
 import { startupBench } from './bench-startup';
 import { syncBench } from './bench-sync';
@@ -34,8 +34,9 @@ import { budgetsPlaidBench, budgetsStripeBench } from './bench-budgets';
 import { replicasBench } from './bench-replicas';
 import { bodiesBench } from './bench-bodies';
 import { fairBench } from './bench-fair';
+import { readsBench } from './bench-reads';
 
-export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench, monitoringBench, linkedPlaidBench, linkedStripeBench, budgetsPlaidBench, budgetsStripeBench, cadenceBench, replicasBench, bodiesBench, fairBench];
+export const BENCHES: Bench[] = [startupBench, syncBench, acceptBench, processingBench, exportBench, csvBench, webhooksBench, schedulerBench, enrollmentBench, collectionBench, uploadBench, stallsBench, monitoringBench, linkedPlaidBench, linkedStripeBench, budgetsPlaidBench, budgetsStripeBench, cadenceBench, replicasBench, bodiesBench, fairBench, readsBench];
 
 interface Ran {
   bench: Bench;
@@ -106,7 +107,17 @@ function report(ran: Ran[], totalSeconds: number, engine: string): string {
 }
 
 async function main(): Promise<number> {
-  const args = process.argv.slice(2);
+  const args = process.argv.slice(2).filter((a) => a !== '--cpu-prof');
+  if (process.argv.includes('--cpu-prof') && process.env.BENCH_CPU_PROF !== '1') {
+    // The runner again, profiled, and every server it spawns with it (common.ts profileFlags).
+    const child = Bun.spawn([process.execPath, ...profileFlags('runner', true), 'run', import.meta.path, ...args], {
+      env: { ...process.env, BENCH_CPU_PROF: '1' },
+      stdio: ['inherit', 'inherit', 'inherit'],
+    });
+    const code = await child.exited;
+    console.error(`CPU profiles (.cpuprofile for Chrome's DevTools, .md to read) in ${join(ensureBenchDir(), 'profiles')}`);
+    return code;
+  }
   if (args.includes('--help') || args.includes('-h')) {
     console.log(
       [
@@ -115,6 +126,9 @@ async function main(): Promise<number> {
         '  bun run bench            every benchmark in sequence (several minutes), report in .bench/report.md',
         '  bun run bench NAME ...   only these (names: bun run bench --list)',
         '  bun run bench --list     the names and what each measures',
+        '  bun run bench --cpu-prof NAME ...',
+        '                           the same, with a CPU profile of the runner and of every server it starts',
+        '                           (.bench/profiles: .cpuprofile for DevTools, .md to read)',
         '',
         'Everything runs on this machine over loopback. `accept` needs wrk (apt-get install wrk).',
         '',

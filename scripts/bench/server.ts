@@ -3,6 +3,7 @@
 //
 //   BENCH_JOBS=webhook   also runs the webhook delivery job (JobRunner), as index.ts does; default no jobs
 //   BENCH_JOBS=monitoring  also runs the monitoring due-read job
+//   BENCH_JOBS=all       every job the service runs (featureJobs), as index.ts starts them
 //   BENCH_MAX_MS         exits after this long whatever happens (default 180 s)
 //
 // Extra routes, bench only: POST /bench/parse-only (parses a balance request body and counts authorizers),
@@ -24,7 +25,7 @@ import { createLender } from '../../src/modules/lenders/service';
 import { countPending, enqueueWebhook } from '../../src/modules/webhooks/service';
 import { webhookDeliveryJob } from '../../src/modules/webhooks/jobs';
 import { monitoringReadsJob } from '../../src/modules/enrollments/monitoring';
-import { releaseStaleClaims } from '../../src/modules';
+import { featureJobs, releaseStaleClaims } from '../../src/modules';
 
 const config = loadConfig();
 requireSharedVaultKey(config);
@@ -34,7 +35,7 @@ const rt = createRuntime(config, { logDestination: pino.destination({ dest: '/de
 const { lender, apiKey } = await createLender(rt, 'bench', rt.clock.now());
 await releaseStaleClaims(rt);
 
-const benchJobs: Record<string, Job<Deps>[]> = { webhook: [webhookDeliveryJob], monitoring: [monitoringReadsJob] };
+const benchJobs: Record<string, Job<Deps>[]> = { webhook: [webhookDeliveryJob], monitoring: [monitoringReadsJob], all: featureJobs(rt) };
 const jobs = new JobRunner(rt, benchJobs[process.env.BENCH_JOBS ?? ''] ?? []);
 const app = createApp(rt, { jobs })
   .post('/bench/parse-only', ({ body }) => ({ n: (body as { authorizers: unknown[] }).authorizers.length }))

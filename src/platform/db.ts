@@ -1,4 +1,4 @@
-import { Database } from 'bun:sqlite';
+import { Database, type Statement } from 'bun:sqlite';
 import { gateOf } from './write-gate';
 import { OverlappingWriteError, txLockOf } from './tx-lock';
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
@@ -121,10 +121,10 @@ export function openDatabase(path: string, opts: { migrate?: boolean } = {}): Db
   // A page cache of up to 16 MB (SQLite's default is 2 MB): an upload's transaction touches the pages of
   // several indexes at once, and with the small cache it spills them to the WAL and reads them back.
   sqlite.exec('PRAGMA cache_size = -16384');
-  const db = drizzle(sqlite, { schema });
+  const db = onConnection(drizzle(preparedOnce(sqlite), { schema }), sqlite);
   if (opts.migrate !== false) applyMigrations(sqlite, db);
   const readerSqlite = path === ':memory:' ? null : openReader(path);
-  const reader: Db = readerSqlite ? drizzle(readerSqlite, { schema }) : db;
+  const reader: Db = readerSqlite ? onConnection(drizzle(preparedOnce(readerSqlite), { schema }), readerSqlite) : db;
   const beforeClose: (() => void)[] = [];
   return {
     sqlite,
@@ -141,6 +141,45 @@ export function openDatabase(path: string, opts: { migrate?: boolean } = {}): Db
       }
     },
   };
+}
+
+/** Statements kept per connection, by their text; past this the oldest is let go (a list of N ids is its own text). */
+export const STATEMENTS_KEPT = 2000;
+
+/**
+ * The connection as Drizzle sees it: each statement text prepared once and the statement reused, instead of
+ * prepared again on every call (SQLite's prepare cost as much as running the statement on the hot paths).
+ * Safe because a bun:sqlite statement runs to its end within one synchronous call (Drizzle never iterates),
+ * so no two uses of one statement overlap. A statement let go is not finalized: a query prepared by hand may
+ * still hold it, and it is freed with its last reference. Everything else is the connection itself.
+ */
+export function preparedOnce(sqlite: Database, kept = STATEMENTS_KEPT): Database {
+  const statements = new Map<string, Statement>();
+  const prepare = (text: string): Statement => {
+    let stmt = statements.get(text);
+    if (stmt === undefined) {
+      if (statements.size >= kept) statements.delete(statements.keys().next().value!);
+      stmt = sqlite.prepare(text);
+      statements.set(text, stmt);
+    }
+    return stmt;
+  };
+  return new Proxy(sqlite, {
+    get(target, key) {
+      if (key === 'prepare') return prepare;
+      const value = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/**
+ * `$client` is the connection itself, not the statement cache in front of it: the transaction lock and the
+ * write gate are found by the connection's identity, and raw statements use bun:sqlite's own `query` cache.
+ */
+function onConnection<T extends { $client: Database }>(db: T, sqlite: Database): T {
+  db.$client = sqlite;
+  return db;
 }
 
 /** The read-only connection beside the writer (opened after it, so the WAL and its index exist). */

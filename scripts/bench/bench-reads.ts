@@ -1,0 +1,95 @@
+// 22. Monitored borrowers' reads, end to end, with every job running: a real server (server.ts, its own
+// process, BENCH_JOBS=all) holds N borrowers enrolled through the API, each with a balance below what is owed
+// (sandbox bank data, no debit). Their next reads are set due in one write from beside it; the jobs then queue
+// them, read them from the sandbox, record each result, decide (no debit: the balance is short) and set the
+// next read. Measured: borrowers processed a second (results recorded in balance_results), and the longest
+// time between two GET /healthz answers (asked every 10 ms from a third process) meanwhile, beside the same
+// server idle.
+//
+//   bun run bench reads                         20,000 borrowers
+//   BENCH_READS_BORROWERS=100000 bun run bench reads
+//   bun run bench --cpu-prof reads              with the server's CPU profile in .bench/profiles
+import { rmSync } from 'node:fs';
+import type { Bench, BenchContext } from './common';
+import { authorizers, ms, num, startBenchServer, tempDir, waitFor, type BenchServer } from './common';
+import { onPostgres, sideConnection } from './engine';
+import { probeDuring } from './bench-monitoring';
+
+const BORROWERS = Number(process.env.BENCH_READS_BORROWERS ?? 20_000);
+const PER_REQUEST = 1000;
+const OWED_CENTS = 42_500;
+/** Targets: an idle service's gap + 35 ms, at most 50 ms; borrowers a second per engine. */
+const TARGET_GAP_MS = 50;
+const TARGET_RATE = onPostgres ? 3_000 : 10_000;
+
+/** The i-th borrower's account: its last 7 digits are the sandbox balance, always below what is owed. */
+const shortAccount = (i: number) => `${1 + (i % 9)}${String(Math.floor(i / 40_000)).padStart(3, '0')}${String(i % 40_000).padStart(7, '0')}`;
+
+async function enrollAll(server: BenchServer): Promise<void> {
+  for (let i = 0; i < BORROWERS; i += PER_REQUEST) {
+    const borrowers = authorizers(`rd-${i}`, Math.min(PER_REQUEST, BORROWERS - i), { varied: true }).map((a, j) => ({
+      ...a,
+      account_number: shortAccount(i + j),
+      date_of_birth: { day: 10, month: 12, year: 1985 },
+      collectable_amount: OWED_CENTS,
+      days_past_due: 35,
+    }));
+    const res = await fetch(`${server.url}/v1/payment_enrollments`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ borrowers }),
+    });
+    const body = (await res.json()) as { results?: { outcome: string }[] };
+    if (res.status !== 207 || body.results?.some((r) => r.outcome !== 'enrolled')) throw new Error(`enrolling the bench borrowers answered ${res.status}`);
+  }
+}
+
+export async function runReads(ctx: Pick<BenchContext, 'log'>) {
+  const dir = tempDir('reads');
+  const server = await startBenchServer(dir, { BENCH_JOBS: 'all', LOG_LEVEL: 'warn' }, { maxMs: 1_500_000 });
+  const db = sideConnection(server);
+  try {
+    const results = () => db.count('SELECT COUNT(*) AS n FROM balance_results');
+    const t = performance.now();
+    await enrollAll(server);
+    await waitFor(async () => (await results()) >= BORROWERS, 900_000, 'the first reads recorded', 50);
+    ctx.log(`${num(BORROWERS, 0)} borrowers enrolled and their first reads recorded in ${ms(performance.now() - t, 0)}`);
+    const payments = await db.count('SELECT COUNT(*) AS n FROM payments');
+    if (payments > 0) throw new Error(`${payments} payments were made: the bench borrowers' balances must be short of what they owe`);
+
+    const idle = await probeDuring(server, () => Bun.sleep(3_000));
+    const before = await results();
+    const run = await probeDuring(server, async () => {
+      await db.run("UPDATE enrollments SET next_read_at = ? WHERE state = 'monitored'", Date.now() - 1);
+      await waitFor(async () => (await results()) >= before + BORROWERS, 900_000, 'every due read recorded', 20);
+    });
+    const rate = BORROWERS / (run.ms / 1000);
+    ctx.log(`${num(BORROWERS, 0)} due reads recorded in ${ms(run.ms, 0)} (${num(rate, 0)}/s); longest /healthz gap ${ms(run.gap, 0)} (idle ${ms(idle.gap, 0)})`);
+    return { idleGap: idle.gap, gap: run.gap, ms: run.ms, rate };
+  } finally {
+    await db.close();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export const readsBench: Bench = {
+  name: 'reads',
+  title: `${num(BORROWERS, 0)} monitored borrowers' due reads with every job running: borrowers a second, and the longest /healthz gap`,
+  timeoutMs: 1_800_000,
+  async run(ctx) {
+    const r = await runReads(ctx);
+    const gapTarget = Math.min(TARGET_GAP_MS, r.idleGap + 35);
+    return {
+      metrics: [
+        { label: `due reads processed (queued, read, recorded, decided, next read set)`, value: `${num(r.rate, 0)}/s (${ms(r.ms, 0)} for ${num(BORROWERS, 0)})`, target: `≥ ${num(TARGET_RATE, 0)}/s`, pass: r.rate >= TARGET_RATE },
+        { label: 'longest /healthz gap while they run', value: `${ms(r.gap, 0)} (idle ${ms(r.idleGap, 0)})`, target: `≤ ${ms(gapTarget, 0)}`, pass: r.gap <= gapTarget },
+      ],
+      notes: [
+        `Borrowers enrolled through the API (1000 a request), each with a sandbox balance below the ${OWED_CENTS} cents owed, on a server running every job; once their first reads are recorded, every next read is set due in one write from another connection and the figure is the time until as many new results are in balance_results. GET /healthz every 10 ms from its own process. BENCH_READS_BORROWERS sets the count.`,
+      ],
+    };
+  },
+};
+
+if (import.meta.main) await runReads({ log: (m) => console.error(m) });

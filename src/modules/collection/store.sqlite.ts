@@ -4,7 +4,7 @@ import { MONITOR_STATES, PAYMENT_STATUSES, type EventSource, type EventStatus, t
 import type { Db, Orm } from '../../platform/db';
 import { DAY_MS } from '../../platform/clock';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
-import { exactSum, inList, listOf, readerOf, sumOf, writerOf, type Summed } from '../../platform/sql/sqlite';
+import { builtOnce, exactSum, inList, listOf, readerOf, sumOf, writerOf, type Summed } from '../../platform/sql/sqlite';
 import type { PastPayment } from './rules';
 import { DISPATCH_LEASE_MS } from './store-shared';
 import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, PaymentReadStore, CountedSum, DuePayment, EventRecord, LedgerTotals, OwnPayment, PaymentPageQuery, PaymentReport, StatusMove } from './store';
@@ -287,15 +287,16 @@ const claimSend = (tx: Orm, id: string, leaseToken: string, now: number) =>
     .run(id, now, leaseToken);
 
 /** The borrower a collection decision is about: its whole row. */
-const enrollmentToDecide = (db: Db, enrollmentId: string) => db.select().from(enrollments).where(eq(enrollments.id, enrollmentId)).get();
+const enrollmentToDecide = builtOnce((db: Db) => db.select().from(enrollments).where(eq(enrollments.id, sql.placeholder('id'))).prepare());
 
 /** A payment of the borrower in flight (initiating or processing), if any. */
-const paymentInFlight = (db: Db, enrollmentId: string) =>
+const paymentInFlight = builtOnce((db: Db) =>
   db
     .select({ id: payments.id })
     .from(payments)
-    .where(and(eq(payments.enrollmentId, enrollmentId), inArray(payments.status, ['initiating', 'processing'])))
-    .get();
+    .where(and(eq(payments.enrollmentId, sql.placeholder('id')), inArray(payments.status, ['initiating', 'processing'])))
+    .prepare(),
+);
 
 const insertPayment = (tx: Orm, row: typeof payments.$inferInsert) => tx.insert(payments).values(row).run();
 
@@ -605,7 +606,7 @@ export const sqliteMatchingStore: MatchingStore = {
 
 export const sqliteDecisionStore: DecisionStore = {
   async enrollmentToDecide(c, enrollmentId) {
-    return enrollmentToDecide(readerOf(c), enrollmentId) ?? null;
+    return enrollmentToDecide(readerOf(c)).get({ id: enrollmentId }) ?? null;
   },
   async paymentHistory(c, enrollmentId) {
     return paymentHistory(readerOf(c), enrollmentId);
@@ -614,7 +615,7 @@ export const sqliteDecisionStore: DecisionStore = {
     return scheduledPaymentOf(readerOf(c), enrollmentId) ?? null;
   },
   async paymentInFlight(c, enrollmentId) {
-    return paymentInFlight(readerOf(c), enrollmentId) !== undefined;
+    return paymentInFlight(readerOf(c)).get({ id: enrollmentId }) !== undefined;
   },
   async createPayment(c, payment) {
     insertPayment(writerOf(c), payment);

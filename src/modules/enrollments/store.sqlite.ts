@@ -1,7 +1,7 @@
 import { and, asc, eq, gt, gte, inArray, isNotNull, lt, notExists, sql } from 'drizzle-orm';
 import { batches, enrollments, ledgerEntries, payments, searchableBorrowers } from '../../../db/schema';
 import type { Db, Orm } from '../../platform/db';
-import { listOf, readerOf, writerOf } from '../../platform/sql/sqlite';
+import { builtOnce, listOf, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { DueRead, EnrollmentPayment, EnrollmentPaymentOf, EnrollmentStore, LedgerEntryOf, LedgerTotalsOf, SearchEntries } from './store';
 
 // The enrollment's SQL (the writes of a monitor's state are in monitor-store.sqlite.ts). Raw cached statements
@@ -125,7 +125,6 @@ export const SEARCH_SQL = {
            WHERE a.hash = ?2 LIMIT ?4`,
 };
 
-/** The results' batches that are monitoring batches. */
 /** The lender's borrowers among some identifiers (the unique index on lender and identifier). */
 const borrowersAmong = (db: Db, lenderId: string, aids: string[]) =>
   db.$client
@@ -134,22 +133,22 @@ const borrowersAmong = (db: Db, lenderId: string, aids: string[]) =>
     )
     .all(lenderId, listOf(aids));
 
+/** The results' batches that are monitoring batches. */
 const monitoringBatchesAmong = (db: Db, batchIds: string[]) =>
-  db
-    .select({ id: batches.id })
-    .from(batches)
-    .where(and(inArray(batches.id, batchIds), eq(batches.source, 'monitoring')))
-    .all()
+  db.$client
+    .query<{ id: string }, [string]>("SELECT id FROM batches WHERE id IN (SELECT value FROM json_each(?)) AND source = 'monitoring'")
+    .all(listOf(batchIds))
     .map((b) => b.id);
 
 /** A read set on its borrower's enrollment as the last read: the enrollment's id, or null when it has none. */
-const setLastRead = (tx: Orm, r: { lenderId: string; authorizerUniqueId: string; balanceCents: number | null; at: number }) =>
-  tx
+const setLastRead = builtOnce((tx: Db) =>
+  (tx as Orm)
     .update(enrollments)
-    .set({ lastReadCents: r.balanceCents, lastReadAt: r.at })
-    .where(and(eq(enrollments.lenderId, r.lenderId), eq(enrollments.authorizerUniqueId, r.authorizerUniqueId)))
+    .set({ lastReadCents: sql`${sql.placeholder('cents')}`, lastReadAt: sql`${sql.placeholder('at')}` })
+    .where(and(eq(enrollments.lenderId, sql.placeholder('lenderId')), eq(enrollments.authorizerUniqueId, sql.placeholder('aid'))))
     .returning({ id: enrollments.id })
-    .get()?.id ?? null;
+    .prepare(),
+);
 
 export const sqliteEnrollmentStore: EnrollmentStore = {
   async dueReads(c, now, limit) {
@@ -157,7 +156,7 @@ export const sqliteEnrollmentStore: EnrollmentStore = {
   },
   async setNextReads(c, enrollmentIds, at) {
     if (enrollmentIds.length === 0) return;
-    writerOf(c).update(enrollments).set({ nextReadAt: at }).where(inArray(enrollments.id, enrollmentIds)).run();
+    writerOf(c).$client.query('UPDATE enrollments SET next_read_at = ? WHERE id IN (SELECT value FROM json_each(?))').run(at, listOf(enrollmentIds));
   },
   async monitoringBatchesAmong(c, batchIds) {
     return monitoringBatchesAmong(readerOf(c), batchIds);
@@ -166,7 +165,7 @@ export const sqliteEnrollmentStore: EnrollmentStore = {
     return borrowersAmong(readerOf(c), lenderId, aids);
   },
   async setLastRead(c, r) {
-    return setLastRead(writerOf(c), r);
+    return setLastRead(writerOf(c)).get({ cents: r.balanceCents, at: r.at, lenderId: r.lenderId, aid: r.authorizerUniqueId })?.id ?? null;
   },
   async heldBorrowers(c, after, limit) {
     return readerOf(c)

@@ -5,6 +5,7 @@ import { writeAlone } from './tx-lock';
 import { HeldLease, LeaseLostError } from './leases';
 import type { PlatformDeps } from './context';
 import { isDatabaseUnavailable } from './db-unavailable';
+import { yieldNow } from './slices';
 
 /** The lease of the one-at-a-time tick running in this async context, renewed between its slices. */
 const tickLease = new AsyncLocalStorage<HeldLease>();
@@ -15,7 +16,7 @@ const tickLease = new AsyncLocalStorage<HeldLease>();
  * slices of a few milliseconds each, with this between them, so no job holds the loop for long.
  */
 export async function betweenSlices(deps: Pick<PlatformDeps, 'sqlite' | 'pg'>): Promise<void> {
-  await new Promise<void>((resolve) => setImmediate(resolve));
+  await yieldNow();
   await gateOf(deps.pg ?? deps.sqlite).turn();
   // In a one-at-a-time tick (PostgreSQL): the lease renewed before the next slice, or the tick stops here.
   const lease = tickLease.getStore();

@@ -1,4 +1,5 @@
 import type { WriteGate } from './write-gate';
+import { yieldNow, yieldWhenSpent } from './slices';
 
 /**
  * Works through claimed items with at most `concurrency` in flight. When the local queue runs dry, one
@@ -6,8 +7,9 @@ import type { WriteGate } from './write-gate';
  * when a claim comes back empty or `signal` aborts, after the items already held are finished.
  * `finish` runs last, whatever happened, so buffered results are always written. With `gate`, each claim,
  * each item's start and the finish wait for the write gate's turn (they write at once). Each claim after the
- * first waits for a turn of the event loop: items whose work answers at once (an in-process sandbox) would
- * otherwise chain claim after claim in microtasks, and hold the loop for the whole run.
+ * first waits for a turn of the event loop, and so does an item once the slice has used its time: items whose
+ * work answers at once (an in-process sandbox) would otherwise chain one after the other in microtasks, and
+ * hold the loop for the whole run.
  */
 export async function drainClaims<T>(opts: {
   concurrency: number;
@@ -37,7 +39,7 @@ export async function drainClaims<T>(opts: {
           continue;
         }
         if (claims > 0) {
-          await new Promise<void>((resolve) => setImmediate(resolve));
+          await yieldNow();
           // Another worker may have claimed meanwhile.
           if (queue.length > 0 || claiming) continue;
           if (opts.signal?.aborted) return;
@@ -56,6 +58,9 @@ export async function drainClaims<T>(opts: {
         }
         if (!got) return;
       }
+      // Items whose work answers at once run one after the other in microtasks: a turn of the event loop
+      // once the slice has used its time (platform/slices.ts), however many items that was.
+      await yieldWhenSpent();
       const item = queue.shift();
       if (item === undefined) continue;
       if (opts.gate?.contended) await opts.gate.turn();

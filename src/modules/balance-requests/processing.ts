@@ -6,6 +6,7 @@ import { transaction } from '../../platform/context';
 import { againOnConflict, isRefusedValue, refusalKind } from '../../platform/pg';
 import type { TxCtx } from '../../platform/store';
 import { drainClaims, writesInOrder } from '../../platform/work-pool';
+import { yieldWhenSpent } from '../../platform/slices';
 import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult } from '../../adapters/bank-data/types';
 import { BLOCKING_HEALTHS, detailOfHealth, healthOfDetail, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkProbe } from '../../adapters/bank-data/linked';
 import type { LinkHealth } from '../../../db/schema/enums';
@@ -378,7 +379,12 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
     lastFlush = performance.now();
     if (batch.length > 0) {
       writes.add(
-        () => recordOutcomes({ deps }, batch),
+        // On a turn of its own when the slice that gathered it has used its time: the results' transaction
+        // and its commit are not added to the reads that came before them.
+        async () => {
+          await yieldWhenSpent();
+          await recordOutcomes({ deps }, batch);
+        },
         () => {
           for (const o of batch) inHand.delete(o.item.id);
         },

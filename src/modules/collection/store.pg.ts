@@ -10,7 +10,7 @@ import {
 import { MONITOR_STATES, PAYMENT_STATUSES, type EventStatus, type MonitorState, type PaymentStatus } from '../../../db/schema/enums';
 import { DAY_MS } from '../../platform/clock';
 import type { PgDb } from '../../platform/pg';
-import { exactSum, inList, listOf, lockFor, num, numOrNull, probeByIndex, readerOf, rows, sumOf, writerOf, type Summed } from '../../platform/sql/pg';
+import { builtOnce, exactSum, inList, listOf, lockFor, num, numOrNull, probeByIndex, readerOf, rows, sumOf, writerOf, type Summed } from '../../platform/sql/pg';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue.pg';
 import type { PastPayment } from './rules';
 import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, PaymentReadStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
@@ -418,29 +418,44 @@ export const pgMatchingStore: MatchingStore = {
   },
 };
 
+// The decision's reads, built once per handle (a flush of results asks them for each of its borrowers).
+const enrollmentToDecide = builtOnce((db) => db.select().from(enrollments).where(eq(enrollments.id, sql.placeholder('id'))).prepare('enrollment_to_decide'));
+const paymentHistory = builtOnce((db) =>
+  db
+    .select({
+      id: payments.id,
+      status: payments.status,
+      returnCode: payments.returnCode,
+      amountCents: payments.amountCents,
+      attempt: payments.attempt,
+      reinitiationOf: payments.reinitiationOf,
+      createdAt: payments.createdAt,
+      updatedAt: payments.updatedAt,
+      firstAttemptAt: payments.firstAttemptAt,
+      reportedReturnCode: payments.reportedReturnCode,
+      reportedAt: payments.reportedAt,
+    })
+    .from(payments)
+    .where(eq(payments.enrollmentId, sql.placeholder('id')))
+    .orderBy(asc(payments.createdAt), asc(payments.id))
+    .prepare('payment_history'),
+);
+const paymentInFlight = builtOnce((db) =>
+  db
+    .select({ id: payments.id })
+    .from(payments)
+    .where(and(eq(payments.enrollmentId, sql.placeholder('id')), inArray(payments.status, ['initiating', 'processing'])))
+    .limit(1)
+    .prepare('payment_in_flight'),
+);
+
 export const pgDecisionStore: DecisionStore = {
   async enrollmentToDecide(c, enrollmentId) {
-    const [r] = await readerOf(c).select().from(enrollments).where(eq(enrollments.id, enrollmentId));
+    const [r] = await enrollmentToDecide(readerOf(c)).execute({ id: enrollmentId });
     return r ?? null;
   },
   async paymentHistory(c, enrollmentId) {
-    const r: PastPayment[] = await readerOf(c)
-      .select({
-        id: payments.id,
-        status: payments.status,
-        returnCode: payments.returnCode,
-        amountCents: payments.amountCents,
-        attempt: payments.attempt,
-        reinitiationOf: payments.reinitiationOf,
-        createdAt: payments.createdAt,
-        updatedAt: payments.updatedAt,
-        firstAttemptAt: payments.firstAttemptAt,
-        reportedReturnCode: payments.reportedReturnCode,
-        reportedAt: payments.reportedAt,
-      })
-      .from(payments)
-      .where(eq(payments.enrollmentId, enrollmentId))
-      .orderBy(asc(payments.createdAt), asc(payments.id));
+    const r: PastPayment[] = await paymentHistory(readerOf(c)).execute({ id: enrollmentId });
     return r;
   },
   async scheduledPaymentOf(c, enrollmentId) {
@@ -460,11 +475,7 @@ export const pgDecisionStore: DecisionStore = {
     return r ? { ...r, debitOn: r.debitOn as number } : null;
   },
   async paymentInFlight(c, enrollmentId) {
-    const r = await readerOf(c)
-      .select({ id: payments.id })
-      .from(payments)
-      .where(and(eq(payments.enrollmentId, enrollmentId), inArray(payments.status, ['initiating', 'processing'])))
-      .limit(1);
+    const r = await paymentInFlight(readerOf(c)).execute({ id: enrollmentId });
     return r.length > 0;
   },
   async createPayment(c, payment) {

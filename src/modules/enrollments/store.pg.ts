@@ -2,7 +2,7 @@ import { and, asc, eq, gt, gte, isNotNull, lt, lte, notExists, sql } from 'drizz
 import { alias } from 'drizzle-orm/pg-core';
 import { batches, enrollments, ledgerEntries, payments, searchableBorrowers } from '../../../db/schema-pg';
 import type { PgDb } from '../../platform/pg';
-import { inList, inTransaction, listOf, readerOf, rows, writerOf } from '../../platform/sql/pg';
+import { builtOnce, inList, inTransaction, listOf, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { TxCtx } from '../../platform/store';
 import type { Enrollment } from './borrower';
 import type { DueRead, EnrollmentStore, SearchEntries } from './store';
@@ -122,6 +122,16 @@ async function replaceSearchEntries(tx: PgDb, entries: readonly SearchEntries[],
 /** A reinitiation's original, for a borrower's payments. */
 const original = alias(payments, 'original');
 
+/** A read set on its borrower's enrollment as the last read, built once per transaction (asked per result of a flush). */
+const setLastRead = builtOnce((tx) =>
+  tx
+    .update(enrollments)
+    .set({ lastReadCents: sql`${sql.placeholder('cents')}`, lastReadAt: sql`${sql.placeholder('at')}` })
+    .where(and(eq(enrollments.lenderId, sql.placeholder('lenderId')), eq(enrollments.authorizerUniqueId, sql.placeholder('aid'))))
+    .returning({ id: enrollments.id })
+    .prepare('set_last_read'),
+);
+
 export const pgEnrollmentStore: EnrollmentStore = {
   async dueReads(c, now, limit) {
     const q = readerOf(c)
@@ -161,11 +171,7 @@ export const pgEnrollmentStore: EnrollmentStore = {
       .where(and(eq(enrollments.lenderId, lenderId), inList(enrollments.authorizerUniqueId, aids)));
   },
   async setLastRead(c, r) {
-    const [row] = await writerOf(c)
-      .update(enrollments)
-      .set({ lastReadCents: r.balanceCents, lastReadAt: r.at })
-      .where(and(eq(enrollments.lenderId, r.lenderId), eq(enrollments.authorizerUniqueId, r.authorizerUniqueId)))
-      .returning({ id: enrollments.id });
+    const [row] = await setLastRead(writerOf(c)).execute({ cents: r.balanceCents, at: r.at, lenderId: r.lenderId, aid: r.authorizerUniqueId });
     return row?.id ?? null;
   },
   async heldBorrowers(c, after, limit) {

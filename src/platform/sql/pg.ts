@@ -79,3 +79,17 @@ export type Summed<N extends string> = Record<N, string>;
 
 /** The exact sum `name` of a row. */
 export const sumOf = <N extends string>(row: Summed<N>, name: N): bigint => BigInt(row[name]);
+
+/**
+ * A query built once per handle and run with placeholders (`sql.placeholder('id')`, values at each run): for
+ * hot paths, where building a Drizzle query costs more than sending it. A transaction's handle is its own, so
+ * a query is built once per transaction there (a flush of results asks it for each of its borrowers).
+ */
+export function builtOnce<Q>(build: (db: PgDb) => Q): (db: PgDb) => Q {
+  const built = new WeakMap<PgDb, Q>();
+  return (db) => {
+    let q = built.get(db);
+    if (q === undefined) built.set(db, (q = build(db)));
+    return q;
+  };
+}

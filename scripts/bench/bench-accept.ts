@@ -1,6 +1,6 @@
 // 3. Accepting a 1000-authorizer JSON balance request over loopback (wrk), beside a route of the same app
-// that only parses the same body and counts the authorizers. No jobs run in the server, so this is
-// accepting alone. Every request body is unique (one authorizer_unique_id carries a per-request counter),
+// that only parses the same body and counts the authorizers: on a server running no jobs (accepting alone),
+// and on one running every job (the batches accepted are read and recorded meanwhile, as in the service). Every request body is unique (one authorizer_unique_id carries a per-request counter),
 // so the 24 h idempotency cache (keyed by a hash of the body) never answers instead of the service.
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -104,11 +104,16 @@ export const acceptBench: Bench = {
     ctx.defer(() => rmSync(dir, { recursive: true, force: true }));
     const server = await startBenchServer(dir, {});
     ctx.defer(() => server.stop());
+    // The same app with every job running, as the service runs: the batches it accepts are read (sandbox) and
+    // recorded while wrk sends more.
+    const busyDir = tempDir('accept-jobs');
+    ctx.defer(() => rmSync(busyDir, { recursive: true, force: true }));
+    const busy = await startBenchServer(busyDir, { BENCH_JOBS: 'all', LOG_LEVEL: 'warn' });
+    ctx.defer(() => busy.stop());
 
     const out = ensureBenchDir();
     const scripts: string[] = [];
     ctx.defer(() => scripts.forEach((f) => rmSync(f, { force: true })));
-    const headers = { 'content-type': 'application/json', authorization: `Bearer ${server.apiKey}` };
     const metrics: Metric[] = [];
     const notes: string[] = [];
     let bad = 0;
@@ -116,13 +121,16 @@ export const acceptBench: Bench = {
     // Two bodies: borrowers that differ as a lender's do (the target's figure), and the earlier benchmark's
     // one borrower repeated, whose repeated strings make both JSON reads and compression unrealistically cheap.
     for (const shape of [
-      { name: 'varied borrowers', varied: true },
-      { name: 'one borrower repeated', varied: false },
+      { name: 'varied borrowers', varied: true, server },
+      { name: 'one borrower repeated', varied: false, server },
+      { name: 'varied borrowers, every job running', varied: true, server: busy, jobs: true },
     ]) {
+      const { server } = shape;
+      const headers = { 'content-type': 'application/json', authorization: `Bearer ${server.apiKey}` };
       const list = authorizers('acc', AUTHORIZERS, { varied: shape.varied });
       list[0]!.authorizer_unique_id = UNIQ;
       const template = JSON.stringify({ authorizers: list });
-      const tag = shape.varied ? 'v' : 'r';
+      const tag = shape.jobs ? 'j' : shape.varied ? 'v' : 'r';
       const templatePath = join(out, `accept-body-${tag}.json`);
       writeFileSync(templatePath, template);
       scripts.push(templatePath);
@@ -150,7 +158,7 @@ export const acceptBench: Bench = {
       const accept = await wrk('/v1/balance_requests', SECONDS, `${run}m2`);
       ctx.log(`${shape.name}: accept ${num(accept.rps)} req/s`);
 
-      const steps = await breakdown(body('breakdown'));
+      const steps = shape.jobs ? null : await breakdown(body('breakdown'));
       const ratio = accept.rps / parse.rps;
       const failures = accept.non2xx + accept.socketErrors + parse.non2xx + parse.socketErrors;
       bad += failures;
@@ -169,10 +177,12 @@ export const acceptBench: Bench = {
         `${shape.name}: ${accept.requests} accepted batches (${num((accept.requests * AUTHORIZERS) / SECONDS, 0)} authorizers/s), ` +
           `${accept.non2xx} non-2xx, ${accept.socketErrors} socket errors; parse-only ${parse.non2xx} non-2xx, ${parse.socketErrors} socket errors. ` +
           `Server time per request at these rates: accept ${ms(1000 / accept.rps)}, parse-only ${ms(1000 / parse.rps)}. ` +
-          `In the accept worker (in process, medians): the whole preparation ${ms(steps.prepare)} (JSON read and schema ${ms(steps.read)}, ` +
-          `the authorizers' rules ${ms(steps.validate)}, packing, compressing and sealing ${ms(steps.pack)}, and the body's hash); ` +
-          `on the event loop: the batch's two rows in one transaction (${steps.durability}) ${ms(steps.insert)} alone` +
-          (steps.durability.startsWith('PostgreSQL') ? ', on a connection of the pool; transactions run side by side.' : ', shared among requests answered together (group commit).'),
+          (steps === null
+            ? 'The server runs every job: the batches accepted are read from the sandbox and recorded meanwhile, in slices of the event loop.'
+            : `In the accept worker (in process, medians): the whole preparation ${ms(steps.prepare)} (JSON read and schema ${ms(steps.read)}, ` +
+              `the authorizers' rules ${ms(steps.validate)}, packing, compressing and sealing ${ms(steps.pack)}, and the body's hash); ` +
+              `on the event loop: the batch's two rows in one transaction (${steps.durability}) ${ms(steps.insert)} alone` +
+              (steps.durability.startsWith('PostgreSQL') ? ', on a connection of the pool; transactions run side by side.' : ', shared among requests answered together (group commit).')),
       );
     }
     if (bad > 0) ctx.log(`${bad} failed requests`);

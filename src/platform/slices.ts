@@ -4,7 +4,7 @@
 // machine); a count chosen for the cheap case holds the loop for long in the dear one, a time does not.
 
 /** The synchronous work between two turns of the event loop that a job or a long request allows itself. */
-export const SLICE_MS = 8;
+export const SLICE_MS = 4;
 
 let sliceStartedAt = performance.now();
 

@@ -2,7 +2,7 @@ import type { BalanceResultChain, JobContext } from '../deps';
 import type { Tx } from '../platform/context';
 import type { CompletedBatch, RecordedRead } from './balance-requests/results';
 import { monitoringReadsAmong, readAfterRepair, setLastRead } from './enrollments/monitoring';
-import { decideCollection } from './collection/decide';
+import { decideCollections } from './collection/decide';
 import { learnAndSchedule } from './pay-cycles/learn';
 import { onScheduleBatchCompleted } from './schedules/runs';
 
@@ -11,8 +11,9 @@ import { onScheduleBatchCompleted } from './schedules/runs';
 // the results or not at all. It sits below the features reached here, so the composition root hands it this
 // chain (deps.balanceResults) instead of the pipeline importing them.
 //
-// afterBalanceResults, for each result of a monitoring batch (the due check's, or a read asked for now), in order:
-//   1. the borrower's enrollment takes it as its last read (enrollments/monitoring.ts);
+// afterBalanceResults, for the results of monitoring batches (the due check's, or a read asked for now):
+//   1. each borrower's enrollment takes its result as its last read (enrollments/monitoring.ts); then, for each
+//      result in order (what the decisions read of the borrowers is read for all of them at once):
 //   2. collection decides (collection/decide.ts): a scheduled payment goes out on its day or is voided, a
 //      payment of the collectable amount is initiated (scheduled, with PAYMENT_SCHEDULED in the outbox, when
 //      the policy gives notice), or the borrower is blocked (ENROLLMENT_BLOCKED in the outbox). For a lender
@@ -28,12 +29,14 @@ import { onScheduleBatchCompleted } from './schedules/runs';
 // delivered after the transaction commits.
 
 export async function afterBalanceResults(ctx: JobContext & { tx: Tx }, reads: RecordedRead[]): Promise<void> {
+  // Step 1 for every read first (each writes its own borrower's row only), then 2 and 3 read by read, with what
+  // the decisions read of the borrowers read in one statement per kind (collection/decide.ts).
+  const enrolled: (RecordedRead & { enrollmentId: string })[] = [];
   for (const r of await monitoringReadsAmong(ctx, reads)) {
     const enrollmentId = await setLastRead(ctx, r);
-    if (enrollmentId === null) continue;
-    await decideCollection(ctx, { ...r, enrollmentId });
-    await learnAndSchedule(ctx, { enrollmentId, lenderId: r.lenderId, aid: r.authorizerUniqueId, at: r.at });
+    if (enrollmentId !== null) enrolled.push({ ...r, enrollmentId });
   }
+  await decideCollections(ctx, enrolled, (r) => learnAndSchedule(ctx, { enrollmentId: r.enrollmentId, lenderId: r.lenderId, aid: r.authorizerUniqueId, at: r.at }));
 }
 
 export async function afterBatchCompleted(ctx: JobContext & { tx: Tx }, batch: CompletedBatch): Promise<void> {

@@ -145,6 +145,28 @@ contract(
       expect(await used(id)).toBe(0);
     });
 
+    test('decisionInputsOf: for several borrowers at once, what the one-borrower reads answer for each; an unknown one left out', async () => {
+      const lender = await lenderWithKey({ notice_days: 2 });
+      const waiting = await enroll(lender, 'many-a', { collectable_amount: 1000 });
+      const idle = await enroll(lender, 'many-b', { collectable_amount: 2_000_000 });
+      await cycle(ctx);
+      const ids = [waiting, idle, settledId, 'no-such-borrower'];
+      const many = await store.decisionInputsOf(storeCtx, ids);
+      expect([...many.keys()].sort()).toEqual([waiting, idle, settledId].sort());
+      for (const id of [waiting, idle, settledId]) {
+        expect(many.get(id)).toEqual({
+          enrollment: (await store.enrollmentToDecide(storeCtx, id))!,
+          history: await store.paymentHistory(storeCtx, id),
+          scheduled: await store.scheduledPaymentOf(storeCtx, id),
+        });
+      }
+      // Something to compare: one waits on its notice, one was collected, one has nothing.
+      expect(many.get(waiting)!.scheduled).not.toBeNull();
+      expect(many.get(settledId)!.history.map((p) => p.status)).toEqual(['settled']);
+      expect(many.get(idle)!.history).toEqual([]);
+      expect((await store.decisionInputsOf(storeCtx, [])).size).toBe(0);
+    });
+
     test('presentments: set as given, given back one at a time and never below 0', async () => {
       const now = ctx.clock.now();
       await t.inTx(async (tx) => {

@@ -10,7 +10,7 @@ import { referenceOf } from './reference';
 import { decide, type DecisionInputs, type Step } from './decision';
 import { policyOf } from '../collection-policy/service';
 import type { CollectionPolicy } from '../collection-policy/policy';
-import { type EnrollmentRow, type ScheduledPayment } from './store';
+import { type DecisionRead, type EnrollmentRow, type ScheduledPayment } from './store';
 import { applyMonitorEvent } from '../enrollments/monitor-changes';
 import { evaluateReturnRates } from '../return-rates/watch';
 import { anyExceeded } from '../return-rates/service';
@@ -21,12 +21,13 @@ import { anyExceeded } from '../return-rates/service';
  * carried out, in order. The payment row (status initiating, its id the idempotency key) is committed with the
  * read; the dispatch job sends it.
  */
-export async function decideCollection(ctx: JobContext & { tx: Tx }, read: RecordedRead & { enrollmentId: string }): Promise<void> {
+export async function decideCollection(ctx: JobContext & { tx: Tx }, read: RecordedRead & { enrollmentId: string }, known?: DecisionRead): Promise<void> {
   const { deps } = ctx;
   // One decision per borrower at a time: what is in flight, the history and the presentments counted are read
-  // and then written on, so a second decision (another read of the borrower) waits for this one.
-  await ctx.deps.stores.decisions.serializeBorrower(ctx, read.enrollmentId);
-  const e = await ctx.deps.stores.decisions.enrollmentToDecide(ctx, read.enrollmentId);
+  // and then written on, so a second decision (another read of the borrower) waits for this one. `known`: what
+  // the caller read for it beforehand, in this transaction, once it had serialized the borrower.
+  if (!known) await ctx.deps.stores.decisions.serializeBorrower(ctx, read.enrollmentId);
+  const e = known ? known.enrollment : await ctx.deps.stores.decisions.enrollmentToDecide(ctx, read.enrollmentId);
   const inputs: DecisionInputs = { now: deps.clock.now(), marginCents: deps.config.collectionMarginCents, read, enrollment: e };
   let scheduled: ScheduledPayment | null = null;
   let policy: CollectionPolicy | null = null;
@@ -36,9 +37,10 @@ export async function decideCollection(ctx: JobContext & { tx: Tx }, read: Recor
     if ('steps' in d) return carryOut(ctx, e!, d.steps, { scheduled, policy: policy!, key });
     if (d.need === 'payments') {
       policy = await policyOf(ctx, e!.lenderId);
-      const history = await ctx.deps.stores.decisions.paymentHistory(ctx, e!.id);
-      scheduled = await ctx.deps.stores.decisions.scheduledPaymentOf(ctx, e!.id);
-      inputs.payments = { policy, history, scheduled, inFlight: scheduled === null && (await ctx.deps.stores.decisions.paymentInFlight(ctx, e!.id)) };
+      const history = known ? known.history : await ctx.deps.stores.decisions.paymentHistory(ctx, e!.id);
+      scheduled = known ? known.scheduled : await ctx.deps.stores.decisions.scheduledPaymentOf(ctx, e!.id);
+      const inFlight = known ? history.some((p) => IN_FLIGHT.has(p.status)) : await ctx.deps.stores.decisions.paymentInFlight(ctx, e!.id);
+      inputs.payments = { policy, history, scheduled, inFlight: scheduled === null && inFlight };
     } else if (d.need === 'paused') {
       // Evaluated now, which also alerts on a change; ACH collection goes on by itself once every class is back under.
       inputs.paused = anyExceeded(await evaluateReturnRates(ctx, e!.lenderId));
@@ -47,6 +49,29 @@ export async function decideCollection(ctx: JobContext & { tx: Tx }, read: Recor
       key = k?.keySealed ? { id: k.id } : null;
       inputs.hasKey = key !== null;
     }
+  }
+}
+
+/** The statuses of a payment in flight (paymentInFlight's). */
+const IN_FLIGHT: ReadonlySet<string> = new Set(['initiating', 'processing']);
+
+/**
+ * Decisions for the monitoring reads of one flush of balance results, in their order (the chain in
+ * modules/balance-results.ts): every borrower serialized first, in that order, then what decisions read of
+ * them, one statement per kind for all of them. A borrower read twice in the flush is decided each time as
+ * one alone (the second decision reads what the first wrote).
+ */
+export async function decideCollections(ctx: JobContext & { tx: Tx }, reads: (RecordedRead & { enrollmentId: string })[], after: (read: RecordedRead & { enrollmentId: string }) => Promise<void>): Promise<void> {
+  const times = new Map<string, number>();
+  for (const r of reads) times.set(r.enrollmentId, (times.get(r.enrollmentId) ?? 0) + 1);
+  const once = [...times].filter(([, n]) => n === 1).map(([id]) => id);
+  for (const id of once) await ctx.deps.stores.decisions.serializeBorrower(ctx, id);
+  const known = once.length > 0 ? await ctx.deps.stores.decisions.decisionInputsOf(ctx, once) : new Map<string, DecisionRead>();
+  for (const r of reads) {
+    const k = times.get(r.enrollmentId) === 1 ? known.get(r.enrollmentId) : undefined;
+    // A borrower found by its read but gone since (erased in between) is decided alone, as before: on nothing.
+    await decideCollection(ctx, r, k);
+    await after(r);
   }
 }
 

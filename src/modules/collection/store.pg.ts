@@ -13,7 +13,7 @@ import type { PgDb } from '../../platform/pg';
 import { builtOnce, exactSum, inList, listOf, lockFor, num, numOrNull, probeByIndex, readerOf, rows, sumOf, writerOf, type Summed } from '../../platform/sql/pg';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue.pg';
 import type { PastPayment } from './rules';
-import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, PaymentReadStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
+import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, DecisionRead, PaymentReadStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
 import { DISPATCH_LEASE_MS } from './store-shared';
 
 // Collection's SQL on PostgreSQL: the same questions as store.sqlite.ts, with the same answers, orders and
@@ -420,21 +420,32 @@ export const pgMatchingStore: MatchingStore = {
 
 // The decision's reads, built once per handle (a flush of results asks them for each of its borrowers).
 const enrollmentToDecide = builtOnce((db) => db.select().from(enrollments).where(eq(enrollments.id, sql.placeholder('id'))).prepare('enrollment_to_decide'));
+/** A payment as the collection rules read it (PastPayment), and a scheduled one as a decision reads it. */
+const PAST_PAYMENT = {
+  id: payments.id,
+  status: payments.status,
+  returnCode: payments.returnCode,
+  amountCents: payments.amountCents,
+  attempt: payments.attempt,
+  reinitiationOf: payments.reinitiationOf,
+  createdAt: payments.createdAt,
+  updatedAt: payments.updatedAt,
+  firstAttemptAt: payments.firstAttemptAt,
+  reportedReturnCode: payments.reportedReturnCode,
+  reportedAt: payments.reportedAt,
+};
+const SCHEDULED_PAYMENT = {
+  id: payments.id,
+  lenderId: payments.lenderId,
+  enrollmentId: payments.enrollmentId,
+  aid: payments.authorizerUniqueId,
+  reference: payments.reference,
+  amountCents: payments.amountCents,
+  debitOn: payments.debitOn,
+};
 const paymentHistory = builtOnce((db) =>
   db
-    .select({
-      id: payments.id,
-      status: payments.status,
-      returnCode: payments.returnCode,
-      amountCents: payments.amountCents,
-      attempt: payments.attempt,
-      reinitiationOf: payments.reinitiationOf,
-      createdAt: payments.createdAt,
-      updatedAt: payments.updatedAt,
-      firstAttemptAt: payments.firstAttemptAt,
-      reportedReturnCode: payments.reportedReturnCode,
-      reportedAt: payments.reportedAt,
-    })
+    .select(PAST_PAYMENT)
     .from(payments)
     .where(eq(payments.enrollmentId, sql.placeholder('id')))
     .orderBy(asc(payments.createdAt), asc(payments.id))
@@ -454,21 +465,34 @@ export const pgDecisionStore: DecisionStore = {
     const [r] = await enrollmentToDecide(readerOf(c)).execute({ id: enrollmentId });
     return r ?? null;
   },
+  async decisionInputsOf(c, enrollmentIds) {
+    const db = readerOf(c);
+    const out = new Map<string, DecisionRead>();
+    if (enrollmentIds.length === 0) return out;
+    for (const enrollment of await db.select().from(enrollments).where(inList(enrollments.id, enrollmentIds))) out.set(enrollment.id, { enrollment, history: [], scheduled: null });
+    const histories = await db
+      .select({ enrollmentId: payments.enrollmentId, ...PAST_PAYMENT })
+      .from(payments)
+      .where(inList(payments.enrollmentId, enrollmentIds))
+      .orderBy(asc(payments.enrollmentId), asc(payments.createdAt), asc(payments.id));
+    for (const { enrollmentId, ...p } of histories) out.get(enrollmentId)?.history.push(p);
+    const scheduled = await db
+      .select({ ...SCHEDULED_PAYMENT })
+      .from(payments)
+      .where(and(inList(payments.enrollmentId, enrollmentIds), eq(payments.status, 'scheduled')));
+    for (const p of scheduled) {
+      const r = out.get(p.enrollmentId);
+      if (r) r.scheduled = { ...p, debitOn: p.debitOn as number };
+    }
+    return out;
+  },
   async paymentHistory(c, enrollmentId) {
     const r: PastPayment[] = await paymentHistory(readerOf(c)).execute({ id: enrollmentId });
     return r;
   },
   async scheduledPaymentOf(c, enrollmentId) {
     const [r] = await readerOf(c)
-      .select({
-        id: payments.id,
-        lenderId: payments.lenderId,
-        enrollmentId: payments.enrollmentId,
-        aid: payments.authorizerUniqueId,
-        reference: payments.reference,
-        amountCents: payments.amountCents,
-        debitOn: payments.debitOn,
-      })
+      .select(SCHEDULED_PAYMENT)
       .from(payments)
       .where(and(eq(payments.enrollmentId, enrollmentId), eq(payments.status, 'scheduled')))
       .limit(1);

@@ -7,7 +7,7 @@ import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { builtOnce, exactSum, inList, listOf, readerOf, sumOf, writerOf, type Summed } from '../../platform/sql/sqlite';
 import type { PastPayment } from './rules';
 import { DISPATCH_LEASE_MS } from './store-shared';
-import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, PaymentReadStore, CountedSum, DuePayment, EventRecord, LedgerTotals, OwnPayment, PaymentPageQuery, PaymentReport, StatusMove } from './store';
+import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, DecisionRead, PaymentReadStore, CountedSum, DuePayment, EventRecord, LedgerTotals, OwnPayment, PaymentPageQuery, PaymentReport, ScheduledPayment, StatusMove } from './store';
 
 // Collection's SQL on SQLite. The raw prepared statements: recording an observed status and matching a
 // processor change run once per change of a polled feed (bun run bench collection: a 50,000-change backlog at
@@ -184,6 +184,32 @@ const scheduledPaymentOf = (db: Db, enrollmentId: string) =>
          FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id = ? AND status = 'scheduled'`,
     )
     .get(enrollmentId);
+
+/** decisionInputsOf's three reads, for a list of borrowers (bound as one JSON parameter). */
+const enrollmentsToDecide = builtOnce((db: Db) =>
+  db
+    .select()
+    .from(enrollments)
+    .where(sql`${enrollments.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
+    .prepare(),
+);
+const paymentHistories = (db: Db, ids: string) =>
+  db.$client
+    .query<PastPayment & { enrollmentId: string }, [string]>(
+      `SELECT enrollment_id AS enrollmentId, id, status, return_code AS returnCode, amount_cents AS amountCents, attempt, reinitiation_of AS reinitiationOf,
+              created_at AS createdAt, updated_at AS updatedAt, first_attempt_at AS firstAttemptAt,
+              reported_return_code AS reportedReturnCode, reported_at AS reportedAt
+         FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id IN (SELECT value FROM json_each(?)) ORDER BY enrollment_id, created_at, id`,
+    )
+    .all(ids);
+const scheduledPayments = (db: Db, ids: string) =>
+  db.$client
+    .query<ScheduledPayment, [string]>(
+      `SELECT id, lender_id AS lenderId, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, reference, amount_cents AS amountCents,
+              debit_on AS debitOn
+         FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id IN (SELECT value FROM json_each(?)) AND status = 'scheduled'`,
+    )
+    .all(ids);
 
 /** Its day has come and nothing stops it: a scheduled payment becomes an initiating one, due for dispatch now. */
 const releasePayment = (tx: Orm, id: string, now: number) =>
@@ -607,6 +633,18 @@ export const sqliteMatchingStore: MatchingStore = {
 export const sqliteDecisionStore: DecisionStore = {
   async enrollmentToDecide(c, enrollmentId) {
     return enrollmentToDecide(readerOf(c)).get({ id: enrollmentId }) ?? null;
+  },
+  async decisionInputsOf(c, enrollmentIds) {
+    const db = readerOf(c);
+    const ids = listOf(enrollmentIds);
+    const out = new Map<string, DecisionRead>();
+    for (const enrollment of enrollmentsToDecide(db).all({ ids })) out.set(enrollment.id, { enrollment, history: [], scheduled: null });
+    for (const { enrollmentId, ...p } of paymentHistories(db, ids)) out.get(enrollmentId)?.history.push(p);
+    for (const p of scheduledPayments(db, ids)) {
+      const r = out.get(p.enrollmentId);
+      if (r) r.scheduled = p;
+    }
+    return out;
   },
   async paymentHistory(c, enrollmentId) {
     return paymentHistory(readerOf(c), enrollmentId);

@@ -293,8 +293,21 @@ export interface MatchingStore {
 }
 
 /** What the collection decision reads and creates (decide.ts, chain.ts). */
+/** What a decision reads of one borrower: its enrollment, every payment oldest first, its scheduled payment. */
+export interface DecisionRead {
+  enrollment: EnrollmentRow;
+  history: PastPayment[];
+  scheduled: ScheduledPayment | null;
+}
+
 export interface DecisionStore {
   enrollmentToDecide(c: StoreCtx, enrollmentId: string): Promise<EnrollmentRow | null>;
+  /**
+   * What decisions read of several borrowers, each kind in one statement for all of them (a flush of balance
+   * results decides for each of its borrowers): as enrollmentToDecide, paymentHistory and scheduledPaymentOf
+   * answer for one. A borrower with no enrollment is left out.
+   */
+  decisionInputsOf(c: StoreCtx, enrollmentIds: readonly string[]): Promise<Map<string, DecisionRead>>;
   /** Every payment of a borrower, oldest first, as the collection rules read it. */
   paymentHistory(c: StoreCtx, enrollmentId: string): Promise<PastPayment[]>;
   /** The borrower's scheduled payment (at most one). */

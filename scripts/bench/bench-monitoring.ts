@@ -11,32 +11,12 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Bench, BenchContext } from './common';
-import { authorizers, ms, num, startBenchServer, tempDir, waitFor, withTimeout, type BenchServer } from './common';
+import { enrollThroughApi, ms, num, startBenchServer, tempDir, waitFor, withTimeout, type BenchServer } from './common';
 import { sideConnection } from './engine';
 
 const BORROWERS = 50_000;
-const PER_REQUEST = 1000;
 const PROBE_PAUSE_MS = 10;
 const TARGET_GAP_MS = 100;
-
-async function enrollAll(server: BenchServer): Promise<void> {
-  for (let i = 0; i < BORROWERS; i += PER_REQUEST) {
-    const borrowers = authorizers(`mon-${i}`, PER_REQUEST, { varied: true }).map((a) => ({
-      ...a,
-      date_of_birth: { day: 10, month: 12, year: 1985 },
-      phone_number: '2025550143',
-      collectable_amount: 42500,
-      days_past_due: 35,
-    }));
-    const res = await fetch(`${server.url}/v1/payment_enrollments`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ borrowers }),
-    });
-    const body = (await res.json()) as { results?: { outcome: string }[] };
-    if (res.status !== 207 || body.results?.some((r) => r.outcome !== 'enrolled')) throw new Error(`enrolling the bench borrowers answered ${res.status}`);
-  }
-}
 
 /** The longest time between two /healthz answers of `probe` samples that end within [t0, t1]. */
 export function longestGap(samples: number[], t0: number, t1: number): number {
@@ -77,7 +57,7 @@ export async function runMonitoring(ctx: Pick<BenchContext, 'log'>) {
   try {
     const due = () => db.count("SELECT COUNT(*) AS n FROM enrollments WHERE state = 'monitored' AND next_read_at <= ?", Date.now());
     const t = performance.now();
-    await enrollAll(server);
+    await enrollThroughApi(server, 'mon', BORROWERS);
     await waitFor(async () => (await due()) === 0, 120_000, 'the first reads queued');
     ctx.log(`${num(BORROWERS, 0)} borrowers enrolled and their first reads queued in ${ms(performance.now() - t, 0)}`);
 

@@ -11,12 +11,11 @@
 //   bun run bench --cpu-prof reads              with the server's CPU profile in .bench/profiles
 import { rmSync } from 'node:fs';
 import type { Bench, BenchContext } from './common';
-import { authorizers, ms, num, startBenchServer, tempDir, waitFor, type BenchServer } from './common';
+import { enrollThroughApi, ms, num, startBenchServer, tempDir, waitFor } from './common';
 import { onPostgres, sideConnection } from './engine';
 import { probeDuring } from './bench-monitoring';
 
 const BORROWERS = Number(process.env.BENCH_READS_BORROWERS ?? 20_000);
-const PER_REQUEST = 1000;
 const OWED_CENTS = 42_500;
 /** Targets: an idle service's gap + 35 ms, at most 50 ms; borrowers a second per engine. */
 const TARGET_GAP_MS = 50;
@@ -25,25 +24,6 @@ const TARGET_RATE = onPostgres ? 3_000 : 10_000;
 /** The i-th borrower's account: its last 7 digits are the sandbox balance, always below what is owed. */
 const shortAccount = (i: number) => `${1 + (i % 9)}${String(Math.floor(i / 40_000)).padStart(3, '0')}${String(i % 40_000).padStart(7, '0')}`;
 
-async function enrollAll(server: BenchServer): Promise<void> {
-  for (let i = 0; i < BORROWERS; i += PER_REQUEST) {
-    const borrowers = authorizers(`rd-${i}`, Math.min(PER_REQUEST, BORROWERS - i), { varied: true }).map((a, j) => ({
-      ...a,
-      account_number: shortAccount(i + j),
-      date_of_birth: { day: 10, month: 12, year: 1985 },
-      collectable_amount: OWED_CENTS,
-      days_past_due: 35,
-    }));
-    const res = await fetch(`${server.url}/v1/payment_enrollments`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ borrowers }),
-    });
-    const body = (await res.json()) as { results?: { outcome: string }[] };
-    if (res.status !== 207 || body.results?.some((r) => r.outcome !== 'enrolled')) throw new Error(`enrolling the bench borrowers answered ${res.status}`);
-  }
-}
-
 export async function runReads(ctx: Pick<BenchContext, 'log'>) {
   const dir = tempDir('reads');
   const server = await startBenchServer(dir, { BENCH_JOBS: 'all', LOG_LEVEL: 'warn' }, { maxMs: 1_500_000 });
@@ -51,7 +31,7 @@ export async function runReads(ctx: Pick<BenchContext, 'log'>) {
   try {
     const results = () => db.count('SELECT COUNT(*) AS n FROM balance_results');
     const t = performance.now();
-    await enrollAll(server);
+    await enrollThroughApi(server, 'rd', BORROWERS, (i) => ({ account_number: shortAccount(i), collectable_amount: OWED_CENTS }));
     await waitFor(async () => (await results()) >= BORROWERS, 900_000, 'the first reads recorded', 50);
     ctx.log(`${num(BORROWERS, 0)} borrowers enrolled and their first reads recorded in ${ms(performance.now() - t, 0)}`);
     const payments = await db.count('SELECT COUNT(*) AS n FROM payments');

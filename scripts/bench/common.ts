@@ -227,6 +227,30 @@ export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs
   }
 }
 
+/**
+ * `n` borrowers enrolled through the server's API, 1000 a request (prefix-i identifiers, varied borrowers,
+ * each with what `over(i)` sets); throws unless every one is enrolled.
+ */
+export async function enrollThroughApi(server: Pick<BenchServer, 'url' | 'apiKey'>, prefix: string, n: number, over: (i: number) => Record<string, unknown> = () => ({})): Promise<void> {
+  for (let i = 0; i < n; i += 1000) {
+    const borrowers = authorizers(`${prefix}-${i}`, Math.min(1000, n - i), { varied: true }).map((a, j) => ({
+      ...a,
+      date_of_birth: { day: 10, month: 12, year: 1985 },
+      phone_number: '2025550143',
+      collectable_amount: 42500,
+      days_past_due: 35,
+      ...over(i + j),
+    }));
+    const res = await fetch(`${server.url}/v1/payment_enrollments`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ borrowers }),
+    });
+    const body = (await res.json()) as { results?: { outcome: string }[] };
+    if (res.status !== 207 || body.results?.some((r) => r.outcome !== 'enrolled')) throw new Error(`enrolling the bench borrowers answered ${res.status}`);
+  }
+}
+
 export interface BenchServer {
   /** The server's folder: its vault key, and its SQLite file on SQLite. */
   dir: string;

@@ -9,6 +9,7 @@ import type { PgColumn } from 'drizzle-orm/pg-core';
 import { arrayTypeOf, type PgDb, type PgHandle } from '../pg';
 import type { StoreCtx, TxCtx } from '../store';
 import { openTransactionOn } from '../tx-lock';
+import { oncePerHandle } from './built-once';
 
 export { num, numOrNull } from './numbers';
 
@@ -85,11 +86,4 @@ export const sumOf = <N extends string>(row: Summed<N>, name: N): bigint => BigI
  * hot paths, where building a Drizzle query costs more than sending it. A transaction's handle is its own, so
  * a query is built once per transaction there (a flush of results asks it for each of its borrowers).
  */
-export function builtOnce<Q>(build: (db: PgDb) => Q): (db: PgDb) => Q {
-  const built = new WeakMap<PgDb, Q>();
-  return (db) => {
-    let q = built.get(db);
-    if (q === undefined) built.set(db, (q = build(db)));
-    return q;
-  };
-}
+export const builtOnce: <Q>(build: (db: PgDb) => Q) => (db: PgDb) => Q = oncePerHandle;

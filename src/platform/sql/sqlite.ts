@@ -12,6 +12,7 @@ import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { Db, Orm } from '../db';
 import type { StoreCtx, TxCtx } from '../store';
 import { insideTransactionOn } from '../tx-lock';
+import { oncePerHandle } from './built-once';
 
 export { num, numOrNull } from './numbers';
 
@@ -83,11 +84,4 @@ export const sumOf = <N extends string>(row: Summed<N>, name: N): bigint =>
  * for hot paths, where building a Drizzle query costs far more than running it (a whole enrollment row: about
  * 100 µs built against 3 µs run). The statement under it is prepared once per connection (platform/db.ts).
  */
-export function builtOnce<Q>(build: (db: Db) => Q): (db: Db) => Q {
-  const built = new WeakMap<Db, Q>();
-  return (db) => {
-    let q = built.get(db);
-    if (q === undefined) built.set(db, (q = build(db)));
-    return q;
-  };
-}
+export const builtOnce: <Q>(build: (db: Db) => Q) => (db: Db) => Q = oncePerHandle;

@@ -164,25 +164,23 @@ const ownPaymentById = (db: Db, id: string, connectionId: string) =>
 const setProcessorPaymentId = (tx: Orm, id: string, processorPaymentId: string) =>
   tx.$client.query('UPDATE payments SET processor_payment_id = ? WHERE id = ? AND processor_payment_id IS NULL').run(processorPaymentId, id);
 
+/** A payment as the collection rules read it (PastPayment), and a scheduled one as a decision reads it. */
+const PAST_PAYMENT = `id, status, return_code AS returnCode, amount_cents AS amountCents, attempt, reinitiation_of AS reinitiationOf,
+  created_at AS createdAt, updated_at AS updatedAt, first_attempt_at AS firstAttemptAt,
+  reported_return_code AS reportedReturnCode, reported_at AS reportedAt`;
+const SCHEDULED_PAYMENT = `id, lender_id AS lenderId, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, reference, amount_cents AS amountCents,
+  debit_on AS debitOn`;
+
 /** Every payment of a borrower, oldest first, as the collection rules read it (collection/rules.ts). */
 const paymentHistory = (db: Db, enrollmentId: string) =>
   db.$client
-    .query<PastPayment, [string]>(
-      `SELECT id, status, return_code AS returnCode, amount_cents AS amountCents, attempt, reinitiation_of AS reinitiationOf,
-              created_at AS createdAt, updated_at AS updatedAt, first_attempt_at AS firstAttemptAt,
-              reported_return_code AS reportedReturnCode, reported_at AS reportedAt
-         FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id = ? ORDER BY created_at, id`,
-    )
+    .query<PastPayment, [string]>(`SELECT ${PAST_PAYMENT} FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id = ? ORDER BY created_at, id`)
     .all(enrollmentId);
 
 /** The borrower's scheduled payment (at most one: it counts as in flight). */
 const scheduledPaymentOf = (db: Db, enrollmentId: string) =>
   db.$client
-    .query<{ id: string; lenderId: string; enrollmentId: string; aid: string; reference: string; amountCents: number; debitOn: number }, [string]>(
-      `SELECT id, lender_id AS lenderId, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, reference, amount_cents AS amountCents,
-              debit_on AS debitOn
-         FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id = ? AND status = 'scheduled'`,
-    )
+    .query<ScheduledPayment, [string]>(`SELECT ${SCHEDULED_PAYMENT} FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id = ? AND status = 'scheduled'`)
     .get(enrollmentId);
 
 /** decisionInputsOf's three reads, for a list of borrowers (bound as one JSON parameter). */
@@ -196,18 +194,14 @@ const enrollmentsToDecide = builtOnce((db: Db) =>
 const paymentHistories = (db: Db, ids: string) =>
   db.$client
     .query<PastPayment & { enrollmentId: string }, [string]>(
-      `SELECT enrollment_id AS enrollmentId, id, status, return_code AS returnCode, amount_cents AS amountCents, attempt, reinitiation_of AS reinitiationOf,
-              created_at AS createdAt, updated_at AS updatedAt, first_attempt_at AS firstAttemptAt,
-              reported_return_code AS reportedReturnCode, reported_at AS reportedAt
+      `SELECT enrollment_id AS enrollmentId, ${PAST_PAYMENT}
          FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id IN (SELECT value FROM json_each(?)) ORDER BY enrollment_id, created_at, id`,
     )
     .all(ids);
 const scheduledPayments = (db: Db, ids: string) =>
   db.$client
     .query<ScheduledPayment, [string]>(
-      `SELECT id, lender_id AS lenderId, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, reference, amount_cents AS amountCents,
-              debit_on AS debitOn
-         FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id IN (SELECT value FROM json_each(?)) AND status = 'scheduled'`,
+      `SELECT ${SCHEDULED_PAYMENT} FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id IN (SELECT value FROM json_each(?)) AND status = 'scheduled'`,
     )
     .all(ids);
 

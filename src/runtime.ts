@@ -10,7 +10,7 @@ import { Metrics } from './platform/metrics';
 import { loadVault, type Vault } from './platform/vault';
 import { PageTokens } from './platform/pagination';
 import { gateOf } from './platform/write-gate';
-import { ProviderCallCounts, providerCallCounter } from './platform/provider-calls';
+import { ProviderCallCounts, providerCallObserver } from './platform/provider-calls';
 import { createBalanceProvider, createLinkedSources } from './adapters/bank-data';
 import type { LinkedSources } from './adapters/bank-data/linked';
 import type { BalanceProvider } from './adapters/bank-data/types';
@@ -67,7 +67,7 @@ export function createRuntime(
   const clock = opts.clock ?? systemClock;
   const metrics = new Metrics({ defaults: opts.defaultMetrics });
   const providerCalls = new ProviderCallCounts();
-  const onProviderCall = providerCallCounter(metrics, providerCalls, clock);
+  const observer = providerCallObserver(metrics, providerCalls, clock, logger);
   const processors = createProcessors({
     sqlite: handle.sqlite,
     pg: handle.pg,
@@ -80,7 +80,7 @@ export function createRuntime(
       outageMs: config.sandboxOutageMs,
       eventRetentionMs: config.sandboxEventRetentionMs,
     },
-    stripe: opts.stripe ?? (() => new StripeProcessor({ apiUrl: config.stripeApiUrl, logger, timeScale: config.providerTimeScale, onCall: (e) => onProviderCall('stripe', e) })),
+    stripe: opts.stripe ?? (() => new StripeProcessor({ apiUrl: config.stripeApiUrl, logger, timeScale: config.providerTimeScale, onCall: observer('processor', 'stripe') })),
   });
   // The engine chosen once: its stores and its services beside them.
   const stores = handle.pg ? pgStores : sqliteStores;
@@ -102,8 +102,8 @@ export function createRuntime(
     metrics,
     pageTokens: new PageTokens(vault),
     routing: routing.directory,
-    bank: opts.bank ?? createBalanceProvider(config, routing.directory, logger, clock),
-    linked: opts.linked ?? createLinkedSources(config, onProviderCall),
+    bank: opts.bank ?? createBalanceProvider(config, routing.directory, logger, clock, observer('bank_data', 'http')),
+    linked: opts.linked ?? createLinkedSources(config, (provider) => observer('bank_data', provider)),
     processors,
     stores,
     engine,

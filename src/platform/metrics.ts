@@ -120,8 +120,20 @@ export class Metrics {
   });
   readonly providerCalls = new Counter({
     name: 'provider_calls_total',
-    help: 'Requests sent to bank-data and payment providers, by lender id (empty for calls made outside a bank-data read: payments, credential checks), provider and endpoint',
+    help: 'Requests sent to bank-data and payment providers, by lender id (empty for a call made for no lender), provider and endpoint',
     labelNames: ['lender', 'provider', 'endpoint'] as const,
+    registers: [this.registry],
+  });
+  readonly bankDataCalls = new Counter({
+    name: 'bank_data_calls_total',
+    help: 'Requests to bank-data providers (plaid, stripe, http) by how they ended: ok, refused (4xx), rate_limited (429), server_error (5xx), timeout, unreachable',
+    labelNames: ['provider', 'endpoint', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly processorCalls = new Counter({
+    name: 'processor_calls_total',
+    help: 'Requests to payment processors by how they ended: ok, refused (4xx, a card decline included), rate_limited (429), server_error (5xx), timeout, unreachable',
+    labelNames: ['processor', 'endpoint', 'outcome'] as const,
     registers: [this.registry],
   });
   readonly pollFailures = new Counter({

@@ -105,6 +105,9 @@ export interface FakePlaid {
   inFlight(clientId: string): { now: number; max: number };
 }
 
+/** The institution every fake Item is at (Plaid's own sandbox bank). */
+export const SANDBOX_INSTITUTION = { id: 'ins_109508', name: 'First Platypus Bank' };
+
 const err = (type: PlaidErrorType, code: string, message: string, status: number): PlaidError => ({
   error_type: type,
   error_code: code,
@@ -236,6 +239,8 @@ export function startFakePlaid(): FakePlaid {
         accounts: accounts.map(account),
         item: {
           item_id: `item_${b.access_token.slice(-8)}`,
+          institution_id: SANDBOX_INSTITUTION.id,
+          institution_name: SANDBOX_INSTITUTION.name,
           webhook: null,
           error: null,
           available_products: [],
@@ -250,6 +255,8 @@ export function startFakePlaid(): FakePlaid {
 
   const itemOf = (token: string, error: PlaidError | null, billed: Products[], consentEnds: string | null) => ({
     item_id: `item_${token.slice(-8)}`,
+    institution_id: SANDBOX_INSTITUTION.id,
+    institution_name: SANDBOX_INSTITUTION.name,
     webhook: null,
     error,
     available_products: [],
@@ -406,6 +413,8 @@ export function startFakePlaid(): FakePlaid {
         total_transactions: total,
         item: {
           item_id: `item_${b.access_token.slice(-8)}`,
+          institution_id: SANDBOX_INSTITUTION.id,
+          institution_name: SANDBOX_INSTITUTION.name,
           webhook: null,
           error: null,
           available_products: [],

@@ -1,5 +1,6 @@
 import ky, { HTTPError, TimeoutError } from 'ky';
 import { AnswerTooLarge, ANSWER_LIMIT_BYTES, ANSWER_TOO_LARGE, boundedText, PAGE_LIMIT_BYTES } from '../bounded-body';
+import { observed, type CallObserver } from '../../platform/provider-calls';
 import { fromResponseBody, fromTransactionsBody, toRequestBody, toTransactionsRequestBody } from './http-contract';
 import {
   HISTORY_MAX_PAGES,
@@ -26,8 +27,13 @@ export interface HttpBalanceProviderOptions {
   retries?: number;
   /** First retry delay, doubling after that. Default 300 ms. */
   retryDelayMs?: number;
-  /** Told when the provider refuses a request (4xx), the sign of a wrong token or URL. */
+  /** Told when the provider answers past the size bound. */
   logger?: { warn(obj: object, msg: string): void };
+  /**
+   * Told of every request as it leaves (`/balance`, `/transactions`) and of how it ended: each attempt of a
+   * retried read is a call. A refusal (4xx), the sign of a wrong token or URL, is logged there.
+   */
+  onCall?: CallObserver;
 }
 
 // A 408 or 429 means "not now" rather than "wrong request": not retried here (the provider asked us to back
@@ -66,6 +72,7 @@ export class HttpBalanceProvider implements BalanceProvider, TransactionHistoryS
   private readonly retries: number;
   private readonly retryDelayMs: number;
   private readonly logger: HttpBalanceProviderOptions['logger'];
+  private readonly onCall: CallObserver | undefined;
 
   constructor(opts: HttpBalanceProviderOptions) {
     this.endpoint = `${opts.url.replace(/\/+$/, '')}/balance`;
@@ -75,6 +82,13 @@ export class HttpBalanceProvider implements BalanceProvider, TransactionHistoryS
     this.retries = opts.retries ?? 2;
     this.retryDelayMs = opts.retryDelayMs ?? 300;
     this.logger = opts.logger;
+    this.onCall = opts.onCall;
+  }
+
+  /** fetch, each request observed under the endpoint's name (never its URL, which may hold a token). */
+  private fetchAs(endpoint: string): typeof fetch {
+    const f = (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => observed(this.onCall, endpoint, () => fetch(input, init));
+    return Object.assign(f, { preconnect: fetch.preconnect }) as typeof fetch;
   }
 
   async read(req: BalanceReadRequest): Promise<BalanceReadResult> {
@@ -84,6 +98,7 @@ export class HttpBalanceProvider implements BalanceProvider, TransactionHistoryS
         json: toRequestBody(req),
         headers: this.token === null ? {} : { authorization: `Bearer ${this.token}` },
         timeout: this.timeoutMs,
+        fetch: this.fetchAs('/balance'),
         // A redirect would carry the bearer token to another address; treat it as a misconfigured URL instead.
         redirect: 'manual',
         retry: {
@@ -103,9 +118,8 @@ export class HttpBalanceProvider implements BalanceProvider, TransactionHistoryS
     } catch (error) {
       if (error instanceof HTTPError && isRefusal(error.response.status)) {
         // The provider rejected the request itself (bad token, contract mismatch, moved URL): asking again
-        // cannot help, so the read ends now as "Other error"; the warning is what tells the operator.
+        // cannot help, so the read ends now as "Other error"; the observer's log line tells the operator.
         void error.response.body?.cancel().catch(() => undefined);
-        this.logger?.warn({ http_status: error.response.status }, 'bank-data provider refused a balance read');
         return { kind: 'failed', statusCode: OTHER_ERROR_CODE };
       }
       throw this.transientError(error);
@@ -154,6 +168,7 @@ export class HttpBalanceProvider implements BalanceProvider, TransactionHistoryS
           json: toTransactionsRequestBody(req, window, pageToken),
           headers: this.token === null ? {} : { authorization: `Bearer ${this.token}` },
           timeout: this.timeoutMs,
+          fetch: this.fetchAs('/transactions'),
           redirect: 'manual',
           retry: { limit: 0 },
         });
@@ -162,7 +177,6 @@ export class HttpBalanceProvider implements BalanceProvider, TransactionHistoryS
           void error.response.body?.cancel().catch(() => undefined);
           const status = error.response.status;
           if (status === 404 || status === 501) return { kind: 'none', detail: 'transactions_not_offered' };
-          this.logger?.warn({ http_status: status }, 'bank-data provider refused a transactions request');
           return { kind: 'none', detail: 'refused' };
         }
         throw this.transientError(error);

@@ -1,5 +1,6 @@
 import type { Clock } from '../../platform/clock';
 import { refusedInTransaction } from '../../platform/tx-lock';
+import type { CallObserver } from '../../platform/provider-calls';
 import type { RoutingDirectory } from '../routing/directory';
 import { HttpBalanceProvider } from './http';
 import { SandboxBalanceProvider } from './sandbox';
@@ -43,11 +44,12 @@ export function createBalanceProvider(
   directory: RoutingDirectory,
   logger?: { warn(obj: object, msg: string): void },
   clock?: Clock,
+  onCall?: CallObserver,
 ): BalanceProvider {
   if (config.bankDataProvider === 'http') {
     // loadConfig already refuses this combination; the check keeps a hand-built config from failing per read.
     if (config.bankDataUrl === null) throw new Error('BANK_DATA_URL is required when BANK_DATA_PROVIDER=http');
-    return refusedInTransaction('the bank-data provider', new HttpBalanceProvider({ url: config.bankDataUrl, token: config.bankDataToken, logger }));
+    return refusedInTransaction('the bank-data provider', new HttpBalanceProvider({ url: config.bankDataUrl, token: config.bankDataToken, logger, onCall }));
   }
   return refusedInTransaction('the bank-data provider', new SandboxBalanceProvider({ directory, latencyMs: config.sandboxLatencyMs, clock }));
 }
@@ -55,11 +57,11 @@ export function createBalanceProvider(
 /** The sources of linked accounts, each at its provider's address or the one configured for it. */
 export function createLinkedSources(
   config: { plaidApiUrl: string | null; stripeApiUrl: string | null; providerTimeScale?: number },
-  onCall?: (provider: 'plaid' | 'stripe', endpoint: string) => void,
+  observer?: (provider: 'plaid' | 'stripe') => CallObserver,
 ): LinkedSources {
   const timeScale = config.providerTimeScale ?? 1;
   return {
-    plaid: refusedInTransaction('Plaid', new PlaidSource({ apiUrl: config.plaidApiUrl, timeScale, onCall: onCall && ((e) => onCall('plaid', e)) })),
-    stripe: refusedInTransaction('Stripe Financial Connections', new StripeFcSource({ apiUrl: config.stripeApiUrl, timeScale, onCall: onCall && ((e) => onCall('stripe', e)) })),
+    plaid: refusedInTransaction('Plaid', new PlaidSource({ apiUrl: config.plaidApiUrl, timeScale, onCall: observer?.('plaid') })),
+    stripe: refusedInTransaction('Stripe Financial Connections', new StripeFcSource({ apiUrl: config.stripeApiUrl, timeScale, onCall: observer?.('stripe') })),
   };
 }

@@ -23,6 +23,8 @@ export type LinkedReadResult =
       health?: LinkProbe;
       /** Plaid: the Item the account belongs to (how a Plaid webhook names it). */
       itemId?: string;
+      /** The institution's name as the provider gives it (the export's Institution for a linked read). */
+      institution?: string;
     }
   /** `detail` names a cause the code alone does not: `relink_required` (the borrower must link again). */
   | { kind: 'failed'; statusCode: number; detail: string | null }
@@ -123,3 +125,10 @@ export interface PlaidWebhookKey {
 
 /** The last four characters of a secret, for showing which one is stored. */
 export const last4 = (s: string): string => s.slice(-4);
+
+/** A provider's institution name as the export shows it: printable text, at most 100 characters, else none. */
+export function institutionName(v: unknown): string | undefined {
+  if (typeof v !== 'string') return undefined;
+  const name = v.trim();
+  return name.length > 0 && name.length <= 100 && !/[\u0000-\u001f\u007f]/.test(name) ? name : undefined;
+}

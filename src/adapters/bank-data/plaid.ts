@@ -1,6 +1,7 @@
 import type { PlaidEnvironment } from '../../../db/schema/enums';
 import { dollarsToCentsRounded } from '../../platform/money';
-import { ACCOUNT_CLOSED, ACCOUNT_REVOKED, NOT_A_CASH_ACCOUNT, CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource, type LinkProbe, type PlaidWebhookKey } from './linked';
+import { observed, type CallObserver } from '../../platform/provider-calls';
+import { ACCOUNT_CLOSED, ACCOUNT_REVOKED, NOT_A_CASH_ACCOUNT, CredentialsRefused, institutionName, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource, type LinkProbe, type PlaidWebhookKey } from './linked';
 import { TransientProviderError, OTHER_ERROR_CODE, HISTORY_MAX_PAGES, boundedCredits, dayOfIso, isoDay, type HistoryCredit, type HistoryResult, type HistoryWindow } from './types';
 import { IMPLAUSIBLE_BALANCE } from './plausible';
 import { AnswerTooLarge, ANSWER_LIMIT_BYTES, ANSWER_TOO_LARGE, boundedText, PAGE_LIMIT_BYTES } from '../bounded-body';
@@ -113,8 +114,8 @@ export class PlaidSource implements LinkedSource<'plaid'> {
       apiUrl?: string | null;
       /** One timeout for every call, in place of each call's own (plaid-budget.ts). */
       timeoutMs?: number;
-      /** Told of every request as it leaves, by its path. */
-      onCall?: (endpoint: string) => void;
+      /** Told of every request as it leaves, by its path, and of how it ended. */
+      onCall?: CallObserver;
       /** Multiplies the timeouts and Plaid's rate window (PROVIDER_TIME_SCALE; 1 in production). */
       timeScale?: number;
     } = {},
@@ -129,15 +130,16 @@ export class PlaidSource implements LinkedSource<'plaid'> {
   /** POST with the credentials in the body; the status and parsed body, or TransientProviderError when unreachable. */
   private async post(env: PlaidEnvironment, path: string, body: Record<string, unknown>): Promise<{ status: number; json: unknown; tooLarge?: true }> {
     let res: Response;
-    this.opts.onCall?.(path);
     try {
-      res = await fetch(this.url(env, path), {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'plaid-version': PLAID_VERSION },
-        body: JSON.stringify(body),
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.opts.timeoutMs ?? plaidTimeoutMs(path) * (this.opts.timeScale ?? 1)),
-      });
+      res = await observed(this.opts.onCall, path, () =>
+        fetch(this.url(env, path), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'plaid-version': PLAID_VERSION },
+          body: JSON.stringify(body),
+          redirect: 'manual',
+          signal: AbortSignal.timeout(this.opts.timeoutMs ?? plaidTimeoutMs(path) * (this.opts.timeScale ?? 1)),
+        }),
+      );
     } catch (e) {
       // Only the error's name: a fetch error can carry the request, and the request carries the secret.
       throw new TransientProviderError(`Plaid could not be reached (${(e as Error)?.name ?? 'error'})`);
@@ -206,8 +208,17 @@ export class PlaidSource implements LinkedSource<'plaid'> {
     if (cents === null) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: IMPLAUSIBLE_BALANCE };
     const updated = typeof b.last_updated_datetime === 'string' ? Date.parse(b.last_updated_datetime) : NaN;
     // Balance is read live from the institution; Plaid gives a time only for some institutions.
-    const itemId = (r.json as { item?: { item_id?: unknown } }).item?.item_id;
-    return { kind: 'balance', balanceCents: cents, balanceKind: kind, asOf: Number.isFinite(updated) ? updated : now, ...(typeof itemId === 'string' && itemId.length <= 100 ? { itemId } : {}) };
+    const item = (r.json as { item?: { item_id?: unknown; institution_name?: unknown } }).item;
+    const itemId = item?.item_id;
+    const institution = institutionName(item?.institution_name);
+    return {
+      kind: 'balance',
+      balanceCents: cents,
+      balanceKind: kind,
+      asOf: Number.isFinite(updated) ? updated : now,
+      ...(typeof itemId === 'string' && itemId.length <= 100 ? { itemId } : {}),
+      ...(institution === undefined ? {} : { institution }),
+    };
   }
 
   /**

@@ -1,7 +1,8 @@
 import Stripe from 'stripe';
 import { StripeClients } from '../processors/stripe-clients';
-import { ACCOUNT_CLOSED, NOT_A_CASH_ACCOUNT, CredentialsRefused, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource, type LinkProbe } from './linked';
+import { ACCOUNT_CLOSED, NOT_A_CASH_ACCOUNT, CredentialsRefused, institutionName, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource, type LinkProbe } from './linked';
 import { HISTORY_MAX_PAGES, OTHER_ERROR_CODE, TransientProviderError, boundedCredits, type HistoryCredit, type HistoryResult, type HistoryWindow } from './types';
+import type { CallObserver } from '../../platform/provider-calls';
 
 // Stripe Financial Connections through the official SDK, with the lender's Stripe key: an fca_… account's
 // balance, refreshed when the last one is not fresh. A refresh is asynchronous: while it is pending the read
@@ -69,8 +70,10 @@ function balanceOf(a: Account): LinkedReadResult | null {
   const available = b.cash?.available?.usd;
   const current = b.current?.usd;
   const health = healthOfAccount(a);
-  if (typeof available === 'number') return { kind: 'balance', balanceCents: Math.round(available), balanceKind: 'available', asOf: b.as_of * 1000, health };
-  if (typeof current === 'number') return { kind: 'balance', balanceCents: Math.round(current), balanceKind: 'current', asOf: b.as_of * 1000, health };
+  const institution = institutionName(a.institution_name);
+  const named = institution === undefined ? {} : { institution };
+  if (typeof available === 'number') return { kind: 'balance', balanceCents: Math.round(available), balanceKind: 'available', asOf: b.as_of * 1000, health, ...named };
+  if (typeof current === 'number') return { kind: 'balance', balanceCents: Math.round(current), balanceKind: 'current', asOf: b.as_of * 1000, health, ...named };
   return null;
 }
 
@@ -133,7 +136,7 @@ export function stripeCredits(txs: readonly Stripe.FinancialConnections.Transact
 export class StripeFcSource implements LinkedSource<'stripe'> {
   readonly provider = 'stripe' as const;
   private readonly clients: StripeClients;
-  constructor(opts: { apiUrl?: string | null; timeoutMs?: number; onCall?: (endpoint: string) => void; timeScale?: number } = {}) {
+  constructor(opts: { apiUrl?: string | null; timeoutMs?: number; onCall?: CallObserver; timeScale?: number } = {}) {
     this.clients = new StripeClients(opts);
   }
 

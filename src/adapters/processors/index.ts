@@ -4,6 +4,7 @@ import type { PgHandle } from '../../platform/pg';
 import { SandboxProcessor, SANDBOX_KEY_PATTERN, type SandboxOptions, type SandboxStorage } from './sandbox';
 import type { Processor, ProcessorName } from './types';
 import { refusedInTransaction } from '../../platform/tx-lock';
+import { withCallScope } from '../../platform/provider-calls';
 
 export * from './types';
 
@@ -45,6 +46,17 @@ export class Processors {
   forKey(key: string): Processor | null {
     const name = processorOfKey(key);
     return name ? this.byName(name) : null;
+  }
+
+  /** The processor by its name, each of its calls counted and, when it fails, logged as the lender's. */
+  forLender(name: ProcessorName, lenderId: string): Processor {
+    const p = this.byName(name);
+    return new Proxy(p, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? (...args: unknown[]) => withCallScope({ lenderId }, () => v.apply(target, args)) : v;
+      },
+    });
   }
 
   byName(name: ProcessorName): Processor {

@@ -1,6 +1,7 @@
 import Stripe from 'stripe';
 import { boundedFetch, PAGE_LIMIT_BYTES } from '../bounded-body';
 import { pacerOf, stripeEndpoint } from './stripe-budget';
+import { observed, type CallObserver } from '../../platform/provider-calls';
 
 /** The Stripe API version every client of the service pins (payments and Financial Connections alike). */
 export const STRIPE_API_VERSION = '2026-10-28.endive' satisfies Stripe.LatestApiVersion;
@@ -27,8 +28,8 @@ export class StripeClients {
       apiUrl?: string | null;
       timeoutMs?: number;
       maxClients?: number;
-      /** Told of every request as it leaves, by its endpoint (`POST /v1/payment_intents`). */
-      onCall?: (endpoint: string) => void;
+      /** Told of every request as it leaves, by its endpoint (`POST /v1/payment_intents`), and of how it ended. */
+      onCall?: CallObserver;
       /** Multiplies the per-key request spacing (PROVIDER_TIME_SCALE; 1 in production). */
       timeScale?: number;
     } = {},
@@ -69,8 +70,8 @@ export class StripeClients {
     const onCall = this.opts.onCall;
     const paced = async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
       await pacer.take();
-      onCall?.(stripeEndpoint(init?.method ?? 'GET', typeof input === 'string' ? input : input instanceof URL ? input.href : input.url));
-      return f(input, init);
+      const endpoint = stripeEndpoint(init?.method ?? 'GET', typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+      return observed(onCall, endpoint, () => f(input, init));
     };
     return Object.assign(paced, { preconnect: fetch.preconnect }) as typeof fetch;
   }

@@ -3,6 +3,7 @@ import Stripe from 'stripe';
 import { STRIPE_API_VERSION, StripeClients } from './stripe-clients';
 import { RETURN_CODES, normalizeReturnCode } from './return-codes';
 import { DECLINE_CODES, mustNotRetry } from './decline-codes';
+import type { CallObserver } from '../../platform/provider-calls';
 import {
   CardRefused,
   KeyRefused,
@@ -258,7 +259,7 @@ export class StripeProcessor implements Processor {
   readonly name = 'stripe' as const;
   private readonly clients: StripeClients;
 
-  constructor(private readonly opts: { apiUrl?: string | null; timeoutMs?: number; logger?: Logger; onCall?: (endpoint: string) => void; timeScale?: number } = {}) {
+  constructor(private readonly opts: { apiUrl?: string | null; timeoutMs?: number; logger?: Logger; onCall?: CallObserver; timeScale?: number } = {}) {
     this.clients = new StripeClients(opts);
   }
 

@@ -61,6 +61,8 @@ type Outcome =
         item?: { link: BankLink; itemId: string };
         /** The link's health when it forbids a debit (revoked, closed, not transactable), for the collection decision. */
         linkHealth?: LinkHealth | null;
+        /** The institution as the provider named it, in place of the routing directory's name. */
+        institution?: string;
       };
     }
   | { kind: 'retry'; item: ClaimedItem; nextAt: number; waitingSince?: number | null };
@@ -457,7 +459,7 @@ async function readItem(deps: Deps, item: ClaimedItem, run: ReadRun): Promise<Ou
     cents,
     code,
     exportStatus: exportStatusFor(code, cause),
-    institution,
+    institution: linked?.institution ?? institution,
     at,
     ...(linked ? { linked } : {}),
   });
@@ -471,7 +473,7 @@ async function readItem(deps: Deps, item: ClaimedItem, run: ReadRun): Promise<Ou
   if (sensitive.bankLink) return readLinkedItem(deps, item, sensitive.bankLink, run, result);
   let read: BalanceReadResult;
   try {
-    read = await deps.bank.read(readRequest(item, sensitive));
+    read = await withCallScope({ lenderId: item.lenderId, attempt: item.attempts + 1 }, () => deps.bank.read(readRequest(item, sensitive)));
   } catch (e) {
     if (e instanceof TransientProviderError) return transient(deps, item, result);
     logger.error({ batch_id: item.batchId, err: e }, 'balance read failed');
@@ -540,7 +542,7 @@ async function readLinkedItem(deps: Deps, item: ClaimedItem, link: BankLink, run
           clock.now() - (run.claimedAt.get(item) ?? clock.now()) > ITEM_LEASE_MS / 2
             ? Promise.resolve('given_back' as const)
             : // Its calls counted as the lender's, through this connection (the usage route, /metrics).
-              withCallScope({ lenderId: item.lenderId, connectionId: conn.id }, () => readLinked(deps, conn.creds, link, clock.now(), item.waitingSince)),
+              withCallScope({ lenderId: item.lenderId, connectionId: conn.id, attempt: item.attempts + 1 }, () => readLinked(deps, conn.creds, link, clock.now(), item.waitingSince)),
         ),
     });
   } catch (e) {
@@ -558,7 +560,7 @@ async function readLinkedItem(deps: Deps, item: ClaimedItem, link: BankLink, run
   if (r.kind === 'reused') {
     // Another item's answer: not a read through the connection, and a relink is told by the item that read it.
     const detail = reusedDetail(a.kind === 'failed' ? a.detail : null, r.from);
-    if (a.kind === 'balance') return result(a.balanceCents, 0, 'provider', clock.now(), { balanceKind: a.balanceKind, asOf: a.asOf, detail, connectionId: null, note: null, linkHealth: blockingOf(a.health?.health) });
+    if (a.kind === 'balance') return result(a.balanceCents, 0, 'provider', clock.now(), { balanceKind: a.balanceKind, asOf: a.asOf, detail, connectionId: null, note: null, linkHealth: blockingOf(a.health?.health), institution: a.institution });
     return result(null, a.statusCode, 'provider', clock.now(), { balanceKind: null, asOf: null, detail, connectionId: null, note: null, linkHealth: blockingOf(healthOfDetail(a.detail)) });
   }
   // Recorded at the time its answer is remembered under: the time the reuses of it name.
@@ -568,7 +570,7 @@ async function readLinkedItem(deps: Deps, item: ClaimedItem, link: BankLink, run
     const said = a.health ?? null;
     const note = said && said.health !== (known?.health ?? 'ok') ? { link, probe: said } : null;
     const plaidItem = a.itemId ? { link, itemId: a.itemId } : undefined;
-    return result(a.balanceCents, 0, 'provider', r.from.at, { balanceKind: a.balanceKind, asOf: a.asOf, detail: null, connectionId: conn.id, note, linkHealth: blockingOf(said?.health), item: plaidItem });
+    return result(a.balanceCents, 0, 'provider', r.from.at, { balanceKind: a.balanceKind, asOf: a.asOf, detail: null, connectionId: conn.id, note, linkHealth: blockingOf(said?.health), item: plaidItem, institution: a.institution });
   }
   const told = healthOfDetail(a.detail);
   const note = told ? { link, probe: { health: told, expiresAt: null } } : null;

@@ -10,6 +10,7 @@ import type { SealedColumn } from '../../platform/vault';
 import { CredentialsRefused, SourceUnavailable, last4, type LinkCredentials } from '../../adapters/bank-data/linked';
 import type { CreateBankDataConnection } from './model';
 import { type BankDataConnectionRow, type NewBankDataConnection } from './store';
+import { withCallScope } from '../../platform/provider-calls';
 
 export type { BankDataConnectionRow } from './store';
 
@@ -73,8 +74,8 @@ export async function createBankDataConnection({ ctx, input }: { ctx: Ctx; input
   const existing = (await ctx.deps.stores.bankDataConnections.liveConnections(ctx, ctx.lender.id)).find((c) => c.provider === creds.provider);
   if (existing) throw taken(creds.provider, existing.id);
   try {
-    if (creds.provider === 'plaid') await ctx.deps.linked.plaid.verify(creds);
-    else await ctx.deps.linked.stripe.verify(creds);
+    // Counted and, when it fails, logged as the lender's (no connection yet: no usage row).
+    await withCallScope({ lenderId: ctx.lender.id }, () => (creds.provider === 'plaid' ? ctx.deps.linked.plaid.verify(creds) : ctx.deps.linked.stripe.verify(creds)));
   } catch (e) {
     if (e instanceof CredentialsRefused) {
       throw InvalidInput.field(creds.provider === 'plaid' ? 'secret' : 'api_key', `${e.message}; nothing was stored`);

@@ -78,7 +78,7 @@ export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | P
     deps.logger.warn({ payment_id: p.id }, 'payment outcome unknown and its processor key deleted; it stays initiating');
     return { kind: 'wait' };
   }
-  const processor = deps.processors.byName(conn.processor);
+  const processor = deps.processors.forLender(conn.processor, p.lenderId);
   const key = deps.vault.open(conn.keySealed);
   const firstAttemptAt = pay.firstAttemptAt ?? now;
   const young = now - firstAttemptAt < deps.config.processorIdempotencyHorizonMs;
@@ -152,7 +152,7 @@ async function verify(ctx: JobContext, p: DuePayment, firstAttemptAt: number): P
     });
     return { kind: 'done' };
   }
-  const processor = deps.processors.byName(conn.processor);
+  const processor = deps.processors.forLender(conn.processor, p.lenderId);
   const key = deps.vault.open(conn.keySealed);
   return { kind: 'verify', call: processor.findPayment(key, { paymentId: p.id, createdFrom: firstAttemptAt - LOOKUP_SLACK_MS, createdTo: now + LOOKUP_SLACK_MS }) };
 }

@@ -275,7 +275,7 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
         skipped++;
         return;
       }
-      const processor = deps.processors.byName(conn.processor);
+      const processor = deps.processors.forLender(conn.processor, conn.lenderId);
       const key = deps.vault.open(conn.keySealed!);
       try {
         // Read again under the lease: the list was read before it, and another replica may have read on since.

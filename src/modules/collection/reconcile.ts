@@ -48,7 +48,7 @@ async function reconcileKey(deps: Deps, conn: { id: string; lenderId: string; pr
   const since = await ctx.deps.stores.matching.oldestUnsettled(ctx, conn.id, now - LATE_RETURN_WATCH_MS);
   let recorded = 0;
   if (since !== null) {
-    const processor = deps.processors.byName(conn.processor);
+    const processor = deps.processors.forLender(conn.processor, conn.lenderId);
     const key = deps.vault.open(conn.keySealed!);
     for (let page: string | null = null, first = true; first || page !== null; first = false) {
       const res = await processor.listPayments(key, { createdFrom: since - SLACK_MS, createdTo: now + SLACK_MS, page, limit: PAGE });

@@ -25,6 +25,7 @@ import { applyMonitorEvent, enrollBorrowers } from './monitor-changes';
 import type { BlockedReason } from './monitor';
 import { ledgersOf, type LedgerView } from './ledger';
 import { indexBorrowers, unindexBorrowers } from './search';
+import { withCallScope } from '../../platform/provider-calls';
 
 const TOKENIZE_CONCURRENCY = 8;
 
@@ -139,7 +140,7 @@ async function tokenizeCards(ctx: Ctx, cands: Candidate[], results: (Result | nu
         continue;
       }
       try {
-        c.card = await ctx.deps.processors.byName(key.processor).tokenizeCard(ctx.deps.vault.open(key.keySealed), card);
+        c.card = await ctx.deps.processors.forLender(key.processor, ctx.lender.id).tokenizeCard(ctx.deps.vault.open(key.keySealed), card);
       } catch (e) {
         if (e instanceof CardRefused) results[c.index] = fail(c.aid, 'card_tokenization_failed', e.message);
         else if (e instanceof ProcessorUnavailable) {
@@ -164,7 +165,8 @@ async function linkFromPaymentMethods(ctx: Ctx, cands: Candidate[]): Promise<voi
   const worker = async () => {
     for (let c = queue.shift(); c; c = queue.shift()) {
       if (c.instrument.kind !== 'token') continue;
-      const account = await ctx.deps.linked.stripe.accountOfPaymentMethod(creds, c.instrument.token);
+      const token = c.instrument.token;
+      const account = await withCallScope({ lenderId: ctx.lender.id, connectionId: conn.id }, () => ctx.deps.linked.stripe.accountOfPaymentMethod(creds, token));
       if (account) c.authorizer.sensitive.bankLink = { provider: 'stripe', account };
     }
   };

@@ -60,7 +60,7 @@ export async function learnAccounts(deps: Deps, opts: { processor?: ProcessorNam
   for (const c of unknown) {
     let accountId: string;
     try {
-      ({ accountId } = await deps.processors.byName(c.processor).verifyKey(deps.vault.open(c.keySealed!)));
+      ({ accountId } = await deps.processors.forLender(c.processor, c.lenderId).verifyKey(deps.vault.open(c.keySealed!)));
     } catch (e) {
       deps.logger.warn({ connection_id: c.id, processor: c.processor, err: e instanceof Error ? e.message : String(e) }, 'processor account of a key not known yet; asked again later');
       continue;

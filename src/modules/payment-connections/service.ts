@@ -68,7 +68,7 @@ async function verifyAtProcessor(ctx: Ctx, key: string): Promise<{ processor: Pr
     );
   }
   try {
-    const { accountId } = await ctx.deps.processors.byName(name).verifyKey(key);
+    const { accountId } = await ctx.deps.processors.forLender(name, ctx.lender.id).verifyKey(key);
     return { processor: name, accountId };
   } catch (e) {
     if (e instanceof KeyRefused) throw InvalidInput.field('api_key', 'the processor refused this key');

@@ -135,13 +135,26 @@ describe('HttpBalanceProvider', () => {
     expect(seen).toHaveLength(1);
   });
 
-  test('a 400 is not retried and ends the read as 9000, with a warning for the operator', async () => {
-    const warnings: object[] = [];
+  test('a 400 is not retried and ends the read as 9000, the call told to the observer (which logs it for the operator)', async () => {
+    const calls: unknown[] = [];
     answer = () => Response.json({ error: 'bad request' }, { status: 400 });
-    const provider = fast({ logger: { warn: (obj) => warnings.push(obj) } });
+    const provider = fast({ onCall: (endpoint) => (outcome) => calls.push({ endpoint, ...outcome }) });
     expect(await provider.read(request)).toEqual({ kind: 'failed', statusCode: 9000 });
     expect(seen).toHaveLength(1);
-    expect(warnings).toEqual([{ http_status: 400 }]);
+    expect(calls).toEqual([{ endpoint: '/balance', status: 400 }]);
+  });
+
+  test('each attempt of a retried read is one observed call, by its endpoint and status', async () => {
+    const calls: unknown[] = [];
+    let left = 2;
+    answer = () => (left-- > 0 ? new Response('bad gateway', { status: 502 }) : Response.json({ balance_status_code: 0, balance: 1 }));
+    const provider = fast({ onCall: (endpoint) => (outcome) => calls.push({ endpoint, ...outcome }) });
+    expect(await provider.read(request)).toMatchObject({ kind: 'balance' });
+    expect(calls).toEqual([
+      { endpoint: '/balance', status: 502 },
+      { endpoint: '/balance', status: 502 },
+      { endpoint: '/balance', status: 200 },
+    ]);
   });
 
   test('401 (wrong token) is a refusal too, not retried', async () => {

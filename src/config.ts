@@ -159,6 +159,16 @@ function proxies(env: Env, name: string): string[] {
   return entries;
 }
 
+/**
+ * A URL as an error may show it: everything between the scheme and the last `@` (the user and the password,
+ * whatever characters the password holds) hidden.
+ */
+export function withoutCredentials(v: string): string {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(v)?.[0] ?? '';
+  const at = v.lastIndexOf('@');
+  return at < scheme.length ? v : `${scheme}***${v.slice(at)}`;
+}
+
 function url(env: Env, name: string): string | null {
   const v = str(env, name);
   if (v === null) return null;
@@ -166,7 +176,7 @@ function url(env: Env, name: string): string | null {
     const u = new URL(v);
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
   } catch {
-    throw new ConfigError(name, 'an absolute http(s) URL', v);
+    throw new ConfigError(name, 'an absolute http(s) URL (percent-encode @, :, / in a user or password: @ is %40)', withoutCredentials(v));
   }
   return v.replace(/\/+$/, '');
 }

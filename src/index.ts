@@ -46,9 +46,14 @@ async function main(): Promise<void> {
   const { config, logger } = runtime;
   const { printedKey, bootstrapRefused } = await ensureBootstrapLender(runtime, config.bootstrapApiKey, runtime.clock.now());
   if (bootstrapRefused) {
-    logger.error(
-      `BOOTSTRAP_API_KEY was not registered: ${bootstrapRefused}. Revoke one it no longer uses (bun run cli key list default, then bun run cli key revoke PREFIX) and restart, or unset BOOTSTRAP_API_KEY. The service runs with the keys it has.`,
+    // A start-up error like any bad setting: one line naming it and what to do, and no service that silently
+    // lacks the key it was told to accept.
+    console.error(
+      `Invalid configuration: BOOTSTRAP_API_KEY was not registered: ${bootstrapRefused}. Revoke a key it no longer uses (bun run cli key list default, then bun run cli key revoke PREFIX) and start again, or unset BOOTSTRAP_API_KEY.`,
     );
+    runtime.handle.close();
+    dbLock.release();
+    process.exit(2);
   }
 
   await releaseStaleClaims(runtime);

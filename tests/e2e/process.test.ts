@@ -301,7 +301,7 @@ test('BOOTSTRAP_API_KEY makes that key work and prints no other key', async () =
   }
 }, 40_000);
 
-test('BOOTSTRAP_API_KEY for a lender that holds its most live keys: the service starts with the keys it has and says why the new one is not registered', async () => {
+test('BOOTSTRAP_API_KEY for a lender that holds its most live keys: the start stops with one line naming the setting and what to do, the keys untouched', async () => {
   const dir = tempDir();
   const first = await startReady(dir);
   const existing = first.stdout().match(KEY_LINE)![1]!;
@@ -317,17 +317,22 @@ test('BOOTSTRAP_API_KEY for a lender that holds its most live keys: the service 
     db.close();
   }
   const key = `drs_live_${'Qx7'.repeat(10)}Zz`;
-  const server = await startReady(dir, { BOOTSTRAP_API_KEY: key });
+  const { code, stdout, stderr } = await runToExit(dir, { BOOTSTRAP_API_KEY: key });
+  expect(code).toBe(2);
+  const lines = stderr.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toContain('BOOTSTRAP_API_KEY was not registered');
+  expect(lines[0]).toContain('25 live API keys');
+  expect(lines[0]).toContain('key revoke');
+  expect(stdout + stderr).not.toContain(key);
+  expect(stdout + stderr).not.toMatch(/\n\s+at .*\.ts:\d+/);
+  // Nothing registered; the keys it had still work on the next start without the setting.
+  const again = await startReady(dir);
   try {
-    await server.waitForOutput(/BOOTSTRAP_API_KEY was not registered/);
-    const out = server.stdout() + server.stderr();
-    expect(out).toContain('25 live API keys');
-    expect(out).not.toContain(key);
-    expect(out).not.toMatch(/\n\s+at .*\.ts:\d+/);
-    expect((await get(server, '/v1/no-such-resource', existing)).status).toBe(404);
-    expect((await get(server, '/v1/no-such-resource', key)).status).toBe(401);
+    expect((await get(again, '/v1/no-such-resource', existing)).status).toBe(404);
+    expect((await get(again, '/v1/no-such-resource', key)).status).toBe(401);
   } finally {
-    expect(await stop(server)).toBe(0);
+    expect(await stop(again)).toBe(0);
   }
 }, 60_000);
 

@@ -140,8 +140,8 @@ export async function ensureBootstrapLender(
   now: number,
 ): Promise<{ printedKey: string | null; bootstrapRefused?: string }> {
   if (bootstrapKey) {
-    // The lender already holds its most live keys: the start goes on without this one (its other keys work),
-    // and the refusal is said, rather than the start failing again on every restart.
+    // The lender already holds its most live keys: the refusal is given back for the start to stop on with
+    // one line (never a stack trace), naming the setting and what to do.
     const refused = (e: unknown) => {
       if (!(e instanceof TooManyApiKeys)) throw e;
       return { printedKey: null, bootstrapRefused: `the lender default already has ${MAX_LIVE_API_KEYS} live API keys, the most it may hold` };

@@ -12,6 +12,26 @@ import { featureJobs, releaseStaleClaims } from './modules';
 import { writeProviderCalls } from './modules/bank-data-connections/usage';
 import { SERVER_HEADER_CEILING_BYTES } from './http/limits';
 
+/** A start-up error the operator can act on is one line and exit 2; anything else is a bug, thrown as it is. */
+function stopOn(e: unknown): never {
+  if (e instanceof ConfigError || e instanceof SchemaTooNewError || e instanceof DatabaseInUseError) {
+    console.error(e.message);
+    process.exit(2);
+  }
+  throw e;
+}
+
+/** `fn`, its file-system failure told as a bad setting: the variable, what it must name, and the system's reason. */
+function asSetting<T>(variable: string, expected: string, value: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (e instanceof ConfigError || e instanceof DatabaseInUseError || typeof code !== 'string') throw e;
+    throw new ConfigError(variable, `${expected} (${code})`, value);
+  }
+}
+
 // start: config → vault + database (migrations) → app → jobs → listen; SIGTERM/SIGINT shut down cleanly.
 async function main(): Promise<void> {
   let runtime;
@@ -30,18 +50,14 @@ async function main(): Promise<void> {
       dbLock = { release() {} };
     } else {
       // Before the database is opened (and migrated): a second process on the same file stops here.
-      dbLock = lockDatabase(config.databasePath);
+      dbLock = asSetting('DATABASE_PATH', 'a file path the service can create, read and write', config.databasePath, () => lockDatabase(config.databasePath));
     }
     runtime = createRuntime(config);
     if (config.databaseUrl && process.env.DATABASE_PATH) {
       runtime.logger.warn('DATABASE_URL and DATABASE_PATH are both set: the service runs on PostgreSQL and DATABASE_PATH is ignored');
     }
   } catch (e) {
-    if (e instanceof ConfigError || e instanceof SchemaTooNewError || e instanceof DatabaseInUseError) {
-      console.error(e.message);
-      process.exit(2);
-    }
-    throw e;
+    stopOn(e);
   }
   const { config, logger } = runtime;
   const { printedKey, bootstrapRefused } = await ensureBootstrapLender(runtime, config.bootstrapApiKey, runtime.clock.now());
@@ -60,13 +76,35 @@ async function main(): Promise<void> {
   // After a database outage the jobs let go of this replica's unfinished claims, as the start does, before claiming again.
   const jobs = new JobRunner(runtime, featureJobs(runtime), { afterOutage: () => releaseStaleClaims(runtime) });
   const app = createApp(runtime, { jobs });
-  const tls = config.tlsCertFile
-    ? { cert: readFileSync(config.tlsCertFile, 'utf8'), key: readFileSync(config.tlsKeyFile!, 'utf8') }
-    : undefined;
+  let tls: { cert: string; key: string } | undefined;
+  try {
+    tls = config.tlsCertFile
+      ? {
+          cert: asSetting('TLS_CERT_FILE', 'a readable PEM certificate file', config.tlsCertFile, () => readFileSync(config.tlsCertFile!, 'utf8')),
+          key: asSetting('TLS_KEY_FILE', 'a readable PEM key file', config.tlsKeyFile!, () => readFileSync(config.tlsKeyFile!, 'utf8')),
+        }
+      : undefined;
+  } catch (e) {
+    stopOn(e);
+  }
   // Bun answers requests past its header limit (16 KB by default) itself, with no body and no request id;
   // above the gate's own limits (http/limits.ts) those are refused with the envelope instead.
   (http as { maxHeaderSize: number }).maxHeaderSize = SERVER_HEADER_CEILING_BYTES;
-  app.listen({ port: config.port, hostname: config.host, tls });
+  try {
+    app.listen({ port: config.port, hostname: config.host, tls });
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    stopOn(
+      code === 'EADDRINUSE'
+        ? new ConfigError('PORT', `a port free on ${config.host} (another process listens on it; stop it or choose another PORT)`, String(config.port))
+        : code === 'EACCES'
+          ? new ConfigError('PORT', 'a port this user may listen on (1024 and above, unless the process may bind low ports)', String(config.port))
+          : // TLS files that are readable but not a certificate and its key are the other way listen fails at start.
+            config.tlsCertFile
+            ? new ConfigError('TLS_CERT_FILE', `a PEM certificate and TLS_KEY_FILE its key (${(e as Error).message.split('\n')[0]!.slice(0, 200)})`, config.tlsCertFile)
+            : e,
+    );
+  }
   jobs.start();
   const checkpointer = config.databaseUrl || config.databasePath === ':memory:' ? null : startCheckpointer(runtime.sqlite, config.databasePath, logger);
 

@@ -4,7 +4,7 @@
 // restart, file modes, config errors on stderr and the exit code, and refusing a database from a newer version.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
@@ -276,6 +276,43 @@ describe('configuration errors stop the start with one line naming the variable'
       expect(existsSync(join(dir, 'vault.key'))).toBe(false);
     }, 40_000);
   }
+});
+
+describe('start-up errors past the settings themselves are one line naming the setting too, never a stack trace', () => {
+  const oneLine = async (env: (dir: string) => Record<string, string>, name: string, reason: RegExp) => {
+    const dir = tempDir();
+    const { code, stdout, stderr } = await runToExit(dir, env(dir));
+    expect(code).toBe(2);
+    const lines = stderr.split('\n').filter((l) => l.trim() !== '');
+    expect(lines, `stderr:\n${stderr}`).toHaveLength(1);
+    expect(lines[0]).toContain(name);
+    expect(lines[0]).toMatch(reason);
+    expect(stdout + stderr).not.toMatch(/\n\s+at .*\.ts:\d+/);
+  };
+
+  test('a DATABASE_PATH the service cannot create', async () => {
+    await oneLine((dir) => {
+      writeFileSync(join(dir, 'a-file'), 'x');
+      return { DATABASE_PATH: join(dir, 'a-file', 'service.sqlite') };
+    }, 'DATABASE_PATH', /can create, read and write \([A-Z_]+\)/);
+  }, 40_000);
+
+  test('TLS files that are missing, or not a certificate and its key', async () => {
+    await oneLine((dir) => ({ TLS_CERT_FILE: join(dir, 'none.pem'), TLS_KEY_FILE: join(dir, 'none-key.pem') }), 'TLS_CERT_FILE', /readable PEM certificate file \(ENOENT\)/);
+    await oneLine((dir) => {
+      writeFileSync(join(dir, 'junk.pem'), 'not a certificate');
+      return { TLS_CERT_FILE: join(dir, 'junk.pem'), TLS_KEY_FILE: join(dir, 'junk.pem') };
+    }, 'TLS_CERT_FILE', /a PEM certificate and TLS_KEY_FILE its key/);
+  }, 60_000);
+
+  test('a PORT another process listens on', async () => {
+    const other = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response('other') });
+    try {
+      await oneLine(() => ({ PORT: String(other.port) }), 'PORT', /another process listens on it/);
+    } finally {
+      other.stop(true);
+    }
+  }, 40_000);
 });
 
 test('BOOTSTRAP_API_KEY makes that key work and prints no other key', async () => {

@@ -36,8 +36,14 @@ bank (\`110000013\` answers 3310, \`110000026\` 3300); an account number's last 
 92 R09, 93 R02, 94 R10, 95 a late R10, 96 invalid, 97 never resolves, 98 fails once then settles, 99 a late R01
 (\`bun run cli sandbox charge\` creates one as your processor would).
 
-**Money**: amounts in enrollments, payment events, payments and the ledger are integer cents (fields
-named \`…_cents\`); balances, thresholds and the results CSVs are dollars with two decimals.
+**Money**: amounts in enrollments (\`collectable_amount\`), payment events and payments (\`amount\`) and the ledger
+are integer cents, whatever their name (only \`last_read.balance_cents\` says so); balances, thresholds and the
+results CSVs are dollars with two decimals. Which field is which: the Money table of docs/api.md.
+
+**Webhook URLs** (a batch's \`webhook_url\`, a schedule's \`webhook\`, an endpoint's \`url\`): absolute \`https\` URLs without a user or password,
+whose host is and resolves to public addresses only (no loopback, private, link-local or reserved ranges,
+checked again at each delivery); a URL that breaks a rule is a 400 saying which. An operator running on a closed
+network may allow \`http\` and private or loopback targets with \`WEBHOOK_ALLOW_PRIVATE_TARGETS=true\`.
 
 **Limits**: path and query 8 KB (414), headers 32 KB together (431), JSON bodies 2 MB (413) nested at most 32
 levels (400), metadata at most 50 keys an authorizer and 200 distinct keys an export (400); a lender may have

@@ -1,6 +1,6 @@
 // engine: both
 // The production start is the server process itself, so what a supervisor sends (SIGTERM, kill -9) reaches
-// the server. `bun run start` puts a wrapper in between: killing the wrapper would leave the server running.
+// the server; the pages name that form, which needs no package.json beside it.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

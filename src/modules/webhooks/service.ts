@@ -96,8 +96,13 @@ export async function signingSecrets(deps: Deps, lenderId: string, now: number):
 
 /** Request-time check of a webhook URL a caller sends; 400 names the field and the problem. */
 export async function validateWebhookUrl(deps: Pick<Deps, 'config'>, field: string, raw: string): Promise<string> {
-  const res = await checkWebhookUrl(raw, { allowPrivate: deps.config.webhookAllowPrivateTargets });
-  if (!res.ok) throw InvalidInput.field(field, `${field} is not an acceptable webhook URL: ${res.reason}`);
+  const allowPrivate = deps.config.webhookAllowPrivateTargets;
+  const res = await checkWebhookUrl(raw, { allowPrivate });
+  if (!res.ok) {
+    // What the operator's setting would allow (http, loopback and private targets on a closed network) is named.
+    const setting = !allowPrivate && (res.kind === 'forbidden' || /^scheme http is not allowed/.test(res.reason)) ? ' (allowed only when the operator sets WEBHOOK_ALLOW_PRIVATE_TARGETS=true)' : '';
+    throw InvalidInput.field(field, `${field} is not an acceptable webhook URL: ${res.reason}${setting}`);
+  }
   return raw;
 }
 

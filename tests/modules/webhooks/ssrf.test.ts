@@ -73,9 +73,18 @@ describe('request time: POST /v1/balance_requests refuses the webhook_url with 4
       expect(res.status).toBe(400);
       expect(res.body.error.details.errors[0].path).toBe('webhook_url');
       expect(res.body.error.details.errors[0].message).toMatch(reason);
+      // What the operator's setting would allow is named; what no setting allows is not.
+      const allowable = /scheme http$|loopback|localhost|metadata|link-local|private|carrier-grade|unspecified|unique local/.test(reason.source);
+      expect(res.body.error.details.errors[0].message.includes('WEBHOOK_ALLOW_PRIVATE_TARGETS')).toBe(allowable);
       expect(batchCount()).toBe(before);
     });
   }
+
+  test('plain http is refused naming the setting that would allow it', async () => {
+    const res = await ctx.json('POST', '/v1/balance_requests', { body: { authorizers: [authorizer()], webhook_url: 'http://93.184.215.14/hooks' } });
+    expect(res.status).toBe(400);
+    expect(res.body.error.details.errors[0].message).toMatch(/scheme http is not allowed.*WEBHOOK_ALLOW_PRIVATE_TARGETS=true/);
+  });
 
   test('a host name that resolves to 127.0.0.1', async () => {
     for (const name of loopbackNames) {

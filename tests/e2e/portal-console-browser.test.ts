@@ -202,6 +202,22 @@ describe('the console in a browser', () => {
       const listed = (await ctx.json('GET', '/v1/webhook_endpoints')).body.endpoints as { url: string; event_types: string[]; description: string | null }[];
       const added = listed.find((e) => e.url === 'https://127.0.0.1:9/from-the-portal');
       expect(added && { types: [...added.event_types].sort(), description: added.description }).toEqual({ types: ['ENROLLMENT_BLOCKED', 'RETURN_RATE_ALERT'], description: 'ops pager' });
+      // The URL in the endpoints table is readable at a desktop's width and a phone's: a line of it holds at
+      // least 15 characters (not squeezed to a few a line by the other columns).
+      for (const width of [1280, 390]) {
+        await page.setViewportSize({ width, height: 900 });
+        const perLine = await page.evaluate(() => {
+          const code = [...document.querySelectorAll('td code')].find((c) => c.textContent === 'https://127.0.0.1:9/from-the-portal') as HTMLElement;
+          const probe = document.createElement('code');
+          probe.textContent = 'x'.repeat(10);
+          probe.style.cssText = 'position:absolute;visibility:hidden;white-space:nowrap;min-width:0;padding:0';
+          code.parentElement!.appendChild(probe);
+          const ch = probe.getBoundingClientRect().width / 10;
+          probe.remove();
+          return code.getBoundingClientRect().width / ch;
+        });
+        expect(perLine, `characters a line at ${width} px`).toBeGreaterThanOrEqual(15);
+      }
     } finally {
       await context.close();
     }

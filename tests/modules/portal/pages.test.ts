@@ -289,6 +289,29 @@ describe('every page', () => {
 });
 
 describe('Borrowers', () => {
+  test('the list says why a borrower is held or stopped beside its state, as the API gives it', async () => {
+    const c = fresh();
+    expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_reasons_00000000000001', rail_scope: 'both', is_default: true } })).status).toBe(201);
+    // A bank the sandbox cannot read yet (held), and a debit returned R02 (stopped).
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('why-held', { routing_number: '110000026' }), enrollBorrower('why-stopped', { collectable_amount: 42593 })] } });
+    await cycle(c);
+    await dispatchAndSettle(c, SETTLE);
+    const held = (await c.json('GET', '/v1/payment_enrollments/why-held')).body;
+    const stopped = (await c.json('GET', '/v1/payment_enrollments/why-stopped')).body;
+    expect([held.state, typeof held.reason]).toEqual(['held', 'string']);
+    expect([stopped.state, typeof stopped.reason]).toEqual(['stopped', 'string']);
+    const list = (await (await signedIn(c)).get('/portal/payments/borrowers?q=why-')).text;
+    expect(list).toContain(`<td>held: ${held.reason}</td>`);
+    expect(list).toContain(`<td>stopped: ${stopped.reason}</td>`);
+  });
+
+  test('the sign-in page says how accounts are made', async () => {
+    const c = fresh();
+    const page = await (await c.request('GET', '/portal/login', { key: null })).text();
+    expect(page).toContain('Accounts are made by the operator of this service');
+    expect(page).toContain('bun run cli user create');
+  });
+
   test('search by a prefix of the id, filters, paging and the CSV of the list; removal from the borrower page stops collection', async () => {
     const c = fresh();
     const ids = [...Array.from({ length: 55 }, (_, i) => `loan-${String(i).padStart(3, '0')}`), 'other-1', 'other-2', 'ünï/cödé 1'];

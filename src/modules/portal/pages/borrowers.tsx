@@ -163,7 +163,8 @@ async function ListContent(props: { deps: Deps; s: PortalSession; f: FilterValue
         phone={[0, 1, 3]}
         rows={list.enrollments.map((e) => [
           <a href={borrowerHref(e.authorizer_unique_id)}>{e.authorizer_unique_id}</a>,
-          e.state,
+          // Why a borrower is stopped or held is said where it is listed, not only on its page.
+          e.reason ? `${e.state}: ${e.reason}` : e.state,
           e.blocked_reason ?? '—',
           <Money cents={e.collectable_amount} />,
           e.last_read ? <Money cents={e.last_read.balance_cents} /> : '—',

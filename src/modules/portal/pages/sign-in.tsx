@@ -29,6 +29,12 @@ function SignInForm(props: { csrf: string; error?: string; email?: string }) {
         <input id="password" name="password" type="password" autocomplete="current-password" required />
         <button type="submit">Sign in</button>
       </form>
+      <p>
+        <small>
+          Accounts are made by the operator of this service (<code>bun run cli user create</code>); there is no sign-up. Ask them for one, or
+          for a new password.
+        </small>
+      </p>
     </Layout>
   );
 }

@@ -8,6 +8,7 @@ import type { ProviderCallCounts } from './platform/provider-calls';
 import type { ScheduleStore } from './modules/schedules/store';
 import type { EnrollmentStore } from './modules/enrollments/store';
 import type { MonitorStore } from './modules/enrollments/monitor-store';
+import type { BankAccountStore } from './modules/bank-accounts/store';
 import type { BankDataConnectionStore } from './modules/bank-data-connections/store';
 import type { PayCycleStore } from './modules/pay-cycles/store';
 import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, PaymentReadStore } from './modules/collection/store';
@@ -49,6 +50,7 @@ export interface Stores {
   schedules: ScheduleStore;
   enrollments: EnrollmentStore;
   monitors: MonitorStore;
+  bankAccounts: BankAccountStore;
   bankDataConnections: BankDataConnectionStore;
   payCycles: PayCycleStore;
   dispatch: DispatchStore;

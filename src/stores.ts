@@ -14,6 +14,7 @@ import { sqliteUploadStore } from './modules/payment-results-upload/store.sqlite
 import { sqlitePaymentConnectionStore } from './modules/payment-connections/store.sqlite';
 import { sqliteWebhookStore } from './modules/webhooks/store.sqlite';
 import { sqlitePortalStore } from './modules/portal/store.sqlite';
+import { sqliteBankAccountStore } from './modules/bank-accounts/store.sqlite';
 import { pgScheduleStore } from './modules/schedules/store.pg';
 import { pgEnrollmentStore } from './modules/enrollments/store.pg';
 import { pgMonitorStore } from './modules/enrollments/monitor-store.pg';
@@ -29,6 +30,7 @@ import { pgUploadStore } from './modules/payment-results-upload/store.pg';
 import { pgPaymentConnectionStore } from './modules/payment-connections/store.pg';
 import { pgWebhookStore } from './modules/webhooks/store.pg';
 import { pgPortalStore } from './modules/portal/store.pg';
+import { pgBankAccountStore } from './modules/bank-accounts/store.pg';
 
 // The stores of each engine, put together once. The composition root (runtime.ts) gives the service the set of
 // the engine it runs on; no service, job or route chooses an engine. Nothing else imports a store's
@@ -38,6 +40,7 @@ export const sqliteStores: Stores = {
   schedules: sqliteScheduleStore,
   enrollments: sqliteEnrollmentStore,
   monitors: sqliteMonitorStore,
+  bankAccounts: sqliteBankAccountStore,
   bankDataConnections: sqliteBankDataConnectionStore,
   payCycles: sqlitePayCycleStore,
   dispatch: sqliteDispatchStore,
@@ -60,6 +63,7 @@ export const pgStores: Stores = {
   schedules: pgScheduleStore,
   enrollments: pgEnrollmentStore,
   monitors: pgMonitorStore,
+  bankAccounts: pgBankAccountStore,
   bankDataConnections: pgBankDataConnectionStore,
   payCycles: pgPayCycleStore,
   dispatch: pgDispatchStore,

@@ -52,6 +52,10 @@ export const payments = pgTable(
     reportedReturnCode: text('reported_return_code'),
     reportedAt: ms('reported_at'),
     reportHold: text('report_hold'),
+    // The bank account an ACH debit went to, as the borrower's enrollment named it when the payment was made: a
+    // return of it sets that account's state, whatever the borrower's account is by then. Null for a card
+    // payment and for payments made before accounts were known.
+    bankAccountId: ident('bank_account_id'),
   },
   (t) => [
     // At most one payment in flight per borrower, whatever the code does.

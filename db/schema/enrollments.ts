@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { index, integer, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES } from './enums';
 import { lenders } from './lenders';
+import { bankAccounts } from './bank-accounts';
 
 // One record per borrower per lender: the enrollment and its monitor. Personal data (names, tax id, account
 // number, date of birth, street, phone, zip) is one vault-sealed value, and the card token another; erasure
@@ -56,6 +57,9 @@ export const enrollments = sqliteTable(
     enrolledAt: integer('enrolled_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
     erasedAt: integer('erased_at'),
+    // The bank account an ACH borrower's debits go to (bank_accounts); null for a card borrower, after erasure,
+    // and for a borrower stored before accounts were known until the start-up job links it.
+    bankAccountId: text('bank_account_id').references(() => bankAccounts.id),
   },
   (t) => [
     uniqueIndex('enrollments_lender_borrower_uq').on(t.lenderId, t.authorizerUniqueId),
@@ -65,5 +69,9 @@ export const enrollments = sqliteTable(
     index('enrollments_held_idx').on(t.lenderId).where(sql`${t.state} = 'held'`),
     // Borrowers of one state, in id order (the portal's filter and its counts by state).
     index('enrollments_lender_state_idx').on(t.lenderId, t.state, t.authorizerUniqueId),
+    // The borrowers on a bank account, by id (a return's state told to each of them; the account's view).
+    index('enrollments_bank_account_idx').on(t.bankAccountId, t.authorizerUniqueId),
+    // ACH borrowers with personal data not linked to their bank account yet (stored before accounts were known).
+    index('enrollments_unlinked_idx').on(t.id).where(sql`${t.bankAccountId} IS NULL AND ${t.rail} = 'ach' AND ${t.sealed} IS NOT NULL`),
   ],
 );

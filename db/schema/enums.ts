@@ -119,3 +119,11 @@ export type ReinitiationAmount = (typeof REINITIATION_AMOUNTS)[number];
 /** A return-rate class against its Nacha threshold: below 80% of it, from 80%, at or above it. */
 export const RATE_STATUSES = ['ok', 'warning', 'exceeded'] as const;
 export type RateStatus = (typeof RATE_STATUSES)[number];
+
+/**
+ * A bank account's state, set by the returns of any borrower's debits to it (adapters/processors/account-states.ts):
+ * ok; invalid (closed, no account, an invalid number or routing, a non-transaction account, sold); frozen;
+ * unauthorized (its holder said a debit was not authorized, or revoked the authorization); deceased.
+ */
+export const BANK_ACCOUNT_STATES = ['ok', 'invalid', 'frozen', 'unauthorized', 'deceased'] as const;
+export type BankAccountState = (typeof BANK_ACCOUNT_STATES)[number];

@@ -6,6 +6,7 @@ export * from './balances';
 export * from './schedules';
 export * from './sandbox-processor';
 export * from './payments';
+export * from './bank-accounts';
 export * from './enrollments';
 export * from './collection';
 export * from './portal';

@@ -17,10 +17,13 @@ import { bankDataWebhookRoutes } from './bank-data-webhooks/routes';
 import { sealedColumns as bankDataSealed } from './bank-data-connections/service';
 import { providerCallsJob } from './bank-data-connections/usage';
 import { sealedColumns as connectionSealed } from './payment-connections/service';
+import { bankAccountRoutes } from './bank-accounts/routes';
+import { sealedColumns as bankAccountSealed } from './bank-accounts/fingerprint';
 import { enrollmentRoutes } from './enrollments/routes';
 import { sealedColumns as enrollmentSealed } from './enrollments/service';
 import { heldRecheckJob, lapseJob, monitoringReadsJob } from './enrollments/monitoring';
 import { searchIndexJob } from './enrollments/search';
+import { accountLinkJob } from './enrollments/account-links';
 import { payHistoryJob } from './pay-cycles/history';
 import { linkProbeJob } from './balance-requests/link-health';
 import { dispatchJob } from './collection/dispatch';
@@ -46,7 +49,7 @@ import { sealedColumns as scheduleSealed } from './schedules/service';
 
 /** Every feature's routes, mounted by createApp. */
 export function featureRoutes(deps: Deps, auth: Auth) {
-  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), webhookEndpointRoutes(deps, auth), paymentConnectionRoutes(deps, auth), bankDataConnectionRoutes(deps, auth), bankDataWebhookRoutes(deps), enrollmentRoutes(deps, auth), paymentEventRoutes(deps, auth), collectionPolicyRoutes(deps, auth), returnRateRoutes(deps, auth), uploadRoutes(deps, auth), portalRoutes(deps)] as const;
+  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), webhookEndpointRoutes(deps, auth), paymentConnectionRoutes(deps, auth), bankDataConnectionRoutes(deps, auth), bankDataWebhookRoutes(deps), enrollmentRoutes(deps, auth), bankAccountRoutes(deps, auth), paymentEventRoutes(deps, auth), collectionPolicyRoutes(deps, auth), returnRateRoutes(deps, auth), uploadRoutes(deps, auth), portalRoutes(deps)] as const;
 }
 
 /** Routes whose writes run in a worker that takes the write gate itself: they hold no share of it. */
@@ -79,6 +82,7 @@ export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
     lapseJob,
     heldRecheckJob,
     searchIndexJob,
+    accountLinkJob,
     payHistoryJob,
     linkProbeJob,
     providerCallsJob,
@@ -91,7 +95,7 @@ export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
 }
 
 /** Every column holding vault-sealed values, for `vault rotate` and `vault status`. */
-export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed, ...scheduleSealed, ...connectionSealed, ...bankDataSealed, ...enrollmentSealed, ...uploadSealed];
+export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed, ...scheduleSealed, ...connectionSealed, ...bankDataSealed, ...enrollmentSealed, ...bankAccountSealed, ...uploadSealed];
 
 /**
  * At start, work a stopped process had claimed is made due again at once instead of after its lease. On SQLite

@@ -194,6 +194,7 @@ const FEATURE_ORDER = [
   'balance-requests',
   'return-rates',
   'schedules',
+  'bank-accounts',
   'enrollments',
   'collection',
   'pay-cycles',

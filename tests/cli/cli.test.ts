@@ -314,10 +314,11 @@ describe('vault', () => {
     // Bank-data credentials.
     const bankData = await app.json('POST', '/v1/bank_data_connections', { key, body: { provider: 'plaid', client_id: 'vault_client', secret: 'vault-plaid-secret', environment: 'sandbox' } });
     expect(bankData.status).toBe(201);
-    // An enrolled borrower: sealed personal data and a sealed card token.
+    // An enrolled borrower: sealed personal data and a sealed card token; and one debited by ACH, whose bank
+    // account is fingerprinted under the service's sealed fingerprint key.
     const enrolled = await app.json('POST', '/v1/payment_enrollments', {
       key,
-      body: { borrowers: [enrollBorrower('vaulted-1', { charge_instrument: { processor_token: 'pm_vaulted', card_last4: '4242' } })] },
+      body: { borrowers: [enrollBorrower('vaulted-1', { charge_instrument: { processor_token: 'pm_vaulted', card_last4: '4242' } }), enrollBorrower('vaulted-ach')] },
     });
     expect(enrolled.body.results[0].outcome).toBe('enrolled');
     // A linked account whose provider says it needs the borrower: kept sealed with its health, for probing.

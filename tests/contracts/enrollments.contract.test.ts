@@ -99,6 +99,7 @@ contract(
         enrolledAt: 'number',
         updatedAt: 'number',
         erasedAt: 'null',
+        bankAccountId: 'string',
       });
       expect(await store.enrollmentOf(storeCtx, lender.id, 'nobody')).toBeUndefined();
       expect(await store.enrollmentOf(storeCtx, ctx.lender.id, 'read-1')).toBeUndefined();
@@ -405,6 +406,48 @@ contract(
       expect(aids((await t.inTx((tx) => store.unsearchedBorrowers(tx, '', current, 10_000))).filter((u) => u.lenderId === lender.id))).toEqual(['uns-2']);
     });
 
+    test('unlinkedBorrowers, borrowerToLink, linkBankAccounts: ACH borrowers with personal data and no bank account, linked once', async () => {
+      const lender = ctx.newLender();
+      await enroll(
+        [enrollBorrower('link-1'), enrollBorrower('link-2', { account_number: '0007654321' }), enrollBorrower('link-card', { charge_instrument: { processor_token: 'sbxpm_x', card_last4: '4242' } })],
+        lender.key,
+      );
+      const [one, two, card] = [await store.enrollmentOf(storeCtx, lender.id, 'link-1'), await store.enrollmentOf(storeCtx, lender.id, 'link-2'), await store.enrollmentOf(storeCtx, lender.id, 'link-card')];
+      // Linked at enrollment: none is unlinked; the card borrower has no account.
+      expect(one!.bankAccountId).not.toBeNull();
+      expect(card!.bankAccountId).toBeNull();
+      const mine = async (rows: { lenderId: string; aid?: string; id: string }[]) => rows.filter((r) => r.lenderId === lender.id).map((r) => r.id);
+      expect(await mine(await store.unlinkedBorrowers(storeCtx, '', 10_000))).toEqual([]);
+      expect(await store.borrowerToLink(storeCtx, one!.id)).toEqual({ id: one!.id, lenderId: lender.id, rail: 'ach', routing: '110000000', sealed: one!.sealed, bankAccountId: one!.bankAccountId });
+      expect(await store.borrowerToLink(storeCtx, card!.id)).toMatchObject({ rail: 'card', bankAccountId: null });
+      expect(await store.borrowerToLink(storeCtx, 'no-such-enrollment')).toBeUndefined();
+      // As an earlier version stored them: no link. Both ACH borrowers are unlinked, in id order; the card one is not.
+      const unlinkAll = `UPDATE enrollments SET bank_account_id = NULL WHERE lender_id = '${lender.id}'`;
+      ctx.sql.query(unlinkAll).run();
+      const ids = [one!.id, two!.id].sort();
+      expect(await mine(await store.unlinkedBorrowers(storeCtx, '', 10_000))).toEqual(ids);
+      expect(await mine(await store.unlinkedBorrowers(storeCtx, ids[0]!, 10_000))).toEqual([ids[1]!]);
+      expect(await mine(await t.inTx((tx) => store.unlinkedBorrowers(tx, '', 10_000)))).toEqual(ids);
+      // A rolled-back link links nothing; a link is written once, a second leaves the first.
+      await expect(
+        t.inTx(async (tx) => {
+          await store.linkBankAccounts(tx, [{ id: one!.id, bankAccountId: one!.bankAccountId! }]);
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
+      expect((await store.borrowerToLink(storeCtx, one!.id))!.bankAccountId).toBeNull();
+      await t.inTx((tx) => store.linkBankAccounts(tx, [{ id: one!.id, bankAccountId: one!.bankAccountId! }, { id: two!.id, bankAccountId: two!.bankAccountId! }]));
+      await t.inTx((tx) => store.linkBankAccounts(tx, [{ id: one!.id, bankAccountId: two!.bankAccountId! }]));
+      await t.inTx((tx) => store.linkBankAccounts(tx, []));
+      expect((await store.borrowerToLink(storeCtx, one!.id))!.bankAccountId).toBe(one!.bankAccountId);
+      expect((await store.borrowerToLink(storeCtx, two!.id))!.bankAccountId).toBe(two!.bankAccountId);
+      expect(await mine(await store.unlinkedBorrowers(storeCtx, '', 10_000))).toEqual([]);
+      // Erased: unlinked, and not to be linked again (no personal data).
+      await ctx.json('DELETE', '/v1/persisted_authorizers', { key: lender.key, body: { authorizer_unique_ids: ['link-1'] } });
+      expect((await store.borrowerToLink(storeCtx, one!.id))!).toMatchObject({ sealed: null, bankAccountId: null });
+      expect(await mine(await store.unlinkedBorrowers(storeCtx, '', 10_000))).toEqual([]);
+    });
+
     test('serializeBorrowers: taken again in its own transaction without waiting, and gone with it', async () => {
       const lender = ctx.newLender();
       await t.inTx(async (tx) => {
@@ -424,12 +467,13 @@ contract(
       const lender = ctx.newLender();
       const connection = { api_key: 'sbx_contract_enroll_000001', rail_scope: 'both', is_default: true };
       expect((await ctx.json('POST', '/v1/payment_connections', { key: lender.key, body: connection })).status).toBe(201);
-      // 00 cents settle; 91 returns R01 (reinitiated later); 95 settles and is returned late (a reversal).
+      // 00 cents settle; 91 returns R01 (reinitiated later); 95 settles and is returned late (a reversal). Each on
+      // an account of its own: the late R10 blocks every borrower on its account.
       await enroll(
         [
           enrollBorrower('pay-settle', { collectable_amount: 42500 }),
-          enrollBorrower('pay-r01', { collectable_amount: 10091 }),
-          enrollBorrower('pay-late', { collectable_amount: 42595 }),
+          enrollBorrower('pay-r01', { collectable_amount: 10091, account_number: '0002234567' }),
+          enrollBorrower('pay-late', { collectable_amount: 42595, account_number: '0003234567' }),
         ],
         lender.key,
       );

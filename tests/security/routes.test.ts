@@ -27,6 +27,7 @@ const recordedForm = new FormData();
 recordedForm.append('file', new Blob(['authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code\nsec-6,SEC-0,10.00,sent,2026-11-02,,,\n'], { type: 'text/csv' }), 'r.csv');
 await ctx.json('POST', '/v1/payment_results/uploads', { form: recordedForm });
 const uploadId = (await ctx.json('GET', '/v1/payment_results/uploads')).body.uploads[0].id as string;
+const bankAccountId = (await ctx.json('GET', '/v1/payment_enrollments/sec-6')).body.bank_account_id as string;
 const batchId: string = batch.body.batch_id;
 const connectionId: string = connection.body.id;
 const scheduleId: string = schedule.body.schedule_id;
@@ -96,6 +97,8 @@ const TABLE: Record<string, Row> = {
   'DELETE /v1/payment_enrollments': { path: '/v1/payment_enrollments', body: { authorizer_unique_ids: ['sec-6'] }, stranger: null },
   'DELETE /v1/persisted_authorizers': { path: '/v1/persisted_authorizers', body: { authorizer_unique_ids: ['sec-6'] }, stranger: null },
   'GET /v1/payment_events': { path: '/v1/payment_events?authorizer_unique_id=sec-6', stranger: null },
+  'GET /v1/bank_accounts': { path: '/v1/bank_accounts', stranger: null },
+  'GET /v1/bank_accounts/:id': { path: `/v1/bank_accounts/${bankAccountId}`, stranger: 404 },
   'GET /v1/collection_policy': { path: '/v1/collection_policy', stranger: null },
   'GET /v1/return_rates': { path: '/v1/return_rates', stranger: null },
   'POST /v1/webhook_endpoints': { path: '/v1/webhook_endpoints', body: { url: 'https://127.0.0.1:9/hook', event_types: ['PAYMENT_EVENT'] }, stranger: null },

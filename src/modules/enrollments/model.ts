@@ -206,6 +206,9 @@ export const EnrollmentView = t.Object(
     collectable_amount: Int({ description: 'Cents' }),
     days_past_due: Int(),
     merchant_ref: t.Union([t.String(), t.Null()]),
+    bank_account_id: t.Union([t.String(), t.Null()], {
+      description: 'The bank account (GET /v1/bank_accounts/{id}) an ACH borrower’s debits go to; null for a card borrower and after erasure',
+    }),
     instrument: t.Object({
       rail: OneOf(RAILS),
       bank_name: t.Optional(t.Union([t.String(), t.Null()])),
@@ -295,6 +298,7 @@ export const EnrollmentView = t.Object(
         collectable_amount: 42500,
         days_past_due: 35,
         merchant_ref: null,
+        bank_account_id: '019a4f3e-8c1d-7b2a-9f00-1c2d3e4f5a6b',
         instrument: { rail: 'ach', bank_name: 'Sandbox Bank', last4: '4567' },
         last_read: { balance_cents: 1234567, at: '2026-11-21T10:00:01.000Z' },
         bank_link: null,

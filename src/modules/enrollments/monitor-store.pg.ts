@@ -69,6 +69,7 @@ function columnsOf(rows: readonly BorrowerEnrollment[], windowMs: number) {
     cfpb: col((r) => (r.write.cfpbCovered === null ? null : r.write.cfpbCovered ? 1 : 0)),
     authAt: col((r) => r.write.authorizationAt),
     authRef: col((r) => r.write.authorizationRef),
+    bankAccount: col((r) => r.write.bankAccountId ?? null),
   };
 }
 
@@ -79,9 +80,10 @@ function source(rows: readonly BorrowerEnrollment[], windowMs: number) {
                     ${c.windowStarted}::bigint[], ${c.windowEnds}::bigint[], ${c.amount}::bigint[], ${c.daysPastDue}::int[], ${c.merchantRef}::text[],
                     ${c.rail}::text[], ${c.routing}::text[], ${c.bankName}::text[], ${c.sealed}::text[], ${c.metadata}::text[], ${c.cardToken}::text[],
                     ${c.cardLast4}::text[], ${c.cardBrand}::text[], ${c.nextRead}::bigint[], ${c.now}::bigint[], ${c.reset}::boolean[], ${c.cfpb}::int[],
-                    ${c.authAt}::bigint[], ${c.authRef}::text[])
+                    ${c.authAt}::bigint[], ${c.authRef}::text[], ${c.bankAccount}::text[])
            AS s(id, lender_id, aid, state, reason, blocked_reason, window_started_at, window_ends_at, amount, days_past_due, merchant_ref,
-                rail, routing, bank_name, sealed, metadata, card_token, card_last4, card_brand, next_read_at, now, reset, cfpb, auth_at, auth_ref)`;
+                rail, routing, bank_name, sealed, metadata, card_token, card_last4, card_brand, next_read_at, now, reset, cfpb, auth_at, auth_ref,
+                bank_account_id)`;
 }
 
 /**
@@ -108,7 +110,7 @@ async function writeEnrollments(tx: PgDb, all: readonly BorrowerEnrollment[], wi
              payments_used = CASE WHEN s.reset THEN 0 ELSE e.payments_used END,
              enrolled_at = CASE WHEN s.reset THEN s.now ELSE e.enrolled_at END,
              updated_at = s.now, erased_at = NULL,
-             cfpb_covered = s.cfpb,
+             cfpb_covered = s.cfpb, bank_account_id = s.bank_account_id,
              -- An authorization stays until a later one is sent: a re-send without one, or with an older one, keeps it.
              authorization_ref = CASE WHEN s.auth_at > COALESCE(e.authorization_at, -1) THEN s.auth_ref ELSE e.authorization_ref END,
              authorization_at = CASE WHEN s.auth_at > COALESCE(e.authorization_at, -1) THEN s.auth_at ELSE e.authorization_at END
@@ -120,9 +122,10 @@ async function writeEnrollments(tx: PgDb, all: readonly BorrowerEnrollment[], wi
       INSERT INTO enrollments AS e (id, lender_id, authorizer_unique_id, state, reason, blocked_reason, window_started_at, window_ends_at,
              collectable_amount_cents, days_past_due, merchant_ref, rail, routing_number, bank_name, sealed, metadata,
              card_token_sealed, card_last4, card_brand, next_read_at, payments_used, enrolled_at, updated_at, erased_at,
-             cfpb_covered, authorization_at, authorization_ref)
+             cfpb_covered, authorization_at, authorization_ref, bank_account_id)
       SELECT id, lender_id, aid, state, reason, blocked_reason, window_started_at, window_ends_at, amount, days_past_due, merchant_ref,
-             rail, routing, bank_name, sealed, metadata, card_token, card_last4, card_brand, next_read_at, 0, now, now, NULL, cfpb, auth_at, auth_ref
+             rail, routing, bank_name, sealed, metadata, card_token, card_last4, card_brand, next_read_at, 0, now, now, NULL, cfpb, auth_at, auth_ref,
+             bank_account_id
         FROM ${source(fresh, windowMs)}
       ON CONFLICT (lender_id, authorizer_unique_id) DO UPDATE SET
              state = excluded.state, reason = excluded.reason, blocked_reason = excluded.blocked_reason,
@@ -134,7 +137,7 @@ async function writeEnrollments(tx: PgDb, all: readonly BorrowerEnrollment[], wi
              next_read_at = COALESCE(excluded.next_read_at, e.next_read_at),
              payments_used = 0, enrolled_at = excluded.enrolled_at,
              updated_at = excluded.updated_at, erased_at = NULL,
-             cfpb_covered = excluded.cfpb_covered,
+             cfpb_covered = excluded.cfpb_covered, bank_account_id = excluded.bank_account_id,
              authorization_ref = CASE WHEN excluded.authorization_at > COALESCE(e.authorization_at, -1) THEN excluded.authorization_ref ELSE e.authorization_ref END,
              authorization_at = CASE WHEN excluded.authorization_at > COALESCE(e.authorization_at, -1) THEN excluded.authorization_at ELSE e.authorization_at END`);
   }

@@ -40,8 +40,8 @@ function writeEnrollments(tx: Orm, rows: readonly BorrowerEnrollment[], windowMs
     `INSERT INTO enrollments (id, lender_id, authorizer_unique_id, state, reason, blocked_reason, window_started_at, window_ends_at,
         collectable_amount_cents, days_past_due, merchant_ref, rail, routing_number, bank_name, sealed, metadata,
         card_token_sealed, card_last4, card_brand, next_read_at, payments_used, enrolled_at, updated_at, erased_at,
-        cfpb_covered, authorization_at, authorization_ref)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?22, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, 0, ?20, ?20, NULL, ?23, ?24, ?25)
+        cfpb_covered, authorization_at, authorization_ref, bank_account_id)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?22, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, 0, ?20, ?20, NULL, ?23, ?24, ?25, ?26)
      ON CONFLICT(lender_id, authorizer_unique_id) DO UPDATE SET
         state = excluded.state, reason = excluded.reason, blocked_reason = excluded.blocked_reason,
         window_started_at = excluded.window_started_at, window_ends_at = excluded.window_ends_at,
@@ -53,7 +53,7 @@ function writeEnrollments(tx: Orm, rows: readonly BorrowerEnrollment[], windowMs
         payments_used = CASE WHEN ?21 THEN 0 ELSE payments_used END,
         enrolled_at = CASE WHEN ?21 THEN excluded.enrolled_at ELSE enrolled_at END,
         updated_at = excluded.updated_at, erased_at = NULL,
-        cfpb_covered = excluded.cfpb_covered,
+        cfpb_covered = excluded.cfpb_covered, bank_account_id = excluded.bank_account_id,
         -- An authorization stays until a later one is sent: a re-send without one, or with an older one, keeps it.
         authorization_ref = CASE WHEN excluded.authorization_at > COALESCE(authorization_at, -1) THEN excluded.authorization_ref ELSE authorization_ref END,
         authorization_at = CASE WHEN excluded.authorization_at > COALESCE(authorization_at, -1) THEN excluded.authorization_at ELSE authorization_at END`,
@@ -87,6 +87,7 @@ function writeEnrollments(tx: Orm, rows: readonly BorrowerEnrollment[], windowMs
       w.cfpbCovered === null ? null : w.cfpbCovered ? 1 : 0,
       w.authorizationAt,
       w.authorizationRef,
+      w.bankAccountId ?? null,
     );
   }
 }

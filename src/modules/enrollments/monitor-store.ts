@@ -50,6 +50,8 @@ export interface BorrowerWrite {
   cfpbCovered: boolean | null;
   authorizationAt: number | null;
   authorizationRef: string | null;
+  /** The bank account its ACH debits go to (bank-accounts); null or absent for a card borrower. */
+  bankAccountId?: string | null;
   now: number;
 }
 

@@ -111,7 +111,8 @@ export const enrollmentRoutes = (deps: Deps, auth: Auth) =>
           summary: 'Read an enrollment',
           ...early(
             'State, reason, blocked_reason, the monitoring window, the amount, the instrument (bank name or card brand, ' +
-              'last four), the last balance read, payments used and the ledger; amounts in cents, no personal data. ' +
+              'last four), the bank account an ACH borrower is linked to (bank_account_id), the last balance read, payments ' +
+              'used and the ledger; amounts in cents, no personal data. ' +
               'Another lender’s borrower is 404; an identifier that is not well-formed or holds control characters is 400.',
           ),
         },

@@ -23,6 +23,8 @@ import { type EnrollmentPayment } from './store';
 import { type BorrowerWrite, type StoredMonitor } from './monitor-store';
 import { applyMonitorEvent, enrollBorrowers } from './monitor-changes';
 import type { BlockedReason } from './monitor';
+import { linkAccounts } from '../bank-accounts/service';
+import type { LinkedAccount } from '../bank-accounts/store';
 import { ledgersOf, type LedgerView } from './ledger';
 import { indexBorrowers, unindexBorrowers } from './search';
 import { withCallScope } from '../../platform/provider-calls';
@@ -219,6 +221,7 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
     await tx.deps.stores.enrollments.serializeBorrowers(tx, ctx.lender.id, storable.map((c) => c.aid));
     const existing = new Map((await tx.deps.stores.monitors.monitorsOf(tx, ctx.lender.id, storable.map((c) => c.aid))).map((e) => [e.aid, e]));
     const held = storable.map((c) => heldReasonOf(ctx.deps, c.authorizer.routingNumber!));
+    const accounts = await achAccountsOf(tx, storable, now);
     const writes = storable.map((c, i): { write: BorrowerWrite; prior: StoredMonitor | undefined; held: HeldReason | null } => {
       const routing = c.authorizer.routingNumber!;
       const card = c.card ?? null;
@@ -241,6 +244,7 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
           cfpbCovered: c.cfpbCovered,
           authorizationAt: c.authorizationAt,
           authorizationRef: c.authorizationRef,
+          bankAccountId: accounts[i]?.id ?? null,
           now,
         },
         prior: existing.get(c.aid),
@@ -287,6 +291,18 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
   const done = results.filter((r): r is Result => r !== null);
   const n = (o: Outcome) => done.filter((r) => r.outcome === o).length;
   return { results: done, enrolled: n('enrolled'), updated: n('updated'), held: n('held'), failed: n('failed'), already_enrolled: 0 };
+}
+
+/**
+ * The bank account of each borrower debited by ACH (a routing and an account number), in order, made where it
+ * is new; undefined for a card borrower, which has none in this version.
+ */
+async function achAccountsOf(tx: Ctx & { tx: NonNullable<Ctx['tx']> }, storable: readonly Candidate[], now: number): Promise<(LinkedAccount | undefined)[]> {
+  const ach = storable.flatMap((c, i) => (c.instrument.kind === 'ach' && c.authorizer.sensitive.accountNumber ? [{ i, routing: c.authorizer.routingNumber!, accountNumber: c.authorizer.sensitive.accountNumber }] : []));
+  const linked = await linkAccounts(tx, tx.lender.id, ach, now);
+  const out: (LinkedAccount | undefined)[] = storable.map(() => undefined);
+  ach.forEach((a, k) => (out[a.i] = linked[k]));
+  return out;
 }
 
 /**
@@ -411,6 +427,7 @@ function enrollmentView(e: Enrollment, { ledger, payments, lastRead, accountLast
     collectable_amount: e.collectableAmountCents,
     days_past_due: e.daysPastDue,
     merchant_ref: e.merchantRef,
+    bank_account_id: e.bankAccountId,
     instrument:
       e.rail === 'card'
         ? { rail: 'card' as const, card_brand: e.cardBrand, last4: e.cardLast4 }

@@ -5,7 +5,7 @@ import type { PgDb } from '../../platform/pg';
 import { builtOnce, inList, inTransaction, listOf, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { TxCtx } from '../../platform/store';
 import type { Enrollment } from './borrower';
-import type { DueRead, EnrollmentStore, SearchEntries } from './store';
+import type { BorrowerToLink, DueRead, EnrollmentStore, SearchEntries } from './store';
 
 // The enrollment's SQL on PostgreSQL (store.sqlite.ts is the SQLite one, and says why each query is shaped as it
 // is). Transactions run side by side here, so what SQLite's single writer gave for free is asked for:
@@ -132,6 +132,16 @@ const setLastRead = builtOnce((tx) =>
     .prepare('set_last_read'),
 );
 
+/** A borrower as linking to its bank account reads it. */
+const TO_LINK = {
+  id: enrollments.id,
+  lenderId: enrollments.lenderId,
+  rail: enrollments.rail,
+  routing: enrollments.routingNumber,
+  sealed: enrollments.sealed,
+  bankAccountId: enrollments.bankAccountId,
+};
+
 export const pgEnrollmentStore: EnrollmentStore = {
   async dueReads(c, now, limit) {
     const q = readerOf(c)
@@ -210,7 +220,7 @@ export const pgEnrollmentStore: EnrollmentStore = {
     if (enrollmentIds.length === 0) return;
     await writerOf(c)
       .update(enrollments)
-      .set({ sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, erasedAt: now, updatedAt: now })
+      .set({ sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, bankAccountId: null, erasedAt: now, updatedAt: now })
       .where(inList(enrollments.id, enrollmentIds));
   },
   async ledgerEntriesAmong(c, lenderId, enrollmentIds) {
@@ -330,6 +340,28 @@ export const pgEnrollmentStore: EnrollmentStore = {
     // In the indexing transaction, the borrowers are locked while they are indexed: one being erased or re-sent is
     // skipped (its own transaction writes or removes its entries), and one locked first waits for this one.
     return inTransaction(c) ? q.for('update', { of: enrollments, skipLocked: true }) : q;
+  },
+  async unlinkedBorrowers(c, after, limit) {
+    const q = readerOf(c)
+      .select(TO_LINK)
+      .from(enrollments)
+      .where(and(sql`${enrollments.bankAccountId} IS NULL AND ${enrollments.rail} = 'ach' AND ${enrollments.sealed} IS NOT NULL`, gt(enrollments.id, after)))
+      .orderBy(asc(enrollments.id))
+      .limit(limit);
+    // In the linking transaction, the borrowers are locked while they are linked: one being erased or re-sent is
+    // skipped (its own transaction links or unlinks it), and one locked first waits for this one.
+    return inTransaction(c) ? q.for('update', { of: enrollments, skipLocked: true }) : q;
+  },
+  async borrowerToLink(c, enrollmentId) {
+    const [r] = await readerOf(c).select(TO_LINK).from(enrollments).where(eq(enrollments.id, enrollmentId));
+    return r;
+  },
+  async linkBankAccounts(c, links) {
+    if (links.length === 0) return;
+    await writerOf(c).execute(sql`
+      UPDATE enrollments e SET bank_account_id = s.account
+        FROM unnest(${listOf(links.map((l) => l.id))}::text[], ${listOf(links.map((l) => l.bankAccountId))}::text[]) AS s(id, account)
+       WHERE e.id = s.id AND e.bank_account_id IS NULL`);
   },
   async serializeBorrowers(c, lenderId, aids) {
     await lockBorrowers(c, lenderId, aids);

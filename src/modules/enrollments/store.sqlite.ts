@@ -2,7 +2,7 @@ import { and, asc, eq, gt, gte, inArray, isNotNull, lt, notExists, sql } from 'd
 import { batches, enrollments, ledgerEntries, payments, searchableBorrowers } from '../../../db/schema';
 import type { Db, Orm } from '../../platform/db';
 import { builtOnce, listOf, readerOf, writerOf } from '../../platform/sql/sqlite';
-import type { DueRead, EnrollmentPayment, EnrollmentPaymentOf, EnrollmentStore, LedgerEntryOf, LedgerTotalsOf, SearchEntries } from './store';
+import type { BorrowerToLink, DueRead, EnrollmentPayment, EnrollmentPaymentOf, EnrollmentStore, LedgerEntryOf, LedgerTotalsOf, SearchEntries } from './store';
 
 // The enrollment's SQL (the writes of a monitor's state are in monitor-store.sqlite.ts). Raw cached statements
 // where a path is hot: the monitoring due check runs every second against every borrower's index entry (bench:
@@ -197,7 +197,7 @@ export const sqliteEnrollmentStore: EnrollmentStore = {
     if (enrollmentIds.length === 0) return;
     writerOf(c)
       .update(enrollments)
-      .set({ sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, erasedAt: now, updatedAt: now })
+      .set({ sealed: null, metadata: null, cardTokenSealed: null, cardLast4: null, cardBrand: null, bankAccountId: null, erasedAt: now, updatedAt: now })
       .where(inArray(enrollments.id, enrollmentIds))
       .run();
   },
@@ -271,6 +271,28 @@ export const sqliteEnrollmentStore: EnrollmentStore = {
       .orderBy(asc(enrollments.id))
       .limit(limit)
       .all();
+  },
+  async unlinkedBorrowers(c, after, limit) {
+    return readerOf(c)
+      .$client.query<BorrowerToLink, [string, number]>(
+        `SELECT id, lender_id AS lenderId, rail, routing_number AS routing, sealed, bank_account_id AS bankAccountId
+           FROM enrollments INDEXED BY enrollments_unlinked_idx
+          WHERE bank_account_id IS NULL AND rail = 'ach' AND sealed IS NOT NULL AND id > ? ORDER BY id LIMIT ?`,
+      )
+      .all(after, limit);
+  },
+  async borrowerToLink(c, enrollmentId) {
+    return (
+      readerOf(c)
+        .$client.query<BorrowerToLink, [string]>(
+          'SELECT id, lender_id AS lenderId, rail, routing_number AS routing, sealed, bank_account_id AS bankAccountId FROM enrollments WHERE id = ?',
+        )
+        .get(enrollmentId) ?? undefined
+    );
+  },
+  async linkBankAccounts(c, links) {
+    const link = writerOf(c).$client.query('UPDATE enrollments SET bank_account_id = ? WHERE id = ? AND bank_account_id IS NULL');
+    for (const l of links) link.run(l.bankAccountId, l.id);
   },
   async serializeBorrowers() {
     // One writer at a time: the transaction that calls this is alone already.

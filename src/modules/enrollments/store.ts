@@ -78,6 +78,17 @@ export interface EnrollmentPageQuery {
   limit: number;
 }
 
+/** A borrower as linking to its bank account reads it (account-links.ts). */
+export interface BorrowerToLink {
+  id: string;
+  lenderId: string;
+  rail: 'ach' | 'card';
+  routing: string | null;
+  /** Personal data (the account number in it); null once erased. */
+  sealed: string | null;
+  bankAccountId: string | null;
+}
+
 export interface EnrollmentStore {
   // Monitoring reads (monitoring.ts, read-now.ts)
   /**
@@ -102,7 +113,7 @@ export interface EnrollmentStore {
   enrollmentOf(c: StoreCtx, lenderId: string, aid: string): Promise<Enrollment | undefined>;
   /** A page of the lender's enrollments by authorizer_unique_id, filtered. */
   enrollmentsPage(c: StoreCtx, q: EnrollmentPageQuery): Promise<Enrollment[]>;
-  /** Erasure: the personal data and card tokens of these enrollments overwritten. */
+  /** Erasure: the personal data and card tokens of these enrollments overwritten, and their bank account unlinked. */
   eraseBorrowerData(c: TxCtx, enrollmentIds: readonly string[], now: number): Promise<void>;
   // The ledger, the payments: for a page of borrowers (a listing, or one borrower), one statement each whatever
   // the page's size.
@@ -136,6 +147,18 @@ export interface EnrollmentStore {
     keyId: string,
     limit: number,
   ): Promise<{ id: string; lenderId: string; aid: string; sealed: string | null; cardLast4: string | null }[]>;
+
+  // Bank accounts (account-links.ts)
+  /**
+   * ACH borrowers with personal data not linked to their bank account yet (stored before accounts were known),
+   * after an id, in id order, off enrollments_unlinked_idx. Read inside a transaction, they are held until it
+   * ends, and one another transaction holds (being erased, re-sent) is skipped.
+   */
+  unlinkedBorrowers(c: StoreCtx, after: string, limit: number): Promise<BorrowerToLink[]>;
+  /** One borrower as linking reads it. */
+  borrowerToLink(c: StoreCtx, enrollmentId: string): Promise<BorrowerToLink | undefined>;
+  /** Borrowers linked to their bank accounts, each only while it is not linked (a re-send meanwhile linked it itself). */
+  linkBankAccounts(c: TxCtx, links: readonly { id: string; bankAccountId: string }[]): Promise<void>;
 
   // Concurrency
   /**

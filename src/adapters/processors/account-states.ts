@@ -1,0 +1,47 @@
+import type { BankAccountState } from '../../../db/schema/enums';
+
+// What a return says of the bank account it came back from, whoever the borrower: one table, read by the
+// outcome path (collection/reactions.ts) for every return recorded with a code. A state holds for every
+// borrower on the account (payments.md, Bank accounts). R01/R09 and the codes not listed say nothing of the
+// account: the borrower's own rules (return-codes.ts) still apply to them. Forward only: a later return never
+// moves an account back to `ok`; a later correction (a Notification of Change) is not read here.
+
+/** A state that blocks debits to the account. */
+export type BlockingAccountState = Exclude<BankAccountState, 'ok'>;
+
+/** The account's state a return code sets. */
+export const ACCOUNT_STATE_OF_RETURN: Readonly<Record<string, BlockingAccountState>> = {
+  // The account is not there to debit: closed, no account, an invalid number, an invalid routing number, a
+  // non-transaction account; R12 (sold to another bank) until the account is corrected.
+  R02: 'invalid',
+  R03: 'invalid',
+  R04: 'invalid',
+  R12: 'invalid',
+  R13: 'invalid',
+  R20: 'invalid',
+  R16: 'frozen',
+  // Nacha's unauthorized class: the account holder says no, whoever the borrower.
+  R05: 'unauthorized',
+  R07: 'unauthorized',
+  R10: 'unauthorized',
+  R11: 'unauthorized',
+  R29: 'unauthorized',
+  R51: 'unauthorized',
+  R14: 'deceased',
+  R15: 'deceased',
+};
+
+/**
+ * The states from the least to the most severe, by what it takes to debit the account again: `unauthorized`
+ * lifts for a borrower whose authorization is dated after the account's last return; `frozen` only when the
+ * bank releases the account, `invalid` only once the account is corrected, `deceased` never. Between two
+ * blocking states the more severe one is kept (and, between equals, the first); every code is kept beside it.
+ */
+export const ACCOUNT_STATE_SEVERITY: readonly BankAccountState[] = ['ok', 'unauthorized', 'frozen', 'invalid', 'deceased'];
+
+/** The state a return code sets on its account, or null when it says nothing of the account. */
+export const accountStateOfReturn = (code: string | null | undefined): BlockingAccountState | null => (code != null && Object.hasOwn(ACCOUNT_STATE_OF_RETURN, code) ? ACCOUNT_STATE_OF_RETURN[code]! : null);
+
+/** The state an account takes from `current` on a return setting `next`: the more severe one, the first between equals. */
+export const accountStateAfter = (current: BankAccountState, next: BlockingAccountState): BankAccountState =>
+  ACCOUNT_STATE_SEVERITY.indexOf(next) > ACCOUNT_STATE_SEVERITY.indexOf(current) ? next : current;

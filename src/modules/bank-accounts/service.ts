@@ -1,0 +1,101 @@
+import type { BankAccountState } from '../../../db/schema/enums';
+import type { Ctx } from '../../deps';
+import { accountStateOfReturn } from '../../adapters/processors/account-states';
+import { iso, isoOrNull } from '../../platform/clock';
+import type { PlatformDeps } from '../../platform/context';
+import { NotFound } from '../../platform/errors';
+import { newId } from '../../platform/ids';
+import { keysetPage } from '../../platform/pagination';
+import type { TxCtx } from '../../platform/store';
+import { canonicalAccount, fingerprintKey, fingerprintOf } from './fingerprint';
+import type { BankAccountRow, LinkedAccount } from './store';
+
+// Bank accounts as the service knows them: one record per lender per ACH account (a routing and an account
+// number), linked from every enrollment of a borrower debited by ACH (enrollments/service.ts, and for
+// borrowers stored before accounts were known, enrollments/account-links.ts). A return of a debit to it sets
+// its state for every borrower on it (collection/reactions.ts); the collection decision and the dispatch read
+// that state (payments.md, Bank accounts).
+
+/** An ACH account as an enrollment gives it. */
+export interface AchAccount {
+  routing: string;
+  accountNumber: string;
+}
+
+type LinkCtx = TxCtx & { deps: Pick<PlatformDeps, 'vault' | 'clock'> };
+
+/**
+ * The lender's bank accounts of these ACH accounts, in their order, each made (state ok) where it is new: the
+ * fingerprints computed once for all, one store call for all of them.
+ */
+export async function linkAccounts(c: LinkCtx, lenderId: string, accounts: readonly AchAccount[], now: number): Promise<LinkedAccount[]> {
+  if (accounts.length === 0) return [];
+  const key = await fingerprintKey(c);
+  const wanted = accounts.map((a) => {
+    const number = canonicalAccount(a.accountNumber);
+    return { id: newId(), fingerprint: fingerprintOf(key, a.routing, number), last4: number.slice(-4) };
+  });
+  const found = await c.deps.stores.bankAccounts.accountsFor(c, lenderId, wanted, now);
+  return wanted.map((w) => found.get(w.fingerprint)!);
+}
+
+/**
+ * A return recorded against an account (the outcome path, collection/reactions.ts): the state its code sets
+ * (adapters/processors/account-states.ts), kept if the account's is more severe, its code added; nothing for
+ * a code that says nothing of the account. Its monitored borrowers are told by the account-blocks job; until
+ * then, and whatever it does, no payment is created, released or sent for any of them (the decision and the
+ * dispatch read the account's state).
+ */
+export async function recordAccountReturn(c: TxCtx, v: { accountId: string; code: string | null; reference: string; at: number }): Promise<void> {
+  const state = accountStateOfReturn(v.code);
+  if (state === null) return;
+  await c.deps.stores.bankAccounts.recordReturn(c, { id: v.accountId, state, code: v.code!, reference: v.reference, at: v.at });
+}
+
+/** At most this many borrowers an account's view names; `enrollment_count` says how many there are. */
+export const BORROWERS_SHOWN = 20;
+
+function accountView(a: BankAccountRow, borrowers: { aid: string; total: number }[]) {
+  return {
+    id: a.id,
+    last4: a.last4,
+    state: a.state,
+    state_since: iso(a.stateSince),
+    return_codes: a.returnCodes,
+    state_reference: a.stateReference,
+    last_return_at: isoOrNull(a.lastReturnAt),
+    enrollment_count: borrowers[0]?.total ?? 0,
+    enrollments: borrowers.map((b) => ({ authorizer_unique_id: b.aid })),
+    created_at: iso(a.createdAt),
+    updated_at: iso(a.updatedAt),
+  };
+}
+
+/** Accounts as the API shows them: their borrowers read in one statement for the whole page. */
+async function accountViews(ctx: Ctx, accounts: readonly BankAccountRow[]) {
+  const on = new Map<string, { aid: string; total: number }[]>(accounts.map((a) => [a.id, []]));
+  for (const b of await ctx.deps.stores.bankAccounts.borrowersOn(ctx, accounts.map((a) => a.id), BORROWERS_SHOWN)) on.get(b.accountId)?.push(b);
+  return accounts.map((a) => accountView(a, on.get(a.id)!));
+}
+
+/** GET /v1/bank_accounts: the lender's accounts by id, all or of one state, a page at a time. */
+export async function listBankAccounts({ ctx, input }: { ctx: Ctx; input: { state?: BankAccountState; limit?: number; next_page_token?: string; nextPageToken?: string } }) {
+  const { page, hasMore, nextPageToken } = await keysetPage({
+    tokens: ctx.deps.pageTokens,
+    scope: `bank_accounts:${ctx.lender.id}:${input.state ?? ''}`,
+    query: input,
+    limit: input.limit ?? 50,
+    start: { a: '' },
+    fetch: (after, take) => ctx.deps.stores.bankAccounts.accountsPage(ctx, { lenderId: ctx.lender.id, state: input.state, after: after.a, limit: take }),
+    positionOf: (a) => ({ a: a.id }),
+  });
+  return { bank_accounts: await accountViews(ctx, page), has_more: hasMore, next_page_token: nextPageToken };
+}
+
+/** GET /v1/bank_accounts/{id}: one of the lender's accounts; another lender's is not found. */
+export async function getBankAccount({ ctx, input }: { ctx: Ctx; input: { id: string } }) {
+  const a = await ctx.deps.stores.bankAccounts.accountOf(ctx, ctx.lender.id, input.id);
+  if (!a) throw new NotFound('Bank account', input.id);
+  const [view] = await accountViews(ctx, [a]);
+  return view!;
+}

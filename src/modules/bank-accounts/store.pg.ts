@@ -1,0 +1,106 @@
+import { sql } from 'drizzle-orm';
+import { ACCOUNT_STATE_SEVERITY } from '../../adapters/processors/account-states';
+import type { BankAccountState } from '../../../db/schema/enums';
+import { listOf, readerOf, rows, writerOf } from '../../platform/sql/pg';
+import type { BankAccountStore, LinkedAccount } from './store';
+import { ACCOUNT_COLUMNS, accountRowOf, severityOf } from './store-shared';
+
+// The bank accounts' SQL on PostgreSQL (store.sqlite.ts is the SQLite one). Transactions run side by side:
+// - an account (or the fingerprint key) made on first use is one INSERT … ON CONFLICT DO NOTHING: a second
+//   transaction making the same one waits for the first, then makes nothing, and its next statement reads what
+//   the first committed. Accounts are made in the order of their fingerprints, so two enrollments never wait
+//   on each other in a cycle;
+// - a return is one UPDATE computing the state from the row it updates, so two returns of one account (two
+//   borrowers) never lose one another's code, whichever commits first.
+
+type RawRow = Parameters<typeof accountRowOf>[0];
+
+export const pgBankAccountStore: BankAccountStore = {
+  async sealedSecret(c, name) {
+    const [r] = await rows<{ v: string }>(readerOf(c), sql`SELECT secret_sealed AS v FROM service_secrets WHERE name = ${name}`);
+    return r?.v;
+  },
+  async keepSecret(c, v) {
+    await writerOf(c).execute(sql`INSERT INTO service_secrets (name, secret_sealed, created_at) VALUES (${v.name}, ${v.sealed}, ${v.now}) ON CONFLICT (name) DO NOTHING`);
+  },
+  async accountsFor(c, lenderId, accounts, now) {
+    const out = new Map<string, LinkedAccount>();
+    if (accounts.length === 0) return out;
+    // The first of each fingerprint, as on SQLite.
+    const distinct = new Map<string, (typeof accounts)[number]>();
+    for (const a of accounts) if (!distinct.has(a.fingerprint)) distinct.set(a.fingerprint, a);
+    const list = [...distinct.values()].sort((x, y) => (x.fingerprint < y.fingerprint ? -1 : x.fingerprint > y.fingerprint ? 1 : 0));
+    const tx = writerOf(c);
+    await tx.execute(sql`
+      INSERT INTO bank_accounts (id, lender_id, fingerprint, last4, state, state_since, created_at, updated_at)
+      SELECT id, ${lenderId}, decode(fp, 'hex'), l4, 'ok', ${now}::bigint, ${now}::bigint, ${now}::bigint
+        FROM unnest(${listOf(list.map((a) => a.id))}::text[], ${listOf(list.map((a) => a.fingerprint))}::text[], ${listOf(list.map((a) => a.last4))}::text[]) WITH ORDINALITY AS s(id, fp, l4, n)
+       ORDER BY n
+      ON CONFLICT (lender_id, fingerprint) DO NOTHING`);
+    const found = await rows<{ id: string; fp: string; state: BankAccountState; lastReturnAt: string | null }>(
+      tx,
+      sql`SELECT id, encode(fingerprint, 'hex') AS fp, state, last_return_at AS "lastReturnAt" FROM bank_accounts
+           WHERE lender_id = ${lenderId} AND fingerprint = ANY(SELECT decode(h, 'hex') FROM unnest(${listOf(list.map((a) => a.fingerprint))}::text[]) AS h)`,
+    );
+    for (const r of found) out.set(r.fp, { id: r.id, state: r.state, lastReturnAt: r.lastReturnAt === null ? null : Number(r.lastReturnAt) });
+    return out;
+  },
+  async recordReturn(c, v) {
+    const rank = ACCOUNT_STATE_SEVERITY.indexOf(v.state);
+    const worse = sql`${rank}::int > ${sql.raw(severityOf('state'))}`;
+    const at = sql`${v.at}::bigint`;
+    await writerOf(c).execute(sql`
+      UPDATE bank_accounts SET
+             state = CASE WHEN ${worse} THEN ${v.state}::text ELSE state END,
+             state_since = CASE WHEN ${worse} THEN ${at} ELSE state_since END,
+             state_reference = CASE WHEN ${worse} THEN ${v.reference}::text ELSE state_reference END,
+             return_codes = CASE WHEN return_codes IS NULL THEN ${v.code}::text
+                                 WHEN strpos(',' || return_codes || ',', ',' || ${v.code}::text || ',') > 0 THEN return_codes
+                                 ELSE return_codes || ',' || ${v.code}::text END,
+             last_return_at = GREATEST(COALESCE(last_return_at, ${at}), ${at}),
+             blocks_due_at = GREATEST(COALESCE(blocks_due_at, 0) + 1, ${at}),
+             updated_at = ${at}
+       WHERE id = ${v.id}`);
+  },
+  async accountsPage(c, q) {
+    const state = q.state ? sql`AND state = ${q.state}` : sql``;
+    const found = await rows<RawRow>(
+      readerOf(c),
+      sql`SELECT ${sql.raw(ACCOUNT_COLUMNS)} FROM bank_accounts WHERE lender_id = ${q.lenderId} ${state} AND id > ${q.after} ORDER BY id LIMIT ${q.limit}`,
+    );
+    return found.map(accountRowOf);
+  },
+  async accountOf(c, lenderId, id) {
+    const [r] = await rows<RawRow>(readerOf(c), sql`SELECT ${sql.raw(ACCOUNT_COLUMNS)} FROM bank_accounts WHERE id = ${id} AND lender_id = ${lenderId}`);
+    return r ? accountRowOf(r) : undefined;
+  },
+  async borrowersOn(c, accountIds, perAccount) {
+    if (accountIds.length === 0) return [];
+    const found = await rows<{ accountId: string; aid: string; total: string }>(
+      readerOf(c),
+      sql`SELECT "accountId", aid, total FROM (
+            SELECT bank_account_id AS "accountId", authorizer_unique_id AS aid,
+                   ROW_NUMBER() OVER (PARTITION BY bank_account_id ORDER BY authorizer_unique_id) AS n,
+                   COUNT(*) OVER (PARTITION BY bank_account_id) AS total
+              FROM enrollments WHERE bank_account_id = ANY(${listOf(accountIds)}::text[])) AS e
+           WHERE n <= ${perAccount} ORDER BY "accountId", aid`,
+    );
+    return found.map((r) => ({ accountId: r.accountId, aid: r.aid, total: Number(r.total) }));
+  },
+  async accountsToTell(c, limit) {
+    const found = await rows<{ id: string; due: string }>(
+      readerOf(c),
+      sql`SELECT id, blocks_due_at AS due FROM bank_accounts WHERE blocks_due_at IS NOT NULL ORDER BY blocks_due_at LIMIT ${limit}`,
+    );
+    return found.map((r) => ({ id: r.id, due: Number(r.due) }));
+  },
+  async monitoredOn(c, accountId, after, limit) {
+    return rows<{ id: string }>(
+      readerOf(c),
+      sql`SELECT id FROM enrollments WHERE bank_account_id = ${accountId} AND state = 'monitored' AND id > ${after} ORDER BY id LIMIT ${limit}`,
+    );
+  },
+  async told(c, id, due) {
+    await writerOf(c).execute(sql`UPDATE bank_accounts SET blocks_due_at = NULL WHERE id = ${id} AND blocks_due_at = ${due}::bigint`);
+  },
+};

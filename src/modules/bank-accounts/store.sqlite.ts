@@ -1,0 +1,111 @@
+import { ACCOUNT_STATE_SEVERITY } from '../../adapters/processors/account-states';
+import type { Db, Orm } from '../../platform/db';
+import { listOf, readerOf, writerOf } from '../../platform/sql/sqlite';
+import type { BankAccountStore, LinkedAccount } from './store';
+import { ACCOUNT_COLUMNS, accountRowOf, severityOf } from './store-shared';
+
+// The bank accounts' SQL on SQLite (store.pg.ts is the PostgreSQL one). One writer at a time: an account made
+// on first use is made by one statement that does nothing when it exists, and read back in the same
+// transaction. Raw cached statements: an enrollment links up to 1000 borrowers, two statements each.
+
+type RawRow = Parameters<typeof accountRowOf>[0];
+
+const makeAccount = (tx: Orm) =>
+  tx.$client.query<never, [string, string, Uint8Array, string, number]>(
+    `INSERT INTO bank_accounts (id, lender_id, fingerprint, last4, state, state_since, created_at, updated_at)
+     VALUES (?1, ?2, ?3, ?4, 'ok', ?5, ?5, ?5) ON CONFLICT (lender_id, fingerprint) DO NOTHING`,
+  );
+
+const standingOf = (db: Db) =>
+  db.$client.query<LinkedAccount, [string, Uint8Array]>(
+    `SELECT id, state, last_return_at AS lastReturnAt FROM bank_accounts WHERE lender_id = ? AND fingerprint = ?`,
+  );
+
+export const sqliteBankAccountStore: BankAccountStore = {
+  async sealedSecret(c, name) {
+    return readerOf(c).$client.query<{ v: string }, [string]>('SELECT secret_sealed AS v FROM service_secrets WHERE name = ?').get(name)?.v;
+  },
+  async keepSecret(c, v) {
+    writerOf(c)
+      .$client.query('INSERT INTO service_secrets (name, secret_sealed, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING')
+      .run(v.name, v.sealed, v.now);
+  },
+  async accountsFor(c, lenderId, accounts, now) {
+    const tx = writerOf(c);
+    const make = makeAccount(tx);
+    const read = standingOf(tx);
+    const out = new Map<string, LinkedAccount>();
+    for (const a of [...accounts].sort((x, y) => (x.fingerprint < y.fingerprint ? -1 : x.fingerprint > y.fingerprint ? 1 : 0))) {
+      if (out.has(a.fingerprint)) continue;
+      const fp = Buffer.from(a.fingerprint, 'hex');
+      make.run(a.id, lenderId, fp, a.last4, now);
+      out.set(a.fingerprint, read.get(lenderId, fp)!);
+    }
+    return out;
+  },
+  async recordReturn(c, v) {
+    writerOf(c)
+      .$client.query(
+        `UPDATE bank_accounts SET
+            state = CASE WHEN ?2 > ${severityOf('state')} THEN ?3 ELSE state END,
+            state_since = CASE WHEN ?2 > ${severityOf('state')} THEN ?6 ELSE state_since END,
+            state_reference = CASE WHEN ?2 > ${severityOf('state')} THEN ?5 ELSE state_reference END,
+            return_codes = CASE WHEN return_codes IS NULL THEN ?4
+                                WHEN instr(',' || return_codes || ',', ',' || ?4 || ',') > 0 THEN return_codes
+                                ELSE return_codes || ',' || ?4 END,
+            last_return_at = MAX(COALESCE(last_return_at, ?6), ?6),
+            blocks_due_at = MAX(COALESCE(blocks_due_at, 0) + 1, ?6),
+            updated_at = ?6
+          WHERE id = ?1`,
+      )
+      .run(v.id, ACCOUNT_STATE_SEVERITY.indexOf(v.state), v.state, v.code, v.reference, v.at);
+  },
+  async accountsPage(c, q) {
+    const db = readerOf(c);
+    const rows = q.state
+      ? db.$client
+          .query<RawRow, [string, string, string, number]>(
+            `SELECT ${ACCOUNT_COLUMNS} FROM bank_accounts INDEXED BY bank_accounts_lender_state_idx WHERE lender_id = ? AND state = ? AND id > ? ORDER BY id LIMIT ?`,
+          )
+          .all(q.lenderId, q.state, q.after, q.limit)
+      : db.$client
+          .query<RawRow, [string, string, number]>(`SELECT ${ACCOUNT_COLUMNS} FROM bank_accounts INDEXED BY bank_accounts_lender_idx WHERE lender_id = ? AND id > ? ORDER BY id LIMIT ?`)
+          .all(q.lenderId, q.after, q.limit);
+    return rows.map(accountRowOf);
+  },
+  async accountOf(c, lenderId, id) {
+    const r = readerOf(c).$client.query<RawRow, [string, string]>(`SELECT ${ACCOUNT_COLUMNS} FROM bank_accounts WHERE id = ? AND lender_id = ?`).get(id, lenderId);
+    return r ? accountRowOf(r) : undefined;
+  },
+  async borrowersOn(c, accountIds, perAccount) {
+    if (accountIds.length === 0) return [];
+    return readerOf(c)
+      .$client.query<{ accountId: string; aid: string; total: number }, [string, number]>(
+        `SELECT accountId, aid, total FROM (
+           SELECT bank_account_id AS accountId, authorizer_unique_id AS aid,
+                  ROW_NUMBER() OVER (PARTITION BY bank_account_id ORDER BY authorizer_unique_id) AS n,
+                  COUNT(*) OVER (PARTITION BY bank_account_id) AS total
+             FROM enrollments INDEXED BY enrollments_bank_account_idx
+            WHERE bank_account_id IN (SELECT value FROM json_each(?1)))
+          WHERE n <= ?2 ORDER BY accountId, aid`,
+      )
+      .all(listOf(accountIds), perAccount);
+  },
+  async accountsToTell(c, limit) {
+    return readerOf(c)
+      .$client.query<{ id: string; due: number }, [number]>(
+        'SELECT id, blocks_due_at AS due FROM bank_accounts INDEXED BY bank_accounts_blocks_due_idx WHERE blocks_due_at IS NOT NULL ORDER BY blocks_due_at LIMIT ?',
+      )
+      .all(limit);
+  },
+  async monitoredOn(c, accountId, after, limit) {
+    return readerOf(c)
+      .$client.query<{ id: string }, [string, string, number]>(
+        `SELECT id FROM enrollments INDEXED BY enrollments_bank_account_idx WHERE bank_account_id = ? AND state = 'monitored' AND id > ? ORDER BY id LIMIT ?`,
+      )
+      .all(accountId, after, limit);
+  },
+  async told(c, id, due) {
+    writerOf(c).$client.query('UPDATE bank_accounts SET blocks_due_at = NULL WHERE id = ? AND blocks_due_at = ?').run(id, due);
+  },
+};

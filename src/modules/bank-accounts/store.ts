@@ -1,0 +1,89 @@
+import type { BankAccountState } from '../../../db/schema/enums';
+import type { BlockingAccountState } from '../../adapters/processors/account-states';
+import type { StoreCtx, TxCtx } from '../../platform/store';
+
+// The bank accounts' data: one record per lender per account, its state, and the service's fingerprint key
+// (service_secrets). What the collection reads of an account's state is read with the borrower it decides for,
+// by the collection's own stores (the account's standing beside the enrollment).
+
+/** An account's standing, as the collection rules read it: its state and its latest return that set or kept it. */
+export interface AccountStanding {
+  state: BankAccountState;
+  lastReturnAt: number | null;
+}
+
+/** The account an enrollment is linked to: its id and standing. */
+export interface LinkedAccount extends AccountStanding {
+  id: string;
+}
+
+/** An account to link to, by its fingerprint (hex); `id` is used only when the account is new. */
+export interface AccountToLink {
+  id: string;
+  fingerprint: string;
+  last4: string;
+}
+
+export interface BankAccountRow extends AccountStanding {
+  id: string;
+  lenderId: string;
+  last4: string;
+  stateSince: number;
+  /** The codes that set or kept its state, each once, in the order they came. */
+  returnCodes: string[];
+  stateReference: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface BankAccountPageQuery {
+  lenderId: string;
+  state?: BankAccountState;
+  /** The last id of the page before ('' for the first). */
+  after: string;
+  limit: number;
+}
+
+export interface BankAccountStore {
+  // The service's secrets (fingerprint.ts)
+  /** A secret the service made for itself, sealed; undefined before it is made. */
+  sealedSecret(c: StoreCtx, name: string): Promise<string | undefined>;
+  /**
+   * Keeps a secret under its name unless one is kept already: one statement, so two transactions (two replicas
+   * starting at once) never keep two; the loser's is dropped and it reads the winner's.
+   */
+  keepSecret(c: TxCtx, v: { name: string; sealed: string; now: number }): Promise<void>;
+
+  // Linking (service.ts)
+  /**
+   * The lender's accounts with these fingerprints, each made (state ok) where there is none yet, one per
+   * fingerprint: the answer has one entry per distinct fingerprint, keyed by it. Made in the order of the
+   * fingerprints, so two transactions making the same ones never wait on each other in a cycle.
+   */
+  accountsFor(c: TxCtx, lenderId: string, accounts: readonly AccountToLink[], now: number): Promise<Map<string, LinkedAccount>>;
+
+  // Returns (service.ts)
+  /**
+   * A return recorded against an account, in one statement (several borrowers of one transaction may record at
+   * once): the state becomes the more severe of its own and `state` (state_since and the reference move with
+   * it; between equals the first stays), the code is added to its codes unless it is there, last_return_at is
+   * the latest return's time, and its borrowers are due to be told.
+   */
+  recordReturn(c: TxCtx, v: { id: string; state: BlockingAccountState; code: string; reference: string; at: number }): Promise<void>;
+
+  // Reads (service.ts)
+  /** A page of the lender's accounts by id, all of them or of one state. */
+  accountsPage(c: StoreCtx, q: BankAccountPageQuery): Promise<BankAccountRow[]>;
+  /** One of the lender's accounts. */
+  accountOf(c: StoreCtx, lenderId: string, id: string): Promise<BankAccountRow | undefined>;
+  /** For each of these accounts, how many borrowers are on it and the first `perAccount` of them by id. */
+  borrowersOn(c: StoreCtx, accountIds: readonly string[], perAccount: number): Promise<{ accountId: string; aid: string; total: number }[]>;
+
+  // Telling an account's borrowers of its state (collection/account-blocks.ts)
+  /** Accounts whose borrowers are due to be told of a return, oldest first, with the mark to clear once told. */
+  accountsToTell(c: StoreCtx, limit: number): Promise<{ id: string; due: number }[]>;
+  /** Monitored borrowers on an account after an enrollment id, in id order. */
+  monitoredOn(c: StoreCtx, accountId: string, after: string, limit: number): Promise<{ id: string }[]>;
+  /** Every borrower was told: the mark cleared, unless a later return set it again meanwhile (compare and set). */
+  told(c: TxCtx, id: string, due: number): Promise<void>;
+}

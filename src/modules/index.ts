@@ -27,6 +27,7 @@ import { accountLinkJob } from './enrollments/account-links';
 import { payHistoryJob } from './pay-cycles/history';
 import { linkProbeJob } from './balance-requests/link-health';
 import { dispatchJob } from './collection/dispatch';
+import { accountBlocksJob } from './collection/account-blocks';
 import { pollJob } from './collection/poll';
 import { reconcileJob } from './collection/reconcile';
 import { paymentEventRoutes } from './collection/routes';
@@ -87,6 +88,7 @@ export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
     linkProbeJob,
     providerCallsJob,
     dispatchJob,
+    accountBlocksJob,
     pollJob(deps.config.processorPollIntervalMs),
     reconcileJob(deps.config.processorReconcileIntervalMs),
     returnRateJob(deps.config.returnRateCheckIntervalMs),

@@ -3,6 +3,7 @@ import { RATE_STATUSES, type WebhookType } from '../../db/schema/enums';
 import { Int, OneOf } from '../platform/schema';
 import { PaymentEvent } from './collection/model';
 import { BankLinkView } from './authorizers/fields';
+import { BLOCKED_REASONS } from './enrollments/monitor';
 
 // What each webhook the service sends carries, for the OpenAPI document's `webhooks` section. Every delivery
 // is a POST signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature). The payloads are
@@ -56,7 +57,9 @@ const payloads: Record<WebhookType, { summary: string; schema: TSchema }> = {
       authorizer_unique_id: t.String(),
       state: t.String({ description: 'The monitor state: stopped, or monitored with a blocked_reason' }),
       reason: t.Union([t.String(), t.Null()], { description: 'Why it stopped (a return code, invalid, a decline code)' }),
-      blocked_reason: t.Union([t.String(), t.Null()], { description: 'no_processor_key, verification_required, reauthorization_required, reinitiation_limit, reinitiation_window, amount_changed, return_rate_paused' }),
+      blocked_reason: t.Union([OneOf(BLOCKED_REASONS), t.Null()], {
+        description: 'Why no payment is initiated (the enrollment’s blocked_reason), among them the bank account’s state: account_invalid, account_frozen, account_unauthorized, account_deceased',
+      }),
     }),
   },
   BANK_LINK_RELINK_REQUIRED: {

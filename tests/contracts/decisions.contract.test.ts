@@ -167,6 +167,37 @@ contract(
       expect((await store.decisionInputsOf(storeCtx, [])).size).toBe(0);
     });
 
+    test('the bank account beside the borrower: its standing in enrollmentToDecide, decisionInputsOf and accountStandingOf; a payment made for it', async () => {
+      const lender = await lenderWithKey();
+      const ach = await enroll(lender, 'acct-ach', { collectable_amount: 42500 });
+      const card = await enroll(lender, 'acct-card', { collectable_amount: 42500, charge_instrument: { processor_token: 'sbxpm_decisions', card_last4: '4242' } });
+      const row = (await store.enrollmentToDecide(storeCtx, ach))!;
+      expect(row.bankAccountId).toEqual(expect.any(String));
+      expect(row.account).toEqual({ state: 'ok', lastReturnAt: null });
+      expect(await store.accountStandingOf(storeCtx, ach)).toEqual({ state: 'ok', lastReturnAt: null });
+      expect((await store.enrollmentToDecide(storeCtx, card))!).toMatchObject({ bankAccountId: null, account: null });
+      expect(await store.accountStandingOf(storeCtx, card)).toBeNull();
+      expect(await store.accountStandingOf(storeCtx, 'no-such-borrower')).toBeNull();
+      await t.inTx((tx) => t.stores.bankAccounts.recordReturn(tx, { id: row.bankAccountId!, state: 'unauthorized', code: 'R10', reference: 'DRS-x', at: 5_000 }));
+      expect(await store.accountStandingOf(storeCtx, ach)).toEqual({ state: 'unauthorized', lastReturnAt: 5_000 });
+      expect((await store.enrollmentToDecide(storeCtx, ach))!.account).toEqual({ state: 'unauthorized', lastReturnAt: 5_000 });
+      const many = await store.decisionInputsOf(storeCtx, [ach, card]);
+      expect(many.get(ach)!.enrollment.account).toEqual({ state: 'unauthorized', lastReturnAt: 5_000 });
+      expect(many.get(card)!.enrollment.account).toBeNull();
+      // A payment is made with the account it is for (a card payment with none).
+      const [key] = await ctx.rows<{ id: string }>('SELECT id FROM payment_connections WHERE lender_id = ?', lender.id);
+      const now = ctx.clock.now();
+      const base = { lenderId: lender.id, connectionId: key!.id, amountCents: 100, status: 'scheduled' as const, attempt: 1, reinitiationOf: null, debitOn: now, state: 'done' as const, nextAttemptAt: now, createdAt: now, updatedAt: now };
+      await t.inTx(async (tx) => {
+        await store.createPayment(tx, { ...base, id: 'acct-pay-1', enrollmentId: ach, authorizerUniqueId: 'acct-ach', rail: 'ach', reference: 'DRS-acct-ach-1', bankAccountId: row.bankAccountId });
+        await store.createPayment(tx, { ...base, id: 'acct-pay-2', enrollmentId: card, authorizerUniqueId: 'acct-card', rail: 'card', reference: 'DRS-acct-card-1', bankAccountId: null });
+      });
+      expect(await ctx.rows('SELECT id, bank_account_id AS account FROM payments WHERE id IN (?, ?) ORDER BY id', 'acct-pay-1', 'acct-pay-2')).toEqual([
+        { id: 'acct-pay-1', account: row.bankAccountId },
+        { id: 'acct-pay-2', account: null },
+      ]);
+    });
+
     test('presentments: set as given, given back one at a time and never below 0', async () => {
       const now = ctx.clock.now();
       await t.inTx(async (tx) => {

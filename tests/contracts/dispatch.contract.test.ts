@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test';
-import { contract } from './contract';
+import { contract, waiting } from './contract';
 import { enrollBorrower, SANDBOX_BANK } from '../helpers/fixtures';
 import { queueDueReads } from '../../src/modules/enrollments/monitoring';
 import { processBalances } from '../../src/modules/balance-requests/processing';
@@ -189,6 +189,52 @@ contract(
       expect(del.status).toBe(204);
       expect(await store.keyToSend(storeCtx, connectionId)).toEqual({ processor: 'sandbox', keySealed: null });
       expect(await store.paymentKeyLive(storeCtx, keyless!.id)).toBe(false);
+      for (const c of claims) await t.inTx((tx) => store.finishDue(tx, c, { state: 'done' }));
+    });
+
+    test('accountsToDebit and the claim: no send is claimed while the bank account blocks the borrower; a later authorization lets it go', async () => {
+      await drain();
+      const { payments } = await decided(['d-acct-one', 'd-acct-two']);
+      const [one, two] = payments;
+      // Both on the lender's one account (the fixture's number): the payment's and the borrower's are one.
+      const [{ accountId }] = await ctx.rows<{ accountId: string }>('SELECT bank_account_id AS accountId FROM payments WHERE id = ?', one!.id);
+      expect(accountId).toEqual(expect.any(String));
+      expect(await store.accountsToDebit(storeCtx, one!.id)).toEqual({ authorizationAt: null, accounts: [{ state: 'ok', lastReturnAt: null }] });
+      expect(await store.accountsToDebit(storeCtx, 'no-such-payment')).toEqual({ authorizationAt: null, accounts: [] });
+      const claims = await store.claimDuePayments(storeCtx, 10, ctx.clock.now());
+      expect(claims.map((c) => c.id)).toEqual([one!.id, two!.id]);
+      const returnedAt = ctx.clock.now();
+      // A return being recorded on the account: the claim waits for it (PostgreSQL: on the account's row; SQLite:
+      // on the one writer), then finds the account unauthorized and claims nothing.
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let marked!: () => void;
+      const isMarked = new Promise<void>((r) => (marked = r));
+      const before = await waiting(t);
+      const recorder = t.inTx(async (tx) => {
+        await t.stores.bankAccounts.recordReturn(tx, { id: accountId!, state: 'unauthorized', code: 'R10', reference: 'DRS-elsewhere', at: returnedAt });
+        marked();
+        await held;
+      });
+      await isMarked;
+      let claimed: boolean | undefined;
+      const send = t.inTx(async (tx) => (claimed = await store.claimSend(tx, claims[0]!, ctx.clock.now())));
+      for (let i = 0; (await waiting(t)) <= before; i++) expect(i).toBeLessThan(10_000);
+      expect(claimed).toBeUndefined();
+      release();
+      await recorder;
+      expect(await send).toBe(false);
+      expect(await store.accountsToDebit(storeCtx, one!.id)).toEqual({ authorizationAt: null, accounts: [{ state: 'unauthorized', lastReturnAt: returnedAt }] });
+      // An authorization dated before the return changes nothing; one after it lets this borrower's payment go.
+      ctx.sql.query('UPDATE enrollments SET authorization_at = ? WHERE id = ?').run(returnedAt, two!.enrollmentId);
+      expect(await t.inTx((tx) => store.claimSend(tx, claims[1]!, ctx.clock.now()))).toBe(false);
+      ctx.sql.query('UPDATE enrollments SET authorization_at = ? WHERE id = ?').run(returnedAt + 1, two!.enrollmentId);
+      expect(await store.accountsToDebit(storeCtx, two!.id)).toEqual({ authorizationAt: returnedAt + 1, accounts: [{ state: 'unauthorized', lastReturnAt: returnedAt }] });
+      expect(await t.inTx((tx) => store.claimSend(tx, claims[1]!, ctx.clock.now()))).toBe(true);
+      // Any other blocking state blocks whatever the authorization.
+      await t.inTx((tx) => t.stores.bankAccounts.recordReturn(tx, { id: accountId!, state: 'frozen', code: 'R16', reference: 'DRS-elsewhere-2', at: returnedAt + 2 }));
+      ctx.sql.query('UPDATE enrollments SET authorization_at = ? WHERE id = ?').run(returnedAt + 10, one!.enrollmentId);
+      expect(await t.inTx((tx) => store.claimSend(tx, claims[0]!, ctx.clock.now()))).toBe(false);
       for (const c of claims) await t.inTx((tx) => store.finishDue(tx, c, { state: 'done' }));
     });
 

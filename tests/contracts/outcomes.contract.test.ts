@@ -88,6 +88,11 @@ contract(
       expect(await store.creditedFor(storeCtx, ctx.lender.id, payment.reference)).toBe(0);
       expect(await store.paymentStatusOf(storeCtx, payment.id)).toBe('settled');
       expect(await store.paymentStatusOf(storeCtx, 'no-such-payment')).toBeNull();
+      // The account the payment was made for: its borrower's bank account.
+      const [{ account }] = await ctx.rows<{ account: string }>('SELECT bank_account_id AS account FROM enrollments WHERE id = ?', payment.enrollmentId);
+      expect(account).toEqual(expect.any(String));
+      expect(await store.paymentAccountOf(storeCtx, payment.id)).toEqual({ rail: 'ach', bankAccountId: account });
+      expect(await store.paymentAccountOf(storeCtx, 'no-such-payment')).toBeNull();
     });
 
     test('recorded events: seen by source event, the latest of each reference by recording time, in the order asked', async () => {

@@ -1,17 +1,20 @@
 import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { applyMonitorEvent } from '../enrollments/monitor-changes';
-import { isChainBlock, type BlockedReason } from '../enrollments/monitor';
+import { accountBlockOf, isAccountBlock, isChainBlock, type BlockedReason } from '../enrollments/monitor';
+import type { AccountStanding } from '../bank-accounts/store';
 import { policyOf } from '../collection-policy/service';
 import type { CollectionPolicy } from '../collection-policy/policy';
 import { chainPresentments, planPayment, type PastPayment } from './rules';
 import { type ChainInputs } from './store';
 
 // The debt's chain of presentments, asked at the moments it can change: a return recorded, and a re-send of
-// the borrower (a new authorization, a new amount). A chain that allows no further payment blocks the
-// borrower at once, with the rules' reason, and its reads stop (pushed once as ENROLLMENT_BLOCKED); one that
-// allows a payment again lifts that block and reads resume. The collection decision asks the same rules on
-// every read, so this only says sooner what the decision would say.
+// the borrower (a new authorization, a new amount, another bank account). A chain that allows no further
+// payment blocks the borrower at once, with the rules' reason, and its reads stop (pushed once as
+// ENROLLMENT_BLOCKED); one that allows a payment again lifts that block and reads resume. The borrower's bank
+// account is asked first: its state blocks the borrower whatever the chain says, and a block it set lifts once
+// it no longer holds for the borrower (a later authorization, another account). The collection decision asks
+// the same on every read, so this only says sooner what the decision would say.
 
 /**
  * Re-asks the collection rules for one borrower (in the caller's transaction) and writes what they say on its
@@ -31,7 +34,7 @@ export async function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: stri
   if (e.state !== 'monitored') return;
   // A payment in flight decides for itself; the rules are asked again when its outcome is recorded.
   if (inFlight(history)) return;
-  const move = chainMove(e, history, policy, now);
+  const move = chainMove(e, history, policy, now, await ctx.deps.stores.decisions.accountStandingOf(ctx, enrollmentId));
   if (!move) return;
   await applyMonitorEvent(ctx, { enrollmentId, event: move, now, readIntervalMs: deps.config.monitorReadIntervalMs });
   // A block shows the chain it is about: payments_used counts that chain's presentments.
@@ -40,13 +43,19 @@ export async function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: stri
 
 export const inFlight = (history: PastPayment[]) => history.some((p) => p.status === 'initiating' || p.status === 'processing' || p.status === 'scheduled');
 
-/** What the rules say of a monitored borrower with nothing in flight: blocked, unblocked, or nothing to change. */
+/**
+ * What the rules say of a monitored borrower with nothing in flight: blocked, unblocked, or nothing to change.
+ * `account`: the standing of the borrower's bank account (null: none linked).
+ */
 export function chainMove(
   e: ChainInputs,
   history: PastPayment[],
   policy: CollectionPolicy,
   now: number,
+  account: AccountStanding | null = null,
 ): { type: 'blocked'; reason: BlockedReason } | { type: 'unblocked' } | null {
+  const accountBlock = accountBlockOf(account, e.authorizationAt);
+  if (accountBlock) return { type: 'blocked', reason: accountBlock };
   const plan = planPayment({
     history,
     authorizationAt: e.authorizationAt,
@@ -56,6 +65,6 @@ export function chainMove(
     now,
   });
   if (!plan.ok) return { type: 'blocked', reason: plan.blocked };
-  if (isChainBlock(e.blockedReason) || e.blockedReason === 'late_return_window') return { type: 'unblocked' };
+  if (isChainBlock(e.blockedReason) || isAccountBlock(e.blockedReason) || e.blockedReason === 'late_return_window') return { type: 'unblocked' };
   return null;
 }

@@ -10,7 +10,8 @@ import { referenceOf } from './reference';
 import { decide, type DecisionInputs, type Step } from './decision';
 import { policyOf } from '../collection-policy/service';
 import type { CollectionPolicy } from '../collection-policy/policy';
-import { type DecisionRead, type EnrollmentRow, type ScheduledPayment } from './store';
+import { type DecidingRow, type DecisionRead, type ScheduledPayment } from './store';
+import { linkStoredBorrowers } from '../enrollments/account-links';
 import { applyMonitorEvent } from '../enrollments/monitor-changes';
 import { evaluateReturnRates } from '../return-rates/watch';
 import { anyExceeded } from '../return-rates/service';
@@ -27,7 +28,7 @@ export async function decideCollection(ctx: JobContext & { tx: Tx }, read: Recor
   // and then written on, so a second decision (another read of the borrower) waits for this one. `known`: what
   // the caller read for it beforehand, in this transaction, once it had serialized the borrower.
   if (!known) await ctx.deps.stores.decisions.serializeBorrower(ctx, read.enrollmentId);
-  const e = known ? known.enrollment : await ctx.deps.stores.decisions.enrollmentToDecide(ctx, read.enrollmentId);
+  const e = await linkedFirst(ctx, known ? known.enrollment : await ctx.deps.stores.decisions.enrollmentToDecide(ctx, read.enrollmentId));
   const inputs: DecisionInputs = { now: deps.clock.now(), marginCents: deps.config.collectionMarginCents, read, enrollment: e };
   let scheduled: ScheduledPayment | null = null;
   let policy: CollectionPolicy | null = null;
@@ -50,6 +51,17 @@ export async function decideCollection(ctx: JobContext & { tx: Tx }, read: Recor
       inputs.hasKey = key !== null;
     }
   }
+}
+
+/**
+ * A monitored ACH borrower stored before bank accounts were known, and not linked yet by the start-up job, is
+ * linked before it is decided, so its account's state counts (a borrower that cannot be linked is decided by
+ * its own rules, as before).
+ */
+async function linkedFirst(ctx: JobContext & { tx: Tx }, e: DecidingRow | null): Promise<DecidingRow | null> {
+  if (!e || e.state !== 'monitored' || e.rail !== 'ach' || e.bankAccountId !== null || e.sealed === null) return e;
+  const a = (await linkStoredBorrowers(ctx, [{ id: e.id, lenderId: e.lenderId, routing: e.routingNumber, sealed: e.sealed }], ctx.deps.clock.now())).get(e.id);
+  return a ? { ...e, bankAccountId: a.id, account: { state: a.state, lastReturnAt: a.lastReturnAt } } : e;
 }
 
 /** The statuses of a payment in flight (paymentInFlight's). */
@@ -78,7 +90,7 @@ export async function decideCollections(ctx: JobContext & { tx: Tx }, reads: (Re
 /** The steps of a decision, in order. */
 async function carryOut(
   ctx: JobContext & { tx: Tx },
-  e: EnrollmentRow,
+  e: DecidingRow,
   steps: Step[],
   read: { scheduled: ScheduledPayment | null; policy: CollectionPolicy; key: { id: string } | null },
 ): Promise<void> {
@@ -97,7 +109,7 @@ async function carryOut(
 }
 
 /** A new payment: initiating (dispatch sends it), or scheduled for its day with the notice in the outbox. */
-async function createPayment(ctx: JobContext & { tx: Tx }, e: EnrollmentRow, p: Extract<Step, { do: 'create' }>, connectionId: string, now: number): Promise<void> {
+async function createPayment(ctx: JobContext & { tx: Tx }, e: DecidingRow, p: Extract<Step, { do: 'create' }>, connectionId: string, now: number): Promise<void> {
   const { deps } = ctx;
   const id = newId();
   const reference = referenceOf(e.authorizerUniqueId, id);
@@ -114,6 +126,8 @@ async function createPayment(ctx: JobContext & { tx: Tx }, e: EnrollmentRow, p: 
     attempt: p.attempt,
     reinitiationOf: p.reinitiationOf,
     debitOn: p.debitOn,
+    // The account an ACH debit is made for: a return of it sets that account's state.
+    bankAccountId: e.rail === 'ach' ? e.bankAccountId : null,
     // Out of the dispatch queue while scheduled; put back on its day.
     state: p.debitOn === null ? 'pending' : 'done',
     nextAttemptAt: now,

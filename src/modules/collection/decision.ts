@@ -2,7 +2,8 @@ import type { MonitorState, Rail } from '../../../db/schema/enums';
 import type { RecordedRead } from '../balance-requests/results';
 import type { CollectionPolicy } from '../collection-policy/policy';
 import { addBusinessDays } from '../../platform/business-days';
-import { blockedReasonOf, LINK_BLOCKS, type BlockedReason } from '../enrollments/monitor';
+import { accountBlockOf, ACCOUNT_BLOCK_WORDS, blockedReasonOf, LINK_BLOCKS, type BlockedReason } from '../enrollments/monitor';
+import type { AccountStanding } from '../bank-accounts/store';
 import { planPayment, type PastPayment } from './rules';
 
 // The collection decision as one pure function of what is known: a borrower's monitor, its latest read, its
@@ -11,8 +12,8 @@ import { planPayment, type PastPayment } from './rules';
 // is tested on its own (tests/modules/collection/decision.test.ts, properties over any input).
 //
 // A payment of the collectable amount (or of a reinitiation's amount) is created exactly when all of these hold:
-// the monitor is `monitored`, inside its window and not waiting for verification; its linked account, if any,
-// may be debited; no payment of the borrower is scheduled or in flight; the collection rules allow one
+// the monitor is `monitored`, inside its window and not waiting for verification; its bank account's state
+// (set by the returns of every borrower on it) does not block it; its linked account, if any, may be debited; no payment of the borrower is scheduled or in flight; the collection rules allow one
 // (rules.ts); the balance is spendable and current (balanceTruth) and covers the amount plus the margin and
 // the policy's buffers; ACH collection is not paused on a return-rate breach; and a processor key resolves.
 // A scheduled payment goes out on its day only if the same still holds for it, and is voided otherwise.
@@ -26,6 +27,8 @@ export interface DecidingEnrollment {
   cfpbCovered: boolean | null;
   authorizationAt: number | null;
   collectableAmountCents: number;
+  /** The borrower's bank account's standing (bank-accounts); null or absent when none is linked. */
+  account?: AccountStanding | null;
 }
 
 /** A scheduled payment as the decision sees it. */
@@ -86,6 +89,15 @@ export function decide(i: DecisionInputs): Decision {
   if (!e || e.state !== 'monitored') return steps();
   if (e.windowEndsAt === null || now >= e.windowEndsAt) return steps();
   if (e.blockedReason === 'verification_required') return steps();
+  // A bank account whose state blocks the borrower (a return of any borrower's debit to it) takes no payment,
+  // whatever its balance or link: one scheduled is voided, and the borrower shows why until the lender acts. A
+  // payment already sent is not touched: its outcome is what the processor says.
+  const accountBlock = accountBlockOf(e.account, e.authorizationAt);
+  if (accountBlock !== null) {
+    if (!i.payments) return need('payments');
+    const block: Step = { do: 'block', reason: accountBlock };
+    return i.payments.scheduled ? steps({ do: 'void', message: `not debited: ${ACCOUNT_BLOCK_WORDS[accountBlock]}` }, block) : steps(block);
+  }
   // A linked account its provider says cannot be debited takes no payment, whatever its balance: one scheduled
   // is voided, and the borrower shows why until the provider says the same link is well again.
   const linkBlock = blockedReasonOf(read.linkHealth ?? null);

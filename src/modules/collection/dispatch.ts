@@ -6,6 +6,7 @@ import { drainClaims } from '../../platform/work-pool';
 import type { DebitInstrument, DebitRequest, DebitResult, FoundPayment, Processor } from '../../adapters/processors';
 import { openBorrower } from '../enrollments/borrower';
 import { applyMonitorEvent, monitorStateOf } from '../enrollments/monitor-changes';
+import { accountBlockOf, ACCOUNT_BLOCK_WORDS, type AccountBlock } from '../enrollments/monitor';
 import { recordNotAttempted, recordObservation, REPORT_HOLDS } from './record';
 import { type DuePayment } from './store';
 
@@ -21,6 +22,10 @@ export type { DuePayment };
 // than PROCESSOR_IDEMPOTENCY_HORIZON_MS (a processor forgets keys after a day: a reused key would be a new
 // debit). Only a payment the processor was never asked about, or one a look-up past the horizon does not find,
 // is recorded not_attempted. A removal or an outcome recorded elsewhere only stops new payments.
+//
+// A bank account whose state blocks the borrower (a return of any borrower's debit to it, recorded after the
+// payment was made) stops a payment not yet sent as a removal does: never sent, recorded not attempted with
+// the account's reason; one sent before is only looked up. The claim checks it again in its statement.
 //
 // A lender's uploaded outcome of a payment the processor has not confirmed (record.ts) puts the payment back in
 // this queue: it is looked up at its processor, and what the processor says is recorded; the report stands,
@@ -66,10 +71,12 @@ export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | P
   const e = await ctx.deps.stores.dispatch.borrowerToDebit(ctx, p.enrollmentId);
   const conn = await ctx.deps.stores.dispatch.keyToSend(ctx, p.connectionId);
   const sent = pay.firstAttemptAt !== null;
+  const accountBlock = await accountBlockOfPayment(ctx, p);
 
   if (!sent) {
     // Never sent: what is known locally is all there is, and a payment that cannot go now never will.
     if (!e || e.state !== 'monitored' || !e.sealed) return neverSent(ctx, p, 'monitoring of the borrower stopped before the payment was sent', 'removed');
+    if (accountBlock) return neverSent(ctx, p, `not sent: ${ACCOUNT_BLOCK_WORDS[accountBlock]}`, accountBlock, accountBlock);
     if (!conn?.keySealed) return neverSent(ctx, p, 'the processor key was deleted before the payment was sent', 'key_deleted');
     if (p.rail === 'card' && !e.cardToken) return neverSent(ctx, p, 'the borrower has no card token', 'no_card_token');
   }
@@ -82,9 +89,9 @@ export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | P
   const key = deps.vault.open(conn.keySealed);
   const firstAttemptAt = pay.firstAttemptAt ?? now;
   const young = now - firstAttemptAt < deps.config.processorIdempotencyHorizonMs;
-  const monitored = e?.state === 'monitored' && !!e.sealed;
+  const monitored = e?.state === 'monitored' && !!e.sealed && accountBlock === null;
   if (sent && !(young && monitored)) {
-    // Removed, stopped or erased since, or the key too old to send again: only a look-up.
+    // Removed, stopped or erased since, its bank account blocked since, or the key too old to send again: only a look-up.
     const call = processor.findPayment(key, { paymentId: p.id, createdFrom: firstAttemptAt - LOOKUP_SLACK_MS, createdTo: now + LOOKUP_SLACK_MS });
     return { kind: 'look', processor, key, call, firstAttemptAt };
   }
@@ -207,9 +214,22 @@ async function verifyLater(ctx: JobContext, p: DuePayment, e: unknown): Promise<
   });
 }
 
-/** A payment the processor was never asked about and never will be: not attempted, its slot given back. */
-async function neverSent(ctx: JobContext, p: DuePayment, message: string, reason: string): Promise<Step> {
-  await giveUp(ctx, p, message, 'never_sent');
+/** What the bank accounts of a payment (the one it was made for, its borrower's now) block for its borrower, or null. */
+async function accountBlockOfPayment(ctx: JobContext, p: DuePayment): Promise<AccountBlock | null> {
+  const { authorizationAt, accounts } = await ctx.deps.stores.dispatch.accountsToDebit(ctx, p.id);
+  for (const a of accounts) {
+    const block = accountBlockOf(a, authorizationAt);
+    if (block) return block;
+  }
+  return null;
+}
+
+/**
+ * A payment the processor was never asked about and never will be: not attempted, its slot given back.
+ * `block`: its borrower, if still monitored, is blocked with this reason in the same transaction.
+ */
+async function neverSent(ctx: JobContext, p: DuePayment, message: string, reason: string, block?: AccountBlock): Promise<Step> {
+  await giveUp(ctx, p, message, 'never_sent', block);
   ctx.deps.metrics.paymentsSkipped.inc({ reason });
   return { kind: 'done' };
 }
@@ -219,12 +239,19 @@ async function neverSent(ctx: JobContext, p: DuePayment, message: string, reason
  * hold: one never sent (and no send claimed since, here or on another replica), or one the processor says it
  * has no trace of past the idempotency horizon.
  */
-async function giveUp(ctx: JobContext, p: DuePayment, message: string, why: 'never_sent' | 'absent_at_processor'): Promise<void> {
+async function giveUp(ctx: JobContext, p: DuePayment, message: string, why: 'never_sent' | 'absent_at_processor', block?: AccountBlock): Promise<void> {
   await transaction(ctx, async (tx) => {
     await tx.deps.stores.dispatch.finishDue(tx, p, { state: 'done' });
     // Forward only: a payment whose status moved meanwhile (an outcome read first) keeps it.
     if (!(await recordNotAttempted(tx, p, message, why))) return;
-    await tx.deps.stores.decisions.giveBackPresentment(tx, p.enrollmentId, ctx.deps.clock.now());
+    const now = ctx.deps.clock.now();
+    await tx.deps.stores.decisions.giveBackPresentment(tx, p.enrollmentId, now);
+    if (!block) return;
+    // The borrower's state is read and then moved: not beside another change of the same borrower.
+    await tx.deps.stores.decisions.serializeBorrower(tx, p.enrollmentId);
+    if ((await monitorStateOf(tx, p.enrollmentId)) === 'monitored') {
+      await applyMonitorEvent(tx, { enrollmentId: p.enrollmentId, event: { type: 'blocked', reason: block }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
+    }
   });
 }
 

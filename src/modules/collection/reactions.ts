@@ -6,11 +6,18 @@ import { pushToEndpoints } from '../webhooks/endpoints';
 import { evaluateReturnRates } from '../return-rates/watch';
 import { eventView } from './events';
 import { holdChain } from './chain';
+import { recordAccountReturn } from '../bank-accounts/service';
+import { accountStateOfReturn } from '../../adapters/processors/account-states';
+import { linkBorrower } from '../enrollments/account-links';
 
 // What a recorded outcome of a payment sets off, in one place. The recorder (record.ts) records the outcome's
 // event and moves the payment's status, then calls afterOutcome in the same transaction, so what the reactions
 // write commits with the outcome or not at all. In order:
 //   1. the ledger: settled books a credit, a return or a refund reverses what was credited for the reference;
+//   1a. a return whose code says something of the bank account (adapters/processors/account-states.ts) sets
+//      the state of the account the debit was made for (the payment's; for a payment made elsewhere or before
+//      accounts were known, the borrower's, linked now if it was not): every borrower on it is blocked by it
+//      from then on (the decision and the dispatch read it; collection/account-blocks.ts tells each of them);
 //   2. the borrower's monitor moves (enrollments/monitor.ts decides how): settled collects, a return stops or
 //      lets a reinitiation go, an invalid card payment may stop the borrower;
 //   3. the debt's chain of presentments (chain.ts): after a return, a chain that is full or needs a new
@@ -20,7 +27,7 @@ import { holdChain } from './chain';
 //   5. a return moves the lender's return rates (return-rates/watch.ts), which may pause ACH collection and
 //      put RETURN_RATE_ALERT in the outbox; a batch evaluates them once, after its observations.
 // A lender's upload of the service's own payment is a report, not an outcome: only a stop acts on it at once
-// (stopAtOnce), through steps 2 and 3.
+// (stopAtOnce), through steps 1a (an unauthorized return marks the account: a stop is never a debit), 2 and 3.
 
 /** What the recorder recorded of an observation: its event, the status it stands for and the times. */
 export interface RecordedEvent {
@@ -37,6 +44,8 @@ export interface RecordedEvent {
 interface Observed {
   lenderId: string;
   reference: string;
+  /** The service's own payment it is about; null for a payment made elsewhere. */
+  paymentId: string | null;
   amountCents: number;
   message: string | null;
   source: EventSource;
@@ -50,6 +59,7 @@ interface Observed {
 export async function afterOutcome(ctx: JobContext & { tx: Tx }, o: Observed, r: RecordedEvent, ratesLater?: Set<string>): Promise<void> {
   if (o.enrollmentId) {
     await postLedger(ctx, o, r, o.enrollmentId);
+    await markAccount(ctx, o, o.enrollmentId, r.status, r.returnCode, r.now);
     await moveBorrower(ctx, o.enrollmentId, r.status, r.returnCode, r.now, o.declineCode ?? null);
   }
   if (o.source !== 'upload' && o.authorizerUniqueId) {
@@ -72,9 +82,30 @@ export async function afterOutcome(ctx: JobContext & { tx: Tx }, o: Observed, r:
   }
 }
 
-/** Steps 2 and 3 for a lender's report of a stop (R08, an unauthorized return): a stop is never a debit. */
-export async function stopAtOnce(ctx: JobContext & { tx: Tx }, enrollmentId: string, status: EventStatus, code: string | null, now: number): Promise<void> {
+/** Steps 1a, 2 and 3 for a lender's report of a stop (R08, an unauthorized return): a stop is never a debit. */
+export async function stopAtOnce(
+  ctx: JobContext & { tx: Tx },
+  o: Pick<Observed, 'reference' | 'paymentId'>,
+  enrollmentId: string,
+  status: EventStatus,
+  code: string | null,
+  now: number,
+): Promise<void> {
+  await markAccount(ctx, o, enrollmentId, status, code, now);
   await moveBorrower(ctx, enrollmentId, status, code, now, null);
+}
+
+/**
+ * Step 1a: a return whose code says something of the bank account sets its state. The account is the one the
+ * payment was made for; a card payment has none; a payment made elsewhere (an upload's) or before accounts were
+ * known goes by the borrower's account, linked now if the start-up job has not linked it yet.
+ */
+async function markAccount(ctx: JobContext & { tx: Tx }, o: Pick<Observed, 'reference' | 'paymentId'>, enrollmentId: string, status: EventStatus, code: string | null, now: number): Promise<void> {
+  if ((status !== 'returned' && status !== 'late_returned') || accountStateOfReturn(code) === null) return;
+  const payment = o.paymentId ? await ctx.deps.stores.outcomes.paymentAccountOf(ctx, o.paymentId) : null;
+  if (payment?.rail === 'card') return;
+  const accountId = payment?.bankAccountId ?? (await linkBorrower(ctx, enrollmentId, now));
+  if (accountId) await recordAccountReturn(ctx, { accountId, code, reference: o.reference, at: now });
 }
 
 /** Step 1: the ledger is the money the lender holds; a won dispute or a failed refund is settled again. */

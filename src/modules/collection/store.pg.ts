@@ -1,5 +1,6 @@
-import { and, asc, desc, eq, gt, gte, inArray, isNotNull, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, isNotNull, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
 import {
+  bankAccounts,
   enrollments,
   ledgerEntries,
   paymentConnections,
@@ -7,13 +8,14 @@ import {
   paymentObservationsSetAside,
   payments,
 } from '../../../db/schema-pg';
-import { MONITOR_STATES, PAYMENT_STATUSES, type EventStatus, type MonitorState, type PaymentStatus } from '../../../db/schema/enums';
+import { MONITOR_STATES, PAYMENT_STATUSES, type BankAccountState, type EventStatus, type MonitorState, type PaymentStatus } from '../../../db/schema/enums';
+import type { AccountStanding } from '../bank-accounts/store';
 import { DAY_MS } from '../../platform/clock';
 import type { PgDb } from '../../platform/pg';
 import { builtOnce, exactSum, inList, listOf, lockFor, num, numOrNull, probeByIndex, readerOf, rows, sumOf, writerOf, type Summed } from '../../platform/sql/pg';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue.pg';
 import type { PastPayment } from './rules';
-import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, DecisionRead, PaymentReadStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
+import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, DecisionRead, DecidingRow, PaymentReadStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
 import { DISPATCH_LEASE_MS } from './store-shared';
 
 // Collection's SQL on PostgreSQL: the same questions as store.sqlite.ts, with the same answers, orders and
@@ -23,8 +25,8 @@ import { DISPATCH_LEASE_MS } from './store-shared';
 //   skips those another claimer holds (FOR UPDATE SKIP LOCKED): no payment is leased twice;
 // - every status move is a compare-and-set in one UPDATE (the status it was read in, or the one it may move
 //   from): of two movers, the second re-reads the row the first committed and moves nothing;
-// - a send's claim locks its borrower's row for share, so a removal or an erasure in progress is waited for
-//   and seen, never raced;
+// - a send's claim locks its borrower's row and its bank accounts' rows for share, so a removal, an erasure or
+//   a return of the account in progress is waited for and seen, never raced;
 // - what the services read and then write about one borrower, one reference or one key's feed is serialized
 //   by the lock functions at the end (serializeBorrower, serializeReferences, serializeFeed), which the
 //   services take first in their transactions.
@@ -73,6 +75,15 @@ const dispatchQueue = new LeaseQueue(payments, {
   ),
 });
 
+/** A bank account's standing from its columns read beside another row (null: no account). */
+const standingOf = (state: BankAccountState | null, lastReturnAt: number | null): AccountStanding | null => (state === null ? null : { state, lastReturnAt });
+
+/**
+ * The bank account `a` blocks the borrower `e` (monitor.ts accountBlockOf, in SQL): any state but ok, but an
+ * unauthorized one for a borrower whose authorization is dated after the account's last return.
+ */
+const BLOCKING_ACCOUNT = `a.state <> 'ok' AND NOT (a.state = 'unauthorized' AND e.authorization_at IS NOT NULL AND a.last_return_at IS NOT NULL AND e.authorization_at > a.last_return_at)`;
+
 export const pgDispatchStore: DispatchStore = {
   async claimDuePayments(c, want, now) {
     return dispatchQueue.claim(c, want, now);
@@ -98,6 +109,19 @@ export const pgDispatchStore: DispatchStore = {
       .where(eq(enrollments.id, enrollmentId));
     return r ?? null;
   },
+  async accountsToDebit(c, paymentId) {
+    const found = await rows<{ authorizationAt: string | null; state: BankAccountState | null; lastReturnAt: string | null }>(
+      readerOf(c),
+      sql`SELECT e.authorization_at AS "authorizationAt", a.state, a.last_return_at AS "lastReturnAt"
+            FROM payments p JOIN enrollments e ON e.id = p.enrollment_id
+            LEFT JOIN bank_accounts a ON a.id IN (p.bank_account_id, e.bank_account_id)
+           WHERE p.id = ${paymentId}`,
+    );
+    return {
+      authorizationAt: numOrNull(found[0]?.authorizationAt ?? null),
+      accounts: found.flatMap((r) => (r.state === null ? [] : [{ state: r.state, lastReturnAt: numOrNull(r.lastReturnAt) }])),
+    };
+  },
   async keyToSend(c, connectionId) {
     const [r] = await readerOf(c)
       .select({ processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
@@ -116,12 +140,21 @@ export const pgDispatchStore: DispatchStore = {
   async claimSend(c, claim, now) {
     // The borrower's row is read FOR SHARE: a removal or erasure that has changed it and not committed yet is
     // waited for, and the claim then sees what it committed (a plain subquery would read the row as it was).
+    // So are its bank accounts' rows, whatever their state: a return being recorded on one is waited for. The
+    // accounts are locked in a subquery fenced by OFFSET 0: without it the planner pushes the blocking test
+    // below the lock, and an account whose committed state is ok would be passed over, not waited for.
     // Only while this claim holds the payment's queue row: a claim whose lease ran out sends nothing.
     const claimed = await rows<{ id: string }>(
       writerOf(c),
       sql`UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ${now}::bigint), updated_at = ${now}
            WHERE id = ${String(claim.id)} AND status = 'initiating' AND lease_token = ${claim.leaseToken}
              AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL FOR SHARE)
+             AND NOT EXISTS (
+               SELECT 1 FROM (SELECT a.state, a.last_return_at FROM bank_accounts a
+                                WHERE a.id = payments.bank_account_id OR a.id = (SELECT e.bank_account_id FROM enrollments e WHERE e.id = payments.enrollment_id)
+                                FOR SHARE OFFSET 0) AS a,
+                             (SELECT e.authorization_at FROM enrollments e WHERE e.id = payments.enrollment_id) AS e
+                WHERE ${sql.raw(BLOCKING_ACCOUNT)})
           RETURNING id`,
     );
     return claimed.length === 1;
@@ -179,6 +212,10 @@ export const pgOutcomeStore: OutcomeStore = {
   async paymentStatusOf(c, id) {
     const [r] = await readerOf(c).select({ status: payments.status }).from(payments).where(eq(payments.id, id));
     return r?.status ?? null;
+  },
+  async paymentAccountOf(c, id) {
+    const [r] = await readerOf(c).select({ rail: payments.rail, bankAccountId: payments.bankAccountId }).from(payments).where(eq(payments.id, id));
+    return r ?? null;
   },
   async recordEvent(c, v) {
     await writerOf(c).insert(paymentEvents).values({
@@ -419,7 +456,15 @@ export const pgMatchingStore: MatchingStore = {
 };
 
 // The decision's reads, built once per handle (a flush of results asks them for each of its borrowers).
-const enrollmentToDecide = builtOnce((db) => db.select().from(enrollments).where(eq(enrollments.id, sql.placeholder('id'))).prepare('enrollment_to_decide'));
+/** A borrower as a decision reads it: its enrollment row, and its bank account's state and last return beside it. */
+const DECIDING = { ...getTableColumns(enrollments), accountState: bankAccounts.state, accountLastReturnAt: bankAccounts.lastReturnAt };
+const decidingRow = ({ accountState, accountLastReturnAt, ...row }: typeof enrollments.$inferSelect & { accountState: BankAccountState | null; accountLastReturnAt: number | null }): DecidingRow => ({
+  ...row,
+  account: standingOf(accountState, accountLastReturnAt),
+});
+const enrollmentToDecide = builtOnce((db) =>
+  db.select(DECIDING).from(enrollments).leftJoin(bankAccounts, eq(bankAccounts.id, enrollments.bankAccountId)).where(eq(enrollments.id, sql.placeholder('id'))).prepare('enrollment_to_decide'),
+);
 /** A payment as the collection rules read it (PastPayment), and a scheduled one as a decision reads it. */
 const PAST_PAYMENT = {
   id: payments.id,
@@ -463,13 +508,14 @@ const paymentInFlight = builtOnce((db) =>
 export const pgDecisionStore: DecisionStore = {
   async enrollmentToDecide(c, enrollmentId) {
     const [r] = await enrollmentToDecide(readerOf(c)).execute({ id: enrollmentId });
-    return r ?? null;
+    return r ? decidingRow(r) : null;
   },
   async decisionInputsOf(c, enrollmentIds) {
     const db = readerOf(c);
     const out = new Map<string, DecisionRead>();
     if (enrollmentIds.length === 0) return out;
-    for (const enrollment of await db.select().from(enrollments).where(inList(enrollments.id, enrollmentIds))) out.set(enrollment.id, { enrollment, history: [], scheduled: null });
+    const rowsToDecide = await db.select(DECIDING).from(enrollments).leftJoin(bankAccounts, eq(bankAccounts.id, enrollments.bankAccountId)).where(inList(enrollments.id, enrollmentIds));
+    for (const r of rowsToDecide) out.set(r.id, { enrollment: decidingRow(r), history: [], scheduled: null });
     const histories = await db
       .select({ enrollmentId: payments.enrollmentId, ...PAST_PAYMENT })
       .from(payments)
@@ -522,6 +568,13 @@ export const pgDecisionStore: DecisionStore = {
     return r
       ? { ...r, authorizationAt: numOrNull(r.authorizationAt), cfpbCovered: numOrNull(r.cfpbCovered), collectableAmountCents: num(r.collectableAmountCents) }
       : null;
+  },
+  async accountStandingOf(c, enrollmentId) {
+    const [r] = await rows<{ state: BankAccountState; lastReturnAt: string | null }>(
+      readerOf(c),
+      sql`SELECT a.state, a.last_return_at AS "lastReturnAt" FROM enrollments e JOIN bank_accounts a ON a.id = e.bank_account_id WHERE e.id = ${enrollmentId}`,
+    );
+    return r ? { state: r.state, lastReturnAt: numOrNull(r.lastReturnAt) } : null;
   },
   async setPaymentsUsed(c, enrollmentId, n, now) {
     await writerOf(c).update(enrollments).set({ paymentsUsed: n, updatedAt: now }).where(eq(enrollments.id, enrollmentId));

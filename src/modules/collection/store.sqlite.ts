@@ -1,13 +1,14 @@
-import { and, asc, desc, eq, gt, gte, inArray, isNotNull, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
-import { enrollments, paymentConnections, paymentEvents, payments } from '../../../db/schema';
-import { MONITOR_STATES, PAYMENT_STATUSES, type EventSource, type EventStatus, type MonitorState, type PaymentStatus } from '../../../db/schema/enums';
+import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, isNotNull, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
+import { bankAccounts, enrollments, paymentConnections, paymentEvents, payments } from '../../../db/schema';
+import { MONITOR_STATES, PAYMENT_STATUSES, type BankAccountState, type EventSource, type EventStatus, type MonitorState, type PaymentStatus, type Rail } from '../../../db/schema/enums';
 import type { Db, Orm } from '../../platform/db';
 import { DAY_MS } from '../../platform/clock';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { builtOnce, exactSum, inList, listOf, readerOf, sumOf, writerOf, type Summed } from '../../platform/sql/sqlite';
 import type { PastPayment } from './rules';
 import { DISPATCH_LEASE_MS } from './store-shared';
-import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, DecisionRead, PaymentReadStore, CountedSum, DuePayment, EventRecord, LedgerTotals, OwnPayment, PaymentPageQuery, PaymentReport, ScheduledPayment, StatusMove } from './store';
+import type { AccountStanding } from '../bank-accounts/store';
+import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, DecisionRead, DecidingRow, PaymentReadStore, CountedSum, DuePayment, EventRecord, LedgerTotals, OwnPayment, PaymentPageQuery, PaymentReport, ScheduledPayment, StatusMove } from './store';
 
 // Collection's SQL on SQLite. The raw prepared statements: recording an observed status and matching a
 // processor change run once per change of a polled feed (bun run bench collection: a 50,000-change backlog at
@@ -183,11 +184,21 @@ const scheduledPaymentOf = (db: Db, enrollmentId: string) =>
     .query<ScheduledPayment, [string]>(`SELECT ${SCHEDULED_PAYMENT} FROM payments INDEXED BY payments_enrollment_idx WHERE enrollment_id = ? AND status = 'scheduled'`)
     .get(enrollmentId);
 
+/** A borrower as a decision reads it: its enrollment row, and its bank account's state and last return beside it. */
+const DECIDING = { ...getTableColumns(enrollments), accountState: bankAccounts.state, accountLastReturnAt: bankAccounts.lastReturnAt };
+/** A row read with DECIDING, as the decision takes it: the account's standing as one field, null when none is linked. */
+const decidingRow = ({ accountState, accountLastReturnAt, ...row }: typeof enrollments.$inferSelect & { accountState: BankAccountState | null; accountLastReturnAt: number | null }): DecidingRow => ({
+  ...row,
+  account: standingOf(accountState, accountLastReturnAt),
+});
+const standingOf = (state: BankAccountState | null, lastReturnAt: number | null): AccountStanding | null => (state === null ? null : { state, lastReturnAt });
+
 /** decisionInputsOf's three reads, for a list of borrowers (bound as one JSON parameter). */
 const enrollmentsToDecide = builtOnce((db: Db) =>
   db
-    .select()
+    .select(DECIDING)
     .from(enrollments)
+    .leftJoin(bankAccounts, eq(bankAccounts.id, enrollments.bankAccountId))
     .where(sql`${enrollments.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
     .prepare(),
 );
@@ -221,6 +232,14 @@ const chainInputsOf = (db: Db, enrollmentId: string) =>
       `SELECT lender_id AS lenderId, state, blocked_reason AS blockedReason, authorization_at AS authorizationAt,
               cfpb_covered AS cfpbCovered, collectable_amount_cents AS collectableAmountCents
          FROM enrollments WHERE id = ?`,
+    )
+    .get(enrollmentId);
+
+/** The standing of a borrower's bank account. */
+const accountStandingOf = (db: Db, enrollmentId: string) =>
+  db.$client
+    .query<AccountStanding, [string]>(
+      `SELECT a.state, a.last_return_at AS lastReturnAt FROM enrollments e JOIN bank_accounts a ON a.id = e.bank_account_id WHERE e.id = ?`,
     )
     .get(enrollmentId);
 
@@ -302,12 +321,22 @@ const claimSend = (tx: Orm, id: string, leaseToken: string, now: number) =>
     .query(
       `UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ?2), updated_at = ?2
       WHERE id = ?1 AND status = 'initiating' AND lease_token = ?3
-        AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL)`,
+        AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL)
+        AND NOT EXISTS (SELECT 1 FROM enrollments e JOIN bank_accounts a ON a.id IN (payments.bank_account_id, e.bank_account_id)
+                         WHERE e.id = payments.enrollment_id AND ${BLOCKING_ACCOUNT})`,
     )
     .run(id, now, leaseToken);
 
-/** The borrower a collection decision is about: its whole row. */
-const enrollmentToDecide = builtOnce((db: Db) => db.select().from(enrollments).where(eq(enrollments.id, sql.placeholder('id'))).prepare());
+/**
+ * The bank account `a` blocks the borrower `e` (monitor.ts accountBlockOf, in SQL): any state but ok, but an
+ * unauthorized one for a borrower whose authorization is dated after the account's last return.
+ */
+const BLOCKING_ACCOUNT = `a.state <> 'ok' AND NOT (a.state = 'unauthorized' AND e.authorization_at IS NOT NULL AND a.last_return_at IS NOT NULL AND e.authorization_at > a.last_return_at)`;
+
+/** The borrower a collection decision is about: its whole row, and its bank account's standing. */
+const enrollmentToDecide = builtOnce((db: Db) =>
+  db.select(DECIDING).from(enrollments).leftJoin(bankAccounts, eq(bankAccounts.id, enrollments.bankAccountId)).where(eq(enrollments.id, sql.placeholder('id'))).prepare(),
+);
 
 /** A payment of the borrower in flight (initiating or processing), if any. */
 const paymentInFlight = builtOnce((db: Db) =>
@@ -335,6 +364,17 @@ const borrowerToDebit = (db: Db, enrollmentId: string) =>
     .from(enrollments)
     .where(eq(enrollments.id, enrollmentId))
     .get();
+
+/** The bank accounts a payment's debit would meet: the one it was made for and its borrower's now, with the borrower's authorization. */
+const accountsToDebit = (db: Db, paymentId: string) =>
+  db.$client
+    .query<{ authorizationAt: number | null; state: BankAccountState | null; lastReturnAt: number | null }, [string]>(
+      `SELECT e.authorization_at AS authorizationAt, a.state, a.last_return_at AS lastReturnAt
+         FROM payments p JOIN enrollments e ON e.id = p.enrollment_id
+         LEFT JOIN bank_accounts a ON a.id IN (p.bank_account_id, e.bank_account_id)
+        WHERE p.id = ?`,
+    )
+    .all(paymentId);
 
 /** The processor key a payment goes through: its processor and its sealed key (null once deleted). */
 const keyToSend = (db: Db, connectionId: string) =>
@@ -496,6 +536,13 @@ export const sqliteDispatchStore: DispatchStore = {
   async borrowerToDebit(c, enrollmentId) {
     return borrowerToDebit(readerOf(c), enrollmentId) ?? null;
   },
+  async accountsToDebit(c, paymentId) {
+    const found = accountsToDebit(readerOf(c), paymentId);
+    return {
+      authorizationAt: found[0]?.authorizationAt ?? null,
+      accounts: found.flatMap((r) => (r.state === null ? [] : [{ state: r.state, lastReturnAt: r.lastReturnAt }])),
+    };
+  },
   async keyToSend(c, connectionId) {
     return keyToSend(readerOf(c), connectionId) ?? null;
   },
@@ -529,6 +576,9 @@ export const sqliteOutcomeStore: OutcomeStore = {
   },
   async paymentStatusOf(c, id) {
     return paymentStatusOf(readerOf(c), id) ?? null;
+  },
+  async paymentAccountOf(c, id) {
+    return readerOf(c).$client.query<{ rail: Rail; bankAccountId: string | null }, [string]>('SELECT rail, bank_account_id AS bankAccountId FROM payments WHERE id = ?').get(id) ?? null;
   },
   async recordEvent(c, event) {
     insertEvent(writerOf(c), event);
@@ -626,13 +676,14 @@ export const sqliteMatchingStore: MatchingStore = {
 
 export const sqliteDecisionStore: DecisionStore = {
   async enrollmentToDecide(c, enrollmentId) {
-    return enrollmentToDecide(readerOf(c)).get({ id: enrollmentId }) ?? null;
+    const r = enrollmentToDecide(readerOf(c)).get({ id: enrollmentId });
+    return r ? decidingRow(r) : null;
   },
   async decisionInputsOf(c, enrollmentIds) {
     const db = readerOf(c);
     const ids = listOf(enrollmentIds);
     const out = new Map<string, DecisionRead>();
-    for (const enrollment of enrollmentsToDecide(db).all({ ids })) out.set(enrollment.id, { enrollment, history: [], scheduled: null });
+    for (const r of enrollmentsToDecide(db).all({ ids })) out.set(r.id, { enrollment: decidingRow(r), history: [], scheduled: null });
     for (const { enrollmentId, ...p } of paymentHistories(db, ids)) out.get(enrollmentId)?.history.push(p);
     for (const p of scheduledPayments(db, ids)) {
       const r = out.get(p.enrollmentId);
@@ -654,6 +705,9 @@ export const sqliteDecisionStore: DecisionStore = {
   },
   async chainInputsOf(c, enrollmentId) {
     return chainInputsOf(readerOf(c), enrollmentId) ?? null;
+  },
+  async accountStandingOf(c, enrollmentId) {
+    return accountStandingOf(readerOf(c), enrollmentId) ?? null;
   },
   async setPaymentsUsed(c, enrollmentId, n, now) {
     setPaymentsUsed(writerOf(c), enrollmentId, n, now);

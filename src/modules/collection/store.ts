@@ -1,5 +1,6 @@
 import type { enrollments, paymentEvents, payments } from '../../../db/schema';
-import type { EventSource, EventStatus, MonitorState, PaymentStatus, ProcessorName } from '../../../db/schema/enums';
+import type { EventSource, EventStatus, MonitorState, PaymentStatus, ProcessorName, Rail } from '../../../db/schema/enums';
+import type { AccountStanding } from '../bank-accounts/store';
 import type { Claim, Finalize } from '../../platform/lease-queue';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { PastPayment } from './rules';
@@ -31,6 +32,8 @@ export type DueFinish = Finalize<typeof payments>;
 export type PaymentRow = typeof payments.$inferSelect;
 export type NewPayment = typeof payments.$inferInsert;
 export type EnrollmentRow = typeof enrollments.$inferSelect;
+/** A borrower as a decision reads it: its enrollment, and its bank account's standing (null: none linked). */
+export type DecidingRow = EnrollmentRow & { account: AccountStanding | null };
 export type PaymentEventRow = typeof paymentEvents.$inferSelect;
 
 export interface EventRecord {
@@ -186,13 +189,20 @@ export interface DispatchStore {
     c: StoreCtx,
     enrollmentId: string,
   ): Promise<{ state: MonitorState; sealed: string | null; cardToken: string | null; routing: string | null } | null>;
+  /**
+   * What may stop a debit at its bank account: the standings of the account the payment was made for and of
+   * the borrower's account now (each once; none when neither is known), and the borrower's authorization.
+   */
+  accountsToDebit(c: StoreCtx, paymentId: string): Promise<{ authorizationAt: number | null; accounts: AccountStanding[] }>;
   keyToSend(c: StoreCtx, connectionId: string): Promise<{ processor: ProcessorName; keySealed: string | null } | null>;
   /** Whether the processor key a payment went through is still there (not deleted). */
   paymentKeyLive(c: StoreCtx, paymentId: string): Promise<boolean>;
   /**
    * The claim of a send, one conditional statement: true when the payment was still initiating, its borrower
-   * still monitored and its queue row still held by this claim (a claim whose lease ran out and was taken again
-   * sends nothing), its first attempt now recorded. Committed before the request leaves.
+   * still monitored, neither the bank account the payment was made for nor the borrower's account now in a
+   * state that blocks the borrower (accountBlockOf), and its queue row still held by this claim (a claim whose
+   * lease ran out and was taken again sends nothing), its first attempt now recorded. Committed before the
+   * request leaves.
    */
   claimSend(c: TxCtx, claim: Claim, now: number): Promise<boolean>;
   /** The processor's id of a payment it answered about (an id kept before stands). */
@@ -210,6 +220,8 @@ export interface OutcomeStore {
   /** The latest recorded event of each of some references (lastEventOf for a slice at once). */
   lastEventsAmong(c: StoreCtx, lenderId: string, references: string[]): Promise<{ reference: string; status: EventStatus; occurredAt: number }[]>;
   paymentStatusOf(c: StoreCtx, id: string): Promise<PaymentStatus | null>;
+  /** A payment's rail and the bank account it was made for (null: a card payment, or one made before accounts were known). */
+  paymentAccountOf(c: StoreCtx, id: string): Promise<{ rail: Rail; bankAccountId: string | null } | null>;
   recordEvent(c: TxCtx, event: EventRecord): Promise<void>;
   /** What is credited for a reference, net of reversals. */
   creditedFor(c: StoreCtx, lenderId: string, reference: string): Promise<number>;
@@ -295,13 +307,14 @@ export interface MatchingStore {
 /** What the collection decision reads and creates (decide.ts, chain.ts). */
 /** What a decision reads of one borrower: its enrollment, every payment oldest first, its scheduled payment. */
 export interface DecisionRead {
-  enrollment: EnrollmentRow;
+  enrollment: DecidingRow;
   history: PastPayment[];
   scheduled: ScheduledPayment | null;
 }
 
 export interface DecisionStore {
-  enrollmentToDecide(c: StoreCtx, enrollmentId: string): Promise<EnrollmentRow | null>;
+  /** The borrower a decision is about, with its bank account's standing. */
+  enrollmentToDecide(c: StoreCtx, enrollmentId: string): Promise<DecidingRow | null>;
   /**
    * What decisions read of several borrowers, each kind in one statement for all of them (a flush of balance
    * results decides for each of its borrowers): as enrollmentToDecide, paymentHistory and scheduledPaymentOf
@@ -317,6 +330,8 @@ export interface DecisionStore {
   createPayment(c: TxCtx, payment: NewPayment): Promise<void>;
   /** What the collection rules read of a borrower besides its payments. */
   chainInputsOf(c: StoreCtx, enrollmentId: string): Promise<ChainInputs | null>;
+  /** The standing of the borrower's bank account; null when none is linked (or no such borrower). */
+  accountStandingOf(c: StoreCtx, enrollmentId: string): Promise<AccountStanding | null>;
   /** The presentments the debt's chain has used. */
   setPaymentsUsed(c: TxCtx, enrollmentId: string, n: number, now: number): Promise<void>;
   /** One presentment given back: a payment that never went out does not count. */

@@ -7,6 +7,7 @@ import { textSchema } from '../../platform/fields';
 import { Address, AuthorizerId, BankLinkView, DateOfBirth, IDENTITY_PROPERTIES, Metadata } from '../authorizers/fields';
 import { MERCHANT_REF } from '../payment-connections/model';
 import { ReusedFrom } from '../balance-requests/model';
+import { BLOCKED_REASONS } from './monitor';
 
 /** A linked account's health (balance-requests/link-health.ts). */
 const LinkHealthView = t.Object(
@@ -197,9 +198,9 @@ export const EnrollmentView = t.Object(
     authorizer_unique_id: t.String(),
     state: OneOf(MONITOR_STATES),
     reason: t.Union([t.String(), t.Null()]),
-    blocked_reason: t.Union([t.String(), t.Null()], {
+    blocked_reason: t.Union([OneOf(BLOCKED_REASONS), t.Null()], {
       description:
-        'Why no payment is initiated although the borrower is monitored: no_processor_key, verification_required, return_rate_paused (each clears by itself or on a re-send), or a collection rule that stands until the lender acts (reauthorization_required, reinitiation_limit, reinitiation_window, amount_changed; the borrower is not read meanwhile, and a re-send with a later authorization or a new amount asks the rules again). null when nothing blocks.',
+        'Why no payment is initiated although the borrower is monitored: no_processor_key, verification_required, return_rate_paused, late_return_window, stale_balance, current_only, account_revoked, account_closed, account_not_transactable (each clears by itself or on a re-send); a collection rule that stands until the lender acts (reauthorization_required, reinitiation_limit, reinitiation_window, amount_changed; the borrower is not read meanwhile, and a re-send with a later authorization or a new amount asks the rules again); or the state of the borrower’s bank account, set by a return of any borrower’s debit to it (account_invalid, account_frozen, account_unauthorized, account_deceased: not read meanwhile; account_unauthorized lifts on a re-send with an authorization.obtained_at after the account’s last return, or with another account). null when nothing blocks.',
     }),
     window_started_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
     window_ends_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),

@@ -1,4 +1,4 @@
-import type { HeldReason, LinkHealth, MonitorState } from '../../../db/schema/enums';
+import type { BankAccountState, HeldReason, LinkHealth, MonitorState } from '../../../db/schema/enums';
 import { isRetryableReturn } from '../../adapters/processors/return-codes';
 import { mustNotRetry } from '../../adapters/processors/decline-codes';
 
@@ -32,6 +32,12 @@ export const BLOCKED_REASONS = [
   'account_revoked',
   'account_closed',
   'account_not_transactable',
+  // The borrower's bank account is in a blocking state (bank-accounts): a return of a debit to it, whichever
+  // borrower's, said it is invalid or closed, frozen, not authorized by its holder, or its holder deceased.
+  'account_invalid',
+  'account_frozen',
+  'account_unauthorized',
+  'account_deceased',
 ] as const;
 export type BlockedReason = (typeof BLOCKED_REASONS)[number];
 
@@ -43,6 +49,30 @@ export function blockedReasonOf(health: LinkHealth | null): BlockedReason | null
   return health === 'revoked' ? 'account_revoked' : health === 'closed' ? 'account_closed' : health === 'not_transactable' ? 'account_not_transactable' : null;
 }
 
+/** The blocks a bank account's state sets (bank-accounts): one per blocking state. */
+export const ACCOUNT_BLOCKS = ['account_invalid', 'account_frozen', 'account_unauthorized', 'account_deceased'] as const satisfies readonly BlockedReason[];
+export type AccountBlock = (typeof ACCOUNT_BLOCKS)[number];
+export const isAccountBlock = (r: string | null): r is AccountBlock => r !== null && (ACCOUNT_BLOCKS as readonly string[]).includes(r);
+
+/** Why an account's block stops a debit, in the words of the events and messages that say so. */
+export const ACCOUNT_BLOCK_WORDS: Record<AccountBlock, string> = {
+  account_invalid: 'a return said the bank account is closed or invalid',
+  account_frozen: 'a return said the bank account is frozen',
+  account_unauthorized: 'a return said debits to the bank account are not authorized; a new authorization dated after it is needed',
+  account_deceased: 'a return said the bank account’s holder is deceased',
+};
+
+/**
+ * What a borrower's bank account, as it stands, blocks for that borrower: its state's block, or null. An
+ * unauthorized account lets a borrower whose authorization is dated after the account's last return be debited
+ * (a new authorization dated after the return); the other states block every borrower on it.
+ */
+export function accountBlockOf(account: { state: BankAccountState; lastReturnAt: number | null } | null | undefined, authorizationAt: number | null): AccountBlock | null {
+  if (!account || account.state === 'ok') return null;
+  if (account.state === 'unauthorized' && authorizationAt !== null && account.lastReturnAt !== null && authorizationAt > account.lastReturnAt) return null;
+  return `account_${account.state}`;
+}
+
 /**
  * The collection rules' reasons (collection/rules.ts planPayment): each stands until the lender acts (a new
  * authorization, a new amount), so it outlives removal and re-send, and the borrower is not read meanwhile:
@@ -51,6 +81,12 @@ export function blockedReasonOf(health: LinkHealth | null): BlockedReason | null
 export const CHAIN_BLOCKS = ['reauthorization_required', 'reinitiation_limit', 'reinitiation_window', 'amount_changed'] as const satisfies readonly BlockedReason[];
 export type ChainBlock = (typeof CHAIN_BLOCKS)[number];
 export const isChainBlock = (r: string | null): r is ChainBlock => r !== null && (CHAIN_BLOCKS as readonly string[]).includes(r);
+
+/**
+ * The blocks that stand until the lender acts (the collection rules', and a bank account's state): kept through
+ * removal and re-send, which ask again what holds (collection/chain.ts), and the borrower is not read meanwhile.
+ */
+export const isStandingBlock = (r: string | null): r is ChainBlock | AccountBlock => isChainBlock(r) || isAccountBlock(r);
 
 export type MonitorFrom = MonitorState | 'new';
 
@@ -128,9 +164,10 @@ export function nextMonitor(cur: MonitorSnapshot, ev: MonitorEvent): MonitorChan
         const refresh = s === 'monitored' || s === 'held';
         return { state: 'held', reason: ev.held, blockedReason: null, window: 'none', nextRead: 'none', payments: refresh ? 'keep' : 'reset', outcome: 'held' };
       }
-      // A block of the collection rules stands through a re-send (the debt's chain is the same); the rules
-      // are asked again with what the re-send brought (collection/chain.ts), which may lift it.
-      const standing = isChainBlock(cur.blockedReason) ? cur.blockedReason : null;
+      // A block of the collection rules or of the bank account stands through a re-send (the debt's chain and
+      // the account's returns are the same); they are asked again with what the re-send brought
+      // (collection/chain.ts), which may lift it.
+      const standing = isStandingBlock(cur.blockedReason) ? cur.blockedReason : null;
       // A re-send of a monitored borrower refreshes its details and amount; the window is not extended.
       if (s === 'monitored') return { state: 'monitored', reason: null, blockedReason: standing, window: 'keep', nextRead: 'keep', payments: 'keep', outcome: 'updated' };
       // New, held that is now readable, or ended: a fresh 30 days, read at once (unless a block stands).
@@ -183,14 +220,14 @@ export function nextMonitor(cur: MonitorSnapshot, ev: MonitorEvent): MonitorChan
       if (cur.blockedReason === ev.reason) return null;
       // Until the lender acts, a read could not lead to a debit: none is scheduled. A wait that lifts by itself
       // in place of such a block (a settled payment's late-return window) reads again.
-      return { ...same, blockedReason: ev.reason, nextRead: isChainBlock(ev.reason) ? 'none' : isChainBlock(cur.blockedReason) ? 'now' : 'keep' };
+      return { ...same, blockedReason: ev.reason, nextRead: isStandingBlock(ev.reason) ? 'none' : isStandingBlock(cur.blockedReason) ? 'now' : 'keep' };
     case 'payment_initiated':
       if (s !== 'monitored') return illegal();
       return cur.blockedReason === null ? null : { ...same, blockedReason: null };
     case 'unblocked':
       if (s !== 'monitored') return illegal();
       if (cur.blockedReason === null) return null;
-      return { ...same, blockedReason: null, nextRead: isChainBlock(cur.blockedReason) ? 'now' : 'keep' };
+      return { ...same, blockedReason: null, nextRead: isStandingBlock(cur.blockedReason) ? 'now' : 'keep' };
   }
 }
 

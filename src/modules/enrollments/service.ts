@@ -22,7 +22,7 @@ import { Borrower, type EnrollmentRequest, type IdsBody } from './model';
 import { type EnrollmentPayment } from './store';
 import { type BorrowerWrite, type StoredMonitor } from './monitor-store';
 import { applyMonitorEvent, enrollBorrowers } from './monitor-changes';
-import type { BlockedReason } from './monitor';
+import { accountBlockOf, type BlockedReason } from './monitor';
 import { linkAccounts } from '../bank-accounts/service';
 import type { LinkedAccount } from '../bank-accounts/store';
 import { ledgersOf, type LedgerView } from './ledger';
@@ -278,6 +278,12 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
       // re-send brought (an authorization, an amount), which may block or free it.
       const prior = existing.get(c.aid);
       if (prior && change.state === 'monitored') await ctx.deps.enrollmentChanges.resent(tx, prior.id, now);
+      // A new borrower on a bank account whose state blocks it is enrolled, and blocked at once with the
+      // account's reason (ENROLLMENT_BLOCKED to the lender), and not read (a re-send asks again, chain.ts).
+      const block = accountBlockOf(accounts[i], c.authorizationAt);
+      if (!prior && change.state === 'monitored' && block) {
+        await applyMonitorEvent(tx, { enrollmentId: id, event: { type: 'blocked', reason: block }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
+      }
       if (change.state === 'monitored') wantingHistory.push(id);
       const h = held[i]!;
       results[c.index] = h
@@ -421,7 +427,8 @@ function enrollmentView(e: Enrollment, { ledger, payments, lastRead, accountLast
     authorizer_unique_id: e.authorizerUniqueId,
     state: e.state,
     reason: e.reason,
-    blocked_reason: e.blockedReason,
+    // Written only by the monitor store, from the state machine: one of BLOCKED_REASONS.
+    blocked_reason: e.blockedReason as BlockedReason | null,
     window_started_at: isoOrNull(e.windowStartedAt),
     window_ends_at: isoOrNull(e.windowEndsAt),
     collectable_amount: e.collectableAmountCents,

@@ -4,7 +4,7 @@ import { DAY_MS } from '../../platform/clock';
 import type { TxCtx } from '../../platform/store';
 import { policyOf } from '../collection-policy/service';
 import type { CollectionPolicy } from '../collection-policy/policy';
-import { isChainBlock } from '../enrollments/monitor';
+import { isStandingBlock } from '../enrollments/monitor';
 import { nextReadAt, type CadenceInput } from './cadence';
 import { depositsFromBalances, HISTORY_DAYS, inferPayCycle } from './infer';
 import { type CadenceState, type Deposit } from './store';
@@ -53,7 +53,7 @@ function relearns(e: CadenceState, v: Learn, now: number): boolean {
 
 /** Whether the next read follows the cycle (asked of the lender's policy next). */
 const mayFollowCycle = (e: CadenceState, v: Learn, cycle: CadenceInput['cycle'] | null): cycle is CadenceInput['cycle'] =>
-  !(v.at === null || e.state !== 'monitored' || isChainBlock(e.blockedReason) || e.nextReadAt === null || !cycle);
+  !(v.at === null || e.state !== 'monitored' || isStandingBlock(e.blockedReason) || e.nextReadAt === null || !cycle);
 
 /** The next read around the cycle's paydays, or null when the lender's cadence is the fixed interval. */
 function paydayRead(deps: JobContext['deps'], policy: CollectionPolicy, cycle: CadenceInput['cycle'], lastReadAt: number, now: number): number | null {

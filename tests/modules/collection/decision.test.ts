@@ -6,11 +6,11 @@
 // covering it; a linked account its provider forbids is never debited. No database: the rule on its own.
 import { describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
-import { LINK_HEALTHS, MONITOR_STATES } from '../../../db/schema/enums';
+import { BANK_ACCOUNT_STATES, LINK_HEALTHS, MONITOR_STATES } from '../../../db/schema/enums';
 import { decide, balanceTruth, type Decision, type DecisionInputs, type DecidingPayments, type Need, type Step } from '../../../src/modules/collection/decision';
 import { planPayment, type PastPayment } from '../../../src/modules/collection/rules';
 import { DEFAULT_POLICY, type CollectionPolicy } from '../../../src/modules/collection-policy/policy';
-import { blockedReasonOf } from '../../../src/modules/enrollments/monitor';
+import { accountBlockOf, ACCOUNT_BLOCK_WORDS, blockedReasonOf } from '../../../src/modules/enrollments/monitor';
 
 const NOW = Date.UTC(2026, 5, 10, 15);
 const HOUR = 3_600_000;
@@ -229,5 +229,29 @@ describe('the collection decision (pure)', () => {
     expect(run({ ...base, enrollment: { ...enrollment, blockedReason: 'stale_balance' }, read: { ...base.read, balanceCents: 5 } }).steps).toEqual([{ do: 'unblock' }]);
     // A payment in flight: nothing, whatever the balance.
     expect(run({ ...base, inFlight: true }).steps).toEqual([]);
+  });
+});
+
+describe('the borrower’s bank account (decision, pure)', () => {
+  const accountArb = fc.record({ state: fc.constantFrom(...BANK_ACCOUNT_STATES), lastReturnAt: fc.option(fc.integer({ min: NOW - 200 * DAY, max: NOW })) });
+
+  test('an account that blocks the borrower is never debited: blocked with its reason, a scheduled payment voided; one that does not changes nothing', () => {
+    fc.assert(
+      fc.property(inputsArb, accountArb, (w, account) => {
+        const e = w.enrollment;
+        if (!e) return;
+        const { steps } = run({ ...w, enrollment: { ...e, account } } as World);
+        const without = run(w).steps;
+        const block = accountBlockOf(account, e.authorizationAt);
+        const decides = e.state === 'monitored' && e.windowEndsAt !== null && NOW < e.windowEndsAt && e.blockedReason !== 'verification_required';
+        if (!decides || block === null) {
+          expect(steps).toEqual(without);
+          return;
+        }
+        expect(steps).toEqual([...(w.scheduled ? [{ do: 'void', message: `not debited: ${ACCOUNT_BLOCK_WORDS[block]}` }] : []), { do: 'block', reason: block }] as Step[]);
+        expect(steps.some((s) => s.do === 'create' || s.do === 'release')).toBe(false);
+      }),
+      PROPERTY,
+    );
   });
 });

@@ -2,7 +2,7 @@
 // blocked reason and what follows. A cell that changes fails here first.
 import { describe, expect, test } from 'bun:test';
 import { MONITOR_STATES } from '../../../db/schema/enums';
-import { IllegalTransition, nextMonitor, type MonitorChange, type MonitorEvent, type MonitorFrom, type MonitorSnapshot } from '../../../src/modules/enrollments/monitor';
+import { accountBlockOf, ACCOUNT_BLOCKS, IllegalTransition, nextMonitor, type MonitorChange, type MonitorEvent, type MonitorFrom, type MonitorSnapshot } from '../../../src/modules/enrollments/monitor';
 
 const FROM: Record<MonitorFrom, MonitorSnapshot> = {
   new: { state: 'new', reason: null, blockedReason: null },
@@ -154,5 +154,35 @@ describe('the monitor state machine', () => {
     for (const from of froms.filter((f) => f !== 'monitored')) {
       expect(() => nextMonitor(FROM[from], { type: 'payment_initiated' })).toThrow(IllegalTransition);
     }
+  });
+});
+
+describe('a bank account’s block', () => {
+  const monitored = (blockedReason: string | null): MonitorSnapshot => ({ state: 'monitored', reason: null, blockedReason });
+  test('stands until the lender acts, as a collection rule’s does: not read meanwhile, kept through a re-send, read at once when lifted', () => {
+    for (const reason of ACCOUNT_BLOCKS) {
+      expect(show(nextMonitor(monitored(null), { type: 'blocked', reason })!)).toBe(`monitored ∅ ${reason} keep none keep`);
+      // A re-send keeps it (the chain is asked again, and lifts it if it no longer holds).
+      expect(show(nextMonitor(monitored(reason), { type: 'enrolled', held: null })!)).toBe(`monitored ∅ ${reason} keep keep keep updated`);
+      expect(show(nextMonitor({ state: 'stopped', reason: 'R10', blockedReason: reason }, { type: 'enrolled', held: null })!)).toBe(`monitored ∅ ${reason} fresh none reset enrolled`);
+      expect(show(nextMonitor(monitored(reason), { type: 'unblocked' })!)).toBe('monitored ∅ ∅ keep now keep');
+      // Taking the place of a wait that lifts by itself stops reads; one that lifts by itself taking its place reads again.
+      expect(show(nextMonitor(monitored('stale_balance'), { type: 'blocked', reason })!)).toBe(`monitored ∅ ${reason} keep none keep`);
+      expect(show(nextMonitor(monitored(reason), { type: 'blocked', reason: 'late_return_window' })!)).toBe('monitored ∅ late_return_window keep now keep');
+    }
+  });
+
+  test('what an account blocks for a borrower: any state but ok; unauthorized only without an authorization after the last return', () => {
+    const at = 1_000;
+    expect(accountBlockOf(null, null)).toBeNull();
+    expect(accountBlockOf(undefined, null)).toBeNull();
+    expect(accountBlockOf({ state: 'ok', lastReturnAt: null }, null)).toBeNull();
+    for (const state of ['invalid', 'frozen', 'deceased'] as const) {
+      expect(accountBlockOf({ state, lastReturnAt: at }, null)).toBe(`account_${state}`);
+      expect(accountBlockOf({ state, lastReturnAt: at }, at + 1)).toBe(`account_${state}`);
+    }
+    expect(accountBlockOf({ state: 'unauthorized', lastReturnAt: at }, null)).toBe('account_unauthorized');
+    expect(accountBlockOf({ state: 'unauthorized', lastReturnAt: at }, at)).toBe('account_unauthorized');
+    expect(accountBlockOf({ state: 'unauthorized', lastReturnAt: at }, at + 1)).toBeNull();
   });
 });

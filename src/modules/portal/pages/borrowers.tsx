@@ -36,6 +36,10 @@ const BLOCKED_WHY: Record<BlockedReason, string> = {
   account_revoked: 'the borrower revoked the linked account or the permission to it; no debit until the provider says it is well again',
   account_closed: 'the linked account is closed at the bank; no debit until the provider says it is open again',
   account_not_transactable: "the linked account's account number cannot be debited; no debit until the provider says it can",
+  account_invalid: 'a return said the bank account is closed or invalid, for every borrower on it; no debit to it (not read until then)',
+  account_frozen: 'a return said the bank account is frozen, for every borrower on it; no debit to it (not read until then)',
+  account_unauthorized: "a return said the account's holder did not authorize a debit; re-send with an authorization.obtained_at after that return (not read until then)",
+  account_deceased: "a return said the bank account's holder is deceased; no debit to it (not read until then)",
 };
 
 /** A linked account's health, in words (balance-requests/link-health.ts). */

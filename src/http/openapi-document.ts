@@ -120,7 +120,7 @@ export function polishDocument(raw: Json, routes: Route[], webhooks: Json = {}):
           content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
         };
       }
-      if (path === '/v1/balance_requests' && method === 'post' && responses['201']) {
+      if ((path === '/v1/balance_requests' || path === '/v1/balance_requests/csv') && method === 'post' && responses['201']) {
         (responses['201'].headers as Json)['Idempotent-Replayed'] = ref('Idempotent-Replayed');
       }
       if (path === '/v1/balances/csv') {

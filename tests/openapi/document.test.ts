@@ -117,11 +117,26 @@ describe('the OpenAPI document', () => {
       if (op.responses['429']) expect(op.responses['429'].headers['Retry-After']).toBeDefined();
     }
     expect(doc.paths['/v1/balance_requests'].post.responses['201'].headers['Idempotent-Replayed']).toBeDefined();
+    expect(doc.paths['/v1/balance_requests/csv'].post.responses['201'].headers['Idempotent-Replayed']).toBeDefined();
     expect(doc.paths['/v1/balances/csv'].get.responses['200'].headers['Content-Disposition']).toBeDefined();
     const batchIds = doc.paths['/v1/balances/csv'].get.parameters.find((p: Json) => p.name === 'batch_ids');
     expect(batchIds).toMatchObject({ required: true, schema: { type: 'array' } });
     const limit = doc.paths['/v1/balances'].get.parameters.find((p: Json) => p.name === 'limit');
     expect(limit.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 100 });
+  });
+
+  test('both balance request routes say a replay in its body, and how to ask for a fresh read', async () => {
+    const doc = await docPromise;
+    for (const path of ['/v1/balance_requests', '/v1/balance_requests/csv']) {
+      const op = doc.paths[path].post as Json;
+      const answer = op.responses['201'].content['application/json'].schema as Json;
+      expect([path, answer.required]).toEqual([path, expect.arrayContaining(['replayed'])]);
+      expect(answer.properties.replayed).toMatchObject({ type: 'boolean', description: expect.stringContaining('no new batch') });
+      expect(op.description).toContain('replayed: true');
+      expect(op.description).toContain('within 24 hours');
+      expect(op.description).toContain('POST /v1/payment_enrollments/{authorizer_unique_id}/read');
+      expect(op.description).toMatch(/changed (body|file)/);
+    }
   });
 
   test('the results upload answers in snake_case; its camelCase names are deprecated, each naming its replacement', async () => {

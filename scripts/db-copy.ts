@@ -588,6 +588,9 @@ function pgTarget(url: string): Target {
     },
     async finish() {
       await sql.unsafe(`DROP TABLE IF EXISTS ${PROGRESS_TABLE}`);
+      // The planner's statistics of tables filled at once, before the first query of the service needs them
+      // (autovacuum would gather them only later).
+      await sql.unsafe('ANALYZE');
     },
     async close() {
       await release?.();

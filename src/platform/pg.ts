@@ -133,18 +133,18 @@ export async function holdMigrationLock(sql: SQL): Promise<(() => Promise<void>)
   try {
     const [{ ok }] = await conn`SELECT pg_try_advisory_lock(hashtext(${MIGRATION_LOCK})) AS ok`;
     if (!ok) {
-      conn.release();
+      await conn.release();
       return null;
     }
   } catch (e) {
-    conn.release();
+    await conn.release();
     throw e;
   }
   return async () => {
     try {
       await conn`SELECT pg_advisory_unlock(hashtext(${MIGRATION_LOCK}))`;
     } finally {
-      conn.release();
+      await conn.release();
     }
   };
 }

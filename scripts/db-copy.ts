@@ -402,14 +402,14 @@ function sqliteTarget(path: string): Target {
     },
     async write(t, rows, clear, progress) {
       const d = db();
-      const insert = d.prepare(`INSERT INTO ${q(t.name)} (${columnList(t)}) VALUES (${t.columns.map(() => '?').join(', ')})`);
+      // Prepared once per table (bun:sqlite keeps a statement per text), run once per row.
+      const insert = d.query(`INSERT INTO ${q(t.name)} (${columnList(t)}) VALUES (${t.columns.map(() => '?').join(', ')})`);
       const record = d.query(`INSERT INTO ${PROGRESS_TABLE} (name, state) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET state = excluded.state`);
       d.transaction(() => {
         if (clear) d.exec(`DELETE FROM ${q(t.name)}`);
         for (const row of rows) insert.run(...(row as never[]));
         record.run(progressKey(t), progress);
       }).immediate();
-      insert.finalize();
     },
     async advanceIds(t, floor) {
       if (!t.identity) return;

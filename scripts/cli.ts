@@ -1,7 +1,8 @@
 // Operator CLI: `bun run cli <command>`. Works on the database and vault key named by the same environment
 // variables as the service (DATABASE_URL / DATABASE_PATH, VAULT_KEY / VAULT_OLD_KEYS / VAULT_KEY_FILE). Every
 // command is safe beside a running service but `vault rotate` with a key file, which writes a new key the
-// service loads only at start: rotate that with the service stopped. With VAULT_KEY, the services are
+// service loads only at start: rotate that with the service stopped; and `db copy`, which refuses a running
+// service (scripts/db-copy.ts). With VAULT_KEY, the services are
 // restarted on the new key first (docs/operations.md, "Rotating the vault key"), and rotation runs beside them.
 import { Database } from 'bun:sqlite';
 import { appendFileSync, existsSync, renameSync, writeFileSync, chmodSync, openSync, closeSync } from 'node:fs';
@@ -33,6 +34,7 @@ import { KeyRefused, ProcessorUnavailable } from '../src/adapters/processors/typ
 import { systemClock } from '../src/platform/clock';
 import { createUser, disableUser, listUsers, normalizeEmail, resetPassword, UserError } from '../src/modules/portal/users';
 import { listBindings, releaseAccount } from '../src/modules/payment-connections/accounts';
+import { copyDatabase, CopyError, MAX_BATCH_ROWS, parseTarget, sourceOf } from './db-copy';
 
 const USAGE = `Usage: bun run cli <command>
 
@@ -59,7 +61,11 @@ const USAGE = `Usage: bun run cli <command>
                                 release an account that changed hands (no live key of its lender may use it);
                                 the next lender to register a key of it is credited from then on only
   sandbox charge --key KEY --amount CENTS --reference REF [--rail ach|card]
-                                create a payment at the sandbox processor, as a lender would outside the service`;
+                                create a payment at the sandbox processor, as a lender would outside the service
+  db copy --to postgres://USER:PASSWORD@HOST:5432/DB | --to sqlite:PATH [--batch-size ROWS]
+                                copy the stopped service's database into an empty one of the other engine,
+                                verified table by table (VAULT_KEY: the key the service uses); run it again
+                                after an interruption to go on (docs/operations.md, "Moving to the other engine")`;
 
 export class CliError extends Error {}
 
@@ -184,14 +190,51 @@ async function passwordFrom(readStdin: () => Promise<string>, argv: string[]): P
   return (await readStdin()).replace(/\r?\n$/, '');
 }
 
+/** `db copy`: the service's database (its own settings name it) into an empty one of the other engine. */
+async function dbCopy(argv: string[], config: Config, progress: (line: string) => void): Promise<string> {
+  const opt = (name: string) => {
+    const i = argv.indexOf(`--${name}`);
+    return i > 1 ? argv[i + 1] : undefined;
+  };
+  const batch = opt('batch-size');
+  if (batch !== undefined && !(/^[1-9]\d{0,3}$/.test(batch) && Number(batch) <= MAX_BATCH_ROWS)) throw new CliError(`--batch-size is a number of rows from 1 to ${MAX_BATCH_ROWS}`);
+  // The copy never opens a sealed value, but the service on the target opens them all with VAULT_KEY: the
+  // copy checks, before it writes anything, that every value is under a key the service will have.
+  if (!config.vaultKey) {
+    throw new CliError(
+      'db copy needs VAULT_KEY, the vault key the service uses (the service on PostgreSQL requires it): on SQLite with a key file, ' +
+        `VAULT_KEY=$(cat ${config.vaultKeyFile}); any older keys in ${config.vaultKeyFile}.old go in VAULT_OLD_KEYS`,
+    );
+  }
+  const { vault } = loadVault(config);
+  try {
+    const source = sourceOf(config);
+    const target = parseTarget(opt('to'));
+    const report = await copyDatabase({
+      source,
+      target,
+      sealed: { columns: SEALED_COLUMNS, holdsKey: (id) => vault.holdsKey(id) },
+      batchRows: batch === undefined ? undefined : Number(batch),
+      progress,
+    });
+    const start = target.engine === 'postgres' ? 'DATABASE_URL=<the target> and the same VAULT_KEY' : `DATABASE_PATH=${target.path}, no DATABASE_URL, and the same VAULT_KEY`;
+    return `Copied ${report.tables.length} tables, ${report.rows} rows; every table's row count and checksum match the source. Start the service with ${start}.`;
+  } catch (e) {
+    if (e instanceof CopyError) throw new CliError(e.message);
+    throw e;
+  }
+}
+
 export async function runCli(
   argv: string[],
   env: Record<string, string | undefined> = process.env,
-  io: { readStdin: () => Promise<string> } = { readStdin: () => Bun.stdin.text() },
+  io: { readStdin: () => Promise<string>; progress?: (line: string) => void } = { readStdin: () => Bun.stdin.text() },
 ): Promise<string> {
   const [group, action, arg] = argv;
   if (!group || group === 'help' || group === '--help') return USAGE;
   const config = loadConfig(env);
+  // Before the service's database is opened: the copy reads it as it is (never migrated), and opens the target itself.
+  if (group === 'db' && action === 'copy') return dbCopy(argv, config, io.progress ?? ((line) => console.error(line)));
   // On PostgreSQL the vault key is VAULT_KEY, as the service requires: never a key file made here.
   if (group === 'vault') requireSharedVaultKey(config);
   // The service's database: PostgreSQL when DATABASE_URL is set (migrated as a start does), else the file.

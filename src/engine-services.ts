@@ -1,4 +1,3 @@
-import { createHmac } from 'node:crypto';
 import type { EngineServices } from './platform/engine';
 import { apiKeyStatements, pgApiKeyStatements } from './platform/api-keys';
 import { databaseReady, type Db, type DbHandle } from './platform/db';
@@ -34,13 +33,12 @@ export function sqliteEngine(handle: Connections): EngineServices {
  */
 export function pgEngine(handle: Connections, vault: Vault, logger: Logger): EngineServices {
   const pg = handle.pg!;
-  let addressKey: Buffer | null = null;
   return {
     name: 'postgres',
     leases: pgLeases(pg),
     rateBuckets: (name, perSecond, burst) =>
       new PgRateBuckets(pg, name, perSecond, burst, (e) => logger.warn({ err: (e as Error).message, limit: name }, 'rate bucket sweep failed')),
-    clientKey: (address) => createHmac('sha256', (addressKey ??= vault.derive('rate-bucket-address'))).update(address).digest('hex'),
+    clientKey: vault.hasher('rate-bucket-address'),
     apiKeys: pgApiKeyStatements(pg),
     ready: () => pgReady(pg),
   };

@@ -50,6 +50,8 @@ export const paymentResultUploads = pgTable(
     dataRowCount: count('data_row_count').notNull(),
     matched: count('matched').notNull(),
     needsAttention: count('needs_attention').notNull(),
+    /** Accepted rows an earlier upload had recorded already; null for an upload recorded before they were counted. */
+    alreadyRecorded: count('already_recorded'),
     /** Entries of `problems` as the report listed them (its row-0 note included). */
     problemCount: count('problem_count').notNull(),
     problems: text('problems').notNull(),
@@ -68,7 +70,8 @@ export const unfinishedUploads = pgTable('unfinished_uploads', {
   fileSealed: text('file_sealed').notNull(),
   /** The time the file's rows were checked against. */
   checkedAt: ms('checked_at').notNull(),
-  /** Accepted rows recorded so far, in file order, and how many of them matched a borrower. */
+  /** Accepted rows recorded so far, in file order, how many of them matched a borrower, and how many were recorded already. */
   done: count('done').notNull(),
   matched: count('matched').notNull(),
+  alreadyRecorded: count('already_recorded').notNull().default(0),
 });

@@ -53,6 +53,11 @@ export const paymentResultUploads = sqliteTable(
     dataRowCount: integer('data_row_count').notNull(),
     matched: integer('matched').notNull(),
     needsAttention: integer('needs_attention').notNull(),
+    /**
+     * Accepted rows whose outcome an earlier upload had recorded already, which added nothing; null for an
+     * upload recorded before they were counted.
+     */
+    alreadyRecorded: integer('already_recorded'),
     /** Entries of `problems` as the report listed them (its row-0 note included). */
     problemCount: integer('problem_count').notNull(),
     problems: text('problems').notNull(),
@@ -76,7 +81,11 @@ export const unfinishedUploads = sqliteTable('unfinished_uploads', {
   fileSealed: text('file_sealed').notNull(),
   /** The time the file's rows were checked against. */
   checkedAt: integer('checked_at').notNull(),
-  /** Accepted rows recorded so far, in file order, and how many of them matched a borrower. */
+  /**
+   * Accepted rows recorded so far, in file order, how many of them matched a borrower, and how many an earlier
+   * upload had recorded already.
+   */
   done: integer('done').notNull(),
   matched: integer('matched').notNull(),
+  alreadyRecorded: integer('already_recorded').notNull().default(0),
 });

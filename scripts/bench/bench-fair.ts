@@ -66,11 +66,11 @@ async function uploadOfA(server: BenchServer, bytes: Uint8Array): Promise<number
   const form = new FormData();
   form.append('file', new Blob([bytes], { type: 'text/csv' }), 'results.csv');
   const res = await fetch(`${server.url}/v1/payment_results/uploads`, { method: 'POST', body: form, headers: { authorization: `Bearer ${server.apiKey}` } });
-  const report = (await res.json()) as { rowCount: number; problems: { severity: string; reason: string }[] };
+  const report = (await res.json()) as { row_count: number; problems: { severity: string; reason: string }[] };
   if (res.status !== 200) throw new Error(`the upload answered ${res.status}`);
   const error = report.problems.find((p) => p.severity === 'error');
   if (error) throw new Error(`the upload was refused: ${error.reason}`);
-  return report.rowCount;
+  return report.row_count;
 }
 
 const figures = (xs: number[]) => `${ms(percentile(xs, 50), 0)} / ${ms(percentile(xs, 99), 0)} / ${ms(Math.max(...xs), 0)}`;

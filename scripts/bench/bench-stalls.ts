@@ -56,12 +56,12 @@ export const CASES: Case[] = [
   { label: '10 MB of commas, no header', path: UPLOAD, file: () => ','.repeat(10 * MB - 1024) },
   {
     label: '10 MB of unmatched reference-only rows, dry run',
-    path: `${UPLOAD}?dryRun=true`,
+    path: `${UPLOAD}?dry_run=true`,
     file: () => upTo(10 * MB - 1024, HEADER, (i) => `,DRS-nobody-${i}-x,1.00,sent,2026-11-02,,,`),
   },
   {
     label: '10 MB of unmatched reference-only rows of 1 KB references full of dashes, dry run',
-    path: `${UPLOAD}?dryRun=true`,
+    path: `${UPLOAD}?dry_run=true`,
     file: () => upTo(10 * MB - 1024, HEADER, (i) => `,DRS-${'x-'.repeat(500)}${i},1.00,sent,2026-11-02,,,`),
   },
   // For comparison: an ordinary file of the same size, recorded (in slices of 512 rows, in transactions that let other writes through).

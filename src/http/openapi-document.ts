@@ -50,6 +50,23 @@ function cleanParameter(p: Json): void {
   }
 }
 
+/**
+ * A query parameter's description and deprecation, from the route's schema: the generator drops the options of
+ * a union of literals (`true`/`false`). A deprecated parameter is marked on the parameter, where clients look.
+ */
+function queryAnnotations(op: Json, properties: Record<string, Json>): void {
+  for (const p of (op.parameters as Json[] | undefined) ?? []) {
+    const declared = p.in === 'query' ? properties[p.name as string] : undefined;
+    const schema = p.schema as Json | undefined;
+    if (!declared || !schema) continue;
+    if (typeof declared.description === 'string' && schema.description === undefined) schema.description = declared.description;
+    if (declared.deprecated === true) {
+      schema.deprecated = true;
+      p.deprecated = true;
+    }
+  }
+}
+
 export function polishDocument(raw: Json, routes: Route[], webhooks: Json = {}): Json {
   const doc = structuredClone(raw) as Json;
   // What the service sends (3.1's webhooks object), from the features.
@@ -62,7 +79,8 @@ export function polishDocument(raw: Json, routes: Route[], webhooks: Json = {}):
     const method = route.method.toLowerCase() as (typeof METHODS)[number];
     const op = paths[route.path.replace(/:([^/]+)/g, '{$1}')]?.[method];
     if (!op) continue;
-    const hooks = route.hooks as { body?: unknown; parse?: { fn: MediaParser }[]; detail?: { requestBody?: Json } };
+    const hooks = route.hooks as { body?: unknown; query?: { properties?: Record<string, Json> }; parse?: { fn: MediaParser }[]; detail?: { requestBody?: Json } };
+    queryAnnotations(op, hooks.query?.properties ?? {});
     // A route that checks less than it documents (each enrollment borrower is checked alone) names its body itself.
     if (hooks.detail?.requestBody) {
       op.requestBody = structuredClone(hooks.detail.requestBody);
@@ -102,7 +120,7 @@ export function polishDocument(raw: Json, routes: Route[], webhooks: Json = {}):
           content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
         };
       }
-      if (path === '/v1/balance_requests' && method === 'post' && responses['201']) {
+      if ((path === '/v1/balance_requests' || path === '/v1/balance_requests/csv') && method === 'post' && responses['201']) {
         (responses['201'].headers as Json)['Idempotent-Replayed'] = ref('Idempotent-Replayed');
       }
       if (path === '/v1/balances/csv') {

@@ -60,7 +60,8 @@ export class DatabaseInUseError extends Error {
  * process. The operating system drops it when the process ends, however it ends (kill -9, a crash), so the
  * next start takes over at once; two live processes, even in different containers sharing the volume,
  * cannot both hold it. The holder writes its PID in the file's header (user_version) for the refusal's message.
- * The operator CLI does not take it: its commands are safe beside a running service.
+ * The operator CLI does not take it (its commands are safe beside a running service), but for `db copy`, which
+ * holds it while it reads the file so that no service starts on it meanwhile.
  */
 export function lockDatabase(path: string): { release(): void } {
   if (path === ':memory:') return { release() {} };

@@ -123,6 +123,32 @@ export async function applyPgMigrations(url: string): Promise<void> {
   }
 }
 
+/**
+ * Takes the lock under which a start applies the migrations, on a connection of the pool kept for it, unless a
+ * start holds it now (null then). Until the returned function lets it go, a service starting on the database
+ * waits at its migrations: the operator's database copy holds it so that no replica starts while it runs.
+ */
+export async function holdMigrationLock(sql: SQL): Promise<(() => Promise<void>) | null> {
+  const conn = await sql.reserve();
+  try {
+    const [{ ok }] = await conn`SELECT pg_try_advisory_lock(hashtext(${MIGRATION_LOCK})) AS ok`;
+    if (!ok) {
+      await conn.release();
+      return null;
+    }
+  } catch (e) {
+    await conn.release();
+    throw e;
+  }
+  return async () => {
+    try {
+      await conn`SELECT pg_advisory_unlock(hashtext(${MIGRATION_LOCK}))`;
+    } finally {
+      await conn.release();
+    }
+  };
+}
+
 /** Migrations applied and whether they cover every one this version knows. */
 export async function pgMigrationStatus(h: PgHandle): Promise<{ applied: number; known: number; upToDate: boolean }> {
   const known = knownPgMigrations().length;

@@ -84,6 +84,16 @@ export class Vault {
     return createHmac('sha256', this.keys.get(this.currentKeyId)!).update(label).digest();
   }
 
+  /**
+   * A keyed hash for one purpose: HMAC-SHA-256, in hex, under the sub-key `label` derives (the same on every
+   * replica with the same key). Bound to the current key like `derive`: for state kept only for a while
+   * (throttles, held files, rate buckets), never for a hash that must outlive a rotation.
+   */
+  hasher(label: string): (value: string) => string {
+    let key: Buffer | null = null;
+    return (value) => createHmac('sha256', (key ??= this.derive(label))).update(value).digest('hex');
+  }
+
   /** True when the value is sealed under a key other than the current one. */
   needsReseal(sealed: string): boolean {
     return sealed.split('.')[1] !== this.currentKeyId;

@@ -143,19 +143,36 @@ contract('balances', (t) => {
     ]);
     expect(await store.waitingItems(storeCtx, 'no-such-batch')).toBeUndefined();
 
-    // The replay entry: the answer as sent, found only after `since` (strictly) and only for its lender.
+    // The replay entry: the answer as sent (its replayed flag is the sending's, not kept), found only after
+    // `since` (strictly) and only for its lender.
     const [entry] = await ctx.rows<{ hash: string }>('SELECT body_hash AS hash FROM idempotency_keys WHERE lender_id = ?', lender.id);
     const hit = await store.cachedResponse(storeCtx, lender.id, entry!.hash, now - DAY_MS);
     expect(hit).toEqual({ statusCode: 201, responseBody: expect.any(String) });
-    expect(JSON.parse(hit!.responseBody)).toEqual(sent.body);
+    const { replayed, ...kept } = sent.body;
+    expect(replayed).toBe(false);
+    expect(JSON.parse(hit!.responseBody)).toEqual(kept);
     expect(await store.cachedResponse(storeCtx, lender.id, entry!.hash, now)).toBeUndefined();
     expect(await store.cachedResponse(storeCtx, ctx.lender.id, entry!.hash, now - DAY_MS)).toBeUndefined();
 
     const again = await ctx.json('POST', '/v1/balance_requests', { key: lender.key, body });
     expect(again.status).toBe(201);
     expect(again.res.headers.get('idempotent-replayed')).toBe('true');
-    expect(again.body.batch_id).toBe(id);
+    expect(again.body).toEqual({ ...kept, replayed: true });
     expect(await store.pendingAuthorizers(storeCtx, lender.id)).toBe(2);
+
+    // The CSV route keeps its answer the same way: replayed from the store, no second batch.
+    const form = () => {
+      const f = new FormData();
+      f.append('file', new Blob(['authorizer_unique_id,ssn,account_number,routing_number\nacc-csv,123456789,0001234567,110000000\n'], { type: 'text/csv' }), 'a.csv');
+      return f;
+    };
+    const csv = await ctx.json('POST', '/v1/balance_requests/csv', { key: lender.key, form: form() });
+    expect(csv.body).toMatchObject({ replayed: false, warnings: [] });
+    expect(await ctx.rows('SELECT body_hash FROM idempotency_keys WHERE lender_id = ?', lender.id)).toHaveLength(2);
+    const csvAgain = await ctx.json('POST', '/v1/balance_requests/csv', { key: lender.key, form: form() });
+    expect(csvAgain.res.headers.get('idempotent-replayed')).toBe('true');
+    expect(csvAgain.body).toEqual({ ...csv.body, replayed: true });
+    expect(await store.pendingAuthorizers(storeCtx, lender.id)).toBe(3);
 
     await processBalances(ctx.rt);
     expect(await store.batchStatus(storeCtx, id)).toBe('completed');

@@ -67,6 +67,8 @@ contract('returnRates', (t) => {
     const rates = await ctx.json('GET', '/v1/return_rates', { key: lender.key });
     expect(rates.status).toBe(200);
     expect(rates.body).toMatchObject({ debits: 4, by_code: { R10: 1, R01: 1 }, rates: { overall: { returns: 2 } } });
+    // In code order, whatever order the engine read the rows in (the portal lists them so).
+    expect(Object.keys(rates.body.by_code)).toEqual(['R01', 'R10']);
   });
 
   test('the service’s own payments: ACH debits that reached the processor and their returns; card payments and refusals are not', async () => {

@@ -89,6 +89,7 @@ contract('uploads', (t) => {
       dataRowCount: 2,
       matched: 0,
       needsAttention: 1,
+      alreadyRecorded: 0,
       problemCount: 2,
     });
     expect(JSON.parse(one!.problems)).toEqual([
@@ -101,7 +102,7 @@ contract('uploads', (t) => {
     expect(one!.creator).toBe(`API key ${key!.prefix}…`);
     const read = await ctx.json('GET', `/v1/payment_results/uploads/${second.id}`, { key: lender.key });
     expect(read.status).toBe(200);
-    expect(read.body).toMatchObject({ id: second.id, rowCount: 1, problemCount: 2 });
+    expect(read.body).toMatchObject({ id: second.id, row_count: 1, already_recorded: 0, problem_count: 2 });
 
     const other = ctx.newLender();
     expect(await store.uploadOf(storeCtx, other.id, second.id)).toBeUndefined();
@@ -119,7 +120,7 @@ contract('uploads', (t) => {
       lenderId: lender.id,
       recordedAt,
       creator: null,
-      report: { format: 'annotated_export' as const, rowCount: 7, dataRowCount: 9, matched: 5, needsAttention: 2, problems },
+      report: { format: 'annotated_export' as const, rowCount: 7, dataRowCount: 9, matched: 5, needsAttention: 2, alreadyRecorded: 3, problems },
     });
     await expect(
       t.inTx(async (tx) => {
@@ -140,6 +141,7 @@ contract('uploads', (t) => {
       dataRowCount: 9,
       matched: 5,
       needsAttention: 2,
+      alreadyRecorded: 3,
       problemCount: 1,
       problems: JSON.stringify(problems),
     });
@@ -147,11 +149,46 @@ contract('uploads', (t) => {
     expect((await store.uploadsBefore(storeCtx, lender.id, START, 10)).map((u) => [u.id, u.recordedAt])).toEqual([['rec-1', 2_000]]);
   });
 
+  test('an upload recorded before rows already recorded were counted reads back with none counted (null)', async () => {
+    const lender = ctx.newLender();
+    // As a version before the column wrote it.
+    await t.inTx(async (tx) => {
+      await store.recordUpload(tx, {
+        id: 'rec-before',
+        lenderId: lender.id,
+        recordedAt: 1_000,
+        creator: null,
+        report: { format: 'generic', rowCount: 1, dataRowCount: 1, matched: 1, needsAttention: 0, alreadyRecorded: 0, problems: [] },
+      });
+    });
+    ctx.sql.query('UPDATE payment_result_uploads SET already_recorded = NULL WHERE id = ?').run('rec-before');
+    expect(await store.uploadOf(storeCtx, lender.id, 'rec-before')).toMatchObject({ id: 'rec-before', rowCount: 1, alreadyRecorded: null });
+    expect((await store.uploadsBefore(storeCtx, lender.id, START, 10)).map((u) => u.alreadyRecorded)).toEqual([null]);
+    const read = await ctx.json('GET', '/v1/payment_results/uploads/rec-before', { key: lender.key });
+    expect(read.body).toMatchObject({ row_count: 1, already_recorded: null });
+  });
+
+  test('the same file uploaded again: every row already recorded, in the report and its history record; the ledger not doubled', async () => {
+    const lender = ctx.newLender();
+    const ids = await enrolled(lender, ['r1', 'r2']);
+    const rows = ['r1,AR-1,10.00,settled,2026-11-02,2026-11-04,,', 'r2,AR-2,20.00,settled,2026-11-02,2026-11-04,,', 'nobody,AR-3,5.00,sent,2026-11-02,,,'];
+    const first = await upload(lender.key, rows);
+    expect(first).toMatchObject({ row_count: 3, matched: 2, already_recorded: 0 });
+    const ledger = async () => (await credits(ids.get('r1')!, 0)) + (await credits(ids.get('r2')!, 0));
+    expect(await ledger()).toBe(3000);
+    ctx.clock.advance(1_000);
+    const again = await upload(lender.key, rows);
+    expect(again).toMatchObject({ row_count: 3, matched: 2, already_recorded: 3 });
+    expect(await ledger()).toBe(3000);
+    const [latest, earlier] = await store.uploadsBefore(storeCtx, lender.id, START, 10);
+    expect([latest!.alreadyRecorded, earlier!.alreadyRecorded]).toEqual([3, 0]);
+  });
+
   test('uploaded references read back as stored: dates and matched as numbers, absent ones left out, per lender', async () => {
     const lender = ctx.newLender();
     await enrolled(lender, ['m1']);
     const report = await upload(lender.key, ['m1,U-1,12.50,settled,2026-11-02,2026-11-04,,', 'nobody,U-2,20.00,returned,2026-11-02,,2026-11-05,R01']);
-    expect(report).toMatchObject({ rowCount: 2, matched: 1 });
+    expect(report).toMatchObject({ row_count: 2, matched: 1 });
     const found = await store.uploadedAmong(storeCtx, lender.id, ['U-2', 'U-1', 'U-missing']);
     expect([...found].sort((a, b) => a.reference.localeCompare(b.reference))).toEqual([
       { id: expect.any(Number), reference: 'U-1', status: 'settled', settledAt: day('2026-11-04'), returnedAt: null, matched: 1 },
@@ -179,7 +216,7 @@ contract('uploads', (t) => {
     expect((await store.paymentsAmong(storeCtx, lender.id, [p!.reference, p!.reference])).map((x) => x.id)).toEqual([p!.id]);
     // An upload of the service's own reference is matched to its payment.
     const report = await upload(lender.key, [`,${p!.reference},425.00,settled,2026-11-20,2026-11-21,,`]);
-    expect(report).toMatchObject({ rowCount: 1, matched: 1 });
+    expect(report).toMatchObject({ row_count: 1, matched: 1 });
   });
 
   test('saveUploaded: adds in the order given; a change replaces the outcome or keeps it, and fills only missing dates', async () => {
@@ -283,7 +320,7 @@ contract('uploads', (t) => {
     // Sealed as the service stores a file, so a resume that found it could open it.
     const file = ctx.rt.vault.sealBytes(Bun.zstdCompressSync(new TextEncoder().encode(`${HEADER}\n`)));
     const checkedAt = ctx.clock.now();
-    const unfinished = (id: string) => ({ id, lenderId: lender.id, creator: 'API key test…', fileSealed: file, checkedAt, done: 0, matched: 0 });
+    const unfinished = (id: string) => ({ id, lenderId: lender.id, creator: 'API key test…', fileSealed: file, checkedAt, done: 0, matched: 0, alreadyRecorded: 0 });
     await expect(
       t.inTx(async (tx) => {
         await store.beginUnfinished(tx, unfinished('uf-rolled-back'));
@@ -306,9 +343,10 @@ contract('uploads', (t) => {
       expect(await store.unfinishedOf(storeCtx, 'uf-none')).toBeUndefined();
       await t.inTx(async (tx) => {
         expect(await store.unfinishedDone(tx, 'uf-a')).toBe(0);
-        await store.advanceUnfinished(tx, 'uf-a', 512, 300);
+        await store.advanceUnfinished(tx, 'uf-a', { done: 512, matched: 300, alreadyRecorded: 40 });
       });
-      expect((await store.unfinishedOf(storeCtx, 'uf-a'))!.upload).toMatchObject({ done: 512, matched: 300 });
+      expect((await store.unfinishedOf(storeCtx, 'uf-a'))!.upload).toMatchObject({ done: 512, matched: 300, alreadyRecorded: 40 });
+      expect((await store.unfinishedOf(storeCtx, 'uf-b'))!.upload).toMatchObject({ done: 0, matched: 0, alreadyRecorded: 0 });
       expect(await t.inTx((tx) => store.unfinishedDone(tx, 'uf-a'))).toBe(512);
     } finally {
       await t.inTx(async (tx) => {

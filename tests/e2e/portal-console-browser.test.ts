@@ -206,16 +206,17 @@ describe('the console in a browser', () => {
       // least 15 characters (not squeezed to a few a line by the other columns).
       for (const width of [1280, 390]) {
         await page.setViewportSize({ width, height: 900 });
-        const perLine = await page.evaluate(() => {
-          const code = [...document.querySelectorAll('td code')].find((c) => c.textContent === 'https://127.0.0.1:9/from-the-portal') as HTMLElement;
+        // Run in the page (a string: the tests are compiled without the DOM's types).
+        const perLine = (await page.evaluate(`(() => {
+          const code = [...document.querySelectorAll('td code')].find((c) => c.textContent === 'https://127.0.0.1:9/from-the-portal');
           const probe = document.createElement('code');
           probe.textContent = 'x'.repeat(10);
           probe.style.cssText = 'position:absolute;visibility:hidden;white-space:nowrap;min-width:0;padding:0';
-          code.parentElement!.appendChild(probe);
+          code.parentElement.appendChild(probe);
           const ch = probe.getBoundingClientRect().width / 10;
           probe.remove();
           return code.getBoundingClientRect().width / ch;
-        });
+        })()`)) as number;
         expect(perLine, `characters a line at ${width} px`).toBeGreaterThanOrEqual(15);
       }
     } finally {

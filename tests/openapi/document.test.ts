@@ -117,11 +117,62 @@ describe('the OpenAPI document', () => {
       if (op.responses['429']) expect(op.responses['429'].headers['Retry-After']).toBeDefined();
     }
     expect(doc.paths['/v1/balance_requests'].post.responses['201'].headers['Idempotent-Replayed']).toBeDefined();
+    expect(doc.paths['/v1/balance_requests/csv'].post.responses['201'].headers['Idempotent-Replayed']).toBeDefined();
     expect(doc.paths['/v1/balances/csv'].get.responses['200'].headers['Content-Disposition']).toBeDefined();
     const batchIds = doc.paths['/v1/balances/csv'].get.parameters.find((p: Json) => p.name === 'batch_ids');
     expect(batchIds).toMatchObject({ required: true, schema: { type: 'array' } });
     const limit = doc.paths['/v1/balances'].get.parameters.find((p: Json) => p.name === 'limit');
     expect(limit.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 100 });
+  });
+
+  test('both balance request routes say a replay in its body, and how to ask for a fresh read', async () => {
+    const doc = await docPromise;
+    for (const path of ['/v1/balance_requests', '/v1/balance_requests/csv']) {
+      const op = doc.paths[path].post as Json;
+      const answer = op.responses['201'].content['application/json'].schema as Json;
+      expect([path, answer.required]).toEqual([path, expect.arrayContaining(['replayed'])]);
+      expect(answer.properties.replayed).toMatchObject({ type: 'boolean', description: expect.stringContaining('no new batch') });
+      expect(op.description).toContain('replayed: true');
+      expect(op.description).toContain('within 24 hours');
+      expect(op.description).toContain('POST /v1/payment_enrollments/{authorizer_unique_id}/read');
+      expect(op.description).toMatch(/changed (body|file)/);
+    }
+  });
+
+  test('the results upload answers in snake_case; its camelCase names are deprecated, each naming its replacement', async () => {
+    const doc = await docPromise;
+    const uploads = doc.paths['/v1/payment_results/uploads'];
+    const deprecatedOf = (schema: Json) =>
+      Object.entries(schema.properties as Json)
+        .filter(([, s]) => (s as Json).deprecated === true)
+        .map(([name, s]) => ({ name, description: (s as Json).description as string }));
+    const report = uploads.post.responses['200'].content['application/json'].schema as Json;
+    const row = report.properties.rows.items as Json;
+    const summary = uploads.get.responses['200'].content['application/json'].schema.properties.uploads.items as Json;
+    const detail = doc.paths['/v1/payment_results/uploads/{id}'].get.responses['200'].content['application/json'].schema as Json;
+    const cases: [string, Json, string[]][] = [
+      ['report', report, ['rowCount', 'dataRowCount', 'needsAttention', 'dryRun']],
+      ['report row', row, ['authorizerUniqueId', 'amountCents']],
+      ['history', summary, ['recordedAt', 'rowCount', 'dataRowCount', 'needsAttention', 'problemCount']],
+      ['upload', detail, ['recordedAt', 'rowCount', 'dataRowCount', 'needsAttention', 'problemCount']],
+    ];
+    const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    for (const [where, schema, names] of cases) {
+      const deprecated = deprecatedOf(schema);
+      expect(`${where}: ${deprecated.map((d) => d.name).sort()}`).toBe(`${where}: ${[...names].sort()}`);
+      for (const d of deprecated) {
+        // The replacement is named, answered beside it, and not deprecated itself.
+        expect(d.description).toContain(`the same value as ${snake(d.name)},`);
+        expect((schema.properties as Json)[snake(d.name)]).toBeDefined();
+        expect((schema.properties as Json)[snake(d.name)].deprecated).toBeUndefined();
+      }
+      // Every other name of the answer is snake_case.
+      expect(Object.keys(schema.properties as Json).filter((n) => !names.includes(n) && n !== snake(n))).toEqual([]);
+    }
+    expect(report.properties.already_recorded).toMatchObject({ type: 'integer' });
+    const query = Object.fromEntries((uploads.post.parameters as Json[]).map((p) => [p.name, p]));
+    expect(query.dry_run.deprecated).toBeUndefined();
+    expect(query.dryRun).toMatchObject({ deprecated: true, schema: { deprecated: true, description: expect.stringContaining('the same value as dry_run,') } });
   });
 });
 

@@ -105,7 +105,7 @@ const TABLE: Record<string, Row> = {
   'GET /v1/webhook_endpoints': { path: '/v1/webhook_endpoints', stranger: null },
   'DELETE /v1/webhook_endpoints/:id': { path: `/v1/webhook_endpoints/${endpointId}`, stranger: 404 },
   'PATCH /v1/collection_policy': { path: '/v1/collection_policy', body: { max_reinitiations: 2 }, stranger: null },
-  'POST /v1/payment_results/uploads': { path: '/v1/payment_results/uploads?dryRun=true', form: resultsForm, stranger: null },
+  'POST /v1/payment_results/uploads': { path: '/v1/payment_results/uploads?dry_run=true', form: resultsForm, stranger: null },
   'GET /v1/payment_results/uploads': { path: '/v1/payment_results/uploads', stranger: null },
   'GET /v1/payment_results/uploads/:id': { path: `/v1/payment_results/uploads/${uploadId}`, stranger: 404 },
 };

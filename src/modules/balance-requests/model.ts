@@ -42,7 +42,14 @@ const submissionExample = {
   submitted_at: '2026-11-21T10:00:00.000Z',
   message: 'Batch accepted: 1 authorizer queued for a balance check',
   failed_authorizers: [],
+  replayed: false,
 };
+
+const Replayed = t.Boolean({
+  description:
+    'true: this is the answer to an identical request the lender sent in the last 24 hours, sent again: no new batch was ' +
+    'made and no balance is read again (batch_id is that request’s batch). To read again, send a changed request',
+});
 
 export const BatchSubmission = t.Object(
   {
@@ -50,6 +57,7 @@ export const BatchSubmission = t.Object(
     submitted_at: t.String({ format: 'date-time' }),
     message: t.String(),
     failed_authorizers: t.Array(FailedAuthorizer),
+    replayed: Replayed,
   },
   { examples: [submissionExample] },
 );
@@ -61,6 +69,7 @@ export const CsvBatchSubmission = t.Object(
     message: t.String(),
     failed_authorizers: t.Array(FailedAuthorizer),
     warnings: t.Array(t.String()),
+    replayed: Replayed,
   },
   { examples: [{ ...submissionExample, warnings: [] }] },
 );

@@ -34,13 +34,16 @@ export function prepareBalanceRequest(
 
 /** A balance CSV prepared: its rows read, checked, packed and sealed; the rows that failed and the file's warnings. */
 export interface PreparedCsv {
+  /** SHA-256 of the file as sent: with its webhook_url, the 24-hour replay cache's key (service.ts csvReplayKey). */
+  fileHash: string;
   accepted: PackedBatch;
   failed: FailedAuthorizer[];
   warnings: string[];
 }
 
 export async function prepareBalanceCsv(bytes: Uint8Array, opts: AuthorizerRuleOptions & { seal: (plaintext: Uint8Array) => string }): Promise<PreparedCsv> {
+  const fileHash = new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
   const parsed = await parseBalanceCsv(bytes);
   const { accepted, failed } = validateAuthorizers(parsed.candidates, opts);
-  return { accepted: packBatch(accepted, opts.seal), failed: [...parsed.failed, ...failed], warnings: parsed.warnings };
+  return { fileHash, accepted: packBatch(accepted, opts.seal), failed: [...parsed.failed, ...failed], warnings: parsed.warnings };
 }

@@ -64,9 +64,13 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
             'The body may nest at most 32 levels; a body that breaks its schema anywhere is a 400 naming every path. ' +
             'Authorizers that fail a rule come back ' +
             'in failed_authorizers and the rest of the batch proceeds; when none passes the answer is 400 with the list in ' +
-            'error.details.failed_authorizers. An identical body sent again within 24 hours returns the first answer with ' +
-            'the header Idempotent-Replayed: true and creates no second batch. A request cut off by the service stopping ' +
-            'is a 503 and nothing of it was recorded: send it again.',
+            'error.details.failed_authorizers. A body identical to one the lender sent in the last 24 hours (byte for byte: ' +
+            'compared by SHA-256) is answered with that request’s answer again, with replayed: true in the body and the ' +
+            'header Idempotent-Replayed: true: no batch is made and no balance is read again. To read the same authorizers ' +
+            'again within 24 hours, send a changed body, for example a metadata value on an authorizer ("metadata": ' +
+            '{"requested_at": "2026-11-21T15:00:00Z"}; it shows in the CSV export as a meta_ column); or, for a borrower ' +
+            'enrolled for collection, POST /v1/payment_enrollments/{authorizer_unique_id}/read reads its balance now. ' +
+            'A request cut off by the service stopping is a 503 and nothing of it was recorded: send it again.',
         },
       },
     )
@@ -75,8 +79,12 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
       async ({ lender, body, set }) => {
         const file = body.file;
         if (file.size > CSV_UPLOAD_LIMIT) throw InvalidInput.field('file', `The file is larger than ${CSV_UPLOAD_LIMIT} bytes`);
-        const result = await submitBalanceCsv({ ctx: { lender, deps }, input: { file: new Uint8Array(await file.arrayBuffer()), webhookUrl: body.webhook_url || null } });
+        const result = await submitBalanceCsv({
+          ctx: { lender, deps },
+          input: { file: new Uint8Array(await file.arrayBuffer()), webhookUrl: body.webhook_url || null, replay: true },
+        });
         set.status = result.status;
+        if (result.replayed) set.headers['idempotent-replayed'] = 'true';
         return result.body as typeof result.body & { warnings: string[] };
       },
       {
@@ -96,7 +104,12 @@ export const balanceRoutes = (deps: Deps, auth: Auth) =>
             'row whose meta_ cell is over 1000 characters fails). Each row is held to the field limits of the JSON ' +
             'request (lengths, formats, a well-formed authorizer_unique_id): a row that breaks one comes back in ' +
             'failed_authorizers naming the column. row_number counts the header as row 1. ' +
-            'A file that is not UTF-8 is read as Latin-1 and a warning says so.',
+            'A file that is not UTF-8 is read as Latin-1 and a warning says so. As an identical JSON body is, the same ' +
+            'file (byte for byte) with the same webhook_url sent again by the lender within 24 hours is answered with the ' +
+            'first answer again, with replayed: true in the body and the header Idempotent-Replayed: true: no batch is ' +
+            'made and no balance is read again. To read again within 24 hours, send a changed file (a meta_<key> column, ' +
+            'meta_requested_at for example, or any other cell) or another webhook_url; or, for a borrower enrolled for ' +
+            'collection, POST /v1/payment_enrollments/{authorizer_unique_id}/read reads its balance now.',
         },
       },
     )

@@ -25,12 +25,18 @@ import type { SealedColumn } from '../../platform/vault';
 export const QUEUE_FULL_RETRY_AFTER_S = 30;
 export const IDEMPOTENCY_TTL_MS = DAY_MS;
 
-export interface SubmissionResponse {
+/** The answer to a balance request as it is kept for a replay: the first answer, as it was sent. */
+interface StoredSubmission {
   batch_id: string;
   submitted_at: string;
   message: string;
   failed_authorizers: FailedAuthorizer[];
   warnings?: string[];
+}
+
+/** The answer sent: the kept one, and whether it is an identical earlier request's answer sent again. */
+export interface SubmissionResponse extends StoredSubmission {
+  replayed: boolean;
 }
 
 export type { Batch };
@@ -120,11 +126,19 @@ async function replayOf(ctx: StoreCtx, lenderId: string, bodyHash: string | unde
   return hit ? replayed(hit) : null;
 }
 
+/** An earlier answer sent again: its body says so (an answer kept before it did has no such field). */
 const replayed = (hit: { statusCode: number; responseBody: string }) => ({
   status: hit.statusCode,
-  body: JSON.parse(hit.responseBody) as SubmissionResponse,
+  body: { ...(JSON.parse(hit.responseBody) as StoredSubmission), replayed: true } as SubmissionResponse,
   replayed: true,
 });
+
+/**
+ * The replay key of a balance CSV: the file's bytes and its webhook_url, as the JSON route's is its body's
+ * bytes (which hold its webhook_url). The tag keeps a file's key from ever being a JSON body's.
+ */
+const csvReplayKey = (fileHash: string, webhookUrl: string | null) =>
+  new Bun.CryptoHasher('sha256').update(`balance_requests/csv\0${JSON.stringify(webhookUrl)}\0${fileHash}`).digest('hex');
 
 /** The deps' vault as packBatch's sealer. */
 const sealerOf = (ctx: Pick<Ctx, 'deps'>) => (plaintext: Uint8Array) => ctx.deps.vault.sealBytes(plaintext);
@@ -159,8 +173,11 @@ export async function submitBalanceRequest({ ctx, input }: { ctx: Ctx; input: { 
   );
 }
 
-/** POST /v1/balance_requests/csv: rows already read from the file, their rules checked here. */
-/** A balance CSV file: read, checked and sealed off the event loop when it is large, then accepted as one batch. */
+/**
+ * A balance CSV file: read, checked and sealed off the event loop when it is large, then accepted as one batch.
+ * Through the API (`replay`), the same file with the same webhook_url from the same lender within 24 hours
+ * returns the first answer, as an identical JSON body does; from the portal each upload is a batch.
+ */
 export async function submitBalanceCsv({
   ctx,
   input,
@@ -171,14 +188,19 @@ export async function submitBalanceCsv({
     file: Uint8Array;
     webhookUrl: string | null;
     creator?: string | null;
+    /** Replay an identical file sent within 24 hours (the API's route). */
+    replay?: boolean;
   };
 }) {
   const now = ctx.deps.clock.now();
   const prepared = await prepareCsvOffLoop(ctx.deps, input.file, { debitCardsApproved: ctx.lender.debitCardApproved, now, bankProviders: await connectedProviders(ctx) });
-  const result = await acceptBatch({
-    ctx,
-    input: { accepted: prepared.accepted, failed: prepared.failed, webhookUrl: input.webhookUrl, source: 'csv', warnings: prepared.warnings, creator: input.creator ?? null, now },
-  });
+  const bodyHash = input.replay ? csvReplayKey(prepared.fileHash, input.webhookUrl) : undefined;
+  const result =
+    (await replayOf(ctx, ctx.lender.id, bodyHash, now)) ??
+    (await acceptBatch({
+      ctx,
+      input: { accepted: prepared.accepted, failed: prepared.failed, webhookUrl: input.webhookUrl, source: 'csv', bodyHash, warnings: prepared.warnings, creator: input.creator ?? null, now },
+    }));
   return { ...result, body: { ...result.body, warnings: result.body.warnings ?? prepared.warnings } };
 }
 
@@ -218,7 +240,7 @@ async function acceptBatch({
     authorizers: input.accepted,
     now,
   });
-  const body: SubmissionResponse = {
+  const body: StoredSubmission = {
     batch_id: batch.id,
     submitted_at: iso(now),
     message: acceptedMessage(count),
@@ -236,7 +258,7 @@ async function acceptBatch({
   });
   if (outcome.kind === 'replay') return replayed(outcome.hit);
   if (outcome.kind === 'over_backlog') throw overBacklog(outcome.pending, max, count, 'this request');
-  return { status: 201, body, replayed: false };
+  return { status: 201, body: { ...body, replayed: false }, replayed: false };
 }
 
 async function findBatch(ctx: Ctx, batchId: string): Promise<Batch> {

@@ -7,15 +7,30 @@ import { type UploadRow } from './store';
 // The history of recorded uploads: GET /v1/payment_results/uploads (newest first, paged) and one upload's
 // counts and problems. Dry runs record nothing and are not in it.
 
-const counts = (u: UploadRow) => ({
-  rowCount: u.rowCount,
-  dataRowCount: u.dataRowCount,
-  matched: u.matched,
-  needsAttention: u.needsAttention,
-  problemCount: u.problemCount,
-});
-
-const summary = (u: UploadRow) => ({ id: u.id, recordedAt: iso(u.recordedAt), creator: u.creator, format: u.format, ...counts(u) });
+/**
+ * A recorded upload in the API's words: snake_case, and the camelCase names the history answered with before,
+ * the same values, kept until 0.4.0 (deprecated in its schema).
+ */
+function summary(u: UploadRow) {
+  const recordedAt = iso(u.recordedAt);
+  return {
+    id: u.id,
+    recorded_at: recordedAt,
+    creator: u.creator,
+    format: u.format,
+    row_count: u.rowCount,
+    data_row_count: u.dataRowCount,
+    matched: u.matched,
+    needs_attention: u.needsAttention,
+    already_recorded: u.alreadyRecorded,
+    problem_count: u.problemCount,
+    recordedAt,
+    rowCount: u.rowCount,
+    dataRowCount: u.dataRowCount,
+    needsAttention: u.needsAttention,
+    problemCount: u.problemCount,
+  };
+}
 
 type Position = { t: number; i: string };
 

@@ -293,15 +293,24 @@ export async function readAccepted(bytes: Uint8Array, now: number, budget: Uploa
   return { format: read.format, dataRowCount: read.dataRowCount, accepted, problems, headerOk: read.headerOk };
 }
 
-/** The report of a file's `rows` (those recorded, or a dry run's), `rowCount` of them, `matched` of which matched. */
-export const reportOf = (read: ReadFile, rows: UploadReport['rows'], rowCount: number, matched: number, dryRun: boolean): UploadReport => ({
+/** How many accepted rows an upload recorded (or a dry run would), how many of them matched, how many added nothing. */
+export interface Tally {
+  rowCount: number;
+  matched: number;
+  alreadyRecorded: number;
+}
+
+export const NO_ROWS: Tally = { rowCount: 0, matched: 0, alreadyRecorded: 0 };
+
+/** The report of a file's `rows` (those recorded, or a dry run's) and their tally. */
+export const reportOf = (read: ReadFile, rows: UploadReport['rows'], tally: Tally, dryRun: boolean): UploadReport => ({
   format: read.format,
-  rowCount,
+  rowCount: tally.rowCount,
   dataRowCount: read.dataRowCount,
-  matched,
-  needsAttention: rowCount - matched,
+  matched: tally.matched,
+  needsAttention: tally.rowCount - tally.matched,
+  alreadyRecorded: tally.alreadyRecorded,
   dryRun,
   rows,
   problems: read.problems.report(),
 });
-

@@ -8,7 +8,7 @@ import { decideSlice, LedgerGuard, type SliceDecided } from './slice';
 import { Lookups } from './match';
 import { HeldLease } from '../../platform/leases';
 import type { SealedColumn } from '../../platform/vault';
-import { checkBudget, GC_HINT_ROWS, readAccepted, reportOf, type ReadFile, type UploadBudget } from './read';
+import { checkBudget, GC_HINT_ROWS, readAccepted, reportOf, type ReadFile, type Tally, type UploadBudget } from './read';
 
 // Recording an upload's accepted rows, a slice at a time, each slice in its own transaction and its own turn
 // at the write lock: exactly once, resumed after a crash or a stop from `unfinished_uploads`, held by one
@@ -51,7 +51,7 @@ class PastExactTotal extends Error {
 }
 
 /** The slice of a file with no accepted row: its last transaction records only the history. */
-const NOTHING_DECIDED: SliceDecided = { rows: [], problems: [], matched: 0, borrowers: new Map() };
+const NOTHING_DECIDED: SliceDecided = { rows: [], problems: [], matched: 0, alreadyRecorded: 0, borrowers: new Map() };
 
 /** An upload as it is recorded: its id (its history record's), who sent it, the time its rows were checked against. */
 interface Recording {
@@ -59,9 +59,10 @@ interface Recording {
   creator: string | null;
   now: number;
   read: ReadFile;
-  /** Accepted rows recorded before this run (a resumed upload's), and how many of them matched. */
+  /** Accepted rows recorded before this run (a resumed upload's), how many of them matched, and how many were recorded already. */
   done: number;
   matched: number;
+  alreadyRecorded: number;
 }
 
 /**
@@ -108,6 +109,7 @@ export async function recordInSlices(
   const rows: UploadReport['rows'] = [];
   let done = u.done;
   let matched = u.matched;
+  let alreadyRecorded = u.alreadyRecorded;
   // Whether unfinished_uploads holds the upload (a resumed one does).
   let stored = first === null;
   const size = ctx.deps.stores.uploads.sliceRows;
@@ -153,10 +155,12 @@ export async function recordInSlices(
             if (end % GC_HINT_ROWS === 0) Bun.gc(false);
           } while (end < accepted.length && !othersWait() && performance.now() - started < LONGEST_TRANSACTION_MS);
           let m = matched;
+          let a = alreadyRecorded;
           for (const decided of got) {
             for (const r of decided.rows) rows.push(r);
             for (const p of decided.problems) u.read.problems.add(p);
             m += decided.matched;
+            a += decided.alreadyRecorded;
           }
           if (stop) {
             const recorded = end === 0 ? 'nothing was recorded' : `the rows from row ${stop.row} on were not recorded, those before it were`;
@@ -165,11 +169,12 @@ export async function recordInSlices(
           }
           const last = stop !== null || end === accepted.length;
           // A file refused at its first slice: nothing of it is recorded, nor in the history.
-          if (last && end === 0 && stop) return { end, m, last, refused: true };
-          if (last) await finish(tx, u, reportOf(u.read, rows, end, m, false), stored);
-          else if (!stored) await tx.deps.stores.uploads.beginUnfinished(tx, { id: u.id, lenderId, creator: u.creator, fileSealed: sealed!, checkedAt: u.now, done: end, matched: m });
-          else await tx.deps.stores.uploads.advanceUnfinished(tx, u.id, end, m);
-          return { end, m, last, refused: false };
+          if (last && end === 0 && stop) return { end, m, a, last, refused: true };
+          const tally: Tally = { rowCount: end, matched: m, alreadyRecorded: a };
+          if (last) await finish(tx, u, reportOf(u.read, rows, tally, false), stored);
+          else if (!stored) await tx.deps.stores.uploads.beginUnfinished(tx, { id: u.id, lenderId, creator: u.creator, fileSealed: sealed!, checkedAt: u.now, done: end, matched: m, alreadyRecorded: a });
+          else await tx.deps.stores.uploads.advanceUnfinished(tx, u.id, { done: end, matched: m, alreadyRecorded: a });
+          return { end, m, a, last, refused: false };
         });
         // Said before the lock is let go, so that nothing can stop the service between the commit and the
         // moment it is known that the upload is partly recorded.
@@ -178,10 +183,11 @@ export async function recordInSlices(
       });
       done = t.end;
       matched = t.m;
+      alreadyRecorded = t.a;
       if (t.last) {
         // Refused at its very first slice, nothing of it is recorded: the rates are as they were.
         if (!t.refused) await evaluateRates(ctx, writeTurn);
-        return reportOf(u.read, rows, done, matched, false);
+        return reportOf(u.read, rows, { rowCount: done, matched, alreadyRecorded }, false);
       }
       stored = true;
       // A replica stalled past its lease has lost the upload to another, which finishes it: this run stops.
@@ -266,7 +272,7 @@ export async function resumeUnfinished(deps: Ctx['deps'], writeTurn: WriteTurn, 
         reason: `This upload was interrupted after ${stored.done.toLocaleString('en-US')} of its ${read.accepted.length.toLocaleString('en-US')} accepted rows were recorded, and the service finished it; the problems of the rows before ${before} were listed in the answer to the upload and are not listed again`,
         severity: 'warning',
       });
-      const u: Recording = { id, creator: stored.creator, now: stored.checkedAt, read, done: stored.done, matched: stored.matched };
+      const u: Recording = { id, creator: stored.creator, now: stored.checkedAt, read, done: stored.done, matched: stored.matched, alreadyRecorded: stored.alreadyRecorded };
       const report = await recordInSlices(ctx, u, null, writeTurn, othersWait, lease);
       finished++;
       deps.logger.info({ upload_id: id, lender_id: lender.id, rows: report.rowCount, resumed_at: stored.done }, 'unfinished upload finished');

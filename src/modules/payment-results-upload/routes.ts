@@ -1,4 +1,4 @@
-import { Elysia, t } from 'elysia';
+import { Elysia, t, type TSchema } from 'elysia';
 import { maturity } from '../../http/maturity';
 import type { Deps } from '../../deps';
 import { errors } from '../../http/errors';
@@ -22,68 +22,106 @@ const UploadBody = t.Object(
   { examples: [{ file: EXAMPLE_FILE }] },
 );
 
+/** Problems of a row, or of the file as a whole. */
+const Problem = t.Object({ row: Int({ description: '0 for the file as a whole' }), reason: t.String(), severity: t.Union([t.Literal('error'), t.Literal('warning')]) });
+
+/**
+ * The API answers in snake_case, as every other route does; the camelCase names this route answered with
+ * before stay beside them with the same values until 0.4.0, marked deprecated in the document.
+ */
+const alias = <T extends TSchema>(schema: T, replacement: string): T => ({
+  ...schema,
+  deprecated: true,
+  description: `Deprecated: the same value as ${replacement}, which replaces it; removed in 0.4.0`,
+});
+
+const Format = t.Union([t.Literal('generic'), t.Literal('annotated_export')]);
+
+const ALREADY_RECORDED =
+  'Accepted rows whose reference an earlier upload had already recorded with the same status, giving no date it ' +
+  'lacked (the same file sent again, or rows it shared with an earlier one): they add nothing and are not recorded ' +
+  'again; each has a warning in problems';
+
+const EXAMPLE_REPORT = {
+  format: 'generic' as const,
+  row_count: 2,
+  data_row_count: 3,
+  matched: 2,
+  needs_attention: 0,
+  already_recorded: 0,
+  dry_run: false,
+  rowCount: 2,
+  dataRowCount: 3,
+  needsAttention: 0,
+  dryRun: false,
+  rows: [
+    { row: 2, reference: 'INV-77', authorizer_unique_id: 'loan-1001', status: 'settled', amount_cents: 42500, authorizerUniqueId: 'loan-1001', amountCents: 42500 },
+    { row: 3, reference: 'INV-78', authorizer_unique_id: 'loan-1002', status: 'returned', amount_cents: 123456, authorizerUniqueId: 'loan-1002', amountCents: 123456 },
+  ],
+  problems: [{ row: 4, reason: 'authorizer_unique_id or reference is required', severity: 'error' as const }],
+};
+
 export const Report = t.Object(
   {
-    format: t.Union([t.Literal('generic'), t.Literal('annotated_export')]),
-    rowCount: Int({ description: 'Accepted rows' }),
-    dataRowCount: Int({ description: 'Data rows found, blank and summary rows excluded' }),
+    format: Format,
+    row_count: Int({ description: 'Accepted rows (already_recorded of them added nothing)' }),
+    data_row_count: Int({ description: 'Data rows found, blank and summary rows excluded' }),
     matched: Int({ description: 'Accepted rows matched to a borrower' }),
-    needsAttention: Int({ description: 'Accepted rows not matched; stored' }),
-    dryRun: t.Boolean(),
+    needs_attention: Int({ description: 'Accepted rows not matched; stored' }),
+    already_recorded: Int({ description: ALREADY_RECORDED }),
+    dry_run: t.Boolean({ description: 'true: nothing was written' }),
+    rowCount: alias(Int(), 'row_count'),
+    dataRowCount: alias(Int(), 'data_row_count'),
+    needsAttention: alias(Int(), 'needs_attention'),
+    dryRun: alias(t.Boolean(), 'dry_run'),
     rows: t.Array(
       t.Object({
         row: Int({ description: 'Row number; the header is row 1' }),
         reference: t.String({ description: 'The reference sent, or the key assigned (UPL-…) when none was' }),
-        authorizerUniqueId: t.Union([t.String(), t.Null()]),
+        authorizer_unique_id: t.Union([t.String(), t.Null()]),
         status: t.String(),
-        amountCents: Int(),
+        amount_cents: Int(),
+        authorizerUniqueId: alias(t.Union([t.String(), t.Null()]), 'authorizer_unique_id'),
+        amountCents: alias(Int(), 'amount_cents'),
       }),
     ),
-    problems: t.Array(
-      t.Object({ row: Int({ description: '0 for the file as a whole' }), reason: t.String(), severity: t.Union([t.Literal('error'), t.Literal('warning')]) }),
-    ),
+    problems: t.Array(Problem),
   },
-  {
-    examples: [
-      {
-        format: 'generic',
-        rowCount: 2,
-        dataRowCount: 3,
-        matched: 2,
-        needsAttention: 0,
-        dryRun: false,
-        rows: [
-          { row: 2, reference: 'INV-77', authorizerUniqueId: 'loan-1001', status: 'settled', amountCents: 42500 },
-          { row: 3, reference: 'INV-78', authorizerUniqueId: 'loan-1002', status: 'returned', amountCents: 123456 },
-        ],
-        problems: [{ row: 4, reason: 'authorizer_unique_id or reference is required', severity: 'error' }],
-      },
-    ],
-  },
+  { examples: [EXAMPLE_REPORT] },
 );
-
-const Problem = t.Object({ row: Int({ description: '0 for the file as a whole' }), reason: t.String(), severity: t.Union([t.Literal('error'), t.Literal('warning')]) });
 
 const UploadSummary = t.Object({
   id: t.String(),
-  recordedAt: t.String({ format: 'date-time', description: 'When it was recorded (an upload is described in the report’s own camelCase words)' }),
+  recorded_at: t.String({ format: 'date-time', description: 'When it was recorded' }),
   creator: t.Union([t.String(), t.Null()], { description: 'The portal user, or the API key (by its prefix), that sent it' }),
-  format: t.Union([t.Literal('generic'), t.Literal('annotated_export')]),
-  rowCount: Int({ description: 'Accepted rows' }),
-  dataRowCount: Int(),
+  format: Format,
+  row_count: Int({ description: 'Accepted rows' }),
+  data_row_count: Int(),
   matched: Int(),
-  needsAttention: Int(),
-  problemCount: Int({ description: 'Entries in the report’s problems (its row-0 note of problems left out included)' }),
+  needs_attention: Int(),
+  already_recorded: t.Union([Int(), t.Null()], { description: `${ALREADY_RECORDED}. null for an upload recorded before they were counted` }),
+  problem_count: Int({ description: 'Entries in the report’s problems (its row-0 note of problems left out included)' }),
+  recordedAt: alias(t.String({ format: 'date-time' }), 'recorded_at'),
+  rowCount: alias(Int(), 'row_count'),
+  dataRowCount: alias(Int(), 'data_row_count'),
+  needsAttention: alias(Int(), 'needs_attention'),
+  problemCount: alias(Int(), 'problem_count'),
 });
 
 const EXAMPLE_UPLOAD = {
   id: '01936f3a-0000-7000-8000-0000000000aa',
-  recordedAt: '2026-11-23T14:38:00.000Z',
+  recorded_at: '2026-11-23T14:38:00.000Z',
   creator: 'API key drs_live_Ab12…',
   format: 'generic' as const,
+  row_count: 2,
+  data_row_count: 3,
+  matched: 2,
+  needs_attention: 0,
+  already_recorded: 0,
+  problem_count: 1,
+  recordedAt: '2026-11-23T14:38:00.000Z',
   rowCount: 2,
   dataRowCount: 3,
-  matched: 2,
   needsAttention: 0,
   problemCount: 1,
 };
@@ -99,6 +137,20 @@ const UploadDetail = t.Composite([UploadSummary, t.Object({ problems: t.Array(Pr
   examples: [{ ...EXAMPLE_UPLOAD, problems: [{ row: 4, reason: 'authorizer_unique_id or reference is required', severity: 'error' }] }],
 });
 
+const TrueOrFalse = t.Union([t.Literal('true'), t.Literal('false')]);
+
+const UploadQuery = t.Object({
+  dry_run: t.Optional(t.Union(TrueOrFalse.anyOf, { description: 'true: parse and match everything, write nothing' })),
+  dryRun: t.Optional(alias(TrueOrFalse, 'dry_run')),
+});
+
+/** Whether an upload is a dry run: dry_run, or the deprecated dryRun; both given, they must agree. */
+export function dryRunOf(query: { dry_run?: 'true' | 'false'; dryRun?: 'true' | 'false' }): boolean {
+  const { dry_run, dryRun } = query;
+  if (dry_run !== undefined && dryRun !== undefined && dry_run !== dryRun) throw InvalidInput.field('dry_run', 'dry_run and dryRun disagree; send dry_run alone');
+  return (dry_run ?? dryRun) === 'true';
+}
+
 export const uploadRoutes = (deps: Deps, auth: Auth) =>
   new Elysia({ prefix: '/v1', normalize: false }).use(auth).post(
     '/payment_results/uploads',
@@ -109,7 +161,7 @@ export const uploadRoutes = (deps: Deps, auth: Auth) =>
       // signal ends with its connection: an upload whose caller hung up is dropped or stopped.
       const json = await uploadResultsJson({
         ctx,
-        input: { bytes: body.bytes, multipart: body.contentType, dryRun: query.dryRun === 'true', handOver: true, creator: await apiCreator(ctx, lender.keyId) },
+        input: { bytes: body.bytes, multipart: body.contentType, dryRun: dryRunOf(query), handOver: true, creator: await apiCreator(ctx, lender.keyId) },
         signal: request.signal,
       });
       // The report's JSON as the worker made it (the Report schema), sent part by part: megabytes of it never
@@ -127,7 +179,7 @@ export const uploadRoutes = (deps: Deps, auth: Auth) =>
       auth: true,
       // Above 10 MB by a margin: a file just over the limit gets the 400 the spec names, not a 413.
       parse: rawMultipartBody(UPLOAD_LIMIT_BYTES * 2 + MULTIPART_OVERHEAD_BYTES),
-      query: t.Object({ dryRun: t.Optional(t.Union([t.Literal('true'), t.Literal('false')], { description: 'true: parse and match everything, write nothing' })) }),
+      query: UploadQuery,
       response: { 200: Report, ...errors(400, 401, 413, 415, 429, 503) },
       detail: {
         ...documentedBody(UploadBody, 'multipart/form-data'),
@@ -144,7 +196,11 @@ export const uploadRoutes = (deps: Deps, auth: Auth) =>
           'or unmatched). The rows are recorded in slices, in transactions that let other writes go between two slices, ' +
           'and exactly once: once the first is committed the upload is recorded to its end, finished by the service ' +
           'after a crash or a stop; ' +
-          'dryRun=true decides everything and writes nothing. 200 with ' +
+          'dry_run=true decides everything and writes nothing (dryRun=true, deprecated, too). A row whose reference an ' +
+          'earlier upload recorded already with the same status, and that gives no date it lacked, adds nothing: it is counted in already_recorded ' +
+          'and has a warning saying so, and sending a file again never records an outcome twice. The report answers in ' +
+          'snake_case; its camelCase names (rowCount, dataRowCount, needsAttention, dryRun, and authorizerUniqueId and ' +
+          'amountCents in rows) are deprecated copies of the same values, removed in 0.4.0. 200 with ' +
           'the report for any UTF-8 file of at most 10 MB (a malformed one too: its problem is listed and nothing is ' +
           'recorded); 400 only for a file over 10 MB or not UTF-8. A recorded upload is kept in the upload history ' +
           '(GET /v1/payment_results/uploads).',

@@ -6,7 +6,7 @@ import type { Ctx } from '../../deps';
 import { readSnapshot } from '../../platform/context';
 import { decideSlice } from './slice';
 import { Lookups } from './match';
-import { budgetOf, budgetProblem, checkBudget, checkFile, fileOf, GC_HINT_ROWS, Problems, readAccepted, reportOf, SLICE, UploadStopped, type UploadBudget } from './read';
+import { budgetOf, budgetProblem, checkBudget, checkFile, fileOf, GC_HINT_ROWS, NO_ROWS, Problems, readAccepted, reportOf, SLICE, UploadStopped, type UploadBudget } from './read';
 import { ALWAYS, recordInSlices, type WriteTurn } from './recording';
 
 // POST /v1/payment_results/uploads: outcomes of debits the service cannot read from a processor, as CSV.
@@ -56,16 +56,45 @@ export async function uploadResults({ ctx, input, form, signal }: { ctx: Ctx; in
 const JSON_ROWS_A_PART = 4096;
 
 /**
+ * The report's counts in the API's words: snake_case, and the camelCase names it answered with before, the
+ * same values, kept until 0.4.0 (deprecated in the Report schema).
+ */
+const countsJson = (r: UploadReport) => ({
+  format: r.format,
+  row_count: r.rowCount,
+  data_row_count: r.dataRowCount,
+  matched: r.matched,
+  needs_attention: r.needsAttention,
+  already_recorded: r.alreadyRecorded,
+  dry_run: r.dryRun,
+  rowCount: r.rowCount,
+  dataRowCount: r.dataRowCount,
+  needsAttention: r.needsAttention,
+  dryRun: r.dryRun,
+});
+
+/** A row of the report in the API's words, with its deprecated camelCase copies. */
+const rowJson = (r: UploadReport['rows'][number]) => ({
+  row: r.row,
+  reference: r.reference,
+  authorizer_unique_id: r.authorizerUniqueId,
+  status: r.status,
+  amount_cents: r.amountCents,
+  authorizerUniqueId: r.authorizerUniqueId,
+  amountCents: r.amountCents,
+});
+
+/**
  * The report's JSON (the Report schema, in its order) as UTF-8 parts of a few hundred kilobytes, so that a
  * report of tens of megabytes is never one string and a copy of it at once: the rows are written a slice at
  * a time, and the parts go to the answer as they are.
  */
 function reportJson(report: UploadReport): Uint8Array[] {
   const enc = new TextEncoder();
-  const { rows, problems, ...counts } = report;
-  const parts = [enc.encode(`${JSON.stringify(counts).slice(0, -1)},"rows":[`)];
+  const { rows, problems } = report;
+  const parts = [enc.encode(`${JSON.stringify(countsJson(report)).slice(0, -1)},"rows":[`)];
   for (let i = 0; i < rows.length; i += JSON_ROWS_A_PART) {
-    const slice = JSON.stringify(rows.slice(i, i + JSON_ROWS_A_PART)).slice(1, -1);
+    const slice = JSON.stringify(rows.slice(i, i + JSON_ROWS_A_PART).map(rowJson)).slice(1, -1);
     parts.push(enc.encode(i === 0 ? slice : `,${slice}`));
   }
   parts.push(enc.encode(`],"problems":${JSON.stringify(problems)}}`));
@@ -110,7 +139,7 @@ export async function processUpload(args: UploadArgs): Promise<UploadReport> {
     if (!(e instanceof UploadStopped) || e.why === 'cancelled') throw e;
     const problems = new Problems();
     problems.add(budgetProblem(args.budget, e.why));
-    return { format: 'generic', rowCount: 0, dataRowCount: 0, matched: 0, needsAttention: 0, dryRun: args.input.dryRun, rows: [], problems: problems.report() };
+    return { format: 'generic', rowCount: 0, dataRowCount: 0, matched: 0, needsAttention: 0, alreadyRecorded: 0, dryRun: args.input.dryRun, rows: [], problems: problems.report() };
   }
 }
 
@@ -126,9 +155,9 @@ async function decideAndRecord({
   checkFile(bytes);
   const now = ctx.deps.clock.now();
   const read = await readAccepted(bytes, now, budget);
-  if (!read.headerOk || read.problems.fileError) return reportOf(read, [], 0, 0, input.dryRun);
+  if (!read.headerOk || read.problems.fileError) return reportOf(read, [], NO_ROWS, input.dryRun);
   if (!input.dryRun) {
-    const upload = { id: newId(), creator: input.creator ?? null, now, read, done: 0, matched: 0 };
+    const upload = { id: newId(), creator: input.creator ?? null, now, read, done: 0, matched: 0, alreadyRecorded: 0 };
     return recordInSlices(ctx, upload, { file: bytes, budget, onRecording }, writeTurn, othersWait);
   }
   // A dry run writes nothing: it decides every slice on one snapshot, in a deferred transaction that never
@@ -136,6 +165,7 @@ async function decideAndRecord({
   return readSnapshot(ctx, async (tx) => {
     const rows: UploadReport['rows'] = [];
     let matched = 0;
+    let alreadyRecorded = 0;
     const lookups = new Lookups(tx);
     for (let n = 0; n < read.accepted.length; n += SLICE) {
       // Past its time, or its caller gone.
@@ -144,9 +174,10 @@ async function decideAndRecord({
       for (const r of decided.rows) rows.push(r);
       for (const p of decided.problems) read.problems.add(p);
       matched += decided.matched;
+      alreadyRecorded += decided.alreadyRecorded;
       if ((n + SLICE) % GC_HINT_ROWS === 0) Bun.gc(false);
     }
-    return reportOf(read, rows, read.accepted.length, matched, true);
+    return reportOf(read, rows, { rowCount: read.accepted.length, matched, alreadyRecorded }, true);
   });
 }
 

@@ -57,14 +57,23 @@ function unmatchedReason(p: ParsedRow, key: string): string {
   return `no enrolled borrower matches reference ${key}; stored, it is matched when uploaded again with authorizer_unique_id`;
 }
 
+/** Whether a row gives a date its reference was recorded without (rule 2 fills it in). */
+const fillsDate = (prior: UploadedRow, p: ParsedRow) => (prior.settledAt === null && p.settledAt !== null) || (prior.returnedAt === null && p.returnedAt !== null);
+
+/** The note of a row an earlier upload had recorded already. */
+const alreadyRecordedReason = (key: string, status: ParsedRow['status']) =>
+  `reference ${key} is already recorded as ${status} by an earlier upload; this row adds nothing and is not recorded again`;
+
 /** The source event of a row's outcome: one per reference and status. */
 export const sourceEventIdOf = (key: string, status: ParsedRow['status']) => `upload:${key}:${EVENT_STATUS_OF[status]}`;
 
-/** What a slice of rows was decided as: the report's rows and problems, in row order, and its matches. */
+/** What a slice of rows was decided as: the report's rows and problems, in row order, its matches, and the rows recorded before. */
 export interface SliceDecided {
   rows: UploadReport['rows'];
   problems: RowProblem[];
   matched: number;
+  /** Rows an earlier upload had recorded already (alreadyRecorded below). */
+  alreadyRecorded: number;
   /** The borrowers it records an outcome for: enrollment id → authorizer_unique_id. */
   borrowers: Map<string, string | null>;
 }
@@ -76,6 +85,8 @@ export interface SliceDecided {
 interface RowDecided {
   row: UploadReport['rows'][number];
   matched: boolean;
+  /** Its reference is recorded already as the row says it: the row adds nothing. */
+  alreadyRecorded: boolean;
   problems: RowProblem[];
   write: UploadedWrite | null;
   observation: Observation | null;
@@ -129,11 +140,12 @@ async function recordSliceOf(
       else if (r?.recorded && r.report) outcomes[i] = reported(d, r.report.hold);
     }
   }
-  const out: SliceDecided = { rows: [], problems: [], matched: 0, borrowers: new Map() };
+  const out: SliceDecided = { rows: [], problems: [], matched: 0, alreadyRecorded: 0, borrowers: new Map() };
   for (let i = 0; i < decided.length; i++) {
     const d = decided[i]!;
     out.rows.push(d.row);
     if (d.matched) out.matched++;
+    if (d.alreadyRecorded) out.alreadyRecorded++;
     if (d.observation?.enrollmentId) out.borrowers.set(d.observation.enrollmentId, d.observation.authorizerUniqueId);
     for (const p of d.problems) out.problems.push(p);
     if (outcomes[i]) out.problems.push(outcomes[i]!);
@@ -153,6 +165,7 @@ function decideRow(lenderId: string, p: ParsedRow, prior: UploadedRow | null, m:
   const d: RowDecided = {
     row: { row: p.row, reference: key, authorizerUniqueId: m?.authorizerUniqueId ?? p.authorizerUniqueId, status: p.status, amountCents: p.amountCents },
     matched: m !== null,
+    alreadyRecorded: false,
     problems: [],
     write: null,
     observation: null,
@@ -188,6 +201,12 @@ function decideRow(lenderId: string, p: ParsedRow, prior: UploadedRow | null, m:
     // Rule 2: dates recorded without one are filled in; a recorded date stays.
     d.write = { kind: 'change', id: prior.id, outcome: null, settledAt: p.settledAt, returnedAt: p.returnedAt, ...values };
     if (wasUnmatched) record();
+    else if (!fillsDate(prior, p)) {
+      // The same outcome sent again (the same file, or rows an earlier one had): recorded once, and the report
+      // says so rather than count it as recorded now.
+      d.alreadyRecorded = true;
+      d.problems.push({ row: p.row, rule: 8, reason: alreadyRecordedReason(key, p.status), severity: 'warning' });
+    }
     return d;
   }
   const priorOutcome = ['settled', 'returned', 'late_return'].includes(prior.status);

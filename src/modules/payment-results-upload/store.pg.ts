@@ -128,6 +128,7 @@ export const pgUploadStore: UploadStore = {
         dataRowCount: u.report.dataRowCount,
         matched: u.report.matched,
         needsAttention: u.report.needsAttention,
+        alreadyRecorded: u.report.alreadyRecorded,
         problemCount: u.report.problems.length,
         problems: JSON.stringify(u.report.problems),
       });
@@ -139,8 +140,8 @@ export const pgUploadStore: UploadStore = {
     const [u] = await writerOf(c).select({ done: unfinishedUploads.done }).from(unfinishedUploads).where(eq(unfinishedUploads.id, id)).for('update');
     return u?.done ?? null;
   },
-  async advanceUnfinished(c, id, done, matched) {
-    await writerOf(c).update(unfinishedUploads).set({ done, matched }).where(eq(unfinishedUploads.id, id));
+  async advanceUnfinished(c, id, { done, matched, alreadyRecorded }) {
+    await writerOf(c).update(unfinishedUploads).set({ done, matched, alreadyRecorded }).where(eq(unfinishedUploads.id, id));
   },
   async endUnfinished(c, id) {
     await writerOf(c).delete(unfinishedUploads).where(eq(unfinishedUploads.id, id));

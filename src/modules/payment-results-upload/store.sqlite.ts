@@ -113,6 +113,7 @@ export const sqliteUploadStore: UploadStore = {
         dataRowCount: u.report.dataRowCount,
         matched: u.report.matched,
         needsAttention: u.report.needsAttention,
+        alreadyRecorded: u.report.alreadyRecorded,
         problemCount: u.report.problems.length,
         problems: JSON.stringify(u.report.problems),
       })
@@ -124,8 +125,8 @@ export const sqliteUploadStore: UploadStore = {
   async unfinishedDone(c, id) {
     return writerOf(c).select({ done: unfinishedUploads.done }).from(unfinishedUploads).where(eq(unfinishedUploads.id, id)).get()?.done ?? null;
   },
-  async advanceUnfinished(c, id, done, matched) {
-    writerOf(c).update(unfinishedUploads).set({ done, matched }).where(eq(unfinishedUploads.id, id)).run();
+  async advanceUnfinished(c, id, { done, matched, alreadyRecorded }) {
+    writerOf(c).update(unfinishedUploads).set({ done, matched, alreadyRecorded }).where(eq(unfinishedUploads.id, id)).run();
   },
   async endUnfinished(c, id) {
     writerOf(c).delete(unfinishedUploads).where(eq(unfinishedUploads.id, id)).run();

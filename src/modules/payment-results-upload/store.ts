@@ -51,7 +51,7 @@ export interface UploadRecord {
   lenderId: string;
   recordedAt: number;
   creator: string | null;
-  report: { format: 'generic' | 'annotated_export'; rowCount: number; dataRowCount: number; matched: number; needsAttention: number; problems: unknown[] };
+  report: { format: 'generic' | 'annotated_export'; rowCount: number; dataRowCount: number; matched: number; needsAttention: number; alreadyRecorded: number; problems: unknown[] };
 }
 
 /** A recorded upload as the history reads it. */
@@ -111,8 +111,11 @@ export interface UploadStore {
    * unfinished (finished meanwhile).
    */
   unfinishedDone(c: TxCtx, id: string): Promise<number | null>;
-  /** A transaction's slices recorded: the accepted rows recorded so far, and how many of them matched a borrower. */
-  advanceUnfinished(c: TxCtx, id: string, done: number, matched: number): Promise<void>;
+  /**
+   * A transaction's slices recorded: the accepted rows recorded so far, how many of them matched a borrower, and
+   * how many of them an earlier upload had recorded already.
+   */
+  advanceUnfinished(c: TxCtx, id: string, progress: Pick<UnfinishedUpload, 'done' | 'matched' | 'alreadyRecorded'>): Promise<void>;
   /** The upload finished (in the transaction that writes its history record). */
   endUnfinished(c: TxCtx, id: string): Promise<void>;
   /** The ids of the unfinished uploads, at most `take`. */

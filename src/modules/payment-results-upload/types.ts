@@ -7,6 +7,11 @@ export interface UploadReport {
   dataRowCount: number;
   matched: number;
   needsAttention: number;
+  /**
+   * Accepted rows whose reference an earlier upload had recorded already with the same status (and every date
+   * the row gives): they add nothing and are recorded once, not again; each has a warning saying so.
+   */
+  alreadyRecorded: number;
   dryRun: boolean;
   rows: { row: number; reference: string; authorizerUniqueId: string | null; status: string; amountCents: number }[];
   problems: { row: number; reason: string; severity: 'error' | 'warning' }[];

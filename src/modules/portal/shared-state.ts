@@ -1,4 +1,3 @@
-import { createHmac } from 'node:crypto';
 import type { PlatformDeps } from '../../platform/context';
 import type { StoresSlot } from '../../platform/store';
 import type { HeldFile, HeldFiles, PortalState, SignInCounter } from './portal-state';
@@ -28,8 +27,6 @@ export type SharedDeps = Pick<PlatformDeps, 'pg' | 'db' | 'reader' | 'vault' | '
 /** How often (at most) one process deletes what has expired. */
 const SWEEP_EVERY_MS = 60_000;
 
-const keyedHash = (key: Buffer, value: string) => createHmac('sha256', key).update(value).digest('hex');
-
 /** The counts of one process, in its memory. */
 export function memorySignIns(): SignInCounter {
   const t = new SignInThrottle();
@@ -47,19 +44,19 @@ export function memorySignIns(): SignInCounter {
  * many replicas, at most LOCK_AFTER of a pair or an address are checked in a window.
  */
 export class PgSignInCounter implements SignInCounter {
-  private readonly hashKey: Buffer;
+  private readonly hash: (value: string) => string;
   private lastSweep = 0;
 
   constructor(private readonly deps: SharedDeps) {
-    this.hashKey = deps.vault.derive('portal-sign-in-counts');
+    this.hash = deps.vault.hasher('portal-sign-in-counts');
   }
 
   private keys(email: string, address: string): SignInKeys {
     const e = normalizeEmail(email);
     return {
-      email: keyedHash(this.hashKey, `e:${e}`),
-      address: keyedHash(this.hashKey, `a:${address}`),
-      pair: keyedHash(this.hashKey, `p:${address} ${e}`),
+      email: this.hash(`e:${e}`),
+      address: this.hash(`a:${address}`),
+      pair: this.hash(`p:${address} ${e}`),
     };
   }
 
@@ -124,22 +121,22 @@ export class MemoryHeldFiles implements HeldFiles {
  */
 export class PgHeldFiles implements HeldFiles {
   readonly acrossRestarts = true;
-  private readonly hashKey: Buffer;
+  private readonly hash: (value: string) => string;
   private lastSweep = 0;
 
   constructor(private readonly deps: SharedDeps) {
-    this.hashKey = deps.vault.derive('portal-held-files');
+    this.hash = deps.vault.hasher('portal-held-files');
   }
 
   async hold(session: string, file: { bytes: Uint8Array; name: string; at: number }): Promise<string> {
     const id = crypto.randomUUID();
     const sealed = { id, name: this.deps.vault.seal(file.name), body: Buffer.from(this.deps.vault.sealBytes(file.bytes)), at: file.at };
-    await transaction({ deps: this.deps }, (tx) => holdFile(tx, keyedHash(this.hashKey, session), sealed, MAX_HELD));
+    await transaction({ deps: this.deps }, (tx) => holdFile(tx, this.hash(session), sealed, MAX_HELD));
     return id;
   }
 
   async take(session: string, id: string, now: number): Promise<HeldFile | null> {
-    const r = await takeHeldFile({ deps: this.deps }, keyedHash(this.hashKey, session), id, now - HELD_TTL_MS);
+    const r = await takeHeldFile({ deps: this.deps }, this.hash(session), id, now - HELD_TTL_MS);
     if (!r) return null;
     return { id: r.id, name: this.deps.vault.open(r.name), bytes: new Uint8Array(this.deps.vault.openBytes(Buffer.from(r.body).toString('latin1'))), at: r.at };
   }

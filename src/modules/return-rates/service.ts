@@ -52,8 +52,10 @@ export async function ratesOver(c: StoreCtx, lenderId: string, to: number, days:
 
 /** Each class's rate from the window's debits and returns. */
 function ratesFrom(debits: number, returns: WindowReturn[], from: number, to: number, days: number) {
-  const byCode: Record<string, number> = {};
-  for (const r of returns) if (r.code) byCode[r.code] = (byCode[r.code] ?? 0) + 1;
+  const counts = new Map<string, number>();
+  for (const r of returns) if (r.code) counts.set(r.code, (counts.get(r.code) ?? 0) + 1);
+  // In code order: the rows come in whatever order the engine reads them, and the answer must not follow it.
+  const byCode: Record<string, number> = Object.fromEntries([...counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   const cls = (name: ReturnClass): ClassRate => {
     const { codes, threshold, tenthsPerMille } = RETURN_CLASSES[name];
     const n = codes === null ? returns.length : returns.filter((r) => r.code !== null && (codes as readonly string[]).includes(r.code)).length;

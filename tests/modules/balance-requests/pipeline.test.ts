@@ -109,8 +109,11 @@ describe('idempotency', () => {
     const first = await ctx.json('POST', '/v1/balance_requests', { body });
     const again = await ctx.json('POST', '/v1/balance_requests', { body });
     expect(again.status).toBe(201);
+    expect(first.body.replayed).toBe(false);
+    expect(first.res.headers.get('idempotent-replayed')).toBeNull();
     expect(again.res.headers.get('idempotent-replayed')).toBe('true');
-    expect(again.body).toEqual(first.body);
+    // The first answer again, saying in its body that it is one.
+    expect(again.body).toEqual({ ...first.body, replayed: true });
     const count = () =>
       (ctx.sql.query('SELECT COUNT(*) AS n FROM batches WHERE lender_id = ?').get(ctx.lender.id) as { n: number }).n;
     const before = count();
@@ -126,6 +129,68 @@ describe('idempotency', () => {
     ctx.clock.advance(24 * 3600_000 + 1);
     const later = await ctx.json('POST', '/v1/balance_requests', { body });
     expect(later.body.batch_id).not.toBe(first.body.batch_id);
+    expect(later.body.replayed).toBe(false);
+  });
+
+  // The CSV route is the same request as a file: the same file with the same webhook_url replays as an identical
+  // JSON body does.
+  const CSV_HEADER = 'authorizer_unique_id,ssn,account_number,routing_number';
+  const csvFile = (rows: string[], head = CSV_HEADER) => `${head}\n${rows.join('\n')}\n`;
+  async function sendCsv(file: string | Uint8Array, opts: { webhook?: string; key?: string } = {}) {
+    const form = new FormData();
+    form.append('file', new Blob([file], { type: 'text/csv' }), 'a.csv');
+    if (opts.webhook !== undefined) form.append('webhook_url', opts.webhook);
+    const r = await ctx.json('POST', '/v1/balance_requests/csv', { form, ...(opts.key ? { key: opts.key } : {}) });
+    expect(r.status).toBe(201);
+    return r;
+  }
+  const batches = () => (ctx.sql.query('SELECT COUNT(*) AS n FROM batches WHERE lender_id = ?').get(ctx.lender.id) as { n: number }).n;
+
+  test('the same CSV file within 24 hours replays the first answer, saying so in its body; past 24 hours it is a new batch', async () => {
+    // Latin-1 (é as one byte): the first answer's warning is in the replay too.
+    const text = csvFile(['csv-idem-bad,1,0001234567,110000000,x', 'csv-idem-1,123456789,0001234567,110000000,caf'], `${CSV_HEADER},meta_note`);
+    const bytes = new Uint8Array([...new TextEncoder().encode(text.slice(0, -1)), 0xe9, 0x0a]);
+    const first = await sendCsv(bytes);
+    expect(first.body.replayed).toBe(false);
+    expect(first.res.headers.get('idempotent-replayed')).toBeNull();
+    expect(first.body.warnings.length).toBe(1);
+    expect(first.body.failed_authorizers.map((f: { authorizer_unique_id: string }) => f.authorizer_unique_id)).toEqual(['csv-idem-bad']);
+    const before = batches();
+    ctx.clock.advance(24 * 3600_000 - 1);
+    const again = await sendCsv(bytes);
+    expect(again.res.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual({ ...first.body, replayed: true });
+    expect(batches()).toBe(before);
+    // A day after the first answer it is forgotten: a new batch, read again.
+    ctx.clock.advance(2);
+    const later = await sendCsv(bytes);
+    expect(later.body.batch_id).not.toBe(first.body.batch_id);
+    expect(later.body.replayed).toBe(false);
+    expect(later.res.headers.get('idempotent-replayed')).toBeNull();
+    expect(batches()).toBe(before + 1);
+    // And that one is replayed in its turn.
+    expect((await sendCsv(bytes)).body).toMatchObject({ batch_id: later.body.batch_id, replayed: true });
+  });
+
+  test('a changed file, another webhook_url or another lender makes a new batch', async () => {
+    const rows = ['csv-fresh-1,123456789,0001234567,110000000'];
+    const first = await sendCsv(csvFile(rows));
+    expect(first.body.replayed).toBe(false);
+    const seen = new Set([first.body.batch_id]);
+    const fresh = async (r: { body: { batch_id: string; replayed: boolean } }) => {
+      expect(r.body.replayed).toBe(false);
+      expect(seen.has(r.body.batch_id)).toBe(false);
+      seen.add(r.body.batch_id);
+    };
+    // The documented way to read again: a meta_ column (here the time of the request).
+    await fresh(await sendCsv(csvFile(['csv-fresh-1,123456789,0001234567,110000000,2026-11-21T12:00'], `${CSV_HEADER},meta_requested_at`)));
+    // Any byte: the same rows with a CRLF line ending.
+    await fresh(await sendCsv(csvFile(rows).replace('\n', '\r\n')));
+    await fresh(await sendCsv(csvFile(rows), { webhook: 'http://127.0.0.1:9/balances' }));
+    await fresh(await sendCsv(csvFile(rows), { key: ctx.newLender().key }));
+    // Each of those is replayed in its turn, the first one too.
+    expect((await sendCsv(csvFile(rows), { webhook: 'http://127.0.0.1:9/balances' })).body.replayed).toBe(true);
+    expect((await sendCsv(csvFile(rows))).body).toMatchObject({ batch_id: first.body.batch_id, replayed: true });
   });
 });
 

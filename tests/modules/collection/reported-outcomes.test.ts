@@ -33,7 +33,7 @@ async function upload(c: TestContext, lines: string[], dryRun = false) {
   const form = new FormData();
   form.append('file', new File([[HEADER, ...lines].join('\n') + '\n'], 'results.csv', { type: 'text/csv' }));
   const res = await c.app.handle(
-    new Request(`http://localhost/v1/payment_results/uploads${dryRun ? '?dryRun=true' : ''}`, { method: 'POST', headers: { authorization: `Bearer ${c.lender.key}` }, body: form }),
+    new Request(`http://localhost/v1/payment_results/uploads${dryRun ? '?dry_run=true' : ''}`, { method: 'POST', headers: { authorization: `Bearer ${c.lender.key}` }, body: form }),
   );
   expect(res.status).toBe(200);
   return (await res.json()) as { matched: number; problems: { row: number; reason: string; severity: string }[] };

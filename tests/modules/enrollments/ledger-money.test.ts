@@ -19,7 +19,7 @@ async function upload(c: TestContext, rows: string[]) {
   const res = await c.app.handle(
     new Request('http://localhost/v1/payment_results/uploads', { method: 'POST', headers: { authorization: `Bearer ${c.lender.key}` }, body: form }),
   );
-  return { status: res.status, body: (await res.json()) as { rowCount: number; matched: number; problems: { row: number; reason: string; severity: string }[] } };
+  return { status: res.status, body: (await res.json()) as { row_count: number; matched: number; problems: { row: number; reason: string; severity: string }[] } };
 }
 
 describe('exact money', () => {
@@ -28,7 +28,7 @@ describe('exact money', () => {
     contexts.push(c);
     expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('rich')] } })).status).toBe(207);
     const over = await upload(c, ['rich,INV-x,"$90,071,992,547,409.91",settled,2026-11-02,2026-11-03,,']);
-    expect(over.body.rowCount).toBe(0);
+    expect(over.body.row_count).toBe(0);
     expect(over.body.problems[0]!.reason).toContain('$10,000,000,000.00');
     // 9,007 rows at the cap and two of one cent: 9,007,000,000,000,002 cents, just under 2^53, given in full.
     const rows = Array.from({ length: 9007 }, (_, i) => `rich,INV-${i},"$10,000,000,000.00",settled,2026-11-02,2026-11-03,,`);
@@ -40,11 +40,11 @@ describe('exact money', () => {
     expect(ledger.net).toBe(ledger.collected);
     // One more row at the cap would take the total past 2^53 cents, where no exact number can be given: the
     // slice holding it is refused, and the upload stops there; here it is the first, so nothing is recorded.
-    const history = async () => (await c.json('GET', '/v1/payment_results/uploads')).body.uploads as { rowCount: number; problemCount: number }[];
+    const history = async () => (await c.json('GET', '/v1/payment_results/uploads')).body.uploads as { row_count: number; problem_count: number }[];
     const before = (await history()).length;
     const past = await upload(c, ['rich,INV-past,"$10,000,000,000.00",settled,2026-11-02,2026-11-03,,']);
     expect(past.status).toBe(200);
-    expect(past.body.rowCount).toBe(0);
+    expect(past.body.row_count).toBe(0);
     expect(past.body.problems).toEqual([
       { row: 0, severity: 'error', reason: 'The ledger of borrower rich would pass $90,071,992,547,409.91, the most a total can be given exactly; nothing was recorded' },
     ]);
@@ -57,7 +57,7 @@ describe('exact money', () => {
     const modest = Array.from({ length: 512 }, (_, i) => `modest,M-${i},1.00,settled,2026-11-02,2026-11-03,,`);
     const stopped = await upload(c, [...modest, 'rich,INV-past,"$10,000,000,000.00",settled,2026-11-02,2026-11-03,,']);
     expect(stopped.status).toBe(200);
-    expect(stopped.body).toMatchObject({ rowCount: 512, matched: 512 });
+    expect(stopped.body).toMatchObject({ row_count: 512, matched: 512 });
     expect(stopped.body.problems).toEqual([
       {
         row: 0,
@@ -67,7 +67,7 @@ describe('exact money', () => {
     ]);
     expect((await c.json('GET', '/v1/payment_enrollments/modest')).body.ledger.collected).toBe(51200);
     expect((await c.json('GET', '/v1/payment_enrollments/rich')).body.ledger.collected).toBe(ledger.collected);
-    expect((await history())[0]).toMatchObject({ rowCount: 512, problemCount: 1 });
+    expect((await history())[0]).toMatchObject({ row_count: 512, problem_count: 1 });
     expect(await history()).toHaveLength(before + 1);
   }, 60_000);
 

@@ -19,7 +19,7 @@ const HEADER = 'authorizer_unique_id,reference,payment_amount,payment_status,sub
 async function upload(c: TestContext, csv: string | Uint8Array, opts: { dryRun?: boolean } = {}) {
   const form = new FormData();
   form.append('file', new Blob([csv], { type: 'text/csv' }), 'results.csv');
-  return c.json('POST', `/v1/payment_results/uploads${opts.dryRun ? '?dryRun=true' : ''}`, { form });
+  return c.json('POST', `/v1/payment_results/uploads${opts.dryRun ? '?dry_run=true' : ''}`, { form });
 }
 
 describe('line endings', () => {
@@ -31,7 +31,7 @@ describe('line endings', () => {
       'loan-1,INV-e3,3.00,settled,2026-11-02,2026-11-03,,\r\n';
     const r = await upload(c, csv);
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ dataRowCount: 3, rowCount: 3, matched: 3, problems: [] });
+    expect(r.body).toMatchObject({ data_row_count: 3, row_count: 3, matched: 3, problems: [] });
     expect(r.body.rows.map((x: { row: number; reference: string }) => [x.row, x.reference])).toEqual([
       [2, 'INV-e1'],
       [3, 'INV-e2'],
@@ -60,8 +60,8 @@ describe('line endings', () => {
             .join('');
           const res = await upload(c, `${HEADER}${headerEnd}${body}`, { dryRun: true });
           expect(res.status).toBe(200);
-          expect(res.body.dataRowCount).toBe(rows.length);
-          expect(res.body.rowCount).toBe(rows.filter((r) => r.ok).length);
+          expect(res.body.data_row_count).toBe(rows.length);
+          expect(res.body.row_count).toBe(rows.filter((r) => r.ok).length);
           const errorRows = new Set(res.body.problems.filter((p: { severity: string }) => p.severity === 'error').map((p: { row: number }) => p.row));
           expect(errorRows.size).toBe(rows.filter((r) => !r.ok).length);
           expect(res.body.rows.map((x: { row: number }) => x.row)).toEqual(rows.flatMap((r, i) => (r.ok ? [i + 2] : [])));
@@ -78,7 +78,7 @@ describe('bounded reports', () => {
     const rows = Array.from({ length: 20_000 }, (_, i) => `b1,SAME,${1 + (i % 7)}.00,sent,2026-11-02,,,`);
     const r = await upload(c, `${HEADER}\n${rows.join('\n')}\n`);
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ dataRowCount: 20_000, rowCount: 0, matched: 0, rows: [] });
+    expect(r.body).toMatchObject({ data_row_count: 20_000, row_count: 0, matched: 0, rows: [] });
     expect(r.body.problems).toHaveLength(PROBLEMS_LISTED + 1);
     expect(r.body.problems[0]).toEqual({ row: 0, reason: `10000 more problems are not listed: only the first ${PROBLEMS_LISTED}, in row order, are; the counts are exact`, severity: 'warning' });
     expect(r.body.problems[1]).toEqual({ row: 2, reason: '20000 rows for reference SAME, from row 2, disagree; all of them are rejected', severity: 'error' });
@@ -91,7 +91,7 @@ describe('bounded reports', () => {
     const c = await fresh();
     const bad = Array.from({ length: 4_000 }, () => 'a');
     const r = await upload(c, `${HEADER}\nb1,KEPT,1.00,sent,2026-11-02,,,\n${bad.join('\n')}\n`);
-    expect(r.body).toMatchObject({ dataRowCount: 4_001, rowCount: 1, matched: 1 });
+    expect(r.body).toMatchObject({ data_row_count: 4_001, row_count: 1, matched: 1 });
     // Three problems a row: the first 10,000 listed, the other 2,000 counted.
     expect(r.body.problems).toHaveLength(PROBLEMS_LISTED + 1);
     expect(r.body.problems[0].reason).toStartWith('2000 more problems are not listed');
@@ -107,7 +107,7 @@ describe('bounded reports', () => {
     for (const [file, reason] of cases) {
       const r = await upload(c, file);
       expect(r.status).toBe(200);
-      expect(r.body).toMatchObject({ dataRowCount: 0, rowCount: 0, rows: [] });
+      expect(r.body).toMatchObject({ data_row_count: 0, row_count: 0, rows: [] });
       expect(r.body.problems).toHaveLength(1);
       expect(r.body.problems[0]).toMatchObject({ row: 0, severity: 'error' });
       expect(r.body.problems[0].reason).toStartWith(reason);
@@ -117,7 +117,7 @@ describe('bounded reports', () => {
   test('a data row of a million commas is one row, read like any other', async () => {
     const c = await fresh();
     const r = await upload(c, `${HEADER}\nb1,WIDE,1.00,sent,2026-11-02,,,${','.repeat(1_000_000)}\nb2,NEXT,2.00,sent,2026-11-02,,,\n`);
-    expect(r.body).toMatchObject({ dataRowCount: 2, rowCount: 2, matched: 2, problems: [] });
+    expect(r.body).toMatchObject({ data_row_count: 2, row_count: 2, matched: 2, problems: [] });
   }, 30_000);
 
   test('unmatched reference-only rows in a dry run: every row answered, each with its warning, within the cap', async () => {
@@ -125,8 +125,8 @@ describe('bounded reports', () => {
     const rows = Array.from({ length: 12_000 }, (_, i) => `,DRS-x${i}-${i}-${'-'.repeat(i % 3)}9,1.00,sent,2026-11-02,,,`);
     rows.push(',DRS-b2-77,1.00,sent,2026-11-02,,,');
     const r = await upload(c, `${HEADER}\n${rows.join('\n')}\n`, { dryRun: true });
-    expect(r.body).toMatchObject({ dataRowCount: 12_001, rowCount: 12_001, matched: 1, needsAttention: 12_000 });
-    expect(r.body.rows.at(-1)).toMatchObject({ reference: 'DRS-b2-77', authorizerUniqueId: 'b2' });
+    expect(r.body).toMatchObject({ data_row_count: 12_001, row_count: 12_001, matched: 1, needs_attention: 12_000 });
+    expect(r.body.rows.at(-1)).toMatchObject({ reference: 'DRS-b2-77', authorizer_unique_id: 'b2' });
     expect(r.body.problems).toHaveLength(PROBLEMS_LISTED + 1);
     expect(r.body.problems[0].reason).toStartWith('2000 more problems are not listed');
   }, 30_000);

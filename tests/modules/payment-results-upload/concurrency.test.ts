@@ -37,9 +37,9 @@ async function upload(c: TestContext, bytes: Uint8Array, dryRun: boolean) {
   const form = new FormData();
   form.append('file', new File([bytes], 'results.csv', { type: 'text/csv' }));
   const res = await c.app.handle(
-    new Request(`http://localhost/v1/payment_results/uploads?dryRun=${dryRun}`, { method: 'POST', headers: { authorization: `Bearer ${c.lender.key}` }, body: form }),
+    new Request(`http://localhost/v1/payment_results/uploads?dry_run=${dryRun}`, { method: 'POST', headers: { authorization: `Bearer ${c.lender.key}` }, body: form }),
   );
-  return { status: res.status, body: (await res.json()) as { rowCount: number; problems: unknown[] } };
+  return { status: res.status, body: (await res.json()) as { row_count: number; problems: unknown[] } };
 }
 
 /** Sends a small balance request and a read every 15 ms until `done`, noting which were sent while the gate was held (SQLite). */
@@ -71,7 +71,7 @@ describe('an upload and the rest of the service at once', () => {
     const report = await up;
 
     expect(report.status).toBe(200);
-    expect(report.body.rowCount).toBe(ROWS);
+    expect(report.body.row_count).toBe(ROWS);
     expect(t.writes.length).toBeGreaterThan(0);
     expect(t.writes.every((w) => w.status === 201)).toBe(true);
     expect(t.reads.every((s) => s === 200)).toBe(true);
@@ -156,7 +156,7 @@ describe('an upload and the rest of the service at once', () => {
     const report = await up;
     expect(answered.at(-1)).toBe('upload');
     expect(report.status).toBe(200);
-    expect(report.body.rowCount).toBe(rows);
+    expect(report.body.row_count).toBe(rows);
     // Every row once, and the other lender's writes beside them.
     expect(await recorded()).toBe(rows);
     expect((await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM uploaded_results WHERE reference LIKE 'FAIR-%'"))[0]!.n).toBe(rows);
@@ -179,7 +179,7 @@ describe('an upload and the rest of the service at once', () => {
     });
     const t = await traffic(c, () => finished);
     clearInterval(sampler);
-    expect((await up).body.rowCount).toBe(ROWS);
+    expect((await up).body.row_count).toBe(ROWS);
     expect(held).toBe(false);
     expect(t.writes.every((w) => w.status === 201)).toBe(true);
     expect((await c.rows<{ n: number }>('SELECT COUNT(*) AS n FROM uploaded_results'))[0]!.n).toBe(0);

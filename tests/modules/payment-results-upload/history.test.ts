@@ -18,10 +18,27 @@ async function fresh() {
 async function upload(c: TestContext, csv: string, opts: { dryRun?: boolean; key?: string } = {}) {
   const form = new FormData();
   form.append('file', new Blob([csv], { type: 'text/csv' }), 'results.csv');
-  return c.json('POST', `/v1/payment_results/uploads${opts.dryRun ? '?dryRun=true' : ''}`, { form, ...(opts.key ? { key: opts.key } : {}) });
+  return c.json('POST', `/v1/payment_results/uploads${opts.dryRun ? '?dry_run=true' : ''}`, { form, ...(opts.key ? { key: opts.key } : {}) });
 }
 
-type Summary = { id: string; recordedAt: string; creator: string | null; format: string; rowCount: number; dataRowCount: number; matched: number; needsAttention: number; problemCount: number };
+type Summary = {
+  id: string;
+  recorded_at: string;
+  creator: string | null;
+  format: string;
+  row_count: number;
+  data_row_count: number;
+  matched: number;
+  needs_attention: number;
+  already_recorded: number | null;
+  problem_count: number;
+  /** Deprecated copies, the same values until 0.4.0. */
+  recordedAt: string;
+  rowCount: number;
+  dataRowCount: number;
+  needsAttention: number;
+  problemCount: number;
+};
 
 describe('the upload history', () => {
   test('a recorded upload is listed with its sender and counts; its problems are kept; a dry run is not listed', async () => {
@@ -39,13 +56,20 @@ describe('the upload history', () => {
     expect(list.body.uploads).toHaveLength(1);
     expect(u).toEqual({
       id: expect.any(String),
-      recordedAt: '2026-11-21T12:00:00.000Z',
+      recorded_at: '2026-11-21T12:00:00.000Z',
       creator: expect.stringMatching(/^API key drs_/),
       format: 'generic',
-      rowCount: recorded.body.rowCount,
-      dataRowCount: 3,
+      row_count: recorded.body.row_count,
+      data_row_count: 3,
       matched: recorded.body.matched,
-      needsAttention: recorded.body.needsAttention,
+      needs_attention: recorded.body.needs_attention,
+      already_recorded: 0,
+      problem_count: recorded.body.problems.length,
+      // The names the history answered with before, the same values until 0.4.0.
+      recordedAt: '2026-11-21T12:00:00.000Z',
+      rowCount: recorded.body.row_count,
+      dataRowCount: 3,
+      needsAttention: recorded.body.needs_attention,
       problemCount: recorded.body.problems.length,
     });
     expect(u!.creator).not.toContain(c.lender.key);
@@ -82,7 +106,7 @@ describe('the upload history', () => {
     const c = await fresh();
     const r = await upload(c, 'this,is,not,the,header\n1,2,3,4,5\n');
     expect(r.status).toBe(200);
-    expect(r.body.rowCount).toBe(0);
+    expect(r.body.row_count).toBe(0);
     expect((await c.json('GET', '/v1/payment_results/uploads')).body.uploads).toEqual([]);
   });
 

@@ -205,7 +205,7 @@ if (!onPostgres) {
       expect(second.get(`${id}-e1`)!.last).toBeGreaterThan(first.get(`${id}-e1`)!.last);
       expect(second.get(`${id}-e1`)!.credited).toBeGreaterThan(Number.MAX_SAFE_INTEGER);
 
-      const report = { format: 'generic' as const, rowCount: 3, dataRowCount: 4, matched: 2, needsAttention: 1, problems: [{ row: 2, reason: 'x', severity: 'warning' }] };
+      const report = { format: 'generic' as const, rowCount: 3, dataRowCount: 4, matched: 2, needsAttention: 1, alreadyRecorded: 1, problems: [{ row: 2, reason: 'x', severity: 'warning' }] };
       await transaction(ctx, async (tx) => {
         await tx.deps.stores.uploads.recordUpload(tx, { id: 'u1', lenderId: id, recordedAt: T0, creator: 'ana', report });
         await tx.deps.stores.uploads.recordUpload(tx, { id: 'u3', lenderId: id, recordedAt: T0 + 1, creator: null, report });
@@ -213,7 +213,7 @@ if (!onPostgres) {
       });
       const page = await ctx.deps.stores.uploads.uploadsBefore(ctx, id, { t: Number.MAX_SAFE_INTEGER, i: '' }, 2);
       expect(page.map((u) => u.id)).toEqual(['u3', 'u2']);
-      expect(page[0]).toMatchObject({ lenderId: id, recordedAt: T0 + 1, creator: null, format: 'generic', rowCount: 3, dataRowCount: 4, matched: 2, needsAttention: 1, problemCount: 1 });
+      expect(page[0]).toMatchObject({ lenderId: id, recordedAt: T0 + 1, creator: null, format: 'generic', rowCount: 3, dataRowCount: 4, matched: 2, needsAttention: 1, alreadyRecorded: 1, problemCount: 1 });
       expect((await ctx.deps.stores.uploads.uploadsBefore(ctx, id, { t: T0 + 1, i: 'u2' }, 2)).map((u) => u.id)).toEqual(['u1']);
       expect(JSON.parse((await ctx.deps.stores.uploads.uploadOf(ctx, id, 'u1'))!.problems)).toEqual(report.problems);
       expect(await ctx.deps.stores.uploads.uploadOf(ctx, 'another', 'u1')).toBeUndefined();

@@ -146,7 +146,7 @@ describe('the budget of a file', () => {
     // The header and 50 data rows: 51 rows.
     const over = await post(c, c.lender.key, fileOf('OVER', 50));
     expect(over.status).toBe(200);
-    expect(over.body).toMatchObject({ rowCount: 0, matched: 0, rows: [] });
+    expect(over.body).toMatchObject({ row_count: 0, matched: 0, rows: [] });
     expect(over.body.problems).toEqual([
       { row: 0, severity: 'error', reason: 'The file has more than 50 rows, the most one upload takes; nothing was recorded. Split it into files of fewer rows' },
     ]);
@@ -154,7 +154,7 @@ describe('the budget of a file', () => {
     expect(count(c, 'SELECT COUNT(*) AS n FROM payment_result_uploads')).toBe(0);
 
     const at = await post(c, c.lender.key, fileOf('AT', 49));
-    expect(at.body).toMatchObject({ rowCount: 49, matched: 49, problems: [] });
+    expect(at.body).toMatchObject({ row_count: 49, matched: 49, problems: [] });
     expect(count(c, 'SELECT COUNT(*) AS n FROM uploaded_results')).toBe(49);
   }, 60_000);
 
@@ -163,11 +163,11 @@ describe('the budget of a file', () => {
     for (const dry of [false, true]) {
       const form = formOf(fileOf('SLOW', 20_000));
       const res = await c.app.handle(
-        new Request(`http://localhost/v1/payment_results/uploads?dryRun=${dry}`, { method: 'POST', headers: { authorization: `Bearer ${c.lender.key}` }, body: form }),
+        new Request(`http://localhost/v1/payment_results/uploads?dry_run=${dry}`, { method: 'POST', headers: { authorization: `Bearer ${c.lender.key}` }, body: form }),
       );
       const body = (await res.json()) as any;
       expect(res.status).toBe(200);
-      expect(body).toMatchObject({ rowCount: 0, dryRun: dry, rows: [] });
+      expect(body).toMatchObject({ row_count: 0, dry_run: dry, rows: [] });
       expect(body.problems).toEqual([
         {
           row: 0,

@@ -91,8 +91,8 @@ if (!onPostgres) {
       form.append('file', new File([lines.join('\n') + '\n'], 'results.csv', { type: 'text/csv' }));
       const res = await c.app.handle(new Request('http://localhost/v1/payment_results/uploads', { method: 'POST', headers: { authorization: `Bearer ${c.lender.key}` }, body: form }));
       expect(res.status).toBe(200);
-      const report = (await res.json()) as { rowCount: number; matched: number; problems: unknown[] };
-      expect(report).toMatchObject({ rowCount: 20_000, matched: 20_000, problems: [] });
+      const report = (await res.json()) as { row_count: number; matched: number; problems: unknown[] };
+      expect(report).toMatchObject({ row_count: 20_000, matched: 20_000, problems: [] });
       expect(Number((await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM payment_events WHERE source = 'upload'"))[0]!.n)).toBe(20_000);
     }, 90_000);
   });

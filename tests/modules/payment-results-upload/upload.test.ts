@@ -1,5 +1,5 @@
 // POST /v1/payment_results/uploads: every rule of the spec's upload section, the re-sending rules across
-// uploads, matching, dryRun, and property tests (valid files round-trip; random bytes never give a 5xx).
+// uploads, matching, dry runs, the deprecated camelCase names, rows already recorded, and property tests (valid files round-trip; random bytes never give a 5xx).
 import { afterAll, describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
@@ -24,7 +24,7 @@ const HEADER = 'authorizer_unique_id,reference,payment_amount,payment_status,sub
 async function upload(c: TestContext, csv: string | Uint8Array, opts: { dryRun?: boolean; key?: string } = {}) {
   const form = new FormData();
   form.append('file', new Blob([csv], { type: 'text/csv' }), 'results.csv');
-  return c.json('POST', `/v1/payment_results/uploads${opts.dryRun ? '?dryRun=true' : ''}`, { form, ...(opts.key ? { key: opts.key } : {}) });
+  return c.json('POST', `/v1/payment_results/uploads${opts.dryRun ? '?dry_run=true' : ''}`, { form, ...(opts.key ? { key: opts.key } : {}) });
 }
 const events = async (c: TestContext, aid: string) =>
   ((await c.json('GET', `/v1/payment_events?authorizer_unique_id=${aid}`)).body.events as { status: string; return_code?: string; source: string; reference: string; occurred_at: string }[]);
@@ -62,8 +62,8 @@ describe('row rules: each with a passing and a failing row, and its problems ent
       const r = await upload(c, `${HEADER}\n${good}\n${bad}\n`);
       expect(r.status).toBe(200);
       expect(r.body.problems).toEqual(expected);
-      expect(r.body.rowCount).toBe(1);
-      expect(r.body.dataRowCount).toBe(2);
+      expect(r.body.row_count).toBe(1);
+      expect(r.body.data_row_count).toBe(2);
       expect(r.body.rows.map((x: { row: number }) => x.row)).toEqual([2]);
     });
   }
@@ -79,8 +79,8 @@ describe('row rules: each with a passing and a failing row, and its problems ent
       { row: 3, reason: '2 rows for reference DUP, from row 2, disagree; all of them are rejected', severity: 'error' },
       { row: 5, reason: 'identical to row 4 for reference TWICE; counted once', severity: 'warning' },
     ]);
-    expect(r.body.rowCount).toBe(1);
-    expect(r.body.rows).toEqual([{ row: 4, reference: 'TWICE', authorizerUniqueId: 'b2', status: 'sent', amountCents: 1200 }]);
+    expect(r.body.row_count).toBe(1);
+    expect(r.body.rows).toEqual([{ row: 4, reference: 'TWICE', authorizer_unique_id: 'b2', status: 'sent', amount_cents: 1200, authorizerUniqueId: 'b2', amountCents: 1200 }]);
   });
 
   test('a header without the required columns: a row-0 error, nothing recorded', async () => {
@@ -90,29 +90,29 @@ describe('row rules: each with a passing and a failing row, and its problems ent
     expect(r.body.problems).toHaveLength(1);
     expect(r.body.problems[0]).toMatchObject({ row: 0, severity: 'error' });
     expect(r.body.problems[0].reason).toContain('an amount column');
-    expect(r.body.rowCount).toBe(0);
+    expect(r.body.row_count).toBe(0);
     expect(await events(c, 'b1')).toEqual([]);
   });
 
   test('blank rows, summary rows and #N/A, N/A, - cells', async () => {
     const c = await fresh();
     const r = await upload(c, `${HEADER}\n\n,,,,,,,\nb1,BLANKS,10,sent,2026-11-02,#N/A,N/A,-\n,,1000.00,,,,,\n`);
-    expect(r.body).toMatchObject({ rowCount: 1, dataRowCount: 1, problems: [] });
+    expect(r.body).toMatchObject({ row_count: 1, data_row_count: 1, problems: [] });
   });
 
   test('a "Total" row a spreadsheet adds is skipped as a summary row, not reported twice', async () => {
     const c = await fresh();
     const r = await upload(c, `${HEADER}\nb1,TOT-1,10,sent,2026-11-02,,,\nTotal,,10.00,,,,,\n,Grand total:,10.00,,,,,\nSUM,,10,,,,,\n`);
-    expect(r.body).toMatchObject({ rowCount: 1, dataRowCount: 1, problems: [] });
+    expect(r.body).toMatchObject({ row_count: 1, data_row_count: 1, problems: [] });
     // A row with a status is a payment whatever its identifier says.
     const named = await upload(c, `${HEADER}\nTotal,TOT-2,10,sent,2026-11-02,,,\n`);
-    expect(named.body).toMatchObject({ rowCount: 1, dataRowCount: 1, needsAttention: 1 });
+    expect(named.body).toMatchObject({ row_count: 1, data_row_count: 1, needs_attention: 1 });
   });
 
   test('a row naming a borrower who is not enrolled says so', async () => {
     const c = await fresh();
     const r = await upload(c, `${HEADER}\nnobody-7,NB-1,10,sent,2026-11-02,,,\n`);
-    expect(r.body.needsAttention).toBe(1);
+    expect(r.body.needs_attention).toBe(1);
     expect(r.body.problems).toEqual([
       { row: 2, reason: 'the borrower nobody-7 is not enrolled; stored, it is matched when uploaded again after the borrower is enrolled', severity: 'warning' },
     ]);
@@ -124,9 +124,9 @@ describe('reading cells', () => {
     const c = await fresh();
     const r = await upload(c, 'Authorizer ID,Payment Reference,Amount,Outcome,Payment Date,Settlement Date,Return Date,Return Reason,Batch ID\nb1,AL-1,"$1,234.56",PAID,11/02/2026,11/04/2026,,,\n');
     expect(r.body.problems).toEqual([]);
-    expect(r.body.rows[0]).toEqual({ row: 2, reference: 'AL-1', authorizerUniqueId: 'b1', status: 'settled', amountCents: 123456 });
+    expect(r.body.rows[0]).toEqual({ row: 2, reference: 'AL-1', authorizer_unique_id: 'b1', status: 'settled', amount_cents: 123456, authorizerUniqueId: 'b1', amountCents: 123456 });
     const r2 = await upload(c, 'authorizer_id,reference,amount,status,submitted,settled_date,returned_date,return_code\nb2,AL-2,5,Rejected,2026-11-02,,2026-11-03,R09\n');
-    expect(r2.body.rows[0]).toMatchObject({ authorizerUniqueId: 'b2', status: 'returned' });
+    expect(r2.body.rows[0]).toMatchObject({ authorizer_unique_id: 'b2', status: 'returned' });
   });
 
   test('statuses and their aliases, case-insensitive', () => {
@@ -157,7 +157,7 @@ describe('reading cells', () => {
       { row: 2, reason: 'return_code is not an ACH return code (such as R01, or "insufficient funds")', severity: 'error' },
       { row: 3, reason: 'return_code is not an ACH return code (such as R01, or "insufficient funds")', severity: 'error' },
     ]);
-    expect(r.body.rowCount).toBe(1);
+    expect(r.body.row_count).toBe(1);
   });
 });
 
@@ -167,9 +167,12 @@ describe('recording', () => {
     await upload(c, `${HEADER}\nb1,INV-9,425.00,sent,2026-11-02,,,\n`);
     expect((await events(c, 'b1')).map((e) => e.status)).toEqual(['processing']);
     await upload(c, `${HEADER}\nb1,INV-9,425.00,settled,2026-11-02,2026-11-04,,\n`);
-    // An identical row changes nothing; a later undated status does not replace the settled one.
+    // An identical row changes nothing, and says so; a later undated status does not replace the settled one.
     const again = await upload(c, `${HEADER}\nb1,INV-9,425.00,settled,2026-11-02,2026-11-04,,\nb2,X-1,1.00,sent,2026-11-02,,,\n`);
-    expect(again.body.problems).toEqual([]);
+    expect(again.body.problems).toEqual([
+      { row: 2, reason: 'reference INV-9 is already recorded as settled by an earlier upload; this row adds nothing and is not recorded again', severity: 'warning' },
+    ]);
+    expect(again.body).toMatchObject({ row_count: 2, already_recorded: 1 });
     const undated = await upload(c, `${HEADER}\nb1,INV-9,425.00,sent,2026-11-02,,,\n`);
     expect(undated.body.problems[0].reason).toContain('does not replace the settled outcome');
     await upload(c, `${HEADER}\nb1,INV-9,425.00,late_return,2026-11-02,,2026-11-10,R10\n`);
@@ -183,7 +186,9 @@ describe('recording', () => {
     const stored = c.sql.query("SELECT settled_at AS s, returned_at AS r FROM uploaded_results WHERE reference = 'INV-9'").get() as { s: number; r: number };
     expect(new Date(stored.s).toISOString()).toBe('2026-11-04T00:00:00.000Z');
     const later = await upload(c, `${HEADER}\nb1,INV-9,425.00,late_return,2026-11-02,2026-11-06,2026-11-10,R10\n`);
-    expect(later.body.problems).toEqual([]);
+    expect(later.body.problems).toEqual([
+      { row: 2, reason: 'reference INV-9 is already recorded as late_return by an earlier upload; this row adds nothing and is not recorded again', severity: 'warning' },
+    ]);
     expect((c.sql.query("SELECT settled_at AS s FROM uploaded_results WHERE reference = 'INV-9'").get() as { s: number }).s).toBe(stored.s);
   });
 
@@ -205,7 +210,7 @@ describe('recording', () => {
     const r = await upload(c, `${HEADER}\nb1,FINE-1,10,settled,2026-11-02,2026-11-04,,\nb2,POISON,10,settled,2026-11-02,2026-11-04,,\nb3,FINE-3,10,returned,2026-11-02,,2026-11-05,R01\n`);
     c.sql.exec(c.rt.pg ? 'DROP TRIGGER poison ON payment_events; DROP FUNCTION poison()' : 'DROP TRIGGER poison');
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ rowCount: 3, matched: 3 });
+    expect(r.body).toMatchObject({ row_count: 3, matched: 3 });
     expect(r.body.problems).toEqual([{ row: 3, reason: 'the outcome could not be recorded for reference POISON; it was set aside for the operator', severity: 'error' }]);
     expect((await events(c, 'b1')).map((e) => e.status)).toEqual(['settled']);
     expect((await events(c, 'b3')).map((e) => `${e.status}:${e.return_code}`)).toEqual(['returned:R01']);
@@ -230,18 +235,18 @@ describe('recording', () => {
   test('rows without a reference get UPL-{borrower}-{cents}-{date}; by reference only, DRS- references match one borrower', async () => {
     const c = await fresh();
     const r = await upload(c, `${HEADER}\nb1,,425.00,sent,2026-11-02,,,\n,DRS-b3-INV-5,10.00,sent,2026-11-02,,,\n,SOMETHING,10.00,sent,2026-11-02,,,\n`);
-    expect(r.body.rows.map((x: { reference: string; authorizerUniqueId: string | null }) => [x.reference, x.authorizerUniqueId])).toEqual([
+    expect(r.body.rows.map((x: { reference: string; authorizer_unique_id: string | null }) => [x.reference, x.authorizer_unique_id])).toEqual([
       ['UPL-b1-42500-2026-11-02', 'b1'],
       ['DRS-b3-INV-5', 'b3'],
       ['SOMETHING', null],
     ]);
-    expect(r.body).toMatchObject({ matched: 2, needsAttention: 1 });
+    expect(r.body).toMatchObject({ matched: 2, needs_attention: 1 });
     expect(r.body.problems).toEqual([
       { row: 4, reason: 'no enrolled borrower matches reference SOMETHING; stored, it is matched when uploaded again with authorizer_unique_id', severity: 'warning' },
     ]);
     // Uploaded again with the identifier: matched, and its status recorded for the borrower.
     const again = await upload(c, `${HEADER}\nb2,SOMETHING,10.00,sent,2026-11-02,,,\n`);
-    expect(again.body).toMatchObject({ matched: 1, needsAttention: 0 });
+    expect(again.body).toMatchObject({ matched: 1, needs_attention: 0 });
     expect((await events(c, 'b2')).map((e) => e.reference)).toEqual(['SOMETHING']);
   });
 
@@ -249,11 +254,11 @@ describe('recording', () => {
     const c = await fresh();
     const other = c.newLender();
     const r = await upload(c, `${HEADER}\nb1,THEIRS,10,sent,2026-11-02,,,\n`, { key: other.key });
-    expect(r.body).toMatchObject({ matched: 0, needsAttention: 1 });
+    expect(r.body).toMatchObject({ matched: 0, needs_attention: 1 });
     expect(await events(c, 'b1')).toEqual([]);
   });
 
-  test('dryRun leaves the database byte-for-byte unchanged and returns the same report', async () => {
+  test('a dry run leaves the database byte-for-byte unchanged and returns the same report', async () => {
     const c = await fresh();
     const csv = `${HEADER}\nb1,DRY,425.00,settled,2026-11-02,2026-11-04,,\nb2,DRY-2,5.00,returned,2026-11-02,,2026-11-03,R02\n`;
     // The SQLite file after a checkpoint, or on PostgreSQL every row of every table (pg_dump of the data).
@@ -267,9 +272,9 @@ describe('recording', () => {
     const before = stored();
     const dry = await upload(c, csv, { dryRun: true });
     expect(Buffer.compare(stored(), before)).toBe(0);
-    expect(dry.body.dryRun).toBe(true);
+    expect(dry.body.dry_run).toBe(true);
     const real = await upload(c, csv);
-    expect({ ...real.body, dryRun: true }).toEqual(dry.body);
+    expect({ ...real.body, dry_run: true, dryRun: true }).toEqual(dry.body);
     expect((await events(c, 'b1')).length).toBe(1);
   });
 
@@ -281,8 +286,8 @@ describe('recording', () => {
     const [header, row] = exported.trim().split('\r\n');
     const csv = `${header},payment_status,payment_amount,payment_date,settled_at,returned_at,return_code\r\n${row},settled,425.00,2026-11-02,2026-11-04,,\r\n`;
     const r = await upload(c, csv);
-    expect(r.body).toMatchObject({ format: 'annotated_export', rowCount: 1, matched: 1, problems: [] });
-    expect(r.body.rows[0]).toMatchObject({ authorizerUniqueId: 'b1', status: 'settled' });
+    expect(r.body).toMatchObject({ format: 'annotated_export', row_count: 1, matched: 1, problems: [] });
+    expect(r.body.rows[0]).toMatchObject({ authorizer_unique_id: 'b1', status: 'settled' });
   });
 });
 
@@ -291,7 +296,7 @@ describe('the file', () => {
     const c = await fresh();
     const r = await upload(c, `${HEADER}\nb1,OK-1,10,sent,2026-11-02,,,\nb2,"SECRET-CELL,10,sent,2026-11-02,,,\n`);
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ rowCount: 0, matched: 0 });
+    expect(r.body).toMatchObject({ row_count: 0, matched: 0 });
     expect(r.body.problems).toEqual([{ row: 3, reason: 'Malformed CSV at row 3: a quoted cell is never closed; nothing was recorded', severity: 'error' }]);
     expect(JSON.stringify(r.body)).not.toContain('SECRET');
     expect(await events(c, 'b1')).toEqual([]);
@@ -303,7 +308,7 @@ describe('the file', () => {
     await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('loan-1001'), enrollBorrower('loan-1002')] } });
     const r = await upload(c, EXAMPLE_FILE, { dryRun: true });
     expect(r.status).toBe(200);
-    expect({ ...r.body, dryRun: false }).toEqual((Report as unknown as { examples: unknown[] }).examples[0]);
+    expect({ ...r.body, dry_run: false, dryRun: false }).toEqual((Report as unknown as { examples: unknown[] }).examples[0]);
   });
 
   test('not UTF-8 → 400 BAD_REQUEST; over 10 MB → 400; a byte-order mark is fine', async () => {
@@ -315,7 +320,7 @@ describe('the file', () => {
     const big = new Uint8Array(10 * 1024 * 1024 + 1).fill(0x61);
     expect((await upload(c, big)).status).toBe(400);
     const bom = await upload(c, `\uFEFF${HEADER}\nb1,BOM,10,sent,2026-11-02,,,\n`);
-    expect(bom.body).toMatchObject({ rowCount: 1, problems: [] });
+    expect(bom.body).toMatchObject({ row_count: 1, problems: [] });
   }, 90_000);
 
   test('property: a generated valid file round-trips into the report with matching counts', async () => {
@@ -337,11 +342,11 @@ describe('the file', () => {
         const res = await upload(c, `${HEADER}\n${lines.join('\n')}\n`, { dryRun: true });
         expect(res.status).toBe(200);
         expect(res.body.problems.filter((p: { severity: string }) => p.severity === 'error')).toEqual([]);
-        expect(res.body.rowCount).toBe(rows.length);
-        expect(res.body.dataRowCount).toBe(rows.length);
+        expect(res.body.row_count).toBe(rows.length);
+        expect(res.body.data_row_count).toBe(rows.length);
         expect(res.body.matched).toBe(rows.filter((r) => r.aid !== 'nobody').length);
-        expect(res.body.matched + res.body.needsAttention).toBe(res.body.rowCount);
-        expect(res.body.rows.map((x: { amountCents: number }) => x.amountCents)).toEqual(rows.map((r) => r.cents));
+        expect(res.body.matched + res.body.needs_attention).toBe(res.body.row_count);
+        expect(res.body.rows.map((x: { amount_cents: number }) => x.amount_cents)).toEqual(rows.map((r) => r.cents));
       }),
       { numRuns: 40 },
     );
@@ -372,7 +377,7 @@ describe('the file', () => {
           const dry = await upload(c, csv, { dryRun: true });
           const real = await upload(c, csv);
           expect(dry.status).toBe(200);
-          expect({ ...real.body, dryRun: true }).toEqual(dry.body);
+          expect({ ...real.body, dry_run: true, dryRun: true }).toEqual(dry.body);
         }
       }),
       { numRuns: 60, seed: 20261122 },
@@ -392,3 +397,122 @@ describe('the file', () => {
   }, 180_000);
 });
 
+
+describe('the report in snake_case, with its deprecated camelCase names', () => {
+  const ALIASES = { rowCount: 'row_count', dataRowCount: 'data_row_count', needsAttention: 'needs_attention', dryRun: 'dry_run' } as const;
+  const ROW_ALIASES = { authorizerUniqueId: 'authorizer_unique_id', amountCents: 'amount_cents' } as const;
+  const FILE = `${HEADER}\nb1,NM-1,10.00,settled,2026-11-02,2026-11-04,,\nnobody,NM-2,20.00,sent,2026-11-02,,,\n,,5,sent,2026-11-02,,,\n`;
+
+  test('every count and every row field in snake_case, each old name beside it with the same value', async () => {
+    const c = await fresh();
+    for (const dryRun of [true, false]) {
+      const r = await upload(c, FILE, { dryRun });
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ row_count: 2, data_row_count: 3, matched: 1, needs_attention: 1, already_recorded: 0, dry_run: dryRun });
+      for (const [old, name] of Object.entries(ALIASES)) expect([old, r.body[old]]).toEqual([old, r.body[name]]);
+      expect(r.body.rows).toHaveLength(2);
+      for (const row of r.body.rows) for (const [old, name] of Object.entries(ROW_ALIASES)) expect([old, row[old]]).toEqual([old, row[name]]);
+      expect(r.body.rows[0]).toMatchObject({ authorizer_unique_id: 'b1', amount_cents: 1000 });
+      expect(r.body.rows[1]).toMatchObject({ authorizer_unique_id: 'nobody', amount_cents: 2000 });
+    }
+  });
+
+  test('dry_run=true writes nothing, and so does the deprecated dryRun=true; the two disagreeing is a 400', async () => {
+    const c = await fresh();
+    const send = (query: string) => {
+      const form = new FormData();
+      form.append('file', new Blob([FILE], { type: 'text/csv' }), 'results.csv');
+      return c.json('POST', `/v1/payment_results/uploads${query}`, { form });
+    };
+    const history = async () => ((await c.json('GET', '/v1/payment_results/uploads')).body.uploads as unknown[]).length;
+    for (const query of ['?dry_run=true', '?dryRun=true', '?dry_run=true&dryRun=true']) {
+      const r = await send(query);
+      expect([query, r.status, r.body.dry_run, r.body.dryRun]).toEqual([query, 200, true, true]);
+      expect(await events(c, 'b1')).toEqual([]);
+      expect(await history()).toBe(0);
+    }
+    const disagree = await send('?dry_run=true&dryRun=false');
+    expect(disagree.status).toBe(400);
+    expect(JSON.stringify(disagree.body.error)).toContain('dry_run');
+    expect(await history()).toBe(0);
+    const recorded = await send('?dry_run=false');
+    expect(recorded.body).toMatchObject({ dry_run: false, row_count: 2 });
+    expect((await events(c, 'b1')).map((e) => e.status)).toEqual(['settled']);
+    expect(await history()).toBe(1);
+  });
+});
+
+describe('rows already recorded', () => {
+  const note = (row: number, reference: string, status: string) => ({
+    row,
+    reason: `reference ${reference} is already recorded as ${status} by an earlier upload; this row adds nothing and is not recorded again`,
+    severity: 'warning',
+  });
+  const ledger = async (c: TestContext, aid: string) => (await c.json('GET', `/v1/payment_enrollments/${aid}`)).body.ledger as { collected: number; reversed: number };
+
+  test('the same file sent again: every row already recorded, the ledger and the events not doubled, the history saying so', async () => {
+    const c = await fresh();
+    const file = `${HEADER}\nb1,AG-1,10.00,settled,2026-11-02,2026-11-04,,\nb2,AG-2,20.00,returned,2026-11-02,,2026-11-05,R01\nnobody,AG-3,5.00,sent,2026-11-02,,,\n`;
+    const first = await upload(c, file);
+    expect(first.body).toMatchObject({ row_count: 3, matched: 2, already_recorded: 0 });
+    expect(first.body.problems.filter((p: { reason: string }) => p.reason.includes('already recorded'))).toEqual([]);
+    const before = { b1: await ledger(c, 'b1'), b2: await ledger(c, 'b2'), e1: await events(c, 'b1'), e2: await events(c, 'b2') };
+    expect(before.b1.collected).toBe(1000);
+
+    // A dry run of it says the same before anything is sent again.
+    const dry = await upload(c, file, { dryRun: true });
+    expect(dry.body).toMatchObject({ row_count: 3, already_recorded: 3, dry_run: true });
+    c.clock.advance(60_000);
+    const again = await upload(c, file);
+    expect(again.body).toMatchObject({ row_count: 3, matched: 2, needs_attention: 1, already_recorded: 3 });
+    expect(again.body.already_recorded).toBe(again.body.row_count);
+    expect(again.body.problems).toEqual([
+      note(2, 'AG-1', 'settled'),
+      note(3, 'AG-2', 'returned'),
+      { row: 4, reason: expect.stringContaining('the borrower nobody is not enrolled'), severity: 'warning' },
+      note(4, 'AG-3', 'sent'),
+    ]);
+    expect({ ...dry.body, dry_run: false, dryRun: false }).toEqual(again.body);
+    expect({ b1: await ledger(c, 'b1'), b2: await ledger(c, 'b2'), e1: await events(c, 'b1'), e2: await events(c, 'b2') }).toEqual(before);
+
+    const [latest, earlier] = (await c.json('GET', '/v1/payment_results/uploads')).body.uploads;
+    expect(latest).toMatchObject({ row_count: 3, already_recorded: 3 });
+    expect(earlier).toMatchObject({ row_count: 3, already_recorded: 0 });
+    const detail = await c.json('GET', `/v1/payment_results/uploads/${latest.id}`);
+    expect(detail.body.problems).toEqual(again.body.problems);
+  });
+
+  test('a file half new, half recorded before: each row said to be what it is, only the new ones recorded', async () => {
+    const c = await fresh();
+    await upload(c, `${HEADER}\nb1,HN-1,10.00,settled,2026-11-02,2026-11-04,,\nb2,HN-2,20.00,sent,2026-11-02,,,\n`);
+    const before = await ledger(c, 'b1');
+    const r = await upload(
+      c,
+      `${HEADER}\n` +
+        // Recorded before, the same.
+        'b1,HN-1,10.00,settled,2026-11-02,2026-11-04,,\n' +
+        // Recorded before as sent: a new status, recorded now.
+        'b2,HN-2,20.00,settled,2026-11-02,2026-11-06,,\n' +
+        // New references.
+        'b3,HN-3,30.00,settled,2026-11-02,2026-11-04,,\n' +
+        'b1,HN-4,40.00,settled,2026-11-02,2026-11-04,,\n',
+    );
+    expect(r.body).toMatchObject({ row_count: 4, matched: 4, already_recorded: 1 });
+    expect(r.body.problems).toEqual([note(2, 'HN-1', 'settled')]);
+    expect((await ledger(c, 'b1')).collected).toBe(before.collected + 4000);
+    expect((await ledger(c, 'b2')).collected).toBe(2000);
+    expect((await ledger(c, 'b3')).collected).toBe(3000);
+    expect((await events(c, 'b1')).map((e) => `${e.reference}:${e.status}`)).toEqual(['HN-1:settled', 'HN-4:settled']);
+    expect((await events(c, 'b2')).map((e) => `${e.reference}:${e.status}`)).toEqual(['HN-2:processing', 'HN-2:settled']);
+  });
+
+  test('a row that fills in a date its reference was recorded without, or is matched only now, is not counted as recorded before', async () => {
+    const c = await fresh();
+    await upload(c, `${HEADER}\nb1,FD-1,10.00,late_return,2026-11-02,,2026-11-10,R10\nnobody,FD-2,5.00,sent,2026-11-02,,,\n`);
+    // The settlement date filled in; the row of a borrower enrolled since matched now.
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('nobody')] } });
+    const r = await upload(c, `${HEADER}\nb1,FD-1,10.00,late_return,2026-11-02,2026-11-04,2026-11-10,R10\nnobody,FD-2,5.00,sent,2026-11-02,,,\n`);
+    expect(r.body).toMatchObject({ row_count: 2, matched: 2, already_recorded: 0, problems: [] });
+    expect((await events(c, 'nobody')).map((e) => e.reference)).toEqual(['FD-2']);
+  });
+});

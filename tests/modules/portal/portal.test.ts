@@ -5,6 +5,7 @@ import { createTestContext, type TestContext } from '../../helpers/context';
 import { createUser, resetPassword, disableUser, findUserByEmail, normalizeEmail, MIN_PASSWORD_LENGTH, MAX_PASSWORD_LENGTH, UserError } from '../../../src/modules/portal/users';
 import { IDLE_MS, SignInThrottle } from '../../../src/modules/portal/session';
 import { runCli } from '../../../scripts/cli';
+import { enrollBorrower } from '../../helpers/fixtures';
 
 const contexts: TestContext[] = [];
 afterAll(() => contexts.forEach((c) => c.close()));
@@ -306,5 +307,48 @@ describe('the results-upload page', () => {
     expect(html.match(/<tr><td>\d+<\/td>/g)).toHaveLength(100);
     expect(html).toContain('4,900 more problems are not shown here');
     expect(html.length).toBeLessThan(100_000);
+  }, 30_000);
+
+  test('rows an earlier upload recorded are said to be so: never counted as recorded again, nothing to confirm when none is new', async () => {
+    const c = fresh();
+    expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('pa-1'), enrollBorrower('pa-2')] } })).status).toBe(207);
+    await createUser(c.rt, { lenderId: c.lender.id, email: 'again@example.test', displayName: 'Again', password: PASSWORD, now: c.clock.now() });
+    const cookie = sessionCookie(await signIn(c, 'again@example.test', PASSWORD))!.split(';')[0]!;
+    const HERE = '/portal/payments/results-upload';
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(await (await c.request('GET', HERE, { key: null, headers: { cookie } })).text())![1]!;
+    const post = async (fields: Record<string, string>, file?: string) => {
+      const form = new FormData();
+      form.append('_csrf', csrf);
+      for (const [k, v] of Object.entries(fields)) form.append(k, v);
+      if (file !== undefined) form.append('file', new Blob([file], { type: 'text/csv' }), 'again.csv');
+      const res = await c.request('POST', HERE, { key: null, form, headers: { cookie } });
+      expect(res.status).toBe(200);
+      return res.text();
+    };
+    /** Checked, then confirmed: the page after the confirmation. */
+    const record = async (file: string) => {
+      const checked = /name="checked" value="([^"]+)"/.exec(await post({ action: 'check' }, file))![1]!;
+      return post({ action: 'confirm', checked });
+    };
+    const header = 'authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code';
+    const one = 'pa-1,PA-1,10.00,settled,2026-11-02,2026-11-04,,';
+    const two = 'pa-2,PA-2,20.00,settled,2026-11-02,2026-11-04,,';
+    expect(await record(`${header}\n${one}\n`)).toContain('Recorded again.csv: 1 row.');
+
+    const half = await post({ action: 'check' }, `${header}\n${one}\n${two}\n`);
+    expect(half).toMatch(/Already recorded by an earlier upload<\/th><td>1</);
+    expect(half).toContain('Record 1 row');
+    const halfDone = await post({ action: 'confirm', checked: /name="checked" value="([^"]+)"/.exec(half)![1]! });
+    expect(halfDone).toContain('Recorded again.csv: 1 row; 1 row was already recorded by an earlier upload and is not recorded again.');
+
+    const all = await post({ action: 'check' }, `${header}\n${one}\n${two}\n`);
+    expect(all).toMatch(/Already recorded by an earlier upload<\/th><td>2</);
+    expect(all).toContain('Every accepted row is already recorded by an earlier upload: there is nothing new to record.');
+    expect(all).not.toContain('name="checked"');
+    // The history: each upload with its rows recorded before.
+    const history = await (await c.request('GET', HERE, { key: null, headers: { cookie } })).text();
+    expect(history).toContain('<th scope="col">Already recorded</th>');
+    expect(history).toContain('<td>2 of 2</td><td>2</td><td>0</td><td>1</td>');
+    expect((await c.json('GET', '/v1/payment_results/uploads')).body.uploads.map((u: { already_recorded: number }) => u.already_recorded)).toEqual([1, 0]);
   }, 30_000);
 });

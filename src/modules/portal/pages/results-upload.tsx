@@ -23,6 +23,20 @@ const UploadForm = Type.Object({
 });
 const Paging = Type.Object({ next_page_token: Type.Optional(Type.String({ maxLength: 512 })) }, { additionalProperties: false });
 const rowsText = (n: number) => `${count(n)} row${n === 1 ? '' : 's'}`;
+/** An upload's rows already recorded, as the history shows them: unknown for one recorded before they were counted. */
+const alreadyText = (n: number | null) => (n === null ? '—' : count(n));
+
+/**
+ * What recording a file came to, in words: the rows an earlier upload had recorded already are said to be so,
+ * never counted as recorded now.
+ */
+function recordedMessage(name: string, r: Pick<UploadSummary, 'rowCount' | 'alreadyRecorded'>): string {
+  const fresh = r.rowCount - r.alreadyRecorded;
+  if (r.alreadyRecorded === 0) return `Recorded ${name}: ${rowsText(r.rowCount)}.`;
+  const were = `${rowsText(r.alreadyRecorded)} ${r.alreadyRecorded === 1 ? 'was' : 'were'} already recorded by an earlier upload`;
+  if (fresh === 0) return `Nothing new in ${name}: its ${were} and ${r.alreadyRecorded === 1 ? 'is' : 'are'} not recorded again.`;
+  return `Recorded ${name}: ${rowsText(fresh)}; ${were} and ${r.alreadyRecorded === 1 ? 'is' : 'are'} not recorded again.`;
+}
 
 /** The first problems of a report, and how many more there are and where all of them are listed. */
 function ProblemList(props: { problems: { row: number; severity: string; reason: string }[]; total: number; past?: boolean; listedBy: string }) {
@@ -43,6 +57,7 @@ function ProblemList(props: { problems: { row: number; severity: string; reason:
 /** A check's or a recording's report: the counts and the first problems (a page of every problem of a large file would be too large to open). */
 function Report(props: { report: UploadSummary; name: string; checkedId: string | null; csrf: string }) {
   const r = props.report;
+  const fresh = r.rowCount - r.alreadyRecorded;
   return (
     <section aria-labelledby="report">
       <h2 id="report">{`${r.dryRun ? 'Check' : 'Recorded'}: ${props.name}`}</h2>
@@ -54,13 +69,19 @@ function Report(props: { report: UploadSummary; name: string; checkedId: string 
           ['Rows accepted', count(r.rowCount)],
           ['Matched to a borrower', count(r.matched)],
           ['Needing attention', count(r.needsAttention)],
+          ['Already recorded by an earlier upload', count(r.alreadyRecorded)],
         ]}
       />
-      <ProblemList problems={r.problems.slice(0, CHECK_PROBLEMS_SHOWN)} total={r.problemCount} listedBy="the API's report (POST /v1/payment_results/uploads?dryRun=true) lists them" />
+      <ProblemList problems={r.problems.slice(0, CHECK_PROBLEMS_SHOWN)} total={r.problemCount} listedBy="the API's report (POST /v1/payment_results/uploads?dry_run=true) lists them" />
       {props.checkedId !== null ? (
-        <ActionButton action={HERE} csrf={props.csrf} name="action" value="confirm" fields={{ checked: props.checkedId }} label={`Record ${rowsText(r.rowCount)}`} />
+        <ActionButton action={HERE} csrf={props.csrf} name="action" value="confirm" fields={{ checked: props.checkedId }} label={`Record ${rowsText(fresh)}`} />
       ) : (
-        r.dryRun && <p>No row can be recorded: correct the file and check it again.</p>
+        r.dryRun &&
+        (r.rowCount > 0 && fresh === 0 ? (
+          <p>Every accepted row is already recorded by an earlier upload: there is nothing new to record.</p>
+        ) : (
+          <p>No row can be recorded: correct the file and check it again.</p>
+        ))
       )}
     </section>
   );
@@ -74,17 +95,18 @@ export async function UploadHistory(props: { deps: Deps; s: PortalSession; now: 
       <h2 id="history">Recorded uploads</h2>
       <Table
         caption="Uploads recorded from the portal or the API, newest first (checks are not kept)"
-        headers={['Recorded', 'By', 'Format', 'Rows recorded', 'Matched', 'Needing attention', 'Problems']}
+        headers={['Recorded', 'By', 'Format', 'Rows accepted', 'Matched', 'Needing attention', 'Already recorded', 'Problems']}
         rows={list.uploads.map((u) => [
           <a href={`${HERE}/history/${encodeURIComponent(u.id)}`}>
-            <Time at={u.recordedAt} now={props.now} />
+            <Time at={u.recorded_at} now={props.now} />
           </a>,
           u.creator ?? '—',
           u.format,
-          `${count(u.rowCount)} of ${count(u.dataRowCount)}`,
+          `${count(u.row_count)} of ${count(u.data_row_count)}`,
           count(u.matched),
-          count(u.needsAttention),
-          count(u.problemCount),
+          count(u.needs_attention),
+          alreadyText(u.already_recorded),
+          count(u.problem_count),
         ])}
         empty="No upload recorded yet."
       />
@@ -133,14 +155,15 @@ export const resultsUploadPages = (deps: Deps) => {
               });
             }
             const report = await uploadSummary({ ctx, input: { bytes: held.bytes, dryRun: false, creator: session.user.displayName } });
-            return render(session, { message: { kind: 'ok', text: `Recorded ${held.name}: ${rowsText(report.rowCount)}.` }, shown: { report, name: held.name } });
+            return render(session, { message: { kind: 'ok', text: recordedMessage(held.name, report) }, shown: { report, name: held.name } });
           }
           const file = form.file;
           if (!(file instanceof Blob) || file.size === 0) return render(session, { message: { kind: 'error', text: 'Choose a CSV file to check.' } });
           const bytes = new Uint8Array(await file.arrayBuffer());
           const name = file instanceof File && file.name ? file.name : 'the file';
           const report = await uploadSummary({ ctx, input: { bytes, dryRun: true } });
-          const checkedId = report.rowCount > 0 ? await checked.hold(session.tokenHash, { bytes, name, at: deps.clock.now() }) : null;
+          // A file all of whose rows are recorded already has nothing to confirm.
+          const checkedId = report.rowCount - report.alreadyRecorded > 0 ? await checked.hold(session.tokenHash, { bytes, name, at: deps.clock.now() }) : null;
           return render(session, { shown: { report, name, checkedId } });
         } catch (e) {
           return render(session, { message: { kind: 'error', text: problemOf(e) } });
@@ -157,13 +180,14 @@ export const resultsUploadPages = (deps: Deps) => {
         <Facts
           caption="Recorded"
           rows={[
-            ['Recorded', <Time at={u.recordedAt} now={view.now} />],
+            ['Recorded', <Time at={u.recorded_at} now={view.now} />],
             ['By', u.creator ?? '—'],
             ['Format', u.format],
-            ['Data rows', count(u.dataRowCount)],
-            ['Rows recorded', count(u.rowCount)],
+            ['Data rows', count(u.data_row_count)],
+            ['Rows accepted', count(u.row_count)],
             ['Matched to a borrower', count(u.matched)],
-            ['Needing attention', count(u.needsAttention)],
+            ['Needing attention', count(u.needs_attention)],
+            ['Already recorded by an earlier upload', alreadyText(u.already_recorded)],
           ]}
         />,
         <ProblemList problems={u.problems.slice(0, PROBLEMS_SHOWN)} total={u.problems.length} past listedBy={`GET /v1/payment_results/uploads/${u.id} lists them all`} />,

@@ -207,7 +207,8 @@ async function buildOriginal(a: TestContext): Promise<Original> {
           // Cents 98: the sandbox fails the first try, and keeps the idempotency key's attempt.
           enrollBorrower('retried', { collectable_amount: 42598 }),
           enrollBorrower('r01', { collectable_amount: 10091 }),
-          enrollBorrower('late', { collectable_amount: 42595 }),
+          // An account of its own: its late R10 blocks every borrower on the account it is returned from.
+          enrollBorrower('late', { collectable_amount: 42595, account_number: '0401234567' }),
           enrollBorrower('pattern', { account_number: '999721500', collectable_amount: 9_000_000 }),
           enrollBorrower('linked', { collectable_amount: 9_000_000, bank_link: { provider: 'plaid', access_token: 'access-sandbox-copy1', account_id: 'acc_copy_0001' } }),
           enrollBorrower('uploaded', { account_number: '0000000001', collectable_amount: 5000 }),

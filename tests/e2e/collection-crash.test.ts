@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
 import { ServiceHarness, waitFor, type ServiceProcess } from '../helpers/server';
-import { enrollBorrower } from '../helpers/fixtures';
+import { enrollBorrower, ownAccount } from '../helpers/fixtures';
 
 const harnesses: ServiceHarness[] = [];
 afterAll(async () => {
@@ -48,7 +48,7 @@ describe('crash and restart during collection', () => {
     expect((await svc.call('POST', '/v1/payment_connections', { api_key: 'sbx_crash_test_000000001', rail_scope: 'both', is_default: true })).status).toBe(201);
     // Outcomes by the cents: settle, R01 (reinitiated), late return, transient failure first, late R01.
     const cents = [0, 91, 95, 98, 99];
-    const borrowers = Array.from({ length: 60 }, (_, i) => enrollBorrower(`crash-${i}`, { collectable_amount: 1000 + cents[i % cents.length]! }));
+    const borrowers = Array.from({ length: 60 }, (_, i) => enrollBorrower(`crash-${i}`, { collectable_amount: 1000 + cents[i % cents.length]!, account_number: ownAccount(i) }));
     expect((await svc.call('POST', '/v1/payment_enrollments', { borrowers })).status).toBe(207);
     for (const delay of [150, 400, 250, 700, 350]) {
       await Bun.sleep(delay);

@@ -9,7 +9,7 @@
 // sequences run alone, since each kills at a chosen moment of a payment's answer.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { ServiceHarness, waitFor, type ServiceProcess } from '../helpers/server';
-import { enrollBorrower } from '../helpers/fixtures';
+import { enrollBorrower, ownAccount } from '../helpers/fixtures';
 import { atRest, checkInvariants, read, rng, snapshot } from '../helpers/collection-crash';
 
 const harnesses: ServiceHarness[] = [];
@@ -35,6 +35,7 @@ for (const latency of [50, 3000]) {
       const borrowers = Array.from({ length: n }, (_, i) =>
         enrollBorrower(`lat-${i}`, {
           collectable_amount: 1000 + cents[i % cents.length]!,
+          account_number: ownAccount(i),
           ...(i % 4 === 3 ? { charge_instrument: { processor_token: 'sbxpm_crash_token', card_last4: '4242' } } : {}),
         }),
       );

@@ -9,7 +9,7 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { join } from 'node:path';
 import { ServiceHarness, waitFor, type ServiceProcess } from '../helpers/server';
-import { enrollBorrower } from '../helpers/fixtures';
+import { enrollBorrower, ownAccount } from '../helpers/fixtures';
 import { checkForwardOnlyInvariants, forwardOnlyAtRest, read, rng } from '../helpers/collection-crash';
 import { runCli } from '../../scripts/cli';
 
@@ -61,7 +61,7 @@ for (const [latency, jitter] of [
       }
       // R01 and R09 (reinitiated up to the limit), settle, late R01, a lost answer, a failed first attempt.
       const cents = [91, 91, 92, 0, 99, 88, 98];
-      const borrowers = Array.from({ length: 14 }, (_, i) => enrollBorrower(`fo-${i}`, { collectable_amount: 1000 + cents[i % cents.length]! }));
+      const borrowers = Array.from({ length: 14 }, (_, i) => enrollBorrower(`fo-${i}`, { collectable_amount: 1000 + cents[i % cents.length]!, account_number: ownAccount(i) }));
       expect((await svc.call('POST', '/v1/payment_enrollments', { borrowers })).status).toBe(207);
       const random = rng(latency + 7);
       for (let k = 0; k < 8; k++) {

@@ -12,7 +12,7 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { onPostgres } from '../helpers/pg';
 import { ServiceHarness, waitFor, type ServiceProcess } from '../helpers/server';
-import { bankAuthorizer, enrollBorrower } from '../helpers/fixtures';
+import { bankAuthorizer, enrollBorrower, ownAccount } from '../helpers/fixtures';
 import { atRest, checkForwardOnlyInvariants, checkInvariants, forwardOnlyAtRest, read, rng } from '../helpers/collection-crash';
 
 if (!onPostgres) {
@@ -122,6 +122,7 @@ if (!onPostgres) {
           const borrowers = Array.from({ length: n }, (_, i) =>
             enrollBorrower(`${tag}-${i}`, {
               collectable_amount: 1000 + cents[i % cents.length]!,
+              account_number: ownAccount(i),
               ...(i % 4 === 3 ? { charge_instrument: { processor_token: `sbxpm_${tag}_${i}`, card_last4: '4242' } } : {}),
             }),
           );
@@ -224,7 +225,7 @@ if (!onPostgres) {
       expect((await b.call('POST', '/v1/payment_connections', { api_key: 'sbx_removal_replicas_0001', rail_scope: 'both', is_default: true })).status).toBe(201);
       // Three that go through, and three whose first attempt fails transiently (cents 98): each of those is sent
       // again after its backoff, which needs a claim of its own, after the removal.
-      const borrowers = Array.from({ length: 6 }, (_, i) => enrollBorrower(`rm-${i}`, { collectable_amount: 1000 + (i % 2 ? 98 : 0) }));
+      const borrowers = Array.from({ length: 6 }, (_, i) => enrollBorrower(`rm-${i}`, { collectable_amount: 1000 + (i % 2 ? 98 : 0), account_number: ownAccount(i) }));
       const aids = borrowers.map((x) => x.authorizer_unique_id);
       expect((await b.call('POST', '/v1/payment_enrollments', { borrowers })).status).toBe(207);
       await waitFor(

@@ -22,6 +22,12 @@ export function enrollBorrower(id: string, over: Record<string, unknown> = {}) {
   };
 }
 
+/**
+ * An account number of the i-th borrower's own (its sandbox balance $12,345.67, as the fixture's): borrowers
+ * that share an account share its state, and one's return that blocks the account (R10, R02…) blocks them all.
+ */
+export const ownAccount = (i: number): string => `${String(i + 1).padStart(3, '0')}1234567`;
+
 export function bankAuthorizer(id: string, over: Record<string, unknown> = {}) {
   return { authorizer_unique_id: id, ssn: '123456789', account_number: '0001234567', routing_number: SANDBOX_BANK, ...over };
 }

@@ -1,6 +1,6 @@
 import type { Deps } from '../../deps';
-import { transaction } from '../../platform/context';
-import { betweenSlices, type Job } from '../../platform/jobs';
+import type { Job } from '../../platform/jobs';
+import { backfill } from '../../platform/backfill';
 import type { TxCtx } from '../../platform/store';
 import type { PlatformDeps } from '../../platform/context';
 import { linkAccounts } from '../bank-accounts/service';
@@ -57,7 +57,6 @@ export async function linkBorrower(c: LinkCtx, enrollmentId: string, now: number
 }
 
 const LINK_SLICE = 200;
-const linked = new WeakMap<Deps, boolean>();
 
 /**
  * ACH borrowers not linked to their bank account (stored before accounts were known) are linked after each
@@ -65,24 +64,14 @@ const linked = new WeakMap<Deps, boolean>();
  * another transaction held while a pass went by (PostgreSQL skips it) is linked by the next one, or by the code
  * about to act on it.
  */
+const linkPass = backfill<Deps>(LINK_SLICE, async (tx, after) => {
+  const rows = await tx.deps.stores.enrollments.unlinkedBorrowers(tx, after, LINK_SLICE);
+  await linkStoredBorrowers(tx, rows, tx.deps.clock.now());
+  return rows;
+});
+
 export async function linkUnlinkedBorrowers(deps: Deps, signal?: AbortSignal): Promise<{ linked: number }> {
-  if (linked.get(deps)) return { linked: 0 };
-  let after = '';
-  let n = 0;
-  for (;;) {
-    if (signal?.aborted) return { linked: n };
-    const slice = await transaction({ deps }, async (tx) => {
-      const rows = await tx.deps.stores.enrollments.unlinkedBorrowers(tx, after, LINK_SLICE);
-      await linkStoredBorrowers(tx, rows, deps.clock.now());
-      return rows;
-    });
-    n += slice.length;
-    if (slice.length < LINK_SLICE) break;
-    after = slice[slice.length - 1]!.id;
-    await betweenSlices(deps);
-  }
-  if (n === 0) linked.set(deps, true);
-  return { linked: n };
+  return { linked: await linkPass(deps, signal) };
 }
 
 /** Every replica: borrowers are taken with their rows locked (another replica's are skipped and left to it). */

@@ -1,6 +1,6 @@
 import type { Ctx, Deps } from '../../deps';
-import { transaction } from '../../platform/context';
-import { betweenSlices, type Job } from '../../platform/jobs';
+import type { Job } from '../../platform/jobs';
+import { backfill } from '../../platform/backfill';
 import type { TxCtx } from '../../platform/store';
 import type { Vault } from '../../platform/vault';
 import type { SensitiveFields } from '../authorizers/rules';
@@ -150,7 +150,6 @@ export async function searchBorrowers({ ctx, input }: { ctx: Ctx; input: { q: st
 }
 
 const INDEX_SLICE = 200;
-const indexed = new WeakMap<Deps, boolean>();
 
 /**
  * Borrowers without search entries under the current vault key (stored before search existed, or before a
@@ -158,31 +157,21 @@ const indexed = new WeakMap<Deps, boolean>();
  * pass finds none left: a borrower another transaction held while a pass went by (PostgreSQL skips it) is
  * indexed by the next one.
  */
+const indexPass = backfill<Deps>(INDEX_SLICE, async (tx, after) => {
+  const rows = await tx.deps.stores.enrollments.unsearchedBorrowers(tx, after, tx.deps.vault.currentKeyId, INDEX_SLICE);
+  await indexBorrowers(
+    tx,
+    tx.deps.vault,
+    rows.map((r) => {
+      const b = openBorrower(tx.deps, r.sealed!);
+      return { lenderId: r.lenderId, aid: r.aid, sensitive: b.s, phone: b.phone, cardLast4: r.cardLast4 };
+    }),
+  );
+  return rows;
+});
+
 export async function indexUnsearchedBorrowers(deps: Deps, signal?: AbortSignal): Promise<{ indexed: number }> {
-  if (indexed.get(deps)) return { indexed: 0 };
-  let after = '';
-  let n = 0;
-  for (;;) {
-    if (signal?.aborted) return { indexed: n };
-    const slice = await transaction({ deps }, async (tx) => {
-      const rows = await tx.deps.stores.enrollments.unsearchedBorrowers(tx, after, deps.vault.currentKeyId, INDEX_SLICE);
-      await indexBorrowers(
-        tx,
-        deps.vault,
-        rows.map((r) => {
-          const b = openBorrower(deps, r.sealed!);
-          return { lenderId: r.lenderId, aid: r.aid, sensitive: b.s, phone: b.phone, cardLast4: r.cardLast4 };
-        }),
-      );
-      return rows;
-    });
-    n += slice.length;
-    if (slice.length < INDEX_SLICE) break;
-    after = slice[slice.length - 1]!.id;
-    await betweenSlices(deps);
-  }
-  if (n === 0) indexed.set(deps, true);
-  return { indexed: n };
+  return { indexed: await indexPass(deps, signal) };
 }
 
 /**

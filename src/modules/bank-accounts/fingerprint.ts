@@ -47,6 +47,6 @@ export async function fingerprintKey(c: TxCtx & { deps: Pick<PlatformDeps, 'vaul
 /** An account number as it is fingerprinted: as stored, without the spaces and hyphens of its writing (leading zeros kept). */
 export const canonicalAccount = (accountNumber: string): string => accountNumber.replace(/[\s-]/g, '');
 
-/** The fingerprint (hex) of an ACH account: HMAC-SHA-256 of `routing:account` under the key. */
-export const fingerprintOf = (key: Buffer, routing: string, accountNumber: string): string =>
-  new Bun.CryptoHasher('sha256', key).update(`${routing.trim()}:${canonicalAccount(accountNumber)}`).digest('hex');
+/** The fingerprint (hex) of an ACH account: HMAC-SHA-256 of `routing:account` under the key, the number canonical already. */
+export const fingerprintOf = (key: Buffer, routing: string, canonicalNumber: string): string =>
+  new Bun.CryptoHasher('sha256', key).update(`${routing.trim()}:${canonicalNumber}`).digest('hex');

@@ -143,7 +143,9 @@ function parseTarget(raw: string, allowPrivate: boolean): ParsedTarget | Extract
   const url = new URL(raw);
   const allowed = allowPrivate ? ['https:', 'http:'] : ['https:'];
   if (!allowed.includes(url.protocol)) {
-    return invalid(`scheme ${url.protocol.slice(0, -1)} is not allowed (use ${allowPrivate ? 'http or https' : 'https'})`);
+    const reason = `scheme ${url.protocol.slice(0, -1)} is not allowed (use ${allowPrivate ? 'http or https' : 'https'})`;
+    // Plain http is refused by the policy (private targets allowed lifts it), not because it is no URL to send to.
+    return url.protocol === 'http:' ? { ok: false, reason, kind: 'forbidden' } : invalid(reason);
   }
   // Port 0 is no port a receiver listens on; a connection to it is a probe of the operator's network stack.
   if (url.port === '0') return invalid('port 0 is not allowed');

@@ -100,7 +100,7 @@ export async function validateWebhookUrl(deps: Pick<Deps, 'config'>, field: stri
   const res = await checkWebhookUrl(raw, { allowPrivate });
   if (!res.ok) {
     // What the operator's setting would allow (http, loopback and private targets on a closed network) is named.
-    const setting = !allowPrivate && (res.kind === 'forbidden' || /^scheme http is not allowed/.test(res.reason)) ? ' (allowed only when the operator sets WEBHOOK_ALLOW_PRIVATE_TARGETS=true)' : '';
+    const setting = !allowPrivate && res.kind === 'forbidden' ? ' (allowed only when the operator sets WEBHOOK_ALLOW_PRIVATE_TARGETS=true)' : '';
     throw InvalidInput.field(field, `${field} is not an acceptable webhook URL: ${res.reason}${setting}`);
   }
   return raw;

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { index, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
-import { BANK_ACCOUNT_STATES } from '../schema/enums';
+import { ACCOUNT_TYPES, BANK_ACCOUNT_STATES, CHANGE_SOURCES, CHANGE_STATUSES, VALIDATION_METHODS } from '../schema/enums';
 import { lenders } from './lenders';
 import { bytes, ident, ms } from './columns';
 
@@ -22,6 +22,13 @@ export const bankAccounts = pgTable(
     stateReference: ident('state_reference'),
     lastReturnAt: ms('last_return_at'),
     blocksDueAt: ms('blocks_due_at'),
+    accountType: text('account_type', { enum: ACCOUNT_TYPES }),
+    pendingChangeId: ident('pending_change_id'),
+    numberChangedAt: ms('number_changed_at'),
+    validationMethod: text('validation_method', { enum: VALIDATION_METHODS }),
+    validationSource: text('validation_source'),
+    validationReference: text('validation_reference'),
+    validatedAt: ms('validated_at'),
     createdAt: ms('created_at').notNull(),
     updatedAt: ms('updated_at').notNull(),
   },
@@ -30,6 +37,38 @@ export const bankAccounts = pgTable(
     index('bank_accounts_lender_idx').on(t.lenderId, t.id),
     index('bank_accounts_lender_state_idx').on(t.lenderId, t.state, t.id),
     index('bank_accounts_blocks_due_idx').on(t.blocksDueAt).where(sql`${t.blocksDueAt} IS NOT NULL`),
+  ],
+);
+
+// Notifications of Change (db/schema/bank-accounts.ts says what each column holds).
+export const accountChanges = pgTable(
+  'account_changes',
+  {
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    bankAccountId: ident('bank_account_id')
+      .notNull()
+      .references(() => bankAccounts.id),
+    code: text('code').notNull(),
+    source: text('source', { enum: CHANGE_SOURCES }).notNull(),
+    sourceKey: text('source_key').notNull(),
+    reference: ident('reference'),
+    correctedSealed: text('corrected_sealed'),
+    oldLast4: text('old_last4').notNull(),
+    newLast4: text('new_last4'),
+    status: text('status', { enum: CHANGE_STATUSES }).notNull(),
+    receivedAt: ms('received_at').notNull(),
+    dueBy: ms('due_by').notNull(),
+    appliedAt: ms('applied_at'),
+    appliedBy: text('applied_by'),
+  },
+  (t) => [
+    uniqueIndex('account_changes_source_uq').on(t.lenderId, t.sourceKey),
+    index('account_changes_account_idx').on(t.bankAccountId, t.receivedAt),
+    index('account_changes_lender_idx').on(t.lenderId, t.receivedAt),
+    index('account_changes_received_idx').on(t.receivedAt).where(sql`${t.status} = 'received'`),
   ],
 );
 

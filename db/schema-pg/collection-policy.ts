@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { pgTable, text } from 'drizzle-orm/pg-core';
-import { RATE_STATUSES, READ_CADENCES, REINITIATION_AMOUNTS } from '../schema/enums';
+import { CHANGE_APPLICATIONS, RATE_STATUSES, READ_CADENCES, REINITIATION_AMOUNTS } from '../schema/enums';
 import { lenders } from './lenders';
 import { cents, count, flag, ident, ms } from './columns';
 
@@ -31,6 +31,8 @@ export const collectionPolicies = pgTable('collection_policies', {
   allowCurrentBalance: flag('allow_current_balance').notNull().default(sql`0`),
   currentBalanceBufferCents: cents('current_balance_buffer_cents').notNull().default(0),
   maxBalanceAgeMinutes: count('max_balance_age_minutes').notNull().default(60),
+  applyNotificationsOfChange: text('apply_notifications_of_change', { enum: CHANGE_APPLICATIONS }).notNull().default('automatic'),
+  requireAccountValidation: flag('require_account_validation').notNull().default(sql`1`),
   updatedAt: ms('updated_at'),
 });
 

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { blob, index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
-import { BANK_ACCOUNT_STATES } from './enums';
+import { ACCOUNT_TYPES, BANK_ACCOUNT_STATES, CHANGE_SOURCES, CHANGE_STATUSES, VALIDATION_METHODS } from './enums';
 import { lenders } from './lenders';
 
 // A lender's bank accounts as the service knows them from its borrowers' enrollments: one record per lender per
@@ -29,6 +29,20 @@ export const bankAccounts = sqliteTable(
     // Its borrowers are still to be told of a state recorded at this time (collection/account-blocks.ts); null
     // once every one was.
     blocksDueAt: integer('blocks_due_at'),
+    // Checking or savings, when a Notification of Change said (C05, C06, C07); null: as the processor takes it.
+    accountType: text('account_type', { enum: ACCOUNT_TYPES }),
+    // A Notification of Change received and not yet applied (account_changes): no debit goes to the account
+    // until it is (at once under the policy's `automatic`, on the lender's word under `review`).
+    pendingChangeId: text('pending_change_id'),
+    // When a correction last changed its routing or account number: validation evidence older than it no
+    // longer counts (Nacha's WEB rule: a changed account number is validated again).
+    numberChangedAt: integer('number_changed_at'),
+    // Its latest validation evidence: how, by what (the provider, the processor's method), the lender's
+    // reference, and when.
+    validationMethod: text('validation_method', { enum: VALIDATION_METHODS }),
+    validationSource: text('validation_source'),
+    validationReference: text('validation_reference'),
+    validatedAt: integer('validated_at'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
@@ -38,6 +52,44 @@ export const bankAccounts = sqliteTable(
     index('bank_accounts_lender_idx').on(t.lenderId, t.id),
     index('bank_accounts_lender_state_idx').on(t.lenderId, t.state, t.id),
     index('bank_accounts_blocks_due_idx').on(t.blocksDueAt).where(sql`${t.blocksDueAt} IS NOT NULL`),
+  ],
+);
+
+// Notifications of Change: a receiving bank's correction of an account's details (C01 account number, C02
+// routing number, C03 both, C05 account type, C06 number and type, C07 all three, C09 individual id, C13
+// addenda format), read from a results upload, the bank-data source or a processor. The corrected data is
+// sealed: it holds an account number. One per lender per source key (a re-upload records nothing twice).
+export const accountChanges = sqliteTable(
+  'account_changes',
+  {
+    id: text('id').primaryKey(),
+    lenderId: text('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    bankAccountId: text('bank_account_id')
+      .notNull()
+      .references(() => bankAccounts.id),
+    code: text('code').notNull(),
+    source: text('source', { enum: CHANGE_SOURCES }).notNull(),
+    sourceKey: text('source_key').notNull(),
+    // The payment the bank answered with the correction, as the source named it.
+    reference: text('reference'),
+    correctedSealed: text('corrected_sealed'),
+    oldLast4: text('old_last4').notNull(),
+    newLast4: text('new_last4'),
+    status: text('status', { enum: CHANGE_STATUSES }).notNull(),
+    receivedAt: integer('received_at').notNull(),
+    // Six banking days after receipt: Nacha's time to make the change.
+    dueBy: integer('due_by').notNull(),
+    appliedAt: integer('applied_at'),
+    // automatic, lender, processor.
+    appliedBy: text('applied_by'),
+  },
+  (t) => [
+    uniqueIndex('account_changes_source_uq').on(t.lenderId, t.sourceKey),
+    index('account_changes_account_idx').on(t.bankAccountId, t.receivedAt),
+    index('account_changes_lender_idx').on(t.lenderId, t.receivedAt),
+    index('account_changes_received_idx').on(t.receivedAt).where(sql`${t.status} = 'received'`),
   ],
 );
 

@@ -1,5 +1,5 @@
 import { integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
-import { RATE_STATUSES, READ_CADENCES, REINITIATION_AMOUNTS } from './enums';
+import { CHANGE_APPLICATIONS, RATE_STATUSES, READ_CADENCES, REINITIATION_AMOUNTS } from './enums';
 import { lenders } from './lenders';
 
 // A lender's collection policy: the rules beyond the spec's defaults that bound its automatic debits. No row
@@ -30,6 +30,11 @@ export const collectionPolicies = sqliteTable('collection_policies', {
   allowCurrentBalance: integer('allow_current_balance', { mode: 'boolean' }).notNull().default(false),
   currentBalanceBufferCents: integer('current_balance_buffer_cents').notNull().default(0),
   maxBalanceAgeMinutes: integer('max_balance_age_minutes').notNull().default(60),
+  // A Notification of Change is applied to every borrower on the account at once, or held for the lender's word.
+  applyNotificationsOfChange: text('apply_notifications_of_change', { enum: CHANGE_APPLICATIONS }).notNull().default('automatic'),
+  // No first debit to an account without validation evidence (Nacha's WEB rule). A lender without a row gets
+  // true; the lenders there were before it have a row saying false (the migration that added it).
+  requireAccountValidation: integer('require_account_validation', { mode: 'boolean' }).notNull().default(true),
   updatedAt: integer('updated_at'),
 });
 

@@ -127,3 +127,33 @@ export type RateStatus = (typeof RATE_STATUSES)[number];
  */
 export const BANK_ACCOUNT_STATES = ['ok', 'invalid', 'frozen', 'unauthorized', 'deceased'] as const;
 export type BankAccountState = (typeof BANK_ACCOUNT_STATES)[number];
+
+/** What an account number or routing number is of: a checking or a savings account (Nacha's transaction codes 27 and 37). */
+export const ACCOUNT_TYPES = ['checking', 'savings'] as const;
+export type AccountType = (typeof ACCOUNT_TYPES)[number];
+
+/**
+ * How a bank account was validated before its first debit (Nacha's WEB debit rule): a bank link (Plaid Auth,
+ * Stripe Financial Connections, the sandbox), the processor's verified payment method, or the lender's own
+ * evidence (a prenote, micro-deposits, a third-party service, other).
+ */
+export const VALIDATION_METHODS = ['bank_link', 'processor_verified', 'prenote', 'micro_deposits', 'third_party', 'other'] as const;
+export type ValidationMethod = (typeof VALIDATION_METHODS)[number];
+/** The methods a lender may state on an enrollment entry. */
+export const LENDER_VALIDATION_METHODS = ['prenote', 'micro_deposits', 'third_party', 'other'] as const;
+
+/** The Notification of Change codes the service reads (Nacha Operating Rules, Appendix Five). */
+export const CHANGE_CODES = ['C01', 'C02', 'C03', 'C05', 'C06', 'C07', 'C09', 'C13'] as const;
+export type ChangeCode = (typeof CHANGE_CODES)[number];
+/**
+ * A Notification of Change as it stands: `review` waits for the lender's confirmation, `received` is to be
+ * applied (at once, by the bank-account-changes job), `applied` changed the details of every borrower on the
+ * account, `recorded` asked for nothing the service sends (C09, C13) or was applied by the processor itself.
+ */
+export const CHANGE_STATUSES = ['received', 'review', 'applied', 'recorded'] as const;
+export type ChangeStatus = (typeof CHANGE_STATUSES)[number];
+export const CHANGE_SOURCES = ['upload', 'bank_data', 'processor'] as const;
+export type ChangeSource = (typeof CHANGE_SOURCES)[number];
+/** What a lender's policy does with a Notification of Change: apply it to every borrower on the account, or hold the account's debits until the lender confirms it. */
+export const CHANGE_APPLICATIONS = ['automatic', 'review'] as const;
+export type ChangeApplication = (typeof CHANGE_APPLICATIONS)[number];

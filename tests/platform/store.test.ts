@@ -25,6 +25,8 @@ const policy = (noticeDays: number) => ({
   allowCurrentBalance: false,
   currentBalanceBufferCents: 0,
   maxBalanceAgeMinutes: 60,
+  applyNotificationsOfChange: 'automatic' as const,
+  requireAccountValidation: true,
   updatedAt: 1,
 });
 

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { t } from 'elysia';
-import { READ_CADENCES, REINITIATION_AMOUNTS } from '../../../db/schema/enums';
+import { CHANGE_APPLICATIONS, READ_CADENCES, REINITIATION_AMOUNTS } from '../../../db/schema/enums';
 import { Int, OneOf } from '../../platform/schema';
 
 const CfpbCovered = Type.Boolean({
@@ -69,6 +69,15 @@ const MaxBalanceAgeMinutes = Int({
     'A linked account’s balance older than this many minutes by the provider’s own time for it (Stripe’s balance.as_of, Plaid’s last_updated_datetime; the time of the read when the provider gives none) decides no debit (60 by default): the read is recorded, and the enrollment shows blocked_reason stale_balance until a read that passes',
 });
 
+const ApplyNotificationsOfChange = OneOf(CHANGE_APPLICATIONS, {
+  description:
+    'What a Notification of Change (C01, C02, C03, C05, C06, C07) does. automatic (the default): the correction is applied to the sealed details of every borrower on the account at once, and the next debit uses it. review: the account’s debits are held (blocked_reason account_change_pending) until the lender applies it (POST /v1/bank_accounts/{id}/changes/{change_id}/apply), due 6 banking days after receipt. Either way no debit goes to the old details once it is received',
+});
+const RequireAccountValidation = Type.Boolean({
+  description:
+    'No debit to a bank account without validation evidence (Nacha’s WEB debit rule): a bank link, the processor’s verified payment method, or the lender’s account_validation on the enrollment entry, given since the account’s number last changed (a C01, C02, C03, C06 or C07 correction). A borrower on such an account shows blocked_reason validation_required. true for lenders created from this version on; false for those there before, until they turn it on',
+});
+
 export const PolicyPatch = Type.Object(
   {
     cfpb_covered: Type.Optional(CfpbCovered),
@@ -83,6 +92,8 @@ export const PolicyPatch = Type.Object(
     allow_current_balance: Type.Optional(AllowCurrentBalance),
     current_balance_buffer_cents: Type.Optional(CurrentBalanceBufferCents),
     max_balance_age_minutes: Type.Optional(MaxBalanceAgeMinutes),
+    apply_notifications_of_change: Type.Optional(ApplyNotificationsOfChange),
+    require_account_validation: Type.Optional(RequireAccountValidation),
   },
   { additionalProperties: false, minProperties: 1, examples: [{ cfpb_covered: true, max_reinitiations: 1 }, { time_zone: 'America/Chicago' }] },
 );
@@ -102,7 +113,9 @@ export const Policy = t.Object(
     allow_current_balance: AllowCurrentBalance,
     current_balance_buffer_cents: CurrentBalanceBufferCents,
     max_balance_age_minutes: MaxBalanceAgeMinutes,
+    apply_notifications_of_change: ApplyNotificationsOfChange,
+    require_account_validation: RequireAccountValidation,
     updated_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When the lender last changed it; null while every field is the default' }),
   },
-  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: 'America/Chicago', late_return_window_days: 5, allow_current_balance: false, current_balance_buffer_cents: 0, max_balance_age_minutes: 60, updated_at: null }] },
+  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: 'America/Chicago', late_return_window_days: 5, allow_current_balance: false, current_balance_buffer_cents: 0, max_balance_age_minutes: 60, apply_notifications_of_change: 'automatic', require_account_validation: true, updated_at: null }] },
 );

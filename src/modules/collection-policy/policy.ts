@@ -1,4 +1,4 @@
-import type { ReadCadence, ReinitiationAmount } from '../../../db/schema/enums';
+import type { ChangeApplication, ReadCadence, ReinitiationAmount } from '../../../db/schema/enums';
 
 // A lender's collection policy as the rules read it, and what a lender without one gets. The policy's own
 // feature owns it; collection (the rules, the decision, the chain check) and the cadence read it.
@@ -29,6 +29,10 @@ export interface CollectionPolicy {
   currentBalanceBufferCents: number;
   /** A linked account's balance older than this (by the provider's as_of) decides no debit. */
   maxBalanceAgeMinutes: number;
+  /** A Notification of Change is applied to every borrower on its account at once, or held until the lender confirms it. */
+  applyNotificationsOfChange: ChangeApplication;
+  /** No debit to an account without validation evidence (given since its number last changed). */
+  requireAccountValidation: boolean;
 }
 
-export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0, timeZone: null, lateReturnWindowDays: 5, allowCurrentBalance: false, currentBalanceBufferCents: 0, maxBalanceAgeMinutes: 60 };
+export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0, timeZone: null, lateReturnWindowDays: 5, allowCurrentBalance: false, currentBalanceBufferCents: 0, maxBalanceAgeMinutes: 60, applyNotificationsOfChange: 'automatic', requireAccountValidation: true };

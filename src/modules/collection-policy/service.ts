@@ -28,6 +28,8 @@ function policyFrom(row: PolicyRow | undefined): CollectionPolicy {
         allowCurrentBalance: row.allowCurrentBalance === 1,
         currentBalanceBufferCents: row.currentBalanceBufferCents,
         maxBalanceAgeMinutes: row.maxBalanceAgeMinutes,
+        applyNotificationsOfChange: row.applyNotificationsOfChange,
+        requireAccountValidation: row.requireAccountValidation === 1,
       }
     : DEFAULT_POLICY;
 }
@@ -48,6 +50,8 @@ async function view(ctx: Ctx) {
     allow_current_balance: p.allowCurrentBalance,
     current_balance_buffer_cents: p.currentBalanceBufferCents,
     max_balance_age_minutes: p.maxBalanceAgeMinutes,
+    apply_notifications_of_change: p.applyNotificationsOfChange,
+    require_account_validation: p.requireAccountValidation,
     updated_at: isoOrNull(updatedAt),
   };
 }
@@ -89,6 +93,8 @@ export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput
       allowCurrentBalance: input.allow_current_balance ?? cur.allowCurrentBalance,
       currentBalanceBufferCents: input.current_balance_buffer_cents ?? cur.currentBalanceBufferCents,
       maxBalanceAgeMinutes: input.max_balance_age_minutes ?? cur.maxBalanceAgeMinutes,
+      applyNotificationsOfChange: input.apply_notifications_of_change ?? cur.applyNotificationsOfChange,
+      requireAccountValidation: input.require_account_validation ?? cur.requireAccountValidation,
       updatedAt: now,
     };
     await tx.deps.stores.collectionPolicy.savePolicy(tx, next);

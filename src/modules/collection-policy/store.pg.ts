@@ -20,10 +20,12 @@ export const pgCollectionPolicyStore: CollectionPolicyStore = {
         allowCurrentBalance: collectionPolicies.allowCurrentBalance,
         currentBalanceBufferCents: collectionPolicies.currentBalanceBufferCents,
         maxBalanceAgeMinutes: collectionPolicies.maxBalanceAgeMinutes,
+        applyNotificationsOfChange: collectionPolicies.applyNotificationsOfChange,
+        requireAccountValidation: collectionPolicies.requireAccountValidation,
       })
       .from(collectionPolicies)
       .where(eq(collectionPolicies.lenderId, lenderId));
-    return row && { ...row, cfpbCovered: row.cfpbCovered ? 1 : 0, returnRatePause: row.returnRatePause ? 1 : 0, allowCurrentBalance: row.allowCurrentBalance ? 1 : 0 };
+    return row && { ...row, cfpbCovered: row.cfpbCovered ? 1 : 0, returnRatePause: row.returnRatePause ? 1 : 0, allowCurrentBalance: row.allowCurrentBalance ? 1 : 0, requireAccountValidation: row.requireAccountValidation ? 1 : 0 };
   },
   async policyUpdatedAt(c, lenderId) {
     const [row] = await readerOf(c)

@@ -14,7 +14,8 @@ const policyRow = (db: Db, lenderId: string) =>
       `SELECT cfpb_covered AS cfpbCovered, max_reinitiations AS maxReinitiations, reinitiation_amount AS reinitiationAmount, notice_days AS noticeDays,
               return_rate_pause AS returnRatePause, read_cadence AS readCadence, debit_buffer_cents AS debitBufferCents, time_zone AS timeZone,
               late_return_window_days AS lateReturnWindowDays,
-              allow_current_balance AS allowCurrentBalance, current_balance_buffer_cents AS currentBalanceBufferCents, max_balance_age_minutes AS maxBalanceAgeMinutes
+              allow_current_balance AS allowCurrentBalance, current_balance_buffer_cents AS currentBalanceBufferCents, max_balance_age_minutes AS maxBalanceAgeMinutes,
+              apply_notifications_of_change AS applyNotificationsOfChange, require_account_validation AS requireAccountValidation
          FROM collection_policies WHERE lender_id = ?`,
     )
     .get(lenderId) ?? undefined;

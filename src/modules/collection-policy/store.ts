@@ -1,4 +1,4 @@
-import type { ReadCadence, ReinitiationAmount } from '../../../db/schema/enums';
+import type { ChangeApplication, ReadCadence, ReinitiationAmount } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { CollectionPolicy } from './policy';
 
@@ -16,6 +16,8 @@ export interface PolicyRow {
   allowCurrentBalance: number;
   currentBalanceBufferCents: number;
   maxBalanceAgeMinutes: number;
+  applyNotificationsOfChange: ChangeApplication;
+  requireAccountValidation: number;
 }
 
 /** The whole policy as stored, with its lender and when it was last changed. */

@@ -57,6 +57,8 @@ if (!onPostgres) {
         allow_current_balance: false,
         current_balance_buffer_cents: 0,
         max_balance_age_minutes: 60,
+        apply_notifications_of_change: 'automatic',
+        require_account_validation: true,
         updated_at: new Date(NOW).toISOString(),
       });
       // The row as the collection rules read it: flags as booleans from 0/1, cents above int4 exact.

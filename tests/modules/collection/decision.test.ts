@@ -32,6 +32,8 @@ const policyArb: fc.Arbitrary<CollectionPolicy> = fc.record({
   allowCurrentBalance: fc.boolean(),
   currentBalanceBufferCents: fc.constantFrom(0, 2500),
   maxBalanceAgeMinutes: fc.constantFrom(60, 240),
+  applyNotificationsOfChange: fc.constantFrom('automatic' as const, 'review' as const),
+  requireAccountValidation: fc.boolean(),
 });
 
 const pastArb: fc.Arbitrary<PastPayment> = fc.record({

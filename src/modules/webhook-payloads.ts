@@ -58,7 +58,7 @@ const payloads: Record<WebhookType, { summary: string; schema: TSchema }> = {
       state: t.String({ description: 'The monitor state: stopped, or monitored with a blocked_reason' }),
       reason: t.Union([t.String(), t.Null()], { description: 'Why it stopped (a return code, invalid, a decline code)' }),
       blocked_reason: t.Union([OneOf(BLOCKED_REASONS), t.Null()], {
-        description: 'Why no payment is initiated (the enrollment’s blocked_reason), among them the bank account’s state: account_invalid, account_frozen, account_unauthorized, account_deceased',
+        description: 'Why no payment is initiated (the enrollment’s blocked_reason), among them the bank account’s: account_invalid, account_frozen, account_unauthorized, account_deceased, account_change_pending, validation_required',
       }),
     }),
   },

@@ -6,6 +6,10 @@ import { linkAccounts } from '../../src/modules/bank-accounts/service';
 import type { AccountToLink } from '../../src/modules/bank-accounts/store';
 import type { TxCtx } from '../../src/platform/store';
 
+/** An account no Notification of Change or correction has touched, and without validation evidence. */
+const UNTOUCHED = { pendingChangeId: null, validatedAt: null, numberChangedAt: null };
+const UNVALIDATED = { accountType: null, validationMethod: null, validationSource: null, validationReference: null };
+
 const hex = (n: number) => n.toString(16).padStart(64, '0');
 
 contract('bankAccounts', (t) => {
@@ -54,11 +58,11 @@ contract('bankAccounts', (t) => {
     const now = ctx.clock.now();
     const made = await t.inTx((tx) => store.accountsFor(tx, ctx.lender.id, [a, b, { ...a, id: 'another-id' }], now));
     expect([...made.keys()].sort()).toEqual([a.fingerprint, b.fingerprint].sort());
-    expect(made.get(a.fingerprint)).toEqual({ id: a.id, state: 'ok', lastReturnAt: null });
-    expect(made.get(b.fingerprint)).toEqual({ id: b.id, state: 'ok', lastReturnAt: null });
+    expect(made.get(a.fingerprint)).toEqual({ id: a.id, state: 'ok', lastReturnAt: null, ...UNTOUCHED });
+    expect(made.get(b.fingerprint)).toEqual({ id: b.id, state: 'ok', lastReturnAt: null, ...UNTOUCHED });
     // Found again, whatever id is offered: the first one made.
     const again = await t.inTx((tx) => store.accountsFor(tx, ctx.lender.id, [{ ...b, id: 'not-used' }], now + 5));
-    expect(again.get(b.fingerprint)).toEqual({ id: b.id, state: 'ok', lastReturnAt: null });
+    expect(again.get(b.fingerprint)).toEqual({ id: b.id, state: 'ok', lastReturnAt: null, ...UNTOUCHED });
     expect(await store.accountOf(storeCtx, ctx.lender.id, b.id)).toEqual({
       id: b.id,
       lenderId: ctx.lender.id,
@@ -68,6 +72,8 @@ contract('bankAccounts', (t) => {
       returnCodes: [],
       stateReference: null,
       lastReturnAt: null,
+      ...UNTOUCHED,
+      ...UNVALIDATED,
       createdAt: now,
       updatedAt: now,
     });
@@ -168,6 +174,8 @@ contract('bankAccounts', (t) => {
       returnCodes: ['R10'],
       stateReference: 'DRS-x',
       lastReturnAt: 2_000,
+      ...UNTOUCHED,
+      ...UNVALIDATED,
       createdAt: 1_000,
       updatedAt: 2_000,
     });

@@ -173,16 +173,16 @@ contract(
       const card = await enroll(lender, 'acct-card', { collectable_amount: 42500, charge_instrument: { processor_token: 'sbxpm_decisions', card_last4: '4242' } });
       const row = (await store.enrollmentToDecide(storeCtx, ach))!;
       expect(row.bankAccountId).toEqual(expect.any(String));
-      expect(row.account).toEqual({ state: 'ok', lastReturnAt: null });
-      expect(await store.accountStandingOf(storeCtx, ach)).toEqual({ state: 'ok', lastReturnAt: null });
+      expect(row.account).toMatchObject({ state: 'ok', lastReturnAt: null, pendingChangeId: null });
+      expect(await store.accountStandingOf(storeCtx, ach)).toMatchObject({ state: 'ok', lastReturnAt: null, pendingChangeId: null });
       expect((await store.enrollmentToDecide(storeCtx, card))!).toMatchObject({ bankAccountId: null, account: null });
       expect(await store.accountStandingOf(storeCtx, card)).toBeNull();
       expect(await store.accountStandingOf(storeCtx, 'no-such-borrower')).toBeNull();
       await t.inTx((tx) => t.stores.bankAccounts.recordReturn(tx, { id: row.bankAccountId!, state: 'unauthorized', code: 'R10', reference: 'DRS-x', at: 5_000 }));
-      expect(await store.accountStandingOf(storeCtx, ach)).toEqual({ state: 'unauthorized', lastReturnAt: 5_000 });
-      expect((await store.enrollmentToDecide(storeCtx, ach))!.account).toEqual({ state: 'unauthorized', lastReturnAt: 5_000 });
+      expect(await store.accountStandingOf(storeCtx, ach)).toMatchObject({ state: 'unauthorized', lastReturnAt: 5_000, pendingChangeId: null });
+      expect((await store.enrollmentToDecide(storeCtx, ach))!.account).toMatchObject({ state: 'unauthorized', lastReturnAt: 5_000, pendingChangeId: null });
       const many = await store.decisionInputsOf(storeCtx, [ach, card]);
-      expect(many.get(ach)!.enrollment.account).toEqual({ state: 'unauthorized', lastReturnAt: 5_000 });
+      expect(many.get(ach)!.enrollment.account).toMatchObject({ state: 'unauthorized', lastReturnAt: 5_000, pendingChangeId: null });
       expect(many.get(card)!.enrollment.account).toBeNull();
       // A payment is made with the account it is for (a card payment with none).
       const [key] = await ctx.rows<{ id: string }>('SELECT id FROM payment_connections WHERE lender_id = ?', lender.id);

@@ -199,8 +199,8 @@ contract(
       // Both on the lender's one account (the fixture's number): the payment's and the borrower's are one.
       const [{ accountId }] = await ctx.rows<{ accountId: string }>('SELECT bank_account_id AS accountId FROM payments WHERE id = ?', one!.id);
       expect(accountId).toEqual(expect.any(String));
-      expect(await store.accountsToDebit(storeCtx, one!.id)).toEqual({ authorizationAt: null, accounts: [{ state: 'ok', lastReturnAt: null }] });
-      expect(await store.accountsToDebit(storeCtx, 'no-such-payment')).toEqual({ authorizationAt: null, accounts: [] });
+      expect(await store.accountsToDebit(storeCtx, one!.id)).toEqual({ authorizationAt: null, accounts: [expect.objectContaining({ state: 'ok', lastReturnAt: null, pendingChangeId: null })], accountType: null });
+      expect(await store.accountsToDebit(storeCtx, 'no-such-payment')).toEqual({ authorizationAt: null, accounts: [], accountType: null });
       const claims = await store.claimDuePayments(storeCtx, 10, ctx.clock.now());
       expect(claims.map((c) => c.id)).toEqual([one!.id, two!.id]);
       const returnedAt = ctx.clock.now();
@@ -224,12 +224,12 @@ contract(
       release();
       await recorder;
       expect(await send).toBe(false);
-      expect(await store.accountsToDebit(storeCtx, one!.id)).toEqual({ authorizationAt: null, accounts: [{ state: 'unauthorized', lastReturnAt: returnedAt }] });
+      expect(await store.accountsToDebit(storeCtx, one!.id)).toEqual({ authorizationAt: null, accounts: [expect.objectContaining({ state: 'unauthorized', lastReturnAt: returnedAt, pendingChangeId: null })], accountType: null });
       // An authorization dated before the return changes nothing; one after it lets this borrower's payment go.
       ctx.sql.query('UPDATE enrollments SET authorization_at = ? WHERE id = ?').run(returnedAt, two!.enrollmentId);
       expect(await t.inTx((tx) => store.claimSend(tx, claims[1]!, ctx.clock.now()))).toBe(false);
       ctx.sql.query('UPDATE enrollments SET authorization_at = ? WHERE id = ?').run(returnedAt + 1, two!.enrollmentId);
-      expect(await store.accountsToDebit(storeCtx, two!.id)).toEqual({ authorizationAt: returnedAt + 1, accounts: [{ state: 'unauthorized', lastReturnAt: returnedAt }] });
+      expect(await store.accountsToDebit(storeCtx, two!.id)).toEqual({ authorizationAt: returnedAt + 1, accounts: [expect.objectContaining({ state: 'unauthorized', lastReturnAt: returnedAt, pendingChangeId: null })], accountType: null });
       expect(await t.inTx((tx) => store.claimSend(tx, claims[1]!, ctx.clock.now()))).toBe(true);
       // Any other blocking state blocks whatever the authorization.
       await t.inTx((tx) => t.stores.bankAccounts.recordReturn(tx, { id: accountId!, state: 'frozen', code: 'R16', reference: 'DRS-elsewhere-2', at: returnedAt + 2 }));

@@ -595,7 +595,13 @@ function debitParams(req: DebitRequest): Stripe.PaymentIntentCreateParams | stri
       : {
           payment_method_data: {
             type: 'us_bank_account',
-            us_bank_account: { routing_number: req.instrument.routingNumber, account_number: req.instrument.accountNumber, account_holder_type: 'individual' },
+            us_bank_account: {
+              routing_number: req.instrument.routingNumber,
+              account_number: req.instrument.accountNumber,
+              account_holder_type: 'individual',
+              // As a Notification of Change corrected it (C05, C06, C07); otherwise as Stripe takes it (checking).
+              ...(req.instrument.accountType ? { account_type: req.instrument.accountType } : {}),
+            },
             billing_details: { name: req.borrower.name },
           },
         };

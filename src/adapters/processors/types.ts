@@ -29,7 +29,7 @@ export interface TokenizedCard {
 
 /** What a debit is drawn on: a bank account by its numbers, or a processor token (stored `pm_…` or card token). */
 export type DebitInstrument =
-  | { kind: 'bank_account'; routingNumber: string; accountNumber: string }
+  | { kind: 'bank_account'; routingNumber: string; accountNumber: string; accountType?: 'checking' | 'savings' }
   | { kind: 'token'; token: string };
 
 export interface DebitRequest {

@@ -13,17 +13,20 @@ export interface FedAchLoadCounts {
   skipped: number;
 }
 
-/** The three built-in banks that let anyone aim a sandbox read at a given outcome. */
+/** The built-in banks that let anyone aim a sandbox read at a given outcome. */
 export const SANDBOX_ROUTING_NUMBERS = {
   supported: '110000000',
   testing: '110000013',
   unsupported: '110000026',
+  /** Read as the supported one, but its accounts count as not validated (the sandbox's accounts otherwise count as linked). */
+  unvalidated: '110000039',
 } as const;
 
 const SANDBOX_INSTITUTIONS: ReadonlyMap<string, Institution> = new Map([
   [SANDBOX_ROUTING_NUMBERS.supported, { name: 'Sandbox Bank', support: 'supported' }],
   [SANDBOX_ROUTING_NUMBERS.testing, { name: 'Sandbox Testing Bank', support: 'testing' }],
   [SANDBOX_ROUTING_NUMBERS.unsupported, { name: 'Sandbox Unsupported Bank', support: 'unsupported' }],
+  [SANDBOX_ROUTING_NUMBERS.unvalidated, { name: 'Sandbox Unvalidated Bank', support: 'supported' }],
 ]);
 
 interface FedAchEntry {

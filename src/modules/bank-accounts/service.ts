@@ -1,4 +1,4 @@
-import type { BankAccountState } from '../../../db/schema/enums';
+import type { BankAccountState, ValidationMethod } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { accountStateOfReturn } from '../../adapters/processors/account-states';
 import { iso, isoOrNull } from '../../platform/clock';
@@ -16,10 +16,19 @@ import type { BankAccountRow, LinkedAccount } from './store';
 // its state for every borrower on it (collection/reactions.ts); the collection decision and the dispatch read
 // that state (payments.md, Bank accounts).
 
-/** An ACH account as an enrollment gives it. */
+/** How an account was validated, by what (a provider, the processor's method), the lender's reference, and when. */
+export interface ValidationEvidence {
+  method: ValidationMethod;
+  source: string | null;
+  reference: string | null;
+  at: number;
+}
+
+/** An ACH account as an enrollment gives it, with the validation evidence its entry brings. */
 export interface AchAccount {
   routing: string;
   accountNumber: string;
+  evidence?: ValidationEvidence | null;
 }
 
 type LinkCtx = TxCtx & { deps: Pick<PlatformDeps, 'vault' | 'clock'> };
@@ -36,7 +45,25 @@ export async function linkAccounts(c: LinkCtx, lenderId: string, accounts: reado
     return { id: newId(), fingerprint: fingerprintOf(key, a.routing, number), last4: number.slice(-4) };
   });
   const found = await c.deps.stores.bankAccounts.accountsFor(c, lenderId, wanted, now);
-  return wanted.map((w) => found.get(w.fingerprint)!);
+  const linked = wanted.map((w) => found.get(w.fingerprint)!);
+  // Each account keeps its latest evidence: one store call for the accounts given a later one than they have.
+  const latest = new Map<string, ValidationEvidence>();
+  accounts.forEach((a, i) => {
+    const e = a.evidence;
+    const account = linked[i]!;
+    if (!e || (account.validatedAt !== null && account.validatedAt >= e.at)) return;
+    const kept = latest.get(account.id);
+    if (!kept || kept.at < e.at) latest.set(account.id, e);
+  });
+  if (latest.size > 0) {
+    await c.deps.stores.bankAccounts.recordValidations(c, [...latest].map(([id, e]) => ({ id, ...e })));
+    // The standings answered are as they stand now.
+    return linked.map((a) => {
+      const e = latest.get(a.id);
+      return e ? { ...a, validatedAt: e.at } : a;
+    });
+  }
+  return linked;
 }
 
 /**

@@ -1,9 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { ACCOUNT_STATE_SEVERITY } from '../../adapters/processors/account-states';
-import type { BankAccountState } from '../../../db/schema/enums';
 import { listOf, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { BankAccountStore, LinkedAccount } from './store';
-import { ACCOUNT_COLUMNS, accountRowOf, severityOf } from './store-shared';
+import { ACCOUNT_COLUMNS, accountRowOf, severityOf, standingColumns, standingOf, type RawStanding } from './store-shared';
 
 // The bank accounts' SQL on PostgreSQL (store.sqlite.ts is the SQLite one). Transactions run side by side:
 // - an account (or the fingerprint key) made on first use is one INSERT … ON CONFLICT DO NOTHING: a second
@@ -37,13 +36,21 @@ export const pgBankAccountStore: BankAccountStore = {
         FROM unnest(${listOf(list.map((a) => a.id))}::text[], ${listOf(list.map((a) => a.fingerprint))}::text[], ${listOf(list.map((a) => a.last4))}::text[]) WITH ORDINALITY AS s(id, fp, l4, n)
        ORDER BY n
       ON CONFLICT (lender_id, fingerprint) DO NOTHING`);
-    const found = await rows<{ id: string; fp: string; state: BankAccountState; lastReturnAt: string | null }>(
+    const found = await rows<RawStanding & { id: string; fp: string }>(
       tx,
-      sql`SELECT id, encode(fingerprint, 'hex') AS fp, state, last_return_at AS "lastReturnAt" FROM bank_accounts
+      sql`SELECT id, encode(fingerprint, 'hex') AS fp, ${sql.raw(standingColumns(''))} FROM bank_accounts
            WHERE lender_id = ${lenderId} AND fingerprint = ANY(SELECT decode(h, 'hex') FROM unnest(${listOf(list.map((a) => a.fingerprint))}::text[]) AS h)`,
     );
-    for (const r of found) out.set(r.fp, { id: r.id, state: r.state, lastReturnAt: r.lastReturnAt === null ? null : Number(r.lastReturnAt) });
+    for (const r of found) out.set(r.fp, { id: r.id, ...standingOf(r) });
     return out;
+  },
+  async recordValidations(c, list) {
+    await writerOf(c).execute(sql`
+      UPDATE bank_accounts b SET validation_method = v.method, validation_source = v.source, validation_reference = v.reference,
+             validated_at = v.at, updated_at = GREATEST(b.updated_at, v.at)
+        FROM unnest(${listOf(list.map((e) => e.id))}::text[], ${listOf(list.map((e) => e.method))}::text[], ${listOf(list.map((e) => e.source))}::text[],
+                    ${listOf(list.map((e) => e.reference))}::text[], ${listOf(list.map((e) => e.at))}::bigint[]) AS v(id, method, source, reference, at)
+       WHERE b.id = v.id AND (b.validated_at IS NULL OR b.validated_at < v.at)`);
   },
   async recordReturn(c, v) {
     const rank = ACCOUNT_STATE_SEVERITY.indexOf(v.state);

@@ -2,7 +2,7 @@ import { ACCOUNT_STATE_SEVERITY } from '../../adapters/processors/account-states
 import type { Db, Orm } from '../../platform/db';
 import { listOf, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { BankAccountStore, LinkedAccount } from './store';
-import { ACCOUNT_COLUMNS, accountRowOf, severityOf } from './store-shared';
+import { ACCOUNT_COLUMNS, accountRowOf, severityOf, standingColumns, standingOf, type RawStanding } from './store-shared';
 
 // The bank accounts' SQL on SQLite (store.pg.ts is the PostgreSQL one). One writer at a time: an account made
 // on first use is made by one statement that does nothing when it exists, and read back in the same
@@ -25,8 +25,8 @@ const makeAccounts = (tx: Orm, lenderId: string, list: string, now: number) =>
 /** The lender's accounts of these fingerprints (a JSON list of hex), with their standing. */
 const standingsOf = (db: Db, lenderId: string, fingerprints: string) =>
   db.$client
-    .query<LinkedAccount & { fp: string }, [string, string]>(
-      `SELECT lower(hex(fingerprint)) AS fp, id, state, last_return_at AS lastReturnAt FROM bank_accounts
+    .query<RawStanding & { id: string; fp: string }, [string, string]>(
+      `SELECT lower(hex(fingerprint)) AS fp, id, ${standingColumns('')} FROM bank_accounts
         WHERE lender_id = ?1 AND fingerprint IN (SELECT unhex(value) FROM json_each(?2))`,
     )
     .all(lenderId, fingerprints);
@@ -48,8 +48,18 @@ export const sqliteBankAccountStore: BankAccountStore = {
     for (const a of accounts) if (!distinct.has(a.fingerprint)) distinct.set(a.fingerprint, { id: a.id, fp: a.fingerprint, l4: a.last4 });
     const tx = writerOf(c);
     makeAccounts(tx, lenderId, listOf([...distinct.values()]), now);
-    for (const { fp, ...standing } of standingsOf(tx, lenderId, listOf([...distinct.keys()]))) out.set(fp, standing);
+    for (const r of standingsOf(tx, lenderId, listOf([...distinct.keys()]))) out.set(r.fp, { id: r.id, ...standingOf(r) });
     return out;
+  },
+  async recordValidations(c, list) {
+    writerOf(c)
+      .$client.query(
+        `UPDATE bank_accounts SET validation_method = v.value ->> 'method', validation_source = v.value ->> 'source',
+                validation_reference = v.value ->> 'reference', validated_at = v.value ->> 'at', updated_at = max(updated_at, v.value ->> 'at')
+           FROM json_each(?) AS v
+          WHERE bank_accounts.id = v.value ->> 'id' AND (bank_accounts.validated_at IS NULL OR bank_accounts.validated_at < v.value ->> 'at')`,
+      )
+      .run(listOf(list));
   },
   async recordReturn(c, v) {
     writerOf(c)

@@ -1,4 +1,4 @@
-import type { BankAccountState } from '../../../db/schema/enums';
+import type { AccountType, BankAccountState, ValidationMethod } from '../../../db/schema/enums';
 import type { BlockingAccountState } from '../../adapters/processors/account-states';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 
@@ -6,10 +6,17 @@ import type { StoreCtx, TxCtx } from '../../platform/store';
 // (service_secrets). What the collection reads of an account's state is read with the borrower it decides for,
 // by the collection's own stores (the account's standing beside the enrollment).
 
-/** An account's standing, as the collection rules read it: its state and its latest return that set or kept it. */
+/**
+ * An account's standing, as the collection rules read it (enrollments/monitor.ts accountBlockOf): its state and
+ * its latest return that set or kept it, a Notification of Change waiting to be applied, and its validation
+ * evidence's time beside the time its number last changed.
+ */
 export interface AccountStanding {
   state: BankAccountState;
   lastReturnAt: number | null;
+  pendingChangeId: string | null;
+  validatedAt: number | null;
+  numberChangedAt: number | null;
 }
 
 /** The account an enrollment is linked to: its id and standing. */
@@ -32,6 +39,10 @@ export interface BankAccountRow extends AccountStanding {
   /** The codes that set or kept its state, each once, in the order they came. */
   returnCodes: string[];
   stateReference: string | null;
+  accountType: AccountType | null;
+  validationMethod: ValidationMethod | null;
+  validationSource: string | null;
+  validationReference: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -61,6 +72,12 @@ export interface BankAccountStore {
    * fingerprints, so two transactions making the same ones never wait on each other in a cycle.
    */
   accountsFor(c: TxCtx, lenderId: string, accounts: readonly AccountToLink[], now: number): Promise<Map<string, LinkedAccount>>;
+
+  /**
+   * Validation evidence for these accounts, each kept where it is later than the account's own (the latest
+   * evidence stands), one statement for the list; one entry per account.
+   */
+  recordValidations(c: TxCtx, list: readonly { id: string; method: ValidationMethod; source: string | null; reference: string | null; at: number }[]): Promise<void>;
 
   // Returns (service.ts)
   /**

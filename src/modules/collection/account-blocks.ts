@@ -1,7 +1,9 @@
 import type { Deps, JobContext } from '../../deps';
 import { transaction, type Tx } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
-import { accountBlockOf, ACCOUNT_BLOCK_WORDS } from '../enrollments/monitor';
+import { accountBlockOf, ACCOUNT_BLOCK_WORDS, isAccountBlock } from '../enrollments/monitor';
+import { policyOf } from '../collection-policy/service';
+import { holdChain } from './chain';
 import { applyMonitorEvent } from '../enrollments/monitor-changes';
 import { voidScheduled } from './decide';
 
@@ -24,8 +26,14 @@ export async function holdForAccount(ctx: JobContext & { tx: Tx }, enrollmentId:
   await ctx.deps.stores.decisions.serializeBorrower(ctx, enrollmentId);
   const e = await ctx.deps.stores.decisions.chainInputsOf(ctx, enrollmentId);
   if (!e || e.state !== 'monitored') return false;
-  const block = accountBlockOf(await ctx.deps.stores.decisions.accountStandingOf(ctx, enrollmentId), e.authorizationAt);
-  if (!block) return false;
+  const policy = await policyOf(ctx, e.lenderId);
+  const block = accountBlockOf(await ctx.deps.stores.decisions.accountStandingOf(ctx, enrollmentId), e.authorizationAt, policy.requireAccountValidation);
+  if (!block) {
+    // The account no longer blocks it (a Notification of Change applied): a block the account set is lifted,
+    // or replaced by what the rules say now.
+    if (isAccountBlock(e.blockedReason)) await holdChain(ctx, enrollmentId, now);
+    return false;
+  }
   const scheduled = await ctx.deps.stores.decisions.scheduledPaymentOf(ctx, enrollmentId);
   if (scheduled) await voidScheduled(ctx, scheduled, `not debited: ${ACCOUNT_BLOCK_WORDS[block]}`);
   await applyMonitorEvent(ctx, { enrollmentId, event: { type: 'blocked', reason: block }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });

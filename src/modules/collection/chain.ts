@@ -54,7 +54,7 @@ export function chainMove(
   now: number,
   account: AccountStanding | null = null,
 ): { type: 'blocked'; reason: BlockedReason } | { type: 'unblocked' } | null {
-  const accountBlock = accountBlockOf(account, e.authorizationAt);
+  const accountBlock = accountBlockOf(account, e.authorizationAt, policy.requireAccountValidation);
   if (accountBlock) return { type: 'blocked', reason: accountBlock };
   const plan = planPayment({
     history,

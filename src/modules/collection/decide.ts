@@ -61,7 +61,7 @@ export async function decideCollection(ctx: JobContext & { tx: Tx }, read: Recor
 async function linkedFirst(ctx: JobContext & { tx: Tx }, e: DecidingRow | null): Promise<DecidingRow | null> {
   if (!e || e.state !== 'monitored' || e.rail !== 'ach' || e.bankAccountId !== null || e.sealed === null) return e;
   const a = (await linkStoredBorrowers(ctx, [{ id: e.id, lenderId: e.lenderId, routing: e.routingNumber, sealed: e.sealed }], ctx.deps.clock.now())).get(e.id);
-  return a ? { ...e, bankAccountId: a.id, account: { state: a.state, lastReturnAt: a.lastReturnAt } } : e;
+  return a ? { ...e, bankAccountId: a.id, account: { state: a.state, lastReturnAt: a.lastReturnAt, pendingChangeId: a.pendingChangeId, validatedAt: a.validatedAt, numberChangedAt: a.numberChangedAt } } : e;
 }
 
 /** The statuses of a payment in flight (paymentInFlight's). */

@@ -2,7 +2,7 @@ import type { MonitorState, Rail } from '../../../db/schema/enums';
 import type { RecordedRead } from '../balance-requests/results';
 import type { CollectionPolicy } from '../collection-policy/policy';
 import { addBusinessDays } from '../../platform/business-days';
-import { accountBlockOf, ACCOUNT_BLOCK_WORDS, blockedReasonOf, LINK_BLOCKS, type BlockedReason } from '../enrollments/monitor';
+import { accountBlockOf, ACCOUNT_BLOCK_WORDS, accountValidated, blockedReasonOf, LINK_BLOCKS, type BlockedReason } from '../enrollments/monitor';
 import type { AccountStanding } from '../bank-accounts/store';
 import { planPayment, type PastPayment } from './rules';
 
@@ -92,7 +92,13 @@ export function decide(i: DecisionInputs): Decision {
   // A bank account whose state blocks the borrower (a return of any borrower's debit to it) takes no payment,
   // whatever its balance or link: one scheduled is voided, and the borrower shows why until the lender acts. A
   // payment already sent is not touched: its outcome is what the processor says.
-  const accountBlock = accountBlockOf(e.account, e.authorizationAt);
+  let accountBlock = accountBlockOf(e.account, e.authorizationAt);
+  // An account without validation evidence since its number last changed takes no payment where the lender's
+  // policy requires it (Nacha's WEB debit rule): the policy is read for it.
+  if (accountBlock === null && e.account && !accountValidated(e.account)) {
+    if (!i.payments) return need('payments');
+    accountBlock = accountBlockOf(e.account, e.authorizationAt, i.payments.policy.requireAccountValidation);
+  }
   if (accountBlock !== null) {
     if (!i.payments) return need('payments');
     const block: Step = { do: 'block', reason: accountBlock };

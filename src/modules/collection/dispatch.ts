@@ -7,6 +7,8 @@ import type { DebitInstrument, DebitRequest, DebitResult, FoundPayment, Processo
 import { openBorrower } from '../enrollments/borrower';
 import { applyMonitorEvent, monitorStateOf } from '../enrollments/monitor-changes';
 import { accountBlockOf, ACCOUNT_BLOCK_WORDS, type AccountBlock } from '../enrollments/monitor';
+import { policyOf } from '../collection-policy/service';
+import type { AccountType } from '../../../db/schema/enums';
 import { recordNotAttempted, recordObservation, REPORT_HOLDS } from './record';
 import { type DuePayment } from './store';
 
@@ -51,6 +53,8 @@ export interface PlannedSend {
   key: string;
   firstAttemptAt: number;
   request: DebitRequest;
+  /** The borrower's sealed details and routing number the request was made from: the claim finds them unchanged, or nothing is sent. */
+  details?: { sealed: string; routing: string | null };
 }
 
 /**
@@ -71,7 +75,7 @@ export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | P
   const e = await ctx.deps.stores.dispatch.borrowerToDebit(ctx, p.enrollmentId);
   const conn = await ctx.deps.stores.dispatch.keyToSend(ctx, p.connectionId);
   const sent = pay.firstAttemptAt !== null;
-  const accountBlock = await accountBlockOfPayment(ctx, p);
+  const { block: accountBlock, accountType } = await accountBlockOfPayment(ctx, p);
 
   if (!sent) {
     // Never sent: what is known locally is all there is, and a payment that cannot go now never will.
@@ -105,7 +109,7 @@ export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | P
     }
     instrument = { kind: 'token', token: deps.vault.open(e!.cardToken) };
   } else {
-    instrument = { kind: 'bank_account', routingNumber: e!.routing ?? '', accountNumber: borrower.s.accountNumber ?? '' };
+    instrument = { kind: 'bank_account', routingNumber: e!.routing ?? '', accountNumber: borrower.s.accountNumber ?? '', accountType: accountType ?? undefined };
   }
   const name = [borrower.s.firstName, borrower.s.lastName].filter(Boolean).join(' ') || p.authorizerUniqueId;
   const request: DebitRequest = {
@@ -117,7 +121,7 @@ export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | P
     borrower: { name },
     ...(p.attempt > 1 ? { entryDescription: 'RETRY PYMT' as const } : {}),
   };
-  return { kind: 'planned', processor, key, firstAttemptAt, request };
+  return { kind: 'planned', processor, key, firstAttemptAt, request, details: { sealed: e!.sealed!, routing: e!.routing } };
 }
 
 /**
@@ -130,7 +134,7 @@ export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | P
  */
 export async function sendPlanned(ctx: JobContext, p: DuePayment, plan: PlannedSend, depth = 0): Promise<Step> {
   const now = ctx.deps.clock.now();
-  const claimed = await transaction(ctx, (tx) => tx.deps.stores.dispatch.claimSend(tx, p, now));
+  const claimed = await transaction(ctx, (tx) => tx.deps.stores.dispatch.claimSend(tx, p, now, plan.details));
   if (!claimed) {
     if (depth > 0) return { kind: 'wait' };
     const again = await planSend(ctx, p);
@@ -214,14 +218,18 @@ async function verifyLater(ctx: JobContext, p: DuePayment, e: unknown): Promise<
   });
 }
 
-/** What the bank accounts of a payment (the one it was made for, its borrower's now) block for its borrower, or null. */
-async function accountBlockOfPayment(ctx: JobContext, p: DuePayment): Promise<AccountBlock | null> {
-  const { authorizationAt, accounts } = await ctx.deps.stores.dispatch.accountsToDebit(ctx, p.id);
+/**
+ * What the bank accounts of a payment (the one it was made for, its borrower's now) block for its borrower, or
+ * null, under the lender's policy; and the account type a Notification of Change gave its borrower's account.
+ */
+async function accountBlockOfPayment(ctx: JobContext, p: DuePayment): Promise<{ block: AccountBlock | null; accountType: AccountType | null }> {
+  const { authorizationAt, accounts, accountType } = await ctx.deps.stores.dispatch.accountsToDebit(ctx, p.id);
+  const { requireAccountValidation } = await policyOf(ctx, p.lenderId);
   for (const a of accounts) {
-    const block = accountBlockOf(a, authorizationAt);
-    if (block) return block;
+    const block = accountBlockOf(a, authorizationAt, requireAccountValidation);
+    if (block) return { block, accountType };
   }
-  return null;
+  return { block: null, accountType };
 }
 
 /**

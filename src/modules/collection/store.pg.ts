@@ -8,8 +8,8 @@ import {
   paymentObservationsSetAside,
   payments,
 } from '../../../db/schema-pg';
-import { MONITOR_STATES, PAYMENT_STATUSES, type BankAccountState, type EventStatus, type MonitorState, type PaymentStatus } from '../../../db/schema/enums';
-import type { AccountStanding } from '../bank-accounts/store';
+import { MONITOR_STATES, PAYMENT_STATUSES, type AccountType, type EventStatus, type MonitorState, type PaymentStatus } from '../../../db/schema/enums';
+import { BLOCKING_ACCOUNT, standingColumns, standingOf, withStanding, type RawStanding, type StandingBeside } from '../bank-accounts/store-shared';
 import { DAY_MS } from '../../platform/clock';
 import type { PgDb } from '../../platform/pg';
 import { builtOnce, exactSum, inList, listOf, lockFor, num, numOrNull, probeByIndex, readerOf, rows, sumOf, writerOf, type Summed } from '../../platform/sql/pg';
@@ -75,14 +75,6 @@ const dispatchQueue = new LeaseQueue(payments, {
   ),
 });
 
-/** A bank account's standing from its columns read beside another row (null: no account). */
-const standingOf = (state: BankAccountState | null, lastReturnAt: number | null): AccountStanding | null => (state === null ? null : { state, lastReturnAt });
-
-/**
- * The bank account `a` blocks the borrower `e` (monitor.ts accountBlockOf, in SQL): any state but ok, but an
- * unauthorized one for a borrower whose authorization is dated after the account's last return.
- */
-const BLOCKING_ACCOUNT = `a.state <> 'ok' AND NOT (a.state = 'unauthorized' AND e.authorization_at IS NOT NULL AND a.last_return_at IS NOT NULL AND e.authorization_at > a.last_return_at)`;
 
 export const pgDispatchStore: DispatchStore = {
   async claimDuePayments(c, want, now) {
@@ -110,16 +102,17 @@ export const pgDispatchStore: DispatchStore = {
     return r ?? null;
   },
   async accountsToDebit(c, paymentId) {
-    const found = await rows<{ authorizationAt: string | null; state: BankAccountState | null; lastReturnAt: string | null }>(
+    const found = await rows<{ authorizationAt: string | null; accountType: AccountType | null } & (RawStanding | { [K in keyof RawStanding]: null })>(
       readerOf(c),
-      sql`SELECT e.authorization_at AS "authorizationAt", a.state, a.last_return_at AS "lastReturnAt"
+      sql`SELECT e.authorization_at AS "authorizationAt", CASE WHEN a.id = e.bank_account_id THEN a.account_type END AS "accountType", ${sql.raw(standingColumns('a.'))}
             FROM payments p JOIN enrollments e ON e.id = p.enrollment_id
             LEFT JOIN bank_accounts a ON a.id IN (p.bank_account_id, e.bank_account_id)
            WHERE p.id = ${paymentId}`,
     );
     return {
       authorizationAt: numOrNull(found[0]?.authorizationAt ?? null),
-      accounts: found.flatMap((r) => (r.state === null ? [] : [{ state: r.state, lastReturnAt: numOrNull(r.lastReturnAt) }])),
+      accounts: found.flatMap((r) => (r.state === null ? [] : [standingOf(r as RawStanding)])),
+      accountType: found.find((r) => r.accountType !== null)?.accountType ?? null,
     };
   },
   async keyToSend(c, connectionId) {
@@ -137,7 +130,7 @@ export const pgDispatchStore: DispatchStore = {
       .where(eq(payments.id, paymentId));
     return !!r?.keySealed;
   },
-  async claimSend(c, claim, now) {
+  async claimSend(c, claim, now, details) {
     // The borrower's row is read FOR SHARE: a removal or erasure that has changed it and not committed yet is
     // waited for, and the claim then sees what it committed (a plain subquery would read the row as it was).
     // So are its bank accounts' rows, whatever their state: a return being recorded on one is waited for. The
@@ -148,9 +141,10 @@ export const pgDispatchStore: DispatchStore = {
       writerOf(c),
       sql`UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ${now}::bigint), updated_at = ${now}
            WHERE id = ${String(claim.id)} AND status = 'initiating' AND lease_token = ${claim.leaseToken}
-             AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL FOR SHARE)
+             AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL
+                            AND (${details?.sealed ?? null}::text IS NULL OR (e.sealed = ${details?.sealed ?? null}::text AND e.routing_number IS NOT DISTINCT FROM ${details?.routing ?? null}::text)) FOR SHARE)
              AND NOT EXISTS (
-               SELECT 1 FROM (SELECT a.state, a.last_return_at FROM bank_accounts a
+               SELECT 1 FROM (SELECT a.state, a.last_return_at, a.pending_change_id FROM bank_accounts a
                                 WHERE a.id = payments.bank_account_id OR a.id = (SELECT e.bank_account_id FROM enrollments e WHERE e.id = payments.enrollment_id)
                                 FOR SHARE OFFSET 0) AS a,
                              (SELECT e.authorization_at FROM enrollments e WHERE e.id = payments.enrollment_id) AS e
@@ -457,11 +451,15 @@ export const pgMatchingStore: MatchingStore = {
 
 // The decision's reads, built once per handle (a flush of results asks them for each of its borrowers).
 /** A borrower as a decision reads it: its enrollment row, and its bank account's state and last return beside it. */
-const DECIDING = { ...getTableColumns(enrollments), accountState: bankAccounts.state, accountLastReturnAt: bankAccounts.lastReturnAt };
-const decidingRow = ({ accountState, accountLastReturnAt, ...row }: typeof enrollments.$inferSelect & { accountState: BankAccountState | null; accountLastReturnAt: number | null }): DecidingRow => ({
-  ...row,
-  account: standingOf(accountState, accountLastReturnAt),
-});
+const DECIDING = {
+  ...getTableColumns(enrollments),
+  accountState: bankAccounts.state,
+  accountLastReturnAt: bankAccounts.lastReturnAt,
+  accountPendingChangeId: bankAccounts.pendingChangeId,
+  accountValidatedAt: bankAccounts.validatedAt,
+  accountNumberChangedAt: bankAccounts.numberChangedAt,
+};
+const decidingRow = (r: typeof enrollments.$inferSelect & StandingBeside): DecidingRow => withStanding(r);
 const enrollmentToDecide = builtOnce((db) =>
   db.select(DECIDING).from(enrollments).leftJoin(bankAccounts, eq(bankAccounts.id, enrollments.bankAccountId)).where(eq(enrollments.id, sql.placeholder('id'))).prepare('enrollment_to_decide'),
 );
@@ -570,11 +568,11 @@ export const pgDecisionStore: DecisionStore = {
       : null;
   },
   async accountStandingOf(c, enrollmentId) {
-    const [r] = await rows<{ state: BankAccountState; lastReturnAt: string | null }>(
+    const [r] = await rows<RawStanding>(
       readerOf(c),
-      sql`SELECT a.state, a.last_return_at AS "lastReturnAt" FROM enrollments e JOIN bank_accounts a ON a.id = e.bank_account_id WHERE e.id = ${enrollmentId}`,
+      sql`SELECT ${sql.raw(standingColumns('a.'))} FROM enrollments e JOIN bank_accounts a ON a.id = e.bank_account_id WHERE e.id = ${enrollmentId}`,
     );
-    return r ? { state: r.state, lastReturnAt: numOrNull(r.lastReturnAt) } : null;
+    return r ? standingOf(r) : null;
   },
   async setPaymentsUsed(c, enrollmentId, n, now) {
     await writerOf(c).update(enrollments).set({ paymentsUsed: n, updatedAt: now }).where(eq(enrollments.id, enrollmentId));

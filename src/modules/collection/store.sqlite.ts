@@ -1,13 +1,13 @@
 import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, isNotNull, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
 import { bankAccounts, enrollments, paymentConnections, paymentEvents, payments } from '../../../db/schema';
-import { MONITOR_STATES, PAYMENT_STATUSES, type BankAccountState, type EventSource, type EventStatus, type MonitorState, type PaymentStatus, type Rail } from '../../../db/schema/enums';
+import { MONITOR_STATES, PAYMENT_STATUSES, type AccountType, type EventSource, type EventStatus, type MonitorState, type PaymentStatus, type Rail } from '../../../db/schema/enums';
 import type { Db, Orm } from '../../platform/db';
 import { DAY_MS } from '../../platform/clock';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { builtOnce, exactSum, inList, listOf, readerOf, sumOf, writerOf, type Summed } from '../../platform/sql/sqlite';
 import type { PastPayment } from './rules';
 import { DISPATCH_LEASE_MS } from './store-shared';
-import type { AccountStanding } from '../bank-accounts/store';
+import { BLOCKING_ACCOUNT, standingColumns, standingOf, withStanding, type RawStanding, type StandingBeside } from '../bank-accounts/store-shared';
 import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, DecisionRead, DecidingRow, PaymentReadStore, CountedSum, DuePayment, EventRecord, LedgerTotals, OwnPayment, PaymentPageQuery, PaymentReport, ScheduledPayment, StatusMove } from './store';
 
 // Collection's SQL on SQLite. The raw prepared statements: recording an observed status and matching a
@@ -185,13 +185,16 @@ const scheduledPaymentOf = (db: Db, enrollmentId: string) =>
     .get(enrollmentId);
 
 /** A borrower as a decision reads it: its enrollment row, and its bank account's state and last return beside it. */
-const DECIDING = { ...getTableColumns(enrollments), accountState: bankAccounts.state, accountLastReturnAt: bankAccounts.lastReturnAt };
+const DECIDING = {
+  ...getTableColumns(enrollments),
+  accountState: bankAccounts.state,
+  accountLastReturnAt: bankAccounts.lastReturnAt,
+  accountPendingChangeId: bankAccounts.pendingChangeId,
+  accountValidatedAt: bankAccounts.validatedAt,
+  accountNumberChangedAt: bankAccounts.numberChangedAt,
+};
 /** A row read with DECIDING, as the decision takes it: the account's standing as one field, null when none is linked. */
-const decidingRow = ({ accountState, accountLastReturnAt, ...row }: typeof enrollments.$inferSelect & { accountState: BankAccountState | null; accountLastReturnAt: number | null }): DecidingRow => ({
-  ...row,
-  account: standingOf(accountState, accountLastReturnAt),
-});
-const standingOf = (state: BankAccountState | null, lastReturnAt: number | null): AccountStanding | null => (state === null ? null : { state, lastReturnAt });
+const decidingRow = (r: typeof enrollments.$inferSelect & StandingBeside): DecidingRow => withStanding(r);
 
 /** decisionInputsOf's three reads, for a list of borrowers (bound as one JSON parameter). */
 const enrollmentsToDecide = builtOnce((db: Db) =>
@@ -238,8 +241,8 @@ const chainInputsOf = (db: Db, enrollmentId: string) =>
 /** The standing of a borrower's bank account. */
 const accountStandingOf = (db: Db, enrollmentId: string) =>
   db.$client
-    .query<AccountStanding, [string]>(
-      `SELECT a.state, a.last_return_at AS lastReturnAt FROM enrollments e JOIN bank_accounts a ON a.id = e.bank_account_id WHERE e.id = ?`,
+    .query<RawStanding, [string]>(
+      `SELECT ${standingColumns('a.')} FROM enrollments e JOIN bank_accounts a ON a.id = e.bank_account_id WHERE e.id = ?`,
     )
     .get(enrollmentId);
 
@@ -316,22 +319,17 @@ const returnedTotals = (db: Db, lender: string, from: number): CountedSum => {
  * still monitored, with its first attempt recorded (kept when it was sent before). One statement, so a removal
  * either committed before it (no row changes) or finds the payment claimed.
  */
-const claimSend = (tx: Orm, id: string, leaseToken: string, now: number) =>
+const claimSend = (tx: Orm, id: string, leaseToken: string, now: number, details: { sealed: string; routing: string | null } | undefined) =>
   tx.$client
     .query(
       `UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ?2), updated_at = ?2
       WHERE id = ?1 AND status = 'initiating' AND lease_token = ?3
-        AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL)
+        AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL
+                       AND (?4 IS NULL OR (e.sealed = ?4 AND e.routing_number IS ?5)))
         AND NOT EXISTS (SELECT 1 FROM enrollments e JOIN bank_accounts a ON a.id IN (payments.bank_account_id, e.bank_account_id)
                          WHERE e.id = payments.enrollment_id AND ${BLOCKING_ACCOUNT})`,
     )
-    .run(id, now, leaseToken);
-
-/**
- * The bank account `a` blocks the borrower `e` (monitor.ts accountBlockOf, in SQL): any state but ok, but an
- * unauthorized one for a borrower whose authorization is dated after the account's last return.
- */
-const BLOCKING_ACCOUNT = `a.state <> 'ok' AND NOT (a.state = 'unauthorized' AND e.authorization_at IS NOT NULL AND a.last_return_at IS NOT NULL AND e.authorization_at > a.last_return_at)`;
+    .run(id, now, leaseToken, details?.sealed ?? null, details?.routing ?? null);
 
 /** The borrower a collection decision is about: its whole row, and its bank account's standing. */
 const enrollmentToDecide = builtOnce((db: Db) =>
@@ -368,8 +366,8 @@ const borrowerToDebit = (db: Db, enrollmentId: string) =>
 /** The bank accounts a payment's debit would meet: the one it was made for and its borrower's now, with the borrower's authorization. */
 const accountsToDebit = (db: Db, paymentId: string) =>
   db.$client
-    .query<{ authorizationAt: number | null; state: BankAccountState | null; lastReturnAt: number | null }, [string]>(
-      `SELECT e.authorization_at AS authorizationAt, a.state, a.last_return_at AS lastReturnAt
+    .query<{ authorizationAt: number | null; accountType: AccountType | null } & (RawStanding | { [K in keyof RawStanding]: null }), [string]>(
+      `SELECT e.authorization_at AS authorizationAt, CASE WHEN a.id = e.bank_account_id THEN a.account_type END AS accountType, ${standingColumns('a.')}
          FROM payments p JOIN enrollments e ON e.id = p.enrollment_id
          LEFT JOIN bank_accounts a ON a.id IN (p.bank_account_id, e.bank_account_id)
         WHERE p.id = ?`,
@@ -540,7 +538,8 @@ export const sqliteDispatchStore: DispatchStore = {
     const found = accountsToDebit(readerOf(c), paymentId);
     return {
       authorizationAt: found[0]?.authorizationAt ?? null,
-      accounts: found.flatMap((r) => (r.state === null ? [] : [{ state: r.state, lastReturnAt: r.lastReturnAt }])),
+      accounts: found.flatMap((r) => (r.state === null ? [] : [standingOf(r as RawStanding)])),
+      accountType: found.find((r) => r.accountType !== null)?.accountType ?? null,
     };
   },
   async keyToSend(c, connectionId) {
@@ -553,8 +552,8 @@ export const sqliteDispatchStore: DispatchStore = {
         .get(paymentId)?.live === 1
     );
   },
-  async claimSend(c, claim, now) {
-    return claimSend(writerOf(c), String(claim.id), claim.leaseToken, now).changes === 1;
+  async claimSend(c, claim, now, details) {
+    return claimSend(writerOf(c), String(claim.id), claim.leaseToken, now, details).changes === 1;
   },
   async noteProcessorPaymentId(c, id, processorPaymentId, now) {
     noteProcessorPaymentId(writerOf(c), id, processorPaymentId, now);
@@ -707,7 +706,8 @@ export const sqliteDecisionStore: DecisionStore = {
     return chainInputsOf(readerOf(c), enrollmentId) ?? null;
   },
   async accountStandingOf(c, enrollmentId) {
-    return accountStandingOf(readerOf(c), enrollmentId) ?? null;
+    const r = accountStandingOf(readerOf(c), enrollmentId);
+    return r ? standingOf(r) : null;
   },
   async setPaymentsUsed(c, enrollmentId, n, now) {
     setPaymentsUsed(writerOf(c), enrollmentId, n, now);

@@ -1,5 +1,5 @@
 import type { enrollments, paymentEvents, payments } from '../../../db/schema';
-import type { EventSource, EventStatus, MonitorState, PaymentStatus, ProcessorName, Rail } from '../../../db/schema/enums';
+import type { AccountType, EventSource, EventStatus, MonitorState, PaymentStatus, ProcessorName, Rail } from '../../../db/schema/enums';
 import type { AccountStanding } from '../bank-accounts/store';
 import type { Claim, Finalize } from '../../platform/lease-queue';
 import type { StoreCtx, TxCtx } from '../../platform/store';
@@ -193,7 +193,7 @@ export interface DispatchStore {
    * What may stop a debit at its bank account: the standings of the account the payment was made for and of
    * the borrower's account now (each once; none when neither is known), and the borrower's authorization.
    */
-  accountsToDebit(c: StoreCtx, paymentId: string): Promise<{ authorizationAt: number | null; accounts: AccountStanding[] }>;
+  accountsToDebit(c: StoreCtx, paymentId: string): Promise<{ authorizationAt: number | null; accounts: AccountStanding[]; accountType: AccountType | null }>;
   keyToSend(c: StoreCtx, connectionId: string): Promise<{ processor: ProcessorName; keySealed: string | null } | null>;
   /** Whether the processor key a payment went through is still there (not deleted). */
   paymentKeyLive(c: StoreCtx, paymentId: string): Promise<boolean>;
@@ -202,9 +202,11 @@ export interface DispatchStore {
    * still monitored, neither the bank account the payment was made for nor the borrower's account now in a
    * state that blocks the borrower (accountBlockOf), and its queue row still held by this claim (a claim whose
    * lease ran out and was taken again sends nothing), its first attempt now recorded. Committed before the
-   * request leaves.
+   * request leaves. `details`: the borrower's sealed details and routing number the request was planned with
+   * must still be the borrower's (a Notification of Change applied since, or a re-send, changed them: the
+   * payment is planned again with the new ones, never sent to the old).
    */
-  claimSend(c: TxCtx, claim: Claim, now: number): Promise<boolean>;
+  claimSend(c: TxCtx, claim: Claim, now: number, details?: { sealed: string; routing: string | null }): Promise<boolean>;
   /** The processor's id of a payment it answered about (an id kept before stands). */
   noteProcessorPaymentId(c: TxCtx, id: string, processorPaymentId: string | null, now: number): Promise<void>;
 }

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { t } from 'elysia';
-import { BALANCE_KINDS, HELD_REASONS, LINK_HEALTHS, MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES } from '../../../db/schema/enums';
+import { BALANCE_KINDS, HELD_REASONS, LENDER_VALIDATION_METHODS, LINK_HEALTHS, MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES } from '../../../db/schema/enums';
 import { pageTokenQuery } from '../../platform/pagination';
 import { Int, OneOf } from '../../platform/schema';
 import { textSchema } from '../../platform/fields';
@@ -53,6 +53,22 @@ export const Authorization = Type.Object(
   { additionalProperties: false },
 );
 
+/** The lender's own evidence that the bank account was validated before its first debit (Nacha's WEB debit rule). */
+export const AccountValidation = Type.Object(
+  {
+    method: OneOf(LENDER_VALIDATION_METHODS, {
+      description: 'prenote (a zero-dollar prenotification that was not returned), micro_deposits (amounts the borrower confirmed), third_party (an account-validation service), other',
+    }),
+    reference: Type.Optional(textSchema({ minLength: 1, maxLength: 255, description: "The lender's reference of the validation (the prenote's trace number, the service's id)" })),
+    validated_at: Type.String({ format: 'date-time', description: 'When the account was validated; not in the future' }),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'How the lender validated the bank account (ACH only). Kept on the account as its evidence when it is later than the evidence it has; a bank_link, or the sandbox, is evidence by itself. Under the policy’s require_account_validation, no debit goes to an account without evidence given since its number last changed',
+  },
+);
+
 /** A borrower of an enrollment request: the identity fields (cards go in charge_instrument) and the debt. */
 const BORROWER_PROPERTIES = {
   ...IDENTITY_PROPERTIES,
@@ -74,6 +90,7 @@ const BORROWER_PROPERTIES = {
     Type.Boolean({ description: "Overrides the collection policy's cfpb_covered for this borrower (the payday rule's two-failure stop)" }),
   ),
   authorization: Type.Optional(Authorization),
+  account_validation: Type.Optional(AccountValidation),
 };
 
 const borrowerExample = {
@@ -200,7 +217,7 @@ export const EnrollmentView = t.Object(
     reason: t.Union([t.String(), t.Null()]),
     blocked_reason: t.Union([OneOf(BLOCKED_REASONS), t.Null()], {
       description:
-        'Why no payment is initiated although the borrower is monitored: no_processor_key, verification_required, return_rate_paused, late_return_window, stale_balance, current_only, account_revoked, account_closed, account_not_transactable (each clears by itself or on a re-send); a collection rule that stands until the lender acts (reauthorization_required, reinitiation_limit, reinitiation_window, amount_changed; the borrower is not read meanwhile, and a re-send with a later authorization or a new amount asks the rules again); or the state of the borrower’s bank account, set by a return of any borrower’s debit to it (account_invalid, account_frozen, account_unauthorized, account_deceased: not read meanwhile; account_unauthorized lifts on a re-send with an authorization.obtained_at after the account’s last return, or with another account). null when nothing blocks.',
+        'Why no payment is initiated although the borrower is monitored: no_processor_key, verification_required, return_rate_paused, late_return_window, stale_balance, current_only, account_revoked, account_closed, account_not_transactable (each clears by itself or on a re-send); a collection rule that stands until the lender acts (reauthorization_required, reinitiation_limit, reinitiation_window, amount_changed; the borrower is not read meanwhile, and a re-send with a later authorization or a new amount asks the rules again); or the state of the borrower’s bank account, set by a return of any borrower’s debit to it (account_invalid, account_frozen, account_unauthorized, account_deceased: not read meanwhile; account_unauthorized lifts on a re-send with an authorization.obtained_at after the account’s last return, or with another account); account_change_pending (a Notification of Change on the account not applied yet: at once under the policy’s automatic, on the lender’s word under review) or validation_required (the policy requires validation evidence and the account has none since its number last changed: a re-send with account_validation or a bank_link lifts it). null when nothing blocks.',
     }),
     window_started_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
     window_ends_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),

@@ -38,6 +38,11 @@ export const BLOCKED_REASONS = [
   'account_frozen',
   'account_unauthorized',
   'account_deceased',
+  // A Notification of Change on the account waits to be applied (at once under the policy's automatic, on the
+  // lender's word under review); and the account has no validation evidence since its number last changed
+  // while the policy requires it (Nacha's WEB debit rule). Each lifts when it no longer holds.
+  'account_change_pending',
+  'validation_required',
 ] as const;
 export type BlockedReason = (typeof BLOCKED_REASONS)[number];
 
@@ -50,7 +55,14 @@ export function blockedReasonOf(health: LinkHealth | null): BlockedReason | null
 }
 
 /** The blocks a bank account's state sets (bank-accounts): one per blocking state. */
-export const ACCOUNT_BLOCKS = ['account_invalid', 'account_frozen', 'account_unauthorized', 'account_deceased'] as const satisfies readonly BlockedReason[];
+export const ACCOUNT_BLOCKS = [
+  'account_invalid',
+  'account_frozen',
+  'account_unauthorized',
+  'account_deceased',
+  'account_change_pending',
+  'validation_required',
+] as const satisfies readonly BlockedReason[];
 export type AccountBlock = (typeof ACCOUNT_BLOCKS)[number];
 export const isAccountBlock = (r: string | null): r is AccountBlock => r !== null && (ACCOUNT_BLOCKS as readonly string[]).includes(r);
 
@@ -60,17 +72,36 @@ export const ACCOUNT_BLOCK_WORDS: Record<AccountBlock, string> = {
   account_frozen: 'a return said the bank account is frozen',
   account_unauthorized: 'a return said debits to the bank account are not authorized; a new authorization dated after it is needed',
   account_deceased: 'a return said the bank account’s holder is deceased',
+  account_change_pending: 'a Notification of Change on the bank account is not applied yet',
+  validation_required: 'the bank account has no validation evidence since its number last changed',
 };
 
+/** What the account blocks are read from: an account's standing (bank-accounts/store.ts AccountStanding). */
+interface Standing {
+  state: BankAccountState;
+  lastReturnAt: number | null;
+  pendingChangeId?: string | null;
+  validatedAt?: number | null;
+  numberChangedAt?: number | null;
+}
+
+/** The account has validation evidence given since its routing or account number last changed. */
+export const accountValidated = (a: Standing): boolean => a.validatedAt != null && a.validatedAt >= (a.numberChangedAt ?? 0);
+
 /**
- * What a borrower's bank account, as it stands, blocks for that borrower: its state's block, or null. An
- * unauthorized account lets a borrower whose authorization is dated after the account's last return be debited
- * (a new authorization dated after the return); the other states block every borrower on it.
+ * What a borrower's bank account, as it stands, blocks for that borrower, or null: its state's block (an
+ * unauthorized account lets a borrower whose authorization is dated after the account's last return be debited;
+ * the other states block every borrower on it), then a Notification of Change not yet applied, then, where the
+ * lender's policy requires it, the lack of validation evidence. No account (a card borrower) blocks nothing.
  */
-export function accountBlockOf(account: { state: BankAccountState; lastReturnAt: number | null } | null | undefined, authorizationAt: number | null): AccountBlock | null {
-  if (!account || account.state === 'ok') return null;
-  if (account.state === 'unauthorized' && authorizationAt !== null && account.lastReturnAt !== null && authorizationAt > account.lastReturnAt) return null;
-  return `account_${account.state}`;
+export function accountBlockOf(account: Standing | null | undefined, authorizationAt: number | null, requireValidation = false): AccountBlock | null {
+  if (!account) return null;
+  if (account.state !== 'ok' && !(account.state === 'unauthorized' && authorizationAt !== null && account.lastReturnAt !== null && authorizationAt > account.lastReturnAt)) {
+    return `account_${account.state}`;
+  }
+  if (account.pendingChangeId) return 'account_change_pending';
+  if (requireValidation && !accountValidated(account)) return 'validation_required';
+  return null;
 }
 
 /**

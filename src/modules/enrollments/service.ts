@@ -4,7 +4,9 @@ import { healthOfLinks, linksEnrolled, probeLinkNow, viewOf, type LinkHealthView
 import { TransientProviderError } from '../../adapters/bank-data/types';
 import type { BankLink } from '../../adapters/bank-data/linked';
 import type { Static } from '@sinclair/typebox';
-import type { HeldReason, MonitorState } from '../../../db/schema/enums';
+import type { HeldReason, LENDER_VALIDATION_METHODS, MonitorState } from '../../../db/schema/enums';
+import { SANDBOX_ROUTING_NUMBERS } from '../../adapters/routing';
+import { policyOf } from '../collection-policy/service';
 import type { Ctx, Deps } from '../../deps';
 import { iso, isoOrNull } from '../../platform/clock';
 import { transaction } from '../../platform/context';
@@ -23,7 +25,7 @@ import { type EnrollmentPayment } from './store';
 import { type BorrowerWrite, type StoredMonitor } from './monitor-store';
 import { applyMonitorEvent, enrollBorrowers } from './monitor-changes';
 import { accountBlockOf, type BlockedReason } from './monitor';
-import { linkAccounts } from '../bank-accounts/service';
+import { linkAccounts, type ValidationEvidence } from '../bank-accounts/service';
 import type { LinkedAccount } from '../bank-accounts/store';
 import { ledgersOf, type LedgerView } from './ledger';
 import { indexBorrowers, unindexBorrowers } from './search';
@@ -65,6 +67,8 @@ interface Candidate {
   cfpbCovered: boolean | null;
   authorizationAt: number | null;
   authorizationRef: string | null;
+  /** The lender's evidence that the bank account was validated, as sent. */
+  validation: { method: (typeof LENDER_VALIDATION_METHODS)[number]; reference: string | null; at: number } | null;
 }
 
 const fail = (aid: string | null, reason: string, message?: string): Result => ({
@@ -99,6 +103,15 @@ function readBorrower(raw: EnrollmentInput['borrowers'][number], index: number, 
     if (authorizationAt > now) return fail(aid, 'tokenization_failed', 'authorization.obtained_at: Expected a time not in the future');
   }
 
+  let validation: Candidate['validation'] = null;
+  if (b.account_validation) {
+    const at = Date.parse(b.account_validation.validated_at);
+    if (!Number.isFinite(at)) return fail(aid, 'tokenization_failed', 'account_validation.validated_at: Expected a date-time');
+    if (at > now) return fail(aid, 'tokenization_failed', 'account_validation.validated_at: Expected a time not in the future');
+    if (b.charge_instrument) return fail(aid, 'tokenization_failed', 'account_validation: only a borrower debited from its bank account (no charge_instrument) has one');
+    validation = { method: b.account_validation.method, reference: b.account_validation.reference ?? null, at };
+  }
+
   let instrument: Instrument = { kind: 'ach' };
   const ci = b.charge_instrument;
   if (ci) {
@@ -126,6 +139,7 @@ function readBorrower(raw: EnrollmentInput['borrowers'][number], index: number, 
     cfpbCovered: b.cfpb_covered ?? null,
     authorizationAt,
     authorizationRef: b.authorization?.reference ?? null,
+    validation,
   };
 }
 
@@ -222,6 +236,7 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
     const existing = new Map((await tx.deps.stores.monitors.monitorsOf(tx, ctx.lender.id, storable.map((c) => c.aid))).map((e) => [e.aid, e]));
     const held = storable.map((c) => heldReasonOf(ctx.deps, c.authorizer.routingNumber!));
     const accounts = await achAccountsOf(tx, storable, now);
+    const policy = await policyOf(tx, ctx.lender.id);
     const writes = storable.map((c, i): { write: BorrowerWrite; prior: StoredMonitor | undefined; held: HeldReason | null } => {
       const routing = c.authorizer.routingNumber!;
       const card = c.card ?? null;
@@ -280,7 +295,7 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
       if (prior && change.state === 'monitored') await ctx.deps.enrollmentChanges.resent(tx, prior.id, now);
       // A new borrower on a bank account whose state blocks it is enrolled, and blocked at once with the
       // account's reason (ENROLLMENT_BLOCKED to the lender), and not read (a re-send asks again, chain.ts).
-      const block = accountBlockOf(accounts[i], c.authorizationAt);
+      const block = accountBlockOf(accounts[i], c.authorizationAt, policy.requireAccountValidation);
       if (!prior && change.state === 'monitored' && block) {
         await applyMonitorEvent(tx, { enrollmentId: id, event: { type: 'blocked', reason: block }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
       }
@@ -304,11 +319,30 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
  * is new; undefined for a card borrower, which has none in this version.
  */
 async function achAccountsOf(tx: Ctx & { tx: NonNullable<Ctx['tx']> }, storable: readonly Candidate[], now: number): Promise<(LinkedAccount | undefined)[]> {
-  const ach = storable.flatMap((c, i) => (c.instrument.kind === 'ach' && c.authorizer.sensitive.accountNumber ? [{ i, routing: c.authorizer.routingNumber!, accountNumber: c.authorizer.sensitive.accountNumber }] : []));
+  const ach = storable.flatMap((c, i) =>
+    c.instrument.kind === 'ach' && c.authorizer.sensitive.accountNumber
+      ? [{ i, routing: c.authorizer.routingNumber!, accountNumber: c.authorizer.sensitive.accountNumber, evidence: evidenceOf(tx.deps, c, now) }]
+      : [],
+  );
   const linked = await linkAccounts(tx, tx.lender.id, ach, now);
   const out: (LinkedAccount | undefined)[] = storable.map(() => undefined);
   ach.forEach((a, k) => (out[a.i] = linked[k]));
   return out;
+}
+
+/**
+ * The validation evidence an ACH borrower's entry brings for its account: the lender's own (account_validation)
+ * when it sent one, else its bank link (Plaid Auth, Stripe Financial Connections), else, where the sandbox is
+ * the bank-data source, the sandbox's (its accounts count as linked, but those of its unvalidated bank).
+ */
+function evidenceOf(deps: Ctx['deps'], c: Candidate, now: number): ValidationEvidence | null {
+  if (c.validation) return { method: c.validation.method, source: null, reference: c.validation.reference, at: c.validation.at };
+  const link = c.authorizer.sensitive.bankLink;
+  if (link) return { method: 'bank_link', source: link.provider, reference: null, at: now };
+  if (deps.config.bankDataProvider === 'sandbox' && c.authorizer.routingNumber !== SANDBOX_ROUTING_NUMBERS.unvalidated) {
+    return { method: 'bank_link', source: 'sandbox', reference: null, at: now };
+  }
+  return null;
 }
 
 /**

@@ -235,7 +235,15 @@ describe('the collection decision (pure)', () => {
 });
 
 describe('the borrower’s bank account (decision, pure)', () => {
-  const accountArb = fc.record({ state: fc.constantFrom(...BANK_ACCOUNT_STATES), lastReturnAt: fc.option(fc.integer({ min: NOW - 200 * DAY, max: NOW })) });
+  const at = fc.option(fc.integer({ min: NOW - 200 * DAY, max: NOW }));
+  const accountArb = fc.record({
+    state: fc.constantFrom(...BANK_ACCOUNT_STATES),
+    lastReturnAt: at,
+    // A Notification of Change waiting, validation evidence, a number corrected: each sometimes.
+    pendingChangeId: fc.option(fc.constant('noc-1'), { freq: 4 }),
+    validatedAt: at,
+    numberChangedAt: fc.option(fc.integer({ min: NOW - 200 * DAY, max: NOW }), { freq: 2 }),
+  });
 
   test('an account that blocks the borrower is never debited: blocked with its reason, a scheduled payment voided; one that does not changes nothing', () => {
     fc.assert(
@@ -244,7 +252,7 @@ describe('the borrower’s bank account (decision, pure)', () => {
         if (!e) return;
         const { steps } = run({ ...w, enrollment: { ...e, account } } as World);
         const without = run(w).steps;
-        const block = accountBlockOf(account, e.authorizationAt);
+        const block = accountBlockOf(account, e.authorizationAt, w.policy.requireAccountValidation);
         const decides = e.state === 'monitored' && e.windowEndsAt !== null && NOW < e.windowEndsAt && e.blockedReason !== 'verification_required';
         if (!decides || block === null) {
           expect(steps).toEqual(without);

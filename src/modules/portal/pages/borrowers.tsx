@@ -40,6 +40,8 @@ const BLOCKED_WHY: Record<BlockedReason, string> = {
   account_frozen: 'a return said the bank account is frozen, for every borrower on it; no debit to it (not read until then)',
   account_unauthorized: "a return said the account's holder did not authorize a debit; re-send with an authorization.obtained_at after that return (not read until then)",
   account_deceased: "a return said the bank account's holder is deceased; no debit to it (not read until then)",
+  account_change_pending: 'a Notification of Change on the bank account waits to be applied; under the policy’s review, apply it on the Bank accounts page (not read until then)',
+  validation_required: 'the bank account has no validation evidence since its number last changed; re-send the borrower with account_validation or a bank_link (not read until then)',
 };
 
 /** A linked account's health, in words (balance-requests/link-health.ts). */

@@ -48,7 +48,7 @@ export const paymentResultUploads = sqliteTable(
     recordedAt: integer('recorded_at').notNull(),
     /** Who sent it: the portal user's name, or the API key's prefix. */
     creator: text('creator'),
-    format: text('format', { enum: ['generic', 'annotated_export'] }).notNull(),
+    format: text('format', { enum: ['generic', 'annotated_export', 'notifications_of_change'] }).notNull(),
     rowCount: integer('row_count').notNull(),
     dataRowCount: integer('data_row_count').notNull(),
     matched: integer('matched').notNull(),

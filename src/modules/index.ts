@@ -28,6 +28,7 @@ import { payHistoryJob } from './pay-cycles/history';
 import { linkProbeJob } from './balance-requests/link-health';
 import { dispatchJob } from './collection/dispatch';
 import { accountBlocksJob } from './collection/account-blocks';
+import { accountChangesJob } from './collection/account-changes';
 import { pollJob } from './collection/poll';
 import { reconcileJob } from './collection/reconcile';
 import { paymentEventRoutes } from './collection/routes';
@@ -89,6 +90,7 @@ export function featureJobs(deps: Pick<Deps, 'config'>): Job<Deps>[] {
     providerCallsJob,
     dispatchJob,
     accountBlocksJob,
+    accountChangesJob,
     pollJob(deps.config.processorPollIntervalMs),
     reconcileJob(deps.config.processorReconcileIntervalMs),
     returnRateJob(deps.config.returnRateCheckIntervalMs),

@@ -4,6 +4,7 @@ import { Int, OneOf } from '../platform/schema';
 import { PaymentEvent } from './collection/model';
 import { BankLinkView } from './authorizers/fields';
 import { BLOCKED_REASONS } from './enrollments/monitor';
+import { AccountChangeFields } from './bank-accounts/model';
 
 // What each webhook the service sends carries, for the OpenAPI document's `webhooks` section. Every delivery
 // is a POST signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature). The payloads are
@@ -14,6 +15,23 @@ const base = (type: WebhookType) => ({
   event_uuid: t.String({ format: 'uuid', description: 'Unique per delivery; the webhook-id header too' }),
   type: t.Literal(type),
 });
+
+/** A Notification of Change as its events carry it (GET /v1/bank_accounts/{id} lists them the same). */
+const CHANGE_FIELDS = AccountChangeFields;
+const CHANGE_EXAMPLE = {
+  bank_account_id: '019a4f3e-8c1d-7b2a-9f00-1c2d3e4f5a6b',
+  change_id: '019a4f40-1111-7b2a-9f00-1c2d3e4f5a6b',
+  code: 'C01',
+  source: 'upload',
+  reference: 'DRS-loan-1001-019a4f3e-90aa-7c11-8e22-3344556677aa',
+  old_last4: '4567',
+  new_last4: '9012',
+  status: 'received',
+  received_at: '2026-11-24T15:02:11.000Z',
+  due_by: '2026-12-02T23:59:59.999Z',
+  applied_at: null,
+  applied_by: null,
+};
 
 const payloads: Record<WebhookType, { summary: string; schema: TSchema }> = {
   BALANCE_BATCH_COMPLETED: {
@@ -94,6 +112,18 @@ const payloads: Record<WebhookType, { summary: string; schema: TSchema }> = {
       bank_link: BankLinkView,
       expires_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
     }),
+  },
+  ACCOUNT_CHANGE_NOTIFIED: {
+    summary:
+      'A Notification of Change on one of the lender’s bank accounts was received (lender endpoints): from now no debit goes to the account until it is applied (at once under the policy’s automatic; under review when the lender applies it, by due_by)',
+    schema: t.Object({ ...base('ACCOUNT_CHANGE_NOTIFIED'), ...CHANGE_FIELDS }, { examples: [{ event_uuid: '3f1c0f2e-5a4b-4c1d-9e8f-0a1b2c3d4e5f', type: 'ACCOUNT_CHANGE_NOTIFIED', ...CHANGE_EXAMPLE }] }),
+  },
+  ACCOUNT_CORRECTED: {
+    summary: 'A Notification of Change was applied: every borrower on the account has the corrected details, and the next debit carries them (lender endpoints)',
+    schema: t.Object(
+      { ...base('ACCOUNT_CORRECTED'), ...CHANGE_FIELDS },
+      { examples: [{ event_uuid: '7a1c0f2e-5a4b-4c1d-9e8f-0a1b2c3d4e5f', type: 'ACCOUNT_CORRECTED', ...CHANGE_EXAMPLE, status: 'applied', applied_at: '2026-11-24T15:02:16.000Z', applied_by: 'automatic' }] },
+    ),
   },
   PAYMENT_SCHEDULED: {
     summary: 'A payment scheduled after the policy’s notice period: tell the borrower before debit_on (lender endpoints)',

@@ -11,7 +11,11 @@ import type { SealedColumn } from '../../platform/vault';
 // number but its last four.
 
 /** Columns of this feature holding vault-sealed values. */
-export const sealedColumns: SealedColumn[] = [{ table: 'service_secrets', key: 'name', column: 'secret_sealed' }];
+export const sealedColumns: SealedColumn[] = [
+  { table: 'service_secrets', key: 'name', column: 'secret_sealed' },
+  // A Notification of Change's corrected data (changes.ts): it holds an account number.
+  { table: 'account_changes', key: 'id', column: 'corrected_sealed' },
+];
 
 const KEY_NAME = 'bank-account-fingerprint';
 

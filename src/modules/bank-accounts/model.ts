@@ -1,7 +1,26 @@
 import { t } from 'elysia';
-import { BANK_ACCOUNT_STATES } from '../../../db/schema/enums';
+import { ACCOUNT_TYPES, BANK_ACCOUNT_STATES, CHANGE_CODES, CHANGE_SOURCES, CHANGE_STATUSES, VALIDATION_METHODS } from '../../../db/schema/enums';
 import { pageTokenQuery } from '../../platform/pagination';
 import { Int, OneOf } from '../../platform/schema';
+
+/** A Notification of Change as the API and its events show it: never the corrected number, only its last four. */
+export const AccountChangeFields = {
+  bank_account_id: t.String(),
+  change_id: t.String(),
+  code: OneOf(CHANGE_CODES, { description: 'C01 account number, C02 routing number, C03 both, C05 account type, C06 number and type, C07 all three, C09 individual id, C13 addenda format' }),
+  source: OneOf(CHANGE_SOURCES, { description: 'Where it was read: a results upload, the bank-data source, or a processor' }),
+  reference: t.Union([t.String(), t.Null()], { description: 'The payment the bank answered with it' }),
+  old_last4: t.String({ description: 'The account number’s last four before it' }),
+  new_last4: t.Union([t.String(), t.Null()], { description: 'Its last four after it (the same when the number does not change)' }),
+  status: OneOf(CHANGE_STATUSES, {
+    description: 'received: to be applied at once (automatic); review: debits to the account held until the lender applies it; applied; recorded: nothing the service sends changes (C09, C13), or the processor applied it itself',
+  }),
+  received_at: t.String({ format: 'date-time' }),
+  due_by: t.String({ format: 'date-time', description: 'Six banking days after receipt (Nacha’s time to make the change): under review, apply it by then' }),
+  applied_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
+  applied_by: t.Union([t.String(), t.Null()], { description: 'automatic, lender, processor, or none (recorded only)' }),
+};
+export const AccountChangeView = t.Object(AccountChangeFields);
 
 /** One of the lender's bank accounts: never its fingerprint or its number. */
 export const BankAccountView = t.Object(
@@ -18,6 +37,26 @@ export const BankAccountView = t.Object(
     last_return_at: t.Union([t.String({ format: 'date-time' }), t.Null()], {
       description: 'Its latest return that set or kept its state: a borrower’s authorization must be later than it to debit an unauthorized account again',
     }),
+    account_type: t.Union([OneOf(ACCOUNT_TYPES), t.Null()], { description: 'checking or savings, as a Notification of Change (C05, C06, C07) said; null: as the processor takes it' }),
+    validation: t.Union(
+      [
+        t.Object({
+          method: OneOf(VALIDATION_METHODS, {
+            description: 'bank_link (Plaid, Stripe Financial Connections, the sandbox), or the lender’s account_validation: prenote, micro_deposits, third_party, other',
+          }),
+          source: t.Union([t.String(), t.Null()], { description: 'The bank link’s provider (plaid, stripe, sandbox); null for the lender’s own' }),
+          reference: t.Union([t.String(), t.Null()], { description: 'The lender’s reference of it' }),
+          validated_at: t.String({ format: 'date-time' }),
+          current: t.Boolean({ description: 'Given since the account’s number last changed: it counts for the next debit' }),
+        }),
+        t.Null(),
+      ],
+      { description: 'Its latest validation evidence (Nacha’s WEB debit rule); null: none' },
+    ),
+    number_changed_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When a Notification of Change last corrected its routing or account number' }),
+    pending_change_id: t.Union([t.String(), t.Null()], { description: 'A Notification of Change received and not applied yet: no debit goes to the account until it is' }),
+    changes: t.Array(AccountChangeView, { description: 'Its latest Notifications of Change, newest first (at most 20)' }),
+    change_count: Int({ description: 'How many Notifications of Change it has had' }),
     enrollment_count: Int({ description: 'How many of the lender’s borrowers are on it' }),
     enrollments: t.Array(t.Object({ authorizer_unique_id: t.String() }), { description: 'The first 20 borrowers on it, by authorizer_unique_id' }),
     created_at: t.String({ format: 'date-time' }),
@@ -33,6 +72,12 @@ export const BankAccountView = t.Object(
         return_codes: ['R10'],
         state_reference: 'DRS-loan-1001-019a4f3e-90aa-7c11-8e22-3344556677aa',
         last_return_at: '2026-11-24T15:02:11.000Z',
+        account_type: null,
+        validation: { method: 'bank_link', source: 'plaid', reference: null, validated_at: '2026-11-21T10:00:00.000Z', current: true },
+        number_changed_at: null,
+        pending_change_id: null,
+        changes: [],
+        change_count: 0,
         enrollment_count: 2,
         enrollments: [{ authorizer_unique_id: 'loan-1001' }, { authorizer_unique_id: 'loan-1002' }],
         created_at: '2026-11-21T10:00:00.000Z',
@@ -54,3 +99,7 @@ export const BankAccountListQuery = t.Object({
 });
 
 export const BankAccountParams = t.Object({ id: t.String({ minLength: 1, maxLength: 64, description: 'id of the bank account' }) });
+export const ChangeParams = t.Object({
+  id: t.String({ minLength: 1, maxLength: 64, description: 'id of the bank account' }),
+  change_id: t.String({ minLength: 1, maxLength: 64, description: 'id of the Notification of Change' }),
+});

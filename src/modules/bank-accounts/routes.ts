@@ -33,6 +33,6 @@ export const bankAccountRoutes = (deps: Deps, auth: Auth) =>
       detail: {
         tags,
         summary: 'Read a bank account',
-        ...early('Its state, what set it, and the borrowers on it (the first 20). Another lender’s account is 404.'),
+        ...early('Its state, what set it, its validation evidence, its latest Notifications of Change (the first 20, newest first) and the borrowers on it (the first 20). Another lender’s account is 404.'),
       },
     });

@@ -8,7 +8,9 @@ import { newId } from '../../platform/ids';
 import { keysetPage } from '../../platform/pagination';
 import type { TxCtx } from '../../platform/store';
 import { canonicalAccount, fingerprintKey, fingerprintOf } from './fingerprint';
-import type { BankAccountRow, LinkedAccount } from './store';
+import type { BankAccountRow, ChangeRow, LinkedAccount } from './store';
+import { changeView } from './changes';
+import { accountValidated } from './standing';
 
 // Bank accounts as the service knows them: one record per lender per ACH account (a routing and an account
 // number), linked from every enrollment of a borrower debited by ACH (enrollments/service.ts, and for
@@ -82,7 +84,10 @@ export async function recordAccountReturn(c: TxCtx, v: { accountId: string; code
 /** At most this many borrowers an account's view names; `enrollment_count` says how many there are. */
 export const BORROWERS_SHOWN = 20;
 
-function accountView(a: BankAccountRow, borrowers: { aid: string; total: number }[]) {
+/** At most this many Notifications of Change an account's view lists, newest first; `change_count` says how many there are. */
+export const CHANGES_SHOWN = 20;
+
+function accountView(a: BankAccountRow, borrowers: { aid: string; total: number }[], changes: (ChangeRow & { total: number })[]) {
   return {
     id: a.id,
     last4: a.last4,
@@ -91,6 +96,15 @@ function accountView(a: BankAccountRow, borrowers: { aid: string; total: number 
     return_codes: a.returnCodes,
     state_reference: a.stateReference,
     last_return_at: isoOrNull(a.lastReturnAt),
+    account_type: a.accountType,
+    validation:
+      a.validationMethod === null || a.validatedAt === null
+        ? null
+        : { method: a.validationMethod, source: a.validationSource, reference: a.validationReference, validated_at: iso(a.validatedAt), current: accountValidated(a) },
+    number_changed_at: isoOrNull(a.numberChangedAt),
+    pending_change_id: a.pendingChangeId,
+    changes: changes.map(changeView),
+    change_count: changes[0]?.total ?? 0,
     enrollment_count: borrowers[0]?.total ?? 0,
     enrollments: borrowers.map((b) => ({ authorizer_unique_id: b.aid })),
     created_at: iso(a.createdAt),
@@ -100,9 +114,12 @@ function accountView(a: BankAccountRow, borrowers: { aid: string; total: number 
 
 /** Accounts as the API shows them: their borrowers read in one statement for the whole page. */
 async function accountViews(ctx: Ctx, accounts: readonly BankAccountRow[]) {
+  const ids = accounts.map((a) => a.id);
   const on = new Map<string, { aid: string; total: number }[]>(accounts.map((a) => [a.id, []]));
-  for (const b of await ctx.deps.stores.bankAccounts.borrowersOn(ctx, accounts.map((a) => a.id), BORROWERS_SHOWN)) on.get(b.accountId)?.push(b);
-  return accounts.map((a) => accountView(a, on.get(a.id)!));
+  for (const b of await ctx.deps.stores.bankAccounts.borrowersOn(ctx, ids, BORROWERS_SHOWN)) on.get(b.accountId)?.push(b);
+  const changes = new Map<string, (ChangeRow & { total: number })[]>(accounts.map((a) => [a.id, []]));
+  for (const ch of await ctx.deps.stores.bankAccounts.changesOn(ctx, ids, CHANGES_SHOWN)) changes.get(ch.bankAccountId)?.push(ch);
+  return accounts.map((a) => accountView(a, on.get(a.id)!, changes.get(a.id)!));
 }
 
 /** GET /v1/bank_accounts: the lender's accounts by id, all or of one state, a page at a time. */

@@ -1,6 +1,7 @@
 import { ACCOUNT_STATE_SEVERITY } from '../../adapters/processors/account-states';
 import type { AccountType, BankAccountState, ValidationMethod } from '../../../db/schema/enums';
-import type { AccountStanding, BankAccountRow } from './store';
+import { sql, type SQL } from 'drizzle-orm';
+import type { AccountStanding, BankAccountRow, ChangeRow, NewChange } from './store';
 
 // What both engines' bank-account stores share: the severity of a state as SQL, and a row as the store answers it.
 
@@ -90,3 +91,62 @@ export function accountRowOf(
     updatedAt: Number(r.updatedAt),
   };
 }
+
+// Notifications of Change: the statements both engines run as they are, written once. What differs is how a
+// list and a fingerprint are bound, which each engine gives (`Dialect`), and how a statement is run.
+
+/** How an engine binds what the statements below take. */
+export interface Dialect {
+  /** `IN (…)` of a list of text, bound as one parameter. */
+  inTexts: (values: readonly string[]) => SQL;
+  /** A fingerprint (hex) as the bytes the column holds. */
+  bytes: (hex: string) => SQL;
+}
+
+const CHANGE_COLUMNS = sql.raw(`id, lender_id AS "lenderId", bank_account_id AS "bankAccountId", code, source, reference, corrected_sealed AS "correctedSealed",
+  old_last4 AS "oldLast4", new_last4 AS "newLast4", status, received_at AS "receivedAt", due_by AS "dueBy", applied_at AS "appliedAt", applied_by AS "appliedBy"`);
+
+type RawChange = Omit<ChangeRow, 'receivedAt' | 'dueBy' | 'appliedAt'> & { receivedAt: number | string; dueBy: number | string; appliedAt: Num };
+export const changeRowOf = (r: RawChange): ChangeRow => ({ ...r, receivedAt: Number(r.receivedAt), dueBy: Number(r.dueBy), appliedAt: num(r.appliedAt) });
+export const changeWithTotalOf = (r: RawChange & { total: number | string }): ChangeRow & { total: number } => ({ ...changeRowOf(r), total: Number(r.total) });
+
+/** `blocks_due_at` moved on, so the account's borrowers are told again (as a return does). */
+const tellAgain = (now: number) => sql`CASE WHEN COALESCE(blocks_due_at, 0) + 1 > CAST(${now} AS BIGINT) THEN COALESCE(blocks_due_at, 0) + 1 ELSE CAST(${now} AS BIGINT) END`;
+
+export const changeStatements = (d: Dialect) => ({
+  accountOfMatch: (paymentId: string | null, enrollmentId: string) => sql`
+    SELECT a.id, a.last4 FROM bank_accounts a
+     WHERE a.id = COALESCE((SELECT p.bank_account_id FROM payments p WHERE p.id = ${paymentId}), (SELECT e.bank_account_id FROM enrollments e WHERE e.id = ${enrollmentId}))`,
+  insert: (r: NewChange) => sql`
+    INSERT INTO account_changes (id, lender_id, bank_account_id, code, source, source_key, reference, corrected_sealed, old_last4, new_last4, status, received_at, due_by)
+    VALUES (${r.id}, ${r.lenderId}, ${r.bankAccountId}, ${r.code}, ${r.source}, ${r.sourceKey}, ${r.reference}, ${r.correctedSealed}, ${r.oldLast4}, ${r.newLast4}, ${r.status},
+            CAST(${r.receivedAt} AS BIGINT), CAST(${r.dueBy} AS BIGINT))
+    ON CONFLICT (lender_id, source_key) DO NOTHING RETURNING id`,
+  hold: (v: { accountId: string; changeId: string; tell: boolean; now: number }) => sql`
+    UPDATE bank_accounts SET pending_change_id = COALESCE(pending_change_id, ${v.changeId}),
+           blocks_due_at = ${v.tell ? tellAgain(v.now) : sql.raw('blocks_due_at')}, updated_at = CAST(${v.now} AS BIGINT)
+     WHERE id = ${v.accountId}`,
+  changeOf: (id: string, lenderId?: string) =>
+    sql`SELECT ${CHANGE_COLUMNS} FROM account_changes WHERE id = ${id}${lenderId === undefined ? sql`` : sql` AND lender_id = ${lenderId}`}`,
+  toApply: (limit: number) => sql`SELECT id FROM account_changes WHERE status = 'received' ORDER BY received_at, id LIMIT ${limit}`,
+  changesOn: (accountIds: readonly string[], perAccount: number) => sql`
+    SELECT * FROM (
+      SELECT ${CHANGE_COLUMNS}, ROW_NUMBER() OVER (PARTITION BY bank_account_id ORDER BY received_at DESC, id DESC) AS n,
+             COUNT(*) OVER (PARTITION BY bank_account_id) AS total
+        FROM account_changes WHERE bank_account_id ${d.inTexts(accountIds)}) AS c
+     WHERE n <= ${perAccount} ORDER BY "bankAccountId", "receivedAt" DESC, id DESC`,
+  byFingerprint: (lenderId: string, fingerprint: string) => sql`SELECT id FROM bank_accounts WHERE lender_id = ${lenderId} AND fingerprint = ${d.bytes(fingerprint)}`,
+  finishChange: (v: { changeId: string; status: string; by: string; now: number }) =>
+    sql`UPDATE account_changes SET status = ${v.status}, applied_at = CAST(${v.now} AS BIGINT), applied_by = ${v.by} WHERE id = ${v.changeId}`,
+  finishAccount: (v: { accountId: string; fingerprint: string | null; last4: string | null; accountType: string | null; numberChanged: boolean; now: number }) => sql`
+    UPDATE bank_accounts SET
+           fingerprint = ${v.fingerprint === null ? sql.raw('fingerprint') : d.bytes(v.fingerprint)},
+           last4 = COALESCE(${v.last4}, last4),
+           account_type = COALESCE(${v.accountType}, account_type),
+           number_changed_at = ${v.numberChanged ? sql`CAST(${v.now} AS BIGINT)` : sql.raw('number_changed_at')},
+           pending_change_id = (SELECT c.id FROM account_changes c WHERE c.bank_account_id = ${v.accountId} AND c.status IN ('received', 'review') ORDER BY c.received_at, c.id LIMIT 1),
+           blocks_due_at = ${tellAgain(v.now)},
+           updated_at = CAST(${v.now} AS BIGINT)
+     WHERE id = ${v.accountId}`,
+  confirm: (lenderId: string, id: string) => sql`UPDATE account_changes SET status = 'received' WHERE id = ${id} AND lender_id = ${lenderId} AND status = 'review' RETURNING id`,
+});

@@ -1,8 +1,8 @@
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { ACCOUNT_STATE_SEVERITY } from '../../adapters/processors/account-states';
 import { listOf, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { BankAccountStore, LinkedAccount } from './store';
-import { ACCOUNT_COLUMNS, accountRowOf, severityOf, standingColumns, standingOf, type RawStanding } from './store-shared';
+import { ACCOUNT_COLUMNS, accountRowOf, changeRowOf, changeStatements, changeWithTotalOf, severityOf, standingColumns, standingOf, type RawStanding } from './store-shared';
 
 // The bank accounts' SQL on PostgreSQL (store.sqlite.ts is the SQLite one). Transactions run side by side:
 // - an account (or the fingerprint key) made on first use is one INSERT … ON CONFLICT DO NOTHING: a second
@@ -13,6 +13,10 @@ import { ACCOUNT_COLUMNS, accountRowOf, severityOf, standingColumns, standingOf,
 //   borrowers) never lose one another's code, whichever commits first.
 
 type RawRow = Parameters<typeof accountRowOf>[0];
+
+/** The Notifications of Change's statements, as PostgreSQL binds a list (an array) and a fingerprint (decode). */
+const q = changeStatements({ inTexts: (values) => sql`= ANY(${listOf(values)}::text[])`, bytes: (hex) => sql`decode(${hex}, 'hex')` });
+const runOf = async (db: Parameters<typeof rows>[0], query: SQL): Promise<void> => void (await db.execute(query));
 
 export const pgBankAccountStore: BankAccountStore = {
   async sealedSecret(c, name) {
@@ -47,7 +51,8 @@ export const pgBankAccountStore: BankAccountStore = {
   async recordValidations(c, list) {
     await writerOf(c).execute(sql`
       UPDATE bank_accounts b SET validation_method = v.method, validation_source = v.source, validation_reference = v.reference,
-             validated_at = v.at, updated_at = GREATEST(b.updated_at, v.at)
+             validated_at = v.at, updated_at = GREATEST(b.updated_at, v.at),
+             blocks_due_at = GREATEST(COALESCE(b.blocks_due_at, 0) + 1, v.at)
         FROM unnest(${listOf(list.map((e) => e.id))}::text[], ${listOf(list.map((e) => e.method))}::text[], ${listOf(list.map((e) => e.source))}::text[],
                     ${listOf(list.map((e) => e.reference))}::text[], ${listOf(list.map((e) => e.at))}::bigint[]) AS v(id, method, source, reference, at)
        WHERE b.id = v.id AND (b.validated_at IS NULL OR b.validated_at < v.at)`);
@@ -93,6 +98,41 @@ export const pgBankAccountStore: BankAccountStore = {
            WHERE n <= ${perAccount} ORDER BY "accountId", aid`,
     );
     return found.map((r) => ({ accountId: r.accountId, aid: r.aid, total: Number(r.total) }));
+  },
+  async accountOfMatch(c, paymentId, enrollmentId) {
+    const [r] = await rows<{ id: string; last4: string }>(readerOf(c), q.accountOfMatch(paymentId, enrollmentId));
+    return r;
+  },
+  async insertChange(c, row) {
+    return (await rows(writerOf(c), q.insert(row))).length === 1;
+  },
+  async holdForChange(c, v) {
+    await runOf(writerOf(c), q.hold(v));
+  },
+  async changeOf(c, id, lenderId) {
+    const [r] = await rows<Parameters<typeof changeRowOf>[0]>(readerOf(c), q.changeOf(id, lenderId));
+    return r ? changeRowOf(r) : undefined;
+  },
+  async changesToApply(c, limit) {
+    return rows<{ id: string }>(readerOf(c), q.toApply(limit));
+  },
+  async changesOn(c, accountIds, perAccount) {
+    if (accountIds.length === 0) return [];
+    return (await rows<Parameters<typeof changeWithTotalOf>[0]>(readerOf(c), q.changesOn(accountIds, perAccount))).map(changeWithTotalOf);
+  },
+
+
+  async accountByFingerprint(c, lenderId, fingerprint) {
+    const [r] = await rows<{ id: string }>(readerOf(c), q.byFingerprint(lenderId, fingerprint));
+    return r?.id;
+  },
+
+  async finishChange(c, v) {
+    await runOf(writerOf(c), q.finishChange({ changeId: v.changeId, status: v.status, by: v.by, now: v.now }));
+    await runOf(writerOf(c), q.finishAccount(v));
+  },
+  async confirmChange(c, lenderId, id) {
+    return (await rows(writerOf(c), q.confirm(lenderId, id))).length === 1;
   },
   async accountsToTell(c, limit) {
     const found = await rows<{ id: string; due: string }>(

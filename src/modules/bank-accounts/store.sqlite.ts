@@ -2,7 +2,8 @@ import { ACCOUNT_STATE_SEVERITY } from '../../adapters/processors/account-states
 import type { Db, Orm } from '../../platform/db';
 import { listOf, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { BankAccountStore, LinkedAccount } from './store';
-import { ACCOUNT_COLUMNS, accountRowOf, severityOf, standingColumns, standingOf, type RawStanding } from './store-shared';
+import { sql, type SQL } from 'drizzle-orm';
+import { ACCOUNT_COLUMNS, accountRowOf, changeRowOf, changeStatements, changeWithTotalOf, severityOf, standingColumns, standingOf, type RawStanding } from './store-shared';
 
 // The bank accounts' SQL on SQLite (store.pg.ts is the PostgreSQL one). One writer at a time: an account made
 // on first use is made by one statement that does nothing when it exists, and read back in the same
@@ -31,6 +32,11 @@ const standingsOf = (db: Db, lenderId: string, fingerprints: string) =>
     )
     .all(lenderId, fingerprints);
 
+/** The Notifications of Change's statements, as SQLite binds a list (JSON) and a fingerprint (unhex). */
+const q = changeStatements({ inTexts: (values) => sql`IN (SELECT value FROM json_each(${listOf(values)}))`, bytes: (hex) => sql`unhex(${hex})` });
+const rowsOf = async <T = unknown>(db: Db, query: SQL): Promise<T[]> => db.all<T>(query);
+const runOf = (tx: Orm, query: SQL): void => void tx.run(query);
+
 export const sqliteBankAccountStore: BankAccountStore = {
   async sealedSecret(c, name) {
     return readerOf(c).$client.query<{ v: string }, [string]>('SELECT secret_sealed AS v FROM service_secrets WHERE name = ?').get(name)?.v;
@@ -55,7 +61,8 @@ export const sqliteBankAccountStore: BankAccountStore = {
     writerOf(c)
       .$client.query(
         `UPDATE bank_accounts SET validation_method = v.value ->> 'method', validation_source = v.value ->> 'source',
-                validation_reference = v.value ->> 'reference', validated_at = v.value ->> 'at', updated_at = max(updated_at, v.value ->> 'at')
+                validation_reference = v.value ->> 'reference', validated_at = v.value ->> 'at', updated_at = max(updated_at, v.value ->> 'at'),
+                blocks_due_at = max(COALESCE(blocks_due_at, 0) + 1, v.value ->> 'at')
            FROM json_each(?) AS v
           WHERE bank_accounts.id = v.value ->> 'id' AND (bank_accounts.validated_at IS NULL OR bank_accounts.validated_at < v.value ->> 'at')`,
       )
@@ -108,6 +115,41 @@ export const sqliteBankAccountStore: BankAccountStore = {
           WHERE n <= ?2 ORDER BY accountId, aid`,
       )
       .all(listOf(accountIds), perAccount);
+  },
+  async accountOfMatch(c, paymentId, enrollmentId) {
+    const [r] = await rowsOf<{ id: string; last4: string }>(readerOf(c), q.accountOfMatch(paymentId, enrollmentId));
+    return r;
+  },
+  async insertChange(c, row) {
+    return (await rowsOf(writerOf(c), q.insert(row))).length === 1;
+  },
+  async holdForChange(c, v) {
+    runOf(writerOf(c), q.hold(v));
+  },
+  async changeOf(c, id, lenderId) {
+    const [r] = await rowsOf<Parameters<typeof changeRowOf>[0]>(readerOf(c), q.changeOf(id, lenderId));
+    return r ? changeRowOf(r) : undefined;
+  },
+  async changesToApply(c, limit) {
+    return rowsOf<{ id: string }>(readerOf(c), q.toApply(limit));
+  },
+  async changesOn(c, accountIds, perAccount) {
+    if (accountIds.length === 0) return [];
+    return (await rowsOf<Parameters<typeof changeWithTotalOf>[0]>(readerOf(c), q.changesOn(accountIds, perAccount))).map(changeWithTotalOf);
+  },
+
+
+  async accountByFingerprint(c, lenderId, fingerprint) {
+    const [r] = await rowsOf<{ id: string }>(readerOf(c), q.byFingerprint(lenderId, fingerprint));
+    return r?.id;
+  },
+
+  async finishChange(c, v) {
+    runOf(writerOf(c), q.finishChange({ changeId: v.changeId, status: v.status, by: v.by, now: v.now }));
+    runOf(writerOf(c), q.finishAccount(v));
+  },
+  async confirmChange(c, lenderId, id) {
+    return (await rowsOf(writerOf(c), q.confirm(lenderId, id))).length === 1;
   },
   async accountsToTell(c, limit) {
     return readerOf(c)

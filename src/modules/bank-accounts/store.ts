@@ -1,4 +1,4 @@
-import type { AccountType, BankAccountState, ValidationMethod } from '../../../db/schema/enums';
+import type { AccountType, BankAccountState, ChangeCode, ChangeSource, ChangeStatus, ValidationMethod } from '../../../db/schema/enums';
 import type { BlockingAccountState } from '../../adapters/processors/account-states';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 
@@ -47,6 +47,27 @@ export interface BankAccountRow extends AccountStanding {
   updatedAt: number;
 }
 
+/** A Notification of Change as kept (account_changes). */
+export interface ChangeRow {
+  id: string;
+  lenderId: string;
+  bankAccountId: string;
+  code: ChangeCode;
+  source: ChangeSource;
+  reference: string | null;
+  /** The corrected data, sealed (it holds an account number). */
+  correctedSealed: string | null;
+  oldLast4: string;
+  newLast4: string | null;
+  status: ChangeStatus;
+  receivedAt: number;
+  dueBy: number;
+  appliedAt: number | null;
+  appliedBy: string | null;
+}
+
+export type NewChange = Omit<ChangeRow, 'appliedAt' | 'appliedBy'> & { sourceKey: string };
+
 export interface BankAccountPageQuery {
   lenderId: string;
   state?: BankAccountState;
@@ -75,7 +96,8 @@ export interface BankAccountStore {
 
   /**
    * Validation evidence for these accounts, each kept where it is later than the account's own (the latest
-   * evidence stands), one statement for the list; one entry per account.
+   * evidence stands), one statement for the list; one entry per account. Their borrowers are due to be told
+   * (a validation_required block lifts).
    */
   recordValidations(c: TxCtx, list: readonly { id: string; method: ValidationMethod; source: string | null; reference: string | null; at: number }[]): Promise<void>;
 
@@ -95,6 +117,36 @@ export interface BankAccountStore {
   accountOf(c: StoreCtx, lenderId: string, id: string): Promise<BankAccountRow | undefined>;
   /** For each of these accounts, how many borrowers are on it and the first `perAccount` of them by id. */
   borrowersOn(c: StoreCtx, accountIds: readonly string[], perAccount: number): Promise<{ accountId: string; aid: string; total: number }[]>;
+
+  // Notifications of Change (changes.ts)
+  /** The account a payment was made for, else its borrower's now: its id and last four. */
+  accountOfMatch(c: StoreCtx, paymentId: string | null, enrollmentId: string): Promise<{ id: string; last4: string } | undefined>;
+  /** A change kept unless the lender has one of its source key already (a re-upload): whether it was kept. */
+  insertChange(c: TxCtx, row: NewChange): Promise<boolean>;
+  /**
+   * The account's debits held for a change (its pending change is the first not applied), and, `tell`, its
+   * borrowers due to be told (collection/account-blocks.ts).
+   */
+  holdForChange(c: TxCtx, v: { accountId: string; changeId: string; tell: boolean; now: number }): Promise<void>;
+  /** One change with its sealed corrected data; of the lender, when one is named. */
+  changeOf(c: StoreCtx, id: string, lenderId?: string): Promise<ChangeRow | undefined>;
+  /** Changes received under the policy's automatic and not applied yet, oldest first. */
+  changesToApply(c: StoreCtx, limit: number): Promise<{ id: string }[]>;
+  /** The latest `perAccount` changes of each account, newest first, and how many each has. */
+  changesOn(c: StoreCtx, accountIds: readonly string[], perAccount: number): Promise<(ChangeRow & { total: number })[]>;
+  /** The lender's account of a fingerprint (hex), if there is one. */
+  accountByFingerprint(c: StoreCtx, lenderId: string, fingerprint: string): Promise<string | undefined>;
+  /**
+   * A change applied (or recorded): its status, time and who applied it; the account's new fingerprint and last
+   * four (when its number changed and it kept its record), its account type, the time its number changed, and
+   * its pending change the next not applied, if any; its borrowers due to be told.
+   */
+  finishChange(
+    c: TxCtx,
+    v: { changeId: string; accountId: string; status: 'applied' | 'recorded'; by: string; fingerprint: string | null; last4: string | null; accountType: AccountType | null; numberChanged: boolean; now: number },
+  ): Promise<void>;
+  /** The lender confirms a change under review: it is to be applied now (status received). Whether it was under review. */
+  confirmChange(c: TxCtx, lenderId: string, id: string): Promise<boolean>;
 
   // Telling an account's borrowers of its state (collection/account-blocks.ts)
   /** Accounts whose borrowers are due to be told of a return, oldest first, with the mark to clear once told. */

@@ -5,11 +5,15 @@ import { errors } from '../../http/errors';
 import type { Auth } from '../../http/auth';
 import { listPaymentEvents } from './events';
 import { EventList } from './model';
+import { AccountChangeView, ChangeParams } from '../bank-accounts/model';
+import { confirmChange } from './account-changes';
 import { identifierSchema } from '../../platform/fields';
 
 
 export const paymentEventRoutes = (deps: Deps, auth: Auth) =>
-  new Elysia({ prefix: '/v1', normalize: false }).use(auth).get(
+  new Elysia({ prefix: '/v1', normalize: false })
+    .use(auth)
+    .get(
     '/payment_events',
     ({ lender, query }) => listPaymentEvents({ ctx: { lender, deps }, input: { authorizerUniqueId: query.authorizer_unique_id } }),
     {
@@ -28,4 +32,20 @@ export const paymentEventRoutes = (deps: Deps, auth: Auth) =>
         ),
       },
     },
-  );
+  )
+    // A Notification of Change applied on the lender's word: here, as applying one corrects the borrowers' details.
+    .post('/bank_accounts/:id/changes/:change_id/apply', ({ lender, params }) => confirmChange({ ctx: { lender, deps }, input: { id: params.id, changeId: params.change_id } }), {
+      auth: true,
+      params: ChangeParams,
+      response: { 200: AccountChangeView, ...errors(400, 401, 404, 409, 429) },
+      detail: {
+        tags: ['Payments'],
+        summary: 'Apply a Notification of Change',
+        ...maturity(
+          'Early Access',
+          'Under the policy’s apply_notifications_of_change review, a Notification of Change holds the account’s debits until the lender applies it: ' +
+            'every borrower on the account gets the corrected details in this request, and debits go on with them (with validation_required where the ' +
+            'policy asks for evidence again after a new number). One not yet applied under automatic is applied now too; one applied or recorded already is a 409.',
+        ),
+      },
+    });

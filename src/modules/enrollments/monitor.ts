@@ -1,4 +1,5 @@
-import type { BankAccountState, HeldReason, LinkHealth, MonitorState } from '../../../db/schema/enums';
+import type { HeldReason, LinkHealth, MonitorState } from '../../../db/schema/enums';
+import { accountValidated, type Standing } from '../bank-accounts/standing';
 import { isRetryableReturn } from '../../adapters/processors/return-codes';
 import { mustNotRetry } from '../../adapters/processors/decline-codes';
 
@@ -76,17 +77,7 @@ export const ACCOUNT_BLOCK_WORDS: Record<AccountBlock, string> = {
   validation_required: 'the bank account has no validation evidence since its number last changed',
 };
 
-/** What the account blocks are read from: an account's standing (bank-accounts/store.ts AccountStanding). */
-interface Standing {
-  state: BankAccountState;
-  lastReturnAt: number | null;
-  pendingChangeId?: string | null;
-  validatedAt?: number | null;
-  numberChangedAt?: number | null;
-}
-
-/** The account has validation evidence given since its routing or account number last changed. */
-export const accountValidated = (a: Standing): boolean => a.validatedAt != null && a.validatedAt >= (a.numberChangedAt ?? 0);
+export { accountValidated };
 
 /**
  * What a borrower's bank account, as it stands, blocks for that borrower, or null: its state's block (an

@@ -143,6 +143,19 @@ const TO_LINK = {
 };
 
 export const pgEnrollmentStore: EnrollmentStore = {
+  async detailsOnAccount(c, accountId, after, limit) {
+    return rows<{ id: string; lenderId: string; aid: string; sealed: string; routing: string | null }>(
+      readerOf(c),
+      sql`SELECT id, lender_id AS "lenderId", authorizer_unique_id AS aid, sealed, routing_number AS routing FROM enrollments
+           WHERE bank_account_id = ${accountId} AND sealed IS NOT NULL AND authorizer_unique_id > ${after} ORDER BY authorizer_unique_id LIMIT ${limit}`,
+    );
+  },
+  async correctDetails(c, v) {
+    await writerOf(c).execute(sql`UPDATE enrollments SET sealed = ${v.sealed}, routing_number = ${v.routing}, bank_name = ${v.bankName}, updated_at = ${v.now} WHERE id = ${v.id}`);
+  },
+  async moveToAccount(c, from, to, now) {
+    await writerOf(c).execute(sql`UPDATE enrollments SET bank_account_id = ${to}, updated_at = ${now} WHERE bank_account_id = ${from}`);
+  },
   async dueReads(c, now, limit) {
     const q = readerOf(c)
       .select({

@@ -151,6 +151,20 @@ const setLastRead = builtOnce((tx: Db) =>
 );
 
 export const sqliteEnrollmentStore: EnrollmentStore = {
+  async detailsOnAccount(c, accountId, after, limit) {
+    return readerOf(c)
+      .$client.query<{ id: string; lenderId: string; aid: string; sealed: string; routing: string | null }, [string, string, number]>(
+        `SELECT id, lender_id AS lenderId, authorizer_unique_id AS aid, sealed, routing_number AS routing FROM enrollments INDEXED BY enrollments_bank_account_idx
+          WHERE bank_account_id = ? AND sealed IS NOT NULL AND authorizer_unique_id > ? ORDER BY authorizer_unique_id LIMIT ?`,
+      )
+      .all(accountId, after, limit);
+  },
+  async correctDetails(c, v) {
+    writerOf(c).$client.query('UPDATE enrollments SET sealed = ?, routing_number = ?, bank_name = ?, updated_at = ? WHERE id = ?').run(v.sealed, v.routing, v.bankName, v.now, v.id);
+  },
+  async moveToAccount(c, from, to, now) {
+    writerOf(c).$client.query('UPDATE enrollments SET bank_account_id = ?, updated_at = ? WHERE bank_account_id = ?').run(to, now, from);
+  },
   async dueReads(c, now, limit) {
     return dueReads(readerOf(c), now, limit);
   },

@@ -90,6 +90,14 @@ export interface BorrowerToLink {
 }
 
 export interface EnrollmentStore {
+  // A Notification of Change applied to the borrowers on an account (collection/account-changes.ts)
+  /** The borrowers on an account with their sealed details (not the erased), after an identifier, in identifier order. */
+  detailsOnAccount(c: StoreCtx, accountId: string, after: string, limit: number): Promise<{ id: string; lenderId: string; aid: string; sealed: string; routing: string | null }[]>;
+  /** A borrower's details corrected: its sealed personal data and its routing number (and bank's name). */
+  correctDetails(c: TxCtx, v: { id: string; sealed: string; routing: string | null; bankName: string | null; now: number }): Promise<void>;
+  /** Every borrower on account `from` now on account `to` (a correction led to an account the lender already has). */
+  moveToAccount(c: TxCtx, from: string, to: string, now: number): Promise<void>;
+
   // Monitoring reads (monitoring.ts, read-now.ts)
   /**
    * Monitored borrowers whose read is due, oldest due first (the due check, every second: a cached statement).

@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import type { Ctx } from '../../deps';
 import { InvalidInput } from '../../platform/errors';
 import { CsvError, toCsvError } from '../../platform/csv';
-import { checkRow, cell, keyOf, readHeader, sameRow, type Column, type ParsedRow, type RawRow, type RowProblem } from './rules';
+import { checkChange, checkRow, cell, keyOf, readHeader, sameRow, type Column, type ParsedChange, type ParsedRow, type RawRow, type RowProblem } from './rules';
 
 // Reading an upload's file: its bytes (a body or a multipart part), every row parsed and checked by the rules
 // (rules.ts) within the upload's budget of rows and time, and rule 6 applied across the file. Nothing here
@@ -164,6 +164,7 @@ export function isSummaryRow(values: RawRow['values']): boolean {
 export async function readRows(bytes: Uint8Array, now: number, budget: UploadBudget, problemsFrom = 0) {
   const problems = new Problems(problemsFrom);
   const parsed: ParsedRow[] = [];
+  const changes: ParsedChange[] = [];
   let dataRowCount = 0;
   let format: UploadReport['format'] = 'generic';
   let columns: (Column | null)[] | null = null;
@@ -184,23 +185,26 @@ export async function readRows(bytes: Uint8Array, now: number, budget: UploadBud
       if (!columns) {
         if (record.length > MAX_COLUMNS) {
           problems.add({ row: 0, rule: 0, reason: `The header has more than ${MAX_COLUMNS} columns; nothing was recorded`, severity: 'error' });
-          return { format, parsed: [], problems, dataRowCount: 0, headerOk: false };
+          return { format, parsed: [], changes: [], problems, dataRowCount: 0, headerOk: false };
         }
         const h = readHeader(record);
         format = h.format;
         columns = h.columns;
         const has = (c: Column) => columns!.includes(c);
-        const missing = [
+        const missing = (format === 'notifications_of_change'
+          ? [!has('corrected_data') && 'a corrected data column (corrected_data)', !has('authorizer_unique_id') && !has('reference') && 'an authorizer_unique_id or reference column']
+          : [
           !has('payment_amount') && 'an amount column (payment_amount or amount)',
           !has('payment_status') && 'a status column (payment_status, outcome or status)',
           !has('submitted_at') && 'a date column (submitted_at, payment_date or submitted)',
           !has('return_code') && 'a return code column (return_code or return_reason)',
           !has('authorizer_unique_id') && !has('reference') && 'an authorizer_unique_id or reference column',
-        ].filter(Boolean);
+            ]
+        ).filter(Boolean);
         if (missing.length > 0) {
           // Nothing would be recorded: the rest of the file is not read.
           problems.add({ row: 0, rule: 0, reason: `The header lacks ${missing.join(', ')}; nothing was recorded`, severity: 'error' });
-          return { format, parsed: [], problems, dataRowCount: 0, headerOk: false };
+          return { format, parsed: [], changes: [], problems, dataRowCount: 0, headerOk: false };
         }
         continue;
       }
@@ -215,9 +219,18 @@ export async function readRows(bytes: Uint8Array, now: number, budget: UploadBud
       if (blank) continue; // a blank row
       if (isSummaryRow(values)) continue; // a summary row: no status, and no identifier but a "Total" label
       dataRowCount++;
-      const r = checkRow({ row, values }, now);
-      for (const p of r.problems) problems.add(p);
-      if (r.parsed) parsed.push(r.parsed);
+      // A row of results may carry a Notification of Change too (change_code, corrected_data); a report of
+      // changes is nothing else.
+      if (format !== 'notifications_of_change') {
+        const r = checkRow({ row, values }, now);
+        for (const p of r.problems) problems.add(p);
+        if (r.parsed) parsed.push(r.parsed);
+      }
+      if (format === 'notifications_of_change' || values.change_code) {
+        const c = checkChange({ row, values }, format === 'notifications_of_change' ? 'error' : 'warning');
+        for (const p of c.problems) problems.add(p);
+        if (c.change) changes.push(c.change);
+      }
     }
   } catch (e) {
     // In the parser's words the message could quote a cell: the problem is named in ours.
@@ -229,7 +242,7 @@ export async function readRows(bytes: Uint8Array, now: number, budget: UploadBud
     parser.destroy();
   }
   if (!columns && readable) problems.add({ row: 0, rule: 0, reason: 'The file is empty: no header row', severity: 'error' });
-  return { format, parsed, problems, dataRowCount, headerOk: columns !== null && readable };
+  return { format, parsed, changes, problems, dataRowCount, headerOk: columns !== null && readable };
 }
 
 /**
@@ -254,6 +267,8 @@ export interface ReadFile {
   format: UploadReport['format'];
   dataRowCount: number;
   accepted: ParsedRow[];
+  /** The Notifications of Change read, in file order (recorded with the upload's last transaction). */
+  changes: ParsedChange[];
   problems: Problems;
   /** False when the file as a whole is refused (its header, or a row it cannot be read past). */
   headerOk: boolean;
@@ -290,7 +305,7 @@ export async function readAccepted(bytes: Uint8Array, now: number, budget: Uploa
     }
   }
   groups.clear();
-  return { format: read.format, dataRowCount: read.dataRowCount, accepted, problems, headerOk: read.headerOk };
+  return { format: read.format, dataRowCount: read.dataRowCount, accepted, changes: read.changes, problems, headerOk: read.headerOk };
 }
 
 /** How many accepted rows an upload recorded (or a dry run would), how many of them matched, how many added nothing. */
@@ -298,6 +313,8 @@ export interface Tally {
   rowCount: number;
   matched: number;
   alreadyRecorded: number;
+  /** Notifications of Change recorded (or a dry run's that would be). */
+  changes?: number;
 }
 
 export const NO_ROWS: Tally = { rowCount: 0, matched: 0, alreadyRecorded: 0 };
@@ -310,6 +327,7 @@ export const reportOf = (read: ReadFile, rows: UploadReport['rows'], tally: Tall
   matched: tally.matched,
   needsAttention: tally.rowCount - tally.matched,
   alreadyRecorded: tally.alreadyRecorded,
+  notificationsOfChange: tally.changes ?? 0,
   dryRun,
   rows,
   problems: read.problems.report(),

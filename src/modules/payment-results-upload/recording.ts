@@ -6,6 +6,7 @@ import { Unavailable } from '../../platform/errors';
 import { readReturnRates, saveReturnRates } from '../return-rates/watch';
 import { decideSlice, LedgerGuard, type SliceDecided } from './slice';
 import { Lookups } from './match';
+import { recordChanges } from './changes';
 import { HeldLease } from '../../platform/leases';
 import type { SealedColumn } from '../../platform/vault';
 import { checkBudget, GC_HINT_ROWS, readAccepted, reportOf, type ReadFile, type Tally, type UploadBudget } from './read';
@@ -110,6 +111,7 @@ export async function recordInSlices(
   let done = u.done;
   let matched = u.matched;
   let alreadyRecorded = u.alreadyRecorded;
+  let changes = 0;
   // Whether unfinished_uploads holds the upload (a resumed one does).
   let stored = first === null;
   const size = ctx.deps.stores.uploads.sliceRows;
@@ -171,7 +173,13 @@ export async function recordInSlices(
           // A file refused at its first slice: nothing of it is recorded, nor in the history.
           if (last && end === 0 && stop) return { end, m, a, last, refused: true };
           const tally: Tally = { rowCount: end, matched: m, alreadyRecorded: a };
-          if (last) await finish(tx, u, reportOf(u.read, rows, tally, false), stored);
+          if (last) {
+            // The file's Notifications of Change, with its last slice: recorded with the upload, once.
+            const got = await recordChanges(tx, u.read.changes, u.now, false);
+            for (const p of got.problems) u.read.problems.add(p);
+            changes = tally.changes = got.recorded;
+            await finish(tx, u, reportOf(u.read, rows, tally, false), stored);
+          }
           else if (!stored) await tx.deps.stores.uploads.beginUnfinished(tx, { id: u.id, lenderId, creator: u.creator, fileSealed: sealed!, checkedAt: u.now, done: end, matched: m, alreadyRecorded: a });
           else await tx.deps.stores.uploads.advanceUnfinished(tx, u.id, { done: end, matched: m, alreadyRecorded: a });
           return { end, m, a, last, refused: false };
@@ -187,7 +195,7 @@ export async function recordInSlices(
       if (t.last) {
         // Refused at its very first slice, nothing of it is recorded: the rates are as they were.
         if (!t.refused) await evaluateRates(ctx, writeTurn);
-        return reportOf(u.read, rows, { rowCount: done, matched, alreadyRecorded }, false);
+        return reportOf(u.read, rows, { rowCount: done, matched, alreadyRecorded, changes }, false);
       }
       stored = true;
       // A replica stalled past its lease has lost the upload to another, which finishes it: this run stops.

@@ -35,7 +35,9 @@ const alias = <T extends TSchema>(schema: T, replacement: string): T => ({
   description: `Deprecated: the same value as ${replacement}, which replaces it; removed in 0.4.0`,
 });
 
-const Format = t.Union([t.Literal('generic'), t.Literal('annotated_export')]);
+const Format = t.Union([t.Literal('generic'), t.Literal('annotated_export'), t.Literal('notifications_of_change')], {
+  description: 'generic (results), annotated_export (a balance export with the payment columns added), notifications_of_change (a change_code column and no status: a report of Notifications of Change)',
+});
 
 const ALREADY_RECORDED =
   'Accepted rows whose reference an earlier upload had already recorded with the same status, giving no date it ' +
@@ -49,6 +51,7 @@ const EXAMPLE_REPORT = {
   matched: 2,
   needs_attention: 0,
   already_recorded: 0,
+  notifications_of_change: 0,
   dry_run: false,
   rowCount: 2,
   dataRowCount: 3,
@@ -69,6 +72,9 @@ export const Report = t.Object(
     matched: Int({ description: 'Accepted rows matched to a borrower' }),
     needs_attention: Int({ description: 'Accepted rows not matched; stored' }),
     already_recorded: Int({ description: ALREADY_RECORDED }),
+    notifications_of_change: Int({
+      description: 'Notifications of Change recorded from the rows’ change_code and corrected_data (with dry_run: that would be); one recorded before, or not matched to a borrower’s bank account, is a warning in problems',
+    }),
     dry_run: t.Boolean({ description: 'true: nothing was written' }),
     rowCount: alias(Int(), 'row_count'),
     dataRowCount: alias(Int(), 'data_row_count'),

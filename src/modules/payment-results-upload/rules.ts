@@ -1,4 +1,5 @@
-import type { EventStatus } from '../../../db/schema/enums';
+import { CHANGE_CODES, type ChangeCode, type EventStatus } from '../../../db/schema/enums';
+import { readChangeCode, readCorrection, type Correction } from '../bank-accounts/corrections';
 import { normalizeReturnCode } from '../../adapters/processors/return-codes';
 import { DAY_MS } from '../../platform/clock';
 import { IDENTIFIER_MAX, isIdentifier } from '../../platform/fields';
@@ -29,7 +30,18 @@ export const EVENT_STATUS_OF: Record<UploadStatus, EventStatus> = {
 /** Statuses without an outcome date: they never replace a settled or returned outcome. */
 export const UNDATED: ReadonlySet<UploadStatus> = new Set(['pending', 'sent', 'voided', 'invalid', 'refunded', 'not_attempted']);
 
-export type Column = 'authorizer_unique_id' | 'reference' | 'payment_amount' | 'payment_status' | 'submitted_at' | 'settled_at' | 'returned_at' | 'return_code' | 'batch_id';
+export type Column =
+  | 'authorizer_unique_id'
+  | 'reference'
+  | 'payment_amount'
+  | 'payment_status'
+  | 'submitted_at'
+  | 'settled_at'
+  | 'returned_at'
+  | 'return_code'
+  | 'batch_id'
+  | 'change_code'
+  | 'corrected_data';
 
 const ALIASES: Record<string, Column> = {
   authorizer_unique_id: 'authorizer_unique_id',
@@ -53,6 +65,18 @@ const ALIASES: Record<string, Column> = {
   return_code: 'return_code',
   return_reason: 'return_code',
   batch_id: 'batch_id',
+  // Notifications of Change, as the documented columns and as processors' NOC reports head them.
+  change_code: 'change_code',
+  noc_code: 'change_code',
+  noc: 'change_code',
+  correction_code: 'change_code',
+  notification_of_change: 'change_code',
+  corrected_data: 'corrected_data',
+  corrected_information: 'corrected_data',
+  corrected_info: 'corrected_data',
+  corrected_value: 'corrected_data',
+  correction: 'corrected_data',
+  correction_data: 'corrected_data',
 };
 
 /** Case-insensitive; spaces and punctuation read as underscores. */
@@ -65,9 +89,11 @@ export const EXPORT_COLUMNS = ['authorizer_id', 'batch_id', 'institution', 'phon
  * The columns of a header. A balance export with payment columns added (the nine fixed columns and a
  * payment_status column) is `annotated_export`: its own Status column is the balance check's and is ignored.
  */
-export function readHeader(header: string[]): { format: 'generic' | 'annotated_export'; columns: (Column | null)[] } {
+export function readHeader(header: string[]): { format: UploadFormat; columns: (Column | null)[] } {
   const names = header.map(normalizeHeader);
   const annotated = EXPORT_COLUMNS.every((c) => names.includes(c)) && names.includes('payment_status');
+  // A processor's report of Notifications of Change: a change code column and no status column.
+  const changesOnly = !annotated && names.some((n) => ALIASES[n] === 'change_code') && !names.some((n) => ALIASES[n] === 'payment_status');
   const seen = new Set<Column>();
   const columns = names.map((n) => {
     if (annotated && n === 'status') return null;
@@ -76,7 +102,54 @@ export function readHeader(header: string[]): { format: 'generic' | 'annotated_e
     seen.add(c);
     return c;
   });
-  return { format: annotated ? 'annotated_export' : 'generic', columns };
+  return { format: annotated ? 'annotated_export' : changesOnly ? 'notifications_of_change' : 'generic', columns };
+}
+
+/** How a file is read: results (generic, or a balance export annotated with them), or a report of Notifications of Change. */
+export type UploadFormat = 'generic' | 'annotated_export' | 'notifications_of_change';
+
+/** The longest corrected data read: Nacha's field is 29 characters; an export may space it out. */
+const CORRECTED_MAX = 64;
+
+/** A Notification of Change of a row: the borrower or payment it names, its code and its corrected data. */
+export interface ParsedChange {
+  row: number;
+  authorizerUniqueId: string | null;
+  reference: string | null;
+  code: ChangeCode;
+  text: string;
+  correction: Correction;
+}
+
+/**
+ * A row's Notification of Change (its change_code and corrected_data): every reason it cannot be read, at
+ * `severity` (an error in a report of changes; a warning in a results row, whose outcome is still recorded).
+ */
+export function checkChange(r: RawRow, severity: RowProblem['severity']): { change: ParsedChange | null; problems: RowProblem[] } {
+  const problems: RowProblem[] = [];
+  const say = (reason: string) => problems.push({ row: r.row, rule: 1, reason, severity });
+  const v = r.values;
+  const aid = v.authorizer_unique_id || null;
+  const reference = v.reference || null;
+  if (!aid && !reference) say('authorizer_unique_id or reference is required');
+  for (const col of ['authorizer_unique_id', 'reference'] as const) {
+    if (v[col] && !isIdentifier(v[col])) say(`${col} is not 1 to ${IDENTIFIER_MAX} characters of well-formed Unicode text without control characters`);
+  }
+  const code = v.change_code ? readChangeCode(v.change_code) : null;
+  if (!v.change_code) say('change_code is missing');
+  else if (!code) say(`change_code is not a Notification of Change code the service reads (${CHANGE_CODES.join(', ')})`);
+  const text = v.corrected_data ?? '';
+  let correction: Correction | null = null;
+  if (text.length > CORRECTED_MAX) say(`corrected_data is longer than ${CORRECTED_MAX} characters`);
+  else if (code && code !== 'C13' && !text) say('corrected_data is missing');
+  else if (code) {
+    const read = readCorrection(code, text);
+    if (read.ok) correction = read.correction;
+    else say(read.problem);
+  }
+  const wording = severity === 'warning' ? problems.map((p) => ({ ...p, reason: `${p.reason}; the Notification of Change was not recorded` })) : problems;
+  if (problems.length > 0 || !code || !correction) return { change: null, problems: wording };
+  return { change: { row: r.row, authorizerUniqueId: aid, reference, code, text, correction }, problems };
 }
 
 /** Cells holding #N/A, N/A or - read as blank. */

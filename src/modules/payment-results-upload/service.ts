@@ -5,6 +5,7 @@ import type { UploadAnswer, UploadForm, UploadInput, UploadReport, UploadSummary
 import type { Ctx } from '../../deps';
 import { readSnapshot } from '../../platform/context';
 import { decideSlice } from './slice';
+import { recordChanges } from './changes';
 import { Lookups } from './match';
 import { budgetOf, budgetProblem, checkBudget, checkFile, fileOf, GC_HINT_ROWS, NO_ROWS, Problems, readAccepted, reportOf, SLICE, UploadStopped, type UploadBudget } from './read';
 import { ALWAYS, recordInSlices, type WriteTurn } from './recording';
@@ -66,6 +67,7 @@ const countsJson = (r: UploadReport) => ({
   matched: r.matched,
   needs_attention: r.needsAttention,
   already_recorded: r.alreadyRecorded,
+  notifications_of_change: r.notificationsOfChange,
   dry_run: r.dryRun,
   rowCount: r.rowCount,
   dataRowCount: r.dataRowCount,
@@ -139,7 +141,7 @@ export async function processUpload(args: UploadArgs): Promise<UploadReport> {
     if (!(e instanceof UploadStopped) || e.why === 'cancelled') throw e;
     const problems = new Problems();
     problems.add(budgetProblem(args.budget, e.why));
-    return { format: 'generic', rowCount: 0, dataRowCount: 0, matched: 0, needsAttention: 0, alreadyRecorded: 0, dryRun: args.input.dryRun, rows: [], problems: problems.report() };
+    return { format: 'generic', rowCount: 0, dataRowCount: 0, matched: 0, needsAttention: 0, alreadyRecorded: 0, notificationsOfChange: 0, dryRun: args.input.dryRun, rows: [], problems: problems.report() };
   }
 }
 
@@ -177,7 +179,9 @@ async function decideAndRecord({
       alreadyRecorded += decided.alreadyRecorded;
       if ((n + SLICE) % GC_HINT_ROWS === 0) Bun.gc(false);
     }
-    return reportOf(read, rows, { rowCount: read.accepted.length, matched, alreadyRecorded }, true);
+    const changes = await recordChanges(tx, read.changes, now, true);
+    for (const p of changes.problems) read.problems.add(p);
+    return reportOf(read, rows, { rowCount: read.accepted.length, matched, alreadyRecorded, changes: changes.recorded }, true);
   });
 }
 

@@ -51,7 +51,7 @@ export interface UploadRecord {
   lenderId: string;
   recordedAt: number;
   creator: string | null;
-  report: { format: 'generic' | 'annotated_export'; rowCount: number; dataRowCount: number; matched: number; needsAttention: number; alreadyRecorded: number; problems: unknown[] };
+  report: { format: 'generic' | 'annotated_export' | 'notifications_of_change'; rowCount: number; dataRowCount: number; matched: number; needsAttention: number; alreadyRecorded: number; problems: unknown[] };
 }
 
 /** A recorded upload as the history reads it. */

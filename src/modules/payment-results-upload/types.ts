@@ -2,7 +2,7 @@
 // main thread's side of that worker (offload.ts).
 
 export interface UploadReport {
-  format: 'generic' | 'annotated_export';
+  format: 'generic' | 'annotated_export' | 'notifications_of_change';
   rowCount: number;
   dataRowCount: number;
   matched: number;
@@ -12,6 +12,8 @@ export interface UploadReport {
    * the row gives): they add nothing and are recorded once, not again; each has a warning saying so.
    */
   alreadyRecorded: number;
+  /** Notifications of Change recorded (a dry run's: that would be); those recorded before are warnings. */
+  notificationsOfChange: number;
   dryRun: boolean;
   rows: { row: number; reference: string; authorizerUniqueId: string | null; status: string; amountCents: number }[];
   problems: { row: number; reason: string; severity: 'error' | 'warning' }[];

@@ -70,7 +70,7 @@ export const DeliveryQuery = t.Object({
 
 const EventType = OneOf(ENDPOINT_EVENT_TYPES, {
   description:
-    'PAYMENT_EVENT: each payment event read from a processor, as GET /v1/payment_events shows it; RETURN_RATE_ALERT: a return-rate class changed status (ok, warning, exceeded) over the last 60 days; ENROLLMENT_BLOCKED: a borrower stopped, or waiting on the lender (a blocked_reason); PAYMENT_SCHEDULED: a payment scheduled after a notice period, to tell the borrower; BANK_LINK_RELINK_REQUIRED: a borrower’s linked account (bank_link) needs the borrower (relink, revoked, closed, not transactable), once per episode; BANK_LINK_REPAIRED: the provider says it is well again; BANK_LINK_EXPIRING: its consent ends soon',
+    'PAYMENT_EVENT: each payment event read from a processor, as GET /v1/payment_events shows it; RETURN_RATE_ALERT: a return-rate class changed status (ok, warning, exceeded) over the last 60 days; ENROLLMENT_BLOCKED: a borrower stopped, or waiting on the lender (a blocked_reason); PAYMENT_SCHEDULED: a payment scheduled after a notice period, to tell the borrower; BANK_LINK_RELINK_REQUIRED: a borrower’s linked account (bank_link) needs the borrower (relink, revoked, closed, not transactable), once per episode; BANK_LINK_REPAIRED: the provider says it is well again; BANK_LINK_EXPIRING: its consent ends soon; ACCOUNT_CHANGE_NOTIFIED: a bank’s Notification of Change on one of the lender’s bank accounts was received (debits to it held until applied); ACCOUNT_CORRECTED: it was applied to every borrower on the account',
 });
 
 export const EndpointCreate = Type.Object(

@@ -22,6 +22,8 @@ const EVENT_HELP: Record<(typeof ENDPOINT_EVENT_TYPES)[number], string> = {
   BANK_LINK_RELINK_REQUIRED: 'a borrower’s linked account needs the borrower (relink, revoked, closed)',
   BANK_LINK_REPAIRED: 'a borrower’s linked account is well again',
   BANK_LINK_EXPIRING: 'a borrower’s consent to a linked account ends soon',
+  ACCOUNT_CHANGE_NOTIFIED: 'a bank sent a Notification of Change for one of your bank accounts',
+  ACCOUNT_CORRECTED: 'a Notification of Change was applied to the borrowers on an account',
 };
 
 const EndpointForm = Type.Object(

@@ -17,6 +17,7 @@ import type { BalanceStore } from './modules/balance-requests/store';
 import type { LinkHealthStore } from './modules/balance-requests/link-health-store';
 import type { LenderStore } from './modules/lenders/store';
 import type { ReturnRateStore } from './modules/return-rates/store';
+import type { AchReportStore } from './modules/ach-report/store';
 import type { UploadStore } from './modules/payment-results-upload/store';
 import type { PaymentConnectionStore } from './modules/payment-connections/store';
 import type { WebhookStore } from './modules/webhooks/store';
@@ -63,6 +64,7 @@ export interface Stores {
   linkHealth: LinkHealthStore;
   lenders: LenderStore;
   returnRates: ReturnRateStore;
+  achReport: AchReportStore;
   uploads: UploadStore;
   paymentConnections: PaymentConnectionStore;
   webhooks: WebhookStore;

@@ -10,6 +10,7 @@ import { sqliteBalanceStore } from './modules/balance-requests/store.sqlite';
 import { sqliteLinkHealthStore } from './modules/balance-requests/link-health-store.sqlite';
 import { sqliteLenderStore } from './modules/lenders/store.sqlite';
 import { sqliteReturnRateStore } from './modules/return-rates/store.sqlite';
+import { sqliteAchReportStore } from './modules/ach-report/store.sqlite';
 import { sqliteUploadStore } from './modules/payment-results-upload/store.sqlite';
 import { sqlitePaymentConnectionStore } from './modules/payment-connections/store.sqlite';
 import { sqliteWebhookStore } from './modules/webhooks/store.sqlite';
@@ -26,6 +27,7 @@ import { pgBalanceStore } from './modules/balance-requests/store.pg';
 import { pgLinkHealthStore } from './modules/balance-requests/link-health-store.pg';
 import { pgLenderStore } from './modules/lenders/store.pg';
 import { pgReturnRateStore } from './modules/return-rates/store.pg';
+import { pgAchReportStore } from './modules/ach-report/store.pg';
 import { pgUploadStore } from './modules/payment-results-upload/store.pg';
 import { pgPaymentConnectionStore } from './modules/payment-connections/store.pg';
 import { pgWebhookStore } from './modules/webhooks/store.pg';
@@ -53,6 +55,7 @@ export const sqliteStores: Stores = {
   linkHealth: sqliteLinkHealthStore,
   lenders: sqliteLenderStore,
   returnRates: sqliteReturnRateStore,
+  achReport: sqliteAchReportStore,
   uploads: sqliteUploadStore,
   paymentConnections: sqlitePaymentConnectionStore,
   webhooks: sqliteWebhookStore,
@@ -76,6 +79,7 @@ export const pgStores: Stores = {
   linkHealth: pgLinkHealthStore,
   lenders: pgLenderStore,
   returnRates: pgReturnRateStore,
+  achReport: pgAchReportStore,
   uploads: pgUploadStore,
   paymentConnections: pgPaymentConnectionStore,
   webhooks: pgWebhookStore,

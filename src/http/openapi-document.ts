@@ -79,8 +79,26 @@ export function polishDocument(raw: Json, routes: Route[], webhooks: Json = {}):
     const method = route.method.toLowerCase() as (typeof METHODS)[number];
     const op = paths[route.path.replace(/:([^/]+)/g, '{$1}')]?.[method];
     if (!op) continue;
-    const hooks = route.hooks as { body?: unknown; query?: { properties?: Record<string, Json> }; parse?: { fn: MediaParser }[]; detail?: { requestBody?: Json } };
+    const hooks = route.hooks as {
+      body?: unknown;
+      query?: { properties?: Record<string, Json> };
+      parse?: { fn: MediaParser }[];
+      response?: unknown;
+      detail?: { requestBody?: Json; responses?: Record<string, Json> };
+    };
     queryAnnotations(op, hooks.query?.properties ?? {});
+    // A route with response schemas that answers in another media type too (the ACH report's CSV) names it in
+    // its detail's responses, which the generator drops beside the schemas: its description is taken, and its
+    // media types and headers are added after the generated answer's own, which are kept as they are.
+    if (hooks.response && hooks.detail?.responses) {
+      const responses = (op.responses ??= {}) as Record<string, Json>;
+      for (const [status, declared] of Object.entries(hooks.detail.responses)) {
+        const res = (responses[status] ??= {});
+        if (declared.description) res.description = declared.description;
+        res.content = { ...(res.content as Json | undefined), ...(structuredClone(declared.content) as Json | undefined), ...(res.content as Json | undefined) };
+        if (declared.headers) res.headers = { ...(res.headers as Json | undefined), ...(structuredClone(declared.headers) as Json), ...(res.headers as Json | undefined) };
+      }
+    }
     // A route that checks less than it documents (each enrollment borrower is checked alone) names its body itself.
     if (hooks.detail?.requestBody) {
       op.requestBody = structuredClone(hooks.detail.requestBody);

@@ -35,6 +35,7 @@ import { paymentEventRoutes } from './collection/routes';
 import { collectionPolicyRoutes } from './collection-policy/routes';
 import { returnRateRoutes } from './return-rates/routes';
 import { returnRateJob } from './return-rates/watch';
+import { achReportRoutes } from './ach-report/routes';
 import { portalRoutes } from './portal/routes';
 import { portalErrorPage } from './portal/plugin';
 import { uploadRoutes } from './payment-results-upload/routes';
@@ -51,7 +52,7 @@ import { sealedColumns as scheduleSealed } from './schedules/service';
 
 /** Every feature's routes, mounted by createApp. */
 export function featureRoutes(deps: Deps, auth: Auth) {
-  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), webhookEndpointRoutes(deps, auth), paymentConnectionRoutes(deps, auth), bankDataConnectionRoutes(deps, auth), bankDataWebhookRoutes(deps), enrollmentRoutes(deps, auth), bankAccountRoutes(deps, auth), paymentEventRoutes(deps, auth), collectionPolicyRoutes(deps, auth), returnRateRoutes(deps, auth), uploadRoutes(deps, auth), portalRoutes(deps)] as const;
+  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), webhookEndpointRoutes(deps, auth), paymentConnectionRoutes(deps, auth), bankDataConnectionRoutes(deps, auth), bankDataWebhookRoutes(deps), enrollmentRoutes(deps, auth), bankAccountRoutes(deps, auth), paymentEventRoutes(deps, auth), collectionPolicyRoutes(deps, auth), returnRateRoutes(deps, auth), achReportRoutes(deps, auth), uploadRoutes(deps, auth), portalRoutes(deps)] as const;
 }
 
 /** Routes whose writes run in a worker that takes the write gate itself: they hold no share of it. */

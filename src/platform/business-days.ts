@@ -61,3 +61,14 @@ export function addBusinessDays(from: number, n: number): number {
   }
   return day;
 }
+
+/**
+ * The business days from the day of `from` to the day of `to`: those after the first day up to and including
+ * the last, so a day's own business is 0 and `addBusinessDays(from, n)` is n of them. 0 when `to` is not later.
+ */
+export function businessDaysBetween(from: number, to: number): number {
+  const last = midnight(to);
+  let n = 0;
+  for (let day = midnight(from) + DAY_MS; day <= last; day += DAY_MS) if (isBusinessDay(day)) n++;
+  return n;
+}

@@ -201,6 +201,7 @@ const FEATURE_ORDER = [
   'pay-cycles',
   'bank-data-webhooks',
   'payment-results-upload',
+  'ach-report',
   'portal',
 ];
 

@@ -56,12 +56,16 @@ contract('returnRates', (t) => {
     // One millisecond less on either end leaves the rows of that day out.
     expect(await store.debitsIn(storeCtx, lender.id, from + 1, to)).toBe(2);
     expect(await store.returnsIn(storeCtx, lender.id, from, to - 1)).toEqual([{ reference: 'R-1', code: 'R10' }]);
+    // The same rows with their total, exactly: 3 debits of $10.00; 2 once the first day is left out.
+    expect(await store.debitTotalsIn(storeCtx, lender.id, from, to)).toEqual({ count: 3, cents: 3000n });
+    expect(await store.debitTotalsIn(storeCtx, lender.id, from + 1, to)).toEqual({ count: 2, cents: 2000n });
     // The same file again: each reference is still counted once.
     await upload(ctx, lender.key, ['S-1,10.00,settled,2026-11-02,2026-11-03,,', 'R-1,10.00,returned,2026-11-05,,2026-11-07,R10']);
     expect(await store.debitsIn(storeCtx, lender.id, from, to)).toBe(3);
     expect(await store.returnsIn(storeCtx, lender.id, from, to)).toHaveLength(2);
     // Another lender's window is empty.
     expect(await store.debitsIn(storeCtx, ctx.lender.id, from, to)).toBe(0);
+    expect(await store.debitTotalsIn(storeCtx, ctx.lender.id, from, to)).toEqual({ count: 0, cents: 0n });
     expect(await store.returnsIn(storeCtx, ctx.lender.id, from, to)).toEqual([]);
     // The API's figures are the store's: 4 debits over the 60 days to now (L-1 included), R10 and R01 returned.
     const rates = await ctx.json('GET', '/v1/return_rates', { key: lender.key });
@@ -95,6 +99,8 @@ contract('returnRates', (t) => {
     // The lender's upload of its own payment's reference is that payment, not a debit of its own.
     await upload(ctx, lender.key, [`${refs.get('settles')},425.00,settled,2026-11-21,2026-11-21,,`]);
     expect(await store.debitsIn(storeCtx, lender.id, from, to)).toBe(2);
+    // Their total is their amounts: the refused one, the card one and the upload of its own reference are not in it.
+    expect(await store.debitTotalsIn(storeCtx, lender.id, from, to)).toEqual({ count: 2, cents: 42500n + 42591n });
     // From the start of the day the uploaded row (stored) was submitted on: still the two.
     const stored = await ctx.rows('SELECT submitted_at FROM uploaded_results WHERE lender_id = ? AND reference = ?', lender.id, refs.get('settles')!);
     expect(stored.map((r) => Number(r.submitted_at))).toEqual([day('2026-11-21')]);

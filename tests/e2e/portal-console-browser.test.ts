@@ -25,7 +25,7 @@ const HEADER = 'authorizer_unique_id,reference,payment_amount,payment_status,sub
 let ctx: TestContext;
 let origin: string;
 const browser = useBrowser();
-const ids: { schedule: string; connection: string; upload: string } = { schedule: '', connection: '', upload: '' };
+const ids: { schedule: string; connection: string; upload: string; account: string } = { schedule: '', connection: '', upload: '', account: '' };
 
 beforeAll(async () => {
   ctx = createTestContext({ HOST: '127.0.0.1', TRUST_PROXY: 'loopback', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', MONITOR_READ_INTERVAL_MS: '3600000' });
@@ -42,6 +42,7 @@ beforeAll(async () => {
   ids.schedule = schedule.body.schedule_id;
   expect((await ctx.json('POST', '/v1/webhook_endpoints', { body: { url: 'https://127.0.0.1:9/hooks', event_types: ['PAYMENT_EVENT'], description: HOSTILE } })).status).toBe(201);
   expect((await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('console-xss-1')] } })).status).toBe(207);
+  ids.account = (await ctx.json('GET', '/v1/payment_enrollments/console-xss-1')).body.bank_account_id;
 });
 
 afterAll(async () => {
@@ -83,6 +84,8 @@ describe('the console in a browser', () => {
         `/portal/monitoring/${ids.schedule}`,
         '/portal/payments/borrowers',
         '/portal/payments/borrowers/console-xss-1',
+        '/portal/payments/bank-accounts',
+        `/portal/payments/bank-accounts/${ids.account}`,
         '/portal/payments/connections',
         '/portal/payments/bank-data',
         '/portal/payments/results-upload',
@@ -141,6 +144,8 @@ describe('the console in a browser', () => {
         ['/portal/payments/borrowers/console-xss-1', 'console-borrower', 4],
         ['/portal/payments/borrowers/console-xss-1/remove', 'console-borrower-remove', 2],
         ['/portal/payments/borrowers/console-xss-1/erase', 'console-borrower-erase', 2],
+        ['/portal/payments/bank-accounts', 'console-bank-accounts', 2],
+        [`/portal/payments/bank-accounts/${ids.account}`, 'console-bank-account', 2],
         ['/portal/payments/connections', 'console-connections', 5],
         [`/portal/payments/connections/${ids.connection}/delete`, 'console-connection-delete', 3],
         ['/portal/payments/bank-data', 'console-bank-data', 2],

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { addBusinessDays, fedHolidays, isBusinessDay } from '../../src/platform/business-days';
+import { addBusinessDays, businessDaysBetween, fedHolidays, isBusinessDay } from '../../src/platform/business-days';
 
 const d = (s: string) => Date.parse(`${s}T00:00:00.000Z`);
 const iso = (t: number) => new Date(t).toISOString().slice(0, 10);
@@ -27,5 +27,24 @@ describe('business days', () => {
     expect(iso(addBusinessDays(d('2026-11-20'), 1))).toBe('2026-11-23');
     expect(iso(addBusinessDays(d('2026-12-24'), 1))).toBe('2026-12-28');
     expect(iso(addBusinessDays(d('2026-12-31'), 10))).toBe('2027-01-15');
+  });
+
+  test('the business days between two times: after the first day, up to and including the last', () => {
+    const h = 3_600_000;
+    // The same day, whatever the hours: none.
+    expect(businessDaysBetween(d('2026-11-23') + 9 * h, d('2026-11-23') + 23 * h)).toBe(0);
+    // Monday to Tuesday: one; Friday to Monday: one (the weekend is not counted).
+    expect(businessDaysBetween(d('2026-11-23') + 20 * h, d('2026-11-24') + h)).toBe(1);
+    expect(businessDaysBetween(d('2026-11-20'), d('2026-11-23'))).toBe(1);
+    // Received on a Saturday, applied on Monday: one.
+    expect(businessDaysBetween(d('2026-11-21') + 12 * h, d('2026-11-23'))).toBe(1);
+    // Over Thanksgiving: Wednesday to Monday is Friday and Monday.
+    expect(businessDaysBetween(d('2026-11-25'), d('2026-11-30'))).toBe(2);
+    // n business days later is n between, from any hour of the day.
+    for (const [from, n] of [['2026-11-25', 6], ['2026-12-24', 1], ['2026-12-31', 10], ['2026-11-20', 3]] as const) {
+      expect(businessDaysBetween(d(from) + 17 * h, addBusinessDays(d(from) + 17 * h, n))).toBe(n);
+    }
+    // An end before the start: none.
+    expect(businessDaysBetween(d('2026-11-24'), d('2026-11-20'))).toBe(0);
   });
 });

@@ -2,6 +2,7 @@ import { Elysia } from 'elysia';
 import { join } from 'node:path';
 import type { Deps } from '../../deps';
 import { balanceCheckPages } from './pages/balance-checks';
+import { bankAccountPages } from './pages/bank-accounts';
 import { borrowerPages } from './pages/borrowers';
 import { connectionPages } from './pages/connections';
 import { bankDataPages } from './pages/bank-data';
@@ -35,6 +36,7 @@ export const portalRoutes = (deps: Deps) =>
     .use(monitoringPages(deps))
     .use(borrowerPages(deps))
     .use(paymentPages(deps))
+    .use(bankAccountPages(deps))
     .use(connectionPages(deps))
     .use(bankDataPages(deps))
     .use(resultsUploadPages(deps))

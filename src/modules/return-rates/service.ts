@@ -52,6 +52,14 @@ export async function ratesOver(c: StoreCtx, lenderId: string, to: number, days:
 
 /** Each class's rate from the window's debits and returns. */
 function ratesFrom(debits: number, returns: WindowReturn[], from: number, to: number, days: number) {
+  return { window: { from: iso(from), to: iso(to), days }, debits, ...classify(debits, returns) };
+}
+
+/**
+ * Returns by code (in code order; one without a code counts in overall only) and each class's returns and rate
+ * over `debits`: the rates' classes, and the monthly ACH report's.
+ */
+export function classify(debits: number, returns: readonly WindowReturn[]) {
   const counts = new Map<string, number>();
   for (const r of returns) if (r.code) counts.set(r.code, (counts.get(r.code) ?? 0) + 1);
   // In code order: the rows come in whatever order the engine reads them, and the answer must not follow it.
@@ -62,11 +70,19 @@ function ratesFrom(debits: number, returns: WindowReturn[], from: number, to: nu
     return { returns: n, rate: rateOf(n, debits), threshold, status: statusOf(n, debits, tenthsPerMille) };
   };
   return {
-    window: { from: iso(from), to: iso(to), days },
-    debits,
     rates: { unauthorized: cls('unauthorized'), administrative: cls('administrative'), overall: cls('overall') } as Record<ReturnClass, ClassRate>,
     by_code: byCode,
   };
+}
+
+/**
+ * The lender's ACH debits in [from, to] with the total of their amounts, and its returns in it by code and
+ * class, each class's rate over those debits: counted exactly as the rates count them (the same statements).
+ */
+export async function debitsAndReturnsIn(c: StoreCtx, lenderId: string, from: number, to: number) {
+  const debits = await c.deps.stores.returnRates.debitTotalsIn(c, lenderId, from, to);
+  const returns = await c.deps.stores.returnRates.returnsIn(c, lenderId, from, to);
+  return { debits, returns: returns.length, ...classify(debits.count, returns) };
 }
 
 export const anyExceeded = (statuses: Record<ReturnClass, { status: RateStatus } | RateStatus>): boolean =>

@@ -1,6 +1,7 @@
 import { eq, sql } from 'drizzle-orm';
 import { lenders, returnRateWatch } from '../../../db/schema-pg';
-import { lockFor, readerOf, writerOf, rows } from '../../platform/sql/pg';
+import { exactSum, lockFor, readerOf, rows, sumOf, writerOf, type Summed } from '../../platform/sql/pg';
+import { NOT_DEBITED, NOT_SENT } from './store-shared';
 import type { ReturnRateStore, WindowReturn } from './store';
 
 // The return-rate statements on PostgreSQL, on the same indexes as SQLite's (payments_rates_idx,
@@ -9,6 +10,15 @@ import type { ReturnRateStore, WindowReturn } from './store';
 // alerts on a change and saves the new ones: serializeWatch makes the lender's evaluations take turns, so a
 // change is alerted once.
 
+// What a debit that went to the bank is, written once for both questions asked of it (how many; how many and
+// their total), as store.sqlite.ts writes it.
+const ownDebits = (lenderId: string, from: number, to: number) =>
+  sql`FROM payments WHERE lender_id = ${lenderId} AND rail = 'ach' AND first_attempt_at BETWEEN ${from} AND ${to} AND status NOT IN (${sql.raw(NOT_SENT)})`;
+const uploadedDebits = (lenderId: string, from: number, to: number) =>
+  sql`FROM uploaded_results u
+       WHERE u.lender_id = ${lenderId} AND u.submitted_at BETWEEN ${from} AND ${to} AND u.status NOT IN (${sql.raw(NOT_DEBITED)})
+         AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.lender_id = ${lenderId} AND p.reference = u.reference)`;
+
 export const pgReturnRateStore: ReturnRateStore = {
   async serializeWatch(c, lenderId) {
     await lockFor(c, 'return-rate-watch', lenderId);
@@ -16,17 +26,18 @@ export const pgReturnRateStore: ReturnRateStore = {
   async debitsIn(c, lenderId, from, to) {
     const [row] = await rows<{ n: number }>(
       readerOf(c),
-      sql`SELECT
-            (SELECT count(*) FROM payments
-              WHERE lender_id = ${lenderId} AND rail = 'ach' AND first_attempt_at BETWEEN ${from} AND ${to}
-                AND status NOT IN ('scheduled', 'initiating', 'not_attempted', 'invalid', 'voided'))
-          + (SELECT count(*) FROM uploaded_results u
-              WHERE u.lender_id = ${lenderId} AND u.submitted_at BETWEEN ${from} AND ${to}
-                AND u.status NOT IN ('pending', 'voided', 'invalid', 'not_attempted')
-                AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.lender_id = ${lenderId} AND p.reference = u.reference)) AS n`,
+      sql`SELECT (SELECT count(*) ${ownDebits(lenderId, from, to)}) + (SELECT count(*) ${uploadedDebits(lenderId, from, to)}) AS n`,
     );
     // count(*) is int8, which a raw query reads as a string.
     return Number(row!.n);
+  },
+  async debitTotalsIn(c, lenderId, from, to) {
+    const [row] = await rows<Summed<'c'> & { n: string }>(
+      readerOf(c),
+      sql`SELECT count(*) AS n, ${exactSum('a', 'c')}
+            FROM (SELECT amount_cents AS a ${ownDebits(lenderId, from, to)} UNION ALL SELECT u.amount_cents ${uploadedDebits(lenderId, from, to)}) d`,
+    );
+    return { count: Number(row!.n), cents: sumOf(row!, 'c') };
   },
   async returnsIn(c, lenderId, from, to) {
     return rows<WindowReturn>(

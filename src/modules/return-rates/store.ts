@@ -17,6 +17,12 @@ export interface WindowReturn {
   code: string | null;
 }
 
+/** Debits that went to the bank: how many, and their amounts summed exactly. */
+export interface DebitTotals {
+  count: number;
+  cents: bigint;
+}
+
 export interface ReturnRateStore {
   /**
    * Taken first by an evaluation (before the rates are read): the lender's evaluations take turns, each reading
@@ -26,6 +32,8 @@ export interface ReturnRateStore {
   serializeWatch(c: TxCtx, lenderId: string): Promise<void>;
   /** ACH debits that went to the bank in [from, to]: the service's own that reached the processor, and uploaded ones. */
   debitsIn(c: StoreCtx, lenderId: string, from: number, to: number): Promise<number>;
+  /** The same debits as debitsIn (the same rows, always), with the total of their amounts: the monthly ACH report's. */
+  debitTotalsIn(c: StoreCtx, lenderId: string, from: number, to: number): Promise<DebitTotals>;
   /** Returns in [from, to], once per reference, with their code. */
   returnsIn(c: StoreCtx, lenderId: string, from: number, to: number): Promise<WindowReturn[]>;
   /** The statuses of the lender's last evaluation and when it was made, if it had one. */

@@ -233,7 +233,7 @@ describe('Collection rules', () => {
 });
 
 describe('every page', () => {
-  const PAGES = ['/portal', '/portal/developers', '/portal/payments/rules', '/portal/balance-checks', '/portal/monitoring', '/portal/payments/borrowers', '/portal/payments/connections', '/portal/payments/bank-data', '/portal/payments/results-upload'];
+  const PAGES = ['/portal', '/portal/developers', '/portal/payments/rules', '/portal/balance-checks', '/portal/monitoring', '/portal/payments/borrowers', '/portal/payments/bank-accounts', '/portal/payments/connections', '/portal/payments/bank-data', '/portal/payments/results-upload'];
 
   test('signed out, each sends to sign-in', async () => {
     const c = fresh();

@@ -246,11 +246,13 @@ describe('the console in a browser', () => {
       await page.getByLabel('Debit on a linked account’s current balance when it gives no available one').check();
       await page.getByLabel('Buffer above the amount on a current balance (cents)').fill('1500');
       await page.getByLabel('Oldest linked balance a debit may follow (minutes)').fill('120');
+      await page.getByLabel('Notifications of Change').selectOption('review');
+      await page.getByLabel('Require validation evidence before the first debit to an account').uncheck();
       await page.getByRole('button', { name: 'Save rules' }).click();
       await page.waitForLoadState('load');
       await expect(page.getByRole('status').innerText()).resolves.toContain('Collection rules saved.');
       const { updated_at: _at, ...policy } = (await ctx.json('GET', '/v1/collection_policy')).body;
-      expect(policy).toEqual({ cfpb_covered: true, max_reinitiations: 1, reinitiation_amount: 'original', notice_days: 3, return_rate_pause: true, read_cadence: 'interval', debit_buffer_cents: 2500, time_zone: 'America/Chicago', late_return_window_days: 7, allow_current_balance: true, current_balance_buffer_cents: 1500, max_balance_age_minutes: 120 });
+      expect(policy).toEqual({ cfpb_covered: true, max_reinitiations: 1, reinitiation_amount: 'original', notice_days: 3, return_rate_pause: true, read_cadence: 'interval', debit_buffer_cents: 2500, time_zone: 'America/Chicago', late_return_window_days: 7, allow_current_balance: true, current_balance_buffer_cents: 1500, max_balance_age_minutes: 120, apply_notifications_of_change: 'review', require_account_validation: false });
       // The page shows what was saved; a value the API refuses is refused on the page, and nothing changes.
       await page.reload();
       expect(await page.getByLabel('Your time zone (payday reads at 08:00 there)').inputValue()).toBe('America/Chicago');
@@ -262,7 +264,7 @@ describe('the console in a browser', () => {
       await page.getByRole('button', { name: 'Save rules' }).click();
       await page.waitForLoadState('load');
       const { updated_at: _at2, ...back } = (await ctx.json('GET', '/v1/collection_policy')).body;
-      expect(back).toEqual({ cfpb_covered: false, max_reinitiations: 1, reinitiation_amount: 'original', notice_days: 0, return_rate_pause: false, read_cadence: 'interval', debit_buffer_cents: 2500, time_zone: 'America/Chicago', late_return_window_days: 7, allow_current_balance: true, current_balance_buffer_cents: 1500, max_balance_age_minutes: 120 });
+      expect(back).toEqual({ cfpb_covered: false, max_reinitiations: 1, reinitiation_amount: 'original', notice_days: 0, return_rate_pause: false, read_cadence: 'interval', debit_buffer_cents: 2500, time_zone: 'America/Chicago', late_return_window_days: 7, allow_current_balance: true, current_balance_buffer_cents: 1500, max_balance_age_minutes: 120, apply_notifications_of_change: 'review', require_account_validation: false });
     } finally {
       await context.close();
     }

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia';
 import type { Deps } from '../../../deps';
-import { REINITIATION_AMOUNTS, READ_CADENCES } from '../../../../db/schema/enums';
+import { CHANGE_APPLICATIONS, REINITIATION_AMOUNTS, READ_CADENCES } from '../../../../db/schema/enums';
 import { PolicyPatch } from '../../collection-policy/model';
 import { getPolicy, updatePolicy } from '../../collection-policy/service';
 import { returnRates } from '../../return-rates/service';
@@ -121,6 +121,28 @@ async function RulesContent(props: { deps: Deps; s: PortalSession; message?: Mes
           <label for="max_balance_age_minutes">Oldest linked balance a debit may follow (minutes)</label>
           <input id="max_balance_age_minutes" name="max_balance_age_minutes" type="number" min={1} max={1440} step={1} value={String(p.max_balance_age_minutes)} aria-describedby="max_balance_age_minutes-help" />
           <small id="max_balance_age_minutes-help">By the provider’s own time for the balance: an older one is recorded but decides no debit until a fresher read.</small>
+          <label for="apply_notifications_of_change">Notifications of Change</label>
+          <select id="apply_notifications_of_change" name="apply_notifications_of_change" aria-describedby="apply_notifications_of_change-help">
+            {CHANGE_APPLICATIONS.map((x) => (
+              <option value={x} selected={p.apply_notifications_of_change === x}>
+                {x === 'automatic' ? 'automatic: applied to every borrower on the account at once' : 'review: debits to the account held until you apply it'}
+              </option>
+            ))}
+          </select>
+          <small id="apply_notifications_of_change-help">
+            Nacha: a bank’s correction of an account’s details (C01 account number, C02 routing number…) is made within six banking days of receipt or before the
+            next debit. Either way no debit goes to the old details once it is received; under review, apply it on the Bank accounts page.
+          </small>
+          <fieldset>
+            <label for="require_account_validation">
+              <input id="require_account_validation" name="require_account_validation" type="checkbox" value="true" checked={p.require_account_validation} aria-describedby="require_account_validation-help" />{' '}
+              Require validation evidence before the first debit to an account
+            </label>
+            <small id="require_account_validation-help">
+              Nacha WEB debit rule: an account is validated before its first debit and whenever its number changes: a bank link, or your own evidence sent with the
+              borrower (account_validation: a prenote, micro-deposits, a third-party service).
+            </small>
+          </fieldset>
           <fieldset>
             <label for="return_rate_pause">
               <input id="return_rate_pause" name="return_rate_pause" type="checkbox" value="true" checked={p.return_rate_pause} aria-describedby="return_rate_pause-help" />{' '}
@@ -182,6 +204,8 @@ export const rulesPages = (deps: Deps) => {
             allow_current_balance: raw.allow_current_balance === 'true',
             current_balance_buffer_cents: whole(raw.current_balance_buffer_cents, 8),
             max_balance_age_minutes: whole(raw.max_balance_age_minutes, 4),
+            apply_notifications_of_change: raw.apply_notifications_of_change,
+            require_account_validation: raw.require_account_validation === 'true',
             // An empty box is UTC.
             time_zone: typeof raw.time_zone === 'string' && raw.time_zone.trim() !== '' ? raw.time_zone.trim() : null,
           });

@@ -166,3 +166,37 @@ describe('/portal/payments/bank-accounts', () => {
     expect(await their.text()).toContain('accounts_blocked,,count,0\r\n');
   });
 });
+
+describe('a Notification of Change on the account page', () => {
+  test('under review it is listed with an Apply button; applying it from the page applies it once, and a second time is refused', async () => {
+    const c = createTestContext();
+    contexts.push(c);
+    expect((await c.json('PATCH', '/v1/collection_policy', { body: { apply_notifications_of_change: 'review' } })).status).toBe(200);
+    expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('noc-1', { account_number: '0005550002' })] } })).status).toBe(207);
+    const form = new FormData();
+    form.append('file', new Blob(['authorizer_unique_id,change_code,corrected_data\nnoc-1,C01,0005559999\n'], { type: 'text/csv' }), 'noc.csv');
+    expect((await c.json('POST', '/v1/payment_results/uploads', { form })).body).toMatchObject({ notifications_of_change: 1 });
+    const id = (await c.json('GET', '/v1/payment_enrollments/noc-1')).body.bank_account_id as string;
+    const changeId = (await c.json('GET', `/v1/bank_accounts/${id}`)).body.pending_change_id as string;
+    const p = await signedIn(c);
+    const before = await p.get(`/portal/payments/bank-accounts/${id}`);
+    expect(before.text).toContain('Notifications of Change');
+    expect(before.text).toContain('…0002 → …9999');
+    expect(before.text).toContain('Apply C01');
+    expect(before.text).toContain('Debits held for a change');
+    // Without the form's token nothing is applied.
+    expect((await p.post(`/portal/payments/bank-accounts/${id}/changes/${changeId}/apply`, {}, { csrf: null })).status).toBe(403);
+    expect((await c.json('GET', `/v1/bank_accounts/${id}`)).body.pending_change_id).toBe(changeId);
+    const applied = await p.post(`/portal/payments/bank-accounts/${id}/changes/${changeId}/apply`, {});
+    expect(applied.status).toBe(200);
+    expect(applied.text).toContain('C01 applied');
+    expect(applied.text).not.toContain('Apply C01');
+    expect((await c.json('GET', `/v1/bank_accounts/${id}`)).body).toMatchObject({ last4: '9999', pending_change_id: null, changes: [{ status: 'applied', applied_by: 'lender' }] });
+    const twice = await p.post(`/portal/payments/bank-accounts/${id}/changes/${changeId}/apply`, {});
+    expect(twice.status).toBe(409);
+    // Another lender's portal user finds no such account.
+    const other = c.newLender();
+    const q = await signedIn(c, { lenderId: other.id, email: 'other@example.com' });
+    expect((await q.post(`/portal/payments/bank-accounts/${id}/changes/${changeId}/apply`, {})).status).toBe(404);
+  });
+});

@@ -7,9 +7,11 @@ import { OneOf } from '../../../platform/schema';
 import { reportCsv, reportFilename } from '../../ach-report/csv';
 import { achReport } from '../../ach-report/service';
 import { getBankAccount, listBankAccounts } from '../../bank-accounts/service';
-import { page, portalSession, queryOf, viewOf } from '../plugin';
+import { page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
-import { Choice, Facts, Pager, Table, Time } from '../ui/components';
+import { ActionButton, Choice, Facts, Notice, Pager, Table, Time, type Message } from '../ui/components';
+import { confirmChange } from '../../collection/account-changes';
+import { NotFound } from '../../../platform/errors';
 import { count } from '../ui/format';
 import { borrowerHref } from './borrowers';
 
@@ -93,11 +95,29 @@ const FACTS: [field: keyof AccountView, label: string, value: (a: AccountView, n
   ['return_codes', 'Return codes', codes],
   ['state_reference', 'Set by the return of', (a) => (a.state_reference ? <code>{a.state_reference}</code> : '—')],
   ['last_return_at', 'Latest return', (a, now) => <Time at={a.last_return_at} now={now} />],
+  ['account_type', 'Account type', (a) => a.account_type ?? 'as the processor takes it (checking)'],
+  [
+    'validation',
+    'Validation evidence',
+    (a, now) =>
+      a.validation ? (
+        <>
+          {a.validation.method}
+          {a.validation.source ? ` (${a.validation.source})` : ''}
+          {a.validation.reference ? `, ${a.validation.reference}` : ''}, <Time at={a.validation.validated_at} now={now} />
+          {a.validation.current ? '' : ': older than the last change of its number, so a new validation is needed'}
+        </>
+      ) : (
+        'none: send account_validation with the borrower, or a bank_link'
+      ),
+  ],
+  ['number_changed_at', 'Number last corrected', (a, now) => <Time at={a.number_changed_at} now={now} />],
+  ['pending_change_id', 'Debits held for a change', (a) => (a.pending_change_id ? 'yes: a Notification of Change waits to be applied (below)' : 'no')],
   ['created_at', 'First seen', (a, now) => <Time at={a.created_at} now={now} />],
   ['updated_at', 'Updated', (a, now) => <Time at={a.updated_at} now={now} />],
 ];
 /** Fields shown elsewhere on the page: the id in the address, the borrowers in their own table. */
-const SHOWN_ELSEWHERE = new Set(['id', 'enrollments', 'enrollment_count']);
+const SHOWN_ELSEWHERE = new Set(['id', 'enrollments', 'enrollment_count', 'changes', 'change_count']);
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
 /** A field no row of FACTS names, as it reads: a time as a time, a list joined, anything else as its text. */
@@ -171,11 +191,41 @@ async function ListContent(props: { deps: Deps; s: PortalSession; f: FilterValue
   );
 }
 
-function AccountContent({ a, now }: { a: AccountView; now: number }) {
+/** What a Notification of Change's status means, in words. */
+const CHANGE_STATUS_WORDS: Record<string, string> = {
+  received: 'received: being applied',
+  review: 'waiting for you: debits to the account are held until you apply it',
+  applied: 'applied',
+  recorded: 'recorded (nothing the service sends changes)',
+};
+
+function AccountContent({ a, now, csrf, message }: { a: AccountView; now: number; csrf: string; message?: Message }) {
   const more = a.enrollment_count - a.enrollments.length;
   return (
     <>
+      <Notice message={message} />
       <Facts caption="The account (never its number: only its last four are kept in the clear)" rows={facts(a, now)} />
+      <h2>Notifications of Change</h2>
+      <Table
+        caption={`${count(a.change_count)} Notification${a.change_count === 1 ? '' : 's'} of Change from the bank${a.change_count > a.changes.length ? `, the latest ${a.changes.length}` : ''}, newest first`}
+        headers={['Code', 'Last four', 'Status', 'Received', 'Due by', 'Applied', '']}
+        rows={a.changes.map((c) => [
+          c.code,
+          `…${c.old_last4} → …${c.new_last4 ?? c.old_last4}`,
+          CHANGE_STATUS_WORDS[c.status] ?? c.status,
+          <Time at={c.received_at} now={now} />,
+          <Time at={c.due_by} now={now} />,
+          c.applied_at ? (
+            <>
+              <Time at={c.applied_at} now={now} /> ({c.applied_by})
+            </>
+          ) : (
+            '—'
+          ),
+          c.status === 'review' ? <ActionButton action={`${accountHref(a.id)}/changes/${encodeURIComponent(c.change_id)}/apply`} csrf={csrf} label={`Apply ${c.code}`} /> : '',
+        ])}
+        empty="No Notification of Change for this account."
+      />
       <h2>Borrowers on it</h2>
       <Table
         caption={`${count(a.enrollment_count)} borrower${a.enrollment_count === 1 ? '' : 's'} on this account${more > 0 ? `, the first ${a.enrollments.length} by id` : ', by id'}`}
@@ -207,7 +257,28 @@ export const bankAccountPages = (deps: Deps) =>
       async ({ session, params }) => {
         const view = viewOf(deps, session, BANK_ACCOUNTS_HERE);
         const a = await getBankAccount({ ctx: { lender: session.lender, deps }, input: { id: params.id } });
-        return page(view, `Bank account …${a.last4}`, <AccountContent a={a} now={view.now} />);
+        return page(view, `Bank account …${a.last4}`, <AccountContent a={a} now={view.now} csrf={view.user.csrf} />);
+      },
+      { signedIn: true, detail: { hide: true } },
+    )
+    // A Notification of Change held for review, applied on the lender's word (the API's POST …/apply).
+    .post(
+      `${BANK_ACCOUNTS_HERE}/:id/changes/:change_id/apply`,
+      async ({ session, params }) => {
+        const view = viewOf(deps, session, BANK_ACCOUNTS_HERE);
+        const ctx = { lender: session.lender, deps };
+        let message: Message;
+        let status = 200;
+        try {
+          const c = await confirmChange({ ctx, input: { id: params.id, changeId: params.change_id } });
+          message = { kind: 'ok', text: `${c.code} applied: every borrower on the account has the corrected details.` };
+        } catch (e) {
+          if (e instanceof NotFound) throw e;
+          message = { kind: 'error', text: problemOf(e) };
+          status = 409;
+        }
+        const a = await getBankAccount({ ctx, input: { id: params.id } });
+        return page(view, `Bank account …${a.last4}`, <AccountContent a={a} now={view.now} csrf={view.user.csrf} message={message} />, status);
       },
       { signedIn: true, detail: { hide: true } },
     )

@@ -114,6 +114,9 @@ export const changeWithTotalOf = (r: RawChange & { total: number | string }): Ch
 const tellAgain = (now: number) => sql`CASE WHEN COALESCE(blocks_due_at, 0) + 1 > CAST(${now} AS BIGINT) THEN COALESCE(blocks_due_at, 0) + 1 ELSE CAST(${now} AS BIGINT) END`;
 
 export const changeStatements = (d: Dialect) => ({
+  unvalidatedAmong: (enrollmentIds: readonly string[]) => sql`
+    SELECT e.id FROM enrollments e JOIN bank_accounts a ON a.id = e.bank_account_id
+     WHERE e.id ${d.inTexts(enrollmentIds)} AND NOT (a.validated_at IS NOT NULL AND (a.number_changed_at IS NULL OR a.validated_at > a.number_changed_at))`,
   accountOfMatch: (paymentId: string | null, enrollmentId: string) => sql`
     SELECT a.id, a.last4 FROM bank_accounts a
      WHERE a.id = COALESCE((SELECT p.bank_account_id FROM payments p WHERE p.id = ${paymentId}), (SELECT e.bank_account_id FROM enrollments e WHERE e.id = ${enrollmentId}))`,

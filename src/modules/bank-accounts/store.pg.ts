@@ -99,6 +99,10 @@ export const pgBankAccountStore: BankAccountStore = {
     );
     return found.map((r) => ({ accountId: r.accountId, aid: r.aid, total: Number(r.total) }));
   },
+  async unvalidatedAmong(c, enrollmentIds) {
+    if (enrollmentIds.length === 0) return [];
+    return (await rows<{ id: string }>(readerOf(c), q.unvalidatedAmong(enrollmentIds))).map((r) => r.id);
+  },
   async accountOfMatch(c, paymentId, enrollmentId) {
     const [r] = await rows<{ id: string; last4: string }>(readerOf(c), q.accountOfMatch(paymentId, enrollmentId));
     return r;

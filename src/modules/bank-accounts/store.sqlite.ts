@@ -116,6 +116,10 @@ export const sqliteBankAccountStore: BankAccountStore = {
       )
       .all(listOf(accountIds), perAccount);
   },
+  async unvalidatedAmong(c, enrollmentIds) {
+    if (enrollmentIds.length === 0) return [];
+    return (await rowsOf<{ id: string }>(readerOf(c), q.unvalidatedAmong(enrollmentIds))).map((r) => r.id);
+  },
   async accountOfMatch(c, paymentId, enrollmentId) {
     const [r] = await rowsOf<{ id: string; last4: string }>(readerOf(c), q.accountOfMatch(paymentId, enrollmentId));
     return r;

@@ -119,6 +119,8 @@ export interface BankAccountStore {
   borrowersOn(c: StoreCtx, accountIds: readonly string[], perAccount: number): Promise<{ accountId: string; aid: string; total: number }[]>;
 
   // Notifications of Change (changes.ts)
+  /** Of these borrowers, those whose bank account has no validation evidence given since its number last changed. */
+  unvalidatedAmong(c: StoreCtx, enrollmentIds: readonly string[]): Promise<string[]>;
   /** The account a payment was made for, else its borrower's now: its id and last four. */
   accountOfMatch(c: StoreCtx, paymentId: string | null, enrollmentId: string): Promise<{ id: string; last4: string } | undefined>;
   /** A change kept unless the lender has one of its source key already (a re-upload): whether it was kept. */

@@ -6,6 +6,7 @@ import { type UploadedRow, type UploadedWrite } from './store';
 import { EVENT_STATUS_OF, keyOf, UNDATED, type ParsedRow, type RowProblem } from './rules';
 import type { UploadReport } from './types';
 import type { Lookups } from './match';
+import { policyOf } from '../collection-policy/service';
 
 // One slice of an upload's accepted rows, in the transaction (or the dry run's snapshot) that decides it: what
 // is stored and known of its references, looked up for the slice at once, each row decided by the re-sending
@@ -140,6 +141,9 @@ async function recordSliceOf(
       else if (r?.recorded && r.report) outcomes[i] = reported(d, r.report.hold);
     }
   }
+  // Nacha's WEB debit rule, where the lender's policy requires it: a row of a debit to an account without
+  // validation evidence is reported (it is recorded all the same: the debit was made).
+  const unvalidated = await unvalidatedBorrowers(tx, decided);
   const out: SliceDecided = { rows: [], problems: [], matched: 0, alreadyRecorded: 0, borrowers: new Map() };
   for (let i = 0; i < decided.length; i++) {
     const d = decided[i]!;
@@ -149,8 +153,23 @@ async function recordSliceOf(
     if (d.observation?.enrollmentId) out.borrowers.set(d.observation.enrollmentId, d.observation.authorizerUniqueId);
     for (const p of d.problems) out.problems.push(p);
     if (outcomes[i]) out.problems.push(outcomes[i]!);
+    if (d.observation?.enrollmentId && unvalidated.has(d.observation.enrollmentId)) {
+      out.problems.push({
+        row: d.row.row,
+        rule: 8,
+        reason: `borrower ${d.observation.authorizerUniqueId} is debited from a bank account without validation evidence (Nacha's WEB debit rule asks for one before the first debit to it, and after its number changes); send account_validation with the borrower`,
+        severity: 'warning',
+      });
+    }
   }
   return out;
+}
+
+/** The slice's matched borrowers whose account lacks validation evidence, where the lender's policy requires it. */
+async function unvalidatedBorrowers(tx: Ctx & { tx: Tx }, decided: readonly RowDecided[]): Promise<Set<string>> {
+  const ids = [...new Set(decided.flatMap((d) => (d.observation?.enrollmentId ? [d.observation.enrollmentId] : [])))];
+  if (ids.length === 0 || !(await policyOf(tx, tx.lender.id)).requireAccountValidation) return new Set();
+  return new Set(await tx.deps.stores.bankAccounts.unvalidatedAmong(tx, ids));
 }
 
 /**

@@ -242,6 +242,26 @@ describe('validation evidence before a first debit', () => {
     expect(sentTo(off.key)).toHaveLength(1);
   });
 
+  test('an uploaded debit to an account without evidence is recorded and reported; one with evidence is not reported', async () => {
+    const { c } = await setup();
+    await enroll(c, enrollBorrower('bare', { routing_number: SANDBOX_ROUTING_NUMBERS.unvalidated }), enrollBorrower('known', {}));
+    const csv =
+      'authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code\n' +
+      'bare,EXT-1,10.00,returned,2026-01-05,,2026-01-07,R01\n' +
+      'known,EXT-2,10.00,returned,2026-01-05,,2026-01-07,R01\n';
+    for (const dryRun of [true, false]) {
+      const report = await upload(c, csv, { dryRun });
+      expect(report).toMatchObject({ row_count: 2, matched: 2 });
+      expect(report.problems).toMatchObject([{ row: 2, severity: 'warning' }]);
+      expect(report.problems[0].reason).toContain('without validation evidence');
+    }
+    expect(await payments(c, 'bare')).toEqual([]);
+    // Off in the policy: nothing is reported.
+    expect((await c.json('PATCH', '/v1/collection_policy', { body: { require_account_validation: false } })).status).toBe(200);
+    const off = await upload(c, csv.replace(/EXT-/g, 'EXT-B-'));
+    expect(off.problems).toEqual([]);
+  });
+
   test('the same account with a Plaid bank link is validated by it, and debited', async () => {
     const { c, key } = await setup();
     const clientId = `client-noc-${n}`;

@@ -30,7 +30,7 @@ create, shown once, and revoke). An address that keeps sending invalid keys (20,
 second) gets 429 for every \`/v1\` request until its budget refills.
 
 **Sandbox test values** (the default bank data and processor, deterministic): routing \`110000000\` is a supported
-bank (\`110000013\` answers 3310, \`110000026\` 3300); an account number's last 7 digits are the balance in cents
+bank (\`110000013\` answers 3310, \`110000026\` 3300, \`110000039\` reads but its accounts count as not validated); an account number's last 7 digits are the balance in cents
 (\`0001234567\` reads $12,345.67); \`9999CCCC\` answers status code CCCC with no balance; \`9998…\` fails every read
 (retried, then 9000). A sandbox payment's outcome is picked by the cents of the amount: 00–90 settle, 91 R01,
 92 R09, 93 R02, 94 R10, 95 a late R10, 96 invalid, 97 never resolves, 98 fails once then settles, 99 a late R01

@@ -33,6 +33,7 @@ export const collectionPolicies = pgTable('collection_policies', {
   maxBalanceAgeMinutes: count('max_balance_age_minutes').notNull().default(60),
   applyNotificationsOfChange: text('apply_notifications_of_change', { enum: CHANGE_APPLICATIONS }).notNull().default('automatic'),
   requireAccountValidation: flag('require_account_validation').notNull().default(sql`1`),
+  accountReturnStates: text('account_return_states'),
   updatedAt: ms('updated_at'),
 });
 

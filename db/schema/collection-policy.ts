@@ -35,6 +35,8 @@ export const collectionPolicies = sqliteTable('collection_policies', {
   // No first debit to an account without validation evidence (Nacha's WEB rule). A lender without a row gets
   // true; the lenders there were before it have a row saying false (the migration that added it).
   requireAccountValidation: integer('require_account_validation', { mode: 'boolean' }).notNull().default(true),
+  // The lender's stricter actions of return codes on the account (JSON: code → state); null: Nacha's table only.
+  accountReturnStates: text('account_return_states'),
   updatedAt: integer('updated_at'),
 });
 

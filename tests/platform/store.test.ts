@@ -27,6 +27,7 @@ const policy = (noticeDays: number) => ({
   maxBalanceAgeMinutes: 60,
   applyNotificationsOfChange: 'automatic' as const,
   requireAccountValidation: true,
+  accountReturnStates: null,
   updatedAt: 1,
 });
 

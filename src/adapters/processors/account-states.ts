@@ -39,8 +39,22 @@ export const ACCOUNT_STATE_OF_RETURN: Readonly<Record<string, BlockingAccountSta
  */
 export const ACCOUNT_STATE_SEVERITY: readonly BankAccountState[] = ['ok', 'unauthorized', 'frozen', 'invalid', 'deceased'];
 
-/** The state a return code sets on its account, or null when it says nothing of the account. */
-export const accountStateOfReturn = (code: string | null | undefined): BlockingAccountState | null => (code != null && Object.hasOwn(ACCOUNT_STATE_OF_RETURN, code) ? ACCOUNT_STATE_OF_RETURN[code]! : null);
+/**
+ * The state a return code sets on its account, or null when it says nothing of the account. `stricter`: the
+ * lender's own table (its policy's account_return_states), which may only make a code's action more severe:
+ * a code the table above says nothing of may block the account, one it lists may take a more severe state.
+ */
+export function accountStateOfReturn(code: string | null | undefined, stricter?: Readonly<Record<string, BlockingAccountState>>): BlockingAccountState | null {
+  if (code == null) return null;
+  const nacha = Object.hasOwn(ACCOUNT_STATE_OF_RETURN, code) ? ACCOUNT_STATE_OF_RETURN[code]! : null;
+  const own = stricter && Object.hasOwn(stricter, code) ? stricter[code]! : null;
+  if (own === null) return nacha;
+  return nacha === null || ACCOUNT_STATE_SEVERITY.indexOf(own) > ACCOUNT_STATE_SEVERITY.indexOf(nacha) ? own : nacha;
+}
+
+/** Whether a lender's state for a code is looser than this table's (it may only be as severe, or more). */
+export const looserThanNacha = (code: string, state: BlockingAccountState): boolean =>
+  Object.hasOwn(ACCOUNT_STATE_OF_RETURN, code) && ACCOUNT_STATE_SEVERITY.indexOf(state) < ACCOUNT_STATE_SEVERITY.indexOf(ACCOUNT_STATE_OF_RETURN[code]!);
 
 /** The state an account takes from `current` on a return setting `next`: the more severe one, the first between equals. */
 export const accountStateAfter = (current: BankAccountState, next: BlockingAccountState): BankAccountState =>

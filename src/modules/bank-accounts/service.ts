@@ -1,6 +1,6 @@
 import type { BankAccountState, ValidationMethod } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
-import { accountStateOfReturn } from '../../adapters/processors/account-states';
+import { accountStateOfReturn, type BlockingAccountState } from '../../adapters/processors/account-states';
 import { iso, isoOrNull } from '../../platform/clock';
 import type { PlatformDeps } from '../../platform/context';
 import { NotFound } from '../../platform/errors';
@@ -75,8 +75,11 @@ export async function linkAccounts(c: LinkCtx, lenderId: string, accounts: reado
  * then, and whatever it does, no payment is created, released or sent for any of them (the decision and the
  * dispatch read the account's state).
  */
-export async function recordAccountReturn(c: TxCtx, v: { accountId: string; code: string | null; reference: string; at: number }): Promise<void> {
-  const state = accountStateOfReturn(v.code);
+export async function recordAccountReturn(
+  c: TxCtx,
+  v: { accountId: string; code: string | null; reference: string; at: number; stricter?: Readonly<Record<string, BlockingAccountState>> },
+): Promise<void> {
+  const state = accountStateOfReturn(v.code, v.stricter);
   if (state === null) return;
   await c.deps.stores.bankAccounts.recordReturn(c, { id: v.accountId, state, code: v.code!, reference: v.reference, at: v.at });
 }

@@ -78,6 +78,13 @@ const RequireAccountValidation = Type.Boolean({
     'No debit to a bank account without validation evidence (Nacha’s WEB debit rule): a bank link, the processor’s verified payment method, or the lender’s account_validation on the enrollment entry, given since the account’s number last changed (a C01, C02, C03, C06 or C07 correction). A borrower on such an account shows blocked_reason validation_required. true for lenders created from this version on; false for those there before, until they turn it on',
 });
 
+const BLOCKING_STATES = ['unauthorized', 'frozen', 'invalid', 'deceased'] as const;
+const AccountReturnStates = Type.Record(Type.String({ pattern: '^R[0-9]{2}$' }), OneOf(BLOCKING_STATES), {
+  maxProperties: 100,
+  description:
+    'The lender’s own actions of return codes on the bank account, stricter than Nacha’s table (payments.md, Bank accounts): a code the table says nothing of (R01, R09, R08…) may set a state, and a code it lists may set a more severe one (unauthorized < frozen < invalid < deceased), never a less severe one (a 400). A return of any borrower’s debit with that code then blocks every borrower on the account. {} (the default): Nacha’s table only',
+});
+
 export const PolicyPatch = Type.Object(
   {
     cfpb_covered: Type.Optional(CfpbCovered),
@@ -94,6 +101,7 @@ export const PolicyPatch = Type.Object(
     max_balance_age_minutes: Type.Optional(MaxBalanceAgeMinutes),
     apply_notifications_of_change: Type.Optional(ApplyNotificationsOfChange),
     require_account_validation: Type.Optional(RequireAccountValidation),
+    account_return_states: Type.Optional(AccountReturnStates),
   },
   { additionalProperties: false, minProperties: 1, examples: [{ cfpb_covered: true, max_reinitiations: 1 }, { time_zone: 'America/Chicago' }] },
 );
@@ -115,7 +123,8 @@ export const Policy = t.Object(
     max_balance_age_minutes: MaxBalanceAgeMinutes,
     apply_notifications_of_change: ApplyNotificationsOfChange,
     require_account_validation: RequireAccountValidation,
+    account_return_states: AccountReturnStates,
     updated_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When the lender last changed it; null while every field is the default' }),
   },
-  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: 'America/Chicago', late_return_window_days: 5, allow_current_balance: false, current_balance_buffer_cents: 0, max_balance_age_minutes: 60, apply_notifications_of_change: 'automatic', require_account_validation: true, updated_at: null }] },
+  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: 'America/Chicago', late_return_window_days: 5, allow_current_balance: false, current_balance_buffer_cents: 0, max_balance_age_minutes: 60, apply_notifications_of_change: 'automatic', require_account_validation: true, account_return_states: {}, updated_at: null }] },
 );

@@ -1,4 +1,4 @@
-import type { ChangeApplication, ReadCadence, ReinitiationAmount } from '../../../db/schema/enums';
+import type { BankAccountState, ChangeApplication, ReadCadence, ReinitiationAmount } from '../../../db/schema/enums';
 
 // A lender's collection policy as the rules read it, and what a lender without one gets. The policy's own
 // feature owns it; collection (the rules, the decision, the chain check) and the cadence read it.
@@ -33,6 +33,8 @@ export interface CollectionPolicy {
   applyNotificationsOfChange: ChangeApplication;
   /** No debit to an account without validation evidence (given since its number last changed). */
   requireAccountValidation: boolean;
+  /** The lender's stricter actions of return codes on the bank account (adapters/processors/account-states.ts); empty: Nacha's table. */
+  accountReturnStates: Readonly<Record<string, Exclude<BankAccountState, 'ok'>>>;
 }
 
-export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0, timeZone: null, lateReturnWindowDays: 5, allowCurrentBalance: false, currentBalanceBufferCents: 0, maxBalanceAgeMinutes: 60, applyNotificationsOfChange: 'automatic', requireAccountValidation: true };
+export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0, timeZone: null, lateReturnWindowDays: 5, allowCurrentBalance: false, currentBalanceBufferCents: 0, maxBalanceAgeMinutes: 60, applyNotificationsOfChange: 'automatic', requireAccountValidation: true, accountReturnStates: {} };

@@ -5,6 +5,7 @@ import { transaction } from '../../platform/context';
 import type { Db } from '../../platform/db';
 import type { StoreCtx } from '../../platform/store';
 import { DEFAULT_POLICY, type CollectionPolicy } from './policy';
+import { ACCOUNT_STATE_OF_RETURN, ACCOUNT_STATE_SEVERITY, looserThanNacha } from '../../adapters/processors/account-states';
 import type { PolicyPatchInput } from './model';
 import { type PolicyRow } from './store';
 
@@ -30,6 +31,7 @@ function policyFrom(row: PolicyRow | undefined): CollectionPolicy {
         maxBalanceAgeMinutes: row.maxBalanceAgeMinutes,
         applyNotificationsOfChange: row.applyNotificationsOfChange,
         requireAccountValidation: row.requireAccountValidation === 1,
+        accountReturnStates: row.accountReturnStates ? (JSON.parse(row.accountReturnStates) as CollectionPolicy['accountReturnStates']) : {},
       }
     : DEFAULT_POLICY;
 }
@@ -52,6 +54,7 @@ async function view(ctx: Ctx) {
     max_balance_age_minutes: p.maxBalanceAgeMinutes,
     apply_notifications_of_change: p.applyNotificationsOfChange,
     require_account_validation: p.requireAccountValidation,
+    account_return_states: p.accountReturnStates,
     updated_at: isoOrNull(updatedAt),
   };
 }
@@ -75,6 +78,15 @@ export function canonicalTimeZone(name: string): string {
 export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput }) {
   const now = ctx.deps.clock.now();
   const timeZone = typeof input.time_zone === 'string' ? canonicalTimeZone(input.time_zone) : input.time_zone;
+  for (const [code, state] of Object.entries(input.account_return_states ?? {})) {
+    if (looserThanNacha(code, state)) {
+      throw InvalidInput.field(
+        `/account_return_states/${code}`,
+        `${code} sets ${ACCOUNT_STATE_OF_RETURN[code]} under Nacha's table; a lender may make it stricter, never looser`,
+        `Use ${ACCOUNT_STATE_SEVERITY.slice(ACCOUNT_STATE_SEVERITY.indexOf(ACCOUNT_STATE_OF_RETURN[code]!)).join(', ')}, or leave ${code} out`,
+      );
+    }
+  }
   return transaction(ctx, async (tx) => {
     await tx.deps.stores.collectionPolicy.serializePolicyChange(tx, ctx.lender.id);
     const cur = await policyOf(tx, ctx.lender.id);
@@ -95,6 +107,7 @@ export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput
       maxBalanceAgeMinutes: input.max_balance_age_minutes ?? cur.maxBalanceAgeMinutes,
       applyNotificationsOfChange: input.apply_notifications_of_change ?? cur.applyNotificationsOfChange,
       requireAccountValidation: input.require_account_validation ?? cur.requireAccountValidation,
+      accountReturnStates: JSON.stringify(input.account_return_states ?? cur.accountReturnStates),
       updatedAt: now,
     };
     await tx.deps.stores.collectionPolicy.savePolicy(tx, next);

@@ -22,6 +22,7 @@ export const pgCollectionPolicyStore: CollectionPolicyStore = {
         maxBalanceAgeMinutes: collectionPolicies.maxBalanceAgeMinutes,
         applyNotificationsOfChange: collectionPolicies.applyNotificationsOfChange,
         requireAccountValidation: collectionPolicies.requireAccountValidation,
+        accountReturnStates: collectionPolicies.accountReturnStates,
       })
       .from(collectionPolicies)
       .where(eq(collectionPolicies.lenderId, lenderId));

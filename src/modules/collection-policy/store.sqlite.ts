@@ -15,7 +15,8 @@ const policyRow = (db: Db, lenderId: string) =>
               return_rate_pause AS returnRatePause, read_cadence AS readCadence, debit_buffer_cents AS debitBufferCents, time_zone AS timeZone,
               late_return_window_days AS lateReturnWindowDays,
               allow_current_balance AS allowCurrentBalance, current_balance_buffer_cents AS currentBalanceBufferCents, max_balance_age_minutes AS maxBalanceAgeMinutes,
-              apply_notifications_of_change AS applyNotificationsOfChange, require_account_validation AS requireAccountValidation
+              apply_notifications_of_change AS applyNotificationsOfChange, require_account_validation AS requireAccountValidation,
+              account_return_states AS accountReturnStates
          FROM collection_policies WHERE lender_id = ?`,
     )
     .get(lenderId) ?? undefined;

@@ -18,10 +18,12 @@ export interface PolicyRow {
   maxBalanceAgeMinutes: number;
   applyNotificationsOfChange: ChangeApplication;
   requireAccountValidation: number;
+  /** JSON: code → state; null for none. */
+  accountReturnStates: string | null;
 }
 
 /** The whole policy as stored, with its lender and when it was last changed. */
-export type PolicyRecord = CollectionPolicy & { lenderId: string; updatedAt: number };
+export type PolicyRecord = Omit<CollectionPolicy, 'accountReturnStates'> & { lenderId: string; updatedAt: number; accountReturnStates: string | null };
 
 export interface CollectionPolicyStore {
   /** The lender's policy row, if it ever saved one (read once per collection decision and recorded return). */

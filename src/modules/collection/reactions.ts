@@ -9,6 +9,7 @@ import { holdChain } from './chain';
 import { recordAccountReturn } from '../bank-accounts/service';
 import { accountStateOfReturn } from '../../adapters/processors/account-states';
 import { linkBorrower } from '../enrollments/account-links';
+import { policyOf } from '../collection-policy/service';
 
 // What a recorded outcome of a payment sets off, in one place. The recorder (record.ts) records the outcome's
 // event and moves the payment's status, then calls afterOutcome in the same transaction, so what the reactions
@@ -101,11 +102,15 @@ export async function stopAtOnce(
  * known goes by the borrower's account, linked now if the start-up job has not linked it yet.
  */
 async function markAccount(ctx: JobContext & { tx: Tx }, o: Pick<Observed, 'reference' | 'paymentId'>, enrollmentId: string, status: EventStatus, code: string | null, now: number): Promise<void> {
-  if ((status !== 'returned' && status !== 'late_returned') || accountStateOfReturn(code) === null) return;
+  if (status !== 'returned' && status !== 'late_returned') return;
+  // The lender's policy may make a code's action on the account stricter than Nacha's table.
+  const lenderId = (await ctx.deps.stores.decisions.chainInputsOf(ctx, enrollmentId))?.lenderId;
+  const stricter = lenderId ? (await policyOf(ctx, lenderId)).accountReturnStates : undefined;
+  if (accountStateOfReturn(code, stricter) === null) return;
   const payment = o.paymentId ? await ctx.deps.stores.outcomes.paymentAccountOf(ctx, o.paymentId) : null;
   if (payment?.rail === 'card') return;
   const accountId = payment?.bankAccountId ?? (await linkBorrower(ctx, enrollmentId, now));
-  if (accountId) await recordAccountReturn(ctx, { accountId, code, reference: o.reference, at: now });
+  if (accountId) await recordAccountReturn(ctx, { accountId, code, reference: o.reference, at: now, stricter });
 }
 
 /** Step 1: the ledger is the money the lender holds; a won dispute or a failed refund is settled again. */

@@ -388,3 +388,25 @@ describe('borrowers stored before accounts were known', () => {
     expect(await payments(c, 'b')).toEqual([]);
   });
 });
+
+describe('a lender’s stricter actions of return codes', () => {
+  test('R01 set to frozen in the policy blocks the account for every borrower; R10 set to deceased is kept as the more severe', async () => {
+    const c = await setup();
+    expect((await c.json('PATCH', '/v1/collection_policy', { body: { account_return_states: { R01: 'frozen', R10: 'deceased' } } })).status).toBe(200);
+    expect((await c.json('GET', '/v1/collection_policy')).body.account_return_states).toEqual({ R01: 'frozen', R10: 'deceased' });
+    // a's debit comes back R01 (cents 91): under Nacha's table alone it says nothing of the account.
+    await enroll(c, enrollBorrower('a', { collectable_amount: 42591 }), enrollBorrower('b', { collectable_amount: 9_000_000 }));
+    await debitAndSettle(c);
+    const accountId = (await view(c, 'a')).bank_account_id;
+    expect(await account(c, accountId)).toMatchObject({ state: 'frozen', return_codes: ['R01'] });
+    await tellAccountBlocks(c.rt);
+    expect(await view(c, 'b')).toMatchObject({ state: 'monitored', blocked_reason: 'account_frozen' });
+    // An R10 of another account's borrower, under the lender's table: deceased.
+    await enroll(c, enrollBorrower('x', { account_number: '0007654321', collectable_amount: 42594 }));
+    await debitAndSettle(c);
+    expect(await account(c, (await view(c, 'x')).bank_account_id)).toMatchObject({ state: 'deceased', return_codes: ['R10'] });
+    // Another lender's table is its own: the same codes under Nacha's alone.
+    const other = c.newLender();
+    expect((await c.json('GET', '/v1/collection_policy', { key: other.key })).body.account_return_states).toEqual({});
+  });
+});

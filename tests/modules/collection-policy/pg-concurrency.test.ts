@@ -59,6 +59,7 @@ if (!onPostgres) {
         max_balance_age_minutes: 60,
         apply_notifications_of_change: 'automatic',
         require_account_validation: true,
+        account_return_states: {},
         updated_at: new Date(NOW).toISOString(),
       });
       // The row as the collection rules read it: flags as booleans from 0/1, cents above int4 exact.

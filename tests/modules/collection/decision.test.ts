@@ -34,6 +34,7 @@ const policyArb: fc.Arbitrary<CollectionPolicy> = fc.record({
   maxBalanceAgeMinutes: fc.constantFrom(60, 240),
   applyNotificationsOfChange: fc.constantFrom('automatic' as const, 'review' as const),
   requireAccountValidation: fc.boolean(),
+  accountReturnStates: fc.constant({}),
 });
 
 const pastArb: fc.Arbitrary<PastPayment> = fc.record({

@@ -155,7 +155,7 @@ const view = async (c: TestContext, id: string) => (await c.json('GET', `/v1/pay
 describe('collection inside the rules, end to end (sandbox)', () => {
   test('the policy: defaults, a change, and refusals naming the field', async () => {
     const c = await setup();
-    expect((await c.json('GET', '/v1/collection_policy')).body).toEqual({ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: null, late_return_window_days: 5, allow_current_balance: false, current_balance_buffer_cents: 0, max_balance_age_minutes: 60, apply_notifications_of_change: 'automatic', require_account_validation: true, updated_at: null });
+    expect((await c.json('GET', '/v1/collection_policy')).body).toEqual({ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: null, late_return_window_days: 5, allow_current_balance: false, current_balance_buffer_cents: 0, max_balance_age_minutes: 60, apply_notifications_of_change: 'automatic', require_account_validation: true, account_return_states: {}, updated_at: null });
     const r = await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ cfpb_covered: true, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, updated_at: expect.any(String) });
@@ -178,6 +178,10 @@ describe('collection inside the rules, end to end (sandbox)', () => {
       [{ paused: true }, ''],
       [{ apply_notifications_of_change: 'later' }, 'apply_notifications_of_change'],
       [{ require_account_validation: 'yes' }, 'require_account_validation'],
+      [{ account_return_states: { R10: 'ok' } }, 'account_return_states'],
+      [{ account_return_states: { X10: 'frozen' } }, 'account_return_states'],
+      // Looser than Nacha's table: R02 closes the account (invalid); unauthorized would let a new authorization lift it.
+      [{ account_return_states: { R02: 'unauthorized' } }, 'account_return_states/R02'],
     ] as const) {
       const bad = await c.json('PATCH', '/v1/collection_policy', { body });
       expect(bad.status).toBe(400);

@@ -1,0 +1,1 @@
+ALTER TABLE "collection_policies" ADD COLUMN "account_return_states" text;

@@ -81,6 +81,7 @@ const RequireAccountValidation = Type.Boolean({
 const BLOCKING_STATES = ['unauthorized', 'frozen', 'invalid', 'deceased'] as const;
 const AccountReturnStates = Type.Record(Type.String({ pattern: '^R[0-9]{2}$' }), OneOf(BLOCKING_STATES), {
   maxProperties: 100,
+  additionalProperties: false,
   description:
     'The lender’s own actions of return codes on the bank account, stricter than Nacha’s table (payments.md, Bank accounts): a code the table says nothing of (R01, R09, R08…) may set a state, and a code it lists may set a more severe one (unauthorized < frozen < invalid < deceased), never a less severe one (a 400). A return of any borrower’s debit with that code then blocks every borrower on the account. {} (the default): Nacha’s table only',
 });

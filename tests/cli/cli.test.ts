@@ -321,6 +321,10 @@ describe('vault', () => {
       body: { borrowers: [enrollBorrower('vaulted-1', { charge_instrument: { processor_token: 'pm_vaulted', card_last4: '4242' } }), enrollBorrower('vaulted-ach')] },
     });
     expect(enrolled.body.results[0].outcome).toBe('enrolled');
+    // A bank's Notification of Change on that account: its corrected data (an account number) kept sealed.
+    const noc = new FormData();
+    noc.append('file', new Blob(['authorizer_unique_id,change_code,corrected_data\nvaulted-ach,C01,0001112223\n'], { type: 'text/csv' }), 'noc.csv');
+    expect((await app.json('POST', '/v1/payment_results/uploads', { key, form: noc })).body.notifications_of_change).toBe(1);
     // A linked account whose provider says it needs the borrower: kept sealed with its health, for probing.
     plaid.addItem('access-sandbox-vault1', [{ account_id: 'acc_vault_0001', available: 1, current: 1 }]);
     plaid.setItemError('access-sandbox-vault1', 'ITEM_LOGIN_REQUIRED');

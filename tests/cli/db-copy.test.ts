@@ -243,6 +243,10 @@ async function buildOriginal(a: TestContext): Promise<Original> {
   const csv = 'authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code\n' + 'uploaded,OUT-1,50.00,settled,2026-11-10,2026-11-12,,\nuploaded,OUT-2,12.00,returned,2026-11-11,,2026-11-13,R01\n';
   form.append('file', new Blob([csv], { type: 'text/csv' }), 'results.csv');
   await expectStatus(a.json('POST', '/v1/payment_results/uploads', { form }), 200);
+  // A bank's Notification of Change on the uploaded borrower's account (its corrected data sealed).
+  const noc = new FormData();
+  noc.append('file', new Blob(['authorizer_unique_id,change_code,corrected_data\nuploaded,C05,37\n'], { type: 'text/csv' }), 'noc.csv');
+  await expectStatus(a.json('POST', '/v1/payment_results/uploads', { form: noc }), 200);
 
   // Debited last, not settled yet: the sandbox holds its outcome to come.
   await expectStatus(a.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('in-flight', { collectable_amount: 30000 })] } }), 207);

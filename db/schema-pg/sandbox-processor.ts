@@ -25,6 +25,7 @@ export const sandboxPayments = pgTable(
     createdReturnCode: text('created_return_code'),
     createdMessage: text('created_message'),
     createdAt: ms('created_at').notNull(),
+    correction: text('correction'),
   },
   (t) => [
     // Not unique: past SANDBOX_IDEMPOTENCY_TTL_MS a reused key makes a new payment, as Stripe's does.

@@ -26,6 +26,9 @@ export const sandboxPayments = sqliteTable(
     createdReturnCode: text('created_return_code'),
     createdMessage: text('created_message'),
     createdAt: integer('created_at').notNull(),
+    // The Notification of Change the receiving bank answers the entry with, once settled (`C01:<number>`): an
+    // account number of the sandbox's 9996 test value. The sandbox is the outside system: its data is its own.
+    correction: text('correction'),
   },
   (t) => [
     // Not unique: past SANDBOX_IDEMPOTENCY_TTL_MS a reused key makes a new payment, as Stripe's does.

@@ -90,9 +90,9 @@ export function pgSandboxStore(pg: PgHandle): SandboxStore {
         const pay = p.payment;
         await tx.execute(sql`
           INSERT INTO sandbox_payments (id, account, idempotency_key, reference, amount_cents, rail, instrument_kind,
-            created_status, created_return_code, created_message, created_at, entry_description)
+            created_status, created_return_code, created_message, created_at, entry_description, correction)
           VALUES (${pay.id}, ${p.account}, ${p.idempotencyKey}, ${pay.reference}, ${pay.amountCents}, ${pay.rail}, ${pay.instrumentKind},
-            ${first!.status}, ${first!.returnCode}, ${first!.message}, ${p.now}, ${pay.entryDescription})`);
+            ${first!.status}, ${first!.returnCode}, ${first!.message}, ${p.now}, ${pay.entryDescription}, ${pay.correction})`);
         await tx.execute(sql`
           INSERT INTO sandbox_events (account, payment_id, status, return_code, message, occurred_at)
           VALUES (${p.account}, ${pay.id}, ${first!.status}, ${first!.returnCode}, ${first!.message}, ${p.now})`);
@@ -128,7 +128,7 @@ export function pgSandboxStore(pg: PgHandle): SandboxStore {
       return all<SandboxChangeRow>(
         db,
         sql`SELECT e.seq::float8 AS seq, e.payment_id, p.reference, e.status, p.amount_cents::float8 AS amount_cents, e.return_code,
-                   e.occurred_at::float8 AS occurred_at, e.message, p.created_at::float8 AS created_at
+                   e.occurred_at::float8 AS occurred_at, e.message, p.created_at::float8 AS created_at, p.correction
               FROM sandbox_events e JOIN sandbox_payments p ON p.id = e.payment_id
              WHERE e.account = ${account} AND e.seq > ${after} AND e.occurred_at >= ${keptFrom} ORDER BY e.seq LIMIT ${take}`,
       );

@@ -26,7 +26,7 @@ export function sqliteSandboxStore(db: Database): SandboxStore {
       'INSERT INTO sandbox_events (account, payment_id, status, return_code, message, occurred_at) VALUES (?, ?, ?, ?, ?, ?)',
     ),
     page: db.prepare(
-      `SELECT e.seq, e.payment_id, p.reference, e.status, p.amount_cents, e.return_code, e.occurred_at, e.message, p.created_at
+      `SELECT e.seq, e.payment_id, p.reference, e.status, p.amount_cents, e.return_code, e.occurred_at, e.message, p.created_at, p.correction
          FROM sandbox_events e JOIN sandbox_payments p ON p.id = e.payment_id
         WHERE e.account = ? AND e.seq > ? AND e.occurred_at >= ? ORDER BY e.seq LIMIT ?`,
     ),
@@ -62,7 +62,7 @@ export function sqliteSandboxStore(db: Database): SandboxStore {
     ),
     insertPayment: db.prepare(
       `INSERT INTO sandbox_payments (id, account, idempotency_key, reference, amount_cents, rail, instrument_kind,
-         created_status, created_return_code, created_message, created_at, entry_description) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         created_status, created_return_code, created_message, created_at, entry_description, correction) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertTransition: db.prepare(
       'INSERT INTO sandbox_transitions (account, payment_id, status, return_code, message, due_at) VALUES (?, ?, ?, ?, ?, ?)',
@@ -105,7 +105,7 @@ export function sqliteSandboxStore(db: Database): SandboxStore {
         const pay = p.payment;
         q.insertPayment.run(
           pay.id, p.account, p.idempotencyKey, pay.reference, pay.amountCents, pay.rail, pay.instrumentKind,
-          first!.status, first!.returnCode, first!.message, p.now, pay.entryDescription,
+          first!.status, first!.returnCode, first!.message, p.now, pay.entryDescription, pay.correction,
         );
         q.insertEvent.run(p.account, pay.id, first!.status, first!.returnCode, first!.message, p.now);
         for (const s of later) q.insertTransition.run(p.account, pay.id, s.status, s.returnCode, s.message, s.dueAt);

@@ -25,6 +25,8 @@ export interface SandboxChangeRow {
   occurred_at: number;
   message: string | null;
   created_at: number;
+  /** The payment's Notification of Change (`C01:<number>`), told with its settlement. */
+  correction: string | null;
 }
 
 /** A payment's latest status, as a read of it answers now. */
@@ -59,7 +61,7 @@ export interface SandboxNewPayment {
   replayAfter: number;
   /** The key's first attempt fails (cents 98): recorded, nothing created; the next attempt goes through. */
   failFirstAttempt: boolean;
-  payment: { id: string; reference: string | null; amountCents: number; rail: Rail; instrumentKind: string; entryDescription: string | null };
+  payment: { id: string; reference: string | null; amountCents: number; rail: Rail; instrumentKind: string; entryDescription: string | null; correction: string | null };
   /** The first is the creation status; the others are scheduled. */
   steps: SandboxStep[];
 }

@@ -178,7 +178,15 @@ export class SandboxProcessor implements Processor {
       now,
       replayAfter: now - this.idempotencyTtlMs,
       failFirstAttempt: req.amountCents % 100 === 98,
-      payment: { id, reference: req.reference ?? null, amountCents: req.amountCents, rail: req.rail, instrumentKind: req.instrument.kind, entryDescription: req.entryDescription ?? null },
+      payment: {
+        id,
+        reference: req.reference ?? null,
+        amountCents: req.amountCents,
+        rail: req.rail,
+        instrumentKind: req.instrument.kind,
+        entryDescription: req.entryDescription ?? null,
+        correction: correctionOf(req.instrument),
+      },
       steps: steps.map((s) => ({ status: s.status, returnCode: s.returnCode, message: s.message, dueAt: now + s.after * this.settlementMs })),
     });
     const outcome: DebitResult | 'transient' =
@@ -225,6 +233,8 @@ export class SandboxProcessor implements Processor {
       occurredAt: r.occurred_at,
       paymentCreatedAt: r.created_at,
       message: r.message,
+      // The receiving bank's Notification of Change comes with the settlement of the entry it corrects.
+      ...(r.status === 'settled' && r.correction ? { notificationOfChange: { code: r.correction.slice(0, 3), correctedData: r.correction.slice(4) } } : {}),
     }));
     const nextCursor = rows.length > 0 ? String(rows[rows.length - 1]!.seq) : cursor;
     return { changes, nextCursor, hasMore };
@@ -302,6 +312,14 @@ function parseCursor(cursor: string | null): number {
 }
 
 /** A dummy bank account for charges made at the sandbox from outside the service. */
+/**
+ * A sandbox test value: a debit to an account number starting 9996 settles, and its receiving bank answers it
+ * with a Notification of Change C01, the corrected number the same with 0006 in its place.
+ */
+export const NOC_ACCOUNT_PREFIX = '9996';
+const correctionOf = (i: DebitRequest['instrument']): string | null =>
+  i.kind === 'bank_account' && i.accountNumber.startsWith(NOC_ACCOUNT_PREFIX) ? `C01:0006${i.accountNumber.slice(NOC_ACCOUNT_PREFIX.length)}` : null;
+
 const DUMMY_BANK_ACCOUNT = { kind: 'bank_account', routingNumber: '110000000', accountNumber: '000123456789' } as const;
 
 /**

@@ -101,6 +101,11 @@ export interface ProcessorChange {
    * as `settled` again (a new event of the reference), which credits the ledger once more.
    */
   reinstated?: boolean;
+  /**
+   * The receiving bank answered the entry with a Notification of Change (its code and corrected data), where
+   * the processor gives one through its feed.
+   */
+  notificationOfChange?: { code: string; correctedData: string };
 }
 
 export interface ChangePage {

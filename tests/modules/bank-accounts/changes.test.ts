@@ -7,7 +7,9 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { enrollBorrower, SANDBOX_BANK } from '../../helpers/fixtures';
-import { cycle } from '../../helpers/collection';
+import { cycle, dispatchAndSettle } from '../../helpers/collection';
+import { pollProcessors } from '../../../src/modules/collection/poll';
+import { openBorrower } from '../../../src/modules/enrollments/borrower';
 import { startFakeStripe } from '../../fakes/stripe-server';
 import { startFakePlaid } from '../../fakes/plaid-server';
 import { changeDueBy } from '../../../src/modules/bank-accounts/changes';
@@ -208,6 +210,28 @@ describe('a Notification of Change uploaded is applied to every borrower on the 
     c.clock.advance(READ_EVERY);
     await cycle(c);
     expect(sentTo(key).map((s) => s?.account_number)).toEqual(['0009876543']);
+  });
+});
+
+describe('a Notification of Change from the processor', () => {
+  test('the sandbox processor tells one with the settlement of a debit to a 9996 account: received once, applied, the borrower corrected', async () => {
+    const c = createTestContext({ SANDBOX_SETTLEMENT_MS: '60000' });
+    contexts.push(c);
+    expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_noc_processor_000001', rail_scope: 'ach', is_default: true } })).status).toBe(201);
+    await enroll(c, enrollBorrower('p', { account_number: '9996234567', collectable_amount: 42500 }));
+    await cycle(c);
+    await dispatchAndSettle(c, 60_000);
+    expect(await payments(c, 'p')).toEqual([{ status: 'settled' }]);
+    const accountId = (await view(c, 'p')).bank_account_id;
+    expect((await account(c, accountId)).changes).toMatchObject([{ code: 'C01', source: 'processor', status: 'received', old_last4: '4567', new_last4: '4567' }]);
+    // Read again (the feed from the start): nothing is recorded twice.
+    await c.sql.query('UPDATE payment_connections SET poll_cursor = NULL').run();
+    await pollProcessors(c.rt);
+    expect((await account(c, accountId)).change_count).toBe(1);
+    expect(await applyReceivedChanges(c.rt)).toEqual({ applied: 1 });
+    expect((await account(c, accountId)).changes[0]).toMatchObject({ status: 'applied', applied_by: 'automatic' });
+    const [{ sealed }] = await c.rows<{ sealed: string }>('SELECT sealed FROM enrollments WHERE authorizer_unique_id = ?', 'p');
+    expect(openBorrower(c.rt, sealed).s.accountNumber).toBe('0006234567');
   });
 });
 

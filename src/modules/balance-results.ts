@@ -5,6 +5,9 @@ import { monitoringReadsAmong, readAfterRepair, setLastRead } from './enrollment
 import { decideCollections } from './collection/decide';
 import { learnAndSchedule } from './pay-cycles/learn';
 import { onScheduleBatchCompleted } from './schedules/runs';
+import { receiveNotice } from './bank-accounts/changes';
+import { fingerprintKey, fingerprintOf } from './bank-accounts/fingerprint';
+import type { ChangeNotice } from '../adapters/bank-data/types';
 
 // What a balance result sets off, in one place. The balance pipeline (balance-requests/processing.ts) records
 // a flush of results in one transaction and calls these two steps inside it, so what they write commits with
@@ -34,9 +37,28 @@ export async function afterBalanceResults(ctx: JobContext & { tx: Tx }, reads: R
   const enrolled: (RecordedRead & { enrollmentId: string })[] = [];
   for (const r of await monitoringReadsAmong(ctx, reads)) {
     const enrollmentId = await setLastRead(ctx, r);
-    if (enrollmentId !== null) enrolled.push({ ...r, enrollmentId });
+    if (enrollmentId === null) continue;
+    enrolled.push({ ...r, enrollmentId });
+    // A Notification of Change the bank-data source passed on: received before the decision, which then
+    // holds the account's debits until it is applied.
+    if (r.change) await receiveSourceNotice(ctx, r, enrollmentId);
   }
   await decideCollections(ctx, enrolled, (r) => learnAndSchedule(ctx, { enrollmentId: r.enrollmentId, lenderId: r.lenderId, aid: r.authorizerUniqueId, at: r.at }));
+}
+
+async function receiveSourceNotice(ctx: JobContext & { tx: Tx }, r: RecordedRead & { change?: ChangeNotice }, enrollmentId: string): Promise<void> {
+  const notice = r.change!;
+  const key = await fingerprintKey(ctx);
+  await receiveNotice(ctx, {
+    lenderId: r.lenderId,
+    paymentId: null,
+    enrollmentId,
+    notice,
+    reference: null,
+    source: 'bank_data',
+    sourceKey: `bank_data:${enrollmentId}:${fingerprintOf(key, notice.code, notice.correctedData).slice(0, 32)}`,
+    receivedAt: r.at,
+  });
 }
 
 export async function afterBatchCompleted(ctx: JobContext & { tx: Tx }, batch: CompletedBatch): Promise<void> {

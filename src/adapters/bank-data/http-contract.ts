@@ -9,6 +9,7 @@ import {
   type HistoryWindow,
   type BalanceReadRequest,
   type BalanceReadResult,
+  type ChangeNotice,
   isFailureStatusCode,
   OTHER_ERROR_CODE,
 } from './types';
@@ -60,14 +61,30 @@ export function toRequestBody(req: BalanceReadRequest): BalanceRequestBody {
  */
 export function fromResponseBody(body: unknown): BalanceReadResult | null {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
-  const { balance_status_code: code, balance } = body as Record<string, unknown>;
+  const { balance_status_code: code, balance, notification_of_change: noc } = body as Record<string, unknown>;
   if (typeof code !== 'number' || !Number.isSafeInteger(code) || code < 0) return null;
   if (code === 0) {
     const cents = dollarsToCentsRounded(balance);
-    return cents === null ? null : { kind: 'balance', balanceCents: cents };
+    if (cents === null) return null;
+    const change = changeOf(noc);
+    if (change === null) return null;
+    return change === undefined ? { kind: 'balance', balanceCents: cents } : { kind: 'balance', balanceCents: cents, change };
   }
   // A failure code carries no balance; any balance sent along with it is ignored.
   return { kind: 'failed', statusCode: isFailureStatusCode(code) ? code : OTHER_ERROR_CODE };
+}
+
+/**
+ * An answer's optional `notification_of_change`: `{code, corrected_data}`, both short strings (the service reads
+ * them as it reads an uploaded one); undefined when absent or null, null when it does not follow the contract.
+ */
+function changeOf(v: unknown): ChangeNotice | null | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'object' || Array.isArray(v)) return null;
+  const { code, corrected_data: data } = v as Record<string, unknown>;
+  if (typeof code !== 'string' || code.length === 0 || code.length > 64) return null;
+  if (typeof data !== 'string' || data.length > 64) return null;
+  return { code, correctedData: data };
 }
 
 /** `POST {BANK_DATA_URL}/transactions`: the authorizer as for a balance read, the days asked for, the page. */

@@ -32,8 +32,14 @@ export function isFailureStatusCode(code: number): code is FailureStatusCode {
   return (FAILURE_STATUS_CODES as readonly number[]).includes(code);
 }
 
+/** A bank's Notification of Change on the account, as a source that knows of one passes it on (the HTTP bridge). */
+export interface ChangeNotice {
+  code: string;
+  correctedData: string;
+}
+
 export type BalanceReadResult =
-  | { kind: 'balance'; balanceCents: number }
+  | { kind: 'balance'; balanceCents: number; change?: ChangeNotice }
   // statusCode is one of FAILURE_STATUS_CODES.
   | { kind: 'failed'; statusCode: number };
 

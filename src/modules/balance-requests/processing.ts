@@ -7,7 +7,7 @@ import { againOnConflict, isRefusedValue, refusalKind } from '../../platform/pg'
 import type { TxCtx } from '../../platform/store';
 import { drainClaims, writesInOrder } from '../../platform/work-pool';
 import { yieldWhenSpent } from '../../platform/slices';
-import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult } from '../../adapters/bank-data/types';
+import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult, type ChangeNotice } from '../../adapters/bank-data/types';
 import { BLOCKING_HEALTHS, detailOfHealth, healthOfDetail, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkProbe } from '../../adapters/bank-data/linked';
 import type { LinkHealth } from '../../../db/schema/enums';
 import { healthOfLink, noteLinkHealth, noteLinkItem } from './link-health';
@@ -50,6 +50,8 @@ type Outcome =
       exportStatus: string;
       institution: string | null;
       at: number;
+      /** A Notification of Change the configured source passed on with the balance. */
+      change?: ChangeNotice;
       linked?: {
         balanceKind: BalanceKind | null;
         asOf: number | null;
@@ -274,6 +276,7 @@ async function recordOutcomesOnce(ctx: JobContext, outcomes: Outcome[]): Promise
         balanceKind: o.linked?.balanceKind ?? null,
         asOf: o.linked?.asOf ?? null,
         linkHealth: o.linked?.linkHealth ?? null,
+        ...(o.change ? { change: o.change } : {}),
       });
     });
     // The borrowers' rows the results move, taken in one order by every flush (lender, then authorizer).
@@ -485,7 +488,9 @@ async function readItem(deps: Deps, item: ClaimedItem, run: ReadRun): Promise<Ou
     logger.warn({ batch_id: item.batchId, reason: why }, 'balance source answered an implausible balance');
     return result(null, 9000, 'provider', clock.now(), { balanceKind: null, asOf: null, detail: why, connectionId: null, note: null });
   }
-  return read.kind === 'balance' ? result(read.balanceCents, 0) : result(null, read.statusCode);
+  if (read.kind !== 'balance') return result(null, read.statusCode);
+  const r = result(read.balanceCents, 0);
+  return read.change && r.kind === 'result' ? { ...r, change: read.change } : r;
 }
 
 /**

@@ -6,7 +6,7 @@ import { newId } from '../../platform/ids';
 import type { TxCtx } from '../../platform/store';
 import { policyOf } from '../collection-policy/service';
 import { pushToEndpoints } from '../webhooks/endpoints';
-import { APPLIED_CODES, type Correction } from './corrections';
+import { APPLIED_CODES, readChangeCode, readCorrection, type Correction } from './corrections';
 import type { ChangeRow } from './store';
 
 // Notifications of Change (payments.md, Notifications of Change). A receiving bank answers a debit with a
@@ -112,3 +112,36 @@ function changeEvent(r: Omit<ChangeRow, 'correctedSealed'> & { correctedSealed?:
   };
 }
 export const changeView = changeEvent;
+
+/**
+ * A Notification of Change a source passed on as a code and its corrected data (a processor's feed, the HTTP
+ * bank-data bridge): read as an uploaded one is, and received on the account of the payment it names, else of
+ * the borrower. One that cannot be read is logged (never its data) and not recorded; nothing is guessed.
+ * `sourceKey`: unique per lender and source; the same notice passed on again (a feed read again, a bridge
+ * answering it with every read) records nothing twice.
+ */
+export async function receiveNotice(
+  c: ChangeCtx & { deps: Pick<PlatformDeps, 'logger'> },
+  v: { lenderId: string; paymentId: string | null; enrollmentId: string; notice: { code: string; correctedData: string }; reference: string | null; source: ChangeSource; sourceKey: string; receivedAt: number },
+): Promise<boolean> {
+  const code = readChangeCode(v.notice.code);
+  const read = code ? readCorrection(code, v.notice.correctedData.slice(0, 64)) : null;
+  if (!code || !read?.ok) {
+    c.deps.logger.warn({ source: v.source, lender_id: v.lenderId, code: v.notice.code.slice(0, 16) }, 'a Notification of Change could not be read; not recorded');
+    return false;
+  }
+  const account = await c.deps.stores.bankAccounts.accountOfMatch(c, v.paymentId, v.enrollmentId);
+  if (!account) return false;
+  return receiveChange(c, {
+    lenderId: v.lenderId,
+    bankAccountId: account.id,
+    last4: account.last4,
+    code,
+    correction: read.correction,
+    text: v.notice.correctedData,
+    reference: v.reference,
+    source: v.source,
+    sourceKey: v.sourceKey,
+    receivedAt: v.receivedAt,
+  });
+}

@@ -5,8 +5,7 @@ import { betweenSlices, type Job } from '../../platform/jobs';
 import { HeldLease } from '../../platform/leases';
 import type { ProcessorChange } from '../../adapters/processors';
 import { recordSlice, type Known, type Observation } from './record';
-import { receiveChange } from '../bank-accounts/changes';
-import { readChangeCode, readCorrection } from '../bank-accounts/corrections';
+import { receiveNotice } from '../bank-accounts/changes';
 import { reconcileKeys } from './reconcile';
 import { madeForAnotherLender, matchReference, namesInReference, ownMatch, REFERENCE_PREFIX, type PaymentMatch } from './reference';
 import { ACCOUNT_OF_ANOTHER_LENDER, learnAccounts, outsideMatchingFrom } from '../payment-connections/accounts';
@@ -152,7 +151,17 @@ async function recordPageIn(ctx: JobContext, conn: PolledKey, from: string | nul
     // A Notification of Change the processor tells with a change of one of the lender's payments.
     for (const [i, c] of changes.entries()) {
       const m = matches[i]!.match;
-      if (c.notificationOfChange && m?.enrollmentId) await receiveFromProcessor(tx, conn, c, m.paymentId, m.enrollmentId, now);
+      if (!c.notificationOfChange || !m?.enrollmentId) continue;
+      await receiveNotice(tx, {
+        lenderId: conn.lenderId,
+        paymentId: m.paymentId,
+        enrollmentId: m.enrollmentId,
+        notice: c.notificationOfChange,
+        reference: c.reference,
+        source: 'processor',
+        sourceKey: `processor:${conn.id}:${c.sourceEventId}`,
+        receivedAt: now,
+      });
     }
     const moved = await tx.deps.stores.matching.recordPoll(tx, conn.id, {
       from,
@@ -166,35 +175,6 @@ async function recordPageIn(ctx: JobContext, conn: PolledKey, from: string | nul
     });
     // Another poller moved the cursor since the page was asked for: everything above is rolled back.
     if (!moved) throw new CursorMoved();
-  });
-}
-
-/**
- * A processor's Notification of Change, received on the account its payment was made for (once per feed event:
- * a page read again records nothing twice). One whose code or corrected data cannot be read is logged, never
- * guessed at.
- */
-async function receiveFromProcessor(tx: JobContext & { tx: Tx }, conn: PolledKey, c: ProcessorChange, paymentId: string | null, enrollmentId: string, now: number): Promise<void> {
-  const noc = c.notificationOfChange!;
-  const code = readChangeCode(noc.code);
-  const read = code ? readCorrection(code, noc.correctedData.slice(0, 64)) : null;
-  if (!code || !read?.ok) {
-    tx.deps.logger.warn({ connection_id: conn.id, source_event_id: c.sourceEventId, code: noc.code.slice(0, 16) }, 'a Notification of Change from the processor could not be read; not recorded');
-    return;
-  }
-  const account = await tx.deps.stores.bankAccounts.accountOfMatch(tx, paymentId, enrollmentId);
-  if (!account) return;
-  await receiveChange(tx, {
-    lenderId: conn.lenderId,
-    bankAccountId: account.id,
-    last4: account.last4,
-    code,
-    correction: read.correction,
-    text: noc.correctedData,
-    reference: c.reference,
-    source: 'processor',
-    sourceKey: `processor:${conn.id}:${c.sourceEventId}`,
-    receivedAt: now,
   });
 }
 

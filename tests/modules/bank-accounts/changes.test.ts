@@ -10,6 +10,7 @@ import { enrollBorrower, SANDBOX_BANK } from '../../helpers/fixtures';
 import { cycle, dispatchAndSettle } from '../../helpers/collection';
 import { pollProcessors } from '../../../src/modules/collection/poll';
 import { openBorrower } from '../../../src/modules/enrollments/borrower';
+import { fromResponseBody } from '../../../src/adapters/bank-data/http-contract';
 import { startFakeStripe } from '../../fakes/stripe-server';
 import { startFakePlaid } from '../../fakes/plaid-server';
 import { changeDueBy } from '../../../src/modules/bank-accounts/changes';
@@ -232,6 +233,36 @@ describe('a Notification of Change from the processor', () => {
     expect((await account(c, accountId)).changes[0]).toMatchObject({ status: 'applied', applied_by: 'automatic' });
     const [{ sealed }] = await c.rows<{ sealed: string }>('SELECT sealed FROM enrollments WHERE authorizer_unique_id = ?', 'p');
     expect(openBorrower(c.rt, sealed).s.accountNumber).toBe('0006234567');
+  });
+});
+
+describe('a Notification of Change from the HTTP bank-data bridge', () => {
+  test('passed on with a monitored borrower’s read: received before the read decides, once however often it is passed on; a garbled one is a transient failure', async () => {
+    let answer: unknown = { balance_status_code: 0, balance: 5000, notification_of_change: { code: 'C02', corrected_data: SANDBOX_BANK } };
+    const bridge = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => Response.json(answer) });
+    try {
+      const c = createTestContext({ BANK_DATA_PROVIDER: 'http', BANK_DATA_URL: `http://127.0.0.1:${bridge.port}`, BANK_DATA_TOKEN: 'bridge-token', MONITOR_READ_INTERVAL_MS: String(READ_EVERY) });
+      contexts.push(c);
+      expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_noc_bridge_00000001', rail_scope: 'ach', is_default: true } })).status).toBe(201);
+      await enroll(c, enrollBorrower('h', { routing_number: SANDBOX_ROUTING_NUMBERS.unvalidated, collectable_amount: 42500, account_validation: { method: 'third_party', validated_at: new Date(c.clock.now() - DAY).toISOString() } }));
+      const accountId = (await view(c, 'h')).bank_account_id;
+      await cycle(c);
+      // Received before the decision: nothing goes out to the old routing number.
+      expect(await payments(c, 'h')).toEqual([]);
+      expect((await account(c, accountId)).changes).toMatchObject([{ code: 'C02', source: 'bank_data', status: 'received' }]);
+      c.clock.advance(READ_EVERY);
+      await cycle(c);
+      expect((await account(c, accountId)).change_count).toBe(1);
+      expect(await applyReceivedChanges(c.rt)).toEqual({ applied: 1 });
+      expect((await c.rows<{ routing: string }>('SELECT routing_number AS routing FROM enrollments WHERE authorizer_unique_id = ?', 'h'))[0]!.routing).toBe(SANDBOX_BANK);
+      // Not of the contract: the answer is refused as a whole (a transient failure), never read as a balance.
+      expect(fromResponseBody({ balance_status_code: 0, balance: 50, notification_of_change: { code: 7 } })).toBeNull();
+      expect(fromResponseBody({ balance_status_code: 0, balance: 50, notification_of_change: 'C01' })).toBeNull();
+      expect(fromResponseBody({ balance_status_code: 0, balance: 50, notification_of_change: null })).toEqual({ kind: 'balance', balanceCents: 5000 });
+      answer = { balance_status_code: 0, balance: 5000 };
+    } finally {
+      bridge.stop(true);
+    }
   });
 });
 

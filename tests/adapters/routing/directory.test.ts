@@ -11,8 +11,10 @@ const FIXTURE = join(import.meta.dir, '../../fixtures/fedach-sample.txt');
 describe('RoutingDirectory', () => {
   test('built-in sandbox banks', () => {
     const dir = new RoutingDirectory();
-    expect(dir.size).toBe(3);
+    expect(dir.size).toBe(4);
     expect(dir.lookup('110000000')).toEqual({ name: 'Sandbox Bank', support: 'supported' });
+    // Read as the supported bank; its accounts have no validation evidence (the enrollment's sandbox link).
+    expect(dir.lookup('110000039')).toEqual({ name: 'Sandbox Unvalidated Bank', support: 'supported' });
     expect(dir.lookup('110000013')).toEqual({ name: 'Sandbox Testing Bank', support: 'testing' });
     expect(dir.lookup('110000026')).toEqual({ name: 'Sandbox Unsupported Bank', support: 'unsupported' });
     expect(dir.lookup('021000021')).toBeNull();
@@ -22,8 +24,8 @@ describe('RoutingDirectory', () => {
     const { directory, loaded, skipped } = RoutingDirectory.fromFedAchFile(FIXTURE);
     // Blank line, a line that is not a record, and a record whose routing number fails the checksum.
     expect({ loaded, skipped }).toEqual({ loaded: 7, skipped: 3 });
-    // Three sandbox banks plus the file's records, minus the file's copy of a sandbox number.
-    expect(directory.size).toBe(9);
+    // Four sandbox banks plus the file's records, minus the file's copy of a sandbox number.
+    expect(directory.size).toBe(10);
     expect(directory.lookup('021000021')).toEqual({ name: 'JPMORGAN CHASE BANK, NA', support: 'supported' });
     expect(directory.lookup('026009593')).toEqual({ name: 'BANK OF AMERICA, N.A.', support: 'supported' });
     expect(directory.lookup('011000015')).toEqual({ name: 'FEDERAL RESERVE BANK', support: 'supported' });
@@ -73,12 +75,12 @@ describe('RoutingDirectory', () => {
 describe('loadRoutingDirectory', () => {
   test('no file: sandbox banks only', () => {
     const { directory, loaded, skipped } = loadRoutingDirectory(null);
-    expect({ size: directory.size, loaded, skipped }).toEqual({ size: 3, loaded: 0, skipped: 0 });
+    expect({ size: directory.size, loaded, skipped }).toEqual({ size: 4, loaded: 0, skipped: 0 });
   });
 
   test('with the file', () => {
     const { directory, loaded, skipped } = loadRoutingDirectory(FIXTURE);
-    expect({ size: directory.size, loaded, skipped }).toEqual({ size: 9, loaded: 7, skipped: 3 });
+    expect({ size: directory.size, loaded, skipped }).toEqual({ size: 10, loaded: 7, skipped: 3 });
   });
 
   test('an empty file loads nothing', () => {

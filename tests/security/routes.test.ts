@@ -28,6 +28,12 @@ recordedForm.append('file', new Blob(['authorizer_unique_id,reference,payment_am
 await ctx.json('POST', '/v1/payment_results/uploads', { form: recordedForm });
 const uploadId = (await ctx.json('GET', '/v1/payment_results/uploads')).body.uploads[0].id as string;
 const bankAccountId = (await ctx.json('GET', '/v1/payment_enrollments/sec-6')).body.bank_account_id as string;
+// A Notification of Change on it held for the owner's review: the apply route's object.
+await ctx.json('PATCH', '/v1/collection_policy', { body: { apply_notifications_of_change: 'review' } });
+const nocForm = new FormData();
+nocForm.append('file', new Blob(['authorizer_unique_id,change_code,corrected_data\nsec-6,C05,37\n'], { type: 'text/csv' }), 'noc.csv');
+await ctx.json('POST', '/v1/payment_results/uploads', { form: nocForm });
+const changeId = (await ctx.json('GET', `/v1/bank_accounts/${bankAccountId}`)).body.pending_change_id as string;
 const batchId: string = batch.body.batch_id;
 const connectionId: string = connection.body.id;
 const scheduleId: string = schedule.body.schedule_id;
@@ -99,8 +105,10 @@ const TABLE: Record<string, Row> = {
   'GET /v1/payment_events': { path: '/v1/payment_events?authorizer_unique_id=sec-6', stranger: null },
   'GET /v1/bank_accounts': { path: '/v1/bank_accounts', stranger: null },
   'GET /v1/bank_accounts/:id': { path: `/v1/bank_accounts/${bankAccountId}`, stranger: 404 },
+  'POST /v1/bank_accounts/:id/changes/:change_id/apply': { path: `/v1/bank_accounts/${bankAccountId}/changes/${changeId}/apply`, stranger: 404 },
   'GET /v1/collection_policy': { path: '/v1/collection_policy', stranger: null },
   'GET /v1/return_rates': { path: '/v1/return_rates', stranger: null },
+  'GET /v1/reports/ach': { path: '/v1/reports/ach?month=2026-11', stranger: null },
   'POST /v1/webhook_endpoints': { path: '/v1/webhook_endpoints', body: { url: 'https://127.0.0.1:9/hook', event_types: ['PAYMENT_EVENT'] }, stranger: null },
   'GET /v1/webhook_endpoints': { path: '/v1/webhook_endpoints', stranger: null },
   'DELETE /v1/webhook_endpoints/:id': { path: `/v1/webhook_endpoints/${endpointId}`, stranger: 404 },

@@ -299,6 +299,8 @@ describe('the HTTP bank-data provider', () => {
     });
     servers.push(server);
     const { c } = await setup({ BANK_DATA_PROVIDER: 'http', BANK_DATA_URL: `http://127.0.0.1:${server.port}`, BANK_DATA_TOKEN: 'bank-token-hist' });
+    // The bridge's reads are not validation evidence: this lender keeps its own, outside the service.
+    expect((await c.json('PATCH', '/v1/collection_policy', { body: { require_account_validation: false } })).status).toBe(200);
     await enroll(c, 'http-friday', { account_number: '000222333' });
     await enroll(c, 'http-none', { account_number: '000444555' });
     expect((await readHistory(c, 'http-friday')).outcome).toBe('credits');

@@ -1,13 +1,13 @@
 import { expect, test } from 'bun:test';
 import { contract } from './contract';
-import { bankAuthorizer, enrollBorrower, SANDBOX_UNSUPPORTED_BANK } from '../helpers/fixtures';
+import { bankAuthorizer, enrollBorrower, SANDBOX_TESTING_BANK, SANDBOX_UNSUPPORTED_BANK } from '../helpers/fixtures';
 import { cycle, dispatchAndSettle } from '../helpers/collection';
 import { queueDueReads } from '../../src/modules/enrollments/monitoring';
 import { processBalances } from '../../src/modules/balance-requests/processing';
 import { pollProcessors } from '../../src/modules/collection/poll';
 import { searchBorrowers } from '../../src/modules/enrollments/search';
 import { MONITOR_WINDOW_MS } from '../../src/modules/enrollments/monitor-store';
-import type { Enrollment } from '../../src/modules/enrollments/borrower';
+import { openBorrower, sealBorrower, type Enrollment } from '../../src/modules/enrollments/borrower';
 import type { Ctx } from '../../src/deps';
 
 const SETTLE = 60_000;
@@ -460,6 +460,99 @@ contract(
       const r = await enroll([enrollBorrower('ser-1'), enrollBorrower('ser-2')], lender.key);
       expect(r.body).toMatchObject({ enrolled: 2 });
       expect((await store.enrollmentOf(storeCtx, lender.id, 'ser-1'))!.state).toBe('monitored');
+    });
+
+    test('detailsOnAccount: the borrowers on an account with their sealed details, the erased left out, by identifier after one, at most `limit`', async () => {
+      const lender = ctx.newLender();
+      const shared = '0005554321';
+      await enroll(
+        [
+          ...['on-c', 'on-a', 'On-z', 'on-erased', 'on-removed'].map((aid) => enrollBorrower(aid, { account_number: shared })),
+          enrollBorrower('elsewhere'),
+        ],
+        lender.key,
+      );
+      const [a, elsewhere] = [(await store.enrollmentOf(storeCtx, lender.id, 'on-a'))!, (await store.enrollmentOf(storeCtx, lender.id, 'elsewhere'))!];
+      const account = a.bankAccountId!;
+      expect(elsewhere.bankAccountId).not.toBe(account);
+      // Removed, a borrower is still on the account (its details are corrected too); erased, it has none to correct.
+      expect((await ctx.json('DELETE', '/v1/payment_enrollments', { key: lender.key, body: { authorizer_unique_ids: ['on-removed'] } })).status).toBe(200);
+      expect((await ctx.json('DELETE', '/v1/persisted_authorizers', { key: lender.key, body: { authorizer_unique_ids: ['on-erased'] } })).status).toBe(200);
+      // Upper case before lower: byte order.
+      const details = await store.detailsOnAccount(storeCtx, account, '', 10);
+      expect(aids(details)).toEqual(['On-z', 'on-a', 'on-c', 'on-removed']);
+      for (const d of details) {
+        const e = (await store.enrollmentOf(storeCtx, lender.id, d.aid))!;
+        expect(d).toEqual({ id: e.id, lenderId: lender.id, aid: e.authorizerUniqueId, sealed: e.sealed!, routing: '110000000' });
+        expect(openBorrower(ctx.rt, d.sealed).s.accountNumber).toBe(shared);
+      }
+      expect(aids(await store.detailsOnAccount(storeCtx, account, 'on-a', 10))).toEqual(['on-c', 'on-removed']);
+      expect(aids(await store.detailsOnAccount(storeCtx, account, '', 2))).toEqual(['On-z', 'on-a']);
+      expect(aids(await store.detailsOnAccount(storeCtx, account, 'on-removed', 10))).toEqual([]);
+      expect(aids(await store.detailsOnAccount(storeCtx, elsewhere.bankAccountId!, '', 10))).toEqual(['elsewhere']);
+      expect(await store.detailsOnAccount(storeCtx, 'no-such-account', '', 10)).toEqual([]);
+    });
+
+    test('correctDetails: one borrower’s sealed details, routing number and bank corrected, no other’s; nothing when rolled back', async () => {
+      const lender = ctx.newLender();
+      await enroll([enrollBorrower('fix-1'), enrollBorrower('fix-2')], lender.key);
+      const [one, two] = [(await store.enrollmentOf(storeCtx, lender.id, 'fix-1'))!, (await store.enrollmentOf(storeCtx, lender.id, 'fix-2'))!];
+      const borrower = openBorrower(ctx.rt, one.sealed!);
+      expect(borrower.s.accountNumber).toBe('0001234567');
+      borrower.s.accountNumber = '0009998887';
+      const sealed = sealBorrower(ctx.rt, borrower);
+      const at = ctx.clock.now() + 1_000;
+      const correction = { id: one.id, sealed, routing: SANDBOX_TESTING_BANK, bankName: 'Sandbox Testing Bank', now: at };
+      await expect(
+        t.inTx(async (tx) => {
+          await store.correctDetails(tx, correction);
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'fix-1')).toEqual(one);
+      await t.inTx((tx) => store.correctDetails(tx, correction));
+      const fixed = (await store.enrollmentOf(storeCtx, lender.id, 'fix-1'))!;
+      expect(fixed).toEqual({ ...one, sealed, routingNumber: SANDBOX_TESTING_BANK, bankName: 'Sandbox Testing Bank', updatedAt: at });
+      expect(openBorrower(ctx.rt, fixed.sealed!).s.accountNumber).toBe('0009998887');
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'fix-2')).toEqual(two);
+      // A correction that names no routing number leaves none, and no bank.
+      await t.inTx((tx) => store.correctDetails(tx, { ...correction, routing: null, bankName: null, now: at + 1 }));
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'fix-1')).toMatchObject({ sealed, routingNumber: null, bankName: null, updatedAt: at + 1 });
+    });
+
+    test('moveToAccount: every borrower on one account now on another, the others where they were', async () => {
+      const lender = ctx.newLender();
+      await enroll(
+        [
+          enrollBorrower('mv-1', { account_number: '0001110001' }),
+          enrollBorrower('mv-2', { account_number: '0001110001' }),
+          enrollBorrower('mv-3', { account_number: '0001110002' }),
+          enrollBorrower('mv-4', { account_number: '0001110003' }),
+        ],
+        lender.key,
+      );
+      const read = async () => new Map(await Promise.all(['mv-1', 'mv-2', 'mv-3', 'mv-4'].map(async (aid) => [aid, (await store.enrollmentOf(storeCtx, lender.id, aid))!] as const)));
+      const before = await read();
+      const [from, to, apart] = [before.get('mv-1')!.bankAccountId!, before.get('mv-3')!.bankAccountId!, before.get('mv-4')!.bankAccountId!];
+      expect(before.get('mv-2')!.bankAccountId).toBe(from);
+      expect(new Set([from, to, apart]).size).toBe(3);
+      const at = ctx.clock.now() + 2_000;
+      await expect(
+        t.inTx(async (tx) => {
+          await store.moveToAccount(tx, from, to, at);
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
+      expect(await read()).toEqual(before);
+      await t.inTx((tx) => store.moveToAccount(tx, from, to, at));
+      const after = await read();
+      for (const aid of ['mv-1', 'mv-2']) expect(after.get(aid)).toEqual({ ...before.get(aid)!, bankAccountId: to, updatedAt: at });
+      for (const aid of ['mv-3', 'mv-4']) expect(after.get(aid)).toEqual(before.get(aid)!);
+      expect(aids(await store.detailsOnAccount(storeCtx, to, '', 10))).toEqual(['mv-1', 'mv-2', 'mv-3']);
+      expect(await store.detailsOnAccount(storeCtx, from, '', 10)).toEqual([]);
+      // Nobody is left on it: moving it again moves nobody.
+      await t.inTx((tx) => store.moveToAccount(tx, from, apart, at + 1));
+      expect(await read()).toEqual(after);
     });
 
     // Last: the collection cycle reads and debits every due borrower of the database, and moves the clock on.

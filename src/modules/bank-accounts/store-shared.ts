@@ -108,7 +108,8 @@ const CHANGE_COLUMNS = sql.raw(`id, lender_id AS "lenderId", bank_account_id AS 
 
 type RawChange = Omit<ChangeRow, 'receivedAt' | 'dueBy' | 'appliedAt'> & { receivedAt: number | string; dueBy: number | string; appliedAt: Num };
 export const changeRowOf = (r: RawChange): ChangeRow => ({ ...r, receivedAt: Number(r.receivedAt), dueBy: Number(r.dueBy), appliedAt: num(r.appliedAt) });
-export const changeWithTotalOf = (r: RawChange & { total: number | string }): ChangeRow & { total: number } => ({ ...changeRowOf(r), total: Number(r.total) });
+/** A change read with how many its account has; `n`, its place among them, is the query's own and not answered. */
+export const changeWithTotalOf = ({ n, total, ...r }: RawChange & { n: number | string; total: number | string }): ChangeRow & { total: number } => ({ ...changeRowOf(r), total: Number(total) });
 
 /** `blocks_due_at` moved on, so the account's borrowers are told again (as a return does). */
 const tellAgain = (now: number) => sql`CASE WHEN COALESCE(blocks_due_at, 0) + 1 > CAST(${now} AS BIGINT) THEN COALESCE(blocks_due_at, 0) + 1 ELSE CAST(${now} AS BIGINT) END`;

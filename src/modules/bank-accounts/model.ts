@@ -20,7 +20,24 @@ export const AccountChangeFields = {
   applied_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
   applied_by: t.Union([t.String(), t.Null()], { description: 'automatic, lender, processor, or none (recorded only)' }),
 };
-export const AccountChangeView = t.Object(AccountChangeFields);
+export const AccountChangeView = t.Object(AccountChangeFields, {
+  examples: [
+    {
+      bank_account_id: '019a4f3e-8c1d-7b2a-9f00-1c2d3e4f5a6b',
+      change_id: '019a4f40-1111-7b2a-9f00-1c2d3e4f5a6b',
+      code: 'C01',
+      source: 'upload',
+      reference: null,
+      old_last4: '4567',
+      new_last4: '9012',
+      status: 'applied',
+      received_at: '2026-11-24T15:02:11.000Z',
+      due_by: '2026-12-02T23:59:59.999Z',
+      applied_at: '2026-11-25T09:14:00.000Z',
+      applied_by: 'lender',
+    },
+  ],
+});
 
 /** One of the lender's bank accounts: never its fingerprint or its number. */
 export const BankAccountView = t.Object(

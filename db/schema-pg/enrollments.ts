@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { doublePrecision, index, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
-import { MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES } from '../schema/enums';
+import { MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES, REVOCATION_CHANNELS } from '../schema/enums';
 import { lenders } from './lenders';
 import { bankAccounts } from './bank-accounts';
 import { cents, count, flag, ident, ms } from './columns';
@@ -52,6 +52,9 @@ export const enrollments = pgTable(
     // The borrower's authorization to debit, as the lender last sent it.
     authorizationAt: ms('authorization_at'),
     authorizationRef: text('authorization_ref'),
+    revokedAt: ms('revoked_at'),
+    revocationChannel: text('revocation_channel', { enum: REVOCATION_CHANNELS }),
+    revocationRef: text('revocation_ref'),
     // Payments since the last enrollment: an original and at most two reinitiations.
     paymentsUsed: count('payments_used').notNull().default(0),
     enrolledAt: ms('enrolled_at').notNull(),

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { index, integer, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
-import { MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES } from './enums';
+import { MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES, REVOCATION_CHANNELS } from './enums';
 import { lenders } from './lenders';
 import { bankAccounts } from './bank-accounts';
 
@@ -52,6 +52,11 @@ export const enrollments = sqliteTable(
     // The borrower's authorization to debit, as the lender last sent it.
     authorizationAt: integer('authorization_at'),
     authorizationRef: text('authorization_ref'),
+    // The borrower revoked the authorization, as the lender received it (Regulation E, 12 CFR 1005.10(c)): no
+    // debit from then on until an authorization dated after it; how it came, and the lender's evidence.
+    revokedAt: integer('revoked_at'),
+    revocationChannel: text('revocation_channel', { enum: REVOCATION_CHANNELS }),
+    revocationRef: text('revocation_ref'),
     // Payments since the last enrollment: an original and at most two reinitiations.
     paymentsUsed: integer('payments_used').notNull().default(0),
     enrolledAt: integer('enrolled_at').notNull(),

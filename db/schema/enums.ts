@@ -152,6 +152,10 @@ export type ValidationMethod = (typeof VALIDATION_METHODS)[number];
 /** The methods a lender may state on an enrollment entry. */
 export const LENDER_VALIDATION_METHODS = ['prenote', 'micro_deposits', 'third_party', 'other'] as const;
 
+/** How a borrower's revocation of its authorization reached the lender. */
+export const REVOCATION_CHANNELS = ['written', 'electronic', 'phone', 'in_person', 'other'] as const;
+export type RevocationChannel = (typeof REVOCATION_CHANNELS)[number];
+
 /** The Notification of Change codes the service reads (Nacha Operating Rules, Appendix Five). */
 export const CHANGE_CODES = ['C01', 'C02', 'C03', 'C05', 'C06', 'C07', 'C09', 'C13'] as const;
 export type ChangeCode = (typeof CHANGE_CODES)[number];

@@ -61,6 +61,7 @@ contract(
         authorizationAt: Date.parse('2026-11-01T10:00:00.000Z'),
         cfpbCovered: 1,
         collectableAmountCents: 42500,
+        revokedAt: null,
       });
       expect(await store.paymentHistory(storeCtx, id)).toEqual([]);
       expect(await store.scheduledPaymentOf(storeCtx, id)).toBeNull();

@@ -135,7 +135,7 @@ contract(
       expect(await store.sendStateOf(storeCtx, p.id)).toEqual({ status: 'initiating', firstAttemptAt: null, reportedStatus: null });
       expect(await store.sendStateOf(storeCtx, 'no-such-payment')).toBeNull();
       const borrower = await store.borrowerToDebit(storeCtx, p.enrollmentId);
-      expect(borrower).toEqual({ state: 'monitored', sealed: expect.any(String), cardToken: null, routing: SANDBOX_BANK });
+      expect(borrower).toEqual({ state: 'monitored', sealed: expect.any(String), cardToken: null, routing: SANDBOX_BANK, revoked: false });
       expect(await store.borrowerToDebit(storeCtx, 'no-such-enrollment')).toBeNull();
       expect(p.connectionId).toBe(connectionId);
       expect(await store.keyToSend(storeCtx, connectionId)).toEqual({ processor: 'sandbox', keySealed: expect.any(String) });

@@ -95,6 +95,9 @@ contract(
         cfpbCovered: 'null',
         authorizationAt: 'null',
         authorizationRef: 'null',
+        revokedAt: 'null',
+        revocationChannel: 'null',
+        revocationRef: 'null',
         paymentsUsed: 'number',
         enrolledAt: 'number',
         updatedAt: 'number',
@@ -553,6 +556,29 @@ contract(
       // Nobody is left on it: moving it again moves nobody.
       await t.inTx((tx) => store.moveToAccount(tx, from, apart, at + 1));
       expect(await read()).toEqual(after);
+    });
+
+    test('recordRevocation: kept when later than the one kept, with its channel and reference; never moved back; nothing when rolled back', async () => {
+      const lender = ctx.newLender();
+      await enroll([enrollBorrower('rv-1'), enrollBorrower('rv-2')], lender.key);
+      const id = (await store.enrollmentOf(storeCtx, lender.id, 'rv-1'))!.id;
+      const at = ctx.clock.now() - 10_000;
+      await expect(
+        t.inTx(async (tx) => {
+          await store.recordRevocation(tx, { id, at, channel: 'written', ref: 'r-0', now: at });
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'rv-1')).toMatchObject({ revokedAt: null, revocationChannel: null, revocationRef: null });
+      await t.inTx((tx) => store.recordRevocation(tx, { id, at, channel: 'written', ref: 'r-1', now: at + 1 }));
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'rv-1')).toMatchObject({ revokedAt: at, revocationChannel: 'written', revocationRef: 'r-1', updatedAt: at + 1 });
+      // Earlier: the later one stands (the update time moves all the same).
+      await t.inTx((tx) => store.recordRevocation(tx, { id, at: at - 5_000, channel: 'phone', ref: null, now: at + 2 }));
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'rv-1')).toMatchObject({ revokedAt: at, revocationChannel: 'written', revocationRef: 'r-1' });
+      // Later: it replaces it, a null reference too.
+      await t.inTx((tx) => store.recordRevocation(tx, { id, at: at + 5_000, channel: 'electronic', ref: null, now: at + 3 }));
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'rv-1')).toMatchObject({ revokedAt: at + 5_000, revocationChannel: 'electronic', revocationRef: null });
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'rv-2')).toMatchObject({ revokedAt: null });
     });
 
     // Last: the collection cycle reads and debits every due borrower of the database, and moves the clock on.

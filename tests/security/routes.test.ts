@@ -105,6 +105,11 @@ const TABLE: Record<string, Row> = {
   'GET /v1/payment_events': { path: '/v1/payment_events?authorizer_unique_id=sec-6', stranger: null },
   'GET /v1/bank_accounts': { path: '/v1/bank_accounts', stranger: null },
   'GET /v1/bank_accounts/:id': { path: `/v1/bank_accounts/${bankAccountId}`, stranger: 404 },
+  'POST /v1/payment_enrollments/:authorizer_unique_id/revocation': {
+    path: '/v1/payment_enrollments/sec-6/revocation',
+    body: { received_at: '2026-11-20T10:00:00.000Z', channel: 'written' },
+    stranger: 404,
+  },
   'POST /v1/bank_accounts/:id/changes/:change_id/apply': { path: `/v1/bank_accounts/${bankAccountId}/changes/${changeId}/apply`, stranger: 404 },
   'GET /v1/collection_policy': { path: '/v1/collection_policy', stranger: null },
   'GET /v1/return_rates': { path: '/v1/return_rates', stranger: null },

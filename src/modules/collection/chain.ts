@@ -1,7 +1,7 @@
 import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { applyMonitorEvent } from '../enrollments/monitor-changes';
-import { accountBlockOf, isAccountBlock, isChainBlock, type BlockedReason } from '../enrollments/monitor';
+import { accountBlockOf, isAccountBlock, isChainBlock, revokedNow, type BlockedReason } from '../enrollments/monitor';
 import type { AccountStanding } from '../bank-accounts/store';
 import { policyOf } from '../collection-policy/service';
 import type { CollectionPolicy } from '../collection-policy/policy';
@@ -54,6 +54,7 @@ export function chainMove(
   now: number,
   account: AccountStanding | null = null,
 ): { type: 'blocked'; reason: BlockedReason } | { type: 'unblocked' } | null {
+  if (revokedNow(e)) return { type: 'blocked', reason: 'authorization_revoked' };
   const accountBlock = accountBlockOf(account, e.authorizationAt, policy.requireAccountValidation);
   if (accountBlock) return { type: 'blocked', reason: accountBlock };
   const plan = planPayment({
@@ -65,6 +66,8 @@ export function chainMove(
     now,
   });
   if (!plan.ok) return { type: 'blocked', reason: plan.blocked };
-  if (isChainBlock(e.blockedReason) || isAccountBlock(e.blockedReason) || e.blockedReason === 'late_return_window') return { type: 'unblocked' };
+  if (isChainBlock(e.blockedReason) || isAccountBlock(e.blockedReason) || e.blockedReason === 'late_return_window' || e.blockedReason === 'authorization_revoked') {
+    return { type: 'unblocked' };
+  }
   return null;
 }

@@ -2,7 +2,7 @@ import type { MonitorState, Rail } from '../../../db/schema/enums';
 import type { RecordedRead } from '../balance-requests/results';
 import type { CollectionPolicy } from '../collection-policy/policy';
 import { addBusinessDays } from '../../platform/business-days';
-import { accountBlockOf, ACCOUNT_BLOCK_WORDS, accountValidated, blockedReasonOf, LINK_BLOCKS, type BlockedReason } from '../enrollments/monitor';
+import { accountBlockOf, ACCOUNT_BLOCK_WORDS, accountValidated, revokedNow, REVOKED_WORDS, blockedReasonOf, LINK_BLOCKS, type BlockedReason } from '../enrollments/monitor';
 import type { AccountStanding } from '../bank-accounts/store';
 import { planPayment, type PastPayment } from './rules';
 
@@ -29,6 +29,8 @@ export interface DecidingEnrollment {
   collectableAmountCents: number;
   /** The borrower's bank account's standing (bank-accounts); null or absent when none is linked. */
   account?: AccountStanding | null;
+  /** When the borrower revoked its authorization, if it did. */
+  revokedAt?: number | null;
 }
 
 /** A scheduled payment as the decision sees it. */
@@ -92,6 +94,13 @@ export function decide(i: DecisionInputs): Decision {
   // A bank account whose state blocks the borrower (a return of any borrower's debit to it) takes no payment,
   // whatever its balance or link: one scheduled is voided, and the borrower shows why until the lender acts. A
   // payment already sent is not touched: its outcome is what the processor says.
+  // A revocation (Regulation E) stops every debit of the borrower until an authorization dated after it: one
+  // scheduled is voided, and the borrower shows why.
+  if (revokedNow(e)) {
+    if (!i.payments) return need('payments');
+    const block: Step = { do: 'block', reason: 'authorization_revoked' };
+    return i.payments.scheduled ? steps({ do: 'void', message: `not debited: ${REVOKED_WORDS}` }, block) : steps(block);
+  }
   let accountBlock = accountBlockOf(e.account, e.authorizationAt);
   // An account without validation evidence since its number last changed takes no payment where the lender's
   // policy requires it (Nacha's WEB debit rule): the policy is read for it.

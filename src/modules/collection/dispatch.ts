@@ -6,7 +6,7 @@ import { drainClaims } from '../../platform/work-pool';
 import type { DebitInstrument, DebitRequest, DebitResult, FoundPayment, Processor } from '../../adapters/processors';
 import { openBorrower } from '../enrollments/borrower';
 import { applyMonitorEvent, monitorStateOf } from '../enrollments/monitor-changes';
-import { accountBlockOf, ACCOUNT_BLOCK_WORDS, type AccountBlock } from '../enrollments/monitor';
+import { accountBlockOf, ACCOUNT_BLOCK_WORDS, REVOKED_WORDS, type AccountBlock } from '../enrollments/monitor';
 import { policyOf } from '../collection-policy/service';
 import type { AccountType } from '../../../db/schema/enums';
 import { recordNotAttempted, recordObservation, REPORT_HOLDS } from './record';
@@ -80,6 +80,7 @@ export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | P
   if (!sent) {
     // Never sent: what is known locally is all there is, and a payment that cannot go now never will.
     if (!e || e.state !== 'monitored' || !e.sealed) return neverSent(ctx, p, 'monitoring of the borrower stopped before the payment was sent', 'removed');
+    if (e.revoked) return neverSent(ctx, p, `not sent: ${REVOKED_WORDS}`, 'authorization_revoked');
     if (accountBlock) return neverSent(ctx, p, `not sent: ${ACCOUNT_BLOCK_WORDS[accountBlock]}`, accountBlock, accountBlock);
     if (!conn?.keySealed) return neverSent(ctx, p, 'the processor key was deleted before the payment was sent', 'key_deleted');
     if (p.rail === 'card' && !e.cardToken) return neverSent(ctx, p, 'the borrower has no card token', 'no_card_token');
@@ -93,7 +94,7 @@ export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | P
   const key = deps.vault.open(conn.keySealed);
   const firstAttemptAt = pay.firstAttemptAt ?? now;
   const young = now - firstAttemptAt < deps.config.processorIdempotencyHorizonMs;
-  const monitored = e?.state === 'monitored' && !!e.sealed && accountBlock === null;
+  const monitored = e?.state === 'monitored' && !!e.sealed && !e.revoked && accountBlock === null;
   if (sent && !(young && monitored)) {
     // Removed, stopped or erased since, its bank account blocked since, or the key too old to send again: only a look-up.
     const call = processor.findPayment(key, { paymentId: p.id, createdFrom: firstAttemptAt - LOOKUP_SLACK_MS, createdTo: now + LOOKUP_SLACK_MS });

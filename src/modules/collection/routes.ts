@@ -7,6 +7,8 @@ import { listPaymentEvents } from './events';
 import { EventList } from './model';
 import { AccountChangeView, ChangeParams } from '../bank-accounts/model';
 import { confirmChange } from './account-changes';
+import { revokeAuthorization } from './revocation';
+import { RevocationAnswer, RevocationBody } from '../enrollments/model';
 import { identifierSchema } from '../../platform/fields';
 
 
@@ -33,6 +35,28 @@ export const paymentEventRoutes = (deps: Deps, auth: Auth) =>
       },
     },
   )
+    // A borrower's revocation, recorded on the lender's word: here, as it voids a scheduled payment.
+    .post(
+      '/payment_enrollments/:authorizer_unique_id/revocation',
+      ({ lender, params, body }) => revokeAuthorization({ ctx: { lender, deps }, input: { authorizerUniqueId: params.authorizer_unique_id, body } }),
+      {
+        auth: true,
+        params: t.Object({ authorizer_unique_id: identifierSchema('The identifier used at enrollment') }),
+        body: RevocationBody,
+        response: { 200: RevocationAnswer, ...errors(400, 401, 404, 429) },
+        detail: {
+          tags: ['Payments'],
+          summary: 'Record a revocation of the borrower’s authorization',
+          ...maturity(
+            'Early Access',
+            'The borrower told the lender to stop its debits (Regulation E, 12 CFR 1005.10(c)): from this request on no payment is created, ' +
+              'released or sent for it (a scheduled one is voided; one made and not yet sent is recorded not_attempted), and a monitored ' +
+              'borrower shows blocked_reason authorization_revoked, until a re-send brings an authorization.obtained_at after received_at. ' +
+              'A payment already sent cannot be recalled. An earlier revocation than the one recorded changes nothing. Another lender’s borrower is 404.',
+          ),
+        },
+      },
+    )
     // A Notification of Change applied on the lender's word: here, as applying one corrects the borrowers' details.
     .post('/bank_accounts/:id/changes/:change_id/apply', ({ lender, params }) => confirmChange({ ctx: { lender, deps }, input: { id: params.id, changeId: params.change_id } }), {
       auth: true,

@@ -16,7 +16,7 @@ import { builtOnce, exactSum, inList, listOf, lockFor, num, numOrNull, probeByIn
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue.pg';
 import type { PastPayment } from './rules';
 import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, DecisionRead, DecidingRow, PaymentReadStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
-import { DISPATCH_LEASE_MS } from './store-shared';
+import { DISPATCH_LEASE_MS, REVOKED, REVOKED_E } from './store-shared';
 
 // Collection's SQL on PostgreSQL: the same questions as store.sqlite.ts, with the same answers, orders and
 // shapes. Transactions run side by side here (READ COMMITTED), so what SQLite's single writer gave for free is
@@ -96,7 +96,13 @@ export const pgDispatchStore: DispatchStore = {
   },
   async borrowerToDebit(c, enrollmentId) {
     const [r] = await readerOf(c)
-      .select({ state: enrollments.state, sealed: enrollments.sealed, cardToken: enrollments.cardTokenSealed, routing: enrollments.routingNumber })
+      .select({
+        state: enrollments.state,
+        sealed: enrollments.sealed,
+        cardToken: enrollments.cardTokenSealed,
+        routing: enrollments.routingNumber,
+        revoked: sql<boolean>`${sql.raw(REVOKED)}`,
+      })
       .from(enrollments)
       .where(eq(enrollments.id, enrollmentId));
     return r ?? null;
@@ -141,7 +147,7 @@ export const pgDispatchStore: DispatchStore = {
       writerOf(c),
       sql`UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ${now}::bigint), updated_at = ${now}
            WHERE id = ${String(claim.id)} AND status = 'initiating' AND lease_token = ${claim.leaseToken}
-             AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL
+             AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL AND NOT ${sql.raw(REVOKED_E)}
                             AND (${details?.sealed ?? null}::text IS NULL OR (e.sealed = ${details?.sealed ?? null}::text AND e.routing_number IS NOT DISTINCT FROM ${details?.routing ?? null}::text)) FOR SHARE)
              AND NOT EXISTS (
                SELECT 1 FROM (SELECT a.state, a.last_return_at, a.pending_change_id FROM bank_accounts a
@@ -557,14 +563,15 @@ export const pgDecisionStore: DecisionStore = {
       authorizationAt: string | null;
       cfpbCovered: number | null;
       collectableAmountCents: string;
+      revokedAt: string | null;
     }>(
       readerOf(c),
       sql`SELECT lender_id AS "lenderId", state, blocked_reason AS "blockedReason", authorization_at AS "authorizationAt",
-                 cfpb_covered AS "cfpbCovered", collectable_amount_cents AS "collectableAmountCents"
+                 cfpb_covered AS "cfpbCovered", collectable_amount_cents AS "collectableAmountCents", revoked_at AS "revokedAt"
             FROM enrollments WHERE id = ${enrollmentId}`,
     );
     return r
-      ? { ...r, authorizationAt: numOrNull(r.authorizationAt), cfpbCovered: numOrNull(r.cfpbCovered), collectableAmountCents: num(r.collectableAmountCents) }
+      ? { ...r, authorizationAt: numOrNull(r.authorizationAt), cfpbCovered: numOrNull(r.cfpbCovered), collectableAmountCents: num(r.collectableAmountCents), revokedAt: numOrNull(r.revokedAt) }
       : null;
   },
   async accountStandingOf(c, enrollmentId) {

@@ -6,7 +6,7 @@ import { DAY_MS } from '../../platform/clock';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { builtOnce, exactSum, inList, listOf, readerOf, sumOf, writerOf, type Summed } from '../../platform/sql/sqlite';
 import type { PastPayment } from './rules';
-import { DISPATCH_LEASE_MS } from './store-shared';
+import { DISPATCH_LEASE_MS, REVOKED, REVOKED_E } from './store-shared';
 import { BLOCKING_ACCOUNT, standingColumns, standingOf, withStanding, type RawStanding, type StandingBeside } from '../bank-accounts/store-shared';
 import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, DecisionRead, DecidingRow, PaymentReadStore, CountedSum, DuePayment, EventRecord, LedgerTotals, OwnPayment, PaymentPageQuery, PaymentReport, ScheduledPayment, StatusMove } from './store';
 
@@ -229,11 +229,11 @@ const releasePayment = (tx: Orm, id: string, now: number) =>
 const chainInputsOf = (db: Db, enrollmentId: string) =>
   db.$client
     .query<
-      { lenderId: string; state: string; blockedReason: string | null; authorizationAt: number | null; cfpbCovered: number | null; collectableAmountCents: number },
+      { lenderId: string; state: string; blockedReason: string | null; authorizationAt: number | null; cfpbCovered: number | null; collectableAmountCents: number; revokedAt: number | null },
       [string]
     >(
       `SELECT lender_id AS lenderId, state, blocked_reason AS blockedReason, authorization_at AS authorizationAt,
-              cfpb_covered AS cfpbCovered, collectable_amount_cents AS collectableAmountCents
+              cfpb_covered AS cfpbCovered, collectable_amount_cents AS collectableAmountCents, revoked_at AS revokedAt
          FROM enrollments WHERE id = ?`,
     )
     .get(enrollmentId);
@@ -324,7 +324,7 @@ const claimSend = (tx: Orm, id: string, leaseToken: string, now: number, details
     .query(
       `UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ?2), updated_at = ?2
       WHERE id = ?1 AND status = 'initiating' AND lease_token = ?3
-        AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL
+        AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL AND NOT ${REVOKED_E}
                        AND (?4 IS NULL OR (e.sealed = ?4 AND e.routing_number IS ?5)))
         AND NOT EXISTS (SELECT 1 FROM enrollments e JOIN bank_accounts a ON a.id IN (payments.bank_account_id, e.bank_account_id)
                          WHERE e.id = payments.enrollment_id AND ${BLOCKING_ACCOUNT})`,
@@ -358,7 +358,13 @@ const sendStateOf = (db: Db, id: string) =>
 /** What a debit needs of its borrower: whether it is still monitored, and its sealed details. */
 const borrowerToDebit = (db: Db, enrollmentId: string) =>
   db
-    .select({ state: enrollments.state, sealed: enrollments.sealed, cardToken: enrollments.cardTokenSealed, routing: enrollments.routingNumber })
+    .select({
+      state: enrollments.state,
+      sealed: enrollments.sealed,
+      cardToken: enrollments.cardTokenSealed,
+      routing: enrollments.routingNumber,
+      revoked: sql<number>`${sql.raw(REVOKED)}`,
+    })
     .from(enrollments)
     .where(eq(enrollments.id, enrollmentId))
     .get();
@@ -532,7 +538,8 @@ export const sqliteDispatchStore: DispatchStore = {
     return sendStateOf(readerOf(c), id) ?? null;
   },
   async borrowerToDebit(c, enrollmentId) {
-    return borrowerToDebit(readerOf(c), enrollmentId) ?? null;
+    const r = borrowerToDebit(readerOf(c), enrollmentId);
+    return r ? { ...r, revoked: r.revoked === 1 } : null;
   },
   async accountsToDebit(c, paymentId) {
     const found = accountsToDebit(readerOf(c), paymentId);

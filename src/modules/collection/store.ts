@@ -128,6 +128,8 @@ export interface ChainInputs {
   authorizationAt: number | null;
   cfpbCovered: number | null;
   collectableAmountCents: number;
+  /** When the borrower revoked its authorization (Regulation E), if it did. */
+  revokedAt: number | null;
 }
 
 /** Exact sums of the overview (cents as BigInt: a lender's totals can pass 2^53). */
@@ -188,7 +190,7 @@ export interface DispatchStore {
   borrowerToDebit(
     c: StoreCtx,
     enrollmentId: string,
-  ): Promise<{ state: MonitorState; sealed: string | null; cardToken: string | null; routing: string | null } | null>;
+  ): Promise<{ state: MonitorState; sealed: string | null; cardToken: string | null; routing: string | null; revoked: boolean } | null>;
   /**
    * What may stop a debit at its bank account: the standings of the account the payment was made for and of
    * the borrower's account now (each once; none when neither is known), and the borrower's authorization.

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { t } from 'elysia';
-import { BALANCE_KINDS, HELD_REASONS, LENDER_VALIDATION_METHODS, LINK_HEALTHS, MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES } from '../../../db/schema/enums';
+import { BALANCE_KINDS, HELD_REASONS, LENDER_VALIDATION_METHODS, REVOCATION_CHANNELS, LINK_HEALTHS, MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES } from '../../../db/schema/enums';
 import { pageTokenQuery } from '../../platform/pagination';
 import { Int, OneOf } from '../../platform/schema';
 import { textSchema } from '../../platform/fields';
@@ -66,6 +66,35 @@ export const AccountValidation = Type.Object(
     additionalProperties: false,
     description:
       'How the lender validated the bank account (ACH only). Kept on the account as its evidence when it is later than the evidence it has; a bank_link, or the sandbox, is evidence by itself. Under the policy’s require_account_validation, no debit goes to an account without evidence given since its number last changed',
+  },
+);
+
+/** A borrower's revocation of its authorization as the lender received it (Regulation E, 12 CFR 1005.10(c)). */
+export const RevocationBody = Type.Object(
+  {
+    received_at: Type.String({ format: 'date-time', description: 'When the lender received the revocation; not in the future' }),
+    channel: OneOf(REVOCATION_CHANNELS, { description: 'How it came: written (a letter), electronic (an email, a form), phone, in_person, other' }),
+    evidence_ref: Type.Optional(textSchema({ minLength: 1, maxLength: 255, description: "The lender's reference of its record of it (a ticket, a recording's id)" })),
+  },
+  { additionalProperties: false, examples: [{ received_at: '2026-11-24T15:00:00.000Z', channel: 'electronic', evidence_ref: 'ticket-8812' }] },
+);
+export const RevocationView = t.Object({ received_at: t.String({ format: 'date-time' }), channel: OneOf(REVOCATION_CHANNELS), evidence_ref: t.Union([t.String(), t.Null()]) });
+export const RevocationAnswer = t.Object(
+  {
+    authorizer_unique_id: t.String(),
+    state: OneOf(MONITOR_STATES),
+    blocked_reason: t.Union([t.String(), t.Null()], { description: 'authorization_revoked while the revocation holds for a monitored borrower' }),
+    revocation: RevocationView,
+  },
+  {
+    examples: [
+      {
+        authorizer_unique_id: 'loan-1001',
+        state: 'monitored',
+        blocked_reason: 'authorization_revoked',
+        revocation: { received_at: '2026-11-24T15:00:00.000Z', channel: 'electronic', evidence_ref: 'ticket-8812' },
+      },
+    ],
   },
 );
 
@@ -265,6 +294,9 @@ export const EnrollmentView = t.Object(
     payments_used: Int({ description: "Presentments of the debt's open chain: the original and its reinitiations (at most 1 + max_reinitiations), kept across removal and re-send; 0 when the next payment starts a new chain" }),
     cfpb_covered: t.Union([t.Boolean(), t.Null()], { description: "This borrower's override of the policy's cfpb_covered; null: the policy decides" }),
     authorization: t.Union([t.Object({ obtained_at: t.String({ format: 'date-time' }), reference: t.Union([t.String(), t.Null()]) }), t.Null()]),
+    revocation: t.Union([RevocationView, t.Null()], {
+      description: 'The borrower’s latest revocation of its authorization, as the lender recorded it (POST …/revocation); while no authorization is dated after it, no debit',
+    }),
     scheduled_payment: t.Union(
       [t.Object({ reference: t.String(), amount: Int({ description: 'Cents' }), debit_on: t.String({ format: 'date', description: 'The business day it is debited, not before' }) }), t.Null()],
       { description: 'A payment waiting out the notice period (collection policy notice_days); null when none' },
@@ -325,6 +357,7 @@ export const EnrollmentView = t.Object(
         payments_used: 0,
         cfpb_covered: null,
         authorization: null,
+        revocation: null,
         scheduled_payment: null,
         payments: [],
         ledger: { entries: [], collected: 0, reversed: 0, net: 0 },

@@ -44,6 +44,8 @@ export const BLOCKED_REASONS = [
   // while the policy requires it (Nacha's WEB debit rule). Each lifts when it no longer holds.
   'account_change_pending',
   'validation_required',
+  // The borrower revoked its authorization (Regulation E): no debit until an authorization dated after it.
+  'authorization_revoked',
 ] as const;
 export type BlockedReason = (typeof BLOCKED_REASONS)[number];
 
@@ -108,7 +110,14 @@ export const isChainBlock = (r: string | null): r is ChainBlock => r !== null &&
  * The blocks that stand until the lender acts (the collection rules', and a bank account's state): kept through
  * removal and re-send, which ask again what holds (collection/chain.ts), and the borrower is not read meanwhile.
  */
-export const isStandingBlock = (r: string | null): r is ChainBlock | AccountBlock => isChainBlock(r) || isAccountBlock(r);
+export const isStandingBlock = (r: string | null): r is ChainBlock | AccountBlock | 'authorization_revoked' => isChainBlock(r) || isAccountBlock(r) || r === 'authorization_revoked';
+
+/** The borrower revoked its authorization and has given none dated after it since (collection/store-shared.ts REVOKED, in SQL). */
+export const revokedNow = (e: { revokedAt?: number | null; authorizationAt: number | null }): boolean =>
+  e.revokedAt != null && !(e.authorizationAt !== null && e.authorizationAt > e.revokedAt);
+
+/** Why a revocation stops a debit, in the words of the events and messages that say so. */
+export const REVOKED_WORDS = 'the borrower revoked its authorization; a new authorization dated after it is needed';
 
 export type MonitorFrom = MonitorState | 'new';
 

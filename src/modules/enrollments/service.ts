@@ -488,6 +488,7 @@ function enrollmentView(e: Enrollment, { ledger, payments, lastRead, accountLast
     payments_used: e.paymentsUsed,
     cfpb_covered: e.cfpbCovered,
     authorization: e.authorizationAt === null ? null : { obtained_at: iso(e.authorizationAt), reference: e.authorizationRef },
+    revocation: e.revokedAt === null ? null : { received_at: iso(e.revokedAt), channel: e.revocationChannel!, evidence_ref: e.revocationRef },
     scheduled_payment: scheduledView(payments),
     payments: payments.map((p) => ({
       reference: p.reference,

@@ -143,6 +143,14 @@ const TO_LINK = {
 };
 
 export const pgEnrollmentStore: EnrollmentStore = {
+  async recordRevocation(c, v) {
+    const later = sql`(revoked_at IS NULL OR revoked_at < ${v.at}::bigint)`;
+    await writerOf(c).execute(sql`
+      UPDATE enrollments SET revocation_channel = CASE WHEN ${later} THEN ${v.channel}::text ELSE revocation_channel END,
+             revocation_ref = CASE WHEN ${later} THEN ${v.ref}::text ELSE revocation_ref END,
+             revoked_at = CASE WHEN ${later} THEN ${v.at}::bigint ELSE revoked_at END, updated_at = ${v.now}
+       WHERE id = ${v.id}`);
+  },
   async detailsOnAccount(c, accountId, after, limit) {
     return rows<{ id: string; lenderId: string; aid: string; sealed: string; routing: string | null }>(
       readerOf(c),

@@ -151,6 +151,16 @@ const setLastRead = builtOnce((tx: Db) =>
 );
 
 export const sqliteEnrollmentStore: EnrollmentStore = {
+  async recordRevocation(c, v) {
+    writerOf(c)
+      .$client.query(
+        `UPDATE enrollments SET revocation_channel = CASE WHEN revoked_at IS NULL OR revoked_at < ?2 THEN ?3 ELSE revocation_channel END,
+                revocation_ref = CASE WHEN revoked_at IS NULL OR revoked_at < ?2 THEN ?4 ELSE revocation_ref END,
+                revoked_at = CASE WHEN revoked_at IS NULL OR revoked_at < ?2 THEN ?2 ELSE revoked_at END, updated_at = ?5
+          WHERE id = ?1`,
+      )
+      .run(v.id, v.at, v.channel, v.ref, v.now);
+  },
   async detailsOnAccount(c, accountId, after, limit) {
     return readerOf(c)
       .$client.query<{ id: string; lenderId: string; aid: string; sealed: string; routing: string | null }, [string, string, number]>(

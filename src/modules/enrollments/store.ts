@@ -1,4 +1,4 @@
-import type { MonitorState } from '../../../db/schema/enums';
+import type { RevocationChannel, MonitorState } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { Enrollment } from './borrower';
 import type { BlockedReason } from './monitor';
@@ -90,6 +90,11 @@ export interface BorrowerToLink {
 }
 
 export interface EnrollmentStore {
+  /**
+   * The borrower's revocation of its authorization, as the lender received it: kept when it is later than the
+   * one kept (a revocation never moves back), with its channel and the lender's evidence.
+   */
+  recordRevocation(c: TxCtx, v: { id: string; at: number; channel: RevocationChannel; ref: string | null; now: number }): Promise<void>;
   // A Notification of Change applied to the borrowers on an account (collection/account-changes.ts)
   /** The borrowers on an account with their sealed details (not the erased), after an identifier, in identifier order. */
   detailsOnAccount(c: StoreCtx, accountId: string, after: string, limit: number): Promise<{ id: string; lenderId: string; aid: string; sealed: string; routing: string | null }[]>;

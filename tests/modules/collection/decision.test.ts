@@ -266,3 +266,25 @@ describe('the borrower’s bank account (decision, pure)', () => {
     );
   });
 });
+
+describe('a revocation of the authorization (decision, pure)', () => {
+  test('a borrower whose revocation has no later authorization is never debited: blocked, a scheduled payment voided; an authorization after it changes nothing', () => {
+    fc.assert(
+      fc.property(inputsArb, fc.integer({ min: NOW - 200 * DAY, max: NOW }), (w, revokedAt) => {
+        const e = w.enrollment;
+        if (!e) return;
+        const { steps } = run({ ...w, enrollment: { ...e, revokedAt } } as World);
+        const decides = e.state === 'monitored' && e.windowEndsAt !== null && NOW < e.windowEndsAt && e.blockedReason !== 'verification_required';
+        const revoked = !(e.authorizationAt !== null && e.authorizationAt > revokedAt);
+        if (!decides || !revoked) {
+          expect(steps).toEqual(run(w).steps);
+          return;
+        }
+        expect(steps.some((s) => s.do === 'create' || s.do === 'release')).toBe(false);
+        expect(steps[steps.length - 1]).toEqual({ do: 'block', reason: 'authorization_revoked' });
+        expect(steps.some((s) => s.do === 'void')).toBe(w.scheduled !== null);
+      }),
+      PROPERTY,
+    );
+  });
+});

@@ -41,6 +41,7 @@ const BLOCKED_WHY: Record<BlockedReason, string> = {
   account_unauthorized: "a return said the account's holder did not authorize a debit; re-send with an authorization.obtained_at after that return (not read until then)",
   account_deceased: "a return said the bank account's holder is deceased; no debit to it (not read until then)",
   account_change_pending: 'a Notification of Change on the bank account waits to be applied; under the policy’s review, apply it on the Bank accounts page (not read until then)',
+  authorization_revoked: 'the borrower revoked its authorization; no debit until a new one dated after it is sent with the borrower (not read until then)',
   validation_required: 'the bank account has no validation evidence since its number last changed; re-send the borrower with account_validation or a bank_link (not read until then)',
 };
 

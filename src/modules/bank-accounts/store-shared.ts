@@ -101,6 +101,8 @@ export interface Dialect {
   inTexts: (values: readonly string[]) => SQL;
   /** A fingerprint (hex) as the bytes the column holds. */
   bytes: (hex: string) => SQL;
+  /** Locks the rows a read in a transaction returns until it ends (PostgreSQL's FOR UPDATE; SQLite has one writer). */
+  forUpdate: SQL;
 }
 
 const CHANGE_COLUMNS = sql.raw(`id, lender_id AS "lenderId", bank_account_id AS "bankAccountId", code, source, reference, corrected_sealed AS "correctedSealed",
@@ -130,8 +132,10 @@ export const changeStatements = (d: Dialect) => ({
     UPDATE bank_accounts SET pending_change_id = COALESCE(pending_change_id, ${v.changeId}),
            blocks_due_at = ${v.tell ? tellAgain(v.now) : sql.raw('blocks_due_at')}, updated_at = CAST(${v.now} AS BIGINT)
      WHERE id = ${v.accountId}`,
+  // Locked: two replicas applying the same change (or the job and the lender) apply it once, the second finding
+  // it applied once the first commits.
   changeOf: (id: string, lenderId?: string) =>
-    sql`SELECT ${CHANGE_COLUMNS} FROM account_changes WHERE id = ${id}${lenderId === undefined ? sql`` : sql` AND lender_id = ${lenderId}`}`,
+    sql`SELECT ${CHANGE_COLUMNS} FROM account_changes WHERE id = ${id}${lenderId === undefined ? sql`` : sql` AND lender_id = ${lenderId}`} ${d.forUpdate}`,
   toApply: (limit: number) => sql`SELECT id FROM account_changes WHERE status = 'received' ORDER BY received_at, id LIMIT ${limit}`,
   changesOn: (accountIds: readonly string[], perAccount: number) => sql`
     SELECT * FROM (

@@ -15,7 +15,7 @@ import { ACCOUNT_COLUMNS, accountRowOf, changeRowOf, changeStatements, changeWit
 type RawRow = Parameters<typeof accountRowOf>[0];
 
 /** The Notifications of Change's statements, as PostgreSQL binds a list (an array) and a fingerprint (decode). */
-const q = changeStatements({ inTexts: (values) => sql`= ANY(${listOf(values)}::text[])`, bytes: (hex) => sql`decode(${hex}, 'hex')` });
+const q = changeStatements({ inTexts: (values) => sql`= ANY(${listOf(values)}::text[])`, bytes: (hex) => sql`decode(${hex}, 'hex')`, forUpdate: sql`FOR UPDATE` });
 const runOf = async (db: Parameters<typeof rows>[0], query: SQL): Promise<void> => void (await db.execute(query));
 
 export const pgBankAccountStore: BankAccountStore = {

@@ -33,7 +33,7 @@ const standingsOf = (db: Db, lenderId: string, fingerprints: string) =>
     .all(lenderId, fingerprints);
 
 /** The Notifications of Change's statements, as SQLite binds a list (JSON) and a fingerprint (unhex). */
-const q = changeStatements({ inTexts: (values) => sql`IN (SELECT value FROM json_each(${listOf(values)}))`, bytes: (hex) => sql`unhex(${hex})` });
+const q = changeStatements({ inTexts: (values) => sql`IN (SELECT value FROM json_each(${listOf(values)}))`, bytes: (hex) => sql`unhex(${hex})`, forUpdate: sql`` });
 const rowsOf = async <T = unknown>(db: Db, query: SQL): Promise<T[]> => db.all<T>(query);
 const runOf = (tx: Orm, query: SQL): void => void tx.run(query);
 

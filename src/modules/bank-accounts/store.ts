@@ -130,7 +130,7 @@ export interface BankAccountStore {
    * borrowers due to be told (collection/account-blocks.ts).
    */
   holdForChange(c: TxCtx, v: { accountId: string; changeId: string; tell: boolean; now: number }): Promise<void>;
-  /** One change with its sealed corrected data; of the lender, when one is named. */
+  /** One change with its sealed corrected data; of the lender, when one is named. Locked until the transaction ends (PostgreSQL). */
   changeOf(c: StoreCtx, id: string, lenderId?: string): Promise<ChangeRow | undefined>;
   /** Changes received under the policy's automatic and not applied yet, oldest first. */
   changesToApply(c: StoreCtx, limit: number): Promise<{ id: string }[]>;

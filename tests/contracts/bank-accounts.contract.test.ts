@@ -429,6 +429,21 @@ contract('bankAccounts', (t) => {
     expect(await keep(rolled)).toBe(true);
   });
 
+  test('serializeAccount: a second transaction about the account waits for the first, then reads what it committed', async () => {
+    const lender = ctx.newLender();
+    const a = account();
+    await t.inTx((tx) => store.accountsFor(tx, lender.id, [a], 1_000));
+    const first = change(lender.id, a.id);
+    await keep(first);
+    const seen = await inTurns(
+      t,
+      (tx) => store.serializeAccount(tx, a.id),
+      (tx) => store.holdForChange(tx, { accountId: a.id, changeId: first.id, tell: false, now: 2_000 }),
+      async (tx) => (await store.accountOf(tx, lender.id, a.id))!.pendingChangeId,
+    );
+    expect(seen).toBe(first.id);
+  });
+
   test('holdForChange: the account held for the first change not applied; told when asked, its mark moved on', async () => {
     const lender = ctx.newLender();
     const a = account();

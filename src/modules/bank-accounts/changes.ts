@@ -74,6 +74,7 @@ export async function receiveChange(c: ChangeCtx, v: ReceivedChange): Promise<bo
     receivedAt: v.receivedAt,
     dueBy: changeDueBy(v.receivedAt),
   } as const;
+  await c.deps.stores.bankAccounts.serializeAccount(c, v.bankAccountId);
   if (!(await c.deps.stores.bankAccounts.insertChange(c, row))) return false;
   if (status === 'recorded') {
     await c.deps.stores.bankAccounts.finishChange(c, {

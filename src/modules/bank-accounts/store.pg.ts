@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { ACCOUNT_STATE_SEVERITY } from '../../adapters/processors/account-states';
-import { listOf, readerOf, rows, writerOf } from '../../platform/sql/pg';
+import { listOf, lockFor, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { BankAccountStore, LinkedAccount } from './store';
 import { ACCOUNT_COLUMNS, accountRowOf, changeRowOf, changeStatements, changeWithTotalOf, severityOf, standingColumns, standingOf, type RawStanding } from './store-shared';
 
@@ -106,6 +106,9 @@ export const pgBankAccountStore: BankAccountStore = {
   async accountOfMatch(c, paymentId, enrollmentId) {
     const [r] = await rows<{ id: string; last4: string }>(readerOf(c), q.accountOfMatch(paymentId, enrollmentId));
     return r;
+  },
+  async serializeAccount(c, accountId) {
+    await lockFor(c, 'bank-account', accountId);
   },
   async insertChange(c, row) {
     return (await rows(writerOf(c), q.insert(row))).length === 1;

@@ -1,6 +1,6 @@
 import { ACCOUNT_STATE_SEVERITY } from '../../adapters/processors/account-states';
 import type { Db, Orm } from '../../platform/db';
-import { listOf, readerOf, writerOf } from '../../platform/sql/sqlite';
+import { listOf, lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { BankAccountStore, LinkedAccount } from './store';
 import { sql, type SQL } from 'drizzle-orm';
 import { ACCOUNT_COLUMNS, accountRowOf, changeRowOf, changeStatements, changeWithTotalOf, severityOf, standingColumns, standingOf, type RawStanding } from './store-shared';
@@ -123,6 +123,9 @@ export const sqliteBankAccountStore: BankAccountStore = {
   async accountOfMatch(c, paymentId, enrollmentId) {
     const [r] = await rowsOf<{ id: string; last4: string }>(readerOf(c), q.accountOfMatch(paymentId, enrollmentId));
     return r;
+  },
+  async serializeAccount(c, accountId) {
+    await lockFor(c, 'bank-account', accountId);
   },
   async insertChange(c, row) {
     return (await rowsOf(writerOf(c), q.insert(row))).length === 1;

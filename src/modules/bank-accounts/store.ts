@@ -123,6 +123,12 @@ export interface BankAccountStore {
   unvalidatedAmong(c: StoreCtx, enrollmentIds: readonly string[]): Promise<string[]>;
   /** The account a payment was made for, else its borrower's now: its id and last four. */
   accountOfMatch(c: StoreCtx, paymentId: string | null, enrollmentId: string): Promise<{ id: string; last4: string } | undefined>;
+  /**
+   * Taken before a change of the account's Notifications of Change (one received, one applied), held until the
+   * transaction ends: two at once are one after the other, so the account's pending change is always the first
+   * not applied. Nothing on SQLite (one writer at a time).
+   */
+  serializeAccount(c: TxCtx, accountId: string): Promise<void>;
   /** A change kept unless the lender has one of its source key already (a re-upload): whether it was kept. */
   insertChange(c: TxCtx, row: NewChange): Promise<boolean>;
   /**

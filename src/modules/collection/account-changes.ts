@@ -33,6 +33,8 @@ export async function applyChange(c: ChangeCtx, changeId: string, by: 'automatic
   const borrowers = c.deps.stores.enrollments;
   const change = await store.changeOf(c, changeId);
   if (!change || change.status !== 'received') return false;
+  // One after another with a change received on the account meanwhile: its hold is never lost.
+  await store.serializeAccount(c, change.bankAccountId);
   const sealed = JSON.parse(c.deps.vault.open(change.correctedSealed!)) as SealedCorrection;
   const now = c.deps.clock.now();
   let routing: string | null = null;

@@ -39,6 +39,7 @@ export const ENDPOINT_EVENT_TYPES = [
   'BANK_LINK_EXPIRING',
   'ACCOUNT_CHANGE_NOTIFIED',
   'ACCOUNT_CORRECTED',
+  'RIGHTS_NOTICE_DUE',
 ] as const;
 export type EndpointEventType = (typeof ENDPOINT_EVENT_TYPES)[number];
 

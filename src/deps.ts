@@ -9,6 +9,7 @@ import type { ScheduleStore } from './modules/schedules/store';
 import type { EnrollmentStore } from './modules/enrollments/store';
 import type { MonitorStore } from './modules/enrollments/monitor-store';
 import type { BankAccountStore } from './modules/bank-accounts/store';
+import type { RightsNoticeStore } from './modules/rights-notices/store';
 import type { BankDataConnectionStore } from './modules/bank-data-connections/store';
 import type { PayCycleStore } from './modules/pay-cycles/store';
 import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, PaymentReadStore } from './modules/collection/store';
@@ -52,6 +53,7 @@ export interface Stores {
   enrollments: EnrollmentStore;
   monitors: MonitorStore;
   bankAccounts: BankAccountStore;
+  rightsNotices: RightsNoticeStore;
   bankDataConnections: BankDataConnectionStore;
   payCycles: PayCycleStore;
   dispatch: DispatchStore;

@@ -16,6 +16,7 @@ import { sqlitePaymentConnectionStore } from './modules/payment-connections/stor
 import { sqliteWebhookStore } from './modules/webhooks/store.sqlite';
 import { sqlitePortalStore } from './modules/portal/store.sqlite';
 import { sqliteBankAccountStore } from './modules/bank-accounts/store.sqlite';
+import { sqliteRightsNoticeStore } from './modules/rights-notices/store.sqlite';
 import { pgScheduleStore } from './modules/schedules/store.pg';
 import { pgEnrollmentStore } from './modules/enrollments/store.pg';
 import { pgMonitorStore } from './modules/enrollments/monitor-store.pg';
@@ -33,6 +34,7 @@ import { pgPaymentConnectionStore } from './modules/payment-connections/store.pg
 import { pgWebhookStore } from './modules/webhooks/store.pg';
 import { pgPortalStore } from './modules/portal/store.pg';
 import { pgBankAccountStore } from './modules/bank-accounts/store.pg';
+import { pgRightsNoticeStore } from './modules/rights-notices/store.pg';
 
 // The stores of each engine, put together once. The composition root (runtime.ts) gives the service the set of
 // the engine it runs on; no service, job or route chooses an engine. Nothing else imports a store's
@@ -43,6 +45,7 @@ export const sqliteStores: Stores = {
   enrollments: sqliteEnrollmentStore,
   monitors: sqliteMonitorStore,
   bankAccounts: sqliteBankAccountStore,
+  rightsNotices: sqliteRightsNoticeStore,
   bankDataConnections: sqliteBankDataConnectionStore,
   payCycles: sqlitePayCycleStore,
   dispatch: sqliteDispatchStore,
@@ -67,6 +70,7 @@ export const pgStores: Stores = {
   enrollments: pgEnrollmentStore,
   monitors: pgMonitorStore,
   bankAccounts: pgBankAccountStore,
+  rightsNotices: pgRightsNoticeStore,
   bankDataConnections: pgBankDataConnectionStore,
   payCycles: pgPayCycleStore,
   dispatch: pgDispatchStore,

@@ -62,3 +62,4 @@ export * from './collection-policy';
 export * from './bank-data';
 export * from './search';
 export * from './pay-history';
+export * from './rights-notices';

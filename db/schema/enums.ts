@@ -39,6 +39,7 @@ export const ENDPOINT_EVENT_TYPES = [
   'BANK_LINK_EXPIRING',
   'ACCOUNT_CHANGE_NOTIFIED',
   'ACCOUNT_CORRECTED',
+  'RIGHTS_NOTICE_DUE',
 ] as const;
 export type EndpointEventType = (typeof ENDPOINT_EVENT_TYPES)[number];
 
@@ -171,3 +172,7 @@ export type ChangeSource = (typeof CHANGE_SOURCES)[number];
 /** What a lender's policy does with a Notification of Change: apply it to every borrower on the account, or hold the account's debits until the lender confirms it. */
 export const CHANGE_APPLICATIONS = ['automatic', 'review'] as const;
 export type ChangeApplication = (typeof CHANGE_APPLICATIONS)[number];
+
+/** How the lender sent a consumer-rights notice (12 CFR 1041.9(c)): electronically, or by mail. */
+export const RIGHTS_NOTICE_CHANNELS = ['electronic', 'mail'] as const;
+export type RightsNoticeChannel = (typeof RIGHTS_NOTICE_CHANNELS)[number];

@@ -15,3 +15,4 @@ export * from './collection-policy';
 export * from './bank-data';
 export * from './search';
 export * from './pay-history';
+export * from './rights-notices';

@@ -5,6 +5,7 @@ import { PaymentEvent } from './collection/model';
 import { BankLinkView } from './authorizers/fields';
 import { BLOCKED_REASONS } from './enrollments/monitor';
 import { AccountChangeFields } from './bank-accounts/model';
+import { RIGHTS_NOTICE_DUE_EXAMPLE, RightsNoticeDueFields } from './rights-notices/model';
 
 // What each webhook the service sends carries, for the OpenAPI document's `webhooks` section. Every delivery
 // is a POST signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature). The payloads are
@@ -123,6 +124,14 @@ const payloads: Record<WebhookType, { summary: string; schema: TSchema }> = {
     schema: t.Object(
       { ...base('ACCOUNT_CORRECTED'), ...CHANGE_FIELDS },
       { examples: [{ event_uuid: '7a1c0f2e-5a4b-4c1d-9e8f-0a1b2c3d4e5f', type: 'ACCOUNT_CORRECTED', ...CHANGE_EXAMPLE, status: 'applied', applied_at: '2026-11-24T15:02:16.000Z', applied_by: 'automatic' }] },
+    ),
+  },
+  RIGHTS_NOTICE_DUE: {
+    summary:
+      'A covered borrower’s second consecutive attempt failed for funds (CFPB payday rule): the consumer-rights notice (12 CFR 1041.9(c)) is due by due_by; record its sending with POST /v1/payment_enrollments/{authorizer_unique_id}/rights_notice (lender endpoints)',
+    schema: t.Object(
+      { ...base('RIGHTS_NOTICE_DUE'), ...RightsNoticeDueFields },
+      { examples: [{ event_uuid: '5b2c0f2e-5a4b-4c1d-9e8f-0a1b2c3d4e5f', type: 'RIGHTS_NOTICE_DUE', ...RIGHTS_NOTICE_DUE_EXAMPLE }] },
     ),
   },
   PAYMENT_SCHEDULED: {

@@ -183,7 +183,8 @@ describe('layering', () => {
  * collection, pay cycles and schedules through deps.balanceResults (modules/balance-results.ts), and
  * enrollments reach collection and pay cycles through deps.enrollmentChanges (modules/enrollment-changes.ts). The webhooks
  * feature is the outbox every other feature writes to, so it knows none of them; the collection policy is read
- * by collection, return rates and the cadence, so it is below them.
+ * by collection, return rates and the cadence, so it is below them; the consumer-rights notices are made due by
+ * collection's chain and shown in the enrollment view, so they are below both.
  */
 const FEATURE_ORDER = [
   'authorizers',
@@ -196,6 +197,7 @@ const FEATURE_ORDER = [
   'return-rates',
   'schedules',
   'bank-accounts',
+  'rights-notices',
   'enrollments',
   'collection',
   'pay-cycles',

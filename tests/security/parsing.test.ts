@@ -58,6 +58,10 @@ const JSON_ROUTES: Record<string, { path: string; body: unknown }> = {
   'POST /v1/payment_enrollments': { path: '/v1/payment_enrollments', body: { borrowers: [enrollBorrower('p-3', { metadata: { k: 'v' } })] } },
   'DELETE /v1/payment_enrollments': { path: '/v1/payment_enrollments', body: { authorizer_unique_ids: ['p-3'] } },
   'DELETE /v1/persisted_authorizers': { path: '/v1/persisted_authorizers', body: { authorizer_unique_ids: ['p-3'] } },
+  'POST /v1/payment_enrollments/:authorizer_unique_id/rights_notice': {
+    path: '/v1/payment_enrollments/p-3/rights_notice',
+    body: { sent_at: '2026-11-20T10:00:00.000Z', channel: 'mail', evidence_ref: 'cert-1' },
+  },
 };
 
 // The providers' webhooks read their raw body only once its signature verifies (a call without one is a 401

@@ -97,6 +97,13 @@ const TABLE: Record<string, Row> = {
   'POST /v1/payment_enrollments/:authorizer_unique_id/read': { path: '/v1/payment_enrollments/sec-6/read', stranger: 404 },
   // Its tenancy (another lender's borrower is 404) is in tests/modules/balance-requests/link-health.test.ts: sec-6 has no bank_link.
   'POST /v1/payment_enrollments/:authorizer_unique_id/bank_link/check': { path: '/v1/payment_enrollments/sec-6/bank_link/check', stranger: null },
+  // Its tenancy (another lender's borrower is 404) is in tests/modules/collection/rights-notice.test.ts: sec-6 owes no notice.
+  'POST /v1/payment_enrollments/:authorizer_unique_id/rights_notice': {
+    path: '/v1/payment_enrollments/sec-6/rights_notice',
+    body: { sent_at: '2026-11-20T10:00:00.000Z', channel: 'mail' },
+    stranger: null,
+  },
+  'GET /v1/compliance/notices': { path: '/v1/compliance/notices', stranger: null },
   // The providers' webhooks take no API key: without the provider's signature they are 401 all the same.
   'POST /v1/bank_data_webhooks/plaid': { path: '/v1/bank_data_webhooks/plaid', body: { webhook_type: 'ITEM', webhook_code: 'ERROR', item_id: 'item_1' }, stranger: null },
   'POST /v1/bank_data_webhooks/stripe/:connection_id': { path: `/v1/bank_data_webhooks/stripe/${bankDataId}`, body: { id: 'evt_1', type: 'x', data: { object: {} } }, stranger: null },

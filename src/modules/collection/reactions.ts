@@ -22,7 +22,8 @@ import { policyOf } from '../collection-policy/service';
 //   2. the borrower's monitor moves (enrollments/monitor.ts decides how): settled collects, a return stops or
 //      lets a reinitiation go, an invalid card payment may stop the borrower;
 //   3. the debt's chain of presentments (chain.ts): after a return, a chain that is full or needs a new
-//      authorization blocks reads at once;
+//      authorization blocks reads at once, and a covered borrower's second consecutive failure for funds makes
+//      the consumer-rights notice due (RIGHTS_NOTICE_DUE in the outbox);
 //   4. the lender's endpoints are told (PAYMENT_EVENT in the outbox), for every source but an upload (the
 //      lender has its own file);
 //   5. a return moves the lender's return rates (return-rates/watch.ts), which may pause ACH collection and
@@ -128,7 +129,7 @@ async function moveBorrower(ctx: JobContext & { tx: Tx }, enrollmentId: string, 
   if (event) await applyMonitorEvent(ctx, { enrollmentId, event, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
   // A return may leave the debt's chain of presentments full, or need a new authorization: said at once, and
   // reads stop until the lender acts (never found out only when the next read would have debited).
-  if (status === 'returned' || status === 'late_returned') await holdChain(ctx, enrollmentId, now);
+  if (status === 'returned' || status === 'late_returned') await holdChain(ctx, enrollmentId, now, { returned: true });
 }
 
 /** The outcomes that move a monitor, as the event they are to it. */

@@ -74,6 +74,32 @@ export function chainPresentments(history: PastPayment[], authorizationAt: numbe
 }
 
 /**
+ * The payday rule's streak: the borrower's last payments that failed for funds one after the other, newest first,
+ * counted back to the last one that did not (settled, returned with another code) or that a later authorization
+ * answered. Two of them stop a covered borrower (12 CFR 1041.8(b)).
+ */
+export function failuresForFunds(history: PastPayment[], authorizationAt: number | null): PastPayment[] {
+  const sent = history.filter(counts);
+  const streak: PastPayment[] = [];
+  for (let i = sent.length - 1; i >= 0; i--) {
+    const p = sent[i]!;
+    if (!forFunds(p) || (authorizationAt !== null && authorizationAt > p.updatedAt)) break;
+    streak.push(p);
+  }
+  return streak;
+}
+
+/**
+ * The two consecutive failures for funds that stop a covered borrower and make the consumer-rights notice due
+ * (12 CFR 1041.9(c)), oldest first: the first two of the streak, whatever followed them. Null while the streak is
+ * shorter. A stop (R08) is not a failure for funds: it blocks on its own and owes no notice.
+ */
+export function secondFailure(history: PastPayment[], authorizationAt: number | null): [PastPayment, PastPayment] | null {
+  const streak = failuresForFunds(history, authorizationAt);
+  return streak.length >= 2 ? [streak[streak.length - 1]!, streak[streak.length - 2]!] : null;
+}
+
+/**
  * The next payment, or why none may go out. `history` is every payment of the borrower, oldest first, over
  * every enrollment period (a chain outlives a re-send); `authorizationAt` is the borrower's latest
  * authorization to debit, if the lender sent one.
@@ -97,15 +123,7 @@ export function planPayment(input: {
   if (lastStop && !(authorizationAt !== null && authorizationAt > stopAt(lastStop)!)) return { ok: false, blocked: 'reauthorization_required' };
 
   // The payday rule: two consecutive failures for funds, counted back to the last settlement or authorization.
-  if (covered) {
-    let streak = 0;
-    for (let i = sent.length - 1; i >= 0; i--) {
-      const p = sent[i]!;
-      if (!forFunds(p) || reauthorized(p)) break;
-      streak++;
-    }
-    if (streak >= 2) return { ok: false, blocked: 'reauthorization_required' };
-  }
+  if (covered && failuresForFunds(history, authorizationAt).length >= 2) return { ok: false, blocked: 'reauthorization_required' };
 
   const last = sent[sent.length - 1];
   // Settled, and its money may still come back: the debt's chain is open until its late-return window passes

@@ -8,6 +8,7 @@ import { Address, AuthorizerId, BankLinkView, DateOfBirth, IDENTITY_PROPERTIES, 
 import { MERCHANT_REF } from '../payment-connections/model';
 import { ReusedFrom } from '../balance-requests/model';
 import { BLOCKED_REASONS } from './monitor';
+import { RightsNoticeView } from '../rights-notices/model';
 
 /** A linked account's health (balance-requests/link-health.ts). */
 const LinkHealthView = t.Object(
@@ -301,6 +302,10 @@ export const EnrollmentView = t.Object(
       [t.Object({ reference: t.String(), amount: Int({ description: 'Cents' }), debit_on: t.String({ format: 'date', description: 'The business day it is debited, not before' }) }), t.Null()],
       { description: 'A payment waiting out the notice period (collection policy notice_days); null when none' },
     ),
+    rights_notice: t.Union([RightsNoticeView, t.Null()], {
+      description:
+        'The latest consumer-rights notice (12 CFR 1041.9(c)) owed the borrower after its second consecutive failed attempt for funds, under the CFPB payday rule: due_by, whether it is overdue, and when and how the lender recorded sending it (POST /v1/payment_enrollments/{authorizer_unique_id}/rights_notice); null when none was ever due',
+    }),
     payments: t.Array(
       t.Object({
         reference: t.String(),
@@ -359,6 +364,7 @@ export const EnrollmentView = t.Object(
         authorization: null,
         revocation: null,
         scheduled_payment: null,
+        rights_notice: null,
         payments: [],
         ledger: { entries: [], collected: 0, reversed: 0, net: 0 },
       },

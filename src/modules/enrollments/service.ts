@@ -27,6 +27,7 @@ import { applyMonitorEvent, enrollBorrowers } from './monitor-changes';
 import { accountBlockOf, type BlockedReason } from './monitor';
 import { linkAccounts, type ValidationEvidence } from '../bank-accounts/service';
 import type { LinkedAccount } from '../bank-accounts/store';
+import { latestNotices, type rightsNoticeView } from '../rights-notices/service';
 import { ledgersOf, type LedgerView } from './ledger';
 import { indexBorrowers, unindexBorrowers } from './search';
 import { withCallScope } from '../../platform/provider-calls';
@@ -416,8 +417,9 @@ export async function eraseBorrowers({ ctx, input }: { ctx: Ctx; input: { body: 
 
 /**
  * Enrollments as the API and the portal show them, in the order given: a page of the listing, or one borrower.
- * Each kind of row they show (ledger entries and totals, payments, latest reads, bank links' health) is read in
- * one statement for all of them, so a page costs the same number of statements whatever its size.
+ * Each kind of row they show (ledger entries and totals, payments, latest reads, bank links' health, the latest
+ * consumer-rights notices) is read in one statement for all of them, so a page costs the same number of
+ * statements whatever its size.
  */
 async function enrollmentViews(ctx: Ctx, es: readonly Enrollment[]) {
   const ids = es.map((e) => e.id);
@@ -433,6 +435,7 @@ async function enrollmentViews(ctx: Ctx, es: readonly Enrollment[]) {
   const sealed = es.map((e) => (e.sealed ? openBorrower(ctx.deps, e.sealed).s : null));
   const links = sealed.map((s) => s?.bankLink ?? null);
   const healths = await healthOfLinks(ctx, ctx.lender.id, links.filter((l) => l !== null));
+  const notices = await latestNotices(ctx, ids);
   let linked = 0;
   return es.map((e, i) => {
     const s = sealed[i] ?? null;
@@ -443,6 +446,7 @@ async function enrollmentViews(ctx: Ctx, es: readonly Enrollment[]) {
       lastRead: e.lastReadAt === null ? null : reads.get(e.authorizerUniqueId)!,
       accountLast4: s?.accountNumber ? s.accountNumber.slice(-4) : null,
       bankLink: link ? bankLinkView(link, viewOf(healths[linked++])) : null,
+      rightsNotice: notices.get(e.id) ?? null,
     });
   });
 }
@@ -454,9 +458,10 @@ interface ViewParts {
   lastRead: LastReadView | null;
   accountLast4: string | null;
   bankLink: ReturnType<typeof bankLinkView> | null;
+  rightsNotice: ReturnType<typeof rightsNoticeView> | null;
 }
 
-function enrollmentView(e: Enrollment, { ledger, payments, lastRead, accountLast4, bankLink }: ViewParts) {
+function enrollmentView(e: Enrollment, { ledger, payments, lastRead, accountLast4, bankLink, rightsNotice }: ViewParts) {
   return {
     authorizer_unique_id: e.authorizerUniqueId,
     state: e.state,
@@ -490,6 +495,7 @@ function enrollmentView(e: Enrollment, { ledger, payments, lastRead, accountLast
     authorization: e.authorizationAt === null ? null : { obtained_at: iso(e.authorizationAt), reference: e.authorizationRef },
     revocation: e.revokedAt === null ? null : { received_at: iso(e.revokedAt), channel: e.revocationChannel!, evidence_ref: e.revocationRef },
     scheduled_payment: scheduledView(payments),
+    rights_notice: rightsNotice,
     payments: payments.map((p) => ({
       reference: p.reference,
       amount: p.amount,

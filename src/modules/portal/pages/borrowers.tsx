@@ -185,6 +185,13 @@ async function ListContent(props: { deps: Deps; s: PortalSession; f: FilterValue
   );
 }
 
+/** The latest consumer-rights notice (12 CFR 1041.9(c)): when it is due, overdue, or when and how it was sent. */
+function RightsNoticeFact({ notice: n, now }: { notice: Awaited<ReturnType<typeof getEnrollment>>['rights_notice']; now: number }) {
+  if (!n) return <>none due</>;
+  if (n.sent_at) return <>sent <Time at={n.sent_at} now={now} /> by {n.channel}{n.evidence_ref ? ` (${n.evidence_ref})` : ''}</>;
+  return <>{n.overdue ? <strong>overdue: was due</strong> : 'due'} by <Time at={n.due_by} now={now} />, not sent yet</>;
+}
+
 async function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid: string; message?: Message }) {
   const ctx = { lender: props.s.lender, deps: props.deps };
   const e = await getEnrollment({ ctx, input: { authorizerUniqueId: props.aid } });
@@ -224,6 +231,7 @@ async function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View
           ],
           ['Presentments of this debt', `${e.payments_used} of 3`],
           ['Scheduled payment', e.scheduled_payment ? <><Money cents={e.scheduled_payment.amount} /> on {e.scheduled_payment.debit_on} ({e.scheduled_payment.reference})</> : 'none'],
+          ['Consumer-rights notice', <RightsNoticeFact notice={e.rights_notice} now={now} />],
         ]}
       />
       <h2>Payments</h2>

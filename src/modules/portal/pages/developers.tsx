@@ -24,6 +24,7 @@ const EVENT_HELP: Record<(typeof ENDPOINT_EVENT_TYPES)[number], string> = {
   BANK_LINK_EXPIRING: 'a borrower’s consent to a linked account ends soon',
   ACCOUNT_CHANGE_NOTIFIED: 'a bank sent a Notification of Change for one of your bank accounts',
   ACCOUNT_CORRECTED: 'a Notification of Change was applied to the borrowers on an account',
+  RIGHTS_NOTICE_DUE: 'a covered borrower’s second consecutive attempt failed for funds: send the consumer-rights notice',
 };
 
 const EndpointForm = Type.Object(

@@ -207,6 +207,8 @@ async function buildOriginal(a: TestContext): Promise<Original> {
           // Cents 98: the sandbox fails the first try, and keeps the idempotency key's attempt.
           enrollBorrower('retried', { collectable_amount: 42598 }),
           enrollBorrower('r01', { collectable_amount: 10091 }),
+          // Covered by the payday rule: its second R01 in a row makes a consumer-rights notice due.
+          enrollBorrower('covered', { collectable_amount: 10091, cfpb_covered: true, account_number: '0501234567' }),
           // An account of its own: its late R10 blocks every borrower on the account it is returned from.
           enrollBorrower('late', { collectable_amount: 42595, account_number: '0401234567' }),
           enrollBorrower('pattern', { account_number: '999721500', collectable_amount: 9_000_000 }),

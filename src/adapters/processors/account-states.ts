@@ -4,7 +4,7 @@ import type { BankAccountState } from '../../../db/schema/enums';
 // outcome path (collection/reactions.ts) for every return recorded with a code. A state holds for every
 // borrower on the account (payments.md, Bank accounts). R01/R09 and the codes not listed say nothing of the
 // account: the borrower's own rules (return-codes.ts) still apply to them. Forward only: a later return never
-// moves an account back to `ok`; a later correction (a Notification of Change) is not read here.
+// moves an account back to `ok`; only a correction does, of an R12 alone (collection/account-changes.ts).
 
 /** A state that blocks debits to the account. */
 export type BlockingAccountState = Exclude<BankAccountState, 'ok'>;
@@ -12,7 +12,8 @@ export type BlockingAccountState = Exclude<BankAccountState, 'ok'>;
 /** The account's state a return code sets. */
 export const ACCOUNT_STATE_OF_RETURN: Readonly<Record<string, BlockingAccountState>> = {
   // The account is not there to debit: closed, no account, an invalid number, an invalid routing number, a
-  // non-transaction account; R12 (sold to another bank) until the account is corrected.
+  // non-transaction account; R12 (sold to another bank) until a Notification of Change gives its new routing
+  // number (an account invalid by R12 alone is ok again once it is applied).
   R02: 'invalid',
   R03: 'invalid',
   R04: 'invalid',

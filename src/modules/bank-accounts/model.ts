@@ -46,7 +46,7 @@ export const BankAccountView = t.Object(
     last4: t.String({ description: 'The last four characters of the account number' }),
     state: OneOf(BANK_ACCOUNT_STATES, {
       description:
-        'ok; invalid (R02, R03, R04, R12, R13, R20), frozen (R16), unauthorized (R05, R07, R10, R11, R29, R51), deceased (R14, R15): set by a return of any borrower’s debit to it, and no payment is made or sent to it for any borrower on it while it holds (unauthorized: but for a borrower whose authorization is dated after last_return_at). It never goes back to ok by itself',
+        'ok; invalid (R02, R03, R04, R12, R13, R20), frozen (R16), unauthorized (R05, R07, R10, R11, R29, R51), deceased (R14, R15): set by a return of any borrower’s debit to it, and no payment is made or sent to it for any borrower on it while it holds (unauthorized: but for a borrower whose authorization is dated after last_return_at). It never goes back to ok by itself; one invalid by an R12 alone (sold to another bank) is ok again once a Notification of Change with its new routing number is applied',
     }),
     state_since: t.String({ format: 'date-time', description: 'When it took its state (for ok, when the account was first enrolled)' }),
     return_codes: t.Array(t.String(), { description: 'The return codes that set or kept its state, each once, in the order they came' }),

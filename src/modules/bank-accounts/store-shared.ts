@@ -116,6 +116,9 @@ export const changeWithTotalOf = ({ n, total, ...r }: RawChange & { n: number | 
 /** `blocks_due_at` moved on, so the account's borrowers are told again (as a return does). */
 const tellAgain = (now: number) => sql`CASE WHEN COALESCE(blocks_due_at, 0) + 1 > CAST(${now} AS BIGINT) THEN COALESCE(blocks_due_at, 0) + 1 ELSE CAST(${now} AS BIGINT) END`;
 
+/** The account is invalid by an R12 (sold to another bank) and nothing else. */
+const SOLD = `(state = 'invalid' AND return_codes = 'R12')`;
+
 export const changeStatements = (d: Dialect) => ({
   unvalidatedAmong: (enrollmentIds: readonly string[]) => sql`
     SELECT e.id FROM enrollments e JOIN bank_accounts a ON a.id = e.bank_account_id
@@ -146,8 +149,12 @@ export const changeStatements = (d: Dialect) => ({
   byFingerprint: (lenderId: string, fingerprint: string) => sql`SELECT id FROM bank_accounts WHERE lender_id = ${lenderId} AND fingerprint = ${d.bytes(fingerprint)}`,
   finishChange: (v: { changeId: string; status: string; by: string; now: number }) =>
     sql`UPDATE account_changes SET status = ${v.status}, applied_at = CAST(${v.now} AS BIGINT), applied_by = ${v.by} WHERE id = ${v.changeId}`,
-  finishAccount: (v: { accountId: string; fingerprint: string | null; last4: string | null; accountType: string | null; numberChanged: boolean; now: number }) => sql`
+  // An account invalid by R12 alone (sold to another bank) is corrected by a new routing number: ok again.
+  finishAccount: (v: { accountId: string; fingerprint: string | null; last4: string | null; accountType: string | null; numberChanged: boolean; routingCorrected?: boolean; now: number }) => sql`
     UPDATE bank_accounts SET
+           state = CASE WHEN ${v.routingCorrected ? 1 : 0} = 1 AND ${sql.raw(SOLD)} THEN 'ok' ELSE state END,
+           state_since = CASE WHEN ${v.routingCorrected ? 1 : 0} = 1 AND ${sql.raw(SOLD)} THEN CAST(${v.now} AS BIGINT) ELSE state_since END,
+           state_reference = CASE WHEN ${v.routingCorrected ? 1 : 0} = 1 AND ${sql.raw(SOLD)} THEN NULL ELSE state_reference END,
            fingerprint = ${v.fingerprint === null ? sql.raw('fingerprint') : d.bytes(v.fingerprint)},
            last4 = COALESCE(${v.last4}, last4),
            account_type = COALESCE(${v.accountType}, account_type),

@@ -151,7 +151,19 @@ export interface BankAccountStore {
    */
   finishChange(
     c: TxCtx,
-    v: { changeId: string; accountId: string; status: 'applied' | 'recorded'; by: string; fingerprint: string | null; last4: string | null; accountType: AccountType | null; numberChanged: boolean; now: number },
+    v: {
+      changeId: string;
+      accountId: string;
+      status: 'applied' | 'recorded';
+      by: string;
+      fingerprint: string | null;
+      last4: string | null;
+      accountType: AccountType | null;
+      numberChanged: boolean;
+      /** A new routing number: an account invalid by an R12 alone (sold to another bank) is ok again. */
+      routingCorrected?: boolean;
+      now: number;
+    },
   ): Promise<void>;
   /** The lender confirms a change under review: it is to be applied now (status received). Whether it was under review. */
   confirmChange(c: TxCtx, lenderId: string, id: string): Promise<boolean>;

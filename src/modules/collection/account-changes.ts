@@ -76,6 +76,7 @@ export async function applyChange(c: ChangeCtx, changeId: string, by: 'automatic
     last4: fingerprint !== null ? number!.slice(-4) : null,
     accountType: sealed.t ?? null,
     numberChanged,
+    routingCorrected: sealed.r !== undefined,
     now,
   });
   await pushToEndpoints(c, now, change.lenderId, 'ACCOUNT_CORRECTED', changeView({ ...change, status: 'applied', appliedAt: now, appliedBy: by }));

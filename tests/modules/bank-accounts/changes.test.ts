@@ -216,6 +216,32 @@ describe('a Notification of Change uploaded is applied to every borrower on the 
   });
 });
 
+describe('an account sold to another bank (R12)', () => {
+  test('invalid until a new routing number is applied, then ok for every borrower on it; with another code kept beside it, it stays invalid', async () => {
+    const { c } = await setup({ require_account_validation: false });
+    await enroll(c, enrollBorrower('sold-1', { collectable_amount: 9_000_000 }), enrollBorrower('sold-2', { collectable_amount: 9_000_000 }));
+    await enroll(c, enrollBorrower('closed', { account_number: '0007654321', collectable_amount: 9_000_000 }), enrollBorrower('closed-2', { account_number: '0007654321', collectable_amount: 9_000_000 }));
+    const results = 'authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code\n';
+    await upload(c, results + 'sold-1,EXT-R12,10.00,returned,2026-01-05,,2026-01-07,R12\nclosed,EXT-R12B,10.00,returned,2026-01-05,,2026-01-07,R12\nclosed,EXT-R02,10.00,returned,2026-01-06,,2026-01-08,R02\n');
+    const sold = (await view(c, 'sold-2')).bank_account_id;
+    const closed = (await view(c, 'closed')).bank_account_id;
+    expect(await account(c, sold)).toMatchObject({ state: 'invalid', return_codes: ['R12'] });
+    expect(await account(c, closed)).toMatchObject({ state: 'invalid', return_codes: ['R12', 'R02'] });
+    await tellAccountBlocks(c.rt);
+    expect(await view(c, 'sold-2')).toMatchObject({ blocked_reason: 'account_invalid' });
+    // The bank's correction: the new routing number.
+    await upload(c, `authorizer_unique_id,change_code,corrected_data\nsold-2,C02,${SANDBOX_ROUTING_NUMBERS.unvalidated}\nclosed,C02,${SANDBOX_ROUTING_NUMBERS.unvalidated}\n`);
+    expect(await applyReceivedChanges(c.rt)).toEqual({ applied: 2 });
+    expect(await account(c, sold)).toMatchObject({ state: 'ok', state_reference: null, return_codes: ['R12'] });
+    expect(await account(c, closed)).toMatchObject({ state: 'invalid' });
+    await tellAccountBlocks(c.rt);
+    expect(await view(c, 'sold-2')).toMatchObject({ blocked_reason: null });
+    // The borrowers whose own returns these were are stopped by them; the others on the accounts are held by the account's state.
+    expect(await view(c, 'sold-1')).toMatchObject({ state: 'stopped', reason: 'R12' });
+    expect(await view(c, 'closed-2')).toMatchObject({ state: 'monitored', blocked_reason: 'account_invalid' });
+  });
+});
+
 describe('a Notification of Change from the processor', () => {
   test('the sandbox processor tells one with the settlement of a debit to a 9996 account: received once, applied, the borrower corrected', async () => {
     const c = createTestContext({ SANDBOX_SETTLEMENT_MS: '60000' });

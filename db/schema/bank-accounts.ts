@@ -82,7 +82,7 @@ export const accountChanges = sqliteTable(
     // Six banking days after receipt: Nacha's time to make the change.
     dueBy: integer('due_by').notNull(),
     appliedAt: integer('applied_at'),
-    // automatic, lender, processor.
+    // automatic, lender, or none (recorded only).
     appliedBy: text('applied_by'),
   },
   (t) => [

@@ -163,7 +163,7 @@ export type ChangeCode = (typeof CHANGE_CODES)[number];
 /**
  * A Notification of Change as it stands: `review` waits for the lender's confirmation, `received` is to be
  * applied (at once, by the bank-account-changes job), `applied` changed the details of every borrower on the
- * account, `recorded` asked for nothing the service sends (C09, C13) or was applied by the processor itself.
+ * account, `recorded` asked for nothing the service sends (C09, C13).
  */
 export const CHANGE_STATUSES = ['received', 'review', 'applied', 'recorded'] as const;
 export type ChangeStatus = (typeof CHANGE_STATUSES)[number];

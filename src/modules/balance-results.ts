@@ -5,8 +5,8 @@ import { monitoringReadsAmong, readAfterRepair, setLastRead } from './enrollment
 import { decideCollections } from './collection/decide';
 import { learnAndSchedule } from './pay-cycles/learn';
 import { onScheduleBatchCompleted } from './schedules/runs';
-import { receiveNotice } from './bank-accounts/changes';
-import { fingerprintKey, fingerprintOf } from './bank-accounts/fingerprint';
+import { noticeDigest, receiveNotice } from './bank-accounts/changes';
+import { fingerprintKey } from './bank-accounts/fingerprint';
 import type { ChangeNotice } from '../adapters/bank-data/types';
 
 // What a balance result sets off, in one place. The balance pipeline (balance-requests/processing.ts) records
@@ -56,7 +56,7 @@ async function receiveSourceNotice(ctx: JobContext & { tx: Tx }, r: RecordedRead
     notice,
     reference: null,
     source: 'bank_data',
-    sourceKey: `bank_data:${enrollmentId}:${fingerprintOf(key, notice.code, notice.correctedData).slice(0, 32)}`,
+    sourceKey: `bank_data:${enrollmentId}:${noticeDigest(key, notice.code, notice.correctedData)}`,
     receivedAt: r.at,
   });
 }

@@ -7,6 +7,7 @@ import type { TxCtx } from '../../platform/store';
 import { policyOf } from '../collection-policy/service';
 import { pushToEndpoints } from '../webhooks/endpoints';
 import { APPLIED_CODES, readChangeCode, readCorrection, type Correction } from './corrections';
+import { fingerprintOf } from './fingerprint';
 import type { ChangeRow } from './store';
 
 // Notifications of Change (payments.md, Notifications of Change). A receiving bank answers a debit with a
@@ -28,6 +29,12 @@ export interface SealedCorrection {
   x: string;
 }
 
+/**
+ * The part of a source key that tells one notice from another of the same code: a keyed hash of its corrected
+ * data (which holds an account number, so it is never kept in the clear), under the fingerprint key.
+ */
+export const noticeDigest = (key: Buffer, code: string, correctedData: string): string => fingerprintOf(key, code, correctedData).slice(0, 32);
+
 /** Six banking days after receipt, to the end of that day (UTC): Nacha's time to make the change. */
 export const changeDueBy = (receivedAt: number): number => addBusinessDays(receivedAt, 6) + DAY_MS - 1;
 
@@ -45,8 +52,6 @@ export interface ReceivedChange {
   /** Unique per lender: the same change received again (a re-upload, a re-read) records nothing. */
   sourceKey: string;
   receivedAt: number;
-  /** A processor that applied the change to its own payment method (Stripe): recorded as applied. */
-  appliedByProcessor?: boolean;
 }
 
 /**
@@ -56,8 +61,7 @@ export interface ReceivedChange {
  */
 export async function receiveChange(c: ChangeCtx, v: ReceivedChange): Promise<boolean> {
   const policy = await policyOf(c, v.lenderId);
-  const applies = APPLIED_CODES.has(v.code) && !v.appliedByProcessor;
-  const status = !applies ? 'recorded' : policy.applyNotificationsOfChange === 'review' ? 'review' : 'received';
+  const status = !APPLIED_CODES.has(v.code) ? 'recorded' : policy.applyNotificationsOfChange === 'review' ? 'review' : 'received';
   const sealed: SealedCorrection = { x: v.text, r: v.correction.routing, a: v.correction.accountNumber, t: v.correction.accountType, i: v.correction.individualId };
   const row = {
     id: newId(),
@@ -81,7 +85,7 @@ export async function receiveChange(c: ChangeCtx, v: ReceivedChange): Promise<bo
       changeId: row.id,
       accountId: v.bankAccountId,
       status: 'recorded',
-      by: v.appliedByProcessor ? 'processor' : 'none',
+      by: 'none',
       fingerprint: null,
       last4: null,
       accountType: null,
@@ -91,12 +95,12 @@ export async function receiveChange(c: ChangeCtx, v: ReceivedChange): Promise<bo
   } else {
     await c.deps.stores.bankAccounts.holdForChange(c, { accountId: v.bankAccountId, changeId: row.id, tell: status === 'review', now: v.receivedAt });
   }
-  await pushToEndpoints(c, v.receivedAt, v.lenderId, 'ACCOUNT_CHANGE_NOTIFIED', changeEvent({ ...row, appliedAt: null, appliedBy: null }));
+  await pushToEndpoints(c, v.receivedAt, v.lenderId, 'ACCOUNT_CHANGE_NOTIFIED', changeView({ ...row, appliedAt: null, appliedBy: null }));
   return true;
 }
 
 /** What a change's events and views say of it: never the corrected number, only its last four. */
-function changeEvent(r: Omit<ChangeRow, 'correctedSealed'> & { correctedSealed?: unknown }) {
+export function changeView(r: Omit<ChangeRow, 'correctedSealed'> & { correctedSealed?: unknown }) {
   return {
     bank_account_id: r.bankAccountId,
     change_id: r.id,
@@ -112,7 +116,6 @@ function changeEvent(r: Omit<ChangeRow, 'correctedSealed'> & { correctedSealed?:
     applied_by: r.appliedBy,
   };
 }
-export const changeView = changeEvent;
 
 /**
  * A Notification of Change a source passed on as a code and its corrected data (a processor's feed, the HTTP

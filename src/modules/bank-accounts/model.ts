@@ -13,12 +13,12 @@ export const AccountChangeFields = {
   old_last4: t.String({ description: 'The account number’s last four before it' }),
   new_last4: t.Union([t.String(), t.Null()], { description: 'Its last four after it (the same when the number does not change)' }),
   status: OneOf(CHANGE_STATUSES, {
-    description: 'received: to be applied at once (automatic); review: debits to the account held until the lender applies it; applied; recorded: nothing the service sends changes (C09, C13), or the processor applied it itself',
+    description: 'received: to be applied at once (automatic); review: debits to the account held until the lender applies it; applied; recorded: nothing the service sends changes (C09, C13)',
   }),
   received_at: t.String({ format: 'date-time' }),
   due_by: t.String({ format: 'date-time', description: 'Six banking days after receipt (Nacha’s time to make the change): under review, apply it by then' }),
   applied_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
-  applied_by: t.Union([t.String(), t.Null()], { description: 'automatic, lender, processor, or none (recorded only)' }),
+  applied_by: t.Union([t.String(), t.Null()], { description: 'automatic, lender, or none (recorded only)' }),
 };
 export const AccountChangeView = t.Object(AccountChangeFields, {
   examples: [

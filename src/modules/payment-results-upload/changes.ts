@@ -1,7 +1,7 @@
 import type { Ctx } from '../../deps';
 import type { Tx } from '../../platform/context';
-import { receiveChange } from '../bank-accounts/changes';
-import { fingerprintKey, fingerprintOf } from '../bank-accounts/fingerprint';
+import { noticeDigest, receiveChange } from '../bank-accounts/changes';
+import { fingerprintKey } from '../bank-accounts/fingerprint';
 import { Lookups } from './match';
 import { SLICE } from './read';
 import type { ParsedChange, ParsedRow, RowProblem } from './rules';
@@ -53,7 +53,7 @@ export async function recordChanges(tx: Ctx & { tx: Tx }, changes: readonly Pars
         text: c.text,
         reference: c.reference,
         source: 'upload',
-        sourceKey: `upload:${named}:${c.code}:${fingerprintOf(key!, c.code, c.text).slice(0, 32)}`,
+        sourceKey: `upload:${named}:${c.code}:${noticeDigest(key!, c.code, c.text)}`,
         receivedAt: now,
       });
       if (received) out.recorded++;

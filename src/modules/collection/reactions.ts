@@ -87,7 +87,7 @@ export async function afterOutcome(ctx: JobContext & { tx: Tx }, o: Observed, r:
 /** Steps 1a, 2 and 3 for a lender's report of a stop (R08, an unauthorized return): a stop is never a debit. */
 export async function stopAtOnce(
   ctx: JobContext & { tx: Tx },
-  o: Pick<Observed, 'reference' | 'paymentId'>,
+  o: Pick<Observed, 'lenderId' | 'reference' | 'paymentId'>,
   enrollmentId: string,
   status: EventStatus,
   code: string | null,
@@ -102,11 +102,17 @@ export async function stopAtOnce(
  * payment was made for; a card payment has none; a payment made elsewhere (an upload's) or before accounts were
  * known goes by the borrower's account, linked now if the start-up job has not linked it yet.
  */
-async function markAccount(ctx: JobContext & { tx: Tx }, o: Pick<Observed, 'reference' | 'paymentId'>, enrollmentId: string, status: EventStatus, code: string | null, now: number): Promise<void> {
+async function markAccount(
+  ctx: JobContext & { tx: Tx },
+  o: Pick<Observed, 'lenderId' | 'reference' | 'paymentId'>,
+  enrollmentId: string,
+  status: EventStatus,
+  code: string | null,
+  now: number,
+): Promise<void> {
   if (status !== 'returned' && status !== 'late_returned') return;
   // The lender's policy may make a code's action on the account stricter than Nacha's table.
-  const lenderId = (await ctx.deps.stores.decisions.chainInputsOf(ctx, enrollmentId))?.lenderId;
-  const stricter = lenderId ? (await policyOf(ctx, lenderId)).accountReturnStates : undefined;
+  const stricter = (await policyOf(ctx, o.lenderId)).accountReturnStates;
   if (accountStateOfReturn(code, stricter) === null) return;
   const payment = o.paymentId ? await ctx.deps.stores.outcomes.paymentAccountOf(ctx, o.paymentId) : null;
   if (payment?.rail === 'card') return;

@@ -242,7 +242,7 @@ async function recordReport(
   const hold = current === 'scheduled' ? REPORT_HOLDS.neverSent : (await ctx.deps.stores.dispatch.paymentKeyLive(ctx, paymentId)) ? null : REPORT_HOLDS.keyDeleted;
   // An initiating payment is being resolved at its processor already (sent, or looked up): nothing to queue.
   await ctx.deps.stores.outcomes.notePaymentReport(ctx, { id: paymentId, status, returnCode, at: now, hold, lookUp: hold === null && current !== 'initiating' });
-  if (o.enrollmentId && stopsAtOnce(status, returnCode)) await stopAtOnce(ctx, { reference: o.reference, paymentId }, o.enrollmentId, status, returnCode, now);
+  if (o.enrollmentId && stopsAtOnce(status, returnCode)) await stopAtOnce(ctx, { lenderId: o.lenderId, reference: o.reference, paymentId }, o.enrollmentId, status, returnCode, now);
   ctx.deps.metrics.paymentEvents.inc({ status, source: o.source });
   ctx.deps.metrics.paymentReports.inc({ outcome: hold === null ? 'asked' : 'held' });
   return { recorded: true, eventId, status, occurredAt, report: { hold } };

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { pgTable, text } from 'drizzle-orm/pg-core';
-import { CHANGE_APPLICATIONS, RATE_STATUSES, READ_CADENCES, REINITIATION_AMOUNTS } from '../schema/enums';
+import { CHANGE_APPLICATIONS, NOTICE_CHANNELS, RATE_STATUSES, READ_CADENCES, REINITIATION_AMOUNTS } from '../schema/enums';
 import { lenders } from './lenders';
 import { cents, count, flag, ident, ms } from './columns';
 
@@ -34,6 +34,12 @@ export const collectionPolicies = pgTable('collection_policies', {
   applyNotificationsOfChange: text('apply_notifications_of_change', { enum: CHANGE_APPLICATIONS }).notNull().default('automatic'),
   requireAccountValidation: flag('require_account_validation').notNull().default(sql`1`),
   accountReturnStates: text('account_return_states'),
+  // How the lender sends the payday rule's payment notices (electronic or mail): their windows (12 CFR
+  // 1041.9(b)(2)) follow it, and a covered borrower's debit that needs one waits for it. Null: the service holds
+  // no debit for them (the lender sends them outside it).
+  noticeChannel: text('notice_channel', { enum: NOTICE_CHANNELS }),
+  // The Regulation E election a borrower without its own gets (JSON); null: no varying-amount notice.
+  regEElection: text('reg_e_election'),
   updatedAt: ms('updated_at'),
 });
 

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { index, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { enrollments } from './enrollments';
-import { EVENT_SOURCES, EVENT_STATUSES, ITEM_STATES, LEDGER_KINDS, PAYMENT_STATUSES, RAILS } from '../schema/enums';
+import { EVENT_SOURCES, EVENT_STATUSES, ITEM_STATES, LEDGER_KINDS, NOTICE_CHANNELS, NOTICE_CLASSES, PAYMENT_STATUSES, RAILS } from '../schema/enums';
 import { lenders } from './lenders';
 import { paymentConnections } from './payments';
 import { cents, count, flag, ident, ms, rowId } from './columns';
@@ -56,6 +56,19 @@ export const payments = pgTable(
     // return of it sets that account's state, whatever the borrower's account is by then. Null for a card
     // payment and for payments made before accounts were known.
     bankAccountId: ident('bank_account_id'),
+    // The notice a payment needs before it goes out (collection/notices.ts): its class; what asks for a notice
+    // (cfpb, reg_e, or both, comma-separated; null: none); the channel its window was set for; the window (the
+    // notice is sent no earlier than notice_due_from and no later than notice_due_by); and the lender's word
+    // that it was sent: when, how, and its evidence. A payment needing one goes out only with one confirmed
+    // inside its window.
+    noticeClass: text('notice_class', { enum: NOTICE_CLASSES }),
+    noticeNeeds: text('notice_needs'),
+    noticeChannel: text('notice_channel', { enum: NOTICE_CHANNELS }),
+    noticeDueFrom: ms('notice_due_from'),
+    noticeDueBy: ms('notice_due_by'),
+    noticeSentAt: ms('notice_sent_at'),
+    noticeSentChannel: text('notice_sent_channel', { enum: NOTICE_CHANNELS }),
+    noticeEvidenceRef: text('notice_evidence_ref'),
   },
   (t) => [
     // At most one payment in flight per borrower, whatever the code does.

@@ -55,6 +55,13 @@ export const enrollments = pgTable(
     revokedAt: ms('revoked_at'),
     revocationChannel: text('revocation_channel', { enum: REVOCATION_CHANNELS }),
     revocationRef: text('revocation_ref'),
+    // The borrower's new authorization under the payday rule (12 CFR 1041.8(c)), as the lender last recorded it:
+    // when it was obtained, and the whole record as JSON (its transfers' dates, maximum amounts and channels,
+    // how it was obtained, the evidence). While a covered borrower is under it, debits go only on its dates.
+    reauthorizedAt: ms('reauthorized_at'),
+    reauthorization: text('reauthorization'),
+    // The borrower's Regulation E election for varying amounts (12 CFR 1005.10(d)(2)), JSON; null: the policy's.
+    regEElection: text('reg_e_election'),
     // Payments since the last enrollment: an original and at most two reinitiations.
     paymentsUsed: count('payments_used').notNull().default(0),
     enrolledAt: ms('enrolled_at').notNull(),

@@ -1,5 +1,5 @@
 import { integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
-import { CHANGE_APPLICATIONS, RATE_STATUSES, READ_CADENCES, REINITIATION_AMOUNTS } from './enums';
+import { CHANGE_APPLICATIONS, NOTICE_CHANNELS, RATE_STATUSES, READ_CADENCES, REINITIATION_AMOUNTS } from './enums';
 import { lenders } from './lenders';
 
 // A lender's collection policy: the rules beyond the spec's defaults that bound its automatic debits. No row
@@ -37,6 +37,12 @@ export const collectionPolicies = sqliteTable('collection_policies', {
   requireAccountValidation: integer('require_account_validation', { mode: 'boolean' }).notNull().default(true),
   // The lender's stricter actions of return codes on the account (JSON: code → state); null: Nacha's table only.
   accountReturnStates: text('account_return_states'),
+  // How the lender sends the payday rule's payment notices (electronic or mail): their windows (12 CFR
+  // 1041.9(b)(2)) follow it, and a covered borrower's debit that needs one waits for it. Null: the service holds
+  // no debit for them (the lender sends them outside it).
+  noticeChannel: text('notice_channel', { enum: NOTICE_CHANNELS }),
+  // The Regulation E election a borrower without its own gets (JSON); null: no varying-amount notice.
+  regEElection: text('reg_e_election'),
   updatedAt: integer('updated_at'),
 });
 

@@ -40,6 +40,7 @@ export const ENDPOINT_EVENT_TYPES = [
   'ACCOUNT_CHANGE_NOTIFIED',
   'ACCOUNT_CORRECTED',
   'RIGHTS_NOTICE_DUE',
+  'PAYMENT_NOTICE_DUE',
 ] as const;
 export type EndpointEventType = (typeof ENDPOINT_EVENT_TYPES)[number];
 
@@ -170,6 +171,20 @@ export type ChangeStatus = (typeof CHANGE_STATUSES)[number];
 export const CHANGE_SOURCES = ['upload', 'bank_data', 'processor'] as const;
 export type ChangeSource = (typeof CHANGE_SOURCES)[number];
 /** What a lender's policy does with a Notification of Change: apply it to every borrower on the account, or hold the account's debits until the lender confirms it. */
+/**
+ * The class of a planned debit, for the notices the payday rule (12 CFR 1041.9) asks before it: the first under
+ * an authorization; one on the authorized schedule; an unusual one (its date, amount or channel differs from
+ * the schedule: every balance-triggered debit); a reinitiation of a returned one; one the borrower asked for.
+ */
+export const NOTICE_CLASSES = ['first', 'regular', 'unusual', 'reinitiation', 'consumer_initiated'] as const;
+export type NoticeClass = (typeof NOTICE_CLASSES)[number];
+/** How a payment notice reaches the borrower: its windows differ (12 CFR 1041.9(b)(2)). */
+export const NOTICE_CHANNELS = ['electronic', 'mail'] as const;
+export type NoticeChannel = (typeof NOTICE_CHANNELS)[number];
+/** How a borrower's new authorization was obtained (12 CFR 1041.8(c)(3)). */
+export const AUTHORIZATION_METHODS = ['signed', 'recorded_call', 'electronic'] as const;
+export type AuthorizationMethod = (typeof AUTHORIZATION_METHODS)[number];
+
 export const CHANGE_APPLICATIONS = ['automatic', 'review'] as const;
 export type ChangeApplication = (typeof CHANGE_APPLICATIONS)[number];
 

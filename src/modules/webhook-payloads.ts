@@ -6,6 +6,7 @@ import { BankLinkView } from './authorizers/fields';
 import { BLOCKED_REASONS } from './enrollments/monitor';
 import { AccountChangeFields } from './bank-accounts/model';
 import { RIGHTS_NOTICE_DUE_EXAMPLE, RightsNoticeDueFields } from './rights-notices/model';
+import { PAYMENT_NOTICE_DUE_EXAMPLE, PaymentNoticeDueFields } from './collection/model';
 
 // What each webhook the service sends carries, for the OpenAPI document's `webhooks` section. Every delivery
 // is a POST signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature). The payloads are
@@ -132,6 +133,14 @@ const payloads: Record<WebhookType, { summary: string; schema: TSchema }> = {
     schema: t.Object(
       { ...base('RIGHTS_NOTICE_DUE'), ...RightsNoticeDueFields },
       { examples: [{ event_uuid: '5b2c0f2e-5a4b-4c1d-9e8f-0a1b2c3d4e5f', type: 'RIGHTS_NOTICE_DUE', ...RIGHTS_NOTICE_DUE_EXAMPLE }] },
+    ),
+  },
+  PAYMENT_NOTICE_DUE: {
+    summary:
+      'A payment needs a notice before it goes out (docs/payments.md, Payment notices): the CFPB payday rule’s first-payment, unusual-withdrawal or reinitiation notice (12 CFR 1041.9(b)), Regulation E’s varying-amount notice (12 CFR 1005.10(d)), or both in one. Send it between notice_due_from and notice_due_by and confirm it with POST /v1/payments/{payment_id}/notice; without that the payment is voided and planned again (lender endpoints)',
+    schema: t.Object(
+      { ...base('PAYMENT_NOTICE_DUE'), ...PaymentNoticeDueFields },
+      { examples: [{ event_uuid: '6d2c0f2e-5a4b-4c1d-9e8f-0a1b2c3d4e5f', type: 'PAYMENT_NOTICE_DUE', ...PAYMENT_NOTICE_DUE_EXAMPLE }] },
     ),
   },
   PAYMENT_SCHEDULED: {

@@ -62,6 +62,7 @@ contract(
         cfpbCovered: 1,
         collectableAmountCents: 42500,
         revokedAt: null,
+        reauthorizedAt: null,
       });
       expect(await store.paymentHistory(storeCtx, id)).toEqual([]);
       expect(await store.scheduledPaymentOf(storeCtx, id)).toBeNull();
@@ -87,6 +88,8 @@ contract(
         firstAttemptAt: createdAt,
         reportedReturnCode: null,
         reportedAt: null,
+        debitOn: null,
+        noticeClass: 'first',
       });
       expect(await store.paymentInFlight(storeCtx, settledId)).toBe(true);
       expect(await used(settledId)).toBe(1);
@@ -135,6 +138,10 @@ contract(
         reference: expect.stringMatching(/^DRS-noticed-/),
         amountCents: 1000,
         debitOn: expect.any(Number),
+        noticeNeeds: null,
+        noticeDueFrom: null,
+        noticeDueBy: null,
+        noticeSentAt: null,
       });
       expect(scheduled!.debitOn).toBeGreaterThan(at);
       expect(await store.paymentInFlight(storeCtx, id)).toBe(false);
@@ -144,6 +151,47 @@ contract(
       expect(await store.scheduledPaymentOf(storeCtx, id)).toBeNull();
       expect((await store.paymentHistory(storeCtx, id)).map((p) => [p.id, p.status])).toEqual([[scheduled!.id, 'voided']]);
       expect(await used(id)).toBe(0);
+    });
+
+    test('a payment notice: a covered borrower’s first debit is scheduled with its window; read back whole; confirmed once, only while scheduled', async () => {
+      const lender = await lenderWithKey({ cfpb_covered: true, notice_channel: 'electronic' });
+      const id = await enroll(lender, 'told', { collectable_amount: 1000 });
+      await cycle(ctx);
+      const scheduled = (await store.scheduledPaymentOf(storeCtx, id))!;
+      expect(scheduled).toMatchObject({ noticeNeeds: 'cfpb', noticeSentAt: null, noticeDueFrom: expect.any(Number), noticeDueBy: expect.any(Number) });
+      expect(await store.paymentNoticeOf(storeCtx, 'another-lender', scheduled.id)).toBeNull();
+      const n = (await store.paymentNoticeOf(storeCtx, lender.id, scheduled.id))!;
+      expect(n).toEqual({
+        id: scheduled.id,
+        enrollmentId: id,
+        aid: 'told',
+        reference: scheduled.reference,
+        status: 'scheduled',
+        amountCents: 1000,
+        debitOn: scheduled.debitOn,
+        noticeClass: 'first',
+        noticeNeeds: 'cfpb',
+        noticeChannel: 'electronic',
+        noticeDueFrom: scheduled.noticeDueFrom,
+        noticeDueBy: scheduled.noticeDueBy,
+        noticeSentAt: null,
+        noticeSentChannel: null,
+        noticeEvidenceRef: null,
+        createdAt: expect.any(Number),
+      });
+      const v = { id: scheduled.id, sentAt: n.createdAt + 1, channel: 'mail' as const, ref: 'ev-1', dueFrom: n.createdAt, dueBy: n.noticeDueBy! - 1, now: n.createdAt + 2 };
+      await expect(
+        t.inTx(async (tx) => {
+          expect(await store.confirmNotice(tx, v)).toBe(true);
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
+      expect((await store.paymentNoticeOf(storeCtx, lender.id, scheduled.id))!.noticeSentAt).toBeNull();
+      expect(await t.inTx((tx) => store.confirmNotice(tx, v))).toBe(true);
+      expect(await store.paymentNoticeOf(storeCtx, lender.id, scheduled.id)).toMatchObject({ noticeSentAt: v.sentAt, noticeSentChannel: 'mail', noticeEvidenceRef: 'ev-1', noticeDueFrom: v.dueFrom, noticeDueBy: v.dueBy });
+      // Once: a second changes nothing.
+      expect(await t.inTx((tx) => store.confirmNotice(tx, { ...v, sentAt: v.sentAt + 5, ref: 'ev-2' }))).toBe(false);
+      expect((await store.paymentNoticeOf(storeCtx, lender.id, scheduled.id))!.noticeEvidenceRef).toBe('ev-1');
     });
 
     test('decisionInputsOf: for several borrowers at once, what the one-borrower reads answer for each; an unknown one left out', async () => {

@@ -28,6 +28,8 @@ const policy = (noticeDays: number) => ({
   applyNotificationsOfChange: 'automatic' as const,
   requireAccountValidation: true,
   accountReturnStates: null,
+  noticeChannel: null,
+  regEElection: null,
   updatedAt: 1,
 });
 

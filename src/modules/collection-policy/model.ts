@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { t } from 'elysia';
-import { CHANGE_APPLICATIONS, READ_CADENCES, REINITIATION_AMOUNTS } from '../../../db/schema/enums';
+import { CHANGE_APPLICATIONS, NOTICE_CHANNELS, READ_CADENCES, REINITIATION_AMOUNTS } from '../../../db/schema/enums';
 import { Int, OneOf } from '../../platform/schema';
 
 const CfpbCovered = Type.Boolean({
@@ -15,7 +15,30 @@ const NoticeDays = Int({
   minimum: 0,
   maximum: 10,
   description:
-    'Business days of notice before each debit (Monday to Friday, without the Federal Reserve holidays): a read that finds the balance covering the amount schedules the payment for that day instead of sending it; 0 sends at once',
+    'Business days of notice before each debit (Monday to Friday, without the Federal Reserve holidays): a read that finds the balance covering the amount schedules the payment for that day instead of sending it; 0 sends at once. With cfpb_covered it is the lead time of the payday rule’s notices and must stay inside their windows (3 to 7 for electronic notices, 6 to 10 for mail; a 400 otherwise), and 0 lets each notice take its own (one business day more than the latest the rule allows); a debit that needs a notice is scheduled even at 0',
+});
+
+const NoticeChannel = t.Union([OneOf(NOTICE_CHANNELS), t.Null()], {
+  description:
+    'How the lender sends the CFPB payday rule’s payment notices, which makes a covered borrower’s debit wait for them (docs/payments.md, Payment notices): electronic (12 CFR 1041.9(b)(2): an unusual-withdrawal or reinitiation notice no earlier than 7 and no later than 3 business days before the debit, a first-payment notice no later than 3) or mail (no earlier than 10 and no later than 6; first payment no later than 6). A debit that needs one is scheduled with PAYMENT_NOTICE_DUE and goes out only once the lender confirms the notice inside its window (POST /v1/payments/{id}/notice). null (the default): no debit waits for them; the lender sends them itself',
+});
+
+const RangeCents = Int({ minimum: 0, maximum: 100_000_000 });
+/** A borrower's Regulation E election for varying amounts (12 CFR 1005.10(d)(2)). */
+export const RegEElectionSchema = Type.Union(
+  [
+    Type.Object({ type: Type.Literal('always') }, { additionalProperties: false }),
+    Type.Object({ type: Type.Literal('outside_range'), min_cents: RangeCents, max_cents: RangeCents }, { additionalProperties: false }),
+    Type.Object({ type: Type.Literal('difference_over'), amount_cents: RangeCents }, { additionalProperties: false }),
+  ],
+  {
+    description:
+      'When a debit whose amount varies needs Regulation E’s written notice, at least 10 calendar days before it (12 CFR 1005.10(d)): always (whenever its amount differs from the last debit that reached the processor, or there was none); outside_range (only when it is below min_cents or above max_cents); difference_over (only when it differs from the last one by more than amount_cents)',
+  },
+);
+const RegEPolicyElection = Type.Union([Type.Object({ type: Type.Literal('none') }, { additionalProperties: false }), ...RegEElectionSchema.anyOf], {
+  description:
+    'The Regulation E election a borrower without its own gets (POST /v1/payment_enrollments/{id}/reg_e_election). none (the default): the service asks no varying-amount notice (the lender’s authorizations name fixed amounts, or it sends them itself); otherwise as the borrower’s election',
 });
 
 const ReturnRatePause = Type.Boolean({
@@ -103,6 +126,8 @@ export const PolicyPatch = Type.Object(
     apply_notifications_of_change: Type.Optional(ApplyNotificationsOfChange),
     require_account_validation: Type.Optional(RequireAccountValidation),
     account_return_states: Type.Optional(AccountReturnStates),
+    notice_channel: Type.Optional(NoticeChannel),
+    reg_e_election: Type.Optional(RegEPolicyElection),
   },
   { additionalProperties: false, minProperties: 1, examples: [{ cfpb_covered: true, max_reinitiations: 1 }, { time_zone: 'America/Chicago' }] },
 );
@@ -125,7 +150,9 @@ export const Policy = t.Object(
     apply_notifications_of_change: ApplyNotificationsOfChange,
     require_account_validation: RequireAccountValidation,
     account_return_states: AccountReturnStates,
+    notice_channel: NoticeChannel,
+    reg_e_election: RegEPolicyElection,
     updated_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When the lender last changed it; null while every field is the default' }),
   },
-  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: 'America/Chicago', late_return_window_days: 5, allow_current_balance: false, current_balance_buffer_cents: 0, max_balance_age_minutes: 60, apply_notifications_of_change: 'automatic', require_account_validation: true, account_return_states: {}, updated_at: null }] },
+  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: 'America/Chicago', late_return_window_days: 5, allow_current_balance: false, current_balance_buffer_cents: 0, max_balance_age_minutes: 60, apply_notifications_of_change: 'automatic', require_account_validation: true, account_return_states: {}, notice_channel: null, reg_e_election: { type: 'none' }, updated_at: null }] },
 );

@@ -1,4 +1,5 @@
-import type { BankAccountState, ChangeApplication, ReadCadence, ReinitiationAmount } from '../../../db/schema/enums';
+import type { BankAccountState, ChangeApplication, NoticeChannel, ReadCadence, ReinitiationAmount } from '../../../db/schema/enums';
+import type { RegEElection } from './notice-windows';
 
 // A lender's collection policy as the rules read it, and what a lender without one gets. The policy's own
 // feature owns it; collection (the rules, the decision, the chain check) and the cadence read it.
@@ -35,6 +36,13 @@ export interface CollectionPolicy {
   requireAccountValidation: boolean;
   /** The lender's stricter actions of return codes on the bank account (adapters/processors/account-states.ts); empty: Nacha's table. */
   accountReturnStates: Readonly<Record<string, Exclude<BankAccountState, 'ok'>>>;
+  /**
+   * How the lender sends the payday rule's payment notices: their windows follow it (collection/notices.ts), and
+   * a covered borrower's debit that needs one waits for it; null: no debit waits for them.
+   */
+  noticeChannel: NoticeChannel | null;
+  /** The Regulation E election of a borrower that has none of its own; `none`: no varying-amount notice. */
+  regEElection: RegEElection;
 }
 
-export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0, timeZone: null, lateReturnWindowDays: 5, allowCurrentBalance: false, currentBalanceBufferCents: 0, maxBalanceAgeMinutes: 60, applyNotificationsOfChange: 'automatic', requireAccountValidation: true, accountReturnStates: {} };
+export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0, timeZone: null, lateReturnWindowDays: 5, allowCurrentBalance: false, currentBalanceBufferCents: 0, maxBalanceAgeMinutes: 60, applyNotificationsOfChange: 'automatic', requireAccountValidation: true, accountReturnStates: {}, noticeChannel: null, regEElection: { type: 'none' } };

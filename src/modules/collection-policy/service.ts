@@ -7,6 +7,29 @@ import type { StoreCtx } from '../../platform/store';
 import { DEFAULT_POLICY, type CollectionPolicy } from './policy';
 import { ACCOUNT_STATE_OF_RETURN, ACCOUNT_STATE_SEVERITY, looserThanNacha } from '../../adapters/processors/account-states';
 import type { PolicyPatchInput } from './model';
+import { leadBounds, type RegEElection } from './notice-windows';
+
+/**
+ * A covered lender's notice_days is the lead time of the payday rule's notices: it may not leave their
+ * windows for the lender's channel (0 lets each notice take its own). Checked on the policy as it would be.
+ */
+function checkLead(p: { cfpbCovered: boolean; noticeDays: number; noticeChannel: CollectionPolicy['noticeChannel'] }): void {
+  if (!p.cfpbCovered || p.noticeDays === 0 || p.noticeChannel === null) return;
+  const { min, max } = leadBounds(p.noticeChannel);
+  if (p.noticeDays < min || p.noticeDays > max) {
+    throw InvalidInput.field(
+      '/notice_days',
+      `With cfpb_covered, notice_days is the lead of the payday rule's notices: ${p.noticeDays} business days leaves their window for ${p.noticeChannel} notices`,
+      `Use 0 (each notice's own lead) or ${min} to ${max} for ${p.noticeChannel} notices`,
+    );
+  }
+}
+
+/** A Regulation E election as stored: a range must be one (min ≤ max). */
+export function checkedElection(e: RegEElection, at: string): RegEElection {
+  if (e.type === 'outside_range' && e.min_cents > e.max_cents) throw InvalidInput.field(`${at}/min_cents`, 'min_cents must not be above max_cents');
+  return e;
+}
 import { type PolicyRow } from './store';
 
 /** The lender's policy as the collection rules read it: its row, or every default. */
@@ -32,6 +55,8 @@ function policyFrom(row: PolicyRow | undefined): CollectionPolicy {
         applyNotificationsOfChange: row.applyNotificationsOfChange,
         requireAccountValidation: row.requireAccountValidation === 1,
         accountReturnStates: row.accountReturnStates ? (JSON.parse(row.accountReturnStates) as CollectionPolicy['accountReturnStates']) : {},
+        noticeChannel: row.noticeChannel,
+        regEElection: row.regEElection ? (JSON.parse(row.regEElection) as RegEElection) : { type: 'none' },
       }
     : DEFAULT_POLICY;
 }
@@ -55,6 +80,8 @@ async function view(ctx: Ctx) {
     apply_notifications_of_change: p.applyNotificationsOfChange,
     require_account_validation: p.requireAccountValidation,
     account_return_states: p.accountReturnStates,
+    notice_channel: p.noticeChannel,
+    reg_e_election: p.regEElection,
     updated_at: isoOrNull(updatedAt),
   };
 }
@@ -108,8 +135,11 @@ export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput
       applyNotificationsOfChange: input.apply_notifications_of_change ?? cur.applyNotificationsOfChange,
       requireAccountValidation: input.require_account_validation ?? cur.requireAccountValidation,
       accountReturnStates: JSON.stringify(input.account_return_states ?? cur.accountReturnStates),
+      noticeChannel: input.notice_channel === undefined ? cur.noticeChannel : input.notice_channel,
+      regEElection: JSON.stringify(checkedElection(input.reg_e_election ?? cur.regEElection, '/reg_e_election')),
       updatedAt: now,
     };
+    checkLead(next);
     await tx.deps.stores.collectionPolicy.savePolicy(tx, next);
     return view(tx);
   });

@@ -23,6 +23,8 @@ export const pgCollectionPolicyStore: CollectionPolicyStore = {
         applyNotificationsOfChange: collectionPolicies.applyNotificationsOfChange,
         requireAccountValidation: collectionPolicies.requireAccountValidation,
         accountReturnStates: collectionPolicies.accountReturnStates,
+        noticeChannel: collectionPolicies.noticeChannel,
+        regEElection: collectionPolicies.regEElection,
       })
       .from(collectionPolicies)
       .where(eq(collectionPolicies.lenderId, lenderId));

@@ -16,7 +16,7 @@ const policyRow = (db: Db, lenderId: string) =>
               late_return_window_days AS lateReturnWindowDays,
               allow_current_balance AS allowCurrentBalance, current_balance_buffer_cents AS currentBalanceBufferCents, max_balance_age_minutes AS maxBalanceAgeMinutes,
               apply_notifications_of_change AS applyNotificationsOfChange, require_account_validation AS requireAccountValidation,
-              account_return_states AS accountReturnStates
+              account_return_states AS accountReturnStates, notice_channel AS noticeChannel, reg_e_election AS regEElection
          FROM collection_policies WHERE lender_id = ?`,
     )
     .get(lenderId) ?? undefined;

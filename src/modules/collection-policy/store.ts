@@ -1,4 +1,4 @@
-import type { ChangeApplication, ReadCadence, ReinitiationAmount } from '../../../db/schema/enums';
+import type { ChangeApplication, NoticeChannel, ReadCadence, ReinitiationAmount } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { CollectionPolicy } from './policy';
 
@@ -20,10 +20,13 @@ export interface PolicyRow {
   requireAccountValidation: number;
   /** JSON: code → state; null for none. */
   accountReturnStates: string | null;
+  noticeChannel: NoticeChannel | null;
+  /** JSON: the Regulation E election; null for none. */
+  regEElection: string | null;
 }
 
 /** The whole policy as stored, with its lender and when it was last changed. */
-export type PolicyRecord = Omit<CollectionPolicy, 'accountReturnStates'> & { lenderId: string; updatedAt: number; accountReturnStates: string | null };
+export type PolicyRecord = Omit<CollectionPolicy, 'accountReturnStates' | 'regEElection'> & { lenderId: string; updatedAt: number; accountReturnStates: string | null; regEElection: string | null };
 
 export interface CollectionPolicyStore {
   /** The lender's policy row, if it ever saved one (read once per collection decision and recorded return). */

@@ -5,7 +5,7 @@ import { accountBlockOf, isAccountBlock, isChainBlock, revokedNow, type BlockedR
 import type { AccountStanding } from '../bank-accounts/store';
 import { policyOf } from '../collection-policy/service';
 import type { CollectionPolicy } from '../collection-policy/policy';
-import { chainPresentments, planPayment, secondFailure, type PastPayment } from './rules';
+import { chainPresentments, latestAuthorization, planPayment, secondFailure, type PastPayment } from './rules';
 import { noteSecondFailure } from '../rights-notices/service';
 import { type ChainInputs } from './store';
 
@@ -36,11 +36,11 @@ export async function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: stri
   const history = await ctx.deps.stores.decisions.paymentHistory(ctx, enrollmentId);
   const policy = await policyOf(ctx, e.lenderId);
   if (opts.returned && coveredBy(e, policy)) {
-    const failed = secondFailure(history, e.authorizationAt);
+    const failed = secondFailure(history, e.reauthorizedAt);
     if (failed) await noteSecondFailure(ctx, { lenderId: e.lenderId, enrollmentId, failed: [failed[0].id, failed[1].id] });
   }
   if (e.state !== 'monitored' && !opts.recount) return;
-  const used = () => chainPresentments(history, e.authorizationAt, now, policy.lateReturnWindowDays);
+  const used = () => chainPresentments(history, latestAuthorization(e.authorizationAt, e.reauthorizedAt), now, policy.lateReturnWindowDays);
   if (opts.recount) await ctx.deps.stores.decisions.setPaymentsUsed(ctx, enrollmentId, used(), now);
   if (e.state !== 'monitored') return;
   // A payment in flight decides for itself; the rules are asked again when its outcome is recorded.
@@ -69,11 +69,12 @@ export function chainMove(
   account: AccountStanding | null = null,
 ): { type: 'blocked'; reason: BlockedReason } | { type: 'unblocked' } | null {
   if (revokedNow(e)) return { type: 'blocked', reason: 'authorization_revoked' };
-  const accountBlock = accountBlockOf(account, e.authorizationAt, policy.requireAccountValidation);
+  const accountBlock = accountBlockOf(account, latestAuthorization(e.authorizationAt, e.reauthorizedAt), policy.requireAccountValidation);
   if (accountBlock) return { type: 'blocked', reason: accountBlock };
   const plan = planPayment({
     history,
     authorizationAt: e.authorizationAt,
+    reauthorizedAt: e.reauthorizedAt,
     covered: coveredBy(e, policy),
     policy,
     collectableCents: e.collectableAmountCents,

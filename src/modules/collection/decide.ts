@@ -4,7 +4,8 @@ import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { recordObservation, releaseScheduled, type Observation } from './record';
 import { pushToEndpoints } from '../webhooks/endpoints';
-import { iso } from '../../platform/clock';
+import { iso, isoOrNull } from '../../platform/clock';
+import { dayString } from './notices';
 import { resolveKey } from '../payment-connections/resolve';
 import { referenceOf } from './reference';
 import { decide, type DecisionInputs, type Step } from './decision';
@@ -126,6 +127,11 @@ async function createPayment(ctx: JobContext & { tx: Tx }, e: DecidingRow, p: Ex
     attempt: p.attempt,
     reinitiationOf: p.reinitiationOf,
     debitOn: p.debitOn,
+    noticeClass: p.notice?.klass ?? null,
+    noticeNeeds: p.notice && p.notice.needs.length > 0 ? p.notice.needs.join(',') : null,
+    noticeChannel: p.notice && p.notice.needs.length > 0 ? p.notice.channel : null,
+    noticeDueFrom: p.notice?.dueFrom ?? null,
+    noticeDueBy: p.notice?.dueBy ?? null,
     // The account an ACH debit is made for: a return of it sets that account's state.
     bankAccountId: e.rail === 'ach' ? e.bankAccountId : null,
     // Out of the dispatch queue while scheduled; put back on its day.
@@ -141,7 +147,8 @@ async function createPayment(ctx: JobContext & { tx: Tx }, e: DecidingRow, p: Ex
   else {
     deps.metrics.paymentsScheduled.inc({ rail: e.rail });
     // The notice: the lender tells the borrower before debit_on.
-    await pushToEndpoints(ctx, now, e.lenderId, 'PAYMENT_SCHEDULED', { authorizer_unique_id: e.authorizerUniqueId, reference, amount: p.amountCents, debit_on: iso(p.debitOn).slice(0, 10) });
+    await pushToEndpoints(ctx, now, e.lenderId, 'PAYMENT_SCHEDULED', { authorizer_unique_id: e.authorizerUniqueId, reference, amount: p.amountCents, debit_on: dayString(p.debitOn) });
+    if (p.notice && p.notice.needs.length > 0) await pushToEndpoints(ctx, now, e.lenderId, 'PAYMENT_NOTICE_DUE', noticeDuePayload({ id, reference, e, p }));
   }
 }
 
@@ -181,4 +188,31 @@ export async function voidScheduledOnStop(ctx: JobContext & { tx: Tx }, stopped:
   await ctx.deps.stores.decisions.serializeBorrower(ctx, stopped.enrollmentId);
   const p = await ctx.deps.stores.decisions.scheduledPaymentOf(ctx, stopped.enrollmentId);
   if (p) await voidScheduled(ctx, p, STOPPED_BEFORE_ITS_DAY);
+}
+
+/**
+ * PAYMENT_NOTICE_DUE: what the model forms of the payday rule's notices (12 CFR 1041.9(b), Model Forms A-3 to
+ * A-5) and Regulation E's varying-amount notice ask that the service holds: the payment, its day, amount and
+ * channel, the borrower's and the lender's references, and for a reinitiation the failed attempt it presents
+ * again. The lender sends the notice inside the window and confirms it (POST /v1/payments/{id}/notice).
+ */
+function noticeDuePayload(v: { id: string; reference: string; e: DecidingRow; p: Extract<Step, { do: 'create' }> }) {
+  const { e, p } = v;
+  const n = p.notice!;
+  const f = p.failed ?? null;
+  return {
+    payment_id: v.id,
+    reference: v.reference,
+    authorizer_unique_id: e.authorizerUniqueId,
+    merchant_ref: e.merchantRef,
+    amount: p.amountCents,
+    debit_on: dayString(p.debitOn!),
+    payment_channel: e.rail,
+    notice_class: n.klass,
+    requirements: n.needs,
+    notice_channel: n.channel,
+    notice_due_from: isoOrNull(n.dueFrom),
+    notice_due_by: isoOrNull(n.dueBy),
+    failed_attempt: f ? { attempted_on: f.firstAttemptAt !== null ? dayString(f.firstAttemptAt - (f.firstAttemptAt % 86_400_000)) : null, amount: f.amountCents, return_code: f.returnCode } : null,
+  };
 }

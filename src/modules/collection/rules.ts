@@ -37,6 +37,10 @@ export interface PastPayment {
   /** A lender's uploaded return code its processor has not confirmed, and when it came (record.ts). */
   reportedReturnCode: string | null;
   reportedAt: number | null;
+  /** A scheduled payment's day (the lender's calendar day, as its UTC midnight); null for one sent at once. */
+  debitOn: number | null;
+  /** Its class for the payment notices (notices.ts); null for a payment made before classes were kept. */
+  noticeClass: string | null;
 }
 
 export type Plan =
@@ -99,6 +103,9 @@ export function secondFailure(history: PastPayment[], authorizationAt: number | 
   return streak.length >= 2 ? [streak[streak.length - 1]!, streak[streak.length - 2]!] : null;
 }
 
+/** The later of a re-send's authorization and a new one recorded under the payday rule: either answers a stop, a revocation or a chain. */
+export const latestAuthorization = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Math.max(a, b));
+
 /**
  * The next payment, or why none may go out. `history` is every payment of the borrower, oldest first, over
  * every enrollment period (a chain outlives a re-send); `authorizationAt` is the borrower's latest
@@ -107,12 +114,18 @@ export function secondFailure(history: PastPayment[], authorizationAt: number | 
 export function planPayment(input: {
   history: PastPayment[];
   authorizationAt: number | null;
+  /** When the borrower's new authorization under the payday rule (12 CFR 1041.8(c)) was obtained, if one was recorded. */
+  reauthorizedAt?: number | null;
   covered: boolean;
   policy: CollectionPolicy;
   collectableCents: number;
   now: number;
 }): Plan {
-  const { history, authorizationAt, covered, policy, collectableCents, now } = input;
+  const { history, covered, policy, collectableCents, now } = input;
+  const authorizationAt = latestAuthorization(input.authorizationAt, input.reauthorizedAt ?? null);
+  // A covered borrower's failures for funds end only at a new authorization recorded under the payday rule: a
+  // re-send's authorization date is not one (it names no dates, amounts or channel), so it lifts nothing.
+  const streakAuthorization = covered ? (input.reauthorizedAt ?? null) : authorizationAt;
   const reauthorized = (after: PastPayment) => authorizationAt !== null && authorizationAt > after.updatedAt;
   const sent = history.filter(counts);
 
@@ -123,7 +136,7 @@ export function planPayment(input: {
   if (lastStop && !(authorizationAt !== null && authorizationAt > stopAt(lastStop)!)) return { ok: false, blocked: 'reauthorization_required' };
 
   // The payday rule: two consecutive failures for funds, counted back to the last settlement or authorization.
-  if (covered && failuresForFunds(history, authorizationAt).length >= 2) return { ok: false, blocked: 'reauthorization_required' };
+  if (covered && failuresForFunds(history, streakAuthorization).length >= 2) return { ok: false, blocked: 'reauthorization_required' };
 
   const last = sent[sent.length - 1];
   // Settled, and its money may still come back: the debt's chain is open until its late-return window passes

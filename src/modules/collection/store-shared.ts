@@ -4,9 +4,11 @@
 export const DISPATCH_LEASE_MS = 120_000;
 
 /**
- * The borrower revoked its authorization and gave none dated after it since (Regulation E): in SQL, of the
+ * The borrower revoked its authorization and gave none dated after it since (Regulation E; a re-send's
+ * authorization or a new one recorded under the payday rule): in SQL, of the
  * enrollments row as the statement names it (REVOKED: the table itself; REVOKED_E: as `e`).
  */
-const revokedIn = (e: string) => `(${e}revoked_at IS NOT NULL AND (${e}authorization_at IS NULL OR ${e}authorization_at <= ${e}revoked_at))`;
+const revokedIn = (e: string) =>
+  `(${e}revoked_at IS NOT NULL AND (${e}authorization_at IS NULL OR ${e}authorization_at <= ${e}revoked_at) AND (${e}reauthorized_at IS NULL OR ${e}reauthorized_at <= ${e}revoked_at))`;
 export const REVOKED = revokedIn('');
 export const REVOKED_E = revokedIn('e.');

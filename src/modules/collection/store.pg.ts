@@ -482,6 +482,8 @@ const PAST_PAYMENT = {
   firstAttemptAt: payments.firstAttemptAt,
   reportedReturnCode: payments.reportedReturnCode,
   reportedAt: payments.reportedAt,
+  debitOn: payments.debitOn,
+  noticeClass: payments.noticeClass,
 };
 const SCHEDULED_PAYMENT = {
   id: payments.id,
@@ -491,6 +493,10 @@ const SCHEDULED_PAYMENT = {
   reference: payments.reference,
   amountCents: payments.amountCents,
   debitOn: payments.debitOn,
+  noticeNeeds: payments.noticeNeeds,
+  noticeDueFrom: payments.noticeDueFrom,
+  noticeDueBy: payments.noticeDueBy,
+  noticeSentAt: payments.noticeSentAt,
 };
 const paymentHistory = builtOnce((db) =>
   db
@@ -509,7 +515,38 @@ const paymentInFlight = builtOnce((db) =>
     .prepare('payment_in_flight'),
 );
 
+const PAYMENT_NOTICE = {
+  id: payments.id,
+  enrollmentId: payments.enrollmentId,
+  aid: payments.authorizerUniqueId,
+  reference: payments.reference,
+  status: payments.status,
+  amountCents: payments.amountCents,
+  debitOn: payments.debitOn,
+  noticeClass: payments.noticeClass,
+  noticeNeeds: payments.noticeNeeds,
+  noticeChannel: payments.noticeChannel,
+  noticeDueFrom: payments.noticeDueFrom,
+  noticeDueBy: payments.noticeDueBy,
+  noticeSentAt: payments.noticeSentAt,
+  noticeSentChannel: payments.noticeSentChannel,
+  noticeEvidenceRef: payments.noticeEvidenceRef,
+  createdAt: payments.createdAt,
+};
+
 export const pgDecisionStore: DecisionStore = {
+  async paymentNoticeOf(c, lenderId, paymentId) {
+    const [r] = await readerOf(c).select(PAYMENT_NOTICE).from(payments).where(and(eq(payments.id, paymentId), eq(payments.lenderId, lenderId)));
+    return r ?? null;
+  },
+  async confirmNotice(c, v) {
+    const r = await writerOf(c)
+      .update(payments)
+      .set({ noticeSentAt: v.sentAt, noticeSentChannel: v.channel, noticeEvidenceRef: v.ref, noticeDueFrom: v.dueFrom, noticeDueBy: v.dueBy, updatedAt: v.now })
+      .where(and(eq(payments.id, v.id), eq(payments.status, 'scheduled'), isNull(payments.noticeSentAt)))
+      .returning({ id: payments.id });
+    return r.length > 0;
+  },
   async enrollmentToDecide(c, enrollmentId) {
     const [r] = await enrollmentToDecide(readerOf(c)).execute({ id: enrollmentId });
     return r ? decidingRow(r) : null;
@@ -564,14 +601,16 @@ export const pgDecisionStore: DecisionStore = {
       cfpbCovered: number | null;
       collectableAmountCents: string;
       revokedAt: string | null;
+      reauthorizedAt: string | null;
     }>(
       readerOf(c),
       sql`SELECT lender_id AS "lenderId", state, blocked_reason AS "blockedReason", authorization_at AS "authorizationAt",
-                 cfpb_covered AS "cfpbCovered", collectable_amount_cents AS "collectableAmountCents", revoked_at AS "revokedAt"
+                 cfpb_covered AS "cfpbCovered", collectable_amount_cents AS "collectableAmountCents", revoked_at AS "revokedAt",
+                 reauthorized_at AS "reauthorizedAt"
             FROM enrollments WHERE id = ${enrollmentId}`,
     );
     return r
-      ? { ...r, authorizationAt: numOrNull(r.authorizationAt), cfpbCovered: numOrNull(r.cfpbCovered), collectableAmountCents: num(r.collectableAmountCents), revokedAt: numOrNull(r.revokedAt) }
+      ? { ...r, authorizationAt: numOrNull(r.authorizationAt), cfpbCovered: numOrNull(r.cfpbCovered), collectableAmountCents: num(r.collectableAmountCents), revokedAt: numOrNull(r.revokedAt), reauthorizedAt: numOrNull(r.reauthorizedAt) }
       : null;
   },
   async accountStandingOf(c, enrollmentId) {

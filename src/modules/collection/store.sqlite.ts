@@ -168,9 +168,9 @@ const setProcessorPaymentId = (tx: Orm, id: string, processorPaymentId: string) 
 /** A payment as the collection rules read it (PastPayment), and a scheduled one as a decision reads it. */
 const PAST_PAYMENT = `id, status, return_code AS returnCode, amount_cents AS amountCents, attempt, reinitiation_of AS reinitiationOf,
   created_at AS createdAt, updated_at AS updatedAt, first_attempt_at AS firstAttemptAt,
-  reported_return_code AS reportedReturnCode, reported_at AS reportedAt`;
+  reported_return_code AS reportedReturnCode, reported_at AS reportedAt, debit_on AS debitOn, notice_class AS noticeClass`;
 const SCHEDULED_PAYMENT = `id, lender_id AS lenderId, enrollment_id AS enrollmentId, authorizer_unique_id AS aid, reference, amount_cents AS amountCents,
-  debit_on AS debitOn`;
+  debit_on AS debitOn, notice_needs AS noticeNeeds, notice_due_from AS noticeDueFrom, notice_due_by AS noticeDueBy, notice_sent_at AS noticeSentAt`;
 
 /** Every payment of a borrower, oldest first, as the collection rules read it (collection/rules.ts). */
 const paymentHistory = (db: Db, enrollmentId: string) =>
@@ -229,11 +229,12 @@ const releasePayment = (tx: Orm, id: string, now: number) =>
 const chainInputsOf = (db: Db, enrollmentId: string) =>
   db.$client
     .query<
-      { lenderId: string; state: string; blockedReason: string | null; authorizationAt: number | null; cfpbCovered: number | null; collectableAmountCents: number; revokedAt: number | null },
+      { lenderId: string; state: string; blockedReason: string | null; authorizationAt: number | null; cfpbCovered: number | null; collectableAmountCents: number; revokedAt: number | null; reauthorizedAt: number | null },
       [string]
     >(
       `SELECT lender_id AS lenderId, state, blocked_reason AS blockedReason, authorization_at AS authorizationAt,
-              cfpb_covered AS cfpbCovered, collectable_amount_cents AS collectableAmountCents, revoked_at AS revokedAt
+              cfpb_covered AS cfpbCovered, collectable_amount_cents AS collectableAmountCents, revoked_at AS revokedAt,
+              reauthorized_at AS reauthorizedAt
          FROM enrollments WHERE id = ?`,
     )
     .get(enrollmentId);
@@ -680,7 +681,38 @@ export const sqliteMatchingStore: MatchingStore = {
   async serializeFeed() {},
 };
 
+const PAYMENT_NOTICE = {
+  id: payments.id,
+  enrollmentId: payments.enrollmentId,
+  aid: payments.authorizerUniqueId,
+  reference: payments.reference,
+  status: payments.status,
+  amountCents: payments.amountCents,
+  debitOn: payments.debitOn,
+  noticeClass: payments.noticeClass,
+  noticeNeeds: payments.noticeNeeds,
+  noticeChannel: payments.noticeChannel,
+  noticeDueFrom: payments.noticeDueFrom,
+  noticeDueBy: payments.noticeDueBy,
+  noticeSentAt: payments.noticeSentAt,
+  noticeSentChannel: payments.noticeSentChannel,
+  noticeEvidenceRef: payments.noticeEvidenceRef,
+  createdAt: payments.createdAt,
+};
+
 export const sqliteDecisionStore: DecisionStore = {
+  async paymentNoticeOf(c, lenderId, paymentId) {
+    return readerOf(c).select(PAYMENT_NOTICE).from(payments).where(and(eq(payments.id, paymentId), eq(payments.lenderId, lenderId))).get() ?? null;
+  },
+  async confirmNotice(c, v) {
+    const r = writerOf(c)
+      .$client.query(
+        `UPDATE payments SET notice_sent_at = ?, notice_sent_channel = ?, notice_evidence_ref = ?, notice_due_from = ?, notice_due_by = ?, updated_at = ?
+          WHERE id = ? AND status = 'scheduled' AND notice_sent_at IS NULL`,
+      )
+      .run(v.sentAt, v.channel, v.ref, v.dueFrom, v.dueBy, v.now, v.id);
+    return r.changes > 0;
+  },
   async enrollmentToDecide(c, enrollmentId) {
     const r = enrollmentToDecide(readerOf(c)).get({ id: enrollmentId });
     return r ? decidingRow(r) : null;

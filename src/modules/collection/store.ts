@@ -1,5 +1,5 @@
 import type { enrollments, paymentEvents, payments } from '../../../db/schema';
-import type { AccountType, EventSource, EventStatus, MonitorState, PaymentStatus, ProcessorName, Rail } from '../../../db/schema/enums';
+import type { AccountType, EventSource, EventStatus, MonitorState, NoticeChannel, NoticeClass, PaymentStatus, ProcessorName, Rail } from '../../../db/schema/enums';
 import type { AccountStanding } from '../bank-accounts/store';
 import type { Claim, Finalize } from '../../platform/lease-queue';
 import type { StoreCtx, TxCtx } from '../../platform/store';
@@ -119,6 +119,11 @@ export interface ScheduledPayment {
   reference: string;
   amountCents: number;
   debitOn: number;
+  /** What asks for its notice (cfpb, reg_e; comma-separated), null for none; its window; when the lender sent it. */
+  noticeNeeds: string | null;
+  noticeDueFrom: number | null;
+  noticeDueBy: number | null;
+  noticeSentAt: number | null;
 }
 
 export interface ChainInputs {
@@ -130,6 +135,8 @@ export interface ChainInputs {
   collectableAmountCents: number;
   /** When the borrower revoked its authorization (Regulation E), if it did. */
   revokedAt: number | null;
+  /** When the borrower's new authorization under the payday rule was obtained, if one was recorded. */
+  reauthorizedAt: number | null;
 }
 
 /** Exact sums of the overview (cents as BigInt: a lender's totals can pass 2^53). */
@@ -316,7 +323,34 @@ export interface DecisionRead {
   scheduled: ScheduledPayment | null;
 }
 
+/** A payment's notice as the lender's confirmation reads it. */
+export interface PaymentNotice {
+  id: string;
+  enrollmentId: string;
+  aid: string;
+  reference: string;
+  status: PaymentStatus;
+  amountCents: number;
+  debitOn: number | null;
+  noticeClass: NoticeClass | null;
+  noticeNeeds: string | null;
+  noticeChannel: NoticeChannel | null;
+  noticeDueFrom: number | null;
+  noticeDueBy: number | null;
+  noticeSentAt: number | null;
+  noticeSentChannel: NoticeChannel | null;
+  noticeEvidenceRef: string | null;
+  createdAt: number;
+}
+
 export interface DecisionStore {
+  /** The lender's payment's notice (null: no such payment of the lender). */
+  paymentNoticeOf(c: StoreCtx, lenderId: string, paymentId: string): Promise<PaymentNotice | null>;
+  /**
+   * The lender's word that a scheduled payment's notice was sent, with the window for the channel it went by:
+   * kept once (only while none is and the payment is scheduled); whether it was.
+   */
+  confirmNotice(c: TxCtx, v: { id: string; sentAt: number; channel: NoticeChannel; ref: string | null; dueFrom: number; dueBy: number; now: number }): Promise<boolean>;
   /** The borrower a decision is about, with its bank account's standing. */
   enrollmentToDecide(c: StoreCtx, enrollmentId: string): Promise<DecidingRow | null>;
   /**

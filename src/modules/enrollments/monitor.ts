@@ -113,8 +113,8 @@ export const isChainBlock = (r: string | null): r is ChainBlock => r !== null &&
 export const isStandingBlock = (r: string | null): r is ChainBlock | AccountBlock | 'authorization_revoked' => isChainBlock(r) || isAccountBlock(r) || r === 'authorization_revoked';
 
 /** The borrower revoked its authorization and has given none dated after it since (collection/store-shared.ts REVOKED, in SQL). */
-export const revokedNow = (e: { revokedAt?: number | null; authorizationAt: number | null }): boolean =>
-  e.revokedAt != null && !(e.authorizationAt !== null && e.authorizationAt > e.revokedAt);
+export const revokedNow = (e: { revokedAt?: number | null; authorizationAt: number | null; reauthorizedAt?: number | null }): boolean =>
+  e.revokedAt != null && !(e.authorizationAt !== null && e.authorizationAt > e.revokedAt) && !(e.reauthorizedAt != null && e.reauthorizedAt > e.revokedAt);
 
 /** Why a revocation stops a debit, in the words of the events and messages that say so. */
 export const REVOKED_WORDS = 'the borrower revoked its authorization; a new authorization dated after it is needed';

@@ -143,6 +143,12 @@ const TO_LINK = {
 };
 
 export const pgEnrollmentStore: EnrollmentStore = {
+  async recordReauthorization(c, v) {
+    await writerOf(c).update(enrollments).set({ reauthorizedAt: v.at, reauthorization: v.record, updatedAt: v.now }).where(eq(enrollments.id, v.id));
+  },
+  async recordRegEElection(c, v) {
+    await writerOf(c).update(enrollments).set({ regEElection: v.election, updatedAt: v.now }).where(eq(enrollments.id, v.id));
+  },
   async recordRevocation(c, v) {
     const later = sql`(revoked_at IS NULL OR revoked_at < ${v.at}::bigint)`;
     await writerOf(c).execute(sql`

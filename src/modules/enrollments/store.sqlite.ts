@@ -151,6 +151,12 @@ const setLastRead = builtOnce((tx: Db) =>
 );
 
 export const sqliteEnrollmentStore: EnrollmentStore = {
+  async recordReauthorization(c, v) {
+    writerOf(c).update(enrollments).set({ reauthorizedAt: v.at, reauthorization: v.record, updatedAt: v.now }).where(eq(enrollments.id, v.id)).run();
+  },
+  async recordRegEElection(c, v) {
+    writerOf(c).update(enrollments).set({ regEElection: v.election, updatedAt: v.now }).where(eq(enrollments.id, v.id)).run();
+  },
   async recordRevocation(c, v) {
     writerOf(c)
       .$client.query(

@@ -95,6 +95,10 @@ export interface EnrollmentStore {
    * one kept (a revocation never moves back), with its channel and the lender's evidence.
    */
   recordRevocation(c: TxCtx, v: { id: string; at: number; channel: RevocationChannel; ref: string | null; now: number }): Promise<void>;
+  /** The borrower's new authorization under the payday rule (collection/authorizations.ts): when obtained, and its record as JSON. */
+  recordReauthorization(c: TxCtx, v: { id: string; at: number; record: string; now: number }): Promise<void>;
+  /** The borrower's Regulation E election (JSON), or null for the policy's. */
+  recordRegEElection(c: TxCtx, v: { id: string; election: string | null; now: number }): Promise<void>;
   // A Notification of Change applied to the borrowers on an account (collection/account-changes.ts)
   /** The borrowers on an account with their sealed details (not the erased), after an identifier, in identifier order. */
   detailsOnAccount(c: StoreCtx, accountId: string, after: string, limit: number): Promise<{ id: string; lenderId: string; aid: string; sealed: string; routing: string | null }[]>;

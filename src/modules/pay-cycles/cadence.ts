@@ -1,4 +1,7 @@
 import { DAY_MS } from '../../platform/clock';
+import { localTime } from '../../platform/zone';
+
+export { localTime };
 import type { PayCycle } from './infer';
 
 // When to read a monitored borrower next (pure). A borrower with a known pay cycle is read around each predicted
@@ -11,7 +14,6 @@ import type { PayCycle } from './infer';
 // payday is the one after (infer.ts), so the rest of that payday's reads are not made. A cycle believed well
 // (confidence 0.8 and up) is read every third quiet interval between paydays: a deposit off its schedule is rare.
 
-const HOUR_MS = 3_600_000;
 /** The morning read's hour, local time. */
 export const READ_HOUR = 8;
 
@@ -36,32 +38,6 @@ export interface CadenceInput {
 /** Whether reads follow the cycle (payday cadence) or the fixed interval. */
 export const followsCycle = (c: CadenceInput['cycle']): boolean =>
   c.nextPayday !== null && c.confidence >= MIN_CONFIDENCE && c.frequency !== 'irregular' && c.frequency !== 'unknown';
-
-const formatters = new Map<string, Intl.DateTimeFormat>();
-
-/** How far a zone's wall clock is ahead of UTC at an instant (ms; negative west of Greenwich). */
-function zoneOffset(t: number, timeZone: string): number {
-  let f = formatters.get(timeZone);
-  if (!f) {
-    f = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
-    formatters.set(timeZone, f);
-  }
-  const p: Record<string, number> = {};
-  for (const part of f.formatToParts(t)) if (part.type !== 'literal') p[part.type] = Number(part.value);
-  return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!) - (t - (((t % 1000) + 1000) % 1000));
-}
-
-/**
- * The instant of a local time of day (`hour`) on a calendar day (given as its UTC midnight) in a zone, across
- * daylight-saving changes: the zone's offset at that instant, found in two steps.
- */
-export function localTime(day: number, hour: number, timeZone?: string | null): number {
-  const wall = day + hour * HOUR_MS;
-  if (!timeZone || timeZone === 'UTC') return wall;
-  const guess = wall - zoneOffset(wall, timeZone);
-  const offset = zoneOffset(guess, timeZone);
-  return wall - offset;
-}
 
 /** The read slots around the predicted paydays (and the alternative's), in the morning of the lender's zone. */
 export function paydaySlots(c: CadenceInput['cycle'], timeZone?: string | null): number[] {

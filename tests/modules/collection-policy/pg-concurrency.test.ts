@@ -60,6 +60,8 @@ if (!onPostgres) {
         apply_notifications_of_change: 'automatic',
         require_account_validation: true,
         account_return_states: {},
+        notice_channel: null,
+        reg_e_election: { type: 'none' },
         updated_at: new Date(NOW).toISOString(),
       });
       // The row as the collection rules read it: flags as booleans from 0/1, cents above int4 exact.

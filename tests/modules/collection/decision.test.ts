@@ -35,6 +35,8 @@ const policyArb: fc.Arbitrary<CollectionPolicy> = fc.record({
   applyNotificationsOfChange: fc.constantFrom('automatic' as const, 'review' as const),
   requireAccountValidation: fc.boolean(),
   accountReturnStates: fc.constant({}),
+  noticeChannel: fc.constantFrom(null, 'electronic' as const, 'mail' as const),
+  regEElection: fc.constantFrom({ type: 'none' as const }, { type: 'none' as const }, { type: 'always' as const }, { type: 'difference_over' as const, amount_cents: 500 }),
 });
 
 const pastArb: fc.Arbitrary<PastPayment> = fc.record({
@@ -49,6 +51,8 @@ const pastArb: fc.Arbitrary<PastPayment> = fc.record({
   firstAttemptAt: fc.option(fc.integer({ min: NOW - 200 * DAY, max: NOW })),
   reportedReturnCode: fc.constantFrom(null, null, null, 'R08'),
   reportedAt: fc.option(fc.integer({ min: NOW - 200 * DAY, max: NOW })),
+  debitOn: fc.constant(null),
+  noticeClass: fc.constant(null),
 });
 
 const worldArb = fc.record({
@@ -150,9 +154,19 @@ describe('the collection decision (pure)', () => {
         expect(truth.ok).toBe(true);
         const buffer = truth.ok ? truth.bufferCents : 0;
         expect(w.read.balanceCents!).toBeGreaterThanOrEqual(c.amountCents + w.marginCents + w.policy.debitBufferCents + buffer);
-        // Sent now without a notice period; scheduled after one.
-        expect(c.debitOn === null).toBe(w.policy.noticeDays === 0);
+        // Sent now without a notice period or a notice the rules ask for; scheduled after one, with the notice's
+        // window ending no earlier than now and before the debit's day.
+        const needsNotice = c.notice!.needs.length > 0;
+        expect(c.debitOn === null).toBe(w.policy.noticeDays === 0 && !needsNotice);
         if (c.debitOn !== null) expect(c.debitOn).toBeGreaterThan(NOW);
+        if (needsNotice) {
+          expect(c.notice!.dueFrom!).toBeLessThanOrEqual(c.notice!.dueBy!);
+          expect(c.notice!.dueBy!).toBeGreaterThanOrEqual(NOW);
+          expect(c.notice!.dueBy!).toBeLessThan(c.debitOn!);
+        }
+        // The payday rule's notice is asked exactly for a covered borrower's first, unusual or reinitiation debit, where the lender binds them.
+        const covered = e.cfpbCovered ?? w.policy.cfpbCovered;
+        expect(c.notice!.needs.includes('cfpb')).toBe(covered && w.policy.noticeChannel !== null && ['first', 'unusual', 'reinitiation'].includes(c.notice!.klass));
         // Nothing else moves money beside it.
         expect(steps.filter((s) => s.do === 'release' || s.do === 'void')).toEqual([]);
       }),
@@ -224,7 +238,7 @@ describe('the collection decision (pure)', () => {
       paused: false,
       hasKey: true,
     };
-    expect(run(base).steps).toEqual([{ do: 'create', amountCents: 10_000, attempt: 1, reinitiationOf: null, debitOn: null }]);
+    expect(run(base).steps).toMatchObject([{ do: 'create', amountCents: 10_000, attempt: 1, reinitiationOf: null, debitOn: null, notice: { klass: 'first', needs: [] } }]);
     expect(run({ ...base, read: { ...base.read, balanceCents: 10_099 } }).steps).toEqual([]);
     expect(run({ ...base, policy: { ...DEFAULT_POLICY, returnRatePause: true }, paused: true }).steps).toEqual([{ do: 'block', reason: 'return_rate_paused' }]);
     expect(run({ ...base, hasKey: false }).steps).toEqual([{ do: 'block', reason: 'no_processor_key' }]);

@@ -24,6 +24,8 @@ const pay = (status: string, code: string | null, at: number, over: Partial<Past
   firstAttemptAt: at,
   reportedReturnCode: null,
   reportedAt: null,
+  debitOn: null,
+  noticeClass: null,
   ...over,
 });
 const plan = (history: PastPayment[], over: Partial<Parameters<typeof planPayment>[0]> = {}) =>
@@ -110,15 +112,21 @@ describe('the planner of the next payment', () => {
     expect(plan([stop], { authorizationAt: stop.updatedAt + 1 })).toMatchObject({ ok: true, attempt: 1 });
   });
 
-  test('the payday rule: two consecutive failures for funds stop a covered borrower until a later authorization; a settlement resets', () => {
+  test('the payday rule: two consecutive failures for funds stop a covered borrower until a new authorization under the rule; a settlement resets', () => {
     const a = pay('returned', 'R01', T0);
     const b = pay('returned', 'R09', T0 + DAY_MS, { attempt: 2, reinitiationOf: a.id });
     expect(plan([a, b])).toMatchObject({ ok: true, attempt: 3 });
     expect(plan([a, b], { covered: true })).toEqual({ ok: false, blocked: 'reauthorization_required' });
-    // An authorization from before both failures does not lift it; one between them restarts the count.
-    expect(plan([a, b], { covered: true, authorizationAt: a.updatedAt - 1 })).toEqual({ ok: false, blocked: 'reauthorization_required' });
-    expect(plan([a, b], { covered: true, authorizationAt: b.updatedAt - 1 })).toMatchObject({ ok: true });
-    expect(plan([a, b], { covered: true, authorizationAt: b.updatedAt + 1 })).toEqual({ ok: true, amountCents: 1000, attempt: 1, reinitiationOf: null });
+    // A re-send's authorization, whenever dated, lifts nothing for a covered borrower (12 CFR 1041.8(c) asks for
+    // one naming dates, amounts and a channel); it still does for one the rule does not cover.
+    for (const at of [a.updatedAt - 1, b.updatedAt - 1, b.updatedAt + 1]) {
+      expect(plan([a, b], { covered: true, authorizationAt: at })).toEqual({ ok: false, blocked: 'reauthorization_required' });
+    }
+    expect(plan([a, b], { covered: false, authorizationAt: b.updatedAt + 1 })).toEqual({ ok: true, amountCents: 1000, attempt: 1, reinitiationOf: null });
+    // A new authorization under the rule from before both failures does not lift it; one between them restarts the count; one after them lifts it.
+    expect(plan([a, b], { covered: true, reauthorizedAt: a.updatedAt - 1 })).toEqual({ ok: false, blocked: 'reauthorization_required' });
+    expect(plan([a, b], { covered: true, reauthorizedAt: b.updatedAt - 1 })).toMatchObject({ ok: true });
+    expect(plan([a, b], { covered: true, reauthorizedAt: b.updatedAt + 1 })).toEqual({ ok: true, amountCents: 1000, attempt: 1, reinitiationOf: null });
     // Counted across channels and enrollment periods; broken by a settlement, or by anything that is not a failure for funds.
     const s = pay('settled', null, T0 + 2 * DAY_MS);
     const c = pay('returned', 'R01', T0 + 3 * DAY_MS);
@@ -155,7 +163,7 @@ const view = async (c: TestContext, id: string) => (await c.json('GET', `/v1/pay
 describe('collection inside the rules, end to end (sandbox)', () => {
   test('the policy: defaults, a change, and refusals naming the field', async () => {
     const c = await setup();
-    expect((await c.json('GET', '/v1/collection_policy')).body).toEqual({ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: null, late_return_window_days: 5, allow_current_balance: false, current_balance_buffer_cents: 0, max_balance_age_minutes: 60, apply_notifications_of_change: 'automatic', require_account_validation: true, account_return_states: {}, updated_at: null });
+    expect((await c.json('GET', '/v1/collection_policy')).body).toEqual({ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: null, late_return_window_days: 5, allow_current_balance: false, current_balance_buffer_cents: 0, max_balance_age_minutes: 60, apply_notifications_of_change: 'automatic', require_account_validation: true, account_return_states: {}, notice_channel: null, reg_e_election: { type: 'none' }, updated_at: null });
     const r = await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ cfpb_covered: true, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, updated_at: expect.any(String) });
@@ -182,6 +190,13 @@ describe('collection inside the rules, end to end (sandbox)', () => {
       [{ account_return_states: { X10: 'frozen' } }, 'account_return_states'],
       // Looser than Nacha's table: R02 closes the account (invalid); unauthorized would let a new authorization lift it.
       [{ account_return_states: { R02: 'unauthorized' } }, 'account_return_states/R02'],
+      [{ notice_channel: 'fax' }, 'notice_channel'],
+      // Covered (set above): the lead of the payday rule's notices stays inside their electronic window (3 to 7 business days).
+      [{ notice_channel: 'electronic', notice_days: 2 }, 'notice_days'],
+      [{ notice_channel: 'electronic', notice_days: 8 }, 'notice_days'],
+      [{ notice_channel: 'mail', notice_days: 5 }, 'notice_days'],
+      [{ reg_e_election: { type: 'sometimes' } }, 'reg_e_election'],
+      [{ reg_e_election: { type: 'outside_range', min_cents: 500, max_cents: 100 } }, 'reg_e_election/min_cents'],
     ] as const) {
       const bad = await c.json('PATCH', '/v1/collection_policy', { body });
       expect(bad.status).toBe(400);
@@ -200,7 +215,7 @@ describe('collection inside the rules, end to end (sandbox)', () => {
     expect((await c.json('GET', '/v1/collection_policy', { key: null })).status).toBe(401);
   });
 
-  test('a covered borrower is not debited a third time after two failures for funds; a later authorization lifts it', async () => {
+  test('a covered borrower is not debited a third time after two failures for funds; only a new authorization under the rule lifts it, for its dates and amounts', async () => {
     const c = await setup();
     await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } });
     // Cents 91: every debit is returned R01.
@@ -213,13 +228,42 @@ describe('collection inside the rules, end to end (sandbox)', () => {
     // The reinitiation was sent as one.
     const described = c.sql.query('SELECT entry_description AS d FROM sandbox_payments ORDER BY created_at').all() as { d: string | null }[];
     expect(described.map((x) => x.d)).toEqual([null, 'RETRY PYMT']);
-    // A re-send with an authorization obtained now (after the second failure): attempt 1 of it.
+    // A re-send with an authorization obtained now (after the second failure) lifts nothing: it names no dates.
     const now = new Date(c.clock.now()).toISOString();
     await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('nsf', { collectable_amount: 1091, authorization: { obtained_at: now, reference: 'AUTH-2' } })] } });
     await run(c, 1);
     v = await view(c, 'nsf');
     expect(v.authorization).toEqual({ obtained_at: now, reference: 'AUTH-2' });
-    expect(v.payments.map((p: { attempt: number }) => p.attempt)).toEqual([1, 2, 1]);
+    expect(v).toMatchObject({ blocked_reason: 'reauthorization_required' });
+    expect(v.payments).toHaveLength(2);
+    // A new authorization under the rule is asked for only once the rights notice is sent.
+    const today = now.slice(0, 10);
+    const auth = (obtainedAt: string, transfers: unknown[]) =>
+      c.json('POST', '/v1/payment_enrollments/nsf/authorizations', { body: { obtained_at: obtainedAt, method: 'signed', evidence_ref: 'AUTH-3', transfers } });
+    const one = [{ date: today, max_amount_cents: 1000, channel: 'ach' }];
+    expect((await auth(now, one)).status).toBe(409);
+    expect((await c.json('POST', '/v1/payment_enrollments/nsf/rights_notice', { body: { sent_at: now, channel: 'electronic' } })).status).toBe(200);
+    c.clock.advance(60_000);
+    const later = new Date(c.clock.now()).toISOString();
+    // Refused: obtained before the notice was sent; a date before it was obtained; a date twice.
+    expect((await auth(new Date(Date.parse(now) - 1).toISOString(), one)).status).toBe(400);
+    expect((await auth(later, [{ date: '2026-01-02', max_amount_cents: 1000, channel: 'ach' }]))).toMatchObject({ status: 400, body: { error: { details: { errors: [{ path: '/transfers/0/date' }] } } } });
+    expect((await auth(later, [...one, ...one])).status).toBe(400);
+    const r = await auth(later, one);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ blocked_reason: null, reauthorization: { obtained_at: later, method: 'signed', transfers: one } });
+    // Debited on its date, for at most its amount: attempt 1 of a new chain, 1000 cents of the 1091 collectable.
+    await run(c, 1);
+    v = await view(c, 'nsf');
+    expect(v.payments.map((p: { attempt: number; amount: number }) => [p.attempt, p.amount])).toEqual([
+      [1, 1091],
+      [2, 1091],
+      [1, 1000],
+    ]);
+    // Its one date used, nothing more goes out (the sandbox returns it: cents 00 settle, but the date is gone either way).
+    await run(c, 3);
+    v = await view(c, 'nsf');
+    expect(v.payments).toHaveLength(3);
   });
 
   test('not covered: the spec’s default, an original and two reinitiations', async () => {

@@ -1,0 +1,13 @@
+ALTER TABLE "enrollments" ADD COLUMN "reauthorized_at" bigint;--> statement-breakpoint
+ALTER TABLE "enrollments" ADD COLUMN "reauthorization" text;--> statement-breakpoint
+ALTER TABLE "enrollments" ADD COLUMN "reg_e_election" text;--> statement-breakpoint
+ALTER TABLE "payments" ADD COLUMN "notice_class" text;--> statement-breakpoint
+ALTER TABLE "payments" ADD COLUMN "notice_needs" text;--> statement-breakpoint
+ALTER TABLE "payments" ADD COLUMN "notice_channel" text;--> statement-breakpoint
+ALTER TABLE "payments" ADD COLUMN "notice_due_from" bigint;--> statement-breakpoint
+ALTER TABLE "payments" ADD COLUMN "notice_due_by" bigint;--> statement-breakpoint
+ALTER TABLE "payments" ADD COLUMN "notice_sent_at" bigint;--> statement-breakpoint
+ALTER TABLE "payments" ADD COLUMN "notice_sent_channel" text;--> statement-breakpoint
+ALTER TABLE "payments" ADD COLUMN "notice_evidence_ref" text;--> statement-breakpoint
+ALTER TABLE "collection_policies" ADD COLUMN "notice_channel" text;--> statement-breakpoint
+ALTER TABLE "collection_policies" ADD COLUMN "reg_e_election" text;

@@ -10,4 +10,7 @@ ALTER TABLE "payments" ADD COLUMN "notice_sent_at" bigint;--> statement-breakpoi
 ALTER TABLE "payments" ADD COLUMN "notice_sent_channel" text;--> statement-breakpoint
 ALTER TABLE "payments" ADD COLUMN "notice_evidence_ref" text;--> statement-breakpoint
 ALTER TABLE "collection_policies" ADD COLUMN "notice_channel" text;--> statement-breakpoint
-ALTER TABLE "collection_policies" ADD COLUMN "reg_e_election" text;
+ALTER TABLE "collection_policies" ADD COLUMN "reg_e_election" text;--> statement-breakpoint
+-- The lenders there were before payment notices bound the debit engine keep debiting as they did: their policy
+-- says no notice channel (a lender created from now on gets electronic until it says otherwise).
+INSERT INTO "collection_policies" ("lender_id") SELECT "id" FROM "lenders" WHERE "id" NOT IN (SELECT "lender_id" FROM "collection_policies");

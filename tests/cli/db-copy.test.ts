@@ -197,7 +197,9 @@ async function buildOriginal(a: TestContext): Promise<Original> {
   await processBalances(a.rt);
 
   // Borrowers: collected, returned and tried again (a payment chain), returned late, a pay pattern learned
-  // from the sandbox's history, one linked through Plaid, and card borrowers of the second lender.
+  // from the sandbox's history, one linked through Plaid, and card borrowers of the second lender. The payday
+  // rule's notices are the lender's own here (no debit waits for them): the covered borrower fails twice.
+  await expectStatus(a.json('PATCH', '/v1/collection_policy', { body: { notice_channel: null } }), 200);
   const future = Number(NOW.slice(0, 4)) + 2;
   await expectStatus(
     a.json('POST', '/v1/payment_enrollments', {

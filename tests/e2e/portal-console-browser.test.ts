@@ -252,7 +252,7 @@ describe('the console in a browser', () => {
       await page.waitForLoadState('load');
       await expect(page.getByRole('status').innerText()).resolves.toContain('Collection rules saved.');
       const { updated_at: _at, ...policy } = (await ctx.json('GET', '/v1/collection_policy')).body;
-      expect(policy).toEqual({ cfpb_covered: true, max_reinitiations: 1, reinitiation_amount: 'original', notice_days: 3, return_rate_pause: true, read_cadence: 'interval', debit_buffer_cents: 2500, time_zone: 'America/Chicago', late_return_window_days: 7, allow_current_balance: true, current_balance_buffer_cents: 1500, max_balance_age_minutes: 120, apply_notifications_of_change: 'review', require_account_validation: false, account_return_states: {} });
+      expect(policy).toEqual({ cfpb_covered: true, max_reinitiations: 1, reinitiation_amount: 'original', notice_days: 3, return_rate_pause: true, read_cadence: 'interval', debit_buffer_cents: 2500, time_zone: 'America/Chicago', late_return_window_days: 7, allow_current_balance: true, current_balance_buffer_cents: 1500, max_balance_age_minutes: 120, apply_notifications_of_change: 'review', require_account_validation: false, account_return_states: {}, notice_channel: 'electronic', reg_e_election: { type: 'none' } });
       // The page shows what was saved; a value the API refuses is refused on the page, and nothing changes.
       await page.reload();
       expect(await page.getByLabel('Your time zone (payday reads at 08:00 there)').inputValue()).toBe('America/Chicago');
@@ -264,7 +264,7 @@ describe('the console in a browser', () => {
       await page.getByRole('button', { name: 'Save rules' }).click();
       await page.waitForLoadState('load');
       const { updated_at: _at2, ...back } = (await ctx.json('GET', '/v1/collection_policy')).body;
-      expect(back).toEqual({ cfpb_covered: false, max_reinitiations: 1, reinitiation_amount: 'original', notice_days: 0, return_rate_pause: false, read_cadence: 'interval', debit_buffer_cents: 2500, time_zone: 'America/Chicago', late_return_window_days: 7, allow_current_balance: true, current_balance_buffer_cents: 1500, max_balance_age_minutes: 120, apply_notifications_of_change: 'review', require_account_validation: false, account_return_states: {} });
+      expect(back).toEqual({ cfpb_covered: false, max_reinitiations: 1, reinitiation_amount: 'original', notice_days: 0, return_rate_pause: false, read_cadence: 'interval', debit_buffer_cents: 2500, time_zone: 'America/Chicago', late_return_window_days: 7, allow_current_balance: true, current_balance_buffer_cents: 1500, max_balance_age_minutes: 120, apply_notifications_of_change: 'review', require_account_validation: false, account_return_states: {}, notice_channel: 'electronic', reg_e_election: { type: 'none' } });
     } finally {
       await context.close();
     }

@@ -20,7 +20,7 @@ const NoticeDays = Int({
 
 const NoticeChannel = t.Union([OneOf(NOTICE_CHANNELS), t.Null()], {
   description:
-    'How the lender sends the CFPB payday rule’s payment notices, which makes a covered borrower’s debit wait for them (docs/payments.md, Payment notices): electronic (12 CFR 1041.9(b)(2): an unusual-withdrawal or reinitiation notice no earlier than 7 and no later than 3 business days before the debit, a first-payment notice no later than 3) or mail (no earlier than 10 and no later than 6; first payment no later than 6). A debit that needs one is scheduled with PAYMENT_NOTICE_DUE and goes out only once the lender confirms the notice inside its window (POST /v1/payments/{id}/notice). null (the default): no debit waits for them; the lender sends them itself',
+    'How the lender sends the CFPB payday rule’s payment notices, which makes a covered borrower’s debit wait for them (docs/payments.md, Payment notices): electronic (12 CFR 1041.9(b)(2): an unusual-withdrawal or reinitiation notice no earlier than 7 and no later than 3 business days before the debit, a first-payment notice no later than 3) or mail (no earlier than 10 and no later than 6; first payment no later than 6). A debit that needs one is scheduled with PAYMENT_NOTICE_DUE and goes out only once the lender confirms the notice inside its window (POST /v1/payments/{id}/notice). electronic for lenders created from this version on; null, for those there before until they set it: no debit waits for them (the lender sends them itself)',
 });
 
 const RangeCents = Int({ minimum: 0, maximum: 100_000_000 });
@@ -154,5 +154,5 @@ export const Policy = t.Object(
     reg_e_election: RegEPolicyElection,
     updated_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When the lender last changed it; null while every field is the default' }),
   },
-  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: 'America/Chicago', late_return_window_days: 5, allow_current_balance: false, current_balance_buffer_cents: 0, max_balance_age_minutes: 60, apply_notifications_of_change: 'automatic', require_account_validation: true, account_return_states: {}, notice_channel: null, reg_e_election: { type: 'none' }, updated_at: null }] },
+  { examples: [{ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: 'America/Chicago', late_return_window_days: 5, allow_current_balance: false, current_balance_buffer_cents: 0, max_balance_age_minutes: 60, apply_notifications_of_change: 'automatic', require_account_validation: true, account_return_states: {}, notice_channel: 'electronic', reg_e_election: { type: 'none' }, updated_at: null }] },
 );

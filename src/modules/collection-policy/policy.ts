@@ -38,11 +38,12 @@ export interface CollectionPolicy {
   accountReturnStates: Readonly<Record<string, Exclude<BankAccountState, 'ok'>>>;
   /**
    * How the lender sends the payday rule's payment notices: their windows follow it (collection/notices.ts), and
-   * a covered borrower's debit that needs one waits for it; null: no debit waits for them.
+   * a covered borrower's debit that needs one waits for it; null: no debit waits for them. Electronic for a lender
+   * created from the version that made them bind; null for those there before, until they set it.
    */
   noticeChannel: NoticeChannel | null;
   /** The Regulation E election of a borrower that has none of its own; `none`: no varying-amount notice. */
   regEElection: RegEElection;
 }
 
-export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0, timeZone: null, lateReturnWindowDays: 5, allowCurrentBalance: false, currentBalanceBufferCents: 0, maxBalanceAgeMinutes: 60, applyNotificationsOfChange: 'automatic', requireAccountValidation: true, accountReturnStates: {}, noticeChannel: null, regEElection: { type: 'none' } };
+export const DEFAULT_POLICY: CollectionPolicy = { cfpbCovered: false, maxReinitiations: 2, reinitiationAmount: 'current', noticeDays: 0, returnRatePause: false, readCadence: 'payday', debitBufferCents: 0, timeZone: null, lateReturnWindowDays: 5, allowCurrentBalance: false, currentBalanceBufferCents: 0, maxBalanceAgeMinutes: 60, applyNotificationsOfChange: 'automatic', requireAccountValidation: true, accountReturnStates: {}, noticeChannel: 'electronic', regEElection: { type: 'none' } };

@@ -40,7 +40,8 @@ async function setup(policy: Record<string, unknown> = { cfpb_covered: true }) {
   expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: key, rail_scope: 'both', is_default: true } })).status).toBe(201);
   // Kept in the outbox (never delivered here: nothing listens on port 9).
   expect((await c.json('POST', '/v1/webhook_endpoints', { body: { url: 'https://127.0.0.1:9/notices', event_types: ['RIGHTS_NOTICE_DUE'] } })).status).toBe(201);
-  if (Object.keys(policy).length > 0) expect((await c.json('PATCH', '/v1/collection_policy', { body: policy })).status).toBe(200);
+  // The payday rule's payment notices are the lender's own here (no debit waits for them; payment-notices.test.ts binds them).
+  expect((await c.json('PATCH', '/v1/collection_policy', { body: { notice_channel: null, ...policy } })).status).toBe(200);
   return c;
 }
 
@@ -155,7 +156,7 @@ describe('the notice is made due by the second consecutive failure for funds of 
     const key = 'sk_test_rights_notice_stop_0001';
     expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: key, rail_scope: 'ach', is_default: true } })).status).toBe(201);
     expect((await c.json('POST', '/v1/webhook_endpoints', { body: { url: 'https://127.0.0.1:9/notices', event_types: ['RIGHTS_NOTICE_DUE'] } })).status).toBe(201);
-    expect((await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } })).status).toBe(200);
+    expect((await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true, notice_channel: null } })).status).toBe(200);
     await enroll(c, enrollBorrower('stopped', { collectable_amount: 5000 }));
     const intent = async (n: number) => (await c.rows<{ pi: string }>("SELECT processor_payment_id AS pi FROM payments WHERE authorizer_unique_id = 'stopped' ORDER BY created_at, id"))[n]!.pi;
     await cycle(c);

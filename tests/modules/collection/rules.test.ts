@@ -163,7 +163,7 @@ const view = async (c: TestContext, id: string) => (await c.json('GET', `/v1/pay
 describe('collection inside the rules, end to end (sandbox)', () => {
   test('the policy: defaults, a change, and refusals naming the field', async () => {
     const c = await setup();
-    expect((await c.json('GET', '/v1/collection_policy')).body).toEqual({ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: null, late_return_window_days: 5, allow_current_balance: false, current_balance_buffer_cents: 0, max_balance_age_minutes: 60, apply_notifications_of_change: 'automatic', require_account_validation: true, account_return_states: {}, notice_channel: null, reg_e_election: { type: 'none' }, updated_at: null });
+    expect((await c.json('GET', '/v1/collection_policy')).body).toEqual({ cfpb_covered: false, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, return_rate_pause: false, read_cadence: 'payday', debit_buffer_cents: 0, time_zone: null, late_return_window_days: 5, allow_current_balance: false, current_balance_buffer_cents: 0, max_balance_age_minutes: 60, apply_notifications_of_change: 'automatic', require_account_validation: true, account_return_states: {}, notice_channel: 'electronic', reg_e_election: { type: 'none' }, updated_at: null });
     const r = await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ cfpb_covered: true, max_reinitiations: 2, reinitiation_amount: 'current', notice_days: 0, updated_at: expect.any(String) });
@@ -217,7 +217,8 @@ describe('collection inside the rules, end to end (sandbox)', () => {
 
   test('a covered borrower is not debited a third time after two failures for funds; only a new authorization under the rule lifts it, for its dates and amounts', async () => {
     const c = await setup();
-    await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } });
+    // The payday rule's payment notices are the lender's own here (payment-notices.test.ts binds them).
+    await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true, notice_channel: null } });
     // Cents 91: every debit is returned R01.
     await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('nsf', { collectable_amount: 1091 })] } });
     await run(c, 5);

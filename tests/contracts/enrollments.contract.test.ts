@@ -657,6 +657,12 @@ contract(
         reportedReturnCode: 'null',
         reportedAt: 'null',
         reportHold: 'null',
+        id: 'string',
+        noticeClass: 'string',
+        noticeNeeds: 'null',
+        noticeDueFrom: 'null',
+        noticeDueBy: 'null',
+        noticeSentAt: 'null',
       });
       // Another lender reads none of them.
       expect(await store.paymentsAmong(storeCtx, ctx.lender.id, [ids.settle])).toEqual([]);

@@ -299,9 +299,47 @@ export const EnrollmentView = t.Object(
       description: 'The borrower’s latest revocation of its authorization, as the lender recorded it (POST …/revocation); while no authorization is dated after it, no debit',
     }),
     scheduled_payment: t.Union(
-      [t.Object({ reference: t.String(), amount: Int({ description: 'Cents' }), debit_on: t.String({ format: 'date', description: 'The business day it is debited, not before' }) }), t.Null()],
-      { description: 'A payment waiting out the notice period (collection policy notice_days); null when none' },
+      [
+        t.Object({
+          payment_id: t.String({ description: 'The payment (POST /v1/payments/{payment_id}/notice confirms its notice)' }),
+          reference: t.String(),
+          amount: Int({ description: 'Cents' }),
+          debit_on: t.String({ format: 'date', description: 'The day it is debited, not before (the lender’s time zone)' }),
+          notice_class: t.Union([t.String(), t.Null()], { description: 'first, regular, unusual or reinitiation (docs/payments.md, Payment notices)' }),
+          notice: t.Union(
+            [
+              t.Object({
+                requirements: t.Array(t.String(), { description: 'cfpb (12 CFR 1041.9(b)), reg_e (12 CFR 1005.10(d))' }),
+                due_from: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'Send it no earlier than this' }),
+                due_by: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'Send it no later than this: unconfirmed by then, the payment is voided' }),
+                sent_at: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When the lender confirmed sending it; null until then' }),
+              }),
+              t.Null(),
+            ],
+            { description: 'The notice it waits for; null when it needs none (only the policy’s notice_days)' },
+          ),
+        }),
+        t.Null(),
+      ],
+      { description: 'A payment waiting for its day: a notice period (notice_days) or a notice the rules ask for; null when none' },
     ),
+    reauthorization: t.Union(
+      [
+        t.Object({
+          obtained_at: t.String({ format: 'date-time' }),
+          method: t.String(),
+          evidence_ref: t.String(),
+          transfers: t.Array(t.Object({ date: t.String({ format: 'date' }), max_amount_cents: Int(), channel: t.String() })),
+          fee_max_amount_cents: t.Optional(Int()),
+          recorded_at: t.String({ format: 'date-time' }),
+        }),
+        t.Null(),
+      ],
+      { description: 'The borrower’s new authorization under the payday rule (POST …/authorizations): while covered, debits go only on its dates, within its amounts and channel; null when none' },
+    ),
+    reg_e_election: t.Union([t.Object({ type: t.String() }, { additionalProperties: true }), t.Null()], {
+      description: 'The borrower’s Regulation E election (POST …/reg_e_election); null: the policy’s reg_e_election',
+    }),
     rights_notice: t.Union([RightsNoticeView, t.Null()], {
       description:
         'The latest consumer-rights notice (12 CFR 1041.9(c)) owed the borrower after its second consecutive failed attempt for funds, under the CFPB payday rule: due_by, whether it is overdue, and when and how the lender recorded sending it (POST /v1/payment_enrollments/{authorizer_unique_id}/rights_notice); null when none was ever due',
@@ -313,6 +351,7 @@ export const EnrollmentView = t.Object(
         status: t.String({ description: 'initiating until the processor answers, then the latest event status' }),
         attempt: Int({ description: '1 for an original (or a payment under a new authorization), 2 and 3 for reinitiations' }),
         reinitiation_of: t.Union([t.String(), t.Null()], { description: "The original's reference, for a reinitiation" }),
+        notice_class: t.Union([t.String(), t.Null()], { description: 'first, regular, unusual, reinitiation or consumer_initiated (docs/payments.md, Payment notices); null for a payment made before classes were kept' }),
         created_at: t.String({ format: 'date-time' }),
         reported: t.Union(
           [
@@ -364,6 +403,8 @@ export const EnrollmentView = t.Object(
         authorization: null,
         revocation: null,
         scheduled_payment: null,
+        reauthorization: null,
+        reg_e_election: null,
         rights_notice: null,
         payments: [],
         ledger: { entries: [], collected: 0, reversed: 0, net: 0 },

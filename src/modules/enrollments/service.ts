@@ -495,6 +495,8 @@ function enrollmentView(e: Enrollment, { ledger, payments, lastRead, accountLast
     authorization: e.authorizationAt === null ? null : { obtained_at: iso(e.authorizationAt), reference: e.authorizationRef },
     revocation: e.revokedAt === null ? null : { received_at: iso(e.revokedAt), channel: e.revocationChannel!, evidence_ref: e.revocationRef },
     scheduled_payment: scheduledView(payments),
+    reauthorization: e.reauthorization ? (JSON.parse(e.reauthorization) as StoredReauthorization) : null,
+    reg_e_election: e.regEElection ? (JSON.parse(e.regEElection) as { type: string }) : null,
     rights_notice: rightsNotice,
     payments: payments.map((p) => ({
       reference: p.reference,
@@ -502,6 +504,7 @@ function enrollmentView(e: Enrollment, { ledger, payments, lastRead, accountLast
       status: p.status,
       attempt: p.attempt,
       reinitiation_of: p.reinitiationOf,
+      notice_class: p.noticeClass,
       created_at: iso(p.createdAt),
       reported:
         p.reportedStatus === null
@@ -512,10 +515,25 @@ function enrollmentView(e: Enrollment, { ledger, payments, lastRead, accountLast
   };
 }
 
+/** A new authorization under the payday rule as collection/authorizations.ts stores it. */
+interface StoredReauthorization {
+  obtained_at: string;
+  method: string;
+  evidence_ref: string;
+  transfers: { date: string; max_amount_cents: number; channel: string }[];
+  fee_max_amount_cents?: number;
+  recorded_at: string;
+}
+
 /** The payment waiting out its notice: what the lender tells the borrower. */
 function scheduledView(payments: EnrollmentPayment[]) {
   const p = payments.find((x) => x.status === 'scheduled');
-  return p && p.debitOn !== null ? { reference: p.reference, amount: p.amount, debit_on: iso(p.debitOn).slice(0, 10) } : null;
+  if (!p || p.debitOn === null) return null;
+  const notice =
+    p.noticeNeeds === null
+      ? null
+      : { requirements: p.noticeNeeds.split(','), due_from: isoOrNull(p.noticeDueFrom), due_by: isoOrNull(p.noticeDueBy), sent_at: isoOrNull(p.noticeSentAt) };
+  return { payment_id: p.id, reference: p.reference, amount: p.amount, debit_on: iso(p.debitOn).slice(0, 10), notice_class: p.noticeClass, notice };
 }
 
 /** What is shown of the borrower's bank_link: the provider and which account, never the access token, and its health. */

@@ -293,6 +293,12 @@ export const pgEnrollmentStore: EnrollmentStore = {
         reportedReturnCode: payments.reportedReturnCode,
         reportedAt: payments.reportedAt,
         reportHold: payments.reportHold,
+        id: payments.id,
+        noticeClass: payments.noticeClass,
+        noticeNeeds: payments.noticeNeeds,
+        noticeDueFrom: payments.noticeDueFrom,
+        noticeDueBy: payments.noticeDueBy,
+        noticeSentAt: payments.noticeSentAt,
       })
       .from(payments)
       .leftJoin(original, eq(original.id, payments.reinitiationOf))

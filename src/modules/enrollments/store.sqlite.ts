@@ -54,7 +54,8 @@ const paymentsAmong = (db: Db, lenderId: string, enrollmentIds: readonly string[
     .query<EnrollmentPaymentOf, [string, string]>(
       `SELECT p.enrollment_id AS enrollmentId, p.reference, p.amount_cents AS amount, p.status, p.attempt, o.reference AS reinitiationOf,
               p.created_at AS createdAt, p.debit_on AS debitOn, p.reported_status AS reportedStatus, p.reported_return_code AS reportedReturnCode,
-              p.reported_at AS reportedAt, p.report_hold AS reportHold
+              p.reported_at AS reportedAt, p.report_hold AS reportHold, p.id, p.notice_class AS noticeClass, p.notice_needs AS noticeNeeds,
+              p.notice_due_from AS noticeDueFrom, p.notice_due_by AS noticeDueBy, p.notice_sent_at AS noticeSentAt
          FROM payments p INDEXED BY payments_enrollment_idx LEFT JOIN payments o ON o.id = p.reinitiation_of
         WHERE p.enrollment_id IN (SELECT value FROM json_each(?2)) AND p.lender_id = ?1
         ORDER BY p.enrollment_id, p.created_at, p.id`,

@@ -27,6 +27,13 @@ export interface EnrollmentPayment {
   reportedReturnCode: string | null;
   reportedAt: number | null;
   reportHold: string | null;
+  /** Its id, its class for the payment notices, what asks for its notice, the window, and when the lender sent it. */
+  id: string;
+  noticeClass: string | null;
+  noticeNeeds: string | null;
+  noticeDueFrom: number | null;
+  noticeDueBy: number | null;
+  noticeSentAt: number | null;
 }
 
 export interface LedgerEntryRow {

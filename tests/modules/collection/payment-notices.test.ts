@@ -87,6 +87,15 @@ describe('the payday rule’s notices bind a covered borrower’s debits', () =>
     expect(ok.status).toBe(200);
     expect(ok.body).toMatchObject({ payment_id: p!.id, status: 'scheduled', notice_class: 'first', requirements: ['cfpb'], notice_sent_channel: 'electronic', evidence_ref: 'msg-1' });
     expect((await confirm(c, p!.id, { sent_at: iso(c.clock.now()), channel: 'electronic' })).status).toBe(409);
+    // The enrollment shows the payment, its class and its notice, sent.
+    expect((await c.json('GET', '/v1/payment_enrollments/told')).body.scheduled_payment).toEqual({
+      payment_id: p!.id,
+      reference: expect.stringMatching(/^DRS-told-/),
+      amount: 1000,
+      debit_on: '2026-11-30',
+      notice_class: 'first',
+      notice: { requirements: ['cfpb'], due_from: expect.any(String), due_by: '2026-11-25T05:59:59.999Z', sent_at: iso(c.clock.now()) },
+    });
     // Nothing reaches the processor before its day (midnight in Chicago).
     c.clock.set(Date.parse('2026-11-30T05:30:00.000Z'));
     await cycle(c);

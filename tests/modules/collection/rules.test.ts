@@ -253,13 +253,14 @@ describe('collection inside the rules, end to end (sandbox)', () => {
     const r = await auth(later, one);
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ blocked_reason: null, reauthorization: { obtained_at: later, method: 'signed', transfers: one } });
+    expect((await view(c, 'nsf')).reauthorization).toEqual(r.body.reauthorization);
     // Debited on its date, for at most its amount: attempt 1 of a new chain, 1000 cents of the 1091 collectable.
     await run(c, 1);
     v = await view(c, 'nsf');
-    expect(v.payments.map((p: { attempt: number; amount: number }) => [p.attempt, p.amount])).toEqual([
-      [1, 1091],
-      [2, 1091],
-      [1, 1000],
+    expect(v.payments.map((p: { attempt: number; amount: number; notice_class: string }) => [p.attempt, p.amount, p.notice_class])).toEqual([
+      [1, 1091, 'first'],
+      [2, 1091, 'reinitiation'],
+      [1, 1000, 'regular'],
     ]);
     // Its one date used, nothing more goes out (the sandbox returns it: cents 00 settle, but the date is gone either way).
     await run(c, 3);

@@ -117,6 +117,21 @@ const TABLE: Record<string, Row> = {
     body: { received_at: '2026-11-20T10:00:00.000Z', channel: 'written' },
     stranger: 404,
   },
+  // Its tenancy (another lender's borrower is 404) is in tests/modules/collection/payment-notices.test.ts: sec-6 owes no rights notice.
+  'POST /v1/payment_enrollments/:authorizer_unique_id/authorizations': {
+    path: '/v1/payment_enrollments/sec-6/authorizations',
+    body: { obtained_at: '2026-11-20T10:00:00.000Z', method: 'signed', evidence_ref: 'sec', transfers: [{ date: '2026-12-20', max_amount_cents: 100, channel: 'ach' }] },
+    stranger: null,
+  },
+  // Its tenancy is in tests/modules/collection/payment-notices.test.ts too: sec-6 has no processor key to pay with.
+  'POST /v1/payment_enrollments/:authorizer_unique_id/payments': {
+    path: '/v1/payment_enrollments/sec-6/payments',
+    body: { consumer_initiated: true, amount_cents: 100, date: '2026-12-20' },
+    stranger: null,
+  },
+  'POST /v1/payment_enrollments/:authorizer_unique_id/reg_e_election': { path: '/v1/payment_enrollments/sec-6/reg_e_election', body: { election: null }, stranger: 404 },
+  // Its tenancy (another lender's payment is 404) is in tests/modules/collection/payment-notices.test.ts: no payment has this id.
+  'POST /v1/payments/:id/notice': { path: '/v1/payments/sec-payment/notice', body: { sent_at: '2026-11-20T10:00:00.000Z', channel: 'electronic' }, stranger: null },
   'POST /v1/bank_accounts/:id/changes/:change_id/apply': { path: `/v1/bank_accounts/${bankAccountId}/changes/${changeId}/apply`, stranger: 404 },
   'GET /v1/collection_policy': { path: '/v1/collection_policy', stranger: null },
   'GET /v1/return_rates': { path: '/v1/return_rates', stranger: null },

@@ -180,6 +180,12 @@ describe('a payment the borrower asked for (12 CFR 1041.8(d))', () => {
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ authorizer_unique_id: 'asks', amount: 500, debit_on: '2026-11-24', notice_class: 'consumer_initiated', status: 'initiating' });
     expect((await ask({ amount_cents: 500, date: '2026-11-25' })).status).toBe(409);
+    // Another lender's borrower: 404, for the payment, the authorization and the notice alike.
+    const other = c.newLender('another-lender');
+    expect((await c.json('POST', '/v1/payment_enrollments/asks/payments', { key: other.key, body: { consumer_initiated: true, amount_cents: 500, date: '2026-11-25' } })).status).toBe(404);
+    const otherAuth = { obtained_at: iso(c.clock.now()), method: 'signed', evidence_ref: 'x', transfers: [{ date: '2026-12-01', max_amount_cents: 100, channel: 'ach' }] };
+    expect((await c.json('POST', '/v1/payment_enrollments/asks/authorizations', { key: other.key, body: otherAuth })).status).toBe(404);
+    expect((await c.json('POST', `/v1/payments/${r.body.payment_id}/notice`, { key: other.key, body: { sent_at: iso(c.clock.now()), channel: 'electronic' } })).status).toBe(404);
     const before = await atProcessor(c);
     await dispatchPayments(c.rt);
     expect(await atProcessor(c)).toBe(before);

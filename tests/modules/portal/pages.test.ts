@@ -314,6 +314,7 @@ describe('Payment notices on the borrower page', () => {
     expect(page).toMatch(/<th scope="row">Window<\/th><td>send it no earlier than <time datetime="2026-11-23T16:00:00.000Z">23 Nov 2026, 16:00 UTC \(just now\)<\/time> and no later than <time datetime="2026-11-24T23:59:59.999Z">24 Nov 2026, 23:59 UTC/);
     expect(page).toContain('for a debit on 2026-11-30 (the window of an electronic notice');
     expect(page).toContain('not sent yet');
+    expect(page).toContain('(' + s.reference + '), waiting for its notice</td>');
     expect(page).toContain('Regulation E election</th><td>policy default (none: no varying-amount notice is asked)</td>');
     expect(page).toContain('New authorization</th><td>none recorded</td>');
     // The payments table gives each payment's class.
@@ -352,6 +353,7 @@ describe('Payment notices on the borrower page', () => {
     expect(kept).toEqual({ ref: 'msg-4471', channel: 'electronic' });
     expect(done.text).toContain('<th scope="row">Sent</th><td>sent <time datetime="2026-11-23T16:10:00.000Z">');
     expect(done.text).not.toContain('Confirm notice sent');
+    expect(done.text).not.toContain('waiting for its notice');
     // Once: the API says so, and so does the page.
     const again = await p.post('/portal/payments/borrowers/told/notice', form);
     expect(again.status).toBe(409);

@@ -350,7 +350,7 @@ async function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View
             'Scheduled payment',
             e.scheduled_payment ? (
               <>
-                <Money cents={e.scheduled_payment.amount} /> on {e.scheduled_payment.debit_on} ({e.scheduled_payment.reference}){e.scheduled_payment.notice ? ', waiting for its notice' : ''}
+                <Money cents={e.scheduled_payment.amount} /> on {e.scheduled_payment.debit_on} ({e.scheduled_payment.reference}){e.scheduled_payment.notice && !e.scheduled_payment.notice.sent_at ? ', waiting for its notice' : ''}
               </>
             ) : (
               'none'

@@ -1,15 +1,17 @@
 // The portal's console pages through the real app: the overview's figures equal the API's after a known
 // sequence of payments; API keys, the signing secret and webhook endpoints managed from Developers; the
-// collection rules form round-trips; every page is signed in, escapes what it shows and isolates bidi
-// controls; errors are pages.
+// collection rules form round-trips, its payment notices' fields too; the borrower page shows a scheduled
+// payment's notice, a new authorization and the Regulation E election, and confirms a notice as the API does;
+// every page is signed in, escapes what it shows and isolates bidi controls; errors are pages.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
-import { bankAuthorizer, enrollBorrower } from '../../helpers/fixtures';
+import { bankAuthorizer, enrollBorrower, ownAccount } from '../../helpers/fixtures';
 import { cycle, dispatchAndSettle } from '../../helpers/collection';
 import { signedIn } from '../../helpers/portal';
 import { dollars } from '../../../src/modules/portal/ui/format';
 import { issueKey, MAX_LIVE_API_KEYS, TooManyApiKeys } from '../../../src/modules/lenders/service';
 import { transaction } from '../../../src/platform/context';
+import { pollProcessors } from '../../../src/modules/collection/poll';
 
 const SETTLE = 60_000;
 const contexts: TestContext[] = [];
@@ -229,6 +231,183 @@ describe('Collection rules', () => {
     // An empty time zone is UTC.
     await p.post('/portal/payments/rules', { max_reinitiations: '1', reinitiation_amount: 'original', notice_days: '3', time_zone: '' });
     expect((await c.json('GET', '/v1/collection_policy')).body.time_zone).toBeNull();
+  });
+});
+
+describe('Collection rules: payment notices', () => {
+  test('the notice channel and the Regulation E default election are saved as PATCH saves them; a bad one is refused on the page, and a form without them leaves them', async () => {
+    const c = fresh();
+    const p = await signedIn(c);
+    const policy = async () => (await c.json('GET', '/v1/collection_policy')).body;
+    // A new lender binds the notices electronically and asks no varying-amount notice: the form shows it so.
+    const first = (await p.get('/portal/payments/rules')).text;
+    expect(first).toMatch(/<option value="electronic" selected/);
+    expect(first).toMatch(/<option value="none" selected/);
+    expect(first).toContain('I send the payday rule’s notices myself');
+    const base = { max_reinitiations: '2', reinitiation_amount: 'current', notice_days: '0' };
+    let r = await p.post('/portal/payments/rules', { ...base, cfpb_covered: 'true', notice_channel: 'mail', reg_e_type: 'outside_range', reg_e_min_cents: '500', reg_e_max_cents: '20000', reg_e_amount_cents: '' });
+    expect(r.status).toBe(200);
+    expect(r.text).toContain('Collection rules saved.');
+    expect(await policy()).toMatchObject({ cfpb_covered: true, notice_channel: 'mail', reg_e_election: { type: 'outside_range', min_cents: 500, max_cents: 20000 } });
+    const shown = (await p.get('/portal/payments/rules')).text;
+    expect(shown).toMatch(/<option value="mail" selected/);
+    expect(shown).toMatch(/<option value="outside_range" selected/);
+    expect(shown).toMatch(/name="reg_e_min_cents"[^>]*value="500"/);
+    expect(shown).toMatch(/name="reg_e_max_cents"[^>]*value="20000"/);
+    // Only the amounts of the chosen election are read.
+    r = await p.post('/portal/payments/rules', { ...base, cfpb_covered: 'true', notice_channel: 'self', reg_e_type: 'difference_over', reg_e_min_cents: '500', reg_e_max_cents: '20000', reg_e_amount_cents: '300' });
+    expect(r.status).toBe(200);
+    expect(await policy()).toMatchObject({ notice_channel: null, reg_e_election: { type: 'difference_over', amount_cents: 300 } });
+    expect((await policy()).reg_e_election).toEqual({ type: 'difference_over', amount_cents: 300 });
+    expect((await p.get('/portal/payments/rules')).text).toMatch(/<option value="self" selected/);
+    for (const [bad, words] of [
+      [{ reg_e_type: 'outside_range', reg_e_min_cents: '3000', reg_e_max_cents: '2000' }, 'min_cents must not be above max_cents'],
+      [{ reg_e_type: 'outside_range', reg_e_min_cents: '3000', reg_e_max_cents: '' }, 'the highest amount without a notice'],
+      [{ reg_e_type: 'difference_over', reg_e_amount_cents: 'lots' }, 'the largest difference without a notice'],
+      [{ reg_e_type: 'sometimes' }, 'reg_e_election'],
+      [{ notice_channel: 'pigeon' }, 'notice_channel'],
+      // Covered, with mail notices, the lead must stay inside their window (6 to 10 business days).
+      [{ notice_channel: 'mail', notice_days: '5' }, 'notice_days'],
+    ] as const) {
+      const refused = await p.post('/portal/payments/rules', Object.assign({ ...base, cfpb_covered: 'true', notice_channel: 'self', reg_e_type: 'always' }, bad));
+      expect(refused.status).toBe(400);
+      expect(refused.text).toContain('role="alert"');
+      expect(refused.text).toContain(words);
+    }
+    expect((await policy())).toMatchObject({ notice_channel: null, reg_e_election: { type: 'difference_over', amount_cents: 300 } });
+    // Mail notices with a lead inside their window; then always.
+    r = await p.post('/portal/payments/rules', { ...base, cfpb_covered: 'true', notice_days: '6', notice_channel: 'mail', reg_e_type: 'always' });
+    expect(r.status).toBe(200);
+    expect(await policy()).toMatchObject({ notice_days: 6, notice_channel: 'mail', reg_e_election: { type: 'always' } });
+    // A form that does not send them (an older page) leaves them as they are.
+    await p.post('/portal/payments/rules', base);
+    expect(await policy()).toMatchObject({ cfpb_covered: false, notice_channel: 'mail', reg_e_election: { type: 'always' } });
+  });
+});
+
+describe('Payment notices on the borrower page', () => {
+  /** Monday 23 November 2026, 16:00 UTC: Thursday is Thanksgiving. */
+  const AT = '2026-11-23T16:00:00.000Z';
+  const at = (env: Record<string, string> = {}) => {
+    const c = createTestContext({ SANDBOX_SETTLEMENT_MS: String(SETTLE), MONITOR_READ_INTERVAL_MS: '3600000', ...env }, { clockAt: AT });
+    contexts.push(c);
+    return c;
+  };
+  const view = async (c: TestContext, aid: string) => (await c.json('GET', `/v1/payment_enrollments/${aid}`)).body;
+
+  test('a covered borrower’s scheduled payment shows its class, what asks for its notice and its window; the form confirms it as the API does, and refuses what the API refuses', async () => {
+    const c = at();
+    expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_portal_notices_000001', rail_scope: 'both', is_default: true } })).status).toBe(201);
+    expect((await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true, notice_channel: 'electronic' } })).status).toBe(200);
+    await c.json('POST', '/v1/payment_enrollments', {
+      body: { borrowers: [enrollBorrower('told', { collectable_amount: 1000, account_number: ownAccount(0) }), enrollBorrower('late', { collectable_amount: 2000, account_number: ownAccount(1) })] },
+    });
+    await cycle(c);
+    // The first payment, electronic: no later than 3 business days before its day, Monday 30 November (Thursday is a holiday).
+    const s = (await view(c, 'told')).scheduled_payment;
+    expect(s).toMatchObject({ notice_class: 'first', debit_on: '2026-11-30', notice: { requirements: ['cfpb'], due_from: AT, due_by: '2026-11-24T23:59:59.999Z', sent_at: null } });
+    const p = await signedIn(c);
+    const page = (await p.get('/portal/payments/borrowers/told')).text;
+    expect(page).toContain('<h2 id="payment-notice">Payment notice</h2>');
+    expect(page).toContain('<th scope="row">Class</th><td>first payment: no debit of the borrower has reached its processor before</td>');
+    expect(page).toContain('<th scope="row">What asks for it</th><td>the CFPB payday rule’s payment notice (12 CFR 1041.9(b))</td>');
+    expect(page).toMatch(/<th scope="row">Window<\/th><td>send it no earlier than <time datetime="2026-11-23T16:00:00.000Z">23 Nov 2026, 16:00 UTC \(just now\)<\/time> and no later than <time datetime="2026-11-24T23:59:59.999Z">24 Nov 2026, 23:59 UTC/);
+    expect(page).toContain('for a debit on 2026-11-30 (the window of an electronic notice');
+    expect(page).toContain('not sent yet');
+    expect(page).toContain('(' + s.reference + '), waiting for its notice</td>');
+    expect(page).toContain('Regulation E election</th><td>policy default (none: no varying-amount notice is asked)</td>');
+    expect(page).toContain('New authorization</th><td>none recorded</td>');
+    // The payments table gives each payment's class.
+    expect(page).toMatch(/<th scope="col" class="wide">Class<\/th>/);
+    expect(page).toMatch(/<td>scheduled<\/td><td class="wide">first<\/td>/);
+    // The form: the payment shown, sent_at now (UTC, to the second), the policy's channel.
+    expect(page).toContain(`<input type="hidden" name="payment_id" value="${s.payment_id}"/>`);
+    expect(page).toMatch(/id="sent_at" name="sent_at" type="datetime-local" step="1" required="" value="2026-11-23T16:00:00"/);
+    expect(page).toMatch(/<option value="electronic" selected/);
+
+    const form = { payment_id: s.payment_id, sent_at: '2026-11-23T16:00:00', channel: 'electronic' };
+    for (const [bad, status, words] of [
+      [{ sent_at: '2026-11-23T17:00' }, 400, 'Expected a time not in the future'],
+      [{ sent_at: 'soon' }, 400, 'sent_at'],
+      // A mailed first-payment notice was due 6 business days before: its window has passed.
+      [{ channel: 'mail' }, 400, 'A mail notice of this payment is sent between'],
+      [{ channel: 'pigeon' }, 400, 'channel'],
+      [{ evidence_ref: 'x'.repeat(201) }, 400, 'evidence_ref'],
+      // Another borrower's payment (or one replanned since the page was shown) is not this page's to confirm.
+      [{ payment_id: (await view(c, 'late')).scheduled_payment.payment_id }, 409, 'no longer the one the form was for'],
+    ] as const) {
+      const refused = await p.post('/portal/payments/borrowers/told/notice', { ...form, ...bad });
+      expect(`${refused.status} ${refused.text.includes('role="alert"')}`).toBe(`${status} true`);
+      expect(refused.text).toContain(words);
+    }
+    expect((await view(c, 'told')).scheduled_payment.notice.sent_at).toBeNull();
+    expect((await view(c, 'late')).scheduled_payment.notice.sent_at).toBeNull();
+
+    // Sent a while ago, confirmed now (the session is still young: 30 idle minutes end it).
+    c.clock.advance(20 * 60_000);
+    const done = await p.post('/portal/payments/borrowers/told/notice', { ...form, sent_at: '2026-11-23T16:10', evidence_ref: 'msg-4471' });
+    expect(done.status).toBe(200);
+    expect(done.text).toMatch(/<p role="status"><ins>Notice confirmed: sent 23 Nov 2026, 16:10 UTC by electronic\. The payment goes out on 2026-11-30/);
+    expect((await view(c, 'told')).scheduled_payment.notice).toMatchObject({ sent_at: '2026-11-23T16:10:00.000Z' });
+    const kept = (await c.rows<{ ref: string | null; channel: string | null }>('SELECT notice_evidence_ref AS ref, notice_sent_channel AS channel FROM payments WHERE id = ?', s.payment_id))[0];
+    expect(kept).toEqual({ ref: 'msg-4471', channel: 'electronic' });
+    expect(done.text).toContain('<th scope="row">Sent</th><td>sent <time datetime="2026-11-23T16:10:00.000Z">');
+    expect(done.text).not.toContain('Confirm notice sent');
+    expect(done.text).not.toContain('waiting for its notice');
+    // Once: the API says so, and so does the page.
+    const again = await p.post('/portal/payments/borrowers/told/notice', form);
+    expect(again.status).toBe(409);
+    expect(again.text).toContain('Its notice was confirmed already');
+
+    // Past its window, unsent: overdue, and no form (the next read voids it).
+    c.clock.set(Date.parse('2026-11-25T00:00:00.000Z'));
+    const late = (await (await signedIn(c)).get('/portal/payments/borrowers/late')).text;
+    expect(late).toContain('<strong>overdue</strong>: its window closed <time datetime="2026-11-24T23:59:59.999Z">');
+    expect(late).not.toContain('Confirm notice sent');
+  });
+
+  test('a new authorization under the payday rule with its transfers, and the borrower’s Regulation E election', async () => {
+    const c = at();
+    expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_portal_notices_000002', rail_scope: 'both', is_default: true } })).status).toBe(201);
+    // The lender sends the payday rule's payment notices itself here: the debits go at once.
+    expect((await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true, notice_channel: null } })).status).toBe(200);
+    // Cents 91: every debit is returned R01; after two, the borrower waits for a new authorization.
+    await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('nsf', { collectable_amount: 1091 })] } });
+    for (let i = 0; i < 5; i++) {
+      await cycle(c);
+      c.clock.advance(SETTLE);
+      await pollProcessors(c.rt);
+      c.clock.advance(3_600_000);
+    }
+    expect((await view(c, 'nsf')).blocked_reason).toBe('reauthorization_required');
+    const now = new Date(c.clock.now()).toISOString();
+    expect((await c.json('POST', '/v1/payment_enrollments/nsf/rights_notice', { body: { sent_at: now, channel: 'electronic' } })).status).toBe(200);
+    c.clock.advance(60_000);
+    const obtained = new Date(c.clock.now()).toISOString();
+    const transfers = [
+      { date: '2026-12-01', max_amount_cents: 500, channel: 'ach' },
+      { date: '2026-12-15', max_amount_cents: 591, channel: 'ach' },
+    ];
+    const auth = await c.json('POST', '/v1/payment_enrollments/nsf/authorizations', { body: { obtained_at: obtained, method: 'recorded_call', evidence_ref: 'CALL-2291', transfers, fee_max_amount_cents: 0 } });
+    expect(auth.status).toBe(200);
+    expect((await c.json('POST', '/v1/payment_enrollments/nsf/reg_e_election', { body: { election: { type: 'outside_range', min_cents: 500, max_cents: 2000 } } })).status).toBe(200);
+    const p = await signedIn(c);
+    const page = (await p.get('/portal/payments/borrowers/nsf')).text;
+    expect(page).toContain('<h2 id="reauthorization">New authorization</h2>');
+    expect(page).toContain(`<th scope="row">Obtained</th><td><time datetime="${obtained}">`);
+    expect(page).toContain('<th scope="row">Method</th><td>recorded_call</td>');
+    expect(page).toContain('<th scope="row">Evidence</th><td>CALL-2291</td>');
+    expect(page).toContain('<th scope="row">Fee maximum (recorded; no fee is debited)</th><td>$0.00</td>');
+    expect(page).toContain('<tr><td>2026-12-01</td><td>$5.00</td><td>ach</td></tr>');
+    expect(page).toContain('<tr><td>2026-12-15</td><td>$5.91</td><td>ach</td></tr>');
+    expect(page).toContain('(2 transfers)');
+    expect(page).toContain('Regulation E election</th><td>outside a range: a notice only below $5.00 or above $20.00</td>');
+    // The payments so far: the first and its reinitiation.
+    expect(page).toMatch(/<td>returned<\/td><td class="wide">first<\/td>/);
+    expect(page).toMatch(/<td>returned<\/td><td class="wide">reinitiation<\/td>/);
+    // Back to the policy's election.
+    expect((await c.json('POST', '/v1/payment_enrollments/nsf/reg_e_election', { body: { election: null } })).status).toBe(200);
+    expect((await p.get('/portal/payments/borrowers/nsf')).text).toContain('Regulation E election</th><td>policy default (none: no varying-amount notice is asked)</td>');
   });
 });
 

@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia';
+import type { Child } from 'hono/jsx';
 import type { LinkHealth } from '../../../../db/schema/enums';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../../deps';
@@ -19,7 +20,13 @@ import { formOf } from '../plugin';
 import { Csrf } from '../ui/components';
 import { searchBorrowers, SEARCH_LIMIT, type SearchKind } from '../../enrollments/search';
 import { problemOf } from '../plugin';
-import { dollars } from '../ui/format';
+import { dateWords, dollars } from '../ui/format';
+import { NOTICE_CHANNELS, type NoticeClass } from '../../../../db/schema/enums';
+import { getPolicy } from '../../collection-policy/service';
+import { recordPaymentNotice } from '../../collection/authorizations';
+import { NoticeSentBody } from '../../collection/model';
+import { Conflict } from '../../../platform/errors';
+import { electionWords, NOTICE_CLASS_WORDS, NOTICE_NEED_WORDS } from '../ui/notices';
 
 /** What each blocked reason asks of the lender, in words. */
 const BLOCKED_WHY: Record<BlockedReason, string> = {
@@ -57,7 +64,9 @@ const LINK_HEALTH_WORDS: Record<LinkHealth, string> = {
 
 // /portal/payments/borrowers: the enrolled borrowers, searched by a prefix of authorizer_unique_id, filtered by
 // state and blocked reason, paged, and downloaded as CSV; a borrower's page with its payments, events and
-// ledger, and removal and erasure after a confirmation. The same services as /v1/payment_enrollments.
+// ledger, the notice its scheduled payment waits for (confirmed here as by POST /v1/payments/{id}/notice), its
+// new authorization and Regulation E election, and removal and erasure after a confirmation. The same services
+// as /v1/payment_enrollments.
 
 const HERE = '/portal/payments/borrowers';
 const PAGE_SIZE = 50;
@@ -78,7 +87,7 @@ type FilterValues = typeof Filters.static;
 
 const listInput = (f: FilterValues) => ({ prefix: f.q, state: f.state, blockedReason: f.blocked });
 
-type Action = 'remove' | 'erase' | 'read' | 'resend' | 'amount';
+type Action = 'remove' | 'erase' | 'read' | 'resend' | 'amount' | 'notice';
 const AmountForm = Type.Object({ amount: Type.String({ minLength: 1, maxLength: 20 }) });
 const dollarsOf = (cents: number) => dollars(cents);
 // A borrower named by its id alone, in the query: for the ids a path cannot carry (below).
@@ -192,10 +201,117 @@ function RightsNoticeFact({ notice: n, now }: { notice: Awaited<ReturnType<typeo
   return <>{n.overdue ? <strong>overdue: was due</strong> : 'due'} by <Time at={n.due_by} now={now} />, not sent yet</>;
 }
 
+type Enrollment = Awaited<ReturnType<typeof getEnrollment>>;
+
+const classWords = (k: string | null) => (k === null ? 'not classified (made before classes were kept)' : (NOTICE_CLASS_WORDS[k as NoticeClass] ?? k));
+
+/** A form's time as an instant: `YYYY-MM-DDTHH:MM[:SS]` (a datetime-local field, read as UTC, as the portal shows times) or a full date-time. */
+const formInstant = (v: string) => (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(v) ? `${v.length === 16 ? `${v}:00` : v}Z` : v);
+/** An instant as a datetime-local field's value, to the second, in UTC. */
+const fieldTime = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString().slice(0, 19);
+
+/**
+ * The notice a scheduled payment waits for (docs/payments.md, Payment notices): its class, what asks for it,
+ * its window in words, whether it was sent; overdue once its window has passed unsent (the next read voids the
+ * payment). With the form to confirm it while it can still be confirmed.
+ */
+function ScheduledNotice(props: { e: Enrollment; channel: (typeof NOTICE_CHANNELS)[number] | null; view: View }) {
+  const s = props.e.scheduled_payment;
+  const now = props.view.now;
+  if (!s) return null;
+  const n = s.notice;
+  const dueBy = n?.due_by ? Date.parse(n.due_by) : null;
+  const overdue = n !== null && n.sent_at === null && dueBy !== null && dueBy < now;
+  const window = !n ? (
+    'none: only the notice period of the rules (notice_days)'
+  ) : (
+    <>
+      send it {n.due_from ? <>no earlier than <Time at={n.due_from} now={now} /> and </> : null}no later than <Time at={n.due_by} now={now} />, for a
+      debit on {s.debit_on}
+      {n.requirements.includes('cfpb') && props.channel ? ` (the window of ${props.channel === 'electronic' ? 'an electronic' : 'a mailed'} notice; the other channel’s differs)` : ''}
+    </>
+  );
+  const sent = !n ? (
+    '—'
+  ) : n.sent_at ? (
+    <>
+      sent <Time at={n.sent_at} now={now} />: the payment goes out on its day if nothing else stops it
+    </>
+  ) : overdue ? (
+    <>
+      <strong>overdue</strong>: its window closed <Time at={n.due_by} now={now} /> and no notice was confirmed; the next read voids the payment (no money moves) and plans
+      another with a window of its own
+    </>
+  ) : (
+    'not sent yet: the payment does not go out until it is confirmed here or through POST /v1/payments/{payment_id}/notice'
+  );
+  return (
+    <section aria-labelledby="payment-notice">
+      <h2 id="payment-notice">Payment notice</h2>
+      <Facts
+        caption={`The notice the scheduled payment ${s.reference} waits for`}
+        rows={[
+          ['Payment', <><Money cents={s.amount} /> on {s.debit_on} (<code>{s.reference}</code>)</>],
+          ['Class', classWords(s.notice_class)],
+          ['What asks for it', n ? (n.requirements.length ? n.requirements.map((r) => NOTICE_NEED_WORDS[r] ?? r).join('; ') : 'nothing') : 'no notice'],
+          ['Window', window],
+          ['Sent', sent],
+        ]}
+      />
+      {n && n.sent_at === null && !overdue ? (
+        <form method="post" action={borrowerHref(props.e.authorizer_unique_id, 'notice')} aria-label="Confirm the payment notice was sent">
+          <Csrf token={props.view.user.csrf} />
+          <input type="hidden" name="payment_id" value={s.payment_id} />
+          <label for="sent_at">Sent at (UTC)</label>
+          <input id="sent_at" name="sent_at" type="datetime-local" step={1} required value={fieldTime(now)} aria-describedby="sent_at-help" />
+          <small id="sent_at-help">When the notice went out: not in the future, and inside its window for the channel it went by.</small>
+          <label for="notice_channel">Sent by</label>
+          <select id="notice_channel" name="channel">
+            {NOTICE_CHANNELS.map((c) => (
+              <option value={c} selected={(props.channel ?? 'electronic') === c}>
+                {c === 'electronic' ? 'electronic' : 'mail'}
+              </option>
+            ))}
+          </select>
+          <label for="evidence_ref">Your reference to its copy (optional)</label>
+          <input id="evidence_ref" name="evidence_ref" type="text" maxlength={200} />
+          <button type="submit">Confirm notice sent</button>
+        </form>
+      ) : null}
+    </section>
+  );
+}
+
+/** The borrower's new authorization under the payday rule (12 CFR 1041.8(c)): what was obtained, and its transfers. */
+function Reauthorization({ a, now }: { a: NonNullable<Enrollment['reauthorization']>; now: number }) {
+  return (
+    <section aria-labelledby="reauthorization">
+      <h2 id="reauthorization">New authorization</h2>
+      <Facts
+        caption="Recorded under the payday rule: while covered, debits go only on its dates, within its amounts and channel"
+        rows={[
+          ['Obtained', <Time at={a.obtained_at} now={now} />],
+          ['Method', a.method],
+          ['Evidence', a.evidence_ref],
+          ...(a.fee_max_amount_cents !== undefined ? ([['Fee maximum (recorded; no fee is debited)', <Money cents={a.fee_max_amount_cents} />]] as [string, Child][]) : []),
+          ['Recorded', <Time at={a.recorded_at} now={now} />],
+        ]}
+      />
+      <Table
+        caption="Its transfers: the days a debit may go out, the most each may be, and its channel"
+        headers={['Date', 'At most', 'Channel']}
+        rows={a.transfers.map((t) => [t.date, <Money cents={t.max_amount_cents} />, t.channel])}
+        empty="No transfer named."
+      />
+    </section>
+  );
+}
+
 async function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View; aid: string; message?: Message }) {
   const ctx = { lender: props.s.lender, deps: props.deps };
   const e = await getEnrollment({ ctx, input: { authorizerUniqueId: props.aid } });
   const events = (await listPaymentEvents({ ctx, input: { authorizerUniqueId: e.authorizer_unique_id } })).events;
+  const policy = await getPolicy({ ctx });
   const now = props.view.now;
   const instrument = `${e.instrument.rail.toUpperCase()} ${'bank_name' in e.instrument ? (e.instrument.bank_name ?? '') : (e.instrument.card_brand ?? '')} …${e.instrument.last4 ?? ''}`;
   return (
@@ -230,16 +346,29 @@ async function BorrowerContent(props: { deps: Deps; s: PortalSession; view: View
               : 'not learned yet',
           ],
           ['Presentments of this debt', `${e.payments_used} of 3`],
-          ['Scheduled payment', e.scheduled_payment ? <><Money cents={e.scheduled_payment.amount} /> on {e.scheduled_payment.debit_on} ({e.scheduled_payment.reference})</> : 'none'],
+          [
+            'Scheduled payment',
+            e.scheduled_payment ? (
+              <>
+                <Money cents={e.scheduled_payment.amount} /> on {e.scheduled_payment.debit_on} ({e.scheduled_payment.reference}){e.scheduled_payment.notice && !e.scheduled_payment.notice.sent_at ? ', waiting for its notice' : ''}
+              </>
+            ) : (
+              'none'
+            ),
+          ],
           ['Consumer-rights notice', <RightsNoticeFact notice={e.rights_notice} now={now} />],
+          ['New authorization', e.reauthorization ? <>obtained <Time at={e.reauthorization.obtained_at} now={now} /> ({e.reauthorization.transfers.length} transfers)</> : 'none recorded'],
+          ['Regulation E election', e.reg_e_election ? electionWords(e.reg_e_election) : `policy default (${electionWords(policy.reg_e_election)})`],
         ]}
       />
+      <ScheduledNotice e={e} channel={policy.notice_channel} view={props.view} />
+      {e.reauthorization ? <Reauthorization a={e.reauthorization} now={now} /> : null}
       <h2>Payments</h2>
       <Table
-        caption="The service's payments, oldest first; attempt 2 and 3 are reinitiations"
-        headers={['Reference', 'Amount', 'Status', 'Attempt', 'Reinitiation of', 'Created']}
+        caption="The service's payments, oldest first; attempt 2 and 3 are reinitiations; the class is the notice the rules asked of each debit (first, unusual, reinitiation, regular, consumer_initiated)"
+        headers={['Reference', 'Amount', 'Status', 'Class', 'Attempt', 'Reinitiation of', 'Created']}
         phone={[0, 1, 2]}
-        rows={e.payments.map((p) => [<code>{p.reference}</code>, <Money cents={p.amount} />, p.status, String(p.attempt), p.reinitiation_of ?? '—', <Time at={p.created_at} now={now} />])}
+        rows={e.payments.map((p) => [<code>{p.reference}</code>, <Money cents={p.amount} />, p.status, p.notice_class ?? '—', String(p.attempt), p.reinitiation_of ?? '—', <Time at={p.created_at} now={now} />])}
       />
       <h2>Payment events</h2>
       <Table
@@ -301,9 +430,9 @@ const ACTIONS = {
 } as const;
 
 export const borrowerPages = (deps: Deps) => {
-  const show = (s: PortalSession, aid: string, message?: Message) => {
+  const show = (s: PortalSession, aid: string, message?: Message, status = 200) => {
     const view = viewOf(deps, s, HERE);
-    return page(view, `Borrower ${aid}`, <BorrowerContent deps={deps} s={s} view={view} aid={aid} message={message} />);
+    return page(view, `Borrower ${aid}`, <BorrowerContent deps={deps} s={s} view={view} aid={aid} message={message} />, status);
   };
   const app = new Elysia({ name: 'portal-borrowers' })
     .use(portalSession(deps))
@@ -420,7 +549,33 @@ export const borrowerPages = (deps: Deps) => {
       return show(session, aid, { kind: 'error', text: `Not re-sent: ${problemOf(err)}` });
     }
   };
+  // The lender confirms a scheduled payment's notice was sent: recorded by the same service as POST
+  // /v1/payments/{id}/notice, for the payment this borrower's page showed (one replanned since is refused).
+  const confirmNotice = async (session: PortalSession, aid: string, body: unknown) => {
+    const ctx = { lender: session.lender, deps };
+    const raw = (body ?? {}) as Record<string, unknown>;
+    try {
+      const e = await getEnrollment({ ctx, input: { authorizerUniqueId: aid } });
+      const paymentId = typeof raw.payment_id === 'string' ? raw.payment_id : '';
+      if (!e.scheduled_payment || e.scheduled_payment.payment_id !== paymentId) {
+        return show(session, aid, { kind: 'error', text: 'Not confirmed: the borrower’s scheduled payment is no longer the one the form was for. Its current one is shown below.' }, 409);
+      }
+      const evidence = typeof raw.evidence_ref === 'string' ? raw.evidence_ref.trim() : '';
+      const input = formOf(NoticeSentBody, {
+        sent_at: typeof raw.sent_at === 'string' ? formInstant(raw.sent_at.trim()) : raw.sent_at,
+        channel: raw.channel,
+        ...(evidence ? { evidence_ref: evidence } : {}),
+      });
+      const r = await recordPaymentNotice({ ctx, input: { paymentId, body: input } });
+      const sentAt = Date.parse(input.sent_at);
+      return show(session, aid, { kind: 'ok', text: `Notice confirmed: sent ${dateWords(sentAt)} by ${r.notice_sent_channel}. The payment goes out on ${r.debit_on} if nothing else stops it.` });
+    } catch (err) {
+      return show(session, aid, { kind: 'error', text: `Not confirmed: ${problemOf(err)}` }, err instanceof Conflict ? 409 : 400);
+    }
+  };
   app
+    .post(`${HERE}/:aid/notice`, ({ session, params, body }) => confirmNotice(session, params.aid, body), { signedIn: true, detail: { hide: true } })
+    .post(`${BY_QUERY}/notice`, ({ session, query, body }) => confirmNotice(session, idOf(query), body), { signedIn: true, detail: { hide: true } })
     .post(`${HERE}/:aid/resend`, ({ session, params, body }) => resend(session, params.aid, body, false), { signedIn: true, detail: { hide: true } })
     .post(`${HERE}/:aid/amount`, ({ session, params, body }) => resend(session, params.aid, body, true), { signedIn: true, detail: { hide: true } })
     .post(`${BY_QUERY}/resend`, ({ session, query, body }) => resend(session, idOf(query), body, false), { signedIn: true, detail: { hide: true } })

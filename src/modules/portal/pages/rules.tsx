@@ -2,6 +2,8 @@ import { Elysia } from 'elysia';
 import type { Deps } from '../../../deps';
 import { CHANGE_APPLICATIONS, REINITIATION_AMOUNTS, READ_CADENCES } from '../../../../db/schema/enums';
 import { PolicyPatch } from '../../collection-policy/model';
+import type { RegEElection } from '../../collection-policy/notice-windows';
+import { InvalidInput } from '../../../platform/errors';
 import { getPolicy, updatePolicy } from '../../collection-policy/service';
 import { returnRates } from '../../return-rates/service';
 import { formOf, page, portalSession, problemOf, viewOf } from '../plugin';
@@ -23,6 +25,45 @@ const CODES = {
 
 /** A whole number as typed, or the text itself (the schema then says what is wrong with it). */
 const whole = (v: unknown, digits = 3) => (typeof v === 'string' && new RegExp(`^\\d{1,${digits}}$`).test(v.trim()) ? Number(v.trim()) : v);
+
+// The payday rule's notices: a channel, or the lender's own (null), sent as "self" by the form.
+const SELF = 'self';
+const CHANNEL_WORDS = {
+  electronic: 'electronic: debits wait for a notice confirmed inside its electronic window',
+  mail: 'mail: debits wait for a notice confirmed inside its mail window',
+  [SELF]: 'I send the payday rule’s notices myself: no debit waits for them',
+} as const;
+const REG_E_TYPES = ['none', 'always', 'outside_range', 'difference_over'] as const;
+const REG_E_WORDS: Record<(typeof REG_E_TYPES)[number], string> = {
+  none: 'never: no varying-amount notice is asked',
+  always: 'always: whenever the amount differs from the last debit',
+  outside_range: 'outside a range: only below the lowest or above the highest amount',
+  difference_over: 'beyond a difference: only when it differs from the last debit by more than the amount',
+};
+const RANGE_MAX = 100_000_000;
+const electionValue = (e: RegEElection, k: 'min_cents' | 'max_cents' | 'amount_cents') => (k in e ? String((e as Record<string, unknown>)[k]) : '');
+
+/**
+ * The Regulation E election the form chose, as the API's body takes it; undefined when the form sends none (the
+ * policy's stays). Only the amounts of the chosen type are read; one missing or not a whole number names its field.
+ */
+function electionOf(raw: Record<string, unknown>): unknown {
+  const type = raw.reg_e_type;
+  if (type === undefined) return undefined;
+  const cents = (field: string, key: string) => {
+    const v = whole(raw[field], 9);
+    if (typeof v !== 'number' || v > RANGE_MAX) throw InvalidInput.field(`/reg_e_election/${key}`, `Enter ${FIELD_WORDS[field]} as whole cents from 0 to ${RANGE_MAX}`);
+    return v;
+  };
+  if (type === 'outside_range') return { type, min_cents: cents('reg_e_min_cents', 'min_cents'), max_cents: cents('reg_e_max_cents', 'max_cents') };
+  if (type === 'difference_over') return { type, amount_cents: cents('reg_e_amount_cents', 'amount_cents') };
+  return { type };
+}
+const FIELD_WORDS: Record<string, string> = {
+  reg_e_min_cents: 'the lowest amount without a notice',
+  reg_e_max_cents: 'the highest amount without a notice',
+  reg_e_amount_cents: 'the largest difference without a notice',
+};
 
 async function RulesContent(props: { deps: Deps; s: PortalSession; message?: Message; csrf: string; now: number }) {
   const ctx = { lender: props.s.lender, deps: props.deps };
@@ -77,8 +118,47 @@ async function RulesContent(props: { deps: Deps; s: PortalSession; message?: Mes
           <input id="notice_days" name="notice_days" type="number" min={0} max={10} step={1} value={String(p.notice_days)} aria-describedby="notice_days-help" />
           <small id="notice_days-help">
             CFPB payday rule, 12 CFR 1041.9: a payment notice 3 business days before a withdrawal sent electronically (6 if mailed). A read that finds the
-            balance covering the amount schedules the payment that many business days ahead instead of sending it; 0 sends at once.
+            balance covering the amount schedules the payment that many business days ahead instead of sending it; 0 sends at once. For covered loans with a
+            notice channel below it is the lead of their notices and stays inside their windows (3 to 7 electronic, 6 to 10 mail); 0 lets each notice take its
+            own.
           </small>
+          <label for="notice_channel">How you send the payday rule’s payment notices</label>
+          <select id="notice_channel" name="notice_channel" aria-describedby="notice_channel-help">
+            {(['electronic', 'mail', SELF] as const).map((x) => (
+              <option value={x} selected={(p.notice_channel ?? SELF) === x}>
+                {CHANNEL_WORDS[x]}
+              </option>
+            ))}
+          </select>
+          <small id="notice_channel-help">
+            CFPB payday rule, 12 CFR 1041.9(b): before a covered loan’s first payment, an unusual withdrawal or a reinitiation, the borrower gets a notice: electronic
+            no earlier than 7 and no later than 3 business days before it (first payment: no later than 3), mail no earlier than 10 and no later than 6 (first: no
+            later than 6). With a channel, such a debit is scheduled with PAYMENT_NOTICE_DUE and goes out only once you confirm the notice inside its window (on the
+            borrower’s page or by the API); with “myself”, no debit waits for it.
+          </small>
+          <fieldset aria-describedby="reg_e-help">
+            <legend>Regulation E notice of a varying amount, for borrowers without their own election</legend>
+            <label for="reg_e_type">When a notice is asked</label>
+            <select id="reg_e_type" name="reg_e_type">
+              {REG_E_TYPES.map((x) => (
+                <option value={x} selected={p.reg_e_election.type === x}>
+                  {REG_E_WORDS[x]}
+                </option>
+              ))}
+            </select>
+            <label for="reg_e_min_cents">Lowest amount without a notice (cents; outside a range)</label>
+            <input id="reg_e_min_cents" name="reg_e_min_cents" type="number" min={0} max={RANGE_MAX} step={1} value={electionValue(p.reg_e_election, 'min_cents')} />
+            <label for="reg_e_max_cents">Highest amount without a notice (cents; outside a range)</label>
+            <input id="reg_e_max_cents" name="reg_e_max_cents" type="number" min={0} max={RANGE_MAX} step={1} value={electionValue(p.reg_e_election, 'max_cents')} />
+            <label for="reg_e_amount_cents">Largest difference from the last debit without a notice (cents; beyond a difference)</label>
+            <input id="reg_e_amount_cents" name="reg_e_amount_cents" type="number" min={0} max={RANGE_MAX} step={1} value={electionValue(p.reg_e_election, 'amount_cents')} />
+            <small id="reg_e-help">
+              Regulation E, 12 CFR 1005.10(d): a preauthorized debit whose amount varies needs written notice of its amount and date at least 10 days before it,
+              unless the borrower chose a notice only outside a range or beyond a difference. A debit that needs one is scheduled with PAYMENT_NOTICE_DUE and waits
+              for your confirmation. Only the amounts of the choice made are read. A borrower’s own election (POST /v1/payment_enrollments/{'{id}'}/reg_e_election)
+              comes first.
+            </small>
+          </fieldset>
           <label for="read_cadence">When monitored borrowers are read</label>
           <select id="read_cadence" name="read_cadence" aria-describedby="read_cadence-help">
             {READ_CADENCES.map((x) => (
@@ -208,6 +288,8 @@ export const rulesPages = (deps: Deps) => {
             require_account_validation: raw.require_account_validation === 'true',
             // An empty box is UTC.
             time_zone: typeof raw.time_zone === 'string' && raw.time_zone.trim() !== '' ? raw.time_zone.trim() : null,
+            notice_channel: raw.notice_channel === SELF ? null : raw.notice_channel,
+            reg_e_election: electionOf(raw),
           });
           await updatePolicy({ ctx: { lender: session.lender, deps }, input });
           return render(session, { kind: 'ok', text: 'Collection rules saved.' });

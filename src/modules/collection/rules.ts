@@ -59,8 +59,13 @@ const inFlightStatus = (p: PastPayment) => p.status === 'initiating' || p.status
 
 const failed = (p: PastPayment) => p.status === 'returned' || p.status === 'late_returned';
 const forFunds = (p: PastPayment) => failed(p) && isRetryableReturn(p.returnCode);
-/** Statuses that never reached the borrower's account: not part of the history the rules read. */
-const counts = (p: PastPayment) => p.status !== 'not_attempted' && p.status !== 'voided' && p.status !== 'invalid' && p.status !== 'scheduled';
+/**
+ * Statuses that never reached the borrower's account are not part of the history the rules read; neither is a
+ * payment the borrower asked for (12 CFR 1041.8(d)): it is no presentment of the debt's chain (never reinitiated),
+ * and its outcome neither adds to the payday rule's failures nor ends them (a settled one lifts no stop).
+ */
+const counts = (p: PastPayment) =>
+  p.status !== 'not_attempted' && p.status !== 'voided' && p.status !== 'invalid' && p.status !== 'scheduled' && p.noticeClass !== 'consumer_initiated';
 
 /**
  * Presentments of the debt's open chain so far: the position of the last payment that reached the processor

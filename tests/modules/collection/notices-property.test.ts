@@ -257,7 +257,10 @@ async function check(c: TestContext, tz: string | null, policyChannel: 'electron
   // in the run, never out of it).
   const failed = (p: PaymentRow) => (p.status === 'returned' || p.status === 'late_returned') && (p.returnCode === 'R01' || p.returnCode === 'R09');
   for (const aid of BORROWERS) {
-    const mine = all.filter((p) => p.aid === aid && p.firstAttemptAt !== null && (p.status === 'settled' || p.status === 'returned' || p.status === 'late_returned'));
+    // A payment the borrower asked for is outside the count (it neither fails nor lifts the stop).
+    const mine = all.filter(
+      (p) => p.aid === aid && p.firstAttemptAt !== null && p.noticeClass !== 'consumer_initiated' && (p.status === 'settled' || p.status === 'returned' || p.status === 'late_returned'),
+    );
     let streak: PaymentRow[] = [];
     const close = () => {
       if (streak.length >= 2) {
@@ -269,6 +272,8 @@ async function check(c: TestContext, tz: string | null, policyChannel: 'electron
     for (const p of mine) {
       const last = streak[streak.length - 1];
       const answered = last !== undefined && p.reauthorizedAt !== null && p.reauthorizedAt > last.updatedAt && p.reauthorizedAt < p.updatedAt;
+      // Stopped by two failures: the next debit came only after a new authorization.
+      if (streak.length >= 2) expect(p.reauthorizedAt !== null && p.reauthorizedAt > last!.updatedAt).toBe(true);
       if (!failed(p) || answered) close();
       if (failed(p)) streak.push(p);
     }

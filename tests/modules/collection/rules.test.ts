@@ -133,6 +133,11 @@ describe('the planner of the next payment', () => {
     expect(plan([a, b, s, c], { covered: true })).toMatchObject({ ok: true });
     const older = pay('returned', 'R01', T0 - 60 * DAY_MS);
     expect(plan([older, pay('returned', 'R01', T0 + 4 * DAY_MS)], { covered: true })).toEqual({ ok: false, blocked: 'reauthorization_required' });
+    // A payment the borrower asked for is outside the count: settled, it lifts nothing; returned, it is no failure and is never reinitiated.
+    const asked = (status: string, code: string | null) => pay(status, code, T0 + 2 * DAY_MS, { noticeClass: 'consumer_initiated' });
+    expect(plan([a, b, asked('settled', null)], { covered: true })).toEqual({ ok: false, blocked: 'reauthorization_required' });
+    expect(plan([a, asked('returned', 'R01')], { covered: true })).toMatchObject({ ok: true, attempt: 2, reinitiationOf: a.id });
+    expect(plan([asked('returned', 'R01')])).toEqual({ ok: true, amountCents: 1000, attempt: 1, reinitiationOf: null });
     // Payments that never reached the account are not failures.
     expect(plan([a, pay('not_attempted', null, T0 + DAY_MS)], { covered: true })).toMatchObject({ ok: true });
   });

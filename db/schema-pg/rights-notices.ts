@@ -32,3 +32,21 @@ export const rightsNotices = pgTable(
     index('rights_notices_sent_idx').on(t.lenderId, t.dueBy, t.id).where(sql`${t.sentAt} IS NOT NULL`),
   ],
 );
+
+// New authorizations under the payday rule (db/schema/rights-notices.ts says what each column holds).
+export const paymentAuthorizations = pgTable(
+  'payment_authorizations',
+  {
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    enrollmentId: ident('enrollment_id')
+      .notNull()
+      .references(() => enrollments.id),
+    obtainedAt: ms('obtained_at').notNull(),
+    record: text('record').notNull(),
+    recordedAt: ms('recorded_at').notNull(),
+  },
+  (t) => [index('payment_authorizations_enrollment_idx').on(t.enrollmentId, t.recordedAt, t.id)],
+);

@@ -39,3 +39,24 @@ export const rightsNotices = sqliteTable(
     index('rights_notices_sent_idx').on(t.lenderId, t.dueBy, t.id).where(sql`${t.sentAt} IS NOT NULL`),
   ],
 );
+
+// Every new authorization a lender recorded under the payday rule (12 CFR 1041.8(c)), kept for good: the
+// enrollment holds the latest (collection reads it), and a later one never overwrites the record of an earlier
+// one. `record` is the whole of it as JSON (its transfers' dates, maximum amounts and channels, how it was
+// obtained, the lender's evidence).
+export const paymentAuthorizations = sqliteTable(
+  'payment_authorizations',
+  {
+    id: text('id').primaryKey(),
+    lenderId: text('lender_id')
+      .notNull()
+      .references(() => lenders.id),
+    enrollmentId: text('enrollment_id')
+      .notNull()
+      .references(() => enrollments.id),
+    obtainedAt: integer('obtained_at').notNull(),
+    record: text('record').notNull(),
+    recordedAt: integer('recorded_at').notNull(),
+  },
+  (t) => [index('payment_authorizations_enrollment_idx').on(t.enrollmentId, t.recordedAt, t.id)],
+);

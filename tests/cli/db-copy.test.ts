@@ -241,6 +241,13 @@ async function buildOriginal(a: TestContext): Promise<Original> {
     a.clock.advance(READ_EVERY);
   }
   await pollProcessors(a.rt);
+  // The covered borrower's two failures made the rights notice due: sent, then a new authorization under the payday rule.
+  const sentAt = new Date(a.clock.now()).toISOString();
+  await expectStatus(a.json('POST', '/v1/payment_enrollments/covered/rights_notice', { body: { sent_at: sentAt, channel: 'electronic' } }), 200);
+  a.clock.advance(60_000);
+  const obtained = new Date(a.clock.now()).toISOString();
+  const transfers = [{ date: obtained.slice(0, 10), max_amount_cents: 5000, channel: 'ach' }];
+  await expectStatus(a.json('POST', '/v1/payment_enrollments/covered/authorizations', { body: { obtained_at: obtained, method: 'signed', evidence_ref: 'copy-auth', transfers } }), 200);
 
   // A results file of payments made outside the service.
   const form = new FormData();
@@ -267,7 +274,7 @@ async function buildOriginal(a: TestContext): Promise<Original> {
   const waiting = await expectStatus(a.json('POST', '/v1/balance_requests', { key: second.key, body: { authorizers: [bankAuthorizer('wait-1'), bankAuthorizer('wait-2')] } }), 201);
   return {
     lenders: {
-      first: { key: first.key, batches, schedules: [schedule.schedule_id], borrowers: ['settles', 'retried', 'r01', 'late', 'pattern', 'linked', 'uploaded', 'in-flight'] },
+      first: { key: first.key, batches, schedules: [schedule.schedule_id], borrowers: ['settles', 'retried', 'r01', 'covered', 'late', 'pattern', 'linked', 'uploaded', 'in-flight'] },
       second: { key: second.key, batches: [waiting.batch_id], schedules: [], borrowers: ['card-raw', 'card-token'] },
     },
     cookie: portal.cookie,
@@ -328,6 +335,7 @@ async function reads(c: TestContext, o: Original): Promise<Map<string, Answer>> 
     await pages(who, '/v1/payment_enrollments');
     for (const aid of own.borrowers) {
       await get(who, `/v1/payment_enrollments/${aid}`);
+      await get(who, `/v1/payment_enrollments/${aid}/authorizations`);
       await get(who, `/v1/payment_events?authorizer_unique_id=${aid}`);
     }
     for (const page of await pages(who, '/v1/payment_results/uploads')) for (const u of page.uploads) await get(who, `/v1/payment_results/uploads/${u.id}`);

@@ -584,23 +584,27 @@ contract(
       expect(await store.enrollmentOf(storeCtx, lender.id, 'rv-2')).toMatchObject({ revokedAt: null });
     });
 
-    test('recordReauthorization and recordRegEElection: kept as given, a later one replacing it; nothing when rolled back', async () => {
+    test('recordReauthorization and recordRegEElection: kept as given, a later one replacing it on the enrollment and every one kept; nothing when rolled back', async () => {
       const lender = ctx.newLender();
       await enroll([enrollBorrower('ra-1')], lender.key);
       const id = (await store.enrollmentOf(storeCtx, lender.id, 'ra-1'))!.id;
       const at = ctx.clock.now() - 10_000;
       await expect(
         t.inTx(async (tx) => {
-          await store.recordReauthorization(tx, { id, at, record: '{"a":1}', now: at });
+          await store.recordReauthorization(tx, { id, lenderId: lender.id, authorizationId: 'ra-0', at, record: '{"a":1}', now: at });
           await store.recordRegEElection(tx, { id, election: '{"type":"always"}', now: at });
           throw new Error('rolled back');
         }),
       ).rejects.toThrow('rolled back');
       expect(await store.enrollmentOf(storeCtx, lender.id, 'ra-1')).toMatchObject({ reauthorizedAt: null, reauthorization: null, regEElection: null });
-      await t.inTx((tx) => store.recordReauthorization(tx, { id, at, record: '{"a":1}', now: at + 1 }));
+      expect(await store.reauthorizationsOf(storeCtx, id, 10)).toEqual([]);
+      await t.inTx((tx) => store.recordReauthorization(tx, { id, lenderId: lender.id, authorizationId: 'ra-1', at, record: '{"a":1}', now: at + 1 }));
       await t.inTx((tx) => store.recordRegEElection(tx, { id, election: '{"type":"always"}', now: at + 2 }));
       expect(await store.enrollmentOf(storeCtx, lender.id, 'ra-1')).toMatchObject({ reauthorizedAt: at, reauthorization: '{"a":1}', regEElection: '{"type":"always"}', updatedAt: at + 2 });
-      await t.inTx((tx) => store.recordReauthorization(tx, { id, at: at + 5, record: '{"a":2}', now: at + 3 }));
+      await t.inTx((tx) => store.recordReauthorization(tx, { id, lenderId: lender.id, authorizationId: 'ra-2', at: at + 5, record: '{"a":2}', now: at + 3 }));
+      // The enrollment holds the latest; every one is kept, latest first.
+      expect(await store.reauthorizationsOf(storeCtx, id, 10)).toEqual(['{"a":2}', '{"a":1}']);
+      expect(await store.reauthorizationsOf(storeCtx, id, 1)).toEqual(['{"a":2}']);
       await t.inTx((tx) => store.recordRegEElection(tx, { id, election: null, now: at + 4 }));
       expect(await store.enrollmentOf(storeCtx, lender.id, 'ra-1')).toMatchObject({ reauthorizedAt: at + 5, reauthorization: '{"a":2}', regEElection: null });
     });

@@ -123,6 +123,7 @@ const TABLE: Record<string, Row> = {
     body: { obtained_at: '2026-11-20T10:00:00.000Z', method: 'signed', evidence_ref: 'sec', transfers: [{ date: '2026-12-20', max_amount_cents: 100, channel: 'ach' }] },
     stranger: null,
   },
+  'GET /v1/payment_enrollments/:authorizer_unique_id/authorizations': { path: '/v1/payment_enrollments/sec-6/authorizations', stranger: 404 },
   // Its tenancy is in tests/modules/collection/payment-notices.test.ts too: sec-6 has no processor key to pay with.
   'POST /v1/payment_enrollments/:authorizer_unique_id/payments': {
     path: '/v1/payment_enrollments/sec-6/payments',

@@ -129,12 +129,22 @@ export async function recordReauthorization({ ctx, input }: { ctx: Ctx; input: {
     if (!latest || latest.sentAt === null) throw new Conflict('The borrower owes no consumer-rights notice: the payday rule asks for no new authorization (a re-send’s authorization answers a stop or a revocation)');
     if (at < latest.sentAt) throw InvalidInput.field('/obtained_at', `The consumer-rights notice was sent at ${iso(latest.sentAt)}: a new authorization is obtained no earlier`);
     const record = { obtained_at: iso(at), method: b.method, evidence_ref: b.evidence_ref, transfers: [...b.transfers].sort((x, y) => x.date.localeCompare(y.date)), ...(b.fee_max_amount_cents !== undefined ? { fee_max_amount_cents: b.fee_max_amount_cents } : {}), recorded_at: iso(now) };
-    await tx.deps.stores.enrollments.recordReauthorization(tx, { id: e.id, at, record: JSON.stringify(record), now });
+    await tx.deps.stores.enrollments.recordReauthorization(tx, { id: e.id, lenderId: ctx.lender.id, authorizationId: newId(), at, record: JSON.stringify(record), now });
     // The rules are asked again at once: the payday rule's block (or a revocation's) lifts, and reads resume.
     await holdChain(tx, e.id, now);
     const after = (await tx.deps.stores.enrollments.enrollmentOf(tx, ctx.lender.id, input.authorizerUniqueId))!;
     return { authorizer_unique_id: after.authorizerUniqueId, state: after.state, blocked_reason: after.blockedReason, reauthorization: reauthorizationView(after.reauthorization)! };
   });
+}
+
+const MAX_LISTED = 100;
+
+/** GET /v1/payment_enrollments/{id}/authorizations: every new authorization recorded for the borrower, latest first (at most 100). */
+export async function listReauthorizations({ ctx, input }: { ctx: Ctx; input: { authorizerUniqueId: string } }) {
+  const e = await ctx.deps.stores.enrollments.enrollmentOf(ctx, ctx.lender.id, input.authorizerUniqueId);
+  if (!e) throw new NotFound('Enrollment', input.authorizerUniqueId);
+  const records = await ctx.deps.stores.enrollments.reauthorizationsOf(ctx, e.id, MAX_LISTED);
+  return { authorizer_unique_id: e.authorizerUniqueId, authorizations: records.map((r) => reauthorizationView(r)!) };
 }
 
 /** POST /v1/payment_enrollments/{id}/reg_e_election: the borrower's Regulation E election; null: the policy's. */

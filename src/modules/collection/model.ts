@@ -178,6 +178,29 @@ const Reauthorization = t.Object({
   recorded_at: t.String({ format: 'date-time' }),
 });
 
+export const AuthorizationList = t.Object(
+  {
+    authorizer_unique_id: t.String(),
+    authorizations: t.Array(Reauthorization, { description: 'Every new authorization recorded for the borrower, latest first (at most 100): each kept for good; the first is the one in force' }),
+  },
+  {
+    examples: [
+      {
+        authorizer_unique_id: 'loan-1001',
+        authorizations: [
+          {
+            obtained_at: '2026-12-02T15:00:00.000Z',
+            method: 'signed',
+            evidence_ref: 'auth-2026-12-02-7781',
+            transfers: [{ date: '2026-12-15', max_amount_cents: 20000, channel: 'ach' }],
+            recorded_at: '2026-12-02T15:04:11.000Z',
+          },
+        ],
+      },
+    ],
+  },
+);
+
 export const AuthorizationAnswer = t.Object(
   {
     authorizer_unique_id: t.String(),

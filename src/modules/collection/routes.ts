@@ -4,8 +4,8 @@ import type { Deps } from '../../deps';
 import { errors } from '../../http/errors';
 import type { Auth } from '../../http/auth';
 import { listPaymentEvents } from './events';
-import { AuthorizationAnswer, AuthorizationBody, ConsumerPaymentAnswer, ConsumerPaymentBody, EventList, NoticeSentBody, PaymentNoticeView, RegEElectionAnswer, RegEElectionBody } from './model';
-import { createConsumerPayment, recordPaymentNotice, recordReauthorization, recordRegEElection } from './authorizations';
+import { AuthorizationAnswer, AuthorizationBody, AuthorizationList, ConsumerPaymentAnswer, ConsumerPaymentBody, EventList, NoticeSentBody, PaymentNoticeView, RegEElectionAnswer, RegEElectionBody } from './model';
+import { createConsumerPayment, listReauthorizations, recordPaymentNotice, recordReauthorization, recordRegEElection } from './authorizations';
 import { AccountChangeView, ChangeParams } from '../bank-accounts/model';
 import { confirmChange } from './account-changes';
 import { revokeAuthorization } from './revocation';
@@ -110,6 +110,20 @@ export const paymentEventRoutes = (deps: Deps, auth: Auth) =>
               'or when the borrower owes none) and is dated after a revocation. From then on the borrower’s debits go only on those dates, for at most those amounts, through that ' +
               'channel; a re-send’s authorization.obtained_at no longer lifts the block. A later one replaces it.',
           ),
+        },
+      },
+    )
+    .get(
+      '/payment_enrollments/:authorizer_unique_id/authorizations',
+      ({ lender, params }) => listReauthorizations({ ctx: { lender, deps }, input: { authorizerUniqueId: params.authorizer_unique_id } }),
+      {
+        auth: true,
+        params: t.Object({ authorizer_unique_id: identifierSchema('The identifier used at enrollment') }),
+        response: { 200: AuthorizationList, ...errors(400, 401, 404, 429) },
+        detail: {
+          tags: ['Payments'],
+          summary: 'The borrower’s new authorizations under the payday rule',
+          ...maturity('Early Access', 'Every new authorization recorded for the borrower, latest first (at most 100), each kept for good; the first is the one in force. Another lender’s borrower is 404.'),
         },
       },
     )

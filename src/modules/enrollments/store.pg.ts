@@ -1,6 +1,6 @@
-import { and, asc, eq, gt, gte, isNotNull, lt, lte, notExists, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, gte, isNotNull, lt, lte, notExists, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
-import { batches, enrollments, ledgerEntries, payments, searchableBorrowers } from '../../../db/schema-pg';
+import { batches, enrollments, ledgerEntries, paymentAuthorizations, payments, searchableBorrowers } from '../../../db/schema-pg';
 import type { PgDb } from '../../platform/pg';
 import { builtOnce, inList, inTransaction, listOf, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { TxCtx } from '../../platform/store';
@@ -144,7 +144,18 @@ const TO_LINK = {
 
 export const pgEnrollmentStore: EnrollmentStore = {
   async recordReauthorization(c, v) {
-    await writerOf(c).update(enrollments).set({ reauthorizedAt: v.at, reauthorization: v.record, updatedAt: v.now }).where(eq(enrollments.id, v.id));
+    const db = writerOf(c);
+    await db.update(enrollments).set({ reauthorizedAt: v.at, reauthorization: v.record, updatedAt: v.now }).where(eq(enrollments.id, v.id));
+    await db.insert(paymentAuthorizations).values({ id: v.authorizationId, lenderId: v.lenderId, enrollmentId: v.id, obtainedAt: v.at, record: v.record, recordedAt: v.now });
+  },
+  async reauthorizationsOf(c, enrollmentId, limit) {
+    const rows = await readerOf(c)
+      .select({ record: paymentAuthorizations.record })
+      .from(paymentAuthorizations)
+      .where(eq(paymentAuthorizations.enrollmentId, enrollmentId))
+      .orderBy(desc(paymentAuthorizations.recordedAt), desc(paymentAuthorizations.id))
+      .limit(limit);
+    return rows.map((r) => r.record);
   },
   async recordRegEElection(c, v) {
     await writerOf(c).update(enrollments).set({ regEElection: v.election, updatedAt: v.now }).where(eq(enrollments.id, v.id));

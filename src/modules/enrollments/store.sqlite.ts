@@ -1,5 +1,5 @@
-import { and, asc, eq, gt, gte, inArray, isNotNull, lt, notExists, sql } from 'drizzle-orm';
-import { batches, enrollments, ledgerEntries, payments, searchableBorrowers } from '../../../db/schema';
+import { and, asc, desc, eq, gt, gte, inArray, isNotNull, lt, notExists, sql } from 'drizzle-orm';
+import { batches, enrollments, ledgerEntries, paymentAuthorizations, payments, searchableBorrowers } from '../../../db/schema';
 import type { Db, Orm } from '../../platform/db';
 import { builtOnce, listOf, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { BorrowerToLink, DueRead, EnrollmentPayment, EnrollmentPaymentOf, EnrollmentStore, LedgerEntryOf, LedgerTotalsOf, SearchEntries } from './store';
@@ -153,7 +153,19 @@ const setLastRead = builtOnce((tx: Db) =>
 
 export const sqliteEnrollmentStore: EnrollmentStore = {
   async recordReauthorization(c, v) {
-    writerOf(c).update(enrollments).set({ reauthorizedAt: v.at, reauthorization: v.record, updatedAt: v.now }).where(eq(enrollments.id, v.id)).run();
+    const db = writerOf(c);
+    db.update(enrollments).set({ reauthorizedAt: v.at, reauthorization: v.record, updatedAt: v.now }).where(eq(enrollments.id, v.id)).run();
+    db.insert(paymentAuthorizations).values({ id: v.authorizationId, lenderId: v.lenderId, enrollmentId: v.id, obtainedAt: v.at, record: v.record, recordedAt: v.now }).run();
+  },
+  async reauthorizationsOf(c, enrollmentId, limit) {
+    const rows = readerOf(c)
+      .select({ record: paymentAuthorizations.record })
+      .from(paymentAuthorizations)
+      .where(eq(paymentAuthorizations.enrollmentId, enrollmentId))
+      .orderBy(desc(paymentAuthorizations.recordedAt), desc(paymentAuthorizations.id))
+      .limit(limit)
+      .all();
+    return rows.map((r) => r.record);
   },
   async recordRegEElection(c, v) {
     writerOf(c).update(enrollments).set({ regEElection: v.election, updatedAt: v.now }).where(eq(enrollments.id, v.id)).run();

@@ -102,8 +102,13 @@ export interface EnrollmentStore {
    * one kept (a revocation never moves back), with its channel and the lender's evidence.
    */
   recordRevocation(c: TxCtx, v: { id: string; at: number; channel: RevocationChannel; ref: string | null; now: number }): Promise<void>;
-  /** The borrower's new authorization under the payday rule (collection/authorizations.ts): when obtained, and its record as JSON. */
-  recordReauthorization(c: TxCtx, v: { id: string; at: number; record: string; now: number }): Promise<void>;
+  /**
+   * The borrower's new authorization under the payday rule (collection/authorizations.ts): on the enrollment as
+   * its latest (when obtained, its record as JSON), and kept for good among its authorizations (`authorizationId`).
+   */
+  recordReauthorization(c: TxCtx, v: { id: string; lenderId: string; authorizationId: string; at: number; record: string; now: number }): Promise<void>;
+  /** The borrower's recorded new authorizations (their records as JSON), latest first, at most `limit`. */
+  reauthorizationsOf(c: StoreCtx, enrollmentId: string, limit: number): Promise<string[]>;
   /** The borrower's Regulation E election (JSON), or null for the policy's. */
   recordRegEElection(c: TxCtx, v: { id: string; election: string | null; now: number }): Promise<void>;
   // A Notification of Change applied to the borrowers on an account (collection/account-changes.ts)

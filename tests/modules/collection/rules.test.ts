@@ -259,6 +259,7 @@ describe('collection inside the rules, end to end (sandbox)', () => {
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ blocked_reason: null, reauthorization: { obtained_at: later, method: 'signed', transfers: one } });
     expect((await view(c, 'nsf')).reauthorization).toEqual(r.body.reauthorization);
+    expect((await c.json('GET', '/v1/payment_enrollments/nsf/authorizations')).body).toEqual({ authorizer_unique_id: 'nsf', authorizations: [r.body.reauthorization] });
     // Debited on its date, for at most its amount: attempt 1 of a new chain, 1000 cents of the 1091 collectable.
     await run(c, 1);
     v = await view(c, 'nsf');

@@ -39,7 +39,8 @@ contract(
 
     test('attemptsOf and insertNotice, as a covered borrower’s second R01 calls them: the lender’s payments oldest first, one notice per reference', async () => {
       await ctx.json('POST', '/v1/payment_connections', { body: { api_key: `sbx_rights_contract_${t.engine.padEnd(8, '0')}`, rail_scope: 'both', is_default: true } });
-      await ctx.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true } });
+      // The payday rule's payment notices are the lender's own here: the two debits go at once.
+      await ctx.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true, notice_channel: null } });
       await ctx.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('nsf', { collectable_amount: 1091 })] } });
       for (let i = 0; i < 2; i++) {
         await cycle(ctx);

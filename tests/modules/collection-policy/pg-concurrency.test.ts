@@ -60,7 +60,7 @@ if (!onPostgres) {
         apply_notifications_of_change: 'automatic',
         require_account_validation: true,
         account_return_states: {},
-        notice_channel: null,
+        notice_channel: 'electronic',
         reg_e_election: { type: 'none' },
         updated_at: new Date(NOW).toISOString(),
       });

@@ -26,6 +26,7 @@ import { type BorrowerWrite, type StoredMonitor } from './monitor-store';
 import { applyMonitorEvent, enrollBorrowers } from './monitor-changes';
 import { accountBlockOf, type BlockedReason } from './monitor';
 import { linkAccounts, type ValidationEvidence } from '../bank-accounts/service';
+import { fraudOnEnrollment } from '../fraud-monitoring/hooks';
 import type { LinkedAccount } from '../bank-accounts/store';
 import { latestNotices, type rightsNoticeView } from '../rights-notices/service';
 import { ledgersOf, type LedgerView } from './ledger';
@@ -283,6 +284,20 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
         phone: c.authorizer.phone,
         cardLast4: writes[i]!.write.cardLast4,
         fresh: !existing.has(c.aid),
+      })),
+    );
+    // Fraud monitoring: an account shared too widely or under different names (shared_account), and the
+    // switches of account a re-send made (account_changed reads them at the next debit).
+    await fraudOnEnrollment(
+      tx,
+      ctx.lender.id,
+      storable.map((c, i) => ({
+        enrollmentId: writes[i]!.write.id,
+        aid: c.aid,
+        bankAccountId: writes[i]!.write.bankAccountId ?? null,
+        priorAccountId: existing.get(c.aid)?.bankAccountId,
+        firstName: c.authorizer.sensitive.firstName,
+        lastName: c.authorizer.sensitive.lastName,
       })),
     );
     // Borrowers whose account's transaction history is read next (pay-cycles/history.ts), after this commits.

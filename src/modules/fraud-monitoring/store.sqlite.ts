@@ -1,0 +1,88 @@
+import { sql, type SQL } from 'drizzle-orm';
+import type { Db, Orm } from '../../platform/db';
+import { listOf, lockFor, num, readerOf, writerOf } from '../../platform/sql/sqlite';
+import type { FraudStore } from './store';
+import { alertRowOf, dispositionRowOf, fraudStatements, policyRowOf, returnContextOf } from './store-shared';
+
+// Fraud monitoring's SQL on SQLite (store.pg.ts is the PostgreSQL one): the shared statements, lists bound as
+// one JSON parameter. One writer at a time: an alert raised twice for one fact is one insert that does nothing
+// the second time, and a second final disposition finds the first.
+
+const q = fraudStatements({
+  inTexts: (values) => sql`IN (SELECT value FROM json_each(${listOf(values)}))`,
+  channelOf: (column) => `CASE WHEN json_valid(${column}) THEN json_extract(${column}, '$.channel') END`,
+});
+const rowsOf = <T>(db: Db | Orm, query: SQL): T[] => db.all<T>(query);
+const countOf = (db: Db | Orm, query: SQL): number => num(rowsOf<{ n: number }>(db, query)[0]?.n ?? 0);
+
+export const sqliteFraudStore: FraudStore = {
+  async latestPolicy(c, lenderId) {
+    const [r] = rowsOf<Parameters<typeof policyRowOf>[0]>(readerOf(c), q.latestPolicy(lenderId));
+    return r ? policyRowOf(r) : undefined;
+  },
+  async serializePolicy(c, lenderId) {
+    await lockFor(c, 'fraud-policy', lenderId);
+  },
+  async insertPolicy(c, row) {
+    writerOf(c).run(q.insertPolicy(row));
+  },
+  async insertAlert(c, row) {
+    return rowsOf(writerOf(c), q.insertAlert(row)).length === 1;
+  },
+  async alertOf(c, lenderId, id) {
+    const [r] = rowsOf<Parameters<typeof alertRowOf>[0]>(readerOf(c), q.alertOf(lenderId, id));
+    return r ? alertRowOf(r) : undefined;
+  },
+  async alertsPage(c, query) {
+    return rowsOf<Parameters<typeof alertRowOf>[0]>(readerOf(c), q.alertsPage(query)).map(alertRowOf);
+  },
+  async dispositionsOf(c, alertIds) {
+    if (alertIds.length === 0) return [];
+    return rowsOf<Parameters<typeof dispositionRowOf>[0]>(readerOf(c), q.dispositionsOf(alertIds)).map(dispositionRowOf);
+  },
+  async serializeAlert(c, alertId) {
+    await lockFor(c, 'fraud-alert', alertId);
+  },
+  async insertDisposition(c, row) {
+    return rowsOf(writerOf(c), q.insertDisposition(row)).length === 1;
+  },
+  async setAlertState(c, v) {
+    return rowsOf(writerOf(c), q.setAlertState(v)).length === 1;
+  },
+  async holdsDebit(c, enrollmentId) {
+    return rowsOf(readerOf(c), q.holdsDebit(enrollmentId)).length === 1;
+  },
+  async debitFacts(c, v) {
+    const db = readerOf(c);
+    const [sw] = rowsOf<{ id: string; at: number }>(db, q.lastSwitch(v.enrollmentId));
+    return {
+      earlierToAccount: rowsOf(db, q.earlierToAccount(v.enrollmentId, v.bankAccountId, v.paymentId)).length,
+      borrowerAmounts: rowsOf<{ amountCents: number }>(db, q.borrowerAmounts(v.enrollmentId, v.paymentId)).map((r) => num(r.amountCents)),
+      lenderAmounts: rowsOf<{ amountCents: number }>(db, q.lenderAmounts(v.lenderId, v.paymentId)).map((r) => num(r.amountCents)),
+      debitsToAccount: v.bankAccountId === null ? 0 : countOf(db, q.debitsToAccount(v.bankAccountId, v.since, v.cap)),
+      lastSwitch: sw ? { id: sw.id, at: num(sw.at) } : null,
+    };
+  },
+  async accountSharing(c, lenderId, accounts, cap) {
+    const db = readerOf(c);
+    return accounts.map((a) => {
+      const [r] = rowsOf<{ borrowers: number; firstId: string | null; firstSealed: string | null }>(db, q.sharing(lenderId, a.accountId, a.except, cap));
+      return { accountId: a.accountId, borrowers: num(r?.borrowers ?? 0), firstId: r?.firstId ?? null, firstSealed: r?.firstSealed ?? null };
+    });
+  },
+  async recordSwitch(c, row) {
+    writerOf(c).run(q.recordSwitch(row));
+  },
+  async returnContext(c, paymentId) {
+    const [r] = rowsOf<Parameters<typeof returnContextOf>[0]>(readerOf(c), q.returnContext(paymentId));
+    return r ? returnContextOf(r) : undefined;
+  },
+  async streakCounts(c, s) {
+    const db = readerOf(c);
+    return {
+      routing: countOf(db, q.streak(s, q.byRouting(s.routing))),
+      day: countOf(db, q.streak(s, q.byDay(s.dayStart, s.dayEnd))),
+      channel: countOf(db, q.streak(s, q.byChannel(s.channel))),
+    };
+  },
+};

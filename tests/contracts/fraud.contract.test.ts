@@ -105,6 +105,46 @@ contract(
       expect(await store.dispositionsOf(storeCtx, [])).toEqual([]);
     });
 
+    test('the yearly record: versions before a time, reviews by page and by days, alerts counted by rule, state and action, accounts confirmed', async () => {
+      const lender = ctx.newLender();
+      for (const [version, at] of [[1, T0 - 100], [2, T0], [3, T0 + 100]] as const) {
+        await t.inTx((tx) => store.insertPolicy(tx, { id: `py-${version}`, lenderId: lender.id, version, rules: '{}', notes: null, changedBy: 'me', createdAt: at }));
+      }
+      expect((await store.policyVersionsBefore(storeCtx, lender.id, T0 + 1, 10)).map((p) => p.version)).toEqual([2, 1]);
+      expect((await store.policyVersionsBefore(storeCtx, lender.id, T0 + 1, 1)).map((p) => p.version)).toEqual([2]);
+
+      for (const [id, day] of [['rv-a', '2026-01-05'], ['rv-b', '2026-06-30'], ['rv-c', '2026-06-30'], ['rv-d', '2027-01-01']] as const) {
+        await t.inTx((tx) => store.insertReview(tx, { id, lenderId: lender.id, reviewedOn: day, reviewer: 'r', notes: id === 'rv-a' ? 'n' : null, policyVersion: 1, createdAt: T0 }));
+      }
+      const between = await store.reviewsBetween(storeCtx, lender.id, '2026-01-01', '2026-12-31', 10);
+      expect(between.map((r) => r.id)).toEqual(['rv-a', 'rv-b', 'rv-c']);
+      expect(between[0]).toEqual({ id: 'rv-a', lenderId: lender.id, reviewedOn: '2026-01-05', reviewer: 'r', notes: 'n', policyVersion: 1, createdAt: T0 });
+      expect(typesOf(between[0]!)).toMatchObject({ policyVersion: 'number', createdAt: 'number' });
+      const page = async (after: { reviewedOn: string; id: string }, limit = 10) => (await store.reviewsPage(storeCtx, { lenderId: lender.id, after, limit })).map((r) => r.id);
+      expect(await page({ reviewedOn: '9999-99-99', id: '' })).toEqual(['rv-d', 'rv-c', 'rv-b', 'rv-a']);
+      expect(await page({ reviewedOn: '2026-06-30', id: 'rv-c' }, 2)).toEqual(['rv-b', 'rv-a']);
+
+      const insert = (row: NewAlert) => t.inTx((tx) => store.insertAlert(tx, row));
+      await insert(alert(lender.id, { id: 'c-1', createdAt: T0, rule: 'velocity', action: 'hold' }));
+      await insert(alert(lender.id, { id: 'c-2', createdAt: T0 + 1, rule: 'velocity', action: 'hold', bankAccountId: 'acct-1' }));
+      await insert(alert(lender.id, { id: 'c-3', createdAt: T0 + 2, rule: 'shared_account', bankAccountId: 'acct-1' }));
+      await insert(alert(lender.id, { id: 'c-4', createdAt: T0 + 3, rule: 'shared_account', bankAccountId: 'acct-2' }));
+      await insert(alert(lender.id, { id: 'c-late', createdAt: T0 + 1000, rule: 'velocity' }));
+      for (const id of ['c-2', 'c-3']) await t.inTx((tx) => store.setAlertState(tx, { id, state: 'confirmed_fraud', at: T0 + 10 }));
+      await t.inTx((tx) => store.setAlertState(tx, { id: 'c-4', state: 'confirmed_fraud', at: T0 + 2000 }));
+      const counts = await store.alertCounts(storeCtx, lender.id, T0, T0 + 1000);
+      expect(counts).toEqual([
+        { rule: 'shared_account', state: 'confirmed_fraud', action: 'alert', n: 2 },
+        { rule: 'velocity', state: 'confirmed_fraud', action: 'hold', n: 1 },
+        { rule: 'velocity', state: 'open', action: 'hold', n: 1 },
+      ]);
+      expect(typesOf(counts[0]!)).toMatchObject({ n: 'number' });
+      // acct-1 twice is one account; acct-2 was confirmed after the period.
+      expect(await store.accountsConfirmed(storeCtx, lender.id, T0, T0 + 1000)).toBe(1);
+      expect(await store.accountsConfirmed(storeCtx, lender.id, T0, T0 + 3000)).toBe(2);
+      expect(await store.accountsConfirmed(storeCtx, 'another-lender', T0, T0 + 3000)).toBe(0);
+    });
+
     test('the facts the rules read: a debit’s history and account, an account’s sharing, a switch, a return’s clusters', async () => {
       const lender = ctx.newLender();
       await ctx.json('POST', '/v1/payment_connections', { key: lender.key, body: { api_key: `sbx_fraud_contract_${t.engine.padEnd(10, '0')}`, rail_scope: 'both', is_default: true } });

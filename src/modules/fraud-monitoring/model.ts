@@ -168,3 +168,101 @@ export const FraudDispositionInput = Type.Object(
   },
   { additionalProperties: false, examples: [{ disposition: 'cleared', note: 'Borrower confirmed the new account by phone; statement on file.', disposed_by: 'j.doe' }] },
 );
+
+const REVIEW_EXAMPLE = {
+  id: '019a4f52-4444-7b2a-9f00-1c2d3e4f5a6b',
+  reviewed_on: '2026-11-20',
+  reviewer: 'J. Doe, compliance officer',
+  notes: 'Rules and settings reviewed against the year’s alerts; velocity moved to hold.',
+  policy_version: 2,
+  recorded_at: '2026-11-20T16:00:00.000Z',
+};
+
+export const ReviewInput = Type.Object(
+  {
+    reviewed_on: Type.String({ format: 'date', description: 'The day of the review (YYYY-MM-DD): not after today (UTC)' }),
+    reviewer: textSchema({ minLength: 1, maxLength: 100, description: 'Who reviewed the process' }),
+    notes: Type.Optional(textSchema({ maxLength: 20_000, lines: true, description: 'What was reviewed, found and changed' })),
+    policy_version: Int({ minimum: 0, description: 'The policy version reviewed: one the lender has (0: the defaults)' }),
+  },
+  { additionalProperties: false, examples: [{ reviewed_on: '2026-11-20', reviewer: 'J. Doe, compliance officer', notes: 'Rules and settings reviewed; velocity moved to hold.', policy_version: 2 }] },
+);
+
+export const Review = t.Object(
+  {
+    id: t.String(),
+    reviewed_on: t.String({ format: 'date' }),
+    reviewer: t.String(),
+    notes: t.Union([t.String(), t.Null()]),
+    policy_version: Int(),
+    recorded_at: t.String({ format: 'date-time', description: 'When the service recorded it' }),
+  },
+  { examples: [REVIEW_EXAMPLE] },
+);
+
+export const ReviewList = t.Object(
+  { reviews: t.Array(Review), has_more: t.Boolean(), next_page_token: t.Union([t.String(), t.Null()]) },
+  { examples: [{ reviews: [REVIEW_EXAMPLE], has_more: false, next_page_token: null }] },
+);
+
+export const ReviewListQuery = t.Object({ limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, default: 50 })), ...pageTokenQuery });
+
+export const REPORT_FORMATS = ['json', 'csv'] as const;
+export const FraudReportQuery = t.Object({
+  year: t.String({ pattern: '^[0-9]{4}$', description: 'A calendar year (UTC) as YYYY: the current one (its figures so far) or an earlier one', examples: ['2026'] }),
+  format: t.Optional(OneOf(REPORT_FORMATS, { description: 'csv for the CSV file; without it, JSON unless the Accept header asks for text/csv' })),
+});
+
+/** At most this many policy versions and reviews a report lists (`truncated` says when there were more). */
+export const REPORT_LIST_MAX = 500;
+
+const StateCounts = t.Object({ raised: Int(), open: Int(), needs_info: Int(), cleared: Int(), confirmed_fraud: Int() });
+
+export const FraudReport = t.Object(
+  {
+    year: Int(),
+    from: t.String({ format: 'date-time' }),
+    to: t.String({ format: 'date-time', description: 'The year’s last millisecond, or now for the current year' }),
+    generated_at: t.String({ format: 'date-time' }),
+    policy_versions: t.Array(
+      t.Object({
+        version: Int(),
+        changed_by: t.Union([t.String(), t.Null()]),
+        changed_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
+        in_force_from: t.String({ format: 'date-time', description: 'From when in the year (the year’s start for one saved before it)' }),
+        in_force_until: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'Until the next version; null while it is in force' }),
+        notes: t.Union([t.String(), t.Null()]),
+        rules: FraudPolicyView.properties.rules,
+      }),
+      { description: `The versions in force during the year, oldest first (at most ${REPORT_LIST_MAX}, the latest kept)` },
+    ),
+    reviews: t.Array(Review, { description: `The reviews dated in the year, oldest first (at most ${REPORT_LIST_MAX})` }),
+    alerts: t.Object({
+      raised: Int({ description: 'Alerts raised in the year' }),
+      by_rule: t.Object(Object.fromEntries(RULE_IDS.map((r) => [r, StateCounts])), { description: 'Per rule: raised in the year, and how many of them are in each state now' }),
+    }),
+    holds: t.Object({ raised: Int({ description: 'Alerts of a hold rule raised in the year' }), holding: Int({ description: 'Of them, those holding a borrower’s debits now' }) }),
+    frozen_accounts: Int({ description: 'Bank accounts frozen by confirmed_fraud in the year' }),
+    unauthorized_returns: t.Array(t.Object({ month: t.String(), debits: Int(), returns: Int(), rate: t.Number() }), {
+      description: 'Per month of the year (through the current one): ACH debits that went to the bank, unauthorized-class returns (R05, R07, R10, R11, R29, R51) and their rate, as GET /v1/reports/ach counts them',
+    }),
+    truncated: t.Boolean({ description: 'More policy versions or reviews than listed' }),
+  },
+  {
+    examples: [
+      {
+        year: 2026,
+        from: '2026-01-01T00:00:00.000Z',
+        to: '2026-11-25T15:02:11.000Z',
+        generated_at: '2026-11-25T15:02:11.000Z',
+        policy_versions: [{ version: 2, changed_by: 'j.doe', changed_at: '2026-11-20T15:00:00.000Z', in_force_from: '2026-11-20T15:00:00.000Z', in_force_until: null, notes: null, rules: POLICY_RULES_EXAMPLE }],
+        reviews: [REVIEW_EXAMPLE],
+        alerts: { raised: 1, by_rule: Object.fromEntries(RULE_IDS.map((r) => [r, { raised: r === 'velocity' ? 1 : 0, open: 0, needs_info: 0, cleared: r === 'velocity' ? 1 : 0, confirmed_fraud: 0 }])) },
+        holds: { raised: 1, holding: 0 },
+        frozen_accounts: 0,
+        unauthorized_returns: [{ month: '2026-11', debits: 120, returns: 0, rate: 0 }],
+        truncated: false,
+      },
+    ],
+  },
+);

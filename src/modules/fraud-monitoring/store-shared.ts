@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { num, numOrNull } from '../../platform/sql/numbers';
-import type { AlertPageQuery, AlertRow, DispositionRow, NewAlert, PolicyRow, ReturnContext, StreakQuery } from './store';
+import type { AlertCount, AlertPageQuery, AlertRow, DispositionRow, NewAlert, PolicyRow, ReturnContext, ReviewRow, StreakQuery } from './store';
 
 // Fraud monitoring's statements, written once: both engines run them as they are. What differs is how a list
 // is bound, how a JSON field of the enrollment's metadata is read and how a row is locked (`Dialect`), and how
@@ -45,6 +45,11 @@ export const dispositionRowOf = (r: RawDisposition): DispositionRow => ({ ...r, 
 
 type RawContext = Omit<ReturnContext, 'enrolledAt'> & { enrolledAt: Num };
 export const returnContextOf = (r: RawContext): ReturnContext => ({ ...r, enrolledAt: num(r.enrolledAt) });
+
+const REVIEW_COLUMNS = sql.raw(`id, lender_id AS "lenderId", reviewed_on AS "reviewedOn", reviewer, notes, policy_version AS "policyVersion", created_at AS "createdAt"`);
+type RawReview = Omit<ReviewRow, 'policyVersion' | 'createdAt'> & { policyVersion: Num; createdAt: Num };
+export const reviewRowOf = (r: RawReview): ReviewRow => ({ ...r, policyVersion: num(r.policyVersion), createdAt: num(r.createdAt) });
+export const alertCountOf = (r: Omit<AlertCount, 'n'> & { n: Num }): AlertCount => ({ ...r, n: num(r.n) });
 
 /** The statuses of a payment that never moved money: not a debit to the rules. */
 const NOT_A_DEBIT = `('voided', 'not_attempted')`;
@@ -119,5 +124,23 @@ export const fraudStatements = (d: Dialect) => ({
          AND p.updated_at >= ${BIG(q.since)} AND p.return_code ${d.inTexts(q.codes)} AND ${dimension} LIMIT ${q.cap}) AS s`,
   byRouting: (routing: string | null) => (routing === null ? sql`1 = 0` : sql`e.routing_number = ${routing}`),
   byDay: (start: number, end: number) => sql`e.enrolled_at >= ${BIG(start)} AND e.enrolled_at < ${BIG(end)}`,
+  policyVersionsBefore: (lenderId: string, until: number, limit: number) => sql`
+    SELECT ${POLICY_COLUMNS} FROM fraud_policies WHERE lender_id = ${lenderId} AND created_at < ${BIG(until)} ORDER BY version DESC LIMIT ${limit}`,
+  insertReview: (r: ReviewRow) => sql`
+    INSERT INTO fraud_reviews (id, lender_id, reviewed_on, reviewer, notes, policy_version, created_at)
+    VALUES (${r.id}, ${r.lenderId}, ${r.reviewedOn}, ${r.reviewer}, ${r.notes}, ${r.policyVersion}, ${BIG(r.createdAt)})`,
+  reviewsPage: (q: { lenderId: string; after: { reviewedOn: string; id: string }; limit: number }) => sql`
+    SELECT ${REVIEW_COLUMNS} FROM fraud_reviews WHERE lender_id = ${q.lenderId}
+       AND (reviewed_on < ${q.after.reviewedOn} OR (reviewed_on = ${q.after.reviewedOn} AND id < ${q.after.id}))
+     ORDER BY reviewed_on DESC, id DESC LIMIT ${q.limit}`,
+  reviewsBetween: (lenderId: string, fromDay: string, toDay: string, limit: number) => sql`
+    SELECT ${REVIEW_COLUMNS} FROM fraud_reviews WHERE lender_id = ${lenderId} AND reviewed_on >= ${fromDay} AND reviewed_on <= ${toDay}
+     ORDER BY reviewed_on, id LIMIT ${limit}`,
+  alertCounts: (lenderId: string, from: number, to: number) => sql`
+    SELECT rule, state, action, COUNT(*) AS n FROM fraud_alerts WHERE lender_id = ${lenderId} AND created_at >= ${BIG(from)} AND created_at < ${BIG(to)}
+     GROUP BY rule, state, action ORDER BY rule, state, action`,
+  accountsConfirmed: (lenderId: string, from: number, to: number) => sql`
+    SELECT COUNT(DISTINCT bank_account_id) AS n FROM fraud_alerts
+     WHERE lender_id = ${lenderId} AND state = 'confirmed_fraud' AND bank_account_id IS NOT NULL AND disposed_at >= ${BIG(from)} AND disposed_at < ${BIG(to)}`,
   byChannel: (channel: string | null) => (channel === null ? sql`1 = 0` : sql`${sql.raw(d.channelOf('e.metadata'))} = ${channel}`),
 });

@@ -3,7 +3,7 @@ import type { SQL } from 'drizzle-orm';
 import type { PgDb } from '../../platform/pg';
 import { listOf, lockFor, num, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { FraudStore } from './store';
-import { alertRowOf, dispositionRowOf, fraudStatements, policyRowOf, returnContextOf } from './store-shared';
+import { alertCountOf, alertRowOf, dispositionRowOf, fraudStatements, policyRowOf, returnContextOf, reviewRowOf } from './store-shared';
 
 // Fraud monitoring's SQL on PostgreSQL: the statements of store.sqlite.ts (store-shared.ts), a list bound as one
 // array. An alert raised for one fact by two transactions at once is one row: the second insert waits on the
@@ -88,5 +88,23 @@ export const pgFraudStore: FraudStore = {
       day: await countOf(db, q.streak(s, q.byDay(s.dayStart, s.dayEnd))),
       channel: await countOf(db, q.streak(s, q.byChannel(s.channel))),
     };
+  },
+  async policyVersionsBefore(c, lenderId, until, limit) {
+    return (await rows<Parameters<typeof policyRowOf>[0]>(readerOf(c), q.policyVersionsBefore(lenderId, until, limit))).map(policyRowOf);
+  },
+  async insertReview(c, row) {
+    await writerOf(c).execute(q.insertReview(row));
+  },
+  async reviewsPage(c, query) {
+    return (await rows<Parameters<typeof reviewRowOf>[0]>(readerOf(c), q.reviewsPage(query))).map(reviewRowOf);
+  },
+  async reviewsBetween(c, lenderId, fromDay, toDay, limit) {
+    return (await rows<Parameters<typeof reviewRowOf>[0]>(readerOf(c), q.reviewsBetween(lenderId, fromDay, toDay, limit))).map(reviewRowOf);
+  },
+  async alertCounts(c, lenderId, from, to) {
+    return (await rows<Parameters<typeof alertCountOf>[0]>(readerOf(c), q.alertCounts(lenderId, from, to))).map(alertCountOf);
+  },
+  async accountsConfirmed(c, lenderId, from, to) {
+    return countOf(readerOf(c), q.accountsConfirmed(lenderId, from, to));
   },
 };

@@ -2,7 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Db, Orm } from '../../platform/db';
 import { listOf, lockFor, num, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { FraudStore } from './store';
-import { alertRowOf, dispositionRowOf, fraudStatements, policyRowOf, returnContextOf } from './store-shared';
+import { alertCountOf, alertRowOf, dispositionRowOf, fraudStatements, policyRowOf, returnContextOf, reviewRowOf } from './store-shared';
 
 // Fraud monitoring's SQL on SQLite (store.pg.ts is the PostgreSQL one): the shared statements, lists bound as
 // one JSON parameter. One writer at a time: an alert raised twice for one fact is one insert that does nothing
@@ -84,5 +84,23 @@ export const sqliteFraudStore: FraudStore = {
       day: countOf(db, q.streak(s, q.byDay(s.dayStart, s.dayEnd))),
       channel: countOf(db, q.streak(s, q.byChannel(s.channel))),
     };
+  },
+  async policyVersionsBefore(c, lenderId, until, limit) {
+    return rowsOf<Parameters<typeof policyRowOf>[0]>(readerOf(c), q.policyVersionsBefore(lenderId, until, limit)).map(policyRowOf);
+  },
+  async insertReview(c, row) {
+    writerOf(c).run(q.insertReview(row));
+  },
+  async reviewsPage(c, query) {
+    return rowsOf<Parameters<typeof reviewRowOf>[0]>(readerOf(c), q.reviewsPage(query)).map(reviewRowOf);
+  },
+  async reviewsBetween(c, lenderId, fromDay, toDay, limit) {
+    return rowsOf<Parameters<typeof reviewRowOf>[0]>(readerOf(c), q.reviewsBetween(lenderId, fromDay, toDay, limit)).map(reviewRowOf);
+  },
+  async alertCounts(c, lenderId, from, to) {
+    return rowsOf<Parameters<typeof alertCountOf>[0]>(readerOf(c), q.alertCounts(lenderId, from, to)).map(alertCountOf);
+  },
+  async accountsConfirmed(c, lenderId, from, to) {
+    return countOf(readerOf(c), q.accountsConfirmed(lenderId, from, to));
   },
 };

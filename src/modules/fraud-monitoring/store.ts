@@ -108,6 +108,26 @@ export interface StreakQuery {
   cap: number;
 }
 
+/** A review of the lender's fraud-monitoring process, as stored. */
+export interface ReviewRow {
+  id: string;
+  lenderId: string;
+  /** YYYY-MM-DD. */
+  reviewedOn: string;
+  reviewer: string;
+  notes: string | null;
+  policyVersion: number;
+  createdAt: number;
+}
+
+/** Alerts raised in a period, counted by rule, state and action. */
+export interface AlertCount {
+  rule: FraudRule;
+  state: FraudAlertState;
+  action: FraudAction;
+  n: number;
+}
+
 export interface FraudStore {
   /** The lender's latest policy version, if it ever saved one. */
   latestPolicy(c: StoreCtx, lenderId: string): Promise<PolicyRow | undefined>;
@@ -141,4 +161,16 @@ export interface FraudStore {
   returnContext(c: StoreCtx, paymentId: string): Promise<ReturnContext | undefined>;
   /** The lender's returns of these codes since `since` on the routing number, the day of enrollments and the channel, each counted up to `cap`. */
   streakCounts(c: StoreCtx, q: StreakQuery): Promise<{ routing: number; day: number; channel: number }>;
+
+  /** The lender's policy versions saved before `until`, newest first, at most `limit`. */
+  policyVersionsBefore(c: StoreCtx, lenderId: string, until: number, limit: number): Promise<PolicyRow[]>;
+  insertReview(c: TxCtx, row: ReviewRow): Promise<void>;
+  /** A page of the lender's reviews, by reviewed_on then id, newest first, after a position. */
+  reviewsPage(c: StoreCtx, q: { lenderId: string; after: { reviewedOn: string; id: string }; limit: number }): Promise<ReviewRow[]>;
+  /** The lender's reviews dated in [fromDay, toDay] (YYYY-MM-DD), oldest first, at most `limit`. */
+  reviewsBetween(c: StoreCtx, lenderId: string, fromDay: string, toDay: string, limit: number): Promise<ReviewRow[]>;
+  /** The lender's alerts raised in [from, to), counted by rule, state and action. */
+  alertCounts(c: StoreCtx, lenderId: string, from: number, to: number): Promise<AlertCount[]>;
+  /** The bank accounts the lender's confirmed_fraud dispositions froze in [from, to): how many distinct ones. */
+  accountsConfirmed(c: StoreCtx, lenderId: string, from: number, to: number): Promise<number>;
 }

@@ -65,16 +65,6 @@ export const RULES: Readonly<Record<FraudRule, RuleSpec>> = {
     defaultAction: 'alert',
     settings: { max_borrowers: { default: 2, minimum: 1, maximum: 50, description: 'Borrowers one account may be under before it is a hit' } },
   },
-  owner_mismatch: {
-    id: 'owner_mismatch',
-    version: 1,
-    catches: 'The linked account’s owner, as the bank-data provider names it, does not match the borrower’s name',
-    reason: 'A debit to an account its owner never agreed to is the plainest unauthorized debit',
-    evaluatedAt: 'an enrollment with a bank link whose connection has the identity product',
-    actions: ['hold', 'alert'],
-    defaultAction: 'alert',
-    settings: {},
-  },
   amount_outlier: {
     id: 'amount_outlier',
     version: 1,

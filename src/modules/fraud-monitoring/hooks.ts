@@ -56,11 +56,14 @@ export async function fraudOnEnrollment(ctx: InTx, lenderId: string, borrowers: 
     max + 1,
   );
   const hits: Hit[] = [];
+  // Each first borrower's name opened once, however many of the request's borrowers share its account.
+  const names = new Map<string, string>();
+  const nameOf = (id: string, sealed: string) => names.get(id) ?? names.set(id, sealedName(ctx, sealed)).get(id)!;
   on.forEach((b, i) => {
     const s = sharing[i]!;
     const tooMany = s.borrowers > max;
     const own = fullName(b.firstName, b.lastName);
-    const namesDiffer = s.firstSealed !== null && own !== '' && !namesMatch(own, sealedName(ctx, s.firstSealed));
+    const namesDiffer = s.firstId !== null && s.firstSealed !== null && own !== '' && !namesMatch(own, nameOf(s.firstId, s.firstSealed));
     if (!tooMany && !namesDiffer) return;
     hits.push({
       rule: 'shared_account',

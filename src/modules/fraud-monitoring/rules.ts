@@ -58,7 +58,7 @@ export const RULES: Readonly<Record<FraudRule, RuleSpec>> = {
   shared_account: {
     id: 'shared_account',
     version: 1,
-    catches: 'A bank account under more than max_borrowers of the lender’s borrowers, or under a borrower whose name does not match the first borrower’s on it',
+    catches: 'A bank account under more than max_borrowers of the lender’s borrowers, or a borrower on it whose name does not match another’s on it (the first by authorizer_unique_id)',
     reason: 'One account paying for several unrelated borrowers is a mark of synthetic or borrowed identities',
     evaluatedAt: 'an enrollment or re-send',
     actions: ['hold', 'alert'],

@@ -7,7 +7,7 @@ import { Conflict, NotFound } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { keysetPage, type PageQuery } from '../../platform/pagination';
 import type { StoreCtx } from '../../platform/store';
-import { pushToEndpoints } from '../webhooks/endpoints';
+import { pushToEndpoints, type TargetsMemo } from '../webhooks/endpoints';
 import { freezeAccount } from '../bank-accounts/service';
 import type { FraudDispositionInput, FraudPolicyPut } from './model';
 import { MAX_NEEDS_INFO } from './model';
@@ -122,7 +122,10 @@ const alertView = (a: AlertRow, dispositions: readonly DispositionRow[]) => ({
  * The alerts of these hits, in the caller's transaction, each pushed as FRAUD_ALERT_RAISED: one per rule,
  * subject and fact, however often the fact is evaluated (the store's unique index). Returns how many were new.
  */
-export async function raise(ctx: InTx, lenderId: string, policy: FraudPolicy, hits: readonly Hit[]): Promise<number> {
+export async function raise(ctx: InTx & TargetsMemo, lenderId: string, policy: FraudPolicy, hits: readonly Hit[]): Promise<number> {
+  if (hits.length === 0) return 0;
+  // The lender's endpoints read once for all the hits (an enrollment of a thousand borrowers may raise as many).
+  const memo: InTx & TargetsMemo = ctx.targetsOf ? ctx : { ...ctx, targetsOf: new Map() };
   let raised = 0;
   const now = ctx.deps.clock.now();
   for (const h of hits) {
@@ -145,7 +148,7 @@ export async function raise(ctx: InTx, lenderId: string, policy: FraudPolicy, hi
     if (!(await ctx.deps.stores.fraud.insertAlert(ctx, row))) continue;
     raised++;
     const { id, ...rest } = { ...row, state: 'open' as const, disposedAt: null };
-    await pushToEndpoints(ctx, now, lenderId, 'FRAUD_ALERT_RAISED', { alert_id: id, ...alertFields({ id, ...rest }) });
+    await pushToEndpoints(memo, now, lenderId, 'FRAUD_ALERT_RAISED', { alert_id: id, ...alertFields({ id, ...rest }) });
   }
   return raised;
 }

@@ -12,6 +12,8 @@ export interface Dialect {
   inTexts: (values: readonly string[]) => SQL;
   /** The text of the `channel` key of the JSON object in the column named. */
   channelOf: (column: string) => string;
+  /** A list of pairs of text as a table `x(account, but, i)`, i its place in the list (from 0 on SQLite, from 1 on PostgreSQL: each store reads its own). */
+  pairs: (values: readonly (readonly [string, string])[]) => SQL;
 }
 
 type Num = number | string;
@@ -102,12 +104,16 @@ export const fraudStatements = (d: Dialect) => ({
        WHERE e.bank_account_id = ${bankAccountId} AND p.created_at >= ${BIG(since)} AND p.status NOT IN ${sql.raw(NOT_A_DEBIT)} LIMIT ${cap}) AS d`,
   lastSwitch: (enrollmentId: string) => sql`
     SELECT id, switched_at AS "at" FROM fraud_account_switches WHERE enrollment_id = ${enrollmentId} ORDER BY switched_at DESC, id DESC LIMIT 1`,
-  sharing: (lenderId: string, accountId: string, except: string, cap: number) => sql`
-    SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM enrollments WHERE bank_account_id = ${accountId} AND lender_id = ${lenderId} AND sealed IS NOT NULL LIMIT ${cap}) AS b) AS borrowers,
-           f.id AS "firstId", f.sealed AS "firstSealed"
-      FROM (SELECT 1 AS one) AS x
-      LEFT JOIN (SELECT id, sealed FROM enrollments WHERE bank_account_id = ${accountId} AND lender_id = ${lenderId} AND sealed IS NOT NULL AND id <> ${except}
-                  ORDER BY enrolled_at, id LIMIT 1) AS f ON 1 = 1`,
+  // One statement for the whole list (an enrollment of up to 1000 borrowers): per pair, the count stops at the
+  // cap and the other borrower is the first by authorizer_unique_id, each off enrollments_bank_account_idx (an
+  // order the index does not give would sort every borrower on the account, for each one enrolled).
+  sharing: (lenderId: string, accounts: readonly { accountId: string; except: string }[], cap: number) => sql`
+    SELECT x.i AS i,
+           (SELECT COUNT(*) FROM (SELECT 1 FROM enrollments b WHERE b.bank_account_id = x.account AND b.lender_id = ${lenderId} AND b.sealed IS NOT NULL LIMIT ${cap}) AS n) AS borrowers,
+           (SELECT f.id FROM enrollments f WHERE f.bank_account_id = x.account AND f.lender_id = ${lenderId} AND f.sealed IS NOT NULL AND f.id <> x.but
+             ORDER BY f.authorizer_unique_id LIMIT 1) AS "firstId"
+      FROM ${d.pairs(accounts.map((a) => [a.accountId, a.except]))} ORDER BY x.i`,
+  sealedOf: (ids: readonly string[]) => sql`SELECT id, sealed FROM enrollments WHERE id ${d.inTexts(ids)}`,
   recordSwitch: (r: { id: string; lenderId: string; enrollmentId: string; bankAccountId: string | null; switchedAt: number }) => sql`
     INSERT INTO fraud_account_switches (id, lender_id, enrollment_id, bank_account_id, switched_at)
     VALUES (${r.id}, ${r.lenderId}, ${r.enrollmentId}, ${r.bankAccountId}, ${BIG(r.switchedAt)})`,

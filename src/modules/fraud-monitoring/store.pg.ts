@@ -14,6 +14,8 @@ import { alertCountOf, alertRowOf, dispositionRowOf, fraudStatements, policyRowO
 const q = fraudStatements({
   inTexts: (values) => sql`= ANY(${listOf(values)}::text[])`,
   channelOf: (column) => `(${column}::jsonb ->> 'channel')`,
+  pairs: (values) =>
+    sql`unnest(${listOf(values.map((v) => v[0]))}::text[], ${listOf(values.map((v) => v[1]))}::text[]) WITH ORDINALITY AS x(account, but, i)`,
 });
 const countOf = async (db: PgDb, query: SQL): Promise<number> => num((await rows<{ n: number | string }>(db, query))[0]?.n ?? 0);
 
@@ -66,13 +68,13 @@ export const pgFraudStore: FraudStore = {
     };
   },
   async accountSharing(c, lenderId, accounts, cap) {
+    if (accounts.length === 0) return [];
     const db = readerOf(c);
-    const out = [];
-    for (const a of accounts) {
-      const [r] = await rows<{ borrowers: number | string; firstId: string | null; firstSealed: string | null }>(db, q.sharing(lenderId, a.accountId, a.except, cap));
-      out.push({ accountId: a.accountId, borrowers: num(r?.borrowers ?? 0), firstId: r?.firstId ?? null, firstSealed: r?.firstSealed ?? null });
-    }
-    return out;
+    const found = await rows<{ i: number | string; borrowers: number | string; firstId: string | null }>(db, q.sharing(lenderId, accounts, cap));
+    const firsts = [...new Set(found.flatMap((r) => (r.firstId ? [r.firstId] : [])))];
+    const sealed = new Map(firsts.length > 0 ? (await rows<{ id: string; sealed: string | null }>(db, q.sealedOf(firsts))).map((r) => [r.id, r.sealed]) : []);
+    // WITH ORDINALITY counts from 1.
+    return found.map((r) => ({ accountId: accounts[num(r.i) - 1]!.accountId, borrowers: num(r.borrowers), firstId: r.firstId, firstSealed: r.firstId ? (sealed.get(r.firstId) ?? null) : null }));
   },
   async recordSwitch(c, row) {
     await writerOf(c).execute(q.recordSwitch(row));

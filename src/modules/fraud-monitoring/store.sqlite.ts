@@ -11,6 +11,7 @@ import { alertCountOf, alertRowOf, dispositionRowOf, fraudStatements, policyRowO
 const q = fraudStatements({
   inTexts: (values) => sql`IN (SELECT value FROM json_each(${listOf(values)}))`,
   channelOf: (column) => `CASE WHEN json_valid(${column}) THEN json_extract(${column}, '$.channel') END`,
+  pairs: (values) => sql`(SELECT json_extract(value, '$[0]') AS account, json_extract(value, '$[1]') AS but, CAST(key AS INTEGER) AS i FROM json_each(${listOf(values)})) AS x`,
 });
 const rowsOf = <T>(db: Db | Orm, query: SQL): T[] => db.all<T>(query);
 const countOf = (db: Db | Orm, query: SQL): number => num(rowsOf<{ n: number }>(db, query)[0]?.n ?? 0);
@@ -64,11 +65,12 @@ export const sqliteFraudStore: FraudStore = {
     };
   },
   async accountSharing(c, lenderId, accounts, cap) {
+    if (accounts.length === 0) return [];
     const db = readerOf(c);
-    return accounts.map((a) => {
-      const [r] = rowsOf<{ borrowers: number; firstId: string | null; firstSealed: string | null }>(db, q.sharing(lenderId, a.accountId, a.except, cap));
-      return { accountId: a.accountId, borrowers: num(r?.borrowers ?? 0), firstId: r?.firstId ?? null, firstSealed: r?.firstSealed ?? null };
-    });
+    const found = rowsOf<{ i: number; borrowers: number; firstId: string | null }>(db, q.sharing(lenderId, accounts, cap));
+    const firsts = [...new Set(found.flatMap((r) => (r.firstId ? [r.firstId] : [])))];
+    const sealed = new Map(firsts.length > 0 ? rowsOf<{ id: string; sealed: string | null }>(db, q.sealedOf(firsts)).map((r) => [r.id, r.sealed]) : []);
+    return found.map((r) => ({ accountId: accounts[num(r.i)]!.accountId, borrowers: num(r.borrowers), firstId: r.firstId, firstSealed: r.firstId ? (sealed.get(r.firstId) ?? null) : null }));
   },
   async recordSwitch(c, row) {
     writerOf(c).run(q.recordSwitch(row));

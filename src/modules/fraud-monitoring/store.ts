@@ -79,7 +79,7 @@ export interface AccountSharing {
   accountId: string;
   /** Borrowers of the lender on the account, counted up to the cap asked. */
   borrowers: number;
-  /** The first borrower on it (by enrollment time) other than the one evaluated, and its sealed details. */
+  /** Another borrower on it than the one evaluated (the first by authorizer_unique_id), and its sealed details. */
   firstId: string | null;
   firstSealed: string | null;
 }
@@ -153,7 +153,7 @@ export interface FraudStore {
 
   /** What the debit rules read of a planned debit (see DebitFacts). */
   debitFacts(c: StoreCtx, v: { lenderId: string; enrollmentId: string; bankAccountId: string | null; paymentId: string; since: number; cap: number }): Promise<DebitFacts>;
-  /** Per account, how many of the lender's borrowers are on it (up to `cap`) and the first of them other than `except`. */
+  /** Per account, how many of the lender's borrowers are on it (up to `cap`) and the first of them other than `except` by authorizer_unique_id. */
   accountSharing(c: StoreCtx, lenderId: string, accounts: readonly { accountId: string; except: string }[], cap: number): Promise<AccountSharing[]>;
   /** A borrower re-sent with another account. */
   recordSwitch(c: TxCtx, row: { id: string; lenderId: string; enrollmentId: string; bankAccountId: string | null; switchedAt: number }): Promise<void>;

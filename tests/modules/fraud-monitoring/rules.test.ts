@@ -7,10 +7,11 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { enrollBorrower, ownAccount } from '../../helpers/fixtures';
-import { cycle } from '../../helpers/collection';
+import { cycle, dispatchAndSettle } from '../../helpers/collection';
 import { pollProcessors } from '../../../src/modules/collection/poll';
 import { dispatchPayments, planSend, sendPlanned } from '../../../src/modules/collection/dispatch';
 import { tellAccountBlocks } from '../../../src/modules/collection/account-blocks';
+import { applyReceivedChanges } from '../../../src/modules/collection/account-changes';
 import { transaction } from '../../../src/platform/context';
 import { processBalances } from '../../../src/modules/balance-requests/processing';
 import { queueDueReads } from '../../../src/modules/enrollments/monitoring';
@@ -104,6 +105,26 @@ describe('one scenario borrower per rule raises exactly one alert, with its rule
     await enroll(c, l, enrollBorrower('mover', { account_number: ownAccount(3), collectable_amount: 10000 }));
     await run(c);
     expect(await alerts(c, l)).toMatchObject([{ rule: 'account_changed', authorizer_unique_id: 'mover', details: { source: 'resend', window_days: 30 } }]);
+  });
+
+  test('account_changed: a Notification of Change applied to the account, then a debit within the window', async () => {
+    // A debit to a 9996 account settles with a C01 from the sandbox processor, applied at once; the borrower,
+    // re-sent with what it owes now under the corrected number, is debited again on the same account.
+    const l = await lender(c, undefined, { require_account_validation: false });
+    await enroll(c, l, enrollBorrower('noc', { account_number: '9996234567', collectable_amount: 10000 }));
+    await cycle(c);
+    await dispatchAndSettle(c, SETTLE);
+    // Applied by the job once received (the poll that records the settlement receives it).
+    for (let i = 0; i < 5 && (await applyReceivedChanges(c.rt)).applied === 0; i++) await pollProcessors(c.rt);
+    expect(await c.rows('SELECT code, status FROM account_changes WHERE lender_id = ?', l.id)).toEqual([{ code: 'C01', status: 'applied' }]);
+    // Past the settled debit's late-return window (five business days), well inside account_changed's 30 days.
+    c.clock.advance(8 * DAY);
+    await enroll(c, l, enrollBorrower('noc', { account_number: '0006234567', collectable_amount: 10000 }));
+    await run(c);
+    const paid = await payments(c, l, 'noc');
+    expect(paid.map((p) => p.status)).toEqual(['settled', 'settled']);
+    expect(paid[1]!.bankAccountId).toBe(paid[0]!.bankAccountId);
+    expect(await alerts(c, l)).toMatchObject([{ rule: 'account_changed', authorizer_unique_id: 'noc', payment_id: paid[1]!.id, details: { source: 'notification_of_change', window_days: 30 } }]);
   });
 
   test('shared_account: a second borrower of another name on an account', async () => {

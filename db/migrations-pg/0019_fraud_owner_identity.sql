@@ -1,0 +1,1 @@
+ALTER TABLE "bank_data_connections" ADD COLUMN "identity" integer DEFAULT 0 NOT NULL;

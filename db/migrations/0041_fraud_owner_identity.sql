@@ -1,0 +1,1 @@
+ALTER TABLE `bank_data_connections` ADD `identity` integer DEFAULT false NOT NULL;

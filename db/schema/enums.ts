@@ -179,7 +179,7 @@ export const RIGHTS_NOTICE_CHANNELS = ['electronic', 'mail'] as const;
 export type RightsNoticeChannel = (typeof RIGHTS_NOTICE_CHANNELS)[number];
 
 /** The fraud-monitoring rules (modules/fraud-monitoring/rules.ts holds what each catches, why, and its settings). */
-export const FRAUD_RULES = ['first_debit_unvalidated', 'account_changed', 'shared_account', 'amount_outlier', 'velocity', 'unauthorized_streak'] as const;
+export const FRAUD_RULES = ['first_debit_unvalidated', 'account_changed', 'shared_account', 'owner_mismatch', 'amount_outlier', 'velocity', 'unauthorized_streak'] as const;
 export type FraudRule = (typeof FRAUD_RULES)[number];
 
 /** What a rule's hit does: hold the borrower's debits until the alert is cleared, or only alert. */

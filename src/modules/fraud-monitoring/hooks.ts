@@ -1,5 +1,9 @@
 import type { Rail } from '../../../db/schema/enums';
-import type { JobContext } from '../../deps';
+import type { Ctx, JobContext } from '../../deps';
+import { TransientProviderError } from '../../adapters/bank-data/types';
+import type { BankLink } from '../../adapters/bank-data/linked';
+import { withCallScope } from '../../platform/provider-calls';
+import { connectionFor } from '../bank-data-connections/service';
 import { DAY_MS, iso } from '../../platform/clock';
 import type { Tx } from '../../platform/context';
 import { newId } from '../../platform/ids';
@@ -11,7 +15,9 @@ import { policyInForce, raise, type Hit } from './service';
 
 // Where the rules meet the facts: each is called, once, by the code that records its fact, in that fact's
 // transaction, so an alert commits with its fact or not at all.
-//   - an enrollment or re-send (enrollments/service.ts): shared_account, and the account switch account_changed reads;
+//   - an enrollment or re-send (enrollments/service.ts): shared_account, owner_mismatch (the owners asked of the
+//     provider just before the enrollment's transaction, by linkedOwners: no network call inside one), and the
+//     account switch account_changed reads;
 //   - a planned debit (collection/decide.ts createPayment): first_debit_unvalidated, account_changed, amount_outlier, velocity;
 //   - a recorded return (collection/reactions.ts): unauthorized_streak.
 // Each reads what its rules need (bounded reads, store.ts) and decides with the pure functions of rules.ts.
@@ -27,6 +33,55 @@ export interface EnrolledBorrower {
   priorAccountId: string | null | undefined;
   firstName: string | null;
   lastName: string | null;
+  /** Its linked account's owners as the provider named them (linkedOwners); null when not asked. */
+  owners?: LinkedOwners | null;
+}
+
+/** A linked account's owners' names, and the account they are of. */
+export interface LinkedOwners {
+  provider: BankLink['provider'];
+  account: string;
+  names: string[];
+}
+
+/** Owners' reads in flight at once for one enrollment request. */
+const OWNERS_CONCURRENCY = 4;
+
+/**
+ * The owners of the linked accounts of borrowers about to be enrolled, by authorizer_unique_id: asked, before
+ * the enrollment's transaction, only while owner_mismatch is on and only through a connection of the lender
+ * that has the identity product (each call counted in its usage). One the provider cannot name now is left
+ * out: it raises nothing.
+ */
+export async function linkedOwners(ctx: Ctx, borrowers: readonly { aid: string; link: BankLink | null | undefined }[]): Promise<Map<string, LinkedOwners>> {
+  const out = new Map<string, LinkedOwners>();
+  const linked = borrowers.filter((b): b is { aid: string; link: BankLink } => !!b.link);
+  if (linked.length === 0 || !(await policyInForce(ctx, ctx.lender.id)).rules.owner_mismatch.enabled) return out;
+  for (const provider of ['plaid', 'stripe'] as const) {
+    const queue = linked.filter((b) => b.link.provider === provider);
+    if (queue.length === 0) continue;
+    const conn = await connectionFor(ctx.deps, ctx.lender.id, provider);
+    if (!conn?.identity) continue;
+    const worker = async () => {
+      for (let b = queue.shift(); b; b = queue.shift()) {
+        const link = b.link;
+        try {
+          const r = await withCallScope({ lenderId: ctx.lender.id, connectionId: conn.id }, () =>
+            link.provider === 'plaid' && conn.creds.provider === 'plaid'
+              ? ctx.deps.linked.plaid.owners(conn.creds, link)
+              : link.provider === 'stripe' && conn.creds.provider === 'stripe'
+                ? ctx.deps.linked.stripe.owners(conn.creds, link)
+                : null,
+          );
+          if (r?.kind === 'owners') out.set(b.aid, { provider, account: link.provider === 'plaid' ? link.accountId : link.account, names: r.names });
+        } catch (e) {
+          if (!(e instanceof TransientProviderError)) throw e;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: OWNERS_CONCURRENCY }, worker));
+  }
+  return out;
 }
 
 /** The name sealed with a borrower (enrollments/borrower.ts seals it in the balance payload's packed form). */
@@ -36,7 +91,7 @@ function sealedName(ctx: InTx, sealed: string): string {
   return fullName(b.firstName, b.lastName);
 }
 
-/** Borrowers enrolled or re-sent: their account switches kept, and shared_account asked of each on an account. */
+/** Borrowers enrolled or re-sent: their account switches kept, owner_mismatch asked of those whose owners were read, and shared_account of each on an account. */
 export async function fraudOnEnrollment(ctx: InTx, lenderId: string, borrowers: readonly EnrolledBorrower[]): Promise<void> {
   const now = ctx.deps.clock.now();
   for (const b of borrowers) {
@@ -45,9 +100,30 @@ export async function fraudOnEnrollment(ctx: InTx, lenderId: string, borrowers: 
     }
   }
   const policy = await policyInForce(ctx, lenderId);
+  const hits: Hit[] = [];
+  if (policy.rules.owner_mismatch.enabled) {
+    for (const b of borrowers) {
+      const own = fullName(b.firstName, b.lastName);
+      const o = b.owners;
+      if (!o || o.names.length === 0 || own === '' || o.names.some((n) => namesMatch(own, n))) continue;
+      hits.push({
+        rule: 'owner_mismatch',
+        subject: `enrollment:${b.enrollmentId}`,
+        fact: `owners:${o.provider}:${o.account}`,
+        enrollmentId: b.enrollmentId,
+        aid: b.aid,
+        bankAccountId: b.bankAccountId,
+        paymentId: null,
+        details: { provider: o.provider, owners: o.names.length },
+      });
+    }
+  }
   const rule = policy.rules.shared_account;
   const on = borrowers.filter((b) => b.bankAccountId !== null);
-  if (!rule.enabled || on.length === 0) return;
+  if (!rule.enabled || on.length === 0) {
+    await raise(ctx, lenderId, policy, hits);
+    return;
+  }
   const max = rule.settings.max_borrowers!;
   const sharing = await ctx.deps.stores.fraud.accountSharing(
     ctx,
@@ -55,7 +131,6 @@ export async function fraudOnEnrollment(ctx: InTx, lenderId: string, borrowers: 
     on.map((b) => ({ accountId: b.bankAccountId!, except: b.enrollmentId })),
     max + 1,
   );
-  const hits: Hit[] = [];
   // Each first borrower's name opened once, however many of the request's borrowers share its account.
   const names = new Map<string, string>();
   const nameOf = (id: string, sealed: string) => names.get(id) ?? names.set(id, sealedName(ctx, sealed)).get(id)!;

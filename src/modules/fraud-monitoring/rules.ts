@@ -65,6 +65,16 @@ export const RULES: Readonly<Record<FraudRule, RuleSpec>> = {
     defaultAction: 'alert',
     settings: { max_borrowers: { default: 2, minimum: 1, maximum: 50, description: 'Borrowers one account may be under before it is a hit' } },
   },
+  owner_mismatch: {
+    id: 'owner_mismatch',
+    version: 1,
+    catches: 'A borrower enrolled with a bank_link whose account’s owners, as the provider names them (Plaid /identity/get, Stripe Financial Connections ownership), include none matching the borrower’s name',
+    reason: 'A debit to an account its owner never agreed to is the plainest unauthorized debit; the provider knows who holds the account',
+    evaluatedAt: 'an enrollment or re-send with a bank_link, where the lender’s bank-data connection has the identity product',
+    actions: ['hold', 'alert'],
+    defaultAction: 'alert',
+    settings: {},
+  },
   amount_outlier: {
     id: 'amount_outlier',
     version: 1,

@@ -24,7 +24,7 @@ import { policyInForce, raise, type Hit } from './service';
 
 type InTx = JobContext & { tx: Tx };
 
-/** A borrower as an enrollment stored it, for shared_account. */
+/** A borrower as an enrollment stored it, for the enrollment rules (shared_account, owner_mismatch) and the switches. */
 export interface EnrolledBorrower {
   enrollmentId: string;
   aid: string;

@@ -72,6 +72,21 @@ describe('/portal/payments/fraud-alerts', () => {
     expect(again.text).toContain('already disposed of');
   });
 
+  test('the year’s report downloaded as the API’s CSV; a year it refuses is its 400 as a page', async () => {
+    await ready;
+    const page = await p.get('/portal/payments/fraud-alerts');
+    expect(page.text).toContain('action="/portal/payments/fraud-report.csv"');
+    expect(page.text).toContain('<option value="2026">2026</option>');
+    const csv = await p.get('/portal/payments/fraud-report.csv?year=2026');
+    expect(csv.status).toBe(200);
+    expect(csv.headers.get('content-disposition')).toBe('attachment; filename=fraud-monitoring-report-2026.csv');
+    const api = await c.request('GET', '/v1/fraud_monitoring/report?year=2026&format=csv');
+    // The same figures but the moment each was made.
+    const withoutTime = (t: string) => t.replace(/report,,generated_at,[^\r]*\r\n/, '');
+    expect(withoutTime(csv.text)).toBe(withoutTime(await api.text()));
+    expect((await p.get('/portal/payments/fraud-report.csv?year=2099')).status).toBe(400);
+  });
+
   test('another lender’s alert is not found', async () => {
     await ready;
     const shared = await alertOf('shared_account');

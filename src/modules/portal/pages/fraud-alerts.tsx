@@ -6,6 +6,7 @@ import { InvalidInput, NotFound } from '../../../platform/errors';
 import { OneOf } from '../../../platform/schema';
 import { textSchema } from '../../../platform/fields';
 import { disposeAlert, getAlert, listAlerts } from '../../fraud-monitoring/service';
+import { fraudReport, reportCsv, reportFilename } from '../../fraud-monitoring/report';
 import { RULES } from '../../fraud-monitoring/rules';
 import { page, portalSession, problemOf, queryOf, viewOf } from '../plugin';
 import type { PortalSession } from '../session';
@@ -16,9 +17,14 @@ import { borrowerHref } from './borrowers';
 // /portal/payments/fraud-alerts: the lender's fraud-monitoring queue, as GET /v1/fraud_alerts lists it (newest
 // first, by rule and state, 50 a page), open ones by default; a page per alert with what the rule compared and
 // every disposition, and the form that records one (POST /v1/fraud_alerts/{id}/disposition), by the signed-in
-// user. Read and written through the fraud-monitoring service only.
+// user; and the year's record as the CSV of GET /v1/fraud_monitoring/report. Read and written through the
+// fraud-monitoring services only.
 
 export const FRAUD_ALERTS_HERE = '/portal/payments/fraud-alerts';
+export const FRAUD_REPORT_CSV = '/portal/payments/fraud-report.csv';
+/** Years offered for the report: the current one and the two before it. */
+const REPORT_YEARS = 3;
+const ReportQuery = Type.Object({ year: Type.String({ maxLength: 4 }) }, { additionalProperties: false });
 const PAGE_SIZE = 50;
 
 export const alertHref = (id: string) => `${FRAUD_ALERTS_HERE}/${encodeURIComponent(id)}`;
@@ -90,6 +96,19 @@ async function QueueContent({ deps, s, f, now }: { deps: Deps; s: PortalSession;
         empty="No alert here."
       />
       <Pager path={FRAUD_ALERTS_HERE} query={{ rule: f.rule, state: f.state }} next={r.next_page_token} />
+      <form method="get" action={FRAUD_REPORT_CSV} aria-label="Download the yearly fraud-monitoring report">
+        <label for="report-year">Year (UTC)</label>
+        <select id="report-year" name="year">
+          {Array.from({ length: REPORT_YEARS }, (_, i) => String(new Date(now).getUTCFullYear() - i)).map((y) => (
+            <option value={y}>{y}</option>
+          ))}
+        </select>
+        <small>
+          What your bank or processor asks to see: the policy versions in force, the reviews, the alerts by rule and state, the holds, the accounts frozen on confirmed
+          fraud, and each month’s unauthorized return rate. One line per figure; the same as GET /v1/fraud_monitoring/report.
+        </small>
+        <button type="submit">Download CSV</button>
+      </form>
     </>
   );
 }
@@ -148,6 +167,18 @@ export const fraudAlertPages = (deps: Deps) =>
       ({ session, query }) => {
         const view = viewOf(deps, session, FRAUD_ALERTS_HERE);
         return page(view, 'Fraud alerts', <QueueContent deps={deps} s={session} f={queryOf(Filters, query)} now={view.now} />);
+      },
+      { signedIn: true, detail: { hide: true } },
+    )
+    // The API's report as its file; a year it refuses is its 400, as a page.
+    .get(
+      FRAUD_REPORT_CSV,
+      async ({ session, query }) => {
+        const { year } = queryOf(ReportQuery, query);
+        const report = await fraudReport({ ctx: { lender: session.lender, deps }, input: { year } });
+        return new Response(reportCsv(report), {
+          headers: { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename=${reportFilename(report.year)}`, 'cache-control': 'no-store' },
+        });
       },
       { signedIn: true, detail: { hide: true } },
     )

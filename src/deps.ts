@@ -10,6 +10,7 @@ import type { EnrollmentStore } from './modules/enrollments/store';
 import type { MonitorStore } from './modules/enrollments/monitor-store';
 import type { BankAccountStore } from './modules/bank-accounts/store';
 import type { RightsNoticeStore } from './modules/rights-notices/store';
+import type { FraudStore } from './modules/fraud-monitoring/store';
 import type { BankDataConnectionStore } from './modules/bank-data-connections/store';
 import type { PayCycleStore } from './modules/pay-cycles/store';
 import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, PaymentReadStore } from './modules/collection/store';
@@ -54,6 +55,7 @@ export interface Stores {
   monitors: MonitorStore;
   bankAccounts: BankAccountStore;
   rightsNotices: RightsNoticeStore;
+  fraud: FraudStore;
   bankDataConnections: BankDataConnectionStore;
   payCycles: PayCycleStore;
   dispatch: DispatchStore;

@@ -17,6 +17,7 @@ import { sqliteWebhookStore } from './modules/webhooks/store.sqlite';
 import { sqlitePortalStore } from './modules/portal/store.sqlite';
 import { sqliteBankAccountStore } from './modules/bank-accounts/store.sqlite';
 import { sqliteRightsNoticeStore } from './modules/rights-notices/store.sqlite';
+import { sqliteFraudStore } from './modules/fraud-monitoring/store.sqlite';
 import { pgScheduleStore } from './modules/schedules/store.pg';
 import { pgEnrollmentStore } from './modules/enrollments/store.pg';
 import { pgMonitorStore } from './modules/enrollments/monitor-store.pg';
@@ -35,6 +36,7 @@ import { pgWebhookStore } from './modules/webhooks/store.pg';
 import { pgPortalStore } from './modules/portal/store.pg';
 import { pgBankAccountStore } from './modules/bank-accounts/store.pg';
 import { pgRightsNoticeStore } from './modules/rights-notices/store.pg';
+import { pgFraudStore } from './modules/fraud-monitoring/store.pg';
 
 // The stores of each engine, put together once. The composition root (runtime.ts) gives the service the set of
 // the engine it runs on; no service, job or route chooses an engine. Nothing else imports a store's
@@ -46,6 +48,7 @@ export const sqliteStores: Stores = {
   monitors: sqliteMonitorStore,
   bankAccounts: sqliteBankAccountStore,
   rightsNotices: sqliteRightsNoticeStore,
+  fraud: sqliteFraudStore,
   bankDataConnections: sqliteBankDataConnectionStore,
   payCycles: sqlitePayCycleStore,
   dispatch: sqliteDispatchStore,
@@ -71,6 +74,7 @@ export const pgStores: Stores = {
   monitors: pgMonitorStore,
   bankAccounts: pgBankAccountStore,
   rightsNotices: pgRightsNoticeStore,
+  fraud: pgFraudStore,
   bankDataConnections: pgBankDataConnectionStore,
   payCycles: pgPayCycleStore,
   dispatch: pgDispatchStore,

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { bigint, index, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { BANK_DATA_PROVIDERS, LINK_HEALTHS, PLAID_ENVIRONMENTS } from '../schema/enums';
 import { lenders } from './lenders';
-import { ident, ms } from './columns';
+import { flag, ident, ms } from './columns';
 
 // A lender's credentials at a bank-data source (Plaid, Stripe Financial Connections), sealed with the vault
 // and erased when the connection is deleted; at most one live connection per provider and lender.
@@ -19,6 +19,7 @@ export const bankDataConnections = pgTable(
     // Plaid: { client_id, secret }; Stripe: { api_key }. Null once deleted.
     credentialsSealed: text('credentials_sealed'),
     last4: text('last4').notNull(),
+    identity: flag('identity').notNull().default(sql`0`),
     lastReadAt: ms('last_read_at'),
     createdAt: ms('created_at').notNull(),
     deletedAt: ms('deleted_at'),

@@ -19,6 +19,9 @@ export const bankDataConnections = sqliteTable(
     // Plaid: { client_id, secret }; Stripe: { api_key }. Null once deleted.
     credentialsSealed: text('credentials_sealed'),
     last4: text('last4').notNull(),
+    // The lender's connection has the identity product (Plaid Identity, Stripe Financial Connections ownership):
+    // fraud monitoring asks a linked account's owners through it (owner_mismatch). Off unless the lender says so.
+    identity: integer('identity', { mode: 'boolean' }).notNull().default(false),
     lastReadAt: integer('last_read_at'),
     createdAt: integer('created_at').notNull(),
     deletedAt: integer('deleted_at'),

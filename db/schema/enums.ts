@@ -41,6 +41,7 @@ export const ENDPOINT_EVENT_TYPES = [
   'ACCOUNT_CORRECTED',
   'RIGHTS_NOTICE_DUE',
   'PAYMENT_NOTICE_DUE',
+  'FRAUD_ALERT_RAISED',
 ] as const;
 export type EndpointEventType = (typeof ENDPOINT_EVENT_TYPES)[number];
 
@@ -191,3 +192,19 @@ export type ChangeApplication = (typeof CHANGE_APPLICATIONS)[number];
 /** How the lender sent a consumer-rights notice (12 CFR 1041.9(c)): electronically, or by mail. */
 export const RIGHTS_NOTICE_CHANNELS = ['electronic', 'mail'] as const;
 export type RightsNoticeChannel = (typeof RIGHTS_NOTICE_CHANNELS)[number];
+
+/** The fraud-monitoring rules (modules/fraud-monitoring/rules.ts holds what each catches, why, and its settings). */
+export const FRAUD_RULES = ['first_debit_unvalidated', 'account_changed', 'shared_account', 'owner_mismatch', 'amount_outlier', 'velocity', 'unauthorized_streak'] as const;
+export type FraudRule = (typeof FRAUD_RULES)[number];
+
+/** What a rule's hit does: hold the borrower's debits until the alert is cleared, or only alert. */
+export const FRAUD_ACTIONS = ['hold', 'alert'] as const;
+export type FraudAction = (typeof FRAUD_ACTIONS)[number];
+
+/** A fraud alert's state: open until the lender disposes of it; needs_info keeps it open (a hold stays) until a final one. */
+export const FRAUD_ALERT_STATES = ['open', 'needs_info', 'cleared', 'confirmed_fraud'] as const;
+export type FraudAlertState = (typeof FRAUD_ALERT_STATES)[number];
+
+/** A lender's disposition of a fraud alert: cleared and confirmed_fraud are final, needs_info is not. */
+export const FRAUD_DISPOSITIONS = ['cleared', 'confirmed_fraud', 'needs_info'] as const;
+export type FraudDisposition = (typeof FRAUD_DISPOSITIONS)[number];

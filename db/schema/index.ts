@@ -16,3 +16,4 @@ export * from './bank-data';
 export * from './search';
 export * from './pay-history';
 export * from './rights-notices';
+export * from './fraud-monitoring';

@@ -76,6 +76,7 @@ export function docsPlugin(docsBase: string) {
             { name: 'Monitoring', description: 'Scheduled balance monitoring and authorizer history' },
             { name: 'Webhooks', description: 'Signing secret and delivery log of the webhooks the service sends' },
             { name: 'Payments', description: 'Processor keys, borrower enrollment and payment results (Early Access)' },
+            { name: 'Fraud monitoring', description: 'The fraud-monitoring policy, its alerts and their dispositions, the yearly reviews and report (Early Access)' },
             { name: 'Operations', description: 'Health, readiness and metrics' },
           ],
           components: {

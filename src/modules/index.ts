@@ -19,6 +19,7 @@ import { providerCallsJob } from './bank-data-connections/usage';
 import { sealedColumns as connectionSealed } from './payment-connections/service';
 import { bankAccountRoutes } from './bank-accounts/routes';
 import { rightsNoticeRoutes } from './rights-notices/routes';
+import { fraudRoutes } from './fraud-monitoring/routes';
 import { sealedColumns as bankAccountSealed } from './bank-accounts/fingerprint';
 import { enrollmentRoutes } from './enrollments/routes';
 import { sealedColumns as enrollmentSealed } from './enrollments/service';
@@ -53,7 +54,7 @@ import { sealedColumns as scheduleSealed } from './schedules/service';
 
 /** Every feature's routes, mounted by createApp. */
 export function featureRoutes(deps: Deps, auth: Auth) {
-  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), webhookEndpointRoutes(deps, auth), paymentConnectionRoutes(deps, auth), bankDataConnectionRoutes(deps, auth), bankDataWebhookRoutes(deps), enrollmentRoutes(deps, auth), bankAccountRoutes(deps, auth), rightsNoticeRoutes(deps, auth), paymentEventRoutes(deps, auth), collectionPolicyRoutes(deps, auth), returnRateRoutes(deps, auth), achReportRoutes(deps, auth), uploadRoutes(deps, auth), portalRoutes(deps)] as const;
+  return [balanceRoutes(deps, auth), scheduleRoutes(deps, auth), webhookRoutes(deps, auth), webhookEndpointRoutes(deps, auth), paymentConnectionRoutes(deps, auth), bankDataConnectionRoutes(deps, auth), bankDataWebhookRoutes(deps), enrollmentRoutes(deps, auth), bankAccountRoutes(deps, auth), rightsNoticeRoutes(deps, auth), fraudRoutes(deps, auth), paymentEventRoutes(deps, auth), collectionPolicyRoutes(deps, auth), returnRateRoutes(deps, auth), achReportRoutes(deps, auth), uploadRoutes(deps, auth), portalRoutes(deps)] as const;
 }
 
 /** Routes whose writes run in a worker that takes the write gate itself: they hold no share of it. */

@@ -7,6 +7,7 @@ import { BLOCKED_REASONS } from './enrollments/monitor';
 import { AccountChangeFields } from './bank-accounts/model';
 import { RIGHTS_NOTICE_DUE_EXAMPLE, RightsNoticeDueFields } from './rights-notices/model';
 import { PAYMENT_NOTICE_DUE_EXAMPLE, PaymentNoticeDueFields } from './collection/model';
+import { FRAUD_ALERT_RAISED_EXAMPLE, FraudAlertRaisedFields } from './fraud-monitoring/model';
 
 // What each webhook the service sends carries, for the OpenAPI document's `webhooks` section. Every delivery
 // is a POST signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature). The payloads are
@@ -141,6 +142,14 @@ const payloads: Record<WebhookType, { summary: string; schema: TSchema }> = {
     schema: t.Object(
       { ...base('PAYMENT_NOTICE_DUE'), ...PaymentNoticeDueFields },
       { examples: [{ event_uuid: '6d2c0f2e-5a4b-4c1d-9e8f-0a1b2c3d4e5f', type: 'PAYMENT_NOTICE_DUE', ...PAYMENT_NOTICE_DUE_EXAMPLE }] },
+    ),
+  },
+  FRAUD_ALERT_RAISED: {
+    summary:
+      'A fraud-monitoring rule raised an alert (GET /v1/fraud_alerts/{alert_id}): dispose of it with POST /v1/fraud_alerts/{alert_id}/disposition; a hold rule’s alert keeps the borrower’s debits until it is cleared (lender endpoints)',
+    schema: t.Object(
+      { ...base('FRAUD_ALERT_RAISED'), ...FraudAlertRaisedFields },
+      { examples: [{ event_uuid: '6c3d0f2e-5a4b-4c1d-9e8f-0a1b2c3d4e5f', type: 'FRAUD_ALERT_RAISED', ...FRAUD_ALERT_RAISED_EXAMPLE }] },
     ),
   },
   PAYMENT_SCHEDULED: {

@@ -297,3 +297,22 @@ function isSpace(c: number): boolean {
     c === 0xfeff
   );
 }
+
+/**
+ * Whether the answer is the CSV: `format` when given, else the Accept header, when it ranks text/csv above
+ * application/json (a type absent is 0; wildcards and parameters other than q are not read, so a wildcard alone is JSON).
+ */
+export function wantsCsv(format: 'json' | 'csv' | undefined, accept: string | null): boolean {
+  if (format) return format === 'csv';
+  let csv = 0;
+  let json = 0;
+  for (const range of (accept ?? '').split(',')) {
+    const [type, ...params] = range.split(';').map((x) => x.trim().toLowerCase());
+    const q = params.find((p) => p.startsWith('q='));
+    const weight = q ? Number(q.slice(2)) : 1;
+    if (!Number.isFinite(weight)) continue;
+    if (type === 'text/csv') csv = Math.max(csv, weight);
+    else if (type === 'application/json') json = Math.max(json, weight);
+  }
+  return csv > 0 && csv > json;
+}

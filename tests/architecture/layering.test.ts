@@ -184,7 +184,8 @@ describe('layering', () => {
  * enrollments reach collection and pay cycles through deps.enrollmentChanges (modules/enrollment-changes.ts). The webhooks
  * feature is the outbox every other feature writes to, so it knows none of them; the collection policy is read
  * by collection, return rates and the cadence, so it is below them; the consumer-rights notices are made due by
- * collection's chain and shown in the enrollment view, so they are below both.
+ * collection's chain and shown in the enrollment view, so they are below both; fraud monitoring's rules are asked by
+ * enrollments and collection where their facts are recorded, so it is below both.
  */
 const FEATURE_ORDER = [
   'authorizers',
@@ -198,6 +199,7 @@ const FEATURE_ORDER = [
   'schedules',
   'bank-accounts',
   'rights-notices',
+  'fraud-monitoring',
   'enrollments',
   'collection',
   'pay-cycles',

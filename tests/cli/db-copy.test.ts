@@ -249,6 +249,14 @@ async function buildOriginal(a: TestContext): Promise<Original> {
   const transfers = [{ date: obtained.slice(0, 10), max_amount_cents: 5000, channel: 'ach' }];
   await expectStatus(a.json('POST', '/v1/payment_enrollments/covered/authorizations', { body: { obtained_at: obtained, method: 'signed', evidence_ref: 'copy-auth', transfers } }), 200);
 
+  // Fraud monitoring's record: a policy version, a review of it, a re-send onto another account (a switch the
+  // account_changed rule reads), and a disposition of an alert.
+  await expectStatus(a.json('PUT', '/v1/fraud_monitoring/policy', { body: { rules: { velocity: { action: 'alert' } }, notes: 'Copied as it is.', changed_by: 'ops' } }), 200);
+  await expectStatus(a.json('POST', '/v1/fraud_monitoring/reviews', { body: { reviewed_on: NOW.slice(0, 10), reviewer: 'Ops, compliance', notes: 'Reviewed.', policy_version: 1 } }), 201);
+  await expectStatus(a.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('r01', { collectable_amount: 10091, account_number: '0601234567' })] } }), 207);
+  const alerts = await expectStatus(a.json('GET', '/v1/fraud_alerts'), 200);
+  await expectStatus(a.json('POST', `/v1/fraud_alerts/${alerts.alerts[0].id}/disposition`, { body: { disposition: 'cleared', note: 'Checked.', disposed_by: 'ops' } }), 200);
+
   // A results file of payments made outside the service.
   const form = new FormData();
   const csv = 'authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code\n' + 'uploaded,OUT-1,50.00,settled,2026-11-10,2026-11-12,,\nuploaded,OUT-2,12.00,returned,2026-11-11,,2026-11-13,R01\n';
@@ -329,6 +337,10 @@ async function reads(c: TestContext, o: Original): Promise<Map<string, Answer>> 
       await get(who, `/v1/bank_data_connections/${connection.id}/usage?month=2026-10`);
     }
     await get(who, '/v1/collection_policy');
+    await get(who, '/v1/fraud_monitoring/policy');
+    await pages(who, '/v1/fraud_alerts');
+    await pages(who, '/v1/fraud_monitoring/reviews');
+    await get(who, `/v1/fraud_monitoring/report?year=${NOW.slice(0, 4)}`);
     await pages(who, '/v1/monitoring/schedules');
     for (const id of own.schedules) await get(who, `/v1/monitoring/schedules/${id}`);
     await get(who, '/v1/payment_connections');

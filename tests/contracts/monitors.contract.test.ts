@@ -37,9 +37,9 @@ contract('monitors', (t) => {
     const found = (await store.monitorsOf(storeCtx, lender.id, ['mon-held', 'mon-a', 'nobody'])).sort(byAid);
     expect(found).toEqual([
       { id: await idOf(lender.id, 'mon-a'), aid: 'mon-a', state: 'monitored', reason: null, blockedReason: null, windowStartedAt: now,
-        windowEndsAt: now + MONITOR_WINDOW_MS },
+        windowEndsAt: now + MONITOR_WINDOW_MS, bankAccountId: expect.any(String) },
       { id: await idOf(lender.id, 'mon-held'), aid: 'mon-held', state: 'held', reason: 'institution_not_supported', blockedReason: null,
-        windowStartedAt: null, windowEndsAt: null },
+        windowStartedAt: null, windowEndsAt: null, bankAccountId: expect.any(String) },
     ]);
     expect(await store.monitorsOf(storeCtx, lender.id, [])).toEqual([]);
     // Another lender's borrower of the same identifier is not this lender's record.
@@ -64,8 +64,9 @@ contract('monitors', (t) => {
     const records = (await store.monitorsOf(storeCtx, lender.id, ['re-kept', 're-ended'])).sort(byAid);
     expect(records).toEqual([
       { id: ended, aid: 're-ended', state: 'monitored', reason: null, blockedReason: null, windowStartedAt: ctx.clock.now(),
-        windowEndsAt: ctx.clock.now() + MONITOR_WINDOW_MS },
-      { id: kept, aid: 're-kept', state: 'monitored', reason: null, blockedReason: null, windowStartedAt: start, windowEndsAt: start + MONITOR_WINDOW_MS },
+        windowEndsAt: ctx.clock.now() + MONITOR_WINDOW_MS, bankAccountId: expect.any(String) },
+      { id: kept, aid: 're-kept', state: 'monitored', reason: null, blockedReason: null, windowStartedAt: start, windowEndsAt: start + MONITOR_WINDOW_MS,
+        bankAccountId: expect.any(String) },
     ]);
     // The kept one's next read is where it was; the re-enrolled one is read at once.
     expect((await columnsOf(kept)).next_read_at).toBe(start);

@@ -15,6 +15,7 @@ import {
   type AccountsBalanceGetRequest,
   type AccountsGetRequest,
   type AccountsGetResponse,
+  type IdentityGetResponse,
   type ItemGetRequest,
   type ItemGetResponse,
   type InstitutionsGetRequest,
@@ -46,6 +47,8 @@ export interface FakePlaidAccount {
   last_updated_datetime?: string | null;
   /** depository by default; a credit account's `current` is the amount owed. */
   type?: AccountType;
+  /** The names /identity/get gives for each of its owners (one owner per entry); none when absent. */
+  owners?: string[][];
 }
 
 export interface FakePlaid {
@@ -294,6 +297,19 @@ export function startFakePlaid(): FakePlaid {
     return { status: 200, body: { accounts: accounts.map(account), item: itemOf(b.access_token, null, [Products.Auth], item.consentEnds), request_id: crypto.randomUUID() } };
   }
 
+  /** /identity/get: the accounts with their owners' names (the Identity product). */
+  function identityGet(b: AccountsGetRequest): { status: number; body: IdentityGetResponse | PlaidError } {
+    const refused = authenticate(b);
+    if (refused) return { status: 400, body: refused };
+    const item = items.get(b.access_token);
+    if (!item) return unknownToken();
+    if (item.error) return itemFailing(item.error);
+    const wanted = b.options?.account_ids;
+    const accounts = item.accounts.filter((a) => !wanted || wanted.includes(a.account_id));
+    const owners = (a: FakePlaidAccount) => (a.owners ?? []).map((names) => ({ names, addresses: [], emails: [], phone_numbers: [] }));
+    return { status: 200, body: { accounts: accounts.map((a) => ({ ...account(a), owners: owners(a) }) as IdentityGetResponse['accounts'][number]), item: itemOf(b.access_token, null, [Products.Identity], item.consentEnds), request_id: crypto.randomUUID() } };
+  }
+
   function transaction(accountId: string, i: number, date: string, amountCents: number, name: string): Transaction {
     return {
       account_id: accountId,
@@ -475,6 +491,10 @@ export function startFakePlaid(): FakePlaid {
         }
         if (path === '/accounts/get') {
           const r = accountsGet(body as unknown as AccountsGetRequest);
+          return answer(rec, r.status, r.body);
+        }
+        if (path === '/identity/get') {
+          const r = identityGet(body as unknown as AccountsGetRequest);
           return answer(rec, r.status, r.body);
         }
         if (path === '/accounts/balance/get') {

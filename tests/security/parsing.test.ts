@@ -62,6 +62,9 @@ const JSON_ROUTES: Record<string, { path: string; body: unknown }> = {
     path: '/v1/payment_enrollments/p-3/rights_notice',
     body: { sent_at: '2026-11-20T10:00:00.000Z', channel: 'mail', evidence_ref: 'cert-1' },
   },
+  'PUT /v1/fraud_monitoring/policy': { path: '/v1/fraud_monitoring/policy', body: { rules: { velocity: { action: 'hold', settings: { max_debits: 2 } } }, notes: 'n', changed_by: 'p' } },
+  'POST /v1/fraud_alerts/:id/disposition': { path: '/v1/fraud_alerts/no-such-alert/disposition', body: { disposition: 'needs_info', note: 'n', disposed_by: 'p' } },
+  'POST /v1/fraud_monitoring/reviews': { path: '/v1/fraud_monitoring/reviews', body: { reviewed_on: '2026-01-05', reviewer: 'p', notes: 'n', policy_version: 0 } },
 };
 
 // The providers' webhooks read their raw body only once its signature verifies (a call without one is a 401

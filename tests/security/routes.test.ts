@@ -104,6 +104,16 @@ const TABLE: Record<string, Row> = {
     stranger: null,
   },
   'GET /v1/compliance/notices': { path: '/v1/compliance/notices', stranger: null },
+  'GET /v1/fraud_monitoring/rules': { path: '/v1/fraud_monitoring/rules', stranger: null },
+  'GET /v1/fraud_monitoring/policy': { path: '/v1/fraud_monitoring/policy', stranger: null },
+  'PUT /v1/fraud_monitoring/policy': { path: '/v1/fraud_monitoring/policy', body: { notes: 'security' }, stranger: null },
+  'GET /v1/fraud_alerts': { path: '/v1/fraud_alerts', stranger: null },
+  // Their tenancy (another lender's alert is 404) is in tests/modules/fraud-monitoring/policy.test.ts: the owner here has no alert.
+  'GET /v1/fraud_alerts/:id': { path: '/v1/fraud_alerts/no-such-alert', stranger: null },
+  'POST /v1/fraud_alerts/:id/disposition': { path: '/v1/fraud_alerts/no-such-alert/disposition', body: { disposition: 'cleared' }, stranger: null },
+  'POST /v1/fraud_monitoring/reviews': { path: '/v1/fraud_monitoring/reviews', body: { reviewed_on: '2026-11-20', reviewer: 'sec', policy_version: 0 }, stranger: null },
+  'GET /v1/fraud_monitoring/reviews': { path: '/v1/fraud_monitoring/reviews', stranger: null },
+  'GET /v1/fraud_monitoring/report': { path: '/v1/fraud_monitoring/report?year=2026', stranger: null },
   // The providers' webhooks take no API key: without the provider's signature they are 401 all the same.
   'POST /v1/bank_data_webhooks/plaid': { path: '/v1/bank_data_webhooks/plaid', body: { webhook_type: 'ITEM', webhook_code: 'ERROR', item_id: 'item_1' }, stranger: null },
   'POST /v1/bank_data_webhooks/stripe/:connection_id': { path: `/v1/bank_data_webhooks/stripe/${bankDataId}`, body: { id: 'evt_1', type: 'x', data: { object: {} } }, stranger: null },

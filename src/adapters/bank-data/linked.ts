@@ -81,6 +81,19 @@ export class SourceUnavailable extends Error {
   }
 }
 
+/** At most this many owners, and names of each, are read of an account (the rest of an answer is left). */
+export const OWNERS_MAX = 10;
+
+/** A linked account's owners' names as the provider gives them, or the provider's refusal (no identity product, a broken link). */
+export type OwnersResult = { kind: 'owners'; names: string[] } | { kind: 'failed'; statusCode: number; detail: string | null };
+
+/** The printable names of at most OWNERS_MAX owners, each at most 200 characters. */
+export const ownerNames = (names: unknown[]): string[] =>
+  names
+    .filter((n): n is string => typeof n === 'string' && n.trim().length > 0)
+    .slice(0, OWNERS_MAX)
+    .map((n) => n.slice(0, 200));
+
 export interface LinkedSource<P extends BankDataProvider = BankDataProvider> {
   readonly provider: P;
   /** One cheap authenticated call: throws CredentialsRefused or SourceUnavailable. */
@@ -100,6 +113,11 @@ export interface LinkedSource<P extends BankDataProvider = BankDataProvider> {
    * /accounts/get, Stripe's account retrieve). Throws TransientProviderError when it cannot be asked now.
    */
   probe(creds: Extract<LinkCredentials, { provider: P }>, link: Extract<BankLink, { provider: P }>, now: number): Promise<LinkProbe>;
+  /**
+   * The names of the account's owners (Plaid /identity/get, Stripe's account ownership), for a lender whose
+   * connection has the identity product. Throws TransientProviderError when it cannot be asked now.
+   */
+  owners(creds: Extract<LinkCredentials, { provider: P }>, link: Extract<BankLink, { provider: P }>): Promise<OwnersResult>;
 }
 
 export interface LinkedSources {

@@ -1,7 +1,7 @@
 import type { PlaidEnvironment } from '../../../db/schema/enums';
 import { dollarsToCentsRounded } from '../../platform/money';
 import { observed, type CallObserver } from '../../platform/provider-calls';
-import { ACCOUNT_CLOSED, ACCOUNT_REVOKED, NOT_A_CASH_ACCOUNT, CredentialsRefused, institutionName, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource, type LinkProbe, type PlaidWebhookKey } from './linked';
+import { ACCOUNT_CLOSED, ACCOUNT_REVOKED, NOT_A_CASH_ACCOUNT, CredentialsRefused, institutionName, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource, type LinkProbe, type OwnersResult, type PlaidWebhookKey, OWNERS_MAX, ownerNames } from './linked';
 import { TransientProviderError, OTHER_ERROR_CODE, HISTORY_MAX_PAGES, boundedCredits, dayOfIso, isoDay, type HistoryCredit, type HistoryResult, type HistoryWindow } from './types';
 import { IMPLAUSIBLE_BALANCE } from './plausible';
 import { AnswerTooLarge, ANSWER_LIMIT_BYTES, ANSWER_TOO_LARGE, boundedText, PAGE_LIMIT_BYTES } from '../bounded-body';
@@ -250,6 +250,22 @@ export class PlaidSource implements LinkedSource<'plaid'> {
     const ends = typeof body.consent_expiration_time === 'string' ? Date.parse(body.consent_expiration_time) : NaN;
     if (Number.isFinite(ends) && ends - now <= EXPIRING_WITHIN_MS) return { health: 'expiring', expiresAt: ends };
     return { health: 'ok', expiresAt: null };
+  }
+
+  /** The account's owners by /identity/get (billed per Item by Plaid's Identity product): every name of each. */
+  async owners(creds: Extract<LinkCredentials, { provider: 'plaid' }>, link: Extract<BankLink, { provider: 'plaid' }>): Promise<OwnersResult> {
+    const r = await this.post(creds.environment, '/identity/get', { client_id: creds.clientId, secret: creds.secret, access_token: link.accessToken, options: { account_ids: [link.accountId] } });
+    if (r.tooLarge) throw new TransientProviderError('Plaid answered more than an identity may');
+    if (r.status !== 200) {
+      const result = plaidErrorResult(r.status, plaidError(r.json));
+      if (result.kind === 'failed') return result;
+      throw new TransientProviderError(`Plaid answered HTTP ${r.status}`);
+    }
+    const accounts = (r.json as { accounts?: unknown } | null)?.accounts;
+    if (!Array.isArray(accounts)) throw new TransientProviderError('Plaid answered HTTP 200 without accounts');
+    const account = accounts.find((a) => (a as { account_id?: unknown })?.account_id === link.accountId) as { owners?: { names?: unknown }[] } | undefined;
+    const owners = Array.isArray(account?.owners) ? account.owners.slice(0, OWNERS_MAX) : [];
+    return { kind: 'owners', names: ownerNames(owners.flatMap((o) => (Array.isArray(o?.names) ? (o.names as unknown[]).slice(0, OWNERS_MAX) : []))) };
   }
 
   /**

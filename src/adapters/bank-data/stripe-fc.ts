@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
 import { StripeClients } from '../processors/stripe-clients';
-import { ACCOUNT_CLOSED, NOT_A_CASH_ACCOUNT, CredentialsRefused, institutionName, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource, type LinkProbe } from './linked';
+import { ACCOUNT_CLOSED, NOT_A_CASH_ACCOUNT, CredentialsRefused, institutionName, RELINK_REQUIRED, SourceUnavailable, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkedSource, type LinkProbe, type OwnersResult, OWNERS_MAX, ownerNames } from './linked';
 import { HISTORY_MAX_PAGES, OTHER_ERROR_CODE, TransientProviderError, boundedCredits, type HistoryCredit, type HistoryResult, type HistoryWindow } from './types';
 import type { CallObserver } from '../../platform/provider-calls';
 
@@ -192,6 +192,27 @@ export class StripeFcSource implements LinkedSource<'stripe'> {
         return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'connection_refused' };
       }
       if (e instanceof Stripe.errors.StripeInvalidRequestError && e.code === 'resource_missing') return { kind: 'failed', statusCode: 3400, detail: null };
+      if (e instanceof Stripe.errors.StripeError) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: null };
+      throw e;
+    }
+  }
+
+  /**
+   * The account's owners, as its ownership (refreshed by Stripe when the borrower granted the ownership
+   * permission) names them: one retrieve with the ownership expanded, its first OWNERS_MAX owners. An account
+   * whose ownership was never refreshed names none.
+   */
+  async owners(creds: Extract<LinkCredentials, { provider: 'stripe' }>, link: Extract<BankLink, { provider: 'stripe' }>): Promise<OwnersResult> {
+    try {
+      const account = await this.client(creds.apiKey).financialConnections.accounts.retrieve(link.account, { expand: ['ownership'] });
+      if (!isAccount(account)) throw new TransientProviderError('Stripe answered something other than the account');
+      const ownership = account.ownership;
+      const owners = ownership && typeof ownership === 'object' && Array.isArray(ownership.owners?.data) ? ownership.owners.data.slice(0, OWNERS_MAX) : [];
+      return { kind: 'owners', names: ownerNames(owners.map((o) => (o as { name?: unknown }).name)) };
+    } catch (e) {
+      if (e instanceof TransientProviderError) throw e;
+      if (transient(e)) throw transientError(e);
+      if (e instanceof Stripe.errors.StripeAuthenticationError || e instanceof Stripe.errors.StripePermissionError) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: 'connection_refused' };
       if (e instanceof Stripe.errors.StripeError) return { kind: 'failed', statusCode: OTHER_ERROR_CODE, detail: null };
       throw e;
     }

@@ -84,6 +84,15 @@ export async function recordAccountReturn(
   await c.deps.stores.bankAccounts.recordReturn(c, { id: v.accountId, state, code: v.code!, reference: v.reference, at: v.at });
 }
 
+/**
+ * The lender confirmed fraud on an account (fraud-monitoring): frozen, as a return that freezes it would (a more
+ * severe state kept), with the alert as its reference and no return code. Every borrower on it is blocked from
+ * then on, and told by the account-blocks job as after a return.
+ */
+export async function freezeAccount(c: TxCtx, v: { accountId: string; reference: string; at: number }): Promise<void> {
+  await c.deps.stores.bankAccounts.recordReturn(c, { id: v.accountId, state: 'frozen', code: null, reference: v.reference, at: v.at });
+}
+
 /** At most this many borrowers an account's view names; `enrollment_count` says how many there are. */
 export const BORROWERS_SHOWN = 20;
 

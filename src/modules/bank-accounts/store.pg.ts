@@ -66,10 +66,11 @@ export const pgBankAccountStore: BankAccountStore = {
              state = CASE WHEN ${worse} THEN ${v.state}::text ELSE state END,
              state_since = CASE WHEN ${worse} THEN ${at} ELSE state_since END,
              state_reference = CASE WHEN ${worse} THEN ${v.reference}::text ELSE state_reference END,
-             return_codes = CASE WHEN return_codes IS NULL THEN ${v.code}::text
+             return_codes = CASE WHEN ${v.code}::text IS NULL THEN return_codes
+                                 WHEN return_codes IS NULL THEN ${v.code}::text
                                  WHEN strpos(',' || return_codes || ',', ',' || ${v.code}::text || ',') > 0 THEN return_codes
                                  ELSE return_codes || ',' || ${v.code}::text END,
-             last_return_at = GREATEST(COALESCE(last_return_at, ${at}), ${at}),
+             last_return_at = CASE WHEN ${v.code}::text IS NULL THEN last_return_at ELSE GREATEST(COALESCE(last_return_at, ${at}), ${at}) END,
              blocks_due_at = GREATEST(COALESCE(blocks_due_at, 0) + 1, ${at}),
              updated_at = ${at}
        WHERE id = ${v.id}`);

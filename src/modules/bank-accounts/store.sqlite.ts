@@ -75,10 +75,11 @@ export const sqliteBankAccountStore: BankAccountStore = {
             state = CASE WHEN ?2 > ${severityOf('state')} THEN ?3 ELSE state END,
             state_since = CASE WHEN ?2 > ${severityOf('state')} THEN ?6 ELSE state_since END,
             state_reference = CASE WHEN ?2 > ${severityOf('state')} THEN ?5 ELSE state_reference END,
-            return_codes = CASE WHEN return_codes IS NULL THEN ?4
+            return_codes = CASE WHEN ?4 IS NULL THEN return_codes
+                                WHEN return_codes IS NULL THEN ?4
                                 WHEN instr(',' || return_codes || ',', ',' || ?4 || ',') > 0 THEN return_codes
                                 ELSE return_codes || ',' || ?4 END,
-            last_return_at = MAX(COALESCE(last_return_at, ?6), ?6),
+            last_return_at = CASE WHEN ?4 IS NULL THEN last_return_at ELSE MAX(COALESCE(last_return_at, ?6), ?6) END,
             blocks_due_at = MAX(COALESCE(blocks_due_at, 0) + 1, ?6),
             updated_at = ?6
           WHERE id = ?1`,

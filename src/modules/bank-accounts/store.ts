@@ -106,9 +106,10 @@ export interface BankAccountStore {
    * A return recorded against an account, in one statement (several borrowers of one transaction may record at
    * once): the state becomes the more severe of its own and `state` (state_since and the reference move with
    * it; between equals the first stays), the code is added to its codes unless it is there, last_return_at is
-   * the latest return's time, and its borrowers are due to be told.
+   * the latest return's time, and its borrowers are due to be told. Without a code (a lender's confirmed fraud,
+   * fraud-monitoring) the state and the telling are the same, and the codes and last_return_at stay as they are.
    */
-  recordReturn(c: TxCtx, v: { id: string; state: BlockingAccountState; code: string; reference: string; at: number }): Promise<void>;
+  recordReturn(c: TxCtx, v: { id: string; state: BlockingAccountState; code: string | null; reference: string; at: number }): Promise<void>;
 
   // Reads (service.ts)
   /** A page of the lender's accounts by id, all of them or of one state. */

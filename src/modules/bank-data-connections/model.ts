@@ -6,6 +6,11 @@ import { CREDENTIAL_PATTERN } from '../../platform/fields';
 
 const secret = (description: string) => Type.String({ minLength: 1, maxLength: 255, pattern: CREDENTIAL_PATTERN, description });
 
+const Identity = Type.Boolean({
+  description:
+    'The connection has the identity product (Plaid Identity; Stripe Financial Connections ownership): fraud monitoring’s owner_mismatch asks a linked account’s owners through it when a borrower is enrolled with a bank_link, each call counted in the usage. false when absent',
+});
+
 export const CreateBankDataConnectionBody = Type.Union(
   [
     Type.Object(
@@ -14,6 +19,7 @@ export const CreateBankDataConnectionBody = Type.Union(
         client_id: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_-]+$', description: 'The Plaid client_id' }),
         secret: secret('The Plaid secret of the environment. Sealed at once; never returned.'),
         environment: OneOf(PLAID_ENVIRONMENTS, { description: 'The Plaid environment the client_id and secret belong to' }),
+        identity: Type.Optional(Identity),
       },
       { additionalProperties: false },
     ),
@@ -35,6 +41,7 @@ export const CreateBankDataConnectionBody = Type.Union(
               'Optional: the signing secret (whsec_…) of a Stripe webhook endpoint pointed at POST /v1/bank_data_webhooks/stripe/{id} of this connection, for the Financial Connections account events. Sealed at once; never returned.',
           }),
         ),
+        identity: Type.Optional(Identity),
       },
       { additionalProperties: false },
     ),
@@ -56,6 +63,7 @@ const example = {
   environment: 'sandbox',
   secret_last4: '1234',
   key_last4: null,
+  identity: false,
   created_at: '2026-11-21T10:00:00.000Z',
   last_read_at: null,
 };
@@ -67,6 +75,7 @@ export const BankDataConnection = t.Object(
     environment: t.Nullable(OneOf(PLAID_ENVIRONMENTS, { description: 'Plaid only' })),
     secret_last4: t.Nullable(t.String({ description: 'Plaid: the last four characters of the secret' })),
     key_last4: t.Nullable(t.String({ description: 'Stripe: the last four characters of the key' })),
+    identity: t.Boolean({ description: 'The connection has the identity product: linked accounts’ owners are asked through it (fraud monitoring’s owner_mismatch)' }),
     created_at: t.String({ format: 'date-time' }),
     last_read_at: t.Nullable(t.String({ format: 'date-time', description: 'The last balance read through this connection' })),
   },

@@ -26,6 +26,7 @@ export function view(c: BankDataConnectionRow) {
     environment: c.environment,
     secret_last4: c.provider === 'plaid' ? c.last4 : null,
     key_last4: c.provider === 'stripe' ? c.last4 : null,
+    identity: c.identity,
     created_at: iso(c.createdAt),
     last_read_at: isoOrNull(c.lastReadAt),
   };
@@ -95,6 +96,7 @@ export async function createBankDataConnection({ ctx, input }: { ctx: Ctx; input
       environment: creds.provider === 'plaid' ? creds.environment : null,
       credentialsSealed: sealCredentials(ctx.deps, creds, input.body.provider === 'stripe' ? (input.body.webhook_secret ?? null) : null),
       last4: last4(creds.provider === 'plaid' ? creds.secret : creds.apiKey),
+      identity: input.body.identity ?? false,
       createdAt: now,
     };
     try {
@@ -132,13 +134,13 @@ export async function connectionFor(
   deps: StoreCtx['deps'] & Pick<Deps, 'vault'>,
   lenderId: string,
   provider: BankDataProvider,
-): Promise<{ id: string; creds: LinkCredentials } | null> {
+): Promise<{ id: string; creds: LinkCredentials; identity: boolean } | null> {
   return withCredentials(deps, await deps.stores.bankDataConnections.liveConnectionFor({ deps }, lenderId, provider));
 }
 
-function withCredentials(deps: Pick<Deps, 'vault'>, row: BankDataConnectionRow | undefined): { id: string; creds: LinkCredentials } | null {
+function withCredentials(deps: Pick<Deps, 'vault'>, row: BankDataConnectionRow | undefined): { id: string; creds: LinkCredentials; identity: boolean } | null {
   const creds = row ? openCredentials(deps, row) : null;
-  return row && creds ? { id: row.id, creds } : null;
+  return row && creds ? { id: row.id, creds, identity: row.identity } : null;
 }
 
 /** Marks when connections were last read through (one write per flush of results, not per read). */

@@ -16,6 +16,7 @@ import { linkStoredBorrowers } from '../enrollments/account-links';
 import { applyMonitorEvent } from '../enrollments/monitor-changes';
 import { evaluateReturnRates } from '../return-rates/watch';
 import { anyExceeded } from '../return-rates/service';
+import { fraudOnDebit } from '../fraud-monitoring/hooks';
 
 /**
  * The collection decision, called with each monitoring read in the transaction that records it (the chain in
@@ -142,6 +143,8 @@ async function createPayment(ctx: JobContext & { tx: Tx }, e: DecidingRow, p: Ex
   });
   // The presentments the debt's chain has used, this one included.
   await ctx.deps.stores.decisions.setPaymentsUsed(ctx, e.id, p.attempt, now);
+  // Fraud monitoring's debit rules; a hold rule's hit keeps this payment from being sent until it is cleared.
+  await fraudOnDebit(ctx, { lenderId: e.lenderId, enrollmentId: e.id, aid: e.authorizerUniqueId, rail: e.rail, bankAccountId: e.bankAccountId, account: e.account, paymentId: id, amountCents: p.amountCents });
   await applyMonitorEvent(ctx, { enrollmentId: e.id, event: { type: 'payment_initiated' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
   if (p.debitOn === null) deps.metrics.paymentsInitiated.inc({ rail: e.rail });
   else {

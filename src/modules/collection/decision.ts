@@ -37,6 +37,8 @@ export interface DecidingEnrollment {
   reauthorization?: string | null;
   /** The borrower's Regulation E election (JSON, as stored); null: the policy's. */
   regEElection?: string | null;
+  /** An alert of a fraud-monitoring hold rule holds the borrower (1), or not (0 or absent). */
+  fraudHold?: number | boolean;
 }
 
 /** A scheduled payment as the decision sees it. */
@@ -103,7 +105,7 @@ export type Step =
 export type Decision = { need: Need } | { steps: Step[] };
 
 /** The blocks the last read set that a read able to decide lifts at once, whatever its balance says. */
-const LIFTED_BY_A_READ: readonly string[] = ['late_return_window', 'stale_balance', 'current_only', ...LINK_BLOCKS];
+const LIFTED_BY_A_READ: readonly string[] = ['late_return_window', 'stale_balance', 'current_only', 'fraud_hold', ...LINK_BLOCKS];
 
 const PAUSED_MESSAGE = 'ACH collection is paused while a return rate is over its threshold';
 
@@ -138,6 +140,9 @@ export function decide(i: DecisionInputs): Decision {
     const block: Step = { do: 'block', reason: accountBlock };
     return i.payments.scheduled ? steps({ do: 'void', message: `not debited: ${ACCOUNT_BLOCK_WORDS[accountBlock]}` }, block) : steps(block);
   }
+  // A fraud-monitoring hold (an alert of a hold rule, open or needing information) keeps the borrower's debits:
+  // none is created or released until the lender clears it; one scheduled waits, and one made waits unsent.
+  if (e.fraudHold) return steps({ do: 'block', reason: 'fraud_hold' });
   // A linked account its provider says cannot be debited takes no payment, whatever its balance: one scheduled
   // is voided, and the borrower shows why until the provider says the same link is well again.
   const linkBlock = blockedReasonOf(read.linkHealth ?? null);

@@ -8,6 +8,7 @@ import { openBorrower } from '../enrollments/borrower';
 import { applyMonitorEvent, monitorStateOf } from '../enrollments/monitor-changes';
 import { accountBlockOf, ACCOUNT_BLOCK_WORDS, REVOKED_WORDS, type AccountBlock } from '../enrollments/monitor';
 import { policyOf } from '../collection-policy/service';
+import { heldForFraud } from '../fraud-monitoring/service';
 import type { AccountType } from '../../../db/schema/enums';
 import { recordNotAttempted, recordObservation, REPORT_HOLDS } from './record';
 import { type DuePayment } from './store';
@@ -84,6 +85,8 @@ export async function planSend(ctx: JobContext, p: DuePayment): Promise<Step | P
     if (accountBlock) return neverSent(ctx, p, `not sent: ${ACCOUNT_BLOCK_WORDS[accountBlock]}`, accountBlock, accountBlock);
     if (!conn?.keySealed) return neverSent(ctx, p, 'the processor key was deleted before the payment was sent', 'key_deleted');
     if (p.rail === 'card' && !e.cardToken) return neverSent(ctx, p, 'the borrower has no card token', 'no_card_token');
+    // Held by a fraud-monitoring alert: it waits, unsent, until the lender clears the alert (the claim checks it again).
+    if (await heldForFraud(ctx, p.enrollmentId)) return { kind: 'wait' };
   }
   if (!conn?.keySealed) {
     // Sent, and the key to ask with is gone: the outcome stays unknown, and the borrower blocked by it.

@@ -10,6 +10,7 @@ import { recordAccountReturn } from '../bank-accounts/service';
 import { accountStateOfReturn } from '../../adapters/processors/account-states';
 import { linkBorrower } from '../enrollments/account-links';
 import { policyOf } from '../collection-policy/service';
+import { fraudOnReturn } from '../fraud-monitoring/hooks';
 
 // What a recorded outcome of a payment sets off, in one place. The recorder (record.ts) records the outcome's
 // event and moves the payment's status, then calls afterOutcome in the same transaction, so what the reactions
@@ -27,7 +28,8 @@ import { policyOf } from '../collection-policy/service';
 //   4. the lender's endpoints are told (PAYMENT_EVENT in the outbox), for every source but an upload (the
 //      lender has its own file);
 //   5. a return moves the lender's return rates (return-rates/watch.ts), which may pause ACH collection and
-//      put RETURN_RATE_ALERT in the outbox; a batch evaluates them once, after its observations.
+//      put RETURN_RATE_ALERT in the outbox; a batch evaluates them once, after its observations;
+//   6. an unauthorized-class return asks fraud monitoring whether such returns cluster (fraud-monitoring/hooks.ts).
 // A lender's upload of the service's own payment is a report, not an outcome: only a stop acts on it at once
 // (stopAtOnce), through steps 1a (an unauthorized return marks the account: a stop is never a debit), 2 and 3.
 
@@ -81,6 +83,7 @@ export async function afterOutcome(ctx: JobContext & { tx: Tx }, o: Observed, r:
   if ((r.status === 'returned' || r.status === 'late_returned') && o.source !== 'upload') {
     if (ratesLater) ratesLater.add(o.lenderId);
     else await evaluateReturnRates(ctx, o.lenderId);
+    await fraudOnReturn(ctx, { lenderId: o.lenderId, paymentId: o.paymentId, code: r.returnCode });
   }
 }
 

@@ -9,6 +9,7 @@ import {
   payments,
 } from '../../../db/schema-pg';
 import { MONITOR_STATES, PAYMENT_STATUSES, type AccountType, type EventStatus, type MonitorState, type PaymentStatus } from '../../../db/schema/enums';
+import { OPEN_HOLD } from '../fraud-monitoring/store-shared';
 import { BLOCKING_ACCOUNT, standingColumns, standingOf, withStanding, type RawStanding, type StandingBeside } from '../bank-accounts/store-shared';
 import { DAY_MS } from '../../platform/clock';
 import type { PgDb } from '../../platform/pg';
@@ -147,7 +148,7 @@ export const pgDispatchStore: DispatchStore = {
       writerOf(c),
       sql`UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ${now}::bigint), updated_at = ${now}
            WHERE id = ${String(claim.id)} AND status = 'initiating' AND lease_token = ${claim.leaseToken}
-             AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL AND NOT ${sql.raw(REVOKED_E)}
+             AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL AND NOT ${sql.raw(REVOKED_E)} AND NOT ${sql.raw(OPEN_HOLD('e'))}
                             AND (${details?.sealed ?? null}::text IS NULL OR (e.sealed = ${details?.sealed ?? null}::text AND e.routing_number IS NOT DISTINCT FROM ${details?.routing ?? null}::text)) FOR SHARE)
              AND NOT EXISTS (
                SELECT 1 FROM (SELECT a.state, a.last_return_at, a.pending_change_id FROM bank_accounts a
@@ -464,6 +465,8 @@ const DECIDING = {
   accountPendingChangeId: bankAccounts.pendingChangeId,
   accountValidatedAt: bankAccounts.validatedAt,
   accountNumberChangedAt: bankAccounts.numberChangedAt,
+  // A fraud-monitoring hold rule's alert, open or needing information, holds the borrower (1) or not (0).
+  fraudHold: sql<number>`CASE WHEN ${sql.raw(OPEN_HOLD('"enrollments"'))} THEN 1 ELSE 0 END`.mapWith(Number),
 };
 const decidingRow = (r: typeof enrollments.$inferSelect & StandingBeside): DecidingRow => withStanding(r);
 const enrollmentToDecide = builtOnce((db) =>

@@ -7,6 +7,7 @@ import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { builtOnce, exactSum, inList, listOf, readerOf, sumOf, writerOf, type Summed } from '../../platform/sql/sqlite';
 import type { PastPayment } from './rules';
 import { DISPATCH_LEASE_MS, REVOKED, REVOKED_E } from './store-shared';
+import { OPEN_HOLD } from '../fraud-monitoring/store-shared';
 import { BLOCKING_ACCOUNT, standingColumns, standingOf, withStanding, type RawStanding, type StandingBeside } from '../bank-accounts/store-shared';
 import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, DecisionRead, DecidingRow, PaymentReadStore, CountedSum, DuePayment, EventRecord, LedgerTotals, OwnPayment, PaymentPageQuery, PaymentReport, ScheduledPayment, StatusMove } from './store';
 
@@ -192,6 +193,8 @@ const DECIDING = {
   accountPendingChangeId: bankAccounts.pendingChangeId,
   accountValidatedAt: bankAccounts.validatedAt,
   accountNumberChangedAt: bankAccounts.numberChangedAt,
+  // A fraud-monitoring hold rule's alert, open or needing information, holds the borrower (1) or not (0).
+  fraudHold: sql<number>`CASE WHEN ${sql.raw(OPEN_HOLD('"enrollments"'))} THEN 1 ELSE 0 END`.mapWith(Number),
 };
 /** A row read with DECIDING, as the decision takes it: the account's standing as one field, null when none is linked. */
 const decidingRow = (r: typeof enrollments.$inferSelect & StandingBeside): DecidingRow => withStanding(r);
@@ -317,7 +320,7 @@ const returnedTotals = (db: Db, lender: string, from: number): CountedSum => {
 
 /**
  * The claim of a send: the payment still initiating, its queue row still held by this claim, and its borrower
- * still monitored, with its first attempt recorded (kept when it was sent before). One statement, so a removal
+ * still monitored and not held by a fraud-monitoring alert, with its first attempt recorded (kept when it was sent before). One statement, so a removal
  * either committed before it (no row changes) or finds the payment claimed.
  */
 const claimSend = (tx: Orm, id: string, leaseToken: string, now: number, details: { sealed: string; routing: string | null } | undefined) =>
@@ -325,7 +328,7 @@ const claimSend = (tx: Orm, id: string, leaseToken: string, now: number, details
     .query(
       `UPDATE payments SET first_attempt_at = COALESCE(first_attempt_at, ?2), updated_at = ?2
       WHERE id = ?1 AND status = 'initiating' AND lease_token = ?3
-        AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL AND NOT ${REVOKED_E}
+        AND EXISTS (SELECT 1 FROM enrollments e WHERE e.id = payments.enrollment_id AND e.state = 'monitored' AND e.sealed IS NOT NULL AND NOT ${REVOKED_E} AND NOT ${OPEN_HOLD('e')}
                        AND (?4 IS NULL OR (e.sealed = ?4 AND e.routing_number IS ?5)))
         AND NOT EXISTS (SELECT 1 FROM enrollments e JOIN bank_accounts a ON a.id IN (payments.bank_account_id, e.bank_account_id)
                          WHERE e.id = payments.enrollment_id AND ${BLOCKING_ACCOUNT})`,

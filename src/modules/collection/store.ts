@@ -33,7 +33,7 @@ export type PaymentRow = typeof payments.$inferSelect;
 export type NewPayment = typeof payments.$inferInsert;
 export type EnrollmentRow = typeof enrollments.$inferSelect;
 /** A borrower as a decision reads it: its enrollment, and its bank account's standing (null: none linked). */
-export type DecidingRow = EnrollmentRow & { account: AccountStanding | null };
+export type DecidingRow = EnrollmentRow & { account: AccountStanding | null; fraudHold?: number };
 export type PaymentEventRow = typeof paymentEvents.$inferSelect;
 
 export interface EventRecord {

@@ -163,6 +163,7 @@ export const pgMonitorStore: MonitorStore = {
         blockedReason: enrollments.blockedReason,
         windowStartedAt: enrollments.windowStartedAt,
         windowEndsAt: enrollments.windowEndsAt,
+        bankAccountId: enrollments.bankAccountId,
       })
       .from(enrollments)
       .where(and(eq(enrollments.lenderId, lenderId), inList(enrollments.authorizerUniqueId, aids)))

@@ -103,7 +103,7 @@ export const sqliteMonitorStore: MonitorStore = {
     return readerOf(c)
       .$client.query<StoredMonitor, [string, string]>(
         `SELECT id, authorizer_unique_id AS aid, state, reason, blocked_reason AS blockedReason,
-                window_started_at AS windowStartedAt, window_ends_at AS windowEndsAt
+                window_started_at AS windowStartedAt, window_ends_at AS windowEndsAt, bank_account_id AS bankAccountId
            FROM enrollments WHERE lender_id = ? AND authorizer_unique_id IN (SELECT value FROM json_each(?))`,
       )
       .all(lenderId, listOf(aids));

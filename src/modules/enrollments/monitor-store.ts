@@ -29,6 +29,8 @@ export interface StoredMonitor {
   blockedReason: string | null;
   windowStartedAt: number | null;
   windowEndsAt: number | null;
+  /** The bank account it is on (before the write a re-send makes). */
+  bankAccountId: string | null;
 }
 
 /** A borrower's details as an enrollment request stores them; the monitor's columns come from the machine. */

@@ -46,6 +46,9 @@ export const BLOCKED_REASONS = [
   'validation_required',
   // The borrower revoked its authorization (Regulation E): no debit until an authorization dated after it.
   'authorization_revoked',
+  // An alert of a fraud-monitoring hold rule, open or needing information: no debit until the lender clears it.
+  // Reads go on; the first read after it is cleared lifts it.
+  'fraud_hold',
 ] as const;
 export type BlockedReason = (typeof BLOCKED_REASONS)[number];
 

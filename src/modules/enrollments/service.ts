@@ -26,6 +26,7 @@ import { type BorrowerWrite, type StoredMonitor } from './monitor-store';
 import { applyMonitorEvent, enrollBorrowers } from './monitor-changes';
 import { accountBlockOf, type BlockedReason } from './monitor';
 import { linkAccounts, type ValidationEvidence } from '../bank-accounts/service';
+import { fraudOnEnrollment, linkedOwners } from '../fraud-monitoring/hooks';
 import type { LinkedAccount } from '../bank-accounts/store';
 import { latestNotices, type rightsNoticeView } from '../rights-notices/service';
 import { ledgersOf, type LedgerView } from './ledger';
@@ -230,6 +231,8 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
   await tokenizeCards(ctx, cands, results);
   await linkFromPaymentMethods(ctx, cands);
   const storable = cands.filter((c) => results[c.index] === null);
+  // Fraud monitoring's owner_mismatch asks the providers here, before the transaction (no network inside one).
+  const owners = await linkedOwners(ctx, storable.map((c) => ({ aid: c.aid, link: c.authorizer.sensitive.bankLink })));
 
   await transaction(ctx, async (tx) => {
     // Each borrower is written from what is read of it here: another request about it waits for this one.
@@ -283,6 +286,22 @@ export async function enroll({ ctx, input }: { ctx: Ctx; input: { body: Enrollme
         phone: c.authorizer.phone,
         cardLast4: writes[i]!.write.cardLast4,
         fresh: !existing.has(c.aid),
+      })),
+    );
+    // Fraud monitoring: an account shared too widely or under different names (shared_account), a linked
+    // account whose owners are others (owner_mismatch), and the switches of account a re-send made
+    // (account_changed reads them at the next debit).
+    await fraudOnEnrollment(
+      tx,
+      ctx.lender.id,
+      storable.map((c, i) => ({
+        enrollmentId: writes[i]!.write.id,
+        aid: c.aid,
+        bankAccountId: writes[i]!.write.bankAccountId ?? null,
+        priorAccountId: existing.get(c.aid)?.bankAccountId,
+        firstName: c.authorizer.sensitive.firstName,
+        lastName: c.authorizer.sensitive.lastName,
+        owners: owners.get(c.aid) ?? null,
       })),
     );
     // Borrowers whose account's transaction history is read next (pay-cycles/history.ts), after this commits.

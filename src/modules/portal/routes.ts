@@ -7,6 +7,7 @@ import { borrowerPages } from './pages/borrowers';
 import { connectionPages } from './pages/connections';
 import { bankDataPages } from './pages/bank-data';
 import { developerPages } from './pages/developers';
+import { fraudAlertPages } from './pages/fraud-alerts';
 import { monitoringPages } from './pages/monitoring';
 import { overviewPages } from './pages/overview';
 import { paymentPages } from './pages/payments';
@@ -37,6 +38,7 @@ export const portalRoutes = (deps: Deps) =>
     .use(borrowerPages(deps))
     .use(paymentPages(deps))
     .use(bankAccountPages(deps))
+    .use(fraudAlertPages(deps))
     .use(connectionPages(deps))
     .use(bankDataPages(deps))
     .use(resultsUploadPages(deps))

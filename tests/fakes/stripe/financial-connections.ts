@@ -20,6 +20,8 @@ export interface FcAccountSpec {
   permissions?: Stripe.FinancialConnections.Account.Permission[];
   /** cash by default; credit for a card or a line of credit. */
   category?: Account['category'];
+  /** The owners' names its ownership gives (expand[]=ownership); none refreshed when absent. */
+  owners?: string[];
 }
 
 export interface FcControl {
@@ -69,6 +71,8 @@ interface Entry {
 
 export class FakeFinancialConnections implements FcControl {
   private readonly accounts = new Map<string, Entry>();
+  /** Each account's owners' names, given by its ownership when a retrieve expands it. */
+  private readonly owners = new Map<string, string[]>();
   private delayMs = 0;
   /** The clock a refresh's delay is measured by (real time unless a test gives its own). */
   private clock: () => number = Date.now;
@@ -90,7 +94,7 @@ export class FakeFinancialConnections implements FcControl {
       institution_name: 'StripeBank',
       last4: '6789',
       livemode: false,
-      ownership: null,
+      ownership: spec.owners ? `fcaowns_${spec.id.slice(4)}` : null,
       ownership_refresh: null,
       permissions: spec.permissions ?? ['balances', 'payment_method', 'transactions'],
       status: spec.status ?? 'active',
@@ -99,6 +103,7 @@ export class FakeFinancialConnections implements FcControl {
       supported_payment_method_types: ['us_bank_account'],
       transaction_refresh: null,
     } as Account;
+    if (spec.owners) this.owners.set(spec.id, spec.owners);
     this.accounts.set(spec.id, { key, account, next: { available: spec.available === undefined ? 100_00 : spec.available, current: spec.current ?? 100_00 }, pendingUntil: null, fails: false, refreshes: 0, subscribes: 0, nextTransactions: [], transactions: [], txPendingUntil: null, lists: 0 });
   }
 
@@ -245,7 +250,15 @@ export class FakeFinancialConnections implements FcControl {
     if (!m) return null;
     const e = this.visible(key, m[1]!);
     if (!e) return stripeError(404, 'invalid_request_error', `No such financial_connections.account: '${m[1]}'`, { code: 'resource_missing', param: 'account' });
-    if (method === 'GET' && !m[2]) return ok(this.settle(e));
+    if (method === 'GET' && !m[2]) {
+      const account = this.settle(e);
+      const expand = Array.isArray(p.expand) ? p.expand : typeof p.expand === 'string' ? [p.expand] : [];
+      const names = this.owners.get(account.id);
+      if (!expand.includes('ownership') || !names || typeof account.ownership !== 'string') return ok(account);
+      const ownership = account.ownership;
+      const owners = names.map((name, i) => ({ id: `fcaown_${i}`, object: 'financial_connections.account_owner', email: null, name, ownership, phone: null, raw_address: null, refreshed_at: null }));
+      return ok({ ...account, ownership: { id: ownership, object: 'financial_connections.account_ownership', created: account.created, owners: { object: 'list', data: owners, has_more: false, url: '/v1/financial_connections/accounts/owners' } } } as Account);
+    }
     if (method === 'POST' && m[2]) {
       const features = Array.isArray(p.features) ? p.features : [];
       if (features.includes('transactions')) return this.refreshTransactions(e);

@@ -10,7 +10,7 @@ import { BANK_ACCOUNT_STATES, LINK_HEALTHS, MONITOR_STATES } from '../../../db/s
 import { decide, balanceTruth, type Decision, type DecisionInputs, type DecidingPayments, type Need, type Step } from '../../../src/modules/collection/decision';
 import { planPayment, type PastPayment } from '../../../src/modules/collection/rules';
 import { DEFAULT_POLICY, type CollectionPolicy } from '../../../src/modules/collection-policy/policy';
-import { accountBlockOf, ACCOUNT_BLOCK_WORDS, blockedReasonOf } from '../../../src/modules/enrollments/monitor';
+import { accountBlockOf, ACCOUNT_BLOCK_WORDS, blockedReasonOf, isAccountBlock } from '../../../src/modules/enrollments/monitor';
 
 const NOW = Date.UTC(2026, 5, 10, 15);
 const HOUR = 3_600_000;
@@ -297,6 +297,29 @@ describe('a revocation of the authorization (decision, pure)', () => {
         expect(steps.some((s) => s.do === 'create' || s.do === 'release')).toBe(false);
         expect(steps[steps.length - 1]).toEqual({ do: 'block', reason: 'authorization_revoked' });
         expect(steps.some((s) => s.do === 'void')).toBe(w.scheduled !== null);
+      }),
+      PROPERTY,
+    );
+  });
+});
+
+describe('a fraud-monitoring hold (decision, pure)', () => {
+  test('a borrower held by a hold rule’s alert is never debited nor released: blocked fraud_hold, a scheduled payment kept; a stronger block comes first; no hold changes nothing', () => {
+    fc.assert(
+      fc.property(inputsArb, (w) => {
+        const e = w.enrollment;
+        if (!e) return;
+        const { steps } = run({ ...w, enrollment: { ...e, fraudHold: 1 } } as World);
+        expect(run({ ...w, enrollment: { ...e, fraudHold: 0 } } as World).steps).toEqual(run(w).steps);
+        expect(steps.some((s) => s.do === 'create' || s.do === 'release')).toBe(false);
+        const decides = e.state === 'monitored' && e.windowEndsAt !== null && NOW < e.windowEndsAt && e.blockedReason !== 'verification_required';
+        if (!decides) {
+          expect(steps).toEqual(run(w).steps);
+          return;
+        }
+        // A revocation or an account's block says its own reason (and voids); else the hold, which voids nothing.
+        const stronger = run(w).steps.some((s) => s.do === 'block' && (s.reason === 'authorization_revoked' || isAccountBlock(s.reason)));
+        expect(steps).toEqual(stronger ? run(w).steps : [{ do: 'block', reason: 'fraud_hold' }]);
       }),
       PROPERTY,
     );

@@ -50,6 +50,7 @@ const BLOCKED_WHY: Record<BlockedReason, string> = {
   account_change_pending: 'a Notification of Change on the bank account waits to be applied; under the policy’s review, apply it on the Bank accounts page (not read until then)',
   authorization_revoked: 'the borrower revoked its authorization; no debit until a new one dated after it is sent with the borrower (not read until then)',
   validation_required: 'the bank account has no validation evidence since its number last changed; re-send the borrower with account_validation or a bank_link (not read until then)',
+  fraud_hold: 'a fraud-monitoring alert of a hold rule keeps this borrower’s debits; clear or confirm it on the Fraud alerts page (reads go on)',
 };
 
 /** A linked account's health, in words (balance-requests/link-health.ts). */

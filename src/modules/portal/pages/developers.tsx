@@ -26,6 +26,7 @@ const EVENT_HELP: Record<(typeof ENDPOINT_EVENT_TYPES)[number], string> = {
   ACCOUNT_CORRECTED: 'a Notification of Change was applied to the borrowers on an account',
   RIGHTS_NOTICE_DUE: 'a covered borrower’s second consecutive attempt failed for funds: send the consumer-rights notice',
   PAYMENT_NOTICE_DUE: 'a payment needs a notice sent inside its window before it goes out: send it and confirm it',
+  FRAUD_ALERT_RAISED: 'a fraud-monitoring rule raised an alert: work it (clear it, confirm fraud, or ask for more)',
 };
 
 const EndpointForm = Type.Object(

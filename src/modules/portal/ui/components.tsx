@@ -12,6 +12,7 @@ export const NAV: [href: string, label: string][] = [
   ['/portal/payments/borrowers', 'Borrowers'],
   ['/portal/payments/list', 'Payments'],
   ['/portal/payments/bank-accounts', 'Bank accounts'],
+  ['/portal/payments/fraud-alerts', 'Fraud alerts'],
   ['/portal/payments/connections', 'Processor keys'],
   ['/portal/payments/bank-data', 'Bank data'],
   ['/portal/payments/results-upload', 'Results upload'],

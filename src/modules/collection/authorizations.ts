@@ -3,6 +3,7 @@ import type { Ctx } from '../../deps';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
 import { transaction, type Tx } from '../../platform/context';
 import { resolveKey } from '../payment-connections/resolve';
+import { fraudOnDebit } from '../fraud-monitoring/hooks';
 import { Conflict, InvalidInput, NotFound } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { localDayOf, localTime } from '../../platform/zone';
@@ -218,6 +219,9 @@ async function createConsumer(
     createdAt: v.now,
     updatedAt: v.now,
   });
+  // Fraud monitoring's debit rules, as for any debit: a hold rule's hit keeps it unsent until cleared.
+  const account = e.rail === 'ach' ? await tx.deps.stores.decisions.accountStandingOf(tx, e.id) : null;
+  await fraudOnDebit(tx, { lenderId: e.lenderId, enrollmentId: e.id, aid: e.authorizerUniqueId, rail: e.rail, bankAccountId: e.rail === 'ach' ? e.bankAccountId : null, account, paymentId: id, amountCents: v.amountCents });
   await applyMonitorEvent(tx, { enrollmentId: e.id, event: { type: 'payment_initiated' }, now: v.now, readIntervalMs: tx.deps.config.monitorReadIntervalMs });
   return { payment_id: id, reference, authorizer_unique_id: e.authorizerUniqueId, amount: v.amountCents, debit_on: dayString(v.day), notice_class: 'consumer_initiated' as const, status: 'initiating' as const };
 }

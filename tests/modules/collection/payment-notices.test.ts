@@ -174,6 +174,8 @@ describe('a payment the borrower asked for (12 CFR 1041.8(d))', () => {
     }
     expect((await c.json('GET', '/v1/payment_enrollments/asks')).body.blocked_reason).toBe('reauthorization_required');
     const ask = (body: Record<string, unknown>) => c.json('POST', '/v1/payment_enrollments/asks/payments', { body: { consumer_initiated: true, ...body } });
+    // At most two debits to one account in a week before fraud monitoring's velocity rule speaks.
+    expect((await c.json('PUT', '/v1/fraud_monitoring/policy', { body: { rules: { velocity: { settings: { max_debits: 2, window_days: 7 } } } } })).status).toBe(200);
     expect((await ask({ amount_cents: 2000, date: '2026-11-24' })).status).toBe(400);
     expect((await ask({ amount_cents: 500, date: '2026-11-01' })).status).toBe(400);
     const r = await ask({ amount_cents: 500, date: '2026-11-24' });
@@ -193,6 +195,9 @@ describe('a payment the borrower asked for (12 CFR 1041.8(d))', () => {
     await dispatchPayments(c.rt);
     expect(await atProcessor(c)).toBe(before + 1);
     const mine = (await payments(c, 'asks')).find((p) => p.id === r.body.payment_id)!;
+    // Fraud monitoring asked its debit rules of it as of any debit: a velocity alert on the account (its third debit in 7 days).
+    const alerts = (await c.json('GET', '/v1/fraud_alerts?rule=velocity')).body.alerts;
+    expect(alerts.map((a: { payment_id: string }) => a.payment_id)).toContain(r.body.payment_id);
     expect(mine).toMatchObject({ noticeClass: 'consumer_initiated', amountCents: 500, firstAttemptAt: expect.anything() });
     // Revoked: refused.
     c.clock.advance(SETTLE);

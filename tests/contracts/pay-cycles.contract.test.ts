@@ -249,7 +249,7 @@ contract(
       expect(await store.balanceHistory(storeCtx, lender.id, 'hist-2', start)).toEqual([]);
     });
 
-    test('cadenceStateOf after a monitoring read; lastReadOf the read’s time; setNextRead only while monitored', async () => {
+    test('cadenceStateOf after a monitoring read; lastReadOf the read’s time; setNextRead and readNoLaterThan only while monitored', async () => {
       const id = await enroll('cad-1', { account_number: '0000010000' });
       expect(await store.lastReadOf(storeCtx, id)).toBeNull();
       expect(await store.lastReadOf(storeCtx, 'no-such-enrollment')).toBeNull();
@@ -276,12 +276,19 @@ contract(
         }),
       ).rejects.toThrow('rolled back');
       expect((await store.cadenceStateOf(storeCtx, id))!.nextReadAt).toBe(at);
+      // Brought forward, never put back.
+      await t.inTx((tx) => store.readNoLaterThan(tx, id, at + 60_000));
+      expect((await store.cadenceStateOf(storeCtx, id))!.nextReadAt).toBe(at);
+      await t.inTx((tx) => store.readNoLaterThan(tx, id, at - 60_000));
+      expect((await store.cadenceStateOf(storeCtx, id))!.nextReadAt).toBe(at - 60_000);
+      await t.inTx((tx) => store.setNextRead(tx, id, at));
 
       // Removed: no longer monitored, so it keeps no next read whatever is set.
       expect((await ctx.json('DELETE', '/v1/payment_enrollments', { body: { authorizer_unique_ids: ['cad-1'] } })).status).toBe(200);
       const removed = (await store.cadenceStateOf(storeCtx, id))!;
       expect(removed.state).not.toBe('monitored');
       await t.inTx((tx) => store.setNextRead(tx, id, at + 5));
+      await t.inTx((tx) => store.readNoLaterThan(tx, id, 1));
       expect((await store.cadenceStateOf(storeCtx, id))!.nextReadAt).toBe(removed.nextReadAt);
       expect(removed.nextReadAt).not.toBe(at + 5);
     });

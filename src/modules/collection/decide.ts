@@ -103,6 +103,7 @@ async function carryOut(
     if (step.do === 'void') await voidScheduled(ctx, read.scheduled!, step.message);
     else if (step.do === 'release') await releaseScheduled(ctx, read.scheduled!);
     else if (step.do === 'unblock') await monitor({ type: 'unblocked' });
+    else if (step.do === 'read_by') await ctx.deps.stores.payCycles.readNoLaterThan(ctx, e.id, step.at);
     else if (step.do === 'block') {
       await monitor({ type: 'blocked', reason: step.reason });
       deps.metrics.paymentsSkipped.inc({ reason: step.reason });

@@ -1,7 +1,7 @@
 import type { MonitorState, NoticeChannel, NoticeClass, Rail } from '../../../db/schema/enums';
 import type { RecordedRead } from '../balance-requests/results';
 import type { CollectionPolicy } from '../collection-policy/policy';
-import { localDayOf } from '../../platform/zone';
+import { localDayOf, localTime } from '../../platform/zone';
 import { accountBlockOf, ACCOUNT_BLOCK_WORDS, accountValidated, revokedNow, REVOKED_WORDS, blockedReasonOf, LINK_BLOCKS, type BlockedReason } from '../enrollments/monitor';
 import type { AccountStanding } from '../bank-accounts/store';
 import { latestAuthorization, planPayment, type PastPayment } from './rules';
@@ -87,6 +87,8 @@ export type Step =
   | { do: 'unblock' }
   /** The scheduled payment's day has come: it goes out. */
   | { do: 'release' }
+  /** The borrower is read again no later than `at` (the start of a scheduled payment's day), whatever its cadence. */
+  | { do: 'read_by'; at: number }
   /**
    * A new payment: sent now (debitOn null), or scheduled for debitOn (a calendar day). `notice`: its class, what
    * asks for a notice (none: needs empty) and the window the lender sends it in; `failed`: the returned attempt
@@ -167,8 +169,12 @@ export function decide(i: DecisionInputs): Decision {
     if (needsNotice && (scheduled.noticeSentAt ?? null) === null && scheduled.noticeDueBy != null && now > scheduled.noticeDueBy) {
       return steps({ do: 'void', message: NOTICE_MISSED });
     }
-    // Its notice runs until debit_on (the lender's calendar day); then it goes out only if everything that allowed it still holds.
-    if (localDayOf(now, policy.timeZone) < scheduled.debitOn) return steps();
+    // Its notice runs until debit_on (the lender's calendar day), when the borrower is read again whatever its
+    // cadence; then it goes out only if everything that allowed it still holds.
+    const today = localDayOf(now, policy.timeZone);
+    if (today < scheduled.debitOn) return steps({ do: 'read_by', at: dayStart(scheduled.debitOn, policy.timeZone) });
+    // A notice names its day: one whose day passed (the service was not running on it) does not go out later.
+    if (needsNotice && today > scheduled.debitOn) return steps({ do: 'void', message: DAY_PASSED });
     if (needsNotice && !insideWindow(scheduled.noticeSentAt ?? null, scheduled.noticeDueFrom ?? null, scheduled.noticeDueBy ?? null)) {
       return steps({ do: 'void', message: `not debited on its day: ${NOTICE_MISSED_WORDS}` });
     }
@@ -202,6 +208,7 @@ export function decide(i: DecisionInputs): Decision {
   // A payment with a notice or a lead time is scheduled, not sent: dispatch never sees it before its day.
   const today = localDayOf(now, policy.timeZone);
   const debitOn = d.needs.length === 0 && d.schedule.debitOn <= today ? null : d.schedule.debitOn;
+  const readOnItsDay: Step[] = debitOn === null ? [] : [{ do: 'read_by', at: dayStart(debitOn, policy.timeZone) }];
   const failed = plan.reinitiationOf !== null ? ([...history].reverse().find((p) => p.status === 'returned' || p.status === 'late_returned') ?? null) : null;
   return steps(...out, {
     do: 'create',
@@ -211,8 +218,13 @@ export function decide(i: DecisionInputs): Decision {
     debitOn,
     notice: { klass: d.klass, needs: d.needs, channel: policy.noticeChannel ?? 'electronic', dueFrom: d.schedule.dueFrom, dueBy: d.schedule.dueBy },
     failed,
-  });
+  }, ...readOnItsDay);
 }
+
+/** The first instant of a calendar day in the lender's zone: a scheduled payment's day begins. */
+export const dayStart = (day: number, timeZone: string | null): number => localTime(day, 0, timeZone);
+
+const DAY_PASSED = 'not debited: its day passed before a read could send it (a notice names its day); it is planned again with a new notice';
 
 export const NOTICE_MISSED_WORDS = 'no notice was confirmed inside its window (POST /v1/payments/{id}/notice)';
 const NOTICE_MISSED = `not debited: ${NOTICE_MISSED_WORDS}; it is planned again with a new window`;

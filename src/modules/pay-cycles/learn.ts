@@ -1,6 +1,7 @@
 import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { DAY_MS } from '../../platform/clock';
+import { localTime } from '../../platform/zone';
 import type { TxCtx } from '../../platform/store';
 import { policyOf } from '../collection-policy/service';
 import type { CollectionPolicy } from '../collection-policy/policy';
@@ -84,6 +85,12 @@ export async function learnAndSchedule(ctx: JobContext & TxCtx, v: Learn): Promi
     cycle = learned;
   }
   if (!mayFollowCycle(e, v, cycle)) return;
-  const next = paydayRead(ctx.deps, await policyOf(ctx, e.lenderId), cycle, v.at!, now);
-  if (next !== null) await ctx.deps.stores.payCycles.setNextRead(ctx, v.enrollmentId, next);
+  const policy = await policyOf(ctx, e.lenderId);
+  const next = paydayRead(ctx.deps, policy, cycle, v.at!, now);
+  if (next === null) return;
+  // A scheduled payment's day comes before the cycle's next read: the borrower is read when it begins (the
+  // payment goes out only at a read on its day).
+  const scheduled = await ctx.deps.stores.decisions.scheduledPaymentOf(ctx, v.enrollmentId);
+  const itsDay = scheduled ? localTime(scheduled.debitOn, 0, policy.timeZone) : null;
+  await ctx.deps.stores.payCycles.setNextRead(ctx, v.enrollmentId, itsDay !== null && itsDay > now && itsDay < next ? itsDay : next);
 }

@@ -97,6 +97,11 @@ export const sqlitePayCycleStore: PayCycleStore = {
   async setNextRead(c, enrollmentId, at) {
     setNextRead(writerOf(c), enrollmentId, at);
   },
+  async readNoLaterThan(c, enrollmentId, at) {
+    writerOf(c)
+      .$client.query("UPDATE enrollments SET next_read_at = ?1 WHERE id = ?2 AND state = 'monitored' AND (next_read_at IS NULL OR next_read_at > ?1)")
+      .run(at, enrollmentId);
+  },
   async lastReadOf(c, enrollmentId) {
     return (
       readerOf(c)

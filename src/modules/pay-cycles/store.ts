@@ -47,6 +47,8 @@ export interface PayCycleStore {
   setPayCycle(c: TxCtx, enrollmentId: string, cycle: PayCycleWrite): Promise<void>;
   /** Sets a monitored borrower's next read (one no longer monitored keeps none). */
   setNextRead(c: TxCtx, enrollmentId: string, at: number): Promise<void>;
+  /** A monitored borrower's next read brought forward to `at` when it would come later (never put back). */
+  readNoLaterThan(c: TxCtx, enrollmentId: string, at: number): Promise<void>;
   /** The time of an enrollment's last read (the floor of the next one). */
   lastReadOf(c: StoreCtx, enrollmentId: string): Promise<number | null>;
 

@@ -10,6 +10,7 @@ import { enrollBorrower } from '../../helpers/fixtures';
 import { cycle } from '../../helpers/collection';
 import { pollProcessors } from '../../../src/modules/collection/poll';
 import { dispatchPayments } from '../../../src/modules/collection/dispatch';
+import { transaction } from '../../../src/platform/context';
 
 const SETTLE = 60_000;
 const READ = 3_600_000;
@@ -136,6 +137,42 @@ describe('the payday rule’s notices bind a covered borrower’s debits', () =>
     expect((await payments(c, 'untold'))[0]).toMatchObject({ noticeClass: 'first', noticeNeeds: null, debitOn: null });
     expect(await atProcessor(c)).toBe(1);
     expect(await pushes(c)).toEqual([]);
+  });
+});
+
+describe('a scheduled payment’s day', () => {
+  test('the borrower is read when its day begins, whatever its cadence; a payment whose day passed unread is voided, not sent late', async () => {
+    // Reads a month apart: only the payment's own day brings the next one forward.
+    const c = createTestContext({ SANDBOX_SETTLEMENT_MS: String(SETTLE), MONITOR_READ_INTERVAL_MS: String(30 * DAY) }, { clockAt: AT });
+    contexts.push(c);
+    expect((await c.json('POST', '/v1/payment_connections', { body: { api_key: 'sbx_payment_day_000000001', rail_scope: 'both', is_default: true } })).status).toBe(201);
+    expect((await c.json('PATCH', '/v1/collection_policy', { body: { cfpb_covered: true, notice_channel: 'electronic', time_zone: 'America/Chicago' } })).status).toBe(200);
+    await enroll(c, enrollBorrower('on-time', { collectable_amount: 1000 }), enrollBorrower('too-late', { collectable_amount: 1000, account_number: '0701234567' }));
+    await cycle(c);
+    const nextRead = async (aid: string) => num((await c.rows<{ at: unknown }>('SELECT next_read_at AS "at" FROM enrollments WHERE authorizer_unique_id = ?', aid))[0]!.at);
+    // Monday 30 November begins at 06:00 UTC in Chicago.
+    const dayBegins = Date.parse('2026-11-30T06:00:00.000Z');
+    expect(await nextRead('on-time')).toBe(dayBegins);
+    expect(await nextRead('too-late')).toBe(dayBegins);
+    for (const aid of ['on-time', 'too-late']) {
+      const [p] = await payments(c, aid);
+      expect((await confirm(c, p!.id, { sent_at: iso(c.clock.now()), channel: 'electronic' })).status).toBe(200);
+    }
+    // The service down all of Monday for one of them: its read comes on Tuesday.
+    const [late1] = await c.rows<{ id: string }>("SELECT id FROM enrollments WHERE authorizer_unique_id = 'too-late'");
+    await transaction({ deps: c.rt }, (tx) => tx.deps.stores.payCycles.setNextRead(tx, late1!.id, Date.parse('2026-12-01T07:00:00.000Z')));
+    c.clock.set(dayBegins);
+    await cycle(c);
+    await dispatchPayments(c.rt);
+    expect((await payments(c, 'on-time'))[0]!.firstAttemptAt).not.toBeNull();
+    expect((await payments(c, 'too-late'))[0]!.status).toBe('scheduled');
+    c.clock.set(Date.parse('2026-12-01T07:00:00.000Z'));
+    await cycle(c);
+    await dispatchPayments(c.rt);
+    const late = await payments(c, 'too-late');
+    expect(late[0]).toMatchObject({ status: 'voided', firstAttemptAt: null });
+    const events = (await c.json('GET', '/v1/payment_events?authorizer_unique_id=too-late')).body.events;
+    expect(events).toEqual([expect.objectContaining({ status: 'voided', message: expect.stringContaining('its day passed') })]);
   });
 });
 

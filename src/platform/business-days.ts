@@ -62,6 +62,16 @@ export function addBusinessDays(from: number, n: number): number {
   return day;
 }
 
+/** The day `n` business days before `day` (a calendar day as its UTC midnight; n ≥ 0): the mirror of addBusinessDays. */
+export function businessDaysBefore(day: number, n: number): number {
+  let d = midnight(day);
+  for (let left = n; left > 0; ) {
+    d -= DAY_MS;
+    if (isBusinessDay(d)) left--;
+  }
+  return d;
+}
+
 /**
  * The business days from the day of `from` to the day of `to`: those after the first day up to and including
  * the last, so a day's own business is 0 and `addBusinessDays(from, n)` is n of them. 0 when `to` is not later.

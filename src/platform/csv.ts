@@ -298,6 +298,10 @@ function isSpace(c: number): boolean {
   );
 }
 
+/** A CSV file as the answer, to be saved under `filename` (caches keep it apart from the JSON at the same address). */
+export const csvDownload = (body: string, filename: string): Response =>
+  new Response(body, { headers: { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename=${filename}`, vary: 'Accept' } });
+
 /**
  * Whether the answer is the CSV: `format` when given, else the Accept header, when it ranks text/csv above
  * application/json (a type absent is 0; wildcards and parameters other than q are not read, so a wildcard alone is JSON).

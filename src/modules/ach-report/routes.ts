@@ -4,14 +4,12 @@ import type { Auth } from '../../http/auth';
 import { errors } from '../../http/errors';
 import { maturity } from '../../http/maturity';
 import { reportCsv, reportFilename, wantsCsv } from './csv';
+import { csvDownload } from '../../platform/csv';
 import { ACH_REPORT_EXAMPLE, AchReport, AchReportQuery } from './model';
 import { achReport, type AchReportView } from './service';
 
 /** The report as its CSV file, named for its month. */
-const csvAnswer = (report: AchReportView) =>
-  new Response(reportCsv(report), {
-    headers: { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename=${reportFilename(report.month)}`, vary: 'Accept' },
-  });
+const csvAnswer = (report: AchReportView) => csvDownload(reportCsv(report), reportFilename(report.month));
 
 export const achReportRoutes = (deps: Deps, auth: Auth) =>
   new Elysia({ prefix: '/v1/reports', normalize: false }).use(auth).get(

@@ -11,7 +11,7 @@ import { policyOf, checkedElection } from '../collection-policy/service';
 import { applyMonitorEvent } from '../enrollments/monitor-changes';
 import { revokedNow } from '../enrollments/monitor';
 import { holdChain } from './chain';
-import { CFPB_WINDOWS, dayOfString, dayString, windowDays, type AuthorizedTransfer, type NoticeNeed, type RegEElection } from './notices';
+import { cfpbWindowOf, dayOfString, dayString, windowDays, type AuthorizedTransfer, type NoticeNeed, type RegEElection } from './notices';
 import { referenceOf } from './reference';
 import type { PaymentNotice } from './store';
 
@@ -45,9 +45,7 @@ const noticeView = (p: PaymentNotice) => ({
 
 /** The window of a payment's notice sent by `channel` (the payday rule's windows differ by channel), as instants. */
 export function windowFor(p: { debitOn: number; noticeClass: NoticeClass | null; noticeNeeds: string | null; createdAt: number }, channel: NoticeChannel, timeZone: string | null) {
-  const k = p.noticeClass;
-  const cfpb = k === 'first' || k === 'unusual' || k === 'reinitiation' ? CFPB_WINDOWS[k][channel] : null;
-  const w = windowDays(p.debitOn, needsOf(p), cfpb);
+  const w = windowDays(p.debitOn, needsOf(p), cfpbWindowOf(p.noticeClass, channel));
   const from = Number.isFinite(w.from) ? Math.max(p.createdAt, localTime(w.from, 0, timeZone)) : p.createdAt;
   return { dueFrom: from, dueBy: localTime(w.by + DAY_MS, 0, timeZone) - 1 };
 }

@@ -217,6 +217,6 @@ function noticeDuePayload(v: { id: string; reference: string; e: DecidingRow; p:
     notice_channel: n.channel,
     notice_due_from: isoOrNull(n.dueFrom),
     notice_due_by: isoOrNull(n.dueBy),
-    failed_attempt: f ? { attempted_on: f.firstAttemptAt !== null ? dayString(f.firstAttemptAt - (f.firstAttemptAt % 86_400_000)) : null, amount: f.amountCents, return_code: f.returnCode } : null,
+    failed_attempt: f ? { attempted_on: f.firstAttemptAt !== null ? dayString(f.firstAttemptAt) : null, amount: f.amountCents, return_code: f.returnCode } : null,
   };
 }

@@ -5,7 +5,7 @@ import { localDayOf, localTime } from '../../platform/zone';
 import { accountBlockOf, ACCOUNT_BLOCK_WORDS, accountValidated, revokedNow, REVOKED_WORDS, blockedReasonOf, LINK_BLOCKS, type BlockedReason } from '../enrollments/monitor';
 import type { AccountStanding } from '../bank-accounts/store';
 import { latestAuthorization, planPayment, type PastPayment } from './rules';
-import { CFPB_WINDOWS, classify, dayOfString, insideWindow, noticeNeeds, regENeedsNotice, scheduleDebit, type AuthorizedTransfer, type NoticeNeed, type NoticeSchedule, type NoticeWindow, type RegEElection } from './notices';
+import { cfpbWindowOf, classify, dayOfString, insideWindow, noticeNeeds, regENeedsNotice, scheduleDebit, type AuthorizedTransfer, type NoticeNeed, type NoticeSchedule, type RegEElection } from './notices';
 
 // The collection decision as one pure function of what is known: a borrower's monitor, its latest read, its
 // payments, the lender's policy. decide.ts reads what it asks for and carries out the steps it returns, in the
@@ -242,9 +242,6 @@ export function authorizedTransfers(json: string | null): DatedTransfer[] | null
 /** The borrower's Regulation E election (as stored), or the policy's when it has none. */
 const electionOf = (json: string | null | undefined, policy: CollectionPolicy): RegEElection => (json ? (JSON.parse(json) as RegEElection) : policy.regEElection);
 
-const cfpbWindow = (klass: NoticeClass, channel: NoticeChannel): NoticeWindow | null =>
-  klass === 'first' || klass === 'unusual' || klass === 'reinitiation' ? CFPB_WINDOWS[klass][channel] : null;
-
 /**
  * A planned debit's amount, class, notice and day. Not under a new authorization: the collectable (or
  * reinitiation) amount, on the first day the lender's lead and the notice's window allow. Under one (a covered
@@ -271,7 +268,7 @@ function debitPlan(i: {
   const one = (amountCents: number, onSchedule: boolean, dates?: number[]) => {
     const klass = classify({ consumerInitiated: false, reinitiationOf: plan.reinitiationOf, firstEver, onSchedule });
     const needs = noticeNeeds({ klass, covered: covered && policy.noticeChannel !== null, regE: regENeedsNotice(election, amountCents, previous) });
-    const schedule = scheduleDebit({ now, timeZone: policy.timeZone, needs, cfpb: cfpbWindow(klass, channel), leadDays: onSchedule ? 0 : policy.noticeDays, dates });
+    const schedule = scheduleDebit({ now, timeZone: policy.timeZone, needs, cfpb: cfpbWindowOf(klass, channel), leadDays: onSchedule ? 0 : policy.noticeDays, dates });
     return schedule ? { amountCents, klass, needs, schedule } : null;
   };
   if (!transfers) return one(plan.amountCents, false);

@@ -1,5 +1,7 @@
 import type { NoticeChannel, NoticeClass, Rail } from '../../../db/schema/enums';
-import { isBusinessDay } from '../../platform/business-days';
+import { addBusinessDays, businessDaysBefore, isBusinessDay } from '../../platform/business-days';
+
+export { businessDaysBefore };
 import { DAY_MS } from '../../platform/clock';
 import { localDayOf, localTime } from '../../platform/zone';
 import { CFPB_WINDOWS, type NoticeWindow, type RegEElection } from '../collection-policy/notice-windows';
@@ -68,22 +70,16 @@ export function regENeedsNotice(election: RegEElection, amountCents: number, pre
   }
 }
 
+/** The payday rule's window of a class's notice for a channel; null for a class that needs none. */
+export const cfpbWindowOf = (klass: NoticeClass | null, channel: NoticeChannel): NoticeWindow | null =>
+  klass === 'first' || klass === 'unusual' || klass === 'reinitiation' ? CFPB_WINDOWS[klass][channel] : null;
+
 /** What a planned debit's notice asks: nothing, or one or both rules. */
 export function noticeNeeds(i: { klass: NoticeClass; covered: boolean; regE: boolean }): NoticeNeed[] {
   const out: NoticeNeed[] = [];
   if (i.covered && (i.klass === 'first' || i.klass === 'unusual' || i.klass === 'reinitiation')) out.push('cfpb');
   if (i.regE && i.klass !== 'consumer_initiated') out.push('reg_e');
   return out;
-}
-
-/** The business day `n` business days before `day` (a calendar day as its UTC midnight). */
-export function businessDaysBefore(day: number, n: number): number {
-  let d = day;
-  for (let left = n; left > 0; ) {
-    d -= DAY_MS;
-    if (isBusinessDay(d)) left--;
-  }
-  return d;
 }
 
 /** The window of a notice for a debit on `day`, as calendar days (inclusive), or null where the rules leave none. */
@@ -130,11 +126,7 @@ export function scheduleDebit(i: {
   // Nothing to tell and no lead: today, whatever day it is (a debit goes out as soon as the balance covers it).
   if (i.needs.length === 0 && i.leadDays === 0 && !i.dates) return { debitOn: today, dueFrom: null, dueBy: null };
   const lead = i.leadDays > 0 ? i.leadDays : i.needs.length > 0 ? defaultLead(i.needs.includes('cfpb') ? i.cfpb : null) : 0;
-  let first = today;
-  for (let left = lead; left > 0; ) {
-    first += DAY_MS;
-    if (isBusinessDay(first)) left--;
-  }
+  const first = lead > 0 ? addBusinessDays(today, lead) : today;
   const fits = (day: number): NoticeSchedule | null => {
     if (i.needs.length === 0) return { debitOn: day, dueFrom: null, dueBy: null };
     const w = windowDays(day, i.needs, i.cfpb);

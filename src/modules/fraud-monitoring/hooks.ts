@@ -10,7 +10,8 @@ import { newId } from '../../platform/ids';
 import { unpackSensitive } from '../balance-requests/payload';
 import { accountValidated, type Standing } from '../bank-accounts/standing';
 import { fullName, namesMatch } from './names';
-import { amountOutlier, changedWithin, isUnauthorizedCode, UNAUTHORIZED_CODES } from './rules';
+import { amountOutlier, changedWithin } from './rules';
+import { isUnauthorizedReturn, UNAUTHORIZED_RETURNS } from '../../adapters/processors/return-codes';
 import { policyInForce, raise, type Hit } from './service';
 
 // Where the rules meet the facts: each is called, once, by the code that records its fact, in that fact's
@@ -223,7 +224,7 @@ export async function fraudOnDebit(ctx: InTx, d: PlannedDebit): Promise<void> {
  * (UTC) of the return that reaches the threshold.
  */
 export async function fraudOnReturn(ctx: InTx, v: { lenderId: string; paymentId: string | null; code: string | null }): Promise<void> {
-  if (v.paymentId === null || !isUnauthorizedCode(v.code)) return;
+  if (v.paymentId === null || !isUnauthorizedReturn(v.code)) return;
   const policy = await policyInForce(ctx, v.lenderId);
   const rule = policy.rules.unauthorized_streak;
   if (!rule.enabled) return;
@@ -234,7 +235,7 @@ export async function fraudOnReturn(ctx: InTx, v: { lenderId: string; paymentId:
   const dayStart = rc.enrolledAt - (rc.enrolledAt % DAY_MS);
   const counts = await ctx.deps.stores.fraud.streakCounts(ctx, {
     lenderId: v.lenderId,
-    codes: UNAUTHORIZED_CODES,
+    codes: UNAUTHORIZED_RETURNS,
     since: now - windowDays * DAY_MS,
     routing: rc.routing,
     dayStart,

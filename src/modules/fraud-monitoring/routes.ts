@@ -4,7 +4,7 @@ import type { Deps } from '../../deps';
 import { errors } from '../../http/errors';
 import { schemaBody } from '../../http/body';
 import type { Auth } from '../../http/auth';
-import { wantsCsv } from '../../platform/csv';
+import { csvDownload, wantsCsv } from '../../platform/csv';
 import {
   FraudAlert,
   FraudAlertList,
@@ -25,10 +25,7 @@ import { fraudReport, listReviews, recordReview, reportCsv, reportFilename, type
 import { disposeAlert, getAlert, getFraudPolicy, keyActor, listAlerts, putFraudPolicy, ruleCatalogue } from './service';
 
 /** The report as its CSV file, named for its year. */
-const csvAnswer = (report: FraudReportView) =>
-  new Response(reportCsv(report), {
-    headers: { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename=${reportFilename(report.year)}`, vary: 'Accept' },
-  });
+const csvAnswer = (report: FraudReportView) => csvDownload(reportCsv(report), reportFilename(report.year));
 
 const tags = ['Fraud monitoring'];
 const early = (description: string) => maturity('Early Access', description);

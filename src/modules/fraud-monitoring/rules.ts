@@ -1,5 +1,4 @@
 import type { FraudAction, FraudRule } from '../../../db/schema/enums';
-import { UNAUTHORIZED_RETURNS } from '../../adapters/processors/return-codes';
 
 // The fraud-monitoring rules (Nacha's rule for non-consumer Originators, in force 19 June 2026: risk-based
 // processes reasonably intended to identify debits that are unauthorized or authorized under false pretenses).
@@ -29,10 +28,6 @@ export interface RuleSpec {
   defaultAction: FraudAction;
   settings: Readonly<Record<string, SettingSpec>>;
 }
-
-/** Unauthorized-class return codes: the holder says the debit was not authorized, or not as it was made. */
-export const UNAUTHORIZED_CODES = UNAUTHORIZED_RETURNS;
-export const isUnauthorizedCode = (code: string | null): boolean => code !== null && (UNAUTHORIZED_CODES as readonly string[]).includes(code);
 
 export const RULES: Readonly<Record<FraudRule, RuleSpec>> = {
   first_debit_unvalidated: {

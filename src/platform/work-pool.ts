@@ -5,7 +5,9 @@ import { yieldNow, yieldWhenSpent } from './slices';
  * Works through claimed items with at most `concurrency` in flight. When the local queue runs dry, one
  * worker claims the next chunk (one claim at a time: the others wait for it and take from it); the run ends
  * when a claim comes back empty or `signal` aborts, after the items already held are finished.
- * `finish` runs last, whatever happened, so buffered results are always written. With `gate`, each claim,
+ * `finish` runs last, whatever happened, so buffered results are always written: when a claim or an item fails,
+ * the other workers end their item in hand and take no other, and the first failure is raised after `finish`.
+ * With `gate`, each claim,
  * each item's start and the finish wait for the write gate's turn (they write at once). Each claim after the
  * first waits for a turn of the event loop, and so does an item once the slice has used its time: items whose
  * work answers at once (an in-process sandbox) would otherwise chain one after the other in microtasks, and
@@ -29,8 +31,17 @@ export async function drainClaims<T>(opts: {
     queue.push(...more);
     return more.length > 0;
   };
+  let failed = null as { error: unknown } | null;
   const worker = async () => {
+    try {
+      await work();
+    } catch (error) {
+      failed ??= { error };
+    }
+  };
+  const work = async () => {
     for (;;) {
+      if (failed) return;
       if (queue.length === 0) {
         if (opts.signal?.aborted) return;
         if (claiming) {
@@ -61,6 +72,7 @@ export async function drainClaims<T>(opts: {
       // Items whose work answers at once run one after the other in microtasks: a turn of the event loop
       // once the slice has used its time (platform/slices.ts), however many items that was.
       await yieldWhenSpent();
+      if (failed) return;
       const item = queue.shift();
       if (item === undefined) continue;
       if (opts.gate?.contended) await opts.gate.turn();
@@ -73,6 +85,7 @@ export async function drainClaims<T>(opts: {
     if (opts.gate?.contended) await opts.gate.turn();
     await opts.finish();
   }
+  if (failed) throw failed.error;
 }
 
 /**

@@ -375,8 +375,11 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
   // waited behind the lender's other reads) is left to the first, so the provider is not asked twice; the
   // first's outcome is then written under the second claim's token, the one that holds the row now.
   const inHand = new Map<number, ClaimedItem>();
-  // Outcomes are written in order, one write after the other; a write that fails is the run's error, raised at
-  // the next claim or at the end (the items stay leased and are read again once their lease has passed).
+  // Items this run claimed whose outcome is not written yet. Outcomes are written in order, one write after the
+  // other; a write that fails is the run's error, raised at the next claim or at the end, and the items whose
+  // outcomes it held, with those claimed and not read, are then given back (due again at once), rather than
+  // left leased until their claims run out.
+  const unwritten = new Map<number, ClaimedItem>();
   const writes = writesInOrder();
   const flush = (): Promise<void> => {
     const batch = pending;
@@ -389,6 +392,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
         async () => {
           await yieldWhenSpent();
           await recordOutcomes({ deps }, batch);
+          for (const o of batch) if (unwritten.get(o.item.id) === o.item) unwritten.delete(o.item.id);
         },
         () => {
           for (const o of batch) inHand.delete(o.item.id);
@@ -426,14 +430,32 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       await startPendingBatches(deps);
       const now = clock.now();
       const items = await deps.stores.balances.claimDueReads({ deps }, concurrency * 4, now);
-      for (const it of items) claimedAt.set(it, now);
+      for (const it of items) {
+        claimedAt.set(it, now);
+        // A second claim of an item in hand: the first's outcome is written under this claim's token.
+        unwritten.set(it.id, inHand.get(it.id) ?? it);
+      }
       return items;
     },
     handle: readOne,
     finish: flush,
     gate,
-  });
+  }).finally(() => giveBack(deps, [...unwritten.values()]));
   return { recorded };
+}
+
+/**
+ * The reads a run claimed and could not record (a write failed, the run stopped) let go, each only while its
+ * claim holds it: due again at once, for this replica's next run or another's. Best effort: when the database
+ * cannot take it either, the leases run out as they would have.
+ */
+async function giveBack(deps: Deps, items: ClaimedItem[]): Promise<void> {
+  if (items.length === 0) return;
+  try {
+    await transaction({ deps }, (c) => deps.stores.balances.finishReads(c, items.map((i) => ({ id: i.id, leaseToken: i.leaseToken, finish: { state: 'pending' } }))));
+  } catch (e) {
+    deps.logger.warn({ reads: items.length, err: e instanceof Error ? e.name : 'error' }, 'claimed balance reads could not be given back; they are read again when their leases run out');
+  }
 }
 
 /** What a read shares with the run that claimed its item. */

@@ -7,21 +7,24 @@ import { ACCOUNT_COLUMNS, accountRowOf, changeRowOf, changeStatements, changeWit
 
 // The bank accounts' SQL on SQLite (store.pg.ts is the PostgreSQL one). One writer at a time: an account made
 // on first use is made by one statement that does nothing when it exists, and read back in the same
-// transaction. Raw cached statements, lists bound as one JSON parameter: an enrollment links up to 1000
-// borrowers in two statements.
+// transaction. Raw cached statements; a list read or updated at once is bound as one JSON parameter.
 
 type RawRow = Parameters<typeof accountRowOf>[0];
 
-/** Accounts made where new, from a JSON list of {id, fp (hex), l4}, in the order of their fingerprints. */
-const makeAccounts = (tx: Orm, lenderId: string, list: string, now: number) =>
-  tx.$client
-    .query(
-      `INSERT INTO bank_accounts (id, lender_id, fingerprint, last4, state, state_since, created_at, updated_at)
-       SELECT value ->> 'id', ?1, unhex(value ->> 'fp'), value ->> 'l4', 'ok', ?3, ?3, ?3
-         FROM json_each(?2) WHERE true ORDER BY value ->> 'fp'
-       ON CONFLICT (lender_id, fingerprint) DO NOTHING`,
-    )
-    .run(lenderId, list, now);
+/**
+ * Accounts made where new, in the order of their fingerprints. A cached statement run once a row rather than one
+ * INSERT … SELECT over the list: SQLite checks a statement that may write many rows into a parent table against
+ * every table that refers to it (enrollments, account_changes), a lookup each per row, and a row inserted alone
+ * cannot break a foreign key.
+ */
+function makeAccounts(tx: Orm, lenderId: string, list: { id: string; fp: string; l4: string }[], now: number): void {
+  const insert = tx.$client.query<unknown, [string, string, string, string, number]>(
+    `INSERT INTO bank_accounts (id, lender_id, fingerprint, last4, state, state_since, created_at, updated_at)
+     VALUES (?1, ?2, unhex(?3), ?4, 'ok', ?5, ?5, ?5)
+     ON CONFLICT (lender_id, fingerprint) DO NOTHING`,
+  );
+  for (const a of [...list].sort((x, y) => (x.fp < y.fp ? -1 : x.fp > y.fp ? 1 : 0))) insert.run(a.id, lenderId, a.fp, a.l4, now);
+}
 
 /** The lender's accounts of these fingerprints (a JSON list of hex), with their standing. */
 const standingsOf = (db: Db, lenderId: string, fingerprints: string) =>
@@ -49,11 +52,11 @@ export const sqliteBankAccountStore: BankAccountStore = {
   async accountsFor(c, lenderId, accounts, now) {
     const out = new Map<string, LinkedAccount>();
     if (accounts.length === 0) return out;
-    // The first of each fingerprint: two statements for the whole list (an enrollment links up to 1000).
+    // The first of each fingerprint, made where new, then read back in one statement (an enrollment links up to 1000).
     const distinct = new Map<string, { id: string; fp: string; l4: string }>();
     for (const a of accounts) if (!distinct.has(a.fingerprint)) distinct.set(a.fingerprint, { id: a.id, fp: a.fingerprint, l4: a.last4 });
     const tx = writerOf(c);
-    makeAccounts(tx, lenderId, listOf([...distinct.values()]), now);
+    makeAccounts(tx, lenderId, [...distinct.values()], now);
     for (const r of standingsOf(tx, lenderId, listOf([...distinct.keys()]))) out.set(r.fp, { id: r.id, ...standingOf(r) });
     return out;
   },

@@ -31,36 +31,47 @@ function writeChange(tx: Orm, v: { enrollmentId: string; change: MonitorChange; 
 }
 
 /**
- * The enrollment of borrowers (new or re-sent), each with its monitor as the state machine decided it: inserted
- * or refreshed. A refresh keeps the record's id and history. Prepared once per call: a 1000-borrower request is
- * written in one transaction (bun run bench enrollment).
+ * The statements an enrollment writes its borrowers with. Both take the same values: ?1 the id (the insert's
+ * only), ?2 the lender, ?3 the borrower, then the rest.
  */
-function writeEnrollments(tx: Orm, rows: readonly BorrowerEnrollment[], windowMs: number): void {
-  const stmt = tx.$client.query(
-    `INSERT INTO enrollments (id, lender_id, authorizer_unique_id, state, reason, blocked_reason, window_started_at, window_ends_at,
+export const ENROLLMENT_WRITES = {
+  insert: `INSERT INTO enrollments (id, lender_id, authorizer_unique_id, state, reason, blocked_reason, window_started_at, window_ends_at,
         collectable_amount_cents, days_past_due, merchant_ref, rail, routing_number, bank_name, sealed, metadata,
         card_token_sealed, card_last4, card_brand, next_read_at, payments_used, enrolled_at, updated_at, erased_at,
         cfpb_covered, authorization_at, authorization_ref, bank_account_id)
      VALUES (?1, ?2, ?3, ?4, ?5, ?22, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, 0, ?20, ?20, NULL, ?23, ?24, ?25, ?26)
-     ON CONFLICT(lender_id, authorizer_unique_id) DO UPDATE SET
-        state = excluded.state, reason = excluded.reason, blocked_reason = excluded.blocked_reason,
-        window_started_at = excluded.window_started_at, window_ends_at = excluded.window_ends_at,
-        collectable_amount_cents = excluded.collectable_amount_cents, days_past_due = excluded.days_past_due,
-        merchant_ref = excluded.merchant_ref, rail = excluded.rail, routing_number = excluded.routing_number,
-        bank_name = excluded.bank_name, sealed = excluded.sealed, metadata = excluded.metadata,
-        card_token_sealed = excluded.card_token_sealed, card_last4 = excluded.card_last4, card_brand = excluded.card_brand,
-        next_read_at = COALESCE(excluded.next_read_at, next_read_at),
+     ON CONFLICT(lender_id, authorizer_unique_id) DO NOTHING`,
+  refresh: `UPDATE enrollments SET
+        state = ?4, reason = ?5, blocked_reason = ?22, window_started_at = ?6, window_ends_at = ?7,
+        collectable_amount_cents = ?8, days_past_due = ?9, merchant_ref = ?10, rail = ?11, routing_number = ?12,
+        bank_name = ?13, sealed = ?14, metadata = ?15, card_token_sealed = ?16, card_last4 = ?17, card_brand = ?18,
+        next_read_at = COALESCE(?19, next_read_at),
         payments_used = CASE WHEN ?21 THEN 0 ELSE payments_used END,
-        enrolled_at = CASE WHEN ?21 THEN excluded.enrolled_at ELSE enrolled_at END,
-        updated_at = excluded.updated_at, erased_at = NULL,
-        cfpb_covered = excluded.cfpb_covered, bank_account_id = excluded.bank_account_id,
+        enrolled_at = CASE WHEN ?21 THEN ?20 ELSE enrolled_at END,
+        updated_at = ?20, erased_at = NULL, cfpb_covered = ?23, bank_account_id = ?26,
         -- An authorization stays until a later one is sent: a re-send without one, or with an older one, keeps it.
-        authorization_ref = CASE WHEN excluded.authorization_at > COALESCE(authorization_at, -1) THEN excluded.authorization_ref ELSE authorization_ref END,
-        authorization_at = CASE WHEN excluded.authorization_at > COALESCE(authorization_at, -1) THEN excluded.authorization_at ELSE authorization_at END`,
-  );
+        authorization_ref = CASE WHEN ?24 > COALESCE(authorization_at, -1) THEN ?25 ELSE authorization_ref END,
+        authorization_at = CASE WHEN ?24 > COALESCE(authorization_at, -1) THEN ?24 ELSE authorization_at END
+      WHERE lender_id = ?2 AND authorizer_unique_id = ?3`,
+} as const;
+
+/**
+ * The enrollment of borrowers (new or re-sent), each with its monitor as the state machine decided it: inserted
+ * or refreshed. A refresh keeps the record's id and history. Statements cached by the connection: a
+ * 1000-borrower request is written in one transaction (bun run bench enrollment).
+ *
+ * An insert, and an update when the borrower is there already, rather than one upsert: for an upsert that sets
+ * a foreign-key column (the bank account), SQLite looks for each row's children in every table that refers to
+ * enrollments, two of them (payment_events, uploaded_results) by a scan of the whole table, so each borrower
+ * enrolled cost a pass over every payment event. A plain insert of a parent row cannot break a foreign key, and
+ * an update that keeps the row's id looks at no child (tests/modules/enrollments/write-plans.test.ts).
+ */
+function writeEnrollments(tx: Orm, rows: readonly BorrowerEnrollment[], windowMs: number): void {
+  const insert = tx.$client.query(ENROLLMENT_WRITES.insert);
+  const refresh = tx.$client.query(ENROLLMENT_WRITES.refresh);
   for (const { write: w, prior, change } of rows) {
     const fresh = change.window === 'fresh';
-    stmt.run(
+    const values = [
       w.id,
       w.lenderId,
       w.aid,
@@ -88,7 +99,10 @@ function writeEnrollments(tx: Orm, rows: readonly BorrowerEnrollment[], windowMs
       w.authorizationAt,
       w.authorizationRef,
       w.bankAccountId ?? null,
-    );
+    ] as const;
+    // A borrower read as there (prior) is refreshed; one not there is inserted, and refreshed only if the same
+    // borrower was inserted earlier in this call.
+    if (prior || insert.run(...values).changes === 0) refresh.run(...values);
   }
 }
 

@@ -1,5 +1,6 @@
 import type { EngineServices } from './platform/engine';
-import { apiKeyStatements, pgApiKeyStatements } from './platform/api-keys';
+import { sqliteKeyLookup } from './modules/lenders/store.sqlite';
+import { pgKeyLookup } from './modules/lenders/store.pg';
 import { databaseReady, type Db, type DbHandle } from './platform/db';
 import { pgLeases, soleLeases } from './platform/leases';
 import type { Logger } from './platform/logger';
@@ -22,7 +23,7 @@ export function sqliteEngine(handle: Connections): EngineServices {
     leases: soleLeases,
     rateBuckets: (_name, perSecond, burst) => new RateLimiter(perSecond, burst),
     clientKey: (address) => address,
-    apiKeys: apiKeyStatements(handle.db),
+    apiKeys: sqliteKeyLookup(handle.db),
     ready: async () => databaseReady(handle.db),
   };
 }
@@ -39,7 +40,7 @@ export function pgEngine(handle: Connections, vault: Vault, logger: Logger): Eng
     rateBuckets: (name, perSecond, burst) =>
       new PgRateBuckets(pg, name, perSecond, burst, (e) => logger.warn({ err: (e as Error).message, limit: name }, 'rate bucket sweep failed')),
     clientKey: vault.hasher('rate-bucket-address'),
-    apiKeys: pgApiKeyStatements(pg),
+    apiKeys: pgKeyLookup(pg),
     ready: () => pgReady(pg),
   };
 }

@@ -1,6 +1,7 @@
 import { and, asc, count, eq, isNull, type SQL } from 'drizzle-orm';
 import { apiKeys, lenders } from '../../../db/schema-pg';
-import { isUniqueViolation, type PgDb } from '../../platform/pg';
+import { isUniqueViolation, type PgDb, type PgHandle } from '../../platform/pg';
+import type { ApiKeyLookup, KeyHolder } from '../../platform/engine';
 import { lockFor, readerOf, writerOf } from '../../platform/sql/pg';
 import { LenderError } from './errors';
 import type { LenderStore } from './store';
@@ -89,3 +90,26 @@ export const pgLenderStore: LenderStore = {
     return revokeWhere(writerOf(c), eq(apiKeys.prefix, prefix), now);
   },
 };
+
+/**
+ * Authentication's statements on PostgreSQL: the lookup is a query on the pool (asynchronous), the last use an update sent
+ * without waiting for it (a failure is logged by the caller's next write, never the request's).
+ */
+export function pgKeyLookup(pg: PgHandle): ApiKeyLookup {
+  return {
+    holderOf: async (hash: string): Promise<KeyHolder | undefined> => {
+      const rows = (await pg.sql`
+        SELECT k.id AS "keyId", k.last_used_at::float8 AS "lastUsedAt", l.id AS id, l.name AS name,
+               l.debit_card_approved AS "debitCardApproved", k.revoked_at::float8 AS "revokedAt"
+          FROM api_keys k JOIN lenders l ON l.id = k.lender_id
+         WHERE k.key_hash = ${hash}`) as KeyHolder[];
+      return rows[0];
+    },
+    touch: (keyId: string, now: number) => {
+      void pg.sql`UPDATE api_keys SET last_used_at = ${now} WHERE id = ${keyId}`.then(
+        () => undefined,
+        () => undefined,
+      );
+    },
+  };
+}

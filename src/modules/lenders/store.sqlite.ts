@@ -3,6 +3,9 @@ import { apiKeys, lenders } from '../../../db/schema';
 import type { Db, Orm } from '../../platform/db';
 import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { ApiKeyRow, LenderRow, LenderStore } from './store';
+import type { ApiKeyLookup, KeyHolder } from '../../platform/engine';
+import { gateOf } from '../../platform/write-gate';
+import { txLockOf } from '../../platform/tx-lock';
 
 const lenderNamed = (db: Db, name: string) => db.select().from(lenders).where(eq(lenders.name, name)).get();
 
@@ -90,3 +93,23 @@ export const sqliteLenderStore: LenderStore = {
     return revokeWhere(writerOf(c), eq(apiKeys.prefix, prefix), now);
   },
 };
+
+/**
+ * The statements of authentication, prepared once: the live key with this hash and its lender, and the
+ * key's last use (a single-row write that commits on its own; it runs at most once a minute per key).
+ */
+export function sqliteKeyLookup(db: Db): ApiKeyLookup {
+  const lookup = db.$client.query<KeyHolder, [string]>(
+    `SELECT k.id AS keyId, k.last_used_at AS lastUsedAt, l.id AS id, l.name AS name,
+            l.debit_card_approved AS debitCardApproved, k.revoked_at AS revokedAt
+       FROM api_keys k JOIN lenders l ON l.id = k.lender_id
+      WHERE k.key_hash = ?`,
+  );
+  const touch = db.$client.query<unknown, [number, string]>('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
+  return { holderOf: async (hash: string) => lookup.get(hash) ?? undefined, touch: (keyId: string, now: number) => {
+      // A timestamp, not worth waiting for: skipped while a worker holds the write lock or a transaction is
+      // open on the connection (its write would land inside that one), and written next time.
+      if (!gateOf(db.$client).held && !txLockOf(db.$client).held) touch.run(now, keyId);
+    },
+  };
+}

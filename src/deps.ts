@@ -22,6 +22,7 @@ import type { ReturnRateStore } from './modules/return-rates/store';
 import type { AchReportStore } from './modules/ach-report/store';
 import type { UploadStore } from './modules/payment-results-upload/store';
 import type { PaymentConnectionStore } from './modules/payment-connections/store';
+import type { FeedStore } from './modules/payment-connections/feed-store';
 import type { WebhookStore } from './modules/webhooks/store';
 import type { PortalStore } from './modules/portal/store';
 import type { PortalState } from './modules/portal/portal-state';
@@ -71,6 +72,7 @@ export interface Stores {
   achReport: AchReportStore;
   uploads: UploadStore;
   paymentConnections: PaymentConnectionStore;
+  feeds: FeedStore;
   webhooks: WebhookStore;
   portal: PortalStore;
 }

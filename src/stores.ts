@@ -13,6 +13,7 @@ import { sqliteReturnRateStore } from './modules/return-rates/store.sqlite';
 import { sqliteAchReportStore } from './modules/ach-report/store.sqlite';
 import { sqliteUploadStore } from './modules/payment-results-upload/store.sqlite';
 import { sqlitePaymentConnectionStore } from './modules/payment-connections/store.sqlite';
+import { sqliteFeedStore } from './modules/payment-connections/feed-store.sqlite';
 import { sqliteWebhookStore } from './modules/webhooks/store.sqlite';
 import { sqlitePortalStore } from './modules/portal/store.sqlite';
 import { sqliteBankAccountStore } from './modules/bank-accounts/store.sqlite';
@@ -32,6 +33,7 @@ import { pgReturnRateStore } from './modules/return-rates/store.pg';
 import { pgAchReportStore } from './modules/ach-report/store.pg';
 import { pgUploadStore } from './modules/payment-results-upload/store.pg';
 import { pgPaymentConnectionStore } from './modules/payment-connections/store.pg';
+import { pgFeedStore } from './modules/payment-connections/feed-store.pg';
 import { pgWebhookStore } from './modules/webhooks/store.pg';
 import { pgPortalStore } from './modules/portal/store.pg';
 import { pgBankAccountStore } from './modules/bank-accounts/store.pg';
@@ -64,6 +66,7 @@ export const sqliteStores: Stores = {
   achReport: sqliteAchReportStore,
   uploads: sqliteUploadStore,
   paymentConnections: sqlitePaymentConnectionStore,
+  feeds: sqliteFeedStore,
   webhooks: sqliteWebhookStore,
   portal: sqlitePortalStore,
 };
@@ -90,6 +93,7 @@ export const pgStores: Stores = {
   achReport: pgAchReportStore,
   uploads: pgUploadStore,
   paymentConnections: pgPaymentConnectionStore,
+  feeds: pgFeedStore,
   webhooks: pgWebhookStore,
   portal: pgPortalStore,
 };

@@ -13,8 +13,6 @@ const ROOT = join(import.meta.dir, '../..');
 const NOT_YET_ONE: Record<string, string[]> = {
   // Pay cycles write the learned cycle and the next read; collection the presentments used.
   enrollments: ['src/modules/enrollments', 'src/modules/collection', 'src/modules/pay-cycles'],
-  // Collection writes a key's feed cursor, its poll error and its reconciliation.
-  payment_connections: ['src/modules/payment-connections', 'src/modules/collection'],
 };
 
 function files(dir: string): string[] {

@@ -1,9 +1,6 @@
 import { expect, test } from 'bun:test';
 import { contract, waiting } from './contract';
-import { enrollBorrower } from '../helpers/fixtures';
-import { cycle } from '../helpers/collection';
-import { queueDueReads } from '../../src/modules/enrollments/monitoring';
-import { processBalances } from '../../src/modules/balance-requests/processing';
+import { lenderWithSandboxPayment } from './contract-fixtures';
 import { pollProcessors } from '../../src/modules/collection/poll';
 import { reconcileKeys } from '../../src/modules/collection/reconcile';
 import { DAY_MS } from '../../src/platform/clock';
@@ -18,48 +15,23 @@ contract(
     const { ctx, store, storeCtx } = t;
     let n = 0;
 
-    /** A lender with a default sandbox key and one borrower enrolled, read and decided: its payment, sent when asked. */
-    async function lenderWithPayment(aid: string, opts: { send?: boolean } = {}) {
-      const lender = ctx.newLender();
-      const key = await ctx.json('POST', '/v1/payment_connections', {
-        key: lender.key,
-        body: { api_key: `sbx_matching_contract_${++n}_0000`, rail_scope: 'both', is_default: true },
-      });
-      expect(key.status).toBe(201);
-      const r = await ctx.json('POST', '/v1/payment_enrollments', { key: lender.key, body: { borrowers: [enrollBorrower(aid, { collectable_amount: 42500 })] } });
-      expect(r.status).toBeLessThan(300);
-      if (opts.send) await cycle(ctx);
-      else {
-        await queueDueReads(ctx.rt);
-        await processBalances(ctx.rt);
-      }
-      const [p] = await ctx.rows<{ id: string; enrollmentId: string; reference: string; pid: string | null; firstAttemptAt: number | null }>(
-        `SELECT id, enrollment_id AS enrollmentId, reference, processor_payment_id AS pid, first_attempt_at AS firstAttemptAt
-           FROM payments WHERE lender_id = ?`,
-        lender.id,
-      );
-      expect(p).toBeDefined();
-      return { lender, connectionId: key.body.id as string, payment: p! };
-    }
+    const lenderWithPayment = (aid: string, opts: { send?: boolean } = {}) => lenderWithSandboxPayment(ctx, `sbx_matching_contract_${++n}_0000`, aid, opts);
 
     /** A transaction of the test's database waiting for another's lock now (PostgreSQL). */
     const rowLockWaited = async () => (await waiting(t)) > 0;
-
-    const deleteKey = async (lender: { key: string }, id: string) =>
-      expect((await ctx.json('DELETE', `/v1/payment_connections/${id}`, { key: lender.key })).status).toBe(204);
 
     // First: the only test that sends and polls, so the payments the others leave in the queue are never sent.
     test('a sent payment is matched by the poll: its processor id ingested as matched, the cursor moved', async () => {
       const { lender, connectionId, payment } = await lenderWithPayment('m-polled', { send: true });
       expect(typeof payment.pid).toBe('string');
-      const before = await store.pollCursorOf(storeCtx, connectionId);
+      const before = await t.stores.feeds.pollCursorOf(storeCtx, connectionId);
       expect(before).toBeDefined();
       ctx.clock.advance(SETTLE);
       await pollProcessors(ctx.rt);
       expect(await store.ingestedAmong(storeCtx, connectionId, [payment.pid!])).toEqual([{ id: payment.pid!, matched: true }]);
-      const after = await store.pollCursorOf(storeCtx, connectionId);
+      const after = await t.stores.feeds.pollCursorOf(storeCtx, connectionId);
       expect(after!.cursor).not.toBe(before!.cursor);
-      const [polled] = (await store.keysToPoll(storeCtx)).filter((k) => k.lenderId === lender.id);
+      const [polled] = (await t.stores.feeds.keysToPoll(storeCtx)).filter((k) => k.lenderId === lender.id);
       expect(polled).toEqual({ id: connectionId, lenderId: lender.id, processor: 'sandbox', accountId: expect.anything(), keySealed: expect.any(String), cursor: after!.cursor });
       expect((await ctx.rows('SELECT status FROM payments WHERE id = ?', payment.id))[0]).toEqual({ status: 'settled' });
       // Reconciling the key through the job: it is found due, listed, and marked reconciled now.
@@ -183,77 +155,6 @@ contract(
       await t.inTx((tx) => t.stores.outcomes.movePaymentStatus(tx, { ...move, from: 'settled', status: 'late_returned', settledAt: null }));
       expect(await store.oldestUnsettled(storeCtx, connectionId, 0)).toBeNull();
       expect(await store.oldestUnsettled(storeCtx, 'no-such-key', 0)).toBeNull();
-    });
-
-    test('a page of the feed is recorded only from the cursor stored: compare and set, counts added', async () => {
-      const { lender, connectionId } = await lenderWithPayment('m-cursor');
-      const start = (await store.pollCursorOf(storeCtx, connectionId))!.cursor;
-      const at = ctx.clock.now();
-      const page = { at, error: null, reconcileDue: false, ingested: 3, matched: 2 };
-      const conn = async () =>
-        (await ctx.json('GET', '/v1/payment_connections', { key: lender.key })).body as { ingested: number; matched: number; last_poll_error?: string | null };
-      const counted = await conn();
-      expect(await t.inTx((tx) => store.recordPoll(tx, connectionId, { ...page, from: 'not-the-cursor', cursor: 'c-stale' }))).toBe(false);
-      expect(await store.pollCursorOf(storeCtx, connectionId)).toEqual({ cursor: start });
-      expect(await t.inTx((tx) => store.recordPoll(tx, connectionId, { ...page, from: start, cursor: 'c-1' }))).toBe(true);
-      // The page before was asked from `start`: the cursor moved since, so a second page from it is discarded.
-      expect(await t.inTx((tx) => store.recordPoll(tx, connectionId, { ...page, from: start, cursor: 'c-other' }))).toBe(false);
-      await t.inTx(async (tx) => {
-        await store.serializeFeed(tx, connectionId);
-        expect(await store.recordPoll(tx, connectionId, { ...page, from: 'c-1', cursor: null, error: 'feed lost', ingested: 1, matched: 0 })).toBe(true);
-      });
-      // Back to no cursor: a page from none compares equal.
-      expect(await store.pollCursorOf(storeCtx, connectionId)).toEqual({ cursor: null });
-      expect(await t.inTx((tx) => store.recordPoll(tx, connectionId, { ...page, from: null, cursor: 'c-2', ingested: 0, matched: 0 }))).toBe(true);
-      await expect(
-        t.inTx(async (tx) => {
-          await store.recordPoll(tx, connectionId, { ...page, from: 'c-2', cursor: 'c-lost' });
-          throw new Error('rolled back');
-        }),
-      ).rejects.toThrow('rolled back');
-      expect(await store.pollCursorOf(storeCtx, connectionId)).toEqual({ cursor: 'c-2' });
-      const [row] = await ctx.rows('SELECT last_poll_at AS at, last_poll_error AS error FROM payment_connections WHERE id = ?', connectionId);
-      expect(row).toEqual({ at, error: null });
-      const now = await conn();
-      expect([now.ingested - counted.ingested, now.matched - counted.matched]).toEqual([4, 2]);
-      await t.inTx((tx) => store.recordPollError(tx, connectionId, 'processor down'));
-      const [failed] = await ctx.rows('SELECT last_poll_error AS error, poll_cursor AS cursor FROM payment_connections WHERE id = ?', connectionId);
-      expect(failed).toEqual({ error: 'processor down', cursor: 'c-2' });
-      await deleteKey(lender, connectionId);
-      expect(await store.pollCursorOf(storeCtx, connectionId)).toBeUndefined();
-      expect(await store.pollCursorOf(storeCtx, 'no-such-key')).toBeUndefined();
-    });
-
-    test('keys to poll and to reconcile are the live ones; due when asked to or not reconciled since, until marked', async () => {
-      const a = await lenderWithPayment('m-keys-a');
-      const b = await lenderWithPayment('m-keys-b');
-      const ours = (keys: { id: string }[]) => keys.map((k) => k.id).filter((id) => id === a.connectionId || id === b.connectionId).sort();
-      const both = [a.connectionId, b.connectionId].sort();
-      expect(ours(await store.keysToPoll(storeCtx))).toEqual(both);
-      const now = ctx.clock.now();
-      // Created now: not due for a time before, due for now.
-      expect(ours(await store.keysToReconcile(storeCtx, { dueBefore: now - 1 }))).toEqual([]);
-      expect(ours(await store.keysToReconcile(storeCtx, { dueBefore: now }))).toEqual(both);
-      const [given] = await store.keysToReconcile(storeCtx, { connectionIds: [a.connectionId, 'no-such-key'], dueBefore: 0 });
-      expect(given).toEqual({ id: a.connectionId, lenderId: a.lender.id, processor: 'sandbox', keySealed: expect.any(String) });
-      ctx.clock.advance(DAY_MS);
-      await t.inTx((tx) => store.markReconciled(tx, a.connectionId, now + DAY_MS));
-      expect(ours(await store.keysToReconcile(storeCtx, { dueBefore: now + DAY_MS - 1 }))).toEqual([b.connectionId]);
-      expect(ours(await store.keysToReconcile(storeCtx, { dueBefore: now + DAY_MS }))).toEqual(both);
-      // Asked to (a page lost the feed): due whenever it was reconciled.
-      const from = (await store.pollCursorOf(storeCtx, a.connectionId))!.cursor;
-      const asked = { from, cursor: from, at: now + DAY_MS, error: null, reconcileDue: true, ingested: 0, matched: 0 };
-      expect(await t.inTx((tx) => store.recordPoll(tx, a.connectionId, asked))).toBe(true);
-      expect(ours(await store.keysToReconcile(storeCtx, { dueBefore: 0 }))).toEqual([a.connectionId]);
-      // A later page that does not ask keeps it due; marking it reconciled clears it.
-      expect(await t.inTx((tx) => store.recordPoll(tx, a.connectionId, { ...asked, reconcileDue: false }))).toBe(true);
-      expect(ours(await store.keysToReconcile(storeCtx, { dueBefore: 0 }))).toEqual([a.connectionId]);
-      await t.inTx((tx) => store.markReconciled(tx, a.connectionId, now + DAY_MS));
-      expect(ours(await store.keysToReconcile(storeCtx, { dueBefore: 0 }))).toEqual([]);
-      // A deleted key is polled and reconciled no more, even when named.
-      await deleteKey(b.lender, b.connectionId);
-      expect(ours(await store.keysToPoll(storeCtx))).toEqual([a.connectionId]);
-      expect(await store.keysToReconcile(storeCtx, { connectionIds: [b.connectionId], dueBefore: now + DAY_MS })).toEqual([]);
     });
 
     test('a second page of a key waits for the first, then reads what it ingested', async () => {

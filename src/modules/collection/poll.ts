@@ -163,7 +163,7 @@ async function recordPageIn(ctx: JobContext, conn: PolledKey, from: string | nul
         receivedAt: now,
       });
     }
-    const moved = await tx.deps.stores.matching.recordPoll(tx, conn.id, {
+    const moved = await tx.deps.stores.feeds.recordPoll(tx, conn.id, {
       from,
       cursor,
       at: now,
@@ -271,7 +271,7 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
   const ctx: JobContext = { deps };
   // Keys stored before their account was recorded are asked which account they belong to first.
   await learnAccounts(deps);
-  const conns = await ctx.deps.stores.matching.keysToPoll(ctx);
+  const conns = await ctx.deps.stores.feeds.keysToPoll(ctx);
   let changes = 0;
   let failures = 0;
   let skipped = 0;
@@ -295,7 +295,7 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
       const key = deps.vault.open(conn.keySealed!);
       try {
         // Read again under the lease: the list was read before it, and another replica may have read on since.
-        const stored = await ctx.deps.stores.matching.pollCursorOf(ctx, conn.id);
+        const stored = await ctx.deps.stores.feeds.pollCursorOf(ctx, conn.id);
         if (!stored) return;
         let cursor = stored.cursor;
         for (let page = 0; page < MAX_PAGES_PER_TICK && !opts.signal?.aborted; page++) {
@@ -321,7 +321,7 @@ export async function pollProcessors(deps: Deps, opts: { signal?: AbortSignal } 
         failures++;
         deps.metrics.pollFailures.inc({ processor: conn.processor });
         const message = e instanceof Error ? e.message : String(e);
-        await transaction(ctx, (tx) => tx.deps.stores.matching.recordPollError(tx, conn.id, message.slice(0, 500)));
+        await transaction(ctx, (tx) => tx.deps.stores.feeds.recordPollError(tx, conn.id, message.slice(0, 500)));
         deps.logger.warn({ connection_id: conn.id, processor: conn.processor, err: message }, 'processor poll failed');
       } finally {
         await lease.release().catch((e: unknown) =>

@@ -28,7 +28,7 @@ export interface ReconcileResult {
 export async function reconcileKeys(deps: Deps, opts: { connectionIds?: string[]; signal?: AbortSignal } = {}): Promise<ReconcileResult> {
   const now = deps.clock.now();
   const dueBefore = now - deps.config.processorReconcileIntervalMs;
-  const conns = await deps.stores.matching.keysToReconcile({ deps }, { connectionIds: opts.connectionIds, dueBefore });
+  const conns = await deps.stores.feeds.keysToReconcile({ deps }, { connectionIds: opts.connectionIds, dueBefore });
   let recorded = 0;
   for (const conn of conns) {
     if (opts.signal?.aborted) break;
@@ -57,7 +57,7 @@ async function reconcileKey(deps: Deps, conn: { id: string; lenderId: string; pr
       page = res.next;
     }
   }
-  await transaction(ctx, (tx) => tx.deps.stores.matching.markReconciled(tx, conn.id, now));
+  await transaction(ctx, (tx) => tx.deps.stores.feeds.markReconciled(tx, conn.id, now));
   return recorded;
 }
 

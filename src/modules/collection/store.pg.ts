@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, isNotNull, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
 import {
   bankAccounts,
   enrollments,
@@ -389,65 +389,6 @@ export const pgMatchingStore: MatchingStore = {
   },
   async keepProcessorPaymentId(c, id, processorPaymentId) {
     await writerOf(c).update(payments).set({ processorPaymentId }).where(and(eq(payments.id, id), isNull(payments.processorPaymentId)));
-  },
-  async keysToPoll(c) {
-    return readerOf(c)
-      .select({
-        id: paymentConnections.id,
-        lenderId: paymentConnections.lenderId,
-        processor: paymentConnections.processor,
-        accountId: paymentConnections.accountId,
-        keySealed: paymentConnections.keySealed,
-        cursor: paymentConnections.pollCursor,
-      })
-      .from(paymentConnections)
-      .where(and(isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed)));
-  },
-  async pollCursorOf(c, connectionId) {
-    const [r] = await readerOf(c)
-      .select({ cursor: paymentConnections.pollCursor })
-      .from(paymentConnections)
-      .where(and(eq(paymentConnections.id, connectionId), isNull(paymentConnections.deletedAt)));
-    return r;
-  },
-  async recordPoll(c, connectionId, v) {
-    const moved = await writerOf(c)
-      .update(paymentConnections)
-      .set({
-        pollCursor: v.cursor,
-        lastPollAt: v.at,
-        lastPollError: v.error,
-        ...(v.reconcileDue ? { reconcileDue: true } : {}),
-        ingested: sql`${paymentConnections.ingested} + ${v.ingested}::int`,
-        matched: sql`${paymentConnections.matched} + ${v.matched}::int`,
-      })
-      // Compare and set: a cursor another replica moved since the page was asked for is left as it is.
-      .where(and(eq(paymentConnections.id, connectionId), sql`${paymentConnections.pollCursor} IS NOT DISTINCT FROM ${v.from}::text`))
-      .returning({ id: paymentConnections.id });
-    return moved.length > 0;
-  },
-  async recordPollError(c, connectionId, message) {
-    await writerOf(c).update(paymentConnections).set({ lastPollError: message }).where(eq(paymentConnections.id, connectionId));
-  },
-  async keysToReconcile(c, v) {
-    const live = and(isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed));
-    return readerOf(c)
-      .select({ id: paymentConnections.id, lenderId: paymentConnections.lenderId, processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
-      .from(paymentConnections)
-      .where(
-        v.connectionIds
-          ? and(live, inList(paymentConnections.id, v.connectionIds))
-          : and(
-              live,
-              or(
-                eq(paymentConnections.reconcileDue, true),
-                lte(sql`COALESCE(${paymentConnections.reconciledAt}, ${paymentConnections.createdAt})`, v.dueBefore),
-              ),
-            ),
-      );
-  },
-  async markReconciled(c, connectionId, at) {
-    await writerOf(c).update(paymentConnections).set({ reconciledAt: at, reconcileDue: false }).where(eq(paymentConnections.id, connectionId));
   },
   async serializeFeed(c, connectionId) {
     await writerOf(c).execute(sql`SELECT 1 FROM payment_connections WHERE id = ${connectionId} FOR NO KEY UPDATE`);

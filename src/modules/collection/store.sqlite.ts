@@ -1,10 +1,10 @@
-import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, isNotNull, isNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, lt, or, sql, type SQL } from 'drizzle-orm';
 import { bankAccounts, enrollments, paymentConnections, paymentEvents, payments } from '../../../db/schema';
 import { MONITOR_STATES, PAYMENT_STATUSES, type AccountType, type EventSource, type EventStatus, type MonitorState, type PaymentStatus, type Rail } from '../../../db/schema/enums';
 import type { Db, Orm } from '../../platform/db';
 import { DAY_MS } from '../../platform/clock';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
-import { builtOnce, exactSum, inList, listOf, readerOf, sumOf, writerOf, type Summed } from '../../platform/sql/sqlite';
+import { builtOnce, exactSum, listOf, readerOf, sumOf, writerOf, type Summed } from '../../platform/sql/sqlite';
 import type { PastPayment } from './rules';
 import { DISPATCH_LEASE_MS, REVOKED, REVOKED_E } from './store-shared';
 import { OPEN_HOLD } from '../fraud-monitoring/store-shared';
@@ -400,62 +400,6 @@ const noteProcessorPaymentId = (tx: Orm, id: string, processorPaymentId: string 
     .where(eq(payments.id, id))
     .run();
 
-/** Every live key (not deleted, its key held), with its feed's cursor. */
-const keysToPoll = (db: Db) =>
-  db
-    .select({
-      id: paymentConnections.id,
-      lenderId: paymentConnections.lenderId,
-      processor: paymentConnections.processor,
-      accountId: paymentConnections.accountId,
-      keySealed: paymentConnections.keySealed,
-      cursor: paymentConnections.pollCursor,
-    })
-    .from(paymentConnections)
-    .where(and(isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed)))
-    .all();
-
-/** A page of a key's feed read: its cursor, when, its error or none, and the counts it adds. */
-const recordPoll = (
-  tx: Orm,
-  connectionId: string,
-  v: { from: string | null; cursor: string | null; at: number; error: string | null; reconcileDue: boolean; ingested: number; matched: number },
-): boolean =>
-  tx.$client
-    .query(
-      // Compare and set on the cursor (IS compares NULLs as equal).
-      `UPDATE payment_connections SET poll_cursor = ?1, last_poll_at = ?2, last_poll_error = ?3,
-         reconcile_due = CASE WHEN ?4 = 1 THEN 1 ELSE reconcile_due END, ingested = ingested + ?5, matched = matched + ?6
-       WHERE id = ?7 AND poll_cursor IS ?8`,
-    )
-    .run(v.cursor, v.at, v.error, v.reconcileDue ? 1 : 0, v.ingested, v.matched, connectionId, v.from).changes > 0;
-
-const recordPollError = (tx: Orm, connectionId: string, message: string) =>
-  tx.update(paymentConnections).set({ lastPollError: message }).where(eq(paymentConnections.id, connectionId)).run();
-
-/** The live keys to reconcile: the given ones, or those due (asked to, or not reconciled since `dueBefore`). */
-const keysToReconcile = (db: Db, v: { connectionIds?: string[]; dueBefore: number }) => {
-  const live = and(isNull(paymentConnections.deletedAt), isNotNull(paymentConnections.keySealed));
-  return db
-    .select({ id: paymentConnections.id, lenderId: paymentConnections.lenderId, processor: paymentConnections.processor, keySealed: paymentConnections.keySealed })
-    .from(paymentConnections)
-    .where(
-      v.connectionIds
-        ? and(live, inList(paymentConnections.id, v.connectionIds))
-        : and(
-            live,
-            or(
-              eq(paymentConnections.reconcileDue, true),
-              lte(sql`COALESCE(${paymentConnections.reconciledAt}, ${paymentConnections.createdAt})`, v.dueBefore),
-            ),
-          ),
-    )
-    .all();
-};
-
-const markReconciled = (tx: Orm, connectionId: string, at: number) =>
-  tx.update(paymentConnections).set({ reconciledAt: at, reconcileDue: false }).where(eq(paymentConnections.id, connectionId)).run();
-
 /** Every key with its count from grouped rows, 0 for a key no row has. */
 function countsOf<K extends string>(keys: readonly K[], rows: { key: K; n: number }[]): Record<K, number> {
   const out = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
@@ -658,28 +602,6 @@ export const sqliteMatchingStore: MatchingStore = {
   },
   async keepProcessorPaymentId(c, id, processorPaymentId) {
     setProcessorPaymentId(writerOf(c), id, processorPaymentId);
-  },
-  async keysToPoll(c) {
-    return keysToPoll(readerOf(c));
-  },
-  async pollCursorOf(c, connectionId) {
-    return readerOf(c)
-      .select({ cursor: paymentConnections.pollCursor })
-      .from(paymentConnections)
-      .where(and(eq(paymentConnections.id, connectionId), isNull(paymentConnections.deletedAt)))
-      .get();
-  },
-  async recordPoll(c, connectionId, poll) {
-    return recordPoll(writerOf(c), connectionId, poll);
-  },
-  async recordPollError(c, connectionId, message) {
-    recordPollError(writerOf(c), connectionId, message);
-  },
-  async keysToReconcile(c, v) {
-    return keysToReconcile(readerOf(c), v);
-  },
-  async markReconciled(c, connectionId, at) {
-    markReconciled(writerOf(c), connectionId, at);
   },
   async serializeFeed() {},
 };

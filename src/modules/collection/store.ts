@@ -149,22 +149,6 @@ export interface CountedSum {
   count: number;
 }
 
-export interface PolledKeyRow {
-  id: string;
-  lenderId: string;
-  processor: ProcessorName;
-  accountId: string | null;
-  keySealed: string | null;
-  cursor: string | null;
-}
-
-export interface KeyToReconcile {
-  id: string;
-  lenderId: string;
-  processor: ProcessorName;
-  keySealed: string | null;
-}
-
 export interface PaymentPageQuery {
   lenderId: string;
   status?: PaymentStatus;
@@ -264,7 +248,7 @@ export interface OutcomeStore {
   serializeReferences(c: TxCtx, lenderId: string, references: string[]): Promise<void>;
 }
 
-/** Matching a processor's change to a payment (poll.ts, reference.ts), the feed's cursor, and reconciling (reconcile.ts). */
+/** Matching a processor's change to a payment (poll.ts, reference.ts); the feed's cursor is the key's (payment-connections/feed-store.ts). */
 export interface MatchingStore {
   /**
    * The lender's own payments among these references (through any key), and among these processor ids
@@ -293,24 +277,6 @@ export interface MatchingStore {
   ): Promise<{ id: string; lenderId: string; enrollmentId: string; aid: string; amount: number; reference: string } | null>;
   /** Keeps the processor's id of a payment the first time it is seen. */
   keepProcessorPaymentId(c: TxCtx, id: string, processorPaymentId: string): Promise<void>;
-  /** Every live key, with its feed's cursor. */
-  keysToPoll(c: StoreCtx): Promise<PolledKeyRow[]>;
-  /** A key's feed cursor as stored now (read again once its feed is leased); undefined when the key is gone. */
-  pollCursorOf(c: StoreCtx, connectionId: string): Promise<{ cursor: string | null } | undefined>;
-  /**
-   * A page of a key's feed read from cursor `from`: the cursor it leads to, when, the key's error or none, the
-   * counts it adds. Compare and set: false, and nothing written, when the stored cursor is no longer `from`
-   * (another poller moved it since the page was asked for); the caller then discards the page.
-   */
-  recordPoll(
-    c: TxCtx,
-    connectionId: string,
-    poll: { from: string | null; cursor: string | null; at: number; error: string | null; reconcileDue: boolean; ingested: number; matched: number },
-  ): Promise<boolean>;
-  recordPollError(c: TxCtx, connectionId: string, message: string): Promise<void>;
-  /** The live keys to reconcile: the given ones, or those due (asked to, or not reconciled since `dueBefore`). */
-  keysToReconcile(c: StoreCtx, v: { connectionIds?: string[]; dueBefore: number }): Promise<KeyToReconcile[]>;
-  markReconciled(c: TxCtx, connectionId: string, at: number): Promise<void>;
   /** Reading a page of a key's feed: which processor payments were ingested, then recorded with the counts. */
   serializeFeed(c: TxCtx, connectionId: string): Promise<void>;
 }

@@ -426,7 +426,7 @@ if (!onPostgres) {
             await c.deps.stores.matching.saveIngested(c, k.connectionId, [{ id: 'pi_1', matched: false }]);
             ingested++;
           }
-          if (await c.deps.stores.matching.recordPoll(c, k.connectionId, { from: null, cursor: 'c1', at: NOW, error: null, reconcileDue: false, ingested, matched: 0 })) moved++;
+          if (await c.deps.stores.feeds.recordPoll(c, k.connectionId, { from: null, cursor: 'c1', at: NOW, error: null, reconcileDue: false, ingested, matched: 0 })) moved++;
         }),
       );
       expect(moved).toBe(1);

@@ -218,10 +218,10 @@ if (!onPostgres) {
       expect(await same((c) => c.deps.stores.matching.oldestUnsettled(c, K3, 0))).toBeNull();
       await same((c) => c.deps.stores.matching.ownPaymentById(c, pay(1), K1));
       expect(await same((c) => c.deps.stores.matching.ownPaymentById(c, pay(1), K2))).toBeNull();
-      expect((await same((c) => c.deps.stores.matching.keysToPoll(c))).map((k) => k.id).sort()).toEqual([K1, K2]);
-      expect((await same((c) => c.deps.stores.matching.keysToReconcile(c, { dueBefore: NOW - DAY }))).map((k) => k.id)).toEqual([K1]);
-      expect((await same((c) => c.deps.stores.matching.keysToReconcile(c, { connectionIds: [K2, K3], dueBefore: 0 }))).map((k) => k.id)).toEqual([K2]);
-      await same((c) => c.deps.stores.matching.keysToReconcile(c, { connectionIds: [], dueBefore: 0 }));
+      expect((await same((c) => c.deps.stores.feeds.keysToPoll(c))).map((k) => k.id).sort()).toEqual([K1, K2]);
+      expect((await same((c) => c.deps.stores.feeds.keysToReconcile(c, { dueBefore: NOW - DAY }))).map((k) => k.id)).toEqual([K1]);
+      expect((await same((c) => c.deps.stores.feeds.keysToReconcile(c, { connectionIds: [K2, K3], dueBefore: 0 }))).map((k) => k.id)).toEqual([K2]);
+      await same((c) => c.deps.stores.feeds.keysToReconcile(c, { connectionIds: [], dueBefore: 0 }));
     });
 
     test('deciding and sending', async () => {
@@ -303,10 +303,10 @@ if (!onPostgres) {
         await c.deps.stores.matching.keepProcessorPaymentId(c, pay(3), 'pi_3');
         await c.deps.stores.dispatch.noteProcessorPaymentId(c, pay(7), null, NOW);
         await c.deps.stores.dispatch.noteProcessorPaymentId(c, pay(5), 'pi_5', NOW);
-        await c.deps.stores.matching.recordPoll(c, K1, { from: 'c', cursor: 'next', at: NOW, error: null, reconcileDue: true, ingested: 3, matched: 2 });
-        await c.deps.stores.matching.recordPoll(c, K2, { from: null, cursor: null, at: NOW, error: 'x', reconcileDue: false, ingested: 0, matched: 0 });
-        await c.deps.stores.matching.recordPollError(c, K1, 'failed');
-        await c.deps.stores.matching.markReconciled(c, K2, NOW);
+        await c.deps.stores.feeds.recordPoll(c, K1, { from: 'c', cursor: 'next', at: NOW, error: null, reconcileDue: true, ingested: 3, matched: 2 });
+        await c.deps.stores.feeds.recordPoll(c, K2, { from: null, cursor: null, at: NOW, error: 'x', reconcileDue: false, ingested: 0, matched: 0 });
+        await c.deps.stores.feeds.recordPollError(c, K1, 'failed');
+        await c.deps.stores.feeds.markReconciled(c, K2, NOW);
         expect(await c.deps.stores.outcomes.releasePayment(c, pay(5), NOW)).toBe(true);
         expect(await c.deps.stores.outcomes.releasePayment(c, pay(3), NOW)).toBe(false);
         await c.deps.stores.decisions.setPaymentsUsed(c, enr(2), 7, NOW);

@@ -252,17 +252,17 @@ contract(
       const now = ctx.clock.now();
       await t.inTx(async (tx) => {
         await store.serializeBorrower(tx, settledId);
-        await store.setPaymentsUsed(tx, settledId, 2, now);
+        await t.stores.enrollments.setPaymentsUsed(tx, settledId, 2, now);
       });
       expect(await used(settledId)).toBe(2);
       for (const expected of [1, 0, 0]) {
-        await t.inTx((tx) => store.giveBackPresentment(tx, settledId, now));
+        await t.inTx((tx) => t.stores.enrollments.giveBackPresentment(tx, settledId, now));
         expect(await used(settledId)).toBe(expected);
       }
       // Written in a transaction that rolls back: not there.
       await expect(
         t.inTx(async (tx) => {
-          await store.setPaymentsUsed(tx, settledId, 3, now);
+          await t.stores.enrollments.setPaymentsUsed(tx, settledId, 3, now);
           throw new Error('rolled back');
         }),
       ).rejects.toThrow('rolled back');
@@ -274,11 +274,11 @@ contract(
       const seen = await inTurns(
         t,
         (tx) => store.serializeBorrower(tx, settledId),
-        (tx) => store.setPaymentsUsed(tx, settledId, 2, now),
+        (tx) => t.stores.enrollments.setPaymentsUsed(tx, settledId, 2, now),
         async (tx) => (await store.enrollmentToDecide(tx, settledId))!.paymentsUsed,
       );
       expect(seen).toBe(2);
-      await t.inTx((tx) => store.setPaymentsUsed(tx, settledId, 0, now));
+      await t.inTx((tx) => t.stores.enrollments.setPaymentsUsed(tx, settledId, 0, now));
     });
 
     test('createPayment: seen in its transaction, gone when it rolls back; a second row of the same id is refused', async () => {

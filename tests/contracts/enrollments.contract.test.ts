@@ -11,6 +11,7 @@ import { openBorrower, sealBorrower, type Enrollment } from '../../src/modules/e
 import type { Ctx } from '../../src/deps';
 
 const SETTLE = 60_000;
+const DAY = 86_400_000;
 const READ_EVERY = 3_600_000;
 const HASH_BYTES = 12;
 
@@ -222,6 +223,61 @@ contract(
       // A read without a balance clears the amount.
       await t.inTx((tx) => store.setLastRead(tx, { lenderId: lender.id, authorizerUniqueId: 'due-b', balanceCents: null, at: at + 1 }));
       expect(await store.enrollmentOf(storeCtx, lender.id, 'due-b')).toMatchObject({ lastReadCents: null, lastReadAt: at + 1 });
+    });
+
+    test('what the features above keep on an enrollment: the next read while monitored, the pay cycle, the presentments', async () => {
+      const lender = ctx.newLender();
+      await enroll([enrollBorrower('kept-1')], lender.key);
+      const id = await idOf(lender.id, 'kept-1');
+      const kept = async () =>
+        (
+          await ctx.rows<Record<string, unknown>>(
+            `SELECT next_read_at AS "next", payments_used AS "used", updated_at AS "updated", pay_cycle_frequency AS "frequency", pay_cycle_next_payday AS "payday",
+                    pay_cycle_confidence AS "confidence", pay_cycle_source AS "source", pay_cycle_at AS "learnedAt", pay_cycle_alternative_frequency AS "altFrequency",
+                    pay_cycle_alternative_next_payday AS "altPayday", pay_cycle_lands_early AS "landsEarly"
+               FROM enrollments WHERE id = ?`,
+            id,
+          )
+        )[0]!;
+      const now = ctx.clock.now();
+      // The next read: set, brought forward only, and rolled back with its transaction.
+      await t.inTx((tx) => store.setNextRead(tx, id, now + 10_000));
+      expect(Number((await kept()).next)).toBe(now + 10_000);
+      await t.inTx((tx) => store.readNoLaterThan(tx, id, now + 20_000));
+      expect(Number((await kept()).next)).toBe(now + 10_000);
+      await t.inTx((tx) => store.readNoLaterThan(tx, id, now + 5_000));
+      expect(Number((await kept()).next)).toBe(now + 5_000);
+      await t
+        .inTx(async (tx) => {
+          await store.setNextRead(tx, id, now + 1);
+          throw new Error('rolled back');
+        })
+        .catch(() => undefined);
+      expect(Number((await kept()).next)).toBe(now + 5_000);
+
+      // The pay cycle, whole; its flag as 0 or 1 and absent parts as null.
+      await t.inTx((tx) =>
+        store.setPayCycle(tx, id, { frequency: 'biweekly', nextPayday: now + DAY, confidence: 0.75, alternative: { frequency: 'semimonthly', nextPayday: now + 2 * DAY }, landsEarly: true, source: 'transactions', at: now }),
+      );
+      expect(await kept()).toMatchObject({ frequency: 'biweekly', confidence: 0.75, source: 'transactions', altFrequency: 'semimonthly' });
+      expect([Number((await kept()).payday), Number((await kept()).altPayday), Number((await kept()).landsEarly), Number((await kept()).learnedAt)]).toEqual([now + DAY, now + 2 * DAY, 1, now]);
+      await t.inTx((tx) => store.setPayCycle(tx, id, { frequency: 'irregular', nextPayday: null, confidence: 0, source: 'balances', at: now + 1 }));
+      expect(await kept()).toMatchObject({ frequency: 'irregular', payday: null, altFrequency: null, altPayday: null, landsEarly: null, source: 'balances' });
+
+      // Presentments: set as given, given back one at a time and never below 0, the row's time moved.
+      await t.inTx((tx) => store.setPaymentsUsed(tx, id, 2, now + 7));
+      expect([Number((await kept()).used), Number((await kept()).updated)]).toEqual([2, now + 7]);
+      for (const left of [1, 0, 0]) {
+        await t.inTx((tx) => store.giveBackPresentment(tx, id, now + 8));
+        expect(Number((await kept()).used)).toBe(left);
+      }
+
+      // No longer monitored: the cadence keeps no next read for it, whatever is set.
+      expect((await ctx.json('DELETE', '/v1/payment_enrollments', { key: lender.key, body: { authorizer_unique_ids: ['kept-1'] } })).status).toBe(200);
+      const removed = (await kept()).next;
+      await t.inTx((tx) => store.setNextRead(tx, id, now + 30_000));
+      await t.inTx((tx) => store.readNoLaterThan(tx, id, 1));
+      expect((await kept()).next).toEqual(removed);
     });
 
     test('the monitoring reads go through the pipeline: monitoring batches told from requested ones, the read set on the borrower', async () => {

@@ -267,28 +267,28 @@ contract(
       expect(typeof state.confidence).toBe('number');
 
       const at = readAt + 3 * 3_600_000;
-      await t.inTx((tx) => store.setNextRead(tx, id, at));
+      await t.inTx((tx) => t.stores.enrollments.setNextRead(tx, id, at));
       expect((await store.cadenceStateOf(storeCtx, id))!.nextReadAt).toBe(at);
       await expect(
         t.inTx(async (tx) => {
-          await store.setNextRead(tx, id, at + 1);
+          await t.stores.enrollments.setNextRead(tx, id, at + 1);
           throw new Error('rolled back');
         }),
       ).rejects.toThrow('rolled back');
       expect((await store.cadenceStateOf(storeCtx, id))!.nextReadAt).toBe(at);
       // Brought forward, never put back.
-      await t.inTx((tx) => store.readNoLaterThan(tx, id, at + 60_000));
+      await t.inTx((tx) => t.stores.enrollments.readNoLaterThan(tx, id, at + 60_000));
       expect((await store.cadenceStateOf(storeCtx, id))!.nextReadAt).toBe(at);
-      await t.inTx((tx) => store.readNoLaterThan(tx, id, at - 60_000));
+      await t.inTx((tx) => t.stores.enrollments.readNoLaterThan(tx, id, at - 60_000));
       expect((await store.cadenceStateOf(storeCtx, id))!.nextReadAt).toBe(at - 60_000);
-      await t.inTx((tx) => store.setNextRead(tx, id, at));
+      await t.inTx((tx) => t.stores.enrollments.setNextRead(tx, id, at));
 
       // Removed: no longer monitored, so it keeps no next read whatever is set.
       expect((await ctx.json('DELETE', '/v1/payment_enrollments', { body: { authorizer_unique_ids: ['cad-1'] } })).status).toBe(200);
       const removed = (await store.cadenceStateOf(storeCtx, id))!;
       expect(removed.state).not.toBe('monitored');
-      await t.inTx((tx) => store.setNextRead(tx, id, at + 5));
-      await t.inTx((tx) => store.readNoLaterThan(tx, id, 1));
+      await t.inTx((tx) => t.stores.enrollments.setNextRead(tx, id, at + 5));
+      await t.inTx((tx) => t.stores.enrollments.readNoLaterThan(tx, id, 1));
       expect((await store.cadenceStateOf(storeCtx, id))!.nextReadAt).toBe(removed.nextReadAt);
       expect(removed.nextReadAt).not.toBe(at + 5);
     });
@@ -297,7 +297,7 @@ contract(
       const id = await enroll('cyc-1');
       const payday = Date.parse('2026-11-20T00:00:00Z');
       await t.inTx((tx) =>
-        store.setPayCycle(tx, id, {
+        t.stores.enrollments.setPayCycle(tx, id, {
           frequency: 'biweekly',
           nextPayday: payday,
           confidence: 0.8125,
@@ -319,9 +319,9 @@ contract(
       const [row] = await ctx.rows<{ source: string }>('SELECT pay_cycle_source AS source FROM enrollments WHERE id = ?', id);
       expect(row!.source).toBe('transactions');
 
-      await t.inTx((tx) => store.setPayCycle(tx, id, { frequency: 'weekly', nextPayday: payday - DAY, confidence: 0.5, landsEarly: false, source: 'balances', at: ctx.clock.now() + 1 }));
+      await t.inTx((tx) => t.stores.enrollments.setPayCycle(tx, id, { frequency: 'weekly', nextPayday: payday - DAY, confidence: 0.5, landsEarly: false, source: 'balances', at: ctx.clock.now() + 1 }));
       expect(await store.cadenceStateOf(storeCtx, id)).toMatchObject({ frequency: 'weekly', confidence: 0.5, altFrequency: null, altNextPayday: null, landsEarly: 0, learnedAt: ctx.clock.now() + 1 });
-      await t.inTx((tx) => store.setPayCycle(tx, id, { frequency: 'irregular', nextPayday: null, confidence: 0, source: 'balances', at: ctx.clock.now() + 2 }));
+      await t.inTx((tx) => t.stores.enrollments.setPayCycle(tx, id, { frequency: 'irregular', nextPayday: null, confidence: 0, source: 'balances', at: ctx.clock.now() + 2 }));
       expect(await store.cadenceStateOf(storeCtx, id)).toMatchObject({ frequency: 'irregular', nextPayday: null, confidence: 0, landsEarly: null });
       expect((await ctx.json('GET', '/v1/payment_enrollments/cyc-1')).body.pay_cycle).toMatchObject({ frequency: 'irregular', next_payday: null, source: 'balances' });
     });

@@ -41,7 +41,7 @@ export async function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: stri
   }
   if (e.state !== 'monitored' && !opts.recount) return;
   const used = () => chainPresentments(history, latestAuthorization(e.authorizationAt, e.reauthorizedAt), now, policy.lateReturnWindowDays);
-  if (opts.recount) await ctx.deps.stores.decisions.setPaymentsUsed(ctx, enrollmentId, used(), now);
+  if (opts.recount) await ctx.deps.stores.enrollments.setPaymentsUsed(ctx, enrollmentId, used(), now);
   if (e.state !== 'monitored') return;
   // A payment in flight decides for itself; the rules are asked again when its outcome is recorded.
   if (inFlight(history)) return;
@@ -49,7 +49,7 @@ export async function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: stri
   if (!move) return;
   await applyMonitorEvent(ctx, { enrollmentId, event: move, now, readIntervalMs: deps.config.monitorReadIntervalMs });
   // A block shows the chain it is about: payments_used counts that chain's presentments.
-  if (move.type === 'blocked' && !opts.recount) await ctx.deps.stores.decisions.setPaymentsUsed(ctx, enrollmentId, used(), now);
+  if (move.type === 'blocked' && !opts.recount) await ctx.deps.stores.enrollments.setPaymentsUsed(ctx, enrollmentId, used(), now);
 }
 
 /** Whether the CFPB payday rule covers the borrower: its own cfpb_covered, else the lender's policy. */

@@ -103,7 +103,7 @@ async function carryOut(
     if (step.do === 'void') await voidScheduled(ctx, read.scheduled!, step.message);
     else if (step.do === 'release') await releaseScheduled(ctx, read.scheduled!);
     else if (step.do === 'unblock') await monitor({ type: 'unblocked' });
-    else if (step.do === 'read_by') await ctx.deps.stores.payCycles.readNoLaterThan(ctx, e.id, step.at);
+    else if (step.do === 'read_by') await ctx.deps.stores.enrollments.readNoLaterThan(ctx, e.id, step.at);
     else if (step.do === 'block') {
       await monitor({ type: 'blocked', reason: step.reason });
       deps.metrics.paymentsSkipped.inc({ reason: step.reason });
@@ -143,7 +143,7 @@ async function createPayment(ctx: JobContext & { tx: Tx }, e: DecidingRow, p: Ex
     updatedAt: now,
   });
   // The presentments the debt's chain has used, this one included.
-  await ctx.deps.stores.decisions.setPaymentsUsed(ctx, e.id, p.attempt, now);
+  await ctx.deps.stores.enrollments.setPaymentsUsed(ctx, e.id, p.attempt, now);
   // Fraud monitoring's debit rules; a hold rule's hit keeps this payment from being sent until it is cleared.
   await fraudOnDebit(ctx, { lenderId: e.lenderId, enrollmentId: e.id, aid: e.authorizerUniqueId, rail: e.rail, bankAccountId: e.bankAccountId, account: e.account, paymentId: id, amountCents: p.amountCents });
   await applyMonitorEvent(ctx, { enrollmentId: e.id, event: { type: 'payment_initiated' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
@@ -163,7 +163,7 @@ async function createPayment(ctx: JobContext & { tx: Tx }, e: DecidingRow, p: Ex
 export async function voidScheduled(ctx: JobContext & { tx: Tx }, p: ScheduledPayment, message: string): Promise<void> {
   const now = ctx.deps.clock.now();
   await recordObservation(ctx, voidedObservation(p, message, now));
-  await ctx.deps.stores.decisions.giveBackPresentment(ctx, p.enrollmentId, now);
+  await ctx.deps.stores.enrollments.giveBackPresentment(ctx, p.enrollmentId, now);
 }
 
 /** The event that ends a scheduled payment without moving money. */

@@ -257,7 +257,7 @@ async function giveUp(ctx: JobContext, p: DuePayment, message: string, why: 'nev
     // Forward only: a payment whose status moved meanwhile (an outcome read first) keeps it.
     if (!(await recordNotAttempted(tx, p, message, why))) return;
     const now = ctx.deps.clock.now();
-    await tx.deps.stores.decisions.giveBackPresentment(tx, p.enrollmentId, now);
+    await tx.deps.stores.enrollments.giveBackPresentment(tx, p.enrollmentId, now);
     if (!block) return;
     // The borrower's state is read and then moved: not beside another change of the same borrower.
     await tx.deps.stores.decisions.serializeBorrower(tx, p.enrollmentId);

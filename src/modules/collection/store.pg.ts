@@ -564,15 +564,6 @@ export const pgDecisionStore: DecisionStore = {
     );
     return r ? standingOf(r) : null;
   },
-  async setPaymentsUsed(c, enrollmentId, n, now) {
-    await writerOf(c).update(enrollments).set({ paymentsUsed: n, updatedAt: now }).where(eq(enrollments.id, enrollmentId));
-  },
-  async giveBackPresentment(c, enrollmentId, now) {
-    await writerOf(c)
-      .update(enrollments)
-      .set({ paymentsUsed: sql`GREATEST(${enrollments.paymentsUsed} - 1, 0)`, updatedAt: now })
-      .where(eq(enrollments.id, enrollmentId));
-  },
   // What the services read and then write, serialized (no-ops on SQLite, where one writer at a time gives it).
   async serializeBorrower(c, enrollmentId) {
     // The borrower's row, locked as an update of it would: a second decision, chain recount or stop of the

@@ -250,9 +250,6 @@ const accountStandingOf = (db: Db, enrollmentId: string) =>
     )
     .get(enrollmentId);
 
-const setPaymentsUsed = (tx: Orm, enrollmentId: string, n: number, now: number) =>
-  tx.$client.query('UPDATE enrollments SET payments_used = ?, updated_at = ? WHERE id = ?').run(n, now, enrollmentId);
-
 const setAside = (
   tx: Orm,
   v: { lenderId: string; connectionId: string | null; source: EventSource; sourceEventId: string; reference: string; status: EventStatus; error: string; at: number },
@@ -350,10 +347,6 @@ const paymentInFlight = builtOnce((db: Db) =>
 );
 
 const insertPayment = (tx: Orm, row: typeof payments.$inferInsert) => tx.insert(payments).values(row).run();
-
-/** A presentment given back: a payment that never went out does not count against the debt's chain. */
-const giveBackPresentment = (tx: Orm, enrollmentId: string, now: number) =>
-  tx.update(enrollments).set({ paymentsUsed: sql`MAX(${enrollments.paymentsUsed} - 1, 0)`, updatedAt: now }).where(eq(enrollments.id, enrollmentId)).run();
 
 /** What the dispatcher reads of a due payment before it decides. */
 const sendStateOf = (db: Db, id: string) =>
@@ -672,12 +665,6 @@ export const sqliteDecisionStore: DecisionStore = {
   async accountStandingOf(c, enrollmentId) {
     const r = accountStandingOf(readerOf(c), enrollmentId);
     return r ? standingOf(r) : null;
-  },
-  async setPaymentsUsed(c, enrollmentId, n, now) {
-    setPaymentsUsed(writerOf(c), enrollmentId, n, now);
-  },
-  async giveBackPresentment(c, enrollmentId, now) {
-    giveBackPresentment(writerOf(c), enrollmentId, now);
   },
   // One writer at a time: a transaction's reads and writes are never interleaved with another's.
   async serializeBorrower() {},

@@ -336,10 +336,6 @@ export interface DecisionStore {
   chainInputsOf(c: StoreCtx, enrollmentId: string): Promise<ChainInputs | null>;
   /** The standing of the borrower's bank account; null when none is linked (or no such borrower). */
   accountStandingOf(c: StoreCtx, enrollmentId: string): Promise<AccountStanding | null>;
-  /** The presentments the debt's chain has used. */
-  setPaymentsUsed(c: TxCtx, enrollmentId: string, n: number, now: number): Promise<void>;
-  /** One presentment given back: a payment that never went out does not count. */
-  giveBackPresentment(c: TxCtx, enrollmentId: string, now: number): Promise<void>;
   /**
    * One borrower's collection: a decision (no payment in flight, then one created and the presentments counted),
    * a chain recount, a scheduled payment voided on stop. Two at once would both see nothing in flight.

@@ -1,11 +1,11 @@
-import { and, asc, desc, eq, gt, gte, isNotNull, lt, lte, notExists, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, gte, isNotNull, isNull, lt, lte, notExists, or, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
 import { batches, enrollments, ledgerEntries, paymentAuthorizations, payments, searchableBorrowers } from '../../../db/schema-pg';
 import type { PgDb } from '../../platform/pg';
 import { builtOnce, inList, inTransaction, listOf, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { TxCtx } from '../../platform/store';
 import type { Enrollment } from './borrower';
-import type { BorrowerToLink, DueRead, EnrollmentStore, SearchEntries } from './store';
+import type { DueRead, EnrollmentStore, SearchEntries } from './store';
 
 // The enrollment's SQL on PostgreSQL (store.sqlite.ts is the SQLite one, and says why each query is shaped as it
 // is). Transactions run side by side here, so what SQLite's single writer gave for free is asked for:
@@ -202,6 +202,42 @@ export const pgEnrollmentStore: EnrollmentStore = {
   async setNextReads(c, enrollmentIds, at) {
     if (enrollmentIds.length === 0) return;
     await writerOf(c).update(enrollments).set({ nextReadAt: at }).where(inList(enrollments.id, enrollmentIds));
+  },
+  async setNextRead(c, enrollmentId, at) {
+    await writerOf(c)
+      .update(enrollments)
+      .set({ nextReadAt: at })
+      .where(and(eq(enrollments.id, enrollmentId), eq(enrollments.state, 'monitored')));
+  },
+  async readNoLaterThan(c, enrollmentId, at) {
+    await writerOf(c)
+      .update(enrollments)
+      .set({ nextReadAt: at })
+      .where(and(eq(enrollments.id, enrollmentId), eq(enrollments.state, 'monitored'), or(isNull(enrollments.nextReadAt), gt(enrollments.nextReadAt, at))));
+  },
+  async setPayCycle(c, enrollmentId, cycle) {
+    await writerOf(c)
+      .update(enrollments)
+      .set({
+        payCycleFrequency: cycle.frequency,
+        payCycleNextPayday: cycle.nextPayday,
+        payCycleConfidence: cycle.confidence,
+        payCycleSource: cycle.source,
+        payCycleAt: cycle.at,
+        payCycleAlternativeFrequency: cycle.alternative?.frequency ?? null,
+        payCycleAlternativeNextPayday: cycle.alternative?.nextPayday ?? null,
+        payCycleLandsEarly: cycle.landsEarly === undefined ? null : cycle.landsEarly,
+      })
+      .where(eq(enrollments.id, enrollmentId));
+  },
+  async setPaymentsUsed(c, enrollmentId, n, now) {
+    await writerOf(c).update(enrollments).set({ paymentsUsed: n, updatedAt: now }).where(eq(enrollments.id, enrollmentId));
+  },
+  async giveBackPresentment(c, enrollmentId, now) {
+    await writerOf(c)
+      .update(enrollments)
+      .set({ paymentsUsed: sql`GREATEST(${enrollments.paymentsUsed} - 1, 0)`, updatedAt: now })
+      .where(eq(enrollments.id, enrollmentId));
   },
   async monitoringBatchesAmong(c, batchIds) {
     if (batchIds.length === 0) return [];

@@ -1,8 +1,8 @@
 import { and, asc, desc, eq, gt, gte, inArray, isNotNull, lt, notExists, sql } from 'drizzle-orm';
-import { batches, enrollments, ledgerEntries, paymentAuthorizations, payments, searchableBorrowers } from '../../../db/schema';
+import { enrollments, paymentAuthorizations, payments, searchableBorrowers } from '../../../db/schema';
 import type { Db, Orm } from '../../platform/db';
 import { builtOnce, listOf, readerOf, writerOf } from '../../platform/sql/sqlite';
-import type { BorrowerToLink, DueRead, EnrollmentPayment, EnrollmentPaymentOf, EnrollmentStore, LedgerEntryOf, LedgerTotalsOf, SearchEntries } from './store';
+import type { BorrowerToLink, DueRead, EnrollmentPaymentOf, EnrollmentStore, LedgerEntryOf, LedgerTotalsOf, SearchEntries } from './store';
 
 // The enrollment's SQL (the writes of a monitor's state are in monitor-store.sqlite.ts). Raw cached statements
 // where a path is hot: the monitoring due check runs every second against every borrower's index entry (bench:
@@ -200,6 +200,38 @@ export const sqliteEnrollmentStore: EnrollmentStore = {
   async setNextReads(c, enrollmentIds, at) {
     if (enrollmentIds.length === 0) return;
     writerOf(c).$client.query('UPDATE enrollments SET next_read_at = ? WHERE id IN (SELECT value FROM json_each(?))').run(at, listOf(enrollmentIds));
+  },
+  async setNextRead(c, enrollmentId, at) {
+    writerOf(c).$client.query("UPDATE enrollments SET next_read_at = ? WHERE id = ? AND state = 'monitored'").run(at, enrollmentId);
+  },
+  async readNoLaterThan(c, enrollmentId, at) {
+    writerOf(c)
+      .$client.query("UPDATE enrollments SET next_read_at = ?1 WHERE id = ?2 AND state = 'monitored' AND (next_read_at IS NULL OR next_read_at > ?1)")
+      .run(at, enrollmentId);
+  },
+  async setPayCycle(c, enrollmentId, cycle) {
+    writerOf(c)
+      .$client.query(
+        `UPDATE enrollments SET pay_cycle_frequency = ?, pay_cycle_next_payday = ?, pay_cycle_confidence = ?, pay_cycle_source = ?, pay_cycle_at = ?,
+                pay_cycle_alternative_frequency = ?, pay_cycle_alternative_next_payday = ?, pay_cycle_lands_early = ? WHERE id = ?`,
+      )
+      .run(
+        cycle.frequency,
+        cycle.nextPayday,
+        cycle.confidence,
+        cycle.source,
+        cycle.at,
+        cycle.alternative?.frequency ?? null,
+        cycle.alternative?.nextPayday ?? null,
+        cycle.landsEarly === undefined ? null : cycle.landsEarly ? 1 : 0,
+        enrollmentId,
+      );
+  },
+  async setPaymentsUsed(c, enrollmentId, n, now) {
+    writerOf(c).$client.query('UPDATE enrollments SET payments_used = ?, updated_at = ? WHERE id = ?').run(n, now, enrollmentId);
+  },
+  async giveBackPresentment(c, enrollmentId, now) {
+    writerOf(c).$client.query('UPDATE enrollments SET payments_used = MAX(payments_used - 1, 0), updated_at = ? WHERE id = ?').run(now, enrollmentId);
   },
   async monitoringBatchesAmong(c, batchIds) {
     return monitoringBatchesAmong(readerOf(c), batchIds);

@@ -1,4 +1,4 @@
-import type { RevocationChannel, MonitorState } from '../../../db/schema/enums';
+import type { RevocationChannel, MonitorState, PayCycleSource, PayFrequency } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { Enrollment } from './borrower';
 import type { BlockedReason } from './monitor';
@@ -96,6 +96,17 @@ export interface BorrowerToLink {
   bankAccountId: string | null;
 }
 
+/** A pay cycle learned for a borrower (pay-cycles/learn.ts), with its alternative and whether its pay lands early. */
+export interface LearnedPayCycle {
+  frequency: PayFrequency;
+  nextPayday: number | null;
+  confidence: number;
+  alternative?: { frequency: PayFrequency; nextPayday: number };
+  landsEarly?: boolean;
+  source: PayCycleSource;
+  at: number;
+}
+
 export interface EnrollmentStore {
   /**
    * The borrower's revocation of its authorization, as the lender received it: kept when it is later than the
@@ -127,6 +138,18 @@ export interface EnrollmentStore {
   dueReads(c: StoreCtx, now: number, limit: number): Promise<DueRead[]>;
   /** Sets these borrowers' next read. */
   setNextReads(c: TxCtx, enrollmentIds: readonly string[], at: number): Promise<void>;
+
+  // What the features above keep on a borrower's enrollment, written here (one writer per table): the read
+  // cadence's next read and the pay cycle learned (pay-cycles), the presentments of the debt's chain (collection).
+  /** A monitored borrower's next read, as the read cadence sets it (nothing for one no longer monitored). */
+  setNextRead(c: TxCtx, enrollmentId: string, at: number): Promise<void>;
+  /** A monitored borrower's next read brought forward to `at` at the latest (a scheduled payment's day); never put back. */
+  readNoLaterThan(c: TxCtx, enrollmentId: string, at: number): Promise<void>;
+  setPayCycle(c: TxCtx, enrollmentId: string, cycle: LearnedPayCycle): Promise<void>;
+  /** The presentments the debt's chain has used. */
+  setPaymentsUsed(c: TxCtx, enrollmentId: string, n: number, now: number): Promise<void>;
+  /** One presentment given back (never below 0): a payment that never went out does not count. */
+  giveBackPresentment(c: TxCtx, enrollmentId: string, now: number): Promise<void>;
   /** Which of these batches are monitoring batches. */
   monitoringBatchesAmong(c: StoreCtx, batchIds: string[]): Promise<string[]>;
   /** The lender's borrowers among some identifiers, with their enrollment ids (one look-up for many). */

@@ -81,7 +81,7 @@ export async function learnAndSchedule(ctx: JobContext & TxCtx, v: Learn): Promi
   if (relearns(e, v, now)) {
     const balances = await ctx.deps.stores.payCycles.balanceHistory(ctx, v.lenderId, v.aid, now - HISTORY_DAYS * DAY_MS);
     const learned = learnCycle(balances, await ctx.deps.stores.payCycles.historyOf(ctx, v.enrollmentId), now);
-    await ctx.deps.stores.payCycles.setPayCycle(ctx, v.enrollmentId, { ...learned, at: now });
+    await ctx.deps.stores.enrollments.setPayCycle(ctx, v.enrollmentId, { ...learned, at: now });
     cycle = learned;
   }
   if (!mayFollowCycle(e, v, cycle)) return;
@@ -92,5 +92,5 @@ export async function learnAndSchedule(ctx: JobContext & TxCtx, v: Learn): Promi
   // payment goes out only at a read on its day).
   const scheduled = await ctx.deps.stores.decisions.scheduledPaymentOf(ctx, v.enrollmentId);
   const itsDay = scheduled ? localTime(scheduled.debitOn, 0, policy.timeZone) : null;
-  await ctx.deps.stores.payCycles.setNextRead(ctx, v.enrollmentId, itsDay !== null && itsDay > now && itsDay < next ? itsDay : next);
+  await ctx.deps.stores.enrollments.setNextRead(ctx, v.enrollmentId, itsDay !== null && itsDay > now && itsDay < next ? itsDay : next);
 }

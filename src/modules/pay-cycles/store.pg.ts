@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, gte, isNotNull, isNull, lte, or, sql } from 'drizzle-orm';
+import { and, asc, eq, gte, isNotNull, lte, sql } from 'drizzle-orm';
 import { balanceResults, enrollments, payHistory, payHistoryDeposits } from '../../../db/schema-pg';
 import { inList, inTransaction, listOf, numOrNull, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { CadenceState, DueHistory, PayCycleStore } from './store';
@@ -59,33 +59,6 @@ export const pgPayCycleStore: PayCycleStore = {
       .where(eq(payHistoryDeposits.enrollmentId, enrollmentId))
       .orderBy(asc(payHistoryDeposits.day));
     return { coveredTo: h.coveredTo, deposits };
-  },
-  async setPayCycle(c, enrollmentId, cycle) {
-    await writerOf(c)
-      .update(enrollments)
-      .set({
-        payCycleFrequency: cycle.frequency,
-        payCycleNextPayday: cycle.nextPayday,
-        payCycleConfidence: cycle.confidence,
-        payCycleSource: cycle.source,
-        payCycleAt: cycle.at,
-        payCycleAlternativeFrequency: cycle.alternative?.frequency ?? null,
-        payCycleAlternativeNextPayday: cycle.alternative?.nextPayday ?? null,
-        payCycleLandsEarly: cycle.landsEarly === undefined ? null : cycle.landsEarly,
-      })
-      .where(eq(enrollments.id, enrollmentId));
-  },
-  async setNextRead(c, enrollmentId, at) {
-    await writerOf(c)
-      .update(enrollments)
-      .set({ nextReadAt: at })
-      .where(and(eq(enrollments.id, enrollmentId), eq(enrollments.state, 'monitored')));
-  },
-  async readNoLaterThan(c, enrollmentId, at) {
-    await writerOf(c)
-      .update(enrollments)
-      .set({ nextReadAt: at })
-      .where(and(eq(enrollments.id, enrollmentId), eq(enrollments.state, 'monitored'), or(isNull(enrollments.nextReadAt), gt(enrollments.nextReadAt, at))));
   },
   async lastReadOf(c, enrollmentId) {
     const [e] = await readerOf(c).select({ lastReadAt: enrollments.lastReadAt }).from(enrollments).where(eq(enrollments.id, enrollmentId));

@@ -1,6 +1,6 @@
 import type { Db, Orm } from '../../platform/db';
 import { readerOf, writerOf } from '../../platform/sql/sqlite';
-import type { CadenceState, DueHistory, PayCycleStore, PayCycleWrite } from './store';
+import type { CadenceState, DueHistory, PayCycleStore } from './store';
 
 // The pay cycle's SQL: what learn.ts reads and writes after each monitoring read (raw cached statements: it runs
 // in the transaction of every recorded balance result), and the transaction history's readings (history.ts).
@@ -26,30 +26,6 @@ const balanceHistory = (db: Db, lenderId: string, aid: string, since: number) =>
         WHERE lender_id = ? AND authorizer_unique_id = ? AND balance_cents IS NOT NULL AND recorded_at >= ? ORDER BY id`,
     )
     .all(lenderId, aid, since);
-
-/** The cycle learned, with its alternative (biweekly against semimonthly) and whether its pay lands early. */
-const setPayCycle = (tx: Orm, enrollmentId: string, c: PayCycleWrite) => {
-  tx.$client
-    .query(
-      `UPDATE enrollments SET pay_cycle_frequency = ?, pay_cycle_next_payday = ?, pay_cycle_confidence = ?, pay_cycle_source = ?, pay_cycle_at = ?,
-              pay_cycle_alternative_frequency = ?, pay_cycle_alternative_next_payday = ?, pay_cycle_lands_early = ? WHERE id = ?`,
-    )
-    .run(
-      c.frequency,
-      c.nextPayday,
-      c.confidence,
-      c.source,
-      c.at,
-      c.alternative?.frequency ?? null,
-      c.alternative?.nextPayday ?? null,
-      c.landsEarly === undefined ? null : c.landsEarly ? 1 : 0,
-      enrollmentId,
-    );
-};
-
-const setNextRead = (tx: Orm, enrollmentId: string, at: number) => {
-  tx.$client.query("UPDATE enrollments SET next_read_at = ? WHERE id = ? AND state = 'monitored'").run(at, enrollmentId);
-};
 
 // Transaction history (history.ts): the reading wanted per enrollment, and the income deposits it found.
 
@@ -90,17 +66,6 @@ export const sqlitePayCycleStore: PayCycleStore = {
   },
   async historyOf(c, enrollmentId) {
     return historyOf(readerOf(c), enrollmentId);
-  },
-  async setPayCycle(c, enrollmentId, cycle) {
-    setPayCycle(writerOf(c), enrollmentId, cycle);
-  },
-  async setNextRead(c, enrollmentId, at) {
-    setNextRead(writerOf(c), enrollmentId, at);
-  },
-  async readNoLaterThan(c, enrollmentId, at) {
-    writerOf(c)
-      .$client.query("UPDATE enrollments SET next_read_at = ?1 WHERE id = ?2 AND state = 'monitored' AND (next_read_at IS NULL OR next_read_at > ?1)")
-      .run(at, enrollmentId);
   },
   async lastReadOf(c, enrollmentId) {
     return (

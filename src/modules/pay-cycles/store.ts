@@ -1,6 +1,6 @@
-import type { PayCycleSource, PayFrequency } from '../../../db/schema/enums';
+import type { PayFrequency } from '../../../db/schema/enums';
 import type { StoreCtx, TxCtx } from '../../platform/store';
-import type { PayCycle, RegularFrequency } from './infer';
+import type { RegularFrequency } from './infer';
 
 /** A borrower's monitor and cycle as the cadence reads them after a read. */
 export interface CadenceState {
@@ -17,8 +17,6 @@ export interface CadenceState {
   landsEarly: number | null;
 }
 
-/** The cycle learned, with its alternative (biweekly against semimonthly) and whether its pay lands early. */
-export type PayCycleWrite = Pick<PayCycle, 'nextPayday' | 'confidence' | 'alternative' | 'landsEarly'> & { frequency: PayFrequency; source: PayCycleSource; at: number };
 
 /** A transaction reading due, with what is needed to read the borrower's account. */
 export interface DueHistory {
@@ -44,11 +42,6 @@ export interface PayCycleStore {
   balanceHistory(c: StoreCtx, lenderId: string, aid: string, since: number): Promise<{ at: number; balanceCents: number }[]>;
   /** The stored deposits of the last transaction reading and the last day they cover; null when none gave credits. */
   historyOf(c: StoreCtx, enrollmentId: string): Promise<{ coveredTo: number; deposits: Deposit[] } | null>;
-  setPayCycle(c: TxCtx, enrollmentId: string, cycle: PayCycleWrite): Promise<void>;
-  /** Sets a monitored borrower's next read (one no longer monitored keeps none). */
-  setNextRead(c: TxCtx, enrollmentId: string, at: number): Promise<void>;
-  /** A monitored borrower's next read brought forward to `at` when it would come later (never put back). */
-  readNoLaterThan(c: TxCtx, enrollmentId: string, at: number): Promise<void>;
   /** The time of an enrollment's last read (the floor of the next one). */
   lastReadOf(c: StoreCtx, enrollmentId: string): Promise<number | null>;
 

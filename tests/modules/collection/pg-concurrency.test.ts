@@ -218,7 +218,7 @@ if (!onPostgres) {
         transaction(jobCtx, async (c) => {
           await c.deps.stores.dispatch.finishDue(c, { id: p.id!, leaseToken: `claim ${i}` }, { state: 'done' });
           if (!(await recordNotAttempted(c, own(p), `gave up ${i}`, 'never_sent'))) return false;
-          await c.deps.stores.decisions.giveBackPresentment(c, b.id, NOW);
+          await c.deps.stores.enrollments.giveBackPresentment(c, b.id, NOW);
           return true;
         }),
       );
@@ -400,7 +400,7 @@ if (!onPostgres) {
             createdAt: NOW,
             updatedAt: NOW,
           });
-          await c.deps.stores.decisions.setPaymentsUsed(c, b.id, attempt, NOW);
+          await c.deps.stores.enrollments.setPaymentsUsed(c, b.id, attempt, NOW);
           return true;
         }),
       );

@@ -309,10 +309,10 @@ if (!onPostgres) {
         await c.deps.stores.feeds.markReconciled(c, K2, NOW);
         expect(await c.deps.stores.outcomes.releasePayment(c, pay(5), NOW)).toBe(true);
         expect(await c.deps.stores.outcomes.releasePayment(c, pay(3), NOW)).toBe(false);
-        await c.deps.stores.decisions.setPaymentsUsed(c, enr(2), 7, NOW);
-        await c.deps.stores.decisions.giveBackPresentment(c, enr(1), NOW);
-        await c.deps.stores.decisions.giveBackPresentment(c, enr(1), NOW);
-        await c.deps.stores.decisions.giveBackPresentment(c, enr(1), NOW);
+        await c.deps.stores.enrollments.setPaymentsUsed(c, enr(2), 7, NOW);
+        await c.deps.stores.enrollments.giveBackPresentment(c, enr(1), NOW);
+        await c.deps.stores.enrollments.giveBackPresentment(c, enr(1), NOW);
+        await c.deps.stores.enrollments.giveBackPresentment(c, enr(1), NOW);
       });
       // A send is claimed only by the claim that holds the payment's queue row.
       await lite.db.update(sq.payments).set({ leaseToken: 'claim-3' }).where(eq(sq.payments.id, pay(3)));

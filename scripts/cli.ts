@@ -17,7 +17,7 @@ export type CliHandle = DbHandle & { stores: Stores };
 export const withStores = (h: DbHandle): CliHandle => Object.assign(h, { stores: h.pg ? pgStores : sqliteStores });
 import { generateVaultKey, loadVault, type Vault } from '../src/platform/vault';
 import { SEALED_COLUMNS } from '../src/modules';
-import { transaction, withTransaction } from '../src/platform/context';
+import { transaction } from '../src/platform/context';
 import {
   createLender,
   findLender,

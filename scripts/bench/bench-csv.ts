@@ -6,7 +6,6 @@ import { parseBalanceCsv } from '../../src/modules/balance-requests/csv-input';
 import { validateAuthorizers } from '../../src/modules/authorizers/rules';
 import { insertBatch } from '../../src/modules/balance-requests/service';
 import { transaction } from '../../src/platform/context';
-import { immediate } from '../../src/platform/db';
 import { readCsv } from '../../src/platform/csv';
 import type { Bench } from './common';
 import { benchRuntime, durability, median, ms, num, SANDBOX_BANK } from './common';

@@ -7,7 +7,7 @@ import { processBalances } from '../../src/modules/balance-requests/processing';
 import { pollProcessors } from '../../src/modules/collection/poll';
 import { searchBorrowers } from '../../src/modules/enrollments/search';
 import { MONITOR_WINDOW_MS } from '../../src/modules/enrollments/monitor-store';
-import { openBorrower, sealBorrower, type Enrollment } from '../../src/modules/enrollments/borrower';
+import { openBorrower, sealBorrower } from '../../src/modules/enrollments/borrower';
 import type { Ctx } from '../../src/deps';
 
 const SETTLE = 60_000;

@@ -1,6 +1,5 @@
 import { expect, test } from 'bun:test';
 import { contract, inTurns } from './contract';
-import type { TxCtx } from '../../src/platform/store';
 import type { TestContext } from '../helpers/context';
 import { enrollBorrower } from '../helpers/fixtures';
 import { cycle, dispatchAndSettle } from '../helpers/collection';

@@ -1,6 +1,5 @@
 import { expect, test } from 'bun:test';
 import { contract, inTurns } from './contract';
-import type { TxCtx } from '../../src/platform/store';
 import { enrollBorrower } from '../helpers/fixtures';
 import { cycle } from '../helpers/collection';
 import type { UploadedWrite } from '../../src/modules/payment-results-upload/store';

@@ -4,7 +4,6 @@
 // fast intervals against the sandbox processor; it is killed several times while borrowers are being read,
 // debited and polled.
 import { afterAll, describe, expect, test } from 'bun:test';
-import { Database } from 'bun:sqlite';
 import { ServiceHarness, waitFor, type ServiceProcess } from '../helpers/server';
 import { enrollBorrower, ownAccount } from '../helpers/fixtures';
 

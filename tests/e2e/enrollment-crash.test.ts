@@ -3,7 +3,6 @@
 // 207 and half-writes none: the request is one transaction, so after a restart either every borrower of it
 // is stored or none is.
 import { afterAll, describe, expect, test } from 'bun:test';
-import { Database } from 'bun:sqlite';
 import { ServiceHarness, TEST_API_KEY } from '../helpers/server';
 import { enrollBorrower } from '../helpers/fixtures';
 

@@ -2,7 +2,6 @@
 // A crash at any point loses no submitted authorizer and records no result twice: the real service is
 // killed (SIGKILL) in the middle of a batch and of a schedule run, then started again on the same file.
 import { afterAll, describe, expect, test } from 'bun:test';
-import { Database } from 'bun:sqlite';
 import { ServiceHarness, waitFor } from '../helpers/server';
 import { bankAuthorizer } from '../helpers/fixtures';
 

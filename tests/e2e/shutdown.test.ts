@@ -6,7 +6,6 @@
 // longest webhook timeout there is; the upload keeps trickling, so it never completes and never idles out),
 // so the exit is the stop's own doing, with no bound on the clock that a busy machine could miss.
 import { afterAll, describe, expect, test } from 'bun:test';
-import { Database } from 'bun:sqlite';
 import { ServiceHarness, TEST_API_KEY, waitFor } from '../helpers/server';
 import { rawConnect } from '../helpers/raw-http';
 

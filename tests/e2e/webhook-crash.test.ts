@@ -3,7 +3,6 @@
 // request leaves, so killing the process mid-send leaves it (marked at the next start), and the delivery
 // is sent again.
 import { afterAll, describe, expect, test } from 'bun:test';
-import { Database } from 'bun:sqlite';
 import { ServiceHarness, waitFor } from '../helpers/server';
 import { CUT_SHORT, SENDING } from '../../src/modules/webhooks/store';
 

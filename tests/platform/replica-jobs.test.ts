@@ -8,7 +8,7 @@
 // - a replica killed holding a job's lease holds the job up until the lease expires, and no longer;
 // - a tick whose lease passed to another replica stops at its next slice, counted as lease_lost.
 import { describe, expect, test } from 'bun:test';
-import { twoReplicas, type TestContext } from '../helpers/context';
+import { twoReplicas } from '../helpers/context';
 import { onPostgres } from '../helpers/pg';
 import { waitFor } from '../helpers/server';
 import { betweenSlices, jobLeaseMs, JobRunner, type Job } from '../../src/platform/jobs';

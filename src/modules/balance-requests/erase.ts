@@ -1,4 +1,3 @@
-import type { Tx } from '../../platform/context';
 import type { TxCtx } from '../../platform/store';
 import { compressPacked, packItems, unpackItems } from './payload';
 

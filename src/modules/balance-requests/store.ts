@@ -1,7 +1,6 @@
 import type { batches, batchItems } from '../../../db/schema';
 import type { Finalize } from '../../platform/lease-queue';
 import type { BatchSource, BatchStatus, ExportStatus, PaymentType } from '../../../db/schema/enums';
-import type { Tx } from '../../platform/context';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { QueuedAuthorizer } from './payload';
 

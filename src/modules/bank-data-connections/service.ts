@@ -1,7 +1,7 @@
 import type { BankDataProvider } from '../../../db/schema/enums';
 import type { Ctx, Deps } from '../../deps';
 import { iso, isoOrNull } from '../../platform/clock';
-import { dbOf, transaction, type PlatformDeps, type Tx } from '../../platform/context';
+import { transaction } from '../../platform/context';
 import { Conflict, InvalidInput, NotFound, Unavailable } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { isUniqueViolation } from '../../platform/pg';

@@ -1,7 +1,6 @@
 import { and, asc, eq, gte, inArray, isNull, lt, sql } from 'drizzle-orm';
 import { bankDataConnections, providerCalls } from '../../../db/schema';
 import type { BankDataProvider } from '../../../db/schema/enums';
-import type { Tx } from '../../platform/context';
 import type { Db, Orm } from '../../platform/db';
 import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { BankDataConnectionRow, BankDataConnectionStore } from './store';

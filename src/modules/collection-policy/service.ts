@@ -2,7 +2,6 @@ import type { Ctx } from '../../deps';
 import { isoOrNull } from '../../platform/clock';
 import { InvalidInput } from '../../platform/errors';
 import { transaction } from '../../platform/context';
-import type { Db } from '../../platform/db';
 import type { StoreCtx } from '../../platform/store';
 import { DEFAULT_POLICY, type CollectionPolicy } from './policy';
 import { ACCOUNT_STATE_OF_RETURN, ACCOUNT_STATE_SEVERITY, looserThanNacha } from '../../adapters/processors/account-states';

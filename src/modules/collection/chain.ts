@@ -28,7 +28,7 @@ import { type ChainInputs } from './store';
  * a covered borrower's second consecutive failure for funds makes the consumer-rights notice due.
  */
 export async function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: string, now: number, opts: { recount?: boolean; returned?: boolean } = {}): Promise<void> {
-  const { tx, deps } = ctx;
+  const { deps } = ctx;
   // The history is read and the presentments written from it: not beside a decision about the same borrower.
   await ctx.deps.stores.decisions.serializeBorrower(ctx, enrollmentId);
   const e = await ctx.deps.stores.decisions.chainInputsOf(ctx, enrollmentId);

@@ -4,7 +4,7 @@ import type { JobContext } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { recordObservation, releaseScheduled, type Observation } from './record';
 import { pushToEndpoints } from '../webhooks/endpoints';
-import { iso, isoOrNull } from '../../platform/clock';
+import { isoOrNull } from '../../platform/clock';
 import { dayString } from './notices';
 import { resolveKey } from '../payment-connections/resolve';
 import { referenceOf } from './reference';

@@ -115,7 +115,6 @@ export const codeFor = (status: EventStatus, code: string | null) => (status ===
  * evaluated at once (recordSlice evaluates each such lender once, after the slice's observations).
  */
 export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observation, ratesLater?: Set<string>): Promise<Recorded> {
-  const { tx } = ctx;
   // What is recorded of the reference is read, then written on: one recording of a reference at a time (held
   // already when what is known of it was read under its lock in this transaction).
   if (!o.known?.held) await ctx.deps.stores.outcomes.serializeReferences(ctx, o.lenderId, [o.reference]);

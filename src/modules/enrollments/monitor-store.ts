@@ -1,5 +1,4 @@
-import type { HeldReason, MonitorState, Rail } from '../../../db/schema/enums';
-import type { Tx } from '../../platform/context';
+import type { MonitorState, Rail } from '../../../db/schema/enums';
 import { DAY_MS } from '../../platform/clock';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { MonitorChange } from './monitor';

@@ -1,5 +1,4 @@
 import type { JobContext } from '../../deps';
-import type { Tx } from '../../platform/context';
 import { DAY_MS } from '../../platform/clock';
 import { localTime } from '../../platform/zone';
 import type { TxCtx } from '../../platform/store';

@@ -1,6 +1,5 @@
 import type { ProcessorName } from '../../../db/schema/enums';
 import type { Deps } from '../../deps';
-import type { Db } from '../../platform/db';
 import { transaction } from '../../platform/context';
 import { Conflict } from '../../platform/errors';
 import type { StoreCtx, TxCtx } from '../../platform/store';

@@ -1,5 +1,4 @@
 import type { Rail, RailScope } from '../../../db/schema/enums';
-import { dbOf, type PlatformDeps, type Tx } from '../../platform/context';
 import type { StoreCtx } from '../../platform/store';
 import { type ResolvableKey } from './store';
 

@@ -2,7 +2,6 @@ import type { UploadInput, UploadReport } from './types';
 import { parse } from 'csv-parse';
 import { isUtf8 } from 'node:buffer';
 import { once } from 'node:events';
-import type { Ctx } from '../../deps';
 import { InvalidInput } from '../../platform/errors';
 import { CsvError, toCsvError } from '../../platform/csv';
 import { checkChange, checkRow, cell, keyOf, readHeader, sameRow, type Column, type ParsedChange, type ParsedRow, type RawRow, type RowProblem } from './rules';

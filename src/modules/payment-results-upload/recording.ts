@@ -1,5 +1,4 @@
 import type { UploadReport } from './types';
-import { once } from 'node:events';
 import type { Ctx } from '../../deps';
 import { readSnapshot, savepoint, transaction, type Tx } from '../../platform/context';
 import { Unavailable } from '../../platform/errors';

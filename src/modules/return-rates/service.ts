@@ -1,7 +1,6 @@
 import type { RateStatus } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { DAY_MS, iso } from '../../platform/clock';
-import type { Db } from '../../platform/db';
 import type { StoreCtx } from '../../platform/store';
 import { policyOf } from '../collection-policy/service';
 import { type WindowReturn } from './store';

@@ -1,7 +1,7 @@
 import type { EndpointEventType } from '../../../db/schema/enums';
 import type { Ctx } from '../../deps';
 import { iso } from '../../platform/clock';
-import { transaction, type Tx } from '../../platform/context';
+import { transaction } from '../../platform/context';
 import type { TxCtx } from '../../platform/store';
 import { Conflict, InvalidInput, NotFound } from '../../platform/errors';
 import { newId } from '../../platform/ids';

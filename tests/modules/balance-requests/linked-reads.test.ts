@@ -3,8 +3,6 @@
 // the provider's time, a pending Stripe refresh waited on, relink (once per link) and closed accounts, rate
 // limits and outages retried, the per-lender limit of reads in flight, and the link never shown.
 import { afterAll, describe, expect, test } from 'bun:test';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { bankAuthorizer } from '../../helpers/fixtures';
 import { startFakePlaid } from '../../fakes/plaid-server';

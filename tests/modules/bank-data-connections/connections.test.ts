@@ -1,8 +1,6 @@
 // /v1/bank_data_connections: credentials checked at the provider (the fake Plaid and fake Stripe servers),
 // sealed at once and never shown, one per provider per lender, refusals storing nothing.
 import { afterAll, describe, expect, test } from 'bun:test';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { startFakePlaid } from '../../fakes/plaid-server';
 import { startFakeStripe } from '../../fakes/stripe-server';

@@ -1,7 +1,6 @@
 // POST/DELETE /v1/payment_enrollments, DELETE /v1/persisted_authorizers, the reads, monitor states, lapses,
 // held borrowers and monitoring reads through the balance pipeline.
 import { afterAll, describe, expect, test } from 'bun:test';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { cardNumberWithBalance, enrollBorrower, SANDBOX_TESTING_BANK, SANDBOX_UNSUPPORTED_BANK } from '../../helpers/fixtures';

@@ -1,8 +1,6 @@
 // /v1/payment_connections: every rule, status and message of the spec and payments.md section 2, each
 // refusal with nothing stored or changed after it, and the key never in clear anywhere.
 import { afterAll, describe, expect, test } from 'bun:test';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { KeyRefused, ProcessorUnavailable, type Processor } from '../../../src/adapters/processors';
 import { resolveKey } from '../../../src/modules/payment-connections/resolve';

@@ -6,7 +6,6 @@ import { processBalances } from '../../../src/modules/balance-requests/processin
 import { deliverDueWebhooks } from '../../../src/modules/webhooks/jobs';
 import { nextRunAfter, randomTimeOfDay } from '../../../src/modules/schedules/times';
 
-const DAY = 86_400_000;
 // 2026-11-21T12:00:00Z
 const ctx = useTestContext({}, { clockAt: '2026-11-21T12:00:00.000Z' });
 

@@ -3,7 +3,6 @@
 // with SIGKILL mid-delivery; started again on the same files it sends the delivery again with the same
 // webhook-id (and a signature that verifies), and the deliveries list shows it delivered.
 import { afterAll, expect, test } from 'bun:test';
-import { Database } from 'bun:sqlite';
 import { ServiceHarness, waitFor } from '../../helpers/server';
 import { authorizer, hanging, startReceiver, verifyWithLibrary } from './support';
 

@@ -13,11 +13,14 @@ import { pgStores, sqliteStores } from '../src/stores';
 import type { Stores } from '../src/deps';
 
 /** The database the commands work on, with the stores of its engine. */
-export type CliHandle = DbHandle & { stores: Stores };
-export const withStores = (h: DbHandle): CliHandle => Object.assign(h, { stores: h.pg ? pgStores : sqliteStores });
+export type CliHandle = DbHandle & { stores: Stores } & TransactionsSlot;
+export const withStores = (h: DbHandle): CliHandle =>
+  Object.assign(h, { stores: h.pg ? pgStores : sqliteStores, engine: { transactions: h.pg ? pgTransactions(h.pg) : sqliteTransactions(h.db) } });
 import { generateVaultKey, loadVault, type Vault } from '../src/platform/vault';
 import { SEALED_COLUMNS } from '../src/modules';
-import { transaction } from '../src/platform/context';
+import { transaction, type TransactionsSlot } from '../src/platform/context';
+import { sqliteTransactions } from '../src/platform/transactions.sqlite';
+import { pgTransactions } from '../src/platform/transactions.pg';
 import {
   createLender,
   findLender,

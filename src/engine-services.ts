@@ -8,6 +8,8 @@ import { pgReady } from './platform/pg';
 import { PgRateBuckets } from './platform/rate-buckets';
 import type { Vault } from './platform/vault';
 import { RateLimiter } from './http/rate-limit';
+import { sqliteTransactions } from './platform/transactions.sqlite';
+import { pgTransactions } from './platform/transactions.pg';
 import { MemoryHeldFiles, memorySignIns, PgHeldFiles, PgSignInCounter, type PortalState, type SharedDeps } from './modules/portal/shared-state';
 
 /** What the engine's services are built on: the connections the runtime (or a worker thread) opened. */
@@ -20,6 +22,7 @@ type Connections = { db: Db; pg?: DbHandle['pg'] };
 export function sqliteEngine(handle: Connections): EngineServices {
   return {
     name: 'sqlite',
+    transactions: sqliteTransactions(handle.db),
     leases: soleLeases,
     rateBuckets: (_name, perSecond, burst) => new RateLimiter(perSecond, burst),
     clientKey: (address) => address,
@@ -36,6 +39,7 @@ export function pgEngine(handle: Connections, vault: Vault, logger: Logger): Eng
   const pg = handle.pg!;
   return {
     name: 'postgres',
+    transactions: pgTransactions(pg),
     leases: pgLeases(pg),
     rateBuckets: (name, perSecond, burst) =>
       new PgRateBuckets(pg, name, perSecond, burst, (e) => logger.warn({ err: (e as Error).message, limit: name }, 'rate bucket sweep failed')),

@@ -85,8 +85,8 @@ export function createRuntime(
   // The engine chosen once: its stores and its services beside them.
   const stores = handle.pg ? pgStores : sqliteStores;
   const engine = handle.pg ? pgEngine(handle, vault, logger) : sqliteEngine(handle);
-  const portal = handle.pg ? pgPortalState({ ...handle, vault, logger, stores }) : sqlitePortalState();
-  metrics.setQueueDepthSource(() => queueDepth({ ...handle, stores }));
+  const portal = handle.pg ? pgPortalState({ ...handle, vault, logger, stores, engine }) : sqlitePortalState();
+  metrics.setQueueDepthSource(() => queueDepth({ ...handle, stores, engine }));
   metrics.setWriteGateSources(() => gateOf(handle.sqlite).bypassed, () => gateOf(handle.sqlite).held);
   return {
     config,

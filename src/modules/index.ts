@@ -110,7 +110,7 @@ export const SEALED_COLUMNS: SealedColumn[] = [...webhookSealed, ...batchSealed,
  * replica's own claims (from before a restart under the same REPLICA_ID) are let go; another's are taken over
  * once their leases run out, never before.
  */
-export async function releaseStaleClaims(deps: Pick<Deps, 'db' | 'reader' | 'pg' | 'clock' | 'stores'>): Promise<void> {
+export async function releaseStaleClaims(deps: Pick<Deps, 'db' | 'reader' | 'pg' | 'engine' | 'clock' | 'stores'>): Promise<void> {
   const prefix = replicaPrefix();
   // Beside other replicas' claims a release may lose a deadlock: it is run again, not the start failed.
   await againOnConflict(5, async () => {

@@ -1,3 +1,5 @@
+import type { Tx } from './tx';
+import type { WriteGate } from './write-gate';
 
 // What the platform does differently on each engine beyond the stores, built once by the composition root
 // (src/engine-services.ts) from the handle it opened: work leases, rate buckets, how a client address is named
@@ -44,9 +46,22 @@ export interface ApiKeyLookup {
   touch(keyId: string, now: number): void;
 }
 
+/** Transactions on one engine (platform/transactions.sqlite.ts, transactions.pg.ts), run by platform/context.ts. */
+export interface Transactions {
+  /** fn in a transaction of its own, or in the caller's when `ctx.tx` is set. */
+  run<C extends { tx?: Tx }, T>(ctx: C, fn: (ctx: C & { tx: Tx }) => T | Promise<T>): Promise<T>;
+  /** fn in a savepoint of the open transaction: its writes alone undone when it throws. */
+  savepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T>;
+  /** fn on one read snapshot, rolled back whatever fn does. */
+  snapshot<C extends { tx?: Tx }, T>(ctx: C, fn: (ctx: C & { tx: Tx }) => T | Promise<T>): Promise<T>;
+  /** The write gate of the database (platform/write-gate.ts). */
+  readonly gate: WriteGate;
+}
+
 export interface EngineServices {
   /** The engine's name, as /readyz reports it. */
   readonly name: 'sqlite' | 'postgres';
+  transactions: Transactions;
   leases: Leases;
   /** The token buckets of one limit, `name`: `perSecond` refill each second up to `burst`. */
   rateBuckets(name: string, perSecond: number, burst: number): RateBuckets;

@@ -1,9 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { AsyncTask, SimpleIntervalJob, ToadScheduler } from 'toad-scheduler';
-import { gateOf } from './write-gate';
 import { writeAlone } from './tx-lock';
 import { HeldLease, LeaseLostError } from './leases';
-import type { PlatformDeps } from './context';
+import type { PlatformDeps, TransactionsSlot } from './context';
 import { isDatabaseUnavailable } from './db-unavailable';
 import { yieldNow } from './slices';
 
@@ -15,9 +14,9 @@ const tickLease = new AsyncLocalStorage<HeldLease>();
  * write gate's turn, since the next slice writes at once. A job that works through many rows does so in
  * slices of a few milliseconds each, with this between them, so no job holds the loop for long.
  */
-export async function betweenSlices(deps: Pick<PlatformDeps, 'sqlite' | 'pg'>): Promise<void> {
+export async function betweenSlices(deps: TransactionsSlot): Promise<void> {
   await yieldNow();
-  await gateOf(deps.pg ?? deps.sqlite).turn();
+  await deps.engine.transactions.gate.turn();
   // In a one-at-a-time tick (PostgreSQL): the lease renewed before the next slice, or the tick stops here.
   const lease = tickLease.getStore();
   if (lease) await lease.keepOrThrow();
@@ -159,7 +158,7 @@ export class JobRunner<D extends PlatformDeps = PlatformDeps> {
     const startedAt = clock.now();
     const t0 = performance.now();
     let error: unknown = null;
-    const gate = gateOf(pg ?? sqlite);
+    const gate = this.deps.engine.transactions.gate;
     try {
       // A tick's first steps write at once: they start once a worker's write transaction, if any, is over.
       await gate.turn();

@@ -2,7 +2,8 @@ import type { Database, SQLQueryBindings } from 'bun:sqlite';
 import { getTableName } from 'drizzle-orm';
 import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core';
 import type { Db } from './db';
-import { transaction, type Tx } from './context';
+import type { Tx } from './context';
+import { sqliteTransaction } from './transactions.sqlite';
 import { newLeaseToken } from './lease-token';
 import type { StoreCtx, TxCtx } from './store';
 
@@ -92,7 +93,7 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
    */
   claim(c: StoreCtx, want: number, now: number, ...args: InputArgs<Input>): Promise<(Row & { leaseToken: string })[]> {
     const input = args[0] as Input;
-    return transaction({ deps: { db: this.db }, tx: c.tx }, ({ tx }) => {
+    return sqliteTransaction(this.db, { tx: c.tx }, ({ tx }) => {
       const claimed: (Row & { leaseToken: string })[] = [];
       const until = now + (typeof this.opts.leaseMs === 'function' ? this.opts.leaseMs(input) : this.opts.leaseMs);
       const leaseToken = newLeaseToken();

@@ -6,7 +6,7 @@
 // transaction's connection; outside one it reads on the read-only connection (SQLite) or the pool
 // (PostgreSQL), which sees every committed write and none of an open transaction's. A function that writes
 // takes a `TxCtx`, so a write outside a transaction does not type-check.
-import type { PlatformDeps, Tx } from './context';
+import type { PlatformDeps, TransactionsSlot, Tx } from './context';
 
 /**
  * The stores of the engine the service runs on, chosen once by the composition root: what it holds is declared
@@ -17,7 +17,7 @@ export interface StoresSlot {}
 
 /** What a store function receives: a service's or a job's context, or anything with its deps and its tx. */
 export interface StoreCtx {
-  deps: Pick<PlatformDeps, 'db' | 'reader' | 'pg'> & StoresSlot;
+  deps: Pick<PlatformDeps, 'db' | 'reader' | 'pg'> & StoresSlot & TransactionsSlot;
   tx?: Tx;
 }
 

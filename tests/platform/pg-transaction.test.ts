@@ -10,7 +10,7 @@ import { readSnapshot, savepoint, transaction, type Tx } from '../../src/platfor
 import { assertOutsideTransaction, NetworkInTransactionError } from '../../src/platform/tx-lock';
 import { lockFor, readerOf } from '../../src/platform/sql/pg';
 import type { StoreCtx, TxCtx } from '../../src/platform/store';
-import { pgStores } from '../../src/stores';
+import { pgStoreDeps } from '../helpers/pg-store-deps';
 
 if (!onPostgres) {
   test('PostgreSQL transactions: not applicable without DATABASE_URL=postgres://…', () => {
@@ -19,7 +19,7 @@ if (!onPostgres) {
 } else {
   const database = freshPgDatabase();
   const pg: PgHandle = openPg(database.url, { max: 6 });
-  const ctx = { deps: { pg, db: undefined as never, reader: undefined as never, stores: pgStores } };
+  const ctx = { deps: pgStoreDeps(pg) };
   afterAll(async () => {
     await pg.close();
     database.drop();

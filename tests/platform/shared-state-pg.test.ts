@@ -15,7 +15,7 @@ import { createUser } from '../../src/modules/portal/users';
 import { onPostgres } from '../helpers/pg';
 import { pgServiceDeps } from '../helpers/pg-service-deps';
 import { ServiceHarness, TEST_API_KEY, type ServiceProcess } from '../helpers/server';
-import { pgStores } from '../../src/stores';
+import { pgStoreDeps } from '../helpers/pg-store-deps';
 
 const CALLERS = 20;
 
@@ -206,7 +206,7 @@ if (!onPostgres) {
       db.close();
       const users = openPg(h.pg!.url, { max: 2 });
       try {
-        await createUser({ pg: users, db: undefined as never, reader: undefined as never, stores: pgStores }, { lenderId, email: EMAIL, displayName: 'Ops', password: PASSWORD, now: Date.now() });
+        await createUser(pgStoreDeps(users), { lenderId, email: EMAIL, displayName: 'Ops', password: PASSWORD, now: Date.now() });
       } finally {
         await users.close();
       }

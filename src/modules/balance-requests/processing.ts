@@ -7,6 +7,7 @@ import { againOnConflict, isRefusedValue, refusalKind } from '../../platform/pg'
 import type { TxCtx } from '../../platform/store';
 import { drainClaims, writesInOrder } from '../../platform/work-pool';
 import { yieldWhenSpent } from '../../platform/slices';
+import { isDatabaseUnavailable } from '../../platform/db-unavailable';
 import { TransientProviderError, type BalanceReadRequest, type BalanceReadResult, type ChangeNotice } from '../../adapters/bank-data/types';
 import { BLOCKING_HEALTHS, detailOfHealth, healthOfDetail, type BankLink, type LinkCredentials, type LinkedReadResult, type LinkProbe } from '../../adapters/bank-data/linked';
 import type { LinkHealth } from '../../../db/schema/enums';
@@ -76,7 +77,7 @@ export const REFRESH_WAIT_MS = PROVIDER_WAIT_MS;
  * Every pending batch moved to processing, each in its own transaction (a batch is either untouched or fully
  * queued), outside the claim: a claim's transaction only leases rows, however large the batches sent.
  */
-export async function startPendingBatches(deps: Pick<Deps, 'db' | 'reader' | 'pg' | 'stores'>): Promise<number> {
+export async function startPendingBatches(deps: Pick<Deps, 'db' | 'reader' | 'pg' | 'engine' | 'stores'>): Promise<number> {
   const pending = (await deps.stores.balances.openBatches({ deps })).filter((b) => b.status === 'pending');
   for (const b of pending) {
     await transaction({ deps }, async (tx) => {
@@ -440,12 +441,17 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
     handle: readOne,
     finish: flush,
     gate,
-  }).finally(() => giveBack(deps, [...unwritten.values()]));
+  }).catch(async (e) => {
+    // Not while the database is out of reach: it could not take it, and once it answers again the start's
+    // release (releaseStaleClaims) lets go of every lease this replica holds.
+    if (!isDatabaseUnavailable(e)) await giveBack(deps, [...unwritten.values()]);
+    throw e;
+  });
   return { recorded };
 }
 
 /**
- * The reads a run claimed and could not record (a write failed, the run stopped) let go, each only while its
+ * The reads a run claimed and could not record (a write failed) let go, each only while its
  * claim holds it: due again at once, for this replica's next run or another's. Best effort: when the database
  * cannot take it either, the leases run out as they would have.
  */

@@ -19,9 +19,9 @@ export const sealedColumns: SealedColumn[] = [
 
 const KEY_NAME = 'bank-account-fingerprint';
 
-/** The key once read from its database (it never changes there): per database handle. */
+/** The key once read from its database (it never changes there): per database (its transactions, one set each). */
 const keys = new WeakMap<object, Buffer>();
-const handleOf = (c: TxCtx): object => c.deps.pg ?? c.deps.db;
+const handleOf = (c: TxCtx): object => c.deps.engine.transactions;
 /** The transactions that made the key: what they read of it is not known to be committed. */
 const madeIn = new WeakSet<object>();
 

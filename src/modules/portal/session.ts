@@ -1,7 +1,7 @@
 import { transaction } from '../../platform/context';
 import { writeGate } from '../../platform/context';
 import type { Deps } from '../../deps';
-import type { Lender } from '../../platform/context';
+import type { Lender, TransactionsSlot } from '../../platform/context';
 import { readerOf } from '../../platform/sql/sqlite';
 import { type SessionRecord } from './store';
 import { sessionByTokenNow } from './store.sqlite';
@@ -19,7 +19,7 @@ const TOUCH_EVERY_MS = 60_000;
 const random = (bytes = 32) => Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString('base64url');
 const hash = (token: string) => new Bun.CryptoHasher('sha256').update(token).digest('hex');
 
-type SessionDeps = Pick<Deps, 'db' | 'reader' | 'pg' | 'clock' | 'stores'>;
+type SessionDeps = Pick<Deps, 'db' | 'reader' | 'pg' | 'clock' | 'stores'> & TransactionsSlot;
 
 export interface PortalSession {
   user: DashboardUser;

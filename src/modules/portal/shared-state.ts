@@ -1,4 +1,4 @@
-import type { PlatformDeps } from '../../platform/context';
+import type { PlatformDeps, TransactionsSlot } from '../../platform/context';
 import type { StoresSlot } from '../../platform/store';
 import type { HeldFile, HeldFiles, PortalState, SignInCounter } from './portal-state';
 import { transaction } from '../../platform/context';
@@ -22,7 +22,7 @@ export type { HeldFile, HeldFiles, PortalState, SignInCounter };
 // PostgreSQL database share them in the database (a load balancer may send the next request elsewhere). The
 // composition root chooses once, at start (src/engine-services.ts), and hands them over as `deps.portal`.
 
-export type SharedDeps = Pick<PlatformDeps, 'pg' | 'db' | 'reader' | 'vault' | 'logger'> & StoresSlot;
+export type SharedDeps = Pick<PlatformDeps, 'pg' | 'db' | 'reader' | 'vault' | 'logger'> & StoresSlot & TransactionsSlot;
 
 /** How often (at most) one process deletes what has expired. */
 const SWEEP_EVERY_MS = 60_000;

@@ -35,7 +35,7 @@ export function backoffMs(base: number, attempt: number, random = Math.random): 
  * on SQLite all of it (one process serves the file), on PostgreSQL what this replica held before a restart under
  * the same REPLICA_ID; another replica's claims are taken over when their leases run out.
  */
-export function releaseDeliveryLeases(deps: Pick<Deps, 'db' | 'reader' | 'pg' | 'clock' | 'stores'>): Promise<number> {
+export function releaseDeliveryLeases(deps: Pick<Deps, 'db' | 'reader' | 'pg' | 'engine' | 'clock' | 'stores'>): Promise<number> {
   return transaction({ deps }, (tx) => tx.deps.stores.webhooks.releaseDeliveryLeases(tx, replicaPrefix(), deps.clock.now()));
 }
 

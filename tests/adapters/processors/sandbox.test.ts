@@ -16,7 +16,7 @@ import {
 import { FakeClock } from '../../../src/platform/clock';
 import { openDatabase, type DbHandle } from '../../../src/platform/db';
 import { newId } from '../../../src/platform/ids';
-import { transaction } from '../../../src/platform/context';
+import { sqliteTransaction } from '../../../src/platform/transactions.sqlite';
 
 const SETTLE = 60_000;
 const KEY = 'sbx_test_0123456789abcdef';
@@ -352,7 +352,7 @@ describe('tokenizeCard', () => {
     let finish!: () => void;
     const finished = new Promise<void>((r) => (finish = r));
     // The service's own transaction on the same connection, open across an await, and rolled back.
-    const other = transaction({ deps: { db: h.db } }, async () => {
+    const other = sqliteTransaction(h.db, {}, async () => {
       opened();
       await finished;
       throw new Error('rolled back');

@@ -20,7 +20,7 @@ import { startPendingBatches } from '../../../src/modules/balance-requests/proce
 import { eraseBorrowerDetails } from '../../../src/modules/balance-requests/erase';
 import { compressPacked, packItems, type PackedBatch, type QueuedAuthorizer } from '../../../src/modules/balance-requests/payload';
 import { RateLimited } from '../../../src/platform/errors';
-import { pgStores } from '../../../src/stores';
+import { pgStoreDeps } from '../../helpers/pg-store-deps';
 
 const CALLERS = 20;
 const NOW = 1_764_000_000_000;
@@ -81,7 +81,7 @@ if (!onPostgres) {
     beforeAll(() => {
       db = freshPgDatabase();
       pg = openPg(db.url, { max: CALLERS + 5 });
-      ctx = { deps: { pg, db: undefined as never, reader: undefined as never, stores: pgStores } };
+      ctx = { deps: pgStoreDeps(pg) };
     });
 
     afterAll(async () => {

@@ -13,7 +13,7 @@ import { openPg } from '../../../src/platform/pg';
 import { rows } from '../../../src/platform/sql/pg';
 import { generateVaultKey, Vault } from '../../../src/platform/vault';
 import { freshPgDatabase, onPostgres } from '../../helpers/pg';
-import { pgStores } from '../../../src/stores';
+import { pgStoreDeps } from '../../helpers/pg-store-deps';
 
 const CALLERS = 20;
 const NOW = Date.UTC(2026, 0, 5, 12);
@@ -24,7 +24,7 @@ if (!onPostgres) {
   const database = freshPgDatabase();
   const pg = openPg(database.url, { max: CALLERS + 5 });
   const accepted = { verify: async () => {} };
-  const deps = { pg, db: undefined as never, reader: undefined as never, stores: pgStores, clock: new FakeClock(NOW), vault: new Vault(generateVaultKey()), linked: { plaid: accepted, stripe: accepted } };
+  const deps = { ...pgStoreDeps(pg), clock: new FakeClock(NOW), vault: new Vault(generateVaultKey()), linked: { plaid: accepted, stripe: accepted } };
   afterAll(async () => {
     await pg.close();
     database.drop();

@@ -10,7 +10,7 @@ import { createLender } from '../../../src/modules/lenders/service';
 import { FakeClock } from '../../../src/platform/clock';
 import { openPg } from '../../../src/platform/pg';
 import { freshPgDatabase, onPostgres } from '../../helpers/pg';
-import { pgStores } from '../../../src/stores';
+import { pgStoreDeps } from '../../helpers/pg-store-deps';
 
 const CALLERS = 20;
 const NOW = Date.UTC(2026, 0, 5, 12);
@@ -20,7 +20,7 @@ if (!onPostgres) {
 } else {
   const database = freshPgDatabase();
   const pg = openPg(database.url, { max: CALLERS + 5 });
-  const deps = { pg, db: undefined as never, reader: undefined as never, stores: pgStores, clock: new FakeClock(NOW) };
+  const deps = { ...pgStoreDeps(pg), clock: new FakeClock(NOW) };
   afterAll(async () => {
     await pg.close();
     database.drop();

@@ -16,7 +16,7 @@ import type { StoreCtx, TxCtx } from '../../../src/platform/store';
 import { DISPATCH_LEASE_MS } from '../../../src/modules/collection/store';
 import { knownAmong, recordNotAttempted, recordObservation, recordSlice, releaseScheduled, type Observation } from '../../../src/modules/collection/record';
 import { newId } from '../../../src/platform/ids';
-import { pgStores } from '../../../src/stores';
+import { pgStoreDeps } from '../../helpers/pg-store-deps';
 
 const CALLERS = 20;
 const NOW = Date.UTC(2026, 0, 5, 12);
@@ -34,7 +34,7 @@ if (!onPostgres) {
     db = freshPgDatabase();
     // Room for every caller's transaction at once, and for a removal beside each claim.
     pg = openPg(db.url, { max: 2 * CALLERS + 5 });
-    ctx = { deps: { pg, db: undefined as never, reader: undefined as never, stores: pgStores } };
+    ctx = { deps: pgStoreDeps(pg) };
     const counter = { inc: () => {} };
     jobCtx = {
       deps: {

@@ -10,11 +10,13 @@ import { onPostgres, freshPgDatabase } from '../../helpers/pg';
 import { openPg, type PgHandle } from '../../../src/platform/pg';
 import { openDatabase, type DbHandle } from '../../../src/platform/db';
 import { transaction } from '../../../src/platform/context';
+import { sqliteTransactions } from '../../../src/platform/transactions.sqlite';
 import { replicaPrefix } from '../../../src/platform/lease-token';
 import type { StoreCtx, TxCtx } from '../../../src/platform/store';
 import { type NewPayment, type PaymentRow } from '../../../src/modules/collection/store';
 import type { EventStatus, PaymentStatus } from '../../../db/schema/enums';
-import { pgStores, sqliteStores } from '../../../src/stores';
+import { sqliteStores } from '../../../src/stores';
+import { pgStoreDeps } from '../../helpers/pg-store-deps';
 
 const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 0, 20, 12);
@@ -67,8 +69,8 @@ if (!onPostgres) {
     pgDb = freshPgDatabase();
     pg = openPg(pgDb.url);
     lite = openDatabase(':memory:');
-    onPg = { deps: { pg, db: undefined as never, reader: undefined as never, stores: pgStores } };
-    onLite = { deps: { db: lite.db, reader: lite.reader, stores: sqliteStores } };
+    onPg = { deps: pgStoreDeps(pg) };
+    onLite = { deps: { db: lite.db, reader: lite.reader, stores: sqliteStores, engine: { transactions: sqliteTransactions(lite.db) } } };
 
     await insert('lenders', [
       { id: L1, name: 'one', createdAt: 0 },

@@ -19,7 +19,7 @@ import {
   TooManyApiKeys,
 } from '../../../src/modules/lenders/service';
 import { freshPgDatabase, onPostgres } from '../../helpers/pg';
-import { pgStores } from '../../../src/stores';
+import { pgStoreDeps } from '../../helpers/pg-store-deps';
 
 const CALLERS = 20;
 const NOW = Date.UTC(2026, 0, 5, 12);
@@ -29,7 +29,7 @@ if (!onPostgres) {
 } else {
   const database = freshPgDatabase();
   const pg = openPg(database.url, { max: CALLERS + 5 });
-  const deps = { pg, db: undefined as never, reader: undefined as never, stores: pgStores };
+  const deps = pgStoreDeps(pg);
   afterAll(async () => {
     await pg.close();
     database.drop();

@@ -10,7 +10,7 @@ import { FakeClock } from '../../../src/platform/clock';
 import { openPg } from '../../../src/platform/pg';
 import { rows } from '../../../src/platform/sql/pg';
 import { freshPgDatabase, onPostgres } from '../../helpers/pg';
-import { pgStores } from '../../../src/stores';
+import { pgStoreDeps } from '../../helpers/pg-store-deps';
 
 const CALLERS = 20;
 const NOW = Date.UTC(2026, 0, 5, 12);
@@ -24,7 +24,7 @@ if (!onPostgres) {
   const database = freshPgDatabase();
   const pg = openPg(database.url, { max: CALLERS + 5 });
   const clock = new FakeClock(NOW);
-  const deps = { pg, db: undefined as never, reader: undefined as never, stores: pgStores, clock };
+  const deps = { ...pgStoreDeps(pg), clock };
   afterAll(async () => {
     await pg.close();
     database.drop();

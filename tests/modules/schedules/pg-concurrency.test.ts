@@ -24,6 +24,7 @@ import { openPg, type PgHandle } from '../../../src/platform/pg';
 import { dateOf } from '../../../src/modules/schedules/times';
 import { freshPgDatabase, onPostgres } from '../../helpers/pg';
 import { pgStores } from '../../../src/stores';
+import { pgStoreDeps } from '../../helpers/pg-store-deps';
 
 const CALLERS = 20;
 
@@ -42,7 +43,7 @@ if (!onPostgres) {
     database = freshPgDatabase();
     // More connections than callers: each transaction holds one, so all 20 are open at once.
     pg = openPg(database.url, { max: CALLERS + 5 });
-    deps = { pg, db: undefined as never, reader: undefined as never, stores: pgStores, clock } as unknown as Deps;
+    deps = { ...pgStoreDeps(pg), clock } as unknown as Deps;
   });
   afterAll(async () => {
     await pg.close();

@@ -24,7 +24,7 @@ import { newId } from '../../../src/platform/ids';
 import { openPg, type PgHandle } from '../../../src/platform/pg';
 import { generateVaultKey, Vault } from '../../../src/platform/vault';
 import { freshPgDatabase, onPostgres } from '../../helpers/pg';
-import { pgStores } from '../../../src/stores';
+import { pgStoreDeps } from '../../helpers/pg-store-deps';
 
 const CALLERS = 20;
 
@@ -43,10 +43,7 @@ if (!onPostgres) {
     // More connections than callers: each transaction holds one, so all 20 are open at once.
     pg = openPg(database.url, { max: CALLERS + 5 });
     deps = {
-      pg,
-      db: undefined as never,
-      reader: undefined as never,
-      stores: pgStores,
+      ...pgStoreDeps(pg),
       clock,
       vault: new Vault(generateVaultKey()),
       config: { webhookAllowPrivateTargets: false },

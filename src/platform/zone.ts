@@ -30,6 +30,9 @@ export function localTime(day: number, hour: number, timeZone?: string | null): 
   return wall - offset;
 }
 
+/** The first instant of a calendar day (given as its UTC midnight) in a zone: a scheduled payment's day begins. */
+export const dayStart = (day: number, timeZone?: string | null): number => localTime(day, 0, timeZone);
+
 /** The calendar day (its UTC midnight) an instant falls on in a zone (null: UTC). */
 export function localDayOf(t: number, timeZone?: string | null): number {
   const wall = !timeZone || timeZone === 'UTC' ? t : t + zoneOffset(t, timeZone);

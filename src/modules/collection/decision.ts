@@ -1,7 +1,7 @@
 import type { MonitorState, NoticeChannel, NoticeClass, Rail } from '../../../db/schema/enums';
 import type { RecordedRead } from '../balance-requests/results';
 import type { CollectionPolicy } from '../collection-policy/policy';
-import { localDayOf, localTime } from '../../platform/zone';
+import { dayStart, localDayOf } from '../../platform/zone';
 import { accountBlockOf, ACCOUNT_BLOCK_WORDS, accountValidated, revokedNow, REVOKED_WORDS, blockedReasonOf, LINK_BLOCKS, type BlockedReason } from '../enrollments/monitor';
 import type { AccountStanding } from '../bank-accounts/store';
 import { latestAuthorization, planPayment, type PastPayment } from './rules';
@@ -220,9 +220,6 @@ export function decide(i: DecisionInputs): Decision {
     failed,
   }, ...readOnItsDay);
 }
-
-/** The first instant of a calendar day in the lender's zone: a scheduled payment's day begins. */
-export const dayStart = (day: number, timeZone: string | null): number => localTime(day, 0, timeZone);
 
 const DAY_PASSED = 'not debited: its day passed before a read could send it (a notice names its day); it is planned again with a new notice';
 

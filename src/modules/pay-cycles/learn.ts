@@ -1,6 +1,6 @@
 import type { JobContext } from '../../deps';
 import { DAY_MS } from '../../platform/clock';
-import { localTime } from '../../platform/zone';
+import { dayStart } from '../../platform/zone';
 import type { TxCtx } from '../../platform/store';
 import { policyOf } from '../collection-policy/service';
 import type { CollectionPolicy } from '../collection-policy/policy';
@@ -90,6 +90,6 @@ export async function learnAndSchedule(ctx: JobContext & TxCtx, v: Learn): Promi
   // A scheduled payment's day comes before the cycle's next read: the borrower is read when it begins (the
   // payment goes out only at a read on its day).
   const scheduled = await ctx.deps.stores.decisions.scheduledPaymentOf(ctx, v.enrollmentId);
-  const itsDay = scheduled ? localTime(scheduled.debitOn, 0, policy.timeZone) : null;
+  const itsDay = scheduled ? dayStart(scheduled.debitOn, policy.timeZone) : null;
   await ctx.deps.stores.enrollments.setNextRead(ctx, v.enrollmentId, itsDay !== null && itsDay > now && itsDay < next ? itsDay : next);
 }

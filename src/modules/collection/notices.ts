@@ -1,7 +1,5 @@
 import type { NoticeChannel, NoticeClass, Rail } from '../../../db/schema/enums';
 import { addBusinessDays, businessDaysBefore, isBusinessDay } from '../../platform/business-days';
-
-export { businessDaysBefore };
 import { DAY_MS } from '../../platform/clock';
 import { localDayOf, localTime } from '../../platform/zone';
 import { CFPB_WINDOWS, type NoticeWindow, type RegEElection } from '../collection-policy/notice-windows';

@@ -4,11 +4,10 @@
 // rules count (business days for the payday rule, calendar days for Regulation E, in the lender's calendar).
 import { describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
-import { businessDaysBetween, isBusinessDay } from '../../../src/platform/business-days';
+import { businessDaysBefore, businessDaysBetween, isBusinessDay } from '../../../src/platform/business-days';
 import { DAY_MS } from '../../../src/platform/clock';
 import { localDayOf } from '../../../src/platform/zone';
 import {
-  businessDaysBefore,
   CFPB_WINDOWS,
   classify,
   dayOfString,

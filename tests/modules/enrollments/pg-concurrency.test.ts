@@ -55,7 +55,8 @@ if (!onPostgres) {
       () => db.drop(),
       () => pg.close(),
     );
-    const deps = { ...c.rt, ...pgStoreDeps(pg), engine: { ...c.rt.engine, ...pgStoreDeps(pg).engine } } as Deps;
+    const pgDeps = pgStoreDeps(pg);
+    const deps = { ...c.rt, ...pgDeps, engine: { ...c.rt.engine, ...pgDeps.engine } } as Deps;
     const ctx: Ctx = { lender: { id: c.lender.id, name: 'lender', debitCardApproved: false }, deps } as Ctx;
     const q = async <T = Record<string, unknown>>(query: ReturnType<typeof sql>) => [...((await pg.db.execute(query)) as unknown as T[])];
     const addLender = (id: string) => q(sql`INSERT INTO lenders (id, name, created_at) VALUES (${id}, ${`lender ${id}`}, 0)`);
@@ -123,7 +124,8 @@ if (!onPostgres) {
       // The operator loads a directory that knows the bank: the re-check's deps read it.
       const withDirectory = createTestContext({ DATABASE_PATH: join(mkdtempSync(join(tmpdir(), 'drs-pg-enroll-')), 'service.sqlite'), ROUTING_DIRECTORY_FILE: join(import.meta.dir, '../../fixtures/fedach-sample.txt') });
       cleanups.push(() => withDirectory.close());
-      const deps = { ...withDirectory.rt, ...pgStoreDeps(s.pg), engine: { ...withDirectory.rt.engine, ...pgStoreDeps(s.pg).engine }, clock: s.c.clock } as Deps;
+      const pgDeps = pgStoreDeps(s.pg);
+      const deps = { ...withDirectory.rt, ...pgDeps, engine: { ...withDirectory.rt.engine, ...pgDeps.engine }, clock: s.c.clock } as Deps;
       const rs = await Promise.all(Array.from({ length: N }, () => recheckHeld(deps, { max: 10 })));
       const started = rs.reduce((n, r) => n + r.started, 0);
       expect(started).toBe(await count(s, sql`SELECT count(*)::int AS n FROM enrollments WHERE state = 'monitored'`));

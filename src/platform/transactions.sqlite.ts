@@ -18,14 +18,8 @@ export function sqliteTransactions(db: Db): Transactions {
 }
 
 /**
- * Runs fn in one `BEGIN IMMEDIATE` transaction on `db`, or inside the caller's when `ctx.tx` is already set, so
- * enrollment, payment, event and ledger writes compose into a single commit. The write lock is taken up
- * front: a read-then-write on money or monitoring state cannot interleave with another writer.
- *
- * fn may await: the transaction stays open until its promise settles, commits then, and rolls back when it
- * rejects. While it is open, no other caller writes on the connection: each waits for its turn, first come
- * first served (platform/tx-lock.ts), and nothing inside it may call the network (a processor, a provider, a
- * webhook receiver): such a call is refused. Keep the work inside short, and do the network before or after.
+ * `transaction` (platform/context.ts) on SQLite, on `db`: one `BEGIN IMMEDIATE` transaction in its turn, or the
+ * caller's when `ctx.tx` is set or it is called from inside its own caller's open one.
  */
 export async function sqliteTransaction<C extends { tx?: Tx }, T>(db: Db, ctx: C, fn: (ctx: C & { tx: Tx }) => T | Promise<T>): Promise<T> {
   if (ctx.tx) return fn(ctx as C & { tx: Tx });
@@ -60,13 +54,7 @@ export async function sqliteTransaction<C extends { tx?: Tx }, T>(db: Db, ctx: C
   }
 }
 
-/**
- * Runs fn in a savepoint of the open transaction: when fn throws, its writes alone are undone (the rest of the
- * transaction stands) and the error is rethrown. fn may await (store calls): while it runs, no other caller
- * writes on the connection (the transaction is open and one at a time), so the savepoint holds only fn's
- * writes. Cached statements, not a nested bun:sqlite transaction: this runs once per slice of a feed's page
- * or of an upload, and once per change of the slice when one of them faults.
- */
+/** `savepoint` (platform/context.ts) on SQLite: cached statements, not a nested bun:sqlite transaction. */
 async function sqliteSavepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
   const c = tx.$client;
   c.query('SAVEPOINT one_of_many').run();
@@ -81,13 +69,7 @@ async function sqliteSavepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/**
- * Runs fn on one read snapshot (BEGIN DEFERRED, never the write lock) and rolls it back whatever fn does. fn
- * gets a Tx so that code written for a transaction can run on it, writing nothing (a dry run). fn may await
- * (store calls): the snapshot is opened in its turn, as a transaction is, so that no other caller's write
- * lands inside it while it waits, and the network is refused inside it. Inside an open transaction it is a
- * savepoint of it, rolled back all the same.
- */
+/** `readSnapshot` (platform/context.ts) on SQLite: BEGIN DEFERRED in its turn, or a savepoint of the open transaction. */
 async function sqliteSnapshot<C extends { tx?: Tx }, T>(db: Db, ctx: C, fn: (ctx: C & { tx: Tx }) => T | Promise<T>): Promise<T> {
   const client = db.$client;
   const lock = txLockOf(client);

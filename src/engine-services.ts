@@ -1,7 +1,7 @@
 import type { EngineServices } from './platform/engine';
 import { sqliteKeyLookup } from './modules/lenders/store.sqlite';
 import { pgKeyLookup } from './modules/lenders/store.pg';
-import { databaseReady, type Db, type DbHandle } from './platform/db';
+import { databaseReady, inMemory, type Db, type DbHandle } from './platform/db';
 import { pgLeases, soleLeases } from './platform/leases';
 import type { Logger } from './platform/logger';
 import { pgReady } from './platform/pg';
@@ -28,6 +28,8 @@ export function sqliteEngine(handle: Connections): EngineServices {
     clientKey: (address) => address,
     apiKeys: sqliteKeyLookup(handle.db),
     ready: async () => databaseReady(handle.db),
+    opensInThreads: !inMemory(handle.db),
+    oneWriter: true,
   };
 }
 
@@ -46,6 +48,8 @@ export function pgEngine(handle: Connections, vault: Vault, logger: Logger): Eng
     clientKey: vault.hasher('rate-bucket-address'),
     apiKeys: pgKeyLookup(pg),
     ready: () => pgReady(pg),
+    opensInThreads: true,
+    oneWriter: false,
   };
 }
 

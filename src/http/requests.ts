@@ -21,11 +21,11 @@ export class RequestTracker {
   constructor(
     private readonly deps: PlatformDeps,
     private readonly docsBase: string,
-    private readonly page: (request: Request, err: ApiError, headers: Headers) => Response | null = () => null,
+    private readonly page: (request: Request, err: ApiError, headers: Headers) => Response | Promise<Response> | null = () => null,
   ) {}
 
   /** The error's answer: the envelope, or the page of a route that shows pages, with the same request id. */
-  answer(request: Request, err: ApiError): Response {
+  answer(request: Request, err: ApiError): Response | Promise<Response> {
     const json = this.toResponse(request, err);
     return this.page(request, err, json.headers) ?? json;
   }
@@ -71,7 +71,7 @@ export class RequestTracker {
   }
 
   /** A response from onRequest, which Elysia's after-response hook never sees: logged and counted here. */
-  early(request: Request, err: ApiError, opts: { quiet?: boolean } = {}): Response {
+  early(request: Request, err: ApiError, opts: { quiet?: boolean } = {}): Response | Promise<Response> {
     const res = this.answer(request, err);
     this.finish(request, err.status, 'unmatched', opts.quiet);
     return res;

@@ -238,6 +238,9 @@ export function immediate<T>(sqlite: Database, fn: () => T): T {
   return sqlite.transaction(fn).immediate();
 }
 
+/** Whether the database lives in memory, on its one connection only (another thread cannot open it). */
+export const inMemory = (db: Db): boolean => db.$client.filename === ':memory:';
+
 /** Whether the database answers, and whether its migrations are those this version knows (readiness). */
 export function databaseReady(db: Db): { database: boolean; migrations: boolean } {
   try {

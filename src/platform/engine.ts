@@ -70,4 +70,14 @@ export interface EngineServices {
   apiKeys: ApiKeyLookup;
   /** Whether the database answers and its migrations are all applied. */
   ready(): Promise<{ database: boolean; migrations: boolean }>;
+  /**
+   * Whether a worker thread can open the database on its own connection: not a SQLite database in memory,
+   * which exists only on the connection that made it.
+   */
+  readonly opensInThreads: boolean;
+  /**
+   * Whether the database has one writer at a time, whose lock another thread's long write must give up when
+   * writes wait for it (SQLite's file lock); PostgreSQL's writers lock rows.
+   */
+  readonly oneWriter: boolean;
 }

@@ -352,6 +352,6 @@ const workers = new WeakMap<object, UploadWorker>();
 
 /** The upload worker of these deps' database, or null when the database is in memory. */
 export function uploadWorkerOf(deps: Deps): UploadWorker | null {
-  if (!deps.pg && deps.config.databasePath === ':memory:') return null;
+  if (!deps.engine.opensInThreads) return null;
   return oncePerDatabase(workers, deps, () => new UploadWorker(deps));
 }

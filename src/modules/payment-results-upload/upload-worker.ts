@@ -46,7 +46,7 @@ let waiting: Int32Array | null = null;
  * none does. On PostgreSQL, which has no lock to share, a transaction records one slice (undefined: the
  * upload's default), and holds its rows' locks no longer.
  */
-const othersWaitOf = (): (() => boolean) | undefined => (base!.pg ? undefined : () => Atomics.load(waiting!, 0) !== 0);
+const othersWaitOf = (): (() => boolean) | undefined => (base!.engine.oneWriter ? () => Atomics.load(waiting!, 0) !== 0 : undefined);
 const grants = new Map<number, () => void>();
 /** Uploads whose first slice is recorded: they go on to their end, their caller gone or not. */
 const recording = new Set<number>();

@@ -4,7 +4,7 @@ import type { Deps } from '../../deps';
 import { DomainError } from '../../platform/errors';
 import { validated } from '../../platform/validation';
 import type { TSchema, Static } from '@sinclair/typebox';
-import { SESSION_COOKIE, sameToken, sessionOf, sessionOfNow, type PortalSession } from './session';
+import { SESSION_COOKIE, sameToken, sessionOf, type PortalSession } from './session';
 import { html, htmlNow, Layout, Notice, type View } from './ui/components';
 
 // The portal's HTTP edge, shared by every page: cookies read safely, the security headers, and the
@@ -79,7 +79,7 @@ export function problemOf(e: unknown): string {
   return errors.length > 0 && !e.message.includes(errors[0]!.message) ? `${e.message}: ${errors.map((x) => x.message).join('; ')}` : e.message;
 }
 
-/** The session each portal request was found to have, once looked up: what its error page shows on PostgreSQL. */
+/** The session each portal request was found to have, once looked up: what its error page shows. */
 const foundSessions = new WeakMap<Request, PortalSession | null>();
 
 /**
@@ -131,17 +131,17 @@ export function portalSession(deps: Deps) {
  * An error of a portal request as a page (the export's too): the envelope's message, and the navigation when
  * the request is signed in. Null for a request outside the portal.
  */
-export function portalErrorPage(deps: Deps, request: Request, err: { status: number; message: string }, headers: Headers): Response | null {
+export function portalErrorPage(deps: Deps, request: Request, err: { status: number; message: string }, headers: Headers): Promise<Response> | null {
   const path = new URL(request.url).pathname;
   if (path !== '/portal' && !path.startsWith('/portal/')) return null;
-  let s: PortalSession | null = null;
-  try {
-    // The error answer is built in one step (src/http/requests.ts): the session is read in the same step.
-    // On PostgreSQL no read is synchronous: the session the request was found to have, if it got that far.
-    s = deps.pg ? (foundSessions.get(request) ?? null) : sessionOfNow(deps, cookies(request)[SESSION_COOKIE]);
-  } catch {
-    s = null;
-  }
+  return errorPage(deps, request, err, headers);
+}
+
+async function errorPage(deps: Deps, request: Request, err: { status: number; message: string }, headers: Headers): Promise<Response> {
+  // The session the request was found to have, or, when it failed before that (an unknown page, a refused
+  // body), the one its cookie names; none when that cannot be read (the database out of reach).
+  let s: PortalSession | null = foundSessions.get(request) ?? null;
+  if (!foundSessions.has(request)) s = await sessionOf(deps, cookies(request)[SESSION_COOKIE]).catch(() => null);
   const title = err.status === 404 ? 'Not found' : err.status >= 500 ? 'Something went wrong' : 'That did not work';
   const body = htmlNow(
     <Layout title={title} view={s ? viewOf(deps, s, '') : undefined}>

@@ -2,9 +2,7 @@ import { transaction } from '../../platform/context';
 import { writeGate } from '../../platform/context';
 import type { Deps } from '../../deps';
 import type { Lender, TransactionsSlot } from '../../platform/context';
-import { readerOf } from '../../platform/sql/sqlite';
 import { type SessionRecord } from './store';
-import { sessionByTokenNow } from './store.sqlite';
 import { normalizeEmail, type DashboardUser } from './users';
 
 // Server-side sessions of the portal: a random token in an HttpOnly, SameSite=Lax cookie (Secure over
@@ -48,16 +46,6 @@ export async function sessionOf(deps: SessionDeps, token: string | undefined): P
   if (!token) return null;
   const tokenHash = hash(token);
   return sessionFrom(deps, tokenHash, await deps.stores.portal.sessionByToken({ deps }, tokenHash));
-}
-
-/**
- * sessionOf in the same step, for the error page of a request: the HTTP edge answers an error synchronously.
- * @deprecated transitional: await `sessionOf(deps, token)`.
- */
-export function sessionOfNow(deps: SessionDeps, token: string | undefined): PortalSession | null {
-  if (!token) return null;
-  const tokenHash = hash(token);
-  return sessionFrom(deps, tokenHash, sessionByTokenNow(readerOf({ deps }), tokenHash));
 }
 
 function sessionFrom(deps: SessionDeps, tokenHash: string, row: SessionRecord | undefined): PortalSession | null {

@@ -13,12 +13,6 @@ const sessionByToken = (db: Db, tokenHash: string): SessionRecord | undefined =>
     .where(eq(portalSessions.tokenHash, tokenHash))
     .get();
 
-/**
- * A session read synchronously, for the error page of a request (the HTTP edge answers errors in one step).
- * @deprecated transitional: await `portalStore.sessionByToken` (through `sessionOf`).
- */
-export const sessionByTokenNow = sessionByToken;
-
 export const sqlitePortalStore: PortalStore = {
   async emailTaken(c, email) {
     return readerOf(c).select({ id: dashboardUsers.id }).from(dashboardUsers).where(eq(dashboardUsers.email, email)).get() !== undefined;

@@ -59,6 +59,22 @@ describe('sign-in and sessions', () => {
     expect(expired.headers.get('location')).toBe('/portal/login');
   });
 
+  test('an error page shows the navigation to a signed-in user, also for a page no route serves', async () => {
+    const c = fresh();
+    await createUser(c.rt, { lenderId: c.lender.id, email: 'err@example.test', displayName: 'Err', password: PASSWORD, now: c.clock.now() });
+    const cookie = sessionCookie(await signIn(c, 'err@example.test', PASSWORD))!.split(';')[0]!;
+    const signedIn = await c.request('GET', '/portal/no-such-page', { key: null, headers: { cookie } });
+    expect(signedIn.status).toBe(404);
+    const page = await signedIn.text();
+    expect(page).toContain('Back to the overview');
+    expect(signedIn.headers.get('x-request-id')).toBeTruthy();
+    const stranger = await c.request('GET', '/portal/no-such-page', { key: null });
+    expect(stranger.status).toBe(404);
+    const strangerPage = await stranger.text();
+    expect(strangerPage).toContain('Sign in');
+    expect(strangerPage).not.toContain('Back to the overview');
+  });
+
   test('over HTTPS (a trusted proxy says so) the cookie is Secure too', async () => {
     const c = fresh();
     await createUser(c.rt, { lenderId: c.lender.id, email: 'sec@example.test', displayName: 'Sec', password: PASSWORD, now: c.clock.now() });

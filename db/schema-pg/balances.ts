@@ -1,7 +1,8 @@
+// Generated from db/schema/balances.ts by scripts/pg-schema.ts: change that file and run `bun run db:generate:pg`.
 import { index, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { cents, count, ident, ms, rowId, rowRef, textBytes } from './columns';
 import { lenders } from './lenders';
 import { BALANCE_KINDS, BATCH_SOURCES, BATCH_STATUSES, EXPORT_STATUSES, ITEM_STATES, PAYMENT_TYPES } from '../schema/enums';
-import { bytes, cents, count, ident, ms, rowId, rowRef } from './columns';
 
 export const batches = pgTable(
   'batches',
@@ -27,23 +28,31 @@ export const batches = pgTable(
   ],
 );
 
-// Each lender's authorizers accepted and not yet checked, kept by triggers on batches (the migration
-// balance_backlog_triggers, the PL/pgSQL twin of the SQLite triggers).
+// Each lender's authorizers accepted and not yet checked: the sum of (total_authorizers - total_processed)
+// over its pending and processing batches, kept by triggers on batches (migration 0018), so that every
+// insert, update and delete of a batch, whatever code makes it, moves the sum in the same transaction.
+// Read on every accept for the lender's bound: one row, however many batches are open.
 export const balanceBacklog = pgTable('balance_backlog', {
   lenderId: ident('lender_id').primaryKey(),
   pending: count('pending').notNull(),
 });
 
-// A batch as submitted: the sensitive part sealed, the rest compressed bytes (bytea; a BLOB in SQLite).
+// A batch as submitted, in two rows' worth of columns instead of one row per authorizer, so accepting a
+// 1000-authorizer request is two inserts. `sealed` holds the sensitive part of every authorizer (tax id,
+// account and card numbers, date of birth) as one vault value: one AES-GCM pass per request. `items`
+// holds the rest (identifier, routing, phone, zip, metadata, threshold) as JSON; both are compressed (zstd)
+// since 0.3, `items` then stored as bytes. The processing job turns the items into batch_items rows when it
+// first takes the batch up.
 export const batchPayloads = pgTable('batch_payloads', {
   batchId: ident('batch_id')
     .primaryKey()
     .references(() => batches.id),
   sealed: text('sealed').notNull(),
-  items: bytes('items').notNull(),
+  items: textBytes('items').notNull(),
 });
 
-// One row per submitted authorizer: the work queue of the balance job, created from batch_payloads.items.
+// One row per submitted authorizer: the work queue of the balance job, created from batch_payloads.items
+// in the transaction that moves the batch from pending to processing.
 export const batchItems = pgTable(
   'batch_items',
   {
@@ -76,7 +85,8 @@ export const batchItems = pgTable(
   ],
 );
 
-// One result per item (the unique item_id makes a second result impossible), ordered by id.
+// One result per item (the unique item_id makes a second result impossible). Ordered by id, which is
+// the order results were recorded in, so pages stay stable while a batch is still running.
 export const balanceResults = pgTable(
   'balance_results',
   {
@@ -89,6 +99,8 @@ export const balanceResults = pgTable(
     statusCode: count('status_code').notNull(),
     exportStatus: text('export_status', { enum: EXPORT_STATUSES }).notNull(),
     institution: text('institution'),
+    // Linked accounts: which balance was reported, the provider's time for it, and why a read failed when the
+    // code alone does not say (relink_required).
     balanceKind: text('balance_kind', { enum: BALANCE_KINDS }),
     balanceAsOf: ms('balance_as_of'),
     detail: text('detail'),

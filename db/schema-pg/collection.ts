@@ -1,13 +1,15 @@
+// Generated from db/schema/collection.ts by scripts/pg-schema.ts: change that file and run `bun run db:generate:pg`.
 import { sql } from 'drizzle-orm';
 import { index, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { cents, count, flag, ident, ms, rowId } from './columns';
 import { enrollments } from './enrollments';
 import { EVENT_SOURCES, EVENT_STATUSES, ITEM_STATES, LEDGER_KINDS, NOTICE_CHANNELS, NOTICE_CLASSES, PAYMENT_STATUSES, RAILS } from '../schema/enums';
 import { lenders } from './lenders';
 import { paymentConnections } from './payments';
-import { cents, count, flag, ident, ms, rowId } from './columns';
 
-// A debit the service initiates, and the dispatch queue (lease-queue columns): pending until the processor
-// has answered.
+// A debit the service initiates. Its id is the idempotency key of every processor call for it and the tail
+// of its reference; the row is committed (status initiating) before the processor is called. It is also the
+// dispatch queue (lease-queue columns): pending until the processor has answered.
 export const payments = pgTable(
   'payments',
   {
@@ -39,7 +41,8 @@ export const payments = pgTable(
     createdAt: ms('created_at').notNull(),
     updatedAt: ms('updated_at').notNull(),
     settledAt: ms('settled_at'),
-    // When the first request for it was about to leave for the processor: null means it was never asked.
+    // When the first request for it was about to leave for the processor (committed before the call): null
+    // means the processor was never asked. The idempotency horizon counts from here.
     firstAttemptAt: ms('first_attempt_at'),
     // 1 for an original (or a payment under a new authorization), 2 and 3 for reinitiations of it.
     attempt: count('attempt').notNull().default(1),
@@ -47,7 +50,10 @@ export const payments = pgTable(
     reinitiationOf: ident('reinitiation_of'),
     // A scheduled payment's day (UTC midnight): the borrower was told it is debited then, not before.
     debitOn: ms('debit_on'),
-    // The lender's uploaded outcome of this payment that its processor has not confirmed; why it stands.
+    // The lender's uploaded outcome of this payment that its processor has not confirmed (the processor's word
+    // wins for the service's own payments): it decides nothing until the processor says the same. Null when
+    // there is none or it was confirmed. report_hold: why it stands unconfirmed (null while the processor is
+    // being asked).
     reportedStatus: text('reported_status', { enum: EVENT_STATUSES }),
     reportedReturnCode: text('reported_return_code'),
     reportedAt: ms('reported_at'),
@@ -87,7 +93,8 @@ export const payments = pgTable(
   ],
 );
 
-// One row per observed status of a payment (reference); reading the same processor event twice records nothing.
+// One row per observed status of a payment (reference). event_id is minted once and never reissued; reading
+// the same processor event twice records nothing (unique per lender on source and source event id).
 export const paymentEvents = pgTable(
   'payment_events',
   {
@@ -122,7 +129,8 @@ export const paymentEvents = pgTable(
   ],
 );
 
-// The borrower's ledger: a credit when a payment settles, a reversal when it is returned or clawed back.
+// The borrower's ledger: a credit when a payment settles, a reversal of what was credited for its reference
+// when it is returned or clawed back (0 when nothing was).
 export const ledgerEntries = pgTable(
   'ledger_entries',
   {
@@ -160,7 +168,9 @@ export const ingestedPayments = pgTable(
   (t) => [uniqueIndex('ingested_payments_uq').on(t.connectionId, t.processorPaymentId)],
 );
 
-// Observations of a payment's status that could not be recorded, kept with the reason for an operator.
+// Observations of a payment's status that could not be recorded (a fault, not a stale status, which is simply
+// not ahead): kept here with the reason, so the change feed and every other payment of the key go on and an
+// operator can see what was left out. Nothing here is personal data beyond the reference.
 export const paymentObservationsSetAside = pgTable(
   'payment_observations_set_aside',
   {

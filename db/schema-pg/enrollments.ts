@@ -1,12 +1,14 @@
+// Generated from db/schema/enrollments.ts by scripts/pg-schema.ts: change that file and run `bun run db:generate:pg`.
 import { sql } from 'drizzle-orm';
-import { doublePrecision, index, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { index, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { cents, count, flag, fraction, ident, ms } from './columns';
 import { MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES, REVOCATION_CHANNELS } from '../schema/enums';
 import { lenders } from './lenders';
 import { bankAccounts } from './bank-accounts';
-import { cents, count, flag, ident, ms } from './columns';
 
-// One record per borrower per lender: the enrollment and its monitor. Personal data is one vault-sealed value
-// and the card token another; erasure overwrites both with null and keeps the row.
+// One record per borrower per lender: the enrollment and its monitor. Personal data (names, tax id, account
+// number, date of birth, street, phone, zip) is one vault-sealed value, and the card token another; erasure
+// overwrites both with null and keeps the row, so payment history keeps its borrower.
 export const enrollments = pgTable(
   'enrollments',
   {
@@ -36,10 +38,10 @@ export const enrollments = pgTable(
     lastReadCents: cents('last_read_cents'),
     lastReadAt: ms('last_read_at'),
     nextReadAt: ms('next_read_at'),
-    // The pay cycle learned from the borrower's history, when it was learned and from what.
+    // The pay cycle learned from the borrower's history (pay-cycles/infer.ts), when it was learned and from what.
     payCycleFrequency: text('pay_cycle_frequency', { enum: PAY_FREQUENCIES }),
     payCycleNextPayday: ms('pay_cycle_next_payday'),
-    payCycleConfidence: doublePrecision('pay_cycle_confidence'),
+    payCycleConfidence: fraction('pay_cycle_confidence'),
     payCycleSource: text('pay_cycle_source', { enum: PAY_CYCLE_SOURCES }),
     payCycleAt: ms('pay_cycle_at'),
     // A second schedule that explains the history almost as well (biweekly against semimonthly): read around too.
@@ -52,6 +54,8 @@ export const enrollments = pgTable(
     // The borrower's authorization to debit, as the lender last sent it.
     authorizationAt: ms('authorization_at'),
     authorizationRef: text('authorization_ref'),
+    // The borrower revoked the authorization, as the lender received it (Regulation E, 12 CFR 1005.10(c)): no
+    // debit from then on until an authorization dated after it; how it came, and the lender's evidence.
     revokedAt: ms('revoked_at'),
     revocationChannel: text('revocation_channel', { enum: REVOCATION_CHANNELS }),
     revocationRef: text('revocation_ref'),

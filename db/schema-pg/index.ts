@@ -1,10 +1,11 @@
-// The PostgreSQL schema: the same tables as db/schema (the SQLite one), column for column, with the same
-// names, nullability, defaults, keys, unique constraints, indexes (partial ones with the same predicate), checks
-// and foreign keys. tests/db/schema-drift.test.ts fails when the two differ; a change to one is made to both.
-// Migrations: drizzle.pg.config.ts into db/migrations-pg (`bun run db:generate:pg`). The triggers that keep
-// balance_backlog are a hand-written migration there (balance_backlog_triggers), as they are in SQLite.
+// The PostgreSQL schema: the tables of db/schema, declared once there with the column kit (db/schema/columns.ts).
+// Each table file here is generated from its SQLite twin by scripts/pg-schema.ts (`bun run db:generate:pg`, which
+// then writes the migration into db/migrations-pg); only this index and columns.ts, the kit's PostgreSQL types,
+// are written by hand. tests/db/pg-schema-generated.test.ts fails when a generated file is not current, and
+// tests/db/schema-drift.test.ts when the two migrated schemas differ. The triggers that keep balance_backlog are
+// a hand-written migration there (balance_backlog_triggers), as they are in SQLite.
 //
-// Types, where SQLite's dynamic types had to be chosen for:
+// The kit's types, where SQLite's dynamic types had to be chosen for:
 // - Times in milliseconds (every *_at, *_until, *_ms, debit_on, pay_cycle_next_payday) and money in cents
 //   (*_cents): bigint read as a JavaScript number (columns.ts `ms`, `cents`). Cents in int4 would overflow at
 //   21 million dollars; ms since the epoch do not fit int4 at all. Numbers stay exact below 2^53.

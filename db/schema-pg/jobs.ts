@@ -1,5 +1,6 @@
-import { doublePrecision, pgTable, text } from 'drizzle-orm/pg-core';
-import { bytes, count, ident, ms } from './columns';
+// Generated from db/schema/jobs.ts by scripts/pg-schema.ts: change that file and run `bun run db:generate:pg`.
+import { pgTable, text } from 'drizzle-orm/pg-core';
+import { bytes, count, fraction, ident, ms } from './columns';
 
 // One row per in-process job: what it last did, so /readyz and operators can see it, and so a restart
 // knows when it last ran.
@@ -25,7 +26,7 @@ export const leases = pgTable('leases', {
 // token buckets of the rate limits, by a key that names no secret.
 export const rateBuckets = pgTable('rate_buckets', {
   key: ident('key').primaryKey(),
-  tokens: doublePrecision('tokens').notNull(),
+  tokens: fraction('tokens').notNull(),
   at: ms('at').notNull(),
 });
 

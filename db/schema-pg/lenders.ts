@@ -1,12 +1,12 @@
-import { sql } from 'drizzle-orm';
+// Generated from db/schema/lenders.ts by scripts/pg-schema.ts: change that file and run `bun run db:generate:pg`.
 import { index, pgTable, text } from 'drizzle-orm/pg-core';
-import { flag, ident, ms } from './columns';
+import { flag, ident, ms, off } from './columns';
 
 export const lenders = pgTable('lenders', {
   id: ident('id').primaryKey(),
   name: text('name').notNull().unique(),
   // Debit-card balance reads need the operator's approval (`cli lender approve-cards`).
-  debitCardApproved: flag('debit_card_approved').notNull().default(sql`0`),
+  debitCardApproved: flag('debit_card_approved').notNull().default(off),
   createdAt: ms('created_at').notNull(),
 });
 

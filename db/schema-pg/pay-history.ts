@@ -1,11 +1,12 @@
+// Generated from db/schema/pay-history.ts by scripts/pg-schema.ts: change that file and run `bun run db:generate:pg`.
 import { sql } from 'drizzle-orm';
 import { index, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
-import { enrollments } from './enrollments';
 import { cents, count, ident, ms } from './columns';
+import { enrollments } from './enrollments';
 
 // Transaction history of a borrower's account, for its pay cycle (pay-cycles/history.ts). One row per enrollment
-// says whether a reading is wanted and when it is due, how many attempts failed in a row, and what the last
-// reading covered.
+// says whether a reading is wanted and when it is due (set at enrollment, a re-send and a new bank link; null
+// once done or given up), how many attempts failed in a row, and what the last reading covered.
 export const payHistory = pgTable(
   'pay_history',
   {
@@ -13,17 +14,21 @@ export const payHistory = pgTable(
       .primaryKey()
       .references(() => enrollments.id),
     lenderId: ident('lender_id').notNull(),
+    // When the reading was asked for (the bound on waiting for a provider that stays pending).
     wantedAt: ms('wanted_at'),
     dueAt: ms('due_at'),
     attempts: count('attempts').notNull().default(0),
+    // The last reading that gave credits: when, and the last day it covered.
     fetchedAt: ms('fetched_at'),
     coveredTo: ms('covered_to'),
+    // How the last reading ended: `credits`, or why there was none (`no_transactions`, `relink_required`, `gave_up`).
     outcome: text('outcome'),
   },
   (t) => [index('pay_history_due_idx').on(t.dueAt).where(sql`${t.dueAt} IS NOT NULL`)],
 );
 
-// The income deposits the last reading found, one per day.
+// The income deposits the last reading found, one per day (only what inference needs: the day and the amount),
+// at most a reading's window of days per enrollment. Erased with the borrower's personal data.
 export const payHistoryDeposits = pgTable(
   'pay_history_deposits',
   {

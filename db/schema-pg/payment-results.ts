@@ -1,10 +1,14 @@
+// Generated from db/schema/payment-results.ts by scripts/pg-schema.ts: change that file and run `bun run db:generate:pg`.
 import { index, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
-import { paymentResultUploads as sqlitePaymentResultUploads } from '../schema/payment-results';
+import { cents, count, flag, ident, ms, rowId } from './columns';
 import { enrollments } from './enrollments';
 import { lenders } from './lenders';
-import { cents, count, flag, ident, ms, rowId } from './columns';
+import { RESULT_FILE_FORMATS } from '../schema/enums';
 
-// What the payment-results uploads said about each reference: the latest accepted row. No personal data.
+// What the payment-results uploads said about each reference: the latest accepted row, kept so that a later
+// upload applies the re-sending rules against it, and so that an unmatched row (stored, needing attention)
+// is matched when it is uploaded again with the borrower's identifier. No personal data: identifiers,
+// amounts, dates and codes only.
 export const uploadedResults = pgTable(
   'uploaded_results',
   {
@@ -33,7 +37,10 @@ export const uploadedResults = pgTable(
   ],
 );
 
-// Each recorded upload, for the upload history: who sent it and when, the report's counts and its problems.
+// Each recorded upload: who sent it and when, the report's counts, and its problems as the report listed
+// them (at most 10,000 and the row-0 note), for the upload history. Written in the upload's last transaction,
+// so an upload is in the history exactly when all its rows are recorded. Problems name rows and rules, never a
+// cell's personal data.
 export const paymentResultUploads = pgTable(
   'payment_result_uploads',
   {
@@ -44,13 +51,15 @@ export const paymentResultUploads = pgTable(
     recordedAt: ms('recorded_at').notNull(),
     /** Who sent it: the portal user's name, or the API key's prefix. */
     creator: text('creator'),
-    // The formats' list is the SQLite table's, so the two cannot differ.
-    format: text('format', { enum: sqlitePaymentResultUploads.format.enumValues }).notNull(),
+    format: text('format', { enum: RESULT_FILE_FORMATS }).notNull(),
     rowCount: count('row_count').notNull(),
     dataRowCount: count('data_row_count').notNull(),
     matched: count('matched').notNull(),
     needsAttention: count('needs_attention').notNull(),
-    /** Accepted rows an earlier upload had recorded already; null for an upload recorded before they were counted. */
+    /**
+     * Accepted rows whose outcome an earlier upload had recorded already, which added nothing; null for an
+     * upload recorded before they were counted.
+     */
     alreadyRecorded: count('already_recorded'),
     /** Entries of `problems` as the report listed them (its row-0 note included). */
     problemCount: count('problem_count').notNull(),
@@ -59,7 +68,12 @@ export const paymentResultUploads = pgTable(
   (t) => [index('payment_result_uploads_lender_idx').on(t.lenderId, t.recordedAt, t.id)],
 );
 
-// An upload whose recording has begun and not ended: what finishing it takes, its file compressed and sealed.
+// An upload whose recording has begun and not ended. An upload is recorded in slices of rows, in transactions
+// that end as soon as another write waits; the first transaction stores here what finishing it takes, each
+// one moves `done` on, and the last one writes the upload's history record and deletes the row. A start (or the upload
+// worker, once idle) finds here an upload that a crash or a stop cut off and finishes it from `done`, reading
+// the file again against the same time. The file is compressed and sealed by the vault: it is borrowers'
+// payment data.
 export const unfinishedUploads = pgTable('unfinished_uploads', {
   /** The upload's id: its history record's once it is finished. */
   id: ident('id').primaryKey(),
@@ -70,7 +84,10 @@ export const unfinishedUploads = pgTable('unfinished_uploads', {
   fileSealed: text('file_sealed').notNull(),
   /** The time the file's rows were checked against. */
   checkedAt: ms('checked_at').notNull(),
-  /** Accepted rows recorded so far, in file order, how many of them matched a borrower, and how many were recorded already. */
+  /**
+   * Accepted rows recorded so far, in file order, how many of them matched a borrower, and how many an earlier
+   * upload had recorded already.
+   */
   done: count('done').notNull(),
   matched: count('matched').notNull(),
   alreadyRecorded: count('already_recorded').notNull().default(0),

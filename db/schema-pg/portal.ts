@@ -1,6 +1,7 @@
+// Generated from db/schema/portal.ts by scripts/pg-schema.ts: change that file and run `bun run db:generate:pg`.
 import { index, pgTable, text } from 'drizzle-orm/pg-core';
-import { lenders } from './lenders';
 import { ident, ms } from './columns';
+import { lenders } from './lenders';
 
 // The lender portal's dashboard users and their server-side sessions. Every user is a lender admin.
 export const dashboardUsers = pgTable(
@@ -19,7 +20,8 @@ export const dashboardUsers = pgTable(
   (t) => [index('dashboard_users_lender_idx').on(t.lenderId)],
 );
 
-// A signed-in browser: only the SHA-256 of the cookie's token is stored.
+// A signed-in browser. The cookie holds a random token; only its SHA-256 is stored. It ends after 30 idle
+// minutes, at sign-out, or when the user is disabled.
 export const portalSessions = pgTable(
   'portal_sessions',
   {

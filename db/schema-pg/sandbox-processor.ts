@@ -1,11 +1,12 @@
+// Generated from db/schema/sandbox-processor.ts by scripts/pg-schema.ts: change that file and run `bun run db:generate:pg`.
 import { sql } from 'drizzle-orm';
 import { index, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
-import { EVENT_STATUSES, RAILS } from '../schema/enums';
-import { SANDBOX_INSTRUMENT_KINDS } from '../schema/sandbox-processor';
 import { cents, count, ident, ms, rowId } from './columns';
+import { EVENT_STATUSES, RAILS, SANDBOX_INSTRUMENT_KINDS } from '../schema/enums';
 
-// The built-in sandbox processor's own state, in its own tables (it stands for an outside system).
-// `account` is the SHA-256 hex of the processor key: the key itself is never stored here.
+// The built-in sandbox processor's own state. It stands for an outside system, so it lives in its own
+// tables: a restart of the service never loses a payment that is "at the processor". `account` is the
+// SHA-256 hex of the processor key: the key itself is never stored here.
 
 export const sandboxPayments = pgTable(
   'sandbox_payments',
@@ -25,6 +26,8 @@ export const sandboxPayments = pgTable(
     createdReturnCode: text('created_return_code'),
     createdMessage: text('created_message'),
     createdAt: ms('created_at').notNull(),
+    // The Notification of Change the receiving bank answers the entry with, once settled (`C01:<number>`): an
+    // account number of the sandbox's 9996 test value. The sandbox is the outside system: its data is its own.
     correction: text('correction'),
   },
   (t) => [
@@ -36,7 +39,8 @@ export const sandboxPayments = pgTable(
   ],
 );
 
-// The outcome schedule: statuses a payment will take once the clock reaches due_at.
+// The outcome schedule: statuses a payment will take once the clock reaches due_at. Each is moved into
+// sandbox_events (and deleted here) when it comes due, so the change feed only shows what has happened.
 export const sandboxTransitions = pgTable(
   'sandbox_transitions',
   {
@@ -53,7 +57,7 @@ export const sandboxTransitions = pgTable(
   (t) => [index('sandbox_transitions_due_idx').on(t.account, t.dueAt)],
 );
 
-// The change feed: seq is the cursor, so it only ever grows (an identity never hands a value out twice).
+// The change feed: seq is the cursor, so it only ever grows (AUTOINCREMENT never reuses a value).
 export const sandboxEvents = pgTable(
   'sandbox_events',
   {
@@ -82,7 +86,8 @@ export const sandboxCards = pgTable('sandbox_cards', {
   createdAt: ms('created_at').notNull(),
 });
 
-// Creates that failed transiently before any payment existed (cents 98).
+// Creates that failed transiently before any payment existed (cents 98), so the next try of the same
+// idempotency key succeeds.
 export const sandboxIdempotency = pgTable(
   'sandbox_idempotency',
   {

@@ -1,7 +1,8 @@
+// Generated from db/schema/schedules.ts by scripts/pg-schema.ts: change that file and run `bun run db:generate:pg`.
 import { index, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { cents, count, ident, ms, rowId } from './columns';
 import { lenders } from './lenders';
 import { PAYMENT_TYPES, SCHEDULE_STATUSES } from '../schema/enums';
-import { cents, count, ident, ms, rowId } from './columns';
 
 export const schedules = pgTable(
   'schedules',

@@ -1,9 +1,16 @@
+// Generated from db/schema/search.ts by scripts/pg-schema.ts: change that file and run `bun run db:generate:pg`.
 import { pgTable, primaryKey } from 'drizzle-orm/pg-core';
 import { bytes, ident } from './columns';
 
-// Borrower search without decrypting borrowers: each searchable value, normalized, stored as an HMAC (its
-// first 12 bytes; the lender's id and the kind of value are part of its input) under a key derived from the
-// vault key. A search looks the hash up (a primary-key seek) and joins the lender's borrowers.
+// Borrower search without decrypting borrowers: at enrollment each searchable value (a name, the phone, the
+// account's and the card's last four), normalized, is stored as an HMAC under a key derived from the vault key.
+// A search hashes what was typed the same way and looks the hash up (a seek): no borrower is opened to be
+// searched, and the stored hashes reveal nothing without the key.
+//
+// Both tables are WITHOUT ROWID (the migration says so; drizzle has no word for it): an entry is one b-tree
+// insert, not a row plus an index entry. An entry lands on a random page (the key starts with a hash), and a
+// commit writes every page it changed, so the entry is kept small: the first 12 bytes of the HMAC, whose input
+// starts with the lender's id and the kind of value (neither is stored again), and the borrower's id.
 export const borrowerSearch = pgTable(
   'borrower_search',
   {
@@ -13,8 +20,9 @@ export const borrowerSearch = pgTable(
   (t) => [primaryKey({ columns: [t.hash, t.authorizerUniqueId] })],
 );
 
-// One row a borrower with search entries: the vault key they were made under and the hashes themselves, so a
-// re-send or an erasure removes exactly its own entries.
+// One row a borrower with search entries: the vault key they were made under (after a rotation, the next start
+// hashes every borrower again) and the hashes themselves, concatenated, so a re-send or an erasure removes
+// exactly its own entries. A search joins it on (lender, id): only the lender's borrowers are ever answered.
 export const searchableBorrowers = pgTable(
   'searchable_borrowers',
   {

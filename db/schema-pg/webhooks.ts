@@ -1,7 +1,8 @@
+// Generated from db/schema/webhooks.ts by scripts/pg-schema.ts: change that file and run `bun run db:generate:pg`.
 import { index, pgTable, text } from 'drizzle-orm/pg-core';
+import { count, ident, ms, rowId } from './columns';
 import { lenders } from './lenders';
 import { DELIVERY_STATES, WEBHOOK_TYPES } from '../schema/enums';
-import { count, ident, ms, rowId } from './columns';
 
 export const webhookSecrets = pgTable(
   'webhook_secrets',

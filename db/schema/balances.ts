@@ -1,23 +1,24 @@
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { cents, count, ident, ms, rowId, rowRef, textBytes } from './columns';
 import { lenders } from './lenders';
 import { BALANCE_KINDS, BATCH_SOURCES, BATCH_STATUSES, EXPORT_STATUSES, ITEM_STATES, PAYMENT_TYPES } from './enums';
 
 export const batches = sqliteTable(
   'batches',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
     source: text('source', { enum: BATCH_SOURCES }).notNull(),
-    scheduleId: text('schedule_id'),
+    scheduleId: ident('schedule_id'),
     status: text('status', { enum: BATCH_STATUSES }).notNull(),
     webhookUrl: text('webhook_url'),
     creator: text('creator'),
-    submittedAt: integer('submitted_at').notNull(),
-    completedAt: integer('completed_at'),
-    totalAuthorizers: integer('total_authorizers').notNull(),
-    totalProcessed: integer('total_processed').notNull().default(0),
+    submittedAt: ms('submitted_at').notNull(),
+    completedAt: ms('completed_at'),
+    totalAuthorizers: count('total_authorizers').notNull(),
+    totalProcessed: count('total_processed').notNull().default(0),
   },
   (t) => [
     index('batches_status_idx').on(t.status, t.submittedAt),
@@ -31,8 +32,8 @@ export const batches = sqliteTable(
 // insert, update and delete of a batch, whatever code makes it, moves the sum in the same transaction.
 // Read on every accept for the lender's bound: one row, however many batches are open.
 export const balanceBacklog = sqliteTable('balance_backlog', {
-  lenderId: text('lender_id').primaryKey(),
-  pending: integer('pending').notNull(),
+  lenderId: ident('lender_id').primaryKey(),
+  pending: count('pending').notNull(),
 });
 
 // A batch as submitted, in two rows' worth of columns instead of one row per authorizer, so accepting a
@@ -42,11 +43,11 @@ export const balanceBacklog = sqliteTable('balance_backlog', {
 // since 0.3, `items` then stored as bytes. The processing job turns the items into batch_items rows when it
 // first takes the batch up.
 export const batchPayloads = sqliteTable('batch_payloads', {
-  batchId: text('batch_id')
+  batchId: ident('batch_id')
     .primaryKey()
     .references(() => batches.id),
   sealed: text('sealed').notNull(),
-  items: text('items').notNull(),
+  items: textBytes('items').notNull(),
 });
 
 // One row per submitted authorizer: the work queue of the balance job, created from batch_payloads.items
@@ -54,27 +55,27 @@ export const batchPayloads = sqliteTable('batch_payloads', {
 export const batchItems = sqliteTable(
   'batch_items',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
-    batchId: text('batch_id')
+    id: rowId('id'),
+    batchId: ident('batch_id')
       .notNull()
       .references(() => batches.id),
-    lenderId: text('lender_id').notNull(),
-    seq: integer('seq').notNull(), // position in the request and in the sealed payload
-    authorizerUniqueId: text('authorizer_unique_id').notNull(),
+    lenderId: ident('lender_id').notNull(),
+    seq: count('seq').notNull(), // position in the request and in the sealed payload
+    authorizerUniqueId: ident('authorizer_unique_id').notNull(),
     paymentType: text('payment_type', { enum: PAYMENT_TYPES }).notNull(),
     routingNumber: text('routing_number'),
     phone: text('phone'),
     zip: text('zip'),
     metadata: text('metadata'), // JSON object or null
-    thresholdCents: integer('threshold_cents'), // schedule runs: the applicable threshold
+    thresholdCents: cents('threshold_cents'), // schedule runs: the applicable threshold
     state: text('state', { enum: ITEM_STATES }).notNull().default('pending'),
-    attempts: integer('attempts').notNull().default(0),
-    nextAttemptAt: integer('next_attempt_at').notNull().default(0),
-    leaseUntil: integer('lease_until').notNull().default(0),
+    attempts: count('attempts').notNull().default(0),
+    nextAttemptAt: ms('next_attempt_at').notNull().default(0),
+    leaseUntil: ms('lease_until').notNull().default(0),
     // The claim holding the row (replica id and a nonce): a finish whose token no longer matches was taken over.
     leaseToken: text('lease_token'),
     // A linked account's balance refresh still running at the provider: when the item began waiting on it.
-    waitingSince: integer('waiting_since'),
+    waitingSince: ms('waiting_since'),
   },
   (t) => [
     uniqueIndex('batch_items_batch_seq_idx').on(t.batchId, t.seq),
@@ -88,21 +89,21 @@ export const batchItems = sqliteTable(
 export const balanceResults = sqliteTable(
   'balance_results',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
-    itemId: integer('item_id').notNull().unique(),
-    batchId: text('batch_id').notNull(),
-    lenderId: text('lender_id').notNull(),
-    authorizerUniqueId: text('authorizer_unique_id').notNull(),
-    balanceCents: integer('balance_cents'),
-    statusCode: integer('status_code').notNull(),
+    id: rowId('id'),
+    itemId: rowRef('item_id').notNull().unique(),
+    batchId: ident('batch_id').notNull(),
+    lenderId: ident('lender_id').notNull(),
+    authorizerUniqueId: ident('authorizer_unique_id').notNull(),
+    balanceCents: cents('balance_cents'),
+    statusCode: count('status_code').notNull(),
     exportStatus: text('export_status', { enum: EXPORT_STATUSES }).notNull(),
     institution: text('institution'),
     // Linked accounts: which balance was reported, the provider's time for it, and why a read failed when the
     // code alone does not say (relink_required).
     balanceKind: text('balance_kind', { enum: BALANCE_KINDS }),
-    balanceAsOf: integer('balance_as_of'),
+    balanceAsOf: ms('balance_as_of'),
     detail: text('detail'),
-    recordedAt: integer('recorded_at').notNull(),
+    recordedAt: ms('recorded_at').notNull(),
   },
   (t) => [
     index('balance_results_batch_idx').on(t.batchId, t.id),
@@ -114,11 +115,11 @@ export const balanceResults = sqliteTable(
 export const idempotencyKeys = sqliteTable(
   'idempotency_keys',
   {
-    lenderId: text('lender_id').notNull(),
-    bodyHash: text('body_hash').notNull(),
-    statusCode: integer('status_code').notNull(),
+    lenderId: ident('lender_id').notNull(),
+    bodyHash: ident('body_hash').notNull(),
+    statusCode: count('status_code').notNull(),
     responseBody: text('response_body').notNull(),
-    createdAt: integer('created_at').notNull(),
+    createdAt: ms('created_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.lenderId, t.bodyHash] }), index('idempotency_created_idx').on(t.createdAt)],
 );

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { blob, index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { bytes, ident, ms } from './columns';
 import { ACCOUNT_TYPES, BANK_ACCOUNT_STATES, CHANGE_SOURCES, CHANGE_STATUSES, VALIDATION_METHODS } from './enums';
 import { lenders } from './lenders';
 
@@ -10,41 +11,41 @@ import { lenders } from './lenders';
 export const bankAccounts = sqliteTable(
   'bank_accounts',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
-    fingerprint: blob('fingerprint', { mode: 'buffer' }).notNull(),
+    fingerprint: bytes('fingerprint').notNull(),
     last4: text('last4').notNull(),
     state: text('state', { enum: BANK_ACCOUNT_STATES }).notNull(),
     // When it took its state (its creation while ok).
-    stateSince: integer('state_since').notNull(),
+    stateSince: ms('state_since').notNull(),
     // The return codes that set or kept its state, each once, in the order they came (comma-separated), and the
     // reference of the payment whose return set the state.
     returnCodes: text('return_codes'),
-    stateReference: text('state_reference'),
+    stateReference: ident('state_reference'),
     // The latest return that set or kept a blocking state: an authorization must be later than it to lift
     // `unauthorized` for a borrower.
-    lastReturnAt: integer('last_return_at'),
+    lastReturnAt: ms('last_return_at'),
     // Its borrowers are still to be told of a state recorded at this time (collection/account-blocks.ts); null
     // once every one was.
-    blocksDueAt: integer('blocks_due_at'),
+    blocksDueAt: ms('blocks_due_at'),
     // Checking or savings, when a Notification of Change said (C05, C06, C07); null: as the processor takes it.
     accountType: text('account_type', { enum: ACCOUNT_TYPES }),
     // A Notification of Change received and not yet applied (account_changes): no debit goes to the account
     // until it is (at once under the policy's `automatic`, on the lender's word under `review`).
-    pendingChangeId: text('pending_change_id'),
+    pendingChangeId: ident('pending_change_id'),
     // When a correction last changed its routing or account number: validation evidence older than it no
     // longer counts (Nacha's WEB rule: a changed account number is validated again).
-    numberChangedAt: integer('number_changed_at'),
+    numberChangedAt: ms('number_changed_at'),
     // Its latest validation evidence: how, by what (the provider, the processor's method), the lender's
     // reference, and when.
     validationMethod: text('validation_method', { enum: VALIDATION_METHODS }),
     validationSource: text('validation_source'),
     validationReference: text('validation_reference'),
-    validatedAt: integer('validated_at'),
-    createdAt: integer('created_at').notNull(),
-    updatedAt: integer('updated_at').notNull(),
+    validatedAt: ms('validated_at'),
+    createdAt: ms('created_at').notNull(),
+    updatedAt: ms('updated_at').notNull(),
   },
   (t) => [
     uniqueIndex('bank_accounts_fingerprint_uq').on(t.lenderId, t.fingerprint),
@@ -62,26 +63,26 @@ export const bankAccounts = sqliteTable(
 export const accountChanges = sqliteTable(
   'account_changes',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
-    bankAccountId: text('bank_account_id')
+    bankAccountId: ident('bank_account_id')
       .notNull()
       .references(() => bankAccounts.id),
     code: text('code').notNull(),
     source: text('source', { enum: CHANGE_SOURCES }).notNull(),
     sourceKey: text('source_key').notNull(),
     // The payment the bank answered with the correction, as the source named it.
-    reference: text('reference'),
+    reference: ident('reference'),
     correctedSealed: text('corrected_sealed'),
     oldLast4: text('old_last4').notNull(),
     newLast4: text('new_last4'),
     status: text('status', { enum: CHANGE_STATUSES }).notNull(),
-    receivedAt: integer('received_at').notNull(),
+    receivedAt: ms('received_at').notNull(),
     // Six banking days after receipt: Nacha's time to make the change.
-    dueBy: integer('due_by').notNull(),
-    appliedAt: integer('applied_at'),
+    dueBy: ms('due_by').notNull(),
+    appliedAt: ms('applied_at'),
     // automatic, lender, or none (recorded only).
     appliedBy: text('applied_by'),
   },
@@ -96,7 +97,7 @@ export const accountChanges = sqliteTable(
 // Secrets the service makes for itself, each made once and sealed with the vault (`vault rotate` re-seals them,
 // so their value outlives a rotation): the bank-account fingerprint key.
 export const serviceSecrets = sqliteTable('service_secrets', {
-  name: text('name').primaryKey(),
+  name: ident('name').primaryKey(),
   secretSealed: text('secret_sealed').notNull(),
-  createdAt: integer('created_at').notNull(),
+  createdAt: ms('created_at').notNull(),
 });

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { flag, ident, ms, off, tally } from './columns';
 import { BANK_DATA_PROVIDERS, LINK_HEALTHS, PLAID_ENVIRONMENTS } from './enums';
 import { lenders } from './lenders';
 
@@ -9,8 +10,8 @@ import { lenders } from './lenders';
 export const bankDataConnections = sqliteTable(
   'bank_data_connections',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
     provider: text('provider', { enum: BANK_DATA_PROVIDERS }).notNull(),
@@ -21,10 +22,10 @@ export const bankDataConnections = sqliteTable(
     last4: text('last4').notNull(),
     // The lender's connection has the identity product (Plaid Identity, Stripe Financial Connections ownership):
     // fraud monitoring asks a linked account's owners through it (owner_mismatch). Off unless the lender says so.
-    identity: integer('identity', { mode: 'boolean' }).notNull().default(false),
-    lastReadAt: integer('last_read_at'),
-    createdAt: integer('created_at').notNull(),
-    deletedAt: integer('deleted_at'),
+    identity: flag('identity').notNull().default(off),
+    lastReadAt: ms('last_read_at'),
+    createdAt: ms('created_at').notNull(),
+    deletedAt: ms('deleted_at'),
   },
   (t) => [
     uniqueIndex('bank_data_connections_provider_uq')
@@ -41,19 +42,19 @@ export const bankDataConnections = sqliteTable(
 export const bankLinkRelinks = sqliteTable(
   'bank_link_relinks',
   {
-    lenderId: text('lender_id').notNull(),
-    linkDigest: text('link_digest').notNull(),
+    lenderId: ident('lender_id').notNull(),
+    linkDigest: ident('link_digest').notNull(),
     provider: text('provider', { enum: BANK_DATA_PROVIDERS }).notNull(),
-    authorizerUniqueId: text('authorizer_unique_id').notNull(),
-    createdAt: integer('created_at').notNull(),
+    authorizerUniqueId: ident('authorizer_unique_id').notNull(),
+    createdAt: ms('created_at').notNull(),
     health: text('health', { enum: LINK_HEALTHS }).notNull().default('relink_required'),
     /** Since when the link has had this health (the episode's start, or its end for ok). */
-    since: integer('since').notNull().default(0),
+    since: ms('since').notNull().default(0),
     /** The provider's date for an expiring consent or account. */
-    expiresAt: integer('expires_at'),
+    expiresAt: ms('expires_at'),
     /** When the open episode is probed next; null once it closed. */
-    nextProbeAt: integer('next_probe_at'),
-    probeIntervalMs: integer('probe_interval_ms'),
+    nextProbeAt: ms('next_probe_at'),
+    probeIntervalMs: ms('probe_interval_ms'),
     /** The link itself, vault-sealed, for probing it (null on rows from before probes). */
     linkSealed: text('link_sealed'),
   },
@@ -66,11 +67,11 @@ export const bankLinkRelinks = sqliteTable(
 export const bankLinkOwners = sqliteTable(
   'bank_link_owners',
   {
-    lenderId: text('lender_id').notNull(),
-    linkDigest: text('link_digest').notNull(),
-    authorizerUniqueId: text('authorizer_unique_id').notNull(),
+    lenderId: ident('lender_id').notNull(),
+    linkDigest: ident('link_digest').notNull(),
+    authorizerUniqueId: ident('authorizer_unique_id').notNull(),
     provider: text('provider', { enum: BANK_DATA_PROVIDERS }).notNull(),
-    plaidItemId: text('plaid_item_id'),
+    plaidItemId: ident('plaid_item_id'),
   },
   (t) => [primaryKey({ columns: [t.lenderId, t.linkDigest, t.authorizerUniqueId] }), index('bank_link_owners_item_idx').on(t.plaidItemId)],
 );
@@ -81,8 +82,8 @@ export const providerWebhookReceipts = sqliteTable(
   'provider_webhook_receipts',
   {
     provider: text('provider', { enum: BANK_DATA_PROVIDERS }).notNull(),
-    receiptKey: text('receipt_key').notNull(),
-    receivedAt: integer('received_at').notNull(),
+    receiptKey: ident('receipt_key').notNull(),
+    receivedAt: ms('received_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.provider, t.receiptKey] }), index('provider_webhook_receipts_at_idx').on(t.receivedAt)],
 );
@@ -92,12 +93,12 @@ export const providerWebhookReceipts = sqliteTable(
 export const providerCalls = sqliteTable(
   'provider_calls',
   {
-    connectionId: text('connection_id').notNull(),
-    endpoint: text('endpoint').notNull(),
-    day: text('day').notNull(),
-    lenderId: text('lender_id').notNull(),
+    connectionId: ident('connection_id').notNull(),
+    endpoint: ident('endpoint').notNull(),
+    day: ident('day').notNull(),
+    lenderId: ident('lender_id').notNull(),
     provider: text('provider', { enum: BANK_DATA_PROVIDERS }).notNull(),
-    calls: integer('calls').notNull(),
+    calls: tally('calls').notNull(),
   },
   (t) => [primaryKey({ columns: [t.connectionId, t.endpoint, t.day] })],
 );

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { cents, count, flag, ident, ms, rowId } from './columns';
 import { enrollments } from './enrollments';
 import { EVENT_SOURCES, EVENT_STATUSES, ITEM_STATES, LEDGER_KINDS, NOTICE_CHANNELS, NOTICE_CLASSES, PAYMENT_STATUSES, RAILS } from './enums';
 import { lenders } from './lenders';
@@ -11,55 +12,55 @@ import { paymentConnections } from './payments';
 export const payments = sqliteTable(
   'payments',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
-    enrollmentId: text('enrollment_id')
+    enrollmentId: ident('enrollment_id')
       .notNull()
       .references(() => enrollments.id),
-    authorizerUniqueId: text('authorizer_unique_id').notNull(),
-    connectionId: text('connection_id')
+    authorizerUniqueId: ident('authorizer_unique_id').notNull(),
+    connectionId: ident('connection_id')
       .notNull()
       .references(() => paymentConnections.id),
     rail: text('rail', { enum: RAILS }).notNull(),
-    amountCents: integer('amount_cents').notNull(),
-    reference: text('reference').notNull(),
+    amountCents: cents('amount_cents').notNull(),
+    reference: ident('reference').notNull(),
     status: text('status', { enum: PAYMENT_STATUSES }).notNull(),
-    processorPaymentId: text('processor_payment_id'),
+    processorPaymentId: ident('processor_payment_id'),
     returnCode: text('return_code'),
     message: text('message'),
     // Dispatch to the processor, as a lease queue.
     state: text('state', { enum: ITEM_STATES }).notNull().default('pending'),
-    attempts: integer('attempts').notNull().default(0),
-    nextAttemptAt: integer('next_attempt_at').notNull().default(0),
-    leaseUntil: integer('lease_until').notNull().default(0),
+    attempts: count('attempts').notNull().default(0),
+    nextAttemptAt: ms('next_attempt_at').notNull().default(0),
+    leaseUntil: ms('lease_until').notNull().default(0),
     // The claim holding the row (replica id and a nonce): a finish whose token no longer matches was taken over.
     leaseToken: text('lease_token'),
-    createdAt: integer('created_at').notNull(),
-    updatedAt: integer('updated_at').notNull(),
-    settledAt: integer('settled_at'),
+    createdAt: ms('created_at').notNull(),
+    updatedAt: ms('updated_at').notNull(),
+    settledAt: ms('settled_at'),
     // When the first request for it was about to leave for the processor (committed before the call): null
     // means the processor was never asked. The idempotency horizon counts from here.
-    firstAttemptAt: integer('first_attempt_at'),
+    firstAttemptAt: ms('first_attempt_at'),
     // 1 for an original (or a payment under a new authorization), 2 and 3 for reinitiations of it.
-    attempt: integer('attempt').notNull().default(1),
+    attempt: count('attempt').notNull().default(1),
     // The original payment a reinitiation presents again (its id); null for an original.
-    reinitiationOf: text('reinitiation_of'),
+    reinitiationOf: ident('reinitiation_of'),
     // A scheduled payment's day (UTC midnight): the borrower was told it is debited then, not before.
-    debitOn: integer('debit_on'),
+    debitOn: ms('debit_on'),
     // The lender's uploaded outcome of this payment that its processor has not confirmed (the processor's word
     // wins for the service's own payments): it decides nothing until the processor says the same. Null when
     // there is none or it was confirmed. report_hold: why it stands unconfirmed (null while the processor is
     // being asked).
     reportedStatus: text('reported_status', { enum: EVENT_STATUSES }),
     reportedReturnCode: text('reported_return_code'),
-    reportedAt: integer('reported_at'),
+    reportedAt: ms('reported_at'),
     reportHold: text('report_hold'),
     // The bank account an ACH debit went to, as the borrower's enrollment named it when the payment was made: a
     // return of it sets that account's state, whatever the borrower's account is by then. Null for a card
     // payment and for payments made before accounts were known.
-    bankAccountId: text('bank_account_id'),
+    bankAccountId: ident('bank_account_id'),
     // The notice a payment needs before it goes out (collection/notices.ts): its class; what asks for a notice
     // (cfpb, reg_e, or both, comma-separated; null: none); the channel its window was set for; the window (the
     // notice is sent no earlier than notice_due_from and no later than notice_due_by); and the lender's word
@@ -68,9 +69,9 @@ export const payments = sqliteTable(
     noticeClass: text('notice_class', { enum: NOTICE_CLASSES }),
     noticeNeeds: text('notice_needs'),
     noticeChannel: text('notice_channel', { enum: NOTICE_CHANNELS }),
-    noticeDueFrom: integer('notice_due_from'),
-    noticeDueBy: integer('notice_due_by'),
-    noticeSentAt: integer('notice_sent_at'),
+    noticeDueFrom: ms('notice_due_from'),
+    noticeDueBy: ms('notice_due_by'),
+    noticeSentAt: ms('notice_sent_at'),
     noticeSentChannel: text('notice_sent_channel', { enum: NOTICE_CHANNELS }),
     noticeEvidenceRef: text('notice_evidence_ref'),
   },
@@ -96,23 +97,23 @@ export const payments = sqliteTable(
 export const paymentEvents = sqliteTable(
   'payment_events',
   {
-    id: text('id').primaryKey(), // event_id
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(), // event_id
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
-    enrollmentId: text('enrollment_id').references(() => enrollments.id),
-    authorizerUniqueId: text('authorizer_unique_id'),
-    paymentId: text('payment_id').references(() => payments.id),
-    connectionId: text('connection_id').references(() => paymentConnections.id),
-    reference: text('reference').notNull(),
+    enrollmentId: ident('enrollment_id').references(() => enrollments.id),
+    authorizerUniqueId: ident('authorizer_unique_id'),
+    paymentId: ident('payment_id').references(() => payments.id),
+    connectionId: ident('connection_id').references(() => paymentConnections.id),
+    reference: ident('reference').notNull(),
     status: text('status', { enum: EVENT_STATUSES }).notNull(),
-    amountCents: integer('amount_cents').notNull(),
+    amountCents: cents('amount_cents').notNull(),
     returnCode: text('return_code'),
     message: text('message'),
     source: text('source', { enum: EVENT_SOURCES }).notNull(),
-    sourceEventId: text('source_event_id').notNull(),
-    occurredAt: integer('occurred_at').notNull(),
-    recordedAt: integer('recorded_at').notNull(),
+    sourceEventId: ident('source_event_id').notNull(),
+    occurredAt: ms('occurred_at').notNull(),
+    recordedAt: ms('recorded_at').notNull(),
   },
   (t) => [
     uniqueIndex('payment_events_source_uq').on(t.lenderId, t.source, t.sourceEventId),
@@ -132,18 +133,18 @@ export const paymentEvents = sqliteTable(
 export const ledgerEntries = sqliteTable(
   'ledger_entries',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
-    lenderId: text('lender_id').notNull(),
-    enrollmentId: text('enrollment_id')
+    id: rowId('id'),
+    lenderId: ident('lender_id').notNull(),
+    enrollmentId: ident('enrollment_id')
       .notNull()
       .references(() => enrollments.id),
-    reference: text('reference').notNull(),
+    reference: ident('reference').notNull(),
     kind: text('kind', { enum: LEDGER_KINDS }).notNull(),
-    amountCents: integer('amount_cents').notNull(),
-    eventId: text('event_id')
+    amountCents: cents('amount_cents').notNull(),
+    eventId: ident('event_id')
       .notNull()
       .references(() => paymentEvents.id),
-    at: integer('at').notNull(),
+    at: ms('at').notNull(),
   },
   (t) => [
     index('ledger_entries_enrollment_idx').on(t.enrollmentId, t.id),
@@ -157,11 +158,11 @@ export const ledgerEntries = sqliteTable(
 export const ingestedPayments = sqliteTable(
   'ingested_payments',
   {
-    connectionId: text('connection_id')
+    connectionId: ident('connection_id')
       .notNull()
       .references(() => paymentConnections.id),
-    processorPaymentId: text('processor_payment_id').notNull(),
-    matched: integer('matched', { mode: 'boolean' }).notNull(),
+    processorPaymentId: ident('processor_payment_id').notNull(),
+    matched: flag('matched').notNull(),
   },
   (t) => [uniqueIndex('ingested_payments_uq').on(t.connectionId, t.processorPaymentId)],
 );
@@ -172,15 +173,15 @@ export const ingestedPayments = sqliteTable(
 export const paymentObservationsSetAside = sqliteTable(
   'payment_observations_set_aside',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
-    lenderId: text('lender_id').notNull(),
-    connectionId: text('connection_id'),
+    id: rowId('id'),
+    lenderId: ident('lender_id').notNull(),
+    connectionId: ident('connection_id'),
     source: text('source', { enum: EVENT_SOURCES }).notNull(),
-    sourceEventId: text('source_event_id').notNull(),
-    reference: text('reference').notNull(),
+    sourceEventId: ident('source_event_id').notNull(),
+    reference: ident('reference').notNull(),
     status: text('status', { enum: EVENT_STATUSES }).notNull(),
     error: text('error').notNull(),
-    at: integer('at').notNull(),
+    at: ms('at').notNull(),
   },
   (t) => [index('payment_observations_set_aside_lender_idx').on(t.lenderId, t.at)],
 );

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { cents, count, flag, fraction, ident, ms } from './columns';
 import { MONITOR_STATES, RAILS, PAY_FREQUENCIES, PAY_CYCLE_SOURCES, REVOCATION_CHANNELS } from './enums';
 import { lenders } from './lenders';
 import { bankAccounts } from './bank-accounts';
@@ -10,21 +11,21 @@ import { bankAccounts } from './bank-accounts';
 export const enrollments = sqliteTable(
   'enrollments',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
-    authorizerUniqueId: text('authorizer_unique_id').notNull(),
+    authorizerUniqueId: ident('authorizer_unique_id').notNull(),
     state: text('state', { enum: MONITOR_STATES }).notNull(),
     // Why it is held or stopped (a held reason, or the return code that stopped it).
     reason: text('reason'),
     // Why a due payment was not initiated (no_processor_key, verification_required); null when nothing blocks.
     blockedReason: text('blocked_reason'),
-    windowStartedAt: integer('window_started_at'),
-    windowEndsAt: integer('window_ends_at'),
-    collectableAmountCents: integer('collectable_amount_cents').notNull(),
-    daysPastDue: integer('days_past_due').notNull(),
-    merchantRef: text('merchant_ref'),
+    windowStartedAt: ms('window_started_at'),
+    windowEndsAt: ms('window_ends_at'),
+    collectableAmountCents: cents('collectable_amount_cents').notNull(),
+    daysPastDue: count('days_past_due').notNull(),
+    merchantRef: ident('merchant_ref'),
     rail: text('rail', { enum: RAILS }).notNull(),
     routingNumber: text('routing_number'),
     bankName: text('bank_name'),
@@ -33,45 +34,45 @@ export const enrollments = sqliteTable(
     cardTokenSealed: text('card_token_sealed'),
     cardLast4: text('card_last4'),
     cardBrand: text('card_brand'),
-    lastReadCents: integer('last_read_cents'),
-    lastReadAt: integer('last_read_at'),
-    nextReadAt: integer('next_read_at'),
+    lastReadCents: cents('last_read_cents'),
+    lastReadAt: ms('last_read_at'),
+    nextReadAt: ms('next_read_at'),
     // The pay cycle learned from the borrower's history (pay-cycles/infer.ts), when it was learned and from what.
     payCycleFrequency: text('pay_cycle_frequency', { enum: PAY_FREQUENCIES }),
-    payCycleNextPayday: integer('pay_cycle_next_payday'),
-    payCycleConfidence: real('pay_cycle_confidence'),
+    payCycleNextPayday: ms('pay_cycle_next_payday'),
+    payCycleConfidence: fraction('pay_cycle_confidence'),
     payCycleSource: text('pay_cycle_source', { enum: PAY_CYCLE_SOURCES }),
-    payCycleAt: integer('pay_cycle_at'),
+    payCycleAt: ms('pay_cycle_at'),
     // A second schedule that explains the history almost as well (biweekly against semimonthly): read around too.
     payCycleAlternativeFrequency: text('pay_cycle_alternative_frequency', { enum: PAY_FREQUENCIES }),
-    payCycleAlternativeNextPayday: integer('pay_cycle_alternative_next_payday'),
+    payCycleAlternativeNextPayday: ms('pay_cycle_alternative_next_payday'),
     // Whether the borrower's pay has come a day before its payday: the morning before a payday is read too.
-    payCycleLandsEarly: integer('pay_cycle_lands_early', { mode: 'boolean' }),
+    payCycleLandsEarly: flag('pay_cycle_lands_early'),
     // The lender's choice for this borrower over its policy's cfpb_covered; null: the policy decides.
-    cfpbCovered: integer('cfpb_covered', { mode: 'boolean' }),
+    cfpbCovered: flag('cfpb_covered'),
     // The borrower's authorization to debit, as the lender last sent it.
-    authorizationAt: integer('authorization_at'),
+    authorizationAt: ms('authorization_at'),
     authorizationRef: text('authorization_ref'),
     // The borrower revoked the authorization, as the lender received it (Regulation E, 12 CFR 1005.10(c)): no
     // debit from then on until an authorization dated after it; how it came, and the lender's evidence.
-    revokedAt: integer('revoked_at'),
+    revokedAt: ms('revoked_at'),
     revocationChannel: text('revocation_channel', { enum: REVOCATION_CHANNELS }),
     revocationRef: text('revocation_ref'),
     // The borrower's new authorization under the payday rule (12 CFR 1041.8(c)), as the lender last recorded it:
     // when it was obtained, and the whole record as JSON (its transfers' dates, maximum amounts and channels,
     // how it was obtained, the evidence). While a covered borrower is under it, debits go only on its dates.
-    reauthorizedAt: integer('reauthorized_at'),
+    reauthorizedAt: ms('reauthorized_at'),
     reauthorization: text('reauthorization'),
     // The borrower's Regulation E election for varying amounts (12 CFR 1005.10(d)(2)), JSON; null: the policy's.
     regEElection: text('reg_e_election'),
     // Payments since the last enrollment: an original and at most two reinitiations.
-    paymentsUsed: integer('payments_used').notNull().default(0),
-    enrolledAt: integer('enrolled_at').notNull(),
-    updatedAt: integer('updated_at').notNull(),
-    erasedAt: integer('erased_at'),
+    paymentsUsed: count('payments_used').notNull().default(0),
+    enrolledAt: ms('enrolled_at').notNull(),
+    updatedAt: ms('updated_at').notNull(),
+    erasedAt: ms('erased_at'),
     // The bank account an ACH borrower's debits go to (bank_accounts); null for a card borrower, after erasure,
     // and for a borrower stored before accounts were known until the start-up job links it.
-    bankAccountId: text('bank_account_id').references(() => bankAccounts.id),
+    bankAccountId: ident('bank_account_id').references(() => bankAccounts.id),
   },
   (t) => [
     uniqueIndex('enrollments_lender_borrower_uq').on(t.lenderId, t.authorizerUniqueId),

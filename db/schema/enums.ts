@@ -208,3 +208,9 @@ export type FraudAlertState = (typeof FRAUD_ALERT_STATES)[number];
 /** A lender's disposition of a fraud alert: cleared and confirmed_fraud are final, needs_info is not. */
 export const FRAUD_DISPOSITIONS = ['cleared', 'confirmed_fraud', 'needs_info'] as const;
 export type FraudDisposition = (typeof FRAUD_DISPOSITIONS)[number];
+
+/** How the sandbox processor was given an account: bank details, or a token it issued. */
+export const SANDBOX_INSTRUMENT_KINDS = ['bank_account', 'token'] as const;
+
+/** The kinds of payment results file a lender uploads. */
+export const RESULT_FILE_FORMATS = ['generic', 'annotated_export', 'notifications_of_change'] as const;

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { count, ident, ms } from './columns';
 import { FRAUD_ACTIONS, FRAUD_ALERT_STATES, FRAUD_DISPOSITIONS, FRAUD_RULES } from './enums';
 import { lenders } from './lenders';
 
@@ -14,15 +15,15 @@ import { lenders } from './lenders';
 export const fraudPolicies = sqliteTable(
   'fraud_policies',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
-    version: integer('version').notNull(),
+    version: count('version').notNull(),
     rules: text('rules').notNull(),
     notes: text('notes'),
     changedBy: text('changed_by').notNull(),
-    createdAt: integer('created_at').notNull(),
+    createdAt: ms('created_at').notNull(),
   },
   (t) => [uniqueIndex('fraud_policies_version_uq').on(t.lenderId, t.version)],
 );
@@ -35,24 +36,24 @@ export const fraudPolicies = sqliteTable(
 export const fraudAlerts = sqliteTable(
   'fraud_alerts',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
     rule: text('rule', { enum: FRAUD_RULES }).notNull(),
-    ruleVersion: integer('rule_version').notNull(),
-    policyVersion: integer('policy_version').notNull(),
+    ruleVersion: count('rule_version').notNull(),
+    policyVersion: count('policy_version').notNull(),
     action: text('action', { enum: FRAUD_ACTIONS }).notNull(),
-    subject: text('subject').notNull(),
-    fact: text('fact').notNull(),
-    enrollmentId: text('enrollment_id'),
-    authorizerUniqueId: text('authorizer_unique_id'),
-    bankAccountId: text('bank_account_id'),
-    paymentId: text('payment_id'),
+    subject: ident('subject').notNull(),
+    fact: ident('fact').notNull(),
+    enrollmentId: ident('enrollment_id'),
+    authorizerUniqueId: ident('authorizer_unique_id'),
+    bankAccountId: ident('bank_account_id'),
+    paymentId: ident('payment_id'),
     details: text('details').notNull(),
     state: text('state', { enum: FRAUD_ALERT_STATES }).notNull(),
-    disposedAt: integer('disposed_at'),
-    createdAt: integer('created_at').notNull(),
+    disposedAt: ms('disposed_at'),
+    createdAt: ms('created_at').notNull(),
   },
   (t) => [
     uniqueIndex('fraud_alerts_fact_uq').on(t.lenderId, t.rule, t.subject, t.fact),
@@ -71,17 +72,17 @@ export const fraudAlerts = sqliteTable(
 export const fraudAlertDispositions = sqliteTable(
   'fraud_alert_dispositions',
   {
-    id: text('id').primaryKey(),
-    alertId: text('alert_id')
+    id: ident('id').primaryKey(),
+    alertId: ident('alert_id')
       .notNull()
       .references(() => fraudAlerts.id),
-    lenderId: text('lender_id')
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
     disposition: text('disposition', { enum: FRAUD_DISPOSITIONS }).notNull(),
     note: text('note'),
     disposedBy: text('disposed_by').notNull(),
-    createdAt: integer('created_at').notNull(),
+    createdAt: ms('created_at').notNull(),
   },
   (t) => [
     index('fraud_alert_dispositions_alert_idx').on(t.alertId, t.createdAt, t.id),
@@ -94,15 +95,15 @@ export const fraudAlertDispositions = sqliteTable(
 export const fraudReviews = sqliteTable(
   'fraud_reviews',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
     reviewedOn: text('reviewed_on').notNull(),
     reviewer: text('reviewer').notNull(),
     notes: text('notes'),
-    policyVersion: integer('policy_version').notNull(),
-    createdAt: integer('created_at').notNull(),
+    policyVersion: count('policy_version').notNull(),
+    createdAt: ms('created_at').notNull(),
   },
   (t) => [index('fraud_reviews_lender_idx').on(t.lenderId, t.reviewedOn, t.id)],
 );
@@ -113,13 +114,13 @@ export const fraudReviews = sqliteTable(
 export const fraudAccountSwitches = sqliteTable(
   'fraud_account_switches',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
-    enrollmentId: text('enrollment_id').notNull(),
-    bankAccountId: text('bank_account_id'),
-    switchedAt: integer('switched_at').notNull(),
+    enrollmentId: ident('enrollment_id').notNull(),
+    bankAccountId: ident('bank_account_id'),
+    switchedAt: ms('switched_at').notNull(),
   },
   (t) => [index('fraud_account_switches_enrollment_idx').on(t.enrollmentId, t.switchedAt)],
 );

@@ -1,26 +1,27 @@
-import { integer, sqliteTable, text, index } from 'drizzle-orm/sqlite-core';
+import { sqliteTable, text, index } from 'drizzle-orm/sqlite-core';
+import { flag, ident, ms, off } from './columns';
 
 export const lenders = sqliteTable('lenders', {
-  id: text('id').primaryKey(),
+  id: ident('id').primaryKey(),
   name: text('name').notNull().unique(),
   // Debit-card balance reads need the operator's approval (`cli lender approve-cards`).
-  debitCardApproved: integer('debit_card_approved', { mode: 'boolean' }).notNull().default(false),
-  createdAt: integer('created_at').notNull(),
+  debitCardApproved: flag('debit_card_approved').notNull().default(off),
+  createdAt: ms('created_at').notNull(),
 });
 
 export const apiKeys = sqliteTable(
   'api_keys',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
     // First characters of the key, shown to operators to tell keys apart; never enough to authenticate.
-    prefix: text('prefix').notNull().unique(),
-    keyHash: text('key_hash').notNull().unique(),
-    createdAt: integer('created_at').notNull(),
-    lastUsedAt: integer('last_used_at'),
-    revokedAt: integer('revoked_at'),
+    prefix: ident('prefix').notNull().unique(),
+    keyHash: ident('key_hash').notNull().unique(),
+    createdAt: ms('created_at').notNull(),
+    lastUsedAt: ms('last_used_at'),
+    revokedAt: ms('revoked_at'),
   },
   (t) => [index('api_keys_lender_idx').on(t.lenderId)],
 );

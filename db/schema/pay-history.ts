@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { index, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { cents, count, ident, ms } from './columns';
 import { enrollments } from './enrollments';
 
 // Transaction history of a borrower's account, for its pay cycle (pay-cycles/history.ts). One row per enrollment
@@ -8,17 +9,17 @@ import { enrollments } from './enrollments';
 export const payHistory = sqliteTable(
   'pay_history',
   {
-    enrollmentId: text('enrollment_id')
+    enrollmentId: ident('enrollment_id')
       .primaryKey()
       .references(() => enrollments.id),
-    lenderId: text('lender_id').notNull(),
+    lenderId: ident('lender_id').notNull(),
     // When the reading was asked for (the bound on waiting for a provider that stays pending).
-    wantedAt: integer('wanted_at'),
-    dueAt: integer('due_at'),
-    attempts: integer('attempts').notNull().default(0),
+    wantedAt: ms('wanted_at'),
+    dueAt: ms('due_at'),
+    attempts: count('attempts').notNull().default(0),
     // The last reading that gave credits: when, and the last day it covered.
-    fetchedAt: integer('fetched_at'),
-    coveredTo: integer('covered_to'),
+    fetchedAt: ms('fetched_at'),
+    coveredTo: ms('covered_to'),
     // How the last reading ended: `credits`, or why there was none (`no_transactions`, `relink_required`, `gave_up`).
     outcome: text('outcome'),
   },
@@ -30,11 +31,11 @@ export const payHistory = sqliteTable(
 export const payHistoryDeposits = sqliteTable(
   'pay_history_deposits',
   {
-    enrollmentId: text('enrollment_id')
+    enrollmentId: ident('enrollment_id')
       .notNull()
       .references(() => enrollments.id),
-    day: integer('day').notNull(),
-    amountCents: integer('amount_cents').notNull(),
+    day: ms('day').notNull(),
+    amountCents: cents('amount_cents').notNull(),
   },
   (t) => [primaryKey({ columns: [t.enrollmentId, t.day] })],
 );

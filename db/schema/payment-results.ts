@@ -1,6 +1,8 @@
-import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { cents, count, flag, ident, ms, rowId } from './columns';
 import { enrollments } from './enrollments';
 import { lenders } from './lenders';
+import { RESULT_FILE_FORMATS } from './enums';
 
 // What the payment-results uploads said about each reference: the latest accepted row, kept so that a later
 // upload applies the re-sending rules against it, and so that an unmatched row (stored, needing attention)
@@ -9,22 +11,22 @@ import { lenders } from './lenders';
 export const uploadedResults = sqliteTable(
   'uploaded_results',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
-    lenderId: text('lender_id')
+    id: rowId('id'),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
-    reference: text('reference').notNull(),
-    authorizerUniqueId: text('authorizer_unique_id'),
-    enrollmentId: text('enrollment_id').references(() => enrollments.id),
+    reference: ident('reference').notNull(),
+    authorizerUniqueId: ident('authorizer_unique_id'),
+    enrollmentId: ident('enrollment_id').references(() => enrollments.id),
     status: text('status').notNull(), // the upload's status vocabulary (settled, late_return, sent, ...)
-    amountCents: integer('amount_cents').notNull(),
-    submittedAt: integer('submitted_at').notNull(),
-    settledAt: integer('settled_at'),
-    returnedAt: integer('returned_at'),
+    amountCents: cents('amount_cents').notNull(),
+    submittedAt: ms('submitted_at').notNull(),
+    settledAt: ms('settled_at'),
+    returnedAt: ms('returned_at'),
     returnCode: text('return_code'),
-    batchId: text('batch_id'),
-    matched: integer('matched', { mode: 'boolean' }).notNull(),
-    updatedAt: integer('updated_at').notNull(),
+    batchId: ident('batch_id'),
+    matched: flag('matched').notNull(),
+    updatedAt: ms('updated_at').notNull(),
   },
   (t) => [
     uniqueIndex('uploaded_results_reference_uq').on(t.lenderId, t.reference),
@@ -41,25 +43,25 @@ export const uploadedResults = sqliteTable(
 export const paymentResultUploads = sqliteTable(
   'payment_result_uploads',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
-    recordedAt: integer('recorded_at').notNull(),
+    recordedAt: ms('recorded_at').notNull(),
     /** Who sent it: the portal user's name, or the API key's prefix. */
     creator: text('creator'),
-    format: text('format', { enum: ['generic', 'annotated_export', 'notifications_of_change'] }).notNull(),
-    rowCount: integer('row_count').notNull(),
-    dataRowCount: integer('data_row_count').notNull(),
-    matched: integer('matched').notNull(),
-    needsAttention: integer('needs_attention').notNull(),
+    format: text('format', { enum: RESULT_FILE_FORMATS }).notNull(),
+    rowCount: count('row_count').notNull(),
+    dataRowCount: count('data_row_count').notNull(),
+    matched: count('matched').notNull(),
+    needsAttention: count('needs_attention').notNull(),
     /**
      * Accepted rows whose outcome an earlier upload had recorded already, which added nothing; null for an
      * upload recorded before they were counted.
      */
-    alreadyRecorded: integer('already_recorded'),
+    alreadyRecorded: count('already_recorded'),
     /** Entries of `problems` as the report listed them (its row-0 note included). */
-    problemCount: integer('problem_count').notNull(),
+    problemCount: count('problem_count').notNull(),
     problems: text('problems').notNull(),
   },
   (t) => [index('payment_result_uploads_lender_idx').on(t.lenderId, t.recordedAt, t.id)],
@@ -73,19 +75,19 @@ export const paymentResultUploads = sqliteTable(
 // payment data.
 export const unfinishedUploads = sqliteTable('unfinished_uploads', {
   /** The upload's id: its history record's once it is finished. */
-  id: text('id').primaryKey(),
-  lenderId: text('lender_id')
+  id: ident('id').primaryKey(),
+  lenderId: ident('lender_id')
     .notNull()
     .references(() => lenders.id),
   creator: text('creator'),
   fileSealed: text('file_sealed').notNull(),
   /** The time the file's rows were checked against. */
-  checkedAt: integer('checked_at').notNull(),
+  checkedAt: ms('checked_at').notNull(),
   /**
    * Accepted rows recorded so far, in file order, how many of them matched a borrower, and how many an earlier
    * upload had recorded already.
    */
-  done: integer('done').notNull(),
-  matched: integer('matched').notNull(),
-  alreadyRecorded: integer('already_recorded').notNull().default(0),
+  done: count('done').notNull(),
+  matched: count('matched').notNull(),
+  alreadyRecorded: count('already_recorded').notNull().default(0),
 });

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { check, index, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { count, flag, ident, ms, off } from './columns';
 import { PROCESSOR_NAMES, RAIL_SCOPES } from './enums';
 import { lenders } from './lenders';
 
@@ -10,34 +11,34 @@ import { lenders } from './lenders';
 export const paymentConnections = sqliteTable(
   'payment_connections',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
     processor: text('processor', { enum: PROCESSOR_NAMES }).notNull(),
     label: text('label').notNull(),
-    merchantRef: text('merchant_ref'),
+    merchantRef: ident('merchant_ref'),
     railScope: text('rail_scope', { enum: RAIL_SCOPES }).notNull(),
-    isDefault: integer('is_default', { mode: 'boolean' }).notNull().default(false),
+    isDefault: flag('is_default').notNull().default(off),
     keySealed: text('key_sealed'), // null once deleted
     keyLast4: text('key_last4'),
     // Where the next read of the processor's change feed starts, and how the last one went.
     pollCursor: text('poll_cursor'),
-    lastPollAt: integer('last_poll_at'),
+    lastPollAt: ms('last_poll_at'),
     lastPollError: text('last_poll_error'),
     // Processor payments read through this key, and how many of them matched a borrower.
-    ingested: integer('ingested').notNull().default(0),
-    matched: integer('matched').notNull().default(0),
+    ingested: count('ingested').notNull().default(0),
+    matched: count('matched').notNull().default(0),
     // The processor account the key belongs to (Stripe's account id; the sandbox key's account): one
     // account serves one lender. Null for keys stored before it was recorded.
-    accountId: text('account_id'),
+    accountId: ident('account_id'),
     // The last reconciliation by listing the processor's payments, and whether one is due at once (the
     // change feed lost its cursor).
-    reconciledAt: integer('reconciled_at'),
-    reconcileDue: integer('reconcile_due', { mode: 'boolean' }).notNull().default(false),
-    createdAt: integer('created_at').notNull(),
-    updatedAt: integer('updated_at').notNull(),
-    deletedAt: integer('deleted_at'),
+    reconciledAt: ms('reconciled_at'),
+    reconcileDue: flag('reconcile_due').notNull().default(off),
+    createdAt: ms('created_at').notNull(),
+    updatedAt: ms('updated_at').notNull(),
+    deletedAt: ms('deleted_at'),
   },
   (t) => [
     // A key is default or tagged, never both.
@@ -61,12 +62,12 @@ export const processorAccounts = sqliteTable(
   'processor_accounts',
   {
     processor: text('processor', { enum: PROCESSOR_NAMES }).notNull(),
-    accountId: text('account_id').notNull(),
-    lenderId: text('lender_id')
+    accountId: ident('account_id').notNull(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
     // Payments made elsewhere are matched to the lender's borrowers only when created from this moment on.
-    boundAt: integer('bound_at').notNull(),
+    boundAt: ms('bound_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.processor, t.accountId] })],
 );

@@ -1,19 +1,20 @@
-import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { index, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { ident, ms } from './columns';
 import { lenders } from './lenders';
 
 // The lender portal's dashboard users and their server-side sessions. Every user is a lender admin.
 export const dashboardUsers = sqliteTable(
   'dashboard_users',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
     email: text('email').notNull().unique(), // stored lower-case
     displayName: text('display_name').notNull(),
     passwordHash: text('password_hash').notNull(), // argon2id (Bun.password)
-    createdAt: integer('created_at').notNull(),
-    disabledAt: integer('disabled_at'),
+    createdAt: ms('created_at').notNull(),
+    disabledAt: ms('disabled_at'),
   },
   (t) => [index('dashboard_users_lender_idx').on(t.lenderId)],
 );
@@ -23,13 +24,13 @@ export const dashboardUsers = sqliteTable(
 export const portalSessions = sqliteTable(
   'portal_sessions',
   {
-    tokenHash: text('token_hash').primaryKey(),
-    userId: text('user_id')
+    tokenHash: ident('token_hash').primaryKey(),
+    userId: ident('user_id')
       .notNull()
       .references(() => dashboardUsers.id),
     csrfToken: text('csrf_token').notNull(),
-    createdAt: integer('created_at').notNull(),
-    lastSeenAt: integer('last_seen_at').notNull(),
+    createdAt: ms('created_at').notNull(),
+    lastSeenAt: ms('last_seen_at').notNull(),
   },
   (t) => [index('portal_sessions_user_idx').on(t.userId)],
 );

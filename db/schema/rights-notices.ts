@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { ident, ms } from './columns';
 import { enrollments } from './enrollments';
 import { RIGHTS_NOTICE_CHANNELS } from './enums';
 import { lenders } from './lenders';
@@ -11,23 +12,23 @@ import { lenders } from './lenders';
 export const rightsNotices = sqliteTable(
   'rights_notices',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
-    enrollmentId: text('enrollment_id')
+    enrollmentId: ident('enrollment_id')
       .notNull()
       .references(() => enrollments.id),
     // The reference of the second consecutive failed payment.
-    reference: text('reference').notNull(),
+    reference: ident('reference').notNull(),
     // When the service recorded that second failure, and the end (UTC) of the third business day after it.
-    learnedAt: integer('learned_at').notNull(),
-    dueBy: integer('due_by').notNull(),
+    learnedAt: ms('learned_at').notNull(),
+    dueBy: ms('due_by').notNull(),
     // The lender's word that it sent the notice: when, how, and its own reference of the proof. Null until then.
-    sentAt: integer('sent_at'),
+    sentAt: ms('sent_at'),
     channel: text('channel', { enum: RIGHTS_NOTICE_CHANNELS }),
     evidenceRef: text('evidence_ref'),
-    createdAt: integer('created_at').notNull(),
+    createdAt: ms('created_at').notNull(),
   },
   (t) => [
     uniqueIndex('rights_notices_reference_uq').on(t.lenderId, t.reference),
@@ -47,16 +48,16 @@ export const rightsNotices = sqliteTable(
 export const paymentAuthorizations = sqliteTable(
   'payment_authorizations',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
-    enrollmentId: text('enrollment_id')
+    enrollmentId: ident('enrollment_id')
       .notNull()
       .references(() => enrollments.id),
-    obtainedAt: integer('obtained_at').notNull(),
+    obtainedAt: ms('obtained_at').notNull(),
     record: text('record').notNull(),
-    recordedAt: integer('recorded_at').notNull(),
+    recordedAt: ms('recorded_at').notNull(),
   },
   (t) => [index('payment_authorizations_enrollment_idx').on(t.enrollmentId, t.recordedAt, t.id)],
 );

@@ -1,31 +1,30 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core';
-import { EVENT_STATUSES, RAILS } from './enums';
+import { index, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { cents, count, ident, ms, rowId } from './columns';
+import { EVENT_STATUSES, RAILS, SANDBOX_INSTRUMENT_KINDS } from './enums';
 
 // The built-in sandbox processor's own state. It stands for an outside system, so it lives in its own
 // tables: a restart of the service never loses a payment that is "at the processor". `account` is the
 // SHA-256 hex of the processor key: the key itself is never stored here.
 
-export const SANDBOX_INSTRUMENT_KINDS = ['bank_account', 'token'] as const;
-
 export const sandboxPayments = sqliteTable(
   'sandbox_payments',
   {
-    id: text('id').primaryKey(), // sbxpay_…
-    account: text('account').notNull(),
+    id: ident('id').primaryKey(), // sbxpay_…
+    account: ident('account').notNull(),
     // The caller's payment id: a repeated create with it returns this payment.
-    idempotencyKey: text('idempotency_key').notNull(),
-    reference: text('reference'),
+    idempotencyKey: ident('idempotency_key').notNull(),
+    reference: ident('reference'),
     // The entry's description: RETRY PYMT for a reinitiation (Nacha), null otherwise.
     entryDescription: text('entry_description'),
-    amountCents: integer('amount_cents').notNull(),
+    amountCents: cents('amount_cents').notNull(),
     rail: text('rail', { enum: RAILS }).notNull(),
     instrumentKind: text('instrument_kind', { enum: SANDBOX_INSTRUMENT_KINDS }).notNull(),
     // The answer to the first create, returned again on a replay.
     createdStatus: text('created_status', { enum: EVENT_STATUSES }).notNull(),
     createdReturnCode: text('created_return_code'),
     createdMessage: text('created_message'),
-    createdAt: integer('created_at').notNull(),
+    createdAt: ms('created_at').notNull(),
     // The Notification of Change the receiving bank answers the entry with, once settled (`C01:<number>`): an
     // account number of the sandbox's 9996 test value. The sandbox is the outside system: its data is its own.
     correction: text('correction'),
@@ -44,15 +43,15 @@ export const sandboxPayments = sqliteTable(
 export const sandboxTransitions = sqliteTable(
   'sandbox_transitions',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
-    account: text('account').notNull(),
-    paymentId: text('payment_id')
+    id: rowId('id'),
+    account: ident('account').notNull(),
+    paymentId: ident('payment_id')
       .notNull()
       .references(() => sandboxPayments.id),
     status: text('status', { enum: EVENT_STATUSES }).notNull(),
     returnCode: text('return_code'),
     message: text('message'),
-    dueAt: integer('due_at').notNull(),
+    dueAt: ms('due_at').notNull(),
   },
   (t) => [index('sandbox_transitions_due_idx').on(t.account, t.dueAt)],
 );
@@ -61,29 +60,29 @@ export const sandboxTransitions = sqliteTable(
 export const sandboxEvents = sqliteTable(
   'sandbox_events',
   {
-    seq: integer('seq').primaryKey({ autoIncrement: true }),
-    account: text('account').notNull(),
-    paymentId: text('payment_id')
+    seq: rowId('seq'),
+    account: ident('account').notNull(),
+    paymentId: ident('payment_id')
       .notNull()
       .references(() => sandboxPayments.id),
     status: text('status', { enum: EVENT_STATUSES }).notNull(),
     returnCode: text('return_code'),
     message: text('message'),
-    occurredAt: integer('occurred_at').notNull(),
+    occurredAt: ms('occurred_at').notNull(),
   },
   (t) => [index('sandbox_events_account_seq_idx').on(t.account, t.seq), index('sandbox_events_payment_idx').on(t.paymentId, t.seq)],
 );
 
 // Tokenized cards: what a processor keeps about a card, never its number or CVV.
 export const sandboxCards = sqliteTable('sandbox_cards', {
-  token: text('token').primaryKey(), // sbxpm_…
-  account: text('account').notNull(),
+  token: ident('token').primaryKey(), // sbxpm_…
+  account: ident('account').notNull(),
   last4: text('last4').notNull(),
   brand: text('brand').notNull(),
   funding: text('funding').notNull(),
-  expMonth: integer('exp_month').notNull(),
-  expYear: integer('exp_year').notNull(),
-  createdAt: integer('created_at').notNull(),
+  expMonth: count('exp_month').notNull(),
+  expYear: count('exp_year').notNull(),
+  createdAt: ms('created_at').notNull(),
 });
 
 // Creates that failed transiently before any payment existed (cents 98), so the next try of the same
@@ -91,10 +90,10 @@ export const sandboxCards = sqliteTable('sandbox_cards', {
 export const sandboxIdempotency = sqliteTable(
   'sandbox_idempotency',
   {
-    account: text('account').notNull(),
-    idempotencyKey: text('idempotency_key').notNull(),
-    failedAttempts: integer('failed_attempts').notNull(),
-    firstAttemptAt: integer('first_attempt_at').notNull(),
+    account: ident('account').notNull(),
+    idempotencyKey: ident('idempotency_key').notNull(),
+    failedAttempts: count('failed_attempts').notNull(),
+    firstAttemptAt: ms('first_attempt_at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.account, t.idempotencyKey] })],
 );

@@ -1,26 +1,27 @@
-import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { cents, count, ident, ms, rowId } from './columns';
 import { lenders } from './lenders';
 import { PAYMENT_TYPES, SCHEDULE_STATUSES } from './enums';
 
 export const schedules = sqliteTable(
   'schedules',
   {
-    id: text('id').primaryKey(),
-    lenderId: text('lender_id')
+    id: ident('id').primaryKey(),
+    lenderId: ident('lender_id')
       .notNull()
       .references(() => lenders.id),
     name: text('name').notNull(),
     status: text('status', { enum: SCHEDULE_STATUSES }).notNull(),
-    intervalDays: integer('interval_days').notNull(),
+    intervalDays: count('interval_days').notNull(),
     timeOfDay: text('time_of_day').notNull(), // HH:mm UTC
     startsAt: text('starts_at'), // YYYY-MM-DD
     expiresAt: text('expires_at').notNull(), // YYYY-MM-DD, the date of the final run
     webhook: text('webhook'),
-    thresholdCents: integer('threshold_cents'),
-    createdAt: integer('created_at').notNull(),
-    updatedAt: integer('updated_at').notNull(),
-    lastRunAt: integer('last_run_at'),
-    nextRunAt: integer('next_run_at'),
+    thresholdCents: cents('threshold_cents'),
+    createdAt: ms('created_at').notNull(),
+    updatedAt: ms('updated_at').notNull(),
+    lastRunAt: ms('last_run_at'),
+    nextRunAt: ms('next_run_at'),
   },
   (t) => [
     uniqueIndex('schedules_lender_name_idx').on(t.lenderId, t.name),
@@ -32,17 +33,17 @@ export const schedules = sqliteTable(
 export const scheduleAuthorizers = sqliteTable(
   'schedule_authorizers',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
-    scheduleId: text('schedule_id')
+    id: rowId('id'),
+    scheduleId: ident('schedule_id')
       .notNull()
       .references(() => schedules.id),
-    authorizerUniqueId: text('authorizer_unique_id').notNull(),
+    authorizerUniqueId: ident('authorizer_unique_id').notNull(),
     paymentType: text('payment_type', { enum: PAYMENT_TYPES }).notNull(),
     routingNumber: text('routing_number'),
     phone: text('phone'),
     zip: text('zip'),
     metadata: text('metadata'),
-    thresholdCents: integer('threshold_cents'),
+    thresholdCents: cents('threshold_cents'),
     sealed: text('sealed').notNull(), // the authorizer's sensitive fields, vault-sealed
   },
   (t) => [uniqueIndex('schedule_authorizers_unique_idx').on(t.scheduleId, t.authorizerUniqueId)],

@@ -1,4 +1,5 @@
-import { blob, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { primaryKey, sqliteTable } from 'drizzle-orm/sqlite-core';
+import { bytes, ident } from './columns';
 
 // Borrower search without decrypting borrowers: at enrollment each searchable value (a name, the phone, the
 // account's and the card's last four), normalized, is stored as an HMAC under a key derived from the vault key.
@@ -12,8 +13,8 @@ import { blob, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core';
 export const borrowerSearch = sqliteTable(
   'borrower_search',
   {
-    hash: blob('hash', { mode: 'buffer' }).notNull(),
-    authorizerUniqueId: text('authorizer_unique_id').notNull(),
+    hash: bytes('hash').notNull(),
+    authorizerUniqueId: ident('authorizer_unique_id').notNull(),
   },
   (t) => [primaryKey({ columns: [t.hash, t.authorizerUniqueId] })],
 );
@@ -24,10 +25,10 @@ export const borrowerSearch = sqliteTable(
 export const searchableBorrowers = sqliteTable(
   'searchable_borrowers',
   {
-    lenderId: text('lender_id').notNull(),
-    authorizerUniqueId: text('authorizer_unique_id').notNull(),
-    keyId: text('key_id').notNull(),
-    hashes: blob('hashes', { mode: 'buffer' }).notNull(),
+    lenderId: ident('lender_id').notNull(),
+    authorizerUniqueId: ident('authorizer_unique_id').notNull(),
+    keyId: ident('key_id').notNull(),
+    hashes: bytes('hashes').notNull(),
   },
   (t) => [primaryKey({ columns: [t.lenderId, t.authorizerUniqueId] })],
 );

@@ -1,5 +1,7 @@
 // engine: once
-// The PostgreSQL schema (db/schema-pg) and the SQLite one (db/schema) cannot drift apart: both are read with
+// The PostgreSQL schema (db/schema-pg, its table files generated from db/schema) and the SQLite one cannot
+// drift apart: the kits' types, the hand-written triggers and the migrations are what generation does not
+// cover. Both schemas are read with
 // drizzle's getTableConfig into one engine-neutral shape per table (columns with their kind, nullability,
 // default, enum values and identity; the primary key; unique constraints; indexes with their columns,
 // uniqueness and predicate; checks; foreign keys) and the shapes must be equal. Every SQLite trigger the

@@ -1,8 +1,9 @@
 import type { Database } from 'bun:sqlite';
 import type { Config } from '../config';
 import type { Clock } from './clock';
-import type { Db, Orm } from './db';
+import type { Db } from './db';
 import { immediate } from './db';
+import { handleOf, txOf } from './sql/sqlite-handle';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import type { PageTokens } from './pagination';
@@ -88,7 +89,7 @@ export function withTransaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx?:
   if (ctx.tx) return fn(ctx as C & { tx: Tx });
   // Called from inside an open asynchronous transaction without its ctx, it joins that one (a savepoint).
   return immediate(ctx.deps.db.$client, () => {
-    const result = fn({ ...ctx, tx: ctx.deps.db as Orm as Tx });
+    const result = fn({ ...ctx, tx: txOf(ctx.deps.db) });
     if (result instanceof Promise) throw new Error('withTransaction: the callback must be synchronous');
     return result;
   });
@@ -106,7 +107,7 @@ export function savepoint<T>(ctx: { deps: TransactionsSlot; tx: Tx }, fn: () => 
 }
 
 /** The query handle of a context: the open transaction's, else the database's. */
-export const dbOf = (ctx: { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }): Db => ctx.tx ?? ctx.deps.db;
+export const dbOf = (ctx: { deps: Pick<PlatformDeps, 'db'>; tx?: Tx }): Db => (ctx.tx ? handleOf(ctx.tx) : ctx.deps.db);
 
 /** The write gate of the service's database (platform/write-gate.ts): awaited before a write after an await. */
 export const writeGate = (deps: TransactionsSlot): WriteGate => deps.engine.transactions.gate;

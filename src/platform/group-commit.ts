@@ -1,6 +1,6 @@
 import type { Database } from 'bun:sqlite';
 import type { PlatformDeps, Tx } from './context';
-import type { Orm } from './db';
+import { txOf } from './sql/sqlite-handle';
 import { writeAlone } from './tx-lock';
 
 // Group commit. Under synchronous=FULL every COMMIT waits for the WAL to reach the disk, and on the event
@@ -89,7 +89,7 @@ export function groupCommit<C extends { deps: Pick<PlatformDeps, 'db'>; tx?: Tx 
   const sqlite = ctx.deps.db.$client;
   let g = groups.get(sqlite);
   if (!g) {
-    g = new GroupCommit(sqlite, ctx.deps.db as Orm as Tx);
+    g = new GroupCommit(sqlite, txOf(ctx.deps.db));
     groups.set(sqlite, g);
   }
   return g.run((tx) => fn({ ...ctx, tx }));

@@ -5,6 +5,7 @@ import type { Db } from './db';
 import type { Tx } from './context';
 import { sqliteTransaction } from './transactions.sqlite';
 import { newLeaseToken } from './lease-token';
+import { handleOf } from './sql/sqlite-handle';
 import type { StoreCtx, TxCtx } from './store';
 
 // A work queue kept in a SQLite table, claimed by leases. The table follows one convention:
@@ -174,5 +175,5 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
 /** The default strategy: the oldest due rows first, by next_attempt_at. */
 export function oldestDueFirst<Row>(select: string): PickStrategy<Row> {
   return ({ tx, want, now, due, lease }) =>
-    lease(tx.$client.query<Row, [number, number]>(`${select} WHERE ${due} ORDER BY next_attempt_at LIMIT ?2`).all(now, want));
+    lease(handleOf(tx).$client.query<Row, [number, number]>(`${select} WHERE ${due} ORDER BY next_attempt_at LIMIT ?2`).all(now, want));
 }

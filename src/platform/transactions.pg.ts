@@ -1,7 +1,8 @@
 import { sql } from 'drizzle-orm';
 import type { Transactions } from './engine';
-import type { PgDb, PgHandle } from './pg-types';
+import type { PgHandle } from './pg-types';
 import type { Tx } from './tx';
+import { handleOf, txOf } from './sql/pg';
 import { openTransactionOn, runInside } from './tx-lock';
 import { gateOf } from './write-gate';
 
@@ -20,7 +21,7 @@ export function pgTransactions(pg: PgHandle): Transactions {
 
 /** A savepoint of the open transaction (see platform/context.ts `savepoint`). */
 async function pgSavepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
-  const handle = tx as unknown as PgDb;
+  const handle = handleOf(tx);
   await handle.execute(sql`SAVEPOINT one_of_many`);
   try {
     const result = await fn();
@@ -44,7 +45,7 @@ async function pgTransaction<C extends { tx?: Tx }, T>(pg: PgHandle, ctx: C, fn:
   if (ctx.tx) return fn(ctx as C & { tx: Tx });
   const open = openTransactionOn<Tx>(pg);
   if (open) return fn({ ...ctx, tx: open });
-  return pg.db.transaction((tx) => runInside(pg, tx, async () => fn({ ...ctx, tx: tx as unknown as Tx })));
+  return pg.db.transaction((tx) => runInside(pg, tx, async () => fn({ ...ctx, tx: txOf(tx) })));
 }
 
 /** Thrown to roll a read snapshot back, carrying what fn returned. */
@@ -56,7 +57,7 @@ class SnapshotDone<T> {
 async function pgReadSnapshot<C extends { tx?: Tx }, T>(pg: PgHandle, ctx: C, fn: (ctx: C & { tx: Tx }) => T | Promise<T>): Promise<T> {
   const outer = ctx.tx ?? openTransactionOn<Tx>(pg);
   if (outer) {
-    const tx = outer as unknown as PgDb;
+    const tx = handleOf(outer);
     await tx.execute(sql`SAVEPOINT read_snapshot`);
     try {
       return await fn({ ...ctx, tx: outer });
@@ -69,7 +70,7 @@ async function pgReadSnapshot<C extends { tx?: Tx }, T>(pg: PgHandle, ctx: C, fn
     await pg.db.transaction(
       (tx) =>
         runInside(pg, tx, async () => {
-          throw new SnapshotDone(await fn({ ...ctx, tx: tx as unknown as Tx }));
+          throw new SnapshotDone(await fn({ ...ctx, tx: txOf(tx) }));
         }),
       { isolationLevel: 'repeatable read' },
     );

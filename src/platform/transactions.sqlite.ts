@@ -1,6 +1,7 @@
-import type { Db, Orm } from './db';
+import type { Db } from './db';
 import type { Transactions } from './engine';
 import type { Tx } from './tx';
+import { handleOf, txOf } from './sql/sqlite-handle';
 import { txLockOf } from './tx-lock';
 import { gateOf } from './write-gate';
 
@@ -27,14 +28,14 @@ export async function sqliteTransaction<C extends { tx?: Tx }, T>(db: Db, ctx: C
   const lock = txLockOf(client);
   // Called from inside a transaction of its own caller (one that did not pass its ctx): it joins that one,
   // at once, as a nested synchronous transaction would. Another caller's open transaction is waited for.
-  if (client.inTransaction && !lock.heldByAnother()) return fn({ ...ctx, tx: db as Orm as Tx });
+  if (client.inTransaction && !lock.heldByAnother()) return fn({ ...ctx, tx: txOf(db) });
   const release = await lock.acquire();
   try {
     client.query('BEGIN IMMEDIATE').run();
     lock.setOpen(true);
     let result: T;
     try {
-      const r = lock.runMarked(() => fn({ ...ctx, tx: db as Orm as Tx }));
+      const r = lock.runMarked(() => fn({ ...ctx, tx: txOf(db) }));
       // A synchronous callback commits in the same step: no turn of the event loop while it is open.
       result = r instanceof Promise ? await r : r;
     } catch (e) {
@@ -56,7 +57,7 @@ export async function sqliteTransaction<C extends { tx?: Tx }, T>(db: Db, ctx: C
 
 /** `savepoint` (platform/context.ts) on SQLite: cached statements, not a nested bun:sqlite transaction. */
 async function sqliteSavepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
-  const c = tx.$client;
+  const c = handleOf(tx).$client;
   c.query('SAVEPOINT one_of_many').run();
   try {
     const result = await fn();
@@ -76,7 +77,7 @@ async function sqliteSnapshot<C extends { tx?: Tx }, T>(db: Db, ctx: C, fn: (ctx
   if (ctx.tx || (client.inTransaction && !lock.heldByAnother())) {
     client.query('SAVEPOINT read_snapshot').run();
     try {
-      return await fn({ ...ctx, tx: ctx.tx ?? (db as Orm as Tx) });
+      return await fn({ ...ctx, tx: ctx.tx ?? (txOf(db)) });
     } finally {
       client.query('ROLLBACK TO read_snapshot').run();
       client.query('RELEASE read_snapshot').run();
@@ -87,7 +88,7 @@ async function sqliteSnapshot<C extends { tx?: Tx }, T>(db: Db, ctx: C, fn: (ctx
     client.query('BEGIN DEFERRED').run();
     lock.setOpen(true);
     try {
-      return await lock.runMarked(() => fn({ ...ctx, tx: db as Orm as Tx }));
+      return await lock.runMarked(() => fn({ ...ctx, tx: txOf(db) }));
     } finally {
       if (client.inTransaction) client.query('ROLLBACK').run();
     }

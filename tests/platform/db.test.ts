@@ -1,4 +1,5 @@
 // engine: sqlite
+import { handleOf } from '../../src/platform/sql/sqlite';
 import { afterAll, describe, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -261,7 +262,7 @@ describe('the transaction handle', () => {
     expect([typeof insertOf, typeof asTx]).toEqual(['function', 'function']);
     const h = openDatabase(':memory:');
     try {
-      const inside = withTransaction({ deps: { db: h.db } }, ({ tx }) => tx.$client.query('SELECT 1 AS one').get());
+      const inside = withTransaction({ deps: { db: h.db } }, ({ tx }) => handleOf(tx).$client.query('SELECT 1 AS one').get());
       expect(inside).toEqual({ one: 1 });
       expect(() => withTransaction({ deps: { db: h.db } }, () => Promise.resolve(1))).toThrow(/synchronous/);
     } finally {

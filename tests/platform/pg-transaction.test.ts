@@ -5,10 +5,10 @@
 import { afterAll, beforeEach, describe, expect, test } from 'bun:test';
 import { sql } from 'drizzle-orm';
 import { onPostgres, freshPgDatabase } from '../helpers/pg';
-import { openPg, type PgDb, type PgHandle } from '../../src/platform/pg';
+import { openPg, type PgHandle } from '../../src/platform/pg';
 import { readSnapshot, savepoint, transaction, type Tx } from '../../src/platform/context';
 import { assertOutsideTransaction, NetworkInTransactionError } from '../../src/platform/tx-lock';
-import { lockFor, readerOf } from '../../src/platform/sql/pg';
+import { handleOf, lockFor, readerOf } from '../../src/platform/sql/pg';
 import type { StoreCtx, TxCtx } from '../../src/platform/store';
 import { pgStoreDeps } from '../helpers/pg-store-deps';
 
@@ -25,7 +25,7 @@ if (!onPostgres) {
     database.drop();
   });
 
-  const txOf = (c: { tx: Tx }) => c.tx as unknown as PgDb;
+  const txOf = (c: { tx: Tx }) => handleOf(c.tx);
   const ins = (c: { tx: Tx }, x: number) => txOf(c).execute(sql`INSERT INTO tx_probe VALUES (${x})`);
   const rows = async () => ((await pg.sql`SELECT x FROM tx_probe ORDER BY x`) as { x: number }[]).map((r) => r.x);
 

@@ -1,7 +1,8 @@
 import { and, asc, count, eq, isNull, type SQL } from 'drizzle-orm';
 import { apiKeys, lenders } from '../../../db/schema';
 import type { Db, Orm } from '../../platform/db';
-import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
+import { handleOf, lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
+import type { Tx } from '../../platform/tx';
 import type { ApiKeyRow, LenderRow, LenderStore } from './store';
 import type { ApiKeyLookup, KeyHolder } from '../../platform/engine';
 import { gateOf } from '../../platform/write-gate';
@@ -43,11 +44,17 @@ const revokeWhere = (db: Orm, which: SQL, now: number): boolean =>
     .all().length > 0;
 
 /**
- * The statements of the lenders' synchronous paths (the test set-up, the portal's pages not yet
- * asynchronous), for callers not yet asynchronous.
+ * The statements of the lenders' synchronous set-up on SQLite (tests and benchmarks, before anything is
+ * served), in a transaction of platform/context.ts's withTransaction.
  * @deprecated transitional: await `lenderStore`.
  */
-export const lenderStatementsNow = { lenderNamed, addLender, setDebitCardApproval, liveKeyCount, addKey, listKeys };
+export const lenderStatementsNow = {
+  lenderNamed,
+  addLender: (tx: Tx, lender: LenderRow) => addLender(handleOf(tx), lender),
+  setDebitCardApproval: (tx: Tx, lenderId: string, approved: boolean) => setDebitCardApproval(handleOf(tx), lenderId, approved),
+  liveKeyCount: (tx: Tx, lenderId: string) => liveKeyCount(handleOf(tx), lenderId),
+  addKey: (tx: Tx, key: Pick<ApiKeyRow, 'id' | 'lenderId' | 'prefix' | 'keyHash' | 'createdAt'>) => addKey(handleOf(tx), key),
+};
 
 export const sqliteLenderStore: LenderStore = {
   async lenderNamed(c, name) {

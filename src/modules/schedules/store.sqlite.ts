@@ -3,7 +3,7 @@ import { batches, scheduleAuthorizers, schedules } from '../../../db/schema';
 import type { ScheduleStatus } from '../../../db/schema/enums';
 import type { Tx } from '../../platform/context';
 import type { Db } from '../../platform/db';
-import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
+import { handleOf, lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { ScheduleRow, ScheduleStore } from './store';
 
 // The scheduler's raw prepared statement: the due check runs every tick against every schedule and must
@@ -42,7 +42,7 @@ const listSchedules = (db: Db, f: { lenderId: string; status?: ScheduleStatus; a
 };
 
 const recordRunCompleted = (tx: Tx, id: string, completedAt: number): string | null =>
-  tx.update(schedules).set({ lastRunAt: completedAt }).where(eq(schedules.id, id)).returning({ webhook: schedules.webhook }).get()?.webhook ?? null;
+  handleOf(tx).update(schedules).set({ lastRunAt: completedAt }).where(eq(schedules.id, id)).returning({ webhook: schedules.webhook }).get()?.webhook ?? null;
 
 export const sqliteScheduleStore: ScheduleStore = {
   async scheduleOf(c, lenderId, id) {

@@ -4,7 +4,7 @@ import type { Tx } from '../../platform/context';
 import type { Db } from '../../platform/db';
 import { LeaseQueue } from '../../platform/lease-queue';
 import { olderThan } from '../../platform/pagination';
-import { listOf, lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
+import { handleOf, listOf, lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import { CUT_SHORT, SENDING } from './store-shared';
 import type { DeliveryListFilter, DueRow, NewDelivery, WebhookStore } from './store';
 
@@ -21,7 +21,7 @@ const insertDelivery = (db: Db, v: NewDelivery) =>
     .run(v.id, v.lenderId, v.type, v.url, v.body, v.now, v.now);
 
 function insertDeliveries(tx: Tx, deliveries: NewDelivery[]): void {
-  for (const d of deliveries) insertDelivery(tx, d);
+  for (const d of deliveries) insertDelivery(handleOf(tx), d);
 }
 
 /** Due deliveries, oldest first, leaving out those a run already holds (a JSON array of ids, bound as ?3). */
@@ -103,9 +103,9 @@ function deliveryQueue(db: Db): DeliveryQueue {
     q = new LeaseQueue<typeof webhookDeliveries, DueRow, DeliveryClaim>(db, webhookDeliveries, {
       leaseMs: (claim) => claim.leaseMs,
       pick: ({ tx, want, now, due, input, lease }) => {
-        const rows = dueDeliveries(tx, due, now, want, listOf(input.exclude));
+        const rows = dueDeliveries(handleOf(tx), due, now, want, listOf(input.exclude));
         // Each claimed delivery's attempt row is written in the claim's transaction, before any request leaves.
-        for (const r of rows) r.attemptId = openAttempt(tx, r.id, now);
+        for (const r of rows) r.attemptId = openAttempt(handleOf(tx), r.id, now);
         lease(rows);
       },
     });
@@ -181,11 +181,11 @@ export const sqliteWebhookStore: WebhookStore = {
     const queue = deliveryQueue(c.deps.db);
     for (const r of records) {
       if (!r.sent) {
-        if (r.attemptId !== undefined) dropAttempt(tx, r.attemptId);
+        if (r.attemptId !== undefined) dropAttempt(handleOf(tx), r.attemptId);
         queue.finish(c, r, { state: 'pending' });
         continue;
       }
-      completeAttempt(tx, { id: r.attemptId ?? openAttempt(tx, r.id, r.attempt.at), ...r.attempt });
+      completeAttempt(handleOf(tx), { id: r.attemptId ?? openAttempt(handleOf(tx), r.id, r.attempt.at), ...r.attempt });
       queue.finish(c, r, {
         state: r.state,
         attempts: r.attempts,
@@ -201,7 +201,7 @@ export const sqliteWebhookStore: WebhookStore = {
     }
   },
   async releaseDeliveryLeases(c, prefix) {
-    closeCutShortAttempts(c.tx);
+    closeCutShortAttempts(handleOf(c.tx));
     return deliveryQueue(c.deps.db).release(c, prefix);
   },
 

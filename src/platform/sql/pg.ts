@@ -8,6 +8,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import { arrayTypeOf, type PgDb, type PgHandle } from '../pg';
 import type { StoreCtx, TxCtx } from '../store';
+import type { Tx } from '../tx';
 import { openTransactionOn } from '../tx-lock';
 import { oncePerHandle } from './built-once';
 
@@ -21,13 +22,19 @@ function poolOf(c: StoreCtx): PgHandle {
 
 /** The handle a store reads with: the open transaction's (its own writes visible), else the pool. */
 export function readerOf(c: StoreCtx): PgDb {
-  if (c.tx) return c.tx as unknown as PgDb;
+  if (c.tx) return handleOf(c.tx);
   const pg = poolOf(c);
   return openTransactionOn<PgDb>(pg) ?? pg.db;
 }
 
 /** The handle a store writes with: the open transaction's. */
-export const writerOf = (c: TxCtx): PgDb => c.tx as unknown as PgDb;
+export const writerOf = (c: TxCtx): PgDb => handleOf(c.tx);
+
+/** The connection under a transaction opened on PostgreSQL (platform/transactions.pg.ts). */
+export const handleOf = (tx: Tx): PgDb => tx as unknown as PgDb;
+
+/** A transaction's connection as its Tx: for what opens one (transactions.pg.ts). */
+export const txOf = (db: PgDb): Tx => db as unknown as Tx;
 
 /** Whether the call runs inside a transaction: its reads are then made to be written upon (locked). */
 export const inTransaction = (c: StoreCtx): boolean => readerOf(c) !== c.deps.pg!.db;

@@ -11,6 +11,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { Db, Orm } from '../db';
 import type { StoreCtx, TxCtx } from '../store';
+import { handleOf } from './sqlite-handle';
 import { insideTransactionOn } from '../tx-lock';
 import { oncePerHandle } from './built-once';
 
@@ -21,13 +22,15 @@ export { num, numOrNull } from './numbers';
  * connection. A caller inside its own transaction that did not pass its ctx still reads on the writer.
  */
 export function readerOf(c: StoreCtx): Db {
-  if (c.tx) return c.tx;
+  if (c.tx) return handleOf(c.tx);
   if (insideTransactionOn(c.deps.db.$client)) return c.deps.db;
   return c.deps.reader;
 }
 
 /** The handle a store writes with: the open transaction's. */
-export const writerOf = (c: TxCtx): Orm => c.tx;
+export const writerOf = (c: TxCtx): Orm => handleOf(c.tx);
+
+export { handleOf, txOf } from './sqlite-handle';
 
 /** Whether the call runs inside a transaction (its ctx's, or one its caller opened without passing it). */
 export const inTransaction = (c: StoreCtx): boolean => readerOf(c) !== c.deps.reader;

@@ -17,7 +17,7 @@ import { builtOnce, exactSum, inList, listOf, lockFor, num, numOrNull, probeByIn
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue.pg';
 import type { PastPayment } from './rules';
 import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, DecisionRead, DecidingRow, PaymentReadStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
-import { DISPATCH_LEASE_MS, REVOKED, REVOKED_E } from './store-shared';
+import { decidingColumns, DISPATCH_LEASE_MS, REVOKED, REVOKED_E } from './store-shared';
 
 // Collection's SQL on PostgreSQL: the same questions as store.sqlite.ts, with the same answers, orders and
 // shapes. Transactions run side by side here (READ COMMITTED), so what SQLite's single writer gave for free is
@@ -400,7 +400,7 @@ export const pgMatchingStore: MatchingStore = {
 // The decision's reads, built once per handle (a flush of results asks them for each of its borrowers).
 /** A borrower as a decision reads it: its enrollment row, and its bank account's state and last return beside it. */
 const DECIDING = {
-  ...getTableColumns(enrollments),
+  ...decidingColumns(getTableColumns(enrollments)),
   accountState: bankAccounts.state,
   accountLastReturnAt: bankAccounts.lastReturnAt,
   accountPendingChangeId: bankAccounts.pendingChangeId,
@@ -409,7 +409,7 @@ const DECIDING = {
   // A fraud-monitoring hold rule's alert, open or needing information, holds the borrower (1) or not (0).
   fraudHold: sql<number>`CASE WHEN ${sql.raw(OPEN_HOLD('"enrollments"'))} THEN 1 ELSE 0 END`.mapWith(Number),
 };
-const decidingRow = (r: typeof enrollments.$inferSelect & StandingBeside): DecidingRow => withStanding(r);
+const decidingRow = (r: Omit<DecidingRow, 'account' | 'fraudHold'> & StandingBeside & { fraudHold: number }): DecidingRow => withStanding(r);
 const enrollmentToDecide = builtOnce((db) =>
   db.select(DECIDING).from(enrollments).leftJoin(bankAccounts, eq(bankAccounts.id, enrollments.bankAccountId)).where(eq(enrollments.id, sql.placeholder('id'))).prepare('enrollment_to_decide'),
 );

@@ -6,7 +6,7 @@ import { DAY_MS } from '../../platform/clock';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue';
 import { builtOnce, exactSum, listOf, readerOf, sumOf, writerOf, type Summed } from '../../platform/sql/sqlite';
 import type { PastPayment } from './rules';
-import { DISPATCH_LEASE_MS, REVOKED, REVOKED_E } from './store-shared';
+import { decidingColumns, DISPATCH_LEASE_MS, REVOKED, REVOKED_E } from './store-shared';
 import { OPEN_HOLD } from '../fraud-monitoring/store-shared';
 import { BLOCKING_ACCOUNT, standingColumns, standingOf, withStanding, type RawStanding, type StandingBeside } from '../bank-accounts/store-shared';
 import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, DecisionRead, DecidingRow, PaymentReadStore, CountedSum, DuePayment, EventRecord, LedgerTotals, OwnPayment, PaymentPageQuery, PaymentReport, ScheduledPayment, StatusMove } from './store';
@@ -187,7 +187,7 @@ const scheduledPaymentOf = (db: Db, enrollmentId: string) =>
 
 /** A borrower as a decision reads it: its enrollment row, and its bank account's state and last return beside it. */
 const DECIDING = {
-  ...getTableColumns(enrollments),
+  ...decidingColumns(getTableColumns(enrollments)),
   accountState: bankAccounts.state,
   accountLastReturnAt: bankAccounts.lastReturnAt,
   accountPendingChangeId: bankAccounts.pendingChangeId,
@@ -197,7 +197,7 @@ const DECIDING = {
   fraudHold: sql<number>`CASE WHEN ${sql.raw(OPEN_HOLD('"enrollments"'))} THEN 1 ELSE 0 END`.mapWith(Number),
 };
 /** A row read with DECIDING, as the decision takes it: the account's standing as one field, null when none is linked. */
-const decidingRow = (r: typeof enrollments.$inferSelect & StandingBeside): DecidingRow => withStanding(r);
+const decidingRow = (r: Omit<DecidingRow, 'account' | 'fraudHold'> & StandingBeside & { fraudHold: number }): DecidingRow => withStanding(r);
 
 /** decisionInputsOf's three reads, for a list of borrowers (bound as one JSON parameter). */
 const enrollmentsToDecide = builtOnce((db: Db) =>

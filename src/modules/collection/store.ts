@@ -6,6 +6,7 @@ import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { PastPayment } from './rules';
 
 export { DISPATCH_LEASE_MS } from './store-shared';
+import type { DECIDING_COLUMNS } from './store-shared';
 
 export interface DuePayment {
   id: string;
@@ -33,7 +34,7 @@ export type PaymentRow = typeof payments.$inferSelect;
 export type NewPayment = typeof payments.$inferInsert;
 export type EnrollmentRow = typeof enrollments.$inferSelect;
 /** A borrower as a decision reads it: its enrollment, and its bank account's standing (null: none linked). */
-export type DecidingRow = EnrollmentRow & { account: AccountStanding | null; fraudHold?: number };
+export type DecidingRow = Pick<EnrollmentRow, (typeof DECIDING_COLUMNS)[number]> & { account: AccountStanding | null; fraudHold?: number };
 export type PaymentEventRow = typeof paymentEvents.$inferSelect;
 
 export interface EventRecord {

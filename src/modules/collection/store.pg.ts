@@ -45,7 +45,7 @@ const textArray = (values: readonly string[]) => sql`${listOf(values)}::text[]`;
 const REFERENCE_BUCKETS = 64;
 
 /** The key an advisory lock of a reference takes (lockFor's format), so one and many lock the same keys. */
-const referenceKey = (lenderId: string, reference: string) =>
+export const referenceKey = (lenderId: string, reference: string) =>
   ['collection-reference', lenderId, String(Number(Bun.hash.wyhash(reference) % BigInt(REFERENCE_BUCKETS)))].join('\u001f');
 
 /** The latest recorded event of a reference: by its recording time, then by its id (UUIDv7, in insertion order). */

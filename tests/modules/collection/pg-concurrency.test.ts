@@ -14,6 +14,7 @@ import { transaction } from '../../../src/platform/context';
 import { replicaPrefix } from '../../../src/platform/lease-token';
 import type { StoreCtx, TxCtx } from '../../../src/platform/store';
 import { DISPATCH_LEASE_MS } from '../../../src/modules/collection/store';
+import { referenceKey } from '../../../src/modules/collection/store.pg';
 import { knownAmong, recordNotAttempted, recordObservation, recordSlice, releaseScheduled, type Observation } from '../../../src/modules/collection/record';
 import { newId } from '../../../src/platform/ids';
 import { pgStoreDeps } from '../../helpers/pg-store-deps';
@@ -333,7 +334,10 @@ if (!onPostgres) {
     test('two batches that lock one another out: one is rolled back whole (to be read again), nothing is set aside', async () => {
       const k = await lender();
       const p1 = await payment(k, await borrower(k.lenderId));
-      const p2 = await payment(k, await borrower(k.lenderId));
+      // Two references of different lock buckets: in one bucket the second batch would wait for the first at its
+      // first reference, before either held one the other wants.
+      let p2 = await payment(k, await borrower(k.lenderId));
+      while (referenceKey(k.lenderId, p2.reference!) === referenceKey(k.lenderId, p1.reference!)) p2 = await payment(k, await borrower(k.lenderId));
       let arrived = 0;
       let both!: () => void;
       const bothHold = new Promise<void>((r) => (both = r));

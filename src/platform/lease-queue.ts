@@ -1,8 +1,7 @@
 import type { Database, SQLQueryBindings } from 'bun:sqlite';
 import { getTableName } from 'drizzle-orm';
 import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core';
-import type { Db } from './db';
-import type { Tx } from './context';
+import type { Db, Orm } from './db';
 import { sqliteTransaction } from './transactions.sqlite';
 import { newLeaseToken } from './lease-token';
 import { handleOf } from './sql/sqlite-handle';
@@ -42,7 +41,7 @@ export type QueueTable = SQLiteTable & QueueColumns & { id: SQLiteColumn };
  * it has taken is no longer due when it looks again. `due` is the SQL condition of a due row (`?1` = now);
  * `input` is what the caller gave this claim.
  */
-export type PickStrategy<Row, Input = void> = (c: { tx: Tx; want: number; now: number; due: string; input: Input; lease(rows: Row[]): void }) => void;
+export type PickStrategy<Row, Input = void> = (c: { db: Orm; want: number; now: number; due: string; input: Input; lease(rows: Row[]): void }) => void;
 
 type InputArgs<Input> = [Input] extends [void] ? [] : [input: Input];
 
@@ -99,7 +98,7 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
       const until = now + (typeof this.opts.leaseMs === 'function' ? this.opts.leaseMs(input) : this.opts.leaseMs);
       const leaseToken = newLeaseToken();
       this.opts.pick({
-        tx,
+        db: handleOf(tx),
         want,
         now,
         input,
@@ -174,6 +173,6 @@ export class LeaseQueue<T extends QueueTable, Row extends { id: string | number 
 
 /** The default strategy: the oldest due rows first, by next_attempt_at. */
 export function oldestDueFirst<Row>(select: string): PickStrategy<Row> {
-  return ({ tx, want, now, due, lease }) =>
-    lease(handleOf(tx).$client.query<Row, [number, number]>(`${select} WHERE ${due} ORDER BY next_attempt_at LIMIT ?2`).all(now, want));
+  return ({ db, want, now, due, lease }) =>
+    lease(db.$client.query<Row, [number, number]>(`${select} WHERE ${due} ORDER BY next_attempt_at LIMIT ?2`).all(now, want));
 }

@@ -5,7 +5,7 @@ import type { Db, Orm } from '../../platform/db';
 import { groupCommit } from '../../platform/group-commit';
 import { olderThan } from '../../platform/pagination';
 import { LeaseQueue, type PickStrategy } from '../../platform/lease-queue';
-import { handleOf, lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
+import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import { BACKLOG_LOCK, ITEM_LEASE_MS, MIN_BATCH_CHUNK } from './store-shared';
 import type { BalanceStore, CachedResponse, ResultRow, ClaimedItem, CountedBatch, ExportRow, LatestResult, LatestResultOf, NewBatch, ThresholdHit } from './store';
 
@@ -202,8 +202,8 @@ const replacePayloadItems = (tx: Orm, batchId: string, items: Uint8Array) =>
  * its own. Two statements a claim (bench processing).
  */
 function fairShares(turn: () => number): PickStrategy<ClaimedItem> {
-  return ({ tx, want, now, due, lease }) => {
-    const active = openBatches(handleOf(tx)).filter((b) => b.status === 'processing');
+  return ({ db, want, now, due, lease }) => {
+    const active = openBatches(db).filter((b) => b.status === 'processing');
     if (active.length === 0) return;
     const byLender = new Map<string, string[]>();
     for (const b of active) {
@@ -225,7 +225,7 @@ function fairShares(turn: () => number): PickStrategy<ClaimedItem> {
         const perBatch = Math.max(MIN_BATCH_CHUNK, Math.ceil(perLender / batchIds.length));
         for (let bi = 0; bi < batchIds.length && lenderBudget > 0 && claimed < want; bi++) {
           const batchId = batchIds[(bi + t) % batchIds.length]!;
-          const items = dueItemsOfBatch(handleOf(tx), due, batchId, now, Math.min(perBatch, lenderBudget, want - claimed));
+          const items = dueItemsOfBatch(db, due, batchId, now, Math.min(perBatch, lenderBudget, want - claimed));
           lease(items);
           claimed += items.length;
           lenderBudget -= items.length;
@@ -254,16 +254,17 @@ export const sqliteBalanceStore: BalanceStore = {
   },
   acceptBatch(c, a) {
     // Requests accepted at about the same moment share one commit (and its fsync).
-    return groupCommit(c, ({ tx }) => {
+    return groupCommit(c, (t) => {
+      const db = writerOf(t);
       // Checked again under the write lock: two identical requests at once still make one batch.
-      const hit = a.replay ? findCachedResponse(handleOf(tx), a.batch.lenderId, a.replay.bodyHash, a.replay.since) : null;
+      const hit = a.replay ? findCachedResponse(db, a.batch.lenderId, a.replay.bodyHash, a.replay.since) : null;
       if (hit) return { kind: 'replay' as const, hit };
       // Counted under the write lock, so two requests at once cannot both squeeze under the bound.
-      const pending = pendingAuthorizers(handleOf(tx), a.batch.lenderId);
+      const pending = pendingAuthorizers(db, a.batch.lenderId);
       if (pending + a.batch.total > a.maxPending) return { kind: 'over_backlog' as const, pending };
-      insertBatchRow(handleOf(tx), a.batch);
-      insertBatchPayload(handleOf(tx), a.batch.id, a.payload.sealed, a.payload.items);
-      if (a.replay) cacheResponse(handleOf(tx), a.batch.lenderId, a.replay.bodyHash, a.replay.responseBody, a.batch.now);
+      insertBatchRow(db, a.batch);
+      insertBatchPayload(db, a.batch.id, a.payload.sealed, a.payload.items);
+      if (a.replay) cacheResponse(db, a.batch.lenderId, a.replay.bodyHash, a.replay.responseBody, a.batch.now);
       return { kind: 'accepted' as const };
     });
   },

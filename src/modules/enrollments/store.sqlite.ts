@@ -143,7 +143,7 @@ const monitoringBatchesAmong = (db: Db, batchIds: string[]) =>
 
 /** A read set on its borrower's enrollment as the last read: the enrollment's id, or null when it has none. */
 const setLastRead = builtOnce((tx: Db) =>
-  (tx as Db & Pick<Orm, 'update'>)
+  (tx as Orm)
     .update(enrollments)
     .set({ lastReadCents: sql`${sql.placeholder('cents')}`, lastReadAt: sql`${sql.placeholder('at')}` })
     .where(and(eq(enrollments.lenderId, sql.placeholder('lenderId')), eq(enrollments.authorizerUniqueId, sql.placeholder('aid'))))

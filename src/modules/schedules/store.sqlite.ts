@@ -1,9 +1,8 @@
 import { and, asc, count, eq, gt, inArray, lte, ne } from 'drizzle-orm';
 import { batches, scheduleAuthorizers, schedules } from '../../../db/schema';
 import type { ScheduleStatus } from '../../../db/schema/enums';
-import type { Tx } from '../../platform/context';
-import type { Db } from '../../platform/db';
-import { handleOf, lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
+import type { Db, Orm } from '../../platform/db';
+import { lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { ScheduleRow, ScheduleStore } from './store';
 
 // The scheduler's raw prepared statement: the due check runs every tick against every schedule and must
@@ -41,8 +40,8 @@ const listSchedules = (db: Db, f: { lenderId: string; status?: ScheduleStatus; a
   return db.select().from(schedules).where(and(...conds)).orderBy(asc(schedules.id)).limit(f.take).all();
 };
 
-const recordRunCompleted = (tx: Tx, id: string, completedAt: number): string | null =>
-  handleOf(tx).update(schedules).set({ lastRunAt: completedAt }).where(eq(schedules.id, id)).returning({ webhook: schedules.webhook }).get()?.webhook ?? null;
+const recordRunCompleted = (tx: Orm, id: string, completedAt: number): string | null =>
+  tx.update(schedules).set({ lastRunAt: completedAt }).where(eq(schedules.id, id)).returning({ webhook: schedules.webhook }).get()?.webhook ?? null;
 
 export const sqliteScheduleStore: ScheduleStore = {
   async scheduleOf(c, lenderId, id) {
@@ -117,7 +116,7 @@ export const sqliteScheduleStore: ScheduleStore = {
     return taken.length > 0;
   },
   async recordRunCompleted(c, id, completedAt) {
-    return recordRunCompleted(c.tx, id, completedAt);
+    return recordRunCompleted(writerOf(c), id, completedAt);
   },
   async openRunOf(c, scheduleId) {
     // The schedule's batches, off batches_schedule_idx: a run still going is not doubled.

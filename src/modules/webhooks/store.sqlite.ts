@@ -1,10 +1,9 @@
 import { and, asc, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import { webhookDeliveries, webhookEndpoints, webhookSecrets } from '../../../db/schema';
-import type { Tx } from '../../platform/context';
 import type { Db } from '../../platform/db';
 import { LeaseQueue } from '../../platform/lease-queue';
 import { olderThan } from '../../platform/pagination';
-import { handleOf, listOf, lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
+import { listOf, lockFor, readerOf, writerOf } from '../../platform/sql/sqlite';
 import { CUT_SHORT, SENDING } from './store-shared';
 import type { DeliveryListFilter, DueRow, NewDelivery, WebhookStore } from './store';
 
@@ -20,8 +19,8 @@ const insertDelivery = (db: Db, v: NewDelivery) =>
     )
     .run(v.id, v.lenderId, v.type, v.url, v.body, v.now, v.now);
 
-function insertDeliveries(tx: Tx, deliveries: NewDelivery[]): void {
-  for (const d of deliveries) insertDelivery(handleOf(tx), d);
+function insertDeliveries(db: Db, deliveries: NewDelivery[]): void {
+  for (const d of deliveries) insertDelivery(db, d);
 }
 
 /** Due deliveries, oldest first, leaving out those a run already holds (a JSON array of ids, bound as ?3). */
@@ -102,10 +101,10 @@ function deliveryQueue(db: Db): DeliveryQueue {
   if (!q) {
     q = new LeaseQueue<typeof webhookDeliveries, DueRow, DeliveryClaim>(db, webhookDeliveries, {
       leaseMs: (claim) => claim.leaseMs,
-      pick: ({ tx, want, now, due, input, lease }) => {
-        const rows = dueDeliveries(handleOf(tx), due, now, want, listOf(input.exclude));
+      pick: ({ db, want, now, due, input, lease }) => {
+        const rows = dueDeliveries(db, due, now, want, listOf(input.exclude));
         // Each claimed delivery's attempt row is written in the claim's transaction, before any request leaves.
-        for (const r of rows) r.attemptId = openAttempt(handleOf(tx), r.id, now);
+        for (const r of rows) r.attemptId = openAttempt(db, r.id, now);
         lease(rows);
       },
     });
@@ -159,7 +158,7 @@ export const sqliteWebhookStore: WebhookStore = {
   },
 
   async enqueueDeliveries(c, deliveries) {
-    insertDeliveries(c.tx, deliveries);
+    insertDeliveries(writerOf(c), deliveries);
   },
   async listDeliveries(c, f) {
     return deliveryRows(readerOf(c), f);
@@ -177,15 +176,15 @@ export const sqliteWebhookStore: WebhookStore = {
     return deliveryQueue(c.deps.db).claim(c, want, now, { leaseMs, exclude });
   },
   async recordAttempts(c, records) {
-    const tx = c.tx;
+    const db = writerOf(c);
     const queue = deliveryQueue(c.deps.db);
     for (const r of records) {
       if (!r.sent) {
-        if (r.attemptId !== undefined) dropAttempt(handleOf(tx), r.attemptId);
+        if (r.attemptId !== undefined) dropAttempt(db, r.attemptId);
         queue.finish(c, r, { state: 'pending' });
         continue;
       }
-      completeAttempt(handleOf(tx), { id: r.attemptId ?? openAttempt(handleOf(tx), r.id, r.attempt.at), ...r.attempt });
+      completeAttempt(db, { id: r.attemptId ?? openAttempt(db, r.id, r.attempt.at), ...r.attempt });
       queue.finish(c, r, {
         state: r.state,
         attempts: r.attempts,
@@ -201,7 +200,7 @@ export const sqliteWebhookStore: WebhookStore = {
     }
   },
   async releaseDeliveryLeases(c, prefix) {
-    closeCutShortAttempts(handleOf(c.tx));
+    closeCutShortAttempts(writerOf(c));
     return deliveryQueue(c.deps.db).release(c, prefix);
   },
 

@@ -214,3 +214,4 @@ export const SANDBOX_INSTRUMENT_KINDS = ['bank_account', 'token'] as const;
 
 /** The kinds of payment results file a lender uploads. */
 export const RESULT_FILE_FORMATS = ['generic', 'annotated_export', 'notifications_of_change'] as const;
+export type ResultFileFormat = (typeof RESULT_FILE_FORMATS)[number];

@@ -5,7 +5,8 @@ import { errors } from '../../http/errors';
 import { documentedBody, rawMultipartBody, RawMultipart, MULTIPART_OVERHEAD_BYTES } from '../../http/body';
 import type { Auth } from '../../http/auth';
 import { InvalidInput } from '../../platform/errors';
-import { Int } from '../../platform/schema';
+import { Int, OneOf } from '../../platform/schema';
+import { RESULT_FILE_FORMATS } from '../../../db/schema/enums';
 import { uploadResultsJson } from './service';
 import { UPLOAD_LIMIT_BYTES } from './read';
 import { apiCreator, getUpload, listUploads } from './history';
@@ -35,7 +36,7 @@ const alias = <T extends TSchema>(schema: T, replacement: string): T => ({
   description: `Deprecated: the same value as ${replacement}, which replaces it; removed in 0.4.0`,
 });
 
-const Format = t.Union([t.Literal('generic'), t.Literal('annotated_export'), t.Literal('notifications_of_change')], {
+const Format = OneOf(RESULT_FILE_FORMATS, {
   description: 'generic (results), annotated_export (a balance export with the payment columns added), notifications_of_change (a change_code column and no status: a report of Notifications of Change)',
 });
 

@@ -1,4 +1,4 @@
-import { CHANGE_CODES, type ChangeCode, type EventStatus } from '../../../db/schema/enums';
+import { CHANGE_CODES, type ChangeCode, type EventStatus, type ResultFileFormat } from '../../../db/schema/enums';
 import { readChangeCode, readCorrection, type Correction } from '../bank-accounts/corrections';
 import { normalizeReturnCode } from '../../adapters/processors/return-codes';
 import { DAY_MS } from '../../platform/clock';
@@ -106,7 +106,7 @@ export function readHeader(header: string[]): { format: UploadFormat; columns: (
 }
 
 /** How a file is read: results (generic, or a balance export annotated with them), or a report of Notifications of Change. */
-export type UploadFormat = 'generic' | 'annotated_export' | 'notifications_of_change';
+export type UploadFormat = ResultFileFormat;
 
 /** The longest corrected data read: Nacha's field is 29 characters; an export may space it out. */
 const CORRECTED_MAX = 64;

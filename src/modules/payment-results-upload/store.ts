@@ -1,4 +1,5 @@
 import type { paymentResultUploads, unfinishedUploads } from '../../../db/schema';
+import type { ResultFileFormat } from '../../../db/schema/enums';
 import type { Lender } from '../../platform/context';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 
@@ -51,7 +52,7 @@ export interface UploadRecord {
   lenderId: string;
   recordedAt: number;
   creator: string | null;
-  report: { format: 'generic' | 'annotated_export' | 'notifications_of_change'; rowCount: number; dataRowCount: number; matched: number; needsAttention: number; alreadyRecorded: number; problems: unknown[] };
+  report: { format: ResultFileFormat; rowCount: number; dataRowCount: number; matched: number; needsAttention: number; alreadyRecorded: number; problems: unknown[] };
 }
 
 /** A recorded upload as the history reads it. */

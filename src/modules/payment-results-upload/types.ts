@@ -1,8 +1,9 @@
 // What an upload is given and what it answers, shared by the service, the worker that runs it and the
 // main thread's side of that worker (offload.ts).
+import type { ResultFileFormat } from '../../../db/schema/enums';
 
 export interface UploadReport {
-  format: 'generic' | 'annotated_export' | 'notifications_of_change';
+  format: ResultFileFormat;
   rowCount: number;
   dataRowCount: number;
   matched: number;

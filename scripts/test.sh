@@ -33,4 +33,4 @@ if [[ "${DATABASE_URL:-}" =~ ^postgres(ql)?:// ]]; then
   # Slower per test there: a test's own reads and writes of the database go through psql, one process each.
   exec bun test --timeout 90000 "${files[@]}" "$@"
 fi
-exec bun test --timeout 30000 "$@"
+exec bun test --timeout 90000 "$@"

@@ -80,7 +80,7 @@ async function untilRecording(h: ServiceHarness, before: number): Promise<void> 
   await waitFor(
     'the upload’s first slice to be recorded',
     async () => count(h, 'SELECT COUNT(*) AS n FROM unfinished_uploads') > 0 || count(h, 'SELECT COUNT(*) AS n FROM payment_result_uploads') > before,
-    120_000,
+    300_000,
   );
 }
 

@@ -5,8 +5,9 @@
 // happened while the service was stopped for longer than the processor keeps its change feed, and the two
 // sequences that once collected twice, by name.
 // Each scenario has its own service process and database, and most of its time is spent waiting on the
-// processor's latency and settlement: the random kills at both latencies and the return run at once. The two
-// sequences run alone, since each kills at a chosen moment of a payment's answer.
+// processor's latency and settlement, so all of them run at once. The two sequences kill at a chosen moment of
+// a payment's answer, with seconds to spare on either side: 1.2 s into an answer that takes 3 s, and a re-send
+// well inside a settlement of 25 s.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { ServiceHarness, waitFor, type ServiceProcess } from '../helpers/server';
 import { enrollBorrower, ownAccount } from '../helpers/fixtures';
@@ -90,7 +91,7 @@ describe('a return while the service was stopped longer than the processor keeps
 });
 
 describe('the sequences that once collected twice', () => {
-  test('removed while its payment was on the wire, killed, restarted, re-sent: one payment at the processor, a ledger of 1000', async () => {
+  test.concurrent('removed while its payment was on the wire, killed, restarted, re-sent: one payment at the processor, a ledger of 1000', async () => {
     const h = new ServiceHarness({
       SANDBOX_PROCESSOR_LATENCY_MS: '3000',
       // Long enough that the payment is still on its way when the borrower is sent again, even with a restart on
@@ -127,7 +128,7 @@ describe('the sequences that once collected twice', () => {
     expect(view.net).toBe(1000);
   }, 180_000);
 
-  test('a card payment created, killed 1.2 s later while the answer was on the wire: recorded settled, its slot kept, at most three in all', async () => {
+  test.concurrent('a card payment created, killed 1.2 s later while the answer was on the wire: recorded settled, its slot kept, at most three in all', async () => {
     const h = new ServiceHarness({
       SANDBOX_PROCESSOR_LATENCY_MS: '3000',
       SANDBOX_SETTLEMENT_MS: '4000',

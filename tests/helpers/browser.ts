@@ -1,6 +1,7 @@
 // A real browser for the portal's tests: Debian's chromium through playwright-core, a fresh context per
-// session (its own cookies), requests kept on the test server's origin, axe-core, and screenshots of each page
-// at a desktop width and a phone's in tests/e2e/.screenshots (ignored by git; they are for looking at).
+// session (its own cookies), requests kept on the test server's origin, axe-core, and with TEST_SCREENSHOTS=1
+// screenshots of each page checked at a desktop width and a phone's in tests/e2e/.screenshots (ignored by git;
+// they are for looking at).
 import { afterAll, afterEach, expect } from 'bun:test';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,12 +9,14 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 
 const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = join(import.meta.dir, '../e2e/.screenshots');
+/** Screenshots are for looking at, and the most of a browser test's work: taken when TEST_SCREENSHOTS=1. */
+const SCREENSHOTS = process.env.TEST_SCREENSHOTS === '1';
 const AXE = join(import.meta.dir, '../../node_modules/axe-core/axe.min.js');
 
 /** Chromium with the flags every browser test uses, and `args` (a test's own flags) after them. */
 export async function launchBrowser(args: string[] = []): Promise<Browser> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: this test needs Debian's chromium (apt-get install -y chromium); .ci/run installs it`);
-  mkdirSync(SHOTS, { recursive: true });
+  if (SCREENSHOTS) mkdirSync(SHOTS, { recursive: true });
   return chromium.launch({
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', ...args],
@@ -114,16 +117,18 @@ export async function signInWith(page: Page, origin: string, email: string, pass
   await page.waitForLoadState('load');
 }
 
-/** axe-core on the page (no serious or critical violation), and its screenshots at 1280 and 390 pixels wide. */
+/** axe-core on the page (no serious or critical violation), and with TEST_SCREENSHOTS=1 its screenshots at 1280 and 390 pixels wide. */
 export async function accessible(page: Page, name: string) {
   await page.addScriptTag({ path: AXE });
   const result = (await page.evaluate('axe.run(document, { resultTypes: ["violations"] })')) as { violations: { id: string; impact: string; nodes: unknown[] }[] };
   const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}, ${v.nodes.length})`);
-  const size = page.viewportSize() ?? { width: 1280, height: 800 };
-  await page.setViewportSize({ width: 1280, height: 800 });
-  await page.screenshot({ path: join(SHOTS, `${name}-1280.png`), fullPage: true });
-  await page.setViewportSize({ width: 390, height: 844 });
-  await page.screenshot({ path: join(SHOTS, `${name}-390.png`), fullPage: true });
-  await page.setViewportSize(size);
+  if (SCREENSHOTS) {
+    const size = page.viewportSize() ?? { width: 1280, height: 800 };
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.screenshot({ path: join(SHOTS, `${name}-1280.png`), fullPage: true });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.screenshot({ path: join(SHOTS, `${name}-390.png`), fullPage: true });
+    await page.setViewportSize(size);
+  }
   expect(`${name}: ${bad.join(', ')}`).toBe(`${name}: `);
 }

@@ -132,14 +132,16 @@ export async function waiting<K extends keyof Stores>(t: ContractContext<K>): Pr
 }
 
 /**
- * Two transactions that each take the same turn first: the second is seen waiting while the first holds it,
- * and reads, once it has its turn, what the first wrote after taking it. Returns what the second read.
+ * Two transactions that each take the same turn first (the second `takeSecond`, a part of it, when given): the
+ * second is seen waiting while the first holds it, and reads, once it has its turn, what the first wrote after
+ * taking it. Returns what the second read.
  */
 export async function inTurns<K extends keyof Stores, T>(
   t: ContractContext<K>,
   take: (tx: TxCtx) => Promise<void>,
   write: (tx: TxCtx) => Promise<void>,
   read: (tx: TxCtx) => Promise<T>,
+  takeSecond: (tx: TxCtx) => Promise<void> = take,
 ): Promise<T> {
   const before = await waiting(t);
   let letGo!: () => void;
@@ -156,7 +158,7 @@ export async function inTurns<K extends keyof Stores, T>(
   let secondDone = false;
   const second = t
     .inTx(async (tx) => {
-      await take(tx);
+      await takeSecond(tx);
       return read(tx);
     })
     .finally(() => (secondDone = true));

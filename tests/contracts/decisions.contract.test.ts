@@ -250,7 +250,7 @@ contract(
     test('presentments: set as given, given back one at a time and never below 0', async () => {
       const now = ctx.clock.now();
       await t.inTx(async (tx) => {
-        await store.serializeBorrower(tx, settledId);
+        await store.serializeBorrowers(tx, [settledId]);
         await t.stores.enrollments.setPaymentsUsed(tx, settledId, 2, now);
       });
       expect(await used(settledId)).toBe(2);
@@ -268,16 +268,26 @@ contract(
       expect(await used(settledId)).toBe(0);
     });
 
-    test('serializeBorrower: a second transaction about the borrower waits for the first, then reads what it committed', async () => {
+    test('serializeBorrowers: a second transaction about one of the borrowers waits for the first, then reads what it committed', async () => {
       const now = ctx.clock.now();
-      const seen = await inTurns(
-        t,
-        (tx) => store.serializeBorrower(tx, settledId),
-        (tx) => t.stores.enrollments.setPaymentsUsed(tx, settledId, 2, now),
-        async (tx) => (await store.enrollmentToDecide(tx, settledId))!.paymentsUsed,
-      );
-      expect(seen).toBe(2);
-      await t.inTx((tx) => t.stores.enrollments.setPaymentsUsed(tx, settledId, 0, now));
+      const otherId = await enroll(await lenderWithKey(), 'serialized-other', { collectable_amount: 1000 });
+      for (const [write, readFrom] of [
+        [settledId, settledId],
+        [otherId, otherId],
+      ]) {
+        const seen = await inTurns(
+          t,
+          (tx) => store.serializeBorrowers(tx, [settledId, otherId]),
+          (tx) => t.stores.enrollments.setPaymentsUsed(tx, write!, 2, now),
+          async (tx) => (await store.enrollmentToDecide(tx, readFrom!))!.paymentsUsed,
+          // The second takes only the borrower it reads: each of the list was locked.
+          (tx) => store.serializeBorrowers(tx, [readFrom!]),
+        );
+        expect(seen).toBe(2);
+        await t.inTx((tx) => t.stores.enrollments.setPaymentsUsed(tx, write!, 0, now));
+      }
+      // An empty list takes nothing.
+      await t.inTx((tx) => store.serializeBorrowers(tx, []));
     });
 
     test('createPayment: seen in its transaction, gone when it rolls back; a second row of the same id is refused', async () => {
@@ -303,7 +313,7 @@ contract(
       };
       await expect(
         t.inTx(async (tx) => {
-          await store.serializeBorrower(tx, settledId);
+          await store.serializeBorrowers(tx, [settledId]);
           await store.createPayment(tx, payment);
           const history = await store.paymentHistory(tx, settledId);
           expect(history.map((p) => [p.id, p.status, p.amountCents, p.firstAttemptAt])).toEqual([

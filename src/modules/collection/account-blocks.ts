@@ -23,7 +23,7 @@ const BORROWERS_PER_SLICE = 200;
  * the account's state blocks it (a payment already sent is left to its outcome); nothing otherwise.
  */
 export async function holdForAccount(ctx: JobContext & { tx: Tx }, enrollmentId: string, now: number): Promise<boolean> {
-  await ctx.deps.stores.decisions.serializeBorrower(ctx, enrollmentId);
+  await ctx.deps.stores.decisions.serializeBorrowers(ctx, [enrollmentId]);
   const e = await ctx.deps.stores.decisions.chainInputsOf(ctx, enrollmentId);
   if (!e || e.state !== 'monitored') return false;
   const policy = await policyOf(ctx, e.lenderId);

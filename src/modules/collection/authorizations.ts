@@ -177,7 +177,7 @@ export async function createConsumerPayment({ ctx, input }: { ctx: Ctx; input: {
     if (day < localDayOf(now, policy.timeZone)) throw InvalidInput.field('/date', 'Expected today or a later day (the lender’s time zone)');
     if (input.body.amount_cents > e.collectableAmountCents) throw InvalidInput.field('/amount_cents', `At most the collectable amount (${e.collectableAmountCents} cents)`);
     if (e.state !== 'monitored') throw new Conflict(`The borrower is ${e.state}: a payment is made only for a monitored borrower`);
-    await tx.deps.stores.decisions.serializeBorrower(tx, e.id);
+    await tx.deps.stores.decisions.serializeBorrowers(tx, [e.id]);
     const chain = await tx.deps.stores.decisions.chainInputsOf(tx, e.id);
     if (chain && revokedNow(chain)) throw new Conflict('The borrower revoked its authorization: record the borrower’s new authorization with a re-send first');
     if (await tx.deps.stores.decisions.paymentInFlight(tx, e.id)) throw new Conflict('The borrower has a payment in flight');

@@ -30,7 +30,7 @@ import { type ChainInputs } from './store';
 export async function holdChain(ctx: JobContext & { tx: Tx }, enrollmentId: string, now: number, opts: { recount?: boolean; returned?: boolean } = {}): Promise<void> {
   const { deps } = ctx;
   // The history is read and the presentments written from it: not beside a decision about the same borrower.
-  await ctx.deps.stores.decisions.serializeBorrower(ctx, enrollmentId);
+  await ctx.deps.stores.decisions.serializeBorrowers(ctx, [enrollmentId]);
   const e = await ctx.deps.stores.decisions.chainInputsOf(ctx, enrollmentId);
   if (!e || (e.state !== 'monitored' && !opts.recount && !opts.returned)) return;
   const history = await ctx.deps.stores.decisions.paymentHistory(ctx, enrollmentId);

@@ -29,7 +29,7 @@ export async function decideCollection(ctx: JobContext & { tx: Tx }, read: Recor
   // One decision per borrower at a time: what is in flight, the history and the presentments counted are read
   // and then written on, so a second decision (another read of the borrower) waits for this one. `known`: what
   // the caller read for it beforehand, in this transaction, once it had serialized the borrower.
-  if (!known) await ctx.deps.stores.decisions.serializeBorrower(ctx, read.enrollmentId);
+  if (!known) await ctx.deps.stores.decisions.serializeBorrowers(ctx, [read.enrollmentId]);
   const e = await linkedFirst(ctx, known ? known.enrollment : await ctx.deps.stores.decisions.enrollmentToDecide(ctx, read.enrollmentId));
   const inputs: DecisionInputs = { now: deps.clock.now(), marginCents: deps.config.collectionMarginCents, read, enrollment: e };
   let scheduled: ScheduledPayment | null = null;
@@ -79,7 +79,7 @@ export async function decideCollections(ctx: JobContext & { tx: Tx }, reads: (Re
   const times = new Map<string, number>();
   for (const r of reads) times.set(r.enrollmentId, (times.get(r.enrollmentId) ?? 0) + 1);
   const once = [...times].filter(([, n]) => n === 1).map(([id]) => id);
-  for (const id of once) await ctx.deps.stores.decisions.serializeBorrower(ctx, id);
+  await ctx.deps.stores.decisions.serializeBorrowers(ctx, once);
   const known = once.length > 0 ? await ctx.deps.stores.decisions.decisionInputsOf(ctx, once) : new Map<string, DecisionRead>();
   for (const r of reads) {
     const k = times.get(r.enrollmentId) === 1 ? known.get(r.enrollmentId) : undefined;
@@ -189,7 +189,7 @@ export const STOPPED_BEFORE_ITS_DAY = 'monitoring of the borrower stopped before
 
 /** Monitoring stopped (removal, erasure): a scheduled payment of the borrower never goes out. */
 export async function voidScheduledOnStop(ctx: JobContext & { tx: Tx }, stopped: { enrollmentId: string }): Promise<void> {
-  await ctx.deps.stores.decisions.serializeBorrower(ctx, stopped.enrollmentId);
+  await ctx.deps.stores.decisions.serializeBorrowers(ctx, [stopped.enrollmentId]);
   const p = await ctx.deps.stores.decisions.scheduledPaymentOf(ctx, stopped.enrollmentId);
   if (p) await voidScheduled(ctx, p, STOPPED_BEFORE_ITS_DAY);
 }

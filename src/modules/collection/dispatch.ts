@@ -260,7 +260,7 @@ async function giveUp(ctx: JobContext, p: DuePayment, message: string, why: 'nev
     await tx.deps.stores.enrollments.giveBackPresentment(tx, p.enrollmentId, now);
     if (!block) return;
     // The borrower's state is read and then moved: not beside another change of the same borrower.
-    await tx.deps.stores.decisions.serializeBorrower(tx, p.enrollmentId);
+    await tx.deps.stores.decisions.serializeBorrowers(tx, [p.enrollmentId]);
     if ((await monitorStateOf(tx, p.enrollmentId)) === 'monitored') {
       await applyMonitorEvent(tx, { enrollmentId: p.enrollmentId, event: { type: 'blocked', reason: block }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });
     }
@@ -295,7 +295,7 @@ async function recordAnswer(ctx: JobContext, p: DuePayment, r: DebitResult): Pro
       connectionId: p.connectionId,
     });
     // The borrower's state is read and then moved: not beside another change of the same borrower.
-    if (r.status === 'not_attempted') await tx.deps.stores.decisions.serializeBorrower(tx, p.enrollmentId);
+    if (r.status === 'not_attempted') await tx.deps.stores.decisions.serializeBorrowers(tx, [p.enrollmentId]);
     if (r.status === 'not_attempted' && (await monitorStateOf(tx, p.enrollmentId)) === 'monitored') {
       // The processor wants the bank account verified: no new payment until the lender re-sends the borrower.
       await applyMonitorEvent(tx, { enrollmentId: p.enrollmentId, event: { type: 'blocked', reason: 'verification_required' }, now, readIntervalMs: ctx.deps.config.monitorReadIntervalMs });

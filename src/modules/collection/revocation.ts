@@ -33,7 +33,7 @@ export async function revokeAuthorization({ ctx, input }: { ctx: Ctx; input: { a
     await tx.deps.stores.enrollments.recordRevocation(tx, { id: e.id, at, channel: input.body.channel, ref: input.body.evidence_ref ?? null, now });
     if (e.state === 'monitored') {
       // Serialized as a decision is: a decision about the borrower meanwhile sees the revocation, or is seen by it.
-      await tx.deps.stores.decisions.serializeBorrower(tx, e.id);
+      await tx.deps.stores.decisions.serializeBorrowers(tx, [e.id]);
       const inputs = await tx.deps.stores.decisions.chainInputsOf(tx, e.id);
       if (inputs && revokedNow(inputs)) {
         const scheduled = await tx.deps.stores.decisions.scheduledPaymentOf(tx, e.id);

@@ -29,7 +29,7 @@ import { decidingColumns, DISPATCH_LEASE_MS, REVOKED, REVOKED_E } from './store-
 // - a send's claim locks its borrower's row and its bank accounts' rows for share, so a removal, an erasure or
 //   a return of the account in progress is waited for and seen, never raced;
 // - what the services read and then write about one borrower, one reference or one key's feed is serialized
-//   by the lock functions at the end (serializeBorrower, serializeReferences, serializeFeed), which the
+//   by the lock functions at the end (serializeBorrowers, serializeReferences, serializeFeed), which the
 //   services take first in their transactions.
 // Raw statements read int8 as strings: amounts and times from them go through num (exact below 2^53), sums
 // are read as text into BigInt (exactSum, sumOf).
@@ -565,11 +565,13 @@ export const pgDecisionStore: DecisionStore = {
     return r ? standingOf(r) : null;
   },
   // What the services read and then write, serialized (no-ops on SQLite, where one writer at a time gives it).
-  async serializeBorrower(c, enrollmentId) {
-    // The borrower's row, locked as an update of it would: a second decision, chain recount or stop of the
+  async serializeBorrowers(c, enrollmentIds) {
+    // The borrowers' rows, locked as an update of them would: a second decision, chain recount or stop of the
     // same borrower waits for this transaction, then reads what it committed. FOR NO KEY UPDATE, so the rows
-    // that only refer to the borrower (events, ledger entries) are still written meanwhile.
-    await writerOf(c).execute(sql`SELECT 1 FROM enrollments WHERE id = ${enrollmentId} FOR NO KEY UPDATE`);
+    // that only refer to the borrower (events, ledger entries) are still written meanwhile. One round trip
+    // for a flush's borrowers, each row locked as the sort reaches it: in the order of their ids.
+    if (enrollmentIds.length === 0) return;
+    await writerOf(c).execute(sql`SELECT 1 FROM enrollments WHERE id = ANY(${textArray(enrollmentIds)}) ORDER BY id FOR NO KEY UPDATE`);
   },
 };
 

@@ -667,7 +667,7 @@ export const sqliteDecisionStore: DecisionStore = {
     return r ? standingOf(r) : null;
   },
   // One writer at a time: a transaction's reads and writes are never interleaved with another's.
-  async serializeBorrower() {},
+  async serializeBorrowers() {},
 };
 
 export const sqlitePaymentReadStore: PaymentReadStore = {

@@ -338,10 +338,11 @@ export interface DecisionStore {
   /** The standing of the borrower's bank account; null when none is linked (or no such borrower). */
   accountStandingOf(c: StoreCtx, enrollmentId: string): Promise<AccountStanding | null>;
   /**
-   * One borrower's collection: a decision (no payment in flight, then one created and the presentments counted),
-   * a chain recount, a scheduled payment voided on stop. Two at once would both see nothing in flight.
+   * The borrowers' collection, each: a decision (no payment in flight, then one created and the presentments
+   * counted), a chain recount, a scheduled payment voided on stop. Two at once would both see nothing in
+   * flight. All of them in one statement, in the order of their ids.
    */
-  serializeBorrower(c: TxCtx, enrollmentId: string): Promise<void>;
+  serializeBorrowers(c: TxCtx, enrollmentIds: readonly string[]): Promise<void>;
 }
 
 /** The portal's and the API's reads of payments, events and the ledger (overview.ts, events.ts, payment-list.ts). */

@@ -377,10 +377,10 @@ if (!onPostgres) {
     test('20 concurrent decisions for one borrower create one payment and count its presentment once', async () => {
       const k = await lender();
       const b = await borrower(k.lenderId);
-      // The decision's reads and writes as decideCollection makes them, behind its serializeBorrower.
+      // The decision's reads and writes as decideCollection makes them, behind its serializeBorrowers.
       const created = await all(() =>
         inTx(async (c) => {
-          await c.deps.stores.decisions.serializeBorrower(c, b.id);
+          await c.deps.stores.decisions.serializeBorrowers(c, [b.id]);
           const e = await c.deps.stores.decisions.enrollmentToDecide(c, b.id);
           if (!e || e.state !== 'monitored') return false;
           if (await c.deps.stores.decisions.scheduledPaymentOf(c, b.id)) return false;

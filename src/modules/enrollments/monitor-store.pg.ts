@@ -10,7 +10,9 @@ import type { BorrowerEnrollment, CurrentMonitor, MonitorStore, StoredMonitor } 
 // machine (monitor.ts) returns. Every write takes the open transaction.
 //
 // A monitor is moved from what was read of it: read inside a transaction, its row is locked until the
-// transaction ends (FOR UPDATE), so no other transaction moves it in between, as none could on SQLite. A
+// transaction ends (FOR NO KEY UPDATE: the rows that refer to the borrower, its events, ledger entries and
+// uploaded results, are still written meanwhile), so no other transaction moves it in between, as none could
+// on SQLite. A
 // borrower not stored yet has no row to lock: its enrollment is serialized by the enrollment store's
 // serializeBorrowers, which the service calls first.
 
@@ -146,7 +148,7 @@ async function writeEnrollments(tx: PgDb, all: readonly BorrowerEnrollment[], wi
 export const pgMonitorStore: MonitorStore = {
   async currentMonitor(c, enrollmentId) {
     const q = readerOf(c).select(monitorColumns).from(enrollments).where(eq(enrollments.id, enrollmentId));
-    const [m] = await (inTransaction(c) ? q.for('update') : q);
+    const [m] = await (inTransaction(c) ? q.for('no key update') : q);
     return m as CurrentMonitor | undefined;
   },
   async writeMonitorChange(c, v) {
@@ -169,7 +171,7 @@ export const pgMonitorStore: MonitorStore = {
       .where(and(eq(enrollments.lenderId, lenderId), inList(enrollments.authorizerUniqueId, aids)))
       // Locked in the order of their ids.
       .orderBy(asc(enrollments.id));
-    return (await (inTransaction(c) ? q.for('update') : q)) as StoredMonitor[];
+    return (await (inTransaction(c) ? q.for('no key update') : q)) as StoredMonitor[];
   },
   async writeEnrollments(c, rows, windowMs) {
     if (rows.length > 0) await writeEnrollments(writerOf(c), rows, windowMs);
@@ -183,6 +185,6 @@ export const pgMonitorStore: MonitorStore = {
     const q = limit >= 0 ? base.limit(limit) : base;
     // In its transaction, the lapse job claims what it reads: a monitor another transaction is moving is left for
     // the next tick, and one moved on meanwhile (collected, re-sent) is read again and left out.
-    return inTransaction(c) ? q.for('update', { skipLocked: true }) : q;
+    return inTransaction(c) ? q.for('no key update', { skipLocked: true }) : q;
   },
 };

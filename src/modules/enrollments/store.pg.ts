@@ -12,7 +12,7 @@ import type { DueRead, EnrollmentStore, SearchEntries } from './store';
 // - a lender's change to its borrowers (enrollment, removal, erasure, a read now) first takes the advisory
 //   locks of their buckets (serializeBorrowers), so two requests about one borrower run one after the other,
 //   a borrower that does not exist yet included;
-// - the due check, read inside its transaction, claims the rows it returns (FOR UPDATE SKIP LOCKED): two
+// - the due check, read inside its transaction, claims the rows it returns (FOR NO KEY UPDATE SKIP LOCKED): two
 //   ticks, or two replicas, never queue the same read;
 // - the start-up search job locks the borrowers it indexes, so it never indexes a borrower erased meanwhile.
 // Lists of values are bound as one array each (`= ANY`, `unnest`): a 1000-borrower enrollment is a few
@@ -197,7 +197,7 @@ export const pgEnrollmentStore: EnrollmentStore = {
       .limit(limit);
     // In its transaction, the due check claims what it reads: a row another transaction holds is left for the
     // next tick, and a row moved on meanwhile is read again and left out.
-    return (await (inTransaction(c) ? q.for('update', { skipLocked: true }) : q)) as DueRead[];
+    return (await (inTransaction(c) ? q.for('no key update', { skipLocked: true }) : q)) as DueRead[];
   },
   async setNextReads(c, enrollmentIds, at) {
     if (enrollmentIds.length === 0) return;
@@ -275,7 +275,7 @@ export const pgEnrollmentStore: EnrollmentStore = {
       .from(enrollments)
       .where(and(eq(enrollments.lenderId, lenderId), eq(enrollments.authorizerUniqueId, aid)));
     // Read inside a transaction (a read now), the borrower is held until it ends: the due check skips it meanwhile.
-    const [e] = await (inTransaction(c) ? q.for('update') : q);
+    const [e] = await (inTransaction(c) ? q.for('no key update') : q);
     return e as Enrollment | undefined;
   },
   async enrollmentsPage(c, p) {
@@ -419,7 +419,7 @@ export const pgEnrollmentStore: EnrollmentStore = {
       .limit(limit);
     // In the indexing transaction, the borrowers are locked while they are indexed: one being erased or re-sent is
     // skipped (its own transaction writes or removes its entries), and one locked first waits for this one.
-    return inTransaction(c) ? q.for('update', { of: enrollments, skipLocked: true }) : q;
+    return inTransaction(c) ? q.for('no key update', { of: enrollments, skipLocked: true }) : q;
   },
   async unlinkedBorrowers(c, after, limit) {
     const q = readerOf(c)
@@ -430,7 +430,7 @@ export const pgEnrollmentStore: EnrollmentStore = {
       .limit(limit);
     // In the linking transaction, the borrowers are locked while they are linked: one being erased or re-sent is
     // skipped (its own transaction links or unlinks it), and one locked first waits for this one.
-    return inTransaction(c) ? q.for('update', { of: enrollments, skipLocked: true }) : q;
+    return inTransaction(c) ? q.for('no key update', { of: enrollments, skipLocked: true }) : q;
   },
   async borrowerToLink(c, enrollmentId) {
     const [r] = await readerOf(c).select(TO_LINK).from(enrollments).where(eq(enrollments.id, enrollmentId));

@@ -29,7 +29,7 @@ export const pgPayCycleStore: PayCycleStore = {
       })
       .from(enrollments)
       .where(eq(enrollments.id, enrollmentId));
-    const [e] = await (inTransaction(c) ? q.for('update') : q);
+    const [e] = await (inTransaction(c) ? q.for('no key update') : q);
     if (!e) return undefined;
     // As SQLite reads the flag: 0 or 1.
     return { ...e, landsEarly: e.landsEarly === null ? null : e.landsEarly ? 1 : 0 } as CadenceState;
@@ -158,6 +158,6 @@ export const pgPayCycleStore: PayCycleStore = {
     await tx.delete(payHistory).where(these(payHistory.enrollmentId));
   },
   async serializeReading(c, enrollmentId) {
-    await writerOf(c).select({ id: enrollments.id }).from(enrollments).where(eq(enrollments.id, enrollmentId)).for('update');
+    await writerOf(c).select({ id: enrollments.id }).from(enrollments).where(eq(enrollments.id, enrollmentId)).for('no key update');
   },
 };

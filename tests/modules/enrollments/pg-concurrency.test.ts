@@ -65,6 +65,55 @@ if (!onPostgres) {
 
   const count = async (s: ReturnType<typeof onPg>, query: ReturnType<typeof sql>) => (await s.q<{ n: number }>(query))[0]!.n;
 
+  describe('a borrower held by its row lock', () => {
+    test('the reads that hold a borrower to move it leave the rows that refer to it free to be written: an uploaded result beside the due check, a monitor change or a reading', async () => {
+      // They lock FOR NO KEY UPDATE: an upload slice's rows check their borrower (FOR KEY SHARE) without waiting,
+      // where FOR UPDATE made them wait, and a job that then waited on the slice's rows made a deadlock.
+      const s = onPg();
+      await s.ready;
+      await enroll({ ctx: s.ctx, input: { body: { borrowers: [enrollBorrower('held-1')] } } });
+      const [e] = await s.q<{ id: string }>(sql`SELECT id FROM enrollments WHERE authorizer_unique_id = 'held-1'`);
+      const lender = s.c.lender.id;
+      const holds: [string, (c: { deps: Deps; tx: import('../../../src/platform/tx').Tx }) => Promise<unknown>][] = [
+        ['currentMonitor', (tx) => monitorStore.currentMonitor(tx, e!.id)],
+        ['monitorsOf', (tx) => monitorStore.monitorsOf(tx, lender, ['held-1'])],
+        ['enrollmentOf', (tx) => enrollmentStore.enrollmentOf(tx, lender, 'held-1')],
+        ['dueReads', (tx) => enrollmentStore.dueReads(tx, s.now() + DAY_MS * 365, 10)],
+        ['serializeReading', (tx) => payCycleStore.serializeReading(tx, e!.id)],
+      ];
+      const waiting = async () => (await s.q<{ n: number }>(sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0]!.n;
+      for (const [name, hold] of holds) {
+        let letGo!: () => void;
+        const held = new Promise<void>((resolve) => (letGo = resolve));
+        let taken!: () => void;
+        const isTaken = new Promise<void>((resolve) => (taken = resolve));
+        const holder = transaction({ deps: s.deps }, async (tx) => {
+          await hold(tx);
+          taken();
+          await held;
+        });
+        await isTaken;
+        const write = s.q(
+          sql`INSERT INTO uploaded_results (lender_id, reference, authorizer_unique_id, enrollment_id, status, amount_cents, submitted_at, matched, updated_at)
+              VALUES (${lender}, ${`held-${name}`}, 'held-1', ${e!.id}, 'settled', 100, 0, 1, 0)`,
+        );
+        let written = false;
+        const blocked = (async () => {
+          while (!written) {
+            if ((await waiting()) > 0) return 'waits for the lock';
+            await Bun.sleep(5);
+          }
+          return 'written';
+        })();
+        const outcome = await Promise.race([write.then(() => ((written = true), 'written')), blocked]);
+        letGo();
+        await holder;
+        await write;
+        expect(`${name}: ${outcome}`).toBe(`${name}: written`);
+      }
+    }, 60_000);
+  });
+
   describe('enrollment', () => {
     test('20 enrollments of one new borrower at once: one record; the first enrolls it, the others update it', async () => {
       const s = onPg();

@@ -271,20 +271,17 @@ contract(
     test('serializeBorrowers: a second transaction about one of the borrowers waits for the first, then reads what it committed', async () => {
       const now = ctx.clock.now();
       const otherId = await enroll(await lenderWithKey(), 'serialized-other', { collectable_amount: 1000 });
-      for (const [write, readFrom] of [
-        [settledId, settledId],
-        [otherId, otherId],
-      ]) {
+      for (const id of [settledId, otherId]) {
         const seen = await inTurns(
           t,
           (tx) => store.serializeBorrowers(tx, [settledId, otherId]),
-          (tx) => t.stores.enrollments.setPaymentsUsed(tx, write!, 2, now),
-          async (tx) => (await store.enrollmentToDecide(tx, readFrom!))!.paymentsUsed,
+          (tx) => t.stores.enrollments.setPaymentsUsed(tx, id, 2, now),
+          async (tx) => (await store.enrollmentToDecide(tx, id))!.paymentsUsed,
           // The second takes only the borrower it reads: each of the list was locked.
-          (tx) => store.serializeBorrowers(tx, [readFrom!]),
+          (tx) => store.serializeBorrowers(tx, [id]),
         );
         expect(seen).toBe(2);
-        await t.inTx((tx) => t.stores.enrollments.setPaymentsUsed(tx, write!, 0, now));
+        await t.inTx((tx) => t.stores.enrollments.setPaymentsUsed(tx, id, 0, now));
       }
       // An empty list takes nothing.
       await t.inTx((tx) => store.serializeBorrowers(tx, []));

@@ -97,6 +97,15 @@ export class Problems {
     if (this.list.length >= 2 * PROBLEMS_LISTED) this.keepFirst();
   }
 
+  /** A copy, to add to without changing this one (a transaction that may be undone and run again). */
+  copy(): Problems {
+    const c = new Problems(this.from);
+    c.list = this.list.slice();
+    c.left = this.left;
+    c.fileError = this.fileError;
+    return c;
+  }
+
   private keepFirst(): void {
     this.list.sort((a, b) => a.row - b.row || a.rule - b.rule);
     if (this.list.length > PROBLEMS_LISTED) {

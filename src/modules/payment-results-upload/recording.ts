@@ -2,6 +2,8 @@ import type { UploadReport } from './types';
 import type { Ctx } from '../../deps';
 import { readSnapshot, savepoint, transaction, type Tx } from '../../platform/context';
 import { Unavailable } from '../../platform/errors';
+import { againOnConflict } from '../../platform/pg';
+import type { RowProblem } from './rules';
 import { readReturnRates, saveReturnRates } from '../return-rates/watch';
 import { decideSlice, LedgerGuard, type SliceDecided } from './slice';
 import { Lookups } from './match';
@@ -52,6 +54,24 @@ class PastExactTotal extends Error {
 
 /** The slice of a file with no accepted row: its last transaction records only the history. */
 const NOTHING_DECIDED: SliceDecided = { rows: [], problems: [], matched: 0, alreadyRecorded: 0, borrowers: new Map() };
+
+/** How many times a transaction of an upload is run when PostgreSQL undoes it in a deadlock. */
+const SLICE_ATTEMPTS = 3;
+
+/** What one transaction of an upload recorded, taken in by the run once it is committed. */
+interface Done {
+  /** The count of accepted rows done, matched and recorded already, after it. */
+  end: number;
+  m: number;
+  a: number;
+  /** It finished the upload; refused: the file was refused at its first slice, with nothing recorded. */
+  last: boolean;
+  refused: boolean;
+  rows: UploadReport['rows'];
+  problems: RowProblem[];
+  /** Notifications of Change recorded (its last transaction's). */
+  changes: number;
+}
 
 /** An upload as it is recorded: its id (its history record's), who sent it, the time its rows were checked against. */
 interface Recording {
@@ -110,7 +130,6 @@ export async function recordInSlices(
   let done = u.done;
   let matched = u.matched;
   let alreadyRecorded = u.alreadyRecorded;
-  let changes = 0;
   // Whether unfinished_uploads holds the upload (a resumed one does).
   let stored = first === null;
   const size = ctx.deps.stores.uploads.sliceRows;
@@ -128,61 +147,71 @@ export async function recordInSlices(
         // The wait for the write lock may have outlasted the caller or the budget: checked before the first
         // transaction, never after.
         if (first && !stored) checkBudget(first.budget);
-        const committed = await transaction(ctx, async (tx) => {
-          await tx.deps.stores.uploads.serializeUploads(tx, lenderId);
-          if (stored && (await tx.deps.stores.uploads.unfinishedDone(tx, u.id)) !== from) throw new UploadTakenOver(u.id);
-          const lookups = new Lookups(tx);
-          const started = performance.now();
-          const got: SliceDecided[] = [];
-          let end = from;
-          let stop: PastExactTotal | null = null;
-          do {
-            const slice = accepted.slice(end, end + size);
-            try {
-              got.push(
-                await savepoint(tx, async () => {
-                  const decided = slice.length > 0 ? await decideSlice(tx, slice, lookups, u.now, false) : NOTHING_DECIDED;
-                  const over = await guard.pastExact(tx, decided.borrowers);
-                  if (over) throw new PastExactTotal(over.borrower, slice[0]!.row);
-                  return decided;
-                }),
-              );
-            } catch (e) {
-              if (!(e instanceof PastExactTotal)) throw e;
-              stop = e;
-              break;
-            }
-            end += slice.length;
-            if (end % GC_HINT_ROWS === 0) Bun.gc(false);
-          } while (end < accepted.length && !othersWait() && performance.now() - started < LONGEST_TRANSACTION_MS);
-          let m = matched;
-          let a = alreadyRecorded;
-          for (const decided of got) {
-            for (const r of decided.rows) rows.push(r);
-            for (const p of decided.problems) u.read.problems.add(p);
-            m += decided.matched;
-            a += decided.alreadyRecorded;
-          }
-          if (stop) {
-            const recorded = end === 0 ? 'nothing was recorded' : `the rows from row ${stop.row} on were not recorded, those before it were`;
-            const whose = stop.borrower === null ? 'a borrower' : `borrower ${stop.borrower}`;
-            u.read.problems.add({ row: 0, rule: 0, reason: `The ledger of ${whose} would pass $90,071,992,547,409.91, the most a total can be given exactly; ${recorded}`, severity: 'error' });
-          }
-          const last = stop !== null || end === accepted.length;
-          // A file refused at its first slice: nothing of it is recorded, nor in the history.
-          if (last && end === 0 && stop) return { end, m, a, last, refused: true };
-          const tally: Tally = { rowCount: end, matched: m, alreadyRecorded: a };
-          if (last) {
-            // The file's Notifications of Change, with its last slice: recorded with the upload, once.
-            const got = await recordChanges(tx, u.read.changes, u.now, false);
-            for (const p of got.problems) u.read.problems.add(p);
-            changes = tally.changes = got.recorded;
-            await finish(tx, u, reportOf(u.read, rows, tally, false), stored);
-          }
-          else if (!stored) await tx.deps.stores.uploads.beginUnfinished(tx, { id: u.id, lenderId, creator: u.creator, fileSealed: sealed!, checkedAt: u.now, done: end, matched: m, alreadyRecorded: a });
-          else await tx.deps.stores.uploads.advanceUnfinished(tx, u.id, { done: end, matched: m, alreadyRecorded: a });
-          return { end, m, a, last, refused: false };
-        });
+        // A transaction PostgreSQL undoes in a deadlock (a job holding a borrower the slice writes for) is run
+        // again: it changes nothing outside itself until it is committed (its rows, problems and the ledger
+        // totals counted are taken in after), so a second run decides on what is stored, as the first did.
+        const committed = await againOnConflict(SLICE_ATTEMPTS, () =>
+          guard.within(() =>
+            transaction(ctx, async (tx) => {
+              await tx.deps.stores.uploads.serializeUploads(tx, lenderId);
+              if (stored && (await tx.deps.stores.uploads.unfinishedDone(tx, u.id)) !== from) throw new UploadTakenOver(u.id);
+              const lookups = new Lookups(tx);
+              const started = performance.now();
+              const got: SliceDecided[] = [];
+              let end = from;
+              let stop: PastExactTotal | null = null;
+              do {
+                const slice = accepted.slice(end, end + size);
+                try {
+                  got.push(
+                    await savepoint(tx, async () => {
+                      const decided = slice.length > 0 ? await decideSlice(tx, slice, lookups, u.now, false) : NOTHING_DECIDED;
+                      const over = await guard.pastExact(tx, decided.borrowers);
+                      if (over) throw new PastExactTotal(over.borrower, slice[0]!.row);
+                      return decided;
+                    }),
+                  );
+                } catch (e) {
+                  if (!(e instanceof PastExactTotal)) throw e;
+                  stop = e;
+                  break;
+                }
+                end += slice.length;
+                if (end % GC_HINT_ROWS === 0) Bun.gc(false);
+              } while (end < accepted.length && !othersWait() && performance.now() - started < LONGEST_TRANSACTION_MS);
+              const out: Done = { end, m: matched, a: alreadyRecorded, last: false, refused: false, rows: [], problems: [], changes: 0 };
+              for (const decided of got) {
+                for (const r of decided.rows) out.rows.push(r);
+                for (const p of decided.problems) out.problems.push(p);
+                out.m += decided.matched;
+                out.a += decided.alreadyRecorded;
+              }
+              if (stop) {
+                const recorded = end === 0 ? 'nothing was recorded' : `the rows from row ${stop.row} on were not recorded, those before it were`;
+                const whose = stop.borrower === null ? 'a borrower' : `borrower ${stop.borrower}`;
+                out.problems.push({ row: 0, rule: 0, reason: `The ledger of ${whose} would pass $90,071,992,547,409.91, the most a total can be given exactly; ${recorded}`, severity: 'error' });
+              }
+              out.last = stop !== null || end === accepted.length;
+              // A file refused at its first slice: nothing of it is recorded, nor in the history.
+              if (out.last && end === 0 && stop) return { ...out, refused: true };
+              const tally: Tally = { rowCount: end, matched: out.m, alreadyRecorded: out.a };
+              if (out.last) {
+                // The file's Notifications of Change, with its last slice: recorded with the upload, once.
+                const changed = await recordChanges(tx, u.read.changes, u.now, false);
+                for (const p of changed.problems) out.problems.push(p);
+                out.changes = tally.changes = changed.recorded;
+                const problems = u.read.problems.copy();
+                for (const p of out.problems) problems.add(p);
+                await finish(tx, u, reportOf({ ...u.read, problems }, rows.concat(out.rows), tally, false), stored);
+              }
+              else if (!stored) await tx.deps.stores.uploads.beginUnfinished(tx, { id: u.id, lenderId, creator: u.creator, fileSealed: sealed!, checkedAt: u.now, done: end, matched: out.m, alreadyRecorded: out.a });
+              else await tx.deps.stores.uploads.advanceUnfinished(tx, u.id, { done: end, matched: out.m, alreadyRecorded: out.a });
+              return out;
+            }),
+          ),
+        );
+        for (const r of committed.rows) rows.push(r);
+        for (const p of committed.problems) u.read.problems.add(p);
         // Said before the lock is let go, so that nothing can stop the service between the commit and the
         // moment it is known that the upload is partly recorded.
         if (!stored && !committed.last) first?.onRecording?.();
@@ -194,7 +223,7 @@ export async function recordInSlices(
       if (t.last) {
         // Refused at its very first slice, nothing of it is recorded: the rates are as they were.
         if (!t.refused) await evaluateRates(ctx, writeTurn);
-        return reportOf(u.read, rows, { rowCount: done, matched, alreadyRecorded, changes }, false);
+        return reportOf(u.read, rows, { rowCount: done, matched, alreadyRecorded, changes: t.changes }, false);
       }
       stored = true;
       // A replica stalled past its lease has lost the upload to another, which finishes it: this run stops.

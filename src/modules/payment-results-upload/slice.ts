@@ -34,6 +34,8 @@ export async function decideSlice(tx: Ctx & { tx: Tx }, slice: ParsedRow[], look
  */
 export class LedgerGuard {
   private readonly totals = new Map<string, { credited: number; last: number }>();
+  /** The totals as they were before the transaction under way changed them (`within`). */
+  private before: Map<string, { credited: number; last: number } | undefined> | null = null;
 
   /** The first of the slice's borrowers whose credited total is now past 2^53 - 1 cents (by its identifier), or null. */
   async pastExact(tx: Ctx & { tx: Tx }, borrowers: Map<string, string | null>): Promise<{ borrower: string | null } | null> {
@@ -41,9 +43,29 @@ export class LedgerGuard {
     for (const f of await tx.deps.stores.uploads.creditsSince(tx, since)) {
       const credited = (f.from === 0 ? 0 : this.totals.get(f.enrollmentId)!.credited) + f.credited;
       if (credited > Number.MAX_SAFE_INTEGER) return { borrower: borrowers.get(f.enrollmentId) ?? null };
+      if (this.before && !this.before.has(f.enrollmentId)) this.before.set(f.enrollmentId, this.totals.get(f.enrollmentId));
       this.totals.set(f.enrollmentId, { credited, last: f.last });
     }
     return null;
+  }
+
+  /**
+   * Runs one transaction's work (`fn`): when it throws, the transaction was undone, and so are the totals it
+   * counted, so that the transaction can be run again on them.
+   */
+  async within<T>(fn: () => Promise<T>): Promise<T> {
+    this.before = new Map();
+    try {
+      return await fn();
+    } catch (e) {
+      for (const [id, total] of this.before) {
+        if (total === undefined) this.totals.delete(id);
+        else this.totals.set(id, total);
+      }
+      throw e;
+    } finally {
+      this.before = null;
+    }
   }
 }
 

@@ -12,7 +12,11 @@ import { createTestContext, type TestContext } from '../../helpers/context';
 import { bankAuthorizer, enrollBorrower } from '../../helpers/fixtures';
 import { gateOf } from '../../../src/platform/write-gate';
 import { writeGate } from '../../../src/platform/context';
-import { uploadLock, waitingForLocks } from '../../helpers/upload-hold';
+import { holdAfterFirstTransaction, uploadLock, waitingForLocks } from '../../helpers/upload-hold';
+import { onPostgres } from '../../helpers/pg';
+import { transaction } from '../../../src/platform/context';
+import { writerOf } from '../../../src/platform/sql/pg';
+import { sql } from 'drizzle-orm';
 
 const contexts: TestContext[] = [];
 afterAll(() => contexts.forEach((c) => c.close()));
@@ -185,3 +189,109 @@ describe('an upload and the rest of the service at once', () => {
     expect((await c.rows<{ n: number }>('SELECT COUNT(*) AS n FROM uploaded_results'))[0]!.n).toBe(0);
   }, 60_000);
 });
+
+if (onPostgres) {
+  describe('an upload PostgreSQL undoes in a deadlock', () => {
+    test('its transaction is run again: every row recorded once, listed once, and the answer 200', async () => {
+      const c = createTestContext();
+      contexts.push(c);
+      expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('locked-1')] } })).status).toBe(207);
+      const [e] = await c.rows<{ id: string }>("SELECT id FROM enrollments WHERE authorizer_unique_id = 'locked-1'");
+      const lines = ['authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code'];
+      for (let i = 0; i < 5; i++) lines.push(`locked-1,LOCKED-${i},${i + 1}0.00,settled,2026-10-02,2026-10-04,,`);
+      lines.push('not-enrolled,LOCKED-X,10.00,settled,2026-10-02,2026-10-04,,');
+      // Row locks waited for in the test's database now (the upload's writes for the borrower held below).
+      const rowWaits = async () =>
+        (await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')"))[0]!.n;
+
+      // A transaction holds the borrower's row against every write that refers to it, then, once the upload's
+      // transaction waits for it, asks for the lender's upload lock that transaction holds: a deadlock. The
+      // upload's transaction waited first, so its check finds the cycle and PostgreSQL undoes it (this one's
+      // check is put off past the test).
+      let holding!: () => void;
+      const held = new Promise<void>((resolve) => (holding = resolve));
+      let cycle!: () => void;
+      const closeCycle = new Promise<void>((resolve) => (cycle = resolve));
+      const holder = transaction({ deps: c.rt }, async (tx) => {
+        await writerOf(tx).execute(sql`SET LOCAL deadlock_timeout = '10min'`);
+        await writerOf(tx).execute(sql`SELECT id FROM enrollments WHERE id = ${e!.id} FOR UPDATE`);
+        holding();
+        await closeCycle;
+        await tx.deps.stores.uploads.serializeUploads(tx, c.lender.id);
+        return 'committed';
+      });
+      await held;
+      const up = upload(c, new TextEncoder().encode(lines.join('\n') + '\n'), false);
+      await untilAsync('the upload’s transaction waits for the borrower’s row', async () => (await rowWaits()) === 1);
+      cycle();
+      // It got the upload lock: the upload's transaction, which held it, was undone.
+      expect(await holder).toBe('committed');
+
+      const report = await up;
+      expect(report.status).toBe(200);
+      expect(report.body.row_count).toBe(6);
+      const body = report.body as unknown as { matched: number; rows: { reference: string }[]; problems: { row: number; reason: string }[] };
+      expect(body.matched).toBe(5);
+      expect(body.rows.map((r) => r.reference).sort()).toEqual(['LOCKED-0', 'LOCKED-1', 'LOCKED-2', 'LOCKED-3', 'LOCKED-4', 'LOCKED-X']);
+      expect(body.problems.map((p) => p.row)).toEqual([7]);
+      expect((await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM uploaded_results WHERE reference LIKE 'LOCKED-%'"))[0]!.n).toBe(6);
+      expect((await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM payment_events WHERE reference LIKE 'LOCKED-%'"))[0]!.n).toBe(5);
+      // One upload in the history, as answered.
+      const history = (await c.json('GET', '/v1/payment_results/uploads')).body.uploads as { row_count: number }[];
+      expect(history.map((h) => h.row_count)).toEqual([6]);
+    }, 120_000);
+
+    test('a later transaction of an upload, after its first is committed: run again from where the first left it, each row once', async () => {
+      const c = createTestContext();
+      contexts.push(c);
+      expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('locked-2')] } })).status).toBe(207);
+      const [e] = await c.rows<{ id: string }>("SELECT id FROM enrollments WHERE authorizer_unique_id = 'locked-2'");
+      // Two slices and a half (512 rows each on PostgreSQL): a transaction each.
+      const rows = 1_200;
+      const lines = ['authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code'];
+      for (let i = 0; i < rows; i++) lines.push(`locked-2,LATER-${i},${(i % 90) + 1}.00,${i % 10 === 0 ? 'returned' : 'settled'},2026-10-02,${i % 10 === 0 ? '' : '2026-10-04'},${i % 10 === 0 ? '2026-10-05' : ''},${i % 10 === 0 ? 'R01' : ''}`);
+      lines.push('not-enrolled,LATER-X,10.00,settled,2026-10-02,2026-10-04,,');
+      const rowWaits = async () =>
+        (await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')"))[0]!.n;
+
+      const hold = await holdAfterFirstTransaction(c, c.lender.id);
+      const up = upload(c, new TextEncoder().encode(lines.join('\n') + '\n'), false);
+      const releaseSecond = await hold.afterFirst();
+      const first = (await c.rows<{ done: number }>('SELECT done FROM unfinished_uploads'))[0]!.done;
+      expect(first).toBe(512);
+      // The borrower's row held, then the upload's second transaction let go: it waits for the row, and the
+      // holder asks for the upload lock.
+      let holding!: () => void;
+      const held = new Promise<void>((resolve) => (holding = resolve));
+      let cycle!: () => void;
+      const closeCycle = new Promise<void>((resolve) => (cycle = resolve));
+      const holder = transaction({ deps: c.rt }, async (tx) => {
+        await writerOf(tx).execute(sql`SET LOCAL deadlock_timeout = '10min'`);
+        await writerOf(tx).execute(sql`SELECT id FROM enrollments WHERE id = ${e!.id} FOR UPDATE`);
+        holding();
+        await closeCycle;
+        await tx.deps.stores.uploads.serializeUploads(tx, c.lender.id);
+        // Undone, the upload's transaction left nothing past its first.
+        return (await writerOf(tx).execute(sql`SELECT done FROM unfinished_uploads`)) as unknown as { done: number }[];
+      });
+      await held;
+      releaseSecond();
+      await untilAsync('the upload’s second transaction waits for the borrower’s row', async () => (await rowWaits()) === 1);
+      cycle();
+      expect((await holder).map((r) => Number(r.done))).toEqual([512]);
+
+      const report = await up;
+      expect(report.status).toBe(200);
+      const body = report.body as unknown as { row_count: number; matched: number; rows: unknown[]; problems: { row: number }[] };
+      expect(body.row_count).toBe(rows + 1);
+      expect(body.matched).toBe(rows);
+      expect(body.rows).toHaveLength(rows + 1);
+      expect(body.problems.map((p) => p.row)).toEqual([rows + 2]);
+      expect((await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM uploaded_results WHERE reference LIKE 'LATER-%'"))[0]!.n).toBe(rows + 1);
+      expect((await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM payment_events WHERE reference LIKE 'LATER-%'"))[0]!.n).toBe(rows);
+      expect((await c.rows<{ n: number }>('SELECT COUNT(*) AS n FROM unfinished_uploads'))[0]!.n).toBe(0);
+      const history = (await c.json('GET', '/v1/payment_results/uploads')).body.uploads as { row_count: number }[];
+      expect(history.map((h) => h.row_count)).toEqual([rows + 1]);
+    }, 120_000);
+  });
+}

@@ -2,6 +2,7 @@ import type { Ctx } from '../../deps';
 import type { Tx } from '../../platform/context';
 import { madeForAnotherLender, matchReference, namesInReference, REFERENCE_PREFIX, type MatchSource, type PaymentMatch } from '../collection/reference';
 import type { ParsedRow } from './rules';
+import { policyOf } from '../collection-policy/service';
 
 // Matching an upload's rows to the lender's borrowers and payments: by identifier, by the service's own
 // reference, or by a DRS- reference that names a borrower (collection/reference.ts), looked up a slice at a
@@ -11,7 +12,9 @@ import type { ParsedRow } from './rules';
  * What matching needs of a slice of rows, looked up for the whole slice at once by key (no search per row):
  * borrowers by identifier, the lender's payments by reference, the borrowers a DRS- reference could name, and
  * whether a DRS- reference no row names a borrower of is another lender's payment. Borrowers are remembered
- * across slices, as a file has many rows per borrower. Matching itself then reads nothing.
+ * across slices, as a file has many rows per borrower, and so is whether a borrower's bank account lacks
+ * validation evidence (nothing an upload records changes it). Matching itself then reads nothing. A Lookups
+ * lives for one transaction (or a dry run's snapshot).
  */
 export class Lookups {
   /** Identifier → enrollment id, or null for none. */
@@ -20,7 +23,24 @@ export class Lookups {
   /** This slice's references of payments the service made for another lender. */
   private others = new Set<string>();
 
+  /** Enrollment id → whether its bank account lacks validation evidence; and whether the lender's policy asks for it. */
+  private readonly unvalidated = new Map<string, boolean>();
+  private requiresValidation: boolean | undefined;
+
   constructor(private readonly tx: Ctx & { tx: Tx }) {}
+
+  /** Those of the borrowers (enrollment ids) whose bank account lacks validation evidence, where the lender's policy requires it. */
+  async unvalidatedAmong(enrollmentIds: readonly string[]): Promise<Set<string>> {
+    if (enrollmentIds.length === 0) return new Set();
+    this.requiresValidation ??= (await policyOf(this.tx, this.tx.lender.id)).requireAccountValidation;
+    if (!this.requiresValidation) return new Set();
+    const unknown = enrollmentIds.filter((id) => !this.unvalidated.has(id));
+    if (unknown.length > 0) {
+      for (const id of unknown) this.unvalidated.set(id, false);
+      for (const id of await this.tx.deps.stores.bankAccounts.unvalidatedAmong(this.tx, unknown)) this.unvalidated.set(id, true);
+    }
+    return new Set(enrollmentIds.filter((id) => this.unvalidated.get(id)));
+  }
 
   async load(slice: ParsedRow[]): Promise<void> {
     const lenderId = this.tx.lender.id;

@@ -6,7 +6,6 @@ import { type UploadedRow, type UploadedWrite } from './store';
 import { EVENT_STATUS_OF, keyOf, UNDATED, type ParsedRow, type RowProblem } from './rules';
 import type { UploadReport } from './types';
 import type { Lookups } from './match';
-import { policyOf } from '../collection-policy/service';
 
 // One slice of an upload's accepted rows, in the transaction (or the dry run's snapshot) that decides it: what
 // is stored and known of its references, looked up for the slice at once, each row decided by the re-sending
@@ -23,7 +22,7 @@ export async function decideSlice(tx: Ctx & { tx: Tx }, slice: ParsedRow[], look
   await lookups.load(slice);
   // What is recorded of each row's reference and status, read for the slice at once.
   const known = await knownAmong(tx, tx.lender.id, 'upload', slice.map((p) => ({ reference: keyOf(p), sourceEventId: sourceEventIdOf(keyOf(p), p.status) })));
-  return recordSliceOf(tx, slice, (p, i) => decideRow(tx.lender.id, p, priors.get(keyOf(p)) ?? null, lookups.match(p), known[i]!, now), dryRun);
+  return recordSliceOf(tx, slice, (p, i) => decideRow(tx.lender.id, p, priors.get(keyOf(p)) ?? null, lookups.match(p), known[i]!, now), lookups, dryRun);
 }
 
 /**
@@ -125,6 +124,7 @@ async function recordSliceOf(
   tx: Ctx & { tx: Tx },
   slice: ParsedRow[],
   decide: (p: ParsedRow, i: number) => RowDecided,
+  lookups: Lookups,
   dryRun: boolean,
 ): Promise<SliceDecided> {
   const decided = slice.map(decide);
@@ -165,7 +165,7 @@ async function recordSliceOf(
   }
   // Nacha's WEB debit rule, where the lender's policy requires it: a row of a debit to an account without
   // validation evidence is reported (it is recorded all the same: the debit was made).
-  const unvalidated = await unvalidatedBorrowers(tx, decided);
+  const unvalidated = await lookups.unvalidatedAmong([...new Set(decided.flatMap((d) => (d.observation?.enrollmentId ? [d.observation.enrollmentId] : [])))]);
   const out: SliceDecided = { rows: [], problems: [], matched: 0, alreadyRecorded: 0, borrowers: new Map() };
   for (let i = 0; i < decided.length; i++) {
     const d = decided[i]!;
@@ -185,13 +185,6 @@ async function recordSliceOf(
     }
   }
   return out;
-}
-
-/** The slice's matched borrowers whose account lacks validation evidence, where the lender's policy requires it. */
-async function unvalidatedBorrowers(tx: Ctx & { tx: Tx }, decided: readonly RowDecided[]): Promise<Set<string>> {
-  const ids = [...new Set(decided.flatMap((d) => (d.observation?.enrollmentId ? [d.observation.enrollmentId] : [])))];
-  if (ids.length === 0 || !(await policyOf(tx, tx.lender.id)).requireAccountValidation) return new Set();
-  return new Set(await tx.deps.stores.bankAccounts.unvalidatedAmong(tx, ids));
 }
 
 /**

@@ -30,7 +30,8 @@ if [[ "${DATABASE_URL:-}" =~ ^postgres(ql)?:// ]]; then
     fi
   done < <(find tests -name '*.test.ts' -not -path 'tests/contracts/*' | sort)
   echo "PostgreSQL run: ${#files[@]} test files; $left left out (run on SQLite; the store contracts run on both there)"
-  # Slower per test there: a test's own reads and writes of the database go through psql, one process each.
+  # Slower per test there: a test's own writes of the database go through psql, one process each (its reads,
+  # on a connection a thread of the test process keeps: tests/helpers/pg-sync.ts).
   exec bun test --timeout 90000 "${files[@]}" "$@"
 fi
 exec bun test --timeout 90000 "$@"

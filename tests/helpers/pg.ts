@@ -7,6 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { isPostgresUrl, PG_MIGRATIONS_DIR } from '../../src/platform/pg';
+import { jsonOf } from './pg-sync';
 
 /** The server the suite runs on, when it runs on PostgreSQL. */
 export const PG_URL = process.env.DATABASE_URL;
@@ -133,13 +134,14 @@ function bind(text: string, params: unknown[]): string {
 }
 
 /**
- * The rows of a query (or of a write with RETURNING), as JSON from psql. PostgreSQL folds an unquoted alias to
+ * The rows of a query (or of a write with RETURNING), as JSON, read on a connection kept for the test's reads
+ * (pg-sync.ts), or from psql when the answer is too large for it. PostgreSQL folds an unquoted alias to
  * lower case (`AS lenderId` names the column lenderid) where SQLite keeps it as written: the aliases of the
  * statement are given back their case.
  */
 function jsonRows(url: string, statement: string): Record<string, unknown>[] {
   const { query, recase } = asJsonQuery(statement);
-  return recase(JSON.parse(psql(query, url)) as Record<string, unknown>[]);
+  return recase(JSON.parse(jsonOf(url, query) ?? psql(query, url)) as Record<string, unknown>[]);
 }
 
 /** A statement's rows as one JSON array (numbers as numbers, bigints included), and the aliases' case given back. */

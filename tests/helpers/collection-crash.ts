@@ -24,7 +24,8 @@ export function read<T>(h: ServiceHarness, fn: (db: Database) => T): T {
 // ---- The collection rules: one processor payment per service payment, recorded with its status, ≤ 3 each.
 
 export interface Snapshot {
-  payments: { id: string; enrollment: string; aid: string; reference: string; status: string }[];
+  /** With each payment's place in the dispatch queue (`due`, `lease`: ms from the read), for a wait that runs out. */
+  payments: { id: string; enrollment: string; aid: string; reference: string; status: string; state: string; attempts: number; due: number; lease: number }[];
   /** Per idempotency key: how many payments the sandbox holds, and the latest status of the newest one. */
   atProcessor: Map<string, { n: number; status: string }>;
 }
@@ -41,8 +42,11 @@ export function snapshot(h: ServiceHarness): Snapshot {
       )
       .all() as { key: string; n: number; status: string }[];
     const payments = db
-      .query('SELECT id, enrollment_id AS enrollment, authorizer_unique_id AS aid, reference, status FROM payments')
-      .all() as Snapshot['payments'];
+      .query(
+        `SELECT id, enrollment_id AS enrollment, authorizer_unique_id AS aid, reference, status, state, attempts,
+                next_attempt_at - ? AS due, lease_until - ? AS lease FROM payments`,
+      )
+      .all(Date.now(), Date.now()) as Snapshot['payments'];
     return { payments, atProcessor: new Map(rows.map((r) => [r.key, { n: Number(r.n), status: r.status }])) };
   });
 }
@@ -90,9 +94,11 @@ export async function atRest(h: ServiceHarness, least: number, timeoutMs: number
     for (const p of s?.payments ?? []) statuses[p.status] = (statuses[p.status] ?? 0) + 1;
     const unrecorded = (s?.payments ?? []).filter((p) => s!.atProcessor.has(p.id) && s!.atProcessor.get(p.id)!.status !== p.status);
     const enrollments = new Set((s?.payments ?? []).map((p) => p.enrollment)).size;
+    // Those in flight with their place in the dispatch queue: a retry put off (attempts, due in ms) or a claim held (lease).
+    const inFlight = (s?.payments ?? []).filter((p) => p.status === 'initiating' || p.status === 'processing').map((p) => `${p.status}/${p.state} attempts ${p.attempts} due ${p.due} lease ${p.lease}`);
     throw new Error(
       `${(e as Error).message}: ${s?.payments.length ?? 0} payments of ${enrollments} enrollments (at least ${least} wanted), ` +
-        `statuses ${JSON.stringify(statuses)}, unrecorded ${JSON.stringify(unrecorded.map((p) => [p.status, s!.atProcessor.get(p.id)!.status]))}`,
+        `statuses ${JSON.stringify(statuses)}, unrecorded ${JSON.stringify(unrecorded.map((p) => [p.status, s!.atProcessor.get(p.id)!.status]))}, in flight ${JSON.stringify(inFlight)}`,
     );
   }
 }

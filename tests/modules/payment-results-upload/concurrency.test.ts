@@ -6,15 +6,15 @@
 // the upload's transaction are answered after one slice, while it is still recording. A dry run never takes
 // the gate. On PostgreSQL, which has no write gate (transactions write side by side), the upload takes none:
 // another lender's writes are answered while its transaction is open, and the same traffic during the same
-// uploads all succeeds and is all committed beside them.
+// uploads all succeeds and is all committed beside them; and an upload's transaction that PostgreSQL undoes in
+// a deadlock, its first or a later one, is run again, each row recorded once.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext, type TestContext } from '../../helpers/context';
 import { bankAuthorizer, enrollBorrower } from '../../helpers/fixtures';
 import { gateOf } from '../../../src/platform/write-gate';
-import { writeGate } from '../../../src/platform/context';
 import { holdAfterFirstTransaction, uploadLock, waitingForLocks } from '../../helpers/upload-hold';
 import { onPostgres } from '../../helpers/pg';
-import { transaction } from '../../../src/platform/context';
+import { transaction, writeGate, type Tx } from '../../../src/platform/context';
 import { writerOf } from '../../../src/platform/sql/pg';
 import { sql } from 'drizzle-orm';
 
@@ -192,40 +192,46 @@ describe('an upload and the rest of the service at once', () => {
 
 if (onPostgres) {
   describe('an upload PostgreSQL undoes in a deadlock', () => {
+    /**
+     * A deadlock with the upload's next transaction: a transaction of the test holds the borrower's row
+     * against every write that refers to it; once `waitsForRow()` says the upload's transaction waits for it,
+     * `closeCycle()` has the holder ask for the lender's upload lock, which that transaction holds. The
+     * upload's transaction waited first, so its check finds the cycle and PostgreSQL undoes it (the holder's
+     * check is put off past the test). `result` is what `then` reads once the holder has the lock.
+     */
+    async function deadlockWith<T>(c: TestContext, aid: string, then: (tx: { deps: TestContext['rt']; tx: Tx }) => Promise<T>) {
+      const [e] = await c.rows<{ id: string }>('SELECT id FROM enrollments WHERE authorizer_unique_id = ?', aid);
+      let holding!: () => void;
+      const held = new Promise<void>((resolve) => (holding = resolve));
+      let closeCycle!: () => void;
+      const closed = new Promise<void>((resolve) => (closeCycle = resolve));
+      const result = transaction({ deps: c.rt }, async (tx) => {
+        await writerOf(tx).execute(sql`SET LOCAL deadlock_timeout = '10min'`);
+        await writerOf(tx).execute(sql`SELECT id FROM enrollments WHERE id = ${e!.id} FOR UPDATE`);
+        holding();
+        await closed;
+        await tx.deps.stores.uploads.serializeUploads(tx, c.lender.id);
+        return then(tx);
+      });
+      await held;
+      const waitsForRow = async () =>
+        (await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')"))[0]!.n === 1;
+      return { waitsForRow, closeCycle, result };
+    }
+
     test('its transaction is run again: every row recorded once, listed once, and the answer 200', async () => {
       const c = createTestContext();
       contexts.push(c);
       expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('locked-1')] } })).status).toBe(207);
-      const [e] = await c.rows<{ id: string }>("SELECT id FROM enrollments WHERE authorizer_unique_id = 'locked-1'");
       const lines = ['authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code'];
       for (let i = 0; i < 5; i++) lines.push(`locked-1,LOCKED-${i},${i + 1}0.00,settled,2026-10-02,2026-10-04,,`);
       lines.push('not-enrolled,LOCKED-X,10.00,settled,2026-10-02,2026-10-04,,');
-      // Row locks waited for in the test's database now (the upload's writes for the borrower held below).
-      const rowWaits = async () =>
-        (await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')"))[0]!.n;
-
-      // A transaction holds the borrower's row against every write that refers to it, then, once the upload's
-      // transaction waits for it, asks for the lender's upload lock that transaction holds: a deadlock. The
-      // upload's transaction waited first, so its check finds the cycle and PostgreSQL undoes it (this one's
-      // check is put off past the test).
-      let holding!: () => void;
-      const held = new Promise<void>((resolve) => (holding = resolve));
-      let cycle!: () => void;
-      const closeCycle = new Promise<void>((resolve) => (cycle = resolve));
-      const holder = transaction({ deps: c.rt }, async (tx) => {
-        await writerOf(tx).execute(sql`SET LOCAL deadlock_timeout = '10min'`);
-        await writerOf(tx).execute(sql`SELECT id FROM enrollments WHERE id = ${e!.id} FOR UPDATE`);
-        holding();
-        await closeCycle;
-        await tx.deps.stores.uploads.serializeUploads(tx, c.lender.id);
-        return 'committed';
-      });
-      await held;
+      const lock = await deadlockWith(c, 'locked-1', async () => 'committed');
       const up = upload(c, new TextEncoder().encode(lines.join('\n') + '\n'), false);
-      await untilAsync('the upload’s transaction waits for the borrower’s row', async () => (await rowWaits()) === 1);
-      cycle();
+      await untilAsync('the upload’s transaction waits for the borrower’s row', lock.waitsForRow);
+      lock.closeCycle();
       // It got the upload lock: the upload's transaction, which held it, was undone.
-      expect(await holder).toBe('committed');
+      expect(await lock.result).toBe('committed');
 
       const report = await up;
       expect(report.status).toBe(200);
@@ -245,14 +251,11 @@ if (onPostgres) {
       const c = createTestContext();
       contexts.push(c);
       expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('locked-2')] } })).status).toBe(207);
-      const [e] = await c.rows<{ id: string }>("SELECT id FROM enrollments WHERE authorizer_unique_id = 'locked-2'");
       // Two slices and a half (512 rows each on PostgreSQL): a transaction each.
       const rows = 1_200;
       const lines = ['authorizer_unique_id,reference,payment_amount,payment_status,submitted_at,settled_at,returned_at,return_code'];
       for (let i = 0; i < rows; i++) lines.push(`locked-2,LATER-${i},${(i % 90) + 1}.00,${i % 10 === 0 ? 'returned' : 'settled'},2026-10-02,${i % 10 === 0 ? '' : '2026-10-04'},${i % 10 === 0 ? '2026-10-05' : ''},${i % 10 === 0 ? 'R01' : ''}`);
       lines.push('not-enrolled,LATER-X,10.00,settled,2026-10-02,2026-10-04,,');
-      const rowWaits = async () =>
-        (await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')"))[0]!.n;
 
       const hold = await holdAfterFirstTransaction(c, c.lender.id);
       const up = upload(c, new TextEncoder().encode(lines.join('\n') + '\n'), false);
@@ -260,25 +263,12 @@ if (onPostgres) {
       const first = (await c.rows<{ done: number }>('SELECT done FROM unfinished_uploads'))[0]!.done;
       expect(first).toBe(512);
       // The borrower's row held, then the upload's second transaction let go: it waits for the row, and the
-      // holder asks for the upload lock.
-      let holding!: () => void;
-      const held = new Promise<void>((resolve) => (holding = resolve));
-      let cycle!: () => void;
-      const closeCycle = new Promise<void>((resolve) => (cycle = resolve));
-      const holder = transaction({ deps: c.rt }, async (tx) => {
-        await writerOf(tx).execute(sql`SET LOCAL deadlock_timeout = '10min'`);
-        await writerOf(tx).execute(sql`SELECT id FROM enrollments WHERE id = ${e!.id} FOR UPDATE`);
-        holding();
-        await closeCycle;
-        await tx.deps.stores.uploads.serializeUploads(tx, c.lender.id);
-        // Undone, the upload's transaction left nothing past its first.
-        return (await writerOf(tx).execute(sql`SELECT done FROM unfinished_uploads`)) as unknown as { done: number }[];
-      });
-      await held;
+      // holder asks for the upload lock. Undone, the upload's transaction left nothing past its first.
+      const lock = await deadlockWith(c, 'locked-2', async (tx) => (await writerOf(tx).execute(sql`SELECT done FROM unfinished_uploads`)) as unknown as { done: number }[]);
       releaseSecond();
-      await untilAsync('the upload’s second transaction waits for the borrower’s row', async () => (await rowWaits()) === 1);
-      cycle();
-      expect((await holder).map((r) => Number(r.done))).toEqual([512]);
+      await untilAsync('the upload’s second transaction waits for the borrower’s row', lock.waitsForRow);
+      lock.closeCycle();
+      expect((await lock.result).map((r) => Number(r.done))).toEqual([512]);
 
       const report = await up;
       expect(report.status).toBe(200);

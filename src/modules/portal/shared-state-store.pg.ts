@@ -27,10 +27,11 @@ export async function countSignInAttempt(c: TxCtx, k: SignInKeys, now: number, w
          WHERE key = ANY(${listOf([k.pair, k.address])}::text[]) AND ${now}::bigint - first <= ${windowMs}::bigint AND count >= ${lockAfter}::int`,
   );
   if (held!.n > 0) return null;
+  // The three rows are taken in one order, the keys', whichever attempt takes them.
   const counted = await rows<{ count: number }>(
     tx,
     sql`INSERT INTO sign_in_counts AS s (key, count, first)
-          SELECT unnest(${listOf([k.email, k.address, k.pair])}::text[]), 1, ${now}::bigint
+          SELECT unnest(${listOf([k.email, k.address, k.pair].sort())}::text[]), 1, ${now}::bigint
         ON CONFLICT (key) DO UPDATE SET
           count = CASE WHEN ${now}::bigint - s.first > ${windowMs}::bigint THEN 1 ELSE s.count + 1 END,
           first = CASE WHEN ${now}::bigint - s.first > ${windowMs}::bigint THEN ${now}::bigint ELSE s.first END

@@ -2,6 +2,7 @@ import type { PlatformDeps, TransactionsSlot } from '../../platform/context';
 import type { StoresSlot } from '../../platform/store';
 import type { HeldFile, HeldFiles, PortalState, SignInCounter } from './portal-state';
 import { transaction } from '../../platform/context';
+import { againOnConflict } from '../../platform/pg';
 import { normalizeEmail } from './users';
 import { SignInThrottle } from './session';
 import {
@@ -63,13 +64,15 @@ export class PgSignInCounter implements SignInCounter {
   async attempt(email: string, address: string, now: number) {
     this.sweepNowAndThen(now);
     const k = this.keys(email, address);
-    const failures = await transaction({ deps: this.deps }, (tx) => countSignInAttempt(tx, k, now, SignInThrottle.WINDOW_MS, SignInThrottle.LOCK_AFTER));
+    // Beside the attempts of other addresses (the email's count is shared), a transaction may lose a deadlock:
+    // it is run again, not the sign-in failed.
+    const failures = await againOnConflict(3, () => transaction({ deps: this.deps }, (tx) => countSignInAttempt(tx, k, now, SignInThrottle.WINDOW_MS, SignInThrottle.LOCK_AFTER)));
     return failures === null ? ({ locked: true } as const) : ({ locked: false, failures } as const);
   }
 
   async succeed(email: string, address: string, now: number) {
     const k = this.keys(email, address);
-    await transaction({ deps: this.deps }, (tx) => releaseSignInAttempt(tx, k, now, SignInThrottle.WINDOW_MS));
+    await againOnConflict(3, () => transaction({ deps: this.deps }, (tx) => releaseSignInAttempt(tx, k, now, SignInThrottle.WINDOW_MS)));
   }
 
   async status(email: string, address: string, now: number) {

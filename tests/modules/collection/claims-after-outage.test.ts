@@ -6,7 +6,7 @@
 // being let go.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext } from '../../helpers/context';
-import { onPostgres, psql } from '../../helpers/pg';
+import { onPostgres, PsqlDatabase } from '../../helpers/pg';
 import { pgBehindProxy } from '../../helpers/tcp-proxy';
 import { waitFor } from '../../helpers/server';
 import { enrollBorrower } from '../../helpers/fixtures';
@@ -20,8 +20,9 @@ if (!onPostgres) {
   });
 } else {
   const { db, proxy, url, stop } = await pgBehindProxy();
-  // Processor calls take a while, so that sends are in flight when the connection goes.
-  const c = createTestContext({ DATABASE_URL: url, DATABASE_POOL_MAX: '6', SANDBOX_PROCESSOR_LATENCY_MS: '400', MONITOR_READ_INTERVAL_MS: '3600000' });
+  // Processor calls take seconds, so that sends are still in flight when the test has seen them, however busy
+  // the machine (a shorter answer could come and go between two of the test's reads).
+  const c = createTestContext({ DATABASE_URL: url, DATABASE_POOL_MAX: '6', SANDBOX_PROCESSOR_LATENCY_MS: '3000', MONITOR_READ_INTERVAL_MS: '3600000' });
   const runner = new JobRunner<Deps>(c.rt, featureJobs(c.rt), { afterOutage: () => releaseStaleClaims(c.rt) });
   afterAll(async () => {
     await runner.stop();
@@ -29,12 +30,9 @@ if (!onPostgres) {
     stop();
   });
 
-  /** Read past the proxy, straight from the server. */
-  const direct = (sql: string) =>
-    psql(sql, db.url)
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => line.split('|'));
+  /** Read past the proxy, straight from the server, on a connection the test keeps (no process per read). */
+  const server = new PsqlDatabase(db.url);
+  const direct = (sql: string) => server.query(sql).values().map((row) => row.map((v) => (v === null ? '' : String(v))));
 
   describe('a PostgreSQL outage while payments are claimed', () => {
     test('the claims are let go when the database is back, every payment reaches the processor once, none waits for its lease', async () => {

@@ -95,6 +95,9 @@ export function withTransaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx?:
   });
 }
 
+/** What a transaction does once it commits (platform/commit-hooks.ts): counting what it recorded. */
+export { afterCommit } from './commit-hooks';
+
 /**
  * Runs fn in a savepoint of the open transaction: when fn throws, its writes alone are undone (the rest of the
  * transaction stands) and the error is rethrown. fn may await (store calls): while it runs, no other caller

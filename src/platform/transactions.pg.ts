@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { Transactions } from './engine';
 import type { PgHandle } from './pg-types';
 import type { Tx } from './tx';
+import { beginHooks, dropHooksSince, endHooks, hooksMark } from './commit-hooks';
 import { handleOf, txOf } from './sql/pg';
 import { openTransactionOn, runInside } from './tx-lock';
 import { gateOf } from './write-gate';
@@ -23,11 +24,13 @@ export function pgTransactions(pg: PgHandle): Transactions {
 async function pgSavepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
   const handle = handleOf(tx);
   await handle.execute(sql`SAVEPOINT one_of_many`);
+  const mark = hooksMark(tx);
   try {
     const result = await fn();
     await handle.execute(sql`RELEASE SAVEPOINT one_of_many`);
     return result;
   } catch (e) {
+    dropHooksSince(tx, mark);
     await handle.execute(sql`ROLLBACK TO SAVEPOINT one_of_many`);
     await handle.execute(sql`RELEASE SAVEPOINT one_of_many`);
     throw e;
@@ -45,7 +48,19 @@ async function pgTransaction<C extends { tx?: Tx }, T>(pg: PgHandle, ctx: C, fn:
   if (ctx.tx) return fn(ctx as C & { tx: Tx });
   const open = openTransactionOn<Tx>(pg);
   if (open) return fn({ ...ctx, tx: open });
-  return pg.db.transaction((tx) => runInside(pg, tx, async () => fn({ ...ctx, tx: txOf(tx) })));
+  let begun: Tx | null = null;
+  let committed = false;
+  try {
+    const result = await pg.db.transaction((tx) => {
+      begun = txOf(tx);
+      beginHooks(begun);
+      return runInside(pg, tx, async () => fn({ ...ctx, tx: begun! }));
+    });
+    committed = true;
+    return result;
+  } finally {
+    if (begun) endHooks(begun, committed);
+  }
 }
 
 /** Thrown to roll a read snapshot back, carrying what fn returned. */
@@ -59,9 +74,11 @@ async function pgReadSnapshot<C extends { tx?: Tx }, T>(pg: PgHandle, ctx: C, fn
   if (outer) {
     const tx = handleOf(outer);
     await tx.execute(sql`SAVEPOINT read_snapshot`);
+    const mark = hooksMark(outer);
     try {
       return await fn({ ...ctx, tx: outer });
     } finally {
+      dropHooksSince(outer, mark);
       await tx.execute(sql`ROLLBACK TO SAVEPOINT read_snapshot`);
       await tx.execute(sql`RELEASE SAVEPOINT read_snapshot`);
     }
@@ -70,7 +87,13 @@ async function pgReadSnapshot<C extends { tx?: Tx }, T>(pg: PgHandle, ctx: C, fn
     await pg.db.transaction(
       (tx) =>
         runInside(pg, tx, async () => {
-          throw new SnapshotDone(await fn({ ...ctx, tx: txOf(tx) }));
+          // Nothing of a snapshot commits: what it would count after a commit is dropped with it.
+          beginHooks(txOf(tx));
+          try {
+            throw new SnapshotDone(await fn({ ...ctx, tx: txOf(tx) }));
+          } finally {
+            endHooks(txOf(tx), false);
+          }
         }),
       { isolationLevel: 'repeatable read' },
     );

@@ -1,6 +1,7 @@
 import type { Db } from './db';
 import type { Transactions } from './engine';
 import type { Tx } from './tx';
+import { beginHooks, dropHooksSince, endHooks, hooksMark } from './commit-hooks';
 import { handleOf, txOf } from './sql/sqlite-handle';
 import { txLockOf } from './tx-lock';
 import { gateOf } from './write-gate';
@@ -30,12 +31,15 @@ export async function sqliteTransaction<C extends { tx?: Tx }, T>(db: Db, ctx: C
   // at once, as a nested synchronous transaction would. Another caller's open transaction is waited for.
   if (client.inTransaction && !lock.heldByAnother()) return fn({ ...ctx, tx: txOf(db) });
   const release = await lock.acquire();
+  const tx = txOf(db);
+  let committed = false;
   try {
     client.query('BEGIN IMMEDIATE').run();
+    beginHooks(tx);
     lock.setOpen(true);
     let result: T;
     try {
-      const r = lock.runMarked(() => fn({ ...ctx, tx: txOf(db) }));
+      const r = lock.runMarked(() => fn({ ...ctx, tx }));
       // A synchronous callback commits in the same step: no turn of the event loop while it is open.
       result = r instanceof Promise ? await r : r;
     } catch (e) {
@@ -44,12 +48,14 @@ export async function sqliteTransaction<C extends { tx?: Tx }, T>(db: Db, ctx: C
     }
     try {
       client.query('COMMIT').run();
+      committed = true;
     } catch (e) {
       if (client.inTransaction) client.query('ROLLBACK').run();
       throw e;
     }
     return result;
   } finally {
+    endHooks(tx, committed);
     lock.setOpen(false);
     release();
   }
@@ -59,11 +65,13 @@ export async function sqliteTransaction<C extends { tx?: Tx }, T>(db: Db, ctx: C
 async function sqliteSavepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
   const c = handleOf(tx).$client;
   c.query('SAVEPOINT one_of_many').run();
+  const mark = hooksMark(tx);
   try {
     const result = await fn();
     c.query('RELEASE one_of_many').run();
     return result;
   } catch (e) {
+    dropHooksSince(tx, mark);
     c.query('ROLLBACK TO one_of_many').run();
     c.query('RELEASE one_of_many').run();
     throw e;
@@ -75,10 +83,13 @@ async function sqliteSnapshot<C extends { tx?: Tx }, T>(db: Db, ctx: C, fn: (ctx
   const client = db.$client;
   const lock = txLockOf(client);
   if (ctx.tx || (client.inTransaction && !lock.heldByAnother())) {
+    const tx = ctx.tx ?? txOf(db);
     client.query('SAVEPOINT read_snapshot').run();
+    const mark = hooksMark(tx);
     try {
-      return await fn({ ...ctx, tx: ctx.tx ?? (txOf(db)) });
+      return await fn({ ...ctx, tx });
     } finally {
+      dropHooksSince(tx, mark);
       client.query('ROLLBACK TO read_snapshot').run();
       client.query('RELEASE read_snapshot').run();
     }
@@ -86,10 +97,13 @@ async function sqliteSnapshot<C extends { tx?: Tx }, T>(db: Db, ctx: C, fn: (ctx
   const release = await lock.acquire();
   try {
     client.query('BEGIN DEFERRED').run();
+    const tx = txOf(db);
+    beginHooks(tx);
     lock.setOpen(true);
     try {
-      return await lock.runMarked(() => fn({ ...ctx, tx: txOf(db) }));
+      return await lock.runMarked(() => fn({ ...ctx, tx }));
     } finally {
+      endHooks(tx, false);
       if (client.inTransaction) client.query('ROLLBACK').run();
     }
   } finally {

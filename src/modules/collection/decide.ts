@@ -1,7 +1,7 @@
 import { newId } from '../../platform/ids';
 import type { RecordedRead } from '../balance-requests/results';
 import type { JobContext } from '../../deps';
-import type { Tx } from '../../platform/context';
+import { afterCommit, type Tx } from '../../platform/context';
 import { recordObservation, releaseScheduled, type Observation } from './record';
 import { pushToEndpoints } from '../webhooks/endpoints';
 import { isoOrNull } from '../../platform/clock';
@@ -106,7 +106,7 @@ async function carryOut(
     else if (step.do === 'read_by') await ctx.deps.stores.enrollments.readNoLaterThan(ctx, e.id, step.at);
     else if (step.do === 'block') {
       await monitor({ type: 'blocked', reason: step.reason });
-      deps.metrics.paymentsSkipped.inc({ reason: step.reason });
+      afterCommit(ctx, () => deps.metrics.paymentsSkipped.inc({ reason: step.reason }));
     } else await createPayment(ctx, e, step, read.key!.id, now);
   }
 }
@@ -147,9 +147,9 @@ async function createPayment(ctx: JobContext & { tx: Tx }, e: DecidingRow, p: Ex
   // Fraud monitoring's debit rules; a hold rule's hit keeps this payment from being sent until it is cleared.
   await fraudOnDebit(ctx, { lenderId: e.lenderId, enrollmentId: e.id, aid: e.authorizerUniqueId, rail: e.rail, bankAccountId: e.bankAccountId, account: e.account, paymentId: id, amountCents: p.amountCents });
   await applyMonitorEvent(ctx, { enrollmentId: e.id, event: { type: 'payment_initiated' }, now, readIntervalMs: deps.config.monitorReadIntervalMs });
-  if (p.debitOn === null) deps.metrics.paymentsInitiated.inc({ rail: e.rail });
+  if (p.debitOn === null) afterCommit(ctx, () => deps.metrics.paymentsInitiated.inc({ rail: e.rail }));
   else {
-    deps.metrics.paymentsScheduled.inc({ rail: e.rail });
+    afterCommit(ctx, () => deps.metrics.paymentsScheduled.inc({ rail: e.rail }));
     // The notice: the lender tells the borrower before debit_on.
     await pushToEndpoints(ctx, now, e.lenderId, 'PAYMENT_SCHEDULED', { authorizer_unique_id: e.authorizerUniqueId, reference, amount: p.amountCents, debit_on: dayString(p.debitOn) });
     if (p.notice && p.notice.needs.length > 0) await pushToEndpoints(ctx, now, e.lenderId, 'PAYMENT_NOTICE_DUE', noticeDuePayload({ id, reference, e, p }));

@@ -1,5 +1,5 @@
 import type { Deps, JobContext } from '../../deps';
-import { transaction } from '../../platform/context';
+import { afterCommit, transaction } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import { DAY_MS } from '../../platform/clock';
 import { LeaseLostError } from '../../platform/leases';
@@ -99,7 +99,7 @@ async function recordListed(ctx: JobContext, conn: { id: string; lenderId: strin
       if (!results[i]?.recorded) continue;
       recorded++;
       await tx.deps.stores.matching.keepProcessorPaymentId(tx, own.id, l.processorPaymentId);
-      ctx.deps.metrics.paymentsReconciled.inc({ processor: conn.processor, status: l.status });
+      afterCommit(tx, () => ctx.deps.metrics.paymentsReconciled.inc({ processor: conn.processor, status: l.status }));
       ctx.deps.logger.info({ payment_id: own.id, status: l.status, connection_id: conn.id }, 'payment status found by reconciliation');
     }
   });

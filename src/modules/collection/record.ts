@@ -1,7 +1,6 @@
 import type { EventSource, EventStatus, PaymentStatus } from '../../../db/schema/enums';
 import type { JobContext } from '../../deps';
-import type { Metrics } from '../../platform/metrics';
-import { savepoint, type Tx } from '../../platform/context';
+import { afterCommit, savepoint, type Tx } from '../../platform/context';
 import type { StoreCtx } from '../../platform/store';
 import { newId } from '../../platform/ids';
 import { dbErrorMessage, isTransientConflict } from '../../platform/pg';
@@ -124,7 +123,7 @@ export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observa
   // has already moved past (an older event read late, a re-read, a look-up that came first): nothing changes.
   const { last, current, status, ahead } = await placeOf(ctx, o);
   if (!ahead) {
-    ctx.deps.metrics.paymentObservationsStale.inc({ source: o.source });
+    afterCommit(ctx, () => ctx.deps.metrics.paymentObservationsStale.inc({ source: o.source }));
     return { recorded: false, why: 'stale', current };
   }
   if (o.source === 'upload' && o.paymentId && current !== null) return recordReport(ctx, o, o.paymentId, status, current, last);
@@ -144,7 +143,7 @@ export async function recordObservation(ctx: JobContext & { tx: Tx }, o: Observa
       reportHold: `the payment is recorded ${returnCode ? `${status} ${returnCode}` : status}, as its processor says; the reported outcome was not confirmed`,
     });
   }
-  ctx.deps.metrics.paymentEvents.inc({ status, source: o.source });
+  afterCommit(ctx, () => ctx.deps.metrics.paymentEvents.inc({ status, source: o.source }));
   await afterOutcome(ctx, o, { eventId, status, returnCode, occurredAt, now }, ratesLater);
   return { recorded: true, eventId, status, occurredAt };
 }
@@ -242,8 +241,10 @@ async function recordReport(
   // An initiating payment is being resolved at its processor already (sent, or looked up): nothing to queue.
   await ctx.deps.stores.outcomes.notePaymentReport(ctx, { id: paymentId, status, returnCode, at: now, hold, lookUp: hold === null && current !== 'initiating' });
   if (o.enrollmentId && stopsAtOnce(status, returnCode)) await stopAtOnce(ctx, { lenderId: o.lenderId, reference: o.reference, paymentId }, o.enrollmentId, status, returnCode, now);
-  ctx.deps.metrics.paymentEvents.inc({ status, source: o.source });
-  ctx.deps.metrics.paymentReports.inc({ outcome: hold === null ? 'asked' : 'held' });
+  afterCommit(ctx, () => {
+    ctx.deps.metrics.paymentEvents.inc({ status, source: o.source });
+    ctx.deps.metrics.paymentReports.inc({ outcome: hold === null ? 'asked' : 'held' });
+  });
   return { recorded: true, eventId, status, occurredAt, report: { hold } };
 }
 
@@ -286,7 +287,7 @@ async function recordOrSetAside(ctx: JobContext & { tx: Tx }, o: Observation, be
     if (isTransientConflict(e)) throw e;
     const error = dbErrorMessage(e).slice(0, 500);
     await ctx.deps.stores.outcomes.setObservationAside(ctx, { lenderId: o.lenderId, connectionId: o.connectionId, source: o.source, sourceEventId: o.sourceEventId, reference: o.reference, status: o.status, error, at: ctx.deps.clock.now() });
-    ctx.deps.metrics.paymentObservationsSetAside.inc({ source: o.source });
+    afterCommit(ctx, () => ctx.deps.metrics.paymentObservationsSetAside.inc({ source: o.source }));
     ctx.deps.logger.error({ source: o.source, source_event_id: o.sourceEventId, payment_id: o.paymentId, status: o.status, err: error }, 'payment observation could not be recorded; set aside');
     return null;
   }
@@ -307,7 +308,7 @@ export class SliceFault extends Error {
  * inserting its events). The answers come in the order of `observations` (undefined where there is none).
  * When an observation of the slice throws, the slice is undone and recorded again one observation after the
  * other, each in its own savepoint (recordOrSetAside), so that a fault still sets aside its own observation
- * alone; only the attempt that stands is counted in the metrics. Anything else that throws is rethrown.
+ * alone; what the metrics count is counted at the commit, for the attempt that stands. Anything else that throws is rethrown.
  *
  * In the savepoint the observations are recorded borrower by borrower (byBorrower): each borrower's in the
  * order given, different borrowers side by side. `before(i)`, when it gives a step, runs just before the i-th
@@ -320,13 +321,12 @@ export async function recordSlice(
   observations: readonly (Observation | null)[],
   before?: (i: number) => (() => Promise<void>) | undefined,
 ): Promise<(Recorded | null | undefined)[]> {
-  const counts: (() => void)[] = [];
-  const held: JobContext & { tx: Tx } & TargetsMemo = { ...ctx, deps: { ...ctx.deps, metrics: countedLater(ctx.deps.metrics, counts) }, targetsOf: new Map() };
+  const held: JobContext & { tx: Tx } & TargetsMemo = { ...ctx, targetsOf: new Map() };
   // A reference's latest event as the slice records on it: an observation whose caller read what is known of
   // it but not its reference's latest event (an earlier one of the slice comes first) is given it from here.
   const lastOf = new Map<string, Exclude<Known['last'], undefined>>();
   try {
-    const result = await savepoint(ctx, async () => {
+    return await savepoint(ctx, async () => {
       const lenders = new Set<string>();
       const recorded = await byBorrower(observations, async (o, i) => {
         try {
@@ -349,8 +349,6 @@ export async function recordSlice(
       }
       return recorded;
     });
-    for (const count of counts) count();
-    return result;
   } catch (e) {
     if (!(e instanceof SliceFault)) throw e;
     // A lost deadlock is the transaction's, not a row's: no row is set aside for it.
@@ -399,13 +397,4 @@ async function byBorrower<R>(observations: readonly (Observation | null)[], reco
   );
   if (failure) throw (failure as { error: unknown }).error;
   return out;
-}
-
-/** The metrics, with the counters recordObservation moves counted only when `counts` are run. */
-export function countedLater(metrics: Metrics, counts: (() => void)[]): Metrics {
-  const later = <L extends object>(counter: { inc(labels: L): void }) => ({ inc: (labels: L) => void counts.push(() => counter.inc(labels)) });
-  return Object.assign(Object.create(metrics) as Metrics, {
-    paymentEvents: later(metrics.paymentEvents),
-    paymentObservationsStale: later(metrics.paymentObservationsStale),
-  });
 }

@@ -219,7 +219,11 @@ if (onPostgres) {
       return { waitsForRow, closeCycle, result };
     }
 
-    test('its transaction is run again: every row recorded once, listed once, and the answer 200', async () => {
+    /** The upload's events counted in payment_events_total: those of the transactions that committed only. */
+    const eventsCounted = async (c: TestContext) =>
+      (await c.rt.metrics.paymentEvents.get()).values.filter((v) => v.labels.source === 'upload').reduce((n, v) => n + v.value, 0);
+
+    test('its transaction is run again: every row recorded once, listed once, counted once, and the answer 200', async () => {
       const c = createTestContext();
       contexts.push(c);
       expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('locked-1')] } })).status).toBe(207);
@@ -242,12 +246,13 @@ if (onPostgres) {
       expect(body.problems.map((p) => p.row)).toEqual([7]);
       expect((await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM uploaded_results WHERE reference LIKE 'LOCKED-%'"))[0]!.n).toBe(6);
       expect((await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM payment_events WHERE reference LIKE 'LOCKED-%'"))[0]!.n).toBe(5);
+      expect(await eventsCounted(c)).toBe(5);
       // One upload in the history, as answered.
       const history = (await c.json('GET', '/v1/payment_results/uploads')).body.uploads as { row_count: number }[];
       expect(history.map((h) => h.row_count)).toEqual([6]);
     }, 120_000);
 
-    test('a later transaction of an upload, after its first is committed: run again from where the first left it, each row once', async () => {
+    test('a later transaction of an upload, after its first is committed: run again from where the first left it, each row once, counted once', async () => {
       const c = createTestContext();
       contexts.push(c);
       expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers: [enrollBorrower('locked-2')] } })).status).toBe(207);
@@ -279,6 +284,7 @@ if (onPostgres) {
       expect(body.problems.map((p) => p.row)).toEqual([rows + 2]);
       expect((await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM uploaded_results WHERE reference LIKE 'LATER-%'"))[0]!.n).toBe(rows + 1);
       expect((await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM payment_events WHERE reference LIKE 'LATER-%'"))[0]!.n).toBe(rows);
+      expect(await eventsCounted(c)).toBe(rows);
       expect((await c.rows<{ n: number }>('SELECT COUNT(*) AS n FROM unfinished_uploads'))[0]!.n).toBe(0);
       const history = (await c.json('GET', '/v1/payment_results/uploads')).body.uploads as { row_count: number }[];
       expect(history.map((h) => h.row_count)).toEqual([rows + 1]);

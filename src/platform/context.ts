@@ -95,8 +95,11 @@ export function withTransaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx?:
   });
 }
 
-/** What a transaction does once it commits (platform/commit-hooks.ts): counting what it recorded. */
-export { afterCommit } from './commit-hooks';
+/**
+ * What a transaction does once it commits (counting what it recorded), and what it reads once for all its
+ * steps (platform/tx-scope.ts).
+ */
+export { afterCommit, forget, remembered } from './tx-scope';
 
 /**
  * Runs fn in a savepoint of the open transaction: when fn throws, its writes alone are undone (the rest of the

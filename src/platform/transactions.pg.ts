@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { Transactions } from './engine';
 import type { PgHandle } from './pg-types';
 import type { Tx } from './tx';
-import { beginHooks, dropHooksSince, endHooks, hooksMark } from './commit-hooks';
+import { beginScope, rollBackScopeTo, endScope, scopeMark } from './tx-scope';
 import { handleOf, txOf } from './sql/pg';
 import { openTransactionOn, runInside } from './tx-lock';
 import { gateOf } from './write-gate';
@@ -24,13 +24,13 @@ export function pgTransactions(pg: PgHandle): Transactions {
 async function pgSavepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
   const handle = handleOf(tx);
   await handle.execute(sql`SAVEPOINT one_of_many`);
-  const mark = hooksMark(tx);
+  const mark = scopeMark(tx);
   try {
     const result = await fn();
     await handle.execute(sql`RELEASE SAVEPOINT one_of_many`);
     return result;
   } catch (e) {
-    dropHooksSince(tx, mark);
+    rollBackScopeTo(tx, mark);
     await handle.execute(sql`ROLLBACK TO SAVEPOINT one_of_many`);
     await handle.execute(sql`RELEASE SAVEPOINT one_of_many`);
     throw e;
@@ -53,13 +53,13 @@ async function pgTransaction<C extends { tx?: Tx }, T>(pg: PgHandle, ctx: C, fn:
   try {
     const result = await pg.db.transaction((tx) => {
       begun = txOf(tx);
-      beginHooks(begun);
+      beginScope(begun);
       return runInside(pg, tx, async () => fn({ ...ctx, tx: begun! }));
     });
     committed = true;
     return result;
   } finally {
-    if (begun) endHooks(begun, committed);
+    if (begun) endScope(begun, committed);
   }
 }
 
@@ -74,11 +74,11 @@ async function pgReadSnapshot<C extends { tx?: Tx }, T>(pg: PgHandle, ctx: C, fn
   if (outer) {
     const tx = handleOf(outer);
     await tx.execute(sql`SAVEPOINT read_snapshot`);
-    const mark = hooksMark(outer);
+    const mark = scopeMark(outer);
     try {
       return await fn({ ...ctx, tx: outer });
     } finally {
-      dropHooksSince(outer, mark);
+      rollBackScopeTo(outer, mark);
       await tx.execute(sql`ROLLBACK TO SAVEPOINT read_snapshot`);
       await tx.execute(sql`RELEASE SAVEPOINT read_snapshot`);
     }
@@ -88,11 +88,11 @@ async function pgReadSnapshot<C extends { tx?: Tx }, T>(pg: PgHandle, ctx: C, fn
       (tx) =>
         runInside(pg, tx, async () => {
           // Nothing of a snapshot commits: what it would count after a commit is dropped with it.
-          beginHooks(txOf(tx));
+          beginScope(txOf(tx));
           try {
             throw new SnapshotDone(await fn({ ...ctx, tx: txOf(tx) }));
           } finally {
-            endHooks(txOf(tx), false);
+            endScope(txOf(tx), false);
           }
         }),
       { isolationLevel: 'repeatable read' },

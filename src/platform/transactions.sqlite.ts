@@ -1,7 +1,7 @@
 import type { Db } from './db';
 import type { Transactions } from './engine';
 import type { Tx } from './tx';
-import { beginHooks, dropHooksSince, endHooks, hooksMark } from './commit-hooks';
+import { beginScope, rollBackScopeTo, endScope, scopeMark } from './tx-scope';
 import { handleOf, txOf } from './sql/sqlite-handle';
 import { txLockOf } from './tx-lock';
 import { gateOf } from './write-gate';
@@ -35,7 +35,7 @@ export async function sqliteTransaction<C extends { tx?: Tx }, T>(db: Db, ctx: C
   let committed = false;
   try {
     client.query('BEGIN IMMEDIATE').run();
-    beginHooks(tx);
+    beginScope(tx);
     lock.setOpen(true);
     let result: T;
     try {
@@ -55,7 +55,7 @@ export async function sqliteTransaction<C extends { tx?: Tx }, T>(db: Db, ctx: C
     }
     return result;
   } finally {
-    endHooks(tx, committed);
+    endScope(tx, committed);
     lock.setOpen(false);
     release();
   }
@@ -65,13 +65,13 @@ export async function sqliteTransaction<C extends { tx?: Tx }, T>(db: Db, ctx: C
 async function sqliteSavepoint<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
   const c = handleOf(tx).$client;
   c.query('SAVEPOINT one_of_many').run();
-  const mark = hooksMark(tx);
+  const mark = scopeMark(tx);
   try {
     const result = await fn();
     c.query('RELEASE one_of_many').run();
     return result;
   } catch (e) {
-    dropHooksSince(tx, mark);
+    rollBackScopeTo(tx, mark);
     c.query('ROLLBACK TO one_of_many').run();
     c.query('RELEASE one_of_many').run();
     throw e;
@@ -85,11 +85,11 @@ async function sqliteSnapshot<C extends { tx?: Tx }, T>(db: Db, ctx: C, fn: (ctx
   if (ctx.tx || (client.inTransaction && !lock.heldByAnother())) {
     const tx = ctx.tx ?? txOf(db);
     client.query('SAVEPOINT read_snapshot').run();
-    const mark = hooksMark(tx);
+    const mark = scopeMark(tx);
     try {
       return await fn({ ...ctx, tx });
     } finally {
-      dropHooksSince(tx, mark);
+      rollBackScopeTo(tx, mark);
       client.query('ROLLBACK TO read_snapshot').run();
       client.query('RELEASE read_snapshot').run();
     }
@@ -98,12 +98,12 @@ async function sqliteSnapshot<C extends { tx?: Tx }, T>(db: Db, ctx: C, fn: (ctx
   try {
     client.query('BEGIN DEFERRED').run();
     const tx = txOf(db);
-    beginHooks(tx);
+    beginScope(tx);
     lock.setOpen(true);
     try {
       return await lock.runMarked(() => fn({ ...ctx, tx }));
     } finally {
-      endHooks(tx, false);
+      endScope(tx, false);
       if (client.inTransaction) client.query('ROLLBACK').run();
     }
   } finally {

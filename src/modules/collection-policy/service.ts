@@ -1,7 +1,7 @@
 import type { Ctx } from '../../deps';
 import { isoOrNull } from '../../platform/clock';
 import { InvalidInput } from '../../platform/errors';
-import { transaction } from '../../platform/context';
+import { forget, remembered, transaction, type Tx } from '../../platform/context';
 import type { StoreCtx } from '../../platform/store';
 import { DEFAULT_POLICY, type CollectionPolicy } from './policy';
 import { ACCOUNT_STATE_OF_RETURN, ACCOUNT_STATE_SEVERITY, looserThanNacha } from '../../adapters/processors/account-states';
@@ -31,9 +31,15 @@ export function checkedElection(e: RegEElection, at: string): RegEElection {
 }
 import { type PolicyRow } from './store';
 
-/** The lender's policy as the collection rules read it: its row, or every default. */
-export async function policyOf(ctx: StoreCtx, lenderId: string): Promise<CollectionPolicy> {
-  return policyFrom(await ctx.deps.stores.collectionPolicy.policyRow(ctx, lenderId));
+/** What a transaction remembers the lender's policy under (platform/tx-scope.ts). */
+const policyKey = (lenderId: string) => `collection-policy:${lenderId}`;
+
+/**
+ * The lender's policy as the collection rules read it: its row, or every default. Read once a transaction (a
+ * flush of balance results decides and schedules each of its borrowers with it), and forgotten by the change.
+ */
+export async function policyOf(ctx: StoreCtx & { tx?: Tx }, lenderId: string): Promise<CollectionPolicy> {
+  return remembered(ctx, policyKey(lenderId), async () => policyFrom(await ctx.deps.stores.collectionPolicy.policyRow(ctx, lenderId)));
 }
 
 function policyFrom(row: PolicyRow | undefined): CollectionPolicy {
@@ -140,6 +146,7 @@ export function updatePolicy({ ctx, input }: { ctx: Ctx; input: PolicyPatchInput
     };
     checkLead(next);
     await tx.deps.stores.collectionPolicy.savePolicy(tx, next);
+    forget(tx, policyKey(tx.lender.id));
     return view(tx);
   });
 }

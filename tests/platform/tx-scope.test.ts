@@ -1,12 +1,13 @@
 // engine: both
-// What a transaction counts is counted once it commits: dropped when it rolls back (a transaction PostgreSQL
+// What lives as long as one transaction (platform/tx-scope.ts). What a transaction counts is counted once it commits: dropped when it rolls back (a transaction PostgreSQL
 // undoes in a deadlock and runs again counts its attempt that stood, once), dropped with a savepoint rolled
 // back, never by a read snapshot; and a payment event recorded in a transaction that is undone is not counted
-// in payment_events_total.
+// in payment_events_total. What a transaction reads once for all its steps is read once in it, read again in
+// the next, and forgotten by the step that writes it and when a savepoint is rolled back.
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createTestContext } from '../helpers/context';
 import { enrollBorrower } from '../helpers/fixtures';
-import { afterCommit, readSnapshot, savepoint, transaction } from '../../src/platform/context';
+import { afterCommit, forget, readSnapshot, remembered, savepoint, transaction } from '../../src/platform/context';
 import { recordSlice } from '../../src/modules/collection/record';
 
 const c = createTestContext();
@@ -84,6 +85,43 @@ describe('afterCommit', () => {
     const ran: string[] = [];
     afterCommit({}, () => ran.push('now'));
     expect(ran).toEqual(['now']);
+  });
+});
+
+describe('remembered', () => {
+  test('read once a transaction, its steps side by side included; read again in the next, and each time outside one', async () => {
+    let reads = 0;
+    const read = async () => {
+      await turn();
+      return ++reads;
+    };
+    const inFirst = await transaction({ deps: c.rt }, async (tx) => Promise.all([remembered(tx, 'k', read), remembered(tx, 'k', read), remembered(tx, 'other', read)]));
+    expect(inFirst.slice(0, 2)).toEqual([1, 1]);
+    expect(reads).toBe(2);
+    expect(await transaction({ deps: c.rt }, (tx) => remembered(tx, 'k', read))).toBe(3);
+    expect(await remembered({}, 'k', read)).toBe(4);
+    expect(await remembered({}, 'k', read)).toBe(5);
+  });
+
+  test('forgotten by the step that writes it, when a savepoint is rolled back, and when a read fails', async () => {
+    let value = 'before';
+    const read = async () => value;
+    await transaction({ deps: c.rt }, async (tx) => {
+      expect(await remembered(tx, 'k', read)).toBe('before');
+      value = 'written';
+      expect(await remembered(tx, 'k', read)).toBe('before');
+      forget(tx, 'k');
+      expect(await remembered(tx, 'k', read)).toBe('written');
+      await expect(
+        savepoint(tx, async () => {
+          value = 'undone';
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
+      expect(await remembered(tx, 'k', read)).toBe('undone');
+      await expect(remembered(tx, 'failing', async () => Promise.reject(new Error('no answer')))).rejects.toThrow('no answer');
+      expect(await remembered(tx, 'failing', read)).toBe('undone');
+    });
   });
 });
 

@@ -1,9 +1,9 @@
 import type { BalanceResultChain, JobContext } from '../deps';
 import type { Tx } from '../platform/context';
 import type { CompletedBatch, RecordedRead } from './balance-requests/results';
-import { monitoringReadsAmong, readAfterRepair, setLastRead } from './enrollments/monitoring';
+import { monitoringReadsAmong, readAfterRepair, setLastReads } from './enrollments/monitoring';
 import { decideCollections } from './collection/decide';
-import { learnAndSchedule } from './pay-cycles/learn';
+import { learnAndScheduleEach } from './pay-cycles/learn';
 import { onScheduleBatchCompleted } from './schedules/runs';
 import { noticeDigest, receiveNotice } from './bank-accounts/changes';
 import { fingerprintKey } from './bank-accounts/fingerprint';
@@ -32,18 +32,26 @@ import type { ChangeNotice } from '../adapters/bank-data/types';
 // delivered after the transaction commits.
 
 export async function afterBalanceResults(ctx: JobContext & { tx: Tx }, reads: RecordedRead[]): Promise<void> {
-  // Step 1 for every read first (each writes its own borrower's row only), then 2 and 3 read by read, with what
-  // the decisions read of the borrowers read in one statement per kind (collection/decide.ts).
+  // Step 1 for every read at once (each writes its own borrower's row only), then 2 read by read, then 3 for
+  // the borrowers decided, with what the decisions and the cadence read and write of the borrowers in one
+  // statement per kind for all of them (collection/decide.ts, pay-cycles/learn.ts).
+  const monitoring = await monitoringReadsAmong(ctx, reads);
+  const ids = await setLastReads(ctx, monitoring);
   const enrolled: (RecordedRead & { enrollmentId: string })[] = [];
-  for (const r of await monitoringReadsAmong(ctx, reads)) {
-    const enrollmentId = await setLastRead(ctx, r);
-    if (enrollmentId === null) continue;
+  for (const [i, r] of monitoring.entries()) {
+    const enrollmentId = ids[i];
+    if (!enrollmentId) continue;
     enrolled.push({ ...r, enrollmentId });
     // A Notification of Change the bank-data source passed on: received before the decision, which then
     // holds the account's debits until it is applied.
     if (r.change) await receiveSourceNotice(ctx, r, enrollmentId);
   }
-  await decideCollections(ctx, enrolled, (r) => learnAndSchedule(ctx, { enrollmentId: r.enrollmentId, lenderId: r.lenderId, aid: r.authorizerUniqueId, at: r.at }));
+  await decideCollections(ctx, enrolled, (decided) =>
+    learnAndScheduleEach(
+      ctx,
+      decided.map((r) => ({ enrollmentId: r.enrollmentId, lenderId: r.lenderId, aid: r.authorizerUniqueId, at: r.at })),
+    ),
+  );
 }
 
 async function receiveSourceNotice(ctx: JobContext & { tx: Tx }, r: RecordedRead & { change?: ChangeNotice }, enrollmentId: string): Promise<void> {

@@ -144,6 +144,11 @@ contract(
         noticeSentAt: null,
       });
       expect(scheduled!.debitOn).toBeGreaterThan(at);
+      // Read for several borrowers at once, the same; one with none left out.
+      const other = await enroll(lender, 'not-noticed', { collectable_amount: 9_000_000 });
+      const many = await store.scheduledPaymentsOf(storeCtx, [other, id, 'no-such-enrollment']);
+      expect([...many.entries()]).toEqual([[id, scheduled!]]);
+      expect((await store.scheduledPaymentsOf(storeCtx, [])).size).toBe(0);
       expect(await store.paymentInFlight(storeCtx, id)).toBe(false);
       expect(await used(id)).toBe(1);
       const removed = await ctx.json('DELETE', '/v1/payment_enrollments', { key: lender.key, body: { authorizer_unique_ids: ['noticed'] } });

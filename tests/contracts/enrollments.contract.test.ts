@@ -170,7 +170,7 @@ contract(
       expect(await store.borrowersByIdPrefix(storeCtx, lender.id, { from: 'A', to: 'A\u{10FFFF}' }, 10)).toEqual([{ aid: 'Among-3' }]);
     });
 
-    test('dueReads: monitored borrowers due by `now`, oldest due first, at most `limit`; setNextReads moves them; setLastRead sets the read', async () => {
+    test('dueReads: monitored borrowers due by `now`, oldest due first, at most `limit`; setNextReads moves them; setLastReads sets the reads', async () => {
       const lender = ctx.newLender();
       await enroll([enrollBorrower('due-a', { metadata: { n: '1' } }), enrollBorrower('due-held', { routing_number: SANDBOX_UNSUPPORTED_BANK })], lender.key);
       const t0 = ctx.clock.now();
@@ -213,16 +213,26 @@ contract(
         .catch(() => undefined);
       expect((await store.enrollmentOf(storeCtx, lender.id, 'due-a'))!.nextReadAt).toBe(ctx.clock.now() + 5000);
 
-      // A read set on its borrower: the enrollment's id back, or null for a borrower with none.
+      // Reads set on their borrowers, in their order: each one's enrollment id back, or null for a borrower with
+      // none (another lender's of the same id included); a borrower read twice keeps the later read.
       const at = ctx.clock.now();
-      const setRead = await t.inTx((tx) => store.setLastRead(tx, { lenderId: lender.id, authorizerUniqueId: 'due-b', balanceCents: 4321, at }));
-      expect(setRead).toBe(await idOf(lender.id, 'due-b'));
-      expect(await t.inTx((tx) => store.setLastRead(tx, { lenderId: lender.id, authorizerUniqueId: 'nobody', balanceCents: 1, at }))).toBeNull();
-      expect(await t.inTx((tx) => store.setLastRead(tx, { lenderId: ctx.lender.id, authorizerUniqueId: 'due-b', balanceCents: 1, at }))).toBeNull();
-      expect(await store.enrollmentOf(storeCtx, lender.id, 'due-b')).toMatchObject({ lastReadCents: 4321, lastReadAt: at });
+      const read = (aid: string, balanceCents: number | null, when = at, lenderId = lender.id) => ({ lenderId, authorizerUniqueId: aid, balanceCents, at: when });
+      const set = await t.inTx((tx) => store.setLastReads(tx, [read('due-b', 1), read('nobody', 1), read('due-a', 777), read('due-b', 1, at, ctx.lender.id), read('due-b', 4321, at + 2)]));
+      expect(set).toEqual([await idOf(lender.id, 'due-b'), null, await idOf(lender.id, 'due-a'), null, await idOf(lender.id, 'due-b')]);
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'due-b')).toMatchObject({ lastReadCents: 4321, lastReadAt: at + 2 });
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'due-a')).toMatchObject({ lastReadCents: 777, lastReadAt: at });
+      expect(await t.inTx((tx) => store.setLastReads(tx, []))).toEqual([]);
       // A read without a balance clears the amount.
-      await t.inTx((tx) => store.setLastRead(tx, { lenderId: lender.id, authorizerUniqueId: 'due-b', balanceCents: null, at: at + 1 }));
-      expect(await store.enrollmentOf(storeCtx, lender.id, 'due-b')).toMatchObject({ lastReadCents: null, lastReadAt: at + 1 });
+      expect(await t.inTx((tx) => store.setLastReads(tx, [read('due-b', null, at + 3)]))).toEqual([await idOf(lender.id, 'due-b')]);
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'due-b')).toMatchObject({ lastReadCents: null, lastReadAt: at + 3 });
+      // Rolled back, the read is not there.
+      await t
+        .inTx(async (tx) => {
+          await store.setLastReads(tx, [read('due-a', 5, at + 4)]);
+          throw new Error('rolled back');
+        })
+        .catch(() => undefined);
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'due-a')).toMatchObject({ lastReadCents: 777, lastReadAt: at });
     });
 
     test('what the features above keep on an enrollment: the next read while monitored, the pay cycle, the presentments', async () => {
@@ -240,8 +250,14 @@ contract(
           )
         )[0]!;
       const now = ctx.clock.now();
-      // The next read: set, brought forward only, and rolled back with its transaction.
-      await t.inTx((tx) => store.setNextRead(tx, id, now + 10_000));
+      // The next read: set (each borrower its own, the later of one given twice), brought forward only, and
+      // rolled back with its transaction.
+      await enroll([enrollBorrower('kept-2')], lender.key);
+      const other = await idOf(lender.id, 'kept-2');
+      await t.inTx((tx) => store.setNextReadEach(tx, [{ enrollmentId: id, at: now + 9_000 }, { enrollmentId: other, at: now + 3_000 }, { enrollmentId: id, at: now + 10_000 }]));
+      await t.inTx((tx) => store.setNextReadEach(tx, []));
+      expect(Number((await kept()).next)).toBe(now + 10_000);
+      expect((await store.enrollmentOf(storeCtx, lender.id, 'kept-2'))!.nextReadAt).toBe(now + 3_000);
       expect(Number((await kept()).next)).toBe(now + 10_000);
       await t.inTx((tx) => store.readNoLaterThan(tx, id, now + 20_000));
       expect(Number((await kept()).next)).toBe(now + 10_000);
@@ -249,7 +265,7 @@ contract(
       expect(Number((await kept()).next)).toBe(now + 5_000);
       await t
         .inTx(async (tx) => {
-          await store.setNextRead(tx, id, now + 1);
+          await store.setNextReadEach(tx, [{ enrollmentId: id, at: now + 1 }]);
           throw new Error('rolled back');
         })
         .catch(() => undefined);
@@ -275,7 +291,7 @@ contract(
       // No longer monitored: the cadence keeps no next read for it, whatever is set.
       expect((await ctx.json('DELETE', '/v1/payment_enrollments', { key: lender.key, body: { authorizer_unique_ids: ['kept-1'] } })).status).toBe(200);
       const removed = (await kept()).next;
-      await t.inTx((tx) => store.setNextRead(tx, id, now + 30_000));
+      await t.inTx((tx) => store.setNextReadEach(tx, [{ enrollmentId: id, at: now + 30_000 }]));
       await t.inTx((tx) => store.readNoLaterThan(tx, id, 1));
       expect((await kept()).next).toEqual(removed);
     });

@@ -23,6 +23,9 @@ contract(
       return row!.id;
     }
 
+    /** One borrower's cadence state, as cadenceStatesOf gives it. */
+    const cadenceOf = async (c: Parameters<typeof store.cadenceStatesOf>[0], id: string) => (await store.cadenceStatesOf(c, [id])).get(id);
+
     /** The reading of an enrollment as stored. */
     const reading = async (id: string) =>
       (
@@ -219,7 +222,7 @@ contract(
       expect(history.deposits.map((d) => d.at)).toEqual([...history.deposits.map((d) => d.at)].sort((x, y) => x - y));
       expect(history.deposits.at(-1)!.at).toBe(Date.parse('2026-11-06T00:00:00Z'));
       // Learned from the transactions (no read yet, so no payday read is set).
-      expect(await store.cadenceStateOf(storeCtx, id)).toMatchObject({ frequency: 'biweekly', nextPayday: Date.parse('2026-11-20T00:00:00Z'), learnedAt: ctx.clock.now() });
+      expect(await cadenceOf(storeCtx, id)).toMatchObject({ frequency: 'biweekly', nextPayday: Date.parse('2026-11-20T00:00:00Z'), learnedAt: ctx.clock.now() });
       const view = (await ctx.json('GET', '/v1/payment_enrollments/pattern-1')).body;
       expect(view.pay_cycle).toMatchObject({ frequency: 'biweekly', next_payday: '2026-11-20', source: 'transactions' });
     });
@@ -249,15 +252,15 @@ contract(
       expect(await store.balanceHistory(storeCtx, lender.id, 'hist-2', start)).toEqual([]);
     });
 
-    test('cadenceStateOf after a monitoring read; lastReadOf the read’s time; setNextRead and readNoLaterThan only while monitored', async () => {
+    test('cadenceStatesOf after a monitoring read; lastReadOf the read’s time; setNextReadEach and readNoLaterThan only while monitored', async () => {
       const id = await enroll('cad-1', { account_number: '0000010000' });
       expect(await store.lastReadOf(storeCtx, id)).toBeNull();
       expect(await store.lastReadOf(storeCtx, 'no-such-enrollment')).toBeNull();
-      expect(await store.cadenceStateOf(storeCtx, 'no-such-enrollment')).toBeUndefined();
+      expect(await cadenceOf(storeCtx, 'no-such-enrollment')).toBeUndefined();
       await cycle(ctx);
       const readAt = ctx.clock.now();
       expect(await store.lastReadOf(storeCtx, id)).toBe(readAt);
-      const state = (await store.cadenceStateOf(storeCtx, id))!;
+      const state = (await cadenceOf(storeCtx, id))!;
       expect(state).toMatchObject({ lenderId: ctx.lender.id, state: 'monitored', blockedReason: null, learnedAt: readAt, altFrequency: null, altNextPayday: null });
       expect(typeof state.nextReadAt).toBe('number');
       expect(state.nextReadAt!).toBeGreaterThan(readAt);
@@ -267,30 +270,41 @@ contract(
       expect(typeof state.confidence).toBe('number');
 
       const at = readAt + 3 * 3_600_000;
-      await t.inTx((tx) => t.stores.enrollments.setNextRead(tx, id, at));
-      expect((await store.cadenceStateOf(storeCtx, id))!.nextReadAt).toBe(at);
+      await t.inTx((tx) => t.stores.enrollments.setNextReadEach(tx, [{ enrollmentId: id, at: at }]));
+      expect((await cadenceOf(storeCtx, id))!.nextReadAt).toBe(at);
       await expect(
         t.inTx(async (tx) => {
-          await t.stores.enrollments.setNextRead(tx, id, at + 1);
+          await t.stores.enrollments.setNextReadEach(tx, [{ enrollmentId: id, at: at + 1 }]);
           throw new Error('rolled back');
         }),
       ).rejects.toThrow('rolled back');
-      expect((await store.cadenceStateOf(storeCtx, id))!.nextReadAt).toBe(at);
+      expect((await cadenceOf(storeCtx, id))!.nextReadAt).toBe(at);
       // Brought forward, never put back.
       await t.inTx((tx) => t.stores.enrollments.readNoLaterThan(tx, id, at + 60_000));
-      expect((await store.cadenceStateOf(storeCtx, id))!.nextReadAt).toBe(at);
+      expect((await cadenceOf(storeCtx, id))!.nextReadAt).toBe(at);
       await t.inTx((tx) => t.stores.enrollments.readNoLaterThan(tx, id, at - 60_000));
-      expect((await store.cadenceStateOf(storeCtx, id))!.nextReadAt).toBe(at - 60_000);
-      await t.inTx((tx) => t.stores.enrollments.setNextRead(tx, id, at));
+      expect((await cadenceOf(storeCtx, id))!.nextReadAt).toBe(at - 60_000);
+      await t.inTx((tx) => t.stores.enrollments.setNextReadEach(tx, [{ enrollmentId: id, at: at }]));
 
       // Removed: no longer monitored, so it keeps no next read whatever is set.
       expect((await ctx.json('DELETE', '/v1/payment_enrollments', { body: { authorizer_unique_ids: ['cad-1'] } })).status).toBe(200);
-      const removed = (await store.cadenceStateOf(storeCtx, id))!;
+      const removed = (await cadenceOf(storeCtx, id))!;
       expect(removed.state).not.toBe('monitored');
-      await t.inTx((tx) => t.stores.enrollments.setNextRead(tx, id, at + 5));
+      await t.inTx((tx) => t.stores.enrollments.setNextReadEach(tx, [{ enrollmentId: id, at: at + 5 }]));
       await t.inTx((tx) => t.stores.enrollments.readNoLaterThan(tx, id, 1));
-      expect((await store.cadenceStateOf(storeCtx, id))!.nextReadAt).toBe(removed.nextReadAt);
+      expect((await cadenceOf(storeCtx, id))!.nextReadAt).toBe(removed.nextReadAt);
       expect(removed.nextReadAt).not.toBe(at + 5);
+    });
+
+    test('cadenceStatesOf several borrowers at once: each by its id, one with no enrollment left out', async () => {
+      const a = await enroll('many-1');
+      const b = await enroll('many-2');
+      await t.inTx((tx) => t.stores.enrollments.setNextReadEach(tx, [{ enrollmentId: a, at: 1_000 }, { enrollmentId: b, at: 2_000 }]));
+      const states = await store.cadenceStatesOf(storeCtx, [b, 'no-such-enrollment', a]);
+      expect([...states.keys()].sort()).toEqual([a, b].sort());
+      expect([states.get(a)!.nextReadAt, states.get(b)!.nextReadAt]).toEqual([1_000, 2_000]);
+      expect(states.get(a)).toMatchObject({ lenderId: ctx.lender.id, state: 'monitored' });
+      expect((await store.cadenceStatesOf(storeCtx, [])).size).toBe(0);
     });
 
     test('setPayCycle stores the cycle whole, its flag read as 0 or 1 and absent parts as null', async () => {
@@ -307,7 +321,7 @@ contract(
           at: ctx.clock.now(),
         }),
       );
-      expect(await store.cadenceStateOf(storeCtx, id)).toMatchObject({
+      expect(await cadenceOf(storeCtx, id)).toMatchObject({
         frequency: 'biweekly',
         nextPayday: payday,
         confidence: 0.8125,
@@ -320,15 +334,15 @@ contract(
       expect(row!.source).toBe('transactions');
 
       await t.inTx((tx) => t.stores.enrollments.setPayCycle(tx, id, { frequency: 'weekly', nextPayday: payday - DAY, confidence: 0.5, landsEarly: false, source: 'balances', at: ctx.clock.now() + 1 }));
-      expect(await store.cadenceStateOf(storeCtx, id)).toMatchObject({ frequency: 'weekly', confidence: 0.5, altFrequency: null, altNextPayday: null, landsEarly: 0, learnedAt: ctx.clock.now() + 1 });
+      expect(await cadenceOf(storeCtx, id)).toMatchObject({ frequency: 'weekly', confidence: 0.5, altFrequency: null, altNextPayday: null, landsEarly: 0, learnedAt: ctx.clock.now() + 1 });
       await t.inTx((tx) => t.stores.enrollments.setPayCycle(tx, id, { frequency: 'irregular', nextPayday: null, confidence: 0, source: 'balances', at: ctx.clock.now() + 2 }));
-      expect(await store.cadenceStateOf(storeCtx, id)).toMatchObject({ frequency: 'irregular', nextPayday: null, confidence: 0, landsEarly: null });
+      expect(await cadenceOf(storeCtx, id)).toMatchObject({ frequency: 'irregular', nextPayday: null, confidence: 0, landsEarly: null });
       expect((await ctx.json('GET', '/v1/payment_enrollments/cyc-1')).body.pay_cycle).toMatchObject({ frequency: 'irregular', next_payday: null, source: 'balances' });
     });
 
-    test('cadenceStateOf in a transaction holds the borrower until it ends', async () => {
+    test('cadenceStatesOf in a transaction holds the borrowers until it ends', async () => {
       const id = await enroll('hold-1');
-      await secondWaitsForFirst(async (tx) => expect(await store.cadenceStateOf(tx, id)).toMatchObject({ state: 'monitored', lenderId: ctx.lender.id }));
+      await secondWaitsForFirst(async (tx) => expect(await cadenceOf(tx, id)).toMatchObject({ state: 'monitored', lenderId: ctx.lender.id }));
     });
   },
   { clockAt: '2026-11-16T09:00:00.000Z' },

@@ -72,21 +72,32 @@ const IN_FLIGHT: ReadonlySet<string> = new Set(['initiating', 'processing']);
 /**
  * Decisions for the monitoring reads of one flush of balance results, in their order (the chain in
  * modules/balance-results.ts): every borrower serialized first, in that order, then what decisions read of
- * them, one statement per kind for all of them. A borrower read twice in the flush is decided each time as
- * one alone (the second decision reads what the first wrote).
+ * them, one statement per kind for all of them, and `after` called once for all of them, decided. A borrower
+ * read twice in the flush is decided each time as one alone, `after` with each decision (the second decision
+ * reads what the first and its `after` wrote).
  */
-export async function decideCollections(ctx: JobContext & { tx: Tx }, reads: (RecordedRead & { enrollmentId: string })[], after: (read: RecordedRead & { enrollmentId: string }) => Promise<void>): Promise<void> {
+export async function decideCollections(
+  ctx: JobContext & { tx: Tx },
+  reads: (RecordedRead & { enrollmentId: string })[],
+  after: (reads: (RecordedRead & { enrollmentId: string })[]) => Promise<void>,
+): Promise<void> {
   const times = new Map<string, number>();
   for (const r of reads) times.set(r.enrollmentId, (times.get(r.enrollmentId) ?? 0) + 1);
   const once = [...times].filter(([, n]) => n === 1).map(([id]) => id);
   await ctx.deps.stores.decisions.serializeBorrowers(ctx, once);
   const known = once.length > 0 ? await ctx.deps.stores.decisions.decisionInputsOf(ctx, once) : new Map<string, DecisionRead>();
+  const decided: (RecordedRead & { enrollmentId: string })[] = [];
   for (const r of reads) {
-    const k = times.get(r.enrollmentId) === 1 ? known.get(r.enrollmentId) : undefined;
-    // A borrower found by its read but gone since (erased in between) is decided alone, as before: on nothing.
-    await decideCollection(ctx, r, k);
-    await after(r);
+    if (times.get(r.enrollmentId) === 1) {
+      // A borrower found by its read but gone since (erased in between) is decided alone, as before: on nothing.
+      await decideCollection(ctx, r, known.get(r.enrollmentId));
+      decided.push(r);
+    } else {
+      await decideCollection(ctx, r);
+      await after([r]);
+    }
   }
+  await after(decided);
 }
 
 /** The steps of a decision, in order. */

@@ -16,7 +16,7 @@ import type { PgDb } from '../../platform/pg';
 import { builtOnce, exactSum, inList, listOf, lockFor, num, numOrNull, probeByIndex, readerOf, rows, sumOf, writerOf, type Summed } from '../../platform/sql/pg';
 import { LeaseQueue, oldestDueFirst } from '../../platform/lease-queue.pg';
 import type { PastPayment } from './rules';
-import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, DecisionRead, DecidingRow, PaymentReadStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery } from './store';
+import type { DispatchStore, OutcomeStore, MatchingStore, DecisionStore, DecisionRead, DecidingRow, PaymentReadStore, CountedSum, DuePayment, LedgerTotals, PaymentPageQuery, ScheduledPayment } from './store';
 import { decidingColumns, DISPATCH_LEASE_MS, REVOKED, REVOKED_E } from './store-shared';
 
 // Collection's SQL on PostgreSQL: the same questions as store.sqlite.ts, with the same answers, orders and
@@ -450,6 +450,13 @@ const paymentHistory = builtOnce((db) =>
     .orderBy(asc(payments.createdAt), asc(payments.id))
     .prepare('payment_history'),
 );
+/** Borrowers' scheduled payments (at most one each). */
+const scheduledPayments = async (db: PgDb, enrollmentIds: readonly string[]): Promise<ScheduledPayment[]> =>
+  (await db.select(SCHEDULED_PAYMENT).from(payments).where(and(inList(payments.enrollmentId, enrollmentIds), eq(payments.status, 'scheduled')))).map((p) => ({
+    ...p,
+    debitOn: p.debitOn as number,
+  }));
+
 const paymentInFlight = builtOnce((db) =>
   db
     .select({ id: payments.id })
@@ -507,19 +514,20 @@ export const pgDecisionStore: DecisionStore = {
       .where(inList(payments.enrollmentId, enrollmentIds))
       .orderBy(asc(payments.enrollmentId), asc(payments.createdAt), asc(payments.id));
     for (const { enrollmentId, ...p } of histories) out.get(enrollmentId)?.history.push(p);
-    const scheduled = await db
-      .select({ ...SCHEDULED_PAYMENT })
-      .from(payments)
-      .where(and(inList(payments.enrollmentId, enrollmentIds), eq(payments.status, 'scheduled')));
-    for (const p of scheduled) {
+    for (const p of await scheduledPayments(db, enrollmentIds)) {
       const r = out.get(p.enrollmentId);
-      if (r) r.scheduled = { ...p, debitOn: p.debitOn as number };
+      if (r) r.scheduled = p;
     }
     return out;
   },
   async paymentHistory(c, enrollmentId) {
     const r: PastPayment[] = await paymentHistory(readerOf(c)).execute({ id: enrollmentId });
     return r;
+  },
+  async scheduledPaymentsOf(c, enrollmentIds) {
+    const out = new Map<string, ScheduledPayment>();
+    if (enrollmentIds.length > 0) for (const p of await scheduledPayments(readerOf(c), enrollmentIds)) out.set(p.enrollmentId, p);
+    return out;
   },
   async scheduledPaymentOf(c, enrollmentId) {
     const [r] = await readerOf(c)

@@ -653,6 +653,11 @@ export const sqliteDecisionStore: DecisionStore = {
   async scheduledPaymentOf(c, enrollmentId) {
     return scheduledPaymentOf(readerOf(c), enrollmentId) ?? null;
   },
+  async scheduledPaymentsOf(c, enrollmentIds) {
+    const out = new Map<string, ScheduledPayment>();
+    if (enrollmentIds.length > 0) for (const p of scheduledPayments(readerOf(c), listOf(enrollmentIds))) out.set(p.enrollmentId, p);
+    return out;
+  },
   async paymentInFlight(c, enrollmentId) {
     return paymentInFlight(readerOf(c)).get({ id: enrollmentId }) !== undefined;
   },

@@ -330,6 +330,8 @@ export interface DecisionStore {
   paymentHistory(c: StoreCtx, enrollmentId: string): Promise<PastPayment[]>;
   /** The borrower's scheduled payment (at most one). */
   scheduledPaymentOf(c: StoreCtx, enrollmentId: string): Promise<ScheduledPayment | null>;
+  /** Borrowers' scheduled payments by enrollment id (at most one each; one with none left out), read at once. */
+  scheduledPaymentsOf(c: StoreCtx, enrollmentIds: readonly string[]): Promise<Map<string, ScheduledPayment>>;
   /** Whether a payment of the borrower is initiating or processing. */
   paymentInFlight(c: StoreCtx, enrollmentId: string): Promise<boolean>;
   createPayment(c: TxCtx, payment: NewPayment): Promise<void>;

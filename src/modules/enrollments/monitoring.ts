@@ -94,8 +94,8 @@ function monitoringOf(reads: RecordedRead[], batchIds: string[]): RecordedRead[]
   return monitoring.size === 0 ? [] : reads.filter((r) => monitoring.has(r.batchId));
 }
 
-/** A monitoring read set on its borrower's enrollment as the last read: the enrollment's id, or null when it has none. */
-export const setLastRead = (c: TxCtx, r: RecordedRead): Promise<string | null> => c.deps.stores.enrollments.setLastRead(c, r);
+/** Monitoring reads set on their borrowers' enrollments as the last read: each one's enrollment id, or null when it has none. */
+export const setLastReads = (c: TxCtx, reads: readonly RecordedRead[]): Promise<(string | null)[]> => c.deps.stores.enrollments.setLastReads(c, reads);
 
 /**
  * The provider says a borrower's linked account is well again: a block the link set on its collection lifts

@@ -2,7 +2,7 @@ import { and, asc, desc, eq, gt, gte, isNotNull, isNull, lt, lte, notExists, or,
 import { alias } from 'drizzle-orm/pg-core';
 import { batches, enrollments, ledgerEntries, paymentAuthorizations, payments, searchableBorrowers } from '../../../db/schema-pg';
 import type { PgDb } from '../../platform/pg';
-import { builtOnce, inList, inTransaction, listOf, readerOf, rows, writerOf } from '../../platform/sql/pg';
+import { inList, inTransaction, listOf, readerOf, rows, writerOf } from '../../platform/sql/pg';
 import type { TxCtx } from '../../platform/store';
 import type { Enrollment } from './borrower';
 import type { DueRead, EnrollmentStore, SearchEntries } from './store';
@@ -122,16 +122,6 @@ async function replaceSearchEntries(tx: PgDb, entries: readonly SearchEntries[],
 /** A reinitiation's original, for a borrower's payments. */
 const original = alias(payments, 'original');
 
-/** A read set on its borrower's enrollment as the last read, built once per transaction (asked per result of a flush). */
-const setLastRead = builtOnce((tx) =>
-  tx
-    .update(enrollments)
-    .set({ lastReadCents: sql`${sql.placeholder('cents')}`, lastReadAt: sql`${sql.placeholder('at')}` })
-    .where(and(eq(enrollments.lenderId, sql.placeholder('lenderId')), eq(enrollments.authorizerUniqueId, sql.placeholder('aid'))))
-    .returning({ id: enrollments.id })
-    .prepare('set_last_read'),
-);
-
 /** A borrower as linking to its bank account reads it. */
 const TO_LINK = {
   id: enrollments.id,
@@ -203,11 +193,14 @@ export const pgEnrollmentStore: EnrollmentStore = {
     if (enrollmentIds.length === 0) return;
     await writerOf(c).update(enrollments).set({ nextReadAt: at }).where(inList(enrollments.id, enrollmentIds));
   },
-  async setNextRead(c, enrollmentId, at) {
-    await writerOf(c)
-      .update(enrollments)
-      .set({ nextReadAt: at })
-      .where(and(eq(enrollments.id, enrollmentId), eq(enrollments.state, 'monitored')));
+  async setNextReadEach(c, reads) {
+    if (reads.length === 0) return;
+    // One statement for them all, each borrower once (the later), in id order.
+    const these = [...new Map(reads.map((r) => [r.enrollmentId, r.at])).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    await writerOf(c).execute(sql`
+      UPDATE enrollments AS e SET next_read_at = v.at
+        FROM unnest(${listOf(these.map(([id]) => id))}::text[], ${listOf(these.map(([, at]) => at))}::bigint[]) AS v(id, at)
+       WHERE e.id = v.id AND e.state = 'monitored'`);
   },
   async readNoLaterThan(c, enrollmentId, at) {
     await writerOf(c)
@@ -254,9 +247,22 @@ export const pgEnrollmentStore: EnrollmentStore = {
       .from(enrollments)
       .where(and(eq(enrollments.lenderId, lenderId), inList(enrollments.authorizerUniqueId, aids)));
   },
-  async setLastRead(c, r) {
-    const [row] = await setLastRead(writerOf(c)).execute({ cents: r.balanceCents, at: r.at, lenderId: r.lenderId, aid: r.authorizerUniqueId });
-    return row?.id ?? null;
+  async setLastReads(c, reads) {
+    if (reads.length === 0) return [];
+    // One statement for them all, each borrower once (the later of a borrower read twice), in key order.
+    const keyOf = (lenderId: string, aid: string) => `${lenderId}\u0000${aid}`;
+    const last = new Map(reads.map((r) => [keyOf(r.lenderId, r.authorizerUniqueId), r]));
+    const these = [...last.keys()].sort().map((k) => last.get(k)!);
+    const updated = await rows<{ id: string; lenderId: string; aid: string }>(
+      writerOf(c),
+      sql`UPDATE enrollments AS e SET last_read_cents = v.cents, last_read_at = v.at
+            FROM unnest(${listOf(these.map((r) => r.lenderId))}::text[], ${listOf(these.map((r) => r.authorizerUniqueId))}::text[],
+                        ${listOf(these.map((r) => r.balanceCents))}::bigint[], ${listOf(these.map((r) => r.at))}::bigint[]) AS v(lender_id, aid, cents, at)
+           WHERE e.lender_id = v.lender_id AND e.authorizer_unique_id = v.aid
+          RETURNING e.id, e.lender_id AS "lenderId", e.authorizer_unique_id AS aid`,
+    );
+    const ids = new Map(updated.map((u) => [keyOf(u.lenderId, u.aid), u.id]));
+    return reads.map((r) => ids.get(keyOf(r.lenderId, r.authorizerUniqueId)) ?? null);
   },
   async heldBorrowers(c, after, limit) {
     return readerOf(c)

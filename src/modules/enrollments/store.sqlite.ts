@@ -201,8 +201,10 @@ export const sqliteEnrollmentStore: EnrollmentStore = {
     if (enrollmentIds.length === 0) return;
     writerOf(c).$client.query('UPDATE enrollments SET next_read_at = ? WHERE id IN (SELECT value FROM json_each(?))').run(at, listOf(enrollmentIds));
   },
-  async setNextRead(c, enrollmentId, at) {
-    writerOf(c).$client.query("UPDATE enrollments SET next_read_at = ? WHERE id = ? AND state = 'monitored'").run(at, enrollmentId);
+  async setNextReadEach(c, reads) {
+    // A cached statement run a row: nothing to gain from one statement in process.
+    const update = writerOf(c).$client.query<unknown, [number, string]>("UPDATE enrollments SET next_read_at = ? WHERE id = ? AND state = 'monitored'");
+    for (const r of reads) update.run(r.at, r.enrollmentId);
   },
   async readNoLaterThan(c, enrollmentId, at) {
     writerOf(c)
@@ -239,8 +241,9 @@ export const sqliteEnrollmentStore: EnrollmentStore = {
   async borrowersAmong(c, lenderId, aids) {
     return borrowersAmong(readerOf(c), lenderId, aids);
   },
-  async setLastRead(c, r) {
-    return setLastRead(writerOf(c)).get({ cents: r.balanceCents, at: r.at, lenderId: r.lenderId, aid: r.authorizerUniqueId })?.id ?? null;
+  async setLastReads(c, reads) {
+    const set = setLastRead(writerOf(c));
+    return reads.map((r) => set.get({ cents: r.balanceCents, at: r.at, lenderId: r.lenderId, aid: r.authorizerUniqueId })?.id ?? null);
   },
   async heldBorrowers(c, after, limit) {
     return readerOf(c)

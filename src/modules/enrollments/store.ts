@@ -141,8 +141,11 @@ export interface EnrollmentStore {
 
   // What the features above keep on a borrower's enrollment, written here (one writer per table): the read
   // cadence's next read and the pay cycle learned (pay-cycles), the presentments of the debt's chain (collection).
-  /** A monitored borrower's next read, as the read cadence sets it (nothing for one no longer monitored). */
-  setNextRead(c: TxCtx, enrollmentId: string, at: number): Promise<void>;
+  /**
+   * Monitored borrowers' next reads, each its own, as the read cadence sets them (nothing for one no longer
+   * monitored), for a flush's borrowers at once (a borrower given twice: the later).
+   */
+  setNextReadEach(c: TxCtx, reads: readonly { enrollmentId: string; at: number }[]): Promise<void>;
   /** A monitored borrower's next read brought forward to `at` at the latest (a scheduled payment's day); never put back. */
   readNoLaterThan(c: TxCtx, enrollmentId: string, at: number): Promise<void>;
   setPayCycle(c: TxCtx, enrollmentId: string, cycle: LearnedPayCycle): Promise<void>;
@@ -154,8 +157,11 @@ export interface EnrollmentStore {
   monitoringBatchesAmong(c: StoreCtx, batchIds: string[]): Promise<string[]>;
   /** The lender's borrowers among some identifiers, with their enrollment ids (one look-up for many). */
   borrowersAmong(c: StoreCtx, lenderId: string, aids: string[]): Promise<{ id: string; aid: string }[]>;
-  /** A read set on its borrower's enrollment as the last read: the enrollment's id, or null when it has none. */
-  setLastRead(c: TxCtx, r: { lenderId: string; authorizerUniqueId: string; balanceCents: number | null; at: number }): Promise<string | null>;
+  /**
+   * Reads set on their borrowers' enrollments as the last read, in their order (a borrower read twice keeps the
+   * later): each one's enrollment id, or null when it has none. A flush's reads at once.
+   */
+  setLastReads(c: TxCtx, reads: readonly { lenderId: string; authorizerUniqueId: string; balanceCents: number | null; at: number }[]): Promise<(string | null)[]>;
   /** Held borrowers with personal data after an id, in id order, at most `limit`. */
   heldBorrowers(c: StoreCtx, after: string, limit: number): Promise<{ id: string; lenderId: string; routing: string | null }[]>;
   setBankName(c: TxCtx, enrollmentId: string, bankName: string | null): Promise<void>;

@@ -73,23 +73,44 @@ function paydayRead(deps: JobContext['deps'], policy: CollectionPolicy, cycle: C
  * it was last learned (a transaction reading has just been stored).
  */
 export async function learnAndSchedule(ctx: JobContext & TxCtx, v: Learn): Promise<void> {
+  await learnAndScheduleEach(ctx, [v]);
+}
+
+/**
+ * learnAndSchedule for several borrowers, each given once (a flush's borrowers, once decided): what it reads
+ * and writes of them is read and written once for all of them (their cadence states, their scheduled payments,
+ * their next reads); a cycle learned again reads its borrower's history alone.
+ */
+export async function learnAndScheduleEach(ctx: JobContext & TxCtx, list: readonly Learn[]): Promise<void> {
+  if (list.length === 0) return;
   const now = ctx.deps.clock.now();
-  const e = await ctx.deps.stores.payCycles.cadenceStateOf(ctx, v.enrollmentId);
-  if (!e) return;
-  let cycle = storedCycle(e);
-  if (relearns(e, v, now)) {
-    const balances = await ctx.deps.stores.payCycles.balanceHistory(ctx, v.lenderId, v.aid, now - HISTORY_DAYS * DAY_MS);
-    const learned = learnCycle(balances, await ctx.deps.stores.payCycles.historyOf(ctx, v.enrollmentId), now);
-    await ctx.deps.stores.enrollments.setPayCycle(ctx, v.enrollmentId, { ...learned, at: now });
-    cycle = learned;
+  const states = await ctx.deps.stores.payCycles.cadenceStatesOf(ctx, list.map((v) => v.enrollmentId));
+  const following: { enrollmentId: string; next: number; policy: CollectionPolicy }[] = [];
+  for (const v of list) {
+    const e = states.get(v.enrollmentId);
+    if (!e) continue;
+    let cycle = storedCycle(e);
+    if (relearns(e, v, now)) {
+      const balances = await ctx.deps.stores.payCycles.balanceHistory(ctx, v.lenderId, v.aid, now - HISTORY_DAYS * DAY_MS);
+      const learned = learnCycle(balances, await ctx.deps.stores.payCycles.historyOf(ctx, v.enrollmentId), now);
+      await ctx.deps.stores.enrollments.setPayCycle(ctx, v.enrollmentId, { ...learned, at: now });
+      cycle = learned;
+    }
+    if (!mayFollowCycle(e, v, cycle)) continue;
+    const policy = await policyOf(ctx, e.lenderId);
+    const next = paydayRead(ctx.deps, policy, cycle, v.at!, now);
+    if (next !== null) following.push({ enrollmentId: v.enrollmentId, next, policy });
   }
-  if (!mayFollowCycle(e, v, cycle)) return;
-  const policy = await policyOf(ctx, e.lenderId);
-  const next = paydayRead(ctx.deps, policy, cycle, v.at!, now);
-  if (next === null) return;
+  if (following.length === 0) return;
   // A scheduled payment's day comes before the cycle's next read: the borrower is read when it begins (the
   // payment goes out only at a read on its day).
-  const scheduled = await ctx.deps.stores.decisions.scheduledPaymentOf(ctx, v.enrollmentId);
-  const itsDay = scheduled ? dayStart(scheduled.debitOn, policy.timeZone) : null;
-  await ctx.deps.stores.enrollments.setNextRead(ctx, v.enrollmentId, itsDay !== null && itsDay > now && itsDay < next ? itsDay : next);
+  const scheduled = await ctx.deps.stores.decisions.scheduledPaymentsOf(ctx, following.map((f) => f.enrollmentId));
+  await ctx.deps.stores.enrollments.setNextReadEach(
+    ctx,
+    following.map(({ enrollmentId, next, policy }) => {
+      const p = scheduled.get(enrollmentId);
+      const itsDay = p ? dayStart(p.debitOn, policy.timeZone) : null;
+      return { enrollmentId, at: itsDay !== null && itsDay > now && itsDay < next ? itsDay : next };
+    }),
+  );
 }

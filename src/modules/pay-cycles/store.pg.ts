@@ -12,9 +12,12 @@ import type { CadenceState, DueHistory, PayCycleStore } from './store';
 
 
 export const pgPayCycleStore: PayCycleStore = {
-  async cadenceStateOf(c, enrollmentId) {
+  async cadenceStatesOf(c, enrollmentIds) {
+    const out = new Map<string, CadenceState>();
+    if (enrollmentIds.length === 0) return out;
     const q = readerOf(c)
       .select({
+        id: enrollments.id,
         lenderId: enrollments.lenderId,
         state: enrollments.state,
         blockedReason: enrollments.blockedReason,
@@ -28,11 +31,11 @@ export const pgPayCycleStore: PayCycleStore = {
         landsEarly: enrollments.payCycleLandsEarly,
       })
       .from(enrollments)
-      .where(eq(enrollments.id, enrollmentId));
-    const [e] = await (inTransaction(c) ? q.for('no key update') : q);
-    if (!e) return undefined;
+      .where(inList(enrollments.id, enrollmentIds))
+      .orderBy(asc(enrollments.id));
     // As SQLite reads the flag: 0 or 1.
-    return { ...e, landsEarly: e.landsEarly === null ? null : e.landsEarly ? 1 : 0 } as CadenceState;
+    for (const { id, ...e } of await (inTransaction(c) ? q.for('no key update') : q)) out.set(id, { ...e, landsEarly: e.landsEarly === null ? null : e.landsEarly ? 1 : 0 } as CadenceState);
+    return out;
   },
   async balanceHistory(c, lenderId, aid, since) {
     return (await readerOf(c)

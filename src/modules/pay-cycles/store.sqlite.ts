@@ -1,19 +1,20 @@
 import type { Db, Orm } from '../../platform/db';
-import { readerOf, writerOf } from '../../platform/sql/sqlite';
+import { listOf, readerOf, writerOf } from '../../platform/sql/sqlite';
 import type { CadenceState, DueHistory, PayCycleStore } from './store';
 
 // The pay cycle's SQL: what learn.ts reads and writes after each monitoring read (raw cached statements: it runs
 // in the transaction of every recorded balance result), and the transaction history's readings (history.ts).
 
-const cadenceStateOf = (db: Db, enrollmentId: string) =>
+/** Borrowers' cadence states (a JSON list of enrollment ids), each with its id. */
+const cadenceStatesOf = (db: Db, ids: string) =>
   db.$client
-    .query<CadenceState, [string]>(
-      `SELECT lender_id AS lenderId, state, blocked_reason AS blockedReason, next_read_at AS nextReadAt, pay_cycle_frequency AS frequency,
+    .query<CadenceState & { id: string }, [string]>(
+      `SELECT id, lender_id AS lenderId, state, blocked_reason AS blockedReason, next_read_at AS nextReadAt, pay_cycle_frequency AS frequency,
               pay_cycle_next_payday AS nextPayday, pay_cycle_confidence AS confidence, pay_cycle_at AS learnedAt,
               pay_cycle_alternative_frequency AS altFrequency, pay_cycle_alternative_next_payday AS altNextPayday, pay_cycle_lands_early AS landsEarly
-         FROM enrollments WHERE id = ?`,
+         FROM enrollments WHERE id IN (SELECT value FROM json_each(?))`,
     )
-    .get(enrollmentId) ?? undefined;
+    .all(ids);
 
 /**
  * The borrower's balances as the service read them since a time (off the history index), each dated by the
@@ -58,8 +59,11 @@ function historyOf(db: Db, enrollmentId: string): { coveredTo: number; deposits:
 }
 
 export const sqlitePayCycleStore: PayCycleStore = {
-  async cadenceStateOf(c, enrollmentId) {
-    return cadenceStateOf(readerOf(c), enrollmentId);
+  async cadenceStatesOf(c, enrollmentIds) {
+    const out = new Map<string, CadenceState>();
+    if (enrollmentIds.length === 0) return out;
+    for (const { id, ...state } of cadenceStatesOf(readerOf(c), listOf(enrollmentIds))) out.set(id, state);
+    return out;
   },
   async balanceHistory(c, lenderId, aid, since) {
     return balanceHistory(readerOf(c), lenderId, aid, since);

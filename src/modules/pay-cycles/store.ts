@@ -36,8 +36,11 @@ export interface Deposit {
 
 export interface PayCycleStore {
   // The cadence (learn.ts), after each monitoring read
-  /** Read inside a transaction, held until it ends (the row locked on PostgreSQL): the cadence writes from it. */
-  cadenceStateOf(c: StoreCtx, enrollmentId: string): Promise<CadenceState | undefined>;
+  /**
+   * Borrowers' cadence states by enrollment id (one left out has no enrollment), read at once. Read inside
+   * a transaction, held until it ends (the rows locked on PostgreSQL, in id order): the cadence writes from them.
+   */
+  cadenceStatesOf(c: StoreCtx, enrollmentIds: readonly string[]): Promise<Map<string, CadenceState>>;
   /** The borrower's balances as the service read them since a time, oldest first. */
   balanceHistory(c: StoreCtx, lenderId: string, aid: string, since: number): Promise<{ at: number; balanceCents: number }[]>;
   /** The stored deposits of the last transaction reading and the last day they cover; null when none gave credits. */

@@ -41,14 +41,18 @@ if (!onPostgres) {
       expect((await c.json('POST', '/v1/payment_enrollments', { body: { borrowers } })).status).toBe(207);
       runner.start();
       // Sends in flight: claimed, their first attempt recorded, the processor not answered yet.
-      await waitFor('sends in flight', async () => Number(direct("SELECT COUNT(*) FROM payments WHERE status = 'initiating' AND first_attempt_at IS NOT NULL AND lease_until > 0")[0]?.[0] ?? 0) >= 2);
+      await waitFor(
+        'sends in flight',
+        async () => Number(direct("SELECT COUNT(*) FROM payments WHERE status = 'initiating' AND first_attempt_at IS NOT NULL AND lease_until > 0")[0]?.[0] ?? 0) >= 2,
+        60_000,
+      );
       await proxy.cut();
       const held = direct('SELECT id, lease_token, lease_until FROM payments WHERE lease_until > 0');
       expect(held.length).toBeGreaterThan(0);
       const leaseEnds = Math.min(...held.map((r) => Number(r[2])));
       // The jobs meet the outage (their statements fail), then the database comes back.
       const failures = () => (c.rt.metrics.jobRuns as unknown as { hashMap: Record<string, { value: number; labels: { outcome: string } }> }).hashMap;
-      await waitFor('a job to meet the outage', async () => Object.values(failures()).some((v) => v.labels.outcome === 'failure' && v.value > 0));
+      await waitFor('a job to meet the outage', async () => Object.values(failures()).some((v) => v.labels.outcome === 'failure' && v.value > 0), 60_000);
       await proxy.restore();
       // Past the dispatch's retry delay, far short of any lease.
       c.clock.advance(20_000);
@@ -65,6 +69,6 @@ if (!onPostgres) {
       expect(Number(direct('SELECT COUNT(*) FROM sandbox_payments')[0]![0])).toBe(borrowers.length);
       // The release ran once the ticks that met the outage had ended (it waits for them).
       await waitFor('the claims let go', async () => c.logs.join('').includes('unfinished claims were let go'));
-    }, 120_000);
+    }, 240_000);
   });
 }

@@ -160,7 +160,7 @@ describe('a scheduled payment’s day', () => {
     }
     // The service down all of Monday for one of them: its read comes on Tuesday.
     const [late1] = await c.rows<{ id: string }>("SELECT id FROM enrollments WHERE authorizer_unique_id = 'too-late'");
-    await transaction({ deps: c.rt }, (tx) => tx.deps.stores.enrollments.setNextRead(tx, late1!.id, Date.parse('2026-12-01T07:00:00.000Z')));
+    await transaction({ deps: c.rt }, (tx) => tx.deps.stores.enrollments.setNextReadEach(tx, [{ enrollmentId: late1!.id, at: Date.parse('2026-12-01T07:00:00.000Z') }]));
     c.clock.set(dayBegins);
     await cycle(c);
     await dispatchPayments(c.rt);

@@ -1,6 +1,7 @@
 // 9. Enrollment and monitoring. A 1000-borrower ACH enrollment (sandbox) beside a 1000-authorizer balance
 // request on the same run, both in process through their service functions (the HTTP layer is the same for
-// both); and the monitoring due check with 100,000 monitored borrowers of which none is due.
+// both); the same enrollment once 50,000 borrowers are enrolled (BENCH_ENROLLED); and the monitoring due check
+// with 100,000 monitored borrowers of which none is due.
 import type { Bench } from './common';
 import { authorizers, benchRuntime, durability, median, ms, num, percentile, setSynchronous } from './common';
 import { queryPlan } from './engine';
@@ -10,6 +11,9 @@ import { queueDueReads } from '../../src/modules/enrollments/monitoring';
 import { FakeClock } from '../../src/platform/clock';
 
 const RUNS = 15;
+/** Borrowers enrolled before the last runs, and those runs. */
+const GROWN = Number(process.env.BENCH_ENROLLED ?? 50_000);
+const GROWN_RUNS = 7;
 const BORROWERS = 100_000;
 const TICKS = 2000;
 const TARGET_RATIO = 3;
@@ -51,6 +55,18 @@ export const enrollmentBench: Bench = {
     }
     const ratio = median(enrollMs) / median(balanceMs);
     ctx.log(`enrollment ${ms(median(enrollMs))} vs balance request ${ms(median(balanceMs))}`);
+
+    // The same enrollment once the lender has many borrowers: its search entries and bank accounts are keyed
+    // by hashes, so each new entry lands on a page of its own in a growing index, and the commit writes them all.
+    for (let r = RUNS + 2; r < GROWN / 1000; r++) await enroll({ ctx: c, input: { body: { borrowers: borrowers(`enr${r}`, r) } } });
+    const grownMs: number[] = [];
+    for (let r = GROWN / 1000; r < GROWN / 1000 + GROWN_RUNS; r++) {
+      const input = { body: { borrowers: borrowers(`enr${r}`, r) } };
+      const t0 = performance.now();
+      await enroll({ ctx: c, input });
+      grownMs.push(performance.now() - t0);
+    }
+    ctx.log(`with ${num(GROWN, 0)} enrolled already: ${ms(median(grownMs))}`);
 
     // The due check: 100,000 monitored borrowers whose next read is an hour away.
     const clock = new FakeClock(Date.parse('2026-11-21T12:00:00.000Z'));
@@ -102,6 +118,10 @@ export const enrollmentBench: Bench = {
         { label: `POST /v1/payment_enrollments service, 1000 ACH borrowers (median of ${RUNS})`, value: ms(median(enrollMs)) },
         { label: `POST /v1/balance_requests service, 1000 authorizers (median of ${RUNS})`, value: ms(median(balanceMs)) },
         { label: 'enrollment / balance request', value: `${num(ratio)}×`, target: `≤ ${TARGET_RATIO}×`, pass: ratio <= TARGET_RATIO },
+        {
+          label: `the same enrollment with ${num(GROWN, 0)} borrowers enrolled already (median of ${GROWN_RUNS}; BENCH_ENROLLED sets the count)`,
+          value: `${ms(median(grownMs))}, ${num(median(grownMs) / median(enrollMs))}× the enrollment above`,
+        },
         {
           label: `monitoring due check, ${num(BORROWERS)} monitored, none due (median of ${TICKS} ticks)`,
           value: `${ms(median(ticks), 3)} (p99 ${ms(percentile(ticks, 99), 3)})`,

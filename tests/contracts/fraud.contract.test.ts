@@ -179,6 +179,11 @@ contract(
         { accountId: own.bankAccountId!, borrowers: 1, firstId: null, firstSealed: null },
       ]);
       expect((await store.accountSharing(storeCtx, lender.id, [{ accountId: s1.bankAccountId!, except: s1.id }], 1))[0]).toMatchObject({ borrowers: 1, firstId: s2.id });
+      // Another lender's: nobody of it is on this lender's account, and no borrower of this lender is named to it.
+      expect(await store.accountSharing(storeCtx, ctx.lender.id, [{ accountId: s1.bankAccountId!, except: 'none' }, { accountId: 'no-such-account', except: 'none' }], 5)).toEqual([
+        { accountId: s1.bankAccountId!, borrowers: 0, firstId: null, firstSealed: null },
+        { accountId: 'no-such-account', borrowers: 0, firstId: null, firstSealed: null },
+      ]);
 
       await t.inTx((tx) => store.recordSwitch(tx, { id: 'sw-1', lenderId: lender.id, enrollmentId: own.id, bankAccountId: own.bankAccountId, switchedAt: T0 + 5 }));
       await t.inTx((tx) => store.recordSwitch(tx, { id: 'sw-2', lenderId: lender.id, enrollmentId: own.id, bankAccountId: own.bankAccountId, switchedAt: T0 + 9 }));

@@ -106,13 +106,21 @@ export const fraudStatements = (d: Dialect) => ({
     SELECT id, switched_at AS "at" FROM fraud_account_switches WHERE enrollment_id = ${enrollmentId} ORDER BY switched_at DESC, id DESC LIMIT 1`,
   // One statement for the whole list (an enrollment of up to 1000 borrowers): per pair, the count stops at the
   // cap and the other borrower is the first by authorizer_unique_id, each off enrollments_bank_account_idx (an
-  // order the index does not give would sort every borrower on the account, for each one enrolled).
+  // order the index does not give would sort every borrower on the account, for each one enrolled). The
+  // lender's borrowers on an account are those on it when it is the lender's (an account is one lender's, and
+  // its borrowers are linked to it under that lender): the account is checked once, and the probes name no
+  // lender. Naming it in them let PostgreSQL, on statistics taken while the table was small, intersect the
+  // account's index with the lender's, reading every borrower of the lender a probe (300–930 ms a call).
   sharing: (lenderId: string, accounts: readonly { accountId: string; except: string }[], cap: number) => sql`
     SELECT x.i AS i,
-           (SELECT COUNT(*) FROM (SELECT 1 FROM enrollments b WHERE b.bank_account_id = x.account AND b.lender_id = ${lenderId} AND b.sealed IS NOT NULL LIMIT ${cap}) AS n) AS borrowers,
-           (SELECT f.id FROM enrollments f WHERE f.bank_account_id = x.account AND f.lender_id = ${lenderId} AND f.sealed IS NOT NULL AND f.id <> x.but
-             ORDER BY f.authorizer_unique_id LIMIT 1) AS "firstId"
-      FROM ${d.pairs(accounts.map((a) => [a.accountId, a.except]))} ORDER BY x.i`,
+           CASE WHEN a.id IS NULL THEN 0 ELSE
+             (SELECT COUNT(*) FROM (SELECT 1 FROM enrollments b WHERE b.bank_account_id = x.account AND b.sealed IS NOT NULL LIMIT ${cap}) AS n) END AS borrowers,
+           CASE WHEN a.id IS NULL THEN NULL ELSE
+             (SELECT f.id FROM enrollments f WHERE f.bank_account_id = x.account AND f.sealed IS NOT NULL AND f.id <> x.but
+               ORDER BY f.authorizer_unique_id LIMIT 1) END AS "firstId"
+      FROM ${d.pairs(accounts.map((a) => [a.accountId, a.except]))}
+      LEFT JOIN bank_accounts a ON a.id = x.account AND a.lender_id = ${lenderId}
+     ORDER BY x.i`,
   sealedOf: (ids: readonly string[]) => sql`SELECT id, sealed FROM enrollments WHERE id ${d.inTexts(ids)}`,
   recordSwitch: (r: { id: string; lenderId: string; enrollmentId: string; bankAccountId: string | null; switchedAt: number }) => sql`
     INSERT INTO fraud_account_switches (id, lender_id, enrollment_id, bank_account_id, switched_at)

@@ -23,17 +23,16 @@ export class Lookups {
   /** This slice's references of payments the service made for another lender. */
   private others = new Set<string>();
 
-  /** Enrollment id → whether its bank account lacks validation evidence; and whether the lender's policy asks for it. */
+  /** Enrollment id → whether its bank account lacks validation evidence. */
   private readonly unvalidated = new Map<string, boolean>();
-  private requiresValidation: boolean | undefined;
 
   constructor(private readonly tx: Ctx & { tx: Tx }) {}
 
   /** Those of the borrowers (enrollment ids) whose bank account lacks validation evidence, where the lender's policy requires it. */
   async unvalidatedAmong(enrollmentIds: readonly string[]): Promise<Set<string>> {
     if (enrollmentIds.length === 0) return new Set();
-    this.requiresValidation ??= (await policyOf(this.tx, this.tx.lender.id)).requireAccountValidation;
-    if (!this.requiresValidation) return new Set();
+    // The policy is read once a transaction (policyOf remembers it in the transaction's scope).
+    if (!(await policyOf(this.tx, this.tx.lender.id)).requireAccountValidation) return new Set();
     const unknown = enrollmentIds.filter((id) => !this.unvalidated.has(id));
     if (unknown.length > 0) {
       for (const id of unknown) this.unvalidated.set(id, false);

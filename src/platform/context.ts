@@ -101,6 +101,9 @@ export function withTransaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx?:
  */
 export { afterCommit, forget, remembered } from './tx-scope';
 
+/** Work whose commits nobody outside the process learns of, answered at each COMMIT (platform/wal-sync.ts). */
+export { commitsSyncedLater } from './wal-sync';
+
 /**
  * Runs fn in a savepoint of the open transaction: when fn throws, its writes alone are undone (the rest of the
  * transaction stands) and the error is rethrown. fn may await (store calls): while it runs, no other caller

@@ -1,6 +1,7 @@
 import { Database, type Statement } from 'bun:sqlite';
 import { gateOf } from './write-gate';
 import { OverlappingWriteError, txLockOf } from './tx-lock';
+import { durable, syncCommitsOffLoop, WalSync } from './wal-sync';
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync } from 'node:fs';
@@ -101,7 +102,7 @@ function holderPid(lockPath: string): number | null {
   }
 }
 
-export function openDatabase(path: string, opts: { migrate?: boolean } = {}): DbHandle {
+export function openDatabase(path: string, opts: { migrate?: boolean; syncOffLoop?: boolean } = {}): DbHandle {
   if (path !== ':memory:') {
     // Personal data lives here: the folder and the files are the service user's alone.
     const dir = dirname(path);
@@ -117,8 +118,10 @@ export function openDatabase(path: string, opts: { migrate?: boolean } = {}): Db
   // Deleted and overwritten content is zeroed, not left in free pages: erasure of personal data is real, for
   // every writer alike (a setting of the connection, never toggled by one of them).
   sqlite.exec('PRAGMA secure_delete = ON');
-  // FULL: a committed payment or monitoring change survives a power cut, not just a process crash.
+  // FULL: a committed payment or monitoring change survives a power cut, not just a process crash. The
+  // service's own connections keep that guarantee with the WAL synced off the event loop (platform/wal-sync.ts).
   sqlite.exec('PRAGMA synchronous = FULL');
+  if (opts.syncOffLoop && path !== ':memory:') syncCommitsOffLoop(sqlite, new WalSync(`${path}-wal`));
   // A page cache of up to 16 MB (SQLite's default is 2 MB): an upload's transaction touches the pages of
   // several indexes at once, and with the small cache it spills them to the WAL and reads them back.
   sqlite.exec('PRAGMA cache_size = -16384');
@@ -235,7 +238,11 @@ export function immediate<T>(sqlite: Database, fn: () => T): T {
   if (gate.held) gate.bypassed++;
   // Inside another caller's open asynchronous transaction, these writes would commit or roll back with it.
   if (txLockOf(sqlite).heldByAnother()) throw new OverlappingWriteError();
-  return sqlite.transaction(fn).immediate();
+  const result = sqlite.transaction(fn).immediate();
+  // Synchronous, so its caller cannot wait for the sync (set-up steps): started now, it lands before the next
+  // transaction's, which waits for it (a failure of the disk fails that one).
+  durable(sqlite).catch(() => undefined);
+  return result;
 }
 
 /** Whether the database lives in memory, on its one connection only (another thread cannot open it). */

@@ -5,6 +5,7 @@ import { beginScope, rollBackScopeTo, endScope, scopeMark } from './tx-scope';
 import { handleOf, txOf } from './sql/sqlite-handle';
 import { txLockOf } from './tx-lock';
 import { gateOf } from './write-gate';
+import { answerCommit } from './wal-sync';
 
 // Transactions on SQLite: one connection, one writer at a time (platform/tx-lock.ts), BEGIN IMMEDIATE. The
 // runtime builds them once for its database (src/engine-services.ts); platform/context.ts runs every
@@ -33,11 +34,11 @@ export async function sqliteTransaction<C extends { tx?: Tx }, T>(db: Db, ctx: C
   const release = await lock.acquire();
   const tx = txOf(db);
   let committed = false;
+  let result!: T;
   try {
     client.query('BEGIN IMMEDIATE').run();
     beginScope(tx);
     lock.setOpen(true);
-    let result: T;
     try {
       const r = lock.runMarked(() => fn({ ...ctx, tx }));
       // A synchronous callback commits in the same step: no turn of the event loop while it is open.
@@ -53,12 +54,14 @@ export async function sqliteTransaction<C extends { tx?: Tx }, T>(db: Db, ctx: C
       if (client.inTransaction) client.query('ROLLBACK').run();
       throw e;
     }
-    return result;
   } finally {
     endScope(tx, committed);
     lock.setOpen(false);
     release();
   }
+  // The next writer goes on meanwhile; the caller learns of the commit once it is on disk (platform/wal-sync.ts).
+  await answerCommit(client);
+  return result;
 }
 
 /** `savepoint` (platform/context.ts) on SQLite: cached statements, not a nested bun:sqlite transaction. */

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Database } from 'bun:sqlite';
 import { gateOf } from './write-gate';
+import { answerCommit } from './wal-sync';
 
 // The write lock of the main thread's connection, for transactions that stay open across awaits.
 //
@@ -157,11 +158,14 @@ export async function writeAlone<T>(client: Database, fn: () => T): Promise<T> {
   const lock = txLockOf(client);
   if (insideTransactionOn(client)) return client.transaction(fn).immediate();
   const release = await lock.acquire();
+  let result!: T;
   try {
-    return client.transaction(fn).immediate();
+    result = client.transaction(fn).immediate();
   } finally {
     release();
   }
+  await answerCommit(client);
+  return result;
 }
 
 /**

@@ -2,7 +2,7 @@ import { writeGate } from '../../platform/context';
 import type { Db } from '../../platform/db';
 import type { Deps, JobContext } from '../../deps';
 import { betweenSlices, type Job } from '../../platform/jobs';
-import { transaction } from '../../platform/context';
+import { commitsSyncedLater, transaction } from '../../platform/context';
 import { againOnConflict, isRefusedValue, refusalKind } from '../../platform/pg';
 import type { TxCtx } from '../../platform/store';
 import { drainClaims, writesInOrder } from '../../platform/work-pool';
@@ -610,11 +610,16 @@ async function readLinkedItem(deps: Deps, item: ClaimedItem, link: BankLink, run
   return result(null, a.statusCode, 'provider', r.from.at, { balanceKind: null, asOf: null, detail: a.detail, connectionId: conn.id, note, linkHealth: blockingOf(told) });
 }
 
-/** Every replica: balance reads are claimed row by row (SKIP LOCKED), each by one claimer. */
+/**
+ * Every replica: balance reads are claimed row by row (SKIP LOCKED), each by one claimer. Its claims and
+ * flushes go on at each commit, the disk's sync not waited for: what they set off outside the process (a
+ * payment sent, a webhook) goes through a transaction of its own that waits for a sync covering them. A power
+ * cut may undo the last of them; their reads are then made again.
+ */
 export const balanceProcessingJob: Job<Deps> = {
   name: 'balance-processing',
   intervalMs: 250,
-  tick: (deps, signal) => processBalances(deps, { signal }),
+  tick: (deps, signal) => commitsSyncedLater(() => processBalances(deps, { signal })),
 };
 
 /** Idempotency entries dropped per transaction: each holds a whole answer, so a slice is bounded in rows. */

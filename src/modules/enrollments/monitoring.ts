@@ -1,5 +1,5 @@
 import type { Deps, JobContext } from '../../deps';
-import { transaction, type Tx } from '../../platform/context';
+import { commitsSyncedLater, transaction, type Tx } from '../../platform/context';
 import { betweenSlices, type Job } from '../../platform/jobs';
 import type { StoreCtx, TxCtx } from '../../platform/store';
 import type { NormalizedAuthorizer } from '../authorizers/rules';
@@ -189,7 +189,8 @@ export async function recheckAllHeld(deps: Deps, signal?: AbortSignal): Promise<
 export const monitoringReadsJob: Job<Deps> = {
   name: 'monitoring-reads',
   intervalMs: 1_000,
-  tick: (deps, signal) => queueAllDueReads(deps, signal),
+  // The due reads queued go on at each commit, as the pipeline that reads them (balance-requests/processing.ts).
+  tick: (deps, signal) => commitsSyncedLater(() => queueAllDueReads(deps, signal)),
 };
 
 /**

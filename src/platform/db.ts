@@ -4,7 +4,7 @@ import { OverlappingWriteError, txLockOf } from './tx-lock';
 import { durable, syncCommitsOffLoop, WalSync } from './wal-sync';
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator';
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import * as schema from '../../db/schema';
 
@@ -121,7 +121,8 @@ export function openDatabase(path: string, opts: { migrate?: boolean; syncOffLoo
   // FULL: a committed payment or monitoring change survives a power cut, not just a process crash. The
   // service's own connections keep that guarantee with the WAL synced off the event loop (platform/wal-sync.ts).
   sqlite.exec('PRAGMA synchronous = FULL');
-  if (opts.syncOffLoop && path !== ':memory:') syncCommitsOffLoop(sqlite, new WalSync(`${path}-wal`));
+  // The WAL beside the file SQLite opened: a symbolic link resolved, as SQLite resolves it.
+  if (opts.syncOffLoop && path !== ':memory:') syncCommitsOffLoop(sqlite, new WalSync(`${realpathSync(path)}-wal`));
   // A page cache of up to 16 MB (SQLite's default is 2 MB): an upload's transaction touches the pages of
   // several indexes at once, and with the small cache it spills them to the WAL and reads them back.
   sqlite.exec('PRAGMA cache_size = -16384');

@@ -21,7 +21,10 @@ import { open } from 'node:fs/promises';
 /** What syncs a file's data to the disk: the disk itself, unless a test stands in for it. */
 export type Datasync = (path: string) => Promise<void>;
 
-/** Syncs the file's data and size, on the file-system thread pool; a file not there has nothing to sync. */
+/**
+ * Syncs the file's data and size, on the file-system thread pool. A WAL not there has nothing to sync: SQLite
+ * removes it only when the last connection closes, after copying it into the database file and syncing that.
+ */
 export const datasyncFile: Datasync = async (path) => {
   let handle;
   try {
@@ -46,7 +49,7 @@ export class WalSync {
   syncs = 0;
 
   constructor(
-    private readonly walPath: string,
+    readonly walPath: string,
     private readonly datasync: Datasync = datasyncFile,
   ) {}
 

@@ -3,7 +3,7 @@
 // transaction resolves only once a sync of the WAL, started after its COMMIT, has returned. The disk is the
 // outside world here: a stand-in for the sync shows when each caller is answered.
 import { afterAll, beforeEach, expect, test } from 'bun:test';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestContext } from '../helpers/context';
@@ -62,6 +62,20 @@ test("the service's connections commit without a sync of their own (NORMAL); a f
     expect(walSyncOf(own.sqlite)).toBeUndefined();
   } finally {
     own.close();
+  }
+});
+
+test('a database opened through a symbolic link syncs the WAL that SQLite writes, beside the file itself', () => {
+  const real = join(dir, 'real.sqlite');
+  openDatabase(real).close();
+  symlinkSync(real, join(dir, 'link.sqlite'));
+  const h = openDatabase(join(dir, 'link.sqlite'), { syncOffLoop: true });
+  try {
+    h.sqlite.exec('CREATE TABLE t (x INTEGER)');
+    expect(walSyncOf(h.sqlite)!.walPath).toBe(`${realpathSync(real)}-wal`);
+    expect(existsSync(`${real}-wal`)).toBe(true);
+  } finally {
+    h.close();
   }
 });
 

@@ -63,7 +63,7 @@ export function createRuntime(
     logger.info({ loaded: routing.loaded, skipped: routing.skipped }, 'routing directory loaded');
   }
   // PostgreSQL when DATABASE_URL is set (migrated by the start before this, index.ts), else the SQLite file.
-  const handle: DbHandle = config.databaseUrl ? pgDbHandle(openPg(config.databaseUrl, { max: config.databasePoolMax })) : openDatabase(config.databasePath, { syncOffLoop: true });
+  const handle: DbHandle = config.databaseUrl ? pgDbHandle(openPg(config.databaseUrl, { max: config.databasePoolMax })) : openDatabase(config.databasePath, { walSync: true });
   const clock = opts.clock ?? systemClock;
   const metrics = new Metrics({ defaults: opts.defaultMetrics });
   const providerCalls = new ProviderCallCounts();

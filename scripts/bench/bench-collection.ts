@@ -5,12 +5,15 @@ import type { Bench, BenchContext } from './common';
 import { authorizers, benchRuntime, durability, ms, num, setSynchronous } from './common';
 import { countRows, onPostgres } from './engine';
 import { enroll } from '../../src/modules/enrollments/service';
-import { queueAllDueReads } from '../../src/modules/enrollments/monitoring';
-import { processBalances } from '../../src/modules/balance-requests/processing';
+import { monitoringReadsJob } from '../../src/modules/enrollments/monitoring';
+import { balanceProcessingJob } from '../../src/modules/balance-requests/processing';
 import { createConnection } from '../../src/modules/payment-connections/service';
 import { dispatchPayments } from '../../src/modules/collection/dispatch';
 import { pollProcessors } from '../../src/modules/collection/poll';
 import { newId } from '../../src/platform/ids';
+
+/** A tick's signal that never aborts. */
+const never = new AbortController().signal;
 
 const BORROWERS = 10_000;
 const LATENCY_MS = 50;
@@ -50,8 +53,9 @@ async function collect(ctx: BenchContext, deadline: number, progress: Progress) 
   progress.startedAt = t0;
   let readsDoneAt = 0;
   while ((progress.done = await answered()) < BORROWERS) {
-    await queueAllDueReads(b.rt);
-    await processBalances(b.rt);
+    // The reading jobs' own ticks, as the service runs them (their commits synced later, platform/wal-sync.ts).
+    await monitoringReadsJob.tick(b.rt, never);
+    await balanceProcessingJob.tick(b.rt, never);
     if (!readsDoneAt) readsDoneAt = performance.now();
     await dispatchPayments(b.rt, { concurrency: DISPATCH_CONCURRENCY });
     if (performance.now() > deadline) break;

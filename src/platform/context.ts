@@ -101,7 +101,7 @@ export function withTransaction<C extends { deps: Pick<PlatformDeps, 'db'>; tx?:
  */
 export { afterCommit, forget, remembered } from './tx-scope';
 
-/** Work whose commits nobody outside the process learns of, answered at each COMMIT (platform/wal-sync.ts). */
+/** Work whose commits nobody outside the process learns of directly: committed without a sync of their own (platform/wal-sync.ts). */
 export { commitsSyncedLater } from './wal-sync';
 
 /**

@@ -1,7 +1,7 @@
 import { Database, type Statement } from 'bun:sqlite';
 import { gateOf } from './write-gate';
 import { OverlappingWriteError, txLockOf } from './tx-lock';
-import { durable, syncCommitsOffLoop, WalSync } from './wal-sync';
+import { syncLaterThrough, WalSync } from './wal-sync';
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, realpathSync } from 'node:fs';
@@ -102,7 +102,7 @@ function holderPid(lockPath: string): number | null {
   }
 }
 
-export function openDatabase(path: string, opts: { migrate?: boolean; syncOffLoop?: boolean } = {}): DbHandle {
+export function openDatabase(path: string, opts: { migrate?: boolean; walSync?: boolean } = {}): DbHandle {
   if (path !== ':memory:') {
     // Personal data lives here: the folder and the files are the service user's alone.
     const dir = dirname(path);
@@ -118,11 +118,13 @@ export function openDatabase(path: string, opts: { migrate?: boolean; syncOffLoo
   // Deleted and overwritten content is zeroed, not left in free pages: erasure of personal data is real, for
   // every writer alike (a setting of the connection, never toggled by one of them).
   sqlite.exec('PRAGMA secure_delete = ON');
-  // FULL: a committed payment or monitoring change survives a power cut, not just a process crash. The
-  // service's own connections keep that guarantee with the WAL synced off the event loop (platform/wal-sync.ts).
+  // FULL: a committed payment or monitoring change survives a power cut, not just a process crash.
   sqlite.exec('PRAGMA synchronous = FULL');
-  // The WAL beside the file SQLite opened: a symbolic link resolved, as SQLite resolves it.
-  if (opts.syncOffLoop && path !== ':memory:') syncCommitsOffLoop(sqlite, new WalSync(`${realpathSync(path)}-wal`));
+  // The service's connection: work whose commits nobody outside learns of directly commits without a sync of its
+  // own, the WAL synced off the event loop (platform/wal-sync.ts). The WAL is beside the file SQLite opened,
+  // a symbolic link resolved as SQLite resolves it.
+  const walSync = opts.walSync && path !== ':memory:' ? new WalSync(`${realpathSync(path)}-wal`) : null;
+  if (walSync) syncLaterThrough(sqlite, walSync);
   // A page cache of up to 16 MB (SQLite's default is 2 MB): an upload's transaction touches the pages of
   // several indexes at once, and with the small cache it spills them to the WAL and reads them back.
   sqlite.exec('PRAGMA cache_size = -16384');
@@ -143,6 +145,8 @@ export function openDatabase(path: string, opts: { migrate?: boolean; syncOffLoo
         sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)');
       } finally {
         sqlite.close();
+        // The WAL's handle, once a sync in flight has ended (the checkpoint above has synced what it held).
+        void walSync?.close().catch(() => undefined);
       }
     },
   };
@@ -239,11 +243,7 @@ export function immediate<T>(sqlite: Database, fn: () => T): T {
   if (gate.held) gate.bypassed++;
   // Inside another caller's open asynchronous transaction, these writes would commit or roll back with it.
   if (txLockOf(sqlite).heldByAnother()) throw new OverlappingWriteError();
-  const result = sqlite.transaction(fn).immediate();
-  // Synchronous, so its caller cannot wait for the sync (set-up steps): started now, it lands before the next
-  // transaction's, which waits for it (a failure of the disk fails that one).
-  durable(sqlite).catch(() => undefined);
-  return result;
+  return sqlite.transaction(fn).immediate();
 }
 
 /** Whether the database lives in memory, on its one connection only (another thread cannot open it). */

@@ -3,12 +3,12 @@ import type { PlatformDeps, Tx } from './context';
 import { txOf } from './sql/sqlite-handle';
 import { writeAlone } from './tx-lock';
 
-// Group commit. Each COMMIT writes its frames and takes its turn at the write lock, and its callers wait for a
-// sync of the WAL to disk (platform/wal-sync.ts). Write transactions queued in the same turn of the event loop
-// (requests answered by a worker at about the same moment, say) run one after the other inside one BEGIN
-// IMMEDIATE, each in a savepoint of its own, and share one COMMIT. A transaction that throws is rolled back to
-// its savepoint alone and its caller gets the error; the others go on. No caller is answered before its writes
-// are committed and synced, and when the COMMIT or the sync fails every caller in the group gets that error.
+// Group commit. Under synchronous=FULL every COMMIT waits for the WAL to reach the disk, and on the event
+// loop that wait blocks every request. Write transactions queued in the same turn of the event loop (requests
+// answered by a worker at about the same moment, say) run one after the other inside one BEGIN IMMEDIATE, each
+// in a savepoint of its own, and share one COMMIT. A transaction that throws is rolled back to its savepoint
+// alone and its caller gets the error; the others go on. No caller is answered before the COMMIT that made
+// its writes durable, and when the COMMIT itself fails every caller in the group gets that error.
 
 /** At most this many transactions share a commit, so one commit's work stays short. */
 const MAX_GROUP = 32;

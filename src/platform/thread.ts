@@ -18,7 +18,7 @@ export { absent };
 /** A worker thread's platform: its composition adds the engine's services (src/engine-services.ts). */
 export function openThreadPlatform(config: Config, post: (line: string) => void): Omit<PlatformDeps, 'clock' | 'engine'> {
   // On PostgreSQL a small pool of its own (its transactions run beside the main thread's).
-  const handle = config.databaseUrl ? pgDbHandle(openPg(config.databaseUrl, { max: 4 })) : openDatabase(config.databasePath, { migrate: false, syncOffLoop: true });
+  const handle = config.databaseUrl ? pgDbHandle(openPg(config.databaseUrl, { max: 4 })) : openDatabase(config.databasePath, { migrate: false });
   // Checkpoints are the checkpointer's (platform/checkpointer.ts), as for the main connection: else every
   // commit of this connection that leaves the WAL past 1000 pages copies it into the database file and syncs
   // it before it returns, holding the write lock meanwhile (an upload commits about once a second, and after

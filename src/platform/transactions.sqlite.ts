@@ -5,7 +5,7 @@ import { beginScope, rollBackScopeTo, endScope, scopeMark } from './tx-scope';
 import { handleOf, txOf } from './sql/sqlite-handle';
 import { txLockOf } from './tx-lock';
 import { gateOf } from './write-gate';
-import { answerCommit } from './wal-sync';
+import { commitUnsynced, syncLaterHere, syncSoon } from './wal-sync';
 
 // Transactions on SQLite: one connection, one writer at a time (platform/tx-lock.ts), BEGIN IMMEDIATE. The
 // runtime builds them once for its database (src/engine-services.ts); platform/context.ts runs every
@@ -34,11 +34,14 @@ export async function sqliteTransaction<C extends { tx?: Tx }, T>(db: Db, ctx: C
   const release = await lock.acquire();
   const tx = txOf(db);
   let committed = false;
-  let result!: T;
+  // Work whose commits nobody outside learns of directly: committed without a sync of its own (platform/wal-sync.ts).
+  let restoreSync: (() => void) | null = null;
   try {
+    if (syncLaterHere(client)) restoreSync = commitUnsynced(client);
     client.query('BEGIN IMMEDIATE').run();
     beginScope(tx);
     lock.setOpen(true);
+    let result: T;
     try {
       const r = lock.runMarked(() => fn({ ...ctx, tx }));
       // A synchronous callback commits in the same step: no turn of the event loop while it is open.
@@ -54,14 +57,14 @@ export async function sqliteTransaction<C extends { tx?: Tx }, T>(db: Db, ctx: C
       if (client.inTransaction) client.query('ROLLBACK').run();
       throw e;
     }
+    return result;
   } finally {
+    restoreSync?.();
     endScope(tx, committed);
     lock.setOpen(false);
     release();
+    if (committed && restoreSync) syncSoon(client);
   }
-  // The next writer goes on meanwhile; the caller learns of the commit once it is on disk (platform/wal-sync.ts).
-  await answerCommit(client);
-  return result;
 }
 
 /** `savepoint` (platform/context.ts) on SQLite: cached statements, not a nested bun:sqlite transaction. */

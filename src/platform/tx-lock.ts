@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Database } from 'bun:sqlite';
 import { gateOf } from './write-gate';
-import { answerCommit } from './wal-sync';
+import { commitUnsynced, syncLaterHere, syncSoon } from './wal-sync';
 
 // The write lock of the main thread's connection, for transactions that stay open across awaits.
 //
@@ -158,14 +158,16 @@ export async function writeAlone<T>(client: Database, fn: () => T): Promise<T> {
   const lock = txLockOf(client);
   if (insideTransactionOn(client)) return client.transaction(fn).immediate();
   const release = await lock.acquire();
-  let result!: T;
+  // Work whose commits nobody outside learns of directly: committed without a sync of its own (platform/wal-sync.ts).
+  let restoreSync: (() => void) | null = null;
   try {
-    result = client.transaction(fn).immediate();
+    if (syncLaterHere(client)) restoreSync = commitUnsynced(client);
+    return client.transaction(fn).immediate();
   } finally {
+    restoreSync?.();
     release();
+    if (restoreSync) syncSoon(client);
   }
-  await answerCommit(client);
-  return result;
 }
 
 /**

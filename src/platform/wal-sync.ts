@@ -1,44 +1,56 @@
 import type { Database } from 'bun:sqlite';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 
-// Commits made durable off the event loop. With synchronous=FULL, SQLite syncs the WAL inside every COMMIT, on
-// the thread that commits: on the event loop, each commit stopped every request for the disk's sync (15–40 ms on
-// a slow disk). The service's connections run with synchronous=NORMAL instead, where a COMMIT writes its WAL
-// frames without syncing them, and a transaction (platform/transactions.sqlite.ts) resolves only once a sync of
-// the WAL file made on a thread of the file-system pool, started after its COMMIT, has returned. The guarantee
-// is FULL's: no caller learns that a write committed (no answer, no processor call made after it) before it
-// is on disk. What differs: the connection is free for the next writer while the disk syncs, and the writers
-// committed during one sync share the next one.
+// Commits whose sync to disk is made off the event loop. The service's connection runs with synchronous=FULL:
+// each COMMIT syncs the WAL before it returns, on the thread that commits, so that no caller learns of a write
+// (an answer, a processor call, a webhook) that a power cut could still undo. On the event loop, that sync
+// stops every request for the disk's time, once a commit.
 //
-// The WAL holds frames in commit order in one file, so one sync covers every commit made before it started, on
-// any connection to the file. That lets work whose commits nobody outside learns of go on at each commit
-// (`commitsSyncedLater`): the balance pipeline's queue and flushes, say, where whatever leaves the process
-// later (a processor call, a webhook, an answer) first passes a transaction of its own that waits for a sync,
-// and that sync covers them too. A checkpoint (platform/checkpointer.ts) syncs the WAL before it copies it and the
-// database file after, under NORMAL as under FULL, so what a sync made durable stays durable once copied.
+// Work whose commits nobody outside the process learns of directly runs inside `commitsSyncedLater`: the
+// balance pipeline's queue, claims and flushes, whose results and decisions reach the outside only through
+// later steps (a payment's claim before its processor call, a webhook's delivery) that commit under FULL in
+// transactions of their own. Its transactions commit under synchronous=NORMAL, holding the write lock, and a
+// sync of the WAL file starts on the file-system thread pool after each, not waited for: the writers committed
+// during one sync share the next. The WAL holds frames in commit order in one file, so any later FULL commit
+// or sync covers them too; a power cut may undo the last of them, as if the work had stopped before them, and
+// a process that ends loses nothing (the frames are in the operating system's hands at COMMIT). A checkpoint
+// (platform/checkpointer.ts) syncs the WAL before it copies it, and the database file after.
 
 /** What syncs a file's data to the disk: the disk itself, unless a test stands in for it. */
-export type Datasync = (path: string) => Promise<void>;
+export interface Datasync {
+  sync(path: string): Promise<void>;
+  close(): Promise<void>;
+}
 
 /**
- * Syncs the file's data and size, on the file-system thread pool. A WAL not there has nothing to sync: SQLite
- * removes it only when the last connection closes, after copying it into the database file and syncing that.
+ * Syncs the file's data and size on the file-system thread pool, through a handle kept open: one trip to the
+ * pool a sync, where opening and closing the file each time made three, each waiting for a turn of a busy event
+ * loop to be taken up. The WAL is the same file for as long as the connection that owns this is open (SQLite
+ * truncates it, and removes it only when the last connection closes). A WAL not there has nothing to sync:
+ * SQLite removes it only after copying it into the database file and syncing that.
  */
-export const datasyncFile: Datasync = async (path) => {
-  let handle;
-  try {
-    handle = await open(path, 'r');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw e;
-  }
-  try {
-    await handle.datasync();
-  } finally {
-    await handle.close();
-  }
-};
+export function fileDatasync(): Datasync {
+  let handle: FileHandle | null = null;
+  return {
+    async sync(path) {
+      if (!handle) {
+        try {
+          handle = await open(path, 'r');
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+          throw e;
+        }
+      }
+      await handle.datasync();
+    },
+    async close() {
+      const h = handle;
+      handle = null;
+      await h?.close();
+    },
+  };
+}
 
 export class WalSync {
   /** The sync in flight. */
@@ -50,8 +62,14 @@ export class WalSync {
 
   constructor(
     readonly walPath: string,
-    private readonly datasync: Datasync = datasyncFile,
+    private readonly datasync: Datasync = fileDatasync(),
   ) {}
+
+  /** Lets go of the file once the sync in flight, if any, has ended (the connection is closing). */
+  async close(): Promise<void> {
+    await Promise.allSettled([this.next, this.current]);
+    await this.datasync.close();
+  }
 
   /** Resolves once every commit made on the file before the call is on disk; rejects when the sync fails. */
   afterCommits(): Promise<void> {
@@ -72,7 +90,7 @@ export class WalSync {
 
   private start(): Promise<void> {
     this.syncs++;
-    const sync: Promise<void> = this.datasync(this.walPath).finally(() => {
+    const sync: Promise<void> = this.datasync.sync(this.walPath).finally(() => {
       if (this.current === sync) this.current = null;
     });
     return sync;
@@ -81,16 +99,15 @@ export class WalSync {
 
 const syncs = new WeakMap<Database, WalSync>();
 
-/** Makes the connection's commits durable through `sync` (openDatabase, for the service's connections). */
-export function syncCommitsOffLoop(sqlite: Database, sync: WalSync): void {
-  sqlite.exec('PRAGMA synchronous = NORMAL');
+/** The connection's WAL sync, for commits made inside `commitsSyncedLater` (openDatabase, the service's connection). */
+export function syncLaterThrough(sqlite: Database, sync: WalSync): void {
   syncs.set(sqlite, sync);
 }
 
-/** The connection's WAL sync, when its commits are made durable off the event loop (else its COMMIT syncs). */
+/** The connection's WAL sync, when its work may commit without a sync of its own. */
 export const walSyncOf = (sqlite: Database): WalSync | undefined => syncs.get(sqlite);
 
-/** Resolves once the connection's commits so far are on disk: at once when its COMMIT syncs them itself. */
+/** Resolves once every commit made on the connection so far is on disk: at once without a WAL sync (FULL syncs them). */
 export function durable(sqlite: Database): Promise<void> {
   return syncs.get(sqlite)?.afterCommits() ?? Promise.resolve();
 }
@@ -98,20 +115,32 @@ export function durable(sqlite: Database): Promise<void> {
 const syncedLater = new AsyncLocalStorage<true>();
 
 /**
- * Runs fn with its transactions answered at their COMMIT, the sync started but not waited for: for work whose
- * commits nobody outside the process learns of (a job's lease, a queue, results that later steps read in
- * transactions of their own). A power cut may undo its last commits, as if it had stopped before them; a
- * process that ends loses nothing (the WAL is in the operating system's hands at COMMIT).
+ * Runs fn with its transactions committed without a sync of their own, a sync of the WAL started off the event
+ * loop after each and not waited for: for work whose commits nobody outside the process learns of directly (a
+ * queue, a job's claims, results that later steps read in transactions of their own).
  */
 export function commitsSyncedLater<T>(fn: () => T): T {
   return syncedLater.run(true, fn);
 }
 
-/** What a transaction waits for after its COMMIT before it answers: its sync, or nothing inside `commitsSyncedLater`. */
-export function answerCommit(sqlite: Database): Promise<void> {
-  const sync = durable(sqlite);
-  if (syncedLater.getStore() !== true) return sync;
-  // A failing disk fails the next transaction that waits for its sync.
-  sync.catch(() => undefined);
-  return Promise.resolve();
+/** Whether a transaction begun here commits without a sync of its own: inside `commitsSyncedLater`, on a connection with a WAL sync. */
+export function syncLaterHere(sqlite: Database): boolean {
+  return syncedLater.getStore() === true && syncs.has(sqlite);
+}
+
+/**
+ * Makes the connection's next COMMIT go without a sync of its own (NORMAL), for a transaction begun
+ * `syncLaterHere`; returns what sets the connection's own setting (FULL, openDatabase) back, before its write
+ * lock is let go. Outside a transaction, with the write lock held.
+ */
+export function commitUnsynced(sqlite: Database): () => void {
+  const own = (sqlite.query('PRAGMA synchronous').get() as { synchronous: number }).synchronous;
+  if (own <= 1) return () => undefined;
+  sqlite.exec('PRAGMA synchronous = NORMAL');
+  return () => sqlite.exec(`PRAGMA synchronous = ${own}`);
+}
+
+/** Starts a sync of what the connection committed, not waited for: a failing disk fails the next FULL COMMIT. */
+export function syncSoon(sqlite: Database): void {
+  durable(sqlite).catch(() => undefined);
 }

@@ -612,9 +612,9 @@ async function readLinkedItem(deps: Deps, item: ClaimedItem, link: BankLink, run
 
 /**
  * Every replica: balance reads are claimed row by row (SKIP LOCKED), each by one claimer. Its claims and
- * flushes go on at each commit, the disk's sync not waited for: what they set off outside the process (a
- * payment sent, a webhook) goes through a transaction of its own that waits for a sync covering them. A power
- * cut may undo the last of them; their reads are then made again.
+ * flushes commit without a sync of their own (platform/wal-sync.ts): what they set off outside the process (a
+ * payment sent, a webhook) goes through a transaction of its own whose COMMIT syncs them too. A power cut may
+ * undo the last of them; their reads are then made again.
  */
 export const balanceProcessingJob: Job<Deps> = {
   name: 'balance-processing',

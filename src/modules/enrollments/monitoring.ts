@@ -189,7 +189,7 @@ export async function recheckAllHeld(deps: Deps, signal?: AbortSignal): Promise<
 export const monitoringReadsJob: Job<Deps> = {
   name: 'monitoring-reads',
   intervalMs: 1_000,
-  // The due reads queued go on at each commit, as the pipeline that reads them (balance-requests/processing.ts).
+  // The due reads queued commit without a sync of their own, as the pipeline that reads them (balance-requests/processing.ts).
   tick: (deps, signal) => commitsSyncedLater(() => queueAllDueReads(deps, signal)),
 };
 

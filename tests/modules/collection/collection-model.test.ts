@@ -15,7 +15,6 @@ import { pollProcessors } from '../../../src/modules/collection/poll';
 import { releaseStaleClaims } from '../../../src/modules';
 import { isRetryableReturn } from '../../../src/adapters/processors/return-codes';
 import { lateReturnWindowEnd } from '../../../src/modules/collection/rules';
-import { syncCommitsOffLoop, WalSync } from '../../../src/platform/wal-sync';
 
 // Each run starts on a database of its own: a file copied on SQLite, a database cloned from the migrated template on
 // PostgreSQL, about half a second each there. PostgreSQL runs the first 80 of the same sequences.
@@ -53,13 +52,13 @@ const allContexts: TestContext[] = [];
 afterAll(() => allContexts.forEach((c) => c.close()));
 
 /**
- * A context for a run. Its commits are not synced to disk (the WAL sync stands in for a disk that returns at
- * once: in WAL mode that loses nothing when a process ends, only on a power cut, which no step here
- * simulates): thousands of small commits per run otherwise spend most of the test's time waiting for fsync.
+ * A context for a run. Its commits are not forced to disk (synchronous NORMAL, which in WAL mode loses
+ * nothing when a process ends, only on a power cut, which no step here simulates): thousands of small
+ * commits per run otherwise spend most of the test's time waiting for fsync.
  */
 function runContext(env: Record<string, string>): TestContext {
   const ctx = createTestContext({ SANDBOX_SETTLEMENT_MS: String(SETTLE), MONITOR_READ_INTERVAL_MS: String(READ), ...env });
-  if (!ctx.rt.pg) syncCommitsOffLoop(ctx.sql, new WalSync(`${ctx.rt.config.databasePath}-wal`, async () => undefined));
+  if (!ctx.rt.pg) ctx.sql.exec('PRAGMA synchronous = NORMAL');
   allContexts.push(ctx);
   return ctx;
 }

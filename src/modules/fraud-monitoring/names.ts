@@ -1,9 +1,9 @@
 // The name match the fraud rules use (shared_account: borrowers on one account with different names), written
 // once and property-tested (tests/modules/fraud-monitoring/names.test.ts). Two names match when, once each is
 // normalized (Unicode compatibility form, diacritics, case and punctuation dropped, generational suffixes left
-// out), every word of the one with fewer words is found among the other's, an initial matching any word that
-// starts with its letter: "Ada Lovelace" matches "LOVELACE, Ada", "Ada K. Lovelace" and "A Lovelace"; it does
-// not match "Ada Byron" or "Charles Babbage". A name with no word at all matches nothing: absence is not
+// out), every word of the one with fewer words is found among the other's (of each, when they have as many),
+// an initial matching any word that starts with its letter: "Ada Lovelace" matches "LOVELACE, Ada", "Ada K.
+// Lovelace" and "A Lovelace"; it does not match "Ada Byron" or "Charles Babbage". A name with no word at all matches nothing: absence is not
 // evidence either way. Linear in the names' length (each is at most MAX_NAME_CHARS long, at most MAX_WORDS words).
 
 /** At most this many characters of a name are read, and this many of its words. */
@@ -35,7 +35,10 @@ export function namesMatch(a: string | null | undefined, b: string | null | unde
   const wa = nameWords(a);
   const wb = nameWords(b);
   if (wa.length === 0 || wb.length === 0) return false;
-  const [few, many] = wa.length <= wb.length ? [wa, wb] : [wb, wa];
+  // With as many words on each side, each side's words are found among the other's: the match stays the same
+  // whichever name comes first ("H H" does not match "0 H", in either order).
+  if (wa.length === wb.length) return wa.every((w) => wordMatches(w, wb)) && wb.every((w) => wordMatches(w, wa));
+  const [few, many] = wa.length < wb.length ? [wa, wb] : [wb, wa];
   return few.every((w) => wordMatches(w, many));
 }
 

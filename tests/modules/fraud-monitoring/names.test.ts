@@ -23,6 +23,9 @@ describe('examples', () => {
     ['Ada Lovelace', 'B Lovelace', false],
     ['', 'Ada Lovelace', false],
     ['...', '...', false],
+    // As many words on each side: each side's words among the other's, whichever comes first.
+    ['h h', '0 H', false],
+    ['Ada Ada', 'Ada Lovelace', false],
   ])('%p against %p: %p', (a, b, want) => {
     expect(namesMatch(a, b)).toBe(want);
     expect(namesMatch(b, a)).toBe(want);

@@ -57,7 +57,7 @@ export class WalSync {
   private current: Promise<void> | null = null;
   /** The sync that starts when the one in flight ends: shared by every caller meanwhile. */
   private next: Promise<void> | null = null;
-  /** Syncs started, for tests and the benchmark's account. */
+  /** Syncs started (the tests count them). */
   syncs = 0;
 
   constructor(

@@ -3,8 +3,8 @@
 // normalized (Unicode compatibility form, diacritics, case and punctuation dropped, generational suffixes left
 // out), every word of the one with fewer words is found among the other's (of each, when they have as many),
 // an initial matching any word that starts with its letter: "Ada Lovelace" matches "LOVELACE, Ada", "Ada K.
-// Lovelace" and "A Lovelace"; it does not match "Ada Byron" or "Charles Babbage". A name with no word at all matches nothing: absence is not
-// evidence either way. Linear in the names' length (each is at most MAX_NAME_CHARS long, at most MAX_WORDS words).
+// Lovelace" and "A Lovelace"; it does not match "Ada Byron" or "Charles Babbage". A name with no word at all
+// matches nothing: absence is not evidence either way. Linear in the names' length (each is at most MAX_NAME_CHARS long, at most MAX_WORDS words).
 
 /** At most this many characters of a name are read, and this many of its words. */
 export const MAX_NAME_CHARS = 200;

@@ -5,7 +5,7 @@ import { beginScope, rollBackScopeTo, endScope, scopeMark } from './tx-scope';
 import { handleOf, txOf } from './sql/sqlite-handle';
 import { txLockOf } from './tx-lock';
 import { gateOf } from './write-gate';
-import { commitUnsynced, syncLaterHere, syncSoon } from './wal-sync';
+import { syncSoon, unsyncedCommit } from './wal-sync';
 
 // Transactions on SQLite: one connection, one writer at a time (platform/tx-lock.ts), BEGIN IMMEDIATE. The
 // runtime builds them once for its database (src/engine-services.ts); platform/context.ts runs every
@@ -37,7 +37,7 @@ export async function sqliteTransaction<C extends { tx?: Tx }, T>(db: Db, ctx: C
   // Work whose commits nobody outside learns of directly: committed without a sync of its own (platform/wal-sync.ts).
   let restoreSync: (() => void) | null = null;
   try {
-    if (syncLaterHere(client)) restoreSync = commitUnsynced(client);
+    restoreSync = unsyncedCommit(client);
     client.query('BEGIN IMMEDIATE').run();
     beginScope(tx);
     lock.setOpen(true);

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Database } from 'bun:sqlite';
 import { gateOf } from './write-gate';
-import { commitUnsynced, syncLaterHere, syncSoon } from './wal-sync';
+import { syncSoon, unsyncedCommit } from './wal-sync';
 
 // The write lock of the main thread's connection, for transactions that stay open across awaits.
 //
@@ -161,7 +161,7 @@ export async function writeAlone<T>(client: Database, fn: () => T): Promise<T> {
   // Work whose commits nobody outside learns of directly: committed without a sync of its own (platform/wal-sync.ts).
   let restoreSync: (() => void) | null = null;
   try {
-    if (syncLaterHere(client)) restoreSync = commitUnsynced(client);
+    restoreSync = unsyncedCommit(client);
     return client.transaction(fn).immediate();
   } finally {
     restoreSync?.();

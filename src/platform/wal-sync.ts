@@ -42,7 +42,15 @@ export function fileDatasync(): Datasync {
           throw e;
         }
       }
-      await handle.datasync();
+      try {
+        await handle.datasync();
+      } catch (e) {
+        // Opened again by the next sync rather than kept in a state that failed.
+        const failed = handle;
+        handle = null;
+        await failed.close().catch(() => undefined);
+        throw e;
+      }
     },
     async close() {
       const h = handle;
@@ -107,11 +115,6 @@ export function syncLaterThrough(sqlite: Database, sync: WalSync): void {
 /** The connection's WAL sync, when its work may commit without a sync of its own. */
 export const walSyncOf = (sqlite: Database): WalSync | undefined => syncs.get(sqlite);
 
-/** Resolves once every commit made on the connection so far is on disk: at once without a WAL sync (FULL syncs them). */
-export function durable(sqlite: Database): Promise<void> {
-  return syncs.get(sqlite)?.afterCommits() ?? Promise.resolve();
-}
-
 const syncedLater = new AsyncLocalStorage<true>();
 
 /**
@@ -123,17 +126,13 @@ export function commitsSyncedLater<T>(fn: () => T): T {
   return syncedLater.run(true, fn);
 }
 
-/** Whether a transaction begun here commits without a sync of its own: inside `commitsSyncedLater`, on a connection with a WAL sync. */
-export function syncLaterHere(sqlite: Database): boolean {
-  return syncedLater.getStore() === true && syncs.has(sqlite);
-}
-
 /**
- * Makes the connection's next COMMIT go without a sync of its own (NORMAL), for a transaction begun
- * `syncLaterHere`; returns what sets the connection's own setting (FULL, openDatabase) back, before its write
- * lock is let go. Outside a transaction, with the write lock held.
+ * For a transaction about to begin, with the write lock held: inside `commitsSyncedLater` on a connection with a
+ * WAL sync, makes its COMMIT go without a sync of its own (NORMAL) and returns what sets the connection's own
+ * setting (FULL, openDatabase) back, before the lock is let go; elsewhere null, the COMMIT syncing itself.
  */
-export function commitUnsynced(sqlite: Database): () => void {
+export function unsyncedCommit(sqlite: Database): (() => void) | null {
+  if (syncedLater.getStore() !== true || !syncs.has(sqlite)) return null;
   const own = (sqlite.query('PRAGMA synchronous').get() as { synchronous: number }).synchronous;
   if (own <= 1) return () => undefined;
   sqlite.exec('PRAGMA synchronous = NORMAL');
@@ -142,5 +141,5 @@ export function commitUnsynced(sqlite: Database): () => void {
 
 /** Starts a sync of what the connection committed, not waited for: a failing disk fails the next FULL COMMIT. */
 export function syncSoon(sqlite: Database): void {
-  durable(sqlite).catch(() => undefined);
+  syncs.get(sqlite)?.afterCommits().catch(() => undefined);
 }

@@ -210,8 +210,10 @@ if (!onPostgres) {
   describe('a removal through one replica while another holds a claimed send', () => {
     test('a send claimed before the removal committed may go out; none claimed after it does, and no payment is created after it', async () => {
       const h = new ServiceHarness({
-        // Answers on the wire for 3 s: the claims are held while the removal runs; nothing settles before it.
-        SANDBOX_PROCESSOR_LATENCY_MS: '3000',
+        // Answers on the wire for 8 s: the claims are held while the removal runs; nothing settles before it.
+        // Replica A starts while they are on the wire, so the removal follows the failed first attempts at once,
+        // well within their 5 s backoff, however slowly a process starts on a loaded machine.
+        SANDBOX_PROCESSOR_LATENCY_MS: '8000',
         SANDBOX_SETTLEMENT_MS: '8000',
         // A payment whose answer was not seen is looked up, never sent, once its borrower is removed; one the
         // processor still does not hold past this age is recorded not_attempted (23 h in production).
@@ -229,6 +231,12 @@ if (!onPostgres) {
       const aids = borrowers.map((x) => x.authorizer_unique_id);
       expect((await b.call('POST', '/v1/payment_enrollments', { borrowers })).status).toBe(207);
       await waitFor(
+        'replica B to claim the six sends',
+        async () => read(h, (db) => Number((db.query('SELECT COUNT(*) AS n FROM payments WHERE first_attempt_at IS NOT NULL').get() as { n: number }).n) === 6),
+        30_000,
+      );
+      const a = await h.start({ replicaId: 'removal-a' });
+      await waitFor(
         'replica B to hold the claimed sends, the processor to hold three and to have failed three first attempts',
         async () =>
           read(h, (db) => {
@@ -238,7 +246,6 @@ if (!onPostgres) {
           }),
         30_000,
       );
-      const a = await h.start({ replicaId: 'removal-a' });
       const removal = await a.call('DELETE', '/v1/payment_enrollments', { authorizer_unique_ids: aids });
       const answered = Date.now();
       expect(removal.status).toBe(200);

@@ -170,10 +170,13 @@ describe('layering', () => {
       drizzleInsert: 'tx.insert(enrollments).values(row).run();',
       rawUpdate: "sqlite.query('UPDATE enrollments SET next_read_at = ?, state = ? WHERE id = ?').run(1, 'stopped', id);",
       rawInsert: 'sqlite.query(`INSERT INTO enrollments (id, state) VALUES (?, ?)`).run(id, s);',
+      aliased: 'sql`UPDATE enrollments AS e SET blocked_reason = v.reason FROM unnest(${ids}::text[]) AS v(id) WHERE e.id = v.id`',
     };
     for (const [name, text] of Object.entries(samples)) expect([name, writesMonitor(text)]).toEqual([name, true]);
     expect(writesMonitor("tx.update(enrollments).set({ bankName: 'x' }).where(eq(enrollments.id, id)).run();")).toBe(false);
     expect(writesMonitor("sqlite.query('UPDATE enrollments SET last_read_cents = ? WHERE id = ?')")).toBe(false);
+    // The state read to decide a value is no write of it.
+    expect(writesMonitor("sqlite.query(\"UPDATE enrollments SET next_read_at = CASE WHEN enrollments.state = 'monitored' THEN ? ELSE next_read_at END WHERE id = ?\")")).toBe(false);
   });
 });
 
@@ -224,7 +227,10 @@ function upwardImports(graph: Map<string, ImportEdge[]>, forbidden: (from: strin
 function writesMonitor(text: string): boolean {
   for (const m of text.matchAll(/\.update\(\s*enrollments\s*\)\s*\.set\(\s*\{([^}]*)\}/g)) if (/\b(state|reason|blockedReason)\s*:/.test(m[1]!)) return true;
   if (/\.insert\(\s*enrollments\s*\)/.test(text)) return true;
-  for (const m of text.matchAll(/UPDATE\s+enrollments\s+SET([\s\S]*?)(?:\bWHERE\b|[`'"])/gi)) if (/\b(state|reason|blocked_reason)\s*=/i.test(m[1]!)) return true;
+  // An assignment of the SET list (the column read in an expression writes nothing), the table aliased or not.
+  for (const m of text.matchAll(/UPDATE\s+enrollments(?:\s+(?:AS\s+)?\w+)?\s+SET([\s\S]*?)(?:\bWHERE\b|\bFROM\b|[`'"])/gi)) {
+    if (/(?:^|,)\s*(?:\w+\.)?(state|reason|blocked_reason)\s*=/i.test(m[1]!)) return true;
+  }
   return /INSERT\s+(?:OR\s+\w+\s+)?INTO\s+enrollments\b/i.test(text);
 }
 

@@ -170,7 +170,7 @@ contract(
       expect(await store.borrowersByIdPrefix(storeCtx, lender.id, { from: 'A', to: 'A\u{10FFFF}' }, 10)).toEqual([{ aid: 'Among-3' }]);
     });
 
-    test('dueReads: monitored borrowers due by `now`, oldest due first, at most `limit`; setNextReads moves them; setLastReads sets the reads', async () => {
+    test('dueReads: monitored borrowers due by `now`, oldest due first, at most `limit`; setNextReads moves them; enrollmentsOfReads finds their borrowers and setLastReads sets the reads', async () => {
       const lender = ctx.newLender();
       await enroll([enrollBorrower('due-a', { metadata: { n: '1' } }), enrollBorrower('due-held', { routing_number: SANDBOX_UNSUPPORTED_BANK })], lender.key);
       const t0 = ctx.clock.now();
@@ -213,26 +213,43 @@ contract(
         .catch(() => undefined);
       expect((await store.enrollmentOf(storeCtx, lender.id, 'due-a'))!.nextReadAt).toBe(ctx.clock.now() + 5000);
 
-      // Reads set on their borrowers, in their order: each one's enrollment id back, or null for a borrower with
-      // none (another lender's of the same id included); a borrower read twice keeps the later read.
+      // The borrowers of reads, in their order: each one's enrollment id, or null for a borrower with none
+      // (another lender's of the same id included).
       const at = ctx.clock.now();
       const read = (aid: string, balanceCents: number | null, when = at, lenderId = lender.id) => ({ lenderId, authorizerUniqueId: aid, balanceCents, at: when });
-      const set = await t.inTx((tx) => store.setLastReads(tx, [read('due-b', 1), read('nobody', 1), read('due-a', 777), read('due-b', 1, at, ctx.lender.id), read('due-b', 4321, at + 2)]));
-      expect(set).toEqual([await idOf(lender.id, 'due-b'), null, await idOf(lender.id, 'due-a'), null, await idOf(lender.id, 'due-b')]);
-      expect(await store.enrollmentOf(storeCtx, lender.id, 'due-b')).toMatchObject({ lastReadCents: 4321, lastReadAt: at + 2 });
-      expect(await store.enrollmentOf(storeCtx, lender.id, 'due-a')).toMatchObject({ lastReadCents: 777, lastReadAt: at });
-      expect(await t.inTx((tx) => store.setLastReads(tx, []))).toEqual([]);
-      // A read without a balance clears the amount.
-      expect(await t.inTx((tx) => store.setLastReads(tx, [read('due-b', null, at + 3)]))).toEqual([await idOf(lender.id, 'due-b')]);
-      expect(await store.enrollmentOf(storeCtx, lender.id, 'due-b')).toMatchObject({ lastReadCents: null, lastReadAt: at + 3 });
+      const b = await idOf(lender.id, 'due-b');
+      const found = await t.inTx((tx) => store.enrollmentsOfReads(tx, [read('due-b', 1), read('nobody', 1), read('due-a', 777), read('due-b', 1, at, ctx.lender.id), read('due-b', 4321, at + 2)]));
+      expect(found).toEqual([b, null, a, null, b]);
+      expect(await t.inTx((tx) => store.enrollmentsOfReads(tx, []))).toEqual([]);
+      // Reads set on them, a borrower given twice keeping the later; with no next read, the next read stays.
+      const nextOf = async (aid: string) => (await store.enrollmentOf(storeCtx, lender.id, aid))!.nextReadAt;
+      const nextB = await nextOf('due-b');
+      await t.inTx((tx) =>
+        store.setLastReads(tx, [
+          { enrollmentId: b, balanceCents: 1, at, next: null },
+          { enrollmentId: a, balanceCents: 777, at, next: null },
+          { enrollmentId: b, balanceCents: 4321, at: at + 2, next: null },
+        ]),
+      );
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'due-b')).toMatchObject({ lastReadCents: 4321, lastReadAt: at + 2, nextReadAt: nextB });
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'due-a')).toMatchObject({ lastReadCents: 777, lastReadAt: at, nextReadAt: ctx.clock.now() + 5000 });
+      await t.inTx((tx) => store.setLastReads(tx, []));
+      // A read without a balance clears the amount; a next read given is set with it.
+      await t.inTx((tx) => store.setLastReads(tx, [{ enrollmentId: b, balanceCents: null, at: at + 3, next: at + 60_000 }]));
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'due-b')).toMatchObject({ lastReadCents: null, lastReadAt: at + 3, nextReadAt: at + 60_000 });
       // Rolled back, the read is not there.
       await t
         .inTx(async (tx) => {
-          await store.setLastReads(tx, [read('due-a', 5, at + 4)]);
+          await store.setLastReads(tx, [{ enrollmentId: a, balanceCents: 5, at: at + 4, next: at + 1 }]);
           throw new Error('rolled back');
         })
         .catch(() => undefined);
-      expect(await store.enrollmentOf(storeCtx, lender.id, 'due-a')).toMatchObject({ lastReadCents: 777, lastReadAt: at });
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'due-a')).toMatchObject({ lastReadCents: 777, lastReadAt: at, nextReadAt: ctx.clock.now() + 5000 });
+      // No longer monitored: the read is set, the next read is not.
+      expect((await ctx.json('DELETE', '/v1/payment_enrollments', { key: lender.key, body: { authorizer_unique_ids: ['due-a'] } })).status).toBe(200);
+      const removed = await nextOf('due-a');
+      await t.inTx((tx) => store.setLastReads(tx, [{ enrollmentId: a, balanceCents: 6, at: at + 5, next: at + 90_000 }]));
+      expect(await store.enrollmentOf(storeCtx, lender.id, 'due-a')).toMatchObject({ lastReadCents: 6, lastReadAt: at + 5, nextReadAt: removed });
     });
 
     test('what the features above keep on an enrollment: the next read while monitored, the pay cycle, the presentments', async () => {

@@ -94,8 +94,19 @@ function monitoringOf(reads: RecordedRead[], batchIds: string[]): RecordedRead[]
   return monitoring.size === 0 ? [] : reads.filter((r) => monitoring.has(r.batchId));
 }
 
-/** Monitoring reads set on their borrowers' enrollments as the last read: each one's enrollment id, or null when it has none. */
-export const setLastReads = (c: TxCtx, reads: readonly RecordedRead[]): Promise<(string | null)[]> => c.deps.stores.enrollments.setLastReads(c, reads);
+/** The enrollments of monitoring reads, held until the transaction ends: each one's id, or null when it has none. */
+export const enrollmentsOfReads = (c: TxCtx, reads: readonly RecordedRead[]): Promise<(string | null)[]> => c.deps.stores.enrollments.enrollmentsOfReads(c, reads);
+
+/**
+ * Monitoring reads set on their borrowers' enrollments as the last read, each with the next read its cadence
+ * set (`next`, absent: left as it is), in one write of each borrower's row.
+ */
+export function setLastReads(c: TxCtx, reads: readonly (RecordedRead & { enrollmentId: string })[], next: ReadonlyMap<string, number>): Promise<void> {
+  return c.deps.stores.enrollments.setLastReads(
+    c,
+    reads.map((r) => ({ enrollmentId: r.enrollmentId, balanceCents: r.balanceCents, at: r.at, next: next.get(r.enrollmentId) ?? null })),
+  );
+}
 
 /**
  * The provider says a borrower's linked account is well again: a block the link set on its collection lifts

@@ -141,13 +141,12 @@ const monitoringBatchesAmong = (db: Db, batchIds: string[]) =>
     .all(listOf(batchIds))
     .map((b) => b.id);
 
-/** A read set on its borrower's enrollment as the last read: the enrollment's id, or null when it has none. */
-const setLastRead = builtOnce((tx: Db) =>
-  (tx as Orm)
-    .update(enrollments)
-    .set({ lastReadCents: sql`${sql.placeholder('cents')}`, lastReadAt: sql`${sql.placeholder('at')}` })
+/** A borrower's enrollment id (the flush's monitoring reads, one by one: a cached statement a row). */
+const enrollmentIdOf = builtOnce((db: Db) =>
+  (db as Orm)
+    .select({ id: enrollments.id })
+    .from(enrollments)
     .where(and(eq(enrollments.lenderId, sql.placeholder('lenderId')), eq(enrollments.authorizerUniqueId, sql.placeholder('aid'))))
-    .returning({ id: enrollments.id })
     .prepare(),
 );
 
@@ -241,9 +240,21 @@ export const sqliteEnrollmentStore: EnrollmentStore = {
   async borrowersAmong(c, lenderId, aids) {
     return borrowersAmong(readerOf(c), lenderId, aids);
   },
+  async enrollmentsOfReads(c, reads) {
+    const find = enrollmentIdOf(readerOf(c));
+    return reads.map((r) => find.get({ lenderId: r.lenderId, aid: r.authorizerUniqueId })?.id ?? null);
+  },
   async setLastReads(c, reads) {
-    const set = setLastRead(writerOf(c));
-    return reads.map((r) => set.get({ cents: r.balanceCents, at: r.at, lenderId: r.lenderId, aid: r.authorizerUniqueId })?.id ?? null);
+    // A cached statement run a row; the next read is written only where the cadence set one.
+    const client = writerOf(c).$client;
+    const last = client.query<unknown, [number | null, number, string]>('UPDATE enrollments SET last_read_cents = ?, last_read_at = ? WHERE id = ?');
+    const both = client.query<unknown, [number | null, number, number, string]>(
+      "UPDATE enrollments SET last_read_cents = ?1, last_read_at = ?2, next_read_at = CASE WHEN enrollments.state = 'monitored' THEN ?3 ELSE next_read_at END WHERE id = ?4",
+    );
+    for (const r of reads) {
+      if (r.next === null) last.run(r.balanceCents, r.at, r.enrollmentId);
+      else both.run(r.balanceCents, r.at, r.next, r.enrollmentId);
+    }
   },
   async heldBorrowers(c, after, limit) {
     return readerOf(c)

@@ -158,10 +158,17 @@ export interface EnrollmentStore {
   /** The lender's borrowers among some identifiers, with their enrollment ids (one look-up for many). */
   borrowersAmong(c: StoreCtx, lenderId: string, aids: string[]): Promise<{ id: string; aid: string }[]>;
   /**
-   * Reads set on their borrowers' enrollments as the last read, in their order (a borrower read twice keeps the
-   * later): each one's enrollment id, or null when it has none. A flush's reads at once.
+   * The enrollments of a flush's monitoring reads, in their order: each one's id, or null when its borrower has
+   * none. Held until the transaction ends (on PostgreSQL locked in the order of their ids, as the decisions
+   * lock them), for setLastReads to write.
    */
-  setLastReads(c: TxCtx, reads: readonly { lenderId: string; authorizerUniqueId: string; balanceCents: number | null; at: number }[]): Promise<(string | null)[]>;
+  enrollmentsOfReads(c: TxCtx, reads: readonly { lenderId: string; authorizerUniqueId: string }[]): Promise<(string | null)[]>;
+  /**
+   * Reads set on their borrowers' enrollments as the last read (a borrower given twice: the later), each with
+   * the next read its cadence set while it is still monitored (`next` null: the next read stays as it is). One
+   * write of a borrower's row for both, a flush's reads at once.
+   */
+  setLastReads(c: TxCtx, reads: readonly { enrollmentId: string; balanceCents: number | null; at: number; next: number | null }[]): Promise<void>;
   /** Held borrowers with personal data after an id, in id order, at most `limit`. */
   heldBorrowers(c: StoreCtx, after: string, limit: number): Promise<{ id: string; lenderId: string; routing: string | null }[]>;
   setBankName(c: TxCtx, enrollmentId: string, bankName: string | null): Promise<void>;

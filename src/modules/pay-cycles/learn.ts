@@ -82,7 +82,16 @@ export async function learnAndSchedule(ctx: JobContext & TxCtx, v: Learn): Promi
  * their next reads); a cycle learned again reads its borrower's history alone.
  */
 export async function learnAndScheduleEach(ctx: JobContext & TxCtx, list: readonly Learn[]): Promise<void> {
-  if (list.length === 0) return;
+  const next = await learnNextReads(ctx, list);
+  if (next.length > 0) await ctx.deps.stores.enrollments.setNextReadEach(ctx, next);
+}
+
+/**
+ * learnAndScheduleEach's cycles learned and next reads found, the next reads given back rather than written:
+ * the balance chain writes each with its borrower's last read, in one write of the row (modules/balance-results.ts).
+ */
+export async function learnNextReads(ctx: JobContext & TxCtx, list: readonly Learn[]): Promise<{ enrollmentId: string; at: number }[]> {
+  if (list.length === 0) return [];
   const now = ctx.deps.clock.now();
   const states = await ctx.deps.stores.payCycles.cadenceStatesOf(ctx, list.map((v) => v.enrollmentId));
   const following: { enrollmentId: string; next: number; policy: CollectionPolicy }[] = [];
@@ -101,16 +110,13 @@ export async function learnAndScheduleEach(ctx: JobContext & TxCtx, list: readon
     const next = paydayRead(ctx.deps, policy, cycle, v.at!, now);
     if (next !== null) following.push({ enrollmentId: v.enrollmentId, next, policy });
   }
-  if (following.length === 0) return;
+  if (following.length === 0) return [];
   // A scheduled payment's day comes before the cycle's next read: the borrower is read when it begins (the
   // payment goes out only at a read on its day).
   const scheduled = await ctx.deps.stores.decisions.scheduledPaymentsOf(ctx, following.map((f) => f.enrollmentId));
-  await ctx.deps.stores.enrollments.setNextReadEach(
-    ctx,
-    following.map(({ enrollmentId, next, policy }) => {
-      const p = scheduled.get(enrollmentId);
-      const itsDay = p ? dayStart(p.debitOn, policy.timeZone) : null;
-      return { enrollmentId, at: itsDay !== null && itsDay > now && itsDay < next ? itsDay : next };
-    }),
-  );
+  return following.map(({ enrollmentId, next, policy }) => {
+    const p = scheduled.get(enrollmentId);
+    const itsDay = p ? dayStart(p.debitOn, policy.timeZone) : null;
+    return { enrollmentId, at: itsDay !== null && itsDay > now && itsDay < next ? itsDay : next };
+  });
 }

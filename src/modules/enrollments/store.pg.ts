@@ -183,7 +183,9 @@ export const pgEnrollmentStore: EnrollmentStore = {
       })
       .from(enrollments)
       .where(and(eq(enrollments.state, 'monitored'), lte(enrollments.nextReadAt, now), isNotNull(enrollments.sealed)))
-      .orderBy(asc(enrollments.nextReadAt), asc(enrollments.id))
+      // In the due index's order alone, as on SQLite: a second key (the id) had the rows of one due time read
+      // whole and sorted before the first were locked (an incremental sort), for every slice of the due check.
+      .orderBy(asc(enrollments.nextReadAt))
       .limit(limit);
     // In its transaction, the due check claims what it reads: a row another transaction holds is left for the
     // next tick, and a row moved on meanwhile is read again and left out.

@@ -32,7 +32,6 @@ export { ITEM_LEASE_MS };
 /** Claims outlive the slowest read (provider timeout and retries), so a live worker keeps its items. */
 export const MAX_READ_ATTEMPTS = 3;
 export const RETRY_BASE_MS = 2_000;
-const FLUSH_ROWS = 64;
 const FLUSH_INTERVAL_MS = 100;
 const PAYLOAD_CACHE_BATCHES = 128;
 
@@ -280,7 +279,8 @@ async function recordOutcomesOnce(ctx: JobContext, outcomes: Outcome[]): Promise
         ...(o.change ? { change: o.change } : {}),
       });
     });
-    // The borrowers' rows the results move, taken in one order by every flush (lender, then authorizer).
+    // The results in one order by every flush (lender, then authorizer), decided in it; the borrowers' rows they
+    // move are locked first, in the order of their ids (enrollments' enrollmentsOfReads).
     recorded.sort((a, b) => (a.lenderId < b.lenderId ? -1 : a.lenderId > b.lenderId ? 1 : a.authorizerUniqueId < b.authorizerUniqueId ? -1 : a.authorizerUniqueId > b.authorizerUniqueId ? 1 : 0));
     await markRead(tx, [...readThrough], ctx.deps.clock.now());
     if (recorded.length > 0) await ctx.deps.balanceResults.afterResults(tx, recorded);
@@ -368,6 +368,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
   const connections = new ConnectionCache(deps);
   const claimedAt = new WeakMap<ClaimedItem, number>();
   const gate = writeGate(deps);
+  const flushRows = deps.stores.balances.readsPerFlush;
   let pending: Outcome[] = [];
   let lastFlush = performance.now();
   let recorded = 0;
@@ -409,7 +410,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       metrics.balanceReads.inc({ status: o.exportStatus });
     }
     // Not while a worker holds the write lock: the results wait for the next claim, which waits its turn.
-    if (!gate.held && (pending.length >= FLUSH_ROWS || performance.now() - lastFlush >= FLUSH_INTERVAL_MS)) void flush().catch(() => undefined);
+    if (!gate.held && (pending.length >= flushRows || performance.now() - lastFlush >= FLUSH_INTERVAL_MS)) void flush().catch(() => undefined);
   };
 
   const readOne = async (item: ClaimedItem) => {
@@ -430,7 +431,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       await flush();
       await startPendingBatches(deps);
       const now = clock.now();
-      const items = await deps.stores.balances.claimDueReads({ deps }, concurrency * 4, now);
+      const items = await deps.stores.balances.claimDueReads({ deps }, Math.max(concurrency * 4, flushRows), now);
       for (const it of items) {
         claimedAt.set(it, now);
         // A second claim of an item in hand: the first's outcome is written under this claim's token.

@@ -177,7 +177,8 @@ export interface BalanceStore {
    * The most reads one claim takes and one flush records (with the concurrency's four rounds of reads, when
    * those are more). SQLite 64: a flush is work on the event loop, 3–5 ms at this size. PostgreSQL 256: a
    * flush's work is the server's, and its round trips are one after the other, so fewer and larger flushes go
-   * faster (bench reads: about 1,950 → 2,600–3,000 reads a second).
+   * faster (bench reads: about 1,950 → 2,600–3,000 reads a second). A claimed read that waits past half its
+   * lease behind the others is given back unread (processing.ts), so a larger claim never has a read made twice.
    */
   readonly readsPerFlush: number;
   /** Batches with work left, oldest first. */

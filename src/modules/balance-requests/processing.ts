@@ -32,6 +32,7 @@ export { ITEM_LEASE_MS };
 /** Claims outlive the slowest read (provider timeout and retries), so a live worker keeps its items. */
 export const MAX_READ_ATTEMPTS = 3;
 export const RETRY_BASE_MS = 2_000;
+const FLUSH_ROWS = 64;
 const FLUSH_INTERVAL_MS = 100;
 const PAYLOAD_CACHE_BATCHES = 128;
 
@@ -368,7 +369,8 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
   const connections = new ConnectionCache(deps);
   const claimedAt = new WeakMap<ClaimedItem, number>();
   const gate = writeGate(deps);
-  const flushRows = deps.stores.balances.readsPerFlush;
+  const atLeast = deps.stores.balances.readsPerClaim;
+  const flushRows = Math.max(FLUSH_ROWS, atLeast);
   let pending: Outcome[] = [];
   let lastFlush = performance.now();
   let recorded = 0;
@@ -431,7 +433,7 @@ export async function processBalances(deps: Deps, opts: { concurrency?: number; 
       await flush();
       await startPendingBatches(deps);
       const now = clock.now();
-      const items = await deps.stores.balances.claimDueReads({ deps }, Math.max(concurrency * 4, flushRows), now);
+      const items = await deps.stores.balances.claimDueReads({ deps }, Math.max(concurrency * 4, atLeast), now);
       for (const it of items) {
         claimedAt.set(it, now);
         // A second claim of an item in hand: the first's outcome is written under this claim's token.

@@ -249,7 +249,7 @@ function itemQueue(db: Db): LeaseQueue<typeof batchItems, ClaimedItem> {
 }
 
 export const sqliteBalanceStore: BalanceStore = {
-  readsPerFlush: 64,
+  readsPerClaim: 0,
   async cachedResponse(c, lenderId, bodyHash, since) {
     return findCachedResponse(readerOf(c), lenderId, bodyHash, since) ?? undefined;
   },

@@ -174,13 +174,14 @@ export interface BalanceStore {
 
   // Processing.
   /**
-   * The most reads one claim takes and one flush records (with the concurrency's four rounds of reads, when
-   * those are more). SQLite 64: a flush is work on the event loop, 3–5 ms at this size. PostgreSQL 256: a
-   * flush's work is the server's, and its round trips are one after the other, so fewer and larger flushes go
-   * faster (bench reads: about 1,950 → 2,600–3,000 reads a second). A claimed read that waits past half its
-   * lease behind the others is given back unread (processing.ts), so a larger claim never has a read made twice.
+   * The fewest reads one claim takes (a claim takes four rounds of the concurrency when that is more), and a
+   * flush records as many at once. SQLite 0: claims of four rounds and flushes of 64, as a flush is work on the
+   * event loop, 3–5 ms at that size. PostgreSQL 256: a flush's work is the server's and its round trips go one
+   * after the other, each claim waiting for the flush before it, so fewer and larger flushes go faster (bench
+   * reads: about 1,950 → 2,600–3,000 reads a second). A claimed read that waits past half its lease behind the
+   * others is given back unread (processing.ts), so a larger claim never has a read made twice.
    */
-  readonly readsPerFlush: number;
+  readonly readsPerClaim: number;
   /** Batches with work left, oldest first. */
   openBatches(c: StoreCtx): Promise<OpenBatch[]>;
   /**

@@ -363,7 +363,9 @@ describe('fair sharing', () => {
       .map((r) => r.batch_id);
     const lastSmall = order.lastIndexOf(small);
     expect(lastSmall).toBeGreaterThanOrEqual(0);
-    expect(lastSmall).toBeLessThan(20);
+    // Among the first claim's results: four rounds of the concurrency, or the engine's larger claim
+    // (PostgreSQL's 256, still short of the large batch's 300).
+    expect(lastSmall).toBeLessThan(Math.max(20, ctx.rt.stores.balances.readsPerClaim));
   });
 });
 

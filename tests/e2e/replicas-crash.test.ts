@@ -230,10 +230,11 @@ if (!onPostgres) {
       const borrowers = Array.from({ length: 6 }, (_, i) => enrollBorrower(`rm-${i}`, { collectable_amount: 1000 + (i % 2 ? 98 : 0), account_number: ownAccount(i) }));
       const aids = borrowers.map((x) => x.authorizer_unique_id);
       expect((await b.call('POST', '/v1/payment_enrollments', { borrowers })).status).toBe(207);
+      // About 1.3 s on a quiet machine; once past 30 s on a loaded one (enrolled, read, decided, sent).
       await waitFor(
         'replica B to claim the six sends',
         async () => read(h, (db) => Number((db.query('SELECT COUNT(*) AS n FROM payments WHERE first_attempt_at IS NOT NULL').get() as { n: number }).n) === 6),
-        30_000,
+        90_000,
       );
       const a = await h.start({ replicaId: 'removal-a' });
       await waitFor(

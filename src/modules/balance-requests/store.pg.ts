@@ -255,7 +255,7 @@ async function thresholdHits(db: PgDb, batchId: string): Promise<ThresholdHit[]>
 }
 
 export const pgBalanceStore: BalanceStore = {
-  readsPerClaim: 256,
+  readsPerClaim: 128,
   async cachedResponse(c, lenderId, bodyHash, since) {
     return findCachedResponse(readerOf(c), lenderId, bodyHash, since);
   },

@@ -176,10 +176,11 @@ export interface BalanceStore {
   /**
    * The fewest reads one claim takes (a claim takes four rounds of the concurrency when that is more), and a
    * flush records as many at once. SQLite 0: claims of four rounds and flushes of 64, as a flush is work on the
-   * event loop, 3–5 ms at that size. PostgreSQL 256: a flush's work is the server's and its round trips go one
+   * event loop, 3–5 ms at that size. PostgreSQL 128: a flush's work is the server's and its round trips go one
    * after the other, each claim waiting for the flush before it, so fewer and larger flushes go faster (bench
-   * reads: about 1,950 → 2,600–3,000 reads a second). A claimed read that waits past half its lease behind the
-   * others is given back unread (processing.ts), so a larger claim never has a read made twice.
+   * reads: about 1,760 → 2,550 reads a second at the median). 256 read a little faster still, but its flushes,
+   * which decide and create payments, hold their borrowers twice as long. A claimed read that waits past half
+   * its lease behind the others is given back unread (processing.ts), so a larger claim never reads one twice.
    */
   readonly readsPerClaim: number;
   /** Batches with work left, oldest first. */

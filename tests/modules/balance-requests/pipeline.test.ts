@@ -364,7 +364,7 @@ describe('fair sharing', () => {
     const lastSmall = order.lastIndexOf(small);
     expect(lastSmall).toBeGreaterThanOrEqual(0);
     // Among the first claim's results: four rounds of the concurrency, or the engine's larger claim
-    // (PostgreSQL's 256, still short of the large batch's 300).
+    // (PostgreSQL's 128, still short of the large batch's 300).
     expect(lastSmall).toBeLessThan(Math.max(20, ctx.rt.stores.balances.readsPerClaim));
   });
 });

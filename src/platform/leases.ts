@@ -15,9 +15,14 @@ type LeaseDeps = Pick<PlatformDeps, 'engine'>;
 /** The database server's time in milliseconds, in SQL. */
 const DB_NOW = `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
 
+/**
+ * The server's clock is read once: the new term starts at the instant the old one is checked against
+ * (`EXCLUDED.until - ttl`). Read twice, the check could see a later instant than the term started from, and a
+ * lease taken at its expiry be recorded as taken a millisecond before it.
+ */
 const TAKE = `INSERT INTO leases (name, owner, until) VALUES ($1, $2, ${DB_NOW} + $3::bigint)
   ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, until = EXCLUDED.until
-    WHERE leases.until <= ${DB_NOW} OR leases.owner = EXCLUDED.owner
+    WHERE leases.until <= EXCLUDED.until - $3::bigint OR leases.owner = EXCLUDED.owner
   RETURNING 1 AS taken`;
 
 const RELEASE = `DELETE FROM leases WHERE name = $1 AND owner = $2`;

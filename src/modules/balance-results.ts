@@ -40,22 +40,20 @@ export async function afterBalanceResults(ctx: JobContext & { tx: Tx }, reads: R
   const monitoring = await monitoringReadsAmong(ctx, reads);
   const ids = await enrollmentsOfReads(ctx, monitoring);
   const enrolled: (RecordedRead & { enrollmentId: string })[] = [];
-  const times = new Map<string, number>();
   for (const [i, r] of monitoring.entries()) {
     const enrollmentId = ids[i];
     if (!enrollmentId) continue;
     enrolled.push({ ...r, enrollmentId });
-    times.set(enrollmentId, (times.get(enrollmentId) ?? 0) + 1);
     // A Notification of Change the bank-data source passed on: received before the decision, which then
     // holds the account's debits until it is applied.
     if (r.change) await receiveSourceNotice(ctx, r, enrollmentId);
   }
   const next = new Map<string, number>();
-  await decideCollections(ctx, enrolled, async (decided) => {
+  await decideCollections(ctx, enrolled, async (decided, alone) => {
     const list = decided.map((r) => ({ enrollmentId: r.enrollmentId, lenderId: r.lenderId, aid: r.authorizerUniqueId, at: r.at }));
     // A borrower read twice in the flush is decided each time alone, and its next decision reads what this one
     // wrote: its next read is written at once. The others' wait for step 4.
-    if (decided.some((r) => times.get(r.enrollmentId)! > 1)) await learnAndScheduleEach(ctx, list);
+    if (alone) await learnAndScheduleEach(ctx, list);
     else for (const n of await learnNextReads(ctx, list)) next.set(n.enrollmentId, n.at);
   });
   await setLastReads(ctx, enrolled, next);

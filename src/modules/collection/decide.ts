@@ -73,13 +73,13 @@ const IN_FLIGHT: ReadonlySet<string> = new Set(['initiating', 'processing']);
  * Decisions for the monitoring reads of one flush of balance results, in their order (the chain in
  * modules/balance-results.ts): every borrower serialized first, in that order, then what decisions read of
  * them, one statement per kind for all of them, and `after` called once for all of them, decided. A borrower
- * read twice in the flush is decided each time as one alone, `after` with each decision (the second decision
- * reads what the first and its `after` wrote).
+ * read twice in the flush is decided each time as one alone, `after` with each decision and `alone` true (the
+ * second decision reads what the first and its `after` wrote).
  */
 export async function decideCollections(
   ctx: JobContext & { tx: Tx },
   reads: (RecordedRead & { enrollmentId: string })[],
-  after: (reads: (RecordedRead & { enrollmentId: string })[]) => Promise<void>,
+  after: (reads: (RecordedRead & { enrollmentId: string })[], alone: boolean) => Promise<void>,
 ): Promise<void> {
   const times = new Map<string, number>();
   for (const r of reads) times.set(r.enrollmentId, (times.get(r.enrollmentId) ?? 0) + 1);
@@ -94,10 +94,10 @@ export async function decideCollections(
       decided.push(r);
     } else {
       await decideCollection(ctx, r);
-      await after([r]);
+      await after([r], true);
     }
   }
-  await after(decided);
+  await after(decided, false);
 }
 
 /** The steps of a decision, in order. */

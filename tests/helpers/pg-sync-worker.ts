@@ -9,8 +9,11 @@ let body: Uint8Array | null = null;
 const connections = new Map<string, SQL>();
 const encoder = new TextEncoder();
 
-/** Status words: 0 waiting, 1 rows (JSON), 2 too large for the buffer, 3 an error (its message). */
-function answer(status: number, text: string): void {
+/**
+ * Header words: the status (1 rows as JSON, 2 too large for the buffer, 3 an error with its message), the text's
+ * length, and the sequence number of the statement answered, stored last.
+ */
+function answer(seq: number, status: number, text: string): void {
   let bytes = encoder.encode(text);
   if (bytes.length > body!.length) {
     if (status === 1) status = 2;
@@ -19,14 +22,15 @@ function answer(status: number, text: string): void {
   body!.set(bytes);
   Atomics.store(header!, 1, bytes.length);
   Atomics.store(header!, 0, status);
-  Atomics.notify(header!, 0);
+  Atomics.store(header!, 2, seq);
+  Atomics.notify(header!, 2);
 }
 
-self.onmessage = async (event: MessageEvent<{ type: 'init'; shared: SharedArrayBuffer } | { type: 'query'; url: string; query: string }>) => {
+self.onmessage = async (event: MessageEvent<{ type: 'init'; shared: SharedArrayBuffer } | { type: 'query'; url: string; query: string; seq: number }>) => {
   const m = event.data;
   if (m.type === 'init') {
-    header = new Int32Array(m.shared, 0, 2);
-    body = new Uint8Array(m.shared, 8);
+    header = new Int32Array(m.shared, 0, 3);
+    body = new Uint8Array(m.shared, 12);
     return;
   }
   try {
@@ -34,12 +38,12 @@ self.onmessage = async (event: MessageEvent<{ type: 'init'; shared: SharedArrayB
     if (!sql) connections.set(m.url, (sql = new SQL(m.url, { max: 1, idleTimeout: 30 })));
     const [row] = (await sql.unsafe(m.query)) as { j: unknown }[];
     const j = row?.j ?? '[]';
-    answer(1, typeof j === 'string' ? j : JSON.stringify(j));
+    answer(m.seq, 1, typeof j === 'string' ? j : JSON.stringify(j));
   } catch (e) {
     // A database dropped under its connection: the next statement for it connects again.
     const sql = connections.get(m.url);
     connections.delete(m.url);
     void sql?.close().catch(() => undefined);
-    answer(3, e instanceof Error ? e.message : String(e));
+    answer(m.seq, 3, e instanceof Error ? e.message : String(e));
   }
 };

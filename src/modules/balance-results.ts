@@ -2,7 +2,7 @@ import type { BalanceResultChain, JobContext } from '../deps';
 import type { Tx } from '../platform/context';
 import type { CompletedBatch, RecordedRead } from './balance-requests/results';
 import { enrollmentsOfReads, monitoringReadsAmong, readAfterRepair, setLastReads } from './enrollments/monitoring';
-import { decideCollections } from './collection/decide';
+import { decideCollections, holdBorrowers } from './collection/decide';
 import { learnAndScheduleEach, learnNextReads } from './pay-cycles/learn';
 import { onScheduleBatchCompleted } from './schedules/runs';
 import { noticeDigest, receiveNotice } from './bank-accounts/changes';
@@ -15,8 +15,9 @@ import type { ChangeNotice } from '../adapters/bank-data/types';
 // chain (deps.balanceResults) instead of the pipeline importing them.
 //
 // afterBalanceResults, for the results of monitoring batches (the due check's, or a read asked for now):
-//   1. each borrower's enrollment is found and held (enrollments/monitoring.ts); then, for each result in order
-//      (what the decisions read of the borrowers is read for all of them at once):
+//   1. each borrower's enrollment is found (enrollments/monitoring.ts) and held as its decisions hold it
+//      (collection/decide.ts); then, for each result in order (what the decisions read of the borrowers is
+//      read for all of them at once):
 //   2. collection decides (collection/decide.ts): a scheduled payment goes out on its day or is voided, a
 //      payment of the collectable amount is initiated (scheduled, with PAYMENT_SCHEDULED in the outbox, when
 //      the policy gives notice), or the borrower is blocked (ENROLLMENT_BLOCKED in the outbox). For a lender
@@ -39,6 +40,7 @@ export async function afterBalanceResults(ctx: JobContext & { tx: Tx }, reads: R
   // (collection/decide.ts, pay-cycles/learn.ts), and 4 in one statement for all of them.
   const monitoring = await monitoringReadsAmong(ctx, reads);
   const ids = await enrollmentsOfReads(ctx, monitoring);
+  await holdBorrowers(ctx, ids.filter((id): id is string => id !== null));
   const enrolled: (RecordedRead & { enrollmentId: string })[] = [];
   for (const [i, r] of monitoring.entries()) {
     const enrollmentId = ids[i];

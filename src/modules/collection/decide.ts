@@ -19,6 +19,14 @@ import { anyExceeded } from '../return-rates/service';
 import { fraudOnDebit } from '../fraud-monitoring/hooks';
 
 /**
+ * Borrowers held until the transaction ends, as each of their decisions holds them (on PostgreSQL their rows
+ * locked in the order of their ids, FOR NO KEY UPDATE): what else is written about them in the transaction
+ * waits for no other writer of them, and no decision of them elsewhere runs meanwhile.
+ */
+export const holdBorrowers = (ctx: JobContext & { tx: Tx }, enrollmentIds: readonly string[]): Promise<void> =>
+  ctx.deps.stores.decisions.serializeBorrowers(ctx, enrollmentIds);
+
+/**
  * The collection decision, called with each monitoring read in the transaction that records it (the chain in
  * modules/balance-results.ts): what decide (decision.ts) asks for is read, and the steps it returns are
  * carried out, in order. The payment row (status initiating, its id the idempotency key) is committed with the

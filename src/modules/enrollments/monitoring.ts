@@ -94,7 +94,7 @@ function monitoringOf(reads: RecordedRead[], batchIds: string[]): RecordedRead[]
   return monitoring.size === 0 ? [] : reads.filter((r) => monitoring.has(r.batchId));
 }
 
-/** The enrollments of monitoring reads, held until the transaction ends: each one's id, or null when it has none. */
+/** The enrollments of monitoring reads: each one's id, or null when it has none. */
 export const enrollmentsOfReads = (c: TxCtx, reads: readonly RecordedRead[]): Promise<(string | null)[]> => c.deps.stores.enrollments.enrollmentsOfReads(c, reads);
 
 /**

@@ -259,10 +259,6 @@ export const pgEnrollmentStore: EnrollmentStore = {
             FROM enrollments e JOIN unnest(${listOf(these.map((r) => r.lenderId))}::text[], ${listOf(these.map((r) => r.authorizerUniqueId))}::text[]) AS v(lender_id, aid)
               ON e.lender_id = v.lender_id AND e.authorizer_unique_id = v.aid`,
     );
-    // Then held, locked as the decisions lock them (collection's serializeBorrowers), in the order of their ids
-    // whatever the flush: a lock taken by the join itself made the due check's scan of the due index twenty times
-    // slower (measured with pg_stat_statements during `bench reads`).
-    if (found.length > 0) await writerOf(c).execute(sql`SELECT 1 FROM enrollments WHERE id = ANY(${listOf(found.map((u) => u.id))}::text[]) ORDER BY id FOR NO KEY UPDATE`);
     const ids = new Map(found.map((u) => [keyOf(u.lenderId, u.aid), u.id]));
     return reads.map((r) => ids.get(keyOf(r.lenderId, r.authorizerUniqueId)) ?? null);
   },

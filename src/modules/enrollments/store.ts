@@ -159,8 +159,7 @@ export interface EnrollmentStore {
   borrowersAmong(c: StoreCtx, lenderId: string, aids: string[]): Promise<{ id: string; aid: string }[]>;
   /**
    * The enrollments of a flush's monitoring reads, in their order: each one's id, or null when its borrower has
-   * none. Held until the transaction ends (on PostgreSQL locked in the order of their ids, as the decisions
-   * lock them), for setLastReads to write.
+   * none. A plain look-up: the caller holds them (collection's holdBorrowers) before it writes on them.
    */
   enrollmentsOfReads(c: TxCtx, reads: readonly { lenderId: string; authorizerUniqueId: string }[]): Promise<(string | null)[]>;
   /**

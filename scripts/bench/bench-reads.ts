@@ -49,19 +49,34 @@ export async function runReads(ctx: Pick<BenchContext, 'log'>) {
     const lag = () => fetch(`${server.url}/bench/lag`).then((r) => r.json() as Promise<{ max: number; p99: number }>);
     await lag();
     const run = await probeDuring(server, async () => {
+      const start = performance.now();
+      // When the first new result is in: from there to the last is the rate the service processes them at (what
+      // balance_reads_total counts). Before it, the reads wait for the due check's next tick (once a second)
+      // and for this bench to set them all due.
+      const first = waitFor(async () => (await db.count('SELECT COALESCE(MAX(id), 0) AS n FROM balance_results')) > idBefore, 900_000, 'the first due read recorded', 10).then(
+        () => performance.now(),
+      );
       // A thousand rows a write: one write of every row would hold the file's write lock from beside the
       // service for as long, and the service's own writes wait on it (that is the bench, not the service).
       const ids = (await db.all<{ id: string }>("SELECT id FROM enrollments WHERE state = 'monitored' ORDER BY id")).map((r) => r.id);
       for (let i = 0; i < ids.length; i += 1000) {
         await db.run(`UPDATE enrollments SET next_read_at = ? WHERE id IN (${ids.slice(i, i + 1000).map(() => '?').join(', ')})`, Date.now() - 1, ...ids.slice(i, i + 1000));
       }
+      const setDue = performance.now() - start;
       await waitFor(recordedSince, 900_000, 'every due read recorded', 20);
+      const last = performance.now();
+      return { setDue, firstAfter: (await first) - start, processing: last - (await first) };
     });
     const loop = await lag();
     const rate = BORROWERS / (run.ms / 1000);
+    const processingRate = BORROWERS / (run.result.processing / 1000);
     ctx.log(`the server's event loop meanwhile: a 5 ms timer late by ${ms(loop.max, 0)} at most (p99 ${ms(loop.p99, 0)})`);
-    ctx.log(`${num(BORROWERS, 0)} due reads recorded in ${ms(run.ms, 0)} (${num(rate, 0)}/s); longest /healthz gap ${ms(run.gap, 0)} (idle ${ms(idle.gap, 0)})`);
-    return { idleGap: idle.gap, gap: run.gap, ms: run.ms, rate };
+    ctx.log(
+      `${num(BORROWERS, 0)} due reads recorded in ${ms(run.ms, 0)} (${num(rate, 0)}/s) from the first write that set them due (all set due in ${ms(run.result.setDue, 0)}); ` +
+        `the first recorded ${ms(run.result.firstAfter, 0)} after it, the last ${ms(run.result.processing, 0)} after the first (${num(processingRate, 0)}/s); ` +
+        `longest /healthz gap ${ms(run.gap, 0)} (idle ${ms(idle.gap, 0)})`,
+    );
+    return { idleGap: idle.gap, gap: run.gap, ms: run.ms, rate, processing: run.result.processing, processingRate, firstAfter: run.result.firstAfter };
   } finally {
     await db.close();
     await server.stop();
@@ -78,11 +93,20 @@ export const readsBench: Bench = {
     const gapTarget = Math.min(TARGET_GAP_MS, r.idleGap + 35);
     return {
       metrics: [
-        { label: `due reads processed (queued, read, recorded, decided, next read set)`, value: `${num(r.rate, 0)}/s (${ms(r.ms, 0)} for ${num(BORROWERS, 0)})`, target: `≥ ${num(TARGET_RATE, 0)}/s`, pass: r.rate >= TARGET_RATE },
+        {
+          label: `due reads processed (queued, read, recorded, decided, next read set), from the first result to the last`,
+          value: `${num(r.processingRate, 0)}/s (${ms(r.processing, 0)} for ${num(BORROWERS, 0)})`,
+          target: `≥ ${num(TARGET_RATE, 0)}/s`,
+          pass: r.processingRate >= TARGET_RATE,
+        },
+        {
+          label: 'the same from the first write that set them due (the due check runs once a second)',
+          value: `${num(r.rate, 0)}/s (${ms(r.ms, 0)}; the first result ${ms(r.firstAfter, 0)} after that write)`,
+        },
         { label: 'longest /healthz gap while they run', value: `${ms(r.gap, 0)} (idle ${ms(r.idleGap, 0)})`, target: `≤ ${ms(gapTarget, 0)}`, pass: r.gap <= gapTarget },
       ],
       notes: [
-        `Borrowers enrolled through the API (1000 a request), each with a sandbox balance below the ${OWED_CENTS} cents owed, on a server running every job; once their first reads are recorded, every next read is set due from another connection (a thousand rows a write) and the figure is the time until as many new results are in balance_results. GET /healthz every 10 ms from its own process. BENCH_READS_BORROWERS sets the count.`,
+        `Borrowers enrolled through the API (1000 a request), each with a sandbox balance below the ${OWED_CENTS} cents owed, on a server running every job; once their first reads are recorded, every next read is set due from another connection (a thousand rows a write). The rate is the borrowers over the time from the first new result in balance_results to the last (the rate balance_reads_total counts); the second figure counts from the first write that set them due, so it adds the wait for the due check's next tick (it runs once a second) and the bench's own writes. GET /healthz every 10 ms from its own process. BENCH_READS_BORROWERS sets the count.`,
       ],
     };
   },

@@ -22,6 +22,7 @@ import { pgStores, sqliteStores } from './stores';
 import { pgEngine, pgPortalState, sqliteEngine, sqlitePortalState } from './engine-services';
 import { enrollmentChangeChain } from './modules/enrollment-changes';
 import { queueDepth } from './modules/balance-requests/service';
+import { Wakeups } from './platform/wakeups';
 
 // The composition root: the one place that knows every concrete piece (platform, adapters, features) and
 // wires them into the Deps that routes, services and jobs receive.
@@ -101,6 +102,7 @@ export function createRuntime(
     logger,
     metrics,
     pageTokens: new PageTokens(vault),
+    wakeups: new Wakeups(),
     routing: routing.directory,
     bank: opts.bank ?? createBalanceProvider(config, routing.directory, logger, clock, observer('bank_data', 'http')),
     linked: opts.linked ?? createLinkedSources(config, (provider) => observer('bank_data', provider)),

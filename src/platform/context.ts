@@ -12,6 +12,7 @@ import type { PgHandle } from './pg';
 import type { EngineServices } from './engine';
 import type { Tx } from './tx';
 import type { WriteGate } from './write-gate';
+import type { Wakeups } from './wakeups';
 
 /** What the platform provides to every service and job; the composition root adds the adapters. */
 export interface PlatformDeps {
@@ -32,6 +33,11 @@ export interface PlatformDeps {
   logger: Logger;
   metrics: Metrics;
   pageTokens: PageTokens;
+  /**
+   * Jobs told of work as it is queued (platform/wakeups.ts): the running service's. Absent in a worker thread,
+   * where the job's next tick finds the work.
+   */
+  wakeups?: Wakeups;
 }
 
 /** What a context needs to open a transaction: its engine's transactions (the runtime's, the CLI's). */

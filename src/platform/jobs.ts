@@ -63,6 +63,9 @@ export const jobLeaseMs = (job: Pick<Job, 'intervalMs' | 'leaseMs'>): number => 
 export class JobRunner<D extends PlatformDeps = PlatformDeps> {
   private readonly scheduler = new ToadScheduler();
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** Jobs woken while a tick of theirs ran: that tick may have looked before the work was there, so one more. */
+  private readonly wokenDuring = new Set<string>();
+  private readonly unlisten: (() => void)[] = [];
   private stopped = true;
   private readonly abort = new AbortController();
   /** The bodies of the ticks running now (not those waiting for the database to come back). */
@@ -115,6 +118,8 @@ export class JobRunner<D extends PlatformDeps = PlatformDeps> {
   start(): void {
     this.stopped = false;
     for (const job of this.jobs) {
+      // Work queued for the job (deps.wakeups) runs it now rather than at its next tick.
+      if (this.deps.wakeups) this.unlisten.push(this.deps.wakeups.on(job.name, () => this.wake(job)));
       const task = new AsyncTask(job.name, () => this.runOnce(job));
       this.scheduler.addSimpleIntervalJob(
         new SimpleIntervalJob({ milliseconds: job.intervalMs, runImmediately: true }, task, { id: job.name, preventOverrun: true }),
@@ -126,9 +131,19 @@ export class JobRunner<D extends PlatformDeps = PlatformDeps> {
   runOnce(job: Job<D>): Promise<void> {
     const current = this.inFlight.get(job.name);
     if (current) return current;
-    const p = this.execute(job).finally(() => this.inFlight.delete(job.name));
+    const p = this.execute(job).finally(() => {
+      this.inFlight.delete(job.name);
+      if (this.wokenDuring.delete(job.name)) this.wake(job);
+    });
     this.inFlight.set(job.name, p);
     return p;
+  }
+
+  /** A tick now, or once the running one ends: wake-ups meanwhile make one tick, not one each. */
+  private wake(job: Job<D>): void {
+    if (this.stopped) return;
+    if (this.inFlight.has(job.name)) this.wokenDuring.add(job.name);
+    else void this.runOnce(job).catch(() => undefined);
   }
 
   private async execute(job: Job<D>): Promise<void> {
@@ -210,6 +225,7 @@ export class JobRunner<D extends PlatformDeps = PlatformDeps> {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    for (const off of this.unlisten.splice(0)) off();
     this.abort.abort();
     this.scheduler.stop();
     await Promise.allSettled([...this.inFlight.values()]);

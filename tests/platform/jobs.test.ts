@@ -302,6 +302,41 @@ describe('JobRunner', () => {
     expect(ctx.sql.query('SELECT COUNT(*) AS n FROM leases').get()).toEqual({ n: 0 });
   });
 
+  test('a wake-up runs the job at once; wake-ups during a tick make one more tick after it; none after stop', async () => {
+    /** Turns of the event loop until `cond` holds (a tick's first steps await the write gate's turn). */
+    const turnsUntil = async (cond: () => boolean) => {
+      for (let i = 0; i < 1000 && !cond(); i++) await new Promise((r) => setImmediate(r));
+      return cond();
+    };
+    let gate = deferred();
+    const { job, calls } = makeJob({ tick: () => gate.promise });
+    const runner = new JobRunner(ctx.rt, [job]);
+    runner.start(); // the immediate tick, waiting on the gate; the next by the interval is an hour away
+    expect(await turnsUntil(() => calls.length === 1)).toBe(true);
+    const first = runner.runOnce(job);
+    ctx.rt.wakeups!.wake(job.name);
+    ctx.rt.wakeups!.wake(job.name);
+    await flush();
+    expect(calls).toHaveLength(1); // not beside the running tick
+    gate.resolve();
+    await first;
+    // The tick the wake-ups asked for starts as the first ends, with no call of ours.
+    expect(await turnsUntil(() => calls.length === 2)).toBe(true);
+    expect(await turnsUntil(() => jobState(job.name)?.runs === 2)).toBe(true);
+    expect(await turnsUntil(() => calls.length > 2)).toBe(false); // two wake-ups, one tick
+
+    ctx.rt.wakeups!.wake(job.name); // idle: a tick now
+    expect(await turnsUntil(() => calls.length === 3)).toBe(true);
+    expect(await turnsUntil(() => jobState(job.name)?.runs === 3)).toBe(true);
+    ctx.rt.wakeups!.wake('another-job');
+    expect(await turnsUntil(() => calls.length > 3)).toBe(false);
+
+    await runner.stop();
+    ctx.rt.wakeups!.wake(job.name);
+    expect(await turnsUntil(() => calls.length > 3)).toBe(false);
+    expect(jobState(job.name)!.runs).toBe(3);
+  });
+
   test('a failure to record job_state is logged, not thrown', async () => {
     const { job } = makeJob();
     const broken = createTestContext();

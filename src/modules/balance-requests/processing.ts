@@ -19,7 +19,7 @@ import { enqueueWebhook } from '../webhooks/service';
 import type { CompletedBatch, RecordedRead } from './results';
 import type { SensitiveFields } from '../authorizers/rules';
 import { openSensitive, unpackItems } from './payload';
-import { IDEMPOTENCY_TTL_MS } from './service';
+import { BALANCE_PROCESSING_JOB, IDEMPOTENCY_TTL_MS } from './service';
 import { exportStatusFor, RESULT_NOT_STORABLE } from './status';
 import { linkReadKey, linkReadsOf, reusedDetail, type ItemRead } from './link-reads';
 import { ITEM_LEASE_MS, type ClaimedItem, type ReadFinish, type ResultRow } from './store';
@@ -620,7 +620,7 @@ async function readLinkedItem(deps: Deps, item: ClaimedItem, link: BankLink, run
  * undo the last of them; their reads are then made again.
  */
 export const balanceProcessingJob: Job<Deps> = {
-  name: 'balance-processing',
+  name: BALANCE_PROCESSING_JOB,
   intervalMs: 250,
   tick: (deps, signal) => commitsSyncedLater(() => processBalances(deps, { signal })),
 };

@@ -2,7 +2,7 @@ import { connectedProviders } from '../bank-data-connections/service';
 import type { BatchSource } from '../../../db/schema/enums';
 import type { Ctx, JobContext } from '../../deps';
 import { DAY_MS, iso, isoOrNull } from '../../platform/clock';
-import type { Tx } from '../../platform/context';
+import { afterCommit, type Tx } from '../../platform/context';
 import { InvalidInput, NotFound, RateLimited } from '../../platform/errors';
 import { newId } from '../../platform/ids';
 import { centsToDollarsOrNull } from '../../platform/money';
@@ -107,13 +107,17 @@ function newBatch(ctx: Pick<Ctx, 'deps'>, input: BatchInput): { batch: NewBatch;
   };
 }
 
+/** The balance pipeline's job (processing.ts), woken when a batch is queued rather than at its next tick. */
+export const BALANCE_PROCESSING_JOB = 'balance-processing';
+
 /**
  * Inserts a batch and its payload in the caller's transaction: two rows whatever the batch's size. The
- * processing job creates the per-authorizer queue rows when it takes the batch up.
+ * processing job creates the per-authorizer queue rows when it takes the batch up, woken once this commits.
  */
 export async function insertBatch({ ctx, input }: { ctx: JobContext & { tx: Tx }; input: BatchInput }): Promise<string> {
   const { batch, payload } = newBatch(ctx, input);
   await ctx.deps.stores.balances.insertBatch(ctx, batch, payload);
+  afterCommit(ctx, () => ctx.deps.wakeups?.wake(BALANCE_PROCESSING_JOB));
   return batch.id;
 }
 
@@ -257,6 +261,8 @@ async function acceptBatch({
   });
   if (outcome.kind === 'replay') return replayed(outcome.hit);
   if (outcome.kind === 'over_backlog') throw overBacklog(outcome.pending, max, count, 'this request');
+  // Committed: the pipeline takes it up now.
+  ctx.deps.wakeups?.wake(BALANCE_PROCESSING_JOB);
   return { status: 201, body: { ...body, replayed: false }, replayed: false };
 }
 

@@ -36,6 +36,9 @@ export async function queueDueReads(deps: Deps, max = READS_PER_SLICE): Promise<
   const next = now + deps.config.monitorReadIntervalMs;
   return transaction({ deps }, async (tx) => {
     const due = await tx.deps.stores.enrollments.dueReads(tx, now, max);
+    // The next reads first, the batches last: a batch's insert holds its lender's count of waiting reads
+    // (balance_backlog, on PostgreSQL a row every flush of the lender's results also moves) until the commit.
+    await tx.deps.stores.enrollments.setNextReads(tx, due.map((d) => d.id), next);
     const byLender = new Map<string, DueRead[]>();
     for (const d of due) {
       const list = byLender.get(d.lenderId) ?? [];
@@ -51,7 +54,6 @@ export async function queueDueReads(deps: Deps, max = READS_PER_SLICE): Promise<
         await insertBatch({ ctx: tx, input: { lenderId, source: 'monitoring', authorizers, now } });
       }
     }
-    await tx.deps.stores.enrollments.setNextReads(tx, due.map((d) => d.id), next);
     return { queued: due.length };
   });
 }

@@ -79,10 +79,10 @@ const IN_FLIGHT: ReadonlySet<string> = new Set(['initiating', 'processing']);
 
 /**
  * Decisions for the monitoring reads of one flush of balance results, in their order (the chain in
- * modules/balance-results.ts): every borrower serialized first, in that order, then what decisions read of
- * them, one statement per kind for all of them, and `after` called once for all of them, decided. A borrower
- * read twice in the flush is decided each time as one alone, `after` with each decision and `alone` true (the
- * second decision reads what the first and its `after` wrote).
+ * modules/balance-results.ts, which holds every borrower first with holdBorrowers, before anything it writes of
+ * them): what decisions read of them, one statement per kind for all of them, then each decided, and `after`
+ * called once for all of them, decided. A borrower read twice in the flush is decided each time as one alone,
+ * `after` with each decision and `alone` true (the second decision reads what the first and its `after` wrote).
  */
 export async function decideCollections(
   ctx: JobContext & { tx: Tx },
@@ -92,7 +92,6 @@ export async function decideCollections(
   const times = new Map<string, number>();
   for (const r of reads) times.set(r.enrollmentId, (times.get(r.enrollmentId) ?? 0) + 1);
   const once = [...times].filter(([, n]) => n === 1).map(([id]) => id);
-  await ctx.deps.stores.decisions.serializeBorrowers(ctx, once);
   const known = once.length > 0 ? await ctx.deps.stores.decisions.decisionInputsOf(ctx, once) : new Map<string, DecisionRead>();
   const decided: (RecordedRead & { enrollmentId: string })[] = [];
   for (const r of reads) {
